@@ -1,0 +1,71 @@
+/* bk_accel.h - traversal layouts of the two acceleration structures, shared by CPU and CUDA.
+ *
+ * The host builders (src/bvh.c, src/kdtree.c) each build their own build-node format and then
+ * flatten it into the layouts below (the tinybvh habit: one build format, one layout per use).
+ * A bk_accel_view is the non-owning flat description a traversal gets: host pointers on the CPU,
+ * device pointers (d_*) after the CUDA backend's upload.
+ */
+#ifndef BK_ACCEL_H
+#define BK_ACCEL_H
+
+#include "bk_common.h"
+
+enum bk_accel_type { BK_ACCEL_BVH = 0, BK_ACCEL_KDTREE = 1 };
+
+/* Deepest tree the builders make. Every stack entry stands for one pending subtree on the path
+ * from the root, so BK_MAX_DEPTH bounds the stack, and the BVH restart trail holds one bit per
+ * level in a uint64_t. */
+#define BK_MAX_DEPTH 60
+
+/* Binary BVH node, 64 bytes: both children's boxes live in the parent, so one node fetch
+ * (four 16-byte loads) tests two boxes (Aila & Laine 2009, "Understanding the Efficiency of Ray
+ * Traversal on GPUs"). A child reference is an int32: >= 0 an inner node index, < 0 a leaf
+ * whose first triangle is ~ref in the BVH's triangle array. */
+typedef struct bk_bvh_node {
+    bk_f4 xy0;    /* child 0 box: lo.x hi.x lo.y hi.y                       16 B */
+    bk_f4 xy1;    /* child 1 box: lo.x hi.x lo.y hi.y                       16 B */
+    bk_f4 z01;    /* child 0 lo.z hi.z, child 1 lo.z hi.z                   16 B */
+    bk_f4 refs;   /* bits of int32: child 0 ref, child 1 ref, unused x2     16 B */
+} bk_bvh_node;    /*                                                        64 B */
+
+/* Triangles are stored as 3 bk_f4 (48 bytes): v0, v1, v2. v0.w holds, as bits, the triangle's
+ * number in the file (rays.md numbering) with BK_TRI_LAST set on the last triangle of a BVH leaf,
+ * so a leaf needs no count. The BVH orders triangles by leaf; the KD-tree keeps file order and
+ * reaches them through a reference array, because one triangle may sit in several leaves. */
+#define BK_TRI_LAST 0x80000000u
+#define BK_TRI_ID   0x7FFFFFFFu
+
+/* KD-tree node, 8 bytes (the layout of pbrt's KdAccelNode). Nodes are in depth-first order: the
+ * child below the split plane of node i is node i + 1. */
+typedef struct bk_kd_node {
+    uint32_t flags;   /* bits 0-1: split axis, 3 = leaf; bits 2-31: inner: index of the child
+                         above the plane; leaf: number of triangle references        4 B */
+    uint32_t data;    /* inner: split position (float bits); leaf: first reference   4 B */
+} bk_kd_node;         /*                                                             8 B */
+
+#define BK_KD_LEAF 3u
+
+typedef struct bk_accel_view {
+    int32_t            type;         /* enum bk_accel_type */
+    uint32_t           depth;        /* levels of inner nodes on the longest path */
+    const bk_bvh_node *bvh_nodes;    /* BVH: root is node 0, always an inner node */
+    uint32_t           bvh_node_count;
+    const bk_kd_node  *kd_nodes;     /* KD-tree: root is node 0 */
+    uint32_t           kd_node_count;
+    const uint32_t    *kd_refs;      /* KD-tree: triangle indices, per leaf */
+    uint32_t           kd_ref_count;
+    const bk_f4       *tris;         /* 3 per triangle */
+    uint32_t           tri_count;
+    bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
+} bk_accel_view;
+
+BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)
+{
+    bk_kd_node n; n.flags = (uint32_t)axis | (above << 2); n.data = bk_float_bits(split); return n;
+}
+BK_HD bk_kd_node bk_kd_make_leaf(uint32_t count, uint32_t first)
+{
+    bk_kd_node n; n.flags = BK_KD_LEAF | (count << 2); n.data = first; return n;
+}
+
+#endif /* BK_ACCEL_H */

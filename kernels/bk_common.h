@@ -1,0 +1,81 @@
+/* bk_common.h - the few definitions every shared host/device header needs.
+ *
+ * Compiled by gcc (C11) and by nvcc (CUDA C++): no compound literals, no designated initialisers,
+ * no VLAs, no allocation, no I/O, no globals. BK_HD marks a function that runs on both sides
+ * (the pbrt-v4 idea); small vector helpers follow the stb style, one line each.
+ */
+#ifndef BK_COMMON_H
+#define BK_COMMON_H
+
+#include <stdint.h>
+#include <float.h>
+
+#if defined(__CUDACC__)
+#  define BK_HD static inline __host__ __device__
+#  define BK_ALIGN16 alignas(16)
+#else
+#  define BK_HD static inline
+#  define BK_ALIGN16 _Alignas(16)
+#endif
+
+#if defined(__CUDA_ARCH__)
+#  define BK_DEVICE_CODE 1
+#else
+#  define BK_DEVICE_CODE 0
+#endif
+
+#define BK_INF     (__builtin_inff())
+#define BK_NO_HIT  0xFFFFFFFFu
+
+typedef struct bk_vec3 { float x, y, z; } bk_vec3;
+/* 16-byte vector: one coalesced load on the GPU. */
+typedef struct bk_f4   { BK_ALIGN16 float x; float y, z, w; } bk_f4;
+
+BK_HD bk_vec3 bk_v3(float x, float y, float z) { bk_vec3 r; r.x = x; r.y = y; r.z = z; return r; }
+BK_HD bk_vec3 bk_add3(bk_vec3 a, bk_vec3 b)    { return bk_v3(a.x + b.x, a.y + b.y, a.z + b.z); }
+BK_HD bk_vec3 bk_sub3(bk_vec3 a, bk_vec3 b)    { return bk_v3(a.x - b.x, a.y - b.y, a.z - b.z); }
+BK_HD bk_vec3 bk_mul3(bk_vec3 a, float s)      { return bk_v3(a.x * s, a.y * s, a.z * s); }
+BK_HD bk_vec3 bk_min3(bk_vec3 a, bk_vec3 b)    { return bk_v3(a.x < b.x ? a.x : b.x, a.y < b.y ? a.y : b.y, a.z < b.z ? a.z : b.z); }
+BK_HD bk_vec3 bk_max3(bk_vec3 a, bk_vec3 b)    { return bk_v3(a.x > b.x ? a.x : b.x, a.y > b.y ? a.y : b.y, a.z > b.z ? a.z : b.z); }
+BK_HD float   bk_dot3(bk_vec3 a, bk_vec3 b)    { return a.x * b.x + a.y * b.y + a.z * b.z; }
+BK_HD bk_vec3 bk_cross3(bk_vec3 a, bk_vec3 b)  { return bk_v3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x); }
+BK_HD float   bk_comp3(bk_vec3 a, int k)       { return k == 0 ? a.x : (k == 1 ? a.y : a.z); }
+BK_HD float   bk_minf(float a, float b)        { return a < b ? a : b; }
+BK_HD float   bk_maxf(float a, float b)        { return a > b ? a : b; }
+BK_HD float   bk_absf(float a)                 { return a < 0.0f ? -a : a; }
+BK_HD bk_vec3 bk_f4_xyz(bk_f4 a)               { return bk_v3(a.x, a.y, a.z); }
+
+/* A 16-byte load; on the device through the read-only path. */
+BK_HD bk_f4 bk_load4(const bk_f4 *p)
+{
+#if BK_DEVICE_CODE
+    float4 v = __ldg((const float4 *)p);
+    bk_f4 r; r.x = v.x; r.y = v.y; r.z = v.z; r.w = v.w; return r;
+#else
+    return *p;
+#endif
+}
+
+BK_HD uint32_t bk_load_u32(const uint32_t *p)
+{
+#if BK_DEVICE_CODE
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+BK_HD uint32_t bk_float_bits(float f) { union { float f; uint32_t u; } c; c.f = f; return c.u; }
+BK_HD float    bk_bits_float(uint32_t u) { union { float f; uint32_t u; } c; c.u = u; return c.f; }
+
+/* Index of the highest set bit of a non-zero 64-bit value. */
+BK_HD int bk_msb64(uint64_t v)
+{
+#if BK_DEVICE_CODE
+    return 63 - __clzll((long long)v);
+#else
+    return 63 - __builtin_clzll(v);
+#endif
+}
+
+#endif /* BK_COMMON_H */

@@ -1,0 +1,381 @@
+/* bk_traverse.h - the one ray traversal, compiled for the CPU backend (gcc) and the CUDA one (nvcc).
+ *
+ * Pipeline: rays -> bk_trace_ray() -> hits. Pieces, in order:
+ *   - bk_stack: where the traversal stack lives. The strategy changes the storage, never the
+ *     traversal: a slot pointer and a stride (1 for a per-thread array, blockDim.x for a
+ *     shared-memory stack so a warp's pushes fall in different banks), plus what happens when the
+ *     fast part is full: nothing (global: it holds the deepest tree), drop the oldest entry and
+ *     restart later (short), or move the whole fast part to a global-memory region (spill).
+ *   - ray/box slabs (robust to axis-parallel rays: a zero direction gets a huge finite inverse, so
+ *     no 0 * inf NaN; the far distance is widened by a few ulps as in Ize 2013, "Robust BVH Ray
+ *     Traversal") and the watertight ray/triangle test (Woop, Benthin & Wald 2013).
+ *   - BVH traversal with ordered children; with the short stack, a restart trail (Laine 2010,
+ *     "Restart Trail for Stackless BVH Traversal") records per level whether the nearer child is
+ *     finished, so a restart from the root skips finished subtrees.
+ *   - KD-tree traversal (pbrt's front-to-back traversal); with the short stack, kd-restart
+ *     (Foley & Sugerman 2005): when dropped entries are needed, restart from the root with tmin
+ *     advanced to the exit of the last leaf.
+ */
+#ifndef BK_TRAVERSE_H
+#define BK_TRAVERSE_H
+
+#include "bk_common.h"
+#include "bk_accel.h"
+
+/* A RAYS record and a HITS record (../shared/formats/rays.md). */
+typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
+typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
+
+enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2 };
+
+/* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
+#define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
+/* Words per entry: the widest entry is the KD-tree's (node, tmin, tmax). */
+#define BK_STACK_WIDTH   3
+
+/* Per-ray work counters; the caller sums them. */
+typedef struct bk_trace_stats {
+    uint32_t nodes;     /* inner nodes visited */
+    uint32_t tris;      /* ray/triangle tests */
+    uint32_t restarts;  /* short stack: restarts from the root */
+    uint32_t spills;    /* spill stack: fast part moved to global memory */
+} bk_trace_stats;
+
+/* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
+ * same layout with spill_stride. Entries are 1 word (BVH: child ref), 2 (BVH short: ref, level)
+ * or 3 (KD-tree: node, tmin, tmax). */
+typedef struct bk_stack {
+    uint32_t *slot;
+    uint32_t *spill;
+    int32_t   stride, spill_stride;
+    int32_t   width;     /* words per entry */
+    int32_t   cap;       /* entries the fast part holds */
+    int32_t   top;       /* entries in the fast part */
+    int32_t   base;      /* short: ring start */
+    int32_t   spilled;   /* spill: entries in the spill region */
+    int32_t   dropped;   /* short: entries were dropped since the last restart */
+    int32_t   mode;      /* enum bk_stack_mode */
+} bk_stack;
+
+BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint32_t *spill, int spill_stride)
+{
+    bk_stack s;
+    s.slot = slot; s.spill = spill; s.stride = stride; s.spill_stride = spill_stride;
+    s.width = 1; s.cap = cap; s.top = 0; s.base = 0; s.spilled = 0; s.dropped = 0; s.mode = mode;
+    return s;
+}
+
+BK_HD void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
+{
+    /* Entries [0, cap) go to spill[spilled, spilled + cap); base is 0 outside short mode. */
+    for (int i = 0; i < s->cap; ++i)
+        for (int w = 0; w < s->width; ++w)
+            s->spill[((s->spilled + i) * s->width + w) * s->spill_stride] = s->slot[(i * s->width + w) * s->stride];
+    s->spilled += s->cap;
+    s->top = 0;
+    st->spills++;
+}
+
+BK_HD void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk_trace_stats *st)
+{
+    if (s->top == s->cap) {
+        if (s->mode == BK_STACK_SHORT) {            /* drop the oldest entry */
+            s->base = s->base + 1 == s->cap ? 0 : s->base + 1;
+            s->top--;
+            s->dropped = 1;
+        } else if (s->mode == BK_STACK_SPILL) {
+            bk_stack_spill_all(s, st);
+        }                                           /* global: cap bounds the tree depth */
+    }
+    int32_t i = s->base + s->top;
+    if (i >= s->cap) i -= s->cap;
+    uint32_t *p = s->slot + i * s->width * s->stride;
+    p[0] = w0;
+    if (s->width > 1) p[s->stride] = w1;
+    if (s->width > 2) p[2 * s->stride] = w2;
+    s->top++;
+}
+
+/* Pops into w[0..width). Returns 0 when nothing is left in fast or spill storage. */
+BK_HD int bk_stack_pop(bk_stack *s, uint32_t *w)
+{
+    if (s->top == 0) {
+        if (s->mode != BK_STACK_SPILL || s->spilled == 0) return 0;
+        int n = s->spilled < s->cap ? s->spilled : s->cap;
+        s->spilled -= n;
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < s->width; ++k)
+                s->slot[(i * s->width + k) * s->stride] = s->spill[((s->spilled + i) * s->width + k) * s->spill_stride];
+        s->top = n;
+    }
+    s->top--;
+    int32_t i = s->base + s->top;
+    if (i >= s->cap) i -= s->cap;
+    const uint32_t *p = s->slot + i * s->width * s->stride;
+    w[0] = p[0];
+    if (s->width > 1) w[1] = p[s->stride];
+    if (s->width > 2) w[2] = p[2 * s->stride];
+    return 1;
+}
+
+/* ---- ray set-up and primitive tests ------------------------------------------------------- */
+
+typedef struct bk_ray_pre {
+    bk_vec3 o, d, inv;      /* origin, direction, safe inverse direction */
+    float   tmin, tmax;
+    int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
+    float   sx, sy, sz;     /* shear constants */
+    int     valid;          /* 0 for a zero direction or a NaN/empty t range: misses everything */
+} bk_ray_pre;
+
+BK_HD float bk_safe_inv(float d)
+{
+    /* 1e-30 keeps 1/d finite, so slabs never compute 0 * inf; the box stays conservative. */
+    if (bk_absf(d) < 1e-30f) return d < 0.0f || (d == 0.0f && bk_float_bits(d) >> 31) ? -1e30f : 1e30f;
+    return 1.0f / d;
+}
+
+BK_HD bk_ray_pre bk_ray_prepare(const bk_ray *r)
+{
+    bk_ray_pre p;
+    p.o = bk_v3(r->ox, r->oy, r->oz);
+    p.d = bk_v3(r->dx, r->dy, r->dz);
+    p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
+    p.tmin = r->tmin; p.tmax = r->tmax;
+    float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
+    p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
+    p.kx = p.kz == 2 ? 0 : p.kz + 1;
+    p.ky = p.kx == 2 ? 0 : p.kx + 1;
+    float dz = bk_comp3(p.d, p.kz);
+    if (dz < 0.0f) { int t = p.kx; p.kx = p.ky; p.ky = t; }   /* keep the winding */
+    p.valid = dz != 0.0f && r->tmin <= r->tmax;                /* false for NaN too */
+    float idz = p.valid ? 1.0f / dz : 0.0f;
+    p.sx = bk_comp3(p.d, p.kx) * idz;
+    p.sy = bk_comp3(p.d, p.ky) * idz;
+    p.sz = idz;
+    return p;
+}
+
+/* Slab test of one box against [tmin, tmax]. Writes the entry distance (clamped to tmin) even on a
+ * miss, so child order never depends on tmax. */
+BK_HD int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz,
+                  float tmin, float tmax, float *tnear)
+{
+    float tx0 = (lox - r->o.x) * r->inv.x, tx1 = (hix - r->o.x) * r->inv.x;
+    float ty0 = (loy - r->o.y) * r->inv.y, ty1 = (hiy - r->o.y) * r->inv.y;
+    float tz0 = (loz - r->o.z) * r->inv.z, tz1 = (hiz - r->o.z) * r->inv.z;
+    float tn = bk_maxf(bk_maxf(bk_minf(tx0, tx1), bk_minf(ty0, ty1)), bk_maxf(bk_minf(tz0, tz1), tmin));
+    float tf = bk_minf(bk_minf(bk_maxf(tx0, tx1), bk_maxf(ty0, ty1)), bk_minf(bk_maxf(tz0, tz1), tmax));
+    *tnear = tn;
+    return tn <= tf * 1.0000004f || tn <= tf;   /* widened far distance: 1 + 2 gamma(3) */
+}
+
+/* Watertight ray/triangle test. Hit when tmin <= t <= tmax; writes t. */
+BK_HD int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float tmax, float *t_out)
+{
+    bk_vec3 a = bk_sub3(v0, r->o), b = bk_sub3(v1, r->o), c = bk_sub3(v2, r->o);
+    float az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
+    float ax = bk_comp3(a, r->kx) - r->sx * az, ay = bk_comp3(a, r->ky) - r->sy * az;
+    float bx = bk_comp3(b, r->kx) - r->sx * bz, by = bk_comp3(b, r->ky) - r->sy * bz;
+    float cx = bk_comp3(c, r->kx) - r->sx * cz, cy = bk_comp3(c, r->ky) - r->sy * cz;
+    float u = cx * by - cy * bx;
+    float v = ax * cy - ay * cx;
+    float w = bx * ay - by * ax;
+    if (u == 0.0f || v == 0.0f || w == 0.0f) {     /* on an edge: decide in double, as the paper does */
+        u = (float)((double)cx * (double)by - (double)cy * (double)bx);
+        v = (float)((double)ax * (double)cy - (double)ay * (double)cx);
+        w = (float)((double)bx * (double)ay - (double)by * (double)ax);
+    }
+    if ((u < 0.0f || v < 0.0f || w < 0.0f) && (u > 0.0f || v > 0.0f || w > 0.0f)) return 0;
+    float det = u + v + w;
+    if (det == 0.0f) return 0;
+    az *= r->sz; bz *= r->sz; cz *= r->sz;
+    float tt = u * az + v * bz + w * cz;
+    float t = tt / det;
+    if (!(t >= r->tmin && t <= tmax)) return 0;
+    *t_out = t;
+    return 1;
+}
+
+BK_HD bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32_t *w)
+{
+    bk_f4 v = bk_load4(a->tris + 3 * tri + k);
+    if (w) *w = bk_float_bits(v.w);
+    return bk_f4_xyz(v);
+}
+
+/* ---- BVH ------------------------------------------------------------------------------------ */
+
+BK_HD uint64_t bk_low_bits(int n) { return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); }
+
+/* mode and any_hit are constants at every call site, so the compiler specialises this function. */
+BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_ray_pre r = bk_ray_prepare(ray);
+    if (!r.valid) return h;
+    const int mode = s->mode;
+    s->width = mode == BK_STACK_SHORT ? 2 : 1;
+    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    float best = r.tmax;
+    /* Short stack: the restart trail. Bit d of `trail` set: at level d nothing is left after the
+     * child being visited; `side` bit d then says which child that is (1 = the farther). Keeping
+     * the side matters when only one child was hit: a replay must enter that same child. */
+    uint64_t trail = 0, side = 0;
+    int level = 0;        /* depth of the node `ref` */
+    int32_t ref = 0;
+    uint32_t e[3] = { 0, 0, 0 };
+    for (;;) {
+        while (ref >= 0) {
+            st->nodes++;
+            const bk_bvh_node *n = a->bvh_nodes + ref;
+            bk_f4 xy0 = bk_load4(&n->xy0), xy1 = bk_load4(&n->xy1), z01 = bk_load4(&n->z01), rf = bk_load4(&n->refs);
+            float t0, t1;
+            int hit0 = bk_slab(&r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, r.tmin, best, &t0);
+            int hit1 = bk_slab(&r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, r.tmin, best, &t1);
+            int32_t c0 = (int32_t)bk_float_bits(rf.x), c1 = (int32_t)bk_float_bits(rf.y);
+            /* Order by entry distance, which does not depend on tmax: a replay sees the same order. */
+            int swap = t1 < t0;
+            int32_t near_ref = swap ? c1 : c0, far_ref = swap ? c0 : c1;
+            int near_hit = swap ? hit1 : hit0, far_hit = swap ? hit0 : hit1;
+            if (mode == BK_STACK_SHORT) {
+                uint64_t bit = (uint64_t)1 << level;
+                if (trail & bit) {                  /* replaying a restart: one child left */
+                    int far = (side & bit) != 0;
+                    if (!(far ? far_hit : near_hit)) goto pop;   /* culled since by a nearer hit */
+                    ref = far ? far_ref : near_ref;
+                } else if (near_hit && far_hit) {
+                    bk_stack_push(s, (uint32_t)far_ref, (uint32_t)level, 0, st);
+                    ref = near_ref;
+                } else if (near_hit || far_hit) {
+                    trail |= bit;
+                    side = far_hit ? side | bit : side & ~bit;
+                    ref = near_hit ? near_ref : far_ref;
+                } else {
+                    goto pop;
+                }
+                level++;
+            } else {
+                if (near_hit && far_hit) {
+                    bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
+                    ref = near_ref;
+                } else if (near_hit || far_hit) {
+                    ref = near_hit ? near_ref : far_ref;
+                } else {
+                    goto pop;
+                }
+            }
+        }
+        /* leaf: triangles ~ref .. the one marked last */
+        for (uint32_t tri = (uint32_t)~ref;; ++tri) {
+            uint32_t id;
+            bk_vec3 v0 = bk_tri_vertex(a, tri, 0, &id), v1 = bk_tri_vertex(a, tri, 1, 0), v2 = bk_tri_vertex(a, tri, 2, 0);
+            float t;
+            st->tris++;
+            if (bk_tri_intersect(&r, v0, v1, v2, best, &t)) {
+                best = t; h.t = t; h.tri = id & BK_TRI_ID;
+                if (any_hit) return h;
+            }
+            if (id & BK_TRI_LAST) break;
+        }
+    pop:
+        if (!bk_stack_pop(s, e)) {
+            if (mode != BK_STACK_SHORT || !s->dropped) break;
+            /* Restart from the root towards the farther child of the deepest unfinished level. */
+            uint64_t pending = ~trail & bk_low_bits(level);
+            if (!pending) break;
+            int d = bk_msb64(pending);
+            trail = (trail | ((uint64_t)1 << d)) & bk_low_bits(d + 1);
+            side |= (uint64_t)1 << d;
+            level = 0; ref = 0; s->dropped = 0;
+            st->restarts++;
+            continue;
+        }
+        ref = (int32_t)e[0];
+        if (mode == BK_STACK_SHORT) {
+            int d = (int)e[1];
+            trail = (trail | ((uint64_t)1 << d)) & bk_low_bits(d + 1);
+            side |= (uint64_t)1 << d;
+            level = d + 1;
+        }
+    }
+    return h;
+}
+
+/* ---- KD-tree -------------------------------------------------------------------------------- */
+
+BK_HD bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_ray_pre r = bk_ray_prepare(ray);
+    if (!r.valid) return h;
+    const int mode = s->mode;
+    s->width = 3;
+    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    float t_enter;
+    if (!bk_slab(&r, a->lo.x, a->hi.x, a->lo.y, a->hi.y, a->lo.z, a->hi.z, r.tmin, r.tmax, &t_enter)) return h;
+    float t_exit = r.tmax;
+    {   /* the scene's exit distance, widened like the slab test */
+        float tx = bk_maxf((a->lo.x - r.o.x) * r.inv.x, (a->hi.x - r.o.x) * r.inv.x);
+        float ty = bk_maxf((a->lo.y - r.o.y) * r.inv.y, (a->hi.y - r.o.y) * r.inv.y);
+        float tz = bk_maxf((a->lo.z - r.o.z) * r.inv.z, (a->hi.z - r.o.z) * r.inv.z);
+        t_exit = bk_minf(t_exit, bk_minf(tx, bk_minf(ty, tz)) * 1.0000004f);
+        t_exit = bk_maxf(t_exit, t_enter);
+    }
+    float best = r.tmax;
+    uint32_t node = 0;
+    float tmin = t_enter, tmax = t_exit;
+    uint32_t e[3] = { 0, 0, 0 };
+    for (;;) {
+        bk_kd_node n; n.flags = bk_load_u32(&a->kd_nodes[node].flags); n.data = bk_load_u32(&a->kd_nodes[node].data);
+        while ((n.flags & 3u) != BK_KD_LEAF) {
+            st->nodes++;
+            int axis = (int)(n.flags & 3u);
+            float split = bk_bits_float(n.data);
+            float o = bk_comp3(r.o, axis), inv = bk_comp3(r.inv, axis);
+            float tsplit = (split - o) * inv;
+            /* The ray crosses from below to above when it points up the axis. */
+            uint32_t below = node + 1, above = n.flags >> 2;
+            uint32_t first = inv > 0.0f ? below : above, second = inv > 0.0f ? above : below;
+            if (tsplit >= tmax || tsplit != tsplit) {
+                node = first;
+            } else if (tsplit <= tmin) {
+                node = second;
+            } else {
+                bk_stack_push(s, second, bk_float_bits(tsplit), bk_float_bits(tmax), st);
+                node = first;
+                tmax = tsplit;
+            }
+            n.flags = bk_load_u32(&a->kd_nodes[node].flags); n.data = bk_load_u32(&a->kd_nodes[node].data);
+        }
+        uint32_t count = n.flags >> 2;
+        for (uint32_t i = 0; i < count; ++i) {
+            uint32_t tri = bk_load_u32(a->kd_refs + n.data + i), id;
+            bk_vec3 v0 = bk_tri_vertex(a, tri, 0, &id), v1 = bk_tri_vertex(a, tri, 1, 0), v2 = bk_tri_vertex(a, tri, 2, 0);
+            float t;
+            st->tris++;
+            if (bk_tri_intersect(&r, v0, v1, v2, best, &t)) {
+                best = t; h.t = t; h.tri = id & BK_TRI_ID;
+                if (any_hit) return h;
+            }
+        }
+        if (best <= tmax) break;   /* leaves come front to back: nothing later is nearer */
+        if (!bk_stack_pop(s, e)) {
+            if (mode != BK_STACK_SHORT || !s->dropped || tmax >= t_exit) break;
+            /* kd-restart: descend again from the root over what is left of the ray */
+            node = 0; tmin = tmax; tmax = t_exit; s->dropped = 0;
+            st->restarts++;
+            continue;
+        }
+        node = e[0]; tmin = bk_bits_float(e[1]); tmax = bk_bits_float(e[2]);
+        if (tmin > best) break;
+    }
+    return h;
+}
+
+BK_HD bk_hit bk_trace_ray(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    return a->type == BK_ACCEL_BVH ? bk_bvh_trace(a, ray, any_hit, s, st) : bk_kd_trace(a, ray, any_hit, s, st);
+}
+
+#endif /* BK_TRAVERSE_H */

@@ -1,0 +1,301 @@
+/* trace.cu - the CUDA backend: kernels/bk_traverse.h in a persistent-threads kernel.
+ *
+ * Pipeline: upload (nodes, triangles, references to the device) -> trace (rays in, hits out).
+ * Threads fetch rays from one global work counter until none are left (Aila & Laine 2009), and
+ * tally traversal statistics in registers. --counters picks how both counters reach global
+ * memory: one atomic per thread, one per warp (ballot + popc: the leader adds the warp's count
+ * and broadcasts the base), or one per block (a shared-memory tally; the block fetches blockDim
+ * rays at a time). The stack strategy picks where bk_stack points: a per-thread local array
+ * (global), or shared memory with stride blockDim.x so a warp's pushes fall in 32 different
+ * banks (short, spill), the latter spilling to an interleaved per-thread region of a global buffer.
+ * Each (accel, stack, query, counters) combination is its own template instance, so the shared
+ * traversal is specialised at compile time.
+ */
+#include "backend.h"
+#include "bk_traverse.h"
+
+#include <cuda_runtime.h>
+extern "C" {
+#include "util.h"
+}
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK 128
+
+#define CUDA_TRY(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
+    snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
+    return -1; } } while (0)
+
+enum { STAT_WORK = 0, STAT_NODES, STAT_TRIS, STAT_RESTARTS, STAT_SPILLS, STAT_COUNT };
+
+typedef struct cuda_ctx {
+    int            sm_count;
+    char           device_name[256];
+    bk_accel_view  view;          /* device pointers */
+    void          *d_nodes, *d_tris, *d_refs;
+    bk_ray        *d_rays;
+    bk_hit        *d_hits;
+    uint64_t       ray_cap;
+    uint32_t      *d_spill;
+    size_t         spill_words;
+    unsigned long long *d_stats;
+    cudaEvent_t    ev0, ev1;
+} cuda_ctx;
+
+template <int CNT>
+__device__ __forceinline__ uint64_t fetch_work(unsigned long long *ctr, uint64_t *block_base)
+{
+    if (CNT == BK_COUNTERS_THREAD) return atomicAdd(ctr, 1ull);
+    /* warp: one atomic per warp for the threads that ask together */
+    unsigned mask = __activemask();
+    int lane = threadIdx.x & 31, leader = __ffs(mask) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(ctr, (unsigned long long)__popc(mask));
+    base = __shfl_sync(mask, base, leader);
+    return base + (uint64_t)__popc(mask & ((1u << lane) - 1u));
+}
+
+template <int ACCEL, int MODE, int ANY, int CNT>
+__global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
+                                                      bk_hit *__restrict__ hits, uint64_t n, int stack_size,
+                                                      uint32_t *spill, unsigned long long *stats)
+{
+    extern __shared__ uint32_t smem[];
+    __shared__ unsigned long long block_base;
+    __shared__ unsigned long long tally[STAT_COUNT];
+    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * (ACCEL == BK_ACCEL_BVH ? 1 : 3) : 1];
+    const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
+                                         : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size,
+                                                         spill + gtid, (int)nthreads);
+    uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0;
+    if (CNT == BK_COUNTERS_BLOCK && threadIdx.x < STAT_COUNT) tally[threadIdx.x] = 0;
+    for (;;) {
+        uint64_t i;
+        if (CNT == BK_COUNTERS_BLOCK) {
+            __syncthreads();
+            if (threadIdx.x == 0) block_base = atomicAdd(&stats[STAT_WORK], (unsigned long long)blockDim.x);
+            __syncthreads();
+            if (block_base >= n) break;
+            i = block_base + threadIdx.x;
+            if (i >= n) continue;
+        } else {
+            i = fetch_work<CNT>(&stats[STAT_WORK], 0);
+            if (i >= n) break;
+        }
+        const float4 *rp = (const float4 *)(rays + i);
+        float4 a = __ldg(rp), b = __ldg(rp + 1);
+        bk_ray r;
+        r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
+        bk_trace_stats st = { 0, 0, 0, 0 };
+        bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
+        *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
+        nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
+    }
+    if (CNT == BK_COUNTERS_THREAD) {
+        atomicAdd(&stats[STAT_NODES], (unsigned long long)nodes);
+        atomicAdd(&stats[STAT_TRIS], (unsigned long long)tris);
+        atomicAdd(&stats[STAT_RESTARTS], (unsigned long long)restarts);
+        atomicAdd(&stats[STAT_SPILLS], (unsigned long long)spills);
+    } else if (CNT == BK_COUNTERS_WARP) {
+        __syncwarp();
+        nodes = __reduce_add_sync(0xffffffffu, nodes);
+        tris = __reduce_add_sync(0xffffffffu, tris);
+        restarts = __reduce_add_sync(0xffffffffu, restarts);
+        spills = __reduce_add_sync(0xffffffffu, spills);
+        if ((threadIdx.x & 31) == 0) {
+            atomicAdd(&stats[STAT_NODES], (unsigned long long)nodes);
+            atomicAdd(&stats[STAT_TRIS], (unsigned long long)tris);
+            atomicAdd(&stats[STAT_RESTARTS], (unsigned long long)restarts);
+            atomicAdd(&stats[STAT_SPILLS], (unsigned long long)spills);
+        }
+    } else {
+        atomicAdd(&tally[STAT_NODES], (unsigned long long)nodes);
+        atomicAdd(&tally[STAT_TRIS], (unsigned long long)tris);
+        atomicAdd(&tally[STAT_RESTARTS], (unsigned long long)restarts);
+        atomicAdd(&tally[STAT_SPILLS], (unsigned long long)spills);
+        __syncthreads();
+        if (threadIdx.x > 0 && threadIdx.x < STAT_COUNT) atomicAdd(&stats[threadIdx.x], tally[threadIdx.x]);
+    }
+}
+
+typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *);
+
+template <int ACCEL, int MODE, int ANY>
+static kernel_fn pick_counters(int cnt)
+{
+    return cnt == BK_COUNTERS_THREAD ? trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_THREAD>
+         : cnt == BK_COUNTERS_WARP   ? trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_WARP>
+                                     : trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_BLOCK>;
+}
+template <int ACCEL, int MODE>
+static kernel_fn pick_any(int any, int cnt)
+{
+    return any ? pick_counters<ACCEL, MODE, 1>(cnt) : pick_counters<ACCEL, MODE, 0>(cnt);
+}
+template <int ACCEL>
+static kernel_fn pick_mode(int mode, int any, int cnt)
+{
+    return mode == BK_STACK_GLOBAL ? pick_any<ACCEL, BK_STACK_GLOBAL>(any, cnt)
+         : mode == BK_STACK_SHORT  ? pick_any<ACCEL, BK_STACK_SHORT>(any, cnt)
+                                   : pick_any<ACCEL, BK_STACK_SPILL>(any, cnt);
+}
+static kernel_fn pick_kernel(int accel, const bk_trace_opts *o)
+{
+    return accel == BK_ACCEL_BVH ? pick_mode<BK_ACCEL_BVH>(o->stack_mode, o->any_hit, o->counters)
+                                 : pick_mode<BK_ACCEL_KDTREE>(o->stack_mode, o->any_hit, o->counters);
+}
+
+static const char *cuda_name(bk_backend *be) { return "cuda"; }
+
+static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size)
+{
+    if (o->stack_mode < 0 || o->stack_mode > 2 || o->counters < 0 || o->counters > 2) {
+        snprintf(why, why_size, "unknown stack strategy or counter mode");
+        return 0;
+    }
+    if (o->stack_mode != BK_STACK_GLOBAL && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
+        snprintf(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
+        return 0;
+    }
+    return 1;
+}
+
+static void release_scene(cuda_ctx *c)
+{
+    cudaFree(c->d_nodes); cudaFree(c->d_tris); cudaFree(c->d_refs);
+    c->d_nodes = c->d_tris = c->d_refs = NULL;
+}
+
+static int copy_up(void **dst, const void *src, size_t bytes, char *err, size_t err_size)
+{
+    if (!bytes) { *dst = NULL; return 0; }
+    CUDA_TRY(cudaMalloc(dst, bytes));
+    CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    release_scene(c);
+    c->view = *scene;
+    if (copy_up(&c->d_tris, scene->tris, sizeof(bk_f4) * 3 * (size_t)scene->tri_count, err, err_size)) return -1;
+    c->view.tris = (const bk_f4 *)c->d_tris;
+    if (scene->type == BK_ACCEL_BVH) {
+        if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size)) return -1;
+        c->view.bvh_nodes = (const bk_bvh_node *)c->d_nodes;
+    } else {
+        if (copy_up(&c->d_nodes, scene->kd_nodes, sizeof(bk_kd_node) * (size_t)scene->kd_node_count, err, err_size) ||
+            copy_up(&c->d_refs, scene->kd_refs, sizeof(uint32_t) * (size_t)scene->kd_ref_count, err, err_size)) return -1;
+        c->view.kd_nodes = (const bk_kd_node *)c->d_nodes;
+        c->view.kd_refs = (const uint32_t *)c->d_refs;
+    }
+    return 0;
+}
+
+static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, const bk_trace_opts *o,
+                      bk_trace_totals *totals, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    memset(totals, 0, sizeof *totals);
+    totals->rays = n;
+    if (!cuda_supports(be, o, err, err_size)) return -1;
+    if (!c->d_tris) { snprintf(err, err_size, "cuda trace before upload"); return -1; }
+    if (n == 0) return 0;
+    if (n > c->ray_cap) {
+        cudaFree(c->d_rays); cudaFree(c->d_hits);
+        c->d_rays = NULL; c->d_hits = NULL; c->ray_cap = 0;
+        CUDA_TRY(cudaMalloc((void **)&c->d_rays, n * sizeof(bk_ray)));
+        CUDA_TRY(cudaMalloc((void **)&c->d_hits, n * sizeof(bk_hit)));
+        c->ray_cap = n;
+    }
+    kernel_fn k = pick_kernel(c->view.type, o);
+    int width = c->view.type == BK_ACCEL_BVH ? (o->stack_mode == BK_STACK_SHORT ? 2 : 1) : 3;
+    size_t smem = o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * width * BLOCK * sizeof(uint32_t);
+    if (smem > 48 * 1024) CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int per_sm = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem));
+    if (per_sm < 1) { snprintf(err, err_size, "the trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+    uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
+    uint64_t need = (n + BLOCK - 1) / BLOCK;
+    if (blocks > need) blocks = need;
+    size_t nthreads = (size_t)blocks * BLOCK;
+    if (o->stack_mode == BK_STACK_SPILL) {
+        size_t words = nthreads * BK_STACK_ENTRIES * (size_t)width;
+        if (words > c->spill_words) {
+            cudaFree(c->d_spill);
+            c->d_spill = NULL; c->spill_words = 0;
+            CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
+            c->spill_words = words;
+        }
+    }
+    double t0 = bk_time_now();
+    CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
+    CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
+    CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
+    double t1 = bk_time_now();
+    CUDA_TRY(cudaEventRecord(c->ev0));
+    k<<<(unsigned)blocks, BLOCK, smem>>>(c->view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats);
+    CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaEventRecord(c->ev1));
+    CUDA_TRY(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    double t2 = bk_time_now();
+    unsigned long long st[STAT_COUNT];
+    CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
+    CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
+    double t3 = bk_time_now();
+    totals->seconds = ms * 1e-3;
+    totals->upload_seconds = (t1 - t0) + (t3 - t2);
+    totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
+    totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
+    return 0;
+}
+
+static void cuda_free(bk_backend *be)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (c) {
+        release_scene(c);
+        cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
+        cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1);
+        free(c);
+    }
+    free(be);
+}
+
+static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace, cuda_free };
+
+extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        snprintf(msg, msg_size, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        return NULL;
+    }
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess || cudaSetDevice(0) != cudaSuccess) {
+        snprintf(msg, msg_size, "cannot use CUDA device 0");
+        return NULL;
+    }
+    cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof(cuda_ctx));
+    bk_backend *be = (bk_backend *)calloc(1, sizeof(bk_backend));
+    if (!c || !be) { free(c); free(be); snprintf(msg, msg_size, "out of memory"); return NULL; }
+    c->sm_count = p.multiProcessorCount;
+    snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
+    if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
+        cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess) {
+        snprintf(msg, msg_size, "CUDA device 0 (%s) is not usable: %s", p.name, cudaGetErrorString(cudaGetLastError()));
+        free(c); free(be);
+        return NULL;
+    }
+    be->i = &cuda_iface;
+    be->ctx = c;
+    snprintf(msg, msg_size, "%s, %d SMs", p.name, p.multiProcessorCount);
+    return be;
+}

@@ -1,0 +1,53 @@
+/* accel.c - what both builders share: default options, the view handed to traversals, freeing. */
+#include "accel.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bk_build_opts bk_build_opts_default(void)
+{
+    bk_build_opts o;
+    o.max_leaf = 4;
+    o.max_depth = BK_MAX_DEPTH;
+    o.cost_node = 1.2f;
+    o.kd_empty_bonus = 0.2f;
+    o.kd_max_refs_per_tri = 6;
+    return o;
+}
+
+int bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
+{
+    if (type == BK_ACCEL_BVH) return bk_bvh_build(s, o, out, err, err_size);
+    if (type == BK_ACCEL_KDTREE) return bk_kd_build(s, o, out, err, err_size);
+    return bk_fail(err, err_size, "unknown acceleration structure %d", type);
+}
+
+bk_accel_view bk_accel_get_view(const bk_accel *a)
+{
+    bk_accel_view v;
+    memset(&v, 0, sizeof v);
+    v.type = a->type;
+    v.depth = a->info.depth;
+    v.bvh_nodes = a->bvh_nodes;   v.bvh_node_count = a->bvh_node_count;
+    v.kd_nodes = a->kd_nodes;     v.kd_node_count = a->kd_node_count;
+    v.kd_refs = a->kd_refs;       v.kd_ref_count = a->kd_ref_count;
+    v.tris = a->tris;             v.tri_count = a->tri_count;
+    v.lo = a->lo; v.hi = a->hi;
+    return v;
+}
+
+void bk_accel_free(bk_accel *a)
+{
+    if (!a) return;
+    free(a->bvh_nodes);
+    free(a->kd_nodes);
+    free(a->kd_refs);
+    free(a->tris);
+    memset(a, 0, sizeof *a);
+}
+
+const char *bk_accel_type_name(int type)
+{
+    return type == BK_ACCEL_BVH ? "bvh" : type == BK_ACCEL_KDTREE ? "kdtree" : "?";
+}

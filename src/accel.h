@@ -1,0 +1,54 @@
+/* accel.h - host-side acceleration structures: builders and the owning container.
+ *
+ * Pipeline: bk_scene -> bk_bvh_build / bk_kd_build -> bk_accel (owns the arrays) -> bk_accel_view
+ * (kernels/bk_accel.h), which the CPU backend traverses directly and the CUDA backend uploads.
+ */
+#ifndef BK_ACCEL_HOST_H
+#define BK_ACCEL_HOST_H
+
+#include "scene.h"
+#include "bk_accel.h"
+
+typedef struct bk_build_opts {
+    int   max_leaf;       /* BVH: at most this many triangles per leaf unless the depth limit forces more */
+    int   max_depth;      /* levels of inner nodes, at most BK_MAX_DEPTH */
+    float cost_node;      /* SAH cost of visiting an inner node, relative to one triangle test */
+    float kd_empty_bonus; /* KD-tree: SAH discount for splits with an empty side (0..1) */
+    int   kd_max_refs_per_tri; /* KD-tree: stop splitting when references exceed this many per triangle */
+} bk_build_opts;
+
+typedef struct bk_build_info {
+    double   seconds;
+    double   sah_cost;     /* expected cost of a random ray, in triangle tests, for the tree as built */
+    uint32_t nodes;        /* inner nodes (BVH: layout nodes) or all nodes (KD-tree) */
+    uint32_t leaves;
+    uint32_t depth;        /* levels of inner nodes on the longest path */
+    uint32_t refs;         /* triangle references in leaves */
+    uint32_t max_leaf;     /* largest leaf */
+    size_t   bytes;        /* memory of the traversal layout */
+} bk_build_info;
+
+typedef struct bk_accel {
+    int            type;          /* enum bk_accel_type */
+    bk_bvh_node   *bvh_nodes;
+    uint32_t       bvh_node_count;
+    bk_kd_node    *kd_nodes;
+    uint32_t       kd_node_count;
+    uint32_t      *kd_refs;
+    uint32_t       kd_ref_count;
+    bk_f4         *tris;          /* 3 per triangle, see bk_accel.h */
+    uint32_t       tri_count;
+    bk_vec3        lo, hi;
+    bk_build_info  info;
+} bk_accel;
+
+bk_build_opts bk_build_opts_default(void);
+/* Both return 0, or a negative status with a message in err (no triangles, out of memory). */
+int  bk_bvh_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
+int  bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
+int  bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
+bk_accel_view bk_accel_get_view(const bk_accel *a);
+void bk_accel_free(bk_accel *a);
+const char *bk_accel_type_name(int type);
+
+#endif

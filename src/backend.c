@@ -1,0 +1,60 @@
+/* backend.c - picking a backend, and the names of the trace options. */
+#include "backend.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bk_trace_opts bk_trace_opts_default(void)
+{
+    bk_trace_opts o;
+    memset(&o, 0, sizeof o);
+    o.stack_mode = BK_STACK_GLOBAL;
+    o.stack_size = 8;
+    o.counters = BK_COUNTERS_WARP;
+    return o;
+}
+
+bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size)
+{
+    if (msg && msg_size) msg[0] = 0;
+    if (!strcmp(name, "cpu")) return bk_backend_cpu_init();
+    if (!strcmp(name, "cuda") || !strcmp(name, "auto")) {
+        char why[256] = "baker was built without CUDA (nvcc was not found at configure time)";
+#if BK_HAVE_CUDA
+        bk_backend *be = bk_backend_cuda_init(why, sizeof why);
+        if (be) {
+            if (!strcmp(name, "auto")) bk_fail(msg, msg_size, "auto backend: using cuda (%s)", why);
+            return be;
+        }
+#endif
+        if (!strcmp(name, "cuda")) { bk_fail(msg, msg_size, "--backend cuda: %s", why); return NULL; }
+        bk_fail(msg, msg_size, "auto backend: no usable GPU (%s); using the CPU", why);
+        return bk_backend_cpu_init();
+    }
+    bk_fail(msg, msg_size, "unknown backend '%s' (expected cpu, cuda or auto)", name);
+    return NULL;
+}
+
+void bk_backend_free(bk_backend *be)
+{
+    if (be) be->i->free(be);
+}
+
+static const char *const stack_names[] = { "global", "short", "spill" };
+static const char *const counter_names[] = { "thread", "warp", "block" };
+
+const char *bk_stack_mode_name(int mode) { return mode >= 0 && mode < 3 ? stack_names[mode] : "?"; }
+const char *bk_counters_name(int c)      { return c >= 0 && c < 3 ? counter_names[c] : "?"; }
+
+int bk_stack_mode_parse(const char *s)
+{
+    for (int i = 0; i < 3; ++i) if (!strcmp(s, stack_names[i])) return i;
+    return -1;
+}
+
+int bk_counters_parse(const char *s)
+{
+    for (int i = 0; i < 3; ++i) if (!strcmp(s, counter_names[i])) return i;
+    return -1;
+}

@@ -1,0 +1,70 @@
+/* backend.h - the tracing backends behind one interface (the ggml habit: a struct of function
+ * pointers plus a context; a backend says what it cannot do instead of failing).
+ *
+ * Pipeline: bk_accel -> backend upload -> backend trace(rays) -> hits + counter totals.
+ * "cpu" runs kernels/bk_traverse.h in threads; "cuda" (kernels/trace.cu) runs the same code in a
+ * persistent-threads kernel. bk_backend_init("auto") falls back to the CPU with a message.
+ */
+#ifndef BK_BACKEND_H
+#define BK_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bk_traverse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum bk_counters { BK_COUNTERS_THREAD = 0, BK_COUNTERS_WARP = 1, BK_COUNTERS_BLOCK = 2 };
+
+typedef struct bk_trace_opts {
+    int any_hit;      /* 0: closest hit; 1: any hit (occlusion) */
+    int stack_mode;   /* enum bk_stack_mode */
+    int stack_size;   /* short / spill: entries in the fast part (1..BK_STACK_ENTRIES) */
+    int counters;     /* enum bk_counters: how the CUDA kernel aggregates its atomics */
+    int threads;      /* cpu: worker threads, 0 = all cores */
+} bk_trace_opts;
+
+typedef struct bk_trace_totals {
+    uint64_t rays, nodes, tris, restarts, spills;
+    double   seconds;          /* the trace alone (cuda: kernel time from events) */
+    double   upload_seconds;   /* cuda: rays to the device and hits back */
+} bk_trace_totals;
+
+typedef struct bk_backend bk_backend;
+struct bk_backend_i {
+    const char *(*name)    (bk_backend *be);
+    /* 1 when the options can run; else 0 and a reason in why */
+    int         (*supports)(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size);
+    int         (*upload)  (bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
+    int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
+                            const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
+    void        (*free)    (bk_backend *be);
+};
+struct bk_backend {
+    const struct bk_backend_i *i;
+    void *ctx;
+};
+
+bk_trace_opts bk_trace_opts_default(void);
+/* "cpu", "cuda" or "auto". NULL with a reason in msg when it cannot be made ("cuda" without a
+ * usable GPU). For "auto", msg says which backend was chosen and why. */
+bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size);
+void        bk_backend_free(bk_backend *be);
+
+bk_backend *bk_backend_cpu_init(void);
+#if BK_HAVE_CUDA
+/* kernels/trace.cu */
+bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
+#endif
+
+const char *bk_stack_mode_name(int mode);
+int         bk_stack_mode_parse(const char *s);     /* -1 when unknown */
+const char *bk_counters_name(int c);
+int         bk_counters_parse(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/* backend_cpu.c - the reference backend: kernels/bk_traverse.h in a loop, threads over all cores.
+ *
+ * The "shared-memory" stack of the short and spill strategies is an ordinary small array here
+ * (stride 1), so every strategy runs, and is tested, on the CPU too. Rays are handed out in
+ * chunks from one atomic counter.
+ */
+#include "backend.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 1024
+
+typedef struct cpu_ctx {
+    bk_accel_view view;
+} cpu_ctx;
+
+typedef struct cpu_job {
+    const bk_accel_view *view;
+    const bk_ray        *rays;
+    bk_hit              *hits;
+    uint64_t             n;
+    const bk_trace_opts *o;
+    atomic_uint_fast64_t next;
+} cpu_job;
+
+typedef struct cpu_worker {
+    cpu_job        *job;
+    bk_trace_totals totals;
+    pthread_t       thread;
+} cpu_worker;
+
+static void *cpu_worker_run(void *arg)
+{
+    cpu_worker *w = arg;
+    cpu_job *j = w->job;
+    uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    int cap = j->o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : j->o->stack_size;
+    bk_stack s = bk_stack_make(j->o->stack_mode, fast, 1, cap, spill, 1);
+    uint64_t nodes = 0, tris = 0, restarts = 0, spills = 0;
+    for (;;) {
+        uint64_t begin = atomic_fetch_add(&j->next, CHUNK);
+        if (begin >= j->n) break;
+        uint64_t end = begin + CHUNK < j->n ? begin + CHUNK : j->n;
+        for (uint64_t i = begin; i < end; ++i) {
+            bk_trace_stats st = { 0, 0, 0, 0 };
+            j->hits[i] = bk_trace_ray(j->view, &j->rays[i], j->o->any_hit, &s, &st);
+            nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
+        }
+    }
+    w->totals.nodes = nodes; w->totals.tris = tris; w->totals.restarts = restarts; w->totals.spills = spills;
+    return NULL;
+}
+
+static const char *cpu_name(bk_backend *be) { return "cpu"; }
+
+static int cpu_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size)
+{
+    if (o->stack_mode < 0 || o->stack_mode > 2) { bk_fail(why, why_size, "unknown stack strategy"); return 0; }
+    if (o->stack_mode != BK_STACK_GLOBAL && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
+        bk_fail(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
+        return 0;
+    }
+    return 1;
+}
+
+static int cpu_upload(bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size)
+{
+    ((cpu_ctx *)be->ctx)->view = *scene;
+    return 0;
+}
+
+static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, const bk_trace_opts *o,
+                     bk_trace_totals *totals, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!cpu_supports(be, o, err, err_size)) return -1;
+    int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
+    cpu_job job;
+    job.view = &c->view; job.rays = rays; job.hits = hits; job.n = n; job.o = o;
+    atomic_init(&job.next, 0);
+    cpu_worker *w = calloc((size_t)nt, sizeof *w);
+    if (!w) return bk_fail(err, err_size, "out of memory");
+    double t0 = bk_time_now();
+    int started = 0;
+    for (int i = 0; i < nt; ++i) {
+        w[i].job = &job;
+        if (i > 0 && pthread_create(&w[i].thread, NULL, cpu_worker_run, &w[i]) != 0) break;
+        started = i + 1;
+    }
+    cpu_worker_run(&w[0]);
+    for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
+    double t1 = bk_time_now();
+    memset(totals, 0, sizeof *totals);
+    totals->rays = n;
+    totals->seconds = t1 - t0;
+    for (int i = 0; i < started; ++i) {
+        totals->nodes += w[i].totals.nodes; totals->tris += w[i].totals.tris;
+        totals->restarts += w[i].totals.restarts; totals->spills += w[i].totals.spills;
+    }
+    free(w);
+    return 0;
+}
+
+static void cpu_free(bk_backend *be)
+{
+    free(be->ctx);
+    free(be);
+}
+
+static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace, cpu_free };
+
+bk_backend *bk_backend_cpu_init(void)
+{
+    bk_backend *be = calloc(1, sizeof *be);
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) { free(be); free(c); return NULL; }
+    be->i = &cpu_iface;
+    be->ctx = c;
+    return be;
+}

@@ -1,0 +1,137 @@
+/* bench_trace.c - `baker bench trace`: Mrays/s of every accel x stack strategy x query on a set
+ * of scenes, on one backend, with the same seeded diffuse rays. Every variant is checked against
+ * the global-stack result of the same run before it is timed (the llm.c habit); the table says
+ * how many rays disagreed. Also the entry point of `baker bench`. */
+#include "accel.h"
+#include "backend.h"
+#include "bench_trace.h"
+#include "bench.h"
+#include "cli.h"
+#include "rays.h"
+#include "scene.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char bk_bench_usage[] =
+    "usage: baker bench load [FILE...]\n"
+    "       baker bench trace [--scenes A,B,..] [--rays N] [--reps R] [--backend cpu|cuda|auto]\n"
+    "                         [--stack-size K] [--counters thread|warp|block] [--threads N]\n"
+    "\n"
+    "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
+    "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
+    "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
+    "and dragon_vrip_res2 under ../shared/scenes.\n";
+
+static const char *default_scenes =
+    "../shared/scenes/sponza-dabrovic/sponza.obj,../shared/scenes/sibenik/sibenik.obj,"
+    "../shared/scenes/dragon/dragon_vrip_res2.obj";
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_scene(const char *path, bk_backend *be, const bk_cli_trace *t, uint64_t nrays, int reps)
+{
+    char err[1024];
+    bk_scene s;
+    double t0 = bk_time_now();
+    if (bk_scene_load(path, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+    double tl = bk_time_now() - t0;
+    bk_ray *rays = NULL;
+    bk_hit *ref[2] = { NULL, NULL }, *hits = malloc(nrays * sizeof(bk_hit));
+    ref[0] = malloc(nrays * sizeof(bk_hit));
+    ref[1] = malloc(nrays * sizeof(bk_hit));
+    int rc = -1;
+    if (!hits || !ref[0] || !ref[1]) { fprintf(stderr, "baker: out of memory\n"); goto out; }
+    if (bk_rays_diffuse(&s, nrays, 1, &rays, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    printf("\n%s: %u triangles, loaded in %.3f s, %llu diffuse rays (seed 1), %s backend\n", name, s.tri_count, tl,
+           (unsigned long long)nrays, be->i->name(be));
+    for (int accel = 0; accel < 2; ++accel) {
+        bk_accel a;
+        bk_build_opts bo = bk_build_opts_default();
+        if (bk_accel_build(&s, accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
+        printf("  %-6s build %.3f s, %u nodes, depth %u, SAH %.2f, %.1f MB\n", bk_accel_type_name(accel), a.info.seconds,
+               a.info.nodes, a.info.depth, a.info.sah_cost, (double)a.info.bytes / 1e6);
+        bk_accel_view v = bk_accel_get_view(&a);
+        if (be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out; }
+        printf("  %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s\n", "accel", "stack", "query", "Mrays/s", "nodes/r", "tris/r",
+               "restart/r", "spill/r", "disagree");
+        for (int stack = 0; stack < 3; ++stack) {
+            for (int any = 0; any < 2; ++any) {
+                bk_trace_opts o = t->opts;
+                o.stack_mode = stack;
+                o.any_hit = any;
+                bk_trace_totals tot;
+                bk_hit *dst = stack == 0 ? ref[any] : hits;
+                if (be->i->trace(be, rays, dst, nrays, &o, &tot, err, sizeof err)) {
+                    fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out;
+                }
+                uint64_t bad = 0;
+                for (uint64_t i = 0; i < nrays; ++i) bad += !bk_hit_agree(ref[any][i], dst[i], any, 1e-4f);
+                double times[64];
+                int r = reps < 64 ? reps : 64;
+                for (int k = 0; k < r; ++k) {
+                    if (be->i->trace(be, rays, hits, nrays, &o, &tot, err, sizeof err)) {
+                        fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out;
+                    }
+                    times[k] = tot.seconds;
+                }
+                qsort(times, (size_t)r, sizeof(double), cmp_double);
+                double med = times[r / 2], dn = (double)nrays;
+                printf("  %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", bk_accel_type_name(accel),
+                       bk_stack_mode_name(stack), any ? "any" : "closest", dn / med / 1e6, (double)tot.nodes / dn,
+                       (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad);
+                fflush(stdout);
+            }
+        }
+        bk_accel_free(&a);
+    }
+    rc = 0;
+out:
+    free(rays); free(hits); free(ref[0]); free(ref[1]);
+    bk_scene_free(&s);
+    return rc;
+}
+
+int bk_bench_trace(int argc, char **argv)
+{
+    bk_cli_trace t;
+    bk_cli_trace_default(&t);
+    const char *scenes = default_scenes, *v;
+    uint64_t nrays = 4000000, reps = 3;
+    for (int i = 0; i < argc; ++i) {
+        int r = bk_cli_trace_option(&t, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--scenes")) { if (bk_cli_value(argc, argv, &i, &scenes)) return 2; }
+        else if (!strcmp(argv[i], "--rays")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64("--rays", v, 1, 1ull << 30, &nrays)) return 2; }
+        else if (!strcmp(argv[i], "--reps")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64("--reps", v, 1, 64, &reps)) return 2; }
+        else { fprintf(stderr, "baker bench trace: unknown argument '%s'\n%s", argv[i], bk_bench_usage); return 2; }
+    }
+    char msg[512];
+    bk_backend *be = bk_backend_init(t.backend, msg, sizeof msg);
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); return 1; }
+    if (msg[0]) fprintf(stderr, "baker: %s\n", msg);
+    printf("bench trace: stack size %d for short/spill, counters %s\n", t.opts.stack_size, bk_counters_name(t.opts.counters));
+    char *list = strdup(scenes);
+    int rc = 0;
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save))
+        if (bench_scene(p, be, &t, nrays, (int)reps)) rc = 1;
+    free(list);
+    bk_backend_free(be);
+    return rc;
+}
+
+int bk_bench_main(int argc, char **argv)
+{
+    if (argc >= 1 && !strcmp(argv[0], "trace")) return bk_bench_trace(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "load")) return bk_bench_load(argc - 1, argv + 1);
+    fputs(bk_bench_usage, argc ? stderr : stdout);
+    return 2;
+}

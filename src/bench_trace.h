@@ -1,0 +1,10 @@
+/* bench_trace.h - `baker bench`: the benchmark commands (tables, never timed unit tests). */
+#ifndef BK_BENCH_TRACE_H
+#define BK_BENCH_TRACE_H
+
+extern const char bk_bench_usage[];
+/* argv after "bench": "load ..." or "trace ..." */
+int bk_bench_main(int argc, char **argv);
+int bk_bench_trace(int argc, char **argv);
+
+#endif

@@ -1,0 +1,115 @@
+/* cli.c - option parsing shared by baker's subcommands (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char bk_cli_trace_help[] =
+    "  --accel bvh|kdtree       acceleration structure (default bvh)\n"
+    "  --stack global|short|spill\n"
+    "                           where the traversal stack lives (default global):\n"
+    "                             global  a full per-thread stack in local (device) memory\n"
+    "                             short   K entries in shared memory; on overflow the oldest\n"
+    "                                     are dropped and traversal restarts from the root\n"
+    "                                     (restart trail for the BVH, kd-restart for the KD-tree)\n"
+    "                             spill   K entries in shared memory that spill to global memory\n"
+    "  --stack-size K           entries of the short/spill stack, 1..64 (default 8)\n"
+    "  --counters thread|warp|block\n"
+    "                           CUDA atomics for the work and statistics counters: one per\n"
+    "                           thread, one per warp (ballot + popc) or one per block (default warp)\n"
+    "  --backend cpu|cuda|auto  where to trace (default auto: the GPU when one is usable)\n"
+    "  --threads N              cpu backend: worker threads (default: all cores)\n"
+    "  --any-hit                occlusion query: stop at the first hit found\n"
+    "  --stats                  print the traversal counters (nodes, triangles, restarts, spills)\n";
+
+void bk_cli_trace_default(bk_cli_trace *t)
+{
+    memset(t, 0, sizeof *t);
+    t->backend = "auto";
+    t->accel = BK_ACCEL_BVH;
+    t->opts = bk_trace_opts_default();
+}
+
+int bk_cli_value(int argc, char **argv, int *i, const char **val)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "baker: %s needs a value\n", argv[*i]);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 0;
+}
+
+int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(val, &end, 10);
+    if (errno || !end || *end || val[0] == '-' || val[0] == 0) {
+        /* accept 4M / 64k shorthands */
+        if (!errno && end && end != val && (end[0] == 'k' || end[0] == 'K' || end[0] == 'M' || end[0] == 'G') && !end[1]) {
+            v *= end[0] == 'G' ? 1000000000ull : end[0] == 'M' ? 1000000ull : 1000ull;
+        } else {
+            fprintf(stderr, "baker: %s: expected a whole number, got '%s'\n", opt, val);
+            return -1;
+        }
+    }
+    if (v < min || v > max) {
+        fprintf(stderr, "baker: %s: %llu is out of range (%llu..%llu)\n", opt, v,
+                (unsigned long long)min, (unsigned long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int bk_cli_trace_option(bk_cli_trace *t, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v;
+    uint64_t u;
+    if (!strcmp(a, "--any-hit")) { t->opts.any_hit = 1; return 1; }
+    if (!strcmp(a, "--stats"))   { t->stats = 1; return 1; }
+    if (!strcmp(a, "--accel")) {
+        if (bk_cli_value(argc, argv, i, &v)) return -1;
+        if (!strcmp(v, "bvh")) t->accel = BK_ACCEL_BVH;
+        else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
+        else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return -1; }
+        return 1;
+    }
+    if (!strcmp(a, "--stack")) {
+        if (bk_cli_value(argc, argv, i, &v)) return -1;
+        int m = bk_stack_mode_parse(v);
+        if (m < 0) { fprintf(stderr, "baker: --stack: expected global, short or spill, got '%s'\n", v); return -1; }
+        t->opts.stack_mode = m;
+        return 1;
+    }
+    if (!strcmp(a, "--stack-size")) {
+        if (bk_cli_value(argc, argv, i, &v) || bk_cli_u64(a, v, 1, BK_STACK_ENTRIES, &u)) return -1;
+        t->opts.stack_size = (int)u;
+        return 1;
+    }
+    if (!strcmp(a, "--counters")) {
+        if (bk_cli_value(argc, argv, i, &v)) return -1;
+        int c = bk_counters_parse(v);
+        if (c < 0) { fprintf(stderr, "baker: --counters: expected thread, warp or block, got '%s'\n", v); return -1; }
+        t->opts.counters = c;
+        return 1;
+    }
+    if (!strcmp(a, "--backend")) {
+        if (bk_cli_value(argc, argv, i, &v)) return -1;
+        if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
+            fprintf(stderr, "baker: --backend: expected cpu, cuda or auto, got '%s'\n", v);
+            return -1;
+        }
+        t->backend = v;
+        return 1;
+    }
+    if (!strcmp(a, "--threads")) {
+        if (bk_cli_value(argc, argv, i, &v) || bk_cli_u64(a, v, 1, 1024, &u)) return -1;
+        t->opts.threads = (int)u;
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,264 @@
+/* main.c - the baker command line: subcommands trace, rays, build and bench.
+ *
+ * Every error is one line naming the file or the option, followed by a non-zero exit; outputs
+ * go through bk_outfile (temporary file, then rename).
+ */
+#include "accel.h"
+#include "backend.h"
+#include "bench_trace.h"
+#include "cli.h"
+#include "rays.h"
+#include "scene.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "baker - GPU lightmap baker (ray engine)\n"
+    "\n"
+    "usage:\n"
+    "  baker trace SCENE --rays RAYS --hits HITS [options]   trace a RAYS file, write a HITS file\n"
+    "  baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
+    "                                                        write a standard ray set\n"
+    "  baker build SCENE [--accel bvh|kdtree]                build and report the tree\n"
+    "  baker bench load [FILE...]                            OBJ loading speed\n"
+    "  baker bench trace [--scenes A,B,..] [--rays N] [--backend B] [--stack-size K]\n"
+    "                                                        Mrays/s of every accel x stack\n"
+    "  baker help COMMAND                                    options of one command\n"
+    "\n"
+    "SCENE is a Wavefront OBJ (with its MTL files) or a gzip-compressed .obj.gz.\n"
+    "RAYS and HITS files are specified in ../shared/formats/rays.md.\n"
+    "\n"
+    "examples:\n"
+    "  baker rays scenes/cornell.obj -o cornell.rays --diffuse 1M\n"
+    "  baker trace scenes/cornell.obj --rays cornell.rays --hits cornell.hits --stack short --stats\n"
+    "  baker bench trace --scenes ../shared/scenes/sponza-dabrovic/sponza.obj --rays 4M\n";
+
+static const char trace_usage[] =
+    "usage: baker trace SCENE --rays RAYS --hits HITS [options]\n"
+    "\n"
+    "Loads SCENE, builds the acceleration structure, traces every ray of RAYS and writes the\n"
+    "nearest hit (or, with --any-hit, any hit) of each to HITS. Prints load, build and trace\n"
+    "times separately, and Mrays/s for the trace alone.\n"
+    "\n"
+    "options:\n"
+    "  --rays FILE              input rays (RAYS0001)\n"
+    "  --hits FILE              output hits (HITS0001), written to a temporary file and renamed\n";
+
+static const char rays_usage[] =
+    "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
+    "\n"
+    "  --diffuse N   rays leaving the surfaces: a triangle chosen by area, a uniform point on it,\n"
+    "                either side, origin pushed 1e-4 of the box diagonal off the surface,\n"
+    "                cosine-distributed directions, tmin 0, tmax infinite\n"
+    "  --primary N   a pinhole camera at the centre of the scene box (60 degree field of view)\n"
+    "  --random N    random origins around the scene and random directions (tests)\n"
+    "  --seed S      random seed (default 1); the same seed gives the same file\n"
+    "N may be written 4M or 64k.\n";
+
+static int load_scene(const char *path, bk_scene *s, double *seconds)
+{
+    char err[1024];
+    double t0 = bk_time_now();
+    if (bk_scene_load(path, s, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        return -1;
+    }
+    *seconds = bk_time_now() - t0;
+    return 0;
+}
+
+static void print_build(const bk_accel *a)
+{
+    const bk_build_info *b = &a->info;
+    printf("build   %-7s %8.3f s  %u nodes, %u leaves, depth %u, %u refs (max leaf %u), SAH cost %.2f, %.1f MB\n",
+           bk_accel_type_name(a->type), b->seconds, b->nodes, b->leaves, b->depth, b->refs, b->max_leaf,
+           b->sah_cost, (double)b->bytes / 1e6);
+}
+
+static int cmd_build(int argc, char **argv)
+{
+    const char *scene_path = NULL;
+    int accel = -1;
+    for (int i = 0; i < argc; ++i) {
+        const char *v;
+        if (!strcmp(argv[i], "--accel")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return 2;
+            if (!strcmp(v, "bvh")) accel = BK_ACCEL_BVH;
+            else if (!strcmp(v, "kdtree")) accel = BK_ACCEL_KDTREE;
+            else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return 2; }
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "baker build: unknown option '%s'\n", argv[i]); return 2;
+        } else if (!scene_path) {
+            scene_path = argv[i];
+        } else {
+            fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]); return 2;
+        }
+    }
+    if (!scene_path) { fprintf(stderr, "baker build: no SCENE given\n"); return 2; }
+    bk_scene s;
+    double tl;
+    if (load_scene(scene_path, &s, &tl)) return 1;
+    printf("load            %8.3f s  %u triangles, %u vertices\n", tl, s.tri_count, s.vertex_count);
+    bk_build_opts bo = bk_build_opts_default();
+    for (int t = 0; t < 2; ++t) {
+        if (accel >= 0 && accel != t) continue;
+        bk_accel a;
+        char err[512];
+        if (bk_accel_build(&s, t, &bo, &a, err, sizeof err)) {
+            fprintf(stderr, "baker: %s: %s\n", scene_path, err);
+            bk_scene_free(&s);
+            return 1;
+        }
+        print_build(&a);
+        bk_accel_free(&a);
+    }
+    bk_scene_free(&s);
+    return 0;
+}
+
+static int cmd_rays(int argc, char **argv)
+{
+    const char *scene_path = NULL, *out = NULL, *kind = NULL, *v;
+    uint64_t n = 0, seed = 1;
+    for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+            if (bk_cli_value(argc, argv, &i, &out)) return 2;
+        } else if (!strcmp(argv[i], "--diffuse") || !strcmp(argv[i], "--primary") || !strcmp(argv[i], "--random")) {
+            if (kind) { fprintf(stderr, "baker rays: give only one of --diffuse, --primary, --random\n"); return 2; }
+            kind = argv[i];
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(kind, v, 1, 1ull << 32, &n)) return 2;
+        } else if (!strcmp(argv[i], "--seed")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64("--seed", v, 0, 0xFFFFFFFFu, &seed)) return 2;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(rays_usage, stdout); return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "baker rays: unknown option '%s' (see baker help rays)\n", argv[i]); return 2;
+        } else if (!scene_path) {
+            scene_path = argv[i];
+        } else {
+            fprintf(stderr, "baker rays: unexpected argument '%s'\n", argv[i]); return 2;
+        }
+    }
+    if (!scene_path || !out || !kind) {
+        fprintf(stderr, "baker rays: need SCENE, -o RAYS and one of --diffuse/--primary/--random N\n%s", rays_usage);
+        return 2;
+    }
+    bk_scene s;
+    double tl;
+    if (load_scene(scene_path, &s, &tl)) return 1;
+    bk_ray *rays = NULL;
+    char err[512];
+    int rc = !strcmp(kind, "--diffuse") ? bk_rays_diffuse(&s, n, (uint32_t)seed, &rays, err, sizeof err)
+           : !strcmp(kind, "--primary") ? bk_rays_primary(&s, n, (uint32_t)seed, &rays, err, sizeof err)
+           : bk_rays_random(&s, n, (uint32_t)seed, &rays, err, sizeof err);
+    if (!rc) rc = bk_rays_write(out, rays, n, err, sizeof err);
+    if (rc) fprintf(stderr, "baker: %s\n", err);
+    else printf("wrote %llu %s rays to %s\n", (unsigned long long)n, kind + 2, out);
+    free(rays);
+    bk_scene_free(&s);
+    return rc ? 1 : 0;
+}
+
+static int cmd_trace(int argc, char **argv)
+{
+    const char *scene_path = NULL, *rays_path = NULL, *hits_path = NULL;
+    bk_cli_trace t;
+    bk_cli_trace_default(&t);
+    for (int i = 0; i < argc; ++i) {
+        int r = bk_cli_trace_option(&t, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--rays")) { if (bk_cli_value(argc, argv, &i, &rays_path)) return 2; }
+        else if (!strcmp(argv[i], "--hits")) { if (bk_cli_value(argc, argv, &i, &hits_path)) return 2; }
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
+        else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: unknown option '%s' (see baker help trace)\n", argv[i]); return 2; }
+        else if (!scene_path) scene_path = argv[i];
+        else { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
+    }
+    if (!scene_path || !rays_path || !hits_path) {
+        fprintf(stderr, "baker trace: need SCENE, --rays RAYS and --hits HITS\n%s", trace_usage);
+        return 2;
+    }
+    char err[1024], msg[512];
+    bk_backend *be = bk_backend_init(t.backend, msg, sizeof msg);
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); return 1; }
+    if (msg[0]) fprintf(stderr, "baker: %s\n", msg);
+    if (!be->i->supports(be, &t.opts, err, sizeof err)) {
+        fprintf(stderr, "baker: the %s backend cannot trace with these options: %s\n", be->i->name(be), err);
+        bk_backend_free(be);
+        return 1;
+    }
+    bk_ray *rays = NULL;
+    uint64_t n = 0;
+    if (bk_rays_read(rays_path, &rays, &n, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        bk_backend_free(be);
+        return 1;
+    }
+    bk_scene s;
+    double tl;
+    if (load_scene(scene_path, &s, &tl)) { free(rays); bk_backend_free(be); return 1; }
+    printf("load            %8.3f s  %u triangles\n", tl, s.tri_count);
+    bk_build_opts bo = bk_build_opts_default();
+    bk_accel a;
+    int rc = 1;
+    bk_hit *hits = malloc((n ? n : 1) * sizeof *hits);
+    bk_trace_totals tot;
+    if (!hits) { fprintf(stderr, "baker: out of memory for %llu hits\n", (unsigned long long)n); goto done_scene; }
+    if (bk_accel_build(&s, t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", scene_path, err); goto done_scene; }
+    print_build(&a);
+    bk_accel_view view = bk_accel_get_view(&a);
+    if (be->i->upload(be, &view, err, sizeof err) ||
+        be->i->trace(be, rays, hits, n, &t.opts, &tot, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done_accel;
+    }
+    uint64_t hit_count = 0;
+    for (uint64_t i = 0; i < n; ++i) hit_count += hits[i].tri != BK_NO_HIT;
+    printf("trace   %-7s %8.3f s  %llu rays, %.1f%% hit, %.2f Mrays/s (%s backend, %s stack",
+           bk_accel_type_name(a.type), tot.seconds, (unsigned long long)n, n ? 100.0 * (double)hit_count / (double)n : 0.0,
+           tot.seconds > 0 ? (double)n / tot.seconds / 1e6 : 0.0, be->i->name(be), bk_stack_mode_name(t.opts.stack_mode));
+    if (t.opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t.opts.stack_size);
+    printf(", %s)\n", t.opts.any_hit ? "any hit" : "closest hit");
+    if (tot.upload_seconds > 0) printf("transfer        %8.3f s  rays to the device, hits back\n", tot.upload_seconds);
+    if (t.stats) {
+        double dn = n ? (double)n : 1.0;
+        printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu (%.3f/ray)\n",
+               (unsigned long long)tot.nodes, (double)tot.nodes / dn, (unsigned long long)tot.tris, (double)tot.tris / dn,
+               (unsigned long long)tot.restarts, (double)tot.restarts / dn, (unsigned long long)tot.spills, (double)tot.spills / dn);
+    }
+    if (bk_hits_write(hits_path, hits, n, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done_accel; }
+    rc = 0;
+done_accel:
+    bk_accel_free(&a);
+done_scene:
+    free(hits);
+    free(rays);
+    bk_scene_free(&s);
+    bk_backend_free(be);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        if (argc >= 3 && !strcmp(argv[1], "help")) {
+            if (!strcmp(argv[2], "trace")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
+            if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
+        }
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
+    if (!strcmp(cmd, "rays"))  return cmd_rays(argc - 2, argv + 2);
+    if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return bk_bench_main(argc - 2, argv + 2);
+    fprintf(stderr, "baker: unknown command '%s'. Lightmap baking (baker SCENE -o map.png) is not in this "
+                    "version yet; the commands are trace, rays, build and bench (baker --help).\n", cmd);
+    return 2;
+}

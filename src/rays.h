@@ -1,0 +1,36 @@
+/* rays.h - RAYS / HITS files (../shared/formats/rays.md) and the standard ray sets.
+ *
+ * Ray sets are seeded and reproducible, so baker, Embree and OptiX can be compared on the same
+ * rays: `baker rays SCENE -o R --diffuse N` and `--primary N`.
+ */
+#ifndef BK_RAYS_H
+#define BK_RAYS_H
+
+#include "scene.h"
+#include "bk_traverse.h"
+
+int bk_rays_read(const char *path, bk_ray **rays, uint64_t *n, char *err, size_t err_size);
+int bk_rays_write(const char *path, const bk_ray *rays, uint64_t n, char *err, size_t err_size);
+int bk_hits_read(const char *path, bk_hit **hits, uint64_t *n, char *err, size_t err_size);
+int bk_hits_write(const char *path, const bk_hit *hits, uint64_t n, char *err, size_t err_size);
+
+/* Diffuse rays: a triangle chosen with probability proportional to its area, a uniform point on
+ * it, one of its two sides with equal probability, the origin pushed 1e-4 of the scene's bounding
+ * box diagonal along that side's normal, a cosine-distributed direction about it, tmin 0,
+ * tmax infinite. */
+int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
+/* Primary rays: a pinhole camera at the centre of the scene box, looking along its longest
+ * horizontal axis (+y up), 60 degree vertical field of view, jittered over a square image. */
+int bk_rays_primary(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
+/* Test rays: origins uniform in the scene box grown by 20 %, uniform directions; every 7th ray
+ * has a direction along a single axis, every 11th a finite tmax. */
+int bk_rays_random(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
+
+/* rays.md: two tracers agree on a ray when both miss, or both hit with relative t difference
+ * under rel (ties on shared edges may name different triangles at the same t). In any-hit mode
+ * only hit or miss is compared. */
+int bk_hit_agree(bk_hit a, bk_hit b, int any_hit, float rel);
+
+void bk_scene_bounds(const bk_scene *s, float lo[3], float hi[3]);
+
+#endif

@@ -1,0 +1,44 @@
+/* scene.h - the in-memory triangle scene every loader produces and every builder reads.
+ *
+ * Pipeline: loader (obj.c; .vox later) -> bk_scene -> builders (bvh.c, kdtree.c) -> backends.
+ * Triangles are numbered in file order after fan triangulation (../shared/formats/rays.md).
+ */
+#ifndef BK_SCENE_H
+#define BK_SCENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BK_NONE 0xFFFFFFFFu  /* absent index (no vt, no vn, no material) */
+
+typedef struct bk_material {
+    char  name[128];
+    float kd[3];          /* diffuse albedo (MTL Kd), default 0.8 grey */
+    float ke[3];          /* emitted radiance (MTL Ke), default 0 */
+    char  map_kd[512];    /* diffuse texture path as written in the MTL, "" when none */
+} bk_material;
+
+typedef struct bk_scene {
+    uint32_t     vertex_count;
+    float       *positions;     /* 3 floats per vertex */
+    uint32_t     texcoord_count;
+    float       *texcoords;     /* 2 floats per vt */
+    uint32_t     normal_count;
+    float       *normals;       /* 3 floats per vn */
+    uint32_t     tri_count;
+    uint32_t    *tri_v;         /* 3 position indices per triangle, 0-based */
+    uint32_t    *tri_vt;        /* 3 vt indices per triangle, BK_NONE where the face has none */
+    uint32_t    *tri_vn;        /* 3 vn indices per triangle, BK_NONE where the face has none */
+    uint32_t    *tri_material;  /* material per triangle, BK_NONE for the default material */
+    uint32_t     material_count;
+    bk_material *materials;
+} bk_scene;
+
+/* Loads an OBJ (and the MTL files it names) or a gzip-compressed OBJ (name ends in .gz).
+ * Returns 0, or a negative status with one line in err: "path:line: reason". */
+int  bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
+/* Picks the loader by file extension. */
+int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
+void bk_scene_free(bk_scene *s);
+
+#endif /* BK_SCENE_H */

@@ -1,0 +1,38 @@
+/* bk_test.h - tiny test harness: plain executables that return 0 pass, 1 fail, 77 skip. */
+#ifndef BK_TEST_H
+#define BK_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int bk_test_failures = 0;
+
+#define BK_EXPECT(cond) do { if (!(cond)) { \
+    fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); bk_test_failures++; } } while (0)
+#define BK_EXPECTF(cond, ...) do { if (!(cond)) { \
+    fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); bk_test_failures++; } } while (0)
+#define BK_TEST_SKIP(...) do { fprintf(stderr, "SKIP: "); fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); exit(77); } while (0)
+#define BK_TEST_DONE() do { if (bk_test_failures) { fprintf(stderr, "%d check(s) failed\n", bk_test_failures); \
+    return 1; } printf("ok\n"); return 0; } while (0)
+
+/* The scene corpus: $BK_SCENES when set (e.g. a copy carried to the GPU machine), else the
+ * ../shared/scenes beside the checkout. */
+static inline const char *bk_test_scenes_dir(void)
+{
+    const char *env = getenv("BK_SCENES");
+    return env && env[0] ? env : BK_SCENES_DIR;
+}
+
+/* Path of a corpus scene; skips the test when the corpus is absent. */
+static inline const char *bk_test_scene(const char *rel, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s", bk_test_scenes_dir(), rel);
+    if (access(buf, R_OK) != 0) BK_TEST_SKIP("corpus scene %s not found", buf);
+    return buf;
+}
+
+#endif

@@ -1,0 +1,235 @@
+/* cpu_traverse.c - BVH and KD-tree traversal against brute force over all triangles, for every
+ * stack strategy (including stack sizes 1 and 2, so restarts and spills really happen), closest
+ * and any hit, on generated scenes, degenerate rays, hand-made deep trees and corpus scenes. */
+#include "bk_test.h"
+#include "bk_test_scenes.h"
+#include "backend.h"
+
+typedef struct variant { int mode, k; } variant;
+static const variant variants[] = {
+    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
+    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
+};
+#define NVAR (int)(sizeof variants / sizeof variants[0])
+
+/* llm.c-style validation: counts disagreements, prints the first five. */
+static uint64_t validate(const char *what, const bk_hit *ref, const bk_hit *got, const bk_ray *rays, uint64_t n,
+                         int any_hit, uint32_t tri_count)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        int ok = bk_hit_agree(ref[i], got[i], any_hit, 1e-4f);
+        if (got[i].tri != BK_NO_HIT && (got[i].tri >= tri_count || !(got[i].t >= rays[i].tmin && got[i].t <= rays[i].tmax))) ok = 0;
+        if (got[i].tri == BK_NO_HIT && got[i].t != BK_INF) ok = 0;     /* a miss is exactly (inf, ~0) */
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "  %s: ray %llu: expected (t %.9g, tri %d) got (t %.9g, tri %d)\n", what, (unsigned long long)i,
+                    ref[i].t, (int)ref[i].tri, got[i].t, (int)got[i].tri);
+    }
+    if (bad) fprintf(stderr, "  %s: %llu of %llu rays disagree\n", what, (unsigned long long)bad, (unsigned long long)n);
+    return bad;
+}
+
+typedef struct totals { uint64_t restarts, spills; } totals;
+
+/* Traces rays through view with every variant on the CPU backend; compares with ref[any]. */
+static void check_view(const char *name, const bk_accel_view *view, const bk_ray *rays, uint64_t n,
+                       bk_hit *const ref[2], uint32_t tri_count, totals *tot)
+{
+    bk_backend *be = bk_backend_cpu_init();
+    char err[256];
+    BK_EXPECT(be->i->upload(be, view, err, sizeof err) == 0);
+    bk_hit *got = malloc(sizeof(bk_hit) * (n ? n : 1));
+    for (int v = 0; v < NVAR; ++v)
+        for (int any = 0; any < 2; ++any) {
+            bk_trace_opts o = bk_trace_opts_default();
+            o.stack_mode = variants[v].mode;
+            o.stack_size = variants[v].k;
+            o.any_hit = any;
+            memset(got, 0xAB, sizeof(bk_hit) * n);            /* poison */
+            bk_trace_totals t;
+            BK_EXPECT(be->i->trace(be, rays, got, n, &o, &t, err, sizeof err) == 0);
+            char what[160];
+            snprintf(what, sizeof what, "%s %s %s/%d %s", name, bk_accel_type_name(view->type),
+                     bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest");
+            BK_EXPECTF(validate(what, ref[any], got, rays, n, any, tri_count) == 0, "%s", what);
+            if (variants[v].k <= 2) { tot->restarts += t.restarts; tot->spills += t.spills; }
+        }
+    free(got);
+    bk_backend_free(be);
+}
+
+static void check_scene(const char *name, const bk_scene *s, const bk_ray *rays, uint64_t n, totals *tot)
+{
+    /* any-hit results are compared by hit or miss only, so the closest hits serve both */
+    bk_hit *closest = malloc(sizeof(bk_hit) * (n ? n : 1));
+    for (uint64_t i = 0; i < n; ++i) closest[i] = bk_test_brute(s, &rays[i], 0);
+    bk_hit *ref[2] = { closest, closest };
+    for (int accel = 0; accel < 2; ++accel) {
+        bk_accel a;
+        bk_build_opts bo = bk_build_opts_default();
+        char err[256];
+        BK_EXPECTF(bk_accel_build(s, accel, &bo, &a, err, sizeof err) == 0, "%s: %s", name, err);
+        bk_accel_view view = bk_accel_get_view(&a);
+        check_view(name, &view, rays, n, ref, s->tri_count, tot);
+        bk_accel_free(&a);
+    }
+    free(closest);
+}
+
+/* All three generated ray sets on one scene. */
+static void check_all_rays(const char *name, const bk_scene *s, uint64_t nrand, uint64_t ndiff, uint32_t ndeg, totals *tot)
+{
+    char err[256], label[200];
+    bk_ray *rays = NULL;
+    BK_EXPECT(bk_rays_random(s, nrand, 7, &rays, err, sizeof err) == 0);
+    snprintf(label, sizeof label, "%s/random", name);
+    check_scene(label, s, rays, nrand, tot);
+    free(rays);
+    BK_EXPECT(bk_rays_diffuse(s, ndiff, 9, &rays, err, sizeof err) == 0);
+    snprintf(label, sizeof label, "%s/diffuse", name);
+    check_scene(label, s, rays, ndiff, tot);
+    free(rays);
+    rays = bk_test_rays_degenerate(s, ndeg, 11);
+    snprintf(label, sizeof label, "%s/degenerate", name);
+    check_scene(label, s, rays, ndeg, tot);
+    free(rays);
+}
+
+/* Rays from inside a closed box must all hit it: watertightness on shared edges and corners. */
+static void check_closed_box(void)
+{
+    bk_scene s;
+    bk_test_scene_box(&s);
+    enum { N = 20000 };
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        /* aim at edges and corners: directions towards points with coordinates in {-1, 0, 1} */
+        float tgt[3];
+        for (int k = 0; k < 3; ++k) tgt[k] = (float)((int)(bk_rng_u32(3, i, 0, (uint32_t)k) % 3) - 1);
+        float o[3];
+        for (int k = 0; k < 3; ++k) o[k] = i % 2 ? 0.0f : 0.5f * (bk_rng_f(3, i, 1, (uint32_t)k) - 0.5f);
+        bk_ray r;
+        r.ox = o[0]; r.oy = o[1]; r.oz = o[2];
+        r.dx = tgt[0] - o[0]; r.dy = tgt[1] - o[1]; r.dz = tgt[2] - o[2];
+        if (r.dx == 0 && r.dy == 0 && r.dz == 0) r.dx = 1;
+        r.tmin = 0; r.tmax = INFINITY;
+        rays[i] = r;
+    }
+    uint64_t miss = 0;
+    for (uint32_t i = 0; i < N; ++i) miss += bk_test_brute(&s, &rays[i], 0).tri == BK_NO_HIT;
+    BK_EXPECTF(miss == 0, "%llu rays escaped the closed box through an edge or corner", (unsigned long long)miss);
+    totals tot = { 0, 0 };
+    check_scene("closed-box", &s, rays, N, &tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
+/* Hand-made deep trees (BK_MAX_DEPTH levels): a BVH "caterpillar" whose inner node at level d has
+ * one leaf (triangle d) and the rest of the chain, and a KD-tree chain of planes x = d + 0.5.
+ * Rays along the chain make the stack as deep as the tree, so short stacks restart often. */
+static void check_deep_trees(void)
+{
+    const uint32_t D = BK_MAX_DEPTH;       /* inner nodes on the chain; D + 1 triangles */
+    bk_scene s;
+    bk_test_scene_alloc(&s, D + 1);
+    for (uint32_t t = 0; t <= D; ++t) {
+        float x = (float)t, a[3] = { x, 0, 0 }, b[3] = { x, 1, 0 }, c[3] = { x, 0, 1 };
+        bk_test_set_tri(&s, t, a, b, c);
+    }
+    bk_f4 *tris = malloc(sizeof(bk_f4) * 3 * (D + 1));
+    for (uint32_t t = 0; t <= D; ++t)
+        for (int v = 0; v < 3; ++v) {
+            const float *p = s.positions + 9 * t + 3 * v;
+            tris[3 * t + v].x = p[0]; tris[3 * t + v].y = p[1]; tris[3 * t + v].z = p[2];
+            tris[3 * t + v].w = v == 0 ? bk_bits_float(t | BK_TRI_LAST) : 0.0f;
+        }
+    bk_bvh_node *bn = calloc(D, sizeof(bk_bvh_node));
+    for (uint32_t d = 0; d < D; ++d) {
+        bk_bvh_node *n = &bn[d];
+        float x = (float)d, last = (float)D;
+        n->xy0.x = x; n->xy0.y = x; n->xy0.z = 0; n->xy0.w = 1; n->z01.x = 0; n->z01.y = 1;
+        n->xy1.x = x + 1; n->xy1.y = last; n->xy1.z = 0; n->xy1.w = 1; n->z01.z = 0; n->z01.w = 1;
+        n->refs.x = bk_bits_float((uint32_t)~(int32_t)d);
+        n->refs.y = bk_bits_float(d + 1 < D ? d + 1 : (uint32_t)~(int32_t)D);
+    }
+    /* KD chain: node 2d is the inner node of level d, 2d+1 its below leaf; the above child is 2d+2. */
+    bk_kd_node *kn = calloc(2 * D + 1, sizeof(bk_kd_node));
+    uint32_t *refs = malloc(sizeof(uint32_t) * (D + 1));
+    for (uint32_t d = 0; d <= D; ++d) refs[d] = d;
+    for (uint32_t d = 0; d < D; ++d) {
+        kn[2 * d] = bk_kd_make_inner(0, (float)d + 0.5f, 2 * d + 2);
+        kn[2 * d + 1] = bk_kd_make_leaf(1, d);
+    }
+    kn[2 * D] = bk_kd_make_leaf(1, D);
+
+    enum { N = 4000 };
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        /* along the chain, both ways, most beside the triangles so nothing stops them early */
+        int back = i & 1;
+        bk_ray r;
+        r.ox = back ? (float)D + 2.0f : -2.0f;
+        r.oy = -0.5f + 2.0f * bk_rng_f(5, i, 0, 0);
+        r.oz = -0.5f + 2.0f * bk_rng_f(5, i, 0, 1);
+        r.dx = back ? -1.0f : 1.0f;
+        r.dy = 0.002f * (bk_rng_f(5, i, 0, 2) - 0.5f);
+        r.dz = 0.002f * (bk_rng_f(5, i, 0, 3) - 0.5f);
+        r.tmin = 0; r.tmax = INFINITY;
+        rays[i] = r;
+    }
+    bk_hit *closest = malloc(sizeof(bk_hit) * N);
+    for (uint32_t i = 0; i < N; ++i) closest[i] = bk_test_brute(&s, &rays[i], 0);
+    bk_hit *ref[2] = { closest, closest };
+    bk_accel_view v;
+    memset(&v, 0, sizeof v);
+    v.tris = tris; v.tri_count = D + 1; v.depth = D;
+    v.lo = bk_v3(0, 0, 0); v.hi = bk_v3((float)D, 1, 1);
+    totals tot = { 0, 0 };
+    v.type = BK_ACCEL_BVH; v.bvh_nodes = bn; v.bvh_node_count = D;
+    check_view("deep-chain", &v, rays, N, ref, D + 1, &tot);
+    BK_EXPECTF(tot.restarts > 1000 && tot.spills > 100, "deep BVH: restarts %llu spills %llu",
+               (unsigned long long)tot.restarts, (unsigned long long)tot.spills);
+    tot.restarts = tot.spills = 0;
+    v.type = BK_ACCEL_KDTREE; v.kd_nodes = kn; v.kd_node_count = 2 * D + 1; v.kd_refs = refs; v.kd_ref_count = D + 1;
+    check_view("deep-chain", &v, rays, N, ref, D + 1, &tot);
+    BK_EXPECTF(tot.restarts > 1000 && tot.spills > 100, "deep KD-tree: restarts %llu spills %llu",
+               (unsigned long long)tot.restarts, (unsigned long long)tot.spills);
+    free(closest); free(rays); free(bn); free(kn); free(refs); free(tris);
+    bk_scene_free(&s);
+}
+
+int main(void)
+{
+    totals tot = { 0, 0 };
+    bk_scene s;
+    bk_test_scene_soup(&s, 3000, 0.08f, 1);
+    check_all_rays("soup", &s, 3000, 3000, 1000, &tot);
+    BK_EXPECTF(tot.restarts > 0 && tot.spills > 0, "stack sizes 1-2 caused no restarts (%llu) or spills (%llu)",
+               (unsigned long long)tot.restarts, (unsigned long long)tot.spills);
+    bk_scene_free(&s);
+
+    check_closed_box();
+    check_deep_trees();
+
+    static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
+        { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },
+        { "bunny/bunny.obj", 3000, 3000, 1000 },
+        { "sponza-dabrovic/sponza.obj", 600, 1500, 300 },
+        { "sibenik/sibenik.obj", 600, 1500, 300 },
+        { "dragon/dragon_vrip_res2.obj", 150, 300, 100 },
+    };
+    int found = 0;
+    for (size_t i = 0; i < sizeof corpus / sizeof corpus[0]; ++i) {
+        char path[1024], err[1024];
+        snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), corpus[i].path);
+        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent, skipped\n", path); continue; }
+        found++;
+        bk_scene cs;
+        BK_EXPECTF(bk_scene_load(path, &cs, err, sizeof err) == 0, "%s", err);
+        if (bk_test_failures) break;
+        check_all_rays(corpus[i].path, &cs, corpus[i].nrand, corpus[i].ndiff, corpus[i].ndeg, &tot);
+        bk_scene_free(&cs);
+    }
+    if (!found) fprintf(stderr, "note: corpus absent: generated scenes only\n");
+    BK_TEST_DONE();
+}

@@ -1,0 +1,112 @@
+/* gpu_trace.c - the CUDA backend against the CPU backend for every accel x stack strategy x
+ * counter mode x query, on a generated scene and corpus scenes. Hits are poisoned on both sides
+ * before each run and every one is checked. The three counter modes must give identical
+ * statistics (the per-ray work is the same; only how it is summed differs). Skips (77) without
+ * a usable GPU. */
+#include "bk_test.h"
+#include "bk_test_scenes.h"
+#include "backend.h"
+
+typedef struct variant { int mode, k; } variant;
+static const variant variants[] = {
+    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
+    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
+};
+
+static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu, const bk_scene *s,
+                             const bk_ray *rays, uint64_t n)
+{
+    char err[512];
+    bk_hit *ref = malloc(sizeof(bk_hit) * n), *got = malloc(sizeof(bk_hit) * n);
+    for (int accel = 0; accel < 2; ++accel) {
+        bk_accel a;
+        bk_build_opts bo = bk_build_opts_default();
+        BK_EXPECTF(bk_accel_build(s, accel, &bo, &a, err, sizeof err) == 0, "%s", err);
+        bk_accel_view v = bk_accel_get_view(&a);
+        BK_EXPECTF(gpu->i->upload(gpu, &v, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(cpu->i->upload(cpu, &v, err, sizeof err) == 0, "%s", err);
+        for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi)
+            for (int any = 0; any < 2; ++any) {
+                bk_trace_opts o = bk_trace_opts_default();
+                o.stack_mode = variants[vi].mode;
+                o.stack_size = variants[vi].k ? variants[vi].k : 8;
+                o.any_hit = any;
+                bk_trace_totals tc, tg[3];
+                memset(ref, 0xAB, sizeof(bk_hit) * n);
+                BK_EXPECTF(cpu->i->trace(cpu, rays, ref, n, &o, &tc, err, sizeof err) == 0, "%s", err);
+                for (int cnt = 0; cnt < 3; ++cnt) {
+                    o.counters = cnt;
+                    memset(got, 0xCD, sizeof(bk_hit) * n);       /* poison the host copy too */
+                    BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[cnt], err, sizeof err) == 0, "%s", err);
+                    uint64_t bad = 0, inexact = 0;
+                    for (uint64_t i = 0; i < n; ++i) {
+                        int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
+                                 (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < s->tri_count);
+                        if (memcmp(&ref[i], &got[i], sizeof(bk_hit)) != 0) inexact++;
+                        if (!ok && bad++ < 5)
+                            fprintf(stderr, "  %s %s %s/%d %s %s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
+                                    bk_accel_type_name(accel), bk_stack_mode_name(o.stack_mode), o.stack_size,
+                                    any ? "any" : "closest", bk_counters_name(cnt), (unsigned long long)i, ref[i].t,
+                                    (int)ref[i].tri, got[i].t, (int)got[i].tri);
+                    }
+#if BK_EXACT_FP
+                    BK_EXPECTF(inexact == 0, "%s: %llu hits not bit-identical with FMA contraction off", name, (unsigned long long)inexact);
+#endif
+                    /* FMA contraction on the GPU may decide a ray grazing an edge differently. */
+                    BK_EXPECTF(bad <= n / 20000, "%s %s %s/%d %s %s: %llu of %llu rays disagree", name, bk_accel_type_name(accel),
+                               bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
+                               (unsigned long long)bad, (unsigned long long)n);
+                }
+                for (int cnt = 1; cnt < 3; ++cnt)
+                    BK_EXPECTF(tg[cnt].nodes == tg[0].nodes && tg[cnt].tris == tg[0].tris &&
+                               tg[cnt].restarts == tg[0].restarts && tg[cnt].spills == tg[0].spills,
+                               "%s: counters %s give other totals than thread: nodes %llu vs %llu", name,
+                               bk_counters_name(cnt), (unsigned long long)tg[cnt].nodes, (unsigned long long)tg[0].nodes);
+                double dn = (double)tg[0].nodes - (double)tc.nodes;
+                BK_EXPECTF(dn * dn <= 1e-4 * (double)tc.nodes * (double)tc.nodes,
+                           "%s: node visits differ: cpu %llu cuda %llu", name, (unsigned long long)tc.nodes,
+                           (unsigned long long)tg[0].nodes);
+                if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any)
+                    BK_EXPECTF(tg[0].restarts > 0, "%s: short stack of 1 made no restarts", name);
+                if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any)
+                    BK_EXPECTF(tg[0].spills > 0, "%s: spill stack of 1 never spilled", name);
+            }
+        bk_accel_free(&a);
+    }
+    free(ref); free(got);
+}
+
+int main(void)
+{
+    char msg[512], err[512];
+    bk_backend *gpu = bk_backend_init("cuda", msg, sizeof msg);
+    if (!gpu) BK_TEST_SKIP("%s", msg);
+    bk_backend *cpu = bk_backend_cpu_init();
+    printf("%s\n", msg);
+
+    bk_scene s;
+    bk_test_scene_soup(&s, 5000, 0.06f, 2);
+    bk_ray *rays = NULL;
+    uint64_t n = 100003;   /* not a multiple of any block size */
+    BK_EXPECT(bk_rays_random(&s, n, 3, &rays, err, sizeof err) == 0);
+    compare_backends("soup/random", gpu, cpu, &s, rays, n);
+    free(rays);
+    bk_scene_free(&s);
+
+    static const char *const corpus[] = { "cornell-box/CornellBox-Original.obj", "sponza-dabrovic/sponza.obj",
+                                          "dragon/dragon_vrip_res2.obj" };
+    for (size_t i = 0; i < sizeof corpus / sizeof corpus[0]; ++i) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), corpus[i]);
+        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent, skipped\n", path); continue; }
+        BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+        n = 200001;
+        BK_EXPECT(bk_rays_diffuse(&s, n, 5, &rays, err, sizeof err) == 0);
+        compare_backends(corpus[i], gpu, cpu, &s, rays, n);
+        free(rays);
+        bk_scene_free(&s);
+    }
+    bk_backend_free(gpu);
+    bk_backend_free(cpu);
+    BK_TEST_DONE();
+}
