@@ -1,0 +1,919 @@
+/* obj.c - Wavefront OBJ + MTL loader: text (plain or gzip) -> bk_scene (scene.h).
+ *
+ * Pipeline: first stage. bk_scene_load() picks a loader by extension; builders read the bk_scene.
+ * Speed matters (the 33 MB Stanford dragon is a benchmark, see bench_load.c): the whole file is read
+ * into one zero-padded buffer (mapped when large), numbers are parsed by hand (Clinger's exact fast
+ * path, strtof for the rest: every float correctly rounded), arrays grow geometrically, nothing is
+ * allocated per line, and line numbers are counted only when a message needs one.
+ *
+ * Behaviour (also documented in tests/unit_obj.c):
+ *   errors (negative status, one line "path:line: reason" in err): unreadable file, index 0, index
+ *     out of range (against the vertices defined so far), unparsable number, non-finite position,
+ *     v with < 3 or vn with < 3 or vt with < 1 numbers, face with < 3 vertices, no faces at all,
+ *     more than 2^32-2 elements, out of memory.
+ *   warnings (one line on stderr, loading goes on): mtllib file missing, usemtl name that no MTL
+ *     defines (those triangles get BK_NONE = default material), MTL lines that cannot be parsed.
+ *   ignored: o g s l p vp cstype ... comments and unknown keywords; extra numbers (v x y z w, colours).
+ * References: Wavefront OBJ and MTL specs (Advanced Visualizer manual, appendices B1/B2);
+ *   W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
+ */
+#define _DEFAULT_SOURCE 1   /* MAP_ANONYMOUS (POSIX only from 2024) */
+#include "scene.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define PAD 64                     /* zero bytes after every text buffer: parsers may look ahead */
+#define MAX_ELEMS 0xFFFFFFFEu      /* largest count we store: indices are uint32 and BK_NONE is taken */
+#define MAX_WARNINGS 10
+
+#if defined(__GNUC__)
+#  define LIKELY(x)   __builtin_expect(!!(x), 1)
+#  define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#  define LIKELY(x)   (x)
+#  define UNLIKELY(x) (x)
+#endif
+
+/* ---- file reading ---------------------------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (m > n) return 0;
+    for (size_t i = 0; i < m; i++) {
+        char a = s[n - m + i], b = suffix[i];
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (a != b) return 0;
+    }
+    return 1;
+}
+
+/* A file's text followed by at least PAD zero bytes, so parsers may look ahead without length checks. */
+typedef struct text {
+    char  *buf;
+    size_t len;
+    size_t map_len;                /* bytes mapped, 0 when buf is malloc'd */
+} text;
+
+static void text_free(text *t)
+{
+    if (t->map_len) munmap(t->buf, t->map_len);
+    else free(t->buf);
+    memset(t, 0, sizeof *t);
+}
+
+/* gunzips the whole file into memory (zlib reads plain files through the same calls). */
+static int read_gz(const char *path, text *t, char *err, size_t err_size)
+{
+    errno = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return bk_fail(err, err_size, "%s: cannot open: %s", path, errno ? strerror(errno) : "gzopen failed");
+    gzbuffer(gz, 1u << 18);
+    struct stat st;
+    size_t cap = (stat(path, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size * 5 : (1u << 20), n = 0;
+    char *b = malloc(cap + PAD);
+    for (;;) {
+        if (b && n == cap) {
+            char *nb = realloc(b, cap * 2 + PAD);
+            if (!nb) { free(b); b = NULL; }
+            else { b = nb; cap *= 2; }
+        }
+        if (!b) { gzclose(gz); return bk_fail(err, err_size, "%s: out of memory reading the file", path); }
+        size_t want = cap - n < (1u << 30) ? cap - n : (1u << 30);
+        int got = gzread(gz, b + n, (unsigned)want);
+        if (got < 0) {
+            int code;
+            const char *msg = gzerror(gz, &code);
+            char m[160];
+            snprintf(m, sizeof m, "%s", code == Z_ERRNO ? strerror(errno) : msg);
+            free(b);
+            gzclose(gz);
+            return bk_fail(err, err_size, "%s: gzip read error: %s", path, m);
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    gzclose(gz);
+    memset(b + n, 0, PAD);
+    t->buf = b;
+    t->len = n;
+    return 0;
+}
+
+/* Large regular files are mapped rather than read: no copy, and page-cache pages come in several at a
+ * time instead of one zeroed page per fault (about 10 ms less on the 33 MB dragon). An anonymous
+ * mapping one page longer than the file is reserved first and the file mapped over its start, so the
+ * bytes after the end read as zeros (mmap zero-fills the tail of the last file page). A file truncated
+ * by another process while it is parsed would raise SIGBUS; we accept that for the speed. */
+static int map_file(int fd, size_t size, text *t)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t total = (size + page - 1) / page * page + page;
+    void *base = mmap(NULL, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return -1;
+    if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != base) { munmap(base, total); return -1; }
+    posix_madvise(base, size, POSIX_MADV_SEQUENTIAL);
+    t->buf = base;
+    t->len = size;
+    t->map_len = total;
+    return 0;
+}
+
+/* The whole file into t: gunzipped when the name ends in .gz, mapped when large, else read. */
+static int read_text(const char *path, text *t, char *err, size_t err_size)
+{
+    memset(t, 0, sizeof *t);
+    if (ends_with(path, ".gz")) return read_gz(path, t, err, err_size);
+
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
+    if (S_ISDIR(st.st_mode)) { close(fd); return bk_fail(err, err_size, "%s: is a directory", path); }
+    int regular = S_ISREG(st.st_mode);
+    if (regular && st.st_size >= (1 << 20) && (uint64_t)st.st_size < SIZE_MAX / 2 && map_file(fd, (size_t)st.st_size, t) == 0) {
+        close(fd);
+        return 0;
+    }
+    /* Read until end of file: the size is only a first guess (pipes, files that grow). */
+    size_t cap = (regular && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) ? (size_t)st.st_size + 1 : (1u << 16);
+    size_t n = 0;
+    char *b = malloc(cap + PAD);
+    for (;;) {
+        if (b && n == cap) {
+            char *nb = realloc(b, cap * 2 + PAD);
+            if (!nb) { free(b); b = NULL; }
+            else { b = nb; cap *= 2; }
+        }
+        if (!b) { close(fd); return bk_fail(err, err_size, "%s: out of memory reading the file", path); }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return bk_fail(err, err_size, "%s: read error: %s", path, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    memset(b + n, 0, PAD);
+    t->buf = b;
+    t->len = n;
+    return 0;
+}
+
+/* ---- character classes and numbers ------------------------------------------------------------ */
+
+/* Blank: separates tokens inside a line ('\r' too, so CRLF files need nothing special). */
+static inline int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+/* End of a statement: newline, comment, or the terminating zero (a NUL inside a file ends the line). */
+static inline int is_eol(char c)   { return c == '\n' || c == '#' || c == '\0'; }
+static inline int is_digit(char c) { return (unsigned)(c - '0') < 10u; }
+
+/* Skips blanks and '\' line continuations. */
+static inline const char *skip_blank(const char *p)
+{
+    for (;;) {
+        while (is_blank(*p)) p++;
+        if (LIKELY(*p != '\\')) return p;
+        const char *q = p + 1;
+        while (*q == '\r') q++;
+        if (*q != '\n') return p;
+        p = q + 1;
+    }
+}
+
+/* Start of the next line (or end when there is none). */
+static inline const char *next_line(const char *p, const char *end)
+{
+    if (p >= end) return end;
+    const char *q = memchr(p, '\n', (size_t)(end - p));
+    return q ? q + 1 : end;
+}
+
+static const double pow10_d[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+static const float pow10_f[11] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
+
+static inline int is_num_end(char c) { return is_blank(c) || is_eol(c) || c == '\\'; }
+
+/* Parses a decimal float at p into *out; returns the position after it, or NULL when p does not hold a
+ * number followed by a blank or the end of the statement. Decimal digits with an optional exponent go
+ * through Clinger's fast path, exact whenever the digits fit the float (or double) mantissa and the
+ * power of ten is exact: correctly rounded in float, or in double and then rounded to float (exact
+ * except when the double is a float midpoint, which goes to strtof). Longer digit strings, large
+ * exponents, inf/nan and hex go to strtof. So every result is the correctly rounded float. */
+static const char *parse_float(const char *p, float *out)
+{
+    const char *s = p;
+    int neg = 0;
+    if (*p == '-') { neg = 1; p++; }
+    else if (*p == '+') p++;
+    uint64_t m = 0;
+    int nd = 0, e10 = 0, any = 0, exact = 1;
+    while (is_digit(*p)) {
+        any = 1;
+        if (nd < 19) { m = m * 10 + (uint64_t)(*p - '0'); nd += (m != 0); }
+        else { e10++; if (*p != '0') exact = 0; }
+        p++;
+    }
+    if (*p == '.') {
+        p++;
+        while (is_digit(*p)) {
+            any = 1;
+            if (nd < 19) { m = m * 10 + (uint64_t)(*p - '0'); nd += (m != 0); e10--; }
+            else if (*p != '0') exact = 0;
+            p++;
+        }
+    }
+    if (!any) goto slow;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        int eneg = 0, ev = 0;
+        if (*p == '-') { eneg = 1; p++; }
+        else if (*p == '+') p++;
+        if (!is_digit(*p)) goto slow;
+        while (is_digit(*p)) { if (ev < 100000) ev = ev * 10 + (*p - '0'); p++; }
+        e10 += eneg ? -ev : ev;
+    }
+    if (UNLIKELY(!is_num_end(*p))) goto slow;
+    if (m == 0) { *out = neg ? -0.0f : 0.0f; return p; }
+    if (LIKELY(exact)) {
+        if (m <= (1u << 24) && e10 >= -10 && e10 <= 10) {
+            float f = (float)m;
+            f = e10 < 0 ? f / pow10_f[-e10] : f * pow10_f[e10];
+            *out = neg ? -f : f;
+            return p;
+        }
+        if (m <= (1ull << 53) && e10 >= -22 && e10 <= 22) {
+            double d = (double)m;
+            d = e10 < 0 ? d / pow10_d[-e10] : d * pow10_d[e10];
+            /* d is the correctly rounded double; rounding it to float is right unless d lies exactly
+             * halfway between two floats (the low 29 mantissa bits are 1000...0): then ask strtof. */
+            uint64_t bits;
+            memcpy(&bits, &d, sizeof bits);
+            if (LIKELY((bits & 0x1FFFFFFFu) != 0x10000000u)) {
+                *out = (float)(neg ? -d : d);
+                return p;
+            }
+        }
+    }
+slow:
+    {
+        char *q;
+        float f = strtof(s, &q);         /* correctly rounded to float directly, no double rounding */
+        if (q == s || !is_num_end(*q)) return NULL;
+        *out = f;
+        return q;
+    }
+}
+
+/* Parses an optionally signed integer; |value| saturates at 2^40 (anything that large is out of range). */
+static inline const char *parse_int(const char *p, int64_t *out)
+{
+    int neg = 0;
+    if (*p == '-') { neg = 1; p++; }
+    else if (*p == '+') p++;
+    if (!is_digit(*p)) return NULL;
+    int64_t v = 0;
+    while (is_digit(*p)) {
+        if (v < (INT64_C(1) << 40)) v = v * 10 + (*p - '0');
+        p++;
+    }
+    *out = neg ? -v : v;
+    return p;
+}
+
+/* ---- growable arrays -------------------------------------------------------------------------- */
+
+/* Makes room for `need` elements, growing by 1.5x-2x; 0 or -1 (out of memory, old block kept). */
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap < 1024 ? 1024 : *cap * 2;
+    if (c < need) c = need;
+    if (c > SIZE_MAX / elem) return -1;
+    void *q = realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- names ------------------------------------------------------------------------------------ */
+
+static uint32_t hash_name(const char *s)
+{
+    uint32_t h = 2166136261u;       /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Open-addressing index over names stored at base + i * stride (bk_material and used_name both start
+ * with char name[128]), so usemtl lookups stay O(1) with thousands of materials. */
+typedef struct name_index {
+    uint32_t *slot;                 /* item index, BK_NONE when empty */
+    size_t    cap;                  /* power of two, kept at least twice the item count */
+} name_index;
+
+static uint32_t index_find(const name_index *ix, const char *base, size_t stride, const char *name, uint32_t h)
+{
+    if (!ix->cap) return BK_NONE;
+    for (size_t i = h & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        uint32_t k = ix->slot[i];
+        if (k == BK_NONE || strcmp(base + k * stride, name) == 0) return k;
+    }
+}
+
+/* Adds item `item` (the newest; items 0..item-1 are already in) unless its name is there: first wins. */
+static int index_add(name_index *ix, const char *base, size_t stride, uint32_t item)
+{
+    if (2 * ((size_t)item + 1) > ix->cap) {
+        size_t cap = ix->cap ? ix->cap : 32;
+        while (cap < 2 * ((size_t)item + 1)) cap *= 2;
+        uint32_t *slot = malloc(cap * sizeof(uint32_t));
+        if (!slot) return -1;
+        memset(slot, 0xFF, cap * sizeof(uint32_t));
+        free(ix->slot);
+        ix->slot = slot;
+        ix->cap = cap;
+        for (uint32_t k = 0; k < item; k++) if (index_add(ix, base, stride, k) != 0) return -1;
+    }
+    const char *name = base + item * stride;
+    for (size_t i = hash_name(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+        uint32_t k = ix->slot[i];
+        if (k == BK_NONE) { ix->slot[i] = item; return 0; }
+        if (strcmp(base + k * stride, name) == 0) return 0;
+    }
+}
+
+/* ---- loader state ----------------------------------------------------------------------------- */
+
+typedef struct used_name {          /* a name given to usemtl, resolved after the whole file is read */
+    char        name[128];          /* first member: see name_index */
+    const char *first_use;          /* where it first appears (for the warning's line number) */
+} used_name;
+
+typedef struct mat_run { uint32_t first_tri, name_id; } mat_run;   /* name_id BK_NONE: default */
+
+typedef struct loader {
+    const char *path;               /* the OBJ file, as given */
+    const char *buf, *end;          /* its text; *end == 0 */
+    char       *err;
+    size_t      err_size;
+    int         warnings;
+    bk_scene   *s;
+    size_t      pos_cap, tc_cap, nrm_cap, tri_cap, mat_cap;
+    used_name  *names;
+    size_t      name_count, name_cap;
+    name_index  name_ix;            /* over names */
+    mat_run    *runs;
+    size_t      run_count, run_cap;
+    int         mtllibs;            /* mtllib lines seen */
+} loader;
+
+static int line_of(const char *buf, const char *at)
+{
+    int line = 1;
+    const char *p = buf;
+    while (p < at) {
+        const char *q = memchr(p, '\n', (size_t)(at - p));
+        if (!q) break;
+        line++;
+        p = q + 1;
+    }
+    return line;
+}
+
+static int fail_at(loader *L, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_at(loader *L, const char *at, const char *fmt, ...)
+{
+    if (L->err && L->err_size) {
+        int n = snprintf(L->err, L->err_size, "%s:%d: ", L->path, line_of(L->buf, at));
+        if (n >= 0 && (size_t)n < L->err_size) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(L->err + n, L->err_size - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+/* One warning line on stderr, "file:line: warning: ...", the line counted in buf up to at. At most
+ * MAX_WARNINGS per load, counted before anything is formatted (a line count scans the file). */
+static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+{
+    L->warnings++;
+    if (L->warnings > MAX_WARNINGS) {
+        if (L->warnings == MAX_WARNINGS + 1) fprintf(stderr, "%s: warning: further warnings not shown\n", L->path);
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s:%d: warning: %s\n", file, line_of(buf, at), msg);
+}
+
+/* Copies the rest of a line (blanks trimmed at both ends) into dst; returns its full length. */
+static size_t rest_of_line(const char *p, const char *end, char *dst, size_t dst_size)
+{
+    while (is_blank(*p)) p++;
+    const char *e = p;
+    while (e < end && *e != '\n' && *e != '\0') e++;
+    while (e > p && is_blank(e[-1])) e--;
+    size_t n = (size_t)(e - p);
+    size_t k = n < dst_size - 1 ? n : dst_size - 1;
+    memcpy(dst, p, k);
+    dst[k] = '\0';
+    return n;
+}
+
+/* ---- MTL -------------------------------------------------------------------------------------- */
+
+static void mtl_color(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p,
+                      const char *key, float rgb[3])
+{
+    float v[3];
+    int n = 0;
+    p = skip_blank(p);
+    while (n < 3 && !is_eol(*p)) {
+        const char *q = parse_float(p, &v[n]);
+        if (!q) break;
+        n++;
+        p = skip_blank(q);
+    }
+    /* 1 number means grey; "Kd spectral file" and "Kd xyz x y z" are valid MTL we do not support. */
+    if (!(n == 3 || (n == 1 && is_eol(*p)))) {
+        warn(L, mpath, mbuf, at, "%s: expected 1 or 3 numbers (spectral and xyz forms are not supported); "
+             "kept %g %g %g", key, rgb[0], rgb[1], rgb[2]);
+        return;
+    }
+    if (n == 1) v[1] = v[2] = v[0];
+    rgb[0] = v[0]; rgb[1] = v[1]; rgb[2] = v[2];
+}
+
+/* map_Kd [options] file: skips the options of the MTL spec, keeps the rest of the line as the path. */
+static const char *skip_map_options(const char *p)
+{
+    static const char *const one[] = { "-blendu", "-blendv", "-boost", "-cc", "-clamp", "-texres",
+                                       "-bm", "-imfchan", "-type" };
+    for (;;) {
+        p = skip_blank(p);
+        if (*p != '-') return p;
+        const char *e = p;
+        while (*e && !is_blank(*e) && *e != '\n') e++;
+        size_t n = (size_t)(e - p);
+        int args = 0, numeric = 0;
+        for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+            if (strlen(one[i]) == n && memcmp(p, one[i], n) == 0) args = 1;
+        if (n == 3 && memcmp(p, "-mm", 3) == 0) args = 2;
+        if (n == 2 && (p[1] == 'o' || p[1] == 's' || p[1] == 't')) { args = 3; numeric = 1; }
+        if (!args) return p;    /* not an option we know: treat it as the start of the file name */
+        p = e;
+        for (int i = 0; i < args; i++) {
+            const char *q = skip_blank(p);
+            if (numeric) {
+                float f;
+                const char *r = parse_float(q, &f);
+                if (!r) break;
+                p = r;
+            } else {
+                if (is_eol(*q)) break;
+                while (*q && !is_blank(*q) && *q != '\n') q++;
+                p = q;
+            }
+        }
+    }
+}
+
+/* Parses one MTL file into s->materials; problems are warnings. */
+static int load_mtl(loader *L, const char *mpath, const char *obj_at)
+{
+    text mt;
+    char e[512];
+    if (read_text(mpath, &mt, e, sizeof e) != 0) {
+        warn(L, L->path, L->buf, obj_at, "mtllib: %s; default material used", e);
+        return 0;
+    }
+    bk_scene *s = L->s;
+    const char *mbuf = mt.buf, *p = mbuf, *end = mbuf + mt.len;
+    bk_material *cur = NULL;
+    while (p < end) {
+        const char *line = p;
+        p = skip_blank(p);
+        const char *k = p;
+        while (*p && !is_blank(*p) && *p != '\n') p++;
+        size_t kn = (size_t)(p - k);
+        if (kn == 6 && memcmp(k, "newmtl", 6) == 0) {
+            if (s->material_count >= MAX_ELEMS || grow((void **)&s->materials, &L->mat_cap, (size_t)s->material_count + 1, sizeof(bk_material)) != 0) {
+                text_free(&mt);
+                return bk_fail(L->err, L->err_size, "%s: out of memory reading materials", mpath);
+            }
+            cur = &s->materials[s->material_count++];
+            memset(cur, 0, sizeof *cur);
+            cur->kd[0] = cur->kd[1] = cur->kd[2] = 0.8f;
+            size_t n = rest_of_line(p, end, cur->name, sizeof cur->name);
+            if (n >= sizeof cur->name)
+                warn(L, mpath, mbuf, line, "material name longer than %zu bytes, truncated", sizeof cur->name - 1);
+        } else if (kn == 2 && (memcmp(k, "Kd", 2) == 0 || memcmp(k, "Ke", 2) == 0)) {
+            if (!cur) warn(L, mpath, mbuf, line, "%.2s before any newmtl, ignored", k);
+            else mtl_color(L, mpath, mbuf, line, p, k[1] == 'd' ? "Kd" : "Ke", k[1] == 'd' ? cur->kd : cur->ke);
+        } else if (kn == 6 && memcmp(k, "map_Kd", 6) == 0) {
+            if (!cur) warn(L, mpath, mbuf, line, "map_Kd before any newmtl, ignored");
+            else {
+                size_t n = rest_of_line(skip_map_options(p), end, cur->map_kd, sizeof cur->map_kd);
+                if (n >= sizeof cur->map_kd) {
+                    warn(L, mpath, mbuf, line, "map_Kd path longer than %zu bytes, ignored", sizeof cur->map_kd - 1);
+                    cur->map_kd[0] = '\0';
+                }
+            }
+        }
+        p = next_line(p, end);
+    }
+    text_free(&mt);
+    return 0;
+}
+
+/* mtllib a.mtl [b.mtl ...]: names are relative to the OBJ's folder. The whole rest of the line is
+ * tried first (names with spaces), then each blank-separated name. */
+static int load_mtllib(loader *L, const char *p, const char *at)
+{
+    char rest[1024];
+    if (rest_of_line(p, L->end, rest, sizeof rest) >= sizeof rest) {
+        warn(L, L->path, L->buf, at, "mtllib line too long, ignored");
+        return 0;
+    }
+    const char *slash = strrchr(L->path, '/');
+    int dir_len = slash ? (int)(slash - L->path + 1) : 0;
+    char full[4096];
+    if (strchr(rest, ' ') || strchr(rest, '\t')) {
+        snprintf(full, sizeof full, "%.*s%s", rest[0] == '/' ? 0 : dir_len, L->path, rest);
+        if (access(full, R_OK) == 0) return load_mtl(L, full, at);
+    }
+    char *save = rest;
+    while (*save) {
+        while (is_blank(*save)) save++;
+        if (!*save) break;
+        char *name = save;
+        while (*save && !is_blank(*save)) save++;
+        if (*save) *save++ = '\0';
+        snprintf(full, sizeof full, "%.*s%s", name[0] == '/' ? 0 : dir_len, L->path, name);
+        if (access(full, R_OK) != 0 && strchr(full, '\\')) {   /* exporters on Windows */
+            char alt[4096];
+            snprintf(alt, sizeof alt, "%s", full);
+            for (char *c = alt; *c; c++) if (*c == '\\') *c = '/';
+            if (access(alt, R_OK) == 0) snprintf(full, sizeof full, "%s", alt);
+        }
+        if (load_mtl(L, full, at) != 0) return -1;
+    }
+    return 0;
+}
+
+static int use_material(loader *L, const char *p, const char *at)
+{
+    char name[128];
+    size_t n = rest_of_line(p, L->end, name, sizeof name);
+    if (n >= sizeof name)
+        warn(L, L->path, L->buf, at, "material name longer than %zu bytes, truncated", sizeof name - 1);
+    uint32_t id = BK_NONE;
+    if (name[0]) {
+        id = index_find(&L->name_ix, (const char *)L->names, sizeof(used_name), name, hash_name(name));
+        if (id == BK_NONE) {
+            if (L->name_count >= MAX_ELEMS || grow((void **)&L->names, &L->name_cap, L->name_count + 1, sizeof(used_name)) != 0)
+                return fail_at(L, at, "out of memory");
+            used_name *u = &L->names[L->name_count];
+            memcpy(u->name, name, sizeof name);
+            u->first_use = at;
+            id = (uint32_t)L->name_count++;
+            /* names may have moved: the index holds item numbers, not pointers */
+            if (index_add(&L->name_ix, (const char *)L->names, sizeof(used_name), id) != 0) return fail_at(L, at, "out of memory");
+        }
+    }
+    uint32_t t = L->s->tri_count;
+    if (L->run_count && L->runs[L->run_count - 1].first_tri == t) { L->runs[L->run_count - 1].name_id = id; return 0; }
+    if (grow((void **)&L->runs, &L->run_cap, L->run_count + 1, sizeof(mat_run)) != 0) return fail_at(L, at, "out of memory");
+    L->runs[L->run_count].first_tri = t;
+    L->runs[L->run_count].name_id = id;
+    L->run_count++;
+    return 0;
+}
+
+/* ---- OBJ statements --------------------------------------------------------------------------- */
+
+/* v x y z [w | r g b]: 3 floats kept. Returns the next line, or NULL after an error. */
+static const char *parse_v(loader *L, const char *p, const char *at)
+{
+    bk_scene *s = L->s;
+    if (UNLIKELY(s->vertex_count >= L->pos_cap)) {
+        if (s->vertex_count >= MAX_ELEMS) { fail_at(L, at, "too many vertices"); return NULL; }
+        if (grow((void **)&s->positions, &L->pos_cap, (size_t)s->vertex_count + 1, 3 * sizeof(float)) != 0) {
+            fail_at(L, at, "out of memory (%u vertices)", s->vertex_count);
+            return NULL;
+        }
+    }
+    float *v = s->positions + 3 * (size_t)s->vertex_count;
+    for (int i = 0; i < 3; i++) {
+        p = skip_blank(p);
+        if (UNLIKELY(is_eol(*p))) { fail_at(L, at, "v: expected 3 coordinates, found %d", i); return NULL; }
+        const char *q = parse_float(p, &v[i]);
+        if (UNLIKELY(!q)) { fail_at(L, p, "v: bad number '%.*s'", (int)strcspn(p, " \t\r\n#"), p); return NULL; }
+        if (UNLIKELY(!isfinite(v[i]))) { fail_at(L, p, "v: coordinate '%.*s' is not a finite float", (int)strcspn(p, " \t\r\n#"), p); return NULL; }
+        p = q;
+    }
+    s->vertex_count++;
+    p = skip_blank(p);
+    if (LIKELY(*p == '\n')) return p + 1;
+    return next_line(p, L->end);
+}
+
+/* vt u [v [w]] (v defaults to 0) and vn x y z. */
+static const char *parse_vt_vn(loader *L, const char *p, const char *at, int normal)
+{
+    bk_scene *s = L->s;
+    uint32_t *count = normal ? &s->normal_count : &s->texcoord_count;
+    float **arr = normal ? &s->normals : &s->texcoords;
+    size_t *cap = normal ? &L->nrm_cap : &L->tc_cap;
+    int dim = normal ? 3 : 2, need = normal ? 3 : 1;
+    const char *key = normal ? "vn" : "vt";
+    if (UNLIKELY(*count >= *cap)) {
+        if (*count >= MAX_ELEMS) { fail_at(L, at, "too many %s", key); return NULL; }
+        if (grow((void **)arr, cap, (size_t)*count + 1, (size_t)dim * sizeof(float)) != 0) {
+            fail_at(L, at, "out of memory");
+            return NULL;
+        }
+    }
+    float *v = *arr + (size_t)dim * *count;
+    v[1] = 0.0f;
+    for (int i = 0; i < dim; i++) {
+        p = skip_blank(p);
+        if (is_eol(*p)) {
+            if (i >= need) break;
+            fail_at(L, at, "%s: expected %d numbers, found %d", key, need, i);
+            return NULL;
+        }
+        const char *q = parse_float(p, &v[i]);
+        if (!q) { fail_at(L, p, "%s: bad number '%.*s'", key, (int)strcspn(p, " \t\r\n#"), p); return NULL; }
+        p = q;
+    }
+    (*count)++;
+    p = skip_blank(p);
+    if (LIKELY(*p == '\n')) return p + 1;
+    return next_line(p, L->end);
+}
+
+typedef struct corner { uint32_t v, vt, vn; } corner;
+
+static int resolve(loader *L, const char *at, int64_t i, uint32_t count, const char *what, uint32_t *out)
+{
+    if (LIKELY(i > 0 && i <= (int64_t)count)) { *out = (uint32_t)(i - 1); return 0; }
+    if (i < 0 && -i <= (int64_t)count) { *out = (uint32_t)((int64_t)count + i); return 0; }
+    if (i == 0) return fail_at(L, at, "%s index 0 (OBJ indices start at 1)", what);
+    return fail_at(L, at, "%s index %lld out of range (%u defined so far)", what, (long long)i, count);
+}
+
+/* Makes tri_vt or tri_vn exist (BK_NONE for the triangles already read) once a face uses it. */
+static int start_attr(loader *L, uint32_t **arr)
+{
+    *arr = malloc(L->tri_cap * 3 * sizeof(uint32_t));
+    if (!*arr) return -1;
+    memset(*arr, 0xFF, (size_t)L->s->tri_count * 3 * sizeof(uint32_t));
+    return 0;
+}
+
+static int grow_tris(loader *L)
+{
+    bk_scene *s = L->s;
+    size_t need = (size_t)s->tri_count + 1, cap = L->tri_cap;
+    if (s->tri_count >= MAX_ELEMS) return -1;
+    if (grow((void **)&s->tri_v, &cap, need, 3 * sizeof(uint32_t)) != 0) return -1;
+    if (s->tri_vt) { size_t c = L->tri_cap; if (grow((void **)&s->tri_vt, &c, need, 3 * sizeof(uint32_t)) != 0) return -1; }
+    if (s->tri_vn) { size_t c = L->tri_cap; if (grow((void **)&s->tri_vn, &c, need, 3 * sizeof(uint32_t)) != 0) return -1; }
+    L->tri_cap = cap;    /* all arrays now hold at least cap (grow() computes the same size for each) */
+    return 0;
+}
+
+/* f a b c ...: fan triangulation (a, b_i, b_i+1); forms v, v/vt, v//vn, v/vt/vn, negative indices. */
+static const char *parse_f(loader *L, const char *p, const char *at)
+{
+    bk_scene *s = L->s;
+    corner first = { 0, 0, 0 }, prev = { 0, 0, 0 }, c = { 0, 0, 0 };
+    int n = 0, has_vt = 0, has_vn = 0;
+    for (;;) {
+        p = skip_blank(p);
+        if (is_eol(*p)) break;
+        const char *ref = p;
+        int64_t i;
+        p = parse_int(p, &i);
+        if (UNLIKELY(!p)) { fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+        if (UNLIKELY(resolve(L, at, i, s->vertex_count, "vertex", &c.v) != 0)) return NULL;
+        c.vt = c.vn = BK_NONE;
+        if (*p == '/') {
+            p++;
+            if (*p != '/' && !is_num_end(*p)) {
+                p = parse_int(p, &i);
+                if (!p) { fail_at(L, ref, "f: bad texcoord index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+                if (resolve(L, at, i, s->texcoord_count, "texcoord", &c.vt) != 0) return NULL;
+                has_vt = 1;
+            }
+            if (*p == '/') {
+                p++;
+                if (!is_num_end(*p)) {
+                    p = parse_int(p, &i);
+                    if (!p) { fail_at(L, ref, "f: bad normal index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+                    if (resolve(L, at, i, s->normal_count, "normal", &c.vn) != 0) return NULL;
+                    has_vn = 1;
+                }
+            }
+        }
+        if (UNLIKELY(!is_num_end(*p))) { fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+        if (n == 0) first = c;
+        else if (n >= 2) {
+            if (UNLIKELY(s->tri_count >= L->tri_cap) && grow_tris(L) != 0) {
+                fail_at(L, at, s->tri_count >= MAX_ELEMS ? "too many triangles" : "out of memory (%u triangles)", s->tri_count);
+                return NULL;
+            }
+            if (UNLIKELY(has_vt && !s->tri_vt) && start_attr(L, &s->tri_vt) != 0) { fail_at(L, at, "out of memory"); return NULL; }
+            if (UNLIKELY(has_vn && !s->tri_vn) && start_attr(L, &s->tri_vn) != 0) { fail_at(L, at, "out of memory"); return NULL; }
+            size_t t = 3 * (size_t)s->tri_count++;
+            s->tri_v[t] = first.v; s->tri_v[t + 1] = prev.v; s->tri_v[t + 2] = c.v;
+            if (s->tri_vt) { s->tri_vt[t] = first.vt; s->tri_vt[t + 1] = prev.vt; s->tri_vt[t + 2] = c.vt; }
+            if (s->tri_vn) { s->tri_vn[t] = first.vn; s->tri_vn[t + 1] = prev.vn; s->tri_vn[t + 2] = c.vn; }
+        }
+        prev = c;
+        n++;
+    }
+    if (UNLIKELY(n < 3)) { fail_at(L, at, "face with %d %s (at least 3 needed)", n, n == 1 ? "vertex" : "vertices"); return NULL; }
+    if (LIKELY(*p == '\n')) return p + 1;
+    return next_line(p, L->end);
+}
+
+/* ---- driver ----------------------------------------------------------------------------------- */
+
+static int parse_obj(loader *L)
+{
+    const char *p = L->buf, *end = L->end;
+    while (p < end) {
+        while (*p == ' ' || *p == '\t') p++;
+        const char *at = p;
+        char c = *p;
+        int follow = c != '#';      /* follow '\' continuations of the skipped line */
+        if (c == 'v') {
+            if (is_num_end(p[1])) { p = parse_v(L, p + 1, at); if (!p) return -1; continue; }
+            if ((p[1] == 't' || p[1] == 'n') && is_num_end(p[2])) {
+                p = parse_vt_vn(L, p + 2, at, p[1] == 'n');
+                if (!p) return -1;
+                continue;
+            }
+        } else if (c == 'f') {
+            if (is_num_end(p[1])) { p = parse_f(L, p + 1, at); if (!p) return -1; continue; }
+        } else if (c == 'u') {
+            if (strncmp(p, "usemtl", 6) == 0 && (is_blank(p[6]) || is_eol(p[6]))) {
+                if (use_material(L, p + 6, at) != 0) return -1;
+                follow = 0;
+            }
+        } else if (c == 'm') {
+            if (strncmp(p, "mtllib", 6) == 0 && (is_blank(p[6]) || is_eol(p[6]))) {
+                L->mtllibs++;
+                if (load_mtllib(L, p + 6, at) != 0) return -1;
+                follow = 0;
+            }
+        }
+        /* Everything else (o g s l p, unknown keywords, blank lines, comments) is skipped, continuation
+         * lines included; not after comments and material lines, which may end in a Windows path. */
+        const char *q = next_line(p, end);
+        if (follow)
+            while (q < end && q - 2 >= p && (q[-2] == '\\' || (q[-2] == '\r' && q - 3 >= p && q[-3] == '\\')))
+                q = next_line(q, end);
+        p = q;
+    }
+    return 0;
+}
+
+/* Per-triangle materials from the usemtl runs; unknown names warn once and map to BK_NONE. */
+static int finish_materials(loader *L)
+{
+    bk_scene *s = L->s;
+    uint32_t *map = NULL;
+    if (L->name_count) {
+        name_index mx = { NULL, 0 };
+        const char *mbase = (const char *)s->materials;
+        map = malloc(L->name_count * sizeof(uint32_t));
+        int bad = !map;
+        for (uint32_t m = 0; m < s->material_count && !bad; m++) bad = index_add(&mx, mbase, sizeof(bk_material), m) != 0;
+        if (bad) { free(map); free(mx.slot); return bk_fail(L->err, L->err_size, "%s: out of memory", L->path); }
+        for (size_t i = 0; i < L->name_count; i++) {
+            map[i] = index_find(&mx, mbase, sizeof(bk_material), L->names[i].name, hash_name(L->names[i].name));
+            if (map[i] == BK_NONE) {
+                char why[64];
+                if (L->mtllibs) snprintf(why, sizeof why, "not in the mtllib files (%u materials)", s->material_count);
+                else snprintf(why, sizeof why, "the file names no mtllib");
+                warn(L, L->path, L->buf, L->names[i].first_use, "usemtl %s: %s; default material used", L->names[i].name, why);
+            }
+        }
+        free(mx.slot);
+    }
+    s->tri_material = malloc((size_t)s->tri_count * sizeof(uint32_t));
+    if (!s->tri_material) { free(map); return bk_fail(L->err, L->err_size, "%s: out of memory", L->path); }
+    uint32_t t = 0, cur = BK_NONE;
+    for (size_t r = 0; r <= L->run_count; r++) {
+        uint32_t stop = r < L->run_count ? L->runs[r].first_tri : s->tri_count;
+        for (; t < stop; t++) s->tri_material[t] = cur;
+        if (r < L->run_count) cur = L->runs[r].name_id == BK_NONE ? BK_NONE : map[L->runs[r].name_id];
+    }
+    free(map);
+    return 0;
+}
+
+static void *shrink(void *p, size_t bytes)
+{
+    if (!p || !bytes) return p;
+    void *q = realloc(p, bytes);
+    return q ? q : p;
+}
+
+int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (err && err_size) err[0] = '\0';
+    text txt;
+    if (read_text(path, &txt, err, err_size) != 0) return -1;
+
+    loader L;
+    memset(&L, 0, sizeof L);
+    L.path = path;
+    L.buf = txt.buf;
+    L.end = txt.buf + txt.len;
+    L.err = err;
+    L.err_size = err_size;
+    L.s = out;
+
+    int rc = parse_obj(&L);
+    if (rc == 0 && out->tri_count == 0)
+        rc = bk_fail(err, err_size, "%s: no faces (%u vertices, no f lines with 3 or more vertices): nothing to bake",
+                     path, out->vertex_count);
+    if (rc == 0) rc = finish_materials(&L);
+    if (rc == 0) {
+        size_t t3 = 3 * (size_t)out->tri_count * sizeof(uint32_t);
+        if (!out->tri_vt && (out->tri_vt = malloc(t3)) != NULL) memset(out->tri_vt, 0xFF, t3);
+        if (!out->tri_vn && (out->tri_vn = malloc(t3)) != NULL) memset(out->tri_vn, 0xFF, t3);
+        if (!out->tri_vt || !out->tri_vn) rc = bk_fail(err, err_size, "%s: out of memory", path);
+    }
+    free(L.names);
+    free(L.name_ix.slot);
+    free(L.runs);
+    text_free(&txt);
+    if (rc != 0) {
+        bk_scene_free(out);
+        return -1;
+    }
+    out->positions = shrink(out->positions, (size_t)out->vertex_count * 3 * sizeof(float));
+    out->texcoords = shrink(out->texcoords, (size_t)out->texcoord_count * 2 * sizeof(float));
+    out->normals = shrink(out->normals, (size_t)out->normal_count * 3 * sizeof(float));
+    out->tri_v = shrink(out->tri_v, 3 * (size_t)out->tri_count * sizeof(uint32_t));
+    out->tri_vt = shrink(out->tri_vt, 3 * (size_t)out->tri_count * sizeof(uint32_t));
+    out->tri_vn = shrink(out->tri_vn, 3 * (size_t)out->tri_count * sizeof(uint32_t));
+    out->materials = shrink(out->materials, (size_t)out->material_count * sizeof(bk_material));
+    return 0;
+}
+
+int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (ends_with(path, ".obj") || ends_with(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
+    if (ends_with(path, ".vox")) return bk_fail(err, err_size, "%s: .vox scenes are not supported yet", path);
+    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz)", path);
+}
+
+void bk_scene_free(bk_scene *s)
+{
+    if (!s) return;
+    free(s->positions);
+    free(s->texcoords);
+    free(s->normals);
+    free(s->tri_v);
+    free(s->tri_vt);
+    free(s->tri_vn);
+    free(s->tri_material);
+    free(s->materials);
+    memset(s, 0, sizeof *s);
+}
