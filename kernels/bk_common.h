@@ -45,6 +45,19 @@ BK_HD float   bk_maxf(float a, float b)        { return a > b ? a : b; }
 BK_HD float   bk_absf(float a)                 { return a < 0.0f ? -a : a; }
 BK_HD bk_vec3 bk_f4_xyz(bk_f4 a)               { return bk_v3(a.x, a.y, a.z); }
 
+/* Multiply and add that the compiler may not fuse into an FMA. gcc builds the host code with
+ * -ffp-contract=off; nvcc contracts by default, so the device side says so explicitly where a
+ * result must match the CPU bit for bit (the ray/triangle test decides hits and their t). */
+#if BK_DEVICE_CODE
+BK_HD float bk_mul(float a, float b) { return __fmul_rn(a, b); }
+BK_HD float bk_add(float a, float b) { return __fadd_rn(a, b); }
+BK_HD float bk_sub(float a, float b) { return __fsub_rn(a, b); }
+#else
+BK_HD float bk_mul(float a, float b) { return a * b; }
+BK_HD float bk_add(float a, float b) { return a + b; }
+BK_HD float bk_sub(float a, float b) { return a - b; }
+#endif
+
 /* A 16-byte load; on the device through the read-only path. */
 BK_HD bk_f4 bk_load4(const bk_f4 *p)
 {

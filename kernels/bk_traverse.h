@@ -175,22 +175,23 @@ BK_HD int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 
 {
     bk_vec3 a = bk_sub3(v0, r->o), b = bk_sub3(v1, r->o), c = bk_sub3(v2, r->o);
     float az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
-    float ax = bk_comp3(a, r->kx) - r->sx * az, ay = bk_comp3(a, r->ky) - r->sy * az;
-    float bx = bk_comp3(b, r->kx) - r->sx * bz, by = bk_comp3(b, r->ky) - r->sy * bz;
-    float cx = bk_comp3(c, r->kx) - r->sx * cz, cy = bk_comp3(c, r->ky) - r->sy * cz;
-    float u = cx * by - cy * bx;
-    float v = ax * cy - ay * cx;
-    float w = bx * ay - by * ax;
+    /* unfused on both sides, so CPU and GPU decide every hit and t identically */
+    float ax = bk_sub(bk_comp3(a, r->kx), bk_mul(r->sx, az)), ay = bk_sub(bk_comp3(a, r->ky), bk_mul(r->sy, az));
+    float bx = bk_sub(bk_comp3(b, r->kx), bk_mul(r->sx, bz)), by = bk_sub(bk_comp3(b, r->ky), bk_mul(r->sy, bz));
+    float cx = bk_sub(bk_comp3(c, r->kx), bk_mul(r->sx, cz)), cy = bk_sub(bk_comp3(c, r->ky), bk_mul(r->sy, cz));
+    float u = bk_sub(bk_mul(cx, by), bk_mul(cy, bx));
+    float v = bk_sub(bk_mul(ax, cy), bk_mul(ay, cx));
+    float w = bk_sub(bk_mul(bx, ay), bk_mul(by, ax));
     if (u == 0.0f || v == 0.0f || w == 0.0f) {     /* on an edge: decide in double, as the paper does */
         u = (float)((double)cx * (double)by - (double)cy * (double)bx);
         v = (float)((double)ax * (double)cy - (double)ay * (double)cx);
         w = (float)((double)bx * (double)ay - (double)by * (double)ax);
     }
     if ((u < 0.0f || v < 0.0f || w < 0.0f) && (u > 0.0f || v > 0.0f || w > 0.0f)) return 0;
-    float det = u + v + w;
+    float det = bk_add(bk_add(u, v), w);
     if (det == 0.0f) return 0;
-    az *= r->sz; bz *= r->sz; cz *= r->sz;
-    float tt = u * az + v * bz + w * cz;
+    az = bk_mul(az, r->sz); bz = bk_mul(bz, r->sz); cz = bk_mul(cz, r->sz);
+    float tt = bk_add(bk_add(bk_mul(u, az), bk_mul(v, bz)), bk_mul(w, cz));
     float t = tt / det;
     if (!(t >= r->tmin && t <= tmax)) return 0;
     *t_out = t;

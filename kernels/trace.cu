@@ -1,11 +1,11 @@
 /* trace.cu - the CUDA backend: kernels/bk_traverse.h in a persistent-threads kernel.
  *
  * Pipeline: upload (nodes, triangles, references to the device) -> trace (rays in, hits out).
- * Threads fetch rays from one global work counter until none are left (Aila & Laine 2009), and
- * tally traversal statistics in registers. --counters picks how both counters reach global
- * memory: one atomic per thread, one per warp (ballot + popc: the leader adds the warp's count
- * and broadcasts the base), or one per block (a shared-memory tally; the block fetches blockDim
- * rays at a time). The stack strategy picks where bk_stack points: a per-thread local array
+ * A persistent grid (as many blocks as fit at once) fetches rays from one global work counter
+ * until none are left (Aila & Laine 2009), and tallies traversal statistics in registers.
+ * --counters picks how both counters reach global memory: one atomic per thread, one per warp
+ * (ballot + popc: the leader adds the warp's count and broadcasts the base), or one per block
+ * (the block fetches blockDim rays at a time; statistics meet in a shared-memory tally). The stack strategy picks where bk_stack points: a per-thread local array
  * (global), or shared memory with stride blockDim.x so a warp's pushes fall in 32 different
  * banks (short, spill), the latter spilling to an interleaved per-thread region of a global buffer.
  * Each (accel, stack, query, counters) combination is its own template instance, so the shared
@@ -44,19 +44,6 @@ typedef struct cuda_ctx {
     cudaEvent_t    ev0, ev1;
 } cuda_ctx;
 
-template <int CNT>
-__device__ __forceinline__ uint64_t fetch_work(unsigned long long *ctr, uint64_t *block_base)
-{
-    if (CNT == BK_COUNTERS_THREAD) return atomicAdd(ctr, 1ull);
-    /* warp: one atomic per warp for the threads that ask together */
-    unsigned mask = __activemask();
-    int lane = threadIdx.x & 31, leader = __ffs(mask) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(ctr, (unsigned long long)__popc(mask));
-    base = __shfl_sync(mask, base, leader);
-    return base + (uint64_t)__popc(mask & ((1u << lane) - 1u));
-}
-
 template <int ACCEL, int MODE, int ANY, int CNT>
 __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
                                                       bk_hit *__restrict__ hits, uint64_t n, int stack_size,
@@ -72,27 +59,40 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
                                                          spill + gtid, (int)nthreads);
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0;
     if (CNT == BK_COUNTERS_BLOCK && threadIdx.x < STAT_COUNT) tally[threadIdx.x] = 0;
+    /* Work is handed out warp-uniformly: every lane of a warp starts its next ray together, so
+     * the warp stays converged from ray to ray (a lane that fetched alone would run beside its
+     * warp as a separate group). Lanes whose index is past n sit the round out. */
+    const unsigned lane = threadIdx.x & 31u;
     for (;;) {
         uint64_t i;
-        if (CNT == BK_COUNTERS_BLOCK) {
+        if (CNT == BK_COUNTERS_BLOCK) {            /* one atomic per block and round */
             __syncthreads();
             if (threadIdx.x == 0) block_base = atomicAdd(&stats[STAT_WORK], (unsigned long long)blockDim.x);
             __syncthreads();
             if (block_base >= n) break;
             i = block_base + threadIdx.x;
-            if (i >= n) continue;
-        } else {
-            i = fetch_work<CNT>(&stats[STAT_WORK], 0);
-            if (i >= n) break;
+        } else if (CNT == BK_COUNTERS_WARP) {      /* one atomic per warp: the leader adds the count */
+            unsigned mask = __ballot_sync(0xffffffffu, 1);
+            unsigned long long base = 0;
+            if (lane == 0) base = atomicAdd(&stats[STAT_WORK], (unsigned long long)__popc(mask));
+            base = __shfl_sync(0xffffffffu, base, 0);
+            if (base >= n) break;
+            i = base + __popc(mask & ((1u << lane) - 1u));
+        } else {                                   /* one atomic per thread */
+            i = atomicAdd(&stats[STAT_WORK], 1ull);
+            if (!__any_sync(0xffffffffu, i < n)) break;
         }
-        const float4 *rp = (const float4 *)(rays + i);
-        float4 a = __ldg(rp), b = __ldg(rp + 1);
-        bk_ray r;
-        r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
-        bk_trace_stats st = { 0, 0, 0, 0 };
-        bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
-        *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
-        nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
+        if (i < n) {
+            const float4 *rp = (const float4 *)(rays + i);
+            float4 a = __ldg(rp), b = __ldg(rp + 1);
+            bk_ray r;
+            r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
+            bk_trace_stats st = { 0, 0, 0, 0 };
+            bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
+            *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
+            nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
+        }
+        __syncwarp();
     }
     if (CNT == BK_COUNTERS_THREAD) {
         atomicAdd(&stats[STAT_NODES], (unsigned long long)nodes);

@@ -23,11 +23,12 @@ const char bk_bench_usage[] =
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
     "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
-    "and dragon_vrip_res2 under ../shared/scenes.\n";
+    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes.\n";
 
-static const char *default_scenes =
-    "../shared/scenes/sponza-dabrovic/sponza.obj,../shared/scenes/sibenik/sibenik.obj,"
-    "../shared/scenes/dragon/dragon_vrip_res2.obj";
+/* Relative to $BK_SCENES_DIR, else ../shared/scenes (run from the repository root). */
+static const char *const default_scenes[] = {
+    "sponza-dabrovic/sponza.obj", "sibenik/sibenik.obj", "dragon/dragon_vrip_res2.obj",
+};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -103,7 +104,7 @@ int bk_bench_trace(int argc, char **argv)
 {
     bk_cli_trace t;
     bk_cli_trace_default(&t);
-    const char *scenes = default_scenes, *v;
+    const char *scenes = NULL, *v;
     uint64_t nrays = 4000000, reps = 3;
     for (int i = 0; i < argc; ++i) {
         int r = bk_cli_trace_option(&t, argc, argv, &i);
@@ -119,6 +120,14 @@ int bk_bench_trace(int argc, char **argv)
     if (!be) { fprintf(stderr, "baker: %s\n", msg); return 1; }
     if (msg[0]) fprintf(stderr, "baker: %s\n", msg);
     printf("bench trace: stack size %d for short/spill, counters %s\n", t.opts.stack_size, bk_counters_name(t.opts.counters));
+    char defaults[4096] = "";
+    if (!scenes) {
+        const char *dir = getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
+        for (size_t k = 0; k < sizeof default_scenes / sizeof default_scenes[0]; ++k)
+            snprintf(defaults + strlen(defaults), sizeof defaults - strlen(defaults), "%s%s/%s", k ? "," : "", dir,
+                     default_scenes[k]);
+        scenes = defaults;
+    }
     char *list = strdup(scenes);
     int rc = 0;
     for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save))

@@ -232,8 +232,10 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     for (uint32_t i = 0; i < B.node_count; ++i) inner += B.nodes[i].left >= 0;
     uint32_t layout_count = inner ? inner : 1;
     int32_t *lindex = malloc(sizeof(int32_t) * B.node_count);
-    bk_bvh_node *ln = calloc(layout_count, sizeof(bk_bvh_node));
-    bk_f4 *tris = malloc(sizeof(bk_f4) * 3 * (size_t)n);
+    /* 64-byte aligned: one node is exactly one cache line */
+    bk_bvh_node *ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
+    if (ln) memset(ln, 0, sizeof(bk_bvh_node) * layout_count);
+    bk_f4 *tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * (size_t)n + 63) / 64 * 64);
     if (!lindex || !ln || !tris) {
         free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack);
         return bk_fail(err, err_size, "out of memory flattening the BVH");

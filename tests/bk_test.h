@@ -19,11 +19,11 @@ static int bk_test_failures = 0;
 #define BK_TEST_DONE() do { if (bk_test_failures) { fprintf(stderr, "%d check(s) failed\n", bk_test_failures); \
     return 1; } printf("ok\n"); return 0; } while (0)
 
-/* The scene corpus: $BK_SCENES when set (e.g. a copy carried to the GPU machine), else the
+/* The scene corpus: $BK_SCENES_DIR when set (e.g. a copy carried to the GPU machine), else the
  * ../shared/scenes beside the checkout. */
 static inline const char *bk_test_scenes_dir(void)
 {
-    const char *env = getenv("BK_SCENES");
+    const char *env = getenv("BK_SCENES_DIR");
     return env && env[0] ? env : BK_SCENES_DIR;
 }
 

@@ -1,0 +1,119 @@
+/* unit_cli.c - the baker program itself: bad input gives one clear line and a non-zero exit and
+ * leaves no output file; good input round-trips through `baker rays` and `baker trace`, and the
+ * stack strategy never changes a hit. */
+#include "bk_test.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char tmpdir[256];
+
+/* Runs baker with args (a shell fragment); captures stderr into buf; returns the exit status. */
+static int run(char *buf, size_t n, const char *args)
+{
+    char cmd[4096], errf[512];
+    snprintf(errf, sizeof errf, "%s/stderr.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", BK_BAKER, args, errf);
+    int st = system(cmd);
+    buf[0] = 0;
+    FILE *f = fopen(errf, "r");
+    if (f) { size_t k = fread(buf, 1, n - 1, f); buf[k] = 0; fclose(f); }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+
+static long file_size(const char *path) { struct stat sb; return stat(path, &sb) == 0 ? (long)sb.st_size : -1; }
+
+static int same_file(const char *a, const char *b)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+/* No file in tmpdir other than those named (the harness's own stderr.txt excluded). */
+static int leftovers(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -v -e stderr.txt -e '^ok' | grep -q .", tmpdir);
+    return system(cmd) == 0;
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_cli_XXXXXX");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    char err[8192], args[4096], rays[512], hits[512], hits2[512];
+    const char *scene = BK_SOURCE_DIR "/scenes/cornell.obj";
+    snprintf(rays, sizeof rays, "%s/ok.rays", tmpdir);
+    snprintf(hits, sizeof hits, "%s/ok.hits", tmpdir);
+    snprintf(hits2, sizeof hits2, "%s/ok2.hits", tmpdir);
+
+    /* usage errors name the offending argument */
+    BK_EXPECT(run(err, sizeof err, "") == 2);
+    BK_EXPECT(run(err, sizeof err, "frobnicate") == 2 && strstr(err, "frobnicate"));
+    snprintf(args, sizeof args, "rays '%s' -o '%s/x.rays' --diffuse 12x", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--diffuse") && strstr(err, "12x"));
+    snprintf(args, sizeof args, "trace '%s' --rays r --hits h --stack sideways", scene);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--stack") && strstr(err, "sideways"));
+    snprintf(args, sizeof args, "trace '%s' --rays r --hits h --stack-size 0", scene);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--stack-size"));
+    snprintf(args, sizeof args, "trace '%s' --rays r --hits h --backend quantum", scene);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "quantum"));
+    snprintf(args, sizeof args, "trace '%s' --rays", scene);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--rays"));
+    BK_EXPECT(run(err, sizeof err, "trace --help") == 0);
+
+    /* missing scene, unwritable output: an error naming the file, no output */
+    snprintf(args, sizeof args, "rays '%s/nope.obj' -o '%s/x.rays' --diffuse 10", tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "nope.obj"));
+    snprintf(args, sizeof args, "rays '%s' -o '%s/no/such/dir/x.rays' --diffuse 10", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "x.rays"));
+    BK_EXPECT(!leftovers());
+
+    /* every malformed corpus file: one line naming the file, exit 1 */
+    static const char *const bad[] = { "obj-tests-assimp/invalid/empty.obj", "obj-tests-assimp/invalid/malformed.obj",
+                                       "obj-tests-assimp/invalid/malformed2.obj", "obj-tests-assimp/testpoints.obj",
+                                       "obj-tests-assimp/testline.obj" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), bad[i]);
+        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent\n", path); continue; }
+        snprintf(args, sizeof args, "rays '%s' -o '%s/bad.rays' --diffuse 10", path, tmpdir);
+        int rc = run(err, sizeof err, args);
+        /* warnings (an unknown material, say) may come first; the error is the last line */
+        char *last = err + strlen(err);
+        while (last > err && last[-1] == '\n') *--last = 0;
+        while (last > err && last[-1] != '\n') --last;
+        BK_EXPECTF(rc == 1 && !strncmp(last, "baker: ", 7) && strstr(last, bad[i]), "%s: rc %d, stderr '%s'", bad[i], rc, err);
+        BK_EXPECT(!leftovers());
+    }
+
+    /* round trip: rays, then trace with two stack strategies: identical hit files */
+    snprintf(args, sizeof args, "rays '%s' -o '%s' --diffuse 20000 --seed 4", scene, rays);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    BK_EXPECT(file_size(rays) == 16 + 32 * 20000);
+    snprintf(args, sizeof args, "trace '%s' --rays '%s' --hits '%s' --backend cpu", scene, rays, hits);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    BK_EXPECT(file_size(hits) == 16 + 8 * 20000);
+    snprintf(args, sizeof args, "trace '%s' --rays '%s' --hits '%s' --backend cpu --accel kdtree --stack short --stack-size 1",
+             scene, rays, hits2);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    BK_EXPECTF(same_file(hits, hits2), "bvh/global and kdtree/short-1 wrote different hits");
+
+    /* a truncated RAYS file is refused and no HITS file appears */
+    char cut[512], cmd[2048];
+    snprintf(cut, sizeof cut, "%s/cut.rays", tmpdir);
+    snprintf(cmd, sizeof cmd, "head -c 1000 '%s' > '%s'", rays, cut);
+    BK_EXPECT(system(cmd) == 0);
+    snprintf(args, sizeof args, "trace '%s' --rays '%s' --hits '%s/cut.hits' --backend cpu", scene, cut, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "cut.rays"));
+    snprintf(cmd, sizeof cmd, "%s/cut.hits", tmpdir);
+    BK_EXPECT(!exists(cmd));
+    remove(cut);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);
+    BK_TEST_DONE();
+}
