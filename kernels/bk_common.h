@@ -10,11 +10,15 @@
 #include <stdint.h>
 #include <float.h>
 
+/* BK_HDI: always inlined, for the traversal's pieces, so each call site with constant stack
+ * mode and query gets its own specialised copy on both sides. */
 #if defined(__CUDACC__)
 #  define BK_HD static inline __host__ __device__
+#  define BK_HDI static __forceinline__ __host__ __device__
 #  define BK_ALIGN16 alignas(16)
 #else
 #  define BK_HD static inline
+#  define BK_HDI static inline __attribute__((always_inline))
 #  define BK_ALIGN16 _Alignas(16)
 #endif
 

@@ -22,6 +22,13 @@
 #include "bk_common.h"
 #include "bk_accel.h"
 
+#if !BK_DEVICE_CODE && defined(__SSE2__)
+#  include <emmintrin.h>
+#  define BK_HOST_SSE 1
+#else
+#  define BK_HOST_SSE 0
+#endif
+
 /* A RAYS record and a HITS record (../shared/formats/rays.md). */
 typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
 typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
@@ -65,7 +72,7 @@ BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint
     return s;
 }
 
-BK_HD void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
+BK_HDI void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
 {
     /* Entries [0, cap) go to spill[spilled, spilled + cap); base is 0 outside short mode. */
     for (int i = 0; i < s->cap; ++i)
@@ -76,7 +83,7 @@ BK_HD void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
     st->spills++;
 }
 
-BK_HD void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk_trace_stats *st)
+BK_HDI void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk_trace_stats *st)
 {
     if (s->top == s->cap) {
         if (s->mode == BK_STACK_SHORT) {            /* drop the oldest entry */
@@ -97,7 +104,7 @@ BK_HD void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk_
 }
 
 /* Pops into w[0..width). Returns 0 when nothing is left in fast or spill storage. */
-BK_HD int bk_stack_pop(bk_stack *s, uint32_t *w)
+BK_HDI int bk_stack_pop(bk_stack *s, uint32_t *w)
 {
     if (s->top == 0) {
         if (s->mode != BK_STACK_SPILL || s->spilled == 0) return 0;
@@ -135,7 +142,7 @@ BK_HD float bk_safe_inv(float d)
     return 1.0f / d;
 }
 
-BK_HD bk_ray_pre bk_ray_prepare(const bk_ray *r)
+BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
 {
     bk_ray_pre p;
     p.o = bk_v3(r->ox, r->oy, r->oz);
@@ -158,7 +165,7 @@ BK_HD bk_ray_pre bk_ray_prepare(const bk_ray *r)
 
 /* Slab test of one box against [tmin, tmax]. Writes the entry distance (clamped to tmin) even on a
  * miss, so child order never depends on tmax. */
-BK_HD int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz,
+BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz,
                   float tmin, float tmax, float *tnear)
 {
     float tx0 = (lox - r->o.x) * r->inv.x, tx1 = (hix - r->o.x) * r->inv.x;
@@ -170,8 +177,39 @@ BK_HD int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hi
     return tn <= tf * 1.0000004f || tn <= tf;   /* widened far distance: 1 + 2 gamma(3) */
 }
 
+/* Both boxes of a BVH node. The host computes them four lanes at a time with SSE; the results
+ * are bit-identical to two bk_slab calls (same IEEE operations, min/max with the same operand
+ * order), so the CPU and GPU traversals still visit the same nodes. */
+BK_HDI int bk_slab2(const bk_ray_pre *r, bk_f4 xy0, bk_f4 xy1, bk_f4 z01, float tmin, float tmax, float *t0, float *t1)
+{
+#if BK_HOST_SSE
+    __m128 oxy = _mm_setr_ps(r->o.x, r->o.x, r->o.y, r->o.y), ixy = _mm_setr_ps(r->inv.x, r->inv.x, r->inv.y, r->inv.y);
+    __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy0.x), oxy), ixy);      /* tx0 tx1 ty0 ty1, child 0 */
+    __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy1.x), oxy), ixy);      /* child 1 */
+    __m128 c = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&z01.x), _mm_set1_ps(r->o.z)), _mm_set1_ps(r->inv.z));
+    __m128 lo = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), hi = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 zlo = _mm_shuffle_ps(c, c, _MM_SHUFFLE(2, 0, 2, 0)), zhi = _mm_shuffle_ps(c, c, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 mn = _mm_min_ps(lo, hi), mx = _mm_max_ps(lo, hi);              /* x0 y0 x1 y1 */
+    __m128 zmn = _mm_min_ps(zlo, zhi), zmx = _mm_max_ps(zlo, zhi);        /* z0 z1 z0 z1 */
+    zmn = _mm_shuffle_ps(zmn, zmn, _MM_SHUFFLE(1, 1, 0, 0));
+    zmx = _mm_shuffle_ps(zmx, zmx, _MM_SHUFFLE(1, 1, 0, 0));
+    __m128 tn = _mm_max_ps(_mm_max_ps(mn, _mm_shuffle_ps(mn, mn, _MM_SHUFFLE(2, 3, 0, 1))), _mm_max_ps(zmn, _mm_set1_ps(tmin)));
+    __m128 tf = _mm_min_ps(_mm_min_ps(mx, _mm_shuffle_ps(mx, mx, _MM_SHUFFLE(2, 3, 0, 1))), _mm_min_ps(zmx, _mm_set1_ps(tmax)));
+    __m128 ok = _mm_or_ps(_mm_cmple_ps(tn, _mm_mul_ps(tf, _mm_set1_ps(1.0000004f))), _mm_cmple_ps(tn, tf));
+    BK_ALIGN16 float t[4];
+    _mm_store_ps(t, tn);
+    *t0 = t[0]; *t1 = t[2];
+    int m = _mm_movemask_ps(ok);
+    return (m & 1) | ((m >> 1) & 2);
+#else
+    int h0 = bk_slab(r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, tmin, tmax, t0);
+    int h1 = bk_slab(r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, tmin, tmax, t1);
+    return h0 | (h1 << 1);
+#endif
+}
+
 /* Watertight ray/triangle test. Hit when tmin <= t <= tmax; writes t. */
-BK_HD int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float tmax, float *t_out)
+BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float tmax, float *t_out)
 {
     bk_vec3 a = bk_sub3(v0, r->o), b = bk_sub3(v1, r->o), c = bk_sub3(v2, r->o);
     float az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
@@ -198,11 +236,23 @@ BK_HD int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 
     return 1;
 }
 
-BK_HD bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32_t *w)
+BK_HDI bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32_t *w)
 {
     bk_f4 v = bk_load4(a->tris + 3 * tri + k);
     if (w) *w = bk_float_bits(v.w);
     return bk_f4_xyz(v);
+}
+
+/* The host CPU is latency-bound on node fetches: start loading a subtree put aside for later.
+ * (The GPU hides latency with other warps instead.) */
+BK_HDI void bk_prefetch_ref(const bk_accel_view *a, int32_t ref)
+{
+#if !BK_DEVICE_CODE
+    if (ref >= 0) __builtin_prefetch(a->bvh_nodes + ref);
+    else __builtin_prefetch(a->tris + 3 * (size_t)(uint32_t)~ref);
+#else
+    (void)a; (void)ref;
+#endif
 }
 
 /* ---- BVH ------------------------------------------------------------------------------------ */
@@ -210,8 +260,11 @@ BK_HD bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32_
 BK_HD uint64_t bk_low_bits(int n) { return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); }
 
 /* mode and any_hit are constants at every call site, so the compiler specialises this function. */
-BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
 {
+    /* A local copy: its fields stay in registers instead of being reloaded after every store to
+     * the slots (which may alias them as far as the compiler knows). */
+    bk_stack local = *stack, *s = &local;
     bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
@@ -232,8 +285,8 @@ BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             const bk_bvh_node *n = a->bvh_nodes + ref;
             bk_f4 xy0 = bk_load4(&n->xy0), xy1 = bk_load4(&n->xy1), z01 = bk_load4(&n->z01), rf = bk_load4(&n->refs);
             float t0, t1;
-            int hit0 = bk_slab(&r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, r.tmin, best, &t0);
-            int hit1 = bk_slab(&r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, r.tmin, best, &t1);
+            int hits = bk_slab2(&r, xy0, xy1, z01, r.tmin, best, &t0, &t1);
+            int hit0 = hits & 1, hit1 = hits >> 1;
             int32_t c0 = (int32_t)bk_float_bits(rf.x), c1 = (int32_t)bk_float_bits(rf.y);
             /* Order by entry distance, which does not depend on tmax: a replay sees the same order. */
             int swap = t1 < t0;
@@ -246,6 +299,7 @@ BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                     if (!(far ? far_hit : near_hit)) goto pop;   /* culled since by a nearer hit */
                     ref = far ? far_ref : near_ref;
                 } else if (near_hit && far_hit) {
+                    bk_prefetch_ref(a, far_ref);
                     bk_stack_push(s, (uint32_t)far_ref, (uint32_t)level, 0, st);
                     ref = near_ref;
                 } else if (near_hit || far_hit) {
@@ -258,6 +312,7 @@ BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 level++;
             } else {
                 if (near_hit && far_hit) {
+                    bk_prefetch_ref(a, far_ref);
                     bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
                     ref = near_ref;
                 } else if (near_hit || far_hit) {
@@ -305,8 +360,9 @@ BK_HD bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
 
 /* ---- KD-tree -------------------------------------------------------------------------------- */
 
-BK_HD bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
 {
+    bk_stack local = *stack, *s = &local;   /* see bk_bvh_trace */
     bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;

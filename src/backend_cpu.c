@@ -33,6 +33,39 @@ typedef struct cpu_worker {
     pthread_t       thread;
 } cpu_worker;
 
+/* One loop per (accel, stack mode, query), so the always-inlined traversal is specialised for
+ * constants, as the CUDA templates are. */
+typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end, uint64_t acc[4]);
+
+#define CPU_LOOP(NAME, TRACE, MODE, ANY)                                                              \
+    static void NAME(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end, uint64_t acc[4]) \
+    {                                                                                                 \
+        bk_stack stk = *s;                                                                            \
+        stk.mode = MODE;                                                                              \
+        for (uint64_t i = begin; i < end; ++i) {                                                      \
+            bk_trace_stats st = { 0, 0, 0, 0 };                                                       \
+            j->hits[i] = TRACE(j->view, &j->rays[i], ANY, &stk, &st);                                 \
+            acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;       \
+        }                                                                                             \
+    }
+CPU_LOOP(bvh_global_closest, bk_bvh_trace, BK_STACK_GLOBAL, 0)
+CPU_LOOP(bvh_global_any,     bk_bvh_trace, BK_STACK_GLOBAL, 1)
+CPU_LOOP(bvh_short_closest,  bk_bvh_trace, BK_STACK_SHORT, 0)
+CPU_LOOP(bvh_short_any,      bk_bvh_trace, BK_STACK_SHORT, 1)
+CPU_LOOP(bvh_spill_closest,  bk_bvh_trace, BK_STACK_SPILL, 0)
+CPU_LOOP(bvh_spill_any,      bk_bvh_trace, BK_STACK_SPILL, 1)
+CPU_LOOP(kd_global_closest,  bk_kd_trace,  BK_STACK_GLOBAL, 0)
+CPU_LOOP(kd_global_any,      bk_kd_trace,  BK_STACK_GLOBAL, 1)
+CPU_LOOP(kd_short_closest,   bk_kd_trace,  BK_STACK_SHORT, 0)
+CPU_LOOP(kd_short_any,       bk_kd_trace,  BK_STACK_SHORT, 1)
+CPU_LOOP(kd_spill_closest,   bk_kd_trace,  BK_STACK_SPILL, 0)
+CPU_LOOP(kd_spill_any,       bk_kd_trace,  BK_STACK_SPILL, 1)
+
+static const cpu_loop_fn cpu_loops[2][3][2] = {
+    { { bvh_global_closest, bvh_global_any }, { bvh_short_closest, bvh_short_any }, { bvh_spill_closest, bvh_spill_any } },
+    { { kd_global_closest, kd_global_any },   { kd_short_closest, kd_short_any },   { kd_spill_closest, kd_spill_any } },
+};
+
 static void *cpu_worker_run(void *arg)
 {
     cpu_worker *w = arg;
@@ -40,18 +73,14 @@ static void *cpu_worker_run(void *arg)
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
     int cap = j->o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : j->o->stack_size;
     bk_stack s = bk_stack_make(j->o->stack_mode, fast, 1, cap, spill, 1);
-    uint64_t nodes = 0, tris = 0, restarts = 0, spills = 0;
+    cpu_loop_fn loop = cpu_loops[j->view->type == BK_ACCEL_BVH ? 0 : 1][j->o->stack_mode][j->o->any_hit ? 1 : 0];
+    uint64_t acc[4] = { 0, 0, 0, 0 };
     for (;;) {
         uint64_t begin = atomic_fetch_add(&j->next, CHUNK);
         if (begin >= j->n) break;
-        uint64_t end = begin + CHUNK < j->n ? begin + CHUNK : j->n;
-        for (uint64_t i = begin; i < end; ++i) {
-            bk_trace_stats st = { 0, 0, 0, 0 };
-            j->hits[i] = bk_trace_ray(j->view, &j->rays[i], j->o->any_hit, &s, &st);
-            nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
-        }
+        loop(j, &s, begin, begin + CHUNK < j->n ? begin + CHUNK : j->n, acc);
     }
-    w->totals.nodes = nodes; w->totals.tris = tris; w->totals.restarts = restarts; w->totals.spills = spills;
+    w->totals.nodes = acc[0]; w->totals.tris = acc[1]; w->totals.restarts = acc[2]; w->totals.spills = acc[3];
     return NULL;
 }
 
