@@ -17,6 +17,7 @@
 
 const char bk_bench_usage[] =
     "usage: baker bench load [FILE...]\n"
+    "       baker bench primitives [--min-log2 16] [--max-log2 28]\n"
     "       baker bench trace [--scenes A,B,..] [--rays N] [--reps R] [--backend cpu|cuda|auto]\n"
     "                         [--stack-size K] [--counters thread|warp|block] [--threads N]\n"
     "\n"
@@ -137,8 +138,17 @@ int bk_bench_trace(int argc, char **argv)
     return rc;
 }
 
+#if !BK_HAVE_CUDA
+int bk_bench_primitives(int argc, char **argv)
+{
+    fprintf(stderr, "baker bench primitives: this baker was built without CUDA (nvcc was not found)\n");
+    return 1;
+}
+#endif
+
 int bk_bench_main(int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "primitives")) return bk_bench_primitives(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "trace")) return bk_bench_trace(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "load")) return bk_bench_load(argc - 1, argv + 1);
     fputs(bk_bench_usage, argc ? stderr : stdout);

@@ -6,5 +6,8 @@ extern const char bk_bench_usage[];
 /* argv after "bench": "load ..." or "trace ..." */
 int bk_bench_main(int argc, char **argv);
 int bk_bench_trace(int argc, char **argv);
+/* `baker bench primitives`: GPU reduction, histogram, sort and counter aggregation against CUB
+ * (kernels/prim_bench.cu; without CUDA it says so and fails). */
+int bk_bench_primitives(int argc, char **argv);
 
 #endif
