@@ -133,6 +133,7 @@ typedef struct bk_ray_pre {
     int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
     float   sx, sy, sz;     /* shear constants */
     int     valid;          /* 0 for a zero direction or a NaN/empty t range: misses everything */
+    int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30) */
 } bk_ray_pre;
 
 BK_HD float bk_safe_inv(float d)
@@ -150,6 +151,7 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
     p.tmin = r->tmin; p.tmax = r->tmax;
     float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
+    p.par = (ax < 1e-30f) | (ay < 1e-30f) << 1 | (az < 1e-30f) << 2;
     p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
     p.kx = p.kz == 2 ? 0 : p.kz + 1;
     p.ky = p.kx == 2 ? 0 : p.kx + 1;
@@ -171,8 +173,18 @@ BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float h
     float tx0 = (lox - r->o.x) * r->inv.x, tx1 = (hix - r->o.x) * r->inv.x;
     float ty0 = (loy - r->o.y) * r->inv.y, ty1 = (hiy - r->o.y) * r->inv.y;
     float tz0 = (loz - r->o.z) * r->inv.z, tz1 = (hiz - r->o.z) * r->inv.z;
-    float tn = bk_maxf(bk_maxf(bk_minf(tx0, tx1), bk_minf(ty0, ty1)), bk_maxf(bk_minf(tz0, tz1), tmin));
-    float tf = bk_minf(bk_minf(bk_maxf(tx0, tx1), bk_maxf(ty0, ty1)), bk_minf(bk_maxf(tz0, tz1), tmax));
+    float nx = bk_minf(tx0, tx1), fx = bk_maxf(tx0, tx1);
+    float ny = bk_minf(ty0, ty1), fy = bk_maxf(ty0, ty1);
+    float nz = bk_minf(tz0, tz1), fz = bk_maxf(tz0, tz1);
+    if (r->par) {
+        /* Parallel to a slab: inside it for every t, or never. (On a face, 0 * 1e30 gives a
+         * signed zero and the slab would shrink to one side of t = 0.) */
+        if (r->par & 1) { int in = lox <= r->o.x && r->o.x <= hix; nx = in ? -BK_INF : BK_INF; fx = -nx; }
+        if (r->par & 2) { int in = loy <= r->o.y && r->o.y <= hiy; ny = in ? -BK_INF : BK_INF; fy = -ny; }
+        if (r->par & 4) { int in = loz <= r->o.z && r->o.z <= hiz; nz = in ? -BK_INF : BK_INF; fz = -nz; }
+    }
+    float tn = bk_maxf(bk_maxf(nx, ny), bk_maxf(nz, tmin));
+    float tf = bk_minf(bk_minf(fx, fy), bk_minf(fz, tmax));
     *tnear = tn;
     return tn <= tf * 1.0000004f || tn <= tf;   /* widened far distance: 1 + 2 gamma(3) */
 }
@@ -183,6 +195,11 @@ BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float h
 BK_HDI int bk_slab2(const bk_ray_pre *r, bk_f4 xy0, bk_f4 xy1, bk_f4 z01, float tmin, float tmax, float *t0, float *t1)
 {
 #if BK_HOST_SSE
+    if (r->par) {   /* rare: the scalar test handles rays parallel to a slab */
+        int h0 = bk_slab(r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, tmin, tmax, t0);
+        int h1 = bk_slab(r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, tmin, tmax, t1);
+        return h0 | (h1 << 1);
+    }
     __m128 oxy = _mm_setr_ps(r->o.x, r->o.x, r->o.y, r->o.y), ixy = _mm_setr_ps(r->inv.x, r->inv.x, r->inv.y, r->inv.y);
     __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy0.x), oxy), ixy);      /* tx0 tx1 ty0 ty1, child 0 */
     __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy1.x), oxy), ixy);      /* child 1 */
@@ -376,6 +393,9 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         float tx = bk_maxf((a->lo.x - r.o.x) * r.inv.x, (a->hi.x - r.o.x) * r.inv.x);
         float ty = bk_maxf((a->lo.y - r.o.y) * r.inv.y, (a->hi.y - r.o.y) * r.inv.y);
         float tz = bk_maxf((a->lo.z - r.o.z) * r.inv.z, (a->hi.z - r.o.z) * r.inv.z);
+        if (r.par & 1) tx = BK_INF;      /* parallel: the slab test above found it inside */
+        if (r.par & 2) ty = BK_INF;
+        if (r.par & 4) tz = BK_INF;
         t_exit = bk_minf(t_exit, bk_minf(tx, bk_minf(ty, tz)) * 1.0000004f);
         t_exit = bk_maxf(t_exit, t_enter);
     }

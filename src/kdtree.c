@@ -1,0 +1,594 @@
+/* kdtree.c - SAH KD-tree builder: bk_scene -> bk_accel (type BK_ACCEL_KDTREE).
+ *
+ * Pipeline: scene -> triangle boxes -> top-down SAH splits -> bk_kd_node array (depth-first, pbrt's
+ * KdAccelNode layout, kernels/bk_accel.h) + per-leaf triangle references; bk_kd_trace() in
+ * kernels/bk_traverse.h walks it.
+ *
+ * Split search:
+ *   - large nodes: binned min/max event counting (Shevtsov, Soupikov & Kapustin 2007, "Highly
+ *     Parallel Fast KD-tree Construction for Interactive Ray Tracing of Dynamic Scenes"): per axis,
+ *     histograms of the clipped box minima and maxima over the cell, one sweep gives N_below and
+ *     N_above at every bin boundary.
+ *   - small nodes: every event, exactly (the sweep of Wald & Havran 2006, "On building fast
+ *     kd-Trees for Ray Tracing, and on doing that in O(N log N)") on sorted minima and maxima.
+ *   Cost model (Wald & Havran / pbrt-v3): C = cost_node + (1 - bonus) (P_b N_b + P_a N_a), bonus =
+ *   kd_empty_bonus when a side is empty, P = surface-area ratio of child cell to parent cell, one
+ *   triangle test costs 1.
+ *
+ * Classification uses the triangle's bounding box clipped to the cell: below when min <= p, above
+ * when max >= p. A box that touches the plane goes to both sides, which the traversal relies on (a
+ * ray lying in the plane visits one side only). With box clipping, a triangle is in a leaf exactly
+ * when its box overlaps the leaf cell (closed boxes); the unit test checks that property.
+ *
+ * Robustness margin: the exact sweep's candidates are each box's min and max (touching: both sides)
+ * and min - margin, max + margin (one side only), so a split can cut empty space off or separate
+ * axis-aligned walls without duplicating them; margin is 2^-20 of the axis' coordinate magnitude
+ * (8 ulps), and no child cell may be thinner than it. A ray computes plane distances to about an
+ * ulp: planes one float away from a planar wall made cells that rays entering the scene through the
+ * wall skipped (hits lost), and ulp-sized cells around tiny geometry were crossed out of order.
+ *
+ * Termination (pbrt-v3 KdTreeAccel): one triangle; depth min(max_depth, round(8 + 1.3 log2 N));
+ * split cost >= leaf cost counts as a bad refine, three along a path make a leaf; a split that
+ * keeps every triangle on both sides; and a memory bound: each subtree gets a reference allowance
+ * (root: kd_max_refs_per_tri * N) which a split shares between its children in proportion to their
+ * counts, so the total never exceeds the root's allowance and no part of the tree starves another.
+ *
+ * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
+ * arena used as a stack: a node's entries are on top, a split writes the above list in place and
+ * the below list after it, so the below child (next node in depth-first order) is on top again.
+ * Below a certain size, subtrees are independent tasks built on worker threads (bk_cpu_threads)
+ * into their own arrays, then spliced into the depth-first layout; the result does not depend on
+ * the thread count.
+ */
+#include "accel.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KD_BINS_MAX     256          /* binned sweep: 64 bins, 128 from 1024 entries, 256 from 16384 */
+#define KD_EXACT_MAX    32           /* nodes up to this size use the exact event sweep */
+#define KD_BAD_REFINES  3            /* pbrt: splits costlier than a leaf allowed along one path */
+#define KD_MAX_TRIS     0x3FFFFFFFu  /* a leaf count and a node index have 30 bits */
+
+/* A triangle's bounding box clipped to the current node's cell, 28 B. */
+typedef struct kd_ref {
+    float    lo[3], hi[3];
+    uint32_t tri;
+} kd_ref;
+
+/* A node waiting to be built: its entries are arena[off, off + n). */
+typedef struct kd_task {
+    size_t   off;
+    uint32_t n;
+    uint32_t parent;     /* inner node whose above child this is; BK_NONE for a below child or a root */
+    float    lo[3], hi[3];
+    int      depth, bad;
+    double   cap;        /* references this subtree's leaves may hold */
+} kd_task;
+
+typedef struct kd_params {
+    float    cost_node, bonus;
+    int      max_depth;
+    float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
+    uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
+} kd_params;
+
+/* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
+typedef struct kd_sub {
+    kd_task    task;
+    kd_ref    *entries;
+    uint32_t   placeholder;  /* node index in the top tree */
+    /* results */
+    bk_kd_node *nodes;  uint32_t node_count;
+    uint32_t   *refs;   uint32_t ref_count;
+    double      sah;
+    uint32_t    leaves, depth, max_leaf;
+    int         failed;
+} kd_sub;
+
+/* One builder: the top tree or one subtree. */
+typedef struct kd_builder {
+    const kd_params *prm;
+    kd_ref     *arena;   size_t arena_cap;
+    kd_ref     *scratch; size_t scratch_cap;
+    bk_kd_node *nodes;   size_t node_count, node_cap;
+    uint32_t   *refs;    size_t ref_count, ref_cap;
+    double      sah;     /* sum of area(node) * cost, unnormalised */
+    uint32_t    leaves, depth, max_leaf;
+    kd_sub     *subs;    size_t sub_count, sub_cap;   /* top tree only */
+} kd_builder;
+
+typedef struct kd_split {
+    int    axis;         /* -1: none */
+    float  pos;
+    double cost;
+} kd_split;
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c += c / 2 + 64;
+    void *q = realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static double cell_area(const float lo[3], const float hi[3])
+{
+    double dx = (double)hi[0] - lo[0], dy = (double)hi[1] - lo[1], dz = (double)hi[2] - lo[2];
+    return 2.0 * (dx * dy + dy * dz + dz * dx);
+}
+
+static void sort_floats(float *a, uint32_t n)   /* insertion sort: n <= KD_EXACT_MAX */
+{
+    for (uint32_t i = 1; i < n; ++i) {
+        float v = a[i];
+        uint32_t j = i;
+        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; --j; }
+        a[j] = v;
+    }
+}
+
+/* ---- split search -------------------------------------------------------------------------- */
+
+typedef struct sah_ctx {
+    double inv_area, cost_node, bonus;
+    double e[3];         /* cell extents */
+} sah_ctx;
+
+static double sah_cost(const sah_ctx *c, int k, double below_len, double above_len, uint32_t nb, uint32_t na)
+{
+    int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
+    double face = c->e[k1] * c->e[k2], ring = c->e[k1] + c->e[k2];   /* area = 2 (face + len * ring) */
+    double pb = 2.0 * (face + below_len * ring) * c->inv_area;
+    double pa = 2.0 * (face + above_len * ring) * c->inv_area;
+    double eb = (nb == 0 || na == 0) ? c->bonus : 0.0;
+    return c->cost_node + (1.0 - eb) * (pb * (double)nb + pa * (double)na);
+}
+
+static void consider(kd_split *best, int k, float p, double cost)
+{
+    if (cost < best->cost) { best->axis = k; best->pos = p; best->cost = cost; }
+}
+
+static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                         const sah_ctx *c, kd_split *best)
+{
+    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
+    uint32_t minc[3][KD_BINS_MAX], maxc[3][KD_BINS_MAX];
+    float scale[3];
+    int split_ok[3];
+    for (int k = 0; k < 3; ++k) {
+        float w = hi[k] - lo[k], sc = (float)nbins / w;
+        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
+        scale[k] = split_ok[k] ? sc : 0.0f;
+        memset(minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+    }
+    const int top = nbins - 1;
+    for (uint32_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
+            int b1 = (int)((r[i].hi[k] - lo[k]) * scale[k]);
+            b0 = b0 < 0 ? 0 : (b0 > top ? top : b0);
+            b1 = b1 < 0 ? 0 : (b1 > top ? top : b1);
+            minc[k][b0]++;
+            maxc[k][b1]++;
+        }
+    }
+    for (int k = 0; k < 3; ++k) {
+        if (!split_ok[k]) continue;
+        double w = (double)hi[k] - lo[k];
+        uint32_t nb = 0, na = n;
+        for (int j = 1; j < nbins; ++j) {
+            nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
+            na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
+            float p = (float)((double)lo[k] + w * j / nbins);
+            if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
+            consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
+        }
+    }
+}
+
+static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                        const sah_ctx *c, kd_split *best)
+{
+    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    for (int k = 0; k < 3; ++k) {
+        const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
+        if (!(plo <= phi)) continue;
+        for (uint32_t i = 0; i < n; ++i) { mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k]; }
+        sort_floats(mins, n);
+        sort_floats(maxs, n);
+        /* Candidates, as four sorted streams merged: min - margin (the box entirely above), min and
+         * max (the box touches: both sides), max + margin (entirely below). */
+        uint32_t h[4] = { 0, 0, 0, 0 }, ia = 0, im = 0;
+        float last = -BK_INF;
+        for (;;) {
+            float v = BK_INF;
+            int s = -1;
+            if (h[0] < n && mins[h[0]] - m < v) { v = mins[h[0]] - m; s = 0; }
+            if (h[1] < n && mins[h[1]] < v)     { v = mins[h[1]];     s = 1; }
+            if (h[2] < n && maxs[h[2]] < v)     { v = maxs[h[2]];     s = 2; }
+            if (h[3] < n && maxs[h[3]] + m < v) { v = maxs[h[3]] + m; s = 3; }
+            if (s < 0) break;
+            h[s]++;
+            if (v == last || !(v >= plo && v <= phi && v > lo[k] && v < hi[k])) continue;
+            last = v;
+            while (ia < n && mins[ia] <= v) ++ia;    /* below: min <= v */
+            while (im < n && maxs[im] < v) ++im;     /* above: max >= v */
+            consider(best, k, v, sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, ia, n - im));
+        }
+    }
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+static int emit_node(kd_builder *b, bk_kd_node nd, uint32_t *index)
+{
+    if (b->node_count >= KD_MAX_TRIS) return -1;
+    if (grow((void **)&b->nodes, &b->node_cap, b->node_count + 1, sizeof(bk_kd_node))) return -1;
+    *index = (uint32_t)b->node_count;
+    b->nodes[b->node_count++] = nd;
+    return 0;
+}
+
+static int emit_leaf(kd_builder *b, const kd_task *t)
+{
+    uint32_t idx;
+    if (b->ref_count + t->n > 0xFFFFFFFFu) return -1;
+    if (grow((void **)&b->refs, &b->ref_cap, b->ref_count + t->n, sizeof(uint32_t))) return -1;
+    if (emit_node(b, bk_kd_make_leaf(t->n, (uint32_t)b->ref_count), &idx)) return -1;
+    const kd_ref *e = b->arena + t->off;
+    for (uint32_t i = 0; i < t->n; ++i) b->refs[b->ref_count + i] = e[i].tri;
+    b->ref_count += t->n;
+    b->leaves++;
+    if ((uint32_t)t->depth > b->depth) b->depth = (uint32_t)t->depth;
+    if (t->n > b->max_leaf) b->max_leaf = t->n;
+    b->sah += cell_area(t->lo, t->hi) * (double)t->n;
+    return 0;
+}
+
+/* Hands the task's subtree to a worker: a placeholder node now, the subtree spliced in later. */
+static int emit_sub(kd_builder *b, const kd_task *t)
+{
+    if (grow((void **)&b->subs, &b->sub_cap, b->sub_count + 1, sizeof(kd_sub))) return -1;
+    kd_sub *s = &b->subs[b->sub_count];
+    memset(s, 0, sizeof *s);
+    s->entries = malloc((size_t)t->n * sizeof(kd_ref));
+    if (!s->entries) return -1;
+    memcpy(s->entries, b->arena + t->off, (size_t)t->n * sizeof(kd_ref));
+    s->task = *t;
+    s->task.off = 0;
+    s->task.parent = BK_NONE;
+    if (emit_node(b, bk_kd_make_leaf(0, 0), &s->placeholder)) { free(s->entries); return -1; }
+    b->sub_count++;
+    return 0;
+}
+
+/* Builds the subtree of `root` (entries already at arena[root.off, +n), on top). Returns 0 or -1
+ * (out of memory). With top != 0, subtrees small enough become kd_sub tasks. */
+static int build(kd_builder *b, const kd_task *root, int top)
+{
+    const kd_params *prm = b->prm;
+    kd_task stack[BK_MAX_DEPTH + 2];
+    int sp = 0;
+    stack[sp++] = *root;
+    while (sp > 0) {
+        kd_task t = stack[--sp];
+        if (t.parent != BK_NONE) b->nodes[t.parent].flags |= (uint32_t)b->node_count << 2;
+        if (top && t.n <= prm->par_min && t.n > 1 && t.depth < prm->max_depth) {
+            if (emit_sub(b, &t)) return -1;
+            continue;
+        }
+        kd_ref *e = b->arena + t.off;
+        double area = cell_area(t.lo, t.hi);
+        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF;
+        if (t.n > 1 && t.depth < prm->max_depth && area > 0.0) {
+            sah_ctx c;
+            c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
+            for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
+            if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            double leaf_cost = (double)t.n;
+            if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
+            if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
+        }
+        uint32_t nb = 0, na = 0;
+        if (best.axis >= 0) {
+            const int k = best.axis;
+            const float p = best.pos;
+            for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
+            if ((nb == t.n && na == t.n) || (double)nb + (double)na > t.cap) best.axis = -1;
+        }
+        if (best.axis < 0) {
+            if (emit_leaf(b, &t)) return -1;
+            continue;
+        }
+        /* Inner node: above list in place, below list after it (on top of the arena). */
+        const int k = best.axis;
+        const float p = best.pos;
+        if (grow((void **)&b->arena, &b->arena_cap, t.off + (size_t)nb + na, sizeof(kd_ref))) return -1;
+        if (grow((void **)&b->scratch, &b->scratch_cap, nb, sizeof(kd_ref))) return -1;
+        e = b->arena + t.off;
+        uint32_t ib = 0, ia = 0;
+        for (uint32_t i = 0; i < t.n; ++i) {
+            kd_ref r = e[i];
+            if (r.lo[k] <= p) { b->scratch[ib] = r; if (b->scratch[ib].hi[k] > p) b->scratch[ib].hi[k] = p; ib++; }
+            if (r.hi[k] >= p) { e[ia] = r; if (e[ia].lo[k] < p) e[ia].lo[k] = p; ia++; }
+        }
+        memcpy(e + na, b->scratch, (size_t)nb * sizeof(kd_ref));
+        uint32_t idx;
+        if (emit_node(b, bk_kd_make_inner(k, p, 0), &idx)) return -1;
+        b->sah += area * prm->cost_node;
+        double sum = (double)nb + (double)na;
+        kd_task ab = t, be = t;
+        ab.off = t.off;      ab.n = na; ab.parent = idx; ab.lo[k] = p; ab.depth = t.depth + 1;
+        ab.cap = t.cap * ((double)na / sum);
+        be.off = t.off + na; be.n = nb; be.parent = BK_NONE; be.hi[k] = p; be.depth = t.depth + 1;
+        be.cap = t.cap * ((double)nb / sum);
+        BK_CHECK(sp + 2 <= BK_MAX_DEPTH + 2);
+        stack[sp++] = ab;
+        stack[sp++] = be;
+    }
+    return 0;
+}
+
+static void builder_free(kd_builder *b)
+{
+    free(b->arena); free(b->scratch); free(b->nodes); free(b->refs);
+    for (size_t i = 0; i < b->sub_count; ++i) { free(b->subs[i].entries); free(b->subs[i].nodes); free(b->subs[i].refs); }
+    free(b->subs);
+    memset(b, 0, sizeof *b);
+}
+
+static void build_sub(const kd_params *prm, kd_sub *s)
+{
+    kd_builder b;
+    memset(&b, 0, sizeof b);
+    b.prm = prm;
+    b.arena = s->entries; b.arena_cap = s->task.n;
+    s->entries = NULL;
+    if (build(&b, &s->task, 0)) {
+        s->failed = 1;
+    } else {
+        s->nodes = b.nodes; s->node_count = (uint32_t)b.node_count;
+        s->refs = b.refs;   s->ref_count = (uint32_t)b.ref_count;
+        s->sah = b.sah; s->leaves = b.leaves; s->depth = b.depth; s->max_leaf = b.max_leaf;
+        b.nodes = NULL; b.refs = NULL;
+    }
+    builder_free(&b);
+}
+
+typedef struct kd_pool {
+    const kd_params *prm;
+    kd_sub          *subs;
+    size_t           count, next;
+    pthread_mutex_t  lock;
+} kd_pool;
+
+static void *pool_worker(void *arg)
+{
+    kd_pool *p = (kd_pool *)arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        if (i >= p->count) return NULL;
+        build_sub(p->prm, &p->subs[i]);
+    }
+}
+
+static int cmp_sub_size(const void *a, const void *b)
+{
+    uint32_t x = ((const kd_sub *)a)->task.n, y = ((const kd_sub *)b)->task.n;
+    return x < y ? 1 : (x > y ? -1 : 0);
+}
+static int cmp_sub_place(const void *a, const void *b)
+{
+    uint32_t x = ((const kd_sub *)a)->placeholder, y = ((const kd_sub *)b)->placeholder;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static void run_subs(const kd_params *prm, kd_sub *subs, size_t count, int threads)
+{
+    /* Largest first, so one big subtree does not finish alone at the end. */
+    qsort(subs, count, sizeof *subs, cmp_sub_size);
+    kd_pool p;
+    p.prm = prm; p.subs = subs; p.count = count; p.next = 0;
+    pthread_mutex_init(&p.lock, NULL);
+    pthread_t th[64];
+    int started = 0;
+    for (int i = 1; i < threads && i < 64; ++i) {
+        if (pthread_create(&th[started], NULL, pool_worker, &p) != 0) break;
+        started++;
+    }
+    pool_worker(&p);
+    for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&p.lock);
+    qsort(subs, count, sizeof *subs, cmp_sub_place);
+}
+
+/* Splices the subtrees into the top tree, in depth-first order. */
+static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, uint32_t **out_refs, uint32_t *out_ref_count)
+{
+    size_t nodes = b->node_count - b->sub_count, refs = b->ref_count;
+    for (size_t i = 0; i < b->sub_count; ++i) {
+        nodes += b->subs[i].node_count;
+        refs += b->subs[i].ref_count;
+        b->sah += b->subs[i].sah;
+        b->leaves += b->subs[i].leaves;
+        if (b->subs[i].depth > b->depth) b->depth = b->subs[i].depth;
+        if (b->subs[i].max_leaf > b->max_leaf) b->max_leaf = b->subs[i].max_leaf;
+    }
+    if (nodes > KD_MAX_TRIS || refs > 0xFFFFFFFFu) return -1;
+    bk_kd_node *nn = malloc((nodes ? nodes : 1) * sizeof *nn);
+    uint32_t *rr = malloc((refs ? refs : 1) * sizeof *rr);
+    uint32_t *map = malloc((b->node_count ? b->node_count : 1) * sizeof *map);   /* old top index -> new */
+    if (!nn || !rr || !map) { free(nn); free(rr); free(map); return -1; }
+    /* Old top nodes are in depth-first order already; a placeholder expands to its subtree. */
+    size_t o = 0, ro = 0, si = 0;
+    for (size_t i = 0; i < b->node_count; ++i) {
+        map[i] = (uint32_t)o;
+        bk_kd_node nd = b->nodes[i];
+        if (si < b->sub_count && b->subs[si].placeholder == i) {
+            const kd_sub *s = &b->subs[si++];
+            for (uint32_t j = 0; j < s->node_count; ++j) {
+                bk_kd_node x = s->nodes[j];
+                if ((x.flags & 3u) == BK_KD_LEAF) x.data += (uint32_t)ro;
+                else x.flags += (uint32_t)o << 2;     /* above index shifts with the subtree */
+                nn[o + j] = x;
+            }
+            if (s->ref_count) memcpy(rr + ro, s->refs, (size_t)s->ref_count * sizeof(uint32_t));
+            o += s->node_count;
+            ro += s->ref_count;
+        } else if ((nd.flags & 3u) == BK_KD_LEAF) {
+            uint32_t count = nd.flags >> 2;
+            if (count) memcpy(rr + ro, b->refs + nd.data, (size_t)count * sizeof(uint32_t));
+            nd.data = (uint32_t)ro;
+            ro += count;
+            nn[o++] = nd;
+        } else {
+            nn[o++] = nd;    /* above index fixed below, once map is complete */
+        }
+    }
+    for (size_t i = 0, si2 = 0; i < b->node_count; ++i) {
+        if (si2 < b->sub_count && b->subs[si2].placeholder == i) { si2++; continue; }
+        bk_kd_node nd = b->nodes[i];
+        if ((nd.flags & 3u) != BK_KD_LEAF) nn[map[i]].flags = (nd.flags & 3u) | (map[nd.flags >> 2] << 2);
+    }
+    free(map);
+    *out_nodes = nn; *out_count = (uint32_t)o;
+    *out_refs = rr; *out_ref_count = (uint32_t)ro;
+    return 0;
+}
+
+/* ---- entry point --------------------------------------------------------------------------- */
+
+int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now();
+    memset(out, 0, sizeof *out);
+    out->type = BK_ACCEL_KDTREE;
+    if (!s || s->tri_count == 0) return bk_fail(err, err_size, "scene has no triangles");
+    if (!s->positions || !s->tri_v) return bk_fail(err, err_size, "scene has triangles but no vertex data");
+    const uint32_t n = s->tri_count;
+    if (n > KD_MAX_TRIS) return bk_fail(err, err_size, "scene has %u triangles; the KD-tree holds at most %u", n, KD_MAX_TRIS);
+
+    bk_build_opts def = bk_build_opts_default();
+    if (!o) o = &def;
+    kd_params prm;
+    prm.cost_node = o->cost_node >= 0.0f ? o->cost_node : 0.0f;       /* NaN -> 0 too */
+    prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
+    prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
+    int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
+
+    kd_builder b;
+    memset(&b, 0, sizeof b);
+    b.prm = &prm;
+    out->tris = malloc((size_t)n * 3 * sizeof(bk_f4));
+    b.arena_cap = (size_t)n * 2;
+    b.arena = malloc(b.arena_cap * sizeof(kd_ref));
+    if (!out->tris || !b.arena) goto oom;
+
+    /* Triangles in file order, and the boxes of those that can be hit (finite vertices). */
+    float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
+    uint32_t valid = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        kd_ref r;
+        int finite = 1;
+        for (int k = 0; k < 3; ++k) { r.lo[k] = BK_INF; r.hi[k] = -BK_INF; }
+        for (int c = 0; c < 3; ++c) {
+            uint32_t v = s->tri_v[3 * (size_t)i + c];
+            if (v >= s->vertex_count) {
+                free(out->tris); out->tris = NULL; builder_free(&b);
+                return bk_fail(err, err_size, "triangle %u uses vertex %u, but the scene has %u vertices", i, v, s->vertex_count);
+            }
+            const float *p = s->positions + 3 * (size_t)v;
+            bk_f4 *d = &out->tris[3 * (size_t)i + c];
+            d->x = p[0]; d->y = p[1]; d->z = p[2]; d->w = c == 0 ? bk_bits_float(i) : 0.0f;
+            for (int k = 0; k < 3; ++k) {
+                finite &= isfinite(p[k]) != 0;
+                r.lo[k] = bk_minf(r.lo[k], p[k]);
+                r.hi[k] = bk_maxf(r.hi[k], p[k]);
+            }
+        }
+        if (!finite) continue;      /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
+        r.tri = i;
+        for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], r.lo[k]); hi[k] = bk_maxf(hi[k], r.hi[k]); }
+        b.arena[valid++] = r;
+    }
+    if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;
+
+    /* Robustness margin (see the top of the file): 2^-20 of the coordinate magnitude, 8 to 16 ulps. */
+    for (int k = 0; k < 3; ++k)
+        prm.margin[k] = bk_maxf(ldexpf(bk_maxf(bk_absf(lo[k]), bk_absf(hi[k])), -20), FLT_MIN);
+
+    /* pbrt's depth limit, under the caller's. */
+    int log2n = 0;
+    while (log2n < 31 && ((uint32_t)1 << (log2n + 1)) <= (valid ? valid : 1)) ++log2n;
+    int auto_depth = (int)lround(8.0 + 1.3 * log2n);
+    if (auto_depth < prm.max_depth) prm.max_depth = auto_depth;
+
+    int threads = bk_cpu_threads();
+    if (threads > 64) threads = 64;
+    /* Parallel subtrees: enough of them to balance the workers, large enough to be worth a task. */
+    prm.par_min = threads > 1 && valid >= 4096 ? valid / (uint32_t)(16 * threads) : 0;
+    if (prm.par_min > 0 && prm.par_min < 256) prm.par_min = 256;
+
+    kd_task root;
+    root.off = 0; root.n = valid; root.parent = BK_NONE; root.depth = 0; root.bad = 0;
+    for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
+    root.cap = (double)refs_per_tri * (double)valid;
+    if (root.cap > 4294967295.0) root.cap = 4294967295.0;
+    if (build(&b, &root, prm.par_min > 0)) goto oom;
+
+    if (b.sub_count) {
+        run_subs(&prm, b.subs, b.sub_count, threads);
+        for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
+        bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
+        if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
+        free(b.nodes); free(b.refs);
+        b.nodes = nn; b.node_count = nc; b.refs = rr; b.ref_count = rc;
+    }
+
+    out->kd_nodes = b.nodes;  out->kd_node_count = (uint32_t)b.node_count;
+    out->kd_refs = b.refs;    out->kd_ref_count = (uint32_t)b.ref_count;
+    if (!out->kd_refs) out->kd_refs = malloc(sizeof(uint32_t));   /* never NULL, even with no references */
+    if (!out->kd_refs) { b.nodes = NULL; goto oom_out; }
+    b.nodes = NULL; b.refs = NULL;
+    out->tri_count = n;
+    out->lo = bk_v3(lo[0], lo[1], lo[2]);
+    out->hi = bk_v3(hi[0], hi[1], hi[2]);
+    double root_area = cell_area(lo, hi);
+    bk_build_info *info = &out->info;
+    info->sah_cost = root_area > 0.0 ? b.sah / root_area : (double)valid;
+    info->nodes = out->kd_node_count;
+    info->leaves = b.leaves;
+    info->depth = b.depth;
+    info->refs = out->kd_ref_count;
+    info->max_leaf = b.max_leaf;
+    info->bytes = (size_t)out->kd_node_count * sizeof(bk_kd_node) + (size_t)out->kd_ref_count * sizeof(uint32_t)
+                + (size_t)n * 3 * sizeof(bk_f4);
+    builder_free(&b);
+    info->seconds = bk_time_now() - t0;
+    return 0;
+
+oom_out:
+    free(out->kd_nodes);
+oom:
+    builder_free(&b);
+    free(out->tris);
+    memset(out, 0, sizeof *out);
+    out->type = BK_ACCEL_KDTREE;
+    return bk_fail(err, err_size, "out of memory building the KD-tree of %u triangles", n);
+}
