@@ -34,6 +34,10 @@ typedef struct bk_bvh_node {
  * reaches them through a reference array, because one triangle may sit in several leaves. */
 #define BK_TRI_LAST 0x80000000u
 #define BK_TRI_ID   0x7FFFFFFFu
+/* Child references that stand for no subtree: NONE (a dead end: pop) and DONE (nothing left).
+ * The BVH builder keeps triangle starts below 2^31 - 2, so ~start equals neither. */
+#define BK_REF_NONE ((int32_t)0x80000000)
+#define BK_REF_DONE ((int32_t)0x80000001)
 
 /* KD-tree node, 8 bytes (the layout of pbrt's KdAccelNode). Nodes are in depth-first order: the
  * child below the split plane of node i is node i + 1. */

@@ -85,6 +85,13 @@ BK_HD uint32_t bk_load_u32(const uint32_t *p)
 BK_HD uint32_t bk_float_bits(float f) { union { float f; uint32_t u; } c; c.f = f; return c.u; }
 BK_HD float    bk_bits_float(uint32_t u) { union { float f; uint32_t u; } c; c.u = u; return c.f; }
 
+/* True when pred holds on every lane of the warp still running this code (the host has one). */
+#if BK_DEVICE_CODE
+#  define BK_WARP_ALL(pred) __all_sync(__activemask(), (pred))
+#else
+#  define BK_WARP_ALL(pred) (pred)
+#endif
+
 /* Index of the highest set bit of a non-zero 64-bit value. */
 BK_HD int bk_msb64(uint64_t v)
 {

@@ -59,9 +59,11 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
                                                          spill + gtid, (int)nthreads);
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0;
     if (CNT == BK_COUNTERS_BLOCK && threadIdx.x < STAT_COUNT) tally[threadIdx.x] = 0;
-    /* Work is handed out warp-uniformly: every lane of a warp starts its next ray together, so
-     * the warp stays converged from ray to ray (a lane that fetched alone would run beside its
-     * warp as a separate group). Lanes whose index is past n sit the round out. */
+    /* Work is handed out warp-uniformly: the lanes of a warp start their next rays together.
+     * (Measured: letting each lane fetch as soon as it is done changed nothing, +-0.5 %, now that
+     * the traversal's control flow is structured.) In warp and block mode a warp always gets 32
+     * consecutive rays, so the postponed-leaf traversal does the same work on every run. Lanes
+     * whose index is past n sit the round out. */
     const unsigned lane = threadIdx.x & 31u;
     for (;;) {
         uint64_t i;

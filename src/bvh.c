@@ -183,6 +183,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     memset(out, 0, sizeof *out);
     uint32_t n = s->tri_count;
     if (n == 0) return bk_fail(err, err_size, "scene has no triangles");
+    if (n >= 0x7FFFFFFEu) return bk_fail(err, err_size, "%u triangles: the BVH holds at most 2^31 - 3", n);
     bk_build_opts o = *opts;
     if (o.max_depth > BK_MAX_DEPTH || o.max_depth < 1) o.max_depth = BK_MAX_DEPTH;
     if (o.max_leaf < 1) o.max_leaf = 1;

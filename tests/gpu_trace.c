@@ -1,8 +1,8 @@
 /* gpu_trace.c - the CUDA backend against the CPU backend for every accel x stack strategy x
  * counter mode x query, on a generated scene and corpus scenes. Hits are poisoned on both sides
- * before each run and every one is checked. The three counter modes must give identical
- * statistics (the per-ray work is the same; only how it is summed differs). Skips (77) without
- * a usable GPU. */
+ * before each run and every one is checked. The warp and block counter modes must give
+ * identical statistics (same rays per warp; only how the sums are made differs). Skips (77)
+ * without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "backend.h"
@@ -57,15 +57,18 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                                bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
                                (unsigned long long)bad, (unsigned long long)n);
                 }
-                for (int cnt = 1; cnt < 3; ++cnt)
-                    BK_EXPECTF(tg[cnt].nodes == tg[0].nodes && tg[cnt].tris == tg[0].tris &&
-                               tg[cnt].restarts == tg[0].restarts && tg[cnt].spills == tg[0].spills,
-                               "%s: counters %s give other totals than thread: nodes %llu vs %llu", name,
-                               bk_counters_name(cnt), (unsigned long long)tg[cnt].nodes, (unsigned long long)tg[0].nodes);
-                double dn = (double)tg[0].nodes - (double)tc.nodes;
-                BK_EXPECTF(dn * dn <= 1e-4 * (double)tc.nodes * (double)tc.nodes,
-                           "%s: node visits differ: cpu %llu cuda %llu", name, (unsigned long long)tc.nodes,
-                           (unsigned long long)tg[0].nodes);
+                /* Warp and block mode give every warp the same 32 consecutive rays on every run, so
+                 * their totals must match exactly; thread mode groups rays by arrival, and with
+                 * postponed leaves a ray's node visits depend on its warp-mates. */
+                BK_EXPECTF(tg[1].nodes == tg[2].nodes && tg[1].tris == tg[2].tris && tg[1].restarts == tg[2].restarts &&
+                           tg[1].spills == tg[2].spills, "%s: warp and block counters give other totals: nodes %llu vs %llu",
+                           name, (unsigned long long)tg[1].nodes, (unsigned long long)tg[2].nodes);
+                for (int cnt = 0; cnt < 3; ++cnt) {
+                    double dn = (double)tg[cnt].nodes - (double)tc.nodes;
+                    BK_EXPECTF(dn * dn <= 0.04 * (double)tc.nodes * (double)tc.nodes,
+                               "%s: node visits too far apart: cpu %llu cuda %llu (%s)", name, (unsigned long long)tc.nodes,
+                               (unsigned long long)tg[cnt].nodes, bk_counters_name(cnt));
+                }
                 if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any)
                     BK_EXPECTF(tg[0].restarts > 0, "%s: short stack of 1 made no restarts", name);
                 if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any)

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Registers, stack frame and spill bytes of every trace kernel instance, from ptxas -v.
+
+usage: python3 tools/kernel_resources.py [nvcc flags...]   (run from the repository root)
+Compiles kernels/trace.cu for sm_90 with -Xptxas -v and prints one row per template instance
+<accel, stack, query, counters>.
+"""
+import re
+import subprocess
+import sys
+
+ACCEL = ["bvh", "kdtree"]
+STACK = ["global", "short", "spill"]
+QUERY = ["closest", "any"]
+COUNT = ["thread", "warp", "block"]
+
+cmd = ["nvcc", "-arch=sm_90", "-O3", "-std=c++17", "-Isrc", "-Ikernels", "-DBK_HAVE_CUDA=1",
+       "-Xptxas", "-v", "-c", "kernels/trace.cu", "-o", "/dev/null"] + sys.argv[1:]
+out = subprocess.run(cmd, capture_output=True, text=True)
+if out.returncode != 0:
+    sys.exit(out.stderr)
+rows, cur = [], None
+for line in out.stderr.splitlines():
+    m = re.search(r"Compiling entry function '_Z12trace_kernelILi(\d)ELi(\d)ELi(\d)ELi(\d)E", line)
+    if m:
+        cur = {"k": tuple(int(x) for x in m.groups())}
+        rows.append(cur)
+        continue
+    if cur is None:
+        continue
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m:
+        cur["frame"], cur["st"], cur["ld"] = (int(x) for x in m.groups())
+    m = re.search(r"Used (\d+) registers", line)
+    if m:
+        cur["regs"] = int(m.group(1))
+print(f"{'accel':7} {'stack':7} {'query':8} {'counters':8} {'regs':>5} {'frame B':>8} {'spill st B':>10} {'spill ld B':>10}")
+for r in sorted(rows, key=lambda r: r["k"]):
+    a, s, q, c = r["k"]
+    print(f"{ACCEL[a]:7} {STACK[s]:7} {QUERY[q]:8} {COUNT[c]:8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
+          f"{r.get('st', 0):10} {r.get('ld', 0):10}")
