@@ -1,6 +1,6 @@
 /* bk_traverse.h - the one ray traversal, compiled for the CPU backend (gcc) and the CUDA one (nvcc).
  *
- * Pipeline: rays -> bk_trace_ray() -> hits. Pieces, in order:
+ * Pipeline: rays -> bk_bvh_trace() or bk_kd_trace() -> hits. Pieces, in order:
  *   - bk_stack: where the traversal stack lives. The strategy changes the storage, never the
  *     traversal: a slot pointer and a stride (1 for a per-thread array, blockDim.x for a
  *     shared-memory stack so a warp's pushes fall in different banks), plus what happens when the
@@ -53,6 +53,7 @@ typedef struct bk_trace_stats {
     uint32_t tris;      /* ray/triangle tests */
     uint32_t restarts;  /* short stack: restarts from the root */
     uint32_t spills;    /* spill stack: fast part moved to global memory */
+    uint32_t rays;      /* bake: rays traced (the trace commands count rays themselves) */
 } bk_trace_stats;
 
 /* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
@@ -481,9 +482,23 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     return h;
 }
 
-BK_HD bk_hit bk_trace_ray(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+/* Runtime accel, stack mode and query to a traversal specialised for them (each branch inlines
+ * its own copy with constants). */
+BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
 {
-    return a->type == BK_ACCEL_BVH ? bk_bvh_trace(a, ray, any_hit, s, st) : bk_kd_trace(a, ray, any_hit, s, st);
+    bk_stack t = *s;
+    st->rays++;
+#define BK_DISPATCH(FN, MODE)                                                                 \
+    do { t.mode = MODE; return any_hit ? FN(a, ray, 1, &t, st) : FN(a, ray, 0, &t, st); } while (0)
+    if (a->type == BK_ACCEL_BVH) {
+        if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_bvh_trace, BK_STACK_SHORT);
+        if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_bvh_trace, BK_STACK_SPILL);
+        BK_DISPATCH(bk_bvh_trace, BK_STACK_GLOBAL);
+    }
+    if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_kd_trace, BK_STACK_SHORT);
+    if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_kd_trace, BK_STACK_SPILL);
+    BK_DISPATCH(bk_kd_trace, BK_STACK_GLOBAL);
+#undef BK_DISPATCH
 }
 
 #endif /* BK_TRAVERSE_H */

@@ -24,6 +24,7 @@
 #include "prim.h"
 
 #include <cuda_runtime.h>
+#include <cuda_pipeline.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@
 #endif
 
 enum { RED_THREADS = 256, HIST_THREADS = 256, RADIX = 256, RADIX_BITS = 8, MAX_PASSES = 8,
-       LOOKBACK_WINDOW = 8 };
+       LOOKBACK_WINDOW = 16 };
 
 /* Look-back status word: flag in the top 2 bits, count in the low 30 (hence n < 2^30). */
 #define ST_AGGREGATE 0x40000000u
@@ -345,18 +346,18 @@ template <typename K> __device__ __forceinline__ uint32_t digit_of(K key, int sh
     return (uint32_t)(key >> shift) & mask;
 }
 
-/* Digit counts of every pass in one read of the keys; one global atomic per digit and block. */
+/* Digit counts of every pass in one read of the keys (16-byte loads, two in flight per thread);
+ * one global atomic per digit and block. */
 template <typename K>
 __global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ keys, uint32_t n, int end_bit,
                                                         uint32_t *counts)
 {
+    constexpr int PER = 16 / sizeof(K);                 /* keys in one 16-byte load */
     __shared__ uint32_t sh[MAX_PASSES][RADIX];
     const int passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
     for (int j = threadIdx.x; j < MAX_PASSES * RADIX; j += blockDim.x) (&sh[0][0])[j] = 0;
     __syncthreads();
-    const uint32_t stride = gridDim.x * blockDim.x;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const K k = keys[i];
+    auto count = [&](K k) {
 #pragma unroll
         for (int p = 0; p < MAX_PASSES; ++p) {
             if (p < passes) {
@@ -364,7 +365,28 @@ __global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ ke
                 atomicAdd(&sh[p][digit_of(k, p * RADIX_BITS, (1u << bits) - 1u)], 1u);
             }
         }
+    };
+    const uint32_t gtid = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
+    uint32_t head = (uint32_t)(((16u - ((uintptr_t)keys & 15u)) & 15u) / sizeof(K));
+    if (head > n) head = n;
+    const uint32_t nvec = (n - head) / PER;
+    const uint4 *v = (const uint4 *)(keys + head);
+    uint32_t i = gtid;
+    for (; i + stride < nvec; i += 2 * stride) {
+        const uint4 a = __ldg(v + i), b = __ldg(v + i + stride);
+        const K *ka = (const K *)&a, *kb = (const K *)&b;
+#pragma unroll
+        for (int e = 0; e < PER; ++e) { count(ka[e]); count(kb[e]); }
     }
+    for (; i < nvec; i += stride) {
+        const uint4 a = __ldg(v + i);
+        const K *ka = (const K *)&a;
+#pragma unroll
+        for (int e = 0; e < PER; ++e) count(ka[e]);
+    }
+    const uint32_t tail0 = head + nvec * PER;
+    if (gtid < head) count(keys[gtid]);
+    if (gtid < n - tail0) count(keys[tail0 + gtid]);
     __syncthreads();
     for (int j = threadIdx.x; j < passes * RADIX; j += blockDim.x) {
         uint32_t c = (&sh[0][0])[j];
@@ -406,6 +428,7 @@ struct sort_pass_args {
     uint32_t       *status;        /* [tiles][RADIX] this pass; zero on entry */
     uint32_t       *status_next;   /* [tiles][RADIX] the next pass's; each tile clears its row */
     uint32_t       *tile_counter;  /* zero on entry */
+    int             vals_aligned;  /* vals_in on a 16-byte boundary: values are staged with cp.async */
 };
 
 /* One digit pass. THREADS >= RADIX: threads 0..255 each own one digit for the counting, the
@@ -563,10 +586,177 @@ __global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kern
     }
 }
 
-template <typename K, int THREADS, int IPT>
+/* The second version, same result, fewer exposed latencies per tile:
+ *  - values go from global to shared memory with cp.async (LDGSTS) as the tile starts, so they
+ *    arrive while the keys are ranked instead of being waited for afterwards;
+ *  - "early counts" (as in CUB's BlockRadixRankMatchEarlyCounts): per-warp digit counts by shared
+ *    atomics right after the keys arrive, so the tile publishes its aggregate before ranking, and
+ *    the warp counters start at the final tile offsets, so a match gives the final rank at once;
+ *  - the look-back runs after the keys and values are shuffled in shared memory, by which time
+ *    the tiles before have usually published their inclusive prefixes;
+ *  - full tiles load and store without bounds checks, and one loop scatters keys and values. */
+template <typename K, int THREADS, int IPT, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args a)
+{
+    constexpr int WARPS = THREADS / 32, TILE = THREADS * IPT;
+    static_assert(THREADS >= RADIX && THREADS % 32 == 0, "one thread per digit");
+    static_assert(WARPS * RADIX * 4 <= TILE * (int)sizeof(K), "digit counters fit in the key space");
+    static_assert(TILE % 4 == 0, "values are staged in 16-byte pieces");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    K *s_keys = (K *)smem_raw;                                           /* [TILE], sorted keys */
+    uint32_t *s_counts = (uint32_t *)smem_raw;                          /* [WARPS][RADIX], before */
+    uint32_t *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K)); /* [TILE] staged, then sorted */
+    __shared__ uint32_t s_tile, s_base[RADIX], s_warp_sum[RADIX / 32];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t mask = (1u << a.bits) - 1u;
+
+    if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
+    for (int j = tid; j < WARPS * RADIX; j += THREADS) s_counts[j] = 0;
+    __syncthreads();
+    const uint32_t tile = s_tile;
+    if (tid < RADIX) a.status_next[(size_t)tile * RADIX + tid] = 0;
+    const uint32_t tile_base = tile * TILE;
+    const bool full = a.n - tile_base >= (uint32_t)TILE;
+
+    /* Values: staged in input order. */
+    const uint32_t *vsrc = a.vals_in + tile_base;
+    if (full && a.vals_aligned) {
+        for (int c = tid; c < TILE / 4; c += THREADS) __pipeline_memcpy_async(s_vals + 4 * c, vsrc + 4 * c, 16);
+        __pipeline_commit();
+    } else {
+        for (int k = tid; k < TILE; k += THREADS) s_vals[k] = tile_base + k < a.n ? vsrc[k] : 0u;
+    }
+
+    /* Keys, warp-striped; past the end the largest key (see onesweep_kernel). */
+    const uint32_t in_warp = warp * 32 * IPT + lane;
+    const K *kp = (const K *)a.keys_in + tile_base + in_warp;
+    K key[IPT];
+    if (full) {
+#pragma unroll
+        for (int j = 0; j < IPT; ++j) key[j] = kp[j * 32];
+    } else {
+#pragma unroll
+        for (int j = 0; j < IPT; ++j) key[j] = tile_base + in_warp + j * 32 < a.n ? kp[j * 32] : ~(K)0;
+    }
+
+    /* Early counts: each warp's digit histogram. */
+    uint32_t *wc = s_counts + warp * RADIX;
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) atomicAdd(wc + digit_of(key[j], a.shift, mask), 1u);
+    __syncthreads();
+
+    /* Per digit: exclusive prefix over warps, the tile count published at once, then where the
+     * digit starts in the tile, added to every warp's counter. */
+    uint32_t total = 0, local_start = 0, incl = 0;
+    if (tid < RADIX) {
+        for (int w = 0; w < WARPS; ++w) {
+            const uint32_t c = s_counts[w * RADIX + tid];
+            s_counts[w * RADIX + tid] = total;
+            total += c;
+        }
+        store_volatile(a.status + (size_t)tile * RADIX + tid, (tile == 0 ? ST_INCLUSIVE : ST_AGGREGATE) | total);
+        incl = total;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+        }
+        if (lane == 31) s_warp_sum[warp] = incl;
+    }
+    __syncthreads();
+    if (tid < RADIX) {
+        local_start = incl - total;
+        for (int w = 0; w < warp; ++w) local_start += s_warp_sum[w];
+        for (int w = 0; w < WARPS; ++w) s_counts[w * RADIX + tid] += local_start;
+    }
+    __syncthreads();
+
+    /* Rank: lanes with equal digits find each other by 8 ballots; the lowest bumps the warp's
+     * counter, which already holds the tile position of the warp's next key of that digit. */
+    uint32_t rank[IPT];
+    const uint32_t lt = (1u << lane) - 1u;
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) {
+        const uint32_t d = digit_of(key[j], a.shift, mask);
+        uint32_t peers = 0xffffffffu;
+#pragma unroll
+        for (int b = 0; b < RADIX_BITS; ++b) {
+            const uint32_t bit = (d >> b) & 1u, bal = __ballot_sync(0xffffffffu, bit);
+            peers &= bit ? bal : ~bal;
+        }
+        const int leader = __ffs(peers) - 1;
+        uint32_t before = 0;
+        if (lane == leader) { before = wc[d]; wc[d] = before + __popc(peers); }
+        rank[j] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lt);
+        __syncwarp();
+    }
+    if (full && a.vals_aligned) __pipeline_wait_prior(0);
+    __syncthreads();
+
+    /* Shuffle into sorted order: keys straight from registers, values via the staging copy. */
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) s_keys[rank[j]] = key[j];
+    uint32_t val[IPT];
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) val[j] = s_vals[in_warp + j * 32];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) s_vals[rank[j]] = val[j];
+
+    /* Decoupled look-back (see onesweep_kernel), LOOKBACK_WINDOW tiles per step. */
+    if (tid < RADIX) {
+        uint32_t prefix = 0;
+        if (tile > 0) {
+            int j = (int)tile - 1;
+            uint32_t spins = 0;
+            for (;;) {
+                uint32_t st[LOOKBACK_WINDOW];
+#pragma unroll
+                for (int w = 0; w < LOOKBACK_WINDOW; ++w)
+                    st[w] = j - w >= 0 ? load_volatile(a.status + (size_t)(j - w) * RADIX + tid) : ST_INCLUSIVE;
+                int used = 0, done = 0;
+#pragma unroll
+                for (int w = 0; w < LOOKBACK_WINDOW; ++w) {
+                    if (!done && used == w && (st[w] & (ST_AGGREGATE | ST_INCLUSIVE))) {
+                        prefix += st[w] & ST_VALUE;
+                        used++;
+                        done = (st[w] & ST_INCLUSIVE) != 0;
+                    }
+                }
+                if (done) break;
+                j -= used;
+                if (++spins > (1u << 22)) break;
+            }
+            store_volatile(a.status + (size_t)tile * RADIX + tid, ST_INCLUSIVE | (prefix + total));
+        }
+        s_base[tid] = a.offsets[tid] + prefix - local_start;
+    }
+    __syncthreads();
+
+    /* Sorted position i goes to s_base[digit] + i, key and value together. */
+    const uint32_t valid = full ? (uint32_t)TILE : a.n - tile_base;
+    K *__restrict__ keys_out = (K *)a.keys_out;
+#pragma unroll
+    for (int j = 0; j < IPT; ++j) {
+        const uint32_t i = tid + j * THREADS;
+        if (full || i < valid) {
+            const K k = s_keys[i];
+            const uint32_t dst = s_base[digit_of(k, a.shift, mask)] + i;
+            keys_out[dst] = k;
+            a.vals_out[dst] = s_vals[i];
+        }
+    }
+}
+
+/* VERSION 1: onesweep_kernel; 2: onesweep2_kernel, MINB resident blocks per SM asked of the
+ * register allocator (0: 3 blocks of 256 threads, else 2). */
+template <typename K, int THREADS, int IPT, int VERSION, int MINB = 0>
 static int onesweep_launch(const sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
-    auto k = onesweep_kernel<K, THREADS, IPT>;
+    void (*k)(sort_pass_args);
+    if constexpr (VERSION == 1) k = onesweep_kernel<K, THREADS, IPT>;
+    else k = onesweep2_kernel<K, THREADS, IPT, MINB ? MINB : (THREADS >= 384 ? 2 : 3)>;
     const size_t smem = (size_t)THREADS * IPT * (sizeof(K) + 4);
     static int ready = 0;
     if (!ready) {
@@ -590,26 +780,39 @@ static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_siz
     return 0;
 }
 
-/* Tile shapes (threads x items per thread) of the variants; 0 is the default. */
-static const int sort32_shape[][2] = { { 384, 16 }, { 256, 16 }, { 384, 16 }, { 384, 23 }, { 512, 16 } };
-static const int sort64_shape[][2] = { { 384, 12 }, { 256, 12 }, { 384, 12 }, { 384, 15 }, { 256, 20 } };
+/* Variants: threads x items per thread, kernel version, resident blocks asked for (0: the
+ * version's usual). Index 0 is the default. Keep the three tables in step. */
+static const int sort32_shape[][4] = { { 384, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 23, 2, 0 }, { 512, 16, 2, 0 },
+                                       { 512, 20, 2, 0 }, { 512, 23, 2, 0 }, { 384, 28, 2, 0 }, { 768, 8, 2, 2 },
+                                       { 768, 12, 2, 2 } };
+static const int sort64_shape[][4] = { { 512, 12, 2, 0 }, { 384, 12, 1, 0 }, { 384, 15, 2, 0 }, { 512, 12, 2, 0 },
+                                       { 384, 17, 2, 0 }, { 512, 13, 2, 0 }, { 384, 18, 2, 0 }, { 512, 14, 2, 0 },
+                                       { 768, 8, 2, 2 } };
 
 template <typename K>
 static int sort_pass(int variant, const sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     if constexpr (sizeof(K) == 4) {
         switch (variant) {
-        case 1:  return onesweep_launch<K, 256, 16>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 23>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 512, 16>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 384, 16>(a, tiles, err, err_size);
+        case 1:  return onesweep_launch<K, 384, 16, 1>(a, tiles, err, err_size);
+        case 3:  return onesweep_launch<K, 512, 16, 2>(a, tiles, err, err_size);
+        case 4:  return onesweep_launch<K, 512, 20, 2>(a, tiles, err, err_size);
+        case 5:  return onesweep_launch<K, 512, 23, 2>(a, tiles, err, err_size);
+        case 6:  return onesweep_launch<K, 384, 28, 2>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 768, 8, 2, 2>(a, tiles, err, err_size);
+        case 8:  return onesweep_launch<K, 768, 12, 2, 2>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 384, 23, 2>(a, tiles, err, err_size);
         }
     } else {
         switch (variant) {
-        case 1:  return onesweep_launch<K, 256, 12>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 15>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 256, 20>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 384, 12>(a, tiles, err, err_size);
+        case 1:  return onesweep_launch<K, 384, 12, 1>(a, tiles, err, err_size);
+        case 2:  return onesweep_launch<K, 384, 15, 2>(a, tiles, err, err_size);
+        case 4:  return onesweep_launch<K, 384, 17, 2>(a, tiles, err, err_size);
+        case 5:  return onesweep_launch<K, 512, 13, 2>(a, tiles, err, err_size);
+        case 6:  return onesweep_launch<K, 384, 18, 2>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 512, 14, 2>(a, tiles, err, err_size);
+        case 8:  return onesweep_launch<K, 768, 8, 2, 2>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 512, 12, 2>(a, tiles, err, err_size);
         }
     }
 }
@@ -677,6 +880,7 @@ static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint3
         a.status = status[pass & 1];
         a.status_next = status[(pass + 1) & 1];
         a.tile_counter = counters + pass;
+        a.vals_aligned = ((uintptr_t)src_v & 15u) == 0;
         if (sort_pass<K>(variant, a, tiles, err, err_size)) return -1;
         src_k = a.keys_out;
         src_v = a.vals_out;
@@ -706,16 +910,18 @@ extern "C" int bk_prim_sort_pairs_u64(bk_prim *p, const uint64_t *d_keys_in, uin
 /* ------------------------------------------------------------------------------------------ */
 /* Context, variants, device memory                                                            */
 
-static const char *const variant_names[BK_PRIM_OP_COUNT][5] = {
-    { "default (unroll 4)", "unroll 2", "unroll 4", "unroll 8", NULL },
-    { "default (per-warp tallies)", "one shared tally per block", "per-warp shared tallies", "global atomics", NULL },
-    { "default (384x16)", "256x16", "384x16", "384x23", "512x16" },
-    { "default (384x12)", "256x12", "384x12", "384x15", "256x20" },
+static const char *const variant_names[BK_PRIM_OP_COUNT][9] = {
+    { "default (unroll 4)", "unroll 2", "unroll 4", "unroll 8" },
+    { "default (per-warp tallies)", "one shared tally per block", "per-warp shared tallies", "global atomics" },
+    { "default (v2 384x23)", "v1 384x16", "v2 384x23", "v2 512x16", "v2 512x20", "v2 512x23", "v2 384x28",
+      "v2 768x8", "v2 768x12" },
+    { "default (v2 512x12)", "v1 384x12", "v2 384x15", "v2 512x12", "v2 384x17", "v2 512x13", "v2 384x18",
+      "v2 512x14", "v2 768x8" },
 };
 
 extern "C" int bk_prim_variant_count(int op)
 {
-    static const int count[BK_PRIM_OP_COUNT] = { 3, 3, 4, 4 };
+    static const int count[BK_PRIM_OP_COUNT] = { 3, 3, 8, 8 };
     return op >= 0 && op < BK_PRIM_OP_COUNT ? count[op] : 0;
 }
 

@@ -25,7 +25,7 @@ extern "C" {
 
 #define CK(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
     fprintf(stderr, "CUDA error in %s: %s (%s:%d)\n", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); exit(1); } } while (0)
-#define PK(expr) do { if ((expr) != 0) { fprintf(stderr, "%s failed: %s (%s:%d)\n", #expr, err, __FILE__, __LINE__); exit(1); } } while (0)
+#define PK(...) do { if ((__VA_ARGS__) != 0) { fprintf(stderr, "%s failed: %s (%s:%d)\n", #__VA_ARGS__, err, __FILE__, __LINE__); exit(1); } } while (0)
 
 static char err[512];
 
@@ -374,13 +374,13 @@ static void bench_counters(bk_prim *p, bufs &b, timer &t, int lg, int sm_count)
 
 /* ---- variants ------------------------------------------------------------------------------ */
 
-static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg)
+static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg, const char *only)
 {
     const uint64_t n = 1ull << lg;
     printf("\nkernel variants at 2^%d (each checked against CUB first)\n", lg);
     printf("%-10s %-28s %9s %9s %6s %4s\n", "op", "variant", "ours_ms", "cub_ms", "x_cub", "ok");
     /* reduce sum f32 */
-    {
+    if (strstr("reduce_sum_f32", only)) {
         gen_f32<<<GEN_BLOCKS, GEN_THREADS>>>((float *)b.in, n, 5);
         double cub = time_ms(t, [&] { run_cub_reduce<float, float, R_SUM>(b, n, b.small2); });
         float r2;
@@ -398,7 +398,7 @@ static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg)
         PK(bk_prim_set_variant(p, BK_PRIM_OP_REDUCE, 0, err, sizeof err));
     }
     /* histogram 256 */
-    {
+    if (strstr("histogram_256", only)) {
         const uint32_t bins = 256;
         gen_u32<<<GEN_BLOCKS, GEN_THREADS>>>((uint32_t *)b.in, n, 6, bins);
         double cub = time_ms(t, [&] { run_cub_hist(b, n, bins, b.small2); });
@@ -416,6 +416,7 @@ static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg)
     /* sorts */
     for (int k = 0; k < 2; ++k) {
         const int op = k ? BK_PRIM_OP_SORT64 : BK_PRIM_OP_SORT32;
+        if (!strstr(k ? "sort_pairs_u64" : "sort_pairs_u32", only)) continue;
         const int end_bit = k ? 64 : 32;
         if (k) gen_sort_input<uint64_t>(b, n, 8); else gen_sort_input<uint32_t>(b, n, 7);
         double cub = k ? time_ms(t, [&] { run_cub_sort<uint64_t>(b, n, end_bit); })
@@ -436,17 +437,20 @@ static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg)
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static const char usage[] =
-    "usage: baker bench primitives [--min-log2 16] [--max-log2 28] [--reps 7] [--variants] [--no-counters]\n";
+    "usage: baker bench primitives [--min-log2 16] [--max-log2 28] [--reps 7] [--variants] [--no-counters]\n"
+    "                              [--only TEXT]   (rows whose op name contains TEXT; 'counter' for that table)\n";
 
 extern "C" int bk_bench_primitives(int argc, char **argv)
 {
     int lo = 16, hi = 28, reps = 7, variants = 0, counters = 1;
+    const char *only = "";
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--min-log2") && i + 1 < argc) lo = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) hi = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--variants")) variants = 1;
         else if (!strcmp(argv[i], "--no-counters")) counters = 0;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else { fprintf(stderr, "baker bench primitives: unknown option %s\n%s", argv[i], usage); return 2; }
     }
     if (lo < 1 || hi > 29 || lo > hi || reps < 1) {
@@ -505,26 +509,26 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
            std::min<size_t>(N * 8, 1ull << 30) / 1048576.0);
     printf("GB/s: input read once + output written once, over the time; x_cub = cub_ms / ours_ms (above 1: faster)\n\n");
     print_header();
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_SUM>(p, b, t, "reduce_sum_f32", lg, 1 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_MIN>(p, b, t, "reduce_min_f32", lg, 2 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_MAX>(p, b, t, "reduce_max_f32", lg, 3 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint64_t, R_SUM>(p, b, t, "reduce_sum_u32(u64)", lg, 4 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint32_t, R_MIN>(p, b, t, "reduce_min_u32", lg, 5 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint32_t, R_MAX>(p, b, t, "reduce_max_u32", lg, 6 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_hist(p, b, t, "histogram_256", lg, 256, 7 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_hist(p, b, t, "histogram_65536(glob)", lg, 65536, 8 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_sort<uint32_t>(p, b, t, "sort_pairs_u32", lg, 32, 9 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_sort<uint64_t>(p, b, t, "sort_pairs_u64", lg, 64, 10 + lg);
-    for (int lg = lo; lg <= hi; ++lg) bench_sort<uint32_t>(p, b, t, "sort_pairs_u32_30bit", lg, 30, 11 + lg);
+    if (strstr("reduce_sum_f32", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_SUM>(p, b, t, "reduce_sum_f32", lg, 1 + lg);
+    if (strstr("reduce_min_f32", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_MIN>(p, b, t, "reduce_min_f32", lg, 2 + lg);
+    if (strstr("reduce_max_f32", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_MAX>(p, b, t, "reduce_max_f32", lg, 3 + lg);
+    if (strstr("reduce_sum_u32(u64)", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint64_t, R_SUM>(p, b, t, "reduce_sum_u32(u64)", lg, 4 + lg);
+    if (strstr("reduce_min_u32", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint32_t, R_MIN>(p, b, t, "reduce_min_u32", lg, 5 + lg);
+    if (strstr("reduce_max_u32", only)) for (int lg = lo; lg <= hi; ++lg) bench_reduce<uint32_t, uint32_t, R_MAX>(p, b, t, "reduce_max_u32", lg, 6 + lg);
+    if (strstr("histogram_256", only)) for (int lg = lo; lg <= hi; ++lg) bench_hist(p, b, t, "histogram_256", lg, 256, 7 + lg);
+    if (strstr("histogram_65536(glob)", only)) for (int lg = lo; lg <= hi; ++lg) bench_hist(p, b, t, "histogram_65536(glob)", lg, 65536, 8 + lg);
+    if (strstr("sort_pairs_u32", only)) for (int lg = lo; lg <= hi; ++lg) bench_sort<uint32_t>(p, b, t, "sort_pairs_u32", lg, 32, 9 + lg);
+    if (strstr("sort_pairs_u64", only)) for (int lg = lo; lg <= hi; ++lg) bench_sort<uint64_t>(p, b, t, "sort_pairs_u64", lg, 64, 10 + lg);
+    if (strstr("sort_pairs_u32_30bit", only)) for (int lg = lo; lg <= hi; ++lg) bench_sort<uint32_t>(p, b, t, "sort_pairs_u32_30bit", lg, 30, 11 + lg);
 
-    if (counters) {
+    if (counters && (!*only || strstr("counter", only))) {
         printf("\ncounter aggregation: a persistent grid claims items from one global counter and counts keys with\n"
                "(key & 7) == 0 into a second; 'global atomics' counts both counters' atomics\n");
         printf("%-8s %5s %10s %10s %14s %11s %4s\n", "mode", "log2n", "ms", "Gitems/s", "global atomics", "per item", "ok");
         for (int lg = lo; lg <= hi; lg += 4) bench_counters(p, b, t, lg, prop.multiProcessorCount);
         if ((hi - lo) % 4) bench_counters(p, b, t, hi, prop.multiProcessorCount);
     }
-    if (variants) bench_variants(p, b, t, hi);
+    if (variants) bench_variants(p, b, t, hi, only);
 
     cudaFree(b.in); cudaFree(b.vals); cudaFree(b.k1); cudaFree(b.v1); cudaFree(b.k2); cudaFree(b.v2);
     cudaFree(b.small1); cudaFree(b.small2); cudaFree(b.cub_tmp); cudaFree(t.flush); cudaFree(d_bad);

@@ -13,6 +13,7 @@
  */
 #include "backend.h"
 #include "bk_traverse.h"
+#include "cuda_internal.cuh"
 
 #include <cuda_runtime.h>
 extern "C" {
@@ -28,7 +29,6 @@ extern "C" {
     snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
     return -1; } } while (0)
 
-enum { STAT_WORK = 0, STAT_NODES, STAT_TRIS, STAT_RESTARTS, STAT_SPILLS, STAT_COUNT };
 
 typedef struct cuda_ctx {
     int            sm_count;
@@ -42,6 +42,13 @@ typedef struct cuda_ctx {
     size_t         spill_words;
     unsigned long long *d_stats;
     cudaEvent_t    ev0, ev1;
+    /* bake */
+    bk_bake_view   bake;          /* device pointers */
+    void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
+    bk_texel      *d_texels;
+    bk_f4         *d_out;
+    uint32_t       texel_count;
+    double         bake_seconds;
 } cuda_ctx;
 
 template <int ACCEL, int MODE, int ANY, int CNT>
@@ -89,7 +96,7 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
             float4 a = __ldg(rp), b = __ldg(rp + 1);
             bk_ray r;
             r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
-            bk_trace_stats st = { 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0 };
             bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
             nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
@@ -258,11 +265,97 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     return 0;
 }
 
+/* ---- bake ------------------------------------------------------------------------------------ */
+
+static void release_bake(cuda_ctx *c)
+{
+    cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
+    cudaFree(c->d_texels); cudaFree(c->d_out);
+    c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
+    c->d_texels = NULL; c->d_out = NULL; c->texel_count = 0;
+}
+
+static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    release_bake(c);
+    c->bake = *v;
+    c->bake.accel = c->view;
+    if (copy_up(&c->d_btris, v->tris, sizeof(bk_f4) * 3 * (size_t)v->accel.tri_count, err, err_size) ||
+        copy_up(&c->d_mats, v->materials, sizeof(bk_f4) * 2 * (size_t)v->material_count, err, err_size) ||
+        copy_up(&c->d_emit_tris, v->emit_tris, sizeof(uint32_t) * (size_t)v->emit_count, err, err_size) ||
+        copy_up(&c->d_emit_cdf, v->emit_cdf, sizeof(float) * (size_t)v->emit_count, err, err_size) ||
+        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size) ||
+        copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size))
+        return -1;
+    c->bake.tris = (const bk_f4 *)c->d_btris;
+    c->bake.materials = (const bk_f4 *)c->d_mats;
+    c->bake.emit_tris = (const uint32_t *)c->d_emit_tris;
+    c->bake.emit_cdf = (const float *)c->d_emit_cdf;
+    c->bake.points = (const bk_f4 *)c->d_points;
+    CUDA_TRY(cudaMalloc((void **)&c->d_out, sizeof(bk_f4) * (n ? n : 1)));
+    CUDA_TRY(cudaMemset(c->d_out, 0xAB, sizeof(bk_f4) * (n ? n : 1)));      /* poison */
+    CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
+    c->texel_count = n;
+    c->bake_seconds = 0;
+    return 0;
+}
+
+static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
+                         char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (!cuda_supports(be, o, err, err_size)) return -1;
+    if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
+    if (begin == end) return 0;
+    size_t smem = o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * BK_STACK_WIDTH * BLOCK * sizeof(uint32_t);
+    int per_sm = 0;
+    CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, BLOCK, smem, &per_sm));
+    if (per_sm < 1) { snprintf(err, err_size, "the bake kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+    uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count, need = ((uint64_t)(end - begin) + BLOCK - 1) / BLOCK;
+    if (blocks > need) blocks = need;
+    size_t nthreads = (size_t)blocks * BLOCK;
+    if (o->stack_mode == BK_STACK_SPILL) {
+        size_t words = nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH;
+        if (words > c->spill_words) {
+            cudaFree(c->d_spill);
+            c->d_spill = NULL; c->spill_words = 0;
+            CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
+            c->spill_words = words;
+        }
+    }
+    CUDA_TRY(cudaEventRecord(c->ev0));
+    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels, begin, end,
+                                 o->stack_size, c->d_spill, c->d_out, c->d_stats));
+    CUDA_TRY(cudaEventRecord(c->ev1));
+    CUDA_TRY(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    c->bake_seconds += ms * 1e-3;
+    return 0;
+}
+
+static int cuda_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    memset(totals, 0, sizeof *totals);
+    unsigned long long st[STAT_COUNT];
+    CUDA_TRY(cudaMemcpy(out, c->d_out, sizeof(bk_f4) * c->texel_count, cudaMemcpyDeviceToHost));
+    CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
+    totals->seconds = c->bake_seconds;
+    totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
+    totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
+    totals->rays = st[STAT_RAYS];
+    release_bake(c);
+    return 0;
+}
+
 static void cuda_free(bk_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (c) {
         release_scene(c);
+        release_bake(c);
         cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
         cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1);
         free(c);
@@ -270,7 +363,8 @@ static void cuda_free(bk_backend *be)
     free(be);
 }
 
-static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace, cuda_free };
+static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
+                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_free };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
 {

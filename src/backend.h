@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bk_traverse.h"
+#include "bk_bake.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,7 +28,7 @@ typedef struct bk_trace_opts {
 } bk_trace_opts;
 
 typedef struct bk_trace_totals {
-    uint64_t rays, nodes, tris, restarts, spills;
+    uint64_t rays, nodes, tris, restarts, spills;   /* rays: traced (bake: all rays of all paths) */
     double   seconds;          /* the trace alone (cuda: kernel time from events) */
     double   upload_seconds;   /* cuda: rays to the device and hits back */
 } bk_trace_totals;
@@ -40,6 +41,14 @@ struct bk_backend_i {
     int         (*upload)  (bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
     int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
                             const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
+    /* The bake: begin uploads the shading data and the texels (after upload() of the accel),
+     * run bakes texels [begin, end) and returns when done (one bounded GPU launch), end fetches
+     * the results: rgb per texel, w = back-face fraction. */
+    int         (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n,
+                              char *err, size_t err_size);
+    int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,
+                              const bk_trace_opts *o, char *err, size_t err_size);
+    int         (*bake_end)  (bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
 };
 struct bk_backend {

@@ -15,7 +15,13 @@
 #define CHUNK 1024
 
 typedef struct cpu_ctx {
-    bk_accel_view view;
+    bk_accel_view   view;
+    /* bake */
+    bk_bake_view    bake;
+    const bk_texel *texels;
+    uint32_t        texel_count;
+    bk_f4          *out;
+    bk_trace_totals bake_totals;
 } cpu_ctx;
 
 typedef struct cpu_job {
@@ -43,7 +49,7 @@ typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin,
         bk_stack stk = *s;                                                                            \
         stk.mode = MODE;                                                                              \
         for (uint64_t i = begin; i < end; ++i) {                                                      \
-            bk_trace_stats st = { 0, 0, 0, 0 };                                                       \
+            bk_trace_stats st = { 0, 0, 0, 0, 0 };                                                       \
             j->hits[i] = TRACE(j->view, &j->rays[i], ANY, &stk, &st);                                 \
             acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;       \
         }                                                                                             \
@@ -134,13 +140,110 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     return 0;
 }
 
+/* The bake's traversal entry (declared in bk_bake.h): one copy of each specialised traversal. */
+bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    return bk_trace_dispatch(a, r, any_hit, s, st);
+}
+
+typedef struct bake_job {
+    cpu_ctx              *c;
+    uint32_t              end;
+    const bk_bake_params *p;
+    const bk_trace_opts  *o;
+    atomic_uint_fast64_t  next;
+} bake_job;
+
+typedef struct bake_worker {
+    bake_job *job;
+    uint64_t  acc[5];
+    pthread_t thread;
+} bake_worker;
+
+static void *bake_worker_run(void *arg)
+{
+    bake_worker *w = arg;
+    bake_job *j = w->job;
+    uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    int cap = j->o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : j->o->stack_size;
+    bk_stack s = bk_stack_make(j->o->stack_mode, fast, 1, cap, spill, 1);
+    for (;;) {
+        uint64_t begin = atomic_fetch_add(&j->next, 16);
+        if (begin >= j->end) break;
+        uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
+        for (uint64_t i = begin; i < end; ++i) {
+            bk_trace_stats st = { 0, 0, 0, 0, 0 };
+            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], &s, &st);
+            w->acc[0] += st.nodes; w->acc[1] += st.tris; w->acc[2] += st.restarts; w->acc[3] += st.spills;
+            w->acc[4] += st.rays;
+        }
+    }
+    return NULL;
+}
+
+static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    free(c->out);
+    c->bake = *v;
+    c->bake.accel = c->view;
+    c->texels = texels;
+    c->texel_count = n;
+    c->out = malloc(sizeof(bk_f4) * (n ? n : 1));
+    memset(&c->bake_totals, 0, sizeof c->bake_totals);
+    if (!c->out) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    return 0;
+}
+
+static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
+                        char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!cpu_supports(be, o, err, err_size)) return -1;
+    if (end > c->texel_count || begin > end) return bk_fail(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
+    int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
+    bake_job job;
+    memset(&job, 0, sizeof job);
+    job.c = c; job.end = end; job.p = p; job.o = o;
+    atomic_init(&job.next, begin);
+    bake_worker *w = calloc((size_t)nt, sizeof *w);
+    if (!w) return bk_fail(err, err_size, "out of memory");
+    double t0 = bk_time_now();
+    int started = 1;
+    for (int i = 0; i < nt; ++i) w[i].job = &job;
+    for (int i = 1; i < nt && pthread_create(&w[i].thread, NULL, bake_worker_run, &w[i]) == 0; ++i) started = i + 1;
+    bake_worker_run(&w[0]);
+    for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
+    c->bake_totals.seconds += bk_time_now() - t0;
+    for (int i = 0; i < started; ++i) {
+        c->bake_totals.nodes += w[i].acc[0]; c->bake_totals.tris += w[i].acc[1];
+        c->bake_totals.restarts += w[i].acc[2]; c->bake_totals.spills += w[i].acc[3];
+        c->bake_totals.rays += w[i].acc[4];
+    }
+    free(w);
+    return 0;
+}
+
+static int cpu_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!c->out) return bk_fail(err, err_size, "bake_end without bake_begin");
+    memcpy(out, c->out, sizeof(bk_f4) * c->texel_count);
+    *totals = c->bake_totals;
+    free(c->out);
+    c->out = NULL;
+    return 0;
+}
+
 static void cpu_free(bk_backend *be)
 {
+    free(((cpu_ctx *)be->ctx)->out);
     free(be->ctx);
     free(be);
 }
 
-static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace, cpu_free };
+static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
+                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_free };
 
 bk_backend *bk_backend_cpu_init(void)
 {

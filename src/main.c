@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "bench_trace.h"
 #include "cli.h"
+#include "cmd_bake.h"
 #include "rays.h"
 #include "scene.h"
 #include "util.h"
@@ -14,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
-    "baker - GPU lightmap baker (ray engine)\n"
+    "baker - GPU lightmap baker\n"
     "\n"
     "usage:\n"
+    "  baker SCENE -o LIGHTMAP.png [options]                 bake a lightmap (baker help bake)\n"
     "  baker trace SCENE --rays RAYS --hits HITS [options]   trace a RAYS file, write a HITS file\n"
     "  baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
     "                                                        write a standard ray set\n"
@@ -32,6 +35,7 @@ static const char usage[] =
     "RAYS and HITS files are specified in ../shared/formats/rays.md.\n"
     "\n"
     "examples:\n"
+    "  baker scenes/cornell.obj -o cornell.png\n"
     "  baker rays scenes/cornell.obj -o cornell.rays --diffuse 1M\n"
     "  baker trace scenes/cornell.obj --rays cornell.rays --hits cornell.hits --stack short --stats\n"
     "  baker bench trace --scenes ../shared/scenes/sponza-dabrovic/sponza.obj --rays 4M\n";
@@ -249,6 +253,7 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "trace")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
             if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "bake")) { printf(bk_bake_usage, bk_cli_trace_help); return 0; }
         }
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -258,7 +263,11 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "rays"))  return cmd_rays(argc - 2, argv + 2);
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return bk_bench_main(argc - 2, argv + 2);
-    fprintf(stderr, "baker: unknown command '%s'. Lightmap baking (baker SCENE -o map.png) is not in this "
-                    "version yet; the commands are trace, rays, build and bench (baker --help).\n", cmd);
-    return 2;
+    if (!strcmp(cmd, "bake")) return bk_cmd_bake(argc - 2, argv + 2);
+    if (cmd[0] != '-' && !strchr(cmd, '.') && access(cmd, F_OK) != 0) {
+        fprintf(stderr, "baker: '%s' is neither a command (trace, rays, build, bench) nor a scene file; "
+                        "baker --help lists both\n", cmd);
+        return 2;
+    }
+    return bk_cmd_bake(argc - 1, argv + 1);
 }

@@ -27,7 +27,7 @@ static long file_size(const char *path) { struct stat sb; return stat(path, &sb)
 
 static int same_file(const char *a, const char *b)
 {
-    char cmd[1200];
+    char cmd[1400];
     snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
     return system(cmd) == 0;
 }
@@ -112,6 +112,46 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s/cut.hits", tmpdir);
     BK_EXPECT(!exists(cmd));
     remove(cut);
+
+    /* the bake: bad options name themselves; bad scenes and unwritable outputs leave no file */
+    snprintf(args, sizeof args, "'%s' -o '%s/map.jpg'", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "map.jpg"));
+    snprintf(args, sizeof args, "'%s'", scene);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "-o"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --spp many", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--spp") && strstr(err, "many"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --sun 0,1,0", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--sun"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --mode bright", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "bright"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --padding 1", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--padding"));
+    snprintf(args, sizeof args, "'%s/none.obj' -o '%s/map.png' --backend cpu", tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "none.obj"));
+    snprintf(args, sizeof args, "'%s' -o '%s/no/dir/map.png' --backend cpu --size 32 --spp 1 --quiet", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "map.png"));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), bad[i]);
+        if (access(path, R_OK) != 0) continue;
+        snprintf(args, sizeof args, "'%s' -o '%s/bad.png' --backend cpu --quiet", path, tmpdir);
+        BK_EXPECTF(run(err, sizeof err, args) == 1 && strstr(err, bad[i]), "bake of %s: '%s'", bad[i], err);
+    }
+    BK_EXPECT(!leftovers());
+    /* a good bake writes the map, the mesh and the statistics */
+    snprintf(args, sizeof args, "'%s' -o '%s/ok.png' --mesh-out '%s/ok_mesh.obj' --stats '%s/ok.json' --backend cpu "
+             "--size 32 --spp 2 --quiet", scene, tmpdir, tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(cmd, sizeof cmd, "%s/ok.png", tmpdir);   BK_EXPECT(file_size(cmd) > 100);
+    snprintf(cmd, sizeof cmd, "%s/ok_mesh.obj", tmpdir); BK_EXPECT(file_size(cmd) > 100);
+    snprintf(cmd, sizeof cmd, "%s/ok.json", tmpdir);  BK_EXPECT(file_size(cmd) > 100);
+    /* two runs give identical files */
+    snprintf(args, sizeof args, "'%s' -o '%s/ok2.png' --backend cpu --size 32 --spp 2 --quiet --threads 1", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    char a2[600], b2[600];
+    snprintf(a2, sizeof a2, "%s/ok.png", tmpdir);
+    snprintf(b2, sizeof b2, "%s/ok2.png", tmpdir);
+    BK_EXPECTF(same_file(a2, b2), "two bakes with the same options wrote different maps");
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);

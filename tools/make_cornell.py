@@ -18,11 +18,12 @@ def box(cx, cz, w, h, angle):
     s = w / 2
     c = [p(-s, 0, -s), p(s, 0, -s), p(s, 0, s), p(-s, 0, s),
          p(-s, h, -s), p(s, h, -s), p(s, h, s), p(-s, h, s)]
+    # counter-clockwise seen from outside: the winding's normals face out of the box
     return [quad(c[4], c[7], c[6], c[5]),            # top
-            quad(c[0], c[1], c[5], c[4]),            # -z
-            quad(c[1], c[2], c[6], c[5]),            # +x
-            quad(c[2], c[3], c[7], c[6]),            # +z
-            quad(c[3], c[0], c[4], c[7])]            # -x
+            quad(c[0], c[4], c[5], c[1]),            # -z
+            quad(c[1], c[5], c[6], c[2]),            # +x
+            quad(c[2], c[6], c[7], c[3]),            # +z
+            quad(c[3], c[7], c[4], c[0])]            # -x
 
 groups = [
     ("white", [quad((-1, 0, -1), (-1, 0, 1), (1, 0, 1), (1, 0, -1)),       # floor

@@ -1,0 +1,19 @@
+/* cuda_internal.cuh - what the CUDA files of the backend share: the statistics slots and the
+ * bake kernel's launcher (kernels/bake.cu, compiled without FMA contraction). */
+#ifndef BK_CUDA_INTERNAL_CUH
+#define BK_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include "bk_bake.h"
+
+/* Slots of the device counter array: the work counter, then the traversal statistics. */
+enum { STAT_WORK = 0, STAT_NODES, STAT_TRIS, STAT_RESTARTS, STAT_SPILLS, STAT_RAYS, STAT_COUNT };
+
+/* Blocks of `block` threads with `smem` bytes of stack that fit on one SM. */
+cudaError_t bk_cuda_bake_occupancy(int stack_mode, int block, size_t smem, int *per_sm);
+/* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks. */
+cudaError_t bk_cuda_bake_launch(int stack_mode, unsigned blocks, int block, size_t smem, const bk_bake_view *v,
+                                const bk_bake_params *p, const bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
+                                uint32_t *spill, bk_f4 *out, unsigned long long *stats);
+
+#endif

@@ -1,0 +1,102 @@
+/* atlas.h - lightmap UVs: charts, packing, texel rasterization, and the mesh writer.
+ *
+ * Pipeline: bk_scene -> bk_atlas_build (weld, adjacency, charts, projection, packing; or the
+ * file's own vt with --uv file) -> bk_atlas_rasterize (one bk_texel per covered texel, row-major)
+ * -> bake -> bk_image_dilate / bk_image_write (image.h); bk_mesh_write_obj writes the mesh with
+ * its lightmap UVs.
+ *
+ * Usage:
+ *     bk_atlas_opts o; bk_atlas_opts_default(&o); o.size = 1024; o.scene_path = path;
+ *     bk_atlas a;
+ *     if (bk_atlas_build(&scene, &o, &a, err, sizeof err) != 0) { puts(err); ... }
+ *     bk_texel *tx; uint32_t n; uint8_t *cov;
+ *     bk_atlas_rasterize(&scene, &a, &tx, &n, &cov, err, sizeof err);
+ *     ... bake n texels into rgb[3 * a.width * a.height] at tx[i].pixel ...
+ *     bk_image_dilate(rgb, cov, a.width, a.height, o.padding + 1);
+ *     free(tx); free(cov); bk_atlas_free(&a);
+ *
+ * UV conventions. Inside the atlas (bk_atlas.uv) u runs along image columns and v down image
+ * rows: texel (x, y), pixel y * width + x, has its centre at ((x + 0.5) / width, (y + 0.5) / height),
+ * and row 0 is the first row of the PNG. OBJ files count v upwards from the bottom of the image,
+ * so bk_mesh_write_obj writes vt = (u, 1 - v) and --uv file reads v = 1 - vt.v: a mesh written by
+ * --mesh-out and baked again with --uv file gives the same texels.
+ *
+ * Charts may touch the atlas border (a game samples lightmaps with clamp-to-edge); between two
+ * charts there are always at least `padding` empty texels.
+ */
+#ifndef BK_ATLAS_H
+#define BK_ATLAS_H
+
+#include "bk_bake.h"
+#include "scene.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
+
+typedef struct bk_atlas_opts {
+    int         size;             /* square atlas side in texels (default 1024); ignored when
+                                     texels_per_unit > 0 */
+    float       texels_per_unit;  /* > 0: chart scale in texels per world unit; the atlas side
+                                     is then the smallest multiple of 4 that holds every chart */
+    int         padding;          /* empty texels between charts, >= 2 (default 2) */
+    int         uv_from_file;     /* 1: use the OBJ's vt (--uv file) instead of making charts */
+    float       cone_deg;         /* largest angle between a triangle's normal and its chart's
+                                     (default 20); planar projection shrinks a triangle's texel
+                                     area by at most cos(cone_deg) */
+    const char *scene_path;       /* names the scene in error messages; may be NULL */
+} bk_atlas_opts;
+
+typedef struct bk_atlas {
+    int       width, height;      /* atlas size in texels (square today) */
+    uint32_t  tri_count;          /* triangles of the scene it was built for */
+    float    *uv;                 /* 6 floats per triangle: (u, v) of corners 0, 1, 2 in [0,1]^2 */
+    uint32_t *tri_chart;          /* chart of each triangle; BK_NONE for degenerate triangles,
+                                     whose corners all sit on one reserved texel */
+    uint32_t  chart_count;        /* charts (not counting the degenerate triangles' texel) */
+    uint32_t  degenerate_count;   /* zero-area triangles: no texels, UVs collapsed to a point */
+    float     texels_per_unit;    /* chart scale actually used (texels per world unit); for
+                                     --uv file the mean over the scene */
+    uint64_t  covered;            /* texels touched by some triangle (conservative) */
+    float     utilisation;        /* covered / (width * height): the share of the atlas that bakes */
+    float     area_utilisation;   /* sum of triangle UV areas / atlas area (exact, no edge texels) */
+    float     max_cone_deg;       /* largest triangle-to-projection-axis angle over all charts */
+    double    seconds;            /* time bk_atlas_build took */
+} bk_atlas;
+
+void bk_atlas_opts_default(bk_atlas_opts *o);
+
+/* Builds lightmap UVs for every triangle of s. Returns 0, or -1 with one line in err (bad
+ * options, an atlas that cannot hold the charts, --uv file with missing / out-of-range /
+ * overlapping vt naming the first offending triangle). */
+int  bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size);
+void bk_atlas_free(bk_atlas *a);
+
+/* One bk_texel per texel that some triangle's UV footprint touches (conservative: slivers thinner
+ * than a texel still get theirs), sorted by pixel. Where several triangles touch a texel the one
+ * covering its centre wins, else the nearest one, and the position is the nearest point of that
+ * triangle to the texel centre. *coverage (may be NULL to skip) is width * height bytes, 1 where
+ * a texel was made. Both arrays are malloc'ed; free them. Returns 0 or -1 with err. */
+int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
+                        uint8_t **coverage, char *err, size_t err_size);
+
+/* Conservative coverage only: mask (width * height bytes) gets 1 where a triangle touches;
+ * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
+uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
+
+/* Conservative chart ids: ids[pixel] = chart of a triangle touching that texel, BK_NONE where
+ * none (tests check the padding with it). */
+void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
+
+/* Debug picture: every chart gets a random colour (rgb is width * height * 3 floats, linear). */
+void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb);
+
+/* Writes the scene as an OBJ with the lightmap UVs as vt (one per distinct corner UV), its
+ * positions, its normals when it has them, and usemtl runs. scene_path (may be NULL) is the OBJ
+ * the scene came from: its mtllib lines are copied, with the MTL paths rewritten to stay valid
+ * from the output's folder. Temporary file + rename; returns 0 or -1 with err. */
+int  bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
+                       char *err, size_t err_size);
+
+#endif /* BK_ATLAS_H */

@@ -1,0 +1,147 @@
+/* bake.c - the bake driver (see bake.h): shading data, slices sized to the launch budget,
+ * progress bar, and the texels-inside-geometry rule. */
+#include "bake.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out,
+                       char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t n = s->tri_count, nm = s->material_count + 1;
+    out->tris = malloc(sizeof(bk_f4) * 3 * (size_t)(n ? n : 1));
+    out->materials = malloc(sizeof(bk_f4) * 2 * nm);
+    out->emit_tris = malloc(sizeof(uint32_t) * (n ? n : 1));
+    out->emit_cdf = malloc(sizeof(float) * (n ? n : 1));
+    out->points = malloc(sizeof(bk_f4) * 2 * (point_count ? point_count : 1));
+    if (!out->tris || !out->materials || !out->emit_tris || !out->emit_cdf || !out->points) {
+        bk_bake_data_free(out);
+        return bk_fail(err, err_size, "out of memory for the shading data");
+    }
+    out->material_count = nm;
+    for (uint32_t m = 0; m < nm; ++m) {
+        const float *kd = m < s->material_count ? s->materials[m].kd : NULL, *ke = m < s->material_count ? s->materials[m].ke : NULL;
+        bk_f4 *d = &out->materials[2 * m];
+        d[0].x = kd ? kd[0] : 0.8f; d[0].y = kd ? kd[1] : 0.8f; d[0].z = kd ? kd[2] : 0.8f; d[0].w = 0;
+        d[1].x = ke ? ke[0] : 0.0f; d[1].y = ke ? ke[1] : 0.0f; d[1].z = ke ? ke[2] : 0.0f; d[1].w = 0;
+    }
+    double total = 0.0;
+    uint32_t ne = 0;
+    for (uint32_t t = 0; t < n; ++t) {
+        uint32_t m = s->tri_material && s->tri_material[t] != BK_NONE && s->tri_material[t] < s->material_count
+                   ? s->tri_material[t] : nm - 1;
+        float p[3][3];
+        for (int v = 0; v < 3; ++v) {
+            const float *q = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
+            p[v][0] = q[0]; p[v][1] = q[1]; p[v][2] = q[2];
+            bk_f4 *d = &out->tris[3 * (size_t)t + v];
+            d->x = q[0]; d->y = q[1]; d->z = q[2]; d->w = 0;
+        }
+        out->tris[3 * (size_t)t].w = bk_bits_float(m);
+        const bk_f4 *ke = &out->materials[2 * m + 1];
+        float lum = ke->x + ke->y + ke->z;
+        if (lum > 0) {
+            double e1[3], e2[3];
+            for (int k = 0; k < 3; ++k) { e1[k] = p[1][k] - p[0][k]; e2[k] = p[2][k] - p[0][k]; }
+            double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2], cz = e1[0] * e2[1] - e1[1] * e2[0];
+            double area = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+            if (area > 0) {
+                total += area * lum;
+                out->emit_tris[ne] = t;
+                out->emit_cdf[ne] = (float)total;
+                ne++;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < ne; ++i) out->emit_cdf[i] = (float)(out->emit_cdf[i] / total);
+    if (ne) out->emit_cdf[ne - 1] = 1.0f;
+    out->emit_count = ne;
+    out->emit_total = (float)total;
+    for (uint32_t i = 0; i < point_count; ++i) {
+        bk_f4 *d = &out->points[2 * i];
+        d[0].x = points[6 * i]; d[0].y = points[6 * i + 1]; d[0].z = points[6 * i + 2]; d[0].w = 0;
+        d[1].x = points[6 * i + 3]; d[1].y = points[6 * i + 4]; d[1].z = points[6 * i + 5]; d[1].w = 0;
+    }
+    out->point_count = point_count;
+    return 0;
+}
+
+void bk_bake_data_free(bk_bake_data *d)
+{
+    free(d->tris); free(d->materials); free(d->emit_tris); free(d->emit_cdf); free(d->points);
+    memset(d, 0, sizeof *d);
+}
+
+bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
+{
+    bk_bake_view v;
+    memset(&v, 0, sizeof v);
+    v.accel = bk_accel_get_view(a);
+    v.tris = d->tris;
+    v.materials = d->materials; v.material_count = d->material_count;
+    v.emit_tris = d->emit_tris; v.emit_cdf = d->emit_cdf; v.emit_count = d->emit_count; v.emit_total = d->emit_total;
+    v.points = d->points; v.point_count = d->point_count;
+    return v;
+}
+
+static void progress_draw(double frac, double elapsed, int done)
+{
+    int width = 30, fill = (int)(frac * width + 0.5);
+    char bar[64];
+    for (int i = 0; i < width; ++i) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+    bar[width] = 0;
+    double eta = frac > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
+    if (done) fprintf(stderr, "\rbake  [%s] 100%%  %.1f s          \n", bar, elapsed);
+    else fprintf(stderr, "\rbake  [%s] %3d%%  ETA %.1f s   ", bar, (int)(frac * 100.0), eta);
+    fflush(stderr);
+}
+
+int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
+                   char *err, size_t err_size)
+{
+    memset(res, 0, sizeof *res);
+    memset(rgb, 0, sizeof(float) * 3 * (size_t)w * (size_t)h);
+    double t0 = bk_time_now();
+    bk_f4 *out = malloc(sizeof(bk_f4) * (n ? n : 1));
+    if (!out) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    if (be->i->bake_begin(be, v, texels, n, err, err_size)) { free(out); return -1; }
+    /* Slices: start small, then size each to ~70 % of the launch budget at the rate measured so
+     * far. The CPU has no watchdog; its slices only pace the progress bar (~0.25 s). */
+    int gpu = strcmp(be->i->name(be), "cpu") != 0;
+    double budget = gpu ? o->max_launch_ms * 1e-3 : 0.25;
+    uint32_t slice = gpu ? 2048 : 256;
+    int show = o->progress && isatty(2);
+    for (uint32_t begin = 0; begin < n;) {
+        uint32_t end = n - begin > slice ? begin + slice : n;
+        double ts = bk_time_now();
+        if (be->i->bake_run(be, begin, end, &o->params, &o->trace, err, err_size)) { free(out); return -1; }
+        double dt = bk_time_now() - ts;
+        res->launches++;
+        if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
+        double rate = (double)(end - begin) / (dt > 1e-6 ? dt : 1e-6);
+        double next = rate * budget * 0.7;
+        slice = next < 64 ? 64 : next > (double)n ? n : (uint32_t)next;
+        begin = end;
+        if (show) progress_draw((double)begin / (double)n, bk_time_now() - t0, 0);
+    }
+    if (show) progress_draw(1.0, bk_time_now() - t0, 1);
+    if (be->i->bake_end(be, out, &res->totals, err, err_size)) { free(out); return -1; }
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t px = texels[i].pixel;
+        if (!(out[i].w <= 0.1f)) {               /* mostly back faces: inside geometry */
+            res->invalid++;
+            if (coverage) coverage[px] = 0;
+            continue;
+        }
+        rgb[3 * (size_t)px] = out[i].x; rgb[3 * (size_t)px + 1] = out[i].y; rgb[3 * (size_t)px + 2] = out[i].z;
+    }
+    free(out);
+    res->wall_seconds = bk_time_now() - t0;
+    return 0;
+}

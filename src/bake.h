@@ -1,0 +1,55 @@
+/* bake.h - the bake driver: shading data for the kernels, bounded launches, progress.
+ *
+ * Pipeline: bk_scene + bk_accel + texels (atlas.h) -> bk_bake_data (file-ordered triangles,
+ * materials, emitter CDF, point lights) -> backend bake in slices, each one launch of at most
+ * max_launch_ms (a desktop GPU's watchdog resets the device after ~2 s) -> rgb per texel.
+ */
+#ifndef BK_BAKE_HOST_H
+#define BK_BAKE_HOST_H
+
+#include "accel.h"
+#include "backend.h"
+#include "bk_bake.h"
+#include "scene.h"
+
+typedef struct bk_bake_data {
+    bk_f4    *tris;         /* 3 per triangle, file order; v0.w = material index */
+    bk_f4    *materials;    /* 2 per material (kd, ke); the last one is the default material */
+    uint32_t  material_count;
+    uint32_t *emit_tris;
+    float    *emit_cdf;
+    uint32_t  emit_count;
+    float     emit_total;
+    bk_f4    *points;       /* 2 per point light */
+    uint32_t  point_count;
+} bk_bake_data;
+
+/* points: 6 floats per light (x y z, r g b intensity). */
+int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out,
+                        char *err, size_t err_size);
+void bk_bake_data_free(bk_bake_data *d);
+bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a);
+
+typedef struct bk_bake_run_opts {
+    bk_bake_params params;
+    bk_trace_opts  trace;
+    double         max_launch_ms;   /* GPU: longest single launch */
+    int            progress;        /* draw a progress bar on stderr */
+} bk_bake_run_opts;
+
+typedef struct bk_bake_result {
+    bk_trace_totals totals;         /* rays, nodes...; seconds = time in bake launches */
+    double          wall_seconds;   /* the whole bake phase */
+    uint32_t        launches;
+    double          longest_launch_ms;
+    uint32_t        invalid;        /* texels inside geometry, left to dilation */
+} bk_bake_result;
+
+/* Bakes n texels (sorted by pixel) into rgb (3 floats per pixel of a w x h image, which it
+ * zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already
+ * be uploaded to be. */
+int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
+                   char *err, size_t err_size);
+
+#endif

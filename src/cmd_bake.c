@@ -1,0 +1,347 @@
+/* cmd_bake.c - `baker SCENE -o lightmap.png [options]`: the whole bake from the command line.
+ *
+ * Phases, each timed: load -> build (BVH or KD-tree) -> atlas (charts, packing, texels) ->
+ * bake (backend, bounded launches) -> write (dilation, PNG/HDR, optional mesh with lightmap UVs).
+ * Options are checked before any work, and every output is written to a temporary file and
+ * renamed, so a failed bake leaves nothing behind.
+ */
+#include "atlas.h"
+#include "bake.h"
+#include "cli.h"
+#include "cmd_bake.h"
+#include "image.h"
+#include "util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char bk_bake_usage[] =
+    "usage: baker SCENE -o LIGHTMAP.png|.hdr [options]\n"
+    "\n"
+    "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, or .obj.gz): direct light, soft\n"
+    "shadows and bounced light for every texel of an automatically packed UV atlas. Each texel\n"
+    "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
+    "surface: multiply by the albedo in the game), linear in .hdr, sRGB after --exposure in .png.\n"
+    "\n"
+    "output:\n"
+    "  -o FILE                  .png (8-bit sRGB) or .hdr (Radiance RGBE, linear)\n"
+    "  --exposure E             PNG scale before sRGB encoding (default 1)\n"
+    "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt)\n"
+    "  --stats FILE.json        write timings, rays and atlas figures as JSON\n"
+    "  --quiet                  no progress bar, no summary\n"
+    "atlas:\n"
+    "  --size N                 atlas side in texels (default 1024)\n"
+    "  --texels-per-unit T      texel density instead of --size; the atlas grows to fit\n"
+    "  --padding P              empty texels between charts, >= 2 (default 2)\n"
+    "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
+    "                           and must not overlap)\n"
+    "lighting:\n"
+    "  --mode light|ao          full lighting (default) or ambient occlusion\n"
+    "  --spp N                  samples per texel (default 64)\n"
+    "  --bounces N              bounces of indirect light using MTL Kd as albedo (default 2)\n"
+    "  --sun X,Y,Z,R,G,B,DEG    a sun: direction towards it, irradiance, angular radius in degrees\n"
+    "                           (soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5\n"
+    "  --point X,Y,Z,R,G,B      a point light of intensity R,G,B (repeatable)\n"
+    "  --sky R,G,B              constant sky radiance (default 0; 1,1,1 when the scene has no\n"
+    "                           other light)\n"
+    "  --ao-distance D          AO: occluders beyond D do not count (default: 10%% of the scene size)\n"
+    "  --seed S                 random seed (default 1): same seed, same map\n"
+    "  Emissive triangles (MTL Ke) are area lights.\n"
+    "engine:\n"
+    "%s"
+    "  --max-launch-ms MS       longest single GPU launch (default 50), so a desktop GPU's\n"
+    "                           watchdog never resets the device\n"
+    "\n"
+    "examples:\n"
+    "  baker scenes/cornell.obj -o cornell.png\n"
+    "  baker sponza.obj -o sponza.hdr --size 2048 --sun 0.2,1,0.3,4,3.8,3.5,0.3 --sky 0.3,0.4,0.6\n"
+    "  baker sponza.obj -o sponza_ao.png --mode ao --ao-distance 2 --spp 128\n";
+
+/* Parses n comma-separated floats of option opt into out. */
+static int parse_floats(const char *opt, const char *val, int n, float *out)
+{
+    const char *p = val;
+    for (int i = 0; i < n; ++i) {
+        char *end;
+        errno = 0;
+        double d = strtod(p, &end);
+        if (end == p || errno || !isfinite(d) || (i + 1 < n ? *end != ',' : *end != 0)) {
+            fprintf(stderr, "baker: %s: expected %d comma-separated numbers, got '%s'\n", opt, n, val);
+            return -1;
+        }
+        out[i] = (float)d;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int has_ext(const char *path, const char *ext)
+{
+    size_t n = strlen(path), e = strlen(ext);
+    if (n < e) return 0;
+    for (size_t i = 0; i < e; ++i) {
+        char c = path[n - e + i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != ext[i]) return 0;
+    }
+    return 1;
+}
+
+typedef struct bake_cli {
+    const char   *scene, *out, *mesh_out, *stats;
+    bk_cli_trace  t;
+    bk_atlas_opts atlas;
+    bk_bake_params p;
+    float         exposure, max_launch_ms;
+    int           quiet, sky_given, ao_given;
+    float        *points;
+    uint32_t      point_count;
+} bake_cli;
+
+static int parse(bake_cli *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof *c);
+    bk_cli_trace_default(&c->t);
+    bk_atlas_opts_default(&c->atlas);
+    c->p.mode = BK_BAKE_LIGHT; c->p.spp = 64; c->p.bounces = 2; c->p.seed = 1; c->p.sun_cos = 1.0f;
+    c->exposure = 1.0f; c->max_launch_ms = 50.0f;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i], *v;
+        uint64_t u;
+        int r = bk_cli_trace_option(&c->t, argc, argv, &i);
+        if (r < 0) return -1;
+        if (r > 0) {
+            if (!strcmp(a, "--any-hit")) { fprintf(stderr, "baker: --any-hit is an option of baker trace\n"); return -1; }
+            continue;
+        }
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) { if (bk_cli_value(argc, argv, &i, &c->out)) return -1; }
+        else if (!strcmp(a, "--mesh-out")) { if (bk_cli_value(argc, argv, &i, &c->mesh_out)) return -1; }
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) c->quiet = 1;
+        else if (!strcmp(a, "--size")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 4, BK_ATLAS_MAX_SIZE, &u)) return -1;
+            c->atlas.size = (int)u;
+        } else if (!strcmp(a, "--texels-per-unit")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
+            if (!(c->atlas.texels_per_unit > 0)) { fprintf(stderr, "baker: --texels-per-unit must be positive\n"); return -1; }
+        } else if (!strcmp(a, "--padding")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 2, 64, &u)) return -1;
+            c->atlas.padding = (int)u;
+        } else if (!strcmp(a, "--uv")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "auto")) c->atlas.uv_from_file = 0;
+            else if (!strcmp(v, "file")) c->atlas.uv_from_file = 1;
+            else { fprintf(stderr, "baker: --uv: expected auto or file, got '%s'\n", v); return -1; }
+        } else if (!strcmp(a, "--mode")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "light")) c->p.mode = BK_BAKE_LIGHT;
+            else if (!strcmp(v, "ao")) c->p.mode = BK_BAKE_AO;
+            else { fprintf(stderr, "baker: --mode: expected light or ao, got '%s'\n", v); return -1; }
+        } else if (!strcmp(a, "--spp")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &u)) return -1;
+            c->p.spp = (uint32_t)u;
+        } else if (!strcmp(a, "--bounces")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &u)) return -1;
+            c->p.bounces = (uint32_t)u;
+        } else if (!strcmp(a, "--seed")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 0xFFFFFFFFu, &u)) return -1;
+            c->p.seed = (uint32_t)u;
+        } else if (!strcmp(a, "--sun")) {
+            float f[7];
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 7, f)) return -1;
+            float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+            if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
+                fprintf(stderr, "baker: --sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
+                return -1;
+            }
+            for (int k = 0; k < 3; ++k) { c->p.sun_dir[k] = f[k] / l; c->p.sun_color[k] = f[3 + k]; }
+            c->p.sun_cos = cosf(f[6] * 3.14159265f / 180.0f);
+        } else if (!strcmp(a, "--point")) {
+            float f[6];
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 6, f)) return -1;
+            float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
+            if (!np) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+            c->points = np;
+            memcpy(c->points + 6 * c->point_count++, f, sizeof f);
+        } else if (!strcmp(a, "--sky")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 3, c->p.sky)) return -1;
+            c->sky_given = 1;
+        } else if (!strcmp(a, "--ao-distance")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->p.ao_distance)) return -1;
+            if (!(c->p.ao_distance > 0)) { fprintf(stderr, "baker: --ao-distance must be positive\n"); return -1; }
+            c->ao_given = 1;
+        } else if (!strcmp(a, "--exposure")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->exposure)) return -1;
+            if (!(c->exposure >= 0)) { fprintf(stderr, "baker: --exposure must be >= 0\n"); return -1; }
+        } else if (!strcmp(a, "--max-launch-ms")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
+            if (!(c->max_launch_ms > 0)) { fprintf(stderr, "baker: --max-launch-ms must be positive\n"); return -1; }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "baker: unknown option '%s' (baker --help lists them)\n", a);
+            return -1;
+        } else if (!c->scene) {
+            c->scene = a;
+        } else {
+            fprintf(stderr, "baker: unexpected argument '%s' (one scene per bake)\n", a);
+            return -1;
+        }
+    }
+    if (!c->scene) { fprintf(stderr, "baker: no SCENE given\n"); return -1; }
+    if (!c->out) { fprintf(stderr, "baker: no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
+    if (!has_ext(c->out, ".png") && !has_ext(c->out, ".hdr")) {
+        fprintf(stderr, "baker: -o %s: the lightmap must be a .png or a .hdr file\n", c->out);
+        return -1;
+    }
+    if (c->mesh_out && !has_ext(c->mesh_out, ".obj")) {
+        fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj file\n", c->mesh_out);
+        return -1;
+    }
+    c->atlas.scene_path = c->scene;
+    return 0;
+}
+
+static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_atlas *at, uint32_t texels,
+                             const bk_bake_result *r, const double ph[5], const char *backend)
+{
+    double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
+    fprintf(f, "{\n  \"scene\": \"%s\",\n  \"output\": \"%s\",\n  \"backend\": \"%s\",\n", c->scene, c->out, backend);
+    fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"charts\": %u, \"texels\": %u, "
+               "\"utilisation\": %.4f, \"texels_per_unit\": %.6g },\n",
+            s->tri_count, at->width, at->height, at->chart_count, texels, at->utilisation, at->texels_per_unit);
+    fprintf(f, "  \"seconds\": { \"load\": %.6f, \"build\": %.6f, \"atlas\": %.6f, \"bake\": %.6f, \"write\": %.6f },\n",
+            ph[0], ph[1], ph[2], ph[3], ph[4]);
+    fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
+               "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
+            c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
+            r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
+    fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
+            (unsigned long long)r->totals.nodes, (unsigned long long)r->totals.tris,
+            (unsigned long long)r->totals.restarts, (unsigned long long)r->totals.spills);
+}
+
+int bk_cmd_bake(int argc, char **argv)
+{
+    bake_cli c;
+    /* --stats FILE belongs to the bake; bk_cli_trace_option would take a bare --stats as the
+     * trace counters flag, so pull it out first. */
+    const char *stats_path = NULL;
+    char **args = malloc(sizeof(char *) * (size_t)(argc + 1));
+    int nargs = 0;
+    if (!args) return 1;
+    for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--stats")) {
+            if (i + 1 >= argc) { fprintf(stderr, "baker: --stats needs a FILE.json\n"); free(args); return 2; }
+            stats_path = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf(bk_bake_usage, bk_cli_trace_help); free(args); return 0; }
+        args[nargs++] = argv[i];
+    }
+    int pr = parse(&c, nargs, args);
+    free(args);
+    if (pr) { free(c.points); return 2; }
+    c.stats = stats_path;
+
+    char err[1024], msg[512];
+    double ph[5] = { 0, 0, 0, 0, 0 }, t0 = bk_time_now();
+    int rc = 1;
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    bk_accel a;
+    memset(&a, 0, sizeof a);
+    bk_atlas at;
+    memset(&at, 0, sizeof at);
+    bk_bake_data bd;
+    memset(&bd, 0, sizeof bd);
+    bk_texel *tx = NULL;
+    uint8_t *cov = NULL;
+    float *rgb = NULL;
+    uint32_t ntx = 0;
+    bk_backend *be = bk_backend_init(c.t.backend, msg, sizeof msg);
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); return 1; }
+    if (msg[0] && !c.quiet) fprintf(stderr, "baker: %s\n", msg);
+    if (!be->i->supports(be, &c.t.opts, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+
+    t0 = bk_time_now();         /* the backend's start-up (a CUDA context) is not loading */
+    if (bk_scene_load(c.scene, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    ph[0] = bk_time_now() - t0;
+
+    t0 = bk_time_now();
+    bk_build_opts bo = bk_build_opts_default();
+    if (bk_accel_build(&s, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+    bk_accel_view av = bk_accel_get_view(&a);
+    if (be->i->upload(be, &av, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    ph[1] = bk_time_now() - t0;
+
+    t0 = bk_time_now();
+    if (bk_atlas_build(&s, &c.atlas, &at, err, sizeof err) ||
+        bk_atlas_rasterize(&s, &at, &tx, &ntx, &cov, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done;
+    }
+    ph[2] = bk_time_now() - t0;
+
+    /* lighting defaults that depend on the scene */
+    float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
+                       (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
+    if (bk_bake_data_build(&s, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    int has_sun = c.p.sun_color[0] > 0 || c.p.sun_color[1] > 0 || c.p.sun_color[2] > 0;
+    if (c.p.mode == BK_BAKE_LIGHT && !has_sun && !c.sky_given && !bd.point_count && !bd.emit_count) {
+        c.p.sky[0] = c.p.sky[1] = c.p.sky[2] = 1.0f;
+        if (!c.quiet) fprintf(stderr, "baker: %s has no emissive materials and no --sun, --point or --sky was given: "
+                                      "lighting it with a white sky (--sky 1,1,1)\n", c.scene);
+    }
+    if (!c.ao_given) c.p.ao_distance = 0.1f * diag;
+    c.p.eps = 1e-4f * diag;
+    c.p.texel_world = at.texels_per_unit > 0 ? 1.0f / at.texels_per_unit : 0.01f * diag;
+
+    t0 = bk_time_now();
+    size_t npx = (size_t)at.width * (size_t)at.height;
+    rgb = malloc(sizeof(float) * 3 * npx);
+    if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap\n", at.width, at.height); goto done; }
+    bk_bake_view bv = bk_bake_data_view(&bd, &a);
+    bk_bake_run_opts ro;
+    ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
+    bk_bake_result res;
+    if (bk_bake_texels(be, &bv, tx, ntx, at.width, at.height, &ro, rgb, cov, &res, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done;
+    }
+    ph[3] = bk_time_now() - t0;
+
+    t0 = bk_time_now();
+    /* the padding, and small patches of texels found inside geometry */
+    bk_image_dilate(rgb, cov, at.width, at.height, c.atlas.padding + 14);
+    if (bk_image_write(c.out, rgb, at.width, at.height, c.exposure, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (c.mesh_out && bk_mesh_write_obj(c.mesh_out, &s, &at, c.scene, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        remove(c.out);                  /* all or nothing */
+        goto done;
+    }
+    ph[4] = bk_time_now() - t0;
+    if (c.stats) {
+        bk_outfile of;
+        if (bk_outfile_open(&of, c.stats, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        write_stats_json(of.f, &c, &s, &at, ntx, &res, ph, be->i->name(be));
+        if (bk_outfile_commit(&of, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    }
+    if (!c.quiet) {
+        double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
+        printf("baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
+               at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
+        printf("  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
+        printf("  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
+               (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
+    }
+    rc = 0;
+done:
+    free(rgb); free(tx); free(cov); free(c.points);
+    bk_bake_data_free(&bd);
+    bk_atlas_free(&at);
+    bk_accel_free(&a);
+    bk_scene_free(&s);
+    bk_backend_free(be);
+    return rc;
+}

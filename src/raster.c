@@ -1,0 +1,261 @@
+/* raster.c - conservative rasterization of the atlas: texels for the bake, coverage, chart ids.
+ *
+ * Pipeline: bk_atlas (atlas.c) -> every texel whose square a triangle's UV footprint touches ->
+ * bk_texel (kernels/bk_bake.h) in row-major order -> bake.
+ *
+ * A texel square touches a triangle when no separating axis exists among the two image axes (the
+ * triangle's bounding box) and the three edge normals; for an edge function E(p) = a x + b y + c
+ * the square of centre c lies on the inner side somewhere iff E(c) + (|a| + |b|) / 2 >= 0
+ * (Akenine-Moller & Aila 2005, "Conservative and tiled rasterization using a modified triangle
+ * setup"). A triangle flat in UV (a sliver far below a texel) is tested as its longest segment.
+ * Where triangles meet in one texel the one nearest the texel centre (distance 0 when it covers
+ * the centre; the lower triangle index on a tie) owns it, and the texel's position is the nearest
+ * point of that triangle to the centre, so it always lies on the surface.
+ */
+#include "atlas.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rtri {
+    double p[3][2];   /* corners in texel units */
+    double a[3], b[3], c[3];  /* edge functions, positive inside */
+    int    flat;      /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
+    int    point;     /* 1: all corners in one spot */
+    int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
+} rtri;
+
+static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
+{
+    const float *uv = at->uv + 6 * (size_t)t;
+    double W = at->width, H = at->height;
+    double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+    for (int k = 0; k < 3; ++k) {
+        r->p[k][0] = uv[2 * k] * W;
+        r->p[k][1] = uv[2 * k + 1] * H;
+        for (int d = 0; d < 2; ++d) {
+            if (r->p[k][d] < lo[d]) lo[d] = r->p[k][d];
+            if (r->p[k][d] > hi[d]) hi[d] = r->p[k][d];
+        }
+    }
+    if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0;  /* NaN */
+    r->x0 = (int)floor(lo[0]); r->x1 = (int)floor(hi[0]);
+    r->y0 = (int)floor(lo[1]); r->y1 = (int)floor(hi[1]);
+    if (r->x0 < 0) r->x0 = 0;
+    if (r->y0 < 0) r->y0 = 0;
+    if (r->x1 >= at->width) r->x1 = at->width - 1;
+    if (r->y1 >= at->height) r->y1 = at->height - 1;
+    if (r->x0 > r->x1 || r->y0 > r->y1) return 0;
+    double a2 = (r->p[1][0] - r->p[0][0]) * (r->p[2][1] - r->p[0][1]) - (r->p[1][1] - r->p[0][1]) * (r->p[2][0] - r->p[0][0]);
+    double ext = (hi[0] - lo[0]) + (hi[1] - lo[1]);
+    r->flat = !(fabs(a2) > 1e-12 * ext * ext) || !(fabs(a2) > 1e-18);
+    r->point = 0;
+    if (!r->flat) {
+        double sgn = a2 > 0 ? 1.0 : -1.0;
+        for (int i = 0; i < 3; ++i) {
+            const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
+            r->a[i] = -(Q[1] - P[1]) * sgn;
+            r->b[i] = (Q[0] - P[0]) * sgn;
+            r->c[i] = -(r->a[i] * P[0] + r->b[i] * P[1]);
+        }
+    } else {
+        int best = 0;
+        double bl = -1;
+        for (int i = 0; i < 3; ++i) {
+            const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
+            double l = (Q[0] - P[0]) * (Q[0] - P[0]) + (Q[1] - P[1]) * (Q[1] - P[1]);
+            if (l > bl) { bl = l; best = i; }
+        }
+        const double *P = r->p[best], *Q = r->p[(best + 1) % 3];
+        r->a[0] = -(Q[1] - P[1]);
+        r->b[0] = Q[0] - P[0];
+        r->c[0] = -(r->a[0] * P[0] + r->b[0] * P[1]);
+        r->point = !(bl > 0);
+    }
+    return 1;
+}
+
+/* Does the texel (x, y) square touch the triangle? (within the bounding box already) */
+static int rtri_touches(const rtri *r, int x, int y)
+{
+    double cx = x + 0.5, cy = y + 0.5;
+    if (r->point) return 1;
+    if (r->flat) {
+        double e = r->a[0] * cx + r->b[0] * cy + r->c[0], rad = 0.5 * (fabs(r->a[0]) + fabs(r->b[0]));
+        return fabs(e) <= rad * (1.0 + 1e-9);
+    }
+    for (int i = 0; i < 3; ++i) {
+        double e = r->a[i] * cx + r->b[i] * cy + r->c[i], rad = 0.5 * (fabs(r->a[i]) + fabs(r->b[i]));
+        if (e + rad * (1.0 + 1e-9) < 0) return 0;
+    }
+    return 1;
+}
+
+/* Nearest point of the triangle to q: barycentric weights w[3]; returns the squared distance. */
+static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
+{
+    if (!r->flat) {
+        double e[3];
+        int inside = 1;
+        for (int i = 0; i < 3; ++i) {
+            e[i] = r->a[i] * qx + r->b[i] * qy + r->c[i];
+            if (e[i] < 0) inside = 0;
+        }
+        if (inside) {
+            /* edge i runs from corner i to i+1: its function is the weight of the opposite corner */
+            double sum = e[0] + e[1] + e[2];
+            w[2] = e[0] / sum; w[0] = e[1] / sum; w[1] = e[2] / sum;
+            return 0.0;
+        }
+    }
+    double best = DBL_MAX;
+    for (int i = 0; i < 3; ++i) {
+        const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
+        double dx = Q[0] - P[0], dy = Q[1] - P[1], l = dx * dx + dy * dy;
+        double s = l > 0 ? ((qx - P[0]) * dx + (qy - P[1]) * dy) / l : 0.0;
+        if (s < 0) s = 0;
+        if (s > 1) s = 1;
+        double px = P[0] + s * dx - qx, py = P[1] + s * dy - qy, d = px * px + py * py;
+        if (d < best) {
+            best = d;
+            w[i] = 1.0 - s; w[(i + 1) % 3] = s; w[(i + 2) % 3] = 0.0;
+        }
+    }
+    return best;
+}
+
+uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
+{
+    size_t N = (size_t)a->width * a->height;
+    memset(mask, 0, N);
+    for (uint32_t t = 0; t < a->tri_count; ++t) {
+        rtri r;
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        for (int y = r.y0; y <= r.y1; ++y)
+            for (int x = r.x0; x <= r.x1; ++x)
+                if (rtri_touches(&r, x, y)) mask[(size_t)y * a->width + x] = 1;
+    }
+    uint64_t n = 0;
+    for (size_t i = 0; i < N; ++i) n += mask[i];
+    return n;
+}
+
+void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
+{
+    size_t N = (size_t)a->width * a->height;
+    for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
+    for (uint32_t t = 0; t < a->tri_count; ++t) {
+        rtri r;
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        for (int y = r.y0; y <= r.y1; ++y)
+            for (int x = r.x0; x <= r.x1; ++x)
+                if (rtri_touches(&r, x, y)) ids[(size_t)y * a->width + x] = a->tri_chart[t];
+    }
+}
+
+void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
+{
+    size_t N = (size_t)a->width * a->height;
+    uint32_t *ids = malloc(sizeof(uint32_t) * (N ? N : 1));
+    memset(rgb, 0, sizeof(float) * 3 * N);
+    if (!ids) return;
+    bk_atlas_chart_ids(a, ids);
+    for (size_t i = 0; i < N; ++i) {
+        if (ids[i] == BK_NONE) continue;
+        uint32_t h = ids[i] * 0x9E3779B1u;
+        h ^= h >> 15; h *= 0x2C1B3C6Du; h ^= h >> 12; h *= 0x297A2D39u; h ^= h >> 15;
+        for (int k = 0; k < 3; ++k) rgb[3 * i + k] = 0.15f + 0.85f * (float)((h >> (8 * k)) & 0xFF) / 255.0f;
+    }
+    free(ids);
+}
+
+int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
+                       uint8_t **coverage, char *err, size_t err_size)
+{
+    *texels = NULL;
+    *count = 0;
+    if (coverage) *coverage = NULL;
+    if (a->tri_count != s->tri_count)
+        return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
+    size_t N = (size_t)a->width * a->height;
+    float *best_d = malloc(sizeof(float) * (N ? N : 1));
+    uint32_t *best_t = malloc(sizeof(uint32_t) * (N ? N : 1));
+    if (!best_d || !best_t) { free(best_d); free(best_t); return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height); }
+    for (size_t i = 0; i < N; ++i) { best_d[i] = FLT_MAX; best_t[i] = BK_NONE; }
+
+    for (uint32_t t = 0; t < a->tri_count; ++t) {
+        rtri r;
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        for (int y = r.y0; y <= r.y1; ++y)
+            for (int x = r.x0; x <= r.x1; ++x) {
+                if (!rtri_touches(&r, x, y)) continue;
+                double w[3];
+                float d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
+                size_t i = (size_t)y * a->width + x;
+                if (d < best_d[i]) { best_d[i] = d; best_t[i] = t; }
+            }
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < N; ++i) n += best_t[i] != BK_NONE;
+    bk_texel *tx = malloc(sizeof(bk_texel) * (n ? n : 1));
+    uint8_t *cov = coverage ? malloc(N ? N : 1) : NULL;
+    if (!tx || (coverage && !cov)) {
+        free(best_d); free(best_t); free(tx); free(cov);
+        return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
+    }
+    uint32_t k = 0;
+    for (size_t i = 0; i < N; ++i) {
+        uint32_t t = best_t[i];
+        if (cov) cov[i] = t != BK_NONE;
+        if (t == BK_NONE) continue;
+        rtri r;
+        rtri_setup(a, t, &r);
+        int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
+        double w[3];
+        rtri_nearest(&r, x + 0.5, y + 0.5, w);
+        double P[3][3];
+        for (int c = 0; c < 3; ++c) {
+            const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
+            P[c][0] = f[0]; P[c][1] = f[1]; P[c][2] = f[2];
+        }
+        bk_texel *o = &tx[k++];
+        o->px = (float)(w[0] * P[0][0] + w[1] * P[1][0] + w[2] * P[2][0]);
+        o->py = (float)(w[0] * P[0][1] + w[1] * P[1][1] + w[2] * P[2][1]);
+        o->pz = (float)(w[0] * P[0][2] + w[1] * P[1][2] + w[2] * P[2][2]);
+        double e1[3], e2[3], g[3], nrm[3];
+        for (int d = 0; d < 3; ++d) { e1[d] = P[1][d] - P[0][d]; e2[d] = P[2][d] - P[0][d]; }
+        g[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        g[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        g[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        int have_vn = s->tri_vn != NULL && s->normals != NULL;
+        for (int c = 0; c < 3 && have_vn; ++c) {
+            uint32_t vn = s->tri_vn[3 * (size_t)t + c];
+            if (vn == BK_NONE || vn >= s->normal_count) have_vn = 0;
+        }
+        double l = 0;
+        if (have_vn) {
+            for (int d = 0; d < 3; ++d) {
+                nrm[d] = 0;
+                for (int c = 0; c < 3; ++c) nrm[d] += w[c] * s->normals[3 * (size_t)s->tri_vn[3 * (size_t)t + c] + d];
+            }
+            l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+        }
+        if (!(l > 1e-12)) {  /* no vn, or vn that cancel out: the geometric normal */
+            for (int d = 0; d < 3; ++d) nrm[d] = g[d];
+            l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+        }
+        if (!(l > 0)) { nrm[0] = 0; nrm[1] = 0; nrm[2] = 1; l = 1; }
+        o->nx = (float)(nrm[0] / l); o->ny = (float)(nrm[1] / l); o->nz = (float)(nrm[2] / l);
+        o->tri = t;
+        o->pixel = (uint32_t)i;
+    }
+    free(best_d);
+    free(best_t);
+    *texels = tx;
+    *count = n;
+    if (coverage) *coverage = cov;
+    return 0;
+}

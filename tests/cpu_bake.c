@@ -1,0 +1,172 @@
+/* cpu_bake.c - the bake against answers known in closed form, and its determinism.
+ *
+ * - Furnace: inside a closed box whose walls all emit Le and have albedo a, every texel sees
+ *   radiance Le (1 + a + ... + a^B) after B bounces. Checked within 1 %.
+ * - A plane under a sun of angular radius r: the texel holds E / pi with
+ *   E = sun * (1 + cos r) / 2 (the mean cosine over the cone); under a constant sky L it holds L.
+ * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
+ * - Determinism: stack strategy and thread count change no texel.
+ */
+#include "bk_test.h"
+#include "bk_test_scenes.h"
+#include "bake.h"
+
+#include <math.h>
+
+/* A closed box [-1,1]^3 whose 12 triangles face inwards, all with material 0. */
+static void inward_box(bk_scene *s, float kd, float ke)
+{
+    bk_test_scene_box(s);
+    for (uint32_t t = 0; t < 12; ++t) {            /* flip the outward winding */
+        uint32_t tmp = s->tri_v[3 * t + 1]; s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2]; s->tri_v[3 * t + 2] = tmp;
+    }
+    s->material_count = 1;
+    s->materials = calloc(1, sizeof(bk_material));
+    for (int k = 0; k < 3; ++k) { s->materials[0].kd[k] = kd; s->materials[0].ke[k] = ke; }
+    s->tri_material = calloc(12, sizeof(uint32_t));
+}
+
+/* Texels at the centres of faces of the box / points of a plane, with the given normal. */
+static bk_texel texel(float x, float y, float z, float nx, float ny, float nz, uint32_t pixel)
+{
+    bk_texel t;
+    t.px = x; t.py = y; t.pz = z; t.nx = nx; t.ny = ny; t.nz = nz; t.tri = 0; t.pixel = pixel;
+    return t;
+}
+
+static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
+{
+    bk_bake_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.params.mode = (uint32_t)mode; o.params.spp = spp; o.params.bounces = bounces; o.params.seed = 3;
+    o.params.eps = 1e-4f; o.params.texel_world = 0.01f; o.params.sun_cos = 1.0f; o.params.ao_distance = 10.0f;
+    o.trace = bk_trace_opts_default();
+    o.max_launch_ms = 50;
+    return o;
+}
+
+/* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i). */
+static void bake(const bk_scene *s, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o, const float *points,
+                 uint32_t npoints, float *out, int allow_inside)
+{
+    char err[256];
+    bk_accel a;
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
+    bk_bake_data d;
+    BK_EXPECTF(bk_bake_data_build(s, points, npoints, &d, err, sizeof err) == 0, "%s", err);
+    bk_backend *be = bk_backend_cpu_init();
+    bk_accel_view av = bk_accel_get_view(&a);
+    BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
+    bk_bake_view v = bk_bake_data_view(&d, &a);
+    uint8_t *cov = calloc(n, 1);
+    bk_bake_result r;
+    BK_EXPECTF(bk_bake_texels(be, &v, tx, n, (int)n, 1, o, out, cov, &r, err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(allow_inside || r.invalid == 0, "%u texels were taken to be inside geometry", r.invalid);
+    BK_EXPECT(r.totals.rays > 0);
+    free(cov);
+    bk_backend_free(be);
+    bk_bake_data_free(&d);
+    bk_accel_free(&a);
+}
+
+static void check_furnace(void)
+{
+    const float le = 0.5f, alb = 0.6f;
+    bk_scene s;
+    inward_box(&s, alb, le);
+    bk_texel tx[6] = {
+        texel(-1, 0.1f, 0.2f, 1, 0, 0, 0), texel(1, -0.3f, 0.1f, -1, 0, 0, 1), texel(0.2f, -1, 0.1f, 0, 1, 0, 2),
+        texel(-0.1f, 1, 0.3f, 0, -1, 0, 3), texel(0.3f, 0.2f, -1, 0, 0, 1, 4), texel(0, 0, 1, 0, 0, -1, 5),
+    };
+    for (uint32_t bounces = 0; bounces <= 3; bounces += 3) {
+        bk_bake_run_opts o = opts(4096, bounces, BK_BAKE_LIGHT);
+        float out[18];
+        bake(&s, tx, 6, &o, NULL, 0, out, 0);
+        double expect = 0.0;
+        for (uint32_t k = 0; k <= bounces; ++k) expect += le * pow(alb, k);
+        for (int i = 0; i < 18; ++i)
+            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect, "furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f",
+                       bounces, i / 3, i % 3, out[i], expect);
+    }
+    /* AO inside the closed box: every ray is blocked */
+    bk_bake_run_opts o = opts(256, 0, BK_BAKE_AO);
+    float out[18];
+    bake(&s, tx, 6, &o, NULL, 0, out, 0);
+    for (int i = 0; i < 18; ++i) BK_EXPECTF(out[i] == 0.0f, "AO inside a closed box: %g", out[i]);
+    bk_scene_free(&s);
+}
+
+static void check_plane(void)
+{
+    /* a 200 x 200 plane at y = 0 facing up (two triangles, counter-clockwise from above) */
+    bk_scene s;
+    bk_test_scene_alloc(&s, 2);
+    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
+    bk_test_set_tri(&s, 0, a, b, c);
+    bk_test_set_tri(&s, 1, a, c, d);
+    bk_texel tx[4] = { texel(0, 0, 0, 0, 1, 0, 0), texel(3, 0, -2, 0, 1, 0, 1), texel(-10, 0, 5, 0, 1, 0, 2),
+                       texel(0.5f, 0, 0.5f, 0, 1, 0, 3) };
+    float out[12];
+    /* a sun straight above, 10 degrees in radius */
+    bk_bake_run_opts o = opts(4096, 2, BK_BAKE_LIGHT);
+    o.params.sun_dir[1] = 1; o.params.sun_color[0] = 2; o.params.sun_color[1] = 3; o.params.sun_color[2] = 4;
+    float r = 10.0f * 3.14159265f / 180.0f;
+    o.params.sun_cos = cosf(r);
+    bake(&s, tx, 4, &o, NULL, 0, out, 0);
+    for (int i = 0; i < 12; ++i) {
+        double expect = o.params.sun_color[i % 3] * 0.5 * (1.0 + cos(r)) / 3.14159265358979;
+        BK_EXPECTF(fabs(out[i] - expect) <= 0.005 * expect, "sun on a plane: %.6f, expected %.6f", out[i], expect);
+    }
+    /* a constant sky: every ray escapes */
+    o = opts(64, 2, BK_BAKE_LIGHT);
+    o.params.sky[0] = 0.25f; o.params.sky[1] = 0.5f; o.params.sky[2] = 1.0f;
+    bake(&s, tx, 4, &o, NULL, 0, out, 0);
+    for (int i = 0; i < 12; ++i) BK_EXPECTF(out[i] == o.params.sky[i % 3], "sky on a plane: %g", out[i]);
+    /* a point light 2 above: E = I cos / d^2, straight below: I / 4 / pi */
+    float pt[6] = { 0, 2, 0, 8, 8, 8 };
+    o = opts(16, 0, BK_BAKE_LIGHT);
+    bake(&s, tx, 1, &o, pt, 1, out, 0);
+    BK_EXPECTF(fabsf(out[0] - 8.0f / 4.0f / 3.14159265f) < 1e-4f, "point light: %g", out[0]);
+    /* AO on an open plane */
+    o = opts(64, 0, BK_BAKE_AO);
+    bake(&s, tx, 4, &o, NULL, 0, out, 0);
+    for (int i = 0; i < 12; ++i) BK_EXPECTF(out[i] == 1.0f, "AO on an open plane: %g", out[i]);
+    bk_scene_free(&s);
+}
+
+/* Stack strategy and thread count must not change a texel (closest hits do not depend on them). */
+static void check_determinism(void)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+    bk_scene s;
+    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+    enum { N = 400 };
+    bk_texel tx[N];
+    for (uint32_t i = 0; i < N; ++i)   /* floor points, some under the boxes */
+        tx[i] = texel(1.8f * bk_rng_f(9, i, 0, 0) - 0.9f, 0.0f, 1.8f * bk_rng_f(9, i, 0, 1) - 0.9f, 0, 1, 0, i);
+    float *ref = malloc(sizeof(float) * 3 * N), *got = malloc(sizeof(float) * 3 * N);
+    bk_bake_run_opts o = opts(8, 2, BK_BAKE_LIGHT);
+    o.trace.threads = 1;
+    bake(&s, tx, N, &o, NULL, 0, ref, 1);
+    static const int modes[][2] = { { BK_STACK_SHORT, 1 }, { BK_STACK_SPILL, 2 }, { BK_STACK_GLOBAL, 8 } };
+    for (int m = 0; m < 3; ++m) {
+        o.trace.stack_mode = modes[m][0];
+        o.trace.stack_size = modes[m][1];
+        o.trace.threads = 2;
+        bake(&s, tx, N, &o, NULL, 0, got, 1);
+        BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "stack %s/%d, 2 threads: other texels",
+                   bk_stack_mode_name(modes[m][0]), modes[m][1]);
+    }
+    free(ref); free(got);
+    bk_scene_free(&s);
+}
+
+int main(void)
+{
+    check_furnace();
+    check_plane();
+    check_determinism();
+    BK_TEST_DONE();
+}

