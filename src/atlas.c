@@ -1335,6 +1335,17 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
             a->uv[6 * (size_t)t + 2 * k] = fminf(fmaxf(u, 0.0f), 1.0f);
             a->uv[6 * (size_t)t + 2 * k + 1] = 1.0f - fminf(fmaxf(v, 0.0f), 1.0f);  /* OBJ v points up */
         }
+    /* every surface needs texels of its own: no vt collapsed to a point or a line */
+    for (uint32_t t = 0; t < T; ++t) {
+        if (g->degen[t]) continue;
+        const float *u = a->uv + 6 * (size_t)t;
+        double e1x = (double)u[2] - u[0], e1y = (double)u[3] - u[1], e2x = (double)u[4] - u[0], e2y = (double)u[5] - u[1];
+        double e3x = (double)u[4] - u[2], e3y = (double)u[5] - u[3];
+        double m = dmax(e1x * e1x + e1y * e1y, dmax(e2x * e2x + e2y * e2y, e3x * e3x + e3y * e3y));
+        if (!(fabs(e1x * e2y - e1y * e2x) > 1e-9 * m) || m == 0)
+            return bk_fail(err, err_size, "%s: --uv file: the vt of triangle %u have no area (its corners map to one point "
+                           "or line), so it would get no texels; use --uv auto", name, t);
+    }
     /* size */
     double wa = 0, ua = 0;
     for (uint32_t t = 0; t < T; ++t) {

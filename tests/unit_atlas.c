@@ -455,6 +455,13 @@ static void test_uv_file(const char *tmpdir)
     BK_EXPECTF(strstr(err, "outside") && strstr(err, "triangle "), "message: %s", err);
     s.texcoords[2 * s.tri_vt[3 * 5 + 1]] = 0.5f;
 
+    /* vt collapsed to one point (WusonOBJ.obj in the corpus has a single vt for every corner) */
+    uint32_t keep[3] = { s.tri_vt[9], s.tri_vt[10], s.tri_vt[11] };
+    s.tri_vt[10] = s.tri_vt[11] = s.tri_vt[9];
+    BK_EXPECT(file_atlas(&s, 256, &a, err, sizeof err) != 0);
+    BK_EXPECTF(strstr(err, "triangle 3") && strstr(err, "no area"), "message: %s", err);
+    memcpy(s.tri_vt + 9, keep, sizeof keep);
+
     /* a triangle without vt */
     s.tri_vt[3 * 7 + 2] = BK_NONE;
     BK_EXPECT(file_atlas(&s, 256, &a, err, sizeof err) != 0);
