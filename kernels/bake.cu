@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_pa
     for (uint32_t i = begin + gtid; i < end; i += nthreads) {
         bk_texel t = tx[i];
         bk_trace_stats st = { 0, 0, 0, 0, 0 };
-        out[i] = bk_bake_texel(&v, &p, &t, &s, &st);
+        out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;
     }
     __syncwarp();

@@ -49,6 +49,8 @@ typedef struct bk_bake_params {
     float    sun_dir[3];    /* unit vector towards the sun */
     float    sun_color[3];  /* irradiance on a surface facing the sun; 0 = no sun */
     float    sun_cos;       /* cosine of the sun's angular radius */
+    uint32_t sample_begin;  /* this launch bakes samples [sample_begin, sample_end) of each */
+    uint32_t sample_end;    /*   texel, added to the sums of the earlier ones               */
 } bk_bake_params;
 
 /* Shading data, file-ordered triangles (device pointers on the GPU). */
@@ -224,22 +226,22 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
     return x;
 }
 
-/* Bakes one texel: the mean over p->spp samples. Returns rgb and, in w, the fraction of first
- * rays that met a back face (the host treats > 0.1 as inside geometry). */
-BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, bk_stack *s,
+/* Bakes samples [p->sample_begin, p->sample_end) of one texel and adds them to acc, the sums of
+ * the texel's earlier samples (rgb; w counts first rays that met a back face). Adding sample by
+ * sample in order makes a bake split over several launches equal to one made in a single pass.
+ * The host divides by spp at the end and treats a back-face share > 0.1 as inside geometry. */
+BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, bk_stack *s,
                           bk_trace_stats *st)
 {
     bk_vec3 x = bk_v3(tx->px, tx->py, tx->pz), n = bk_v3(tx->nx, tx->ny, tx->nz);
     uint32_t texel = tx->pixel;
-    bk_vec3 acc = bk_v3(0, 0, 0);
-    uint32_t back = 0;
     if (p->mode == BK_BAKE_LIGHT) x = bk_bake_unocclude(v, p, x, n, s, st);
-    for (uint32_t smp = 0; smp < p->spp; ++smp) {
+    for (uint32_t smp = p->sample_begin; smp < p->sample_end; ++smp) {
         if (p->mode == BK_BAKE_AO) {
             bk_vec3 d = bk_cosine_dir(n, bk_rng_f(p->seed, texel, smp, 0), bk_rng_f(p->seed, texel, smp, 1));
             bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->ao_distance);
             float open = bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT ? 1.0f : 0.0f;
-            acc = bk_add3(acc, bk_v3(open, open, open));
+            acc.x += open; acc.y += open; acc.z += open;
             continue;
         }
         bk_vec3 L = bk_v3(0, 0, 0), thr = bk_v3(1, 1, 1), pos = x, nrm = n;
@@ -260,7 +262,7 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, const 
             bk_vec3 ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
             float cos_y = -bk_dot3(ng, d);
             if (cos_y < 0.0f) {                         /* the back of a surface: no light */
-                back += b == 0;
+                if (b == 0) acc.w += 1.0f;
                 break;
             }
             bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
@@ -279,13 +281,9 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, const 
             pos = bk_add3(bk_add3(pos, bk_mul3(nrm, p->eps)), bk_mul3(d, h.t));
             nrm = ng;
         }
-        acc = bk_add3(acc, L);
+        acc.x += L.x; acc.y += L.y; acc.z += L.z;
     }
-    float inv = p->spp ? 1.0f / (float)p->spp : 0.0f;
-    bk_f4 out;
-    out.x = acc.x * inv; out.y = acc.y * inv; out.z = acc.z * inv;
-    out.w = (float)back * inv;
-    return out;
+    return acc;
 }
 
 #endif

@@ -294,7 +294,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     c->bake.emit_cdf = (const float *)c->d_emit_cdf;
     c->bake.points = (const bk_f4 *)c->d_points;
     CUDA_TRY(cudaMalloc((void **)&c->d_out, sizeof(bk_f4) * (n ? n : 1)));
-    CUDA_TRY(cudaMemset(c->d_out, 0xAB, sizeof(bk_f4) * (n ? n : 1)));      /* poison */
+    CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
     c->bake_seconds = 0;

@@ -41,9 +41,10 @@ struct bk_backend_i {
     int         (*upload)  (bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
     int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
                             const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
-    /* The bake: begin uploads the shading data and the texels (after upload() of the accel),
-     * run bakes texels [begin, end) and returns when done (one bounded GPU launch), end fetches
-     * the results: rgb per texel, w = back-face fraction. */
+    /* The bake: begin uploads the shading data and the texels (after upload() of the accel) and
+     * zeroes the per-texel sums; run adds samples [p->sample_begin, p->sample_end) of texels
+     * [begin, end) and returns when done (one bounded GPU launch); end fetches the sums: rgb
+     * and, in w, the count of first rays that met a back face. */
     int         (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n,
                               char *err, size_t err_size);
     int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,

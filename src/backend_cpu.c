@@ -173,7 +173,7 @@ static void *bake_worker_run(void *arg)
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
             bk_trace_stats st = { 0, 0, 0, 0, 0 };
-            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], &s, &st);
+            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
             w->acc[0] += st.nodes; w->acc[1] += st.tris; w->acc[2] += st.restarts; w->acc[3] += st.spills;
             w->acc[4] += st.rays;
         }
@@ -189,7 +189,7 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     c->bake.accel = c->view;
     c->texels = texels;
     c->texel_count = n;
-    c->out = malloc(sizeof(bk_f4) * (n ? n : 1));
+    c->out = calloc(n ? n : 1, sizeof(bk_f4));          /* the sums start at zero */
     memset(&c->bake_totals, 0, sizeof c->bake_totals);
     if (!c->out) return bk_fail(err, err_size, "out of memory for %u texels", n);
     return 0;

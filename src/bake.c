@@ -111,35 +111,51 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     bk_f4 *out = malloc(sizeof(bk_f4) * (n ? n : 1));
     if (!out) return bk_fail(err, err_size, "out of memory for %u texels", n);
     if (be->i->bake_begin(be, v, texels, n, err, err_size)) { free(out); return -1; }
-    /* Slices: start small, then size each to ~70 % of the launch budget at the rate measured so
-     * far. The CPU has no watchdog; its slices only pace the progress bar (~0.25 s). */
+    /* Launches cover a block of texels and a run of samples. A launch takes at least as long as
+     * its slowest texel, so besides sizing the texel block to the rate measured, the samples
+     * are split when one wave of texels is too slow: each launch then stays near 70 % of the
+     * budget whatever the scene. The CPU has no watchdog; its launches only pace the progress
+     * bar (~0.25 s). */
     int gpu = strcmp(be->i->name(be), "cpu") != 0;
-    double budget = gpu ? o->max_launch_ms * 1e-3 : 0.25;
-    uint32_t slice = gpu ? 2048 : 256;
+    double target = 0.7 * (gpu ? o->max_launch_ms * 1e-3 : 0.25);
+    uint32_t spp = o->params.spp, block = gpu ? 8192 : 256, chunk = spp < 2 ? spp : 2;
+    double work = (double)n * (double)spp, done = 0.0;
     int show = o->progress && isatty(2);
+    bk_bake_params p = o->params;
     for (uint32_t begin = 0; begin < n;) {
-        uint32_t end = n - begin > slice ? begin + slice : n;
-        double ts = bk_time_now();
-        if (be->i->bake_run(be, begin, end, &o->params, &o->trace, err, err_size)) { free(out); return -1; }
-        double dt = bk_time_now() - ts;
-        res->launches++;
-        if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
-        double rate = (double)(end - begin) / (dt > 1e-6 ? dt : 1e-6);
-        double next = rate * budget * 0.7;
-        slice = next < 64 ? 64 : next > (double)n ? n : (uint32_t)next;
+        uint32_t end = n - begin > block ? begin + block : n;
+        for (uint32_t s0 = 0; s0 < spp;) {
+            p.sample_begin = s0;
+            p.sample_end = spp - s0 > chunk ? s0 + chunk : spp;
+            double ts = bk_time_now();
+            if (be->i->bake_run(be, begin, end, &p, &o->trace, err, err_size)) { free(out); return -1; }
+            double dt = bk_time_now() - ts;
+            res->launches++;
+            if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
+            done += (double)(end - begin) * (double)(p.sample_end - s0);
+            s0 = p.sample_end;
+            if (dt > target) {                         /* too long: fewer samples, then fewer texels */
+                if (chunk > 1) chunk = (uint32_t)(chunk * target / dt) > 1 ? (uint32_t)(chunk * target / dt) : 1;
+                else block = block / 2 > 64 ? block / 2 : 64;
+            } else if (dt < 0.5 * target) {            /* room: more samples, then more texels */
+                if (chunk < spp) chunk = chunk * 2 < spp ? chunk * 2 : spp;
+                else block = block * 2 < n ? block * 2 : n;
+            }
+            if (show) progress_draw(done / work, bk_time_now() - t0, 0);
+        }
         begin = end;
-        if (show) progress_draw((double)begin / (double)n, bk_time_now() - t0, 0);
     }
     if (show) progress_draw(1.0, bk_time_now() - t0, 1);
     if (be->i->bake_end(be, out, &res->totals, err, err_size)) { free(out); return -1; }
+    float inv = spp ? 1.0f / (float)spp : 0.0f;
     for (uint32_t i = 0; i < n; ++i) {
         uint32_t px = texels[i].pixel;
-        if (!(out[i].w <= 0.1f)) {               /* mostly back faces: inside geometry */
+        if (!(out[i].w * inv <= 0.1f)) {          /* mostly back faces: inside geometry */
             res->invalid++;
             if (coverage) coverage[px] = 0;
             continue;
         }
-        rgb[3 * (size_t)px] = out[i].x; rgb[3 * (size_t)px + 1] = out[i].y; rgb[3 * (size_t)px + 2] = out[i].z;
+        rgb[3 * (size_t)px] = out[i].x * inv; rgb[3 * (size_t)px + 1] = out[i].y * inv; rgb[3 * (size_t)px + 2] = out[i].z * inv;
     }
     free(out);
     res->wall_seconds = bk_time_now() - t0;
