@@ -54,6 +54,7 @@ typedef struct bk_trace_stats {
     uint32_t restarts;  /* short stack: restarts from the root */
     uint32_t spills;    /* spill stack: fast part moved to global memory */
     uint32_t rays;      /* bake: rays traced (the trace commands count rays themselves) */
+    uint32_t depth;     /* most entries pending at once (short stack: in the fast part) */
 } bk_trace_stats;
 
 /* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
@@ -109,6 +110,14 @@ BK_HDI void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk
     if (s->width > 1) p[s->stride] = w1;
     if (s->width > 2) p[2 * s->stride] = w2;
     s->top++;
+    uint32_t depth = (uint32_t)(s->top + s->spilled);
+    if (depth > st->depth) st->depth = depth;
+}
+
+/* One word of per-ray statistics: the deepest stack and the nodes visited, saturated. */
+BK_HD uint32_t bk_ray_stat_word(const bk_trace_stats *st)
+{
+    return (st->depth < 255u ? st->depth : 255u) << 24 | (st->nodes < 0xFFFFFFu ? st->nodes : 0xFFFFFFu);
 }
 
 /* Pops into w[0..width). Returns 0 when nothing is left in fast or spill storage. */

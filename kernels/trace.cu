@@ -54,7 +54,7 @@ typedef struct cuda_ctx {
 template <int ACCEL, int MODE, int ANY, int CNT>
 __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
                                                       bk_hit *__restrict__ hits, uint64_t n, int stack_size,
-                                                      uint32_t *spill, unsigned long long *stats)
+                                                      uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats)
 {
     extern __shared__ uint32_t smem[];
     __shared__ unsigned long long block_base;
@@ -96,9 +96,10 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
             float4 a = __ldg(rp), b = __ldg(rp + 1);
             bk_ray r;
             r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
-            bk_trace_stats st = { 0, 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
             bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
+            if (ray_stats) ray_stats[i] = bk_ray_stat_word(&st);
             nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
         }
         __syncwarp();
@@ -130,7 +131,8 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
     }
 }
 
-typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *);
+typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *,
+                          uint32_t *);
 
 template <int ACCEL, int MODE, int ANY>
 static kernel_fn pick_counters(int cnt)
@@ -247,7 +249,9 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     double t1 = bk_time_now();
     CUDA_TRY(cudaEventRecord(c->ev0));
-    k<<<(unsigned)blocks, BLOCK, smem>>>(c->view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats);
+    uint32_t *d_ray_stats = NULL;
+    if (o->ray_stats) CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
+    k<<<(unsigned)blocks, BLOCK, smem>>>(c->view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
@@ -257,6 +261,11 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
+    if (d_ray_stats) {
+        cudaError_t e = cudaMemcpy(o->ray_stats, d_ray_stats, n * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+        cudaFree(d_ray_stats);
+        CUDA_TRY(e);
+    }
     double t3 = bk_time_now();
     totals->seconds = ms * 1e-3;
     totals->upload_seconds = (t1 - t0) + (t3 - t2);

@@ -25,6 +25,8 @@ typedef struct bk_trace_opts {
     int stack_size;   /* short / spill: entries in the fast part (1..BK_STACK_ENTRIES) */
     int counters;     /* enum bk_counters: how the CUDA kernel aggregates its atomics */
     int threads;      /* cpu: worker threads, 0 = all cores */
+    uint32_t *ray_stats;  /* trace: NULL, or n words out: (deepest stack << 24) | nodes visited,
+                             each saturated, per ray (host memory) */
 } bk_trace_opts;
 
 typedef struct bk_trace_totals {

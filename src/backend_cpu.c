@@ -49,8 +49,9 @@ typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin,
         bk_stack stk = *s;                                                                            \
         stk.mode = MODE;                                                                              \
         for (uint64_t i = begin; i < end; ++i) {                                                      \
-            bk_trace_stats st = { 0, 0, 0, 0, 0 };                                                       \
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };                                                       \
             j->hits[i] = TRACE(j->view, &j->rays[i], ANY, &stk, &st);                                 \
+            if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                          \
             acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;       \
         }                                                                                             \
     }
@@ -172,7 +173,7 @@ static void *bake_worker_run(void *arg)
         if (begin >= j->end) break;
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
-            bk_trace_stats st = { 0, 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
             j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
             w->acc[0] += st.nodes; w->acc[1] += st.tris; w->acc[2] += st.restarts; w->acc[3] += st.spills;
             w->acc[4] += st.rays;

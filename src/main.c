@@ -10,6 +10,7 @@
 #include "cmd_bake.h"
 #include "rays.h"
 #include "scene.h"
+#include "stats.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -166,6 +167,40 @@ static int cmd_rays(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+/* --stats: histograms of nodes visited and of stack depth per ray, with the primitives (on the
+ * GPU for the cuda backend). The depth histogram says which short-stack size would hold most
+ * rays without a restart. */
+static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n, int stack_mode, char *err, size_t err_size)
+{
+    enum { NB = 512, DB = 256 };
+    uint32_t *nodes = malloc(sizeof(uint32_t) * (n ? n : 1)), *depth = malloc(sizeof(uint32_t) * (n ? n : 1));
+    uint32_t hn[NB], hd[DB], maxn = 0;
+    uint64_t sum = 0;
+    char msg[256];
+    bk_prim *gpu = strcmp(be->i->name(be), "cpu") ? bk_prim_init(msg, sizeof msg) : NULL;
+    int rc = 0;
+    if (!nodes || !depth) { rc = bk_fail(err, err_size, "out of memory"); goto out; }
+    for (uint64_t i = 0; i < n; ++i) {
+        uint32_t nv = ray_stats[i] & 0xFFFFFFu;
+        nodes[i] = nv;
+        depth[i] = ray_stats[i] >> 24;
+    }
+    if (bk_stats_sum_u32(gpu, nodes, n, &sum, err, err_size) || bk_stats_max_u32(gpu, nodes, n, &maxn, err, err_size)) { rc = -1; goto out; }
+    for (uint64_t i = 0; i < n; ++i) nodes[i] = nodes[i] < NB - 1 ? nodes[i] : NB - 1;
+    if (bk_stats_histogram(gpu, nodes, n, NB, hn, err, err_size) || bk_stats_histogram(gpu, depth, n, DB, hd, err, err_size)) { rc = -1; goto out; }
+    printf("per ray (%s): nodes mean %.1f, median %u, p90 %u, p99 %u, max %u\n", gpu ? "GPU primitives" : "CPU twins",
+           n ? (double)sum / (double)n : 0.0, bk_stats_percentile_bin(hn, NB, 0.5), bk_stats_percentile_bin(hn, NB, 0.9),
+           bk_stats_percentile_bin(hn, NB, 0.99), maxn);
+    printf("stack depth%s: median %u, p90 %u, p99 %u, p99.9 %u, max %u: a short stack of %u entries holds 99.9%% of rays "
+           "without a restart\n", stack_mode == BK_STACK_SHORT ? " (capped by the short stack)" : "",
+           bk_stats_percentile_bin(hd, DB, 0.5), bk_stats_percentile_bin(hd, DB, 0.9), bk_stats_percentile_bin(hd, DB, 0.99),
+           bk_stats_percentile_bin(hd, DB, 0.999), bk_stats_percentile_bin(hd, DB, 1.0), bk_stats_percentile_bin(hd, DB, 0.999));
+out:
+    free(nodes); free(depth);
+    bk_prim_free(gpu);
+    return rc;
+}
+
 static int cmd_trace(int argc, char **argv)
 {
     const char *scene_path = NULL, *rays_path = NULL, *hits_path = NULL;
@@ -210,6 +245,8 @@ static int cmd_trace(int argc, char **argv)
     bk_accel a;
     int rc = 1;
     bk_hit *hits = malloc((n ? n : 1) * sizeof *hits);
+    uint32_t *ray_stats = t.stats ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
+    t.opts.ray_stats = ray_stats;
     bk_trace_totals tot;
     if (!hits) { fprintf(stderr, "baker: out of memory for %llu hits\n", (unsigned long long)n); goto done_scene; }
     if (bk_accel_build(&s, t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", scene_path, err); goto done_scene; }
@@ -233,6 +270,7 @@ static int cmd_trace(int argc, char **argv)
         printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu (%.3f/ray)\n",
                (unsigned long long)tot.nodes, (double)tot.nodes / dn, (unsigned long long)tot.tris, (double)tot.tris / dn,
                (unsigned long long)tot.restarts, (double)tot.restarts / dn, (unsigned long long)tot.spills, (double)tot.spills / dn);
+        if (ray_stats && print_ray_stats(be, ray_stats, n, t.opts.stack_mode, err, sizeof err)) fprintf(stderr, "baker: %s\n", err);
     }
     if (bk_hits_write(hits_path, hits, n, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done_accel; }
     rc = 0;
@@ -240,6 +278,7 @@ done_accel:
     bk_accel_free(&a);
 done_scene:
     free(hits);
+    free(ray_stats);
     free(rays);
     bk_scene_free(&s);
     bk_backend_free(be);
