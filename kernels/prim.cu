@@ -16,10 +16,13 @@
  * reads the pairs once and writes them once. A tile ranks its keys in shared memory (warp-level
  * match by 8 ballots, per-warp digit counters, a block scan), publishes its per-digit counts, and
  * finds the counts of all earlier tiles by decoupled look-back (Merrill & Garland 2016) over a
- * per-tile status word, 8 predecessors per step; keys and values then go through shared memory so
+ * per-tile status word, 16 predecessors per step; keys and values then go through shared memory so
  * that each digit's run is written contiguously. Tiles take their index from an atomic counter, so
  * a tile only ever waits for tiles that are already running. Stable: within a tile a key's rank
- * follows its input position, and tiles are ordered by input position.
+ * follows its input position, and tiles are ordered by input position. onesweep_kernel is the
+ * first version (kept as variant 1); onesweep2_kernel, the default, hides more latency per tile
+ * (values staged by cp.async, early counts, look-back after the shuffle). Numbers per version:
+ * tools/prim_notes.md.
  */
 #include "prim.h"
 
@@ -781,13 +784,16 @@ static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_siz
 }
 
 /* Variants: threads x items per thread, kernel version, resident blocks asked for (0: the
- * version's usual). Index 0 is the default. Keep the three tables in step. */
-static const int sort32_shape[][4] = { { 384, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 23, 2, 0 }, { 512, 16, 2, 0 },
-                                       { 512, 20, 2, 0 }, { 512, 23, 2, 0 }, { 384, 28, 2, 0 }, { 768, 8, 2, 2 },
+ * version's usual). Index 0 is the default, chosen by `baker bench primitives --variants` on the
+ * H100 (tools/prim_notes.md): larger tiles amortise each tile's fixed latency (barriers, look-back,
+ * the first loads) and 2 blocks of 512 threads per SM keep enough loads in flight. Keep the three
+ * tables in step. */
+static const int sort32_shape[][4] = { { 512, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 16, 2, 0 }, { 384, 23, 2, 0 },
+                                       { 512, 20, 2, 0 }, { 512, 23, 2, 0 }, { 384, 28, 2, 0 }, { 384, 32, 2, 0 },
                                        { 768, 12, 2, 2 } };
-static const int sort64_shape[][4] = { { 512, 12, 2, 0 }, { 384, 12, 1, 0 }, { 384, 15, 2, 0 }, { 512, 12, 2, 0 },
-                                       { 384, 17, 2, 0 }, { 512, 13, 2, 0 }, { 384, 18, 2, 0 }, { 512, 14, 2, 0 },
-                                       { 768, 8, 2, 2 } };
+static const int sort64_shape[][4] = { { 512, 13, 2, 0 }, { 384, 12, 1, 0 }, { 384, 12, 2, 0 }, { 384, 15, 2, 0 },
+                                       { 512, 12, 2, 0 }, { 384, 17, 2, 0 }, { 512, 13, 2, 0 }, { 448, 15, 2, 0 },
+                                       { 384, 18, 2, 0 } };
 
 template <typename K>
 static int sort_pass(int variant, const sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
@@ -795,24 +801,24 @@ static int sort_pass(int variant, const sort_pass_args &a, uint32_t tiles, char 
     if constexpr (sizeof(K) == 4) {
         switch (variant) {
         case 1:  return onesweep_launch<K, 384, 16, 1>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 512, 16, 2>(a, tiles, err, err_size);
+        case 2:  return onesweep_launch<K, 384, 16, 2>(a, tiles, err, err_size);
+        case 3:  return onesweep_launch<K, 384, 23, 2>(a, tiles, err, err_size);
         case 4:  return onesweep_launch<K, 512, 20, 2>(a, tiles, err, err_size);
-        case 5:  return onesweep_launch<K, 512, 23, 2>(a, tiles, err, err_size);
         case 6:  return onesweep_launch<K, 384, 28, 2>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 768, 8, 2, 2>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 384, 32, 2>(a, tiles, err, err_size);
         case 8:  return onesweep_launch<K, 768, 12, 2, 2>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 384, 23, 2>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 512, 23, 2>(a, tiles, err, err_size);
         }
     } else {
         switch (variant) {
         case 1:  return onesweep_launch<K, 384, 12, 1>(a, tiles, err, err_size);
-        case 2:  return onesweep_launch<K, 384, 15, 2>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 384, 17, 2>(a, tiles, err, err_size);
-        case 5:  return onesweep_launch<K, 512, 13, 2>(a, tiles, err, err_size);
-        case 6:  return onesweep_launch<K, 384, 18, 2>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 512, 14, 2>(a, tiles, err, err_size);
-        case 8:  return onesweep_launch<K, 768, 8, 2, 2>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 512, 12, 2>(a, tiles, err, err_size);
+        case 2:  return onesweep_launch<K, 384, 12, 2>(a, tiles, err, err_size);
+        case 3:  return onesweep_launch<K, 384, 15, 2>(a, tiles, err, err_size);
+        case 4:  return onesweep_launch<K, 512, 12, 2>(a, tiles, err, err_size);
+        case 5:  return onesweep_launch<K, 384, 17, 2>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 448, 15, 2>(a, tiles, err, err_size);
+        case 8:  return onesweep_launch<K, 384, 18, 2>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 512, 13, 2>(a, tiles, err, err_size);
         }
     }
 }
@@ -913,10 +919,10 @@ extern "C" int bk_prim_sort_pairs_u64(bk_prim *p, const uint64_t *d_keys_in, uin
 static const char *const variant_names[BK_PRIM_OP_COUNT][9] = {
     { "default (unroll 4)", "unroll 2", "unroll 4", "unroll 8" },
     { "default (per-warp tallies)", "one shared tally per block", "per-warp shared tallies", "global atomics" },
-    { "default (v2 384x23)", "v1 384x16", "v2 384x23", "v2 512x16", "v2 512x20", "v2 512x23", "v2 384x28",
-      "v2 768x8", "v2 768x12" },
-    { "default (v2 512x12)", "v1 384x12", "v2 384x15", "v2 512x12", "v2 384x17", "v2 512x13", "v2 384x18",
-      "v2 512x14", "v2 768x8" },
+    { "default (v2 512x23)", "v1 384x16", "v2 384x16", "v2 384x23", "v2 512x20", "v2 512x23", "v2 384x28",
+      "v2 384x32", "v2 768x12" },
+    { "default (v2 512x13)", "v1 384x12", "v2 384x12", "v2 384x15", "v2 512x12", "v2 384x17", "v2 512x13",
+      "v2 448x15", "v2 384x18" },
 };
 
 extern "C" int bk_prim_variant_count(int op)
