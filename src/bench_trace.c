@@ -138,10 +138,10 @@ int bk_bench_trace(int argc, char **argv)
     return rc;
 }
 
-#if !BK_HAVE_PRIM_BENCH
+#if !BK_HAVE_CUDA
 int bk_bench_primitives(int argc, char **argv)
 {
-    fprintf(stderr, "baker bench primitives: this baker was built without the CUDA primitives\n");
+    fprintf(stderr, "baker bench primitives: this baker was built without CUDA (nvcc was not found)\n");
     return 1;
 }
 #endif
