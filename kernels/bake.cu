@@ -34,19 +34,7 @@ __global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_pa
         out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;
     }
-    __syncwarp();
-    rays = __reduce_add_sync(0xffffffffu, rays);
-    nodes = __reduce_add_sync(0xffffffffu, nodes);
-    tris = __reduce_add_sync(0xffffffffu, tris);
-    restarts = __reduce_add_sync(0xffffffffu, restarts);
-    spills = __reduce_add_sync(0xffffffffu, spills);
-    if ((threadIdx.x & 31) == 0) {
-        atomicAdd(&stats[STAT_NODES], (unsigned long long)nodes);
-        atomicAdd(&stats[STAT_TRIS], (unsigned long long)tris);
-        atomicAdd(&stats[STAT_RESTARTS], (unsigned long long)restarts);
-        atomicAdd(&stats[STAT_SPILLS], (unsigned long long)spills);
-        atomicAdd(&stats[STAT_RAYS], (unsigned long long)rays);
-    }
+    bk_warp_flush_stats(stats, nodes, tris, restarts, spills, rays);
 }
 
 

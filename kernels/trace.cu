@@ -110,17 +110,7 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
         atomicAdd(&stats[STAT_RESTARTS], (unsigned long long)restarts);
         atomicAdd(&stats[STAT_SPILLS], (unsigned long long)spills);
     } else if (CNT == BK_COUNTERS_WARP) {
-        __syncwarp();
-        nodes = __reduce_add_sync(0xffffffffu, nodes);
-        tris = __reduce_add_sync(0xffffffffu, tris);
-        restarts = __reduce_add_sync(0xffffffffu, restarts);
-        spills = __reduce_add_sync(0xffffffffu, spills);
-        if ((threadIdx.x & 31) == 0) {
-            atomicAdd(&stats[STAT_NODES], (unsigned long long)nodes);
-            atomicAdd(&stats[STAT_TRIS], (unsigned long long)tris);
-            atomicAdd(&stats[STAT_RESTARTS], (unsigned long long)restarts);
-            atomicAdd(&stats[STAT_SPILLS], (unsigned long long)spills);
-        }
+        bk_warp_flush_stats(stats, nodes, tris, restarts, spills, 0);
     } else {
         atomicAdd(&tally[STAT_NODES], (unsigned long long)nodes);
         atomicAdd(&tally[STAT_TRIS], (unsigned long long)tris);
@@ -180,6 +170,17 @@ static void release_scene(cuda_ctx *c)
     c->d_nodes = c->d_tris = c->d_refs = NULL;
 }
 
+/* The spill region: one interleaved slot array per resident thread, grown on demand. */
+static int ensure_spill(cuda_ctx *c, size_t words, char *err, size_t err_size)
+{
+    if (words <= c->spill_words) return 0;
+    cudaFree(c->d_spill);
+    c->d_spill = NULL; c->spill_words = 0;
+    CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
+    c->spill_words = words;
+    return 0;
+}
+
 static int copy_up(void **dst, const void *src, size_t bytes, char *err, size_t err_size)
 {
     if (!bytes) { *dst = NULL; return 0; }
@@ -234,15 +235,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     uint64_t need = (n + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
-    if (o->stack_mode == BK_STACK_SPILL) {
-        size_t words = nthreads * BK_STACK_ENTRIES * (size_t)width;
-        if (words > c->spill_words) {
-            cudaFree(c->d_spill);
-            c->d_spill = NULL; c->spill_words = 0;
-            CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
-            c->spill_words = words;
-        }
-    }
+    if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)width, err, err_size)) return -1;
     double t0 = bk_time_now();
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
@@ -324,15 +317,8 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count, need = ((uint64_t)(end - begin) + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
-    if (o->stack_mode == BK_STACK_SPILL) {
-        size_t words = nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH;
-        if (words > c->spill_words) {
-            cudaFree(c->d_spill);
-            c->d_spill = NULL; c->spill_words = 0;
-            CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
-            c->spill_words = words;
-        }
-    }
+    if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
+        return -1;
     CUDA_TRY(cudaEventRecord(c->ev0));
     CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels, begin, end,
                                  o->stack_size, c->d_spill, c->d_out, c->d_stats));

@@ -73,13 +73,19 @@ static const cpu_loop_fn cpu_loops[2][3][2] = {
     { { kd_global_closest, kd_global_any },   { kd_short_closest, kd_short_any },   { kd_spill_closest, kd_spill_any } },
 };
 
+/* A worker's stack: the "shared-memory" part is an ordinary array here (stride 1). */
+static bk_stack cpu_stack(const bk_trace_opts *o, uint32_t *fast, uint32_t *spill)
+{
+    int cap = o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : o->stack_size;
+    return bk_stack_make(o->stack_mode, fast, 1, cap, spill, 1);
+}
+
 static void *cpu_worker_run(void *arg)
 {
     cpu_worker *w = arg;
     cpu_job *j = w->job;
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
-    int cap = j->o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : j->o->stack_size;
-    bk_stack s = bk_stack_make(j->o->stack_mode, fast, 1, cap, spill, 1);
+    bk_stack s = cpu_stack(j->o, fast, spill);
     cpu_loop_fn loop = cpu_loops[j->view->type == BK_ACCEL_BVH ? 0 : 1][j->o->stack_mode][j->o->any_hit ? 1 : 0];
     uint64_t acc[4] = { 0, 0, 0, 0 };
     for (;;) {
@@ -166,8 +172,7 @@ static void *bake_worker_run(void *arg)
     bake_worker *w = arg;
     bake_job *j = w->job;
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
-    int cap = j->o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : j->o->stack_size;
-    bk_stack s = bk_stack_make(j->o->stack_mode, fast, 1, cap, spill, 1);
+    bk_stack s = cpu_stack(j->o, fast, spill);
     for (;;) {
         uint64_t begin = atomic_fetch_add(&j->next, 16);
         if (begin >= j->end) break;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Registers, stack frame and spill bytes of every trace kernel instance, from ptxas -v.
+"""Registers, stack frame and spill bytes of every trace and bake kernel instance, from ptxas -v.
 
 usage: python3 tools/kernel_resources.py [nvcc flags...]   (run from the repository root)
-Compiles kernels/trace.cu for sm_90 with -Xptxas -v and prints one row per template instance
-<accel, stack, query, counters>.
+Compiles kernels/trace.cu and kernels/bake.cu for sm_90 with -Xptxas -v (bake.cu with
+--fmad=false, as CMakeLists.txt does) and prints one row per template instance
+<accel, stack, query, counters> or <stack> for the bake.
 """
 import re
 import subprocess
@@ -14,17 +15,25 @@ STACK = ["global", "short", "spill"]
 QUERY = ["closest", "any"]
 COUNT = ["thread", "warp", "block"]
 
-cmd = ["nvcc", "-arch=sm_90", "-O3", "-std=c++17", "-Isrc", "-Ikernels", "-DBK_HAVE_CUDA=1",
-       "-Xptxas", "-v", "-c", "kernels/trace.cu", "-o", "/dev/null"] + sys.argv[1:]
-out = subprocess.run(cmd, capture_output=True, text=True)
-if out.returncode != 0:
-    sys.exit(out.stderr)
-rows, cur = [], None
-for line in out.stderr.splitlines():
+def ptxas(source, extra):
+    cmd = ["nvcc", "-arch=sm_90", "-O3", "-std=c++17", "-Isrc", "-Ikernels", "-DBK_HAVE_CUDA=1",
+           "-Xptxas", "-v", "-c", source, "-o", "/dev/null"] + extra + sys.argv[1:]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(out.stderr)
+    return out.stderr.splitlines()
+
+rows, bake, cur = [], [], None
+for line in ptxas("kernels/trace.cu", []) + ptxas("kernels/bake.cu", ["--fmad=false"]):
     m = re.search(r"Compiling entry function '_Z12trace_kernelILi(\d)ELi(\d)ELi(\d)ELi(\d)E", line)
     if m:
         cur = {"k": tuple(int(x) for x in m.groups())}
         rows.append(cur)
+        continue
+    m = re.search(r"Compiling entry function '_Z11bake_kernelILi(\d)E", line)
+    if m:
+        cur = {"k": (int(m.group(1)),)}
+        bake.append(cur)
         continue
     if cur is None:
         continue
@@ -38,4 +47,7 @@ print(f"{'accel':7} {'stack':7} {'query':8} {'counters':8} {'regs':>5} {'frame B
 for r in sorted(rows, key=lambda r: r["k"]):
     a, s, q, c = r["k"]
     print(f"{ACCEL[a]:7} {STACK[s]:7} {QUERY[q]:8} {COUNT[c]:8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
+          f"{r.get('st', 0):10} {r.get('ld', 0):10}")
+for r in sorted(bake, key=lambda r: r["k"]):
+    print(f"{'bake':7} {STACK[r['k'][0]]:7} {'-':8} {'warp':8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
           f"{r.get('st', 0):10} {r.get('ld', 0):10}")
