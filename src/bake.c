@@ -114,10 +114,10 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     /* Launches cover a block of texels and a run of samples. A launch takes at least as long as
      * its slowest texel, so besides sizing the texel block to the rate measured, the samples
      * are split when one wave of texels is too slow: each launch then stays near 70 % of the
-     * budget whatever the scene. The CPU has no watchdog; its launches only pace the progress
-     * bar (~0.25 s). */
+     * budget whatever the scene. The CPU has no watchdog; its launches (5 budgets long, 0.25 s by
+     * default) only pace the progress bar. */
     int gpu = strcmp(be->i->name(be), "cpu") != 0;
-    double target = 0.7 * (gpu ? o->max_launch_ms * 1e-3 : 0.25);
+    double target = 0.7 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
     uint32_t spp = o->params.spp, block = gpu ? 8192 : 256, chunk = spp < 2 ? spp : 2;
     double work = (double)n * (double)spp, done = 0.0;
     int show = o->progress && isatty(2);

@@ -419,9 +419,17 @@ int bk_cmd_bake(int argc, char **argv)
     ph[4] = bk_time_now() - t0;
     if (c.stats) {
         bk_outfile of;
-        if (bk_outfile_open(&of, c.stats, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(of.f, &c, &s, &at, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds);
-        if (bk_outfile_commit(&of, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        int bad = bk_outfile_open(&of, c.stats, err, sizeof err);
+        if (!bad) {
+            write_stats_json(of.f, &c, &s, &at, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds);
+            bad = bk_outfile_commit(&of, err, sizeof err);
+        }
+        if (bad) {                      /* all or nothing */
+            fprintf(stderr, "baker: %s\n", err);
+            remove(c.out);
+            if (c.mesh_out) remove(c.mesh_out);
+            goto done;
+        }
     }
     if (!c.quiet) {
         double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;

@@ -5,7 +5,7 @@
  * - A plane under a sun of angular radius r: the texel holds E / pi with
  *   E = sun * (1 + cos r) / 2 (the mean cosine over the cone); under a constant sky L it holds L.
  * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
- * - Determinism: stack strategy and thread count change no texel.
+ * - Determinism: stack strategy, thread count and launch slicing change no texel.
  */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
@@ -159,6 +159,11 @@ static void check_determinism(void)
         BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "stack %s/%d, 2 threads: other texels",
                    bk_stack_mode_name(modes[m][0]), modes[m][1]);
     }
+    /* launches of one sample and a few texels each add up to the same sums as long launches */
+    o.trace = bk_trace_opts_default();
+    o.max_launch_ms = 1e-4;
+    bake(&s, tx, N, &o, NULL, 0, got, 1);
+    BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "tiny launches: other texels");
     free(ref); free(got);
     bk_scene_free(&s);
 }

@@ -137,6 +137,10 @@ int main(void)
         snprintf(args, sizeof args, "'%s' -o '%s/bad.png' --backend cpu --quiet", path, tmpdir);
         BK_EXPECTF(run(err, sizeof err, args) == 1 && strstr(err, bad[i]), "bake of %s: '%s'", bad[i], err);
     }
+    /* an unwritable statistics file fails the whole bake: no map, no mesh either */
+    snprintf(args, sizeof args, "'%s' -o '%s/st.png' --mesh-out '%s/st.obj' --stats '%s/no/dir/st.json' --backend cpu "
+             "--size 32 --spp 1 --quiet", scene, tmpdir, tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "st.json"));
     BK_EXPECT(!leftovers());
     /* a good bake writes the map, the mesh and the statistics */
     snprintf(args, sizeof args, "'%s' -o '%s/ok.png' --mesh-out '%s/ok_mesh.obj' --stats '%s/ok.json' --backend cpu "
@@ -152,6 +156,11 @@ int main(void)
     snprintf(a2, sizeof a2, "%s/ok.png", tmpdir);
     snprintf(b2, sizeof b2, "%s/ok2.png", tmpdir);
     BK_EXPECTF(same_file(a2, b2), "two bakes with the same options wrote different maps");
+    /* sorting texels by their rays' key changes the order of work, not the map */
+    snprintf(args, sizeof args, "'%s' -o '%s/ok3.png' --backend cpu --size 32 --spp 2 --quiet --bin-rays on", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(b2, sizeof b2, "%s/ok3.png", tmpdir);
+    BK_EXPECTF(same_file(a2, b2), "--bin-rays on wrote another map");
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);
