@@ -17,7 +17,7 @@ __host__ __device__ __noinline__ bk_hit bk_bake_trace(const bk_accel_view *a, co
 /* One thread per texel over a grid-stride loop (the grid is what fits at once, so the spill
  * buffer stays small); stack storage as in trace.cu's kernel; statistics summed per warp. */
 template <int MODE>
-__global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx,
+__global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx,
                                                       uint32_t begin, uint32_t end, int stack_size, uint32_t *spill,
                                                       bk_f4 *__restrict__ out, unsigned long long *stats)
 {
@@ -32,13 +32,14 @@ __global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_pa
         bk_texel t = tx[i];
         bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
         out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
+        if (p.sample_begin == 0) tx[i] = t;          /* the unoccluded position, for later launches */
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;
     }
     bk_warp_flush_stats(stats, nodes, tris, restarts, spills, rays);
 }
 
 
-typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
+typedef void (*bake_fn)(bk_bake_view, bk_bake_params, bk_texel *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
                         unsigned long long *);
 
 static bake_fn pick(int mode)
@@ -58,7 +59,7 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int block, size_t smem, int *
 }
 
 cudaError_t bk_cuda_bake_launch(int stack_mode, unsigned blocks, int block, size_t smem, const bk_bake_view *v,
-                                const bk_bake_params *p, const bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
+                                const bk_bake_params *p, bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
                                 uint32_t *spill, bk_f4 *out, unsigned long long *stats)
 {
     pick(stack_mode)<<<blocks, block, smem>>>(*v, *p, tx, begin, end, stack_size, spill, out, stats);

@@ -227,15 +227,20 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
 }
 
 /* Bakes samples [p->sample_begin, p->sample_end) of one texel and adds them to acc, the sums of
- * the texel's earlier samples (rgb; w counts first rays that met a back face). Adding sample by
+ * the texel's earlier samples (rgb; w counts first rays that met a back face). The launch with
+ * sample 0 moves the texel out of nearby geometry and writes the position back into *tx. Adding sample by
  * sample in order makes a bake split over several launches equal to one made in a single pass.
  * The host divides by spp at the end and treats a back-face share > 0.1 as inside geometry. */
-BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, bk_stack *s,
+BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, bk_stack *s,
                           bk_trace_stats *st)
 {
     bk_vec3 x = bk_v3(tx->px, tx->py, tx->pz), n = bk_v3(tx->nx, tx->ny, tx->nz);
     uint32_t texel = tx->pixel;
-    if (p->mode == BK_BAKE_LIGHT) x = bk_bake_unocclude(v, p, x, n, s, st);
+    if (p->mode == BK_BAKE_LIGHT && p->sample_begin == 0) {
+        /* once per texel: the first launch stores the moved position for the later ones */
+        x = bk_bake_unocclude(v, p, x, n, s, st);
+        tx->px = x.x; tx->py = x.y; tx->pz = x.z;
+    }
     for (uint32_t smp = p->sample_begin; smp < p->sample_end; ++smp) {
         if (p->mode == BK_BAKE_AO) {
             bk_vec3 d = bk_cosine_dir(n, bk_rng_f(p->seed, texel, smp, 0), bk_rng_f(p->seed, texel, smp, 1));

@@ -33,7 +33,7 @@ static __device__ __forceinline__ void bk_warp_flush_stats(unsigned long long *s
 cudaError_t bk_cuda_bake_occupancy(int stack_mode, int block, size_t smem, int *per_sm);
 /* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, unsigned blocks, int block, size_t smem, const bk_bake_view *v,
-                                const bk_bake_params *p, const bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
+                                const bk_bake_params *p, bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
                                 uint32_t *spill, bk_f4 *out, unsigned long long *stats);
 
 #endif

@@ -18,7 +18,7 @@ typedef struct cpu_ctx {
     bk_accel_view   view;
     /* bake */
     bk_bake_view    bake;
-    const bk_texel *texels;
+    bk_texel       *texels;        /* a copy: the first launch stores unoccluded positions */
     uint32_t        texel_count;
     bk_f4          *out;
     bk_trace_totals bake_totals;
@@ -193,11 +193,13 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     free(c->out);
     c->bake = *v;
     c->bake.accel = c->view;
-    c->texels = texels;
+    free(c->texels);
+    c->texels = malloc(sizeof(bk_texel) * (n ? n : 1));
     c->texel_count = n;
     c->out = calloc(n ? n : 1, sizeof(bk_f4));          /* the sums start at zero */
+    if (c->texels) memcpy(c->texels, texels, sizeof(bk_texel) * n);
     memset(&c->bake_totals, 0, sizeof c->bake_totals);
-    if (!c->out) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    if (!c->out || !c->texels) return bk_fail(err, err_size, "out of memory for %u texels", n);
     return 0;
 }
 
@@ -237,13 +239,16 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, cha
     memcpy(out, c->out, sizeof(bk_f4) * c->texel_count);
     *totals = c->bake_totals;
     free(c->out);
+    free(c->texels);
     c->out = NULL;
+    c->texels = NULL;
     return 0;
 }
 
 static void cpu_free(bk_backend *be)
 {
     free(((cpu_ctx *)be->ctx)->out);
+    free(((cpu_ctx *)be->ctx)->texels);
     free(be->ctx);
     free(be);
 }

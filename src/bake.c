@@ -113,11 +113,11 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     if (be->i->bake_begin(be, v, texels, n, err, err_size)) { free(out); return -1; }
     /* Launches cover a block of texels and a run of samples. A launch takes at least as long as
      * its slowest texel, so besides sizing the texel block to the rate measured, the samples
-     * are split when one wave of texels is too slow: each launch then stays near 70 % of the
+     * are split when one wave of texels is too slow: each launch then stays near 60 % of the
      * budget whatever the scene. The CPU has no watchdog; its launches (5 budgets long, 0.25 s by
      * default) only pace the progress bar. */
     int gpu = strcmp(be->i->name(be), "cpu") != 0;
-    double target = 0.7 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
+    double target = 0.6 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
     uint32_t spp = o->params.spp, block = gpu ? 8192 : 256, chunk = spp < 2 ? spp : 2;
     double work = (double)n * (double)spp, done = 0.0;
     int show = o->progress && isatty(2);
@@ -134,12 +134,20 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
             done += (double)(end - begin) * (double)(p.sample_end - s0);
             s0 = p.sample_end;
-            if (dt > target) {                         /* too long: fewer samples, then fewer texels */
-                if (chunk > 1) chunk = (uint32_t)(chunk * target / dt) > 1 ? (uint32_t)(chunk * target / dt) : 1;
-                else block = block / 2 > 64 ? block / 2 : 64;
-            } else if (dt < 0.5 * target) {            /* room: more samples, then more texels */
-                if (chunk < spp) chunk = chunk * 2 < spp ? chunk * 2 : spp;
-                else block = block * 2 < n ? block * 2 : n;
+            /* next launch: scaled to land on the target at the rate just measured, growing by
+             * at most 1.5x (texels further on may cost more) */
+            double scale = dt > 0 ? target / dt : 1.5;
+            scale = scale > 1.5 ? 1.5 : scale < 0.1 ? 0.1 : scale;
+            if (scale < 1.0 && chunk > 1) {           /* too long: fewer samples first */
+                chunk = (uint32_t)(chunk * scale) > 1 ? (uint32_t)(chunk * scale) : 1;
+            } else if (scale < 1.0) {                 /* one sample is too long: fewer texels */
+                block = (uint32_t)(block * scale) > 64 ? (uint32_t)(block * scale) : 64;
+            } else if (chunk < spp) {                 /* room: more samples, then more texels */
+                uint32_t c = (uint32_t)(chunk * scale);
+                chunk = c > chunk ? (c < spp ? c : spp) : chunk + 1 < spp ? chunk + 1 : spp;
+            } else {
+                double b = block * scale;
+                block = b >= (double)n ? n : (uint32_t)b;
             }
             if (show) progress_draw(done / work, bk_time_now() - t0, 0);
         }
