@@ -118,7 +118,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
      * default) only pace the progress bar. */
     int gpu = strcmp(be->i->name(be), "cpu") != 0;
     double target = 0.6 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
-    uint32_t spp = o->params.spp, block = gpu ? 8192 : 256, chunk = spp < 2 ? spp : 2;
+    uint32_t spp = o->params.spp, block = gpu ? 4096 : 256, chunk = 1;   /* a cautious first launch */
     double work = (double)n * (double)spp, done = 0.0;
     int show = o->progress && isatty(2);
     bk_bake_params p = o->params;
