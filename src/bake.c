@@ -111,19 +111,23 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     bk_f4 *out = malloc(sizeof(bk_f4) * (n ? n : 1));
     if (!out) return bk_fail(err, err_size, "out of memory for %u texels", n);
     if (be->i->bake_begin(be, v, texels, n, err, err_size)) { free(out); return -1; }
-    /* Launches cover a block of texels and a run of samples. A launch takes at least as long as
-     * its slowest texel, so besides sizing the texel block to the rate measured, the samples
-     * are split when one wave of texels is too slow: each launch then stays near 60 % of the
-     * budget whatever the scene. The CPU has no watchdog; its launches (5 budgets long, 0.25 s by
-     * default) only pace the progress bar. */
+    /* Launches cover a block of texels and a run of samples of each. A launch lasts at least as
+     * long as its slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold
+     * what the GPU runs at once (65536 texels) and the runs are sized to the budget: each block
+     * starts with a one-sample run (cheap, and it times the block's texels), then runs as many
+     * samples as fit in 60 % of the budget at that rate (a block's samples all cost about the
+     * same). The next block grows when all samples fitted with room to spare, and shrinks when
+     * one sample did not. The CPU has no watchdog; its launches (5 budgets, 0.25 s by default)
+     * only pace the progress bar. */
     int gpu = strcmp(be->i->name(be), "cpu") != 0;
     double target = 0.6 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
-    uint32_t spp = o->params.spp, block = gpu ? 4096 : 256, chunk = 1;   /* a cautious first launch */
+    uint32_t spp = o->params.spp, block = gpu ? 65536 : 1024;
     double work = (double)n * (double)spp, done = 0.0;
     int show = o->progress && isatty(2);
     bk_bake_params p = o->params;
     for (uint32_t begin = 0; begin < n;) {
-        uint32_t end = n - begin > block ? begin + block : n;
+        uint32_t end = n - begin > block ? begin + block : n, chunk = 1;
+        double per = 0.0;                          /* seconds per sample for this block */
         for (uint32_t s0 = 0; s0 < spp;) {
             p.sample_begin = s0;
             p.sample_end = spp - s0 > chunk ? s0 + chunk : spp;
@@ -133,25 +137,17 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             res->launches++;
             if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
             done += (double)(end - begin) * (double)(p.sample_end - s0);
+            /* the first run also moves texels out of geometry: count that as a sample */
+            double r = dt / (double)(p.sample_end - s0 + (s0 == 0));
+            if (r > per) per = r;
             s0 = p.sample_end;
-            /* next launch: scaled to land on the target at the rate just measured, growing by
-             * at most 1.5x (texels further on may cost more) */
-            double scale = dt > 0 ? target / dt : 1.5;
-            scale = scale > 1.5 ? 1.5 : scale < 0.1 ? 0.1 : scale;
-            if (scale < 1.0 && chunk > 1) {           /* too long: fewer samples first */
-                chunk = (uint32_t)(chunk * scale) > 1 ? (uint32_t)(chunk * scale) : 1;
-            } else if (scale < 1.0) {                 /* one sample is too long: fewer texels */
-                block = (uint32_t)(block * scale) > 64 ? (uint32_t)(block * scale) : 64;
-            } else if (chunk < spp) {                 /* room: more samples, then more texels */
-                uint32_t c = (uint32_t)(chunk * scale);
-                chunk = c > chunk ? (c < spp ? c : spp) : chunk + 1 < spp ? chunk + 1 : spp;
-            } else {
-                double b = block * scale;
-                block = b >= (double)n ? n : (uint32_t)b;
-            }
+            double fit = per > 0 ? target / per : (double)spp;
+            chunk = fit < 1.0 ? 1 : fit > (double)spp ? spp : (uint32_t)fit;
             if (show) progress_draw(done / work, bk_time_now() - t0, 0);
         }
         begin = end;
+        if (per * spp < 0.5 * target) block = block < n / 2 ? block * 2 : n;
+        else if (per > target && block > 256) block /= 2;
     }
     if (show) progress_draw(1.0, bk_time_now() - t0, 1);
     if (be->i->bake_end(be, out, &res->totals, err, err_size)) { free(out); return -1; }
