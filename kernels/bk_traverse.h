@@ -7,11 +7,13 @@
  *     fast part is full: nothing (global: it holds the deepest tree), drop the oldest entry and
  *     restart later (short), or move the whole fast part to a global-memory region (spill).
  *   - ray/box slabs (robust to axis-parallel rays: a zero direction gets a huge finite inverse, so
- *     no 0 * inf NaN; the far distance is widened by a few ulps as in Ize 2013, "Robust BVH Ray
- *     Traversal") and the watertight ray/triangle test (Woop, Benthin & Wald 2013).
- *   - BVH traversal with ordered children; with the short stack, a restart trail (Laine 2010,
- *     "Restart Trail for Stackless BVH Traversal") records per level whether the nearer child is
- *     finished, so a restart from the root skips finished subtrees.
+ *     no 0 * inf NaN, and a ray parallel to a slab is inside it for every t or for none; the far
+ *     distance is widened by a few ulps as in Ize 2013, "Robust BVH Ray Traversal") and the
+ *     watertight ray/triangle test (Woop, Benthin & Wald 2013), evaluated unfused on both sides.
+ *   - BVH traversal with ordered children, as Aila & Laine's while-while loop with postponed
+ *     leaves; with the short stack, a restart trail (Laine 2010, "Restart Trail for Stackless BVH
+ *     Traversal") records per level whether only one child is left and which, so a restart from
+ *     the root skips finished subtrees.
  *   - KD-tree traversal (pbrt's front-to-back traversal); with the short stack, kd-restart
  *     (Foley & Sugerman 2005): when dropped entries are needed, restart from the root with tmin
  *     advanced to the exit of the last leaf.
