@@ -83,18 +83,6 @@ static int parse_floats(const char *opt, const char *val, int n, float *out)
     return 0;
 }
 
-static int has_ext(const char *path, const char *ext)
-{
-    size_t n = strlen(path), e = strlen(ext);
-    if (n < e) return 0;
-    for (size_t i = 0; i < e; ++i) {
-        char c = path[n - e + i];
-        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-        if (c != ext[i]) return 0;
-    }
-    return 1;
-}
-
 typedef struct bake_cli {
     const char   *scene, *out, *mesh_out, *stats;
     bk_cli_trace  t;
@@ -202,11 +190,11 @@ static int parse(bake_cli *c, int argc, char **argv)
     }
     if (!c->scene) { fprintf(stderr, "baker: no SCENE given\n"); return -1; }
     if (!c->out) { fprintf(stderr, "baker: no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
-    if (!has_ext(c->out, ".png") && !has_ext(c->out, ".hdr")) {
+    if (!bk_path_has_ext(c->out, ".png") && !bk_path_has_ext(c->out, ".hdr")) {
         fprintf(stderr, "baker: -o %s: the lightmap must be a .png or a .hdr file\n", c->out);
         return -1;
     }
-    if (c->mesh_out && !has_ext(c->mesh_out, ".obj")) {
+    if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj")) {
         fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj file\n", c->mesh_out);
         return -1;
     }

@@ -7,7 +7,6 @@
 #include "image.h"
 #include "util.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,18 +70,9 @@ uint8_t bk_image_srgb8(float linear)
 
 static void to_file(void *ctx, void *data, int size) { fwrite(data, 1, (size_t)size, (FILE *)ctx); }
 
-static int ext_is(const char *path, const char *ext)
-{
-    size_t n = strlen(path), m = strlen(ext);
-    if (n < m) return 0;
-    for (size_t i = 0; i < m; ++i)
-        if (tolower((unsigned char)path[n - m + i]) != ext[i]) return 0;
-    return 1;
-}
-
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {
-    int png = ext_is(path, ".png"), hdr = ext_is(path, ".hdr");
+    int png = bk_path_has_ext(path, ".png"), hdr = bk_path_has_ext(path, ".hdr");
     if (!png && !hdr) return bk_fail(err, err_size, "%s: unsupported image type: the name must end in .png (8-bit sRGB) or .hdr (Radiance, linear)", path);
     if (w <= 0 || h <= 0) return bk_fail(err, err_size, "%s: empty image (%dx%d)", path, w, h);
     if (png && !(exposure >= 0 && isfinite(exposure)))

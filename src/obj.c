@@ -48,18 +48,6 @@
 
 /* ---- file reading ---------------------------------------------------------------------------- */
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    if (m > n) return 0;
-    for (size_t i = 0; i < m; i++) {
-        char a = s[n - m + i], b = suffix[i];
-        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
-        if (a != b) return 0;
-    }
-    return 1;
-}
-
 /* A file's text followed by at least PAD zero bytes, so parsers may look ahead without length checks. */
 typedef struct text {
     char  *buf;
@@ -75,14 +63,14 @@ static void text_free(text *t)
 }
 
 /* gunzips the whole file into memory (zlib reads plain files through the same calls). */
-static int read_gz(const char *path, text *t, char *err, size_t err_size)
+/* Reads a stream to its end into t (plus PAD zero bytes), starting from a guessed capacity and
+ * doubling it: the size is only a guess (pipes, files that grow, compressed files). rd returns the
+ * bytes read, 0 at the end, or < 0 with the reason in why. */
+typedef long (*chunk_reader)(void *src, char *dst, size_t want, char *why, size_t why_size);
+
+static int read_all(const char *path, size_t cap, chunk_reader rd, void *src, text *t, char *err, size_t err_size)
 {
-    errno = 0;
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return bk_fail(err, err_size, "%s: cannot open: %s", path, errno ? strerror(errno) : "gzopen failed");
-    gzbuffer(gz, 1u << 18);
-    struct stat st;
-    size_t cap = (stat(path, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size * 5 : (1u << 20), n = 0;
+    size_t n = 0;
     char *b = malloc(cap + PAD);
     for (;;) {
         if (b && n == cap) {
@@ -90,26 +78,52 @@ static int read_gz(const char *path, text *t, char *err, size_t err_size)
             if (!nb) { free(b); b = NULL; }
             else { b = nb; cap *= 2; }
         }
-        if (!b) { gzclose(gz); return bk_fail(err, err_size, "%s: out of memory reading the file", path); }
+        if (!b) return bk_fail(err, err_size, "%s: out of memory reading the file", path);
+        char why[160] = "";
         size_t want = cap - n < (1u << 30) ? cap - n : (1u << 30);
-        int got = gzread(gz, b + n, (unsigned)want);
-        if (got < 0) {
-            int code;
-            const char *msg = gzerror(gz, &code);
-            char m[160];
-            snprintf(m, sizeof m, "%s", code == Z_ERRNO ? strerror(errno) : msg);
-            free(b);
-            gzclose(gz);
-            return bk_fail(err, err_size, "%s: gzip read error: %s", path, m);
-        }
+        long got = rd(src, b + n, want, why, sizeof why);
+        if (got < 0) { free(b); return bk_fail(err, err_size, "%s: %s", path, why); }
         if (got == 0) break;
         n += (size_t)got;
     }
-    gzclose(gz);
     memset(b + n, 0, PAD);
     t->buf = b;
     t->len = n;
     return 0;
+}
+
+static long gz_chunk(void *src, char *dst, size_t want, char *why, size_t why_size)
+{
+    int got = gzread((gzFile)src, dst, (unsigned)want);
+    if (got < 0) {
+        int code;
+        const char *msg = gzerror((gzFile)src, &code);
+        snprintf(why, why_size, "gzip read error: %s", code == Z_ERRNO ? strerror(errno) : msg);
+    }
+    return got;
+}
+
+static long fd_chunk(void *src, char *dst, size_t want, char *why, size_t why_size)
+{
+    for (;;) {
+        ssize_t r = read(*(int *)src, dst, want);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) snprintf(why, why_size, "read error: %s", strerror(errno));
+        return (long)r;
+    }
+}
+
+static int read_gz(const char *path, text *t, char *err, size_t err_size)
+{
+    errno = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return bk_fail(err, err_size, "%s: cannot open: %s", path, errno ? strerror(errno) : "gzopen failed");
+    gzbuffer(gz, 1u << 18);
+    struct stat st;
+    size_t cap = (stat(path, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size * 5 : (1u << 20);
+    int rc = read_all(path, cap, gz_chunk, gz, t, err, err_size);
+    gzclose(gz);
+    return rc;
 }
 
 /* Large regular files are mapped rather than read: no copy, and page-cache pages come in several at a
@@ -135,7 +149,7 @@ static int map_file(int fd, size_t size, text *t)
 static int read_text(const char *path, text *t, char *err, size_t err_size)
 {
     memset(t, 0, sizeof *t);
-    if (ends_with(path, ".gz")) return read_gz(path, t, err, err_size);
+    if (bk_path_has_ext(path, ".gz")) return read_gz(path, t, err, err_size);
 
     int fd = open(path, O_RDONLY);
     if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
@@ -147,33 +161,10 @@ static int read_text(const char *path, text *t, char *err, size_t err_size)
         close(fd);
         return 0;
     }
-    /* Read until end of file: the size is only a first guess (pipes, files that grow). */
     size_t cap = (regular && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) ? (size_t)st.st_size + 1 : (1u << 16);
-    size_t n = 0;
-    char *b = malloc(cap + PAD);
-    for (;;) {
-        if (b && n == cap) {
-            char *nb = realloc(b, cap * 2 + PAD);
-            if (!nb) { free(b); b = NULL; }
-            else { b = nb; cap *= 2; }
-        }
-        if (!b) { close(fd); return bk_fail(err, err_size, "%s: out of memory reading the file", path); }
-        ssize_t r = read(fd, b + n, cap - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            free(b);
-            close(fd);
-            return bk_fail(err, err_size, "%s: read error: %s", path, strerror(e));
-        }
-        if (r == 0) break;
-        n += (size_t)r;
-    }
+    int rc = read_all(path, cap, fd_chunk, &fd, t, err, err_size);
     close(fd);
-    memset(b + n, 0, PAD);
-    t->buf = b;
-    t->len = n;
-    return 0;
+    return rc;
 }
 
 /* ---- character classes and numbers ------------------------------------------------------------ */
@@ -899,8 +890,8 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
 int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
-    if (ends_with(path, ".obj") || ends_with(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
-    if (ends_with(path, ".vox")) return bk_fail(err, err_size, "%s: .vox scenes are not supported yet", path);
+    if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
+    if (bk_path_has_ext(path, ".vox")) return bk_fail(err, err_size, "%s: .vox scenes are not supported yet", path);
     return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz)", path);
 }
 

@@ -26,6 +26,18 @@ int bk_fail(char *err, size_t err_size, const char *fmt, ...)
     return -1;
 }
 
+int bk_path_has_ext(const char *path, const char *ext)
+{
+    size_t n = strlen(path), m = strlen(ext);
+    if (m > n) return 0;
+    for (size_t i = 0; i < m; ++i) {
+        char a = path[n - m + i];
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (a != ext[i]) return 0;
+    }
+    return 1;
+}
+
 int bk_cpu_threads(void)
 {
     const char *env = getenv("BK_THREADS");

@@ -15,6 +15,9 @@ double bk_time_now(void);
 /* snprintf into an error buffer that may be NULL; returns -1 so callers can `return bk_fail(...)`. */
 int bk_fail(char *err, size_t err_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* 1 when path ends in ext (lower case, with its dot), ignoring the case of path. */
+int bk_path_has_ext(const char *path, const char *ext);
+
 /* Number of worker threads for host work: BK_THREADS, else the online CPU count. */
 int bk_cpu_threads(void);
 
