@@ -33,11 +33,33 @@ typedef struct cpu_job {
     atomic_uint_fast64_t next;
 } cpu_job;
 
+/* A worker thread of either job (trace or bake) and its counter sums. */
 typedef struct cpu_worker {
-    cpu_job        *job;
-    bk_trace_totals totals;
+    void           *job;
+    bk_trace_totals totals;        /* nodes, tris, restarts, spills, rays */
     pthread_t       thread;
 } cpu_worker;
+
+/* Runs fn on nt workers over one job, the calling thread being worker 0, and adds their counters
+ * to *sum (seconds: the wall time). Returns -1 when the worker array cannot be had. */
+static int run_workers(int nt, void *job, void *(*fn)(void *), bk_trace_totals *sum)
+{
+    cpu_worker *w = calloc((size_t)nt, sizeof *w);
+    if (!w) return -1;
+    double t0 = bk_time_now();
+    int started = 1;
+    for (int i = 0; i < nt; ++i) w[i].job = job;
+    for (int i = 1; i < nt && pthread_create(&w[i].thread, NULL, fn, &w[i]) == 0; ++i) started = i + 1;
+    fn(&w[0]);
+    for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
+    sum->seconds += bk_time_now() - t0;
+    for (int i = 0; i < started; ++i) {
+        sum->nodes += w[i].totals.nodes; sum->tris += w[i].totals.tris; sum->restarts += w[i].totals.restarts;
+        sum->spills += w[i].totals.spills; sum->rays += w[i].totals.rays;
+    }
+    free(w);
+    return 0;
+}
 
 /* One loop per (accel, stack mode, query), so the always-inlined traversal is specialised for
  * constants, as the CUDA templates are. */
@@ -124,26 +146,9 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     cpu_job job;
     job.view = &c->view; job.rays = rays; job.hits = hits; job.n = n; job.o = o;
     atomic_init(&job.next, 0);
-    cpu_worker *w = calloc((size_t)nt, sizeof *w);
-    if (!w) return bk_fail(err, err_size, "out of memory");
-    double t0 = bk_time_now();
-    int started = 0;
-    for (int i = 0; i < nt; ++i) {
-        w[i].job = &job;
-        if (i > 0 && pthread_create(&w[i].thread, NULL, cpu_worker_run, &w[i]) != 0) break;
-        started = i + 1;
-    }
-    cpu_worker_run(&w[0]);
-    for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
-    double t1 = bk_time_now();
     memset(totals, 0, sizeof *totals);
+    if (run_workers(nt, &job, cpu_worker_run, totals)) return bk_fail(err, err_size, "out of memory");
     totals->rays = n;
-    totals->seconds = t1 - t0;
-    for (int i = 0; i < started; ++i) {
-        totals->nodes += w[i].totals.nodes; totals->tris += w[i].totals.tris;
-        totals->restarts += w[i].totals.restarts; totals->spills += w[i].totals.spills;
-    }
-    free(w);
     return 0;
 }
 
@@ -161,15 +166,9 @@ typedef struct bake_job {
     atomic_uint_fast64_t  next;
 } bake_job;
 
-typedef struct bake_worker {
-    bake_job *job;
-    uint64_t  acc[5];
-    pthread_t thread;
-} bake_worker;
-
 static void *bake_worker_run(void *arg)
 {
-    bake_worker *w = arg;
+    cpu_worker *w = arg;
     bake_job *j = w->job;
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
     bk_stack s = cpu_stack(j->o, fast, spill);
@@ -180,8 +179,8 @@ static void *bake_worker_run(void *arg)
         for (uint64_t i = begin; i < end; ++i) {
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
             j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
-            w->acc[0] += st.nodes; w->acc[1] += st.tris; w->acc[2] += st.restarts; w->acc[3] += st.spills;
-            w->acc[4] += st.rays;
+            w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
+            w->totals.spills += st.spills; w->totals.rays += st.rays;
         }
     }
     return NULL;
@@ -214,21 +213,7 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     memset(&job, 0, sizeof job);
     job.c = c; job.end = end; job.p = p; job.o = o;
     atomic_init(&job.next, begin);
-    bake_worker *w = calloc((size_t)nt, sizeof *w);
-    if (!w) return bk_fail(err, err_size, "out of memory");
-    double t0 = bk_time_now();
-    int started = 1;
-    for (int i = 0; i < nt; ++i) w[i].job = &job;
-    for (int i = 1; i < nt && pthread_create(&w[i].thread, NULL, bake_worker_run, &w[i]) == 0; ++i) started = i + 1;
-    bake_worker_run(&w[0]);
-    for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
-    c->bake_totals.seconds += bk_time_now() - t0;
-    for (int i = 0; i < started; ++i) {
-        c->bake_totals.nodes += w[i].acc[0]; c->bake_totals.tris += w[i].acc[1];
-        c->bake_totals.restarts += w[i].acc[2]; c->bake_totals.spills += w[i].acc[3];
-        c->bake_totals.rays += w[i].acc[4];
-    }
-    free(w);
+    if (run_workers(nt, &job, bake_worker_run, &c->bake_totals)) return bk_fail(err, err_size, "out of memory");
     return 0;
 }
 
