@@ -7,12 +7,16 @@
  * allocated per line, and line numbers are counted only when a message needs one.
  *
  * Behaviour (also documented in tests/unit_obj.c):
- *   errors (negative status, one line "path:line: reason" in err): unreadable file, index 0, index
- *     out of range (against the vertices defined so far), unparsable number, non-finite position,
- *     v with < 3 or vn with < 3 or vt with < 1 numbers, face with < 3 vertices, no faces at all,
- *     more than 2^32-2 elements, out of memory.
+ *   errors (negative status, one line "path:line: reason" in err): unreadable file, a file (OBJ or
+ *     MTL) that is not a regular file or is larger than its limit (scene.h), a truncated .gz, UTF-16
+ *     or binary text, index 0, index out of range (against the vertices defined so far), unparsable
+ *     number, non-finite v/vt/vn or MTL Kd/Ke, v with < 3 or vn with < 3 or vt with < 1 numbers,
+ *     face with < 3 vertices, no faces at all, more than 2^32-2 elements, out of memory. Bytes of
+ *     the file quoted in a message have their control characters escaped.
  *   warnings (one line on stderr, loading goes on): mtllib file missing, usemtl name that no MTL
- *     defines (those triangles get BK_NONE = default material), MTL lines that cannot be parsed.
+ *     defines (those triangles get BK_NONE = default material), MTL lines that cannot be parsed,
+ *     Kd outside [0, 1] or Ke outside [0, BK_KE_MAX] (clamped).
+ *   accepted: a UTF-8 byte-order mark.
  *   ignored: o g s l p vp cstype ... comments and unknown keywords; extra numbers (v x y z w, colours).
  * References: Wavefront OBJ and MTL specs (Advanced Visualizer manual, appendices B1/B2);
  *   W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
@@ -62,21 +66,29 @@ static void text_free(text *t)
     memset(t, 0, sizeof *t);
 }
 
-/* gunzips the whole file into memory (zlib reads plain files through the same calls). */
+#define READ_MISSING (-2)           /* read_text: the file does not exist */
+
 /* Reads a stream to its end into t (plus PAD zero bytes), starting from a guessed capacity and
- * doubling it: the size is only a guess (pipes, files that grow, compressed files). rd returns the
- * bytes read, 0 at the end, or < 0 with the reason in why. */
+ * doubling it: the size is only a guess (compressed files, files that grow). rd returns the bytes
+ * read, 0 at the end, or < 0 with the reason in why. More than limit bytes is an error. */
 typedef long (*chunk_reader)(void *src, char *dst, size_t want, char *why, size_t why_size);
 
-static int read_all(const char *path, size_t cap, chunk_reader rd, void *src, text *t, char *err, size_t err_size)
+static int read_all(const char *path, size_t cap, uint64_t limit, chunk_reader rd, void *src, text *t, char *err, size_t err_size)
 {
     size_t n = 0;
+    if ((uint64_t)cap > limit + 1) cap = (size_t)limit + 1;
     char *b = malloc(cap + PAD);
     for (;;) {
         if (b && n == cap) {
-            char *nb = realloc(b, cap * 2 + PAD);
+            if ((uint64_t)n > limit) {
+                free(b);
+                return bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)",
+                               path, (double)limit / 1e6);
+            }
+            size_t c = (uint64_t)cap * 2 > limit + 1 ? (size_t)limit + 1 : cap * 2;
+            char *nb = realloc(b, c + PAD);
             if (!nb) { free(b); b = NULL; }
-            else { b = nb; cap *= 2; }
+            else { b = nb; cap = c; }
         }
         if (!b) return bk_fail(err, err_size, "%s: out of memory reading the file", path);
         char why[160] = "";
@@ -92,13 +104,17 @@ static int read_all(const char *path, size_t cap, chunk_reader rd, void *src, te
     return 0;
 }
 
+/* zlib reports a stream cut short as Z_BUF_ERROR and gzread then returns what it had, so the end
+ * of the data is checked here: a truncated .gz is an error, not a shorter scene. */
 static long gz_chunk(void *src, char *dst, size_t want, char *why, size_t why_size)
 {
     int got = gzread((gzFile)src, dst, (unsigned)want);
-    if (got < 0) {
-        int code;
-        const char *msg = gzerror((gzFile)src, &code);
-        snprintf(why, why_size, "gzip read error: %s", code == Z_ERRNO ? strerror(errno) : msg);
+    int code = Z_OK;
+    const char *msg = got <= 0 ? gzerror((gzFile)src, &code) : NULL;
+    if (got < 0) snprintf(why, why_size, "gzip read error: %s", code == Z_ERRNO ? strerror(errno) : msg);
+    else if (got == 0 && code == Z_BUF_ERROR) {
+        snprintf(why, why_size, "the gzip stream ends early (the file is truncated)");
+        return -1;
     }
     return got;
 }
@@ -111,19 +127,6 @@ static long fd_chunk(void *src, char *dst, size_t want, char *why, size_t why_si
         if (r < 0) snprintf(why, why_size, "read error: %s", strerror(errno));
         return (long)r;
     }
-}
-
-static int read_gz(const char *path, text *t, char *err, size_t err_size)
-{
-    errno = 0;
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return bk_fail(err, err_size, "%s: cannot open: %s", path, errno ? strerror(errno) : "gzopen failed");
-    gzbuffer(gz, 1u << 18);
-    struct stat st;
-    size_t cap = (stat(path, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size * 5 : (1u << 20);
-    int rc = read_all(path, cap, gz_chunk, gz, t, err, err_size);
-    gzclose(gz);
-    return rc;
 }
 
 /* Large regular files are mapped rather than read: no copy, and page-cache pages come in several at a
@@ -145,26 +148,63 @@ static int map_file(int fd, size_t size, text *t)
     return 0;
 }
 
-/* The whole file into t: gunzipped when the name ends in .gz, mapped when large, else read. */
-static int read_text(const char *path, text *t, char *err, size_t err_size)
+/* The whole file into t: gunzipped when the name ends in .gz, mapped when large, else read. Only
+ * regular files (a device or a FIFO may never end), of at most limit bytes of text. Returns 0,
+ * READ_MISSING when the file does not exist, or -1; err names the file either way. */
+static int read_text(const char *path, uint64_t limit, text *t, char *err, size_t err_size)
 {
     memset(t, 0, sizeof *t);
-    if (bk_path_has_ext(path, ".gz")) return read_gz(path, t, err, err_size);
-
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(e));
+        return e == ENOENT ? READ_MISSING : -1;
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
-    if (S_ISDIR(st.st_mode)) { close(fd); return bk_fail(err, err_size, "%s: is a directory", path); }
-    int regular = S_ISREG(st.st_mode);
-    if (regular && st.st_size >= (1 << 20) && (uint64_t)st.st_size < SIZE_MAX / 2 && map_file(fd, (size_t)st.st_size, t) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+    }
+    int rc;
+    if (bk_path_has_ext(path, ".gz")) {
+        gzFile gz = gzdopen(fd, "rb");
+        if (!gz) { close(fd); return bk_fail(err, err_size, "%s: cannot open: gzdopen failed", path); }
+        gzbuffer(gz, 1u << 18);
+        size_t cap = st.st_size > 0 && (uint64_t)st.st_size < limit / 5 ? (size_t)st.st_size * 5 : (1u << 20);
+        rc = read_all(path, cap, limit, gz_chunk, gz, t, err, err_size);
+        gzclose(gz);
+        return rc;
+    }
+    if ((uint64_t)st.st_size > limit) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: %.0f MB: larger than the %.0f MB baker reads (docs/formats.md)", path,
+                       (double)st.st_size / 1e6, (double)limit / 1e6);
+    }
+    if (st.st_size >= (1 << 20) && map_file(fd, (size_t)st.st_size, t) == 0) {
         close(fd);
         return 0;
     }
-    size_t cap = (regular && st.st_size > 0 && (uint64_t)st.st_size < SIZE_MAX / 2) ? (size_t)st.st_size + 1 : (1u << 16);
-    int rc = read_all(path, cap, fd_chunk, &fd, t, err, err_size);
+    rc = read_all(path, (size_t)st.st_size + 1, limit, fd_chunk, &fd, t, err, err_size);
     close(fd);
     return rc;
+}
+
+/* What the text is, before parsing: a UTF-8 byte-order mark is skipped; UTF-16 and binary files
+ * are named as such instead of failing on their first line. */
+static int check_text(const char *path, text *t, const char **start, char *err, size_t err_size)
+{
+    const unsigned char *b = (const unsigned char *)t->buf;
+    *start = t->buf;
+    if (t->len >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) { *start += 3; return 0; }
+    if (t->len >= 2 && ((b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF)))
+        return bk_fail(err, err_size, "%s: is UTF-16 text: baker reads OBJ and MTL as ASCII or UTF-8; save it as UTF-8", path);
+    size_t look = t->len < 256 ? t->len : 256;
+    if (memchr(b, 0, look))
+        return bk_fail(err, err_size, "%s: holds NUL bytes near its start: a binary file (or UTF-16 without a byte-order "
+                       "mark), not OBJ/MTL text", path);
+    return 0;
 }
 
 /* ---- character classes and numbers ------------------------------------------------------------ */
@@ -391,18 +431,48 @@ static int line_of(const char *buf, const char *at)
     return line;
 }
 
+/* Messages quote the file's own bytes (tokens, names): control bytes are shown as \xNN so a hostile
+ * file cannot drive the terminal. */
+static void printable(const char *in, char *out, size_t out_size)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < out_size; ++p) {
+        if (*p < 0x20 || *p == 0x7F) o += (size_t)snprintf(out + o, out_size - o, "\\x%02X", *p);
+        else out[o++] = (char)*p;
+    }
+    out[o] = '\0';
+}
+
+/* One error line "file:line: reason" into L->err, the line counted in buf up to at. */
+static int fail_in(loader *L, const char *file, const char *buf, const char *at, const char *fmt, va_list ap)
+{
+    if (L->err && L->err_size) {
+        char msg[1024];
+        int n = snprintf(msg, sizeof msg, "%s:%d: ", file, line_of(buf, at));
+        if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+        printable(msg, L->err, L->err_size);
+    }
+    return -1;
+}
+
 static int fail_at(loader *L, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(loader *L, const char *at, const char *fmt, ...)
 {
-    if (L->err && L->err_size) {
-        int n = snprintf(L->err, L->err_size, "%s:%d: ", L->path, line_of(L->buf, at));
-        if (n >= 0 && (size_t)n < L->err_size) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(L->err + n, L->err_size - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fail_in(L, L->path, L->buf, at, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int fail_mtl(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int fail_mtl(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_in(L, file, buf, at, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -417,12 +487,14 @@ static void warn(loader *L, const char *file, const char *buf, const char *at, c
         if (L->warnings == MAX_WARNINGS + 1) fprintf(stderr, "%s: warning: further warnings not shown\n", L->path);
         return;
     }
-    char msg[1024];
+    char msg[1024], out[4096];
+    int n = snprintf(msg, sizeof msg, "%s:%d: warning: ", file, line_of(buf, at));
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s:%d: warning: %s\n", file, line_of(buf, at), msg);
+    printable(msg, out, sizeof out);
+    fprintf(stderr, "%s\n", out);
 }
 
 /* Copies the rest of a line (blanks trimmed at both ends) into dst; returns its full length. */
@@ -441,8 +513,11 @@ static size_t rest_of_line(const char *p, const char *end, char *dst, size_t dst
 
 /* ---- MTL -------------------------------------------------------------------------------------- */
 
-static void mtl_color(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p,
-                      const char *key, float rgb[3])
+/* Kd r [g b] or Ke r [g b]. Returns -1 (an error) for a non-finite number: Ke inf made every texel
+ * inf - inf = NaN, a black map. Values out of range are clamped with a warning: Kd to [0, 1] (a
+ * surface cannot reflect more than it receives), Ke to [0, BK_KE_MAX]. */
+static int mtl_color(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p,
+                     const char *key, float rgb[3])
 {
     float v[3];
     int n = 0;
@@ -450,6 +525,8 @@ static void mtl_color(loader *L, const char *mpath, const char *mbuf, const char
     while (n < 3 && !is_eol(*p)) {
         const char *q = parse_float(p, &v[n]);
         if (!q) break;
+        if (!isfinite(v[n]))
+            return fail_mtl(L, mpath, mbuf, at, "%s: '%.*s' is not a finite number", key, (int)(q - p), p);
         n++;
         p = skip_blank(q);
     }
@@ -457,10 +534,19 @@ static void mtl_color(loader *L, const char *mpath, const char *mbuf, const char
     if (!(n == 3 || (n == 1 && is_eol(*p)))) {
         warn(L, mpath, mbuf, at, "%s: expected 1 or 3 numbers (spectral and xyz forms are not supported); "
              "kept %g %g %g", key, rgb[0], rgb[1], rgb[2]);
-        return;
+        return 0;
     }
     if (n == 1) v[1] = v[2] = v[0];
-    rgb[0] = v[0]; rgb[1] = v[1]; rgb[2] = v[2];
+    float hi = key[1] == 'd' ? 1.0f : BK_KE_MAX, c[3];
+    int clamped = 0;
+    for (int k = 0; k < 3; ++k) {
+        c[k] = v[k] < 0.0f ? 0.0f : v[k] > hi ? hi : v[k];
+        clamped |= c[k] != v[k];
+    }
+    if (clamped)
+        warn(L, mpath, mbuf, at, "%s %g %g %g: outside [0, %g], clamped to %g %g %g", key, v[0], v[1], v[2], hi, c[0], c[1], c[2]);
+    rgb[0] = c[0]; rgb[1] = c[1]; rgb[2] = c[2];
+    return 0;
 }
 
 /* map_Kd [options] file: skips the options of the MTL spec, keeps the rest of the line as the path. */
@@ -497,17 +583,23 @@ static const char *skip_map_options(const char *p)
     }
 }
 
-/* Parses one MTL file into s->materials; problems are warnings. */
+/* Parses one MTL file into s->materials. A missing file or a line we cannot use is a warning (the
+ * default material stands in); an MTL that is not a regular text file within BK_MTL_MAX_BYTES, or
+ * a colour that is not finite, is an error. */
 static int load_mtl(loader *L, const char *mpath, const char *obj_at)
 {
     text mt;
     char e[512];
-    if (read_text(mpath, &mt, e, sizeof e) != 0) {
+    int r = read_text(mpath, BK_MTL_MAX_BYTES, &mt, e, sizeof e);
+    if (r == READ_MISSING) {
         warn(L, L->path, L->buf, obj_at, "mtllib: %s; default material used", e);
         return 0;
     }
+    if (r != 0) return fail_at(L, obj_at, "mtllib: %s", e);
     bk_scene *s = L->s;
-    const char *mbuf = mt.buf, *p = mbuf, *end = mbuf + mt.len;
+    const char *mbuf, *p, *end = mt.buf + mt.len;
+    if (check_text(mpath, &mt, &mbuf, e, sizeof e)) { text_free(&mt); return fail_at(L, obj_at, "mtllib: %s", e); }
+    p = mbuf;
     bk_material *cur = NULL;
     while (p < end) {
         const char *line = p;
@@ -528,7 +620,10 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
                 warn(L, mpath, mbuf, line, "material name longer than %zu bytes, truncated", sizeof cur->name - 1);
         } else if (kn == 2 && (memcmp(k, "Kd", 2) == 0 || memcmp(k, "Ke", 2) == 0)) {
             if (!cur) warn(L, mpath, mbuf, line, "%.2s before any newmtl, ignored", k);
-            else mtl_color(L, mpath, mbuf, line, p, k[1] == 'd' ? "Kd" : "Ke", k[1] == 'd' ? cur->kd : cur->ke);
+            else if (mtl_color(L, mpath, mbuf, line, p, k[1] == 'd' ? "Kd" : "Ke", k[1] == 'd' ? cur->kd : cur->ke)) {
+                text_free(&mt);
+                return -1;
+            }
         } else if (kn == 6 && memcmp(k, "map_Kd", 6) == 0) {
             if (!cur) warn(L, mpath, mbuf, line, "map_Kd before any newmtl, ignored");
             else {
@@ -545,6 +640,24 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
     return 0;
 }
 
+/* Records an MTL file the OBJ names (for --mesh-out and the output checks) and loads it, once. */
+static int add_mtl(loader *L, const char *name, const char *full, const char *at)
+{
+    bk_scene *s = L->s;
+    for (uint32_t i = 0; i < s->mtl_count; ++i)
+        if (strcmp(s->mtls[i].path, full) == 0) return 0;
+    if (s->mtl_count >= 4096) return fail_at(L, at, "mtllib: more than 4096 MTL files");
+    bk_scene_mtl *m = realloc(s->mtls, sizeof *m * (s->mtl_count + 1));
+    if (!m) return fail_at(L, at, "out of memory");
+    s->mtls = m;
+    m += s->mtl_count;
+    m->name = strdup(name);
+    m->path = strdup(full);
+    if (!m->name || !m->path) { free(m->name); free(m->path); return fail_at(L, at, "out of memory"); }
+    s->mtl_count++;
+    return load_mtl(L, full, at);
+}
+
 /* mtllib a.mtl [b.mtl ...]: names are relative to the OBJ's folder. The whole rest of the line is
  * tried first (names with spaces), then each blank-separated name. */
 static int load_mtllib(loader *L, const char *p, const char *at)
@@ -559,7 +672,7 @@ static int load_mtllib(loader *L, const char *p, const char *at)
     char full[4096];
     if (strchr(rest, ' ') || strchr(rest, '\t')) {
         snprintf(full, sizeof full, "%.*s%s", rest[0] == '/' ? 0 : dir_len, L->path, rest);
-        if (access(full, R_OK) == 0) return load_mtl(L, full, at);
+        if (access(full, F_OK) == 0) return add_mtl(L, rest, full, at);
     }
     char *save = rest;
     while (*save) {
@@ -569,13 +682,16 @@ static int load_mtllib(loader *L, const char *p, const char *at)
         while (*save && !is_blank(*save)) save++;
         if (*save) *save++ = '\0';
         snprintf(full, sizeof full, "%.*s%s", name[0] == '/' ? 0 : dir_len, L->path, name);
-        if (access(full, R_OK) != 0 && strchr(full, '\\')) {   /* exporters on Windows */
+        if (access(full, F_OK) != 0 && strchr(full, '\\')) {   /* exporters on Windows */
             char alt[4096];
             snprintf(alt, sizeof alt, "%s", full);
             for (char *c = alt; *c; c++) if (*c == '\\') *c = '/';
-            if (access(alt, R_OK) == 0) snprintf(full, sizeof full, "%s", alt);
+            if (access(alt, F_OK) == 0) {
+                snprintf(full, sizeof full, "%s", alt);
+                for (char *c = name; *c; c++) if (*c == '\\') *c = '/';
+            }
         }
-        if (load_mtl(L, full, at) != 0) return -1;
+        if (add_mtl(L, name, full, at) != 0) return -1;
     }
     return 0;
 }
@@ -664,6 +780,7 @@ static const char *parse_vt_vn(loader *L, const char *p, const char *at, int nor
         }
         const char *q = parse_float(p, &v[i]);
         if (!q) { fail_at(L, p, "%s: bad number '%.*s'", key, (int)strcspn(p, " \t\r\n#"), p); return NULL; }
+        if (!isfinite(v[i])) { fail_at(L, p, "%s: '%.*s' is not a finite float", key, (int)(q - p), p); return NULL; }
         p = q;
     }
     (*count)++;
@@ -674,12 +791,17 @@ static const char *parse_vt_vn(loader *L, const char *p, const char *at, int nor
 
 typedef struct corner { uint32_t v, vt, vn; } corner;
 
-static int resolve(loader *L, const char *at, int64_t i, uint32_t count, const char *what, uint32_t *out)
+/* OBJ index i (1-based, or negative: relative to the end) of count elements; tok..tok_end is the
+ * index as written, quoted when it is out of range (parse_int saturates huge values). */
+static int resolve(loader *L, const char *at, int64_t i, const char *tok, const char *tok_end, uint32_t count,
+                   const char *what, uint32_t *out)
 {
     if (LIKELY(i > 0 && i <= (int64_t)count)) { *out = (uint32_t)(i - 1); return 0; }
     if (i < 0 && -i <= (int64_t)count) { *out = (uint32_t)((int64_t)count + i); return 0; }
     if (i == 0) return fail_at(L, at, "%s index 0 (OBJ indices start at 1)", what);
-    return fail_at(L, at, "%s index %lld out of range (%u defined so far)", what, (long long)i, count);
+    int len = (int)(tok_end - tok);
+    return fail_at(L, at, "%s index %.*s%s out of range (%u defined so far)", what, len > 40 ? 40 : len, tok,
+                   len > 40 ? "..." : "", count);
 }
 
 /* Makes tri_vt or tri_vn exist (BK_NONE for the triangles already read) once a face uses it. */
@@ -716,22 +838,24 @@ static const char *parse_f(loader *L, const char *p, const char *at)
         int64_t i;
         p = parse_int(p, &i);
         if (UNLIKELY(!p)) { fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
-        if (UNLIKELY(resolve(L, at, i, s->vertex_count, "vertex", &c.v) != 0)) return NULL;
+        if (UNLIKELY(resolve(L, at, i, ref, p, s->vertex_count, "vertex", &c.v) != 0)) return NULL;
         c.vt = c.vn = BK_NONE;
         if (*p == '/') {
             p++;
             if (*p != '/' && !is_num_end(*p)) {
+                const char *tok = p;
                 p = parse_int(p, &i);
                 if (!p) { fail_at(L, ref, "f: bad texcoord index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
-                if (resolve(L, at, i, s->texcoord_count, "texcoord", &c.vt) != 0) return NULL;
+                if (resolve(L, at, i, tok, p, s->texcoord_count, "texcoord", &c.vt) != 0) return NULL;
                 has_vt = 1;
             }
             if (*p == '/') {
                 p++;
                 if (!is_num_end(*p)) {
+                    const char *tok = p;
                     p = parse_int(p, &i);
                     if (!p) { fail_at(L, ref, "f: bad normal index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
-                    if (resolve(L, at, i, s->normal_count, "normal", &c.vn) != 0) return NULL;
+                    if (resolve(L, at, i, tok, p, s->normal_count, "normal", &c.vn) != 0) return NULL;
                     has_vn = 1;
                 }
             }
@@ -847,12 +971,14 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
     memset(out, 0, sizeof *out);
     if (err && err_size) err[0] = '\0';
     text txt;
-    if (read_text(path, &txt, err, err_size) != 0) return -1;
+    if (read_text(path, BK_SCENE_MAX_BYTES, &txt, err, err_size) != 0) return -1;
+    const char *start;
+    if (check_text(path, &txt, &start, err, err_size)) { text_free(&txt); return -1; }
 
     loader L;
     memset(&L, 0, sizeof L);
     L.path = path;
-    L.buf = txt.buf;
+    L.buf = start;
     L.end = txt.buf + txt.len;
     L.err = err;
     L.err_size = err_size;
@@ -860,7 +986,7 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
 
     int rc = parse_obj(&L);
     if (rc == 0 && out->tri_count == 0)
-        rc = bk_fail(err, err_size, "%s: no faces (%u vertices, no f lines with 3 or more vertices): nothing to bake",
+        rc = bk_fail(err, err_size, "%s: no faces (%u vertices, no f lines with 3 or more vertices): a scene needs triangles",
                      path, out->vertex_count);
     if (rc == 0) rc = finish_materials(&L);
     if (rc == 0) {
@@ -906,5 +1032,7 @@ void bk_scene_free(bk_scene *s)
     free(s->tri_vn);
     free(s->tri_material);
     free(s->materials);
+    for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
+    free(s->mtls);
     memset(s, 0, sizeof *s);
 }

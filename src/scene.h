@@ -1,7 +1,7 @@
 /* scene.h - the in-memory triangle scene every loader produces and every builder reads.
  *
  * Pipeline: loader (obj.c; .vox later) -> bk_scene -> builders (bvh.c, kdtree.c) -> backends.
- * Triangles are numbered in file order after fan triangulation (../shared/formats/rays.md).
+ * Triangles are numbered in file order after fan triangulation (docs/formats.md).
  */
 #ifndef BK_SCENE_H
 #define BK_SCENE_H
@@ -18,6 +18,17 @@ typedef struct bk_material {
     char  map_kd[512];    /* diffuse texture path as written in the MTL, "" when none */
 } bk_material;
 
+/* Input limits (docs/formats.md): larger files are refused with a message, not read. */
+#define BK_SCENE_MAX_BYTES (4ull << 30)   /* OBJ text, after gunzip */
+#define BK_MTL_MAX_BYTES   (64ull << 20)  /* one MTL file */
+#define BK_KE_MAX          1.0e6f         /* MTL Ke (emitted radiance) above this is clamped, with a warning */
+
+/* An MTL file the OBJ names (mtllib), whether or not it could be read. */
+typedef struct bk_scene_mtl {
+    char *name;           /* as written after mtllib, relative to the OBJ's folder unless absolute */
+    char *path;           /* the file the loader opened (the OBJ's folder joined to name) */
+} bk_scene_mtl;
+
 typedef struct bk_scene {
     uint32_t     vertex_count;
     float       *positions;     /* 3 floats per vertex */
@@ -32,10 +43,14 @@ typedef struct bk_scene {
     uint32_t    *tri_material;  /* material per triangle, BK_NONE for the default material */
     uint32_t     material_count;
     bk_material *materials;
+    uint32_t     mtl_count;
+    bk_scene_mtl *mtls;         /* each MTL file once, in the order the OBJ names them */
 } bk_scene;
 
 /* Loads an OBJ (and the MTL files it names) or a gzip-compressed OBJ (name ends in .gz).
- * Returns 0, or a negative status with one line in err: "path:line: reason". */
+ * Returns 0, or a negative status with one line in err: "path:line: reason". The OBJ and its MTL
+ * files must be regular files within the limits above; Kd and Ke must be finite (Kd outside
+ * [0, 1], Ke below 0 or above BK_KE_MAX are clamped with a warning). */
 int  bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
 /* Picks the loader by file extension. */
 int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);

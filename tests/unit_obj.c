@@ -7,7 +7,11 @@
  *   fails with "path:line: reason": index 0, index out of range or not yet defined, bad number,
  *           non-finite position, face with < 3 vertices; "path: ..." for missing files, no faces,
  *           .vox (not yet) and unknown extensions.
- *   warns:  missing MTL file, unknown material name (triangles get BK_NONE).
+ *   warns:  missing MTL file, unknown material name (triangles get BK_NONE), Kd/Ke out of range
+ *           (clamped).
+ *   hostile inputs (issue 7): a device or FIFO as the scene or as an MTL, files over the size
+ *           limits, a truncated .gz, UTF-16 / binary text, a UTF-8 BOM, control bytes in quoted
+ *           tokens, huge indices, non-finite vt/vn/Kd/Ke.
  * Corpus scenes are under BK_SCENES_DIR; without the corpus the test skips (77) after the local checks.
  */
 #include "scene.h"
@@ -17,10 +21,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static char tmpdir[256];
-static char made[64][700];
+static char made[128][700];
 static int  made_count;
 
 static const char *write_file(const char *name, const char *text, size_t len)
@@ -209,13 +214,12 @@ static void test_text_forms(void)
     load_fails(write_str("cont_err.obj", "v 0 0 0\nv 1 \\\n 0 0\nv 0 1 0\nf 1 2 \\\n3 4\n"), 5, "out of range");
     /* numbers: signs, no integer or fraction part, exponents, hex and long mantissas (strtod path) */
     const char *nums = "v -.5 +2. 1E+2\nv 1e-3 -0 0x1p-2\nv 0.1234567890123456789012345 123456789012345678901234 1e-40\n"
-                       "vn nan 0 1\nf 1 2 3\n";
+                       "vn 0 0 1\nf 1 2 3\n";
     if (load_ok(write_str("nums.obj", nums), &s)) {
         const float *p = s.positions;
         BK_EXPECT(p[0] == -0.5f && p[1] == 2.0f && p[2] == 100.0f);
         BK_EXPECT(p[3] == 1e-3f && p[4] == 0.0f && signbit(p[4]) && p[5] == 0.25f);
         BK_EXPECT(p[6] == 0.1234567890123456789f && p[7] == 123456789012345678901234.0f && p[8] == 1e-40f);
-        BK_EXPECT(isnan(s.normals[0]));
         bk_scene_free(&s);
     }
 }
@@ -345,6 +349,102 @@ static void test_materials(void)
             BK_EXPECT(m[1].ke[0] == 10 && m[1].ke[1] == 9 && m[1].ke[2] == 8);
             BK_EXPECTF(strcmp(m[1].map_kd, "tex/a b.png") == 0, "map_Kd '%s'", m[1].map_kd);
             BK_EXPECT(m[2].kd[0] == 0.8f && m[2].ke[0] == 0);   /* defaults kept */
+        }
+        bk_scene_free(&s);
+    }
+}
+
+/* Issue 7: inputs a hostile or unlucky user gives. Each of these was accepted silently, hung, or
+ * gave a misleading message before. */
+static void test_hostile(void)
+{
+    char path[700], target[700];
+    bk_scene s;
+    /* the scene and its MTL must be regular files: a device never ends (mtllib /dev/zero read forever) */
+    snprintf(path, sizeof path, "%s/null.obj", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", path);
+    BK_EXPECT(symlink("/dev/null", path) == 0);
+    load_fails(path, 0, "not a regular file");
+    snprintf(target, sizeof target, "%s/zero.mtl", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", target);
+    BK_EXPECT(symlink("/dev/zero", target) == 0);
+    load_fails(write_str("devmtl.obj", "mtllib zero.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"), 1, "not a regular file");
+    /* size limits, checked before reading (sparse files: no disk used) */
+    snprintf(path, sizeof path, "%s/huge.obj", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", path);
+    FILE *f = fopen(path, "wb");
+    BK_EXPECT(f && ftruncate(fileno(f), (off_t)BK_SCENE_MAX_BYTES + 1) == 0);
+    if (f) fclose(f);
+    load_fails(path, 0, "larger than");
+    snprintf(path, sizeof path, "%s/huge.mtl", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", path);
+    f = fopen(path, "wb");
+    BK_EXPECT(f && ftruncate(fileno(f), (off_t)BK_MTL_MAX_BYTES + 1) == 0);
+    if (f) fclose(f);
+    load_fails(write_str("hugemtl.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nmtllib huge.mtl\nf 1 2 3\n"), 4, "larger than");
+    /* a .obj.gz cut short is an error naming the truncation, at 50, 90 and 99 % */
+    {
+        char *txt = malloc(1 << 20);
+        size_t n = 0;
+        for (int i = 0; i < 20000; ++i) n += (size_t)snprintf(txt + n, (1 << 20) - n, "v %d.125 %d.5 0.25\n", i, i % 97);
+        for (int i = 1; i + 2 <= 20000; i += 2) n += (size_t)snprintf(txt + n, (1 << 20) - n, "f %d %d %d\n", i, i + 1, i + 2);
+        uLongf zn = compressBound((uLong)n) + 64;
+        unsigned char *z = malloc(zn);
+        char full[700];
+        snprintf(full, sizeof full, "%s/full.obj.gz", tmpdir);
+        snprintf(made[made_count++], sizeof made[0], "%s", full);
+        gzFile gz = gzopen(full, "wb");
+        gzwrite(gz, txt, (unsigned)n);
+        gzclose(gz);
+        FILE *in = fopen(full, "rb");
+        zn = (uLongf)fread(z, 1, zn, in);
+        fclose(in);
+        if (load_ok(full, &s)) { BK_EXPECT(s.tri_count == 9999); bk_scene_free(&s); }
+        static const int pct[] = { 50, 90, 99 };
+        for (int k = 0; k < 3; ++k) {
+            char name[64];
+            snprintf(name, sizeof name, "cut%d.obj.gz", pct[k]);
+            load_fails(write_file(name, (const char *)z, (size_t)zn * (size_t)pct[k] / 100), 0, "truncated");
+        }
+        free(txt); free(z);
+    }
+    /* text encodings: a UTF-8 byte-order mark is fine; UTF-16 and binary files are named */
+    if (load_ok(write_str("bom.obj", "\xEF\xBB\xBFv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"), &s)) {
+        BK_EXPECT(s.vertex_count == 3 && s.tri_count == 1);
+        bk_scene_free(&s);
+    }
+    load_fails(write_file("utf16.obj", "\xFF\xFEv\0 \0" "0\0 \0" "0\0 \0" "0\0\n\0", 18), 0, "UTF-16");
+    load_fails(write_file("bin.obj", "v 0\0\0\x01\x02\x03 0 0\n", 14), 0, "binary");
+    /* quoted tokens: control bytes are escaped; huge indices are quoted as written */
+    {
+        char err[512] = "";
+        int rc = bk_scene_load(write_str("esc.obj", "v 0 0 0\nv 1 \x1b[31mred 0\nv 0 1 0\nf 1 2 3\n"), &s, err, sizeof err);
+        BK_EXPECTF(rc < 0 && !strchr(err, 0x1b) && strstr(err, "\\x1B[31mred"), "escaped token: '%s'", err);
+    }
+    load_fails(write_str("huge_idx2.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 99999999999999999999999\n"), 4,
+               "index 99999999999999999999999 out of range");
+    load_fails(write_str("nan_vn.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nvn nan 0 1\nf 1//1 2//1 3//1\n"), 4, "not a finite");
+    load_fails(write_str("inf_vt.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 inf\nf 1/1 2/1 3/1\n"), 4, "not a finite");
+    /* material values: non-finite is an error naming the MTL line; out of range is clamped */
+    write_str("bad.mtl", "newmtl a\nKd 0.5 0.5 0.5\nKe inf 1 1\n");
+    write_str("nan.mtl", "newmtl a\nKd nan 0.5 0.5\n");
+    static const char *const bad_mtl[2][3] = { { "badmtl.obj", "bad.mtl", "bad.mtl:3: Ke: 'inf' is not a finite" },
+                                               { "nanmtl.obj", "nan.mtl", "nan.mtl:2: Kd: 'nan' is not a finite" } };
+    for (int k = 0; k < 2; ++k) {          /* the message names the MTL file and its line */
+        char obj[200], err[512] = "";
+        snprintf(obj, sizeof obj, "mtllib %s\nv 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl a\nf 1 2 3\n", bad_mtl[k][1]);
+        int rc = bk_scene_load(write_str(bad_mtl[k][0], obj), &s, err, sizeof err);
+        BK_EXPECTF(rc < 0 && strstr(err, bad_mtl[k][2]), "%s: '%s'", bad_mtl[k][0], err);
+    }
+    write_str("clamp.mtl", "newmtl a\nKd 1.5 -0.25 0.5\nKe 1e38 -1 7\n");
+    fprintf(stderr, "(expected: two warnings about clamped Kd and Ke)\n");
+    if (load_ok(write_str("clamp.obj", "mtllib clamp.mtl\nmtllib clamp.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl a\nf 1 2 3\n"), &s)) {
+        BK_EXPECT(s.material_count == 1);          /* the same MTL named twice is read once */
+        BK_EXPECT(s.mtl_count == 1 && !strcmp(s.mtls[0].name, "clamp.mtl"));
+        if (s.material_count == 1) {
+            const bk_material *m = s.materials;
+            BK_EXPECT(m->kd[0] == 1.0f && m->kd[1] == 0.0f && m->kd[2] == 0.5f);
+            BK_EXPECT(m->ke[0] == BK_KE_MAX && m->ke[1] == 0.0f && m->ke[2] == 7.0f);
         }
         bk_scene_free(&s);
     }
@@ -512,6 +612,7 @@ int main(void)
     test_errors();
     test_gzip();
     test_materials();
+    test_hostile();
     {
         bk_scene s;
         memset(&s, 0, sizeof s);
