@@ -358,8 +358,16 @@ static void cuda_free(bk_backend *be)
     free(be);
 }
 
+static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) != cudaSuccess) f = t = 0;
+    *free_bytes = f;
+    *total_bytes = t;
+}
+
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
-                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_free };
+                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory, cuda_free };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
 {

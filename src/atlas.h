@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
 
@@ -94,9 +95,12 @@ void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb);
 
 /* Writes the scene as an OBJ with the lightmap UVs as vt (one per distinct corner UV), its
  * positions, its normals when it has them, and usemtl runs. scene_path (may be NULL) is the OBJ
- * the scene came from: its mtllib lines are copied, with the MTL paths rewritten to stay valid
- * from the output's folder. Temporary file + rename; returns 0 or -1 with err. */
+ * the scene came from: an mtllib line names each MTL file it named, rewritten to stay valid from
+ * the output's folder. Temporary file + rename; returns 0 or -1 with err. */
 int  bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
                        char *err, size_t err_size);
+/* The same into an open stream (an output of bk_outputs); path is where it will be. */
+int  bk_mesh_write_obj_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
+                            char *err, size_t err_size);
 
 #endif /* BK_ATLAS_H */

@@ -52,6 +52,9 @@ struct bk_backend_i {
     int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,
                               const bk_trace_opts *o, char *err, size_t err_size);
     int         (*bake_end)  (bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size);
+    /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
+     * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
+    void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
     void        (*free)    (bk_backend *be);
 };
 struct bk_backend {

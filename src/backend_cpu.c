@@ -238,8 +238,10 @@ static void cpu_free(bk_backend *be)
     free(be);
 }
 
+static void cpu_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes) { *free_bytes = *total_bytes = 0; }
+
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
-                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_free };
+                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory, cpu_free };
 
 bk_backend *bk_backend_cpu_init(void)
 {

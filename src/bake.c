@@ -89,6 +89,34 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
     return v;
 }
 
+void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device)
+{
+    /* Per pixel: the float image (12 B) and its coverage (1 B) throughout; while the map is
+     * written, the 8-bit or float copy and the encoder's filtered rows and deflate output (about
+     * 12 B). Per texel: the texels (32 B) throughout; during the bake their sums (16 B), and on the
+     * CPU the backend's own copy of both (48 B). The rasterizer's per-pixel scratch (12 B) is gone
+     * before the image is allocated. */
+    uint64_t tex = (uint64_t)sizeof(bk_texel), sums = (uint64_t)sizeof(bk_f4);
+    uint64_t raster = pixels * 13 + pixels * 12 + texels * tex;
+    uint64_t bake = pixels * 13 + texels * (tex + sums + (on_device ? 0 : tex + sums));
+    uint64_t write = pixels * (13 + 12) + texels * tex;
+    uint64_t h = raster > bake ? raster : bake;
+    *host = h > write ? h : write;
+    *device = on_device ? texels * (tex + sums) : 0;
+}
+
+/* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
+ * bake has run for a second, and one at the end. */
+static void progress_line(double frac, double elapsed, double *next_frac, double *next_time)
+{
+    if ((frac < *next_frac && elapsed < *next_time) || frac >= 1.0 || elapsed < 1.0) return;
+    double eta = frac > 0 ? elapsed * (1.0 - frac) / frac : 0.0;
+    fprintf(stderr, "bake %3d%%  %.1f s, about %.1f s to go\n", (int)(frac * 100.0), elapsed, eta);
+    fflush(stderr);
+    while (*next_frac <= frac) *next_frac += 0.1;
+    *next_time = elapsed + 10.0;
+}
+
 static void progress_draw(double frac, double elapsed, int done)
 {
     int width = 30, fill = (int)(frac * width + 0.5);
@@ -123,7 +151,8 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     double target = 0.6 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
     uint32_t spp = o->params.spp, block = gpu ? 65536 : 1024;
     double work = (double)n * (double)spp, done = 0.0;
-    int show = o->progress && isatty(2);
+    int show = o->progress && isatty(2), lines = o->progress && !show;
+    double next_frac = 0.1, next_time = 10.0;
     bk_bake_params p = o->params;
     for (uint32_t begin = 0; begin < n;) {
         uint32_t end = n - begin > block ? begin + block : n, chunk = 1;
@@ -144,12 +173,14 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             double fit = per > 0 ? target / per : (double)spp;
             chunk = fit < 1.0 ? 1 : fit > (double)spp ? spp : (uint32_t)fit;
             if (show) progress_draw(done / work, bk_time_now() - t0, 0);
+            if (lines) progress_line(done / work, bk_time_now() - t0, &next_frac, &next_time);
         }
         begin = end;
         if (per * spp < 0.5 * target) block = block < n / 2 ? block * 2 : n;
         else if (per > target && block > 256) block /= 2;
     }
     if (show) progress_draw(1.0, bk_time_now() - t0, 1);
+    if (lines) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
     if (be->i->bake_end(be, out, &res->totals, err, err_size)) { free(out); return -1; }
     float inv = spp ? 1.0f / (float)spp : 0.0f;
     for (uint32_t i = 0; i < n; ++i) {

@@ -34,7 +34,8 @@ typedef struct bk_bake_run_opts {
     bk_bake_params params;
     bk_trace_opts  trace;
     double         max_launch_ms;   /* GPU: longest single launch */
-    int            progress;        /* draw a progress bar on stderr */
+    int            progress;        /* progress on stderr: a bar on a terminal, else a line every
+                                       10 % or 10 s */
 } bk_bake_run_opts;
 
 typedef struct bk_bake_result {
@@ -44,6 +45,12 @@ typedef struct bk_bake_result {
     double          longest_launch_ms;
     uint32_t        invalid;        /* texels inside geometry, left to dilation */
 } bk_bake_result;
+
+/* Memory the rest of a bake needs once the atlas is known (pixels in the image, texels covered),
+ * in bytes: on the host (texels, their sums, the float image, its coverage and the encoder's
+ * buffers) and, when the backend has memory of its own (on_device), there (texels and sums). The
+ * scene and the trees are already in memory when it is asked, and not counted. */
+void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
 
 /* Bakes n texels (sorted by pixel) into rgb (3 floats per pixel of a w x h image, which it
  * zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already

@@ -2,14 +2,17 @@
  *
  * Phases, each timed: load -> build (BVH or KD-tree) -> atlas (charts, packing, texels) ->
  * bake (backend, bounded launches) -> write (dilation, PNG/HDR, optional mesh with lightmap UVs).
- * Options are checked before any work, and every output is written to a temporary file and
- * renamed, so a failed bake leaves nothing behind.
+ * Options and every file named are checked before any work (outputs.h: no output may be an input
+ * or another output); outputs are written to temporary files and renamed together at the end, so a
+ * failed bake leaves every existing file as it was. The memory the bake needs is estimated before
+ * the texels are made, and a bake that cannot fit is refused.
  */
 #include "atlas.h"
 #include "bake.h"
 #include "cli.h"
 #include "cmd_bake.h"
 #include "image.h"
+#include "outputs.h"
 #include "stats.h"
 #include "util.h"
 
@@ -32,7 +35,8 @@ const char bk_bake_usage[] =
     "  --exposure E|auto        PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
     "                           percentile of the texels' luminance to white\n"
     "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt)\n"
-    "  --stats FILE.json        write timings, rays and atlas figures as JSON\n"
+    "  --stats FILE.json        write timings, rays, atlas and memory figures as JSON (- for\n"
+    "                           standard output; the summary then goes to stderr)\n"
     "  --quiet                  no progress bar, no summary\n"
     "atlas:\n"
     "  --size N                 atlas side in texels (default 1024)\n"
@@ -59,6 +63,9 @@ const char bk_bake_usage[] =
     "                           (default off: measured slower on the H100, see README)\n"
     "  --max-launch-ms MS       longest single GPU launch (default 50), so a desktop GPU's\n"
     "                           watchdog never resets the device\n"
+    "  --max-memory GB          refuse a bake whose estimated host memory exceeds GB (default:\n"
+    "                           the memory available when the bake starts); the estimate is\n"
+    "                           made once the atlas is packed, before its texels are made\n"
     "\n"
     "examples:\n"
     "  baker scenes/cornell.obj -o cornell.png\n"
@@ -88,7 +95,7 @@ typedef struct bake_cli {
     bk_cli_trace  t;
     bk_atlas_opts atlas;
     bk_bake_params p;
-    float         exposure, max_launch_ms;
+    float         exposure, max_launch_ms, max_memory_gb;
     int           quiet, sky_given, ao_given, exposure_auto, bin_rays;
     float        *points;
     uint32_t      point_count;
@@ -175,6 +182,9 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (!strcmp(v, "on")) c->bin_rays = 1;
             else if (!strcmp(v, "off")) c->bin_rays = 0;
             else { fprintf(stderr, "baker: --bin-rays: expected on or off, got '%s'\n", v); return -1; }
+        } else if (!strcmp(a, "--max-memory")) {
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_memory_gb)) return -1;
+            if (!(c->max_memory_gb > 0)) { fprintf(stderr, "baker: --max-memory must be a positive number of GB\n"); return -1; }
         } else if (!strcmp(a, "--max-launch-ms")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
             if (!(c->max_launch_ms > 0)) { fprintf(stderr, "baker: --max-launch-ms must be positive\n"); return -1; }
@@ -273,12 +283,28 @@ static float auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, s
     return 1.0f / white;
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped (paths may hold any byte). */
+static void json_str(FILE *f, const char *v)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)v; *p; ++p) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7F) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_atlas *at, uint32_t texels,
                              const bk_bake_result *r, const double ph[5], const char *backend, double mean_lum,
-                             double sort_seconds)
+                             double sort_seconds, const uint64_t mem[3])
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
-    fprintf(f, "{\n  \"scene\": \"%s\",\n  \"output\": \"%s\",\n  \"backend\": \"%s\",\n", c->scene, c->out, backend);
+    fputs("{\n  \"scene\": ", f);
+    json_str(f, c->scene);
+    fputs(",\n  \"output\": ", f);
+    json_str(f, c->out);
+    fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
     fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"charts\": %u, \"texels\": %u, "
                "\"utilisation\": %.4f, \"texels_per_unit\": %.6g },\n",
             s->tri_count, at->width, at->height, at->chart_count, texels, at->utilisation, at->texels_per_unit);
@@ -288,11 +314,55 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
             r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
+    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu },\n",
+            (unsigned long long)mem[0], (unsigned long long)mem[1], (unsigned long long)mem[2]);
     fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",
             c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds);
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
             (unsigned long long)r->totals.nodes, (unsigned long long)r->totals.tris,
             (unsigned long long)r->totals.restarts, (unsigned long long)r->totals.spills);
+}
+
+/* Every file the bake reads and writes, checked before any work (outputs.h). Returns 0, or the
+ * exit status after printing why: 2 when two names clash, 1 when an output cannot be written. */
+static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3])
+{
+    char err[1024];
+    int r = bk_outputs_input(io, "the scene", c->scene, err, sizeof err);
+    if (!r && (r = idx[0] = bk_outputs_add(io, "-o", c->out, 0, err, sizeof err)) >= 0) r = 0;
+    if (!r && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
+    if (!r && c->stats && (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0) r = 0;
+    if (!r) return 0;
+    fprintf(stderr, "baker: %s\n", err);
+    return r == BK_OUT_CLASH ? 2 : 1;
+}
+
+static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
+
+/* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
+ * that cannot fit is refused before it starts, with the numbers and what to change. */
+static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[2])
+{
+    uint64_t total, avail, dfree, dtotal;
+    bk_host_memory(&total, &avail);
+    if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
+    be->i->memory(be, &dfree, &dtotal);
+    bk_bake_estimate((uint64_t)at->width * (uint64_t)at->height, at->covered, dtotal > 0, &est[0], &est[1]);
+    int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
+    if (host_bad || dev_bad) {
+        fprintf(stderr, "baker: a %dx%d atlas (%llu texels) needs about %.1f GB of %s memory, %.1f GB "
+                        "%s: bake a smaller atlas (--size, --texels-per-unit)%s\n",
+                at->width, at->height, (unsigned long long)at->covered, gb(host_bad ? est[0] : est[1]),
+                host_bad ? "host" : "GPU", gb(host_bad ? avail : dfree),
+                host_bad ? (c->max_memory_gb > 0 ? "allowed by --max-memory" : "available") : "free",
+                dev_bad && !host_bad ? " or use --backend cpu" : "");
+        return -1;
+    }
+    if (!c->quiet && est[0] > avail / 2)
+        fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n", gb(est[0]), gb(avail));
+    if (!c->quiet && dtotal && est[1] > dfree / 2)
+        fprintf(stderr, "baker: this bake needs about %.1f GB of GPU memory (%.1f GB free)\n", gb(est[1]), gb(dfree));
+    return 0;
 }
 
 int bk_cmd_bake(int argc, char **argv)
@@ -306,7 +376,7 @@ int bk_cmd_bake(int argc, char **argv)
     if (!args) return 1;
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--stats")) {
-            if (i + 1 >= argc) { fprintf(stderr, "baker: --stats needs a FILE.json\n"); free(args); return 2; }
+            if (i + 1 >= argc) { fprintf(stderr, "baker: --stats needs a FILE.json (or - for standard output)\n"); free(args); return 2; }
             stats_path = argv[++i];
             continue;
         }
@@ -317,10 +387,18 @@ int bk_cmd_bake(int argc, char **argv)
     free(args);
     if (pr) { free(c.points); return 2; }
     c.stats = stats_path;
+    /* with --stats - the JSON owns standard output and the summary goes to stderr */
+    FILE *say = c.stats && !strcmp(c.stats, "-") ? stderr : stdout;
+
+    bk_outputs io;
+    bk_outputs_init(&io);
+    int out_idx[3] = { -1, -1, -1 };
+    int rc = plan_files(&c, &io, out_idx);
+    if (rc) { free(c.points); return rc; }
+    rc = 1;
 
     char err[1024], msg[512];
     double ph[5] = { 0, 0, 0, 0, 0 }, t0 = bk_time_now();
-    int rc = 1;
     bk_scene s;
     memset(&s, 0, sizeof s);
     bk_accel a;
@@ -335,13 +413,19 @@ int bk_cmd_bake(int argc, char **argv)
     uint32_t ntx = 0;
     bk_prim *gpu = NULL;
     double mean_lum = 0.0, sort_seconds = 0.0;
+    uint64_t mem[3] = { 0, 0, 0 };
+    FILE *f;
     bk_backend *be = bk_backend_init(c.t.backend, msg, sizeof msg);
-    if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); return 1; }
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); bk_outputs_free(&io); return 1; }
     if (msg[0] && !c.quiet) fprintf(stderr, "baker: %s\n", msg);
     if (!be->i->supports(be, &c.t.opts, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
 
     t0 = bk_time_now();         /* the backend's start-up (a CUDA context) is not loading */
     if (bk_scene_load(c.scene, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    for (uint32_t i = 0; i < s.mtl_count; ++i) {
+        int r = bk_outputs_input(&io, "an MTL file of the scene", s.mtls[i].path, err, sizeof err);
+        if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
+    }
     ph[0] = bk_time_now() - t0;
 
     t0 = bk_time_now();
@@ -352,11 +436,9 @@ int bk_cmd_bake(int argc, char **argv)
     ph[1] = bk_time_now() - t0;
 
     t0 = bk_time_now();
-    if (bk_atlas_build(&s, &c.atlas, &at, err, sizeof err) ||
-        bk_atlas_rasterize(&s, &at, &tx, &ntx, &cov, err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
-        goto done;
-    }
+    if (bk_atlas_build(&s, &c.atlas, &at, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (check_memory(&c, be, &at, mem)) goto done;
+    if (bk_atlas_rasterize(&s, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     ph[2] = bk_time_now() - t0;
 
     /* lighting defaults that depend on the scene */
@@ -398,39 +480,42 @@ int bk_cmd_bake(int argc, char **argv)
     }
     /* the padding, and small patches of texels found inside geometry */
     bk_image_dilate(rgb, cov, at.width, at.height, c.atlas.padding + 14);
-    if (bk_image_write(c.out, rgb, at.width, at.height, c.exposure, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    if (c.mesh_out && bk_mesh_write_obj(c.mesh_out, &s, &at, c.scene, err, sizeof err)) {
+    /* every output goes to its temporary file; they replace their targets together at the end */
+    if (!(f = bk_outputs_open(&io, out_idx[0], err, sizeof err)) ||
+        bk_image_write_file(f, c.out, rgb, at.width, at.height, c.exposure, err, sizeof err) ||
+        bk_outputs_close(&io, out_idx[0], err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
-        remove(c.out);                  /* all or nothing */
+        goto done;
+    }
+    if (c.mesh_out && (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
+                       bk_mesh_write_obj_file(f, c.mesh_out, &s, &at, c.scene, err, sizeof err) ||
+                       bk_outputs_close(&io, out_idx[1], err, sizeof err))) {
+        fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
     ph[4] = bk_time_now() - t0;
+    mem[2] = bk_peak_rss();
     if (c.stats) {
-        bk_outfile of;
-        int bad = bk_outfile_open(&of, c.stats, err, sizeof err);
-        if (!bad) {
-            write_stats_json(of.f, &c, &s, &at, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds);
-            bad = bk_outfile_commit(&of, err, sizeof err);
-        }
-        if (bad) {                      /* all or nothing */
-            fprintf(stderr, "baker: %s\n", err);
-            remove(c.out);
-            if (c.mesh_out) remove(c.mesh_out);
-            goto done;
-        }
+        if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        write_stats_json(f, &c, &s, &at, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem);
     }
+    if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (!c.quiet) {
         double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
-        printf("baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
-               at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
-        printf("  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
-        printf("  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
-               (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
-        if (c.exposure_auto) printf("  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
-        if (c.bin_rays) printf("  ray binning: texels sorted in %.4f s\n", sort_seconds);
+        fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
+                at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
+        fprintf(say, "  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
+        fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
+                (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
+        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB)", gb(mem[2]), gb(mem[0]));
+        if (mem[1]) fprintf(say, ", estimated %.2f GB on the GPU", gb(mem[1]));
+        fputc('\n', say);
+        if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
+        if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
     }
     rc = 0;
 done:
+    bk_outputs_free(&io);       /* what was not committed: temporary files only */
     free(rgb); free(tx); free(cov); free(c.points);
     bk_prim_free(gpu);
     bk_bake_data_free(&bd);

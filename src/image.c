@@ -5,6 +5,7 @@
  * temporary file so a failed write never leaves a half-written image.
  */
 #include "image.h"
+#include "outputs.h"
 #include "util.h"
 
 #include <math.h>
@@ -70,7 +71,7 @@ uint8_t bk_image_srgb8(float linear)
 
 static void to_file(void *ctx, void *data, int size) { fwrite(data, 1, (size_t)size, (FILE *)ctx); }
 
-int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
+int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {
     int png = bk_path_has_ext(path, ".png"), hdr = bk_path_has_ext(path, ".hdr");
     if (!png && !hdr) return bk_fail(err, err_size, "%s: unsupported image type: the name must end in .png (8-bit sRGB) or .hdr (Radiance, linear)", path);
@@ -84,20 +85,25 @@ int bk_image_write(const char *path, const float *rgb, int w, int h, float expos
         uint8_t *b = buf;
         for (size_t i = 0; i < n; ++i) b[i] = bk_image_srgb8(rgb[i] * exposure);
     } else {
-        float *f = buf;
+        float *fl = buf;
         for (size_t i = 0; i < n; ++i) {
             float v = rgb[i];
-            f[i] = v > 0 ? (isfinite(v) ? v : 3.0e38f) : 0.0f;  /* RGBE has no negatives; NaN -> 0 */
+            fl[i] = v > 0 ? (isfinite(v) ? v : 3.0e38f) : 0.0f;  /* RGBE has no negatives; NaN -> 0 */
         }
     }
-    bk_outfile of;
-    if (bk_outfile_open(&of, path, err, err_size) != 0) { free(buf); return -1; }
-    int ok = png ? stbi_write_png_to_func(to_file, of.f, w, h, 3, buf, w * 3)
-                 : stbi_write_hdr_to_func(to_file, of.f, w, h, 3, (const float *)buf);
+    int ok = png ? stbi_write_png_to_func(to_file, f, w, h, 3, buf, w * 3)
+                 : stbi_write_hdr_to_func(to_file, f, w, h, 3, (const float *)buf);
     free(buf);
-    if (!ok) {
-        bk_outfile_abort(&of);
-        return bk_fail(err, err_size, "%s: image encoder failed (%dx%d)", path, w, h);
-    }
+    if (!ok) return bk_fail(err, err_size, "%s: image encoder failed (%dx%d)", path, w, h);
+    return 0;
+}
+
+int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
+{
+    if (!bk_path_has_ext(path, ".png") && !bk_path_has_ext(path, ".hdr"))
+        return bk_image_write_file(NULL, path, rgb, w, h, exposure, err, err_size);   /* the type error */
+    bk_outfile of;
+    if (bk_outfile_open(&of, path, err, err_size) != 0) return -1;
+    if (bk_image_write_file(of.f, path, rgb, w, h, exposure, err, err_size)) { bk_outfile_abort(&of); return -1; }
     return bk_outfile_commit(&of, err, err_size);
 }

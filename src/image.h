@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* coverage values after dilation */
 #define BK_COVER_NONE    0  /* no value yet */
@@ -33,6 +34,10 @@ void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations
  * Case-insensitive extensions. Written to a temporary file and renamed: on failure no file is
  * left. Returns 0, or -1 with one line in err naming the file. */
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size);
+/* The same into an open stream (an output of bk_outputs); path gives the type and names the file
+ * in messages. */
+int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure,
+                        char *err, size_t err_size);
 
 /* sRGB encoding of one linear value in [0, 1] (clamped) to 0..255, as bk_image_write does it. */
 uint8_t bk_image_srgb8(float linear);

@@ -1,13 +1,15 @@
 /* main.c - the baker command line: subcommands trace, rays, build and bench.
  *
- * Every error is one line naming the file or the option, followed by a non-zero exit; outputs
- * go through bk_outfile (temporary file, then rename).
+ * Every error is one line naming the file or the option, followed by a non-zero exit; every
+ * command checks the files it reads and writes before any work (outputs.h) and writes through
+ * temporary files renamed at the end.
  */
 #include "accel.h"
 #include "backend.h"
 #include "bench_trace.h"
 #include "cli.h"
 #include "cmd_bake.h"
+#include "outputs.h"
 #include "rays.h"
 #include "scene.h"
 #include "stats.h"
@@ -33,13 +35,15 @@ static const char usage[] =
     "  baker help COMMAND                                    options of one command\n"
     "\n"
     "SCENE is a Wavefront OBJ (with its MTL files) or a gzip-compressed .obj.gz.\n"
-    "RAYS and HITS files are specified in ../shared/formats/rays.md.\n"
+    "RAYS and HITS files are specified in docs/formats.md (beside this program's source).\n"
+    "No output may name an input or another output; outputs are written to a temporary file\n"
+    "beside their target and renamed only when the run succeeds.\n"
     "\n"
     "examples:\n"
     "  baker scenes/cornell.obj -o cornell.png\n"
     "  baker rays scenes/cornell.obj -o cornell.rays --diffuse 1M\n"
     "  baker trace scenes/cornell.obj --rays cornell.rays --hits cornell.hits --stack short --stats\n"
-    "  baker bench trace --scenes ../shared/scenes/sponza-dabrovic/sponza.obj --rays 4M\n";
+    "  baker bench trace --scenes sponza.obj,sibenik.obj --rays 4M\n";
 
 static const char trace_usage[] =
     "usage: baker trace SCENE --rays RAYS --hits HITS [options]\n"
@@ -63,6 +67,12 @@ static const char rays_usage[] =
     "  --seed S      random seed (default 1); the same seed gives the same file\n"
     "N may be written 4M or 64k.\n";
 
+static const char build_usage[] =
+    "usage: baker build SCENE [--accel bvh|kdtree]\n"
+    "\n"
+    "Loads SCENE and builds the BVH and the KD-tree (or the one named), printing the time, the\n"
+    "nodes, leaves, depth, references and SAH cost of each. Writes nothing.\n";
+
 static int load_scene(const char *path, bk_scene *s, double *seconds)
 {
     char err[1024];
@@ -72,6 +82,33 @@ static int load_scene(const char *path, bk_scene *s, double *seconds)
         return -1;
     }
     *seconds = bk_time_now() - t0;
+    return 0;
+}
+
+/* The files a command reads (the scene, a RAYS file) and the one it writes, checked before any
+ * work (outputs.h). Returns 0, or the exit status after printing why. */
+static int plan_files(bk_outputs *io, const char *scene, const char *rays, const char *out_opt, const char *out, int *out_idx)
+{
+    char err[1024];
+    bk_outputs_init(io);
+    int r = bk_outputs_input(io, "the scene", scene, err, sizeof err);
+    if (!r && rays) r = bk_outputs_input(io, "--rays", rays, err, sizeof err);
+    if (!r && (r = *out_idx = bk_outputs_add(io, out_opt, out, 0, err, sizeof err)) >= 0) r = 0;
+    if (!r) return 0;
+    fprintf(stderr, "baker: %s\n", err);
+    bk_outputs_free(io);
+    return r == BK_OUT_CLASH ? 2 : 1;
+}
+
+/* The scene's MTL files are inputs too: known once it is loaded, still before any output. */
+static int check_mtls(bk_outputs *io, const bk_scene *s)
+{
+    char err[1024];
+    for (uint32_t i = 0; i < s->mtl_count; ++i)
+        if (bk_outputs_input(io, "an MTL file of the scene", s->mtls[i].path, err, sizeof err)) {
+            fprintf(stderr, "baker: %s\n", err);
+            return -1;
+        }
     return 0;
 }
 
@@ -94,8 +131,10 @@ static int cmd_build(int argc, char **argv)
             if (!strcmp(v, "bvh")) accel = BK_ACCEL_BVH;
             else if (!strcmp(v, "kdtree")) accel = BK_ACCEL_KDTREE;
             else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return 2; }
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(build_usage, stdout); return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "baker build: unknown option '%s'\n", argv[i]); return 2;
+            fprintf(stderr, "baker build: unknown option '%s' (see baker help build)\n", argv[i]); return 2;
         } else if (!scene_path) {
             scene_path = argv[i];
         } else {
@@ -151,17 +190,23 @@ static int cmd_rays(int argc, char **argv)
         fprintf(stderr, "baker rays: need SCENE, -o RAYS and one of --diffuse/--primary/--random N\n%s", rays_usage);
         return 2;
     }
+    bk_outputs io;
+    int oi, prc = plan_files(&io, scene_path, NULL, "-o", out, &oi);
+    if (prc) return prc;
     bk_scene s;
     double tl;
-    if (load_scene(scene_path, &s, &tl)) return 1;
+    if (load_scene(scene_path, &s, &tl) || check_mtls(&io, &s)) { bk_scene_free(&s); bk_outputs_free(&io); return 1; }
     bk_ray *rays = NULL;
     char err[512];
+    FILE *f;
     int rc = !strcmp(kind, "--diffuse") ? bk_rays_diffuse(&s, n, (uint32_t)seed, &rays, err, sizeof err)
            : !strcmp(kind, "--primary") ? bk_rays_primary(&s, n, (uint32_t)seed, &rays, err, sizeof err)
            : bk_rays_random(&s, n, (uint32_t)seed, &rays, err, sizeof err);
-    if (!rc) rc = bk_rays_write(out, rays, n, err, sizeof err);
+    if (!rc) rc = !(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_rays_write_file(f, out, rays, n, err, sizeof err) ||
+                  bk_outputs_commit(&io, err, sizeof err);
     if (rc) fprintf(stderr, "baker: %s\n", err);
     else printf("wrote %llu %s rays to %s\n", (unsigned long long)n, kind + 2, out);
+    bk_outputs_free(&io);
     free(rays);
     bk_scene_free(&s);
     return rc ? 1 : 0;
@@ -221,13 +266,18 @@ static int cmd_trace(int argc, char **argv)
         fprintf(stderr, "baker trace: need SCENE, --rays RAYS and --hits HITS\n%s", trace_usage);
         return 2;
     }
+    bk_outputs io;
+    int oi, prc = plan_files(&io, scene_path, rays_path, "--hits", hits_path, &oi);
+    if (prc) return prc;
     char err[1024], msg[512];
+    FILE *f;
     bk_backend *be = bk_backend_init(t.backend, msg, sizeof msg);
-    if (!be) { fprintf(stderr, "baker: %s\n", msg); return 1; }
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); bk_outputs_free(&io); return 1; }
     if (msg[0]) fprintf(stderr, "baker: %s\n", msg);
     if (!be->i->supports(be, &t.opts, err, sizeof err)) {
         fprintf(stderr, "baker: the %s backend cannot trace with these options: %s\n", be->i->name(be), err);
         bk_backend_free(be);
+        bk_outputs_free(&io);
         return 1;
     }
     bk_ray *rays = NULL;
@@ -235,11 +285,15 @@ static int cmd_trace(int argc, char **argv)
     if (bk_rays_read(rays_path, &rays, &n, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         bk_backend_free(be);
+        bk_outputs_free(&io);
         return 1;
     }
     bk_scene s;
     double tl;
-    if (load_scene(scene_path, &s, &tl)) { free(rays); bk_backend_free(be); return 1; }
+    if (load_scene(scene_path, &s, &tl) || check_mtls(&io, &s)) {
+        bk_scene_free(&s); free(rays); bk_backend_free(be); bk_outputs_free(&io);
+        return 1;
+    }
     printf("load            %8.3f s  %u triangles\n", tl, s.tri_count);
     bk_build_opts bo = bk_build_opts_default();
     bk_accel a;
@@ -272,7 +326,11 @@ static int cmd_trace(int argc, char **argv)
                (unsigned long long)tot.restarts, (double)tot.restarts / dn, (unsigned long long)tot.spills, (double)tot.spills / dn);
         if (ray_stats && print_ray_stats(be, ray_stats, n, t.opts.stack_mode, err, sizeof err)) fprintf(stderr, "baker: %s\n", err);
     }
-    if (bk_hits_write(hits_path, hits, n, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done_accel; }
+    if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_hits_write_file(f, hits_path, hits, n, err, sizeof err) ||
+        bk_outputs_commit(&io, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done_accel;
+    }
     rc = 0;
 done_accel:
     bk_accel_free(&a);
@@ -282,6 +340,7 @@ done_scene:
     free(rays);
     bk_scene_free(&s);
     bk_backend_free(be);
+    bk_outputs_free(&io);
     return rc;
 }
 
@@ -293,6 +352,9 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bake")) { printf(bk_bake_usage, bk_cli_trace_help); return 0; }
+            if (!strcmp(argv[2], "build")) { fputs(build_usage, stdout); return 0; }
+            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build and bench\n", argv[2]);
+            return 2;
         }
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -1,20 +1,22 @@
 /* mesh_out.c - --mesh-out: the scene as an OBJ whose vt are the lightmap UVs (see atlas.h).
  *
- * Pipeline: bk_scene + bk_atlas -> OBJ text -> bk_outfile (temporary file, then rename).
+ * Pipeline: bk_scene + bk_atlas -> OBJ text -> an output of outputs.h (temporary file, then rename).
  * Triangles keep their file order, so triangle numbers (and a later --uv file bake of this mesh)
  * match. OBJ holds one vt per corner, so the mesh carries the lightmap UVs instead of the texture
  * ones; a game that needs both takes positions and texture UVs from the source and the second UV
  * set from here. vt are deduplicated by exact value, v counts upwards (vt.v = 1 - atlas v).
  */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include "atlas.h"
+#include "outputs.h"
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 static void dir_of(const char *path, char *buf, size_t n)
 {
@@ -24,44 +26,23 @@ static void dir_of(const char *path, char *buf, size_t n)
     else snprintf(buf, n, "%.*s", (int)(slash - path), path);
 }
 
-/* Writes the source's mtllib lines. MTL names are relative to the OBJ's folder: when the output
- * sits in another folder, each relative name becomes an absolute path to the same file. */
-static void copy_mtllib(FILE *f, const char *scene_path, const char *out_path)
+/* Writes an mtllib line for each MTL file the scene's OBJ named (as the loader recorded them, so
+ * comments and long lines in the source cannot leak in). MTL names are relative to the OBJ's
+ * folder: when the output sits in another folder, each becomes the absolute path of the file. */
+static void write_mtllib(FILE *f, const bk_scene *s, const char *scene_path, const char *out_path)
 {
-    gzFile in = gzopen(scene_path, "rb");
-    if (!in) return;
-    char src_dir[4096], out_dir[4096], rs[8192], cwd[4096];
+    char src_dir[4096], out_dir[4096];
     dir_of(scene_path, src_dir, sizeof src_dir);
     dir_of(out_path, out_dir, sizeof out_dir);
     struct stat a, b;
     int same = stat(src_dir, &a) == 0 && stat(out_dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-    if (src_dir[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(rs, sizeof rs, "%s", src_dir);
-    else if (strcmp(src_dir, ".") == 0) snprintf(rs, sizeof rs, "%s", cwd);
-    else snprintf(rs, sizeof rs, "%s/%s", cwd, src_dir);
-    char line[4096];
-    while (gzgets(in, line, sizeof line)) {
-        char *p = line;
-        while (*p == ' ' || *p == '\t') p++;
-        if (strncmp(p, "mtllib", 6) != 0 || (p[6] != ' ' && p[6] != '\t')) continue;
-        p += 6;
-        size_t n = strlen(p);
-        while (n && (p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t')) p[--n] = '\0';
-        while (*p == ' ' || *p == '\t') p++;
-        if (!*p) continue;
-        if (same) { fprintf(f, "mtllib %s\n", p); continue; }
-        fputs("mtllib", f);
-        /* a name with blanks that exists as a whole stays whole (as the loader reads it) */
-        char whole[8192 + 4096 + 2];
-        snprintf(whole, sizeof whole, "%s/%s", rs, p);
-        if ((strchr(p, ' ') || strchr(p, '\t')) && p[0] != '/') {
-            FILE *t = fopen(whole, "rb");
-            if (t) { fclose(t); fprintf(f, " %s\n", whole); continue; }
-        }
-        for (char *tok = strtok(p, " \t"); tok; tok = strtok(NULL, " \t"))
-            fprintf(f, tok[0] == '/' ? " %s%s" : " %s/%s", tok[0] == '/' ? "" : rs, tok);
-        fputc('\n', f);
+    for (uint32_t i = 0; i < s->mtl_count; ++i) {
+        const bk_scene_mtl *m = &s->mtls[i];
+        char real[PATH_MAX], cwd[4096];
+        if (same || m->path[0] == '/') fprintf(f, "mtllib %s\n", same ? m->name : m->path);
+        else if (realpath(m->path, real)) fprintf(f, "mtllib %s\n", real);
+        else if (getcwd(cwd, sizeof cwd)) fprintf(f, "mtllib %s/%s\n", cwd, m->path);   /* a missing MTL stays named */
     }
-    gzclose(in);
 }
 
 typedef struct vt_map { uint64_t *keys; uint32_t *vals; size_t cap; uint32_t count; } vt_map;
@@ -84,8 +65,8 @@ static uint32_t vt_index(vt_map *m, float u, float v, float *out_uv)
     }
 }
 
-int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
-                      char *err, size_t err_size)
+int bk_mesh_write_obj_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
+                           char *err, size_t err_size)
 {
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count, s->tri_count);
@@ -109,15 +90,9 @@ int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, co
         corner_vt[c] = vt_index(&m, u == 0.0f ? 0.0f : u, v == 0.0f ? 0.0f : v, uvs);
     }
 
-    bk_outfile of;
-    if (bk_outfile_open(&of, path, err, err_size) != 0) {
-        free(m.keys); free(m.vals); free(corner_vt); free(uvs);
-        return -1;
-    }
-    FILE *f = of.f;
     fprintf(f, "# written by baker: the scene with its lightmap UVs as vt (atlas %dx%d, %u charts)\n",
             a->width, a->height, a->chart_count);
-    if (scene_path) copy_mtllib(f, scene_path, path);
+    if (scene_path) write_mtllib(f, s, scene_path, path);
     for (uint32_t v = 0; v < s->vertex_count; ++v) {
         const float *p = s->positions + 3 * (size_t)v;
         fprintf(f, "v %.9g %.9g %.9g\n", (double)p[0], (double)p[1], (double)p[2]);
@@ -146,7 +121,15 @@ int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, co
         }
         fputc('\n', f);
     }
-    fflush(f);
     free(m.keys); free(m.vals); free(corner_vt); free(uvs);
+    return 0;
+}
+
+int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
+                      char *err, size_t err_size)
+{
+    bk_outfile of;
+    if (bk_outfile_open(&of, path, err, err_size) != 0) return -1;
+    if (bk_mesh_write_obj_file(of.f, path, s, a, scene_path, err, err_size)) { bk_outfile_abort(&of); return -1; }
     return bk_outfile_commit(&of, err, err_size);
 }

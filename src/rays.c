@@ -1,9 +1,13 @@
 /* rays.c - RAYS/HITS file I/O and the seeded standard ray sets (see rays.h). */
 #include "rays.h"
+#include "outputs.h"
 #include "util.h"
 #include "bk_rng.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +22,39 @@ static int read_records(const char *path, const char *magic, size_t rec, void **
                         char *err, size_t err_size)
 {
     *out = NULL; *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: not a regular file (a device, FIFO or folder): a %.8s file is read from a file",
+                       path, magic);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno)); }
     unsigned char head[16];
-    if (fread(head, 1, 16, f) != 16 || memcmp(head, magic, 8) != 0) {
+    size_t got = fread(head, 1, 16, f);
+    if (got < 8 ? memcmp(head, magic, got) != 0 || got == 0 : memcmp(head, magic, 8) != 0) {
         fclose(f);
-        return bk_fail(err, err_size, "%s: not a %.8s file (bad magic)", path, magic);
+        return bk_fail(err, err_size, "%s: not a %.8s file (it does not start with '%.8s')", path, magic, magic);
+    }
+    if (got < 16) {
+        fclose(f);
+        return bk_fail(err, err_size, "%s: truncated %.8s header: %zu of its 16 bytes", path, magic, got);
     }
     uint64_t count;
     memcpy(&count, head + 8, 8);
-    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return bk_fail(err, err_size, "%s: cannot seek", path); }
-    long size = ftell(f);
-    if (size < 16 || (uint64_t)(size - 16) / rec != count || (uint64_t)(size - 16) % rec != 0) {
+    uint64_t size = (uint64_t)st.st_size;
+    if ((size - 16) / rec != count || (size - 16) % rec != 0) {
         fclose(f);
-        return bk_fail(err, err_size, "%s: header says %llu records but the file holds %ld bytes of records",
-                       path, (unsigned long long)count, size - 16);
+        return bk_fail(err, err_size, "%s: header says %llu records but the file holds %llu bytes of records (%zu bytes each)",
+                       path, (unsigned long long)count, (unsigned long long)(size - 16), rec);
     }
-    fseek(f, 16, SEEK_SET);
+    if (count > BK_RAYS_MAX) {
+        fclose(f);
+        return bk_fail(err, err_size, "%s: %llu records: more than the %llu baker reads at once", path,
+                       (unsigned long long)count, (unsigned long long)BK_RAYS_MAX);
+    }
     void *buf = malloc(count ? count * rec : 1);
     if (!buf) { fclose(f); return bk_fail(err, err_size, "%s: out of memory for %llu records", path, (unsigned long long)count); }
     if (count && fread(buf, rec, count, f) != count) {
@@ -46,15 +66,20 @@ static int read_records(const char *path, const char *magic, size_t rec, void **
     return 0;
 }
 
-static int write_records(const char *path, const char *magic, const void *data, size_t rec, uint64_t n,
+static int write_records(FILE *f, const char *path, const char *magic, const void *data, size_t rec, uint64_t n,
                          char *err, size_t err_size)
+{
+    if (fwrite(magic, 1, 8, f) != 8 || fwrite(&n, 8, 1, f) != 1 || (n && fwrite(data, rec, n, f) != n))
+        return bk_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}
+
+static int write_records_path(const char *path, const char *magic, const void *data, size_t rec, uint64_t n,
+                              char *err, size_t err_size)
 {
     bk_outfile o;
     if (bk_outfile_open(&o, path, err, err_size)) return -1;
-    if (fwrite(magic, 1, 8, o.f) != 8 || fwrite(&n, 8, 1, o.f) != 1 || (n && fwrite(data, rec, n, o.f) != n)) {
-        bk_outfile_abort(&o);
-        return bk_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
-    }
+    if (write_records(o.f, path, magic, data, rec, n, err, err_size)) { bk_outfile_abort(&o); return -1; }
     return bk_outfile_commit(&o, err, err_size);
 }
 
@@ -64,7 +89,11 @@ int bk_rays_read(const char *path, bk_ray **rays, uint64_t *n, char *err, size_t
 }
 int bk_rays_write(const char *path, const bk_ray *rays, uint64_t n, char *err, size_t err_size)
 {
-    return write_records(path, "RAYS0001", rays, sizeof(bk_ray), n, err, err_size);
+    return write_records_path(path, "RAYS0001", rays, sizeof(bk_ray), n, err, err_size);
+}
+int bk_rays_write_file(FILE *f, const char *path, const bk_ray *rays, uint64_t n, char *err, size_t err_size)
+{
+    return write_records(f, path, "RAYS0001", rays, sizeof(bk_ray), n, err, err_size);
 }
 int bk_hits_read(const char *path, bk_hit **hits, uint64_t *n, char *err, size_t err_size)
 {
@@ -72,7 +101,11 @@ int bk_hits_read(const char *path, bk_hit **hits, uint64_t *n, char *err, size_t
 }
 int bk_hits_write(const char *path, const bk_hit *hits, uint64_t n, char *err, size_t err_size)
 {
-    return write_records(path, "HITS0001", hits, sizeof(bk_hit), n, err, err_size);
+    return write_records_path(path, "HITS0001", hits, sizeof(bk_hit), n, err, err_size);
+}
+int bk_hits_write_file(FILE *f, const char *path, const bk_hit *hits, uint64_t n, char *err, size_t err_size)
+{
+    return write_records(f, path, "HITS0001", hits, sizeof(bk_hit), n, err, err_size);
 }
 
 void bk_scene_bounds(const bk_scene *s, float lo[3], float hi[3])

@@ -1,4 +1,4 @@
-/* rays.h - RAYS / HITS files (../shared/formats/rays.md) and the standard ray sets.
+/* rays.h - RAYS / HITS files (docs/formats.md) and the standard ray sets.
  *
  * Ray sets are seeded and reproducible, so baker, Embree and OptiX can be compared on the same
  * rays: `baker rays SCENE -o R --diffuse N` and `--primary N`.
@@ -9,10 +9,20 @@
 #include "scene.h"
 #include "bk_traverse.h"
 
+#include <stdio.h>
+
+/* The most records a RAYS or HITS file may hold: 2^30 rays are 32 GiB of rays. */
+#define BK_RAYS_MAX (1ull << 30)
+
+/* Readers: a regular file, its magic, its header and its size checked (one line in err naming the
+ * file); writers: temporary file + rename (outputs.h). */
 int bk_rays_read(const char *path, bk_ray **rays, uint64_t *n, char *err, size_t err_size);
 int bk_rays_write(const char *path, const bk_ray *rays, uint64_t n, char *err, size_t err_size);
 int bk_hits_read(const char *path, bk_hit **hits, uint64_t *n, char *err, size_t err_size);
 int bk_hits_write(const char *path, const bk_hit *hits, uint64_t n, char *err, size_t err_size);
+/* The writers into an open stream (an output of bk_outputs); path names it in messages. */
+int bk_rays_write_file(FILE *f, const char *path, const bk_ray *rays, uint64_t n, char *err, size_t err_size);
+int bk_hits_write_file(FILE *f, const char *path, const bk_hit *hits, uint64_t n, char *err, size_t err_size);
 
 /* Diffuse rays: a triangle chosen with probability proportional to its area, a uniform point on
  * it, one of its two sides with equal probability, the origin pushed 1e-4 of the scene's bounding

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,33 +47,22 @@ int bk_cpu_threads(void)
     return n > 0 ? (int)n : 1;
 }
 
-int bk_outfile_open(bk_outfile *o, const char *path, char *err, size_t err_size)
+void bk_host_memory(uint64_t *total, uint64_t *available)
 {
-    memset(o, 0, sizeof *o);
-    if (strlen(path) >= sizeof o->path) return bk_fail(err, err_size, "%s: path too long", path);
-    snprintf(o->path, sizeof o->path, "%s", path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld", path, (long)getpid());
-    o->f = fopen(o->tmp, "wb");
-    if (!o->f) return bk_fail(err, err_size, "%s: cannot write: %s", path, strerror(errno));
-    return 0;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    *total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    *available = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { *available = (uint64_t)kb * 1024u; break; }
+    fclose(f);
 }
 
-int bk_outfile_commit(bk_outfile *o, char *err, size_t err_size)
+uint64_t bk_peak_rss(void)
 {
-    int bad = ferror(o->f);
-    if (fclose(o->f) != 0) bad = 1;
-    o->f = NULL;
-    if (bad) { remove(o->tmp); return bk_fail(err, err_size, "%s: write failed: %s", o->path, strerror(errno)); }
-    if (rename(o->tmp, o->path) != 0) {
-        int e = errno;
-        remove(o->tmp);
-        return bk_fail(err, err_size, "%s: cannot rename into place: %s", o->path, strerror(e));
-    }
-    return 0;
-}
-
-void bk_outfile_abort(bk_outfile *o)
-{
-    if (o->f) { fclose(o->f); o->f = NULL; }
-    if (o->tmp[0]) remove(o->tmp);
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
 }

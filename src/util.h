@@ -3,6 +3,7 @@
 #define BK_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,14 +19,13 @@ int bk_fail(char *err, size_t err_size, const char *fmt, ...) __attribute__((for
 /* 1 when path ends in ext (lower case, with its dot), ignoring the case of path. */
 int bk_path_has_ext(const char *path, const char *ext);
 
+/* Host memory in bytes: physical total, and available now (MemAvailable: free plus what the
+ * kernel can reclaim); 0 when unknown. */
+void bk_host_memory(uint64_t *total, uint64_t *available);
+/* Peak resident memory of this process so far, in bytes (0 when unknown). */
+uint64_t bk_peak_rss(void);
+
 /* Number of worker threads for host work: BK_THREADS, else the online CPU count. */
 int bk_cpu_threads(void);
-
-/* Outputs are written to "<path>.tmp-<pid>" and renamed over path only when complete, so a failed
- * run never leaves a half-written file. */
-typedef struct bk_outfile { FILE *f; char tmp[4200]; char path[4096]; } bk_outfile;
-int  bk_outfile_open(bk_outfile *o, const char *path, char *err, size_t err_size);
-int  bk_outfile_commit(bk_outfile *o, char *err, size_t err_size);
-void bk_outfile_abort(bk_outfile *o);
 
 #endif

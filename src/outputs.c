@@ -1,0 +1,271 @@
+/* outputs.c - the output policy every command uses (see outputs.h). */
+#define _XOPEN_SOURCE 700   /* realpath */
+#include "outputs.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+/* Fills f->target (and exists, dev, ino, mode) from f->path. */
+static int resolve(bk_outfile *f, char *err, size_t err_size)
+{
+    const char *path = f->path, *what = f->what;
+    size_t len = strlen(path);
+    if (!len) return bk_fail(err, err_size, "%s: empty file name", what);
+    if (path[len - 1] == '/') return bk_fail(err, err_size, "%s %s: names a folder, not a file", what, path);
+    char real[PATH_MAX];
+    struct stat st;
+    if (realpath(path, real)) {
+        if (stat(real, &st) != 0) return bk_fail(err, err_size, "%s %s: %s", what, path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            return bk_fail(err, err_size, "%s %s: is %s: outputs are regular files, refusing to replace it", what, path,
+                           kind_of(st.st_mode));
+        if (strlen(real) >= sizeof f->target) return bk_fail(err, err_size, "%s %s: path too long", what, path);
+        snprintf(f->target, sizeof f->target, "%s", real);
+        f->exists = 1;
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->mode = st.st_mode & 07777;
+        return 0;
+    }
+    if (errno != ENOENT) return bk_fail(err, err_size, "%s %s: %s", what, path, strerror(errno));
+    if (lstat(path, &st) == 0)
+        return bk_fail(err, err_size, "%s %s: is a symbolic link to a missing file: refusing to write through it", what, path);
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX], rdir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) >= sizeof dir) return bk_fail(err, err_size, "%s %s: path too long", what, path);
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (!strcmp(base, ".") || !strcmp(base, "..")) return bk_fail(err, err_size, "%s %s: names a folder, not a file", what, path);
+    if (!realpath(dir, rdir) || stat(rdir, &st) != 0)
+        return bk_fail(err, err_size, "%s %s: cannot write into folder %s: %s", what, path, dir,
+                       errno == ENOENT ? "it does not exist" : strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return bk_fail(err, err_size, "%s %s: %s is not a folder", what, path, dir);
+    int n = snprintf(f->target, sizeof f->target, "%s/%s", strcmp(rdir, "/") ? rdir : "", base);
+    if (n < 0 || (size_t)n >= sizeof f->target) return bk_fail(err, err_size, "%s %s: path too long", what, path);
+    f->exists = 0;
+    f->mode = 0666;                     /* less the umask */
+    return 0;
+}
+
+/* Creates f->tmp beside f->target with O_EXCL; keep = 0 only probes (creates and removes it). */
+static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
+{
+    static unsigned counter;
+    const char *slash = strrchr(f->target, '/');
+    int dir_len = (int)(slash - f->target) + 1;
+    const char *base = slash + 1;
+    for (int tries = 0; tries < 100; ++tries) {
+        /* names stay under NAME_MAX: long names are shortened in the temporary one */
+        snprintf(f->tmp, sizeof f->tmp, "%.*s.%.200s.tmp-%ld-%u", dir_len, f->target, base, (long)getpid(), counter++);
+        int fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0) {
+            if (errno == EEXIST) continue;
+            int e = errno;
+            f->tmp[0] = 0;
+            return bk_fail(err, err_size, "%s %s: cannot create a file in %.*s (outputs are written beside their target, "
+                           "then renamed): %s", f->what, f->path, dir_len > 1 ? dir_len - 1 : 1, f->target, strerror(e));
+        }
+        if (f->exists) (void)fchmod(fd, f->mode);
+        if (!keep) {
+            close(fd);
+            unlink(f->tmp);
+            f->tmp[0] = 0;
+            return 0;
+        }
+        f->f = fdopen(fd, "wb");
+        if (!f->f) {
+            int e = errno;
+            close(fd);
+            unlink(f->tmp);
+            f->tmp[0] = 0;
+            return bk_fail(err, err_size, "%s %s: %s", f->what, f->path, strerror(e));
+        }
+        return 0;
+    }
+    return bk_fail(err, err_size, "%s %s: cannot find a free temporary file name", f->what, f->path);
+}
+
+void bk_outputs_init(bk_outputs *o) { memset(o, 0, sizeof *o); }
+
+static int out_is_in(const bk_outfile *f, const char *real, dev_t dev, ino_t ino)
+{
+    return !f->to_stdout && (!strcmp(f->target, real) || (f->exists && f->dev == dev && f->ino == ino));
+}
+
+static int clash_in(const bk_outfile *f, const char *in_what, const char *in_path, char *err, size_t err_size)
+{
+    bk_fail(err, err_size, "%s %s is %s (%s): refusing to overwrite an input; choose another name", f->what, f->path,
+            in_what, in_path);
+    return BK_OUT_CLASH;
+}
+
+int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size)
+{
+    char real[PATH_MAX];
+    struct stat st;
+    if (!realpath(path, real) || stat(real, &st) != 0) return 0;   /* the reader will say what is wrong */
+    for (int i = 0; i < o->n_in; ++i)
+        if (o->in[i].dev == st.st_dev && o->in[i].ino == st.st_ino) return 0;
+    for (int i = 0; i < o->n_out; ++i)
+        if (out_is_in(&o->out[i], real, st.st_dev, st.st_ino)) return clash_in(&o->out[i], what, path, err, err_size);
+    if (o->n_in == BK_INPUTS_MAX) return 0;   /* beyond this many inputs (MTL files) only outputs are compared */
+    o->in[o->n_in].what = what;
+    snprintf(o->in[o->n_in].real, sizeof o->in[o->n_in].real, "%s", real);
+    o->in[o->n_in].dev = st.st_dev;
+    o->in[o->n_in].ino = st.st_ino;
+    o->n_in++;
+    return 0;
+}
+
+int bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size)
+{
+    if (o->n_out == BK_OUTPUTS_MAX) return bk_fail(err, err_size, "%s: too many outputs", what);
+    bk_outfile *f = &o->out[o->n_out];
+    memset(f, 0, sizeof *f);
+    f->what = what;
+    f->path = path;
+    if (!strcmp(path, "-")) {
+        if (!(flags & BK_OUT_ALLOW_STDOUT))
+            return bk_fail(err, err_size, "%s -: this output cannot go to standard output; give a file name", what);
+        f->to_stdout = 1;
+        for (int i = 0; i < o->n_out; ++i)
+            if (o->out[i].to_stdout) {
+                bk_fail(err, err_size, "%s - and %s - both write to standard output", what, o->out[i].what);
+                return BK_OUT_CLASH;
+            }
+        return o->n_out++;
+    }
+    if (resolve(f, err, err_size)) return -1;
+    for (int i = 0; i < o->n_in; ++i)
+        if (out_is_in(f, o->in[i].real, o->in[i].dev, o->in[i].ino)) return clash_in(f, o->in[i].what, o->in[i].real, err, err_size);
+    for (int i = 0; i < o->n_out; ++i) {
+        const bk_outfile *g = &o->out[i];
+        if (!g->to_stdout && (!strcmp(g->target, f->target) || (f->exists && g->exists && f->dev == g->dev && f->ino == g->ino))) {
+            bk_fail(err, err_size, "%s %s and %s %s name the same file", g->what, g->path, what, path);
+            return BK_OUT_CLASH;
+        }
+    }
+    if (make_tmp(f, 0, err, err_size)) return -1;
+    return o->n_out++;
+}
+
+FILE *bk_outputs_open(bk_outputs *o, int i, char *err, size_t err_size)
+{
+    bk_outfile *f = &o->out[i];
+    if (f->to_stdout) return stdout;
+    if (f->f) return f->f;
+    if (f->done) { bk_fail(err, err_size, "%s %s: written twice", f->what, f->path); return NULL; }
+    return make_tmp(f, 1, err, err_size) ? NULL : f->f;
+}
+
+int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size)
+{
+    bk_outfile *f = &o->out[i];
+    if (f->to_stdout) {
+        f->done = 1;
+        if (fflush(stdout) != 0 || ferror(stdout)) return bk_fail(err, err_size, "%s -: write to standard output failed", f->what);
+        return 0;
+    }
+    if (!f->f) return 0;
+    int bad = ferror(f->f) != 0;
+    errno = 0;
+    if (fflush(f->f) != 0) bad = 1;
+    int e = errno ? errno : EIO;
+    if (fclose(f->f) != 0) { if (!bad) e = errno; bad = 1; }
+    f->f = NULL;
+    if (bad) {
+        unlink(f->tmp);
+        f->tmp[0] = 0;
+        return bk_fail(err, err_size, "%s %s: write failed: %s", f->what, f->path, strerror(e));
+    }
+    f->done = 1;
+    return 0;
+}
+
+int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
+{
+    for (int i = 0; i < o->n_out; ++i)
+        if (o->out[i].f && bk_outputs_close(o, i, err, err_size)) { bk_outputs_free(o); return -1; }
+    /* Backups first: a hard link keeps each existing target's data should a later rename fail. */
+    char bak[BK_OUTPUTS_MAX][4224];
+    int had[BK_OUTPUTS_MAX];
+    for (int i = 0; i < o->n_out; ++i) {
+        bk_outfile *f = &o->out[i];
+        bak[i][0] = 0;
+        had[i] = 0;
+        if (f->to_stdout || !f->done) continue;
+        struct stat st;
+        had[i] = lstat(f->target, &st) == 0;
+        if (!had[i]) continue;
+        snprintf(bak[i], sizeof bak[i], "%s.bak", f->tmp);
+        if (link(f->target, bak[i]) != 0) bak[i][0] = 0;   /* no hard links here: rename without a net */
+    }
+    int rc = 0;
+    for (int i = 0; i < o->n_out && !rc; ++i) {
+        bk_outfile *f = &o->out[i];
+        if (f->to_stdout || !f->done) continue;
+        if (rename(f->tmp, f->target) != 0) {
+            rc = bk_fail(err, err_size, "%s %s: cannot rename into place: %s", f->what, f->path, strerror(errno));
+            for (int j = 0; j < i; ++j) {             /* undo the renames already made */
+                bk_outfile *g = &o->out[j];
+                if (g->to_stdout || !g->done) continue;
+                if (bak[j][0]) rename(bak[j], g->target);
+                else if (!had[j]) unlink(g->target);
+                g->tmp[0] = 0;
+            }
+            break;
+        }
+        f->tmp[0] = 0;
+    }
+    for (int i = 0; i < o->n_out; ++i)
+        if (bak[i][0]) unlink(bak[i]);
+    bk_outputs_free(o);
+    return rc;
+}
+
+void bk_outputs_free(bk_outputs *o)
+{
+    for (int i = 0; i < o->n_out; ++i) {
+        bk_outfile *f = &o->out[i];
+        if (f->f) { fclose(f->f); f->f = NULL; }
+        if (f->tmp[0]) { unlink(f->tmp); f->tmp[0] = 0; }
+    }
+}
+
+int bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size)
+{
+    memset(f, 0, sizeof *f);
+    f->what = "output";
+    f->path = path;
+    if (resolve(f, err, err_size) || make_tmp(f, 1, err, err_size)) return -1;
+    return 0;
+}
+
+int bk_outfile_commit(bk_outfile *f, char *err, size_t err_size)
+{
+    bk_outputs o;
+    bk_outputs_init(&o);
+    o.out[0] = *f;
+    o.n_out = 1;
+    memset(f, 0, sizeof *f);
+    return bk_outputs_commit(&o, err, err_size);
+}
+
+void bk_outfile_abort(bk_outfile *f)
+{
+    if (f->f) { fclose(f->f); f->f = NULL; }
+    if (f->tmp[0]) { unlink(f->tmp); f->tmp[0] = 0; }
+}

@@ -1,0 +1,264 @@
+/* unit_files.c - a user's files are sacred (issue 7): the baker program, run as a careless or
+ * hostile user would, never overwrites or deletes an input or an earlier output unless the run
+ * succeeds and the file is one of its named outputs; refuses non-regular outputs; names what is
+ * wrong in one line; estimates memory before a big bake; prints progress to a log.
+ *
+ * Each check here failed on the code before issue 7 (the scene was deleted or overwritten, a
+ * device node replaced, a failing --stats removed an earlier lightmap, ...). Runs on a copy of
+ * the demo scene in a fresh temporary folder; the CPU backend, tiny atlases.
+ */
+#define _XOPEN_SOURCE 700   /* S_IFMT, mknod */
+#include "bk_test.h"
+
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static char dir[256], errbuf[16384];
+
+/* Runs `sh -c "PREFIX baker ARGS"` in dir; stderr into errbuf; returns the exit status. */
+static int run_in(const char *prefix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run_in(const char *prefix, const char *fmt, ...)
+{
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s' %s >out.txt 2>err.txt", dir, prefix, BK_BAKER, args);
+    int st = system(cmd);
+    char path[512];
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    errbuf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f) { size_t k = fread(errbuf, 1, sizeof errbuf - 1, f); errbuf[k] = 0; fclose(f); }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+#define RUN(...) run_in("", __VA_ARGS__)
+
+typedef struct snap { char *data; long size; int exists; mode_t mode; } snap;
+
+static snap take(const char *name)
+{
+    snap s = { NULL, -1, 0, 0 };
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    if (lstat(path, &st) != 0) return s;
+    s.exists = 1;
+    s.mode = st.st_mode;
+    if (!S_ISREG(st.st_mode)) return s;
+    FILE *f = fopen(path, "rb");
+    if (!f) return s;
+    s.size = st.st_size;
+    s.data = malloc((size_t)s.size + 1);
+    s.size = (long)fread(s.data, 1, (size_t)s.size, f);
+    fclose(f);
+    return s;
+}
+
+/* The file is exactly as it was (type, and bytes for regular files). */
+static int same(const char *name, snap before)
+{
+    snap now = take(name);
+    int ok = now.exists == before.exists && (!now.exists || ((now.mode & S_IFMT) == (before.mode & S_IFMT) &&
+             now.size == before.size && (now.size <= 0 || !memcmp(now.data, before.data, (size_t)now.size))));
+    free(now.data);
+    return ok;
+}
+
+static int exists(const char *name) { snap s = take(name); free(s.data); return s.exists; }
+
+/* Nothing in dir but the files named (space-separated, each surrounded by spaces) and the
+ * harness's out.txt / err.txt: no temporary file left behind. */
+static int only(const char *names)
+{
+    char cmd[1024], path[512], line[512];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' > '%s/../bk_files_ls.txt'", dir, dir);
+    if (system(cmd) != 0) return 0;
+    snprintf(path, sizeof path, "%s/../bk_files_ls.txt", dir);
+    FILE *f = fopen(path, "r");
+    int ok = f != NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char key[520];
+        snprintf(key, sizeof key, " %s ", line);
+        if (strcmp(line, "out.txt") && strcmp(line, "err.txt") && !strstr(names, key)) {
+            fprintf(stderr, "unexpected file left: %s\n", line);
+            ok = 0;
+        }
+    }
+    if (f) fclose(f);
+    remove(path);
+    return ok;
+}
+
+static void write_text(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) { perror(path); exit(1); }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* After a group of checks: put the scene back if a failed check destroyed it, so the next group
+ * tests its own defect (this matters only when the code is broken). */
+static void restore(void)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s/scenes/cornell.obj' '%s/cornell.obj' && cmp -s '%s/scenes/cornell.mtl' '%s/cornell.mtl' || "
+             "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'", BK_SOURCE_DIR, dir, BK_SOURCE_DIR, dir,
+             BK_SOURCE_DIR, BK_SOURCE_DIR, dir);
+    if (system(cmd) != 0) fprintf(stderr, "note: could not restore the scene\n");
+}
+
+#define BAKE "--backend cpu --size 32 --spp 1 --bounces 0 --quiet"
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/bk_files_XXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'", BK_SOURCE_DIR, BK_SOURCE_DIR, dir);
+    if (system(cmd) != 0) { fprintf(stderr, "cannot copy the demo scene\n"); return 1; }
+    snap scene = take("cornell.obj"), mtl = take("cornell.mtl");
+    BK_EXPECT(RUN("rays cornell.obj -o r.rays --diffuse 500") == 0);
+    snap rays = take("r.rays");
+    const char *base = " cornell.obj cornell.mtl r.rays ";
+
+    /* 1. --mesh-out naming the scene: refused before any work, with or without a failing --stats
+     *    (before: the failing --stats deleted the scene; without it the scene was overwritten) */
+    BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out cornell.obj --stats missing-dir/s.json " BAKE) != 0);
+    BK_EXPECT(same("cornell.obj", scene));
+    BK_EXPECTF(RUN("cornell.obj -o map.png --mesh-out cornell.obj " BAKE) == 2 && strstr(errbuf, "--mesh-out") &&
+               strstr(errbuf, "scene"), "%s", errbuf);
+    BK_EXPECT(same("cornell.obj", scene) && !exists("map.png") && only(base));
+    restore();
+    /* 2. --hits naming the scene or the rays */
+    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits cornell.obj --backend cpu") == 2 && strstr(errbuf, "--hits"), "%s", errbuf);
+    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits ./r.rays --backend cpu") == 2 && strstr(errbuf, "--rays"), "%s", errbuf);
+    BK_EXPECT(same("cornell.obj", scene) && same("r.rays", rays) && only(base));
+    restore();
+    /* 3. --stats naming the lightmap, the scene, or one of its MTL files; rays -o naming the scene */
+    BK_EXPECTF(RUN("cornell.obj -o map.png --stats map.png " BAKE) == 2 && strstr(errbuf, "same file"), "%s", errbuf);
+    BK_EXPECT(RUN("cornell.obj -o map.png --stats cornell.obj " BAKE) == 2);
+    BK_EXPECTF(RUN("cornell.obj -o map.png --stats cornell.mtl " BAKE) == 2 && strstr(errbuf, "MTL"), "%s", errbuf);
+    BK_EXPECT(RUN("rays cornell.obj -o cornell.obj --diffuse 10") == 2);
+    BK_EXPECT(same("cornell.obj", scene) && same("cornell.mtl", mtl) && only(base));
+    restore();
+    /* the same file under another name (a symbolic link, a hard link) is the same file */
+    snprintf(cmd, sizeof cmd, "cd '%s' && ln -s cornell.obj soft.obj && ln cornell.obj hard.obj", dir);
+    BK_EXPECT(system(cmd) == 0);
+    BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out soft.obj " BAKE) == 2);
+    BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out hard.obj " BAKE) == 2);
+    BK_EXPECT(same("cornell.obj", scene));
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm soft.obj hard.obj", dir);
+    BK_EXPECT(system(cmd) == 0);
+
+    restore();
+    /* 4. a run that fails leaves the earlier lightmap, mesh and statistics as they were */
+    BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out mesh.obj --stats s.json " BAKE) == 0);
+    snap map = take("map.png"), mesh = take("mesh.obj"), json = take("s.json");
+    BK_EXPECT(map.size > 100 && mesh.size > 100 && json.size > 100);
+    BK_EXPECTF(RUN("cornell.obj -o map.png --stats missing-dir/s.json " BAKE) == 1 && strstr(errbuf, "missing-dir"), "%s", errbuf);
+    BK_EXPECT(same("map.png", map));
+    /* ... also when it fails at the very end: a file-size limit stops the mesh, written after the
+     * map (writes past the limit fail with EFBIG once SIGXFSZ is ignored) */
+    BK_EXPECTF(run_in("trap '' XFSZ; ulimit -f 2;", "cornell.obj -o map.png --mesh-out mesh.obj --stats s.json "
+                      "--seed 7 --backend cpu --size 8 --spp 1 --bounces 0 --quiet") == 1 && strstr(errbuf, "mesh.obj"),
+               "late failure: %s", errbuf);
+    BK_EXPECT(same("map.png", map) && same("mesh.obj", mesh) && same("s.json", json));
+    BK_EXPECT(only(" cornell.obj cornell.mtl r.rays map.png mesh.obj s.json "));
+    /* a successful run replaces them all, and a symbolic link output keeps its link */
+    snprintf(cmd, sizeof cmd, "cd '%s' && ln -s map.png link.png", dir);
+    BK_EXPECT(system(cmd) == 0);
+    BK_EXPECT(RUN("cornell.obj -o link.png --seed 9 " BAKE) == 0);
+    BK_EXPECT(!same("map.png", map) && exists("link.png") && S_ISLNK(take("link.png").mode));
+
+    restore();
+    /* 5. outputs that are not regular files are refused and stay what they were: a FIFO, and a
+     *    device node when running as root (a copy of /dev/null) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && mkfifo fifo.png fifo.json fifo.hits fifo.rays", dir);
+    BK_EXPECT(system(cmd) == 0);
+    BK_EXPECTF(RUN("cornell.obj -o fifo.png " BAKE) == 1 && strstr(errbuf, "FIFO"), "%s", errbuf);
+    BK_EXPECT(RUN("cornell.obj -o m2.png --stats fifo.json " BAKE) == 1);
+    BK_EXPECT(RUN("trace cornell.obj --rays r.rays --hits fifo.hits --backend cpu") == 1);
+    BK_EXPECT(RUN("rays cornell.obj -o fifo.rays --diffuse 10") == 1);
+    snap fifo = take("fifo.png");
+    BK_EXPECT(S_ISFIFO(fifo.mode) && S_ISFIFO(take("fifo.hits").mode) && S_ISFIFO(take("fifo.rays").mode) &&
+              S_ISFIFO(take("fifo.json").mode) && !exists("m2.png"));
+    if (geteuid() == 0) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && mknod null.png c 1 3", dir);
+        if (system(cmd) == 0) {
+            BK_EXPECTF(RUN("cornell.obj -o null.png " BAKE) == 1 && strstr(errbuf, "device"), "%s", errbuf);
+            BK_EXPECT(S_ISCHR(take("null.png").mode));
+        }
+    }
+    /* a directory as an output; --stats - writes the JSON to standard output */
+    snprintf(cmd, sizeof cmd, "mkdir '%s/sub.png'", dir);
+    BK_EXPECT(system(cmd) == 0);
+    BK_EXPECTF(RUN("cornell.obj -o sub.png " BAKE) == 1 && strstr(errbuf, "directory"), "%s", errbuf);
+    BK_EXPECT(RUN("cornell.obj -o m3.png --stats - " BAKE) == 0);
+    snap out = take("out.txt");
+    BK_EXPECTF(out.size > 100 && out.data[0] == '{' && strstr(out.data, "\"memory\""), "stdout: %.*s", (int)out.size, out.data);
+    /* --stats /proc/version: the message says a file cannot be made there, before any work */
+    if (access("/proc/version", R_OK) == 0)
+        BK_EXPECTF(RUN("cornell.obj -o m4.png --stats /proc/version " BAKE) == 1 && strstr(errbuf, "cannot create a file in /proc") &&
+                   !exists("m4.png"), "%s", errbuf);
+
+    restore();
+    /* 9. Ke 1e38 and Ke inf: a warning and a lit map, or an error naming the line; never a black map */
+    write_text("hot.mtl", "newmtl lamp\nKd 0.5 0.5 0.5\nKe 1e38 1e38 1e38\n");
+    write_text("hot.obj", "mtllib hot.mtl\nv -1 0 -1\nv 1 0 -1\nv 1 0 1\nv -1 0 1\nv -0.2 1 -0.2\nv 0.2 1 -0.2\n"
+                          "v 0.2 1 0.2\nv -0.2 1 0.2\nf 1 4 3 2\nusemtl lamp\nf 5 6 7 8\n");
+    BK_EXPECTF(RUN("hot.obj -o hot.png --stats hot.json " BAKE) == 0 && strstr(errbuf, "clamped"), "%s", errbuf);
+    snap hj = take("hot.json");
+    BK_EXPECTF(hj.data && strstr(hj.data, "\"mean_luminance\": ") && atof(strstr(hj.data, "\"mean_luminance\": ") + 18) > 0,
+               "Ke 1e38 baked black: %s", hj.data ? hj.data : "(no stats)");
+    write_text("hot.mtl", "newmtl lamp\nKd 0.5 0.5 0.5\nKe inf 1 1\n");
+    BK_EXPECTF(RUN("hot.obj -o hot2.png " BAKE) == 1 && strstr(errbuf, "hot.mtl:3") && !exists("hot2.png"), "%s", errbuf);
+
+    restore();
+    /* 10. a bake that cannot fit in memory is refused before its texels are made, with the estimate;
+     *     progress goes to a log as lines when stderr is not a terminal */
+    BK_EXPECTF(RUN("cornell.obj -o big.png --backend cpu --size 4096 --max-memory 0.2") == 1 && strstr(errbuf, "needs about") &&
+               strstr(errbuf, "GB") && !exists("big.png"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o prog.png --backend cpu --size 32 --spp 4") == 0 && strstr(errbuf, "bake 100%"), "%s", errbuf);
+
+    restore();
+    /* messages: a RAYS header cut inside its count; commands that do not bake do not say "bake";
+     * help for an unknown command is an error; --help names the repo's own format page */
+    snprintf(cmd, sizeof cmd, "head -c 12 '%s/r.rays' > '%s/cut.rays'", dir, dir);
+    BK_EXPECT(system(cmd) == 0);
+    BK_EXPECTF(RUN("trace cornell.obj --rays cut.rays --hits cut.hits --backend cpu") == 1 && strstr(errbuf, "truncated") &&
+               !exists("cut.hits"), "%s", errbuf);
+    write_text("lines.obj", "v 0 0 0\nv 1 0 0\nl 1 2\n");
+    BK_EXPECTF(RUN("build lines.obj") == 1 && strstr(errbuf, "no faces") && !strstr(errbuf, "to bake"), "%s", errbuf);
+    BK_EXPECTF(RUN("help frob") == 2 && strstr(errbuf, "frob"), "%s", errbuf);
+    BK_EXPECT(RUN("--help") == 0);
+    snap help = take("out.txt");
+    BK_EXPECT(help.data && strstr(help.data, "docs/formats.md") && !strstr(help.data, "../shared"));
+    snprintf(cmd, sizeof cmd, "%s/docs/formats.md", BK_SOURCE_DIR);
+    BK_EXPECT(access(cmd, R_OK) == 0);
+    /* --mesh-out copies the MTL files the scene names, not an mtllib found inside a long comment */
+    {
+        size_t n = 6000;
+        char *obj = malloc(n + 400);
+        int k = snprintf(obj, n, "mtllib cornell.mtl\n# ");
+        memset(obj + k, 'x', 4095 - 2);
+        k += 4093;
+        k += snprintf(obj + k, n + 400 - (size_t)k, "mtllib evil.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        write_text("long.obj", obj);
+        free(obj);
+        BK_EXPECT(RUN("long.obj -o long.png --mesh-out long_lm.obj " BAKE) == 0);
+        snap lm = take("long_lm.obj");
+        BK_EXPECTF(lm.data && strstr(lm.data, "mtllib cornell.mtl") && !strstr(lm.data, "evil"), "%.300s", lm.data ? lm.data : "");
+    }
+
+    BK_EXPECT(same("cornell.obj", scene) && same("cornell.mtl", mtl) && same("r.rays", rays));
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
+    BK_TEST_DONE();
+}
