@@ -38,7 +38,7 @@
 #  define BK_HOST_SSE 0
 #endif
 
-/* A RAYS record and a HITS record (../shared/formats/rays.md). */
+/* A RAYS record and a HITS record (docs/formats.md). */
 typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
 typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
 
