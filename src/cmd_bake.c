@@ -422,10 +422,8 @@ int bk_cmd_bake(int argc, char **argv)
 
     t0 = bk_time_now();         /* the backend's start-up (a CUDA context) is not loading */
     if (bk_scene_load(c.scene, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    for (uint32_t i = 0; i < s.mtl_count; ++i) {
-        int r = bk_outputs_input(&io, "an MTL file of the scene", s.mtls[i].path, err, sizeof err);
-        if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
-    }
+    int r = bk_outputs_scene_inputs(&io, &s, err, sizeof err);
+    if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
     ph[0] = bk_time_now() - t0;
 
     t0 = bk_time_now();

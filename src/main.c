@@ -100,16 +100,14 @@ static int plan_files(bk_outputs *io, const char *scene, const char *rays, const
     return r == BK_OUT_CLASH ? 2 : 1;
 }
 
-/* The scene's MTL files are inputs too: known once it is loaded, still before any output. */
+/* The scene's MTL files are inputs too: known once it is loaded, still before any output.
+ * Returns 0 or the exit status. */
 static int check_mtls(bk_outputs *io, const bk_scene *s)
 {
     char err[1024];
-    for (uint32_t i = 0; i < s->mtl_count; ++i)
-        if (bk_outputs_input(io, "an MTL file of the scene", s->mtls[i].path, err, sizeof err)) {
-            fprintf(stderr, "baker: %s\n", err);
-            return -1;
-        }
-    return 0;
+    int r = bk_outputs_scene_inputs(io, s, err, sizeof err);
+    if (r) fprintf(stderr, "baker: %s\n", err);
+    return r == BK_OUT_CLASH ? 2 : r ? 1 : 0;
 }
 
 static void print_build(const bk_accel *a)
@@ -195,7 +193,8 @@ static int cmd_rays(int argc, char **argv)
     if (prc) return prc;
     bk_scene s;
     double tl;
-    if (load_scene(scene_path, &s, &tl) || check_mtls(&io, &s)) { bk_scene_free(&s); bk_outputs_free(&io); return 1; }
+    if (load_scene(scene_path, &s, &tl)) { bk_outputs_free(&io); return 1; }
+    if ((prc = check_mtls(&io, &s))) { bk_scene_free(&s); bk_outputs_free(&io); return prc; }
     bk_ray *rays = NULL;
     char err[512];
     FILE *f;
@@ -290,9 +289,9 @@ static int cmd_trace(int argc, char **argv)
     }
     bk_scene s;
     double tl;
-    if (load_scene(scene_path, &s, &tl) || check_mtls(&io, &s)) {
+    if (load_scene(scene_path, &s, &tl) || (prc = check_mtls(&io, &s))) {
         bk_scene_free(&s); free(rays); bk_backend_free(be); bk_outputs_free(&io);
-        return 1;
+        return prc ? prc : 1;
     }
     printf("load            %8.3f s  %u triangles\n", tl, s.tri_count);
     bk_build_opts bo = bk_build_opts_default();

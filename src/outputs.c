@@ -1,6 +1,7 @@
 /* outputs.c - the output policy every command uses (see outputs.h). */
 #define _XOPEN_SOURCE 700   /* realpath */
 #include "outputs.h"
+#include "scene.h"
 #include "util.h"
 
 #include <errno.h>
@@ -127,6 +128,15 @@ int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *er
     o->in[o->n_in].dev = st.st_dev;
     o->in[o->n_in].ino = st.st_ino;
     o->n_in++;
+    return 0;
+}
+
+int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size)
+{
+    for (uint32_t i = 0; i < s->mtl_count; ++i) {
+        int r = bk_outputs_input(o, "an MTL file of the scene", s->mtls[i].path, err, err_size);
+        if (r) return r;
+    }
     return 0;
 }
 

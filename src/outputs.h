@@ -67,6 +67,9 @@ void  bk_outputs_init(bk_outputs *o);
 /* Registers an input; paths that do not exist are ignored (the reader reports them). Checks it
  * against the outputs registered so far. */
 int   bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size);
+/* The MTL files of a loaded scene, as inputs (they are known only once the OBJ is read). */
+struct bk_scene;
+int   bk_outputs_scene_inputs(bk_outputs *o, const struct bk_scene *s, char *err, size_t err_size);
 /* Registers an output (see the file comment); returns its index, or BK_OUT_CLASH / -1. */
 int   bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size);
 /* The stream to write output i to (its temporary file, or stdout). */
