@@ -53,6 +53,7 @@ static snap take(const char *name)
     s.size = st.st_size;
     s.data = malloc((size_t)s.size + 1);
     s.size = (long)fread(s.data, 1, (size_t)s.size, f);
+    s.data[s.size] = 0;                 /* so tests may strstr it */
     fclose(f);
     return s;
 }
@@ -68,6 +69,7 @@ static int same(const char *name, snap before)
 }
 
 static int exists(const char *name) { snap s = take(name); free(s.data); return s.exists; }
+static mode_t mode_of(const char *name) { snap s = take(name); free(s.data); return s.mode; }
 
 /* Nothing in dir but the files named (space-separated, each surrounded by spaces) and the
  * harness's out.txt / err.txt: no temporary file left behind. */
@@ -175,7 +177,7 @@ int main(void)
     snprintf(cmd, sizeof cmd, "cd '%s' && ln -s map.png link.png", dir);
     BK_EXPECT(system(cmd) == 0);
     BK_EXPECT(RUN("cornell.obj -o link.png --seed 9 " BAKE) == 0);
-    BK_EXPECT(!same("map.png", map) && exists("link.png") && S_ISLNK(take("link.png").mode));
+    BK_EXPECT(!same("map.png", map) && exists("link.png") && S_ISLNK(mode_of("link.png")));
 
     restore();
     /* 5. outputs that are not regular files are refused and stay what they were: a FIFO, and a
@@ -186,14 +188,13 @@ int main(void)
     BK_EXPECT(RUN("cornell.obj -o m2.png --stats fifo.json " BAKE) == 1);
     BK_EXPECT(RUN("trace cornell.obj --rays r.rays --hits fifo.hits --backend cpu") == 1);
     BK_EXPECT(RUN("rays cornell.obj -o fifo.rays --diffuse 10") == 1);
-    snap fifo = take("fifo.png");
-    BK_EXPECT(S_ISFIFO(fifo.mode) && S_ISFIFO(take("fifo.hits").mode) && S_ISFIFO(take("fifo.rays").mode) &&
-              S_ISFIFO(take("fifo.json").mode) && !exists("m2.png"));
+    BK_EXPECT(S_ISFIFO(mode_of("fifo.png")) && S_ISFIFO(mode_of("fifo.hits")) && S_ISFIFO(mode_of("fifo.rays")) &&
+              S_ISFIFO(mode_of("fifo.json")) && !exists("m2.png"));
     if (geteuid() == 0) {
         snprintf(cmd, sizeof cmd, "cd '%s' && mknod null.png c 1 3", dir);
         if (system(cmd) == 0) {
             BK_EXPECTF(RUN("cornell.obj -o null.png " BAKE) == 1 && strstr(errbuf, "device"), "%s", errbuf);
-            BK_EXPECT(S_ISCHR(take("null.png").mode));
+            BK_EXPECT(S_ISCHR(mode_of("null.png")));
         }
     }
     /* a directory as an output; --stats - writes the JSON to standard output */
@@ -255,9 +256,12 @@ int main(void)
         BK_EXPECT(RUN("long.obj -o long.png --mesh-out long_lm.obj " BAKE) == 0);
         snap lm = take("long_lm.obj");
         BK_EXPECTF(lm.data && strstr(lm.data, "mtllib cornell.mtl") && !strstr(lm.data, "evil"), "%.300s", lm.data ? lm.data : "");
+        free(lm.data);
     }
 
     BK_EXPECT(same("cornell.obj", scene) && same("cornell.mtl", mtl) && same("r.rays", rays));
+    free(scene.data); free(mtl.data); free(rays.data); free(map.data); free(mesh.data); free(json.data);
+    free(out.data); free(hj.data); free(help.data);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
     BK_TEST_DONE();
