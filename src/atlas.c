@@ -1742,13 +1742,22 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
     return 1;
 }
 
+/* A chart extent in texels as a block side, without the padding: a chart longer than the largest
+ * atlas becomes BK_ATLAS_MAX_SIZE + 2, too long for any atlas, before the conversion to int can
+ * overflow (--texels-per-unit 1e30). */
+static int block_side(double texels)
+{
+    double f = floor(texels + 0.02);
+    return f <= BK_ATLAS_MAX_SIZE ? (int)f + 1 : BK_ATLAS_MAX_SIZE + 2;
+}
+
 /* Block sizes of every chart at scale s (texels per world unit) plus padding. */
 static void items_at_scale(const charting *C, uint32_t n_items, double s, int pad, pk_item *it)
 {
     for (uint32_t i = 0; i < n_items; ++i) {
         double w = i < C->count ? C->charts[i].w * s : 0.0, h = i < C->count ? C->charts[i].h * s : 0.0;
-        it[i].w = (int)floor(w + 0.02) + 1 + pad;
-        it[i].h = (int)floor(h + 0.02) + 1 + pad;
+        it[i].w = block_side(w) + pad;
+        it[i].h = block_side(h) + pad;
     }
 }
 
@@ -1985,9 +1994,9 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             need += (double)items[i].w * items[i].h;
             if (items[i].w - pad > longest) longest = items[i].w - pad;
         }
-        int lo = (int)floor(sqrt(need)) - pad;
-        if (lo < longest) lo = longest;
-        lo = (lo + 3) / 4 * 4;
+        /* the side the blocks' area alone needs, bounded before it becomes an int */
+        double lo_d = dmax(floor(sqrt(need)) - pad, (double)longest);
+        int lo = lo_d <= BK_ATLAS_MAX_SIZE ? ((int)lo_d + 3) / 4 * 4 : BK_ATLAS_MAX_SIZE + 1;
         if (lo < 4) lo = 4;
         if (lo > BK_ATLAS_MAX_SIZE) {
             rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels", name,
