@@ -28,21 +28,28 @@ typedef struct rtri {
     int    flat;      /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
     int    point;     /* 1: all corners in one spot */
     int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
+    int    spans;     /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
     double inv_a[3];  /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
     double rad[3];    /* the edge's texel half-extent with rtri_touches' slack */
     double slack[3];  /* texels of slack on the edge's bound in x */
 } rtri;
 
-/* Row-span constants of edge i (see rtri_row_span). The bound -(b cy + c +- rad) / a - 0.5 is
- * evaluated with a reciprocal; its slack, one texel plus far more than the rounding of E's terms
- * divided by |a|, lets a nearly horizontal edge fall back to the whole box. */
-static void rtri_span_setup(rtri *r, int i)
+/* Row-span constants (see rtri_row_span), for the loops over a triangle's texels only and only
+ * for boxes more than a few texels wide, where they can save anything. The bound
+ * -(b cy + c +- rad) / a - 0.5 is evaluated with a reciprocal; its slack, one texel plus far more
+ * than the rounding of E's terms divided by |a|, lets a nearly horizontal edge fall back to the
+ * whole box. */
+static void rtri_spans_setup(rtri *r)
 {
-    double a = r->a[i];
-    r->rad[i] = 0.5 * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
-    r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
-    r->slack[i] = a != 0 ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) / fabs(a)
-                         : 0.0;
+    r->spans = !r->point && r->x1 - r->x0 > 3;
+    if (!r->spans) return;
+    for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
+        double a = r->a[i];
+        r->rad[i] = 0.5 * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
+        r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
+        r->slack[i] = a != 0 ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) / fabs(a)
+                             : 0.0;
+    }
 }
 
 static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
@@ -77,7 +84,6 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
             r->a[i] = -(Q[1] - P[1]) * sgn;
             r->b[i] = (Q[0] - P[0]) * sgn;
             r->c[i] = -(r->a[i] * P[0] + r->b[i] * P[1]);
-            rtri_span_setup(r, i);
         }
     } else {
         int best = 0;
@@ -92,7 +98,6 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
         r->b[0] = Q[0] - P[0];
         r->c[0] = -(r->a[0] * P[0] + r->b[0] * P[1]);
         r->point = !(bl > 0);
-        rtri_span_setup(r, 0);
     }
     return 1;
 }
@@ -121,7 +126,7 @@ static int rtri_touches(const rtri *r, int x, int y)
 static int rtri_row_span(const rtri *r, int y, int *xa, int *xb)
 {
     double lo = r->x0, hi = r->x1, cy = y + 0.5;
-    if (r->point) { *xa = r->x0; *xb = r->x1; return 1; }
+    if (!r->spans) { *xa = r->x0; *xb = r->x1; return 1; }
     for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
         if (r->inv_a[i] == 0) continue;
         double k = r->b[i] * cy + r->c[i];
@@ -180,6 +185,7 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        rtri_spans_setup(&r);
         for (int y = r.y0, xa, xb; y <= r.y1; ++y)
             if (rtri_row_span(&r, y, &xa, &xb))
                 for (int x = xa; x <= xb; ++x)
@@ -197,6 +203,7 @@ void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        rtri_spans_setup(&r);
         for (int y = r.y0, xa, xb; y <= r.y1; ++y)
             if (rtri_row_span(&r, y, &xa, &xb))
                 for (int x = xa; x <= xb; ++x)
@@ -237,6 +244,7 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        rtri_spans_setup(&r);
         for (int y = r.y0, xa, xb; y <= r.y1; ++y) {
             if (!rtri_row_span(&r, y, &xa, &xb)) continue;
             for (int x = xa; x <= xb; ++x) {
