@@ -13,8 +13,9 @@
  * leave again, so every triangle keeps at least cos(cone_deg) of its area (uniform texel density
  * within that factor) and none folds over its neighbours. Surfaces that come back over
  * themselves (spirals, sheets touching at a vertex) can still overlap in projection; an exact
- * separating-axis test on a grid finds such pairs, the later triangle leaves the chart, and the
- * evicted triangles are charted again among themselves until nothing overlaps.
+ * separating-axis test finds such pairs (ov_search: wedges at shared corners, a grid of the cells
+ * each triangle touches), a triangle that overlaps an earlier one that stays leaves the chart,
+ * and the evicted triangles are charted again among themselves until nothing overlaps.
  *
  * Then two passes on what the packer pays for, each chart's rectangle grown by the padding:
  * rings and frames are re-grown into compact parts (split_charts), and neighbouring charts are
@@ -252,18 +253,42 @@ static int adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_
 static void adjacency_free(adjacency *A) { free(A->start); free(A->adj); }
 
 /* ---------------------------------------------------------------------------------------------
- * 2D triangle overlap on a grid. Interiors overlap unless one of the six edge normals separates
- * the two triangles; `tol` (in the coordinates' units) lets shared edges and vertices touch. */
+ * 2D triangle overlap. Interiors overlap unless one of the six edge normals separates the two
+ * triangles; `tol` (in the coordinates' units) lets shared edges and vertices touch.
+ *
+ * The overlapping pairs among many triangles (ov_search) must cost about what the triangles
+ * themselves cost, whatever their shapes: a 100,000-vertex polygon fan-triangulated into slivers
+ * that all meet at one apex made a grid of bounding boxes all-pairs in time and memory. Candidate
+ * pairs come from two places and tri2_overlap confirms each, so the pairs found are the ones an
+ * all-pairs test finds (on pairs whose boxes touch, as before), however they were looked up:
+ *  - pairs with a common corner (equal coordinates): two triangles meeting at a point overlap iff
+ *    their angular wedges there overlap, so one sort of the wedges around each corner settles
+ *    them, in time linear in its triangles plus the overlapping pairs;
+ *  - pairs without one: a uniform grid, each triangle in the cells its area actually touches (row
+ *    spans from its edges, not its box), with cells coarse enough that every triangle touches a
+ *    few on average (long slivers make coarser cells). In a cell, the triangles around a corner
+ *    most of them share (a fan's apex) are never paired with each other (the wedges did that),
+ *    and the rest are swept along the axis across the cell's main edge direction, so a strip of
+ *    parallel slivers costs its length, not its square.
+ * Candidates are sorted and deduplicated, so the pairs come out sorted by (i, j) whatever the grid.
+ * Not linear: the overlapping pairs themselves (n^2 for n stacked copies); triangles without a
+ * common corner that overlap on the sweep axis in one cell yet not in the plane: two families of
+ * long slivers crossing at an angle that only touch, many mid-size fans in one cell (a strip
+ * between 1,000 and 100,000 points costs ~300 steps a triangle, growing with the fans' size), two
+ * fans whose apexes coincide only approximately (a fan split between two charts being merged). */
+
+/* tri2_overlap's first test: does t have an interior at this tolerance? */
+static int tri2_has_interior(const double *t, double tol)
+{
+    double ar = (t[2] - t[0]) * (t[5] - t[1]) - (t[3] - t[1]) * (t[4] - t[0]);
+    double per = fabs(t[2] - t[0]) + fabs(t[3] - t[1]) + fabs(t[4] - t[0]) + fabs(t[5] - t[1]);
+    return !(fabs(ar) <= tol * per);
+}
 
 static int tri2_overlap(const double *a, const double *b, double tol)
 {
     const double *tr[2] = { a, b };
-    for (int w = 0; w < 2; ++w) {
-        const double *t = tr[w];
-        double ar = (t[2] - t[0]) * (t[5] - t[1]) - (t[3] - t[1]) * (t[4] - t[0]);
-        double per = fabs(t[2] - t[0]) + fabs(t[3] - t[1]) + fabs(t[4] - t[0]) + fabs(t[5] - t[1]);
-        if (fabs(ar) <= tol * per) return 0;  /* no interior to overlap */
-    }
+    if (!tri2_has_interior(a, tol) || !tri2_has_interior(b, tol)) return 0;  /* no interior to overlap */
     for (int w = 0; w < 2; ++w)
         for (int k = 0; k < 3; ++k) {
             const double *t = tr[w];
@@ -305,87 +330,548 @@ static void box_of_tri(const double *L, double *b)
     b[0] = dmin(L[0], dmin(L[2], L[4])); b[1] = dmin(L[1], dmin(L[3], L[5]));
     b[2] = dmax(L[0], dmax(L[2], L[4])); b[3] = dmax(L[1], dmax(L[3], L[5]));
 }
-/* Grid cells under the box b = (xmin, ymin, xmax, ymax). */
-static void cell_range(const double *b, const double *lo, double sx, double sy, int gx, int gy,
-                       int *x0, int *y0, int *x1, int *y1)
+
+static int u64_cmp(const void *pa, const void *pb)
 {
-    *x0 = (int)((b[0] - lo[0]) * sx); *y0 = (int)((b[1] - lo[1]) * sy);
-    *x1 = (int)((b[2] - lo[0]) * sx); *y1 = (int)((b[3] - lo[1]) * sy);
-    if (*x1 >= gx) *x1 = gx - 1;
-    if (*y1 >= gy) *y1 = gy - 1;
-    if (*x0 > *x1) *x0 = *x1;
-    if (*y0 > *y1) *y0 = *y1;
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return (a > b) - (a < b);
 }
 
-/* All pairs (i < j) of the n triangles xy[6 i ..] whose interiors overlap, appended to out. */
-static int find_overlaps(const double *xy, uint32_t n, double tol, pair_list *out)
+/* Sorts a[0..*n) and drops repeats. LSD radix (16 bits a pass, skipping passes where all digits
+ * agree) for long lists, qsort for short ones (the counters would dominate). */
+static int u64_sort_unique(uint64_t *a, size_t *n)
+{
+    size_t m = *n;
+    if (m < 2) return 0;
+    if (m < 4096) qsort(a, m, sizeof *a, u64_cmp);
+    else {
+        uint64_t *tmp = malloc(sizeof *tmp * m);
+        size_t *cnt = malloc(sizeof(size_t) * 65537);
+        if (!tmp || !cnt) { free(tmp); free(cnt); return -1; }
+        uint64_t all_or = 0, all_and = ~0ull;
+        for (size_t i = 0; i < m; ++i) { all_or |= a[i]; all_and &= a[i]; }
+        uint64_t *src = a, *dst = tmp;
+        for (int shift = 0; shift < 64; shift += 16) {
+            if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
+            memset(cnt, 0, sizeof(size_t) * 65537);
+            for (size_t i = 0; i < m; ++i) cnt[((src[i] >> shift) & 0xFFFF) + 1]++;
+            for (int d = 0; d < 65536; ++d) cnt[d + 1] += cnt[d];
+            for (size_t i = 0; i < m; ++i) dst[cnt[(src[i] >> shift) & 0xFFFF]++] = src[i];
+            uint64_t *x = src; src = dst; dst = x;
+        }
+        if (src != a) memcpy(a, src, sizeof *a * m);
+        free(tmp);
+        free(cnt);
+    }
+    size_t w = 1;
+    for (size_t i = 1; i < m; ++i)
+        if (a[i] != a[w - 1]) a[w++] = a[i];
+    *n = w;
+    return 0;
+}
+
+typedef struct ov_search {
+    const double  *xy;       /* 6 per triangle: the corners */
+    const uint8_t *group;    /* NULL: every pair; else only pairs from different groups */
+    uint32_t       n;
+    double         tol;
+    uint64_t       work;     /* grid cells filled, corners counted, pairs and wedges looked at */
+    double        *bb;       /* 4 per triangle: xmin, ymin, xmax, ymax */
+    double        *dir;      /* 3 per triangle: longest edge as (cos 2a, sin 2a) * length, length */
+    uint8_t       *live;     /* 1: finite, with an interior; the others overlap nothing */
+    uint32_t      *vid;      /* 3 per triangle: the first corner (3 t + k) at the same point */
+    uint32_t      *cnt;      /* 3 n counters by vid, kept at zero between uses */
+    uint64_t      *cand;     /* candidate pairs, (i << 32) | j with i < j */
+    size_t         ncand, ccap;
+    int            first_only;  /* 1: test candidates at once and stop at the first overlap */
+    int            found;       /* first_only: an overlapping pair was found */
+} ov_search;
+
+/* A candidate pair. Nonzero stops the search: out of memory, or (first_only) an overlap found. */
+static int ov_push(ov_search *S, uint32_t i, uint32_t j)
+{
+    if (S->first_only) {
+        S->work++;
+        if (!tri2_overlap(S->xy + 6 * (size_t)(i < j ? i : j), S->xy + 6 * (size_t)(i < j ? j : i), S->tol)) return 0;
+        S->found = 1;
+        return 1;
+    }
+    if (S->ncand == S->ccap) {
+        size_t c = S->ccap ? 2 * S->ccap : 256;
+        uint64_t *p = realloc(S->cand, sizeof(uint64_t) * c);
+        if (!p) return -1;
+        S->cand = p; S->ccap = c;
+    }
+    S->cand[S->ncand++] = i < j ? (uint64_t)i << 32 | j : (uint64_t)j << 32 | i;
+    return 0;
+}
+
+/* A pair for the grid: from different groups, boxes touching, and no common corner (pairs with
+ * one are the wedges' business). */
+static int ov_consider(ov_search *S, uint32_t i, uint32_t j)
+{
+    S->work++;
+    if (S->group && S->group[i] == S->group[j]) return 0;
+    const double *a = S->bb + 4 * (size_t)i, *b = S->bb + 4 * (size_t)j;
+    if (a[0] > b[2] || b[0] > a[2] || a[1] > b[3] || b[1] > a[3]) return 0;
+    const uint32_t *va = S->vid + 3 * (size_t)i, *vb = S->vid + 3 * (size_t)j;
+    for (int k = 0; k < 3; ++k)
+        if (va[k] == vb[0] || va[k] == vb[1] || va[k] == vb[2]) return 0;
+    return ov_push(S, i, j);
+}
+
+static uint64_t dkey(double d) { uint64_t b; if (d == 0) d = 0; memcpy(&b, &d, 8); return b; }
+
+/* vid: corners with equal coordinates (-0 == +0) get the index of the first of them. */
+static int ov_corner_ids(ov_search *S)
+{
+    size_t nc = 3 * (size_t)S->n, cap = 16;
+    while (cap < 2 * nc) cap <<= 1;
+    uint32_t *table = malloc(sizeof(uint32_t) * cap);
+    if (!table) return -1;
+    memset(table, 0xFF, sizeof(uint32_t) * cap);
+    for (size_t c = 0; c < nc; ++c) {
+        uint64_t kx = dkey(S->xy[2 * c]), ky = dkey(S->xy[2 * c + 1]);
+        uint64_t h = kx * 0x9E3779B97F4A7C15ull ^ (ky + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
+        for (size_t s = h & (cap - 1);; s = (s + 1) & (cap - 1)) {
+            uint32_t w = table[s];
+            if (w == BK_NONE) { table[s] = (uint32_t)c; S->vid[c] = (uint32_t)c; break; }
+            if (dkey(S->xy[2 * (size_t)w]) == kx && dkey(S->xy[2 * (size_t)w + 1]) == ky) { S->vid[c] = w; break; }
+        }
+    }
+    free(table);
+    return 0;
+}
+
+/* ---- pairs with a common corner: wedges ---------------------------------------------------- */
+
+/* The wedge of a triangle at one corner: the directions of its two edges there as pseudo-angles
+ * (below), from s counter-clockwise to e (less than a half turn apart). */
+typedef struct ov_arc { double s, e; uint32_t t; } ov_arc;
+
+/* A direction as a number in [0, 4) that grows with its angle (a quarter turn per unit, the
+ * "diamond angle"): cheaper than atan2, the same for the same vector, and a half turn is 2. */
+static double diamond_angle(double x, double y)
+{
+    if (y >= 0) return x >= 0 ? y / (x + y) : 1 - x / (y - x);
+    return x < 0 ? 2 - y / (-x - y) : 3 + x / (x - y);
+}
+
+/* A margin on pseudo-angles, far above their rounding yet far below any angle a real mesh meets
+ * at: an overlap the wedges miss by less is a sliver of depth below tol, which tri2_overlap
+ * rejects anyway. */
+#define OV_ARC_EPS 1e-12
+
+static double ccw_from(double a, double b) { double d = b - a; return d < 0 ? d + 4.0 : d; }
+
+/* May the two wedges' interiors meet? Wedges with a ray in common (the same edge, or collinear
+ * ones) only touch there: each is less than pi wide. */
+static int arcs_meet(const ov_arc *a, const ov_arc *b)
+{
+    if (a->s == b->s || a->e == b->e) return 1;
+    if (a->s == b->e || b->s == a->e) return 0;
+    double d = ccw_from(a->s, b->s);
+    return d <= ccw_from(a->s, a->e) + OV_ARC_EPS || d >= 4.0 - ccw_from(b->s, b->e) - OV_ARC_EPS;
+}
+
+static int arc_cmp(const void *pa, const void *pb)
+{
+    const ov_arc *a = pa, *b = pb;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+static int ov_wedges(ov_search *S)
+{
+    size_t nc = 3 * (size_t)S->n;
+    uint32_t *start = calloc(nc + 2, sizeof(uint32_t)), *corner = malloc(sizeof(uint32_t) * (nc + 1));
+    ov_arc *arc = malloc(sizeof(ov_arc) * (nc + 1));
+    int rc = -1;
+    if (!start || !corner || !arc) goto out;
+    for (size_t c = 0; c < nc; ++c)
+        if (S->live[c / 3]) start[S->vid[c] + 1]++;
+    for (size_t v = 0; v < nc; ++v) start[v + 1] += start[v];
+    for (size_t c = 0; c < nc; ++c)
+        if (S->live[c / 3]) corner[start[S->vid[c]]++] = (uint32_t)c;
+    for (size_t v = nc; v > 0; --v) start[v] = start[v - 1];  /* the fill advanced each start */
+    start[0] = 0;
+    for (size_t v = 0; v < nc; ++v) {
+        uint32_t k = start[v + 1] - start[v];
+        if (k < 2) continue;
+        S->work += k;
+        if (S->group) {  /* only pairs across the groups count: most corners have none */
+            uint8_t g0 = S->group[corner[start[v]] / 3];
+            uint32_t i = 1;
+            while (i < k && S->group[corner[start[v] + i] / 3] == g0) i++;
+            if (i == k) continue;
+        }
+        for (uint32_t i = 0; i < k; ++i) {
+            uint32_t c = corner[start[v] + i], t = c / 3, kk = c % 3;
+            const double *P = S->xy + 6 * (size_t)t;
+            const double *o = P + 2 * kk, *p = P + 2 * ((kk + 1) % 3), *q = P + 2 * ((kk + 2) % 3);
+            double ar = (P[2] - P[0]) * (P[5] - P[1]) - (P[3] - P[1]) * (P[4] - P[0]);
+            double sp = diamond_angle(p[0] - o[0], p[1] - o[1]), sq = diamond_angle(q[0] - o[0], q[1] - o[1]);
+            /* counter-clockwise corners (o, p, q): the interior runs from o->p round to o->q */
+            arc[i].s = ar > 0 ? sp : sq;
+            arc[i].e = ar > 0 ? sq : sp;
+            arc[i].t = t;
+        }
+        if (k <= 8) {
+            for (uint32_t i = 0; i < k; ++i)
+                for (uint32_t j = i + 1; j < k; ++j) {
+                    S->work++;
+                    if (S->group && S->group[arc[i].t] == S->group[arc[j].t]) continue;
+                    if (arcs_meet(&arc[i], &arc[j]) && ov_push(S, arc[i].t, arc[j].t)) goto out;
+                }
+            continue;
+        }
+        /* Every meeting pair has one wedge starting inside the other (or both at one angle): from
+         * each wedge, walk the wedges that start after it, in angle order, round the circle,
+         * until one starts past its end. A fan's wedges each meet the next one only at a ray. */
+        qsort(arc, k, sizeof(ov_arc), arc_cmp);
+        for (uint32_t i = 0; i < k; ++i) {
+            double w = ccw_from(arc[i].s, arc[i].e) + OV_ARC_EPS;
+            for (uint32_t step = 1; step < k; ++step) {
+                const ov_arc *b = &arc[(i + step) % k];
+                S->work++;
+                if (ccw_from(arc[i].s, b->s) > w) break;
+                if (S->group && S->group[arc[i].t] == S->group[b->t]) continue;
+                if (arcs_meet(&arc[i], b) && ov_push(S, arc[i].t, b->t)) goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    free(start); free(corner); free(arc);
+    return rc;
+}
+
+/* ---- pairs without one: the grid ----------------------------------------------------------- */
+
+/* The x extent of triangle t between the lines y = y0 and y = y1 (y0 <= y1): its corners in the
+ * slab and its edges' crossings of the two lines. 0 when it misses the slab. */
+static int slab_span(const double *t, double y0, double y1, double *xa, double *xb)
+{
+    double a = DBL_MAX, b = -DBL_MAX;
+    for (int k = 0; k < 3; ++k) {
+        double px = t[2 * k], py = t[2 * k + 1], qx = t[2 * ((k + 1) % 3)], qy = t[2 * ((k + 1) % 3) + 1];
+        if (py >= y0 && py <= y1) { a = dmin(a, px); b = dmax(b, px); }
+        if (py == qy) continue;
+        for (int s = 0; s < 2; ++s) {
+            double Y = s ? y1 : y0;
+            if ((Y > py) == (Y > qy)) continue;
+            double x = px + (Y - py) * (qx - px) / (qy - py);
+            x = dmax(dmin(x, dmax(px, qx)), dmin(px, qx));  /* rounding never leaves the edge */
+            a = dmin(a, x);
+            b = dmax(b, x);
+        }
+    }
+    if (!(a <= b)) return 0;
+    *xa = a; *xb = b;
+    return 1;
+}
+
+/* A grid cell index from a coordinate, clamped before the conversion (no float->int overflow). */
+static int grid_cell(double x, double lo, double scale, int g)
+{
+    double c = floor((x - lo) * scale);
+    if (!(c >= 0)) return 0;
+    if (c > g - 1) return g - 1;
+    return (int)c;
+}
+
+typedef struct ov_grid {
+    double  lo[2], sx, sy, eps;
+    int     gx, gy;
+    size_t *cstart;          /* gx * gy + 1 */
+    uint32_t *items;
+} ov_grid;
+
+/* Visits the cells triangle t touches, row by row: pass 0 counts, pass 1 fills. Every point of
+ * the triangle lies in a visited cell (eps widens the slabs and spans past rounding). */
+static size_t ov_grid_tri(const ov_search *S, ov_grid *G, uint32_t t, int pass)
+{
+    const double *T = S->xy + 6 * (size_t)t, *b = S->bb + 4 * (size_t)t;
+    int r0 = grid_cell(b[1] - G->eps, G->lo[1], G->sy, G->gy), r1 = grid_cell(b[3] + G->eps, G->lo[1], G->sy, G->gy);
+    int bc0 = grid_cell(b[0] - G->eps, G->lo[0], G->sx, G->gx), bc1 = grid_cell(b[2] + G->eps, G->lo[0], G->sx, G->gx);
+    /* a box of a few cells: all of them (spans would save nothing) */
+    int few = (r1 - r0 + 1) * (bc1 - bc0 + 1) <= 4;
+    size_t n = 0;
+    for (int r = r0; r <= r1; ++r) {
+        int c0 = bc0, c1 = bc1;
+        if (!few) {
+            double y0 = G->lo[1] + r / G->sy - G->eps, y1 = G->lo[1] + (r + 1) / G->sy + G->eps, xa, xb;
+            if (!slab_span(T, y0, y1, &xa, &xb)) continue;
+            c0 = grid_cell(xa - G->eps, G->lo[0], G->sx, G->gx);
+            c1 = grid_cell(xb + G->eps, G->lo[0], G->sx, G->gx);
+        }
+        for (int c = c0; c <= c1; ++c) {
+            size_t cell = (size_t)r * G->gx + c;
+            if (pass == 0) G->cstart[cell + 1]++;
+            else G->items[G->cstart[cell]++] = t;
+        }
+        n += (size_t)(c1 - c0 + 1);
+    }
+    return n;
+}
+
+typedef struct ov_sw { double s, e; uint32_t t; } ov_sw;  /* a triangle's extent on the sweep axis */
+
+static int sw_cmp(const void *pa, const void *pb)
+{
+    const ov_sw *a = pa, *b = pb;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+/* The sweep axis for the triangles L[0..k): across their longest edges' mean direction (as
+ * doubled angles, so opposite edges agree) when they share one, else the box axis along which
+ * they are thinner. */
+static void ov_axis(const ov_search *S, const uint32_t *L, uint32_t k, double *ax, double *ay)
+{
+    double c2 = 0, s2 = 0, len = 0, wx = 0, wy = 0;
+    for (uint32_t i = 0; i < k; ++i) {
+        const double *d = S->dir + 3 * (size_t)L[i], *b = S->bb + 4 * (size_t)L[i];
+        c2 += d[0]; s2 += d[1]; len += d[2];
+        wx += b[2] - b[0]; wy += b[3] - b[1];
+    }
+    if (sqrt(c2 * c2 + s2 * s2) > 0.5 * len) {
+        double a = 0.5 * atan2(s2, c2);
+        *ax = -sin(a); *ay = cos(a);
+    } else if (wx <= wy) { *ax = 1; *ay = 0; }
+    else { *ax = 0; *ay = 1; }
+}
+
+static void ov_project(const ov_search *S, const uint32_t *L, uint32_t k, double ax, double ay, double eps, ov_sw *out)
+{
+    for (uint32_t i = 0; i < k; ++i) {
+        const double *T = S->xy + 6 * (size_t)L[i];
+        double p0 = ax * T[0] + ay * T[1], p1 = ax * T[2] + ay * T[3], p2 = ax * T[4] + ay * T[5];
+        out[i].s = dmin(p0, dmin(p1, p2)) - eps;
+        out[i].e = dmax(p0, dmax(p1, p2)) + eps;
+        out[i].t = L[i];
+    }
+    qsort(out, k, sizeof(ov_sw), sw_cmp);
+}
+
+/* Pairs of L[0..k) whose extents on the sweep axis overlap. */
+static int ov_within(ov_search *S, const uint32_t *L, uint32_t k, double eps, ov_sw *sw)
+{
+    double ax, ay;
+    ov_axis(S, L, k, &ax, &ay);
+    ov_project(S, L, k, ax, ay, eps, sw);
+    for (uint32_t i = 0; i < k; ++i)
+        for (uint32_t j = i + 1; j < k && sw[j].s <= sw[i].e; ++j)
+            if (ov_consider(S, sw[i].t, sw[j].t)) return -1;
+    return 0;
+}
+
+/* Pairs (h, r), h in H[0..nh), r in R[0..nr), whose extents on the sweep axis overlap: the one
+ * that starts first (H on a tie) walks the other list. */
+static int ov_cross(ov_search *S, const uint32_t *H, uint32_t nh, const uint32_t *R, uint32_t nr, double eps,
+                    uint32_t *both, ov_sw *sh, ov_sw *sr)
+{
+    if (!nh || !nr) return 0;
+    double ax, ay;
+    memcpy(both, H, sizeof(uint32_t) * nh);
+    memcpy(both + nh, R, sizeof(uint32_t) * nr);
+    ov_axis(S, both, nh + nr, &ax, &ay);
+    ov_project(S, H, nh, ax, ay, eps, sh);
+    ov_project(S, R, nr, ax, ay, eps, sr);
+    uint32_t i = 0, j = 0;
+    while (i < nh && j < nr) {
+        if (sh[i].s <= sr[j].s) {
+            for (uint32_t q = j; q < nr && sr[q].s <= sh[i].e; ++q)
+                if (ov_consider(S, sh[i].t, sr[q].t)) return -1;
+            i++;
+        } else {
+            for (uint32_t q = i; q < nh && sh[q].s <= sr[j].e; ++q)
+                if (ov_consider(S, sh[q].t, sr[j].t)) return -1;
+            j++;
+        }
+    }
+    return 0;
+}
+
+#define OV_SMALL 16  /* cells up to this many triangles test all their pairs */
+
+/* The pairs of one cell's triangles L[0..k) (L is overwritten). While one corner is shared by at
+ * least a quarter of them, those are split off and paired only with the rest. */
+static int ov_cell(ov_search *S, uint32_t *L, uint32_t k, double eps, uint32_t *H, uint32_t *R, ov_sw *sw1, ov_sw *sw2)
+{
+    while (k > OV_SMALL) {
+        uint32_t hub = BK_NONE, best = 0;
+        for (uint32_t i = 0; i < k; ++i)
+            for (int c = 0; c < 3; ++c) {
+                uint32_t v = S->vid[3 * (size_t)L[i] + c];
+                if (++S->cnt[v] > best) { best = S->cnt[v]; hub = v; }
+            }
+        for (uint32_t i = 0; i < k; ++i)
+            for (int c = 0; c < 3; ++c) S->cnt[S->vid[3 * (size_t)L[i] + c]] = 0;
+        S->work += k;
+        if (best < 2 || 4 * (uint64_t)best < k) break;
+        uint32_t nh = 0, nr = 0;
+        for (uint32_t i = 0; i < k; ++i) {
+            const uint32_t *v = S->vid + 3 * (size_t)L[i];
+            if (v[0] == hub || v[1] == hub || v[2] == hub) H[nh++] = L[i];
+            else R[nr++] = L[i];
+        }
+        /* L doubles as the scratch for H and R together */
+        if (ov_cross(S, H, nh, R, nr, eps, L, sw1, sw2)) return -1;
+        memcpy(L, R, sizeof(uint32_t) * nr);
+        k = nr;
+    }
+    if (k <= OV_SMALL) {
+        for (uint32_t i = 0; i < k; ++i)
+            for (uint32_t j = i + 1; j < k; ++j)
+                if (ov_consider(S, L[i], L[j])) return -1;
+        return 0;
+    }
+    return ov_within(S, L, k, eps, sw1);
+}
+
+static int ov_grid_pairs(ov_search *S)
+{
+    uint32_t n = S->n, nl = 0;
+    double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX }, per = 0, area = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (!S->live[i]) continue;
+        const double *b = S->bb + 4 * (size_t)i, *t = S->xy + 6 * (size_t)i;
+        for (int k = 0; k < 2; ++k) { lo[k] = dmin(lo[k], b[k]); hi[k] = dmax(hi[k], b[2 + k]); }
+        per += (b[2] - b[0]) + (b[3] - b[1]);
+        area += 0.5 * fabs((t[2] - t[0]) * (t[5] - t[1]) - (t[3] - t[1]) * (t[4] - t[0]));
+        nl++;
+    }
+    if (nl < 2) return 0;
+    /* A triangle touches about area / cell^2 + (width + height) / cell + 1 cells: the cell is
+     * the one with about one triangle per cell (as for even meshes), grown until the summed
+     * perimeters and areas add at most 4 and 2 cells per triangle. */
+    double ex = hi[0] - lo[0], ey = hi[1] - lo[1];
+    double cell = dmax(sqrt(dmax(ex * ey, 1e-300) / nl), dmax(per / (4.0 * nl), sqrt(area / (2.0 * nl))));
+    if (!(cell > 0) || !isfinite(cell)) cell = dmax(ex, ey) + 1.0;
+    ov_grid G;
+    G.lo[0] = lo[0]; G.lo[1] = lo[1];
+    G.gx = (int)dmin(dmax(ceil(ex / cell), 1.0), 2048.0);
+    G.gy = (int)dmin(dmax(ceil(ey / cell), 1.0), 2048.0);
+    G.sx = G.gx / dmax(ex, 1e-300);
+    G.sy = G.gy / dmax(ey, 1e-300);
+    /* far above the rounding of coordinates this large, far below anything a cell holds */
+    G.eps = 1e-9 * (ex + ey + fabs(lo[0]) + fabs(lo[1]));
+    size_t NG = (size_t)G.gx * G.gy;
+    G.cstart = calloc(NG + 1, sizeof(size_t));
+    G.items = NULL;
+    uint32_t *L = NULL, *H = NULL, *R = NULL;
+    ov_sw *sw1 = NULL, *sw2 = NULL;
+    int rc = -1;
+    if (!G.cstart) goto out;
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; ++i)
+        if (S->live[i]) total += ov_grid_tri(S, &G, i, 0);
+    S->work += total;
+    size_t most = 0;
+    for (size_t c = 0; c < NG; ++c) {
+        if (G.cstart[c + 1] > most) most = G.cstart[c + 1];
+        G.cstart[c + 1] += G.cstart[c];
+    }
+    G.items = malloc(sizeof(uint32_t) * (total + 1));
+    L = malloc(sizeof(uint32_t) * (most + 1));
+    H = malloc(sizeof(uint32_t) * (most + 1));
+    R = malloc(sizeof(uint32_t) * (most + 1));
+    sw1 = malloc(sizeof(ov_sw) * (most + 1));
+    sw2 = malloc(sizeof(ov_sw) * (most + 1));
+    if (!G.items || !L || !H || !R || !sw1 || !sw2) goto out;
+    for (uint32_t i = 0; i < n; ++i)
+        if (S->live[i]) ov_grid_tri(S, &G, i, 1);
+    /* the fill advanced each start to the next cell's: cell c holds [cstart[c-1], cstart[c]) */
+    for (size_t c = 0; c < NG; ++c) {
+        size_t a = c ? G.cstart[c - 1] : 0, b = G.cstart[c];
+        if (b - a < 2) continue;
+        memcpy(L, G.items + a, sizeof(uint32_t) * (b - a));
+        if (ov_cell(S, L, (uint32_t)(b - a), G.eps, H, R, sw1, sw2)) goto out;
+    }
+    rc = 0;
+out:
+    free(G.cstart); free(G.items); free(L); free(H); free(R); free(sw1); free(sw2);
+    return rc;
+}
+
+static void ov_free(ov_search *S)
+{
+    free(S->bb); free(S->dir); free(S->live); free(S->vid); free(S->cnt); free(S->cand);
+    memset(S, 0, sizeof *S);
+}
+
+/* Candidate pairs of xy[0..n) into S->cand[0..S->ncand), sorted, each once: a superset of the
+ * pairs tri2_overlap accepts among those whose boxes touch. With first_only, candidates are
+ * tested as they come (repeats included) and S->found says whether one overlapped. 0, or -1 out
+ * of memory. */
+static int ov_run(ov_search *S, const double *xy, uint32_t n, const uint8_t *group, double tol, int first_only)
+{
+    memset(S, 0, sizeof *S);
+    S->xy = xy; S->n = n; S->group = group; S->tol = tol; S->first_only = first_only;
+    S->bb = malloc(sizeof(double) * 4 * (size_t)n + 1);
+    S->dir = malloc(sizeof(double) * 3 * (size_t)n + 1);
+    S->live = malloc((size_t)n + 1);
+    S->vid = malloc(sizeof(uint32_t) * 3 * (size_t)n + 1);
+    S->cnt = calloc(3 * (size_t)n + 1, sizeof(uint32_t));
+    if (!S->bb || !S->dir || !S->live || !S->vid || !S->cnt) return -1;
+    for (uint32_t i = 0; i < n; ++i) {
+        const double *t = xy + 6 * (size_t)i;
+        int fin = 1;
+        for (int k = 0; k < 6; ++k) fin &= isfinite(t[k]) != 0;
+        S->live[i] = (uint8_t)(fin && tri2_has_interior(t, tol));
+        box_of_tri(t, S->bb + 4 * (size_t)i);
+        double *d = S->dir + 3 * (size_t)i, best = -1;
+        for (int k = 0; k < 3; ++k) {
+            double dx = t[2 * ((k + 1) % 3)] - t[2 * k], dy = t[2 * ((k + 1) % 3) + 1] - t[2 * k + 1];
+            double l2 = dx * dx + dy * dy;
+            if (!(l2 > best)) continue;
+            best = l2;
+            double l = sqrt(l2);
+            d[0] = l > 0 ? (dx * dx - dy * dy) / l : 0;
+            d[1] = l > 0 ? 2 * dx * dy / l : 0;
+            d[2] = l;
+        }
+    }
+    if (ov_corner_ids(S) || ov_wedges(S) || ov_grid_pairs(S)) return S->found ? 0 : -1;
+    S->work += S->ncand;
+    return u64_sort_unique(S->cand, &S->ncand);
+}
+
+/* All pairs (i < j) of the n triangles xy[6 i ..] whose interiors overlap, appended to out in
+ * (i, j) order; *work grows by the search's work. */
+static int find_overlaps(const double *xy, uint32_t n, double tol, pair_list *out, uint64_t *work)
 {
     if (n < 2) return 0;
     if (n <= 24) {
+        *work += (uint64_t)n * (n - 1) / 2;
         for (uint32_t i = 0; i < n; ++i)
             for (uint32_t j = i + 1; j < n; ++j)
                 if (tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) return -1;
         return 0;
     }
-    double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
-    double *bb = malloc(sizeof(double) * 4 * (size_t)n);
-    if (!bb) return -1;
-    for (uint32_t i = 0; i < n; ++i) {
-        const double *t = xy + 6 * (size_t)i;
-        double *b = bb + 4 * (size_t)i;
-        box_of_tri(t, b);
-        for (int k = 0; k < 2; ++k) { if (b[k] < lo[k]) lo[k] = b[k]; if (b[2 + k] > hi[k]) hi[k] = b[2 + k]; }
-    }
-    double ex = hi[0] - lo[0], ey = hi[1] - lo[1];
-    double cell = sqrt(fmax(ex * ey, 1e-300) / (double)n);
-    if (cell <= 0 || !isfinite(cell)) cell = fmax(ex, ey) + 1.0;
-    int gx = (int)fmin(fmax(ceil(ex / cell), 1.0), 2048.0), gy = (int)fmin(fmax(ceil(ey / cell), 1.0), 2048.0);
-    double sx = gx / fmax(ex, 1e-300), sy = gy / fmax(ey, 1e-300);
-    size_t G = (size_t)gx * gy;
-    uint32_t *cstart = calloc(G + 1, sizeof(uint32_t));
-    if (!cstart) { free(bb); return -1; }
-    size_t total = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        const double *b = bb + 4 * (size_t)i;
-        int x0, y0, x1, y1;
-        cell_range(b, lo, sx, sy, gx, gy, &x0, &y0, &x1, &y1);
-        for (int y = y0; y <= y1; ++y)
-            for (int x = x0; x <= x1; ++x) cstart[(size_t)y * gx + x + 1]++;
-        total += (size_t)(x1 - x0 + 1) * (y1 - y0 + 1);
-    }
-    for (size_t c = 0; c < G; ++c) cstart[c + 1] += cstart[c];
-    uint32_t *items = malloc(sizeof(uint32_t) * total + 1);
-    uint32_t *fill = malloc(sizeof(uint32_t) * G + 1);
-    if (!items || !fill) { free(bb); free(cstart); free(items); free(fill); return -1; }
-    memcpy(fill, cstart, sizeof(uint32_t) * G);
-    for (uint32_t i = 0; i < n; ++i) {
-        const double *b = bb + 4 * (size_t)i;
-        int x0, y0, x1, y1;
-        cell_range(b, lo, sx, sy, gx, gy, &x0, &y0, &x1, &y1);
-        for (int y = y0; y <= y1; ++y)
-            for (int x = x0; x <= x1; ++x) items[fill[(size_t)y * gx + x]++] = i;
-    }
-    int rc = 0;
-    for (int cy = 0; cy < gy && !rc; ++cy)
-        for (int cx = 0; cx < gx && !rc; ++cx) {
-            size_t c = (size_t)cy * gx + cx;
-            for (uint32_t p = cstart[c]; p < cstart[c + 1] && !rc; ++p)
-                for (uint32_t q = p + 1; q < cstart[c + 1]; ++q) {
-                    uint32_t i = items[p], j = items[q];
-                    const double *bi = bb + 4 * (size_t)i, *bj = bb + 4 * (size_t)j;
-                    if (bi[0] > bj[2] || bj[0] > bi[2] || bi[1] > bj[3] || bj[1] > bi[3]) continue;
-                    /* test each pair once: in the cell holding the corner of the boxes' overlap */
-                    double mx[4] = { dmax(bi[0], bj[0]), dmax(bi[1], bj[1]), 0, 0 };
-                    mx[2] = mx[0]; mx[3] = mx[1];
-                    int ox, oy, ox1, oy1;
-                    cell_range(mx, lo, sx, sy, gx, gy, &ox, &oy, &ox1, &oy1);
-                    if (ox != cx || oy != cy) continue;
-                    if (tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol)) {
-                        if (pair_push(out, i < j ? i : j, i < j ? j : i)) { rc = -1; break; }
-                    }
-                }
+    if (n <= 64) {  /* below the search's own setup cost; boxes first, as the search does */
+        *work += (uint64_t)n * (n - 1) / 2;
+        for (uint32_t i = 0; i < n; ++i) {
+            double bi[4], bj[4];
+            box_of_tri(xy + 6 * (size_t)i, bi);
+            for (uint32_t j = i + 1; j < n; ++j) {
+                box_of_tri(xy + 6 * (size_t)j, bj);
+                if (bi[0] > bj[2] || bj[0] > bi[2] || bi[1] > bj[3] || bj[1] > bi[3]) continue;
+                if (tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) return -1;
+            }
         }
-    free(bb); free(cstart); free(items); free(fill);
+        return 0;
+    }
+    ov_search S;
+    int rc = ov_run(&S, xy, n, NULL, tol, 0);
+    for (size_t c = 0; c < S.ncand && !rc; ++c) {
+        uint32_t i = (uint32_t)(S.cand[c] >> 32), j = (uint32_t)S.cand[c];
+        if (tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) rc = -1;
+    }
+    *work += S.work;
+    ov_free(&S);
     return rc;
 }
 
@@ -641,7 +1127,8 @@ static int grow_charts(const tri_geom *g, const adjacency *A, charting *C, const
     return 0;
 }
 
-static int make_charts(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C)
+static int make_charts(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
+                       uint64_t *work)
 {
     uint32_t T = s->tri_count;
     double cos_cone = cos(cone_deg * PI_D / 180.0);
@@ -692,8 +1179,10 @@ static int make_charts(const bk_scene *s, const tri_geom *g, const adjacency *A,
             for (uint32_t i = 0; i < c->count; ++i)
                 memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
             pairs.n = 0;
-            if (find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pairs)) goto done;
+            if (find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pairs, work)) goto done;
             if (!pairs.n && !nev) continue;
+            /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled,
+             * so j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
             for (size_t p = 0; p < pairs.n; ++p) {
                 uint32_t ti = C->chart_tris[c->first + pairs.p[2 * p]], tj = C->chart_tris[c->first + pairs.p[2 * p + 1]];
                 if (evicted[ti] || evicted[tj]) continue;
@@ -831,41 +1320,64 @@ static int split_charts(const bk_scene *s, const adjacency *A, charting *C, doub
  * strips line up end to end. A merge is kept when the shared edge has the same length in both
  * layouts, nothing overlaps, and the union's rectangle grown by the padding costs less than the
  * two apart. Smallest charts first; each keeps merging while that pays. */
-/* Does any triangle of xa[0..na) overlap one of xb[0..nb)? Only the triangles of a inside b's
- * bounding box are looked at; 1 yes, 0 no, -1 out of memory. */
-typedef struct overlap_scratch { uint32_t *sel; double *xy; size_t cap; } overlap_scratch;
+/* Does any triangle of xa[0..na) overlap one of xb[0..nb)? Only the triangles of a whose boxes
+ * touch b's bounding box are looked at, and of b only those touching the box of these (a pair
+ * with touching boxes is never left out), all in one overlap search whose groups keep a's from
+ * pairing with a's; 1 yes, 0 no, -1 out of memory. */
+typedef struct overlap_scratch { uint32_t *sel, *selb; double *box, *xy; uint8_t *grp; size_t cap; } overlap_scratch;
 
-static int sets_overlap(const double *xa, uint32_t na, const double *xb, uint32_t nb, double tol, overlap_scratch *o)
+static int sets_overlap(const double *xa, uint32_t na, const double *xb, uint32_t nb, double tol, overlap_scratch *o,
+                        uint64_t *work)
 {
     if ((size_t)na + nb > o->cap) {
         size_t cap = 2 * ((size_t)na + nb);
         uint32_t *sel = realloc(o->sel, sizeof(uint32_t) * cap);
         if (!sel) return -1;
         o->sel = sel;
-        double *xy = realloc(o->xy, sizeof(double) * 4 * cap);
+        sel = realloc(o->selb, sizeof(uint32_t) * cap);
+        if (!sel) return -1;
+        o->selb = sel;
+        double *box = realloc(o->box, sizeof(double) * 4 * cap);
+        if (!box) return -1;
+        o->box = box;
+        double *xy = realloc(o->xy, sizeof(double) * 6 * cap);
         if (!xy) return -1;
         o->xy = xy;
+        uint8_t *grp = realloc(o->grp, cap);
+        if (!grp) return -1;
+        o->grp = grp;
         o->cap = cap;
     }
     /* boxes of b's triangles and of all of b */
     double bb[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX }, t[4];
-    double *boxb = o->xy;
+    double *boxb = o->box;
     for (uint32_t j = 0; j < nb; ++j) {
         double *q = boxb + 4 * (size_t)j;
         box_of_tri(xb + 6 * (size_t)j, q);
         bb[0] = dmin(bb[0], q[0]); bb[1] = dmin(bb[1], q[1]); bb[2] = dmax(bb[2], q[2]); bb[3] = dmax(bb[3], q[3]);
     }
-    uint32_t ns = 0;
+    uint32_t ns = 0, nbs = 0;
+    double ba[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX };
     for (uint32_t i = 0; i < na; ++i) {
         box_of_tri(xa + 6 * (size_t)i, t);
-        if (t[0] <= bb[2] && t[2] >= bb[0] && t[1] <= bb[3] && t[3] >= bb[1]) o->sel[ns++] = i;
+        if (t[0] <= bb[2] && t[2] >= bb[0] && t[1] <= bb[3] && t[3] >= bb[1]) {
+            o->sel[ns++] = i;
+            ba[0] = dmin(ba[0], t[0]); ba[1] = dmin(ba[1], t[1]); ba[2] = dmax(ba[2], t[2]); ba[3] = dmax(ba[3], t[3]);
+        }
     }
     if (!ns) return 0;
-    if ((uint64_t)ns * nb <= 4096) {
+    for (uint32_t j = 0; j < nb; ++j) {
+        const double *q = boxb + 4 * (size_t)j;
+        if (q[0] <= ba[2] && q[2] >= ba[0] && q[1] <= ba[3] && q[3] >= ba[1]) o->selb[nbs++] = j;
+    }
+    *work += (uint64_t)na + nb;
+    if ((uint64_t)ns * nbs <= 4096) {
+        *work += (uint64_t)ns * nbs;
         for (uint32_t i = 0; i < ns; ++i) {
             const double *ta = xa + 6 * (size_t)o->sel[i];
             box_of_tri(ta, t);
-            for (uint32_t j = 0; j < nb; ++j) {
+            for (uint32_t jj = 0; jj < nbs; ++jj) {
+                uint32_t j = o->selb[jj];
                 const double *q = boxb + 4 * (size_t)j;
                 if (t[0] > q[2] || q[0] > t[2] || t[1] > q[3] || q[1] > t[3]) continue;
                 if (tri2_overlap(ta, xb + 6 * (size_t)j, tol)) return 1;
@@ -873,56 +1385,18 @@ static int sets_overlap(const double *xa, uint32_t na, const double *xb, uint32_
         }
         return 0;
     }
-    /* a grid over b's box, about one of b's triangles per cell; a's triangles look up theirs */
-    double ex = bb[2] - bb[0], ey = bb[3] - bb[1];
-    double cell = sqrt(dmax(ex * ey, 1e-300) / (double)nb);
-    if (!(cell > 0) || !isfinite(cell)) cell = dmax(ex, ey) + 1.0;
-    int gx = (int)dmin(dmax(ceil(ex / cell), 1.0), 1024.0), gy = (int)dmin(dmax(ceil(ey / cell), 1.0), 1024.0);
-    double sx = gx / dmax(ex, 1e-300), sy = gy / dmax(ey, 1e-300);
-    size_t G = (size_t)gx * gy, total = 0;
-    uint32_t *cstart = calloc(G + 1, sizeof(uint32_t));
-    if (!cstart) return -1;
-    for (uint32_t j = 0; j < nb; ++j) {
-        int x0, y0, x1, y1;
-        cell_range(boxb + 4 * (size_t)j, bb, sx, sy, gx, gy, &x0, &y0, &x1, &y1);
-        for (int y = y0; y <= y1; ++y)
-            for (int x = x0; x <= x1; ++x) cstart[(size_t)y * gx + x + 1]++;
-        total += (size_t)(x1 - x0 + 1) * (y1 - y0 + 1);
+    for (uint32_t i = 0; i < ns; ++i) {
+        memcpy(o->xy + 6 * (size_t)i, xa + 6 * (size_t)o->sel[i], 6 * sizeof(double));
+        o->grp[i] = 0;
     }
-    for (size_t c = 0; c < G; ++c) cstart[c + 1] += cstart[c];
-    uint32_t *items = malloc(sizeof(uint32_t) * (total + 1)), *fill = malloc(sizeof(uint32_t) * (G + 1));
-    uint32_t *seen = malloc(sizeof(uint32_t) * ((size_t)nb + 1));
-    int rc = 0;
-    if (!items || !fill || !seen) { rc = -1; goto out; }
-    memcpy(fill, cstart, sizeof(uint32_t) * G);
-    for (uint32_t j = 0; j < nb; ++j) {
-        int x0, y0, x1, y1;
-        cell_range(boxb + 4 * (size_t)j, bb, sx, sy, gx, gy, &x0, &y0, &x1, &y1);
-        for (int y = y0; y <= y1; ++y)
-            for (int x = x0; x <= x1; ++x) items[fill[(size_t)y * gx + x]++] = j;
-        seen[j] = BK_NONE;
+    for (uint32_t j = 0; j < nbs; ++j) {
+        memcpy(o->xy + 6 * ((size_t)ns + j), xb + 6 * (size_t)o->selb[j], 6 * sizeof(double));
+        o->grp[ns + j] = 1;
     }
-    for (uint32_t i = 0; i < ns && !rc; ++i) {
-        const double *ta = xa + 6 * (size_t)o->sel[i];
-        box_of_tri(ta, t);
-        double c[4] = { dmax(t[0], bb[0]), dmax(t[1], bb[1]), dmin(t[2], bb[2]), dmin(t[3], bb[3]) };
-        int x0, y0, x1, y1;
-        cell_range(c, bb, sx, sy, gx, gy, &x0, &y0, &x1, &y1);
-        for (int y = y0; y <= y1 && !rc; ++y)
-            for (int x = x0; x <= x1 && !rc; ++x) {
-                size_t cc = (size_t)y * gx + x;
-                for (uint32_t p = cstart[cc]; p < cstart[cc + 1]; ++p) {
-                    uint32_t j = items[p];
-                    if (seen[j] == i) continue;
-                    seen[j] = i;
-                    const double *q = boxb + 4 * (size_t)j;
-                    if (t[0] > q[2] || q[0] > t[2] || t[1] > q[3] || q[1] > t[3]) continue;
-                    if (tri2_overlap(ta, xb + 6 * (size_t)j, tol)) { rc = 1; break; }
-                }
-            }
-    }
-out:
-    free(cstart); free(items); free(fill); free(seen);
+    ov_search S;
+    int rc = ov_run(&S, o->xy, ns + nbs, o->grp, tol, 1) ? -1 : S.found;
+    *work += S.work;
+    ov_free(&S);
     return rc;
 }
 
@@ -956,7 +1430,8 @@ static int cand_cmp(const void *pa, const void *pb)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-static int merge_charts(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w)
+static int merge_charts(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
+                        uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count;
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1));
@@ -1063,7 +1538,7 @@ static int merge_charts(const bk_scene *s, const uint32_t *weld, const adjacency
                     ids[cnt++] = x;
                 }
                 int ov = sets_overlap(tl, c->count, tl + 6 * (size_t)c->count, cnt - c->count,
-                                      1e-8 * (c->w + c->h + C->charts[m->b].w + C->charts[m->b].h), &ovs);
+                                      1e-8 * (c->w + c->h + C->charts[m->b].w + C->charts[m->b].h), &ovs, work);
                 if (ov < 0) goto done;
                 if (!ov) { chosen = k; m_tris = cnt; }
             }
@@ -1110,7 +1585,7 @@ done:
     if (hs.p) for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
     free(hs.p); free(hs.n);
     free(next); free(head); free(tail); free(stamp); free(cand); free(ids); free(iota); free(tl);
-    free(dead); free(order); free(pts); free(hp); free(ovs.sel); free(ovs.xy);
+    free(dead); free(order); free(pts); free(hp); free(ovs.sel); free(ovs.selb); free(ovs.box); free(ovs.xy); free(ovs.grp);
     return rc;
 }
 
@@ -1267,13 +1742,22 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
     return 1;
 }
 
+/* A chart extent in texels as a block side, without the padding: a chart longer than the largest
+ * atlas becomes BK_ATLAS_MAX_SIZE + 2, too long for any atlas, before the conversion to int can
+ * overflow (--texels-per-unit 1e30). */
+static int block_side(double texels)
+{
+    double f = floor(texels + 0.02);
+    return f <= BK_ATLAS_MAX_SIZE ? (int)f + 1 : BK_ATLAS_MAX_SIZE + 2;
+}
+
 /* Block sizes of every chart at scale s (texels per world unit) plus padding. */
 static void items_at_scale(const charting *C, uint32_t n_items, double s, int pad, pk_item *it)
 {
     for (uint32_t i = 0; i < n_items; ++i) {
         double w = i < C->count ? C->charts[i].w * s : 0.0, h = i < C->count ? C->charts[i].h * s : 0.0;
-        it[i].w = (int)floor(w + 0.02) + 1 + pad;
-        it[i].h = (int)floor(h + 0.02) + 1 + pad;
+        it[i].w = block_side(w) + pad;
+        it[i].h = block_side(h) + pad;
     }
 }
 
@@ -1377,7 +1861,7 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
         for (int k = 0; k < 6; ++k) xy[6 * (size_t)n + k] = a->uv[6 * (size_t)t + k];
         ids[n++] = t;
     }
-    int rc = find_overlaps(xy, n, 1e-3 / N, &pairs);
+    int rc = find_overlaps(xy, n, 1e-3 / N, &pairs, &a->overlap_work);
     if (rc == 0 && pairs.n) {
         size_t best = 0;
         for (size_t p = 1; p < pairs.n; ++p)
@@ -1468,7 +1952,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         goto done;
     }
 
-    if (adjacency_build(s, weld, g.degen, &A) || make_charts(s, &g, &A, cone, &C)) {
+    if (adjacency_build(s, weld, g.degen, &A) || make_charts(s, &g, &A, cone, &C, &out->overlap_work)) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
@@ -1480,7 +1964,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1), *part = malloc(sizeof(uint32_t) * (size_t)T + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
         int bad = !queue || !part || !kt || split_charts(s, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
-                  merge_charts(s, weld, &A, &C, (pad + 1) / s_est);
+                  merge_charts(s, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }
@@ -1510,9 +1994,9 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             need += (double)items[i].w * items[i].h;
             if (items[i].w - pad > longest) longest = items[i].w - pad;
         }
-        int lo = (int)floor(sqrt(need)) - pad;
-        if (lo < longest) lo = longest;
-        lo = (lo + 3) / 4 * 4;
+        /* the side the blocks' area alone needs, bounded before it becomes an int */
+        double lo_d = dmax(floor(sqrt(need)) - pad, (double)longest);
+        int lo = lo_d <= BK_ATLAS_MAX_SIZE ? ((int)lo_d + 3) / 4 * 4 : BK_ATLAS_MAX_SIZE + 1;
         if (lo < 4) lo = 4;
         if (lo > BK_ATLAS_MAX_SIZE) {
             rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels", name,

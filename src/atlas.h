@@ -64,6 +64,10 @@ typedef struct bk_atlas {
     float     area_utilisation;   /* sum of triangle UV areas / atlas area (exact, no edge texels) */
     float     max_cone_deg;       /* largest triangle-to-projection-axis angle over all charts */
     double    seconds;            /* time bk_atlas_build took */
+    uint64_t  overlap_work;       /* steps of the overlap searches (charts' self-overlap, merges,
+                                     --uv file): grid cells filled, corners counted, pairs and
+                                     wedges looked at. A few times tri_count whatever the
+                                     triangles' shapes; tests check that bound (no timings) */
 } bk_atlas;
 
 void bk_atlas_opts_default(bk_atlas_opts *o);

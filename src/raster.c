@@ -8,6 +8,8 @@
  * the square of centre c lies on the inner side somewhere iff E(c) + (|a| + |b|) / 2 >= 0
  * (Akenine-Moller & Aila 2005, "Conservative and tiled rasterization using a modified triangle
  * setup"). A triangle flat in UV (a sliver far below a texel) is tested as its longest segment.
+ * Each row tests only the span its edges allow (rtri_row_span), not the whole bounding box, so a
+ * long diagonal sliver costs its length in texels, not the square of it.
  * Where triangles meet in one texel the one nearest the texel centre (distance 0 when it covers
  * the centre; the lower triangle index on a tie) owns it, and the texel's position is the nearest
  * point of that triangle to the centre, so it always lies on the surface.
@@ -26,7 +28,29 @@ typedef struct rtri {
     int    flat;      /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
     int    point;     /* 1: all corners in one spot */
     int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
+    int    spans;     /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
+    double inv_a[3];  /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
+    double rad[3];    /* the edge's texel half-extent with rtri_touches' slack */
+    double slack[3];  /* texels of slack on the edge's bound in x */
 } rtri;
+
+/* Row-span constants (see rtri_row_span), for the loops over a triangle's texels only and only
+ * for boxes more than a few texels wide, where they can save anything. The bound
+ * -(b cy + c +- rad) / a - 0.5 is evaluated with a reciprocal; its slack, one texel plus far more
+ * than the rounding of E's terms divided by |a|, lets a nearly horizontal edge fall back to the
+ * whole box. */
+static void rtri_spans_setup(rtri *r)
+{
+    r->spans = !r->point && r->x1 - r->x0 > 3;
+    if (!r->spans) return;
+    for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
+        double a = r->a[i];
+        r->rad[i] = 0.5 * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
+        r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
+        r->slack[i] = a != 0 ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) / fabs(a)
+                             : 0.0;
+    }
+}
 
 static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
 {
@@ -94,6 +118,33 @@ static int rtri_touches(const rtri *r, int x, int y)
     return 1;
 }
 
+/* The texels of row y that may touch the triangle: [*xa, *xb], a superset of those rtri_touches
+ * accepts, so callers test only these instead of the whole bounding box and a long sliver costs
+ * its length in texels, not its box. Along a row each edge's test is linear in x: a cx + k + rad
+ * >= 0 (flat triangles: -rad <= a cx + k <= rad), with the slack of rtri_span_setup. An edge
+ * with a == 0 is the same on the whole row and restricts nothing here. 0: no texel. */
+static int rtri_row_span(const rtri *r, int y, int *xa, int *xb)
+{
+    double lo = r->x0, hi = r->x1, cy = y + 0.5;
+    if (!r->spans) { *xa = r->x0; *xb = r->x1; return 1; }
+    for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
+        if (r->inv_a[i] == 0) continue;
+        double k = r->b[i] * cy + r->c[i];
+        double x_in = -(k + r->rad[i]) * r->inv_a[i] - 0.5;
+        if (r->a[i] > 0) lo = fmax(lo, floor(x_in - r->slack[i]));
+        else hi = fmin(hi, ceil(x_in + r->slack[i]));
+        if (r->flat) {
+            double x_out = -(k - r->rad[i]) * r->inv_a[i] - 0.5;
+            if (r->a[i] > 0) hi = fmin(hi, ceil(x_out + r->slack[i]));
+            else lo = fmax(lo, floor(x_out - r->slack[i]));
+        }
+    }
+    if (!(lo <= hi)) return 0;
+    *xa = (int)lo;
+    *xb = (int)hi;
+    return 1;
+}
+
 /* Nearest point of the triangle to q: barycentric weights w[3]; returns the squared distance. */
 static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
 {
@@ -134,9 +185,11 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
-        for (int y = r.y0; y <= r.y1; ++y)
-            for (int x = r.x0; x <= r.x1; ++x)
-                if (rtri_touches(&r, x, y)) mask[(size_t)y * a->width + x] = 1;
+        rtri_spans_setup(&r);
+        for (int y = r.y0, xa, xb; y <= r.y1; ++y)
+            if (rtri_row_span(&r, y, &xa, &xb))
+                for (int x = xa; x <= xb; ++x)
+                    if (rtri_touches(&r, x, y)) mask[(size_t)y * a->width + x] = 1;
     }
     uint64_t n = 0;
     for (size_t i = 0; i < N; ++i) n += mask[i];
@@ -150,9 +203,11 @@ void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
-        for (int y = r.y0; y <= r.y1; ++y)
-            for (int x = r.x0; x <= r.x1; ++x)
-                if (rtri_touches(&r, x, y)) ids[(size_t)y * a->width + x] = a->tri_chart[t];
+        rtri_spans_setup(&r);
+        for (int y = r.y0, xa, xb; y <= r.y1; ++y)
+            if (rtri_row_span(&r, y, &xa, &xb))
+                for (int x = xa; x <= xb; ++x)
+                    if (rtri_touches(&r, x, y)) ids[(size_t)y * a->width + x] = a->tri_chart[t];
     }
 }
 
@@ -189,14 +244,17 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
-        for (int y = r.y0; y <= r.y1; ++y)
-            for (int x = r.x0; x <= r.x1; ++x) {
+        rtri_spans_setup(&r);
+        for (int y = r.y0, xa, xb; y <= r.y1; ++y) {
+            if (!rtri_row_span(&r, y, &xa, &xb)) continue;
+            for (int x = xa; x <= xb; ++x) {
                 if (!rtri_touches(&r, x, y)) continue;
                 double w[3];
                 float d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
                 size_t i = (size_t)y * a->width + x;
                 if (d < best_d[i]) { best_d[i] = d; best_t[i] = t; }
             }
+        }
     }
     uint32_t n = 0;
     for (size_t i = 0; i < N; ++i) n += best_t[i] != BK_NONE;

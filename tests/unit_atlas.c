@@ -10,7 +10,10 @@
  *   lie on their triangle (distance < 1e-4 of the scene diagonal) with unit normals, and agree
  *   with the coverage mask and the reported utilisation.
  * Generated scenes: a box, a random soup, a 1e-3-wide sliver, degenerate triangles, a tessellated
- * cylinder and sphere, a two-turn helicoid (overlapping projection), --texels-per-unit.
+ * cylinder and sphere, a two-turn helicoid (overlapping projection), --texels-per-unit (also far
+ * too large: a clean error). Slivers at scale: a 100,000-vertex polygon fan-triangulated into
+ * slivers sharing one vertex (auto and --uv file) and a strip of 60,000 parallel slivers, whose
+ * overlap searches must stay a few steps per triangle (bk_atlas.overlap_work, not a timing).
  * --uv file: accepts generated non-overlapping vt and the mesh --mesh-out writes; refuses
  * overlapping, out-of-range and missing vt with the triangle named.
  * Corpus (skipped when absent): Cornell boxes, bunny, spider, Sponza, Sibenik at 1024^2 with the
@@ -199,6 +202,26 @@ static double point_tri_dist(const bk_scene *s, uint32_t t, const double p[3])
     return best;
 }
 
+/* The samples of row cy (centres x + 0.5, x in [x0, x1]) that may lie strictly inside the triangle
+ * p (orientation sg): each edge's inside test below is linear in x along the row, so only this
+ * span is tested (sliver atlases stay linear); two samples of slack plus the bound's rounding. */
+static void sample_span(double p[3][2], double sg, double cy, int x0, int x1, int *xa, int *xb)
+{
+    double lo = x0, hi = x1;
+    for (int e = 0; e < 3; ++e) {
+        const double *P = p[e], *Q = p[(e + 1) % 3];
+        /* f(cx) = sg ((Q0 - P0)(cy - P1) - (Q1 - P1)(cx - P0)) = A + B cx, inside when > 1e-4 len */
+        double B = -sg * (Q[1] - P[1]), A = sg * ((Q[0] - P[0]) * (cy - P[1]) + (Q[1] - P[1]) * P[0]);
+        double t = 1e-4 * hypot(Q[0] - P[0], Q[1] - P[1]);
+        if (B == 0) continue;
+        double bound = (t - A) / B - 0.5, slack = 2 + 1e-9 * (fabs(A) + fabs(B) * (x1 + 1.0) + t) / fabs(B);
+        if (B > 0) lo = fmax(lo, floor(bound - slack));
+        else hi = fmin(hi, ceil(bound + slack));
+    }
+    *xa = (int)lo;
+    *xb = lo <= hi ? (int)hi : (int)lo - 1;
+}
+
 typedef struct check_opts {
     int    padding;            /* padding the atlas was built with (0: --uv file, not checked) */
     int    isolated_own;       /* every non-degenerate triangle must own a texel (isolated slivers) */
@@ -232,8 +255,10 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         double sg = ar > 0 ? 1 : -1;
         int x0 = (int)floor(fmin(p[0][0], fmin(p[1][0], p[2][0]))), x1 = (int)ceil(fmax(p[0][0], fmax(p[1][0], p[2][0])));
         int y0 = (int)floor(fmin(p[0][1], fmin(p[1][1], p[2][1]))), y1 = (int)ceil(fmax(p[0][1], fmax(p[1][1], p[2][1])));
-        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < H * S; ++y)
-            for (int x = x0 < 0 ? 0 : x0; x <= x1 && x < W * S; ++x) {
+        for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < H * S; ++y) {
+            int xa, xb;
+            sample_span(p, sg, y + 0.5, x0 < 0 ? 0 : x0, x1 < W * S - 1 ? x1 : W * S - 1, &xa, &xb);
+            for (int x = xa; x <= xb; ++x) {
                 double cx = x + 0.5, cy = y + 0.5;
                 int in = 1;
                 for (int e = 0; e < 3 && in; ++e) {
@@ -247,6 +272,7 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
                 if (owner[i] != BK_NONE) { if (!overlaps++) { ov_a = owner[i]; ov_b = t; } }
                 else owner[i] = t;
             }
+        }
     }
     free(owner);
     BK_EXPECTF(overlaps == 0, "%s: %u UV samples inside two triangles (first: triangles %u and %u)", name, overlaps, ov_a, ov_b);
@@ -356,7 +382,7 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
     printf("%-40s %5dx%-5d %6u charts %5u degenerate  util %.3f (area %.3f)  tpu %.4g  density %.3f..%.3f (%.1f%% of area within 5%%)"
            "  max tilt %.1f  build %.3f s\n",
            name, W, H, a->chart_count, a->degenerate_count, (double)a->utilisation, (double)a->area_utilisation,
-           (double)a->texels_per_unit, rmin, rmax, wa_all > 0 ? 100.0 * wa_within5 / wa_all : 100.0,
+           (double)a->texels_per_unit, wa_all > 0 ? rmin : 0.0, rmax, wa_all > 0 ? 100.0 * wa_within5 / wa_all : 100.0,
            (double)a->max_cone_deg, a->seconds);
     free(tx);
     free(cov);
@@ -504,6 +530,134 @@ static void test_uv_file(const char *tmpdir)
         BK_EXPECTF(strstr(err, path) != NULL, "message: %s", err);
         bk_atlas_free(&auto_a);
     }
+    free_scene(&s);
+}
+
+/* ---- slivers at scale (issue 7) ----------------------------------------------------------- */
+
+/* The overlap searches' steps per triangle allowed (bk_atlas.overlap_work): a work count instead
+ * of a timing. Measured: 36 on the fan below (its own search, then two merges of float-noise
+ * slivers at the apex back into it), 11 on its --uv file search, 30 on the strip, 26 on the
+ * 871k-triangle dragon. Bounding boxes in a grid made the fan all-pairs (~5e9 pairs). */
+#define WORK_PER_TRI 64
+
+/* One OBJ face of n vertices on the unit circle as the loader fan-triangulates it, (0, i, i + 1):
+ * n - 2 slivers that all share vertex 0 and reach across the whole polygon. */
+static bk_scene polygon_fan(int n)
+{
+    builder b;
+    b_init(&b);
+    for (int i = 0; i < n; ++i) {
+        double a = 2 * 3.14159265358979 * i / n;
+        b_vertex(&b, cos(a), 0, -sin(a));
+    }
+    for (int i = 1; i + 1 < n; ++i) b_tri(&b, 0, (uint32_t)i, (uint32_t)i + 1);
+    return b_done(&b);
+}
+
+static void test_fan(void)
+{
+    bk_scene s = polygon_fan(100000);
+    bk_atlas a;
+    if (build("100k-vertex fan", &s, 256, 0, 2, &a) == 0) {
+        BK_EXPECTF(a.overlap_work <= WORK_PER_TRI * (uint64_t)s.tri_count, "fan: %llu overlap steps for %u triangles",
+                   (unsigned long long)a.overlap_work, s.tri_count);
+        printf("100k-vertex fan: %.1f overlap steps a triangle\n", (double)a.overlap_work / s.tri_count);
+        uint32_t uncharted = 0;
+        for (uint32_t t = 0; t < s.tri_count; ++t) uncharted += a.tri_chart[t] == BK_NONE;
+        BK_EXPECTF(uncharted == a.degenerate_count, "fan: %u triangles without a chart, %u degenerate", uncharted,
+                   a.degenerate_count);
+        /* a flat convex polygon: one chart, nothing evicted */
+        BK_EXPECTF(a.chart_count == 1, "fan: %u charts", a.chart_count);
+        check_opts co = { 2, 0, 0 };
+        check_atlas("100k-vertex fan", &s, &a, co);
+        bk_atlas_free(&a);
+    }
+    /* --uv file: the same fan in one overlap search. On the unit circle float vt collapse next to
+     * the apex (as the positions do), so they run along a convex parabola from the apex at atlas
+     * (0, 0) instead, (t^2, t) once --uv file has flipped v: the fine steps lie along u, where
+     * floats near 0 keep them, and the coarse ones along v, which is only known to ~6e-8 */
+    s.texcoord_count = s.vertex_count;
+    s.texcoords = malloc(sizeof(float) * 2 * s.texcoord_count);
+    for (uint32_t v = 0; v < s.vertex_count; ++v) {
+        double t = (double)v / (s.vertex_count - 1);
+        s.texcoords[2 * v] = (float)(t * t);
+        s.texcoords[2 * v + 1] = (float)(1.0 - t);
+    }
+    s.tri_vt = malloc(sizeof(uint32_t) * 3 * s.tri_count);
+    memcpy(s.tri_vt, s.tri_v, sizeof(uint32_t) * 3 * s.tri_count);
+    char err[512];
+    /* at 1024 texels three quarters of the slivers are wider than --uv file's tolerance (1e-3
+     * texel per texel of perimeter), so they are searched; at 256 none would be */
+    int rc = file_atlas(&s, 1024, &a, err, sizeof err);
+    BK_EXPECTF(rc == 0, "fan --uv file: %s", err);
+    if (rc == 0) {
+        BK_EXPECTF(a.overlap_work <= WORK_PER_TRI * (uint64_t)s.tri_count, "fan --uv file: %llu overlap steps for %u triangles",
+                   (unsigned long long)a.overlap_work, s.tri_count);
+        printf("100k-vertex fan, --uv file: %.1f overlap steps a triangle\n", (double)a.overlap_work / s.tri_count);
+        bk_atlas_free(&a);
+    }
+    free_scene(&s);
+}
+
+/* A strip between two polylines of m points each, the top one shifted sideways: 2 (m - 1) long
+ * parallel slivers, slanted, no vertex shared by more than six. */
+static void test_strip(int m)
+{
+    builder b;
+    b_init(&b);
+    for (int i = 0; i < m; ++i) b_vertex(&b, (double)i / (m - 1), 0, 0);
+    for (int i = 0; i < m; ++i) b_vertex(&b, (double)i / (m - 1) + 0.3, 0, -1);
+    for (int i = 0; i + 1 < m; ++i) {
+        uint32_t b0 = (uint32_t)i, t0 = (uint32_t)(m + i);
+        b_tri(&b, b0, b0 + 1, t0);
+        b_tri(&b, b0 + 1, t0 + 1, t0);
+    }
+    bk_scene s = b_done(&b);
+    bk_atlas a;
+    if (build("sliver strip", &s, 256, 0, 2, &a) == 0) {
+        BK_EXPECTF(a.overlap_work <= WORK_PER_TRI * (uint64_t)s.tri_count, "strip: %llu overlap steps for %u triangles",
+                   (unsigned long long)a.overlap_work, s.tri_count);
+        printf("sliver strip: %.1f overlap steps a triangle\n", (double)a.overlap_work / s.tri_count);
+        BK_EXPECTF(a.chart_count == 1, "strip: %u charts", a.chart_count);
+        check_opts co = { 2, 0, 0 };
+        check_atlas("sliver strip", &s, &a, co);
+        bk_atlas_free(&a);
+    }
+    free_scene(&s);
+}
+
+/* Texel densities far beyond any atlas: a clean error, no float->int overflow on the way (the
+ * UBSan build aborts on one). */
+static void test_huge_density(void)
+{
+    builder b;
+    b_init(&b);
+    add_box(&b, 0, 0, 0, 1, 1, 1);
+    bk_scene s = b_done(&b);
+    static const float tpu[] = { 1e30f, 3e9f, 3e38f };
+    for (int i = 0; i < 3; ++i) {
+        bk_atlas_opts o;
+        bk_atlas_opts_default(&o);
+        o.texels_per_unit = tpu[i];
+        o.scene_path = "box.obj";
+        bk_atlas a;
+        char err[512] = "";
+        BK_EXPECTF(bk_atlas_build(&s, &o, &a, err, sizeof err) != 0, "--texels-per-unit %g accepted", (double)tpu[i]);
+        BK_EXPECTF(strstr(err, "box.obj") && strstr(err, "--texels-per-unit") && strstr(err, "16384"), "message: %s", err);
+    }
+    /* and with the file's vt */
+    bk_scene g = grid_with_vt(4, 4);
+    bk_atlas_opts o;
+    bk_atlas_opts_default(&o);
+    o.texels_per_unit = 1e30f;
+    o.uv_from_file = 1;
+    o.scene_path = "grid.obj";
+    bk_atlas a;
+    char err[512] = "";
+    BK_EXPECT(bk_atlas_build(&g, &o, &a, err, sizeof err) != 0);
+    BK_EXPECTF(strstr(err, "grid.obj") && strstr(err, "--texels-per-unit") && strstr(err, "16384"), "message: %s", err);
+    free_scene(&g);
     free_scene(&s);
 }
 
@@ -668,6 +822,9 @@ int main(void)
     }
 
     test_uv_file(tmpdir);
+    test_huge_density();
+    test_fan();
+    test_strip(30000);
 
     /* corpus: utilisation floors a little under what this packer measured (README numbers) */
     char p[1024];
