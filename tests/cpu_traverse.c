@@ -198,6 +198,23 @@ static void check_deep_trees(void)
     bk_scene_free(&s);
 }
 
+/* The soup scaled down until boxes are denormal (1e-38: a leaf's centroid extent is ~1e-41): the
+ * BVH's bin scale 32 / extent overflowed to inf and 0 * inf made a NaN bin index (UBSan:
+ * float-cast-overflow). The triangle test underflows at this scale, so every ray misses; both
+ * accels and every stack strategy must still build and agree with brute force. */
+static void check_tiny_scale(totals *tot)
+{
+    bk_scene s;
+    bk_test_scene_soup(&s, 2000, 0.08f, 21);
+    for (uint32_t v = 0; v < 3 * s.vertex_count; ++v) s.positions[v] *= 1e-38f;
+    char err[256];
+    bk_ray *rays = NULL;
+    BK_EXPECT(bk_rays_random(&s, 2000, 23, &rays, err, sizeof err) == 0);
+    check_scene("soup*1e-38/random", &s, rays, 2000, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -210,6 +227,7 @@ int main(void)
 
     check_closed_box();
     check_deep_trees();
+    check_tiny_scale(&tot);
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },
