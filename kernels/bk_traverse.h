@@ -438,7 +438,10 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         if (r.par & 1) tx = BK_INF;      /* parallel: the slab test above found it inside */
         if (r.par & 2) ty = BK_INF;
         if (r.par & 4) tz = BK_INF;
-        t_exit = bk_minf(t_exit, bk_minf(tx, bk_minf(ty, tz)) * 1.0000004f);
+        /* widened away from the entry whatever the sign: a ray may have tmin < 0, and a negative
+         * exit times 1.0000004 would move towards it and cut off the scene's last cells */
+        float tf = bk_minf(tx, bk_minf(ty, tz));
+        t_exit = bk_minf(t_exit, tf * (tf >= 0.0f ? 1.0000004f : 0.9999996f));
         t_exit = bk_maxf(t_exit, t_enter);
     }
     float best = r.tmax;

@@ -215,6 +215,50 @@ static void check_tiny_scale(totals *tot)
     bk_scene_free(&s);
 }
 
+/* Rays that find their hits at negative t (tmin < 0 is allowed by rays.md): a wall of quads at
+ * z = 1 on top of a block of small triangles, rays going up from z = 10 with t in [-100, 0], so the
+ * wall is where they leave the scene. The KD-tree widened its exit distance by multiplying with
+ * 1.0000004, which moves a negative exit towards the entry; the cell holding the wall (cut at
+ * 1 - 2^-20) fell outside and the wall was missed. */
+static void check_backward_rays(totals *tot)
+{
+    enum { G = 8, SOUP = 300, N = 3000 };
+    bk_scene s;
+    bk_test_scene_alloc(&s, 2 * G * G + SOUP);
+    uint32_t t = 0;
+    for (int i = 0; i < G; ++i)
+        for (int j = 0; j < G; ++j) {
+            float x0 = (float)i / G, x1 = (float)(i + 1) / G, y0 = (float)j / G, y1 = (float)(j + 1) / G;
+            float a[3] = { x0, y0, 1 }, b[3] = { x1, y0, 1 }, c[3] = { x1, y1, 1 }, d[3] = { x0, y1, 1 };
+            bk_test_set_tri(&s, t++, a, b, c);
+            bk_test_set_tri(&s, t++, a, c, d);
+        }
+    for (uint32_t k = 0; k < SOUP; ++k) {
+        float p[3][3];
+        for (int v = 0; v < 3; ++v) {
+            p[v][0] = 0.3f * bk_rng_f(31, k, (uint32_t)v, 0);
+            p[v][1] = 0.3f * bk_rng_f(31, k, (uint32_t)v, 1);
+            p[v][2] = 0.5f * bk_rng_f(31, k, (uint32_t)v, 2);
+        }
+        bk_test_set_tri(&s, t++, p[0], p[1], p[2]);
+    }
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = 0.35f + 0.6f * bk_rng_f(33, i, 0, 0); r.oy = 0.35f + 0.6f * bk_rng_f(33, i, 0, 1); r.oz = 10.0f;
+        r.dx = 0.0f; r.dy = 0.0f; r.dz = 1.0f;
+        if (i % 2) { r.dx = 0.01f * (bk_rng_f(33, i, 0, 2) - 0.5f); r.dy = 0.01f * (bk_rng_f(33, i, 0, 3) - 0.5f); }
+        r.tmin = -100.0f; r.tmax = 0.0f;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&s, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == N, "%llu of %d backward rays hit the wall", (unsigned long long)hits, N);
+    check_scene("backward", &s, rays, N, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -228,6 +272,7 @@ int main(void)
     check_closed_box();
     check_deep_trees();
     check_tiny_scale(&tot);
+    check_backward_rays(&tot);
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },
