@@ -459,9 +459,13 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             /* The ray crosses from below to above when it points up the axis. */
             uint32_t below = node + 1, above = n.flags >> 2;
             uint32_t first = inv > 0.0f ? below : above, second = inv > 0.0f ? above : below;
-            if (tsplit >= tmax || tsplit != tsplit) {
+            /* A plane crossed exactly at tmax (in float) still opens the far side: the ray may
+             * end on a surface there, a hair beyond the plane (rays aimed at a point, tmax = 1).
+             * At tmin the test stays strict, so a kd-restart from tmin never revisits the leaf
+             * it left and always moves on; both sides are taken only when tmin == tmax. */
+            if (tsplit > tmax || tsplit != tsplit) {
                 node = first;
-            } else if (tsplit <= tmin) {
+            } else if (tsplit < tmin || (tsplit == tmin && tmin < tmax)) {
                 node = second;
             } else {
                 bk_stack_push(s, second, bk_float_bits(tsplit), bk_float_bits(tmax), st);
@@ -481,8 +485,10 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 if (any_hit) break;
             }
         }
-        /* any hit: done at the first; closest: leaves come front to back, nothing later is nearer */
-        if ((any_hit && h.tri != BK_NO_HIT) || best <= tmax) break;
+        /* any hit: done at the first; closest: leaves come front to back, nothing later is nearer.
+         * Without a hit, best is the ray's tmax: a cell that ends there may still be followed by
+         * one that starts there (see above), so only a hit ends the walk at its cell's end. */
+        if ((any_hit && h.tri != BK_NO_HIT) || best < tmax || (best == tmax && h.tri != BK_NO_HIT)) break;
         if (!bk_stack_pop(s, e)) {
             if (mode != BK_STACK_SHORT || !s->dropped || tmax >= t_exit) break;
             /* kd-restart: descend again from the root over what is left of the ray */

@@ -259,6 +259,54 @@ static void check_backward_rays(totals *tot)
     bk_scene_free(&s);
 }
 
+/* A KD plane that rays cross, in float, exactly at their tmax: a wall at x = 0, the root split at
+ * x = 2^-26 (the wall's leaf below it, an empty leaf above), rays from x = 1 going -x with tmax
+ * = 1, so they end on the wall. The split's t, 1 - 2^-26, rounds to 1 = tmax; the traversal took
+ * only the near side (tsplit >= tmax) and missed the wall that brute force hits at t = 1. */
+static void check_kd_plane_at_tmax(void)
+{
+    bk_scene s;
+    bk_test_scene_alloc(&s, 1);
+    float a[3] = { 0, -1, -1 }, b[3] = { 0, 1, -1 }, c[3] = { 0, 0, 1 };
+    bk_test_set_tri(&s, 0, a, b, c);
+    bk_f4 tris[3];
+    for (int v = 0; v < 3; ++v) {
+        tris[v].x = s.positions[3 * v]; tris[v].y = s.positions[3 * v + 1]; tris[v].z = s.positions[3 * v + 2];
+        tris[v].w = v == 0 ? bk_bits_float(0) : 0.0f;
+    }
+    bk_kd_node kn[3];
+    kn[0] = bk_kd_make_inner(0, 0x1p-26f, 2);
+    kn[1] = bk_kd_make_leaf(1, 0);
+    kn[2] = bk_kd_make_leaf(0, 0);
+    uint32_t refs[1] = { 0 };
+    enum { N = 1000 };
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        float y = 0.8f * (bk_rng_f(41, i, 0, 0) - 0.5f), z = -0.9f + 0.9f * bk_rng_f(41, i, 0, 1);
+        r.ox = 1.0f; r.oy = y; r.oz = z;
+        r.dx = -1.0f; r.dy = 0.0f; r.dz = 0.0f;
+        if (i % 2) { r.dy = 0.1f * (bk_rng_f(41, i, 0, 2) - 0.5f); r.dz = 0.1f * (bk_rng_f(41, i, 0, 3) - 0.5f); r.oy -= r.dy; r.oz -= r.dz; }
+        r.tmin = 0.0f; r.tmax = 1.0f;
+        rays[i] = r;
+    }
+    bk_hit *closest = malloc(sizeof(bk_hit) * N);
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) { closest[i] = bk_test_brute(&s, &rays[i], 0); hits += closest[i].tri != BK_NO_HIT; }
+    BK_EXPECTF(hits == N, "%llu of %d rays end on the wall", (unsigned long long)hits, N);
+    bk_hit *ref[2] = { closest, closest };
+    bk_accel_view v;
+    memset(&v, 0, sizeof v);
+    v.type = BK_ACCEL_KDTREE; v.depth = 1;
+    v.kd_nodes = kn; v.kd_node_count = 3; v.kd_refs = refs; v.kd_ref_count = 1;
+    v.tris = tris; v.tri_count = 1;
+    v.lo = bk_v3(0, -1, -1); v.hi = bk_v3(1, 1, 1);
+    totals tot = { 0, 0 };
+    check_view("kd-plane-at-tmax", &v, rays, N, ref, 1, &tot);
+    free(closest); free(rays);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -273,6 +321,7 @@ int main(void)
     check_deep_trees();
     check_tiny_scale(&tot);
     check_backward_rays(&tot);
+    check_kd_plane_at_tmax();
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },
