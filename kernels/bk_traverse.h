@@ -147,11 +147,12 @@ BK_HDI int bk_stack_pop(bk_stack *s, uint32_t *w)
 /* ---- ray set-up and primitive tests ------------------------------------------------------- */
 
 typedef struct bk_ray_pre {
-    bk_vec3 o, d, inv;      /* origin, direction, safe inverse direction */
+    bk_vec3 o, d, inv;      /* origin, direction (components under 1e-30 zeroed), safe inverse */
     float   tmin, tmax;
     int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
     float   sx, sy, sz;     /* shear constants */
-    int     valid;          /* 0 for a zero direction or a NaN/empty t range: misses everything */
+    int     valid;          /* 0 for a zero direction (every |d_k| < 1e-30) or a NaN/empty t range:
+                               misses everything */
     int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30) */
 } bk_ray_pre;
 
@@ -166,11 +167,14 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
 {
     bk_ray_pre p;
     p.o = bk_v3(r->ox, r->oy, r->oz);
-    p.d = bk_v3(r->dx, r->dy, r->dz);
     p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
     p.tmin = r->tmin; p.tmax = r->tmax;
     float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
     p.par = (ax < 1e-30f) | (ay < 1e-30f) << 1 | (az < 1e-30f) << 2;
+    /* A component the slab tests take as parallel is zero for the triangle test too, so both
+     * trace the same ray: with d_z = 8e-33 a ray 1e-32 below a face met it at t = 2 in the
+     * triangle test, but never passed the face's box (found by fuzzing). */
+    p.d = bk_v3((p.par & 1) ? 0.0f : r->dx, (p.par & 2) ? 0.0f : r->dy, (p.par & 4) ? 0.0f : r->dz);
     p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
     p.kx = p.kz == 2 ? 0 : p.kz + 1;
     p.ky = p.kx == 2 ? 0 : p.kx + 1;

@@ -307,6 +307,39 @@ static void check_kd_plane_at_tmax(void)
     bk_scene_free(&s);
 }
 
+/* Direction components under 1e-30 count as zero (the slab tests take the ray as parallel to
+ * that axis). Rays 1e-32 below a face at z = 0 with d_z = 8e-33 cross its plane at t ~ 1.25: the
+ * triangle test, using the raw direction, hit the face while the traversal's box tests could not
+ * reach it. Now brute force and traversal agree that these rays run beside the face. */
+static void check_tiny_direction_components(totals *tot)
+{
+    enum { N = 1000 };
+    bk_scene s;
+    bk_test_scene_soup(&s, 200, 0.1f, 43);          /* something to build a tree around */
+    bk_scene t;
+    bk_test_scene_alloc(&t, s.tri_count + 2);
+    memcpy(t.positions, s.positions, sizeof(float) * 9 * s.tri_count);
+    for (uint32_t i = 0; i < t.vertex_count * 3; i += 3) t.positions[i + 2] += 0.1f;   /* soup above z = 0.05 */
+    float a[3] = { 0, 0, 0 }, b[3] = { 1, 0, 0 }, c[3] = { 1, 3, 0 }, d[3] = { 0, 3, 0 };
+    bk_test_set_tri(&t, s.tri_count, a, b, c);
+    bk_test_set_tri(&t, s.tri_count + 1, a, c, d);
+    bk_scene_free(&s);
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = 0.2f + 0.6f * bk_rng_f(45, i, 0, 0); r.oy = 0.2f + 0.6f * bk_rng_f(45, i, 0, 1); r.oz = -1e-32f;
+        r.dx = 0.01f * (bk_rng_f(45, i, 0, 2) - 0.5f); r.dy = 1.0f; r.dz = 8e-33f;
+        r.tmin = 0.0f; r.tmax = INFINITY;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&t, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == 0, "%llu rays with d_z = 8e-33 met the face below which they run", (unsigned long long)hits);
+    check_scene("tiny-dz", &t, rays, N, tot);
+    free(rays);
+    bk_scene_free(&t);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -322,6 +355,7 @@ int main(void)
     check_tiny_scale(&tot);
     check_backward_rays(&tot);
     check_kd_plane_at_tmax();
+    check_tiny_direction_components(&tot);
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },

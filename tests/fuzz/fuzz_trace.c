@@ -10,7 +10,8 @@
  * that most of them hit. Every result is checked against brute force over all triangles with the
  * same triangle test; a disagreement aborts with the ray.
  *
- * The oracle. Float hits come in two kinds. A hit is "exact" when the ray, recomputed in double,
+ * The oracle. Float hits come in two kinds. A hit is "exact" when the ray (direction components
+ * under 1e-30 taken as zero, as the traversal does), recomputed in double,
  * meets the triangle's plane at t_d in [tmin, tmax], |t - t_d| <= 1e-5 |t_d|, at a point inside
  * the triangle's box (slack 1e-12 of the coordinates): there the traversal's conservative box
  * tests must let the triangle be tested. Otherwise the hit is rounding noise: a ray starting
@@ -87,9 +88,18 @@ typedef struct truth {
     uint32_t noise;          /* float hits that are rounding noise */
 } truth;
 
+/* The ray's direction as the traversal sees it: components under 1e-30 are zero (bk_ray_prepare). */
+static void ray_dir(const bk_ray *r, double d[3])
+{
+    d[0] = fabsf(r->dx) < 1e-30f ? 0.0 : r->dx;
+    d[1] = fabsf(r->dy) < 1e-30f ? 0.0 : r->dy;
+    d[2] = fabsf(r->dz) < 1e-30f ? 0.0 : r->dz;
+}
+
 static int hit_is_exact(const bk_ray *r, const float *p0, const float *p1, const float *p2, float t)
 {
-    double o[3] = { r->ox, r->oy, r->oz }, d[3] = { r->dx, r->dy, r->dz }, a[3], b[3], n[3], q[3];
+    double o[3] = { r->ox, r->oy, r->oz }, d[3], a[3], b[3], n[3], q[3];
+    ray_dir(r, d);
     for (int k = 0; k < 3; ++k) { a[k] = (double)p1[k] - p0[k]; b[k] = (double)p2[k] - p0[k]; q[k] = (double)p0[k] - o[k]; }
     n[0] = a[1] * b[2] - a[2] * b[1]; n[1] = a[2] * b[0] - a[0] * b[2]; n[2] = a[0] * b[1] - a[1] * b[0];
     double den = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
@@ -133,7 +143,8 @@ static int ray_is_far(const bk_scene *s, const bk_ray *r)
 {
     float lo[3], hi[3];
     bk_scene_bounds(s, lo, hi);
-    double o[3] = { r->ox, r->oy, r->oz }, d[3] = { r->dx, r->dy, r->dz }, t0 = r->tmin, t1 = r->tmax;
+    double o[3] = { r->ox, r->oy, r->oz }, d[3], t0 = r->tmin, t1 = r->tmax;
+    ray_dir(r, d);
     for (int k = 0; k < 3; ++k) {
         if (d[k] == 0.0) continue;
         double a = ((double)lo[k] - o[k]) / d[k], b = ((double)hi[k] - o[k]) / d[k];
