@@ -460,14 +460,19 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             float split = bk_bits_float(n.data);
             float o = bk_comp3(r.o, axis), inv = bk_comp3(r.inv, axis);
             float tsplit = (split - o) * inv;
+            /* Parallel to the plane: the ray keeps to its side for every t. The 1e30 inverse alone
+             * puts a crossing at |split - o| * 1e30, inside the t range of a ray that starts
+             * 1e29 or more away (a scene with a vertex at 1e38, found by fuzzing). */
+            if ((r.par >> axis) & 1) tsplit = tsplit > 0.0f ? BK_INF : (tsplit < 0.0f ? -BK_INF : tsplit);
             /* The ray crosses from below to above when it points up the axis. */
             uint32_t below = node + 1, above = n.flags >> 2;
             uint32_t first = inv > 0.0f ? below : above, second = inv > 0.0f ? above : below;
             /* A plane crossed exactly at tmax (in float) still opens the far side: the ray may
-             * end on a surface there, a hair beyond the plane (rays aimed at a point, tmax = 1).
+             * end on a surface there, a hair beyond the plane (rays aimed at a point, tmax = 1);
+             * a plane never crossed (tsplit = inf) does not, even when tmax is infinite.
              * At tmin the test stays strict, so a kd-restart from tmin never revisits the leaf
              * it left and always moves on; both sides are taken only when tmin == tmax. */
-            if (tsplit > tmax || tsplit != tsplit) {
+            if (tsplit > tmax || tsplit == BK_INF || tsplit != tsplit) {
                 node = first;
             } else if (tsplit < tmin || (tsplit == tmin && tmin < tmax)) {
                 node = second;

@@ -340,6 +340,43 @@ static void check_tiny_direction_components(totals *tot)
     bk_scene_free(&t);
 }
 
+/* Rays from 1e37 away, parallel to the KD-tree's x and z planes: a floor of 8 x 8 tiles at y = 0
+ * and one sliver reaching y = 1.2e38 (found by fuzzing as a vertex at 1.2e38), rays going +y from
+ * y = -1e37. The traversal placed a parallel ray's crossing of a plane at |split - o| * 1e30 (the
+ * safe inverse), well inside t = 1e37, and went to the side of the plane the ray never reaches:
+ * the cells of other tiles. */
+static void check_parallel_far_rays(totals *tot)
+{
+    enum { G = 8, N = 2000 };
+    bk_scene s;
+    bk_test_scene_alloc(&s, 2 * G * G + 1);
+    uint32_t t = 0;
+    for (int i = 0; i < G; ++i)
+        for (int j = 0; j < G; ++j) {
+            float x0 = -1.0f + 2.0f * (float)i / G, x1 = -1.0f + 2.0f * (float)(i + 1) / G;
+            float z0 = -1.0f + 2.0f * (float)j / G, z1 = -1.0f + 2.0f * (float)(j + 1) / G;
+            float a[3] = { x0, 0, z0 }, b[3] = { x1, 0, z0 }, c[3] = { x1, 0, z1 }, d[3] = { x0, 0, z1 };
+            bk_test_set_tri(&s, t++, a, b, c);
+            bk_test_set_tri(&s, t++, a, c, d);
+        }
+    float a[3] = { 1.1f, 0, 1.1f }, b[3] = { 1.2f, 0, 1.2f }, c[3] = { 1.15f, 1.2e38f, 1.1f };
+    bk_test_set_tri(&s, t++, a, b, c);
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = -0.99f + 1.98f * bk_rng_f(47, i, 0, 0); r.oy = -1e37f; r.oz = -0.99f + 1.98f * bk_rng_f(47, i, 0, 1);
+        r.dx = 0.0f; r.dy = 1.0f; r.dz = 0.0f;
+        r.tmin = 0.0f; r.tmax = i % 2 ? INFINITY : 2e37f;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&s, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == N, "%llu of %d rays from below hit the floor", (unsigned long long)hits, N);
+    check_scene("parallel-far", &s, rays, N, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -356,6 +393,7 @@ int main(void)
     check_backward_rays(&tot);
     check_kd_plane_at_tmax();
     check_tiny_direction_components(&tot);
+    check_parallel_far_rays(&tot);
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },
