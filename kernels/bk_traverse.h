@@ -147,11 +147,12 @@ BK_HDI int bk_stack_pop(bk_stack *s, uint32_t *w)
 /* ---- ray set-up and primitive tests ------------------------------------------------------- */
 
 typedef struct bk_ray_pre {
-    bk_vec3 o, d, inv;      /* origin, direction, safe inverse direction */
+    bk_vec3 o, d, inv;      /* origin, direction (components under 1e-30 zeroed), safe inverse */
     float   tmin, tmax;
     int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
     float   sx, sy, sz;     /* shear constants */
-    int     valid;          /* 0 for a zero direction or a NaN/empty t range: misses everything */
+    int     valid;          /* 0 for a zero direction (every |d_k| < 1e-30) or a NaN/empty t range:
+                               misses everything */
     int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30) */
 } bk_ray_pre;
 
@@ -166,11 +167,14 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
 {
     bk_ray_pre p;
     p.o = bk_v3(r->ox, r->oy, r->oz);
-    p.d = bk_v3(r->dx, r->dy, r->dz);
     p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
     p.tmin = r->tmin; p.tmax = r->tmax;
     float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
     p.par = (ax < 1e-30f) | (ay < 1e-30f) << 1 | (az < 1e-30f) << 2;
+    /* A component the slab tests take as parallel is zero for the triangle test too, so both
+     * trace the same ray: with d_z = 8e-33 a ray 1e-32 below a face met it at t = 2 in the
+     * triangle test, but never passed the face's box (found by fuzzing). */
+    p.d = bk_v3((p.par & 1) ? 0.0f : r->dx, (p.par & 2) ? 0.0f : r->dy, (p.par & 4) ? 0.0f : r->dz);
     p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
     p.kx = p.kz == 2 ? 0 : p.kz + 1;
     p.ky = p.kx == 2 ? 0 : p.kx + 1;
@@ -438,7 +442,10 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         if (r.par & 1) tx = BK_INF;      /* parallel: the slab test above found it inside */
         if (r.par & 2) ty = BK_INF;
         if (r.par & 4) tz = BK_INF;
-        t_exit = bk_minf(t_exit, bk_minf(tx, bk_minf(ty, tz)) * 1.0000004f);
+        /* widened away from the entry whatever the sign: a ray may have tmin < 0, and a negative
+         * exit times 1.0000004 would move towards it and cut off the scene's last cells */
+        float tf = bk_minf(tx, bk_minf(ty, tz));
+        t_exit = bk_minf(t_exit, tf * (tf >= 0.0f ? 1.0000004f : 0.9999996f));
         t_exit = bk_maxf(t_exit, t_enter);
     }
     float best = r.tmax;
@@ -453,12 +460,21 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             float split = bk_bits_float(n.data);
             float o = bk_comp3(r.o, axis), inv = bk_comp3(r.inv, axis);
             float tsplit = (split - o) * inv;
+            /* Parallel to the plane: the ray keeps to its side for every t. The 1e30 inverse alone
+             * puts a crossing at |split - o| * 1e30, inside the t range of a ray that starts
+             * 1e29 or more away (a scene with a vertex at 1e38, found by fuzzing). */
+            if ((r.par >> axis) & 1) tsplit = tsplit > 0.0f ? BK_INF : (tsplit < 0.0f ? -BK_INF : tsplit);
             /* The ray crosses from below to above when it points up the axis. */
             uint32_t below = node + 1, above = n.flags >> 2;
             uint32_t first = inv > 0.0f ? below : above, second = inv > 0.0f ? above : below;
-            if (tsplit >= tmax || tsplit != tsplit) {
+            /* A plane crossed exactly at tmax (in float) still opens the far side: the ray may
+             * end on a surface there, a hair beyond the plane (rays aimed at a point, tmax = 1);
+             * a plane never crossed (tsplit = inf) does not, even when tmax is infinite.
+             * At tmin the test stays strict, so a kd-restart from tmin never revisits the leaf
+             * it left and always moves on; both sides are taken only when tmin == tmax. */
+            if (tsplit > tmax || tsplit == BK_INF || tsplit != tsplit) {
                 node = first;
-            } else if (tsplit <= tmin) {
+            } else if (tsplit < tmin || (tsplit == tmin && tmin < tmax)) {
                 node = second;
             } else {
                 bk_stack_push(s, second, bk_float_bits(tsplit), bk_float_bits(tmax), st);
@@ -478,8 +494,10 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 if (any_hit) break;
             }
         }
-        /* any hit: done at the first; closest: leaves come front to back, nothing later is nearer */
-        if ((any_hit && h.tri != BK_NO_HIT) || best <= tmax) break;
+        /* any hit: done at the first; closest: leaves come front to back, nothing later is nearer.
+         * Without a hit, best is the ray's tmax: a cell that ends there may still be followed by
+         * one that starts there (see above), so only a hit ends the walk at its cell's end. */
+        if ((any_hit && h.tri != BK_NO_HIT) || best < tmax || (best == tmax && h.tri != BK_NO_HIT)) break;
         if (!bk_stack_pop(s, e)) {
             if (mode != BK_STACK_SHORT || !s->dropped || tmax >= t_exit) break;
             /* kd-restart: descend again from the root over what is left of the ray */

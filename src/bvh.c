@@ -53,6 +53,16 @@ typedef struct builder {
     uint32_t  node_count;
 } builder;
 
+/* Bin of a centroid coordinate, with scale = NBINS / extent (times 1 - 1e-6). Computed in double:
+ * below an extent of about 1e-37 the float scale overflows to inf, and (c - lo) * inf is inf or
+ * NaN, whose conversion to int is undefined. Clamped before the conversion. */
+static int bin_of(float c, float lo, double scale)
+{
+    double f = ((double)c - (double)lo) * scale;
+    if (!(f > 0.0)) return 0;                     /* also NaN */
+    return f < (double)(NBINS - 1) ? (int)f : NBINS - 1;
+}
+
 /* Splits node n if the SAH (or the leaf size limit) says so; returns 1 when it made children. */
 static int split_node(builder *B, uint32_t ni, int force)
 {
@@ -67,22 +77,21 @@ static int split_node(builder *B, uint32_t ni, int force)
     }
 
     int best_axis = -1, best_bin = 0;
-    float best_cost = FLT_MAX, scale[3];
+    float best_cost = FLT_MAX;
+    double scale[3];
     box bin_box[3][NBINS];
     uint32_t bin_n[3][NBINS];
     for (int k = 0; k < 3; ++k) {
-        float ext = chi[k] - clo[k];
-        scale[k] = ext > 0 ? (float)NBINS * (1.0f - 1e-6f) / ext : 0.0f;
+        double ext = (double)chi[k] - (double)clo[k];    /* finite even for -FLT_MAX .. FLT_MAX */
+        scale[k] = ext > 0.0 ? (double)NBINS * (1.0 - 1e-6) / ext : 0.0;
         for (int b = 0; b < NBINS; ++b) { bin_box[k][b] = box_empty(); bin_n[k][b] = 0; }
     }
     for (uint32_t i = first; i < first + count; ++i) {
         uint32_t t = B->idx[i];
         const float *c = B->cen + 3 * t;
         for (int k = 0; k < 3; ++k) {
-            if (scale[k] == 0.0f) continue;
-            int b = (int)((c[k] - clo[k]) * scale[k]);
-            if (b >= NBINS) b = NBINS - 1;
-            if (b < 0) b = 0;
+            if (scale[k] == 0.0) continue;
+            int b = bin_of(c[k], clo[k], scale[k]);
             bin_n[k][b]++;
             box_grow(&bin_box[k][b], &B->tb[t]);
         }
@@ -90,7 +99,7 @@ static int split_node(builder *B, uint32_t ni, int force)
     float parent_area = box_area(&n->b);
     if (parent_area <= 0) parent_area = 1.0f;
     for (int k = 0; k < 3; ++k) {
-        if (scale[k] == 0.0f) continue;
+        if (scale[k] == 0.0) continue;
         float right_cost[NBINS];
         box acc = box_empty();
         uint32_t cnt = 0;
@@ -117,8 +126,7 @@ static int split_node(builder *B, uint32_t ni, int force)
         uint32_t i = first, j = first + count;
         while (i < j) {
             const float *c = B->cen + 3 * B->idx[i];
-            int b = (int)((c[best_axis] - clo[best_axis]) * scale[best_axis]);
-            if (b >= NBINS) b = NBINS - 1;
+            int b = bin_of(c[best_axis], clo[best_axis], scale[best_axis]);
             if (b <= best_bin) { ++i; } else { uint32_t t = B->idx[i]; B->idx[i] = B->idx[--j]; B->idx[j] = t; }
         }
         mid = i;

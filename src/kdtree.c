@@ -326,7 +326,9 @@ static int build(kd_builder *b, const kd_task *root, int top)
             if (r.lo[k] <= p) { b->scratch[ib] = r; if (b->scratch[ib].hi[k] > p) b->scratch[ib].hi[k] = p; ib++; }
             if (r.hi[k] >= p) { e[ia] = r; if (e[ia].lo[k] < p) e[ia].lo[k] = p; ia++; }
         }
-        memcpy(e + na, b->scratch, (size_t)nb * sizeof(kd_ref));
+        /* nb is 0 when the split cuts off empty space below; a worker's first such split finds
+         * scratch never allocated (NULL), and memcpy from NULL is undefined even for 0 bytes. */
+        if (nb) memcpy(e + na, b->scratch, (size_t)nb * sizeof(kd_ref));
         uint32_t idx;
         if (emit_node(b, bk_kd_make_inner(k, p, 0), &idx)) return -1;
         b->sah += area * prm->cost_node;

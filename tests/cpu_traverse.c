@@ -198,6 +198,185 @@ static void check_deep_trees(void)
     bk_scene_free(&s);
 }
 
+/* The soup scaled down until boxes are denormal (1e-38: a leaf's centroid extent is ~1e-41): the
+ * BVH's bin scale 32 / extent overflowed to inf and 0 * inf made a NaN bin index (UBSan:
+ * float-cast-overflow). The triangle test underflows at this scale, so every ray misses; both
+ * accels and every stack strategy must still build and agree with brute force. */
+static void check_tiny_scale(totals *tot)
+{
+    bk_scene s;
+    bk_test_scene_soup(&s, 2000, 0.08f, 21);
+    for (uint32_t v = 0; v < 3 * s.vertex_count; ++v) s.positions[v] *= 1e-38f;
+    char err[256];
+    bk_ray *rays = NULL;
+    BK_EXPECT(bk_rays_random(&s, 2000, 23, &rays, err, sizeof err) == 0);
+    check_scene("soup*1e-38/random", &s, rays, 2000, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
+/* Rays that find their hits at negative t (tmin < 0 is allowed by rays.md): a wall of quads at
+ * z = 1 on top of a block of small triangles, rays going up from z = 10 with t in [-100, 0], so the
+ * wall is where they leave the scene. The KD-tree widened its exit distance by multiplying with
+ * 1.0000004, which moves a negative exit towards the entry; the cell holding the wall (cut at
+ * 1 - 2^-20) fell outside and the wall was missed. */
+static void check_backward_rays(totals *tot)
+{
+    enum { G = 8, SOUP = 300, N = 3000 };
+    bk_scene s;
+    bk_test_scene_alloc(&s, 2 * G * G + SOUP);
+    uint32_t t = 0;
+    for (int i = 0; i < G; ++i)
+        for (int j = 0; j < G; ++j) {
+            float x0 = (float)i / G, x1 = (float)(i + 1) / G, y0 = (float)j / G, y1 = (float)(j + 1) / G;
+            float a[3] = { x0, y0, 1 }, b[3] = { x1, y0, 1 }, c[3] = { x1, y1, 1 }, d[3] = { x0, y1, 1 };
+            bk_test_set_tri(&s, t++, a, b, c);
+            bk_test_set_tri(&s, t++, a, c, d);
+        }
+    for (uint32_t k = 0; k < SOUP; ++k) {
+        float p[3][3];
+        for (int v = 0; v < 3; ++v) {
+            p[v][0] = 0.3f * bk_rng_f(31, k, (uint32_t)v, 0);
+            p[v][1] = 0.3f * bk_rng_f(31, k, (uint32_t)v, 1);
+            p[v][2] = 0.5f * bk_rng_f(31, k, (uint32_t)v, 2);
+        }
+        bk_test_set_tri(&s, t++, p[0], p[1], p[2]);
+    }
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = 0.35f + 0.6f * bk_rng_f(33, i, 0, 0); r.oy = 0.35f + 0.6f * bk_rng_f(33, i, 0, 1); r.oz = 10.0f;
+        r.dx = 0.0f; r.dy = 0.0f; r.dz = 1.0f;
+        if (i % 2) { r.dx = 0.01f * (bk_rng_f(33, i, 0, 2) - 0.5f); r.dy = 0.01f * (bk_rng_f(33, i, 0, 3) - 0.5f); }
+        r.tmin = -100.0f; r.tmax = 0.0f;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&s, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == N, "%llu of %d backward rays hit the wall", (unsigned long long)hits, N);
+    check_scene("backward", &s, rays, N, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
+/* A KD plane that rays cross, in float, exactly at their tmax: a wall at x = 0, the root split at
+ * x = 2^-26 (the wall's leaf below it, an empty leaf above), rays from x = 1 going -x with tmax
+ * = 1, so they end on the wall. The split's t, 1 - 2^-26, rounds to 1 = tmax; the traversal took
+ * only the near side (tsplit >= tmax) and missed the wall that brute force hits at t = 1. */
+static void check_kd_plane_at_tmax(void)
+{
+    bk_scene s;
+    bk_test_scene_alloc(&s, 1);
+    float a[3] = { 0, -1, -1 }, b[3] = { 0, 1, -1 }, c[3] = { 0, 0, 1 };
+    bk_test_set_tri(&s, 0, a, b, c);
+    bk_f4 tris[3];
+    for (int v = 0; v < 3; ++v) {
+        tris[v].x = s.positions[3 * v]; tris[v].y = s.positions[3 * v + 1]; tris[v].z = s.positions[3 * v + 2];
+        tris[v].w = v == 0 ? bk_bits_float(0) : 0.0f;
+    }
+    bk_kd_node kn[3];
+    kn[0] = bk_kd_make_inner(0, 0x1p-26f, 2);
+    kn[1] = bk_kd_make_leaf(1, 0);
+    kn[2] = bk_kd_make_leaf(0, 0);
+    uint32_t refs[1] = { 0 };
+    enum { N = 1000 };
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        float y = 0.8f * (bk_rng_f(41, i, 0, 0) - 0.5f), z = -0.9f + 0.9f * bk_rng_f(41, i, 0, 1);
+        r.ox = 1.0f; r.oy = y; r.oz = z;
+        r.dx = -1.0f; r.dy = 0.0f; r.dz = 0.0f;
+        if (i % 2) { r.dy = 0.1f * (bk_rng_f(41, i, 0, 2) - 0.5f); r.dz = 0.1f * (bk_rng_f(41, i, 0, 3) - 0.5f); r.oy -= r.dy; r.oz -= r.dz; }
+        r.tmin = 0.0f; r.tmax = 1.0f;
+        rays[i] = r;
+    }
+    bk_hit *closest = malloc(sizeof(bk_hit) * N);
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) { closest[i] = bk_test_brute(&s, &rays[i], 0); hits += closest[i].tri != BK_NO_HIT; }
+    BK_EXPECTF(hits == N, "%llu of %d rays end on the wall", (unsigned long long)hits, N);
+    bk_hit *ref[2] = { closest, closest };
+    bk_accel_view v;
+    memset(&v, 0, sizeof v);
+    v.type = BK_ACCEL_KDTREE; v.depth = 1;
+    v.kd_nodes = kn; v.kd_node_count = 3; v.kd_refs = refs; v.kd_ref_count = 1;
+    v.tris = tris; v.tri_count = 1;
+    v.lo = bk_v3(0, -1, -1); v.hi = bk_v3(1, 1, 1);
+    totals tot = { 0, 0 };
+    check_view("kd-plane-at-tmax", &v, rays, N, ref, 1, &tot);
+    free(closest); free(rays);
+    bk_scene_free(&s);
+}
+
+/* Direction components under 1e-30 count as zero (the slab tests take the ray as parallel to
+ * that axis). Rays 1e-32 below a face at z = 0 with d_z = 8e-33 cross its plane at t ~ 1.25: the
+ * triangle test, using the raw direction, hit the face while the traversal's box tests could not
+ * reach it. Now brute force and traversal agree that these rays run beside the face. */
+static void check_tiny_direction_components(totals *tot)
+{
+    enum { N = 1000 };
+    bk_scene s;
+    bk_test_scene_soup(&s, 200, 0.1f, 43);          /* something to build a tree around */
+    bk_scene t;
+    bk_test_scene_alloc(&t, s.tri_count + 2);
+    memcpy(t.positions, s.positions, sizeof(float) * 9 * s.tri_count);
+    for (uint32_t i = 0; i < t.vertex_count * 3; i += 3) t.positions[i + 2] += 0.1f;   /* soup above z = 0.05 */
+    float a[3] = { 0, 0, 0 }, b[3] = { 1, 0, 0 }, c[3] = { 1, 3, 0 }, d[3] = { 0, 3, 0 };
+    bk_test_set_tri(&t, s.tri_count, a, b, c);
+    bk_test_set_tri(&t, s.tri_count + 1, a, c, d);
+    bk_scene_free(&s);
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = 0.2f + 0.6f * bk_rng_f(45, i, 0, 0); r.oy = 0.2f + 0.6f * bk_rng_f(45, i, 0, 1); r.oz = -1e-32f;
+        r.dx = 0.01f * (bk_rng_f(45, i, 0, 2) - 0.5f); r.dy = 1.0f; r.dz = 8e-33f;
+        r.tmin = 0.0f; r.tmax = INFINITY;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&t, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == 0, "%llu rays with d_z = 8e-33 met the face below which they run", (unsigned long long)hits);
+    check_scene("tiny-dz", &t, rays, N, tot);
+    free(rays);
+    bk_scene_free(&t);
+}
+
+/* Rays from 1e37 away, parallel to the KD-tree's x and z planes: a floor of 8 x 8 tiles at y = 0
+ * and one sliver reaching y = 1.2e38 (found by fuzzing as a vertex at 1.2e38), rays going +y from
+ * y = -1e37. The traversal placed a parallel ray's crossing of a plane at |split - o| * 1e30 (the
+ * safe inverse), well inside t = 1e37, and went to the side of the plane the ray never reaches:
+ * the cells of other tiles. */
+static void check_parallel_far_rays(totals *tot)
+{
+    enum { G = 8, N = 2000 };
+    bk_scene s;
+    bk_test_scene_alloc(&s, 2 * G * G + 1);
+    uint32_t t = 0;
+    for (int i = 0; i < G; ++i)
+        for (int j = 0; j < G; ++j) {
+            float x0 = -1.0f + 2.0f * (float)i / G, x1 = -1.0f + 2.0f * (float)(i + 1) / G;
+            float z0 = -1.0f + 2.0f * (float)j / G, z1 = -1.0f + 2.0f * (float)(j + 1) / G;
+            float a[3] = { x0, 0, z0 }, b[3] = { x1, 0, z0 }, c[3] = { x1, 0, z1 }, d[3] = { x0, 0, z1 };
+            bk_test_set_tri(&s, t++, a, b, c);
+            bk_test_set_tri(&s, t++, a, c, d);
+        }
+    float a[3] = { 1.1f, 0, 1.1f }, b[3] = { 1.2f, 0, 1.2f }, c[3] = { 1.15f, 1.2e38f, 1.1f };
+    bk_test_set_tri(&s, t++, a, b, c);
+    bk_ray *rays = malloc(sizeof(bk_ray) * N);
+    for (uint32_t i = 0; i < N; ++i) {
+        bk_ray r;
+        r.ox = -0.99f + 1.98f * bk_rng_f(47, i, 0, 0); r.oy = -1e37f; r.oz = -0.99f + 1.98f * bk_rng_f(47, i, 0, 1);
+        r.dx = 0.0f; r.dy = 1.0f; r.dz = 0.0f;
+        r.tmin = 0.0f; r.tmax = i % 2 ? INFINITY : 2e37f;
+        rays[i] = r;
+    }
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < N; ++i) hits += bk_test_brute(&s, &rays[i], 0).tri != BK_NO_HIT;
+    BK_EXPECTF(hits == N, "%llu of %d rays from below hit the floor", (unsigned long long)hits, N);
+    check_scene("parallel-far", &s, rays, N, tot);
+    free(rays);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -210,6 +389,11 @@ int main(void)
 
     check_closed_box();
     check_deep_trees();
+    check_tiny_scale(&tot);
+    check_backward_rays(&tot);
+    check_kd_plane_at_tmax();
+    check_tiny_direction_components(&tot);
+    check_parallel_far_rays(&tot);
 
     static const struct { const char *path; uint32_t nrand, ndiff, ndeg; } corpus[] = {
         { "cornell-box/CornellBox-Original.obj", 4000, 4000, 1000 },

@@ -493,6 +493,28 @@ static void check_threads(const bk_build_opts *o)
     run_scene_n("threads", &g, o, 25, 2000);   /* frees g */
 }
 
+/* A subtree handed to a worker starts with an empty scratch buffer; when its first split cuts off
+ * empty space below (nothing below the plane) the builder copied zero entries from a NULL scratch
+ * (UBSan: memcpy from NULL). Clusters of 200 triangles, each alone in a tall column of the scene,
+ * become such subtrees. Two threads, so subtrees are made at all. */
+static void check_sub_empty_below(const bk_build_opts *o)
+{
+    gen g;
+    memset(&g, 0, sizeof g);
+    rng_state = 8;
+    for (int c = 0; c < 24; ++c) {
+        float base[3] = { 3.0f * (float)c, (c & 1) ? 10.0f : 0.0f, (c & 2) ? 10.0f : 0.0f };
+        for (int i = 0; i < 200; ++i) {
+            float ctr[3] = { rng_f(), rng_f(), rng_f() }, v[3][3];
+            for (int j = 0; j < 3; ++j) for (int k = 0; k < 3; ++k) v[j][k] = base[k] + ctr[k] + rng_range(-0.05f, 0.05f);
+            gen_tri(&g, v[0], v[1], v[2]);
+        }
+    }
+    setenv("BK_THREADS", "2", 1);
+    run_scene_n("sub-empty", &g, o, 27, 4000);   /* frees g */
+    unsetenv("BK_THREADS");
+}
+
 int main(void)
 {
     bk_build_opts o = bk_build_opts_default();
@@ -537,5 +559,6 @@ int main(void)
         q = o; q.cost_node = 0.0f; q.kd_empty_bonus = 1.0f; rng_state = 6; scene_soup(&g, 1000, 0.05f); run_scene("cheap-node", &g, &q, 24);
     }
     check_threads(&o);
+    check_sub_empty_below(&o);
     BK_TEST_DONE();
 }

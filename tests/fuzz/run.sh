@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# run.sh - run every libFuzzer target for a bounded time each. Builds nothing.
+#
+# Usage: tests/fuzz/run.sh [SECONDS_PER_TARGET] [BUILD_DIR]     (defaults: 60, build-fuzz)
+#   Build first:  CC=clang cmake -S . -B build-fuzz -DBK_FUZZ=ON -DBK_CUDA=OFF && cmake --build build-fuzz -j2
+#   Fuzz longer:  tests/fuzz/run.sh 3600
+#
+# Seeds are made at run time in BUILD_DIR/fuzz/seeds from the scene corpus ($BK_SCENES_DIR, else
+# the BK_SHARED_SCENES the build was configured with, else ../shared/scenes) and the demo scene;
+# RAYS and HITS seeds are written by the build's own `baker rays` / `baker trace`. Inputs that
+# add coverage collect in BUILD_DIR/fuzz/corpus/TARGET (kept between runs, so runs add up); a
+# crash, leak, timeout or out-of-memory input is saved in BUILD_DIR/fuzz/artifacts/TARGET/ and
+# the script exits 1. The last lines of each target's log give runs and coverage.
+set -euo pipefail
+secs=${1:-60}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${2:-$repo/build-fuzz}
+case $build in /*) ;; *) build=$PWD/$build ;; esac
+for t in fuzz_obj fuzz_rays fuzz_trace baker; do
+  [ -x "$build/$t" ] || { echo "run.sh: $build/$t missing: configure with -DBK_FUZZ=ON and build first" >&2; exit 2; }
+done
+
+scenes=${BK_SCENES_DIR:-}
+if [ -z "$scenes" ] && [ -f "$build/CMakeCache.txt" ]; then
+  scenes=$(sed -n 's/^BK_SHARED_SCENES:PATH=//p' "$build/CMakeCache.txt")
+fi
+[ -n "$scenes" ] || scenes=$repo/../shared/scenes
+
+work=$build/fuzz
+seeds=$work/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace}
+
+# ---- seeds ------------------------------------------------------------------------------------
+# Small OBJ files (the loader's tests, the Cornell boxes); an OBJ with its MTL becomes one input
+# "OBJ \n#@MTL@\n MTL" (fuzz_obj.c), and a few are gzipped for the .obj.gz path.
+objs=("$repo/scenes/cornell.obj")
+if [ -d "$scenes" ]; then
+  while IFS= read -r f; do objs+=("$f"); done < <(find "$scenes" -name '*.obj' -size -128k | sort)
+else
+  echo "run.sh: scene corpus $scenes absent: seeds from the demo scene only" >&2
+fi
+i=0
+for f in "${objs[@]}"; do
+  i=$((i + 1))
+  name=$(printf '%02d-%s' "$i" "$(basename "$f" .obj)")
+  cp "$f" "$seeds/fuzz_obj/$name.obj"
+  chmod u+w "$seeds/fuzz_obj/$name.obj"
+  mtl=$(sed -n 's/^mtllib[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$f" | head -n 1)
+  if [ -n "$mtl" ] && [ -f "$(dirname "$f")/$mtl" ]; then
+    { cat "$f"; printf '\n#@MTL@\n'; cat "$(dirname "$f")/$mtl"; } > "$seeds/fuzz_obj/$name-mtl.obj"
+  fi
+  if [ "$(wc -c < "$f")" -lt 4096 ]; then
+    gzip -9 -n -c "$f" > "$seeds/fuzz_obj/$name.obj.gz"
+    cp "$f" "$seeds/fuzz_trace/$name.obj"
+  fi
+done
+
+# RAYS and HITS files from the demo scene, and the same rays appended to trace seeds.
+cornell=$repo/scenes/cornell.obj
+n=0
+for mode in "--random 3" "--primary 4" "--diffuse 2" "--random 40"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  "$build/baker" rays "$cornell" -o "$seeds/fuzz_rays/$n.rays" $mode --seed "$n" >/dev/null
+  "$build/baker" trace "$cornell" --rays "$seeds/fuzz_rays/$n.rays" --hits "$seeds/fuzz_rays/$n.hits" --backend cpu >/dev/null
+  { cat "$cornell"; printf '\n#@RAYS@\n'; tail -c +17 "$seeds/fuzz_rays/$n.rays"; } > "$seeds/fuzz_trace/cornell-rays$n.obj"
+done
+
+# ---- fuzzing ----------------------------------------------------------------------------------
+# -max_len: the OBJ loader gets room for a few thousand lines; ray files 128 records; the trace
+#   target small scenes (it brute-forces every ray against every triangle).
+# -rss_limit_mb / -malloc_limit_mb: a 64 KB input may honestly ask for tens of MB (a gzip bomb, a
+#   line of a million face indices); a single allocation over 1 GB or a process over 2 GB is
+#   reported as out-of-memory.
+# -timeout: seconds for one input (sanitized code); slower means something is quadratic or stuck.
+declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384)
+declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict)
+status=0
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+for t in fuzz_obj fuzz_rays fuzz_trace; do
+  corpus=$work/corpus/$t
+  art=$work/artifacts/$t
+  mkdir -p "$corpus" "$art"
+  log=$work/$t.log
+  echo "== $t: ${secs}s (log $log)"
+  set +e
+  "$build/$t" -max_total_time="$secs" -max_len="${maxlen[$t]}" -timeout=10 -rss_limit_mb=2048 \
+    -malloc_limit_mb=1024 -dict="$repo/tests/fuzz/${dict[$t]}" -print_final_stats=1 \
+    -artifact_prefix="$art/" "$corpus" "$seeds/$t" > "$log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)' "$log" | sed 's/^/   /' || true
+  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "$log" | sed 's/^/   /' || true
+  if [ $rc -ne 0 ]; then
+    status=1
+    echo "   $t FAILED (exit $rc); inputs in $art:"
+    ls "$art" | sed 's/^/     /'
+    grep -E 'ERROR|SUMMARY|fuzz check failed|runtime error|internal error' "$log" | head -n 5 | sed 's/^/   /'
+  fi
+done
+exit $status
