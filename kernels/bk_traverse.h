@@ -446,33 +446,39 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
          * exit times 1.0000004 would move towards it and cut off the scene's last cells */
         float tf = bk_minf(tx, bk_minf(ty, tz));
         t_exit = bk_minf(t_exit, tf * (tf >= 0.0f ? 1.0000004f : 0.9999996f));
-        t_exit = bk_maxf(t_exit, t_enter);
+        /* finite, so a plane crossed at +inf is always beyond it (one compare per node below) */
+        t_exit = bk_maxf(bk_minf(t_exit, 3.40282347e38f), t_enter);
     }
+    /* The inverse direction for the planes, +-inf on the axes the ray runs parallel to: such a
+     * plane is crossed at +-inf, never inside the t range, so the ray keeps to its side (the 1e30
+     * safe inverse put the crossing at |split - o| * 1e30, inside the range of a ray that starts
+     * 1e29 away: a scene with a vertex at 1e38, found by fuzzing). A ray lying in the plane gets
+     * NaN and takes the first side; triangles touching a plane are referenced on both sides. Set
+     * up once per ray, so the loop below pays nothing for it. */
+    bk_vec3 kinv = bk_v3((r.par & 1) ? r.inv.x * BK_INF : r.inv.x, (r.par & 2) ? r.inv.y * BK_INF : r.inv.y,
+                         (r.par & 4) ? r.inv.z * BK_INF : r.inv.z);
     float best = r.tmax;
     uint32_t node = 0;
     float tmin = t_enter, tmax = t_exit;
     uint32_t e[3] = { 0, 0, 0 };
+    int last_pass = 0;
     for (;;) {
         bk_kd_node n; n.flags = bk_load_u32(&a->kd_nodes[node].flags); n.data = bk_load_u32(&a->kd_nodes[node].data);
         while ((n.flags & 3u) != BK_KD_LEAF) {
             st->nodes++;
             int axis = (int)(n.flags & 3u);
             float split = bk_bits_float(n.data);
-            float o = bk_comp3(r.o, axis), inv = bk_comp3(r.inv, axis);
+            float o = bk_comp3(r.o, axis), inv = bk_comp3(kinv, axis);
             float tsplit = (split - o) * inv;
-            /* Parallel to the plane: the ray keeps to its side for every t. The 1e30 inverse alone
-             * puts a crossing at |split - o| * 1e30, inside the t range of a ray that starts
-             * 1e29 or more away (a scene with a vertex at 1e38, found by fuzzing). */
-            if ((r.par >> axis) & 1) tsplit = tsplit > 0.0f ? BK_INF : (tsplit < 0.0f ? -BK_INF : tsplit);
             /* The ray crosses from below to above when it points up the axis. */
             uint32_t below = node + 1, above = n.flags >> 2;
             uint32_t first = inv > 0.0f ? below : above, second = inv > 0.0f ? above : below;
             /* A plane crossed exactly at tmax (in float) still opens the far side: the ray may
              * end on a surface there, a hair beyond the plane (rays aimed at a point, tmax = 1);
-             * a plane never crossed (tsplit = inf) does not, even when tmax is infinite.
+             * a plane never crossed (tsplit = inf, or NaN) does not: tmax is finite.
              * At tmin the test stays strict, so a kd-restart from tmin never revisits the leaf
              * it left and always moves on; both sides are taken only when tmin == tmax. */
-            if (tsplit > tmax || tsplit == BK_INF || tsplit != tsplit) {
+            if (!(tsplit <= tmax)) {
                 node = first;
             } else if (tsplit < tmin || (tsplit == tmin && tmin < tmax)) {
                 node = second;
@@ -499,7 +505,15 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
          * one that starts there (see above), so only a hit ends the walk at its cell's end. */
         if ((any_hit && h.tri != BK_NO_HIT) || best < tmax || (best == tmax && h.tri != BK_NO_HIT)) break;
         if (!bk_stack_pop(s, e)) {
-            if (mode != BK_STACK_SHORT || !s->dropped || tmax >= t_exit) break;
+            if (mode != BK_STACK_SHORT || !s->dropped || tmax > t_exit) break;
+            /* At the ray's end, what was dropped can only be cells that start there: the far
+             * side of a plane crossed exactly at t_exit (a ray aimed at a point on a surface,
+             * found by fuzzing). One last pass over [t_exit, t_exit] takes both sides of every
+             * such plane; a second would see the same cells. */
+            if (tmax == t_exit) {
+                if (last_pass) break;
+                last_pass = 1;
+            }
             /* kd-restart: descend again from the root over what is left of the ray */
             node = 0; tmin = tmax; tmax = t_exit; s->dropped = 0;
             st->restarts++;
