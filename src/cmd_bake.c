@@ -340,7 +340,8 @@ static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3])
 static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
 
 /* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
- * that cannot fit is refused before it starts, with the numbers and what to change. */
+ * that cannot fit is refused before it starts, with the numbers and what to change. est[0] gets
+ * the host peak to expect (what the process holds now plus the estimate), est[1] the device's. */
 static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[2])
 {
     uint64_t total, avail, dfree, dtotal;
@@ -348,6 +349,7 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
     bk_bake_estimate((uint64_t)at->width * (uint64_t)at->height, at->covered, dtotal > 0, &est[0], &est[1]);
+    uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
     int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
         fprintf(stderr, "baker: a %dx%d atlas (%llu texels) needs about %.1f GB of %s memory, %.1f GB "
@@ -358,8 +360,9 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
                 dev_bad && !host_bad ? " or use --backend cpu" : "");
         return -1;
     }
-    if (!c->quiet && est[0] > avail / 2)
-        fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n", gb(est[0]), gb(avail));
+    est[0] += base;                       /* reported as the whole process's expected peak */
+    if (!c->quiet && est[0] - base > avail / 2)
+        fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n", gb(est[0] - base), gb(avail));
     if (!c->quiet && dtotal && est[1] > dfree / 2)
         fprintf(stderr, "baker: this bake needs about %.1f GB of GPU memory (%.1f GB free)\n", gb(est[1]), gb(dfree));
     return 0;

@@ -61,6 +61,17 @@ void bk_host_memory(uint64_t *total, uint64_t *available)
     fclose(f);
 }
 
+uint64_t bk_current_rss(void)
+{
+    unsigned long long size, resident;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    int ok = fscanf(f, "%llu %llu", &size, &resident) == 2;
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return ok && page > 0 ? (uint64_t)resident * (uint64_t)page : 0;
+}
+
 uint64_t bk_peak_rss(void)
 {
     struct rusage ru;

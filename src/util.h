@@ -22,7 +22,8 @@ int bk_path_has_ext(const char *path, const char *ext);
 /* Host memory in bytes: physical total, and available now (MemAvailable: free plus what the
  * kernel can reclaim); 0 when unknown. */
 void bk_host_memory(uint64_t *total, uint64_t *available);
-/* Peak resident memory of this process so far, in bytes (0 when unknown). */
+/* Resident memory of this process now, and its peak so far, in bytes (0 when unknown). */
+uint64_t bk_current_rss(void);
 uint64_t bk_peak_rss(void);
 
 /* Number of worker threads for host work: BK_THREADS, else the online CPU count. */
