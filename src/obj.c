@@ -1017,8 +1017,8 @@ int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
     if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
-    if (bk_path_has_ext(path, ".vox")) return bk_fail(err, err_size, "%s: .vox scenes are not supported yet", path);
-    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz)", path);
+    if (bk_path_has_ext(path, ".vox")) return bk_scene_load_vox(path, out, err, err_size);
+    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz, .vox)", path);
 }
 
 void bk_scene_free(bk_scene *s)
@@ -1034,5 +1034,8 @@ void bk_scene_free(bk_scene *s)
     free(s->materials);
     for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
     free(s->mtls);
+    for (uint32_t i = 0; i < s->vox_model_count; ++i) free(s->vox_models[i].xyzi);
+    free(s->vox_models);
+    free(s->vox_instances);
     memset(s, 0, sizeof *s);
 }

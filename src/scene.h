@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "vox.h"
 
 #define BK_NONE 0xFFFFFFFFu  /* absent index (no vt, no vn, no material) */
 
@@ -45,6 +46,12 @@ typedef struct bk_scene {
     bk_material *materials;
     uint32_t     mtl_count;
     bk_scene_mtl *mtls;         /* each MTL file once, in the order the OBJ names them */
+    /* Voxels (vox.h), none in an OBJ scene. A .vox file adds 256 materials, one per palette
+     * colour index (0 unused): kd the sRGB palette colour made linear, ke from MATL _emit. */
+    uint32_t         vox_model_count;
+    bk_vox_model    *vox_models;
+    uint32_t         vox_instance_count;
+    bk_vox_instance *vox_instances;
 } bk_scene;
 
 /* Loads an OBJ (and the MTL files it names) or a gzip-compressed OBJ (name ends in .gz).
@@ -52,6 +59,8 @@ typedef struct bk_scene {
  * files must be regular files within the limits above; Kd and Ke must be finite (Kd outside
  * [0, 1], Ke below 0 or above BK_KE_MAX are clamped with a warning). */
 int  bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
+/* Loads a MagicaVoxel .vox file (vox.c). Errors: one line "path: byte N: reason". */
+int  bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_size);
 /* Picks the loader by file extension. */
 int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
 void bk_scene_free(bk_scene *s);

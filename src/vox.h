@@ -1,0 +1,51 @@
+/* vox.h - MagicaVoxel scenes: what the .vox reader (vox.c) puts into a bk_scene.
+ *
+ * Pipeline: .vox file -> bk_scene_load_vox -> bk_scene (vox_models, vox_instances, 256 palette
+ * materials) -> voxel surface (voxmesh.c: visible faces, merged quads, charts) for the atlas and
+ * the bake's texels, and -> the builders' top level over instance boxes + the brick DDA
+ * (kernels/bk_voxel.h) for tracing.
+ *
+ * Coordinates. A model's voxel (x, y, z) is the unit cell [x, x+1] x [y, y+1] x [z, z+1] of model
+ * space (z up, as MagicaVoxel). An instance places it in the world with a signed permutation M
+ * (MagicaVoxel's _r byte, composed through the scene graph) and an integer translation t:
+ *     world = M (p - floor(size / 2)) + t
+ * for a point p of model space, so a voxel cell maps to a unit cell of the world with integer
+ * corners. World units are voxels.
+ */
+#ifndef BK_VOX_H
+#define BK_VOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BK_VOX_MAX_SIZE      256          /* a model side, as MagicaVoxel */
+#define BK_VOX_MAX_MODELS    (1u << 20)   /* models in one file */
+#define BK_VOX_MAX_INSTANCES (1u << 24)   /* shapes placed, after the scene graph is walked */
+#define BK_VOX_MAX_BYTES     (1ull << 31) /* a .vox file */
+
+typedef struct bk_vox_model {
+    uint32_t size[3];        /* x y z, each 1..BK_VOX_MAX_SIZE */
+    uint32_t voxel_count;
+    uint8_t *xyzi;           /* 4 bytes per voxel: x, y, z (< size), colour index 1..255 */
+    uint32_t material_base;  /* the voxel of colour index k has scene material material_base + k */
+} bk_vox_model;
+
+typedef struct bk_vox_instance {
+    uint32_t model;          /* index into bk_scene.vox_models; a model may be placed many times */
+    uint8_t  rot;            /* the composed rotation as a MagicaVoxel _r byte */
+    int8_t   m[9];           /* the same rotation as a row-major matrix of -1 / 0 / 1 */
+    int32_t  t[3];           /* translation (see the top of the file) */
+    int32_t  lo[3], hi[3];   /* world box of the model's cells: integer corners, lo < hi */
+} bk_vox_instance;
+
+/* The MagicaVoxel rotation byte: bits 0-1 the column of the non-zero entry of row 0, bits 2-3
+ * that of row 1 (row 2 takes the column left over), bits 4, 5, 6 the signs of rows 0, 1, 2
+ * (1 = -1). Returns 0 for a byte that is not a permutation (two rows in one column). */
+int  bk_vox_rot_matrix(uint8_t rot, int8_t m[9]);
+uint8_t bk_vox_rot_byte(const int8_t m[9]);
+/* world = M (p - floor(size / 2)) + t: the instance's box and the translation T with
+ * world = M p + T. */
+void bk_vox_instance_place(bk_vox_instance *in, const uint32_t size[3]);
+void bk_vox_instance_offset(const bk_vox_instance *in, const uint32_t size[3], int32_t T[3]);
+
+#endif /* BK_VOX_H */
