@@ -7,13 +7,6 @@
  */
 #include "cuda_internal.cuh"
 
-/* The bake's single traversal entry (declared in bk_bake.h). */
-__host__ __device__ __noinline__ bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s,
-                                                     bk_trace_stats *st)
-{
-    return bk_trace_dispatch(a, r, any_hit, s, st);
-}
-
 /* One thread per texel over a grid-stride loop (the grid is what fits at once, so the spill
  * buffer stays small); stack storage as in trace.cu's kernel; statistics summed per warp. */
 template <int MODE>

@@ -51,6 +51,7 @@ typedef struct bk_kd_node {
 
 typedef struct bk_accel_view {
     int32_t            type;         /* enum bk_accel_type */
+    int32_t            prim;         /* enum bk_prim_type (bk_traverse.h): what the leaves hold */
     uint32_t           depth;        /* levels of inner nodes on the longest path */
     const bk_bvh_node *bvh_nodes;    /* BVH: root is node 0, always an inner node */
     uint32_t           bvh_node_count;

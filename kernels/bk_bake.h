@@ -67,15 +67,13 @@ typedef struct bk_bake_view {
     uint32_t        point_count;
 } bk_bake_view;
 
-/* The bake traces from several places; one non-inlined function (bk_trace_dispatch, defined
- * once by the CPU backend and once by the CUDA file) keeps a single copy of each specialised
- * traversal in the code. */
-#if defined(__CUDACC__)
-__host__ __device__ __noinline__ bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s,
-                                                     bk_trace_stats *st);
-#else
-bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st);
-#endif
+/* The bake traces from several places; one function that is never inlined keeps a single copy
+ * of each specialised traversal in the code of the file that bakes (src/backend_cpu.c,
+ * kernels/bake.cu). */
+BK_HDN bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    return bk_trace_dispatch(a, r, any_hit, s, st);
+}
 
 /* sin and cos of 2 pi u for u in [0, 1), with plain float operations only, so the CPU and the
  * GPU (whose libraries round cosf/sinf differently) compute the same directions bit for bit.

@@ -44,10 +44,27 @@ typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*
 
 enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2 };
 
+/* What the leaves hold: triangles only. */
+enum bk_prim_type { BK_PRIM_TRI = 0 };
+
+/* Every specialised traversal: the product accel x stack strategy x query (closest 0, any 1) x
+ * primitive type, expanded as X(ACCEL, STACK, ANY, PRIM) with ACCEL, STACK and PRIM the suffixes
+ * of the enum names (BK_ACCEL_##ACCEL ...). bk_trace_dispatch below, the CPU backend's loops and
+ * the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
+ * edit here. */
+#define BK_LIST_PRIMS(X, A, S, Q)  X(A, S, Q, TRI)
+#define BK_LIST_QUERIES(X, A, S)   BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
+#define BK_LIST_STACKS(X, A)       BK_LIST_QUERIES(X, A, GLOBAL) BK_LIST_QUERIES(X, A, SHORT) BK_LIST_QUERIES(X, A, SPILL)
+#define BK_TRAVERSALS(X)           BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE)
+
 /* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
 #define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
-/* Words per entry: the widest entry is the KD-tree's (node, tmin, tmax). */
+/* Words per stack entry: the KD-tree's (node, tmin, tmax), the BVH short stack's (ref, level),
+ * else a child ref. A constant expression (kernels size arrays with it); bk_stack_width() is the
+ * same as a function. BK_STACK_WIDTH is the widest. */
+#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (mode) == BK_STACK_SHORT ? 2 : 1)
 #define BK_STACK_WIDTH   3
+BK_HD int bk_stack_width(int accel, int mode) { return BK_STACK_WIDTH_OF(accel, mode); }
 
 /* Per-ray work counters; the caller sums them. */
 typedef struct bk_trace_stats {
@@ -340,7 +357,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = mode == BK_STACK_SHORT ? 2 : 1;
+    s->width = bk_stack_width(BK_ACCEL_BVH, mode);
     s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
     float best = r.tmax;
     /* Short stack: the restart trail. Bit d of `trail` set: at level d nothing is left after the
@@ -430,7 +447,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = 3;
+    s->width = bk_stack_width(BK_ACCEL_KDTREE, mode);
     s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
     float t_enter;
     if (!bk_slab(&r, a->lo.x, a->hi.x, a->lo.y, a->hi.y, a->lo.z, a->hi.z, r.tmin, r.tmax, &t_enter)) return h;
@@ -525,23 +542,30 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     return h;
 }
 
-/* Runtime accel, stack mode and query to a traversal specialised for them (each branch inlines
- * its own copy with constants). */
-BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+/* One specialised traversal: every argument but a, ray, s and st is a constant at each call site
+ * (the expansions of BK_TRAVERSALS), so each gets its own inlined copy. */
+BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel, int mode, int any_hit, int prim,
+                           bk_stack *s, bk_trace_stats *st)
 {
     bk_stack t = *s;
+    t.mode = mode;
+    (void)prim;
+    return accel == BK_ACCEL_BVH ? bk_bvh_trace(a, ray, any_hit, &t, st) : bk_kd_trace(a, ray, any_hit, &t, st);
+}
+
+/* Runtime accel, stack mode, query and primitive type to the traversal specialised for them.
+ * An unknown combination (backends refuse them in supports()) misses everything. */
+BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
     st->rays++;
-#define BK_DISPATCH(FN, MODE)                                                                 \
-    do { t.mode = MODE; return any_hit ? FN(a, ray, 1, &t, st) : FN(a, ray, 0, &t, st); } while (0)
-    if (a->type == BK_ACCEL_BVH) {
-        if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_bvh_trace, BK_STACK_SHORT);
-        if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_bvh_trace, BK_STACK_SPILL);
-        BK_DISPATCH(bk_bvh_trace, BK_STACK_GLOBAL);
-    }
-    if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_kd_trace, BK_STACK_SHORT);
-    if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_kd_trace, BK_STACK_SPILL);
-    BK_DISPATCH(bk_kd_trace, BK_STACK_GLOBAL);
+    const int any = any_hit != 0;
+#define BK_DISPATCH(A, S, Q, P)                                                                          \
+    if (a->type == BK_ACCEL_##A && s->mode == BK_STACK_##S && any == Q && a->prim == BK_PRIM_##P)        \
+        return bk_trace_one(a, ray, BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, s, st);
+    BK_TRAVERSALS(BK_DISPATCH)
 #undef BK_DISPATCH
+    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    return h;
 }
 
 #endif /* BK_TRAVERSE_H */

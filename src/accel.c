@@ -1,20 +1,9 @@
-/* accel.c - what both builders share: default options, the view handed to traversals, freeing. */
+/* accel.c - what callers of both builders share: picking one, the view handed to traversals, freeing. */
 #include "accel.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-bk_build_opts bk_build_opts_default(void)
-{
-    bk_build_opts o;
-    o.max_leaf = 4;
-    o.max_depth = BK_MAX_DEPTH;
-    o.cost_node = 1.2f;
-    o.kd_empty_bonus = 0.2f;
-    o.kd_max_refs_per_tri = 6;
-    return o;
-}
 
 int bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
 {

@@ -42,7 +42,17 @@ typedef struct bk_accel {
     bk_build_info  info;
 } bk_accel;
 
-bk_build_opts bk_build_opts_default(void);
+/* Defaults; here, so the builders need nothing from accel.c (arrows point down). */
+static inline bk_build_opts bk_build_opts_default(void)
+{
+    bk_build_opts o;
+    o.max_leaf = 4;
+    o.max_depth = BK_MAX_DEPTH;
+    o.cost_node = 1.2f;
+    o.kd_empty_bonus = 0.2f;
+    o.kd_max_refs_per_tri = 6;
+    return o;
+}
 /* Both return 0, or a negative status with a message in err (no triangles, out of memory). */
 int  bk_bvh_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
 int  bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
