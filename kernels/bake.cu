@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_pa
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0, rays = 0;
     for (uint32_t i = begin + gtid; i < end; i += nthreads) {
         bk_texel t = tx[i];
-        bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
+        bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
         out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
         if (p.sample_begin == 0) tx[i] = t;          /* the unoccluded position, for later launches */
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
             float4 a = __ldg(rp), b = __ldg(rp + 1);
             bk_ray r;
             r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
             bk_hit h = bk_trace_one(&v, &r, ACCEL, MODE, ANY, PRIM, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
             if (ray_stats) ray_stats[i] = bk_ray_stat_word(&st);

@@ -23,6 +23,11 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     v.kd_refs = a->kd_refs;       v.kd_ref_count = a->kd_ref_count;
     v.tris = a->tris;             v.tri_count = a->tri_count;
     v.lo = a->lo; v.hi = a->hi;
+    v.prim = a->vox.instance_count ? BK_PRIM_VOX : BK_PRIM_TRI;
+    v.vox_models = a->vox.models;         v.vox_model_count = a->vox.model_count;
+    v.vox_bricks = a->vox.bricks;         v.vox_brick_count = a->vox.brick_count;
+    v.vox_colours = a->vox.colours;       v.vox_colour_count = a->vox.colour_count;
+    v.vox_face_base = a->vox.face_base;   v.vox_instance_count = a->vox.instance_count;
     return v;
 }
 
@@ -33,6 +38,7 @@ void bk_accel_free(bk_accel *a)
     free(a->kd_nodes);
     free(a->kd_refs);
     free(a->tris);
+    bk_vox_pack_free(&a->vox);
     memset(a, 0, sizeof *a);
 }
 

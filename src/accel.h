@@ -8,6 +8,7 @@
 
 #include "scene.h"
 #include "bk_accel.h"
+#include "geom.h"
 
 typedef struct bk_build_opts {
     int   max_leaf;       /* BVH: at most this many triangles per leaf unless the depth limit forces more */
@@ -36,8 +37,9 @@ typedef struct bk_accel {
     uint32_t       kd_node_count;
     uint32_t      *kd_refs;
     uint32_t       kd_ref_count;
-    bk_f4         *tris;          /* 3 per triangle, see bk_accel.h */
-    uint32_t       tri_count;
+    bk_f4         *tris;          /* 3 per leaf record (triangles, voxel instances), see bk_accel.h */
+    uint32_t       tri_count;     /* leaf records */
+    bk_vox_pack    vox;           /* bricks of the voxel models (empty without voxels) */
     bk_vec3        lo, hi;
     bk_build_info  info;
 } bk_accel;

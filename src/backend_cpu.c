@@ -71,7 +71,7 @@ typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin,
     {                                                                                                     \
         bk_stack stk = *s;                                                                                \
         for (uint64_t i = begin; i < end; ++i) {                                                          \
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };                                                     \
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };                                                     \
             j->hits[i] = bk_trace_one(j->view, &j->rays[i], BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P,   \
                                       &stk, &st);                                                         \
             if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                              \
@@ -167,7 +167,7 @@ static void *bake_worker_run(void *arg)
         if (begin >= j->end) break;
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
             j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
             w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
             w->totals.spills += st.spills; w->totals.rays += st.rays;
