@@ -130,6 +130,23 @@ BK_HD void bk_bake_tri(const bk_bake_view *v, uint32_t t, bk_vec3 *p0, bk_vec3 *
     if (mat) *mat = bk_float_bits(a.w);
 }
 
+/* The geometric normal (unit, facing the side the surface was made to be seen from) and the
+ * material of what a ray hit: hit id `id`, and aux, what the traversal left for a voxel hit
+ * (bk_voxel.h; 0 for a triangle). */
+BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux, bk_vec3 *ng, uint32_t *mat)
+{
+    if (aux & BK_VOX_AUX) {
+        uint32_t face = aux & 7u;
+        float sg = (face & 1u) ? 1.0f : -1.0f;
+        *ng = bk_v3(face >> 1 == 0 ? sg : 0.0f, face >> 1 == 1 ? sg : 0.0f, face >> 1 == 2 ? sg : 0.0f);
+        *mat = (aux & ~BK_VOX_AUX) >> 3;
+        return;
+    }
+    bk_vec3 p0, p1, p2;
+    bk_bake_tri(v, id, &p0, &p1, &p2, mat);
+    *ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
+}
+
 /* Sun, point lights and one emissive-triangle sample at a path vertex, as outgoing radiance of a
  * white Lambertian surface (irradiance / pi). dim: first free random dimension (uses 5). */
 BK_HD bk_vec3 bk_bake_direct(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 x, bk_vec3 n,
@@ -215,9 +232,9 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
         bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->texel_world);
         bk_hit h = bk_bake_trace(&v->accel, &r, 0, s, st);
         if (h.tri == BK_NO_HIT || h.t >= best) continue;
-        bk_vec3 p0, p1, p2;
-        bk_bake_tri(v, h.tri, &p0, &p1, &p2, 0);
-        bk_vec3 ng = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
+        bk_vec3 ng;
+        uint32_t mat;
+        bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
         if (bk_dot3(ng, d) > 0.0f) { best = h.t; best_d = d; }    /* the back of a surface */
     }
     if (best < BK_INF) x = bk_add3(x, bk_mul3(best_d, best + 2.0f * p->eps));
@@ -259,10 +276,9 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
                 L = bk_add3(L, bk_v3(thr.x * p->sky[0], thr.y * p->sky[1], thr.z * p->sky[2]));
                 break;
             }
-            bk_vec3 p0, p1, p2;
+            bk_vec3 ng;
             uint32_t mat;
-            bk_bake_tri(v, h.tri, &p0, &p1, &p2, &mat);
-            bk_vec3 ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
+            bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
             float cos_y = -bk_dot3(ng, d);
             if (cos_y < 0.0f) {                         /* the back of a surface: no light */
                 if (b == 0) acc.w += 1.0f;

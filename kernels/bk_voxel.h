@@ -112,21 +112,25 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
         if (mask != 0) {
             const int bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
             if ((mask >> bit) & 1u) {
-                /* entry distance and face of this cell, exactly: the largest near-plane distance */
-                float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) / d.x : -BK_INF;
-                float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) / d.y : -BK_INF;
-                float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) / d.z : -BK_INF;
-                int ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
-                float t = bk_maxf(bk_maxf(tx, ty), tz);
+                /* the face: the cell's near plane crossed last */
+                float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
+                float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) * inv.y : -BK_INF;
+                float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) * inv.z : -BK_INF;
+                const int ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
+                const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* its world axis */
+                const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
+                const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+                /* t in world space, where the face's plane is an integer: one subtraction (exact
+                 * near the plane) and one division, so t is within an ulp or two of exact */
+                const float plane = bk_comp3(bk_f4_xyz(v2), wk) + g * (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0));
+                const float dw = bk_comp3(r->d, wk);
+                float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
                 if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
                 if (t > tmax) return 0;
                 const uint32_t rank = b.z + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
                 const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
-                /* the face's normal in model space is -step along ax; in the world it is row k of
-                 * M applied to it, k the world axis whose column is ax */
-                const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);
-                const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
-                const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+                /* the face's normal in model space is -step along ax; in the world, row wk of M
+                 * applied to it */
                 const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
                 out->t = t;
                 out->id = bk_load_u32(a->vox_face_base + inst) + 6u * rank + face;
