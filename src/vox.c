@@ -558,8 +558,9 @@ static int read_nshp(vox_ctx *c, span *s, size_t off)
 static int read_chunks(vox_ctx *c)
 {
     char idt[20];
-    if (c->len < 8 || memcmp(c->b, "VOX ", 4) != 0)
+    if (c->len < 4 || memcmp(c->b, "VOX ", 4) != 0)
         return fail_at(c, 0, "not a MagicaVoxel file (no \"VOX \" magic; a SLAB6/Build .vox is another format)");
+    if (c->len < 8) return fail_at(c, 4, "the file ends before the version number");
     uint32_t version = le32(c->b + 4);
     if (version != 150 && version != 200)
         return fail_at(c, 4, "MagicaVoxel version %u: baker reads versions 150 and 200", version);

@@ -628,6 +628,7 @@ static void test_errors(void)
     uint8_t slab[12] = { 39, 0, 0, 0, 13, 0, 0, 0, 43, 0, 0, 0 };
     load_fails(write_bytes("slab6.vox", slab, sizeof slab), 0, "not a MagicaVoxel file");
     load_fails(write_bytes("empty.vox", "", 0), 0, "not a MagicaVoxel file");
+    load_fails(write_bytes("magic_only.vox", "VOX ", 4), 4, "ends before the version");
     snprintf(p, sizeof p, "%s/dir.vox", tmpdir);
     BK_EXPECT(mkdir(p, 0700) == 0);
     load_fails(p, -1, "is a directory, not a regular file");
