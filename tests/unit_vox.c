@@ -37,6 +37,7 @@ typedef struct wbuf { uint8_t *p; size_t n, cap; } wbuf;
 
 static void w_bytes(wbuf *b, const void *d, size_t n)
 {
+    if (n == 0) return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 256;
         b->p = realloc(b->p, b->cap);
