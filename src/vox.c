@@ -287,32 +287,46 @@ static int kv_text(vox_ctx *c, const kv *k, char *buf, size_t n)
     return 0;
 }
 
+/* A value for a message: control bytes, non-ASCII bytes, quotes and backslashes as \xNN. */
+static const char *quoted(const char *v, char *out, size_t n)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)v; *p && o + 5 < n; ++p) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') out[o++] = (char)*p;
+        else o += (size_t)snprintf(out + o, n - o, "\\x%02x", *p);
+    }
+    out[o] = 0;
+    return out;
+}
+
 /* Up to `want` integers separated by blanks (exactly `want` of them), each in [lo, hi]. */
 static int kv_ints(vox_ctx *c, const kv *k, long long *v, int want, long long lo, long long hi)
 {
-    char buf[96], *p = buf, *e;
+    char buf[96], q[4 * sizeof buf + 8], *p = buf, *e;
     if (kv_text(c, k, buf, sizeof buf)) return -1;
     for (int i = 0; i < want; ++i) {
         errno = 0;
         v[i] = strtoll(p, &e, 10);
         if (e == p || errno || v[i] < lo || v[i] > hi)
-            return fail_at(c, k->off, "\"%s\" \"%s\": expected %d integer%s in %lld..%lld", k->key, buf, want,
-                           want > 1 ? "s" : "", lo, hi);
+            return fail_at(c, k->off, "\"%s\" \"%s\": expected %d integer%s in %lld..%lld", k->key,
+                           quoted(buf, q, sizeof q), want, want > 1 ? "s" : "", lo, hi);
         p = e;
     }
     while (*p == ' ' || *p == '\t') ++p;
-    if (*p) return fail_at(c, k->off, "\"%s\" \"%s\": expected %d integer%s", k->key, buf, want, want > 1 ? "s" : "");
+    if (*p)
+        return fail_at(c, k->off, "\"%s\" \"%s\": expected %d integer%s", k->key, quoted(buf, q, sizeof q), want,
+                       want > 1 ? "s" : "");
     return 0;
 }
 
 static int kv_float(vox_ctx *c, const kv *k, float *v)
 {
-    char buf[64], *e;
+    char buf[64], q[4 * sizeof buf + 8], *e;
     if (kv_text(c, k, buf, sizeof buf)) return -1;
     double d = strtod(buf, &e);
     while (*e == ' ' || *e == '\t') ++e;
     if (e == buf || *e || !isfinite(d) || fabs(d) > 1e30)
-        return fail_at(c, k->off, "\"%s\" \"%s\": not a finite number", k->key, buf);
+        return fail_at(c, k->off, "\"%s\" \"%s\": not a finite number", k->key, quoted(buf, q, sizeof q));
     *v = (float)d;
     return 0;
 }

@@ -569,6 +569,10 @@ static void test_errors(void)
     shp(1, 0);
     load_fails(vox_write("t2.vox", 200), (long)at + 40 + 6, "\"_t\" \"1 2\": expected 3 integers");
     c_model(1, 1, 1, 1, one_voxel);
+    at = trn(0, 1, "_t=1\0012 3");                          /* quoted bytes are escaped: one line */
+    shp(1, 0);
+    load_fails(vox_write("tnl.vox", 200), (long)at + 40 + 6, "\"_t\" \"1\\x012 3\": expected 3 integers");
+    c_model(1, 1, 1, 1, one_voxel);
     at = trn(0, 1, "_t=1 300000000 2");
     shp(1, 0);
     load_fails(vox_write("tbig.vox", 200), (long)at + 40 + 6, "expected 3 integers in -268435456..268435456");
