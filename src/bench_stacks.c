@@ -4,7 +4,7 @@
  * without a 32-register cap).
  *
  * For every scene, accel (bvh, kdtree), stack strategy and register cap (BK_REG_CAPS), the scene
- * is baked (sun + sky, --bounces 1, --spp 16 by default) through the real bake driver
+ * is baked (sun + sky, --bounces 1, --spp 64 by default) through the real bake driver
  * (bk_bake_texels) and one row is printed: bake time (best of --reps, the backend's bake time:
  * kernel time on the GPU), Mrays/s, the kernel's registers, local and shared memory and its
  * theoretical and achieved occupancy (backend kernel_info and bk_occupancy, see backend.h), and
@@ -391,7 +391,7 @@ static const char *const default_vox_scene = "/tmp/world54k.vox";             /*
 static int parse(stacks_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
-    c->size = 1024; c->texels_per_voxel = 1.0f; c->spp = 16; c->bounces = 1; c->reps = 3; c->stack_size = 8;
+    c->size = 1024; c->texels_per_voxel = 1.0f; c->spp = 64; c->bounces = 1; c->reps = 3; c->stack_size = 8;
     c->backend = "auto";
     c->scenes = calloc((size_t)argc + 2, sizeof(char *));
     if (!c->scenes) return -1;

@@ -29,7 +29,7 @@ const char bk_bench_usage[] =
     "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
     "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes.\n"
     "\n"
-    "bench stacks: bakes each scene (sun + sky, default 1 bounce, 16 spp, 1024 atlas) with every\n"
+    "bench stacks: bakes each scene (sun + sky, default 1 bounce, 64 spp, 1024 atlas) with every\n"
     "accel x stack strategy (global; short and spill with K = 8 entries) x register cap (none, 32)\n"
     "and prints bake seconds (best of R, default 3), Mrays/s, registers, local and shared memory,\n"
     "theoretical and achieved occupancy (docs/bench_stacks.md). Default scenes: sponza-dabrovic,\n"
