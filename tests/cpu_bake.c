@@ -5,11 +5,14 @@
  * - A plane under a sun of angular radius r: the texel holds E / pi with
  *   E = sun * (1 + cos r) / 2 (the mean cosine over the cone); under a constant sky L it holds L.
  * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
+ * - The furnace again in a room of voxels (a hollow 8^3 model): traced natively, lit by its own
+ *   surface's emissive quads.
  * - Determinism: stack strategy, thread count and launch slicing change no texel.
  */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "bake.h"
+#include "voxmesh.h"
 
 #include <math.h>
 
@@ -97,6 +100,79 @@ static void check_furnace(void)
     bk_scene_free(&s);
 }
 
+/* A hollow model of side 8 (walls one voxel thick) of palette index 1, placed so world = model,
+ * whose material 1 has albedo alb and emits le. */
+static void voxel_room(bk_scene *s, float alb, float le)
+{
+    memset(s, 0, sizeof *s);
+    s->vox_model_count = 1;
+    s->vox_models = calloc(1, sizeof(bk_vox_model));
+    bk_vox_model *m = &s->vox_models[0];
+    m->size[0] = m->size[1] = m->size[2] = 8;
+    m->xyzi = malloc(4 * 512);
+    for (int z = 0; z < 8; ++z)
+        for (int y = 0; y < 8; ++y)
+            for (int x = 0; x < 8; ++x) {
+                if (x > 0 && x < 7 && y > 0 && y < 7 && z > 0 && z < 7) continue;
+                uint8_t *q = m->xyzi + 4 * (size_t)m->voxel_count++;
+                q[0] = (uint8_t)x; q[1] = (uint8_t)y; q[2] = (uint8_t)z; q[3] = 1;
+            }
+    s->material_count = 256;
+    s->materials = calloc(256, sizeof(bk_material));
+    for (int k = 0; k < 3; ++k) { s->materials[1].kd[k] = alb; s->materials[1].ke[k] = le; }
+    s->vox_instance_count = 1;
+    s->vox_instances = calloc(1, sizeof(bk_vox_instance));
+    bk_vox_instance *in = &s->vox_instances[0];
+    bk_vox_rot_matrix(bk_vox_rot_byte((const int8_t[9]){ 1, 0, 0, 0, 1, 0, 0, 0, 1 }), in->m);
+    for (int k = 0; k < 3; ++k) in->t[k] = 4;        /* world = p - floor(8 / 2) + 4 = p */
+    bk_vox_instance_place(in, m->size);
+}
+
+static void check_voxel_furnace(void)
+{
+    const float le = 0.5f, alb = 0.6f;
+    char err[256];
+    bk_scene s;
+    voxel_room(&s, alb, le);
+    bk_voxmesh vm;
+    BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
+    /* texels on the six inner walls (the interior is the cells 1..6) */
+    bk_texel tx[6] = {
+        texel(1, 3.1f, 4.2f, 1, 0, 0, 0), texel(7, 2.3f, 5.1f, -1, 0, 0, 1), texel(4.2f, 1, 3.1f, 0, 1, 0, 2),
+        texel(2.9f, 7, 3.3f, 0, -1, 0, 3), texel(3.3f, 4.2f, 1, 0, 0, 1, 4), texel(5, 4, 7, 0, 0, -1, 5),
+    };
+    bk_accel a;
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
+    BK_EXPECT(bk_accel_get_view(&a).prim == BK_PRIM_VOX);
+    bk_bake_data d;
+    BK_EXPECTF(bk_bake_data_build(&vm.scene, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
+    BK_EXPECT(d.emit_count > 0);
+    bk_backend *be = bk_backend_cpu_init();
+    bk_accel_view av = bk_accel_get_view(&a);
+    BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
+    bk_bake_view v = bk_bake_data_view(&d, &a);
+    for (uint32_t bounces = 0; bounces <= 3; bounces += 3) {
+        bk_bake_run_opts o = opts(4096, bounces, BK_BAKE_LIGHT);
+        o.params.texel_world = 0.5f;
+        float out[18];
+        uint8_t cov[6];
+        bk_bake_result r;
+        BK_EXPECTF(bk_bake_texels(be, &v, tx, 6, 6, 1, &o, out, cov, &r, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(r.invalid == 0, "%u texels taken to be inside geometry", r.invalid);
+        double expect = 0.0;
+        for (uint32_t k = 0; k <= bounces; ++k) expect += le * pow(alb, k);
+        for (int i = 0; i < 18; ++i)
+            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect, "voxel furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f",
+                       bounces, i / 3, i % 3, out[i], expect);
+    }
+    bk_backend_free(be);
+    bk_bake_data_free(&d);
+    bk_accel_free(&a);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
+}
+
 static void check_plane(void)
 {
     /* a 200 x 200 plane at y = 0 facing up (two triangles, counter-clockwise from above) */
@@ -171,6 +247,7 @@ static void check_determinism(void)
 int main(void)
 {
     check_furnace();
+    check_voxel_furnace();
     check_plane();
     check_determinism();
     BK_TEST_DONE();
