@@ -8,6 +8,7 @@
  * triangles' winding normals point along the quad's direction, the faces are exactly the visible
  * ones (counted), and two builds give the same quads. Also a timing of a large generated world (printed, not checked).
  */
+#include "atlas.h"
 #include "voxmesh.h"
 #include "util.h"
 #include "bk_test.h"
@@ -305,6 +306,158 @@ static void test_random(void)
     }
 }
 
+
+/* ---- atlas: one rectangular chart per quad --------------------------------------------------- */
+
+static int atlas_for(const bk_voxmesh *vm, int n, int size, int pages_auto, bk_atlas *at, char *err, size_t err_size)
+{
+    bk_atlas_rect *r = malloc(sizeof(bk_atlas_rect) * (vm->quad_count + 1));
+    for (uint32_t q = 0; q < vm->quad_count; ++q) {
+        r[q].w = vm->quads[q].w * (uint32_t)n; r[q].h = vm->quads[q].h * (uint32_t)n; r[q].group = vm->quads[q].instance;
+    }
+    bk_atlas_opts o;
+    bk_atlas_opts_default(&o);
+    o.size = size;
+    o.rects = r; o.rect_count = vm->quad_count; o.rect_first_tri = vm->first_quad_tri;
+    o.rect_texels_per_unit = (float)n;
+    o.pages_auto = pages_auto;
+    o.scene_path = "test";
+    int rc = bk_atlas_build(&vm->scene, &o, at, err, err_size);
+    free(r);
+    return rc;
+}
+
+/* Texels: exactly n^2 per visible face, each on its face; charts apart by the padding; pages
+ * numbered page * width * height + y * width + x. */
+static void check_texels(const char *name, const bk_voxmesh *vm, const bk_atlas *at, int n)
+{
+    bk_texel *tx; uint32_t ntx; uint8_t *cov;
+    char err[256];
+    BK_EXPECTF(bk_atlas_rasterize(&vm->scene, at, &tx, &ntx, &cov, err, sizeof err) == 0, "%s: %s", name, err);
+    BK_EXPECTF(ntx == vm->face_count * (uint64_t)n * n, "%s: %u texels for %llu faces at %d per side", name, ntx,
+               (unsigned long long)vm->face_count, n);
+    size_t WH = (size_t)at->width * at->height;
+    /* per quad face: count its texels */
+    uint64_t *first = malloc(sizeof(uint64_t) * (vm->quad_count + 1));
+    uint64_t f = 0;
+    for (uint32_t q = 0; q < vm->quad_count; ++q) { first[q] = f; f += (uint64_t)vm->quads[q].w * vm->quads[q].h; }
+    uint32_t *per_face = calloc(f + 1, sizeof(uint32_t));
+    int bad = 0;
+    for (uint32_t i = 0; i < ntx && bad < 5; ++i) {
+        uint32_t t = tx[i].tri;
+        if (t < vm->first_quad_tri) continue;
+        uint32_t q = (t - vm->first_quad_tri) / 2;
+        const bk_vox_quad *Q = &vm->quads[q];
+        double d[3] = { tx[i].px - Q->o[0], tx[i].py - Q->o[1], tx[i].pz - Q->o[2] };
+        double a = d[0] * Q->du[0] + d[1] * Q->du[1] + d[2] * Q->du[2], b = d[0] * Q->dv[0] + d[1] * Q->dv[1] + d[2] * Q->dv[2];
+        int fa = (int)floor(a), fb = (int)floor(b);
+        /* the texel centre of sub-square (i, j) of an n x n face sits at (i + 0.5) / n */
+        double sa = (a - fa) * n - 0.5, sb = (b - fb) * n - 0.5;
+        if (fa < 0 || fb < 0 || fa >= Q->w || fb >= Q->h || fabs(sa - floor(sa + 0.5)) > 1e-3 || fabs(sb - floor(sb + 0.5)) > 1e-3) {
+            fprintf(stderr, "%s: texel %u at (%g, %g) of quad %u (%ux%u) is not a sub-square centre\n", name, i, a, b, q, Q->w, Q->h);
+            bk_test_failures++; bad++;
+            continue;
+        }
+        per_face[first[q] + (uint64_t)fb * Q->w + fa]++;
+        uint32_t page = at->tri_page ? at->tri_page[t] : 0;
+        if (tx[i].pixel / WH != page) { fprintf(stderr, "%s: texel %u pixel %u not on page %u\n", name, i, tx[i].pixel, page); bk_test_failures++; bad++; }
+        double nn = tx[i].nx * (Q->dir == 0 ? 1 : Q->dir == 1 ? -1 : 0) + tx[i].ny * (Q->dir == 2 ? 1 : Q->dir == 3 ? -1 : 0) +
+                    tx[i].nz * (Q->dir == 4 ? 1 : Q->dir == 5 ? -1 : 0);
+        if (nn < 0.999) { fprintf(stderr, "%s: texel %u normal against direction %d\n", name, i, Q->dir); bk_test_failures++; bad++; }
+    }
+    for (uint64_t k = 0; k < f && bad < 10; ++k)
+        if (per_face[k] != (uint32_t)(n * n)) { fprintf(stderr, "%s: face %llu has %u texels\n", name, (unsigned long long)k, per_face[k]); bk_test_failures++; bad++; }
+    /* charts apart: no texel of one chart within padding of another's (chart ids, page by page) */
+    size_t NP = BK_ATLAS_PIXELS(at);
+    uint32_t *ids = malloc(sizeof(uint32_t) * NP);
+    bk_atlas_chart_ids(at, ids);
+    int pad = 2, close = 0;
+    for (int p = 0; p < at->page_count; ++p)
+        for (int y = 0; y < at->height; ++y)
+            for (int x = 0; x < at->width; ++x) {
+                uint32_t c = ids[p * WH + (size_t)y * at->width + x];
+                if (c == BK_NONE) continue;
+                for (int dy = -pad; dy <= pad; ++dy)
+                    for (int dx = -pad; dx <= pad; ++dx) {
+                        int X = x + dx, Y = y + dy;
+                        if (X < 0 || Y < 0 || X >= at->width || Y >= at->height) continue;
+                        uint32_t c2 = ids[p * WH + (size_t)Y * at->width + X];
+                        if (c2 != BK_NONE && c2 != c) close++;
+                    }
+            }
+    BK_EXPECTF(close == 0, "%s: %d texel pairs of different charts closer than the padding", name, close);
+    /* coverage agrees with the texels */
+    uint64_t ncov = 0;
+    for (size_t i = 0; i < NP; ++i) ncov += cov[i];
+    BK_EXPECT(ncov == ntx);
+    free(ids); free(per_face); free(first); free(tx); free(cov);
+}
+
+static void test_atlas(void)
+{
+    bk_scene s; memset(&s, 0, sizeof s);
+    uint8_t v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
+    uint32_t m = add_model(&s, 2, 2, 1, v, 3);
+    static const int8_t MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 };
+    add_instance(&s, m, ID, 0, 0, 0);
+    add_instance(&s, m, MX, 1, 3, 0);
+    add_instance(&s, m, ID, 2, 0, 0);   /* touches the first */
+    bk_voxmesh vm = build("atlas", &s);
+    char err[256];
+    for (int n = 1; n <= 3; ++n) {
+        bk_atlas at;
+        BK_EXPECTF(atlas_for(&vm, n, 64, 0, &at, err, sizeof err) == 0, "%s", err);
+        BK_EXPECT(at.page_count == 1 && at.width == 64 && at.chart_count == vm.quad_count);
+        check_texels("atlas", &vm, &at, n);
+        bk_atlas_free(&at);
+    }
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
+}
+
+/* Pages: a scene that needs several pages of 64 x 64; one page refuses with the count. */
+static void test_pages(void)
+{
+    uint64_t st = 99;
+    bk_scene s; memset(&s, 0, sizeof s);
+    uint8_t *xyzi = malloc(4 * 4 * 4 * 4);
+    uint32_t nv = 0;
+    for (int z = 0; z < 4; ++z)
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 4; ++x)
+                if (rng(&st) % 100 < 60) { uint8_t *p = xyzi + 4 * nv++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+    uint32_t m = add_model(&s, 4, 4, 4, xyzi, nv);
+    free(xyzi);
+    for (int i = 0; i < 40; ++i) {
+        int8_t mm[9];
+        bk_vox_rot_matrix((uint8_t)(0x04 | (i % 8) << 4), mm);
+        add_instance(&s, m, mm, 6 * i, 0, 0);
+    }
+    bk_voxmesh vm = build("pages", &s);
+    bk_atlas at;
+    char err[256];
+    BK_EXPECT(atlas_for(&vm, 2, 64, 0, &at, err, sizeof err) != 0);
+    unsigned need = 0;
+    BK_EXPECTF(strstr(err, "needs ") && sscanf(strstr(err, "needs "), "needs %u pages of 64x64 at 2 texels per voxel; use --pages auto", &need) == 1 &&
+               need > 2 && strstr(err, "use --pages auto or a larger --size"), "message: %s", err);
+    if (atlas_for(&vm, 2, 64, 1, &at, err, sizeof err)) { BK_EXPECTF(0, "%s", err); return; }
+    BK_EXPECTF(at.page_count == (int)need, "%d pages, the refusal said %u", at.page_count, need);
+    BK_EXPECT(at.tri_page != NULL);
+    /* instances whole on one page, pages in instance order */
+    for (uint32_t q = 1; q < vm.quad_count; ++q) {
+        uint32_t t = vm.first_quad_tri + 2 * q, tp = t - 2;
+        if (vm.quads[q].instance == vm.quads[q - 1].instance) BK_EXPECT(at.tri_page[t] == at.tri_page[tp]);
+        else BK_EXPECT(at.tri_page[t] >= at.tri_page[tp]);
+    }
+    check_texels("pages", &vm, &at, 2);
+    bk_atlas_free(&at);
+    /* an instance larger than a page */
+    BK_EXPECT(atlas_for(&vm, 2, 8, 1, &at, err, sizeof err) != 0);
+    BK_EXPECTF(strstr(err, "voxel instance 0 do not fit one 8x8 page") != NULL, "message: %s", err);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
+}
+
 /* A scene's own triangles come first and keep their numbers. */
 static void test_with_triangles(void)
 {
@@ -327,8 +480,10 @@ static void test_with_triangles(void)
     bk_scene_free(&s);
 }
 
-/* A large world: ~54,000 instances of a few dozen models (~15 M voxels) in rows, touching a
- * ground slab and each other. Timed, not checked against brute force. BK_VOXMESH_BENCH=0 skips. */
+/* A large world: 54,000 instances (56 ground tiles of 240 x 240 x 1 and props of 40 models, 21 M
+ * instanced voxels) in rows, touching the ground and each other. Timed, not checked against brute
+ * force. BK_VOXMESH_BENCH=0 skips it; =atlas also times its atlas (pages of 8192^2, 2 texels per
+ * voxel). */
 static void bench_world(void)
 {
     const char *e = getenv("BK_VOXMESH_BENCH");
@@ -381,6 +536,17 @@ static void bench_world(void)
            s.vox_instance_count, (unsigned long long)vox, vm.quad_count, (unsigned long long)vm.face_count,
            (unsigned long long)vm.hidden_faces, t);
     BK_EXPECT(vm.voxel_count == vox);
+    bk_atlas at;
+    char err[256];
+    t0 = bk_time_now();
+    int rc = e && !strcmp(e, "atlas") ? atlas_for(&vm, 2, 8192, 1, &at, err, sizeof err) : -2;
+    if (rc == -2) { bk_voxmesh_free(&vm); bk_scene_free(&s); return; }
+    BK_EXPECTF(rc == 0, "%s", err);
+    if (rc == 0) {
+        printf("world atlas: %d pages of %dx%d at 2 texels per voxel, utilisation %.1f%%, in %.3f s\n", at.page_count, at.width, at.height,
+               100.0 * at.utilisation, bk_time_now() - t0);
+        bk_atlas_free(&at);
+    }
     bk_voxmesh_free(&vm);
     bk_scene_free(&s);
 }
@@ -393,6 +559,8 @@ int main(void)
     test_mirrored();
     test_random();
     test_with_triangles();
+    test_atlas();
+    test_pages();
     bench_world();
     BK_TEST_DONE();
 }
