@@ -144,4 +144,15 @@ int  bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, c
 int  bk_mesh_write_obj_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
                             char *err, size_t err_size);
 
+/* The same for a scene with a voxel surface (voxmesh.h; vm NULL: none): its own triangles as
+ * above, then each merged quad as one 4-corner face (c0 c1 c2 c3: an OBJ loader fans it into the
+ * surface's two triangles, so --uv file numbers them alike) with usemtl vox_M (M the scene
+ * material) and group vox_instance_I, and mtl_f (to be the file mtl_path, beside the OBJ) gets
+ * newmtl vox_M with Kd (and Ke when emissive) for each material the quads use. With several
+ * pages, faces are also in group page_K of their page. MTL files of the scene's OBJ files are
+ * named by mtllib, each from its own OBJ's folder. */
+struct bk_voxmesh;
+int  bk_mesh_write_obj_vox(FILE *f, const char *path, const bk_scene *s, const struct bk_voxmesh *vm, const bk_atlas *a,
+                           FILE *mtl_f, const char *mtl_path, char *err, size_t err_size);
+
 #endif /* BK_ATLAS_H */
