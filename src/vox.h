@@ -22,6 +22,8 @@
 #define BK_VOX_MAX_MODELS    (1u << 20)   /* models in one file */
 #define BK_VOX_MAX_INSTANCES (1u << 24)   /* shapes placed, after the scene graph is walked */
 #define BK_VOX_MAX_BYTES     (1ull << 31) /* a .vox file */
+#define BK_VOX_MAX_COORD     (1 << 28)    /* |t| of a composed translation, so boxes fit in int32 */
+#define BK_VOX_MAX_DEPTH     1024         /* nodes on a path from the scene graph's root */
 
 typedef struct bk_vox_model {
     uint32_t size[3];        /* x y z, each 1..BK_VOX_MAX_SIZE */
@@ -47,5 +49,9 @@ uint8_t bk_vox_rot_byte(const int8_t m[9]);
  * world = M p + T. */
 void bk_vox_instance_place(bk_vox_instance *in, const uint32_t size[3]);
 void bk_vox_instance_offset(const bk_vox_instance *in, const uint32_t size[3], int32_t T[3]);
+
+/* MagicaVoxel's palette for files without an RGBA chunk, indexed by colour index (entry 0 unused),
+ * each colour stored as in the file: 0xAABBGGRR. */
+extern const uint32_t bk_vox_default_palette[256];
 
 #endif /* BK_VOX_H */

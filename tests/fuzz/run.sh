@@ -4,6 +4,7 @@
 # Usage: tests/fuzz/run.sh [SECONDS_PER_TARGET] [BUILD_DIR]     (defaults: 60, build-fuzz)
 #   Build first:  CC=clang cmake -S . -B build-fuzz -DBK_FUZZ=ON -DBK_CUDA=OFF && cmake --build build-fuzz -j2
 #   Fuzz longer:  tests/fuzz/run.sh 3600
+#   One target:   BK_FUZZ_TARGETS=fuzz_vox tests/fuzz/run.sh 300
 #
 # Seeds are made at run time in BUILD_DIR/fuzz/seeds from the scene corpus ($BK_SCENES_DIR, else
 # the BK_SHARED_SCENES the build was configured with, else ../shared/scenes) and the demo scene;
@@ -16,7 +17,7 @@ secs=${1:-60}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${2:-$repo/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-for t in fuzz_obj fuzz_rays fuzz_trace baker; do
+for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox baker; do
   [ -x "$build/$t" ] || { echo "run.sh: $build/$t missing: configure with -DBK_FUZZ=ON and build first" >&2; exit 2; }
 done
 
@@ -29,7 +30,7 @@ fi
 work=$build/fuzz
 seeds=$work/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace}
+mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox}
 
 # ---- seeds ------------------------------------------------------------------------------------
 # Small OBJ files (the loader's tests, the Cornell boxes); an OBJ with its MTL becomes one input
@@ -67,19 +68,34 @@ for mode in "--random 3" "--primary 4" "--diffuse 2" "--random 40"; do
   { cat "$cornell"; printf '\n#@RAYS@\n'; tail -c +17 "$seeds/fuzz_rays/$n.rays"; } > "$seeds/fuzz_trace/cornell-rays$n.obj"
 done
 
+# .vox files: the corpus's (the small ones: larger inputs are cut to -max_len anyway, a few of the
+# vox-mmmm props) and the files tests/unit_vox.c writes (every chunk kind, every refusal).
+if [ -d "$scenes" ]; then
+  { find "$scenes/vox" -name '*.vox' -size -160k 2>/dev/null; find "$scenes/vox-mmmm" -name '*.vox' -size -24k 2>/dev/null | sort | head -n 12; } |
+    while IFS= read -r f; do cp "$f" "$seeds/fuzz_vox/"; chmod u+w "$seeds/fuzz_vox/$(basename "$f")"; done
+fi
+if [ -x "$build/unit_vox" ]; then
+  BK_VOX_SEEDS="$seeds/fuzz_vox/unit" "$build/unit_vox" >/dev/null 2>&1 || true
+  if [ -d "$seeds/fuzz_vox/unit" ]; then
+    for f in "$seeds/fuzz_vox/unit"/*; do [ -f "$f" ] && mv "$f" "$seeds/fuzz_vox/unit-$(basename "$f")"; done
+    rm -rf "$seeds/fuzz_vox/unit"
+  fi
+fi
+
 # ---- fuzzing ----------------------------------------------------------------------------------
 # -max_len: the OBJ loader gets room for a few thousand lines; ray files 128 records; the trace
-#   target small scenes (it brute-forces every ray against every triangle).
+#   target small scenes (it brute-forces every ray against every triangle); .vox files up to the
+#   size of the corpus's scene-graph file.
 # -rss_limit_mb / -malloc_limit_mb: a 64 KB input may honestly ask for tens of MB (a gzip bomb, a
 #   line of a million face indices); a single allocation over 1 GB or a process over 2 GB is
 #   reported as out-of-memory.
 # -timeout: seconds for one input (sanitized code); slower means something is quadratic or stuck.
-declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384)
-declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict)
+declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072)
+declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict)
 status=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in fuzz_obj fuzz_rays fuzz_trace; do
+for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox}; do
   corpus=$work/corpus/$t
   art=$work/artifacts/$t
   mkdir -p "$corpus" "$art"
