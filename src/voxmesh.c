@@ -1,9 +1,11 @@
 /* voxmesh.c - the voxel surface (voxmesh.h): visible faces, greedy quads, triangles.
  *
- * Cost: linear in the models' volumes (once per model) plus the quads emitted, plus the faces of
- * slices that touch another instance's box (those alone are tested cell by cell).
+ * Cost: linear in the models' voxels (once per model; clearing a dense grid of each model's
+ * volume aside) plus the quads emitted, plus the faces of slices that touch another instance's
+ * box (those alone are tested cell by cell).
  *   1. Per model, once: a dense colour grid (temporary), a 1-bit occupancy grid (kept), and per
- *      model direction and slice the faces visible within the model and their greedy quads.
+ *      model direction and slice the faces visible within the model (found from the voxel list,
+ *      bucketed by direction and slice) and their greedy quads.
  *   2. Instance boxes in a hash of 16^3-voxel cells, to find an instance's neighbours (boxes that
  *      touch its box) and the instances that may hold a given world cell.
  *   3. Per instance, direction and slice: when the layer of cells just outside the slice meets no
@@ -108,49 +110,53 @@ static int model_build(vm_ctx *C, uint32_t mi, uint8_t **grid, size_t *grid_cap)
     uint8_t *g = *grid;
     memset(g, 0, vol);
     M->occ = calloc((vol + 63) / 64, sizeof(uint64_t));
-    if (!M->occ) return -1;
+    uint32_t *cells = malloc(sizeof(uint32_t) * (m->voxel_count + 1));   /* each filled cell once */
+    if (!M->occ || !cells) { free(cells); return -1; }
+    uint32_t nc = 0;
     for (uint32_t i = 0; i < m->voxel_count; ++i) {
         const uint8_t *p = m->xyzi + 4 * (size_t)i;
         if (p[0] >= sz[0] || p[1] >= sz[1] || p[2] >= sz[2] || !p[3]) continue;
         size_t k = cell_index(sz, p[0], p[1], p[2]);
-        g[k] = p[3];
+        if (!g[k]) cells[nc++] = (uint32_t)k;
+        g[k] = p[3];   /* a cell listed twice takes its last colour */
         M->occ[k >> 6] |= 1ull << (k & 63);
     }
     M->base[0] = 0;
     for (int md = 0; md < 6; ++md) M->base[md + 1] = M->base[md] + sz[md >> 1];
     uint32_t ns = M->base[6];
-    M->face_at = malloc(sizeof(uint32_t) * (ns + 1));
+    M->face_at = calloc(ns + 1, sizeof(uint32_t));
     M->quad_at = malloc(sizeof(uint32_t) * (ns + 1));
-    if (!M->face_at || !M->quad_at) return -1;
-    /* faces: at most 6 per voxel; count first */
-    size_t nf = 0, fcap = 0;
+    if (!M->face_at || !M->quad_at) { free(cells); return -1; }
+    /* faces by (direction, slice): count, then fill; O(voxels), not O(volume). Within a slice the
+     * faces are in cell order, which the greedy mask does not depend on. */
+    const size_t stride[3] = { 1, sz[0], (size_t)sz[0] * sz[1] };
+    size_t nf = 0;
     for (int pass = 0; pass < 2; ++pass) {
-        nf = 0;
-        for (int md = 0; md < 6; ++md) {
-            int a = md >> 1, sg = md & 1 ? -1 : 1, u = (a + 1) % 3, v = (a + 2) % 3;
-            for (uint32_t s = 0; s < sz[a]; ++s) {
-                if (pass) M->face_at[M->base[md] + s] = (uint32_t)nf;
-                int ns2 = (int)s + sg, out = ns2 < 0 || ns2 >= (int)sz[a];
-                int p[3], q[3];
-                p[a] = (int)s; q[a] = ns2;
-                for (uint32_t y = 0; y < sz[v]; ++y)
-                    for (uint32_t x = 0; x < sz[u]; ++x) {
-                        p[u] = q[u] = (int)x; p[v] = q[v] = (int)y;
-                        uint8_t c = g[cell_index(sz, p[0], p[1], p[2])];
-                        if (!c || (!out && g[cell_index(sz, q[0], q[1], q[2])])) continue;
-                        if (pass) { vm_face *f = &M->faces[nf]; f->u = (uint8_t)x; f->v = (uint8_t)y; f->c = c; f->pad = 0; }
-                        ++nf;
-                    }
+        for (uint32_t i = 0; i < nc; ++i) {
+            size_t k = cells[i];
+            int p[3] = { (int)(k % sz[0]), (int)(k / sz[0] % sz[1]), (int)(k / stride[2]) };
+            for (int md = 0; md < 6; ++md) {
+                int a = md >> 1, sg = md & 1 ? -1 : 1, n = p[a] + sg;
+                if (n >= 0 && n < (int)sz[a] && g[sg > 0 ? k + stride[a] : k - stride[a]]) continue;
+                uint32_t *slot = &M->face_at[M->base[md] + (uint32_t)p[a]];
+                if (!pass) { ++*slot; continue; }
+                vm_face *f = &M->faces[(*slot)++];
+                f->u = (uint8_t)p[(a + 1) % 3]; f->v = (uint8_t)p[(a + 2) % 3]; f->c = g[k]; f->pad = 0;
             }
         }
         if (!pass) {
-            fcap = nf;
-            M->faces = malloc(sizeof(vm_face) * (fcap ? fcap : 1));
-            M->quads = malloc(sizeof(vm_quad) * (fcap ? fcap : 1));
-            if (!M->faces || !M->quads) return -1;
+            /* counts -> starts */
+            for (uint32_t j = 0; j < ns; ++j) { uint32_t c = M->face_at[j]; M->face_at[j] = (uint32_t)nf; nf += c; }
+            M->faces = malloc(sizeof(vm_face) * (nf ? nf : 1));
+            M->quads = malloc(sizeof(vm_quad) * (nf ? nf : 1));
+            if (!M->faces || !M->quads) { free(cells); return -1; }
         }
     }
-    M->face_at[ns] = (uint32_t)nf;
+    free(cells);
+    /* the fill moved each start to the next slice's: shift back */
+    for (uint32_t j = ns; j > 0; --j) M->face_at[j] = M->face_at[j - 1];
+    M->face_at[0] = 0;
+    BK_CHECK(M->face_at[ns] == nf);
     /* quads per slice, by the same greedy function the instances use */
     uint32_t nq = 0;
     for (int md = 0; md < 6; ++md) {
@@ -159,8 +165,14 @@ static int model_build(vm_ctx *C, uint32_t mi, uint8_t **grid, size_t *grid_cap)
             uint32_t k = M->base[md] + s, f0 = M->face_at[k], f1 = M->face_at[k + 1];
             M->quad_at[k] = nq;
             if (f0 == f1) continue;
-            for (uint32_t f = f0; f < f1; ++f) C->mask[(size_t)M->faces[f].v * nu + M->faces[f].u] = M->faces[f].c;
-            nq += greedy(C->mask, nu, M->faces[f0].v, M->faces[f1 - 1].v, M->quads + nq);
+            int vmin = 255, vmax = 0;
+            for (uint32_t f = f0; f < f1; ++f) {
+                const vm_face *F = &M->faces[f];
+                C->mask[(size_t)F->v * nu + F->u] = F->c;
+                if (F->v < vmin) vmin = F->v;
+                if (F->v > vmax) vmax = F->v;
+            }
+            nq += greedy(C->mask, nu, vmin, vmax, M->quads + nq);
         }
     }
     M->quad_at[ns] = nq;
@@ -386,8 +398,8 @@ static int instance_mesh(vm_ctx *C, uint32_t i)
                 }
                 if (world_filled(C, i, w)) { C->hidden++; continue; }
                 C->mask[(size_t)F->v * nu + F->u] = F->c;
-                if (vmin < 0) vmin = F->v;
-                vmax = F->v;
+                if (vmin < 0 || F->v < vmin) vmin = F->v;
+                if (F->v > vmax) vmax = F->v;
             }
             if (vmin < 0) continue;
             uint32_t nq = greedy(C->mask, nu, vmin, vmax, C->scratch);
