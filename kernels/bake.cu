@@ -7,13 +7,6 @@
  */
 #include "cuda_internal.cuh"
 
-/* The bake's single traversal entry (declared in bk_bake.h). */
-__host__ __device__ __noinline__ bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s,
-                                                     bk_trace_stats *st)
-{
-    return bk_trace_dispatch(a, r, any_hit, s, st);
-}
-
 /* One thread per texel over a grid-stride loop (the grid is what fits at once, so the spill
  * buffer stays small); stack storage as in trace.cu's kernel; statistics summed per warp. */
 template <int MODE>
@@ -30,7 +23,7 @@ __global__ void __launch_bounds__(128, 4) bake_kernel(bk_bake_view v, bk_bake_pa
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0, rays = 0;
     for (uint32_t i = begin + gtid; i < end; i += nthreads) {
         bk_texel t = tx[i];
-        bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
+        bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
         out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
         if (p.sample_begin == 0) tx[i] = t;          /* the unoccluded position, for later launches */
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;

@@ -12,6 +12,10 @@
 
 enum bk_accel_type { BK_ACCEL_BVH = 0, BK_ACCEL_KDTREE = 1 };
 
+/* What the leaves hold: triangles only, or triangles and voxel instances (bk_voxel.h). A scene
+ * without voxels uses the first, so its traversal carries no voxel code. */
+enum bk_prim_type { BK_PRIM_TRI = 0, BK_PRIM_VOX = 1 };
+
 /* Deepest tree the builders make. Every stack entry stands for one pending subtree on the path
  * from the root, so BK_MAX_DEPTH bounds the stack, and the BVH restart trail holds one bit per
  * level in a uint64_t. */
@@ -49,8 +53,42 @@ typedef struct bk_kd_node {
 
 #define BK_KD_LEAF 3u
 
+/* ---- voxels (kernels/bk_voxel.h walks them) ---------------------------------------------- */
+
+/* In a leaf record's id (v0.w): the record is a voxel instance, not a triangle. Triangle ids stay
+ * below it. */
+#define BK_PRIM_VOX_BIT 0x40000000u
+#define BK_VOX_AUX      0x80000000u
+
+/* A model, 32 bytes. Its bricks are bricks[brick_base + bx + nbx * (by + nby * bz)] with
+ * nb = (size + 3) / 4 per axis; its voxels' palette indices are colours[colour_base + rank]. */
+typedef struct bk_vox_model_rec {
+    BK_ALIGN16 uint32_t sx;
+    uint32_t sy, sz;          /* size in voxels, 1..256                                    12 B */
+    uint32_t brick_base;      /*                                                            4 B */
+    uint32_t colour_base;     /*                                                            4 B */
+    uint32_t material_base;   /* material of palette index k: material_base + k             4 B */
+    uint32_t voxel_count;     /*                                                            4 B */
+    uint32_t pad;             /*                                                            4 B */
+} bk_vox_model_rec;           /*                                                           32 B */
+
+/* A brick of 4 x 4 x 4 voxels, 16 bytes. */
+typedef struct bk_vox_brick {
+    BK_ALIGN16 uint32_t mask_lo;  /* bits 0-31 of the occupancy mask                       4 B */
+    uint32_t mask_hi;         /* bits 32-63                                                 4 B */
+    uint32_t rank;            /* voxels of the model in earlier bricks (grid order)         4 B */
+    uint32_t pad;             /*                                                            4 B */
+} bk_vox_brick;               /*                                                           16 B */
+
+/* An instance's leaf record, 3 x 16 bytes like a triangle's:
+ *   v0 = world box lo (x y z), id bits: BK_PRIM_VOX_BIT | instance (| BK_TRI_LAST in a BVH leaf)
+ *   v1 = world box hi (x y z), model index bits
+ *   v2 = T (x y z, integers as floats: world = M p + T), the rotation byte (vox.h) as bits */
+
+
 typedef struct bk_accel_view {
     int32_t            type;         /* enum bk_accel_type */
+    int32_t            prim;         /* enum bk_prim_type (bk_traverse.h): what the leaves hold */
     uint32_t           depth;        /* levels of inner nodes on the longest path */
     const bk_bvh_node *bvh_nodes;    /* BVH: root is node 0, always an inner node */
     uint32_t           bvh_node_count;
@@ -58,8 +96,17 @@ typedef struct bk_accel_view {
     uint32_t           kd_node_count;
     const uint32_t    *kd_refs;      /* KD-tree: triangle indices, per leaf */
     uint32_t           kd_ref_count;
-    const bk_f4       *tris;         /* 3 per triangle */
-    uint32_t           tri_count;
+    const bk_f4       *tris;         /* 3 per leaf record: triangles, then voxel instances */
+    uint32_t           tri_count;    /* leaf records (triangles + voxel instances) */
+    /* voxels (prim BK_PRIM_VOX); see bk_voxel.h */
+    const bk_vox_model_rec *vox_models;
+    uint32_t           vox_model_count;
+    const bk_vox_brick *vox_bricks;
+    uint32_t           vox_brick_count;
+    const uint8_t     *vox_colours;  /* palette index per voxel, by model and rank */
+    uint32_t           vox_colour_count;
+    const uint32_t    *vox_face_base;  /* per instance: the HITS id of its first voxel's face 0 */
+    uint32_t           vox_instance_count;
     bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
 } bk_accel_view;
 

@@ -67,15 +67,13 @@ typedef struct bk_bake_view {
     uint32_t        point_count;
 } bk_bake_view;
 
-/* The bake traces from several places; one non-inlined function (bk_trace_dispatch, defined
- * once by the CPU backend and once by the CUDA file) keeps a single copy of each specialised
- * traversal in the code. */
-#if defined(__CUDACC__)
-__host__ __device__ __noinline__ bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s,
-                                                     bk_trace_stats *st);
-#else
-bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st);
-#endif
+/* The bake traces from several places; one function that is never inlined keeps a single copy
+ * of each specialised traversal in the code of the file that bakes (src/backend_cpu.c,
+ * kernels/bake.cu). */
+BK_HDN bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    return bk_trace_dispatch(a, r, any_hit, s, st);
+}
 
 /* sin and cos of 2 pi u for u in [0, 1), with plain float operations only, so the CPU and the
  * GPU (whose libraries round cosf/sinf differently) compute the same directions bit for bit.
@@ -130,6 +128,23 @@ BK_HD void bk_bake_tri(const bk_bake_view *v, uint32_t t, bk_vec3 *p0, bk_vec3 *
     bk_f4 a = bk_load4(v->tris + 3 * t), b = bk_load4(v->tris + 3 * t + 1), c = bk_load4(v->tris + 3 * t + 2);
     *p0 = bk_f4_xyz(a); *p1 = bk_f4_xyz(b); *p2 = bk_f4_xyz(c);
     if (mat) *mat = bk_float_bits(a.w);
+}
+
+/* The geometric normal (unit, facing the side the surface was made to be seen from) and the
+ * material of what a ray hit: hit id `id`, and aux, what the traversal left for a voxel hit
+ * (bk_voxel.h; 0 for a triangle). */
+BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux, bk_vec3 *ng, uint32_t *mat)
+{
+    if (aux & BK_VOX_AUX) {
+        uint32_t face = aux & 7u;
+        float sg = (face & 1u) ? 1.0f : -1.0f;
+        *ng = bk_v3(face >> 1 == 0 ? sg : 0.0f, face >> 1 == 1 ? sg : 0.0f, face >> 1 == 2 ? sg : 0.0f);
+        *mat = (aux & ~BK_VOX_AUX) >> 3;
+        return;
+    }
+    bk_vec3 p0, p1, p2;
+    bk_bake_tri(v, id, &p0, &p1, &p2, mat);
+    *ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
 }
 
 /* Sun, point lights and one emissive-triangle sample at a path vertex, as outgoing radiance of a
@@ -217,9 +232,9 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
         bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->texel_world);
         bk_hit h = bk_bake_trace(&v->accel, &r, 0, s, st);
         if (h.tri == BK_NO_HIT || h.t >= best) continue;
-        bk_vec3 p0, p1, p2;
-        bk_bake_tri(v, h.tri, &p0, &p1, &p2, 0);
-        bk_vec3 ng = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
+        bk_vec3 ng;
+        uint32_t mat;
+        bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
         if (bk_dot3(ng, d) > 0.0f) { best = h.t; best_d = d; }    /* the back of a surface */
     }
     if (best < BK_INF) x = bk_add3(x, bk_mul3(best_d, best + 2.0f * p->eps));
@@ -261,10 +276,9 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
                 L = bk_add3(L, bk_v3(thr.x * p->sky[0], thr.y * p->sky[1], thr.z * p->sky[2]));
                 break;
             }
-            bk_vec3 p0, p1, p2;
+            bk_vec3 ng;
             uint32_t mat;
-            bk_bake_tri(v, h.tri, &p0, &p1, &p2, &mat);
-            bk_vec3 ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
+            bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
             float cos_y = -bk_dot3(ng, d);
             if (cos_y < 0.0f) {                         /* the back of a surface: no light */
                 if (b == 0) acc.w += 1.0f;

@@ -11,14 +11,17 @@
 #include <float.h>
 
 /* BK_HDI: always inlined, for the traversal's pieces, so each call site with constant stack
- * mode and query gets its own specialised copy on both sides. */
+ * mode and query gets its own specialised copy on both sides. BK_HDN: never inlined, one copy
+ * per file that calls it (none in a file that does not). */
 #if defined(__CUDACC__)
 #  define BK_HD static inline __host__ __device__
 #  define BK_HDI static __forceinline__ __host__ __device__
+#  define BK_HDN static __noinline__ __host__ __device__
 #  define BK_ALIGN16 alignas(16)
 #else
 #  define BK_HD static inline
 #  define BK_HDI static inline __attribute__((always_inline))
+#  define BK_HDN static __attribute__((noinline, unused))
 #  define BK_ALIGN16 _Alignas(16)
 #endif
 

@@ -23,6 +23,8 @@
 
 #include "bk_common.h"
 #include "bk_accel.h"
+#include "bk_ray.h"
+#include "bk_voxel.h"
 
 /* 1: on the GPU a lane that meets a leaf keeps descending until its whole warp holds leaves
  * (Aila & Laine's postponed leaves): 5-15 % more Mrays/s on the H100 (sponza, sibenik, dragon).
@@ -31,23 +33,27 @@
 #  define BK_POSTPONE_LEAVES 1
 #endif
 
-#if !BK_DEVICE_CODE && defined(__SSE2__)
-#  include <emmintrin.h>
-#  define BK_HOST_SSE 1
-#else
-#  define BK_HOST_SSE 0
-#endif
-
-/* A RAYS record and a HITS record (docs/formats.md). */
-typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
-typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
 
 enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2 };
 
+/* Every specialised traversal: the product accel x stack strategy x query (closest 0, any 1) x
+ * primitive type, expanded as X(ACCEL, STACK, ANY, PRIM) with ACCEL, STACK and PRIM the suffixes
+ * of the enum names (BK_ACCEL_##ACCEL ...). bk_trace_dispatch below, the CPU backend's loops and
+ * the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
+ * edit here. */
+#define BK_LIST_PRIMS(X, A, S, Q)  X(A, S, Q, TRI) X(A, S, Q, VOX)
+#define BK_LIST_QUERIES(X, A, S)   BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
+#define BK_LIST_STACKS(X, A)       BK_LIST_QUERIES(X, A, GLOBAL) BK_LIST_QUERIES(X, A, SHORT) BK_LIST_QUERIES(X, A, SPILL)
+#define BK_TRAVERSALS(X)           BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE)
+
 /* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
 #define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
-/* Words per entry: the widest entry is the KD-tree's (node, tmin, tmax). */
+/* Words per stack entry: the KD-tree's (node, tmin, tmax), the BVH short stack's (ref, level),
+ * else a child ref. A constant expression (kernels size arrays with it); bk_stack_width() is the
+ * same as a function. BK_STACK_WIDTH is the widest. */
+#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (mode) == BK_STACK_SHORT ? 2 : 1)
 #define BK_STACK_WIDTH   3
+BK_HD int bk_stack_width(int accel, int mode) { return BK_STACK_WIDTH_OF(accel, mode); }
 
 /* Per-ray work counters; the caller sums them. */
 typedef struct bk_trace_stats {
@@ -57,6 +63,8 @@ typedef struct bk_trace_stats {
     uint32_t spills;    /* spill stack: fast part moved to global memory */
     uint32_t rays;      /* bake: rays traced (the trace commands count rays themselves) */
     uint32_t depth;     /* most entries pending at once (short stack: in the fast part) */
+    uint32_t aux;       /* the last ray's hit: BK_VOX_AUX | material << 3 | face for a voxel
+                           (bk_voxel.h), 0 for a triangle */
 } bk_trace_stats;
 
 /* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
@@ -144,143 +152,33 @@ BK_HDI int bk_stack_pop(bk_stack *s, uint32_t *w)
     return 1;
 }
 
-/* ---- ray set-up and primitive tests ------------------------------------------------------- */
-
-typedef struct bk_ray_pre {
-    bk_vec3 o, d, inv;      /* origin, direction (components under 1e-30 zeroed), safe inverse */
-    float   tmin, tmax;
-    int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
-    float   sx, sy, sz;     /* shear constants */
-    int     valid;          /* 0 for a zero direction (every |d_k| < 1e-30) or a NaN/empty t range:
-                               misses everything */
-    int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30) */
-} bk_ray_pre;
-
-BK_HD float bk_safe_inv(float d)
-{
-    /* 1e-30 keeps 1/d finite, so slabs never compute 0 * inf; the box stays conservative. */
-    if (bk_absf(d) < 1e-30f) return d < 0.0f || (d == 0.0f && bk_float_bits(d) >> 31) ? -1e30f : 1e30f;
-    return 1.0f / d;
-}
-
-BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
-{
-    bk_ray_pre p;
-    p.o = bk_v3(r->ox, r->oy, r->oz);
-    p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
-    p.tmin = r->tmin; p.tmax = r->tmax;
-    float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
-    p.par = (ax < 1e-30f) | (ay < 1e-30f) << 1 | (az < 1e-30f) << 2;
-    /* A component the slab tests take as parallel is zero for the triangle test too, so both
-     * trace the same ray: with d_z = 8e-33 a ray 1e-32 below a face met it at t = 2 in the
-     * triangle test, but never passed the face's box (found by fuzzing). */
-    p.d = bk_v3((p.par & 1) ? 0.0f : r->dx, (p.par & 2) ? 0.0f : r->dy, (p.par & 4) ? 0.0f : r->dz);
-    p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
-    p.kx = p.kz == 2 ? 0 : p.kz + 1;
-    p.ky = p.kx == 2 ? 0 : p.kx + 1;
-    float dz = bk_comp3(p.d, p.kz);
-    if (dz < 0.0f) { int t = p.kx; p.kx = p.ky; p.ky = t; }   /* keep the winding */
-    p.valid = dz != 0.0f && r->tmin <= r->tmax;                /* false for NaN too */
-    float idz = p.valid ? 1.0f / dz : 0.0f;
-    p.sx = bk_comp3(p.d, p.kx) * idz;
-    p.sy = bk_comp3(p.d, p.ky) * idz;
-    p.sz = idz;
-    return p;
-}
-
-/* Slab test of one box against [tmin, tmax]. Writes the entry distance (clamped to tmin) even on a
- * miss, so child order never depends on tmax. */
-BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz,
-                  float tmin, float tmax, float *tnear)
-{
-    float tx0 = (lox - r->o.x) * r->inv.x, tx1 = (hix - r->o.x) * r->inv.x;
-    float ty0 = (loy - r->o.y) * r->inv.y, ty1 = (hiy - r->o.y) * r->inv.y;
-    float tz0 = (loz - r->o.z) * r->inv.z, tz1 = (hiz - r->o.z) * r->inv.z;
-    float nx = bk_minf(tx0, tx1), fx = bk_maxf(tx0, tx1);
-    float ny = bk_minf(ty0, ty1), fy = bk_maxf(ty0, ty1);
-    float nz = bk_minf(tz0, tz1), fz = bk_maxf(tz0, tz1);
-    if (r->par) {
-        /* Parallel to a slab: inside it for every t, or never. (On a face, 0 * 1e30 gives a
-         * signed zero and the slab would shrink to one side of t = 0.) */
-        if (r->par & 1) { int in = lox <= r->o.x && r->o.x <= hix; nx = in ? -BK_INF : BK_INF; fx = -nx; }
-        if (r->par & 2) { int in = loy <= r->o.y && r->o.y <= hiy; ny = in ? -BK_INF : BK_INF; fy = -ny; }
-        if (r->par & 4) { int in = loz <= r->o.z && r->o.z <= hiz; nz = in ? -BK_INF : BK_INF; fz = -nz; }
-    }
-    float tn = bk_maxf(bk_maxf(nx, ny), bk_maxf(nz, tmin));
-    float tf = bk_minf(bk_minf(fx, fy), bk_minf(fz, tmax));
-    *tnear = tn;
-    return tn <= tf * 1.0000004f || tn <= tf;   /* widened far distance: 1 + 2 gamma(3) */
-}
-
-/* Both boxes of a BVH node. The host computes them four lanes at a time with SSE; the results
- * are bit-identical to two bk_slab calls (same IEEE operations, min/max with the same operand
- * order), so the CPU and GPU traversals still visit the same nodes. */
-BK_HDI int bk_slab2(const bk_ray_pre *r, bk_f4 xy0, bk_f4 xy1, bk_f4 z01, float tmin, float tmax, float *t0, float *t1)
-{
-#if BK_HOST_SSE
-    if (r->par) {   /* rare: the scalar test handles rays parallel to a slab */
-        int h0 = bk_slab(r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, tmin, tmax, t0);
-        int h1 = bk_slab(r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, tmin, tmax, t1);
-        return h0 | (h1 << 1);
-    }
-    __m128 oxy = _mm_setr_ps(r->o.x, r->o.x, r->o.y, r->o.y), ixy = _mm_setr_ps(r->inv.x, r->inv.x, r->inv.y, r->inv.y);
-    __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy0.x), oxy), ixy);      /* tx0 tx1 ty0 ty1, child 0 */
-    __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy1.x), oxy), ixy);      /* child 1 */
-    __m128 c = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&z01.x), _mm_set1_ps(r->o.z)), _mm_set1_ps(r->inv.z));
-    __m128 lo = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), hi = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-    __m128 zlo = _mm_shuffle_ps(c, c, _MM_SHUFFLE(2, 0, 2, 0)), zhi = _mm_shuffle_ps(c, c, _MM_SHUFFLE(3, 1, 3, 1));
-    __m128 mn = _mm_min_ps(lo, hi), mx = _mm_max_ps(lo, hi);              /* x0 y0 x1 y1 */
-    __m128 zmn = _mm_min_ps(zlo, zhi), zmx = _mm_max_ps(zlo, zhi);        /* z0 z1 z0 z1 */
-    zmn = _mm_shuffle_ps(zmn, zmn, _MM_SHUFFLE(1, 1, 0, 0));
-    zmx = _mm_shuffle_ps(zmx, zmx, _MM_SHUFFLE(1, 1, 0, 0));
-    __m128 tn = _mm_max_ps(_mm_max_ps(mn, _mm_shuffle_ps(mn, mn, _MM_SHUFFLE(2, 3, 0, 1))), _mm_max_ps(zmn, _mm_set1_ps(tmin)));
-    __m128 tf = _mm_min_ps(_mm_min_ps(mx, _mm_shuffle_ps(mx, mx, _MM_SHUFFLE(2, 3, 0, 1))), _mm_min_ps(zmx, _mm_set1_ps(tmax)));
-    __m128 ok = _mm_or_ps(_mm_cmple_ps(tn, _mm_mul_ps(tf, _mm_set1_ps(1.0000004f))), _mm_cmple_ps(tn, tf));
-    BK_ALIGN16 float t[4];
-    _mm_store_ps(t, tn);
-    *t0 = t[0]; *t1 = t[2];
-    int m = _mm_movemask_ps(ok);
-    return (m & 1) | ((m >> 1) & 2);
-#else
-    int h0 = bk_slab(r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, tmin, tmax, t0);
-    int h1 = bk_slab(r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, tmin, tmax, t1);
-    return h0 | (h1 << 1);
-#endif
-}
-
-/* Watertight ray/triangle test. Hit when tmin <= t <= tmax; writes t. */
-BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float tmax, float *t_out)
-{
-    bk_vec3 a = bk_sub3(v0, r->o), b = bk_sub3(v1, r->o), c = bk_sub3(v2, r->o);
-    float az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
-    /* unfused on both sides, so CPU and GPU decide every hit and t identically */
-    float ax = bk_sub(bk_comp3(a, r->kx), bk_mul(r->sx, az)), ay = bk_sub(bk_comp3(a, r->ky), bk_mul(r->sy, az));
-    float bx = bk_sub(bk_comp3(b, r->kx), bk_mul(r->sx, bz)), by = bk_sub(bk_comp3(b, r->ky), bk_mul(r->sy, bz));
-    float cx = bk_sub(bk_comp3(c, r->kx), bk_mul(r->sx, cz)), cy = bk_sub(bk_comp3(c, r->ky), bk_mul(r->sy, cz));
-    float u = bk_sub(bk_mul(cx, by), bk_mul(cy, bx));
-    float v = bk_sub(bk_mul(ax, cy), bk_mul(ay, cx));
-    float w = bk_sub(bk_mul(bx, ay), bk_mul(by, ax));
-    if (u == 0.0f || v == 0.0f || w == 0.0f) {     /* on an edge: decide in double, as the paper does */
-        u = (float)((double)cx * (double)by - (double)cy * (double)bx);
-        v = (float)((double)ax * (double)cy - (double)ay * (double)cx);
-        w = (float)((double)bx * (double)ay - (double)by * (double)ax);
-    }
-    if ((u < 0.0f || v < 0.0f || w < 0.0f) && (u > 0.0f || v > 0.0f || w > 0.0f)) return 0;
-    float det = bk_add(bk_add(u, v), w);
-    if (det == 0.0f) return 0;
-    az = bk_mul(az, r->sz); bz = bk_mul(bz, r->sz); cz = bk_mul(cz, r->sz);
-    float tt = bk_add(bk_add(bk_mul(u, az), bk_mul(v, bz)), bk_mul(w, cz));
-    float t = tt / det;
-    if (!(t >= r->tmin && t <= tmax)) return 0;
-    *t_out = t;
-    return 1;
-}
-
 BK_HDI bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32_t *w)
 {
     bk_f4 v = bk_load4(a->tris + 3 * tri + k);
     if (w) *w = bk_float_bits(v.w);
     return bk_f4_xyz(v);
+}
+
+/* Leaf record rec against the ray for hits in [tmin, tmax]: a triangle, or with prim BK_PRIM_VOX a
+ * voxel instance when its id says so. *id gets the record's id word (with BK_TRI_LAST), *t and
+ * *hit_id (the HITS id) the hit. */
+BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t rec, int prim, float tmax, float *t,
+                        uint32_t *id, uint32_t *hit_id, bk_trace_stats *st)
+{
+    bk_f4 v0 = bk_load4(a->tris + 3 * rec);
+    *id = bk_float_bits(v0.w);
+    if (prim == BK_PRIM_VOX && (*id & BK_PRIM_VOX_BIT)) {
+        bk_vox_hit vh;
+        if (!bk_vox_instance_hit(a, r, v0, bk_load4(a->tris + 3 * rec + 1), bk_load4(a->tris + 3 * rec + 2), tmax, &vh))
+            return 0;
+        *t = vh.t; *hit_id = vh.id; st->aux = vh.aux;
+        return 1;
+    }
+    bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
+    if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
+    *hit_id = *id & BK_TRI_ID;
+    st->aux = 0;
+    return 1;
 }
 
 /* The host CPU is latency-bound on node fetches: start loading a subtree put aside for later.
@@ -331,7 +229,8 @@ BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, uint64_t *trail, uint64_t *side
  * it and keeps descending until every lane of its warp holds one, and then the warp tests
  * triangles together. Control flow is structured (no goto, no return from inside the loops), so
  * a warp's lanes reconverge at the loop heads. On the CPU a warp is one lane. */
-BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
+BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, int prim, bk_stack *stack,
+                           bk_trace_stats *st)
 {
     /* A local copy: its fields stay in registers instead of being reloaded after every store to
      * the slots (which may alias them as far as the compiler knows). */
@@ -340,7 +239,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = mode == BK_STACK_SHORT ? 2 : 1;
+    s->width = bk_stack_width(BK_ACCEL_BVH, mode);
     s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
     float best = r.tmax;
     /* Short stack: the restart trail. Bit d of `trail` set: at level d nothing is left after the
@@ -404,13 +303,12 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             ref = bk_bvh_pop(s, mode, &trail, &side, &level, st);
         }
         int found = 0;
-        for (uint32_t tri = (uint32_t)~leaf;; ++tri) {     /* triangles ~leaf .. the one marked last */
-            uint32_t id;
-            bk_vec3 v0 = bk_tri_vertex(a, tri, 0, &id), v1 = bk_tri_vertex(a, tri, 1, 0), v2 = bk_tri_vertex(a, tri, 2, 0);
+        for (uint32_t rec = (uint32_t)~leaf;; ++rec) {     /* records ~leaf .. the one marked last */
+            uint32_t id, hid;
             float t;
             st->tris++;
-            if (bk_tri_intersect(&r, v0, v1, v2, best, &t)) {
-                best = t; h.t = t; h.tri = id & BK_TRI_ID;
+            if (bk_leaf_test(a, &r, rec, prim, best, &t, &id, &hid, st)) {
+                best = t; h.t = t; h.tri = hid;
                 found = any_hit;
             }
             if ((id & BK_TRI_LAST) || found) break;
@@ -423,14 +321,15 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
 
 /* ---- KD-tree -------------------------------------------------------------------------------- */
 
-BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
+BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, int prim, bk_stack *stack,
+                          bk_trace_stats *st)
 {
     bk_stack local = *stack, *s = &local;   /* see bk_bvh_trace */
     bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = 3;
+    s->width = bk_stack_width(BK_ACCEL_KDTREE, mode);
     s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
     float t_enter;
     if (!bk_slab(&r, a->lo.x, a->hi.x, a->lo.y, a->hi.y, a->lo.z, a->hi.z, r.tmin, r.tmax, &t_enter)) return h;
@@ -491,12 +390,11 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         }
         uint32_t count = n.flags >> 2;
         for (uint32_t i = 0; i < count; ++i) {
-            uint32_t tri = bk_load_u32(a->kd_refs + n.data + i), id;
-            bk_vec3 v0 = bk_tri_vertex(a, tri, 0, &id), v1 = bk_tri_vertex(a, tri, 1, 0), v2 = bk_tri_vertex(a, tri, 2, 0);
+            uint32_t rec = bk_load_u32(a->kd_refs + n.data + i), id, hid;
             float t;
             st->tris++;
-            if (bk_tri_intersect(&r, v0, v1, v2, best, &t)) {
-                best = t; h.t = t; h.tri = id & BK_TRI_ID;
+            if (bk_leaf_test(a, &r, rec, prim, best, &t, &id, &hid, st)) {
+                best = t; h.t = t; h.tri = hid;
                 if (any_hit) break;
             }
         }
@@ -525,23 +423,29 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     return h;
 }
 
-/* Runtime accel, stack mode and query to a traversal specialised for them (each branch inlines
- * its own copy with constants). */
-BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+/* One specialised traversal: every argument but a, ray, s and st is a constant at each call site
+ * (the expansions of BK_TRAVERSALS), so each gets its own inlined copy. */
+BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel, int mode, int any_hit, int prim,
+                           bk_stack *s, bk_trace_stats *st)
 {
     bk_stack t = *s;
+    t.mode = mode;
+    return accel == BK_ACCEL_BVH ? bk_bvh_trace(a, ray, any_hit, prim, &t, st) : bk_kd_trace(a, ray, any_hit, prim, &t, st);
+}
+
+/* Runtime accel, stack mode, query and primitive type to the traversal specialised for them.
+ * An unknown combination (backends refuse them in supports()) misses everything. */
+BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
     st->rays++;
-#define BK_DISPATCH(FN, MODE)                                                                 \
-    do { t.mode = MODE; return any_hit ? FN(a, ray, 1, &t, st) : FN(a, ray, 0, &t, st); } while (0)
-    if (a->type == BK_ACCEL_BVH) {
-        if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_bvh_trace, BK_STACK_SHORT);
-        if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_bvh_trace, BK_STACK_SPILL);
-        BK_DISPATCH(bk_bvh_trace, BK_STACK_GLOBAL);
-    }
-    if (s->mode == BK_STACK_SHORT) BK_DISPATCH(bk_kd_trace, BK_STACK_SHORT);
-    if (s->mode == BK_STACK_SPILL) BK_DISPATCH(bk_kd_trace, BK_STACK_SPILL);
-    BK_DISPATCH(bk_kd_trace, BK_STACK_GLOBAL);
+    const int any = any_hit != 0;
+#define BK_DISPATCH(A, S, Q, P)                                                                          \
+    if (a->type == BK_ACCEL_##A && s->mode == BK_STACK_##S && any == Q && a->prim == BK_PRIM_##P)        \
+        return bk_trace_one(a, ray, BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, s, st);
+    BK_TRAVERSALS(BK_DISPATCH)
 #undef BK_DISPATCH
+    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    return h;
 }
 
 #endif /* BK_TRAVERSE_H */

@@ -16,14 +16,19 @@
 #include "cuda_internal.cuh"
 
 #include <cuda_runtime.h>
-extern "C" {
-#include "util.h"
-}
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BLOCK 128
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 #define CUDA_TRY(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
     snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
@@ -35,6 +40,7 @@ typedef struct cuda_ctx {
     char           device_name[256];
     bk_accel_view  view;          /* device pointers */
     void          *d_nodes, *d_tris, *d_refs;
+    void          *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_face_base;
     bk_ray        *d_rays;
     bk_hit        *d_hits;
     uint64_t       ray_cap;
@@ -51,7 +57,7 @@ typedef struct cuda_ctx {
     double         bake_seconds;
 } cuda_ctx;
 
-template <int ACCEL, int MODE, int ANY, int CNT>
+template <int ACCEL, int MODE, int ANY, int PRIM, int CNT>
 __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
                                                       bk_hit *__restrict__ hits, uint64_t n, int stack_size,
                                                       uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats)
@@ -59,7 +65,7 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
     extern __shared__ uint32_t smem[];
     __shared__ unsigned long long block_base;
     __shared__ unsigned long long tally[STAT_COUNT];
-    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * (ACCEL == BK_ACCEL_BVH ? 1 : 3) : 1];
+    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(ACCEL, MODE) : 1];
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
     bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
                                          : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size,
@@ -96,8 +102,8 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
             float4 a = __ldg(rp), b = __ldg(rp + 1);
             bk_ray r;
             r.ox = a.x; r.oy = a.y; r.oz = a.z; r.tmin = a.w; r.dx = b.x; r.dy = b.y; r.dz = b.z; r.tmax = b.w;
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
-            bk_hit h = ACCEL == BK_ACCEL_BVH ? bk_bvh_trace(&v, &r, ANY, &s, &st) : bk_kd_trace(&v, &r, ANY, &s, &st);
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
+            bk_hit h = bk_trace_one(&v, &r, ACCEL, MODE, ANY, PRIM, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
             if (ray_stats) ray_stats[i] = bk_ray_stat_word(&st);
             nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
@@ -124,29 +130,23 @@ __global__ void __launch_bounds__(BLOCK) trace_kernel(bk_accel_view v, const bk_
 typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *,
                           uint32_t *);
 
-template <int ACCEL, int MODE, int ANY>
+template <int ACCEL, int MODE, int ANY, int PRIM>
 static kernel_fn pick_counters(int cnt)
 {
-    return cnt == BK_COUNTERS_THREAD ? trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_THREAD>
-         : cnt == BK_COUNTERS_WARP   ? trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_WARP>
-                                     : trace_kernel<ACCEL, MODE, ANY, BK_COUNTERS_BLOCK>;
+    return cnt == BK_COUNTERS_THREAD ? trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_THREAD>
+         : cnt == BK_COUNTERS_WARP   ? trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_WARP>
+                                     : trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_BLOCK>;
 }
-template <int ACCEL, int MODE>
-static kernel_fn pick_any(int any, int cnt)
+/* One kernel per traversal of BK_TRAVERSALS (kernels/bk_traverse.h) and counter mode. */
+static kernel_fn pick_kernel(const bk_accel_view *v, const bk_trace_opts *o)
 {
-    return any ? pick_counters<ACCEL, MODE, 1>(cnt) : pick_counters<ACCEL, MODE, 0>(cnt);
-}
-template <int ACCEL>
-static kernel_fn pick_mode(int mode, int any, int cnt)
-{
-    return mode == BK_STACK_GLOBAL ? pick_any<ACCEL, BK_STACK_GLOBAL>(any, cnt)
-         : mode == BK_STACK_SHORT  ? pick_any<ACCEL, BK_STACK_SHORT>(any, cnt)
-                                   : pick_any<ACCEL, BK_STACK_SPILL>(any, cnt);
-}
-static kernel_fn pick_kernel(int accel, const bk_trace_opts *o)
-{
-    return accel == BK_ACCEL_BVH ? pick_mode<BK_ACCEL_BVH>(o->stack_mode, o->any_hit, o->counters)
-                                 : pick_mode<BK_ACCEL_KDTREE>(o->stack_mode, o->any_hit, o->counters);
+    const int any = o->any_hit != 0;
+#define PICK(A, S, Q, P)                                                                                  \
+    if (v->type == BK_ACCEL_##A && o->stack_mode == BK_STACK_##S && any == Q && v->prim == BK_PRIM_##P)   \
+        return pick_counters<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>(o->counters);
+    BK_TRAVERSALS(PICK)
+#undef PICK
+    return NULL;
 }
 
 static const char *cuda_name(bk_backend *be) { return "cuda"; }
@@ -168,6 +168,8 @@ static void release_scene(cuda_ctx *c)
 {
     cudaFree(c->d_nodes); cudaFree(c->d_tris); cudaFree(c->d_refs);
     c->d_nodes = c->d_tris = c->d_refs = NULL;
+    cudaFree(c->d_vox_models); cudaFree(c->d_vox_bricks); cudaFree(c->d_vox_colours); cudaFree(c->d_vox_face_base);
+    c->d_vox_models = c->d_vox_bricks = c->d_vox_colours = c->d_vox_face_base = NULL;
 }
 
 /* The spill region: one interleaved slot array per resident thread, grown on demand. */
@@ -196,6 +198,15 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
     c->view = *scene;
     if (copy_up(&c->d_tris, scene->tris, sizeof(bk_f4) * 3 * (size_t)scene->tri_count, err, err_size)) return -1;
     c->view.tris = (const bk_f4 *)c->d_tris;
+    if (copy_up(&c->d_vox_models, scene->vox_models, sizeof(bk_vox_model_rec) * (size_t)scene->vox_model_count, err, err_size) ||
+        copy_up(&c->d_vox_bricks, scene->vox_bricks, sizeof(bk_vox_brick) * (size_t)scene->vox_brick_count, err, err_size) ||
+        copy_up(&c->d_vox_colours, scene->vox_colours, (size_t)scene->vox_colour_count, err, err_size) ||
+        copy_up(&c->d_vox_face_base, scene->vox_face_base, sizeof(uint32_t) * (size_t)scene->vox_instance_count, err, err_size))
+        return -1;
+    c->view.vox_models = (const bk_vox_model_rec *)c->d_vox_models;
+    c->view.vox_bricks = (const bk_vox_brick *)c->d_vox_bricks;
+    c->view.vox_colours = (const uint8_t *)c->d_vox_colours;
+    c->view.vox_face_base = (const uint32_t *)c->d_vox_face_base;
     if (scene->type == BK_ACCEL_BVH) {
         if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size)) return -1;
         c->view.bvh_nodes = (const bk_bvh_node *)c->d_nodes;
@@ -224,8 +235,9 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         CUDA_TRY(cudaMalloc((void **)&c->d_hits, n * sizeof(bk_hit)));
         c->ray_cap = n;
     }
-    kernel_fn k = pick_kernel(c->view.type, o);
-    int width = c->view.type == BK_ACCEL_BVH ? (o->stack_mode == BK_STACK_SHORT ? 2 : 1) : 3;
+    kernel_fn k = pick_kernel(&c->view, o);
+    if (!k) { snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type"); return -1; }
+    int width = bk_stack_width(c->view.type, o->stack_mode);
     size_t smem = o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * width * BLOCK * sizeof(uint32_t);
     if (smem > 48 * 1024) CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
@@ -236,11 +248,11 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
     if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)width, err, err_size)) return -1;
-    double t0 = bk_time_now();
+    double t0 = now_seconds();
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
-    double t1 = bk_time_now();
+    double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
     uint32_t *d_ray_stats = NULL;
     if (o->ray_stats) CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
@@ -250,7 +262,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
-    double t2 = bk_time_now();
+    double t2 = now_seconds();
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
@@ -259,7 +271,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         cudaFree(d_ray_stats);
         CUDA_TRY(e);
     }
-    double t3 = bk_time_now();
+    double t3 = now_seconds();
     totals->seconds = ms * 1e-3;
     totals->upload_seconds = (t1 - t0) + (t3 - t2);
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];

@@ -1,20 +1,9 @@
-/* accel.c - what both builders share: default options, the view handed to traversals, freeing. */
+/* accel.c - what callers of both builders share: picking one, the view handed to traversals, freeing. */
 #include "accel.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-bk_build_opts bk_build_opts_default(void)
-{
-    bk_build_opts o;
-    o.max_leaf = 4;
-    o.max_depth = BK_MAX_DEPTH;
-    o.cost_node = 1.2f;
-    o.kd_empty_bonus = 0.2f;
-    o.kd_max_refs_per_tri = 6;
-    return o;
-}
 
 int bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
 {
@@ -34,6 +23,11 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     v.kd_refs = a->kd_refs;       v.kd_ref_count = a->kd_ref_count;
     v.tris = a->tris;             v.tri_count = a->tri_count;
     v.lo = a->lo; v.hi = a->hi;
+    v.prim = a->vox.instance_count ? BK_PRIM_VOX : BK_PRIM_TRI;
+    v.vox_models = a->vox.models;         v.vox_model_count = a->vox.model_count;
+    v.vox_bricks = a->vox.bricks;         v.vox_brick_count = a->vox.brick_count;
+    v.vox_colours = a->vox.colours;       v.vox_colour_count = a->vox.colour_count;
+    v.vox_face_base = a->vox.face_base;   v.vox_instance_count = a->vox.instance_count;
     return v;
 }
 
@@ -44,6 +38,7 @@ void bk_accel_free(bk_accel *a)
     free(a->kd_nodes);
     free(a->kd_refs);
     free(a->tris);
+    bk_vox_pack_free(&a->vox);
     memset(a, 0, sizeof *a);
 }
 

@@ -8,6 +8,7 @@
 
 #include "scene.h"
 #include "bk_accel.h"
+#include "geom.h"
 
 typedef struct bk_build_opts {
     int   max_leaf;       /* BVH: at most this many triangles per leaf unless the depth limit forces more */
@@ -36,13 +37,24 @@ typedef struct bk_accel {
     uint32_t       kd_node_count;
     uint32_t      *kd_refs;
     uint32_t       kd_ref_count;
-    bk_f4         *tris;          /* 3 per triangle, see bk_accel.h */
-    uint32_t       tri_count;
+    bk_f4         *tris;          /* 3 per leaf record (triangles, voxel instances), see bk_accel.h */
+    uint32_t       tri_count;     /* leaf records */
+    bk_vox_pack    vox;           /* bricks of the voxel models (empty without voxels) */
     bk_vec3        lo, hi;
     bk_build_info  info;
 } bk_accel;
 
-bk_build_opts bk_build_opts_default(void);
+/* Defaults; here, so the builders need nothing from accel.c (arrows point down). */
+static inline bk_build_opts bk_build_opts_default(void)
+{
+    bk_build_opts o;
+    o.max_leaf = 4;
+    o.max_depth = BK_MAX_DEPTH;
+    o.cost_node = 1.2f;
+    o.kd_empty_bonus = 0.2f;
+    o.kd_max_refs_per_tri = 6;
+    return o;
+}
 /* Both return 0, or a negative status with a message in err (no triangles, out of memory). */
 int  bk_bvh_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
 int  bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);

@@ -61,39 +61,35 @@ static int run_workers(int nt, void *job, void *(*fn)(void *), bk_trace_totals *
     return 0;
 }
 
-/* One loop per (accel, stack mode, query), so the always-inlined traversal is specialised for
- * constants, as the CUDA templates are. */
+/* One loop per traversal of BK_TRAVERSALS (accel, stack mode, query, primitive type), so the
+ * always-inlined traversal is specialised for constants, as the CUDA templates are. */
 typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end, uint64_t acc[4]);
 
-#define CPU_LOOP(NAME, TRACE, MODE, ANY)                                                              \
-    static void NAME(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end, uint64_t acc[4]) \
-    {                                                                                                 \
-        bk_stack stk = *s;                                                                            \
-        stk.mode = MODE;                                                                              \
-        for (uint64_t i = begin; i < end; ++i) {                                                      \
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };                                                       \
-            j->hits[i] = TRACE(j->view, &j->rays[i], ANY, &stk, &st);                                 \
-            if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                          \
-            acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;       \
-        }                                                                                             \
+#define CPU_LOOP(A, S, Q, P)                                                                              \
+    static void cpu_loop_##A##_##S##_##Q##_##P(const cpu_job *j, const bk_stack *s, uint64_t begin,        \
+                                               uint64_t end, uint64_t acc[4])                             \
+    {                                                                                                     \
+        bk_stack stk = *s;                                                                                \
+        for (uint64_t i = begin; i < end; ++i) {                                                          \
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };                                                     \
+            j->hits[i] = bk_trace_one(j->view, &j->rays[i], BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P,   \
+                                      &stk, &st);                                                         \
+            if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                              \
+            acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;           \
+        }                                                                                                 \
     }
-CPU_LOOP(bvh_global_closest, bk_bvh_trace, BK_STACK_GLOBAL, 0)
-CPU_LOOP(bvh_global_any,     bk_bvh_trace, BK_STACK_GLOBAL, 1)
-CPU_LOOP(bvh_short_closest,  bk_bvh_trace, BK_STACK_SHORT, 0)
-CPU_LOOP(bvh_short_any,      bk_bvh_trace, BK_STACK_SHORT, 1)
-CPU_LOOP(bvh_spill_closest,  bk_bvh_trace, BK_STACK_SPILL, 0)
-CPU_LOOP(bvh_spill_any,      bk_bvh_trace, BK_STACK_SPILL, 1)
-CPU_LOOP(kd_global_closest,  bk_kd_trace,  BK_STACK_GLOBAL, 0)
-CPU_LOOP(kd_global_any,      bk_kd_trace,  BK_STACK_GLOBAL, 1)
-CPU_LOOP(kd_short_closest,   bk_kd_trace,  BK_STACK_SHORT, 0)
-CPU_LOOP(kd_short_any,       bk_kd_trace,  BK_STACK_SHORT, 1)
-CPU_LOOP(kd_spill_closest,   bk_kd_trace,  BK_STACK_SPILL, 0)
-CPU_LOOP(kd_spill_any,       bk_kd_trace,  BK_STACK_SPILL, 1)
+BK_TRAVERSALS(CPU_LOOP)
+#undef CPU_LOOP
 
-static const cpu_loop_fn cpu_loops[2][3][2] = {
-    { { bvh_global_closest, bvh_global_any }, { bvh_short_closest, bvh_short_any }, { bvh_spill_closest, bvh_spill_any } },
-    { { kd_global_closest, kd_global_any },   { kd_short_closest, kd_short_any },   { kd_spill_closest, kd_spill_any } },
-};
+static cpu_loop_fn cpu_loop_pick(int accel, int mode, int any, int prim)
+{
+#define CPU_PICK(A, S, Q, P)                                                                              \
+    if (accel == BK_ACCEL_##A && mode == BK_STACK_##S && any == Q && prim == BK_PRIM_##P)                 \
+        return cpu_loop_##A##_##S##_##Q##_##P;
+    BK_TRAVERSALS(CPU_PICK)
+#undef CPU_PICK
+    return NULL;
+}
 
 /* A worker's stack: the "shared-memory" part is an ordinary array here (stride 1). */
 static bk_stack cpu_stack(const bk_trace_opts *o, uint32_t *fast, uint32_t *spill)
@@ -108,7 +104,7 @@ static void *cpu_worker_run(void *arg)
     cpu_job *j = w->job;
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
     bk_stack s = cpu_stack(j->o, fast, spill);
-    cpu_loop_fn loop = cpu_loops[j->view->type == BK_ACCEL_BVH ? 0 : 1][j->o->stack_mode][j->o->any_hit ? 1 : 0];
+    cpu_loop_fn loop = cpu_loop_pick(j->view->type, j->o->stack_mode, j->o->any_hit != 0, j->view->prim);
     uint64_t acc[4] = { 0, 0, 0, 0 };
     for (;;) {
         uint64_t begin = atomic_fetch_add(&j->next, CHUNK);
@@ -152,12 +148,6 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     return 0;
 }
 
-/* The bake's traversal entry (declared in bk_bake.h): one copy of each specialised traversal. */
-bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
-{
-    return bk_trace_dispatch(a, r, any_hit, s, st);
-}
-
 typedef struct bake_job {
     cpu_ctx              *c;
     uint32_t              end;
@@ -177,7 +167,7 @@ static void *bake_worker_run(void *arg)
         if (begin >= j->end) break;
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0 };
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
             j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
             w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
             w->totals.spills += st.spills; w->totals.rays += st.rays;

@@ -6,6 +6,7 @@
  * the triangles reordered by leaf so a leaf is one contiguous run.
  */
 #include "accel.h"
+#include "geom.h"
 #include "util.h"
 
 #include <float.h>
@@ -172,11 +173,8 @@ static int32_t emit_leaf(const builder *B, flat *F, const bk_scene *s, uint32_t 
     for (uint32_t i = 0; i < lf->count; ++i) {
         uint32_t t = B->idx[lf->first + i];
         bk_f4 *q = &F->tris[3 * (size_t)F->tri_next];
-        for (int v = 0; v < 3; ++v) {
-            const float *p = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
-            q[v].x = p[0]; q[v].y = p[1]; q[v].z = p[2]; q[v].w = 0.0f;
-        }
-        q[0].w = bk_bits_float(t | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
+        bk_geom_record(s, t, q);
+        q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
         F->tri_next++;
     }
     F->leaves++;
@@ -189,9 +187,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
 {
     double t0 = bk_time_now();
     memset(out, 0, sizeof *out);
-    uint32_t n = s->tri_count;
-    if (n == 0) return bk_fail(err, err_size, "scene has no triangles");
-    if (n >= 0x7FFFFFFEu) return bk_fail(err, err_size, "%u triangles: the BVH holds at most 2^31 - 3", n);
+    if (bk_geom_check(s, err, err_size)) return -1;
+    uint32_t n = bk_geom_count(s);     /* primitives: triangles, then voxel instances */
     bk_build_opts o = *opts;
     if (o.max_depth > BK_MAX_DEPTH || o.max_depth < 1) o.max_depth = BK_MAX_DEPTH;
     if (o.max_leaf < 1) o.max_leaf = 1;
@@ -210,11 +207,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     }
     box root = box_empty();
     for (uint32_t t = 0; t < n; ++t) {
-        box b = box_empty();
-        for (int v = 0; v < 3; ++v) {
-            const float *p = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
-            for (int k = 0; k < 3; ++k) { if (p[k] < b.lo[k]) b.lo[k] = p[k]; if (p[k] > b.hi[k]) b.hi[k] = p[k]; }
-        }
+        box b;
+        bk_geom_box(s, t, b.lo, b.hi);
         B.tb[t] = b;
         for (int k = 0; k < 3; ++k) B.cen[3 * t + k] = 0.5f * (b.lo[k] + b.hi[k]);
         B.idx[t] = t;
@@ -288,6 +282,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack);
 
     out->type = BK_ACCEL_BVH;
+    if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }
     out->bvh_nodes = ln;
     out->bvh_node_count = next;
     out->tris = tris;
@@ -300,7 +295,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     out->info.refs = n;
     out->info.max_leaf = F.max_leaf;
     out->info.sah_cost = F.sah;
-    out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n;
+    out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
     out->info.seconds = bk_time_now() - t0;
     return 0;
 }

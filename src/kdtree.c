@@ -41,6 +41,7 @@
  * the thread count.
  */
 #include "accel.h"
+#include "geom.h"
 #include "util.h"
 
 #include <float.h>
@@ -481,9 +482,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     double t0 = bk_time_now();
     memset(out, 0, sizeof *out);
     out->type = BK_ACCEL_KDTREE;
-    if (!s || s->tri_count == 0) return bk_fail(err, err_size, "scene has no triangles");
-    if (!s->positions || !s->tri_v) return bk_fail(err, err_size, "scene has triangles but no vertex data");
-    const uint32_t n = s->tri_count;
+    if (!s || bk_geom_check(s, err, err_size)) return s ? -1 : bk_fail(err, err_size, "no scene");
+    const uint32_t n = bk_geom_count(s);     /* primitives: triangles, then voxel instances */
     if (n > KD_MAX_TRIS) return bk_fail(err, err_size, "scene has %u triangles; the KD-tree holds at most %u", n, KD_MAX_TRIS);
 
     bk_build_opts def = bk_build_opts_default();
@@ -508,21 +508,11 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     for (uint32_t i = 0; i < n; ++i) {
         kd_ref r;
         int finite = 1;
-        for (int k = 0; k < 3; ++k) { r.lo[k] = BK_INF; r.hi[k] = -BK_INF; }
-        for (int c = 0; c < 3; ++c) {
-            uint32_t v = s->tri_v[3 * (size_t)i + c];
-            if (v >= s->vertex_count) {
-                free(out->tris); out->tris = NULL; builder_free(&b);
-                return bk_fail(err, err_size, "triangle %u uses vertex %u, but the scene has %u vertices", i, v, s->vertex_count);
-            }
-            const float *p = s->positions + 3 * (size_t)v;
-            bk_f4 *d = &out->tris[3 * (size_t)i + c];
-            d->x = p[0]; d->y = p[1]; d->z = p[2]; d->w = c == 0 ? bk_bits_float(i) : 0.0f;
-            for (int k = 0; k < 3; ++k) {
-                finite &= isfinite(p[k]) != 0;
-                r.lo[k] = bk_minf(r.lo[k], p[k]);
-                r.hi[k] = bk_maxf(r.hi[k], p[k]);
-            }
+        bk_geom_record(s, i, &out->tris[3 * (size_t)i]);
+        bk_geom_box(s, i, r.lo, r.hi);
+        for (int c = 0; c < 3 && i < s->tri_count; ++c) {   /* a NaN vertex may not show in the box */
+            const bk_f4 *q = &out->tris[3 * (size_t)i + c];
+            finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
         }
         if (!finite) continue;      /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
         r.tri = i;
@@ -569,6 +559,12 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     if (!out->kd_refs) { b.nodes = NULL; goto oom_out; }
     b.nodes = NULL; b.refs = NULL;
     out->tri_count = n;
+    if (bk_vox_pack_build(s, &out->vox, err, err_size)) {
+        free(out->kd_nodes); free(out->kd_refs); free(out->tris);
+        memset(out, 0, sizeof *out);
+        out->type = BK_ACCEL_KDTREE;
+        return -1;
+    }
     out->lo = bk_v3(lo[0], lo[1], lo[2]);
     out->hi = bk_v3(hi[0], hi[1], hi[2]);
     double root_area = cell_area(lo, hi);
@@ -580,7 +576,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     info->refs = out->kd_ref_count;
     info->max_leaf = b.max_leaf;
     info->bytes = (size_t)out->kd_node_count * sizeof(bk_kd_node) + (size_t)out->kd_ref_count * sizeof(uint32_t)
-                + (size_t)n * 3 * sizeof(bk_f4);
+                + (size_t)n * 3 * sizeof(bk_f4) + bk_vox_pack_bytes(&out->vox);
     builder_free(&b);
     info->seconds = bk_time_now() - t0;
     return 0;

@@ -413,7 +413,7 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
             for (int any = 0; any < 2; ++any) {
                 bk_trace_stats st; memset(&st, 0, sizeof st);
                 bk_stack stk = bk_stack_make(cfg[c].mode, slot, 1, cfg[c].cap, spill, 1);
-                bk_hit h = bk_kd_trace(&v, &ray, any, &stk, &st);
+                bk_hit h = bk_kd_trace(&v, &ray, any, BK_PRIM_TRI, &stk, &st);
                 restarts += st.restarts; spills += st.spills;
                 int ok;
                 if (any) {

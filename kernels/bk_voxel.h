@@ -1,0 +1,173 @@
+/* bk_voxel.h - voxels as a primitive of the ray engine: a model's bricks and the DDA that walks
+ * them, shared by CPU and CUDA.
+ *
+ * Two levels. The top level is the ordinary BVH or KD-tree (bk_traverse.h), built over a scene's
+ * triangles and its voxel instances' world boxes; a leaf record (48 bytes, like a triangle's)
+ * names an instance. Inside an instance the ray moves to model space exactly (the instance's
+ * transform is a signed permutation and an integer translation: a coordinate is negated and
+ * shifted by an integer, a direction's components are only permuted and negated) and walks the
+ * model's cells with a 3D DDA (Amanatides & Woo 1987, "A Fast Voxel Traversal Algorithm for Ray
+ * Tracing") that skips empty 4x4x4 bricks in one step: the model's occupancy is a dense grid of
+ * bricks, each a 64-bit mask (bit x + 4 y + 16 z of the brick) and the number of voxels that come
+ * before it in the model, so a voxel's rank (its index among the model's voxels, in brick order)
+ * is that count plus a popcount. A voxel is a solid unit cube: a ray hits the first occupied cell
+ * it enters at t >= tmin, on the face it enters through; a ray that starts inside an occupied
+ * cell hits it at t = tmin.
+ *
+ * Hit ids (HITS files, docs/formats.md): triangles keep their numbers 0 .. T-1; the faces of the
+ * voxels of instance i follow as vox_face_base[i] + 6 * rank + face, face = 2 * axis + (normal
+ * along +axis), axes in world space. vox_face_base[0] = T, and each instance adds 6 * its model's
+ * voxel count. The traversal also leaves, for a voxel hit, BK_VOX_AUX | material << 3 | face in
+ * the ray's statistics (aux), so the bake needs no lookup for a hit's normal and material.
+ * The layouts (bk_vox_model_rec, bk_vox_brick, the instance record) are in bk_accel.h.
+ */
+#ifndef BK_VOXEL_H
+#define BK_VOXEL_H
+
+#include "bk_common.h"
+#include "bk_accel.h"
+#include "bk_ray.h"
+#include <math.h>
+
+typedef struct bk_u4 { uint32_t x, y, z, w; } bk_u4;
+
+BK_HD bk_u4 bk_load_brick(const bk_vox_brick *p)
+{
+#if BK_DEVICE_CODE
+    uint4 v = __ldg((const uint4 *)p);
+    bk_u4 r; r.x = v.x; r.y = v.y; r.z = v.z; r.w = v.w; return r;
+#else
+    bk_u4 r; r.x = p->mask_lo; r.y = p->mask_hi; r.z = p->rank; r.w = p->pad; return r;
+#endif
+}
+
+BK_HD uint32_t bk_load_u8(const uint8_t *p)
+{
+#if BK_DEVICE_CODE
+    return __ldg(p);
+#else
+    return *p;
+#endif
+}
+
+BK_HD int bk_popc64(uint64_t v)
+{
+#if BK_DEVICE_CODE
+    return __popcll((unsigned long long)v);
+#else
+    return __builtin_popcountll(v);
+#endif
+}
+
+/* v with component k replaced (selects, no indexed local array on the GPU) */
+BK_HD bk_vec3 bk_set3(bk_vec3 v, int k, float x) { return bk_v3(k == 0 ? x : v.x, k == 1 ? x : v.y, k == 2 ? x : v.z); }
+
+/* The cell of coordinate x, clamped to [lo, hi] before the conversion (NaN gives lo). */
+BK_HD int bk_vox_cell(float x, int lo, int hi)
+{
+    float c = bk_minf(bk_maxf(floorf(x), (float)lo), (float)hi);
+    return c == c ? (int)c : lo;
+}
+
+/* What a voxel hit gives the caller. */
+typedef struct bk_vox_hit {
+    float    t;
+    uint32_t id;     /* the HITS id (see the top of the file) */
+    uint32_t aux;    /* BK_VOX_AUX | material << 3 | face */
+} bk_vox_hit;
+
+/* The instance whose leaf record is (v0, v1, v2) against the ray, for hits in [r->tmin, tmax]:
+ * returns 1 and fills *out for the first occupied cell the ray enters. `r` is the prepared world
+ * ray; `inv` its inverse direction with +-inf on parallel axes. */
+BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f4 v0, bk_f4 v1, bk_f4 v2, float tmax,
+                               bk_vox_hit *out)
+{
+    float t0;
+    if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, r->tmin, tmax, &t0)) return 0;
+    const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
+    const uint32_t model = bk_float_bits(v1.w), rot = bk_float_bits(v2.w);
+    const bk_vox_model_rec *mr = a->vox_models + model;
+    bk_u4 m0 = bk_load_brick((const bk_vox_brick *)mr), m1 = bk_load_brick((const bk_vox_brick *)mr + 1);
+    const int sx = (int)m0.x, sy = (int)m0.y, sz = (int)m0.z;
+    const uint32_t brick_base = m0.w, colour_base = m1.x, material_base = m1.y;
+    const int nbx = (sx + 3) >> 2, nby = (sy + 3) >> 2;
+    /* World axis k is model axis col_k, with sign sg_k: p[col_k] = sg_k (x[k] - T[k]). */
+    const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u), c2 = 3 - c0 - c1;
+    const float g0 = (rot & 16u) ? -1.0f : 1.0f, g1 = (rot & 32u) ? -1.0f : 1.0f, g2 = (rot & 64u) ? -1.0f : 1.0f;
+    bk_vec3 o = bk_v3(0, 0, 0), d = o;
+    o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x);
+    o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y);
+    o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z);
+    /* inverse with +inf where the ray is parallel (d == 0 exactly after bk_ray_prepare) */
+    const bk_vec3 inv = bk_v3(d.x != 0.0f ? 1.0f / d.x : BK_INF, d.y != 0.0f ? 1.0f / d.y : BK_INF,
+                              d.z != 0.0f ? 1.0f / d.z : BK_INF);
+    const int stx = d.x > 0.0f ? 1 : -1, sty = d.y > 0.0f ? 1 : -1, stz = d.z > 0.0f ? 1 : -1;
+    /* the first cell: where the ray is at t0, clamped into the model */
+    int vx = bk_vox_cell(o.x + d.x * t0, 0, sx - 1), vy = bk_vox_cell(o.y + d.y * t0, 0, sy - 1);
+    int vz = bk_vox_cell(o.z + d.z * t0, 0, sz - 1);
+    for (;;) {
+        const int bx = vx >> 2, by = vy >> 2, bz = vz >> 2;
+        bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
+        const uint64_t mask = (uint64_t)b.y << 32 | b.x;
+        if (mask != 0) {
+            const int bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
+            if ((mask >> bit) & 1u) {
+                /* the face: the cell's near plane crossed last */
+                float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
+                float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) * inv.y : -BK_INF;
+                float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) * inv.z : -BK_INF;
+                const int ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
+                const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* its world axis */
+                const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
+                const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+                /* t in world space, where the face's plane is an integer: one subtraction (exact
+                 * near the plane) and one division, so t is within an ulp or two of exact */
+                const float plane = bk_comp3(bk_f4_xyz(v2), wk) + g * (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0));
+                const float dw = bk_comp3(r->d, wk);
+                float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
+                if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
+                if (t > tmax) return 0;
+                const uint32_t rank = b.z + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
+                const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
+                /* the face's normal in model space is -step along ax; in the world, row wk of M
+                 * applied to it */
+                const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
+                out->t = t;
+                out->id = bk_load_u32(a->vox_face_base + inst) + 6u * rank + face;
+                out->aux = BK_VOX_AUX | (material_base + colour) << 3 | face;
+                return 1;
+            }
+            /* one cell on: across the nearest of the cell's far planes */
+            float tx = ((float)(vx + (stx > 0)) - o.x) * inv.x;
+            float ty = ((float)(vy + (sty > 0)) - o.y) * inv.y;
+            float tz = ((float)(vz + (stz > 0)) - o.z) * inv.z;
+            if (d.x == 0.0f) tx = BK_INF;
+            if (d.y == 0.0f) ty = BK_INF;
+            if (d.z == 0.0f) tz = BK_INF;
+            if (tx <= ty && tx <= tz) { if (tx > tmax) return 0; vx += stx; if ((unsigned)vx >= (unsigned)sx) return 0; }
+            else if (ty <= tz)        { if (ty > tmax) return 0; vy += sty; if ((unsigned)vy >= (unsigned)sy) return 0; }
+            else                      { if (!(tz <= tmax)) return 0; vz += stz; if ((unsigned)vz >= (unsigned)sz) return 0; }
+        } else {
+            /* an empty brick: across the nearest of its far planes in one step, into the first
+             * cell beyond it; the other coordinates from the crossing point, kept in the brick */
+            float tx = ((float)(4 * bx + (stx > 0 ? 4 : 0)) - o.x) * inv.x;
+            float ty = ((float)(4 * by + (sty > 0 ? 4 : 0)) - o.y) * inv.y;
+            float tz = ((float)(4 * bz + (stz > 0 ? 4 : 0)) - o.z) * inv.z;
+            if (d.x == 0.0f) tx = BK_INF;
+            if (d.y == 0.0f) ty = BK_INF;
+            if (d.z == 0.0f) tz = BK_INF;
+            int ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
+            float te = bk_minf(bk_minf(tx, ty), tz);
+            if (!(te <= tmax)) return 0;
+            int nx = bk_vox_cell(o.x + d.x * te, 4 * bx, 4 * bx + 3), ny = bk_vox_cell(o.y + d.y * te, 4 * by, 4 * by + 3);
+            int nz = bk_vox_cell(o.z + d.z * te, 4 * bz, 4 * bz + 3);
+            if (ax == 0) nx = stx > 0 ? 4 * bx + 4 : 4 * bx - 1;
+            if (ax == 1) ny = sty > 0 ? 4 * by + 4 : 4 * by - 1;
+            if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;
+            if ((unsigned)nx >= (unsigned)sx || (unsigned)ny >= (unsigned)sy || (unsigned)nz >= (unsigned)sz) return 0;
+            vx = nx; vy = ny; vz = nz;
+        }
+    }
+}
+
+#endif /* BK_VOXEL_H */

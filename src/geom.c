@@ -1,0 +1,154 @@
+/* geom.c - primitives for the builders (geom.h): triangle and voxel instance boxes and records,
+ * and the bricks of voxel models. */
+#include "geom.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int bk_geom_check(const bk_scene *s, char *err, size_t err_size)
+{
+    if (bk_geom_count(s) == 0) return bk_fail(err, err_size, "scene has no triangles and no voxels");
+    if (s->tri_count && (!s->positions || !s->tri_v)) return bk_fail(err, err_size, "scene has triangles but no vertex data");
+    if (s->tri_count >= BK_PRIM_VOX_BIT || s->vox_instance_count >= BK_PRIM_VOX_BIT ||
+        (uint64_t)s->tri_count + s->vox_instance_count >= 0x7FFFFFFEu)
+        return bk_fail(err, err_size, "%u triangles and %u voxel instances: at most 2^30 of each", s->tri_count,
+                       s->vox_instance_count);
+    for (uint64_t i = 0; i < 3 * (uint64_t)s->tri_count; ++i)
+        if (s->tri_v[i] >= s->vertex_count)
+            return bk_fail(err, err_size, "triangle %llu uses vertex %u, but the scene has %u vertices",
+                           (unsigned long long)(i / 3), s->tri_v[i], s->vertex_count);
+    uint64_t faces = s->tri_count;
+    for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
+        uint32_t m = s->vox_instances[j].model;
+        if (m >= s->vox_model_count)
+            return bk_fail(err, err_size, "voxel instance %u uses model %u, but the scene has %u models", j, m, s->vox_model_count);
+        faces += 6ull * s->vox_models[m].voxel_count;
+    }
+    if (faces >= 0xFFFFFFFFull)
+        return bk_fail(err, err_size, "%llu triangles and voxel faces: hit ids hold at most 2^32 - 1",
+                       (unsigned long long)faces);
+    return 0;
+}
+
+void bk_geom_box(const bk_scene *s, uint32_t i, float lo[3], float hi[3])
+{
+    if (i < s->tri_count) {
+        for (int k = 0; k < 3; ++k) { lo[k] = BK_INF; hi[k] = -BK_INF; }
+        for (int v = 0; v < 3; ++v) {
+            const float *p = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)i + v];
+            for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], p[k]); hi[k] = bk_maxf(hi[k], p[k]); }
+        }
+        return;
+    }
+    const bk_vox_instance *in = &s->vox_instances[i - s->tri_count];
+    for (int k = 0; k < 3; ++k) { lo[k] = (float)in->lo[k]; hi[k] = (float)in->hi[k]; }
+}
+
+void bk_geom_record(const bk_scene *s, uint32_t i, bk_f4 rec[3])
+{
+    if (i < s->tri_count) {
+        for (int v = 0; v < 3; ++v) {
+            const float *p = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)i + v];
+            rec[v].x = p[0]; rec[v].y = p[1]; rec[v].z = p[2]; rec[v].w = 0.0f;
+        }
+        rec[0].w = bk_bits_float(i);
+        return;
+    }
+    uint32_t j = i - s->tri_count;
+    const bk_vox_instance *in = &s->vox_instances[j];
+    int32_t T[3];
+    bk_vox_instance_offset(in, s->vox_models[in->model].size, T);
+    rec[0].x = (float)in->lo[0]; rec[0].y = (float)in->lo[1]; rec[0].z = (float)in->lo[2];
+    rec[0].w = bk_bits_float(BK_PRIM_VOX_BIT | j);
+    rec[1].x = (float)in->hi[0]; rec[1].y = (float)in->hi[1]; rec[1].z = (float)in->hi[2];
+    rec[1].w = bk_bits_float(in->model);
+    rec[2].x = (float)T[0]; rec[2].y = (float)T[1]; rec[2].z = (float)T[2];
+    rec[2].w = bk_bits_float(bk_vox_rot_byte(in->m));
+}
+
+void bk_vox_pack_free(bk_vox_pack *p)
+{
+    if (!p) return;
+    free(p->models); free(p->bricks); free(p->colours); free(p->face_base);
+    memset(p, 0, sizeof *p);
+}
+
+int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->vox_model_count) return 0;
+    uint64_t bricks = 0, voxels = 0;
+    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+        const uint32_t *sz = s->vox_models[m].size;
+        bricks += (uint64_t)((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
+        voxels += s->vox_models[m].voxel_count;
+    }
+    if (bricks >= 0xFFFFFFFFull || voxels >= 0xFFFFFFFFull)
+        return bk_fail(err, err_size, "voxel models too large: %llu bricks, %llu voxels", (unsigned long long)bricks,
+                       (unsigned long long)voxels);
+    out->models = calloc(s->vox_model_count, sizeof *out->models);
+    out->bricks = calloc(bricks ? bricks : 1, sizeof *out->bricks);
+    out->colours = calloc(voxels ? voxels : 1, 1);
+    out->face_base = calloc(s->vox_instance_count ? s->vox_instance_count : 1, sizeof *out->face_base);
+    uint8_t *dense = NULL;      /* one model's palette index per cell, 0 = empty */
+    size_t dense_cap = 0;
+    if (!out->models || !out->bricks || !out->colours || !out->face_base) goto oom;
+    out->model_count = s->vox_model_count;
+    uint32_t brick_next = 0, colour_next = 0;
+    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+        const bk_vox_model *vm = &s->vox_models[m];
+        const uint32_t sx = vm->size[0], sy = vm->size[1], sz = vm->size[2];
+        const uint32_t nbx = (sx + 3) / 4, nby = (sy + 3) / 4, nbz = (sz + 3) / 4;
+        size_t cells = (size_t)nbx * nby * nbz * 64;
+        if (cells > dense_cap) {
+            free(dense);
+            dense = malloc(cells);
+            dense_cap = cells;
+            if (!dense) goto oom;
+        }
+        memset(dense, 0, cells);
+        /* cells in brick order: brick (bx, by, bz), then bit x + 4 y + 16 z inside it */
+        for (uint32_t v = 0; v < vm->voxel_count; ++v) {
+            const uint8_t *q = vm->xyzi + 4 * (size_t)v;
+            if (q[0] >= sx || q[1] >= sy || q[2] >= sz || q[3] == 0) continue;   /* the reader refuses these */
+            size_t b = q[0] / 4 + nbx * (q[1] / 4 + (size_t)nby * (q[2] / 4));
+            dense[b * 64 + (q[0] & 3) + 4 * (q[1] & 3) + 16 * (q[2] & 3)] = q[3];
+        }
+        bk_vox_model_rec *r = &out->models[m];
+        r->sx = sx; r->sy = sy; r->sz = sz;
+        r->brick_base = brick_next;
+        r->colour_base = colour_next;
+        r->material_base = vm->material_base;
+        uint32_t rank = 0;
+        for (size_t b = 0; b < cells / 64; ++b) {
+            bk_vox_brick *br = &out->bricks[brick_next + b];
+            uint64_t mask = 0;
+            br->rank = rank;
+            for (int bit = 0; bit < 64; ++bit) {
+                uint8_t c = dense[b * 64 + bit];
+                if (!c) continue;
+                mask |= (uint64_t)1 << bit;
+                out->colours[colour_next + rank++] = c;
+            }
+            br->mask_lo = (uint32_t)mask; br->mask_hi = (uint32_t)(mask >> 32);
+        }
+        r->voxel_count = rank;
+        brick_next += (uint32_t)(cells / 64);
+        colour_next += rank;
+    }
+    out->brick_count = brick_next;
+    out->colour_count = colour_next;
+    out->instance_count = s->vox_instance_count;
+    uint64_t base = s->tri_count;
+    for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
+        out->face_base[j] = (uint32_t)base;
+        base += 6ull * out->models[s->vox_instances[j].model].voxel_count;
+    }
+    free(dense);
+    return 0;
+oom:
+    free(dense);
+    bk_vox_pack_free(out);
+    return bk_fail(err, err_size, "out of memory packing %u voxel models", s->vox_model_count);
+}
