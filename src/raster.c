@@ -278,13 +278,13 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
         free(best_d); free(best_t); free(tx); free(cov);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
-    uint32_t k = 0;
+    uint32_t k = 0, last_t = BK_NONE;
+    rtri r;
     for (size_t i = 0; i < N; ++i) {
         uint32_t t = best_t[i];
         if (cov) cov[i] = t != BK_NONE;
         if (t == BK_NONE) continue;
-        rtri r;
-        rtri_setup(a, t, &r);
+        if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
         int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
         double w[3];
         rtri_nearest(&r, x + 0.5, y + 0.5, w);

@@ -290,7 +290,7 @@ static void test_errors(void)
     load_fails(path, 0, "cannot open");
     snprintf(path, sizeof path, "%s/does_not_exist.obj.gz", tmpdir);
     load_fails(path, 0, "cannot open");
-    load_fails(write_str("scene.vox", "VOX "), 0, ".vox scenes are not supported yet");
+    load_fails(write_str("scene.vox", "VOX "), 0, "byte 4: the file ends before the version number");
     load_fails(write_str("scene.ply", "ply\n"), 0, "supported: .obj, .obj.gz");
     load_fails(tmpdir, 0, "supported");                       /* a folder: no extension */
     snprintf(path, sizeof path, "%s/dir.obj", tmpdir);
