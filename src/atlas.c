@@ -1609,6 +1609,8 @@ typedef struct packer {
     int         count, cap;
     uint32_t   *order;
     key_idx    *keys;
+    key_idx    *keys2;       /* radix sort scratch (as many as keys) */
+    size_t     *cnt;         /* radix sort counts, 65537 */
     waste_rect *waste;       /* free rectangles left under the skyline (Jylanki's waste map) */
     int         nwaste, wcap;
     int         min_side;    /* smallest item side: thinner waste is dropped */
@@ -1781,8 +1783,26 @@ static int pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, i
         P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
         P->keys[k].idx = i;
     }
-    qsort(P->keys, n, sizeof(key_idx), key_idx_cmp);
-    for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
+    if (n > 4096 && P->keys2 && P->cnt) {
+        /* many items (voxel quads): LSD radix, 16 bits a pass, passes where every digit agrees
+         * skipped (block sides fit 15 bits: two passes). Stable, so ties keep the list's order,
+         * as qsort's index tie-break does for the whole list. */
+        uint64_t all_or = 0, all_and = ~0ull;
+        for (uint32_t k = 0; k < n; ++k) { all_or |= P->keys[k].key; all_and &= P->keys[k].key; }
+        key_idx *src = P->keys, *dst = P->keys2;
+        for (int shift = 0; shift < 64; shift += 16) {
+            if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
+            memset(P->cnt, 0, sizeof(size_t) * 65537);
+            for (uint32_t k = 0; k < n; ++k) P->cnt[((src[k].key >> shift) & 0xFFFF) + 1]++;
+            for (int d = 0; d < 65536; ++d) P->cnt[d + 1] += P->cnt[d];
+            for (uint32_t k = 0; k < n; ++k) dst[P->cnt[(src[k].key >> shift) & 0xFFFF]++] = src[k];
+            key_idx *x = src; src = dst; dst = x;
+        }
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = src[k].idx;
+    } else {
+        qsort(P->keys, n, sizeof(key_idx), key_idx_cmp);
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
+    }
     return pack_items(P, it, n, size + pad, size + pad);
 }
 
@@ -1842,18 +1862,25 @@ static uint32_t pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page
 static void finish_stats(bk_atlas *a)
 {
     size_t N = BK_ATLAS_PIXELS(a);
-    uint8_t *mask = malloc(N ? N : 1);
-    if (mask) {
-        a->covered = bk_atlas_coverage(a, mask);
-        free(mask);
-    }
-    a->utilisation = N ? (float)((double)a->covered / (double)N) : 0.0f;
-    double uva = 0;
+    double uva = 0, rect_texels = 0;
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         if (a->tri_chart[t] == BK_NONE) continue;
         const float *u = a->uv + 6 * (size_t)t;
-        uva += 0.5 * fabs((double)(u[2] - u[0]) * (u[5] - u[1]) - (double)(u[3] - u[1]) * (u[4] - u[0]));
+        double ar = 0.5 * fabs((double)(u[2] - u[0]) * (u[5] - u[1]) - (double)(u[3] - u[1]) * (u[4] - u[0]));
+        uva += ar;
+        if (t >= a->rect_first_tri) rect_texels += ar * a->width * a->height;
     }
+    if (a->rect_first_tri == 0) {
+        /* rectangles alone: each covers exactly its w x h texels (no raster needed) */
+        a->covered = (uint64_t)llround(rect_texels);
+    } else {
+        uint8_t *mask = malloc(N ? N : 1);
+        if (mask) {
+            a->covered = bk_atlas_coverage(a, mask);
+            free(mask);
+        }
+    }
+    a->utilisation = N ? (float)((double)a->covered / (double)N) : 0.0f;
     a->area_utilisation = (float)(uva / a->page_count);
 }
 
@@ -2076,6 +2103,10 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     P.nodes = malloc(sizeof(sky_node) * (size_t)P.cap);
     P.order = malloc(sizeof(uint32_t) * n_items);
     P.keys = malloc(sizeof(key_idx) * n_items);
+    if (n_items > 4096) {   /* radix scratch: without it pack_list falls back to qsort */
+        P.keys2 = malloc(sizeof(key_idx) * n_items);
+        P.cnt = malloc(sizeof(size_t) * 65537);
+    }
     if (!items || !best_items || !item_page || !P.nodes || !P.order || !P.keys) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
 
     double sum_wh = 0, max_w = 0;
@@ -2270,6 +2301,6 @@ done:
     adjacency_free(&A);
     charting_free(&C);
     free(items); free(best_items); free(item_page); free(seq); free(run); free(gtmp);
-    free(P.nodes); free(P.order); free(P.keys); free(P.waste);
+    free(P.nodes); free(P.order); free(P.keys); free(P.keys2); free(P.cnt); free(P.waste);
     return rc;
 }

@@ -390,6 +390,7 @@ static void check_texels(const char *name, const bk_voxmesh *vm, const bk_atlas 
     uint64_t ncov = 0;
     for (size_t i = 0; i < NP; ++i) ncov += cov[i];
     BK_EXPECT(ncov == ntx);
+    BK_EXPECTF(at->covered == ntx, "%s: atlas says %llu texels covered, raster made %u", name, (unsigned long long)at->covered, ntx);
     free(ids); free(per_face); free(first); free(tx); free(cov);
 }
 
