@@ -340,11 +340,12 @@ static void json_str(FILE *f, const char *v)
 
 /* "pages": which page each object lies on: per material of the scene's own triangles (the pages
  * its triangles use) and per voxel instance (one page each). */
-static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names)
+static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *out)
 {
     fputs("  \"pages\": { \"count\": ", f);
     fprintf(f, "%d, \"files\": [", at->page_count);
     for (int p = 0; page_names && p < at->page_count; ++p) { if (p) fputs(", ", f); json_str(f, page_names[p]); }
+    if (!page_names) json_str(f, out);
     fputs("],\n    \"materials\": [", f);
     uint32_t T0 = vm ? vm->first_quad_tri : at->tri_count, nm = s->material_count + 1;
     /* a bit set of pages per material (the default material last) */
@@ -403,7 +404,7 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                    "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
                 s->vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
                 (unsigned long long)vm->hidden_faces, vm->quad_count, c->texels_per_voxel, vm->seconds);
-    write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names);
+    write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names, c->out);
     fprintf(f, "  \"seconds\": { \"load\": %.6f, \"build\": %.6f, \"atlas\": %.6f, \"bake\": %.6f, \"write\": %.6f },\n",
             ph[0], ph[1], ph[2], ph[3], ph[4]);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
@@ -421,14 +422,14 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
 
 /* Every file the bake reads and writes, checked before any work (outputs.h). Returns 0, or the
  * exit status after printing why: 2 when two names clash, 1 when an output cannot be written.
- * With --pages auto the lightmap's pages are named once the atlas is packed (add_pages), before
- * the bake; -o itself then names no file. */
-static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3])
+ * With --pages auto -o itself names no file: page 0 (NAME-0.png, there is always one) is
+ * checked here, the other pages once the atlas is packed, before the bake. */
+static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3], const char *page0)
 {
     char err[1024];
     int r = 0;
     for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
-    if (!r && !c->pages_auto && (r = idx[0] = bk_outputs_add(io, "-o", c->out, 0, err, sizeof err)) >= 0) r = 0;
+    if (!r && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0) r = 0;
     if (!r && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
     if (!r && c->stats && (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0) r = 0;
     if (!r) return 0;
@@ -513,9 +514,10 @@ int bk_cmd_bake(int argc, char **argv)
     bk_outputs io;
     bk_outputs_init(&io);
     int out_idx[3] = { -1, -1, -1 }, mtl_idx = -1, *page_idx = NULL;
-    char **page_names = NULL, *mtl_path = NULL;
-    int rc = plan_files(&c, &io, out_idx);
-    if (rc) { free(c.points); free(c.scenes); bk_outputs_free(&io); return rc; }
+    char **page_names = NULL, *mtl_path = NULL, *page0 = c.pages_auto ? page_name(c.out, 0) : NULL;
+    if (c.pages_auto && !page0) { fprintf(stderr, "baker: out of memory\n"); free(c.points); free(c.scenes); return 1; }
+    int rc = plan_files(&c, &io, out_idx, page0);
+    if (rc) { free(c.points); free(c.scenes); free(page0); bk_outputs_free(&io); return rc; }
     rc = 1;
 
     char err[1024], msg[512];
@@ -609,7 +611,10 @@ int bk_cmd_bake(int argc, char **argv)
         page_names = calloc((size_t)at.page_count, sizeof(char *));
         page_idx = malloc(sizeof(int) * (size_t)at.page_count);
         if (!page_names || !page_idx) { fprintf(stderr, "baker: out of memory\n"); goto done; }
-        for (int p = 0; p < at.page_count; ++p) {
+        page_names[0] = page0;
+        page0 = NULL;
+        page_idx[0] = out_idx[0];
+        for (int p = 1; p < at.page_count; ++p) {
             int r = -1;
             if (!(page_names[p] = page_name(c.out, p)) || (r = page_idx[p] = bk_outputs_add(&io, "-o", page_names[p], 0, err, sizeof err)) < 0) {
                 fprintf(stderr, "baker: %s\n", page_names[p] ? err : "out of memory");
@@ -721,7 +726,7 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 0;
 done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
-    free(rgb); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx);
+    free(rgb); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);
