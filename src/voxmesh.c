@@ -12,11 +12,15 @@
  *      neighbour's box, the model's quads are copied (transformed); otherwise the slice's faces
  *      whose outer cell another instance fills are dropped and the rest merged again by the same
  *      greedy function, so the result is what a greedy mesher gives on the visible faces.
- * No allocation per voxel or per quad: arrays grow by doubling.
+ * No allocation per voxel or per quad: arrays grow by doubling. Steps 1 and 3 run on
+ * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter; each chunk's
+ * quads are put back in instance order, so the result does not depend on the thread count.
  */
 #include "voxmesh.h"
 #include "util.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,14 +58,30 @@ typedef struct vm_ctx {
     vm_model       *models;
     vm_xf          *xf;
     vm_hash         H;
-    bk_vox_quad    *quads;
+    const uint8_t  *used;    /* per model: placed at least once */
+    atomic_uint     next;    /* the next chunk of work (models, then instances) */
+    atomic_int      failed;  /* out of memory in some worker */
+    uint32_t       *chunk_worker, *chunk_count;  /* per instance chunk: who made its quads, how many */
+    size_t         *chunk_first;                 /* ... and where they start in that worker's list */
+} vm_ctx;
+
+/* One worker's scratch and output; workers take chunks from vm_ctx.next. */
+typedef struct vm_work {
+    vm_ctx         *C;
+    int             id;
+    bk_vox_quad    *quads;   /* quads of the chunks this worker made, chunk after chunk */
     size_t          nq, qcap;
     uint8_t        *mask;    /* 256 x 256 greedy mask, all zero between uses */
     vm_quad        *scratch; /* quads of one re-merged slice */
     uint32_t       *nb;      /* neighbours of the current instance */
     uint32_t       *stamp;   /* per instance: last instance that listed it as a neighbour */
+    uint8_t        *grid;    /* a model's dense colour grid */
+    size_t          grid_cap;
     uint64_t        hidden;
-} vm_ctx;
+    pthread_t       thread;
+} vm_work;
+
+#define INST_CHUNK 64   /* instances per chunk: fine enough to balance, coarse enough to be cheap */
 
 /* ---- models ------------------------------------------------------------------------------- */
 
@@ -95,8 +115,11 @@ static uint32_t greedy(uint8_t *mask, int nu, int v0, int v1, vm_quad *out)
     return n;
 }
 
-static int model_build(vm_ctx *C, uint32_t mi, uint8_t **grid, size_t *grid_cap)
+static int model_build(vm_work *W, uint32_t mi)
 {
+    vm_ctx *C = W->C;
+    uint8_t **grid = &W->grid;
+    size_t *grid_cap = &W->grid_cap;
     const bk_vox_model *m = &C->s->vox_models[mi];
     vm_model *M = &C->models[mi];
     const uint32_t *sz = m->size;
@@ -168,11 +191,11 @@ static int model_build(vm_ctx *C, uint32_t mi, uint8_t **grid, size_t *grid_cap)
             int vmin = 255, vmax = 0;
             for (uint32_t f = f0; f < f1; ++f) {
                 const vm_face *F = &M->faces[f];
-                C->mask[(size_t)F->v * nu + F->u] = F->c;
+                W->mask[(size_t)F->v * nu + F->u] = F->c;
                 if (F->v < vmin) vmin = F->v;
                 if (F->v > vmax) vmax = F->v;
             }
-            nq += greedy(C->mask, nu, vmin, vmax, M->quads + nq);
+            nq += greedy(W->mask, nu, vmin, vmax, M->quads + nq);
         }
     }
     M->quad_at[ns] = nq;
@@ -295,14 +318,14 @@ static int world_filled(const vm_ctx *C, uint32_t self, const int32_t *w)
 }
 
 /* Instances other than i whose boxes meet i's box grown by one cell, into C->nb. */
-static uint32_t neighbours(vm_ctx *C, uint32_t i)
+static uint32_t neighbours(const vm_ctx *C, vm_work *W, uint32_t i)
 {
     const vm_xf *X = &C->xf[i];
     const vm_hash *H = &C->H;
     uint32_t n = 0;
     int32_t lo[3], hi[3];
     for (int r = 0; r < 3; ++r) { lo[r] = X->lo[r] - 1; hi[r] = X->hi[r] + 1; }
-    C->stamp[i] = i;
+    W->stamp[i] = i;
     for (int32_t z = lo[2] >> CELL_SHIFT; z <= (hi[2] - 1) >> CELL_SHIFT; ++z)
         for (int32_t y = lo[1] >> CELL_SHIFT; y <= (hi[1] - 1) >> CELL_SHIFT; ++y)
             for (int32_t x = lo[0] >> CELL_SHIFT; x <= (hi[0] - 1) >> CELL_SHIFT; ++x) {
@@ -310,24 +333,24 @@ static uint32_t neighbours(vm_ctx *C, uint32_t i)
                 if (H->start[sl] == BK_NONE) continue;
                 for (uint32_t k = 0; k < H->count[sl]; ++k) {
                     uint32_t j = H->list[H->start[sl] + k];
-                    if (C->stamp[j] == i) continue;
-                    C->stamp[j] = i;
+                    if (W->stamp[j] == i) continue;
+                    W->stamp[j] = i;
                     const vm_xf *Y = &C->xf[j];
                     int meet = 1;
                     for (int r = 0; r < 3 && meet; ++r) meet = Y->lo[r] < hi[r] && lo[r] < Y->hi[r];
-                    if (meet) C->nb[n++] = j;
+                    if (meet) W->nb[n++] = j;
                 }
             }
     return n;
 }
 
-static int quad_push(vm_ctx *C, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd, uint32_t mbase)
+static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd, uint32_t mbase)
 {
-    if (C->nq == C->qcap) {
-        size_t cap = C->qcap ? 2 * C->qcap : 4096;
-        bk_vox_quad *p = realloc(C->quads, sizeof(bk_vox_quad) * cap);
+    if (W->nq == W->qcap) {
+        size_t cap = W->qcap ? 2 * W->qcap : 4096;
+        bk_vox_quad *p = realloc(W->quads, sizeof(bk_vox_quad) * cap);
         if (!p) return -1;
-        C->quads = p; C->qcap = cap;
+        W->quads = p; W->qcap = cap;
     }
     int a = md >> 1, u = (a + 1) % 3, v = (a + 2) % 3, out = !(md & 1);
     int P[3], eu[3] = { 0, 0, 0 }, ev[3] = { 0, 0, 0 };
@@ -338,7 +361,7 @@ static int quad_push(vm_ctx *C, uint32_t inst, const vm_xf *X, int md, uint32_t 
     /* (u, v, a) is right-handed: u then v turns counter-clockwise seen from +a. Seen from -a, or
      * through a mirror, the order reverses; both: it does not. */
     if ((!out) != (X->det < 0)) { e1 = ev; e2 = eu; len1 = q->h; len2 = q->w; }
-    bk_vox_quad *o = &C->quads[C->nq++];
+    bk_vox_quad *o = &W->quads[W->nq++];
     for (int r = 0; r < 3; ++r) {
         int c = X->col[r];
         o->o[r] = X->T[r] + X->sgn[r] * P[c];
@@ -353,13 +376,13 @@ static int quad_push(vm_ctx *C, uint32_t inst, const vm_xf *X, int md, uint32_t 
     return 0;
 }
 
-static int instance_mesh(vm_ctx *C, uint32_t i)
+static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
 {
     const bk_vox_instance *in = &C->s->vox_instances[i];
     const bk_vox_model *m = &C->s->vox_models[in->model];
     const vm_model *M = &C->models[in->model];
     const vm_xf *X = &C->xf[i];
-    uint32_t nnb = neighbours(C, i);
+    uint32_t nnb = neighbours(C, W, i);
     for (int wd = 0; wd < 6; ++wd) {
         int A = wd >> 1, ws = wd & 1 ? -1 : 1;
         int a = X->col[A], ms = ws * X->sgn[A], md = 2 * a + (ms < 0);
@@ -376,14 +399,14 @@ static int instance_mesh(vm_ctx *C, uint32_t i)
                 int32_t wlo[3], whi[3];
                 xf_box(X, lo, hi, wlo, whi);
                 for (uint32_t n = 0; n < nnb && !touched; ++n) {
-                    const vm_xf *Y = &C->xf[C->nb[n]];
+                    const vm_xf *Y = &C->xf[W->nb[n]];
                     touched = 1;
                     for (int r = 0; r < 3 && touched; ++r) touched = Y->lo[r] < whi[r] && wlo[r] < Y->hi[r];
                 }
             }
             if (!touched) {
                 for (uint32_t q = M->quad_at[k]; q < M->quad_at[k + 1]; ++q)
-                    if (quad_push(C, i, X, md, s, &M->quads[q], wd, m->material_base)) return -1;
+                    if (quad_push(W, i, X, md, s, &M->quads[q], wd, m->material_base)) return -1;
                 continue;
             }
             int vmin = -1, vmax = -1;
@@ -396,15 +419,15 @@ static int instance_mesh(vm_ctx *C, uint32_t i)
                     int c = X->col[r];
                     w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
                 }
-                if (world_filled(C, i, w)) { C->hidden++; continue; }
-                C->mask[(size_t)F->v * nu + F->u] = F->c;
+                if (world_filled(C, i, w)) { W->hidden++; continue; }
+                W->mask[(size_t)F->v * nu + F->u] = F->c;
                 if (vmin < 0 || F->v < vmin) vmin = F->v;
                 if (F->v > vmax) vmax = F->v;
             }
             if (vmin < 0) continue;
-            uint32_t nq = greedy(C->mask, nu, vmin, vmax, C->scratch);
+            uint32_t nq = greedy(W->mask, nu, vmin, vmax, W->scratch);
             for (uint32_t q = 0; q < nq; ++q)
-                if (quad_push(C, i, X, md, s, &C->scratch[q], wd, m->material_base)) return -1;
+                if (quad_push(W, i, X, md, s, &W->scratch[q], wd, m->material_base)) return -1;
         }
     }
     return 0;
@@ -453,6 +476,49 @@ static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t er
     return 0;
 }
 
+/* Phase 1 (models) and phase 2 (instances) of a worker; the caller's thread is worker 0. */
+static void *work_models(void *arg)
+{
+    vm_work *W = arg;
+    vm_ctx *C = W->C;
+    uint32_t n = C->s->vox_model_count;
+    for (;;) {
+        uint32_t mi = atomic_fetch_add(&C->next, 1u);
+        if (mi >= n || atomic_load(&C->failed)) break;
+        if (C->used[mi] && model_build(W, mi)) atomic_store(&C->failed, 1);
+    }
+    return NULL;
+}
+
+static void *work_instances(void *arg)
+{
+    vm_work *W = arg;
+    vm_ctx *C = W->C;
+    uint32_t n = C->s->vox_instance_count, chunks = (n + INST_CHUNK - 1) / INST_CHUNK;
+    for (;;) {
+        uint32_t c = atomic_fetch_add(&C->next, 1u);
+        if (c >= chunks || atomic_load(&C->failed)) break;
+        size_t before = W->nq;
+        uint32_t end = (c + 1) * INST_CHUNK < n ? (c + 1) * INST_CHUNK : n;
+        for (uint32_t i = c * INST_CHUNK; i < end; ++i)
+            if (instance_mesh(C, W, i)) { atomic_store(&C->failed, 1); break; }
+        C->chunk_worker[c] = (uint32_t)W->id;
+        C->chunk_first[c] = before;
+        C->chunk_count[c] = (uint32_t)(W->nq - before);
+    }
+    return NULL;
+}
+
+/* Runs fn on nt workers (the calling thread is worker 0); returns the number that ran. */
+static int run_workers(vm_work *W, int nt, void *(*fn)(void *))
+{
+    int started = 1;
+    for (int i = 1; i < nt && pthread_create(&W[i].thread, NULL, fn, &W[i]) == 0; ++i) started = i + 1;
+    fn(&W[0]);
+    for (int i = 1; i < started; ++i) pthread_join(W[i].thread, NULL);
+    return started;
+}
+
 int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size)
 {
     double t0 = bk_time_now();
@@ -461,10 +527,12 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     vm_ctx C;
     memset(&C, 0, sizeof C);
     C.s = s;
-    uint8_t *grid = NULL;
-    size_t grid_cap = 0;
-    int rc = -1;
-    uint32_t NI = s->vox_instance_count, NM = s->vox_model_count;
+    atomic_init(&C.next, 0u);
+    atomic_init(&C.failed, 0);
+    uint8_t *used = NULL;
+    vm_work *W = NULL;
+    int rc = -1, nt = 0;
+    uint32_t NI = s->vox_instance_count, NM = s->vox_model_count, chunks = (NI + INST_CHUNK - 1) / INST_CHUNK;
     for (uint32_t i = 0; i < NI; ++i) {
         const bk_vox_instance *in = &s->vox_instances[i];
         int8_t chk[9];
@@ -480,39 +548,71 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
                 bk_fail(err, err_size, "voxel model %u: size %u out of 1..%d", mi, s->vox_models[mi].size[r], BK_VOX_MAX_SIZE);
                 goto done;
             }
+    /* threads: never more than there are chunks of work (a lone prop runs on the caller's thread) */
+    nt = bk_cpu_threads();
+    if (nt < 1) nt = 1;
+    if ((uint32_t)nt > chunks) nt = chunks ? (int)chunks : 1;
+    if (nt > 64) nt = 64;
     C.models = calloc(NM ? NM : 1, sizeof(vm_model));
     C.xf = malloc(sizeof(vm_xf) * (NI ? NI : 1));
-    C.nb = malloc(sizeof(uint32_t) * (NI ? NI : 1));
-    C.stamp = malloc(sizeof(uint32_t) * (NI ? NI : 1));
-    C.mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
-    C.scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
-    if (!C.models || !C.xf || !C.nb || !C.stamp || !C.mask || !C.scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    C.chunk_worker = malloc(sizeof(uint32_t) * (chunks + 1));
+    C.chunk_count = calloc(chunks + 1, sizeof(uint32_t));
+    C.chunk_first = malloc(sizeof(size_t) * (chunks + 1));
+    used = calloc(NM ? NM : 1, 1);
+    W = calloc((size_t)nt, sizeof(vm_work));
+    if (!C.models || !C.xf || !C.chunk_worker || !C.chunk_count || !C.chunk_first || !used || !W) {
+        bk_fail(err, err_size, "voxel surface: out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nt; ++k) {
+        vm_work *w = &W[k];
+        w->C = &C;
+        w->id = k;
+        w->nb = malloc(sizeof(uint32_t) * (NI ? NI : 1));
+        w->stamp = malloc(sizeof(uint32_t) * (NI ? NI : 1));
+        w->mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
+        w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
+        if (!w->nb || !w->stamp || !w->mask || !w->scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+        for (uint32_t i = 0; i < NI; ++i) w->stamp[i] = BK_NONE;
+    }
     /* models placed at least once */
-    uint8_t *used = calloc(NM ? NM : 1, 1);
-    if (!used) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
     for (uint32_t i = 0; i < NI; ++i) used[s->vox_instances[i].model] = 1;
-    for (uint32_t mi = 0; mi < NM; ++mi)
-        if (used[mi] && model_build(&C, mi, &grid, &grid_cap)) { free(used); bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
-    free(used);
-    free(grid); grid = NULL;
+    C.used = used;
+    run_workers(W, nt, work_models);
+    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    for (int k = 0; k < nt; ++k) { free(W[k].grid); W[k].grid = NULL; W[k].grid_cap = 0; }
     for (uint32_t i = 0; i < NI; ++i) {
         xf_init(s, &s->vox_instances[i], &C.xf[i]);
-        C.stamp[i] = BK_NONE;
         out->voxel_count += s->vox_models[s->vox_instances[i].model].voxel_count;
     }
     if (NI && hash_build(&C)) { bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI); goto done; }
-    for (uint32_t i = 0; i < NI; ++i)
-        if (instance_mesh(&C, i)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
-    if (C.nq >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", C.nq); goto done; }
-    out->quads = C.quads; C.quads = NULL;
-    out->quad_count = (uint32_t)C.nq;
-    out->hidden_faces = C.hidden;
+    atomic_store(&C.next, 0u);
+    run_workers(W, nt, work_instances);
+    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    /* the quads in instance order: chunk after chunk, from whichever worker made each */
+    size_t total = 0;
+    for (uint32_t c = 0; c < chunks; ++c) total += C.chunk_count[c];
+    for (int k = 0; k < nt; ++k) out->hidden_faces += W[k].hidden;
+    if (total >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total); goto done; }
+    out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
+    if (!out->quads) { bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total); goto done; }
+    size_t at = 0;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        memcpy(out->quads + at, W[C.chunk_worker[c]].quads + C.chunk_first[c], sizeof(bk_vox_quad) * C.chunk_count[c]);
+        at += C.chunk_count[c];
+    }
+    out->quad_count = (uint32_t)total;
+    for (int k = 0; k < nt; ++k) { free(W[k].quads); W[k].quads = NULL; }
     for (uint32_t q = 0; q < out->quad_count; ++q) out->face_count += (uint64_t)out->quads[q].w * out->quads[q].h;
     if (make_scene(s, out, err, err_size)) goto done;
     rc = 0;
 done:
     for (uint32_t mi = 0; C.models && mi < NM; ++mi) model_free(&C.models[mi]);
-    free(C.models); free(C.xf); free(C.nb); free(C.stamp); free(C.mask); free(C.scratch); free(C.quads); free(grid);
+    for (int k = 0; W && k < nt; ++k) {
+        free(W[k].quads); free(W[k].mask); free(W[k].scratch); free(W[k].nb); free(W[k].stamp); free(W[k].grid);
+    }
+    free(W); free(used);
+    free(C.models); free(C.xf); free(C.chunk_worker); free(C.chunk_count); free(C.chunk_first);
     free(C.H.keys); free(C.H.start); free(C.H.count); free(C.H.list);
     if (rc) bk_voxmesh_free(out);
     out->seconds = bk_time_now() - t0;

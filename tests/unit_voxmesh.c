@@ -6,7 +6,7 @@
  * permutations, overlapping and touching, checked against brute force over a dense world grid:
  * every quad face lies on a voxel of its instance and colour with an empty cell outside, the
  * triangles' winding normals point along the quad's direction, the faces are exactly the visible
- * ones (counted), and two builds give the same quads. Also a timing of a large generated world (printed, not checked).
+ * ones (counted), and two builds give the same quads, with 1 thread or 5. Also a timing of a large generated world (printed, not checked).
  */
 #include "atlas.h"
 #include "voxmesh.h"
@@ -459,6 +459,41 @@ static void test_pages(void)
     bk_scene_free(&s);
 }
 
+
+/* The thread count changes nothing: 400 instances (7 chunks of work), 1 and 5 threads. */
+static void test_threads(void)
+{
+    uint64_t st = 4242;
+    bk_scene s; memset(&s, 0, sizeof s);
+    for (int mi = 0; mi < 4; ++mi) {
+        uint32_t sz[3] = { 2 + rng(&st) % 5, 2 + rng(&st) % 5, 2 + rng(&st) % 5 };
+        uint8_t *xyzi = malloc(4 * sz[0] * sz[1] * sz[2]);
+        uint32_t n = 0;
+        for (uint32_t z = 0; z < sz[2]; ++z)
+            for (uint32_t y = 0; y < sz[1]; ++y)
+                for (uint32_t x = 0; x < sz[0]; ++x)
+                    if (rng(&st) % 100 < 70) { uint8_t *p = xyzi + 4 * n++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+        add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
+        free(xyzi);
+    }
+    for (int i = 0; i < 400; ++i) {
+        int8_t m[9];
+        bk_vox_rot_matrix((uint8_t)(0x04 | (rng(&st) % 8) << 4), m);
+        add_instance(&s, rng(&st) % 4, m, (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 4));
+    }
+    setenv("BK_THREADS", "1", 1);
+    bk_voxmesh a = build("threads 1", &s);
+    setenv("BK_THREADS", "5", 1);
+    bk_voxmesh b = build("threads 5", &s);
+    unsetenv("BK_THREADS");
+    BK_EXPECT(a.quad_count > 1000 && a.quad_count == b.quad_count && a.hidden_faces == b.hidden_faces && a.hidden_faces > 0);
+    BK_EXPECT(!memcmp(a.quads, b.quads, sizeof(bk_vox_quad) * a.quad_count));
+    BK_EXPECT(a.scene.tri_count == b.scene.tri_count && !memcmp(a.scene.positions, b.scene.positions, sizeof(float) * 3 * a.scene.vertex_count));
+    bk_voxmesh_free(&a);
+    bk_voxmesh_free(&b);
+    bk_scene_free(&s);
+}
+
 /* A scene's own triangles come first and keep their numbers. */
 static void test_with_triangles(void)
 {
@@ -560,6 +595,7 @@ int main(void)
     test_mirrored();
     test_random();
     test_with_triangles();
+    test_threads();
     test_atlas();
     test_pages();
     bench_world();
