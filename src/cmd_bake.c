@@ -378,8 +378,9 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
     for (uint32_t q = 0, n = 0; vm && q < vm->quad_count; ++q) {
         if (q && vm->quads[q].instance == vm->quads[q - 1].instance) continue;
         uint32_t t = vm->first_quad_tri + 2 * q;
-        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }", n++ % 4 ? ", " : "\n      ", vm->quads[q].instance,
+        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }", n == 0 ? "\n      " : n % 4 ? ", " : ",\n      ", vm->quads[q].instance,
                 at->tri_page ? at->tri_page[t] : 0);
+        n++;
     }
     fputs("] },\n", f);
 }

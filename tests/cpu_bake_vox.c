@@ -126,6 +126,7 @@ int main(void)
     char want[64];
     snprintf(want, sizeof want, "\"pages\": { \"count\": %u", need);
     BK_EXPECTF(contains(p1, want) && contains(p1, "\"voxel_instances\": [") && contains(p1, "\"page\": 1 }"), "%s", p1);
+    BK_EXPECTF(!contains(p1, "}\n      {") && !contains(p1, "} {"), "%s: list items without commas", p1);
     snprintf(p1, sizeof p1, "%s/p.obj", T);
     BK_EXPECT(contains(p1, " page_0\n") && contains(p1, " page_1\n"));
 
