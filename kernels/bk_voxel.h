@@ -103,8 +103,9 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
                               d.z != 0.0f ? 1.0f / d.z : BK_INF);
     const int stx = d.x > 0.0f ? 1 : -1, sty = d.y > 0.0f ? 1 : -1, stz = d.z > 0.0f ? 1 : -1;
     /* the first cell: where the ray is at t0, clamped into the model */
-    int vx = bk_vox_cell(o.x + d.x * t0, 0, sx - 1), vy = bk_vox_cell(o.y + d.y * t0, 0, sy - 1);
-    int vz = bk_vox_cell(o.z + d.z * t0, 0, sz - 1);
+    /* (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
+    int vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), 0, sx - 1), vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), 0, sy - 1);
+    int vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), 0, sz - 1);
     for (;;) {
         const int bx = vx >> 2, by = vy >> 2, bz = vz >> 2;
         bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
@@ -122,7 +123,7 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
                 const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
                 /* t in world space, where the face's plane is an integer: one subtraction (exact
                  * near the plane) and one division, so t is within an ulp or two of exact */
-                const float plane = bk_comp3(bk_f4_xyz(v2), wk) + g * (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0));
+                const float plane = bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
                 const float dw = bk_comp3(r->d, wk);
                 float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
                 if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
@@ -159,8 +160,9 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             int ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
             float te = bk_minf(bk_minf(tx, ty), tz);
             if (!(te <= tmax)) return 0;
-            int nx = bk_vox_cell(o.x + d.x * te, 4 * bx, 4 * bx + 3), ny = bk_vox_cell(o.y + d.y * te, 4 * by, 4 * by + 3);
-            int nz = bk_vox_cell(o.z + d.z * te, 4 * bz, 4 * bz + 3);
+            int nx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, te)), 4 * bx, 4 * bx + 3);
+            int ny = bk_vox_cell(bk_add(o.y, bk_mul(d.y, te)), 4 * by, 4 * by + 3);
+            int nz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, te)), 4 * bz, 4 * bz + 3);
             if (ax == 0) nx = stx > 0 ? 4 * bx + 4 : 4 * bx - 1;
             if (ax == 1) ny = sty > 0 ? 4 * by + 4 : 4 * by - 1;
             if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;

@@ -1,5 +1,6 @@
-/* cuda_internal.cuh - what the CUDA files of the backend share: the statistics slots and the
- * bake kernel's launcher (kernels/bake.cu, compiled without FMA contraction). */
+/* cuda_internal.cuh - what the CUDA files of the backend share: the statistics slots, the block
+ * size, and the bake kernel's launcher and facts (kernels/bake.cu, compiled without FMA
+ * contraction). */
 #ifndef BK_CUDA_INTERNAL_CUH
 #define BK_CUDA_INTERNAL_CUH
 
@@ -29,11 +30,27 @@ static __device__ __forceinline__ void bk_warp_flush_stats(unsigned long long *s
     }
 }
 
+/* Threads per block of the trace and bake kernels (their __launch_bounds__). */
+#define BK_CUDA_BLOCK 128
+
+/* One warp of a bake launch, when achieved occupancy is measured (bk_occupancy in backend.h):
+ * globaltimer (ns, one clock for all SMs, unlike clock64) at the warp's start and end, and its SM. */
+typedef struct bk_warp_rec {
+    unsigned long long start, end;   /* 16 B */
+    unsigned smid, pad;              /*  8 B */
+} bk_warp_rec;                       /* 24 B */
+
+/* Bake kernels exist for each stack strategy and each register cap of BK_REG_CAPS (backend.h);
+ * the functions below return cudaErrorInvalidDeviceFunction for any other pair. */
+int         bk_cuda_bake_has(int stack_mode, int reg_cap);
+cudaError_t bk_cuda_bake_attributes(int stack_mode, int reg_cap, cudaFuncAttributes *a);
 /* Blocks of `block` threads with `smem` bytes of stack that fit on one SM. */
-cudaError_t bk_cuda_bake_occupancy(int stack_mode, int block, size_t smem, int *per_sm);
-/* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks. */
-cudaError_t bk_cuda_bake_launch(int stack_mode, unsigned blocks, int block, size_t smem, const bk_bake_view *v,
-                                const bk_bake_params *p, bk_texel *tx, uint32_t begin, uint32_t end, int stack_size,
-                                uint32_t *spill, bk_f4 *out, unsigned long long *stats);
+cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_t smem, int *per_sm);
+/* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks; rec: NULL, or one record
+ * per warp of the grid. */
+cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
+                                const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, uint32_t begin,
+                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, unsigned long long *stats,
+                                bk_warp_rec *rec);
 
 #endif

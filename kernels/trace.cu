@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BLOCK 128
+#define BLOCK BK_CUDA_BLOCK
 
 static double now_seconds(void)
 {
@@ -37,6 +37,7 @@ static double now_seconds(void)
 
 typedef struct cuda_ctx {
     int            sm_count;
+    int            max_warps_per_sm;
     char           device_name[256];
     bk_accel_view  view;          /* device pointers */
     void          *d_nodes, *d_tris, *d_refs;
@@ -55,6 +56,9 @@ typedef struct cuda_ctx {
     bk_f4         *d_out;
     uint32_t       texel_count;
     double         bake_seconds;
+    /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
+    bk_warp_rec   *d_rec, *h_rec;
+    size_t         rec_cap;
 } cuda_ctx;
 
 template <int ACCEL, int MODE, int ANY, int PRIM, int CNT>
@@ -151,6 +155,10 @@ static kernel_fn pick_kernel(const bk_accel_view *v, const bk_trace_opts *o)
 
 static const char *cuda_name(bk_backend *be) { return "cuda"; }
 
+#define CAP_NAME(C) " " #C
+static const char reg_cap_names[] = BK_REG_CAPS(CAP_NAME);
+#undef CAP_NAME
+
 static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size)
 {
     if (o->stack_mode < 0 || o->stack_mode > 2 || o->counters < 0 || o->counters > 2) {
@@ -159,6 +167,10 @@ static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size
     }
     if (o->stack_mode != BK_STACK_GLOBAL && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
         snprintf(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
+        return 0;
+    }
+    if (!bk_cuda_bake_has(o->stack_mode, o->reg_cap)) {
+        snprintf(why, why_size, "no bake kernel with a cap of %d registers (compiled caps:%s)", o->reg_cap, reg_cap_names);
         return 0;
     }
     return 1;
@@ -226,6 +238,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     memset(totals, 0, sizeof *totals);
     totals->rays = n;
     if (!cuda_supports(be, o, err, err_size)) return -1;
+    if (o->reg_cap) { snprintf(err, err_size, "register caps apply to the bake kernel only, not to trace"); return -1; }
     if (!c->d_tris) { snprintf(err, err_size, "cuda trace before upload"); return -1; }
     if (n == 0) return 0;
     if (n > c->ray_cap) {
@@ -315,6 +328,48 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     return 0;
 }
 
+/* Dynamic shared memory of a bake block: the short/spill stack's fast part (the widest entry, as
+ * one bake kernel serves both accels). */
+static size_t bake_smem(const bk_trace_opts *o)
+{
+    return o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * BK_STACK_WIDTH * BLOCK * sizeof(uint32_t);
+}
+
+/* After a launch of `blocks` blocks with recording on: adds its warps' records to *occ (the
+ * formula is in backend.h, bk_occupancy). */
+static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *err, size_t err_size)
+{
+    const unsigned wpb = BLOCK / 32;
+    size_t warps = (size_t)blocks * wpb;
+    CUDA_TRY(cudaMemcpy(c->h_rec, c->d_rec, warps * sizeof(bk_warp_rec), cudaMemcpyDeviceToHost));
+    unsigned long long lo = ~0ull, hi = 0;
+    double warp_ns = 0, block_ns = 0;
+    unsigned char seen[4096];
+    memset(seen, 0, sizeof seen);
+    uint32_t sms = 0;
+    for (unsigned b = 0; b < blocks; ++b) {
+        unsigned long long blo = ~0ull, bhi = 0;
+        for (unsigned w = 0; w < wpb; ++w) {
+            const bk_warp_rec *r = &c->h_rec[(size_t)b * wpb + w];
+            if (r->end < r->start || r->end == 0) continue;      /* not written: cannot happen, but never trust it */
+            warp_ns += (double)(r->end - r->start);
+            if (r->start < blo) blo = r->start;
+            if (r->end > bhi) bhi = r->end;
+            if (r->smid < sizeof seen && !seen[r->smid]) { seen[r->smid] = 1; sms++; }
+        }
+        if (bhi > blo) block_ns += (double)(bhi - blo) * wpb;
+        if (blo < lo) lo = blo;
+        if (bhi > hi) hi = bhi;
+    }
+    if (hi <= lo) return 0;
+    occ->warp_ns += warp_ns;
+    occ->block_ns += block_ns;
+    occ->capacity_ns += (double)c->sm_count * (double)(hi - lo) * (double)c->max_warps_per_sm;
+    occ->launches++;
+    if (sms > occ->sms_used) occ->sms_used = sms;
+    return 0;
+}
+
 static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
                          char *err, size_t err_size)
 {
@@ -322,23 +377,61 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     if (!cuda_supports(be, o, err, err_size)) return -1;
     if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
     if (begin == end) return 0;
-    size_t smem = o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * BK_STACK_WIDTH * BLOCK * sizeof(uint32_t);
+    size_t smem = bake_smem(o);
     int per_sm = 0;
-    CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, BLOCK, smem, &per_sm));
+    CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
     if (per_sm < 1) { snprintf(err, err_size, "the bake kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
     uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count, need = ((uint64_t)(end - begin) + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
     if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
         return -1;
+    bk_warp_rec *rec = NULL;
+    if (o->occupancy) {
+        size_t warps = nthreads / 32;
+        if (warps > c->rec_cap) {
+            cudaFree(c->d_rec); free(c->h_rec);
+            c->d_rec = NULL; c->rec_cap = 0;
+            c->h_rec = (bk_warp_rec *)malloc(warps * sizeof(bk_warp_rec));
+            if (!c->h_rec) { snprintf(err, err_size, "out of memory for %zu warp records", warps); return -1; }
+            CUDA_TRY(cudaMalloc((void **)&c->d_rec, warps * sizeof(bk_warp_rec)));
+            c->rec_cap = warps;
+        }
+        CUDA_TRY(cudaMemset(c->d_rec, 0, warps * sizeof(bk_warp_rec)));
+        rec = c->d_rec;
+    }
     CUDA_TRY(cudaEventRecord(c->ev0));
-    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels, begin, end,
-                                 o->stack_size, c->d_spill, c->d_out, c->d_stats));
+    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels,
+                                 begin, end, o->stack_size, c->d_spill, c->d_out, c->d_stats, rec));
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
     c->bake_seconds += ms * 1e-3;
+    if (rec && add_occupancy(c, (unsigned)blocks, o->occupancy, err, err_size)) return -1;
+    return 0;
+}
+
+static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    memset(out, 0, sizeof *out);
+    if (!cuda_supports(be, o, err, err_size)) return -1;
+    cudaFuncAttributes fa;
+    CUDA_TRY(bk_cuda_bake_attributes(o->stack_mode, o->reg_cap, &fa));
+    size_t smem = bake_smem(o);
+    int per_sm = 0;
+    CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
+    out->registers = fa.numRegs;
+    out->local_bytes = (uint32_t)fa.localSizeBytes;
+    out->shared_static = (uint32_t)fa.sharedSizeBytes;
+    out->shared_dynamic = (uint32_t)smem;
+    out->max_threads = fa.maxThreadsPerBlock;
+    out->block = BLOCK;
+    out->blocks_per_sm = per_sm;
+    out->max_warps_per_sm = c->max_warps_per_sm;
+    out->sm_count = c->sm_count;
+    out->occupancy = c->max_warps_per_sm ? (double)per_sm * (BLOCK / 32) / (double)c->max_warps_per_sm : 0.0;
     return 0;
 }
 
@@ -364,6 +457,7 @@ static void cuda_free(bk_backend *be)
         release_scene(c);
         release_bake(c);
         cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
+        cudaFree(c->d_rec); free(c->h_rec);
         cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1);
         free(c);
     }
@@ -379,7 +473,8 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
 }
 
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
-                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory, cuda_free };
+                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
+                                                cuda_kernel_info, cuda_free };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
 {
@@ -398,6 +493,7 @@ extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
     bk_backend *be = (bk_backend *)calloc(1, sizeof(bk_backend));
     if (!c || !be) { free(c); free(be); snprintf(msg, msg_size, "out of memory"); return NULL; }
     c->sm_count = p.multiProcessorCount;
+    c->max_warps_per_sm = p.maxThreadsPerMultiProcessor / p.warpSize;
     snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess) {

@@ -27,7 +27,47 @@ typedef struct bk_trace_opts {
     int threads;      /* cpu: worker threads, 0 = all cores */
     uint32_t *ray_stats;  /* trace: NULL, or n words out: (deepest stack << 24) | nodes visited,
                              each saturated, per ray (host memory) */
+    int reg_cap;          /* bake kernel: registers per thread, 0 = the default launch bounds; one
+                             of BK_REG_CAPS (cuda); the CPU backend supports only 0 */
+    struct bk_occupancy *occupancy;  /* bake: NULL (the normal bake), or sums each launch adds to,
+                                        from per-warp SM ids and timestamps (benchmarks only) */
 } bk_trace_opts;
+
+/* The register caps the bake kernel is compiled for: 0 (launch bounds (128, 4): at most 128
+ * registers) and 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
+ * cap a GTX 1060-era engine used for occupancy). One list: kernels/bake.cu instantiates it,
+ * cuda_supports checks it, `baker bench stacks` walks it. */
+#define BK_REG_CAPS(X) X(0) X(32)
+
+/* What a GPU backend's bake kernel is, for the options given (CUDA: cudaFuncGetAttributes and the
+ * occupancy calculator). Per-thread and per-block figures, not totals. */
+typedef struct bk_kernel_info {
+    int      registers;          /* per thread (numRegs) */
+    uint32_t local_bytes;        /* per thread: local memory (localSizeBytes): register spills,
+                                    the call stack and the global strategy's stack array */
+    uint32_t shared_static;      /* per block: __shared__ variables (sharedSizeBytes) */
+    uint32_t shared_dynamic;     /* per block: the short/spill stack, stack_size x width x block x 4 */
+    int      max_threads;        /* per block the kernel can be launched with (maxThreadsPerBlock) */
+    int      block;              /* threads per block the backend launches */
+    int      blocks_per_sm;      /* resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor) */
+    int      max_warps_per_sm;   /* the device's maxThreadsPerMultiProcessor / 32 */
+    int      sm_count;
+    double   occupancy;          /* theoretical: blocks_per_sm x block / 32 / max_warps_per_sm */
+} bk_kernel_info;
+
+/* Achieved occupancy of bake launches (bk_trace_opts.occupancy). Each warp of each launch records
+ * its SM (%smid) and globaltimer at its start and its end; after each launch the backend adds
+ *   warp_ns     sum over warps of (end - start)                      active warp-nanoseconds
+ *   block_ns    sum over blocks of (last end - first start) x warps   the same, counting a block's
+ *                                                                    warps until its last one ends
+ *   capacity_ns SMs x (last end - first start of the launch) x max warps per SM
+ * so achieved occupancy = warp_ns / capacity_ns: the mean share of the GPU's warp slots holding a
+ * running warp while the kernel ran (what Nsight's sm__warps_active ratio approximates). */
+typedef struct bk_occupancy {
+    double   warp_ns, block_ns, capacity_ns;
+    uint32_t launches;
+    uint32_t sms_used;           /* most distinct SMs one launch ran on */
+} bk_occupancy;
 
 typedef struct bk_trace_totals {
     uint64_t rays, nodes, tris, restarts, spills;   /* rays: traced (bake: all rays of all paths) */
@@ -55,6 +95,9 @@ struct bk_backend_i {
     /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
      * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
     void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
+    /* Facts about the bake kernel the options select (registers, local and shared memory,
+     * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
+    int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
 };
 struct bk_backend {

@@ -124,6 +124,9 @@ static int cpu_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_
         bk_fail(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
         return 0;
     }
+    /* A register cap is a property of a compiled GPU kernel; the CPU says so rather than
+     * running the same loop again under a name that would mean nothing. */
+    if (o->reg_cap != 0) { bk_fail(why, why_size, "register caps apply to GPU kernels only (cpu backend)"); return 0; }
     return 1;
 }
 
@@ -230,8 +233,15 @@ static void cpu_free(bk_backend *be)
 
 static void cpu_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes) { *free_bytes = *total_bytes = 0; }
 
+static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    return bk_fail(err, err_size, "not a GPU backend: no kernel to describe (cpu)");
+}
+
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
-                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory, cpu_free };
+                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory,
+                                               cpu_kernel_info, cpu_free };
 
 bk_backend *bk_backend_cpu_init(void)
 {

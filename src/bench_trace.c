@@ -20,11 +20,20 @@ const char bk_bench_usage[] =
     "       baker bench primitives [--min-log2 16] [--max-log2 28]\n"
     "       baker bench trace [--scenes A,B,..] [--rays N] [--reps R] [--backend cpu|cuda|auto]\n"
     "                         [--stack-size K] [--counters thread|warp|block] [--threads N]\n"
+    "       baker bench stacks [SCENE...] [--size N] [--spp N] [--bounces N] [--texels-per-voxel N]\n"
+    "                          [--reps N] [--stack-size K] [--backend cpu|cuda|auto] [--threads N]\n"
+    "                          [--csv FILE] [--svg FILE]\n"
     "\n"
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
     "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
-    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes.\n";
+    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes.\n"
+    "\n"
+    "bench stacks: bakes each scene (sun + sky, default 1 bounce, 64 spp, 1024 atlas) with every\n"
+    "accel x stack strategy (global; short and spill with K = 8 entries) x register cap (none, 32)\n"
+    "and prints bake seconds (best of R, default 3), Mrays/s, registers, local and shared memory,\n"
+    "theoretical and achieved occupancy (docs/bench_stacks.md). Default scenes: sponza-dabrovic,\n"
+    "and /tmp/world54k.vox when it exists. --csv and --svg write the rows and a bar chart.\n";
 
 /* Relative to $BK_SCENES_DIR, else ../shared/scenes (run from the repository root). */
 static const char *const default_scenes[] = {
@@ -151,6 +160,7 @@ int bk_bench_main(int argc, char **argv)
     if (argc >= 1 && !strcmp(argv[0], "primitives")) return bk_bench_primitives(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "trace")) return bk_bench_trace(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "load")) return bk_bench_load(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "stacks")) return bk_bench_stacks(argc - 1, argv + 1);
     fputs(bk_bench_usage, argc ? stderr : stdout);
     return 2;
 }

@@ -3,9 +3,11 @@
 #define BK_BENCH_TRACE_H
 
 extern const char bk_bench_usage[];
-/* argv after "bench": "load ..." or "trace ..." */
+/* argv after "bench": "load ...", "trace ...", "primitives ..." or "stacks ..." */
 int bk_bench_main(int argc, char **argv);
 int bk_bench_trace(int argc, char **argv);
+/* `baker bench stacks`: the bake under every accel x stack strategy x register cap (bench_stacks.c). */
+int bk_bench_stacks(int argc, char **argv);
 /* `baker bench primitives`: GPU reduction, histogram, sort and counter aggregation against CUB
  * (kernels/prim_bench.cu; without CUDA it says so and fails). */
 int bk_bench_primitives(int argc, char **argv);

@@ -86,6 +86,19 @@ static int load_scene(const char *path, bk_scene *s, double *seconds)
     return 0;
 }
 
+/* "load  0.012 s  N triangles, M vertices[, K voxel instances of L models (V voxels placed)]" */
+static void print_load(const bk_scene *s, double seconds)
+{
+    printf("load            %8.3f s  %u triangles, %u vertices", seconds, s->tri_count, s->vertex_count);
+    if (s->vox_instance_count) {
+        uint64_t placed = 0;
+        for (uint32_t i = 0; i < s->vox_instance_count; ++i) placed += s->vox_models[s->vox_instances[i].model].voxel_count;
+        printf(", %u voxel instances of %u models (%llu voxels placed)", s->vox_instance_count, s->vox_model_count,
+               (unsigned long long)placed);
+    }
+    printf("\n");
+}
+
 /* The files a command reads (the scene, a RAYS file) and the one it writes, checked before any
  * work (outputs.h). Returns 0, or the exit status after printing why. */
 static int plan_files(bk_outputs *io, const char *scene, const char *rays, const char *out_opt, const char *out, int *out_idx)
@@ -144,7 +157,7 @@ static int cmd_build(int argc, char **argv)
     bk_scene s;
     double tl;
     if (load_scene(scene_path, &s, &tl)) return 1;
-    printf("load            %8.3f s  %u triangles, %u vertices\n", tl, s.tri_count, s.vertex_count);
+    print_load(&s, tl);
     bk_build_opts bo = bk_build_opts_default();
     for (int t = 0; t < 2; ++t) {
         if (accel >= 0 && accel != t) continue;
@@ -294,7 +307,7 @@ static int cmd_trace(int argc, char **argv)
         bk_scene_free(&s); free(rays); bk_backend_free(be); bk_outputs_free(&io);
         return prc ? prc : 1;
     }
-    printf("load            %8.3f s  %u triangles\n", tl, s.tri_count);
+    print_load(&s, tl);
     bk_build_opts bo = bk_build_opts_default();
     bk_accel a;
     int rc = 1;

@@ -1,6 +1,7 @@
 /* scene.h - the in-memory triangle scene every loader produces and every builder reads.
  *
- * Pipeline: loader (obj.c, vox.c) -> bk_scene (several appended: scene.c) -> builders (bvh.c, kdtree.c) -> backends.
+ * Pipeline: loader (obj.c, vox.c) -> bk_scene (several appended: scene.c) -> builders (bvh.c,
+ * kdtree.c, via geom.c) -> backends.
  * Triangles are numbered in file order after fan triangulation (docs/formats.md).
  */
 #ifndef BK_SCENE_H

@@ -5,6 +5,7 @@
  * without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
+#include "bk_test_voxels.h"
 #include "backend.h"
 
 typedef struct variant { int mode, k; } variant;
@@ -12,6 +13,14 @@ static const variant variants[] = {
     { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
     { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
 };
+
+/* Hit ids run up to the last voxel face (bk_voxel.h). */
+static uint64_t id_limit(const bk_scene *s)
+{
+    uint64_t n = s->tri_count;
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i) n += 6ull * s->vox_models[s->vox_instances[i].model].voxel_count;
+    return n;
+}
 
 static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu, const bk_scene *s,
                              const bk_ray *rays, uint64_t n)
@@ -41,7 +50,7 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                     uint64_t bad = 0, inexact = 0;
                     for (uint64_t i = 0; i < n; ++i) {
                         int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
-                                 (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < s->tri_count);
+                                 (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < id_limit(s));
                         if (memcmp(&ref[i], &got[i], sizeof(bk_hit)) != 0) inexact++;
                         if (!ok && bad++ < 5)
                             fprintf(stderr, "  %s %s %s/%d %s %s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
@@ -95,6 +104,20 @@ int main(void)
     BK_EXPECT(bk_rays_random(&s, n, 3, &rays, err, sizeof err) == 0);
     compare_backends("soup/random", gpu, cpu, &s, rays, n);
     free(rays);
+    bk_scene_free(&s);
+
+    /* voxels: instances with every rotation, traced natively on both sides */
+    bk_test_vox_scene(&s, 6, 200, 11, 0.4f, 9);
+    {
+        bk_scene mesh;
+        uint32_t *face_id;
+        bk_test_vox_mesh(&s, &mesh, &face_id);
+        n = 100003;
+        rays = bk_test_vox_rays(&s, &mesh, (uint32_t)n, 10);
+        compare_backends("voxels/random", gpu, cpu, &s, rays, n);
+        free(rays); free(face_id);
+        bk_scene_free(&mesh);
+    }
     bk_scene_free(&s);
 
     static const char *const corpus[] = { "cornell-box/CornellBox-Original.obj", "sponza-dabrovic/sponza.obj",

@@ -6,7 +6,7 @@
  *           MTL Kd/Ke/map_Kd (with options), usemtl before mtllib.
  *   fails with "path:line: reason": index 0, index out of range or not yet defined, bad number,
  *           non-finite position, face with < 3 vertices; "path: ..." for missing files, no faces,
- *           .vox (not yet) and unknown extensions.
+ *           a truncated .vox (by extension: the .vox reader) and unknown extensions.
  *   warns:  missing MTL file, unknown material name (triangles get BK_NONE), Kd/Ke out of range
  *           (clamped).
  *   hostile inputs (issue 7): a device or FIFO as the scene or as an MTL, files over the size
@@ -290,8 +290,8 @@ static void test_errors(void)
     load_fails(path, 0, "cannot open");
     snprintf(path, sizeof path, "%s/does_not_exist.obj.gz", tmpdir);
     load_fails(path, 0, "cannot open");
-    load_fails(write_str("scene.vox", "VOX "), 0, "byte 4: the file ends before the version number");
-    load_fails(write_str("scene.ply", "ply\n"), 0, "supported: .obj, .obj.gz");
+    load_fails(write_str("scene.vox", "VOX "), 0, "byte 4: the file ends before the version number");  /* vox.c reads it */
+    load_fails(write_str("scene.ply", "ply\n"), 0, "supported: .obj, .obj.gz, .vox");
     load_fails(tmpdir, 0, "supported");                       /* a folder: no extension */
     snprintf(path, sizeof path, "%s/dir.obj", tmpdir);
     mkdir(path, 0700);

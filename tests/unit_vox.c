@@ -736,7 +736,7 @@ static void test_corpus(void)
     };
     int found[6] = { 0 }, files = 0;
     double slowest = 0;
-    const char *slowest_name = "";
+    char slowest_name[256] = "";
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!bk_path_has_ext(e->d_name, ".vox")) continue;
@@ -747,7 +747,7 @@ static void test_corpus(void)
         double t0 = bk_time_now();
         if (!load_ok(path, &s)) continue;
         double dt = bk_time_now() - t0;
-        if (dt > slowest) { slowest = dt; slowest_name = e->d_name; }
+        if (dt > slowest) { slowest = dt; snprintf(slowest_name, sizeof slowest_name, "%s", e->d_name); }
         uint64_t voxels = 0;
         for (uint32_t m = 0; m < s.vox_model_count; ++m) voxels += s.vox_models[m].voxel_count;
         for (int i = 0; i < 6; ++i) {

@@ -4,7 +4,7 @@
 usage: python3 tools/kernel_resources.py [nvcc flags...]   (run from the repository root)
 Compiles kernels/trace.cu and kernels/bake.cu for sm_90 with -Xptxas -v (bake.cu with
 --fmad=false, as CMakeLists.txt does) and prints one row per template instance
-<accel, stack, query, counters> or <stack> for the bake.
+<accel, stack, query, counters> or <stack, register cap> for the bake.
 """
 import re
 import subprocess
@@ -30,9 +30,9 @@ for line in ptxas("kernels/trace.cu", []) + ptxas("kernels/bake.cu", ["--fmad=fa
         cur = {"k": tuple(int(x) for x in m.groups())}
         rows.append(cur)
         continue
-    m = re.search(r"Compiling entry function '_Z11bake_kernelILi(\d)E", line)
+    m = re.search(r"Compiling entry function '_Z11bake_kernelILi(\d)ELi(\d+)E", line)
     if m:
-        cur = {"k": (int(m.group(1)),)}
+        cur = {"k": (int(m.group(1)), int(m.group(2)))}
         bake.append(cur)
         continue
     if cur is None:
@@ -49,5 +49,6 @@ for r in sorted(rows, key=lambda r: r["k"]):
     print(f"{ACCEL[a]:7} {STACK[s]:7} {QUERY[q]:8} {COUNT[c]:8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
           f"{r.get('st', 0):10} {r.get('ld', 0):10}")
 for r in sorted(bake, key=lambda r: r["k"]):
-    print(f"{'bake':7} {STACK[r['k'][0]]:7} {'-':8} {'warp':8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
+    cap = f"cap {r['k'][1]}" if r["k"][1] else "-"
+    print(f"{'bake':7} {STACK[r['k'][0]]:7} {cap:8} {'warp':8} {r.get('regs', 0):5} {r.get('frame', 0):8} "
           f"{r.get('st', 0):10} {r.get('ld', 0):10}")
