@@ -49,8 +49,9 @@ const char bk_bake_usage[] =
     "  --padding P              empty texels between charts, >= 2 (default 2)\n"
     "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
     "                           and must not overlap; not for voxels)\n"
-    "  --texels-per-voxel N     voxels: N x N texels per voxel face (default 2); each merged quad of\n"
-    "                           visible faces is one chart. World units are voxels, so an OBJ\n"
+    "  --texels-per-voxel N     voxels: N x N texels per voxel face (default 2, at most 64); each\n"
+    "                           merged quad of visible faces is one chart. World units are voxels,\n"
+    "                           so an OBJ\n"
     "                           baked with a .vox is charted at --texels-per-unit (with --pages\n"
     "                           auto: N when not given, the voxels' density), else at the largest\n"
     "                           scale that fits the page beside the voxel charts\n"
@@ -151,7 +152,8 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
             if (!(c->atlas.texels_per_unit > 0)) { fprintf(stderr, "baker: --texels-per-unit must be positive\n"); return -1; }
         } else if (!strcmp(a, "--texels-per-voxel")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 256, &u)) return -1;
+            /* a model side of 256 voxels at 64 texels each is the largest atlas side */
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, BK_ATLAS_MAX_SIZE / BK_VOX_MAX_SIZE, &u)) return -1;
             c->texels_per_voxel = (int)u;
         } else if (!strcmp(a, "--pages")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
