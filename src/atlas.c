@@ -56,6 +56,7 @@ void bk_atlas_free(bk_atlas *a)
     if (!a) return;
     free(a->uv);
     free(a->tri_chart);
+    free(a->tri_page);
     memset(a, 0, sizeof *a);
 }
 
@@ -1608,6 +1609,8 @@ typedef struct packer {
     int         count, cap;
     uint32_t   *order;
     key_idx    *keys;
+    key_idx    *keys2;       /* radix sort scratch (as many as keys) */
+    size_t     *cnt;         /* radix sort counts, 65537 */
     waste_rect *waste;       /* free rectangles left under the skyline (Jylanki's waste map) */
     int         nwaste, wcap;
     int         min_side;    /* smallest item side: thinner waste is dropped */
@@ -1689,7 +1692,8 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
     P->nwaste = 0;
     P->min_side = INT32_MAX;
     for (uint32_t k = 0; k < n; ++k) {
-        int m = it[k].w < it[k].h ? it[k].w : it[k].h;
+        const pk_item *q = &it[P->order[k]];
+        int m = q->w < q->h ? q->w : q->h;
         if (m < P->min_side) P->min_side = m;
     }
     for (uint32_t k = 0; k < n; ++k) {
@@ -1751,31 +1755,105 @@ static int block_side(double texels)
     return f <= BK_ATLAS_MAX_SIZE ? (int)f + 1 : BK_ATLAS_MAX_SIZE + 2;
 }
 
-/* Block sizes of every chart at scale s (texels per world unit) plus padding. */
-static void items_at_scale(const charting *C, uint32_t n_items, double s, int pad, pk_item *it)
+/* Block sizes of every item at scale s (texels per world unit) plus padding: the n_mesh mesh
+ * items (charts, then the degenerate triangles' texel) scaled, then the given rectangles as they
+ * are (exactly their texels: they are rasterized by texel centre). */
+static void items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, pk_item *it)
 {
-    for (uint32_t i = 0; i < n_items; ++i) {
+    for (uint32_t i = 0; i < n_mesh; ++i) {
         double w = i < C->count ? C->charts[i].w * s : 0.0, h = i < C->count ? C->charts[i].h * s : 0.0;
         it[i].w = block_side(w) + pad;
         it[i].h = block_side(h) + pad;
     }
+    for (uint32_t i = 0; i < o->rect_count; ++i) {
+        it[n_mesh + i].w = (int)o->rects[i].w + pad;
+        it[n_mesh + i].h = (int)o->rects[i].h + pad;
+    }
 }
 
-/* Packs the charts at scale s into a size x size atlas. Order: tallest first, where height is
- * the shorter side, then the longer side (sorting by area or by the longer side first packed no
- * better on the corpus). */
-static int pack_at(packer *P, const charting *C, uint32_t n_items, double s, int pad, int size, pk_item *it)
+/* Packs the items list[0..n) (all n items when list is NULL) into a size x size atlas. Order:
+ * tallest first, where height is the shorter side, then the longer side (sorting by area or by
+ * the longer side first packed no better on the corpus). */
+static int pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size)
 {
-    items_at_scale(C, n_items, s, pad, it);
-    for (uint32_t i = 0; i < n_items; ++i) {
+    for (uint32_t k = 0; k < n; ++k) {
+        uint32_t i = list ? list[k] : k;
         uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h), hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
         if (hi > (uint64_t)(size + pad)) return 0;
-        P->keys[i].key = ~(lo << 32 | hi);  /* largest first */
-        P->keys[i].idx = i;
+        P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
+        P->keys[k].idx = i;
     }
-    qsort(P->keys, n_items, sizeof(key_idx), key_idx_cmp);
-    for (uint32_t i = 0; i < n_items; ++i) P->order[i] = P->keys[i].idx;
-    return pack_items(P, it, n_items, size + pad, size + pad);
+    if (n > 4096 && P->keys2 && P->cnt) {
+        /* many items (voxel quads): LSD radix, 16 bits a pass, passes where every digit agrees
+         * skipped (block sides fit 15 bits: two passes). Stable, so ties keep the list's order,
+         * as qsort's index tie-break does for the whole list. */
+        uint64_t all_or = 0, all_and = ~0ull;
+        for (uint32_t k = 0; k < n; ++k) { all_or |= P->keys[k].key; all_and &= P->keys[k].key; }
+        key_idx *src = P->keys, *dst = P->keys2;
+        for (int shift = 0; shift < 64; shift += 16) {
+            if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
+            memset(P->cnt, 0, sizeof(size_t) * 65537);
+            for (uint32_t k = 0; k < n; ++k) P->cnt[((src[k].key >> shift) & 0xFFFF) + 1]++;
+            for (int d = 0; d < 65536; ++d) P->cnt[d + 1] += P->cnt[d];
+            for (uint32_t k = 0; k < n; ++k) dst[P->cnt[(src[k].key >> shift) & 0xFFFF]++] = src[k];
+            key_idx *x = src; src = dst; dst = x;
+        }
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = src[k].idx;
+    } else {
+        qsort(P->keys, n, sizeof(key_idx), key_idx_cmp);
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
+    }
+    return pack_items(P, it, n, size + pad, size + pad);
+}
+
+/* Packs every chart at scale s into one size x size atlas. */
+static int pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size, pk_item *it)
+{
+    items_at_scale(C, n_mesh, o, s, pad, it);
+    return pack_list(P, it, NULL, n_mesh + o->rect_count, pad, size);
+}
+
+/* Pages of size x size for items of fixed size, groups kept whole and in order (seq lists the
+ * items group by group, group g being seq[run[g] .. run[g + 1])). Each page takes as many of the
+ * next groups as pack: a first count from their area, grown while it packs, then bisected to
+ * within 1/64 of the most that pack (a page may stay a little emptier than it could be, for a
+ * bounded number of packings). best[i] gets item i's placement, page[i] its page. Returns the
+ * number of pages, 0 when one group alone does not fit a page (*bad = its group). */
+static uint32_t pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
+                           uint32_t nrun, int size, int pad, uint32_t *bad)
+{
+    uint32_t g = 0, pages = 0;
+    double cap = (double)(size + pad) * (size + pad);
+    while (g < nrun) {
+        uint32_t left = nrun - g, m = 0;
+        double a = 0;
+        while (m < left) {
+            double ga = 0;
+            for (uint32_t k = run[g + m]; k < run[g + m + 1]; ++k) ga += (double)it[seq[k]].w * it[seq[k]].h;
+            if (m > 0 && a + ga > 0.85 * cap) break;
+            a += ga;
+            m++;
+        }
+        uint32_t ok = 0, fail = left + 1;
+        for (;;) {
+            const uint32_t *list = seq + run[g];
+            uint32_t n = run[g + m] - run[g];
+            if (pack_list(P, it, list, n, pad, size)) {
+                ok = m;
+                for (uint32_t k = 0; k < n; ++k) best[list[k]] = it[list[k]];
+            } else {
+                fail = m;
+            }
+            if (ok == left || fail - ok <= (ok / 64 > 1 ? ok / 64 : 1)) break;
+            if (fail == left + 1) { m = ok + (ok / 4 > 1 ? ok / 4 : 1); if (m > left) m = left; }
+            else m = ok + (fail - ok) / 2;
+        }
+        if (ok == 0) { *bad = g; return 0; }
+        for (uint32_t k = run[g]; k < run[g + ok]; ++k) page[seq[k]] = pages;
+        pages++;
+        g += ok;
+    }
+    return pages;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1783,20 +1861,27 @@ static int pack_at(packer *P, const charting *C, uint32_t n_items, double s, int
 
 static void finish_stats(bk_atlas *a)
 {
-    size_t N = (size_t)a->width * a->height;
-    uint8_t *mask = malloc(N ? N : 1);
-    if (mask) {
-        a->covered = bk_atlas_coverage(a, mask);
-        free(mask);
-    }
-    a->utilisation = N ? (float)((double)a->covered / (double)N) : 0.0f;
-    double uva = 0;
+    size_t N = BK_ATLAS_PIXELS(a);
+    double uva = 0, rect_texels = 0;
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         if (a->tri_chart[t] == BK_NONE) continue;
         const float *u = a->uv + 6 * (size_t)t;
-        uva += 0.5 * fabs((double)(u[2] - u[0]) * (u[5] - u[1]) - (double)(u[3] - u[1]) * (u[4] - u[0]));
+        double ar = 0.5 * fabs((double)(u[2] - u[0]) * (u[5] - u[1]) - (double)(u[3] - u[1]) * (u[4] - u[0]));
+        uva += ar;
+        if (t >= a->rect_first_tri) rect_texels += ar * a->width * a->height;
     }
-    a->area_utilisation = (float)uva;
+    if (a->rect_first_tri == 0) {
+        /* rectangles alone: each covers exactly its w x h texels (no raster needed) */
+        a->covered = (uint64_t)llround(rect_texels);
+    } else {
+        uint8_t *mask = malloc(N ? N : 1);
+        if (mask) {
+            a->covered = bk_atlas_coverage(a, mask);
+            free(mask);
+        }
+    }
+    a->utilisation = N ? (float)((double)a->covered / (double)N) : 0.0f;
+    a->area_utilisation = (float)(uva / a->page_count);
 }
 
 static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_geom *g, const uint32_t *weld,
@@ -1912,6 +1997,31 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
     return 0;
 }
 
+/* The groups of the items for pack_pages: each mesh item alone, in order, then the rectangles by
+ * group (stable). seq and run need n_items and n_items + 1 entries; returns the group count. */
+static uint32_t item_groups(uint32_t n_mesh, const bk_atlas_opts *o, key_idx *tmp, uint32_t *seq, uint32_t *run)
+{
+    uint32_t nrun = 0;
+    for (uint32_t i = 0; i < n_mesh; ++i) { run[nrun++] = i; seq[i] = i; }
+    for (uint32_t i = 0; i < o->rect_count; ++i) { tmp[i].key = o->rects[i].group; tmp[i].idx = i; }
+    qsort(tmp, o->rect_count, sizeof(key_idx), key_idx_cmp);
+    for (uint32_t k = 0; k < o->rect_count; ++k) {
+        if (k == 0 || tmp[k].key != tmp[k - 1].key) run[nrun++] = n_mesh + k;
+        seq[n_mesh + k] = n_mesh + tmp[k].idx;
+    }
+    run[nrun] = n_mesh + o->rect_count;
+    return nrun;
+}
+
+/* The density a page-count message quotes. */
+static void density_words(const bk_atlas_opts *o, uint32_t n_mesh, char *buf, size_t n)
+{
+    if (o->rect_count && (n_mesh == 0 || !(o->texels_per_unit > 0)))
+        snprintf(buf, n, "%g texels per voxel", (double)sqrtf(o->rect_texels_per_unit * o->rect_texels_per_unit));
+    else
+        snprintf(buf, n, "%g texels per unit", (double)o->texels_per_unit);
+}
+
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
 {
     double t0 = bk_time_now();
@@ -1919,16 +2029,30 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     const char *name = scene_name(o);
     int pad = o->padding;
     double cone = o->cone_deg > 0 ? o->cone_deg : DEFAULT_CONE_DEG;
+    uint32_t R = o->rect_count, T = s->tri_count;
     if (pad < 2 || pad > 64) return bk_fail(err, err_size, "%s: padding %d: must be between 2 and 64 texels", name, pad);
     if (!(cone > 0 && cone < 80)) return bk_fail(err, err_size, "%s: chart cone %g degrees: must be in (0, 80)", name, cone);
     if (!(o->texels_per_unit >= 0) || !isfinite(o->texels_per_unit))
         return bk_fail(err, err_size, "%s: texels per unit %g: must be a positive number", name, (double)o->texels_per_unit);
-    if (o->texels_per_unit == 0 && (o->size < 4 || o->size > BK_ATLAS_MAX_SIZE))
+    if ((o->texels_per_unit == 0 || o->pages_auto) && (o->size < 4 || o->size > BK_ATLAS_MAX_SIZE))
         return bk_fail(err, err_size, "%s: atlas size %d: must be between 4 and %d", name, o->size, BK_ATLAS_MAX_SIZE);
     if (s->tri_count == 0) return bk_fail(err, err_size, "%s: no triangles to map", name);
+    if (R && (!o->rects || (uint64_t)o->rect_first_tri + 2 * (uint64_t)R != T))
+        return bk_fail(err, err_size, "%s: %u rectangles from triangle %u do not end the scene's %u triangles", name, R, o->rect_first_tri, T);
+    if (R && o->uv_from_file)
+        return bk_fail(err, err_size, "%s: --uv file: voxel charts are made from their quads; bake the --mesh-out OBJ for file UVs", name);
+    for (uint32_t i = 0; i < R; ++i)
+        if (o->rects[i].w < 1 || o->rects[i].h < 1 || o->rects[i].w > BK_ATLAS_MAX_SIZE || o->rects[i].h > BK_ATLAS_MAX_SIZE)
+            return bk_fail(err, err_size, "%s: rectangle %u is %ux%u texels (1 to %d a side)", name, i, o->rects[i].w, o->rects[i].h,
+                           BK_ATLAS_MAX_SIZE);
+    /* the mesh part: the triangles before the rectangles */
+    uint32_t MT = R ? o->rect_first_tri : T;
+    bk_scene ms = *s;
+    ms.tri_count = MT;
 
-    uint32_t T = s->tri_count;
     out->tri_count = T;
+    out->page_count = 1;
+    out->rect_first_tri = R ? MT : T;
     out->uv = calloc(6 * (size_t)T, sizeof(float));
     out->tri_chart = malloc(sizeof(uint32_t) * (size_t)T);
     tri_geom g;
@@ -1939,44 +2063,51 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     memset(&C, 0, sizeof C);
     packer P = { 0 };
     pk_item *items = NULL, *best_items = NULL;
+    uint32_t *item_page = NULL, *seq = NULL, *run = NULL;
+    key_idx *gtmp = NULL;
     int rc = -1;
-    if (!out->uv || !out->tri_chart || geom_init(s, &g) || !(weld = weld_vertices(s))) {
+    if (!out->uv || !out->tri_chart || (MT && (geom_init(&ms, &g) || !(weld = weld_vertices(&ms))))) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
     out->degenerate_count = g.degen_count;
-    if (g.degen_count == T) { rc = bk_fail(err, err_size, "%s: every triangle has zero area", name); goto done; }
+    if (MT && g.degen_count == MT && !R) { rc = bk_fail(err, err_size, "%s: every triangle has zero area", name); goto done; }
 
     if (o->uv_from_file) {
         rc = build_from_file(s, o, &g, weld, out, err, err_size);
         goto done;
     }
 
-    if (adjacency_build(s, weld, g.degen, &A) || make_charts(s, &g, &A, cone, &C, &out->overlap_work)) {
+    if (MT && (adjacency_build(&ms, weld, g.degen, &A) || make_charts(&ms, &g, &A, cone, &C, &out->overlap_work))) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
-    {
+    if (MT) {
         /* the scale to expect: charts filling ~60 % of the atlas, or the one asked for */
         double area = 0;
-        for (uint32_t t = 0; t < T; ++t) area += g.area[t];
+        for (uint32_t t = 0; t < MT; ++t) area += g.area[t];
         double s_est = o->texels_per_unit > 0 ? o->texels_per_unit : o->size * sqrt(0.6 / fmax(area, 1e-300));
-        uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1), *part = malloc(sizeof(uint32_t) * (size_t)T + 1);
-        key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
-        int bad = !queue || !part || !kt || split_charts(s, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
-                  merge_charts(s, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
+        uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
+        key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
+        int bad = !queue || !part || !kt || split_charts(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
+                  merge_charts(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }
-    /* items: one per chart, plus one texel for all degenerate triangles */
-    uint32_t n_items = C.count + (g.degen_count ? 1 : 0);
+    /* items: one per chart, plus one texel for all degenerate triangles, then the rectangles */
+    uint32_t n_mesh = C.count + (g.degen_count ? 1 : 0), n_items = n_mesh + R;
     items = malloc(sizeof(pk_item) * n_items);
     best_items = malloc(sizeof(pk_item) * n_items);
+    item_page = calloc(n_items, sizeof(uint32_t));
     P.cap = (int)n_items + 4;
     P.nodes = malloc(sizeof(sky_node) * (size_t)P.cap);
     P.order = malloc(sizeof(uint32_t) * n_items);
     P.keys = malloc(sizeof(key_idx) * n_items);
-    if (!items || !best_items || !P.nodes || !P.order || !P.keys) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+    if (n_items > 4096) {   /* radix scratch: without it pack_list falls back to qsort */
+        P.keys2 = malloc(sizeof(key_idx) * n_items);
+        P.cnt = malloc(sizeof(size_t) * 65537);
+    }
+    if (!items || !best_items || !item_page || !P.nodes || !P.order || !P.keys) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
 
     double sum_wh = 0, max_w = 0;
     for (uint32_t i = 0; i < C.count; ++i) {
@@ -1984,29 +2115,71 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         if (C.charts[i].w > max_w) max_w = C.charts[i].w;
     }
     double scale = 0;
-    int N;
-    if (o->texels_per_unit > 0) {
+    int N, fixed = o->texels_per_unit > 0 || n_mesh == 0;
+    char dens[64];
+    density_words(o, n_mesh, dens, sizeof dens);
+    if (fixed) {
         scale = o->texels_per_unit;
-        items_at_scale(&C, n_items, scale, pad, items);
+        items_at_scale(&C, n_mesh, o, scale, pad, items);
+    }
+    /* Fixed chart sizes: pages of --size (one, or as many as needed), except that a mesh at a
+     * given --texels-per-unit on one page grows the page to fit, as it always did. */
+    if (fixed && (o->pages_auto || !(o->texels_per_unit > 0) || n_mesh == 0)) {
+        N = o->size;
+        if (!o->pages_auto && pack_list(&P, items, NULL, n_items, pad, N)) {
+            memcpy(best_items, items, sizeof(pk_item) * n_items);
+            goto place;
+        }
+        uint32_t bad_group = 0;
+        seq = malloc(sizeof(uint32_t) * n_items);
+        run = malloc(sizeof(uint32_t) * (n_items + 1));
+        gtmp = malloc(sizeof(key_idx) * (R ? R : 1));
+        if (!seq || !run || !gtmp) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+        uint32_t nrun = item_groups(n_mesh, o, gtmp, seq, run);
+        uint32_t pages = pack_pages(&P, items, best_items, item_page, seq, run, nrun, N, pad, &bad_group);
+        if (!pages) {
+            uint32_t first = seq[run[bad_group]];
+            if (first >= n_mesh)
+                rc = bk_fail(err, err_size, "%s: the charts of voxel instance %u do not fit one %dx%d page at %s; use a larger --size "
+                             "or fewer --texels-per-voxel", name, o->rects[first - n_mesh].group, N, N, dens);
+            else
+                rc = bk_fail(err, err_size, "%s: chart %u does not fit one %dx%d page at %s; use a larger --size or a smaller "
+                             "--texels-per-unit", name, first, N, N, dens);
+            goto done;
+        }
+        if (!o->pages_auto) {
+            rc = bk_fail(err, err_size, "%s: needs %u pages of %dx%d at %s; use --pages auto or a larger --size", name, pages, N, N, dens);
+            goto done;
+        }
+        if ((uint64_t)N * N * pages > 0x100000000ull) {
+            rc = bk_fail(err, err_size, "%s: needs %u pages of %dx%d at %s: more than 2^32 texels, which a bake cannot number; "
+                         "use fewer texels per voxel or unit", name, pages, N, N, dens);
+            goto done;
+        }
+        out->page_count = (int)pages;
+        goto place;
+    }
+    if (fixed) {
         double need = 0;
         int longest = 0;
         for (uint32_t i = 0; i < n_items; ++i) {
             need += (double)items[i].w * items[i].h;
             if (items[i].w - pad > longest) longest = items[i].w - pad;
+            if (items[i].h - pad > longest) longest = items[i].h - pad;
         }
         /* the side the blocks' area alone needs, bounded before it becomes an int */
         double lo_d = dmax(floor(sqrt(need)) - pad, (double)longest);
         int lo = lo_d <= BK_ATLAS_MAX_SIZE ? ((int)lo_d + 3) / 4 * 4 : BK_ATLAS_MAX_SIZE + 1;
         if (lo < 4) lo = 4;
         if (lo > BK_ATLAS_MAX_SIZE) {
-            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels", name,
-                         (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE);
+            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels%s", name,
+                         (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE, R ? "; use --pages auto" : "");
             goto done;
         }
         /* grow geometrically until it packs, then bisect down on multiples of 4 */
         int hi = lo, ok_hi = 0;
         for (;;) {
-            if (pack_at(&P, &C, n_items, scale, pad, hi, items)) { ok_hi = 1; memcpy(best_items, items, sizeof(pk_item) * n_items); break; }
+            if (pack_list(&P, items, NULL, n_items, pad, hi)) { ok_hi = 1; memcpy(best_items, items, sizeof(pk_item) * n_items); break; }
             if (hi >= BK_ATLAS_MAX_SIZE) break;
             lo = hi + 4;
             hi = ((int)(hi * 1.125) + 3) / 4 * 4;
@@ -2014,14 +2187,14 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             if (hi > BK_ATLAS_MAX_SIZE) hi = BK_ATLAS_MAX_SIZE;
         }
         if (!ok_hi) {
-            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels", name,
+            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels; use --pages auto", name,
                          (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE);
             goto done;
         }
         while (lo < hi) {
             int mid = (lo + hi) / 8 * 4, ok = 0;
             if (mid < lo) mid = lo;
-            ok = pack_at(&P, &C, n_items, scale, pad, mid, items);
+            ok = pack_list(&P, items, NULL, n_items, pad, mid);
             if (ok) { hi = mid; memcpy(best_items, items, sizeof(pk_item) * n_items); }
             else lo = mid + 4;
         }
@@ -2033,14 +2206,15 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         double s_lo = s_hi;
         int found = 0;
         for (int i = 0; i < 60; ++i) {
-            if (pack_at(&P, &C, n_items, s_lo, pad, N, items)) { found = 1; break; }
+            if (pack_at(&P, &C, n_mesh, o, s_lo, pad, N, items)) { found = 1; break; }
             s_hi = s_lo;
             s_lo *= 0.5;
         }
-        if (!found && pack_at(&P, &C, n_items, 0.0, pad, N, items)) found = 1, s_lo = 0.0;
+        if (!found && pack_at(&P, &C, n_mesh, o, 0.0, pad, N, items)) found = 1, s_lo = 0.0;
         if (!found) {
             rc = bk_fail(err, err_size, "%s: %u charts do not fit a %dx%d atlas even at one texel each with %d texels of "
-                         "padding; use a larger --size or --uv file", name, C.count, N, N, pad);
+                         "padding; use a larger --size%s", name, C.count + R, N, N, pad,
+                         R ? ", or --pages auto" : " or --uv file");
             goto done;
         }
         memcpy(best_items, items, sizeof(pk_item) * n_items);
@@ -2049,7 +2223,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             double lo = s_lo, hi = s_hi;
             while (hi > lo * 1.001) {
                 double mid = sqrt(lo * hi);
-                if (pack_at(&P, &C, n_items, mid, pad, N, items)) { lo = mid; memcpy(best_items, items, sizeof(pk_item) * n_items); }
+                if (pack_at(&P, &C, n_mesh, o, mid, pad, N, items)) { lo = mid; memcpy(best_items, items, sizeof(pk_item) * n_items); }
                 else hi = mid;
             }
             s_lo = lo;
@@ -2057,10 +2231,15 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         scale = s_lo;
     }
 
+place:
     /* UVs */
     out->width = out->height = N;
-    out->texels_per_unit = (float)scale;
-    out->chart_count = C.count;
+    out->texels_per_unit = (float)(MT ? scale : o->rect_texels_per_unit);
+    out->chart_count = C.count + R;
+    if (out->page_count > 1 && !(out->tri_page = malloc(sizeof(uint32_t) * (size_t)T))) {
+        rc = bk_fail(err, err_size, "%s: out of memory", name);
+        goto done;
+    }
     for (uint32_t ci = 0; ci < C.count; ++ci) {
         const chart *c = &C.charts[ci];
         const pk_item *b = &best_items[ci];
@@ -2068,6 +2247,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
         for (uint32_t i = 0; i < c->count; ++i) {
             uint32_t t = C.chart_tris[c->first + i];
+            if (out->tri_page) out->tri_page[t] = item_page[ci];
             for (int k = 0; k < 3; ++k) {
                 double lx = C.loc[6 * (size_t)t + 2 * k] * scale + ox, ly = C.loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
                 double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
@@ -2076,20 +2256,39 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             }
         }
     }
-    for (uint32_t t = 0; t < T; ++t) out->tri_chart[t] = C.tri_chart[t];
+    for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];
     if (g.degen_count) {
         const pk_item *b = &best_items[C.count];
-        for (uint32_t t = 0; t < T; ++t) {
+        for (uint32_t t = 0; t < MT; ++t) {
             if (!g.degen[t]) continue;
+            if (out->tri_page) out->tri_page[t] = item_page[C.count];
             for (int k = 0; k < 3; ++k) {
                 out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + 0.5) / N);
                 out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + 0.5) / N);
             }
         }
     }
+    /* rectangles: corners on texel corners, c0 -> c1 along w, c0 -> c3 along h */
+    for (uint32_t i = 0; i < R; ++i) {
+        const pk_item *b = &best_items[n_mesh + i];
+        double W = o->rects[i].w, H = o->rects[i].h;
+        const double cx[4] = { 0, W, W, 0 }, cy[4] = { 0, 0, H, H };
+        static const int corner[2][3] = { { 0, 1, 2 }, { 0, 2, 3 } };
+        for (int h = 0; h < 2; ++h) {
+            uint32_t t = MT + 2 * i + (uint32_t)h;
+            out->tri_chart[t] = C.count + i;
+            if (out->tri_page) out->tri_page[t] = item_page[n_mesh + i];
+            for (int k = 0; k < 3; ++k) {
+                double lx = cx[corner[h][k]], ly = cy[corner[h][k]];
+                double x = b->rot ? H - ly : lx, y = b->rot ? lx : ly;
+                out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + x) / N);
+                out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + y) / N);
+            }
+        }
+    }
     /* the largest tilt actually reached: each triangle keeps cos(tilt) of its area */
     double min_ratio = 1.0;
-    for (uint32_t t = 0; t < T; ++t)
+    for (uint32_t t = 0; t < MT; ++t)
         if (!g.degen[t]) min_ratio = fmin(min_ratio, tri2_area(C.loc + 6 * (size_t)t) / g.area[t]);
     out->max_cone_deg = (float)(acos(fmin(1.0, min_ratio)) * 180.0 / PI_D);
     rc = 0;
@@ -2101,6 +2300,7 @@ done:
     free(weld);
     adjacency_free(&A);
     charting_free(&C);
-    free(items); free(best_items); free(P.nodes); free(P.order); free(P.keys); free(P.waste);
+    free(items); free(best_items); free(item_page); free(seq); free(run); free(gtmp);
+    free(P.nodes); free(P.order); free(P.keys); free(P.keys2); free(P.cnt); free(P.waste);
     return rc;
 }

@@ -21,6 +21,13 @@
  * so bk_mesh_write_obj writes vt = (u, 1 - v) and --uv file reads v = 1 - vt.v: a mesh written by
  * --mesh-out and baked again with --uv file gives the same texels.
  *
+ * Pages. With page_count > 1 the atlas is page_count images of width x height; UVs stay in
+ * [0,1]^2 within a triangle's page (tri_page). Texels are numbered as if the pages were stacked
+ * vertically into one width x (height * page_count) image: pixel = (page * height + y) * width + x
+ * = page * width * height + y * width + x (a uint32: page_count * width * height <= 2^32 is
+ * checked). Coverage, chart ids and baked images use the same layout, so page p is the slice
+ * [p * width * height, (p + 1) * width * height) of them.
+ *
  * Charts may touch the atlas border (a game samples lightmaps with clamp-to-edge); between two
  * charts there are always at least `padding` empty texels.
  */
@@ -36,6 +43,9 @@
 
 #define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
 
+/* Texels of all pages together: width * height * page_count. */
+#define BK_ATLAS_PIXELS(a) ((size_t)(a)->width * (size_t)(a)->height * (size_t)(a)->page_count)
+
 typedef struct bk_atlas_opts {
     int         size;             /* square atlas side in texels (default 1024); ignored when
                                      texels_per_unit > 0 */
@@ -47,7 +57,29 @@ typedef struct bk_atlas_opts {
                                      (default 20); planar projection shrinks a triangle's texel
                                      area by at most cos(cone_deg) */
     const char *scene_path;       /* names the scene in error messages; may be NULL */
+    /* Rectangular charts given by the caller (the voxel surface's quads: voxmesh.h). Rectangle i
+     * is the two triangles rect_first_tri + 2 i and + 2 i + 1, corners (c0 c1 c2) and (c0 c2 c3),
+     * and becomes a chart of exactly w x h texels: c0 -> c1 along w, c0 -> c3 along h, corners on
+     * texel corners, so each texel centre lies inside the quad and the rasterizer makes exactly
+     * w x h texels (no conservative ring). The triangles before rect_first_tri are charted as a
+     * mesh, at texels_per_unit or, when it is 0, at the largest scale that fits one page beside
+     * the rectangles. */
+    const struct bk_atlas_rect *rects;
+    uint32_t    rect_count;
+    uint32_t    rect_first_tri;   /* must be tri_count - 2 rect_count */
+    float       rect_texels_per_unit;  /* the rectangles' density, for reports and messages */
+    int         pages_auto;       /* 0 (default): one atlas page. 1 (--pages auto): as many
+                                     pages of size x size as the charts need, when every chart's
+                                     size is fixed (texels_per_unit > 0, or rectangles only);
+                                     charts of one group stay on one page */
 } bk_atlas_opts;
+
+/* A rectangular chart: w x h texels; charts of one group are kept on one page (group = voxel
+ * instance). Mesh charts each form a group of their own, before the rectangles' groups. */
+typedef struct bk_atlas_rect {
+    uint32_t w, h;
+    uint32_t group;
+} bk_atlas_rect;
 
 typedef struct bk_atlas {
     int       width, height;      /* atlas size in texels (square today) */
@@ -64,6 +96,10 @@ typedef struct bk_atlas {
     float     area_utilisation;   /* sum of triangle UV areas / atlas area (exact, no edge texels) */
     float     max_cone_deg;       /* largest triangle-to-projection-axis angle over all charts */
     double    seconds;            /* time bk_atlas_build took */
+    int       page_count;         /* pages of width x height, >= 1 */
+    uint32_t *tri_page;           /* page of each triangle; NULL when page_count is 1 */
+    uint32_t  rect_first_tri;     /* triangles from here on are rectangular charts (rasterized
+                                     by texel centre); tri_count when there are none */
     uint64_t  overlap_work;       /* steps of the overlap searches (charts' self-overlap, merges,
                                      --uv file): grid cells filled, corners counted, pairs and
                                      wedges looked at. A few times tri_count whatever the
@@ -86,15 +122,16 @@ void bk_atlas_free(bk_atlas *a);
 int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
                         uint8_t **coverage, char *err, size_t err_size);
 
-/* Conservative coverage only: mask (width * height bytes) gets 1 where a triangle touches;
+/* Conservative coverage only: mask (width * height * page_count bytes) gets 1 where a triangle touches;
  * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
 
-/* Conservative chart ids: ids[pixel] = chart of a triangle touching that texel, BK_NONE where
+/* Conservative chart ids (width * height * page_count): ids[pixel] = chart of a triangle touching that texel, BK_NONE where
  * none (tests check the padding with it). */
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
 
-/* Debug picture: every chart gets a random colour (rgb is width * height * 3 floats, linear). */
+/* Debug picture: every chart gets a random colour (rgb is width * height * page_count * 3 floats,
+ * linear). */
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb);
 
 /* Writes the scene as an OBJ with the lightmap UVs as vt (one per distinct corner UV), its
@@ -106,5 +143,16 @@ int  bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, c
 /* The same into an open stream (an output of bk_outputs); path is where it will be. */
 int  bk_mesh_write_obj_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
                             char *err, size_t err_size);
+
+/* The same for a scene with a voxel surface (voxmesh.h; vm NULL: none): its own triangles as
+ * above, then each merged quad as one 4-corner face (c0 c1 c2 c3: an OBJ loader fans it into the
+ * surface's two triangles, so --uv file numbers them alike) with usemtl vox_M (M the scene
+ * material) and group vox_instance_I, and mtl_f (to be the file mtl_path, beside the OBJ) gets
+ * newmtl vox_M with Kd (and Ke when emissive) for each material the quads use. With several
+ * pages, faces are also in group page_K of their page. MTL files of the scene's OBJ files are
+ * named by mtllib, each from its own OBJ's folder. */
+struct bk_voxmesh;
+int  bk_mesh_write_obj_vox(FILE *f, const char *path, const bk_scene *s, const struct bk_voxmesh *vm, const bk_atlas *a,
+                           FILE *mtl_f, const char *mtl_path, char *err, size_t err_size);
 
 #endif /* BK_ATLAS_H */

@@ -1,6 +1,7 @@
 /* cmd_bake.c - `baker SCENE -o lightmap.png [options]`: the whole bake from the command line.
  *
- * Phases, each timed: load -> build (BVH or KD-tree) -> atlas (charts, packing, texels) ->
+ * Phases, each timed: load (every SCENE, appended into one scene; a scene with voxels also gets
+ * its voxel surface, voxmesh.h) -> build (BVH or KD-tree) -> atlas (charts, packing, texels) ->
  * bake (backend, bounded launches) -> write (dilation, PNG/HDR, optional mesh with lightmap UVs).
  * Options and every file named are checked before any work (outputs.h: no output may be an input
  * or another output); outputs are written to temporary files and renamed together at the end, so a
@@ -15,6 +16,7 @@
 #include "outputs.h"
 #include "stats.h"
 #include "util.h"
+#include "voxmesh.h"
 
 #include <errno.h>
 #include <math.h>
@@ -23,10 +25,11 @@
 #include <string.h>
 
 const char bk_bake_usage[] =
-    "usage: baker SCENE -o LIGHTMAP.png|.hdr [options]\n"
+    "usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr [options]\n"
     "\n"
-    "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, or .obj.gz): direct light, soft\n"
-    "shadows and bounced light for every texel of an automatically packed UV atlas. Each texel\n"
+    "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, .obj.gz, or MagicaVoxel .vox):\n"
+    "direct light, soft shadows and bounced light for every texel of an automatically packed UV\n"
+    "atlas. Several SCENEs are baked together into one atlas, as one scene. Each texel\n"
     "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
     "surface: multiply by the albedo in the game), linear in .hdr, sRGB after --exposure in .png.\n"
     "\n"
@@ -34,7 +37,9 @@ const char bk_bake_usage[] =
     "  -o FILE                  .png (8-bit sRGB) or .hdr (Radiance RGBE, linear)\n"
     "  --exposure E|auto        PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
     "                           percentile of the texels' luminance to white\n"
-    "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt)\n"
+    "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt); with voxels,\n"
+    "                           their merged quads too and FILE.mtl (materials vox_M, M the\n"
+    "                           scene material: the palette index for a lone .vox)\n"
     "  --stats FILE.json        write timings, rays, atlas and memory figures as JSON (- for\n"
     "                           standard output; the summary then goes to stderr)\n"
     "  --quiet                  no progress bar, no summary\n"
@@ -43,7 +48,16 @@ const char bk_bake_usage[] =
     "  --texels-per-unit T      texel density instead of --size; the atlas grows to fit\n"
     "  --padding P              empty texels between charts, >= 2 (default 2)\n"
     "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
-    "                           and must not overlap)\n"
+    "                           and must not overlap; not for voxels)\n"
+    "  --texels-per-voxel N     voxels: N x N texels per voxel face (default 2, at most 64); each\n"
+    "                           merged quad of visible faces is one chart. World units are voxels,\n"
+    "                           so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
+    "                           --pages auto: N when not given, the voxels' density), else at the\n"
+    "                           largest scale that fits the page beside the voxel charts\n"
+    "  --pages 1|auto           one atlas page (default; too many charts: an error saying how many\n"
+    "                           pages are needed), or as many pages of --size as needed, written\n"
+    "                           as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
+    "                           needs fixed chart sizes: voxels, or --texels-per-unit)\n"
     "lighting:\n"
     "  --mode light|ao          full lighting (default) or ambient occlusion\n"
     "  --spp N                  samples per texel (default 64)\n"
@@ -70,7 +84,9 @@ const char bk_bake_usage[] =
     "examples:\n"
     "  baker scenes/cornell.obj -o cornell.png\n"
     "  baker sponza.obj -o sponza.hdr --size 2048 --sun 0.2,1,0.3,4,3.8,3.5,0.3 --sky 0.3,0.4,0.6\n"
-    "  baker sponza.obj -o sponza_ao.png --mode ao --ao-distance 2 --spp 128\n";
+    "  baker sponza.obj -o sponza_ao.png --mode ao --ao-distance 2 --spp 128\n"
+    "  baker chr_knight.vox -o knight.png --texels-per-voxel 4 --mesh-out knight.obj\n"
+    "  baker level.obj props.vox -o lm.png --texels-per-unit 2 --pages auto\n";
 
 /* Parses n comma-separated floats of option opt into out. */
 static int parse_floats(const char *opt, const char *val, int n, float *out)
@@ -91,7 +107,12 @@ static int parse_floats(const char *opt, const char *val, int n, float *out)
 }
 
 typedef struct bake_cli {
-    const char   *scene, *out, *mesh_out, *stats;
+    const char  **scenes;        /* nscenes SCENE arguments, baked together */
+    int           nscenes;
+    const char   *scene;         /* names the scene(s) in messages: the path, or "A + B ..." */
+    char          scene_label[1024];
+    const char   *out, *mesh_out, *stats;
+    int           texels_per_voxel, pages_auto;
     bk_cli_trace  t;
     bk_atlas_opts atlas;
     bk_bake_params p;
@@ -104,6 +125,9 @@ typedef struct bake_cli {
 static int parse(bake_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
+    c->scenes = malloc(sizeof(char *) * (size_t)(argc + 1));
+    if (!c->scenes) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+    c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
     bk_atlas_opts_default(&c->atlas);
     c->p.mode = BK_BAKE_LIGHT; c->p.spp = 64; c->p.bounces = 2; c->p.seed = 1; c->p.sun_cos = 1.0f;
@@ -126,6 +150,15 @@ static int parse(bake_cli *c, int argc, char **argv)
         } else if (!strcmp(a, "--texels-per-unit")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
             if (!(c->atlas.texels_per_unit > 0)) { fprintf(stderr, "baker: --texels-per-unit must be positive\n"); return -1; }
+        } else if (!strcmp(a, "--texels-per-voxel")) {
+            /* a model side of 256 voxels at 64 texels each is the largest atlas side */
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, BK_ATLAS_MAX_SIZE / BK_VOX_MAX_SIZE, &u)) return -1;
+            c->texels_per_voxel = (int)u;
+        } else if (!strcmp(a, "--pages")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "auto")) c->pages_auto = 1;
+            else if (!strcmp(v, "1")) c->pages_auto = 0;
+            else { fprintf(stderr, "baker: --pages: expected 1 or auto, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--padding")) {
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 2, 64, &u)) return -1;
             c->atlas.padding = (int)u;
@@ -191,14 +224,20 @@ static int parse(bake_cli *c, int argc, char **argv)
         } else if (a[0] == '-') {
             fprintf(stderr, "baker: unknown option '%s' (baker --help lists them)\n", a);
             return -1;
-        } else if (!c->scene) {
-            c->scene = a;
         } else {
-            fprintf(stderr, "baker: unexpected argument '%s' (one scene per bake)\n", a);
-            return -1;
+            c->scenes[c->nscenes++] = a;
         }
     }
-    if (!c->scene) { fprintf(stderr, "baker: no SCENE given\n"); return -1; }
+    if (!c->nscenes) { fprintf(stderr, "baker: no SCENE given\n"); return -1; }
+    /* messages name the scene, or the scenes joined by " + " */
+    size_t len = 0;
+    c->scene_label[0] = 0;
+    for (int k = 0; k < c->nscenes && len + 8 < sizeof c->scene_label; ++k) {
+        int n = snprintf(c->scene_label + len, sizeof c->scene_label - len, "%s%s", k ? " + " : "", c->scenes[k]);
+        if (n < 0 || (size_t)n >= sizeof c->scene_label - len) { snprintf(c->scene_label + sizeof c->scene_label - 5, 5, "..."); break; }
+        len += (size_t)n;
+    }
+    c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;
     if (!c->out) { fprintf(stderr, "baker: no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
     if (!bk_path_has_ext(c->out, ".png") && !bk_path_has_ext(c->out, ".hdr")) {
         fprintf(stderr, "baker: -o %s: the lightmap must be a .png or a .hdr file\n", c->out);
@@ -208,7 +247,12 @@ static int parse(bake_cli *c, int argc, char **argv)
         fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj file\n", c->mesh_out);
         return -1;
     }
+    if (c->pages_auto && c->atlas.uv_from_file) {
+        fprintf(stderr, "baker: --pages auto: --uv file bakes the file's own UVs, which are one page\n");
+        return -1;
+    }
     c->atlas.scene_path = c->scene;
+    c->atlas.pages_auto = c->pages_auto;
     return 0;
 }
 
@@ -295,19 +339,74 @@ static void json_str(FILE *f, const char *v)
     fputc('"', f);
 }
 
-static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_atlas *at, uint32_t texels,
-                             const bk_bake_result *r, const double ph[5], const char *backend, double mean_lum,
-                             double sort_seconds, const uint64_t mem[3])
+/* "pages": which page each object lies on: per material of the scene's own triangles (the pages
+ * its triangles use) and per voxel instance (one page each). */
+static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *out)
+{
+    fputs("  \"pages\": { \"count\": ", f);
+    fprintf(f, "%d, \"files\": [", at->page_count);
+    for (int p = 0; page_names && p < at->page_count; ++p) { if (p) fputs(", ", f); json_str(f, page_names[p]); }
+    if (!page_names) json_str(f, out);
+    fputs("],\n    \"materials\": [", f);
+    uint32_t T0 = vm ? vm->first_quad_tri : at->tri_count, nm = s->material_count + 1;
+    /* a bit set of pages per material (the default material last) */
+    size_t words = ((size_t)at->page_count + 63) / 64;
+    uint64_t *bits = calloc((size_t)nm * words, sizeof(uint64_t));
+    if (bits) {
+        for (uint32_t t = 0; t < T0; ++t) {
+            uint32_t m = s->tri_material && s->tri_material[t] < s->material_count ? s->tri_material[t] : nm - 1;
+            uint32_t p = at->tri_page ? at->tri_page[t] : 0;
+            bits[(size_t)m * words + p / 64] |= 1ull << (p % 64);
+        }
+        int first = 1;
+        for (uint32_t m = 0; m < nm; ++m) {
+            int any = 0;
+            for (size_t w = 0; w < words; ++w) any |= bits[(size_t)m * words + w] != 0;
+            if (!any) continue;
+            fputs(first ? "\n      { \"material\": " : ",\n      { \"material\": ", f);
+            first = 0;
+            json_str(f, m + 1 < nm ? s->materials[m].name : "(default)");
+            fputs(", \"pages\": [", f);
+            int fp = 1;
+            for (int p = 0; p < at->page_count; ++p)
+                if (bits[(size_t)m * words + p / 64] >> (p % 64) & 1) { fprintf(f, fp ? "%d" : ", %d", p); fp = 0; }
+            fputs("] }", f);
+        }
+        free(bits);
+    }
+    fputs("],\n    \"voxel_instances\": [", f);
+    /* quads are in instance order: one entry per instance that has quads */
+    for (uint32_t q = 0, n = 0; vm && q < vm->quad_count; ++q) {
+        if (q && vm->quads[q].instance == vm->quads[q - 1].instance) continue;
+        uint32_t t = vm->first_quad_tri + 2 * q;
+        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }", n == 0 ? "\n      " : n % 4 ? ", " : ",\n      ", vm->quads[q].instance,
+                at->tri_page ? at->tri_page[t] : 0);
+        n++;
+    }
+    fputs("] },\n", f);
+}
+
+static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
+                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[5], const char *backend,
+                             double mean_lum, double sort_seconds, const uint64_t mem[3])
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
     json_str(f, c->scene);
-    fputs(",\n  \"output\": ", f);
+    fputs(",\n  \"scenes\": [", f);
+    for (int k = 0; k < c->nscenes; ++k) { if (k) fputs(", ", f); json_str(f, c->scenes[k]); }
+    fputs("],\n  \"output\": ", f);
     json_str(f, c->out);
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
-    fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"charts\": %u, \"texels\": %u, "
+    fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, \"texels\": %u, "
                "\"utilisation\": %.4f, \"texels_per_unit\": %.6g },\n",
-            s->tri_count, at->width, at->height, at->chart_count, texels, at->utilisation, at->texels_per_unit);
+            s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit);
+    if (vm && vm->quad_count)
+        fprintf(f, "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, \"hidden_faces\": %llu, "
+                   "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
+                s->vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
+                (unsigned long long)vm->hidden_faces, vm->quad_count, c->texels_per_voxel, vm->seconds);
+    write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names, c->out);
     fprintf(f, "  \"seconds\": { \"load\": %.6f, \"build\": %.6f, \"atlas\": %.6f, \"bake\": %.6f, \"write\": %.6f },\n",
             ph[0], ph[1], ph[2], ph[3], ph[4]);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
@@ -324,17 +423,38 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
 }
 
 /* Every file the bake reads and writes, checked before any work (outputs.h). Returns 0, or the
- * exit status after printing why: 2 when two names clash, 1 when an output cannot be written. */
-static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3])
+ * exit status after printing why: 2 when two names clash, 1 when an output cannot be written.
+ * With --pages auto -o itself names no file: page 0 (NAME-0.png, there is always one) is
+ * checked here, the other pages once the atlas is packed, before the bake. */
+static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3], const char *page0)
 {
     char err[1024];
-    int r = bk_outputs_input(io, "the scene", c->scene, err, sizeof err);
-    if (!r && (r = idx[0] = bk_outputs_add(io, "-o", c->out, 0, err, sizeof err)) >= 0) r = 0;
+    int r = 0;
+    for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
+    if (!r && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0) r = 0;
     if (!r && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
     if (!r && c->stats && (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0) r = 0;
     if (!r) return 0;
     fprintf(stderr, "baker: %s\n", err);
     return r == BK_OUT_CLASH ? 2 : 1;
+}
+
+/* NAME.ext -> NAME-K.ext (ext is .png or .hdr, 4 characters). */
+static char *page_name(const char *out, int k)
+{
+    size_t n = strlen(out), cut = n >= 4 ? n - 4 : n;
+    char *p = malloc(cut + 16 + (n - cut));
+    if (p) snprintf(p, cut + 16 + (n - cut), "%.*s-%d%s", (int)cut, out, k, out + cut);
+    return p;
+}
+
+/* FILE.obj -> FILE.mtl */
+static char *mtl_name(const char *obj)
+{
+    size_t n = strlen(obj), cut = n >= 4 ? n - 4 : n;
+    char *p = malloc(cut + 5);
+    if (p) snprintf(p, cut + 5, "%.*s.mtl", (int)cut, obj);
+    return p;
 }
 
 static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
@@ -348,7 +468,7 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     bk_host_memory(&total, &avail);
     if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
-    bk_bake_estimate((uint64_t)at->width * (uint64_t)at->height, at->covered, dtotal > 0, &est[0], &est[1]);
+    bk_bake_estimate((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &est[0], &est[1]);
     uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
     int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
@@ -388,22 +508,28 @@ int bk_cmd_bake(int argc, char **argv)
     }
     int pr = parse(&c, nargs, args);
     free(args);
-    if (pr) { free(c.points); return 2; }
+    if (pr) { free(c.points); free(c.scenes); return 2; }
     c.stats = stats_path;
     /* with --stats - the JSON owns standard output and the summary goes to stderr */
     FILE *say = c.stats && !strcmp(c.stats, "-") ? stderr : stdout;
 
     bk_outputs io;
     bk_outputs_init(&io);
-    int out_idx[3] = { -1, -1, -1 };
-    int rc = plan_files(&c, &io, out_idx);
-    if (rc) { free(c.points); return rc; }
+    int out_idx[3] = { -1, -1, -1 }, mtl_idx = -1, *page_idx = NULL;
+    char **page_names = NULL, *mtl_path = NULL, *page0 = c.pages_auto ? page_name(c.out, 0) : NULL;
+    if (c.pages_auto && !page0) { fprintf(stderr, "baker: out of memory\n"); free(c.points); free(c.scenes); return 1; }
+    int rc = plan_files(&c, &io, out_idx, page0);
+    if (rc) { free(c.points); free(c.scenes); free(page0); bk_outputs_free(&io); return rc; }
     rc = 1;
 
     char err[1024], msg[512];
     double ph[5] = { 0, 0, 0, 0, 0 }, t0 = bk_time_now();
-    bk_scene s;
+    bk_scene s, one;
     memset(&s, 0, sizeof s);
+    memset(&one, 0, sizeof one);
+    bk_voxmesh vm;
+    memset(&vm, 0, sizeof vm);
+    bk_atlas_rect *rects = NULL;
     bk_accel a;
     memset(&a, 0, sizeof a);
     bk_atlas at;
@@ -419,33 +545,94 @@ int bk_cmd_bake(int argc, char **argv)
     uint64_t mem[3] = { 0, 0, 0 };
     FILE *f;
     bk_backend *be = bk_backend_init(c.t.backend, msg, sizeof msg);
-    if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); bk_outputs_free(&io); return 1; }
+    if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); free(c.scenes); bk_outputs_free(&io); return 1; }
     if (msg[0] && !c.quiet) fprintf(stderr, "baker: %s\n", msg);
     if (!be->i->supports(be, &c.t.opts, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
 
     t0 = bk_time_now();         /* the backend's start-up (a CUDA context) is not loading */
-    if (bk_scene_load(c.scene, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    int r = bk_outputs_scene_inputs(&io, &s, err, sizeof err);
-    if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
+    for (int k = 0; k < c.nscenes; ++k) {
+        bk_scene *dst = k == 0 ? &s : &one;
+        if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        int r = bk_outputs_scene_inputs(&io, dst, err, sizeof err);
+        if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
+        if (k == 0) continue;
+        r = bk_scene_append(&s, &one, err, sizeof err);
+        bk_scene_free(&one);
+        if (r) { fprintf(stderr, "baker: %s: %s\n", c.scenes[k], err); goto done; }
+    }
+    /* The surface the atlas, the texels, the bake data and --mesh-out use: the scene's own
+     * triangles, then two per merged quad of visible voxel faces (voxmesh.h). */
+    const bk_scene *surf = &s;
+    int has_vox = s.vox_instance_count > 0;
+    if (has_vox) {
+        if (c.atlas.uv_from_file) {
+            fprintf(stderr, "baker: %s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c.scene);
+            goto done;
+        }
+        if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+        surf = &vm.scene;
+        rects = malloc(sizeof(bk_atlas_rect) * (vm.quad_count + 1));
+        if (!rects) { fprintf(stderr, "baker: out of memory for %u voxel quads\n", vm.quad_count); goto done; }
+        for (uint32_t q = 0; q < vm.quad_count; ++q) {
+            rects[q].w = vm.quads[q].w * (uint32_t)c.texels_per_voxel;
+            rects[q].h = vm.quads[q].h * (uint32_t)c.texels_per_voxel;
+            rects[q].group = vm.quads[q].instance;
+        }
+        c.atlas.rects = rects;
+        c.atlas.rect_count = vm.quad_count;
+        c.atlas.rect_first_tri = vm.first_quad_tri;
+        c.atlas.rect_texels_per_unit = (float)c.texels_per_voxel;
+        /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
+        if (c.pages_auto && !(c.atlas.texels_per_unit > 0) && vm.first_quad_tri > 0) c.atlas.texels_per_unit = (float)c.texels_per_voxel;
+        if (c.mesh_out) {
+            int r = -1;
+            if (!(mtl_path = mtl_name(c.mesh_out)) || (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
+                fprintf(stderr, "baker: %s\n", mtl_path ? err : "out of memory");
+                rc = r == BK_OUT_CLASH ? 2 : 1;
+                goto done;
+            }
+        }
+    }
     ph[0] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     bk_build_opts bo = bk_build_opts_default();
-    if (bk_accel_build(&s, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+    /* voxel tracing: lead replaces this. The accel is built from trace_scene, today the surface's
+     * triangles (the scene's own, then two per voxel quad, numbered as the bake data's); the
+     * voxels themselves (s.vox_models, s.vox_instances) are to be traced instead. */
+    const bk_scene *trace_scene = surf;
+    if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
     bk_accel_view av = bk_accel_get_view(&a);
     if (be->i->upload(be, &av, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     ph[1] = bk_time_now() - t0;
 
     t0 = bk_time_now();
-    if (bk_atlas_build(&s, &c.atlas, &at, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_atlas_build(surf, &c.atlas, &at, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (c.pages_auto) {
+        /* the pages are known now: name them, with the same checks as every output, before the bake */
+        page_names = calloc((size_t)at.page_count, sizeof(char *));
+        page_idx = malloc(sizeof(int) * (size_t)at.page_count);
+        if (!page_names || !page_idx) { fprintf(stderr, "baker: out of memory\n"); goto done; }
+        page_names[0] = page0;
+        page0 = NULL;
+        page_idx[0] = out_idx[0];
+        for (int p = 1; p < at.page_count; ++p) {
+            int r = -1;
+            if (!(page_names[p] = page_name(c.out, p)) || (r = page_idx[p] = bk_outputs_add(&io, "-o", page_names[p], 0, err, sizeof err)) < 0) {
+                fprintf(stderr, "baker: %s\n", page_names[p] ? err : "out of memory");
+                rc = r == BK_OUT_CLASH ? 2 : 1;
+                goto done;
+            }
+        }
+    }
     if (check_memory(&c, be, &at, mem)) goto done;
-    if (bk_atlas_rasterize(&s, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     ph[2] = bk_time_now() - t0;
 
     /* lighting defaults that depend on the scene */
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
                        (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
-    if (bk_bake_data_build(&s, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_bake_data_build(surf, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     int has_sun = c.p.sun_color[0] > 0 || c.p.sun_color[1] > 0 || c.p.sun_color[2] > 0;
     if (c.p.mode == BK_BAKE_LIGHT && !has_sun && !c.sky_given && !bd.point_count && !bd.emit_count) {
         c.p.sky[0] = c.p.sky[1] = c.p.sky[2] = 1.0f;
@@ -454,20 +641,25 @@ int bk_cmd_bake(int argc, char **argv)
     }
     if (!c.ao_given) c.p.ao_distance = 0.1f * diag;
     c.p.eps = 1e-4f * diag;
-    c.p.texel_world = at.texels_per_unit > 0 ? 1.0f / at.texels_per_unit : 0.01f * diag;
+    /* the larger of the two texel sizes when voxels and triangles are charted at different scales */
+    float tpu_min = at.texels_per_unit;
+    if (has_vox && (!(tpu_min > 0) || (float)c.texels_per_voxel < tpu_min)) tpu_min = (float)c.texels_per_voxel;
+    c.p.texel_world = tpu_min > 0 ? 1.0f / tpu_min : 0.01f * diag;
 
     t0 = bk_time_now();
     /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
     if (strcmp(be->i->name(be), "cpu") != 0 && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
     if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    size_t npx = (size_t)at.width * (size_t)at.height;
+    /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
+    size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
+    int img_h = at.height * at.page_count;
     rgb = malloc(sizeof(float) * 3 * npx);
-    if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap\n", at.width, at.height); goto done; }
+    if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     bk_bake_view bv = bk_bake_data_view(&bd, &a);
     bk_bake_run_opts ro;
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
     bk_bake_result res;
-    if (bk_bake_texels(be, &bv, tx, ntx, at.width, at.height, &ro, rgb, cov, &res, err, sizeof err)) {
+    if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
@@ -479,32 +671,51 @@ int bk_cmd_bake(int argc, char **argv)
         if (e < 0) { fprintf(stderr, "baker: %s\n", err); goto done; }
         if (c.exposure_auto) c.exposure = e;
     }
-    /* the padding, and small patches of texels found inside geometry */
-    bk_image_dilate(rgb, cov, at.width, at.height, c.atlas.padding + 14);
+    /* the padding, and small patches of texels found inside geometry; page by page */
+    for (int p = 0; p < at.page_count; ++p)
+        bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */
-    if (!(f = bk_outputs_open(&io, out_idx[0], err, sizeof err)) ||
-        bk_image_write_file(f, c.out, rgb, at.width, at.height, c.exposure, err, sizeof err) ||
-        bk_outputs_close(&io, out_idx[0], err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
-        goto done;
+    for (int p = 0; p < at.page_count; ++p) {
+        int oi = c.pages_auto ? page_idx[p] : out_idx[0];
+        const char *name = c.pages_auto ? page_names[p] : c.out;
+        if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) ||
+            bk_image_write_file(f, name, rgb + 3 * page_px * (size_t)p, at.width, at.height, c.exposure, err, sizeof err) ||
+            bk_outputs_close(&io, oi, err, sizeof err)) {
+            fprintf(stderr, "baker: %s\n", err);
+            goto done;
+        }
     }
-    if (c.mesh_out && (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
-                       bk_mesh_write_obj_file(f, c.mesh_out, &s, &at, c.scene, err, sizeof err) ||
-                       bk_outputs_close(&io, out_idx[1], err, sizeof err))) {
-        fprintf(stderr, "baker: %s\n", err);
-        goto done;
+    if (c.mesh_out) {
+        FILE *mf = NULL;
+        if (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
+            (mtl_idx >= 0 && !(mf = bk_outputs_open(&io, mtl_idx, err, sizeof err))) ||
+            bk_mesh_write_obj_vox(f, c.mesh_out, surf, has_vox ? &vm : NULL, &at, mf, mtl_path, err, sizeof err) ||
+            bk_outputs_close(&io, out_idx[1], err, sizeof err) || (mtl_idx >= 0 && bk_outputs_close(&io, mtl_idx, err, sizeof err))) {
+            fprintf(stderr, "baker: %s\n", err);
+            goto done;
+        }
     }
     ph[4] = bk_time_now() - t0;
     mem[2] = bk_peak_rss();
     if (c.stats) {
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(f, &c, &s, &at, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem);
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem);
     }
     if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (!c.quiet) {
         double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
-        fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
-                at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
+        if (at.page_count > 1 || c.pages_auto)
+            fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene,
+                    page_names[0], page_names[at.page_count - 1], at.page_count, at.width, at.height, at.chart_count, ntx,
+                    100.0 * at.utilisation, be->i->name(be));
+        else
+            fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
+                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
+        if (has_vox)
+            fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
+                         "%llu texels at %d per voxel; surface %.3f s\n", s.vox_instance_count, (unsigned long long)vm.voxel_count,
+                    (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces, vm.quad_count, vm.quad_count,
+                    (unsigned long long)vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel), c.texels_per_voxel, vm.seconds);
         fprintf(say, "  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
         fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
                 (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
@@ -517,11 +728,15 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 0;
 done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
-    free(rgb); free(tx); free(cov); free(c.points);
+    free(rgb); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
+    for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
+    free(page_names);
     bk_prim_free(gpu);
     bk_bake_data_free(&bd);
     bk_atlas_free(&at);
     bk_accel_free(&a);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&one);
     bk_scene_free(&s);
     bk_backend_free(be);
     return rc;

@@ -143,6 +143,13 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
 int bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size)
 {
     if (o->n_out == BK_OUTPUTS_MAX) return bk_fail(err, err_size, "%s: too many outputs", what);
+    if (o->n_out == o->cap_out) {
+        int cap = o->cap_out ? 2 * o->cap_out : 8;
+        bk_outfile *p = realloc(o->out, sizeof(bk_outfile) * (size_t)cap);
+        if (!p) return bk_fail(err, err_size, "%s: out of memory", what);
+        o->out = p;
+        o->cap_out = cap;
+    }
     bk_outfile *f = &o->out[o->n_out];
     memset(f, 0, sizeof *f);
     f->what = what;
@@ -210,8 +217,10 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
     for (int i = 0; i < o->n_out; ++i)
         if (o->out[i].f && bk_outputs_close(o, i, err, err_size)) { bk_outputs_free(o); return -1; }
     /* Backups first: a hard link keeps each existing target's data should a later rename fail. */
-    char bak[BK_OUTPUTS_MAX][4224];
-    int had[BK_OUTPUTS_MAX];
+    typedef char bak_name[4232];   /* a tmp name + ".bak" */
+    bak_name *bak = malloc(sizeof(bak_name) * (size_t)(o->n_out + 1));
+    int *had = malloc(sizeof(int) * (size_t)(o->n_out + 1));
+    if (!bak || !had) { free(bak); free(had); bk_outputs_free(o); return bk_fail(err, err_size, "out of memory"); }
     for (int i = 0; i < o->n_out; ++i) {
         bk_outfile *f = &o->out[i];
         bak[i][0] = 0;
@@ -242,6 +251,7 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
     }
     for (int i = 0; i < o->n_out; ++i)
         if (bak[i][0]) unlink(bak[i]);
+    free(bak); free(had);
     bk_outputs_free(o);
     return rc;
 }
@@ -253,6 +263,9 @@ void bk_outputs_free(bk_outputs *o)
         if (f->f) { fclose(f->f); f->f = NULL; }
         if (f->tmp[0]) { unlink(f->tmp); f->tmp[0] = 0; }
     }
+    free(o->out);
+    o->out = NULL;
+    o->n_out = o->cap_out = 0;
 }
 
 int bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size)
@@ -268,8 +281,10 @@ int bk_outfile_commit(bk_outfile *f, char *err, size_t err_size)
 {
     bk_outputs o;
     bk_outputs_init(&o);
+    o.out = malloc(sizeof(bk_outfile));
+    if (!o.out) { bk_outfile_abort(f); return bk_fail(err, err_size, "%s: out of memory", f->path); }
     o.out[0] = *f;
-    o.n_out = 1;
+    o.n_out = o.cap_out = 1;
     memset(f, 0, sizeof *f);
     return bk_outputs_commit(&o, err, err_size);
 }

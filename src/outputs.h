@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define BK_OUTPUTS_MAX 8
+#define BK_OUTPUTS_MAX 65536   /* outputs of one run (a lightmap of many pages is one per page) */
 #define BK_INPUTS_MAX  64
 
 /* bk_outputs_add and bk_outputs_input return BK_OUT_CLASH when a path names a file that is also
@@ -57,8 +57,8 @@ typedef struct bk_outfile {
 } bk_outfile;
 
 typedef struct bk_outputs {
-    bk_outfile out[BK_OUTPUTS_MAX];
-    int        n_out;
+    bk_outfile *out;           /* n_out of them, grown as outputs are added */
+    int        n_out, cap_out;
     struct { const char *what; char real[4096]; dev_t dev; ino_t ino; } in[BK_INPUTS_MAX];
     int        n_in;
 } bk_outputs;
@@ -78,7 +78,7 @@ FILE *bk_outputs_open(bk_outputs *o, int i, char *err, size_t err_size);
 int   bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size);
 /* Closes what is still open, then renames every written output into place, all or nothing. */
 int   bk_outputs_commit(bk_outputs *o, char *err, size_t err_size);
-/* Removes every temporary file not committed. */
+/* Removes every temporary file not committed and frees the list (may be called again). */
 void  bk_outputs_free(bk_outputs *o);
 
 /* A single output, for writers called on their own (tests, tools): the same checks and the

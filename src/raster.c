@@ -26,6 +26,8 @@ typedef struct rtri {
     double p[3][2];   /* corners in texel units */
     double a[3], b[3], c[3];  /* edge functions, positive inside */
     int    flat;      /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
+    int    centre;    /* 1: a rectangular chart's triangle: a texel is its own when its centre is
+                         inside (its corners sit on texel corners: no conservative ring) */
     int    point;     /* 1: all corners in one spot */
     int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
     int    spans;     /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
@@ -56,10 +58,13 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
 {
     const float *uv = at->uv + 6 * (size_t)t;
     double W = at->width, H = at->height;
+    /* pages are stacked vertically (atlas.h): page p's rows are p * height .. */
+    int page = at->tri_page ? (int)at->tri_page[t] : 0, ylo = page * at->height, yhi = ylo + at->height - 1;
     double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+    r->centre = t >= at->rect_first_tri;
     for (int k = 0; k < 3; ++k) {
         r->p[k][0] = uv[2 * k] * W;
-        r->p[k][1] = uv[2 * k + 1] * H;
+        r->p[k][1] = uv[2 * k + 1] * H + ylo;
         for (int d = 0; d < 2; ++d) {
             if (r->p[k][d] < lo[d]) lo[d] = r->p[k][d];
             if (r->p[k][d] > hi[d]) hi[d] = r->p[k][d];
@@ -69,9 +74,9 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
     r->x0 = (int)floor(lo[0]); r->x1 = (int)floor(hi[0]);
     r->y0 = (int)floor(lo[1]); r->y1 = (int)floor(hi[1]);
     if (r->x0 < 0) r->x0 = 0;
-    if (r->y0 < 0) r->y0 = 0;
+    if (r->y0 < ylo) r->y0 = ylo;
     if (r->x1 >= at->width) r->x1 = at->width - 1;
-    if (r->y1 >= at->height) r->y1 = at->height - 1;
+    if (r->y1 > yhi) r->y1 = yhi;
     if (r->x0 > r->x1 || r->y0 > r->y1) return 0;
     double a2 = (r->p[1][0] - r->p[0][0]) * (r->p[2][1] - r->p[0][1]) - (r->p[1][1] - r->p[0][1]) * (r->p[2][0] - r->p[0][0]);
     double ext = (hi[0] - lo[0]) + (hi[1] - lo[1]);
@@ -107,6 +112,15 @@ static int rtri_touches(const rtri *r, int x, int y)
 {
     double cx = x + 0.5, cy = y + 0.5;
     if (r->point) return 1;
+    if (r->centre && !r->flat) {
+        /* the centre inside, with a margin for the UVs' float rounding: centres lie half a texel
+         * from the rectangle's edges, and on its diagonal either triangle may take them */
+        for (int i = 0; i < 3; ++i) {
+            double e = r->a[i] * cx + r->b[i] * cy + r->c[i];
+            if (e < -1e-4 * (fabs(r->a[i]) + fabs(r->b[i]))) return 0;
+        }
+        return 1;
+    }
     if (r->flat) {
         double e = r->a[0] * cx + r->b[0] * cy + r->c[0], rad = 0.5 * (fabs(r->a[0]) + fabs(r->b[0]));
         return fabs(e) <= rad * (1.0 + 1e-9);
@@ -180,7 +194,7 @@ static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
 
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
 {
-    size_t N = (size_t)a->width * a->height;
+    size_t N = BK_ATLAS_PIXELS(a);
     memset(mask, 0, N);
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
@@ -198,7 +212,7 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
 
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
 {
-    size_t N = (size_t)a->width * a->height;
+    size_t N = BK_ATLAS_PIXELS(a);
     for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
@@ -213,7 +227,7 @@ void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 {
-    size_t N = (size_t)a->width * a->height;
+    size_t N = BK_ATLAS_PIXELS(a);
     uint32_t *ids = malloc(sizeof(uint32_t) * (N ? N : 1));
     memset(rgb, 0, sizeof(float) * 3 * N);
     if (!ids) return;
@@ -235,7 +249,7 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     if (coverage) *coverage = NULL;
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
-    size_t N = (size_t)a->width * a->height;
+    size_t N = BK_ATLAS_PIXELS(a);
     float *best_d = malloc(sizeof(float) * (N ? N : 1));
     uint32_t *best_t = malloc(sizeof(uint32_t) * (N ? N : 1));
     if (!best_d || !best_t) { free(best_d); free(best_t); return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height); }
@@ -264,13 +278,13 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
         free(best_d); free(best_t); free(tx); free(cov);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
-    uint32_t k = 0;
+    uint32_t k = 0, last_t = BK_NONE;
+    rtri r;
     for (size_t i = 0; i < N; ++i) {
         uint32_t t = best_t[i];
         if (cov) cov[i] = t != BK_NONE;
         if (t == BK_NONE) continue;
-        rtri r;
-        rtri_setup(a, t, &r);
+        if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
         int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
         double w[3];
         rtri_nearest(&r, x + 0.5, y + 0.5, w);

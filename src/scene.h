@@ -1,6 +1,7 @@
 /* scene.h - the in-memory triangle scene every loader produces and every builder reads.
  *
- * Pipeline: loader (obj.c, vox.c) -> bk_scene -> builders (bvh.c, kdtree.c, via geom.c) -> backends.
+ * Pipeline: loader (obj.c, vox.c) -> bk_scene (several appended: scene.c) -> builders (bvh.c,
+ * kdtree.c, via geom.c) -> backends.
  * Triangles are numbered in file order after fan triangulation (docs/formats.md).
  */
 #ifndef BK_SCENE_H
@@ -64,5 +65,10 @@ int  bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_si
 /* Picks the loader by file extension. */
 int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
 void bk_scene_free(bk_scene *s);
+/* Appends a copy of src to dst (scene.c): triangles, vertices, vt, vn, materials (src's triangles
+ * and voxel models re-indexed past dst's), MTL names, voxel models and instances. dst may be an
+ * empty (zeroed) scene. Returns 0, or -1 with err (out of memory, too large together); dst is
+ * then still safe to free. */
+int  bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size);
 
 #endif /* BK_SCENE_H */

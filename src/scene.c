@@ -1,0 +1,116 @@
+/* scene.c - operations on a loaded bk_scene: concatenating scenes (several SCENE arguments).
+ *
+ * Pipeline: loaders (obj.c, vox.c) -> bk_scene per file -> bk_scene_append into one scene -> the
+ * voxel surface (voxmesh.c), builders, atlas. Triangles, vertices, materials, MTL names, voxel
+ * models and instances of src follow those of dst, so the triangles of the first file keep their
+ * numbers and the others follow in argument order.
+ */
+#include "scene.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Grows *p from n_old to n_old + n_add items of size sz and copies src's n_add items after. */
+static int cat(void **p, size_t n_old, const void *src, size_t n_add, size_t sz)
+{
+    if (n_add == 0) return 0;
+    void *q = realloc(*p, (n_old + n_add) * sz);
+    if (!q) return -1;
+    memcpy((char *)q + n_old * sz, src, n_add * sz);
+    *p = q;
+    return 0;
+}
+
+/* Adds off to the n indices from a[first..), keeping BK_NONE. */
+static void shift(uint32_t *a, size_t first, size_t n, uint32_t off)
+{
+    for (size_t i = first; i < first + n; ++i)
+        if (a[i] != BK_NONE) a[i] += off;
+}
+
+static char *dup_str(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size)
+{
+    uint64_t v = (uint64_t)dst->vertex_count + src->vertex_count, t = (uint64_t)dst->tri_count + src->tri_count;
+    uint64_t m = (uint64_t)dst->material_count + src->material_count;
+    uint64_t vm = (uint64_t)dst->vox_model_count + src->vox_model_count;
+    uint64_t vi = (uint64_t)dst->vox_instance_count + src->vox_instance_count;
+    if (v >= BK_NONE || t >= BK_NONE / 3 || m >= BK_NONE || vm > BK_VOX_MAX_MODELS || vi > BK_VOX_MAX_INSTANCES ||
+        (uint64_t)dst->texcoord_count + src->texcoord_count >= BK_NONE ||
+        (uint64_t)dst->normal_count + src->normal_count >= BK_NONE)
+        return bk_fail(err, err_size, "the scenes together are too large (%llu triangles, %llu vertices, %llu voxel instances)",
+                       (unsigned long long)t, (unsigned long long)v, (unsigned long long)vi);
+    size_t T0 = dst->tri_count, T = src->tri_count;
+    int has_vt = dst->tri_vt || src->tri_vt, has_vn = dst->tri_vn || src->tri_vn, has_mat = dst->tri_material || src->tri_material;
+    /* per-triangle arrays one side lacks are made (BK_NONE) before concatenating */
+    uint32_t **arr[3] = { &dst->tri_vt, &dst->tri_vn, &dst->tri_material };
+    const uint32_t *sarr[3] = { src->tri_vt, src->tri_vn, src->tri_material };
+    int want[3] = { has_vt, has_vn, has_mat }, per[3] = { 3, 3, 1 };
+    for (int k = 0; k < 3; ++k) {
+        if (!want[k]) continue;
+        size_t n = per[k] * (T0 + T);
+        uint32_t *a = realloc(*arr[k], sizeof(uint32_t) * (n ? n : 1));
+        if (!a) return bk_fail(err, err_size, "out of memory");
+        if (!*arr[k]) memset(a, 0xFF, sizeof(uint32_t) * per[k] * T0);
+        if (sarr[k]) memcpy(a + per[k] * T0, sarr[k], sizeof(uint32_t) * per[k] * T);
+        else memset(a + per[k] * T0, 0xFF, sizeof(uint32_t) * per[k] * T);
+        *arr[k] = a;
+    }
+    if (cat((void **)&dst->tri_v, 3 * T0, src->tri_v, 3 * T, sizeof(uint32_t)) ||
+        cat((void **)&dst->positions, 3 * (size_t)dst->vertex_count, src->positions, 3 * (size_t)src->vertex_count, sizeof(float)) ||
+        cat((void **)&dst->texcoords, 2 * (size_t)dst->texcoord_count, src->texcoords, 2 * (size_t)src->texcoord_count, sizeof(float)) ||
+        cat((void **)&dst->normals, 3 * (size_t)dst->normal_count, src->normals, 3 * (size_t)src->normal_count, sizeof(float)) ||
+        cat((void **)&dst->materials, dst->material_count, src->materials, src->material_count, sizeof(bk_material)) ||
+        cat((void **)&dst->vox_instances, dst->vox_instance_count, src->vox_instances, src->vox_instance_count, sizeof(bk_vox_instance)))
+        return bk_fail(err, err_size, "out of memory");
+    shift(dst->tri_v, 3 * T0, 3 * T, dst->vertex_count);
+    if (src->tri_vt) shift(dst->tri_vt, 3 * T0, 3 * T, dst->texcoord_count);
+    if (src->tri_vn) shift(dst->tri_vn, 3 * T0, 3 * T, dst->normal_count);
+    if (src->tri_material) shift(dst->tri_material, T0, T, dst->material_count);
+    for (uint32_t i = 0; i < src->vox_instance_count; ++i) dst->vox_instances[dst->vox_instance_count + i].model += dst->vox_model_count;
+    if (src->mtl_count) {
+        bk_scene_mtl *mt = realloc(dst->mtls, sizeof(bk_scene_mtl) * (dst->mtl_count + src->mtl_count));
+        if (!mt) return bk_fail(err, err_size, "out of memory");
+        dst->mtls = mt;
+        for (uint32_t i = 0; i < src->mtl_count; ++i) {
+            bk_scene_mtl *d = &mt[dst->mtl_count];
+            d->name = dup_str(src->mtls[i].name);
+            d->path = dup_str(src->mtls[i].path);
+            if ((src->mtls[i].name && !d->name) || (src->mtls[i].path && !d->path)) {
+                free(d->name); free(d->path);
+                return bk_fail(err, err_size, "out of memory");
+            }
+            dst->mtl_count++;
+        }
+    }
+    if (src->vox_model_count) {
+        bk_vox_model *vm2 = realloc(dst->vox_models, sizeof(bk_vox_model) * (dst->vox_model_count + src->vox_model_count));
+        if (!vm2) return bk_fail(err, err_size, "out of memory");
+        dst->vox_models = vm2;
+        for (uint32_t i = 0; i < src->vox_model_count; ++i) {
+            bk_vox_model *d = &vm2[dst->vox_model_count];
+            *d = src->vox_models[i];
+            d->material_base += dst->material_count;
+            d->xyzi = malloc(4 * (size_t)d->voxel_count + 1);
+            if (!d->xyzi) return bk_fail(err, err_size, "out of memory");
+            memcpy(d->xyzi, src->vox_models[i].xyzi, 4 * (size_t)d->voxel_count);
+            dst->vox_model_count++;
+        }
+    }
+    dst->vertex_count += src->vertex_count;
+    dst->texcoord_count += src->texcoord_count;
+    dst->normal_count += src->normal_count;
+    dst->tri_count += src->tri_count;
+    dst->material_count += src->material_count;
+    dst->vox_instance_count += src->vox_instance_count;
+    return 0;
+}

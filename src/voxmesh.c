@@ -1,0 +1,628 @@
+/* voxmesh.c - the voxel surface (voxmesh.h): visible faces, greedy quads, triangles.
+ *
+ * Cost: linear in the models' voxels (once per model; clearing a dense grid of each model's
+ * volume aside) plus the quads emitted, plus the faces of slices that touch another instance's
+ * box (those alone are tested cell by cell).
+ *   1. Per model, once: a dense colour grid (temporary), a 1-bit occupancy grid (kept), and per
+ *      model direction and slice the faces visible within the model (found from the voxel list,
+ *      bucketed by direction and slice) and their greedy quads.
+ *   2. Instance boxes in a hash of 16^3-voxel cells, to find an instance's neighbours (boxes that
+ *      touch its box) and the instances that may hold a given world cell.
+ *   3. Per instance, direction and slice: when the layer of cells just outside the slice meets no
+ *      neighbour's box, the model's quads are copied (transformed); otherwise the slice's faces
+ *      whose outer cell another instance fills are dropped and the rest merged again by the same
+ *      greedy function, so the result is what a greedy mesher gives on the visible faces.
+ * No allocation per voxel or per quad: arrays grow by doubling. Steps 1 and 3 run on
+ * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter; each chunk's
+ * quads are put back in instance order, so the result does not depend on the thread count.
+ */
+#include "voxmesh.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CELL_SHIFT 4   /* the instance hash's cells: 16 voxels a side */
+
+typedef struct vm_face { uint8_t u, v, c, pad; } vm_face;
+typedef struct vm_quad { uint8_t u, v, c, pad; uint16_t w, h; } vm_quad;
+
+typedef struct vm_model {
+    uint64_t *occ;           /* 1 bit per cell, index x + sx (y + sy z) */
+    uint32_t  base[7];       /* slices of model direction md: base[md] .. base[md + 1] */
+    uint32_t *face_at;       /* base[6] + 1 offsets into faces, per (direction, slice) */
+    uint32_t *quad_at;       /* the same into quads */
+    vm_face  *faces;
+    vm_quad  *quads;
+} vm_model;
+
+typedef struct vm_xf {
+    int     col[3], sgn[3];  /* world row r = sgn[r] * model axis col[r] */
+    int32_t T[3];            /* world point = M p + T */
+    int     det;             /* +1 or -1 */
+    int32_t lo[3], hi[3];    /* world cell box */
+} vm_xf;
+
+typedef struct vm_hash {
+    int32_t  *keys;          /* 3 per slot */
+    uint32_t *start;         /* per slot: first list entry; BK_NONE = empty slot */
+    uint32_t *count;
+    uint32_t *list;          /* instance ids, per cell in instance order */
+    size_t    cap;
+} vm_hash;
+
+typedef struct vm_ctx {
+    const bk_scene *s;
+    vm_model       *models;
+    vm_xf          *xf;
+    vm_hash         H;
+    const uint8_t  *used;    /* per model: placed at least once */
+    atomic_uint     next;    /* the next chunk of work (models, then instances) */
+    atomic_int      failed;  /* out of memory in some worker */
+    uint32_t       *chunk_worker, *chunk_count;  /* per instance chunk: who made its quads, how many */
+    size_t         *chunk_first;                 /* ... and where they start in that worker's list */
+} vm_ctx;
+
+/* One worker's scratch and output; workers take chunks from vm_ctx.next. */
+typedef struct vm_work {
+    vm_ctx         *C;
+    int             id;
+    bk_vox_quad    *quads;   /* quads of the chunks this worker made, chunk after chunk */
+    size_t          nq, qcap;
+    uint8_t        *mask;    /* 256 x 256 greedy mask, all zero between uses */
+    vm_quad        *scratch; /* quads of one re-merged slice */
+    uint32_t       *nb;      /* neighbours of the current instance */
+    uint32_t       *stamp;   /* per instance: last instance that listed it as a neighbour */
+    uint8_t        *grid;    /* a model's dense colour grid */
+    size_t          grid_cap;
+    uint64_t        hidden;
+    pthread_t       thread;
+} vm_work;
+
+#define INST_CHUNK 64   /* instances per chunk: fine enough to balance, coarse enough to be cheap */
+
+/* ---- models ------------------------------------------------------------------------------- */
+
+static size_t cell_index(const uint32_t *sz, int x, int y, int z) { return (size_t)x + sz[0] * ((size_t)y + sz[1] * (size_t)z); }
+
+/* Greedy merge of mask rows [v0, v1] (nu wide): emits rectangles of one colour in scan order and
+ * leaves the mask zero. Returns the number written to out. */
+static uint32_t greedy(uint8_t *mask, int nu, int v0, int v1, vm_quad *out)
+{
+    uint32_t n = 0;
+    for (int v = v0; v <= v1; ++v) {
+        uint8_t *row = mask + (size_t)v * nu;
+        for (int u = 0; u < nu; ++u) {
+            uint8_t c = row[u];
+            if (!c) continue;
+            int w = 1;
+            while (u + w < nu && row[u + w] == c) ++w;
+            int h = 1;
+            for (; v + h <= v1; ++h) {
+                const uint8_t *r2 = mask + (size_t)(v + h) * nu + u;
+                int k = 0;
+                while (k < w && r2[k] == c) ++k;
+                if (k < w) break;
+            }
+            for (int j = 0; j < h; ++j) memset(mask + (size_t)(v + j) * nu + u, 0, (size_t)w);
+            vm_quad *q = &out[n++];
+            q->u = (uint8_t)u; q->v = (uint8_t)v; q->c = c; q->pad = 0; q->w = (uint16_t)w; q->h = (uint16_t)h;
+            u += w - 1;
+        }
+    }
+    return n;
+}
+
+static int model_build(vm_work *W, uint32_t mi)
+{
+    vm_ctx *C = W->C;
+    uint8_t **grid = &W->grid;
+    size_t *grid_cap = &W->grid_cap;
+    const bk_vox_model *m = &C->s->vox_models[mi];
+    vm_model *M = &C->models[mi];
+    const uint32_t *sz = m->size;
+    size_t vol = (size_t)sz[0] * sz[1] * sz[2];
+    if (vol > *grid_cap) {
+        free(*grid);
+        *grid = malloc(vol);
+        if (!*grid) { *grid_cap = 0; return -1; }
+        *grid_cap = vol;
+    }
+    uint8_t *g = *grid;
+    memset(g, 0, vol);
+    M->occ = calloc((vol + 63) / 64, sizeof(uint64_t));
+    uint32_t *cells = malloc(sizeof(uint32_t) * (m->voxel_count + 1));   /* each filled cell once */
+    if (!M->occ || !cells) { free(cells); return -1; }
+    uint32_t nc = 0;
+    for (uint32_t i = 0; i < m->voxel_count; ++i) {
+        const uint8_t *p = m->xyzi + 4 * (size_t)i;
+        if (p[0] >= sz[0] || p[1] >= sz[1] || p[2] >= sz[2] || !p[3]) continue;
+        size_t k = cell_index(sz, p[0], p[1], p[2]);
+        if (!g[k]) cells[nc++] = (uint32_t)k;
+        g[k] = p[3];   /* a cell listed twice takes its last colour */
+        M->occ[k >> 6] |= 1ull << (k & 63);
+    }
+    M->base[0] = 0;
+    for (int md = 0; md < 6; ++md) M->base[md + 1] = M->base[md] + sz[md >> 1];
+    uint32_t ns = M->base[6];
+    M->face_at = calloc(ns + 1, sizeof(uint32_t));
+    M->quad_at = malloc(sizeof(uint32_t) * (ns + 1));
+    if (!M->face_at || !M->quad_at) { free(cells); return -1; }
+    /* faces by (direction, slice): count, then fill; O(voxels), not O(volume). Within a slice the
+     * faces are in cell order, which the greedy mask does not depend on. */
+    const size_t stride[3] = { 1, sz[0], (size_t)sz[0] * sz[1] };
+    size_t nf = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (uint32_t i = 0; i < nc; ++i) {
+            size_t k = cells[i];
+            int p[3] = { (int)(k % sz[0]), (int)(k / sz[0] % sz[1]), (int)(k / stride[2]) };
+            for (int md = 0; md < 6; ++md) {
+                int a = md >> 1, sg = md & 1 ? -1 : 1, n = p[a] + sg;
+                if (n >= 0 && n < (int)sz[a] && g[sg > 0 ? k + stride[a] : k - stride[a]]) continue;
+                uint32_t *slot = &M->face_at[M->base[md] + (uint32_t)p[a]];
+                if (!pass) { ++*slot; continue; }
+                vm_face *f = &M->faces[(*slot)++];
+                f->u = (uint8_t)p[(a + 1) % 3]; f->v = (uint8_t)p[(a + 2) % 3]; f->c = g[k]; f->pad = 0;
+            }
+        }
+        if (!pass) {
+            /* counts -> starts */
+            for (uint32_t j = 0; j < ns; ++j) { uint32_t c = M->face_at[j]; M->face_at[j] = (uint32_t)nf; nf += c; }
+            M->faces = malloc(sizeof(vm_face) * (nf ? nf : 1));
+            M->quads = malloc(sizeof(vm_quad) * (nf ? nf : 1));
+            if (!M->faces || !M->quads) { free(cells); return -1; }
+        }
+    }
+    free(cells);
+    /* the fill moved each start to the next slice's: shift back */
+    for (uint32_t j = ns; j > 0; --j) M->face_at[j] = M->face_at[j - 1];
+    M->face_at[0] = 0;
+    BK_CHECK(M->face_at[ns] == nf);
+    /* quads per slice, by the same greedy function the instances use */
+    uint32_t nq = 0;
+    for (int md = 0; md < 6; ++md) {
+        int a = md >> 1, nu = (int)sz[(a + 1) % 3];
+        for (uint32_t s = 0; s < sz[a]; ++s) {
+            uint32_t k = M->base[md] + s, f0 = M->face_at[k], f1 = M->face_at[k + 1];
+            M->quad_at[k] = nq;
+            if (f0 == f1) continue;
+            int vmin = 255, vmax = 0;
+            for (uint32_t f = f0; f < f1; ++f) {
+                const vm_face *F = &M->faces[f];
+                W->mask[(size_t)F->v * nu + F->u] = F->c;
+                if (F->v < vmin) vmin = F->v;
+                if (F->v > vmax) vmax = F->v;
+            }
+            nq += greedy(W->mask, nu, vmin, vmax, M->quads + nq);
+        }
+    }
+    M->quad_at[ns] = nq;
+    return 0;
+}
+
+static void model_free(vm_model *M) { free(M->occ); free(M->face_at); free(M->quad_at); free(M->faces); free(M->quads); }
+
+/* ---- instances ---------------------------------------------------------------------------- */
+
+static void xf_init(const bk_scene *s, const bk_vox_instance *in, vm_xf *X)
+{
+    const uint32_t *sz = s->vox_models[in->model].size;
+    bk_vox_instance_offset(in, sz, X->T);
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c)
+            if (in->m[3 * r + c]) { X->col[r] = c; X->sgn[r] = in->m[3 * r + c] > 0 ? 1 : -1; }
+    /* det of a signed permutation: the product of the signs times the permutation's parity */
+    int even = (X->col[0] == 0 && X->col[1] == 1) || (X->col[0] == 1 && X->col[1] == 2) || (X->col[0] == 2 && X->col[1] == 0);
+    X->det = (even ? 1 : -1) * X->sgn[0] * X->sgn[1] * X->sgn[2];
+    for (int r = 0; r < 3; ++r) {
+        int32_t a = X->T[r], b = X->T[r] + X->sgn[r] * (int32_t)sz[X->col[r]];
+        X->lo[r] = a < b ? a : b;
+        X->hi[r] = a < b ? b : a;
+    }
+}
+
+/* A model cell box [lo, hi) to the world cell box. */
+static void xf_box(const vm_xf *X, const int *lo, const int *hi, int32_t *wlo, int32_t *whi)
+{
+    for (int r = 0; r < 3; ++r) {
+        int c = X->col[r];
+        if (X->sgn[r] > 0) { wlo[r] = X->T[r] + lo[c]; whi[r] = X->T[r] + hi[c]; }
+        else { wlo[r] = X->T[r] - hi[c]; whi[r] = X->T[r] - lo[c]; }
+    }
+}
+
+/* Is world cell w a voxel of instance j? */
+static int inst_has(const vm_ctx *C, uint32_t j, const int32_t *w)
+{
+    const vm_xf *X = &C->xf[j];
+    for (int r = 0; r < 3; ++r)
+        if (w[r] < X->lo[r] || w[r] >= X->hi[r]) return 0;
+    int p[3];
+    for (int r = 0; r < 3; ++r) p[X->col[r]] = X->sgn[r] > 0 ? w[r] - X->T[r] : X->T[r] - w[r] - 1;
+    const bk_vox_model *m = &C->s->vox_models[C->s->vox_instances[j].model];
+    size_t k = cell_index(m->size, p[0], p[1], p[2]);
+    return (int)(C->models[C->s->vox_instances[j].model].occ[k >> 6] >> (k & 63) & 1);
+}
+
+static size_t hash3(int32_t x, int32_t y, int32_t z)
+{
+    uint64_t h = (uint64_t)(uint32_t)x * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)y * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)(uint32_t)z * 0x165667B19E3779F9ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+/* The slot of coarse cell (x, y, z): its own, or the empty one where it would go. */
+static size_t hash_slot(const vm_hash *H, int32_t x, int32_t y, int32_t z)
+{
+    size_t i = hash3(x, y, z) & (H->cap - 1);
+    while (H->start[i] != BK_NONE && (H->keys[3 * i] != x || H->keys[3 * i + 1] != y || H->keys[3 * i + 2] != z))
+        i = (i + 1) & (H->cap - 1);
+    return i;
+}
+
+static int hash_build(vm_ctx *C)
+{
+    uint32_t n = C->s->vox_instance_count;
+    size_t total = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        size_t k = 1;
+        for (int r = 0; r < 3; ++r) k *= (size_t)(((C->xf[i].hi[r] - 1) >> CELL_SHIFT) - (C->xf[i].lo[r] >> CELL_SHIFT) + 1);
+        total += k;
+    }
+    vm_hash *H = &C->H;
+    H->cap = 16;
+    while (H->cap < 2 * total) H->cap <<= 1;
+    H->keys = malloc(sizeof(int32_t) * 3 * H->cap);
+    H->start = malloc(sizeof(uint32_t) * H->cap);
+    H->count = calloc(H->cap, sizeof(uint32_t));
+    H->list = malloc(sizeof(uint32_t) * (total ? total : 1));
+    if (!H->keys || !H->start || !H->count || !H->list || total >= BK_NONE) return -1;
+    memset(H->start, 0xFF, sizeof(uint32_t) * H->cap);
+    for (int pass = 0; pass < 2; ++pass) {
+        for (uint32_t i = 0; i < n; ++i) {
+            const vm_xf *X = &C->xf[i];
+            for (int32_t z = X->lo[2] >> CELL_SHIFT; z <= (X->hi[2] - 1) >> CELL_SHIFT; ++z)
+                for (int32_t y = X->lo[1] >> CELL_SHIFT; y <= (X->hi[1] - 1) >> CELL_SHIFT; ++y)
+                    for (int32_t x = X->lo[0] >> CELL_SHIFT; x <= (X->hi[0] - 1) >> CELL_SHIFT; ++x) {
+                        size_t sl = hash_slot(H, x, y, z);
+                        if (!pass) {
+                            if (H->start[sl] == BK_NONE) { H->start[sl] = 0; H->keys[3 * sl] = x; H->keys[3 * sl + 1] = y; H->keys[3 * sl + 2] = z; }
+                            H->count[sl]++;
+                        } else {
+                            H->list[H->start[sl] + H->count[sl]++] = i;
+                        }
+                    }
+        }
+        if (!pass) {
+            uint32_t off = 0;
+            for (size_t sl = 0; sl < H->cap; ++sl)
+                if (H->start[sl] != BK_NONE) { H->start[sl] = off; off += H->count[sl]; H->count[sl] = 0; }
+        }
+    }
+    return 0;
+}
+
+/* Is world cell w filled by an instance other than self? */
+static int world_filled(const vm_ctx *C, uint32_t self, const int32_t *w)
+{
+    const vm_hash *H = &C->H;
+    size_t sl = hash_slot(H, w[0] >> CELL_SHIFT, w[1] >> CELL_SHIFT, w[2] >> CELL_SHIFT);
+    if (H->start[sl] == BK_NONE) return 0;
+    for (uint32_t k = 0; k < H->count[sl]; ++k) {
+        uint32_t j = H->list[H->start[sl] + k];
+        if (j != self && inst_has(C, j, w)) return 1;
+    }
+    return 0;
+}
+
+/* Instances other than i whose boxes meet i's box grown by one cell, into C->nb. */
+static uint32_t neighbours(const vm_ctx *C, vm_work *W, uint32_t i)
+{
+    const vm_xf *X = &C->xf[i];
+    const vm_hash *H = &C->H;
+    uint32_t n = 0;
+    int32_t lo[3], hi[3];
+    for (int r = 0; r < 3; ++r) { lo[r] = X->lo[r] - 1; hi[r] = X->hi[r] + 1; }
+    W->stamp[i] = i;
+    for (int32_t z = lo[2] >> CELL_SHIFT; z <= (hi[2] - 1) >> CELL_SHIFT; ++z)
+        for (int32_t y = lo[1] >> CELL_SHIFT; y <= (hi[1] - 1) >> CELL_SHIFT; ++y)
+            for (int32_t x = lo[0] >> CELL_SHIFT; x <= (hi[0] - 1) >> CELL_SHIFT; ++x) {
+                size_t sl = hash_slot(H, x, y, z);
+                if (H->start[sl] == BK_NONE) continue;
+                for (uint32_t k = 0; k < H->count[sl]; ++k) {
+                    uint32_t j = H->list[H->start[sl] + k];
+                    if (W->stamp[j] == i) continue;
+                    W->stamp[j] = i;
+                    const vm_xf *Y = &C->xf[j];
+                    int meet = 1;
+                    for (int r = 0; r < 3 && meet; ++r) meet = Y->lo[r] < hi[r] && lo[r] < Y->hi[r];
+                    if (meet) W->nb[n++] = j;
+                }
+            }
+    return n;
+}
+
+static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd, uint32_t mbase)
+{
+    if (W->nq == W->qcap) {
+        size_t cap = W->qcap ? 2 * W->qcap : 4096;
+        bk_vox_quad *p = realloc(W->quads, sizeof(bk_vox_quad) * cap);
+        if (!p) return -1;
+        W->quads = p; W->qcap = cap;
+    }
+    int a = md >> 1, u = (a + 1) % 3, v = (a + 2) % 3, out = !(md & 1);
+    int P[3], eu[3] = { 0, 0, 0 }, ev[3] = { 0, 0, 0 };
+    P[a] = (int)s + out; P[u] = q->u; P[v] = q->v;
+    eu[u] = 1; ev[v] = 1;
+    int len1 = q->w, len2 = q->h;
+    const int *e1 = eu, *e2 = ev;
+    /* (u, v, a) is right-handed: u then v turns counter-clockwise seen from +a. Seen from -a, or
+     * through a mirror, the order reverses; both: it does not. */
+    if ((!out) != (X->det < 0)) { e1 = ev; e2 = eu; len1 = q->h; len2 = q->w; }
+    bk_vox_quad *o = &W->quads[W->nq++];
+    for (int r = 0; r < 3; ++r) {
+        int c = X->col[r];
+        o->o[r] = X->T[r] + X->sgn[r] * P[c];
+        o->du[r] = (int8_t)(X->sgn[r] * e1[c]);
+        o->dv[r] = (int8_t)(X->sgn[r] * e2[c]);
+    }
+    o->dir = (uint8_t)wd;
+    o->colour = q->c;
+    o->w = (uint16_t)len1; o->h = (uint16_t)len2;
+    o->instance = inst;
+    o->material = mbase + q->c;
+    return 0;
+}
+
+static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
+{
+    const bk_vox_instance *in = &C->s->vox_instances[i];
+    const bk_vox_model *m = &C->s->vox_models[in->model];
+    const vm_model *M = &C->models[in->model];
+    const vm_xf *X = &C->xf[i];
+    uint32_t nnb = neighbours(C, W, i);
+    for (int wd = 0; wd < 6; ++wd) {
+        int A = wd >> 1, ws = wd & 1 ? -1 : 1;
+        int a = X->col[A], ms = ws * X->sgn[A], md = 2 * a + (ms < 0);
+        int u = (a + 1) % 3, v = (a + 2) % 3, nu = (int)m->size[u];
+        for (uint32_t s = 0; s < m->size[a]; ++s) {
+            uint32_t k = M->base[md] + s, f0 = M->face_at[k], f1 = M->face_at[k + 1];
+            if (f0 == f1) continue;
+            int touched = 0;
+            if (nnb) {
+                /* the layer of cells just outside this slice, in the world */
+                int lo[3] = { 0, 0, 0 }, hi[3];
+                for (int r = 0; r < 3; ++r) hi[r] = (int)m->size[r];
+                lo[a] = (int)s + ms; hi[a] = lo[a] + 1;
+                int32_t wlo[3], whi[3];
+                xf_box(X, lo, hi, wlo, whi);
+                for (uint32_t n = 0; n < nnb && !touched; ++n) {
+                    const vm_xf *Y = &C->xf[W->nb[n]];
+                    touched = 1;
+                    for (int r = 0; r < 3 && touched; ++r) touched = Y->lo[r] < whi[r] && wlo[r] < Y->hi[r];
+                }
+            }
+            if (!touched) {
+                for (uint32_t q = M->quad_at[k]; q < M->quad_at[k + 1]; ++q)
+                    if (quad_push(W, i, X, md, s, &M->quads[q], wd, m->material_base)) return -1;
+                continue;
+            }
+            int vmin = -1, vmax = -1;
+            for (uint32_t f = f0; f < f1; ++f) {
+                const vm_face *F = &M->faces[f];
+                int p[3];
+                p[a] = (int)s + ms; p[u] = F->u; p[v] = F->v;
+                int32_t w[3];
+                for (int r = 0; r < 3; ++r) {
+                    int c = X->col[r];
+                    w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
+                }
+                if (world_filled(C, i, w)) { W->hidden++; continue; }
+                W->mask[(size_t)F->v * nu + F->u] = F->c;
+                if (vmin < 0 || F->v < vmin) vmin = F->v;
+                if (F->v > vmax) vmax = F->v;
+            }
+            if (vmin < 0) continue;
+            uint32_t nq = greedy(W->mask, nu, vmin, vmax, W->scratch);
+            for (uint32_t q = 0; q < nq; ++q)
+                if (quad_push(W, i, X, md, s, &W->scratch[q], wd, m->material_base)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- triangles ---------------------------------------------------------------------------- */
+
+static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t err_size)
+{
+    bk_scene tris = *src;   /* the triangles alone: voxels are not copied */
+    tris.vox_model_count = 0; tris.vox_models = NULL;
+    tris.vox_instance_count = 0; tris.vox_instances = NULL;
+    if (bk_scene_append(&out->scene, &tris, err, err_size)) return -1;
+    bk_scene *s = &out->scene;
+    uint64_t T = (uint64_t)s->tri_count + 2 * (uint64_t)out->quad_count, V = (uint64_t)s->vertex_count + 4 * (uint64_t)out->quad_count;
+    if (T >= BK_NONE / 3 || V >= BK_NONE)
+        return bk_fail(err, err_size, "voxel surface: %u quads make too many triangles", out->quad_count);
+    float *pos = realloc(s->positions, sizeof(float) * 3 * (size_t)V + 1);
+    if (pos) s->positions = pos;
+    uint32_t *tv = realloc(s->tri_v, sizeof(uint32_t) * 3 * (size_t)T + 1);
+    if (tv) s->tri_v = tv;
+    uint32_t *tm = realloc(s->tri_material, sizeof(uint32_t) * (size_t)T + 1);
+    if (tm) { if (!s->tri_material) memset(tm, 0xFF, sizeof(uint32_t) * s->tri_count); s->tri_material = tm; }
+    uint32_t *tvt = s->tri_vt ? realloc(s->tri_vt, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
+    if (tvt) s->tri_vt = tvt;
+    uint32_t *tvn = s->tri_vn ? realloc(s->tri_vn, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
+    if (tvn) s->tri_vn = tvn;
+    if (!pos || !tv || !tm || (s->tri_vt && !tvt) || (s->tri_vn && !tvn)) return bk_fail(err, err_size, "voxel surface: out of memory");
+    uint32_t v0 = s->vertex_count, t0 = s->tri_count;
+    for (uint32_t q = 0; q < out->quad_count; ++q) {
+        const bk_vox_quad *Q = &out->quads[q];
+        float *p = s->positions + 3 * ((size_t)v0 + 4 * (size_t)q);
+        for (int r = 0; r < 3; ++r) {
+            int32_t o = Q->o[r], a = Q->du[r] * Q->w, b = Q->dv[r] * Q->h;
+            p[r] = (float)o; p[3 + r] = (float)(o + a); p[6 + r] = (float)(o + a + b); p[9 + r] = (float)(o + b);
+        }
+        uint32_t b = v0 + 4 * q, t = t0 + 2 * q;
+        uint32_t *f = s->tri_v + 3 * (size_t)t;
+        f[0] = b; f[1] = b + 1; f[2] = b + 2; f[3] = b; f[4] = b + 2; f[5] = b + 3;
+        s->tri_material[t] = s->tri_material[t + 1] = Q->material;
+        if (s->tri_vt) memset(s->tri_vt + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
+        if (s->tri_vn) memset(s->tri_vn + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
+    }
+    s->vertex_count = (uint32_t)V;
+    s->tri_count = (uint32_t)T;
+    return 0;
+}
+
+/* Phase 1 (models) and phase 2 (instances) of a worker; the caller's thread is worker 0. */
+static void *work_models(void *arg)
+{
+    vm_work *W = arg;
+    vm_ctx *C = W->C;
+    uint32_t n = C->s->vox_model_count;
+    for (;;) {
+        uint32_t mi = atomic_fetch_add(&C->next, 1u);
+        if (mi >= n || atomic_load(&C->failed)) break;
+        if (C->used[mi] && model_build(W, mi)) atomic_store(&C->failed, 1);
+    }
+    return NULL;
+}
+
+static void *work_instances(void *arg)
+{
+    vm_work *W = arg;
+    vm_ctx *C = W->C;
+    uint32_t n = C->s->vox_instance_count, chunks = (n + INST_CHUNK - 1) / INST_CHUNK;
+    for (;;) {
+        uint32_t c = atomic_fetch_add(&C->next, 1u);
+        if (c >= chunks || atomic_load(&C->failed)) break;
+        size_t before = W->nq;
+        uint32_t end = (c + 1) * INST_CHUNK < n ? (c + 1) * INST_CHUNK : n;
+        for (uint32_t i = c * INST_CHUNK; i < end; ++i)
+            if (instance_mesh(C, W, i)) { atomic_store(&C->failed, 1); break; }
+        C->chunk_worker[c] = (uint32_t)W->id;
+        C->chunk_first[c] = before;
+        C->chunk_count[c] = (uint32_t)(W->nq - before);
+    }
+    return NULL;
+}
+
+/* Runs fn on nt workers (the calling thread is worker 0); returns the number that ran. */
+static int run_workers(vm_work *W, int nt, void *(*fn)(void *))
+{
+    int started = 1;
+    for (int i = 1; i < nt && pthread_create(&W[i].thread, NULL, fn, &W[i]) == 0; ++i) started = i + 1;
+    fn(&W[0]);
+    for (int i = 1; i < started; ++i) pthread_join(W[i].thread, NULL);
+    return started;
+}
+
+int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now();
+    memset(out, 0, sizeof *out);
+    out->first_quad_tri = s->tri_count;
+    vm_ctx C;
+    memset(&C, 0, sizeof C);
+    C.s = s;
+    atomic_init(&C.next, 0u);
+    atomic_init(&C.failed, 0);
+    uint8_t *used = NULL;
+    vm_work *W = NULL;
+    int rc = -1, nt = 0;
+    uint32_t NI = s->vox_instance_count, NM = s->vox_model_count, chunks = (NI + INST_CHUNK - 1) / INST_CHUNK;
+    for (uint32_t i = 0; i < NI; ++i) {
+        const bk_vox_instance *in = &s->vox_instances[i];
+        int8_t chk[9];
+        if (in->model >= NM) { bk_fail(err, err_size, "voxel instance %u: model %u of %u", i, in->model, NM); goto done; }
+        if (!bk_vox_rot_matrix(bk_vox_rot_byte(in->m), chk) || memcmp(chk, in->m, 9)) {
+            bk_fail(err, err_size, "voxel instance %u: rotation is not a signed permutation", i);
+            goto done;
+        }
+    }
+    for (uint32_t mi = 0; mi < NM; ++mi)
+        for (int r = 0; r < 3; ++r)
+            if (s->vox_models[mi].size[r] < 1 || s->vox_models[mi].size[r] > BK_VOX_MAX_SIZE) {
+                bk_fail(err, err_size, "voxel model %u: size %u out of 1..%d", mi, s->vox_models[mi].size[r], BK_VOX_MAX_SIZE);
+                goto done;
+            }
+    /* threads: never more than there are chunks of work (a lone prop runs on the caller's thread) */
+    nt = bk_cpu_threads();
+    if (nt < 1) nt = 1;
+    if ((uint32_t)nt > chunks) nt = chunks ? (int)chunks : 1;
+    if (nt > 64) nt = 64;
+    C.models = calloc(NM ? NM : 1, sizeof(vm_model));
+    C.xf = malloc(sizeof(vm_xf) * (NI ? NI : 1));
+    C.chunk_worker = malloc(sizeof(uint32_t) * (chunks + 1));
+    C.chunk_count = calloc(chunks + 1, sizeof(uint32_t));
+    C.chunk_first = malloc(sizeof(size_t) * (chunks + 1));
+    used = calloc(NM ? NM : 1, 1);
+    W = calloc((size_t)nt, sizeof(vm_work));
+    if (!C.models || !C.xf || !C.chunk_worker || !C.chunk_count || !C.chunk_first || !used || !W) {
+        bk_fail(err, err_size, "voxel surface: out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nt; ++k) {
+        vm_work *w = &W[k];
+        w->C = &C;
+        w->id = k;
+        w->nb = malloc(sizeof(uint32_t) * (NI ? NI : 1));
+        w->stamp = malloc(sizeof(uint32_t) * (NI ? NI : 1));
+        w->mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
+        w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
+        if (!w->nb || !w->stamp || !w->mask || !w->scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+        for (uint32_t i = 0; i < NI; ++i) w->stamp[i] = BK_NONE;
+    }
+    /* models placed at least once */
+    for (uint32_t i = 0; i < NI; ++i) used[s->vox_instances[i].model] = 1;
+    C.used = used;
+    run_workers(W, nt, work_models);
+    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    for (int k = 0; k < nt; ++k) { free(W[k].grid); W[k].grid = NULL; W[k].grid_cap = 0; }
+    for (uint32_t i = 0; i < NI; ++i) {
+        xf_init(s, &s->vox_instances[i], &C.xf[i]);
+        out->voxel_count += s->vox_models[s->vox_instances[i].model].voxel_count;
+    }
+    if (NI && hash_build(&C)) { bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI); goto done; }
+    atomic_store(&C.next, 0u);
+    run_workers(W, nt, work_instances);
+    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    /* the quads in instance order: chunk after chunk, from whichever worker made each */
+    size_t total = 0;
+    for (uint32_t c = 0; c < chunks; ++c) total += C.chunk_count[c];
+    for (int k = 0; k < nt; ++k) out->hidden_faces += W[k].hidden;
+    if (total >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total); goto done; }
+    out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
+    if (!out->quads) { bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total); goto done; }
+    size_t at = 0;
+    for (uint32_t c = 0; c < chunks; ++c) {
+        memcpy(out->quads + at, W[C.chunk_worker[c]].quads + C.chunk_first[c], sizeof(bk_vox_quad) * C.chunk_count[c]);
+        at += C.chunk_count[c];
+    }
+    out->quad_count = (uint32_t)total;
+    for (int k = 0; k < nt; ++k) { free(W[k].quads); W[k].quads = NULL; }
+    for (uint32_t q = 0; q < out->quad_count; ++q) out->face_count += (uint64_t)out->quads[q].w * out->quads[q].h;
+    if (make_scene(s, out, err, err_size)) goto done;
+    rc = 0;
+done:
+    for (uint32_t mi = 0; C.models && mi < NM; ++mi) model_free(&C.models[mi]);
+    for (int k = 0; W && k < nt; ++k) {
+        free(W[k].quads); free(W[k].mask); free(W[k].scratch); free(W[k].nb); free(W[k].stamp); free(W[k].grid);
+    }
+    free(W); free(used);
+    free(C.models); free(C.xf); free(C.chunk_worker); free(C.chunk_count); free(C.chunk_first);
+    free(C.H.keys); free(C.H.start); free(C.H.count); free(C.H.list);
+    if (rc) bk_voxmesh_free(out);
+    out->seconds = bk_time_now() - t0;
+    return rc;
+}
+
+void bk_voxmesh_free(bk_voxmesh *m)
+{
+    if (!m) return;
+    bk_scene_free(&m->scene);
+    free(m->quads);
+    memset(m, 0, sizeof *m);
+}
