@@ -597,10 +597,11 @@ int bk_cmd_bake(int argc, char **argv)
 
     t0 = bk_time_now();
     bk_build_opts bo = bk_build_opts_default();
-    /* voxel tracing: lead replaces this. The accel is built from trace_scene, today the surface's
-     * triangles (the scene's own, then two per voxel quad, numbered as the bake data's); the
-     * voxels themselves (s.vox_models, s.vox_instances) are to be traced instead. */
-    const bk_scene *trace_scene = surf;
+    /* The accel holds the scene's own triangles and its voxel instances, traced natively (a DDA
+     * inside each instance, kernels/bk_voxel.h); the surface's quads are only for the atlas, the
+     * texels and the emitters. Triangle hits keep the numbers the bake data uses (the surface
+     * starts with the scene's triangles); voxel hits bring their normal and material along. */
+    const bk_scene *trace_scene = &s;
     if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
     bk_accel_view av = bk_accel_get_view(&a);
     if (be->i->upload(be, &av, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
