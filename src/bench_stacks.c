@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "bake.h"
 #include "bench_trace.h"
+#include "voxmesh.h"
 #include "cli.h"
 #include "outputs.h"
 #include "scene.h"
@@ -97,20 +98,29 @@ static int prepare_scene(const char *path, const stacks_cli *c, prepared *out, c
         if (bk_accel_build(&out->scene, a, &bo, &out->accel[a], err, err_size)) return -1;
     }
     int up = 1;                                  /* OBJ scenes are y up */
-    if (out->scene.vox_model_count) {
-        /* voxel scenes: the lead wires the surface here: atlas and texels of the voxel surface
-         * (voxmesh) at c->texels_per_voxel texels per voxel edge (world units are voxels), and
-         * up = 2 (MagicaVoxel is z up). Until then they are refused. */
-        return bk_fail(err, err_size, "%s: voxel scenes are not wired into bench stacks yet", path);
-    }
+    /* Voxels are traced natively (the accels above); their surface's quads make the atlas (one
+     * rectangular chart each), the texels and the emitters. MagicaVoxel is z up. */
+    bk_voxmesh vm;
+    memset(&vm, 0, sizeof vm);
+    const bk_scene *surf = &out->scene;
     bk_atlas_opts ao;
     bk_atlas_opts_default(&ao);
     ao.size = c->size;
     ao.scene_path = path;
-    if (bk_atlas_build(&out->scene, &ao, &out->atlas, err, err_size) ||
-        bk_atlas_rasterize(&out->scene, &out->atlas, &out->texels, &out->texel_count, NULL, err, err_size) ||
-        bk_bake_data_build(&out->scene, NULL, 0, &out->data, err, err_size))
-        return -1;
+    bk_atlas_rect *rects = NULL;
+    if (out->scene.vox_instance_count) {
+        up = 2;
+        ao.pages_auto = 1;
+        if (bk_voxmesh_build(&out->scene, &vm, err, err_size)) return -1;
+        if (!(rects = bk_voxmesh_rects(&vm, c->texels_per_voxel, &ao))) { bk_voxmesh_free(&vm); return bk_fail(err, err_size, "out of memory"); }
+        surf = &vm.scene;
+    }
+    int rc = bk_atlas_build(surf, &ao, &out->atlas, err, err_size) ||
+             bk_atlas_rasterize(surf, &out->atlas, &out->texels, &out->texel_count, NULL, err, err_size) ||
+             bk_bake_data_build(surf, NULL, 0, &out->data, err, err_size);
+    free(rects);
+    bk_voxmesh_free(&vm);
+    if (rc) return -1;
 
     bk_bake_params *p = &out->params;
     memset(p, 0, sizeof *p);
@@ -143,7 +153,7 @@ static int bake_once(bk_backend *be, const prepared *ps, int a, const bk_trace_o
     ro.params = ps->params;
     ro.trace = *o;
     ro.max_launch_ms = 50;
-    return bk_bake_texels(be, &v, ps->texels, ps->texel_count, ps->atlas.width, ps->atlas.height, &ro, rgb, NULL, res,
+    return bk_bake_texels(be, &v, ps->texels, ps->texel_count, ps->atlas.width, ps->atlas.height * ps->atlas.page_count, &ro, rgb, NULL, res,
                           err, err_size);
 }
 
@@ -180,7 +190,7 @@ static int measure(bk_backend *be, const prepared *ps, int a, const bk_trace_opt
         if (k == 0 || res.wall_seconds < r->wall_s) r->wall_s = res.wall_seconds;
         if (k == 0) {
             if (ref) r->differ = count_differ(ps, ref, rgb);
-            else memcpy(ref_out, rgb, sizeof(float) * 3 * (size_t)ps->atlas.width * (size_t)ps->atlas.height);
+            else memcpy(ref_out, rgb, sizeof(float) * 3 * BK_ATLAS_PIXELS(&ps->atlas));
         }
     }
     if (occ.capacity_ns > 0) {
@@ -480,7 +490,7 @@ int bk_bench_stacks(int argc, char **argv)
             prepared_free(&ps);
             continue;
         }
-        size_t px = (size_t)ps.atlas.width * (size_t)ps.atlas.height;
+        size_t px = BK_ATLAS_PIXELS(&ps.atlas);
         rgb = malloc(sizeof(float) * 3 * px);
         ref = malloc(sizeof(float) * 3 * px);
         if (!rgb || !ref) { fprintf(stderr, "baker: out of memory for a %dx%d atlas\n", ps.atlas.width, ps.atlas.height); rc = 1; }

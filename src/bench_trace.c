@@ -5,6 +5,7 @@
 #include "accel.h"
 #include "backend.h"
 #include "bench_trace.h"
+#include "voxmesh.h"
 #include "bench.h"
 #include "cli.h"
 #include "rays.h"
@@ -46,10 +47,51 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Rows for one uploaded-to-be accel: every stack strategy x query, Mrays/s (median of reps) into
+ * mrays[stack][any]. The global stack's hits become ref[any] unless check_only (then they are
+ * compared with ref[any] too, by hit or miss and t: ids differ between voxels and their quads). */
+static int bench_rows(const char *label, const bk_accel *a, bk_backend *be, const bk_cli_trace *t, const bk_ray *rays,
+                      uint64_t nrays, int reps, bk_hit *ref[2], bk_hit *hits, int check_only, double mrays[3][2])
+{
+    char err[1024];
+    bk_accel_view v = bk_accel_get_view(a);
+    if (be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+    printf("  %-6s %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s\n", "prims", "accel", "stack", "query", "Mrays/s", "nodes/r",
+           "prims/r", "restart/r", "spill/r", "disagree");
+    for (int stack = 0; stack < 3; ++stack) {
+        for (int any = 0; any < 2; ++any) {
+            bk_trace_opts o = t->opts;
+            o.stack_mode = stack;
+            o.any_hit = any;
+            bk_trace_totals tot;
+            bk_hit *dst = stack == 0 && !check_only ? ref[any] : hits;
+            if (be->i->trace(be, rays, dst, nrays, &o, &tot, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+            uint64_t bad = 0;
+            for (uint64_t i = 0; i < nrays; ++i) bad += !bk_hit_agree(ref[any][i], dst[i], any, 1e-4f);
+            double times[64];
+            int r = reps < 64 ? reps : 64;
+            for (int k = 0; k < r; ++k) {
+                if (be->i->trace(be, rays, hits, nrays, &o, &tot, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+                times[k] = tot.seconds;
+            }
+            qsort(times, (size_t)r, sizeof(double), cmp_double);
+            double med = times[r / 2], dn = (double)nrays;
+            mrays[stack][any] = dn / med / 1e6;
+            printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", label, bk_accel_type_name(a->type),
+                   bk_stack_mode_name(stack), any ? "any" : "closest", dn / med / 1e6, (double)tot.nodes / dn,
+                   (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad);
+            fflush(stdout);
+        }
+    }
+    return 0;
+}
+
 static int bench_scene(const char *path, bk_backend *be, const bk_cli_trace *t, uint64_t nrays, int reps)
 {
     char err[1024];
     bk_scene s;
+    bk_voxmesh vm;
+    memset(&vm, 0, sizeof vm);
     double t0 = bk_time_now();
     if (bk_scene_load(path, &s, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
     double tl = bk_time_now() - t0;
@@ -57,55 +99,40 @@ static int bench_scene(const char *path, bk_backend *be, const bk_cli_trace *t, 
     bk_hit *ref[2] = { NULL, NULL }, *hits = malloc(nrays * sizeof(bk_hit));
     ref[0] = malloc(nrays * sizeof(bk_hit));
     ref[1] = malloc(nrays * sizeof(bk_hit));
-    int rc = -1;
+    int rc = -1, vox = s.vox_instance_count > 0;
     if (!hits || !ref[0] || !ref[1]) { fprintf(stderr, "baker: out of memory\n"); goto out; }
-    if (bk_rays_diffuse(&s, nrays, 1, &rays, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
+    /* Voxel scenes: rays leave their surface (the quads of visible faces) outwards, and the same
+     * rays are traced against the voxels and against the quads as triangles. */
+    if (vox && bk_voxmesh_build(&s, &vm, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
+    const bk_scene *surf = vox ? &vm.scene : &s;
+    if ((vox ? bk_rays_diffuse_front : bk_rays_diffuse)(surf, nrays, 1, &rays, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    printf("\n%s: %u triangles, loaded in %.3f s, %llu diffuse rays (seed 1), %s backend\n", name, s.tri_count, tl,
-           (unsigned long long)nrays, be->i->name(be));
+    printf("\n%s: %u triangles", name, s.tri_count);
+    if (vox) printf(", %u voxel instances (%llu voxels; surface: %u quads)", s.vox_instance_count, (unsigned long long)vm.voxel_count,
+                    vm.quad_count);
+    printf(", loaded in %.3f s, %llu diffuse rays (seed 1), %s backend\n", tl, (unsigned long long)nrays, be->i->name(be));
     for (int accel = 0; accel < 2; ++accel) {
-        bk_accel a;
-        bk_build_opts bo = bk_build_opts_default();
-        if (bk_accel_build(&s, accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
-        printf("  %-6s build %.3f s, %u nodes, depth %u, SAH %.2f, %.1f MB\n", bk_accel_type_name(accel), a.info.seconds,
-               a.info.nodes, a.info.depth, a.info.sah_cost, (double)a.info.bytes / 1e6);
-        bk_accel_view v = bk_accel_get_view(&a);
-        if (be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out; }
-        printf("  %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s\n", "accel", "stack", "query", "Mrays/s", "nodes/r", "tris/r",
-               "restart/r", "spill/r", "disagree");
-        for (int stack = 0; stack < 3; ++stack) {
-            for (int any = 0; any < 2; ++any) {
-                bk_trace_opts o = t->opts;
-                o.stack_mode = stack;
-                o.any_hit = any;
-                bk_trace_totals tot;
-                bk_hit *dst = stack == 0 ? ref[any] : hits;
-                if (be->i->trace(be, rays, dst, nrays, &o, &tot, err, sizeof err)) {
-                    fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out;
-                }
-                uint64_t bad = 0;
-                for (uint64_t i = 0; i < nrays; ++i) bad += !bk_hit_agree(ref[any][i], dst[i], any, 1e-4f);
-                double times[64];
-                int r = reps < 64 ? reps : 64;
-                for (int k = 0; k < r; ++k) {
-                    if (be->i->trace(be, rays, hits, nrays, &o, &tot, err, sizeof err)) {
-                        fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out;
-                    }
-                    times[k] = tot.seconds;
-                }
-                qsort(times, (size_t)r, sizeof(double), cmp_double);
-                double med = times[r / 2], dn = (double)nrays;
-                printf("  %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", bk_accel_type_name(accel),
-                       bk_stack_mode_name(stack), any ? "any" : "closest", dn / med / 1e6, (double)tot.nodes / dn,
-                       (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad);
-                fflush(stdout);
-            }
+        double mr[2][3][2];
+        for (int k = 0; k < 1 + vox; ++k) {
+            bk_accel a;
+            bk_build_opts bo = bk_build_opts_default();
+            if (bk_accel_build(k ? surf : &s, accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", path, err); goto out; }
+            const char *label = vox ? (k ? "quads" : "voxels") : "tris";
+            printf("  %-6s %-6s build %.3f s, %u nodes, depth %u, SAH %.2f, %.1f MB\n", label, bk_accel_type_name(accel),
+                   a.info.seconds, a.info.nodes, a.info.depth, a.info.sah_cost, (double)a.info.bytes / 1e6);
+            int r = bench_rows(label, &a, be, t, rays, nrays, reps, ref, hits, k, mr[k]);
+            bk_accel_free(&a);
+            if (r) goto out;
         }
-        bk_accel_free(&a);
+        if (vox)
+            for (int stack = 0; stack < 3; ++stack)
+                printf("  voxels / quads  %-6s %-6s closest %.2fx, any %.2fx\n", bk_accel_type_name(accel), bk_stack_mode_name(stack),
+                       mr[0][stack][0] / mr[1][stack][0], mr[0][stack][1] / mr[1][stack][1]);
     }
     rc = 0;
 out:
     free(rays); free(hits); free(ref[0]); free(ref[1]);
+    bk_voxmesh_free(&vm);
     bk_scene_free(&s);
     return rc;
 }

@@ -571,17 +571,10 @@ int bk_cmd_bake(int argc, char **argv)
         }
         if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
         surf = &vm.scene;
-        rects = malloc(sizeof(bk_atlas_rect) * (vm.quad_count + 1));
-        if (!rects) { fprintf(stderr, "baker: out of memory for %u voxel quads\n", vm.quad_count); goto done; }
-        for (uint32_t q = 0; q < vm.quad_count; ++q) {
-            rects[q].w = vm.quads[q].w * (uint32_t)c.texels_per_voxel;
-            rects[q].h = vm.quads[q].h * (uint32_t)c.texels_per_voxel;
-            rects[q].group = vm.quads[q].instance;
+        if (!(rects = bk_voxmesh_rects(&vm, c.texels_per_voxel, &c.atlas))) {
+            fprintf(stderr, "baker: out of memory for %u voxel quads\n", vm.quad_count);
+            goto done;
         }
-        c.atlas.rects = rects;
-        c.atlas.rect_count = vm.quad_count;
-        c.atlas.rect_first_tri = vm.first_quad_tri;
-        c.atlas.rect_texels_per_unit = (float)c.texels_per_voxel;
         /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
         if (c.pages_auto && !(c.atlas.texels_per_unit > 0) && vm.first_quad_tri > 0) c.atlas.texels_per_unit = (float)c.texels_per_voxel;
         if (c.mesh_out) {

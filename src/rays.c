@@ -154,7 +154,7 @@ static int alloc_rays(uint64_t n, bk_ray **out, char *err, size_t err_size)
     return 0;
 }
 
-int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size)
+static int rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, int front_only, bk_ray **out, char *err, size_t err_size)
 {
     if (s->tri_count == 0) return bk_fail(err, err_size, "scene has no triangles");
     double *cdf = malloc(sizeof(double) * s->tri_count);
@@ -181,7 +181,7 @@ int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, 
         float w0 = 1.0f - su, w1 = su * (1.0f - v), w2 = su * v;
         bk_vec3 p = bk_add3(bk_add3(bk_mul3(p0, w0), bk_mul3(p1, w1)), bk_mul3(p2, w2));
         bk_vec3 nrm = normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
-        if (bk_rng_f(seed, key, hi32, 3) < 0.5f) nrm = bk_mul3(nrm, -1.0f);
+        if (!front_only && bk_rng_f(seed, key, hi32, 3) < 0.5f) nrm = bk_mul3(nrm, -1.0f);
         float r1 = bk_rng_f(seed, key, hi32, 4), r2 = bk_rng_f(seed, key, hi32, 5);
         float rad = sqrtf(r1), phi = 6.28318530718f * r2;
         bk_vec3 b1, b2;
@@ -192,6 +192,16 @@ int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, 
     }
     free(cdf);
     return 0;
+}
+
+int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size)
+{
+    return rays_diffuse(s, n, seed, 0, out, err, err_size);
+}
+
+int bk_rays_diffuse_front(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size)
+{
+    return rays_diffuse(s, n, seed, 1, out, err, err_size);
 }
 
 int bk_rays_primary(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size)

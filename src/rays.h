@@ -29,6 +29,9 @@ int bk_hits_write_file(FILE *f, const char *path, const bk_hit *hits, uint64_t n
  * box diagonal along that side's normal, a cosine-distributed direction about it, tmin 0,
  * tmax infinite. */
 int bk_rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
+/* The same from the front side only (where the winding normal points): for a closed surface such
+ * as a voxel scene's (voxmesh.h), rays that start outside the solid. */
+int bk_rays_diffuse_front(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
 /* Primary rays: a pinhole camera at the centre of the scene box, looking along its longest
  * horizontal axis (+y up), 60 degree vertical field of view, jittered over a square image. */
 int bk_rays_primary(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);

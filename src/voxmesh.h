@@ -67,4 +67,10 @@ typedef struct bk_voxmesh {
 int  bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size);
 void bk_voxmesh_free(bk_voxmesh *m);
 
+/* The quads as the atlas's rectangular charts at texels_per_voxel texels per voxel edge (one
+ * group per instance, so an instance stays on one page): sets o's rect fields and returns the
+ * array they point to (malloc'ed; free it after the atlas is built), NULL when out of memory. */
+struct bk_atlas_opts;
+struct bk_atlas_rect *bk_voxmesh_rects(const bk_voxmesh *m, int texels_per_voxel, struct bk_atlas_opts *o);
+
 #endif /* BK_VOXMESH_H */
