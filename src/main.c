@@ -14,6 +14,7 @@
 #include "scene.h"
 #include "stats.h"
 #include "util.h"
+#include "voxmesh.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,9 +213,17 @@ static int cmd_rays(int argc, char **argv)
     bk_ray *rays = NULL;
     char err[512];
     FILE *f;
-    int rc = !strcmp(kind, "--diffuse") ? bk_rays_diffuse(&s, n, (uint32_t)seed, &rays, err, sizeof err)
-           : !strcmp(kind, "--primary") ? bk_rays_primary(&s, n, (uint32_t)seed, &rays, err, sizeof err)
-           : bk_rays_random(&s, n, (uint32_t)seed, &rays, err, sizeof err);
+    /* A voxel scene's rays come from its surface (the quads of its visible faces), diffuse ones
+     * outwards only (a ray that starts inside a voxel hits it at once). */
+    bk_voxmesh vm;
+    memset(&vm, 0, sizeof vm);
+    int vox = s.vox_instance_count > 0, rc = vox ? bk_voxmesh_build(&s, &vm, err, sizeof err) : 0;
+    const bk_scene *src = vox ? &vm.scene : &s;
+    if (!rc)
+        rc = !strcmp(kind, "--diffuse") ? (vox ? bk_rays_diffuse_front : bk_rays_diffuse)(src, n, (uint32_t)seed, &rays, err, sizeof err)
+           : !strcmp(kind, "--primary") ? bk_rays_primary(src, n, (uint32_t)seed, &rays, err, sizeof err)
+           : bk_rays_random(src, n, (uint32_t)seed, &rays, err, sizeof err);
+    bk_voxmesh_free(&vm);
     if (!rc) rc = !(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_rays_write_file(f, out, rays, n, err, sizeof err) ||
                   bk_outputs_commit(&io, err, sizeof err);
     if (rc) fprintf(stderr, "baker: %s\n", err);
