@@ -115,6 +115,8 @@ static int prepare_scene(const char *path, const stacks_cli *c, prepared *out, c
         if (!(rects = bk_voxmesh_rects(&vm, c->texels_per_voxel, &ao))) { bk_voxmesh_free(&vm); return bk_fail(err, err_size, "out of memory"); }
         surf = &vm.scene;
     }
+    int vox = out->scene.vox_instance_count > 0;
+    uint32_t first_quad = vm.first_quad_tri, quad_end = vm.scene.tri_count;
     int rc = bk_atlas_build(surf, &ao, &out->atlas, err, err_size) ||
              bk_atlas_rasterize(surf, &out->atlas, &out->texels, &out->texel_count, NULL, err, err_size) ||
              bk_bake_data_build(surf, NULL, 0, &out->data, err, err_size);
@@ -138,6 +140,12 @@ static int prepare_scene(const char *path, const stacks_cli *c, prepared *out, c
     p->eps = 1e-4f * diag;                       /* as a bake from the command line */
     p->ao_distance = 0.1f * diag;
     p->texel_world = out->atlas.texels_per_unit > 0 ? 1.0f / out->atlas.texels_per_unit : 0.01f * diag;
+    if (vox) {                                   /* as a bake from the command line (cmd_bake.c) */
+        p->eps = bk_minf(p->eps, 1e-3f);
+        p->texel_world = 1.0f / (float)c->texels_per_voxel;
+        p->open_tri_begin = first_quad;
+        p->open_tri_end = quad_end;
+    }
     return 0;
 }
 

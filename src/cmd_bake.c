@@ -635,6 +635,17 @@ int bk_cmd_bake(int argc, char **argv)
     }
     if (!c.ao_given) c.p.ao_distance = 0.1f * diag;
     c.p.eps = 1e-4f * diag;
+    if (has_vox) {
+        /* Voxel faces are hit exactly (integer planes, t to an ulp), so rays may leave them much
+         * closer than 1e-4 of a world of thousands of voxels (0.3 voxels: light under one-voxel
+         * ledges): 1e-3 voxels, or 8 ulps of the largest coordinate. */
+        float m = fmaxf(fmaxf(fmaxf(fabsf(a.lo.x), fabsf(a.hi.x)), fmaxf(fabsf(a.lo.y), fabsf(a.hi.y))), fmaxf(fabsf(a.lo.z), fabsf(a.hi.z)));
+        float ev = fmaxf(1e-3f, m * 1e-6f);
+        if (ev < c.p.eps) c.p.eps = ev;
+        /* texels on visible voxel faces are never inside geometry: no unocclude step */
+        c.p.open_tri_begin = vm.first_quad_tri;
+        c.p.open_tri_end = vm.scene.tri_count;
+    }
     /* the larger of the two texel sizes when voxels and triangles are charted at different scales */
     float tpu_min = at.texels_per_unit;
     if (has_vox && (!(tpu_min > 0) || (float)c.texels_per_voxel < tpu_min)) tpu_min = (float)c.texels_per_voxel;
