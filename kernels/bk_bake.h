@@ -60,6 +60,7 @@ typedef struct bk_bake_params {
 typedef struct bk_bake_view {
     bk_accel_view   accel;
     const bk_f4    *tris;          /* 3 per triangle: v0 (w: material index bits), v1, v2 */
+    uint32_t        tri_count;     /* shading triangles (a voxel scene's surface: not accel.tri_count) */
     const bk_f4    *materials;     /* 2 per material: kd, ke (rgb in x y z) */
     uint32_t        material_count;
     const uint32_t *emit_tris;     /* emissive triangles */

@@ -308,7 +308,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     release_bake(c);
     c->bake = *v;
     c->bake.accel = c->view;
-    if (copy_up(&c->d_btris, v->tris, sizeof(bk_f4) * 3 * (size_t)v->accel.tri_count, err, err_size) ||
+    if (copy_up(&c->d_btris, v->tris, sizeof(bk_f4) * 3 * (size_t)v->tri_count, err, err_size) ||
         copy_up(&c->d_mats, v->materials, sizeof(bk_f4) * 2 * (size_t)v->material_count, err, err_size) ||
         copy_up(&c->d_emit_tris, v->emit_tris, sizeof(uint32_t) * (size_t)v->emit_count, err, err_size) ||
         copy_up(&c->d_emit_cdf, v->emit_cdf, sizeof(float) * (size_t)v->emit_count, err, err_size) ||

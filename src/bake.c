@@ -15,6 +15,7 @@ int bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_co
     memset(out, 0, sizeof *out);
     uint32_t n = s->tri_count, nm = s->material_count + 1;
     out->tris = malloc(sizeof(bk_f4) * 3 * (size_t)(n ? n : 1));
+    out->tri_count = n;
     out->materials = malloc(sizeof(bk_f4) * 2 * nm);
     out->emit_tris = malloc(sizeof(uint32_t) * (n ? n : 1));
     out->emit_cdf = malloc(sizeof(float) * (n ? n : 1));
@@ -82,7 +83,7 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
     bk_bake_view v;
     memset(&v, 0, sizeof v);
     v.accel = bk_accel_get_view(a);
-    v.tris = d->tris;
+    v.tris = d->tris; v.tri_count = d->tri_count;
     v.materials = d->materials; v.material_count = d->material_count;
     v.emit_tris = d->emit_tris; v.emit_cdf = d->emit_cdf; v.emit_count = d->emit_count; v.emit_total = d->emit_total;
     v.points = d->points; v.point_count = d->point_count;

@@ -14,6 +14,7 @@
 
 typedef struct bk_bake_data {
     bk_f4    *tris;         /* 3 per triangle, file order; v0.w = material index */
+    uint32_t  tri_count;    /* the shading triangles (a voxel scene's: its surface's, not the accel's) */
     bk_f4    *materials;    /* 2 per material (kd, ke); the last one is the default material */
     uint32_t  material_count;
     uint32_t *emit_tris;

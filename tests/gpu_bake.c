@@ -1,11 +1,12 @@
 /* gpu_bake.c - the CUDA bake against the CPU bake: the demo scene and a corpus scene must agree
- * within 50 dB PSNR (the same random numbers on both sides; only floating-point contraction in
+ * (and the demo voxel scene, traced natively) within 50 dB PSNR (the same random numbers on both sides; only floating-point contraction in
  * the shading differs). The GPU output is poisoned before the run and every texel checked.
  * Skips (77) without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
 #include "atlas.h"
 #include "bake.h"
+#include "voxmesh.h"
 
 static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_texel *tx, uint32_t n, int w, int h,
                     const bk_bake_run_opts *o, float *rgb, bk_bake_result *r)
@@ -31,12 +32,22 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     bk_atlas_opts ao;
     bk_atlas_opts_default(&ao);
     ao.size = size;
+    /* voxels are traced natively; their surface's quads give the charts, texels and emitters */
+    bk_voxmesh vm;
+    memset(&vm, 0, sizeof vm);
+    bk_atlas_rect *rects = NULL;
+    const bk_scene *surf = &s;
+    if (s.vox_instance_count) {
+        BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
+        rects = bk_voxmesh_rects(&vm, 1, &ao);
+        surf = &vm.scene;
+    }
     bk_atlas at;
     bk_texel *tx;
     uint32_t n;
     uint8_t *cov;
-    BK_EXPECTF(bk_atlas_build(&s, &ao, &at, err, sizeof err) == 0, "%s", err);
-    BK_EXPECTF(bk_atlas_rasterize(&s, &at, &tx, &n, &cov, err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(bk_atlas_build(surf, &ao, &at, err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(bk_atlas_rasterize(surf, &at, &tx, &n, &cov, err, sizeof err) == 0, "%s", err);
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) + (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
     bk_bake_run_opts o;
     memset(&o, 0, sizeof o);
@@ -45,6 +56,10 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     o.params.sky[0] = 0.6f; o.params.sky[1] = 0.7f; o.params.sky[2] = 0.9f;
     o.params.sun_dir[0] = 0.3f; o.params.sun_dir[1] = 0.9f; o.params.sun_dir[2] = 0.3f;
     o.params.sun_color[0] = 3; o.params.sun_color[1] = 2.8f; o.params.sun_color[2] = 2.5f; o.params.sun_cos = 0.9999f;
+    if (s.vox_instance_count) {
+        o.params.eps = 1e-3f; o.params.texel_world = 1.0f;
+        o.params.open_tri_begin = vm.first_quad_tri; o.params.open_tri_end = vm.scene.tri_count;
+    }
     o.trace = bk_trace_opts_default();
     o.trace.stack_mode = stack;
     o.trace.stack_size = 4;
@@ -53,8 +68,8 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np);
     bk_bake_result rc, rg;
     bk_backend *cpu = bk_backend_cpu_init();
-    bake_on(cpu, &s, &a, tx, n, at.width, at.height, &o, ref, &rc);
-    bake_on(gpu, &s, &a, tx, n, at.width, at.height, &o, got, &rg);
+    bake_on(cpu, surf, &a, tx, n, at.width, at.height, &o, ref, &rc);
+    bake_on(gpu, surf, &a, tx, n, at.width, at.height, &o, got, &rg);
     bk_image_diff d = bk_image_compare(ref, got, np, cov, 1e-3);
     printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of %llu texels "
            "differ by > 1e-3\n", path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp,
@@ -67,6 +82,8 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     free(ref); free(got); free(tx); free(cov);
     bk_backend_free(cpu);
     bk_atlas_free(&at);
+    free(rects);
+    bk_voxmesh_free(&vm);
     bk_accel_free(&a);
     bk_scene_free(&s);
 }
@@ -79,6 +96,10 @@ int main(void)
     snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
     compare(path, 128, 32, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
     compare(path, 128, 16, BK_ACCEL_KDTREE, BK_STACK_SHORT, gpu);
+    /* voxels: native voxel traversal in the bake, emissive voxel quads as lights */
+    snprintf(path, sizeof path, "%s/scenes/cornell.vox", BK_SOURCE_DIR);
+    compare(path, 192, 16, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
+    compare(path, 192, 8, BK_ACCEL_KDTREE, BK_STACK_SPILL, gpu);
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
     if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, gpu);
     else fprintf(stderr, "note: %s absent\n", path);
