@@ -80,10 +80,12 @@ typedef struct bk_vox_brick {
     uint32_t pad;             /*                                                            4 B */
 } bk_vox_brick;               /*                                                           16 B */
 
-/* An instance's leaf record, 3 x 16 bytes like a triangle's:
+/* An instance's leaf record, 3 x 16 bytes like a triangle's, with what the walk needs (the
+ * model record is read only at a hit):
  *   v0 = world box lo (x y z), id bits: BK_PRIM_VOX_BIT | instance (| BK_TRI_LAST in a BVH leaf)
- *   v1 = world box hi (x y z), model index bits
- *   v2 = T (x y z, integers as floats: world = M p + T), the rotation byte (vox.h) as bits */
+ *   v1 = world box hi (x y z), the model's first brick (bits)
+ *   v2 = T (x y z, integers as floats: world = M p + T), bits: rotation byte (vox.h) | model << 7
+ * The model's size along model axis col_k is the box's extent along world axis k. */
 
 
 typedef struct bk_accel_view {

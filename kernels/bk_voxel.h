@@ -31,6 +31,7 @@
 
 typedef struct bk_u4 { uint32_t x, y, z, w; } bk_u4;
 
+
 BK_HD bk_u4 bk_load_brick(const bk_vox_brick *p)
 {
 #if BK_DEVICE_CODE
@@ -76,88 +77,74 @@ typedef struct bk_vox_hit {
     uint32_t aux;    /* BK_VOX_AUX | material << 3 | face */
 } bk_vox_hit;
 
-/* The instance whose leaf record is (v0, v1, v2) against the ray, for hits in [r->tmin, tmax]:
- * returns 1 and fills *out for the first occupied cell the ray enters. `r` is the prepared world
- * ray; `inv` its inverse direction with +-inf on parallel axes. */
-BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f4 v0, bk_f4 v1, bk_f4 v2, float tmax,
-                               bk_vox_hit *out)
+/* The instance whose leaf record is (v0, v1, v2) against the ray, for hits whose cell the ray
+ * enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
+ * within it, so an instance referenced by several leaves is walked once in all): returns 1 and
+ * fills *out for the first occupied cell. `r` is the prepared world ray.
+ *
+ * The walk keeps, per axis, the distance at which the ray leaves the current cell (tn), stepped
+ * by |1/d| (Amanatides & Woo); a brick whose mask is empty is crossed in one step to the cell
+ * beyond it, and tn is then computed afresh. The current brick is reloaded only when a step
+ * leaves it. The face of a hit is the axis of the last step (at the start, of the largest
+ * near-plane distance), and its t is computed exactly in world space. */
+BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f4 v0, bk_f4 v1, bk_f4 v2, float tlo,
+                               float thi, bk_vox_hit *out)
 {
     float t0;
-    if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, r->tmin, tmax, &t0)) return 0;
-    const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
-    const uint32_t model = bk_float_bits(v1.w), rot = bk_float_bits(v2.w);
-    const bk_vox_model_rec *mr = a->vox_models + model;
-    bk_u4 m0 = bk_load_brick((const bk_vox_brick *)mr), m1 = bk_load_brick((const bk_vox_brick *)mr + 1);
-    const int sx = (int)m0.x, sy = (int)m0.y, sz = (int)m0.z;
-    const uint32_t brick_base = m0.w, colour_base = m1.x, material_base = m1.y;
-    const int nbx = (sx + 3) >> 2, nby = (sy + 3) >> 2;
-    /* World axis k is model axis col_k, with sign sg_k: p[col_k] = sg_k (x[k] - T[k]). */
+    if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, tlo, thi, &t0)) return 0;
+    const float tmax = thi;
+    const uint32_t brick_base = bk_float_bits(v1.w), rot = bk_float_bits(v2.w) & 127u;
+    /* World axis k is model axis col_k, with sign sg_k: p[col_k] = sg_k (x[k] - T[k]). The
+     * model-space inverse direction is the world one permuted and negated: no division. */
     const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u), c2 = 3 - c0 - c1;
+    /* the model's size: the box's extents, permuted */
+    const int ex = (int)(v1.x - v0.x), ey = (int)(v1.y - v0.y), ez = (int)(v1.z - v0.z);
+    const int sx = c0 == 0 ? ex : (c1 == 0 ? ey : ez), sy = c0 == 1 ? ex : (c1 == 1 ? ey : ez);
+    const int sz = c0 == 2 ? ex : (c1 == 2 ? ey : ez);
+    const int nbx = (sx + 3) >> 2, nby = (sy + 3) >> 2;
     const float g0 = (rot & 16u) ? -1.0f : 1.0f, g1 = (rot & 32u) ? -1.0f : 1.0f, g2 = (rot & 64u) ? -1.0f : 1.0f;
-    bk_vec3 o = bk_v3(0, 0, 0), d = o;
-    o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x);
-    o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y);
-    o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z);
-    /* inverse with +inf where the ray is parallel (d == 0 exactly after bk_ray_prepare) */
-    const bk_vec3 inv = bk_v3(d.x != 0.0f ? 1.0f / d.x : BK_INF, d.y != 0.0f ? 1.0f / d.y : BK_INF,
-                              d.z != 0.0f ? 1.0f / d.z : BK_INF);
+    bk_vec3 o = bk_v3(0, 0, 0), d = o, inv = o;
+    o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x); inv = bk_set3(inv, c0, g0 * r->inv.x);
+    o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y); inv = bk_set3(inv, c1, g1 * r->inv.y);
+    o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z); inv = bk_set3(inv, c2, g2 * r->inv.z);
     const int stx = d.x > 0.0f ? 1 : -1, sty = d.y > 0.0f ? 1 : -1, stz = d.z > 0.0f ? 1 : -1;
-    /* the first cell: where the ray is at t0, clamped into the model */
-    /* (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
+    const float dtx = bk_absf(inv.x), dty = bk_absf(inv.y), dtz = bk_absf(inv.z);
+    /* the first cell: where the ray is at t0, clamped into the model
+     * (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
     int vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), 0, sx - 1), vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), 0, sy - 1);
     int vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), 0, sz - 1);
+    int ax;                                          /* the axis the ray entered the cell along */
+    {
+        float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
+        float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) * inv.y : -BK_INF;
+        float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) * inv.z : -BK_INF;
+        ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
+    }
+    float tnx = 0, tny = 0, tnz = 0;
+    int fresh = 1;                                   /* tn to be computed from the cell */
+    int bx = -1, by = 0, bz = 0;
+    uint64_t mask = 0;
+    uint32_t rank0 = 0;
     for (;;) {
-        const int bx = vx >> 2, by = vy >> 2, bz = vz >> 2;
-        bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
-        const uint64_t mask = (uint64_t)b.y << 32 | b.x;
-        if (mask != 0) {
-            const int bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
-            if ((mask >> bit) & 1u) {
-                /* the face: the cell's near plane crossed last */
-                float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
-                float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) * inv.y : -BK_INF;
-                float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) * inv.z : -BK_INF;
-                const int ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
-                const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* its world axis */
-                const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
-                const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
-                /* t in world space, where the face's plane is an integer: one subtraction (exact
-                 * near the plane) and one division, so t is within an ulp or two of exact */
-                const float plane = bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
-                const float dw = bk_comp3(r->d, wk);
-                float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
-                if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
-                if (t > tmax) return 0;
-                const uint32_t rank = b.z + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
-                const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
-                /* the face's normal in model space is -step along ax; in the world, row wk of M
-                 * applied to it */
-                const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
-                out->t = t;
-                out->id = bk_load_u32(a->vox_face_base + inst) + 6u * rank + face;
-                out->aux = BK_VOX_AUX | (material_base + colour) << 3 | face;
-                return 1;
-            }
-            /* one cell on: across the nearest of the cell's far planes */
-            float tx = ((float)(vx + (stx > 0)) - o.x) * inv.x;
-            float ty = ((float)(vy + (sty > 0)) - o.y) * inv.y;
-            float tz = ((float)(vz + (stz > 0)) - o.z) * inv.z;
-            if (d.x == 0.0f) tx = BK_INF;
-            if (d.y == 0.0f) ty = BK_INF;
-            if (d.z == 0.0f) tz = BK_INF;
-            if (tx <= ty && tx <= tz) { if (tx > tmax) return 0; vx += stx; if ((unsigned)vx >= (unsigned)sx) return 0; }
-            else if (ty <= tz)        { if (ty > tmax) return 0; vy += sty; if ((unsigned)vy >= (unsigned)sy) return 0; }
-            else                      { if (!(tz <= tmax)) return 0; vz += stz; if ((unsigned)vz >= (unsigned)sz) return 0; }
-        } else {
+        if (fresh) {
+            tnx = d.x != 0.0f ? ((float)(vx + (stx > 0)) - o.x) * inv.x : BK_INF;
+            tny = d.y != 0.0f ? ((float)(vy + (sty > 0)) - o.y) * inv.y : BK_INF;
+            tnz = d.z != 0.0f ? ((float)(vz + (stz > 0)) - o.z) * inv.z : BK_INF;
+            fresh = 0;
+        }
+        if ((vx >> 2) != bx || (vy >> 2) != by || (vz >> 2) != bz) {
+            bx = vx >> 2; by = vy >> 2; bz = vz >> 2;
+            bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
+            mask = (uint64_t)b.y << 32 | b.x;
+            rank0 = b.z;
+        }
+        if (mask == 0) {
             /* an empty brick: across the nearest of its far planes in one step, into the first
              * cell beyond it; the other coordinates from the crossing point, kept in the brick */
-            float tx = ((float)(4 * bx + (stx > 0 ? 4 : 0)) - o.x) * inv.x;
-            float ty = ((float)(4 * by + (sty > 0 ? 4 : 0)) - o.y) * inv.y;
-            float tz = ((float)(4 * bz + (stz > 0 ? 4 : 0)) - o.z) * inv.z;
-            if (d.x == 0.0f) tx = BK_INF;
-            if (d.y == 0.0f) ty = BK_INF;
-            if (d.z == 0.0f) tz = BK_INF;
-            int ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
+            float tx = d.x != 0.0f ? ((float)(4 * bx + (stx > 0 ? 4 : 0)) - o.x) * inv.x : BK_INF;
+            float ty = d.y != 0.0f ? ((float)(4 * by + (sty > 0 ? 4 : 0)) - o.y) * inv.y : BK_INF;
+            float tz = d.z != 0.0f ? ((float)(4 * bz + (stz > 0 ? 4 : 0)) - o.z) * inv.z : BK_INF;
+            ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
             float te = bk_minf(bk_minf(tx, ty), tz);
             if (!(te <= tmax)) return 0;
             int nx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, te)), 4 * bx, 4 * bx + 3);
@@ -168,6 +155,47 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;
             if ((unsigned)nx >= (unsigned)sx || (unsigned)ny >= (unsigned)sy || (unsigned)nz >= (unsigned)sz) return 0;
             vx = nx; vy = ny; vz = nz;
+            fresh = 1;
+            continue;
+        }
+        const int bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
+        if ((mask >> bit) & 1u) {
+            const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* the face's world axis */
+            const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
+            const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+            /* t in world space, where the face's plane is an integer: one subtraction (exact
+             * near the plane) and one division, so t is within an ulp or two of exact */
+            const float plane = bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
+            const float dw = bk_comp3(r->d, wk);
+            float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
+            if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
+            if (t > tmax) return 0;
+            const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
+            bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + (bk_float_bits(v2.w) >> 7)) + 1);
+            const uint32_t colour_base = m1.x, material_base = m1.y;
+            const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
+            const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
+            /* the face's normal in model space is -step along ax; in the world, row wk of M
+             * applied to it */
+            const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
+            out->t = t;
+            out->id = bk_load_u32(a->vox_face_base + inst) + 6u * rank + face;
+            out->aux = BK_VOX_AUX | (material_base + colour) << 3 | face;
+            return 1;
+        }
+        /* one cell on, across the nearest far plane */
+        if (tnx <= tny && tnx <= tnz) {
+            if (!(tnx <= tmax)) return 0;
+            vx += stx; if ((unsigned)vx >= (unsigned)sx) return 0;
+            tnx = bk_add(tnx, dtx); ax = 0;
+        } else if (tny <= tnz) {
+            if (!(tny <= tmax)) return 0;
+            vy += sty; if ((unsigned)vy >= (unsigned)sy) return 0;
+            tny = bk_add(tny, dty); ax = 1;
+        } else {
+            if (!(tnz <= tmax)) return 0;
+            vz += stz; if ((unsigned)vz >= (unsigned)sz) return 0;
+            tnz = bk_add(tnz, dtz); ax = 2;
         }
     }
 }

@@ -52,6 +52,7 @@ typedef struct builder {
     uint32_t *idx;
     bnode    *nodes;
     uint32_t  node_count;
+    uint32_t *brick_base;   /* voxel models' first bricks (geom.h), NULL without voxels */
 } builder;
 
 /* Bin of a centroid coordinate, with scale = NBINS / extent (times 1 - 1e-6). Computed in double:
@@ -173,7 +174,7 @@ static int32_t emit_leaf(const builder *B, flat *F, const bk_scene *s, uint32_t 
     for (uint32_t i = 0; i < lf->count; ++i) {
         uint32_t t = B->idx[lf->first + i];
         bk_f4 *q = &F->tris[3 * (size_t)F->tri_next];
-        bk_geom_record(s, t, q);
+        bk_geom_record(s, B->brick_base, t, q);
         q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
         F->tri_next++;
     }
@@ -200,9 +201,11 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     B.cen = malloc(sizeof(float) * 3 * n);
     B.idx = malloc(sizeof(uint32_t) * n);
     B.nodes = malloc(sizeof(bnode) * (2 * (size_t)n));
+    B.brick_base = bk_vox_brick_bases(s);
+    if (s->vox_model_count && !B.brick_base) { free(B.tb); free(B.cen); free(B.idx); free(B.nodes); return bk_fail(err, err_size, "out of memory"); }
     uint32_t *stack = malloc(sizeof(uint32_t) * (2 * (size_t)n));
     if (!B.tb || !B.cen || !B.idx || !B.nodes || !stack) {
-        free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack);
+        free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
         return bk_fail(err, err_size, "out of memory building the BVH (%u triangles)", n);
     }
     box root = box_empty();
@@ -240,7 +243,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     if (ln) memset(ln, 0, sizeof(bk_bvh_node) * layout_count);
     bk_f4 *tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * (size_t)n + 63) / 64 * 64);
     if (!lindex || !ln || !tris) {
-        free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack);
+        free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
         return bk_fail(err, err_size, "out of memory flattening the BVH");
     }
     uint32_t next = 0, depth = 0;
@@ -279,7 +282,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
         }
     }
     BK_CHECK(F.tri_next == n);
-    free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack);
+    free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
 
     out->type = BK_ACCEL_BVH;
     if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }

@@ -10,6 +10,8 @@ int bk_geom_check(const bk_scene *s, char *err, size_t err_size)
 {
     if (bk_geom_count(s) == 0) return bk_fail(err, err_size, "scene has no triangles and no voxels");
     if (s->tri_count && (!s->positions || !s->tri_v)) return bk_fail(err, err_size, "scene has triangles but no vertex data");
+    if (s->vox_model_count >= (1u << 25))
+        return bk_fail(err, err_size, "%u voxel models: at most 2^25", s->vox_model_count);
     if (s->tri_count >= BK_PRIM_VOX_BIT || s->vox_instance_count >= BK_PRIM_VOX_BIT ||
         (uint64_t)s->tri_count + s->vox_instance_count >= 0x7FFFFFFEu)
         return bk_fail(err, err_size, "%u triangles and %u voxel instances: at most 2^30 of each", s->tri_count,
@@ -45,7 +47,20 @@ void bk_geom_box(const bk_scene *s, uint32_t i, float lo[3], float hi[3])
     for (int k = 0; k < 3; ++k) { lo[k] = (float)in->lo[k]; hi[k] = (float)in->hi[k]; }
 }
 
-void bk_geom_record(const bk_scene *s, uint32_t i, bk_f4 rec[3])
+uint32_t *bk_vox_brick_bases(const bk_scene *s)
+{
+    if (!s->vox_model_count) return NULL;
+    uint32_t *b = malloc(sizeof(uint32_t) * s->vox_model_count), next = 0;
+    if (!b) return NULL;
+    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+        const uint32_t *sz = s->vox_models[m].size;
+        b[m] = next;
+        next += ((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
+    }
+    return b;
+}
+
+void bk_geom_record(const bk_scene *s, const uint32_t *brick_base, uint32_t i, bk_f4 rec[3])
 {
     if (i < s->tri_count) {
         for (int v = 0; v < 3; ++v) {
@@ -62,9 +77,9 @@ void bk_geom_record(const bk_scene *s, uint32_t i, bk_f4 rec[3])
     rec[0].x = (float)in->lo[0]; rec[0].y = (float)in->lo[1]; rec[0].z = (float)in->lo[2];
     rec[0].w = bk_bits_float(BK_PRIM_VOX_BIT | j);
     rec[1].x = (float)in->hi[0]; rec[1].y = (float)in->hi[1]; rec[1].z = (float)in->hi[2];
-    rec[1].w = bk_bits_float(in->model);
+    rec[1].w = bk_bits_float(brick_base[in->model]);
     rec[2].x = (float)T[0]; rec[2].y = (float)T[1]; rec[2].z = (float)T[2];
-    rec[2].w = bk_bits_float(bk_vox_rot_byte(in->m));
+    rec[2].w = bk_bits_float((uint32_t)bk_vox_rot_byte(in->m) | in->model << 7);
 }
 
 void bk_vox_pack_free(bk_vox_pack *p)
@@ -117,7 +132,7 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
         }
         bk_vox_model_rec *r = &out->models[m];
         r->sx = sx; r->sy = sy; r->sz = sz;
-        r->brick_base = brick_next;
+        r->brick_base = brick_next;     /* = bk_vox_brick_bases(s)[m] */
         r->colour_base = colour_next;
         r->material_base = vm->material_base;
         uint32_t rank = 0;

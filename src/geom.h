@@ -30,9 +30,13 @@ static inline uint32_t bk_geom_count(const bk_scene *s) { return s->tri_count + 
 /* Checks what the builders rely on: vertex and model indices in range, counts within the
  * limits of the layouts. 0, or -1 with one line in err. */
 int  bk_geom_check(const bk_scene *s, char *err, size_t err_size);
-/* Primitive i's box and its leaf record (rec[0].w: the id bits, without BK_TRI_LAST). */
+/* Primitive i's box and its leaf record (rec[0].w: the id bits, without BK_TRI_LAST).
+ * brick_base: bk_vox_brick_bases(s) (NULL without voxels). */
 void bk_geom_box(const bk_scene *s, uint32_t i, float lo[3], float hi[3]);
-void bk_geom_record(const bk_scene *s, uint32_t i, bk_f4 rec[3]);
+void bk_geom_record(const bk_scene *s, const uint32_t *brick_base, uint32_t i, bk_f4 rec[3]);
+/* Per model, its first brick in bk_vox_pack.bricks (malloc'ed; NULL when there are no models or
+ * no memory: check s->vox_model_count). */
+uint32_t *bk_vox_brick_bases(const bk_scene *s);
 /* Bricks of every model (duplicate voxels: the last one in the file wins). 0, or -1 with err. */
 int  bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size);
 void bk_vox_pack_free(bk_vox_pack *p);

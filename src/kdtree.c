@@ -505,10 +505,12 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     /* Triangles in file order, and the boxes of those that can be hit (finite vertices). */
     float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
     uint32_t valid = 0;
+    uint32_t *brick_base = bk_vox_brick_bases(s);
+    if (s->vox_model_count && !brick_base) goto oom;
     for (uint32_t i = 0; i < n; ++i) {
         kd_ref r;
         int finite = 1;
-        bk_geom_record(s, i, &out->tris[3 * (size_t)i]);
+        bk_geom_record(s, brick_base, i, &out->tris[3 * (size_t)i]);
         bk_geom_box(s, i, r.lo, r.hi);
         for (int c = 0; c < 3 && i < s->tri_count; ++c) {   /* a NaN vertex may not show in the box */
             const bk_f4 *q = &out->tris[3 * (size_t)i + c];
@@ -519,6 +521,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
         for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], r.lo[k]); hi[k] = bk_maxf(hi[k], r.hi[k]); }
         b.arena[valid++] = r;
     }
+    free(brick_base);
     if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;
 
     /* Robustness margin (see the top of the file): 2^-20 of the coordinate magnitude, 8 to 16 ulps. */
