@@ -80,12 +80,13 @@ typedef struct bk_vox_brick {
     uint32_t pad;             /*                                                            4 B */
 } bk_vox_brick;               /*                                                           16 B */
 
-/* An instance's leaf record, 3 x 16 bytes like a triangle's, with what the walk needs (the
- * model record is read only at a hit):
+/* A voxel segment's leaf record (one instance's model inside one 16^3 block, src/geom.h), 3 x 16
+ * bytes like a triangle's, with what the walk needs (the instance and model records are read only
+ * at a hit):
  *   v0 = world box lo (x y z), id bits: BK_PRIM_VOX_BIT | instance (| BK_TRI_LAST in a BVH leaf)
  *   v1 = world box hi (x y z), the model's first brick (bits)
- *   v2 = T (x y z, integers as floats: world = M p + T), bits: rotation byte (vox.h) | model << 7
- * The model's size along model axis col_k is the box's extent along world axis k. */
+ *   v2 = T (x y z, integers as floats: world = M p + T), bits: rotation byte (vox.h) | bricks
+ *        along model x << 7 | bricks along model y << 14 */
 
 
 typedef struct bk_accel_view {
@@ -107,7 +108,7 @@ typedef struct bk_accel_view {
     uint32_t           vox_brick_count;
     const uint8_t     *vox_colours;  /* palette index per voxel, by model and rank */
     uint32_t           vox_colour_count;
-    const uint32_t    *vox_face_base;  /* per instance: the HITS id of its first voxel's face 0 */
+    const uint32_t    *vox_inst;     /* 2 per instance: the HITS id of its first voxel's face 0, its model */
     uint32_t           vox_instance_count;
     bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
 } bk_accel_view;

@@ -14,10 +14,13 @@
  * it enters at t >= tmin, on the face it enters through; a ray that starts inside an occupied
  * cell hits it at t = tmin.
  *
+ * The top level indexes segments (src/geom.h): the part of an instance's model inside one 16^3
+ * block of its cells, with a box tight around its voxels; a walk stays inside its segment.
+ *
  * Hit ids (HITS files, docs/formats.md): triangles keep their numbers 0 .. T-1; the faces of the
- * voxels of instance i follow as vox_face_base[i] + 6 * rank + face, face = 2 * axis + (normal
- * along +axis), axes in world space. vox_face_base[0] = T, and each instance adds 6 * its model's
- * voxel count. The traversal also leaves, for a voxel hit, BK_VOX_AUX | material << 3 | face in
+ * voxels of instance i follow as base(i) + 6 * rank + face (vox_inst[2 i]; vox_inst[2 i + 1] is
+ * its model), face = 2 * axis + (normal along +axis), axes in world space. base(0) = T, and each
+ * instance adds 6 * its model's voxel count. The traversal also leaves, for a voxel hit, BK_VOX_AUX | material << 3 | face in
  * the ray's statistics (aux), so the bake needs no lookup for a hit's normal and material.
  * The layouts (bk_vox_model_rec, bk_vox_brick, the instance record) are in bk_accel.h.
  */
@@ -93,26 +96,27 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
     float t0;
     if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, tlo, thi, &t0)) return 0;
     const float tmax = thi;
-    const uint32_t brick_base = bk_float_bits(v1.w), rot = bk_float_bits(v2.w) & 127u;
+    const uint32_t brick_base = bk_float_bits(v1.w), bits = bk_float_bits(v2.w), rot = bits & 127u;
+    const int nbx = (int)((bits >> 7) & 127u), nby = (int)((bits >> 14) & 127u);
     /* World axis k is model axis col_k, with sign sg_k: p[col_k] = sg_k (x[k] - T[k]). The
      * model-space inverse direction is the world one permuted and negated: no division. */
     const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u), c2 = 3 - c0 - c1;
-    /* the model's size: the box's extents, permuted */
-    const int ex = (int)(v1.x - v0.x), ey = (int)(v1.y - v0.y), ez = (int)(v1.z - v0.z);
-    const int sx = c0 == 0 ? ex : (c1 == 0 ? ey : ez), sy = c0 == 1 ? ex : (c1 == 1 ? ey : ez);
-    const int sz = c0 == 2 ? ex : (c1 == 2 ? ey : ez);
-    const int nbx = (sx + 3) >> 2, nby = (sy + 3) >> 2;
     const float g0 = (rot & 16u) ? -1.0f : 1.0f, g1 = (rot & 32u) ? -1.0f : 1.0f, g2 = (rot & 64u) ? -1.0f : 1.0f;
-    bk_vec3 o = bk_v3(0, 0, 0), d = o, inv = o;
+    bk_vec3 o = bk_v3(0, 0, 0), d = o, inv = o, mlo = o, mhi = o;
     o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x); inv = bk_set3(inv, c0, g0 * r->inv.x);
     o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y); inv = bk_set3(inv, c1, g1 * r->inv.y);
     o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z); inv = bk_set3(inv, c2, g2 * r->inv.z);
+    /* the segment's cells in model space: its world box moved back (integers, exact) */
+    mlo = bk_set3(mlo, c0, bk_minf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x))); mhi = bk_set3(mhi, c0, bk_maxf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x)));
+    mlo = bk_set3(mlo, c1, bk_minf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y))); mhi = bk_set3(mhi, c1, bk_maxf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y)));
+    mlo = bk_set3(mlo, c2, bk_minf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z))); mhi = bk_set3(mhi, c2, bk_maxf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z)));
+    const int lx = (int)mlo.x, ly = (int)mlo.y, lz = (int)mlo.z, hx = (int)mhi.x, hy = (int)mhi.y, hz = (int)mhi.z;
     const int stx = d.x > 0.0f ? 1 : -1, sty = d.y > 0.0f ? 1 : -1, stz = d.z > 0.0f ? 1 : -1;
     const float dtx = bk_absf(inv.x), dty = bk_absf(inv.y), dtz = bk_absf(inv.z);
     /* the first cell: where the ray is at t0, clamped into the model
      * (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
-    int vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), 0, sx - 1), vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), 0, sy - 1);
-    int vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), 0, sz - 1);
+    int vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), lx, hx - 1), vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), ly, hy - 1);
+    int vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), lz, hz - 1);
     int ax;                                          /* the axis the ray entered the cell along */
     {
         float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
@@ -153,7 +157,7 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             if (ax == 0) nx = stx > 0 ? 4 * bx + 4 : 4 * bx - 1;
             if (ax == 1) ny = sty > 0 ? 4 * by + 4 : 4 * by - 1;
             if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;
-            if ((unsigned)nx >= (unsigned)sx || (unsigned)ny >= (unsigned)sy || (unsigned)nz >= (unsigned)sz) return 0;
+            if (nx < lx || nx >= hx || ny < ly || ny >= hy || nz < lz || nz >= hz) return 0;
             vx = nx; vy = ny; vz = nz;
             fresh = 1;
             continue;
@@ -171,30 +175,31 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
             if (t > tmax) return 0;
             const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
-            bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + (bk_float_bits(v2.w) >> 7)) + 1);
-            const uint32_t colour_base = m1.x, material_base = m1.y;
             const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
+            const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst), model = bk_load_u32(a->vox_inst + 2 * inst + 1);
+            bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
+            const uint32_t colour_base = m1.x, material_base = m1.y;
             const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
             /* the face's normal in model space is -step along ax; in the world, row wk of M
              * applied to it */
             const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
             out->t = t;
-            out->id = bk_load_u32(a->vox_face_base + inst) + 6u * rank + face;
+            out->id = face_base + 6u * rank + face;
             out->aux = BK_VOX_AUX | (material_base + colour) << 3 | face;
             return 1;
         }
         /* one cell on, across the nearest far plane */
         if (tnx <= tny && tnx <= tnz) {
             if (!(tnx <= tmax)) return 0;
-            vx += stx; if ((unsigned)vx >= (unsigned)sx) return 0;
+            vx += stx; if (vx < lx || vx >= hx) return 0;
             tnx = bk_add(tnx, dtx); ax = 0;
         } else if (tny <= tnz) {
             if (!(tny <= tmax)) return 0;
-            vy += sty; if ((unsigned)vy >= (unsigned)sy) return 0;
+            vy += sty; if (vy < ly || vy >= hy) return 0;
             tny = bk_add(tny, dty); ax = 1;
         } else {
             if (!(tnz <= tmax)) return 0;
-            vz += stz; if ((unsigned)vz >= (unsigned)sz) return 0;
+            vz += stz; if (vz < lz || vz >= hz) return 0;
             tnz = bk_add(tnz, dtz); ax = 2;
         }
     }

@@ -41,7 +41,7 @@ typedef struct cuda_ctx {
     char           device_name[256];
     bk_accel_view  view;          /* device pointers */
     void          *d_nodes, *d_tris, *d_refs;
-    void          *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_face_base;
+    void          *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_inst;
     bk_ray        *d_rays;
     bk_hit        *d_hits;
     uint64_t       ray_cap;
@@ -180,8 +180,8 @@ static void release_scene(cuda_ctx *c)
 {
     cudaFree(c->d_nodes); cudaFree(c->d_tris); cudaFree(c->d_refs);
     c->d_nodes = c->d_tris = c->d_refs = NULL;
-    cudaFree(c->d_vox_models); cudaFree(c->d_vox_bricks); cudaFree(c->d_vox_colours); cudaFree(c->d_vox_face_base);
-    c->d_vox_models = c->d_vox_bricks = c->d_vox_colours = c->d_vox_face_base = NULL;
+    cudaFree(c->d_vox_models); cudaFree(c->d_vox_bricks); cudaFree(c->d_vox_colours); cudaFree(c->d_vox_inst);
+    c->d_vox_models = c->d_vox_bricks = c->d_vox_colours = c->d_vox_inst = NULL;
 }
 
 /* The spill region: one interleaved slot array per resident thread, grown on demand. */
@@ -213,12 +213,12 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
     if (copy_up(&c->d_vox_models, scene->vox_models, sizeof(bk_vox_model_rec) * (size_t)scene->vox_model_count, err, err_size) ||
         copy_up(&c->d_vox_bricks, scene->vox_bricks, sizeof(bk_vox_brick) * (size_t)scene->vox_brick_count, err, err_size) ||
         copy_up(&c->d_vox_colours, scene->vox_colours, (size_t)scene->vox_colour_count, err, err_size) ||
-        copy_up(&c->d_vox_face_base, scene->vox_face_base, sizeof(uint32_t) * (size_t)scene->vox_instance_count, err, err_size))
+        copy_up(&c->d_vox_inst, scene->vox_inst, 2 * sizeof(uint32_t) * (size_t)scene->vox_instance_count, err, err_size))
         return -1;
     c->view.vox_models = (const bk_vox_model_rec *)c->d_vox_models;
     c->view.vox_bricks = (const bk_vox_brick *)c->d_vox_bricks;
     c->view.vox_colours = (const uint8_t *)c->d_vox_colours;
-    c->view.vox_face_base = (const uint32_t *)c->d_vox_face_base;
+    c->view.vox_inst = (const uint32_t *)c->d_vox_inst;
     if (scene->type == BK_ACCEL_BVH) {
         if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size)) return -1;
         c->view.bvh_nodes = (const bk_bvh_node *)c->d_nodes;

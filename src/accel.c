@@ -27,7 +27,7 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     v.vox_models = a->vox.models;         v.vox_model_count = a->vox.model_count;
     v.vox_bricks = a->vox.bricks;         v.vox_brick_count = a->vox.brick_count;
     v.vox_colours = a->vox.colours;       v.vox_colour_count = a->vox.colour_count;
-    v.vox_face_base = a->vox.face_base;   v.vox_instance_count = a->vox.instance_count;
+    v.vox_inst = a->vox.inst;             v.vox_instance_count = a->vox.instance_count;
     return v;
 }
 

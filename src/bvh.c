@@ -52,7 +52,7 @@ typedef struct builder {
     uint32_t *idx;
     bnode    *nodes;
     uint32_t  node_count;
-    uint32_t *brick_base;   /* voxel models' first bricks (geom.h), NULL without voxels */
+    const bk_geom *g;       /* the primitives (geom.h) */
 } builder;
 
 /* Bin of a centroid coordinate, with scale = NBINS / extent (times 1 - 1e-6). Computed in double:
@@ -174,7 +174,7 @@ static int32_t emit_leaf(const builder *B, flat *F, const bk_scene *s, uint32_t 
     for (uint32_t i = 0; i < lf->count; ++i) {
         uint32_t t = B->idx[lf->first + i];
         bk_f4 *q = &F->tris[3 * (size_t)F->tri_next];
-        bk_geom_record(s, B->brick_base, t, q);
+        bk_geom_record(B->g, t, q);
         q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
         F->tri_next++;
     }
@@ -188,8 +188,9 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
 {
     double t0 = bk_time_now();
     memset(out, 0, sizeof *out);
-    if (bk_geom_check(s, err, err_size)) return -1;
-    uint32_t n = bk_geom_count(s);     /* primitives: triangles, then voxel instances */
+    bk_geom g;
+    if (bk_geom_init(&g, s, err, err_size)) return -1;
+    uint32_t n = g.count;              /* primitives: triangles, then voxel segments */
     bk_build_opts o = *opts;
     if (o.max_depth > BK_MAX_DEPTH || o.max_depth < 1) o.max_depth = BK_MAX_DEPTH;
     if (o.max_leaf < 1) o.max_leaf = 1;
@@ -201,17 +202,16 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     B.cen = malloc(sizeof(float) * 3 * n);
     B.idx = malloc(sizeof(uint32_t) * n);
     B.nodes = malloc(sizeof(bnode) * (2 * (size_t)n));
-    B.brick_base = bk_vox_brick_bases(s);
-    if (s->vox_model_count && !B.brick_base) { free(B.tb); free(B.cen); free(B.idx); free(B.nodes); return bk_fail(err, err_size, "out of memory"); }
+    B.g = &g;
     uint32_t *stack = malloc(sizeof(uint32_t) * (2 * (size_t)n));
     if (!B.tb || !B.cen || !B.idx || !B.nodes || !stack) {
-        free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
+        free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
         return bk_fail(err, err_size, "out of memory building the BVH (%u triangles)", n);
     }
     box root = box_empty();
     for (uint32_t t = 0; t < n; ++t) {
         box b;
-        bk_geom_box(s, t, b.lo, b.hi);
+        bk_geom_box(&g, t, b.lo, b.hi);
         B.tb[t] = b;
         for (int k = 0; k < 3; ++k) B.cen[3 * t + k] = 0.5f * (b.lo[k] + b.hi[k]);
         B.idx[t] = t;
@@ -243,7 +243,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     if (ln) memset(ln, 0, sizeof(bk_bvh_node) * layout_count);
     bk_f4 *tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * (size_t)n + 63) / 64 * 64);
     if (!lindex || !ln || !tris) {
-        free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
+        free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
         return bk_fail(err, err_size, "out of memory flattening the BVH");
     }
     uint32_t next = 0, depth = 0;
@@ -282,7 +282,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
         }
     }
     BK_CHECK(F.tri_next == n);
-    free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); free(B.brick_base);
+    free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
 
     out->type = BK_ACCEL_BVH;
     if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }

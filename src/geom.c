@@ -6,14 +6,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-int bk_geom_check(const bk_scene *s, char *err, size_t err_size)
+void bk_geom_free(bk_geom *g)
 {
-    if (bk_geom_count(s) == 0) return bk_fail(err, err_size, "scene has no triangles and no voxels");
+    if (!g) return;
+    free(g->brick_base); free(g->msegs); free(g->mseg_first); free(g->prim_inst); free(g->prim_mseg);
+    memset(g, 0, sizeof *g);
+}
+
+/* Model m's segments: for each BK_VOX_SEG^3 block with voxels, the box of its voxels. */
+static int model_segments(const bk_vox_model *vm, bk_vox_mseg **out, uint32_t *count)
+{
+    const uint32_t S = BK_VOX_SEG;
+    uint32_t nx = (vm->size[0] + S - 1) / S, ny = (vm->size[1] + S - 1) / S, nz = (vm->size[2] + S - 1) / S;
+    size_t blocks = (size_t)nx * ny * nz;
+    bk_vox_mseg *b = malloc(sizeof *b * (blocks ? blocks : 1));
+    if (!b) return -1;
+    for (size_t i = 0; i < blocks; ++i)
+        for (int k = 0; k < 3; ++k) { b[i].lo[k] = 0xFFFF; b[i].hi[k] = 0; }
+    for (uint32_t v = 0; v < vm->voxel_count; ++v) {
+        const uint8_t *q = vm->xyzi + 4 * (size_t)v;
+        if (q[0] >= vm->size[0] || q[1] >= vm->size[1] || q[2] >= vm->size[2] || q[3] == 0) continue;
+        bk_vox_mseg *g = &b[q[0] / S + nx * (q[1] / S + (size_t)ny * (q[2] / S))];
+        for (int k = 0; k < 3; ++k) {
+            if (q[k] < g->lo[k]) g->lo[k] = q[k];
+            if (q[k] + 1 > g->hi[k]) g->hi[k] = (uint16_t)(q[k] + 1);
+        }
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < blocks; ++i)
+        if (b[i].hi[0] > 0) b[n++] = b[i];
+    *out = b;
+    *count = n;
+    return 0;
+}
+
+int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
+{
+    memset(g, 0, sizeof *g);
+    g->s = s;
     if (s->tri_count && (!s->positions || !s->tri_v)) return bk_fail(err, err_size, "scene has triangles but no vertex data");
     if (s->vox_model_count >= (1u << 25))
         return bk_fail(err, err_size, "%u voxel models: at most 2^25", s->vox_model_count);
-    if (s->tri_count >= BK_PRIM_VOX_BIT || s->vox_instance_count >= BK_PRIM_VOX_BIT ||
-        (uint64_t)s->tri_count + s->vox_instance_count >= 0x7FFFFFFEu)
+    if (s->tri_count >= BK_PRIM_VOX_BIT || s->vox_instance_count >= BK_PRIM_VOX_BIT)
         return bk_fail(err, err_size, "%u triangles and %u voxel instances: at most 2^30 of each", s->tri_count,
                        s->vox_instance_count);
     for (uint64_t i = 0; i < 3 * (uint64_t)s->tri_count; ++i)
@@ -30,11 +64,80 @@ int bk_geom_check(const bk_scene *s, char *err, size_t err_size)
     if (faces >= 0xFFFFFFFFull)
         return bk_fail(err, err_size, "%llu triangles and voxel faces: hit ids hold at most 2^32 - 1",
                        (unsigned long long)faces);
+    uint64_t count = s->tri_count;
+    if (s->vox_model_count) {
+        g->brick_base = malloc(sizeof(uint32_t) * s->vox_model_count);
+        g->mseg_first = malloc(sizeof(uint32_t) * ((size_t)s->vox_model_count + 1));
+        if (!g->brick_base || !g->mseg_first) goto oom;
+        uint32_t next = 0, segs = 0;
+        size_t cap = 0;
+        for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+            const uint32_t *sz = s->vox_models[m].size;
+            g->brick_base[m] = next;
+            next += ((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
+            bk_vox_mseg *ms;
+            uint32_t n;
+            if (model_segments(&s->vox_models[m], &ms, &n)) goto oom;
+            if (segs + n > cap) {
+                size_t nc = cap ? 2 * cap : 1024;
+                while (nc < (size_t)segs + n) nc *= 2;
+                bk_vox_mseg *grown = realloc(g->msegs, sizeof *grown * nc);
+                if (!grown) { free(ms); goto oom; }
+                g->msegs = grown;
+                cap = nc;
+            }
+            memcpy(g->msegs + segs, ms, sizeof *ms * n);
+            free(ms);
+            g->mseg_first[m] = segs;
+            segs += n;
+        }
+        g->mseg_first[s->vox_model_count] = segs;
+        uint64_t prims = 0;
+        for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
+            uint32_t m = s->vox_instances[j].model;
+            prims += g->mseg_first[m + 1] - g->mseg_first[m];
+        }
+        if (count + prims >= 0x7FFFFFFEull)
+            return bk_geom_free(g), bk_fail(err, err_size, "%llu primitives: at most 2^31 - 3", (unsigned long long)(count + prims));
+        g->prim_inst = malloc(sizeof(uint32_t) * (prims ? prims : 1));
+        g->prim_mseg = malloc(sizeof(uint32_t) * (prims ? prims : 1));
+        if (!g->prim_inst || !g->prim_mseg) goto oom;
+        uint64_t p = 0;
+        for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
+            uint32_t m = s->vox_instances[j].model;
+            for (uint32_t k = g->mseg_first[m]; k < g->mseg_first[m + 1]; ++k) { g->prim_inst[p] = j; g->prim_mseg[p] = k; ++p; }
+        }
+        count += prims;
+    }
+    if (count == 0) return bk_geom_free(g), bk_fail(err, err_size, "scene has no triangles and no voxels");
+    g->count = (uint32_t)count;
     return 0;
+oom:
+    bk_geom_free(g);
+    return bk_fail(err, err_size, "out of memory for the voxel segments");
 }
 
-void bk_geom_box(const bk_scene *s, uint32_t i, float lo[3], float hi[3])
+/* Segment primitive i's world box (integer corners) and its instance's translation T. */
+static void seg_box(const bk_geom *g, uint32_t i, int32_t lo[3], int32_t hi[3], int32_t T[3], const bk_vox_instance **inst)
 {
+    const bk_scene *s = g->s;
+    uint32_t p = i - s->tri_count;
+    const bk_vox_instance *in = &s->vox_instances[g->prim_inst[p]];
+    const bk_vox_mseg *ms = &g->msegs[g->prim_mseg[p]];
+    bk_vox_instance_offset(in, s->vox_models[in->model].size, T);
+    for (int r = 0; r < 3; ++r) {
+        /* world = M p + T: row r has one entry, +-1 at column c */
+        int c = in->m[3 * r] ? 0 : (in->m[3 * r + 1] ? 1 : 2), sg = in->m[3 * r + c];
+        int32_t a = T[r] + sg * (int32_t)ms->lo[c], b = T[r] + sg * (int32_t)ms->hi[c];
+        lo[r] = a < b ? a : b;
+        hi[r] = a < b ? b : a;
+    }
+    *inst = in;
+}
+
+void bk_geom_box(const bk_geom *g, uint32_t i, float lo[3], float hi[3])
+{
+    const bk_scene *s = g->s;
     if (i < s->tri_count) {
         for (int k = 0; k < 3; ++k) { lo[k] = BK_INF; hi[k] = -BK_INF; }
         for (int v = 0; v < 3; ++v) {
@@ -43,25 +146,15 @@ void bk_geom_box(const bk_scene *s, uint32_t i, float lo[3], float hi[3])
         }
         return;
     }
-    const bk_vox_instance *in = &s->vox_instances[i - s->tri_count];
-    for (int k = 0; k < 3; ++k) { lo[k] = (float)in->lo[k]; hi[k] = (float)in->hi[k]; }
+    int32_t l[3], h[3], T[3];
+    const bk_vox_instance *in;
+    seg_box(g, i, l, h, T, &in);
+    for (int k = 0; k < 3; ++k) { lo[k] = (float)l[k]; hi[k] = (float)h[k]; }
 }
 
-uint32_t *bk_vox_brick_bases(const bk_scene *s)
+void bk_geom_record(const bk_geom *g, uint32_t i, bk_f4 rec[3])
 {
-    if (!s->vox_model_count) return NULL;
-    uint32_t *b = malloc(sizeof(uint32_t) * s->vox_model_count), next = 0;
-    if (!b) return NULL;
-    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
-        const uint32_t *sz = s->vox_models[m].size;
-        b[m] = next;
-        next += ((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
-    }
-    return b;
-}
-
-void bk_geom_record(const bk_scene *s, const uint32_t *brick_base, uint32_t i, bk_f4 rec[3])
-{
+    const bk_scene *s = g->s;
     if (i < s->tri_count) {
         for (int v = 0; v < 3; ++v) {
             const float *p = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)i + v];
@@ -70,22 +163,23 @@ void bk_geom_record(const bk_scene *s, const uint32_t *brick_base, uint32_t i, b
         rec[0].w = bk_bits_float(i);
         return;
     }
-    uint32_t j = i - s->tri_count;
-    const bk_vox_instance *in = &s->vox_instances[j];
-    int32_t T[3];
-    bk_vox_instance_offset(in, s->vox_models[in->model].size, T);
-    rec[0].x = (float)in->lo[0]; rec[0].y = (float)in->lo[1]; rec[0].z = (float)in->lo[2];
-    rec[0].w = bk_bits_float(BK_PRIM_VOX_BIT | j);
-    rec[1].x = (float)in->hi[0]; rec[1].y = (float)in->hi[1]; rec[1].z = (float)in->hi[2];
-    rec[1].w = bk_bits_float(brick_base[in->model]);
+    int32_t l[3], h[3], T[3];
+    const bk_vox_instance *in;
+    seg_box(g, i, l, h, T, &in);
+    const uint32_t *sz = s->vox_models[in->model].size;
+    uint32_t nbx = (sz[0] + 3) / 4, nby = (sz[1] + 3) / 4;
+    rec[0].x = (float)l[0]; rec[0].y = (float)l[1]; rec[0].z = (float)l[2];
+    rec[0].w = bk_bits_float(BK_PRIM_VOX_BIT | g->prim_inst[i - s->tri_count]);
+    rec[1].x = (float)h[0]; rec[1].y = (float)h[1]; rec[1].z = (float)h[2];
+    rec[1].w = bk_bits_float(g->brick_base[in->model]);
     rec[2].x = (float)T[0]; rec[2].y = (float)T[1]; rec[2].z = (float)T[2];
-    rec[2].w = bk_bits_float((uint32_t)bk_vox_rot_byte(in->m) | in->model << 7);
+    rec[2].w = bk_bits_float((uint32_t)bk_vox_rot_byte(in->m) | nbx << 7 | nby << 14);
 }
 
 void bk_vox_pack_free(bk_vox_pack *p)
 {
     if (!p) return;
-    free(p->models); free(p->bricks); free(p->colours); free(p->face_base);
+    free(p->models); free(p->bricks); free(p->colours); free(p->inst);
     memset(p, 0, sizeof *p);
 }
 
@@ -105,10 +199,10 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
     out->models = calloc(s->vox_model_count, sizeof *out->models);
     out->bricks = calloc(bricks ? bricks : 1, sizeof *out->bricks);
     out->colours = calloc(voxels ? voxels : 1, 1);
-    out->face_base = calloc(s->vox_instance_count ? s->vox_instance_count : 1, sizeof *out->face_base);
+    out->inst = calloc(2 * (size_t)(s->vox_instance_count ? s->vox_instance_count : 1), sizeof *out->inst);
     uint8_t *dense = NULL;      /* one model's palette index per cell, 0 = empty */
     size_t dense_cap = 0;
-    if (!out->models || !out->bricks || !out->colours || !out->face_base) goto oom;
+    if (!out->models || !out->bricks || !out->colours || !out->inst) goto oom;
     out->model_count = s->vox_model_count;
     uint32_t brick_next = 0, colour_next = 0;
     for (uint32_t m = 0; m < s->vox_model_count; ++m) {
@@ -132,7 +226,7 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
         }
         bk_vox_model_rec *r = &out->models[m];
         r->sx = sx; r->sy = sy; r->sz = sz;
-        r->brick_base = brick_next;     /* = bk_vox_brick_bases(s)[m] */
+        r->brick_base = brick_next;     /* = bk_geom.brick_base[m] */
         r->colour_base = colour_next;
         r->material_base = vm->material_base;
         uint32_t rank = 0;
@@ -157,7 +251,8 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
     out->instance_count = s->vox_instance_count;
     uint64_t base = s->tri_count;
     for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
-        out->face_base[j] = (uint32_t)base;
+        out->inst[2 * (size_t)j] = (uint32_t)base;
+        out->inst[2 * (size_t)j + 1] = s->vox_instances[j].model;
         base += 6ull * out->models[s->vox_instances[j].model].voxel_count;
     }
     free(dense);

@@ -482,9 +482,14 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     double t0 = bk_time_now();
     memset(out, 0, sizeof *out);
     out->type = BK_ACCEL_KDTREE;
-    if (!s || bk_geom_check(s, err, err_size)) return s ? -1 : bk_fail(err, err_size, "no scene");
-    const uint32_t n = bk_geom_count(s);     /* primitives: triangles, then voxel instances */
-    if (n > KD_MAX_TRIS) return bk_fail(err, err_size, "scene has %u triangles; the KD-tree holds at most %u", n, KD_MAX_TRIS);
+    bk_geom g;
+    if (!s) return bk_fail(err, err_size, "no scene");
+    if (bk_geom_init(&g, s, err, err_size)) return -1;
+    const uint32_t n = g.count;              /* primitives: triangles, then voxel segments */
+    if (n > KD_MAX_TRIS) {
+        bk_geom_free(&g);
+        return bk_fail(err, err_size, "scene has %u primitives; the KD-tree holds at most %u", n, KD_MAX_TRIS);
+    }
 
     bk_build_opts def = bk_build_opts_default();
     if (!o) o = &def;
@@ -505,13 +510,11 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     /* Triangles in file order, and the boxes of those that can be hit (finite vertices). */
     float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
     uint32_t valid = 0;
-    uint32_t *brick_base = bk_vox_brick_bases(s);
-    if (s->vox_model_count && !brick_base) goto oom;
     for (uint32_t i = 0; i < n; ++i) {
         kd_ref r;
         int finite = 1;
-        bk_geom_record(s, brick_base, i, &out->tris[3 * (size_t)i]);
-        bk_geom_box(s, i, r.lo, r.hi);
+        bk_geom_record(&g, i, &out->tris[3 * (size_t)i]);
+        bk_geom_box(&g, i, r.lo, r.hi);
         for (int c = 0; c < 3 && i < s->tri_count; ++c) {   /* a NaN vertex may not show in the box */
             const bk_f4 *q = &out->tris[3 * (size_t)i + c];
             finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
@@ -521,7 +524,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
         for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], r.lo[k]); hi[k] = bk_maxf(hi[k], r.hi[k]); }
         b.arena[valid++] = r;
     }
-    free(brick_base);
+    bk_geom_free(&g);
     if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;
 
     /* Robustness margin (see the top of the file): 2^-20 of the coordinate magnitude, 8 to 16 ulps. */
@@ -587,6 +590,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
 oom_out:
     free(out->kd_nodes);
 oom:
+    bk_geom_free(&g);
     builder_free(&b);
     free(out->tris);
     memset(out, 0, sizeof *out);
