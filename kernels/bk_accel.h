@@ -80,7 +80,7 @@ typedef struct bk_vox_brick {
     uint32_t pad;             /*                                                            4 B */
 } bk_vox_brick;               /*                                                           16 B */
 
-/* A voxel segment's leaf record (one instance's model inside one 16^3 block, src/geom.h), 3 x 16
+/* A voxel segment's leaf record (one instance's model inside one 8^3 block, src/geom.h), 3 x 16
  * bytes like a triangle's, with what the walk needs (the instance and model records are read only
  * at a hit):
  *   v0 = world box lo (x y z), id bits: BK_PRIM_VOX_BIT | instance (| BK_TRI_LAST in a BVH leaf)

@@ -14,7 +14,7 @@
  * it enters at t >= tmin, on the face it enters through; a ray that starts inside an occupied
  * cell hits it at t = tmin.
  *
- * The top level indexes segments (src/geom.h): the part of an instance's model inside one 16^3
+ * The top level indexes segments (src/geom.h): the part of an instance's model inside one 8^3
  * block of its cells, with a box tight around its voxels; a walk stays inside its segment.
  *
  * Hit ids (HITS files, docs/formats.md): triangles keep their numbers 0 .. T-1; the faces of the

@@ -73,9 +73,14 @@ static int split_node(builder *B, uint32_t ni, int force)
     if (count <= 1 || (int)n->depth >= B->o->max_depth) return 0;
 
     float clo[3] = { FLT_MAX, FLT_MAX, FLT_MAX }, chi[3] = { -FLT_MAX, -FLT_MAX, -FLT_MAX };
+    /* A leaf with a voxel segment holds only it: a segment's walk costs a dozen triangle tests,
+     * and a warp's lanes wait for the longest (H100, world54k: 1.54 -> 1.71 Grays/s closest hit
+     * with 8^3 segments) */
+    uint32_t max_leaf = (uint32_t)B->o->max_leaf;
     for (uint32_t i = first; i < first + count; ++i) {
         const float *c = B->cen + 3 * B->idx[i];
         for (int k = 0; k < 3; ++k) { if (c[k] < clo[k]) clo[k] = c[k]; if (c[k] > chi[k]) chi[k] = c[k]; }
+        if (B->idx[i] >= B->g->s->tri_count) max_leaf = 1;
     }
 
     int best_axis = -1, best_bin = 0;
@@ -121,10 +126,10 @@ static int split_node(builder *B, uint32_t ni, int force)
     uint32_t mid;
     if (best_axis < 0) {
         /* All centroids coincide: only an object-median split can bound the leaf size. */
-        if (count <= (uint32_t)B->o->max_leaf && !force) return 0;
+        if (count <= max_leaf && !force) return 0;
         mid = first + count / 2;
     } else {
-        if (best_cost >= (float)count && count <= (uint32_t)B->o->max_leaf && !force) return 0;
+        if (best_cost >= (float)count && count <= max_leaf && !force) return 0;
         uint32_t i = first, j = first + count;
         while (i < j) {
             const float *c = B->cen + 3 * B->idx[i];

@@ -31,7 +31,7 @@ typedef struct bk_vox_pack {
  * that holds voxels, with a box tight around them: a voxel world's instances overlap (props stand
  * in terrain chunks' boxes) and are mostly empty, so segments give the top level the culling the
  * surface's triangles would have, and bound each walk (kernels/bk_voxel.h) to a small block. */
-#define BK_VOX_SEG 16
+#define BK_VOX_SEG 8      /* H100, world54k, BVH closest hit: 8^3 1.71 Grays/s, 16^3 1.64 */
 
 typedef struct bk_vox_mseg { uint16_t lo[3], hi[3]; } bk_vox_mseg;   /* model cells [lo, hi) */
 
