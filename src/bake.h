@@ -13,7 +13,7 @@
 #include "scene.h"
 
 typedef struct bk_bake_data {
-    bk_f4    *tris;         /* 3 per triangle, file order; v0.w = material index */
+    bk_f4    *tris;         /* 3 per triangle, file order (see bk_bake_data_build_hit); v0.w = material index */
     uint32_t  tri_count;    /* the shading triangles (a voxel scene's: its surface's, not the accel's) */
     bk_f4    *materials;    /* 2 per material (kd, ke); the last one is the default material */
     uint32_t  material_count;
@@ -26,6 +26,12 @@ typedef struct bk_bake_data {
 } bk_bake_data;
 
 /* points: 6 floats per light (x y z, r g b intensity). */
+/* The same when only triangles [0, hit_tris) can be hit (a voxel scene's surface: its own
+ * triangles come first, its quads are traced as voxels): the others are kept only when they emit,
+ * and emit_tris names them by their place in tris. The GPU then holds a few emitters instead of
+ * millions of quads. */
+int  bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *points, uint32_t point_count,
+                            bk_bake_data *out, char *err, size_t err_size);
 int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out,
                         char *err, size_t err_size);
 void bk_bake_data_free(bk_bake_data *d);

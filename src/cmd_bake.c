@@ -626,7 +626,7 @@ int bk_cmd_bake(int argc, char **argv)
     /* lighting defaults that depend on the scene */
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
                        (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
-    if (bk_bake_data_build(surf, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_bake_data_build_hit(surf, has_vox ? vm.first_quad_tri : surf->tri_count, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     int has_sun = c.p.sun_color[0] > 0 || c.p.sun_color[1] > 0 || c.p.sun_color[2] > 0;
     if (c.p.mode == BK_BAKE_LIGHT && !has_sun && !c.sky_given && !bd.point_count && !bd.emit_count) {
         c.p.sky[0] = c.p.sky[1] = c.p.sky[2] = 1.0f;
