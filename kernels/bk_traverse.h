@@ -163,15 +163,15 @@ BK_HDI bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32
  * voxel instance when its id says so, walked only where the ray is in [cell_lo, cell_hi] (a
  * KD-tree leaf's cell, slightly widened; the BVH passes the whole ray). *id gets the record's id
  * word (with BK_TRI_LAST), *t and *hit_id (the HITS id) the hit. */
-BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t rec, int prim, float tmax, float *t,
-                        uint32_t *id, uint32_t *hit_id, float cell_lo, float cell_hi, bk_trace_stats *st)
+BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t rec, int prim, int any_hit, float tmax,
+                        float *t, uint32_t *id, uint32_t *hit_id, float cell_lo, float cell_hi, bk_trace_stats *st)
 {
     bk_f4 v0 = bk_load4(a->tris + 3 * rec);
     *id = bk_float_bits(v0.w);
     if (prim == BK_PRIM_VOX && (*id & BK_PRIM_VOX_BIT)) {
         bk_vox_hit vh;
         if (!bk_vox_instance_hit(a, r, v0, bk_load4(a->tris + 3 * rec + 1), bk_load4(a->tris + 3 * rec + 2),
-                                 bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), &vh))
+                                 bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), any_hit, &vh))
             return 0;
         *t = vh.t; *hit_id = vh.id; st->aux = vh.aux;
         return 1;
@@ -309,7 +309,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             uint32_t id, hid;
             float t;
             st->tris++;
-            if (bk_leaf_test(a, &r, rec, prim, best, &t, &id, &hid, -BK_INF, BK_INF, st)) {
+            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, -BK_INF, BK_INF, st)) {
                 best = t; h.t = t; h.tri = hid;
                 found = any_hit;
             }
@@ -398,7 +398,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             /* an instance's voxels only inside this leaf's cell: the leaves after it reference
              * the instance too where it reaches them; the cell widened by 2^-20, as the builder's
              * margin, so a face on a split plane is not lost between two leaves */
-            if (bk_leaf_test(a, &r, rec, prim, best, &t, &id, &hid, tmin - bk_absf(tmin) * 0x1p-20f,
+            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, tmin - bk_absf(tmin) * 0x1p-20f,
                              tmax + bk_absf(tmax) * 0x1p-20f, st)) {
                 best = t; h.t = t; h.tri = hid;
                 if (any_hit) break;

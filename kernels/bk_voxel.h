@@ -83,7 +83,8 @@ typedef struct bk_vox_hit {
 /* The instance whose leaf record is (v0, v1, v2) against the ray, for hits whose cell the ray
  * enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
  * within it, so an instance referenced by several leaves is walked once in all): returns 1 and
- * fills *out for the first occupied cell. `r` is the prepared world ray.
+ * fills *out for the first occupied cell (with any_hit, aux has no material). `r` is the prepared
+ * world ray.
  *
  * The walk keeps, per axis, the distance at which the ray leaves the current cell (tn), stepped
  * by |1/d| (Amanatides & Woo); a brick whose mask is empty is crossed in one step to the cell
@@ -91,7 +92,7 @@ typedef struct bk_vox_hit {
  * leaves it. The face of a hit is the axis of the last step (at the start, of the largest
  * near-plane distance), and its t is computed exactly in world space. */
 BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f4 v0, bk_f4 v1, bk_f4 v2, float tlo,
-                               float thi, bk_vox_hit *out)
+                               float thi, int any_hit, bk_vox_hit *out)
 {
     float t0;
     if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, tlo, thi, &t0)) return 0;
@@ -176,16 +177,19 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             if (t > tmax) return 0;
             const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
             const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
-            const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst), model = bk_load_u32(a->vox_inst + 2 * inst + 1);
-            bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
-            const uint32_t colour_base = m1.x, material_base = m1.y;
-            const uint32_t colour = bk_load_u8(a->vox_colours + colour_base + rank);
+            const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst);
             /* the face's normal in model space is -step along ax; in the world, row wk of M
              * applied to it */
             const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
             out->t = t;
             out->id = face_base + 6u * rank + face;
-            out->aux = BK_VOX_AUX | (material_base + colour) << 3 | face;
+            out->aux = BK_VOX_AUX | face;
+            if (!any_hit) {           /* an occlusion query needs no material: two loads fewer */
+                const uint32_t model = bk_load_u32(a->vox_inst + 2 * inst + 1);
+                bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
+                const uint32_t colour = bk_load_u8(a->vox_colours + m1.x + rank);   /* m1: colour, material base */
+                out->aux |= (m1.y + colour) << 3;
+            }
             return 1;
         }
         /* one cell on, across the nearest far plane */
