@@ -160,33 +160,28 @@ static int read_text(const char *path, uint64_t limit, text *t, char *err, size_
         bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(e));
         return e == ENOENT ? READ_MISSING : -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return bk_fail(err, err_size, "%s: is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
-    }
+    uint64_t st_size;
+    if (bk_fd_regular(fd, path, &st_size, err, err_size)) return -1;
     int rc;
     if (bk_path_has_ext(path, ".gz")) {
         gzFile gz = gzdopen(fd, "rb");
         if (!gz) { close(fd); return bk_fail(err, err_size, "%s: cannot open: gzdopen failed", path); }
         gzbuffer(gz, 1u << 18);
-        size_t cap = st.st_size > 0 && (uint64_t)st.st_size < limit / 5 ? (size_t)st.st_size * 5 : (1u << 20);
+        size_t cap = st_size > 0 && (uint64_t)st_size < limit / 5 ? (size_t)st_size * 5 : (1u << 20);
         rc = read_all(path, cap, limit, gz_chunk, gz, t, err, err_size);
         gzclose(gz);
         return rc;
     }
-    if ((uint64_t)st.st_size > limit) {
+    if ((uint64_t)st_size > limit) {
         close(fd);
         return bk_fail(err, err_size, "%s: %.0f MB: larger than the %.0f MB baker reads (docs/formats.md)", path,
-                       (double)st.st_size / 1e6, (double)limit / 1e6);
+                       (double)st_size / 1e6, (double)limit / 1e6);
     }
-    if (st.st_size >= (1 << 20) && map_file(fd, (size_t)st.st_size, t) == 0) {
+    if (st_size >= (1 << 20) && map_file(fd, (size_t)st_size, t) == 0) {
         close(fd);
         return 0;
     }
-    rc = read_all(path, (size_t)st.st_size + 1, limit, fd_chunk, &fd, t, err, err_size);
+    rc = read_all(path, (size_t)st_size + 1, limit, fd_chunk, &fd, t, err, err_size);
     close(fd);
     return rc;
 }

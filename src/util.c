@@ -1,5 +1,6 @@
 /* util.c - small host helpers (see util.h). */
 #include "util.h"
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -76,4 +77,17 @@ uint64_t bk_peak_rss(void)
 {
     struct rusage ru;
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (uint64_t)ru.ru_maxrss * 1024u : 0;
+}
+
+int bk_fd_regular(int fd, const char *path, uint64_t *size, char *err, size_t err_size)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+    }
+    *size = (uint64_t)st.st_size;
+    return 0;
 }

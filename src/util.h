@@ -29,4 +29,8 @@ uint64_t bk_peak_rss(void);
 /* Number of worker threads for host work: BK_THREADS, else the online CPU count. */
 int bk_cpu_threads(void);
 
+/* fstat(fd) of the file opened at path; refuses anything but a regular file (a directory, FIFO
+ * or device) with one line naming path. On failure fd is closed. 0, or -1 with err. */
+int bk_fd_regular(int fd, const char *path, uint64_t *size, char *err, size_t err_size);
+
 #endif

@@ -785,19 +785,14 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, char *err, si
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return bk_fail(err, err_size, "%s: is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
-    }
-    if ((uint64_t)st.st_size > BK_VOX_MAX_BYTES) {
+    uint64_t st_size;
+    if (bk_fd_regular(fd, path, &st_size, err, err_size)) return -1;
+    if (st_size > BK_VOX_MAX_BYTES) {
         close(fd);
         return bk_fail(err, err_size, "%s: %.0f MB: larger than the %.0f MB baker reads in a .vox (docs/formats.md)", path,
-                       (double)st.st_size / 1e6, (double)BK_VOX_MAX_BYTES / 1e6);
+                       (double)st_size / 1e6, (double)BK_VOX_MAX_BYTES / 1e6);
     }
-    size_t cap = (size_t)st.st_size, n = 0;
+    size_t cap = (size_t)st_size, n = 0;
     uint8_t *b = malloc(cap ? cap : 1);
     if (!b) { close(fd); return bk_fail(err, err_size, "%s: out of memory reading %zu bytes", path, cap); }
     while (n < cap) {   /* a file that shrinks meanwhile is read as it is; one that grows, to its old size */

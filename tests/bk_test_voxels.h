@@ -16,6 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Appends a model of n voxels (xyzi: 4 bytes each) to s; returns its index. */
+static inline uint32_t bk_test_add_model(bk_scene *s, uint32_t sx, uint32_t sy, uint32_t sz, const uint8_t *xyzi, uint32_t n)
+{
+    s->vox_models = realloc(s->vox_models, sizeof(bk_vox_model) * (s->vox_model_count + 1));
+    bk_vox_model *m = &s->vox_models[s->vox_model_count];
+    m->size[0] = sx; m->size[1] = sy; m->size[2] = sz;
+    m->voxel_count = n;
+    m->xyzi = malloc(4 * (size_t)n + 1);
+    memcpy(m->xyzi, xyzi, 4 * (size_t)n);
+    m->material_base = 0;
+    return s->vox_model_count++;
+}
+
+/* Places model with rotation m (row-major signed permutation) and translation t. */
+static inline void bk_test_add_instance(bk_scene *s, uint32_t model, const int8_t m[9], int32_t tx, int32_t ty, int32_t tz)
+{
+    s->vox_instances = realloc(s->vox_instances, sizeof(bk_vox_instance) * (s->vox_instance_count + 1));
+    bk_vox_instance *in = &s->vox_instances[s->vox_instance_count++];
+    memset(in, 0, sizeof *in);
+    in->model = model;
+    memcpy(in->m, m, 9);
+    in->rot = bk_vox_rot_byte(m);
+    in->t[0] = tx; in->t[1] = ty; in->t[2] = tz;
+    bk_vox_instance_place(in, s->vox_models[model].size);
+}
+
 /* The 48 valid rotation bytes. */
 static inline int bk_test_rot_bytes(uint8_t out[48])
 {

@@ -16,34 +16,12 @@
 #include "voxmesh.h"
 #include "util.h"
 #include "bk_test.h"
+#include "bk_test_voxels.h"
 #include "bk_test_image.h"
 
 #include <math.h>
 #include <sys/stat.h>
 
-static uint32_t add_model(bk_scene *s, uint32_t sx, uint32_t sy, uint32_t sz, const uint8_t *xyzi, uint32_t n)
-{
-    s->vox_models = realloc(s->vox_models, sizeof(bk_vox_model) * (s->vox_model_count + 1));
-    bk_vox_model *m = &s->vox_models[s->vox_model_count];
-    m->size[0] = sx; m->size[1] = sy; m->size[2] = sz;
-    m->voxel_count = n;
-    m->xyzi = malloc(4 * (size_t)n + 1);
-    memcpy(m->xyzi, xyzi, 4 * (size_t)n);
-    m->material_base = 0;
-    return s->vox_model_count++;
-}
-
-static void add_instance(bk_scene *s, uint32_t model, const int8_t m[9], int32_t tx, int32_t ty, int32_t tz)
-{
-    s->vox_instances = realloc(s->vox_instances, sizeof(bk_vox_instance) * (s->vox_instance_count + 1));
-    bk_vox_instance *in = &s->vox_instances[s->vox_instance_count++];
-    memset(in, 0, sizeof *in);
-    in->model = model;
-    memcpy(in->m, m, 9);
-    in->rot = bk_vox_rot_byte(m);
-    in->t[0] = tx; in->t[1] = ty; in->t[2] = tz;
-    bk_vox_instance_place(in, s->vox_models[model].size);
-}
 
 static void make_scene(bk_scene *s)
 {
@@ -60,7 +38,7 @@ static void make_scene(bk_scene *s)
     static const int8_t ID[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 }, MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 };
     uint8_t *g = malloc(4 * 144);
     for (int i = 0; i < 144; ++i) { g[4 * i] = (uint8_t)(i % 12); g[4 * i + 1] = (uint8_t)(i / 12); g[4 * i + 2] = 0; g[4 * i + 3] = 1; }
-    add_instance(s, add_model(s, 12, 12, 1, g, 144), ID, 0, 0, 0);
+    bk_test_add_instance(s, bk_test_add_model(s, 12, 12, 1, g, 144), ID, 0, 0, 0);
     free(g);
     /* an L-shaped wall 5 long, 4 high, two colours, mirrored */
     uint8_t w[4 * 40];
@@ -70,9 +48,9 @@ static void make_scene(bk_scene *s)
             w[4 * n] = (uint8_t)x; w[4 * n + 1] = 0; w[4 * n + 2] = (uint8_t)z; w[4 * n + 3] = (uint8_t)(z < 2 ? 1 : 2); n++;
             if (x == 4 && z < 3) { w[4 * n] = 4; w[4 * n + 1] = 1; w[4 * n + 2] = (uint8_t)z; w[4 * n + 3] = 2; n++; }
         }
-    add_instance(s, add_model(s, 5, 2, 4, w, n), MX, 1, 2, 3);
+    bk_test_add_instance(s, bk_test_add_model(s, 5, 2, 4, w, n), MX, 1, 2, 3);
     uint8_t e[4] = { 0, 0, 0, 3 };
-    add_instance(s, add_model(s, 1, 1, 1, e, 1), ID, -3, 3, 5);
+    bk_test_add_instance(s, bk_test_add_model(s, 1, 1, 1, e, 1), ID, -3, 3, 5);
 }
 
 /* Atlas, texels and a CPU bake of s at size x size; rgb and cov are returned (malloc'ed). */

@@ -12,35 +12,13 @@
 #include "voxmesh.h"
 #include "util.h"
 #include "bk_test.h"
+#include "bk_test_voxels.h"
 
 #include <math.h>
 #include <stdint.h>
 
 /* ---- building scenes ----------------------------------------------------------------------- */
 
-static uint32_t add_model(bk_scene *s, uint32_t sx, uint32_t sy, uint32_t sz, const uint8_t *xyzi, uint32_t n)
-{
-    s->vox_models = realloc(s->vox_models, sizeof(bk_vox_model) * (s->vox_model_count + 1));
-    bk_vox_model *m = &s->vox_models[s->vox_model_count];
-    m->size[0] = sx; m->size[1] = sy; m->size[2] = sz;
-    m->voxel_count = n;
-    m->xyzi = malloc(4 * (size_t)n + 1);
-    memcpy(m->xyzi, xyzi, 4 * (size_t)n);
-    m->material_base = 0;
-    return s->vox_model_count++;
-}
-
-static void add_instance(bk_scene *s, uint32_t model, const int8_t m[9], int32_t tx, int32_t ty, int32_t tz)
-{
-    s->vox_instances = realloc(s->vox_instances, sizeof(bk_vox_instance) * (s->vox_instance_count + 1));
-    bk_vox_instance *in = &s->vox_instances[s->vox_instance_count++];
-    memset(in, 0, sizeof *in);
-    in->model = model;
-    memcpy(in->m, m, 9);
-    in->rot = bk_vox_rot_byte(m);
-    in->t[0] = tx; in->t[1] = ty; in->t[2] = tz;
-    bk_vox_instance_place(in, s->vox_models[model].size);
-}
 
 static const int8_t ID[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
 
@@ -177,7 +155,7 @@ static void test_single(void)
 {
     bk_scene s; memset(&s, 0, sizeof s);
     uint8_t v[4] = { 0, 0, 0, 7 };
-    add_instance(&s, add_model(&s, 1, 1, 1, v, 1), ID, 5, -3, 2);
+    bk_test_add_instance(&s, bk_test_add_model(&s, 1, 1, 1, v, 1), ID, 5, -3, 2);
     bk_voxmesh vm = build("single", &s);
     BK_EXPECT(vm.quad_count == 6);
     BK_EXPECT(vm.face_count == 6);
@@ -191,7 +169,7 @@ static void test_bar(void)
 {
     bk_scene s; memset(&s, 0, sizeof s);
     uint8_t v[8] = { 0, 0, 0, 3, 1, 0, 0, 3 };
-    add_instance(&s, add_model(&s, 2, 1, 1, v, 2), ID, 0, 0, 0);
+    bk_test_add_instance(&s, bk_test_add_model(&s, 2, 1, 1, v, 2), ID, 0, 0, 0);
     bk_voxmesh vm = build("bar", &s);
     BK_EXPECT(vm.quad_count == 6);
     BK_EXPECT(vm.face_count == 10);
@@ -211,9 +189,9 @@ static void test_touching(void)
 {
     bk_scene s; memset(&s, 0, sizeof s);
     uint8_t v[4] = { 0, 0, 0, 1 };
-    uint32_t m = add_model(&s, 1, 1, 1, v, 1);
-    add_instance(&s, m, ID, 0, 0, 0);
-    add_instance(&s, m, ID, 1, 0, 0);
+    uint32_t m = bk_test_add_model(&s, 1, 1, 1, v, 1);
+    bk_test_add_instance(&s, m, ID, 0, 0, 0);
+    bk_test_add_instance(&s, m, ID, 1, 0, 0);
     bk_voxmesh vm = build("touching", &s);
     BK_EXPECT(vm.quad_count == 10);   /* per instance: faces are not merged across instances */
     BK_EXPECT(vm.face_count == 10);
@@ -228,10 +206,10 @@ static void test_mirrored(void)
     bk_scene s; memset(&s, 0, sizeof s);
     /* an L of three voxels, two colours */
     uint8_t v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
-    uint32_t m = add_model(&s, 2, 2, 1, v, 3);
+    uint32_t m = bk_test_add_model(&s, 2, 2, 1, v, 3);
     static const int8_t MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 }, SW[9] = { 0, 1, 0, 1, 0, 0, 0, 0, 1 };
-    add_instance(&s, m, MX, 0, 0, 0);
-    add_instance(&s, m, SW, 10, 0, 0);
+    bk_test_add_instance(&s, m, MX, 0, 0, 0);
+    bk_test_add_instance(&s, m, SW, 10, 0, 0);
     bk_voxmesh vm = build("mirrored", &s);
     check_surface("mirrored", &s, &vm);
     BK_EXPECT(vm.face_count == 2 * 14);
@@ -260,7 +238,7 @@ static void test_random(void)
                             uint8_t *p = xyzi + 4 * n++;
                             p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 2);
                         }
-            add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
+            bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
             s.vox_models[mi].material_base = 256u * (uint32_t)mi;
             free(xyzi);
         }
@@ -273,7 +251,7 @@ static void test_random(void)
             /* instances may overlap in their boxes, not in their voxels (two voxels in one cell
              * keep both their faces; brute force here counts a cell once) */
             for (int tries = 0; tries < 100; ++tries) {
-                add_instance(&s, rng(&st) % 3, m, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 12) - 6);
+                bk_test_add_instance(&s, rng(&st) % 3, m, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 12) - 6);
                 uint32_t i = s.vox_instance_count - 1;
                 const bk_vox_model *md = &s.vox_models[s.vox_instances[i].model];
                 int clash = 0;
@@ -398,11 +376,11 @@ static void test_atlas(void)
 {
     bk_scene s; memset(&s, 0, sizeof s);
     uint8_t v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
-    uint32_t m = add_model(&s, 2, 2, 1, v, 3);
+    uint32_t m = bk_test_add_model(&s, 2, 2, 1, v, 3);
     static const int8_t MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 };
-    add_instance(&s, m, ID, 0, 0, 0);
-    add_instance(&s, m, MX, 1, 3, 0);
-    add_instance(&s, m, ID, 2, 0, 0);   /* touches the first */
+    bk_test_add_instance(&s, m, ID, 0, 0, 0);
+    bk_test_add_instance(&s, m, MX, 1, 3, 0);
+    bk_test_add_instance(&s, m, ID, 2, 0, 0);   /* touches the first */
     bk_voxmesh vm = build("atlas", &s);
     char err[256];
     for (int n = 1; n <= 3; ++n) {
@@ -427,12 +405,12 @@ static void test_pages(void)
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 4; ++x)
                 if (rng(&st) % 100 < 60) { uint8_t *p = xyzi + 4 * nv++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
-    uint32_t m = add_model(&s, 4, 4, 4, xyzi, nv);
+    uint32_t m = bk_test_add_model(&s, 4, 4, 4, xyzi, nv);
     free(xyzi);
     for (int i = 0; i < 40; ++i) {
         int8_t mm[9];
         bk_vox_rot_matrix((uint8_t)(0x04 | (i % 8) << 4), mm);
-        add_instance(&s, m, mm, 6 * i, 0, 0);
+        bk_test_add_instance(&s, m, mm, 6 * i, 0, 0);
     }
     bk_voxmesh vm = build("pages", &s);
     bk_atlas at;
@@ -473,13 +451,13 @@ static void test_threads(void)
             for (uint32_t y = 0; y < sz[1]; ++y)
                 for (uint32_t x = 0; x < sz[0]; ++x)
                     if (rng(&st) % 100 < 70) { uint8_t *p = xyzi + 4 * n++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
-        add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
+        bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
         free(xyzi);
     }
     for (int i = 0; i < 400; ++i) {
         int8_t m[9];
         bk_vox_rot_matrix((uint8_t)(0x04 | (rng(&st) % 8) << 4), m);
-        add_instance(&s, rng(&st) % 4, m, (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 4));
+        bk_test_add_instance(&s, rng(&st) % 4, m, (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 4));
     }
     setenv("BK_THREADS", "1", 1);
     bk_voxmesh a = build("threads 1", &s);
@@ -505,7 +483,7 @@ static void test_with_triangles(void)
     s.tri_v = malloc(sizeof(uint32_t) * 3);
     s.tri_v[0] = 0; s.tri_v[1] = 1; s.tri_v[2] = 2;
     uint8_t v[4] = { 0, 0, 0, 1 };
-    add_instance(&s, add_model(&s, 1, 1, 1, v, 1), ID, 0, 0, 0);
+    bk_test_add_instance(&s, bk_test_add_model(&s, 1, 1, 1, v, 1), ID, 0, 0, 0);
     bk_voxmesh vm = build("with triangles", &s);
     BK_EXPECT(vm.first_quad_tri == 1);
     BK_EXPECT(vm.scene.tri_count == 13);
@@ -540,7 +518,7 @@ static void bench_world(void)
                     uint8_t *p = xyzi + 4 * n++;
                     p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + (z / 3) % 4 + (rng(&st) % 20 == 0));
                 }
-        add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
+        bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
         free(xyzi);
     }
     uint64_t vox = 0;
@@ -548,17 +526,17 @@ static void bench_world(void)
     {
         uint8_t *xyzi = malloc(4 * 240 * 240);
         for (uint32_t i = 0; i < 240 * 240; ++i) { xyzi[4 * i] = (uint8_t)(i % 240); xyzi[4 * i + 1] = (uint8_t)(i / 240); xyzi[4 * i + 2] = 0; xyzi[4 * i + 3] = 9; }
-        uint32_t g = add_model(&s, 240, 240, 1, xyzi, 240 * 240);
+        uint32_t g = bk_test_add_model(&s, 240, 240, 1, xyzi, 240 * 240);
         free(xyzi);
         for (int ty = 0; ty < 7; ++ty)
-            for (int tx = 0; tx < 8; ++tx) { add_instance(&s, g, ID, tx * 240 + 120, ty * 240 + 120, -1); vox += 240 * 240; }
+            for (int tx = 0; tx < 8; ++tx) { bk_test_add_instance(&s, g, ID, tx * 240 + 120, ty * 240 + 120, -1); vox += 240 * 240; }
     }
     for (int k = 0; s.vox_instance_count < 54000; ++k) {
         uint32_t mi = rng(&st) % (uint32_t)nm;
         int8_t m[9];
         bk_vox_rot_matrix((uint8_t)((rng(&st) % 2 ? 0x04 : 0x01) | (rng(&st) % 2) << 4 | (rng(&st) % 2) << 5), m);
         int32_t gx = (k % 240) * 7 + 4, gy = (k / 240) * 7 + 4;
-        add_instance(&s, mi, m, gx, gy, 0);
+        bk_test_add_instance(&s, mi, m, gx, gy, 0);
         /* stand it on z = 0 */
         bk_vox_instance *in = &s.vox_instances[s.vox_instance_count - 1];
         in->t[2] -= in->lo[2];
