@@ -145,25 +145,32 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
     az = bk_mul(az, r->sz); bz = bk_mul(bz, r->sz); cz = bk_mul(cz, r->sz);
     float tt = bk_add(bk_add(bk_mul(u, az), bk_mul(v, bz)), bk_mul(w, cz));
     float t = tt / det;
-    /* The hit is decided; its distance once more, precisely. t from the scaled barycentrics is
-     * off by several ulps of the vertices' coordinates, a large share of a short distance (7.6e-6
-     * relative on voxel faces hit from 0.01 away, tests/cpu_voxel.c). t = n.(v0 - o) / n.d with
-     * n = (v1 - v0) x (v2 - v0) is, for a face parallel to two axes, one subtraction and one
-     * division. Kept when in the ray's range and within 1e-4 of the first value: a degenerate
-     * triangle's n is noise, and so is a hit at t ~ 0 of a ray that starts on a surface. */
-    {
-        bk_vec3 e1 = bk_sub3(v1, v0), e2 = bk_sub3(v2, v0);
-        float nx = bk_sub(bk_mul(e1.y, e2.z), bk_mul(e1.z, e2.y));
-        float ny = bk_sub(bk_mul(e1.z, e2.x), bk_mul(e1.x, e2.z));
-        float nz = bk_sub(bk_mul(e1.x, e2.y), bk_mul(e1.y, e2.x));
-        float num = bk_add(bk_add(bk_mul(nx, a.x), bk_mul(ny, a.y)), bk_mul(nz, a.z));
-        float den = bk_add(bk_add(bk_mul(nx, r->d.x), bk_mul(ny, r->d.y)), bk_mul(nz, r->d.z));
-        float tp = num / den;
-        if (tp >= r->tmin && tp <= r->tmax && bk_absf(tp - t) <= 1e-4f * bk_absf(t)) t = tp;
-    }
     if (!(t >= r->tmin && t <= tmax)) return 0;
     *t_out = t;
     return 1;
+}
+
+/* The distance of a closest hit once more, precisely, for the triangle the traversal settled on.
+ * t from the scaled barycentrics is off by several ulps of the vertices' coordinates, a large
+ * share of a short distance (7.6e-6 relative on voxel faces hit from 0.01 away,
+ * tests/cpu_voxel.c). t = n.(v0 - o) / n.d with n = (v1 - v0) x (v2 - v0) is, for a face parallel
+ * to two axes, one subtraction and a division or two. Kept when in the ray's range and within 1e-4 of
+ * t: a degenerate triangle's n is noise, and so is a hit at t ~ 0 of a ray that starts on a
+ * surface. Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
+ * and cost the trace kernels 20 registers (KD-tree: 20 % of the rays per second). */
+BK_HD float bk_tri_refine_t(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float t)
+{
+    bk_vec3 e1 = bk_sub3(v1, v0), e2 = bk_sub3(v2, v0), a = bk_sub3(v0, r->o);
+    float nx = bk_sub(bk_mul(e1.y, e2.z), bk_mul(e1.z, e2.y));
+    float ny = bk_sub(bk_mul(e1.z, e2.x), bk_mul(e1.x, e2.z));
+    float nz = bk_sub(bk_mul(e1.x, e2.y), bk_mul(e1.y, e2.x));
+    /* n.d / d_kz from the shear constants (d_kx / d_kz, d_ky / d_kz): the traversal keeps them,
+     * not d, so asking for d here would hold 3 more registers through the whole traversal */
+    bk_vec3 n = bk_v3(nx, ny, nz);
+    float num = bk_mul(bk_add(bk_add(bk_mul(nx, a.x), bk_mul(ny, a.y)), bk_mul(nz, a.z)), r->sz);
+    float den = bk_add(bk_add(bk_mul(bk_comp3(n, r->kx), r->sx), bk_mul(bk_comp3(n, r->ky), r->sy)), bk_comp3(n, r->kz));
+    float tp = num / den;
+    return tp >= r->tmin && tp <= r->tmax && bk_absf(tp - t) <= 1e-4f * bk_absf(t) ? tp : t;
 }
 
 #endif /* BK_RAY_H */

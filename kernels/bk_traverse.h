@@ -183,6 +183,15 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
     return 1;
 }
 
+/* A closest hit on a triangle (record hrec) gets its precise distance (bk_tri_refine_t). */
+BK_HDI bk_hit bk_hit_refine(const bk_accel_view *a, const bk_ray_pre *r, bk_hit h, uint32_t hrec, int any_hit,
+                            const bk_trace_stats *st)
+{
+    if (!any_hit && h.tri != BK_NO_HIT && st->aux == 0)
+        h.t = bk_tri_refine_t(r, bk_tri_vertex(a, hrec, 0, 0), bk_tri_vertex(a, hrec, 1, 0), bk_tri_vertex(a, hrec, 2, 0), h.t);
+    return h;
+}
+
 /* The host CPU is latency-bound on node fetches: start loading a subtree put aside for later.
  * (The GPU hides latency with other warps instead.) */
 BK_HDI void bk_prefetch_ref(const bk_accel_view *a, int32_t ref)
@@ -249,6 +258,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
      * the side matters when only one child was hit: a replay must enter that same child. */
     uint64_t trail = 0, side = 0;
     int level = 0;                    /* depth of the node `ref` */
+    uint32_t hrec = 0;                /* leaf record of the hit */
     int32_t ref = 0, leaf = BK_REF_NONE;
     for (;;) {
         while (ref >= 0) {
@@ -310,7 +320,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             float t;
             st->tris++;
             if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, -BK_INF, BK_INF, st)) {
-                best = t; h.t = t; h.tri = hid;
+                best = t; h.t = t; h.tri = hid; hrec = rec;
                 found = any_hit;
             }
             if ((id & BK_TRI_LAST) || found) break;
@@ -318,7 +328,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
         leaf = BK_REF_NONE;
         if (found || ref == BK_REF_DONE) break;
     }
-    return h;
+    return bk_hit_refine(a, &r, h, hrec, any_hit, st);
 }
 
 /* ---- KD-tree -------------------------------------------------------------------------------- */
@@ -359,7 +369,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     bk_vec3 kinv = bk_v3((r.par & 1) ? r.inv.x * BK_INF : r.inv.x, (r.par & 2) ? r.inv.y * BK_INF : r.inv.y,
                          (r.par & 4) ? r.inv.z * BK_INF : r.inv.z);
     float best = r.tmax;
-    uint32_t node = 0;
+    uint32_t node = 0, hrec = 0;
     float tmin = t_enter, tmax = t_exit;
     uint32_t e[3] = { 0, 0, 0 };
     int last_pass = 0;
@@ -400,7 +410,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
              * margin, so a face on a split plane is not lost between two leaves */
             if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, tmin - bk_absf(tmin) * 0x1p-20f,
                              tmax + bk_absf(tmax) * 0x1p-20f, st)) {
-                best = t; h.t = t; h.tri = hid;
+                best = t; h.t = t; h.tri = hid; hrec = rec;
                 if (any_hit) break;
             }
         }
@@ -426,7 +436,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         node = e[0]; tmin = bk_bits_float(e[1]); tmax = bk_bits_float(e[2]);
         if (tmin > best) break;
     }
-    return h;
+    return bk_hit_refine(a, &r, h, hrec, any_hit, st);
 }
 
 /* One specialised traversal: every argument but a, ray, s and st is a constant at each call site

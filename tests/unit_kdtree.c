@@ -318,6 +318,8 @@ static bk_hit brute(const bk_accel_view *v, const bk_ray *ray, int any_hit)
             if (any_hit) return h;
         }
     }
+    if (h.tri != BK_NO_HIT)      /* the winner's precise distance, as the traversal */
+        h.t = bk_tri_refine_t(&r, bk_tri_vertex(v, h.tri, 0, 0), bk_tri_vertex(v, h.tri, 1, 0), bk_tri_vertex(v, h.tri, 2, 0), h.t);
     return h;
 }
 
@@ -427,7 +429,9 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
                     bk_ray_pre r = bk_ray_prepare(&ray);
                     float t2;
                     ok = h.tri < s->tri_count && bk_tri_intersect(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
-                                                                  bk_tri_vertex(&v, h.tri, 2, 0), ray.tmax, &t2) && t2 == h.t;
+                                                                  bk_tri_vertex(&v, h.tri, 2, 0), ray.tmax, &t2) &&
+                         (any || bk_tri_refine_t(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
+                                                        bk_tri_vertex(&v, h.tri, 2, 0), t2) == h.t);
                 }
                 if (!ok) face_fails += on_root_face(a, &ray);
                 if (!ok && fails++ < 8)
