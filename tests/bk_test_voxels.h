@@ -99,9 +99,41 @@ static inline void bk_test_vox_scene(bk_scene *s, uint32_t models, uint32_t inst
     }
 }
 
-/* Is world cell (x, y, z) (the unit cube with that lower corner) occupied in some instance? */
+/* Is world cell (x, y, z) (the unit cube with that lower corner) occupied in some instance?
+ * Each model's cells are looked up in a dense grid made on first use (one scene at a time). */
+static const bk_scene *bk_test_occ_scene;
+static uint8_t **bk_test_occ_grid;
+
+static uint32_t bk_test_occ_models;
+
+/* Forgets the grids (call before asking about another scene: a scene at the same address may be
+ * another one). */
+static inline void bk_test_vox_occ_reset(void)
+{
+    for (uint32_t m = 0; bk_test_occ_grid && m < bk_test_occ_models; ++m) free(bk_test_occ_grid[m]);
+    free(bk_test_occ_grid);
+    bk_test_occ_grid = NULL;
+    bk_test_occ_scene = NULL;
+    bk_test_occ_models = 0;
+}
+
 static inline int bk_test_vox_occupied(const bk_scene *s, int x, int y, int z)
 {
+    if (bk_test_occ_scene != s) {
+        bk_test_vox_occ_reset();
+        bk_test_occ_scene = s;
+        bk_test_occ_models = s->vox_model_count;
+        bk_test_occ_grid = calloc(s->vox_model_count + 1, sizeof(uint8_t *));
+        for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+            const bk_vox_model *vm = &s->vox_models[m];
+            uint8_t *g = calloc((size_t)vm->size[0] * vm->size[1] * vm->size[2] + 1, 1);
+            for (uint32_t v = 0; v < vm->voxel_count; ++v) {
+                const uint8_t *q = vm->xyzi + 4 * (size_t)v;
+                g[q[0] + vm->size[0] * (q[1] + (size_t)vm->size[1] * q[2])] = 1;
+            }
+            bk_test_occ_grid[m] = g;
+        }
+    }
     for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
         const bk_vox_instance *in = &s->vox_instances[i];
         if (x < in->lo[0] || x >= in->hi[0] || y < in->lo[1] || y >= in->hi[1] || z < in->lo[2] || z >= in->hi[2]) continue;
@@ -116,10 +148,9 @@ static inline int bk_test_vox_occupied(const bk_scene *s, int x, int y, int z)
             for (int r = 0; r < 3; ++r) v += (float)in->m[3 * r + c] * w[r];
             p[c] = (int)floorf(v);
         }
-        for (uint32_t v = 0; v < vm->voxel_count; ++v) {
-            const uint8_t *q = vm->xyzi + 4 * (size_t)v;
-            if (q[0] == p[0] && q[1] == p[1] && q[2] == p[2]) return 1;
-        }
+        if (p[0] < 0 || p[1] < 0 || p[2] < 0 || p[0] >= (int)vm->size[0] || p[1] >= (int)vm->size[1] || p[2] >= (int)vm->size[2])
+            continue;
+        if (bk_test_occ_grid[in->model][p[0] + vm->size[0] * (p[1] + (size_t)vm->size[1] * p[2])]) return 1;
     }
     return 0;
 }
@@ -209,6 +240,7 @@ static inline void bk_test_vox_mesh(const bk_scene *s, bk_scene *mesh, uint32_t 
 static inline bk_ray *bk_test_vox_rays(const bk_scene *s, const bk_scene *mesh, uint32_t n, uint32_t seed)
 {
     bk_ray *r = malloc(sizeof(bk_ray) * n);
+    bk_test_vox_occ_reset();
     float lo[3] = { 1e30f, 1e30f, 1e30f }, hi[3] = { -1e30f, -1e30f, -1e30f };
     for (uint32_t i = 0; i < s->vox_instance_count; ++i)
         for (int k = 0; k < 3; ++k) {
@@ -227,17 +259,23 @@ static inline bk_ray *bk_test_vox_rays(const bk_scene *s, const bk_scene *mesh, 
             float rr = sqrtf(fmaxf(0.0f, 1.0f - z * z));
             d[0] = rr * cosf(a); d[1] = rr * sinf(a); d[2] = z;
         } else {
-            uint32_t t = (uint32_t)(bk_rng_f(seed, i, 0, 0) * (float)(mesh->tri_count / 2)) % (mesh->tri_count / 2) * 2;
-            const float *p = mesh->positions + 9 * (size_t)t;      /* corners 0 1 2 of the face's first triangle */
-            float e1[3], e2[3], nrm[3];
-            for (int k = 0; k < 3; ++k) { e1[k] = p[3 + k] - p[k]; e2[k] = p[6 + k] - p[3 + k]; }
-            nrm[0] = e1[1] * e2[2] - e1[2] * e2[1]; nrm[1] = e1[2] * e2[0] - e1[0] * e2[2]; nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
-            /* outward: the cell on the other side is empty */
-            float a = 0.02f + 0.96f * bk_rng_f(seed, i, 0, 1), b = 0.02f + 0.96f * bk_rng_f(seed, i, 0, 2);
-            float c[3], probe[3];
-            for (int k = 0; k < 3; ++k) { c[k] = p[k] + a * e1[k] + b * e2[k]; probe[k] = c[k] + 0.5f * nrm[k]; }
-            if (bk_test_vox_occupied(s, (int)floorf(probe[0]), (int)floorf(probe[1]), (int)floorf(probe[2])))
-                for (int k = 0; k < 3; ++k) nrm[k] = -nrm[k];
+            float e1[3], e2[3], nrm[3], c[3], probe[3];
+            for (uint32_t tries = 0;; ++tries) {
+                uint32_t t = (uint32_t)(bk_rng_f(seed, i, tries, 0) * (float)(mesh->tri_count / 2)) % (mesh->tri_count / 2) * 2;
+                const float *p = mesh->positions + 9 * (size_t)t;      /* corners 0 1 2 of the face's first triangle */
+                for (int k = 0; k < 3; ++k) { e1[k] = p[3 + k] - p[k]; e2[k] = p[6 + k] - p[3 + k]; }
+                nrm[0] = e1[1] * e2[2] - e1[2] * e2[1]; nrm[1] = e1[2] * e2[0] - e1[0] * e2[2]; nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
+                float a = 0.02f + 0.96f * bk_rng_f(seed, i, tries, 1), b = 0.02f + 0.96f * bk_rng_f(seed, i, tries, 2);
+                for (int k = 0; k < 3; ++k) { c[k] = p[k] + a * e1[k] + b * e2[k]; probe[k] = c[k] + 0.5f * nrm[k]; }
+                /* outward: the cell on the other side is empty (a face between two instances' voxels
+                 * has no outside: another face) */
+                if (!bk_test_vox_occupied(s, (int)floorf(probe[0]), (int)floorf(probe[1]), (int)floorf(probe[2]))) break;
+                for (int k = 0; k < 3; ++k) probe[k] = c[k] - 0.5f * nrm[k];
+                if (!bk_test_vox_occupied(s, (int)floorf(probe[0]), (int)floorf(probe[1]), (int)floorf(probe[2]))) {
+                    for (int k = 0; k < 3; ++k) nrm[k] = -nrm[k];
+                    break;
+                }
+            }
             for (int k = 0; k < 3; ++k) o[k] = c[k] + 1e-3f * nrm[k];
             float z = sqrtf(bk_rng_f(seed, i, 0, 3)), ang = 6.2831853f * bk_rng_f(seed, i, 0, 4), rr = sqrtf(1.0f - z * z);
             int ax = fabsf(nrm[0]) > 0.5f ? 0 : (fabsf(nrm[1]) > 0.5f ? 1 : 2);
@@ -249,6 +287,7 @@ static inline bk_ray *bk_test_vox_rays(const bk_scene *s, const bk_scene *mesh, 
         q->tmin = 0.0f;
         q->tmax = i % 8 == 2 ? 30.0f * bk_rng_f(seed, i, 5, 5) : BK_INF;
     }
+    bk_test_vox_occ_reset();
     return r;
 }
 

@@ -7,7 +7,7 @@
  * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
  * - The furnace again in a room of voxels (a hollow 8^3 model): traced natively, lit by its own
  *   surface's emissive quads.
- * - Determinism: stack strategy, thread count and launch slicing change no texel.
+ * - Determinism: stack strategy, thread count and launch slicing change no texel (mesh and voxels).
  */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
@@ -48,16 +48,17 @@ static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
     return o;
 }
 
-/* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i). */
-static void bake(const bk_scene *s, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o, const float *points,
-                 uint32_t npoints, float *out, int allow_inside)
+/* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i): traced in s, shaded with the
+ * triangles of surf (a voxel scene's surface; s itself for a mesh). */
+static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o,
+                  const float *points, uint32_t npoints, float *out, int allow_inside)
 {
     char err[256];
     bk_accel a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_bake_data d;
-    BK_EXPECTF(bk_bake_data_build(s, points, npoints, &d, err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(bk_bake_data_build(surf, points, npoints, &d, err, sizeof err) == 0, "%s", err);
     bk_backend *be = bk_backend_cpu_init();
     bk_accel_view av = bk_accel_get_view(&a);
     BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
@@ -71,6 +72,12 @@ static void bake(const bk_scene *s, const bk_texel *tx, uint32_t n, const bk_bak
     bk_backend_free(be);
     bk_bake_data_free(&d);
     bk_accel_free(&a);
+}
+
+static void bake(const bk_scene *s, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o, const float *points,
+                 uint32_t npoints, float *out, int allow_inside)
+{
+    bake2(s, s, tx, n, o, points, npoints, out, allow_inside);
 }
 
 static void check_furnace(void)
@@ -240,6 +247,35 @@ static void check_determinism(void)
     o.max_launch_ms = 1e-4;
     bake(&s, tx, N, &o, NULL, 0, got, 1);
     BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "tiny launches: other texels");
+    bk_scene_free(&s);
+
+    /* the same for voxels: the demo voxel room, texels on its floor (some under the blocks) */
+    snprintf(path, sizeof path, "%s/scenes/cornell.vox", BK_SOURCE_DIR);
+    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+    bk_voxmesh vm;
+    BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
+    for (uint32_t i = 0; i < N; ++i)
+        tx[i] = texel(32.0f * bk_rng_f(9, i, 0, 0), 32.0f * bk_rng_f(9, i, 0, 1), 0.0f, 0, 0, 1, i);
+    o = opts(8, 2, BK_BAKE_LIGHT);
+    o.params.eps = 1e-3f; o.params.texel_world = 0.5f;
+    o.trace.threads = 1;
+    bake2(&s, &vm.scene, tx, N, &o, NULL, 0, ref, 1);
+    for (int m = 0; m < 3; ++m) {
+        o.trace.stack_mode = modes[m][0];
+        o.trace.stack_size = modes[m][1];
+        o.trace.threads = 2;
+        bake2(&s, &vm.scene, tx, N, &o, NULL, 0, got, 1);
+        BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "voxels: stack %s/%d, 2 threads: other texels",
+                   bk_stack_mode_name(modes[m][0]), modes[m][1]);
+    }
+    o.trace = bk_trace_opts_default();
+    o.max_launch_ms = 1e-4;
+    bake2(&s, &vm.scene, tx, N, &o, NULL, 0, got, 1);
+    BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "voxels: tiny launches: other texels");
+    float lo = 1e30f, hi = 0.0f;
+    for (int i = 0; i < 3 * N; ++i) { lo = fminf(lo, ref[i]); hi = fmaxf(hi, ref[i]); }
+    BK_EXPECTF(hi > 0.0f && lo < hi, "voxel room floor: texels from %g to %g (lit, with shadows)", lo, hi);
+    bk_voxmesh_free(&vm);
     free(ref); free(got);
     bk_scene_free(&s);
 }

@@ -4,8 +4,9 @@
  * dense models) are traced natively (instances in a BVH or KD-tree, a brick DDA inside) and, as
  * the reference, as the triangles of their faces (bk_test_voxels.h) in a BVH. For every accel and
  * stack strategy, closest and any hit, on rays from outside the solid and rays leaving the faces:
- * the same hit or miss, t within 1e-6 relative, and the same face id. Statistics say the DDA
- * skipped work (fewer leaf tests than the triangle path).
+ * the same hit or miss, t within 1e-6 relative, and the same face id (in a scene whose instances
+ * overlap, two instances' coincident faces may tie: counted, not failed). The same for every
+ * corpus .vox. Statistics say the DDA skipped work (fewer leaf tests than the triangle path).
  */
 #include "accel.h"
 #include "backend.h"
@@ -15,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static double worst_vox, worst_tri;
 
@@ -43,12 +45,35 @@ static void trace(const bk_accel *a, const bk_ray *rays, bk_hit *hits, uint32_t 
     bk_backend_free(be);
 }
 
+/* 1 when two instances' boxes overlap (coplanar faces of two instances may then tie) */
+static int instances_overlap(const bk_scene *s)
+{
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i)
+        for (uint32_t j = i + 1; j < s->vox_instance_count; ++j) {
+            const bk_vox_instance *a = &s->vox_instances[i], *b = &s->vox_instances[j];
+            int o = 1;
+            for (int k = 0; k < 3; ++k) o &= a->lo[k] < b->hi[k] && b->lo[k] < a->hi[k];
+            if (o) return 1;
+        }
+    return 0;
+}
+
+static void check(bk_scene *sp, const char *name, uint32_t seed, uint32_t nrays, float fill);
+
 static void check_scene(uint32_t models, uint32_t instances, int side, float fill, uint32_t seed, uint32_t nrays)
 {
-    char err[256];
-    bk_scene s, mesh;
-    uint32_t *face_id;
+    bk_scene s;
     bk_test_vox_scene(&s, models, instances, side, fill, seed);
+    check(&s, "random", seed, nrays, fill);
+    bk_scene_free(&s);
+}
+
+static void check(bk_scene *sp, const char *name, uint32_t seed, uint32_t nrays, float fill)
+{
+    char err[256];
+    bk_scene s = *sp, mesh;
+    uint32_t *face_id;
+    const int ties = instances_overlap(&s);
     bk_test_vox_mesh(&s, &mesh, &face_id);
     bk_ray *rays = bk_test_vox_rays(&s, &mesh, nrays, seed + 7);
     bk_build_opts bo = bk_build_opts_default();
@@ -70,13 +95,15 @@ static void check_scene(uint32_t models, uint32_t instances, int side, float fil
                 for (int size = 1; size <= (mode ? 4 : 1); size += 3) {
                     bk_trace_totals tv;
                     trace(&va, rays, got, nrays, mode, any, size, &tv);
-                    uint32_t bad = 0;
+                    uint32_t bad = 0, tied = 0;
                     for (uint32_t i = 0; i < nrays; ++i) {
                         int hw = want[i].tri != BK_NO_HIT, hg = got[i].tri != BK_NO_HIT;
                         int ok = hw == hg;
                         if (ok && hw && !any) {
                             float tw = want[i].t, tg = got[i].t;
                             ok = fabsf(tw - tg) <= 1e-6f * fabsf(tw) && face_id[want[i].tri] == got[i].tri;
+                            /* overlapping instances: coincident faces of two of them tie */
+                            if (!ok && ties && fabsf(tw - tg) <= 1e-6f * fabsf(tw)) { ok = 1; tied++; }
                             double te = exact_t(&rays[i], got[i].tri, tg);
                             double ev = fabs(tg - te) / te, et = fabs(tw - te) / te;
                             if (ev > worst_vox) worst_vox = ev;
@@ -89,8 +116,10 @@ static void check_scene(uint32_t models, uint32_t instances, int side, float fil
                                     hw ? "hit" : "miss", (double)want[i].t, hw ? face_id[want[i].tri] : 0u,
                                     (double)got[i].t, got[i].tri);
                     }
-                    BK_EXPECTF(bad == 0, "%u of %u rays differ (seed %u, %s, %s, %s, stack size %d)", bad, nrays, seed,
+                    BK_EXPECTF(bad == 0, "%s: %u of %u rays differ (seed %u, %s, %s, %s, stack size %d)", name, bad, nrays, seed,
                                accel ? "kdtree" : "bvh", bk_stack_mode_name(mode), any ? "any" : "closest", size);
+                    /* T-Rex.vox: 8 animation frames placed on one spot, 11 % of rays tie */
+                    BK_EXPECTF(tied * 4 <= nrays, "%s: %u of %u rays name another instance's coincident face", name, tied, nrays);
                     if (!any && mode == 0 && accel == 0 && fill > 0.3f)
                         BK_EXPECTF(tv.tris < tr.tris, "voxel leaf tests %llu, triangle tests %llu",
                                    (unsigned long long)tv.tris, (unsigned long long)tr.tris);
@@ -102,7 +131,6 @@ static void check_scene(uint32_t models, uint32_t instances, int side, float fil
     free(want); free(got); free(rays); free(face_id);
     bk_accel_free(&ref);
     bk_scene_free(&mesh);
-    bk_scene_free(&s);
 }
 
 int main(void)
@@ -111,6 +139,18 @@ int main(void)
     check_scene(3, 27, 17, 0.08f, 2, 20000);    /* sparse: empty bricks skipped */
     check_scene(2, 8, 12, 0.97f, 3, 10000);     /* nearly solid blocks */
     check_scene(4, 5, 1, 1.0f, 4, 5000);        /* single voxels */
+    /* every corpus .vox (the SLAB6 file is not MagicaVoxel) */
+    static const char *const corpus[] = { "chr_knight.vox", "menger.vox", "monu1.vox", "teapot.vox", "T-Rex.vox",
+                                          "test_multiple_model_scene.vox" };
+    for (size_t k = 0; k < sizeof corpus / sizeof corpus[0]; ++k) {
+        char path[1024], err[512];
+        snprintf(path, sizeof path, "%s/vox/%s", bk_test_scenes_dir(), corpus[k]);
+        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent, skipped\n", path); continue; }
+        bk_scene s;
+        BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+        check(&s, corpus[k], 11 + (uint32_t)k, 4000, 0.0f);
+        bk_scene_free(&s);
+    }
     printf("largest relative error of t against the exact plane distance: voxels %.3g, triangles %.3g\n", worst_vox,
            worst_tri);
     BK_EXPECTF(worst_vox <= 1e-6, "voxel t off by %.3g relative", worst_vox);
