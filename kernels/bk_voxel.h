@@ -1,28 +1,26 @@
-/* bk_voxel.h - voxels as a primitive of the ray engine: a model's bricks and the DDA that walks
- * them, shared by CPU and CUDA.
+/* bk_voxel.h - voxels as a primitive of the ray engine: the walk through a model's bricks,
+ * shared by CPU and CUDA.
  *
  * Two levels. The top level is the ordinary BVH or KD-tree (bk_traverse.h), built over a scene's
- * triangles and its voxel instances' world boxes; a leaf record (48 bytes, like a triangle's)
- * names an instance. Inside an instance the ray moves to model space exactly (the instance's
- * transform is a signed permutation and an integer translation: a coordinate is negated and
- * shifted by an integer, a direction's components are only permuted and negated) and walks the
- * model's cells with a 3D DDA (Amanatides & Woo 1987, "A Fast Voxel Traversal Algorithm for Ray
- * Tracing") that skips empty 4x4x4 bricks in one step: the model's occupancy is a dense grid of
- * bricks, each a 64-bit mask (bit x + 4 y + 16 z of the brick) and the number of voxels that come
- * before it in the model, so a voxel's rank (its index among the model's voxels, in brick order)
- * is that count plus a popcount. A voxel is a solid unit cube: a ray hits the first occupied cell
- * it enters at t >= tmin, on the face it enters through; a ray that starts inside an occupied
- * cell hits it at t = tmin.
- *
- * The top level indexes segments (src/geom.h): the part of an instance's model inside one 8^3
- * block of its cells, with a box tight around its voxels; a walk stays inside its segment.
+ * triangles and its voxel segments (src/geom.h: the part of one instance's model inside one 8^3
+ * block of its cells, with a box tight around its voxels); a leaf record (48 bytes, like a
+ * triangle's, layout in bk_accel.h) names a segment. Inside it the ray moves to model space exactly
+ * (the instance's transform is a signed permutation and an integer translation: a coordinate is
+ * negated and shifted by an integer, a direction's components are only permuted and negated) and
+ * walks the segment's cells with a 3D DDA (Amanatides & Woo 1987, "A Fast Voxel Traversal
+ * Algorithm for Ray Tracing") that crosses an empty 4x4x4 brick in one step: a model's occupancy
+ * is a dense grid of bricks, each a 64-bit mask (bit x + 4 y + 16 z of the brick) and the number of
+ * voxels before it in the model, so a voxel's rank (its index among the model's voxels, in brick
+ * order) is that count plus a popcount. A voxel is a solid unit cube: a ray hits the first
+ * occupied cell it enters at t >= tmin, on the face it enters through; a ray that starts inside an
+ * occupied cell hits it at t = tmin.
  *
  * Hit ids (HITS files, docs/formats.md): triangles keep their numbers 0 .. T-1; the faces of the
  * voxels of instance i follow as base(i) + 6 * rank + face (vox_inst[2 i]; vox_inst[2 i + 1] is
  * its model), face = 2 * axis + (normal along +axis), axes in world space. base(0) = T, and each
- * instance adds 6 * its model's voxel count. The traversal also leaves, for a voxel hit, BK_VOX_AUX | material << 3 | face in
- * the ray's statistics (aux), so the bake needs no lookup for a hit's normal and material.
- * The layouts (bk_vox_model_rec, bk_vox_brick, the instance record) are in bk_accel.h.
+ * instance adds 6 * its model's voxel count. For a voxel hit the traversal also leaves
+ * BK_VOX_AUX | material << 3 | face in the ray's statistics (aux), so the bake needs no lookup for
+ * a hit's normal and material.
  */
 #ifndef BK_VOXEL_H
 #define BK_VOXEL_H
@@ -33,7 +31,6 @@
 #include <math.h>
 
 typedef struct bk_u4 { uint32_t x, y, z, w; } bk_u4;
-
 
 BK_HD bk_u4 bk_load_brick(const bk_vox_brick *p)
 {
