@@ -33,6 +33,8 @@ static const char usage[] =
     "  baker bench load [FILE...]                            OBJ loading speed\n"
     "  baker bench trace [--scenes A,B,..] [--rays N] [--backend B] [--stack-size K]\n"
     "                                                        Mrays/s of every accel x stack\n"
+    "  baker bench stacks [SCENE...] [--csv F] [--svg F]     the bake under every accel x stack\n"
+    "                                                        x register cap, with occupancy\n"
     "  baker help COMMAND                                    options of one command\n"
     "\n"
     "SCENE is a Wavefront OBJ (with its MTL files), a gzip-compressed .obj.gz or a MagicaVoxel\n"
@@ -43,6 +45,7 @@ static const char usage[] =
     "\n"
     "examples:\n"
     "  baker scenes/cornell.obj -o cornell.png\n"
+    "  baker scenes/cornell.vox -o cornell_vox.png --texels-per-voxel 4 --size 512\n"
     "  baker rays scenes/cornell.obj -o cornell.rays --diffuse 1M\n"
     "  baker trace scenes/cornell.obj --rays cornell.rays --hits cornell.hits --stack short --stats\n"
     "  baker bench trace --scenes sponza.obj,sibenik.obj --rays 4M\n";
