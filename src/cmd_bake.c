@@ -663,6 +663,17 @@ int bk_cmd_bake(int argc, char **argv)
     bk_bake_view bv = bk_bake_data_view(&bd, &a);
     bk_bake_run_opts ro;
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
+    /* The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
+     * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
+     * dragon_vrip_res2 1.56x, 1.81x and 1.98x as fast (BVH; KD-tree 1.57-1.82x); a voxel walk's state
+     * spills instead, and the 54k-object world bakes 0.76x as fast capped (baker bench stacks,
+     * docs/bench_stacks.md). Same texels either way. */
+    if (!has_vox) {
+        bk_trace_opts capped = ro.trace;
+        capped.reg_cap = 32;
+        char why[256];
+        if (be->i->supports(be, &capped, why, sizeof why)) ro.trace = capped;
+    }
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
