@@ -17,7 +17,7 @@ secs=${1:-60}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${2:-$repo/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox baker; do
+for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world baker; do
   [ -x "$build/$t" ] || { echo "run.sh: $build/$t missing: configure with -DBK_FUZZ=ON and build first" >&2; exit 2; }
 done
 
@@ -30,7 +30,7 @@ fi
 work=$build/fuzz
 seeds=$work/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox}
+mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox,fuzz_vox_world}
 
 # ---- seeds ------------------------------------------------------------------------------------
 # Small OBJ files (the loader's tests, the Cornell boxes); an OBJ with its MTL becomes one input
@@ -82,6 +82,9 @@ if [ -x "$build/unit_vox" ]; then
   fi
 fi
 
+# tools/vox_world's own reader starts from the same .vox seeds
+cp "$seeds"/fuzz_vox/* "$seeds/fuzz_vox_world/" 2>/dev/null || true
+
 # ---- fuzzing ----------------------------------------------------------------------------------
 # -max_len: the OBJ loader gets room for a few thousand lines; ray files 128 records; the trace
 #   target small scenes (it brute-forces every ray against every triangle); .vox files up to the
@@ -90,12 +93,12 @@ fi
 #   line of a million face indices); a single allocation over 1 GB or a process over 2 GB is
 #   reported as out-of-memory.
 # -timeout: seconds for one input (sanitized code); slower means something is quadratic or stuck.
-declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072)
-declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict)
+declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072 [fuzz_vox_world]=131072)
+declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict [fuzz_vox_world]=vox.dict)
 status=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox}; do
+for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world}; do
   corpus=$work/corpus/$t
   art=$work/artifacts/$t
   mkdir -p "$corpus" "$art"
