@@ -22,7 +22,6 @@ int bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *po
     memset(out, 0, sizeof *out);
     uint32_t n = s->tri_count, nm = s->material_count + 1;
     out->tris = malloc(sizeof(bk_f4) * 3 * (size_t)(n ? n : 1));
-    out->tri_count = n;
     out->materials = malloc(sizeof(bk_f4) * 2 * nm);
     out->emit_tris = malloc(sizeof(uint32_t) * (n ? n : 1));
     out->emit_cdf = malloc(sizeof(float) * (n ? n : 1));
