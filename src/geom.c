@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bricks of a model (4 x 4 x 4 cells each): the segment records and the pack must count alike. */
+static uint32_t model_bricks(const uint32_t size[3])
+{
+    return ((size[0] + 3) / 4) * ((size[1] + 3) / 4) * ((size[2] + 3) / 4);
+}
+
 void bk_geom_free(bk_geom *g)
 {
     if (!g) return;
@@ -72,9 +78,8 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
         uint32_t next = 0, segs = 0;
         size_t cap = 0;
         for (uint32_t m = 0; m < s->vox_model_count; ++m) {
-            const uint32_t *sz = s->vox_models[m].size;
             g->brick_base[m] = next;
-            next += ((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
+            next += model_bricks(s->vox_models[m].size);
             bk_vox_mseg *ms;
             uint32_t n;
             if (model_segments(&s->vox_models[m], &ms, &n)) goto oom;
@@ -189,8 +194,7 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
     if (!s->vox_model_count) return 0;
     uint64_t bricks = 0, voxels = 0;
     for (uint32_t m = 0; m < s->vox_model_count; ++m) {
-        const uint32_t *sz = s->vox_models[m].size;
-        bricks += (uint64_t)((sz[0] + 3) / 4) * ((sz[1] + 3) / 4) * ((sz[2] + 3) / 4);
+        bricks += model_bricks(s->vox_models[m].size);
         voxels += s->vox_models[m].voxel_count;
     }
     if (bricks >= 0xFFFFFFFFull || voxels >= 0xFFFFFFFFull)
