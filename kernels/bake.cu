@@ -35,7 +35,7 @@ static __device__ __forceinline__ unsigned bk_smid(void)
 template <int MODE, int CAP>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
 bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx, uint32_t begin, uint32_t end, int stack_size,
-            uint32_t *spill, bk_f4 *__restrict__ out, unsigned long long *stats, bk_warp_rec *rec)
+            uint32_t *spill, bk_f4 *__restrict__ out, float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
     uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH : 1];
@@ -48,7 +48,9 @@ bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx, uint32_
     for (uint32_t i = begin + gtid; i < end; i += nthreads) {
         bk_texel t = tx[i];
         bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-        out[i] = bk_bake_texel(&v, &p, &t, out[i], &s, &st);
+        float q = sq[i];
+        out[i] = bk_bake_texel(&v, &p, &t, out[i], &q, &s, &st);
+        sq[i] = q;
         if (p.sample_begin == 0) tx[i] = t;          /* the unoccluded position, for later launches */
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;
     }
@@ -57,7 +59,7 @@ bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx, uint32_
 }
 
 typedef void (*bake_fn)(bk_bake_view, bk_bake_params, bk_texel *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
-                        unsigned long long *, bk_warp_rec *);
+                        float *, unsigned long long *, bk_warp_rec *);
 
 /* The instance for (stack strategy, register cap); NULL for a pair that was not compiled. */
 static bake_fn pick(int mode, int cap)
@@ -93,11 +95,11 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
 
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, uint32_t begin,
-                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, unsigned long long *stats,
-                                bk_warp_rec *rec)
+                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
+                                unsigned long long *stats, bk_warp_rec *rec)
 {
     bake_fn k = pick(stack_mode, reg_cap);
     if (!k) return cudaErrorInvalidDeviceFunction;
-    k<<<blocks, block, smem>>>(*v, *p, tx, begin, end, stack_size, spill, out, stats, rec);
+    k<<<blocks, block, smem>>>(*v, *p, tx, begin, end, stack_size, spill, out, sq, stats, rec);
     return cudaGetLastError();
 }

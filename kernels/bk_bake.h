@@ -94,6 +94,9 @@ BK_HD void bk_sincos_2pi(float u, float *s, float *c)
     *c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
 }
 
+/* Rec. 709 luminance of linear rgb: what the sample variance and the denoiser measure. */
+BK_HD float bk_luminance(bk_vec3 c) { return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z; }
+
 BK_HD bk_vec3 bk_normalize3(bk_vec3 v)
 {
     float l2 = bk_dot3(v, v);
@@ -246,12 +249,13 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
 }
 
 /* Bakes samples [p->sample_begin, p->sample_end) of one texel and adds them to acc, the sums of
- * the texel's earlier samples (rgb; w counts first rays that met a back face). The launch with
+ * the texel's earlier samples (rgb; w counts first rays that met a back face), and the squares of
+ * the samples' luminances (bk_luminance) to *sq, from which the host gets the sample variance. The launch with
  * sample 0 moves the texel out of nearby geometry and writes the position back into *tx. Adding sample by
  * sample in order makes a bake split over several launches equal to one made in a single pass.
  * The host divides by spp at the end and treats a back-face share > 0.1 as inside geometry. */
-BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, bk_stack *s,
-                          bk_trace_stats *st)
+BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, float *sq,
+                          bk_stack *s, bk_trace_stats *st)
 {
     bk_vec3 x = bk_v3(tx->px, tx->py, tx->pz), n = bk_v3(tx->nx, tx->ny, tx->nz);
     uint32_t texel = tx->pixel;
@@ -266,6 +270,7 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
             bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->ao_distance);
             float open = bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT ? 1.0f : 0.0f;
             acc.x += open; acc.y += open; acc.z += open;
+            *sq += open;
             continue;
         }
         bk_vec3 L = bk_v3(0, 0, 0), thr = bk_v3(1, 1, 1), pos = x, nrm = n;
@@ -305,6 +310,8 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
             nrm = ng;
         }
         acc.x += L.x; acc.y += L.y; acc.z += L.z;
+        const float y = bk_luminance(L);
+        *sq += y * y;
     }
     return acc;
 }

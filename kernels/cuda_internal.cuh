@@ -50,7 +50,12 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
  * per warp of the grid. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, uint32_t begin,
-                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, unsigned long long *stats,
+                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
                                 bk_warp_rec *rec);
+
+/* The denoiser's passes over one page already on the device: d_a holds the texels (rgb,
+ * variance), d_b is scratch of the same size; *d_result is whichever holds the result. */
+cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, bk_f4 *d_a, bk_f4 *d_b, const bk_f4 *d_pos,
+                            const bk_f4 *d_nrm, bk_f4 **d_result);
 
 #endif

@@ -54,6 +54,7 @@ typedef struct cuda_ctx {
     void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
     bk_texel      *d_texels;
     bk_f4         *d_out;
+    float         *d_sq;          /* sums of squared sample luminances */
     uint32_t       texel_count;
     double         bake_seconds;
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
@@ -301,9 +302,9 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
 static void release_bake(cuda_ctx *c)
 {
     cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
-    cudaFree(c->d_texels); cudaFree(c->d_out);
+    cudaFree(c->d_texels); cudaFree(c->d_out); cudaFree(c->d_sq);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
-    c->d_texels = NULL; c->d_out = NULL; c->texel_count = 0;
+    c->d_texels = NULL; c->d_out = NULL; c->d_sq = NULL; c->texel_count = 0;
 }
 
 static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
@@ -326,6 +327,8 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     c->bake.points = (const bk_f4 *)c->d_points;
     CUDA_TRY(cudaMalloc((void **)&c->d_out, sizeof(bk_f4) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
+    CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));
+    CUDA_TRY(cudaMemset(c->d_sq, 0, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
     c->bake_seconds = 0;
@@ -406,7 +409,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     }
     CUDA_TRY(cudaEventRecord(c->ev0));
     CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels,
-                                 begin, end, o->stack_size, c->d_spill, c->d_out, c->d_stats, rec));
+                                 begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, rec));
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0;
@@ -439,18 +442,45 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return 0;
 }
 
-static int cuda_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size)
+static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     memset(totals, 0, sizeof *totals);
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(out, c->d_out, sizeof(bk_f4) * c->texel_count, cudaMemcpyDeviceToHost));
+    if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq, sizeof(float) * c->texel_count, cudaMemcpyDeviceToHost));
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
     totals->seconds = c->bake_seconds;
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
     totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
     totals->rays = st[STAT_RAYS];
     release_bake(c);
+    return 0;
+}
+
+static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
+                        const bk_f4 *nrm, double *seconds, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    const size_t n = (size_t)p->w * (size_t)p->h, bytes = sizeof(bk_f4) * (n ? n : 1);
+    bk_f4 *d = NULL, *res = NULL;
+    *seconds = 0.0;
+    if (passes <= 0 || n == 0) return 0;
+    /* one allocation: two colour buffers, positions, normals */
+    CUDA_TRY(cudaMalloc((void **)&d, 4 * bytes));
+    cudaError_t e = cudaMemcpy(d, col, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d + 2 * n, pos, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d + 3 * n, nrm, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaEventRecord(c->ev0);
+    if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d, d + n, d + 2 * n, d + 3 * n, &res);
+    if (e == cudaSuccess) e = cudaEventRecord(c->ev1);
+    if (e == cudaSuccess) e = cudaEventSynchronize(c->ev1);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, c->ev0, c->ev1);
+    if (e == cudaSuccess) e = cudaMemcpy(col, res, bytes, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (e != cudaSuccess) { snprintf(err, err_size, "CUDA: denoiser: %s", cudaGetErrorString(e)); return -1; }
+    *seconds = ms * 1e-3;
     return 0;
 }
 
@@ -478,7 +508,7 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
 
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
-                                                cuda_kernel_info, cuda_free };
+                                                cuda_kernel_info, cuda_denoise, cuda_free };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
 {

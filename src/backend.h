@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "bk_traverse.h"
 #include "bk_bake.h"
+#include "bk_denoise.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,18 +87,24 @@ struct bk_backend_i {
     /* The bake: begin uploads the shading data and the texels (after upload() of the accel) and
      * zeroes the per-texel sums; run adds samples [p->sample_begin, p->sample_end) of texels
      * [begin, end) and returns when done (one bounded GPU launch); end fetches the sums: rgb
-     * and, in w, the count of first rays that met a back face. */
+     * and, in w, the count of first rays that met a back face; and into sq (unless NULL) the
+     * sums of the samples' squared luminances. */
     int         (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n,
                               char *err, size_t err_size);
     int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,
                               const bk_trace_opts *o, char *err, size_t err_size);
-    int         (*bake_end)  (bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size);
+    int         (*bake_end)  (bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err,
+                              size_t err_size);
     /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
      * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
     void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
     /* Facts about the bake kernel the options select (registers, local and shared memory,
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
+    /* The denoiser's passes over one page (kernels/bk_denoise.h layouts): col is replaced by the
+     * filtered texels; *seconds gets the time of the passes themselves (a GPU's: its kernels). */
+    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
+                            const bk_f4 *nrm, double *seconds, char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
 };
 struct bk_backend {

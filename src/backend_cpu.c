@@ -5,6 +5,7 @@
  * chunks from one atomic counter.
  */
 #include "backend.h"
+#include "denoise.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -21,6 +22,7 @@ typedef struct cpu_ctx {
     bk_texel       *texels;        /* a copy: the first launch stores unoccluded positions */
     uint32_t        texel_count;
     bk_f4          *out;
+    float          *sq;            /* sums of squared sample luminances */
     bk_trace_totals bake_totals;
 } cpu_ctx;
 
@@ -171,7 +173,7 @@ static void *bake_worker_run(void *arg)
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &s, &st);
+            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &j->c->sq[i], &s, &st);
             w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
             w->totals.spills += st.spills; w->totals.rays += st.rays;
         }
@@ -183,15 +185,17 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
 {
     cpu_ctx *c = be->ctx;
     free(c->out);
+    free(c->sq);
     c->bake = *v;
     c->bake.accel = c->view;
     free(c->texels);
     c->texels = malloc(sizeof(bk_texel) * (n ? n : 1));
     c->texel_count = n;
     c->out = calloc(n ? n : 1, sizeof(bk_f4));          /* the sums start at zero */
+    c->sq = calloc(n ? n : 1, sizeof(float));
     if (c->texels) memcpy(c->texels, texels, sizeof(bk_texel) * n);
     memset(&c->bake_totals, 0, sizeof c->bake_totals);
-    if (!c->out || !c->texels) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    if (!c->out || !c->sq || !c->texels) return bk_fail(err, err_size, "out of memory for %u texels", n);
     return 0;
 }
 
@@ -210,15 +214,18 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     return 0;
 }
 
-static int cpu_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, char *err, size_t err_size)
+static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cpu_ctx *c = be->ctx;
     if (!c->out) return bk_fail(err, err_size, "bake_end without bake_begin");
     memcpy(out, c->out, sizeof(bk_f4) * c->texel_count);
+    if (sq) memcpy(sq, c->sq, sizeof(float) * c->texel_count);
     *totals = c->bake_totals;
     free(c->out);
+    free(c->sq);
     free(c->texels);
     c->out = NULL;
+    c->sq = NULL;
     c->texels = NULL;
     return 0;
 }
@@ -226,6 +233,7 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, bk_trace_totals *totals, cha
 static void cpu_free(bk_backend *be)
 {
     free(((cpu_ctx *)be->ctx)->out);
+    free(((cpu_ctx *)be->ctx)->sq);
     free(((cpu_ctx *)be->ctx)->texels);
     free(be->ctx);
     free(be);
@@ -239,9 +247,19 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
     return bk_fail(err, err_size, "not a GPU backend: no kernel to describe (cpu)");
 }
 
+static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
+                       const bk_f4 *nrm, double *seconds, char *err, size_t err_size)
+{
+    (void)be;
+    double t0 = bk_time_now();
+    int rc = bk_denoise_page_cpu(p, passes, col, pos, nrm, 0, err, err_size);
+    *seconds = bk_time_now() - t0;
+    return rc;
+}
+
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory,
-                                               cpu_kernel_info, cpu_free };
+                                               cpu_kernel_info, cpu_denoise, cpu_free };
 
 bk_backend *bk_backend_cpu_init(void)
 {

@@ -106,7 +106,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
      * 12 B). Per texel: the texels (32 B) throughout; during the bake their sums (16 B), and on the
      * CPU the backend's own copy of both (48 B). The rasterizer's per-pixel scratch (12 B) is gone
      * before the image is allocated. */
-    uint64_t tex = (uint64_t)sizeof(bk_texel), sums = (uint64_t)sizeof(bk_f4);
+    uint64_t tex = (uint64_t)sizeof(bk_texel), sums = (uint64_t)sizeof(bk_f4) + sizeof(float);
     uint64_t raster = pixels * 13 + pixels * 12 + texels * tex;
     uint64_t bake = pixels * 13 + texels * (tex + sums + (on_device ? 0 : tex + sums));
     uint64_t write = pixels * (13 + 12) + texels * tex;
@@ -179,13 +179,14 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     memset(res, 0, sizeof *res);
     double t0 = bk_time_now();
     bk_f4 *out = malloc(sizeof(bk_f4) * (n ? n : 1));
-    if (!out) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    float *sq = o->variance ? malloc(sizeof(float) * (n ? n : 1)) : NULL;
+    if (!out || (o->variance && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
     /* The image and the sums are zeroed (and their fresh pages faulted in) by threads while the
      * backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than the
      * GPU's whole bake. */
     zero_job zj;
     zero_start(&zj, rgb, sizeof(float) * 3 * (size_t)w * (size_t)h, out, sizeof(bk_f4) * (size_t)n);
-    if (be->i->bake_begin(be, v, texels, n, err, err_size)) { zero_join(&zj); free(out); return -1; }
+    if (be->i->bake_begin(be, v, texels, n, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
     /* Launches cover a block of texels and a run of samples of each. A launch lasts at least as
      * long as its slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold
      * what the GPU runs at once (65536 texels) and the runs are sized to the budget: each block
@@ -216,7 +217,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             p.sample_begin = s0;
             p.sample_end = spp - s0 > chunk ? s0 + chunk : spp;
             double ts = bk_time_now();
-            if (be->i->bake_run(be, begin, end, &p, &o->trace, err, err_size)) { zero_join(&zj); free(out); return -1; }
+            if (be->i->bake_run(be, begin, end, &p, &o->trace, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
             double dt = bk_time_now() - ts;
             res->launches++;
             if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
@@ -237,8 +238,9 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     if (show) progress_draw(1.0, bk_time_now() - t0, 1);
     if (lines) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
     zero_join(&zj);
-    if (be->i->bake_end(be, out, &res->totals, err, err_size)) { free(out); return -1; }
+    if (be->i->bake_end(be, out, sq, &res->totals, err, err_size)) { free(out); free(sq); return -1; }
     float inv = spp ? 1.0f / (float)spp : 0.0f;
+    if (o->variance) memset(o->variance, 0, sizeof(float) * (size_t)w * (size_t)h);
     for (uint32_t i = 0; i < n; ++i) {
         uint32_t px = texels[i].pixel;
         if (!(out[i].w * inv <= 0.1f)) {          /* mostly back faces: inside geometry */
@@ -247,8 +249,15 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             continue;
         }
         rgb[3 * (size_t)px] = out[i].x * inv; rgb[3 * (size_t)px + 1] = out[i].y * inv; rgb[3 * (size_t)px + 2] = out[i].z * inv;
+        if (sq && spp > 1) {
+            /* unbiased sample variance of the luminance, then that of the mean of spp samples */
+            double m = (double)bk_luminance(bk_v3(out[i].x, out[i].y, out[i].z)) * inv;
+            double var = ((double)sq[i] * inv - m * m) * (double)spp / (double)(spp - 1);
+            o->variance[px] = var > 0.0 ? (float)(var * inv) : 0.0f;
+        }
     }
     free(out);
+    free(sq);
     res->wall_seconds = bk_time_now() - t0;
     return 0;
 }

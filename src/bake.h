@@ -43,6 +43,9 @@ typedef struct bk_bake_run_opts {
     double         max_launch_ms;   /* GPU: longest single launch */
     int            progress;        /* progress on stderr: a bar on a terminal, else a line every
                                        10 % or 10 s */
+    float         *variance;        /* NULL, or w * h floats that get each baked pixel's variance
+                                       of its mean luminance (the sample variance / spp; 0 where
+                                       nothing was baked): what the denoiser weighs by */
 } bk_bake_run_opts;
 
 typedef struct bk_bake_result {

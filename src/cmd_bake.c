@@ -12,6 +12,7 @@
 #include "bake.h"
 #include "cli.h"
 #include "cmd_bake.h"
+#include "denoise.h"
 #include "image.h"
 #include "outputs.h"
 #include "stats.h"
@@ -69,6 +70,15 @@ const char bk_bake_usage[] =
     "                           other light)\n"
     "  --ao-distance D          AO: occluders beyond D do not count (default: 10%% of the scene size)\n"
     "  --seed S                 random seed (default 1): same seed, same map\n"
+    "  --denoise on|off         filter the noise out of the map (default: on for light, off for\n"
+    "                           ao), in the atlas, each chart on its own: texels mix only with\n"
+    "                           texels of their chart that face the same way, lie in the same\n"
+    "                           plane and differ by no more than their baked variance explains;\n"
+    "                           each chart keeps its mean (README: Denoising)\n"
+    "  --denoise-passes N       filter passes, each twice as wide as the last (default 5: about\n"
+    "                           120 texels across; 0 = off)\n"
+    "  --denoise-sigma L,N,X    luminance (in standard deviations), normal (cosine exponent) and\n"
+    "                           plane (texels) tolerances (default 4,32,1)\n"
     "  Emissive triangles (MTL Ke) are area lights.\n"
     "engine:\n"
     "%s"
@@ -118,6 +128,8 @@ typedef struct bake_cli {
     bk_bake_params p;
     float         exposure, max_launch_ms, max_memory_gb;
     int           quiet, sky_given, ao_given, exposure_auto, bin_rays;
+    int           denoise;       /* -1: by --mode (on for light), 0 off, 1 on */
+    bk_denoise_opts dn;
     float        *points;
     uint32_t      point_count;
 } bake_cli;
@@ -132,6 +144,8 @@ static int parse(bake_cli *c, int argc, char **argv)
     bk_atlas_opts_default(&c->atlas);
     c->p.mode = BK_BAKE_LIGHT; c->p.spp = 64; c->p.bounces = 2; c->p.seed = 1; c->p.sun_cos = 1.0f;
     c->exposure = 1.0f; c->max_launch_ms = 50.0f;
+    c->denoise = -1;
+    bk_denoise_opts_default(&c->dn);
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v;
         uint64_t u;
@@ -215,6 +229,21 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (!strcmp(v, "on")) c->bin_rays = 1;
             else if (!strcmp(v, "off")) c->bin_rays = 0;
             else { fprintf(stderr, "baker: --bin-rays: expected on or off, got '%s'\n", v); return -1; }
+        } else if (!strcmp(a, "--denoise")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "on")) c->denoise = 1;
+            else if (!strcmp(v, "off")) c->denoise = 0;
+            else { fprintf(stderr, "baker: --denoise: expected on or off, got '%s'\n", v); return -1; }
+        } else if (!strcmp(a, "--denoise-passes")) {
+            float f;
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &f)) return -1;
+            if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { fprintf(stderr, "baker: --denoise-passes must be an integer in 0..10\n"); return -1; }
+            c->dn.passes = (int)f;
+        } else if (!strcmp(a, "--denoise-sigma")) {
+            float f[3];
+            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 3, f)) return -1;
+            if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { fprintf(stderr, "baker: --denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
+            c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
         } else if (!strcmp(a, "--max-memory")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_memory_gb)) return -1;
             if (!(c->max_memory_gb > 0)) { fprintf(stderr, "baker: --max-memory must be a positive number of GB\n"); return -1; }
@@ -388,7 +417,7 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
                              char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[5], const char *backend,
-                             double mean_lum, double sort_seconds, const uint64_t mem[3])
+                             double mean_lum, double sort_seconds, const uint64_t mem[3], const bk_denoise_result *dn)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -413,6 +442,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
             r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
+    fprintf(f, "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
+               "\"filter_seconds\": %.6f, \"texels\": %llu, \"charts\": %u },\n",
+            dn->texels ? "true" : "false", c->dn.passes, c->dn.sigma_l, c->dn.sigma_n, c->dn.sigma_x, dn->seconds,
+            dn->filter_seconds, (unsigned long long)dn->texels, dn->charts);
     fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu },\n",
             (unsigned long long)mem[0], (unsigned long long)mem[1], (unsigned long long)mem[2]);
     fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",
@@ -538,7 +571,9 @@ int bk_cmd_bake(int argc, char **argv)
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
     uint8_t *cov = NULL;
-    float *rgb = NULL;
+    float *rgb = NULL, *var = NULL;
+    bk_denoise_result dres;
+    memset(&dres, 0, sizeof dres);
     uint32_t ntx = 0;
     bk_prim *gpu = NULL;
     double mean_lum = 0.0, sort_seconds = 0.0;
@@ -674,12 +709,27 @@ int bk_cmd_bake(int argc, char **argv)
         char why[256];
         if (be->i->supports(be, &capped, why, sizeof why)) ro.trace = capped;
     }
+    const int denoise = c.denoise >= 0 ? c.denoise : c.p.mode == BK_BAKE_LIGHT;
+    if (denoise && c.dn.passes > 0 && c.p.spp > 1) {
+        var = malloc(sizeof(float) * npx);
+        if (!var) { fprintf(stderr, "baker: out of memory for the texels' variance\n"); goto done; }
+        ro.variance = var;
+    } else {
+        ro.variance = NULL;
+    }
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
     ph[3] = bk_time_now() - t0;
+    if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count,
+                                   c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done;
+    }
+    free(var);
+    var = NULL;
 
     t0 = bk_time_now();
     if (c.exposure_auto || c.stats) {
@@ -715,7 +765,7 @@ int bk_cmd_bake(int argc, char **argv)
     mem[2] = bk_peak_rss();
     if (c.stats) {
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem);
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem, &dres);
     }
     if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (!c.quiet) {
@@ -735,6 +785,9 @@ int bk_cmd_bake(int argc, char **argv)
         fprintf(say, "  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
         fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
                 (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
+        if (dres.texels)
+            fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres.seconds,
+                    dres.filter_seconds, be->i->name(be), (unsigned long long)dres.texels, dres.charts);
         fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB)", gb(mem[2]), gb(mem[0]));
         if (mem[1]) fprintf(say, ", estimated %.2f GB on the GPU", gb(mem[1]));
         fputc('\n', say);
@@ -744,7 +797,7 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 0;
 done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
-    free(rgb); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(var); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);

@@ -50,8 +50,10 @@ static void golden(const char *scene, const char *args, const char *golden_name)
 
 int main(void)
 {
-    golden("cornell.obj", "--backend cpu --size 128 --spp 64 --seed 1", "cornell_golden.png");
+    /* the light transport alone (the denoiser off), and the map as users get it (denoised) */
+    golden("cornell.obj", "--backend cpu --size 128 --spp 64 --seed 1 --denoise off", "cornell_golden.png");
+    golden("cornell.obj", "--backend cpu --size 128 --spp 16 --seed 1", "cornell_denoised_golden.png");
     /* voxels traced natively, one rotated and one mirrored instance, an emissive panel */
-    golden("cornell.vox", "--backend cpu --size 192 --spp 32 --seed 1 --texels-per-voxel 1", "cornell_vox_golden.png");
+    golden("cornell.vox", "--backend cpu --size 192 --spp 32 --seed 1 --texels-per-voxel 1 --denoise off", "cornell_vox_golden.png");
     BK_TEST_DONE();
 }

@@ -6,6 +6,7 @@
 #include "bk_test_image.h"
 #include "atlas.h"
 #include "bake.h"
+#include "denoise.h"
 #include "voxmesh.h"
 
 static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_texel *tx, uint32_t n, int w, int h,
@@ -66,10 +67,43 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     o.max_launch_ms = 20;
     size_t np = (size_t)at.width * at.height;
     float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np);
+    float *vref = malloc(sizeof(float) * np), *vgot = malloc(sizeof(float) * np);
+    for (size_t i = 0; i < np; ++i) vgot[i] = -1.0f;              /* poison: every texel is written */
     bk_bake_result rc, rg;
     bk_backend *cpu = bk_backend_cpu_init();
-    bake_on(cpu, surf, &a, tx, n, at.width, at.height, &o, ref, &rc);
-    bake_on(gpu, surf, &a, tx, n, at.width, at.height, &o, got, &rg);
+    bk_bake_run_opts oc = o, og = o;
+    oc.variance = vref; og.variance = vgot;
+    bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
+    bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
+    /* the variance the denoiser weighs by: the same on both sides, never negative */
+    {
+        bk_image_diff dv = bk_image_compare_n(vref, vgot, np, 1, cov, 1e-6);
+        BK_EXPECTF(dv.psnr >= 40.0, "%s: CUDA and CPU variances differ: PSNR %.1f dB", path, dv.psnr);
+        for (size_t i = 0; i < np; ++i)
+            if (!(vgot[i] >= 0.0f)) { BK_EXPECTF(0, "%s: variance %g at %zu", path, vgot[i], i); break; }
+    }
+    /* the denoiser's passes on the GPU against its CPU twin, on the same input (the CPU bake) */
+    {
+        float *dc = malloc(sizeof(float) * 3 * np), *dg = malloc(sizeof(float) * 3 * np);
+        memcpy(dc, ref, sizeof(float) * 3 * np);
+        memcpy(dg, ref, sizeof(float) * 3 * np);
+        bk_denoise_opts dno;
+        bk_denoise_opts_default(&dno);
+        bk_denoise_result r1, r2;
+        BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, cov, tx, n, at.tri_chart, at.width, at.height, 1, o.params.texel_world, &dno,
+                                       &r1, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, cov, tx, n, at.tri_chart, at.width, at.height, 1, o.params.texel_world, &dno,
+                                       &r2, err, sizeof err) == 0, "%s", err);
+        bk_image_diff dd = bk_image_compare(dc, dg, np, cov, 1e-4);
+        bk_image_diff dr = bk_image_compare(ref, dc, np, cov, 1e-4);
+        printf("  denoiser: cuda against cpu PSNR %.1f dB (%llu texels differ by > 1e-4), %llu texels changed; cpu %.4f s, cuda %.4f s "
+               "(passes %.4f s)\n", dd.psnr, (unsigned long long)dd.differ, (unsigned long long)dr.differ, r1.seconds, r2.seconds,
+               r2.filter_seconds);
+        BK_EXPECTF(dd.psnr >= 60.0, "%s: CUDA and CPU denoisers differ: PSNR %.1f dB", path, dd.psnr);
+        BK_EXPECTF(dr.differ > 0 && r2.texels == r1.texels && r1.texels > 0, "%s: the denoiser changed nothing", path);
+        free(dc); free(dg);
+    }
+    free(vref); free(vgot);
     bk_image_diff d = bk_image_compare(ref, got, np, cov, 1e-3);
     printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of %llu texels "
            "differ by > 1e-3\n", path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp,

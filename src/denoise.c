@@ -1,0 +1,151 @@
+/* denoise.c - the lightmap denoiser's host side: guides, CPU passes, chart sums (see denoise.h). */
+#include "denoise.h"
+
+#include "bake.h"
+#include "image.h"
+#include "util.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+void bk_denoise_opts_default(bk_denoise_opts *o)
+{
+    o->passes = 5;
+    o->sigma_l = 4.0f;
+    o->sigma_n = 32.0f;
+    o->sigma_x = 1.0f;
+}
+
+/* ---- CPU passes --------------------------------------------------------------------------- */
+
+typedef struct dn_job {
+    const bk_denoise_params *p;
+    const bk_f4 *in, *pos, *nrm;
+    bk_f4 *out;
+    int step, nthreads, index;
+} dn_job;
+
+static void *dn_rows(void *arg)
+{
+    const dn_job *j = arg;
+    const bk_denoise_params *p = j->p;
+    for (int y = j->index; y < p->h; y += j->nthreads) {
+        for (int x = 0; x < p->w; ++x) {
+            const float vc = bk_denoise_prefilter(p, j->in, j->nrm, x, y);
+            j->out[(size_t)y * (size_t)p->w + (size_t)x] = bk_denoise_pass(p, j->in, j->pos, j->nrm, vc, x, y, j->step);
+        }
+    }
+    return NULL;
+}
+
+int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
+                        int nthreads, char *err, size_t err_size)
+{
+    if (passes <= 0) return 0;
+    const size_t n = (size_t)p->w * (size_t)p->h;
+    bk_f4 *tmp = malloc(sizeof(bk_f4) * (n ? n : 1));
+    int nt = nthreads > 0 ? nthreads : bk_cpu_threads();
+    if (nt > 64) nt = 64;
+    if (!tmp) return bk_fail(err, err_size, "out of memory for the denoiser (%zu texels)", n);
+    bk_f4 *a = col, *b = tmp;
+    for (int k = 0; k < passes; ++k) {
+        dn_job jobs[64];
+        pthread_t th[64];
+        int started[64] = { 0 };
+        for (int i = 0; i < nt; ++i) {
+            jobs[i].p = p; jobs[i].in = a; jobs[i].out = b; jobs[i].pos = pos; jobs[i].nrm = nrm;
+            jobs[i].step = 1 << k; jobs[i].nthreads = nt; jobs[i].index = i;
+        }
+        for (int i = 1; i < nt; ++i) started[i] = pthread_create(&th[i], NULL, dn_rows, &jobs[i]) == 0;
+        dn_rows(&jobs[0]);
+        for (int i = 1; i < nt; ++i) {
+            if (started[i]) pthread_join(th[i], NULL);
+            else dn_rows(&jobs[i]);            /* no thread: its rows here */
+        }
+        bk_f4 *t = a; a = b; b = t;
+    }
+    if (a != col) memcpy(col, a, sizeof(bk_f4) * n);
+    free(tmp);
+    return 0;
+}
+
+/* ---- the whole map ------------------------------------------------------------------------- */
+
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
+                        uint32_t n, const uint32_t *tri_chart, int w, int h, int pages, float texel_world,
+                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+{
+    memset(res, 0, sizeof *res);
+    if (o->passes <= 0 || n == 0) return 0;
+    const double t0 = bk_time_now();
+    const size_t page_px = (size_t)w * (size_t)h;
+    bk_f4 *col = malloc(sizeof(bk_f4) * page_px), *pos = malloc(sizeof(bk_f4) * page_px);
+    bk_f4 *nrm = malloc(sizeof(bk_f4) * page_px);
+    uint32_t charts = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t c = tri_chart[texels[i].tri];
+        if (c != BK_NONE && c + 1 > charts) charts = c + 1;
+    }
+    double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
+    if (!col || !pos || !nrm || !sums) {
+        free(col); free(pos); free(nrm); free(sums);
+        return bk_fail(err, err_size, "out of memory for the denoiser");
+    }
+    bk_denoise_params p;
+    p.w = w; p.h = h; p.texel_world = texel_world;
+    p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
+    /* texels are sorted by pixel, so each page's are one run */
+    uint32_t first = 0;
+    int rc = 0;
+    for (int pg = 0; pg < pages && rc == 0; ++pg) {
+        const size_t base = page_px * (size_t)pg;
+        uint32_t last = first;
+        while (last < n && texels[last].pixel < base + page_px) ++last;
+        if (last == first) continue;
+        memset(col, 0, sizeof(bk_f4) * page_px);
+        memset(pos, 0, sizeof(bk_f4) * page_px);
+        memset(nrm, 0, sizeof(bk_f4) * page_px);
+        for (size_t k = 0; k < page_px; ++k) nrm[k].w = bk_bits_float(BK_DN_NONE);
+        for (uint32_t i = first; i < last; ++i) {
+            const bk_texel *t = &texels[i];
+            const size_t px = t->pixel, k = px - base;
+            const uint32_t c = tri_chart[t->tri];
+            if (c == BK_NONE || (coverage && coverage[px] != BK_COVER_TEXEL)) continue;
+            col[k].x = rgb[3 * px]; col[k].y = rgb[3 * px + 1]; col[k].z = rgb[3 * px + 2]; col[k].w = var[px];
+            pos[k].x = t->px; pos[k].y = t->py; pos[k].z = t->pz; pos[k].w = 0.0f;
+            nrm[k].x = t->nx; nrm[k].y = t->ny; nrm[k].z = t->nz; nrm[k].w = bk_bits_float(c);
+            double *s = sums + 6 * (size_t)c;
+            s[0] += col[k].x; s[1] += col[k].y; s[2] += col[k].z;
+            res->texels++;
+        }
+        double tf = bk_time_now(), fs = 0.0;
+        if (be && be->i->denoise) rc = be->i->denoise(be, &p, o->passes, col, pos, nrm, &fs, err, err_size);
+        else rc = bk_denoise_page_cpu(&p, o->passes, col, pos, nrm, 0, err, err_size);
+        res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
+        if (rc) break;
+        for (uint32_t i = first; i < last; ++i) {
+            const size_t k = texels[i].pixel - base;
+            const uint32_t c = bk_float_bits(nrm[k].w);
+            if (c == BK_DN_NONE) continue;
+            double *s = sums + 6 * (size_t)c;
+            s[3] += col[k].x; s[4] += col[k].y; s[5] += col[k].z;
+        }
+        /* each chart back to its own sum, channel by channel: the filter moves light within a
+         * chart, never into or out of it */
+        for (uint32_t i = first; i < last; ++i) {
+            const size_t px = texels[i].pixel, k = px - base;
+            const uint32_t c = bk_float_bits(nrm[k].w);
+            if (c == BK_DN_NONE) continue;
+            const double *s = sums + 6 * (size_t)c;
+            rgb[3 * px] = s[3] > 0.0 ? (float)(col[k].x * (s[0] / s[3])) : col[k].x;
+            rgb[3 * px + 1] = s[4] > 0.0 ? (float)(col[k].y * (s[1] / s[4])) : col[k].y;
+            rgb[3 * px + 2] = s[5] > 0.0 ? (float)(col[k].z * (s[2] / s[5])) : col[k].z;
+        }
+        first = last;
+    }
+    for (uint32_t c = 0; c < charts; ++c) res->charts += sums[6 * (size_t)c] + sums[6 * (size_t)c + 1] + sums[6 * (size_t)c + 2] > 0.0;
+    free(col); free(pos); free(nrm); free(sums);
+    res->seconds = bk_time_now() - t0;
+    return rc;
+}

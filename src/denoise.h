@@ -1,0 +1,48 @@
+/* denoise.h - the lightmap denoiser: what a lightmap knows that an image denoiser does not.
+ *
+ * Pipeline: bake (mean rgb and the variance of each texel's mean luminance, bake.h) + the texels'
+ * world positions and normals + their charts (atlas.h) -> guides per page -> passes of the
+ * edge-avoiding a-trous filter (kernels/bk_denoise.h) on the backend (the GPU when the bake ran
+ * there; CPU threads otherwise: the same per-texel code) -> each chart scaled back to the sum it
+ * had (per channel), so the mean of the map never changes -> rgb, denoised in place.
+ *
+ * Usage:
+ *     bk_denoise_opts o; bk_denoise_opts_default(&o);
+ *     bk_denoise_lightmap(be, rgb, var, coverage, texels, n, tri_chart, w, h, pages, texel_world,
+ *                         &o, &res, err, sizeof err);
+ */
+#ifndef BK_DENOISE_HOST_H
+#define BK_DENOISE_HOST_H
+
+#include "backend.h"
+#include "bk_denoise.h"
+
+typedef struct bk_denoise_opts {
+    int   passes;      /* a-trous passes (steps 1, 2, 4, ...); 0 turns the filter off */
+    float sigma_l, sigma_n, sigma_x;   /* see bk_denoise_params */
+} bk_denoise_opts;
+
+void bk_denoise_opts_default(bk_denoise_opts *o);
+
+typedef struct bk_denoise_result {
+    double   seconds;        /* the whole denoise: guides, filter (incl. transfers), chart sums */
+    double   filter_seconds; /* the passes alone (GPU: kernel time) */
+    uint64_t texels;         /* texels filtered */
+    uint32_t charts;         /* charts scaled back to their sums */
+} bk_denoise_result;
+
+/* The filter's passes over one page on the CPU, nthreads workers (0: all cores): col is replaced
+ * by the filtered texels (rgb, variance). Same per-texel code as the GPU's. */
+int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
+                        int nthreads, char *err, size_t err_size);
+
+/* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
+ * luminance per pixel, bk_bake_run_opts.variance) over `pages` pages of w x h; texels baked where
+ * coverage is BK_COVER_TEXEL (texels[i].pixel numbers pixels over all pages, tri_chart gives each
+ * triangle's chart). Other pixels are left as they are. be: the backend that runs the passes
+ * (NULL: the CPU). */
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
+                        uint32_t n, const uint32_t *tri_chart, int w, int h, int pages, float texel_world,
+                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
+
+#endif
