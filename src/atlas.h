@@ -2,8 +2,8 @@
  *
  * Pipeline: bk_scene -> bk_atlas_build (weld, adjacency, charts, projection, packing; or the
  * file's own vt with --uv file) -> bk_atlas_rasterize (one bk_texel per covered texel, row-major)
- * -> bake -> bk_image_dilate / bk_image_write (image.h); bk_mesh_write_obj writes the mesh with
- * its lightmap UVs.
+ * -> bake -> bk_fill_hidden_texels (fill.h) -> bk_image_dilate / bk_image_write (image.h);
+ * bk_mesh_write_obj writes the mesh with its lightmap UVs.
  *
  * Usage:
  *     bk_atlas_opts o; bk_atlas_opts_default(&o); o.size = 1024; o.scene_path = path;

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "cmd_bake.h"
 #include "denoise.h"
+#include "fill.h"
 #include "image.h"
 #include "outputs.h"
 #include "stats.h"
@@ -737,7 +738,12 @@ int bk_cmd_bake(int argc, char **argv)
         if (e < 0) { fprintf(stderr, "baker: %s\n", err); goto done; }
         if (c.exposure_auto) c.exposure = e;
     }
-    /* the padding, and small patches of texels found inside geometry; page by page */
+    /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
+     * then the padding, page by page */
+    if (bk_fill_hidden_texels(rgb, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        goto done;
+    }
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */

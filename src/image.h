@@ -1,6 +1,7 @@
 /* image.h - lightmap images: dilation of the padding and PNG / Radiance HDR output.
  *
  * Pipeline: bake -> linear RGB per texel (3 floats, row-major, row 0 at the top) ->
+ * bk_fill_hidden_texels (fill.h: texels inside geometry, from their own chart) ->
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
  * bk_image_write (.png: 8-bit sRGB; .hdr: Radiance RGBE, linear) through stb_image_write from
  * Debian's libstb-dev.
