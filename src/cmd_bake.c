@@ -36,12 +36,15 @@ const char bk_bake_usage[] =
     "surface: multiply by the albedo in the game), linear in .hdr, sRGB after --exposure in .png.\n"
     "\n"
     "output:\n"
-    "  -o FILE                  .png (8-bit sRGB) or .hdr (Radiance RGBE, linear)\n"
+    "  -o FILE                  .png (8-bit sRGB) or .hdr (Radiance RGBE, linear, rounded)\n"
     "  --exposure E|auto        PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
     "                           percentile of the texels' luminance to white\n"
     "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt); with voxels,\n"
     "                           their merged quads too and FILE.mtl (materials vox_M, M the\n"
-    "                           scene material: the palette index for a lone .vox)\n"
+    "                           scene material: the palette index for a lone .vox). mtllib\n"
+    "                           paths are relative: MTL files of another folder are copied into\n"
+    "                           FILE.mtl, texture paths rewritten; an existing FILE.mtl that\n"
+    "                           baker did not write is never replaced (the run is refused)\n"
     "  --stats FILE.json        write timings, rays, atlas and memory figures as JSON (- for\n"
     "                           standard output; the summary then goes to stderr)\n"
     "  --quiet                  no progress bar, no summary\n"
@@ -482,15 +485,6 @@ static char *page_name(const char *out, int k)
     return p;
 }
 
-/* FILE.obj -> FILE.mtl */
-static char *mtl_name(const char *obj)
-{
-    size_t n = strlen(obj), cut = n >= 4 ? n - 4 : n;
-    char *p = malloc(cut + 5);
-    if (p) snprintf(p, cut + 5, "%.*s.mtl", (int)cut, obj);
-    return p;
-}
-
 static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
 
 /* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
@@ -613,13 +607,16 @@ int bk_cmd_bake(int argc, char **argv)
         }
         /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
         if (c.pages_auto && !(c.atlas.texels_per_unit > 0) && vm.first_quad_tri > 0) c.atlas.texels_per_unit = (float)c.texels_per_voxel;
-        if (c.mesh_out) {
-            int r = -1;
-            if (!(mtl_path = mtl_name(c.mesh_out)) || (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
-                fprintf(stderr, "baker: %s\n", mtl_path ? err : "out of memory");
-                rc = r == BK_OUT_CLASH ? 2 : 1;
-                goto done;
-            }
+    }
+    /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
+     * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
+    if (c.mesh_out && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
+        int r = -1;
+        if (!(mtl_path = bk_mesh_mtl_name(c.mesh_out)) || (r = bk_mesh_mtl_check(mtl_path, c.mesh_out, err, sizeof err) ? BK_OUT_CLASH : 0) ||
+            (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
+            fprintf(stderr, "baker: %s\n", mtl_path ? err : "out of memory");
+            rc = r == BK_OUT_CLASH ? 2 : 1;
+            goto done;
         }
     }
     ph[0] = bk_time_now() - t0;

@@ -3,8 +3,9 @@
  * Pipeline: bake -> linear RGB per texel (3 floats, row-major, row 0 at the top) ->
  * bk_fill_hidden_texels (fill.h: texels inside geometry, from their own chart) ->
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
- * bk_image_write (.png: 8-bit sRGB; .hdr: Radiance RGBE, linear) through stb_image_write from
- * Debian's libstb-dev.
+ * bk_image_write (.png: 8-bit sRGB through stb_image_write from Debian's libstb-dev; .hdr:
+ * Radiance RGBE, linear, our own encoder rounding to nearest). bk_image_read reads both back
+ * (baker diff).
  *
  * Usage:
  *     bk_image_dilate(rgb, coverage, w, h, padding + 1);
@@ -30,8 +31,9 @@ void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations
 
 /* Writes rgb (w * h * 3 linear floats, row 0 at the top) by the path's extension:
  *   .png  8-bit sRGB of rgb * exposure, clamped to [0, 1] (the exact sRGB transfer curve);
- *   .hdr  Radiance RGBE of the linear values; exposure is NOT applied (an HDR keeps the bake's
- *         radiometric values; the viewer or game chooses the exposure), negatives and NaN -> 0.
+ *   .hdr  Radiance RGBE of the linear values (bk_image_rgbe, run-length encoded scanlines when
+ *         8 <= w < 32768); exposure is NOT applied (an HDR keeps the bake's radiometric values;
+ *         the viewer or game chooses the exposure), negatives and NaN -> 0.
  * Case-insensitive extensions. Written to a temporary file and renamed: on failure no file is
  * left. Returns 0, or -1 with one line in err naming the file. */
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size);
@@ -39,6 +41,23 @@ int bk_image_write(const char *path, const float *rgb, int w, int h, float expos
  * in messages. */
 int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure,
                         char *err, size_t err_size);
+
+/* One pixel as Radiance RGBE, mantissas rounded to nearest: with e the frexp exponent of the
+ * largest channel m (m = f 2^e, f in [0.5, 1)), byte = floor(c 2^(8-e) + 0.5); when m rounds to
+ * 256 the exponent goes up by one. Unbiased for decoders that read byte * 2^(E-136) (E the fourth
+ * byte; stb_image, Blender's and most loaders); the error is at most half a step, 2^(e-9) <=
+ * m / 256. (Radiance's own colr_color reads (byte + 0.5) 2^(E-136), unbiased for truncated
+ * mantissas; it sees ours half a step bright.) Negatives and NaN -> 0, +inf and values beyond
+ * ~1.7e38 saturate, values under 2^-128 round towards zero. */
+void bk_image_rgbe(const float rgb[3], uint8_t out[4]);
+
+/* Reads a lightmap by its extension: .png (8-bit sRGB, decoded exactly to linear; alpha and
+ * grey are expanded to RGB) or .hdr (Radiance, linear as stb_image decodes it: byte * 2^(E-136)).
+ * *rgb gets w * h * 3 floats (malloc'ed, row 0 at the top). 0, or -1 with one line naming path. */
+int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size);
+
+/* The sRGB decoding of s in [0, 1] (the IEC 61966-2-1 curve). */
+float bk_image_srgb_to_linear(float s);
 
 /* sRGB encoding of one linear value in [0, 1] (clamped) to 0..255, as bk_image_write does it. */
 uint8_t bk_image_srgb8(float linear);

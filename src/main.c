@@ -1,4 +1,4 @@
-/* main.c - the baker command line: subcommands trace, rays, build and bench.
+/* main.c - the baker command line: subcommands trace, rays, build, bench and diff.
  *
  * Every error is one line naming the file or the option, followed by a non-zero exit; every
  * command checks the files it reads and writes before any work (outputs.h) and writes through
@@ -9,6 +9,7 @@
 #include "bench_trace.h"
 #include "cli.h"
 #include "cmd_bake.h"
+#include "diff.h"
 #include "outputs.h"
 #include "rays.h"
 #include "scene.h"
@@ -35,6 +36,8 @@ static const char usage[] =
     "                                                        Mrays/s of every accel x stack\n"
     "  baker bench stacks [SCENE...] [--csv F] [--svg F]     the bake under every accel x stack\n"
     "                                                        x register cap, with occupancy\n"
+    "  baker diff A B [-o DIFF.png] [--mask M.png] [--json]  compare two lightmaps: RMSE, PSNR\n"
+    "                                                        (linear, sRGB), bias, difference image\n"
     "  baker help COMMAND                                    options of one command\n"
     "\n"
     "SCENE is a Wavefront OBJ (with its MTL files), a gzip-compressed .obj.gz or a MagicaVoxel\n"
@@ -378,7 +381,8 @@ int main(int argc, char **argv)
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bake")) { printf(bk_bake_usage, bk_cli_trace_help); return 0; }
             if (!strcmp(argv[2], "build")) { fputs(build_usage, stdout); return 0; }
-            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build and bench\n", argv[2]);
+            if (!strcmp(argv[2], "diff")) { fputs(bk_diff_usage, stdout); return 0; }
+            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n", argv[2]);
             return 2;
         }
         fputs(usage, argc < 2 ? stderr : stdout);
@@ -390,8 +394,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return bk_bench_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "bake")) return bk_cmd_bake(argc - 2, argv + 2);
+    if (!strcmp(cmd, "diff")) return bk_cmd_diff(argc - 2, argv + 2);
     if (cmd[0] != '-' && !strchr(cmd, '.') && access(cmd, F_OK) != 0) {
-        fprintf(stderr, "baker: '%s' is neither a command (trace, rays, build, bench) nor a scene file; "
+        fprintf(stderr, "baker: '%s' is neither a command (trace, rays, build, bench, diff) nor a scene file; "
                         "baker --help lists both\n", cmd);
         return 2;
     }

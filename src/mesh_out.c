@@ -1,4 +1,4 @@
-/* mesh_out.c - --mesh-out: the scene as an OBJ whose vt are the lightmap UVs (see atlas.h).
+/* mesh_out.c - --mesh-out: the scene as an OBJ whose vt are the lightmap UVs, and its MTL (see atlas.h).
  *
  * Pipeline: bk_scene + bk_atlas -> OBJ text -> an output of outputs.h (temporary file, then rename).
  * Triangles keep their file order, so triangle numbers (and a later --uv file bake of this mesh)
@@ -6,13 +6,14 @@
  * ones; a game that needs both takes positions and texture UVs from the source and the second UV
  * set from here. vt are deduplicated by exact value, v counts upwards (vt.v = 1 - atlas v).
  */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _XOPEN_SOURCE 700   /* realpath, strtok_r, getline */
 #include "atlas.h"
 #include "outputs.h"
 #include "voxmesh.h"
 #include "util.h"
 
 #include <errno.h>
+#include <strings.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,27 +38,183 @@ static int mtl_base_dir(const bk_scene_mtl *m, char *buf, size_t n)
     return 1;
 }
 
-/* Writes an mtllib line for each MTL file the scene's OBJ files named (as the loader recorded
- * them, so comments and long lines in the source cannot leak in). MTL names are relative to their
- * OBJ's folder: when the output sits in another folder, each becomes the absolute path of the
- * file. Each MTL is judged on its own, so the scenes of several OBJ files in several folders
- * keep working. */
-static void write_mtllib(FILE *f, const bk_scene *s, const char *out_path)
+/* Whether MTL m lies in the folder `out_dir` (same folder by identity: its name then works from
+ * the output as written). */
+static int mtl_in_dir(const bk_scene_mtl *m, const struct stat *out_st)
+{
+    char src_dir[4096];
+    struct stat a;
+    return out_st && mtl_base_dir(m, src_dir, sizeof src_dir) && stat(src_dir, &a) == 0 && a.st_dev == out_st->st_dev &&
+           a.st_ino == out_st->st_ino;
+}
+
+int bk_mesh_obj_copies_mtl(const bk_scene *s, const char *obj_path)
 {
     char out_dir[4096];
-    dir_of(out_path, out_dir, sizeof out_dir);
+    dir_of(obj_path, out_dir, sizeof out_dir);
     struct stat b;
     int have_out = stat(out_dir, &b) == 0;
+    for (uint32_t i = 0; i < s->mtl_count; ++i)
+        if (!mtl_in_dir(&s->mtls[i], have_out ? &b : NULL)) return 1;
+    return 0;
+}
+
+char *bk_mesh_mtl_name(const char *obj)
+{
+    size_t n = strlen(obj), cut = bk_path_has_ext(obj, ".obj") ? n - 4 : n;
+    char *p = malloc(cut + 5);
+    if (p) snprintf(p, cut + 5, "%.*s.mtl", (int)cut, obj);
+    return p;
+}
+
+#define BK_MTL_SIGNATURE "# written by baker"
+
+int bk_mesh_mtl_check(const char *mtl_path, const char *obj_path, char *err, size_t err_size)
+{
+    struct stat st;
+    /* absent, or not a regular file (a FIFO would block here; the output policy refuses it) */
+    if (stat(mtl_path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    FILE *f = fopen(mtl_path, "rb");
+    if (!f) return 0;                  /* unreadable: the output policy will say */
+    char head[64] = { 0 };
+    size_t k = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[k] = 0;
+    if (!strncmp(head, BK_MTL_SIGNATURE, strlen(BK_MTL_SIGNATURE))) return 0;
+    return bk_fail(err, err_size, "--mesh-out %s: its materials go to %s beside it, which exists and was not written by baker "
+                   "(its first line is not \"" BK_MTL_SIGNATURE "\"): refusing to replace it; move it away or choose another "
+                   "--mesh-out name", obj_path, mtl_path);
+}
+
+/* Lexically normalised absolute path: "." and ".." components resolved, slashes single. */
+static void normalise(const char *in, char *out, size_t n)
+{
+    char tmp[8192];
+    snprintf(tmp, sizeof tmp, "%s", in);
+    size_t len = 0;
+    out[0] = 0;
+    char *save = NULL;
+    for (char *c = strtok_r(tmp, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) {
+            char *sl = strrchr(out, '/');
+            if (sl) { *sl = 0; len = (size_t)(sl - out); }
+            continue;
+        }
+        int w = snprintf(out + len, n - len, "/%s", c);
+        if (w < 0 || (size_t)w >= n - len) { out[len] = 0; return; }
+        len += (size_t)w;
+    }
+    if (!len) snprintf(out, n, "/");
+}
+
+/* The path of `to` (absolute, normalised) as seen from folder `from` (absolute, normalised):
+ * relative ("../tex/a.png"), or `to` itself when the two share no folder but the root. */
+static void relative_to(const char *from, const char *to, char *out, size_t n)
+{
+    size_t i = 0, common = 0;
+    /* the longest common prefix ending at a component boundary */
+    while (from[i] && to[i] && from[i] == to[i]) {
+        i++;
+        if (from[i] == '/' || from[i] == 0) { if (to[i] == '/' || to[i] == 0) common = i; }
+    }
+    if (!strcmp(from, "/")) common = 0;
+    if (common == 0) { snprintf(out, n, "%s", to); return; }   /* only the root shared: absolute is clearer */
+    size_t len = 0;
+    out[0] = 0;
+    for (const char *p = from + common; *p; ++p)
+        if (*p == '/') len += (size_t)snprintf(out + len, len < n ? n - len : 0, "../");
+    const char *rest = to + common;
+    if (*rest == '/') rest++;
+    snprintf(out + (len < n ? len : n - 1), len < n ? n - len : 1, "%s", rest);
+}
+
+static int is_map_keyword(const char *k, size_t n)
+{
+    static const char *const kw[] = { "bump", "disp", "decal", "refl", "norm" };
+    if (n > 4 && !strncasecmp(k, "map_", 4)) return 1;
+    for (size_t i = 0; i < sizeof kw / sizeof kw[0]; ++i)
+        if (strlen(kw[i]) == n && !strncasecmp(k, kw[i], n)) return 1;
+    return 0;
+}
+
+/* Copies MTL m into f, each texture path rewritten to work from folder out_real (a realpath):
+ * relative to it, absolute when they share no folder but the root, and left as written when
+ * absolute already or when the MTL's folder cannot be resolved. A texture written with
+ * backslashes (Windows exporters) that exists only with slashes gets slashes. */
+static int copy_mtl(FILE *f, const bk_scene_mtl *m, const char *out_real, char *err, size_t err_size)
+{
+    char mtl_dir[4096], mtl_real[PATH_MAX];
+    dir_of(m->path, mtl_dir, sizeof mtl_dir);
+    int have_dir = realpath(mtl_dir, mtl_real) != NULL;
+    FILE *in = fopen(m->path, "rb");
+    if (!in) {   /* the loader warned already; say so in the copy too */
+        fprintf(f, "# %s: cannot be read (%s): its materials are missing\n", m->path, strerror(errno));
+        return 0;
+    }
+    fprintf(f, "\n# copied from %s%s%s, texture paths rewritten for this folder\n", have_dir ? mtl_real : m->path,
+            have_dir ? "/" : "", have_dir ? (strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path) : "");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, in)) >= 0) {
+        size_t len = (size_t)got;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (strlen(line) != len) len = strlen(line);         /* a NUL inside the line ends it */
+        const char *k = line;
+        while (*k == ' ' || *k == '\t') k++;
+        const char *ke = k;
+        while (*ke && *ke != ' ' && *ke != '\t') ke++;
+        if (!have_dir || !is_map_keyword(k, (size_t)(ke - k))) { fprintf(f, "%s\n", line); continue; }
+        const char *name = bk_mtl_map_file(ke);
+        size_t nl = strlen(name);
+        while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\t')) nl--;
+        if (!nl || name[0] == '/') { fprintf(f, "%s\n", line); continue; }
+        char tex[4096], abs_path[8192], norm[8192], rel[8192];
+        snprintf(tex, sizeof tex, "%.*s", (int)nl, name);
+        snprintf(abs_path, sizeof abs_path, "%s/%s", mtl_real, tex);
+        if (strchr(tex, '\\') && access(abs_path, F_OK) != 0) {
+            char alt[8192];
+            snprintf(alt, sizeof alt, "%s", abs_path);
+            for (char *c = alt + strlen(mtl_real); *c; ++c) if (*c == '\\') *c = '/';
+            if (access(alt, F_OK) == 0) snprintf(abs_path, sizeof abs_path, "%s", alt);
+        }
+        normalise(abs_path, norm, sizeof norm);
+        relative_to(out_real, norm, rel, sizeof rel);
+        fprintf(f, "%.*s%s\n", (int)(name - line), line, rel);
+    }
+    free(line);
+    int bad = ferror(in);
+    fclose(in);
+    if (bad) return bk_fail(err, err_size, "%s: read error while copying it for --mesh-out", m->path);
+    return 0;
+}
+
+/* Writes an mtllib line for each MTL file the scene's OBJ files named (as the loader recorded
+ * them, so comments and long lines in the source cannot leak in). MTL names are relative to their
+ * OBJ's folder: an MTL in the output's folder is named as is; every other one is copied into
+ * mtl_f (the file mtl_path beside the output, named by one relative mtllib line written by the
+ * caller) with its texture paths rewritten, so the OBJ names no absolute path (Blender's OBJ
+ * importer drops materials named by one). Without mtl_f such an MTL is named by its absolute
+ * path. Returns the number copied, or -1 with err. */
+static int write_mtllib(FILE *f, const bk_scene *s, const char *out_path, FILE *mtl_f, char *err, size_t err_size)
+{
+    char out_dir[4096], out_real[PATH_MAX];
+    dir_of(out_path, out_dir, sizeof out_dir);
+    struct stat b;
+    int have_out = stat(out_dir, &b) == 0 && realpath(out_dir, out_real) != NULL, copied = 0;
     for (uint32_t i = 0; i < s->mtl_count; ++i) {
         const bk_scene_mtl *m = &s->mtls[i];
-        char real[PATH_MAX], cwd[4096], src_dir[4096];
-        struct stat a;
-        int same = have_out && mtl_base_dir(m, src_dir, sizeof src_dir) && stat(src_dir, &a) == 0 && a.st_dev == b.st_dev &&
-                   a.st_ino == b.st_ino;
-        if (same || m->path[0] == '/') fprintf(f, "mtllib %s\n", same ? m->name : m->path);
+        char real[PATH_MAX], cwd[4096];
+        if (mtl_in_dir(m, have_out ? &b : NULL)) fprintf(f, "mtllib %s\n", m->name);
+        else if (mtl_f && have_out) {
+            if (copy_mtl(mtl_f, m, out_real, err, err_size)) return -1;
+            copied++;
+        } else if (m->path[0] == '/') fprintf(f, "mtllib %s\n", m->path);
         else if (realpath(m->path, real)) fprintf(f, "mtllib %s\n", real);
         else if (getcwd(cwd, sizeof cwd)) fprintf(f, "mtllib %s/%s\n", cwd, m->path);   /* a missing MTL stays named */
     }
+    return copied;
 }
 
 typedef struct vt_map { uint64_t *keys; uint32_t *vals; size_t cap; uint32_t count; } vt_map;
@@ -80,12 +237,14 @@ static uint32_t vt_index(vt_map *m, float u, float v, float *out_uv)
     }
 }
 
-/* The writer behind both entry points; vm, mtl_f and mtl_path may be NULL (no voxels). */
+/* The writer behind the entry points; vm may be NULL (no voxels); mtl_f and mtl_path may be NULL
+ * (no MTL beside the OBJ: MTL files of other folders are then named by absolute path). */
 static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a, int mtllib,
                      FILE *mtl_f, const char *mtl_path, char *err, size_t err_size)
 {
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count, s->tri_count);
+    if ((mtl_f != NULL) != (mtl_path != NULL)) return bk_fail(err, err_size, "%s: an MTL stream needs its path", path);
     if (vm && (vm->first_quad_tri + 2 * (uint64_t)vm->quad_count != s->tri_count || (vm->quad_count && (!mtl_f || !mtl_path))))
         return bk_fail(err, err_size, "%s: the voxel surface does not match the scene", path);
     uint32_t T = s->tri_count, T0 = vm ? vm->first_quad_tri : T;
@@ -117,8 +276,13 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
     if (vm && vm->quad_count)
         fprintf(f, "# voxels: %u merged quads of visible faces in world units (voxels), group vox_instance_I per instance\n",
                 vm->quad_count);
-    if (mtllib) write_mtllib(f, s, path);
-    if (vm && vm->quad_count) {
+    if (mtl_f) {
+        const char *ob = strrchr(path, '/');
+        fprintf(mtl_f, BK_MTL_SIGNATURE " for %s: the materials of its mtllib line\n", ob ? ob + 1 : path);
+    }
+    int copied = mtllib ? write_mtllib(f, s, path, mtl_f, err, err_size) : 0;
+    if (copied < 0) { free(m.keys); free(m.vals); free(corner_vt); free(uvs); return -1; }
+    if (mtl_f && (copied || (vm && vm->quad_count))) {
         const char *base = strrchr(mtl_path, '/');
         fprintf(f, "mtllib %s\n", base ? base + 1 : mtl_path);   /* written beside the OBJ */
     }
@@ -176,7 +340,7 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         if (!used) return bk_fail(err, err_size, "%s: out of memory", mtl_path);
         for (uint32_t q = 0; q < vm->quad_count; ++q)
             if (vm->quads[q].material < s->material_count) used[vm->quads[q].material] = 1;
-        fprintf(mtl_f, "# written by baker: the voxel palette colours of %s (Kd linear albedo, Ke emitted radiance)\n", path);
+        fprintf(mtl_f, "\n# the voxel palette colours of %s (Kd linear albedo, Ke emitted radiance)\n", path);
         for (uint32_t i = 0; i < s->material_count; ++i) {
             if (!used[i]) continue;
             const bk_material *mt = &s->materials[i];
@@ -204,8 +368,23 @@ int bk_mesh_write_obj_vox(FILE *f, const char *path, const bk_scene *s, const bk
 int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
                       char *err, size_t err_size)
 {
-    bk_outfile of;
-    if (bk_outfile_open(&of, path, err, err_size) != 0) return -1;
-    if (bk_mesh_write_obj_file(of.f, path, s, a, scene_path, err, err_size)) { bk_outfile_abort(&of); return -1; }
-    return bk_outfile_commit(&of, err, err_size);
+    bk_outputs o;
+    bk_outputs_init(&o);
+    char *mtl = scene_path && bk_mesh_obj_copies_mtl(s, path) ? bk_mesh_mtl_name(path) : NULL;
+    int oi, mi = -1, rc = -1;
+    FILE *f, *mf = NULL;
+    if (scene_path && bk_mesh_obj_copies_mtl(s, path) && !mtl) return bk_fail(err, err_size, "%s: out of memory", path);
+    for (uint32_t i = 0; i < s->mtl_count; ++i)
+        if (bk_outputs_input(&o, "an MTL file of the scene", s->mtls[i].path, err, err_size)) goto out;
+    if ((oi = bk_outputs_add(&o, "output", path, 0, err, err_size)) < 0) goto out;
+    if (mtl && (bk_mesh_mtl_check(mtl, path, err, err_size) || (mi = bk_outputs_add(&o, "output (its MTL)", mtl, 0, err, err_size)) < 0))
+        goto out;
+    if (!(f = bk_outputs_open(&o, oi, err, err_size)) || (mtl && !(mf = bk_outputs_open(&o, mi, err, err_size))) ||
+        write_obj(f, path, s, NULL, a, scene_path != NULL, mf, mtl, err, err_size))
+        goto out;
+    rc = bk_outputs_commit(&o, err, err_size);
+out:
+    bk_outputs_free(&o);
+    free(mtl);
+    return rc;
 }

@@ -578,6 +578,8 @@ static const char *skip_map_options(const char *p)
     }
 }
 
+const char *bk_mtl_map_file(const char *args) { return skip_map_options(args); }
+
 /* Parses one MTL file into s->materials. A missing file or a line we cannot use is a warning (the
  * default material stands in); an MTL that is not a regular text file within BK_MTL_MAX_BYTES, or
  * a colour that is not finite, is an error. */

@@ -31,6 +31,11 @@ typedef struct bk_scene_mtl {
     char *path;           /* the file the loader opened (the OBJ's folder joined to name) */
 } bk_scene_mtl;
 
+/* In an MTL texture statement (map_Kd, bump, ...), given the text after the keyword: where the
+ * file name starts, past the options of the MTL spec (-s u v w, -bm b, -clamp on, ...). The name
+ * is the rest of the line, trailing blanks excepted (--mesh-out rewrites it; obj.c reads map_Kd). */
+const char *bk_mtl_map_file(const char *args);
+
 typedef struct bk_scene {
     uint32_t     vertex_count;
     float       *positions;     /* 3 floats per vertex */

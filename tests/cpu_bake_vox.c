@@ -1,6 +1,6 @@
 /* cpu_bake_vox.c - the baker program on voxel scenes (corpus .vox files; skipped without them):
  * a .vox bake with --mesh-out (OBJ + MTL) and --stats, that OBJ baked again with --uv file, an
- * OBJ and a .vox baked together, output clashes with the second scene and with an input MTL
+ * OBJ and a .vox baked together (the OBJ's MTL, from another folder, copied into the MTL), output clashes with the second scene and with an input MTL
  * (refused before any work, files untouched), the refusal that counts pages, and --pages auto
  * writing NAME-K.png with the pages in --stats and --mesh-out. */
 #include "bk_test.h"
@@ -86,7 +86,11 @@ int main(void)
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
     snprintf(p1, sizeof p1, "%s/m.obj", T);
     snprintf(p3, sizeof p3, "%s/m.json", T);
-    BK_EXPECT(contains(p1, "CornellBox-Original.mtl") && contains(p1, "mtllib m.mtl") && contains(p1, "usemtl vox_"));
+    /* the room's MTL lives in the corpus folder: copied into m.mtl, the OBJ names m.mtl only */
+    snprintf(p2, sizeof p2, "%s/m.mtl", T);
+    BK_EXPECT(!contains(p1, "CornellBox-Original.mtl") && !contains(p1, "mtllib /") && contains(p1, "mtllib m.mtl") &&
+              contains(p1, "usemtl vox_"));
+    BK_EXPECT(contains(p2, "CornellBox-Original.mtl") && contains(p2, "newmtl leftWall") && contains(p2, "newmtl vox_"));
     BK_EXPECT(contains(p3, "\"scenes\": [") && contains(p3, "chr_knight.vox\"]"));
 
     /* --mesh-out naming the second scene: refused before any work, the scene untouched */

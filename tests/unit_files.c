@@ -260,6 +260,60 @@ int main(void)
     }
 
     BK_EXPECT(same("cornell.obj", scene) && same("cornell.mtl", mtl) && same("r.rays", rays));
+    /* --mesh-out into another folder (issue 9): the OBJ names its MTL by a relative path only;
+     * the scene's MTL is copied beside it as m.mtl, every texture path rewritten so it still
+     * finds the file (options kept, Windows backslashes resolved, absolute paths kept); the copy
+     * never replaces a user's own m.mtl; beside the scene, the MTL is named as is and no copy made */
+    {
+        char sh[2048];
+        snprintf(sh, sizeof sh, "cd '%s' && mkdir -p sc/tex out && cp cornell.obj sc/room.obj && printf 'x' > sc/tex/wall.png && "
+                 "printf 'x' > sc/tex/bump.png", dir);
+        BK_EXPECT(system(sh) == 0);
+        char mtl_text[4096];
+        snprintf(mtl_text, sizeof mtl_text, "%s\nnewmtl extra\nKd 0.5 0.5 0.5\nmap_Kd -s 1 1 1 -clamp on tex/wall.png\n"
+                 "  bump -bm 0.5 tex\\bump.png\r\nmap_Ks %s/abs.png\nmap_Ka tex/missing dir/a b.png  \n", mtl.data ? mtl.data : "", dir);
+        write_text("sc/cornell.mtl", mtl_text);
+        snap sc_mtl = take("sc/cornell.mtl");
+        BK_EXPECTF(RUN("sc/room.obj -o out/m.png --mesh-out out/m.obj " BAKE) == 0, "%s", errbuf);
+        snap mo = take("out/m.obj"), mm = take("out/m.mtl");
+        BK_EXPECTF(mo.data && strstr(mo.data, "\nmtllib m.mtl\n") && !strstr(mo.data, "mtllib /") && !strstr(mo.data, "cornell.mtl"),
+                   "%.400s", mo.data ? mo.data : "");
+        BK_EXPECTF(mm.data && !strncmp(mm.data, "# written by baker", 18) && strstr(mm.data, "newmtl extra") &&
+                   strstr(mm.data, "newmtl white"), "%.300s", mm.data ? mm.data : "");
+        BK_EXPECTF(mm.data && strstr(mm.data, "\nmap_Kd -s 1 1 1 -clamp on ../sc/tex/wall.png\n") &&
+                   strstr(mm.data, "\n  bump -bm 0.5 ../sc/tex/bump.png\n") && strstr(mm.data, "/abs.png\n") &&
+                   strstr(mm.data, "\nmap_Ka ../sc/tex/missing dir/a b.png\n"), "%s", mm.data ? mm.data : "");
+        /* they resolve from the output's folder */
+        BK_EXPECT(exists("out/../sc/tex/wall.png") && exists("out/../sc/tex/bump.png"));
+        {
+            char ks[600];
+            snprintf(ks, sizeof ks, "\nmap_Ks %s/abs.png\n", dir);
+            BK_EXPECTF(mm.data && strstr(mm.data, ks), "absolute map_Ks not kept: %s", mm.data ? mm.data : "");
+        }
+        BK_EXPECT(same("sc/cornell.mtl", sc_mtl));
+        /* the OBJ and its MTL load back with their materials (the baker's own loader) */
+        BK_EXPECTF(RUN("out/m.obj --uv file -o out/again.png " BAKE) == 0 && !strstr(errbuf, "default material"), "%s", errbuf);
+        /* run again: baker's own m.mtl is replaced */
+        BK_EXPECTF(RUN("sc/room.obj -o out/m.png --mesh-out out/m.obj " BAKE) == 0, "%s", errbuf);
+        /* a user's m.mtl: refused before any work, nothing written or changed */
+        write_text("out/u.mtl", "newmtl mine\nKd 1 0 0\n");
+        snap um = take("out/u.mtl");
+        BK_EXPECTF(RUN("sc/room.obj -o out/u.png --mesh-out out/u.obj " BAKE) == 2 && strstr(errbuf, "u.mtl") &&
+                   strstr(errbuf, "not written by baker"), "%s", errbuf);
+        BK_EXPECT(same("out/u.mtl", um) && !exists("out/u.obj") && !exists("out/u.png"));
+        /* an MTL the scene reads, in the output folder, as the copy's name: refused, untouched */
+        write_text("sc/two.obj", "mtllib ../out/v.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        write_text("out/v.mtl", "# written by baker, once\nnewmtl v\nKd 0.5 0.5 0.5\n");
+        snap vm = take("out/v.mtl");
+        BK_EXPECTF(RUN("sc/two.obj -o out/v.png --mesh-out out/v.obj " BAKE) == 2 && strstr(errbuf, "v.mtl"), "%s", errbuf);
+        BK_EXPECT(same("out/v.mtl", vm) && !exists("out/v.obj") && !exists("out/v.png"));
+        /* beside the scene: named as is, no copy */
+        BK_EXPECTF(RUN("sc/room.obj -o sc/s.png --mesh-out sc/s.obj " BAKE) == 0, "%s", errbuf);
+        snap so = take("sc/s.obj");
+        BK_EXPECTF(so.data && strstr(so.data, "\nmtllib cornell.mtl\n") && !exists("sc/s.mtl"), "%.300s", so.data ? so.data : "");
+        free(sc_mtl.data); free(mo.data); free(mm.data); free(um.data); free(vm.data); free(so.data);
+    }
+
     free(scene.data); free(mtl.data); free(rays.data); free(map.data); free(mesh.data); free(json.data);
     free(out.data); free(hj.data); free(help.data);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
