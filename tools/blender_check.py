@@ -68,7 +68,13 @@ def image_users(mat):
             feeds = []
             for o in n.outputs:
                 for l in o.links:
-                    feeds.append("%s.%s" % (l.to_node.label or l.to_node.name, l.to_socket.name))
+                    to = l.to_node
+                    if to.type == "SEPARATE_COLOR":   # the occlusion slot takes one channel
+                        for l2 in [x for oo in to.outputs for x in oo.links]:
+                            g = l2.to_node.node_tree.name if l2.to_node.type == "GROUP" and l2.to_node.node_tree else l2.to_node.name
+                            feeds.append("Separate Color.%s -> '%s'.%s" % (l2.from_socket.name, g, l2.to_socket.name))
+                    else:
+                        feeds.append("%s.%s" % (to.label or to.name, l.to_socket.name))
             out.append("%s via %s -> %s" % (n.image.name, uv, ", ".join(feeds) or "nothing"))
     return out
 
@@ -98,8 +104,13 @@ def report(path):
                 bsdf = next((n for n in m.node_tree.nodes if n.type == "BSDF_PRINCIPLED"), None)
                 if bsdf:
                     base = bsdf.inputs["Base Color"].default_value
+                    if bsdf.inputs["Base Color"].is_linked:
+                        # a texture: the importer multiplies it by the factor in a MixRGB node
+                        src = bsdf.inputs["Base Color"].links[0].from_node
+                        base = (src.inputs["Color2"].default_value if src.type == "MIX_RGB" else
+                                src.inputs[7].default_value if src.type == "MIX" else None)   # 3.4: Mix node, B colour
                     emis = (bsdf.inputs["Emission"].default_value, bsdf.inputs["Emission Strength"].default_value)
-            line = "       '%s': base colour %s" % (m.name, fmt(base[:3]) if base else fmt(m.diffuse_color[:3]))
+            line = "       '%s': base colour %s" % (m.name, fmt(base[:3]) if base else "from a texture")
             if emis and any(c > 0 for c in emis[0][:3]) and emis[1] > 0:
                 line += ", emission %s x %.3g" % (fmt(emis[0][:3]), emis[1])
             print(line)
