@@ -19,6 +19,7 @@
 #include "stats.h"
 #include "util.h"
 #include "voxmesh.h"
+#include "gltf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -45,6 +46,10 @@ const char bk_bake_usage[] =
     "                           paths are relative: MTL files of another folder are copied into\n"
     "                           FILE.mtl, texture paths rewritten; an existing FILE.mtl that\n"
     "                           baker did not write is never replaced (the run is refused)\n"
+    "  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (one file; .gltf embeds its buffer): the file's\n"
+    "                           own UVs as TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
+    "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
+    "                           occlusionTexture (texCoord 1) and extras.baker_lightmap; voxels too\n"
     "  --stats FILE.json        write timings, rays, atlas and memory figures as JSON (- for\n"
     "                           standard output; the summary then goes to stderr)\n"
     "  --quiet                  no progress bar, no summary\n"
@@ -276,8 +281,8 @@ static int parse(bake_cli *c, int argc, char **argv)
         fprintf(stderr, "baker: -o %s: the lightmap must be a .png or a .hdr file\n", c->out);
         return -1;
     }
-    if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj")) {
-        fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj file\n", c->mesh_out);
+    if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj") && !bk_gltf_path(c->mesh_out)) {
+        fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj, .gltf or .glb file\n", c->mesh_out);
         return -1;
     }
     if (c->pages_auto && c->atlas.uv_from_file) {
@@ -485,6 +490,19 @@ static char *page_name(const char *out, int k)
     return p;
 }
 
+/* --mesh-out FILE.gltf|.glb: the surface (a voxel scene's quads included) with the lightmap
+ * pages it is baked into (gltf.h). */
+static int write_gltf(FILE *f, const bake_cli *c, const bk_scene *surf, const bk_atlas *at, char **page_names,
+                      char *err, size_t err_size)
+{
+    bk_gltf_opts go;
+    bk_gltf_opts_default(&go);
+    const char *one[1] = { c->out };
+    go.lightmaps = page_names ? (const char *const *)page_names : one;
+    go.exposure = c->exposure;
+    return bk_gltf_write_file(f, c->mesh_out, surf, at, &go, err, err_size);
+}
+
 static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
 
 /* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
@@ -610,7 +628,7 @@ int bk_cmd_bake(int argc, char **argv)
     }
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
-    if (c.mesh_out && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
+    if (c.mesh_out && !bk_gltf_path(c.mesh_out) && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
         int r = -1;
         if (!(mtl_path = bk_mesh_mtl_name(c.mesh_out)) || (r = bk_mesh_mtl_check(mtl_path, c.mesh_out, err, sizeof err) ? BK_OUT_CLASH : 0) ||
             (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
@@ -758,7 +776,8 @@ int bk_cmd_bake(int argc, char **argv)
         FILE *mf = NULL;
         if (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
             (mtl_idx >= 0 && !(mf = bk_outputs_open(&io, mtl_idx, err, sizeof err))) ||
-            bk_mesh_write_obj_vox(f, c.mesh_out, surf, has_vox ? &vm : NULL, &at, mf, mtl_path, err, sizeof err) ||
+            (bk_gltf_path(c.mesh_out) ? write_gltf(f, &c, surf, &at, page_names, err, sizeof err)
+                                      : bk_mesh_write_obj_vox(f, c.mesh_out, surf, has_vox ? &vm : NULL, &at, mf, mtl_path, err, sizeof err)) ||
             bk_outputs_close(&io, out_idx[1], err, sizeof err) || (mtl_idx >= 0 && bk_outputs_close(&io, mtl_idx, err, sizeof err))) {
             fprintf(stderr, "baker: %s\n", err);
             goto done;
