@@ -20,11 +20,15 @@
  *
  * Layouts (one page of w x h texels, row-major): col = (r, g, b, variance of the mean
  * luminance); pos = (x, y, z, -); nrm = (nx, ny, nz, chart id bits), chart BK_DN_NONE for texels
- * without a baked value (outside charts, inside geometry): those are never read or written.
+ * without a baked value (outside charts, inside geometry): those are never read or written. The
+ * backends receive a page as its list of texels (bk_texel: position, normal, pixel), a chart and
+ * a colour per texel, and scatter them into these layouts themselves (bk_denoise_scatter), so
+ * only the texels travel to a GPU, not whole pages.
  */
 #ifndef BK_DENOISE_H
 #define BK_DENOISE_H
 
+#include "bk_bake.h"
 #include "bk_common.h"
 #include <math.h>
 
@@ -118,6 +122,22 @@ BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const 
     const float inv = 1.0f / wsum;          /* wsum >= the centre's own weight, 0.14 */
     o.x = r * inv; o.y = g * inv; o.z = b * inv; o.w = v * inv * inv;
     return o;
+}
+
+/* Texel i of a page's list into the page's layouts: its colour (rgb, variance), position and
+ * normal with its chart; chart BK_DN_NONE leaves it out. base: the pixel number of the page's
+ * first texel. The page's nrm must start as BK_DN_NONE charts. */
+BK_HD void bk_denoise_scatter(const bk_texel *tx, const uint32_t *chart, const bk_f4 *col, uint32_t i, uint64_t base,
+                              bk_f4 *pcol, bk_f4 *ppos, bk_f4 *pnrm)
+{
+    const uint32_t c = chart[i];
+    if (c == BK_DN_NONE) return;
+    const bk_texel t = tx[i];
+    const size_t k = (size_t)((uint64_t)t.pixel - base);
+    bk_f4 q, n;
+    q.x = t.px; q.y = t.py; q.z = t.pz; q.w = 0.0f;
+    n.x = t.nx; n.y = t.ny; n.z = t.nz; n.w = bk_bits_float(c);
+    pcol[k] = col[i]; ppos[k] = q; pnrm[k] = n;
 }
 
 #endif /* BK_DENOISE_H */

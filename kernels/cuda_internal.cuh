@@ -53,9 +53,10 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
                                 uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
                                 bk_warp_rec *rec);
 
-/* The denoiser's passes over one page already on the device: d_a holds the texels (rgb,
- * variance), d_b is scratch of the same size; *d_result is whichever holds the result. */
-cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, bk_f4 *d_a, bk_f4 *d_b, const bk_f4 *d_pos,
-                            const bk_f4 *d_nrm, bk_f4 **d_result);
+/* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,
+ * denoise()): scattered into d_page (4 x w x h bk_f4 of scratch), filtered, and gathered back
+ * into d_col. Asynchronous on the default stream. */
+cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_texel *d_tx, const uint32_t *d_chart,
+                            bk_f4 *d_col, uint32_t n, uint64_t base, bk_f4 *d_page);
 
 #endif

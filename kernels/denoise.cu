@@ -18,17 +18,36 @@ __global__ void __launch_bounds__(256) denoise_kernel(bk_denoise_params p, const
     out[(size_t)y * (size_t)p.w + (size_t)x] = bk_denoise_pass(&p, in, pos, nrm, vc, x, y, step);
 }
 
-cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, bk_f4 *d_a, bk_f4 *d_b, const bk_f4 *d_pos,
-                            const bk_f4 *d_nrm, bk_f4 **d_result)
+__global__ void denoise_scatter(const bk_texel *__restrict__ tx, const uint32_t *__restrict__ chart,
+                                const bk_f4 *__restrict__ col, uint32_t n, uint64_t base, bk_f4 *pcol, bk_f4 *ppos,
+                                bk_f4 *pnrm)
 {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) bk_denoise_scatter(tx, chart, col, i, base, pcol, ppos, pnrm);
+}
+
+__global__ void denoise_gather(const bk_texel *__restrict__ tx, const uint32_t *__restrict__ chart,
+                               const bk_f4 *__restrict__ pcol, uint32_t n, uint64_t base, bk_f4 *col)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && chart[i] != BK_DN_NONE) col[i] = pcol[(size_t)((uint64_t)tx[i].pixel - base)];
+}
+
+cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_texel *d_tx, const uint32_t *d_chart,
+                            bk_f4 *d_col, uint32_t n, uint64_t base, bk_f4 *d_page)
+{
+    const size_t px = (size_t)p->w * (size_t)p->h;
+    bk_f4 *a = d_page, *b = d_page + px, *pos = d_page + 2 * px, *nrm = d_page + 3 * px;
+    /* every chart BK_DN_NONE (all bits set), then the texels into place */
+    cudaError_t e = cudaMemsetAsync(nrm, 0xFF, sizeof(bk_f4) * px);
+    if (e != cudaSuccess) return e;
+    const unsigned tb = 256, tg = (unsigned)((n + tb - 1) / tb);
+    if (n) denoise_scatter<<<tg, tb>>>(d_tx, d_chart, d_col, n, base, a, pos, nrm);
     dim3 block(32, 8), grid((unsigned)((p->w + 31) / 32), (unsigned)((p->h + 7) / 8));
-    bk_f4 *a = d_a, *b = d_b;
     for (int k = 0; k < passes; ++k) {
-        denoise_kernel<<<grid, block>>>(*p, a, d_pos, d_nrm, b, 1 << k);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return e;
+        denoise_kernel<<<grid, block>>>(*p, a, pos, nrm, b, 1 << k);
         bk_f4 *t = a; a = b; b = t;
     }
-    *d_result = a;
-    return cudaSuccess;
+    if (n) denoise_gather<<<tg, tb>>>(d_tx, d_chart, a, n, base, d_col);
+    return cudaGetLastError();
 }

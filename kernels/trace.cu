@@ -458,26 +458,31 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     return 0;
 }
 
-static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
-                        const bk_f4 *nrm, double *seconds, char *err, size_t err_size)
+static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
+                        bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    const size_t n = (size_t)p->w * (size_t)p->h, bytes = sizeof(bk_f4) * (n ? n : 1);
-    bk_f4 *d = NULL, *res = NULL;
+    const size_t px = (size_t)p->w * (size_t)p->h;
     *seconds = 0.0;
     if (passes <= 0 || n == 0) return 0;
-    /* one allocation: two colour buffers, positions, normals */
-    CUDA_TRY(cudaMalloc((void **)&d, 4 * bytes));
-    cudaError_t e = cudaMemcpy(d, col, bytes, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(d + 2 * n, pos, bytes, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(d + 3 * n, nrm, bytes, cudaMemcpyHostToDevice);
+    /* one allocation: the page's four layouts, then the texels, their charts and colours */
+    const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
+    const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
+    char *d = NULL;
+    CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
+    bk_texel *d_tx = (bk_texel *)(d + page_b);
+    uint32_t *d_chart = (uint32_t *)(d + ch_o);
+    bk_f4 *d_col = (bk_f4 *)(d + col_o);
+    cudaError_t e = cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d_chart, chart, ch_b, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev0);
-    if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d, d + n, d + 2 * n, d + 3 * n, &res);
+    if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d_tx, d_chart, d_col, n, base, (bk_f4 *)d);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev1);
     if (e == cudaSuccess) e = cudaEventSynchronize(c->ev1);
     float ms = 0;
     if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, c->ev0, c->ev1);
-    if (e == cudaSuccess) e = cudaMemcpy(col, res, bytes, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(col, d_col, col_b, cudaMemcpyDeviceToHost);
     cudaFree(d);
     if (e != cudaSuccess) { snprintf(err, err_size, "CUDA: denoiser: %s", cudaGetErrorString(e)); return -1; }
     *seconds = ms * 1e-3;

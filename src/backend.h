@@ -101,10 +101,13 @@ struct bk_backend_i {
     /* Facts about the bake kernel the options select (registers, local and shared memory,
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
-    /* The denoiser's passes over one page (kernels/bk_denoise.h layouts): col is replaced by the
-     * filtered texels; *seconds gets the time of the passes themselves (a GPU's: its kernels). */
-    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
-                            const bk_f4 *nrm, double *seconds, char *err, size_t err_size);
+    /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
+     * in the page), their charts (BK_DN_NONE: left out) and colours (rgb, variance), which are
+     * replaced by the filtered ones (kernels/bk_denoise.h); *seconds gets the time of the
+     * filtering itself (a GPU's: its kernels). */
+    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx,
+                            const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                            char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
 };
 struct bk_backend {

@@ -247,12 +247,12 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
     return bk_fail(err, err_size, "not a GPU backend: no kernel to describe (cpu)");
 }
 
-static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos,
-                       const bk_f4 *nrm, double *seconds, char *err, size_t err_size)
+static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
+                       bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
 {
     (void)be;
     double t0 = bk_time_now();
-    int rc = bk_denoise_page_cpu(p, passes, col, pos, nrm, 0, err, err_size);
+    int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, 0, err, err_size);
     *seconds = bk_time_now() - t0;
     return rc;
 }

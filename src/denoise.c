@@ -70,6 +70,27 @@ int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, cons
     return 0;
 }
 
+int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart, bk_f4 *col,
+                          uint32_t n, uint64_t base, int nthreads, char *err, size_t err_size)
+{
+    const size_t page_px = (size_t)p->w * (size_t)p->h;
+    bk_f4 *pcol = calloc(page_px ? page_px : 1, sizeof(bk_f4)), *ppos = calloc(page_px ? page_px : 1, sizeof(bk_f4));
+    bk_f4 *pnrm = malloc(sizeof(bk_f4) * (page_px ? page_px : 1));
+    int rc = 0;
+    if (!pcol || !ppos || !pnrm) {
+        rc = bk_fail(err, err_size, "out of memory for the denoiser (%zu texels)", page_px);
+    } else {
+        const bk_f4 none = { 0.0f, 0.0f, 0.0f, bk_bits_float(BK_DN_NONE) };
+        for (size_t k = 0; k < page_px; ++k) pnrm[k] = none;
+        for (uint32_t i = 0; i < n; ++i) bk_denoise_scatter(tx, chart, col, i, base, pcol, ppos, pnrm);
+        rc = bk_denoise_page_cpu(p, passes, pcol, ppos, pnrm, nthreads, err, err_size);
+        for (uint32_t i = 0; rc == 0 && i < n; ++i)
+            if (chart[i] != BK_DN_NONE) col[i] = pcol[(size_t)((uint64_t)tx[i].pixel - base)];
+    }
+    free(pcol); free(ppos); free(pnrm);
+    return rc;
+}
+
 /* ---- the whole map ------------------------------------------------------------------------- */
 
 int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
@@ -77,75 +98,70 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
                         const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
+    (void)pages;                              /* the texels' pixel numbers say which page */
     if (o->passes <= 0 || n == 0) return 0;
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
-    bk_f4 *col = malloc(sizeof(bk_f4) * page_px), *pos = malloc(sizeof(bk_f4) * page_px);
-    bk_f4 *nrm = malloc(sizeof(bk_f4) * page_px);
     uint32_t charts = 0;
     for (uint32_t i = 0; i < n; ++i) {
         uint32_t c = tri_chart[texels[i].tri];
         if (c != BK_NONE && c + 1 > charts) charts = c + 1;
     }
+    bk_f4 *col = malloc(sizeof(bk_f4) * n);
+    uint32_t *chart = malloc(sizeof(uint32_t) * n);
     double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
-    if (!col || !pos || !nrm || !sums) {
-        free(col); free(pos); free(nrm); free(sums);
+    if (!col || !chart || !sums) {
+        free(col); free(chart); free(sums);
         return bk_fail(err, err_size, "out of memory for the denoiser");
     }
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
+    /* the texels as the backends take them, with each chart's sums before the filter */
+    for (uint32_t i = 0; i < n; ++i) {
+        const size_t px = texels[i].pixel;
+        uint32_t c = tri_chart[texels[i].tri];
+        if (c == BK_NONE || (coverage && coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
+        chart[i] = c;
+        col[i].x = rgb[3 * px]; col[i].y = rgb[3 * px + 1]; col[i].z = rgb[3 * px + 2]; col[i].w = var[px];
+        if (c == BK_DN_NONE) continue;
+        double *s = sums + 6 * (size_t)c;
+        s[0] += col[i].x; s[1] += col[i].y; s[2] += col[i].z;
+        res->texels++;
+    }
     /* texels are sorted by pixel, so each page's are one run */
-    uint32_t first = 0;
     int rc = 0;
-    for (int pg = 0; pg < pages && rc == 0; ++pg) {
-        const size_t base = page_px * (size_t)pg;
+    for (uint32_t first = 0; first < n && rc == 0;) {
+        const uint64_t pg = texels[first].pixel / page_px, base = pg * page_px;
         uint32_t last = first;
         while (last < n && texels[last].pixel < base + page_px) ++last;
-        if (last == first) continue;
-        memset(col, 0, sizeof(bk_f4) * page_px);
-        memset(pos, 0, sizeof(bk_f4) * page_px);
-        memset(nrm, 0, sizeof(bk_f4) * page_px);
-        for (size_t k = 0; k < page_px; ++k) nrm[k].w = bk_bits_float(BK_DN_NONE);
-        for (uint32_t i = first; i < last; ++i) {
-            const bk_texel *t = &texels[i];
-            const size_t px = t->pixel, k = px - base;
-            const uint32_t c = tri_chart[t->tri];
-            if (c == BK_NONE || (coverage && coverage[px] != BK_COVER_TEXEL)) continue;
-            col[k].x = rgb[3 * px]; col[k].y = rgb[3 * px + 1]; col[k].z = rgb[3 * px + 2]; col[k].w = var[px];
-            pos[k].x = t->px; pos[k].y = t->py; pos[k].z = t->pz; pos[k].w = 0.0f;
-            nrm[k].x = t->nx; nrm[k].y = t->ny; nrm[k].z = t->nz; nrm[k].w = bk_bits_float(c);
-            double *s = sums + 6 * (size_t)c;
-            s[0] += col[k].x; s[1] += col[k].y; s[2] += col[k].z;
-            res->texels++;
-        }
         double tf = bk_time_now(), fs = 0.0;
-        if (be && be->i->denoise) rc = be->i->denoise(be, &p, o->passes, col, pos, nrm, &fs, err, err_size);
-        else rc = bk_denoise_page_cpu(&p, o->passes, col, pos, nrm, 0, err, err_size);
+        if (be && be->i->denoise)
+            rc = be->i->denoise(be, &p, o->passes, texels + first, chart + first, col + first, last - first, base, &fs, err, err_size);
+        else
+            rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, 0, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
-        if (rc) break;
-        for (uint32_t i = first; i < last; ++i) {
-            const size_t k = texels[i].pixel - base;
-            const uint32_t c = bk_float_bits(nrm[k].w);
-            if (c == BK_DN_NONE) continue;
-            double *s = sums + 6 * (size_t)c;
-            s[3] += col[k].x; s[4] += col[k].y; s[5] += col[k].z;
+        first = last;
+    }
+    if (rc == 0) {
+        for (uint32_t i = 0; i < n; ++i) {
+            if (chart[i] == BK_DN_NONE) continue;
+            double *s = sums + 6 * (size_t)chart[i];
+            s[3] += col[i].x; s[4] += col[i].y; s[5] += col[i].z;
         }
         /* each chart back to its own sum, channel by channel: the filter moves light within a
          * chart, never into or out of it */
-        for (uint32_t i = first; i < last; ++i) {
-            const size_t px = texels[i].pixel, k = px - base;
-            const uint32_t c = bk_float_bits(nrm[k].w);
-            if (c == BK_DN_NONE) continue;
-            const double *s = sums + 6 * (size_t)c;
-            rgb[3 * px] = s[3] > 0.0 ? (float)(col[k].x * (s[0] / s[3])) : col[k].x;
-            rgb[3 * px + 1] = s[4] > 0.0 ? (float)(col[k].y * (s[1] / s[4])) : col[k].y;
-            rgb[3 * px + 2] = s[5] > 0.0 ? (float)(col[k].z * (s[2] / s[5])) : col[k].z;
+        for (uint32_t i = 0; i < n; ++i) {
+            if (chart[i] == BK_DN_NONE) continue;
+            const double *s = sums + 6 * (size_t)chart[i];
+            const size_t px = texels[i].pixel;
+            rgb[3 * px] = s[3] > 0.0 ? (float)(col[i].x * (s[0] / s[3])) : col[i].x;
+            rgb[3 * px + 1] = s[4] > 0.0 ? (float)(col[i].y * (s[1] / s[4])) : col[i].y;
+            rgb[3 * px + 2] = s[5] > 0.0 ? (float)(col[i].z * (s[2] / s[5])) : col[i].z;
         }
-        first = last;
+        for (uint32_t c = 0; c < charts; ++c) res->charts += sums[6 * (size_t)c] + sums[6 * (size_t)c + 1] + sums[6 * (size_t)c + 2] > 0.0;
     }
-    for (uint32_t c = 0; c < charts; ++c) res->charts += sums[6 * (size_t)c] + sums[6 * (size_t)c + 1] + sums[6 * (size_t)c + 2] > 0.0;
-    free(col); free(pos); free(nrm); free(sums);
+    free(col); free(chart); free(sums);
     res->seconds = bk_time_now() - t0;
     return rc;
 }

@@ -36,6 +36,11 @@ typedef struct bk_denoise_result {
 int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
                         int nthreads, char *err, size_t err_size);
 
+/* The same for a page given as its texels (the backend interface's denoise(), on the CPU): they
+ * are scattered into page layouts, filtered, and gathered back into col. */
+int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart, bk_f4 *col,
+                          uint32_t n, uint64_t base, int nthreads, char *err, size_t err_size);
+
 /* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
  * luminance per pixel, bk_bake_run_opts.variance) over `pages` pages of w x h; texels baked where
  * coverage is BK_COVER_TEXEL (texels[i].pixel numbers pixels over all pages, tri_chart gives each
