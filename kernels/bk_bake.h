@@ -56,6 +56,48 @@ typedef struct bk_bake_params {
                             /*   skip the unocclude step (8 of the 13 rays of a 1-spp texel) */
 } bk_bake_params;
 
+/* The random-dimension layout of one sample (the last argument of bk_rng_f). Path vertex b (the
+ * texel is vertex 0, each bounce adds one) owns dimensions [b * BK_DIM_STRIDE, (b + 1) *
+ * BK_DIM_STRIDE); inside it each use of random numbers has its own range, listed once here as
+ * X(NAME, count): the enum below gives BK_DIM_NAME (its first offset) and BK_DIM_NAME_LAST, each
+ * range starting where the one before ends, and tests/unit_bake_dims.c walks the same list. A new
+ * use (a light that needs random numbers, say) is one more line: BK_DIM_END moves with it, and the
+ * assertion below fails when the ranges outgrow the stride, before dimensions of one vertex could
+ * alias those of the next. Changing the layout changes every baked texel (the golden images). */
+#define BK_DIM_USES(X)                                                                          \
+    X(BOUNCE,     2)   /* the cosine-weighted direction of the ray leaving the vertex (u1, u2) */ \
+    X(SUN,        2)   /* bk_bake_direct: a direction in the sun's cone (cos theta, phi) */       \
+    X(EMIT_PICK,  1)   /* bk_bake_direct: which emissive triangle, by power */                    \
+    X(EMIT_POINT, 2)   /* bk_bake_direct: a uniform point on it (sqrt u, v) */
+
+#define BK_DIM_ENUM_(name, n) BK_DIM_##name, BK_DIM_##name##_LAST = BK_DIM_##name + (n) - 1,
+enum bk_dim {
+    BK_DIM_USES(BK_DIM_ENUM_)
+    BK_DIM_END,                 /* first offset no use takes */
+    BK_DIM_STRIDE = 16,         /* dimensions per path vertex: room to grow without changing the layout */
+    BK_DIM_AO = 0,              /* --mode ao: the one ray's direction (u1, u2); a sample of its own */
+    BK_DIM_AO_LAST = 1
+};
+#undef BK_DIM_ENUM_
+BK_STATIC_ASSERT(BK_DIM_END <= BK_DIM_STRIDE, "the random dimensions of one path vertex outgrow BK_DIM_STRIDE");
+BK_STATIC_ASSERT(BK_DIM_AO_LAST < BK_DIM_STRIDE, "AO's random dimensions outgrow BK_DIM_STRIDE");
+
+/* The first random dimension of path vertex b. */
+BK_HD uint32_t bk_dim_vertex(uint32_t b) { return (uint32_t)BK_DIM_STRIDE * b; }
+
+/* Tests may define BK_BAKE_DIM_HOOK(texel, sample, dim) before the first include of this header
+ * to see every random dimension the bake draws (tests/unit_bake_dims.c); elsewhere it is empty. */
+#ifndef BK_BAKE_DIM_HOOK
+#  define BK_BAKE_DIM_HOOK(texel, sample, dim) ((void)0)
+#endif
+
+/* The bake's random number for (texel, sample, dimension): every draw goes through here. */
+BK_HD float bk_bake_rng(const bk_bake_params *p, uint32_t texel, uint32_t sample, uint32_t dim)
+{
+    BK_BAKE_DIM_HOOK(texel, sample, dim);
+    return bk_rng_f(p->seed, texel, sample, dim);
+}
+
 /* Shading data, file-ordered triangles (device pointers on the GPU). */
 typedef struct bk_bake_view {
     bk_accel_view   accel;
@@ -155,9 +197,10 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
 }
 
 /* Sun, point lights and one emissive-triangle sample at a path vertex, as outgoing radiance of a
- * white Lambertian surface (irradiance / pi). dim: first free random dimension (uses 5). */
+ * white Lambertian surface (irradiance / pi). base: the vertex's first random dimension
+ * (bk_dim_vertex); the draws are base + BK_DIM_SUN, BK_DIM_EMIT_PICK, BK_DIM_EMIT_POINT. */
 BK_HD bk_vec3 bk_bake_direct(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 x, bk_vec3 n,
-                             uint32_t texel, uint32_t sample, uint32_t dim, bk_stack *s, bk_trace_stats *st)
+                             uint32_t texel, uint32_t sample, uint32_t base, bk_stack *s, bk_trace_stats *st)
 {
     const float inv_pi = 0.318309886f;
     bk_vec3 L = bk_v3(0, 0, 0);
@@ -166,9 +209,9 @@ BK_HD bk_vec3 bk_bake_direct(const bk_bake_view *v, const bk_bake_params *p, bk_
         /* a direction uniform in the sun's cone */
         bk_vec3 sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
         bk_frame(sd, &b1, &b2);
-        float ct = 1.0f - bk_rng_f(p->seed, texel, sample, dim) * (1.0f - p->sun_cos);
+        float ct = 1.0f - bk_bake_rng(p, texel, sample, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
         float sp, cp;
-        bk_sincos_2pi(bk_rng_f(p->seed, texel, sample, dim + 1), &sp, &cp);
+        bk_sincos_2pi(bk_bake_rng(p, texel, sample, base + BK_DIM_SUN + 1), &sp, &cp);
         float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
         bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
         float c = bk_dot3(n, d);
@@ -190,13 +233,14 @@ BK_HD bk_vec3 bk_bake_direct(const bk_bake_view *v, const bk_bake_params *p, bk_
     }
     if (v->emit_count) {
         /* pick an emitter by power, then a uniform point on it */
-        float u = bk_rng_f(p->seed, texel, sample, dim + 2);
+        float u = bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_PICK);
         uint32_t lo = 0, hi = v->emit_count - 1;
         while (lo < hi) { uint32_t m = (lo + hi) / 2; if (v->emit_cdf[m] > u) hi = m; else lo = m + 1; }
         uint32_t t = v->emit_tris[lo], mat;
         bk_vec3 p0, p1, p2;
         bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
-        float su = sqrtf(bk_rng_f(p->seed, texel, sample, dim + 3)), sv = bk_rng_f(p->seed, texel, sample, dim + 4);
+        float su = sqrtf(bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_POINT));
+        float sv = bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_POINT + 1);
         bk_vec3 y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
         bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
         float area2 = sqrtf(bk_dot3(cr, cr));                  /* twice the area */
@@ -266,7 +310,7 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
     }
     for (uint32_t smp = p->sample_begin; smp < p->sample_end; ++smp) {
         if (p->mode == BK_BAKE_AO) {
-            bk_vec3 d = bk_cosine_dir(n, bk_rng_f(p->seed, texel, smp, 0), bk_rng_f(p->seed, texel, smp, 1));
+            bk_vec3 d = bk_cosine_dir(n, bk_bake_rng(p, texel, smp, BK_DIM_AO), bk_bake_rng(p, texel, smp, BK_DIM_AO + 1));
             bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->ao_distance);
             float open = bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT ? 1.0f : 0.0f;
             acc.x += open; acc.y += open; acc.z += open;
@@ -275,10 +319,11 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
         }
         bk_vec3 L = bk_v3(0, 0, 0), thr = bk_v3(1, 1, 1), pos = x, nrm = n;
         for (uint32_t b = 0; b <= p->bounces; ++b) {
-            uint32_t dim = 16u * b;
-            bk_vec3 direct = bk_bake_direct(v, p, pos, nrm, texel, smp, dim + 2, s, st);
+            uint32_t base = bk_dim_vertex(b);
+            bk_vec3 direct = bk_bake_direct(v, p, pos, nrm, texel, smp, base, s, st);
             L = bk_add3(L, bk_v3(thr.x * direct.x, thr.y * direct.y, thr.z * direct.z));
-            bk_vec3 d = bk_cosine_dir(nrm, bk_rng_f(p->seed, texel, smp, dim), bk_rng_f(p->seed, texel, smp, dim + 1));
+            bk_vec3 d = bk_cosine_dir(nrm, bk_bake_rng(p, texel, smp, base + BK_DIM_BOUNCE),
+                                      bk_bake_rng(p, texel, smp, base + BK_DIM_BOUNCE + 1));
             bk_ray r = bk_make_ray(bk_add3(pos, bk_mul3(nrm, p->eps)), d, 0.0f, BK_INF);
             bk_hit h = bk_bake_trace(&v->accel, &r, 0, s, st);
             if (h.tri == BK_NO_HIT) {

@@ -31,6 +31,13 @@
 #  define BK_DEVICE_CODE 0
 #endif
 
+/* A compile-time check, in C11 and in CUDA C++ alike. */
+#if defined(__cplusplus)
+#  define BK_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#  define BK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
 #define BK_INF     (__builtin_inff())
 #define BK_NO_HIT  0xFFFFFFFFu
 
