@@ -299,6 +299,12 @@ static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages,
         fputs(",\"emissiveFactor\":", j);
         json_floats(j, ke, 3);
         if (top > 1.0f) fprintf(j, ",\"extensions\":{\"KHR_materials_emissive_strength\":{\"emissiveStrength\":%.9g}}", (double)top);
+    } else if (lm_tex >= 0) {
+        /* the baked look: Kd x the lightmap (sRGB, as glTF's emissive textures are) is the light
+         * the surface sends out, so a viewer shows the lit scene with no lights of its own */
+        fputs(",\"emissiveFactor\":", j);
+        json_floats(j, base, 3);
+        fprintf(j, ",\"emissiveTexture\":{\"index\":%d,\"texCoord\":1}", lm_tex);
     }
     if (lm_tex >= 0) fprintf(j, ",\"occlusionTexture\":{\"index\":%d,\"texCoord\":1}", lm_tex);
     fputs(",\"doubleSided\":true", j);
@@ -449,7 +455,7 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
     }
 
     fputs("{\"asset\":{\"version\":\"2.0\",\"generator\":\"baker\",\"extras\":{\"baker\":{", j);
-    fputs("\"lightmap\":\"each material's extras.baker_lightmap (also its occlusionTexture): sampled with TEXCOORD_1, "
+    fputs("\"lightmap\":\"each material's extras.baker_lightmap (also its occlusionTexture, and emissiveTexture = Kd x lightmap on surfaces that do not emit): sampled with TEXCOORD_1, "
           "a texel holds the incoming diffuse light divided by pi (the radiance of a white Lambertian surface); "
           "multiply by the base colour\",", j);
     fputs("\"texcoord_0\":\"the source file's own vt with v flipped; (0, 0) where a face has none\"", j);

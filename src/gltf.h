@@ -23,7 +23,9 @@
  *   - the lightmap: glTF has no lightmap slot. Each page's PNG is an image + texture (clamp to
  *     edge, linear filtering), attached to the material as occlusionTexture with texCoord 1 (the
  *     one standard slot that multiplies the lighting and takes a second UV set: Blender, three.js
- *     and Godot import it with its UV set) and named in the material's extras as
+ *     and Godot import it with its UV set), as emissiveTexture (texCoord 1) with emissiveFactor
+ *     = Kd on materials that do not emit (albedo x lightmap: the baked look in any viewer;
+ *     Blender wires it to Emission), and named in the material's extras as
  *     "baker_lightmap" { texture, texCoord, page, uri } so an engine can wire it as the lightmap
  *     it is. The asset's extras.baker says what a texel holds. An .hdr lightmap is not a glTF
  *     image type: it is named in the extras only (uri), no texture.
