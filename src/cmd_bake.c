@@ -88,7 +88,7 @@ const char bk_bake_usage[] =
     "  --denoise-passes N       filter passes, each twice as wide as the last (default 5: about\n"
     "                           120 texels across; 0 = off)\n"
     "  --denoise-sigma L,N,X    luminance (in standard deviations), normal (cosine exponent) and\n"
-    "                           plane (texels) tolerances (default 4,32,1)\n"
+    "                           plane (texels) tolerances (default 2,8,1)\n"
     "  Emissive triangles (MTL Ke) are area lights.\n"
     "engine:\n"
     "%s"
@@ -453,9 +453,11 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
             r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
     fprintf(f, "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
-               "\"filter_seconds\": %.6f, \"texels\": %llu, \"charts\": %u },\n",
+               "\"filter_seconds\": %.6f, \"prep_seconds\": %.6f, \"backend_seconds\": %.6f, \"finish_seconds\": %.6f, "
+               "\"texels\": %llu, \"charts\": %u },\n",
             dn->texels ? "true" : "false", c->dn.passes, c->dn.sigma_l, c->dn.sigma_n, c->dn.sigma_x, dn->seconds,
-            dn->filter_seconds, (unsigned long long)dn->texels, dn->charts);
+            dn->filter_seconds, dn->prep_seconds, dn->backend_seconds, dn->finish_seconds, (unsigned long long)dn->texels,
+            dn->charts);
     fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu },\n",
             (unsigned long long)mem[0], (unsigned long long)mem[1], (unsigned long long)mem[2]);
     fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",

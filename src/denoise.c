@@ -12,8 +12,8 @@
 void bk_denoise_opts_default(bk_denoise_opts *o)
 {
     o->passes = 5;
-    o->sigma_l = 4.0f;
-    o->sigma_n = 32.0f;
+    o->sigma_l = 2.0f;
+    o->sigma_n = 8.0f;
     o->sigma_x = 1.0f;
 }
 
@@ -93,6 +93,67 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 
 /* ---- the whole map ------------------------------------------------------------------------- */
 
+/* The per-texel parts around the filter, over a share of the texels each (the charts' sums stay
+ * serial, so the result never depends on the thread count). */
+typedef struct dn_map_job {
+    int phase;                    /* 0: colours and charts in; 1: scaled colours out */
+    const bk_texel *texels;
+    const uint32_t *tri_chart;
+    const uint8_t *coverage;
+    const float *var;
+    float *rgb;
+    bk_f4 *col;
+    uint32_t *chart;
+    const double *sums;
+    uint32_t begin, end;
+} dn_map_job;
+
+static void *dn_map_run(void *arg)
+{
+    const dn_map_job *j = arg;
+    for (uint32_t i = j->begin; i < j->end; ++i) {
+        const size_t px = j->texels[i].pixel;
+        if (j->phase == 0) {
+            uint32_t c = j->tri_chart[j->texels[i].tri];
+            if (c == BK_NONE || (j->coverage && j->coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
+            j->chart[i] = c;
+            j->col[i].x = j->rgb[3 * px]; j->col[i].y = j->rgb[3 * px + 1]; j->col[i].z = j->rgb[3 * px + 2];
+            j->col[i].w = j->var[px];
+        } else if (j->chart[i] != BK_DN_NONE) {
+            /* each chart back to its own sum, channel by channel: the filter moves light within
+             * a chart, never into or out of it */
+            const double *sm = j->sums + 6 * (size_t)j->chart[i];
+            const bk_f4 c = j->col[i];
+            j->rgb[3 * px] = sm[3] > 0.0 ? (float)(c.x * (sm[0] / sm[3])) : c.x;
+            j->rgb[3 * px + 1] = sm[4] > 0.0 ? (float)(c.y * (sm[1] / sm[4])) : c.y;
+            j->rgb[3 * px + 2] = sm[5] > 0.0 ? (float)(c.z * (sm[2] / sm[5])) : c.z;
+        }
+    }
+    return NULL;
+}
+
+static void dn_map(dn_map_job proto, uint32_t n)
+{
+    enum { MAXT = 16 };
+    int nt = bk_cpu_threads();
+    nt = nt < 1 ? 1 : nt > MAXT ? MAXT : nt;
+    if (n < 65536) nt = 1;
+    dn_map_job j[MAXT];
+    pthread_t th[MAXT];
+    int started[MAXT] = { 0 };
+    for (int t = 0; t < nt; ++t) {
+        j[t] = proto;
+        j[t].begin = (uint32_t)((uint64_t)n * (uint64_t)t / (uint64_t)nt);
+        j[t].end = (uint32_t)((uint64_t)n * (uint64_t)(t + 1) / (uint64_t)nt);
+        if (t) started[t] = pthread_create(&th[t], NULL, dn_map_run, &j[t]) == 0;
+    }
+    dn_map_run(&j[0]);
+    for (int t = 1; t < nt; ++t) {
+        if (started[t]) pthread_join(th[t], NULL);
+        else dn_map_run(&j[t]);
+    }
+}
+
 int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
                         uint32_t n, const uint32_t *tri_chart, int w, int h, int pages, float texel_world,
                         const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
@@ -102,11 +163,10 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
     if (o->passes <= 0 || n == 0) return 0;
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
-    uint32_t charts = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t c = tri_chart[texels[i].tri];
-        if (c != BK_NONE && c + 1 > charts) charts = c + 1;
-    }
+    /* the charts named by the texels' triangles (the triangles are fewer than the texels) */
+    uint32_t charts = 0, tri_end = 0;
+    for (uint32_t i = 0; i < n; ++i) if (texels[i].tri + 1 > tri_end) tri_end = texels[i].tri + 1;
+    for (uint32_t t = 0; t < tri_end; ++t) if (tri_chart[t] != BK_NONE && tri_chart[t] + 1 > charts) charts = tri_chart[t] + 1;
     bk_f4 *col = malloc(sizeof(bk_f4) * n);
     uint32_t *chart = malloc(sizeof(uint32_t) * n);
     double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
@@ -117,16 +177,16 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
-    /* the texels as the backends take them, with each chart's sums before the filter */
+    /* the texels as the backends take them, then each chart's sums before the filter */
+    dn_map_job mj;
+    memset(&mj, 0, sizeof mj);
+    mj.texels = texels; mj.tri_chart = tri_chart; mj.coverage = coverage; mj.var = var; mj.rgb = rgb;
+    mj.col = col; mj.chart = chart; mj.sums = sums;
+    dn_map(mj, n);
     for (uint32_t i = 0; i < n; ++i) {
-        const size_t px = texels[i].pixel;
-        uint32_t c = tri_chart[texels[i].tri];
-        if (c == BK_NONE || (coverage && coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
-        chart[i] = c;
-        col[i].x = rgb[3 * px]; col[i].y = rgb[3 * px + 1]; col[i].z = rgb[3 * px + 2]; col[i].w = var[px];
-        if (c == BK_DN_NONE) continue;
-        double *s = sums + 6 * (size_t)c;
-        s[0] += col[i].x; s[1] += col[i].y; s[2] += col[i].z;
+        if (chart[i] == BK_DN_NONE) continue;
+        double *sm = sums + 6 * (size_t)chart[i];
+        sm[0] += col[i].x; sm[1] += col[i].y; sm[2] += col[i].z;
         res->texels++;
     }
     /* texels are sorted by pixel, so each page's are one run */
@@ -136,32 +196,28 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
         uint32_t last = first;
         while (last < n && texels[last].pixel < base + page_px) ++last;
         double tf = bk_time_now(), fs = 0.0;
+        if (first == 0) res->prep_seconds = tf - t0;
         if (be && be->i->denoise)
             rc = be->i->denoise(be, &p, o->passes, texels + first, chart + first, col + first, last - first, base, &fs, err, err_size);
         else
             rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, 0, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
+        res->backend_seconds += bk_time_now() - tf;
         first = last;
     }
+    const double tb = bk_time_now();
     if (rc == 0) {
         for (uint32_t i = 0; i < n; ++i) {
             if (chart[i] == BK_DN_NONE) continue;
             double *s = sums + 6 * (size_t)chart[i];
             s[3] += col[i].x; s[4] += col[i].y; s[5] += col[i].z;
         }
-        /* each chart back to its own sum, channel by channel: the filter moves light within a
-         * chart, never into or out of it */
-        for (uint32_t i = 0; i < n; ++i) {
-            if (chart[i] == BK_DN_NONE) continue;
-            const double *s = sums + 6 * (size_t)chart[i];
-            const size_t px = texels[i].pixel;
-            rgb[3 * px] = s[3] > 0.0 ? (float)(col[i].x * (s[0] / s[3])) : col[i].x;
-            rgb[3 * px + 1] = s[4] > 0.0 ? (float)(col[i].y * (s[1] / s[4])) : col[i].y;
-            rgb[3 * px + 2] = s[5] > 0.0 ? (float)(col[i].z * (s[2] / s[5])) : col[i].z;
-        }
+        mj.phase = 1;
+        dn_map(mj, n);
         for (uint32_t c = 0; c < charts; ++c) res->charts += sums[6 * (size_t)c] + sums[6 * (size_t)c + 1] + sums[6 * (size_t)c + 2] > 0.0;
     }
     free(col); free(chart); free(sums);
     res->seconds = bk_time_now() - t0;
+    res->finish_seconds = bk_time_now() - tb;
     return rc;
 }

@@ -27,6 +27,9 @@ void bk_denoise_opts_default(bk_denoise_opts *o);
 typedef struct bk_denoise_result {
     double   seconds;        /* the whole denoise: guides, filter (incl. transfers), chart sums */
     double   filter_seconds; /* the passes alone (GPU: kernel time) */
+    double   prep_seconds;   /* the texels' colours and charts, and the charts' sums */
+    double   backend_seconds;/* the backend's calls: the filter with its transfers */
+    double   finish_seconds; /* the charts scaled back to their sums, written into the map */
     uint64_t texels;         /* texels filtered */
     uint32_t charts;         /* charts scaled back to their sums */
 } bk_denoise_result;
