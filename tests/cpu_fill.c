@@ -17,17 +17,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#if defined(__GNUC__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wsign-compare"
-#  pragma GCC diagnostic ignored "-Wunused-function"
-#  pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#  pragma GCC diagnostic pop
-#endif
+#include "bk_test_stb_image.h"
 
 static const char *OBJ =
     "mtllib scene.mtl\n"

@@ -5,6 +5,7 @@
  * triangles present), --pages auto (a 41-model scene) naming each page's PNG, and an unknown extension refused
  * before any work with exit status 2. */
 #include "bk_test.h"
+#include "bk_test_run.h"
 #include "bk_test_gltf.h"
 
 #include <sys/stat.h>
@@ -12,16 +13,12 @@
 
 static char tmpdir[256];
 
+/* Runs baker with args (a shell fragment); captures stderr into buf; returns the exit status. */
 static int run(char *buf, size_t n, const char *args)
 {
-    char cmd[8192], errf[512];
-    snprintf(errf, sizeof errf, "%s/stderr.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "'%s' %s --quiet >/dev/null 2>'%s'", BK_BAKER, args, errf);
-    int st = system(cmd);
-    buf[0] = 0;
-    FILE *f = fopen(errf, "r");
-    if (f) { size_t k = fread(buf, 1, n - 1, f); buf[k] = 0; fclose(f); }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    char a[8192];
+    snprintf(a, sizeof a, "%s%s", args, " --quiet");
+    return bk_test_run_baker(tmpdir, buf, n, a);
 }
 
 static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }

@@ -2,6 +2,7 @@
  * leaves no output file; good input round-trips through `baker rays` and `baker trace`, and the
  * stack strategy never changes a hit. */
 #include "bk_test.h"
+#include "bk_test_run.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,14 +12,9 @@ static char tmpdir[256];
 /* Runs baker with args (a shell fragment); captures stderr into buf; returns the exit status. */
 static int run(char *buf, size_t n, const char *args)
 {
-    char cmd[4096], errf[512];
-    snprintf(errf, sizeof errf, "%s/stderr.txt", tmpdir);
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", BK_BAKER, args, errf);
-    int st = system(cmd);
-    buf[0] = 0;
-    FILE *f = fopen(errf, "r");
-    if (f) { size_t k = fread(buf, 1, n - 1, f); buf[k] = 0; fclose(f); }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    char a[8192];
+    snprintf(a, sizeof a, "%s%s", args, "");
+    return bk_test_run_baker(tmpdir, buf, n, a);
 }
 
 static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }

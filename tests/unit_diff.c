@@ -19,18 +19,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#if defined(__GNUC__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wsign-compare"
-#  pragma GCC diagnostic ignored "-Wunused-function"
-#  pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_NO_GIF
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#  pragma GCC diagnostic pop
-#endif
+#include "bk_test_stb_image.h"
 
 static char dir[256], outbuf[16384], errbuf[16384];
 
