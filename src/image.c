@@ -284,6 +284,23 @@ float bk_image_srgb_to_linear(float s)
     return (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
 }
 
+/* A decoder's message as one printable line: tinyexr's may span lines (several joined by "\n"),
+ * stb_image's "XXXX PNG chunk not known" carries the file's raw chunk type bytes. Control
+ * characters become blanks (collapsed), other bytes outside ASCII '?'. */
+static const char *one_line(const char *msg, char *line, size_t size)
+{
+    size_t n = 0;
+    for (const char *c = msg ? msg : "no reason given"; *c && n + 1 < size; ++c) {
+        unsigned char u = (unsigned char)*c;
+        char ch = u < 0x20 ? ' ' : u >= 0x7f ? '?' : (char)u;
+        if (ch == ' ' && (n == 0 || line[n - 1] == ' ')) continue;
+        line[n++] = ch;
+    }
+    while (n && line[n - 1] == ' ') n--;
+    line[n] = 0;
+    return n ? line : "no reason given";
+}
+
 /* w x h within the limits: sides 1..BK_IMAGE_MAX_SIDE, at most max_pixels in all. */
 static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, uint64_t max_pixels, char *err, size_t err_size)
 {
@@ -299,7 +316,8 @@ static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, 
 #if BK_HAVE_EXR
 static int exr_fail(const char *path, const char *what, const char *msg, char *err, size_t err_size)
 {
-    bk_fail(err, err_size, "%s: %s: %s", path, what, msg ? msg : "no reason given");
+    char line[512];
+    bk_fail(err, err_size, "%s: %s: %s", path, what, one_line(msg, line, sizeof line));
     if (msg) FreeEXRErrorMessage(msg);
     return -1;
 }
@@ -355,8 +373,11 @@ static int read_exr(const char *path, const unsigned char *buf, size_t size, uin
             goto done;
         }
     }
+    /* tinyexr 1.0.1, on pixels it cannot decode, frees the image through FreeEXRImage before it
+     * has set im.num_channels, so the channel planes would leak (found by fuzz_image): give the
+     * count first. It frees on failure but leaves the pointers: forget them afterwards. */
+    im.num_channels = hd.num_channels;
     if (LoadEXRImageFromMemory(&im, &hd, buf, size, &msg) != TINYEXR_SUCCESS) {
-        /* tinyexr 1.0.1 frees what it decoded on failure but leaves the pointers: forget them */
         InitEXRImage(&im);
         exr_fail(path, "cannot read the EXR image", msg, err, err_size);
         goto done;
@@ -415,6 +436,7 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
     if (!f) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
     int x, y, comp;
     float *out = NULL;
+    char line[256];
     if (type == BK_IMAGE_TYPE_EXR) {
 #if BK_HAVE_EXR
         size_t size = (size_t)st.st_size;
@@ -431,7 +453,8 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
     }
     if (!stbi_info_from_file(f, &x, &y, &comp)) {
         fclose(f);
-        return bk_fail(err, err_size, "%s: not a %s image: %s", path, type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG", stbi_failure_reason());
+        return bk_fail(err, err_size, "%s: not a %s image: %s", path, type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
+                       one_line(stbi_failure_reason(), line, sizeof line));
     }
     const char *kind = type == BK_IMAGE_TYPE_HDR ? "HDR" : "PNG";
     if (check_dims(path, kind, x, y, max_pixels, err, err_size)) { fclose(f); return -1; }
@@ -439,12 +462,12 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
         if (!stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: not a Radiance HDR file", path); }
         out = stbi_loadf_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, stbi_failure_reason());
+        if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
     } else {
         if (stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path); }
         stbi_uc *b = stbi_load_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!b) return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path, stbi_failure_reason());
+        if (!b) return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
         float lut[256];
         for (int i = 0; i < 256; ++i) lut[i] = bk_image_srgb_to_linear((float)i / 255.0f);
         size_t n = (size_t)x * y * 3;
