@@ -313,6 +313,29 @@ static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, 
     return 0;
 }
 
+/* stb_image trusts a PNG chunk's length and allocates for it before reading (a 100-byte file
+ * claiming a 1 GB IDAT asks for 1 GB: found by fuzz_image), so the chunks are walked first:
+ * each one's length must fit in what is left of the file. Leaves f at its start. */
+static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, size_t err_size)
+{
+    uint64_t pos = 8;                                /* the signature; stb checks its bytes */
+    int rc = 0;
+    while (pos + 8 <= size) {                       /* a chunk header: length, type */
+        uint8_t head[8];
+        if (fseek(f, (long)pos, SEEK_SET) != 0 || fread(head, 1, 8, f) != 8) break;
+        uint64_t len = (uint64_t)head[0] << 24 | (uint64_t)head[1] << 16 | (uint64_t)head[2] << 8 | head[3];
+        if (len > 0x7fffffffu || pos + 12 + len > size) {
+            rc = bk_fail(err, err_size, "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
+                         (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
+            break;
+        }
+        if (!memcmp(head + 4, "IEND", 4)) break;
+        pos += 12 + len;
+    }
+    rewind(f);
+    return rc;
+}
+
 #if BK_HAVE_EXR
 static int exr_fail(const char *path, const char *what, const char *msg, char *err, size_t err_size)
 {
@@ -451,6 +474,7 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
         return rc;
 #endif
     }
+    if (type == BK_IMAGE_TYPE_PNG && png_chunks_fit(f, path, (uint64_t)st.st_size, err, err_size)) { fclose(f); return -1; }
     if (!stbi_info_from_file(f, &x, &y, &comp)) {
         fclose(f);
         return bk_fail(err, err_size, "%s: not a %s image: %s", path, type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
