@@ -28,16 +28,18 @@
 #include <string.h>
 
 const char bk_bake_usage[] =
-    "usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr [options]\n"
+    "usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr|.exr [options]\n"
     "\n"
     "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, .obj.gz, or MagicaVoxel .vox):\n"
     "direct light, soft shadows and bounced light for every texel of an automatically packed UV\n"
     "atlas. Several SCENEs are baked together into one atlas, as one scene. Each texel\n"
     "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
-    "surface: multiply by the albedo in the game), linear in .hdr, sRGB after --exposure in .png.\n"
+    "surface: multiply by the albedo in the game), linear in .hdr and .exr, sRGB after --exposure\n"
+    "in .png.\n"
     "\n"
     "output:\n"
-    "  -o FILE                  .png (8-bit sRGB) or .hdr (Radiance RGBE, linear, rounded)\n"
+    "  -o FILE                  .png (8-bit sRGB), .hdr (Radiance RGBE, linear, rounded) or .exr\n"
+    "                           (OpenEXR RGB half-float, linear; builds with libtinyexr-dev only)\n"
     "  --exposure E|auto        PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
     "                           percentile of the texels' luminance to white\n"
     "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt); with voxels,\n"
@@ -278,8 +280,9 @@ static int parse(bake_cli *c, int argc, char **argv)
     }
     c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;
     if (!c->out) { fprintf(stderr, "baker: no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
-    if (!bk_path_has_ext(c->out, ".png") && !bk_path_has_ext(c->out, ".hdr")) {
-        fprintf(stderr, "baker: -o %s: the lightmap must be a .png or a .hdr file\n", c->out);
+    char terr[1024];
+    if (bk_image_type_check("-o", c->out, terr, sizeof terr)) {
+        fprintf(stderr, "baker: %s\n", terr);
         return -1;
     }
     if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj") && !bk_gltf_path(c->mesh_out)) {
@@ -484,7 +487,7 @@ static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3], const char 
     return r == BK_OUT_CLASH ? 2 : 1;
 }
 
-/* NAME.ext -> NAME-K.ext (ext is .png or .hdr, 4 characters). */
+/* NAME.ext -> NAME-K.ext (ext is .png, .hdr or .exr, 4 characters). */
 static char *page_name(const char *out, int k)
 {
     size_t n = strlen(out), cut = n >= 4 ? n - 4 : n;

@@ -12,10 +12,11 @@
 #include <string.h>
 
 const char bk_diff_usage[] =
-    "usage: baker diff A B [-o DIFF.png|.hdr] [--mask M.png] [--exposure E] [--json]\n"
+    "usage: baker diff A B [-o DIFF.png|.hdr|.exr] [--mask M.png] [--exposure E] [--json]\n"
     "\n"
     "Compares lightmap B with lightmap A (the reference), texel by texel. A, B and the mask are\n"
-    ".png (8-bit sRGB, decoded to linear) or .hdr (Radiance, linear); their sizes must match.\n"
+    ".png (8-bit sRGB, decoded to linear), .hdr (Radiance, linear) or .exr (OpenEXR, linear; in\n"
+    "builds with libtinyexr-dev); their sizes must match.\n"
     "\n"
     "Covered texels, the only ones compared: with --mask, those where the mask is non-zero (in\n"
     "any channel); without, those where A or B is non-zero (in any channel), so the black unused\n"
@@ -33,7 +34,8 @@ const char bk_diff_usage[] =
     "options:\n"
     "  -o FILE        also write the difference image: .png: |A - B| per channel divided by its\n"
     "                 largest value over the covered texels (white = the largest difference),\n"
-    "                 sRGB-encoded like a lightmap; .hdr: |A - B| * exposure, unscaled, linear.\n"
+    "                 sRGB-encoded like a lightmap; .hdr or .exr: |A - B| * exposure, unscaled,\n"
+    "                 linear.\n"
     "                 Texels not covered are black. Never an input; temporary file + rename.\n"
     "  --mask FILE    the covered texels (non-zero), e.g. a coverage map of the atlas\n"
     "  --exposure E   multiply both maps by E > 0 first (default 1): the PSNRs' peak is 1.0 after it\n"
@@ -120,12 +122,20 @@ static void json_num(FILE *f, double v)
     else fputs("null", f);
 }
 
-static const char *kind_of(const char *path) { return bk_path_has_ext(path, ".hdr") ? "HDR, linear" : "PNG, 8-bit sRGB"; }
+static const char *kind_of(const char *path)
+{
+    switch (bk_image_type_of(path)) {
+    case BK_IMAGE_TYPE_HDR: return "HDR, linear";
+    case BK_IMAGE_TYPE_EXR: return "EXR, linear";
+    default: return "PNG, 8-bit sRGB";
+    }
+}
 
 static int check_ext(const char *opt, const char *path)
 {
-    if (bk_path_has_ext(path, ".png") || bk_path_has_ext(path, ".hdr")) return 0;
-    fprintf(stderr, "baker diff: %s %s: the name must end in .png (8-bit sRGB) or .hdr (Radiance, linear)\n", opt, path);
+    char err[1024];
+    if (!bk_image_type_check(opt, path, err, sizeof err)) return 0;
+    fprintf(stderr, "baker diff: %s\n", err);
     return -1;
 }
 
@@ -272,7 +282,7 @@ int bk_cmd_diff(int argc, char **argv)
         printf("mean            A %.6g, B %.6g (luminance, linear)\n", st.mean_a[3], st.mean_b[3]);
         printf("max |A - B|     %.6g (linear)\n", st.max_abs);
         if (out) {
-            if (bk_path_has_ext(out, ".hdr")) printf("wrote %s (|A - B| * exposure, linear)\n", out);
+            if (bk_image_type_of(out) != BK_IMAGE_TYPE_PNG) printf("wrote %s (|A - B| * exposure, linear)\n", out);
             else printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", out, st.max_abs > 0 ? st.max_abs : 1.0);
         }
     }

@@ -399,7 +399,7 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
     }
     memcpy(J.bin + L.idx, J.idx, 4 * corners);   /* little-endian hosts only (x86-64, aarch64) */
 
-    /* images: the lightmap pages (PNG: a texture; HDR: named only), then each map_Kd file once */
+    /* images: the lightmap pages (PNG: a texture; HDR and EXR: named only), then each map_Kd file once */
     FILE *j = open_memstream(&J.json, &J.json_size);
     if (!j) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
     int lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
@@ -461,7 +461,9 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
     fputs("\"texcoord_0\":\"the source file's own vt with v flipped; (0, 0) where a face has none\"", j);
     if (o && o->lightmaps) {
         fprintf(j, ",\"lightmap_encoding\":\"%s\",\"exposure\":%.9g,\"lightmaps\":[",
-                lm_png ? "8-bit sRGB after multiplying by exposure" : "linear RGBE (Radiance .hdr)", (double)o->exposure);
+                lm_png ? "8-bit sRGB after multiplying by exposure"
+                       : bk_path_has_ext(o->lightmaps[0], ".exr") ? "linear half-float RGB (OpenEXR .exr)" : "linear RGBE (Radiance .hdr)",
+                (double)o->exposure);
         for (uint32_t p = 0; p < pages; ++p) { if (p) fputc(',', j); json_str(j, lm_uri[p]); }
         fputc(']', j);
     }

@@ -27,8 +27,8 @@
  *     = Kd on materials that do not emit (albedo x lightmap: the baked look in any viewer;
  *     Blender wires it to Emission), and named in the material's extras as
  *     "baker_lightmap" { texture, texCoord, page, uri } so an engine can wire it as the lightmap
- *     it is. The asset's extras.baker says what a texel holds. An .hdr lightmap is not a glTF
- *     image type: it is named in the extras only (uri), no texture.
+ *     it is. The asset's extras.baker says what a texel holds. An .hdr or .exr lightmap is not a
+ *     glTF image type: it is named in the extras only (uri), no texture.
  * Image URIs are relative to the glTF file's folder (percent-encoded). A .gltf embeds its buffer
  * as a base64 data: URI, so it is one file like a .glb; a .glb holds the JSON and BIN chunks.
  *

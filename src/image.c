@@ -1,7 +1,10 @@
-/* image.c - dilation, PNG / HDR writing and reading (see image.h).
+/* image.c - dilation, PNG / HDR / EXR writing and reading (see image.h).
  *
  * PNG encoder and both decoders: stb_image_write and stb_image (Sean Barrett, public domain)
- * from Debian's libstb-dev, compiled here once, static. The Radiance RGBE encoder is our own:
+ * from Debian's libstb-dev, compiled here once, static. OpenEXR: Debian's tinyexr (libtinyexr-dev,
+ * a C++ library whose header declares a C API in extern "C", so C calls it directly), when the
+ * build found it (BK_HAVE_EXR); it encodes to memory and decodes from memory, so the EXR writer
+ * goes through bk_outfile's stream like the others. The Radiance RGBE encoder is our own:
  * stb_image_write truncates the mantissas, which darkens every channel by half a step on average
  * (up to 1.5 % for a channel 1/3 of the pixel's largest) in decoders that read byte * 2^(e-136)
  * (stb_image, and most others); ours rounds to nearest, so those decoders see no bias.
@@ -42,6 +45,35 @@ static void stbi_set_unpremultiply_on_load_thread(int flag) { (void)flag; }
 #if defined(__GNUC__)
 #  pragma GCC diagnostic pop
 #endif
+#if BK_HAVE_EXR
+#  include <tinyexr.h>
+#endif
+
+#define EXR_MISSING "built without EXR support: install libtinyexr-dev and rebuild"
+#define TYPE_LIST "the name must end in .png (8-bit sRGB), .hdr (Radiance, linear) or .exr (OpenEXR half-float, linear)"
+
+bk_image_type bk_image_type_of(const char *path)
+{
+    if (bk_path_has_ext(path, ".png")) return BK_IMAGE_TYPE_PNG;
+    if (bk_path_has_ext(path, ".hdr")) return BK_IMAGE_TYPE_HDR;
+    if (bk_path_has_ext(path, ".exr")) return BK_IMAGE_TYPE_EXR;
+    return BK_IMAGE_TYPE_NONE;
+}
+
+int bk_image_exr_supported(void) { return BK_HAVE_EXR; }
+
+int bk_image_type_check(const char *what, const char *path, char *err, size_t err_size)
+{
+    const char *sep = what && what[0] ? " " : "";
+    switch (bk_image_type_of(path)) {
+    case BK_IMAGE_TYPE_PNG: case BK_IMAGE_TYPE_HDR: return 0;
+    case BK_IMAGE_TYPE_EXR:
+        if (bk_image_exr_supported()) return 0;
+        return bk_fail(err, err_size, "%s%s%s: " EXR_MISSING, what ? what : "", sep, path);
+    default:
+        return bk_fail(err, err_size, "%s%s%s: unsupported image type: " TYPE_LIST, what ? what : "", sep, path);
+    }
+}
 
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
 {
@@ -160,12 +192,80 @@ static int write_hdr(FILE *f, const char *path, const float *rgb, int w, int h, 
     return ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
 }
 
+#if BK_HAVE_EXR
+/* v (finite, in [0, 65504]) as the nearest half float, ties to even (nearbyint in the default
+ * rounding mode). Our own rather than tinyexr's float conversion, which rounds ties upwards. */
+static uint16_t half_bits(double v)
+{
+    if (v < ldexp(1.0, -14)) return (uint16_t)nearbyint(v * 16777216.0);   /* subnormal; 1024 is the smallest normal */
+    int e;
+    frexp(v, &e);                              /* v = m 2^e, m in [0.5, 1): exponent e - 1, biased e + 14 */
+    double sig = nearbyint(ldexp(v, 11 - e));  /* 11 significant bits: 1024..2048 */
+    if (sig >= 2048.0) { sig = 1024.0; e++; }
+    return (uint16_t)(((e + 14) << 10) | ((int)sig - 1024));
+}
+
+/* R, G, B as half floats (pixel_types HALF: tinyexr writes the planes as given); values past
+ * 65504 (the largest half) are clamped to it, negatives and NaN are 0. EXR readers expect
+ * channels sorted by name: B, G, R. */
+static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
+{
+    size_t n = (size_t)w * h;
+    uint16_t *plane = malloc(sizeof(uint16_t) * n * 3);
+    if (!plane) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
+    for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            float v = rgb[3 * i + k];
+            v = v > 0 ? v : 0.0f;                 /* negatives and NaN */
+            plane[(size_t)(2 - k) * n + i] = half_bits(v < 65504.0f ? v : 65504.0f);
+        }
+    EXRHeader hd;
+    EXRImage im;
+    InitEXRHeader(&hd);
+    InitEXRImage(&im);
+    EXRChannelInfo ch[3];
+    int types[3] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
+    unsigned char *planes[3];
+    memset(ch, 0, sizeof ch);
+    for (int c = 0; c < 3; ++c) {
+        ch[c].name[0] = "BGR"[c];
+        ch[c].x_sampling = ch[c].y_sampling = 1;
+        planes[c] = (unsigned char *)(plane + (size_t)c * n);
+    }
+    hd.num_channels = 3;
+    hd.channels = ch;
+    hd.pixel_types = types;
+    hd.requested_pixel_types = types;
+    hd.compression_type = TINYEXR_COMPRESSIONTYPE_ZIP;
+    im.num_channels = 3;
+    im.images = planes;
+    im.width = w;
+    im.height = h;
+    unsigned char *mem = NULL;
+    const char *msg = NULL;
+    size_t size = SaveEXRImageToMemory(&im, &hd, &mem, &msg);
+    free(plane);
+    if (!size) {
+        bk_fail(err, err_size, "%s: EXR encoder failed (%dx%d): %s", path, w, h, msg ? msg : "no reason given");
+        if (msg) FreeEXRErrorMessage(msg);
+        free(mem);
+        return -1;
+    }
+    size_t put = fwrite(mem, 1, size, f);
+    free(mem);                                    /* tinyexr malloc()s the encoded file */
+    return put != size || ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
+}
+#endif
+
 int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {
-    int png = bk_path_has_ext(path, ".png"), hdr = bk_path_has_ext(path, ".hdr");
-    if (!png && !hdr) return bk_fail(err, err_size, "%s: unsupported image type: the name must end in .png (8-bit sRGB) or .hdr (Radiance, linear)", path);
+    if (bk_image_type_check(NULL, path, err, err_size)) return -1;
+    int hdr = bk_image_type_of(path) == BK_IMAGE_TYPE_HDR;
     if (w <= 0 || h <= 0) return bk_fail(err, err_size, "%s: empty image (%dx%d)", path, w, h);
     if (hdr) return write_hdr(f, path, rgb, w, h, err, err_size);
+#if BK_HAVE_EXR
+    if (bk_image_type_of(path) == BK_IMAGE_TYPE_EXR) return write_exr(f, path, rgb, w, h, err, err_size);
+#endif
     if (!(exposure >= 0 && isfinite(exposure)))
         return bk_fail(err, err_size, "%s: exposure %g: must be a finite number >= 0", path, (double)exposure);
     size_t n = (size_t)w * h * 3;
@@ -184,28 +284,214 @@ float bk_image_srgb_to_linear(float s)
     return (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
 }
 
+/* A decoder's message as one printable line: tinyexr's may span lines (several joined by "\n"),
+ * stb_image's "XXXX PNG chunk not known" carries the file's raw chunk type bytes. Control
+ * characters become blanks (collapsed), other bytes outside ASCII '?'. */
+static const char *one_line(const char *msg, char *line, size_t size)
+{
+    size_t n = 0;
+    for (const char *c = msg ? msg : "no reason given"; *c && n + 1 < size; ++c) {
+        unsigned char u = (unsigned char)*c;
+        char ch = u < 0x20 ? ' ' : u >= 0x7f ? '?' : (char)u;
+        if (ch == ' ' && (n == 0 || line[n - 1] == ' ')) continue;
+        line[n++] = ch;
+    }
+    while (n && line[n - 1] == ' ') n--;
+    line[n] = 0;
+    return n ? line : "no reason given";
+}
+
+/* w x h within the limits: sides 1..BK_IMAGE_MAX_SIDE, at most max_pixels in all. */
+static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, uint64_t max_pixels, char *err, size_t err_size)
+{
+    if (w < 1 || h < 1 || w > BK_IMAGE_MAX_SIDE || h > BK_IMAGE_MAX_SIDE)
+        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: sides must be 1..%d", path, kind, (long long)w, (long long)h,
+                       BK_IMAGE_MAX_SIDE);
+    if ((uint64_t)w * (uint64_t)h > max_pixels)
+        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: more than the %llu pixels allowed here", path, kind,
+                       (long long)w, (long long)h, (unsigned long long)max_pixels);
+    return 0;
+}
+
+/* stb_image trusts a PNG chunk's length and allocates for it before reading (a 100-byte file
+ * claiming a 1 GB IDAT asks for 1 GB: found by fuzz_image), so the chunks are walked first:
+ * each one's length must fit in what is left of the file. Leaves f at its start. */
+static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, size_t err_size)
+{
+    uint64_t pos = 8;                                /* the signature; stb checks its bytes */
+    int rc = 0;
+    while (pos + 8 <= size) {                       /* a chunk header: length, type */
+        uint8_t head[8];
+        if (fseek(f, (long)pos, SEEK_SET) != 0 || fread(head, 1, 8, f) != 8) break;
+        uint64_t len = (uint64_t)head[0] << 24 | (uint64_t)head[1] << 16 | (uint64_t)head[2] << 8 | head[3];
+        if (len > 0x7fffffffu || pos + 12 + len > size) {
+            rc = bk_fail(err, err_size, "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
+                         (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
+            break;
+        }
+        if (!memcmp(head + 4, "IEND", 4)) break;
+        pos += 12 + len;
+    }
+    rewind(f);
+    return rc;
+}
+
+#if BK_HAVE_EXR
+static int exr_fail(const char *path, const char *what, const char *msg, char *err, size_t err_size)
+{
+    char line[512];
+    bk_fail(err, err_size, "%s: %s: %s", path, what, one_line(msg, line, sizeof line));
+    if (msg) FreeEXRErrorMessage(msg);
+    return -1;
+}
+
+/* A single-part scanline EXR from memory: R, G, B (or Y as grey), half or float, all finite >= 0. */
+static int read_exr(const char *path, const unsigned char *buf, size_t size, uint64_t max_pixels, float **rgb, int *w, int *h,
+                    char *err, size_t err_size)
+{
+    EXRVersion ver;
+    if (ParseEXRVersionFromMemory(&ver, buf, size) != TINYEXR_SUCCESS) return bk_fail(err, err_size, "%s: not an OpenEXR file", path);
+    if (ver.multipart || ver.non_image) return bk_fail(err, err_size, "%s: a multi-part or deep EXR: only single-part scanline images are read", path);
+    if (ver.tiled) return bk_fail(err, err_size, "%s: a tiled EXR: only scanline images are read", path);
+    EXRHeader hd;
+    InitEXRHeader(&hd);
+    const char *msg = NULL;
+    if (ParseEXRHeaderFromMemory(&hd, &ver, buf, size, &msg) != TINYEXR_SUCCESS) {
+        FreeEXRHeader(&hd);
+        return exr_fail(path, "cannot read the EXR header", msg, err, err_size);
+    }
+    int rc = -1, chan[3] = { -1, -1, -1 }, grey = -1;
+    float *out = NULL;
+    EXRImage im;
+    InitEXRImage(&im);
+    int64_t iw = (int64_t)hd.data_window.max_x - hd.data_window.min_x + 1;
+    int64_t ih = (int64_t)hd.data_window.max_y - hd.data_window.min_y + 1;
+    if (hd.tiled) { bk_fail(err, err_size, "%s: a tiled EXR: only scanline images are read", path); goto done; }
+    if (check_dims(path, "EXR", iw, ih, max_pixels, err, err_size)) goto done;
+    if (hd.num_channels < 1 || hd.num_channels > BK_IMAGE_EXR_MAX_CHANNELS) {
+        bk_fail(err, err_size, "%s: %d channels: an EXR lightmap has 1..%d", path, hd.num_channels, BK_IMAGE_EXR_MAX_CHANNELS);
+        goto done;
+    }
+    for (int c = 0; c < hd.num_channels; ++c) {
+        const char *name = hd.channels[c].name;
+        if (!strcmp(name, "R")) chan[0] = c;
+        else if (!strcmp(name, "G")) chan[1] = c;
+        else if (!strcmp(name, "B")) chan[2] = c;
+        else if (!strcmp(name, "Y")) grey = c;
+        if (hd.pixel_types[c] == TINYEXR_PIXELTYPE_HALF) hd.requested_pixel_types[c] = TINYEXR_PIXELTYPE_FLOAT;
+    }
+    if (chan[0] < 0 && chan[1] < 0 && chan[2] < 0 && grey >= 0) chan[0] = chan[1] = chan[2] = grey;
+    if (chan[0] < 0 || chan[1] < 0 || chan[2] < 0) {
+        bk_fail(err, err_size, "%s: the EXR has no channels R, G and B (nor Y)", path);
+        goto done;
+    }
+    for (int k = 0; k < 3; ++k) {
+        const EXRChannelInfo *ci = &hd.channels[chan[k]];
+        if (hd.pixel_types[chan[k]] == TINYEXR_PIXELTYPE_UINT) {
+            bk_fail(err, err_size, "%s: EXR channel %s holds integers: a lightmap's are half or float", path, ci->name);
+            goto done;
+        }
+        if (ci->x_sampling != 1 || ci->y_sampling != 1) {
+            bk_fail(err, err_size, "%s: EXR channel %s is subsampled (%dx%d): not read", path, ci->name, ci->x_sampling, ci->y_sampling);
+            goto done;
+        }
+    }
+    /* tinyexr 1.0.1, on pixels it cannot decode, frees the image through FreeEXRImage before it
+     * has set im.num_channels, so the channel planes would leak (found by fuzz_image): give the
+     * count first. It frees on failure but leaves the pointers: forget them afterwards. */
+    im.num_channels = hd.num_channels;
+    if (LoadEXRImageFromMemory(&im, &hd, buf, size, &msg) != TINYEXR_SUCCESS) {
+        InitEXRImage(&im);
+        exr_fail(path, "cannot read the EXR image", msg, err, err_size);
+        goto done;
+    }
+    if ((int64_t)im.width != iw || (int64_t)im.height != ih || !im.images || im.num_channels != hd.num_channels) {
+        bk_fail(err, err_size, "%s: the EXR decoder returned a %dx%d image for a %lldx%lld data window", path, im.width, im.height,
+                (long long)iw, (long long)ih);
+        goto done;
+    }
+    size_t n = (size_t)iw * (size_t)ih;
+    out = malloc(sizeof(float) * n * 3);
+    if (!out) { bk_fail(err, err_size, "%s: out of memory for a %lldx%lld image", path, (long long)iw, (long long)ih); goto done; }
+    for (int k = 0; k < 3; ++k) {
+        const float *src = (const float *)im.images[chan[k]];
+        for (size_t i = 0; i < n; ++i) {
+            float v = src[i];
+            if (!(isfinite(v) && v >= 0)) {
+                bk_fail(err, err_size, "%s: EXR pixel (%zu, %zu) channel %s is %g: a lightmap holds finite values >= 0", path,
+                        i % (size_t)iw, i / (size_t)iw, hd.channels[chan[k]].name, (double)v);
+                goto done;
+            }
+            out[3 * i + k] = v;
+        }
+    }
+    *rgb = out;
+    out = NULL;
+    *w = (int)iw;
+    *h = (int)ih;
+    rc = 0;
+done:
+    free(out);
+    FreeEXRImage(&im);
+    FreeEXRHeader(&hd);
+    return rc;
+}
+#endif
+
 int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size)
+{
+    return bk_image_read_max(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, rgb, w, h, err, err_size);
+}
+
+int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err, size_t err_size)
 {
     *rgb = NULL;
     *w = *h = 0;
-    int png = bk_path_has_ext(path, ".png"), hdr = bk_path_has_ext(path, ".hdr");
-    if (!png && !hdr) return bk_fail(err, err_size, "%s: unsupported image type: the name must end in .png (8-bit sRGB) or .hdr (Radiance, linear)", path);
+    if (bk_image_type_check(NULL, path, err, err_size)) return -1;
+    bk_image_type type = bk_image_type_of(path);
     struct stat st;
     if (stat(path, &st) != 0) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return bk_fail(err, err_size, "%s: not a regular file", path);
+    if ((uint64_t)st.st_size > BK_IMAGE_MAX_FILE)
+        return bk_fail(err, err_size, "%s: %llu bytes: image files are read up to %llu bytes", path, (unsigned long long)st.st_size,
+                       (unsigned long long)BK_IMAGE_MAX_FILE);
     FILE *f = fopen(path, "rb");
     if (!f) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
     int x, y, comp;
     float *out = NULL;
-    if (hdr) {
+    char line[256];
+    if (type == BK_IMAGE_TYPE_EXR) {
+#if BK_HAVE_EXR
+        size_t size = (size_t)st.st_size;
+        unsigned char *buf = malloc(size ? size : 1);
+        if (!buf) { fclose(f); return bk_fail(err, err_size, "%s: out of memory for %zu bytes", path, size); }
+        size_t got = fread(buf, 1, size, f);
+        int bad = ferror(f);
+        fclose(f);
+        if (bad || got != size) { free(buf); return bk_fail(err, err_size, "%s: read failed", path); }
+        int rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size);
+        free(buf);
+        return rc;
+#endif
+    }
+    if (type == BK_IMAGE_TYPE_PNG && png_chunks_fit(f, path, (uint64_t)st.st_size, err, err_size)) { fclose(f); return -1; }
+    if (!stbi_info_from_file(f, &x, &y, &comp)) {
+        fclose(f);
+        return bk_fail(err, err_size, "%s: not a %s image: %s", path, type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
+                       one_line(stbi_failure_reason(), line, sizeof line));
+    }
+    const char *kind = type == BK_IMAGE_TYPE_HDR ? "HDR" : "PNG";
+    if (check_dims(path, kind, x, y, max_pixels, err, err_size)) { fclose(f); return -1; }
+    if (type == BK_IMAGE_TYPE_HDR) {
         if (!stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: not a Radiance HDR file", path); }
         out = stbi_loadf_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, stbi_failure_reason());
+        if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
     } else {
+        if (stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path); }
         stbi_uc *b = stbi_load_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!b) return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path, stbi_failure_reason());
+        if (!b) return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
         float lut[256];
         for (int i = 0; i < 256; ++i) lut[i] = bk_image_srgb_to_linear((float)i / 255.0f);
         size_t n = (size_t)x * y * 3;
@@ -223,8 +509,7 @@ int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size
 
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {
-    if (!bk_path_has_ext(path, ".png") && !bk_path_has_ext(path, ".hdr"))
-        return bk_image_write_file(NULL, path, rgb, w, h, exposure, err, err_size);   /* the type error */
+    if (bk_image_type_check(NULL, path, err, err_size)) return -1;   /* before any file is made */
     bk_outfile of;
     if (bk_outfile_open(&of, path, err, err_size) != 0) return -1;
     if (bk_image_write_file(of.f, path, rgb, w, h, exposure, err, err_size)) { bk_outfile_abort(&of); return -1; }

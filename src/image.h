@@ -1,11 +1,12 @@
-/* image.h - lightmap images: dilation of the padding and PNG / Radiance HDR output.
+/* image.h - lightmap images: dilation of the padding and PNG / Radiance HDR / OpenEXR output.
  *
  * Pipeline: bake -> linear RGB per texel (3 floats, row-major, row 0 at the top) ->
  * bk_fill_hidden_texels (fill.h: texels inside geometry, from their own chart) ->
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
  * bk_image_write (.png: 8-bit sRGB through stb_image_write from Debian's libstb-dev; .hdr:
- * Radiance RGBE, linear, our own encoder rounding to nearest). bk_image_read reads both back
- * (baker diff).
+ * Radiance RGBE, linear, our own encoder rounding to nearest; .exr: RGB half-float, linear,
+ * through Debian's tinyexr, only when built with it: BK_HAVE_EXR). bk_image_read reads all
+ * three back (baker diff).
  *
  * Usage:
  *     bk_image_dilate(rgb, coverage, w, h, padding + 1);
@@ -29,11 +30,38 @@
  * change. Stops early when a round fills nothing. */
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations);
 
+/* Image types, by the path's extension (case-insensitive). */
+typedef enum bk_image_type {
+    BK_IMAGE_TYPE_NONE = 0,   /* none of the below */
+    BK_IMAGE_TYPE_PNG,        /* .png: 8-bit sRGB */
+    BK_IMAGE_TYPE_HDR,        /* .hdr: Radiance RGBE, linear */
+    BK_IMAGE_TYPE_EXR         /* .exr: OpenEXR RGB half-float, linear (needs BK_HAVE_EXR) */
+} bk_image_type;
+
+bk_image_type bk_image_type_of(const char *path);
+/* 1 when this build reads and writes .exr (configured with Debian's libtinyexr-dev). */
+int bk_image_exr_supported(void);
+/* 0 when path names an image type this build reads and writes; else -1 with one line in err,
+ * naming path and the types (`what` prefixes it, e.g. "-o"): an unknown extension, or .exr in a
+ * build without tinyexr ("built without EXR support: install libtinyexr-dev and rebuild"). */
+int bk_image_type_check(const char *what, const char *path, char *err, size_t err_size);
+
+/* What bk_image_read accepts: sides of at most BK_IMAGE_MAX_SIDE (the largest atlas page) and
+ * files of at most BK_IMAGE_MAX_FILE bytes (checked before anything is decoded); an EXR may have
+ * at most BK_IMAGE_EXR_MAX_CHANNELS channels (tinyexr decodes all of them). */
+#define BK_IMAGE_MAX_SIDE          16384
+#define BK_IMAGE_MAX_FILE          ((uint64_t)4 << 30)
+#define BK_IMAGE_EXR_MAX_CHANNELS  16
+
 /* Writes rgb (w * h * 3 linear floats, row 0 at the top) by the path's extension:
  *   .png  8-bit sRGB of rgb * exposure, clamped to [0, 1] (the exact sRGB transfer curve);
  *   .hdr  Radiance RGBE of the linear values (bk_image_rgbe, run-length encoded scanlines when
  *         8 <= w < 32768); exposure is NOT applied (an HDR keeps the bake's radiometric values;
  *         the viewer or game chooses the exposure), negatives and NaN -> 0.
+ *   .exr  OpenEXR, channels R, G, B as half floats (rounded to nearest even), ZIP-compressed
+ *         scanlines, linear like .hdr (no exposure); negatives and NaN -> 0, values beyond the
+ *         largest half (65504, +inf included) -> 65504. Only with BK_HAVE_EXR (else an error).
+ *         tinyexr encodes into memory, which is then written into the stream like the others.
  * Case-insensitive extensions. Written to a temporary file and renamed: on failure no file is
  * left. Returns 0, or -1 with one line in err naming the file. */
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size);
@@ -52,9 +80,16 @@ int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int 
 void bk_image_rgbe(const float rgb[3], uint8_t out[4]);
 
 /* Reads a lightmap by its extension: .png (8-bit sRGB, decoded exactly to linear; alpha and
- * grey are expanded to RGB) or .hdr (Radiance, linear as stb_image decodes it: byte * 2^(E-136)).
- * *rgb gets w * h * 3 floats (malloc'ed, row 0 at the top). 0, or -1 with one line naming path. */
+ * grey are expanded to RGB), .hdr (Radiance, linear as stb_image decodes it: byte * 2^(E-136))
+ * or .exr (BK_HAVE_EXR only: a single-part scanline OpenEXR with half or float channels R, G, B,
+ * or Y alone as grey; every value must be finite and >= 0, as a lightmap's are).
+ * *rgb gets w * h * 3 floats (malloc'ed, row 0 at the top), all finite and >= 0. Sizes and
+ * dimensions are checked before decoding (the limits above). 0, or -1 with one line naming path,
+ * *rgb NULL and *w = *h = 0. */
 int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size);
+/* The same with a smaller pixel budget: images of more than max_pixels pixels are refused before
+ * decoding (the fuzz target keeps each input's memory small with it). */
+int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err, size_t err_size);
 
 /* The sRGB decoding of s in [0, 1] (the IEC 61966-2-1 curve). */
 float bk_image_srgb_to_linear(float s);

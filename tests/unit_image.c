@@ -8,7 +8,8 @@
  * seeded random channels, is unbiased for the byte * 2^(E-136) decoder (stb_image's) where
  * stb_image_write's truncating encoder is half a step dark, with a smaller worst error per
  * channel (both decoders measured and printed); unknown extensions and unwritable paths fail
- * with the path in the message and leave no file (nor a temporary one); dilation fills only
+ * with the path in the message and leave no file (nor a temporary one); the reader refuses a PNG
+ * chunk longer than the file, sides over 16384 and images over a pixel budget; dilation fills only
  * uncovered texels, from covered 8-neighbours, one ring per iteration, marks them
  * BK_COVER_DILATED, never touches covered texels, and after one ring around a rasterized atlas
  * every texel a bilinear lookup inside a chart can reach holds a value.
@@ -302,6 +303,32 @@ static void test_errors(void)
     struct stat st;
     BK_EXPECT(stat(path, &st) == 0 && st.st_size > 0);
     BK_EXPECT(files_in_tmpdir() == 1);
+    remove(path);
+
+    /* reading: a PNG chunk whose length runs past the end is refused before stb_image allocates
+     * for it (fuzz_image found a 1 GB IDAT claim in a 100-byte file); sides over the limit and
+     * over a pixel budget are refused before decoding */
+    static const uint8_t sig_ihdr[] = { 0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 16, 0, 0, 0, 16,
+                                        8, 2, 0, 0, 0, 0x90, 0x91, 0x68, 0x32, 0x40, 0, 3, 0x1b, 'I', 'D', 'A', 'T', 'x', 0x5e, 1 };
+    snprintf(path, sizeof path, "%s/claims.png", tmpdir);
+    FILE *f = fopen(path, "wb");
+    if (f) { fwrite(sig_ihdr, 1, sizeof sig_ihdr, f); fclose(f); }
+    float *got = (float *)1;
+    int w = 3, h = 3;
+    BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got && !w && !h);
+    BK_EXPECTF(strstr(err, path) && strstr(err, "past the end"), "message: %s", err);
+    remove(path);
+    snprintf(path, sizeof path, "%s/big.hdr", tmpdir);
+    f = fopen(path, "wb");
+    if (f) { fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 16385 +X 4\n", f); fclose(f); }
+    BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got);
+    BK_EXPECTF(strstr(err, path) && strstr(err, "4x16385") && strstr(err, "1..16384"), "message: %s", err);
+    remove(path);
+    BK_EXPECT(bk_image_write(path, rgb, 2, 2, 1.0f, err, sizeof err) == 0);
+    BK_EXPECT(bk_image_read_max(path, 3, &got, &w, &h, err, sizeof err) != 0 && !got);
+    BK_EXPECTF(strstr(err, path) && strstr(err, "more than the 3 pixels"), "message: %s", err);
+    BK_EXPECT(bk_image_read_max(path, 4, &got, &w, &h, err, sizeof err) == 0 && got && w == 2 && h == 2);
+    free(got);
     remove(path);
 }
 

@@ -8,7 +8,8 @@
 #
 # Seeds are made at run time in BUILD_DIR/fuzz/seeds from the scene corpus ($BK_SCENES_DIR, else
 # the BK_SHARED_SCENES the build was configured with, else ../shared/scenes) and the demo scene;
-# RAYS and HITS seeds are written by the build's own `baker rays` / `baker trace`. Inputs that
+# RAYS and HITS seeds are written by the build's own `baker rays` / `baker trace`, image seeds
+# (PNG, HDR, EXR) by its own bake and `baker diff`. Inputs that
 # add coverage collect in BUILD_DIR/fuzz/corpus/TARGET (kept between runs, so runs add up); a
 # crash, leak, timeout or out-of-memory input is saved in BUILD_DIR/fuzz/artifacts/TARGET/ and
 # the script exits 1. The last lines of each target's log give runs and coverage.
@@ -17,7 +18,7 @@ secs=${1:-60}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${2:-$repo/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world baker; do
+for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image baker; do
   [ -x "$build/$t" ] || { echo "run.sh: $build/$t missing: configure with -DBK_FUZZ=ON and build first" >&2; exit 2; }
 done
 
@@ -30,7 +31,7 @@ fi
 work=$build/fuzz
 seeds=$work/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox,fuzz_vox_world}
+mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox,fuzz_vox_world,fuzz_image}
 
 # ---- seeds ------------------------------------------------------------------------------------
 # Small OBJ files (the loader's tests, the Cornell boxes); an OBJ with its MTL becomes one input
@@ -85,20 +86,37 @@ fi
 # tools/vox_world's own reader starts from the same .vox seeds
 cp "$seeds"/fuzz_vox/* "$seeds/fuzz_vox_world/" 2>/dev/null || true
 
+# Lightmaps written by the build's own baker: the demo scene at a few sizes (4 wide: flat HDR
+# scanlines; 16 and 40: run-length ones) as PNG, HDR and, when built with tinyexr, EXR; the
+# difference images of `baker diff` too (.png scaled to white, .hdr/.exr unscaled).
+for sz in 4 16 40; do
+  for ext in png hdr exr; do
+    "$build/baker" "$cornell" -o "$seeds/fuzz_image/cornell$sz.$ext" --size "$sz" --spp 1 --backend cpu --quiet \
+      >/dev/null 2>&1 || [ "$ext" = exr ] || { echo "run.sh: baker could not write a .$ext seed" >&2; exit 2; }
+  done
+done
+for ext in png hdr exr; do
+  [ -f "$seeds/fuzz_image/cornell16.$ext" ] || continue
+  "$build/baker" "$cornell" -o "$seeds/fuzz_image/cornell16b.$ext" --size 16 --spp 1 --seed 7 --backend cpu --quiet >/dev/null 2>&1 || true
+  "$build/baker" diff "$seeds/fuzz_image/cornell16.$ext" "$seeds/fuzz_image/cornell16b.$ext" \
+    -o "$seeds/fuzz_image/diff16.$ext" >/dev/null 2>&1 || true
+  rm -f "$seeds/fuzz_image/cornell16b.$ext"
+done
+
 # ---- fuzzing ----------------------------------------------------------------------------------
 # -max_len: the OBJ loader gets room for a few thousand lines; ray files 128 records; the trace
 #   target small scenes (it brute-forces every ray against every triangle); .vox files up to the
-#   size of the corpus's scene-graph file.
+#   size of the corpus's scene-graph file; images a little over the largest seed.
 # -rss_limit_mb / -malloc_limit_mb: a 64 KB input may honestly ask for tens of MB (a gzip bomb, a
 #   line of a million face indices); a single allocation over 1 GB or a process over 2 GB is
 #   reported as out-of-memory.
 # -timeout: seconds for one input (sanitized code); slower means something is quadratic or stuck.
-declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072 [fuzz_vox_world]=131072)
-declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict [fuzz_vox_world]=vox.dict)
+declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072 [fuzz_vox_world]=131072 [fuzz_image]=32768)
+declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict [fuzz_vox_world]=vox.dict [fuzz_image]=image.dict)
 status=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world}; do
+for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image}; do
   corpus=$work/corpus/$t
   art=$work/artifacts/$t
   mkdir -p "$corpus" "$art"
