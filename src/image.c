@@ -336,6 +336,52 @@ static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, s
     return rc;
 }
 
+/* stb_image's run-length HDR decoder loops for ever on a run of length 0, which is also what it
+ * reads past the end of the file (found by fuzz_image on a truncated scanline), so the runs are
+ * walked first as stb will read them: after the header's empty line and the resolution line,
+ * each new-style scanline (2, 2, width) has for each of its 4 planes runs (128 + n, byte) and
+ * dumps (n, n bytes) that must be non-empty and inside the file. A scanline stb does not take as
+ * run-length encoded (or a width outside 8..32767) ends the walk: stb then reads flat pixels,
+ * which always ends. Leaves f at its start. */
+static int hdr_runs_ok(FILE *f, const char *path, uint64_t size, int w, int h, char *err, size_t err_size)
+{
+    if (w < 8 || w >= 32768) return 0;
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) return bk_fail(err, err_size, "%s: out of memory for %llu bytes", path, (unsigned long long)size);
+    int rc = 0;
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) { rc = bk_fail(err, err_size, "%s: read failed", path); goto done; }
+    const uint8_t *p = NULL, *end = buf + size;
+    for (const uint8_t *q = buf; q + 1 < end; ++q)
+        if (q[0] == '\n' && q[1] == '\n') { p = q + 2; break; }
+    while (p && p < end && *p != '\n') ++p;               /* the resolution line */
+    if (!p || p >= end) goto done;                          /* stb says what is wrong */
+    ++p;
+    for (int y = 0; y < h; ++y) {
+        if (end - p < 4 || p[0] != 2 || p[1] != 2 || (p[2] & 0x80) || (p[2] << 8 | p[3]) != w) break;
+        p += 4;
+        for (int k = 0; k < 4; ++k)
+            for (int x = 0; x < w;) {
+                if (p >= end) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                int n = *p++;
+                if (n > 128) {
+                    n -= 128;
+                    if (p >= end) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                    p++;
+                } else {
+                    if (n == 0) { rc = bk_fail(err, err_size, "%s: HDR scanline %d has a run of length 0", path, y); goto done; }
+                    if (end - p < n) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                    p += n;
+                }
+                if (n > w - x) goto done;                   /* stb refuses it */
+                x += n;
+            }
+    }
+done:
+    free(buf);
+    rewind(f);
+    return rc;
+}
+
 #if BK_HAVE_EXR
 static int exr_fail(const char *path, const char *what, const char *msg, char *err, size_t err_size)
 {
@@ -484,6 +530,7 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
     if (check_dims(path, kind, x, y, max_pixels, err, err_size)) { fclose(f); return -1; }
     if (type == BK_IMAGE_TYPE_HDR) {
         if (!stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: not a Radiance HDR file", path); }
+        if (hdr_runs_ok(f, path, (uint64_t)st.st_size, x, y, err, err_size)) { fclose(f); return -1; }
         out = stbi_loadf_from_file(f, &x, &y, &comp, 3);
         fclose(f);
         if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));

@@ -9,10 +9,10 @@
  * stb_image_write's truncating encoder is half a step dark, with a smaller worst error per
  * channel (both decoders measured and printed); unknown extensions and unwritable paths fail
  * with the path in the message and leave no file (nor a temporary one); the reader refuses a PNG
- * chunk longer than the file, sides over 16384 and images over a pixel budget; dilation fills only
- * uncovered texels, from covered 8-neighbours, one ring per iteration, marks them
- * BK_COVER_DILATED, never touches covered texels, and after one ring around a rasterized atlas
- * every texel a bilinear lookup inside a chart can reach holds a value.
+ * chunk longer than the file, an HDR run of length 0 or past the end, sides over 16384 and images
+ * over a pixel budget; dilation fills only uncovered texels, from covered 8-neighbours, one ring
+ * per iteration, marks them BK_COVER_DILATED, never touches covered texels, and after one ring
+ * around a rasterized atlas every texel a bilinear lookup inside a chart can reach holds a value.
  */
 #include "atlas.h"
 #include "image.h"
@@ -317,6 +317,18 @@ static void test_errors(void)
     int w = 3, h = 3;
     BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got && !w && !h);
     BK_EXPECTF(strstr(err, path) && strstr(err, "past the end"), "message: %s", err);
+    remove(path);
+    /* an HDR run-length scanline with a run of length 0, or cut short: stb_image would loop for
+     * ever (fuzz_image found it); refused first */
+    const char *runs[2] = { "\x02\x02\x00\x08\x00", "\x02\x02\x00\x08\x88" };
+    const char *why[2] = { "run of length 0", "past the end" };
+    snprintf(path, sizeof path, "%s/runs.hdr", tmpdir);
+    for (int k = 0; k < 2; ++k) {
+        f = fopen(path, "wb");
+        if (f) { fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 8\n", f); fwrite(runs[k], 1, 5, f); fclose(f); }
+        BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got);
+        BK_EXPECTF(strstr(err, path) && strstr(err, why[k]), "message: %s", err);
+    }
     remove(path);
     snprintf(path, sizeof path, "%s/big.hdr", tmpdir);
     f = fopen(path, "wb");
