@@ -268,7 +268,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     charting C;
     memset(&C, 0, sizeof C);
     packer P = { 0 };
-    pk_item *items = NULL, *best_items = NULL;
+    pk_item *items = NULL, *best_items = NULL, *shape_items = NULL;
     uint32_t *item_page = NULL, *seq = NULL, *run = NULL;
     key_idx *gtmp = NULL;
     int rc = -1;
@@ -304,8 +304,9 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     uint32_t n_mesh = C.count + (g.degen_count ? 1 : 0), n_items = n_mesh + R;
     items = malloc(sizeof(pk_item) * n_items);
     best_items = malloc(sizeof(pk_item) * n_items);
+    shape_items = malloc(sizeof(pk_item) * n_items);
     item_page = calloc(n_items, sizeof(uint32_t));
-    if (!items || !best_items || !item_page || bk_atlas_packer_init(&P, n_items)) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+    if (!items || !best_items || !shape_items || !item_page || bk_atlas_packer_init(&P, n_items)) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
 
     double sum_wh = 0, max_w = 0;
     for (uint32_t i = 0; i < C.count; ++i) {
@@ -313,6 +314,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         if (C.charts[i].w > max_w) max_w = C.charts[i].w;
     }
     double scale = 0;
+    int shaped = 0;  /* 1: best_items are shape masks (bk_atlas_pack_shapes), not padded blocks */
     int N, fixed = o->texels_per_unit > 0 || n_mesh == 0;
     char dens[64];
     density_words(o, n_mesh, dens, sizeof dens);
@@ -427,6 +429,26 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             s_lo = lo;
         }
         scale = s_lo;
+        /* Then by the charts' shapes, into a strip as wide as the atlas: each packing says how
+         * many rows it needs, and the next scale aims at filling exactly the atlas (area grows
+         * as the square of the scale), between the largest scale known to fit and the smallest
+         * known not to. At most 6 packings; the rectangles' result stays when none fits. */
+        if (!R && MT && scale > 0) {
+            double lo = 0, hi = DBL_MAX, s_try = scale;
+            for (int it = 0; it < 6; ++it) {
+                int used = 0, ok = bk_atlas_pack_shapes(&C, n_mesh, s_try, N, pad, items, &used);
+                if (ok < 0) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+                if (ok && used <= N) { lo = s_try; memcpy(shape_items, items, sizeof(pk_item) * n_items); }
+                else hi = fmin(hi, s_try);
+                double est = s_try * sqrt((double)N / (used > 0 ? used : 1)) * (ok && used <= N ? 1.0 : 0.997);
+                if (lo > 0 && hi < DBL_MAX && !(est > lo && est < hi)) est = sqrt(lo * hi);
+                if (hi < DBL_MAX && est >= hi) est = lo > 0 ? sqrt(lo * hi) : hi * 0.97;
+                if (lo > 0 && hi < lo * 1.004) break;
+                if (lo > 0 && est <= lo * 1.002) break;
+                s_try = est;
+            }
+            if (lo > scale) { scale = lo; shaped = 1; memcpy(best_items, shape_items, sizeof(pk_item) * n_items); }
+        }
     }
 
 place:
@@ -443,6 +465,11 @@ place:
         const pk_item *b = &best_items[ci];
         int bw = b->w - pad, bh = b->h - pad;
         double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
+        if (shaped) {  /* masks: the chart 0.01 texel from the mask's top-left corner */
+            bw = b->w; bh = b->h;
+            ox = oy = 0.01;
+            if (b->rot) { ox = 0.01; oy = bh - 0.01 - c->h * scale; }
+        }
         for (uint32_t i = 0; i < c->count; ++i) {
             uint32_t t = C.chart_tris[c->first + i];
             if (out->tri_page) out->tri_page[t] = item_page[ci];
@@ -498,7 +525,7 @@ done:
     free(weld);
     bk_atlas_adjacency_free(&A);
     bk_atlas_charts_free(&C);
-    free(items); free(best_items); free(item_page); free(seq); free(run); free(gtmp);
+    free(items); free(best_items); free(shape_items); free(item_page); free(seq); free(run); free(gtmp);
     bk_atlas_packer_free(&P);
     return rc;
 }

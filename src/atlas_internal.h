@@ -158,4 +158,13 @@ int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_at
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                              uint32_t nrun, int size, int pad, uint32_t *bad);
 
+/* Packs the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel) by their
+ * rasterized shapes into a strip N texels wide and unbounded below, at least pad empty texels
+ * apart; *used_rows gets the rows down to the lowest chart texel, so they fit an N x N atlas iff
+ * *used_rows <= N. it[i] gets the position of item i's mask (x, y), its rotation and its mask's
+ * size (w, h, no padding): a chart's corner (lx, ly) (C->loc times s) lands at
+ * (x + lx + 0.01, y + ly + 0.01) unrotated, (x + h_c - ly + 0.01, y + lx + 0.01) turned (h_c the
+ * chart's height times s). Returns 1, 0 when a chart is wider than N, -1 out of memory. */
+int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, int pad, pk_item *it, int *used_rows);
+
 #endif /* BK_ATLAS_INTERNAL_H */
