@@ -42,6 +42,14 @@
 #include <string.h>
 
 #define DEFAULT_CONE_DEG 20.0f
+/* Smooth charts (bk_atlas_charts_smooth): grown within 60 degrees of their mean normal, up to 2,000
+ * triangles, each triangle's area kept within a factor 2; on the dragon scan 2,000 triangles
+ * need ~500 conjugate-gradient iterations. */
+#define SMOOTH_CONE_DEG    60.0
+#define SMOOTH_CREASE_DEG  90.0
+#define SMOOTH_MAX_STRETCH 2.0
+#define SMOOTH_MAX_TRIS    2000
+#define SMOOTH_MAX_ITER    600
 
 void bk_atlas_opts_default(bk_atlas_opts *o)
 {
@@ -284,7 +292,17 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         goto done;
     }
 
-    if (MT && (bk_atlas_adjacency_build(&ms, weld, g.degen, &A) || bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work))) {
+    bk_atlas_smooth_opts so;
+    so.cone_deg = SMOOTH_CONE_DEG;
+    so.crease_deg = SMOOTH_CREASE_DEG;
+    so.flat_deg = cone;
+    so.max_stretch = SMOOTH_MAX_STRETCH;
+    so.min_tris = 4;
+    so.max_tris = SMOOTH_MAX_TRIS;
+    so.max_iter = SMOOTH_MAX_ITER;
+    if (MT && (bk_atlas_adjacency_build(&ms, weld, g.degen, &A) ||
+               (!o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) ||
+               bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work))) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
@@ -511,11 +529,35 @@ place:
             }
         }
     }
-    /* the largest tilt actually reached: each triangle keeps cos(tilt) of its area */
-    double min_ratio = 1.0;
-    for (uint32_t t = 0; t < MT; ++t)
-        if (!g.degen[t]) min_ratio = fmin(min_ratio, bk_tri2_area(C.loc + 6 * (size_t)t) / g.area[t]);
+    /* the largest tilt actually reached on planar charts: each triangle keeps cos(tilt) of its
+     * area; and the stretch of every chart */
+    double min_ratio = 1.0, smin = DBL_MAX, smax = 0, l2 = 0, wsum = 0;
+    for (uint32_t t = 0; t < MT; ++t) {
+        if (g.degen[t]) continue;
+        const double *L = C.loc + 6 * (size_t)t;
+        double ratio = bk_tri2_area(L) / g.area[t];
+        if (!C.charts[C.tri_chart[t]].smooth) min_ratio = fmin(min_ratio, ratio);
+        smin = fmin(smin, ratio);
+        smax = fmax(smax, ratio);
+        /* the map's Jacobian from the chart's plane (world units) to the surface */
+        double q[3][3], a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]), Ss[3], St[3];
+        for (int k = 0; k < 3; ++k) {
+            const float *f = ms.positions + 3 * (size_t)ms.tri_v[3 * (size_t)t + k];
+            q[k][0] = f[0]; q[k][1] = f[1]; q[k][2] = f[2];
+        }
+        if (!(fabs(a2) > 0)) continue;
+        for (int d = 0; d < 3; ++d) {
+            Ss[d] = (q[0][d] * (L[3] - L[5]) + q[1][d] * (L[5] - L[1]) + q[2][d] * (L[1] - L[3])) / a2;
+            St[d] = (q[0][d] * (L[4] - L[2]) + q[1][d] * (L[0] - L[4]) + q[2][d] * (L[2] - L[0])) / a2;
+        }
+        l2 += 0.5 * (Ss[0] * Ss[0] + Ss[1] * Ss[1] + Ss[2] * Ss[2] + St[0] * St[0] + St[1] * St[1] + St[2] * St[2]) * g.area[t];
+        wsum += g.area[t];
+    }
     out->max_cone_deg = (float)(acos(fmin(1.0, min_ratio)) * 180.0 / BK_ATLAS_PI);
+    out->stretch_min = smin < DBL_MAX ? (float)smin : 1.0f;
+    out->stretch_max = smin < DBL_MAX ? (float)smax : 1.0f;
+    out->stretch_l2 = wsum > 0 ? (float)sqrt(l2 / wsum) : 1.0f;
+    for (uint32_t ci = 0; ci < C.count; ++ci) out->smooth_charts += C.charts[ci].smooth;
     rc = 0;
 done:
     if (rc == 0) finish_stats(out);

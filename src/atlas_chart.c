@@ -444,10 +444,13 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
 {
     uint32_t T = s->tri_count;
     double cos_cone = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    memset(C, 0, sizeof *C);
-    C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    int prefilled = C->tri_chart != NULL;  /* charts of bk_atlas_charts_smooth stay */
+    if (!prefilled) {
+        memset(C, 0, sizeof *C);
+        C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
+        C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
+        C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *ctmp = malloc(sizeof(uint32_t) * (size_t)T + 1);
@@ -462,11 +465,12 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt) goto done;
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
-        C->tri_chart[t] = BK_NONE;
-        if (!g->degen[t]) seeds[nseeds++] = t;
+        if (!prefilled) C->tri_chart[t] = BK_NONE;
+        if (!g->degen[t] && C->tri_chart[t] == BK_NONE) seeds[nseeds++] = t;
     }
+    for (uint32_t ci = 0; ci < C->count; ++ci) ntris += C->charts[ci].count;
     sort_by_area_desc(seeds, nseeds, g->area, kt);
-    uint32_t first_new = 0;
+    uint32_t first_new = C->count;
     for (int round = 0; nseeds; ++round) {
         if (grow_charts(g, A, C, seeds, nseeds, cos_cone, queue, &ntris)) goto done;
         nseeds = 0;
@@ -613,7 +617,10 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
                 if (chart_push(C, nc)) { free(pts); return -1; }
                 for (uint32_t i = start; i < end; ++i) C->tri_chart[queue[i]] = idx;
             }
-            if (chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); return -1; }
+            /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
+             * along its axis (the same projection), both turned to their own rectangles */
+            if (nc.smooth ? fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
+                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); return -1; }
             start = end;
         }
     }
@@ -818,3 +825,375 @@ done:
 }
 
 void bk_atlas_charts_free(charting *C) { free(C->tri_chart); free(C->chart_tris); free(C->charts); free(C->loc); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Smooth charts: regions without creases unfolded by least-squares conformal maps (Levy, Petitjean,
+ * Ray and Maillot 2002, "Least squares conformal maps for automatic texture atlas generation").
+ *
+ * A chart grows breadth-first, largest triangles first, across edges whose dihedral angle is below
+ * the crease angle, while each triangle's normal stays within the smooth cone of the chart's
+ * running mean normal. Then its vertices (welded) get the (u, v) that minimise the conformal
+ * energy, the integral over the chart of |u_x - v_y|^2 + |u_y + v_x|^2 in each triangle's own
+ * plane, with the two vertices farthest apart along the chart's projection pinned where the
+ * projection put them: a sparse linear least-squares problem, solved by conjugate gradients on its
+ * normal equations (CGLS, columns scaled to unit norm), started from the projection, so mildly
+ * curved charts take a few iterations. The map is kept when no triangle flips, no two triangles
+ * overlap, and every triangle's area, the chart scaled to keep its total area, stays within a
+ * factor max_stretch of its world area. A few overlapping triangles leave the chart; else it is grown
+ * again, half as large, and at the end its triangles are left to the planar charts. */
+
+static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
+
+typedef struct lscm_tri { uint32_t v[3]; double gx[3], gy[3], w; } lscm_tri;
+
+/* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_0.., v_0..) of n vertices */
+static void lscm_apply(const lscm_tri *L, uint32_t nt, uint32_t n, const double *x, double *r)
+{
+    for (uint32_t i = 0; i < nt; ++i) {
+        const lscm_tri *q = &L[i];
+        double a = 0, b = 0;
+        for (int j = 0; j < 3; ++j) {
+            double u = x[q->v[j]], v = x[n + q->v[j]];
+            a += q->gx[j] * u - q->gy[j] * v;
+            b += q->gy[j] * u + q->gx[j] * v;
+        }
+        r[2 * i] = q->w * a;
+        r[2 * i + 1] = q->w * b;
+    }
+}
+
+/* y = A^T r */
+static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, const double *r, double *y)
+{
+    memset(y, 0, sizeof(double) * 2 * n);
+    for (uint32_t i = 0; i < nt; ++i) {
+        const lscm_tri *q = &L[i];
+        double a = q->w * r[2 * i], b = q->w * r[2 * i + 1];
+        for (int j = 0; j < 3; ++j) {
+            y[q->v[j]] += q->gx[j] * a + q->gy[j] * b;
+            y[n + q->v[j]] += -q->gy[j] * a + q->gx[j] * b;
+        }
+    }
+}
+
+typedef struct lscm_ws {
+    lscm_tri *tri;
+    double   *x, *r, *s, *p, *q, *d;  /* unknowns and CGLS vectors */
+    uint8_t  *pin;
+    size_t    tcap, vcap;
+} lscm_ws;
+
+static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
+{
+    if (nt > W->tcap) {
+        size_t c = 2 * (size_t)nt;
+        lscm_tri *a = realloc(W->tri, sizeof(lscm_tri) * c);
+        double *r = realloc(W->r, sizeof(double) * 2 * c), *q = a && r ? realloc(W->q, sizeof(double) * 2 * c) : NULL;
+        if (a) W->tri = a;
+        if (r) W->r = r;
+        if (q) W->q = q;
+        if (!a || !r || !q) return -1;
+        W->tcap = c;
+    }
+    if (n > W->vcap) {
+        size_t c = 2 * (size_t)n;
+        double **v[5] = { &W->x, &W->s, &W->p, &W->d, NULL };
+        for (int k = 0; v[k]; ++k) {
+            double *z = realloc(*v[k], sizeof(double) * 2 * c);
+            if (!z) return -1;
+            *v[k] = z;
+        }
+        uint8_t *pn = realloc(W->pin, 2 * c);
+        if (!pn) return -1;
+        W->pin = pn;
+        W->vcap = c;
+    }
+    return 0;
+}
+
+static void lscm_free(lscm_ws *W)
+{
+    free(W->tri); free(W->x); free(W->r); free(W->s); free(W->p); free(W->q); free(W->d); free(W->pin);
+    memset(W, 0, sizeof *W);
+}
+
+/* CGLS on the columns not pinned, scaled by d (1 / column norm). x holds the start and the
+ * answer. Returns the iterations taken. */
+static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
+{
+    uint32_t m = 2 * n;
+    double *x = W->x, *r = W->r, *s = W->s, *p = W->p, *q = W->q, *d = W->d;
+    /* column norms: sum over triangles of the squared coefficients */
+    memset(d, 0, sizeof(double) * m);
+    for (uint32_t i = 0; i < nt; ++i)
+        for (int j = 0; j < 3; ++j) {
+            double c = W->tri[i].w * W->tri[i].w * (W->tri[i].gx[j] * W->tri[i].gx[j] + W->tri[i].gy[j] * W->tri[i].gy[j]);
+            d[W->tri[i].v[j]] += c;
+            d[n + W->tri[i].v[j]] += c;
+        }
+    for (uint32_t k = 0; k < m; ++k) d[k] = W->pin[k] || !(d[k] > 0) ? 0.0 : 1.0 / sqrt(d[k]);
+    /* r = -A x (the residual of A x = 0), s = D A^T r */
+    lscm_apply(W->tri, nt, n, x, r);
+    for (uint32_t i = 0; i < 2 * nt; ++i) r[i] = -r[i];
+    lscm_apply_t(W->tri, nt, n, r, s);
+    double gamma = 0;
+    for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; p[k] = s[k]; gamma += s[k] * s[k]; }
+    double g0 = gamma;
+    int it = 0;
+    for (; it < max_iter && gamma > 1e-14 * g0 && gamma > 0; ++it) {
+        /* q = A D p */
+        for (uint32_t k = 0; k < m; ++k) s[k] = d[k] * p[k];
+        lscm_apply(W->tri, nt, n, s, q);
+        double qq = 0;
+        for (uint32_t i = 0; i < 2 * nt; ++i) qq += q[i] * q[i];
+        if (!(qq > 0)) break;
+        double alpha = gamma / qq;
+        for (uint32_t k = 0; k < m; ++k) x[k] += alpha * d[k] * p[k];
+        for (uint32_t i = 0; i < 2 * nt; ++i) r[i] -= alpha * q[i];
+        lscm_apply_t(W->tri, nt, n, r, s);
+        double gn = 0;
+        for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; gn += s[k] * s[k]; }
+        double beta = gn / gamma;
+        for (uint32_t k = 0; k < m; ++k) p[k] = s[k] + beta * p[k];
+        gamma = gn;
+    }
+    return it;
+}
+
+int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
+                           const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
+{
+    uint32_t T = s->tri_count;
+    double cos_cone = cos(so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(so->crease_deg * BK_ATLAS_PI / 180.0);
+    double cos_flat = cos(so->flat_deg * BK_ATLAS_PI / 180.0);
+    memset(C, 0, sizeof *C);
+    C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *uf = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1), *cid = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1);
+    uint8_t *tried = calloc((size_t)T + 1, 1), *evict = calloc((size_t)T + 1, 1);
+    key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
+    double *xy = NULL;
+    size_t xy_cap = 0;
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    pair_list pairs = { 0 };
+    lscm_ws W;
+    memset(&W, 0, sizeof W);
+    int rc = -1;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !tpos || !uf || !cid || !tried || !evict || !kt) goto done;
+    uint32_t nseeds = 0, ntris = 0;
+    for (uint32_t t = 0; t < T; ++t) {
+        C->tri_chart[t] = BK_NONE;
+        if (!g->degen[t]) seeds[nseeds++] = t;
+    }
+    for (uint32_t t = 0; t < T; ++t) {
+        tpos[t] = BK_NONE;
+        /* needles (height under 1/1000 of the longest edge) have normals of float noise: the
+         * planar charts take them, as whole fans and strips */
+        if (g->degen[t]) continue;
+        double p[3][3], lmax = 0;
+        for (int k = 0; k < 3; ++k) pos_of(s, t, k, p[k]);
+        for (int k = 0; k < 3; ++k) {
+            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
+            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
+        }
+        if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
+    }
+    sort_by_area_desc(seeds, nseeds, g->area, kt);
+    for (uint32_t si = 0; si < nseeds; ++si) {
+        uint32_t seed = seeds[si];
+        if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
+        /* a chart that does not unfold is grown again from its seed, half as large */
+        for (uint32_t limit = so->max_tris; limit >= so->min_tris;) {
+        uint32_t ci = C->count, qh = 0, qt = 0;
+        const double *ns = tri_n(g, seed);
+        double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, avg[3] = { ns[0], ns[1], ns[2] };
+        queue[qt++] = seed;
+        C->tri_chart[seed] = ci;
+        while (qh < qt && qt < limit) {
+            uint32_t t = queue[qh++];
+            const double *nt = tri_n(g, t);
+            for (uint32_t p = A->start[t]; p < A->start[t + 1] && qt < limit; ++p) {
+                uint32_t u = A->adj[p];
+                if (C->tri_chart[u] != BK_NONE || tried[u]) continue;
+                const double *nu = tri_n(g, u);
+                if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
+                C->tri_chart[u] = ci;
+                queue[qt++] = u;
+                for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+                double l = sqrt(dot3d(sum, sum));
+                if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+            }
+        }
+        uint32_t nt = qt;
+        /* only charts that need it: a chart within the planar cone is left to the planar charts */
+        int curved = 0;
+        for (uint32_t i = 0; i < nt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
+        /* a flat region larger than the cap is the planar charts' (they grow it whole) */
+        int ok = nt >= so->min_tris && (curved || nt < limit);
+        chart c;
+        memset(&c, 0, sizeof c);
+        c.first = ntris;
+        c.count = nt;
+        c.smooth = (uint8_t)curved;
+        for (int k = 0; k < 3; ++k) c.n[k] = avg[k];
+        if (ok) {
+            memcpy(C->chart_tris + ntris, queue, sizeof(uint32_t) * nt);
+            if (chart_push(C, c)) goto done;
+            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
+            /* vertices: corners joined across the chart's own edges (union-find), so a vertex
+             * where the chart touches itself only at a point (two sectors of its fan) becomes
+             * two, free to part, instead of a hinge the two sectors fold over */
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
+            for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                    uint32_t u = A->adj[p], j = tpos[u];
+                    if (j == BK_NONE || u < t) continue;
+                    for (int k = 0; k < 3; ++k)
+                        for (int m = 0; m < 3; ++m)
+                            if (weld[s->tri_v[3 * (size_t)t + k]] == weld[s->tri_v[3 * (size_t)u + m]]) {
+                                uint32_t a = 3 * i + (uint32_t)k, b = 3 * j + (uint32_t)m;
+                                while (uf[a] != a) a = uf[a] = uf[uf[a]];
+                                while (uf[b] != b) b = uf[b] = uf[uf[b]];
+                                if (a != b) uf[a < b ? b : a] = a < b ? a : b;
+                            }
+                }
+            }
+            for (uint32_t c = 0; c < 3 * nt; ++c) {
+                uint32_t a = c;
+                while (uf[a] != a) a = uf[a];
+                cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
+            }
+            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
+            if (lscm_reserve(&W, nt, n)) goto done;
+            if (!curved) goto checked;  /* planar: the projection, checked for overlaps below */
+            /* start from the projection; pin the two vertices farthest apart along its x */
+            uint32_t vlo = 0, vhi = 0;
+            for (uint32_t i = 0; i < nt; ++i)
+                for (int k = 0; k < 3; ++k) {
+                    uint32_t t = queue[i], j = cid[3 * i + k];
+                    W.x[j] = C->loc[6 * (size_t)t + 2 * k];
+                    W.x[n + j] = C->loc[6 * (size_t)t + 2 * k + 1];
+                }
+            for (uint32_t j = 1; j < n; ++j) {
+                if (W.x[j] < W.x[vlo]) vlo = j;
+                if (W.x[j] > W.x[vhi]) vhi = j;
+            }
+            memset(W.pin, 0, 2 * (size_t)n);
+            W.pin[vlo] = W.pin[n + vlo] = W.pin[vhi] = W.pin[n + vhi] = 1;
+            double area3 = 0;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                lscm_tri *q = &W.tri[i];
+                double p0[3], p1[3], p2[3], e1[3], e2[3];
+                pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
+                for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+                /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
+                double l1 = sqrt(dot3d(e1, e1)), x2 = dot3d(e2, e1) / l1, dd = 2 * g->area[t];
+                double y2 = dd / l1;
+                double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
+                for (int j = 0; j < 3; ++j) {
+                    int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                    q->gx[j] = -(Y[j2] - Y[j1]) / dd;
+                    q->gy[j] = (X[j2] - X[j1]) / dd;
+                    q->v[j] = cid[3 * i + j];
+                }
+                q->w = sqrt(g->area[t]);
+                area3 += g->area[t];
+            }
+            {
+            int iters = lscm_solve(&W, nt, n, so->max_iter);
+            *work += (uint64_t)iters * nt;
+            /* corners, orientation, area ratios */
+            double areauv = 0;
+            int flips = 0;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                double *L = C->loc + 6 * (size_t)t;
+                for (int k = 0; k < 3; ++k) {
+                    uint32_t j = cid[3 * i + k];
+                    L[2 * k] = W.x[j];
+                    L[2 * k + 1] = W.x[n + j];
+                }
+                double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
+                if (!(a2 > 0)) flips++;
+                areauv += 0.5 * fabs(a2);
+            }
+            ok = flips == 0 && areauv > 0 && isfinite(areauv);
+            if (ok) {
+                double sc = sqrt(area3 / areauv);
+                for (uint32_t i = 0; i < nt && ok; ++i) {
+                    double *L = C->loc + 6 * (size_t)queue[i];
+                    for (int k = 0; k < 6; ++k) L[k] *= sc;
+                    double ratio = bk_tri2_area(L) / g->area[queue[i]];
+                    ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
+                }
+            }
+            }
+        checked:
+            if (ok) {
+                if (6 * (size_t)nt > xy_cap) {
+                    xy_cap = 12 * (size_t)nt;
+                    double *p = realloc(xy, sizeof(double) * xy_cap);
+                    if (!p) goto done;
+                    xy = p;
+                }
+                double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+                for (uint32_t i = 0; i < nt; ++i) {
+                    memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
+                    for (int k = 0; k < 3; ++k)
+                        for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
+                }
+                pairs.n = 0;
+                if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &pairs, work)) goto done;
+                /* a few overlapping triangles (where the chart's boundary comes back over itself,
+                 * round a hole the cone left) leave: the later of each pair whose earlier one
+                 * stays, as the planar charts do; too many, and the chart is grown smaller */
+                uint32_t nev = 0, nt0 = nt;
+                for (size_t q = 0; q < pairs.n; ++q) {
+                    uint32_t a = pairs.p[2 * q], b = pairs.p[2 * q + 1];
+                    if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
+                    evict[b] = 1;
+                    nev++;
+                }
+                ok = nev * 10 <= nt;
+                if (ok && nev) {
+                    uint32_t keep = 0;
+                    for (uint32_t i = 0; i < nt; ++i) {
+                        if (evict[i]) C->tri_chart[queue[i]] = BK_NONE;
+                        else C->chart_tris[c.first + keep++] = queue[i];
+                    }
+                    nt = keep;
+                    C->charts[ci].count = keep;
+                }
+                memset(evict, 0, nt0);
+            }
+            if (ok) {
+                if (fit_rect(C->loc, C->chart_tris + c.first, nt, &C->charts[ci].w, &C->charts[ci].h, &pts, &pts_cap)) goto done;
+                ntris += nt;
+                break;
+            }
+            C->count--;  /* not kept */
+        }
+        for (uint32_t i = 0; i < nt; ++i) C->tri_chart[queue[i]] = BK_NONE;
+        /* released: the planar charts take these triangles; none seeds a smooth chart again */
+        limit = (nt < limit ? nt : limit) / 2;
+        if (!curved || limit < so->min_tris) {
+            for (uint32_t i = 0; i < nt; ++i) tried[queue[i]] = 1;
+            break;
+        }
+        }
+    }
+    rc = 0;
+done:
+    free(seeds); free(queue); free(tpos); free(uf); free(cid); free(tried); free(evict); free(kt); free(xy); free(pts); free(pairs.p);
+    lscm_free(&W);
+    return rc;
+}

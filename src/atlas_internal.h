@@ -78,6 +78,8 @@ typedef struct chart {
     uint32_t first, count;   /* triangles chart_tris[first .. first+count) in growth order */
     double   n[3];           /* projection axis (unit) */
     double   w, h;           /* extent of the rotated projection, world units, w >= h */
+    uint8_t  smooth;         /* 1: unfolded by bk_atlas_charts_smooth (loc is its map, not a
+                                projection along n) */
 } chart;
 
 typedef struct charting {
@@ -101,6 +103,23 @@ int  bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, d
 int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                            uint64_t *work);
 void bk_atlas_charts_free(charting *C);
+
+/* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
+typedef struct bk_atlas_smooth_opts {
+    double   cone_deg;       /* a triangle's normal within this of the chart's mean normal */
+    double   crease_deg;     /* charts never grow across edges with a sharper dihedral angle */
+    double   flat_deg;       /* charts whose triangles all lie within this are left planar */
+    double   max_stretch;    /* each triangle's area within this factor of its world area */
+    uint32_t min_tris;       /* smaller charts are left to the planar charts */
+    uint32_t max_tris;       /* charts stop growing here (the solve's cost) */
+    int      max_iter;       /* conjugate-gradient iterations */
+} bk_atlas_smooth_opts;
+
+/* Fills C (which it allocates, as bk_atlas_charts_make does) with the smooth charts that unfold
+ * without flips, overlaps or more than max_stretch; the other triangles stay BK_NONE for
+ * bk_atlas_charts_make, which keeps these charts and adds its own. */
+int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
+                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work);
 
 /* ---- atlas_overlap.c ------------------------------------------------------------------------ */
 

@@ -105,6 +105,7 @@ static void test_charts(void)
     tri_geom g;
     adjacency A = { 0 };
     charting C;
+    memset(&C, 0, sizeof C);
     uint64_t work = 0;
     uint32_t *weld = NULL;
     BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);

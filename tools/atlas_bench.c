@@ -35,8 +35,9 @@ int main(int argc, char **argv)
             if (r + 1 < reps) bk_atlas_free(&a);
         }
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-24s %7u tris %6u charts  util %5.1f %%  area %5.1f %%  max tilt %4.1f deg  %.3f s\n", name, s.tri_count,
-               a.chart_count, 100.0 * a.utilisation, 100.0 * a.area_utilisation, (double)a.max_cone_deg, best);
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  %.3f s\n",
+               name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best);
         if (png) {
             char path[1024];
             snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
