@@ -43,13 +43,15 @@
 
 #define DEFAULT_CONE_DEG 20.0f
 /* Smooth charts (bk_atlas_charts_smooth): grown within 60 degrees of their mean normal, up to 2,000
- * triangles, each triangle's area kept within a factor 2; on the dragon scan 2,000 triangles
- * need ~500 conjugate-gradient iterations. */
+ * triangles, each triangle's area kept within a factor 2. Conjugate gradients stop after 60
+ * iterations: the projection they start from is close, every map is checked anyway, and on the
+ * corpus more iterations (600: ~500 to converge on 2,000 dragon triangles) changed the charts
+ * and the utilisation by under 1 % at twice the time. */
 #define SMOOTH_CONE_DEG    60.0
 #define SMOOTH_CREASE_DEG  90.0
 #define SMOOTH_MAX_STRETCH 2.0
 #define SMOOTH_MAX_TRIS    2000
-#define SMOOTH_MAX_ITER    600
+#define SMOOTH_MAX_ITER    60
 
 void bk_atlas_opts_default(bk_atlas_opts *o)
 {
