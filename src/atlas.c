@@ -238,6 +238,19 @@ static void density_words(const bk_atlas_opts *o, uint32_t n_mesh, char *buf, si
         snprintf(buf, n, "%g texels per unit", (double)o->texels_per_unit);
 }
 
+/* Drops the neighbours of another density factor: no chart spans two --object-scale values. */
+static void adjacency_split_scales(adjacency *A, uint32_t T, const float *f)
+{
+    uint32_t w = 0;
+    for (uint32_t t = 0; t < T; ++t) {
+        uint32_t a = A->start[t], b = A->start[t + 1];
+        A->start[t] = w;
+        for (uint32_t p = a; p < b; ++p)
+            if (f[A->adj[p]] == f[t]) A->adj[w++] = A->adj[p];
+    }
+    A->start[T] = w;
+}
+
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
 {
     double t0 = bk_time_now();
@@ -255,6 +268,11 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     if (s->tri_count == 0) return bk_fail(err, err_size, "%s: no triangles to map", name);
     if (R && (!o->rects || (uint64_t)o->rect_first_tri + 2 * (uint64_t)R != T))
         return bk_fail(err, err_size, "%s: %u rectangles from triangle %u do not end the scene's %u triangles", name, R, o->rect_first_tri, T);
+    if (o->tri_scale)
+        for (uint32_t t = 0; t < (R ? o->rect_first_tri : T); ++t)
+            if (!(o->tri_scale[t] > 0 && o->tri_scale[t] <= 1e3f))
+                return bk_fail(err, err_size, "%s: triangle %u: density factor %g (--object-scale): must be in (0, 1000]", name, t,
+                               (double)o->tri_scale[t]);
     if (R && o->uv_from_file)
         return bk_fail(err, err_size, "%s: --uv file: voxel charts are made from their quads; bake the --mesh-out OBJ for file UVs", name);
     for (uint32_t i = 0; i < R; ++i)
@@ -302,16 +320,30 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     so.min_tris = 4;
     so.max_tris = SMOOTH_MAX_TRIS;
     so.max_iter = SMOOTH_MAX_ITER;
-    if (MT && (bk_atlas_adjacency_build(&ms, weld, g.degen, &A) ||
-               (!o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) ||
+    if (MT && bk_atlas_adjacency_build(&ms, weld, g.degen, &A)) {
+        rc = bk_fail(err, err_size, "%s: out of memory", name);
+        goto done;
+    }
+    if (MT && o->tri_scale) adjacency_split_scales(&A, MT, o->tri_scale);
+    if (MT && ((!o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) ||
                bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work))) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
+    if (MT && o->tri_scale)
+        /* per-object density (--object-scale): each chart, of one object, grows by its factor */
+        for (uint32_t ci = 0; ci < C.count; ++ci) {
+            chart *c = &C.charts[ci];
+            double f = o->tri_scale[C.chart_tris[c->first]];
+            for (uint32_t i = 0; i < c->count; ++i)
+                for (int k = 0; k < 6; ++k) C.loc[6 * (size_t)C.chart_tris[c->first + i] + k] *= f;
+            c->w *= f;
+            c->h *= f;
+        }
     if (MT) {
         /* the scale to expect: charts filling ~60 % of the atlas, or the one asked for */
         double area = 0;
-        for (uint32_t t = 0; t < MT; ++t) area += g.area[t];
+        for (uint32_t t = 0; t < MT; ++t) area += g.area[t] * (o->tri_scale ? (double)o->tri_scale[t] * o->tri_scale[t] : 1.0);
         double s_est = o->texels_per_unit > 0 ? o->texels_per_unit : o->size * sqrt(0.6 / fmax(area, 1e-300));
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
@@ -537,7 +569,8 @@ place:
     for (uint32_t t = 0; t < MT; ++t) {
         if (g.degen[t]) continue;
         const double *L = C.loc + 6 * (size_t)t;
-        double ratio = bk_tri2_area(L) / g.area[t];
+        double f = o->tri_scale ? o->tri_scale[t] : 1.0;  /* asked for: not stretch */
+        double ratio = bk_tri2_area(L) / (g.area[t] * f * f);
         if (!C.charts[C.tri_chart[t]].smooth) min_ratio = fmin(min_ratio, ratio);
         smin = fmin(smin, ratio);
         smax = fmax(smax, ratio);
@@ -552,7 +585,7 @@ place:
             Ss[d] = (q[0][d] * (L[3] - L[5]) + q[1][d] * (L[5] - L[1]) + q[2][d] * (L[1] - L[3])) / a2;
             St[d] = (q[0][d] * (L[4] - L[2]) + q[1][d] * (L[0] - L[4]) + q[2][d] * (L[2] - L[0])) / a2;
         }
-        l2 += 0.5 * (Ss[0] * Ss[0] + Ss[1] * Ss[1] + Ss[2] * Ss[2] + St[0] * St[0] + St[1] * St[1] + St[2] * St[2]) * g.area[t];
+        l2 += 0.5 * (Ss[0] * Ss[0] + Ss[1] * Ss[1] + Ss[2] * Ss[2] + St[0] * St[0] + St[1] * St[1] + St[2] * St[2]) * f * f * g.area[t];
         wsum += g.area[t];
     }
     out->max_cone_deg = (float)(acos(fmin(1.0, min_ratio)) * 180.0 / BK_ATLAS_PI);

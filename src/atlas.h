@@ -59,6 +59,10 @@ typedef struct bk_atlas_opts {
     const char *scene_path;       /* names the scene in error messages; may be NULL */
     int         planar_only;      /* 1: no smooth (conformally unfolded) charts, only planar
                                      projections within cone_deg */
+    const float *tri_scale;       /* NULL, or per triangle a factor on its texel density along
+                                     each axis (--object-scale: Unity's "scale in lightmap"):
+                                     its texel area is factor^2 times the atlas's density; no
+                                     chart spans two factors. Ignored by --uv file and voxels. */
     /* Rectangular charts given by the caller (the voxel surface's quads: voxmesh.h). Rectangle i
      * is the two triangles rect_first_tri + 2 i and + 2 i + 1, corners (c0 c1 c2) and (c0 c2 c3),
      * and becomes a chart of exactly w x h texels: c0 -> c1 along w, c0 -> c3 along h, corners on
