@@ -57,6 +57,12 @@ typedef struct bk_atlas_opts {
                                      (default 20); planar projection shrinks a triangle's texel
                                      area by at most cos(cone_deg) */
     const char *scene_path;       /* names the scene in error messages; may be NULL */
+    int         planar_only;      /* 1: no smooth (conformally unfolded) charts, only planar
+                                     projections within cone_deg */
+    const float *tri_scale;       /* NULL, or per triangle a factor on its texel density along
+                                     each axis (--object-scale: Unity's "scale in lightmap"):
+                                     its texel area is factor^2 times the atlas's density; no
+                                     chart spans two factors. Ignored by --uv file and voxels. */
     /* Rectangular charts given by the caller (the voxel surface's quads: voxmesh.h). Rectangle i
      * is the two triangles rect_first_tri + 2 i and + 2 i + 1, corners (c0 c1 c2) and (c0 c2 c3),
      * and becomes a chart of exactly w x h texels: c0 -> c1 along w, c0 -> c3 along h, corners on
@@ -94,7 +100,17 @@ typedef struct bk_atlas {
     uint64_t  covered;            /* texels touched by some triangle (conservative) */
     float     utilisation;        /* covered / (width * height): the share of the atlas that bakes */
     float     area_utilisation;   /* sum of triangle UV areas / atlas area (exact, no edge texels) */
-    float     max_cone_deg;       /* largest triangle-to-projection-axis angle over all charts */
+    float     max_cone_deg;       /* largest triangle-to-projection-axis angle over the planar
+                                     charts */
+    uint32_t  smooth_charts;      /* charts unfolded by least-squares conformal maps (curved
+                                     regions); the others are planar projections */
+    float     stretch_min;        /* texel area / (world area * texels_per_unit^2) over the mesh */
+    float     stretch_max;        /* triangles: 1 is the density asked for; planar charts keep
+                                     [cos(max_cone_deg), 1], smooth ones [1/2, 2] */
+    float     stretch_l2;         /* Sander et al. 2001's L2 stretch of the map from the atlas
+                                     (in world units) to the surface, over the whole mesh: 1 for
+                                     an isometry, sqrt(1/cos^2 + 1)/sqrt(2) for a uniform tilt;
+                                     stretch fields are 0 for --uv file */
     double    seconds;            /* time bk_atlas_build took */
     int       page_count;         /* pages of width x height, >= 1 */
     uint32_t *tri_page;           /* page of each triangle; NULL when page_count is 1 */

@@ -22,6 +22,7 @@
 #include "gltf.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,9 @@ const char bk_bake_usage[] =
     "atlas:\n"
     "  --size N                 atlas side in texels (default 1024)\n"
     "  --texels-per-unit T      texel density instead of --size; the atlas grows to fit\n"
+    "  --object-scale PATTERN=F texel density of the OBJ objects (o / g names, a shell glob:\n"
+    "                           'statue*=2') times F along each axis (F^2 texels per area),\n"
+    "                           like Unity's scale in lightmap; repeatable, the last match wins\n"
     "  --padding P              empty texels between charts, >= 2 (default 2)\n"
     "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
     "                           and must not overlap; not for voxels)\n"
@@ -144,6 +148,9 @@ typedef struct bake_cli {
     bk_denoise_opts dn;
     float        *points;
     uint32_t      point_count;
+    const char  **oscale_pat;    /* --object-scale PATTERN=F, in the order given */
+    float        *oscale_f;
+    int           noscale;
 } bake_cli;
 
 static int parse(bake_cli *c, int argc, char **argv)
@@ -176,6 +183,24 @@ static int parse(bake_cli *c, int argc, char **argv)
         } else if (!strcmp(a, "--texels-per-unit")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
             if (!(c->atlas.texels_per_unit > 0)) { fprintf(stderr, "baker: --texels-per-unit must be positive\n"); return -1; }
+        } else if (!strcmp(a, "--object-scale")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            const char *eq = strrchr(v, '=');
+            float f = 0;
+            if (!eq || eq == v || parse_floats(a, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
+                fprintf(stderr, "baker: --object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
+                return -1;
+            }
+            const char **np = realloc(c->oscale_pat, sizeof(char *) * (size_t)(c->noscale + 1));
+            if (np) c->oscale_pat = np;
+            float *nf = np ? realloc(c->oscale_f, sizeof(float) * (size_t)(c->noscale + 1)) : NULL;
+            char *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
+            if (nf) c->oscale_f = nf;
+            if (!pat) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+            memcpy(pat, v, (size_t)(eq - v));
+            pat[eq - v] = 0;
+            c->oscale_pat[c->noscale] = pat;
+            c->oscale_f[c->noscale++] = f;
         } else if (!strcmp(a, "--texels-per-voxel")) {
             /* a model side of 256 voxels at 64 texels each is the largest atlas side */
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, BK_ATLAS_MAX_SIZE / BK_VOX_MAX_SIZE, &u)) return -1;
@@ -441,8 +466,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
     json_str(f, c->out);
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
     fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, \"texels\": %u, "
-               "\"utilisation\": %.4f, \"texels_per_unit\": %.6g },\n",
-            s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit);
+               "\"utilisation\": %.4f, \"texels_per_unit\": %.6g, \"smooth_charts\": %u, \"stretch_l2\": %.5f, "
+               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"seconds\": %.6f },\n",
+            s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit,
+            at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min, (double)at->stretch_max, at->seconds);
     if (vm && vm->quad_count)
         fprintf(f, "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, \"hidden_faces\": %llu, "
                    "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
@@ -590,7 +617,7 @@ int bk_cmd_bake(int argc, char **argv)
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
     uint8_t *cov = NULL;
-    float *rgb = NULL, *var = NULL;
+    float *rgb = NULL, *var = NULL, *tri_scale = NULL;
     bk_denoise_result dres;
     memset(&dres, 0, sizeof dres);
     uint32_t ntx = 0;
@@ -658,6 +685,26 @@ int bk_cmd_bake(int argc, char **argv)
     ph[1] = bk_time_now() - t0;
 
     t0 = bk_time_now();
+    if (c.noscale) {
+        /* --object-scale: each triangle gets the factor of the last pattern matching its o/g name */
+        if (!(tri_scale = malloc(sizeof(float) * ((size_t)surf->tri_count + 1)))) { fprintf(stderr, "baker: out of memory\n"); goto done; }
+        for (uint32_t t = 0; t < surf->tri_count; ++t) tri_scale[t] = 1.0f;
+        for (int k = 0; k < c.noscale; ++k) {
+            uint32_t hits = 0;
+            for (uint32_t ob = 0; ob < s.object_count; ++ob) {
+                if (fnmatch(c.oscale_pat[k], s.object_names[ob], 0) != 0) continue;
+                hits++;
+                for (uint32_t t = 0; t < s.tri_count; ++t)
+                    if (s.tri_object[t] == ob) tri_scale[t] = c.oscale_f[k];
+            }
+            if (!hits) {
+                fprintf(stderr, "baker: %s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c.scene,
+                        c.oscale_pat[k], (double)c.oscale_f[k], s.object_count);
+                goto done;
+            }
+        }
+        c.atlas.tri_scale = tri_scale;
+    }
     if (bk_atlas_build(surf, &c.atlas, &at, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (c.pages_auto) {
         /* the pages are known now: name them, with the same checks as every output, before the bake */
@@ -803,8 +850,8 @@ int bk_cmd_bake(int argc, char **argv)
                     page_names[0], page_names[at.page_count - 1], at.page_count, at.width, at.height, at.chart_count, ntx,
                     100.0 * at.utilisation, be->i->name(be));
         else
-            fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene, c.out,
-                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, be->i->name(be));
+            fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c.scene, c.out,
+                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, be->i->name(be));
         if (has_vox)
             fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
                          "%llu texels at %d per voxel; surface %.3f s\n", s.vox_instance_count, (unsigned long long)vm.voxel_count,
@@ -825,6 +872,8 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 0;
 done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
+    for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
+    free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
     free(rgb); free(var); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);

@@ -13,6 +13,7 @@
  *     number, non-finite v/vt/vn or MTL Kd/Ke, v with < 3 or vn with < 3 or vt with < 1 numbers,
  *     face with < 3 vertices, no faces at all, more than 2^32-2 elements, out of memory. Bytes of
  *     the file quoted in a message have their control characters escaped.
+ *   o and g lines name the triangles after them (tri_object, for --object-scale)
  *   warnings (one line on stderr, loading goes on): mtllib file missing, usemtl name that no MTL
  *     defines (those triangles get BK_NONE = default material), MTL lines that cannot be parsed,
  *     Kd outside [0, 1] or Ke outside [0, BK_KE_MAX] (clamped).
@@ -411,7 +412,10 @@ typedef struct loader {
     mat_run    *runs;
     size_t      run_count, run_cap;
     int         mtllibs;            /* mtllib lines seen */
+    uint32_t   *obj_start;          /* per o/g line: the triangles counted before it */
+    size_t      obj_cap;
 } loader;
+
 
 static int line_of(const char *buf, const char *at)
 {
@@ -879,6 +883,47 @@ static const char *parse_f(loader *L, const char *p, const char *at)
     return next_line(p, L->end);
 }
 
+/* o NAME / g NAME: the name (the rest of the line, blanks trimmed) starts a run of triangles. */
+static int use_object(loader *L, const char *p, const char *at)
+{
+    bk_scene *s = L->s;
+    while (is_blank(*p)) p++;
+    const char *e = p;
+    while (!is_eol(*e)) e++;
+    while (e > p && (is_blank(e[-1]) || e[-1] == '\r')) e--;
+    if (s->object_count == L->obj_cap) {
+        size_t c = L->obj_cap ? 2 * L->obj_cap : 16;
+        char **n = realloc(s->object_names, sizeof(char *) * c);
+        if (n) s->object_names = n;
+        uint32_t *st = n ? realloc(L->obj_start, sizeof(uint32_t) * c) : NULL;
+        if (!st) return fail_at(L, at, "out of memory (%u object names)", s->object_count);
+        L->obj_start = st;
+        L->obj_cap = c;
+    }
+    char *name = malloc((size_t)(e - p) + 1);
+    if (!name) return fail_at(L, at, "out of memory");
+    memcpy(name, p, (size_t)(e - p));
+    name[e - p] = 0;
+    L->obj_start[s->object_count] = s->tri_count;
+    s->object_names[s->object_count++] = name;
+    return 0;
+}
+
+/* tri_object from the o/g runs (triangles before the first: BK_NONE). */
+static int finish_objects(loader *L)
+{
+    bk_scene *s = L->s;
+    if (!s->object_count) return 0;
+    s->tri_object = malloc(sizeof(uint32_t) * ((size_t)s->tri_count + 1));
+    if (!s->tri_object) return bk_fail(L->err, L->err_size, "%s: out of memory", L->path);
+    uint32_t cur = BK_NONE, k = 0;
+    for (uint32_t t = 0; t < s->tri_count; ++t) {
+        while (k < s->object_count && L->obj_start[k] <= t) cur = k++;
+        s->tri_object[t] = cur;
+    }
+    return 0;
+}
+
 /* ---- driver ----------------------------------------------------------------------------------- */
 
 static int parse_obj(loader *L)
@@ -902,6 +947,10 @@ static int parse_obj(loader *L)
             if (strncmp(p, "usemtl", 6) == 0 && (is_blank(p[6]) || is_eol(p[6]))) {
                 if (use_material(L, p + 6, at) != 0) return -1;
                 follow = 0;
+            }
+        } else if (c == 'o' || c == 'g') {
+            if (is_blank(p[1]) || is_eol(p[1])) {
+                if (use_object(L, p + 1, at) != 0) return -1;
             }
         } else if (c == 'm') {
             if (strncmp(p, "mtllib", 6) == 0 && (is_blank(p[6]) || is_eol(p[6]))) {
@@ -986,6 +1035,7 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
         rc = bk_fail(err, err_size, "%s: no faces (%u vertices, no f lines with 3 or more vertices): a scene needs triangles",
                      path, out->vertex_count);
     if (rc == 0) rc = finish_materials(&L);
+    if (rc == 0) rc = finish_objects(&L);
     if (rc == 0) {
         size_t t3 = 3 * (size_t)out->tri_count * sizeof(uint32_t);
         if (!out->tri_vt && (out->tri_vt = malloc(t3)) != NULL) memset(out->tri_vt, 0xFF, t3);
@@ -995,6 +1045,7 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
     free(L.names);
     free(L.name_ix.slot);
     free(L.runs);
+    free(L.obj_start);
     text_free(&txt);
     if (rc != 0) {
         bk_scene_free(out);
@@ -1028,6 +1079,9 @@ void bk_scene_free(bk_scene *s)
     free(s->tri_vt);
     free(s->tri_vn);
     free(s->tri_material);
+    free(s->tri_object);
+    for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
+    free(s->object_names);
     free(s->materials);
     for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
     free(s->mtls);

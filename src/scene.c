@@ -106,6 +106,23 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
             dst->vox_model_count++;
         }
     }
+    if (src->tri_object || dst->tri_object) {
+        uint32_t *a = realloc(dst->tri_object, sizeof(uint32_t) * (T0 + T + 1));
+        if (!a) return bk_fail(err, err_size, "out of memory");
+        if (!dst->tri_object) memset(a, 0xFF, sizeof(uint32_t) * T0);
+        for (size_t i = 0; i < T; ++i)
+            a[T0 + i] = src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
+        dst->tri_object = a;
+        if (src->object_count) {
+            char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
+            if (!n) return bk_fail(err, err_size, "out of memory");
+            dst->object_names = n;
+            for (uint32_t i = 0; i < src->object_count; ++i) {
+                if (!(n[dst->object_count] = dup_str(src->object_names[i]))) return bk_fail(err, err_size, "out of memory");
+                dst->object_count++;
+            }
+        }
+    }
     dst->vertex_count += src->vertex_count;
     dst->texcoord_count += src->texcoord_count;
     dst->normal_count += src->normal_count;

@@ -48,6 +48,10 @@ typedef struct bk_scene {
     uint32_t    *tri_vt;        /* 3 vt indices per triangle, BK_NONE where the face has none */
     uint32_t    *tri_vn;        /* 3 vn indices per triangle, BK_NONE where the face has none */
     uint32_t    *tri_material;  /* material per triangle, BK_NONE for the default material */
+    uint32_t    *tri_object;    /* per triangle: its o / g line in object_names, BK_NONE before the
+                                   first; NULL when the file has none */
+    uint32_t     object_count;
+    char       **object_names;  /* the names of the OBJ's o and g lines, one per line */
     uint32_t     material_count;
     bk_material *materials;
     uint32_t     mtl_count;

@@ -318,11 +318,19 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         if (r >= 0.95) wa_within5 += wa;
         rmin = fmin(rmin, r);
         rmax = fmax(rmax, r);
-        if (!(r >= cmin - 2e-3 && r <= 1 + 2e-3)) { if (!dens_bad++) dens_first = t; }
+        /* planar charts: [cos(max tilt), 1]; smooth (conformally unfolded) charts: [1/2, 2] */
+        double lo = a->smooth_charts ? fmin(cmin, 0.5) : cmin, hi = a->smooth_charts ? 2.0 : 1.0;
+        if (!(r >= lo - 2e-3 && r <= hi + 2e-3)) { if (!dens_bad++) dens_first = t; }
+    }
+    if (wa_all > 0 && a->stretch_l2 > 0) {  /* (none for --uv file) */
+        /* the reported stretch brackets what the float UVs give */
+        BK_EXPECTF(rmin >= a->stretch_min - 5e-3 && rmax <= a->stretch_max + 5e-3, "%s: texel density %.3f..%.3f outside the "
+                   "reported %.3f..%.3f", name, rmin, rmax, (double)a->stretch_min, (double)a->stretch_max);
+        BK_EXPECTF(a->stretch_l2 >= 0.999f && a->stretch_l2 < 1.2f, "%s: L2 stretch %.4f", name, (double)a->stretch_l2);
     }
     if (co.padding > 0) {
-        BK_EXPECTF(dens_bad == 0, "%s: %u triangles' texel density outside [cos %.1f deg, 1] x tpu^2 (first %u)", name,
-                   dens_bad, (double)a->max_cone_deg, dens_first);
+        BK_EXPECTF(dens_bad == 0, "%s: %u triangles' texel density outside [cos %.1f deg, 1] x tpu^2 (or [1/2, 2] with %u "
+                   "smooth charts; first %u)", name, dens_bad, (double)a->max_cone_deg, a->smooth_charts, dens_first);
         BK_EXPECTF(a->max_cone_deg <= 45.0f, "%s: a triangle tilted %.1f degrees from its chart plane", name, (double)a->max_cone_deg);
     }
 

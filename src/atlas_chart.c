@@ -1,0 +1,1199 @@
+/* atlas_chart.c - charts for the lightmap atlas (see atlas.c for the pipeline): triangle
+ * geometry, welding and adjacency; charts by region growing within a normal cone, planar
+ * projection, self-overlaps evicted (atlas_overlap.c); every chart turned to its minimal-area
+ * rectangle; poorly filled charts split, neighbouring charts merged by unfolding.
+ *
+ * Charts: seeds in order of decreasing area; a chart grows breadth-first over shared edges
+ * (welded positions, consistently oriented neighbours only) while a triangle's normal stays
+ * within cone_deg of both the seed's and the chart's running area-weighted normal. The chart is
+ * projected along that mean normal; triangles the drifting mean left more than cone_deg away
+ * leave again, so every triangle keeps at least cos(cone_deg) of its area (uniform texel density
+ * within that factor) and none folds over its neighbours. Surfaces that come back over
+ * themselves (spirals, sheets touching at a vertex) can still overlap in projection; an exact
+ * separating-axis test finds such pairs (ov_search: wedges at shared corners, a grid of the cells
+ * each triangle touches), a triangle that overlaps an earlier one that stays leaves the chart,
+ * and the evicted triangles are charted again among themselves until nothing overlaps.
+ *
+ * Then two passes on what the packer pays for, each chart's rectangle grown by the padding:
+ * rings and frames are re-grown into compact parts (split_charts), and neighbouring charts are
+ * unfolded into one another across a shared edge when their union's rectangle costs less than
+ * the two apart and nothing overlaps (merge_charts): a small box's six faces become one cross.
+ * Both keep every triangle's projection, so its texel density.
+ */
+#include "atlas_internal.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Triangle geometry (double precision: normals of tiny or thin triangles stay meaningful). */
+
+
+static void pos_of(const bk_scene *s, uint32_t t, int k, double p[3])
+{
+    const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + k];
+    p[0] = f[0]; p[1] = f[1]; p[2] = f[2];
+}
+
+int bk_atlas_geom_init(const bk_scene *s, tri_geom *g)
+{
+    uint32_t T = s->tri_count;
+    memset(g, 0, sizeof *g);
+    g->n = malloc(sizeof(double) * 3 * (size_t)T + 1);
+    g->area = malloc(sizeof(double) * (size_t)T + 1);
+    g->degen = malloc((size_t)T + 1);
+    if (!g->n || !g->area || !g->degen) return -1;
+    double lo[3] = { DBL_MAX, DBL_MAX, DBL_MAX }, hi[3] = { -DBL_MAX, -DBL_MAX, -DBL_MAX };
+    for (uint32_t v = 0; v < s->vertex_count; ++v)
+        for (int k = 0; k < 3; ++k) {
+            double x = s->positions[3 * (size_t)v + k];
+            if (x < lo[k]) lo[k] = x;
+            if (x > hi[k]) hi[k] = x;
+        }
+    double d2 = 0;
+    if (s->vertex_count)
+        for (int k = 0; k < 3; ++k) d2 += (hi[k] - lo[k]) * (hi[k] - lo[k]);
+    g->diag = sqrt(d2);
+    double tiny = 1e-14 * d2;  /* twice the area of a triangle 1e-7 of the scene across */
+    for (uint32_t t = 0; t < T; ++t) {
+        double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
+        pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
+        double emax = 0;
+        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
+        double l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2];
+        double l3 = 0;
+        for (int k = 0; k < 3; ++k) l3 += (p2[k] - p1[k]) * (p2[k] - p1[k]);
+        emax = l1 > l2 ? l1 : l2;
+        if (l3 > emax) emax = l3;
+        c[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        c[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        c[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        double len = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
+        /* Degenerate: collinear to 1e-7 of its longest edge, or below float precision of the scene. */
+        int bad = !(len > 1e-7 * emax) || !(len > tiny) || !isfinite(len);
+        g->degen[t] = (uint8_t)bad;
+        g->degen_count += (uint32_t)bad;
+        g->area[t] = bad ? 0.0 : 0.5 * len;
+        for (int k = 0; k < 3; ++k) g->n[3 * (size_t)t + k] = bad ? 0.0 : c[k] / len;
+    }
+    return 0;
+}
+
+void bk_atlas_geom_free(tri_geom *g) { free(g->n); free(g->area); free(g->degen); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Welding and adjacency. Many OBJs repeat a position once per (v, vt, vn) combination; charts
+ * must grow across those seams, so vertices are welded by exact position (-0 == +0). */
+
+static uint32_t hash_u32x3(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    h ^= ((uint64_t)c + 0x165667B19E3779F9ull) * 0x94D049BB133111EBull;
+    h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
+    return (uint32_t)h;
+}
+
+static uint32_t fkey(float f) { if (f == 0.0f) f = 0.0f; return bk_float_bits(f); }
+
+/* weld[v]: the smallest vertex index with v's exact position. */
+uint32_t *bk_atlas_weld(const bk_scene *s)
+{
+    uint32_t V = s->vertex_count;
+    uint32_t *weld = malloc(sizeof(uint32_t) * (size_t)V + 1);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)V) cap <<= 1;
+    uint32_t *table = malloc(sizeof(uint32_t) * cap);
+    if (!weld || !table) { free(weld); free(table); return NULL; }
+    memset(table, 0xFF, sizeof(uint32_t) * cap);
+    for (uint32_t v = 0; v < V; ++v) {
+        const float *p = s->positions + 3 * (size_t)v;
+        uint32_t kx = fkey(p[0]), ky = fkey(p[1]), kz = fkey(p[2]);
+        size_t h = hash_u32x3(kx, ky, kz) & (cap - 1);
+        for (;;) {
+            uint32_t w = table[h];
+            if (w == BK_NONE) { table[h] = v; weld[v] = v; break; }
+            const float *q = s->positions + 3 * (size_t)w;
+            if (fkey(q[0]) == kx && fkey(q[1]) == ky && fkey(q[2]) == kz) { weld[v] = w; break; }
+            h = (h + 1) & (cap - 1);
+        }
+    }
+    free(table);
+    return weld;
+}
+
+typedef struct edge_rec { uint64_t key; uint32_t tri; uint32_t fwd; } edge_rec;
+
+static int edge_cmp(const void *pa, const void *pb)
+{
+    const edge_rec *a = pa, *b = pb;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->tri < b->tri ? -1 : (a->tri > b->tri);
+}
+
+/* LSD radix sort on the 64-bit key, 16 bits per pass, skipping passes where all digits agree. */
+static void edge_sort(edge_rec *e, size_t n)
+{
+    edge_rec *tmp = malloc(sizeof *tmp * n + 1);
+    size_t *cnt = malloc(sizeof(size_t) * 65537);
+    if (!tmp || !cnt) { free(tmp); free(cnt); qsort(e, n, sizeof *e, edge_cmp); return; }
+    uint64_t all_or = 0, all_and = ~0ull;
+    for (size_t i = 0; i < n; ++i) { all_or |= e[i].key; all_and &= e[i].key; }
+    edge_rec *src = e, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 16) {
+        if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
+        memset(cnt, 0, sizeof(size_t) * 65537);
+        for (size_t i = 0; i < n; ++i) cnt[((src[i].key >> shift) & 0xFFFF) + 1]++;
+        for (int d = 0; d < 65536; ++d) cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; ++i) dst[cnt[(src[i].key >> shift) & 0xFFFF]++] = src[i];
+        edge_rec *x = src; src = dst; dst = x;
+    }
+    if (src != e) memcpy(e, src, sizeof *e * n);
+    free(tmp);
+    free(cnt);
+}
+
+
+int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
+{
+    uint32_t T = s->tri_count;
+    size_t n = 0;
+    edge_rec *e = malloc(sizeof *e * 3 * (size_t)T + 1);
+    A->start = calloc((size_t)T + 2, sizeof(uint32_t));
+    A->adj = NULL;
+    if (!e || !A->start) { free(e); return -1; }
+    for (uint32_t t = 0; t < T; ++t) {
+        if (skip[t]) continue;
+        for (int k = 0; k < 3; ++k) {
+            uint32_t a = weld[s->tri_v[3 * (size_t)t + k]], b = weld[s->tri_v[3 * (size_t)t + (k + 1) % 3]];
+            if (a == b) continue;
+            e[n].key = a < b ? ((uint64_t)a << 32 | b) : ((uint64_t)b << 32 | a);
+            e[n].tri = t;
+            e[n].fwd = a < b;
+            n++;
+        }
+    }
+    edge_sort(e, n);
+    /* Two passes over the runs of equal keys: count, then fill. Non-manifold runs longer than 8
+     * (fans of slivers) connect nothing: such edges make poor chart interiors anyway. */
+    for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < n;) {
+            size_t j = i + 1;
+            while (j < n && e[j].key == e[i].key) j++;
+            if (j - i >= 2 && j - i <= 8)
+                for (size_t x = i; x < j; ++x)
+                    for (size_t y = x + 1; y < j; ++y) {
+                        if (e[x].fwd == e[y].fwd || e[x].tri == e[y].tri) continue;
+                        if (pass == 0) { A->start[e[x].tri + 1]++; A->start[e[y].tri + 1]++; }
+                        else { A->adj[A->start[e[x].tri]++] = e[y].tri; A->adj[A->start[e[y].tri]++] = e[x].tri; }
+                    }
+            i = j;
+        }
+        if (pass == 0) {
+            for (uint32_t t = 0; t < T; ++t) A->start[t + 1] += A->start[t];
+            A->adj = malloc(sizeof(uint32_t) * (size_t)A->start[T] + 1);
+            if (!A->adj) { free(e); return -1; }
+        } else {
+            /* fill advanced start[t] to the old start[t+1]: shift back */
+            for (uint32_t t = T; t > 0; --t) A->start[t] = A->start[t - 1];
+            A->start[0] = 0;
+        }
+    }
+    free(e);
+    return 0;
+}
+
+void bk_atlas_adjacency_free(adjacency *A) { free(A->start); free(A->adj); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Charts. */
+
+
+static int chart_push(charting *C, chart c)
+{
+    if (C->count == C->cap) {
+        uint32_t cap = C->cap ? 2 * C->cap : 1024;
+        chart *p = realloc(C->charts, sizeof(chart) * cap);
+        if (!p) return -1;
+        C->charts = p; C->cap = cap;
+    }
+    C->charts[C->count++] = c;
+    return 0;
+}
+
+static const double *tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (size_t)t; }
+static double dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+typedef struct hpt { double x, y; } hpt;
+static int hpt_cmp(const void *pa, const void *pb)
+{
+    const hpt *a = pa, *b = pb;
+    if (a->x != b->x) return a->x < b->x ? -1 : 1;
+    return (a->y > b->y) - (a->y < b->y);
+}
+static double hcross(hpt o, hpt a, hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
+
+/* Convex hull (Andrew's monotone chain) of p[0..n) (sorted in place) into h, which needs room
+ * for 2 n points; returns the hull size. */
+static int convex_hull(hpt *p, int n, hpt *h)
+{
+    if (n < 3) { for (int i = 0; i < n; ++i) h[i] = p[i]; return n; }
+    if (n <= 48) {  /* merging two small hulls: insertion sort beats qsort's indirect calls */
+        for (int i = 1; i < n; ++i) {
+            hpt x = p[i];
+            int j = i - 1;
+            while (j >= 0 && (p[j].x > x.x || (p[j].x == x.x && p[j].y > x.y))) { p[j + 1] = p[j]; j--; }
+            p[j + 1] = x;
+        }
+    } else qsort(p, (size_t)n, sizeof *p, hpt_cmp);
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        while (k >= 2 && hcross(h[k - 2], h[k - 1], p[i]) <= 0) k--;
+        h[k++] = p[i];
+    }
+    for (int i = n - 2, t = k + 1; i >= 0; --i) {
+        while (k >= t && hcross(h[k - 2], h[k - 1], p[i]) <= 0) k--;
+        h[k++] = p[i];
+    }
+    return k - 1;
+}
+
+/* The rotation (cs, sn) that turns a convex polygon (counter-clockwise, no collinear points, as
+ * convex_hull makes it) into its minimal-area bounding rectangle: that rectangle has a side along
+ * a hull edge (Freeman & Shapira 1975); rotating calipers (Toussaint 1983) find the extreme points
+ * for every edge in O(hn) altogether. */
+static double hdot(hpt a, double ex, double ey) { return a.x * ex + a.y * ey; }
+
+static void rect_from_hull(const hpt *H, int hn, double *out_cs, double *out_sn, double *out_w, double *out_h)
+{
+    *out_cs = 1; *out_sn = 0; *out_w = 0; *out_h = 0;
+    if (hn <= 0) return;
+    if (hn < 3) {
+        double dx = H[hn - 1].x - H[0].x, dy = H[hn - 1].y - H[0].y, len = sqrt(dx * dx + dy * dy);
+        if (len > 0) { *out_cs = dx / len; *out_sn = dy / len; *out_w = len; }
+        return;
+    }
+    double best = DBL_MAX;
+    int r = 0, t = 0, l = 0;
+    for (int i = 0; i < hn; ++i) {
+        hpt a = H[i], b = H[(i + 1) % hn];
+        double dx = b.x - a.x, dy = b.y - a.y, len = sqrt(dx * dx + dy * dy);
+        if (!(len > 0)) continue;
+        double ex = dx / len, ey = dy / len, nx = -ey, ny = ex;
+        if (i == 0) {
+            for (int j = 1; j < hn; ++j) {
+                if (hdot(H[j], ex, ey) > hdot(H[r], ex, ey)) r = j;
+                if (hdot(H[j], nx, ny) > hdot(H[t], nx, ny)) t = j;
+                if (hdot(H[j], ex, ey) < hdot(H[l], ex, ey)) l = j;
+            }
+        } else {
+            for (int k = 0; k < hn && hdot(H[(r + 1) % hn], ex, ey) >= hdot(H[r], ex, ey); ++k) r = (r + 1) % hn;
+            for (int k = 0; k < hn && hdot(H[(t + 1) % hn], nx, ny) >= hdot(H[t], nx, ny); ++k) t = (t + 1) % hn;
+            for (int k = 0; k < hn && hdot(H[(l + 1) % hn], ex, ey) <= hdot(H[l], ex, ey); ++k) l = (l + 1) % hn;
+        }
+        double w = hdot(H[r], ex, ey) - hdot(H[l], ex, ey), h = hdot(H[t], nx, ny) - hdot(a, nx, ny);
+        if (w * h < best) { best = w * h; *out_cs = ex; *out_sn = ey; *out_w = w; *out_h = h; }
+    }
+}
+
+/* Rotates the corners of tris[0..n) (their loc) and the hull H by (cs, sn), shifts them to the
+ * origin and turns them landscape (w >= h). Rotations only, never a mirror: triangles keep
+ * their counter-clockwise orientation. */
+static void apply_rect(double *loc, const uint32_t *tris, uint32_t n, hpt *H, int hn, double cs, double sn,
+                       double *out_w, double *out_h)
+{
+    double x0 = DBL_MAX, x1 = -DBL_MAX, y0 = DBL_MAX, y1 = -DBL_MAX;
+    for (int j = 0; j < hn; ++j) {
+        double x = H[j].x * cs + H[j].y * sn, y = -H[j].x * sn + H[j].y * cs;
+        H[j].x = x; H[j].y = y;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        if (y < y0) y0 = y;
+        if (y > y1) y1 = y;
+    }
+    int swap = (y1 - y0) > (x1 - x0);
+    double hh = y1 - y0;
+    for (uint32_t i = 0; i < n; ++i) {
+        double *L = loc + 6 * (size_t)tris[i];
+        for (int k = 0; k < 3; ++k) {
+            double x = L[2 * k] * cs + L[2 * k + 1] * sn - x0, y = -L[2 * k] * sn + L[2 * k + 1] * cs - y0;
+            /* (x, y) -> (h - y, x) is a rotation, not a mirror */
+            if (swap) { L[2 * k] = hh - y; L[2 * k + 1] = x; }
+            else { L[2 * k] = x; L[2 * k + 1] = y; }
+        }
+    }
+    for (int j = 0; j < hn; ++j) {
+        double x = H[j].x - x0, y = H[j].y - y0;
+        if (swap) { H[j].x = hh - y; H[j].y = x; }
+        else { H[j].x = x; H[j].y = y; }
+    }
+    *out_w = swap ? y1 - y0 : x1 - x0;
+    *out_h = swap ? x1 - x0 : y1 - y0;
+}
+
+/* fit_rect: rect_from_hull + apply_rect for a set of triangles. */
+static int fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w, double *out_h, hpt **pts, size_t *pts_cap)
+{
+    size_t np = 3 * (size_t)n;
+    if (np * 3 + 1 > *pts_cap) {  /* points, then up to 2 np hull slots (monotone chain) */
+        hpt *p = realloc(*pts, sizeof(hpt) * (np * 3 + 1));
+        if (!p) return -1;
+        *pts = p; *pts_cap = np * 3 + 1;
+    }
+    hpt *P = *pts, *H = *pts + np;
+    for (uint32_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            P[3 * i + k].x = loc[6 * (size_t)tris[i] + 2 * k];
+            P[3 * i + k].y = loc[6 * (size_t)tris[i] + 2 * k + 1];
+        }
+    int hn = convex_hull(P, (int)np, H);
+    double cs, sn, w, h;
+    rect_from_hull(H, hn, &cs, &sn, &w, &h);
+    apply_rect(loc, tris, n, H, hn, cs, sn, out_w, out_h);
+    return 0;
+}
+
+/* Projects chart c along its axis into its plane, then fits its rectangle. */
+static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+{
+    chart *c = &C->charts[ci];
+    const double *n = c->n;
+    double t1[3], t2[3];
+    /* axis least aligned with n, crossed with n; (t1, t2, n) is right-handed */
+    double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
+    double e[3] = { 0, 0, 0 };
+    e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
+    t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
+    double l = sqrt(dot3d(t1, t1));
+    for (int k = 0; k < 3; ++k) t1[k] /= l;
+    t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
+    double o[3];
+    pos_of(s, C->chart_tris[c->first], 0, o);
+    for (uint32_t i = 0; i < c->count; ++i) {
+        uint32_t t = C->chart_tris[c->first + i];
+        for (int k = 0; k < 3; ++k) {
+            double p[3];
+            pos_of(s, t, k, p);
+            for (int d = 0; d < 3; ++d) p[d] -= o[d];
+            C->loc[6 * (size_t)t + 2 * k] = dot3d(p, t1);
+            C->loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
+        }
+    }
+    return fit_rect(C->loc, C->chart_tris + c->first, c->count, &c->w, &c->h, pts, pts_cap);
+}
+
+
+/* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */
+static void sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp)
+{
+    for (uint32_t i = 0; i < n; ++i) {
+        double a = area[t[i]];
+        uint64_t bits;
+        memcpy(&bits, &a, 8);
+        tmp[i].key = ~bits;
+        tmp[i].idx = t[i];
+    }
+    qsort(tmp, n, sizeof *tmp, bk_key_idx_cmp);
+    for (uint32_t i = 0; i < n; ++i) t[i] = tmp[i].idx;
+}
+
+/* Region growing over the seeds in `seeds` (sorted by decreasing area); appends charts. */
+static int grow_charts(const tri_geom *g, const adjacency *A, charting *C, const uint32_t *seeds, uint32_t nseeds,
+                       double cos_cone, uint32_t *queue, uint32_t *ntris)
+{
+    for (uint32_t si = 0; si < nseeds; ++si) {
+        uint32_t seed = seeds[si];
+        if (C->tri_chart[seed] != BK_NONE) continue;
+        chart c;
+        memset(&c, 0, sizeof c);
+        c.first = *ntris;
+        uint32_t ci = C->count;
+        const double *ns = tri_n(g, seed);
+        double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] };
+        double avg[3] = { ns[0], ns[1], ns[2] };
+        uint32_t qh = 0, qt = 0;
+        queue[qt++] = seed;
+        C->tri_chart[seed] = ci;
+        while (qh < qt) {
+            uint32_t t = queue[qh++];
+            C->chart_tris[(*ntris)++] = t;
+            for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                uint32_t u = A->adj[p];
+                if (C->tri_chart[u] != BK_NONE) continue;
+                const double *nu = tri_n(g, u);
+                if (dot3d(nu, ns) < cos_cone || dot3d(nu, avg) < cos_cone) continue;
+                C->tri_chart[u] = ci;
+                queue[qt++] = u;
+                for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+                double l = sqrt(dot3d(sum, sum));
+                if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+            }
+        }
+        c.count = *ntris - c.first;
+        for (int k = 0; k < 3; ++k) c.n[k] = avg[k];
+        if (chart_push(C, c)) return -1;
+    }
+    return 0;
+}
+
+int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
+                       uint64_t *work)
+{
+    uint32_t T = s->tri_count;
+    double cos_cone = cos(cone_deg * BK_ATLAS_PI / 180.0);
+    int prefilled = C->tri_chart != NULL;  /* charts of bk_atlas_charts_smooth stay */
+    if (!prefilled) {
+        memset(C, 0, sizeof *C);
+        C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
+        C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
+        C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    }
+    uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *ctmp = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint8_t *evicted = calloc((size_t)T + 1, 1);
+    key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
+    double *xy = NULL;
+    size_t xy_cap = 0;
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    pair_list pairs = { 0 };
+    int rc = -1;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt) goto done;
+    uint32_t nseeds = 0, ntris = 0;
+    for (uint32_t t = 0; t < T; ++t) {
+        if (!prefilled) C->tri_chart[t] = BK_NONE;
+        if (!g->degen[t] && C->tri_chart[t] == BK_NONE) seeds[nseeds++] = t;
+    }
+    for (uint32_t ci = 0; ci < C->count; ++ci) ntris += C->charts[ci].count;
+    sort_by_area_desc(seeds, nseeds, g->area, kt);
+    uint32_t first_new = C->count;
+    for (int round = 0; nseeds; ++round) {
+        if (grow_charts(g, A, C, seeds, nseeds, cos_cone, queue, &ntris)) goto done;
+        nseeds = 0;
+        /* project the new charts and evict the later triangle of every overlapping pair */
+        for (uint32_t ci = first_new; ci < C->count; ++ci) {
+            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
+            chart *c = &C->charts[ci];
+            if (c->count < 2) continue;
+            /* the mean normal drifted while the chart grew: triangles now tilted more than the
+             * cone from it leave too (never the seed, so every round makes progress) */
+            uint32_t nev = 0;
+            for (uint32_t i = 1; i < c->count; ++i) {
+                uint32_t t = C->chart_tris[c->first + i];
+                if (dot3d(tri_n(g, t), c->n) < cos_cone) { evicted[t] = 1; nev++; }
+            }
+            if (6 * (size_t)c->count > xy_cap) {
+                xy_cap = 6 * (size_t)c->count * 2;
+                double *p = realloc(xy, sizeof(double) * xy_cap);
+                if (!p) goto done;
+                xy = p;
+            }
+            for (uint32_t i = 0; i < c->count; ++i)
+                memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
+            pairs.n = 0;
+            if (bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pairs, work)) goto done;
+            if (!pairs.n && !nev) continue;
+            /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled,
+             * so j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
+            for (size_t p = 0; p < pairs.n; ++p) {
+                uint32_t ti = C->chart_tris[c->first + pairs.p[2 * p]], tj = C->chart_tris[c->first + pairs.p[2 * p + 1]];
+                if (evicted[ti] || evicted[tj]) continue;
+                evicted[tj] = 1;  /* j > i: added later */
+                nev++;
+            }
+            /* compact the chart's list; evicted triangles wait for the next round */
+            uint32_t keep = 0;
+            for (uint32_t i = 0; i < c->count; ++i) {
+                uint32_t t = C->chart_tris[c->first + i];
+                if (evicted[t]) { evicted[t] = 0; C->tri_chart[t] = BK_NONE; seeds[nseeds++] = t; }
+                else C->chart_tris[c->first + keep++] = t;
+            }
+            c->count = keep;
+            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
+        }
+        /* the compaction left holes in chart_tris; close them so new charts append at the end */
+        uint32_t w = 0;
+        for (uint32_t ci = 0; ci < C->count; ++ci) {
+            chart *c = &C->charts[ci];
+            memmove(ctmp + w, C->chart_tris + c->first, sizeof(uint32_t) * c->count);
+            c->first = w;
+            w += c->count;
+        }
+        memcpy(C->chart_tris, ctmp, sizeof(uint32_t) * w);
+        ntris = w;
+        first_new = C->count;
+        sort_by_area_desc(seeds, nseeds, g->area, kt);
+        BK_CHECK(round < 10000);
+    }
+    rc = 0;
+done:
+    free(seeds); free(queue); free(ctmp); free(evicted); free(kt); free(xy); free(pts); free(pairs.p);
+    return rc;
+}
+
+
+/* Re-growing charts that fill their rectangle poorly (rings, frames, L and U shapes: the
+ * rectangle is what the packer pays for). The chart's triangles grow again, breadth-first from
+ * the largest, and a triangle joins only while the part's triangles fill at least FILL_MIN of its
+ * bounding box in the chart's frame (or the box does not grow): a frame falls apart into its four
+ * straight strips, a ring into arcs. The parts replace the chart when their rectangles, each grown
+ * by the padding (pad_w: world units at the expected scale), cost less than the chart's. */
+#define FILL_MIN 0.5
+
+static double box_area(const double *b) { return (b[2] - b[0]) * (b[3] - b[1]); }
+
+int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
+                        uint32_t *part)
+{
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    uint32_t n0 = C->count;
+    for (uint32_t ci = 0; ci < n0; ++ci) {
+        chart c = C->charts[ci];
+        if (c.count < 3) continue;
+        double area = 0;
+        for (uint32_t i = 0; i < c.count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c.first + i]);
+        if (area >= FILL_MIN * c.w * c.h) continue;
+        /* seeds by decreasing projected area */
+        for (uint32_t i = 0; i < c.count; ++i) {
+            uint32_t t = C->chart_tris[c.first + i];
+            double a = bk_tri2_area(C->loc + 6 * (size_t)t);
+            uint64_t bits;
+            memcpy(&bits, &a, 8);
+            kt[i].key = ~bits; kt[i].idx = t;
+            part[t] = BK_NONE;
+        }
+        qsort(kt, c.count, sizeof(key_idx), bk_key_idx_cmp);
+        uint32_t nparts = 0, w = 0;
+        double cost = 0;
+        for (uint32_t si = 0; si < c.count; ++si) {
+            uint32_t seed = kt[si].idx;
+            if (part[seed] != BK_NONE) continue;
+            double box[4], pa = bk_tri2_area(C->loc + 6 * (size_t)seed);
+            bk_box_of_tri(C->loc + 6 * (size_t)seed, box);
+            uint32_t qh = w, qt = w;
+            queue[qt++] = seed;
+            part[seed] = nparts;
+            while (qh < qt) {
+                uint32_t t = queue[qh++];
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                    uint32_t u = A->adj[p];
+                    if (C->tri_chart[u] != ci || part[u] != BK_NONE) continue;
+                    double bu[4], nb[4], au = bk_tri2_area(C->loc + 6 * (size_t)u);
+                    bk_box_of_tri(C->loc + 6 * (size_t)u, bu);
+                    nb[0] = fmin(box[0], bu[0]); nb[1] = fmin(box[1], bu[1]);
+                    nb[2] = fmax(box[2], bu[2]); nb[3] = fmax(box[3], bu[3]);
+                    double ba = box_area(box), nba = box_area(nb);
+                    if (!(nba <= ba * 1.000001) && (pa + au) < FILL_MIN * nba) continue;
+                    memcpy(box, nb, sizeof box);
+                    pa += au;
+                    part[u] = nparts;
+                    queue[qt++] = u;
+                }
+            }
+            /* a cheap bound on the part's rectangle: its box in the chart's frame */
+            cost += (box[2] - box[0] + pad_w) * (box[3] - box[1] + pad_w);
+            w = qt;
+            nparts++;
+        }
+        if (nparts < 2 || cost >= (c.w + pad_w) * (c.h + pad_w)) continue;
+        /* queue[0 .. count) holds the triangles part by part: they become the new lists */
+        memcpy(C->chart_tris + c.first, queue, sizeof(uint32_t) * c.count);
+        uint32_t start = 0;
+        for (uint32_t pi = 0; pi < nparts; ++pi) {
+            uint32_t end = start;
+            while (end < c.count && part[queue[end]] == pi) end++;
+            chart nc = c;
+            nc.first = c.first + start;
+            nc.count = end - start;
+            uint32_t idx = ci;
+            if (pi == 0) C->charts[ci] = nc;
+            else {
+                idx = C->count;
+                if (chart_push(C, nc)) { free(pts); return -1; }
+                for (uint32_t i = start; i < end; ++i) C->tri_chart[queue[i]] = idx;
+            }
+            /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
+             * along its axis (the same projection), both turned to their own rectangles */
+            if (nc.smooth ? fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
+                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); return -1; }
+            start = end;
+        }
+    }
+    free(pts);
+    return 0;
+}
+
+/* Merging neighbouring charts by unfolding. A chart's layout is rotated about the edge it shares
+ * with a neighbour into the neighbour's plane, like a box's faces laid out as a cross: every
+ * triangle keeps its own projection (so its texel density), the shared edge stays continuous.
+ * Worth it where the padding dominates (thousands of small boxes' faces in a 1024 atlas) or where
+ * strips line up end to end. A merge is kept when the shared edge has the same length in both
+ * layouts, nothing overlaps, and the union's rectangle grown by the padding costs less than the
+ * two apart. Smallest charts first; each keeps merging while that pays. */
+typedef struct hull_set { hpt **p; int *n; } hull_set;
+
+/* The convex hull of a chart's corners (linked list from head) into hs slot ci. */
+static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head, uint32_t count, hull_set *hs, uint32_t ci,
+                         hpt **tmp, size_t *tmp_cap)
+{
+    size_t np = 3 * (size_t)count;
+    if (np > *tmp_cap) {
+        hpt *p = realloc(*tmp, sizeof(hpt) * np);
+        if (!p) return -1;
+        *tmp = p; *tmp_cap = np;
+    }
+    size_t k = 0;
+    for (uint32_t x = head; x != BK_NONE; x = next[x])
+        for (int j = 0; j < 3; ++j) { (*tmp)[k].x = C->loc[6 * (size_t)x + 2 * j]; (*tmp)[k].y = C->loc[6 * (size_t)x + 2 * j + 1]; k++; }
+    hpt *h = realloc(hs->p[ci], sizeof(hpt) * (2 * k + 1));
+    if (!h) return -1;
+    hs->p[ci] = h;
+    hs->n[ci] = convex_hull(*tmp, (int)k, h);
+    return 0;
+}
+
+typedef struct merge_cand { double gain; uint32_t b, t, u; double cs, sn, max, may, mbx, mby; } merge_cand;
+static int cand_cmp(const void *pa, const void *pb)
+{
+    const merge_cand *a = pa, *b = pb;
+    if (a->gain != b->gain) return a->gain > b->gain ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
+                        uint64_t *work)
+{
+    uint32_t T = s->tri_count, n = C->count;
+    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+    uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    merge_cand *cand = malloc(sizeof(merge_cand) * ((size_t)n + 1));
+    uint32_t *ids = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *iota = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+    double *tl = malloc(sizeof(double) * 6 * ((size_t)T + 1));
+    uint8_t *dead = calloc((size_t)n + 1, 1);
+    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    hull_set hs = { calloc((size_t)n + 1, sizeof(hpt *)), calloc((size_t)n + 1, sizeof(int)) };
+    hpt *pts = NULL, *hp = NULL;
+    size_t pts_cap = 0, hp_cap = 0;
+    overlap_scratch ovs = { 0 };
+    int rc = -1;
+    if (!next || !head || !tail || !stamp || !cand || !ids || !iota || !tl || !dead || !order || !hs.p || !hs.n) goto done;
+    for (uint32_t t = 0; t < T; ++t) iota[t] = t;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        const chart *c = &C->charts[ci];
+        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+        for (uint32_t i = 0; i < c->count; ++i)
+            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+        stamp[ci] = BK_NONE;
+        if (hull_of_chart(C, next, head[ci], c->count, &hs, ci, &pts, &pts_cap)) goto done;
+        double cost = (c->w + pad_w) * (c->h + pad_w);
+        uint64_t bits;
+        memcpy(&bits, &cost, 8);
+        order[ci].key = bits;
+        order[ci].idx = ci;
+    }
+    qsort(order, n, sizeof(key_idx), bk_key_idx_cmp);
+    uint32_t visit = 0;
+    for (uint32_t oi = 0; oi < n; ++oi) {
+        uint32_t ci = order[oi].idx;
+        for (int round = 0; round < 16 && !dead[ci]; ++round) {
+            chart *c = &C->charts[ci];
+            double cost_c = (c->w + pad_w) * (c->h + pad_w);
+            /* neighbouring charts, each with one shared edge (t in c, u in the neighbour), and
+             * the gain of each merge from the two convex hulls alone */
+            uint32_t nc = 0;
+            visit++;
+            for (uint32_t t = head[ci]; t != BK_NONE; t = next[t])
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                    uint32_t u = A->adj[p], b = C->tri_chart[u];
+                    if (b == ci || dead[b] || stamp[b] == visit) continue;
+                    /* the shared edge: corners kt -> kt+1 of t are corners ku+1 -> ku of u */
+                    int kt = -1, ku = -1;
+                    for (int x = 0; x < 3 && kt < 0; ++x)
+                        for (int y = 0; y < 3; ++y)
+                            if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
+                                weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+                    if (kt < 0) continue;
+                    const double *Lt = C->loc + 6 * (size_t)t, *Lu = C->loc + 6 * (size_t)u;
+                    double pax = Lt[2 * kt], pay = Lt[2 * kt + 1], qax = Lt[2 * ((kt + 1) % 3)], qay = Lt[2 * ((kt + 1) % 3) + 1];
+                    double pbx = Lu[2 * ((ku + 1) % 3)], pby = Lu[2 * ((ku + 1) % 3) + 1], qbx = Lu[2 * ku], qby = Lu[2 * ku + 1];
+                    double la = hypot(qax - pax, qay - pay), lb = hypot(qbx - pbx, qby - pby);
+                    if (!(la > 0) || fabs(la - lb) > 1e-6 * la) continue;  /* try another edge of b */
+                    stamp[b] = visit;
+                    merge_cand *m = &cand[nc];
+                    double ang = atan2(qay - pay, qax - pax) - atan2(qby - pby, qbx - pbx);
+                    m->cs = cos(ang); m->sn = sin(ang);
+                    m->max = 0.5 * (pax + qax); m->may = 0.5 * (pay + qay);
+                    m->mbx = 0.5 * (pbx + qbx); m->mby = 0.5 * (pby + qby);
+                    m->b = b; m->t = t; m->u = u;
+                    int na = hs.n[ci], nb = hs.n[b];
+                    if ((size_t)(3 * (na + nb)) + 1 > hp_cap) {  /* points, then 2 (na + nb) hull slots */
+                        hp_cap = 3 * (size_t)(na + nb) + 64;
+                        hpt *q = realloc(hp, sizeof(hpt) * hp_cap);
+                        if (!q) goto done;
+                        hp = q;
+                    }
+                    memcpy(hp, hs.p[ci], sizeof(hpt) * (size_t)na);
+                    for (int j = 0; j < nb; ++j) {
+                        double dx = hs.p[b][j].x - m->mbx, dy = hs.p[b][j].y - m->mby;
+                        hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
+                        hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
+                    }
+                    int hn = convex_hull(hp, na + nb, hp + na + nb);
+                    double w, h, rcs, rsn;
+                    rect_from_hull(hp + na + nb, hn, &rcs, &rsn, &w, &h);
+                    const chart *cb = &C->charts[b];
+                    m->gain = cost_c + (cb->w + pad_w) * (cb->h + pad_w) - (w + pad_w) * (h + pad_w);
+                    if (m->gain > 0.02 * cost_c) nc++;
+                }
+            if (!nc) break;
+            qsort(cand, nc, sizeof(merge_cand), cand_cmp);
+            /* the best merge whose union has no overlap */
+            uint32_t chosen = BK_NONE, m_tris = 0;
+            for (uint32_t k = 0; k < nc && k < 8 && chosen == BK_NONE; ++k) {
+                const merge_cand *m = &cand[k];
+                uint32_t cnt = 0;
+                for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) {
+                    memcpy(tl + 6 * (size_t)cnt, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+                    ids[cnt++] = x;
+                }
+                for (uint32_t x = head[m->b]; x != BK_NONE; x = next[x]) {
+                    const double *L = C->loc + 6 * (size_t)x;
+                    for (int j = 0; j < 3; ++j) {
+                        double dx = L[2 * j] - m->mbx, dy = L[2 * j + 1] - m->mby;
+                        tl[6 * (size_t)cnt + 2 * j] = m->max + m->cs * dx - m->sn * dy;
+                        tl[6 * (size_t)cnt + 2 * j + 1] = m->may + m->sn * dx + m->cs * dy;
+                    }
+                    ids[cnt++] = x;
+                }
+                int ov = bk_atlas_sets_overlap(tl, c->count, tl + 6 * (size_t)c->count, cnt - c->count,
+                                      1e-8 * (c->w + c->h + C->charts[m->b].w + C->charts[m->b].h), &ovs, work);
+                if (ov < 0) goto done;
+                if (!ov) { chosen = k; m_tris = cnt; }
+            }
+            if (chosen == BK_NONE) break;
+            const merge_cand *m = &cand[chosen];
+            uint32_t b = m->b;
+            /* the union's hull from the two hulls, its rectangle, applied to every corner */
+            int na = hs.n[ci], nb = hs.n[b];
+            memcpy(hp, hs.p[ci], sizeof(hpt) * (size_t)na);
+            for (int j = 0; j < nb; ++j) {
+                double dx = hs.p[b][j].x - m->mbx, dy = hs.p[b][j].y - m->mby;
+                hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
+                hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
+            }
+            hpt *nh = realloc(hs.p[ci], sizeof(hpt) * (size_t)(2 * (na + nb) + 1));
+            if (!nh) goto done;
+            hs.p[ci] = nh;
+            hs.n[ci] = convex_hull(hp, na + nb, nh);
+            double rcs, rsn, rw, rh;
+            rect_from_hull(nh, hs.n[ci], &rcs, &rsn, &rw, &rh);
+            apply_rect(tl, iota, m_tris, nh, hs.n[ci], rcs, rsn, &c->w, &c->h);
+            for (uint32_t i = 0; i < m_tris; ++i) memcpy(C->loc + 6 * (size_t)ids[i], tl + 6 * (size_t)i, 6 * sizeof(double));
+            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) C->tri_chart[x] = ci;
+            next[tail[ci]] = head[b];
+            tail[ci] = tail[b];
+            c->count += C->charts[b].count;
+            dead[b] = 1;
+        }
+    }
+    /* compact: live charts, their triangles contiguous again */
+    uint32_t live = 0, w = 0;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        if (dead[ci]) continue;
+        chart c = C->charts[ci];
+        c.first = w;
+        for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) { ids[w++] = x; C->tri_chart[x] = live; }
+        BK_CHECK(w - c.first == c.count);
+        C->charts[live++] = c;
+    }
+    memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
+    C->count = live;
+    rc = 0;
+done:
+    if (hs.p) for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
+    free(hs.p); free(hs.n);
+    free(next); free(head); free(tail); free(stamp); free(cand); free(ids); free(iota); free(tl);
+    free(dead); free(order); free(pts); free(hp); bk_atlas_overlap_scratch_free(&ovs);
+    return rc;
+}
+
+void bk_atlas_charts_free(charting *C) { free(C->tri_chart); free(C->chart_tris); free(C->charts); free(C->loc); }
+
+/* ---------------------------------------------------------------------------------------------
+ * Smooth charts: regions without creases unfolded by least-squares conformal maps (Levy, Petitjean,
+ * Ray and Maillot 2002, "Least squares conformal maps for automatic texture atlas generation").
+ *
+ * A chart grows breadth-first, largest triangles first, across edges whose dihedral angle is below
+ * the crease angle, while each triangle's normal stays within the smooth cone of the chart's
+ * running mean normal. Then its vertices (welded) get the (u, v) that minimise the conformal
+ * energy, the integral over the chart of |u_x - v_y|^2 + |u_y + v_x|^2 in each triangle's own
+ * plane, with the two vertices farthest apart along the chart's projection pinned where the
+ * projection put them: a sparse linear least-squares problem, solved by conjugate gradients on its
+ * normal equations (CGLS, columns scaled to unit norm), started from the projection, so mildly
+ * curved charts take a few iterations. The map is kept when no triangle flips, no two triangles
+ * overlap, and every triangle's area, the chart scaled to keep its total area, stays within a
+ * factor max_stretch of its world area. A few overlapping triangles leave the chart; else it is grown
+ * again, half as large, and at the end its triangles are left to the planar charts. */
+
+static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
+
+typedef struct lscm_tri { uint32_t v[3]; double gx[3], gy[3], w; } lscm_tri;
+
+/* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_0.., v_0..) of n vertices */
+static void lscm_apply(const lscm_tri *L, uint32_t nt, uint32_t n, const double *x, double *r)
+{
+    for (uint32_t i = 0; i < nt; ++i) {
+        const lscm_tri *q = &L[i];
+        double a = 0, b = 0;
+        for (int j = 0; j < 3; ++j) {
+            double u = x[q->v[j]], v = x[n + q->v[j]];
+            a += q->gx[j] * u - q->gy[j] * v;
+            b += q->gy[j] * u + q->gx[j] * v;
+        }
+        r[2 * i] = q->w * a;
+        r[2 * i + 1] = q->w * b;
+    }
+}
+
+/* y = A^T r */
+static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, const double *r, double *y)
+{
+    memset(y, 0, sizeof(double) * 2 * n);
+    for (uint32_t i = 0; i < nt; ++i) {
+        const lscm_tri *q = &L[i];
+        double a = q->w * r[2 * i], b = q->w * r[2 * i + 1];
+        for (int j = 0; j < 3; ++j) {
+            y[q->v[j]] += q->gx[j] * a + q->gy[j] * b;
+            y[n + q->v[j]] += -q->gy[j] * a + q->gx[j] * b;
+        }
+    }
+}
+
+typedef struct lscm_ws {
+    lscm_tri *tri;
+    double   *x, *r, *s, *p, *q, *d;  /* unknowns and CGLS vectors */
+    uint8_t  *pin;
+    size_t    tcap, vcap;
+} lscm_ws;
+
+static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
+{
+    if (nt > W->tcap) {
+        size_t c = 2 * (size_t)nt;
+        lscm_tri *a = realloc(W->tri, sizeof(lscm_tri) * c);
+        double *r = realloc(W->r, sizeof(double) * 2 * c), *q = a && r ? realloc(W->q, sizeof(double) * 2 * c) : NULL;
+        if (a) W->tri = a;
+        if (r) W->r = r;
+        if (q) W->q = q;
+        if (!a || !r || !q) return -1;
+        W->tcap = c;
+    }
+    if (n > W->vcap) {
+        size_t c = 2 * (size_t)n;
+        double **v[5] = { &W->x, &W->s, &W->p, &W->d, NULL };
+        for (int k = 0; v[k]; ++k) {
+            double *z = realloc(*v[k], sizeof(double) * 2 * c);
+            if (!z) return -1;
+            *v[k] = z;
+        }
+        uint8_t *pn = realloc(W->pin, 2 * c);
+        if (!pn) return -1;
+        W->pin = pn;
+        W->vcap = c;
+    }
+    return 0;
+}
+
+static void lscm_free(lscm_ws *W)
+{
+    free(W->tri); free(W->x); free(W->r); free(W->s); free(W->p); free(W->q); free(W->d); free(W->pin);
+    memset(W, 0, sizeof *W);
+}
+
+/* CGLS on the columns not pinned, scaled by d (1 / column norm). x holds the start and the
+ * answer. Returns the iterations taken. */
+static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
+{
+    uint32_t m = 2 * n;
+    double *x = W->x, *r = W->r, *s = W->s, *p = W->p, *q = W->q, *d = W->d;
+    /* column norms: sum over triangles of the squared coefficients */
+    memset(d, 0, sizeof(double) * m);
+    for (uint32_t i = 0; i < nt; ++i)
+        for (int j = 0; j < 3; ++j) {
+            double c = W->tri[i].w * W->tri[i].w * (W->tri[i].gx[j] * W->tri[i].gx[j] + W->tri[i].gy[j] * W->tri[i].gy[j]);
+            d[W->tri[i].v[j]] += c;
+            d[n + W->tri[i].v[j]] += c;
+        }
+    for (uint32_t k = 0; k < m; ++k) d[k] = W->pin[k] || !(d[k] > 0) ? 0.0 : 1.0 / sqrt(d[k]);
+    /* r = -A x (the residual of A x = 0), s = D A^T r */
+    lscm_apply(W->tri, nt, n, x, r);
+    for (uint32_t i = 0; i < 2 * nt; ++i) r[i] = -r[i];
+    lscm_apply_t(W->tri, nt, n, r, s);
+    double gamma = 0;
+    for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; p[k] = s[k]; gamma += s[k] * s[k]; }
+    double g0 = gamma;
+    int it = 0;
+    for (; it < max_iter && gamma > 1e-14 * g0 && gamma > 0; ++it) {
+        /* q = A D p */
+        for (uint32_t k = 0; k < m; ++k) s[k] = d[k] * p[k];
+        lscm_apply(W->tri, nt, n, s, q);
+        double qq = 0;
+        for (uint32_t i = 0; i < 2 * nt; ++i) qq += q[i] * q[i];
+        if (!(qq > 0)) break;
+        double alpha = gamma / qq;
+        for (uint32_t k = 0; k < m; ++k) x[k] += alpha * d[k] * p[k];
+        for (uint32_t i = 0; i < 2 * nt; ++i) r[i] -= alpha * q[i];
+        lscm_apply_t(W->tri, nt, n, r, s);
+        double gn = 0;
+        for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; gn += s[k] * s[k]; }
+        double beta = gn / gamma;
+        for (uint32_t k = 0; k < m; ++k) p[k] = s[k] + beta * p[k];
+        gamma = gn;
+    }
+    return it;
+}
+
+int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
+                           const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
+{
+    uint32_t T = s->tri_count;
+    double cos_cone = cos(so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(so->crease_deg * BK_ATLAS_PI / 180.0);
+    double cos_flat = cos(so->flat_deg * BK_ATLAS_PI / 180.0);
+    memset(C, 0, sizeof *C);
+    C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *uf = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1), *cid = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1);
+    uint8_t *tried = calloc((size_t)T + 1, 1), *evict = calloc((size_t)T + 1, 1);
+    key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
+    double *xy = NULL;
+    size_t xy_cap = 0;
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    pair_list pairs = { 0 };
+    lscm_ws W;
+    memset(&W, 0, sizeof W);
+    int rc = -1;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !tpos || !uf || !cid || !tried || !evict || !kt) goto done;
+    uint32_t nseeds = 0, ntris = 0;
+    for (uint32_t t = 0; t < T; ++t) {
+        C->tri_chart[t] = BK_NONE;
+        if (!g->degen[t]) seeds[nseeds++] = t;
+    }
+    for (uint32_t t = 0; t < T; ++t) {
+        tpos[t] = BK_NONE;
+        /* needles (height under 1/1000 of the longest edge) have normals of float noise: the
+         * planar charts take them, as whole fans and strips */
+        if (g->degen[t]) continue;
+        double p[3][3], lmax = 0;
+        for (int k = 0; k < 3; ++k) pos_of(s, t, k, p[k]);
+        for (int k = 0; k < 3; ++k) {
+            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
+            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
+        }
+        if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
+    }
+    sort_by_area_desc(seeds, nseeds, g->area, kt);
+    for (uint32_t si = 0; si < nseeds; ++si) {
+        uint32_t seed = seeds[si];
+        if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
+        /* a chart that does not unfold is grown again from its seed, half as large */
+        for (uint32_t limit = so->max_tris; limit >= so->min_tris;) {
+        uint32_t ci = C->count, qh = 0, qt = 0;
+        const double *ns = tri_n(g, seed);
+        double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, avg[3] = { ns[0], ns[1], ns[2] };
+        queue[qt++] = seed;
+        C->tri_chart[seed] = ci;
+        while (qh < qt && qt < limit) {
+            uint32_t t = queue[qh++];
+            const double *nt = tri_n(g, t);
+            for (uint32_t p = A->start[t]; p < A->start[t + 1] && qt < limit; ++p) {
+                uint32_t u = A->adj[p];
+                if (C->tri_chart[u] != BK_NONE || tried[u]) continue;
+                const double *nu = tri_n(g, u);
+                if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
+                C->tri_chart[u] = ci;
+                queue[qt++] = u;
+                for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+                double l = sqrt(dot3d(sum, sum));
+                if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+            }
+        }
+        uint32_t nt = qt;
+        /* only charts that need it: a chart within the planar cone is left to the planar charts */
+        int curved = 0;
+        for (uint32_t i = 0; i < nt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
+        /* a flat region larger than the cap is the planar charts' (they grow it whole) */
+        int ok = nt >= so->min_tris && (curved || nt < limit);
+        chart c;
+        memset(&c, 0, sizeof c);
+        c.first = ntris;
+        c.count = nt;
+        c.smooth = (uint8_t)curved;
+        for (int k = 0; k < 3; ++k) c.n[k] = avg[k];
+        if (ok) {
+            memcpy(C->chart_tris + ntris, queue, sizeof(uint32_t) * nt);
+            if (chart_push(C, c)) goto done;
+            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
+            /* vertices: corners joined across the chart's own edges (union-find), so a vertex
+             * where the chart touches itself only at a point (two sectors of its fan) becomes
+             * two, free to part, instead of a hinge the two sectors fold over */
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
+            for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                    uint32_t u = A->adj[p], j = tpos[u];
+                    if (j == BK_NONE || u < t) continue;
+                    for (int k = 0; k < 3; ++k)
+                        for (int m = 0; m < 3; ++m)
+                            if (weld[s->tri_v[3 * (size_t)t + k]] == weld[s->tri_v[3 * (size_t)u + m]]) {
+                                uint32_t a = 3 * i + (uint32_t)k, b = 3 * j + (uint32_t)m;
+                                while (uf[a] != a) a = uf[a] = uf[uf[a]];
+                                while (uf[b] != b) b = uf[b] = uf[uf[b]];
+                                if (a != b) uf[a < b ? b : a] = a < b ? a : b;
+                            }
+                }
+            }
+            for (uint32_t c = 0; c < 3 * nt; ++c) {
+                uint32_t a = c;
+                while (uf[a] != a) a = uf[a];
+                cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
+            }
+            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
+            if (lscm_reserve(&W, nt, n)) goto done;
+            if (!curved) goto checked;  /* planar: the projection, checked for overlaps below */
+            /* start from the projection; pin the two vertices farthest apart along its x */
+            uint32_t vlo = 0, vhi = 0;
+            for (uint32_t i = 0; i < nt; ++i)
+                for (int k = 0; k < 3; ++k) {
+                    uint32_t t = queue[i], j = cid[3 * i + k];
+                    W.x[j] = C->loc[6 * (size_t)t + 2 * k];
+                    W.x[n + j] = C->loc[6 * (size_t)t + 2 * k + 1];
+                }
+            for (uint32_t j = 1; j < n; ++j) {
+                if (W.x[j] < W.x[vlo]) vlo = j;
+                if (W.x[j] > W.x[vhi]) vhi = j;
+            }
+            memset(W.pin, 0, 2 * (size_t)n);
+            W.pin[vlo] = W.pin[n + vlo] = W.pin[vhi] = W.pin[n + vhi] = 1;
+            double area3 = 0;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                lscm_tri *q = &W.tri[i];
+                double p0[3], p1[3], p2[3], e1[3], e2[3];
+                pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
+                for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+                /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
+                double l1 = sqrt(dot3d(e1, e1)), x2 = dot3d(e2, e1) / l1, dd = 2 * g->area[t];
+                double y2 = dd / l1;
+                double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
+                for (int j = 0; j < 3; ++j) {
+                    int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                    q->gx[j] = -(Y[j2] - Y[j1]) / dd;
+                    q->gy[j] = (X[j2] - X[j1]) / dd;
+                    q->v[j] = cid[3 * i + j];
+                }
+                q->w = sqrt(g->area[t]);
+                area3 += g->area[t];
+            }
+            {
+            int iters = lscm_solve(&W, nt, n, so->max_iter);
+            *work += (uint64_t)iters * nt;
+            /* corners, orientation, area ratios */
+            double areauv = 0;
+            int flips = 0;
+            for (uint32_t i = 0; i < nt; ++i) {
+                uint32_t t = queue[i];
+                double *L = C->loc + 6 * (size_t)t;
+                for (int k = 0; k < 3; ++k) {
+                    uint32_t j = cid[3 * i + k];
+                    L[2 * k] = W.x[j];
+                    L[2 * k + 1] = W.x[n + j];
+                }
+                double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
+                if (!(a2 > 0)) flips++;
+                areauv += 0.5 * fabs(a2);
+            }
+            ok = flips == 0 && areauv > 0 && isfinite(areauv);
+            if (ok) {
+                double sc = sqrt(area3 / areauv);
+                for (uint32_t i = 0; i < nt && ok; ++i) {
+                    double *L = C->loc + 6 * (size_t)queue[i];
+                    for (int k = 0; k < 6; ++k) L[k] *= sc;
+                    double ratio = bk_tri2_area(L) / g->area[queue[i]];
+                    ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
+                }
+            }
+            }
+        checked:
+            if (ok) {
+                if (6 * (size_t)nt > xy_cap) {
+                    xy_cap = 12 * (size_t)nt;
+                    double *p = realloc(xy, sizeof(double) * xy_cap);
+                    if (!p) goto done;
+                    xy = p;
+                }
+                double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+                for (uint32_t i = 0; i < nt; ++i) {
+                    memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
+                    for (int k = 0; k < 3; ++k)
+                        for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
+                }
+                pairs.n = 0;
+                if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &pairs, work)) goto done;
+                /* a few overlapping triangles (where the chart's boundary comes back over itself,
+                 * round a hole the cone left) leave: the later of each pair whose earlier one
+                 * stays, as the planar charts do; too many, and the chart is grown smaller */
+                uint32_t nev = 0, nt0 = nt;
+                for (size_t q = 0; q < pairs.n; ++q) {
+                    uint32_t a = pairs.p[2 * q], b = pairs.p[2 * q + 1];
+                    if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
+                    evict[b] = 1;
+                    nev++;
+                }
+                ok = nev * 10 <= nt;
+                if (ok && nev) {
+                    uint32_t keep = 0;
+                    for (uint32_t i = 0; i < nt; ++i) {
+                        if (evict[i]) C->tri_chart[queue[i]] = BK_NONE;
+                        else C->chart_tris[c.first + keep++] = queue[i];
+                    }
+                    nt = keep;
+                    C->charts[ci].count = keep;
+                }
+                memset(evict, 0, nt0);
+            }
+            if (ok) {
+                if (fit_rect(C->loc, C->chart_tris + c.first, nt, &C->charts[ci].w, &C->charts[ci].h, &pts, &pts_cap)) goto done;
+                ntris += nt;
+                break;
+            }
+            C->count--;  /* not kept */
+        }
+        for (uint32_t i = 0; i < nt; ++i) C->tri_chart[queue[i]] = BK_NONE;
+        /* released: the planar charts take these triangles; none seeds a smooth chart again */
+        limit = (nt < limit ? nt : limit) / 2;
+        if (!curved || limit < so->min_tris) {
+            for (uint32_t i = 0; i < nt; ++i) tried[queue[i]] = 1;
+            break;
+        }
+        }
+    }
+    rc = 0;
+done:
+    free(seeds); free(queue); free(tpos); free(uf); free(cid); free(tried); free(evict); free(kt); free(xy); free(pts); free(pairs.p);
+    lscm_free(&W);
+    return rc;
+}

@@ -1,0 +1,189 @@
+/* atlas_internal.h - the atlas module's parts and what they share (private to src/atlas*.c and
+ * the unit tests that test each part alone).
+ *
+ *   atlas_chart.c    triangle geometry, welding, adjacency; charts by region growing, planar
+ *                    projection, minimal-area rectangles, splitting and merging by unfolding
+ *   atlas_overlap.c  which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
+ *                    --uv file), in time about linear in the triangles
+ *   atlas_pack.c     blocks (charts, rectangles) into a bin: skyline + waste map, pages
+ *   atlas.c          bk_atlas_build: options, the scale search, UVs, --uv file, statistics
+ *
+ * Arrows point down: atlas.c uses the other three, atlas_chart.c uses atlas_overlap.c.
+ */
+#ifndef BK_ATLAS_INTERNAL_H
+#define BK_ATLAS_INTERNAL_H
+
+#include "atlas.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BK_ATLAS_PI 3.14159265358979323846
+
+/* ---- small shared helpers ------------------------------------------------------------------ */
+
+static inline double bk_dmin(double a, double b) { return a < b ? a : b; }
+static inline double bk_dmax(double a, double b) { return a > b ? a : b; }
+
+/* Bounding box (xmin, ymin, xmax, ymax) of a 2D triangle given as 6 doubles. */
+static inline void bk_box_of_tri(const double *L, double *b)
+{
+    b[0] = bk_dmin(L[0], bk_dmin(L[2], L[4])); b[1] = bk_dmin(L[1], bk_dmin(L[3], L[5]));
+    b[2] = bk_dmax(L[0], bk_dmax(L[2], L[4])); b[3] = bk_dmax(L[1], bk_dmax(L[3], L[5]));
+}
+
+static inline double bk_tri2_area(const double *L)
+{
+    return 0.5 * fabs((L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]));
+}
+
+/* Sorting by a 64-bit key without a global context (C11 qsort has none): (key, index) pairs. */
+typedef struct key_idx { uint64_t key; uint32_t idx; } key_idx;
+static inline int bk_key_idx_cmp(const void *pa, const void *pb)
+{
+    const key_idx *a = pa, *b = pb;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* ---- atlas_chart.c: geometry, welding, adjacency ------------------------------------------- */
+
+/* Triangle geometry (double precision: normals of tiny or thin triangles stay meaningful). */
+typedef struct tri_geom {
+    double  *n;        /* 3 per triangle: unit geometric normal (0 for degenerate) */
+    double  *area;     /* world area */
+    uint8_t *degen;    /* 1: zero area (or too small to matter), gets no chart */
+    uint32_t degen_count;
+    double   diag;     /* scene bounding-box diagonal */
+} tri_geom;
+
+int  bk_atlas_geom_init(const bk_scene *s, tri_geom *g);
+void bk_atlas_geom_free(tri_geom *g);
+
+/* weld[v]: the smallest vertex index with v's exact position (malloc'ed; NULL out of memory). */
+uint32_t *bk_atlas_weld(const bk_scene *s);
+
+/* Neighbours across shared edges: adj[start[t] .. start[t+1]). Two triangles are neighbours when
+ * they share an edge traversed in opposite directions (consistent winding); triangles marked in
+ * skip (degenerate ones) have none. */
+typedef struct adjacency { uint32_t *start, *adj; } adjacency;
+
+int  bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A);
+void bk_atlas_adjacency_free(adjacency *A);
+
+/* ---- atlas_chart.c: charts ------------------------------------------------------------------ */
+
+typedef struct chart {
+    uint32_t first, count;   /* triangles chart_tris[first .. first+count) in growth order */
+    double   n[3];           /* projection axis (unit) */
+    double   w, h;           /* extent of the rotated projection, world units, w >= h */
+    uint8_t  smooth;         /* 1: unfolded by bk_atlas_charts_smooth (loc is its map, not a
+                                projection along n) */
+} chart;
+
+typedef struct charting {
+    uint32_t *tri_chart;     /* per triangle, BK_NONE for degenerate */
+    uint32_t *chart_tris;
+    chart    *charts;
+    uint32_t  count, cap;
+    double   *loc;           /* 6 per triangle: corner positions in the chart's rotated frame,
+                                world units, inside [0, w] x [0, h] */
+} charting;
+
+/* Charts by region growing within cone_deg, projected, self-overlaps evicted and re-charted.
+ * *work grows by the overlap searches' steps. 0, or -1 out of memory. */
+int  bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
+                          uint64_t *work);
+/* Charts that fill their rectangle poorly re-grown into compact parts (pad_w: the padding in
+ * world units at the expected scale); queue, kt, part need tri_count entries. */
+int  bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
+                           uint32_t *part);
+/* Neighbouring charts unfolded into one another where the union's padded rectangle costs less. */
+int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
+                           uint64_t *work);
+void bk_atlas_charts_free(charting *C);
+
+/* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
+typedef struct bk_atlas_smooth_opts {
+    double   cone_deg;       /* a triangle's normal within this of the chart's mean normal */
+    double   crease_deg;     /* charts never grow across edges with a sharper dihedral angle */
+    double   flat_deg;       /* charts whose triangles all lie within this are left planar */
+    double   max_stretch;    /* each triangle's area within this factor of its world area */
+    uint32_t min_tris;       /* smaller charts are left to the planar charts */
+    uint32_t max_tris;       /* charts stop growing here (the solve's cost) */
+    int      max_iter;       /* conjugate-gradient iterations */
+} bk_atlas_smooth_opts;
+
+/* Fills C (which it allocates, as bk_atlas_charts_make does) with the smooth charts that unfold
+ * without flips, overlaps or more than max_stretch; the other triangles stay BK_NONE for
+ * bk_atlas_charts_make, which keeps these charts and adds its own. */
+int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
+                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work);
+
+/* ---- atlas_overlap.c ------------------------------------------------------------------------ */
+
+typedef struct pair_list { uint32_t *p; size_t n, cap; } pair_list;
+
+/* Do the interiors of 2D triangles a and b (6 doubles each) overlap? tol (in the coordinates'
+ * units) lets shared edges and vertices touch. */
+int  bk_atlas_tri2_overlap(const double *a, const double *b, double tol);
+/* All pairs (i < j) of the n triangles xy[6 i ..] whose interiors overlap, appended to out in
+ * (i, j) order; *work grows by the search's steps. 0, or -1 out of memory. */
+int  bk_atlas_find_overlaps(const double *xy, uint32_t n, double tol, pair_list *out, uint64_t *work);
+
+typedef struct overlap_scratch { uint32_t *sel, *selb; double *box, *xy; uint8_t *grp; size_t cap; } overlap_scratch;
+/* Does any triangle of xa[0..na) overlap one of xb[0..nb)? 1 yes, 0 no, -1 out of memory. */
+int  bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint32_t nb, double tol, overlap_scratch *o,
+                           uint64_t *work);
+void bk_atlas_overlap_scratch_free(overlap_scratch *o);
+
+/* ---- atlas_pack.c --------------------------------------------------------------------------- */
+
+typedef struct pk_item {
+    int      w, h;       /* block size in texels, before rotation (w >= h for charts) */
+    int      x, y, rot;  /* placement of the block's top-left texel; rot: turned 90 degrees */
+} pk_item;
+
+typedef struct sky_node { int x, y, w; } sky_node;
+
+typedef struct waste_rect { int x, y, w, h; } waste_rect;
+
+typedef struct packer {
+    sky_node   *nodes;       /* cap entries: at least items + 4 */
+    int         count, cap;
+    uint32_t   *order;       /* as many as items */
+    key_idx    *keys;        /* as many as items */
+    key_idx    *keys2;       /* radix sort scratch (as many as keys); may be NULL */
+    size_t     *cnt;         /* radix sort counts, 65537; may be NULL */
+    waste_rect *waste;       /* free rectangles left under the skyline (Jylanki's waste map) */
+    int         nwaste, wcap;
+    int         min_side;    /* smallest item side: thinner waste is dropped */
+} packer;
+
+/* A packer for up to n items (0, or -1 out of memory); bk_atlas_packer_free releases it. */
+int  bk_atlas_packer_init(packer *P, uint32_t n);
+void bk_atlas_packer_free(packer *P);
+
+/* Block sizes of the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel)
+ * and the rectangles of o, each plus pad. */
+void bk_atlas_items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, pk_item *it);
+/* Packs items list[0..n) (all n when list is NULL) into size x size; 1 when all fit. */
+int  bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size);
+/* Every chart at scale s into one size x size atlas. */
+int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size,
+                      pk_item *it);
+/* Pages of size x size for fixed-size items, groups kept whole (see atlas_pack.c). */
+uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
+                             uint32_t nrun, int size, int pad, uint32_t *bad);
+
+/* Packs the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel) by their
+ * rasterized shapes into a strip N texels wide and unbounded below, at least pad empty texels
+ * apart; *used_rows gets the rows down to the lowest chart texel, so they fit an N x N atlas iff
+ * *used_rows <= N. it[i] gets the position of item i's mask (x, y), its rotation and its mask's
+ * size (w, h, no padding): a chart's corner (lx, ly) (C->loc times s) lands at
+ * (x + lx + 0.01, y + ly + 0.01) unrotated, (x + h_c - ly + 0.01, y + lx + 0.01) turned (h_c the
+ * chart's height times s). Returns 1, 0 when a chart is wider than N, -1 out of memory. */
+int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, int pad, pk_item *it, int *used_rows);
+
+#endif /* BK_ATLAS_INTERNAL_H */

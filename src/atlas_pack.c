@@ -1,0 +1,729 @@
+/* atlas_pack.c - packing the atlas's blocks (charts' rectangles, voxel quads) into square bins.
+ *
+ * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
+ * texels) with the chart centred in it (at least 0.01 texel from the block's edges), so
+ * conservative rasterization never leaves the block; blocks carry `padding` empty texels to
+ * their right and bottom. Blocks are sorted by their shorter side and placed with the skyline
+ * bottom-left heuristic plus a waste map (Jylanki 2010, "A Thousand Ways to Pack the Bin"): the
+ * gaps a block leaves under the skyline are kept as free rectangles and filled first. With a fixed
+ * atlas size the scale is bisected (in log space, to 0.1 %) to the largest one that packs; with
+ * texels_per_unit the side is the smallest multiple of 4 that packs.
+ * (The scale search around it lives in atlas.c.) With --pages auto, bk_atlas_pack_pages fills
+ * pages group by group.
+ */
+#include "atlas_internal.h"
+#include "util.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * Skyline packing. */
+
+int bk_atlas_packer_init(packer *P, uint32_t n)
+{
+    memset(P, 0, sizeof *P);
+    P->cap = (int)n + 4;
+    P->nodes = malloc(sizeof(sky_node) * (size_t)P->cap);
+    P->order = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    P->keys = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    if (n > 4096) {   /* radix scratch: without it bk_atlas_pack_list falls back to qsort */
+        P->keys2 = malloc(sizeof(key_idx) * n);
+        P->cnt = malloc(sizeof(size_t) * 65537);
+    }
+    return P->nodes && P->order && P->keys ? 0 : -1;
+}
+
+void bk_atlas_packer_free(packer *P)
+{
+    free(P->nodes); free(P->order); free(P->keys); free(P->keys2); free(P->cnt); free(P->waste);
+    memset(P, 0, sizeof *P);
+}
+
+
+static void waste_add(packer *P, int x, int y, int w, int h)
+{
+    if (w < P->min_side || h < P->min_side) return;
+    if (P->nwaste == P->wcap) {
+        int cap = P->wcap ? 2 * P->wcap : 256;
+        waste_rect *r = realloc(P->waste, sizeof(waste_rect) * (size_t)cap);
+        if (!r) return;  /* losing a waste rectangle only loses space */
+        P->waste = r; P->wcap = cap;
+    }
+    waste_rect *r = &P->waste[P->nwaste++];
+    r->x = x; r->y = y; r->w = w; r->h = h;
+}
+
+/* Lowest top over the nodes a rectangle of width w starting at node i would rest on; -1 if it
+ * runs past the bin. */
+static int sky_fit(const packer *P, int i, int w, int bin_w)
+{
+    int x = P->nodes[i].x;
+    if (x + w > bin_w) return -1;
+    int y = 0, left = w;
+    for (int j = i; left > 0; ++j) {
+        if (P->nodes[j].y > y) y = P->nodes[j].y;
+        left -= P->nodes[j].w;
+    }
+    return y;
+}
+
+static void sky_place(packer *P, int i, int x, int y, int w, int h)
+{
+    /* new node [x, x + w) at height y + h replaces what it covers; the gaps between the old
+     * nodes and the rectangle's top become waste rectangles */
+    int end = x + w, j = i;
+    while (j < P->count && P->nodes[j].x < end) {
+        int nend = P->nodes[j].x + P->nodes[j].w;
+        if (P->nodes[j].y < y) {
+            int wx0 = P->nodes[j].x, wx1 = nend < end ? nend : end;
+            waste_add(P, wx0, P->nodes[j].y, wx1 - wx0, y - P->nodes[j].y);
+        }
+        if (nend <= end) { j++; continue; }
+        P->nodes[j].w = nend - end;  /* partly covered: keep the right part */
+        P->nodes[j].x = end;
+        break;
+    }
+    /* nodes i .. j-1 are replaced by one */
+    int removed = j - i;
+    if (removed == 0) {
+        memmove(P->nodes + i + 1, P->nodes + i, sizeof(sky_node) * (size_t)(P->count - i));
+        P->count++;
+    } else if (removed > 1) {
+        memmove(P->nodes + i + 1, P->nodes + j, sizeof(sky_node) * (size_t)(P->count - j));
+        P->count -= removed - 1;
+    }
+    P->nodes[i].x = x; P->nodes[i].y = y + h; P->nodes[i].w = w;
+    /* merge equal heights with the neighbours */
+    if (i + 1 < P->count && P->nodes[i + 1].y == P->nodes[i].y) {
+        P->nodes[i].w += P->nodes[i + 1].w;
+        memmove(P->nodes + i + 1, P->nodes + i + 2, sizeof(sky_node) * (size_t)(P->count - i - 2));
+        P->count--;
+    }
+    if (i > 0 && P->nodes[i - 1].y == P->nodes[i].y) {
+        P->nodes[i - 1].w += P->nodes[i].w;
+        memmove(P->nodes + i, P->nodes + i + 1, sizeof(sky_node) * (size_t)(P->count - i - 1));
+        P->count--;
+    }
+}
+
+/* Packs items (sizes include the padding) into bin_w x bin_h; returns 1 when all fit. An item
+ * goes into the waste rectangle it fits most tightly (best short side fit, guillotine split of
+ * the rest), else onto the skyline where its top ends lowest (bottom-left). */
+static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
+{
+    P->count = 1;
+    P->nodes[0].x = 0; P->nodes[0].y = 0; P->nodes[0].w = bin_w;
+    P->nwaste = 0;
+    P->min_side = INT32_MAX;
+    for (uint32_t k = 0; k < n; ++k) {
+        const pk_item *q = &it[P->order[k]];
+        int m = q->w < q->h ? q->w : q->h;
+        if (m < P->min_side) P->min_side = m;
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        pk_item *r = &it[P->order[k]];
+        /* waste map first */
+        int best_fit = INT32_MAX, best_wi = -1, best_wrot = 0;
+        for (int wi = 0; wi < P->nwaste; ++wi) {
+            const waste_rect *f = &P->waste[wi];
+            for (int rot = 0; rot < 2; ++rot) {
+                int w = rot ? r->h : r->w, h = rot ? r->w : r->h;
+                if (w > f->w || h > f->h) continue;
+                int fit = f->w - w < f->h - h ? f->w - w : f->h - h;
+                if (fit < best_fit) { best_fit = fit; best_wi = wi; best_wrot = rot; }
+            }
+        }
+        if (best_wi >= 0) {
+            waste_rect f = P->waste[best_wi];
+            P->waste[best_wi] = P->waste[--P->nwaste];
+            int w = best_wrot ? r->h : r->w, h = best_wrot ? r->w : r->h;
+            r->x = f.x; r->y = f.y; r->rot = best_wrot;
+            /* split the rest along the longer leftover side */
+            if (f.w - w > f.h - h) {
+                waste_add(P, f.x + w, f.y, f.w - w, f.h);
+                waste_add(P, f.x, f.y + h, w, f.h - h);
+            } else {
+                waste_add(P, f.x + w, f.y, f.w - w, h);
+                waste_add(P, f.x, f.y + h, f.w, f.h - h);
+            }
+            continue;
+        }
+        int best_top = INT32_MAX, best_i = -1, best_rot = 0, best_y = 0, best_x = INT32_MAX;
+        for (int rot = 0; rot < 2; ++rot) {
+            if (rot && r->w == r->h) break;
+            int w = rot ? r->h : r->w, h = rot ? r->w : r->h;
+            for (int i = 0; i < P->count; ++i) {
+                int y = sky_fit(P, i, w, bin_w);
+                if (y < 0) break;
+                int top = y + h;
+                if (top > bin_h) continue;
+                if (top < best_top || (top == best_top && P->nodes[i].x < best_x)) {
+                    best_top = top; best_i = i; best_rot = rot; best_y = y; best_x = P->nodes[i].x;
+                }
+            }
+        }
+        if (best_i < 0) return 0;
+        r->x = best_x; r->y = best_y; r->rot = best_rot;
+        if (P->count + 2 > P->cap) return 0;  /* cannot happen: each placement adds at most one node */
+        sky_place(P, best_i, best_x, best_y, best_rot ? r->h : r->w, best_rot ? r->w : r->h);
+    }
+    return 1;
+}
+
+/* A chart extent in texels as a block side, without the padding: a chart longer than the largest
+ * atlas becomes BK_ATLAS_MAX_SIZE + 2, too long for any atlas, before the conversion to int can
+ * overflow (--texels-per-unit 1e30). */
+static int block_side(double texels)
+{
+    double f = floor(texels + 0.02);
+    return f <= BK_ATLAS_MAX_SIZE ? (int)f + 1 : BK_ATLAS_MAX_SIZE + 2;
+}
+
+/* Block sizes of every item at scale s (texels per world unit) plus padding: the n_mesh mesh
+ * items (charts, then the degenerate triangles' texel) scaled, then the given rectangles as they
+ * are (exactly their texels: they are rasterized by texel centre). */
+void bk_atlas_items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, pk_item *it)
+{
+    for (uint32_t i = 0; i < n_mesh; ++i) {
+        double w = i < C->count ? C->charts[i].w * s : 0.0, h = i < C->count ? C->charts[i].h * s : 0.0;
+        it[i].w = block_side(w) + pad;
+        it[i].h = block_side(h) + pad;
+    }
+    for (uint32_t i = 0; i < o->rect_count; ++i) {
+        it[n_mesh + i].w = (int)o->rects[i].w + pad;
+        it[n_mesh + i].h = (int)o->rects[i].h + pad;
+    }
+}
+
+/* Packs the items list[0..n) (all n items when list is NULL) into a size x size atlas. Order:
+ * tallest first, where height is the shorter side, then the longer side (sorting by area or by
+ * the longer side first packed no better on the corpus). */
+int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size)
+{
+    for (uint32_t k = 0; k < n; ++k) {
+        uint32_t i = list ? list[k] : k;
+        uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h), hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
+        if (hi > (uint64_t)(size + pad)) return 0;
+        P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
+        P->keys[k].idx = i;
+    }
+    if (n > 4096 && P->keys2 && P->cnt) {
+        /* many items (voxel quads): LSD radix, 16 bits a pass, passes where every digit agrees
+         * skipped (block sides fit 15 bits: two passes). Stable, so ties keep the list's order,
+         * as qsort's index tie-break does for the whole list. */
+        uint64_t all_or = 0, all_and = ~0ull;
+        for (uint32_t k = 0; k < n; ++k) { all_or |= P->keys[k].key; all_and &= P->keys[k].key; }
+        key_idx *src = P->keys, *dst = P->keys2;
+        for (int shift = 0; shift < 64; shift += 16) {
+            if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
+            memset(P->cnt, 0, sizeof(size_t) * 65537);
+            for (uint32_t k = 0; k < n; ++k) P->cnt[((src[k].key >> shift) & 0xFFFF) + 1]++;
+            for (int d = 0; d < 65536; ++d) P->cnt[d + 1] += P->cnt[d];
+            for (uint32_t k = 0; k < n; ++k) dst[P->cnt[(src[k].key >> shift) & 0xFFFF]++] = src[k];
+            key_idx *x = src; src = dst; dst = x;
+        }
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = src[k].idx;
+    } else {
+        qsort(P->keys, n, sizeof(key_idx), bk_key_idx_cmp);
+        for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
+    }
+    return pack_items(P, it, n, size + pad, size + pad);
+}
+
+/* Packs every chart at scale s into one size x size atlas. */
+int bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size, pk_item *it)
+{
+    bk_atlas_items_at_scale(C, n_mesh, o, s, pad, it);
+    return bk_atlas_pack_list(P, it, NULL, n_mesh + o->rect_count, pad, size);
+}
+
+/* Pages of size x size for items of fixed size, groups kept whole and in order (seq lists the
+ * items group by group, group g being seq[run[g] .. run[g + 1])). Each page takes as many of the
+ * next groups as pack: a first count from their area, grown while it packs, then bisected to
+ * within 1/64 of the most that pack (a page may stay a little emptier than it could be, for a
+ * bounded number of packings). best[i] gets item i's placement, page[i] its page. Returns the
+ * number of pages, 0 when one group alone does not fit a page (*bad = its group). */
+uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
+                           uint32_t nrun, int size, int pad, uint32_t *bad)
+{
+    uint32_t g = 0, pages = 0;
+    double cap = (double)(size + pad) * (size + pad);
+    while (g < nrun) {
+        uint32_t left = nrun - g, m = 0;
+        double a = 0;
+        while (m < left) {
+            double ga = 0;
+            for (uint32_t k = run[g + m]; k < run[g + m + 1]; ++k) ga += (double)it[seq[k]].w * it[seq[k]].h;
+            if (m > 0 && a + ga > 0.85 * cap) break;
+            a += ga;
+            m++;
+        }
+        uint32_t ok = 0, fail = left + 1;
+        for (;;) {
+            const uint32_t *list = seq + run[g];
+            uint32_t n = run[g + m] - run[g];
+            if (bk_atlas_pack_list(P, it, list, n, pad, size)) {
+                ok = m;
+                for (uint32_t k = 0; k < n; ++k) best[list[k]] = it[list[k]];
+            } else {
+                fail = m;
+            }
+            if (ok == left || fail - ok <= (ok / 64 > 1 ? ok / 64 : 1)) break;
+            if (fail == left + 1) { m = ok + (ok / 4 > 1 ? ok / 4 : 1); if (m > left) m = left; }
+            else m = ok + (fail - ok) / 2;
+        }
+        if (ok == 0) { *bad = g; return 0; }
+        for (uint32_t k = run[g]; k < run[g + ok]; ++k) page[seq[k]] = pages;
+        pages++;
+        g += ok;
+    }
+    return pages;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Shape packing: charts as their texels, not their rectangles.
+ *
+ * Each chart is rasterized at the scale being tried into a bit mask of the texels its triangles
+ * touch (conservatively, with a slack of SHAPE_EPS texels, so the float UVs and raster.c's
+ * closed-box test never reach a texel the mask lacks). The bin keeps one bit per texel taken by
+ * a placed chart or its padding ring (its mask dilated by `pad` texels, a square kernel); a chart
+ * fits at (x, y) when none of its bits meets a taken one. So concave charts interlock, small
+ * charts drop into the holes of large ones (windows in a wall) and into the corners rectangles
+ * waste. Charts go largest first (by their rectangles' area), each at the first position in scan order (top row first, then
+ * leftmost) where it fits, unrotated or turned 90 degrees (the turned one when its bottom ends
+ * higher). The bin is a strip as wide as the atlas and twice as tall, so one packing also
+ * says how many rows the charts need at this scale.
+ *
+ * The search must not cost a test per texel per chart (xatlas's brute force is why it takes
+ * seconds). Per row it keeps the longest free run, in a segment tree of (min, max). For a chart it
+ * picks a band of its rows whose runs are all at least L: a position y is possible only when the
+ * atlas rows beside the band all have a free run of L, and the first row that has not rules out
+ * every y up to it at once (a range-minimum descent). Rows left then intersect, row by row, the
+ * intervals of x at which each mask row's longest run lies on free texels (from the free runs of
+ * the atlas rows), and only the x that survive are tested bit by bit. */
+
+#define SHAPE_EPS 1e-3
+
+typedef struct shape {
+    int w, h, wpr;          /* mask size in texels, 64-bit words per row */
+    int band0, band1, band_run;  /* mask rows band0 .. band1 all have a run of band_run set bits */
+    int last_row;           /* last row with a bit set */
+    int *run;               /* h: longest run of set bits in each row */
+    int *run_at;            /* h: where that run starts */
+    uint64_t *bits;         /* h * wpr words */
+} shape;
+
+/* First set (want 1) or clear (want 0) bit of row at or after x, or end when none before end. */
+static int bits_next(const uint64_t *row, int x, int end, int want)
+{
+    while (x < end) {
+        uint64_t w = want ? row[x >> 6] : ~row[x >> 6];
+        w &= ~0ull << (x & 63);
+        if (w) { int b = (x & ~63) + __builtin_ctzll(w); return b < end ? b : end; }
+        x = (x & ~63) + 64;
+    }
+    return end;
+}
+
+/* Longest run of set (want 1) or clear (want 0) bits in row[0 .. n); *at (may be NULL) gets its
+ * start. */
+static int bits_longest(const uint64_t *row, int n, int want, int *at)
+{
+    int best = 0;
+    for (int x = bits_next(row, 0, n, want); x < n;) {
+        int e = bits_next(row, x, n, !want);
+        if (e - x > best) { best = e - x; if (at) *at = x; }
+        x = bits_next(row, e, n, want);
+    }
+    return best;
+}
+
+/* Corners of chart ci in mask coordinates at scale s, rotation rot (0, or 90 degrees as
+ * (x, y) -> (h - y, x): never a mirror). */
+static void shape_corner(const charting *C, uint32_t ci, uint32_t t, int k, double s, int rot, double m, double *px, double *py)
+{
+    const chart *c = &C->charts[ci];
+    double lx = C->loc[6 * (size_t)t + 2 * k] * s, ly = C->loc[6 * (size_t)t + 2 * k + 1] * s;
+    if (rot) { *px = c->h * s - ly + m; *py = lx + m; }
+    else { *px = lx + m; *py = ly + m; }
+}
+
+static void bits_set(uint64_t *row, int x) { row[x >> 6] |= 1ull << (x & 63); }
+
+/* Sets bits x0 .. x1 (inclusive) of row. */
+static void bits_set_range(uint64_t *row, int x0, int x1)
+{
+    int a = x0 >> 6, b = x1 >> 6;
+    uint64_t ma = ~0ull << (x0 & 63), mb = ~0ull >> (63 - (x1 & 63));
+    if (a == b) { row[a] |= ma & mb; return; }
+    row[a] |= ma;
+    for (int k = a + 1; k < b; ++k) row[k] = ~0ull;
+    row[b] |= mb;
+}
+
+/* The conservative mask of chart ci (ci == C->count: the degenerate triangles' single texel). */
+static int shape_build(const charting *C, uint32_t ci, double s, int rot, shape *sh, uint64_t **pool, size_t *pool_cap,
+                       int **runs, size_t *runs_cap)
+{
+    const double m = 0.01;  /* the chart's distance from its mask's edges, in texels */
+    if (ci >= C->count) {
+        sh->w = sh->h = 1;
+    } else {
+        const chart *c = &C->charts[ci];
+        double W = (rot ? c->h : c->w) * s, H = (rot ? c->w : c->h) * s;
+        if (!(W < BK_ATLAS_MAX_SIZE && H < BK_ATLAS_MAX_SIZE)) return -2;
+        sh->w = (int)ceil(W + 2 * m);
+        sh->h = (int)ceil(H + 2 * m);
+        if (sh->w < 1) sh->w = 1;
+        if (sh->h < 1) sh->h = 1;
+    }
+    sh->wpr = (sh->w + 63) / 64;
+    size_t need = (size_t)sh->wpr * sh->h;
+    if (need > *pool_cap) {
+        uint64_t *p = realloc(*pool, sizeof(uint64_t) * need);
+        if (!p) return -1;
+        *pool = p; *pool_cap = need;
+    }
+    sh->bits = *pool;
+    memset(sh->bits, 0, sizeof(uint64_t) * need);
+    if (2 * (size_t)sh->h > *runs_cap) {
+        int *p = realloc(*runs, sizeof(int) * 2 * (size_t)sh->h);
+        if (!p) return -1;
+        *runs = p; *runs_cap = 2 * (size_t)sh->h;
+    }
+    sh->run = *runs;
+    sh->run_at = *runs + sh->h;
+    int whole = ci >= C->count;
+    if (!whole) {
+        /* a chart of long slivers (a fan, a strip) would cost its triangles times their rows:
+         * its whole rectangle instead, when that is far less work than the triangles' rows */
+        const chart *c = &C->charts[ci];
+        double rows = 0, rows_max = 4.0 * sh->w * sh->h + 4096;
+        for (uint32_t i = 0; i < c->count && rows <= rows_max; ++i) {
+            const double *L = C->loc + 6 * (size_t)C->chart_tris[c->first + i];
+            int k = rot ? 0 : 1;  /* the mask's rows run along the chart's x when turned */
+            rows += (bk_dmax(L[k], bk_dmax(L[k + 2], L[k + 4])) - bk_dmin(L[k], bk_dmin(L[k + 2], L[k + 4]))) * s + 2;
+        }
+        whole = rows > rows_max;
+    }
+    if (whole) for (int y = 0; y < sh->h; ++y) bits_set_range(sh->bits + (size_t)y * sh->wpr, 0, sh->w - 1);
+    else {
+        const chart *c = &C->charts[ci];
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            double p[3][2], lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+            for (int k = 0; k < 3; ++k) {
+                shape_corner(C, ci, t, k, s, rot, m, &p[k][0], &p[k][1]);
+                for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], p[k][d]); hi[d] = bk_dmax(hi[d], p[k][d]); }
+            }
+            int y0 = (int)floor(lo[1] - SHAPE_EPS), y1 = (int)floor(hi[1] + SHAPE_EPS);
+            if (y0 < 0) y0 = 0;
+            if (y1 >= sh->h) y1 = sh->h - 1;
+            /* row by row: the triangle's x extent within the row's slab (widened by the slack)
+             * is exactly the texels of that row it touches, a slab being convex */
+            for (int y = y0; y <= y1; ++y) {
+                double ya = y - SHAPE_EPS, yb = y + 1 + SHAPE_EPS, xa = DBL_MAX, xb = -DBL_MAX;
+                for (int k = 0; k < 3; ++k) {
+                    const double *P = p[k], *Q = p[(k + 1) % 3];
+                    if (P[1] >= ya && P[1] <= yb) { xa = bk_dmin(xa, P[0]); xb = bk_dmax(xb, P[0]); }
+                    if (P[1] == Q[1]) continue;
+                    for (int e = 0; e < 2; ++e) {
+                        double Y = e ? yb : ya;
+                        if ((Y > P[1]) == (Y > Q[1])) continue;
+                        double X = P[0] + (Y - P[1]) * (Q[0] - P[0]) / (Q[1] - P[1]);
+                        X = bk_dmax(bk_dmin(X, bk_dmax(P[0], Q[0])), bk_dmin(P[0], Q[0]));
+                        xa = bk_dmin(xa, X); xb = bk_dmax(xb, X);
+                    }
+                }
+                if (!(xa <= xb)) continue;
+                int x0 = (int)floor(xa - SHAPE_EPS), x1 = (int)floor(xb + SHAPE_EPS);
+                if (x0 < 0) x0 = 0;
+                if (x1 >= sh->w) x1 = sh->w - 1;
+                if (x0 <= x1) bits_set_range(sh->bits + (size_t)y * sh->wpr, x0, x1);
+            }
+        }
+    }
+    /* rows' longest runs; the band: the rows' widest "inner rectangle" among a few run lengths */
+    int max_run = 0;
+    sh->last_row = 0;
+    for (int y = 0; y < sh->h; ++y) {
+        sh->run_at[y] = 0;
+        sh->run[y] = bits_longest(sh->bits + (size_t)y * sh->wpr, sh->w, 1, &sh->run_at[y]);
+        if (sh->run[y] > max_run) max_run = sh->run[y];
+        if (sh->run[y]) sh->last_row = y;
+    }
+    if (max_run == 0) { bits_set(sh->bits, 0); sh->run[0] = 1; sh->run_at[0] = 0; max_run = 1; }
+    long best = -1;
+    for (int q = 4; q >= 1; --q) {
+        int L = (max_run * q + 3) / 4;
+        if (L < 1) L = 1;
+        for (int y = 0; y < sh->h;) {
+            if (sh->run[y] < L) { y++; continue; }
+            int e = y;
+            while (e + 1 < sh->h && sh->run[e + 1] >= L) e++;
+            if ((long)(e - y + 1) * L > best) { best = (long)(e - y + 1) * L; sh->band0 = y; sh->band1 = e; sh->band_run = L; }
+            y = e + 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct shape_bin {
+    int N, H, wpr;          /* width and height in texels, words per row (one spare word) */
+    uint64_t *taken;        /* H rows */
+    int *free_run;          /* longest run of free texels per row */
+    int P;                  /* leaves of the segment trees, a power of two >= H */
+    int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
+    int lowest;             /* one past the lowest row taken by a chart (not its padding) */
+    int *xa, *xb;           /* scratch: 2 (N + 2) each, intervals of candidate x */
+    uint64_t *dil;          /* scratch: a mask row dilated by the padding */
+} shape_bin;
+
+static void seg_set(shape_bin *B, int y, int v)
+{
+    int i = B->P + y;
+    B->smin[i] = B->smax[i] = v;
+    for (i >>= 1; i >= 1; i >>= 1) {
+        int a = B->smin[2 * i] < B->smin[2 * i + 1] ? B->smin[2 * i] : B->smin[2 * i + 1];
+        int b = B->smax[2 * i] > B->smax[2 * i + 1] ? B->smax[2 * i] : B->smax[2 * i + 1];
+        if (B->smin[i] == a && B->smax[i] == b) break;
+        B->smin[i] = a; B->smax[i] = b;
+    }
+}
+
+/* The first row in [lo, hi] whose free_run is below L (want_below) or at least L; -1 if none. */
+static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int nlo, int nhi, int lo, int hi, int L, int want_below)
+{
+    if (nhi < lo || nlo > hi) return -1;
+    if (want_below ? seg_min[node] >= L : seg_max[node] < L) return -1;
+    if (nlo == nhi) return nlo;
+    int mid = (nlo + nhi) / 2;
+    int r = seg_find(seg_min, seg_max, P, 2 * node, nlo, mid, lo, hi, L, want_below);
+    return r >= 0 ? r : seg_find(seg_min, seg_max, P, 2 * node + 1, mid + 1, nhi, lo, hi, L, want_below);
+}
+
+/* Does the mask fit at (x, y)? Its band rows first: they reject most. */
+static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
+{
+    int sft = x & 63, base = x >> 6;
+    for (int i = 0; i < sh->h; ++i) {
+        int r = (sh->band0 + i) % sh->h;
+        const uint64_t *m = sh->bits + (size_t)r * sh->wpr, *a = B->taken + (size_t)(y + r) * B->wpr + base;
+        uint64_t carry = 0;
+        for (int k = 0; k < sh->wpr; ++k) {
+            uint64_t w = m[k];
+            if (a[k] & (w << sft | carry)) return 0;
+            carry = sft ? w >> (64 - sft) : 0;
+        }
+        if (carry && (a[sh->wpr] & carry)) return 0;
+    }
+    return 1;
+}
+
+/* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
+ * none. */
+static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
+{
+    int N = B->N;
+    if (sh->w > N || sh->h > B->H) return 0;
+    int ymax = B->H - sh->h;
+    if (ymax > y_limit - 1) ymax = y_limit - 1;
+    /* below every chart all is free: nothing later in scan order is worth a look */
+    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
+    for (int y = y_start; y <= ymax;) {
+        /* the band's rows must all have a free run of band_run: jump past the first that has not */
+        int q = -1;
+        if (sh->band1 - sh->band0 < 32) {  /* short bands: the rows themselves, the last failing one */
+            for (int r = y + sh->band1; r >= y + sh->band0; --r)
+                if (B->free_run[r] < sh->band_run) { q = r; break; }
+        } else q = seg_find(B->smin, B->smax, B->P, 1, 0, B->P - 1, y + sh->band0, y + sh->band1, sh->band_run, 1);
+        if (q >= 0) { y = q - sh->band0 + 1; continue; }
+        int skip = 0;
+        for (int r = 0; r < sh->h && !skip; ++r) skip = B->free_run[y + r] < sh->run[r];
+        if (skip) { y++; continue; }
+        int *xa = B->xa, *xb = B->xb, *na = B->xa + N + 2, *nb = B->xb + N + 2, nx = 1;
+        xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
+        if (xa[0] > xb[0]) { y++; continue; }
+        for (int i = 0; i < sh->h && nx; ++i) {
+            int r = (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
+            if (L == 0) continue;
+            const uint64_t *row = B->taken + (size_t)(y + r) * B->wpr;
+            int nn = 0;
+            /* within each interval's reach only: the free runs [a, e) of L or more leave x in
+             * [a - s, e - s - L] */
+            for (int k = 0; k < nx; ++k) {
+                int lo = xa[k] + s, hi = xb[k] + s + L;
+                for (int a = bits_next(row, lo, hi, 0); a < hi;) {
+                    int e = bits_next(row, a, hi, 1);
+                    if (e - a >= L) { na[nn] = a - s; nb[nn] = e - s - L; nn++; }
+                    a = bits_next(row, e, hi, 0);
+                }
+            }
+            int *t1 = xa, *t2 = xb;
+            xa = na; xb = nb; na = t1; nb = t2;
+            nx = nn;
+        }
+        for (int k = 0; k < nx; ++k)
+            for (int x = xa[k]; x <= xb[k]; ++x)
+                if (shape_fits(B, sh, x, y)) { *ox = x; *oy = y; return 1; }
+        y++;
+    }
+    return 0;
+}
+
+/* dst |= src (nbits bits) placed at bit pos of dst (pos may be negative: the bits before 0 are
+ * dropped); dst has dst_words words. */
+static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbits, int pos)
+{
+    int nw = (nbits + 63) / 64;
+    for (int k = 0; k < nw; ++k) {
+        uint64_t w = src[k];
+        if (!w) continue;
+        int p = pos + 64 * k;  /* where bit 0 of this word lands */
+        if (p >= 0) {
+            int j = p >> 6, sft = p & 63;
+            if (j < dst_words) dst[j] |= w << sft;
+            if (sft && j + 1 < dst_words) dst[j + 1] |= w >> (64 - sft);
+        } else if (p > -64) {
+            dst[0] |= w >> (-p);
+        }
+    }
+}
+
+/* Marks sh at (x, y), dilated by pad, as taken; updates the rows' free runs. */
+static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
+{
+    int dw = sh->w + 2 * pad, dwpr = (dw + 63) / 64 + 1;
+    uint64_t *d = B->dil;
+    for (int r = -pad; r < sh->h + pad; ++r) {
+        int ay = y + r;
+        if (ay < 0 || ay >= B->H) continue;
+        /* the rows r - pad .. r + pad of the mask, OR'ed, then widened by pad each side */
+        memset(d, 0, sizeof(uint64_t) * (size_t)dwpr);
+        int any = 0;
+        for (int rr = r - pad; rr <= r + pad; ++rr) {
+            if (rr < 0 || rr >= sh->h || !sh->run[rr]) continue;
+            for (int j = 0; j <= 2 * pad; ++j) row_or_at(d, dwpr, sh->bits + (size_t)rr * sh->wpr, sh->w, j);
+            any = 1;
+        }
+        if (!any) continue;
+        uint64_t *a = B->taken + (size_t)ay * B->wpr;
+        row_or_at(a, B->wpr, d, dw, x - pad);
+        /* bits past the right edge stay taken; the spare word too */
+        B->free_run[ay] = bits_longest(a, B->N, 0, NULL);
+        seg_set(B, ay, B->free_run[ay]);
+    }
+    if (y + sh->last_row + 1 > B->lowest) B->lowest = y + sh->last_row + 1;
+}
+
+int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, int pad, pk_item *it, int *used_rows)
+{
+    int rc = -1;
+    shape_bin B;
+    memset(&B, 0, sizeof B);
+    B.N = N;
+    B.H = 2 * N;
+    B.wpr = (N + 63) / 64 + 1;
+    for (B.P = 1; B.P < B.H; B.P <<= 1) {}
+    B.taken = calloc((size_t)B.wpr * B.H, sizeof(uint64_t));
+    B.free_run = malloc(sizeof(int) * (size_t)B.H);
+    B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
+    B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
+    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2));
+    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2));
+    B.dil = malloc(sizeof(uint64_t) * ((size_t)(N + 2 * pad + 64) / 64 + 2) * 2);
+    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
+    uint64_t *pool[2] = { NULL, NULL };
+    size_t cap[2] = { 0, 0 };
+    int *runs[2] = { NULL, NULL };
+    size_t rcap[2] = { 0, 0 };
+    struct { uint64_t *bits; size_t cap; int w, h, x, y, valid; } last[2];
+    int last_cls = -1, class_y = 0;
+    memset(last, 0, sizeof last);
+    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.dil || !order) goto out;
+    for (int y = 0; y < B.H; ++y) {
+        uint64_t *row = B.taken + (size_t)y * B.wpr;
+        for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
+        B.free_run[y] = N;
+    }
+    for (int i = 0; i < B.P; ++i) { B.smin[B.P + i] = B.smax[B.P + i] = i < B.H ? N : 0; }
+    for (int i = B.P - 1; i >= 1; --i) {
+        B.smin[i] = B.smin[2 * i] < B.smin[2 * i + 1] ? B.smin[2 * i] : B.smin[2 * i + 1];
+        B.smax[i] = B.smax[2 * i] > B.smax[2 * i + 1] ? B.smax[2 * i] : B.smax[2 * i + 1];
+    }
+    for (uint32_t i = 0; i < n_mesh; ++i) {
+        /* largest rectangle first (tallest first, as the skyline orders, packed worse here) */
+        double a = i < C->count ? (C->charts[i].w * s + 1) * (C->charts[i].h * s + 1) : 1.0;
+        uint64_t bits;
+        memcpy(&bits, &a, 8);
+        order[i].key = ~bits;
+        order[i].idx = i;
+    }
+    qsort(order, n_mesh, sizeof(key_idx), bk_key_idx_cmp);
+    rc = 0;
+    for (uint32_t k = 0; k < n_mesh; ++k) {
+        uint32_t ci = order[k].idx;
+        shape sh[2];
+        int nrot = ci < C->count && C->charts[ci].w != C->charts[ci].h ? 2 : 1, x = 0, y = 0, rot = 0, found = 0;
+        for (int r = 0; r < nrot; ++r) {
+            int e = shape_build(C, ci, s, r, &sh[r], &pool[r], &cap[r], &runs[r], &rcap[r]);
+            if (e == -2) goto out;  /* larger than any atlas: does not fit (rc 0) */
+            if (e) { rc = -1; goto out; }
+        }
+        /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
+         * wherever it failed then, and the bin has only filled since: search on from there */
+        int y0[2] = { 0, 0 }, x0[2] = { 0, 0 };
+        for (int r = 0; r < nrot; ++r)
+            if (last[r].valid && last[r].w == sh[r].w && last[r].h == sh[r].h &&
+                !memcmp(last[r].bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
+                y0[r] = last[r].y; x0[r] = last[r].x;
+            }
+        /* Charts of one size class (bounding area within a factor 2) start their search a few
+         * rows above where the last one landed: holes further up that did not take the class's
+         * first chart (which searched from the top) rarely take its later ones, and this bounds
+         * the search of thousands of small charts by their class, not by the whole bin. */
+        int cls = (int)floor(log2((double)sh[0].w * sh[0].h));
+        if (cls != last_cls) { last_cls = cls; class_y = 0; }
+        for (int r = 0; r < nrot; ++r) {
+            int hint = class_y - 2 * sh[r].h - 16;
+            if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
+        }
+        found = shape_find(&B, &sh[0], y0[0], x0[0], B.H, &x, &y);
+        if (nrot == 2) {
+            int x1 = 0, y1 = 0;
+            /* turned only where its bottom ends higher: upright strips would fill the bin's
+             * height with their length */
+            int lim = found ? y + sh[0].h - sh[1].h : B.H;
+            if (lim > 0 && shape_find(&B, &sh[1], y0[1], x0[1], lim, &x1, &y1)) { x = x1; y = y1; rot = 1; found = 1; }
+        }
+        /* remember each rotation's mask and where its search ended */
+        for (int r = 0; r < nrot; ++r) {
+            size_t nw = (size_t)sh[r].wpr * sh[r].h;
+            if (nw > last[r].cap) {
+                uint64_t *p = realloc(last[r].bits, sizeof(uint64_t) * nw);
+                if (!p) { rc = -1; goto out; }
+                last[r].bits = p; last[r].cap = nw;
+            }
+            memcpy(last[r].bits, sh[r].bits, sizeof(uint64_t) * nw);
+            last[r].w = sh[r].w; last[r].h = sh[r].h; last[r].valid = 1;
+            /* a rotation not taken searched to its own first fit (or to the other's row) */
+            last[r].y = found ? y : 0; last[r].x = found && r == rot ? x : 0;
+            if (r != rot) last[r].valid = 0;
+        }
+        if (nrot == 1) last[1].valid = 0;
+        if (!found) { B.lowest = B.H + 1; goto out; }
+        class_y = y;
+        shape_take(&B, &sh[rot], x, y, pad);
+        it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
+        it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
+    }
+    rc = 1;
+out:
+    if (used_rows) *used_rows = B.lowest;
+    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.dil); free(order);
+    free(pool[0]); free(pool[1]); free(runs[0]); free(runs[1]); free(last[0].bits); free(last[1].bits);
+    return rc;
+}

@@ -1,0 +1,155 @@
+/* unit_atlas_parts.c - the atlas's parts alone (src/atlas_internal.h), without bk_atlas_build:
+ *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
+ *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
+ *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap;
+ *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
+ *     chart's layout lies in [0, w] x [0, h] and none overlaps itself.
+ */
+#include "atlas_internal.h"
+#include "bk_test.h"
+
+#include <math.h>
+#include <stdint.h>
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double rnd(void)
+{
+    rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+static void test_overlap(void)
+{
+    const uint32_t sizes[] = { 10, 40, 200, 3000 };
+    for (int si = 0; si < 4; ++si) {
+        uint32_t n = sizes[si];
+        double *xy = malloc(sizeof(double) * 6 * n);
+        for (uint32_t i = 0; i < n; ++i) {
+            double cx = rnd() * 10, cy = rnd() * 10, r = 0.05 + 0.3 * rnd();
+            for (int k = 0; k < 3; ++k) {
+                double a = rnd() * 6.283185307179586;
+                xy[6 * i + 2 * k] = cx + r * cos(a);
+                xy[6 * i + 2 * k + 1] = cy + r * sin(a);
+            }
+        }
+        pair_list got = { 0 };
+        uint64_t work = 0;
+        BK_EXPECT(bk_atlas_find_overlaps(xy, n, 1e-9, &got, &work) == 0);
+        size_t want = 0, k = 0, mismatch = 0;
+        for (uint32_t i = 0; i < n; ++i)
+            for (uint32_t j = i + 1; j < n; ++j) {
+                if (!bk_atlas_tri2_overlap(xy + 6 * i, xy + 6 * j, 1e-9)) continue;
+                want++;
+                if (k < got.n && got.p[2 * k] == i && got.p[2 * k + 1] == j) k++;
+                else mismatch++;
+            }
+        BK_EXPECTF(got.n == want && mismatch == 0, "n %u: %zu pairs found, %zu by all pairs, %zu missing", n, got.n, want, mismatch);
+        free(got.p);
+        free(xy);
+    }
+}
+
+static void test_pack(void)
+{
+    uint32_t n = 500;
+    pk_item *it = malloc(sizeof(pk_item) * n);
+    packer P;
+    BK_EXPECT(bk_atlas_packer_init(&P, n) == 0);
+    double area = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        int a = 2 + (int)(rnd() * 30), b = 2 + (int)(rnd() * 30);
+        it[i].w = a > b ? a : b;
+        it[i].h = a > b ? b : a;
+        area += (double)it[i].w * it[i].h;
+    }
+    int size = (int)ceil(sqrt(area / 0.7));
+    int pad = 2;
+    BK_EXPECTF(bk_atlas_pack_list(&P, it, NULL, n, pad, size) == 1, "500 blocks at 70 %% of %d^2 did not pack", size);
+    uint8_t *occ = calloc((size_t)(size + pad) * (size + pad), 1);
+    int bad = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        int w = it[i].rot ? it[i].h : it[i].w, h = it[i].rot ? it[i].w : it[i].h;
+        if (it[i].x < 0 || it[i].y < 0 || it[i].x + w > size + pad || it[i].y + h > size + pad) { bad++; continue; }
+        for (int y = it[i].y; y < it[i].y + h; ++y)
+            for (int x = it[i].x; x < it[i].x + w; ++x) bad += occ[(size_t)y * (size + pad) + x]++ != 0;
+    }
+    BK_EXPECTF(bad == 0, "%d texels outside the bin or in two blocks", bad);
+    free(occ);
+    bk_atlas_packer_free(&P);
+    free(it);
+}
+
+static void test_charts(void)
+{
+    /* a UV sphere, 24 x 48 */
+    const int nu = 48, nv = 24;
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    s.vertex_count = (uint32_t)((nv + 1) * nu);
+    s.positions = malloc(sizeof(float) * 3 * s.vertex_count);
+    s.tri_v = malloc(sizeof(uint32_t) * 6 * nu * nv);
+    for (int j = 0; j <= nv; ++j)
+        for (int i = 0; i < nu; ++i) {
+            double th = 3.141592653589793 * j / nv, ph = 6.283185307179586 * i / nu;
+            float *p = s.positions + 3 * (j * nu + i);
+            p[0] = (float)(sin(th) * cos(ph)); p[1] = (float)cos(th); p[2] = (float)(sin(th) * sin(ph));
+        }
+    for (int j = 0; j < nv; ++j)
+        for (int i = 0; i < nu; ++i) {
+            uint32_t a = (uint32_t)(j * nu + i), b = (uint32_t)(j * nu + (i + 1) % nu), c = a + (uint32_t)nu, d = b + (uint32_t)nu;
+            uint32_t *t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = b; t[2] = d; s.tri_count++;
+            t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = d; t[2] = c; s.tri_count++;
+        }
+    tri_geom g;
+    adjacency A = { 0 };
+    charting C;
+    memset(&C, 0, sizeof C);
+    uint64_t work = 0;
+    uint32_t *weld = NULL;
+    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
+    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    BK_EXPECT(bk_atlas_charts_make(&s, &g, &A, 20.0, &C, &work) == 0);
+    uint32_t *seen = calloc(s.tri_count, sizeof(uint32_t));
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        double *xy = malloc(sizeof(double) * 6 * (c->count + 1));
+        int outside = 0;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C.chart_tris[c->first + i];
+            seen[t]++;
+            BK_EXPECT(C.tri_chart[t] == ci);
+            memcpy(xy + 6 * i, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            for (int k = 0; k < 3; ++k) {
+                double x = xy[6 * i + 2 * k], y = xy[6 * i + 2 * k + 1], e = 1e-9 * (c->w + c->h);
+                outside += x < -e || y < -e || x > c->w + e || y > c->h + e;
+            }
+        }
+        BK_EXPECTF(outside == 0, "chart %u: %d corners outside its %g x %g rectangle", ci, outside, c->w, c->h);
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        BK_EXPECTF(pl.n == 0, "chart %u overlaps itself (%zu pairs)", ci, pl.n);
+        free(pl.p);
+        free(xy);
+    }
+    uint32_t once = 0;
+    for (uint32_t t = 0; t < s.tri_count; ++t) once += seen[t] == 1 || g.degen[t];
+    BK_EXPECTF(once == s.tri_count, "%u of %u triangles in exactly one chart", once, s.tri_count);
+    free(seen);
+    bk_atlas_charts_free(&C);
+    bk_atlas_adjacency_free(&A);
+    bk_atlas_geom_free(&g);
+    free(weld);
+    free(s.positions);
+    free(s.tri_v);
+}
+
+int main(void)
+{
+    test_overlap();
+    test_pack();
+    test_charts();
+    BK_TEST_DONE();
+}

@@ -1,0 +1,53 @@
+/* atlas_bench.c - times bk_atlas_build on scenes and prints charts, utilisation and stretch:
+ *     build/atlas_bench [--size N] [--png DIR] [--reps R] SCENE...
+ * With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. */
+#include "atlas.h"
+#include "image.h"
+#include "scene.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    int size = 1024, reps = 3;
+    const char *png = NULL;
+    char err[512];
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--size") && i + 1 < argc) { size = atoi(argv[++i]); continue; }
+        if (!strcmp(argv[i], "--png") && i + 1 < argc) { png = argv[++i]; continue; }
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
+        bk_scene s;
+        if (bk_scene_load(argv[i], &s, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+        bk_atlas_opts o;
+        bk_atlas_opts_default(&o);
+        o.size = size;
+        o.scene_path = argv[i];
+        bk_atlas a;
+        double best = 1e30;
+        for (int r = 0; r < reps; ++r) {
+            double t0 = bk_time_now();
+            if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+            double t = bk_time_now() - t0;
+            if (t < best) best = t;
+            if (r + 1 < reps) bk_atlas_free(&a);
+        }
+        const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  %.3f s\n",
+               name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best);
+        if (png) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
+            float *rgb = malloc(sizeof(float) * 3 * BK_ATLAS_PIXELS(&a));
+            bk_atlas_debug_rgb(&a, rgb);
+            if (bk_image_write(path, rgb, a.width, a.height * a.page_count, 1.0f, err, sizeof err)) fprintf(stderr, "%s\n", err);
+            free(rgb);
+        }
+        bk_atlas_free(&a);
+        bk_scene_free(&s);
+    }
+    return 0;
+}
