@@ -343,6 +343,15 @@ static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, s
  * dumps (n, n bytes) that must be non-empty and inside the file. A scanline stb does not take as
  * run-length encoded (or a width outside 8..32767) ends the walk: stb then reads flat pixels,
  * which always ends. Leaves f at its start. */
+/* One header line as stb_image's hdr_gettoken reads it: the pointer past its '\n'; *empty when
+ * stb's token is empty (the line starts with '\n' or NUL, or the file has ended). */
+static const uint8_t *hdr_line(const uint8_t *p, const uint8_t *end, int *empty)
+{
+    *empty = p >= end || *p == '\n' || *p == 0;
+    while (p < end && *p != '\n') ++p;
+    return p < end ? p + 1 : end;
+}
+
 static int hdr_runs_ok(FILE *f, const char *path, uint64_t size, int w, int h, char *err, size_t err_size)
 {
     if (w < 8 || w >= 32768) return 0;
@@ -350,12 +359,14 @@ static int hdr_runs_ok(FILE *f, const char *path, uint64_t size, int w, int h, c
     if (!buf) return bk_fail(err, err_size, "%s: out of memory for %llu bytes", path, (unsigned long long)size);
     int rc = 0;
     if (fread(buf, 1, (size_t)size, f) != (size_t)size) { rc = bk_fail(err, err_size, "%s: read failed", path); goto done; }
-    const uint8_t *p = NULL, *end = buf + size;
-    for (const uint8_t *q = buf; q + 1 < end; ++q)
-        if (q[0] == '\n' && q[1] == '\n') { p = q + 2; break; }
-    while (p && p < end && *p != '\n') ++p;               /* the resolution line */
-    if (!p || p >= end) goto done;                          /* stb says what is wrong */
-    ++p;
+    /* the header as stb_image reads it: lines up to '\n'; the signature line, then lines up to an
+     * empty one (stb takes a line whose first byte is NUL as empty too), then the resolution */
+    const uint8_t *p = buf, *end = buf + size;
+    int empty = 0;
+    p = hdr_line(p, end, &empty);
+    do p = hdr_line(p, end, &empty); while (!empty && p < end);
+    p = hdr_line(p, end, &empty);
+    if (p >= end) goto done;                                /* stb says what is wrong */
     for (int y = 0; y < h; ++y) {
         if (end - p < 4 || p[0] != 2 || p[1] != 2 || (p[2] & 0x80) || (p[2] << 8 | p[3]) != w) break;
         p += 4;
