@@ -357,7 +357,8 @@ static int fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w
 }
 
 /* Projects chart c along its axis into its plane, then fits its rectangle. */
-static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+/* Projects chart c along its axis into its plane (no rectangle fitted). */
+static void chart_project_only(const bk_scene *s, charting *C, uint32_t ci)
 {
     chart *c = &C->charts[ci];
     const double *n = c->n;
@@ -382,6 +383,12 @@ static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts,
             C->loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
         }
     }
+}
+
+static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+{
+    chart *c = &C->charts[ci];
+    chart_project_only(s, C, ci);
     return fit_rect(C->loc, C->chart_tris + c->first, c->count, &c->w, &c->h, pts, pts_cap);
 }
 
@@ -1044,6 +1051,8 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (ok) {
             memcpy(C->chart_tris + ntris, queue, sizeof(uint32_t) * nt);
             if (chart_push(C, c)) goto done;
+            /* the start (and the map of a flat chart), turned to its rectangle: the pins below go
+             * to the ends of its long side */
             if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
             /* vertices: corners joined across the chart's own edges (union-find), so a vertex
              * where the chart touches itself only at a point (two sectors of its fan) becomes
