@@ -295,6 +295,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
 
     out->tri_count = T;
     out->page_count = 1;
+    out->density_max = 1.0f;
     out->rect_first_tri = R ? MT : T;
     out->uv = calloc(6 * (size_t)T, sizeof(float));
     out->tri_chart = malloc(sizeof(uint32_t) * (size_t)T);

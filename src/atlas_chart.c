@@ -228,13 +228,38 @@ static const double *tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (s
 static double dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
 typedef struct hpt { double x, y; } hpt;
-static int hpt_cmp(const void *pa, const void *pb)
-{
-    const hpt *a = pa, *b = pb;
-    if (a->x != b->x) return a->x < b->x ? -1 : 1;
-    return (a->y > b->y) - (a->y < b->y);
-}
 static double hcross(hpt o, hpt a, hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
+
+static int hpt_less(hpt a, hpt b) { return a.x < b.x || (a.x == b.x && a.y < b.y); }
+
+/* Sorts p[0..n) by (x, y): quicksort on the median of three, insertion sort below 24 points, the
+ * smaller side first (log n stack). qsort's indirect calls cost a chart's hull as much again. */
+static void hpt_sort(hpt *p, int n)
+{
+    while (n > 24) {
+        hpt a = p[0], b = p[n / 2], c = p[n - 1], piv;
+        if (hpt_less(a, b)) piv = hpt_less(b, c) ? b : (hpt_less(a, c) ? c : a);
+        else piv = hpt_less(a, c) ? a : (hpt_less(b, c) ? c : b);
+        int i = 0, j = n - 1;
+        for (;;) {
+            while (hpt_less(p[i], piv)) i++;
+            while (hpt_less(piv, p[j])) j--;
+            if (i >= j) break;
+            hpt x = p[i]; p[i] = p[j]; p[j] = x;
+            i++; j--;
+        }
+        /* [0, j] <= piv <= [j + 1, n) */
+        int left = j + 1;
+        if (left < n - left) { hpt_sort(p, left); p += left; n -= left; }
+        else { hpt_sort(p + left, n - left); n = left; }
+    }
+    for (int i = 1; i < n; ++i) {
+        hpt x = p[i];
+        int j = i - 1;
+        while (j >= 0 && hpt_less(x, p[j])) { p[j + 1] = p[j]; j--; }
+        p[j + 1] = x;
+    }
+}
 
 /* Convex hull (Andrew's monotone chain) of p[0..n) (sorted in place) into h, which needs room
  * for 2 n points; returns the hull size. */
@@ -248,7 +273,7 @@ static int convex_hull(hpt *p, int n, hpt *h)
             while (j >= 0 && (p[j].x > x.x || (p[j].x == x.x && p[j].y > x.y))) { p[j + 1] = p[j]; j--; }
             p[j + 1] = x;
         }
-    } else qsort(p, (size_t)n, sizeof *p, hpt_cmp);
+    } else hpt_sort(p, n);
     int k = 0;
     for (int i = 0; i < n; ++i) {
         while (k >= 2 && hcross(h[k - 2], h[k - 1], p[i]) <= 0) k--;
