@@ -273,7 +273,41 @@ static int convex_hull(hpt *p, int n, hpt *h)
             while (j >= 0 && (p[j].x > x.x || (p[j].x == x.x && p[j].y > x.y))) { p[j + 1] = p[j]; j--; }
             p[j + 1] = x;
         }
-    } else hpt_sort(p, n);
+    } else {
+        /* Akl-Toussaint: points strictly inside the octagon of the extreme points in x, y, x + y
+         * and x - y are no hull vertices; a chart's interior vertices (most of its corners) go
+         * before the sort */
+        int ex[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        for (int i = 1; i < n; ++i) {
+            hpt q = p[i];
+            if (q.x > p[ex[0]].x) ex[0] = i;
+            if (q.x + q.y > p[ex[1]].x + p[ex[1]].y) ex[1] = i;
+            if (q.y > p[ex[2]].y) ex[2] = i;
+            if (q.y - q.x > p[ex[3]].y - p[ex[3]].x) ex[3] = i;
+            if (q.x < p[ex[4]].x) ex[4] = i;
+            if (q.x + q.y < p[ex[5]].x + p[ex[5]].y) ex[5] = i;
+            if (q.y < p[ex[6]].y) ex[6] = i;
+            if (q.x - q.y > p[ex[7]].x - p[ex[7]].y) ex[7] = i;
+        }
+        hpt oct[8];
+        int no = 0;
+        for (int k = 0; k < 8; ++k) {
+            hpt q = p[ex[k]];
+            if (no && oct[no - 1].x == q.x && oct[no - 1].y == q.y) continue;
+            oct[no++] = q;
+        }
+        if (no > 1 && oct[no - 1].x == oct[0].x && oct[no - 1].y == oct[0].y) no--;
+        if (no >= 3) {
+            int m = 0;
+            for (int i = 0; i < n; ++i) {
+                int inside = 1;
+                for (int k = 0; k < no && inside; ++k) inside = hcross(oct[k], oct[(k + 1) % no], p[i]) > 0;
+                if (!inside) p[m++] = p[i];
+            }
+            n = m;
+        }
+        hpt_sort(p, n);
+    }
     int k = 0;
     for (int i = 0; i < n; ++i) {
         while (k >= 2 && hcross(h[k - 2], h[k - 1], p[i]) <= 0) k--;
