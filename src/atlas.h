@@ -59,6 +59,7 @@ typedef struct bk_atlas_opts {
     const char *scene_path;       /* names the scene in error messages; may be NULL */
     int         planar_only;      /* 1: no smooth (conformally unfolded) charts, only planar
                                      projections within cone_deg */
+    int         no_fill;          /* 1: every chart at the one uniform scale (no fill pass) */
     const float *tri_scale;       /* NULL, or per triangle a factor on its texel density along
                                      each axis (--object-scale: Unity's "scale in lightmap"):
                                      its texel area is factor^2 times the atlas's density; no
@@ -102,6 +103,9 @@ typedef struct bk_atlas {
     float     area_utilisation;   /* sum of triangle UV areas / atlas area (exact, no edge texels) */
     float     max_cone_deg;       /* largest triangle-to-projection-axis angle over the planar
                                      charts */
+    float     density_max;        /* the fill pass (charts scaled to fill the page): the largest
+                                     texel density of a chart over texels_per_unit^2 (1 to 2; 1:
+                                     uniform, and always with --texels-per-unit) */
     uint32_t  smooth_charts;      /* charts unfolded by least-squares conformal maps (curved
                                      regions); the others are planar projections */
     float     stretch_min;        /* texel area / (world area * texels_per_unit^2) over the mesh */

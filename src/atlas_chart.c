@@ -228,13 +228,38 @@ static const double *tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (s
 static double dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
 typedef struct hpt { double x, y; } hpt;
-static int hpt_cmp(const void *pa, const void *pb)
-{
-    const hpt *a = pa, *b = pb;
-    if (a->x != b->x) return a->x < b->x ? -1 : 1;
-    return (a->y > b->y) - (a->y < b->y);
-}
 static double hcross(hpt o, hpt a, hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
+
+static int hpt_less(hpt a, hpt b) { return a.x < b.x || (a.x == b.x && a.y < b.y); }
+
+/* Sorts p[0..n) by (x, y): quicksort on the median of three, insertion sort below 24 points, the
+ * smaller side first (log n stack). qsort's indirect calls cost a chart's hull as much again. */
+static void hpt_sort(hpt *p, int n)
+{
+    while (n > 24) {
+        hpt a = p[0], b = p[n / 2], c = p[n - 1], piv;
+        if (hpt_less(a, b)) piv = hpt_less(b, c) ? b : (hpt_less(a, c) ? c : a);
+        else piv = hpt_less(a, c) ? a : (hpt_less(b, c) ? c : b);
+        int i = 0, j = n - 1;
+        for (;;) {
+            while (hpt_less(p[i], piv)) i++;
+            while (hpt_less(piv, p[j])) j--;
+            if (i >= j) break;
+            hpt x = p[i]; p[i] = p[j]; p[j] = x;
+            i++; j--;
+        }
+        /* [0, j] <= piv <= [j + 1, n) */
+        int left = j + 1;
+        if (left < n - left) { hpt_sort(p, left); p += left; n -= left; }
+        else { hpt_sort(p + left, n - left); n = left; }
+    }
+    for (int i = 1; i < n; ++i) {
+        hpt x = p[i];
+        int j = i - 1;
+        while (j >= 0 && hpt_less(x, p[j])) { p[j + 1] = p[j]; j--; }
+        p[j + 1] = x;
+    }
+}
 
 /* Convex hull (Andrew's monotone chain) of p[0..n) (sorted in place) into h, which needs room
  * for 2 n points; returns the hull size. */
@@ -248,7 +273,41 @@ static int convex_hull(hpt *p, int n, hpt *h)
             while (j >= 0 && (p[j].x > x.x || (p[j].x == x.x && p[j].y > x.y))) { p[j + 1] = p[j]; j--; }
             p[j + 1] = x;
         }
-    } else qsort(p, (size_t)n, sizeof *p, hpt_cmp);
+    } else {
+        /* Akl-Toussaint: points strictly inside the octagon of the extreme points in x, y, x + y
+         * and x - y are no hull vertices; a chart's interior vertices (most of its corners) go
+         * before the sort */
+        int ex[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+        for (int i = 1; i < n; ++i) {
+            hpt q = p[i];
+            if (q.x > p[ex[0]].x) ex[0] = i;
+            if (q.x + q.y > p[ex[1]].x + p[ex[1]].y) ex[1] = i;
+            if (q.y > p[ex[2]].y) ex[2] = i;
+            if (q.y - q.x > p[ex[3]].y - p[ex[3]].x) ex[3] = i;
+            if (q.x < p[ex[4]].x) ex[4] = i;
+            if (q.x + q.y < p[ex[5]].x + p[ex[5]].y) ex[5] = i;
+            if (q.y < p[ex[6]].y) ex[6] = i;
+            if (q.x - q.y > p[ex[7]].x - p[ex[7]].y) ex[7] = i;
+        }
+        hpt oct[8];
+        int no = 0;
+        for (int k = 0; k < 8; ++k) {
+            hpt q = p[ex[k]];
+            if (no && oct[no - 1].x == q.x && oct[no - 1].y == q.y) continue;
+            oct[no++] = q;
+        }
+        if (no > 1 && oct[no - 1].x == oct[0].x && oct[no - 1].y == oct[0].y) no--;
+        if (no >= 3) {
+            int m = 0;
+            for (int i = 0; i < n; ++i) {
+                int inside = 1;
+                for (int k = 0; k < no && inside; ++k) inside = hcross(oct[k], oct[(k + 1) % no], p[i]) > 0;
+                if (!inside) p[m++] = p[i];
+            }
+            n = m;
+        }
+        hpt_sort(p, n);
+    }
     int k = 0;
     for (int i = 0; i < n; ++i) {
         while (k >= 2 && hcross(h[k - 2], h[k - 1], p[i]) <= 0) k--;
@@ -357,7 +416,8 @@ static int fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w
 }
 
 /* Projects chart c along its axis into its plane, then fits its rectangle. */
-static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+/* Projects chart c along its axis into its plane (no rectangle fitted). */
+static void chart_project_only(const bk_scene *s, charting *C, uint32_t ci)
 {
     chart *c = &C->charts[ci];
     const double *n = c->n;
@@ -382,6 +442,12 @@ static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts,
             C->loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
         }
     }
+}
+
+static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+{
+    chart *c = &C->charts[ci];
+    chart_project_only(s, C, ci);
     return fit_rect(C->loc, C->chart_tris + c->first, c->count, &c->w, &c->h, pts, pts_cap);
 }
 
@@ -1044,6 +1110,8 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (ok) {
             memcpy(C->chart_tris + ntris, queue, sizeof(uint32_t) * nt);
             if (chart_push(C, c)) goto done;
+            /* the start (and the map of a flat chart), turned to its rectangle: the pins below go
+             * to the ends of its long side */
             if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
             /* vertices: corners joined across the chart's own edges (union-find), so a vertex
              * where the chart touches itself only at a point (two sectors of its fan) becomes

@@ -183,7 +183,9 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * *used_rows <= N. it[i] gets the position of item i's mask (x, y), its rotation and its mask's
  * size (w, h, no padding): a chart's corner (lx, ly) (C->loc times s) lands at
  * (x + lx + 0.01, y + ly + 0.01) unrotated, (x + h_c - ly + 0.01, y + lx + 0.01) turned (h_c the
- * chart's height times s). Returns 1, 0 when a chart is wider than N, -1 out of memory. */
-int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, int pad, pk_item *it, int *used_rows);
+ * chart's height times s). fill (NULL: all 1) multiplies chart i's scale by fill[i]. Returns 1, 0
+ * when a chart is wider than N, -1 out of memory. */
+int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
+                          int *used_rows);
 
 #endif /* BK_ATLAS_INTERNAL_H */

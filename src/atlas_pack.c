@@ -619,7 +619,8 @@ static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
     if (y + sh->last_row + 1 > B->lowest) B->lowest = y + sh->last_row + 1;
 }
 
-int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, int pad, pk_item *it, int *used_rows)
+int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
+                         int *used_rows)
 {
     int rc = -1;
     shape_bin B;
@@ -656,7 +657,8 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, in
     }
     for (uint32_t i = 0; i < n_mesh; ++i) {
         /* largest rectangle first (tallest first, as the skyline orders, packed worse here) */
-        double a = i < C->count ? (C->charts[i].w * s + 1) * (C->charts[i].h * s + 1) : 1.0;
+        double si = fill && i < C->count ? s * fill[i] : s;
+        double a = i < C->count ? (C->charts[i].w * si + 1) * (C->charts[i].h * si + 1) : 1.0;
         uint64_t bits;
         memcpy(&bits, &a, 8);
         order[i].key = ~bits;
@@ -669,7 +671,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, int N, in
         shape sh[2];
         int nrot = ci < C->count && C->charts[ci].w != C->charts[ci].h ? 2 : 1, x = 0, y = 0, rot = 0, found = 0;
         for (int r = 0; r < nrot; ++r) {
-            int e = shape_build(C, ci, s, r, &sh[r], &pool[r], &cap[r], &runs[r], &rcap[r]);
+            int e = shape_build(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, &sh[r], &pool[r], &cap[r], &runs[r], &rcap[r]);
             if (e == -2) goto out;  /* larger than any atlas: does not fit (rc 0) */
             if (e) { rc = -1; goto out; }
         }

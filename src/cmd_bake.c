@@ -467,9 +467,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
     fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, \"texels\": %u, "
                "\"utilisation\": %.4f, \"texels_per_unit\": %.6g, \"smooth_charts\": %u, \"stretch_l2\": %.5f, "
-               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"seconds\": %.6f },\n",
+               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"density_max\": %.4f, \"seconds\": %.6f },\n",
             s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit,
-            at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min, (double)at->stretch_max, at->seconds);
+            at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min, (double)at->stretch_max, (double)at->density_max,
+            at->seconds);
     if (vm && vm->quad_count)
         fprintf(f, "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, \"hidden_faces\": %llu, "
                    "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",

@@ -1,7 +1,8 @@
 /* unit_atlas_parts.c - the atlas's parts alone (src/atlas_internal.h), without bk_atlas_build:
  *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
  *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
- *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap;
+ *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap; the
+ *     sphere's charts packed by their shapes keep the padding between them;
  *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
  *     chart's layout lies in [0, w] x [0, h] and none overlaps itself.
  */
@@ -138,6 +139,58 @@ static void test_charts(void)
     for (uint32_t t = 0; t < s.tri_count; ++t) once += seen[t] == 1 || g.degen[t];
     BK_EXPECTF(once == s.tri_count, "%u of %u triangles in exactly one chart", once, s.tri_count);
     free(seen);
+
+    /* the shape packer alone: the sphere's charts at a scale that needs about half of 128^2, then
+     * every chart's triangles sampled densely where the packer put them: inside the bin, and no
+     * texel within the padding of another chart's */
+    {
+        const int N = 128, pad = 2;
+        double area = 0;
+        for (uint32_t ci = 0; ci < C.count; ++ci) area += C.charts[ci].w * C.charts[ci].h;
+        double sc = sqrt(0.5 * N * N / area);
+        pk_item *it = calloc(C.count + 1, sizeof(pk_item));
+        int used = 0, ok = bk_atlas_pack_shapes(&C, C.count, sc, NULL, N, pad, it, &used);
+        BK_EXPECTF(ok == 1 && used <= N, "shape packing: rc %d, %d rows of %d", ok, used, N);
+        uint32_t *own = malloc(sizeof(uint32_t) * (size_t)(2 * N) * N);
+        for (int i = 0; i < 2 * N * N; ++i) own[i] = BK_NONE;
+        int outside = 0, close = 0;
+        for (uint32_t ci = 0; ci < C.count; ++ci) {
+            const chart *c = &C.charts[ci];
+            for (uint32_t i = 0; i < c->count; ++i) {
+                const double *L = C.loc + 6 * (size_t)C.chart_tris[c->first + i];
+                double P[3][2];
+                for (int k = 0; k < 3; ++k) {
+                    double lx = L[2 * k] * sc, ly = L[2 * k + 1] * sc;
+                    P[k][0] = it[ci].x + (it[ci].rot ? c->h * sc - ly : lx) + 0.01;
+                    P[k][1] = it[ci].y + (it[ci].rot ? lx : ly) + 0.01;
+                }
+                for (int a = 0; a <= 16; ++a)
+                    for (int b = 0; a + b <= 16; ++b) {
+                        double u = a / 16.0, v = b / 16.0, w = 1 - u - v;
+                        double x = w * P[0][0] + u * P[1][0] + v * P[2][0], y = w * P[0][1] + u * P[1][1] + v * P[2][1];
+                        int X = (int)floor(x), Y = (int)floor(y);
+                        if (X < 0 || Y < 0 || X >= N || Y >= 2 * N) { outside++; continue; }
+                        own[(size_t)Y * N + X] = ci;
+                    }
+            }
+        }
+        for (int y = 0; y < 2 * N; ++y)
+            for (int x = 0; x < N; ++x) {
+                uint32_t o = own[(size_t)y * N + x];
+                if (o == BK_NONE) continue;
+                for (int dy = -pad; dy <= pad; ++dy)
+                    for (int dx = -pad; dx <= pad; ++dx) {
+                        int X = x + dx, Y = y + dy;
+                        if (X < 0 || Y < 0 || X >= N || Y >= 2 * N) continue;
+                        uint32_t q = own[(size_t)Y * N + X];
+                        close += q != BK_NONE && q != o;
+                    }
+            }
+        BK_EXPECTF(outside == 0 && close == 0, "shape packing: %d samples outside the bin, %d texel pairs of two charts closer "
+                   "than the padding", outside, close);
+        free(own);
+        free(it);
+    }
     bk_atlas_charts_free(&C);
     bk_atlas_adjacency_free(&A);
     bk_atlas_geom_free(&g);
