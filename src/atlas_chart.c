@@ -505,6 +505,15 @@ static int grow_charts(const tri_geom *g, const adjacency *A, charting *C, const
     return 0;
 }
 
+/* An empty charting for T triangles: its arrays allocated (NULL where out of memory). */
+static void charting_alloc(charting *C, uint32_t T)
+{
+    memset(C, 0, sizeof *C);
+    C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+}
+
 int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
                        uint64_t *work)
 {
@@ -512,10 +521,7 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     double cos_cone = cos(cone_deg * BK_ATLAS_PI / 180.0);
     int prefilled = C->tri_chart != NULL;  /* charts of bk_atlas_charts_smooth stay */
     if (!prefilled) {
-        memset(C, 0, sizeof *C);
-        C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
-        C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
-        C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+        charting_alloc(C, T);
     }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
@@ -1032,10 +1038,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     uint32_t T = s->tri_count;
     double cos_cone = cos(so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(so->crease_deg * BK_ATLAS_PI / 180.0);
     double cos_flat = cos(so->flat_deg * BK_ATLAS_PI / 180.0);
-    memset(C, 0, sizeof *C);
-    C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    C->chart_tris = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
+    charting_alloc(C, T);
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 
 static int bk_test_failures = 0;
 
@@ -33,6 +34,18 @@ static inline const char *bk_test_scene(const char *rel, char *buf, size_t n)
     snprintf(buf, n, "%s/%s", bk_test_scenes_dir(), rel);
     if (access(buf, R_OK) != 0) BK_TEST_SKIP("corpus scene %s not found", buf);
     return buf;
+}
+
+/* Entries in folder dir, "." and ".." not counted (0 when it cannot be read). */
+static inline int bk_test_count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    if (d) closedir(d);
+    return n;
 }
 
 #endif

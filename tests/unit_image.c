@@ -41,16 +41,7 @@
 
 static char tmpdir[256];
 
-static int files_in_tmpdir(void)
-{
-    DIR *d = opendir(tmpdir);
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
-    if (d) closedir(d);
-    return n;
-}
+static int files_in_tmpdir(void) { return bk_test_count_files(tmpdir); }
 
 /* sRGB by the IEC 61966-2-1 formula, independently of image.c. */
 static int srgb_ref(double linear)
