@@ -1,0 +1,33 @@
+/* pool.h - the one thread pool of the host phases (builders, atlas, dilation, denoiser, CPU bake).
+ *
+ *   bk_pool_set_threads(n);                       // 0: all cores (bk_cpu_threads); before work
+ *   bk_parallel_for(n, grain, fn, ctx);           // fn(ctx, begin, end, worker) over [0, n)
+ *
+ * [0, n) is cut into chunks of `grain` items (the last one shorter) in a fixed way; the calling
+ * thread and the pool's workers take chunks from a shared counter until none is left, and the
+ * call returns when every chunk is done. Which worker runs a chunk varies from run to run, so a
+ * caller whose output must not depend on the thread count writes each chunk's result to a place
+ * of its own (index by `begin`), and uses `worker` (0 .. bk_pool_threads() - 1) only to pick
+ * scratch memory.
+ *
+ * Calls nest and may come from several threads: a call made while the pool is busy (from inside
+ * fn, or from another thread) runs all its chunks on the calling thread, with worker 0 ... which
+ * is why scratch indexed by `worker` belongs to one call, never to the pool. Workers are started
+ * at the first call that can use them and live until bk_pool_shutdown() (or the process end).
+ */
+#ifndef BK_POOL_H
+#define BK_POOL_H
+
+#include <stddef.h>
+
+typedef void (*bk_pool_fn)(void *ctx, size_t begin, size_t end, int worker);
+
+/* Threads a parallel_for may use, the caller's included (>= 1). */
+int  bk_pool_threads(void);
+/* n >= 1: that many; 0: bk_cpu_threads() (BK_THREADS or all cores). Stops the current workers. */
+void bk_pool_set_threads(int n);
+void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx);
+/* Joins the workers (tests, leak checkers); the next call starts them again. */
+void bk_pool_shutdown(void);
+
+#endif /* BK_POOL_H */
