@@ -53,6 +53,8 @@ typedef struct cuda_ctx {
     bk_bake_view   bake;          /* device pointers */
     void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
     bk_texel      *d_texels;
+    const bk_texel *h_texels;     /* the host array d_texels copies, kept after bake_end for the
+                                     denoiser until the next bake or the end (backend.h) */
     bk_f4         *d_out;
     float         *d_sq;          /* sums of squared sample luminances */
     uint32_t       texel_count;
@@ -304,7 +306,7 @@ static void release_bake(cuda_ctx *c)
     cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
     cudaFree(c->d_texels); cudaFree(c->d_out); cudaFree(c->d_sq);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
-    c->d_texels = NULL; c->d_out = NULL; c->d_sq = NULL; c->texel_count = 0;
+    c->d_texels = NULL; c->d_out = NULL; c->d_sq = NULL; c->texel_count = 0; c->h_texels = NULL;
 }
 
 static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
@@ -320,6 +322,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
         copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size) ||
         copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size))
         return -1;
+    c->h_texels = texels;
     c->bake.tris = (const bk_f4 *)c->d_btris;
     c->bake.materials = (const bk_f4 *)c->d_mats;
     c->bake.emit_tris = (const uint32_t *)c->d_emit_tris;
@@ -454,7 +457,13 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
     totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
     totals->rays = st[STAT_RAYS];
+    /* all but the texels, which the denoiser may use (cuda_denoise) */
+    bk_texel *keep = c->d_texels;
+    const bk_texel *keep_h = c->h_texels;
+    const uint32_t keep_n = c->texel_count;
+    c->d_texels = NULL;
     release_bake(c);
+    c->d_texels = keep; c->h_texels = keep_h; c->texel_count = keep_n;
     return 0;
 }
 
@@ -465,15 +474,19 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
     const size_t px = (size_t)p->w * (size_t)p->h;
     *seconds = 0.0;
     if (passes <= 0 || n == 0) return 0;
-    /* one allocation: the page's four layouts, then the texels, their charts and colours */
-    const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
+    /* The texels of the last bake are on the device already (cuda_bake_end keeps them). */
+    const uintptr_t at = (uintptr_t)tx, h0 = (uintptr_t)c->h_texels;
+    const int kept = c->d_texels && h0 && at >= h0 && (at - h0) % sizeof(bk_texel) == 0 &&
+                     (at - h0) / sizeof(bk_texel) + n <= c->texel_count;
+    /* one allocation: the page's four layouts, then the texels (unless kept), their charts and colours */
+    const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = kept ? 0 : sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
     const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
     char *d = NULL;
     CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
-    bk_texel *d_tx = (bk_texel *)(d + page_b);
+    bk_texel *d_tx = kept ? c->d_texels + (at - h0) / sizeof(bk_texel) : (bk_texel *)(d + page_b);
     uint32_t *d_chart = (uint32_t *)(d + ch_o);
     bk_f4 *d_col = (bk_f4 *)(d + col_o);
-    cudaError_t e = cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
+    cudaError_t e = kept ? cudaSuccess : cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemcpy(d_chart, chart, ch_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev0);

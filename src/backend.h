@@ -104,7 +104,8 @@ struct bk_backend_i {
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
      * in the page), their charts (BK_DN_NONE: left out) and colours (rgb, variance), which are
      * replaced by the filtered ones (kernels/bk_denoise.h); *seconds gets the time of the
-     * filtering itself (a GPU's: its kernels). */
+     * filtering itself (a GPU's: its kernels). When tx lies within the texels of the last bake
+     * (bake_begin's array, unchanged since), a backend may use the copy it made of them then. */
     int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx,
                             const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
                             char *err, size_t err_size);

@@ -252,7 +252,7 @@ static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, c
 {
     (void)be;
     double t0 = bk_time_now();
-    int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, 0, err, err_size);
+    int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, err, err_size);
     *seconds = bk_time_now() - t0;
     return rc;
 }

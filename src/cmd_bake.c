@@ -793,7 +793,7 @@ int bk_cmd_bake(int argc, char **argv)
         goto done;
     }
     ph[3] = bk_time_now() - t0;
-    if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count,
+    if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, at.page_count,
                                    c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done;

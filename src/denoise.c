@@ -3,9 +3,9 @@
 
 #include "bake.h"
 #include "image.h"
+#include "pool.h"
 #include "util.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,46 +23,33 @@ typedef struct dn_job {
     const bk_denoise_params *p;
     const bk_f4 *in, *pos, *nrm;
     bk_f4 *out;
-    int step, nthreads, index;
+    int step;
 } dn_job;
 
-static void *dn_rows(void *arg)
+static void dn_rows(void *ctx, size_t y0, size_t y1, int worker)
 {
-    const dn_job *j = arg;
+    const dn_job *j = ctx;
     const bk_denoise_params *p = j->p;
-    for (int y = j->index; y < p->h; y += j->nthreads) {
+    for (int y = (int)y0; y < (int)y1; ++y) {
         for (int x = 0; x < p->w; ++x) {
             const float vc = bk_denoise_prefilter(p, j->in, j->nrm, x, y);
             j->out[(size_t)y * (size_t)p->w + (size_t)x] = bk_denoise_pass(p, j->in, j->pos, j->nrm, vc, x, y, j->step);
         }
     }
-    return NULL;
 }
 
 int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
-                        int nthreads, char *err, size_t err_size)
+                        char *err, size_t err_size)
 {
     if (passes <= 0) return 0;
     const size_t n = (size_t)p->w * (size_t)p->h;
     bk_f4 *tmp = malloc(sizeof(bk_f4) * (n ? n : 1));
-    int nt = nthreads > 0 ? nthreads : bk_cpu_threads();
-    if (nt > 64) nt = 64;
     if (!tmp) return bk_fail(err, err_size, "out of memory for the denoiser (%zu texels)", n);
     bk_f4 *a = col, *b = tmp;
     for (int k = 0; k < passes; ++k) {
-        dn_job jobs[64];
-        pthread_t th[64];
-        int started[64] = { 0 };
-        for (int i = 0; i < nt; ++i) {
-            jobs[i].p = p; jobs[i].in = a; jobs[i].out = b; jobs[i].pos = pos; jobs[i].nrm = nrm;
-            jobs[i].step = 1 << k; jobs[i].nthreads = nt; jobs[i].index = i;
-        }
-        for (int i = 1; i < nt; ++i) started[i] = pthread_create(&th[i], NULL, dn_rows, &jobs[i]) == 0;
-        dn_rows(&jobs[0]);
-        for (int i = 1; i < nt; ++i) {
-            if (started[i]) pthread_join(th[i], NULL);
-            else dn_rows(&jobs[i]);            /* no thread: its rows here */
-        }
+        dn_job j;
+        j.p = p; j.in = a; j.out = b; j.pos = pos; j.nrm = nrm; j.step = 1 << k;
+        bk_parallel_for((size_t)p->h, 4, dn_rows, &j);       /* each pixel written once: any order */
         bk_f4 *t = a; a = b; b = t;
     }
     if (a != col) memcpy(col, a, sizeof(bk_f4) * n);
@@ -70,8 +57,25 @@ int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, cons
     return 0;
 }
 
+typedef struct dn_texels_job {
+    const bk_texel *tx;
+    const uint32_t *chart;
+    bk_f4 *col, *pcol, *ppos, *pnrm;
+    uint64_t base;
+    int gather;
+} dn_texels_job;
+
+static void dn_texels_run(void *ctx, size_t b, size_t e, int worker)
+{
+    const dn_texels_job *j = ctx;
+    for (size_t i = b; i < e; ++i) {
+        if (!j->gather) bk_denoise_scatter(j->tx, j->chart, j->col, (uint32_t)i, j->base, j->pcol, j->ppos, j->pnrm);
+        else if (j->chart[i] != BK_DN_NONE) j->col[i] = j->pcol[(size_t)((uint64_t)j->tx[i].pixel - j->base)];
+    }
+}
+
 int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart, bk_f4 *col,
-                          uint32_t n, uint64_t base, int nthreads, char *err, size_t err_size)
+                          uint32_t n, uint64_t base, char *err, size_t err_size)
 {
     const size_t page_px = (size_t)p->w * (size_t)p->h;
     bk_f4 *pcol = calloc(page_px ? page_px : 1, sizeof(bk_f4)), *ppos = calloc(page_px ? page_px : 1, sizeof(bk_f4));
@@ -82,10 +86,13 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
     } else {
         const bk_f4 none = { 0.0f, 0.0f, 0.0f, bk_bits_float(BK_DN_NONE) };
         for (size_t k = 0; k < page_px; ++k) pnrm[k] = none;
-        for (uint32_t i = 0; i < n; ++i) bk_denoise_scatter(tx, chart, col, i, base, pcol, ppos, pnrm);
-        rc = bk_denoise_page_cpu(p, passes, pcol, ppos, pnrm, nthreads, err, err_size);
-        for (uint32_t i = 0; rc == 0 && i < n; ++i)
-            if (chart[i] != BK_DN_NONE) col[i] = pcol[(size_t)((uint64_t)tx[i].pixel - base)];
+        /* texels own distinct pixels: scatter and gather in any order */
+        dn_texels_job j;
+        j.tx = tx; j.chart = chart; j.col = col; j.pcol = pcol; j.ppos = ppos; j.pnrm = pnrm; j.base = base; j.gather = 0;
+        bk_parallel_for(n, 16384, dn_texels_run, &j);
+        rc = bk_denoise_page_cpu(p, passes, pcol, ppos, pnrm, err, err_size);
+        j.gather = 1;
+        if (rc == 0) bk_parallel_for(n, 16384, dn_texels_run, &j);
     }
     free(pcol); free(ppos); free(pnrm);
     return rc;
@@ -93,104 +100,130 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 
 /* ---- the whole map ------------------------------------------------------------------------- */
 
-/* The per-texel parts around the filter, over a share of the texels each (the charts' sums stay
- * serial, so the result never depends on the thread count). */
+/* The per-texel parts around the filter, in fixed chunks of the texels on the pool. A chart's
+ * sums are added up run by run: texels are sorted by pixel, so one chart's texels in a row of the
+ * page are consecutive; each chunk sums its runs (in texel order) into a list of its own, and the
+ * lists are added into the charts' sums in chunk order. The order of every addition is fixed by
+ * the chunk cut alone, so the result never depends on the thread count. */
+#define DN_CHUNK 32768u
+
+typedef struct dn_run { uint32_t chart; float s[3]; } dn_run;   /* a run's partial sums: float,
+                                                                    as a run is cut at 64 texels */
 typedef struct dn_map_job {
-    int phase;                    /* 0: colours and charts in; 1: scaled colours out */
+    int phase;                    /* 0: colours and charts in, runs of the colours; 1: runs of the
+                                     filtered colours; 2: scaled colours out */
     const bk_texel *texels;
     const uint32_t *tri_chart;
+    uint32_t tri_count;
     const uint8_t *coverage;
     const float *var;
     float *rgb;
     bk_f4 *col;
     uint32_t *chart;
     const double *sums;
-    uint32_t begin, end;
+    dn_run **runs;                /* per chunk: its runs */
+    uint32_t *run_count;          /* per chunk */
+    int failed;                   /* out of memory for some chunk's runs */
 } dn_map_job;
 
-static void *dn_map_run(void *arg)
+static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
 {
-    const dn_map_job *j = arg;
-    for (uint32_t i = j->begin; i < j->end; ++i) {
+    dn_map_job *j = ctx;
+    const size_t k = b / DN_CHUNK;
+    dn_run *runs = NULL;
+    uint32_t nr = 0, cap = 0, len = 0;
+    if (j->phase <= 1) {
+        free(j->runs[k]);
+        j->runs[k] = NULL;
+        j->run_count[k] = 0;
+    }
+    for (size_t i = b; i < e; ++i) {
         const size_t px = j->texels[i].pixel;
         if (j->phase == 0) {
-            uint32_t c = j->tri_chart[j->texels[i].tri];
+            const uint32_t t = j->texels[i].tri;
+            uint32_t c = t < j->tri_count ? j->tri_chart[t] : BK_NONE;
             if (c == BK_NONE || (j->coverage && j->coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
             j->chart[i] = c;
             j->col[i].x = j->rgb[3 * px]; j->col[i].y = j->rgb[3 * px + 1]; j->col[i].z = j->rgb[3 * px + 2];
             j->col[i].w = j->var[px];
-        } else if (j->chart[i] != BK_DN_NONE) {
+        }
+        const uint32_t c = j->chart[i];
+        if (c == BK_DN_NONE) continue;
+        const bk_f4 v = j->col[i];
+        if (j->phase <= 1) {
+            if (nr == 0 || runs[nr - 1].chart != c || len == 64) {
+                if (nr == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    dn_run *r = realloc(runs, sizeof(dn_run) * cap);
+                    if (!r) { j->failed = 1; free(runs); return; }
+                    runs = r;
+                }
+                runs[nr].chart = c; runs[nr].s[0] = runs[nr].s[1] = runs[nr].s[2] = 0.0f;
+                nr++;
+                len = 0;
+            }
+            len++;
+            runs[nr - 1].s[0] += v.x; runs[nr - 1].s[1] += v.y; runs[nr - 1].s[2] += v.z;
+        } else {
             /* each chart back to its own sum, channel by channel: the filter moves light within
              * a chart, never into or out of it */
-            const double *sm = j->sums + 6 * (size_t)j->chart[i];
-            const bk_f4 c = j->col[i];
-            j->rgb[3 * px] = sm[3] > 0.0 ? (float)(c.x * (sm[0] / sm[3])) : c.x;
-            j->rgb[3 * px + 1] = sm[4] > 0.0 ? (float)(c.y * (sm[1] / sm[4])) : c.y;
-            j->rgb[3 * px + 2] = sm[5] > 0.0 ? (float)(c.z * (sm[2] / sm[5])) : c.z;
+            const double *sm = j->sums + 6 * (size_t)c;
+            j->rgb[3 * px] = sm[3] > 0.0 ? (float)(v.x * (sm[0] / sm[3])) : v.x;
+            j->rgb[3 * px + 1] = sm[4] > 0.0 ? (float)(v.y * (sm[1] / sm[4])) : v.y;
+            j->rgb[3 * px + 2] = sm[5] > 0.0 ? (float)(v.z * (sm[2] / sm[5])) : v.z;
         }
     }
-    return NULL;
+    if (j->phase <= 1) { j->runs[k] = runs; j->run_count[k] = nr; }
 }
 
-static void dn_map(dn_map_job proto, uint32_t n)
+/* One phase over all texels; phases 0 and 1 then add their runs into sums[6 c + 3 * phase ..]. */
+static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
 {
-    enum { MAXT = 16 };
-    int nt = bk_cpu_threads();
-    nt = nt < 1 ? 1 : nt > MAXT ? MAXT : nt;
-    if (n < 65536) nt = 1;
-    dn_map_job j[MAXT];
-    pthread_t th[MAXT];
-    int started[MAXT] = { 0 };
-    for (int t = 0; t < nt; ++t) {
-        j[t] = proto;
-        j[t].begin = (uint32_t)((uint64_t)n * (uint64_t)t / (uint64_t)nt);
-        j[t].end = (uint32_t)((uint64_t)n * (uint64_t)(t + 1) / (uint64_t)nt);
-        if (t) started[t] = pthread_create(&th[t], NULL, dn_map_run, &j[t]) == 0;
-    }
-    dn_map_run(&j[0]);
-    for (int t = 1; t < nt; ++t) {
-        if (started[t]) pthread_join(th[t], NULL);
-        else dn_map_run(&j[t]);
-    }
+    j->phase = phase;
+    bk_parallel_for(n, DN_CHUNK, dn_map_run, j);
+    if (phase > 1) return 0;
+    if (j->failed) return -1;
+    const size_t chunks = ((size_t)n + DN_CHUNK - 1) / DN_CHUNK;
+    for (size_t k = 0; k < chunks; ++k)
+        for (uint32_t r = 0; r < j->run_count[k]; ++r) {
+            double *sm = sums + 6 * (size_t)j->runs[k][r].chart + 3 * phase;
+            sm[0] += j->runs[k][r].s[0]; sm[1] += j->runs[k][r].s[1]; sm[2] += j->runs[k][r].s[2];
+        }
+    return 0;
 }
 
 int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
-                        uint32_t n, const uint32_t *tri_chart, int w, int h, int pages, float texel_world,
-                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
+                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
     (void)pages;                              /* the texels' pixel numbers say which page */
     if (o->passes <= 0 || n == 0) return 0;
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
-    /* the charts named by the texels' triangles (the triangles are fewer than the texels) */
-    uint32_t charts = 0, tri_end = 0;
-    for (uint32_t i = 0; i < n; ++i) if (texels[i].tri + 1 > tri_end) tri_end = texels[i].tri + 1;
-    for (uint32_t t = 0; t < tri_end; ++t) if (tri_chart[t] != BK_NONE && tri_chart[t] + 1 > charts) charts = tri_chart[t] + 1;
+    uint32_t charts = 0;
+    for (uint32_t t = 0; t < tri_count; ++t) if (tri_chart[t] != BK_NONE && tri_chart[t] + 1 > charts) charts = tri_chart[t] + 1;
+    const size_t chunks = ((size_t)n + DN_CHUNK - 1) / DN_CHUNK;
     bk_f4 *col = malloc(sizeof(bk_f4) * n);
     uint32_t *chart = malloc(sizeof(uint32_t) * n);
     double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
-    if (!col || !chart || !sums) {
-        free(col); free(chart); free(sums);
-        return bk_fail(err, err_size, "out of memory for the denoiser");
-    }
+    dn_run **runs = calloc(chunks, sizeof *runs);
+    uint32_t *run_count = calloc(chunks, sizeof *run_count);
+    int rc = 0;
+    dn_map_job mj;
+    memset(&mj, 0, sizeof mj);
+    mj.texels = texels; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage; mj.var = var;
+    mj.rgb = rgb; mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
-    /* the texels as the backends take them, then each chart's sums before the filter */
-    dn_map_job mj;
-    memset(&mj, 0, sizeof mj);
-    mj.texels = texels; mj.tri_chart = tri_chart; mj.coverage = coverage; mj.var = var; mj.rgb = rgb;
-    mj.col = col; mj.chart = chart; mj.sums = sums;
-    dn_map(mj, n);
-    for (uint32_t i = 0; i < n; ++i) {
-        if (chart[i] == BK_DN_NONE) continue;
-        double *sm = sums + 6 * (size_t)chart[i];
-        sm[0] += col[i].x; sm[1] += col[i].y; sm[2] += col[i].z;
-        res->texels++;
+    /* the texels as the backends take them, and each chart's sums before the filter */
+    if (!col || !chart || !sums || !runs || !run_count || dn_map(&mj, 0, n, sums)) {
+        rc = bk_fail(err, err_size, "out of memory for the denoiser");
+        goto out;
     }
+    for (uint32_t i = 0; i < n; ++i) res->texels += chart[i] != BK_DN_NONE;
     /* texels are sorted by pixel, so each page's are one run */
-    int rc = 0;
     for (uint32_t first = 0; first < n && rc == 0;) {
         const uint64_t pg = texels[first].pixel / page_px, base = pg * page_px;
         uint32_t last = first;
@@ -200,24 +233,25 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
         if (be && be->i->denoise)
             rc = be->i->denoise(be, &p, o->passes, texels + first, chart + first, col + first, last - first, base, &fs, err, err_size);
         else
-            rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, 0, err, err_size);
+            rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
         res->backend_seconds += bk_time_now() - tf;
         first = last;
     }
     const double tb = bk_time_now();
     if (rc == 0) {
-        for (uint32_t i = 0; i < n; ++i) {
-            if (chart[i] == BK_DN_NONE) continue;
-            double *s = sums + 6 * (size_t)chart[i];
-            s[3] += col[i].x; s[4] += col[i].y; s[5] += col[i].z;
+        if (dn_map(&mj, 1, n, sums)) {
+            rc = bk_fail(err, err_size, "out of memory for the denoiser");
+            goto out;
         }
-        mj.phase = 1;
-        dn_map(mj, n);
+        dn_map(&mj, 2, n, sums);
         for (uint32_t c = 0; c < charts; ++c) res->charts += sums[6 * (size_t)c] + sums[6 * (size_t)c + 1] + sums[6 * (size_t)c + 2] > 0.0;
     }
+    res->finish_seconds = bk_time_now() - tb;
+out:
+    for (size_t k = 0; runs && k < chunks; ++k) free(runs[k]);
+    free(runs); free(run_count);
     free(col); free(chart); free(sums);
     res->seconds = bk_time_now() - t0;
-    res->finish_seconds = bk_time_now() - tb;
     return rc;
 }

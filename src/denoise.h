@@ -34,23 +34,23 @@ typedef struct bk_denoise_result {
     uint32_t charts;         /* charts scaled back to their sums */
 } bk_denoise_result;
 
-/* The filter's passes over one page on the CPU, nthreads workers (0: all cores): col is replaced
+/* The filter's passes over one page on the CPU, on the host thread pool (pool.h): col is replaced
  * by the filtered texels (rgb, variance). Same per-texel code as the GPU's. */
 int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
-                        int nthreads, char *err, size_t err_size);
+                        char *err, size_t err_size);
 
 /* The same for a page given as its texels (the backend interface's denoise(), on the CPU): they
  * are scattered into page layouts, filtered, and gathered back into col. */
 int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart, bk_f4 *col,
-                          uint32_t n, uint64_t base, int nthreads, char *err, size_t err_size);
+                          uint32_t n, uint64_t base, char *err, size_t err_size);
 
 /* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
  * luminance per pixel, bk_bake_run_opts.variance) over `pages` pages of w x h; texels baked where
  * coverage is BK_COVER_TEXEL (texels[i].pixel numbers pixels over all pages, tri_chart gives each
- * triangle's chart). Other pixels are left as they are. be: the backend that runs the passes
- * (NULL: the CPU). */
+ * of the tri_count triangles its chart). Other pixels are left as they are. be: the backend that
+ * runs the passes (NULL: the CPU). The result does not depend on the number of threads. */
 int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
-                        uint32_t n, const uint32_t *tri_chart, int w, int h, int pages, float texel_world,
-                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
+                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
+                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
 
 #endif

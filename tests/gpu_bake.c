@@ -90,9 +90,9 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
         bk_denoise_result r1, r2;
-        BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, cov, tx, n, at.tri_chart, at.width, at.height, 1, o.params.texel_world, &dno,
+        BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, cov, tx, n, at.tri_chart, at.tri_count, at.width, at.height, 1, o.params.texel_world, &dno,
                                        &r1, err, sizeof err) == 0, "%s", err);
-        BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, cov, tx, n, at.tri_chart, at.width, at.height, 1, o.params.texel_world, &dno,
+        BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, cov, tx, n, at.tri_chart, at.tri_count, at.width, at.height, 1, o.params.texel_world, &dno,
                                        &r2, err, sizeof err) == 0, "%s", err);
         bk_image_diff dd = bk_image_compare(dc, dg, np, cov, 1e-4);
         bk_image_diff dr = bk_image_compare(ref, dc, np, cov, 1e-4);

@@ -8,6 +8,7 @@
 #include "bk_rng.h"
 #include "denoise.h"
 #include "image.h"
+#include "pool.h"
 #include "scene.h"
 
 #include <math.h>
@@ -72,12 +73,65 @@ static int run(page *pg)
     bk_denoise_params p = params();
     bk_denoise_opts o;
     bk_denoise_opts_default(&o);
-    int rc = bk_denoise_page_cpu(&p, o.passes, pg->col, pg->pos, pg->nrm, 2, err, sizeof err);
+    int rc = bk_denoise_page_cpu(&p, o.passes, pg->col, pg->pos, pg->nrm, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s", err);
     return rc;
 }
 
 static page A, B;
+
+/* The whole map over `pages` pages of W x H, denoised with `threads` pool threads; the result and
+ * the input (orig) are returned, and the checks on means and untouched texels made. */
+static float *whole_map(int pages, int threads, float **orig_out)
+{
+    bk_pool_set_threads(threads);
+    size_t npx = (size_t)W * H * pages;
+    float *rgb = malloc(sizeof(float) * 3 * npx), *var = malloc(sizeof(float) * npx);
+    uint8_t *cov = malloc(npx);
+    bk_texel *tx = malloc(sizeof(bk_texel) * npx);
+    uint32_t tri_chart[3] = { 0, 1, BK_NONE }, n = 0;
+    for (size_t px = 0; px < npx; ++px) {
+        int x = (int)(px % W), y = (int)((px / W) % H);
+        float v = 0.2f + 0.1f * gauss((uint32_t)px, 9);
+        rgb[3 * px] = v; rgb[3 * px + 1] = 2 * v; rgb[3 * px + 2] = 0.5f * v;
+        var[px] = 0.01f;
+        cov[px] = (x % 17 == 3) ? 0 : BK_COVER_TEXEL;           /* some texels inside geometry */
+        if (y == 0) continue;                                   /* a row with no texels */
+        bk_texel *t = &tx[n++];
+        t->px = (float)x * TW; t->py = (float)y * TW; t->pz = 0; t->nx = 0; t->ny = 0; t->nz = 1;
+        /* left third: a degenerate triangle; the first page chart 0, the others chart 1 */
+        t->tri = x < W / 3 ? 2u : (px < (size_t)W * H ? 0u : 1u);
+        t->pixel = (uint32_t)px;
+    }
+    float *orig = malloc(sizeof(float) * 3 * npx);
+    memcpy(orig, rgb, sizeof(float) * 3 * npx);
+    bk_denoise_opts o;
+    bk_denoise_opts_default(&o);
+    bk_denoise_result res;
+    char err[256];
+    BK_EXPECTF(bk_denoise_lightmap(NULL, rgb, var, cov, tx, n, tri_chart, 3, W, H, pages, TW, &o, &res, err, sizeof err) == 0,
+               "%s", err);
+    double s0[2][3] = { { 0 } }, s1[2][3] = { { 0 } };
+    int untouched = 1, changed = 0;
+    for (size_t px = 0; px < npx; ++px) {
+        int x = (int)(px % W), y = (int)((px / W) % H), c = px < (size_t)W * H ? 0 : 1;
+        int filtered = y > 0 && x >= W / 3 && cov[px] == BK_COVER_TEXEL;
+        for (int k = 0; k < 3; ++k) {
+            if (!filtered) untouched &= rgb[3 * px + k] == orig[3 * px + k];
+            else { s0[c][k] += orig[3 * px + k]; s1[c][k] += rgb[3 * px + k]; changed += rgb[3 * px + k] != orig[3 * px + k]; }
+        }
+    }
+    BK_EXPECT(untouched);
+    BK_EXPECT(changed > 1000);
+    BK_EXPECTF(res.charts == 2 && res.texels > 0, "charts %u texels %llu", res.charts, (unsigned long long)res.texels);
+    for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 3; ++k)
+            BK_EXPECTF(fabs(s1[c][k] / s0[c][k] - 1.0) < 1e-5, "%d pages, chart %d channel %d: sum %.6f -> %.6f", pages, c, k,
+                       s0[c][k], s1[c][k]);
+    free(var); free(cov); free(tx);
+    *orig_out = orig;
+    return rgb;
+}
 
 int main(void)
 {
@@ -153,51 +207,18 @@ int main(void)
     BK_EXPECTF(leak < 0.1, "light crossed a crease or a step: %.3f", leak);
 
     /* the whole map: each chart keeps its mean (per channel), texels without a baked value and
-     * other pages are untouched */
+     * other pages are untouched; 2 pages, then 12 (73,000 texels: several chunks of the chart
+     * sums), where 1, 2 and 16 threads must give the same bytes */
     {
-        const int pages = 2;
-        size_t npx = (size_t)W * H * pages;
-        float *rgb = malloc(sizeof(float) * 3 * npx), *var = malloc(sizeof(float) * npx);
-        uint8_t *cov = malloc(npx);
-        bk_texel *tx = malloc(sizeof(bk_texel) * npx);
-        uint32_t tri_chart[3] = { 0, 1, BK_NONE }, n = 0;
-        for (size_t px = 0; px < npx; ++px) {
-            int x = (int)(px % W), y = (int)((px / W) % H);
-            float v = 0.2f + 0.1f * gauss((uint32_t)px, 9);
-            rgb[3 * px] = v; rgb[3 * px + 1] = 2 * v; rgb[3 * px + 2] = 0.5f * v;
-            var[px] = 0.01f;
-            cov[px] = (x % 17 == 3) ? 0 : BK_COVER_TEXEL;           /* some texels inside geometry */
-            if (y == 0) continue;                                   /* a row with no texels */
-            bk_texel *t = &tx[n++];
-            t->px = (float)x * TW; t->py = (float)y * TW; t->pz = 0; t->nx = 0; t->ny = 0; t->nz = 1;
-            t->tri = x < W / 3 ? 2u : (px < (size_t)W * H ? 0u : 1u);   /* left third: a degenerate triangle */
-            t->pixel = (uint32_t)px;
-        }
-        float *orig = malloc(sizeof(float) * 3 * npx);
-        memcpy(orig, rgb, sizeof(float) * 3 * npx);
-        bk_denoise_opts o;
-        bk_denoise_opts_default(&o);
-        bk_denoise_result res;
-        char err[256];
-        BK_EXPECTF(bk_denoise_lightmap(NULL, rgb, var, cov, tx, n, tri_chart, W, H, pages, TW, &o, &res, err, sizeof err) == 0,
-                   "%s", err);
-        double s0[2][3] = { { 0 } }, s1[2][3] = { { 0 } };
-        int untouched = 1, changed = 0;
-        for (size_t px = 0; px < npx; ++px) {
-            int x = (int)(px % W), y = (int)((px / W) % H), pg = (int)(px / ((size_t)W * H));
-            int filtered = y > 0 && x >= W / 3 && cov[px] == BK_COVER_TEXEL;
-            for (int k = 0; k < 3; ++k) {
-                if (!filtered) untouched &= rgb[3 * px + k] == orig[3 * px + k];
-                else { s0[pg][k] += orig[3 * px + k]; s1[pg][k] += rgb[3 * px + k]; changed += rgb[3 * px + k] != orig[3 * px + k]; }
-            }
-        }
-        BK_EXPECT(untouched);
-        BK_EXPECT(changed > 1000);
-        BK_EXPECTF(res.charts == 2 && res.texels > 0, "charts %u texels %llu", res.charts, (unsigned long long)res.texels);
-        for (int pg = 0; pg < pages; ++pg)
-            for (int k = 0; k < 3; ++k)
-                BK_EXPECTF(fabs(s1[pg][k] / s0[pg][k] - 1.0) < 1e-5, "chart %d channel %d: sum %.6f -> %.6f", pg, k, s0[pg][k], s1[pg][k]);
-        free(rgb); free(var); free(cov); free(tx); free(orig);
+        float *orig, *a = whole_map(2, 0, &orig);
+        free(a); free(orig);
+        const size_t nb = sizeof(float) * 3 * (size_t)W * H * 12;
+        float *o1, *o2, *o16;
+        float *r1 = whole_map(12, 1, &o1), *r2 = whole_map(12, 2, &o2), *r16 = whole_map(12, 16, &o16);
+        BK_EXPECT(memcmp(o1, o2, nb) == 0 && memcmp(o1, o16, nb) == 0);
+        BK_EXPECTF(memcmp(r1, r2, nb) == 0 && memcmp(r1, r16, nb) == 0, "the denoised map depends on the thread count");
+        free(r1); free(r2); free(r16); free(o1); free(o2); free(o16);
+        bk_pool_set_threads(0);
     }
     BK_TEST_DONE();
 }
