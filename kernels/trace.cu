@@ -524,9 +524,18 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
     *total_bytes = t;
 }
 
+static void cuda_caps(bk_backend *be, bk_backend_caps *out)
+{
+    (void)be;
+    out->devices = 1;
+    out->gpu_primitives = 1;
+    out->launch_budgets = 1.0;
+    out->first_block = 65536;     /* what a GPU runs at once, when kernel_info() cannot say */
+}
+
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
-                                                cuda_kernel_info, cuda_denoise, cuda_free };
+                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
 {

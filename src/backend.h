@@ -76,6 +76,19 @@ typedef struct bk_trace_totals {
     double   upload_seconds;   /* cuda: rays to the device and hits back */
 } bk_trace_totals;
 
+/* What a backend is, so that callers never test its name (CONVENTIONS: Backends). */
+typedef struct bk_backend_caps {
+    int      devices;           /* devices it bakes on (the CPU: 1, all its cores) */
+    int      gpu_primitives;    /* 1: statistics and ray binning run through bk_prim (prim.h) on
+                                   the same kind of device; 0: on the host */
+    /* The bake's launch policy (bk_bake_texels): a launch lasts about launch_budgets times
+     * --max-launch-ms (a GPU: 1, its watchdog's budget; the CPU has none: 5, only pacing the
+     * progress bar), and the first block holds first_block texels unless kernel_info() says how
+     * many the device holds at once. */
+    double   launch_budgets;
+    uint32_t first_block;
+} bk_backend_caps;
+
 typedef struct bk_backend bk_backend;
 struct bk_backend_i {
     const char *(*name)    (bk_backend *be);
@@ -110,6 +123,7 @@ struct bk_backend_i {
                             const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
                             char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
+    void        (*caps)    (bk_backend *be, bk_backend_caps *out);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -257,9 +257,18 @@ static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, c
     return rc;
 }
 
+static void cpu_caps(bk_backend *be, bk_backend_caps *out)
+{
+    (void)be;
+    out->devices = 1;
+    out->gpu_primitives = 0;
+    out->launch_budgets = 5.0;
+    out->first_block = 1024;
+}
+
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory,
-                                               cpu_kernel_info, cpu_denoise, cpu_free };
+                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps };
 
 bk_backend *bk_backend_cpu_init(void)
 {

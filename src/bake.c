@@ -195,14 +195,16 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
      * same). The next block grows when all samples fitted with room to spare, and shrinks when
      * one sample did not. The CPU has no watchdog; its launches (5 budgets, 0.25 s by default)
      * only pace the progress bar. */
-    int gpu = strcmp(be->i->name(be), "cpu") != 0;
-    double target = 0.6 * o->max_launch_ms * 1e-3 * (gpu ? 1.0 : 5.0);
-    uint32_t spp = o->params.spp, block = gpu ? 65536 : 1024;
+    bk_backend_caps caps;
+    be->i->caps(be, &caps);
+    double target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
+    uint32_t spp = o->params.spp, block = caps.first_block ? caps.first_block : 1024;
     bk_kernel_info ki;
     char why[256];
     /* a GPU's first block: what its bake kernel holds at once with these options (a kernel capped
-     * at 32 registers holds 4 times the 65536 of the uncapped one on an H100) */
-    if (gpu && be->i->kernel_info && be->i->kernel_info(be, &o->trace, &ki, why, sizeof why) == 0 && ki.blocks_per_sm > 0) {
+     * at 32 registers holds 4 times the 65536 of the uncapped one on an H100); the CPU has no
+     * kernel to ask */
+    if (be->i->kernel_info && be->i->kernel_info(be, &o->trace, &ki, why, sizeof why) == 0 && ki.blocks_per_sm > 0) {
         uint64_t resident = (uint64_t)ki.blocks_per_sm * (uint64_t)ki.sm_count * (uint64_t)ki.block;
         if (resident > block && resident < (1u << 30)) block = (uint32_t)resident;
     }

@@ -827,7 +827,9 @@ int bk_cmd_bake(int argc, char **argv)
 
     t0 = bk_time_now();
     /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
-    if (strcmp(be->i->name(be), "cpu") != 0 && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
+    bk_backend_caps caps;
+    be->i->caps(be, &caps);
+    if (caps.gpu_primitives && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
     if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
     size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);

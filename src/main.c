@@ -250,7 +250,9 @@ static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n
     uint32_t hn[NB], hd[DB], maxn = 0;
     uint64_t sum = 0;
     char msg[256];
-    bk_prim *gpu = strcmp(be->i->name(be), "cpu") ? bk_prim_init(msg, sizeof msg) : NULL;
+    bk_backend_caps caps;
+    be->i->caps(be, &caps);
+    bk_prim *gpu = caps.gpu_primitives ? bk_prim_init(msg, sizeof msg) : NULL;
     int rc = 0;
     if (!nodes || !depth) { rc = bk_fail(err, err_size, "out of memory"); goto out; }
     for (uint64_t i = 0; i < n; ++i) {
