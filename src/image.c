@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,14 +111,38 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
     }
 }
 
-void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
+/* Dilation on the pool. A round reads only texels covered before it began (BK_COVER_TEXEL or
+ * BK_COVER_DILATED), whose values it never writes, and writes only empty ones, marking them
+ * DILATE_NEW, which the round does not count: so each texel's value is a function of the state
+ * before the round, whatever order the texels are visited in, and the image does not depend on
+ * the thread count. The rows are cut into bands of DILATE_ROWS; a round does the even bands in
+ * parallel, then the odd ones, so no band reads a coverage byte (of its neighbours' edge rows)
+ * while another thread writes it; then DILATE_NEW becomes BK_COVER_DILATED. */
+#define DILATE_NEW  3
+#define DILATE_ROWS 8
+typedef struct dilate_job {
+    float      *rgb;
+    uint8_t    *cov;
+    int         w, h, parity;   /* parity: the bands 2k + parity */
+    atomic_int  filled;
+} dilate_job;
+
+static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
 {
-    for (int it = 0; it < iterations; ++it) {
-        int filled = 0;
-        for (int y = 0; y < h; ++y)
+    dilate_job *j = ctx;
+    const int w = j->w, h = j->h;
+    float *rgb = j->rgb;
+    uint8_t *cov = j->cov;
+    int filled = 0;
+    for (size_t band = begin; band < end; ++band) {
+        int y0 = (int)(2 * band + (size_t)j->parity) * DILATE_ROWS, y1 = y0 + DILATE_ROWS < h ? y0 + DILATE_ROWS : h;
+        for (int y = y0; y < y1; ++y) {
+            uint8_t *row = cov + (size_t)y * w;
             for (int x = 0; x < w; ++x) {
+                const uint8_t *next = memchr(row + x, BK_COVER_NONE, (size_t)(w - x));   /* most rows are mostly covered */
+                if (!next) break;
+                x = (int)(next - row);
                 size_t i = (size_t)y * w + x;
-                if (coverage[i] != BK_COVER_NONE) continue;
                 float sum[3] = { 0, 0, 0 };
                 int n = 0;
                 for (int dy = -1; dy <= 1; ++dy) {
@@ -126,21 +151,43 @@ void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations
                     for (int dx = -1; dx <= 1; ++dx) {
                         int xx = x + dx;
                         if (xx < 0 || xx >= w || (dx == 0 && dy == 0)) continue;
-                        size_t j = (size_t)yy * w + xx;
-                        /* filled this round (marked 3 below) does not count until the next round */
-                        if (coverage[j] != BK_COVER_TEXEL && coverage[j] != BK_COVER_DILATED) continue;
-                        sum[0] += rgb[3 * j]; sum[1] += rgb[3 * j + 1]; sum[2] += rgb[3 * j + 2];
+                        size_t k = (size_t)yy * w + xx;
+                        if (cov[k] != BK_COVER_TEXEL && cov[k] != BK_COVER_DILATED) continue;
+                        sum[0] += rgb[3 * k]; sum[1] += rgb[3 * k + 1]; sum[2] += rgb[3 * k + 2];
                         n++;
                     }
                 }
                 if (!n) continue;
-                for (int k = 0; k < 3; ++k) rgb[3 * i + k] = sum[k] / (float)n;
-                coverage[i] = 3;
-                filled++;
+                for (int c = 0; c < 3; ++c) rgb[3 * i + c] = sum[c] / (float)n;
+                cov[i] = DILATE_NEW;
+                filled = 1;
             }
-        if (!filled) break;
-        for (size_t i = 0; i < (size_t)w * h; ++i)
-            if (coverage[i] == 3) coverage[i] = BK_COVER_DILATED;
+        }
+    }
+    if (filled) atomic_store_explicit(&j->filled, 1, memory_order_relaxed);
+}
+
+static void dilate_commit(void *ctx, size_t begin, size_t end, int worker)
+{
+    dilate_job *j = ctx;
+    for (size_t i = begin; i < end; ++i)
+        if (j->cov[i] == DILATE_NEW) j->cov[i] = BK_COVER_DILATED;
+}
+
+void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
+{
+    if (w <= 0 || h <= 0) return;
+    dilate_job j;
+    j.rgb = rgb; j.cov = coverage; j.w = w; j.h = h;
+    const size_t bands = ((size_t)h + DILATE_ROWS - 1) / DILATE_ROWS;
+    for (int it = 0; it < iterations; ++it) {
+        atomic_init(&j.filled, 0);
+        for (int parity = 0; parity < 2; ++parity) {
+            j.parity = parity;
+            bk_parallel_for((bands + 1 - (size_t)parity) / 2, 4, dilate_bands, &j);
+        }
+        if (!atomic_load(&j.filled)) break;
+        bk_parallel_for((size_t)w * h, (size_t)1 << 18, dilate_commit, &j);
     }
 }
 
