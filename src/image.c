@@ -170,8 +170,9 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
 static void dilate_commit(void *ctx, size_t begin, size_t end, int worker)
 {
     dilate_job *j = ctx;
-    for (size_t i = begin; i < end; ++i)
-        if (j->cov[i] == DILATE_NEW) j->cov[i] = BK_COVER_DILATED;
+    uint8_t *cov = j->cov;
+    for (size_t i = begin; i < end; ++i)   /* branch-free, so it vectorizes */
+        cov[i] = (uint8_t)(cov[i] == DILATE_NEW ? BK_COVER_DILATED : cov[i]);
 }
 
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
@@ -238,49 +239,86 @@ void bk_image_rgbe(const float rgb[3], uint8_t out[4])
     }
 }
 
-/* One scanline of RGBE pixels, new-style run-length encoded: each of the 4 byte planes in turn,
- * runs of 3..127 equal bytes as (128 + n, byte), other stretches as (n, n bytes), n <= 128. */
-static void write_rle_plane(FILE *f, const uint8_t *px, int w, int k, uint8_t *buf)
+/* One plane k of a scanline of RGBE pixels, new-style run-length encoded into out: runs of
+ * 3..127 equal bytes as (128 + n, byte), other stretches as (n, n bytes), n <= 128. At most
+ * w + w / 128 + 1 bytes; returns the count. */
+static size_t rle_plane(uint8_t *out, const uint8_t *px, int w, int k)
 {
+    size_t o = 0;
     int x = 0;
     while (x < w) {
         int run = 1;
         while (x + run < w && run < 127 && px[4 * (x + run) + k] == px[4 * x + k]) run++;
         if (run >= 3) {
-            fputc(128 + run, f);
-            fputc(px[4 * x + k], f);
+            out[o++] = (uint8_t)(128 + run);
+            out[o++] = px[4 * x + k];
             x += run;
             continue;
         }
+        size_t head = o++;
         int n = 0;
         while (x < w && n < 128) {
             int r = 1;
             while (x + r < w && r < 3 && px[4 * (x + r) + k] == px[4 * x + k]) r++;
             if (r >= 3) break;
-            buf[n++] = px[4 * x + k];
+            out[o++] = px[4 * x + k];
+            n++;
             x++;
         }
-        fputc(n, f);
-        fwrite(buf, 1, (size_t)n, f);
+        out[head] = (uint8_t)n;
+    }
+    return o;
+}
+
+/* Scanlines are encoded on the pool, HDR_BAND rows at a time, each into its own slot (its RGBE
+ * pixels, then its encoding), and written in order: the file does not depend on the thread count. */
+#define HDR_BAND 256
+typedef struct hdr_job {
+    const float *rgb;
+    int          w, y0, rle;
+    uint8_t     *slots;
+    size_t       slot, *len;
+} hdr_job;
+
+static void hdr_rows(void *ctx, size_t begin, size_t end, int worker)
+{
+    const hdr_job *j = ctx;
+    const int w = j->w;
+    for (size_t r = begin; r < end; ++r) {
+        uint8_t *px = j->slots + r * j->slot, *out = px + (size_t)w * 4;
+        const float *src = j->rgb + 3 * (size_t)(j->y0 + (int)r) * w;
+        for (int x = 0; x < w; ++x) bk_image_rgbe(src + 3 * (size_t)x, px + 4 * (size_t)x);
+        if (!j->rle) { j->len[r] = 0; continue; }  /* flat: the pixels themselves */
+        out[0] = 2; out[1] = 2; out[2] = (uint8_t)(w >> 8); out[3] = (uint8_t)(w & 255);
+        size_t n = 4;
+        for (int k = 0; k < 4; ++k) n += rle_plane(out + n, px, w, k);
+        j->len[r] = n;
     }
 }
 
 static int write_hdr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
 {
-    uint8_t *px = malloc((size_t)w * 4 + 128);
-    if (!px) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
-    uint8_t *buf = px + (size_t)w * 4;
+    hdr_job j;
+    j.rgb = rgb; j.w = w;
+    j.rle = w >= 8 && w < 32768;     /* the format's limits for run-length scanlines */
+    j.slot = (size_t)w * 4 + (j.rle ? 4 + 4 * ((size_t)w + (size_t)w / 128 + 1) : 0);
+    int band = h < HDR_BAND ? h : HDR_BAND;
+    j.slots = malloc(j.slot * (size_t)band);
+    j.len = malloc(sizeof(size_t) * (size_t)band);
+    if (!j.slots || !j.len) { free(j.slots); free(j.len); return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h); }
     fprintf(f, "#?RADIANCE\n# written by baker: RGBE rounded to nearest (decode byte * 2^(e-136))\n"
                "FORMAT=32-bit_rle_rgbe\n\n-Y %d +X %d\n", h, w);
-    int rle = w >= 8 && w < 32768;     /* the format's limits for run-length scanlines */
-    for (int y = 0; y < h; ++y) {
-        for (int x = 0; x < w; ++x) bk_image_rgbe(rgb + 3 * ((size_t)y * w + x), px + 4 * (size_t)x);
-        if (!rle) { fwrite(px, 4, (size_t)w, f); continue; }
-        uint8_t head[4] = { 2, 2, (uint8_t)(w >> 8), (uint8_t)(w & 255) };
-        fwrite(head, 1, 4, f);
-        for (int k = 0; k < 4; ++k) write_rle_plane(f, px, w, k, buf);
+    for (j.y0 = 0; j.y0 < h; j.y0 += band) {
+        int rows = h - j.y0 < band ? h - j.y0 : band;
+        bk_parallel_for((size_t)rows, 4, hdr_rows, &j);
+        for (int r = 0; r < rows; ++r) {
+            const uint8_t *px = j.slots + (size_t)r * j.slot;
+            if (j.rle) fwrite(px + (size_t)w * 4, 1, j.len[r], f);
+            else fwrite(px, 4, (size_t)w, f);
+        }
     }
-    free(px);
+    free(j.slots);
+    free(j.len);
     return ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
 }
 
