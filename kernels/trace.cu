@@ -60,7 +60,16 @@ typedef struct cuda_ctx {
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
     bk_warp_rec   *d_rec, *h_rec;
     size_t         rec_cap;
+    uint64_t       mem_peak;      /* most device memory seen in use (total - free), bytes */
 } cuda_ctx;
+
+/* Samples the device's memory in use after an allocation: its high-water mark is what
+ * memory_peak reports (cudaMemGetInfo counts the context and other processes' memory too). */
+static void note_memory(cuda_ctx *c)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) == cudaSuccess && t >= f && (uint64_t)(t - f) > c->mem_peak) c->mem_peak = (uint64_t)(t - f);
+}
 
 /* Voxel kernels are held to 64 registers (8 blocks of 128 per SM, 50 % occupancy; a few spills);
  * a minimum of 0 leaves triangle kernels as they were (a minimum of 1 made ptxas take 64 registers
@@ -197,6 +206,7 @@ static int ensure_spill(cuda_ctx *c, size_t words, char *err, size_t err_size)
     c->d_spill = NULL; c->spill_words = 0;
     CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
     c->spill_words = words;
+    note_memory(c);
     return 0;
 }
 
@@ -233,6 +243,7 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
         c->view.kd_nodes = (const bk_kd_node *)c->d_nodes;
         c->view.kd_refs = (const uint32_t *)c->d_refs;
     }
+    note_memory(c);
     return 0;
 }
 
@@ -252,6 +263,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         CUDA_TRY(cudaMalloc((void **)&c->d_rays, n * sizeof(bk_ray)));
         CUDA_TRY(cudaMalloc((void **)&c->d_hits, n * sizeof(bk_hit)));
         c->ray_cap = n;
+        note_memory(c);
     }
     kernel_fn k = pick_kernel(&c->view, o);
     if (!k) { snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type"); return -1; }
@@ -273,7 +285,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
     uint32_t *d_ray_stats = NULL;
-    if (o->ray_stats) CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
+    if (o->ray_stats) { CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t))); note_memory(c); }
     k<<<(unsigned)blocks, BLOCK, smem>>>(c->view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(c->ev1));
@@ -329,6 +341,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
     CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_sq, 0, sizeof(float) * (n ? n : 1)));
+    note_memory(c);            /* the bake's largest moment: scene, shading data, texels, sums */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
     c->bake_seconds = 0;
@@ -403,6 +416,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
             if (!c->h_rec) { snprintf(err, err_size, "out of memory for %zu warp records", warps); return -1; }
             CUDA_TRY(cudaMalloc((void **)&c->d_rec, warps * sizeof(bk_warp_rec)));
             c->rec_cap = warps;
+            note_memory(c);
         }
         CUDA_TRY(cudaMemset(c->d_rec, 0, warps * sizeof(bk_warp_rec)));
         rec = c->d_rec;
@@ -470,6 +484,7 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
     const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
     char *d = NULL;
     CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
+    note_memory(c);
     bk_texel *d_tx = (bk_texel *)(d + page_b);
     uint32_t *d_chart = (uint32_t *)(d + ch_o);
     bk_f4 *d_col = (bk_f4 *)(d + col_o);
@@ -511,8 +526,11 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
     *total_bytes = t;
 }
 
+static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
+
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
+                                                cuda_memory_peak,
                                                 cuda_kernel_info, cuda_denoise, cuda_free };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
@@ -542,6 +560,7 @@ extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
     }
     be->i = &cuda_iface;
     be->ctx = c;
+    note_memory(c);            /* the context and the counters */
     snprintf(msg, msg_size, "%s, %d SMs", p.name, p.multiProcessorCount);
     return be;
 }

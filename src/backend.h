@@ -98,6 +98,10 @@ struct bk_backend_i {
     /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
      * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
     void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
+    /* The most memory of its own the backend has seen in use since it was made, in bytes (CUDA:
+     * the device's total - free, sampled after each of the backend's allocations: its context,
+     * its buffers, and whatever else holds the device); 0 when it works in host memory. */
+    uint64_t    (*memory_peak)(bk_backend *be);
     /* Facts about the bake kernel the options select (registers, local and shared memory,
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);

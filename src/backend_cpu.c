@@ -240,6 +240,7 @@ static void cpu_free(bk_backend *be)
 }
 
 static void cpu_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes) { *free_bytes = *total_bytes = 0; }
+static uint64_t cpu_memory_peak(bk_backend *be) { (void)be; return 0; }   /* host memory: see bk_peak_rss */
 
 static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
 {
@@ -259,6 +260,7 @@ static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, c
 
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory,
+                                               cpu_memory_peak,
                                                cpu_kernel_info, cpu_denoise, cpu_free };
 
 bk_backend *bk_backend_cpu_init(void)

@@ -153,6 +153,22 @@ typedef struct bake_cli {
     int           noscale;
 } bake_cli;
 
+/* The phases of a bake, in order; every second of the command from its start to the stats
+ * belongs to one of them (`baker bench bake` reports the wall time no phase accounts for):
+ * startup = options, files checked, the backend made (a CUDA context); upload = the tree to the
+ * backend; free = the big buffers and the backend released before the stats are written. */
+#define BAKE_PHASES(X) X(STARTUP, startup) X(LOAD, load) X(BUILD, build) X(UPLOAD, upload) X(ATLAS, atlas) \
+                       X(BAKE, bake) X(DENOISE, denoise) X(WRITE, write) X(FREE, free)
+#define PH_ENUM(E, n) PH_##E,
+enum bake_phase { BAKE_PHASES(PH_ENUM) PH_COUNT };
+#undef PH_ENUM
+#define PH_NAME(E, n) #n,
+static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
+#undef PH_NAME
+
+/* memory figures (bytes): estimates made before the texels, and the peaks */
+enum bake_mem { MEM_EST_HOST, MEM_EST_DEVICE, MEM_PEAK_HOST, MEM_PEAK_DEVICE, MEM_COUNT };
+
 static int parse(bake_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
@@ -454,8 +470,8 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 }
 
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
-                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[5], const char *backend,
-                             double mean_lum, double sort_seconds, const uint64_t mem[3], const bk_denoise_result *dn)
+                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT], const char *backend,
+                             double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -477,8 +493,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                 s->vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
                 (unsigned long long)vm->hidden_faces, vm->quad_count, c->texels_per_voxel, vm->seconds);
     write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names, c->out);
-    fprintf(f, "  \"seconds\": { \"load\": %.6f, \"build\": %.6f, \"atlas\": %.6f, \"bake\": %.6f, \"write\": %.6f },\n",
-            ph[0], ph[1], ph[2], ph[3], ph[4]);
+    fputs("  \"seconds\": { ", f);
+    double total = 0.0;
+    for (int k = 0; k < PH_COUNT; ++k) { fprintf(f, "\"%s\": %.6f, ", phase_names[k], ph[k]); total += ph[k]; }
+    fprintf(f, "\"total\": %.6f },\n", total);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
                "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
@@ -489,8 +507,11 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
             dn->texels ? "true" : "false", c->dn.passes, c->dn.sigma_l, c->dn.sigma_n, c->dn.sigma_x, dn->seconds,
             dn->filter_seconds, dn->prep_seconds, dn->backend_seconds, dn->finish_seconds, (unsigned long long)dn->texels,
             dn->charts);
-    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu },\n",
-            (unsigned long long)mem[0], (unsigned long long)mem[1], (unsigned long long)mem[2]);
+    uint64_t px = (uint64_t)BK_ATLAS_PIXELS(at);
+    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu, "
+               "\"peak_device_bytes\": %llu, \"atlas_texels\": %llu, \"peak_host_bytes_per_texel\": %.2f },\n",
+            (unsigned long long)mem[MEM_EST_HOST], (unsigned long long)mem[MEM_EST_DEVICE], (unsigned long long)mem[MEM_PEAK_HOST],
+            (unsigned long long)mem[MEM_PEAK_DEVICE], (unsigned long long)px, px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
     fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",
             c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds);
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
@@ -542,7 +563,7 @@ static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
 /* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
  * that cannot fit is refused before it starts, with the numbers and what to change. est[0] gets
  * the host peak to expect (what the process holds now plus the estimate), est[1] the device's. */
-static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[2])
+static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT])
 {
     uint64_t total, avail, dfree, dtotal;
     bk_host_memory(&total, &avail);
@@ -570,6 +591,7 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
 
 int bk_cmd_bake(int argc, char **argv)
 {
+    double t_start = bk_time_now();
     bake_cli c;
     /* --stats FILE belongs to the bake; bk_cli_trace_option would take a bare --stats as the
      * trace counters flag, so pull it out first. */
@@ -603,7 +625,7 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 1;
 
     char err[1024], msg[512];
-    double ph[5] = { 0, 0, 0, 0, 0 }, t0 = bk_time_now();
+    double ph[PH_COUNT] = { 0 }, t0 = bk_time_now();
     bk_scene s, one;
     memset(&s, 0, sizeof s);
     memset(&one, 0, sizeof one);
@@ -624,14 +646,17 @@ int bk_cmd_bake(int argc, char **argv)
     uint32_t ntx = 0;
     bk_prim *gpu = NULL;
     double mean_lum = 0.0, sort_seconds = 0.0;
-    uint64_t mem[3] = { 0, 0, 0 };
+    uint64_t mem[MEM_COUNT] = { 0 };
+    char backend_name[64] = "";
     FILE *f;
     bk_backend *be = bk_backend_init(c.t.backend, msg, sizeof msg);
     if (!be) { fprintf(stderr, "baker: %s\n", msg); free(c.points); free(c.scenes); bk_outputs_free(&io); return 1; }
     if (msg[0] && !c.quiet) fprintf(stderr, "baker: %s\n", msg);
     if (!be->i->supports(be, &c.t.opts, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
 
+    snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
     t0 = bk_time_now();         /* the backend's start-up (a CUDA context) is not loading */
+    ph[PH_STARTUP] = t0 - t_start;
     for (int k = 0; k < c.nscenes; ++k) {
         bk_scene *dst = k == 0 ? &s : &one;
         if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
@@ -671,7 +696,7 @@ int bk_cmd_bake(int argc, char **argv)
             goto done;
         }
     }
-    ph[0] = bk_time_now() - t0;
+    ph[PH_LOAD] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     bk_build_opts bo = bk_build_opts_default();
@@ -681,9 +706,11 @@ int bk_cmd_bake(int argc, char **argv)
      * starts with the scene's triangles); voxel hits bring their normal and material along. */
     const bk_scene *trace_scene = &s;
     if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+    ph[PH_BUILD] = bk_time_now() - t0;
+    t0 = bk_time_now();
     bk_accel_view av = bk_accel_get_view(&a);
     if (be->i->upload(be, &av, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    ph[1] = bk_time_now() - t0;
+    ph[PH_UPLOAD] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     if (c.noscale) {
@@ -726,8 +753,9 @@ int bk_cmd_bake(int argc, char **argv)
     }
     if (check_memory(&c, be, &at, mem)) goto done;
     if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    ph[2] = bk_time_now() - t0;
+    ph[PH_ATLAS] = bk_time_now() - t0;
 
+    t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
     /* lighting defaults that depend on the scene */
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
                        (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
@@ -756,7 +784,6 @@ int bk_cmd_bake(int argc, char **argv)
     if (has_vox && (!(tpu_min > 0) || (float)c.texels_per_voxel < tpu_min)) tpu_min = (float)c.texels_per_voxel;
     c.p.texel_world = tpu_min > 0 ? 1.0f / tpu_min : 0.01f * diag;
 
-    t0 = bk_time_now();
     /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
     if (strcmp(be->i->name(be), "cpu") != 0 && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
     if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
@@ -792,7 +819,8 @@ int bk_cmd_bake(int argc, char **argv)
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
-    ph[3] = bk_time_now() - t0;
+    ph[PH_BAKE] = bk_time_now() - t0;
+    t0 = bk_time_now();
     if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count,
                                    c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
@@ -800,6 +828,7 @@ int bk_cmd_bake(int argc, char **argv)
     }
     free(var);
     var = NULL;
+    ph[PH_DENOISE] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     if (c.exposure_auto || c.stats) {
@@ -837,11 +866,24 @@ int bk_cmd_bake(int argc, char **argv)
             goto done;
         }
     }
-    ph[4] = bk_time_now() - t0;
-    mem[2] = bk_peak_rss();
+    ph[PH_WRITE] = bk_time_now() - t0;
+    /* What the stats and the summary no longer need goes before they are written, so that its
+     * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
+    t0 = bk_time_now();
+    mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
+    free(rgb); rgb = NULL;
+    free(tx); tx = NULL;
+    free(cov); cov = NULL;
+    bk_prim_free(gpu); gpu = NULL;
+    bk_bake_data_free(&bd);
+    bk_accel_free(&a);
+    memset(&a, 0, sizeof a);
+    bk_backend_free(be); be = NULL;
+    ph[PH_FREE] = bk_time_now() - t0;
+    mem[MEM_PEAK_HOST] = bk_peak_rss();
     if (c.stats) {
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem, &dres);
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres);
     }
     if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (!c.quiet) {
@@ -849,23 +891,28 @@ int bk_cmd_bake(int argc, char **argv)
         if (at.page_count > 1 || c.pages_auto)
             fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene,
                     page_names[0], page_names[at.page_count - 1], at.page_count, at.width, at.height, at.chart_count, ntx,
-                    100.0 * at.utilisation, be->i->name(be));
+                    100.0 * at.utilisation, backend_name);
         else
             fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c.scene, c.out,
-                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, be->i->name(be));
+                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, backend_name);
         if (has_vox)
             fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
                          "%llu texels at %d per voxel; surface %.3f s\n", s.vox_instance_count, (unsigned long long)vm.voxel_count,
                     (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces, vm.quad_count, vm.quad_count,
                     (unsigned long long)vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel), c.texels_per_voxel, vm.seconds);
-        fprintf(say, "  load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[0], ph[1], ph[2], ph[3], ph[4]);
+        fprintf(say, " ");
+        for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", phase_names[k], ph[k]);
+        fputc('\n', say);
         fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
                 (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
         if (dres.texels)
             fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres.seconds,
-                    dres.filter_seconds, be->i->name(be), (unsigned long long)dres.texels, dres.charts);
-        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB)", gb(mem[2]), gb(mem[0]));
-        if (mem[1]) fprintf(say, ", estimated %.2f GB on the GPU", gb(mem[1]));
+                    dres.filter_seconds, backend_name, (unsigned long long)dres.texels, dres.charts);
+        uint64_t px = (uint64_t)BK_ATLAS_PIXELS(&at);
+        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)", gb(mem[MEM_PEAK_HOST]),
+                gb(mem[MEM_EST_HOST]), px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
+        if (mem[MEM_PEAK_DEVICE] || mem[MEM_EST_DEVICE])
+            fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)", gb(mem[MEM_PEAK_DEVICE]), gb(mem[MEM_EST_DEVICE]));
         fputc('\n', say);
         if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
         if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
