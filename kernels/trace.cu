@@ -456,13 +456,23 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return 0;
 }
 
+static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (!c->d_out) { snprintf(err, err_size, "bake_fetch without bake_begin"); return -1; }
+    if (end > c->texel_count || begin > end) { snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
+    if (begin == end) return 0;
+    CUDA_TRY(cudaMemcpy(out, c->d_out + begin, sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
+    if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq + begin, sizeof(float) * (end - begin), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
 static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     memset(totals, 0, sizeof *totals);
     unsigned long long st[STAT_COUNT];
-    CUDA_TRY(cudaMemcpy(out, c->d_out, sizeof(bk_f4) * c->texel_count, cudaMemcpyDeviceToHost));
-    if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq, sizeof(float) * c->texel_count, cudaMemcpyDeviceToHost));
+    if (out && cuda_bake_fetch(be, 0, c->texel_count, out, sq, err, err_size)) return -1;
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
     totals->seconds = c->bake_seconds;
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
@@ -529,7 +539,7 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
 static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
 
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
-                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
+                                                cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
                                                 cuda_memory_peak,
                                                 cuda_kernel_info, cuda_denoise, cuda_free };
 

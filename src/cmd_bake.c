@@ -386,24 +386,36 @@ static int bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a,
 static float auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                            char *err, size_t err_size)
 {
-    uint32_t *keys = malloc(sizeof(uint32_t) * (npx ? npx : 1)), counts[512];
-    float *lum = malloc(sizeof(float) * (npx ? npx : 1));
+    /* in slices of at most 4M texels (32 MB of keys and luminances, not 8 B per pixel of the map);
+     * the histogram's counts add up exactly, the mean's sums in double */
+    enum { SLICE = 1 << 22 };
+    size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE;
+    uint32_t *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
+    float *lum = malloc(sizeof(float) * cap);
     if (!keys || !lum) { free(keys); free(lum); bk_fail(err, err_size, "out of memory"); return -1.0f; }
-    uint64_t m = 0;
-    for (size_t i = 0; i < npx; ++i) {
-        if (cov && cov[i] != 1) continue;
-        float l = 0.2126f * rgb[3 * i] + 0.7152f * rgb[3 * i + 1] + 0.0722f * rgb[3 * i + 2];
-        int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
-        keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
-        lum[m++] = l;
-    }
+    memset(counts, 0, sizeof counts);
+    uint64_t total = 0;
     double sum = 0;
-    if (bk_stats_histogram(gpu, keys, m, 512, counts, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &sum, err, err_size)) {
-        free(keys); free(lum);
-        return -1.0f;
+    for (size_t i = 0; i < npx;) {
+        size_t m = 0;
+        for (; i < npx && m < cap; ++i) {
+            if (cov && cov[i] != 1) continue;
+            float l = 0.2126f * rgb[3 * i] + 0.7152f * rgb[3 * i + 1] + 0.0722f * rgb[3 * i + 2];
+            int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
+            keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
+            lum[m++] = l;
+        }
+        double s = 0;
+        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &s, err, err_size)) {
+            free(keys); free(lum);
+            return -1.0f;
+        }
+        for (int b = 0; b < 512; ++b) counts[b] += part[b];
+        sum += s;
+        total += m;
     }
     free(keys); free(lum);
-    *mean_lum = m ? sum / (double)m : 0.0;
+    *mean_lum = total ? sum / (double)total : 0.0;
     uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
     if (b == 0) return 1.0f;                       /* a black map: nothing to expose */
     float white = exp2f((float)b / 8.0f - 20.0f);  /* the bin's upper edge */
@@ -842,6 +854,8 @@ int bk_cmd_bake(int argc, char **argv)
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
+    free(tx);                   /* no texel is needed after the fill: 32 B each, not held while writing */
+    tx = NULL;
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */
