@@ -185,13 +185,16 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     enum { FETCH = 16384 };
     const uint32_t nf = n < FETCH ? (n ? n : 1) : FETCH;
     bk_f4 *out = malloc(sizeof(bk_f4) * nf);
-    float *sq = o->variance ? malloc(sizeof(float) * nf) : NULL;
-    if (!out || (o->variance && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
+    const int want_var = o->variance || o->texel_col;
+    float *sq = want_var ? malloc(sizeof(float) * nf) : NULL;
+    if (!out || (want_var && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
     /* The image and its variance are zeroed (and their fresh pages faulted in) by threads while
      * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
      * the GPU's whole bake. */
     zero_job zj;
-    zero_start(&zj, rgb, sizeof(float) * 3 * (size_t)w * (size_t)h, o->variance, o->variance ? sizeof(float) * (size_t)w * (size_t)h : 0);
+    float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
+    const size_t img_px = (size_t)w * (size_t)h;
+    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
     if (be->i->bake_begin(be, v, texels, n, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
     /* Launches cover a block of texels and a run of samples of each. A launch lasts at least as
      * long as its slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold
@@ -260,15 +263,23 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
                 res->invalid++;
                 if (coverage) coverage[px] = 0;
+                if (o->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; o->texel_col[i] = z; }
                 continue;
             }
-            rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
+            float v = 0.0f;
             if (sq && spp > 1) {
                 /* unbiased sample variance of the luminance, then that of the mean of spp samples */
                 double m = (double)bk_luminance(bk_v3(s.x, s.y, s.z)) * inv;
                 double var = ((double)sq[i - f0] * inv - m * m) * (double)spp / (double)(spp - 1);
-                o->variance[px] = var > 0.0 ? (float)(var * inv) : 0.0f;
+                v = var > 0.0 ? (float)(var * inv) : 0.0f;
             }
+            if (o->texel_col) {
+                bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, v };
+                o->texel_col[i] = c;
+                continue;
+            }
+            rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
+            if (o->variance && spp > 1) o->variance[px] = v;
         }
     }
     free(out);

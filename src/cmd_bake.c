@@ -652,7 +652,8 @@ int bk_cmd_bake(int argc, char **argv)
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
     uint8_t *cov = NULL;
-    float *rgb = NULL, *var = NULL, *tri_scale = NULL;
+    float *rgb = NULL, *tri_scale = NULL;
+    bk_f4 *tcol = NULL;
     bk_denoise_result dres;
     memset(&dres, 0, sizeof dres);
     uint32_t ntx = 0;
@@ -802,10 +803,9 @@ int bk_cmd_bake(int argc, char **argv)
     /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
     size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
     int img_h = at.height * at.page_count;
-    rgb = malloc(sizeof(float) * 3 * npx);
-    if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     bk_bake_view bv = bk_bake_data_view(&bd, &a);
     bk_bake_run_opts ro;
+    memset(&ro, 0, sizeof ro);
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
     /* The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
@@ -819,12 +819,16 @@ int bk_cmd_bake(int argc, char **argv)
         if (be->i->supports(be, &capped, why, sizeof why)) ro.trace = capped;
     }
     const int denoise = c.denoise >= 0 ? c.denoise : c.p.mode == BK_BAKE_LIGHT;
+    /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
+     * denoiser is done and only then makes the image (12 B per pixel): never both at once with
+     * the texels (32 B), nor a variance per pixel. */
     if (denoise && c.dn.passes > 0 && c.p.spp > 1) {
-        var = malloc(sizeof(float) * npx);
-        if (!var) { fprintf(stderr, "baker: out of memory for the texels' variance\n"); goto done; }
-        ro.variance = var;
+        tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
+        if (!tcol) { fprintf(stderr, "baker: out of memory for the colours of %u texels\n", ntx); goto done; }
+        ro.texel_col = tcol;
     } else {
-        ro.variance = NULL;
+        rgb = malloc(sizeof(float) * 3 * npx);
+        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     }
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
@@ -833,13 +837,22 @@ int bk_cmd_bake(int argc, char **argv)
     }
     ph[PH_BAKE] = bk_time_now() - t0;
     t0 = bk_time_now();
-    if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count,
-                                   c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
-        goto done;
+    if (tcol) {
+        if (bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.width, at.height, c.p.texel_world, &c.dn, &dres,
+                                     err, sizeof err)) {
+            fprintf(stderr, "baker: %s\n", err);
+            goto done;
+        }
+        /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere */
+        rgb = calloc(3 * npx, sizeof(float));
+        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
+        for (uint32_t i = 0; i < ntx; ++i) {
+            size_t px = tx[i].pixel;
+            rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
+        }
+        free(tcol);
+        tcol = NULL;
     }
-    free(var);
-    var = NULL;
     ph[PH_DENOISE] = bk_time_now() - t0;
 
     t0 = bk_time_now();
@@ -936,7 +949,7 @@ done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(var); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);
