@@ -149,7 +149,7 @@ typedef struct zero_job { zero_slice s[ZERO_THREADS]; int n; } zero_job;
 static void *zero_run(void *arg)
 {
     zero_slice *z = arg;
-    memset(z->a, 0, z->na);
+    if (z->na) memset(z->a, 0, z->na);
     if (z->nb) memset(z->b, 0, z->nb);
     return NULL;
 }
@@ -158,11 +158,12 @@ static void zero_start(zero_job *j, void *a, size_t na, void *b, size_t nb)
 {
     int cpus = bk_cpu_threads();
     j->n = cpus < 2 ? 1 : (cpus > ZERO_THREADS ? ZERO_THREADS : cpus);
+    if (!na && !nb) j->n = 0;                     /* nothing to zero (a bake into texel colours) */
     for (int i = 0; i < j->n; ++i) {
         zero_slice *z = &j->s[i];
         size_t a0 = na * (size_t)i / (size_t)j->n, a1 = na * (size_t)(i + 1) / (size_t)j->n;
         size_t b0 = nb * (size_t)i / (size_t)j->n, b1 = nb * (size_t)(i + 1) / (size_t)j->n;
-        z->a = (char *)a + a0; z->na = a1 - a0; z->b = b ? (char *)b + b0 : NULL; z->nb = b1 - b0;
+        z->a = a ? (char *)a + a0 : NULL; z->na = a1 - a0; z->b = b ? (char *)b + b0 : NULL; z->nb = b1 - b0;
         z->started = j->n > 1 && pthread_create(&z->th, NULL, zero_run, z) == 0;
         if (!z->started) zero_run(z);             /* one core, or no thread: do it here */
     }
