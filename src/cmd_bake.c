@@ -843,12 +843,22 @@ int bk_cmd_bake(int argc, char **argv)
             fprintf(stderr, "baker: %s\n", err);
             goto done;
         }
-        /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere */
+        /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
+         * last texel down, a slice at a time, each slice's colours given back once written (texels
+         * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
+         * never both whole) */
         rgb = calloc(3 * npx, sizeof(float));
         if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
-        for (uint32_t i = 0; i < ntx; ++i) {
-            size_t px = tx[i].pixel;
-            rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
+        enum { SLICE = 1 << 20 };
+        for (uint32_t end = ntx; end > 0;) {
+            uint32_t begin = end > SLICE ? end - SLICE : 0;
+            for (uint32_t i = begin; i < end; ++i) {
+                size_t px = tx[i].pixel;
+                rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
+            }
+            end = begin;
+            bk_f4 *shrunk = end ? realloc(tcol, sizeof(bk_f4) * end) : NULL;
+            if (shrunk) tcol = shrunk;
         }
         free(tcol);
         tcol = NULL;
