@@ -62,7 +62,16 @@ typedef struct cuda_ctx {
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
     bk_warp_rec   *d_rec, *h_rec;
     size_t         rec_cap;
+    uint64_t       mem_peak;      /* most device memory seen in use (total - free), bytes */
 } cuda_ctx;
+
+/* Samples the device's memory in use after an allocation: its high-water mark is what
+ * memory_peak reports (cudaMemGetInfo counts the context and other processes' memory too). */
+static void note_memory(cuda_ctx *c)
+{
+    size_t f = 0, t = 0;
+    if (cudaMemGetInfo(&f, &t) == cudaSuccess && t >= f && (uint64_t)(t - f) > c->mem_peak) c->mem_peak = (uint64_t)(t - f);
+}
 
 /* Voxel kernels are held to 64 registers (8 blocks of 128 per SM, 50 % occupancy; a few spills);
  * a minimum of 0 leaves triangle kernels as they were (a minimum of 1 made ptxas take 64 registers
@@ -199,6 +208,7 @@ static int ensure_spill(cuda_ctx *c, size_t words, char *err, size_t err_size)
     c->d_spill = NULL; c->spill_words = 0;
     CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
     c->spill_words = words;
+    note_memory(c);
     return 0;
 }
 
@@ -235,6 +245,7 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
         c->view.kd_nodes = (const bk_kd_node *)c->d_nodes;
         c->view.kd_refs = (const uint32_t *)c->d_refs;
     }
+    note_memory(c);
     return 0;
 }
 
@@ -254,6 +265,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         CUDA_TRY(cudaMalloc((void **)&c->d_rays, n * sizeof(bk_ray)));
         CUDA_TRY(cudaMalloc((void **)&c->d_hits, n * sizeof(bk_hit)));
         c->ray_cap = n;
+        note_memory(c);
     }
     kernel_fn k = pick_kernel(&c->view, o);
     if (!k) { snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type"); return -1; }
@@ -275,7 +287,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
     uint32_t *d_ray_stats = NULL;
-    if (o->ray_stats) CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
+    if (o->ray_stats) { CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t))); note_memory(c); }
     k<<<(unsigned)blocks, BLOCK, smem>>>(c->view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(c->ev1));
@@ -332,6 +344,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
     CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_sq, 0, sizeof(float) * (n ? n : 1)));
+    note_memory(c);            /* the bake's largest moment: scene, shading data, texels, sums */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
     c->bake_seconds = 0;
@@ -406,6 +419,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
             if (!c->h_rec) { snprintf(err, err_size, "out of memory for %zu warp records", warps); return -1; }
             CUDA_TRY(cudaMalloc((void **)&c->d_rec, warps * sizeof(bk_warp_rec)));
             c->rec_cap = warps;
+            note_memory(c);
         }
         CUDA_TRY(cudaMemset(c->d_rec, 0, warps * sizeof(bk_warp_rec)));
         rec = c->d_rec;
@@ -445,13 +459,23 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return 0;
 }
 
+static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    if (!c->d_out) { snprintf(err, err_size, "bake_fetch without bake_begin"); return -1; }
+    if (end > c->texel_count || begin > end) { snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
+    if (begin == end) return 0;
+    CUDA_TRY(cudaMemcpy(out, c->d_out + begin, sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
+    if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq + begin, sizeof(float) * (end - begin), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
 static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     memset(totals, 0, sizeof *totals);
     unsigned long long st[STAT_COUNT];
-    CUDA_TRY(cudaMemcpy(out, c->d_out, sizeof(bk_f4) * c->texel_count, cudaMemcpyDeviceToHost));
-    if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq, sizeof(float) * c->texel_count, cudaMemcpyDeviceToHost));
+    if (out && cuda_bake_fetch(be, 0, c->texel_count, out, sq, err, err_size)) return -1;
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
     totals->seconds = c->bake_seconds;
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
@@ -483,6 +507,7 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
     const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
     char *d = NULL;
     CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
+    note_memory(c);
     bk_texel *d_tx = kept ? c->d_texels + (at - h0) / sizeof(bk_texel) : (bk_texel *)(d + page_b);
     uint32_t *d_chart = (uint32_t *)(d + ch_o);
     bk_f4 *d_col = (bk_f4 *)(d + col_o);
@@ -533,8 +558,11 @@ static void cuda_caps(bk_backend *be, bk_backend_caps *out)
     out->first_block = 65536;     /* what a GPU runs at once, when kernel_info() cannot say */
 }
 
+static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
+
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
-                                                cuda_bake_begin, cuda_bake_run, cuda_bake_end, cuda_memory,
+                                                cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
+                                                cuda_memory_peak,
                                                 cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps };
 
 extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
@@ -564,6 +592,7 @@ extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
     }
     be->i = &cuda_iface;
     be->ctx = c;
+    note_memory(c);            /* the context and the counters */
     snprintf(msg, msg_size, "%s, %d SMs", p.name, p.multiProcessorCount);
     return be;
 }

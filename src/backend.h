@@ -98,19 +98,29 @@ struct bk_backend_i {
     int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
                             const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
     /* The bake: begin uploads the shading data and the texels (after upload() of the accel) and
-     * zeroes the per-texel sums; run adds samples [p->sample_begin, p->sample_end) of texels
-     * [begin, end) and returns when done (one bounded GPU launch); end fetches the sums: rgb
-     * and, in w, the count of first rays that met a back face; and into sq (unless NULL) the
-     * sums of the samples' squared luminances. */
+     * zeroes the per-texel sums; the texels stay the caller's and must live until end (a host
+     * backend reads them in place, without a copy); run adds samples [p->sample_begin,
+     * p->sample_end) of texels [begin, end) and returns when done (one bounded GPU launch); fetch
+     * copies the sums of texels [begin, end) into out[0 .. end - begin): rgb and, in w, the count
+     * of first rays that met a back face; and into sq (unless NULL) the sums of the samples'
+     * squared luminances; end releases the bake, after fetching every texel's sums into out and
+     * sq as fetch would, unless out is NULL (the caller fetched them in slices: a slice at a time
+     * needs no host copy of all the sums). */
     int         (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n,
                               char *err, size_t err_size);
     int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,
                               const bk_trace_opts *o, char *err, size_t err_size);
+    int         (*bake_fetch)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err,
+                              size_t err_size);
     int         (*bake_end)  (bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err,
                               size_t err_size);
     /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
      * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
     void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
+    /* The most memory of its own the backend has seen in use since it was made, in bytes (CUDA:
+     * the device's total - free, sampled after each of the backend's allocations: its context,
+     * its buffers, and whatever else holds the device); 0 when it works in host memory. */
+    uint64_t    (*memory_peak)(bk_backend *be);
     /* Facts about the bake kernel the options select (registers, local and shared memory,
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);

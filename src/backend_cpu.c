@@ -19,7 +19,10 @@ typedef struct cpu_ctx {
     bk_accel_view   view;
     /* bake */
     bk_bake_view    bake;
-    bk_texel       *texels;        /* a copy: the first launch stores unoccluded positions */
+    const bk_texel *texels;        /* the caller's (backend.h), read in place */
+    float          *pos;           /* 3 per texel: the position sample 0 moved the texel to (out of
+                                      nearby geometry), for the later samples; 12 B where a copy
+                                      of the texels took 32 */
     uint32_t        texel_count;
     bk_f4          *out;
     float          *sq;            /* sums of squared sample luminances */
@@ -173,7 +176,11 @@ static void *bake_worker_run(void *arg)
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &j->c->texels[i], j->c->out[i], &j->c->sq[i], &s, &st);
+            bk_texel t = j->c->texels[i];
+            float *pos = j->c->pos + 3 * i;
+            if (j->p->sample_begin > 0) { t.px = pos[0]; t.py = pos[1]; t.pz = pos[2]; }
+            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &t, j->c->out[i], &j->c->sq[i], &s, &st);
+            if (j->p->sample_begin == 0) { pos[0] = t.px; pos[1] = t.py; pos[2] = t.pz; }
             w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
             w->totals.spills += st.spills; w->totals.rays += st.rays;
         }
@@ -188,14 +195,14 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     free(c->sq);
     c->bake = *v;
     c->bake.accel = c->view;
-    free(c->texels);
-    c->texels = malloc(sizeof(bk_texel) * (n ? n : 1));
+    free(c->pos);
+    c->texels = texels;         /* the caller's, alive until bake_end (backend.h): no copy */
+    c->pos = malloc(sizeof(float) * 3 * (n ? n : 1));
     c->texel_count = n;
     c->out = calloc(n ? n : 1, sizeof(bk_f4));          /* the sums start at zero */
     c->sq = calloc(n ? n : 1, sizeof(float));
-    if (c->texels) memcpy(c->texels, texels, sizeof(bk_texel) * n);
     memset(&c->bake_totals, 0, sizeof c->bake_totals);
-    if (!c->out || !c->sq || !c->texels) return bk_fail(err, err_size, "out of memory for %u texels", n);
+    if (!c->out || !c->sq || !c->pos) return bk_fail(err, err_size, "out of memory for %u texels", n);
     return 0;
 }
 
@@ -214,16 +221,26 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     return 0;
 }
 
+static int cpu_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!c->out) return bk_fail(err, err_size, "bake_fetch without bake_begin");
+    if (end > c->texel_count || begin > end) return bk_fail(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
+    memcpy(out, c->out + begin, sizeof(bk_f4) * (end - begin));
+    if (sq) memcpy(sq, c->sq + begin, sizeof(float) * (end - begin));
+    return 0;
+}
+
 static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cpu_ctx *c = be->ctx;
     if (!c->out) return bk_fail(err, err_size, "bake_end without bake_begin");
-    memcpy(out, c->out, sizeof(bk_f4) * c->texel_count);
-    if (sq) memcpy(sq, c->sq, sizeof(float) * c->texel_count);
+    if (out && cpu_bake_fetch(be, 0, c->texel_count, out, sq, err, err_size)) return -1;
     *totals = c->bake_totals;
     free(c->out);
     free(c->sq);
-    free(c->texels);
+    free(c->pos);
+    c->pos = NULL;
     c->out = NULL;
     c->sq = NULL;
     c->texels = NULL;
@@ -234,12 +251,13 @@ static void cpu_free(bk_backend *be)
 {
     free(((cpu_ctx *)be->ctx)->out);
     free(((cpu_ctx *)be->ctx)->sq);
-    free(((cpu_ctx *)be->ctx)->texels);
+    free(((cpu_ctx *)be->ctx)->pos);
     free(be->ctx);
     free(be);
 }
 
 static void cpu_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes) { *free_bytes = *total_bytes = 0; }
+static uint64_t cpu_memory_peak(bk_backend *be) { (void)be; return 0; }   /* host memory: see bk_peak_rss */
 
 static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
 {
@@ -267,7 +285,8 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
 }
 
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
-                                               cpu_bake_begin, cpu_bake_run, cpu_bake_end, cpu_memory,
+                                               cpu_bake_begin, cpu_bake_run, cpu_bake_fetch, cpu_bake_end, cpu_memory,
+                                               cpu_memory_peak,
                                                cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps };
 
 bk_backend *bk_backend_cpu_init(void)

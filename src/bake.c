@@ -103,13 +103,15 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
 {
     /* Per pixel: the float image (12 B) and its coverage (1 B) throughout; while the map is
      * written, the 8-bit or float copy and the encoder's filtered rows and deflate output (about
-     * 12 B). Per texel: the texels (32 B) throughout; during the bake their sums (16 B), and on the
-     * CPU the backend's own copy of both (48 B). The rasterizer's per-pixel scratch (12 B) is gone
-     * before the image is allocated. */
+     * 12 B). Per texel: the texels (32 B) until the map is written; during the bake, on the CPU,
+     * the backend's sums (20 B) and moved positions (12 B) (the driver fetches the sums a slice at
+     * a time). The rasterizer's per-pixel scratch (12 B) is gone before the image is allocated.
+     * Not counted: the denoiser (its per-texel colours and charts, 20 B; on the CPU four float4
+     * layouts of a page, 64 B per pixel of the page). */
     uint64_t tex = (uint64_t)sizeof(bk_texel), sums = (uint64_t)sizeof(bk_f4) + sizeof(float);
     uint64_t raster = pixels * 13 + pixels * 12 + texels * tex;
-    uint64_t bake = pixels * 13 + texels * (tex + sums + (on_device ? 0 : tex + sums));
-    uint64_t write = pixels * (13 + 12) + texels * tex;
+    uint64_t bake = pixels * 13 + texels * (tex + (on_device ? 0 : sums + 12));
+    uint64_t write = pixels * (13 + 12);
     uint64_t h = raster > bake ? raster : bake;
     *host = h > write ? h : write;
     *device = on_device ? texels * (tex + sums) : 0;
@@ -147,8 +149,8 @@ typedef struct zero_job { zero_slice s[ZERO_THREADS]; int n; } zero_job;
 static void *zero_run(void *arg)
 {
     zero_slice *z = arg;
-    memset(z->a, 0, z->na);
-    memset(z->b, 0, z->nb);
+    if (z->na) memset(z->a, 0, z->na);
+    if (z->nb) memset(z->b, 0, z->nb);
     return NULL;
 }
 
@@ -156,11 +158,12 @@ static void zero_start(zero_job *j, void *a, size_t na, void *b, size_t nb)
 {
     int cpus = bk_cpu_threads();
     j->n = cpus < 2 ? 1 : (cpus > ZERO_THREADS ? ZERO_THREADS : cpus);
+    if (!na && !nb) j->n = 0;                     /* nothing to zero (a bake into texel colours) */
     for (int i = 0; i < j->n; ++i) {
         zero_slice *z = &j->s[i];
         size_t a0 = na * (size_t)i / (size_t)j->n, a1 = na * (size_t)(i + 1) / (size_t)j->n;
         size_t b0 = nb * (size_t)i / (size_t)j->n, b1 = nb * (size_t)(i + 1) / (size_t)j->n;
-        z->a = (char *)a + a0; z->na = a1 - a0; z->b = (char *)b + b0; z->nb = b1 - b0;
+        z->a = a ? (char *)a + a0 : NULL; z->na = a1 - a0; z->b = b ? (char *)b + b0 : NULL; z->nb = b1 - b0;
         z->started = j->n > 1 && pthread_create(&z->th, NULL, zero_run, z) == 0;
         if (!z->started) zero_run(z);             /* one core, or no thread: do it here */
     }
@@ -178,14 +181,21 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
 {
     memset(res, 0, sizeof *res);
     double t0 = bk_time_now();
-    bk_f4 *out = malloc(sizeof(bk_f4) * (n ? n : 1));
-    float *sq = o->variance ? malloc(sizeof(float) * (n ? n : 1)) : NULL;
-    if (!out || (o->variance && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
-    /* The image and the sums are zeroed (and their fresh pages faulted in) by threads while the
-     * backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than the
-     * GPU's whole bake. */
+    /* The sums come back a slice at a time (FETCH texels, 320 KB), straight into the image: the
+     * host never holds a copy of every texel's sums (20 B per texel) beside the image. */
+    enum { FETCH = 16384 };
+    const uint32_t nf = n < FETCH ? (n ? n : 1) : FETCH;
+    bk_f4 *out = malloc(sizeof(bk_f4) * nf);
+    const int want_var = o->variance || o->texel_col;
+    float *sq = want_var ? malloc(sizeof(float) * nf) : NULL;
+    if (!out || (want_var && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
+    /* The image and its variance are zeroed (and their fresh pages faulted in) by threads while
+     * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
+     * the GPU's whole bake. */
     zero_job zj;
-    zero_start(&zj, rgb, sizeof(float) * 3 * (size_t)w * (size_t)h, out, sizeof(bk_f4) * (size_t)n);
+    float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
+    const size_t img_px = (size_t)w * (size_t)h;
+    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
     if (be->i->bake_begin(be, v, texels, n, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
     /* Launches cover a block of texels and a run of samples of each. A launch lasts at least as
      * long as its slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold
@@ -240,26 +250,44 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     if (show) progress_draw(1.0, bk_time_now() - t0, 1);
     if (lines) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
     zero_join(&zj);
-    if (be->i->bake_end(be, out, sq, &res->totals, err, err_size)) { free(out); free(sq); return -1; }
     float inv = spp ? 1.0f / (float)spp : 0.0f;
-    if (o->variance) memset(o->variance, 0, sizeof(float) * (size_t)w * (size_t)h);
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t px = texels[i].pixel;
-        if (!(out[i].w * inv <= 0.1f)) {          /* mostly back faces: inside geometry */
-            res->invalid++;
-            if (coverage) coverage[px] = 0;
-            continue;
+    for (uint32_t f0 = 0; f0 < n; f0 += nf) {
+        uint32_t f1 = n - f0 > nf ? f0 + nf : n;
+        if (be->i->bake_fetch(be, f0, f1, out, sq, err, err_size)) {
+            bk_trace_totals ignore;
+            char ignore_err[8];
+            be->i->bake_end(be, NULL, NULL, &ignore, ignore_err, sizeof ignore_err);   /* release; the fetch's error stands */
+            free(out); free(sq);
+            return -1;
         }
-        rgb[3 * (size_t)px] = out[i].x * inv; rgb[3 * (size_t)px + 1] = out[i].y * inv; rgb[3 * (size_t)px + 2] = out[i].z * inv;
-        if (sq && spp > 1) {
-            /* unbiased sample variance of the luminance, then that of the mean of spp samples */
-            double m = (double)bk_luminance(bk_v3(out[i].x, out[i].y, out[i].z)) * inv;
-            double var = ((double)sq[i] * inv - m * m) * (double)spp / (double)(spp - 1);
-            o->variance[px] = var > 0.0 ? (float)(var * inv) : 0.0f;
+        for (uint32_t i = f0; i < f1; ++i) {
+            const bk_f4 s = out[i - f0];
+            uint32_t px = texels[i].pixel;
+            if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
+                res->invalid++;
+                if (coverage) coverage[px] = 0;
+                if (o->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; o->texel_col[i] = z; }
+                continue;
+            }
+            float v = 0.0f;
+            if (sq && spp > 1) {
+                /* unbiased sample variance of the luminance, then that of the mean of spp samples */
+                double m = (double)bk_luminance(bk_v3(s.x, s.y, s.z)) * inv;
+                double var = ((double)sq[i - f0] * inv - m * m) * (double)spp / (double)(spp - 1);
+                v = var > 0.0 ? (float)(var * inv) : 0.0f;
+            }
+            if (o->texel_col) {
+                bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, v };
+                o->texel_col[i] = c;
+                continue;
+            }
+            rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
+            if (o->variance && spp > 1) o->variance[px] = v;
         }
     }
     free(out);
     free(sq);
+    if (be->i->bake_end(be, NULL, NULL, &res->totals, err, err_size)) return -1;
     res->wall_seconds = bk_time_now() - t0;
     return 0;
 }

@@ -46,6 +46,10 @@ typedef struct bk_bake_run_opts {
     float         *variance;        /* NULL, or w * h floats that get each baked pixel's variance
                                        of its mean luminance (the sample variance / spp; 0 where
                                        nothing was baked): what the denoiser weighs by */
+    bk_f4         *texel_col;       /* NULL, or n float4s that get each texel's mean rgb and, in w,
+                                       the variance of its mean luminance (as variance; all 0 for a
+                                       texel inside geometry) instead of the image: rgb and
+                                       variance are then not written (rgb may be NULL) */
 } bk_bake_run_opts;
 
 typedef struct bk_bake_result {

@@ -24,6 +24,8 @@ const char bk_bench_usage[] =
     "       baker bench stacks [SCENE...] [--size N] [--spp N] [--bounces N] [--texels-per-voxel N]\n"
     "                          [--reps N] [--stack-size K] [--backend cpu|cuda|auto] [--threads N]\n"
     "                          [--csv FILE] [--svg FILE]\n"
+    "       baker bench bake [--scenes A,B,..] [--sizes 1024,4096] [--spp N] [--bounces N]\n"
+    "                        [--backend cpu|cuda|auto] [--reps N] [--csv FILE] [-- BAKE OPTIONS...]\n"
     "\n"
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
@@ -34,7 +36,16 @@ const char bk_bench_usage[] =
     "accel x stack strategy (global; short and spill with K = 8 entries) x register cap (none, 32)\n"
     "and prints bake seconds (best of R, default 3), Mrays/s, registers, local and shared memory,\n"
     "theoretical and achieved occupancy (docs/bench_stacks.md). Default scenes: sponza-dabrovic,\n"
-    "and /tmp/world54k.vox when it exists. --csv and --svg write the rows and a bar chart.\n";
+    "and /tmp/world54k.vox when it exists. --csv and --svg write the rows and a bar chart.\n"
+    "\n"
+    "bench bake: runs the whole bake command (baker SCENE -o PNG, sun + sky, default 64 spp and 2\n"
+    "bounces) as a child process per scene x size, into a temporary folder removed afterwards, and\n"
+    "prints its phases from --stats (startup, load, build, upload, atlas, bake, denoise, write,\n"
+    "free), rest = wall - their sum (exec, exit: what no phase accounts for), the wall time of the\n"
+    "process, its peak host memory (rusage), peak device memory and host bytes per atlas texel.\n"
+    "The row of a scene x size is its run of least wall time of N (default 1). Scenes are paths or\n"
+    "sponza, sibenik, dragon_vrip, dragon_vrip_res2 (default sponza,dragon_vrip) under\n"
+    "$BK_SCENES_DIR, else ../shared/scenes. Options after -- go to every bake. --csv writes the rows.\n";
 
 /* Relative to $BK_SCENES_DIR, else ../shared/scenes (run from the repository root). */
 static const char *const default_scenes[] = {
@@ -188,6 +199,7 @@ int bk_bench_main(int argc, char **argv)
     if (argc >= 1 && !strcmp(argv[0], "trace")) return bk_bench_trace(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "load")) return bk_bench_load(argc - 1, argv + 1);
     if (argc >= 1 && !strcmp(argv[0], "stacks")) return bk_bench_stacks(argc - 1, argv + 1);
+    if (argc >= 1 && !strcmp(argv[0], "bake")) return bk_bench_bake(argc - 1, argv + 1);
     fputs(bk_bench_usage, argc ? stderr : stdout);
     return 2;
 }

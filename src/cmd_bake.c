@@ -154,6 +154,22 @@ typedef struct bake_cli {
     int           noscale;
 } bake_cli;
 
+/* The phases of a bake, in order; every second of the command from its start to the stats
+ * belongs to one of them (`baker bench bake` reports the wall time no phase accounts for):
+ * startup = options, files checked, the backend made (a CUDA context); upload = the tree to the
+ * backend; free = the big buffers and the backend released before the stats are written. */
+#define BAKE_PHASES(X) X(STARTUP, startup) X(LOAD, load) X(BUILD, build) X(UPLOAD, upload) X(ATLAS, atlas) \
+                       X(BAKE, bake) X(DENOISE, denoise) X(WRITE, write) X(FREE, free)
+#define PH_ENUM(E, n) PH_##E,
+enum bake_phase { BAKE_PHASES(PH_ENUM) PH_COUNT };
+#undef PH_ENUM
+#define PH_NAME(E, n) #n,
+static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
+#undef PH_NAME
+
+/* memory figures (bytes): estimates made before the texels, and the peaks */
+enum bake_mem { MEM_EST_HOST, MEM_EST_DEVICE, MEM_PEAK_HOST, MEM_PEAK_DEVICE, MEM_COUNT };
+
 static int parse(bake_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
@@ -371,24 +387,36 @@ static int bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a,
 static float auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                            char *err, size_t err_size)
 {
-    uint32_t *keys = malloc(sizeof(uint32_t) * (npx ? npx : 1)), counts[512];
-    float *lum = malloc(sizeof(float) * (npx ? npx : 1));
+    /* in slices of at most 4M texels (32 MB of keys and luminances, not 8 B per pixel of the map);
+     * the histogram's counts add up exactly, the mean's sums in double */
+    enum { SLICE = 1 << 22 };
+    size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE;
+    uint32_t *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
+    float *lum = malloc(sizeof(float) * cap);
     if (!keys || !lum) { free(keys); free(lum); bk_fail(err, err_size, "out of memory"); return -1.0f; }
-    uint64_t m = 0;
-    for (size_t i = 0; i < npx; ++i) {
-        if (cov && cov[i] != 1) continue;
-        float l = 0.2126f * rgb[3 * i] + 0.7152f * rgb[3 * i + 1] + 0.0722f * rgb[3 * i + 2];
-        int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
-        keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
-        lum[m++] = l;
-    }
+    memset(counts, 0, sizeof counts);
+    uint64_t total = 0;
     double sum = 0;
-    if (bk_stats_histogram(gpu, keys, m, 512, counts, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &sum, err, err_size)) {
-        free(keys); free(lum);
-        return -1.0f;
+    for (size_t i = 0; i < npx;) {
+        size_t m = 0;
+        for (; i < npx && m < cap; ++i) {
+            if (cov && cov[i] != 1) continue;
+            float l = 0.2126f * rgb[3 * i] + 0.7152f * rgb[3 * i + 1] + 0.0722f * rgb[3 * i + 2];
+            int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
+            keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
+            lum[m++] = l;
+        }
+        double s = 0;
+        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &s, err, err_size)) {
+            free(keys); free(lum);
+            return -1.0f;
+        }
+        for (int b = 0; b < 512; ++b) counts[b] += part[b];
+        sum += s;
+        total += m;
     }
     free(keys); free(lum);
-    *mean_lum = m ? sum / (double)m : 0.0;
+    *mean_lum = total ? sum / (double)total : 0.0;
     uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
     if (b == 0) return 1.0f;                       /* a black map: nothing to expose */
     float white = exp2f((float)b / 8.0f - 20.0f);  /* the bin's upper edge */
@@ -455,8 +483,8 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 }
 
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
-                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[6], const char *backend,
-                             double mean_lum, double sort_seconds, const uint64_t mem[3], const bk_denoise_result *dn)
+                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT], const char *backend,
+                             double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -478,10 +506,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                 s->vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
                 (unsigned long long)vm->hidden_faces, vm->quad_count, c->texels_per_voxel, vm->seconds);
     write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names, c->out);
-    /* startup: the time the command waited for the backend's start (a CUDA context) and upload
-     * beyond what loading, building and the atlas hid */
-    fprintf(f, "  \"seconds\": { \"startup\": %.6f, \"load\": %.6f, \"build\": %.6f, \"atlas\": %.6f, \"bake\": %.6f, "
-               "\"write\": %.6f },\n", ph[5], ph[0], ph[1], ph[2], ph[3], ph[4]);
+    fputs("  \"seconds\": { ", f);
+    double total = 0.0;
+    for (int k = 0; k < PH_COUNT; ++k) { fprintf(f, "\"%s\": %.6f, ", phase_names[k], ph[k]); total += ph[k]; }
+    fprintf(f, "\"total\": %.6f },\n", total);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
                "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
@@ -492,8 +520,11 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
             dn->texels ? "true" : "false", c->dn.passes, c->dn.sigma_l, c->dn.sigma_n, c->dn.sigma_x, dn->seconds,
             dn->filter_seconds, dn->prep_seconds, dn->backend_seconds, dn->finish_seconds, (unsigned long long)dn->texels,
             dn->charts);
-    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu },\n",
-            (unsigned long long)mem[0], (unsigned long long)mem[1], (unsigned long long)mem[2]);
+    uint64_t px = (uint64_t)BK_ATLAS_PIXELS(at);
+    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu, "
+               "\"peak_device_bytes\": %llu, \"atlas_texels\": %llu, \"peak_host_bytes_per_texel\": %.2f },\n",
+            (unsigned long long)mem[MEM_EST_HOST], (unsigned long long)mem[MEM_EST_DEVICE], (unsigned long long)mem[MEM_PEAK_HOST],
+            (unsigned long long)mem[MEM_PEAK_DEVICE], (unsigned long long)px, px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
     fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",
             c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds);
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
@@ -545,7 +576,7 @@ static double gb(uint64_t bytes) { return (double)bytes / 1e9; }
 /* The memory the rest of the bake needs (bk_bake_estimate) against what the machine has: a bake
  * that cannot fit is refused before it starts, with the numbers and what to change. est[0] gets
  * the host peak to expect (what the process holds now plus the estimate), est[1] the device's. */
-static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[2])
+static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT])
 {
     uint64_t total, avail, dfree, dtotal;
     bk_host_memory(&total, &avail);
@@ -626,6 +657,7 @@ static void be_start_upload(be_start *b, const bk_accel_view *v)
 
 int bk_cmd_bake(int argc, char **argv)
 {
+    double t_start = bk_time_now();
     bake_cli c;
     /* --stats FILE belongs to the bake; bk_cli_trace_option would take a bare --stats as the
      * trace counters flag, so pull it out first. */
@@ -659,7 +691,7 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 1;
 
     char err[1024], msg[512];
-    double ph[6] = { 0, 0, 0, 0, 0, 0 }, t0 = bk_time_now();
+    double ph[PH_COUNT] = { 0 }, t0 = bk_time_now();
     bk_scene s, one;
     memset(&s, 0, sizeof s);
     memset(&one, 0, sizeof one);
@@ -674,22 +706,26 @@ int bk_cmd_bake(int argc, char **argv)
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
     uint8_t *cov = NULL;
-    float *rgb = NULL, *var = NULL, *tri_scale = NULL;
+    float *rgb = NULL, *tri_scale = NULL;
+    bk_f4 *tcol = NULL;
     bk_denoise_result dres;
     memset(&dres, 0, sizeof dres);
     uint32_t ntx = 0;
     bk_prim *gpu = NULL;
     double mean_lum = 0.0, sort_seconds = 0.0;
-    uint64_t mem[3] = { 0, 0, 0 };
+    uint64_t mem[MEM_COUNT] = { 0 };
+    char backend_name[64] = "";
     FILE *f;
-    /* The backend starts (a CUDA context: about 0.3 s) on a thread of its own while the scene
-     * loads and its accel builds, and takes the scene while the atlas builds (be_start). */
+    /* The backend starts (a CUDA context: about 0.25 s) on a thread of its own while the scene
+     * loads and its accel builds, and takes the scene while the atlas builds (be_start). The
+     * phases startup and upload count only the waits for it that loading, building and the
+     * atlas did not hide. */
     bk_backend *be = NULL;
     be_start bs;
-    double startup = 0.0;       /* time spent waiting for the backend's start and upload */
     be_start_begin(&bs, c.t.backend, &c.t.opts);
 
     t0 = bk_time_now();
+    ph[PH_STARTUP] = t0 - t_start;
     for (int k = 0; k < c.nscenes; ++k) {
         bk_scene *dst = k == 0 ? &s : &one;
         if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
@@ -729,7 +765,7 @@ int bk_cmd_bake(int argc, char **argv)
             goto done;
         }
     }
-    ph[0] = bk_time_now() - t0;
+    ph[PH_LOAD] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     bk_build_opts bo = bk_build_opts_default();
@@ -739,13 +775,14 @@ int bk_cmd_bake(int argc, char **argv)
      * starts with the scene's triangles); voxel hits bring their normal and material along. */
     const bk_scene *trace_scene = &s;
     if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
-    bk_accel_view av = bk_accel_get_view(&a);
-    ph[1] = bk_time_now() - t0;
+    ph[PH_BUILD] = bk_time_now() - t0;
     t0 = bk_time_now();
     be = be_start_join(&bs);
-    startup += bk_time_now() - t0;
+    ph[PH_STARTUP] += bk_time_now() - t0;
     if (!be || !bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
     if (bs.note[0] && !c.quiet) fprintf(stderr, "baker: %s\n", bs.note);
+    snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
+    bk_accel_view av = bk_accel_get_view(&a);
     be_start_upload(&bs, &av);
 
     t0 = bk_time_now();
@@ -790,13 +827,14 @@ int bk_cmd_bake(int argc, char **argv)
     {
         const double tw = bk_time_now();
         be_start_join(&bs);
-        startup += bk_time_now() - tw;
+        ph[PH_UPLOAD] = bk_time_now() - tw;
         if (!bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
     }
     if (check_memory(&c, be, &at, mem)) goto done;
     if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    ph[2] = bk_time_now() - t0;
+    ph[PH_ATLAS] = bk_time_now() - t0 - ph[PH_UPLOAD];
 
+    t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
     /* lighting defaults that depend on the scene */
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
                        (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
@@ -825,7 +863,6 @@ int bk_cmd_bake(int argc, char **argv)
     if (has_vox && (!(tpu_min > 0) || (float)c.texels_per_voxel < tpu_min)) tpu_min = (float)c.texels_per_voxel;
     c.p.texel_world = tpu_min > 0 ? 1.0f / tpu_min : 0.01f * diag;
 
-    t0 = bk_time_now();
     /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
     bk_backend_caps caps;
     be->i->caps(be, &caps);
@@ -834,10 +871,9 @@ int bk_cmd_bake(int argc, char **argv)
     /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
     size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
     int img_h = at.height * at.page_count;
-    rgb = malloc(sizeof(float) * 3 * npx);
-    if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     bk_bake_view bv = bk_bake_data_view(&bd, &a);
     bk_bake_run_opts ro;
+    memset(&ro, 0, sizeof ro);
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
     /* The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
@@ -851,26 +887,51 @@ int bk_cmd_bake(int argc, char **argv)
         if (be->i->supports(be, &capped, why, sizeof why)) ro.trace = capped;
     }
     const int denoise = c.denoise >= 0 ? c.denoise : c.p.mode == BK_BAKE_LIGHT;
+    /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
+     * denoiser is done and only then makes the image (12 B per pixel): never both at once with
+     * the texels (32 B), nor a variance per pixel. */
     if (denoise && c.dn.passes > 0 && c.p.spp > 1) {
-        var = malloc(sizeof(float) * npx);
-        if (!var) { fprintf(stderr, "baker: out of memory for the texels' variance\n"); goto done; }
-        ro.variance = var;
+        tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
+        if (!tcol) { fprintf(stderr, "baker: out of memory for the colours of %u texels\n", ntx); goto done; }
+        ro.texel_col = tcol;
     } else {
-        ro.variance = NULL;
+        rgb = malloc(sizeof(float) * 3 * npx);
+        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     }
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
-    ph[3] = bk_time_now() - t0;
-    if (var && bk_denoise_lightmap(be, rgb, var, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, at.page_count,
-                                   c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
-        goto done;
+    ph[PH_BAKE] = bk_time_now() - t0;
+    t0 = bk_time_now();
+    if (tcol) {
+        if (bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, c.p.texel_world, &c.dn, &dres,
+                                     err, sizeof err)) {
+            fprintf(stderr, "baker: %s\n", err);
+            goto done;
+        }
+        /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
+         * last texel down, a slice at a time, each slice's colours given back once written (texels
+         * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
+         * never both whole) */
+        rgb = calloc(3 * npx, sizeof(float));
+        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
+        enum { SLICE = 1 << 20 };
+        for (uint32_t end = ntx; end > 0;) {
+            uint32_t begin = end > SLICE ? end - SLICE : 0;
+            for (uint32_t i = begin; i < end; ++i) {
+                size_t px = tx[i].pixel;
+                rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
+            }
+            end = begin;
+            bk_f4 *shrunk = end ? realloc(tcol, sizeof(bk_f4) * end) : NULL;
+            if (shrunk) tcol = shrunk;
+        }
+        free(tcol);
+        tcol = NULL;
     }
-    free(var);
-    var = NULL;
+    ph[PH_DENOISE] = bk_time_now() - t0;
 
     t0 = bk_time_now();
     if (c.exposure_auto || c.stats) {
@@ -884,6 +945,8 @@ int bk_cmd_bake(int argc, char **argv)
         fprintf(stderr, "baker: %s\n", err);
         goto done;
     }
+    free(tx);                   /* no texel is needed after the fill: 32 B each, not held while writing */
+    tx = NULL;
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */
@@ -908,12 +971,24 @@ int bk_cmd_bake(int argc, char **argv)
             goto done;
         }
     }
-    ph[4] = bk_time_now() - t0;
-    mem[2] = bk_peak_rss();
-    ph[5] = startup;
+    ph[PH_WRITE] = bk_time_now() - t0;
+    /* What the stats and the summary no longer need goes before they are written, so that its
+     * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
+    t0 = bk_time_now();
+    mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
+    free(rgb); rgb = NULL;
+    free(tx); tx = NULL;
+    free(cov); cov = NULL;
+    bk_prim_free(gpu); gpu = NULL;
+    bk_bake_data_free(&bd);
+    bk_accel_free(&a);
+    memset(&a, 0, sizeof a);
+    bk_backend_free(be); be = NULL;
+    ph[PH_FREE] = bk_time_now() - t0;
+    mem[MEM_PEAK_HOST] = bk_peak_rss();
     if (c.stats) {
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, be->i->name(be), mean_lum, sort_seconds, mem, &dres);
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres);
     }
     if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
     if (!c.quiet) {
@@ -921,36 +996,42 @@ int bk_cmd_bake(int argc, char **argv)
         if (at.page_count > 1 || c.pages_auto)
             fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene,
                     page_names[0], page_names[at.page_count - 1], at.page_count, at.width, at.height, at.chart_count, ntx,
-                    100.0 * at.utilisation, be->i->name(be));
+                    100.0 * at.utilisation, backend_name);
         else
             fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c.scene, c.out,
-                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, be->i->name(be));
+                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, backend_name);
         if (has_vox)
             fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
                          "%llu texels at %d per voxel; surface %.3f s\n", s.vox_instance_count, (unsigned long long)vm.voxel_count,
                     (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces, vm.quad_count, vm.quad_count,
                     (unsigned long long)vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel), c.texels_per_voxel, vm.seconds);
-        fprintf(say, "  start %.3f s | load %.3f s | build %.3f s | atlas %.3f s | bake %.3f s | write %.3f s\n", ph[5], ph[0], ph[1],
-                ph[2], ph[3], ph[4]);
+        fprintf(say, " ");
+        for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", phase_names[k], ph[k]);
+        fputc('\n', say);
         fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
                 (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
         if (dres.texels)
             fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres.seconds,
-                    dres.filter_seconds, be->i->name(be), (unsigned long long)dres.texels, dres.charts);
-        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB)", gb(mem[2]), gb(mem[0]));
-        if (mem[1]) fprintf(say, ", estimated %.2f GB on the GPU", gb(mem[1]));
+                    dres.filter_seconds, backend_name, (unsigned long long)dres.texels, dres.charts);
+        uint64_t px = (uint64_t)BK_ATLAS_PIXELS(&at);
+        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)", gb(mem[MEM_PEAK_HOST]),
+                gb(mem[MEM_EST_HOST]), px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
+        if (mem[MEM_PEAK_DEVICE] || mem[MEM_EST_DEVICE])
+            fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)", gb(mem[MEM_PEAK_DEVICE]), gb(mem[MEM_EST_DEVICE]));
         fputc('\n', say);
         if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
         if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
     }
     rc = 0;
 done:
-    if (!be) be = be_start_join(&bs);
-    else be_start_join(&bs);
+    if (bs.running) {           /* an error while the backend's thread was still at work */
+        be_start_join(&bs);
+        if (!be) be = bs.be;
+    }
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(var); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);

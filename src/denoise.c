@@ -110,14 +110,12 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 typedef struct dn_run { uint32_t chart; float s[3]; } dn_run;   /* a run's partial sums: float,
                                                                     as a run is cut at 64 texels */
 typedef struct dn_map_job {
-    int phase;                    /* 0: colours and charts in, runs of the colours; 1: runs of the
-                                     filtered colours; 2: scaled colours out */
+    int phase;                    /* 0: charts in, runs of the colours; 1: runs of the filtered
+                                     colours; 2: each chart scaled back to its sum */
     const bk_texel *texels;
     const uint32_t *tri_chart;
     uint32_t tri_count;
     const uint8_t *coverage;
-    const float *var;
-    float *rgb;
     bk_f4 *col;
     uint32_t *chart;
     const double *sums;
@@ -138,14 +136,12 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
         j->run_count[k] = 0;
     }
     for (size_t i = b; i < e; ++i) {
-        const size_t px = j->texels[i].pixel;
         if (j->phase == 0) {
+            const size_t px = j->texels[i].pixel;
             const uint32_t t = j->texels[i].tri;
             uint32_t c = t < j->tri_count ? j->tri_chart[t] : BK_NONE;
             if (c == BK_NONE || (j->coverage && j->coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
             j->chart[i] = c;
-            j->col[i].x = j->rgb[3 * px]; j->col[i].y = j->rgb[3 * px + 1]; j->col[i].z = j->rgb[3 * px + 2];
-            j->col[i].w = j->var[px];
         }
         const uint32_t c = j->chart[i];
         if (c == BK_DN_NONE) continue;
@@ -168,9 +164,9 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
             /* each chart back to its own sum, channel by channel: the filter moves light within
              * a chart, never into or out of it */
             const double *sm = j->sums + 6 * (size_t)c;
-            j->rgb[3 * px] = sm[3] > 0.0 ? (float)(v.x * (sm[0] / sm[3])) : v.x;
-            j->rgb[3 * px + 1] = sm[4] > 0.0 ? (float)(v.y * (sm[1] / sm[4])) : v.y;
-            j->rgb[3 * px + 2] = sm[5] > 0.0 ? (float)(v.z * (sm[2] / sm[5])) : v.z;
+            j->col[i].x = sm[3] > 0.0 ? (float)(v.x * (sm[0] / sm[3])) : v.x;
+            j->col[i].y = sm[4] > 0.0 ? (float)(v.y * (sm[1] / sm[4])) : v.y;
+            j->col[i].z = sm[5] > 0.0 ? (float)(v.z * (sm[2] / sm[5])) : v.z;
         }
     }
     if (j->phase <= 1) { j->runs[k] = runs; j->run_count[k] = nr; }
@@ -192,19 +188,17 @@ static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
     return 0;
 }
 
-int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
-                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
-                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels, uint32_t n,
+                             const uint32_t *tri_chart, uint32_t tri_count, int w, int h, float texel_world,
+                             const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
-    (void)pages;                              /* the texels' pixel numbers say which page */
     if (o->passes <= 0 || n == 0) return 0;
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
     uint32_t charts = 0;
     for (uint32_t t = 0; t < tri_count; ++t) if (tri_chart[t] != BK_NONE && tri_chart[t] + 1 > charts) charts = tri_chart[t] + 1;
     const size_t chunks = ((size_t)n + DN_CHUNK - 1) / DN_CHUNK;
-    bk_f4 *col = malloc(sizeof(bk_f4) * n);
     uint32_t *chart = malloc(sizeof(uint32_t) * n);
     double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
     dn_run **runs = calloc(chunks, sizeof *runs);
@@ -212,13 +206,13 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
     int rc = 0;
     dn_map_job mj;
     memset(&mj, 0, sizeof mj);
-    mj.texels = texels; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage; mj.var = var;
-    mj.rgb = rgb; mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
+    mj.texels = texels; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
+    mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
-    /* the texels as the backends take them, and each chart's sums before the filter */
-    if (!col || !chart || !sums || !runs || !run_count || dn_map(&mj, 0, n, sums)) {
+    /* the texels' charts, and each chart's sums before the filter */
+    if (!chart || !sums || !runs || !run_count || dn_map(&mj, 0, n, sums)) {
         rc = bk_fail(err, err_size, "out of memory for the denoiser");
         goto out;
     }
@@ -251,7 +245,65 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
 out:
     for (size_t k = 0; runs && k < chunks; ++k) free(runs[k]);
     free(runs); free(run_count);
-    free(col); free(chart); free(sums);
+    free(chart); free(sums);
+    res->seconds = bk_time_now() - t0;
+    return rc;
+}
+
+/* The texels' colours out of (phase 0) and back into (phase 1) the image: only the texels the
+ * denoiser filters go back (those of a chart, baked), the others' pixels are left as they are. */
+typedef struct dn_image_job {
+    int phase;
+    const bk_texel *texels;
+    const uint32_t *tri_chart;
+    uint32_t tri_count;
+    const uint8_t *coverage;
+    const float *var;
+    float *rgb;
+    bk_f4 *col;
+} dn_image_job;
+
+static void dn_image_run(void *ctx, size_t b, size_t e, int worker)
+{
+    const dn_image_job *j = ctx;
+    for (size_t i = b; i < e; ++i) {
+        const size_t px = j->texels[i].pixel;
+        const uint32_t t = j->texels[i].tri;
+        if (j->phase == 0) {
+            j->col[i].x = j->rgb[3 * px]; j->col[i].y = j->rgb[3 * px + 1]; j->col[i].z = j->rgb[3 * px + 2];
+            j->col[i].w = j->var[px];
+        } else if (t < j->tri_count && j->tri_chart[t] != BK_NONE && !(j->coverage && j->coverage[px] != BK_COVER_TEXEL)) {
+            j->rgb[3 * px] = j->col[i].x; j->rgb[3 * px + 1] = j->col[i].y; j->rgb[3 * px + 2] = j->col[i].z;
+        }
+    }
+}
+
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
+                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
+                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+{
+    memset(res, 0, sizeof *res);
+    (void)pages;                              /* the texels' pixel numbers say which page */
+    if (o->passes <= 0 || n == 0) return 0;
+    const double t0 = bk_time_now();
+    bk_f4 *col = malloc(sizeof(bk_f4) * n);
+    if (!col) return bk_fail(err, err_size, "out of memory for the denoiser");
+    dn_image_job ij;
+    memset(&ij, 0, sizeof ij);
+    ij.texels = texels; ij.tri_chart = tri_chart; ij.tri_count = tri_count; ij.coverage = coverage; ij.var = var;
+    ij.rgb = rgb; ij.col = col;
+    bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
+    const double t1 = bk_time_now();
+    int rc = bk_denoise_texel_colours(be, col, coverage, texels, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
+                                      err_size);
+    const double t2 = bk_time_now();
+    if (rc == 0) {
+        ij.phase = 1;
+        bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);
+    }
+    free(col);
+    res->prep_seconds += t1 - t0;
+    res->finish_seconds += bk_time_now() - t2;
     res->seconds = bk_time_now() - t0;
     return rc;
 }

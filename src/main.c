@@ -36,6 +36,8 @@ static const char usage[] =
     "                                                        Mrays/s of every accel x stack\n"
     "  baker bench stacks [SCENE...] [--csv F] [--svg F]     the bake under every accel x stack\n"
     "                                                        x register cap, with occupancy\n"
+    "  baker bench bake [--scenes A,B] [--sizes 1024,4096] [--csv F] [-- BAKE OPTIONS]\n"
+    "                                                        the whole bake command, phase by phase\n"
     "  baker diff A B [-o DIFF.png] [--mask M.png] [--json]  compare two lightmaps: RMSE, PSNR\n"
     "                                                        (linear, sRGB), bias, difference image\n"
     "  baker help COMMAND                                    options of one command\n"

@@ -1,0 +1,316 @@
+/* bench_bake.c - `baker bench bake`: the whole bake command, timed from the outside.
+ *
+ * Each run is the real command in a child process (fork, then exec of /proc/self/exe with `bake`,
+ * output into a temporary folder removed afterwards), so the wall time is the whole process: exec,
+ * start-up, a CUDA context, the phases, freeing and exit. The child's --stats JSON gives the phases
+ * (cmd_bake.c: startup, load, build, upload, atlas, bake, denoise, write, free) and its peak device
+ * memory; wait4's rusage gives its peak host memory (ru_maxrss of the whole child). "rest" is the
+ * wall time no phase accounts for: exec and dynamic loading, writing the stats, exit (a CUDA
+ * context's teardown). With --reps N the row is the run of least wall time.
+ */
+#define _DEFAULT_SOURCE             /* wait4, mkdtemp */
+#include "bench_trace.h"
+#include "cli.h"
+#include "outputs.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* the issue 10 settings: sun + sky, 64 spp, 2 bounces */
+#define BENCH_SUN "0.3,1,0.2,3,2.9,2.7,0.5"
+#define BENCH_SKY "0.4,0.5,0.7"
+
+/* Short names for the shared scenes, relative to $BK_SCENES_DIR or ../shared/scenes. */
+static const char *const scene_alias[][2] = {
+    { "sponza", "sponza-dabrovic/sponza.obj" },
+    { "sibenik", "sibenik/sibenik.obj" },
+    { "dragon_vrip", "dragon/dragon_vrip.obj.gz" },
+    { "dragon_vrip_res2", "dragon/dragon_vrip_res2.obj" },
+};
+
+/* The phases as cmd_bake.c writes them under "seconds", in its order. */
+static const char *const phases[] = { "startup", "load", "build", "upload", "atlas", "bake", "denoise", "write", "free" };
+#define NPH ((int)(sizeof phases / sizeof phases[0]))
+
+typedef struct bench_run {
+    double   ph[NPH], rest, wall;
+    uint64_t peak_host, peak_device, texels;
+} bench_run;
+
+/* The number after "key": inside the flat object "obj": { ... } of JSON text (cmd_bake.c's stats:
+ * no nesting inside the objects read here). 0, or -1 when absent. */
+static int json_field(const char *text, const char *obj, const char *key, double *out)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\": {", obj);
+    const char *o = strstr(text, pat);
+    if (!o) return -1;
+    const char *end = strchr(o, '}');
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(o, pat);
+    if (!k || !end || k > end) return -1;
+    char *e;
+    double v = strtod(k + strlen(pat), &e);
+    if (e == k + strlen(pat)) return -1;
+    *out = v;
+    return 0;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0, r;
+    char *buf = malloc(cap + 1);
+    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) { char *nb = realloc(buf, 2 * cap + 1); if (!nb) { free(buf); buf = NULL; break; } buf = nb; cap *= 2; }
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    return buf;
+}
+
+/* "../x/dragon_vrip.obj.gz" -> "dragon_vrip" */
+static void scene_label(const char *path, char *out, size_t n)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    snprintf(out, n, "%s", b);
+    char *dot = strchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+}
+
+/* One bake in a child process; 0, or -1 after saying why (its stderr is shown). */
+static int run_child(const char *dir, char *const *args, bench_run *r)
+{
+    char stats[4200], errf[4200];
+    snprintf(stats, sizeof stats, "%s/stats.json", dir);
+    snprintf(errf, sizeof errf, "%s/stderr.txt", dir);
+    fflush(stdout);
+    fflush(stderr);
+    double t0 = bk_time_now();
+    pid_t pid = fork();
+    if (pid < 0) { fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno)); return -1; }
+    if (pid == 0) {
+        FILE *e = freopen(errf, "w", stderr);
+        FILE *o = freopen("/dev/null", "w", stdout);
+        if (!e || !o) _exit(127);
+        execv("/proc/self/exe", args);
+        fprintf(stderr, "baker bench bake: cannot run /proc/self/exe: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    pid_t w;
+    while ((w = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {}
+    r->wall = bk_time_now() - t0;
+    int ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    char *text = ok ? slurp(stats) : NULL;
+    double v;
+    if (text) {
+        for (int k = 0; k < NPH; ++k) {
+            if (json_field(text, "seconds", phases[k], &v)) { ok = 0; break; }
+            r->ph[k] = v;
+        }
+        r->peak_device = json_field(text, "memory", "peak_device_bytes", &v) ? 0 : (uint64_t)v;
+        r->texels = json_field(text, "memory", "atlas_texels", &v) ? 0 : (uint64_t)v;
+        uint64_t js = json_field(text, "memory", "peak_host_bytes", &v) ? 0 : (uint64_t)v;
+        r->peak_host = (uint64_t)ru.ru_maxrss * 1024u;       /* the whole child, exit included */
+        if (js > r->peak_host) r->peak_host = js;
+    }
+    if (!ok || !text) {
+        char *e = slurp(errf);
+        fprintf(stderr, "baker bench bake: the bake %s (%s); its messages:\n%s", !ok && text ? "wrote no phases in its stats" :
+                WIFEXITED(st) ? "failed" : "was killed", WIFEXITED(st) ? "exit status" : "signal", e ? e : "(none)\n");
+        if (WIFEXITED(st)) fprintf(stderr, "  exit status %d\n", WEXITSTATUS(st));
+        else if (WIFSIGNALED(st)) fprintf(stderr, "  signal %d\n", WTERMSIG(st));
+        free(e);
+        free(text);
+        return -1;
+    }
+    free(text);
+    double sum = 0.0;
+    for (int k = 0; k < NPH; ++k) sum += r->ph[k];
+    r->rest = r->wall - sum;
+    return 0;
+}
+
+static void print_header(void)
+{
+    printf("%-16s %6s", "scene", "size");
+    for (int k = 0; k < NPH; ++k) printf(" %8s", phases[k]);
+    printf(" %8s %8s %9s %9s %8s\n", "rest", "wall", "host MB", "dev MB", "B/texel");
+}
+
+static void print_row(const char *scene, int size, const bench_run *r)
+{
+    printf("%-16s %6d", scene, size);
+    for (int k = 0; k < NPH; ++k) printf(" %8.3f", r->ph[k]);
+    printf(" %8.3f %8.3f %9.1f %9.1f %8.1f\n", r->rest, r->wall, (double)r->peak_host / 1e6, (double)r->peak_device / 1e6,
+           r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
+    fflush(stdout);
+}
+
+static void csv_row(FILE *f, const char *scene, const char *path, int size, const char *backend, int spp, int bounces,
+                    const bench_run *r)
+{
+    fprintf(f, "%s,\"", scene);
+    for (const char *p = path; *p; ++p) { if (*p == '"') fputc('"', f); fputc(*p, f); }
+    fprintf(f, "\",%d,%s,%d,%d", size, backend, spp, bounces);
+    for (int k = 0; k < NPH; ++k) fprintf(f, ",%.6f", r->ph[k]);
+    fprintf(f, ",%.6f,%.6f,%.3f,%.3f,%llu,%.2f\n", r->rest, r->wall, (double)r->peak_host / 1e6, (double)r->peak_device / 1e6,
+            (unsigned long long)r->texels, r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
+}
+
+int bk_bench_bake(int argc, char **argv)
+{
+    const char *scenes = "sponza,dragon_vrip", *sizes = "1024,4096", *backend = "auto", *csv = NULL, *v;
+    uint64_t spp = 64, bounces = 2, reps = 1;
+    int nextra = 0;
+    char **extra = NULL;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) { extra = argv + i + 1; nextra = argc - i - 1; break; }
+        if (!strcmp(a, "--scenes")) { if (bk_cli_value(argc, argv, &i, &scenes)) return 2; }
+        else if (!strcmp(a, "--sizes")) { if (bk_cli_value(argc, argv, &i, &sizes)) return 2; }
+        else if (!strcmp(a, "--backend")) { if (bk_cli_value(argc, argv, &i, &backend)) return 2; }
+        else if (!strcmp(a, "--csv")) { if (bk_cli_value(argc, argv, &i, &csv)) return 2; }
+        else if (!strcmp(a, "--spp")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &spp)) return 2; }
+        else if (!strcmp(a, "--bounces")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &bounces)) return 2; }
+        else if (!strcmp(a, "--reps")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &reps)) return 2; }
+        else { fprintf(stderr, "baker bench bake: unknown argument '%s'\n%s", a, bk_bench_usage); return 2; }
+    }
+    /* the sizes, checked before any work */
+    int size_list[64], nsizes = 0;
+    {
+        char *dup = strdup(sizes), *save = NULL;
+        if (!dup) return 1;
+        for (char *p = strtok_r(dup, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+            uint64_t u;
+            if (nsizes == 64 || bk_cli_u64("--sizes", p, 4, 65536, &u)) { free(dup); return 2; }
+            size_list[nsizes++] = (int)u;
+        }
+        free(dup);
+        if (!nsizes) { fprintf(stderr, "baker bench bake: --sizes: no size given\n"); return 2; }
+    }
+    /* the scenes: paths, or the short names above */
+    const char *dir = getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
+    char *list = strdup(scenes), *save = NULL, *paths[64];
+    int nsc = 0, rc = 0;
+    if (!list) return 1;
+    for (char *p = strtok_r(list, ",", &save); p && nsc < 64; p = strtok_r(NULL, ",", &save)) {
+        const char *rel = NULL;
+        for (size_t k = 0; k < sizeof scene_alias / sizeof scene_alias[0]; ++k)
+            if (!strcmp(p, scene_alias[k][0])) rel = scene_alias[k][1];
+        size_t n = strlen(dir) + strlen(p) + 64;
+        if (!(paths[nsc] = malloc(n))) { rc = 1; break; }
+        if (rel && access(p, F_OK) != 0) snprintf(paths[nsc], n, "%s/%s", dir, rel);
+        else snprintf(paths[nsc], n, "%s", p);
+        if (access(paths[nsc], R_OK) != 0) {
+            fprintf(stderr, "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
+                            "$BK_SCENES_DIR or ../shared/scenes)\n", paths[nsc], strerror(errno));
+            free(paths[nsc]);
+            rc = 2;
+            break;
+        }
+        nsc++;
+    }
+    free(list);
+    bk_outputs io;
+    bk_outputs_init(&io);
+    char err[1024], tmpl[4096];
+    int out_csv = -1;
+    if (!rc && csv) {
+        for (int k = 0; k < nsc && !rc; ++k)
+            if (bk_outputs_input(&io, "a scene", paths[k], err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); rc = 2; }
+        if (!rc && (out_csv = bk_outputs_add(&io, "--csv", csv, 0, err, sizeof err)) < 0) {
+            fprintf(stderr, "baker: %s\n", err);
+            rc = out_csv == BK_OUT_CLASH ? 2 : 1;
+        }
+    }
+    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(tmpl, sizeof tmpl, "%s/baker-bench-XXXXXX", tmpdir);
+    if (!rc && !mkdtemp(tmpl)) { fprintf(stderr, "baker bench bake: cannot make a folder %s: %s\n", tmpl, strerror(errno)); rc = 1; }
+    if (rc) {
+        for (int k = 0; k < nsc; ++k) free(paths[k]);
+        bk_outputs_free(&io);
+        return rc;
+    }
+
+    /* the child's arguments: bake SCENE -o DIR/out.png --size N ... -- then the extra ones */
+    char out[4200], stats[4200], errf[4200], s_size[32], s_spp[32], s_bounces[32];
+    snprintf(out, sizeof out, "%s/out.png", tmpl);
+    snprintf(stats, sizeof stats, "%s/stats.json", tmpl);
+    snprintf(errf, sizeof errf, "%s/stderr.txt", tmpl);
+    snprintf(s_spp, sizeof s_spp, "%llu", (unsigned long long)spp);
+    snprintf(s_bounces, sizeof s_bounces, "%llu", (unsigned long long)bounces);
+    char **args = malloc(sizeof(char *) * (size_t)(32 + nextra));
+    FILE *cf = NULL;
+    if (!args) { rc = 1; goto done; }
+    int na = 0;
+    args[na++] = "baker"; args[na++] = "bake";
+    int scene_at = na;
+    args[na++] = NULL;
+    args[na++] = "-o"; args[na++] = out;
+    args[na++] = "--size"; args[na++] = s_size;
+    args[na++] = "--spp"; args[na++] = s_spp;
+    args[na++] = "--bounces"; args[na++] = s_bounces;
+    args[na++] = "--sun"; args[na++] = BENCH_SUN;
+    args[na++] = "--sky"; args[na++] = BENCH_SKY;
+    args[na++] = "--backend"; args[na++] = (char *)backend;
+    args[na++] = "--stats"; args[na++] = stats;
+    args[na++] = "--quiet";
+    for (int k = 0; k < nextra; ++k) args[na++] = extra[k];
+    args[na] = NULL;
+
+    if (out_csv >= 0) {
+        if (!(cf = bk_outputs_open(&io, out_csv, err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); rc = 1; goto done; }
+        fputs("scene,path,size,backend,spp,bounces", cf);
+        for (int k = 0; k < NPH; ++k) fprintf(cf, ",%s", phases[k]);
+        fputs(",rest,wall,peak_host_mb,peak_device_mb,atlas_texels,host_bytes_per_texel\n", cf);
+    }
+    printf("bench bake: %s backend, %llu spp, %llu bounces, sun %s, sky %s, best wall of %llu; seconds, then peak memory\n",
+           backend, (unsigned long long)spp, (unsigned long long)bounces, BENCH_SUN, BENCH_SKY, (unsigned long long)reps);
+    print_header();
+    for (int k = 0; k < nsc; ++k) {
+        char label[256];
+        scene_label(paths[k], label, sizeof label);
+        args[scene_at] = paths[k];
+        for (int z = 0; z < nsizes; ++z) {
+            snprintf(s_size, sizeof s_size, "%d", size_list[z]);
+            bench_run best, r;
+            memset(&best, 0, sizeof best);
+            int have = 0;
+            for (uint64_t rep = 0; rep < reps; ++rep) {
+                memset(&r, 0, sizeof r);
+                int failed = run_child(tmpl, args, &r);
+                unlink(out); unlink(stats); unlink(errf);
+                if (failed) { rc = 1; break; }
+                if (!have || r.wall < best.wall) best = r;
+                have = 1;
+            }
+            if (!have) continue;
+            print_row(label, size_list[z], &best);
+            if (cf) csv_row(cf, label, paths[k], size_list[z], backend, (int)spp, (int)bounces, &best);
+        }
+    }
+    if (cf && (bk_outputs_close(&io, out_csv, err, sizeof err) || bk_outputs_commit(&io, err, sizeof err))) {
+        fprintf(stderr, "baker: %s\n", err);
+        rc = 1;
+    }
+done:
+    if (rmdir(tmpl) != 0) fprintf(stderr, "baker bench bake: %s left behind: %s\n", tmpl, strerror(errno));
+    free(args);
+    for (int k = 0; k < nsc; ++k) free(paths[k]);
+    bk_outputs_free(&io);
+    return rc;
+}
