@@ -36,17 +36,17 @@
  * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
- * Below a certain size, subtrees are independent tasks built on worker threads (bk_cpu_threads)
- * into their own arrays, then spliced into the depth-first layout; the result does not depend on
- * the thread count.
+ * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
+ * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; the
+ * result does not depend on the thread count.
  */
 #include "accel.h"
 #include "geom.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,23 +372,11 @@ static void build_sub(const kd_params *prm, kd_sub *s)
     builder_free(&b);
 }
 
-typedef struct kd_pool {
-    const kd_params *prm;
-    kd_sub          *subs;
-    size_t           count, next;
-    pthread_mutex_t  lock;
-} kd_pool;
-
-static void *pool_worker(void *arg)
+static void sub_chunk(void *ctx, size_t begin, size_t end, int worker)
 {
-    kd_pool *p = (kd_pool *)arg;
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        size_t i = p->next++;
-        pthread_mutex_unlock(&p->lock);
-        if (i >= p->count) return NULL;
-        build_sub(p->prm, &p->subs[i]);
-    }
+    (void)worker;
+    const kd_builder *top = (const kd_builder *)ctx;
+    for (size_t i = begin; i < end; ++i) build_sub(top->prm, &top->subs[i]);
 }
 
 static int cmp_sub_size(const void *a, const void *b)
@@ -402,23 +390,13 @@ static int cmp_sub_place(const void *a, const void *b)
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-static void run_subs(const kd_params *prm, kd_sub *subs, size_t count, int threads)
+/* Builds every subtree on the pool (pool.h), largest first so one big subtree does not finish
+ * alone at the end, then puts them back in placeholder (depth-first) order. */
+static void run_subs(kd_builder *b)
 {
-    /* Largest first, so one big subtree does not finish alone at the end. */
-    qsort(subs, count, sizeof *subs, cmp_sub_size);
-    kd_pool p;
-    p.prm = prm; p.subs = subs; p.count = count; p.next = 0;
-    pthread_mutex_init(&p.lock, NULL);
-    pthread_t th[64];
-    int started = 0;
-    for (int i = 1; i < threads && i < 64; ++i) {
-        if (pthread_create(&th[started], NULL, pool_worker, &p) != 0) break;
-        started++;
-    }
-    pool_worker(&p);
-    for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&p.lock);
-    qsort(subs, count, sizeof *subs, cmp_sub_place);
+    qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_size);
+    bk_parallel_for(b->sub_count, 1, sub_chunk, b);
+    qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_place);
 }
 
 /* Splices the subtrees into the top tree, in depth-first order. */
@@ -537,10 +515,9 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     int auto_depth = (int)lround(8.0 + 1.3 * log2n);
     if (auto_depth < prm.max_depth) prm.max_depth = auto_depth;
 
-    int threads = bk_cpu_threads();
-    if (threads > 64) threads = 64;
-    /* Parallel subtrees: enough of them to balance the workers, large enough to be worth a task. */
-    prm.par_min = threads > 1 && valid >= 4096 ? valid / (uint32_t)(16 * threads) : 0;
+    /* Parallel subtrees: enough of them to balance 16 workers, large enough to be worth a task;
+     * from the triangle count only, so the cut (and the tree) is the same for any thread count. */
+    prm.par_min = valid >= 4096 ? valid / 128 : 0;
     if (prm.par_min > 0 && prm.par_min < 256) prm.par_min = 256;
 
     kd_task root;
@@ -551,7 +528,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     if (build(&b, &root, prm.par_min > 0)) goto oom;
 
     if (b.sub_count) {
-        run_subs(&prm, b.subs, b.sub_count, threads);
+        run_subs(&b);
         for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
         bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
         if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
