@@ -25,6 +25,9 @@
 #include "pool.h"
 #include "util.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -58,8 +61,12 @@ typedef struct pend {
     float    clo[3], chi[3];   /* centroid bounds */
 } pend;
 
+/* A bin's box, 32 B: four lanes each so a prim's box grows it with one minps and one maxps (lane 3
+ * holds whatever the primitive record has there and is never read). */
+typedef struct bbox { float lo[4], hi[4]; } bbox;
+
 typedef struct bins {
-    box      b[3][NBINS];
+    bbox     b[3][NBINS];
     uint32_t n[3][NBINS];
     uint32_t used[3];     /* bit b: bin b is not empty */
 } bins;
@@ -84,6 +91,32 @@ static float box_area(const box *b)
     float dx = b->hi[0] - b->lo[0], dy = b->hi[1] - b->lo[1], dz = b->hi[2] - b->lo[2];
     if (dx < 0 || dy < 0 || dz < 0) return 0.0f;
     return 2.0f * (dx * dy + dy * dz + dz * dx);
+}
+static bbox bbox_empty(void)
+{
+    bbox b;
+    for (int k = 0; k < 4; ++k) { b.lo[k] = FLT_MAX; b.hi[k] = -FLT_MAX; }
+    return b;
+}
+/* box_grow's comparisons lane by lane: MINPS(a, b) is a < b ? a : b, MAXPS(a, b) a > b ? a : b */
+static void bbox_grow4(bbox *b, const float *lo, const float *hi)
+{
+#if defined(__SSE2__)
+    _mm_storeu_ps(b->lo, _mm_min_ps(_mm_loadu_ps(lo), _mm_loadu_ps(b->lo)));
+    _mm_storeu_ps(b->hi, _mm_max_ps(_mm_loadu_ps(hi), _mm_loadu_ps(b->hi)));
+#else
+    for (int k = 0; k < 3; ++k) {
+        b->lo[k] = lo[k] < b->lo[k] ? lo[k] : b->lo[k];
+        b->hi[k] = hi[k] > b->hi[k] ? hi[k] : b->hi[k];
+    }
+#endif
+}
+static void box_grow_bb(box *b, const bbox *o)
+{
+    for (int k = 0; k < 3; ++k) {
+        b->lo[k] = o->lo[k] < b->lo[k] ? o->lo[k] : b->lo[k];
+        b->hi[k] = o->hi[k] > b->hi[k] ? o->hi[k] : b->hi[k];
+    }
 }
 static float centroid(const pref *r, int k) { return 0.5f * (r->b.lo[k] + r->b.hi[k]); }
 
@@ -124,7 +157,7 @@ static int bin_of(float c, float lo, double scale)
 static void bins_clear(bins *B)
 {
     for (int k = 0; k < 3; ++k)
-        for (int b = 0; b < NBINS; ++b) { B->b[k][b] = box_empty(); B->n[k][b] = 0; }
+        for (int b = 0; b < NBINS; ++b) { B->b[k][b] = bbox_empty(); B->n[k][b] = 0; }
     B->used[0] = B->used[1] = B->used[2] = 0;
 }
 /* All three axes in one loop: each axis' bins are a read-modify-write chain, and three
@@ -137,15 +170,16 @@ static void bins_add(bins *B, const pref *p, size_t begin, size_t end, const flo
     for (size_t i = begin; i < end; ++i) {
         const pref *r = &p[i];
         int b0 = bin_of(centroid(r, 0), l0, s0), b1 = bin_of(centroid(r, 1), l1, s1), b2 = bin_of(centroid(r, 2), l2, s2);
-        B->n[0][b0]++; box_grow(&B->b[0][b0], &r->b); B->used[0] |= 1u << b0;
-        B->n[1][b1]++; box_grow(&B->b[1][b1], &r->b); B->used[1] |= 1u << b1;
-        B->n[2][b2]++; box_grow(&B->b[2][b2], &r->b); B->used[2] |= 1u << b2;
+        /* lo[0..2] then hi[0]; hi[0..2] then id: lane 3 is never read */
+        B->n[0][b0]++; bbox_grow4(&B->b[0][b0], r->b.lo, r->b.hi); B->used[0] |= 1u << b0;
+        B->n[1][b1]++; bbox_grow4(&B->b[1][b1], r->b.lo, r->b.hi); B->used[1] |= 1u << b1;
+        B->n[2][b2]++; bbox_grow4(&B->b[2][b2], r->b.lo, r->b.hi); B->used[2] |= 1u << b2;
     }
 }
 static void bins_merge(bins *B, const bins *o)
 {
     for (int k = 0; k < 3; ++k)
-        for (int b = 0; b < NBINS; ++b) { B->n[k][b] += o->n[k][b]; box_grow(&B->b[k][b], &o->b[k][b]); }
+        for (int b = 0; b < NBINS; ++b) { B->n[k][b] += o->n[k][b]; bbox_grow4(&B->b[k][b], o->b[k][b].lo, o->b[k][b].hi); }
     for (int k = 0; k < 3; ++k) B->used[k] |= o->used[k];
 }
 
@@ -230,12 +264,12 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
         box acc = box_empty();
         uint32_t cnt = 0;
         for (int j = m - 1; j > 0; --j) {
-            box_grow(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
             right_cost[j] = box_area(&acc) * (float)cnt;
         }
         acc = box_empty(); cnt = 0;
         for (int j = 0; j < m - 1; ++j) {
-            box_grow(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
             float cost = B->o->cost_node + (box_area(&acc) * (float)cnt + right_cost[j + 1]) / parent_area;
             if (cost < best_cost) { best_cost = cost; best_axis = k; best_bin = ne[k][j]; }
         }
@@ -246,10 +280,10 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
     if (best_axis >= 0)
         for (int j = 0; j < nne[best_axis]; ++j) {
             int b = ne[best_axis][j];
-            box_grow(&side[b > best_bin], &bn->b[best_axis][b]);
+            box_grow_bb(&side[b > best_bin], &bn->b[best_axis][b]);
         }
     for (int k = 0; k < 3; ++k)
-        for (int j = 0; j < nne[k]; ++j) { bn->b[k][ne[k][j]] = box_empty(); bn->n[k][ne[k][j]] = 0; }
+        for (int j = 0; j < nne[k]; ++j) { bn->b[k][ne[k][j]] = bbox_empty(); bn->n[k][ne[k][j]] = 0; }
     bn->used[0] = bn->used[1] = bn->used[2] = 0;
 
     uint32_t mid;
