@@ -61,6 +61,9 @@ typedef struct kd_ref {
     uint32_t tri;
 } kd_ref;
 
+/* Binned event counts of one node (or one chunk of it), per axis: box minima and maxima per bin. */
+typedef struct kd_hist { uint32_t minc[3][KD_BINS_MAX], maxc[3][KD_BINS_MAX]; } kd_hist;
+
 /* A node waiting to be built: its entries are arena[off, off + n). */
 typedef struct kd_task {
     size_t   off;
@@ -101,6 +104,7 @@ typedef struct kd_builder {
     double      sah;     /* sum of area(node) * cost, unnormalised */
     uint32_t    leaves, depth, max_leaf;
     kd_sub     *subs;    size_t sub_count, sub_cap;   /* top tree only */
+    kd_hist    *hist;    /* top tree only: a histogram per KD_HIST_GRAIN entries of the root */
 } kd_builder;
 
 typedef struct kd_split {
@@ -161,31 +165,69 @@ static void consider(kd_split *best, int k, float p, double cost)
     if (cost < best->cost) { best->axis = k; best->pos = p; best->cost = cost; }
 }
 
+static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
+{
+    const int top = nbins - 1;
+    for (size_t i = begin; i < end; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
+            int b1 = (int)((r[i].hi[k] - lo[k]) * scale[k]);
+            b0 = b0 < 0 ? 0 : (b0 > top ? top : b0);
+            b1 = b1 < 0 ? 0 : (b1 > top ? top : b1);
+            h->minc[k][b0]++;
+            h->maxc[k][b1]++;
+        }
+    }
+}
+
+/* The top levels' histograms in chunks on the pool, one histogram per chunk, summed in chunk
+ * order: counts are integers, so the sums (and the split) are those of one pass. */
+#define KD_HIST_GRAIN 32768
+typedef struct hist_job {
+    const kd_ref *r;
+    const float  *lo, *scale;
+    int           nbins;
+    kd_hist      *part;
+} hist_job;
+
+static void hist_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const hist_job *J = (const hist_job *)ctx;
+    kd_hist *h = &J->part[b / KD_HIST_GRAIN];
+    for (int k = 0; k < 3; ++k) {
+        memset(h->minc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
+        memset(h->maxc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
+    }
+    hist_add(h, J->r, b, e, J->lo, J->scale, J->nbins);
+}
+
+/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
 static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                         const sah_ctx *c, kd_split *best)
+                         const sah_ctx *c, kd_split *best, kd_hist *part)
 {
     int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
-    uint32_t minc[3][KD_BINS_MAX], maxc[3][KD_BINS_MAX];
+    kd_hist h;
     float scale[3];
     int split_ok[3];
     for (int k = 0; k < 3; ++k) {
         float w = hi[k] - lo[k], sc = (float)nbins / w;
         split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
         scale[k] = split_ok[k] ? sc : 0.0f;
-        memset(minc[k], 0, (size_t)nbins * sizeof(uint32_t));
-        memset(maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
     }
-    const int top = nbins - 1;
-    for (uint32_t i = 0; i < n; ++i) {
-        for (int k = 0; k < 3; ++k) {
-            int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
-            int b1 = (int)((r[i].hi[k] - lo[k]) * scale[k]);
-            b0 = b0 < 0 ? 0 : (b0 > top ? top : b0);
-            b1 = b1 < 0 ? 0 : (b1 > top ? top : b1);
-            minc[k][b0]++;
-            maxc[k][b1]++;
-        }
+    if (part && n > KD_HIST_GRAIN) {
+        hist_job J;
+        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
+        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
+        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
+            for (int k = 0; k < 3; ++k)
+                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
+    } else {
+        hist_add(&h, r, 0, n, lo, scale, nbins);
     }
+    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
     for (int k = 0; k < 3; ++k) {
         if (!split_ok[k]) continue;
         double w = (double)hi[k] - lo[k];
@@ -299,7 +341,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
             if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -351,6 +393,7 @@ static void builder_free(kd_builder *b)
     free(b->arena); free(b->scratch); free(b->nodes); free(b->refs);
     for (size_t i = 0; i < b->sub_count; ++i) { free(b->subs[i].entries); free(b->subs[i].nodes); free(b->subs[i].refs); }
     free(b->subs);
+    free(b->hist);
     memset(b, 0, sizeof *b);
 }
 
@@ -525,6 +568,10 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
     root.cap = (double)refs_per_tri * (double)valid;
     if (root.cap > 4294967295.0) root.cap = 4294967295.0;
+    if (prm.par_min > 0) {
+        b.hist = malloc(((size_t)valid / KD_HIST_GRAIN + 1) * sizeof(kd_hist));
+        if (!b.hist) goto oom;
+    }
     if (build(&b, &root, prm.par_min > 0)) goto oom;
 
     if (b.sub_count) {
