@@ -37,8 +37,9 @@
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
  * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
- * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; the
- * result does not depend on the thread count.
+ * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; above
+ * it, binned nodes count their events in chunks on the pool (integer histograms, summed in chunk
+ * order). The result does not depend on the thread count (tests/unit_build_threads.c).
  */
 #include "accel.h"
 #include "geom.h"
