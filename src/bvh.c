@@ -1,22 +1,51 @@
 /* bvh.c - binned SAH BVH builder on the host, flattened into the 64-byte two-box node layout.
  *
- * Pipeline: bk_scene -> triangle boxes -> binned SAH top-down build (Wald 2007, "On fast
+ * Pipeline: bk_scene -> primitive boxes -> binned SAH top-down build (Wald 2007, "On fast
  * Construction of SAH-based Bounding Volume Hierarchies": 32 bins per axis over the centroid
  * bounds) -> build nodes -> depth-first flattening into bk_bvh_node (kernels/bk_accel.h), with
  * the triangles reordered by leaf so a leaf is one contiguous run.
+ *
+ * Threads (pool.h), with the same output whatever their number:
+ *   - the top levels (nodes above SUB_MAX primitives) bin in chunks of BIN_GRAIN primitives,
+ *     each chunk into bins of its own, merged in chunk order. Bins hold only min/max and counts,
+ *     which are exact, so the merged bins equal those of a single pass;
+ *   - below SUB_MAX, a node's subtree is a task built into a private node array, over its own
+ *     range of the primitive array; the tasks' nodes are then renumbered into exactly the
+ *     numbering a serial depth-first build gives (a subtree's nodes are one contiguous run of it);
+ *   - leaf records are written in parallel once their places are known.
+ * SUB_MAX depends on the primitive count only, never on the thread count.
+ *
+ * Single-thread speed: the build partitions 32-byte primitive records (box + index) in place, so
+ * every pass streams through memory instead of gathering boxes by index; a split's child boxes are
+ * the unions of its bins, and its children's centroid bounds come out of the partition pass, so a
+ * node costs one binning pass and one partition pass.
  */
 #include "accel.h"
 #include "geom.h"
+#include "pool.h"
 #include "util.h"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NBINS 32
+#define NBINS     32      /* at most 32: bins.used is one bit per bin */
+#define BIN_GRAIN 16384   /* primitives per chunk of a parallel pass */
+#define SUB_MIN   4096    /* SUB_MAX = max(SUB_MIN, n / SUB_DIV): subtrees this small are tasks */
+#define SUB_DIV   128
 
 typedef struct box { float lo[3], hi[3]; } box;
+
+/* A primitive during the build, 32 B: two per cache line. */
+typedef struct pref {
+    box      b;
+    uint32_t id;          /* bk_geom primitive: triangles, then voxel segments */
+    uint32_t pad;
+} pref;
 
 typedef struct bnode {
     box      b;
@@ -25,17 +54,36 @@ typedef struct bnode {
     uint32_t depth;
 } bnode;
 
+/* A node waiting to be split, with what the pass that made it learnt about its primitives. */
+typedef struct pend {
+    uint32_t ni;
+    uint32_t vox;         /* holds a voxel segment */
+    float    clo[3], chi[3];   /* centroid bounds */
+} pend;
+
+/* A bin's box, 32 B: four lanes each so a prim's box grows it with one minps and one maxps (lane 3
+ * holds whatever the primitive record has there and is never read). */
+typedef struct bbox { float lo[4], hi[4]; } bbox;
+
+typedef struct bins {
+    bbox     b[3][NBINS];
+    uint32_t n[3][NBINS];
+    uint32_t used[3];     /* bit b: bin b is not empty */
+} bins;
+
 static box box_empty(void)
 {
     box b;
     for (int k = 0; k < 3; ++k) { b.lo[k] = FLT_MAX; b.hi[k] = -FLT_MAX; }
     return b;
 }
+/* Stores unconditionally, which compiles to minss / maxss (a conditional store is a branch per
+ * coordinate); same result, NaN and signed zeros included: b stays unless o is strictly beyond. */
 static void box_grow(box *b, const box *o)
 {
     for (int k = 0; k < 3; ++k) {
-        if (o->lo[k] < b->lo[k]) b->lo[k] = o->lo[k];
-        if (o->hi[k] > b->hi[k]) b->hi[k] = o->hi[k];
+        b->lo[k] = o->lo[k] < b->lo[k] ? o->lo[k] : b->lo[k];
+        b->hi[k] = o->hi[k] > b->hi[k] ? o->hi[k] : b->hi[k];
     }
 }
 static float box_area(const box *b)
@@ -44,16 +92,56 @@ static float box_area(const box *b)
     if (dx < 0 || dy < 0 || dz < 0) return 0.0f;
     return 2.0f * (dx * dy + dy * dz + dz * dx);
 }
+static bbox bbox_empty(void)
+{
+    bbox b;
+    for (int k = 0; k < 4; ++k) { b.lo[k] = FLT_MAX; b.hi[k] = -FLT_MAX; }
+    return b;
+}
+/* box_grow's comparisons lane by lane: MINPS(a, b) is a < b ? a : b, MAXPS(a, b) a > b ? a : b */
+static void bbox_grow4(bbox *b, const float *lo, const float *hi)
+{
+#if defined(__SSE2__)
+    _mm_storeu_ps(b->lo, _mm_min_ps(_mm_loadu_ps(lo), _mm_loadu_ps(b->lo)));
+    _mm_storeu_ps(b->hi, _mm_max_ps(_mm_loadu_ps(hi), _mm_loadu_ps(b->hi)));
+#else
+    for (int k = 0; k < 3; ++k) {
+        b->lo[k] = lo[k] < b->lo[k] ? lo[k] : b->lo[k];
+        b->hi[k] = hi[k] > b->hi[k] ? hi[k] : b->hi[k];
+    }
+#endif
+}
+static void box_grow_bb(box *b, const bbox *o)
+{
+    for (int k = 0; k < 3; ++k) {
+        b->lo[k] = o->lo[k] < b->lo[k] ? o->lo[k] : b->lo[k];
+        b->hi[k] = o->hi[k] > b->hi[k] ? o->hi[k] : b->hi[k];
+    }
+}
+static float centroid(const pref *r, int k) { return 0.5f * (r->b.lo[k] + r->b.hi[k]); }
 
-typedef struct builder {
-    const bk_build_opts *o;
-    box      *tb;     /* triangle boxes */
-    float    *cen;    /* 3 per triangle */
-    uint32_t *idx;
-    bnode    *nodes;
-    uint32_t  node_count;
-    const bk_geom *g;       /* the primitives (geom.h) */
-} builder;
+static void pend_reset(pend *p)
+{
+    p->vox = 0;
+    for (int k = 0; k < 3; ++k) { p->clo[k] = FLT_MAX; p->chi[k] = -FLT_MAX; }
+}
+static void pend_add(pend *p, const pref *r, uint32_t tri_count)
+{
+    for (int k = 0; k < 3; ++k) {
+        float c = centroid(r, k);
+        p->clo[k] = c < p->clo[k] ? c : p->clo[k];
+        p->chi[k] = c > p->chi[k] ? c : p->chi[k];
+    }
+    p->vox |= r->id >= tri_count;
+}
+static void pend_merge(pend *p, const pend *o)
+{
+    for (int k = 0; k < 3; ++k) {
+        if (o->clo[k] < p->clo[k]) p->clo[k] = o->clo[k];
+        if (o->chi[k] > p->chi[k]) p->chi[k] = o->chi[k];
+    }
+    p->vox |= o->vox;
+}
 
 /* Bin of a centroid coordinate, with scale = NBINS / extent (times 1 - 1e-6). Computed in double:
  * below an extent of about 1e-37 the float scale overflows to inf, and (c - lo) * inf is inf or
@@ -61,83 +149,172 @@ typedef struct builder {
 static int bin_of(float c, float lo, double scale)
 {
     double f = ((double)c - (double)lo) * scale;
-    if (!(f > 0.0)) return 0;                     /* also NaN */
-    return f < (double)(NBINS - 1) ? (int)f : NBINS - 1;
+    f = f > 0.0 ? f : 0.0;                        /* also NaN */
+    f = f < (double)(NBINS - 1) ? f : (double)(NBINS - 1);
+    return (int)f;
 }
 
-/* Splits node n if the SAH (or the leaf size limit) says so; returns 1 when it made children. */
-static int split_node(builder *B, uint32_t ni, int force)
+static void bins_clear(bins *B)
 {
+    for (int k = 0; k < 3; ++k)
+        for (int b = 0; b < NBINS; ++b) { B->b[k][b] = bbox_empty(); B->n[k][b] = 0; }
+    B->used[0] = B->used[1] = B->used[2] = 0;
+}
+/* All three axes in one loop: each axis' bins are a read-modify-write chain, and three
+ * independent chains hide each other's store-to-load latency. An axis with scale 0 lands in bin 0
+ * and is never swept. */
+static void bins_add(bins *B, const pref *p, size_t begin, size_t end, const float clo[3], const double scale[3])
+{
+    const float l0 = clo[0], l1 = clo[1], l2 = clo[2];
+    const double s0 = scale[0], s1 = scale[1], s2 = scale[2];
+    for (size_t i = begin; i < end; ++i) {
+        const pref *r = &p[i];
+        int b0 = bin_of(centroid(r, 0), l0, s0), b1 = bin_of(centroid(r, 1), l1, s1), b2 = bin_of(centroid(r, 2), l2, s2);
+        /* lo[0..2] then hi[0]; hi[0..2] then id: lane 3 is never read */
+        B->n[0][b0]++; bbox_grow4(&B->b[0][b0], r->b.lo, r->b.hi); B->used[0] |= 1u << b0;
+        B->n[1][b1]++; bbox_grow4(&B->b[1][b1], r->b.lo, r->b.hi); B->used[1] |= 1u << b1;
+        B->n[2][b2]++; bbox_grow4(&B->b[2][b2], r->b.lo, r->b.hi); B->used[2] |= 1u << b2;
+    }
+}
+static void bins_merge(bins *B, const bins *o)
+{
+    for (int k = 0; k < 3; ++k)
+        for (int b = 0; b < NBINS; ++b) { B->n[k][b] += o->n[k][b]; bbox_grow4(&B->b[k][b], o->b[k][b].lo, o->b[k][b].hi); }
+    for (int k = 0; k < 3; ++k) B->used[k] |= o->used[k];
+}
+
+/* ---- parallel passes over a range of primitives: one result per chunk, merged in chunk order ---- */
+
+typedef struct bin_job {
+    const pref   *p;
+    size_t        first;
+    const float  *clo;
+    const double *scale;
+    bins         *part;   /* one per chunk */
+} bin_job;
+
+static void bin_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    bin_job *J = (bin_job *)ctx;
+    bins *B = &J->part[b / BIN_GRAIN];
+    bins_clear(B);
+    bins_add(B, J->p, J->first + b, J->first + e, J->clo, J->scale);
+}
+
+typedef struct builder {
+    const bk_build_opts *o;
+    pref     *p;
+    uint32_t  tri_count;     /* ids from here on are voxel segments */
+    bnode    *nodes;
+    uint32_t  node_count;
+    bins     *scr;           /* empty bins, for one node at a time */
+    bins     *part;          /* chunk bins for the parallel top levels (NULL: bin serially) */
+    size_t    part_cap;
+} builder;
+
+/* Splits node pn->ni if the SAH (or the leaf size limit) says so; on a split, fills the children's
+ * pend records and returns 1. */
+static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
+{
+    const uint32_t ni = pn->ni;
     bnode *n = &B->nodes[ni];
     uint32_t first = n->first, count = n->count;
     if (count <= 1 || (int)n->depth >= B->o->max_depth) return 0;
 
-    float clo[3] = { FLT_MAX, FLT_MAX, FLT_MAX }, chi[3] = { -FLT_MAX, -FLT_MAX, -FLT_MAX };
     /* A leaf with a voxel segment holds only it: a segment's walk costs a dozen triangle tests,
      * and a warp's lanes wait for the longest (H100, world54k: 1.54 -> 1.71 Grays/s closest hit
      * with 8^3 segments) */
-    uint32_t max_leaf = (uint32_t)B->o->max_leaf;
-    for (uint32_t i = first; i < first + count; ++i) {
-        const float *c = B->cen + 3 * B->idx[i];
-        for (int k = 0; k < 3; ++k) { if (c[k] < clo[k]) clo[k] = c[k]; if (c[k] > chi[k]) chi[k] = c[k]; }
-        if (B->idx[i] >= B->g->s->tri_count) max_leaf = 1;
-    }
+    uint32_t max_leaf = pn->vox ? 1u : (uint32_t)B->o->max_leaf;
+    const float *clo = pn->clo, *chi = pn->chi;
 
     int best_axis = -1, best_bin = 0;
     float best_cost = FLT_MAX;
     double scale[3];
-    box bin_box[3][NBINS];
-    uint32_t bin_n[3][NBINS];
+    bins *bn = B->scr;    /* empty on entry, emptied again before the partition */
     for (int k = 0; k < 3; ++k) {
         double ext = (double)chi[k] - (double)clo[k];    /* finite even for -FLT_MAX .. FLT_MAX */
         scale[k] = ext > 0.0 ? (double)NBINS * (1.0 - 1e-6) / ext : 0.0;
-        for (int b = 0; b < NBINS; ++b) { bin_box[k][b] = box_empty(); bin_n[k][b] = 0; }
     }
-    for (uint32_t i = first; i < first + count; ++i) {
-        uint32_t t = B->idx[i];
-        const float *c = B->cen + 3 * t;
-        for (int k = 0; k < 3; ++k) {
-            if (scale[k] == 0.0) continue;
-            int b = bin_of(c[k], clo[k], scale[k]);
-            bin_n[k][b]++;
-            box_grow(&bin_box[k][b], &B->tb[t]);
-        }
+    if (B->part && count > BIN_GRAIN) {
+        size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
+        BK_CHECK(chunks <= B->part_cap);
+        bin_job J;
+        J.p = B->p; J.first = first; J.clo = clo; J.scale = scale; J.part = B->part;
+        bk_parallel_for(count, BIN_GRAIN, bin_chunk, &J);
+        for (size_t c = 0; c < chunks; ++c) bins_merge(bn, &B->part[c]);
+    } else {
+        bins_add(bn, B->p, first, (size_t)first + count, clo, scale);
+    }
+
+    /* The sweep visits only the non-empty bins: a plane after an empty bin has the cost of the
+     * plane before it, which the strict comparison already saw first, so the result is that of
+     * the sweep over all bins, for a fraction of the work in the many small nodes. */
+    int ne[3][NBINS], nne[3];
+    for (int k = 0; k < 3; ++k) {
+        nne[k] = 0;
+        for (uint32_t u = bn->used[k]; u; u &= u - 1) ne[k][nne[k]++] = __builtin_ctz(u);
     }
     float parent_area = box_area(&n->b);
     if (parent_area <= 0) parent_area = 1.0f;
     for (int k = 0; k < 3; ++k) {
         if (scale[k] == 0.0) continue;
+        const int m = nne[k];
         float right_cost[NBINS];
         box acc = box_empty();
         uint32_t cnt = 0;
-        for (int b = NBINS - 1; b > 0; --b) {
-            box_grow(&acc, &bin_box[k][b]); cnt += bin_n[k][b];
-            right_cost[b] = box_area(&acc) * (float)cnt;
+        for (int j = m - 1; j > 0; --j) {
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            right_cost[j] = box_area(&acc) * (float)cnt;
         }
         acc = box_empty(); cnt = 0;
-        for (int b = 0; b < NBINS - 1; ++b) {
-            box_grow(&acc, &bin_box[k][b]); cnt += bin_n[k][b];
-            if (cnt == 0 || cnt == count) continue;
-            float cost = B->o->cost_node + (box_area(&acc) * (float)cnt + right_cost[b + 1]) / parent_area;
-            if (cost < best_cost) { best_cost = cost; best_axis = k; best_bin = b; }
+        for (int j = 0; j < m - 1; ++j) {
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            float cost = B->o->cost_node + (box_area(&acc) * (float)cnt + right_cost[j + 1]) / parent_area;
+            if (cost < best_cost) { best_cost = cost; best_axis = k; best_bin = ne[k][j]; }
         }
     }
+    /* the children's boxes, should the split be taken: the unions of the bins on either side */
+    box side[2];
+    side[0] = box_empty(); side[1] = box_empty();
+    if (best_axis >= 0)
+        for (int j = 0; j < nne[best_axis]; ++j) {
+            int b = ne[best_axis][j];
+            box_grow_bb(&side[b > best_bin], &bn->b[best_axis][b]);
+        }
+    for (int k = 0; k < 3; ++k)
+        for (int j = 0; j < nne[k]; ++j) { bn->b[k][ne[k][j]] = bbox_empty(); bn->n[k][ne[k][j]] = 0; }
+    bn->used[0] = bn->used[1] = bn->used[2] = 0;
 
     uint32_t mid;
+    int from_bins = 0;
+    pend *L = &ch_out[0], *R = &ch_out[1];
+    pend_reset(L); pend_reset(R);
     if (best_axis < 0) {
         /* All centroids coincide: only an object-median split can bound the leaf size. */
         if (count <= max_leaf && !force) return 0;
         mid = first + count / 2;
     } else {
         if (best_cost >= (float)count && count <= max_leaf && !force) return 0;
+        /* In place, each primitive classified once, where it ends up (the children's centroid
+         * bounds come out of this pass). */
+        const int k = best_axis;
+        const float lo = clo[k];
+        const double sc = scale[k];
+        pref *p = B->p;
         uint32_t i = first, j = first + count;
         while (i < j) {
-            const float *c = B->cen + 3 * B->idx[i];
-            int b = bin_of(c[best_axis], clo[best_axis], scale[best_axis]);
-            if (b <= best_bin) { ++i; } else { uint32_t t = B->idx[i]; B->idx[i] = B->idx[--j]; B->idx[j] = t; }
+            if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
+                pend_add(L, &p[i], B->tri_count);
+                ++i;
+            } else {
+                pref t = p[i]; p[i] = p[--j]; p[j] = t;
+                pend_add(R, &p[j], B->tri_count);
+            }
         }
         mid = i;
-        if (mid == first || mid == first + count) mid = first + count / 2;
+        from_bins = 1;
+        if (mid == first || mid == first + count) { mid = first + count / 2; from_bins = 0; }
     }
 
     uint32_t l = B->node_count;
@@ -151,10 +328,124 @@ static int split_node(builder *B, uint32_t ni, int force)
         ch->left = -1;
         ch->depth = n->depth + 1;
         ch->b = box_empty();
-        for (uint32_t i = ch->first; i < ch->first + ch->count; ++i) box_grow(&ch->b, &B->tb[B->idx[i]]);
+        ch_out[c].ni = l + (uint32_t)c;
+        if (from_bins) {
+            /* the union of the bins on this side: min and max of the same boxes */
+            ch->b = side[c];
+        } else {
+            pend_reset(&ch_out[c]);
+            for (uint32_t i = ch->first; i < ch->first + ch->count; ++i) {
+                box_grow(&ch->b, &B->p[i].b);
+                pend_add(&ch_out[c], &B->p[i], B->tri_count);
+            }
+        }
     }
     return 1;
 }
+
+/* ---- top levels and subtree tasks ---------------------------------------------------------- */
+
+typedef struct sub {
+    pend     root;        /* root.ni: the subtree's root in the top numbering */
+    uint32_t at;          /* top nodes made before this task was cut off */
+    uint32_t order;       /* position in cut-off order */
+    size_t   off;         /* its private nodes: B.sub_nodes[off, off + 2 count) */
+    uint32_t count;       /* its node count after the build (root included) */
+    uint32_t base;        /* final index of its node 1 */
+} sub;
+
+typedef struct build_ctx {
+    const bk_build_opts *o;
+    pref     *p;
+    uint32_t  tri_count;
+    bnode    *top;        /* the top nodes */
+    bnode    *sub_nodes;
+    sub      *subs;
+    uint32_t *sorted;     /* task order: largest first */
+} build_ctx;
+
+/* Depth-first build of the subtree under B->nodes[root.ni]; subtrees of at most sub_max
+ * primitives (other than the root) are cut off into subs instead when subs != NULL. */
+static void build_dfs(builder *B, const pend *root, int force_root, uint32_t sub_max, sub *subs, uint32_t *sub_count)
+{
+    pend stack[BK_MAX_DEPTH + 4];
+    int sp = 0;
+    stack[sp++] = *root;
+    while (sp) {
+        pend pn = stack[--sp];
+        if (subs && pn.ni != root->ni && B->nodes[pn.ni].count <= sub_max) {
+            sub *s = &subs[(*sub_count)++];
+            s->root = pn; s->at = B->node_count; s->order = *sub_count - 1;
+            continue;
+        }
+        pend ch[2];
+        if (split_node(B, &pn, force_root && pn.ni == root->ni, ch)) {
+            BK_CHECK(sp + 2 <= BK_MAX_DEPTH + 4);
+            stack[sp++] = ch[1];
+            stack[sp++] = ch[0];
+        }
+    }
+}
+
+static void sub_task(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    build_ctx *C = (build_ctx *)ctx;
+    for (size_t i = b; i < e; ++i) {
+        sub *s = &C->subs[C->sorted[i]];
+        builder B;
+        memset(&B, 0, sizeof B);
+        bins scr;
+        bins_clear(&scr);
+        B.o = C->o; B.p = C->p; B.tri_count = C->tri_count; B.scr = &scr;
+        B.nodes = C->sub_nodes + s->off;
+        B.nodes[0] = C->top[s->root.ni];
+        B.node_count = 1;
+        pend r = s->root;
+        r.ni = 0;
+        build_dfs(&B, &r, 0, 0, NULL, NULL);
+        s->count = B.node_count;
+    }
+}
+
+/* Tasks largest first, so one big subtree does not finish alone at the end; ties in cut-off order. */
+typedef struct sub_key { uint32_t count, order; } sub_key;
+static int cmp_sub_key(const void *a, const void *b)
+{
+    const sub_key *x = (const sub_key *)a, *y = (const sub_key *)b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
+}
+
+/* ---- primitive records ------------------------------------------------------------------- */
+
+typedef struct prep_job {
+    const bk_geom *g;
+    pref     *p;
+    box      *part_box;
+    pend     *part_pend;
+} prep_job;
+
+static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    prep_job *J = (prep_job *)ctx;
+    box bb = box_empty();
+    pend pp;
+    pend_reset(&pp);
+    for (size_t t = b; t < e; ++t) {
+        pref *r = &J->p[t];
+        bk_geom_box(J->g, (uint32_t)t, r->b.lo, r->b.hi);
+        r->id = (uint32_t)t;
+        r->pad = 0;
+        box_grow(&bb, &r->b);
+        pend_add(&pp, r, J->g->s->tri_count);
+    }
+    J->part_box[b / BIN_GRAIN] = bb;
+    J->part_pend[b / BIN_GRAIN] = pp;
+}
+
+/* ---- flattening ---------------------------------------------------------------------------- */
 
 static void set_child(bk_bvh_node *ln, int c, const box *b, int32_t ref)
 {
@@ -164,30 +455,50 @@ static void set_child(bk_bvh_node *ln, int c, const box *b, int32_t ref)
     else        { ln->z01.z = b->lo[2]; ln->z01.w = b->hi[2]; ln->refs.y = bk_bits_float((uint32_t)ref); }
 }
 
-/* Flattening state: triangles are emitted leaf by leaf. */
+/* Flattening state: leaves get their runs of triangles in emission order; the records are
+ * written afterwards, in parallel. */
 typedef struct flat {
-    bk_f4   *tris;
     uint32_t tri_next, leaves, max_leaf;
+    uint32_t *leaf_node, *leaf_at;    /* per leaf: build node, first triangle record */
     double   sah, root_area;
 } flat;
 
-/* Emits leaf build node c's triangles; returns its child reference. */
-static int32_t emit_leaf(const builder *B, flat *F, const bk_scene *s, uint32_t c)
+static int32_t emit_leaf(const bnode *nodes, flat *F, uint32_t c)
 {
-    const bnode *lf = &B->nodes[c];
+    const bnode *lf = &nodes[c];
     int32_t ref = ~(int32_t)F->tri_next;
-    for (uint32_t i = 0; i < lf->count; ++i) {
-        uint32_t t = B->idx[lf->first + i];
-        bk_f4 *q = &F->tris[3 * (size_t)F->tri_next];
-        bk_geom_record(B->g, t, q);
-        q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
-        F->tri_next++;
-    }
+    F->leaf_node[F->leaves] = c;
+    F->leaf_at[F->leaves] = F->tri_next;
+    F->tri_next += lf->count;
     F->leaves++;
     if (lf->count > F->max_leaf) F->max_leaf = lf->count;
     F->sah += box_area(&lf->b) / F->root_area * lf->count;
     return ref;
 }
+
+typedef struct rec_job {
+    const bk_geom *g;
+    const bnode   *nodes;
+    const pref    *p;
+    const flat    *F;
+    bk_f4         *tris;
+} rec_job;
+
+static void rec_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const rec_job *J = (const rec_job *)ctx;
+    for (size_t l = b; l < e; ++l) {
+        const bnode *lf = &J->nodes[J->F->leaf_node[l]];
+        bk_f4 *q = &J->tris[3 * (size_t)J->F->leaf_at[l]];
+        for (uint32_t i = 0; i < lf->count; ++i, q += 3) {
+            bk_geom_record(J->g, J->p[lf->first + i].id, q);
+            q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
+        }
+    }
+}
+
+/* ---- entry point --------------------------------------------------------------------------- */
 
 int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, char *err, size_t err_size)
 {
@@ -200,94 +511,144 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     if (o.max_depth > BK_MAX_DEPTH || o.max_depth < 1) o.max_depth = BK_MAX_DEPTH;
     if (o.max_leaf < 1) o.max_leaf = 1;
 
-    builder B;
-    memset(&B, 0, sizeof B);
-    B.o = &o;
-    B.tb = malloc(sizeof(box) * n);
-    B.cen = malloc(sizeof(float) * 3 * n);
-    B.idx = malloc(sizeof(uint32_t) * n);
-    B.nodes = malloc(sizeof(bnode) * (2 * (size_t)n));
-    B.g = &g;
-    uint32_t *stack = malloc(sizeof(uint32_t) * (2 * (size_t)n));
-    if (!B.tb || !B.cen || !B.idx || !B.nodes || !stack) {
-        free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
-        return bk_fail(err, err_size, "out of memory building the BVH (%u triangles)", n);
-    }
-    box root = box_empty();
-    for (uint32_t t = 0; t < n; ++t) {
-        box b;
-        bk_geom_box(&g, t, b.lo, b.hi);
-        B.tb[t] = b;
-        for (int k = 0; k < 3; ++k) B.cen[3 * t + k] = 0.5f * (b.lo[k] + b.hi[k]);
-        B.idx[t] = t;
-        box_grow(&root, &b);
-    }
-    B.nodes[0].b = root; B.nodes[0].left = -1; B.nodes[0].first = 0; B.nodes[0].count = n; B.nodes[0].depth = 0;
-    B.node_count = 1;
+    const size_t n1 = n ? n : 1, chunks = (n1 - 1) / BIN_GRAIN + 1;
+    const uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
+    pref *p = malloc(sizeof(pref) * n1);
+    box *part_box = malloc(sizeof(box) * chunks);
+    pend *part_pend = malloc(sizeof(pend) * chunks);
+    bins *part = malloc(sizeof(bins) * chunks);
+    bnode *top = malloc(sizeof(bnode) * 2 * n1);
+    sub *subs = malloc(sizeof(sub) * n1);
+    bnode *sub_nodes = NULL, *nodes = NULL;
+    uint32_t *sorted = NULL, *map = NULL, *fstack = NULL;
+    sub_key *keys = NULL;
+    int32_t *lindex = NULL;
+    bk_bvh_node *ln = NULL;
+    bk_f4 *tris = NULL;
+    flat F;
+    memset(&F, 0, sizeof F);
+    if (!p || !part_box || !part_pend || !part || !top || !subs) goto oom;
 
-    /* Top-down build with an explicit stack; the root always splits when it can, so the layout's
-     * root is an inner node. */
-    uint32_t sp = 0;
-    stack[sp++] = 0;
-    while (sp) {
-        uint32_t ni = stack[--sp];
-        if (split_node(&B, ni, ni == 0)) {
-            stack[sp++] = (uint32_t)B.nodes[ni].left + 1;
-            stack[sp++] = (uint32_t)B.nodes[ni].left;
+    prep_job PJ;
+    PJ.g = &g; PJ.p = p; PJ.part_box = part_box; PJ.part_pend = part_pend;
+    bk_parallel_for(n, BIN_GRAIN, prep_chunk, &PJ);
+    box root = box_empty();
+    pend rp;
+    pend_reset(&rp);
+    for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &part_box[c]); pend_merge(&rp, &part_pend[c]); }
+    rp.ni = 0;
+    top[0].b = root; top[0].left = -1; top[0].first = 0; top[0].count = n; top[0].depth = 0;
+
+    /* Top levels; the root always splits when it can, so the layout's root is an inner node. */
+    builder T;
+    memset(&T, 0, sizeof T);
+    T.o = &o; T.p = p; T.tri_count = s->tri_count; T.nodes = top; T.node_count = 1;
+    T.part = part; T.part_cap = chunks;
+    bins scr;
+    bins_clear(&scr);
+    T.scr = &scr;
+    uint32_t nsub = 0;
+    build_dfs(&T, &rp, 1, sub_max, subs, &nsub);
+
+    /* Subtrees: 2 count - 1 nodes at most each. */
+    size_t sub_total = 0;
+    for (uint32_t i = 0; i < nsub; ++i) { subs[i].off = sub_total; sub_total += 2 * (size_t)top[subs[i].root.ni].count; }
+    sub_nodes = malloc(sizeof(bnode) * (sub_total ? sub_total : 1));
+    sorted = malloc(sizeof(uint32_t) * (nsub ? nsub : 1));
+    keys = malloc(sizeof(sub_key) * (nsub ? nsub : 1));
+    if (!sub_nodes || !sorted || !keys) goto oom;
+    for (uint32_t i = 0; i < nsub; ++i) { keys[i].count = top[subs[i].root.ni].count; keys[i].order = i; }
+    qsort(keys, nsub, sizeof *keys, cmp_sub_key);
+    for (uint32_t i = 0; i < nsub; ++i) sorted[i] = keys[i].order;
+    build_ctx C;
+    C.o = &o; C.p = p; C.tri_count = s->tri_count; C.top = top; C.sub_nodes = sub_nodes; C.subs = subs; C.sorted = sorted;
+    bk_parallel_for(nsub, 1, sub_task, &C);
+
+    /* Renumber into the serial depth-first numbering: a task's nodes follow the top nodes made
+     * before it was cut off and the tasks cut off before it. */
+    map = malloc(sizeof(uint32_t) * T.node_count);
+    if (!map) goto oom;
+    uint32_t acc = 0, si = 0;
+    for (uint32_t i = 0; i < T.node_count; ++i) {
+        for (; si < nsub && subs[si].at <= i; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
+        map[i] = i + acc;
+    }
+    for (; si < nsub; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
+    const uint32_t node_count = T.node_count + acc;
+    nodes = malloc(sizeof(bnode) * node_count);
+    if (!nodes) goto oom;
+    for (uint32_t i = 0; i < T.node_count; ++i) {
+        bnode b = top[i];
+        if (b.left >= 0) b.left = (int32_t)map[b.left];
+        nodes[map[i]] = b;
+    }
+    for (uint32_t t = 0; t < nsub; ++t) {
+        const sub *sb = &subs[t];
+        for (uint32_t j = 0; j < sb->count; ++j) {
+            bnode b = sub_nodes[sb->off + j];
+            if (b.left >= 0) b.left = (int32_t)(sb->base + (uint32_t)b.left - 1);
+            nodes[j == 0 ? map[sb->root.ni] : sb->base + j - 1] = b;
         }
     }
+    free(sub_nodes); sub_nodes = NULL;
+    free(top); top = NULL;
+    free(map); map = NULL;
 
     /* Flatten: inner build nodes get layout indices in depth-first order; leaves' triangles are
      * emitted in the order their parents are visited. */
     uint32_t inner = 0;
-    for (uint32_t i = 0; i < B.node_count; ++i) inner += B.nodes[i].left >= 0;
+    for (uint32_t i = 0; i < node_count; ++i) inner += nodes[i].left >= 0;
     uint32_t layout_count = inner ? inner : 1;
-    int32_t *lindex = malloc(sizeof(int32_t) * B.node_count);
+    lindex = malloc(sizeof(int32_t) * node_count);
+    fstack = malloc(sizeof(uint32_t) * (node_count + 1));
+    F.leaf_node = malloc(sizeof(uint32_t) * (node_count + 1));
+    F.leaf_at = malloc(sizeof(uint32_t) * (node_count + 1));
     /* 64-byte aligned: one node is exactly one cache line */
-    bk_bvh_node *ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
-    if (ln) memset(ln, 0, sizeof(bk_bvh_node) * layout_count);
-    bk_f4 *tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * (size_t)n + 63) / 64 * 64);
-    if (!lindex || !ln || !tris) {
-        free(lindex); free(ln); free(tris); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
-        return bk_fail(err, err_size, "out of memory flattening the BVH");
-    }
+    ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
+    tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * n1 + 63) / 64 * 64);
+    if (!lindex || !fstack || !F.leaf_node || !F.leaf_at || !ln || !tris) goto oom;
     uint32_t next = 0, depth = 0;
-    flat F;
-    memset(&F, 0, sizeof F);
-    F.tris = tris;
     F.root_area = box_area(&root) > 0 ? box_area(&root) : 1.0;
-    if (B.nodes[0].left < 0) {
+    if (nodes[0].left < 0) {
         /* A single triangle: both children of the layout root are that one leaf. */
-        int32_t r = emit_leaf(&B, &F, s, 0);
+        int32_t r = emit_leaf(nodes, &F, 0);
         set_child(&ln[0], 0, &root, r);
         set_child(&ln[0], 1, &root, r);
+        ln[0].refs.z = 0.0f; ln[0].refs.w = 0.0f;
         next = 1; depth = 1;
     } else {
-        sp = 0;
-        stack[sp++] = 0;
+        uint32_t sp = 0;
+        fstack[sp++] = 0;
         while (sp) {
-            uint32_t bi = stack[--sp];
+            uint32_t bi = fstack[--sp];
             lindex[bi] = (int32_t)next++;
-            const bnode *bn = &B.nodes[bi];
+            const bnode *bn = &nodes[bi];
             if (bn->depth + 1 > depth) depth = bn->depth + 1;
             F.sah += box_area(&bn->b) / F.root_area * o.cost_node;
             uint32_t l = (uint32_t)bn->left;
-            if (B.nodes[l + 1].left >= 0) stack[sp++] = l + 1;
-            if (B.nodes[l].left >= 0) stack[sp++] = l;
+            if (nodes[l + 1].left >= 0) fstack[sp++] = l + 1;
+            if (nodes[l].left >= 0) fstack[sp++] = l;
         }
-        for (uint32_t bi = 0; bi < B.node_count; ++bi) {
-            const bnode *bn = &B.nodes[bi];
+        for (uint32_t bi = 0; bi < node_count; ++bi) {
+            const bnode *bn = &nodes[bi];
             if (bn->left < 0) continue;
             bk_bvh_node *dst = &ln[lindex[bi]];
             for (int c = 0; c < 2; ++c) {
                 uint32_t ci = (uint32_t)bn->left + (uint32_t)c;
-                int32_t r = B.nodes[ci].left >= 0 ? lindex[ci] : emit_leaf(&B, &F, s, ci);
-                set_child(dst, c, &B.nodes[ci].b, r);
+                int32_t r = nodes[ci].left >= 0 ? lindex[ci] : emit_leaf(nodes, &F, ci);
+                set_child(dst, c, &nodes[ci].b, r);
             }
+            dst->refs.z = 0.0f; dst->refs.w = 0.0f;
         }
     }
     BK_CHECK(F.tri_next == n);
-    free(lindex); free(B.tb); free(B.cen); free(B.idx); free(B.nodes); free(stack); bk_geom_free(&g);
+    rec_job RJ;
+    RJ.g = &g; RJ.nodes = nodes; RJ.p = p; RJ.F = &F; RJ.tris = tris;
+    bk_parallel_for(F.leaves, 4096, rec_chunk, &RJ);
+
+    free(lindex); free(fstack); free(F.leaf_node); free(F.leaf_at); free(nodes);
+    free(p); free(part_box); free(part_pend); free(part); free(subs); free(sorted); free(keys);
+    bk_geom_free(&g);
 
     out->type = BK_ACCEL_BVH;
     if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }
@@ -306,4 +667,11 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
     out->info.seconds = bk_time_now() - t0;
     return 0;
+
+oom:
+    free(lindex); free(fstack); free(F.leaf_node); free(F.leaf_at); free(nodes); free(ln); free(tris);
+    free(p); free(part_box); free(part_pend); free(part); free(top); free(subs); free(sub_nodes);
+    free(sorted); free(keys); free(map);
+    bk_geom_free(&g);
+    return bk_fail(err, err_size, "out of memory building the BVH (%u primitives)", n);
 }

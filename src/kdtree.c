@@ -36,17 +36,18 @@
  * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
- * Below a certain size, subtrees are independent tasks built on worker threads (bk_cpu_threads)
- * into their own arrays, then spliced into the depth-first layout; the result does not depend on
- * the thread count.
+ * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
+ * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; above
+ * it, binned nodes count their events in chunks on the pool (integer histograms, summed in chunk
+ * order). The result does not depend on the thread count (tests/unit_build_threads.c).
  */
 #include "accel.h"
 #include "geom.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,9 @@ typedef struct kd_ref {
     float    lo[3], hi[3];
     uint32_t tri;
 } kd_ref;
+
+/* Binned event counts of one node (or one chunk of it), per axis: box minima and maxima per bin. */
+typedef struct kd_hist { uint32_t minc[3][KD_BINS_MAX], maxc[3][KD_BINS_MAX]; } kd_hist;
 
 /* A node waiting to be built: its entries are arena[off, off + n). */
 typedef struct kd_task {
@@ -101,6 +105,7 @@ typedef struct kd_builder {
     double      sah;     /* sum of area(node) * cost, unnormalised */
     uint32_t    leaves, depth, max_leaf;
     kd_sub     *subs;    size_t sub_count, sub_cap;   /* top tree only */
+    kd_hist    *hist;    /* top tree only: a histogram per KD_HIST_GRAIN entries of the root */
 } kd_builder;
 
 typedef struct kd_split {
@@ -161,31 +166,69 @@ static void consider(kd_split *best, int k, float p, double cost)
     if (cost < best->cost) { best->axis = k; best->pos = p; best->cost = cost; }
 }
 
+static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
+{
+    const int top = nbins - 1;
+    for (size_t i = begin; i < end; ++i) {
+        for (int k = 0; k < 3; ++k) {
+            int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
+            int b1 = (int)((r[i].hi[k] - lo[k]) * scale[k]);
+            b0 = b0 < 0 ? 0 : (b0 > top ? top : b0);
+            b1 = b1 < 0 ? 0 : (b1 > top ? top : b1);
+            h->minc[k][b0]++;
+            h->maxc[k][b1]++;
+        }
+    }
+}
+
+/* The top levels' histograms in chunks on the pool, one histogram per chunk, summed in chunk
+ * order: counts are integers, so the sums (and the split) are those of one pass. */
+#define KD_HIST_GRAIN 32768
+typedef struct hist_job {
+    const kd_ref *r;
+    const float  *lo, *scale;
+    int           nbins;
+    kd_hist      *part;
+} hist_job;
+
+static void hist_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const hist_job *J = (const hist_job *)ctx;
+    kd_hist *h = &J->part[b / KD_HIST_GRAIN];
+    for (int k = 0; k < 3; ++k) {
+        memset(h->minc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
+        memset(h->maxc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
+    }
+    hist_add(h, J->r, b, e, J->lo, J->scale, J->nbins);
+}
+
+/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
 static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                         const sah_ctx *c, kd_split *best)
+                         const sah_ctx *c, kd_split *best, kd_hist *part)
 {
     int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
-    uint32_t minc[3][KD_BINS_MAX], maxc[3][KD_BINS_MAX];
+    kd_hist h;
     float scale[3];
     int split_ok[3];
     for (int k = 0; k < 3; ++k) {
         float w = hi[k] - lo[k], sc = (float)nbins / w;
         split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
         scale[k] = split_ok[k] ? sc : 0.0f;
-        memset(minc[k], 0, (size_t)nbins * sizeof(uint32_t));
-        memset(maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
     }
-    const int top = nbins - 1;
-    for (uint32_t i = 0; i < n; ++i) {
-        for (int k = 0; k < 3; ++k) {
-            int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
-            int b1 = (int)((r[i].hi[k] - lo[k]) * scale[k]);
-            b0 = b0 < 0 ? 0 : (b0 > top ? top : b0);
-            b1 = b1 < 0 ? 0 : (b1 > top ? top : b1);
-            minc[k][b0]++;
-            maxc[k][b1]++;
-        }
+    if (part && n > KD_HIST_GRAIN) {
+        hist_job J;
+        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
+        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
+        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
+            for (int k = 0; k < 3; ++k)
+                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
+    } else {
+        hist_add(&h, r, 0, n, lo, scale, nbins);
     }
+    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
     for (int k = 0; k < 3; ++k) {
         if (!split_ok[k]) continue;
         double w = (double)hi[k] - lo[k];
@@ -299,7 +342,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
             if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -351,6 +394,7 @@ static void builder_free(kd_builder *b)
     free(b->arena); free(b->scratch); free(b->nodes); free(b->refs);
     for (size_t i = 0; i < b->sub_count; ++i) { free(b->subs[i].entries); free(b->subs[i].nodes); free(b->subs[i].refs); }
     free(b->subs);
+    free(b->hist);
     memset(b, 0, sizeof *b);
 }
 
@@ -372,23 +416,11 @@ static void build_sub(const kd_params *prm, kd_sub *s)
     builder_free(&b);
 }
 
-typedef struct kd_pool {
-    const kd_params *prm;
-    kd_sub          *subs;
-    size_t           count, next;
-    pthread_mutex_t  lock;
-} kd_pool;
-
-static void *pool_worker(void *arg)
+static void sub_chunk(void *ctx, size_t begin, size_t end, int worker)
 {
-    kd_pool *p = (kd_pool *)arg;
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        size_t i = p->next++;
-        pthread_mutex_unlock(&p->lock);
-        if (i >= p->count) return NULL;
-        build_sub(p->prm, &p->subs[i]);
-    }
+    (void)worker;
+    const kd_builder *top = (const kd_builder *)ctx;
+    for (size_t i = begin; i < end; ++i) build_sub(top->prm, &top->subs[i]);
 }
 
 static int cmp_sub_size(const void *a, const void *b)
@@ -402,23 +434,13 @@ static int cmp_sub_place(const void *a, const void *b)
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-static void run_subs(const kd_params *prm, kd_sub *subs, size_t count, int threads)
+/* Builds every subtree on the pool (pool.h), largest first so one big subtree does not finish
+ * alone at the end, then puts them back in placeholder (depth-first) order. */
+static void run_subs(kd_builder *b)
 {
-    /* Largest first, so one big subtree does not finish alone at the end. */
-    qsort(subs, count, sizeof *subs, cmp_sub_size);
-    kd_pool p;
-    p.prm = prm; p.subs = subs; p.count = count; p.next = 0;
-    pthread_mutex_init(&p.lock, NULL);
-    pthread_t th[64];
-    int started = 0;
-    for (int i = 1; i < threads && i < 64; ++i) {
-        if (pthread_create(&th[started], NULL, pool_worker, &p) != 0) break;
-        started++;
-    }
-    pool_worker(&p);
-    for (int i = 0; i < started; ++i) pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&p.lock);
-    qsort(subs, count, sizeof *subs, cmp_sub_place);
+    qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_size);
+    bk_parallel_for(b->sub_count, 1, sub_chunk, b);
+    qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_place);
 }
 
 /* Splices the subtrees into the top tree, in depth-first order. */
@@ -537,10 +559,9 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     int auto_depth = (int)lround(8.0 + 1.3 * log2n);
     if (auto_depth < prm.max_depth) prm.max_depth = auto_depth;
 
-    int threads = bk_cpu_threads();
-    if (threads > 64) threads = 64;
-    /* Parallel subtrees: enough of them to balance the workers, large enough to be worth a task. */
-    prm.par_min = threads > 1 && valid >= 4096 ? valid / (uint32_t)(16 * threads) : 0;
+    /* Parallel subtrees: enough of them to balance 16 workers, large enough to be worth a task;
+     * from the triangle count only, so the cut (and the tree) is the same for any thread count. */
+    prm.par_min = valid >= 4096 ? valid / 128 : 0;
     if (prm.par_min > 0 && prm.par_min < 256) prm.par_min = 256;
 
     kd_task root;
@@ -548,10 +569,14 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
     root.cap = (double)refs_per_tri * (double)valid;
     if (root.cap > 4294967295.0) root.cap = 4294967295.0;
+    if (prm.par_min > 0) {
+        b.hist = malloc(((size_t)valid / KD_HIST_GRAIN + 1) * sizeof(kd_hist));
+        if (!b.hist) goto oom;
+    }
     if (build(&b, &root, prm.par_min > 0)) goto oom;
 
     if (b.sub_count) {
-        run_subs(&prm, b.subs, b.sub_count, threads);
+        run_subs(&b);
         for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
         bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
         if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
