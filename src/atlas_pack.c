@@ -496,7 +496,9 @@ typedef struct shape_bin {
     int P;                  /* leaves of the segment trees, a power of two >= H */
     int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
     int lowest;             /* one past the lowest row taken by a chart (not its padding) */
-    int *xa, *xb;           /* scratch: 2 (N + 2) each, intervals of candidate x */
+    int *xa, *xb;           /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
+    int threads, tasks;     /* the pool's threads; row ranges per wave of a wide search */
+    int *hit_x, *hit_y;     /* tasks each: the wave's answers */
     uint64_t *dil;          /* scratch: a mask row dilated by the padding */
 } shape_bin;
 
@@ -541,17 +543,14 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
     return 1;
 }
 
-/* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
- * none. */
-static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
+/* First position in scan order among rows ya .. yb (from x_start on row y_start) where sh fits;
+ * 0 if none. xa, xb: scratch of 2 (N + 2) ints each. Each row is decided on its own (the jumps
+ * only pass rows that cannot fit), so a range's answer is the same however the rows are cut. */
+static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s, int *xb_s,
+                           int *ox, int *oy)
 {
     int N = B->N;
-    if (sh->w > N || sh->h > B->H) return 0;
-    int ymax = B->H - sh->h;
-    if (ymax > y_limit - 1) ymax = y_limit - 1;
-    /* below every chart all is free: nothing later in scan order is worth a look */
-    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
-    for (int y = y_start; y <= ymax;) {
+    for (int y = ya; y <= yb;) {
         /* the band's rows must all have a free run of band_run: jump past the first that has not */
         int q = -1;
         if (sh->band1 - sh->band0 < 32) {  /* short bands: the rows themselves, the last failing one */
@@ -562,7 +561,7 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
         int skip = 0;
         for (int r = 0; r < sh->h && !skip; ++r) skip = B->free_run[y + r] < sh->run[r];
         if (skip) { y++; continue; }
-        int *xa = B->xa, *xb = B->xb, *na = B->xa + N + 2, *nb = B->xb + N + 2, nx = 1;
+        int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
         xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
         if (xa[0] > xb[0]) { y++; continue; }
         for (int i = 0; i < sh->h && nx; ++i) {
@@ -588,6 +587,59 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
             for (int x = xa[k]; x <= xb[k]; ++x)
                 if (shape_fits(B, sh, x, y)) { *ox = x; *oy = y; return 1; }
         y++;
+    }
+    return 0;
+}
+
+/* Rows searched alone before the search goes wide, and rows per task after. */
+#define FIND_ROWS_SERIAL 64
+#define FIND_ROWS_TASK   16
+
+typedef struct find_ctx {
+    const shape_bin *B;
+    const shape *sh;
+    int y_start, x_start, ya, yb;
+    int *hit_x, *hit_y;   /* per task: the first fit in its rows, hit_y < 0 when none */
+} find_ctx;
+
+static void find_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    find_ctx *f = ctx;
+    int *xa = f->B->xa + (size_t)worker * 2 * ((size_t)f->B->N + 2), *xb = f->B->xb + (size_t)worker * 2 * ((size_t)f->B->N + 2);
+    for (size_t c = begin; c < end; ++c) {
+        int ya = f->ya + (int)c * FIND_ROWS_TASK, yb = ya + FIND_ROWS_TASK - 1;
+        if (yb > f->yb) yb = f->yb;
+        f->hit_y[c] = -1;
+        if (ya <= yb && shape_find_rows(f->B, f->sh, f->y_start, f->x_start, ya, yb, xa, xb, &f->hit_x[c], &f->hit_y[c]) == 0)
+            f->hit_y[c] = -1;
+    }
+}
+
+/* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
+ * none. The first rows alone; then waves of row ranges on the pool, the earliest range with a
+ * fit wins: the same position as one pass over the rows, whatever the thread count. */
+static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
+{
+    int N = B->N;
+    if (sh->w > N || sh->h > B->H) return 0;
+    int ymax = B->H - sh->h;
+    if (ymax > y_limit - 1) ymax = y_limit - 1;
+    /* below every chart all is free: nothing later in scan order is worth a look */
+    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
+    int yb = y_start + FIND_ROWS_SERIAL - 1;
+    if (B->threads <= 1 || yb >= ymax) yb = ymax;
+    if (shape_find_rows(B, sh, y_start, x_start, y_start, yb, B->xa, B->xb, ox, oy)) return 1;
+    find_ctx f;
+    f.B = B; f.sh = sh; f.y_start = y_start; f.x_start = x_start; f.hit_x = B->hit_x; f.hit_y = B->hit_y;
+    for (int ya = yb + 1; ya <= ymax;) {
+        int tasks = B->tasks, rows = tasks * FIND_ROWS_TASK;
+        if (rows > ymax - ya + 1) { rows = ymax - ya + 1; tasks = (rows + FIND_ROWS_TASK - 1) / FIND_ROWS_TASK; }
+        f.ya = ya;
+        f.yb = ya + rows - 1;
+        bk_parallel_for((size_t)tasks, 1, find_fn, &f);
+        for (int c = 0; c < tasks; ++c)
+            if (f.hit_y[c] >= 0) { *ox = f.hit_x[c]; *oy = f.hit_y[c]; return 1; }
+        ya += rows;
     }
     return 0;
 }
@@ -651,8 +703,12 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.free_run = malloc(sizeof(int) * (size_t)B.H);
     B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
-    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2));
-    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2));
+    B.threads = bk_pool_threads();
+    B.tasks = 4 * B.threads;
+    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
+    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
+    B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
+    B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
     B.dil = malloc(sizeof(uint64_t) * ((size_t)(N + 2 * pad + 64) / 64 + 2) * 2);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
     shape_set S = { C, fill, s, NULL, NULL, NULL };
@@ -661,7 +717,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     struct { int ci, x, y, valid; } last[2];
     int last_cls = -1, class_y = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.dil || !order || !S.sh || !too_big) goto out;
+    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
     /* the masks: sizes and slots here, contents on the pool */
     {
         size_t nbits = 0, nruns = 0;
@@ -761,7 +817,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     rc = 1;
 out:
     if (used_rows) *used_rows = B.lowest;
-    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.dil); free(order);
+    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.dil); free(order);
     free(S.sh); free(S.bits); free(S.runs); free(too_big);
     return rc;
 }
