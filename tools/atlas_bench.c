@@ -54,10 +54,16 @@ int main(int argc, char **argv)
             free(cov);
             if (r + 1 < reps) bk_atlas_free(&a);
         }
+        /* FNV-1a of the UVs and charts: the same atlas prints the same hash */
+        uint64_t hash = 1469598103934665603ull;
+        const unsigned char *bytes[2] = { (const unsigned char *)a.uv, (const unsigned char *)a.tri_chart };
+        size_t nbytes[2] = { sizeof(float) * 6 * (size_t)a.tri_count, sizeof(uint32_t) * (size_t)a.tri_count };
+        for (int k = 0; k < 2; ++k)
+            for (size_t b = 0; b < nbytes[k]; ++b) hash = (hash ^ bytes[k][b]) * 1099511628211ull;
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d\n",
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx\n",
                name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
-               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads());
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads(), (unsigned long long)hash);
         if (png) {
             char path[1024];
             snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
