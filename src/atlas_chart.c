@@ -515,6 +515,83 @@ static void charting_alloc(charting *C, uint32_t T)
     C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
 }
 
+typedef struct mk_ws { double *xy; size_t xy_cap; hpt *pts; size_t pts_cap; pair_list pairs; uint32_t *out; size_t out_cap; } mk_ws;
+
+typedef struct mk_ctx {
+    const bk_scene *s;
+    const tri_geom *g;
+    charting *C;
+    double cos_cone;
+    uint8_t *evicted;
+    mk_ws *ws;
+    uint32_t first;          /* the first new chart */
+    uint32_t *end;           /* per new chart: one past its evicted triangles in chart_tris */
+    uint64_t *work;          /* per new chart: its overlap search's steps */
+} mk_ctx;
+
+#define MK_ERR UINT64_MAX  /* work[k] of a chart whose check ran out of memory */
+
+/* A new planar chart projected, its tilted and overlapping triangles evicted (tri_chart BK_NONE,
+ * left in chart_tris after the kept ones, in their order) and the rest projected again. Writes
+ * only the chart's own triangles' entries, so charts run side by side. */
+static void mk_check_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    mk_ctx *m = ctx;
+    charting *C = m->C;
+    mk_ws *w = &m->ws[worker];
+    for (size_t k = begin; k < end; ++k) {
+        uint32_t ci = m->first + (uint32_t)k;
+        chart *c = &C->charts[ci];
+        m->end[k] = c->first + c->count;
+        m->work[k] = 0;
+        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+        if (c->count < 2) continue;
+        /* the mean normal drifted while the chart grew: triangles now tilted more than the cone
+         * from it leave too (never the seed, so every round makes progress) */
+        uint32_t nev = 0;
+        for (uint32_t i = 1; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            if (dot3d(tri_n(m->g, t), c->n) < m->cos_cone) { m->evicted[t] = 1; nev++; }
+        }
+        if (6 * (size_t)c->count > w->xy_cap) {
+            size_t cap = 6 * (size_t)c->count * 2;
+            double *p = realloc(w->xy, sizeof(double) * cap);
+            if (!p) { m->work[k] = MK_ERR; continue; }
+            w->xy = p;
+            w->xy_cap = cap;
+        }
+        for (uint32_t i = 0; i < c->count; ++i)
+            memcpy(w->xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
+        w->pairs.n = 0;
+        if (bk_atlas_find_overlaps(w->xy, c->count, 1e-9 * (c->w + c->h), &w->pairs, &m->work[k])) { m->work[k] = MK_ERR; continue; }
+        if (!w->pairs.n && !nev) continue;
+        /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled, so
+         * j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
+        for (size_t p = 0; p < w->pairs.n; ++p) {
+            uint32_t ti = C->chart_tris[c->first + w->pairs.p[2 * p]], tj = C->chart_tris[c->first + w->pairs.p[2 * p + 1]];
+            if (m->evicted[ti] || m->evicted[tj]) continue;
+            m->evicted[tj] = 1;  /* j > i: added later */
+            nev++;
+        }
+        /* compact the chart's list; evicted triangles wait for the next round */
+        if (nev > w->out_cap) {
+            uint32_t *p = realloc(w->out, sizeof(uint32_t) * 2 * (size_t)nev);
+            if (!p) { m->work[k] = MK_ERR; continue; }
+            w->out = p;
+            w->out_cap = 2 * (size_t)nev;
+        }
+        uint32_t keep = 0, nout = 0;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            if (m->evicted[t]) { m->evicted[t] = 0; C->tri_chart[t] = BK_NONE; w->out[nout++] = t; }
+            else C->chart_tris[c->first + keep++] = t;
+        }
+        memcpy(C->chart_tris + c->first + keep, w->out, sizeof(uint32_t) * nout);
+        c->count = keep;
+        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+    }
+}
+
 int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
                        uint64_t *work)
 {
@@ -529,13 +606,13 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     uint32_t *ctmp = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint8_t *evicted = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
-    double *xy = NULL;
-    size_t xy_cap = 0;
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
-    pair_list pairs = { 0 };
+    int threads = bk_pool_threads();
+    mk_ws *mws = calloc((size_t)threads, sizeof(mk_ws));
+    uint32_t *orig_end = NULL;
+    uint64_t *cwork = NULL;
+    size_t orig_cap = 0;
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt) goto done;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt || !mws) goto done;
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
         if (!prefilled) C->tri_chart[t] = BK_NONE;
@@ -547,46 +624,31 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     for (int round = 0; nseeds; ++round) {
         if (grow_charts(g, A, C, seeds, nseeds, cos_cone, queue, &ntris)) goto done;
         nseeds = 0;
-        /* project the new charts and evict the later triangle of every overlapping pair */
-        for (uint32_t ci = first_new; ci < C->count; ++ci) {
-            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
-            chart *c = &C->charts[ci];
-            if (c->count < 2) continue;
-            /* the mean normal drifted while the chart grew: triangles now tilted more than the
-             * cone from it leave too (never the seed, so every round makes progress) */
-            uint32_t nev = 0;
-            for (uint32_t i = 1; i < c->count; ++i) {
-                uint32_t t = C->chart_tris[c->first + i];
-                if (dot3d(tri_n(g, t), c->n) < cos_cone) { evicted[t] = 1; nev++; }
+        /* project the new charts and evict the later triangle of every overlapping pair: each
+         * chart on its own (on the pool), its evicted triangles left after its kept ones */
+        if (C->count > first_new) {
+            mk_ctx m;
+            m.s = s; m.g = g; m.C = C; m.cos_cone = cos_cone; m.evicted = evicted; m.ws = mws; m.first = first_new;
+            m.end = orig_end;
+            m.work = cwork;
+            if (C->count - first_new > orig_cap) {
+                size_t cap = 2 * (size_t)(C->count - first_new);
+                uint32_t *p = realloc(orig_end, sizeof(uint32_t) * cap);
+                uint64_t *q = p ? realloc(cwork, sizeof(uint64_t) * cap) : NULL;
+                if (p) orig_end = p;
+                if (q) cwork = q;
+                if (!p || !q) goto done;
+                orig_cap = cap;
+                m.end = orig_end;
+                m.work = cwork;
             }
-            if (6 * (size_t)c->count > xy_cap) {
-                xy_cap = 6 * (size_t)c->count * 2;
-                double *p = realloc(xy, sizeof(double) * xy_cap);
-                if (!p) goto done;
-                xy = p;
+            bk_parallel_for(C->count - first_new, 8, mk_check_fn, &m);
+            for (uint32_t ci = first_new; ci < C->count; ++ci) {
+                const chart *c = &C->charts[ci];
+                if (cwork[ci - first_new] == MK_ERR) goto done;
+                *work += cwork[ci - first_new];
+                for (uint32_t i = c->first + c->count; i < orig_end[ci - first_new]; ++i) seeds[nseeds++] = C->chart_tris[i];
             }
-            for (uint32_t i = 0; i < c->count; ++i)
-                memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
-            pairs.n = 0;
-            if (bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pairs, work)) goto done;
-            if (!pairs.n && !nev) continue;
-            /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled,
-             * so j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
-            for (size_t p = 0; p < pairs.n; ++p) {
-                uint32_t ti = C->chart_tris[c->first + pairs.p[2 * p]], tj = C->chart_tris[c->first + pairs.p[2 * p + 1]];
-                if (evicted[ti] || evicted[tj]) continue;
-                evicted[tj] = 1;  /* j > i: added later */
-                nev++;
-            }
-            /* compact the chart's list; evicted triangles wait for the next round */
-            uint32_t keep = 0;
-            for (uint32_t i = 0; i < c->count; ++i) {
-                uint32_t t = C->chart_tris[c->first + i];
-                if (evicted[t]) { evicted[t] = 0; C->tri_chart[t] = BK_NONE; seeds[nseeds++] = t; }
-                else C->chart_tris[c->first + keep++] = t;
-            }
-            c->count = keep;
-            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
         }
         /* the compaction left holes in chart_tris; close them so new charts append at the end */
         uint32_t w = 0;
@@ -604,7 +666,9 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     }
     rc = 0;
 done:
-    free(seeds); free(queue); free(ctmp); free(evicted); free(kt); free(xy); free(pts); free(pairs.p);
+    free(seeds); free(queue); free(ctmp); free(evicted); free(kt);
+    for (int w = 0; mws && w < threads; ++w) { free(mws[w].xy); free(mws[w].pts); free(mws[w].pairs.p); free(mws[w].out); }
+    free(mws); free(orig_end); free(cwork);
     return rc;
 }
 
