@@ -1395,6 +1395,15 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
     return 0;
 }
 
+/* Did chart t's growth look at a triangle marked in freed? (a neighbour of one of its own) */
+static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
+{
+    for (uint32_t i = 0; i < t->nt; ++i)
+        for (uint32_t p = A->start[t->tris[i]]; p < A->start[t->tris[i] + 1]; ++p)
+            if (freed[A->adj[p]]) return 1;
+    return 0;
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
@@ -1409,9 +1418,13 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
     sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
     sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K);
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *orig = malloc(sizeof(uint32_t) * M);
+    uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
+    uint8_t *freed = calloc((size_t)T + 1, 1);
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf) goto done;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !orig || !spos ||
+        !freed_list || !freed)
+        goto done;
     for (int w = 0; w < threads; ++w) {
         ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
         ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
@@ -1442,6 +1455,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
     }
     sort_by_area_desc(seeds, nseeds, g->area, kt);
+    for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
     sm_ctx x = { s, g, A, weld, so, C, tpos, ws, tries };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
@@ -1460,18 +1474,27 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (nb == 1) sm_check(&x, &tries[0], &ws[0]);
         else bk_parallel_for(nb, 1, sm_check_fn, &x);
         si = sj;
+        uint32_t nfreed = 0, min_freed = UINT32_MAX;
         for (uint32_t k = 0; k < nb; ++k) {
             if (tries[k].err) goto done;
+            if (min_freed < at[k] || (nfreed && sm_touches(A, &tries[k], freed))) {
+                /* a chart grown beside triangles an earlier one freed, or after a freed seed:
+                 * it and the batch's later charts are let go, the seeds after the last one taken
+                 * start the next batch */
+                for (uint32_t q = k; q < nb; ++q)
+                    for (uint32_t i = 0; i < tries[q].nt; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
+                si = at[k - 1] + 1;
+                break;
+            }
             uint32_t retry = 0;
             int r = sm_take(&x, &tries[k], tried, &ntris, work, &retry);
             if (r < 0) goto done;
             if (r == 1) continue;
-            /* it freed triangles: the later charts of the batch are let go, and this seed goes
-             * on alone (grown again smaller until it unfolds or is dropped) */
-            for (uint32_t q = k + 1; q < nb; ++q)
-                for (uint32_t i = 0; i < tries[q].nt; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
-            si = at[k] + 1;
+            /* it freed triangles (evictions, or grown again smaller: alone, until it unfolds or
+             * is dropped; the prefix of its first growth, so the later charts do not change it) */
             sm_try *t = &tries[k];
+            uint32_t nt0 = t->nt;
+            memcpy(orig, t->tris, sizeof(uint32_t) * nt0);
             while (retry) {
                 t->limit = retry;
                 sm_grow(&x, C->tri_chart, tried, t);
@@ -1479,8 +1502,17 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                 if (t->err) goto done;
                 if (sm_take(&x, t, tried, &ntris, work, &retry) < 0) goto done;
             }
-            break;
+            /* the freed triangles: a later chart of the batch stands only when it never met one
+             * (never grew beside one, and its seed comes before every freed seed) */
+            for (uint32_t i = 0; i < nt0; ++i) {
+                uint32_t u = orig[i];
+                if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
+                freed[u] = 1;
+                freed_list[nfreed++] = u;
+                if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
+            }
         }
+        for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
     }
     rc = 0;
 done:
@@ -1488,7 +1520,7 @@ done:
         lscm_free(&ws[w].W);
         free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
     }
-    free(ws); free(tries); free(tbuf);
+    free(ws); free(tries); free(tbuf); free(orig); free(spos); free(freed_list); free(freed);
     free(seeds); free(tpos); free(tried); free(kt);
     return rc;
 }

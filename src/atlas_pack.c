@@ -591,7 +591,8 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
     return 0;
 }
 
-/* Rows searched alone before the search goes wide, and rows per task after. */
+/* Rows searched alone before the search goes wide, and rows per task after (waves of the
+ * pool's threads' count of tasks, doubling up to 4 per thread). */
 #define FIND_ROWS_SERIAL 64
 #define FIND_ROWS_TASK   16
 
@@ -631,8 +632,9 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
     if (shape_find_rows(B, sh, y_start, x_start, y_start, yb, B->xa, B->xb, ox, oy)) return 1;
     find_ctx f;
     f.B = B; f.sh = sh; f.y_start = y_start; f.x_start = x_start; f.hit_x = B->hit_x; f.hit_y = B->hit_y;
-    for (int ya = yb + 1; ya <= ymax;) {
-        int tasks = B->tasks, rows = tasks * FIND_ROWS_TASK;
+    /* waves of threads ranges, doubling to B->tasks: most searches that go on end soon */
+    for (int ya = yb + 1, wave = B->threads; ya <= ymax; wave = 2 * wave < B->tasks ? 2 * wave : B->tasks) {
+        int tasks = wave, rows = tasks * FIND_ROWS_TASK;
         if (rows > ymax - ya + 1) { rows = ymax - ya + 1; tasks = (rows + FIND_ROWS_TASK - 1) / FIND_ROWS_TASK; }
         f.ya = ya;
         f.yb = ya + rows - 1;
