@@ -21,6 +21,7 @@
  * Both keep every triangle's projection, so its texel density.
  */
 #include "atlas_internal.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
@@ -514,6 +515,83 @@ static void charting_alloc(charting *C, uint32_t T)
     C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
 }
 
+typedef struct mk_ws { double *xy; size_t xy_cap; hpt *pts; size_t pts_cap; pair_list pairs; uint32_t *out; size_t out_cap; } mk_ws;
+
+typedef struct mk_ctx {
+    const bk_scene *s;
+    const tri_geom *g;
+    charting *C;
+    double cos_cone;
+    uint8_t *evicted;
+    mk_ws *ws;
+    uint32_t first;          /* the first new chart */
+    uint32_t *end;           /* per new chart: one past its evicted triangles in chart_tris */
+    uint64_t *work;          /* per new chart: its overlap search's steps */
+} mk_ctx;
+
+#define MK_ERR UINT64_MAX  /* work[k] of a chart whose check ran out of memory */
+
+/* A new planar chart projected, its tilted and overlapping triangles evicted (tri_chart BK_NONE,
+ * left in chart_tris after the kept ones, in their order) and the rest projected again. Writes
+ * only the chart's own triangles' entries, so charts run side by side. */
+static void mk_check_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    mk_ctx *m = ctx;
+    charting *C = m->C;
+    mk_ws *w = &m->ws[worker];
+    for (size_t k = begin; k < end; ++k) {
+        uint32_t ci = m->first + (uint32_t)k;
+        chart *c = &C->charts[ci];
+        m->end[k] = c->first + c->count;
+        m->work[k] = 0;
+        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+        if (c->count < 2) continue;
+        /* the mean normal drifted while the chart grew: triangles now tilted more than the cone
+         * from it leave too (never the seed, so every round makes progress) */
+        uint32_t nev = 0;
+        for (uint32_t i = 1; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            if (dot3d(tri_n(m->g, t), c->n) < m->cos_cone) { m->evicted[t] = 1; nev++; }
+        }
+        if (6 * (size_t)c->count > w->xy_cap) {
+            size_t cap = 6 * (size_t)c->count * 2;
+            double *p = realloc(w->xy, sizeof(double) * cap);
+            if (!p) { m->work[k] = MK_ERR; continue; }
+            w->xy = p;
+            w->xy_cap = cap;
+        }
+        for (uint32_t i = 0; i < c->count; ++i)
+            memcpy(w->xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
+        w->pairs.n = 0;
+        if (bk_atlas_find_overlaps(w->xy, c->count, 1e-9 * (c->w + c->h), &w->pairs, &m->work[k])) { m->work[k] = MK_ERR; continue; }
+        if (!w->pairs.n && !nev) continue;
+        /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled, so
+         * j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
+        for (size_t p = 0; p < w->pairs.n; ++p) {
+            uint32_t ti = C->chart_tris[c->first + w->pairs.p[2 * p]], tj = C->chart_tris[c->first + w->pairs.p[2 * p + 1]];
+            if (m->evicted[ti] || m->evicted[tj]) continue;
+            m->evicted[tj] = 1;  /* j > i: added later */
+            nev++;
+        }
+        /* compact the chart's list; evicted triangles wait for the next round */
+        if (nev > w->out_cap) {
+            uint32_t *p = realloc(w->out, sizeof(uint32_t) * 2 * (size_t)nev);
+            if (!p) { m->work[k] = MK_ERR; continue; }
+            w->out = p;
+            w->out_cap = 2 * (size_t)nev;
+        }
+        uint32_t keep = 0, nout = 0;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            if (m->evicted[t]) { m->evicted[t] = 0; C->tri_chart[t] = BK_NONE; w->out[nout++] = t; }
+            else C->chart_tris[c->first + keep++] = t;
+        }
+        memcpy(C->chart_tris + c->first + keep, w->out, sizeof(uint32_t) * nout);
+        c->count = keep;
+        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+    }
+}
+
 int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
                        uint64_t *work)
 {
@@ -528,13 +606,13 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     uint32_t *ctmp = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint8_t *evicted = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
-    double *xy = NULL;
-    size_t xy_cap = 0;
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
-    pair_list pairs = { 0 };
+    int threads = bk_pool_threads();
+    mk_ws *mws = calloc((size_t)threads, sizeof(mk_ws));
+    uint32_t *orig_end = NULL;
+    uint64_t *cwork = NULL;
+    size_t orig_cap = 0;
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt) goto done;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !ctmp || !evicted || !kt || !mws) goto done;
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
         if (!prefilled) C->tri_chart[t] = BK_NONE;
@@ -546,46 +624,31 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     for (int round = 0; nseeds; ++round) {
         if (grow_charts(g, A, C, seeds, nseeds, cos_cone, queue, &ntris)) goto done;
         nseeds = 0;
-        /* project the new charts and evict the later triangle of every overlapping pair */
-        for (uint32_t ci = first_new; ci < C->count; ++ci) {
-            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
-            chart *c = &C->charts[ci];
-            if (c->count < 2) continue;
-            /* the mean normal drifted while the chart grew: triangles now tilted more than the
-             * cone from it leave too (never the seed, so every round makes progress) */
-            uint32_t nev = 0;
-            for (uint32_t i = 1; i < c->count; ++i) {
-                uint32_t t = C->chart_tris[c->first + i];
-                if (dot3d(tri_n(g, t), c->n) < cos_cone) { evicted[t] = 1; nev++; }
+        /* project the new charts and evict the later triangle of every overlapping pair: each
+         * chart on its own (on the pool), its evicted triangles left after its kept ones */
+        if (C->count > first_new) {
+            mk_ctx m;
+            m.s = s; m.g = g; m.C = C; m.cos_cone = cos_cone; m.evicted = evicted; m.ws = mws; m.first = first_new;
+            m.end = orig_end;
+            m.work = cwork;
+            if (C->count - first_new > orig_cap) {
+                size_t cap = 2 * (size_t)(C->count - first_new);
+                uint32_t *p = realloc(orig_end, sizeof(uint32_t) * cap);
+                uint64_t *q = p ? realloc(cwork, sizeof(uint64_t) * cap) : NULL;
+                if (p) orig_end = p;
+                if (q) cwork = q;
+                if (!p || !q) goto done;
+                orig_cap = cap;
+                m.end = orig_end;
+                m.work = cwork;
             }
-            if (6 * (size_t)c->count > xy_cap) {
-                xy_cap = 6 * (size_t)c->count * 2;
-                double *p = realloc(xy, sizeof(double) * xy_cap);
-                if (!p) goto done;
-                xy = p;
+            bk_parallel_for(C->count - first_new, 8, mk_check_fn, &m);
+            for (uint32_t ci = first_new; ci < C->count; ++ci) {
+                const chart *c = &C->charts[ci];
+                if (cwork[ci - first_new] == MK_ERR) goto done;
+                *work += cwork[ci - first_new];
+                for (uint32_t i = c->first + c->count; i < orig_end[ci - first_new]; ++i) seeds[nseeds++] = C->chart_tris[i];
             }
-            for (uint32_t i = 0; i < c->count; ++i)
-                memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)C->chart_tris[c->first + i], 6 * sizeof(double));
-            pairs.n = 0;
-            if (bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pairs, work)) goto done;
-            if (!pairs.n && !nev) continue;
-            /* pairs come sorted by (i, j): when i's pairs are reached, whether i stays is settled,
-             * so j leaves iff it overlaps an earlier triangle that stays, whatever found the pairs */
-            for (size_t p = 0; p < pairs.n; ++p) {
-                uint32_t ti = C->chart_tris[c->first + pairs.p[2 * p]], tj = C->chart_tris[c->first + pairs.p[2 * p + 1]];
-                if (evicted[ti] || evicted[tj]) continue;
-                evicted[tj] = 1;  /* j > i: added later */
-                nev++;
-            }
-            /* compact the chart's list; evicted triangles wait for the next round */
-            uint32_t keep = 0;
-            for (uint32_t i = 0; i < c->count; ++i) {
-                uint32_t t = C->chart_tris[c->first + i];
-                if (evicted[t]) { evicted[t] = 0; C->tri_chart[t] = BK_NONE; seeds[nseeds++] = t; }
-                else C->chart_tris[c->first + keep++] = t;
-            }
-            c->count = keep;
-            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
         }
         /* the compaction left holes in chart_tris; close them so new charts append at the end */
         uint32_t w = 0;
@@ -603,7 +666,9 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     }
     rc = 0;
 done:
-    free(seeds); free(queue); free(ctmp); free(evicted); free(kt); free(xy); free(pts); free(pairs.p);
+    free(seeds); free(queue); free(ctmp); free(evicted); free(kt);
+    for (int w = 0; mws && w < threads; ++w) { free(mws[w].xy); free(mws[w].pts); free(mws[w].pairs.p); free(mws[w].out); }
+    free(mws); free(orig_end); free(cwork);
     return rc;
 }
 
@@ -1032,28 +1097,345 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
     return it;
 }
 
+/* The smooth charts are tried in batches: charts grown one after another from the next seeds
+ * (each as the one-at-a-time loop would grow it if every earlier one is kept as grown), then
+ * unfolded and checked on the pool, then taken in seed order. A chart kept whole, or dropped with
+ * all its triangles marked tried, leaves the later charts' growth as it was; a chart that loses
+ * triangles (evicted overlaps) or is grown again smaller frees triangles the later charts might
+ * have taken, so the batch's later charts are let go and the seeds after it start a new batch.
+ * The charts are thus exactly those of one chart at a time, whatever the thread count. */
+
+#define SM_TAG 0xF0000000u   /* tri_chart of a chart being tried: SM_TAG + its slot in the batch */
+
+typedef struct sm_ws {       /* one worker's scratch */
+    lscm_ws   W;
+    uint32_t *uf, *cid;      /* 3 max_tris */
+    uint8_t  *evict;         /* max_tris, zero between uses */
+    double   *xy;
+    size_t    xy_cap;
+    hpt      *pts;
+    size_t    pts_cap;
+    pair_list pairs;
+} sm_ws;
+
+typedef struct sm_try {      /* one chart grown from a seed */
+    uint32_t seed, limit, tag;
+    uint32_t *tris, nt;      /* grown triangles (max_tris) */
+    uint32_t *keep, nkeep;   /* those kept (max_tris), when ok */
+    double   avg[3];         /* mean normal */
+    double   w, h;
+    int      curved, ok, err;
+    uint64_t work;
+} sm_try;
+
+typedef struct sm_ctx {
+    const bk_scene *s;
+    const tri_geom *g;
+    const adjacency *A;
+    const uint32_t *weld;
+    const bk_atlas_smooth_opts *so;
+    charting *C;
+    uint32_t *tpos;          /* per triangle, BK_NONE outside the charts being checked */
+    sm_ws *ws;
+    sm_try *tries;
+} sm_ctx;
+
+/* Grows a chart from t->seed up to t->limit triangles, marking them t->tag. */
+static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, sm_try *t)
+{
+    const tri_geom *g = x->g;
+    const adjacency *A = x->A;
+    double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
+    double cos_flat = cos(x->so->flat_deg * BK_ATLAS_PI / 180.0);
+    uint32_t seed = t->seed, limit = t->limit, qh = 0, qt = 0, *queue = t->tris;
+    const double *ns = tri_n(g, seed);
+    double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
+    avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    queue[qt++] = seed;
+    tri_chart[seed] = t->tag;
+    while (qh < qt && qt < limit) {
+        uint32_t tt = queue[qh++];
+        const double *nt = tri_n(g, tt);
+        for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
+            uint32_t u = A->adj[p];
+            if (tri_chart[u] != BK_NONE || tried[u]) continue;
+            const double *nu = tri_n(g, u);
+            if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
+            tri_chart[u] = t->tag;
+            queue[qt++] = u;
+            for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+            double l = sqrt(dot3d(sum, sum));
+            if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+        }
+    }
+    t->nt = qt;
+    /* only charts that need it: a chart within the planar cone is left to the planar charts */
+    int curved = 0;
+    for (uint32_t i = 0; i < qt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
+    t->curved = curved;
+}
+
+/* Projects triangles tris along n into n's plane (as chart_project_only does for a chart). */
+static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris, uint32_t nt, double *loc)
+{
+    double t1[3], t2[3];
+    double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
+    double e[3] = { 0, 0, 0 };
+    e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
+    t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
+    double l = sqrt(dot3d(t1, t1));
+    for (int k = 0; k < 3; ++k) t1[k] /= l;
+    t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
+    double o[3];
+    pos_of(s, tris[0], 0, o);
+    for (uint32_t i = 0; i < nt; ++i) {
+        uint32_t t = tris[i];
+        for (int k = 0; k < 3; ++k) {
+            double p[3];
+            pos_of(s, t, k, p);
+            for (int d = 0; d < 3; ++d) p[d] -= o[d];
+            loc[6 * (size_t)t + 2 * k] = dot3d(p, t1);
+            loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
+        }
+    }
+}
+
+/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h; writes C->loc of its triangles
+ * only and reads tri_chart (its own tag) only, so charts of one batch run side by side. */
+static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
+{
+    const bk_scene *s = x->s;
+    const tri_geom *g = x->g;
+    const adjacency *A = x->A;
+    const bk_atlas_smooth_opts *so = x->so;
+    charting *C = x->C;
+    uint32_t *tpos = x->tpos, *queue = t->tris, nt = t->nt;
+    const uint32_t *tri_chart = C->tri_chart;
+    lscm_ws *W = &ws->W;
+    uint32_t *uf = ws->uf, *cid = ws->cid;
+    int curved = t->curved;
+    t->work = 0;
+    t->err = 0;
+    /* a flat region larger than the cap is the planar charts' (they grow it whole) */
+    int ok = nt >= so->min_tris && (curved || nt < t->limit);
+    t->ok = 0;
+    if (!ok) return;
+    /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
+     * ends of its long side */
+    sm_project(s, t->avg, queue, nt, C->loc);
+    if (fit_rect(C->loc, queue, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    /* vertices: corners joined across the chart's own edges (union-find), so a vertex where the
+     * chart touches itself only at a point (two sectors of its fan) becomes two, free to part,
+     * instead of a hinge the two sectors fold over */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
+    for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
+    for (uint32_t i = 0; i < nt; ++i) {
+        uint32_t tt = queue[i];
+        for (uint32_t p = A->start[tt]; p < A->start[tt + 1]; ++p) {
+            uint32_t u = A->adj[p];
+            if (tri_chart[u] != t->tag || u < tt) continue;  /* another chart's tpos is not ours to read */
+            uint32_t j = tpos[u];
+            for (int k = 0; k < 3; ++k)
+                for (int m = 0; m < 3; ++m)
+                    if (x->weld[s->tri_v[3 * (size_t)tt + k]] == x->weld[s->tri_v[3 * (size_t)u + m]]) {
+                        uint32_t a = 3 * i + (uint32_t)k, b = 3 * j + (uint32_t)m;
+                        while (uf[a] != a) a = uf[a] = uf[uf[a]];
+                        while (uf[b] != b) b = uf[b] = uf[uf[b]];
+                        if (a != b) uf[a < b ? b : a] = a < b ? a : b;
+                    }
+        }
+    }
+    for (uint32_t c = 0; c < 3 * nt; ++c) {
+        uint32_t a = c;
+        while (uf[a] != a) a = uf[a];
+        cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
+    }
+    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
+    if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
+    if (curved) {
+        /* start from the projection; pin the two vertices farthest apart along its x */
+        uint32_t vlo = 0, vhi = 0;
+        for (uint32_t i = 0; i < nt; ++i)
+            for (int k = 0; k < 3; ++k) {
+                uint32_t tt = queue[i], j = cid[3 * i + k];
+                W->x[j] = C->loc[6 * (size_t)tt + 2 * k];
+                W->x[n + j] = C->loc[6 * (size_t)tt + 2 * k + 1];
+            }
+        for (uint32_t j = 1; j < n; ++j) {
+            if (W->x[j] < W->x[vlo]) vlo = j;
+            if (W->x[j] > W->x[vhi]) vhi = j;
+        }
+        memset(W->pin, 0, 2 * (size_t)n);
+        W->pin[vlo] = W->pin[n + vlo] = W->pin[vhi] = W->pin[n + vhi] = 1;
+        double area3 = 0;
+        for (uint32_t i = 0; i < nt; ++i) {
+            uint32_t tt = queue[i];
+            lscm_tri *q = &W->tri[i];
+            double p0[3], p1[3], p2[3], e1[3], e2[3];
+            pos_of(s, tt, 0, p0); pos_of(s, tt, 1, p1); pos_of(s, tt, 2, p2);
+            for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+            /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
+            double l1 = sqrt(dot3d(e1, e1)), x2 = dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
+            double y2 = dd / l1;
+            double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
+            for (int j = 0; j < 3; ++j) {
+                int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                q->gx[j] = -(Y[j2] - Y[j1]) / dd;
+                q->gy[j] = (X[j2] - X[j1]) / dd;
+                q->v[j] = cid[3 * i + j];
+            }
+            q->w = sqrt(g->area[tt]);
+            area3 += g->area[tt];
+        }
+        int iters = lscm_solve(W, nt, n, so->max_iter);
+        t->work += (uint64_t)iters * nt;
+        /* corners, orientation, area ratios */
+        double areauv = 0;
+        int flips = 0;
+        for (uint32_t i = 0; i < nt; ++i) {
+            double *L = C->loc + 6 * (size_t)queue[i];
+            for (int k = 0; k < 3; ++k) {
+                uint32_t j = cid[3 * i + k];
+                L[2 * k] = W->x[j];
+                L[2 * k + 1] = W->x[n + j];
+            }
+            double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
+            if (!(a2 > 0)) flips++;
+            areauv += 0.5 * fabs(a2);
+        }
+        ok = flips == 0 && areauv > 0 && isfinite(areauv);
+        if (ok) {
+            double sc = sqrt(area3 / areauv);
+            for (uint32_t i = 0; i < nt && ok; ++i) {
+                double *L = C->loc + 6 * (size_t)queue[i];
+                for (int k = 0; k < 6; ++k) L[k] *= sc;
+                double ratio = bk_tri2_area(L) / g->area[queue[i]];
+                ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
+            }
+        }
+    }
+    /* planar: the projection, checked for overlaps here */
+    t->nkeep = 0;
+    if (ok) {
+        if (6 * (size_t)nt > ws->xy_cap) {
+            size_t cap = 12 * (size_t)nt;
+            double *p = realloc(ws->xy, sizeof(double) * cap);
+            if (!p) { t->err = 1; return; }
+            ws->xy = p;
+            ws->xy_cap = cap;
+        }
+        double *xy = ws->xy, lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+        for (uint32_t i = 0; i < nt; ++i) {
+            memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
+            for (int k = 0; k < 3; ++k)
+                for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
+        }
+        ws->pairs.n = 0;
+        if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &ws->pairs, &t->work)) { t->err = 1; return; }
+        /* a few overlapping triangles (where the chart's boundary comes back over itself, round a
+         * hole the cone left) leave: the later of each pair whose earlier one stays, as the planar
+         * charts do; too many, and the chart is grown smaller */
+        uint8_t *evict = ws->evict;
+        uint32_t nev = 0;
+        for (size_t q = 0; q < ws->pairs.n; ++q) {
+            uint32_t a = ws->pairs.p[2 * q], b = ws->pairs.p[2 * q + 1];
+            if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
+            evict[b] = 1;
+            nev++;
+        }
+        ok = nev * 10 <= nt;
+        for (uint32_t i = 0; i < nt; ++i)
+            if (!evict[i]) t->keep[t->nkeep++] = queue[i];
+        memset(evict, 0, nt);
+    }
+    if (ok && fit_rect(C->loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    t->ok = ok;
+}
+
+static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    sm_ctx *x = ctx;
+    for (size_t i = begin; i < end; ++i) sm_check(x, &x->tries[i], &x->ws[worker]);
+}
+
+/* Takes a checked chart in seed order: kept (a new chart), or released. Returns 1 when the later
+ * charts' growth is as it was (kept whole, or dropped for good with its triangles tried), 0 when
+ * it freed triangles: *retry gets the smaller limit to grow it again with, 0 for none. -1 out of
+ * memory. */
+static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work, uint32_t *retry)
+{
+    charting *C = x->C;
+    *retry = 0;
+    *work += t->work;
+    for (uint32_t i = 0; i < t->nt; ++i) C->tri_chart[t->tris[i]] = BK_NONE;
+    if (t->ok) {
+        chart c;
+        memset(&c, 0, sizeof c);
+        c.first = *ntris;
+        c.count = t->nkeep;
+        c.smooth = (uint8_t)t->curved;
+        for (int k = 0; k < 3; ++k) c.n[k] = t->avg[k];
+        c.w = t->w;
+        c.h = t->h;
+        uint32_t ci = C->count;
+        if (chart_push(C, c)) return -1;
+        memcpy(C->chart_tris + *ntris, t->keep, sizeof(uint32_t) * t->nkeep);
+        for (uint32_t i = 0; i < t->nkeep; ++i) C->tri_chart[t->keep[i]] = ci;
+        *ntris += t->nkeep;
+        return t->nkeep == t->nt;
+    }
+    /* released: the planar charts take these triangles; none seeds a smooth chart again */
+    uint32_t limit = (t->nt < t->limit ? t->nt : t->limit) / 2;
+    if (!t->curved || limit < x->so->min_tris) {
+        for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
+        return 1;
+    }
+    *retry = limit;
+    return 0;
+}
+
+/* Did chart t's growth look at a triangle marked in freed? (a neighbour of one of its own) */
+static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
+{
+    for (uint32_t i = 0; i < t->nt; ++i)
+        for (uint32_t p = A->start[t->tris[i]]; p < A->start[t->tris[i] + 1]; ++p)
+            if (freed[A->adj[p]]) return 1;
+    return 0;
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count;
-    double cos_cone = cos(so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(so->crease_deg * BK_ATLAS_PI / 180.0);
-    double cos_flat = cos(so->flat_deg * BK_ATLAS_PI / 180.0);
     charting_alloc(C, T);
+    int threads = bk_pool_threads();
+    uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1;
+    if (K > 256) K = 256;
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    uint32_t *uf = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1), *cid = malloc(sizeof(uint32_t) * 3 * (size_t)T + 1);
-    uint8_t *tried = calloc((size_t)T + 1, 1), *evict = calloc((size_t)T + 1, 1);
+    uint8_t *tried = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
-    double *xy = NULL;
-    size_t xy_cap = 0;
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
-    pair_list pairs = { 0 };
-    lscm_ws W;
-    memset(&W, 0, sizeof W);
+    sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
+    sm_try *tries = calloc(K, sizeof(sm_try));
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *orig = malloc(sizeof(uint32_t) * M);
+    uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
+    uint8_t *freed = calloc((size_t)T + 1, 1);
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !queue || !tpos || !uf || !cid || !tried || !evict || !kt) goto done;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !orig || !spos ||
+        !freed_list || !freed)
+        goto done;
+    for (int w = 0; w < threads; ++w) {
+        ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+        ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+        ws[w].evict = calloc(M, 1);
+        if (!ws[w].uf || !ws[w].cid || !ws[w].evict) goto done;
+    }
+    for (uint32_t k = 0; k < K; ++k) {
+        tries[k].tris = tbuf + 2 * (size_t)M * k;
+        tries[k].keep = tries[k].tris + M;
+        tries[k].tag = SM_TAG + k;
+    }
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
         C->tri_chart[t] = BK_NONE;
@@ -1073,198 +1455,72 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
     }
     sort_by_area_desc(seeds, nseeds, g->area, kt);
-    for (uint32_t si = 0; si < nseeds; ++si) {
-        uint32_t seed = seeds[si];
-        if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
-        /* a chart that does not unfold is grown again from its seed, half as large */
-        for (uint32_t limit = so->max_tris; limit >= so->min_tris;) {
-        uint32_t ci = C->count, qh = 0, qt = 0;
-        const double *ns = tri_n(g, seed);
-        double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, avg[3] = { ns[0], ns[1], ns[2] };
-        queue[qt++] = seed;
-        C->tri_chart[seed] = ci;
-        while (qh < qt && qt < limit) {
-            uint32_t t = queue[qh++];
-            const double *nt = tri_n(g, t);
-            for (uint32_t p = A->start[t]; p < A->start[t + 1] && qt < limit; ++p) {
-                uint32_t u = A->adj[p];
-                if (C->tri_chart[u] != BK_NONE || tried[u]) continue;
-                const double *nu = tri_n(g, u);
-                if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
-                C->tri_chart[u] = ci;
-                queue[qt++] = u;
-                for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
-                double l = sqrt(dot3d(sum, sum));
-                if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
-            }
+    for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
+    sm_ctx x = { s, g, A, weld, so, C, tpos, ws, tries };
+    if (so->max_tris < so->min_tris) nseeds = 0;
+    for (uint32_t si = 0; si < nseeds;) {
+        /* a batch: charts grown from the next free seeds, each at the full limit */
+        uint32_t nb = 0, sj = si, *at = kt ? (uint32_t *)kt : NULL;  /* kt's room: seed index of each try */
+        for (; sj < nseeds && nb < K; ++sj) {
+            uint32_t seed = seeds[sj];
+            if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
+            tries[nb].seed = seed;
+            tries[nb].limit = so->max_tris;
+            sm_grow(&x, C->tri_chart, tried, &tries[nb]);
+            at[nb] = sj;
+            nb++;
         }
-        uint32_t nt = qt;
-        /* only charts that need it: a chart within the planar cone is left to the planar charts */
-        int curved = 0;
-        for (uint32_t i = 0; i < nt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
-        /* a flat region larger than the cap is the planar charts' (they grow it whole) */
-        int ok = nt >= so->min_tris && (curved || nt < limit);
-        chart c;
-        memset(&c, 0, sizeof c);
-        c.first = ntris;
-        c.count = nt;
-        c.smooth = (uint8_t)curved;
-        for (int k = 0; k < 3; ++k) c.n[k] = avg[k];
-        if (ok) {
-            memcpy(C->chart_tris + ntris, queue, sizeof(uint32_t) * nt);
-            if (chart_push(C, c)) goto done;
-            /* the start (and the map of a flat chart), turned to its rectangle: the pins below go
-             * to the ends of its long side */
-            if (chart_project(s, C, ci, &pts, &pts_cap)) goto done;
-            /* vertices: corners joined across the chart's own edges (union-find), so a vertex
-             * where the chart touches itself only at a point (two sectors of its fan) becomes
-             * two, free to part, instead of a hinge the two sectors fold over */
-            uint32_t n = 0;
-            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
-            for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
-            for (uint32_t i = 0; i < nt; ++i) {
-                uint32_t t = queue[i];
-                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
-                    uint32_t u = A->adj[p], j = tpos[u];
-                    if (j == BK_NONE || u < t) continue;
-                    for (int k = 0; k < 3; ++k)
-                        for (int m = 0; m < 3; ++m)
-                            if (weld[s->tri_v[3 * (size_t)t + k]] == weld[s->tri_v[3 * (size_t)u + m]]) {
-                                uint32_t a = 3 * i + (uint32_t)k, b = 3 * j + (uint32_t)m;
-                                while (uf[a] != a) a = uf[a] = uf[uf[a]];
-                                while (uf[b] != b) b = uf[b] = uf[uf[b]];
-                                if (a != b) uf[a < b ? b : a] = a < b ? a : b;
-                            }
-                }
-            }
-            for (uint32_t c = 0; c < 3 * nt; ++c) {
-                uint32_t a = c;
-                while (uf[a] != a) a = uf[a];
-                cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
-            }
-            for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
-            if (lscm_reserve(&W, nt, n)) goto done;
-            if (!curved) goto checked;  /* planar: the projection, checked for overlaps below */
-            /* start from the projection; pin the two vertices farthest apart along its x */
-            uint32_t vlo = 0, vhi = 0;
-            for (uint32_t i = 0; i < nt; ++i)
-                for (int k = 0; k < 3; ++k) {
-                    uint32_t t = queue[i], j = cid[3 * i + k];
-                    W.x[j] = C->loc[6 * (size_t)t + 2 * k];
-                    W.x[n + j] = C->loc[6 * (size_t)t + 2 * k + 1];
-                }
-            for (uint32_t j = 1; j < n; ++j) {
-                if (W.x[j] < W.x[vlo]) vlo = j;
-                if (W.x[j] > W.x[vhi]) vhi = j;
-            }
-            memset(W.pin, 0, 2 * (size_t)n);
-            W.pin[vlo] = W.pin[n + vlo] = W.pin[vhi] = W.pin[n + vhi] = 1;
-            double area3 = 0;
-            for (uint32_t i = 0; i < nt; ++i) {
-                uint32_t t = queue[i];
-                lscm_tri *q = &W.tri[i];
-                double p0[3], p1[3], p2[3], e1[3], e2[3];
-                pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
-                for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
-                /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
-                double l1 = sqrt(dot3d(e1, e1)), x2 = dot3d(e2, e1) / l1, dd = 2 * g->area[t];
-                double y2 = dd / l1;
-                double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
-                for (int j = 0; j < 3; ++j) {
-                    int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-                    q->gx[j] = -(Y[j2] - Y[j1]) / dd;
-                    q->gy[j] = (X[j2] - X[j1]) / dd;
-                    q->v[j] = cid[3 * i + j];
-                }
-                q->w = sqrt(g->area[t]);
-                area3 += g->area[t];
-            }
-            {
-            int iters = lscm_solve(&W, nt, n, so->max_iter);
-            *work += (uint64_t)iters * nt;
-            /* corners, orientation, area ratios */
-            double areauv = 0;
-            int flips = 0;
-            for (uint32_t i = 0; i < nt; ++i) {
-                uint32_t t = queue[i];
-                double *L = C->loc + 6 * (size_t)t;
-                for (int k = 0; k < 3; ++k) {
-                    uint32_t j = cid[3 * i + k];
-                    L[2 * k] = W.x[j];
-                    L[2 * k + 1] = W.x[n + j];
-                }
-                double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
-                if (!(a2 > 0)) flips++;
-                areauv += 0.5 * fabs(a2);
-            }
-            ok = flips == 0 && areauv > 0 && isfinite(areauv);
-            if (ok) {
-                double sc = sqrt(area3 / areauv);
-                for (uint32_t i = 0; i < nt && ok; ++i) {
-                    double *L = C->loc + 6 * (size_t)queue[i];
-                    for (int k = 0; k < 6; ++k) L[k] *= sc;
-                    double ratio = bk_tri2_area(L) / g->area[queue[i]];
-                    ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
-                }
-            }
-            }
-        checked:
-            if (ok) {
-                if (6 * (size_t)nt > xy_cap) {
-                    xy_cap = 12 * (size_t)nt;
-                    double *p = realloc(xy, sizeof(double) * xy_cap);
-                    if (!p) goto done;
-                    xy = p;
-                }
-                double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
-                for (uint32_t i = 0; i < nt; ++i) {
-                    memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
-                    for (int k = 0; k < 3; ++k)
-                        for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
-                }
-                pairs.n = 0;
-                if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &pairs, work)) goto done;
-                /* a few overlapping triangles (where the chart's boundary comes back over itself,
-                 * round a hole the cone left) leave: the later of each pair whose earlier one
-                 * stays, as the planar charts do; too many, and the chart is grown smaller */
-                uint32_t nev = 0, nt0 = nt;
-                for (size_t q = 0; q < pairs.n; ++q) {
-                    uint32_t a = pairs.p[2 * q], b = pairs.p[2 * q + 1];
-                    if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
-                    evict[b] = 1;
-                    nev++;
-                }
-                ok = nev * 10 <= nt;
-                if (ok && nev) {
-                    uint32_t keep = 0;
-                    for (uint32_t i = 0; i < nt; ++i) {
-                        if (evict[i]) C->tri_chart[queue[i]] = BK_NONE;
-                        else C->chart_tris[c.first + keep++] = queue[i];
-                    }
-                    nt = keep;
-                    C->charts[ci].count = keep;
-                }
-                memset(evict, 0, nt0);
-            }
-            if (ok) {
-                if (fit_rect(C->loc, C->chart_tris + c.first, nt, &C->charts[ci].w, &C->charts[ci].h, &pts, &pts_cap)) goto done;
-                ntris += nt;
+        if (!nb) break;
+        if (nb == 1) sm_check(&x, &tries[0], &ws[0]);
+        else bk_parallel_for(nb, 1, sm_check_fn, &x);
+        si = sj;
+        uint32_t nfreed = 0, min_freed = UINT32_MAX;
+        for (uint32_t k = 0; k < nb; ++k) {
+            if (tries[k].err) goto done;
+            if (min_freed < at[k] || (nfreed && sm_touches(A, &tries[k], freed))) {
+                /* a chart grown beside triangles an earlier one freed, or after a freed seed:
+                 * it and the batch's later charts are let go, the seeds after the last one taken
+                 * start the next batch */
+                for (uint32_t q = k; q < nb; ++q)
+                    for (uint32_t i = 0; i < tries[q].nt; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
+                si = at[k - 1] + 1;
                 break;
             }
-            C->count--;  /* not kept */
+            uint32_t retry = 0;
+            int r = sm_take(&x, &tries[k], tried, &ntris, work, &retry);
+            if (r < 0) goto done;
+            if (r == 1) continue;
+            /* it freed triangles (evictions, or grown again smaller: alone, until it unfolds or
+             * is dropped; the prefix of its first growth, so the later charts do not change it) */
+            sm_try *t = &tries[k];
+            uint32_t nt0 = t->nt;
+            memcpy(orig, t->tris, sizeof(uint32_t) * nt0);
+            while (retry) {
+                t->limit = retry;
+                sm_grow(&x, C->tri_chart, tried, t);
+                sm_check(&x, t, &ws[0]);
+                if (t->err) goto done;
+                if (sm_take(&x, t, tried, &ntris, work, &retry) < 0) goto done;
+            }
+            /* the freed triangles: a later chart of the batch stands only when it never met one
+             * (never grew beside one, and its seed comes before every freed seed) */
+            for (uint32_t i = 0; i < nt0; ++i) {
+                uint32_t u = orig[i];
+                if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
+                freed[u] = 1;
+                freed_list[nfreed++] = u;
+                if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
+            }
         }
-        for (uint32_t i = 0; i < nt; ++i) C->tri_chart[queue[i]] = BK_NONE;
-        /* released: the planar charts take these triangles; none seeds a smooth chart again */
-        limit = (nt < limit ? nt : limit) / 2;
-        if (!curved || limit < so->min_tris) {
-            for (uint32_t i = 0; i < nt; ++i) tried[queue[i]] = 1;
-            break;
-        }
-        }
+        for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
     }
     rc = 0;
 done:
-    free(seeds); free(queue); free(tpos); free(uf); free(cid); free(tried); free(evict); free(kt); free(xy); free(pts); free(pairs.p);
-    lscm_free(&W);
+    for (int w = 0; ws && w < threads; ++w) {
+        lscm_free(&ws[w].W);
+        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
+    }
+    free(ws); free(tries); free(tbuf); free(orig); free(spos); free(freed_list); free(freed);
+    free(seeds); free(tpos); free(tried); free(kt);
     return rc;
 }

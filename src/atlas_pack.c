@@ -12,6 +12,7 @@
  * pages group by group.
  */
 #include "atlas_internal.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
@@ -364,9 +365,9 @@ static void bits_set_range(uint64_t *row, int x0, int x1)
     row[b] |= mb;
 }
 
-/* The conservative mask of chart ci (ci == C->count: the degenerate triangles' single texel). */
-static int shape_build(const charting *C, uint32_t ci, double s, int rot, shape *sh, uint64_t **pool, size_t *pool_cap,
-                       int **runs, size_t *runs_cap)
+/* The size of chart ci's mask (ci == C->count: the degenerate triangles' single texel): 0, or -2
+ * when it is larger than any atlas. */
+static int shape_size(const charting *C, uint32_t ci, double s, int rot, shape *sh)
 {
     const double m = 0.01;  /* the chart's distance from its mask's edges, in texels */
     if (ci >= C->count) {
@@ -381,21 +382,14 @@ static int shape_build(const charting *C, uint32_t ci, double s, int rot, shape 
         if (sh->h < 1) sh->h = 1;
     }
     sh->wpr = (sh->w + 63) / 64;
-    size_t need = (size_t)sh->wpr * sh->h;
-    if (need > *pool_cap) {
-        uint64_t *p = realloc(*pool, sizeof(uint64_t) * need);
-        if (!p) return -1;
-        *pool = p; *pool_cap = need;
-    }
-    sh->bits = *pool;
-    memset(sh->bits, 0, sizeof(uint64_t) * need);
-    if (2 * (size_t)sh->h > *runs_cap) {
-        int *p = realloc(*runs, sizeof(int) * 2 * (size_t)sh->h);
-        if (!p) return -1;
-        *runs = p; *runs_cap = 2 * (size_t)sh->h;
-    }
-    sh->run = *runs;
-    sh->run_at = *runs + sh->h;
+    return 0;
+}
+
+/* The conservative mask of chart ci into sh (sized by shape_size; bits: wpr * h zeroed words,
+ * run and run_at: h ints each). */
+static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape *sh)
+{
+    const double m = 0.01;
     int whole = ci >= C->count;
     if (!whole) {
         /* a chart of long slivers (a fan, a strip) would cost its triangles times their rows:
@@ -456,6 +450,8 @@ static int shape_build(const charting *C, uint32_t ci, double s, int rot, shape 
         if (sh->run[y]) sh->last_row = y;
     }
     if (max_run == 0) { bits_set(sh->bits, 0); sh->run[0] = 1; sh->run_at[0] = 0; max_run = 1; }
+    sh->band0 = sh->band1 = 0;
+    sh->band_run = 1;
     long best = -1;
     for (int q = 4; q >= 1; --q) {
         int L = (max_run * q + 3) / 4;
@@ -468,7 +464,29 @@ static int shape_build(const charting *C, uint32_t ci, double s, int rot, shape 
             y = e + 1;
         }
     }
-    return 0;
+}
+
+/* Every item's masks (both rotations) at once, on the pool: masks of items [begin, end) go to
+ * their own slots, so they are the same whatever the thread count. */
+typedef struct shape_set {
+    const charting *C;
+    const double *fill;
+    double s;
+    shape *sh;           /* 2 per item: unrotated, turned (w == 0: not made) */
+    uint64_t *bits;
+    int *runs;
+} shape_set;
+
+static void shape_set_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    shape_set *S = ctx;
+    for (size_t ci = begin; ci < end; ++ci)
+        for (int r = 0; r < 2; ++r) {
+            shape *sh = &S->sh[2 * ci + (size_t)r];
+            if (!sh->w) continue;
+            shape_fill(S->C, (uint32_t)ci, S->fill && ci < S->C->count ? S->s * S->fill[ci] : S->s, r, sh);
+        }
 }
 
 typedef struct shape_bin {
@@ -478,7 +496,9 @@ typedef struct shape_bin {
     int P;                  /* leaves of the segment trees, a power of two >= H */
     int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
     int lowest;             /* one past the lowest row taken by a chart (not its padding) */
-    int *xa, *xb;           /* scratch: 2 (N + 2) each, intervals of candidate x */
+    int *xa, *xb;           /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
+    int threads, tasks;     /* the pool's threads; row ranges per wave of a wide search */
+    int *hit_x, *hit_y;     /* tasks each: the wave's answers */
     uint64_t *dil;          /* scratch: a mask row dilated by the padding */
 } shape_bin;
 
@@ -523,17 +543,14 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
     return 1;
 }
 
-/* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
- * none. */
-static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
+/* First position in scan order among rows ya .. yb (from x_start on row y_start) where sh fits;
+ * 0 if none. xa, xb: scratch of 2 (N + 2) ints each. Each row is decided on its own (the jumps
+ * only pass rows that cannot fit), so a range's answer is the same however the rows are cut. */
+static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s, int *xb_s,
+                           int *ox, int *oy)
 {
     int N = B->N;
-    if (sh->w > N || sh->h > B->H) return 0;
-    int ymax = B->H - sh->h;
-    if (ymax > y_limit - 1) ymax = y_limit - 1;
-    /* below every chart all is free: nothing later in scan order is worth a look */
-    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
-    for (int y = y_start; y <= ymax;) {
+    for (int y = ya; y <= yb;) {
         /* the band's rows must all have a free run of band_run: jump past the first that has not */
         int q = -1;
         if (sh->band1 - sh->band0 < 32) {  /* short bands: the rows themselves, the last failing one */
@@ -544,7 +561,7 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
         int skip = 0;
         for (int r = 0; r < sh->h && !skip; ++r) skip = B->free_run[y + r] < sh->run[r];
         if (skip) { y++; continue; }
-        int *xa = B->xa, *xb = B->xb, *na = B->xa + N + 2, *nb = B->xb + N + 2, nx = 1;
+        int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
         xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
         if (xa[0] > xb[0]) { y++; continue; }
         for (int i = 0; i < sh->h && nx; ++i) {
@@ -570,6 +587,61 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
             for (int x = xa[k]; x <= xb[k]; ++x)
                 if (shape_fits(B, sh, x, y)) { *ox = x; *oy = y; return 1; }
         y++;
+    }
+    return 0;
+}
+
+/* Rows searched alone before the search goes wide, and rows per task after (waves of the
+ * pool's threads' count of tasks, doubling up to 4 per thread). */
+#define FIND_ROWS_SERIAL 64
+#define FIND_ROWS_TASK   16
+
+typedef struct find_ctx {
+    const shape_bin *B;
+    const shape *sh;
+    int y_start, x_start, ya, yb;
+    int *hit_x, *hit_y;   /* per task: the first fit in its rows, hit_y < 0 when none */
+} find_ctx;
+
+static void find_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    find_ctx *f = ctx;
+    int *xa = f->B->xa + (size_t)worker * 2 * ((size_t)f->B->N + 2), *xb = f->B->xb + (size_t)worker * 2 * ((size_t)f->B->N + 2);
+    for (size_t c = begin; c < end; ++c) {
+        int ya = f->ya + (int)c * FIND_ROWS_TASK, yb = ya + FIND_ROWS_TASK - 1;
+        if (yb > f->yb) yb = f->yb;
+        f->hit_y[c] = -1;
+        if (ya <= yb && shape_find_rows(f->B, f->sh, f->y_start, f->x_start, ya, yb, xa, xb, &f->hit_x[c], &f->hit_y[c]) == 0)
+            f->hit_y[c] = -1;
+    }
+}
+
+/* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
+ * none. The first rows alone; then waves of row ranges on the pool, the earliest range with a
+ * fit wins: the same position as one pass over the rows, whatever the thread count. */
+static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
+{
+    int N = B->N;
+    if (sh->w > N || sh->h > B->H) return 0;
+    int ymax = B->H - sh->h;
+    if (ymax > y_limit - 1) ymax = y_limit - 1;
+    /* below every chart all is free: nothing later in scan order is worth a look */
+    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
+    int yb = y_start + FIND_ROWS_SERIAL - 1;
+    if (B->threads <= 1 || yb >= ymax) yb = ymax;
+    if (shape_find_rows(B, sh, y_start, x_start, y_start, yb, B->xa, B->xb, ox, oy)) return 1;
+    find_ctx f;
+    f.B = B; f.sh = sh; f.y_start = y_start; f.x_start = x_start; f.hit_x = B->hit_x; f.hit_y = B->hit_y;
+    /* waves of threads ranges, doubling to B->tasks: most searches that go on end soon */
+    for (int ya = yb + 1, wave = B->threads; ya <= ymax; wave = 2 * wave < B->tasks ? 2 * wave : B->tasks) {
+        int tasks = wave, rows = tasks * FIND_ROWS_TASK;
+        if (rows > ymax - ya + 1) { rows = ymax - ya + 1; tasks = (rows + FIND_ROWS_TASK - 1) / FIND_ROWS_TASK; }
+        f.ya = ya;
+        f.yb = ya + rows - 1;
+        bk_parallel_for((size_t)tasks, 1, find_fn, &f);
+        for (int c = 0; c < tasks; ++c)
+            if (f.hit_y[c] >= 0) { *ox = f.hit_x[c]; *oy = f.hit_y[c]; return 1; }
+        ya += rows;
     }
     return 0;
 }
@@ -633,18 +705,49 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.free_run = malloc(sizeof(int) * (size_t)B.H);
     B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
-    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2));
-    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2));
+    B.threads = bk_pool_threads();
+    B.tasks = 4 * B.threads;
+    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
+    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
+    B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
+    B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
     B.dil = malloc(sizeof(uint64_t) * ((size_t)(N + 2 * pad + 64) / 64 + 2) * 2);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
-    uint64_t *pool[2] = { NULL, NULL };
-    size_t cap[2] = { 0, 0 };
-    int *runs[2] = { NULL, NULL };
-    size_t rcap[2] = { 0, 0 };
-    struct { uint64_t *bits; size_t cap; int w, h, x, y, valid; } last[2];
+    shape_set S = { C, fill, s, NULL, NULL, NULL };
+    S.sh = calloc(2 * ((size_t)n_mesh + 1), sizeof(shape));
+    uint8_t *too_big = calloc((size_t)n_mesh + 1, 1);
+    struct { int ci, x, y, valid; } last[2];
     int last_cls = -1, class_y = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.dil || !order) goto out;
+    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
+    /* the masks: sizes and slots here, contents on the pool */
+    {
+        size_t nbits = 0, nruns = 0;
+        for (uint32_t ci = 0; ci < n_mesh; ++ci) {
+            int nrot = ci < C->count && C->charts[ci].w != C->charts[ci].h ? 2 : 1;
+            for (int r = 0; r < nrot; ++r) {
+                shape *sh = &S.sh[2 * (size_t)ci + (size_t)r];
+                if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
+                nbits += (size_t)sh->wpr * sh->h;
+                nruns += 2 * (size_t)sh->h;
+            }
+            if (too_big[ci]) S.sh[2 * (size_t)ci].w = S.sh[2 * (size_t)ci + 1].w = 0;
+        }
+        S.bits = calloc(nbits ? nbits : 1, sizeof(uint64_t));
+        S.runs = malloc(sizeof(int) * (nruns ? nruns : 1));
+        if (!S.bits || !S.runs) goto out;
+        nbits = nruns = 0;
+        for (size_t i = 0; i < 2 * (size_t)n_mesh; ++i) {
+            shape *sh = &S.sh[i];
+            if (!sh->w) continue;
+            sh->bits = S.bits + nbits;
+            sh->run = S.runs + nruns;
+            sh->run_at = sh->run + sh->h;
+            nbits += (size_t)sh->wpr * sh->h;
+            nruns += 2 * (size_t)sh->h;
+        }
+        bk_parallel_for(n_mesh, 16, shape_set_fn, &S);
+    }
     for (int y = 0; y < B.H; ++y) {
         uint64_t *row = B.taken + (size_t)y * B.wpr;
         for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
@@ -668,21 +771,19 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     rc = 0;
     for (uint32_t k = 0; k < n_mesh; ++k) {
         uint32_t ci = order[k].idx;
-        shape sh[2];
+        const shape *sh = &S.sh[2 * (size_t)ci];
         int nrot = ci < C->count && C->charts[ci].w != C->charts[ci].h ? 2 : 1, x = 0, y = 0, rot = 0, found = 0;
-        for (int r = 0; r < nrot; ++r) {
-            int e = shape_build(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, &sh[r], &pool[r], &cap[r], &runs[r], &rcap[r]);
-            if (e == -2) goto out;  /* larger than any atlas: does not fit (rc 0) */
-            if (e) { rc = -1; goto out; }
-        }
+        if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
         /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
          * wherever it failed then, and the bin has only filled since: search on from there */
         int y0[2] = { 0, 0 }, x0[2] = { 0, 0 };
-        for (int r = 0; r < nrot; ++r)
-            if (last[r].valid && last[r].w == sh[r].w && last[r].h == sh[r].h &&
-                !memcmp(last[r].bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
+        for (int r = 0; r < nrot; ++r) {
+            const shape *ls = last[r].valid ? &S.sh[2 * (size_t)last[r].ci + (size_t)r] : NULL;
+            if (ls && ls->w == sh[r].w && ls->h == sh[r].h &&
+                !memcmp(ls->bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
                 y0[r] = last[r].y; x0[r] = last[r].x;
             }
+        }
         /* Charts of one size class (bounding area within a factor 2) start their search a few
          * rows above where the last one landed: holes further up that did not take the class's
          * first chart (which searched from the top) rarely take its later ones, and this bounds
@@ -703,14 +804,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         }
         /* remember each rotation's mask and where its search ended */
         for (int r = 0; r < nrot; ++r) {
-            size_t nw = (size_t)sh[r].wpr * sh[r].h;
-            if (nw > last[r].cap) {
-                uint64_t *p = realloc(last[r].bits, sizeof(uint64_t) * nw);
-                if (!p) { rc = -1; goto out; }
-                last[r].bits = p; last[r].cap = nw;
-            }
-            memcpy(last[r].bits, sh[r].bits, sizeof(uint64_t) * nw);
-            last[r].w = sh[r].w; last[r].h = sh[r].h; last[r].valid = 1;
+            last[r].ci = (int)ci; last[r].valid = 1;
             /* a rotation not taken searched to its own first fit (or to the other's row) */
             last[r].y = found ? y : 0; last[r].x = found && r == rot ? x : 0;
             if (r != rot) last[r].valid = 0;
@@ -725,7 +819,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     rc = 1;
 out:
     if (used_rows) *used_rows = B.lowest;
-    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.dil); free(order);
-    free(pool[0]); free(pool[1]); free(runs[0]); free(runs[1]); free(last[0].bits); free(last[1].bits);
+    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.dil); free(order);
+    free(S.sh); free(S.bits); free(S.runs); free(too_big);
     return rc;
 }

@@ -15,6 +15,7 @@
  * point of that triangle to the centre, so it always lies on the surface.
  */
 #include "atlas.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
@@ -192,10 +193,116 @@ static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
     return best;
 }
 
-uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
+/* ---- row bands: the passes below run one band of BAND_ROWS rows per task ------------------
+ * Each band visits the triangles touching its rows in ascending index order, clipped to its
+ * rows, so every texel sees the same triangles in the same order as one loop over all triangles
+ * would: the result does not depend on the thread count (and a texel is written by one band). */
+
+#define BAND_ROWS 16
+
+typedef struct raster_bands {
+    uint32_t  nb;        /* bands: ceil(rows / BAND_ROWS) */
+    uint32_t *start;     /* nb + 1: band b's triangles are tris[start[b] .. start[b + 1]) */
+    uint32_t *tris;      /* ascending within a band */
+    int      *y01;       /* 2 per triangle: rows y0, y1 (y0 > y1: no texels) */
+} raster_bands;
+
+static void bands_rows_fn(void *ctx, size_t b, size_t e, int worker)
 {
-    size_t N = BK_ATLAS_PIXELS(a);
-    memset(mask, 0, N);
+    (void)worker;
+    const bk_atlas *a = ((const void **)ctx)[0];
+    int *y01 = ((void **)ctx)[1];
+    for (size_t t = b; t < e; ++t) {
+        rtri r;
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, (uint32_t)t, &r)) { y01[2 * t] = 1; y01[2 * t + 1] = 0; continue; }
+        y01[2 * t] = r.y0;
+        y01[2 * t + 1] = r.y1;
+    }
+}
+
+static void bands_free(raster_bands *B) { free(B->start); free(B->tris); free(B->y01); memset(B, 0, sizeof *B); }
+
+/* 0, or -1 out of memory. */
+static int bands_build(const bk_atlas *a, raster_bands *B)
+{
+    memset(B, 0, sizeof *B);
+    size_t rows = (size_t)a->height * (size_t)a->page_count, T = a->tri_count;
+    B->nb = (uint32_t)((rows + BAND_ROWS - 1) / BAND_ROWS);
+    B->start = calloc((size_t)B->nb + 1, sizeof(uint32_t));
+    B->y01 = malloc(sizeof(int) * 2 * (T ? T : 1));
+    if (!B->start || !B->y01) { bands_free(B); return -1; }
+    const void *ctx[2] = { a, B->y01 };
+    bk_parallel_for(T, 4096, bands_rows_fn, (void *)ctx);
+    size_t total = 0;
+    for (size_t t = 0; t < T; ++t) {
+        int y0 = B->y01[2 * t], y1 = B->y01[2 * t + 1];
+        if (y0 > y1) continue;
+        for (int b = y0 / BAND_ROWS; b <= y1 / BAND_ROWS; ++b) B->start[b + 1]++;
+        total += (size_t)(y1 / BAND_ROWS - y0 / BAND_ROWS + 1);
+    }
+    if (total > UINT32_MAX || !(B->tris = malloc(sizeof(uint32_t) * (total ? total : 1)))) { bands_free(B); return -1; }
+    for (uint32_t b = 0; b < B->nb; ++b) B->start[b + 1] += B->start[b];
+    uint32_t *cur = malloc(sizeof(uint32_t) * ((size_t)B->nb + 1));
+    if (!cur) { bands_free(B); return -1; }
+    memcpy(cur, B->start, sizeof(uint32_t) * B->nb);
+    for (size_t t = 0; t < T; ++t) {
+        int y0 = B->y01[2 * t], y1 = B->y01[2 * t + 1];
+        if (y0 > y1) continue;
+        for (int b = y0 / BAND_ROWS; b <= y1 / BAND_ROWS; ++b) B->tris[cur[b]++] = (uint32_t)t;
+    }
+    free(cur);
+    return 0;
+}
+
+/* Calls VISIT(t, x, y) for every texel of band b that triangle t touches, triangles in
+ * ascending order (r is the triangle's setup). */
+#define BAND_FOR_TEXELS(a, B, b, r, t, x, y, VISIT)                                              \
+    for (uint32_t bi_ = (B)->start[b]; bi_ < (B)->start[(b) + 1]; ++bi_) {                       \
+        uint32_t t = (B)->tris[bi_];                                                             \
+        if (!rtri_setup(a, t, &r)) continue;                                                     \
+        rtri_spans_setup(&r);                                                                    \
+        int ylo_ = (int)(b) * BAND_ROWS, yhi_ = ylo_ + BAND_ROWS - 1;                            \
+        if (r.y0 > ylo_) ylo_ = r.y0;                                                            \
+        if (r.y1 < yhi_) yhi_ = r.y1;                                                            \
+        for (int y = ylo_, xa_, xb_; y <= yhi_; ++y)                                             \
+            if (rtri_row_span(&r, y, &xa_, &xb_))                                                \
+                for (int x = xa_; x <= xb_; ++x)                                                 \
+                    if (rtri_touches(&r, x, y)) { VISIT; }                                       \
+    }
+
+static size_t band_lo(const bk_atlas *a, size_t b) { return b * BAND_ROWS * (size_t)a->width; }
+static size_t band_hi(const bk_atlas *a, size_t b)
+{
+    size_t e = (b + 1) * BAND_ROWS * (size_t)a->width, N = BK_ATLAS_PIXELS(a);
+    return e < N ? e : N;
+}
+
+typedef struct cov_ctx { const bk_atlas *a; const raster_bands *B; uint8_t *mask; uint32_t *ids; uint64_t *count; } cov_ctx;
+
+static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
+{
+    (void)worker;
+    cov_ctx *c = ctx;
+    const bk_atlas *a = c->a;
+    for (size_t b = b0; b < b1; ++b) {
+        size_t lo = band_lo(a, b), hi = band_hi(a, b);
+        rtri r;
+        if (c->mask) {
+            memset(c->mask + lo, 0, hi - lo);
+            BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, c->mask[(size_t)y * a->width + x] = 1)
+            uint64_t n = 0;
+            for (size_t i = lo; i < hi; ++i) n += c->mask[i];
+            c->count[b] = n;
+        } else {
+            for (size_t i = lo; i < hi; ++i) c->ids[i] = BK_NONE;
+            BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, c->ids[(size_t)y * a->width + x] = a->tri_chart[t])
+        }
+    }
+}
+
+/* Serial fallback when the bands cannot be allocated (out of memory): one pass over all triangles. */
+static void coverage_serial(const bk_atlas *a, uint8_t *mask, uint32_t *ids)
+{
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
         if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
@@ -203,8 +310,30 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
         for (int y = r.y0, xa, xb; y <= r.y1; ++y)
             if (rtri_row_span(&r, y, &xa, &xb))
                 for (int x = xa; x <= xb; ++x)
-                    if (rtri_touches(&r, x, y)) mask[(size_t)y * a->width + x] = 1;
+                    if (rtri_touches(&r, x, y)) {
+                        if (mask) mask[(size_t)y * a->width + x] = 1;
+                        else ids[(size_t)y * a->width + x] = a->tri_chart[t];
+                    }
     }
+}
+
+uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
+{
+    size_t N = BK_ATLAS_PIXELS(a);
+    raster_bands B;
+    uint64_t *count = NULL;
+    if (bands_build(a, &B) == 0 && (count = calloc(B.nb ? B.nb : 1, sizeof(uint64_t)))) {
+        cov_ctx c = { a, &B, mask, NULL, count };
+        bk_parallel_for(B.nb, 1, coverage_fn, &c);
+        uint64_t n = 0;
+        for (uint32_t b = 0; b < B.nb; ++b) n += count[b];
+        free(count);
+        bands_free(&B);
+        return n;
+    }
+    bands_free(&B);
+    memset(mask, 0, N);
+    coverage_serial(a, mask, NULL);
     uint64_t n = 0;
     for (size_t i = 0; i < N; ++i) n += mask[i];
     return n;
@@ -213,16 +342,15 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
 {
     size_t N = BK_ATLAS_PIXELS(a);
-    for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
-    for (uint32_t t = 0; t < a->tri_count; ++t) {
-        rtri r;
-        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
-        rtri_spans_setup(&r);
-        for (int y = r.y0, xa, xb; y <= r.y1; ++y)
-            if (rtri_row_span(&r, y, &xa, &xb))
-                for (int x = xa; x <= xb; ++x)
-                    if (rtri_touches(&r, x, y)) ids[(size_t)y * a->width + x] = a->tri_chart[t];
+    raster_bands B;
+    if (bands_build(a, &B) == 0) {
+        cov_ctx c = { a, &B, NULL, ids, NULL };
+        bk_parallel_for(B.nb, 1, coverage_fn, &c);
+        bands_free(&B);
+        return;
     }
+    for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
+    coverage_serial(a, NULL, ids);
 }
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
@@ -241,6 +369,103 @@ void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
     free(ids);
 }
 
+/* The texel of pixel i, owned by triangle t (r: its setup). */
+static void texel_make(const bk_scene *s, const bk_atlas *a, const rtri *r, uint32_t t, size_t i, bk_texel *o)
+{
+    int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
+    double w[3];
+    rtri_nearest(r, x + 0.5, y + 0.5, w);
+    double P[3][3];
+    for (int c = 0; c < 3; ++c) {
+        const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
+        P[c][0] = f[0]; P[c][1] = f[1]; P[c][2] = f[2];
+    }
+    o->px = (float)(w[0] * P[0][0] + w[1] * P[1][0] + w[2] * P[2][0]);
+    o->py = (float)(w[0] * P[0][1] + w[1] * P[1][1] + w[2] * P[2][1]);
+    o->pz = (float)(w[0] * P[0][2] + w[1] * P[1][2] + w[2] * P[2][2]);
+    double e1[3], e2[3], g[3], nrm[3];
+    for (int d = 0; d < 3; ++d) { e1[d] = P[1][d] - P[0][d]; e2[d] = P[2][d] - P[0][d]; }
+    g[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    g[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    g[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    int have_vn = s->tri_vn != NULL && s->normals != NULL;
+    for (int c = 0; c < 3 && have_vn; ++c) {
+        uint32_t vn = s->tri_vn[3 * (size_t)t + c];
+        if (vn == BK_NONE || vn >= s->normal_count) have_vn = 0;
+    }
+    double l = 0;
+    if (have_vn) {
+        for (int d = 0; d < 3; ++d) {
+            nrm[d] = 0;
+            for (int c = 0; c < 3; ++c) nrm[d] += w[c] * s->normals[3 * (size_t)s->tri_vn[3 * (size_t)t + c] + d];
+        }
+        l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+    }
+    if (!(l > 1e-12)) {  /* no vn, or vn that cancel out: the geometric normal */
+        for (int d = 0; d < 3; ++d) nrm[d] = g[d];
+        l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+    }
+    if (!(l > 0)) { nrm[0] = 0; nrm[1] = 0; nrm[2] = 1; l = 1; }
+    o->nx = (float)(nrm[0] / l); o->ny = (float)(nrm[1] / l); o->nz = (float)(nrm[2] / l);
+    o->tri = t;
+    o->pixel = (uint32_t)i;
+}
+
+typedef struct rast_ctx {
+    const bk_scene *s;
+    const bk_atlas *a;
+    const raster_bands *B;
+    float *best_d;
+    uint32_t *best_t;
+    uint32_t *first;     /* nb + 1: texels before each band (pass 2) */
+    bk_texel *tx;
+    uint8_t *cov;
+} rast_ctx;
+
+/* Pass 1: the owner of each texel of the band, and the band's texel count in first[b + 1]. */
+static void rast_owner_fn(void *ctx, size_t b0, size_t b1, int worker)
+{
+    (void)worker;
+    rast_ctx *c = ctx;
+    const bk_atlas *a = c->a;
+    for (size_t b = b0; b < b1; ++b) {
+        size_t lo = band_lo(a, b), hi = band_hi(a, b);
+        float *best_d = c->best_d;
+        uint32_t *best_t = c->best_t;
+        for (size_t i = lo; i < hi; ++i) { best_d[i] = FLT_MAX; best_t[i] = BK_NONE; }
+        rtri r;
+        BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, {
+            double w[3];
+            float d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
+            size_t i = (size_t)y * a->width + x;
+            if (d < best_d[i]) { best_d[i] = d; best_t[i] = t; }
+        })
+        uint32_t n = 0;
+        for (size_t i = lo; i < hi; ++i) n += best_t[i] != BK_NONE;
+        c->first[b + 1] = n;
+    }
+}
+
+/* Pass 2: the band's texels, in pixel order, from first[b]. */
+static void rast_emit_fn(void *ctx, size_t b0, size_t b1, int worker)
+{
+    (void)worker;
+    rast_ctx *c = ctx;
+    const bk_atlas *a = c->a;
+    for (size_t b = b0; b < b1; ++b) {
+        size_t lo = band_lo(a, b), hi = band_hi(a, b);
+        uint32_t k = c->first[b], last_t = BK_NONE;
+        rtri r;
+        for (size_t i = lo; i < hi; ++i) {
+            uint32_t t = c->best_t[i];
+            if (c->cov) c->cov[i] = t != BK_NONE;
+            if (t == BK_NONE) continue;
+            if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
+            texel_make(c->s, a, &r, t, i, &c->tx[k++]);
+        }
+    }
+}
+
 int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
                        uint8_t **coverage, char *err, size_t err_size)
 {
@@ -250,82 +475,32 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
     size_t N = BK_ATLAS_PIXELS(a);
+    raster_bands B;
     float *best_d = malloc(sizeof(float) * (N ? N : 1));
     uint32_t *best_t = malloc(sizeof(uint32_t) * (N ? N : 1));
-    if (!best_d || !best_t) { free(best_d); free(best_t); return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height); }
-    for (size_t i = 0; i < N; ++i) { best_d[i] = FLT_MAX; best_t[i] = BK_NONE; }
-
-    for (uint32_t t = 0; t < a->tri_count; ++t) {
-        rtri r;
-        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
-        rtri_spans_setup(&r);
-        for (int y = r.y0, xa, xb; y <= r.y1; ++y) {
-            if (!rtri_row_span(&r, y, &xa, &xb)) continue;
-            for (int x = xa; x <= xb; ++x) {
-                if (!rtri_touches(&r, x, y)) continue;
-                double w[3];
-                float d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
-                size_t i = (size_t)y * a->width + x;
-                if (d < best_d[i]) { best_d[i] = d; best_t[i] = t; }
-            }
-        }
+    int bands_bad = bands_build(a, &B);
+    uint32_t *first = bands_bad ? NULL : calloc((size_t)B.nb + 1, sizeof(uint32_t));
+    if (!best_d || !best_t || !first) {
+        free(best_d); free(best_t); free(first); bands_free(&B);
+        return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height);
     }
-    uint32_t n = 0;
-    for (size_t i = 0; i < N; ++i) n += best_t[i] != BK_NONE;
+    rast_ctx c = { s, a, &B, best_d, best_t, first, NULL, NULL };
+    bk_parallel_for(B.nb, 1, rast_owner_fn, &c);
+    for (uint32_t b = 0; b < B.nb; ++b) first[b + 1] += first[b];
+    uint32_t n = first[B.nb];
     bk_texel *tx = malloc(sizeof(bk_texel) * (n ? n : 1));
     uint8_t *cov = coverage ? malloc(N ? N : 1) : NULL;
     if (!tx || (coverage && !cov)) {
-        free(best_d); free(best_t); free(tx); free(cov);
+        free(best_d); free(best_t); free(first); free(tx); free(cov); bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
-    uint32_t k = 0, last_t = BK_NONE;
-    rtri r;
-    for (size_t i = 0; i < N; ++i) {
-        uint32_t t = best_t[i];
-        if (cov) cov[i] = t != BK_NONE;
-        if (t == BK_NONE) continue;
-        if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
-        int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
-        double w[3];
-        rtri_nearest(&r, x + 0.5, y + 0.5, w);
-        double P[3][3];
-        for (int c = 0; c < 3; ++c) {
-            const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
-            P[c][0] = f[0]; P[c][1] = f[1]; P[c][2] = f[2];
-        }
-        bk_texel *o = &tx[k++];
-        o->px = (float)(w[0] * P[0][0] + w[1] * P[1][0] + w[2] * P[2][0]);
-        o->py = (float)(w[0] * P[0][1] + w[1] * P[1][1] + w[2] * P[2][1]);
-        o->pz = (float)(w[0] * P[0][2] + w[1] * P[1][2] + w[2] * P[2][2]);
-        double e1[3], e2[3], g[3], nrm[3];
-        for (int d = 0; d < 3; ++d) { e1[d] = P[1][d] - P[0][d]; e2[d] = P[2][d] - P[0][d]; }
-        g[0] = e1[1] * e2[2] - e1[2] * e2[1];
-        g[1] = e1[2] * e2[0] - e1[0] * e2[2];
-        g[2] = e1[0] * e2[1] - e1[1] * e2[0];
-        int have_vn = s->tri_vn != NULL && s->normals != NULL;
-        for (int c = 0; c < 3 && have_vn; ++c) {
-            uint32_t vn = s->tri_vn[3 * (size_t)t + c];
-            if (vn == BK_NONE || vn >= s->normal_count) have_vn = 0;
-        }
-        double l = 0;
-        if (have_vn) {
-            for (int d = 0; d < 3; ++d) {
-                nrm[d] = 0;
-                for (int c = 0; c < 3; ++c) nrm[d] += w[c] * s->normals[3 * (size_t)s->tri_vn[3 * (size_t)t + c] + d];
-            }
-            l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-        }
-        if (!(l > 1e-12)) {  /* no vn, or vn that cancel out: the geometric normal */
-            for (int d = 0; d < 3; ++d) nrm[d] = g[d];
-            l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-        }
-        if (!(l > 0)) { nrm[0] = 0; nrm[1] = 0; nrm[2] = 1; l = 1; }
-        o->nx = (float)(nrm[0] / l); o->ny = (float)(nrm[1] / l); o->nz = (float)(nrm[2] / l);
-        o->tri = t;
-        o->pixel = (uint32_t)i;
-    }
+    c.tx = tx;
+    c.cov = cov;
+    bk_parallel_for(B.nb, 1, rast_emit_fn, &c);
     free(best_d);
     free(best_t);
+    free(first);
+    bands_free(&B);
     *texels = tx;
     *count = n;
     if (coverage) *coverage = cov;

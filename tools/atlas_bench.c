@@ -1,9 +1,12 @@
-/* atlas_bench.c - times bk_atlas_build on scenes and prints charts, utilisation and stretch:
- *     build/atlas_bench [--size N] [--png DIR] [--reps R] SCENE...
- * Best of --reps builds, wall clock and CPU time (the build is one thread: on a shared machine the
- * CPU time is what an idle one would take). With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. */
+/* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
+ * utilisation and stretch:
+ *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] SCENE...
+ * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
+ * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
+ * an idle one would take). "atlas" is the two together, as baker's --stats seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. */
 #include "atlas.h"
 #include "image.h"
+#include "pool.h"
 #include "scene.h"
 #include "util.h"
 
@@ -21,6 +24,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--size") && i + 1 < argc) { size = atoi(argv[++i]); continue; }
         if (!strcmp(argv[i], "--png") && i + 1 < argc) { png = argv[++i]; continue; }
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) { bk_pool_set_threads(atoi(argv[++i])); continue; }
         bk_scene s;
         if (bk_scene_load(argv[i], &s, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
         bk_atlas_opts o;
@@ -28,7 +32,7 @@ int main(int argc, char **argv)
         o.size = size;
         o.scene_path = argv[i];
         bk_atlas a;
-        double best = 1e30, best_cpu = 1e30;
+        double best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30;
         for (int r = 0; r < reps; ++r) {
             double t0 = bk_time_now();
             clock_t c0 = clock();
@@ -36,12 +40,30 @@ int main(int argc, char **argv)
             double t = bk_time_now() - t0, tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (t < best) best = t;
             if (tc < best_cpu) best_cpu = tc;
+            bk_texel *tx = NULL;
+            uint32_t ntx = 0;
+            uint8_t *cov = NULL;
+            t0 = bk_time_now();
+            c0 = clock();
+            if (bk_atlas_rasterize(&s, &a, &tx, &ntx, &cov, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+            t = bk_time_now() - t0;
+            tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
+            if (t < best_r) best_r = t;
+            if (tc < best_rcpu) best_rcpu = tc;
+            free(tx);
+            free(cov);
             if (r + 1 < reps) bk_atlas_free(&a);
         }
+        /* FNV-1a of the UVs and charts: the same atlas prints the same hash */
+        uint64_t hash = 1469598103934665603ull;
+        const unsigned char *bytes[2] = { (const unsigned char *)a.uv, (const unsigned char *)a.tri_chart };
+        size_t nbytes[2] = { sizeof(float) * 6 * (size_t)a.tri_count, sizeof(uint32_t) * (size_t)a.tri_count };
+        for (int k = 0; k < 2; ++k)
+            for (size_t b = 0; b < nbytes[k]; ++b) hash = (hash ^ bytes[k][b]) * 1099511628211ull;
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  %.3f s (cpu %.3f s)\n",
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx\n",
                name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
-               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu);
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads(), (unsigned long long)hash);
         if (png) {
             char path[1024];
             snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
