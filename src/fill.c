@@ -111,7 +111,7 @@ typedef struct seed_job {
     seed_scratch   *per_worker;
 } seed_job;
 
-#define SEED_COLS 64
+#define SEED_COLS 256   /* columns per chunk: each sweeps every row, so wide enough to read whole cache lines in order */
 #define SEED_ROWS 16
 static void seed_cols_chunk(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -163,6 +163,31 @@ static void atomic_max_int(atomic_int *a, int v)
     while (v > cur && !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_relaxed, memory_order_relaxed)) {}
 }
 
+typedef struct fill_scratch {
+    uint32_t    *near;
+    size_t       near_cap;
+    seed_scratch seed;
+    int          seed_cap;
+} fill_scratch;
+
+static int fill_scratch_fit(fill_scratch *f, size_t area, int bw)
+{
+    if (area > f->near_cap) {
+        free(f->near);
+        f->near = malloc(sizeof(uint32_t) * area);
+        f->near_cap = f->near ? area : 0;
+        if (!f->near) return -1;
+    }
+    if (bw > f->seed_cap) {
+        scratch_free(&f->seed);
+        memset(&f->seed, 0, sizeof f->seed);
+        f->seed_cap = 0;
+        if (scratch_alloc(&f->seed, bw)) return -1;
+        f->seed_cap = bw;
+    }
+    return 0;
+}
+
 /* The fill on the pool. Every step's result is independent of the order of its chunks: the
  * first scan reduces per chunk (max, sum), the boxes are minima, maxima and counts (atomics, once
  * per run of a chart along a row), and each chart reads only its own valid texels and writes
@@ -180,6 +205,9 @@ typedef struct fill_job {
     const uint32_t *todo;               /* charts to fill (hidden and valid texels) */
     uint32_t       *filled;             /* per entry of todo */
     atomic_int      oom;
+    fill_scratch   *per_worker;         /* grown to the largest box each worker meets, kept for
+                                           the call: fresh large blocks would be page-faulted in
+                                           again for every chart */
 } fill_job;
 
 static void fill_scan(void *ctx, size_t begin, size_t end, int worker)
@@ -228,15 +256,10 @@ static void fill_charts(void *ctx, size_t begin, size_t end, int worker)
         const chart_box *b = &j->box[c];
         int x0 = atomic_load(&b->x0), y0 = atomic_load(&b->y0);
         int bw = atomic_load(&b->x1) - x0 + 1, bh = atomic_load(&b->y1) - y0 + 1;
-        uint32_t *near = malloc(sizeof(uint32_t) * (size_t)bw * (size_t)bh);
-        seed_scratch s;
-        memset(&s, 0, sizeof s);
-        if (!near || scratch_alloc(&s, bw)) {
-            free(near);
-            scratch_free(&s);
-            atomic_store(&j->oom, 1);
-            return;
-        }
+        fill_scratch *fs = &j->per_worker[worker];
+        if (fill_scratch_fit(fs, (size_t)bw * (size_t)bh, bw)) { atomic_store(&j->oom, 1); return; }
+        uint32_t *near = fs->near;
+        seed_scratch s = fs->seed;
         seed_cols(j->cov, j->chart, c, w, x0, y0, bw, bh, near, 0, bw, s.row);
         seed_rows(w, x0, y0, bw, near, 0, bh, s.row, s.f, s.v, s.z);
         uint32_t filled = 0;
@@ -250,8 +273,6 @@ static void fill_charts(void *ctx, size_t begin, size_t end, int worker)
                 filled++;
             }
         j->filled[t] = filled;
-        free(near);
-        scratch_free(&s);
     }
 }
 
@@ -295,7 +316,12 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
         todo[ntodo++] = c;
     }
     j.todo = todo; j.filled = filled;
-    bk_parallel_for(ntodo, 1, fill_charts, &j);
+    int nt = bk_pool_threads();
+    j.per_worker = calloc((size_t)nt, sizeof(fill_scratch));
+    if (j.per_worker) bk_parallel_for(ntodo, 1, fill_charts, &j);
+    else atomic_store(&j.oom, 1);
+    for (int t = 0; j.per_worker && t < nt; ++t) { free(j.per_worker[t].near); scratch_free(&j.per_worker[t].seed); }
+    free(j.per_worker);
     if (atomic_load(&j.oom)) { free(box); free(todo); free(filled); return bk_fail(err, err_size, "fill: out of memory for a %dx%d image", w, h); }
     for (uint32_t t = 0; t < ntodo; ++t) s.filled += filled[t];
     s.charts = ntodo;
