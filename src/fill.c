@@ -102,12 +102,14 @@ static int scratch_alloc(seed_scratch *s, int rw)
 }
 static void scratch_free(seed_scratch *s) { free(s->row); free(s->v); free(s->f); free(s->z); }
 
-/* The whole image's nearest valid texels (any chart), both passes on the pool. */
+/* The whole image's nearest valid texels (any chart), both passes on the pool; with row_need,
+ * only its rows are complete (the others hold the column pass's rows). */
 typedef struct seed_job {
     const uint8_t  *cov;
     const uint32_t *chart;
     uint32_t       *near;
     int             w, h, *col_row;
+    const uint8_t  *row_need;           /* rows whose nearest seeds are asked for (NULL: all) */
     seed_scratch   *per_worker;
 } seed_job;
 
@@ -125,14 +127,15 @@ static void seed_rows_chunk(void *ctx, size_t begin, size_t end, int worker)
 {
     const seed_job *j = ctx;
     seed_scratch *s = &j->per_worker[worker];
-    seed_rows(j->w, 0, 0, j->w, j->near, (int)begin, (int)end, s->row, s->f, s->v, s->z);
+    for (size_t y = begin; y < end; ++y)
+        if (!j->row_need || j->row_need[y]) seed_rows(j->w, 0, 0, j->w, j->near, (int)y, (int)y + 1, s->row, s->f, s->v, s->z);
 }
 
-static int nearest_seed_image(const uint8_t *cov, const uint32_t *chart, int w, int h, uint32_t *near)
+static int nearest_seed_image(const uint8_t *cov, const uint32_t *chart, int w, int h, const uint8_t *row_need, uint32_t *near)
 {
     int nt = bk_pool_threads(), rc = 0;
     seed_job j;
-    j.cov = cov; j.chart = chart; j.near = near; j.w = w; j.h = h;
+    j.cov = cov; j.chart = chart; j.near = near; j.w = w; j.h = h; j.row_need = row_need;
     j.col_row = malloc(sizeof(int) * (size_t)w);
     j.per_worker = calloc((size_t)nt, sizeof(seed_scratch));
     if (!j.col_row || !j.per_worker) rc = -1;
@@ -205,6 +208,7 @@ typedef struct fill_job {
     const uint32_t *todo;               /* charts to fill (hidden and valid texels) */
     uint32_t       *filled;             /* per entry of todo */
     atomic_int      oom;
+    uint8_t        *row_need;           /* per row: holds a texel of a chart without valid texels */
     fill_scratch   *per_worker;         /* grown to the largest box each worker meets, kept for
                                            the call: fresh large blocks would be page-faulted in
                                            again for every chart */
@@ -244,6 +248,21 @@ static void fill_boxes(void *ctx, size_t begin, size_t end, int worker)
             if (valid) atomic_fetch_add_explicit(&b->valid, valid, memory_order_relaxed);
             if (hidden) atomic_fetch_add_explicit(&b->hidden, hidden, memory_order_relaxed);
         }
+    }
+}
+
+static void fill_need(void *ctx, size_t begin, size_t end, int worker)
+{
+    fill_job *j = ctx;
+    for (size_t y = begin; y < end; ++y) {
+        const uint32_t *ch = j->chart + y * (size_t)j->w;
+        uint8_t need = 0;
+        for (int x = 0; x < j->w && !need; ++x) {
+            uint32_t c = ch[x];
+            need = c != BK_NONE && !atomic_load_explicit(&j->box[c].valid, memory_order_relaxed) &&
+                   atomic_load_explicit(&j->box[c].hidden, memory_order_relaxed);
+        }
+        j->row_need[y] = need;
     }
 }
 
@@ -333,8 +352,10 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
          * does not depend on the order of the charts either */
         uint32_t *near = malloc(sizeof(uint32_t) * (N ? N : 1));
         double *sum = calloc((size_t)top * 3, sizeof(double));
-        if (!near || !sum || nearest_seed_image(coverage, chart, w, h, near)) {
-            free(box); free(near); free(sum);
+        uint8_t *need = malloc((size_t)h);      /* rows that hold texels of such charts */
+        if (need) { j.row_need = need; bk_parallel_for((size_t)h, FILL_ROWS, fill_need, &j); }
+        if (!near || !sum || !need || nearest_seed_image(coverage, chart, w, h, need, near)) {
+            free(box); free(near); free(sum); free(need);
             return bk_fail(err, err_size, "fill: out of memory for a %dx%d image", w, h);
         }
         for (size_t i = 0; i < N; ++i) {
@@ -355,6 +376,7 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
         for (uint32_t c = 0; c < top; ++c) s.empty_charts += atomic_load(&box[c].hidden) && !atomic_load(&box[c].valid);
         free(sum);
         free(near);
+        free(need);
     }
     free(box);
     s.seconds = bk_time_now() - t0;
