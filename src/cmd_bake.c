@@ -16,6 +16,7 @@
 #include "fill.h"
 #include "image.h"
 #include "outputs.h"
+#include "pool.h"
 #include "stats.h"
 #include "util.h"
 #include "voxmesh.h"
@@ -384,38 +385,72 @@ static int bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a,
 
 /* --exposure auto: a 512-bin histogram of log2 luminance (1/8 stop per bin, 2^-20 to 2^44) over
  * the baked texels; the 99th percentile maps to white. */
+/* The baked texels' keys and luminances, in texel order, on the pool: each chunk counts its
+ * texels, then writes them from its place in the running total (the same arrays as one loop). */
+#define EXPOSURE_GRAIN ((size_t)1 << 16)
+typedef struct exposure_job {
+    const float   *rgb;
+    const uint8_t *cov;
+    uint32_t      *keys;
+    float         *lum;
+    size_t        *base;     /* per chunk: its texels, then where they start */
+} exposure_job;
+
+static void exposure_count(void *ctx, size_t begin, size_t end, int worker)
+{
+    exposure_job *j = ctx;
+    size_t n = 0;
+    for (size_t i = begin; i < end; ++i) n += !j->cov || j->cov[i] == 1;
+    j->base[begin / EXPOSURE_GRAIN] = n;
+}
+
+static void exposure_keys(void *ctx, size_t begin, size_t end, int worker)
+{
+    exposure_job *j = ctx;
+    size_t m = j->base[begin / EXPOSURE_GRAIN];
+    for (size_t i = begin; i < end; ++i) {
+        if (j->cov && j->cov[i] != 1) continue;
+        const float *c = j->rgb + 3 * i;
+        float l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
+        int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
+        j->keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
+        j->lum[m++] = l;
+    }
+}
+
 static float auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                            char *err, size_t err_size)
 {
-    /* in slices of at most 4M texels (32 MB of keys and luminances, not 8 B per pixel of the map);
-     * the histogram's counts add up exactly, the mean's sums in double */
-    enum { SLICE = 1 << 22 };
-    size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE;
+    /* in slices of 4M pixels (at most 32 MB of keys and luminances, not 8 B per pixel of the
+     * map), each on the pool in texel order; the histogram's counts add up exactly, the mean's
+     * sums in double */
+    enum { SLICE = 1 << 22 };                        /* a multiple of EXPOSURE_GRAIN */
+    const size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE, max_chunks = (cap - 1) / EXPOSURE_GRAIN + 1;
     uint32_t *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
     float *lum = malloc(sizeof(float) * cap);
-    if (!keys || !lum) { free(keys); free(lum); bk_fail(err, err_size, "out of memory"); return -1.0f; }
+    size_t *base = malloc(sizeof(size_t) * max_chunks);
+    if (!keys || !lum || !base) { free(keys); free(lum); free(base); bk_fail(err, err_size, "out of memory"); return -1.0f; }
     memset(counts, 0, sizeof counts);
     uint64_t total = 0;
     double sum = 0;
-    for (size_t i = 0; i < npx;) {
+    for (size_t s0 = 0; s0 < npx; s0 += SLICE) {
+        const size_t n = npx - s0 < SLICE ? npx - s0 : SLICE, chunks = (n - 1) / EXPOSURE_GRAIN + 1;
+        exposure_job j;
+        j.rgb = rgb + 3 * s0; j.cov = cov ? cov + s0 : NULL; j.keys = keys; j.lum = lum; j.base = base;
+        bk_parallel_for(n, EXPOSURE_GRAIN, exposure_count, &j);
         size_t m = 0;
-        for (; i < npx && m < cap; ++i) {
-            if (cov && cov[i] != 1) continue;
-            float l = 0.2126f * rgb[3 * i] + 0.7152f * rgb[3 * i + 1] + 0.0722f * rgb[3 * i + 2];
-            int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
-            keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
-            lum[m++] = l;
-        }
-        double s = 0;
-        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &s, err, err_size)) {
-            free(keys); free(lum);
+        for (size_t k = 0; k < chunks; ++k) { size_t c = base[k]; base[k] = m; m += c; }
+        bk_parallel_for(n, EXPOSURE_GRAIN, exposure_keys, &j);
+        double sl = 0;
+        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &sl, err, err_size)) {
+            free(keys); free(lum); free(base);
             return -1.0f;
         }
-        for (int b = 0; b < 512; ++b) counts[b] += part[b];
-        sum += s;
+        for (int k = 0; k < 512; ++k) counts[k] += part[k];
+        sum += sl;
         total += m;
     }
-    free(keys); free(lum);
+    free(keys); free(lum); free(base);
     *mean_lum = total ? sum / (double)total : 0.0;
     uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
     if (b == 0) return 1.0f;                       /* a black map: nothing to expose */
