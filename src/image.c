@@ -3,12 +3,8 @@
  * PNG encoder and both decoders: stb_image_write and stb_image (Sean Barrett, public domain)
  * from Debian's libstb-dev, compiled here once, static. OpenEXR: Debian's tinyexr (libtinyexr-dev,
  * a C++ library whose header declares a C API in extern "C", so C calls it directly), when the
- * build found it (BK_HAVE_EXR); it decodes from memory. The EXR encoder is our own (see
- * write_exr: tinyexr's is serial), gated on BK_HAVE_EXR too so that a build writes exactly the
- * types it reads. PNG and EXR deflate through libdeflate when found (BK_HAVE_LIBDEFLATE), else
- * zlib. Every encoder's heavy loops run on the pool (pool.h) in chunks whose results are put
- * together in a fixed order: the files do not depend on the thread count (unit_write_threads).
- * The Radiance RGBE encoder is our own:
+ * build found it (BK_HAVE_EXR); it encodes to memory and decodes from memory, so the EXR writer
+ * goes through bk_outfile's stream like the others. The Radiance RGBE encoder is our own:
  * stb_image_write truncates the mantissas, which darkens every channel by half a step on average
  * (up to 1.5 % for a channel 1/3 of the pixel's largest) in decoders that read byte * 2^(e-136)
  * (stb_image, and most others); ours rounds to nearest, so those decoders see no bias.
@@ -68,9 +64,6 @@ static unsigned int png_crc32(unsigned char *buf, int len) { return (unsigned in
 #  define STBIW_CRC32 png_crc32
 #endif
 #define PNG_FILTER_SUB 1          /* stbi_write_force_png_filter: see above */
-#if !BK_HAVE_LIBDEFLATE
-#  include <zlib.h>
-#endif
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 /* not STBI_WRITE_NO_STDIO: in libstb-dev 0.0~git20220908 it also hides stbi_write_hdr_to_func */
@@ -342,153 +335,55 @@ static uint16_t half_bits(double v)
     return (uint16_t)(((e + 14) << 10) | ((int)sig - 1024));
 }
 
-/* OpenEXR, written here rather than by tinyexr's SaveEXRImageToMemory, which encodes on one
- * thread into growing buffers (1.3 s for a 4096^2 lightmap, most of it zlib and page faults):
- * single-part scanline file, channels B, G, R (sorted by name, as readers expect) of HALF,
- * ZIP_COMPRESSION, i.e. blocks of 16 scanlines, each block's bytes split into even and odd
- * halves, delta-coded (+128) and zlib-compressed, stored raw when that is not smaller. The
- * blocks are encoded on the pool, each into its own buffer, and written in order, so the file
- * does not depend on the thread count. Reference: "OpenEXR File Layout" and ImfZip.cpp
- * (openexr.com). Values past 65504 (the largest half) are clamped to it, negatives and NaN are 0. */
-#define EXR_BLOCK        16   /* scanlines per ZIP_COMPRESSION block */
-#define EXR_BLOCKS_GRAIN 4    /* blocks per chunk of the pool */
-/* libdeflate's level for the EXR blocks, measured on sponza 4096^2 (spp 1, one core; tinyexr's
- * zlib wrote 1501838 bytes in 1.3 s): level 2 2548663 bytes 0.51 s, 4 2087299 0.65 s, 6 1685645
- * 0.74 s, 7 1433094 1.14 s, 8 1371519 1.90 s, 9 1374684 2.53 s. Half floats compress worse than
- * 8-bit PNG rows at low levels; 7 keeps the files no larger than tinyexr's, and the blocks are
- * spread over the pool. Without libdeflate, zlib's compress2 at 6, as tinyexr did. */
-#define EXR_DEFLATE_LEVEL 7
-typedef struct exr_job {
-    const float *rgb;
-    int          w, h;
-    uint8_t    **block;       /* per block: y, size, data (int32, int32 little-endian, bytes) */
-    size_t      *block_size;
-    atomic_int   oom;
-} exr_job;
-
-static void le32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
-
-static void exr_blocks(void *ctx, size_t begin, size_t end, int worker)
-{
-    exr_job *j = ctx;
-    const int w = j->w;
-    size_t cap_raw = (size_t)EXR_BLOCK * 3 * (size_t)w * 2;
-    uint8_t *raw = malloc(cap_raw), *tmp = malloc(cap_raw);
-#if BK_HAVE_LIBDEFLATE
-    struct libdeflate_compressor *z = libdeflate_alloc_compressor(EXR_DEFLATE_LEVEL);
-    size_t cap_z = z ? libdeflate_zlib_compress_bound(z, cap_raw) : 0;
-#else
-    void *z = raw;
-    size_t cap_z = (size_t)compressBound((uLong)cap_raw);
-#endif
-    uint8_t *zbuf = malloc(cap_z + 8);
-    if (!raw || !tmp || !z || !zbuf) { atomic_store(&j->oom, 1); goto done; }
-    for (size_t b = begin; b < end; ++b) {
-        int y0 = (int)b * EXR_BLOCK, rows = j->h - y0 < EXR_BLOCK ? j->h - y0 : EXR_BLOCK;
-        size_t n = (size_t)rows * 3 * (size_t)w * 2;
-        for (int y = 0; y < rows; ++y)
-            for (int c = 0; c < 3; ++c) {          /* B, G, R: channel 2 - c of rgb */
-                const float *src = j->rgb + 3 * (size_t)(y0 + y) * w + (2 - c);
-                uint8_t *dst = raw + ((size_t)y * 3 + (size_t)c) * (size_t)w * 2;
-                for (int x = 0; x < w; ++x) {
-                    float v = src[3 * (size_t)x];
-                    v = v > 0 ? v : 0.0f;          /* negatives and NaN */
-                    uint16_t hb = half_bits(v < 65504.0f ? v : 65504.0f);
-                    dst[2 * x] = (uint8_t)hb; dst[2 * x + 1] = (uint8_t)(hb >> 8);
-                }
-            }
-        uint8_t *t1 = tmp, *t2 = tmp + (n + 1) / 2;   /* even bytes, then odd ones */
-        for (size_t i = 0; i < n; i += 2) { *t1++ = raw[i]; if (i + 1 < n) *t2++ = raw[i + 1]; }
-        for (size_t i = n - 1; i > 0; --i) tmp[i] = (uint8_t)(tmp[i] - tmp[i - 1] + 128);
-#if BK_HAVE_LIBDEFLATE
-        size_t zn = libdeflate_zlib_compress(z, tmp, n, zbuf + 8, cap_z);
-#else
-        uLongf zl = (uLongf)cap_z;
-        size_t zn = compress2(zbuf + 8, &zl, tmp, (uLong)n, 6) == Z_OK ? (size_t)zl : 0;
-#endif
-        const uint8_t *data = zn && zn < n ? zbuf + 8 : raw;   /* not smaller: the raw bytes */
-        size_t size = zn && zn < n ? zn : n;
-        uint8_t *out = malloc(size + 8);
-        if (!out) { atomic_store(&j->oom, 1); goto done; }
-        le32(out, (uint32_t)y0);
-        le32(out + 4, (uint32_t)size);
-        memcpy(out + 8, data, size);
-        j->block[b] = out;
-        j->block_size[b] = size + 8;
-    }
-done:
-#if BK_HAVE_LIBDEFLATE
-    if (z) libdeflate_free_compressor(z);
-#endif
-    free(raw); free(tmp); free(zbuf);
-}
-
-/* One header attribute: name, type, size, value. */
-static size_t exr_attr(uint8_t *p, const char *name, const char *type, const void *value, uint32_t size)
-{
-    size_t n = strlen(name) + 1, t = strlen(type) + 1;
-    memcpy(p, name, n);
-    memcpy(p + n, type, t);
-    le32(p + n + t, size);
-    memcpy(p + n + t + 4, value, size);
-    return n + t + 4 + size;
-}
-
+/* R, G, B as half floats (pixel_types HALF: tinyexr writes the planes as given); values past
+ * 65504 (the largest half) are clamped to it, negatives and NaN are 0. EXR readers expect
+ * channels sorted by name: B, G, R. */
 static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
 {
-    size_t blocks = ((size_t)h + EXR_BLOCK - 1) / EXR_BLOCK;
-    exr_job j;
-    j.rgb = rgb; j.w = w; j.h = h;
-    atomic_init(&j.oom, 0);
-    j.block = calloc(blocks, sizeof(uint8_t *));
-    j.block_size = calloc(blocks, sizeof(size_t));
-    int rc = -1;
-    if (!j.block || !j.block_size) { bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h); goto done; }
-    bk_parallel_for(blocks, EXR_BLOCKS_GRAIN, exr_blocks, &j);
-    if (atomic_load(&j.oom)) { bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h); goto done; }
-    uint8_t head[512], v[64];
-    size_t hn = 0;
-    const uint8_t magic[8] = { 0x76, 0x2f, 0x31, 0x01, 2, 0, 0, 0 };   /* version 2, single-part scanline */
-    memcpy(head, magic, 8);
-    hn = 8;
-    size_t vn = 0;
-    for (int c = 0; c < 3; ++c) {                 /* chlist: name, HALF (1), pLinear 0, reserved, sampling 1 1 */
-        v[vn++] = (uint8_t)"BGR"[c]; v[vn++] = 0;
-        le32(v + vn, 1); vn += 4;
-        memset(v + vn, 0, 4); vn += 4;
-        le32(v + vn, 1); le32(v + vn + 4, 1); vn += 8;
+    size_t n = (size_t)w * h;
+    uint16_t *plane = malloc(sizeof(uint16_t) * n * 3);
+    if (!plane) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
+    for (size_t i = 0; i < n; ++i)
+        for (int k = 0; k < 3; ++k) {
+            float v = rgb[3 * i + k];
+            v = v > 0 ? v : 0.0f;                 /* negatives and NaN */
+            plane[(size_t)(2 - k) * n + i] = half_bits(v < 65504.0f ? v : 65504.0f);
+        }
+    EXRHeader hd;
+    EXRImage im;
+    InitEXRHeader(&hd);
+    InitEXRImage(&im);
+    EXRChannelInfo ch[3];
+    int types[3] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
+    unsigned char *planes[3];
+    memset(ch, 0, sizeof ch);
+    for (int c = 0; c < 3; ++c) {
+        ch[c].name[0] = "BGR"[c];
+        ch[c].x_sampling = ch[c].y_sampling = 1;
+        planes[c] = (unsigned char *)(plane + (size_t)c * n);
     }
-    v[vn++] = 0;
-    hn += exr_attr(head + hn, "channels", "chlist", v, (uint32_t)vn);
-    uint8_t zip = 3;                              /* ZIP_COMPRESSION: 16 scanlines per block */
-    hn += exr_attr(head + hn, "compression", "compression", &zip, 1);
-    uint8_t box[16];
-    le32(box, 0); le32(box + 4, 0); le32(box + 8, (uint32_t)(w - 1)); le32(box + 12, (uint32_t)(h - 1));
-    hn += exr_attr(head + hn, "dataWindow", "box2i", box, 16);
-    hn += exr_attr(head + hn, "displayWindow", "box2i", box, 16);
-    uint8_t order = 0;                            /* INCREASING_Y */
-    hn += exr_attr(head + hn, "lineOrder", "lineOrder", &order, 1);
-    uint8_t one[4], zero8[8] = { 0 };
-    le32(one, 0x3f800000u);                       /* 1.0f */
-    hn += exr_attr(head + hn, "pixelAspectRatio", "float", one, 4);
-    hn += exr_attr(head + hn, "screenWindowCenter", "v2f", zero8, 8);
-    hn += exr_attr(head + hn, "screenWindowWidth", "float", one, 4);
-    head[hn++] = 0;                               /* end of the header */
-    fwrite(head, 1, hn, f);
-    uint64_t pos = hn + 8 * (uint64_t)blocks;     /* the offset table, then the blocks */
-    for (size_t b = 0; b < blocks; ++b) {
-        uint8_t off[8];
-        for (int k = 0; k < 8; ++k) off[k] = (uint8_t)(pos >> (8 * k));
-        fwrite(off, 1, 8, f);
-        pos += j.block_size[b];
+    hd.num_channels = 3;
+    hd.channels = ch;
+    hd.pixel_types = types;
+    hd.requested_pixel_types = types;
+    hd.compression_type = TINYEXR_COMPRESSIONTYPE_ZIP;
+    im.num_channels = 3;
+    im.images = planes;
+    im.width = w;
+    im.height = h;
+    unsigned char *mem = NULL;
+    const char *msg = NULL;
+    size_t size = SaveEXRImageToMemory(&im, &hd, &mem, &msg);
+    free(plane);
+    if (!size) {
+        bk_fail(err, err_size, "%s: EXR encoder failed (%dx%d): %s", path, w, h, msg ? msg : "no reason given");
+        if (msg) FreeEXRErrorMessage(msg);
+        free(mem);
+        return -1;
     }
-    for (size_t b = 0; b < blocks; ++b) fwrite(j.block[b], 1, j.block_size[b], f);
-    rc = ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
-done:
-    for (size_t b = 0; j.block && b < blocks; ++b) free(j.block[b]);
-    free(j.block);
-    free(j.block_size);
-    return rc;
+    size_t put = fwrite(mem, 1, size, f);
+    free(mem);                                    /* tinyexr malloc()s the encoded file */
+    return put != size || ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
 }
 #endif
 

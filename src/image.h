@@ -5,8 +5,7 @@
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
  * bk_image_write (.png: 8-bit sRGB through stb_image_write from Debian's libstb-dev; .hdr:
  * Radiance RGBE, linear, our own encoder rounding to nearest; .exr: RGB half-float, linear,
- * our own encoder, read through Debian's tinyexr, only when built with it: BK_HAVE_EXR). All on
- * the host thread pool (pool.h), with the same bytes whatever the thread count. bk_image_read reads all
+ * through Debian's tinyexr, only when built with it: BK_HAVE_EXR). bk_image_read reads all
  * three back (baker diff).
  *
  * Usage:
@@ -62,7 +61,7 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
  *   .exr  OpenEXR, channels R, G, B as half floats (rounded to nearest even), ZIP-compressed
  *         scanlines, linear like .hdr (no exposure); negatives and NaN -> 0, values beyond the
  *         largest half (65504, +inf included) -> 65504. Only with BK_HAVE_EXR (else an error).
- *         Blocks of 16 scanlines, deflated in parallel, written in order.
+ *         tinyexr encodes into memory, which is then written into the stream like the others.
  * Case-insensitive extensions. Written to a temporary file and renamed: on failure no file is
  * left. Returns 0, or -1 with one line in err naming the file. */
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size);
