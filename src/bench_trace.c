@@ -25,7 +25,8 @@ const char bk_bench_usage[] =
     "                          [--reps N] [--stack-size K] [--backend cpu|cuda|auto] [--threads N]\n"
     "                          [--csv FILE] [--svg FILE]\n"
     "       baker bench bake [--scenes A,B,..] [--sizes 1024,4096] [--spp N] [--bounces N]\n"
-    "                        [--backend cpu|cuda|auto] [--reps N] [--csv FILE] [-- BAKE OPTIONS...]\n"
+    "                        [--backend cpu|cuda|auto] [--reps N] [--csv FILE] [--baker PATH]\n"
+    "                        [-- BAKE OPTIONS...]\n"
     "\n"
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
@@ -45,7 +46,9 @@ const char bk_bench_usage[] =
     "process, its peak host memory (rusage), peak device memory and host bytes per atlas texel.\n"
     "The row of a scene x size is its run of least wall time of N (default 1). Scenes are paths or\n"
     "sponza, sibenik, dragon_vrip, dragon_vrip_res2 (default sponza,dragon_vrip) under\n"
-    "$BK_SCENES_DIR, else ../shared/scenes. Options after -- go to every bake. --csv writes the rows.\n";
+    "$BK_SCENES_DIR, else ../shared/scenes. Options after -- go to every bake. --csv writes the rows.\n"
+    "--baker PATH times another baker program (an earlier build) the same way, for before/after\n"
+    "tables; phases it does not report count in the rest.\n";
 
 /* Relative to $BK_SCENES_DIR, else ../shared/scenes (run from the repository root). */
 static const char *const default_scenes[] = {
