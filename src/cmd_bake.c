@@ -637,16 +637,23 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     return 0;
 }
 
-/* The backend's start on a thread of its own: init and supports() while the scene loads and
- * builds, then upload() while the atlas builds. Joined (be_start_join) before the main thread
- * touches the backend; a join with nothing running returns at once. */
+/* The backend's start on a thread of its own, while the main thread loads, builds and makes the
+ * atlas: init and supports() (a CUDA context: about 0.25 s), then, once the main thread hands
+ * over the accel (be_start_give), upload(). The main thread learns of a failed start as soon as
+ * it hands the accel over, if the start is done by then, and else at be_start_finish, before it
+ * first touches the backend. */
 typedef struct be_start {
     const char          *name;
     const bk_trace_opts *opts;
-    const bk_accel_view *view;      /* the upload's scene; NULL during the start */
+    pthread_mutex_t      lock;
+    pthread_cond_t       cv;
+    const bk_accel_view *view;      /* the upload's scene, once handed over */
+    int                  stop;      /* the main thread gave up: no upload */
+    int                  started;   /* init and supports() are done (ok says how) */
+    double               t_started; /* when */
     bk_backend          *be;
     int                  ok;        /* 0: msg says why */
-    int                  running;
+    int                  running;   /* the thread is to be joined */
     pthread_t            th;
     char                 note[512]; /* e.g. "auto" falling back to the CPU */
     char                 msg[1024];
@@ -655,39 +662,65 @@ typedef struct be_start {
 static void *be_start_run(void *arg)
 {
     be_start *b = (be_start *)arg;
-    if (b->view) {
-        b->ok = b->be->i->upload(b->be, b->view, b->msg, sizeof b->msg) == 0;
-        return NULL;
-    }
-    b->be = bk_backend_init(b->name, b->note, sizeof b->note);
-    if (!b->be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; b->ok = 0; return NULL; }
-    b->ok = b->be->i->supports(b->be, b->opts, b->msg, sizeof b->msg);
+    bk_backend *be = bk_backend_init(b->name, b->note, sizeof b->note);
+    int ok = be != NULL;
+    if (!be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; }
+    else ok = be->i->supports(be, b->opts, b->msg, sizeof b->msg);
+    pthread_mutex_lock(&b->lock);
+    b->be = be; b->ok = ok; b->started = 1; b->t_started = bk_time_now();
+    pthread_cond_broadcast(&b->cv);
+    while (ok && !b->view && !b->stop) pthread_cond_wait(&b->cv, &b->lock);
+    const bk_accel_view *v = b->stop ? NULL : b->view;
+    pthread_mutex_unlock(&b->lock);
+    if (ok && v) b->ok = be->i->upload(be, v, b->msg, sizeof b->msg) == 0;
     return NULL;
-}
-
-static void be_start_launch(be_start *b)
-{
-    b->running = pthread_create(&b->th, NULL, be_start_run, b) == 0;
-    if (!b->running) be_start_run(b);          /* no thread: here and now */
 }
 
 static void be_start_begin(be_start *b, const char *name, const bk_trace_opts *opts)
 {
     memset(b, 0, sizeof *b);
     b->name = name; b->opts = opts;
-    be_start_launch(b);
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->running = pthread_create(&b->th, NULL, be_start_run, b) == 0;
+    if (!b->running) b->stop = 1, be_start_run(b);   /* no thread: the start here and now */
 }
 
-static bk_backend *be_start_join(be_start *b)
+/* Hands the accel over for upload; 0, or -1 when the start is known to have failed. */
+static int be_start_give(be_start *b, const bk_accel_view *v)
 {
-    if (b->running) { pthread_join(b->th, NULL); b->running = 0; }
-    return b->be;
-}
-
-static void be_start_upload(be_start *b, const bk_accel_view *v)
-{
+    if (!b->running) {                    /* started here: upload here */
+        if (b->ok) b->ok = b->be->i->upload(b->be, v, b->msg, sizeof b->msg) == 0;
+        return b->ok ? 0 : -1;
+    }
+    pthread_mutex_lock(&b->lock);
+    int failed = b->started && !b->ok;
     b->view = v;
-    be_start_launch(b);
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->lock);
+    return failed ? -1 : 0;
+}
+
+/* Waits for the thread (giving up on the upload when the accel was never handed over); the
+ * backend, or NULL. *start_wait and *upload_wait (may be NULL) get the time spent waiting before
+ * and after the start was done. */
+static bk_backend *be_start_finish(be_start *b, double *start_wait, double *upload_wait)
+{
+    const double t0 = bk_time_now();
+    if (b->running) {
+        pthread_mutex_lock(&b->lock);
+        if (!b->view) b->stop = 1;
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->lock);
+        pthread_join(b->th, NULL);
+        b->running = 0;
+    }
+    const double t1 = bk_time_now();
+    double s = b->t_started > t0 ? b->t_started - t0 : 0.0;
+    if (s > t1 - t0) s = t1 - t0;
+    if (start_wait) *start_wait += s;
+    if (upload_wait) *upload_wait += (t1 - t0) - s;
+    return b->be;
 }
 
 int bk_cmd_bake(int argc, char **argv)
@@ -752,9 +785,9 @@ int bk_cmd_bake(int argc, char **argv)
     char backend_name[64] = "";
     FILE *f;
     /* The backend starts (a CUDA context: about 0.25 s) on a thread of its own while the scene
-     * loads and its accel builds, and takes the scene while the atlas builds (be_start). The
-     * phases startup and upload count only the waits for it that loading, building and the
-     * atlas did not hide. */
+     * loads, its accel builds and the atlas is made, and takes the accel as soon as it is built
+     * (be_start). The phases startup and upload count only the waits for it that loading,
+     * building and the atlas did not hide. */
     bk_backend *be = NULL;
     be_start bs;
     be_start_begin(&bs, c.t.backend, &c.t.opts);
@@ -812,13 +845,12 @@ int bk_cmd_bake(int argc, char **argv)
     if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
     ph[PH_BUILD] = bk_time_now() - t0;
     t0 = bk_time_now();
-    be = be_start_join(&bs);
-    ph[PH_STARTUP] += bk_time_now() - t0;
-    if (!be || !bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
-    if (bs.note[0] && !c.quiet) fprintf(stderr, "baker: %s\n", bs.note);
-    snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
     bk_accel_view av = bk_accel_get_view(&a);
-    be_start_upload(&bs, &av);
+    if (be_start_give(&bs, &av)) {
+        be = be_start_finish(&bs, NULL, NULL);
+        fprintf(stderr, "baker: %s\n", bs.msg);
+        goto done;
+    }
 
     t0 = bk_time_now();
     if (c.noscale) {
@@ -861,13 +893,15 @@ int bk_cmd_bake(int argc, char **argv)
     }
     {
         const double tw = bk_time_now();
-        be_start_join(&bs);
-        ph[PH_UPLOAD] = bk_time_now() - tw;
-        if (!bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
+        be = be_start_finish(&bs, &ph[PH_STARTUP], &ph[PH_UPLOAD]);
+        if (!be || !bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
+        if (bs.note[0] && !c.quiet) fprintf(stderr, "baker: %s\n", bs.note);
+        snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
+        t0 += bk_time_now() - tw;            /* the wait is startup and upload, not atlas */
     }
     if (check_memory(&c, be, &at, mem)) goto done;
     if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    ph[PH_ATLAS] = bk_time_now() - t0 - ph[PH_UPLOAD];
+    ph[PH_ATLAS] = bk_time_now() - t0;
 
     t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
     /* lighting defaults that depend on the scene */
@@ -1060,9 +1094,11 @@ int bk_cmd_bake(int argc, char **argv)
     rc = 0;
 done:
     if (bs.running) {           /* an error while the backend's thread was still at work */
-        be_start_join(&bs);
+        be_start_finish(&bs, NULL, NULL);
         if (!be) be = bs.be;
     }
+    pthread_mutex_destroy(&bs.lock);
+    pthread_cond_destroy(&bs.cv);
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
