@@ -228,6 +228,19 @@ static int chart_push(charting *C, chart c)
 static const double *tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (size_t)t; }
 static double dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
+/* A frame of the plane normal to unit n: t1 is the axis least aligned with n crossed with n,
+ * normalised; t2 = n x t1, so (t1, t2, n) is right-handed. */
+static void plane_frame(const double *n, double *t1, double *t2)
+{
+    double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
+    double e[3] = { 0, 0, 0 };
+    e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
+    t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
+    double l = sqrt(dot3d(t1, t1));
+    for (int k = 0; k < 3; ++k) t1[k] /= l;
+    t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
+}
+
 typedef struct hpt { double x, y; } hpt;
 static double hcross(hpt o, hpt a, hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
 
@@ -423,14 +436,7 @@ static void chart_project_only(const bk_scene *s, charting *C, uint32_t ci)
     chart *c = &C->charts[ci];
     const double *n = c->n;
     double t1[3], t2[3];
-    /* axis least aligned with n, crossed with n; (t1, t2, n) is right-handed */
-    double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
-    double e[3] = { 0, 0, 0 };
-    e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
-    t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
-    double l = sqrt(dot3d(t1, t1));
-    for (int k = 0; k < 3; ++k) t1[k] /= l;
-    t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
+    plane_frame(n, t1, t2);
     double o[3];
     pos_of(s, C->chart_tris[c->first], 0, o);
     for (uint32_t i = 0; i < c->count; ++i) {
@@ -1179,13 +1185,7 @@ static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, 
 static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris, uint32_t nt, double *loc)
 {
     double t1[3], t2[3];
-    double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
-    double e[3] = { 0, 0, 0 };
-    e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
-    t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
-    double l = sqrt(dot3d(t1, t1));
-    for (int k = 0; k < 3; ++k) t1[k] /= l;
-    t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
+    plane_frame(n, t1, t2);
     double o[3];
     pos_of(s, tris[0], 0, o);
     for (uint32_t i = 0; i < nt; ++i) {
