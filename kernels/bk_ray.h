@@ -21,13 +21,13 @@ typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*
 /* ---- ray set-up and primitive tests ------------------------------------------------------- */
 
 typedef struct bk_ray_pre {
-    bk_vec3 o, d, inv;      /* origin, direction (components under 1e-30 zeroed), safe inverse */
+    bk_vec3 o, d, inv;      /* origin, direction (parallel components zeroed: par), safe inverse */
     float   tmin, tmax;
     int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
     float   sx, sy, sz;     /* shear constants */
     int     valid;          /* 0 for a zero direction (every |d_k| < 1e-30) or a NaN/empty t range:
                                misses everything */
-    int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30) */
+    int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30, or < 1e-30 max|d|) */
 } bk_ray_pre;
 
 BK_HD float bk_safe_inv(float d)
@@ -44,7 +44,12 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
     p.tmin = r->tmin; p.tmax = r->tmax;
     float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
-    p.par = (ax < 1e-30f) | (ay < 1e-30f) << 1 | (az < 1e-30f) << 2;
+    /* Parallel: below 1e-30, or below 1e-30 of the largest component, whose shear factor in the
+     * triangle test (d_k / d_max) would underflow to 0 while the slab test still saw the ray
+     * leave a box it starts on (d = (-6e32, -3e-14, 4e-20) met a face at t = 6e-34 that its box
+     * test had ruled out: found by fuzzing). */
+    const float lim = bk_maxf(1e-30f, bk_maxf(ax, bk_maxf(ay, az)) * 1e-30f);
+    p.par = (ax < lim) | (ay < lim) << 1 | (az < lim) << 2;
     /* A component the slab tests take as parallel is zero for the triangle test too, so both
      * trace the same ray: with d_z = 8e-33 a ray 1e-32 below a face met it at t = 2 in the
      * triangle test, but never passed the face's box (found by fuzzing). */
