@@ -3,7 +3,7 @@
  * Pipeline: bake -> linear RGB per texel (3 floats, row-major, row 0 at the top) ->
  * bk_fill_hidden_texels (fill.h: texels inside geometry, from their own chart) ->
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
- * bk_image_write (.png: 8-bit sRGB through stb_image_write from Debian's libstb-dev; .hdr:
+ * bk_image_write (.png: 8-bit sRGB, our own writer, deflate on the pool through zlib; .hdr:
  * Radiance RGBE, linear, our own encoder rounding to nearest; .exr: RGB half-float, linear,
  * through Debian's tinyexr, only when built with it: BK_HAVE_EXR). bk_image_read reads all
  * three back (baker diff).

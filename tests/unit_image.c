@@ -13,15 +13,19 @@
  * over a pixel budget; dilation fills only uncovered texels, from covered 8-neighbours, one ring
  * per iteration, marks them BK_COVER_DILATED, never touches covered texels, and after one ring
  * around a rasterized atlas every texel a bilinear lookup inside a chart can reach holds a value.
+ * The PNG writer's 64-row bands: see test_png_bands.
  */
 #include "atlas.h"
 #include "image.h"
+#include "pool.h"
 #include "bk_test.h"
 
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #if defined(__GNUC__)
 #  pragma GCC diagnostic push
@@ -444,11 +448,116 @@ static void test_dilate_atlas(void)
     bk_atlas_free(&a);
 }
 
+/* The PNG writer's bands (64 rows, deflated on the pool, see write_png): for sizes around the
+ * band height and odd widths, with 1, 2 and 16 threads the files are the same bytes; every chunk's
+ * CRC-32 is right; the IDAT data is one zlib stream that zlib's uncompress accepts (it checks the
+ * Adler-32, and a stream with the Adler-32 changed is refused: the check is live) and that holds
+ * exactly h rows of filter byte 1 (Sub) + the Sub-filtered sRGB bytes; stb_image decodes it to
+ * bk_image_srgb8(value * exposure) of every channel. */
+static uint32_t png_be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+static int png_encode(const float *rgb, int w, int h, float exposure, char **out, size_t *n)
+{
+    char err[256];
+    *out = NULL; *n = 0;
+    FILE *f = open_memstream(out, n);
+    if (!f) return -1;
+    int rc = bk_image_write_file(f, "bands.png", rgb, w, h, exposure, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    fclose(f);
+    return rc;
+}
+
+static void check_png_file(const uint8_t *p, size_t n, const float *rgb, int w, int h, float exposure)
+{
+    static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    BK_EXPECT(n > 8 + 25 + 12 && memcmp(p, sig, 8) == 0);
+    uint8_t *z = malloc(n);
+    size_t zn = 0, at = 8;
+    int idat = 0, iend = 0, bad_crc = 0;
+    while (at + 12 <= n && !iend) {
+        uint32_t len = png_be32(p + at);
+        if (at + 12 + len > n) break;
+        if (crc32(0, p + at + 4, len + 4) != png_be32(p + at + 8 + len)) bad_crc++;
+        if (at == 8) BK_EXPECT(len == 13 && memcmp(p + at + 4, "IHDR", 4) == 0 && png_be32(p + at + 8) == (uint32_t)w &&
+                               png_be32(p + at + 12) == (uint32_t)h && p[at + 16] == 8 && p[at + 17] == 2);
+        if (memcmp(p + at + 4, "IDAT", 4) == 0) { memcpy(z + zn, p + at + 8, len); zn += len; idat++; }
+        if (memcmp(p + at + 4, "IEND", 4) == 0) iend = 1;
+        at += 12 + len;
+    }
+    BK_EXPECTF(bad_crc == 0, "%dx%d: %d chunks with a wrong CRC-32", w, h, bad_crc);
+    BK_EXPECTF(iend && at == n, "%dx%d: IEND missing or not at the end", w, h);
+    BK_EXPECTF(idat == (h + 63) / 64, "%dx%d: %d IDAT chunks, one per 64-row band expected", w, h, idat);
+    const size_t stride = (size_t)w * 3 + 1, raw = stride * h;
+    uint8_t *f = malloc(raw + 1);
+    uLongf got = raw + 1;
+    int zrc = uncompress(f, &got, z, zn);
+    BK_EXPECTF(zrc == Z_OK && got == raw, "%dx%d: uncompress %d, %lu bytes of %zu", w, h, zrc, (unsigned long)got, raw);
+    if (zrc == Z_OK && got == raw) {
+        int wrong = 0;
+        for (int y = 0; y < h; ++y) {
+            const uint8_t *row = f + stride * y;
+            if (row[0] != 1) { wrong++; continue; }
+            uint8_t prev[3] = { 0, 0, 0 };
+            for (int x = 0; x < w; ++x)
+                for (int c = 0; c < 3; ++c) {
+                    uint8_t v = (uint8_t)(row[1 + 3 * x + c] + prev[c]);
+                    prev[c] = v;
+                    if (v != bk_image_srgb8(rgb[((size_t)y * w + x) * 3 + c] * exposure)) wrong++;
+                }
+        }
+        BK_EXPECTF(wrong == 0, "%dx%d: %d filter bytes or channels wrong after uncompress", w, h, wrong);
+        z[zn - 1] ^= 0x5a;                                  /* the Adler-32's last byte */
+        got = raw + 1;
+        BK_EXPECTF(uncompress(f, &got, z, zn) == Z_DATA_ERROR, "%dx%d: a wrong Adler-32 was not noticed", w, h);
+    }
+    int x, y, comp;
+    stbi_uc *d = stbi_load_from_memory(p, (int)n, &x, &y, &comp, 3);
+    BK_EXPECTF(d && x == w && y == h, "%dx%d: stb_image cannot decode it: %s", w, h, stbi_failure_reason());
+    if (d && x == w && y == h) {
+        int wrong = 0;
+        for (size_t i = 0; i < (size_t)w * h * 3; ++i) wrong += d[i] != bk_image_srgb8(rgb[i] * exposure);
+        BK_EXPECTF(wrong == 0, "%dx%d: %d channels decode wrong (stb_image)", w, h, wrong);
+    }
+    stbi_image_free(d);
+    free(f); free(z);
+}
+
+static void test_png_bands(void)
+{
+    static const int sizes[][2] = { { 1, 1 }, { 7, 3 }, { 333, 63 }, { 17, 64 }, { 5, 65 }, { 1031, 130 }, { 2, 200 } };
+    static const int threads[3] = { 1, 2, 16 };
+    uint32_t s = 12345u;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
+        const int w = sizes[k][0], h = sizes[k][1];
+        float *rgb = malloc(sizeof(float) * 3 * w * h);
+        for (size_t i = 0; i < (size_t)w * h * 3; ++i) {
+            s = s * 1664525u + 1013904223u;
+            /* smooth ramps with noise, some values out of [0, 1] */
+            rgb[i] = (float)((i / 3) % (size_t)w) / (float)w * 0.8f + (float)((s >> 8) & 0xff) / 255.0f * 0.4f - 0.1f;
+        }
+        char *first = NULL;
+        size_t first_n = 0;
+        for (int t = 0; t < 3; ++t) {
+            bk_pool_set_threads(threads[t]);
+            char *p; size_t n;
+            BK_EXPECT(png_encode(rgb, w, h, 1.5f, &p, &n) == 0);
+            if (!t) { first = p; first_n = n; check_png_file((const uint8_t *)p, n, rgb, w, h, 1.5f); continue; }
+            BK_EXPECTF(n == first_n && memcmp(p, first, n) == 0, "%dx%d: %d threads give other bytes than 1", w, h, threads[t]);
+            free(p);
+        }
+        free(first);
+        free(rgb);
+    }
+    bk_pool_set_threads(0);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_image_%ld", (long)getpid());
     if (mkdir(tmpdir, 0700) != 0) { perror(tmpdir); return 1; }
     test_png();
+    test_png_bands();
     test_hdr();
     test_hdr_rounding();
     test_errors();
