@@ -525,20 +525,23 @@ static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int
     return r >= 0 ? r : seg_find(seg_min, seg_max, P, 2 * node + 1, mid + 1, nhi, lo, hi, L, want_below);
 }
 
-/* Does the mask fit at (x, y)? Its band rows first: they reject most. */
-static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
+/* Does the mask fit at (x, y)? The row that rejected the last position first (*kill, updated;
+ * neighbouring positions mostly fail on the same obstacle), then the band rows: they reject
+ * most. The answer does not depend on the order. */
+static int shape_fits(const shape_bin *B, const shape *sh, int x, int y, int *kill)
 {
     int sft = x & 63, base = x >> 6;
-    for (int i = 0; i < sh->h; ++i) {
-        int r = (sh->band0 + i) % sh->h;
+    for (int i = -1; i < sh->h; ++i) {
+        int r = i < 0 ? *kill : (sh->band0 + i) % sh->h;
+        if (i >= 0 && r == *kill) continue;
         const uint64_t *m = sh->bits + (size_t)r * sh->wpr, *a = B->taken + (size_t)(y + r) * B->wpr + base;
         uint64_t carry = 0;
         for (int k = 0; k < sh->wpr; ++k) {
             uint64_t w = m[k];
-            if (a[k] & (w << sft | carry)) return 0;
+            if (a[k] & (w << sft | carry)) { *kill = r; return 0; }
             carry = sft ? w >> (64 - sft) : 0;
         }
-        if (carry && (a[sh->wpr] & carry)) return 0;
+        if (carry && (a[sh->wpr] & carry)) { *kill = r; return 0; }
     }
     return 1;
 }
@@ -549,7 +552,7 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
 static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s, int *xb_s,
                            int *ox, int *oy)
 {
-    int N = B->N;
+    int N = B->N, kill = sh->band0, fkill = sh->band0;
     for (int y = ya; y <= yb;) {
         /* the band's rows must all have a free run of band_run: jump past the first that has not */
         int q = -1;
@@ -564,9 +567,11 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
         int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
         xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
         if (xa[0] > xb[0]) { y++; continue; }
-        for (int i = 0; i < sh->h && nx; ++i) {
-            int r = (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
-            if (L == 0) continue;
+        /* the mask row that emptied the last row's intervals first: the obstacle that stopped
+         * it mostly stops the next (the intersection is the same in any order) */
+        for (int i = -1; i < sh->h && nx; ++i) {
+            int r = i < 0 ? kill : (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
+            if (L == 0 || (i >= 0 && r == kill)) continue;
             const uint64_t *row = B->taken + (size_t)(y + r) * B->wpr;
             int nn = 0;
             /* within each interval's reach only: the free runs [a, e) of L or more leave x in
@@ -582,10 +587,11 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
             int *t1 = xa, *t2 = xb;
             xa = na; xb = nb; na = t1; nb = t2;
             nx = nn;
+            if (!nx) kill = r;
         }
         for (int k = 0; k < nx; ++k)
             for (int x = xa[k]; x <= xb[k]; ++x)
-                if (shape_fits(B, sh, x, y)) { *ox = x; *oy = y; return 1; }
+                if (shape_fits(B, sh, x, y, &fkill)) { *ox = x; *oy = y; return 1; }
         y++;
     }
     return 0;
