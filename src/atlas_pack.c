@@ -493,6 +493,10 @@ typedef struct shape_bin {
     int N, H, wpr;          /* width and height in texels, words per row (one spare word) */
     uint64_t *taken;        /* H rows */
     int *free_run;          /* longest run of free texels per row */
+    int **runs;             /* per row: its free runs as (start, end) pairs, in order; full when untouched */
+    int *nrun, *rcap;       /* per row: runs, capacity in pairs (0: points at full) */
+    int full[2];            /* the one run of an empty row: (0, N) */
+    int *rtmp;              /* scratch: N / 2 + 1 pairs */
     int P;                  /* leaves of the segment trees, a power of two >= H */
     int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
     int lowest;             /* one past the lowest row taken by a chart (not its padding) */
@@ -572,16 +576,17 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
         for (int i = -1; i < sh->h && nx; ++i) {
             int r = i < 0 ? kill : (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
             if (L == 0 || (i >= 0 && r == kill)) continue;
-            const uint64_t *row = B->taken + (size_t)(y + r) * B->wpr;
-            int nn = 0;
-            /* within each interval's reach only: the free runs [a, e) of L or more leave x in
-             * [a - s, e - s - L] */
+            const int *run = B->runs[y + r];
+            int nr = B->nrun[y + r], nn = 0, j = 0;
+            /* within each interval's reach only: the free runs [a, e) of L or more, clipped to
+             * the reach, leave x in [a - s, e - s - L]. Intervals come in order, so a run that
+             * ends before one's reach ends before the next's. */
             for (int k = 0; k < nx; ++k) {
                 int lo = xa[k] + s, hi = xb[k] + s + L;
-                for (int a = bits_next(row, lo, hi, 0); a < hi;) {
-                    int e = bits_next(row, a, hi, 1);
+                while (j < nr && run[2 * j + 1] <= lo) j++;
+                for (int q = j; q < nr && run[2 * q] < hi; ++q) {
+                    int a = run[2 * q] > lo ? run[2 * q] : lo, e = run[2 * q + 1] < hi ? run[2 * q + 1] : hi;
                     if (e - a >= L) { na[nn] = a - s; nb[nn] = e - s - L; nn++; }
-                    a = bits_next(row, e, hi, 0);
                 }
             }
             int *t1 = xa, *t2 = xb;
@@ -671,8 +676,8 @@ static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbi
     }
 }
 
-/* Marks sh at (x, y), dilated by pad, as taken; updates the rows' free runs. */
-static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
+/* Marks sh at (x, y), dilated by pad, as taken; updates the rows' free runs. -1: out of memory. */
+static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
 {
     int dw = sh->w + 2 * pad, dwpr = (dw + 63) / 64 + 1;
     uint64_t *d = B->dil;
@@ -691,10 +696,27 @@ static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
         uint64_t *a = B->taken + (size_t)ay * B->wpr;
         row_or_at(a, B->wpr, d, dw, x - pad);
         /* bits past the right edge stay taken; the spare word too */
-        B->free_run[ay] = bits_longest(a, B->N, 0, NULL);
+        /* the row's free runs again, and the longest */
+        int n = 0, longest = 0;
+        for (int x = bits_next(a, 0, B->N, 0); x < B->N;) {
+            int e = bits_next(a, x, B->N, 1);
+            B->rtmp[2 * n] = x; B->rtmp[2 * n + 1] = e; n++;
+            if (e - x > longest) longest = e - x;
+            x = bits_next(a, e, B->N, 0);
+        }
+        if (n > B->rcap[ay]) {
+            int cap = n > 4 ? n : 4, *q = malloc(sizeof(int) * 2 * (size_t)cap);
+            if (!q) return -1;
+            if (B->rcap[ay]) free(B->runs[ay]);
+            B->runs[ay] = q; B->rcap[ay] = cap;
+        }
+        if (n) memcpy(B->runs[ay], B->rtmp, sizeof(int) * 2 * (size_t)n);
+        B->nrun[ay] = n;
+        B->free_run[ay] = longest;
         seg_set(B, ay, B->free_run[ay]);
     }
     if (y + sh->last_row + 1 > B->lowest) B->lowest = y + sh->last_row + 1;
+    return 0;
 }
 
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
@@ -709,6 +731,11 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     for (B.P = 1; B.P < B.H; B.P <<= 1) {}
     B.taken = calloc((size_t)B.wpr * B.H, sizeof(uint64_t));
     B.free_run = malloc(sizeof(int) * (size_t)B.H);
+    B.runs = malloc(sizeof(int *) * (size_t)B.H);
+    B.nrun = malloc(sizeof(int) * (size_t)B.H);
+    B.rcap = calloc((size_t)B.H, sizeof(int));
+    B.rtmp = malloc(sizeof(int) * ((size_t)N + 2));
+    B.full[0] = 0; B.full[1] = N;
     B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.threads = bk_pool_threads();
@@ -725,7 +752,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     struct { int ci, x, y, valid; } last[2];
     int last_cls = -1, class_y = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
+    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
     /* the masks: sizes and slots here, contents on the pool */
     {
         size_t nbits = 0, nruns = 0;
@@ -758,6 +785,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         uint64_t *row = B.taken + (size_t)y * B.wpr;
         for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
         B.free_run[y] = N;
+        B.runs[y] = B.full; B.nrun[y] = 1;
     }
     for (int i = 0; i < B.P; ++i) { B.smin[B.P + i] = B.smax[B.P + i] = i < B.H ? N : 0; }
     for (int i = B.P - 1; i >= 1; --i) {
@@ -818,13 +846,17 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         if (nrot == 1) last[1].valid = 0;
         if (!found) { B.lowest = B.H + 1; goto out; }
         class_y = y;
-        shape_take(&B, &sh[rot], x, y, pad);
+        if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
         it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
         it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
     }
     rc = 1;
 out:
     if (used_rows) *used_rows = B.lowest;
+    if (B.rcap)
+        for (int y = 0; y < B.H; ++y)
+            if (B.rcap[y]) free(B.runs[y]);
+    free(B.runs); free(B.nrun); free(B.rcap); free(B.rtmp);
     free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.dil); free(order);
     free(S.sh); free(S.bits); free(S.runs); free(too_big);
     return rc;
