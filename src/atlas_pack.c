@@ -303,8 +303,10 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * picks a band of its rows whose runs are all at least L: a position y is possible only when the
  * atlas rows beside the band all have a free run of L, and the first row that has not rules out
  * every y up to it at once (a range-minimum descent). Rows left then intersect, row by row, the
- * intervals of x at which each mask row's longest run lies on free texels (from the free runs of
- * the atlas rows), and only the x that survive are tested bit by bit. */
+ * intervals of x at which each mask row's longest run lies on free texels (from the lists of free
+ * runs the atlas rows keep), and only the x that survive are tested bit by bit. The mask rows go
+ * in an order that spreads them over the mask (neighbouring rows rule out the same x), after the
+ * one that ended the last search row; an intersection is the same in any order. */
 
 #define SHAPE_EPS 1e-3
 
@@ -314,6 +316,7 @@ typedef struct shape {
     int last_row;           /* last row with a bit set */
     int *run;               /* h: longest run of set bits in each row */
     int *run_at;            /* h: where that run starts */
+    int *order;             /* h: the rows in the order the search intersects them */
     uint64_t *bits;         /* h * wpr words */
 } shape;
 
@@ -464,6 +467,16 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
             y = e + 1;
         }
     }
+    /* the search's row order: band0, then offsets from it in bit-reversed order (1/2, 1/4,
+     * 3/4 ... of the height), so each next row lands far from those before: neighbouring rows
+     * of the bin mostly rule out the same positions */
+    int p2 = 1, n = 0;
+    while (p2 < sh->h) p2 <<= 1;
+    for (int i = 0; i < p2; ++i) {
+        int v = 0;
+        for (int b = 1, k = i; b < p2; b <<= 1, k >>= 1) v = v << 1 | (k & 1);
+        if (v < sh->h) sh->order[n++] = (sh->band0 + v) % sh->h;
+    }
 }
 
 /* Every item's masks (both rotations) at once, on the pool: masks of items [begin, end) go to
@@ -530,13 +543,13 @@ static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int
 }
 
 /* Does the mask fit at (x, y)? The row that rejected the last position first (*kill, updated;
- * neighbouring positions mostly fail on the same obstacle), then the band rows: they reject
- * most. The answer does not depend on the order. */
+ * neighbouring positions mostly fail on the same obstacle), then the rows in the shape's search
+ * order. The answer does not depend on the order. */
 static int shape_fits(const shape_bin *B, const shape *sh, int x, int y, int *kill)
 {
     int sft = x & 63, base = x >> 6;
     for (int i = -1; i < sh->h; ++i) {
-        int r = i < 0 ? *kill : (sh->band0 + i) % sh->h;
+        int r = i < 0 ? *kill : sh->order[i];
         if (i >= 0 && r == *kill) continue;
         const uint64_t *m = sh->bits + (size_t)r * sh->wpr, *a = B->taken + (size_t)(y + r) * B->wpr + base;
         uint64_t carry = 0;
@@ -574,7 +587,7 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
         /* the mask row that emptied the last row's intervals first: the obstacle that stopped
          * it mostly stops the next (the intersection is the same in any order) */
         for (int i = -1; i < sh->h && nx; ++i) {
-            int r = i < 0 ? kill : (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
+            int r = i < 0 ? kill : sh->order[i], L = sh->run[r], s = sh->run_at[r];
             if (L == 0 || (i >= 0 && r == kill)) continue;
             const int *run = B->runs[y + r];
             int nr = B->nrun[y + r], nn = 0, j = 0;
@@ -762,7 +775,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
                 shape *sh = &S.sh[2 * (size_t)ci + (size_t)r];
                 if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
                 nbits += (size_t)sh->wpr * sh->h;
-                nruns += 2 * (size_t)sh->h;
+                nruns += 3 * (size_t)sh->h;
             }
             if (too_big[ci]) S.sh[2 * (size_t)ci].w = S.sh[2 * (size_t)ci + 1].w = 0;
         }
@@ -776,8 +789,9 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
             sh->bits = S.bits + nbits;
             sh->run = S.runs + nruns;
             sh->run_at = sh->run + sh->h;
+            sh->order = sh->run + 2 * (size_t)sh->h;
             nbits += (size_t)sh->wpr * sh->h;
-            nruns += 2 * (size_t)sh->h;
+            nruns += 3 * (size_t)sh->h;
         }
         bk_parallel_for(n_mesh, 16, shape_set_fn, &S);
     }
