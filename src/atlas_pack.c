@@ -516,7 +516,8 @@ typedef struct shape_bin {
     int *xa, *xb;           /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
     int threads, tasks;     /* the pool's threads; row ranges per wave of a wide search */
     int *hit_x, *hit_y;     /* tasks each: the wave's answers */
-    uint64_t *dil;          /* scratch: a mask row dilated by the padding */
+    uint64_t *hz;           /* scratch: a mask's rows widened by the padding, and one bin row's dilation */
+    size_t hz_cap;          /* words in hz */
 } shape_bin;
 
 static void seg_set(shape_bin *B, int y, int v)
@@ -693,7 +694,20 @@ static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbi
 static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
 {
     int dw = sh->w + 2 * pad, dwpr = (dw + 63) / 64 + 1;
-    uint64_t *d = B->dil;
+    /* the square kernel is separable: each mask row widened by pad each side once, then each
+     * bin row ORs the 2 pad + 1 widened rows around it */
+    size_t need = (size_t)sh->h * dwpr + (size_t)dwpr;
+    if (need > B->hz_cap) {
+        uint64_t *q = realloc(B->hz, sizeof(uint64_t) * need);
+        if (!q) return -1;
+        B->hz = q; B->hz_cap = need;
+    }
+    uint64_t *hz = B->hz, *d = B->hz + (size_t)sh->h * dwpr;
+    memset(hz, 0, sizeof(uint64_t) * (size_t)sh->h * dwpr);
+    for (int rr = 0; rr < sh->h; ++rr)
+        if (sh->run[rr])
+            for (int j = 0; j <= 2 * pad; ++j) row_or_at(hz + (size_t)rr * dwpr, dwpr, sh->bits + (size_t)rr * sh->wpr, sh->w, j);
+    int cx0 = x - pad < 0 ? 0 : x - pad, cx1 = x - pad + dw < B->N ? x - pad + dw : B->N;
     for (int r = -pad; r < sh->h + pad; ++r) {
         int ay = y + r;
         if (ay < 0 || ay >= B->H) continue;
@@ -702,21 +716,34 @@ static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
         int any = 0;
         for (int rr = r - pad; rr <= r + pad; ++rr) {
             if (rr < 0 || rr >= sh->h || !sh->run[rr]) continue;
-            for (int j = 0; j <= 2 * pad; ++j) row_or_at(d, dwpr, sh->bits + (size_t)rr * sh->wpr, sh->w, j);
+            const uint64_t *h = hz + (size_t)rr * dwpr;
+            for (int k = 0; k < dwpr; ++k) d[k] |= h[k];
             any = 1;
         }
         if (!any) continue;
         uint64_t *a = B->taken + (size_t)ay * B->wpr;
         row_or_at(a, B->wpr, d, dw, x - pad);
         /* bits past the right edge stay taken; the spare word too */
-        /* the row's free runs again, and the longest */
-        int n = 0, longest = 0;
-        for (int x = bits_next(a, 0, B->N, 0); x < B->N;) {
-            int e = bits_next(a, x, B->N, 1);
-            B->rtmp[2 * n] = x; B->rtmp[2 * n + 1] = e; n++;
-            if (e - x > longest) longest = e - x;
-            x = bits_next(a, e, B->N, 0);
+        /* the row's free runs again, and the longest: only runs that meet [cx0, cx1) changed,
+         * into runs within their own extent (taking only splits and shortens runs) */
+        const int *run = B->runs[ay];
+        int nr = B->nrun[ay], j0 = 0, n = 0, longest = 0;
+        while (j0 < nr && run[2 * j0 + 1] <= cx0) j0++;
+        int j1 = j0;
+        while (j1 < nr && run[2 * j1] < cx1) j1++;
+        if (j1 == j0) continue;
+        memcpy(B->rtmp, run, sizeof(int) * 2 * (size_t)j0);
+        n = j0;
+        int lo = run[2 * j0] < cx0 ? run[2 * j0] : cx0, hi = run[2 * j1 - 1] > cx1 ? run[2 * j1 - 1] : cx1;
+        for (int xx = bits_next(a, lo, hi, 0); xx < hi;) {
+            int e = bits_next(a, xx, hi, 1);
+            B->rtmp[2 * n] = xx; B->rtmp[2 * n + 1] = e; n++;
+            xx = bits_next(a, e, hi, 0);
         }
+        memcpy(B->rtmp + 2 * n, run + 2 * j1, sizeof(int) * 2 * (size_t)(nr - j1));
+        n += nr - j1;
+        for (int k = 0; k < n; ++k)
+            if (B->rtmp[2 * k + 1] - B->rtmp[2 * k] > longest) longest = B->rtmp[2 * k + 1] - B->rtmp[2 * k];
         if (n > B->rcap[ay]) {
             int cap = n > 4 ? n : 4, *q = malloc(sizeof(int) * 2 * (size_t)cap);
             if (!q) return -1;
@@ -757,7 +784,6 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
     B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
     B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
-    B.dil = malloc(sizeof(uint64_t) * ((size_t)(N + 2 * pad + 64) / 64 + 2) * 2);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
     shape_set S = { C, fill, s, NULL, NULL, NULL };
     S.sh = calloc(2 * ((size_t)n_mesh + 1), sizeof(shape));
@@ -765,7 +791,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     struct { int ci, x, y, valid; } last[2];
     int last_cls = -1, class_y = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
+    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big) goto out;
     /* the masks: sizes and slots here, contents on the pool */
     {
         size_t nbits = 0, nruns = 0;
@@ -871,7 +897,7 @@ out:
         for (int y = 0; y < B.H; ++y)
             if (B.rcap[y]) free(B.runs[y]);
     free(B.runs); free(B.nrun); free(B.rcap); free(B.rtmp);
-    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.dil); free(order);
+    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.hz); free(order);
     free(S.sh); free(S.bits); free(S.runs); free(too_big);
     return rc;
 }
