@@ -459,6 +459,31 @@ static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts,
 }
 
 
+void bk_key_idx_sort(key_idx *a, size_t n)
+{
+    /* LSD radix, 16 bits a pass, stable: the index's digits first, then the key's, so ties in
+     * the key keep index order; passes whose digit is the same for every element are skipped */
+    key_idx *tmp = n >= 32768 ? malloc(sizeof(key_idx) * n) : NULL;
+    size_t *cnt = tmp ? malloc(sizeof(size_t) * 65537) : NULL;
+    if (!cnt) { free(tmp); qsort(a, n, sizeof *a, bk_key_idx_cmp); return; }
+    uint64_t kor = 0, kand = ~0ull;
+    uint32_t ior = 0, iand = ~0u;
+    for (size_t i = 0; i < n; ++i) { kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx; }
+    key_idx *src = a, *dst = tmp;
+    for (int pass = 0; pass < 6; ++pass) {
+        int shift = pass < 2 ? 16 * pass : 16 * (pass - 2), onidx = pass < 2;
+        uint64_t diff = onidx ? (uint64_t)(ior ^ iand) : kor ^ kand;
+        if (((diff >> shift) & 0xFFFF) == 0) continue;
+        memset(cnt, 0, sizeof(size_t) * 65537);
+        for (size_t i = 0; i < n; ++i) cnt[(((onidx ? src[i].idx : src[i].key) >> shift) & 0xFFFF) + 1]++;
+        for (int d = 0; d < 65536; ++d) cnt[d + 1] += cnt[d];
+        for (size_t i = 0; i < n; ++i) dst[cnt[((onidx ? src[i].idx : src[i].key) >> shift) & 0xFFFF]++] = src[i];
+        key_idx *x = src; src = dst; dst = x;
+    }
+    if (src != a) memcpy(a, src, sizeof(key_idx) * n);
+    free(tmp); free(cnt);
+}
+
 /* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */
 static void sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp)
 {
@@ -469,7 +494,7 @@ static void sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_i
         tmp[i].key = ~bits;
         tmp[i].idx = t[i];
     }
-    qsort(tmp, n, sizeof *tmp, bk_key_idx_cmp);
+    bk_key_idx_sort(tmp, n);
     for (uint32_t i = 0; i < n; ++i) t[i] = tmp[i].idx;
 }
 
@@ -710,7 +735,7 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
             kt[i].key = ~bits; kt[i].idx = t;
             part[t] = BK_NONE;
         }
-        qsort(kt, c.count, sizeof(key_idx), bk_key_idx_cmp);
+        bk_key_idx_sort(kt, c.count);
         uint32_t nparts = 0, w = 0;
         double cost = 0;
         for (uint32_t si = 0; si < c.count; ++si) {
@@ -841,7 +866,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
         order[ci].key = bits;
         order[ci].idx = ci;
     }
-    qsort(order, n, sizeof(key_idx), bk_key_idx_cmp);
+    bk_key_idx_sort(order, n);
     uint32_t visit = 0;
     for (uint32_t oi = 0; oi < n; ++oi) {
         uint32_t ci = order[oi].idx;

@@ -46,6 +46,9 @@ static inline int bk_key_idx_cmp(const void *pa, const void *pb)
     if (a->key != b->key) return a->key < b->key ? -1 : 1;
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
+/* Sorts a[0 .. n) as qsort with bk_key_idx_cmp does (a total order: the same result), by LSD
+ * radix when n is large (atlas_chart.c). */
+void bk_key_idx_sort(key_idx *a, size_t n);
 
 /* ---- atlas_chart.c: geometry, welding, adjacency ------------------------------------------- */
 

@@ -303,8 +303,10 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * picks a band of its rows whose runs are all at least L: a position y is possible only when the
  * atlas rows beside the band all have a free run of L, and the first row that has not rules out
  * every y up to it at once (a range-minimum descent). Rows left then intersect, row by row, the
- * intervals of x at which each mask row's longest run lies on free texels (from the free runs of
- * the atlas rows), and only the x that survive are tested bit by bit. */
+ * intervals of x at which each mask row's longest run lies on free texels (from the lists of free
+ * runs the atlas rows keep), and only the x that survive are tested bit by bit. The mask rows go
+ * in an order that spreads them over the mask (neighbouring rows rule out the same x), after the
+ * one that ended the last search row; an intersection is the same in any order. */
 
 #define SHAPE_EPS 1e-3
 
@@ -314,6 +316,7 @@ typedef struct shape {
     int last_row;           /* last row with a bit set */
     int *run;               /* h: longest run of set bits in each row */
     int *run_at;            /* h: where that run starts */
+    int *order;             /* h: the rows in the order the search intersects them */
     uint64_t *bits;         /* h * wpr words */
 } shape;
 
@@ -464,6 +467,16 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
             y = e + 1;
         }
     }
+    /* the search's row order: band0, then offsets from it in bit-reversed order (1/2, 1/4,
+     * 3/4 ... of the height), so each next row lands far from those before: neighbouring rows
+     * of the bin mostly rule out the same positions */
+    int p2 = 1, n = 0;
+    while (p2 < sh->h) p2 <<= 1;
+    for (int i = 0; i < p2; ++i) {
+        int v = 0;
+        for (int b = 1, k = i; b < p2; b <<= 1, k >>= 1) v = v << 1 | (k & 1);
+        if (v < sh->h) sh->order[n++] = (sh->band0 + v) % sh->h;
+    }
 }
 
 /* Every item's masks (both rotations) at once, on the pool: masks of items [begin, end) go to
@@ -493,13 +506,18 @@ typedef struct shape_bin {
     int N, H, wpr;          /* width and height in texels, words per row (one spare word) */
     uint64_t *taken;        /* H rows */
     int *free_run;          /* longest run of free texels per row */
+    int **runs;             /* per row: its free runs as (start, end) pairs, in order; full when untouched */
+    int *nrun, *rcap;       /* per row: runs, capacity in pairs (0: points at full) */
+    int full[2];            /* the one run of an empty row: (0, N) */
+    int *rtmp;              /* scratch: N / 2 + 1 pairs */
     int P;                  /* leaves of the segment trees, a power of two >= H */
     int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
     int lowest;             /* one past the lowest row taken by a chart (not its padding) */
     int *xa, *xb;           /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
     int threads, tasks;     /* the pool's threads; row ranges per wave of a wide search */
     int *hit_x, *hit_y;     /* tasks each: the wave's answers */
-    uint64_t *dil;          /* scratch: a mask row dilated by the padding */
+    uint64_t *hz;           /* scratch: a mask's rows widened by the padding, and one bin row's dilation */
+    size_t hz_cap;          /* words in hz */
 } shape_bin;
 
 static void seg_set(shape_bin *B, int y, int v)
@@ -525,20 +543,23 @@ static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int
     return r >= 0 ? r : seg_find(seg_min, seg_max, P, 2 * node + 1, mid + 1, nhi, lo, hi, L, want_below);
 }
 
-/* Does the mask fit at (x, y)? Its band rows first: they reject most. */
-static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
+/* Does the mask fit at (x, y)? The row that rejected the last position first (*kill, updated;
+ * neighbouring positions mostly fail on the same obstacle), then the rows in the shape's search
+ * order. The answer does not depend on the order. */
+static int shape_fits(const shape_bin *B, const shape *sh, int x, int y, int *kill)
 {
     int sft = x & 63, base = x >> 6;
-    for (int i = 0; i < sh->h; ++i) {
-        int r = (sh->band0 + i) % sh->h;
+    for (int i = -1; i < sh->h; ++i) {
+        int r = i < 0 ? *kill : sh->order[i];
+        if (i >= 0 && r == *kill) continue;
         const uint64_t *m = sh->bits + (size_t)r * sh->wpr, *a = B->taken + (size_t)(y + r) * B->wpr + base;
         uint64_t carry = 0;
         for (int k = 0; k < sh->wpr; ++k) {
             uint64_t w = m[k];
-            if (a[k] & (w << sft | carry)) return 0;
+            if (a[k] & (w << sft | carry)) { *kill = r; return 0; }
             carry = sft ? w >> (64 - sft) : 0;
         }
-        if (carry && (a[sh->wpr] & carry)) return 0;
+        if (carry && (a[sh->wpr] & carry)) { *kill = r; return 0; }
     }
     return 1;
 }
@@ -549,7 +570,7 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y)
 static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s, int *xb_s,
                            int *ox, int *oy)
 {
-    int N = B->N;
+    int N = B->N, kill = sh->band0, fkill = sh->band0;
     for (int y = ya; y <= yb;) {
         /* the band's rows must all have a free run of band_run: jump past the first that has not */
         int q = -1;
@@ -564,28 +585,32 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
         int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
         xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
         if (xa[0] > xb[0]) { y++; continue; }
-        for (int i = 0; i < sh->h && nx; ++i) {
-            int r = (sh->band0 + i) % sh->h, L = sh->run[r], s = sh->run_at[r];
-            if (L == 0) continue;
-            const uint64_t *row = B->taken + (size_t)(y + r) * B->wpr;
-            int nn = 0;
-            /* within each interval's reach only: the free runs [a, e) of L or more leave x in
-             * [a - s, e - s - L] */
+        /* the mask row that emptied the last row's intervals first: the obstacle that stopped
+         * it mostly stops the next (the intersection is the same in any order) */
+        for (int i = -1; i < sh->h && nx; ++i) {
+            int r = i < 0 ? kill : sh->order[i], L = sh->run[r], s = sh->run_at[r];
+            if (L == 0 || (i >= 0 && r == kill)) continue;
+            const int *run = B->runs[y + r];
+            int nr = B->nrun[y + r], nn = 0, j = 0;
+            /* within each interval's reach only: the free runs [a, e) of L or more, clipped to
+             * the reach, leave x in [a - s, e - s - L]. Intervals come in order, so a run that
+             * ends before one's reach ends before the next's. */
             for (int k = 0; k < nx; ++k) {
                 int lo = xa[k] + s, hi = xb[k] + s + L;
-                for (int a = bits_next(row, lo, hi, 0); a < hi;) {
-                    int e = bits_next(row, a, hi, 1);
+                while (j < nr && run[2 * j + 1] <= lo) j++;
+                for (int q = j; q < nr && run[2 * q] < hi; ++q) {
+                    int a = run[2 * q] > lo ? run[2 * q] : lo, e = run[2 * q + 1] < hi ? run[2 * q + 1] : hi;
                     if (e - a >= L) { na[nn] = a - s; nb[nn] = e - s - L; nn++; }
-                    a = bits_next(row, e, hi, 0);
                 }
             }
             int *t1 = xa, *t2 = xb;
             xa = na; xb = nb; na = t1; nb = t2;
             nx = nn;
+            if (!nx) kill = r;
         }
         for (int k = 0; k < nx; ++k)
             for (int x = xa[k]; x <= xb[k]; ++x)
-                if (shape_fits(B, sh, x, y)) { *ox = x; *oy = y; return 1; }
+                if (shape_fits(B, sh, x, y, &fkill)) { *ox = x; *oy = y; return 1; }
         y++;
     }
     return 0;
@@ -665,11 +690,24 @@ static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbi
     }
 }
 
-/* Marks sh at (x, y), dilated by pad, as taken; updates the rows' free runs. */
-static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
+/* Marks sh at (x, y), dilated by pad, as taken; updates the rows' free runs. -1: out of memory. */
+static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
 {
     int dw = sh->w + 2 * pad, dwpr = (dw + 63) / 64 + 1;
-    uint64_t *d = B->dil;
+    /* the square kernel is separable: each mask row widened by pad each side once, then each
+     * bin row ORs the 2 pad + 1 widened rows around it */
+    size_t need = (size_t)sh->h * dwpr + (size_t)dwpr;
+    if (need > B->hz_cap) {
+        uint64_t *q = realloc(B->hz, sizeof(uint64_t) * need);
+        if (!q) return -1;
+        B->hz = q; B->hz_cap = need;
+    }
+    uint64_t *hz = B->hz, *d = B->hz + (size_t)sh->h * dwpr;
+    memset(hz, 0, sizeof(uint64_t) * (size_t)sh->h * dwpr);
+    for (int rr = 0; rr < sh->h; ++rr)
+        if (sh->run[rr])
+            for (int j = 0; j <= 2 * pad; ++j) row_or_at(hz + (size_t)rr * dwpr, dwpr, sh->bits + (size_t)rr * sh->wpr, sh->w, j);
+    int cx0 = x - pad < 0 ? 0 : x - pad, cx1 = x - pad + dw < B->N ? x - pad + dw : B->N;
     for (int r = -pad; r < sh->h + pad; ++r) {
         int ay = y + r;
         if (ay < 0 || ay >= B->H) continue;
@@ -678,17 +716,47 @@ static void shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
         int any = 0;
         for (int rr = r - pad; rr <= r + pad; ++rr) {
             if (rr < 0 || rr >= sh->h || !sh->run[rr]) continue;
-            for (int j = 0; j <= 2 * pad; ++j) row_or_at(d, dwpr, sh->bits + (size_t)rr * sh->wpr, sh->w, j);
+            const uint64_t *h = hz + (size_t)rr * dwpr;
+            for (int k = 0; k < dwpr; ++k) d[k] |= h[k];
             any = 1;
         }
         if (!any) continue;
         uint64_t *a = B->taken + (size_t)ay * B->wpr;
         row_or_at(a, B->wpr, d, dw, x - pad);
         /* bits past the right edge stay taken; the spare word too */
-        B->free_run[ay] = bits_longest(a, B->N, 0, NULL);
+        /* the row's free runs again, and the longest: only runs that meet [cx0, cx1) changed,
+         * into runs within their own extent (taking only splits and shortens runs) */
+        const int *run = B->runs[ay];
+        int nr = B->nrun[ay], j0 = 0, n = 0, longest = 0;
+        while (j0 < nr && run[2 * j0 + 1] <= cx0) j0++;
+        int j1 = j0;
+        while (j1 < nr && run[2 * j1] < cx1) j1++;
+        if (j1 == j0) continue;
+        memcpy(B->rtmp, run, sizeof(int) * 2 * (size_t)j0);
+        n = j0;
+        int lo = run[2 * j0] < cx0 ? run[2 * j0] : cx0, hi = run[2 * j1 - 1] > cx1 ? run[2 * j1 - 1] : cx1;
+        for (int xx = bits_next(a, lo, hi, 0); xx < hi;) {
+            int e = bits_next(a, xx, hi, 1);
+            B->rtmp[2 * n] = xx; B->rtmp[2 * n + 1] = e; n++;
+            xx = bits_next(a, e, hi, 0);
+        }
+        memcpy(B->rtmp + 2 * n, run + 2 * j1, sizeof(int) * 2 * (size_t)(nr - j1));
+        n += nr - j1;
+        for (int k = 0; k < n; ++k)
+            if (B->rtmp[2 * k + 1] - B->rtmp[2 * k] > longest) longest = B->rtmp[2 * k + 1] - B->rtmp[2 * k];
+        if (n > B->rcap[ay]) {
+            int cap = n > 4 ? n : 4, *q = malloc(sizeof(int) * 2 * (size_t)cap);
+            if (!q) return -1;
+            if (B->rcap[ay]) free(B->runs[ay]);
+            B->runs[ay] = q; B->rcap[ay] = cap;
+        }
+        if (n) memcpy(B->runs[ay], B->rtmp, sizeof(int) * 2 * (size_t)n);
+        B->nrun[ay] = n;
+        B->free_run[ay] = longest;
         seg_set(B, ay, B->free_run[ay]);
     }
     if (y + sh->last_row + 1 > B->lowest) B->lowest = y + sh->last_row + 1;
+    return 0;
 }
 
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
@@ -703,6 +771,11 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     for (B.P = 1; B.P < B.H; B.P <<= 1) {}
     B.taken = calloc((size_t)B.wpr * B.H, sizeof(uint64_t));
     B.free_run = malloc(sizeof(int) * (size_t)B.H);
+    B.runs = malloc(sizeof(int *) * (size_t)B.H);
+    B.nrun = malloc(sizeof(int) * (size_t)B.H);
+    B.rcap = calloc((size_t)B.H, sizeof(int));
+    B.rtmp = malloc(sizeof(int) * ((size_t)N + 2));
+    B.full[0] = 0; B.full[1] = N;
     B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.threads = bk_pool_threads();
@@ -711,7 +784,6 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
     B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
     B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
-    B.dil = malloc(sizeof(uint64_t) * ((size_t)(N + 2 * pad + 64) / 64 + 2) * 2);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
     shape_set S = { C, fill, s, NULL, NULL, NULL };
     S.sh = calloc(2 * ((size_t)n_mesh + 1), sizeof(shape));
@@ -719,7 +791,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     struct { int ci, x, y, valid; } last[2];
     int last_cls = -1, class_y = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !B.dil || !order || !S.sh || !too_big) goto out;
+    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big) goto out;
     /* the masks: sizes and slots here, contents on the pool */
     {
         size_t nbits = 0, nruns = 0;
@@ -729,7 +801,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
                 shape *sh = &S.sh[2 * (size_t)ci + (size_t)r];
                 if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
                 nbits += (size_t)sh->wpr * sh->h;
-                nruns += 2 * (size_t)sh->h;
+                nruns += 3 * (size_t)sh->h;
             }
             if (too_big[ci]) S.sh[2 * (size_t)ci].w = S.sh[2 * (size_t)ci + 1].w = 0;
         }
@@ -743,8 +815,9 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
             sh->bits = S.bits + nbits;
             sh->run = S.runs + nruns;
             sh->run_at = sh->run + sh->h;
+            sh->order = sh->run + 2 * (size_t)sh->h;
             nbits += (size_t)sh->wpr * sh->h;
-            nruns += 2 * (size_t)sh->h;
+            nruns += 3 * (size_t)sh->h;
         }
         bk_parallel_for(n_mesh, 16, shape_set_fn, &S);
     }
@@ -752,6 +825,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         uint64_t *row = B.taken + (size_t)y * B.wpr;
         for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
         B.free_run[y] = N;
+        B.runs[y] = B.full; B.nrun[y] = 1;
     }
     for (int i = 0; i < B.P; ++i) { B.smin[B.P + i] = B.smax[B.P + i] = i < B.H ? N : 0; }
     for (int i = B.P - 1; i >= 1; --i) {
@@ -812,14 +886,18 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         if (nrot == 1) last[1].valid = 0;
         if (!found) { B.lowest = B.H + 1; goto out; }
         class_y = y;
-        shape_take(&B, &sh[rot], x, y, pad);
+        if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
         it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
         it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
     }
     rc = 1;
 out:
     if (used_rows) *used_rows = B.lowest;
-    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.dil); free(order);
+    if (B.rcap)
+        for (int y = 0; y < B.H; ++y)
+            if (B.rcap[y]) free(B.runs[y]);
+    free(B.runs); free(B.nrun); free(B.rcap); free(B.rtmp);
+    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.hz); free(order);
     free(S.sh); free(S.bits); free(S.runs); free(too_big);
     return rc;
 }
