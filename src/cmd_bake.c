@@ -157,8 +157,10 @@ typedef struct bake_cli {
 
 /* The phases of a bake, in order; every second of the command from its start to the stats
  * belongs to one of them (`baker bench bake` reports the wall time no phase accounts for):
- * startup = options, files checked, the backend made (a CUDA context); upload = the tree to the
- * backend; free = the big buffers and the backend released before the stats are written. */
+ * startup = options and files checked, plus any wait for the backend's start (a CUDA context,
+ * made on a thread while loading, building and the atlas run: be_start); upload = any wait for
+ * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
+ * before the stats are written. */
 #define BAKE_PHASES(X) X(STARTUP, startup) X(LOAD, load) X(BUILD, build) X(UPLOAD, upload) X(ATLAS, atlas) \
                        X(BAKE, bake) X(DENOISE, denoise) X(WRITE, write) X(FREE, free)
 #define PH_ENUM(E, n) PH_##E,
