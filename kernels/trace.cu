@@ -313,12 +313,20 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
 
 /* ---- bake ------------------------------------------------------------------------------------ */
 
-static void release_bake(cuda_ctx *c)
+/* The bake's buffers but its texels, which the denoiser may use after bake_end (cuda_denoise). */
+static void release_bake_data(cuda_ctx *c)
 {
     cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
-    cudaFree(c->d_texels); cudaFree(c->d_out); cudaFree(c->d_sq);
+    cudaFree(c->d_out); cudaFree(c->d_sq);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
-    c->d_texels = NULL; c->d_out = NULL; c->d_sq = NULL; c->texel_count = 0; c->h_texels = NULL;
+    c->d_out = NULL; c->d_sq = NULL;
+}
+
+static void release_bake(cuda_ctx *c)
+{
+    release_bake_data(c);
+    cudaFree(c->d_texels);
+    c->d_texels = NULL; c->texel_count = 0; c->h_texels = NULL;
 }
 
 static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
@@ -398,6 +406,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
     if (!cuda_supports(be, o, err, err_size)) return -1;
+    if (!c->d_out) { snprintf(err, err_size, "bake_run without bake_begin"); return -1; }   /* texels stay after bake_end */
     if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
     if (begin == end) return 0;
     size_t smem = bake_smem(o);
@@ -481,13 +490,7 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
     totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
     totals->rays = st[STAT_RAYS];
-    /* all but the texels, which the denoiser may use (cuda_denoise) */
-    bk_texel *keep = c->d_texels;
-    const bk_texel *keep_h = c->h_texels;
-    const uint32_t keep_n = c->texel_count;
-    c->d_texels = NULL;
-    release_bake(c);
-    c->d_texels = keep; c->h_texels = keep_h; c->texel_count = keep_n;
+    release_bake_data(c);
     return 0;
 }
 

@@ -48,4 +48,29 @@ static inline int bk_test_count_files(const char *dir)
     return n;
 }
 
+/* The whole file, NUL-terminated (so text can be searched), its length in *n; NULL when it
+ * cannot be read. The caller frees it. */
+static inline char *bk_test_slurp(const char *path, size_t *n)
+{
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, len = 0, r;
+    do {
+        if (len + 65536 + 1 > cap) {
+            cap = cap ? 2 * cap : 1 << 17;
+            char *nb = (char *)realloc(buf, cap);
+            if (!nb) { free(buf); fclose(f); return NULL; }
+            buf = nb;
+        }
+        r = fread(buf + len, 1, cap - len - 1, f);
+        len += r;
+    } while (r > 0);
+    fclose(f);
+    buf[len] = 0;
+    *n = len;
+    return buf;
+}
+
 #endif

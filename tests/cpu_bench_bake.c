@@ -15,18 +15,6 @@
 #include <math.h>
 #include <sys/stat.h>
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t k = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[k] = 0;
-    *n = k;
-    return buf;
-}
-
 static int split(char *line, char **field, int max)
 {
     int n = 0;
@@ -56,7 +44,7 @@ static const char *const phases[] = { "startup", "load", "build", "upload", "atl
 static void check_csv(const char *path)
 {
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = bk_test_slurp(path, &len);
     BK_EXPECTF(text && len > 0, "cannot read %s", path);
     if (!text) return;
     char *nl = strchr(text, '\n'), *row = nl ? nl + 1 : NULL, *end = row ? strchr(row, '\n') : NULL;
@@ -93,7 +81,7 @@ static void check_csv(const char *path)
 static void check_stats(const char *path)
 {
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = bk_test_slurp(path, &len);
     BK_EXPECTF(text, "cannot read %s", path);
     if (!text) return;
     bk_json *root = bk_json_parse(text, len);

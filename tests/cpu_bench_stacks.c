@@ -11,28 +11,6 @@
 
 #include <ctype.h>
 
-static char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0, r;
-    do {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return NULL; }
-            buf = nb;
-        }
-        r = fread(buf + len, 1, 4096, f);
-        len += r;
-    } while (r > 0);
-    fclose(f);
-    buf[len] = 0;
-    *n = len;
-    return buf;
-}
-
 /* Fields of one CSV line (no quoted newlines in ours), quotes honoured. */
 static int split_csv(char *line, char **field, int max)
 {
@@ -69,7 +47,7 @@ static int column(char **head, int n, const char *name)
 static void check_csv(const char *path)
 {
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = bk_test_slurp(path, &len);
     BK_EXPECTF(text, "cannot read %s", path);
     if (!text) return;
     char *lines[64], *save = NULL;
@@ -114,7 +92,7 @@ static void check_csv(const char *path)
 static void check_svg(const char *path)
 {
     size_t len;
-    char *t = slurp(path, &len);
+    char *t = bk_test_slurp(path, &len);
     BK_EXPECTF(t, "cannot read %s", path);
     if (!t) return;
     while (len && isspace((unsigned char)t[len - 1])) t[--len] = 0;

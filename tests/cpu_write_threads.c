@@ -11,20 +11,6 @@
 
 #include <sys/stat.h>
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc(size > 0 ? (size_t)size : 1);
-    *n = fread(b, 1, (size_t)size, f);
-    fclose(f);
-    return b;
-}
-
 /* The line of the stats JSON that starts with key (after blanks), or "" */
 static void json_line(const char *json, const char *key, char *out, size_t n)
 {
@@ -57,9 +43,9 @@ int main(void)
             int rc = bk_test_run_baker(dir, err, sizeof err, args);
             BK_EXPECTF(rc == 0, "BK_THREADS=%s %s: exit %d: %s", threads[t], ext[k], rc, err);
             size_t n, jn;
-            unsigned char *b = slurp(path, &n);
+            unsigned char *b = (unsigned char *)bk_test_slurp(path, &n);
             snprintf(args, sizeof args, "%s/s.json", dir);
-            char *json = (char *)slurp(args, &jn);
+            char *json = bk_test_slurp(args, &jn);
             if (json) json = realloc(json, jn + 1), json[jn] = 0;
             char expo[256], lum[256];
             json_line(json, "\"exposure\"", expo, sizeof expo);

@@ -103,19 +103,6 @@ static uint32_t make_atlas(float *rgb, uint8_t *cov, bk_texel *tx, uint32_t *tri
 
 static char tmpdir[256];
 
-static unsigned char *slurp(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc(size > 0 ? (size_t)size : 1);
-    *n = fread(b, 1, (size_t)size, f);
-    fclose(f);
-    return b;
-}
-
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_write_threads_%ld", (long)getpid());
@@ -157,7 +144,7 @@ int main(void)
             snprintf(path, sizeof path, "%s/t%d.%s", tmpdir, threads[t], ext[k]);
             BK_EXPECTF(bk_image_write(path, rgb, W, H * PAGES, exposure, err, sizeof err) == 0, "%s", err);
             size_t n = 0;
-            unsigned char *b = slurp(path, &n);
+            unsigned char *b = (unsigned char *)bk_test_slurp(path, &n);
             BK_EXPECTF(b && n > 0, "%s not written", path);
             if (t == 0) { file_first[k] = b; size_first[k] = n; }
             else {
