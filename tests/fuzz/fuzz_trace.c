@@ -11,10 +11,10 @@
  * same triangle test; a disagreement aborts with the ray.
  *
  * The oracle. Float hits come in two kinds. A hit is "exact" when the ray (direction components
- * under 1e-30 taken as zero, as the traversal does), recomputed in double,
- * meets the triangle's plane at t_d in [tmin, tmax], |t - t_d| <= 1e-5 |t_d|, at a point inside
- * the triangle's box (slack 1e-12 of the coordinates): there the traversal's conservative box
- * tests must let the triangle be tested. Otherwise the hit is rounding noise: a ray starting
+ * the traversal takes as parallel set to zero), recomputed in double, meets the triangle's plane
+ * at t_d in [tmin, tmax], |t - t_d| <= 1e-5 |t_d|, at a point inside the triangle's box (slack
+ * 1e-12 of the coordinates), and a slab test in double finds the ray inside that box for some t
+ * in [tmin, tmax]: there the traversal's conservative box tests must let the triangle be tested. Otherwise the hit is rounding noise: a ray starting
  * within rounding of a large triangle's plane, or coordinates so small that t underflows to 0,
  * can make the float test report a hit the box tests rightly reject. Then:
  *   - a hit returned must be the triangle's own float hit (same t, recomputed), within [tmin, tmax];
@@ -88,12 +88,12 @@ typedef struct truth {
     uint32_t noise;          /* float hits that are rounding noise */
 } truth;
 
-/* The ray's direction as the traversal sees it: components under 1e-30 are zero (bk_ray_prepare). */
+/* The ray's direction as the traversal sees it: components it takes as parallel are zero
+ * (bk_ray_prepare). */
 static void ray_dir(const bk_ray *r, double d[3])
 {
-    d[0] = fabsf(r->dx) < 1e-30f ? 0.0 : r->dx;
-    d[1] = fabsf(r->dy) < 1e-30f ? 0.0 : r->dy;
-    d[2] = fabsf(r->dz) < 1e-30f ? 0.0 : r->dz;
+    bk_ray_pre p = bk_ray_prepare(r);
+    d[0] = p.d.x; d[1] = p.d.y; d[2] = p.d.z;
 }
 
 static int hit_is_exact(const bk_ray *r, const float *p0, const float *p1, const float *p2, float t)
@@ -107,12 +107,25 @@ static int hit_is_exact(const bk_ray *r, const float *p0, const float *p1, const
     double td = (n[0] * q[0] + n[1] * q[1] + n[2] * q[2]) / den;
     if (!(td >= (double)r->tmin && td <= (double)r->tmax)) return 0;
     if (!(fabs((double)t - td) <= 1e-5 * fabs(td))) return 0;
+    /* The ray must reach the triangle's box within [tmin, tmax]: a slab test in double, exact up
+     * to a few ulps, so no slack in the coordinates is needed. td alone is not enough: the
+     * products in n.q round away whatever is below 2^-53 of the vertices, and a ray 4e-21 below a
+     * face spanning y in [0, 1] and moving away from it got td = 0 and a hit point "inside" the
+     * box by 1e-12 of the coordinates (found by fuzzing). */
+    double t0 = r->tmin, t1 = r->tmax;
     for (int k = 0; k < 3; ++k) {
         double lo = fmin(fmin(p0[k], p1[k]), p2[k]), hi = fmax(fmax(p0[k], p1[k]), p2[k]);
+        if (d[k] == 0.0) {
+            if (!(o[k] >= lo && o[k] <= hi)) return 0;
+            continue;
+        }
+        double ta = (lo - o[k]) / d[k], tb = (hi - o[k]) / d[k];
+        t0 = fmax(t0, fmin(ta, tb));
+        t1 = fmin(t1, fmax(ta, tb));
         double x = o[k] + td * d[k], slack = 1e-12 * (fabs(o[k]) + fabs(lo) + fabs(hi)) + 1e-300;
         if (!(x >= lo - slack && x <= hi + slack)) return 0;
     }
-    return 1;
+    return t0 <= t1 + 1e-12 * fmax(fabs(t0), fabs(t1));
 }
 
 static const float *tri_pos(const bk_scene *s, uint32_t t, int v) { return s->positions + 3 * (size_t)s->tri_v[3 * t + v]; }
