@@ -36,6 +36,7 @@ static double now_seconds(void)
 
 
 typedef struct cuda_ctx {
+    int            device;        /* the CUDA device; every entry point makes it the thread's own */
     int            sm_count;
     int            max_warps_per_sm;
     char           device_name[256];
@@ -71,6 +72,16 @@ static void note_memory(cuda_ctx *c)
 {
     size_t f = 0, t = 0;
     if (cudaMemGetInfo(&f, &t) == cudaSuccess && t >= f && (uint64_t)(t - f) > c->mem_peak) c->mem_peak = (uint64_t)(t - f);
+}
+
+/* The context of be, with its device made the calling thread's current one: the entry points
+ * run on whichever thread calls them (a bake on several devices runs one thread per device). */
+static cuda_ctx *ctx_of(bk_backend *be)
+{
+    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    int cur = -1;
+    if (c && (cudaGetDevice(&cur) != cudaSuccess || cur != c->device)) cudaSetDevice(c->device);
+    return c;
 }
 
 /* Voxel kernels are held to 64 registers (8 blocks of 128 per SM, 50 % occupancy; a few spills);
@@ -222,7 +233,7 @@ static int copy_up(void **dst, const void *src, size_t bytes, char *err, size_t 
 
 static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     release_scene(c);
     c->view = *scene;
     if (copy_up(&c->d_tris, scene->tris, sizeof(bk_f4) * 3 * (size_t)scene->tri_count, err, err_size)) return -1;
@@ -252,7 +263,7 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
 static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, const bk_trace_opts *o,
                       bk_trace_totals *totals, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     memset(totals, 0, sizeof *totals);
     totals->rays = n;
     if (!cuda_supports(be, o, err, err_size)) return -1;
@@ -331,7 +342,7 @@ static void release_bake(cuda_ctx *c)
 
 static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     release_bake(c);
     c->bake = *v;
     c->bake.accel = c->view;
@@ -404,7 +415,7 @@ static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *
 static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
                          char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     if (!cuda_supports(be, o, err, err_size)) return -1;
     if (!c->d_out) { snprintf(err, err_size, "bake_run without bake_begin"); return -1; }   /* texels stay after bake_end */
     if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
@@ -447,7 +458,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
 
 static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     memset(out, 0, sizeof *out);
     if (!cuda_supports(be, o, err, err_size)) return -1;
     cudaFuncAttributes fa;
@@ -470,7 +481,7 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
 
 static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     if (!c->d_out) { snprintf(err, err_size, "bake_fetch without bake_begin"); return -1; }
     if (end > c->texel_count || begin > end) { snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
     if (begin == end) return 0;
@@ -481,7 +492,7 @@ static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *
 
 static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     memset(totals, 0, sizeof *totals);
     unsigned long long st[STAT_COUNT];
     if (out && cuda_bake_fetch(be, 0, c->texel_count, out, sq, err, err_size)) return -1;
@@ -497,7 +508,7 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
 static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
                         bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     const size_t px = (size_t)p->w * (size_t)p->h;
     *seconds = 0.0;
     if (passes <= 0 || n == 0) return 0;
@@ -532,7 +543,7 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
 
 static void cuda_free(bk_backend *be)
 {
-    cuda_ctx *c = (cuda_ctx *)be->ctx;
+    cuda_ctx *c = ctx_of(be);
     if (c) {
         release_scene(c);
         release_bake(c);
@@ -546,6 +557,7 @@ static void cuda_free(bk_backend *be)
 
 static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes)
 {
+    ctx_of(be);
     size_t f = 0, t = 0;
     if (cudaMemGetInfo(&f, &t) != cudaSuccess) f = t = 0;
     *free_bytes = f;
@@ -566,9 +578,15 @@ static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)-
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
                                                 cuda_memory_peak,
-                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps };
+                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL };
 
-extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
+extern "C" int bk_cuda_device_count(void)
+{
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -576,20 +594,25 @@ extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
         snprintf(msg, msg_size, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
         return NULL;
     }
+    if (device < 0 || device >= count) {
+        snprintf(msg, msg_size, "no CUDA device %d (this machine has %d: 0..%d)", device, count, count - 1);
+        return NULL;
+    }
     cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess || cudaSetDevice(0) != cudaSuccess) {
-        snprintf(msg, msg_size, "cannot use CUDA device 0");
+    if (cudaGetDeviceProperties(&p, device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+        snprintf(msg, msg_size, "cannot use CUDA device %d", device);
         return NULL;
     }
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof(cuda_ctx));
     bk_backend *be = (bk_backend *)calloc(1, sizeof(bk_backend));
     if (!c || !be) { free(c); free(be); snprintf(msg, msg_size, "out of memory"); return NULL; }
+    c->device = device;
     c->sm_count = p.multiProcessorCount;
     c->max_warps_per_sm = p.maxThreadsPerMultiProcessor / p.warpSize;
     snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess) {
-        snprintf(msg, msg_size, "CUDA device 0 (%s) is not usable: %s", p.name, cudaGetErrorString(cudaGetLastError()));
+        snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name, cudaGetErrorString(cudaGetLastError()));
         free(c); free(be);
         return NULL;
     }
@@ -599,3 +622,5 @@ extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
     snprintf(msg, msg_size, "%s, %d SMs", p.name, p.multiProcessorCount);
     return be;
 }
+
+extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size) { return bk_backend_cuda_init_device(0, msg, msg_size); }

@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bk_trace_opts bk_trace_opts_default(void)
@@ -33,6 +34,47 @@ bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size)
         return bk_backend_cpu_init();
     }
     bk_fail(msg, msg_size, "unknown backend '%s' (expected cpu, cuda or auto)", name);
+    return NULL;
+}
+
+int bk_backend_device_count(const char *name)
+{
+    if (!strcmp(name, "cpu")) return 1;
+#if BK_HAVE_CUDA
+    int n = bk_cuda_device_count();
+    if (n > 0 || !strcmp(name, "cuda")) return n;
+#else
+    if (!strcmp(name, "cuda")) return 0;
+#endif
+    return !strcmp(name, "auto") ? 1 : 0;
+}
+
+bk_backend *bk_backend_init_devices(const char *name, const int *devices, int n, char *msg, size_t msg_size)
+{
+    if (msg && msg_size) msg[0] = 0;
+    if (n <= 1 && (n < 1 || devices[0] == 0)) return bk_backend_init(name, msg, msg_size);
+#if BK_HAVE_CUDA
+    if (strcmp(name, "cpu") && bk_cuda_device_count() > 0) {
+        bk_backend **m = calloc((size_t)n, sizeof *m);
+        if (!m) { bk_fail(msg, msg_size, "out of memory"); return NULL; }
+        char why[256] = "";
+        for (int k = 0; k < n; ++k) {
+            if (!(m[k] = bk_backend_cuda_init_device(devices[k], why, sizeof why))) {
+                bk_fail(msg, msg_size, "--devices: %s", why);
+                for (int j = 0; j < k; ++j) bk_backend_free(m[j]);
+                free(m);
+                return NULL;
+            }
+        }
+        bk_backend *be = n == 1 ? m[0] : bk_backend_group(m, n);
+        free(m);
+        if (!be) bk_fail(msg, msg_size, "out of memory");
+        else if (!strcmp(name, "auto")) bk_fail(msg, msg_size, "auto backend: using cuda on %d device%s", n, n > 1 ? "s" : "");
+        return be;
+    }
+#endif
+    if (!strcmp(name, "cuda")) bk_fail(msg, msg_size, "--backend cuda: no usable CUDA device");
+    else bk_fail(msg, msg_size, "--devices: the CPU backend has one device, 0 (all its cores)");
     return NULL;
 }
 

@@ -134,6 +134,11 @@ struct bk_backend_i {
                             char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
     void        (*caps)    (bk_backend *be, bk_backend_caps *out);
+    /* A backend over several devices (bk_backend_group; caps().devices > 1): its k-th member, a
+     * backend of one device, for k in [0, devices). NULL in a one-device backend. The bake driver
+     * (bk_bake_texels) runs each member's bake on a thread of its own; the group's own bake_*
+     * functions only refuse. */
+    bk_backend *(*member)  (bk_backend *be, int k);
 };
 struct bk_backend {
     const struct bk_backend_i *i;
@@ -146,10 +151,26 @@ bk_trace_opts bk_trace_opts_default(void);
 bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size);
 void        bk_backend_free(bk_backend *be);
 
+/* The devices backend `name` can bake on: "cuda": the CUDA devices (0 without CUDA or a GPU);
+ * "cpu": 1 (all its cores); "auto": the CUDA devices, else 1. */
+int         bk_backend_device_count(const char *name);
+/* bk_backend_init on devices[0 .. n) of that backend (numbers from 0, as CUDA counts them): one
+ * device gives that device's backend, several a group of them (bk_backend_group). A device
+ * named twice gets two backends of its own (a one-GPU machine can run the multi-device bake). */
+bk_backend *bk_backend_init_devices(const char *name, const int *devices, int n, char *msg, size_t msg_size);
+/* A backend over members[0 .. n) (n >= 2, backends of one device each), which it owns from then on
+ * (also on failure): upload goes to every member in parallel, trace, kernel_info and denoise run
+ * on member 0, supports() asks all, memory_peak is the largest member's. NULL when out of memory. */
+bk_backend *bk_backend_group(bk_backend **members, int n);
+/* be's k-th member (backend.h: member), or be itself for k = 0 in a one-device backend. */
+bk_backend *bk_backend_member(bk_backend *be, int k);
+
 bk_backend *bk_backend_cpu_init(void);
 #if BK_HAVE_CUDA
-/* kernels/trace.cu */
+/* kernels/trace.cu: device 0, or the given one */
 bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
+bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
+int         bk_cuda_device_count(void);
 #endif
 
 const char *bk_stack_mode_name(int mode);

@@ -175,36 +175,87 @@ static void zero_join(zero_job *j)
         if (j->s[i].started) { pthread_join(j->s[i].th, NULL); j->s[i].started = 0; }
 }
 
-int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
-                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
-                   char *err, size_t err_size)
+/* A bake on one or several devices (bk_bake_texels). The devices share the hand-out of blocks
+ * and the progress; each has its own block size and launch pacing. */
+typedef struct bake_range { uint32_t begin, end; int dev; } bake_range;
+
+typedef struct bake_share {
+    const bk_bake_view     *v;
+    const bk_texel         *texels;
+    uint32_t                n;
+    const bk_bake_run_opts *o;
+    pthread_mutex_t         lock;        /* everything below */
+    uint32_t                next;        /* the first texel not yet handed out */
+    bake_range             *ranges;      /* blocks handed out, in texel order */
+    uint32_t                nranges, cap;
+    int                     failed;      /* a device failed: the others stop at their next block */
+    double                  done, work, t0, next_frac, next_time;
+    int                     show, lines;
+    bk_bake_result         *res;
+} bake_share;
+
+typedef struct bake_dev {
+    bake_share     *S;
+    bk_backend     *be;
+    int             k;
+    int             begun;               /* bake_begin succeeded: bake_end is owed */
+    int             rc;
+    char            err[1024];
+    uint32_t        launches;
+    double          longest_ms;
+    pthread_t       th;
+    int             started;
+} bake_dev;
+
+/* The next block of at most `want` texels for device k: 0 and [*b, *e), or -1 when none is left
+ * (or a device failed). */
+static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t *e)
 {
-    memset(res, 0, sizeof *res);
-    double t0 = bk_time_now();
-    /* The sums come back a slice at a time (FETCH texels, 320 KB), straight into the image: the
-     * host never holds a copy of every texel's sums (20 B per texel) beside the image. */
-    enum { FETCH = 16384 };
-    const uint32_t nf = n < FETCH ? (n ? n : 1) : FETCH;
-    bk_f4 *out = malloc(sizeof(bk_f4) * nf);
-    const int want_var = o->variance || o->texel_col;
-    float *sq = want_var ? malloc(sizeof(float) * nf) : NULL;
-    if (!out || (want_var && !sq)) { free(out); free(sq); return bk_fail(err, err_size, "out of memory for %u texels", n); }
-    /* The image and its variance are zeroed (and their fresh pages faulted in) by threads while
-     * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
-     * the GPU's whole bake. */
-    zero_job zj;
-    float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
-    const size_t img_px = (size_t)w * (size_t)h;
-    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
-    if (be->i->bake_begin(be, v, texels, n, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
-    /* Launches cover a block of texels and a run of samples of each. A launch lasts at least as
-     * long as its slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold
-     * what the GPU runs at once (65536 texels) and the runs are sized to the budget: each block
-     * starts with a one-sample run (cheap, and it times the block's texels), then runs as many
-     * samples as fit in 60 % of the budget at that rate (a block's samples all cost about the
-     * same). The next block grows when all samples fitted with room to spare, and shrinks when
-     * one sample did not. The CPU has no watchdog; its launches (5 budgets, 0.25 s by default)
-     * only pace the progress bar. */
+    int rc = -1;
+    pthread_mutex_lock(&S->lock);
+    if (!S->failed && S->next < S->n) {
+        if (S->nranges == S->cap) {
+            uint32_t cap = S->cap ? 2 * S->cap : 64;
+            bake_range *r = realloc(S->ranges, sizeof *r * cap);
+            if (!r) { S->failed = 1; pthread_mutex_unlock(&S->lock); return -1; }
+            S->ranges = r; S->cap = cap;
+        }
+        *b = S->next;
+        *e = S->n - S->next > want ? S->next + want : S->n;
+        S->next = *e;
+        bake_range *r = &S->ranges[S->nranges++];
+        r->begin = *b; r->end = *e; r->dev = k;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&S->lock);
+    return rc;
+}
+
+static void add_progress(bake_share *S, double work)
+{
+    pthread_mutex_lock(&S->lock);
+    S->done += work;
+    if (S->show) progress_draw(S->done / S->work, bk_time_now() - S->t0, 0);
+    if (S->lines) progress_line(S->done / S->work, bk_time_now() - S->t0, &S->next_frac, &S->next_time);
+    pthread_mutex_unlock(&S->lock);
+}
+
+/* One device's bake: begin (its copy of the texels), then blocks until none is left. Launches
+ * cover a block of texels and a run of samples of each. A launch lasts at least as long as its
+ * slowest texel's run, and a block smaller than the GPU wastes it, so blocks hold what the GPU
+ * runs at once (65536 texels) and the runs are sized to the budget: each block starts with a
+ * one-sample run (cheap, and it times the block's texels), then runs as many samples as fit in
+ * 60 % of the budget at that rate (a block's samples all cost about the same). The next block
+ * grows when all samples fitted with room to spare, and shrinks when one sample did not. The CPU
+ * has no watchdog; its launches (5 budgets, 0.25 s by default) only pace the progress bar. */
+static void *bake_device(void *arg)
+{
+    bake_dev *d = arg;
+    bake_share *S = d->S;
+    const bk_bake_run_opts *o = S->o;
+    bk_backend *be = d->be;
+    if (be->i->bake_begin(be, S->v, S->texels, S->n, d->err, sizeof d->err)) goto fail;
+    d->begun = 1;
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     double target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
@@ -218,48 +269,113 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         uint64_t resident = (uint64_t)ki.blocks_per_sm * (uint64_t)ki.sm_count * (uint64_t)ki.block;
         if (resident > block && resident < (1u << 30)) block = (uint32_t)resident;
     }
-    double work = (double)n * (double)spp, done = 0.0;
-    int show = o->progress && isatty(2), lines = o->progress && !show;
-    double next_frac = 0.1, next_time = 10.0;
     bk_bake_params p = o->params;
-    for (uint32_t begin = 0; begin < n;) {
-        uint32_t end = n - begin > block ? begin + block : n, chunk = 1;
+    uint32_t begin, end;
+    while (take_block(S, d->k, block, &begin, &end) == 0) {
+        uint32_t chunk = 1;
         double per = 0.0;                          /* seconds per sample for this block */
         for (uint32_t s0 = 0; s0 < spp;) {
             p.sample_begin = s0;
             p.sample_end = spp - s0 > chunk ? s0 + chunk : spp;
             double ts = bk_time_now();
-            if (be->i->bake_run(be, begin, end, &p, &o->trace, err, err_size)) { zero_join(&zj); free(out); free(sq); return -1; }
+            if (be->i->bake_run(be, begin, end, &p, &o->trace, d->err, sizeof d->err)) goto fail;
             double dt = bk_time_now() - ts;
-            res->launches++;
-            if (dt * 1e3 > res->longest_launch_ms) res->longest_launch_ms = dt * 1e3;
-            done += (double)(end - begin) * (double)(p.sample_end - s0);
+            d->launches++;
+            if (dt * 1e3 > d->longest_ms) d->longest_ms = dt * 1e3;
             /* the first run also moves texels out of geometry: count that as a sample */
             double r = dt / (double)(p.sample_end - s0 + (s0 == 0));
             if (r > per) per = r;
+            add_progress(S, (double)(end - begin) * (double)(p.sample_end - s0));
             s0 = p.sample_end;
             double fit = per > 0 ? target / per : (double)spp;
             chunk = fit < 1.0 ? 1 : fit > (double)spp ? spp : (uint32_t)fit;
-            if (show) progress_draw(done / work, bk_time_now() - t0, 0);
-            if (lines) progress_line(done / work, bk_time_now() - t0, &next_frac, &next_time);
         }
-        begin = end;
-        if (per * spp < 0.5 * target) block = block < n / 2 ? block * 2 : n;
+        if (per * spp < 0.5 * target) block = block < S->n / 2 ? block * 2 : S->n;
         else if (per > target && block > 256) block /= 2;
     }
-    if (show) progress_draw(1.0, bk_time_now() - t0, 1);
-    if (lines) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
+    return NULL;
+fail:
+    d->rc = -1;
+    pthread_mutex_lock(&S->lock);
+    S->failed = 1;
+    pthread_mutex_unlock(&S->lock);
+    return NULL;
+}
+
+int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
+                   char *err, size_t err_size)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = bk_time_now();
+    bk_backend_caps caps;
+    be->i->caps(be, &caps);
+    const int nd = caps.devices > 1 ? caps.devices : 1;
+    /* The sums come back a slice at a time (FETCH texels, 320 KB), straight into the image: the
+     * host never holds a copy of every texel's sums (20 B per texel) beside the image. */
+    enum { FETCH = 16384 };
+    const uint32_t nf = n < FETCH ? (n ? n : 1) : FETCH;
+    bk_f4 *out = malloc(sizeof(bk_f4) * nf);
+    const int want_var = o->variance || o->texel_col;
+    float *sq = want_var ? malloc(sizeof(float) * nf) : NULL;
+    bake_dev *dv = calloc((size_t)nd, sizeof *dv);
+    if (!out || (want_var && !sq) || !dv) { free(out); free(sq); free(dv); return bk_fail(err, err_size, "out of memory for %u texels", n); }
+    /* The image and its variance are zeroed (and their fresh pages faulted in) by threads while
+     * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
+     * the GPU's whole bake. */
+    zero_job zj;
+    float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
+    const size_t img_px = (size_t)w * (size_t)h;
+    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
+
+    bake_share S;
+    memset(&S, 0, sizeof S);
+    S.v = v; S.texels = texels; S.n = n; S.o = o; S.res = res;
+    pthread_mutex_init(&S.lock, NULL);
+    S.work = (double)n * (double)o->params.spp;
+    S.t0 = t0;
+    S.show = o->progress && isatty(2);
+    S.lines = o->progress && !S.show;
+    S.next_frac = 0.1; S.next_time = 10.0;
+    /* one thread per device; the first runs here */
+    for (int k = 0; k < nd; ++k) {
+        dv[k].S = &S; dv[k].k = k;
+        dv[k].be = bk_backend_member(be, k);
+        if (!dv[k].be) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k); S.failed = 1; }
+    }
+    for (int k = 1; k < nd; ++k) {
+        if (!dv[k].be) continue;
+        dv[k].started = pthread_create(&dv[k].th, NULL, bake_device, &dv[k]) == 0;
+        if (!dv[k].started) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "no thread for device %d", k); S.failed = 1; }
+    }
+    if (dv[0].be) bake_device(&dv[0]);
+    for (int k = 1; k < nd; ++k)
+        if (dv[k].started) pthread_join(dv[k].th, NULL);
     zero_join(&zj);
+    if (S.show) progress_draw(1.0, bk_time_now() - t0, 1);
+    if (S.lines && !S.failed) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
+    int rc = 0;
+    for (int k = 0; k < nd && !rc; ++k)
+        if (dv[k].rc) rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, dv[k].err) : bk_fail(err, err_size, "%s", dv[k].err);
+    if (!rc && S.failed) rc = bk_fail(err, err_size, "out of memory for the bake's blocks");
+    for (int k = 0; k < nd; ++k) {
+        res->launches += dv[k].launches;
+        if (dv[k].longest_ms > res->longest_launch_ms) res->longest_launch_ms = dv[k].longest_ms;
+    }
+
+    const uint32_t spp = o->params.spp;
     float inv = spp ? 1.0f / (float)spp : 0.0f;
-    for (uint32_t f0 = 0; f0 < n; f0 += nf) {
+    uint32_t ri = 0;               /* the first range that may hold the slice */
+    for (uint32_t f0 = 0; f0 < n && !rc; f0 += nf) {
         uint32_t f1 = n - f0 > nf ? f0 + nf : n;
-        if (be->i->bake_fetch(be, f0, f1, out, sq, err, err_size)) {
-            bk_trace_totals ignore;
-            char ignore_err[8];
-            be->i->bake_end(be, NULL, NULL, &ignore, ignore_err, sizeof ignore_err);   /* release; the fetch's error stands */
-            free(out); free(sq);
-            return -1;
+        /* the slice's sums, from the device that baked each of its blocks */
+        while (ri < S.nranges && S.ranges[ri].end <= f0) ri++;
+        for (uint32_t r = ri; r < S.nranges && S.ranges[r].begin < f1 && !rc; ++r) {
+            uint32_t b = S.ranges[r].begin > f0 ? S.ranges[r].begin : f0, e = S.ranges[r].end < f1 ? S.ranges[r].end : f1;
+            bk_backend *m = dv[S.ranges[r].dev].be;
+            rc = m->i->bake_fetch(m, b, e, out + (b - f0), sq ? sq + (b - f0) : NULL, err, err_size);
         }
+        if (rc) break;
         for (uint32_t i = f0; i < f1; ++i) {
             const bk_f4 s = out[i - f0];
             uint32_t px = texels[i].pixel;
@@ -269,25 +385,49 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
                 if (o->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; o->texel_col[i] = z; }
                 continue;
             }
-            float v = 0.0f;
+            float var = 0.0f;
             if (sq && spp > 1) {
                 /* unbiased sample variance of the luminance, then that of the mean of spp samples */
                 double m = (double)bk_luminance(bk_v3(s.x, s.y, s.z)) * inv;
-                double var = ((double)sq[i - f0] * inv - m * m) * (double)spp / (double)(spp - 1);
-                v = var > 0.0 ? (float)(var * inv) : 0.0f;
+                double vs = ((double)sq[i - f0] * inv - m * m) * (double)spp / (double)(spp - 1);
+                var = vs > 0.0 ? (float)(vs * inv) : 0.0f;
             }
             if (o->texel_col) {
-                bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, v };
+                bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, var };
                 o->texel_col[i] = c;
                 continue;
             }
             rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
-            if (o->variance && spp > 1) o->variance[px] = v;
+            if (o->variance && spp > 1) o->variance[px] = var;
         }
     }
+    /* every device that began ends (releasing its buffers), whatever happened; its counters add up */
+    res->devices = nd;
+    for (uint32_t r = 0; r < S.nranges; ++r)
+        if (S.ranges[r].dev < BK_BAKE_MAX_DEVICES) {
+            res->dev[S.ranges[r].dev].texels += S.ranges[r].end - S.ranges[r].begin;
+            res->dev[S.ranges[r].dev].blocks++;
+        }
+    for (int k = 0; k < nd; ++k) {
+        if (!dv[k].begun) continue;
+        bk_trace_totals t;
+        char e2[512];
+        if (dv[k].be->i->bake_end(dv[k].be, NULL, NULL, &t, e2, sizeof e2)) {
+            if (!rc) rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, e2) : bk_fail(err, err_size, "%s", e2);
+            continue;
+        }
+        res->totals.rays += t.rays; res->totals.nodes += t.nodes; res->totals.tris += t.tris;
+        res->totals.restarts += t.restarts; res->totals.spills += t.spills;
+        res->totals.upload_seconds += t.upload_seconds;
+        if (t.seconds > res->totals.seconds) res->totals.seconds = t.seconds;
+        if (k < BK_BAKE_MAX_DEVICES) { res->dev[k].rays = t.rays; res->dev[k].busy_seconds = t.seconds; }
+    }
+    pthread_mutex_destroy(&S.lock);
+    free(S.ranges);
+    free(dv);
     free(out);
     free(sq);
-    if (be->i->bake_end(be, NULL, NULL, &res->totals, err, err_size)) return -1;
+    if (rc) return -1;
     res->wall_seconds = bk_time_now() - t0;
     return 0;
 }

@@ -52,8 +52,21 @@ typedef struct bk_bake_run_opts {
                                        variance are then not written (rgb may be NULL) */
 } bk_bake_run_opts;
 
+/* One device's share of a bake on several (--devices; bk_bake_result.dev). */
+#define BK_BAKE_MAX_DEVICES 64
+typedef struct bk_bake_device {
+    uint64_t texels;                /* texels it baked (every sample of each) */
+    uint64_t rays;
+    uint32_t blocks;                /* blocks of texels it took */
+    double   busy_seconds;          /* its time in bake launches (a GPU's: kernel time) */
+} bk_bake_device;
+
 typedef struct bk_bake_result {
-    bk_trace_totals totals;         /* rays, nodes...; seconds = time in bake launches */
+    bk_trace_totals totals;         /* rays, nodes...: the sums over the devices; seconds = time
+                                       in bake launches, on the busiest device */
+    int             devices;        /* the backend's devices (caps().devices), the first
+                                       BK_BAKE_MAX_DEVICES of them in dev */
+    bk_bake_device  dev[BK_BAKE_MAX_DEVICES];
     double          wall_seconds;   /* the whole bake phase */
     uint32_t        launches;
     double          longest_launch_ms;
@@ -68,7 +81,10 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
 
 /* Bakes n texels (sorted by pixel) into rgb (3 floats per pixel of a w x h image, which it
  * zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already
- * be uploaded to be. */
+ * be uploaded to be. A backend over several devices (caps().devices > 1) bakes on all of them at
+ * once, a thread each, every device taking the next block of texels as it finishes one (so a
+ * slower device takes fewer); a block's samples all run on one device, and the result is the
+ * same bytes as on one. */
 int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
                    const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
                    char *err, size_t err_size);

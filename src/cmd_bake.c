@@ -104,7 +104,10 @@ const char bk_bake_usage[] =
     "                           then a Morton code of the position) instead of atlas order\n"
     "                           (default off: measured slower on the H100, see README)\n"
     "  --max-launch-ms MS       longest single GPU launch (default 50), so a desktop GPU's\n"
-    "                           watchdog never resets the device\n"
+    "                           watchdog never resets the device (on each GPU)\n"
+    "  --devices all|LIST       the GPUs to bake on (default all): a comma list of CUDA device\n"
+    "                           numbers (0,1); each takes the next block of texels when done\n"
+    "                           with one, and the lightmap is the same bytes as on one GPU\n"
     "  --max-memory GB          refuse a bake whose estimated host memory exceeds GB (default:\n"
     "                           the memory available when the bake starts); the estimate is\n"
     "                           made once the atlas is packed, before its texels are made\n"
@@ -153,6 +156,8 @@ typedef struct bake_cli {
     const char  **oscale_pat;    /* --object-scale PATTERN=F, in the order given */
     float        *oscale_f;
     int           noscale;
+    int          *devices;       /* --devices LIST, ndevices of them; NULL: all */
+    int           ndevices;
 } bake_cli;
 
 /* The phases of a bake, in order; every second of the command from its start to the stats
@@ -172,6 +177,30 @@ static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
 
 /* memory figures (bytes): estimates made before the texels, and the peaks */
 enum bake_mem { MEM_EST_HOST, MEM_EST_DEVICE, MEM_PEAK_HOST, MEM_PEAK_DEVICE, MEM_COUNT };
+
+/* --devices LIST: comma-separated device numbers 0..BK_BAKE_MAX_DEVICES-1 (whether they exist is
+ * the backend's to say). */
+static int parse_devices(const char *v, int **out, int *n)
+{
+    int cap = 1;
+    for (const char *q = v; *q; ++q) cap += *q == ',';
+    int *d = malloc(sizeof(int) * (size_t)cap), k = 0;
+    if (!d) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+    for (const char *q = v;;) {
+        char *end;
+        long x = strtol(q, &end, 10);
+        if (end == q || x < 0 || x >= BK_BAKE_MAX_DEVICES || (*end && *end != ',')) {
+            fprintf(stderr, "baker: --devices: expected all or a comma list of device numbers (0,1,...), got '%s'\n", v);
+            free(d);
+            return -1;
+        }
+        d[k++] = (int)x;
+        if (!*end) break;
+        q = end + 1;
+    }
+    *out = d; *n = k;
+    return 0;
+}
 
 static int parse(bake_cli *c, int argc, char **argv)
 {
@@ -304,6 +333,11 @@ static int parse(bake_cli *c, int argc, char **argv)
         } else if (!strcmp(a, "--max-memory")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_memory_gb)) return -1;
             if (!(c->max_memory_gb > 0)) { fprintf(stderr, "baker: --max-memory must be a positive number of GB\n"); return -1; }
+        } else if (!strcmp(a, "--devices")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            free(c->devices);
+            c->devices = NULL; c->ndevices = 0;
+            if (strcmp(v, "all") && parse_devices(v, &c->devices, &c->ndevices)) return -1;
         } else if (!strcmp(a, "--max-launch-ms")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
             if (!(c->max_launch_ms > 0)) { fprintf(stderr, "baker: --max-launch-ms must be positive\n"); return -1; }
@@ -548,9 +582,15 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
     for (int k = 0; k < PH_COUNT; ++k) { fprintf(f, "\"%s\": %.6f, ", phase_names[k], ph[k]); total += ph[k]; }
     fprintf(f, "\"total\": %.6f },\n", total);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
-               "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u },\n",
+               "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u,\n"
+               "    \"devices\": [",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
             r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
+    /* each device's share (one entry per device; a bake on one device has one) */
+    for (int k = 0; k < r->devices && k < BK_BAKE_MAX_DEVICES; ++k)
+        fprintf(f, "%s{ \"device\": %d, \"texels\": %llu, \"blocks\": %u, \"rays\": %llu, \"busy_seconds\": %.6f }", k ? ", " : "",
+                k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks, (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
+    fputs("] },\n", f);
     fprintf(f, "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
                "\"filter_seconds\": %.6f, \"prep_seconds\": %.6f, \"backend_seconds\": %.6f, \"finish_seconds\": %.6f, "
                "\"texels\": %llu, \"charts\": %u },\n",
@@ -646,6 +686,8 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
  * first touches the backend. */
 typedef struct be_start {
     const char          *name;
+    const int           *devices;   /* --devices, ndevices of them; NULL: all the backend has */
+    int                  ndevices;
     const bk_trace_opts *opts;
     pthread_mutex_t      lock;
     pthread_cond_t       cv;
@@ -664,7 +706,16 @@ typedef struct be_start {
 static void *be_start_run(void *arg)
 {
     be_start *b = (be_start *)arg;
-    bk_backend *be = bk_backend_init(b->name, b->note, sizeof b->note);
+    bk_backend *be;
+    if (b->devices) {
+        be = bk_backend_init_devices(b->name, b->devices, b->ndevices, b->note, sizeof b->note);
+    } else {
+        /* all the devices there are (the CPU: one); a GPU machine's each */
+        int n = bk_backend_device_count(b->name), all[BK_BAKE_MAX_DEVICES];
+        if (n > BK_BAKE_MAX_DEVICES) n = BK_BAKE_MAX_DEVICES;
+        for (int k = 0; k < n; ++k) all[k] = k;
+        be = n > 1 ? bk_backend_init_devices(b->name, all, n, b->note, sizeof b->note) : bk_backend_init(b->name, b->note, sizeof b->note);
+    }
     int ok = be != NULL;
     if (!be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; }
     else ok = be->i->supports(be, b->opts, b->msg, sizeof b->msg);
@@ -678,10 +729,10 @@ static void *be_start_run(void *arg)
     return NULL;
 }
 
-static void be_start_begin(be_start *b, const char *name, const bk_trace_opts *opts)
+static void be_start_begin(be_start *b, const char *name, const int *devices, int ndevices, const bk_trace_opts *opts)
 {
     memset(b, 0, sizeof *b);
-    b->name = name; b->opts = opts;
+    b->name = name; b->opts = opts; b->devices = devices; b->ndevices = ndevices;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cv, NULL);
     b->running = pthread_create(&b->th, NULL, be_start_run, b) == 0;
@@ -746,7 +797,7 @@ int bk_cmd_bake(int argc, char **argv)
     }
     int pr = parse(&c, nargs, args);
     free(args);
-    if (pr) { free(c.points); free(c.scenes); return 2; }
+    if (pr) { free(c.points); free(c.scenes); free(c.devices); return 2; }
     c.stats = stats_path;
     /* with --stats - the JSON owns standard output and the summary goes to stderr */
     FILE *say = c.stats && !strcmp(c.stats, "-") ? stderr : stdout;
@@ -755,9 +806,9 @@ int bk_cmd_bake(int argc, char **argv)
     bk_outputs_init(&io);
     int out_idx[3] = { -1, -1, -1 }, mtl_idx = -1, *page_idx = NULL;
     char **page_names = NULL, *mtl_path = NULL, *page0 = c.pages_auto ? page_name(c.out, 0) : NULL;
-    if (c.pages_auto && !page0) { fprintf(stderr, "baker: out of memory\n"); free(c.points); free(c.scenes); return 1; }
+    if (c.pages_auto && !page0) { fprintf(stderr, "baker: out of memory\n"); free(c.points); free(c.scenes); free(c.devices); return 1; }
     int rc = plan_files(&c, &io, out_idx, page0);
-    if (rc) { free(c.points); free(c.scenes); free(page0); bk_outputs_free(&io); return rc; }
+    if (rc) { free(c.points); free(c.scenes); free(c.devices); free(page0); bk_outputs_free(&io); return rc; }
     rc = 1;
 
     char err[1024], msg[512];
@@ -792,7 +843,7 @@ int bk_cmd_bake(int argc, char **argv)
      * building and the atlas did not hide. */
     bk_backend *be = NULL;
     be_start bs;
-    be_start_begin(&bs, c.t.backend, &c.t.opts);
+    be_start_begin(&bs, c.t.backend, c.devices, c.ndevices, &c.t.opts);
 
     t0 = bk_time_now();
     ph[PH_STARTUP] = t0 - t_start;
@@ -1079,8 +1130,12 @@ int bk_cmd_bake(int argc, char **argv)
         fprintf(say, " ");
         for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", phase_names[k], ph[k]);
         fputc('\n', say);
-        fprintf(say, "  %llu rays in %.3f s of tracing: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
-                (unsigned long long)res.totals.rays, res.totals.seconds, mrays, res.launches, res.longest_launch_ms, res.invalid);
+        fprintf(say, "  %llu rays in %.3f s of tracing%s: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
+                (unsigned long long)res.totals.rays, res.totals.seconds, res.devices > 1 ? " (busiest device)" : "", mrays, res.launches,
+                res.longest_launch_ms, res.invalid);
+        for (int k = 0; res.devices > 1 && k < res.devices && k < BK_BAKE_MAX_DEVICES; ++k)
+            fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k, (unsigned long long)res.dev[k].texels,
+                    res.dev[k].blocks, (unsigned long long)res.dev[k].rays, res.dev[k].busy_seconds);
         if (dres.texels)
             fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres.seconds,
                     dres.filter_seconds, backend_name, (unsigned long long)dres.texels, dres.charts);
@@ -1104,7 +1159,7 @@ done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);

@@ -7,7 +7,8 @@
  * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
  * - The furnace again in a room of voxels (a hollow 8^3 model): traced natively, lit by its own
  *   surface's emissive quads.
- * - Determinism: stack strategy, thread count and launch slicing change no texel (mesh and voxels).
+ * - Determinism: stack strategy, thread count, launch slicing and baking on several devices (a
+ *   group of CPU backends) change no texel (mesh and voxels).
  */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
@@ -48,6 +49,11 @@ static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
     return o;
 }
 
+/* The CPU backends bake2 bakes on: 1, or a group of that many (each a "device" of its own, as
+ * GPUs are with --devices), and what its last bake gave. */
+static int devices = 1;
+static bk_bake_result last;
+
 /* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i): traced in s, shaded with the
  * triangles of surf (a voxel scene's surface; s itself for a mesh). */
 static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o,
@@ -60,6 +66,11 @@ static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, u
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(surf, points, npoints, &d, err, sizeof err) == 0, "%s", err);
     bk_backend *be = bk_backend_cpu_init();
+    if (devices > 1) {
+        bk_backend *m[8] = { be };
+        for (int k = 1; k < devices; ++k) m[k] = bk_backend_cpu_init();
+        BK_EXPECT((be = bk_backend_group(m, devices)) != NULL);
+    }
     bk_accel_view av = bk_accel_get_view(&a);
     BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
     bk_bake_view v = bk_bake_data_view(&d, &a);
@@ -68,6 +79,7 @@ static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, u
     BK_EXPECTF(bk_bake_texels(be, &v, tx, n, (int)n, 1, o, out, cov, &r, err, sizeof err) == 0, "%s", err);
     BK_EXPECTF(allow_inside || r.invalid == 0, "%u texels were taken to be inside geometry", r.invalid);
     BK_EXPECT(r.totals.rays > 0);
+    last = r;
     free(cov);
     bk_backend_free(be);
     bk_bake_data_free(&d);
@@ -156,6 +168,11 @@ static void check_voxel_furnace(void)
     BK_EXPECTF(bk_bake_data_build(&vm.scene, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
     BK_EXPECT(d.emit_count > 0);
     bk_backend *be = bk_backend_cpu_init();
+    if (devices > 1) {
+        bk_backend *m[8] = { be };
+        for (int k = 1; k < devices; ++k) m[k] = bk_backend_cpu_init();
+        BK_EXPECT((be = bk_backend_group(m, devices)) != NULL);
+    }
     bk_accel_view av = bk_accel_get_view(&a);
     BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
     bk_bake_view v = bk_bake_data_view(&d, &a);
@@ -247,6 +264,33 @@ static void check_determinism(void)
     o.max_launch_ms = 1e-4;
     bake(&s, tx, N, &o, NULL, 0, got, 1);
     BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "tiny launches: other texels");
+    /* several devices (CPU backends standing in for GPUs), each taking blocks as it finishes one
+     * (tiny launches: blocks of 256 texels, so each gets some): the same bytes */
+    enum { ND = 8192 };
+    bk_texel *txd = malloc(sizeof(bk_texel) * ND);
+    float *refd = malloc(sizeof(float) * 3 * ND), *gotd = malloc(sizeof(float) * 3 * ND);
+    for (uint32_t i = 0; i < ND; ++i)
+        txd[i] = texel(1.8f * bk_rng_f(10, i, 0, 0) - 0.9f, 0.0f, 1.8f * bk_rng_f(10, i, 0, 1) - 0.9f, 0, 1, 0, i);
+    o = opts(2, 1, BK_BAKE_LIGHT);
+    o.trace.threads = 1;
+    bake(&s, txd, ND, &o, NULL, 0, refd, 1);
+    o.max_launch_ms = 1e-4;
+    for (devices = 2; devices <= 3; ++devices) {
+        memset(gotd, 0xff, sizeof(float) * 3 * ND);         /* poisoned: every texel must be written */
+        bake(&s, txd, ND, &o, NULL, 0, gotd, 1);
+        BK_EXPECTF(memcmp(refd, gotd, sizeof(float) * 3 * ND) == 0, "%d devices: other texels", devices);
+        uint64_t texels = 0, rays = 0;
+        BK_EXPECTF(last.devices == devices, "%d devices reported, %d baked on", last.devices, devices);
+        for (int k = 0; k < devices; ++k) {
+            texels += last.dev[k].texels;
+            rays += last.dev[k].rays;
+            BK_EXPECTF(last.dev[k].blocks > 0 && last.dev[k].rays > 0, "%d devices: device %d took no block", devices, k);
+        }
+        BK_EXPECTF(texels == ND && rays == last.totals.rays, "%d devices: %llu texels, %llu of %llu rays", devices,
+                   (unsigned long long)texels, (unsigned long long)rays, (unsigned long long)last.totals.rays);
+    }
+    devices = 1;
+    free(txd); free(refd); free(gotd);
     bk_scene_free(&s);
 
     /* the same for voxels: the demo voxel room, texels on its floor (some under the blocks) */
