@@ -34,8 +34,8 @@ static __device__ __forceinline__ unsigned bk_smid(void)
  * recording costs the normal bake only the test of a kernel parameter. */
 template <int MODE, int CAP>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
-bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx, uint32_t begin, uint32_t end, int stack_size,
-            uint32_t *spill, bk_f4 *__restrict__ out, float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
+bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, float *__restrict__ pos, uint32_t begin, uint32_t end,
+            int stack_size, uint32_t *spill, bk_f4 *__restrict__ out, float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
     uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH : 1];
@@ -47,18 +47,21 @@ bake_kernel(bk_bake_view v, bk_bake_params p, bk_texel *__restrict__ tx, uint32_
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0, rays = 0;
     for (uint32_t i = begin + gtid; i < end; i += nthreads) {
         bk_texel t = tx[i];
+        /* the unoccluded position sample 0 found, for the later launches (the texels stay as they
+         * came: the denoiser reads them) */
+        if (p.sample_begin > 0) { t.px = pos[3 * (size_t)i]; t.py = pos[3 * (size_t)i + 1]; t.pz = pos[3 * (size_t)i + 2]; }
         bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
         float q = sq[i];
         out[i] = bk_bake_texel(&v, &p, &t, out[i], &q, &s, &st);
         sq[i] = q;
-        if (p.sample_begin == 0) tx[i] = t;          /* the unoccluded position, for later launches */
+        if (p.sample_begin == 0) { pos[3 * (size_t)i] = t.px; pos[3 * (size_t)i + 1] = t.py; pos[3 * (size_t)i + 2] = t.pz; }
         nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills; rays += st.rays;
     }
     bk_warp_flush_stats(stats, nodes, tris, restarts, spills, rays);
     if (rec && (threadIdx.x & 31) == 0) rec[gtid >> 5].end = bk_globaltimer();
 }
 
-typedef void (*bake_fn)(bk_bake_view, bk_bake_params, bk_texel *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
+typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, float *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
                         float *, unsigned long long *, bk_warp_rec *);
 
 /* The instance for (stack strategy, register cap); NULL for a pair that was not compiled. */
@@ -94,12 +97,12 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
 }
 
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
-                                const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, uint32_t begin,
+                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin,
                                 uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
                                 unsigned long long *stats, bk_warp_rec *rec)
 {
     bake_fn k = pick(stack_mode, reg_cap);
     if (!k) return cudaErrorInvalidDeviceFunction;
-    k<<<blocks, block, smem>>>(*v, *p, tx, begin, end, stack_size, spill, out, sq, stats, rec);
+    k<<<blocks, block, smem>>>(*v, *p, tx, pos, begin, end, stack_size, spill, out, sq, stats, rec);
     return cudaGetLastError();
 }

@@ -46,10 +46,11 @@ int         bk_cuda_bake_has(int stack_mode, int reg_cap);
 cudaError_t bk_cuda_bake_attributes(int stack_mode, int reg_cap, cudaFuncAttributes *a);
 /* Blocks of `block` threads with `smem` bytes of stack that fit on one SM. */
 cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_t smem, int *per_sm);
-/* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks; rec: NULL, or one record
- * per warp of the grid. */
+/* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks; pos: 3 floats per texel,
+ * where the launch of sample 0 leaves each texel's unoccluded position for the later ones (tx is
+ * only read); rec: NULL, or one record per warp of the grid. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
-                                const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, uint32_t begin,
+                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin,
                                 uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
                                 bk_warp_rec *rec);
 

@@ -56,6 +56,7 @@ typedef struct cuda_ctx {
     bk_texel      *d_texels;
     const bk_texel *h_texels;     /* the host array d_texels copies, kept after bake_end for the
                                      denoiser until the next bake or the end (backend.h) */
+    float         *d_pos;         /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
     bk_f4         *d_out;
     float         *d_sq;          /* sums of squared sample luminances */
     uint32_t       texel_count;
@@ -328,9 +329,9 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
 static void release_bake_data(cuda_ctx *c)
 {
     cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
-    cudaFree(c->d_out); cudaFree(c->d_sq);
+    cudaFree(c->d_out); cudaFree(c->d_sq); cudaFree(c->d_pos);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
-    c->d_out = NULL; c->d_sq = NULL;
+    c->d_out = NULL; c->d_sq = NULL; c->d_pos = NULL;
 }
 
 static void release_bake(cuda_ctx *c)
@@ -363,6 +364,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
     CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_sq, 0, sizeof(float) * (n ? n : 1)));
+    CUDA_TRY(cudaMalloc((void **)&c->d_pos, sizeof(float) * 3 * (n ? n : 1)));
     note_memory(c);            /* the bake's largest moment: scene, shading data, texels, sums */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
@@ -445,7 +447,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         rec = c->d_rec;
     }
     CUDA_TRY(cudaEventRecord(c->ev0));
-    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels,
+    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &c->bake, p, c->d_texels, c->d_pos,
                                  begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, rec));
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));

@@ -114,7 +114,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     uint64_t write = pixels * (13 + 12);
     uint64_t h = raster > bake ? raster : bake;
     *host = h > write ? h : write;
-    *device = on_device ? texels * (tex + sums) : 0;
+    *device = on_device ? texels * (tex + sums + 12) : 0;   /* + the moved positions */
 }
 
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
