@@ -66,10 +66,14 @@ BK_HD bk_vec3 bk_f4_xyz(bk_f4 a)               { return bk_v3(a.x, a.y, a.z); }
 BK_HD float bk_mul(float a, float b) { return __fmul_rn(a, b); }
 BK_HD float bk_add(float a, float b) { return __fadd_rn(a, b); }
 BK_HD float bk_sub(float a, float b) { return __fsub_rn(a, b); }
+BK_HD double bk_dmul(double a, double b) { return __dmul_rn(a, b); }
+BK_HD double bk_dadd(double a, double b) { return __dadd_rn(a, b); }
 #else
 BK_HD float bk_mul(float a, float b) { return a * b; }
 BK_HD float bk_add(float a, float b) { return a + b; }
 BK_HD float bk_sub(float a, float b) { return a - b; }
+BK_HD double bk_dmul(double a, double b) { return a * b; }
+BK_HD double bk_dadd(double a, double b) { return a + b; }
 #endif
 
 /* A 16-byte load; on the device through the read-only path. */

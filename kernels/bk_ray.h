@@ -155,27 +155,36 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
     return 1;
 }
 
-/* The distance of a closest hit once more, precisely, for the triangle the traversal settled on.
- * t from the scaled barycentrics is off by several ulps of the vertices' coordinates, a large
- * share of a short distance (7.6e-6 relative on voxel faces hit from 0.01 away,
- * tests/cpu_voxel.c). t = n.(v0 - o) / n.d with n = (v1 - v0) x (v2 - v0) is, for a face parallel
- * to two axes, one subtraction and a division or two. Kept when in the ray's range and within 1e-4 of
- * t: a degenerate triangle's n is noise, and so is a hit at t ~ 0 of a ray that starts on a
- * surface. Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
+/* The distance of a closest hit once more, precisely, for the triangle the traversal settled on:
+ * t = n.(v0 - o) / n.d with n = (v1 - v0) x (v2 - v0), in double. The float vertices and ray make
+ * every difference exact in double and the products good to 2^-53, so t is the exact distance to
+ * the float triangle's plane to about 1e-15 before it is rounded to float (tests/cpu_traverse.c:
+ * within 1e-6 relative, on long triangles at coordinates near 1,000, from rays 0.01 to 1,000
+ * long). In float, v0 - o alone loses an ulp of the coordinates (6e-5 at 1,000): 2e-4 of a ray 0.2
+ * long, and t from the scaled barycentrics is no better (off by 2x for rays that graze a face at
+ * 1/1000 of a radian). Kept when in the ray's range (a hit at t ~ 0 of a ray that starts on a
+ * surface may come out just below tmin: t stays) and the triangle is not degenerate (a sliver's n
+ * is noise: then only within 2^-6 of t). A hit at t = 0 stays 0: the ray starts on the face, and
+ * the rounding of n would only tell the faces around a vertex it starts on apart by 1e-17. Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
  * and cost the trace kernels 20 registers (KD-tree: 20 % of the rays per second). */
 BK_HD float bk_tri_refine_t(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float t)
 {
-    bk_vec3 e1 = bk_sub3(v1, v0), e2 = bk_sub3(v2, v0), a = bk_sub3(v0, r->o);
-    float nx = bk_sub(bk_mul(e1.y, e2.z), bk_mul(e1.z, e2.y));
-    float ny = bk_sub(bk_mul(e1.z, e2.x), bk_mul(e1.x, e2.z));
-    float nz = bk_sub(bk_mul(e1.x, e2.y), bk_mul(e1.y, e2.x));
-    /* n.d / d_kz from the shear constants (d_kx / d_kz, d_ky / d_kz): the traversal keeps them,
-     * not d, so asking for d here would hold 3 more registers through the whole traversal */
-    bk_vec3 n = bk_v3(nx, ny, nz);
-    float num = bk_mul(bk_add(bk_add(bk_mul(nx, a.x), bk_mul(ny, a.y)), bk_mul(nz, a.z)), r->sz);
-    float den = bk_add(bk_add(bk_mul(bk_comp3(n, r->kx), r->sx), bk_mul(bk_comp3(n, r->ky), r->sy)), bk_comp3(n, r->kz));
-    float tp = num / den;
-    return tp >= r->tmin && tp <= r->tmax && bk_absf(tp - t) <= 1e-4f * bk_absf(t) ? tp : t;
+    const double e1x = (double)v1.x - v0.x, e1y = (double)v1.y - v0.y, e1z = (double)v1.z - v0.z;
+    const double e2x = (double)v2.x - v0.x, e2y = (double)v2.y - v0.y, e2z = (double)v2.z - v0.z;
+    /* unfused (bk_dmul, bk_dadd), so CPU and GPU agree to the bit */
+    const double nx = bk_dadd(bk_dmul(e1y, e2z), -bk_dmul(e1z, e2y)), ny = bk_dadd(bk_dmul(e1z, e2x), -bk_dmul(e1x, e2z));
+    const double nz = bk_dadd(bk_dmul(e1x, e2y), -bk_dmul(e1y, e2x));
+    const double num = bk_dadd(bk_dadd(bk_dmul(nx, (double)v0.x - r->o.x), bk_dmul(ny, (double)v0.y - r->o.y)),
+                               bk_dmul(nz, (double)v0.z - r->o.z));
+    const double den = bk_dadd(bk_dadd(bk_dmul(nx, r->d.x), bk_dmul(ny, r->d.y)), bk_dmul(nz, r->d.z));
+    const double tp = num / den;
+    const float tf = (float)tp;
+    /* a solid triangle: the sine of the angle between its edges above 1e-6 (|n| is then good to
+     * far better than 1e-6 of itself) */
+    const double nn = bk_dadd(bk_dadd(bk_dmul(nx, nx), bk_dmul(ny, ny)), bk_dmul(nz, nz));
+    const double ee = bk_dmul(bk_dadd(bk_dadd(bk_dmul(e1x, e1x), bk_dmul(e1y, e1y)), bk_dmul(e1z, e1z)),
+                              bk_dadd(bk_dadd(bk_dmul(e2x, e2x), bk_dmul(e2y, e2y)), bk_dmul(e2z, e2z)));
+    return t != 0.0f && tf >= r->tmin && tf <= r->tmax && (nn > 0x1p-40 * ee || bk_absf(tf - t) <= 0x1p-6f * bk_absf(t)) ? tf : t;
 }
 
 #endif /* BK_RAY_H */

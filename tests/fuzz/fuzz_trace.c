@@ -192,8 +192,10 @@ static const char *judge(const bk_scene *s, const bk_ray *ray, const truth *tr, 
                                                         bk_v3(p2[0], p2[1], p2[2]), tt)) != bk_float_bits(got.t))
         return "the hit is not that triangle's own hit";
     if (any_hit) return NULL;
-    if (got.t < tr->nearest.t && !near_rel(got.t, tr->nearest.t)) return "nearer than brute force's nearest hit";
-    if (tr->exact.tri != BK_NO_HIT && !far_kd && got.t > tr->exact.t && !near_rel(got.t, tr->exact.t))
+    /* which hit is nearest is decided on the float test's t (tt); a closest hit's t is then
+     * refined (bk_tri_refine_t), by far more than 1e-4 for a ray grazing a face */
+    if (tt < tr->nearest.t && !near_rel(tt, tr->nearest.t)) return "nearer than brute force's nearest hit";
+    if (tr->exact.tri != BK_NO_HIT && !far_kd && tt > tr->exact.t && !near_rel(tt, tr->exact.t))
         return "farther than the nearest exact hit";
     return NULL;
 }
