@@ -163,28 +163,27 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
  * long). In float, v0 - o alone loses an ulp of the coordinates (6e-5 at 1,000): 2e-4 of a ray 0.2
  * long, and t from the scaled barycentrics is no better (off by 2x for rays that graze a face at
  * 1/1000 of a radian). Kept when in the ray's range (a hit at t ~ 0 of a ray that starts on a
- * surface may come out just below tmin: t stays) and the triangle is not degenerate (a sliver's n
- * is noise: then only within 2^-6 of t). A hit at t = 0 stays 0: the ray starts on the face, and
- * the rounding of n would only tell the faces around a vertex it starts on apart by 1e-17. Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
+ * surface may come out just below tmin: t stays; a degenerate triangle's n = 0 gives NaN, which is
+ * not in range; a sliver's n is still good to 1e-10 of itself in double). A hit at t = 0 stays 0:
+ * the ray starts on the face, and the rounding of n would only tell the faces around a vertex it
+ * starts on apart by 1e-17. It takes the ray as given, not its set-up (bk_ray_pre): the trace
+ * kernel passes the ray in global memory, so the direction is loaded again here instead of
+ * held in registers through the traversal (1-2 % of the rays per second). Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
  * and cost the trace kernels 20 registers (KD-tree: 20 % of the rays per second). */
-BK_HD float bk_tri_refine_t(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float t)
+BK_HD float bk_tri_refine_t(const bk_ray *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float t)
 {
     const double e1x = (double)v1.x - v0.x, e1y = (double)v1.y - v0.y, e1z = (double)v1.z - v0.z;
     const double e2x = (double)v2.x - v0.x, e2y = (double)v2.y - v0.y, e2z = (double)v2.z - v0.z;
     /* unfused (bk_dmul, bk_dadd), so CPU and GPU agree to the bit */
     const double nx = bk_dadd(bk_dmul(e1y, e2z), -bk_dmul(e1z, e2y)), ny = bk_dadd(bk_dmul(e1z, e2x), -bk_dmul(e1x, e2z));
     const double nz = bk_dadd(bk_dmul(e1x, e2y), -bk_dmul(e1y, e2x));
-    const double num = bk_dadd(bk_dadd(bk_dmul(nx, (double)v0.x - r->o.x), bk_dmul(ny, (double)v0.y - r->o.y)),
-                               bk_dmul(nz, (double)v0.z - r->o.z));
-    const double den = bk_dadd(bk_dadd(bk_dmul(nx, r->d.x), bk_dmul(ny, r->d.y)), bk_dmul(nz, r->d.z));
-    const double tp = num / den;
-    const float tf = (float)tp;
-    /* a solid triangle: the sine of the angle between its edges above 1e-6 (|n| is then good to
-     * far better than 1e-6 of itself) */
-    const double nn = bk_dadd(bk_dadd(bk_dmul(nx, nx), bk_dmul(ny, ny)), bk_dmul(nz, nz));
-    const double ee = bk_dmul(bk_dadd(bk_dadd(bk_dmul(e1x, e1x), bk_dmul(e1y, e1y)), bk_dmul(e1z, e1z)),
-                              bk_dadd(bk_dadd(bk_dmul(e2x, e2x), bk_dmul(e2y, e2y)), bk_dmul(e2z, e2z)));
-    return t != 0.0f && tf >= r->tmin && tf <= r->tmax && (nn > 0x1p-40 * ee || bk_absf(tf - t) <= 0x1p-6f * bk_absf(t)) ? tf : t;
+    const double num = bk_dadd(bk_dadd(bk_dmul(nx, (double)v0.x - r->ox), bk_dmul(ny, (double)v0.y - r->oy)),
+                               bk_dmul(nz, (double)v0.z - r->oz));
+    const double den = bk_dadd(bk_dadd(bk_dmul(nx, r->dx), bk_dmul(ny, r->dy)), bk_dmul(nz, r->dz));
+    /* the cancellation is over once num and den are made: their quotient in float is within
+     * 2e-7 of the exact one, and costs a tenth of a double division */
+    const float tf = (float)num / (float)den;
+    return t != 0.0f && tf >= r->tmin && tf <= r->tmax && bk_absf(tf) < BK_INF ? tf : t;   /* (num or den out of float's range: no) */
 }
 
 #endif /* BK_RAY_H */

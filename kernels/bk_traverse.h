@@ -184,11 +184,11 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
 }
 
 /* A closest hit on a triangle (record hrec) gets its precise distance (bk_tri_refine_t). */
-BK_HDI bk_hit bk_hit_refine(const bk_accel_view *a, const bk_ray_pre *r, bk_hit h, uint32_t hrec, int any_hit,
+BK_HDI bk_hit bk_hit_refine(const bk_accel_view *a, const bk_ray *ray, bk_hit h, uint32_t hrec, int any_hit,
                             const bk_trace_stats *st)
 {
     if (!any_hit && h.tri != BK_NO_HIT && st->aux == 0)
-        h.t = bk_tri_refine_t(r, bk_tri_vertex(a, hrec, 0, 0), bk_tri_vertex(a, hrec, 1, 0), bk_tri_vertex(a, hrec, 2, 0), h.t);
+        h.t = bk_tri_refine_t(ray, bk_tri_vertex(a, hrec, 0, 0), bk_tri_vertex(a, hrec, 1, 0), bk_tri_vertex(a, hrec, 2, 0), h.t);
     return h;
 }
 
@@ -328,7 +328,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
         leaf = BK_REF_NONE;
         if (found || ref == BK_REF_DONE) break;
     }
-    return bk_hit_refine(a, &r, h, hrec, any_hit, st);
+    return bk_hit_refine(a, ray, h, hrec, any_hit, st);
 }
 
 /* ---- KD-tree -------------------------------------------------------------------------------- */
@@ -436,7 +436,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         node = e[0]; tmin = bk_bits_float(e[1]); tmax = bk_bits_float(e[2]);
         if (tmin > best) break;
     }
-    return bk_hit_refine(a, &r, h, hrec, any_hit, st);
+    return bk_hit_refine(a, ray, h, hrec, any_hit, st);
 }
 
 /* One specialised traversal: every argument but a, ray, s and st is a constant at each call site

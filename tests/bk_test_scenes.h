@@ -84,7 +84,7 @@ static inline bk_hit bk_test_brute(const bk_scene *s, const bk_ray *ray, int any
     if (!any_hit && h.tri != BK_NO_HIT) {      /* the winner's precise distance, as the traversal */
         const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri + 1],
                     *p2 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri + 2];
-        h.t = bk_tri_refine_t(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), h.t);
+        h.t = bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), h.t);
     }
     return h;
 }

@@ -319,7 +319,7 @@ static bk_hit brute(const bk_accel_view *v, const bk_ray *ray, int any_hit)
         }
     }
     if (h.tri != BK_NO_HIT)      /* the winner's precise distance, as the traversal */
-        h.t = bk_tri_refine_t(&r, bk_tri_vertex(v, h.tri, 0, 0), bk_tri_vertex(v, h.tri, 1, 0), bk_tri_vertex(v, h.tri, 2, 0), h.t);
+        h.t = bk_tri_refine_t(ray, bk_tri_vertex(v, h.tri, 0, 0), bk_tri_vertex(v, h.tri, 1, 0), bk_tri_vertex(v, h.tri, 2, 0), h.t);
     return h;
 }
 
@@ -430,7 +430,7 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
                     float t2;
                     ok = h.tri < s->tri_count && bk_tri_intersect(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
                                                                   bk_tri_vertex(&v, h.tri, 2, 0), ray.tmax, &t2) &&
-                         (any || bk_tri_refine_t(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
+                         (any || bk_tri_refine_t(&ray, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
                                                         bk_tri_vertex(&v, h.tri, 2, 0), t2) == h.t);
                 }
                 if (!ok) face_fails += on_root_face(a, &ray);

@@ -188,7 +188,7 @@ static const char *judge(const bk_scene *s, const bk_ray *ray, const truth *tr, 
     const float *p0 = tri_pos(s, got.tri, 0), *p1 = tri_pos(s, got.tri, 1), *p2 = tri_pos(s, got.tri, 2);
     float tt;
     if (!r.valid || !bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), r.tmax, &tt)
-        || bk_float_bits(any_hit ? tt : bk_tri_refine_t(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]),
+        || bk_float_bits(any_hit ? tt : bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]),
                                                         bk_v3(p2[0], p2[1], p2[2]), tt)) != bk_float_bits(got.t))
         return "the hit is not that triangle's own hit";
     if (any_hit) return NULL;
