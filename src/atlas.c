@@ -22,7 +22,9 @@
  * rings and frames are re-grown into compact parts (bk_atlas_charts_split), and neighbouring charts are
  * unfolded into one another across a shared edge when their union's rectangle costs less than
  * the two apart and nothing overlaps (bk_atlas_charts_merge): a small box's six faces become one cross.
- * Both keep every triangle's projection, so its texel density.
+ * Both keep every triangle's projection, so its texel density. Last, ragged borders are tidied
+ * (bk_atlas_charts_tidy): a triangle with two edges on another chart moves into that chart's
+ * layout, where its three corners already are.
  *
  * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
  * texels) with the chart centred in it (at least 0.01 texel from the block's edges), so
@@ -360,7 +362,8 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
         int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
-                  bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
+                  bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work) ||
+                  bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }

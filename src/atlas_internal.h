@@ -105,6 +105,11 @@ int  bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, d
 /* Neighbouring charts unfolded into one another where the union's padded rectangle costs less. */
 int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                            uint64_t *work);
+/* Ragged borders tidied: a triangle with two edges on another chart moves into it where that
+ * chart's layout takes it as it is (see atlas_chart.c). tri_scale (NULL: none) is the density
+ * factor each chart's layout was scaled by. */
+int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
+                          double max_stretch, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
