@@ -592,17 +592,16 @@ place:;
         double scale = fill ? scale0 * fill[ci] : scale0;
         int bw = b->w - pad, bh = b->h - pad;
         double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
-        if (shaped) {  /* masks: the chart 0.01 texel from the mask's top-left corner */
-            bw = b->w; bh = b->h;
-            ox = oy = 0.01;
-            if (b->rot) { ox = 0.01; oy = bh - 0.01 - c->h * scale; }
-        }
         for (uint32_t i = 0; i < c->count; ++i) {
             uint32_t t = C.chart_tris[c->first + i];
             if (out->tri_page) out->tri_page[t] = item_page[ci];
             for (int k = 0; k < 3; ++k) {
                 double lx = C.loc[6 * (size_t)t + 2 * k] * scale + ox, ly = C.loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
                 double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
+                if (shaped) {  /* masks: the turned chart 0.01 texel from the mask's top-left corner */
+                    bk_atlas_shape_place(c->w * scale, c->h * scale, b->w, b->h, C.loc[6 * (size_t)t + 2 * k] * scale,
+                                         C.loc[6 * (size_t)t + 2 * k + 1] * scale, b->rot, &x, &y);
+                }
                 out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + x) / N);
                 out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + y) / N);
             }

@@ -185,6 +185,22 @@ int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_at
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                              uint32_t nrun, int size, int pad, uint32_t *bad);
 
+/* Where a point (lx, ly) of a w x h chart (texels) lands in its shape mask of mw x mh texels
+ * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.01 texel
+ * from the mask's top-left corner; 2 and 3 are 0 and 1 turned half round within the mask
+ * (bk_atlas_pack_shapes makes their masks by reversing those of 0 and 1). */
+#define BK_ATLAS_SHAPE_MARGIN 0.01
+static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, double lx, double ly, int rot, double *x, double *y)
+{
+    const double m = BK_ATLAS_SHAPE_MARGIN;
+    switch (rot & 3) {
+    case 0:  *x = lx + m;          *y = ly + m;      break;
+    case 1:  *x = h - ly + m;      *y = lx + m;      break;
+    case 2:  *x = mw - m - lx;     *y = mh - m - ly; break;
+    default: *x = mw - m - h + ly; *y = mh - m - lx; break;
+    }
+}
+
 /* Packs the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel) by their
  * rasterized shapes into a strip N texels wide and unbounded below, at least pad empty texels
  * apart; *used_rows gets the rows down to the lowest chart texel, so they fit an N x N atlas iff

@@ -2,7 +2,8 @@
  *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
  *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
  *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap; the
- *     sphere's charts packed by their shapes keep the padding between them;
+ *     sphere's charts packed by their shapes (128^2 and 512^2, where some take the half turns)
+ *     keep the padding between them;
  *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
  *     chart's layout lies in [0, w] x [0, h] and none overlaps itself; bk_atlas_charts_tidy moves
  *     a triangle poking into another chart (two edges on it) into it, congruent, and leaves it
@@ -145,8 +146,9 @@ static void test_charts(void)
     /* the shape packer alone: the sphere's charts at a scale that needs about half of 128^2, then
      * every chart's triangles sampled densely where the packer put them: inside the bin, and no
      * texel within the padding of another chart's */
-    {
-        const int N = 128, pad = 2;
+    for (int Ni = 0; Ni < 2; ++Ni) {
+        /* at 512 the larger masks are also tried turned half round: some must take those turns */
+        const int N = Ni ? 512 : 128, pad = 2;
         double area = 0;
         for (uint32_t ci = 0; ci < C.count; ++ci) area += C.charts[ci].w * C.charts[ci].h;
         double sc = sqrt(0.5 * N * N / area);
@@ -163,8 +165,9 @@ static void test_charts(void)
                 double P[3][2];
                 for (int k = 0; k < 3; ++k) {
                     double lx = L[2 * k] * sc, ly = L[2 * k + 1] * sc;
-                    P[k][0] = it[ci].x + (it[ci].rot ? c->h * sc - ly : lx) + 0.01;
-                    P[k][1] = it[ci].y + (it[ci].rot ? lx : ly) + 0.01;
+                    bk_atlas_shape_place(c->w * sc, c->h * sc, it[ci].w, it[ci].h, lx, ly, it[ci].rot, &P[k][0], &P[k][1]);
+                    P[k][0] += it[ci].x;
+                    P[k][1] += it[ci].y;
                 }
                 for (int a = 0; a <= 16; ++a)
                     for (int b = 0; a + b <= 16; ++b) {
@@ -190,6 +193,10 @@ static void test_charts(void)
             }
         BK_EXPECTF(outside == 0 && close == 0, "shape packing: %d samples outside the bin, %d texel pairs of two charts closer "
                    "than the padding", outside, close);
+        int turns[4] = { 0 };
+        for (uint32_t ci = 0; ci < C.count; ++ci) turns[it[ci].rot & 3]++;
+        printf("shape packing %d^2: %d, %d, %d, %d charts turned 0, 90, 180, 270 degrees\n", N, turns[0], turns[1], turns[2], turns[3]);
+        if (Ni) BK_EXPECTF(turns[2] + turns[3] > 0, "shape packing %d^2: no chart turned half round", N);
         free(own);
         free(it);
     }
