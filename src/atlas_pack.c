@@ -311,12 +311,14 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
 
 #define SHAPE_EPS 1e-3
 #define SHAPE_AREA_ORDER_MAX 16
-/* Masks of 32 x 32 texels or more are also tried turned half round (both of their quarter turns):
- * measured at 960, 1024 and 1088 texels against two turns for all: dragon_vrip_res2 74.4 ->
- * 75.7 % on average, sponza 85.5 -> 85.9, sibenik 75.2 -> 75.1; for every chart: 75.2, 85.9,
- * 75.3, at 20 % more CPU time on sibenik and dragon (the smaller charts' searches). */
+/* Masks of at least 1/1024 of the atlas (32 x 32 texels in 1024^2) are also tried turned half
+ * round (both of their quarter turns): measured at 960, 1024 and 1088 texels against two turns
+ * for all: dragon_vrip_res2 74.4 -> 75.7 % on average, sponza 85.8 -> 85.9, sibenik 75.2 -> 75.1;
+ * for every chart: 75.2, 85.9, 75.3, at 20 % more CPU time on sibenik and dragon (the smaller
+ * charts' searches). A fraction of the atlas, not a texel count, so that a 4096^2 atlas turns
+ * the same charts (all of 1024 texels or more there: sponza 0.90 -> 1.12 s one-thread CPU). */
 #define SHAPE_ROTS 4
-#define SHAPE_HALF_TURN_MIN 1024
+#define SHAPE_HALF_TURN_FRACTION 1024
 
 typedef struct shape {
     int w, h, wpr;          /* mask size in texels, 64-bit words per row */
@@ -894,7 +896,8 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     for (uint32_t k = 0; k < n_mesh; ++k) {
         uint32_t ci = order[k].idx;
         const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
-        int nrot = ci >= C->count ? 1 : sh[0].w * sh[0].h >= SHAPE_HALF_TURN_MIN ? SHAPE_ROTS : 2, x = 0, y = 0, rot = 0, found = 0;
+        int nrot = ci >= C->count ? 1 : (double)sh[0].w * sh[0].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N ? SHAPE_ROTS : 2;
+        int x = 0, y = 0, rot = 0, found = 0;
         if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
         /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
          * wherever it failed then, and the bin has only filled since: search on from there */
