@@ -829,7 +829,8 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     S.sh = calloc(SHAPE_ROTS * ((size_t)n_mesh + 1), sizeof(shape));
     uint8_t *too_big = calloc((size_t)n_mesh + 1, 1);
     struct { int ci, x, y, valid; } last[SHAPE_ROTS];
-    int last_cls = -1, class_y = 0;
+    int class_y[64];  /* per size class: the row where its last chart landed */
+    for (int c = 0; c < 64; ++c) class_y[c] = 0;
     memset(last, 0, sizeof last);
     if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big) goto out;
     /* the masks: sizes and slots here, contents on the pool */
@@ -909,14 +910,23 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
                 y0[r] = last[r].y; x0[r] = last[r].x;
             }
         }
-        /* Charts of one size class (bounding area within a factor 2) start their search a few
-         * rows above where the last one landed: holes further up that did not take the class's
-         * first chart (which searched from the top) rarely take its later ones, and this bounds
-         * the search of thousands of small charts by their class, not by the whole bin. */
+        /* Charts of one size class (bounding area within a factor 2) start their search some
+         * rows above where the class's last one landed: holes further up that did not take the
+         * class's first chart (which searched from the top) rarely take its later ones, and this
+         * bounds the search of thousands of small charts by their class, not by the whole bin.
+         * Each class remembers its row (charts come tallest first, so the classes interleave).
+         * How far back: 4 mask heights + 256 rows. Measured against 2 heights + 16 rows with the
+         * row forgotten whenever the class changes (which the tallest-first order makes often):
+         * sibenik, sponza, dragon_vrip_res2 at 1024^2 75.1 -> 75.2, 85.8 -> 86.0, 75.2 -> 75.2 %
+         * (mean of 960, 1024, 1088: 75.1 -> 75.2, 85.9 -> 85.8, 75.7 -> 75.0), sponza 4096^2
+         * 93.2 -> 93.1 % at 0.96 -> 0.77 s one-thread CPU. Other look-backs: 2 heights + 16 rows
+         * 0.64 s but 92.2 %; 2 + 128: 0.85 s, dragon mean 74.9; 16 + 128: 1.20 s, 93.7 %, means
+         * 75.3, 85.9, 76.1. */
         int cls = (int)floor(log2((double)sh[0].w * sh[0].h));
-        if (cls != last_cls) { last_cls = cls; class_y = 0; }
+        if (cls < 0) cls = 0;
+        if (cls > 63) cls = 63;
         for (int r = 0; r < nrot; ++r) {
-            int hint = class_y - 2 * sh[r].h - 16;
+            int hint = class_y[cls] - 4 * sh[r].h - 256;
             if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
         }
         found = shape_find(&B, &sh[0], y0[0], x0[0], B.H, &x, &y);
@@ -936,7 +946,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         }
         for (int r = nrot; r < SHAPE_ROTS; ++r) last[r].valid = 0;
         if (!found) { B.lowest = B.H + 1; goto out; }
-        class_y = y;
+        class_y[cls] = y;
         if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
         it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
         it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
