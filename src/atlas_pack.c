@@ -400,6 +400,7 @@ static int shape_size(const charting *C, uint32_t ci, double s, int rot, shape *
 /* The conservative mask of chart ci into sh (sized by shape_size; bits: wpr * h zeroed words,
  * run and run_at: h ints each). */
 static void shape_finish(shape *sh);
+static void shape_order(shape *sh);
 
 static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape *sh)
 {
@@ -467,6 +468,7 @@ static uint64_t rev64(uint64_t v)
 
 static void shape_mirror(const shape *src, shape *sh)
 {
+    int h = sh->h;
     int n = sh->wpr, sft = 64 * n - sh->w;  /* the reversed words hold the row sft bits up */
     for (int y = 0; y < sh->h; ++y) {
         const uint64_t *a = src->bits + (size_t)(src->h - 1 - y) * src->wpr;
@@ -475,8 +477,17 @@ static void shape_mirror(const shape *src, shape *sh)
             uint64_t lo = rev64(a[n - 1 - k]), hi = k + 1 < n ? rev64(a[n - 2 - k]) : 0;
             b[k] = sft ? lo >> sft | hi << (64 - sft) : lo;
         }
+        /* the row's longest run and the band, mirrored (any longest run serves the search) */
+        sh->run[y] = src->run[h - 1 - y];
+        sh->run_at[y] = sh->run[y] ? sh->w - src->run_at[h - 1 - y] - sh->run[y] : 0;
     }
-    shape_finish(sh);
+    int first = 0;
+    while (first < h - 1 && !src->run[first]) first++;
+    sh->last_row = h - 1 - first;
+    sh->band0 = h - 1 - src->band1;
+    sh->band1 = h - 1 - src->band0;
+    sh->band_run = src->band_run;
+    shape_order(sh);
 }
 
 /* A mask's rows' longest runs, band and search order. */
@@ -506,9 +517,14 @@ static void shape_finish(shape *sh)
             y = e + 1;
         }
     }
-    /* the search's row order: band0, then offsets from it in bit-reversed order (1/2, 1/4,
-     * 3/4 ... of the height), so each next row lands far from those before: neighbouring rows
-     * of the bin mostly rule out the same positions */
+    shape_order(sh);
+}
+
+/* The search's row order: band0, then offsets from it in bit-reversed order (1/2, 1/4, 3/4 ...
+ * of the height), so each next row lands far from those before: neighbouring rows of the bin
+ * mostly rule out the same positions. */
+static void shape_order(shape *sh)
+{
     int p2 = 1, n = 0;
     while (p2 < sh->h) p2 <<= 1;
     for (int i = 0; i < p2; ++i) {
@@ -837,9 +853,12 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     {
         size_t nbits = 0, nruns = 0;
         for (uint32_t ci = 0; ci < n_mesh; ++ci) {
-            int nrot = ci < C->count ? SHAPE_ROTS : 1;  /* all four (the half turns are cheap copies) */
+            int nrot = ci < C->count ? SHAPE_ROTS : 1;
             for (int r = 0; r < nrot; ++r) {
                 shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci + (size_t)r];
+                /* the half turns (copies of the first two) only for masks large enough to try them */
+                if (r >= 2 && !((double)sh[-r].w * sh[-r].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N)) break;
+                if ((r & 1) && C->charts[ci].w == C->charts[ci].h) continue;  /* squares: no quarter turns */
                 if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
                 nbits += (size_t)sh->wpr * sh->h;
                 nruns += 3 * (size_t)sh->h;
@@ -897,8 +916,11 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     for (uint32_t k = 0; k < n_mesh; ++k) {
         uint32_t ci = order[k].idx;
         const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
-        int nrot = ci >= C->count ? 1 : (double)sh[0].w * sh[0].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N ? SHAPE_ROTS : 2;
+        int nrot = ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2;
         int x = 0, y = 0, rot = 0, found = 0;
+        /* a square rectangle is not turned a quarter (as the rectangles never were): the demo
+         * scene's walls searched twice for nothing */
+        int step = ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1;
         if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
         /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
          * wherever it failed then, and the bin has only filled since: search on from there */
@@ -930,7 +952,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
             if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
         }
         found = shape_find(&B, &sh[0], y0[0], x0[0], B.H, &x, &y);
-        for (int r = 1; r < nrot; ++r) {
+        for (int r = step; r < nrot; r += step) {
             int x1 = 0, y1 = 0;
             /* another turn only where its bottom ends higher: upright strips would fill the
              * bin's height with their length */
