@@ -22,7 +22,9 @@
  * rings and frames are re-grown into compact parts (bk_atlas_charts_split), and neighbouring charts are
  * unfolded into one another across a shared edge when their union's rectangle costs less than
  * the two apart and nothing overlaps (bk_atlas_charts_merge): a small box's six faces become one cross.
- * Both keep every triangle's projection, so its texel density.
+ * Both keep every triangle's projection, so its texel density. Last, ragged borders are tidied
+ * (bk_atlas_charts_tidy): a triangle with two edges on another chart moves into that chart's
+ * layout, where its three corners already are.
  *
  * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
  * texels) with the chart centred in it (at least 0.01 texel from the block's edges), so
@@ -360,7 +362,8 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
         int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
-                  bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
+                  bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work) ||
+                  bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }
@@ -589,17 +592,16 @@ place:;
         double scale = fill ? scale0 * fill[ci] : scale0;
         int bw = b->w - pad, bh = b->h - pad;
         double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
-        if (shaped) {  /* masks: the chart 0.01 texel from the mask's top-left corner */
-            bw = b->w; bh = b->h;
-            ox = oy = 0.01;
-            if (b->rot) { ox = 0.01; oy = bh - 0.01 - c->h * scale; }
-        }
         for (uint32_t i = 0; i < c->count; ++i) {
             uint32_t t = C.chart_tris[c->first + i];
             if (out->tri_page) out->tri_page[t] = item_page[ci];
             for (int k = 0; k < 3; ++k) {
                 double lx = C.loc[6 * (size_t)t + 2 * k] * scale + ox, ly = C.loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
                 double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
+                if (shaped) {  /* masks: the turned chart 0.01 texel from the mask's top-left corner */
+                    bk_atlas_shape_place(c->w * scale, c->h * scale, b->w, b->h, C.loc[6 * (size_t)t + 2 * k] * scale,
+                                         C.loc[6 * (size_t)t + 2 * k + 1] * scale, b->rot, &x, &y);
+                }
                 out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + x) / N);
                 out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + y) / N);
             }

@@ -1549,3 +1549,170 @@ done:
     free(seeds); free(tpos); free(tried); free(kt);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Tidying chart borders. Region growing leaves ragged borders (a triangle of one chart poking
+ * into another, the other's triangles on two of its sides), and every texel of border costs a
+ * ring of padding and keeps neighbours away in the packing. A triangle with two edges shared with
+ * one other chart B has all three corners on B already: in B's layout it fills the notch between
+ * them, with no new unfolding. It moves to B when that layout keeps B's rules (no flip, a planar
+ * chart's density within its cone, a smooth chart's area within max_stretch) and overlaps none of
+ * B's triangles. Each move shortens the border (one edge instead of two), so this ends; a
+ * triangle is a leaf of its old chart (one edge there at most), so both charts stay connected. */
+
+/* Singular values of the map from triangle t (world, its own plane) to its layout L. */
+static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1, double *s2)
+{
+    double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
+    pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
+    for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+    c[0] = e1[1] * e2[2] - e1[2] * e2[1]; c[1] = e1[2] * e2[0] - e1[0] * e2[2]; c[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    double l1 = sqrt(dot3d(e1, e1)), dd = sqrt(dot3d(c, c));
+    if (!(l1 > 0) || !(dd > 0)) return -1;
+    double x2 = dot3d(e2, e1) / l1, y2 = dd / l1;
+    /* M = U P^-1 with P = [l1 x2; 0 y2] */
+    double u1 = L[2] - L[0], v1 = L[3] - L[1], u2 = L[4] - L[0], v2 = L[5] - L[1];
+    double m00 = u1 / l1, m10 = v1 / l1;
+    double m01 = (u2 - x2 * m00) / y2, m11 = (v2 - x2 * m10) / y2;
+    double det = m00 * m11 - m01 * m10, E = m00 * m00 + m01 * m01 + m10 * m10 + m11 * m11;
+    if (!(det > 0)) return -1;
+    double q = sqrt(bk_dmax(E * E - 4 * det * det, 0));
+    *s1 = sqrt(0.5 * (E + q));
+    *s2 = det / *s1;
+    return 0;
+}
+
+int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
+                         double max_stretch, charting *C, uint64_t *work)
+{
+    uint32_t T = s->tri_count, n = C->count;
+    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *prev = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+    uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint8_t *changed = calloc((size_t)n + 1, 1);
+    double *xb = NULL;
+    size_t xb_cap = 0;
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    overlap_scratch ovs = { 0 };
+    int rc = -1;
+    const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
+    if (!next || !prev || !head || !cnt || !changed) goto done;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        const chart *c = &C->charts[ci];
+        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+        cnt[ci] = c->count;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C->chart_tris[c->first + i];
+            next[t] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+            prev[t] = i ? C->chart_tris[c->first + i - 1] : BK_NONE;
+        }
+    }
+    for (int pass = 0; pass < 8; ++pass) {
+        uint32_t moved = 0;
+        for (uint32_t t = 0; t < T; ++t) {
+            uint32_t a = C->tri_chart[t];
+            if (a == BK_NONE || A->start[t + 1] - A->start[t] < 2) continue;
+            /* the neighbours' charts and the edge each shares (corners kt -> kt+1 of t are
+             * corners ku+1 -> ku of u) */
+            uint32_t nb_chart[8], nb_tri[8];
+            int nb_kt[8], nb_ku[8], nn = 0;
+            for (uint32_t p = A->start[t]; p < A->start[t + 1] && nn < 8; ++p) {
+                uint32_t u = A->adj[p];
+                int kt = -1, ku = -1;
+                for (int x = 0; x < 3 && kt < 0; ++x)
+                    for (int y = 0; y < 3; ++y)
+                        if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
+                            weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+                if (kt < 0) continue;
+                nb_chart[nn] = C->tri_chart[u]; nb_tri[nn] = u; nb_kt[nn] = kt; nb_ku[nn] = ku; nn++;
+            }
+            int own = 0;
+            for (int i = 0; i < nn; ++i) own += nb_chart[i] == a;
+            if (own > 1) continue;  /* not a leaf of its chart */
+            for (int i = 0; i < nn; ++i) {
+                uint32_t b = nb_chart[i];
+                if (b == a || b == BK_NONE) continue;
+                int edges = 0;
+                for (int j = 0; j < nn; ++j) if (nb_chart[j] == b) edges |= 1 << nb_kt[j];
+                if (__builtin_popcount((unsigned)edges) < 2) continue;
+                /* t's corners from b's layout: every shared corner must agree */
+                double L[6], tol = 1e-9 * (C->charts[b].w + C->charts[b].h);
+                int have = 0, ok = 1;
+                for (int j = 0; j < nn && ok; ++j) {
+                    if (nb_chart[j] != b) continue;
+                    const double *Lu = C->loc + 6 * (size_t)nb_tri[j];
+                    int kt = nb_kt[j], ku = nb_ku[j];
+                    int tk[2] = { kt, (kt + 1) % 3 }, uk[2] = { (ku + 1) % 3, ku };
+                    for (int e = 0; e < 2; ++e) {
+                        double x = Lu[2 * uk[e]], y = Lu[2 * uk[e] + 1];
+                        if (have & (1 << tk[e])) {
+                            if (fabs(L[2 * tk[e]] - x) > tol || fabs(L[2 * tk[e] + 1] - y) > tol) ok = 0;
+                        } else { L[2 * tk[e]] = x; L[2 * tk[e] + 1] = y; have |= 1 << tk[e]; }
+                    }
+                }
+                if (!ok || have != 7) break;
+                double s1, s2, f = tri_scale ? tri_scale[t] : 1.0;
+                if (tri_map_sv(s, t, L, &s1, &s2)) break;
+                s1 /= f; s2 /= f;
+                if (C->charts[b].smooth) {
+                    double r = s1 * s2;
+                    if (!(r <= max_stretch && r >= 1.0 / max_stretch && s1 <= 2.0 * s2)) break;
+                } else if (!(s1 <= 1.0 + 1e-6 && s2 >= cmin && s1 * s2 >= cmin)) break;
+                /* overlaps with b's triangles */
+                if (6 * (size_t)cnt[b] > xb_cap) {
+                    size_t cap = 12 * (size_t)cnt[b] + 64;
+                    double *q = realloc(xb, sizeof(double) * cap);
+                    if (!q) goto done;
+                    xb = q; xb_cap = cap;
+                }
+                uint32_t m = 0;
+                for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+                int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
+                if (ov < 0) goto done;
+                if (ov) break;
+                /* move: out of a's list, onto the end of b's */
+                if (prev[t] != BK_NONE) next[prev[t]] = next[t]; else head[a] = next[t];
+                if (next[t] != BK_NONE) prev[next[t]] = prev[t];
+                cnt[a]--;
+                next[t] = head[b]; prev[t] = BK_NONE;
+                if (head[b] != BK_NONE) prev[head[b]] = t;
+                head[b] = t;
+                cnt[b]++;
+                memcpy(C->loc + 6 * (size_t)t, L, sizeof L);
+                C->tri_chart[t] = b;
+                changed[a] = changed[b] = 1;
+                moved++;
+                break;
+            }
+        }
+        if (!moved) break;
+    }
+    /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
+    {
+        uint32_t live = 0, w = 0;
+        uint32_t *ids = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+        if (!ids) goto done;
+        for (uint32_t ci = 0; ci < n; ++ci) {
+            if (!cnt[ci]) continue;
+            chart c = C->charts[ci];
+            c.first = w;
+            c.count = cnt[ci];
+            for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) { ids[w++] = x; C->tri_chart[x] = live; }
+            BK_CHECK(w - c.first == c.count);
+            C->charts[live] = c;
+            changed[live] = changed[ci];
+            live++;
+        }
+        memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
+        free(ids);
+        C->count = live;
+        for (uint32_t ci = 0; ci < live; ++ci)
+            if (changed[ci] && fit_rect(C->loc, C->chart_tris + C->charts[ci].first, C->charts[ci].count, &C->charts[ci].w,
+                                        &C->charts[ci].h, &pts, &pts_cap)) goto done;
+    }
+    rc = 0;
+done:
+    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts);
+    bk_atlas_overlap_scratch_free(&ovs);
+    return rc;
+}

@@ -105,6 +105,11 @@ int  bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, d
 /* Neighbouring charts unfolded into one another where the union's padded rectangle costs less. */
 int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                            uint64_t *work);
+/* Ragged borders tidied: a triangle with two edges on another chart moves into it where that
+ * chart's layout takes it as it is (see atlas_chart.c). tri_scale (NULL: none) is the density
+ * factor each chart's layout was scaled by. */
+int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
+                          double max_stretch, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
@@ -179,6 +184,22 @@ int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_at
 /* Pages of size x size for fixed-size items, groups kept whole (see atlas_pack.c). */
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                              uint32_t nrun, int size, int pad, uint32_t *bad);
+
+/* Where a point (lx, ly) of a w x h chart (texels) lands in its shape mask of mw x mh texels
+ * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.01 texel
+ * from the mask's top-left corner; 2 and 3 are 0 and 1 turned half round within the mask
+ * (bk_atlas_pack_shapes makes their masks by reversing those of 0 and 1). */
+#define BK_ATLAS_SHAPE_MARGIN 0.01
+static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, double lx, double ly, int rot, double *x, double *y)
+{
+    const double m = BK_ATLAS_SHAPE_MARGIN;
+    switch (rot & 3) {
+    case 0:  *x = lx + m;          *y = ly + m;      break;
+    case 1:  *x = h - ly + m;      *y = lx + m;      break;
+    case 2:  *x = mw - m - lx;     *y = mh - m - ly; break;
+    default: *x = mw - m - h + ly; *y = mh - m - lx; break;
+    }
+}
 
 /* Packs the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel) by their
  * rasterized shapes into a strip N texels wide and unbounded below, at least pad empty texels

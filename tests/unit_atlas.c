@@ -839,24 +839,25 @@ int main(void)
     test_fan();
     test_strip(30000);
 
-    /* corpus: utilisation floors a little under what this packer measured (README numbers); the
-     * demo scene at issue 9's 85 % */
+    /* corpus: utilisation floors a little under what this packer measured (1024^2: bunny 68.2,
+     * spider 60.5, sponza 86.0, sibenik 75.2, dragon_vrip_res2 75.2 %); the demo scene at issue
+     * 9's 85 % */
     char p[1024];
     const char *dir = bk_test_scenes_dir();
     corpus_scene(BK_SOURCE_DIR "/scenes/cornell.obj", "cornell", 1024, 0.85, 0);
     snprintf(p, sizeof p, "%s/cornell-box/CornellBox-Original.obj", dir);
     corpus_scene(p, "cornell-original", 1024, 0.85, 0);
     snprintf(p, sizeof p, "%s/bunny/bunny.obj", dir);
-    corpus_scene(p, "bunny", 1024, 0.55, 0);
+    corpus_scene(p, "bunny", 1024, 0.65, 0);
     snprintf(p, sizeof p, "%s/obj-tests-assimp/spider.obj", dir);
-    corpus_scene(p, "spider", 1024, 0.50, 1);
+    corpus_scene(p, "spider", 1024, 0.57, 1);
     snprintf(p, sizeof p, "%s/sponza-dabrovic/sponza.obj", dir);
-    corpus_scene(p, "sponza", 1024, 0.82, 1);
+    corpus_scene(p, "sponza", 1024, 0.84, 1);
     snprintf(p, sizeof p, "%s/sibenik/sibenik.obj", dir);
-    corpus_scene(p, "sibenik", 1024, 0.72, 0);
+    corpus_scene(p, "sibenik", 1024, 0.73, 0);
     /* the scanned dragon: xatlas makes 8,236 charts at 77 % */
     snprintf(p, sizeof p, "%s/dragon/dragon_vrip_res2.obj", dir);
-    corpus_scene(p, "dragon_vrip_res2", 1024, 0.70, 0);
+    corpus_scene(p, "dragon_vrip_res2", 1024, 0.73, 0);
 
     rmdir(tmpdir);
     BK_TEST_DONE();

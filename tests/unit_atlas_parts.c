@@ -2,9 +2,12 @@
  *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
  *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
  *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap; the
- *     sphere's charts packed by their shapes keep the padding between them;
+ *     sphere's charts packed by their shapes (128^2 and 512^2, where some take the half turns)
+ *     keep the padding between them;
  *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
- *     chart's layout lies in [0, w] x [0, h] and none overlaps itself.
+ *     chart's layout lies in [0, w] x [0, h] and none overlaps itself; bk_atlas_charts_tidy moves
+ *     a triangle poking into another chart (two edges on it) into it, congruent, and leaves it
+ *     where the other chart's layout would stretch it too much.
  */
 #include "atlas_internal.h"
 #include "bk_test.h"
@@ -143,8 +146,9 @@ static void test_charts(void)
     /* the shape packer alone: the sphere's charts at a scale that needs about half of 128^2, then
      * every chart's triangles sampled densely where the packer put them: inside the bin, and no
      * texel within the padding of another chart's */
-    {
-        const int N = 128, pad = 2;
+    for (int Ni = 0; Ni < 2; ++Ni) {
+        /* at 512 the larger masks are also tried turned half round: some must take those turns */
+        const int N = Ni ? 512 : 128, pad = 2;
         double area = 0;
         for (uint32_t ci = 0; ci < C.count; ++ci) area += C.charts[ci].w * C.charts[ci].h;
         double sc = sqrt(0.5 * N * N / area);
@@ -161,8 +165,9 @@ static void test_charts(void)
                 double P[3][2];
                 for (int k = 0; k < 3; ++k) {
                     double lx = L[2 * k] * sc, ly = L[2 * k + 1] * sc;
-                    P[k][0] = it[ci].x + (it[ci].rot ? c->h * sc - ly : lx) + 0.01;
-                    P[k][1] = it[ci].y + (it[ci].rot ? lx : ly) + 0.01;
+                    bk_atlas_shape_place(c->w * sc, c->h * sc, it[ci].w, it[ci].h, lx, ly, it[ci].rot, &P[k][0], &P[k][1]);
+                    P[k][0] += it[ci].x;
+                    P[k][1] += it[ci].y;
                 }
                 for (int a = 0; a <= 16; ++a)
                     for (int b = 0; a + b <= 16; ++b) {
@@ -188,6 +193,10 @@ static void test_charts(void)
             }
         BK_EXPECTF(outside == 0 && close == 0, "shape packing: %d samples outside the bin, %d texel pairs of two charts closer "
                    "than the padding", outside, close);
+        int turns[4] = { 0 };
+        for (uint32_t ci = 0; ci < C.count; ++ci) turns[it[ci].rot & 3]++;
+        printf("shape packing %d^2: %d, %d, %d, %d charts turned 0, 90, 180, 270 degrees\n", N, turns[0], turns[1], turns[2], turns[3]);
+        if (Ni) BK_EXPECTF(turns[2] + turns[3] > 0, "shape packing %d^2: no chart turned half round", N);
         free(own);
         free(it);
     }
@@ -199,10 +208,124 @@ static void test_charts(void)
     free(s.tri_v);
 }
 
+/* A flat 8 x 8 grid of quads in two charts: columns 0-3 (chart 0) plus one triangle of column 4
+ * whose left edge is on column 3 and whose two other edges are on chart 1 (the rest). Both
+ * layouts are the positions (x, y), chart 1's x scaled by xs. */
+static void tidy_case(double xs, int smooth1, uint32_t want_chart)
+{
+    const int n = 8;
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    s.vertex_count = (uint32_t)((n + 1) * (n + 1));
+    s.positions = calloc(3 * (size_t)s.vertex_count, sizeof(float));
+    s.tri_v = malloc(sizeof(uint32_t) * 6 * n * n);
+    for (int j = 0; j <= n; ++j)
+        for (int i = 0; i <= n; ++i) { s.positions[3 * (j * (n + 1) + i)] = (float)i; s.positions[3 * (j * (n + 1) + i) + 1] = (float)j; }
+    uint32_t spike = BK_NONE;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            uint32_t a = (uint32_t)(j * (n + 1) + i), b = a + 1, c = a + (uint32_t)(n + 1), d = c + 1;
+            uint32_t *t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = b; t[2] = d; s.tri_count++;
+            t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = d; t[2] = c;
+            if (i == 4 && j == 3) spike = s.tri_count;
+            s.tri_count++;
+        }
+    tri_geom g;
+    adjacency A = { 0 };
+    uint32_t *weld = NULL;
+    uint64_t work = 0;
+    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
+    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    charting C;
+    memset(&C, 0, sizeof C);
+    uint32_t T = s.tri_count;
+    C.tri_chart = malloc(sizeof(uint32_t) * T);
+    C.chart_tris = malloc(sizeof(uint32_t) * T);
+    C.loc = malloc(sizeof(double) * 6 * T);
+    C.charts = calloc(2, sizeof(chart));
+    C.count = C.cap = 2;
+    for (uint32_t t = 0; t < T; ++t) {
+        int col = (int)(t / 2) % n;
+        C.tri_chart[t] = col < 4 || t == spike ? 0 : 1;
+    }
+    for (uint32_t ci = 0, w = 0; ci < 2; ++ci) {
+        C.charts[ci].first = w;
+        C.charts[ci].n[2] = 1;
+        C.charts[ci].smooth = (uint8_t)(ci == 1 && smooth1);
+        for (uint32_t t = 0; t < T; ++t) {
+            if (C.tri_chart[t] != ci) continue;
+            C.chart_tris[w++] = t;
+            for (int k = 0; k < 3; ++k) {
+                const float *p = s.positions + 3 * s.tri_v[3 * t + k];
+                C.loc[6 * t + 2 * k] = ci == 1 ? (p[0] - 4) * xs : p[0];
+                C.loc[6 * t + 2 * k + 1] = p[1];
+            }
+        }
+        C.charts[ci].count = w - C.charts[ci].first;
+        C.charts[ci].w = ci ? 4 * xs : 5;
+        C.charts[ci].h = n;
+    }
+    BK_EXPECT(bk_atlas_charts_tidy(&s, weld, &A, NULL, 20.0, 2.0, &C, &work) == 0);
+    BK_EXPECTF(C.count == 2 && C.tri_chart[spike] == want_chart, "tidy (x scale %g): %u charts, the spike in chart %u, want %u",
+               xs, C.count, C.tri_chart[spike], want_chart);
+    uint32_t in1 = 0;
+    for (uint32_t i = 0; i < C.count && i < 2; ++i) {
+        const chart *c = &C.charts[i];
+        for (uint32_t k = 0; k < c->count; ++k) BK_EXPECT(C.tri_chart[C.chart_tris[c->first + k]] == i);
+        if (i == C.tri_chart[spike]) in1 = c->count;
+    }
+    BK_EXPECTF(C.charts[0].count + C.charts[1].count == T, "tidy: %u + %u triangles of %u", C.charts[0].count, C.charts[1].count, T);
+    BK_EXPECTF(in1 == (want_chart ? 64u : 65u), "tidy: the spike's chart has %u triangles", in1);
+    /* the layouts after the rectangle fit: inside [0, w] x [0, h], no overlap, and the spike's
+     * edges as long as in the world times its chart's scale */
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        double *xy = malloc(sizeof(double) * 6 * c->count);
+        int outside = 0;
+        for (uint32_t k = 0; k < c->count; ++k) {
+            memcpy(xy + 6 * k, C.loc + 6 * (size_t)C.chart_tris[c->first + k], 6 * sizeof(double));
+            for (int q = 0; q < 3; ++q) {
+                double x = xy[6 * k + 2 * q], y = xy[6 * k + 2 * q + 1], e = 1e-9 * (c->w + c->h);
+                outside += x < -e || y < -e || x > c->w + e || y > c->h + e;
+            }
+        }
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        BK_EXPECTF(outside == 0 && pl.n == 0, "tidy: chart %u has %d corners outside its rectangle, %zu overlapping pairs", ci,
+                   outside, pl.n);
+        free(pl.p);
+        free(xy);
+    }
+    if (want_chart == 1 && xs == 1.0) {
+        const double *L = C.loc + 6 * (size_t)spike;
+        double e01 = hypot(L[2] - L[0], L[3] - L[1]), e12 = hypot(L[4] - L[2], L[5] - L[3]), e20 = hypot(L[0] - L[4], L[1] - L[5]);
+        BK_EXPECTF(fabs(e01 - sqrt(2.0)) < 1e-9 && fabs(e12 - 1) < 1e-9 && fabs(e20 - 1) < 1e-9, "tidy: spike edges %g %g %g",
+                   e01, e12, e20);
+    }
+    bk_atlas_charts_free(&C);
+    bk_atlas_adjacency_free(&A);
+    bk_atlas_geom_free(&g);
+    free(weld);
+    free(s.positions);
+    free(s.tri_v);
+}
+
+static void test_tidy(void)
+{
+    tidy_case(1.0, 0, 1);   /* planar: moves, congruent */
+    tidy_case(1.0, 1, 1);   /* smooth, unstretched: moves */
+    tidy_case(3.0, 1, 0);   /* smooth layout 3 x the world area: stays */
+    tidy_case(1.2, 0, 0);   /* planar layout stretched (a planar chart only shortens): stays */
+}
+
 int main(void)
 {
     test_overlap();
     test_pack();
     test_charts();
+    test_tidy();
     BK_TEST_DONE();
 }
