@@ -175,6 +175,21 @@ static void zero_join(zero_job *j)
         if (j->s[i].started) { pthread_join(j->s[i].th, NULL); j->s[i].started = 0; }
 }
 
+uint32_t bk_bake_granule(uint32_t n, uint32_t ranks)
+{
+    uint32_t g = BK_BAKE_GRANULE;
+    while (ranks > 1 && g > 16384 && (uint64_t)n < (uint64_t)g * 8 * ranks) g /= 2;
+    return g;
+}
+
+uint32_t bk_bake_share_count(uint32_t n, uint32_t rank, uint32_t ranks, uint32_t granule)
+{
+    if (ranks <= 1) return n;
+    uint64_t G = granule ? granule : BK_BAKE_GRANULE, count = 0;
+    for (uint64_t g = rank; g * G < n; g += ranks) count += (g + 1) * G < n ? G : n - g * G;
+    return (uint32_t)count;
+}
+
 int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
                    const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
                    char *err, size_t err_size)
@@ -218,12 +233,21 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         uint64_t resident = (uint64_t)ki.blocks_per_sm * (uint64_t)ki.sm_count * (uint64_t)ki.block;
         if (resident > block && resident < (1u << 30)) block = (uint32_t)resident;
     }
-    double work = (double)n * (double)spp, done = 0.0;
+    /* this process's share (bake.h): blocks stop at the end of a granule and skip the others' */
+    const uint32_t ranks = o->ranks > 1 ? o->ranks : 1, rank = o->rank, G = o->granule ? o->granule : BK_BAKE_GRANULE;
+    if (ranks > 1 && rank >= ranks) { zero_join(&zj); free(out); free(sq); return bk_fail(err, err_size, "rank %u of %u", rank, ranks); }
+    double work = (double)bk_bake_share_count(n, rank, ranks, G) * (double)spp, done = 0.0;
     int show = o->progress && isatty(2), lines = o->progress && !show;
     double next_frac = 0.1, next_time = 10.0;
     bk_bake_params p = o->params;
     for (uint32_t begin = 0; begin < n;) {
-        uint32_t end = n - begin > block ? begin + block : n, chunk = 1;
+        uint32_t stop = n;
+        if (ranks > 1) {
+            uint64_t g = begin / G, skip = (rank + ranks - g % ranks) % ranks;
+            if (skip) { begin = (g + skip) * G < n ? (uint32_t)((g + skip) * G) : n; continue; }
+            if ((g + 1) * G < n) stop = (uint32_t)((g + 1) * G);
+        }
+        uint32_t end = stop - begin > block ? begin + block : stop, chunk = 1;
         double per = 0.0;                          /* seconds per sample for this block */
         for (uint32_t s0 = 0; s0 < spp;) {
             p.sample_begin = s0;
@@ -253,6 +277,8 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     float inv = spp ? 1.0f / (float)spp : 0.0f;
     for (uint32_t f0 = 0; f0 < n; f0 += nf) {
         uint32_t f1 = n - f0 > nf ? f0 + nf : n;
+        /* a slice wholly in another's granule is not fetched */
+        if (ranks > 1 && f0 / G == (f1 - 1) / G && !bk_bake_share_has(f0, rank, ranks, G)) continue;
         if (be->i->bake_fetch(be, f0, f1, out, sq, err, err_size)) {
             bk_trace_totals ignore;
             char ignore_err[8];
@@ -261,6 +287,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             return -1;
         }
         for (uint32_t i = f0; i < f1; ++i) {
+            if (ranks > 1 && !bk_bake_share_has(i, rank, ranks, G)) continue;
             const bk_f4 s = out[i - f0];
             uint32_t px = texels[i].pixel;
             if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
