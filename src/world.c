@@ -25,6 +25,8 @@ static struct {
     int  mpi;                  /* ... and joined a job (MPI_Init was called) */
     int  rank, size, local_rank, local_size;
     char host[256];
+    cpu_set_t host_cpus;       /* the cores the job's ranks on this host may run on, together */
+    int  host_cpus_known;
 #if BK_HAVE_MPI
     MPI_Comm comm;             /* a duplicate of MPI_COMM_WORLD: our tags never meet anyone else's */
 #endif
@@ -64,6 +66,12 @@ int bk_world_init(char *err, size_t err_size)
     MPI_Comm_split_type(W.comm, MPI_COMM_TYPE_SHARED, W.rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &W.local_rank);
     MPI_Comm_size(local, &W.local_size);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_ZERO(&W.host_cpus);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
+    MPI_Allreduce(&mine, &W.host_cpus, (int)sizeof mine, MPI_BYTE, MPI_BOR, local);
+    W.host_cpus_known = CPU_COUNT(&W.host_cpus) > 0;
     MPI_Comm_free(&local);
     char name[MPI_MAX_PROCESSOR_NAME];
     int len = 0;
@@ -126,6 +134,13 @@ static void wait_quietly(MPI_Request *rq)
     }
 }
 #endif
+
+int bk_world_take_host_cores(void)
+{
+    if (W.size <= 1 || !W.host_cpus_known || getenv("BK_THREADS")) return bk_world_cpu_threads(0);
+    if (sched_setaffinity(0, sizeof W.host_cpus, &W.host_cpus) != 0) return bk_world_cpu_threads(0);
+    return CPU_COUNT(&W.host_cpus);
+}
 
 int bk_world_agree(int ok, const char *msg, char *out, size_t out_size, int *failed_rank)
 {

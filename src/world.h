@@ -44,8 +44,15 @@ const char *bk_world_host(void);   /* this host's name (MPI_Get_processor_name, 
  * mpirun's --bind-to narrows: OpenMPI binds each of 2 ranks to a core by default). BK_THREADS
  * when set, and the whole machine's count (bk_cpu_threads) in a world of one. */
 int  bk_world_cpu_threads(int shared);
+/* For a rank whose host's other ranks have nothing left to do but wait (they sleep: see
+ * bk_world_agree): widens the calling thread's affinity to every core the job's ranks on this
+ * host may run on together (mpirun bound each to its own), so that threads it starts from now
+ * on may use them all. Returns how many cores that is (BK_THREADS when set). */
+int  bk_world_take_host_cores(void);
 
-/* Collective: every rank says whether it succeeded (ok != 0), and a failed one why (msg). Returns
+/* Collective: every rank says whether it succeeded (ok != 0), and a failed one why (msg); ranks
+ * wait for the others asleep, not spinning (MPI's blocking calls spin), giving their core away.
+ * Returns
  * 0 when every rank succeeded; else -1 on every rank, with *failed_rank the lowest failed rank
  * and out (out_size bytes, may be NULL) its message, prefixed "rank R of N (host): ". */
 int  bk_world_agree(int ok, const char *msg, char *out, size_t out_size, int *failed_rank);
