@@ -78,6 +78,9 @@ int bk_world_init(char *err, size_t err_size)
     if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0) snprintf(W.host, sizeof W.host, "%.*s", len, name);
 #else
     (void)err; (void)err_size;
+    /* every process of the job would bake the whole map and write the same files */
+    if (launched_by_mpi())
+        fprintf(stderr, "baker: started by mpirun, but built without MPI (libopenmpi-dev): each process bakes alone\n");
 #endif
     return 0;
 }
