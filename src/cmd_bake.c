@@ -803,7 +803,7 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
     const unsigned char *p = data;
     for (uint64_t k = k0; k < k0 + m; ++k) {
         uint64_t t = ((uint64_t)rank + (k / G) * j->ranks) * G + k % G;
-        if (t >= j->n || !bk_bake_share_has((uint32_t)t, (uint32_t)rank, j->ranks, j->granule))
+        if (t >= j->n)
             return bk_fail(err, err_size, "rank %d sent more than its share of the %u texels", rank, j->n);
         bk_f4 c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
@@ -829,9 +829,18 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     job->wait_seconds = t1 - t0;
     /* the same command on the same files gives every rank the same atlas: a rank that got another
      * one (another file, another option) would send colours for the wrong texels */
+    /* (FNV-1a over the texel count, the image height, the granule, the bake's parameters and 64
+     * texels spread over the array) */
     uint64_t key = 1469598103934665603ull;
-    const uint64_t facts[8] = { ntx, (uint64_t)img_h, c->p.spp, c->p.bounces, c->p.seed, c->p.mode, G, (uint64_t)c->atlas.size };
-    for (int k = 0; k < 8; ++k) key = (key ^ facts[k]) * 1099511628211ull;
+    const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
+    const unsigned char *b = (const unsigned char *)facts;
+    for (size_t k = 0; k < sizeof facts; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    b = (const unsigned char *)&c->p;
+    for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    for (uint32_t k = 0; ntx && k < 64; ++k) {
+        b = (const unsigned char *)&tx[(uint64_t)ntx * k / 64];
+        for (size_t q = 0; q < sizeof *tx; ++q) key = (key ^ b[q]) * 1099511628211ull;
+    }
     int other = -1;
     if (bk_world_same_u64(key, &other)) {
         job->stopped = 1;
