@@ -1,6 +1,7 @@
 /* cpu_mpi.c - a bake split over the ranks of an mpirun job (world.h) gives the files of a bake in
  * one process, byte for byte: the demo scene on the CPU backend, with and without the denoiser,
- * as PNG and as HDR, over 2 and 3 ranks, triangles and voxels; the summed counters match too.
+ * as PNG and as HDR, over 2 and 3 ranks, triangles and voxels, several pages and a glTF mesh
+ * naming them; the summed counters match too.
  * And a rank that fails stops the job: rank 0 names the failed rank and its error, mpirun exits
  * non-zero, and nothing is written (an existing output keeps its bytes, no temporary file is
  * left). The failures are made with mpirun's MPMD form (`-np 1 baker A : -np 1 baker B`), which
@@ -76,6 +77,37 @@ static void same_as_one(int ranks, const char *scene, const char *ext, const cha
     remove(one); remove(many); remove(s1); remove(s2);
 }
 
+/* Several outputs (--pages auto: NAME-0.png, NAME-1.png; --mesh-out: a glTF naming them), each
+ * written by rank 0 alone, into two folders, compared file by file. */
+static void pages_same_as_one(void)
+{
+    char a[512], b[512], cmd[8192], err[4096];
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    BK_EXPECT(mkdir(a, 0700) == 0 && mkdir(b, 0700) == 0);
+    const char *args = "--pages auto --size 128 --texels-per-voxel 1 --spp 4 --backend cpu --quiet";
+    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", BK_BAKER, BK_SOURCE_DIR, a, a, args);
+    int rc = run(cmd, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s: exit %d: %s", cmd, rc, err);
+    snprintf(cmd, sizeof cmd, "%s -np 2 '%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", mpirun, BK_BAKER, BK_SOURCE_DIR,
+             b, b, args);
+    rc = run(cmd, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s: exit %d: %s", cmd, rc, err);
+    const char *files[] = { "p-0.png", "p-1.png", "m.gltf" };
+    for (int k = 0; k < 3; ++k) {
+        char fa[600], fb[600];
+        snprintf(fa, sizeof fa, "%s/%s", a, files[k]);
+        snprintf(fb, sizeof fb, "%s/%s", b, files[k]);
+        BK_EXPECTF(access(fa, R_OK) == 0, "one process wrote no %s", fa);
+        BK_EXPECTF(same_file(fa, fb), "--pages auto --mesh-out: %s differs between 2 ranks and one process", files[k]);
+    }
+    BK_EXPECTF(bk_test_count_files(a) == 3 && bk_test_count_files(b) == 3, "%d and %d files, expected 3 each", bk_test_count_files(a),
+               bk_test_count_files(b));
+    printf("2 ranks, cornell.vox %s -> 2 pages and a glTF: identical\n", args);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s, %s\n", a, b);
+}
+
 /* A job whose rank 0 runs args0 and rank 1 args1 (scene and options after BK_BAKER) must fail,
  * with want in rank 0's message, and leave out.png as it was. */
 static void job_fails(const char *what, const char *args0, const char *args1, const char *want)
@@ -119,6 +151,7 @@ int main(void)
     same_as_one(2, "cornell.obj", ".hdr", "--size 256 --spp 16 --denoise on");
     same_as_one(3, "cornell.obj", ".hdr", "--size 256 --spp 8 --mode ao");
     same_as_one(2, "cornell.vox", ".png", "--size 192 --spp 8 --texels-per-voxel 1 --denoise off");
+    pages_same_as_one();
 
     char good[1024], missing[1024], tight[1024], other[1024];
     snprintf(good, sizeof good, "'%s/scenes/cornell.obj' --size 128 --spp 4", BK_SOURCE_DIR);
