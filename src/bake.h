@@ -52,8 +52,9 @@ typedef struct bk_bake_run_opts {
                                        variance are then not written (rgb may be NULL) */
     /* A share of the bake (several processes of an mpirun job, world.h): the texels are cut into
      * granules of `granule` texels (0: BK_BAKE_GRANULE), and only granules g with
-     * g % ranks == rank are baked; the other texels are left alone (their rgb, variance,
-     * texel_col and coverage untouched, not counted in the result). ranks 0 or 1: all of them.
+     * g % ranks == rank are baked; the other texels are left alone (their texel_col and
+     * coverage untouched, their pixels of rgb and variance 0 as the zeroed image has them, not
+     * counted in the result). ranks 0 or 1: all of them.
      * A texel's result never depends on the split (random numbers are keyed on texel and
      * sample, and a block of texels never crosses a granule). */
     uint32_t       rank, ranks, granule;
