@@ -175,6 +175,21 @@ static void zero_join(zero_job *j)
         if (j->s[i].started) { pthread_join(j->s[i].th, NULL); j->s[i].started = 0; }
 }
 
+uint32_t bk_bake_granule(uint32_t n, uint32_t ranks)
+{
+    uint32_t g = BK_BAKE_GRANULE;
+    while (ranks > 1 && g > 16384 && (uint64_t)n < (uint64_t)g * 8 * ranks) g /= 2;
+    return g;
+}
+
+uint32_t bk_bake_share_count(uint32_t n, uint32_t rank, uint32_t ranks, uint32_t granule)
+{
+    if (ranks <= 1) return n;
+    uint64_t G = granule ? granule : BK_BAKE_GRANULE, count = 0;
+    for (uint64_t g = rank; g * G < n; g += ranks) count += (g + 1) * G < n ? G : n - g * G;
+    return (uint32_t)count;
+}
+
 /* A bake on one or several devices (bk_bake_texels). The devices share the hand-out of blocks
  * and the progress; each has its own block size and launch pacing. */
 typedef struct bake_range { uint32_t begin, end; int dev; } bake_range;
@@ -184,6 +199,7 @@ typedef struct bake_share {
     const bk_texel         *texels;
     uint32_t                n;
     const bk_bake_run_opts *o;
+    uint32_t                rank, ranks, G;   /* this process's share (bake.h): granules of G */
     pthread_mutex_t         lock;        /* everything below */
     uint32_t                next;        /* the first texel not yet handed out */
     bake_range             *ranges;      /* blocks handed out, in texel order */
@@ -213,6 +229,11 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
 {
     int rc = -1;
     pthread_mutex_lock(&S->lock);
+    /* this process's share: skip to the next granule of its own */
+    if (S->ranks > 1 && S->next < S->n) {
+        uint64_t g = S->next / S->G, skip = (S->rank + S->ranks - g % S->ranks) % S->ranks;
+        if (skip) S->next = (g + skip) * S->G < S->n ? (uint32_t)((g + skip) * S->G) : S->n;
+    }
     if (!S->failed && S->next < S->n) {
         if (S->nranges == S->cap) {
             uint32_t cap = S->cap ? 2 * S->cap : 64;
@@ -220,8 +241,11 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
             if (!r) { S->failed = 1; pthread_mutex_unlock(&S->lock); return -1; }
             S->ranges = r; S->cap = cap;
         }
+        /* blocks stop at the end of a granule */
+        uint32_t stop = S->n;
+        if (S->ranks > 1 && ((uint64_t)S->next / S->G + 1) * S->G < S->n) stop = (uint32_t)(((uint64_t)S->next / S->G + 1) * S->G);
         *b = S->next;
-        *e = S->n - S->next > want ? S->next + want : S->n;
+        *e = stop - S->next > want ? S->next + want : stop;
         S->next = *e;
         bake_range *r = &S->ranges[S->nranges++];
         r->begin = *b; r->end = *e; r->dev = k;
@@ -331,8 +355,13 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     bake_share S;
     memset(&S, 0, sizeof S);
     S.v = v; S.texels = texels; S.n = n; S.o = o; S.res = res;
+    S.ranks = o->ranks > 1 ? o->ranks : 1; S.rank = o->rank; S.G = o->granule ? o->granule : BK_BAKE_GRANULE;
+    if (S.ranks > 1 && S.rank >= S.ranks) {
+        zero_join(&zj); free(out); free(sq); free(dv);
+        return bk_fail(err, err_size, "rank %u of %u", S.rank, S.ranks);
+    }
     pthread_mutex_init(&S.lock, NULL);
-    S.work = (double)n * (double)o->params.spp;
+    S.work = (double)bk_bake_share_count(n, S.rank, S.ranks, S.G) * (double)o->params.spp;
     S.t0 = t0;
     S.show = o->progress && isatty(2);
     S.lines = o->progress && !S.show;
@@ -377,6 +406,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         }
         if (rc) break;
         for (uint32_t i = f0; i < f1; ++i) {
+            if (S.ranks > 1 && !bk_bake_share_has(i, S.rank, S.ranks, S.G)) continue;   /* another process's texel */
             const bk_f4 s = out[i - f0];
             uint32_t px = texels[i].pixel;
             if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */

@@ -50,6 +50,14 @@ typedef struct bk_bake_run_opts {
                                        the variance of its mean luminance (as variance; all 0 for a
                                        texel inside geometry) instead of the image: rgb and
                                        variance are then not written (rgb may be NULL) */
+    /* A share of the bake (several processes of an mpirun job, world.h): the texels are cut into
+     * granules of `granule` texels (0: BK_BAKE_GRANULE), and only granules g with
+     * g % ranks == rank are baked; the other texels are left alone (their texel_col and
+     * coverage untouched, their pixels of rgb and variance 0 as the zeroed image has them, not
+     * counted in the result). ranks 0 or 1: all of them.
+     * A texel's result never depends on the split (random numbers are keyed on texel and
+     * sample, and a block of texels never crosses a granule). */
+    uint32_t       rank, ranks, granule;
 } bk_bake_run_opts;
 
 /* One device's share of a bake on several (--devices; bk_bake_result.dev). */
@@ -60,6 +68,23 @@ typedef struct bk_bake_device {
     uint32_t blocks;                /* blocks of texels it took */
     double   busy_seconds;          /* its time in bake launches (a GPU's: kernel time) */
 } bk_bake_device;
+
+/* The largest granule (bk_bake_granule): what the capped CUDA bake kernel holds at once on an
+ * H100 (262144 texels), so a granule never cuts a GPU's block short. */
+#define BK_BAKE_GRANULE (1u << 18)
+
+/* The granule for n texels over ranks processes: BK_BAKE_GRANULE, halved (down to 16384, the
+ * fetch slice) until every rank gets at least 8 granules, so that a static interleave evens out
+ * the texels' different costs. The same on every rank (it depends on n and ranks only). */
+uint32_t bk_bake_granule(uint32_t n, uint32_t ranks);
+
+/* 1 when texel i belongs to rank's share (bk_bake_run_opts: rank, ranks, granule). */
+static inline int bk_bake_share_has(uint32_t i, uint32_t rank, uint32_t ranks, uint32_t granule)
+{
+    return ranks <= 1 || (i / (granule ? granule : BK_BAKE_GRANULE)) % ranks == rank;
+}
+/* The number of texels of [0, n) in rank's share. */
+uint32_t bk_bake_share_count(uint32_t n, uint32_t rank, uint32_t ranks, uint32_t granule);
 
 typedef struct bk_bake_result {
     bk_trace_totals totals;         /* rays, nodes...: the sums over the devices; seconds = time

@@ -21,11 +21,13 @@
 #include "util.h"
 #include "voxmesh.h"
 #include "gltf.h"
+#include "world.h"
 
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +121,24 @@ const char bk_bake_usage[] =
     "  baker chr_knight.vox -o knight.png --texels-per-voxel 4 --mesh-out knight.obj\n"
     "  baker level.obj props.vox -o lm.png --texels-per-unit 2 --pages auto\n";
 
+/* Every error of the bake goes through here: one line on stderr, kept for the job's agreement
+ * (world.h) when several processes bake together. In such a job only rank 0 prints: another
+ * rank's error reaches it through bk_world_agree and is printed once, naming the rank. */
+static char bake_last_error[1024];
+static int  bake_error_quiet;           /* a rank other than 0 of a job */
+
+static void bake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bake_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(bake_last_error, sizeof bake_last_error, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(bake_last_error);
+    while (len && bake_last_error[len - 1] == '\n') bake_last_error[--len] = 0;
+    if (!bake_error_quiet) fprintf(stderr, "baker: %s\n", bake_last_error);
+}
+
 /* Parses n comma-separated floats of option opt into out. */
 static int parse_floats(const char *opt, const char *val, int n, float *out)
 {
@@ -128,7 +148,7 @@ static int parse_floats(const char *opt, const char *val, int n, float *out)
         errno = 0;
         double d = strtod(p, &end);
         if (end == p || errno || !isfinite(d) || (i + 1 < n ? *end != ',' : *end != 0)) {
-            fprintf(stderr, "baker: %s: expected %d comma-separated numbers, got '%s'\n", opt, n, val);
+            bake_error("%s: expected %d comma-separated numbers, got '%s'\n", opt, n, val);
             return -1;
         }
         out[i] = (float)d;
@@ -144,6 +164,7 @@ typedef struct bake_cli {
     char          scene_label[1024];
     const char   *out, *mesh_out, *stats;
     int           texels_per_voxel, pages_auto;
+    int           writer;        /* this process writes the outputs: a lone one, or rank 0 of a job */
     bk_cli_trace  t;
     bk_atlas_opts atlas;
     bk_bake_params p;
@@ -159,6 +180,20 @@ typedef struct bake_cli {
     int          *devices;       /* --devices LIST, ndevices of them; NULL: all */
     int           ndevices;
 } bake_cli;
+
+/* A job of several processes (world.h: mpirun), as the bake sees it. Its ranks make the same
+ * collective calls in the same order: two agreements (job_agree: after the bake, before the
+ * gather; at the end, once rank 0 has written), unless one fails, when every rank stops. A rank
+ * that fails anywhere else makes the agreement it was heading for as a failure (bk_cmd_bake). */
+typedef struct bake_job {
+    int      rank, size;     /* size 1: a lone process */
+    int      stopped;        /* no agreement is left to make: one failed, or the last one passed */
+    uint32_t granule;        /* texels per granule of the split (bake.h) */
+    uint64_t gather_bytes;   /* what rank 0 received */
+    double   wait_seconds;   /* in the agreement after the bake: for the slowest rank */
+    double   gather_seconds; /* the check, the counters' sums and the gather */
+    int      own_threads;    /* the threads are the job's choice (no --threads) */
+} bake_job;
 
 /* The phases of a bake, in order; every second of the command from its start to the stats
  * belongs to one of them (`baker bench bake` reports the wall time no phase accounts for):
@@ -185,12 +220,12 @@ static int parse_devices(const char *v, int **out, int *n)
     int cap = 1;
     for (const char *q = v; *q; ++q) cap += *q == ',';
     int *d = malloc(sizeof(int) * (size_t)cap), k = 0;
-    if (!d) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+    if (!d) { bake_error("out of memory\n"); return -1; }
     for (const char *q = v;;) {
         char *end;
         long x = strtol(q, &end, 10);
         if (end == q || x < 0 || x >= BK_BAKE_MAX_DEVICES || (*end && *end != ',')) {
-            fprintf(stderr, "baker: --devices: expected all or a comma list of device numbers (0,1,...), got '%s'\n", v);
+            bake_error("--devices: expected all or a comma list of device numbers (0,1,...), got '%s'\n", v);
             free(d);
             return -1;
         }
@@ -206,7 +241,7 @@ static int parse(bake_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
     c->scenes = malloc(sizeof(char *) * (size_t)(argc + 1));
-    if (!c->scenes) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+    if (!c->scenes) { bake_error("out of memory\n"); return -1; }
     c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
     bk_atlas_opts_default(&c->atlas);
@@ -220,7 +255,7 @@ static int parse(bake_cli *c, int argc, char **argv)
         int r = bk_cli_trace_option(&c->t, argc, argv, &i);
         if (r < 0) return -1;
         if (r > 0) {
-            if (!strcmp(a, "--any-hit")) { fprintf(stderr, "baker: --any-hit is an option of baker trace\n"); return -1; }
+            if (!strcmp(a, "--any-hit")) { bake_error("--any-hit is an option of baker trace\n"); return -1; }
             continue;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) { if (bk_cli_value(argc, argv, &i, &c->out)) return -1; }
@@ -231,13 +266,13 @@ static int parse(bake_cli *c, int argc, char **argv)
             c->atlas.size = (int)u;
         } else if (!strcmp(a, "--texels-per-unit")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
-            if (!(c->atlas.texels_per_unit > 0)) { fprintf(stderr, "baker: --texels-per-unit must be positive\n"); return -1; }
+            if (!(c->atlas.texels_per_unit > 0)) { bake_error("--texels-per-unit must be positive\n"); return -1; }
         } else if (!strcmp(a, "--object-scale")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             const char *eq = strrchr(v, '=');
             float f = 0;
             if (!eq || eq == v || parse_floats(a, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
-                fprintf(stderr, "baker: --object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
+                bake_error("--object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
                 return -1;
             }
             const char **np = realloc(c->oscale_pat, sizeof(char *) * (size_t)(c->noscale + 1));
@@ -245,7 +280,7 @@ static int parse(bake_cli *c, int argc, char **argv)
             float *nf = np ? realloc(c->oscale_f, sizeof(float) * (size_t)(c->noscale + 1)) : NULL;
             char *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
             if (nf) c->oscale_f = nf;
-            if (!pat) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+            if (!pat) { bake_error("out of memory\n"); return -1; }
             memcpy(pat, v, (size_t)(eq - v));
             pat[eq - v] = 0;
             c->oscale_pat[c->noscale] = pat;
@@ -258,7 +293,7 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "auto")) c->pages_auto = 1;
             else if (!strcmp(v, "1")) c->pages_auto = 0;
-            else { fprintf(stderr, "baker: --pages: expected 1 or auto, got '%s'\n", v); return -1; }
+            else { bake_error("--pages: expected 1 or auto, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--padding")) {
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 2, 64, &u)) return -1;
             c->atlas.padding = (int)u;
@@ -266,12 +301,12 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "auto")) c->atlas.uv_from_file = 0;
             else if (!strcmp(v, "file")) c->atlas.uv_from_file = 1;
-            else { fprintf(stderr, "baker: --uv: expected auto or file, got '%s'\n", v); return -1; }
+            else { bake_error("--uv: expected auto or file, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--mode")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "light")) c->p.mode = BK_BAKE_LIGHT;
             else if (!strcmp(v, "ao")) c->p.mode = BK_BAKE_AO;
-            else { fprintf(stderr, "baker: --mode: expected light or ao, got '%s'\n", v); return -1; }
+            else { bake_error("--mode: expected light or ao, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--spp")) {
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &u)) return -1;
             c->p.spp = (uint32_t)u;
@@ -286,7 +321,7 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 7, f)) return -1;
             float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
             if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
-                fprintf(stderr, "baker: --sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
+                bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
                 return -1;
             }
             for (int k = 0; k < 3; ++k) { c->p.sun_dir[k] = f[k] / l; c->p.sun_color[k] = f[3 + k]; }
@@ -295,7 +330,7 @@ static int parse(bake_cli *c, int argc, char **argv)
             float f[6];
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 6, f)) return -1;
             float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
-            if (!np) { fprintf(stderr, "baker: out of memory\n"); return -1; }
+            if (!np) { bake_error("out of memory\n"); return -1; }
             c->points = np;
             memcpy(c->points + 6 * c->point_count++, f, sizeof f);
         } else if (!strcmp(a, "--sky")) {
@@ -303,36 +338,36 @@ static int parse(bake_cli *c, int argc, char **argv)
             c->sky_given = 1;
         } else if (!strcmp(a, "--ao-distance")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->p.ao_distance)) return -1;
-            if (!(c->p.ao_distance > 0)) { fprintf(stderr, "baker: --ao-distance must be positive\n"); return -1; }
+            if (!(c->p.ao_distance > 0)) { bake_error("--ao-distance must be positive\n"); return -1; }
             c->ao_given = 1;
         } else if (!strcmp(a, "--exposure")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "auto")) { c->exposure_auto = 1; continue; }
             if (parse_floats(a, v, 1, &c->exposure)) return -1;
-            if (!(c->exposure >= 0)) { fprintf(stderr, "baker: --exposure must be >= 0\n"); return -1; }
+            if (!(c->exposure >= 0)) { bake_error("--exposure must be >= 0\n"); return -1; }
         } else if (!strcmp(a, "--bin-rays")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "on")) c->bin_rays = 1;
             else if (!strcmp(v, "off")) c->bin_rays = 0;
-            else { fprintf(stderr, "baker: --bin-rays: expected on or off, got '%s'\n", v); return -1; }
+            else { bake_error("--bin-rays: expected on or off, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--denoise")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "on")) c->denoise = 1;
             else if (!strcmp(v, "off")) c->denoise = 0;
-            else { fprintf(stderr, "baker: --denoise: expected on or off, got '%s'\n", v); return -1; }
+            else { bake_error("--denoise: expected on or off, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--denoise-passes")) {
             float f;
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &f)) return -1;
-            if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { fprintf(stderr, "baker: --denoise-passes must be an integer in 0..10\n"); return -1; }
+            if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { bake_error("--denoise-passes must be an integer in 0..10\n"); return -1; }
             c->dn.passes = (int)f;
         } else if (!strcmp(a, "--denoise-sigma")) {
             float f[3];
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 3, f)) return -1;
-            if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { fprintf(stderr, "baker: --denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
+            if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { bake_error("--denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
             c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
         } else if (!strcmp(a, "--max-memory")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_memory_gb)) return -1;
-            if (!(c->max_memory_gb > 0)) { fprintf(stderr, "baker: --max-memory must be a positive number of GB\n"); return -1; }
+            if (!(c->max_memory_gb > 0)) { bake_error("--max-memory must be a positive number of GB\n"); return -1; }
         } else if (!strcmp(a, "--devices")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             free(c->devices);
@@ -340,15 +375,15 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (strcmp(v, "all") && parse_devices(v, &c->devices, &c->ndevices)) return -1;
         } else if (!strcmp(a, "--max-launch-ms")) {
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
-            if (!(c->max_launch_ms > 0)) { fprintf(stderr, "baker: --max-launch-ms must be positive\n"); return -1; }
+            if (!(c->max_launch_ms > 0)) { bake_error("--max-launch-ms must be positive\n"); return -1; }
         } else if (a[0] == '-') {
-            fprintf(stderr, "baker: unknown option '%s' (baker --help lists them)\n", a);
+            bake_error("unknown option '%s' (baker --help lists them)\n", a);
             return -1;
         } else {
             c->scenes[c->nscenes++] = a;
         }
     }
-    if (!c->nscenes) { fprintf(stderr, "baker: no SCENE given\n"); return -1; }
+    if (!c->nscenes) { bake_error("no SCENE given\n"); return -1; }
     /* messages name the scene, or the scenes joined by " + " */
     size_t len = 0;
     c->scene_label[0] = 0;
@@ -358,18 +393,18 @@ static int parse(bake_cli *c, int argc, char **argv)
         len += (size_t)n;
     }
     c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;
-    if (!c->out) { fprintf(stderr, "baker: no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
+    if (!c->out) { bake_error("no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
     char terr[1024];
     if (bk_image_type_check("-o", c->out, terr, sizeof terr)) {
-        fprintf(stderr, "baker: %s\n", terr);
+        bake_error("%s\n", terr);
         return -1;
     }
     if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj") && !bk_gltf_path(c->mesh_out)) {
-        fprintf(stderr, "baker: --mesh-out %s: the mesh is written as a .obj, .gltf or .glb file\n", c->mesh_out);
+        bake_error("--mesh-out %s: the mesh is written as a .obj, .gltf or .glb file\n", c->mesh_out);
         return -1;
     }
     if (c->pages_auto && c->atlas.uv_from_file) {
-        fprintf(stderr, "baker: --pages auto: --uv file bakes the file's own UVs, which are one page\n");
+        bake_error("--pages auto: --uv file bakes the file's own UVs, which are one page\n");
         return -1;
     }
     c->atlas.scene_path = c->scene;
@@ -555,7 +590,8 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
                              char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT], const char *backend,
-                             double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn)
+                             double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
+                             const bake_job *job)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -591,6 +627,10 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
         fprintf(f, "%s{ \"device\": %d, \"texels\": %llu, \"blocks\": %u, \"rays\": %llu, \"busy_seconds\": %.6f }", k ? ", " : "",
                 k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks, (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
     fputs("] },\n", f);
+    fprintf(f, "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
+               "\"gather_seconds\": %.6f },\n",
+            job->size, job->size > 1 ? job->granule : texels, job->wait_seconds, (unsigned long long)job->gather_bytes,
+            job->gather_seconds);
     fprintf(f, "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
                "\"filter_seconds\": %.6f, \"prep_seconds\": %.6f, \"backend_seconds\": %.6f, \"finish_seconds\": %.6f, "
                "\"texels\": %llu, \"charts\": %u },\n",
@@ -618,11 +658,13 @@ static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3], const char 
     char err[1024];
     int r = 0;
     for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
-    if (!r && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0) r = 0;
-    if (!r && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
+    /* another rank of a job writes nothing: it neither checks nor probes the outputs (their folder
+     * may exist only where rank 0 runs) */
+    if (!r && c->writer && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0) r = 0;
+    if (!r && c->writer && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
     if (!r && c->stats && (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0) r = 0;
     if (!r) return 0;
-    fprintf(stderr, "baker: %s\n", err);
+    bake_error("%s\n", err);
     return r == BK_OUT_CLASH ? 2 : 1;
 }
 
@@ -663,7 +705,7 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
     int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
-        fprintf(stderr, "baker: a %dx%d atlas (%llu texels) needs about %.1f GB of %s memory, %.1f GB "
+        bake_error("a %dx%d atlas (%llu texels) needs about %.1f GB of %s memory, %.1f GB "
                         "%s: bake a smaller atlas (--size, --texels-per-unit)%s\n",
                 at->width, at->height, (unsigned long long)at->covered, gb(host_bad ? est[0] : est[1]),
                 host_bad ? "host" : "GPU", gb(host_bad ? avail : dfree),
@@ -686,8 +728,10 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
  * first touches the backend. */
 typedef struct be_start {
     const char          *name;
-    const int           *devices;   /* --devices, ndevices of them; NULL: all the backend has */
-    int                  ndevices;
+    const int           *devices;   /* --devices, ndevices of them; NULL: all the backend has, or
+                                       in a job, this rank's share of the host's (local_rank of
+                                       local_size ranks on the host) */
+    int                  ndevices, local_rank, local_size;
     const bk_trace_opts *opts;
     pthread_mutex_t      lock;
     pthread_cond_t       cv;
@@ -710,11 +754,15 @@ static void *be_start_run(void *arg)
     if (b->devices) {
         be = bk_backend_init_devices(b->name, b->devices, b->ndevices, b->note, sizeof b->note);
     } else {
-        /* all the devices there are (the CPU: one); a GPU machine's each */
-        int n = bk_backend_device_count(b->name), all[BK_BAKE_MAX_DEVICES];
+        /* all the devices there are (the CPU: one); in a job of several ranks on this host, the
+         * ones numbered local_rank modulo local_size, or device local_rank modulo the count */
+        int n = bk_backend_device_count(b->name), all[BK_BAKE_MAX_DEVICES], m = 0;
         if (n > BK_BAKE_MAX_DEVICES) n = BK_BAKE_MAX_DEVICES;
-        for (int k = 0; k < n; ++k) all[k] = k;
-        be = n > 1 ? bk_backend_init_devices(b->name, all, n, b->note, sizeof b->note) : bk_backend_init(b->name, b->note, sizeof b->note);
+        for (int k = 0; k < n; ++k)
+            if (b->local_size <= 1 || k % b->local_size == b->local_rank) all[m++] = k;
+        if (!m && n > 0) all[m++] = b->local_rank % n;
+        be = m > 1 || (m == 1 && all[0] != 0) ? bk_backend_init_devices(b->name, all, m, b->note, sizeof b->note)
+                                              : bk_backend_init(b->name, b->note, sizeof b->note);
     }
     int ok = be != NULL;
     if (!be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; }
@@ -729,10 +777,12 @@ static void *be_start_run(void *arg)
     return NULL;
 }
 
-static void be_start_begin(be_start *b, const char *name, const int *devices, int ndevices, const bk_trace_opts *opts)
+static void be_start_begin(be_start *b, const char *name, const int *devices, int ndevices, int local_rank, int local_size,
+                           const bk_trace_opts *opts)
 {
     memset(b, 0, sizeof *b);
     b->name = name; b->opts = opts; b->devices = devices; b->ndevices = ndevices;
+    b->local_rank = local_rank; b->local_size = local_size;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cv, NULL);
     b->running = pthread_create(&b->th, NULL, be_start_run, b) == 0;
@@ -776,7 +826,121 @@ static bk_backend *be_start_finish(be_start *b, double *start_wait, double *uplo
     return b->be;
 }
 
-int bk_cmd_bake(int argc, char **argv)
+/* One agreement of a job (bake_job): 0 when every rank succeeded; else -1 on every rank, and rank
+ * 0 prints the lowest failed rank's error (its own error it printed already). last: no agreement
+ * follows this one. */
+static int job_agree(bake_job *job, int ok, int last)
+{
+    char msg[1600];
+    int who = -1;
+    if (bk_world_agree(ok, bake_last_error, msg, sizeof msg, &who) == 0) {
+        if (last) job->stopped = 1;
+        return 0;
+    }
+    job->stopped = 1;
+    if (job->rank == 0 && who != 0) fprintf(stderr, "baker: %s; the job stops, nothing was written\n", msg);
+    return -1;
+}
+
+/* What rank 0 unpacks (job_unpack): the other ranks' texel colours, in the order of their shares. */
+typedef struct job_recv {
+    bk_f4          *tcol;
+    uint8_t        *cov;
+    const bk_texel *tx;
+    uint32_t        n, ranks, granule;
+} job_recv;
+
+/* A piece of rank r's share: its k-th texel is texel (r + (k / G) ranks) G + k % G; a colour with
+ * w < 0 (a variance never is) marks a texel found inside geometry, as the bake left it: colour 0
+ * and its pixel's coverage cleared. */
+static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
+{
+    job_recv *j = ctx;
+    if (rank == 0) return 0;                         /* rank 0's share is in place */
+    if (offset % sizeof(bk_f4) || bytes % sizeof(bk_f4)) return bk_fail(err, err_size, "rank %d sent a piece of %zu bytes", rank, bytes);
+    const uint64_t G = j->granule, k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4);
+    const unsigned char *p = data;
+    for (uint64_t k = k0; k < k0 + m; ++k) {
+        uint64_t t = ((uint64_t)rank + (k / G) * j->ranks) * G + k % G;
+        if (t >= j->n)
+            return bk_fail(err, err_size, "rank %d sent more than its share of the %u texels", rank, j->n);
+        bk_f4 c;
+        memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
+        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[j->tx[t].pixel] = 0; }
+        j->tcol[t] = c;
+    }
+    return 0;
+}
+
+/* The end of a job's bake, on every rank: the agreement that every rank baked its share; a check
+ * that they baked the same thing; the counters summed (the seconds: the longest rank's); then the
+ * other ranks' shares to rank 0, into tcol and cov, as if it had baked every texel itself. */
+static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint32_t ntx, int img_h, uint8_t *cov, bk_f4 *tcol,
+                     bk_bake_result *res)
+{
+    const double t0 = bk_time_now();
+    const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
+    uint32_t own = rank ? bk_bake_share_count(ntx, rank, ranks, G) : 0;
+    bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
+    if (own && !send) bake_error("out of memory for the colours of %u texels to send to rank 0", own);
+    if (job_agree(job, !own || send, 0)) { free(send); return -1; }
+    const double t1 = bk_time_now();
+    job->wait_seconds = t1 - t0;
+    /* the same command on the same files gives every rank the same atlas: a rank that got another
+     * one (another file, another option) would send colours for the wrong texels */
+    /* (FNV-1a over the texel count, the image height, the granule, the bake's parameters and 64
+     * texels spread over the array) */
+    uint64_t key = 1469598103934665603ull;
+    const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
+    const unsigned char *b = (const unsigned char *)facts;
+    for (size_t k = 0; k < sizeof facts; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    b = (const unsigned char *)&c->p;
+    for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    for (uint32_t k = 0; ntx && k < 64; ++k) {
+        b = (const unsigned char *)&tx[(uint64_t)ntx * k / 64];
+        for (size_t q = 0; q < sizeof *tx; ++q) key = (key ^ b[q]) * 1099511628211ull;
+    }
+    int other = -1;
+    if (bk_world_same_u64(key, &other)) {
+        job->stopped = 1;
+        if (rank == 0)
+            fprintf(stderr, "baker: rank %d of %d has another atlas or other options than rank 0 (%u texels, %u spp here): every rank "
+                            "must run the same command on the same files; the job stops, nothing was written\n", other, job->size, ntx,
+                    c->p.spp);
+        free(send);
+        return -1;
+    }
+    uint64_t u[7] = { res->totals.rays, res->totals.nodes, res->totals.tris, res->totals.restarts, res->totals.spills, res->launches,
+                      res->invalid };
+    bk_world_sum_u64(u, 7);
+    res->totals.rays = u[0]; res->totals.nodes = u[1]; res->totals.tris = u[2]; res->totals.restarts = u[3];
+    res->totals.spills = u[4]; res->launches = (uint32_t)u[5]; res->invalid = (uint32_t)u[6];
+    double d[4] = { res->totals.seconds, res->totals.upload_seconds, res->longest_launch_ms, res->wall_seconds };
+    bk_world_max_f64(d, 4);
+    res->totals.seconds = d[0]; res->totals.upload_seconds = d[1]; res->longest_launch_ms = d[2]; res->wall_seconds = d[3];
+    /* the share, packed: granule after granule; inside geometry marked by w = -1 (a texel has
+     * one pixel of its own, cleared in cov by the bake when it was found inside) */
+    uint64_t k = 0;
+    for (uint64_t g = rank; rank && g * G < ntx; g += ranks)
+        for (uint64_t t = g * G; t < ntx && t < (g + 1) * G; ++t) {
+            bk_f4 v = tcol[t];
+            if (!cov[tx[t].pixel]) v.w = -1.0f;
+            send[k++] = v;
+        }
+    BK_CHECK(k == own);
+    job_recv jr;
+    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
+    char err[1024];
+    err[0] = 0;
+    int rc = bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, job_unpack, &jr, err, sizeof err);
+    free(send);
+    if (rc) { bake_error("%s", err); return -1; }
+    if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - bk_bake_share_count(ntx, 0, ranks, G));
+    job->gather_seconds = bk_time_now() - t1;
+    return 0;
+}
+
+static int bake_run(int argc, char **argv, bake_job *job)
 {
     double t_start = bk_time_now();
     bake_cli c;
@@ -788,17 +952,31 @@ int bk_cmd_bake(int argc, char **argv)
     if (!args) return 1;
     for (int i = 0; i < argc; ++i) {
         if (!strcmp(argv[i], "--stats")) {
-            if (i + 1 >= argc) { fprintf(stderr, "baker: --stats needs a FILE.json (or - for standard output)\n"); free(args); return 2; }
+            if (i + 1 >= argc) { bake_error("--stats needs a FILE.json (or - for standard output)\n"); free(args); return 2; }
             stats_path = argv[++i];
             continue;
         }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf(bk_bake_usage, bk_cli_trace_help); free(args); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            if (job->rank == 0) printf(bk_bake_usage, bk_cli_trace_help);
+            free(args);
+            return 0;
+        }
         args[nargs++] = argv[i];
     }
     int pr = parse(&c, nargs, args);
     free(args);
     if (pr) { free(c.points); free(c.scenes); free(c.devices); return 2; }
     c.stats = stats_path;
+    /* a job (world.h): every rank bakes its share of the texels; rank 0 alone writes and speaks */
+    c.writer = job->rank == 0;
+    if (!c.writer) { c.quiet = 1; c.stats = NULL; }
+    if (job->size > 1 && c.t.opts.threads == 0) {
+        /* the ranks of a host share its cores (or the cores mpirun bound each to): no more
+         * threads than that, in the bake and in the host phases */
+        c.t.opts.threads = bk_world_cpu_threads(1);
+        bk_pool_set_threads(c.t.opts.threads);
+        job->own_threads = 1;
+    }
     /* with --stats - the JSON owns standard output and the summary goes to stderr */
     FILE *say = c.stats && !strcmp(c.stats, "-") ? stderr : stdout;
 
@@ -806,7 +984,7 @@ int bk_cmd_bake(int argc, char **argv)
     bk_outputs_init(&io);
     int out_idx[3] = { -1, -1, -1 }, mtl_idx = -1, *page_idx = NULL;
     char **page_names = NULL, *mtl_path = NULL, *page0 = c.pages_auto ? page_name(c.out, 0) : NULL;
-    if (c.pages_auto && !page0) { fprintf(stderr, "baker: out of memory\n"); free(c.points); free(c.scenes); free(c.devices); return 1; }
+    if (c.pages_auto && !page0) { bake_error("out of memory\n"); free(c.points); free(c.scenes); free(c.devices); return 1; }
     int rc = plan_files(&c, &io, out_idx, page0);
     if (rc) { free(c.points); free(c.scenes); free(c.devices); free(page0); bk_outputs_free(&io); return rc; }
     rc = 1;
@@ -843,19 +1021,21 @@ int bk_cmd_bake(int argc, char **argv)
      * building and the atlas did not hide. */
     bk_backend *be = NULL;
     be_start bs;
-    be_start_begin(&bs, c.t.backend, c.devices, c.ndevices, &c.t.opts);
+    /* In a job each rank takes its own GPUs by default: those whose number modulo the host's
+     * ranks is its local rank (world.h), or one of them when there are more ranks than GPUs. */
+    be_start_begin(&bs, c.t.backend, c.devices, c.ndevices, bk_world_local_rank(), bk_world_local_size(), &c.t.opts);
 
     t0 = bk_time_now();
     ph[PH_STARTUP] = t0 - t_start;
     for (int k = 0; k < c.nscenes; ++k) {
         bk_scene *dst = k == 0 ? &s : &one;
-        if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { bake_error("%s\n", err); goto done; }
         int r = bk_outputs_scene_inputs(&io, dst, err, sizeof err);
-        if (r) { fprintf(stderr, "baker: %s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
+        if (r) { bake_error("%s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
         if (k == 0) continue;
         r = bk_scene_append(&s, &one, err, sizeof err);
         bk_scene_free(&one);
-        if (r) { fprintf(stderr, "baker: %s: %s\n", c.scenes[k], err); goto done; }
+        if (r) { bake_error("%s: %s\n", c.scenes[k], err); goto done; }
     }
     /* The surface the atlas, the texels, the bake data and --mesh-out use: the scene's own
      * triangles, then two per merged quad of visible voxel faces (voxmesh.h). */
@@ -863,13 +1043,13 @@ int bk_cmd_bake(int argc, char **argv)
     int has_vox = s.vox_instance_count > 0;
     if (has_vox) {
         if (c.atlas.uv_from_file) {
-            fprintf(stderr, "baker: %s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c.scene);
+            bake_error("%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c.scene);
             goto done;
         }
-        if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+        if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { bake_error("%s: %s\n", c.scene, err); goto done; }
         surf = &vm.scene;
         if (!(rects = bk_voxmesh_rects(&vm, c.texels_per_voxel, &c.atlas))) {
-            fprintf(stderr, "baker: out of memory for %u voxel quads\n", vm.quad_count);
+            bake_error("out of memory for %u voxel quads\n", vm.quad_count);
             goto done;
         }
         /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
@@ -877,11 +1057,11 @@ int bk_cmd_bake(int argc, char **argv)
     }
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
-    if (c.mesh_out && !bk_gltf_path(c.mesh_out) && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
+    if (c.writer && c.mesh_out && !bk_gltf_path(c.mesh_out) && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
         int r = -1;
         if (!(mtl_path = bk_mesh_mtl_name(c.mesh_out)) || (r = bk_mesh_mtl_check(mtl_path, c.mesh_out, err, sizeof err) ? BK_OUT_CLASH : 0) ||
             (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
-            fprintf(stderr, "baker: %s\n", mtl_path ? err : "out of memory");
+            bake_error("%s\n", mtl_path ? err : "out of memory");
             rc = r == BK_OUT_CLASH ? 2 : 1;
             goto done;
         }
@@ -895,20 +1075,20 @@ int bk_cmd_bake(int argc, char **argv)
      * texels and the emitters. Triangle hits keep the numbers the bake data uses (the surface
      * starts with the scene's triangles); voxel hits bring their normal and material along. */
     const bk_scene *trace_scene = &s;
-    if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", c.scene, err); goto done; }
+    if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { bake_error("%s: %s\n", c.scene, err); goto done; }
     ph[PH_BUILD] = bk_time_now() - t0;
     t0 = bk_time_now();
     bk_accel_view av = bk_accel_get_view(&a);
     if (be_start_give(&bs, &av)) {
         be = be_start_finish(&bs, NULL, NULL);
-        fprintf(stderr, "baker: %s\n", bs.msg);
+        bake_error("%s\n", bs.msg);
         goto done;
     }
 
     t0 = bk_time_now();
     if (c.noscale) {
         /* --object-scale: each triangle gets the factor of the last pattern matching its o/g name */
-        if (!(tri_scale = malloc(sizeof(float) * ((size_t)surf->tri_count + 1)))) { fprintf(stderr, "baker: out of memory\n"); goto done; }
+        if (!(tri_scale = malloc(sizeof(float) * ((size_t)surf->tri_count + 1)))) { bake_error("out of memory\n"); goto done; }
         for (uint32_t t = 0; t < surf->tri_count; ++t) tri_scale[t] = 1.0f;
         for (int k = 0; k < c.noscale; ++k) {
             uint32_t hits = 0;
@@ -919,26 +1099,26 @@ int bk_cmd_bake(int argc, char **argv)
                     if (s.tri_object[t] == ob) tri_scale[t] = c.oscale_f[k];
             }
             if (!hits) {
-                fprintf(stderr, "baker: %s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c.scene,
+                bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c.scene,
                         c.oscale_pat[k], (double)c.oscale_f[k], s.object_count);
                 goto done;
             }
         }
         c.atlas.tri_scale = tri_scale;
     }
-    if (bk_atlas_build(surf, &c.atlas, &at, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
-    if (c.pages_auto) {
+    if (bk_atlas_build(surf, &c.atlas, &at, err, sizeof err)) { bake_error("%s\n", err); goto done; }
+    if (c.pages_auto && c.writer) {
         /* the pages are known now: name them, with the same checks as every output, before the bake */
         page_names = calloc((size_t)at.page_count, sizeof(char *));
         page_idx = malloc(sizeof(int) * (size_t)at.page_count);
-        if (!page_names || !page_idx) { fprintf(stderr, "baker: out of memory\n"); goto done; }
+        if (!page_names || !page_idx) { bake_error("out of memory\n"); goto done; }
         page_names[0] = page0;
         page0 = NULL;
         page_idx[0] = out_idx[0];
         for (int p = 1; p < at.page_count; ++p) {
             int r = -1;
             if (!(page_names[p] = page_name(c.out, p)) || (r = page_idx[p] = bk_outputs_add(&io, "-o", page_names[p], 0, err, sizeof err)) < 0) {
-                fprintf(stderr, "baker: %s\n", page_names[p] ? err : "out of memory");
+                bake_error("%s\n", page_names[p] ? err : "out of memory");
                 rc = r == BK_OUT_CLASH ? 2 : 1;
                 goto done;
             }
@@ -947,20 +1127,20 @@ int bk_cmd_bake(int argc, char **argv)
     {
         const double tw = bk_time_now();
         be = be_start_finish(&bs, &ph[PH_STARTUP], &ph[PH_UPLOAD]);
-        if (!be || !bs.ok) { fprintf(stderr, "baker: %s\n", bs.msg); goto done; }
+        if (!be || !bs.ok) { bake_error("%s\n", bs.msg); goto done; }
         if (bs.note[0] && !c.quiet) fprintf(stderr, "baker: %s\n", bs.note);
         snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
         t0 += bk_time_now() - tw;            /* the wait is startup and upload, not atlas */
     }
     if (check_memory(&c, be, &at, mem)) goto done;
-    if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     ph[PH_ATLAS] = bk_time_now() - t0;
 
     t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
     /* lighting defaults that depend on the scene */
     float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
                        (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
-    if (bk_bake_data_build_hit(surf, has_vox ? vm.first_quad_tri : surf->tri_count, c.points, c.point_count, &bd, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_bake_data_build_hit(surf, has_vox ? vm.first_quad_tri : surf->tri_count, c.points, c.point_count, &bd, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     int has_sun = c.p.sun_color[0] > 0 || c.p.sun_color[1] > 0 || c.p.sun_color[2] > 0;
     if (c.p.mode == BK_BAKE_LIGHT && !has_sun && !c.sky_given && !bd.point_count && !bd.emit_count) {
         c.p.sky[0] = c.p.sky[1] = c.p.sky[2] = 1.0f;
@@ -989,7 +1169,7 @@ int bk_cmd_bake(int argc, char **argv)
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     if (caps.gpu_primitives && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
-    if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
     size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
     int img_h = at.height * at.page_count;
@@ -1012,25 +1192,43 @@ int bk_cmd_bake(int argc, char **argv)
     /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
      * denoiser is done and only then makes the image (12 B per pixel): never both at once with
      * the texels (32 B), nor a variance per pixel. */
-    if (denoise && c.dn.passes > 0 && c.p.spp > 1) {
+    const int filter = denoise && c.dn.passes > 0 && c.p.spp > 1;
+    if (job->size > 1) {
+        /* this rank's share: granules of the texels, dealt round the ranks (bake.h) */
+        job->granule = bk_bake_granule(ntx, (uint32_t)job->size);
+        ro.rank = (uint32_t)job->rank; ro.ranks = (uint32_t)job->size; ro.granule = job->granule;
+    }
+    /* a job's ranks bake into texel colours too: what rank 0 gathers (job_share) */
+    if (filter || job->size > 1) {
         tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
-        if (!tcol) { fprintf(stderr, "baker: out of memory for the colours of %u texels\n", ntx); goto done; }
+        if (!tcol) { bake_error("out of memory for the colours of %u texels\n", ntx); goto done; }
         ro.texel_col = tcol;
     } else {
         rgb = malloc(sizeof(float) * 3 * npx);
-        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
+        if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     }
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
+        bake_error("%s\n", err);
         goto done;
+    }
+    if (job->size > 1) {
+        if (job_share(job, &c, tx, ntx, img_h, cov, tcol, &res)) goto done;
+        if (job->rank != 0) {           /* its share is with rank 0: wait for its word, and stop */
+            rc = job_agree(job, 1, 1) ? 1 : 0;
+            goto done;
+        }
+        /* the other ranks now sleep in that wait: what follows (denoise, fill, write) takes
+         * every core the job holds on rank 0's host (mpirun binds each of 2 ranks to one core;
+         * with 1 thread rank 0's denoiser took twice as long as one process's) */
+        if (job->own_threads) bk_pool_set_threads(bk_world_take_host_cores());
     }
     ph[PH_BAKE] = bk_time_now() - t0;
     t0 = bk_time_now();
     if (tcol) {
-        if (bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, c.p.texel_world, &c.dn, &dres,
+        if (filter && bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, c.p.texel_world, &c.dn, &dres,
                                      err, sizeof err)) {
-            fprintf(stderr, "baker: %s\n", err);
+            bake_error("%s\n", err);
             goto done;
         }
         /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
@@ -1038,7 +1236,7 @@ int bk_cmd_bake(int argc, char **argv)
          * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
          * never both whole) */
         rgb = calloc(3 * npx, sizeof(float));
-        if (!rgb) { fprintf(stderr, "baker: out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
+        if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
         enum { SLICE = 1 << 20 };
         for (uint32_t end = ntx; end > 0;) {
             uint32_t begin = end > SLICE ? end - SLICE : 0;
@@ -1058,13 +1256,13 @@ int bk_cmd_bake(int argc, char **argv)
     t0 = bk_time_now();
     if (c.exposure_auto || c.stats) {
         float e = auto_exposure(gpu, rgb, cov, npx, &mean_lum, err, sizeof err);
-        if (e < 0) { fprintf(stderr, "baker: %s\n", err); goto done; }
+        if (e < 0) { bake_error("%s\n", err); goto done; }
         if (c.exposure_auto) c.exposure = e;
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
     if (bk_fill_hidden_texels(rgb, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
-        fprintf(stderr, "baker: %s\n", err);
+        bake_error("%s\n", err);
         goto done;
     }
     free(tx);                   /* no texel is needed after the fill: 32 B each, not held while writing */
@@ -1078,7 +1276,7 @@ int bk_cmd_bake(int argc, char **argv)
         if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) ||
             bk_image_write_file(f, name, rgb + 3 * page_px * (size_t)p, at.width, at.height, c.exposure, err, sizeof err) ||
             bk_outputs_close(&io, oi, err, sizeof err)) {
-            fprintf(stderr, "baker: %s\n", err);
+            bake_error("%s\n", err);
             goto done;
         }
     }
@@ -1089,7 +1287,7 @@ int bk_cmd_bake(int argc, char **argv)
             (bk_gltf_path(c.mesh_out) ? write_gltf(f, &c, surf, &at, page_names, err, sizeof err)
                                       : bk_mesh_write_obj_vox(f, c.mesh_out, surf, has_vox ? &vm : NULL, &at, mf, mtl_path, err, sizeof err)) ||
             bk_outputs_close(&io, out_idx[1], err, sizeof err) || (mtl_idx >= 0 && bk_outputs_close(&io, mtl_idx, err, sizeof err))) {
-            fprintf(stderr, "baker: %s\n", err);
+            bake_error("%s\n", err);
             goto done;
         }
     }
@@ -1109,10 +1307,10 @@ int bk_cmd_bake(int argc, char **argv)
     ph[PH_FREE] = bk_time_now() - t0;
     mem[MEM_PEAK_HOST] = bk_peak_rss();
     if (c.stats) {
-        if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres);
+        if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { bake_error("%s\n", err); goto done; }
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres, job);
     }
-    if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); goto done; }
+    if (bk_outputs_commit(&io, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     if (!c.quiet) {
         double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
         if (at.page_count > 1 || c.pages_auto)
@@ -1147,7 +1345,13 @@ int bk_cmd_bake(int argc, char **argv)
         fputc('\n', say);
         if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
         if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
+        if (job->size > 1)
+            fprintf(say, "  job: %d ranks, granules of %u texels dealt round them; rank 0 waited %.3f s for the others, "
+                         "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
+                    (double)job->gather_bytes / 1e6, job->gather_seconds);
     }
+    /* the outputs are in place: the other ranks, waiting since the gather, may end */
+    if (job->size > 1 && job_agree(job, 1, 1)) goto done;
     rc = 0;
 done:
     if (bs.running) {           /* an error while the backend's thread was still at work */
@@ -1170,5 +1374,22 @@ done:
     bk_scene_free(&one);
     bk_scene_free(&s);
     bk_backend_free(be);
+    return rc;
+}
+
+int bk_cmd_bake(int argc, char **argv)
+{
+    bake_job job;
+    memset(&job, 0, sizeof job);
+    job.rank = bk_world_rank();
+    job.size = bk_world_size();
+    bake_error_quiet = job.size > 1 && job.rank != 0;
+    bake_last_error[0] = 0;
+    int rc = bake_run(argc, argv, &job);
+    /* this rank stopped before an agreement the others are waiting at: it makes it, as a failure */
+    if (job.size > 1 && !job.stopped) {
+        job_agree(&job, 0, 1);
+        if (!rc) rc = 1;
+    }
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "stats.h"
 #include "util.h"
 #include "voxmesh.h"
+#include "world.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,7 +377,32 @@ done_scene:
     return rc;
 }
 
+static int run(int argc, char **argv);
+
+/* Under mpirun (world.h) every process runs main: the bake splits its texels over them; other
+ * commands refuse, rather than running N times over. */
 int main(int argc, char **argv)
+{
+    char err[512];
+    if (bk_world_init(err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return 1; }
+    int rc;
+    const char *cmd = argc > 1 ? argv[1] : "";
+    int bake = argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
+                                                      strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "help") &&
+                                                      cmd[0] != '-'));
+    if (bk_world_size() > 1 && !bake) {
+        if (bk_world_rank() == 0)
+            fprintf(stderr, "baker: under mpirun (%d processes) only the bake runs: 'baker %s' runs as one process\n",
+                    bk_world_size(), cmd);
+        rc = 2;
+    } else {
+        rc = run(argc, argv);
+    }
+    bk_world_finalize();
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
