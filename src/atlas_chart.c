@@ -1151,7 +1151,8 @@ typedef struct sm_ws {       /* one worker's scratch */
 
 typedef struct sm_try {      /* one chart grown from a seed */
     uint32_t seed, limit, tag;
-    uint32_t *tris, nt;      /* grown triangles (max_tris) */
+    uint32_t *tris, nt;      /* grown triangles (max_tris); after sm_check_chain the first nt of nt0 */
+    uint32_t nt0, levels;    /* sm_check_chain: the first growth's size, the sizes it checked */
     uint32_t *keep, nkeep;   /* those kept (max_tris), when ok */
     double   avg[3];         /* mean normal */
     double   w, h;
@@ -1170,6 +1171,14 @@ typedef struct sm_ctx {
     sm_ws *ws;
     sm_try *tries;
 } sm_ctx;
+
+/* Only charts that need it are unfolded: a chart within the planar cone is left to the planar charts. */
+static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
+{
+    int curved = 0;
+    for (uint32_t i = 0; i < t->nt && !curved; ++i) curved = dot3d(tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
+    t->curved = curved;
+}
 
 /* Grows a chart from t->seed up to t->limit triangles, marking them t->tag. */
 static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, sm_try *t)
@@ -1200,10 +1209,29 @@ static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, 
         }
     }
     t->nt = qt;
-    /* only charts that need it: a chart within the planar cone is left to the planar charts */
-    int curved = 0;
-    for (uint32_t i = 0; i < qt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
-    t->curved = curved;
+    sm_curved(x, t, cos_flat);
+}
+
+/* The chart grown again with a smaller limit, from the same state, takes the first limit
+ * triangles of its growth (breadth-first, the same decisions in the same order): its mean normal
+ * is replayed over that prefix as sm_grow sums it, without touching tri_chart. */
+static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
+{
+    const tri_geom *g = x->g;
+    uint32_t seed = t->tris[0];
+    const double *ns = tri_n(g, seed);
+    double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
+    avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    for (uint32_t i = 1; i < limit; ++i) {
+        uint32_t u = t->tris[i];
+        const double *nu = tri_n(g, u);
+        for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+        double l = sqrt(dot3d(sum, sum));
+        if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+    }
+    t->limit = limit;
+    t->nt = limit;
+    sm_curved(x, t, cos(x->so->flat_deg * BK_ATLAS_PI / 180.0));
 }
 
 /* Projects triangles tris along n into n's plane (as chart_project_only does for a chart). */
@@ -1261,6 +1289,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
             uint32_t u = A->adj[p];
             if (tri_chart[u] != t->tag || u < tt) continue;  /* another chart's tpos is not ours to read */
             uint32_t j = tpos[u];
+            if (j == BK_NONE) continue;  /* tagged, but past the prefix sm_shrink kept */
             for (int k = 0; k < 3; ++k)
                 for (int m = 0; m < 3; ++m)
                     if (x->weld[s->tri_v[3 * (size_t)tt + k]] == x->weld[s->tri_v[3 * (size_t)u + m]]) {
@@ -1378,22 +1407,41 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     t->ok = ok;
 }
 
+/* Checks a grown chart and, while it fails and may be grown again half as large, its prefixes
+ * (sm_shrink): the chart one at a time would get, decided on the worker, not in the serial take.
+ * t->work sums the checks' work. */
+static void sm_check_chain(const sm_ctx *x, sm_try *t, sm_ws *ws)
+{
+    uint64_t work = 0;
+    t->nt0 = t->nt;
+    t->levels = 0;
+    for (;;) {
+        sm_check(x, t, ws);
+        work += t->work;
+        t->levels++;
+        if (t->err || t->ok) break;
+        uint32_t limit = (t->nt < t->limit ? t->nt : t->limit) / 2;
+        if (!t->curved || limit < x->so->min_tris) break;
+        sm_shrink(x, t, limit);
+    }
+    t->work = work;
+}
+
 static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     sm_ctx *x = ctx;
-    for (size_t i = begin; i < end; ++i) sm_check(x, &x->tries[i], &x->ws[worker]);
+    for (size_t i = begin; i < end; ++i) sm_check_chain(x, &x->tries[i], &x->ws[worker]);
 }
 
-/* Takes a checked chart in seed order: kept (a new chart), or released. Returns 1 when the later
- * charts' growth is as it was (kept whole, or dropped for good with its triangles tried), 0 when
- * it freed triangles: *retry gets the smaller limit to grow it again with, 0 for none. -1 out of
- * memory. */
-static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work, uint32_t *retry)
+/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart), or released, its
+ * triangles (those of the first growth, nt0) untagged. Returns 1 when the later charts' growth is
+ * as it was (kept whole, or dropped for good with its triangles tried, at its first size), 0 when
+ * it freed triangles. -1 out of memory. */
+static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work)
 {
     charting *C = x->C;
-    *retry = 0;
     *work += t->work;
-    for (uint32_t i = 0; i < t->nt; ++i) C->tri_chart[t->tris[i]] = BK_NONE;
+    for (uint32_t i = 0; i < t->nt0; ++i) C->tri_chart[t->tris[i]] = BK_NONE;
     if (t->ok) {
         chart c;
         memset(&c, 0, sizeof c);
@@ -1408,22 +1456,17 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
         memcpy(C->chart_tris + *ntris, t->keep, sizeof(uint32_t) * t->nkeep);
         for (uint32_t i = 0; i < t->nkeep; ++i) C->tri_chart[t->keep[i]] = ci;
         *ntris += t->nkeep;
-        return t->nkeep == t->nt;
+        return t->nkeep == t->nt0;
     }
     /* released: the planar charts take these triangles; none seeds a smooth chart again */
-    uint32_t limit = (t->nt < t->limit ? t->nt : t->limit) / 2;
-    if (!t->curved || limit < x->so->min_tris) {
-        for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
-        return 1;
-    }
-    *retry = limit;
-    return 0;
+    for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
+    return t->nt == t->nt0;
 }
 
 /* Did chart t's growth look at a triangle marked in freed? (a neighbour of one of its own) */
 static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
 {
-    for (uint32_t i = 0; i < t->nt; ++i)
+    for (uint32_t i = 0; i < t->nt0; ++i)
         for (uint32_t p = A->start[t->tris[i]]; p < A->start[t->tris[i] + 1]; ++p)
             if (freed[A->adj[p]]) return 1;
     return 0;
@@ -1443,11 +1486,11 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
     sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
     sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *orig = malloc(sizeof(uint32_t) * M);
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !orig || !spos ||
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !spos ||
         !freed_list || !freed)
         goto done;
     for (int w = 0; w < threads; ++w) {
@@ -1496,7 +1539,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
             nb++;
         }
         if (!nb) break;
-        if (nb == 1) sm_check(&x, &tries[0], &ws[0]);
+        if (nb == 1) sm_check_chain(&x, &tries[0], &ws[0]);
         else bk_parallel_for(nb, 1, sm_check_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX;
@@ -1507,30 +1550,20 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                  * it and the batch's later charts are let go, the seeds after the last one taken
                  * start the next batch */
                 for (uint32_t q = k; q < nb; ++q)
-                    for (uint32_t i = 0; i < tries[q].nt; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
+                    for (uint32_t i = 0; i < tries[q].nt0; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
                 si = at[k - 1] + 1;
                 break;
             }
-            uint32_t retry = 0;
-            int r = sm_take(&x, &tries[k], tried, &ntris, work, &retry);
+            int r = sm_take(&x, &tries[k], tried, &ntris, work);
             if (r < 0) goto done;
             if (r == 1) continue;
-            /* it freed triangles (evictions, or grown again smaller: alone, until it unfolds or
-             * is dropped; the prefix of its first growth, so the later charts do not change it) */
+            /* it freed triangles (evictions, or grown again smaller, which sm_check_chain did: the
+             * prefix of its first growth, so the later charts do not change it). A later chart of
+             * the batch stands only when it never met one (never grew beside one, and its seed
+             * comes before every freed seed) */
             sm_try *t = &tries[k];
-            uint32_t nt0 = t->nt;
-            memcpy(orig, t->tris, sizeof(uint32_t) * nt0);
-            while (retry) {
-                t->limit = retry;
-                sm_grow(&x, C->tri_chart, tried, t);
-                sm_check(&x, t, &ws[0]);
-                if (t->err) goto done;
-                if (sm_take(&x, t, tried, &ntris, work, &retry) < 0) goto done;
-            }
-            /* the freed triangles: a later chart of the batch stands only when it never met one
-             * (never grew beside one, and its seed comes before every freed seed) */
-            for (uint32_t i = 0; i < nt0; ++i) {
-                uint32_t u = orig[i];
+            for (uint32_t i = 0; i < t->nt0; ++i) {
+                uint32_t u = t->tris[i];
                 if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
                 freed[u] = 1;
                 freed_list[nfreed++] = u;
@@ -1545,7 +1578,7 @@ done:
         lscm_free(&ws[w].W);
         free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
     }
-    free(ws); free(tries); free(tbuf); free(orig); free(spos); free(freed_list); free(freed);
+    free(ws); free(tries); free(tbuf); free(spos); free(freed_list); free(freed);
     free(seeds); free(tpos); free(tried); free(kt);
     return rc;
 }
