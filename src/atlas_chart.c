@@ -158,7 +158,8 @@ static void edge_sort(edge_rec *e, size_t n)
 }
 
 
-int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
+/* The reference: every edge sorted by its key (welded end points), runs of equal keys paired. */
+static int adjacency_build_sorted(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
 {
     uint32_t T = s->tri_count;
     size_t n = 0;
@@ -204,6 +205,111 @@ int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint
         }
     }
     free(e);
+    return 0;
+}
+
+/* The same lists without sorting every edge: edges in buckets by their smaller welded end point
+ * (a counting sort, so in triangle order within a bucket), then each triangle on the pool reads
+ * the runs of its own edges, keys ascending, from their buckets. A triangle receives a run's other
+ * members in run order (the pair loop of adjacency_build_sorted appends them so), and runs in key
+ * order, so the lists are the sorted build's, entry for entry. That needs no two edges of one
+ * triangle with the same key (two corners welded together: zero area, which skip marks); a scene
+ * with one takes the sorted build. */
+typedef struct adj_bucket_edge { uint32_t b, tri; uint8_t fwd; } adj_bucket_edge;
+
+typedef struct adj_ctx {
+    const bk_scene *s;
+    const uint32_t *weld;
+    const uint8_t *skip;
+    const uint32_t *bstart;          /* V + 1: bucket of welded vertex a */
+    const adj_bucket_edge *be;
+    uint32_t *start, *adj;           /* count pass: start[t + 1] = count; fill pass: the lists */
+    int fill;
+} adj_ctx;
+
+static void adj_tri_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const adj_ctx *c = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        uint32_t n = 0, w = c->fill ? c->start[t] : 0;
+        if (!c->skip[t]) {
+            uint64_t key[3];
+            uint32_t ka[3], kb[3], m = 0;
+            uint8_t kf[3];
+            for (int k = 0; k < 3; ++k) {
+                uint32_t a = c->weld[c->s->tri_v[3 * t + k]], b = c->weld[c->s->tri_v[3 * t + (k + 1) % 3]];
+                if (a == b) continue;
+                uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+                uint64_t kk = (uint64_t)lo << 32 | hi;
+                uint32_t i = m++;
+                while (i > 0 && key[i - 1] > kk) { key[i] = key[i - 1]; ka[i] = ka[i - 1]; kb[i] = kb[i - 1]; kf[i] = kf[i - 1]; i--; }
+                key[i] = kk; ka[i] = lo; kb[i] = hi; kf[i] = a < b;
+            }
+            for (uint32_t j = 0; j < m; ++j) {
+                uint32_t b0 = c->bstart[ka[j]], b1 = c->bstart[ka[j] + 1], len = 0;
+                for (uint32_t q = b0; q < b1; ++q) len += c->be[q].b == kb[j];
+                if (len < 2 || len > 8) continue;
+                for (uint32_t q = b0; q < b1; ++q) {
+                    const adj_bucket_edge *e = &c->be[q];
+                    if (e->b != kb[j] || e->tri == t || e->fwd == kf[j]) continue;
+                    if (c->fill) c->adj[w++] = e->tri;
+                    else n++;
+                }
+            }
+        }
+        if (!c->fill) c->start[t + 1] = n;
+    }
+}
+
+int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
+{
+    uint32_t T = s->tri_count, V = s->vertex_count;
+    uint32_t *bstart = calloc((size_t)V + 2, sizeof(uint32_t));
+    adj_bucket_edge *be = malloc(sizeof *be * 3 * (size_t)T + 1);
+    A->start = calloc((size_t)T + 2, sizeof(uint32_t));
+    A->adj = NULL;
+    if (!bstart || !be || !A->start) { free(bstart); free(be); return -1; }
+    int twin = 0;
+    for (uint32_t t = 0; t < T && !twin; ++t) {
+        if (skip[t]) continue;
+        uint32_t v[3];
+        for (int k = 0; k < 3; ++k) v[k] = weld[s->tri_v[3 * (size_t)t + k]];
+        twin = v[0] == v[1] || v[1] == v[2] || v[0] == v[2];
+        for (int k = 0; k < 3 && !twin; ++k) {
+            uint32_t a = v[k], b = v[(k + 1) % 3];
+            bstart[(a < b ? a : b) + 1]++;
+        }
+    }
+    if (twin) {
+        free(bstart); free(be); free(A->start);
+        return adjacency_build_sorted(s, weld, skip, A);
+    }
+    for (uint32_t v = 0; v < V; ++v) bstart[v + 1] += bstart[v];
+    uint32_t *fillp = malloc(sizeof(uint32_t) * ((size_t)V + 1));
+    if (!fillp) { free(bstart); free(be); return -1; }
+    memcpy(fillp, bstart, sizeof(uint32_t) * ((size_t)V + 1));
+    for (uint32_t t = 0; t < T; ++t) {
+        if (skip[t]) continue;
+        for (int k = 0; k < 3; ++k) {
+            uint32_t a = weld[s->tri_v[3 * (size_t)t + k]], b = weld[s->tri_v[3 * (size_t)t + (k + 1) % 3]];
+            adj_bucket_edge *e = &be[fillp[a < b ? a : b]++];
+            e->b = a < b ? b : a;
+            e->tri = t;
+            e->fwd = a < b;
+        }
+    }
+    free(fillp);
+    adj_ctx c = { s, weld, skip, bstart, be, A->start, NULL, 0 };
+    bk_parallel_for(T, 8192, adj_tri_fn, &c);
+    for (uint32_t t = 0; t < T; ++t) A->start[t + 1] += A->start[t];
+    A->adj = malloc(sizeof(uint32_t) * (size_t)A->start[T] + 1);
+    if (!A->adj) { free(bstart); free(be); return -1; }
+    c.adj = A->adj;
+    c.fill = 1;
+    bk_parallel_for(T, 8192, adj_tri_fn, &c);
+    free(bstart);
+    free(be);
     return 0;
 }
 
