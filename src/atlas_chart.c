@@ -39,6 +39,37 @@ static void pos_of(const bk_scene *s, uint32_t t, int k, double p[3])
     p[0] = f[0]; p[1] = f[1]; p[2] = f[2];
 }
 
+typedef struct geom_ctx { const bk_scene *s; tri_geom *g; double tiny; } geom_ctx;
+
+static void geom_tri_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const geom_ctx *c = ctx;
+    const bk_scene *s = c->s;
+    tri_geom *g = c->g;
+    for (size_t t = begin; t < end; ++t) {
+        double p0[3], p1[3], p2[3], e1[3], e2[3], cr[3];
+        pos_of(s, (uint32_t)t, 0, p0); pos_of(s, (uint32_t)t, 1, p1); pos_of(s, (uint32_t)t, 2, p2);
+        double emax = 0;
+        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
+        double l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2];
+        double l3 = 0;
+        for (int k = 0; k < 3; ++k) l3 += (p2[k] - p1[k]) * (p2[k] - p1[k]);
+        emax = l1 > l2 ? l1 : l2;
+        if (l3 > emax) emax = l3;
+        cr[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        cr[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        cr[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        double len = sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]);
+        /* Degenerate: collinear to 1e-7 of its longest edge, or below float precision of the scene. */
+        int bad = !(len > 1e-7 * emax) || !(len > c->tiny) || !isfinite(len);
+        g->degen[t] = (uint8_t)bad;
+        g->area[t] = bad ? 0.0 : 0.5 * len;
+        for (int k = 0; k < 3; ++k) g->n[3 * t + k] = bad ? 0.0 : cr[k] / len;
+    }
+}
+
 int bk_atlas_geom_init(const bk_scene *s, tri_geom *g)
 {
     uint32_t T = s->tri_count;
@@ -58,29 +89,9 @@ int bk_atlas_geom_init(const bk_scene *s, tri_geom *g)
     if (s->vertex_count)
         for (int k = 0; k < 3; ++k) d2 += (hi[k] - lo[k]) * (hi[k] - lo[k]);
     g->diag = sqrt(d2);
-    double tiny = 1e-14 * d2;  /* twice the area of a triangle 1e-7 of the scene across */
-    for (uint32_t t = 0; t < T; ++t) {
-        double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
-        pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
-        double emax = 0;
-        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
-        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
-        double l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2];
-        double l3 = 0;
-        for (int k = 0; k < 3; ++k) l3 += (p2[k] - p1[k]) * (p2[k] - p1[k]);
-        emax = l1 > l2 ? l1 : l2;
-        if (l3 > emax) emax = l3;
-        c[0] = e1[1] * e2[2] - e1[2] * e2[1];
-        c[1] = e1[2] * e2[0] - e1[0] * e2[2];
-        c[2] = e1[0] * e2[1] - e1[1] * e2[0];
-        double len = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-        /* Degenerate: collinear to 1e-7 of its longest edge, or below float precision of the scene. */
-        int bad = !(len > 1e-7 * emax) || !(len > tiny) || !isfinite(len);
-        g->degen[t] = (uint8_t)bad;
-        g->degen_count += (uint32_t)bad;
-        g->area[t] = bad ? 0.0 : 0.5 * len;
-        for (int k = 0; k < 3; ++k) g->n[3 * (size_t)t + k] = bad ? 0.0 : c[k] / len;
-    }
+    geom_ctx c = { s, g, 1e-14 * d2 };  /* tiny: twice the area of a triangle 1e-7 of the scene across */
+    bk_parallel_for(T, 16384, geom_tri_fn, &c);
+    for (uint32_t t = 0; t < T; ++t) g->degen_count += g->degen[t];
     return 0;
 }
 
