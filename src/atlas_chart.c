@@ -220,8 +220,9 @@ static int adjacency_build_sorted(const bk_scene *s, const uint32_t *weld, const
 }
 
 /* The same lists without sorting every edge: edges in buckets by their smaller welded end point
- * (a counting sort, so in triangle order within a bucket), then each triangle on the pool reads
- * the runs of its own edges, keys ascending, from their buckets. A triangle receives a run's other
+ * (a counting sort), each bucket sorted by (other end, triangle) on the pool (a vertex of high
+ * valence, a fan's centre, must not be scanned by each of its triangles), then each triangle on
+ * the pool finds the runs of its own edges, keys ascending, by bisection in their buckets. A triangle receives a run's other
  * members in run order (the pair loop of adjacency_build_sorted appends them so), and runs in key
  * order, so the lists are the sorted build's, entry for entry. That needs no two edges of one
  * triangle with the same key (two corners welded together: zero area, which skip marks); a scene
@@ -237,6 +238,31 @@ typedef struct adj_ctx {
     uint32_t *start, *adj;           /* count pass: start[t + 1] = count; fill pass: the lists */
     int fill;
 } adj_ctx;
+
+static int adj_edge_cmp(const void *pa, const void *pb)
+{
+    const adj_bucket_edge *a = pa, *b = pb;
+    if (a->b != b->b) return a->b < b->b ? -1 : 1;
+    return (a->tri > b->tri) - (a->tri < b->tri);
+}
+
+/* Each bucket sorted by (b, triangle): in triangle order within a run, as filled. */
+static void adj_sort_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    adj_ctx *c = ctx;
+    adj_bucket_edge *be = (adj_bucket_edge *)c->be;
+    for (size_t v = begin; v < end; ++v) {
+        uint32_t b0 = c->bstart[v], n = c->bstart[v + 1] - b0;
+        if (n > 16) { qsort(be + b0, n, sizeof *be, adj_edge_cmp); continue; }
+        for (uint32_t i = 1; i < n; ++i) {
+            adj_bucket_edge e = be[b0 + i];
+            uint32_t j = i;
+            while (j > 0 && adj_edge_cmp(&be[b0 + j - 1], &e) > 0) { be[b0 + j] = be[b0 + j - 1]; j--; }
+            be[b0 + j] = e;
+        }
+    }
+}
 
 static void adj_tri_fn(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -258,12 +284,20 @@ static void adj_tri_fn(void *ctx, size_t begin, size_t end, int worker)
                 key[i] = kk; ka[i] = lo; kb[i] = hi; kf[i] = a < b;
             }
             for (uint32_t j = 0; j < m; ++j) {
-                uint32_t b0 = c->bstart[ka[j]], b1 = c->bstart[ka[j] + 1], len = 0;
-                for (uint32_t q = b0; q < b1; ++q) len += c->be[q].b == kb[j];
+                /* the run: bucket entries with this b (sorted by b, then triangle) */
+                uint32_t lo = c->bstart[ka[j]], hi = c->bstart[ka[j] + 1];
+                while (lo < hi) {
+                    uint32_t mid = lo + (hi - lo) / 2;
+                    if (c->be[mid].b < kb[j]) lo = mid + 1;
+                    else hi = mid;
+                }
+                uint32_t b0 = lo, b1 = lo, bend = c->bstart[ka[j] + 1];
+                while (b1 < bend && c->be[b1].b == kb[j]) b1++;
+                uint32_t len = b1 - b0;
                 if (len < 2 || len > 8) continue;
                 for (uint32_t q = b0; q < b1; ++q) {
                     const adj_bucket_edge *e = &c->be[q];
-                    if (e->b != kb[j] || e->tri == t || e->fwd == kf[j]) continue;
+                    if (e->tri == t || e->fwd == kf[j]) continue;
                     if (c->fill) c->adj[w++] = e->tri;
                     else n++;
                 }
@@ -312,6 +346,7 @@ int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint
     }
     free(fillp);
     adj_ctx c = { s, weld, skip, bstart, be, A->start, NULL, 0 };
+    bk_parallel_for(V, 16384, adj_sort_fn, &c);
     bk_parallel_for(T, 8192, adj_tri_fn, &c);
     for (uint32_t t = 0; t < T; ++t) A->start[t + 1] += A->start[t];
     A->adj = malloc(sizeof(uint32_t) * (size_t)A->start[T] + 1);
