@@ -1288,10 +1288,11 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
  * have taken, so the batch's later charts are let go and the seeds after it start a new batch.
  * The charts are thus exactly those of one chart at a time, whatever the thread count. */
 
-#define SM_TAG 0xF0000000u   /* tri_chart of a chart being tried: SM_TAG + its slot in the batch */
-
 typedef struct sm_ws {       /* one worker's scratch */
     lscm_ws   W;
+    uint32_t *hkey, *hval;   /* the chart being grown: triangle -> its place in the growth (open */
+    uint32_t *hused, nused;  /* addressing, hmask + 1 slots; hused lists the slots taken) */
+    uint32_t  hmask, hshift;  /* hmask + 1 == 1 << (32 - hshift) */
     uint32_t *uf, *cid;      /* 3 max_tris */
     uint8_t  *evict;         /* max_tris, zero between uses */
     double   *xy;
@@ -1302,10 +1303,12 @@ typedef struct sm_ws {       /* one worker's scratch */
 } sm_ws;
 
 typedef struct sm_try {      /* one chart grown from a seed */
-    uint32_t seed, limit, tag;
+    uint32_t seed, limit;
     uint32_t *tris, nt;      /* grown triangles (max_tris); after sm_check_chain the first nt of nt0 */
     uint32_t nt0, levels;    /* sm_check_chain: the first growth's size, the sizes it checked */
-    uint32_t *keep, nkeep;   /* those kept (max_tris), when ok */
+    int      skip;           /* its seed is in an earlier chart of its batch */
+    uint32_t *keep, nkeep;   /* places in tris of those kept (max_tris), when ok */
+    double   *loc;           /* 6 per place in tris: the chart's corners (C->loc's layout by place) */
     double   avg[3];         /* mean normal */
     double   w, h;
     int      curved, ok, err;
@@ -1318,11 +1321,38 @@ typedef struct sm_ctx {
     const adjacency *A;
     const uint32_t *weld;
     const bk_atlas_smooth_opts *so;
-    charting *C;
-    uint32_t *tpos;          /* per triangle, BK_NONE outside the charts being checked */
+    charting *C;             /* tri_chart read only while a batch grows */
+    const uint8_t *tried;
+    const uint32_t *stamp;   /* per triangle: the batch whose growth took it */
+    uint32_t batch;
+    const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for fit_rect */
     sm_ws *ws;
     sm_try *tries;
 } sm_ctx;
+
+static uint32_t hm_slot(const sm_ws *w, uint32_t key)
+{
+    uint32_t h = (key * 2654435761u) >> w->hshift;  /* the product's high bits: ids far apart by a power of 2 still spread */
+    while (w->hkey[h] != BK_NONE && w->hkey[h] != key) h = (h + 1) & w->hmask;
+    return h;
+}
+static uint32_t hm_get(const sm_ws *w, uint32_t key)
+{
+    uint32_t h = hm_slot(w, key);
+    return w->hkey[h] == key ? w->hval[h] : BK_NONE;
+}
+static void hm_put(sm_ws *w, uint32_t key, uint32_t val)
+{
+    uint32_t h = hm_slot(w, key);
+    if (w->hkey[h] == BK_NONE) w->hused[w->nused++] = h;
+    w->hkey[h] = key;
+    w->hval[h] = val;
+}
+static void hm_clear(sm_ws *w)
+{
+    for (uint32_t i = 0; i < w->nused; ++i) w->hkey[w->hused[i]] = BK_NONE;
+    w->nused = 0;
+}
 
 /* Only charts that need it are unfolded: a chart within the planar cone is left to the planar charts. */
 static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
@@ -1332,9 +1362,12 @@ static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
     t->curved = curved;
 }
 
-/* Grows a chart from t->seed up to t->limit triangles, marking them t->tag. */
-static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, sm_try *t)
+/* Grows a chart from t->seed up to t->limit triangles over those free in tri_chart, tried and
+ * stamp (this batch's charts; all three only read), its own in ws's map (cleared by the caller). */
+static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
 {
+    const uint32_t *tri_chart = x->C->tri_chart;
+    const uint8_t *tried = x->tried;
     const tri_geom *g = x->g;
     const adjacency *A = x->A;
     double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
@@ -1343,17 +1376,17 @@ static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, 
     const double *ns = tri_n(g, seed);
     double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
     avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    hm_put(ws, seed, qt);
     queue[qt++] = seed;
-    tri_chart[seed] = t->tag;
     while (qh < qt && qt < limit) {
         uint32_t tt = queue[qh++];
         const double *nt = tri_n(g, tt);
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
             uint32_t u = A->adj[p];
-            if (tri_chart[u] != BK_NONE || tried[u]) continue;
+            if (tri_chart[u] != BK_NONE || tried[u] || x->stamp[u] == x->batch || hm_get(ws, u) != BK_NONE) continue;
             const double *nu = tri_n(g, u);
             if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
-            tri_chart[u] = t->tag;
+            hm_put(ws, u, qt);
             queue[qt++] = u;
             for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
             double l = sqrt(dot3d(sum, sum));
@@ -1386,7 +1419,8 @@ static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
     sm_curved(x, t, cos(x->so->flat_deg * BK_ATLAS_PI / 180.0));
 }
 
-/* Projects triangles tris along n into n's plane (as chart_project_only does for a chart). */
+/* Projects triangles tris along n into n's plane (as chart_project_only does for a chart), corners
+ * of tris[i] to loc[6 i ..]. */
 static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris, uint32_t nt, double *loc)
 {
     double t1[3], t2[3];
@@ -1399,23 +1433,22 @@ static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris,
             double p[3];
             pos_of(s, t, k, p);
             for (int d = 0; d < 3; ++d) p[d] -= o[d];
-            loc[6 * (size_t)t + 2 * k] = dot3d(p, t1);
-            loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
+            loc[6 * (size_t)i + 2 * k] = dot3d(p, t1);
+            loc[6 * (size_t)i + 2 * k + 1] = dot3d(p, t2);
         }
     }
 }
 
-/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h; writes C->loc of its triangles
- * only and reads tri_chart (its own tag) only, so charts of one batch run side by side. */
+/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h, t->loc; its triangles are those
+ * of ws's map placed before nt; it writes nothing shared, so charts of one batch run side by side. */
 static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
 {
     const bk_scene *s = x->s;
     const tri_geom *g = x->g;
     const adjacency *A = x->A;
     const bk_atlas_smooth_opts *so = x->so;
-    charting *C = x->C;
-    uint32_t *tpos = x->tpos, *queue = t->tris, nt = t->nt;
-    const uint32_t *tri_chart = C->tri_chart;
+    uint32_t *queue = t->tris, nt = t->nt;
+    double *loc = t->loc;
     lscm_ws *W = &ws->W;
     uint32_t *uf = ws->uf, *cid = ws->cid;
     int curved = t->curved;
@@ -1427,21 +1460,20 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     if (!ok) return;
     /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
      * ends of its long side */
-    sm_project(s, t->avg, queue, nt, C->loc);
-    if (fit_rect(C->loc, queue, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    sm_project(s, t->avg, queue, nt, loc);
+    if (fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     /* vertices: corners joined across the chart's own edges (union-find), so a vertex where the
      * chart touches itself only at a point (two sectors of its fan) becomes two, free to part,
      * instead of a hinge the two sectors fold over */
     uint32_t n = 0;
-    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
     for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
     for (uint32_t i = 0; i < nt; ++i) {
         uint32_t tt = queue[i];
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1]; ++p) {
             uint32_t u = A->adj[p];
-            if (tri_chart[u] != t->tag || u < tt) continue;  /* another chart's tpos is not ours to read */
-            uint32_t j = tpos[u];
-            if (j == BK_NONE) continue;  /* tagged, but past the prefix sm_shrink kept */
+            if (u < tt) continue;
+            uint32_t j = hm_get(ws, u);
+            if (j == BK_NONE || j >= nt) continue;  /* not grown, or past the prefix sm_shrink kept */
             for (int k = 0; k < 3; ++k)
                 for (int m = 0; m < 3; ++m)
                     if (x->weld[s->tri_v[3 * (size_t)tt + k]] == x->weld[s->tri_v[3 * (size_t)u + m]]) {
@@ -1457,16 +1489,15 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         while (uf[a] != a) a = uf[a];
         cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
     }
-    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
     if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
     if (curved) {
         /* start from the projection; pin the two vertices farthest apart along its x */
         uint32_t vlo = 0, vhi = 0;
         for (uint32_t i = 0; i < nt; ++i)
             for (int k = 0; k < 3; ++k) {
-                uint32_t tt = queue[i], j = cid[3 * i + k];
-                W->x[j] = C->loc[6 * (size_t)tt + 2 * k];
-                W->x[n + j] = C->loc[6 * (size_t)tt + 2 * k + 1];
+                uint32_t j = cid[3 * i + k];
+                W->x[j] = loc[6 * (size_t)i + 2 * k];
+                W->x[n + j] = loc[6 * (size_t)i + 2 * k + 1];
             }
         for (uint32_t j = 1; j < n; ++j) {
             if (W->x[j] < W->x[vlo]) vlo = j;
@@ -1500,7 +1531,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         double areauv = 0;
         int flips = 0;
         for (uint32_t i = 0; i < nt; ++i) {
-            double *L = C->loc + 6 * (size_t)queue[i];
+            double *L = loc + 6 * (size_t)i;
             for (int k = 0; k < 3; ++k) {
                 uint32_t j = cid[3 * i + k];
                 L[2 * k] = W->x[j];
@@ -1514,7 +1545,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         if (ok) {
             double sc = sqrt(area3 / areauv);
             for (uint32_t i = 0; i < nt && ok; ++i) {
-                double *L = C->loc + 6 * (size_t)queue[i];
+                double *L = loc + 6 * (size_t)i;
                 for (int k = 0; k < 6; ++k) L[k] *= sc;
                 double ratio = bk_tri2_area(L) / g->area[queue[i]];
                 ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
@@ -1533,7 +1564,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         double *xy = ws->xy, lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
         for (uint32_t i = 0; i < nt; ++i) {
-            memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
+            memcpy(xy + 6 * (size_t)i, loc + 6 * (size_t)i, 6 * sizeof(double));
             for (int k = 0; k < 3; ++k)
                 for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
         }
@@ -1552,10 +1583,10 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         ok = nev * 10 <= nt;
         for (uint32_t i = 0; i < nt; ++i)
-            if (!evict[i]) t->keep[t->nkeep++] = queue[i];
+            if (!evict[i]) t->keep[t->nkeep++] = i;
         memset(evict, 0, nt);
     }
-    if (ok && fit_rect(C->loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (ok && fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     t->ok = ok;
 }
 
@@ -1579,21 +1610,39 @@ static void sm_check_chain(const sm_ctx *x, sm_try *t, sm_ws *ws)
     t->work = work;
 }
 
+/* The batch's charts grown side by side over the triangles free when the batch began. */
+static void sm_grow_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    sm_ctx *x = ctx;
+    sm_ws *ws = &x->ws[worker];
+    for (size_t i = begin; i < end; ++i) {
+        sm_grow(x, ws, &x->tries[i]);
+        hm_clear(ws);
+    }
+}
+
+/* The batch's charts (their growth final) checked side by side. */
 static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     sm_ctx *x = ctx;
-    for (size_t i = begin; i < end; ++i) sm_check_chain(x, &x->tries[i], &x->ws[worker]);
+    sm_ws *ws = &x->ws[worker];
+    for (size_t i = begin; i < end; ++i) {
+        sm_try *t = &x->tries[i];
+        if (t->skip) continue;
+        for (uint32_t j = 0; j < t->nt; ++j) hm_put(ws, t->tris[j], j);
+        sm_check_chain(x, t, ws);
+        hm_clear(ws);
+    }
 }
 
-/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart), or released, its
- * triangles (those of the first growth, nt0) untagged. Returns 1 when the later charts' growth is
- * as it was (kept whole, or dropped for good with its triangles tried, at its first size), 0 when
- * it freed triangles. -1 out of memory. */
+/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart, its corners into
+ * C->loc), or released (its triangles tried, for the planar charts). Returns 1 when the later
+ * charts' growth is as it was (kept whole, or dropped for good at its first size), 0 when it
+ * freed triangles. -1 out of memory. */
 static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work)
 {
     charting *C = x->C;
     *work += t->work;
-    for (uint32_t i = 0; i < t->nt0; ++i) C->tri_chart[t->tris[i]] = BK_NONE;
     if (t->ok) {
         chart c;
         memset(&c, 0, sizeof c);
@@ -1605,12 +1654,15 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
         c.h = t->h;
         uint32_t ci = C->count;
         if (chart_push(C, c)) return -1;
-        memcpy(C->chart_tris + *ntris, t->keep, sizeof(uint32_t) * t->nkeep);
-        for (uint32_t i = 0; i < t->nkeep; ++i) C->tri_chart[t->keep[i]] = ci;
+        for (uint32_t i = 0; i < t->nkeep; ++i) {
+            uint32_t tt = t->tris[t->keep[i]];
+            C->chart_tris[*ntris + i] = tt;
+            C->tri_chart[tt] = ci;
+        }
+        for (uint32_t i = 0; i < t->nt; ++i) memcpy(C->loc + 6 * (size_t)t->tris[i], t->loc + 6 * (size_t)i, 6 * sizeof(double));
         *ntris += t->nkeep;
         return t->nkeep == t->nt0;
     }
-    /* released: the planar charts take these triangles; none seeds a smooth chart again */
     for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
     return t->nt == t->nt0;
 }
@@ -1624,37 +1676,59 @@ static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
     return 0;
 }
 
+/* Did chart t's growth read a triangle that stamp marks with this batch (one an earlier chart of
+ * the batch grew over)? Its growth read its own triangles and their neighbours only. */
+static int sm_met(const adjacency *A, const sm_try *t, const uint32_t *stamp, uint32_t batch)
+{
+    for (uint32_t i = 0; i < t->nt; ++i) {
+        uint32_t tt = t->tris[i];
+        if (stamp[tt] == batch) return 1;
+        for (uint32_t p = A->start[tt]; p < A->start[tt + 1]; ++p)
+            if (stamp[A->adj[p]] == batch) return 1;
+    }
+    return 0;
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count;
     charting_alloc(C, T);
     int threads = bk_pool_threads();
-    uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1;
+    uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1, H = 16, hshift = 28;
     if (K > 256) K = 256;
+    while (H < 4 * M) { H <<= 1; hshift--; }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *stamp = calloc((size_t)T + 1, sizeof(uint32_t));
     uint8_t *tried = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
     sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
     sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K);
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
+    double *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !spos ||
-        !freed_list || !freed)
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !stamp || !tried || !kt || !ws || !tries || !tbuf || !iota || !lbuf ||
+        !spos || !freed_list || !freed)
         goto done;
     for (int w = 0; w < threads; ++w) {
         ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
         ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
         ws[w].evict = calloc(M, 1);
-        if (!ws[w].uf || !ws[w].cid || !ws[w].evict) goto done;
+        ws[w].hkey = malloc(sizeof(uint32_t) * H);
+        ws[w].hval = malloc(sizeof(uint32_t) * H);
+        ws[w].hused = malloc(sizeof(uint32_t) * M);
+        ws[w].hmask = H - 1;
+        ws[w].hshift = hshift;
+        if (!ws[w].uf || !ws[w].cid || !ws[w].evict || !ws[w].hkey || !ws[w].hval || !ws[w].hused) goto done;
+        memset(ws[w].hkey, 0xFF, sizeof(uint32_t) * H);
     }
+    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t k = 0; k < K; ++k) {
         tries[k].tris = tbuf + 2 * (size_t)M * k;
         tries[k].keep = tries[k].tris + M;
-        tries[k].tag = SM_TAG + k;
+        tries[k].loc = lbuf + 6 * (size_t)M * k;
     }
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
@@ -1662,7 +1736,6 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         if (!g->degen[t]) seeds[nseeds++] = t;
     }
     for (uint32_t t = 0; t < T; ++t) {
-        tpos[t] = BK_NONE;
         /* needles (height under 1/1000 of the longest edge) have normals of float noise: the
          * planar charts take them, as whole fans and strips */
         if (g->degen[t]) continue;
@@ -1676,44 +1749,57 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     }
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tpos, ws, tries };
+    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
-        /* a batch: charts grown from the next free seeds, each at the full limit */
-        uint32_t nb = 0, sj = si, *at = kt ? (uint32_t *)kt : NULL;  /* kt's room: seed index of each try */
+        /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
+         * it if every earlier chart of the batch is kept whole (side by side over the triangles
+         * free now; again, in order, where that growth met an earlier chart's), then checked side
+         * by side, then taken in seed order */
+        uint32_t nb = 0, sj = si, *at = (uint32_t *)kt;  /* kt's room: seed index of each try */
         for (; sj < nseeds && nb < K; ++sj) {
             uint32_t seed = seeds[sj];
             if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
             tries[nb].seed = seed;
             tries[nb].limit = so->max_tris;
-            sm_grow(&x, C->tri_chart, tried, &tries[nb]);
             at[nb] = sj;
             nb++;
         }
         if (!nb) break;
-        if (nb == 1) sm_check_chain(&x, &tries[0], &ws[0]);
-        else bk_parallel_for(nb, 1, sm_check_fn, &x);
+        x.batch++;
+        bk_parallel_for(nb, 1, sm_grow_fn, &x);
+        for (uint32_t k = 0; k < nb; ++k) {
+            sm_try *t = &tries[k];
+            t->skip = stamp[t->seed] == x.batch;  /* an earlier chart of the batch grew over its seed */
+            if (t->skip) continue;
+            if (k && sm_met(A, t, stamp, x.batch)) {
+                sm_grow(&x, &ws[0], t);
+                hm_clear(&ws[0]);
+            }
+            for (uint32_t i = 0; i < t->nt; ++i) stamp[t->tris[i]] = x.batch;
+        }
+        bk_parallel_for(nb, 1, sm_check_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX;
         for (uint32_t k = 0; k < nb; ++k) {
-            if (tries[k].err) goto done;
-            if (min_freed < at[k] || (nfreed && sm_touches(A, &tries[k], freed))) {
+            sm_try *t = &tries[k];
+            if (t->skip) continue;
+            if (t->err) goto done;
+            if (min_freed < at[k] || (nfreed && sm_touches(A, t, freed))) {
                 /* a chart grown beside triangles an earlier one freed, or after a freed seed:
-                 * it and the batch's later charts are let go, the seeds after the last one taken
-                 * start the next batch */
-                for (uint32_t q = k; q < nb; ++q)
-                    for (uint32_t i = 0; i < tries[q].nt0; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
-                si = at[k - 1] + 1;
+                 * it and the batch's later charts are let go; the next batch starts at it (the
+                 * seeds before it that the batch skipped were taken before the batch) or at the
+                 * freed seed */
+                si = at[k] < min_freed ? at[k] : min_freed;
                 break;
             }
-            int r = sm_take(&x, &tries[k], tried, &ntris, work);
+            int r = sm_take(&x, t, tried, &ntris, work);
             if (r < 0) goto done;
             if (r == 1) continue;
             /* it freed triangles (evictions, or grown again smaller, which sm_check_chain did: the
              * prefix of its first growth, so the later charts do not change it). A later chart of
              * the batch stands only when it never met one (never grew beside one, and its seed
              * comes before every freed seed) */
-            sm_try *t = &tries[k];
             for (uint32_t i = 0; i < t->nt0; ++i) {
                 uint32_t u = t->tris[i];
                 if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
@@ -1722,16 +1808,17 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                 if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
             }
         }
+        if (min_freed < si) si = min_freed;  /* a freed seed after the batch's last chart */
         for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
     }
     rc = 0;
 done:
     for (int w = 0; ws && w < threads; ++w) {
         lscm_free(&ws[w].W);
-        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
+        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
     }
-    free(ws); free(tries); free(tbuf); free(spos); free(freed_list); free(freed);
-    free(seeds); free(tpos); free(tried); free(kt);
+    free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
+    free(seeds); free(stamp); free(tried); free(kt);
     return rc;
 }
 
