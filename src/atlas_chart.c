@@ -977,6 +977,23 @@ static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head,
     return 0;
 }
 
+typedef struct hull_ctx {
+    const charting *C;
+    const uint32_t *next, *head;
+    hull_set *hs;
+    hpt **tmp;
+    size_t *cap;
+    _Atomic int err;
+} hull_ctx;
+
+static void hull_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    hull_ctx *h = ctx;
+    for (size_t ci = begin; ci < end; ++ci)
+        if (hull_of_chart(h->C, h->next, h->head[ci], h->C->charts[ci].count, h->hs, (uint32_t)ci, &h->tmp[worker], &h->cap[worker]))
+            h->err = 1;
+}
+
 typedef struct merge_cand { double gain; uint32_t b, t, u; double cs, sn, max, may, mbx, mby; } merge_cand;
 static int cand_cmp(const void *pa, const void *pb)
 {
@@ -998,8 +1015,8 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     uint8_t *dead = calloc((size_t)n + 1, 1);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
     hull_set hs = { calloc((size_t)n + 1, sizeof(hpt *)), calloc((size_t)n + 1, sizeof(int)) };
-    hpt *pts = NULL, *hp = NULL;
-    size_t pts_cap = 0, hp_cap = 0;
+    hpt *hp = NULL;
+    size_t hp_cap = 0;
     overlap_scratch ovs = { 0 };
     int rc = -1;
     if (!next || !head || !tail || !stamp || !cand || !ids || !iota || !tl || !dead || !order || !hs.p || !hs.n) goto done;
@@ -1011,12 +1028,21 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
             next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
         stamp[ci] = BK_NONE;
-        if (hull_of_chart(C, next, head[ci], c->count, &hs, ci, &pts, &pts_cap)) goto done;
         double cost = (c->w + pad_w) * (c->h + pad_w);
         uint64_t bits;
         memcpy(&bits, &cost, 8);
         order[ci].key = bits;
         order[ci].idx = ci;
+    }
+    {
+        /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
+        int threads = bk_pool_threads();
+        hull_ctx hc = { C, next, head, &hs, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        if (!hc.tmp || !hc.cap) { free(hc.tmp); free(hc.cap); goto done; }
+        bk_parallel_for(n, 16, hull_fn, &hc);
+        for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
+        free(hc.tmp); free(hc.cap);
+        if (hc.err) goto done;
     }
     bk_key_idx_sort(order, n);
     uint32_t visit = 0;
@@ -1140,7 +1166,7 @@ done:
     if (hs.p) for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
     free(hs.p); free(hs.n);
     free(next); free(head); free(tail); free(stamp); free(cand); free(ids); free(iota); free(tl);
-    free(dead); free(order); free(pts); free(hp); bk_atlas_overlap_scratch_free(&ovs);
+    free(dead); free(order); free(hp); bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
 
@@ -1689,6 +1715,26 @@ static int sm_met(const adjacency *A, const sm_try *t, const uint32_t *stamp, ui
     return 0;
 }
 
+/* Needles (height under 1/1000 of the longest edge) have normals of float noise: the planar
+ * charts take them, as whole fans and strips (tried set for them). */
+typedef struct needle_ctx { const bk_scene *s; const tri_geom *g; uint8_t *tried; } needle_ctx;
+
+static void needle_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const needle_ctx *c = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        if (c->g->degen[t]) continue;
+        double p[3][3], lmax = 0;
+        for (int k = 0; k < 3; ++k) pos_of(c->s, (uint32_t)t, k, p[k]);
+        for (int k = 0; k < 3; ++k) {
+            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
+            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
+        }
+        if (2 * c->g->area[t] < 1e-3 * lmax) c->tried[t] = 1;
+    }
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
@@ -1735,18 +1781,8 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         C->tri_chart[t] = BK_NONE;
         if (!g->degen[t]) seeds[nseeds++] = t;
     }
-    for (uint32_t t = 0; t < T; ++t) {
-        /* needles (height under 1/1000 of the longest edge) have normals of float noise: the
-         * planar charts take them, as whole fans and strips */
-        if (g->degen[t]) continue;
-        double p[3][3], lmax = 0;
-        for (int k = 0; k < 3; ++k) pos_of(s, t, k, p[k]);
-        for (int k = 0; k < 3; ++k) {
-            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
-            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
-        }
-        if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
-    }
+    needle_ctx nc = { s, g, tried };
+    bk_parallel_for(T, 16384, needle_fn, &nc);
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
     sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries };
