@@ -1334,6 +1334,8 @@ typedef struct sm_try {      /* one chart grown from a seed */
     uint32_t nt0, levels;    /* sm_check_chain: the first growth's size, the sizes it checked */
     int      skip;           /* its seed is in an earlier chart of its batch */
     uint32_t *keep, nkeep;   /* places in tris of those kept (max_tris), when ok */
+    uint32_t *front, nfront; /* neighbours its growth read and did not take (4 max_tris, repeats
+                                possible); nfront BK_NONE: more (read every neighbour) */
     double   *loc;           /* 6 per place in tris: the chart's corners (C->loc's layout by place) */
     double   avg[3];         /* mean normal */
     double   w, h;
@@ -1404,14 +1406,20 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
     avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
     hm_put(ws, seed, qt);
     queue[qt++] = seed;
+    t->nfront = 0;
     while (qh < qt && qt < limit) {
         uint32_t tt = queue[qh++];
         const double *nt = tri_n(g, tt);
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
             uint32_t u = A->adj[p];
-            if (tri_chart[u] != BK_NONE || tried[u] || x->stamp[u] == x->batch || hm_get(ws, u) != BK_NONE) continue;
+            if (hm_get(ws, u) != BK_NONE) continue;
             const double *nu = tri_n(g, u);
-            if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
+            if (tri_chart[u] != BK_NONE || tried[u] || x->stamp[u] == x->batch || dot3d(nu, nt) < cos_crease ||
+                dot3d(nu, avg) < cos_cone) {
+                if (t->nfront < 4 * (x->so->max_tris + 1)) t->front[t->nfront++] = u;
+                else t->nfront = BK_NONE;
+                continue;
+            }
             hm_put(ws, u, qt);
             queue[qt++] = u;
             for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
@@ -1693,9 +1701,15 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
     return t->nt == t->nt0;
 }
 
-/* Did chart t's growth look at a triangle marked in freed? (a neighbour of one of its own) */
+/* Did chart t's growth look at a triangle marked in freed? (a neighbour it did not take: none of
+ * its own is an earlier chart's) */
 static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
 {
+    if (t->nfront != BK_NONE) {
+        for (uint32_t i = 0; i < t->nfront; ++i)
+            if (freed[t->front[i]]) return 1;
+        return 0;
+    }
     for (uint32_t i = 0; i < t->nt0; ++i)
         for (uint32_t p = A->start[t->tris[i]]; p < A->start[t->tris[i] + 1]; ++p)
             if (freed[A->adj[p]]) return 1;
@@ -1703,9 +1717,16 @@ static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
 }
 
 /* Did chart t's growth read a triangle that stamp marks with this batch (one an earlier chart of
- * the batch grew over)? Its growth read its own triangles and their neighbours only. */
+ * the batch grew over)? Its growth read its own triangles and the neighbours it did not take. */
 static int sm_met(const adjacency *A, const sm_try *t, const uint32_t *stamp, uint32_t batch)
 {
+    if (t->nfront != BK_NONE) {
+        for (uint32_t i = 0; i < t->nt; ++i)
+            if (stamp[t->tris[i]] == batch) return 1;
+        for (uint32_t i = 0; i < t->nfront; ++i)
+            if (stamp[t->front[i]] == batch) return 1;
+        return 0;
+    }
     for (uint32_t i = 0; i < t->nt; ++i) {
         uint32_t tt = t->tris[i];
         if (stamp[tt] == batch) return 1;
@@ -1750,7 +1771,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
     sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
     sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 6 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
     double *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
@@ -1772,8 +1793,9 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     }
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t k = 0; k < K; ++k) {
-        tries[k].tris = tbuf + 2 * (size_t)M * k;
+        tries[k].tris = tbuf + 6 * (size_t)M * k;
         tries[k].keep = tries[k].tris + M;
+        tries[k].front = tries[k].keep + M;
         tries[k].loc = lbuf + 6 * (size_t)M * k;
     }
     uint32_t nseeds = 0, ntris = 0;
