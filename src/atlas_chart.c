@@ -866,18 +866,32 @@ done:
 
 static double box_area(const double *b) { return (b[2] - b[0]) * (b[3] - b[1]); }
 
-int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
-                        uint32_t *part)
+/* Split, first pass: chart ci's parts, grown in its own ranges of queue and kt (its triangles'
+ * places in chart_tris), part per triangle; *nparts 0 when it stays whole. Reads only chart ci's
+ * triangles (a neighbour of another chart, split or not, is never ci), so charts run side by side. */
+typedef struct split_ctx {
+    const adjacency *A;
+    const charting *C;
+    double pad_w;
+    uint32_t *queue, *part, *nparts;
+    key_idx *kt;
+} split_ctx;
+
+static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
 {
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
-    uint32_t n0 = C->count;
-    for (uint32_t ci = 0; ci < n0; ++ci) {
+    (void)worker;
+    const split_ctx *x = ctx;
+    const adjacency *A = x->A;
+    const charting *C = x->C;
+    for (size_t ci = begin; ci < end; ++ci) {
         chart c = C->charts[ci];
+        x->nparts[ci] = 0;
         if (c.count < 3) continue;
         double area = 0;
         for (uint32_t i = 0; i < c.count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c.first + i]);
         if (area >= FILL_MIN * c.w * c.h) continue;
+        uint32_t *part = x->part, *queue = x->queue + c.first;
+        key_idx *kt = x->kt + c.first;
         /* seeds by decreasing projected area */
         for (uint32_t i = 0; i < c.count; ++i) {
             uint32_t t = C->chart_tris[c.first + i];
@@ -916,17 +930,37 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
                 }
             }
             /* a cheap bound on the part's rectangle: its box in the chart's frame */
-            cost += (box[2] - box[0] + pad_w) * (box[3] - box[1] + pad_w);
+            cost += (box[2] - box[0] + x->pad_w) * (box[3] - box[1] + x->pad_w);
             w = qt;
             nparts++;
         }
-        if (nparts < 2 || cost >= (c.w + pad_w) * (c.h + pad_w)) continue;
-        /* queue[0 .. count) holds the triangles part by part: they become the new lists */
-        memcpy(C->chart_tris + c.first, queue, sizeof(uint32_t) * c.count);
+        if (nparts < 2 || cost >= (c.w + x->pad_w) * (c.h + x->pad_w)) continue;
+        x->nparts[ci] = nparts;
+    }
+}
+
+int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
+                        uint32_t *part)
+{
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    uint32_t n0 = C->count;
+    uint32_t *np = malloc(sizeof(uint32_t) * ((size_t)n0 + 1));
+    if (!np) return -1;
+    split_ctx x = { A, C, pad_w, queue, part, np, kt };
+    bk_parallel_for(n0, 16, split_parts_fn, &x);
+    /* then the splits, in chart order (new charts numbered as one loop numbers them) */
+    for (uint32_t ci = 0; ci < n0; ++ci) {
+        uint32_t nparts = np[ci];
+        if (!nparts) continue;
+        chart c = C->charts[ci];
+        const uint32_t *q = queue + c.first;
+        /* q[0 .. count) holds the triangles part by part: they become the new lists */
+        memcpy(C->chart_tris + c.first, q, sizeof(uint32_t) * c.count);
         uint32_t start = 0;
         for (uint32_t pi = 0; pi < nparts; ++pi) {
             uint32_t end = start;
-            while (end < c.count && part[queue[end]] == pi) end++;
+            while (end < c.count && part[q[end]] == pi) end++;
             chart nc = c;
             nc.first = c.first + start;
             nc.count = end - start;
@@ -934,17 +968,18 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
             if (pi == 0) C->charts[ci] = nc;
             else {
                 idx = C->count;
-                if (chart_push(C, nc)) { free(pts); return -1; }
-                for (uint32_t i = start; i < end; ++i) C->tri_chart[queue[i]] = idx;
+                if (chart_push(C, nc)) { free(pts); free(np); return -1; }
+                for (uint32_t i = start; i < end; ++i) C->tri_chart[q[i]] = idx;
             }
             /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
              * along its axis (the same projection), both turned to their own rectangles */
             if (nc.smooth ? fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
-                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); return -1; }
+                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); free(np); return -1; }
             start = end;
         }
     }
     free(pts);
+    free(np);
     return 0;
 }
 
