@@ -1701,11 +1701,15 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
         for (uint32_t j = 0; j < t->nt; ++j) hm_put(ws, t->tris[j], j);
         sm_check_chain(x, t, ws);
         hm_clear(ws);
+        /* its corners into C->loc now, taken or not: the batch's growths are disjoint, and a
+         * triangle of a chart let go gets its corners again from the chart that takes it */
+        if (t->ok)
+            for (uint32_t j = 0; j < t->nt; ++j) memcpy(x->C->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
     }
 }
 
-/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart, its corners into
- * C->loc), or released (its triangles tried, for the planar charts). Returns 1 when the later
+/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart; sm_check_fn wrote its
+ * corners), or released (its triangles tried, for the planar charts). Returns 1 when the later
  * charts' growth is as it was (kept whole, or dropped for good at its first size), 0 when it
  * freed triangles. -1 out of memory. */
 static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work)
@@ -1728,7 +1732,6 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
             C->chart_tris[*ntris + i] = tt;
             C->tri_chart[tt] = ci;
         }
-        for (uint32_t i = 0; i < t->nt; ++i) memcpy(C->loc + 6 * (size_t)t->tris[i], t->loc + 6 * (size_t)i, 6 * sizeof(double));
         *ntris += t->nkeep;
         return t->nkeep == t->nt0;
     }
