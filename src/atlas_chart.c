@@ -620,9 +620,13 @@ void bk_key_idx_sort(key_idx *a, size_t n)
     if (!cnt) { free(tmp); qsort(a, n, sizeof *a, bk_key_idx_cmp); return; }
     uint64_t kor = 0, kand = ~0ull;
     uint32_t ior = 0, iand = ~0u;
-    for (size_t i = 0; i < n; ++i) { kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx; }
+    int ascending = 1;  /* indices already ascending: the stable key passes alone keep ties so */
+    for (size_t i = 0; i < n; ++i) {
+        kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx;
+        if (i && a[i].idx <= a[i - 1].idx) ascending = 0;
+    }
     key_idx *src = a, *dst = tmp;
-    for (int pass = 0; pass < 6; ++pass) {
+    for (int pass = ascending ? 2 : 0; pass < 6; ++pass) {
         int shift = pass < 2 ? 16 * pass : 16 * (pass - 2), onidx = pass < 2;
         uint64_t diff = onidx ? (uint64_t)(ior ^ iand) : kor ^ kand;
         if (((diff >> shift) & 0xFFFF) == 0) continue;
