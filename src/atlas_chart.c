@@ -1954,6 +1954,27 @@ static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1
     return 0;
 }
 
+/* The edge each neighbour shares, found once for every pass (on the pool): ek[p] for adj[p] of t
+ * is 3 kt + ku (corners kt -> kt+1 of t are ku+1 -> ku of the neighbour), 0xFF for none. */
+typedef struct tidy_edge_ctx { const bk_scene *s; const uint32_t *weld; const adjacency *A; uint8_t *ek; } tidy_edge_ctx;
+
+static void tidy_edge_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const tidy_edge_ctx *c = ctx;
+    const uint32_t *weld = c->weld, *tv = c->s->tri_v;
+    for (size_t t = begin; t < end; ++t)
+        for (uint32_t p = c->A->start[t]; p < c->A->start[t + 1]; ++p) {
+            uint32_t u = c->A->adj[p];
+            int kt = -1, ku = -1;
+            for (int x = 0; x < 3 && kt < 0; ++x)
+                for (int y = 0; y < 3; ++y)
+                    if (weld[tv[3 * t + x]] == weld[tv[3 * (size_t)u + (y + 1) % 3]] &&
+                        weld[tv[3 * t + (x + 1) % 3]] == weld[tv[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+            c->ek[p] = kt < 0 ? 0xFF : (uint8_t)(3 * kt + ku);
+        }
+}
+
 int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                          double max_stretch, charting *C, uint64_t *work)
 {
@@ -1968,7 +1989,10 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     overlap_scratch ovs = { 0 };
     int rc = -1;
     const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    if (!next || !prev || !head || !cnt || !changed) goto done;
+    uint8_t *ek = malloc((size_t)A->start[T] + 1);
+    if (!next || !prev || !head || !cnt || !changed || !ek) goto done;
+    tidy_edge_ctx ec = { s, weld, A, ek };
+    bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
         head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
@@ -1990,12 +2014,8 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
             int nb_kt[8], nb_ku[8], nn = 0;
             for (uint32_t p = A->start[t]; p < A->start[t + 1] && nn < 8; ++p) {
                 uint32_t u = A->adj[p];
-                int kt = -1, ku = -1;
-                for (int x = 0; x < 3 && kt < 0; ++x)
-                    for (int y = 0; y < 3; ++y)
-                        if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
-                            weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
-                if (kt < 0) continue;
+                if (ek[p] == 0xFF) continue;
+                int kt = ek[p] / 3, ku = ek[p] % 3;
                 nb_chart[nn] = C->tri_chart[u]; nb_tri[nn] = u; nb_kt[nn] = kt; nb_ku[nn] = ku; nn++;
             }
             int own = 0;
@@ -2084,7 +2104,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     }
     rc = 0;
 done:
-    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts);
+    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts); free(ek);
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
