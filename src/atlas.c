@@ -36,6 +36,7 @@
  * texels_per_unit the side is the smallest multiple of 4 that packs.
  */
 #include "atlas_internal.h"
+#include "pool.h"
 #include "util.h"
 
 #include <float.h>
@@ -260,6 +261,84 @@ static void adjacency_split_scales(adjacency *A, uint32_t T, const float *f)
             if (f[A->adj[p]] == f[t]) A->adj[w++] = A->adj[p];
     }
     A->start[T] = w;
+}
+
+/* UVs of charts [begin, end): each writes its own triangles only. */
+typedef struct place_ctx {
+    const charting *C;
+    const pk_item *best_items;
+    const uint32_t *item_page;
+    const double *fill;
+    double scale0;
+    int pad, shaped, N;
+    bk_atlas *out;
+} place_ctx;
+
+static void place_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const place_ctx *pc = ctx;
+    const charting *Cp = pc->C;
+    bk_atlas *out = pc->out;
+    int pad = pc->pad, N = pc->N;
+    for (size_t ci = begin; ci < end; ++ci) {
+        const chart *c = &Cp->charts[ci];
+        const pk_item *b = &pc->best_items[ci];
+        double scale = pc->fill ? pc->scale0 * pc->fill[ci] : pc->scale0;
+        int bw = b->w - pad, bh = b->h - pad;
+        double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = Cp->chart_tris[c->first + i];
+            if (out->tri_page) out->tri_page[t] = pc->item_page[ci];
+            for (int k = 0; k < 3; ++k) {
+                double lx = Cp->loc[6 * (size_t)t + 2 * k] * scale + ox, ly = Cp->loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
+                double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
+                if (pc->shaped) {  /* masks: the turned chart 0.01 texel from the mask's top-left corner */
+                    bk_atlas_shape_place(c->w * scale, c->h * scale, b->w, b->h, Cp->loc[6 * (size_t)t + 2 * k] * scale,
+                                         Cp->loc[6 * (size_t)t + 2 * k + 1] * scale, b->rot, &x, &y);
+                }
+                out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + x) / N);
+                out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + y) / N);
+            }
+        }
+    }
+}
+
+/* Per mesh triangle: term[2t] its area ratio (chart over world, the density factor asked for
+ * taken out), term[2t + 1] its L2 stretch term times its area (-1 for a chart triangle of no
+ * area); summed in triangle order by the caller. */
+typedef struct stretch_ctx {
+    const bk_scene *ms;
+    const tri_geom *g;
+    const charting *C;
+    const float *tri_scale;
+    double *term;
+} stretch_ctx;
+
+static void stretch_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const stretch_ctx *sc = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        if (sc->g->degen[t]) continue;
+        const double *L = sc->C->loc + 6 * t;
+        double f = sc->tri_scale ? sc->tri_scale[t] : 1.0;  /* asked for: not stretch */
+        sc->term[2 * t] = bk_tri2_area(L) / (sc->g->area[t] * f * f);
+        sc->term[2 * t + 1] = -1;
+        /* the map's Jacobian from the chart's plane (world units) to the surface */
+        double q[3][3], a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]), Ss[3], St[3];
+        for (int k = 0; k < 3; ++k) {
+            const float *p = sc->ms->positions + 3 * (size_t)sc->ms->tri_v[3 * t + k];
+            q[k][0] = p[0]; q[k][1] = p[1]; q[k][2] = p[2];
+        }
+        if (!(fabs(a2) > 0)) continue;
+        for (int d = 0; d < 3; ++d) {
+            Ss[d] = (q[0][d] * (L[3] - L[5]) + q[1][d] * (L[5] - L[1]) + q[2][d] * (L[1] - L[3])) / a2;
+            St[d] = (q[0][d] * (L[4] - L[2]) + q[1][d] * (L[0] - L[4]) + q[2][d] * (L[2] - L[0])) / a2;
+        }
+        sc->term[2 * t + 1] = 0.5 * (Ss[0] * Ss[0] + Ss[1] * Ss[1] + Ss[2] * Ss[2] + St[0] * St[0] + St[1] * St[1] + St[2] * St[2]) * f * f *
+                              sc->g->area[t];
+    }
 }
 
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
@@ -586,27 +665,8 @@ place:;
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
-    for (uint32_t ci = 0; ci < C.count; ++ci) {
-        const chart *c = &C.charts[ci];
-        const pk_item *b = &best_items[ci];
-        double scale = fill ? scale0 * fill[ci] : scale0;
-        int bw = b->w - pad, bh = b->h - pad;
-        double ox = 0.5 * (bw - c->w * scale), oy = 0.5 * (bh - c->h * scale);
-        for (uint32_t i = 0; i < c->count; ++i) {
-            uint32_t t = C.chart_tris[c->first + i];
-            if (out->tri_page) out->tri_page[t] = item_page[ci];
-            for (int k = 0; k < 3; ++k) {
-                double lx = C.loc[6 * (size_t)t + 2 * k] * scale + ox, ly = C.loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
-                double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
-                if (shaped) {  /* masks: the turned chart 0.01 texel from the mask's top-left corner */
-                    bk_atlas_shape_place(c->w * scale, c->h * scale, b->w, b->h, C.loc[6 * (size_t)t + 2 * k] * scale,
-                                         C.loc[6 * (size_t)t + 2 * k + 1] * scale, b->rot, &x, &y);
-                }
-                out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + x) / N);
-                out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + y) / N);
-            }
-        }
-    }
+    place_ctx pc = { &C, best_items, item_page, fill, scale0, pad, shaped, N, out };
+    bk_parallel_for(C.count, 64, place_fn, &pc);
     for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];
     if (g.degen_count) {
         const pk_item *b = &best_items[C.count];
@@ -640,28 +700,21 @@ place:;
     /* the largest tilt actually reached on planar charts: each triangle keeps cos(tilt) of its
      * area; and the stretch of every chart */
     double min_ratio = 1.0, smin = DBL_MAX, smax = 0, l2 = 0, wsum = 0;
+    stretch_ctx sc = { &ms, &g, &C, o->tri_scale, malloc(sizeof(double) * 2 * ((size_t)MT + 1)) };
+    if (!sc.term) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+    bk_parallel_for(MT, 16384, stretch_fn, &sc);
+    /* in triangle order, as one loop sums them (the same bits whatever the thread count) */
     for (uint32_t t = 0; t < MT; ++t) {
         if (g.degen[t]) continue;
-        const double *L = C.loc + 6 * (size_t)t;
-        double f = o->tri_scale ? o->tri_scale[t] : 1.0;  /* asked for: not stretch */
-        double ratio = bk_tri2_area(L) / (g.area[t] * f * f);
+        double ratio = sc.term[2 * (size_t)t];
         if (!C.charts[C.tri_chart[t]].smooth) min_ratio = fmin(min_ratio, ratio);
         smin = fmin(smin, ratio);
         smax = fmax(smax, ratio);
-        /* the map's Jacobian from the chart's plane (world units) to the surface */
-        double q[3][3], a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]), Ss[3], St[3];
-        for (int k = 0; k < 3; ++k) {
-            const float *f = ms.positions + 3 * (size_t)ms.tri_v[3 * (size_t)t + k];
-            q[k][0] = f[0]; q[k][1] = f[1]; q[k][2] = f[2];
-        }
-        if (!(fabs(a2) > 0)) continue;
-        for (int d = 0; d < 3; ++d) {
-            Ss[d] = (q[0][d] * (L[3] - L[5]) + q[1][d] * (L[5] - L[1]) + q[2][d] * (L[1] - L[3])) / a2;
-            St[d] = (q[0][d] * (L[4] - L[2]) + q[1][d] * (L[0] - L[4]) + q[2][d] * (L[2] - L[0])) / a2;
-        }
-        l2 += 0.5 * (Ss[0] * Ss[0] + Ss[1] * Ss[1] + Ss[2] * Ss[2] + St[0] * St[0] + St[1] * St[1] + St[2] * St[2]) * f * f * g.area[t];
+        if (sc.term[2 * (size_t)t + 1] == -1.0) continue;  /* no area in the chart */
+        l2 += sc.term[2 * (size_t)t + 1];
         wsum += g.area[t];
     }
+    free(sc.term);
     out->max_cone_deg = (float)(acos(fmin(1.0, min_ratio)) * 180.0 / BK_ATLAS_PI);
     out->density_max = 1.0f;
     for (uint32_t ci = 0; fill && ci < C.count; ++ci) out->density_max = fmaxf(out->density_max, (float)(fill[ci] * fill[ci]));

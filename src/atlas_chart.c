@@ -39,6 +39,37 @@ static void pos_of(const bk_scene *s, uint32_t t, int k, double p[3])
     p[0] = f[0]; p[1] = f[1]; p[2] = f[2];
 }
 
+typedef struct geom_ctx { const bk_scene *s; tri_geom *g; double tiny; } geom_ctx;
+
+static void geom_tri_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const geom_ctx *c = ctx;
+    const bk_scene *s = c->s;
+    tri_geom *g = c->g;
+    for (size_t t = begin; t < end; ++t) {
+        double p0[3], p1[3], p2[3], e1[3], e2[3], cr[3];
+        pos_of(s, (uint32_t)t, 0, p0); pos_of(s, (uint32_t)t, 1, p1); pos_of(s, (uint32_t)t, 2, p2);
+        double emax = 0;
+        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
+        double l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2];
+        double l3 = 0;
+        for (int k = 0; k < 3; ++k) l3 += (p2[k] - p1[k]) * (p2[k] - p1[k]);
+        emax = l1 > l2 ? l1 : l2;
+        if (l3 > emax) emax = l3;
+        cr[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        cr[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        cr[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        double len = sqrt(cr[0] * cr[0] + cr[1] * cr[1] + cr[2] * cr[2]);
+        /* Degenerate: collinear to 1e-7 of its longest edge, or below float precision of the scene. */
+        int bad = !(len > 1e-7 * emax) || !(len > c->tiny) || !isfinite(len);
+        g->degen[t] = (uint8_t)bad;
+        g->area[t] = bad ? 0.0 : 0.5 * len;
+        for (int k = 0; k < 3; ++k) g->n[3 * t + k] = bad ? 0.0 : cr[k] / len;
+    }
+}
+
 int bk_atlas_geom_init(const bk_scene *s, tri_geom *g)
 {
     uint32_t T = s->tri_count;
@@ -58,29 +89,9 @@ int bk_atlas_geom_init(const bk_scene *s, tri_geom *g)
     if (s->vertex_count)
         for (int k = 0; k < 3; ++k) d2 += (hi[k] - lo[k]) * (hi[k] - lo[k]);
     g->diag = sqrt(d2);
-    double tiny = 1e-14 * d2;  /* twice the area of a triangle 1e-7 of the scene across */
-    for (uint32_t t = 0; t < T; ++t) {
-        double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
-        pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
-        double emax = 0;
-        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
-        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
-        double l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2];
-        double l3 = 0;
-        for (int k = 0; k < 3; ++k) l3 += (p2[k] - p1[k]) * (p2[k] - p1[k]);
-        emax = l1 > l2 ? l1 : l2;
-        if (l3 > emax) emax = l3;
-        c[0] = e1[1] * e2[2] - e1[2] * e2[1];
-        c[1] = e1[2] * e2[0] - e1[0] * e2[2];
-        c[2] = e1[0] * e2[1] - e1[1] * e2[0];
-        double len = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-        /* Degenerate: collinear to 1e-7 of its longest edge, or below float precision of the scene. */
-        int bad = !(len > 1e-7 * emax) || !(len > tiny) || !isfinite(len);
-        g->degen[t] = (uint8_t)bad;
-        g->degen_count += (uint32_t)bad;
-        g->area[t] = bad ? 0.0 : 0.5 * len;
-        for (int k = 0; k < 3; ++k) g->n[3 * (size_t)t + k] = bad ? 0.0 : c[k] / len;
-    }
+    geom_ctx c = { s, g, 1e-14 * d2 };  /* tiny: twice the area of a triangle 1e-7 of the scene across */
+    bk_parallel_for(T, 16384, geom_tri_fn, &c);
+    for (uint32_t t = 0; t < T; ++t) g->degen_count += g->degen[t];
     return 0;
 }
 
@@ -158,7 +169,8 @@ static void edge_sort(edge_rec *e, size_t n)
 }
 
 
-int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
+/* The reference: every edge sorted by its key (welded end points), runs of equal keys paired. */
+static int adjacency_build_sorted(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
 {
     uint32_t T = s->tri_count;
     size_t n = 0;
@@ -204,6 +216,146 @@ int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint
         }
     }
     free(e);
+    return 0;
+}
+
+/* The same lists without sorting every edge: edges in buckets by their smaller welded end point
+ * (a counting sort), each bucket sorted by (other end, triangle) on the pool (a vertex of high
+ * valence, a fan's centre, must not be scanned by each of its triangles), then each triangle on
+ * the pool finds the runs of its own edges, keys ascending, by bisection in their buckets. A triangle receives a run's other
+ * members in run order (the pair loop of adjacency_build_sorted appends them so), and runs in key
+ * order, so the lists are the sorted build's, entry for entry. That needs no two edges of one
+ * triangle with the same key (two corners welded together: zero area, which skip marks); a scene
+ * with one takes the sorted build. */
+typedef struct adj_bucket_edge { uint32_t b, tri; uint8_t fwd; } adj_bucket_edge;
+
+typedef struct adj_ctx {
+    const bk_scene *s;
+    const uint32_t *weld;
+    const uint8_t *skip;
+    const uint32_t *bstart;          /* V + 1: bucket of welded vertex a */
+    const adj_bucket_edge *be;
+    uint32_t *start, *adj;           /* count pass: start[t + 1] = count; fill pass: the lists */
+    int fill;
+} adj_ctx;
+
+static int adj_edge_cmp(const void *pa, const void *pb)
+{
+    const adj_bucket_edge *a = pa, *b = pb;
+    if (a->b != b->b) return a->b < b->b ? -1 : 1;
+    return (a->tri > b->tri) - (a->tri < b->tri);
+}
+
+/* Each bucket sorted by (b, triangle): in triangle order within a run, as filled. */
+static void adj_sort_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    adj_ctx *c = ctx;
+    adj_bucket_edge *be = (adj_bucket_edge *)c->be;
+    for (size_t v = begin; v < end; ++v) {
+        uint32_t b0 = c->bstart[v], n = c->bstart[v + 1] - b0;
+        if (n > 16) { qsort(be + b0, n, sizeof *be, adj_edge_cmp); continue; }
+        for (uint32_t i = 1; i < n; ++i) {
+            adj_bucket_edge e = be[b0 + i];
+            uint32_t j = i;
+            while (j > 0 && adj_edge_cmp(&be[b0 + j - 1], &e) > 0) { be[b0 + j] = be[b0 + j - 1]; j--; }
+            be[b0 + j] = e;
+        }
+    }
+}
+
+static void adj_tri_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const adj_ctx *c = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        uint32_t n = 0, w = c->fill ? c->start[t] : 0;
+        if (!c->skip[t]) {
+            uint64_t key[3];
+            uint32_t ka[3], kb[3], m = 0;
+            uint8_t kf[3];
+            for (int k = 0; k < 3; ++k) {
+                uint32_t a = c->weld[c->s->tri_v[3 * t + k]], b = c->weld[c->s->tri_v[3 * t + (k + 1) % 3]];
+                if (a == b) continue;
+                uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+                uint64_t kk = (uint64_t)lo << 32 | hi;
+                uint32_t i = m++;
+                while (i > 0 && key[i - 1] > kk) { key[i] = key[i - 1]; ka[i] = ka[i - 1]; kb[i] = kb[i - 1]; kf[i] = kf[i - 1]; i--; }
+                key[i] = kk; ka[i] = lo; kb[i] = hi; kf[i] = a < b;
+            }
+            for (uint32_t j = 0; j < m; ++j) {
+                /* the run: bucket entries with this b (sorted by b, then triangle) */
+                uint32_t lo = c->bstart[ka[j]], hi = c->bstart[ka[j] + 1];
+                while (lo < hi) {
+                    uint32_t mid = lo + (hi - lo) / 2;
+                    if (c->be[mid].b < kb[j]) lo = mid + 1;
+                    else hi = mid;
+                }
+                uint32_t b0 = lo, b1 = lo, bend = c->bstart[ka[j] + 1];
+                while (b1 < bend && c->be[b1].b == kb[j]) b1++;
+                uint32_t len = b1 - b0;
+                if (len < 2 || len > 8) continue;
+                for (uint32_t q = b0; q < b1; ++q) {
+                    const adj_bucket_edge *e = &c->be[q];
+                    if (e->tri == t || e->fwd == kf[j]) continue;
+                    if (c->fill) c->adj[w++] = e->tri;
+                    else n++;
+                }
+            }
+        }
+        if (!c->fill) c->start[t + 1] = n;
+    }
+}
+
+int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
+{
+    uint32_t T = s->tri_count, V = s->vertex_count;
+    uint32_t *bstart = calloc((size_t)V + 2, sizeof(uint32_t));
+    adj_bucket_edge *be = malloc(sizeof *be * 3 * (size_t)T + 1);
+    A->start = calloc((size_t)T + 2, sizeof(uint32_t));
+    A->adj = NULL;
+    if (!bstart || !be || !A->start) { free(bstart); free(be); return -1; }
+    int twin = 0;
+    for (uint32_t t = 0; t < T && !twin; ++t) {
+        if (skip[t]) continue;
+        uint32_t v[3];
+        for (int k = 0; k < 3; ++k) v[k] = weld[s->tri_v[3 * (size_t)t + k]];
+        twin = v[0] == v[1] || v[1] == v[2] || v[0] == v[2];
+        for (int k = 0; k < 3 && !twin; ++k) {
+            uint32_t a = v[k], b = v[(k + 1) % 3];
+            bstart[(a < b ? a : b) + 1]++;
+        }
+    }
+    if (twin) {
+        free(bstart); free(be); free(A->start);
+        return adjacency_build_sorted(s, weld, skip, A);
+    }
+    for (uint32_t v = 0; v < V; ++v) bstart[v + 1] += bstart[v];
+    uint32_t *fillp = malloc(sizeof(uint32_t) * ((size_t)V + 1));
+    if (!fillp) { free(bstart); free(be); return -1; }
+    memcpy(fillp, bstart, sizeof(uint32_t) * ((size_t)V + 1));
+    for (uint32_t t = 0; t < T; ++t) {
+        if (skip[t]) continue;
+        for (int k = 0; k < 3; ++k) {
+            uint32_t a = weld[s->tri_v[3 * (size_t)t + k]], b = weld[s->tri_v[3 * (size_t)t + (k + 1) % 3]];
+            adj_bucket_edge *e = &be[fillp[a < b ? a : b]++];
+            e->b = a < b ? b : a;
+            e->tri = t;
+            e->fwd = a < b;
+        }
+    }
+    free(fillp);
+    adj_ctx c = { s, weld, skip, bstart, be, A->start, NULL, 0 };
+    bk_parallel_for(V, 16384, adj_sort_fn, &c);
+    bk_parallel_for(T, 8192, adj_tri_fn, &c);
+    for (uint32_t t = 0; t < T; ++t) A->start[t + 1] += A->start[t];
+    A->adj = malloc(sizeof(uint32_t) * (size_t)A->start[T] + 1);
+    if (!A->adj) { free(bstart); free(be); return -1; }
+    c.adj = A->adj;
+    c.fill = 1;
+    bk_parallel_for(T, 8192, adj_tri_fn, &c);
+    free(bstart);
+    free(be);
     return 0;
 }
 
@@ -468,9 +620,13 @@ void bk_key_idx_sort(key_idx *a, size_t n)
     if (!cnt) { free(tmp); qsort(a, n, sizeof *a, bk_key_idx_cmp); return; }
     uint64_t kor = 0, kand = ~0ull;
     uint32_t ior = 0, iand = ~0u;
-    for (size_t i = 0; i < n; ++i) { kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx; }
+    int ascending = 1;  /* indices already ascending: the stable key passes alone keep ties so */
+    for (size_t i = 0; i < n; ++i) {
+        kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx;
+        if (i && a[i].idx <= a[i - 1].idx) ascending = 0;
+    }
     key_idx *src = a, *dst = tmp;
-    for (int pass = 0; pass < 6; ++pass) {
+    for (int pass = ascending ? 2 : 0; pass < 6; ++pass) {
         int shift = pass < 2 ? 16 * pass : 16 * (pass - 2), onidx = pass < 2;
         uint64_t diff = onidx ? (uint64_t)(ior ^ iand) : kor ^ kand;
         if (((diff >> shift) & 0xFFFF) == 0) continue;
@@ -714,18 +870,32 @@ done:
 
 static double box_area(const double *b) { return (b[2] - b[0]) * (b[3] - b[1]); }
 
-int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
-                        uint32_t *part)
+/* Split, first pass: chart ci's parts, grown in its own ranges of queue and kt (its triangles'
+ * places in chart_tris), part per triangle; *nparts 0 when it stays whole. Reads only chart ci's
+ * triangles (a neighbour of another chart, split or not, is never ci), so charts run side by side. */
+typedef struct split_ctx {
+    const adjacency *A;
+    const charting *C;
+    double pad_w;
+    uint32_t *queue, *part, *nparts;
+    key_idx *kt;
+} split_ctx;
+
+static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
 {
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
-    uint32_t n0 = C->count;
-    for (uint32_t ci = 0; ci < n0; ++ci) {
+    (void)worker;
+    const split_ctx *x = ctx;
+    const adjacency *A = x->A;
+    const charting *C = x->C;
+    for (size_t ci = begin; ci < end; ++ci) {
         chart c = C->charts[ci];
+        x->nparts[ci] = 0;
         if (c.count < 3) continue;
         double area = 0;
         for (uint32_t i = 0; i < c.count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c.first + i]);
         if (area >= FILL_MIN * c.w * c.h) continue;
+        uint32_t *part = x->part, *queue = x->queue + c.first;
+        key_idx *kt = x->kt + c.first;
         /* seeds by decreasing projected area */
         for (uint32_t i = 0; i < c.count; ++i) {
             uint32_t t = C->chart_tris[c.first + i];
@@ -764,17 +934,37 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
                 }
             }
             /* a cheap bound on the part's rectangle: its box in the chart's frame */
-            cost += (box[2] - box[0] + pad_w) * (box[3] - box[1] + pad_w);
+            cost += (box[2] - box[0] + x->pad_w) * (box[3] - box[1] + x->pad_w);
             w = qt;
             nparts++;
         }
-        if (nparts < 2 || cost >= (c.w + pad_w) * (c.h + pad_w)) continue;
-        /* queue[0 .. count) holds the triangles part by part: they become the new lists */
-        memcpy(C->chart_tris + c.first, queue, sizeof(uint32_t) * c.count);
+        if (nparts < 2 || cost >= (c.w + x->pad_w) * (c.h + x->pad_w)) continue;
+        x->nparts[ci] = nparts;
+    }
+}
+
+int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
+                        uint32_t *part)
+{
+    hpt *pts = NULL;
+    size_t pts_cap = 0;
+    uint32_t n0 = C->count;
+    uint32_t *np = malloc(sizeof(uint32_t) * ((size_t)n0 + 1));
+    if (!np) return -1;
+    split_ctx x = { A, C, pad_w, queue, part, np, kt };
+    bk_parallel_for(n0, 16, split_parts_fn, &x);
+    /* then the splits, in chart order (new charts numbered as one loop numbers them) */
+    for (uint32_t ci = 0; ci < n0; ++ci) {
+        uint32_t nparts = np[ci];
+        if (!nparts) continue;
+        chart c = C->charts[ci];
+        const uint32_t *q = queue + c.first;
+        /* q[0 .. count) holds the triangles part by part: they become the new lists */
+        memcpy(C->chart_tris + c.first, q, sizeof(uint32_t) * c.count);
         uint32_t start = 0;
         for (uint32_t pi = 0; pi < nparts; ++pi) {
             uint32_t end = start;
-            while (end < c.count && part[queue[end]] == pi) end++;
+            while (end < c.count && part[q[end]] == pi) end++;
             chart nc = c;
             nc.first = c.first + start;
             nc.count = end - start;
@@ -782,17 +972,18 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
             if (pi == 0) C->charts[ci] = nc;
             else {
                 idx = C->count;
-                if (chart_push(C, nc)) { free(pts); return -1; }
-                for (uint32_t i = start; i < end; ++i) C->tri_chart[queue[i]] = idx;
+                if (chart_push(C, nc)) { free(pts); free(np); return -1; }
+                for (uint32_t i = start; i < end; ++i) C->tri_chart[q[i]] = idx;
             }
             /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
              * along its axis (the same projection), both turned to their own rectangles */
             if (nc.smooth ? fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
-                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); return -1; }
+                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); free(np); return -1; }
             start = end;
         }
     }
     free(pts);
+    free(np);
     return 0;
 }
 
@@ -825,6 +1016,23 @@ static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head,
     return 0;
 }
 
+typedef struct hull_ctx {
+    const charting *C;
+    const uint32_t *next, *head;
+    hull_set *hs;
+    hpt **tmp;
+    size_t *cap;
+    _Atomic int err;
+} hull_ctx;
+
+static void hull_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    hull_ctx *h = ctx;
+    for (size_t ci = begin; ci < end; ++ci)
+        if (hull_of_chart(h->C, h->next, h->head[ci], h->C->charts[ci].count, h->hs, (uint32_t)ci, &h->tmp[worker], &h->cap[worker]))
+            h->err = 1;
+}
+
 typedef struct merge_cand { double gain; uint32_t b, t, u; double cs, sn, max, may, mbx, mby; } merge_cand;
 static int cand_cmp(const void *pa, const void *pb)
 {
@@ -846,8 +1054,8 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     uint8_t *dead = calloc((size_t)n + 1, 1);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
     hull_set hs = { calloc((size_t)n + 1, sizeof(hpt *)), calloc((size_t)n + 1, sizeof(int)) };
-    hpt *pts = NULL, *hp = NULL;
-    size_t pts_cap = 0, hp_cap = 0;
+    hpt *hp = NULL;
+    size_t hp_cap = 0;
     overlap_scratch ovs = { 0 };
     int rc = -1;
     if (!next || !head || !tail || !stamp || !cand || !ids || !iota || !tl || !dead || !order || !hs.p || !hs.n) goto done;
@@ -859,12 +1067,21 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
             next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
         stamp[ci] = BK_NONE;
-        if (hull_of_chart(C, next, head[ci], c->count, &hs, ci, &pts, &pts_cap)) goto done;
         double cost = (c->w + pad_w) * (c->h + pad_w);
         uint64_t bits;
         memcpy(&bits, &cost, 8);
         order[ci].key = bits;
         order[ci].idx = ci;
+    }
+    {
+        /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
+        int threads = bk_pool_threads();
+        hull_ctx hc = { C, next, head, &hs, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        if (!hc.tmp || !hc.cap) { free(hc.tmp); free(hc.cap); goto done; }
+        bk_parallel_for(n, 16, hull_fn, &hc);
+        for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
+        free(hc.tmp); free(hc.cap);
+        if (hc.err) goto done;
     }
     bk_key_idx_sort(order, n);
     uint32_t visit = 0;
@@ -988,7 +1205,7 @@ done:
     if (hs.p) for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
     free(hs.p); free(hs.n);
     free(next); free(head); free(tail); free(stamp); free(cand); free(ids); free(iota); free(tl);
-    free(dead); free(order); free(pts); free(hp); bk_atlas_overlap_scratch_free(&ovs);
+    free(dead); free(order); free(hp); bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
 
@@ -1136,10 +1353,11 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
  * have taken, so the batch's later charts are let go and the seeds after it start a new batch.
  * The charts are thus exactly those of one chart at a time, whatever the thread count. */
 
-#define SM_TAG 0xF0000000u   /* tri_chart of a chart being tried: SM_TAG + its slot in the batch */
-
 typedef struct sm_ws {       /* one worker's scratch */
     lscm_ws   W;
+    uint32_t *hkey, *hval;   /* the chart being grown: triangle -> its place in the growth (open */
+    uint32_t *hused, nused;  /* addressing, hmask + 1 slots; hused lists the slots taken) */
+    uint32_t  hmask, hshift;  /* hmask + 1 == 1 << (32 - hshift) */
     uint32_t *uf, *cid;      /* 3 max_tris */
     uint8_t  *evict;         /* max_tris, zero between uses */
     double   *xy;
@@ -1150,9 +1368,14 @@ typedef struct sm_ws {       /* one worker's scratch */
 } sm_ws;
 
 typedef struct sm_try {      /* one chart grown from a seed */
-    uint32_t seed, limit, tag;
-    uint32_t *tris, nt;      /* grown triangles (max_tris) */
-    uint32_t *keep, nkeep;   /* those kept (max_tris), when ok */
+    uint32_t seed, limit;
+    uint32_t *tris, nt;      /* grown triangles (max_tris); after sm_check_chain the first nt of nt0 */
+    uint32_t nt0, levels;    /* sm_check_chain: the first growth's size, the sizes it checked */
+    int      skip;           /* its seed is in an earlier chart of its batch */
+    uint32_t *keep, nkeep;   /* places in tris of those kept (max_tris), when ok */
+    uint32_t *front, nfront; /* neighbours its growth read and did not take (4 max_tris, repeats
+                                possible); nfront BK_NONE: more (read every neighbour) */
+    double   *loc;           /* 6 per place in tris: the chart's corners (C->loc's layout by place) */
     double   avg[3];         /* mean normal */
     double   w, h;
     int      curved, ok, err;
@@ -1165,15 +1388,53 @@ typedef struct sm_ctx {
     const adjacency *A;
     const uint32_t *weld;
     const bk_atlas_smooth_opts *so;
-    charting *C;
-    uint32_t *tpos;          /* per triangle, BK_NONE outside the charts being checked */
+    charting *C;             /* tri_chart read only while a batch grows */
+    const uint8_t *tried;
+    const uint32_t *stamp;   /* per triangle: the batch whose growth took it */
+    uint32_t batch;
+    const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for fit_rect */
     sm_ws *ws;
     sm_try *tries;
 } sm_ctx;
 
-/* Grows a chart from t->seed up to t->limit triangles, marking them t->tag. */
-static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, sm_try *t)
+static uint32_t hm_slot(const sm_ws *w, uint32_t key)
 {
+    uint32_t h = (key * 2654435761u) >> w->hshift;  /* the product's high bits: ids far apart by a power of 2 still spread */
+    while (w->hkey[h] != BK_NONE && w->hkey[h] != key) h = (h + 1) & w->hmask;
+    return h;
+}
+static uint32_t hm_get(const sm_ws *w, uint32_t key)
+{
+    uint32_t h = hm_slot(w, key);
+    return w->hkey[h] == key ? w->hval[h] : BK_NONE;
+}
+static void hm_put(sm_ws *w, uint32_t key, uint32_t val)
+{
+    uint32_t h = hm_slot(w, key);
+    if (w->hkey[h] == BK_NONE) w->hused[w->nused++] = h;
+    w->hkey[h] = key;
+    w->hval[h] = val;
+}
+static void hm_clear(sm_ws *w)
+{
+    for (uint32_t i = 0; i < w->nused; ++i) w->hkey[w->hused[i]] = BK_NONE;
+    w->nused = 0;
+}
+
+/* Only charts that need it are unfolded: a chart within the planar cone is left to the planar charts. */
+static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
+{
+    int curved = 0;
+    for (uint32_t i = 0; i < t->nt && !curved; ++i) curved = dot3d(tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
+    t->curved = curved;
+}
+
+/* Grows a chart from t->seed up to t->limit triangles over those free in tri_chart, tried and
+ * stamp (this batch's charts; all three only read), its own in ws's map (cleared by the caller). */
+static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
+{
+    const uint32_t *tri_chart = x->C->tri_chart;
+    const uint8_t *tried = x->tried;
     const tri_geom *g = x->g;
     const adjacency *A = x->A;
     double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
@@ -1182,17 +1443,23 @@ static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, 
     const double *ns = tri_n(g, seed);
     double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
     avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    hm_put(ws, seed, qt);
     queue[qt++] = seed;
-    tri_chart[seed] = t->tag;
+    t->nfront = 0;
     while (qh < qt && qt < limit) {
         uint32_t tt = queue[qh++];
         const double *nt = tri_n(g, tt);
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
             uint32_t u = A->adj[p];
-            if (tri_chart[u] != BK_NONE || tried[u]) continue;
+            if (hm_get(ws, u) != BK_NONE) continue;
             const double *nu = tri_n(g, u);
-            if (dot3d(nu, nt) < cos_crease || dot3d(nu, avg) < cos_cone) continue;
-            tri_chart[u] = t->tag;
+            if (tri_chart[u] != BK_NONE || tried[u] || x->stamp[u] == x->batch || dot3d(nu, nt) < cos_crease ||
+                dot3d(nu, avg) < cos_cone) {
+                if (t->nfront < 4 * (x->so->max_tris + 1)) t->front[t->nfront++] = u;
+                else t->nfront = BK_NONE;
+                continue;
+            }
+            hm_put(ws, u, qt);
             queue[qt++] = u;
             for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
             double l = sqrt(dot3d(sum, sum));
@@ -1200,13 +1467,33 @@ static void sm_grow(const sm_ctx *x, uint32_t *tri_chart, const uint8_t *tried, 
         }
     }
     t->nt = qt;
-    /* only charts that need it: a chart within the planar cone is left to the planar charts */
-    int curved = 0;
-    for (uint32_t i = 0; i < qt && !curved; ++i) curved = dot3d(tri_n(g, queue[i]), avg) < cos_flat;
-    t->curved = curved;
+    sm_curved(x, t, cos_flat);
 }
 
-/* Projects triangles tris along n into n's plane (as chart_project_only does for a chart). */
+/* The chart grown again with a smaller limit, from the same state, takes the first limit
+ * triangles of its growth (breadth-first, the same decisions in the same order): its mean normal
+ * is replayed over that prefix as sm_grow sums it, without touching tri_chart. */
+static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
+{
+    const tri_geom *g = x->g;
+    uint32_t seed = t->tris[0];
+    const double *ns = tri_n(g, seed);
+    double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
+    avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    for (uint32_t i = 1; i < limit; ++i) {
+        uint32_t u = t->tris[i];
+        const double *nu = tri_n(g, u);
+        for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
+        double l = sqrt(dot3d(sum, sum));
+        if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+    }
+    t->limit = limit;
+    t->nt = limit;
+    sm_curved(x, t, cos(x->so->flat_deg * BK_ATLAS_PI / 180.0));
+}
+
+/* Projects triangles tris along n into n's plane (as chart_project_only does for a chart), corners
+ * of tris[i] to loc[6 i ..]. */
 static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris, uint32_t nt, double *loc)
 {
     double t1[3], t2[3];
@@ -1219,23 +1506,22 @@ static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris,
             double p[3];
             pos_of(s, t, k, p);
             for (int d = 0; d < 3; ++d) p[d] -= o[d];
-            loc[6 * (size_t)t + 2 * k] = dot3d(p, t1);
-            loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
+            loc[6 * (size_t)i + 2 * k] = dot3d(p, t1);
+            loc[6 * (size_t)i + 2 * k + 1] = dot3d(p, t2);
         }
     }
 }
 
-/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h; writes C->loc of its triangles
- * only and reads tri_chart (its own tag) only, so charts of one batch run side by side. */
+/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h, t->loc; its triangles are those
+ * of ws's map placed before nt; it writes nothing shared, so charts of one batch run side by side. */
 static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
 {
     const bk_scene *s = x->s;
     const tri_geom *g = x->g;
     const adjacency *A = x->A;
     const bk_atlas_smooth_opts *so = x->so;
-    charting *C = x->C;
-    uint32_t *tpos = x->tpos, *queue = t->tris, nt = t->nt;
-    const uint32_t *tri_chart = C->tri_chart;
+    uint32_t *queue = t->tris, nt = t->nt;
+    double *loc = t->loc;
     lscm_ws *W = &ws->W;
     uint32_t *uf = ws->uf, *cid = ws->cid;
     int curved = t->curved;
@@ -1247,20 +1533,20 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     if (!ok) return;
     /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
      * ends of its long side */
-    sm_project(s, t->avg, queue, nt, C->loc);
-    if (fit_rect(C->loc, queue, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    sm_project(s, t->avg, queue, nt, loc);
+    if (fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     /* vertices: corners joined across the chart's own edges (union-find), so a vertex where the
      * chart touches itself only at a point (two sectors of its fan) becomes two, free to part,
      * instead of a hinge the two sectors fold over */
     uint32_t n = 0;
-    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = i;
     for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
     for (uint32_t i = 0; i < nt; ++i) {
         uint32_t tt = queue[i];
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1]; ++p) {
             uint32_t u = A->adj[p];
-            if (tri_chart[u] != t->tag || u < tt) continue;  /* another chart's tpos is not ours to read */
-            uint32_t j = tpos[u];
+            if (u < tt) continue;
+            uint32_t j = hm_get(ws, u);
+            if (j == BK_NONE || j >= nt) continue;  /* not grown, or past the prefix sm_shrink kept */
             for (int k = 0; k < 3; ++k)
                 for (int m = 0; m < 3; ++m)
                     if (x->weld[s->tri_v[3 * (size_t)tt + k]] == x->weld[s->tri_v[3 * (size_t)u + m]]) {
@@ -1276,16 +1562,15 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         while (uf[a] != a) a = uf[a];
         cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
     }
-    for (uint32_t i = 0; i < nt; ++i) tpos[queue[i]] = BK_NONE;
     if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
     if (curved) {
         /* start from the projection; pin the two vertices farthest apart along its x */
         uint32_t vlo = 0, vhi = 0;
         for (uint32_t i = 0; i < nt; ++i)
             for (int k = 0; k < 3; ++k) {
-                uint32_t tt = queue[i], j = cid[3 * i + k];
-                W->x[j] = C->loc[6 * (size_t)tt + 2 * k];
-                W->x[n + j] = C->loc[6 * (size_t)tt + 2 * k + 1];
+                uint32_t j = cid[3 * i + k];
+                W->x[j] = loc[6 * (size_t)i + 2 * k];
+                W->x[n + j] = loc[6 * (size_t)i + 2 * k + 1];
             }
         for (uint32_t j = 1; j < n; ++j) {
             if (W->x[j] < W->x[vlo]) vlo = j;
@@ -1319,7 +1604,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         double areauv = 0;
         int flips = 0;
         for (uint32_t i = 0; i < nt; ++i) {
-            double *L = C->loc + 6 * (size_t)queue[i];
+            double *L = loc + 6 * (size_t)i;
             for (int k = 0; k < 3; ++k) {
                 uint32_t j = cid[3 * i + k];
                 L[2 * k] = W->x[j];
@@ -1333,7 +1618,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         if (ok) {
             double sc = sqrt(area3 / areauv);
             for (uint32_t i = 0; i < nt && ok; ++i) {
-                double *L = C->loc + 6 * (size_t)queue[i];
+                double *L = loc + 6 * (size_t)i;
                 for (int k = 0; k < 6; ++k) L[k] *= sc;
                 double ratio = bk_tri2_area(L) / g->area[queue[i]];
                 ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
@@ -1352,7 +1637,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         double *xy = ws->xy, lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
         for (uint32_t i = 0; i < nt; ++i) {
-            memcpy(xy + 6 * (size_t)i, C->loc + 6 * (size_t)queue[i], 6 * sizeof(double));
+            memcpy(xy + 6 * (size_t)i, loc + 6 * (size_t)i, 6 * sizeof(double));
             for (int k = 0; k < 3; ++k)
                 for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
         }
@@ -1371,29 +1656,70 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         ok = nev * 10 <= nt;
         for (uint32_t i = 0; i < nt; ++i)
-            if (!evict[i]) t->keep[t->nkeep++] = queue[i];
+            if (!evict[i]) t->keep[t->nkeep++] = i;
         memset(evict, 0, nt);
     }
-    if (ok && fit_rect(C->loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (ok && fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     t->ok = ok;
 }
 
+/* Checks a grown chart and, while it fails and may be grown again half as large, its prefixes
+ * (sm_shrink): the chart one at a time would get, decided on the worker, not in the serial take.
+ * t->work sums the checks' work. */
+static void sm_check_chain(const sm_ctx *x, sm_try *t, sm_ws *ws)
+{
+    uint64_t work = 0;
+    t->nt0 = t->nt;
+    t->levels = 0;
+    for (;;) {
+        sm_check(x, t, ws);
+        work += t->work;
+        t->levels++;
+        if (t->err || t->ok) break;
+        uint32_t limit = (t->nt < t->limit ? t->nt : t->limit) / 2;
+        if (!t->curved || limit < x->so->min_tris) break;
+        sm_shrink(x, t, limit);
+    }
+    t->work = work;
+}
+
+/* The batch's charts grown side by side over the triangles free when the batch began. */
+static void sm_grow_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    sm_ctx *x = ctx;
+    sm_ws *ws = &x->ws[worker];
+    for (size_t i = begin; i < end; ++i) {
+        sm_grow(x, ws, &x->tries[i]);
+        hm_clear(ws);
+    }
+}
+
+/* The batch's charts (their growth final) checked side by side. */
 static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     sm_ctx *x = ctx;
-    for (size_t i = begin; i < end; ++i) sm_check(x, &x->tries[i], &x->ws[worker]);
+    sm_ws *ws = &x->ws[worker];
+    for (size_t i = begin; i < end; ++i) {
+        sm_try *t = &x->tries[i];
+        if (t->skip) continue;
+        for (uint32_t j = 0; j < t->nt; ++j) hm_put(ws, t->tris[j], j);
+        sm_check_chain(x, t, ws);
+        hm_clear(ws);
+        /* its corners into C->loc now, taken or not: the batch's growths are disjoint, and a
+         * triangle of a chart let go gets its corners again from the chart that takes it */
+        if (t->ok)
+            for (uint32_t j = 0; j < t->nt; ++j) memcpy(x->C->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
+    }
 }
 
-/* Takes a checked chart in seed order: kept (a new chart), or released. Returns 1 when the later
- * charts' growth is as it was (kept whole, or dropped for good with its triangles tried), 0 when
- * it freed triangles: *retry gets the smaller limit to grow it again with, 0 for none. -1 out of
- * memory. */
-static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work, uint32_t *retry)
+/* Takes a chart checked by sm_check_chain in seed order: kept (a new chart; sm_check_fn wrote its
+ * corners), or released (its triangles tried, for the planar charts). Returns 1 when the later
+ * charts' growth is as it was (kept whole, or dropped for good at its first size), 0 when it
+ * freed triangles. -1 out of memory. */
+static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64_t *work)
 {
     charting *C = x->C;
-    *retry = 0;
     *work += t->work;
-    for (uint32_t i = 0; i < t->nt; ++i) C->tri_chart[t->tris[i]] = BK_NONE;
     if (t->ok) {
         chart c;
         memset(&c, 0, sizeof c);
@@ -1405,28 +1731,71 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
         c.h = t->h;
         uint32_t ci = C->count;
         if (chart_push(C, c)) return -1;
-        memcpy(C->chart_tris + *ntris, t->keep, sizeof(uint32_t) * t->nkeep);
-        for (uint32_t i = 0; i < t->nkeep; ++i) C->tri_chart[t->keep[i]] = ci;
+        for (uint32_t i = 0; i < t->nkeep; ++i) {
+            uint32_t tt = t->tris[t->keep[i]];
+            C->chart_tris[*ntris + i] = tt;
+            C->tri_chart[tt] = ci;
+        }
         *ntris += t->nkeep;
-        return t->nkeep == t->nt;
+        return t->nkeep == t->nt0;
     }
-    /* released: the planar charts take these triangles; none seeds a smooth chart again */
-    uint32_t limit = (t->nt < t->limit ? t->nt : t->limit) / 2;
-    if (!t->curved || limit < x->so->min_tris) {
-        for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
-        return 1;
-    }
-    *retry = limit;
-    return 0;
+    for (uint32_t i = 0; i < t->nt; ++i) tried[t->tris[i]] = 1;
+    return t->nt == t->nt0;
 }
 
-/* Did chart t's growth look at a triangle marked in freed? (a neighbour of one of its own) */
+/* Did chart t's growth look at a triangle marked in freed? (a neighbour it did not take: none of
+ * its own is an earlier chart's) */
 static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
 {
-    for (uint32_t i = 0; i < t->nt; ++i)
+    if (t->nfront != BK_NONE) {
+        for (uint32_t i = 0; i < t->nfront; ++i)
+            if (freed[t->front[i]]) return 1;
+        return 0;
+    }
+    for (uint32_t i = 0; i < t->nt0; ++i)
         for (uint32_t p = A->start[t->tris[i]]; p < A->start[t->tris[i] + 1]; ++p)
             if (freed[A->adj[p]]) return 1;
     return 0;
+}
+
+/* Did chart t's growth read a triangle that stamp marks with this batch (one an earlier chart of
+ * the batch grew over)? Its growth read its own triangles and the neighbours it did not take. */
+static int sm_met(const adjacency *A, const sm_try *t, const uint32_t *stamp, uint32_t batch)
+{
+    if (t->nfront != BK_NONE) {
+        for (uint32_t i = 0; i < t->nt; ++i)
+            if (stamp[t->tris[i]] == batch) return 1;
+        for (uint32_t i = 0; i < t->nfront; ++i)
+            if (stamp[t->front[i]] == batch) return 1;
+        return 0;
+    }
+    for (uint32_t i = 0; i < t->nt; ++i) {
+        uint32_t tt = t->tris[i];
+        if (stamp[tt] == batch) return 1;
+        for (uint32_t p = A->start[tt]; p < A->start[tt + 1]; ++p)
+            if (stamp[A->adj[p]] == batch) return 1;
+    }
+    return 0;
+}
+
+/* Needles (height under 1/1000 of the longest edge) have normals of float noise: the planar
+ * charts take them, as whole fans and strips (tried set for them). */
+typedef struct needle_ctx { const bk_scene *s; const tri_geom *g; uint8_t *tried; } needle_ctx;
+
+static void needle_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const needle_ctx *c = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        if (c->g->degen[t]) continue;
+        double p[3][3], lmax = 0;
+        for (int k = 0; k < 3; ++k) pos_of(c->s, (uint32_t)t, k, p[k]);
+        for (int k = 0; k < 3; ++k) {
+            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
+            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
+        }
+        if (2 * c->g->area[t] < 1e-3 * lmax) c->tried[t] = 1;
+    }
 }
 
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
@@ -1435,118 +1804,121 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     uint32_t T = s->tri_count;
     charting_alloc(C, T);
     int threads = bk_pool_threads();
-    uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1;
+    uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1, H = 16, hshift = 28;
     if (K > 256) K = 256;
+    while (H < 4 * M) { H <<= 1; hshift--; }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    uint32_t *tpos = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *stamp = calloc((size_t)T + 1, sizeof(uint32_t));
     uint8_t *tried = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
     sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
     sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *orig = malloc(sizeof(uint32_t) * M);
+    uint32_t *tbuf = malloc(sizeof(uint32_t) * 6 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
+    double *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
     int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !tpos || !tried || !kt || !ws || !tries || !tbuf || !orig || !spos ||
-        !freed_list || !freed)
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !stamp || !tried || !kt || !ws || !tries || !tbuf || !iota || !lbuf ||
+        !spos || !freed_list || !freed)
         goto done;
     for (int w = 0; w < threads; ++w) {
         ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
         ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
         ws[w].evict = calloc(M, 1);
-        if (!ws[w].uf || !ws[w].cid || !ws[w].evict) goto done;
+        ws[w].hkey = malloc(sizeof(uint32_t) * H);
+        ws[w].hval = malloc(sizeof(uint32_t) * H);
+        ws[w].hused = malloc(sizeof(uint32_t) * M);
+        ws[w].hmask = H - 1;
+        ws[w].hshift = hshift;
+        if (!ws[w].uf || !ws[w].cid || !ws[w].evict || !ws[w].hkey || !ws[w].hval || !ws[w].hused) goto done;
+        memset(ws[w].hkey, 0xFF, sizeof(uint32_t) * H);
     }
+    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t k = 0; k < K; ++k) {
-        tries[k].tris = tbuf + 2 * (size_t)M * k;
+        tries[k].tris = tbuf + 6 * (size_t)M * k;
         tries[k].keep = tries[k].tris + M;
-        tries[k].tag = SM_TAG + k;
+        tries[k].front = tries[k].keep + M;
+        tries[k].loc = lbuf + 6 * (size_t)M * k;
     }
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
         C->tri_chart[t] = BK_NONE;
         if (!g->degen[t]) seeds[nseeds++] = t;
     }
-    for (uint32_t t = 0; t < T; ++t) {
-        tpos[t] = BK_NONE;
-        /* needles (height under 1/1000 of the longest edge) have normals of float noise: the
-         * planar charts take them, as whole fans and strips */
-        if (g->degen[t]) continue;
-        double p[3][3], lmax = 0;
-        for (int k = 0; k < 3; ++k) pos_of(s, t, k, p[k]);
-        for (int k = 0; k < 3; ++k) {
-            double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
-            lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
-        }
-        if (2 * g->area[t] < 1e-3 * lmax) tried[t] = 1;
-    }
+    needle_ctx nc = { s, g, tried };
+    bk_parallel_for(T, 16384, needle_fn, &nc);
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tpos, ws, tries };
+    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
-        /* a batch: charts grown from the next free seeds, each at the full limit */
-        uint32_t nb = 0, sj = si, *at = kt ? (uint32_t *)kt : NULL;  /* kt's room: seed index of each try */
+        /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
+         * it if every earlier chart of the batch is kept whole (side by side over the triangles
+         * free now; again, in order, where that growth met an earlier chart's), then checked side
+         * by side, then taken in seed order */
+        uint32_t nb = 0, sj = si, *at = (uint32_t *)kt;  /* kt's room: seed index of each try */
         for (; sj < nseeds && nb < K; ++sj) {
             uint32_t seed = seeds[sj];
             if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
             tries[nb].seed = seed;
             tries[nb].limit = so->max_tris;
-            sm_grow(&x, C->tri_chart, tried, &tries[nb]);
             at[nb] = sj;
             nb++;
         }
         if (!nb) break;
-        if (nb == 1) sm_check(&x, &tries[0], &ws[0]);
-        else bk_parallel_for(nb, 1, sm_check_fn, &x);
+        x.batch++;
+        bk_parallel_for(nb, 1, sm_grow_fn, &x);
+        for (uint32_t k = 0; k < nb; ++k) {
+            sm_try *t = &tries[k];
+            t->skip = stamp[t->seed] == x.batch;  /* an earlier chart of the batch grew over its seed */
+            if (t->skip) continue;
+            if (k && sm_met(A, t, stamp, x.batch)) {
+                sm_grow(&x, &ws[0], t);
+                hm_clear(&ws[0]);
+            }
+            for (uint32_t i = 0; i < t->nt; ++i) stamp[t->tris[i]] = x.batch;
+        }
+        bk_parallel_for(nb, 1, sm_check_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX;
         for (uint32_t k = 0; k < nb; ++k) {
-            if (tries[k].err) goto done;
-            if (min_freed < at[k] || (nfreed && sm_touches(A, &tries[k], freed))) {
+            sm_try *t = &tries[k];
+            if (t->skip) continue;
+            if (t->err) goto done;
+            if (min_freed < at[k] || (nfreed && sm_touches(A, t, freed))) {
                 /* a chart grown beside triangles an earlier one freed, or after a freed seed:
-                 * it and the batch's later charts are let go, the seeds after the last one taken
-                 * start the next batch */
-                for (uint32_t q = k; q < nb; ++q)
-                    for (uint32_t i = 0; i < tries[q].nt; ++i) C->tri_chart[tries[q].tris[i]] = BK_NONE;
-                si = at[k - 1] + 1;
+                 * it and the batch's later charts are let go; the next batch starts at it (the
+                 * seeds before it that the batch skipped were taken before the batch) or at the
+                 * freed seed */
+                si = at[k] < min_freed ? at[k] : min_freed;
                 break;
             }
-            uint32_t retry = 0;
-            int r = sm_take(&x, &tries[k], tried, &ntris, work, &retry);
+            int r = sm_take(&x, t, tried, &ntris, work);
             if (r < 0) goto done;
             if (r == 1) continue;
-            /* it freed triangles (evictions, or grown again smaller: alone, until it unfolds or
-             * is dropped; the prefix of its first growth, so the later charts do not change it) */
-            sm_try *t = &tries[k];
-            uint32_t nt0 = t->nt;
-            memcpy(orig, t->tris, sizeof(uint32_t) * nt0);
-            while (retry) {
-                t->limit = retry;
-                sm_grow(&x, C->tri_chart, tried, t);
-                sm_check(&x, t, &ws[0]);
-                if (t->err) goto done;
-                if (sm_take(&x, t, tried, &ntris, work, &retry) < 0) goto done;
-            }
-            /* the freed triangles: a later chart of the batch stands only when it never met one
-             * (never grew beside one, and its seed comes before every freed seed) */
-            for (uint32_t i = 0; i < nt0; ++i) {
-                uint32_t u = orig[i];
+            /* it freed triangles (evictions, or grown again smaller, which sm_check_chain did: the
+             * prefix of its first growth, so the later charts do not change it). A later chart of
+             * the batch stands only when it never met one (never grew beside one, and its seed
+             * comes before every freed seed) */
+            for (uint32_t i = 0; i < t->nt0; ++i) {
+                uint32_t u = t->tris[i];
                 if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
                 freed[u] = 1;
                 freed_list[nfreed++] = u;
                 if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
             }
         }
+        if (min_freed < si) si = min_freed;  /* a freed seed after the batch's last chart */
         for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
     }
     rc = 0;
 done:
     for (int w = 0; ws && w < threads; ++w) {
         lscm_free(&ws[w].W);
-        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
+        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
     }
-    free(ws); free(tries); free(tbuf); free(orig); free(spos); free(freed_list); free(freed);
-    free(seeds); free(tpos); free(tried); free(kt);
+    free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
+    free(seeds); free(stamp); free(tried); free(kt);
     return rc;
 }
 
@@ -1582,6 +1954,27 @@ static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1
     return 0;
 }
 
+/* The edge each neighbour shares, found once for every pass (on the pool): ek[p] for adj[p] of t
+ * is 3 kt + ku (corners kt -> kt+1 of t are ku+1 -> ku of the neighbour), 0xFF for none. */
+typedef struct tidy_edge_ctx { const bk_scene *s; const uint32_t *weld; const adjacency *A; uint8_t *ek; } tidy_edge_ctx;
+
+static void tidy_edge_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const tidy_edge_ctx *c = ctx;
+    const uint32_t *weld = c->weld, *tv = c->s->tri_v;
+    for (size_t t = begin; t < end; ++t)
+        for (uint32_t p = c->A->start[t]; p < c->A->start[t + 1]; ++p) {
+            uint32_t u = c->A->adj[p];
+            int kt = -1, ku = -1;
+            for (int x = 0; x < 3 && kt < 0; ++x)
+                for (int y = 0; y < 3; ++y)
+                    if (weld[tv[3 * t + x]] == weld[tv[3 * (size_t)u + (y + 1) % 3]] &&
+                        weld[tv[3 * t + (x + 1) % 3]] == weld[tv[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+            c->ek[p] = kt < 0 ? 0xFF : (uint8_t)(3 * kt + ku);
+        }
+}
+
 int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                          double max_stretch, charting *C, uint64_t *work)
 {
@@ -1596,7 +1989,10 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     overlap_scratch ovs = { 0 };
     int rc = -1;
     const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    if (!next || !prev || !head || !cnt || !changed) goto done;
+    uint8_t *ek = malloc((size_t)A->start[T] + 1);
+    if (!next || !prev || !head || !cnt || !changed || !ek) goto done;
+    tidy_edge_ctx ec = { s, weld, A, ek };
+    bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
         head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
@@ -1618,12 +2014,8 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
             int nb_kt[8], nb_ku[8], nn = 0;
             for (uint32_t p = A->start[t]; p < A->start[t + 1] && nn < 8; ++p) {
                 uint32_t u = A->adj[p];
-                int kt = -1, ku = -1;
-                for (int x = 0; x < 3 && kt < 0; ++x)
-                    for (int y = 0; y < 3; ++y)
-                        if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
-                            weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
-                if (kt < 0) continue;
+                if (ek[p] == 0xFF) continue;
+                int kt = ek[p] / 3, ku = ek[p] % 3;
                 nb_chart[nn] = C->tri_chart[u]; nb_tri[nn] = u; nb_kt[nn] = kt; nb_ku[nn] = ku; nn++;
             }
             int own = 0;
@@ -1712,7 +2104,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     }
     rc = 0;
 done:
-    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts);
+    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts); free(ek);
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
