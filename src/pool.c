@@ -1,13 +1,30 @@
-/* pool.c - see pool.h. Workers sleep on a condition variable between jobs; a job is one
- * bk_parallel_for call, open from its start until its caller has seen every chunk done. */
+/* pool.c - see pool.h. Workers sleep on a condition variable between jobs (after spinning a
+ * little, so that back-to-back calls find them awake); a job is one bk_parallel_for call.
+ *
+ * The chunk counter carries the job's tag (its generation) in its top bits, and a thread takes a
+ * chunk only by a compare-and-swap that sees its own job's tag: a worker that wakes late, or is
+ * still looking for one more chunk when its job ends, finds another tag and leaves without
+ * running anything. So a call returns as soon as its chunks are done, without waiting for every
+ * worker it woke to come and go (with 16 threads and the atlas's 26,000 small calls that waiting
+ * was most of the atlas phase). The tag has 24 bits: a worker would have to sleep between reading
+ * its job and its first chunk through 16 million other jobs to take a chunk of the wrong one. */
 #include "pool.h"
 #include "util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#  include <immintrin.h>
+#  define cpu_relax() _mm_pause()
+#else
+#  define cpu_relax() ((void)0)
+#endif
 
 #define POOL_MAX 256
+#define IDX_BITS 40                       /* chunk index; the tag is the 24 bits above it */
+#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
+#define SPIN     4000                     /* pauses a worker waits for the next job before sleeping */
 
 static pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t  wake_ = PTHREAD_COND_INITIALIZER, idle_ = PTHREAD_COND_INITIALIZER;
@@ -17,14 +34,14 @@ static struct {
     int             want;        /* threads asked for (0: bk_cpu_threads) */
     int             started;     /* workers running (callers not counted) */
     int             quit;
-    int             busy;        /* a job is open or being closed */
-    unsigned        gen;         /* bumped for every job */
-    int             in_job;      /* workers inside the current job */
+    int             busy;        /* a job is open */
+    atomic_uint     gen;         /* bumped for every job (read without the lock while spinning) */
     /* the job */
     bk_pool_fn      fn;
     void           *ctx;
     size_t          n, grain, chunks;
-    atomic_size_t   next, done;
+    atomic_uint_fast64_t next;   /* tag << IDX_BITS | the next chunk */
+    atomic_size_t   done;        /* chunks finished */
 } P;
 
 int bk_pool_threads(void)
@@ -33,16 +50,31 @@ int bk_pool_threads(void)
     return n < 1 ? 1 : (n > POOL_MAX ? POOL_MAX : n);
 }
 
-/* Takes chunks until none is left; returns how many this thread ran. */
-static size_t run_chunks(bk_pool_fn fn, void *ctx, size_t n, size_t grain, size_t chunks, int worker)
+static uint64_t tag_of(unsigned gen) { return (uint64_t)(gen & 0xffffffu) << IDX_BITS; }
+
+/* Takes chunks of the job tagged tag until none is left (or the job is over); returns how many
+ * this thread ran. */
+static size_t run_chunks(bk_pool_fn fn, void *ctx, size_t n, size_t grain, size_t chunks, int worker, uint64_t tag)
 {
     size_t ran = 0;
+    uint_fast64_t v = atomic_load(&P.next);
     for (;;) {
-        size_t c = atomic_fetch_add(&P.next, 1);
-        if (c >= chunks) return ran;
-        size_t b = c * grain, e = b + grain < n ? b + grain : n;
+        if ((v & ~IDX_MASK) != tag || (v & IDX_MASK) >= chunks) return ran;
+        if (!atomic_compare_exchange_weak(&P.next, &v, v + 1)) continue;    /* v reloaded */
+        size_t b = (size_t)(v & IDX_MASK) * grain, e = b + grain < n ? b + grain : n;
         fn(ctx, b, e, worker);
         ran++;
+        v = atomic_load(&P.next);
+    }
+}
+
+/* A thread's chunks are done: the one that finishes the job wakes its caller. */
+static void add_done(size_t ran, size_t chunks)
+{
+    if (ran && atomic_fetch_add(&P.done, ran) + ran == chunks) {
+        pthread_mutex_lock(&lock_);
+        pthread_cond_broadcast(&idle_);
+        pthread_mutex_unlock(&lock_);
     }
 }
 
@@ -50,25 +82,21 @@ static void *worker_main(void *arg)
 {
     const int id = (int)(intptr_t)arg;
     unsigned seen = 0;
-    pthread_mutex_lock(&lock_);
     for (;;) {
-        while (!P.quit && (P.gen == seen || !P.busy || P.fn == NULL)) {
-            if (P.gen != seen && !P.busy) seen = P.gen;   /* a job closed before this worker woke */
+        for (int i = 0; i < SPIN && atomic_load(&P.gen) == seen; ++i) cpu_relax();
+        pthread_mutex_lock(&lock_);
+        while (!P.quit && (atomic_load(&P.gen) == seen || !P.busy || P.fn == NULL)) {
+            if (atomic_load(&P.gen) != seen && !P.busy) seen = atomic_load(&P.gen);   /* a job closed before this worker woke */
             pthread_cond_wait(&wake_, &lock_);
         }
-        if (P.quit) break;
-        seen = P.gen;
+        if (P.quit) { pthread_mutex_unlock(&lock_); break; }
+        seen = atomic_load(&P.gen);
         bk_pool_fn fn = P.fn;
         void *ctx = P.ctx;
         size_t n = P.n, grain = P.grain, chunks = P.chunks;
-        P.in_job++;
         pthread_mutex_unlock(&lock_);
-        size_t ran = run_chunks(fn, ctx, n, grain, chunks, id);
-        pthread_mutex_lock(&lock_);
-        atomic_fetch_add(&P.done, ran);
-        if (--P.in_job == 0) pthread_cond_broadcast(&idle_);
+        add_done(run_chunks(fn, ctx, n, grain, chunks, id, tag_of(seen)), chunks);
     }
-    pthread_mutex_unlock(&lock_);
     return NULL;
 }
 
@@ -109,7 +137,7 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
     const size_t chunks = (n - 1) / grain + 1;
     const int nt = bk_pool_threads();
     pthread_mutex_lock(&lock_);
-    if (P.busy || nt == 1 || chunks == 1) {
+    if (P.busy || nt == 1 || chunks == 1 || (uint64_t)chunks > IDX_MASK) {
         /* nested, concurrent, or nothing to share: all chunks here, in order */
         pthread_mutex_unlock(&lock_);
         for (size_t b = 0; b < n; b += grain) fn(ctx, b, b + grain < n ? b + grain : n, 0);
@@ -121,19 +149,22 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
     }
     P.busy = 1;
     P.fn = fn; P.ctx = ctx; P.n = n; P.grain = grain; P.chunks = chunks;
-    atomic_store(&P.next, 0);
+    const unsigned gen = atomic_load(&P.gen) + 1;
     atomic_store(&P.done, 0);
-    P.gen++;
+    atomic_store(&P.next, tag_of(gen));
+    atomic_store(&P.gen, gen);
     pthread_cond_broadcast(&wake_);
     pthread_mutex_unlock(&lock_);
 
-    size_t ran = run_chunks(fn, ctx, n, grain, chunks, 0);
+    add_done(run_chunks(fn, ctx, n, grain, chunks, 0, tag_of(gen)), chunks);
 
+    /* every chunk was taken; wait for those still running (a little spinning first: most jobs
+     * end within microseconds of the caller's last chunk) */
+    for (int i = 0; i < SPIN && atomic_load(&P.done) < chunks; ++i) cpu_relax();
     pthread_mutex_lock(&lock_);
-    atomic_fetch_add(&P.done, ran);
-    /* Every chunk was taken; wait for those still running, then close the job so a worker that
-     * wakes late does not enter it. */
-    while (atomic_load(&P.done) < chunks || P.in_job > 0) pthread_cond_wait(&idle_, &lock_);
+    while (atomic_load(&P.done) < chunks) pthread_cond_wait(&idle_, &lock_);
+    /* closed: a worker still on its way in finds another tag in next, or no job */
+    atomic_store(&P.next, tag_of(gen) | IDX_MASK);
     P.fn = NULL;
     P.busy = 0;
     pthread_mutex_unlock(&lock_);
