@@ -120,6 +120,13 @@ int main(void)
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--sun"));
     snprintf(args, sizeof args, "'%s' -o '%s/map.png' --mode bright", scene, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "bright"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --devices 0,,1", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--devices") && strstr(err, "0,,1"));
+    /* devices a backend does not have: one line, a non-zero exit, no output */
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --size 32 --spp 1 --backend cpu --devices 0,1", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "--devices"));
+    snprintf(args, sizeof args, "%s/map.png", tmpdir);
+    BK_EXPECT(!exists(args));
     snprintf(args, sizeof args, "'%s' -o '%s/map.png' --padding 1", scene, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--padding"));
     snprintf(args, sizeof args, "'%s/none.obj' -o '%s/map.png' --backend cpu", tmpdir, tmpdir);
