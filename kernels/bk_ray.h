@@ -168,8 +168,9 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
  * the ray starts on the face, and the rounding of n would only tell the faces around a vertex it
  * starts on apart by 1e-17. It takes the ray as given, not its set-up (bk_ray_pre): the trace
  * kernel passes the ray in global memory, so the direction is loaded again here instead of
- * held in registers through the traversal (1-2 % of the rays per second). Once per ray, after the traversal: inside bk_tri_intersect it kept the vertices alive
- * and cost the trace kernels 20 registers (KD-tree: 20 % of the rays per second). */
+ * held in registers through the traversal (1-2 % of the rays per second). Once per ray, after
+ * the traversal: inside bk_tri_intersect it kept the vertices alive and cost the trace kernels 20
+ * registers (KD-tree: 20 % of the rays per second). */
 BK_HD float bk_tri_refine_t(const bk_ray *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float t)
 {
     const double e1x = (double)v1.x - v0.x, e1y = (double)v1.y - v0.y, e1z = (double)v1.z - v0.z;

@@ -207,7 +207,6 @@ typedef struct bake_share {
     int                     failed;      /* a device failed: the others stop at their next block */
     double                  done, work, t0, next_frac, next_time;
     int                     show, lines;
-    bk_bake_result         *res;
 } bake_share;
 
 typedef struct bake_dev {
@@ -354,7 +353,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
 
     bake_share S;
     memset(&S, 0, sizeof S);
-    S.v = v; S.texels = texels; S.n = n; S.o = o; S.res = res;
+    S.v = v; S.texels = texels; S.n = n; S.o = o;
     S.ranks = o->ranks > 1 ? o->ranks : 1; S.rank = o->rank; S.G = o->granule ? o->granule : BK_BAKE_GRANULE;
     if (S.ranks > 1 && S.rank >= S.ranks) {
         zero_join(&zj); free(out); free(sq); free(dv);
@@ -394,41 +393,36 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
 
     const uint32_t spp = o->params.spp;
     float inv = spp ? 1.0f / (float)spp : 0.0f;
-    uint32_t ri = 0;               /* the first range that may hold the slice */
-    for (uint32_t f0 = 0; f0 < n && !rc; f0 += nf) {
-        uint32_t f1 = n - f0 > nf ? f0 + nf : n;
-        /* the slice's sums, from the device that baked each of its blocks */
-        while (ri < S.nranges && S.ranges[ri].end <= f0) ri++;
-        for (uint32_t r = ri; r < S.nranges && S.ranges[r].begin < f1 && !rc; ++r) {
-            uint32_t b = S.ranges[r].begin > f0 ? S.ranges[r].begin : f0, e = S.ranges[r].end < f1 ? S.ranges[r].end : f1;
-            bk_backend *m = dv[S.ranges[r].dev].be;
-            rc = m->i->bake_fetch(m, b, e, out + (b - f0), sq ? sq + (b - f0) : NULL, err, err_size);
-        }
-        if (rc) break;
-        for (uint32_t i = f0; i < f1; ++i) {
-            if (S.ranks > 1 && !bk_bake_share_has(i, S.rank, S.ranks, S.G)) continue;   /* another process's texel */
-            const bk_f4 s = out[i - f0];
-            uint32_t px = texels[i].pixel;
-            if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
-                res->invalid++;
-                if (coverage) coverage[px] = 0;
-                if (o->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; o->texel_col[i] = z; }
-                continue;
+    /* the blocks baked (this process's texels only), a slice at a time from the device that baked each */
+    for (uint32_t r = 0; r < S.nranges && !rc; ++r) {
+        bk_backend *m = dv[S.ranges[r].dev].be;
+        for (uint32_t b = S.ranges[r].begin; b < S.ranges[r].end && !rc; b += nf) {
+            uint32_t e = S.ranges[r].end - b > nf ? b + nf : S.ranges[r].end;
+            if ((rc = m->i->bake_fetch(m, b, e, out, sq, err, err_size))) break;
+            for (uint32_t i = b; i < e; ++i) {
+                const bk_f4 s = out[i - b];
+                uint32_t px = texels[i].pixel;
+                if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
+                    res->invalid++;
+                    if (coverage) coverage[px] = 0;
+                    if (o->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; o->texel_col[i] = z; }
+                    continue;
+                }
+                float var = 0.0f;
+                if (sq && spp > 1) {
+                    /* unbiased sample variance of the luminance, then that of the mean of spp samples */
+                    double m2 = (double)bk_luminance(bk_v3(s.x, s.y, s.z)) * inv;
+                    double vs = ((double)sq[i - b] * inv - m2 * m2) * (double)spp / (double)(spp - 1);
+                    var = vs > 0.0 ? (float)(vs * inv) : 0.0f;
+                }
+                if (o->texel_col) {
+                    bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, var };
+                    o->texel_col[i] = c;
+                    continue;
+                }
+                rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
+                if (o->variance && spp > 1) o->variance[px] = var;
             }
-            float var = 0.0f;
-            if (sq && spp > 1) {
-                /* unbiased sample variance of the luminance, then that of the mean of spp samples */
-                double m = (double)bk_luminance(bk_v3(s.x, s.y, s.z)) * inv;
-                double vs = ((double)sq[i - f0] * inv - m * m) * (double)spp / (double)(spp - 1);
-                var = vs > 0.0 ? (float)(vs * inv) : 0.0f;
-            }
-            if (o->texel_col) {
-                bk_f4 c = { s.x * inv, s.y * inv, s.z * inv, var };
-                o->texel_col[i] = c;
-                continue;
-            }
-            rgb[3 * (size_t)px] = s.x * inv; rgb[3 * (size_t)px + 1] = s.y * inv; rgb[3 * (size_t)px + 2] = s.z * inv;
-            if (o->variance && spp > 1) o->variance[px] = var;
         }
     }
     /* every device that began ends (releasing its buffers), whatever happened; its counters add up */

@@ -750,20 +750,18 @@ typedef struct be_start {
 static void *be_start_run(void *arg)
 {
     be_start *b = (be_start *)arg;
-    bk_backend *be;
-    if (b->devices) {
-        be = bk_backend_init_devices(b->name, b->devices, b->ndevices, b->note, sizeof b->note);
-    } else {
-        /* all the devices there are (the CPU: one); in a job of several ranks on this host, the
-         * ones numbered local_rank modulo local_size, or device local_rank modulo the count */
-        int n = bk_backend_device_count(b->name), all[BK_BAKE_MAX_DEVICES], m = 0;
+    /* --devices, or all the devices there are (the CPU: one); in a job of several ranks on this
+     * host, the ones numbered local_rank modulo local_size, or device local_rank modulo the count */
+    int all[BK_BAKE_MAX_DEVICES], m = 0;
+    if (!b->devices) {
+        int n = bk_backend_device_count(b->name);
         if (n > BK_BAKE_MAX_DEVICES) n = BK_BAKE_MAX_DEVICES;
         for (int k = 0; k < n; ++k)
             if (b->local_size <= 1 || k % b->local_size == b->local_rank) all[m++] = k;
         if (!m && n > 0) all[m++] = b->local_rank % n;
-        be = m > 1 || (m == 1 && all[0] != 0) ? bk_backend_init_devices(b->name, all, m, b->note, sizeof b->note)
-                                              : bk_backend_init(b->name, b->note, sizeof b->note);
     }
+    bk_backend *be = b->devices ? bk_backend_init_devices(b->name, b->devices, b->ndevices, b->note, sizeof b->note)
+                                : bk_backend_init_devices(b->name, all, m, b->note, sizeof b->note);
     int ok = be != NULL;
     if (!be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; }
     else ok = be->i->supports(be, b->opts, b->msg, sizeof b->msg);
