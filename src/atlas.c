@@ -65,6 +65,16 @@
 #define SMOOTH_MAX_TRIS    2000
 #define SMOOTH_MAX_ITER    60
 
+const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
+
+/* the time since *t goes to stage k */
+static void stage_done(bk_atlas *a, int k, double *t)
+{
+    double now = bk_time_now();
+    a->stage_seconds[k] += now - *t;
+    *t = now;
+}
+
 void bk_atlas_opts_default(bk_atlas_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -343,7 +353,7 @@ static void stretch_fn(void *ctx, size_t begin, size_t end, int worker)
 
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
 {
-    double t0 = bk_time_now();
+    double t0 = bk_time_now(), ts = t0;
     memset(out, 0, sizeof *out);
     const char *name = scene_name(o);
     int pad = o->padding;
@@ -418,11 +428,17 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         goto done;
     }
     if (MT && o->tri_scale) adjacency_split_scales(&A, MT, o->tri_scale);
-    if (MT && ((!o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) ||
-               bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work))) {
+    stage_done(out, 0, &ts);
+    if (MT && !o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
+    stage_done(out, 1, &ts);
+    if (MT && bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work)) {
+        rc = bk_fail(err, err_size, "%s: out of memory", name);
+        goto done;
+    }
+    stage_done(out, 2, &ts);
     if (MT && o->tri_scale)
         /* per-object density (--object-scale): each chart, of one object, grows by its factor */
         for (uint32_t ci = 0; ci < C.count; ++ci) {
@@ -440,9 +456,12 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         double s_est = o->texels_per_unit > 0 ? o->texels_per_unit : o->size * sqrt(0.6 / fmax(area, 1e-300));
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
-        int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part) ||
-                  bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work) ||
-                  bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
+        int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part);
+        stage_done(out, 3, &ts);
+        bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
+        stage_done(out, 4, &ts);
+        bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
+        stage_done(out, 5, &ts);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }
@@ -575,6 +594,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             s_lo = lo;
         }
         scale = s_lo;
+        stage_done(out, 6, &ts);
         /* Then by the charts' shapes, into a strip as wide as the atlas: each packing says how
          * many rows it needs, and the next scale aims at filling exactly the atlas (area grows
          * as the square of the scale), between the largest scale known to fit and the smallest
@@ -656,6 +676,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     }
 
 place:;
+    stage_done(out, 7, &ts);  /* the shapes and the fill pass; the rectangles' packing when fixed */
     /* UVs */
     const double scale0 = scale;
     out->width = out->height = N;
@@ -722,6 +743,7 @@ place:;
     out->stretch_max = smin < DBL_MAX ? (float)smax : 1.0f;
     out->stretch_l2 = wsum > 0 ? (float)sqrt(l2 / wsum) : 1.0f;
     for (uint32_t ci = 0; ci < C.count; ++ci) out->smooth_charts += C.charts[ci].smooth;
+    stage_done(out, 8, &ts);
     rc = 0;
 done:
     if (rc == 0) finish_stats(out);

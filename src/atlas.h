@@ -88,6 +88,8 @@ typedef struct bk_atlas_rect {
     uint32_t group;
 } bk_atlas_rect;
 
+#define BK_ATLAS_STAGES 9
+
 typedef struct bk_atlas {
     int       width, height;      /* atlas size in texels (square today) */
     uint32_t  tri_count;          /* triangles of the scene it was built for */
@@ -116,6 +118,7 @@ typedef struct bk_atlas {
                                      an isometry, sqrt(1/cos^2 + 1)/sqrt(2) for a uniform tilt;
                                      stretch fields are 0 for --uv file */
     double    seconds;            /* time bk_atlas_build took */
+    double    stage_seconds[BK_ATLAS_STAGES];  /* of it, per stage (bk_atlas_stage_names) */
     int       page_count;         /* pages of width x height, >= 1 */
     uint32_t *tri_page;           /* page of each triangle; NULL when page_count is 1 */
     uint32_t  rect_first_tri;     /* triangles from here on are rectangular charts (rasterized
@@ -125,6 +128,10 @@ typedef struct bk_atlas {
                                      wedges looked at. A few times tri_count whatever the
                                      triangles' shapes; tests check that bound (no timings) */
 } bk_atlas;
+
+/* The stages of bk_atlas_build, in order, as bk_atlas.stage_seconds counts them (a profile for
+ * tools/atlas_bench; only the total is reported by baker). */
+extern const char *const bk_atlas_stage_names[BK_ATLAS_STAGES];
 
 void bk_atlas_opts_default(bk_atlas_opts *o);
 

@@ -1975,6 +1975,151 @@ static void tidy_edge_fn(void *ctx, size_t begin, size_t end, int worker)
         }
 }
 
+/* A chart's triangles by where they lie in its layout, so that a move's overlap test reads the
+ * few triangles of the chart whose boxes meet the moved one's, not the whole chart (a scan's
+ * border triangles are tried against charts of thousands, pass after pass). Built at a chart's
+ * first test from its triangles then; triangles that join it later, and those whose box spans
+ * many cells, are in `late`, read whole; those that leave it stay in their cells and are passed
+ * over by their chart. A triangle's box [x0, x1] covers the cells c(x0) .. c(x1), c monotone
+ * (clamped to the grid), so a box meeting it covers one of them: the test sees exactly the
+ * triangles whose boxes meet the moved one's, which are all that bk_atlas_sets_overlap tests. */
+typedef struct u32_list { uint32_t *v, n, cap; } u32_list;
+
+static int u32_push(u32_list *l, uint32_t x)
+{
+    if (l->n == l->cap) {
+        uint32_t cap = l->cap ? 2 * l->cap : 16, *q = realloc(l->v, sizeof(uint32_t) * cap);
+        if (!q) return -1;
+        l->v = q;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+typedef struct tidy_grid {
+    double lo[2], inv;       /* cell of (x, y): floor((x - lo) * inv), clamped to the grid */
+    int gw, gh;              /* 0: not built */
+    uint32_t *start, *item;  /* cells' triangles: item[start[c] .. start[c + 1]) */
+    u32_list late;
+} tidy_grid;
+
+#define TIDY_GRID_MIN   48   /* charts of fewer triangles are read whole */
+#define TIDY_GRID_SPAN  64   /* a triangle over more cells goes to late */
+
+static int tidy_cell(const tidy_grid *G, double v, int axis)
+{
+    double c = floor((v - G->lo[axis]) * G->inv);
+    int n = axis ? G->gh : G->gw;
+    return c >= n - 1 ? n - 1 : c > 0 ? (int)c : 0;  /* NaN: 0 */
+}
+
+/* Chart b's grid from its list (head, next) of m triangles. */
+static int tidy_grid_build(tidy_grid *G, const double *loc, uint32_t head, const uint32_t *next, uint32_t m)
+{
+    double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX }, b[4];
+    for (uint32_t x = head; x != BK_NONE; x = next[x]) {
+        bk_box_of_tri(loc + 6 * (size_t)x, b);
+        lo[0] = bk_dmin(lo[0], b[0]); lo[1] = bk_dmin(lo[1], b[1]); hi[0] = bk_dmax(hi[0], b[2]); hi[1] = bk_dmax(hi[1], b[3]);
+    }
+    double ex = hi[0] - lo[0], ey = hi[1] - lo[1], cs = sqrt(ex * ey / m);
+    if (!(cs > 0)) cs = bk_dmax(ex, ey) > 0 ? bk_dmax(ex, ey) / m : 1.0;
+    G->lo[0] = lo[0]; G->lo[1] = lo[1]; G->inv = 1.0 / cs;
+    G->gw = (int)bk_dmin(ex / cs + 1, 2.0 * m + 1);
+    G->gh = (int)bk_dmin(ey / cs + 1, 2.0 * m + 1);
+    if (G->gw < 1) G->gw = 1;
+    if (G->gh < 1) G->gh = 1;
+    while ((size_t)G->gw * G->gh > 4 * (size_t)m + 16) {  /* a degenerate spread: coarser cells */
+        G->inv *= 0.5;
+        G->gw = (G->gw + 1) / 2; G->gh = (G->gh + 1) / 2;
+    }
+    size_t cells = (size_t)G->gw * G->gh, total = 0;
+    G->start = calloc(cells + 1, sizeof(uint32_t));
+    if (!G->start) return -1;
+    for (int pass = 0; pass < 2; ++pass) {
+        for (uint32_t x = head; x != BK_NONE; x = next[x]) {
+            bk_box_of_tri(loc + 6 * (size_t)x, b);
+            int cx0 = tidy_cell(G, b[0], 0), cx1 = tidy_cell(G, b[2], 0), cy0 = tidy_cell(G, b[1], 1), cy1 = tidy_cell(G, b[3], 1);
+            if ((cx1 - cx0 + 1) * (cy1 - cy0 + 1) > TIDY_GRID_SPAN) {
+                if (pass == 1 && u32_push(&G->late, x)) return -1;
+                continue;
+            }
+            for (int cy = cy0; cy <= cy1; ++cy)
+                for (int cx = cx0; cx <= cx1; ++cx) {
+                    size_t c = (size_t)cy * G->gw + cx;
+                    if (pass == 0) G->start[c + 1]++;
+                    else G->item[G->start[c]++] = x;
+                }
+        }
+        if (pass == 0) {
+            for (size_t c = 0; c < cells; ++c) G->start[c + 1] += G->start[c];
+            total = G->start[cells];
+            G->item = malloc(sizeof(uint32_t) * (total ? total : 1));
+            if (!G->item) return -1;
+        } else {
+            for (size_t c = cells; c > 0; --c) G->start[c] = G->start[c - 1];  /* back to the cells' starts */
+            G->start[0] = 0;
+        }
+    }
+    return 0;
+}
+
+static void tidy_grid_free(tidy_grid *G)
+{
+    free(G->start); free(G->item); free(G->late.v);
+    memset(G, 0, sizeof *G);
+}
+
+/* Triangle x's corners to out when it is still chart b's, not seen in query q, and its box meets
+ * box[]: 1, else 0. */
+static uint32_t tidy_take(const double *loc, const uint32_t *tri_chart, uint32_t b, const double *box, uint32_t *seen, uint32_t q,
+                          uint32_t x, double *out)
+{
+    double tb[4];
+    if (seen[x] == q || tri_chart[x] != b) return 0;
+    seen[x] = q;
+    bk_box_of_tri(loc + 6 * (size_t)x, tb);
+    if (!(tb[0] <= box[2] && tb[2] >= box[0] && tb[1] <= box[3] && tb[3] >= box[1])) return 0;
+    memcpy(out, loc + 6 * (size_t)x, 6 * sizeof(double));
+    return 1;
+}
+
+/* Chart b's triangles whose boxes meet box[] (corners into xb, each once: seen stamps them with
+ * q); returns how many. */
+static uint32_t tidy_near(const tidy_grid *G, const double *loc, const uint32_t *tri_chart, uint32_t b, const double *box,
+                          uint32_t *seen, uint32_t q, double *xb)
+{
+    uint32_t m = 0;
+    int cx0 = tidy_cell(G, box[0], 0), cx1 = tidy_cell(G, box[2], 0), cy0 = tidy_cell(G, box[1], 1), cy1 = tidy_cell(G, box[3], 1);
+    for (int cy = cy0; cy <= cy1; ++cy)
+        for (int cx = cx0; cx <= cx1; ++cx) {
+            size_t c = (size_t)cy * G->gw + cx;
+            for (uint32_t i = G->start[c]; i < G->start[c + 1]; ++i)
+                m += tidy_take(loc, tri_chart, b, box, seen, q, G->item[i], xb + 6 * (size_t)m);
+        }
+    for (uint32_t i = 0; i < G->late.n; ++i) m += tidy_take(loc, tri_chart, b, box, seen, q, G->late.v[i], xb + 6 * (size_t)m);
+    return m;
+}
+
+/* The changed charts' rectangles fitted again, side by side (each writes only its own corners). */
+typedef struct tidy_fit_ctx { charting *C; const uint8_t *changed; hpt **pts; size_t *cap; int err; } tidy_fit_ctx;
+
+static void tidy_fit_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    tidy_fit_ctx *f = ctx;
+    chart *ch = f->C->charts;
+    for (size_t ci = begin; ci < end; ++ci)
+        if (f->changed[ci] && fit_rect(f->C->loc, f->C->chart_tris + ch[ci].first, ch[ci].count, &ch[ci].w, &ch[ci].h, &f->pts[worker], &f->cap[worker]))
+            f->err = 1;
+}
+
+/* Triangle x to be tested again: later in this pass (after the current triangle t) or in the next. */
+static void tidy_mark(uint64_t *cur, uint64_t *nxt, uint32_t t, uint32_t x)
+{
+    uint64_t *set = x > t ? cur : nxt;
+    set[x >> 6] |= 1ull << (x & 63);
+}
+
 int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                          double max_stretch, charting *C, uint64_t *work)
 {
@@ -1982,15 +2127,18 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *prev = malloc(sizeof(uint32_t) * ((size_t)T + 1));
     uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint8_t *changed = calloc((size_t)n + 1, 1);
+    tidy_grid *grid = calloc((size_t)n + 1, sizeof(tidy_grid));
+    uint32_t *seen = calloc((size_t)T + 1, sizeof(uint32_t)), query = 0;
+    size_t words = ((size_t)T + 63) / 64;
+    uint64_t *cur = malloc(sizeof(uint64_t) * (words + 1)), *nxt = calloc(words + 1, sizeof(uint64_t));
+    u32_list *ovl = calloc((size_t)n + 1, sizeof(u32_list));
     double *xb = NULL;
     size_t xb_cap = 0;
-    hpt *pts = NULL;
-    size_t pts_cap = 0;
     overlap_scratch ovs = { 0 };
     int rc = -1;
     const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
     uint8_t *ek = malloc((size_t)A->start[T] + 1);
-    if (!next || !prev || !head || !cnt || !changed || !ek) goto done;
+    if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !ovl) goto done;
     tidy_edge_ctx ec = { s, weld, A, ek };
     bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
     for (uint32_t ci = 0; ci < n; ++ci) {
@@ -2003,9 +2151,22 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
             prev[t] = i ? C->chart_tris[c->first + i - 1] : BK_NONE;
         }
     }
+    /* Each pass looks at the triangles whose test may have changed since their last one (the
+     * first pass at all): what a test reads is the triangle's and its neighbours' charts and
+     * corners, which change only when one of them moves, and for a test that failed on an
+     * overlap with chart b, b's triangles, whose leaving may let it pass (joining only adds
+     * overlaps). So a move marks the mover and its neighbours (adjacency is symmetric: shared
+     * edges), and a chart that loses a triangle marks those that failed on it; marks after the
+     * current triangle count in this pass, the others in the next. The moves are those of
+     * testing every triangle in every pass. */
+    for (size_t w = 0; w < words; ++w) cur[w] = ~0ull;
+    if (T & 63) cur[words - 1] = (1ull << (T & 63)) - 1;
     for (int pass = 0; pass < 8; ++pass) {
         uint32_t moved = 0;
-        for (uint32_t t = 0; t < T; ++t) {
+        for (size_t w = 0; w < words; ++w)
+            while (cur[w]) {
+            uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(cur[w]);
+            cur[w] &= cur[w] - 1;
             uint32_t a = C->tri_chart[t];
             if (a == BK_NONE || A->start[t + 1] - A->start[t] < 2) continue;
             /* the neighbours' charts and the edge each shares (corners kt -> kt+1 of t are
@@ -2058,9 +2219,16 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                     xb = q; xb_cap = cap;
                 }
                 uint32_t m = 0;
-                for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+                if (cnt[b] >= TIDY_GRID_MIN && !grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) goto done;
+                if (grid[b].gw) {
+                    double lb[4];
+                    bk_box_of_tri(L, lb);
+                    m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++query, xb);
+                }
+                if (!grid[b].gw || m > 4096)  /* (beyond 4096 the test's order matters: the whole list) */
+                    for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
                 int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
-                if (ov < 0) goto done;
+                if (ov < 0 || (ov && u32_push(&ovl[b], t))) goto done;
                 if (ov) break;
                 /* move: out of a's list, onto the end of b's */
                 if (prev[t] != BK_NONE) next[prev[t]] = next[t]; else head[a] = next[t];
@@ -2072,12 +2240,19 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                 cnt[b]++;
                 memcpy(C->loc + 6 * (size_t)t, L, sizeof L);
                 C->tri_chart[t] = b;
+                if (grid[b].gw && u32_push(&grid[b].late, t)) goto done;
                 changed[a] = changed[b] = 1;
                 moved++;
+                tidy_mark(cur, nxt, t, t);
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) tidy_mark(cur, nxt, t, A->adj[p]);
+                for (uint32_t i = 0; i < ovl[a].n; ++i) tidy_mark(cur, nxt, t, ovl[a].v[i]);
+                ovl[a].n = 0;
                 break;
             }
-        }
+            }
         if (!moved) break;
+        uint64_t *sw = cur; cur = nxt; nxt = sw;
+        memset(nxt, 0, sizeof(uint64_t) * words);
     }
     /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
     {
@@ -2098,13 +2273,20 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
         memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
         free(ids);
         C->count = live;
-        for (uint32_t ci = 0; ci < live; ++ci)
-            if (changed[ci] && fit_rect(C->loc, C->chart_tris + C->charts[ci].first, C->charts[ci].count, &C->charts[ci].w,
-                                        &C->charts[ci].h, &pts, &pts_cap)) goto done;
+        int threads = bk_pool_threads();
+        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
+        for (int w = 0; fc.pts && w < threads; ++w) free(fc.pts[w]);
+        int bad = !fc.pts || !fc.cap || fc.err;
+        free(fc.pts); free(fc.cap);
+        if (bad) goto done;
     }
     rc = 0;
 done:
-    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(pts); free(ek);
+    for (uint32_t ci = 0; grid && ci < n; ++ci) tidy_grid_free(&grid[ci]);
+    for (uint32_t ci = 0; ovl && ci < n; ++ci) free(ovl[ci].v);
+    free(grid); free(seen); free(cur); free(nxt); free(ovl);
+    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(ek);
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
