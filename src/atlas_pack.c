@@ -673,8 +673,12 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
 }
 
 /* Rows searched alone before the search goes wide, and rows per task after (waves of the
- * pool's threads' count of tasks, doubling up to 4 per thread). */
-#define FIND_ROWS_SERIAL 64
+ * pool's threads' count of tasks, doubling up to 4 per thread). Most searches end within a few
+ * hundred rows, where a wave costs more than it saves: on the GPU machine's 16 cores the shapes
+ * stage (atlas_bench --stages, same run) took 0.216 / 0.695 / 0.690 s with 64 serial rows,
+ * 0.165 / 0.489 / 0.498 s with 512, and 0.123 / 0.422 / 0.579 s with no waves at all, on sponza
+ * 1024^2, dragon_vrip 1024^2 and sponza 4096^2. */
+#define FIND_ROWS_SERIAL 512
 #define FIND_ROWS_TASK   16
 
 typedef struct find_ctx {
