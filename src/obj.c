@@ -38,6 +38,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#if BK_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #define PAD 64                     /* zero bytes after every text buffer: parsers may look ahead */
 #define MAX_ELEMS 0xFFFFFFFEu      /* largest count we store: indices are uint32 and BK_NONE is taken */
@@ -149,6 +152,54 @@ static int map_file(int fd, size_t size, text *t)
     return 0;
 }
 
+#if BK_HAVE_LIBDEFLATE
+/* A .gz through libdeflate: the compressed file read whole, then each gzip member inflated in one
+ * call into a buffer sized by the member's trailer (its length mod 2^32), doubled while too small.
+ * About three times zlib's streaming inflate (the 33 MB dragon_vrip.obj.gz: 0.15 s -> 0.05 s).
+ * Returns 0; 1 when libdeflate cannot read the file (the caller reads it again through zlib, whose
+ * errors say what is wrong: a truncated stream, not gzip data); -1 with err set. */
+static int gz_read_fast(const char *path, int fd, uint64_t st_size, uint64_t limit, text *t, char *err, size_t err_size)
+{
+    if (st_size < 18 || st_size > limit) return 1;  /* not one whole member, or zlib's limit message */
+    text in;
+    memset(&in, 0, sizeof in);
+    if (read_all(path, (size_t)st_size + 1, limit, fd_chunk, &fd, &in, err, err_size)) return -1;
+    struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
+    const unsigned char *p = (const unsigned char *)in.buf;
+    uint32_t isize = (uint32_t)p[in.len - 4] | (uint32_t)p[in.len - 3] << 8 | (uint32_t)p[in.len - 2] << 16 | (uint32_t)p[in.len - 1] << 24;
+    /* (a trailer claiming far more than text compresses to is not taken at its word) */
+    uint64_t guess = (uint64_t)isize + 1 < 16 * st_size + (1u << 20) ? (uint64_t)isize + 1 : 16 * st_size + (1u << 20);
+    size_t cap = guess <= limit + 1 ? (size_t)guess : (size_t)limit + 1, n = 0, used = 0;
+    char *out = malloc(cap + PAD);
+    int rc = d && out ? 0 : -1;
+    while (rc == 0 && used < in.len) {
+        size_t in_n = 0, out_n = 0;
+        enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in.buf + used, in.len - used, out + n, cap - n, &in_n, &out_n);
+        if (r == LIBDEFLATE_SUCCESS) { used += in_n; n += out_n; continue; }
+        if (r != LIBDEFLATE_INSUFFICIENT_SPACE) { rc = 1; break; }
+        if ((uint64_t)cap > limit) {
+            rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path, (double)limit / 1e6);
+            break;
+        }
+        size_t c = (uint64_t)cap * 2 > limit + 1 ? (size_t)limit + 1 : cap * 2;
+        char *q = realloc(out, c + PAD);
+        if (!q) { rc = -1; break; }
+        out = q;
+        cap = c;
+    }
+    if (rc == 0 && (uint64_t)n > limit)
+        rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path, (double)limit / 1e6);
+    if (rc < 0 && !err[0]) bk_fail(err, err_size, "%s: out of memory reading the file", path);
+    if (d) libdeflate_free_decompressor(d);
+    text_free(&in);
+    if (rc != 0) { free(out); return rc; }
+    memset(out + n, 0, PAD);
+    t->buf = out;
+    t->len = n;
+    return 0;
+}
+#endif
+
 /* The whole file into t: gunzipped when the name ends in .gz, mapped when large, else read. Only
  * regular files (a device or a FIFO may never end), of at most limit bytes of text. Returns 0,
  * READ_MISSING when the file does not exist, or -1; err names the file either way. */
@@ -165,6 +216,16 @@ static int read_text(const char *path, uint64_t limit, text *t, char *err, size_
     if (bk_fd_regular(fd, path, &st_size, err, err_size)) return -1;
     int rc;
     if (bk_path_has_ext(path, ".gz")) {
+#if BK_HAVE_LIBDEFLATE
+        err[0] = 0;
+        rc = gz_read_fast(path, fd, st_size, limit, t, err, err_size);
+        if (rc <= 0) { close(fd); return rc; }
+        if (lseek(fd, 0, SEEK_SET) != 0) {
+            int e = errno;
+            close(fd);
+            return bk_fail(err, err_size, "%s: cannot read: %s", path, strerror(e));
+        }
+#endif
         gzFile gz = gzdopen(fd, "rb");
         if (!gz) { close(fd); return bk_fail(err, err_size, "%s: cannot open: gzdopen failed", path); }
         gzbuffer(gz, 1u << 18);

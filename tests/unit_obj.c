@@ -319,6 +319,39 @@ static void test_gzip(void)
     /* a corrupt .gz is an error, not a crash */
     static const char bad[] = "\x1f\x8b\x08\x00" "garbage-garbage-garbage";
     load_fails(write_file("bad.obj.gz", bad, sizeof bad - 1), 0, "gzip");
+    /* two gzip members read as their texts one after the other (gzip -c a b > ab.gz) */
+    snprintf(path, sizeof path, "%s/two.obj.gz", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", path);
+    for (int m = 0; m < 2; ++m) {
+        gz = gzopen(path, m ? "ab" : "wb");
+        BK_EXPECT(gz != NULL);
+        if (!gz) return;
+        gzputs(gz, m ? "v 0 0 6\nf 1 2 3 4\n" : "v -1 -2 -3\nv 4 0 0\nv 0 5 0\n");
+        gzclose(gz);
+    }
+    if (load_ok(path, &s)) {
+        BK_EXPECT(s.tri_count == 2 && tri_is(s.tri_v, 1, 0, 2, 3));
+        bk_scene_free(&s);
+    }
+    /* plain text named .gz reads as it is (zlib's transparent read) */
+    if (load_ok(write_str("plain.obj.gz", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"), &s)) {
+        BK_EXPECT(s.tri_count == 1);
+        bk_scene_free(&s);
+    }
+    /* a .gz cut short is an error naming the truncation, whichever inflater read it */
+    snprintf(path, sizeof path, "%s/cut.obj.gz", tmpdir);
+    snprintf(made[made_count++], sizeof made[0], "%s", path);
+    gz = gzopen(path, "wb");
+    BK_EXPECT(gz != NULL);
+    if (!gz) return;
+    for (int i = 0; i < 2000; ++i) gzprintf(gz, "v %d %d %d\n", i, 2 * i, 3 * i);
+    gzclose(gz);
+    FILE *f = fopen(path, "rb");
+    static char whole[1 << 16];
+    size_t n = f ? fread(whole, 1, sizeof whole, f) : 0;
+    if (f) fclose(f);
+    BK_EXPECT(n > 100 && n < sizeof whole);
+    load_fails(write_file("cut.obj.gz", whole, n / 2), 0, "truncated");
 }
 
 static void test_materials(void)
