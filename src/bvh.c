@@ -211,7 +211,50 @@ typedef struct builder {
     bins     *scr;           /* empty bins, for one node at a time */
     bins     *part;          /* chunk bins for the parallel top levels (NULL: bin serially) */
     size_t    part_cap;
+    pref     *tmp;           /* the top levels' partitions: n records, and per chunk its counts */
+    uint32_t *part_n;        /* and children's centroid bounds (NULL: partition in place) */
+    pend     *part_lr;
 } builder;
+
+/* The top levels' partition, on the pool: each chunk counts and bounds its two sides (phase 0),
+ * then writes its records, left ones and right ones each in their order, to where the chunks
+ * before it end (phase 1: a stable partition, into tmp), and tmp is copied back (phase 2). The
+ * children are the same sets as those of the in-place partition below, in another order. */
+typedef struct part_job {
+    pref *p, *tmp;
+    size_t first, count;
+    int k, best_bin, phase;
+    float lo;
+    double sc;
+    uint32_t tri_count, nleft;
+    uint32_t *n;          /* per chunk: left records; in phase 1, where its left ones start */
+    pend *lr;             /* per chunk: the left and right sides' bounds */
+} part_job;
+
+static void part_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    part_job *J = (part_job *)ctx;
+    size_t c = b / BIN_GRAIN;
+    pref *src = J->p + J->first;
+    if (J->phase == 2) { memcpy(src + b, J->tmp + J->first + b, sizeof(pref) * (e - b)); return; }
+    if (J->phase == 0) {
+        uint32_t nl = 0;
+        pend_reset(&J->lr[2 * c]); pend_reset(&J->lr[2 * c + 1]);
+        for (size_t i = b; i < e; ++i) {
+            int left = bin_of(centroid(&src[i], J->k), J->lo, J->sc) <= J->best_bin;
+            nl += (uint32_t)left;
+            pend_add(&J->lr[2 * c + !left], &src[i], J->tri_count);
+        }
+        J->n[c] = nl;
+        return;
+    }
+    pref *l = J->tmp + J->first + J->n[c], *r = J->tmp + J->first + J->nleft + (b - J->n[c]);
+    for (size_t i = b; i < e; ++i) {
+        if (bin_of(centroid(&src[i], J->k), J->lo, J->sc) <= J->best_bin) *l++ = src[i];
+        else *r++ = src[i];
+    }
+}
 
 /* Splits node pn->ni if the SAH (or the leaf size limit) says so; on a split, fills the children's
  * pend records and returns 1. */
@@ -296,23 +339,44 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
         mid = first + count / 2;
     } else {
         if (best_cost >= (float)count && count <= max_leaf && !force) return 0;
-        /* In place, each primitive classified once, where it ends up (the children's centroid
-         * bounds come out of this pass). */
         const int k = best_axis;
         const float lo = clo[k];
         const double sc = scale[k];
         pref *p = B->p;
-        uint32_t i = first, j = first + count;
-        while (i < j) {
-            if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
-                pend_add(L, &p[i], B->tri_count);
-                ++i;
-            } else {
-                pref t = p[i]; p[i] = p[--j]; p[j] = t;
-                pend_add(R, &p[j], B->tri_count);
+        if (B->tmp && count > BIN_GRAIN) {
+            size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
+            part_job J;
+            J.p = p; J.tmp = B->tmp; J.first = first; J.count = count; J.k = k; J.best_bin = best_bin; J.lo = lo; J.sc = sc;
+            J.tri_count = B->tri_count; J.n = B->part_n; J.lr = B->part_lr; J.nleft = 0;
+            J.phase = 0;
+            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+            for (size_t c = 0; c < chunks; ++c) {  /* counts to starts; bounds merged in chunk order */
+                uint32_t nl = J.n[c];
+                J.n[c] = J.nleft;
+                J.nleft += nl;
+                pend_merge(L, &J.lr[2 * c]);
+                pend_merge(R, &J.lr[2 * c + 1]);
             }
+            J.phase = 1;
+            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+            J.phase = 2;
+            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+            mid = first + J.nleft;
+        } else {
+            /* In place, each primitive classified once, where it ends up (the children's
+             * centroid bounds come out of this pass). */
+            uint32_t i = first, j = first + count;
+            while (i < j) {
+                if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
+                    pend_add(L, &p[i], B->tri_count);
+                    ++i;
+                } else {
+                    pref t = p[i]; p[i] = p[--j]; p[j] = t;
+                    pend_add(R, &p[j], B->tri_count);
+                }
+            }
+            mid = i;
         }
-        mid = i;
         from_bins = 1;
         if (mid == first || mid == first + count) { mid = first + count / 2; from_bins = 0; }
     }
@@ -544,11 +608,19 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     memset(&T, 0, sizeof T);
     T.o = &o; T.p = p; T.tri_count = s->tri_count; T.nodes = top; T.node_count = 1;
     T.part = part; T.part_cap = chunks;
+    /* the parallel partition only where a node has several chunks (never for the small scenes) */
+    if (n > BIN_GRAIN) {
+        T.tmp = malloc(sizeof(pref) * n1);
+        T.part_n = malloc(sizeof(uint32_t) * chunks);
+        T.part_lr = malloc(sizeof(pend) * 2 * chunks);
+        if (!T.tmp || !T.part_n || !T.part_lr) { free(T.tmp); free(T.part_n); free(T.part_lr); goto oom; }
+    }
     bins scr;
     bins_clear(&scr);
     T.scr = &scr;
     uint32_t nsub = 0;
     build_dfs(&T, &rp, 1, sub_max, subs, &nsub);
+    free(T.tmp); free(T.part_n); free(T.part_lr);
 
     /* Subtrees: 2 count - 1 nodes at most each. */
     size_t sub_total = 0;
