@@ -472,6 +472,23 @@ static void sub_task(void *ctx, size_t b, size_t e, int worker)
     }
 }
 
+/* The tasks' nodes to their places in the final numbering (each task's to its own run). */
+typedef struct renum_job { const sub *subs; const bnode *sub_nodes; const uint32_t *map; bnode *nodes; } renum_job;
+
+static void renum_task(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const renum_job *R = (const renum_job *)ctx;
+    for (size_t t = b; t < e; ++t) {
+        const sub *sb = &R->subs[t];
+        for (uint32_t j = 0; j < sb->count; ++j) {
+            bnode n = R->sub_nodes[sb->off + j];
+            if (n.left >= 0) n.left = (int32_t)(sb->base + (uint32_t)n.left - 1);
+            R->nodes[j == 0 ? R->map[sb->root.ni] : sb->base + j - 1] = n;
+        }
+    }
+}
+
 /* Tasks largest first, so one big subtree does not finish alone at the end; ties in cut-off order. */
 typedef struct sub_key { uint32_t count, order; } sub_key;
 static int cmp_sub_key(const void *a, const void *b)
@@ -654,14 +671,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
         if (b.left >= 0) b.left = (int32_t)map[b.left];
         nodes[map[i]] = b;
     }
-    for (uint32_t t = 0; t < nsub; ++t) {
-        const sub *sb = &subs[t];
-        for (uint32_t j = 0; j < sb->count; ++j) {
-            bnode b = sub_nodes[sb->off + j];
-            if (b.left >= 0) b.left = (int32_t)(sb->base + (uint32_t)b.left - 1);
-            nodes[j == 0 ? map[sb->root.ni] : sb->base + j - 1] = b;
-        }
-    }
+    renum_job RN = { subs, sub_nodes, map, nodes };
+    bk_parallel_for(nsub, 1, renum_task, &RN);
     free(sub_nodes); sub_nodes = NULL;
     free(top); top = NULL;
     free(map); map = NULL;
