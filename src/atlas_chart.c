@@ -1395,6 +1395,7 @@ typedef struct sm_ctx {
     const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for fit_rect */
     sm_ws *ws;
     sm_try *tries;
+    const uint32_t *order;   /* the batch's tries in the order their checks start: largest first */
 } sm_ctx;
 
 static uint32_t hm_slot(const sm_ws *w, uint32_t key)
@@ -1700,7 +1701,7 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
     sm_ctx *x = ctx;
     sm_ws *ws = &x->ws[worker];
     for (size_t i = begin; i < end; ++i) {
-        sm_try *t = &x->tries[i];
+        sm_try *t = &x->tries[x->order[i]];
         if (t->skip) continue;
         for (uint32_t j = 0; j < t->nt; ++j) hm_put(ws, t->tris[j], j);
         sm_check_chain(x, t, ws);
@@ -1817,9 +1818,11 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     double *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
+    uint32_t *order = malloc(sizeof(uint32_t) * K);
+    key_idx *ok_keys = malloc(sizeof(key_idx) * K);
     int rc = -1;
     if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !stamp || !tried || !kt || !ws || !tries || !tbuf || !iota || !lbuf ||
-        !spos || !freed_list || !freed)
+        !spos || !freed_list || !freed || !order || !ok_keys)
         goto done;
     for (int w = 0; w < threads; ++w) {
         ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
@@ -1849,7 +1852,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     bk_parallel_for(T, 16384, needle_fn, &nc);
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries };
+    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries, order };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
         /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
@@ -1878,6 +1881,12 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
             }
             for (uint32_t i = 0; i < t->nt; ++i) stamp[t->tris[i]] = x.batch;
         }
+        /* the checks largest first (their cost grows with the triangles), so that the batch's
+         * longest does not start last: dragon_vrip's batches of 32 on 16 threads, simulated from
+         * one-thread times, 0.59 -> 0.52 s */
+        for (uint32_t k = 0; k < nb; ++k) { ok_keys[k].key = ~(uint64_t)(tries[k].skip ? 0 : tries[k].nt); ok_keys[k].idx = k; }
+        qsort(ok_keys, nb, sizeof(key_idx), bk_key_idx_cmp);
+        for (uint32_t k = 0; k < nb; ++k) order[k] = ok_keys[k].idx;
         bk_parallel_for(nb, 1, sm_check_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX;
@@ -1918,7 +1927,7 @@ done:
         free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
     }
     free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
-    free(seeds); free(stamp); free(tried); free(kt);
+    free(seeds); free(stamp); free(tried); free(kt); free(order); free(ok_keys);
     return rc;
 }
 
