@@ -76,13 +76,15 @@ static void check_scene(const char *name, const bk_scene *s, int size)
 {
     static const int threads[] = { 2, 16, 1 };
     result ref, r;
+    const int failures = bk_test_failures;
     if (run(s, size, 1, &ref)) { BK_EXPECTF(0, "%s: no atlas", name); return; }
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; ++i) {
         if (run(s, size, threads[i], &r)) { BK_EXPECTF(0, "%s, %d threads: no atlas", name, threads[i]); result_free(&r); continue; }
         compare(name, threads[i], &ref, &r);
         result_free(&r);
     }
-    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: same with 1, 2, 16 threads\n", name, size, s->tri_count, ref.a.chart_count, ref.ntx);
+    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: %s with 1, 2, 16 threads\n", name, size, s->tri_count, ref.a.chart_count, ref.ntx,
+           bk_test_failures == failures ? "same" : "NOT the same");
     result_free(&ref);
 }
 
