@@ -25,6 +25,7 @@
 #include "util.h"
 
 #include <float.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1382,6 +1383,9 @@ typedef struct sm_try {      /* one chart grown from a seed */
     uint64_t work;
 } sm_try;
 
+#define SM_LEVELS 24  /* speculation (sm_spec_plan): levels planned after the first, at most (2000
+                       * triangles halve to 4 in 9) */
+
 typedef struct sm_ctx {
     const bk_scene *s;
     const tri_geom *g;
@@ -1395,8 +1399,10 @@ typedef struct sm_ctx {
     const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for fit_rect */
     sm_ws *ws;
     sm_try *tries;
-    sm_try **task;           /* the batch's checks, largest first: a try's chain, or one level of it */
-    const uint8_t *chain;    /* per task: 1 the whole chain (sm_check_chain), 0 one check */
+    sm_try **task;           /* the batch's checks: a try's chain, or one level of it */
+    const uint32_t *slot;    /* per task: BK_NONE the whole chain (sm_check_chain), else the level's
+                                state in lstate: try * (SM_LEVELS + 1) + level */
+    _Atomic uint8_t *lstate; /* a level: 0 not checked, 1 failed, 2 kept or out of memory */
 } sm_ctx;
 
 static uint32_t hm_slot(const sm_ws *w, uint32_t key)
@@ -1703,11 +1709,17 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
     sm_ws *ws = &x->ws[worker];
     for (size_t i = begin; i < end; ++i) {
         sm_try *t = x->task[i];
+        const uint32_t slot = x->slot[i], first = slot == BK_NONE ? 0 : slot - slot % (SM_LEVELS + 1);
+        /* a later level is not checked once an earlier one was kept: the chain ends there */
+        int needed = 1;
+        for (uint32_t j = first; slot != BK_NONE && j < slot && needed; ++j) needed = atomic_load(&x->lstate[j]) != 2;
+        if (!needed) continue;
         /* the growth's places (a level's check skips those past its prefix) */
         for (uint32_t j = 0; j < t->nt0; ++j) hm_put(ws, t->tris[j], j);
-        if (x->chain[i]) sm_check_chain(x, t, ws);
+        if (slot == BK_NONE) sm_check_chain(x, t, ws);
         else { sm_check(x, t, ws); t->levels = 1; }
         hm_clear(ws);
+        if (slot != BK_NONE) atomic_store(&x->lstate[slot], (uint8_t)(t->ok || t->err ? 2 : 1));
     }
 }
 
@@ -1726,12 +1738,14 @@ static void sm_corners_fn(void *ctx, size_t begin, size_t end, int worker)
 
 /* Speculation: a large curved chart's chain (checked whole, then grown again half as large while
  * it fails) is one long task that a batch waits for. With threads to spare, its levels are
- * planned up front (sm_shrink needs only the growth) and checked side by side as tasks of their
- * own, each into buffers of its own (arena: room for 6 corners and a place per triangle of all
- * levels after the first, which together are at most the first's size); sm_spec_take then keeps
- * what the chain would have ended with: the first level that was kept (or failed for want of
- * memory), else the last, with the work of the levels the chain would have checked. Sponza's
- * batches of 32 on 16 threads, simulated from one-thread times: 0.27 -> 0.18 s. */
+ * planned up front (sm_shrink needs only the growth) and are tasks of their own, each with
+ * buffers of its own (arena: room for 6 corners and a place per triangle of all levels after the
+ * first, which together are at most the first's size). They come after every first check, so
+ * they fill threads that would wait for the batch's last checks, and a level whose chart was
+ * kept at an earlier level by then is not checked. sm_spec_take then keeps what the chain would
+ * have ended with: the first level that was kept (or failed for want of memory), else the last,
+ * with the work of the levels the chain would have checked. Sponza's batches of 32 on 16 threads,
+ * simulated from one-thread times: 0.27 -> 0.18 s. */
 #define SM_SPEC_THREADS 8     /* fewer threads: every check counts, no level checked for nothing */
 #define SM_SPEC_MIN_TRIS 256  /* smaller charts' chains are short */
 
@@ -1753,12 +1767,15 @@ static uint32_t sm_spec_plan(const sm_ctx *x, sm_try *t, sm_try *lv, uint32_t ma
     return n;
 }
 
-static void sm_spec_take(sm_try *t, const sm_try *lv, uint32_t n)
+static void sm_spec_take(sm_try *t, const sm_try *lv, uint32_t n, _Atomic uint8_t *lstate)
 {
     uint64_t work = t->work;
     uint32_t levels = 1;
     const sm_try *end = t;
-    for (uint32_t k = 0; k < n && !end->ok && !end->err; ++k) { end = &lv[k]; work += end->work; levels++; }
+    for (uint32_t k = 0; k < n && !end->ok && !end->err; ++k) {
+        BK_CHECK(atomic_load(&lstate[k + 1]) != 0);  /* every level the chain needs was checked */
+        end = &lv[k]; work += end->work; levels++;
+    }
     if (end != t) {
         t->nt = end->nt; t->limit = end->limit; t->curved = end->curved;
         memcpy(t->avg, end->avg, sizeof t->avg);
@@ -1877,17 +1894,17 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t *freed = calloc((size_t)T + 1, 1);
     /* speculation's levels: per try up to SM_LEVELS and an arena (sm_spec_plan) */
-    enum { SM_LEVELS = 24 };
     const int spec = threads >= SM_SPEC_THREADS;
     uint32_t ntask_cap = K * (spec ? SM_LEVELS + 1 : 1);
     sm_try **task = malloc(sizeof(sm_try *) * ntask_cap), *lv = spec ? malloc(sizeof(sm_try) * K * SM_LEVELS) : NULL;
     uint32_t *nlv = calloc(K, sizeof(uint32_t)), *arena_u = spec ? malloc(sizeof(uint32_t) * (size_t)M * K) : NULL;
     double *arena_d = spec ? malloc(sizeof(double) * 6 * (size_t)M * K) : NULL;
-    uint8_t *chain = malloc(ntask_cap);
+    uint32_t *slot = malloc(sizeof(uint32_t) * ntask_cap);
+    _Atomic uint8_t *lstate = spec ? malloc(sizeof(_Atomic uint8_t) * K * (SM_LEVELS + 1)) : NULL;
     key_idx *ok_keys = malloc(sizeof(key_idx) * ntask_cap);
     int rc = -1;
     if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !stamp || !tried || !kt || !ws || !tries || !tbuf || !iota || !lbuf ||
-        !spos || !freed_list || !freed || !task || !nlv || !chain || !ok_keys || (spec && (!lv || !arena_u || !arena_d)))
+        !spos || !freed_list || !freed || !task || !nlv || !slot || !ok_keys || (spec && (!lv || !arena_u || !arena_d || !lstate)))
         goto done;
     for (int w = 0; w < threads; ++w) {
         ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
@@ -1917,7 +1934,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     bk_parallel_for(T, 16384, needle_fn, &nc);
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries, task, chain };
+    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries, task, slot, lstate };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
         /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
@@ -1960,24 +1977,26 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                 nlv[k] = sm_spec_plan(&x, t, lv + (size_t)SM_LEVELS * k, SM_LEVELS, arena_u + (size_t)M * k, arena_d + 6 * (size_t)M * k);
             for (uint32_t j = 0; j <= nlv[k]; ++j) {
                 sm_try *c = j ? &lv[(size_t)SM_LEVELS * k + j - 1] : t;
-                ok_keys[ntask].key = ~(uint64_t)c->nt;
+                /* first checks, then later levels; each largest first */
+                ok_keys[ntask].key = (uint64_t)(j > 0) << 32 | (uint64_t)(UINT32_MAX - c->nt);
                 ok_keys[ntask].idx = ntask;
                 task[ntask] = c;
-                chain[ntask] = nlv[k] == 0;
+                slot[ntask] = nlv[k] ? k * (SM_LEVELS + 1) + j : BK_NONE;
+                if (nlv[k]) atomic_store(&lstate[k * (SM_LEVELS + 1) + j], 0);
                 ntask++;
             }
         }
         qsort(ok_keys, ntask, sizeof(key_idx), bk_key_idx_cmp);
         {
             sm_try *tt[ntask ? ntask : 1];
-            uint8_t cc[ntask ? ntask : 1];
-            for (uint32_t i = 0; i < ntask; ++i) { tt[i] = task[ok_keys[i].idx]; cc[i] = chain[ok_keys[i].idx]; }
+            uint32_t ss[ntask ? ntask : 1];
+            for (uint32_t i = 0; i < ntask; ++i) { tt[i] = task[ok_keys[i].idx]; ss[i] = slot[ok_keys[i].idx]; }
             memcpy(task, tt, sizeof(sm_try *) * ntask);
-            memcpy(chain, cc, ntask);
+            memcpy(slot, ss, sizeof(uint32_t) * ntask);
         }
         bk_parallel_for(ntask, 1, sm_check_fn, &x);
         for (uint32_t k = 0; k < nb; ++k)
-            if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k]);
+            if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
         bk_parallel_for(nb, 4, sm_corners_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX;
@@ -2019,7 +2038,7 @@ done:
     }
     free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
     free(seeds); free(stamp); free(tried); free(kt);
-    free(task); free(lv); free(nlv); free(arena_u); free(arena_d); free(chain); free(ok_keys);
+    free(task); free(lv); free(nlv); free(arena_u); free(arena_d); free(slot); free((void *)lstate); free(ok_keys);
     return rc;
 }
 
