@@ -673,12 +673,16 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
 }
 
 /* Rows searched alone before the search goes wide, and rows per task after (waves of the
- * pool's threads' count of tasks, doubling up to 4 per thread). Most searches end within a few
- * hundred rows, where a wave costs more than it saves: on the GPU machine's 16 cores the shapes
- * stage (atlas_bench --stages, same run) took 0.216 / 0.695 / 0.690 s with 64 serial rows,
- * 0.165 / 0.489 / 0.498 s with 512, and 0.123 / 0.422 / 0.579 s with no waves at all, on sponza
- * 1024^2, dragon_vrip 1024^2 and sponza 4096^2. */
-#define FIND_ROWS_SERIAL 512
+ * pool's threads' count of tasks, doubling up to 4 per thread). A wave costs more than it saves
+ * on a search that ends soon, and a search's rows cost more in a larger atlas (its masks are
+ * taller), so the rows alone are 512 at 1024^2, falling as the square of the size to 64 from
+ * 2896^2. On the GPU machine's 16 cores (atlas_bench --stages, shapes stage, three alternating
+ * runs): sponza 1024^2 0.27 / 0.18 / 0.17 s with 64 rows against 0.16 / 0.14 / 0.15 with 512,
+ * dragon_vrip 1024^2 0.67 / 0.66 / 0.56 against 0.45 / 0.35 / 0.40; but sponza 4096^2
+ * 0.42 / 0.36 / 0.38 with 64 against 0.61 / 0.58 / 0.48 with 512 (and 0.68 / 0.41 / 0.59 with
+ * 2048). */
+#define FIND_ROWS_SERIAL_1024 512
+#define FIND_ROWS_SERIAL_MIN  64
 #define FIND_ROWS_TASK   16
 
 typedef struct find_ctx {
@@ -712,7 +716,11 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
     if (ymax > y_limit - 1) ymax = y_limit - 1;
     /* below every chart all is free: nothing later in scan order is worth a look */
     if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
-    int yb = y_start + FIND_ROWS_SERIAL - 1;
+    double q = 1024.0 / N;
+    int serial = (int)(FIND_ROWS_SERIAL_1024 * q * q);
+    if (serial > FIND_ROWS_SERIAL_1024) serial = FIND_ROWS_SERIAL_1024;
+    if (serial < FIND_ROWS_SERIAL_MIN) serial = FIND_ROWS_SERIAL_MIN;
+    int yb = y_start + serial - 1;
     if (B->threads <= 1 || yb >= ymax) yb = ymax;
     if (shape_find_rows(B, sh, y_start, x_start, y_start, yb, B->xa, B->xb, ox, oy)) return 1;
     find_ctx f;
