@@ -142,6 +142,12 @@ void bk_atlas_free(bk_atlas *a);
 int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
                         uint8_t **coverage, char *err, size_t err_size);
 
+/* The texels turned, in their own memory, into their refs (pixel and triangle: 8 of their 32 B),
+ * in the same order, the rest of the block given back (realloc); *texels is freed and NULL
+ * afterwards. For when the backend holds its own copy (caps().keeps_texels) or the bake is done:
+ * what follows reads nothing else. Never fails: when realloc cannot shrink, the block stays. */
+bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n);
+
 /* Conservative coverage only: mask (width * height * page_count bytes) gets 1 where a triangle touches;
  * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);

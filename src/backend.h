@@ -87,6 +87,10 @@ typedef struct bk_backend_caps {
      * many the device holds at once. */
     double   launch_budgets;
     uint32_t first_block;
+    /* 1: bake_begin copies the texels into memory of its own (a GPU's) and keeps that copy
+     * after bake_end for denoise() (tx NULL): the caller's texels may go once every device has
+     * begun (bk_bake_run_opts.texels_kept). 0: it reads the caller's texels in place (the CPU). */
+    int      keeps_texels;
 } bk_backend_caps;
 
 typedef struct bk_backend bk_backend;
@@ -127,9 +131,10 @@ struct bk_backend_i {
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
      * in the page), their charts (BK_DN_NONE: left out) and colours (rgb, variance), which are
      * replaced by the filtered ones (kernels/bk_denoise.h); *seconds gets the time of the
-     * filtering itself (a GPU's: its kernels). When tx lies within the texels of the last bake
-     * (bake_begin's array, unchanged since), a backend may use the copy it made of them then. */
-    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx,
+     * filtering itself (a GPU's: its kernels). tx NULL: the page's texels are texels [first,
+     * first + n) of the last bake, whose copy the backend kept (caps().keeps_texels; else an
+     * error); otherwise first is not used. */
+    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
                             const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
                             char *err, size_t err_size);
     void        (*free)    (bk_backend *be);

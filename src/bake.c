@@ -207,6 +207,13 @@ typedef struct bake_share {
     int                     failed;      /* a device failed: the others stop at their next block */
     double                  done, work, t0, next_frac, next_time;
     int                     show, lines;
+    /* the caller's texels given back once every device holds its own copy (bk_bake_run_opts:
+     * texels_kept); then the zeroing starts */
+    int                     nd, begun, keeps;
+    const bk_texel_ref     *refs;             /* what the hook returned: pixels are read here */
+    struct zero_job        *zj;
+    void                   *img, *var_img;
+    size_t                  img_bytes, var_bytes;
 } bake_share;
 
 typedef struct bake_dev {
@@ -279,6 +286,15 @@ static void *bake_device(void *arg)
     bk_backend *be = d->be;
     if (be->i->bake_begin(be, S->v, S->texels, S->n, d->err, sizeof d->err)) goto fail;
     d->begun = 1;
+    if (S->keeps) {
+        /* the last device to begin: every one has its copy, the caller's texels may go */
+        pthread_mutex_lock(&S->lock);
+        if (++S->begun == S->nd) {
+            S->refs = o->texels_kept(o->texels_kept_ctx);
+            zero_start(S->zj, S->img, S->img_bytes, S->var_img, S->var_bytes);
+        }
+        pthread_mutex_unlock(&S->lock);
+    }
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     double target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
@@ -347,12 +363,18 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
      * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
      * the GPU's whole bake. */
     zero_job zj;
+    zj.n = 0;
     float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
     const size_t img_px = (size_t)w * (size_t)h;
-    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
-
     bake_share S;
     memset(&S, 0, sizeof S);
+    S.zj = &zj; S.img = img; S.var_img = var_img;
+    S.img_bytes = img ? sizeof(float) * 3 * img_px : 0; S.var_bytes = var_img ? sizeof(float) * img_px : 0;
+    /* a backend that keeps its own texels: the caller's go first (texels_kept), then the zeroing */
+    S.keeps = o->texels_kept && caps.keeps_texels;
+    S.nd = nd;
+    if (!S.keeps) zero_start(&zj, S.img, S.img_bytes, S.var_img, S.var_bytes);
+
     S.v = v; S.texels = texels; S.n = n; S.o = o;
     S.ranks = o->ranks > 1 ? o->ranks : 1; S.rank = o->rank; S.G = o->granule ? o->granule : BK_BAKE_GRANULE;
     if (S.ranks > 1 && S.rank >= S.ranks) {
@@ -401,7 +423,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             if ((rc = m->i->bake_fetch(m, b, e, out, sq, err, err_size))) break;
             for (uint32_t i = b; i < e; ++i) {
                 const bk_f4 s = out[i - b];
-                uint32_t px = texels[i].pixel;
+                uint32_t px = S.refs ? S.refs[i].pixel : texels[i].pixel;
                 if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
                     res->invalid++;
                     if (coverage) coverage[px] = 0;

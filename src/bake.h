@@ -58,6 +58,14 @@ typedef struct bk_bake_run_opts {
      * A texel's result never depends on the split (random numbers are keyed on texel and
      * sample, and a block of texels never crosses a granule). */
     uint32_t       rank, ranks, granule;
+    /* NULL, or called once (with texels_kept_ctx) when the backend keeps its own copy of the
+     * texels (caps().keeps_texels) and every device has begun the bake, from the thread of the
+     * last one to begin: the caller may then give the texels' memory back, keeping their refs
+     * (bk_texels_compact), and returns those refs (pixel and triangle, in texel order), from
+     * which the driver reads the pixels from then on; or NULL, and the texels stay. The image
+     * and its variance are zeroed only after it (not beside all the texels). */
+    const bk_texel_ref *(*texels_kept)(void *ctx);
+    void          *texels_kept_ctx;
 } bk_bake_run_opts;
 
 /* One device's share of a bake on several (--devices; bk_bake_result.dev). */

@@ -840,11 +840,15 @@ static int job_agree(bake_job *job, int ok, int last)
     return -1;
 }
 
+/* A texel's pixel, from its refs once the whole texels are gone. */
+static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, size_t i) { return refs ? refs[i].pixel : tx[i].pixel; }
+
 /* What rank 0 unpacks (job_unpack): the other ranks' texel colours, in the order of their shares. */
 typedef struct job_recv {
     bk_f4          *tcol;
     uint8_t        *cov;
-    const bk_texel *tx;
+    const bk_texel *tx;              /* the texels, or (tx NULL) their refs */
+    const bk_texel_ref *refs;
     uint32_t        n, ranks, granule;
 } job_recv;
 
@@ -864,30 +868,20 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
             return bk_fail(err, err_size, "rank %d sent more than its share of the %u texels", rank, j->n);
         bk_f4 c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
-        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[j->tx[t].pixel] = 0; }
+        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[pixel_of(j->tx, j->refs, t)] = 0; }
         j->tcol[t] = c;
     }
     return 0;
 }
 
-/* The end of a job's bake, on every rank: the agreement that every rank baked its share; a check
- * that they baked the same thing; the counters summed (the seconds: the longest rank's); then the
- * other ranks' shares to rank 0, into tcol and cov, as if it had baked every texel itself. */
-static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint32_t ntx, int img_h, uint8_t *cov, bk_f4 *tcol,
-                     bk_bake_result *res)
+/* What a job's ranks compare (job_share): the same command on the same files gives every rank
+ * the same atlas; a rank that got another one (another file, another option) would send colours
+ * for the wrong texels. FNV-1a over the texel count, the image height, the granule, the bake's
+ * parameters and 64 whole texels spread over the array: taken before the bake, while the texels
+ * are whole (a backend that keeps its own copy lets the host keep only their refs). */
+static uint64_t job_key(const bake_job *job, const bake_cli *c, const bk_texel *tx, uint32_t ntx, int img_h)
 {
-    const double t0 = bk_time_now();
-    const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
-    uint32_t own = rank ? bk_bake_share_count(ntx, rank, ranks, G) : 0;
-    bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
-    if (own && !send) bake_error("out of memory for the colours of %u texels to send to rank 0", own);
-    if (job_agree(job, !own || send, 0)) { free(send); return -1; }
-    const double t1 = bk_time_now();
-    job->wait_seconds = t1 - t0;
-    /* the same command on the same files gives every rank the same atlas: a rank that got another
-     * one (another file, another option) would send colours for the wrong texels */
-    /* (FNV-1a over the texel count, the image height, the granule, the bake's parameters and 64
-     * texels spread over the array) */
+    const uint32_t G = job->granule;
     uint64_t key = 1469598103934665603ull;
     const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
     const unsigned char *b = (const unsigned char *)facts;
@@ -898,6 +892,24 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
         b = (const unsigned char *)&tx[(uint64_t)ntx * k / 64];
         for (size_t q = 0; q < sizeof *tx; ++q) key = (key ^ b[q]) * 1099511628211ull;
     }
+    return key;
+}
+
+/* The end of a job's bake, on every rank: the agreement that every rank baked its share; a check
+ * that they baked the same thing (key: job_key); the counters summed (the seconds: the longest
+ * rank's); then the other ranks' shares to rank 0, into tcol and cov, as if it had baked every
+ * texel itself. */
+static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_texel *tx, const bk_texel_ref *refs, uint32_t ntx,
+                     uint8_t *cov, bk_f4 *tcol, bk_bake_result *res)
+{
+    const double t0 = bk_time_now();
+    const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
+    uint32_t own = rank ? bk_bake_share_count(ntx, rank, ranks, G) : 0;
+    bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
+    if (own && !send) bake_error("out of memory for the colours of %u texels to send to rank 0", own);
+    if (job_agree(job, !own || send, 0)) { free(send); return -1; }
+    const double t1 = bk_time_now();
+    job->wait_seconds = t1 - t0;
     int other = -1;
     if (bk_world_same_u64(key, &other)) {
         job->stopped = 1;
@@ -922,12 +934,12 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     for (uint64_t g = rank; rank && g * G < ntx; g += ranks)
         for (uint64_t t = g * G; t < ntx && t < (g + 1) * G; ++t) {
             bk_f4 v = tcol[t];
-            if (!cov[tx[t].pixel]) v.w = -1.0f;
+            if (!cov[pixel_of(tx, refs, t)]) v.w = -1.0f;
             send[k++] = v;
         }
     BK_CHECK(k == own);
     job_recv jr;
-    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
+    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.refs = refs; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
     char err[1024];
     err[0] = 0;
     int rc = bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, job_unpack, &jr, err, sizeof err);
@@ -936,6 +948,17 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - bk_bake_share_count(ntx, 0, ranks, G));
     job->gather_seconds = bk_time_now() - t1;
     return 0;
+}
+
+/* bk_bake_run_opts.texels_kept: the backend has its own copy of the texels, so the host keeps
+ * only their refs (8 B each of 32) through the fetch, the denoiser, the image and the fill. */
+typedef struct kept_texels { bk_texel **tx; bk_texel_ref **refs; uint32_t n; } kept_texels;
+
+static const bk_texel_ref *texels_kept(void *ctx)
+{
+    kept_texels *k = ctx;
+    *k->refs = bk_texels_compact(k->tx, k->n);
+    return *k->refs;
 }
 
 static int bake_run(int argc, char **argv, bake_job *job)
@@ -1002,6 +1025,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     bk_bake_data bd;
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
+    bk_texel_ref *refs = NULL;  /* the texels' pixel and triangle, once the whole texels are gone */
     uint8_t *cov = NULL;
     float *rgb = NULL, *tri_scale = NULL;
     bk_f4 *tcol = NULL;
@@ -1205,13 +1229,20 @@ static int bake_run(int argc, char **argv, bake_job *job)
         rgb = malloc(sizeof(float) * 3 * npx);
         if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     }
+    /* a backend with its own copy of the texels (a GPU) lets the host keep only their refs from
+     * the moment every device has begun (texels_kept); the CPU reads them in place, through the
+     * denoiser's passes too, and they are compacted after those */
+    kept_texels kt;
+    kt.tx = &tx; kt.refs = &refs; kt.n = ntx;
+    ro.texels_kept = texels_kept; ro.texels_kept_ctx = &kt;
+    const uint64_t key = job->size > 1 ? job_key(job, &c, tx, ntx, img_h) : 0;
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
     if (job->size > 1) {
-        if (job_share(job, &c, tx, ntx, img_h, cov, tcol, &res)) goto done;
+        if (job_share(job, &c, key, tx, refs, ntx, cov, tcol, &res)) goto done;
         if (job->rank != 0) {           /* its share is with rank 0: wait for its word, and stop */
             rc = job_agree(job, 1, 1) ? 1 : 0;
             goto done;
@@ -1224,11 +1255,16 @@ static int bake_run(int argc, char **argv, bake_job *job)
     ph[PH_BAKE] = bk_time_now() - t0;
     t0 = bk_time_now();
     if (tcol) {
-        if (filter && bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, c.p.texel_world, &c.dn, &dres,
-                                     err, sizeof err)) {
+        /* the whole texels (the CPU's passes read them), or their refs (the backend kept them) */
+        if (filter && bk_denoise_texel_colours(be, tcol, cov, refs ? NULL : tx, refs, ntx, at.tri_chart, at.tri_count, at.width,
+                                               at.height, c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
             bake_error("%s\n", err);
             goto done;
         }
+    }
+    /* from here on a texel's pixel and triangle are all that is read: 8 B of its 32 */
+    if (!refs) refs = bk_texels_compact(&tx, ntx);
+    if (tcol) {
         /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
          * last texel down, a slice at a time, each slice's colours given back once written (texels
          * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
@@ -1239,7 +1275,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
         for (uint32_t end = ntx; end > 0;) {
             uint32_t begin = end > SLICE ? end - SLICE : 0;
             for (uint32_t i = begin; i < end; ++i) {
-                size_t px = tx[i].pixel;
+                size_t px = refs[i].pixel;
                 rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
             }
             end = begin;
@@ -1259,12 +1295,12 @@ static int bake_run(int argc, char **argv, bake_job *job)
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
-    if (bk_fill_hidden_texels(rgb, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
+    if (bk_fill_hidden_texels(rgb, cov, refs, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
-    free(tx);                   /* no texel is needed after the fill: 32 B each, not held while writing */
-    tx = NULL;
+    free(refs);                 /* no texel is needed after the fill: not held while writing */
+    refs = NULL;
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */
@@ -1296,6 +1332,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
     free(rgb); rgb = NULL;
     free(tx); tx = NULL;
+    free(refs); refs = NULL;
     free(cov); cov = NULL;
     bk_prim_free(gpu); gpu = NULL;
     bk_bake_data_free(&bd);
@@ -1361,7 +1398,7 @@ done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(tcol); free(tx); free(refs); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);

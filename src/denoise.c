@@ -100,6 +100,10 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 
 /* ---- the whole map ------------------------------------------------------------------------- */
 
+/* A texel's pixel and triangle, from its refs when the caller has only those (denoise.h). */
+static inline uint32_t dn_pixel(const bk_texel *t, const bk_texel_ref *r, size_t i) { return r ? r[i].pixel : t[i].pixel; }
+static inline uint32_t dn_tri(const bk_texel *t, const bk_texel_ref *r, size_t i)   { return r ? r[i].tri : t[i].tri; }
+
 /* The per-texel parts around the filter, in fixed chunks of the texels on the pool. A chart's
  * sums are added up run by run: texels are sorted by pixel, so one chart's texels in a row of the
  * page are consecutive; each chunk sums its runs (in texel order) into a list of its own, and the
@@ -112,7 +116,8 @@ typedef struct dn_run { uint32_t chart; float s[3]; } dn_run;   /* a run's parti
 typedef struct dn_map_job {
     int phase;                    /* 0: charts in, runs of the colours; 1: runs of the filtered
                                      colours; 2: each chart scaled back to its sum */
-    const bk_texel *texels;
+    const bk_texel *texels;       /* one of the two (bk_denoise_texel_colours) */
+    const bk_texel_ref *refs;
     const uint32_t *tri_chart;
     uint32_t tri_count;
     const uint8_t *coverage;
@@ -137,8 +142,8 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
     }
     for (size_t i = b; i < e; ++i) {
         if (j->phase == 0) {
-            const size_t px = j->texels[i].pixel;
-            const uint32_t t = j->texels[i].tri;
+            const size_t px = dn_pixel(j->texels, j->refs, i);
+            const uint32_t t = dn_tri(j->texels, j->refs, i);
             uint32_t c = t < j->tri_count ? j->tri_chart[t] : BK_NONE;
             if (c == BK_NONE || (j->coverage && j->coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
             j->chart[i] = c;
@@ -188,12 +193,14 @@ static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
     return 0;
 }
 
-int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels, uint32_t n,
-                             const uint32_t *tri_chart, uint32_t tri_count, int w, int h, float texel_world,
-                             const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels,
+                             const bk_texel_ref *refs, uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h,
+                             float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
     if (o->passes <= 0 || n == 0) return 0;
+    if (!texels == !refs) return bk_fail(err, err_size, "denoiser: give the texels or their refs, one of the two");
+    if (!texels && !(be && be->i->denoise)) return bk_fail(err, err_size, "denoiser: the CPU passes need the whole texels");
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
     uint32_t charts = 0;
@@ -206,7 +213,7 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage
     int rc = 0;
     dn_map_job mj;
     memset(&mj, 0, sizeof mj);
-    mj.texels = texels; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
+    mj.texels = texels; mj.refs = refs; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
     mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
@@ -219,13 +226,15 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage
     for (uint32_t i = 0; i < n; ++i) res->texels += chart[i] != BK_DN_NONE;
     /* texels are sorted by pixel, so each page's are one run */
     for (uint32_t first = 0; first < n && rc == 0;) {
-        const uint64_t pg = texels[first].pixel / page_px, base = pg * page_px;
+        const uint64_t pg = dn_pixel(texels, refs, first) / page_px, base = pg * page_px;
         uint32_t last = first;
-        while (last < n && texels[last].pixel < base + page_px) ++last;
+        while (last < n && dn_pixel(texels, refs, last) < base + page_px) ++last;
         double tf = bk_time_now(), fs = 0.0;
         if (first == 0) res->prep_seconds = tf - t0;
+        /* without the texels, the backend's own copy of them: texels [first, last) of its bake */
         if (be && be->i->denoise)
-            rc = be->i->denoise(be, &p, o->passes, texels + first, chart + first, col + first, last - first, base, &fs, err, err_size);
+            rc = be->i->denoise(be, &p, o->passes, texels ? texels + first : NULL, first, chart + first, col + first, last - first,
+                                base, &fs, err, err_size);
         else
             rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
@@ -294,7 +303,7 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
     ij.rgb = rgb; ij.col = col;
     bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
     const double t1 = bk_time_now();
-    int rc = bk_denoise_texel_colours(be, col, coverage, texels, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
+    int rc = bk_denoise_texel_colours(be, col, coverage, texels, NULL, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
                                       err_size);
     const double t2 = bk_time_now();
     if (rc == 0) {

@@ -389,7 +389,7 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
 typedef struct map_job {
     uint32_t        *chart;
     const uint8_t   *cov;
-    const bk_texel  *tx;
+    const bk_texel_ref *tx;
     const uint32_t  *tri_chart;
     size_t           first, page_px;
     atomic_int       page_hidden;
@@ -421,7 +421,7 @@ static void any_hidden(void *ctx, size_t begin, size_t end, int worker)
         if (j->cov[j->tx[i].pixel] == BK_COVER_NONE) { atomic_store_explicit(&j->page_hidden, 1, memory_order_relaxed); return; }
 }
 
-int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uint32_t n, const uint32_t *tri_chart,
+int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, uint32_t n, const uint32_t *tri_chart,
                           int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size)
 {
     double t0 = bk_time_now();

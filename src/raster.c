@@ -488,16 +488,18 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     bk_parallel_for(B.nb, 1, rast_owner_fn, &c);
     for (uint32_t b = 0; b < B.nb; ++b) first[b + 1] += first[b];
     uint32_t n = first[B.nb];
+    /* the distances served pass 1 only: given back before the texels (32 B each) are made */
+    free(best_d);
+    c.best_d = best_d = NULL;
     bk_texel *tx = malloc(sizeof(bk_texel) * (n ? n : 1));
     uint8_t *cov = coverage ? malloc(N ? N : 1) : NULL;
     if (!tx || (coverage && !cov)) {
-        free(best_d); free(best_t); free(first); free(tx); free(cov); bands_free(&B);
+        free(best_t); free(first); free(tx); free(cov); bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
     c.tx = tx;
     c.cov = cov;
     bk_parallel_for(B.nb, 1, rast_emit_fn, &c);
-    free(best_d);
     free(best_t);
     free(first);
     bands_free(&B);
@@ -505,4 +507,25 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
     *count = n;
     if (coverage) *coverage = cov;
     return 0;
+}
+
+bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n)
+{
+    bk_texel *tx = *texels;
+    *texels = NULL;
+    if (!tx) return NULL;
+    /* ref i (bytes [8 i, 8 i + 8)) ends before texel i's triangle and pixel (bytes 32 i + 24 on):
+     * going up, each is read before anything is written over it. Every access is a uint32_t, the
+     * type of both fields, so the compiler sees that the two views alias. */
+    _Static_assert(sizeof(bk_texel) % sizeof(uint32_t) == 0 && sizeof(bk_texel_ref) == 2 * sizeof(uint32_t), "layouts");
+    uint32_t *w = (uint32_t *)(void *)tx;
+    const size_t stride = sizeof(bk_texel) / sizeof(uint32_t);
+    const size_t at_pixel = offsetof(bk_texel, pixel) / sizeof(uint32_t), at_tri = offsetof(bk_texel, tri) / sizeof(uint32_t);
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t pixel = w[stride * i + at_pixel], tri = w[stride * i + at_tri];
+        w[2 * i + offsetof(bk_texel_ref, pixel) / sizeof(uint32_t)] = pixel;
+        w[2 * i + offsetof(bk_texel_ref, tri) / sizeof(uint32_t)] = tri;
+    }
+    void *shrunk = realloc(w, sizeof(bk_texel_ref) * (n ? n : 1));
+    return (bk_texel_ref *)(shrunk ? shrunk : (void *)w);
 }

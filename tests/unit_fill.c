@@ -235,7 +235,7 @@ static void check_pages(void)
     enum { W = 16, H = 8, P = 2 };
     float rgb[3 * W * H * P];
     uint8_t cov[W * H * P];
-    bk_texel tx[W * H * P];
+    bk_texel_ref tx[W * H * P];
     uint32_t tri_chart[2] = { 0, 1 };
     uint32_t n = 0;
     memset(rgb, 0, sizeof rgb);
