@@ -349,9 +349,13 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
         copy_up(&c->d_mats, v->materials, sizeof(bk_f4) * 2 * (size_t)v->material_count, err, err_size) ||
         copy_up(&c->d_emit_tris, v->emit_tris, sizeof(uint32_t) * (size_t)v->emit_count, err, err_size) ||
         copy_up(&c->d_emit_cdf, v->emit_cdf, sizeof(float) * (size_t)v->emit_count, err, err_size) ||
-        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size) ||
-        copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size))
+        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size))
         return -1;
+    if (texels) {
+        if (copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size)) return -1;
+    } else if (n) {
+        CUDA_TRY(cudaMalloc((void **)&c->d_texels, sizeof(bk_texel) * (size_t)n));   /* filled by cuda_bake_texels */
+    }
     c->bake.tris = (const bk_f4 *)c->d_btris;
     c->bake.materials = (const bk_f4 *)c->d_mats;
     c->bake.emit_tris = (const uint32_t *)c->d_emit_tris;
@@ -408,6 +412,18 @@ static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *
     occ->capacity_ns += (double)c->sm_count * (double)(hi - lo) * (double)c->max_warps_per_sm;
     occ->launches++;
     if (sms > occ->sms_used) occ->sms_used = sms;
+    return 0;
+}
+
+static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err, size_t err_size)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!c->d_out) { snprintf(err, err_size, "bake_texels without bake_begin"); return -1; }
+    if (first > c->texel_count || count > c->texel_count - first) {
+        snprintf(err, err_size, "texels %u..%u out of %u", first, first + count, c->texel_count);
+        return -1;
+    }
+    if (count) CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
     return 0;
 }
 
@@ -580,7 +596,7 @@ static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)-
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
                                                 cuda_memory_peak,
-                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL };
+                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL, cuda_bake_texels };
 
 extern "C" int bk_cuda_device_count(void)
 {

@@ -144,6 +144,12 @@ struct bk_backend_i {
      * (bk_bake_texels) runs each member's bake on a thread of its own; the group's own bake_*
      * functions only refuse. */
     bk_backend *(*member)  (bk_backend *be, int k);
+    /* A backend that keeps its own copy of the texels (caps().keeps_texels) may begin a bake with
+     * texels NULL: its copy is then filled by these calls, texels [first, first + count) each,
+     * before the first bake_run, so that the host never holds every texel at once (the bake
+     * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
+    int         (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
+                               size_t err_size);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -290,7 +290,8 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_fetch, cpu_bake_end, cpu_memory,
                                                cpu_memory_peak,
-                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL };
+                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL,
+                                               NULL /* bake_texels: it reads the caller's texels in place */ };
 
 bk_backend *bk_backend_cpu_init(void)
 {

@@ -100,6 +100,12 @@ static int group_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals
     return group_refuse(err, err_size);
 }
 
+static int group_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err, size_t err_size)
+{
+    (void)be; (void)first; (void)count; (void)t;
+    return group_refuse(err, err_size);
+}
+
 static void group_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes)
 {
     /* what a bake must fit in: the member with the least free memory (each holds the whole bake) */
@@ -158,7 +164,7 @@ static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(
 static const struct bk_backend_i group_iface = { group_name, group_supports, group_upload, group_trace,
                                                  group_bake_begin, group_bake_run, group_bake_fetch, group_bake_end,
                                                  group_memory, group_memory_peak, group_kernel_info, group_denoise,
-                                                 group_free, group_caps, group_member };
+                                                 group_free, group_caps, group_member, group_bake_texels };
 
 bk_backend *bk_backend_group(bk_backend **members, int n)
 {

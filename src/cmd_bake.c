@@ -702,6 +702,10 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
     bk_bake_estimate((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &est[0], &est[1]);
+    /* --bin-rays sorts the whole texels before the bake, also for a device: the rasterizer then
+     * holds them whole (32 B each beside 5 B per pixel), as on the CPU */
+    const uint64_t whole = 5 * (uint64_t)BK_ATLAS_PIXELS(at) + sizeof(bk_texel) * at->covered;
+    if (c->bin_rays && dtotal > 0 && whole > est[0]) est[0] = whole;
     uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
     int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
@@ -874,12 +878,21 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
     return 0;
 }
 
+/* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
+typedef struct made_texels { const bk_scene *s; const bk_atlas *a; const bk_texel_ref *refs; } made_texels;
+
+static void make_texels(void *ctx, uint32_t first, uint32_t count, bk_texel *out)
+{
+    const made_texels *m = ctx;
+    bk_texels_make(m->s, m->a, m->refs + first, count, out);
+}
+
 /* What a job's ranks compare (job_share): the same command on the same files gives every rank
  * the same atlas; a rank that got another one (another file, another option) would send colours
  * for the wrong texels. FNV-1a over the texel count, the image height, the granule, the bake's
- * parameters and 64 whole texels spread over the array: taken before the bake, while the texels
- * are whole (a backend that keeps its own copy lets the host keep only their refs). */
-static uint64_t job_key(const bake_job *job, const bake_cli *c, const bk_texel *tx, uint32_t ntx, int img_h)
+ * parameters and 64 whole texels spread over the array (tx, or made from their refs by mt when
+ * the host holds only those), taken before the bake. */
+static uint64_t job_key(const bake_job *job, const bake_cli *c, const bk_texel *tx, const made_texels *mt, uint32_t ntx, int img_h)
 {
     const uint32_t G = job->granule;
     uint64_t key = 1469598103934665603ull;
@@ -889,8 +902,12 @@ static uint64_t job_key(const bake_job *job, const bake_cli *c, const bk_texel *
     b = (const unsigned char *)&c->p;
     for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
     for (uint32_t k = 0; ntx && k < 64; ++k) {
-        b = (const unsigned char *)&tx[(uint64_t)ntx * k / 64];
-        for (size_t q = 0; q < sizeof *tx; ++q) key = (key ^ b[q]) * 1099511628211ull;
+        const uint32_t i = (uint32_t)((uint64_t)ntx * k / 64);
+        bk_texel t;
+        if (tx) t = tx[i];
+        else make_texels((void *)mt, i, 1, &t);       /* only their refs are held: the same bits */
+        b = (const unsigned char *)&t;
+        for (size_t q = 0; q < sizeof t; ++q) key = (key ^ b[q]) * 1099511628211ull;
     }
     return key;
 }
@@ -1155,7 +1172,17 @@ static int bake_run(int argc, char **argv, bake_job *job)
         t0 += bk_time_now() - tw;            /* the wait is startup and upload, not atlas */
     }
     if (check_memory(&c, be, &at, mem)) goto done;
-    if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { bake_error("%s\n", err); goto done; }
+    /* A backend with its own copy of the texels (a GPU) gets them a slice at a time, made from
+     * their refs during the bake (bk_bake_run_opts.make_texels): the host never holds them whole
+     * (32 B each, 8 for a ref). The CPU reads them in place; --bin-rays sorts them whole first. */
+    bk_backend_caps caps0;
+    be->i->caps(be, &caps0);
+    const int make_later = caps0.keeps_texels && !c.bin_rays;
+    if (make_later ? bk_atlas_rasterize_refs(surf, &at, &refs, &ntx, &cov, err, sizeof err)
+                   : bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) {
+        bake_error("%s\n", err);
+        goto done;
+    }
     ph[PH_ATLAS] = bk_time_now() - t0;
 
     t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
@@ -1235,7 +1262,10 @@ static int bake_run(int argc, char **argv, bake_job *job)
     kept_texels kt;
     kt.tx = &tx; kt.refs = &refs; kt.n = ntx;
     ro.texels_kept = texels_kept; ro.texels_kept_ctx = &kt;
-    const uint64_t key = job->size > 1 ? job_key(job, &c, tx, ntx, img_h) : 0;
+    made_texels mt;
+    mt.s = surf; mt.a = &at; mt.refs = refs;
+    if (!tx) { ro.make_texels = make_texels; ro.make_texels_ctx = &mt; ro.texel_refs = refs; }
+    const uint64_t key = job->size > 1 ? job_key(job, &c, tx, &mt, ntx, img_h) : 0;
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         bake_error("%s\n", err);

@@ -5,7 +5,11 @@
  * and the fill must give the same bits as the CPU backend reading the whole texels in place.
  * Without a GPU: the keeping backend here is the CPU backend behind a wrapper that copies the
  * texels at bake_begin, alone and as a group of two (the hook must then run once, after both
- * began). Also bk_texels_compact itself: refs in texel order, the texels' pointer NULL. */
+ * began). The same when only the refs are rasterized (bk_atlas_rasterize_refs) and the driver
+ * makes the texels a slice at a time (bk_bake_run_opts.make_texels, slices of 5000 texels) and
+ * hands them to each device (bake_texels): every texel handed over, the same bits; the texels
+ * made from refs are the rasterizer's own, and a backend that reads the texels in place is
+ * refused. Also bk_texels_compact itself: refs in texel order, the texels' pointer NULL. */
 #include "bk_test.h"
 #include "accel.h"
 #include "atlas.h"
@@ -25,6 +29,7 @@ typedef struct keep_ctx {
     bk_texel   *copy;       /* the last bake's texels, kept until the next bake or free */
     uint32_t    n;
     int         begins;
+    uint64_t    made;       /* texels handed over by bake_texels */
 } keep_ctx;
 
 #define K(be) ((keep_ctx *)(be)->ctx)
@@ -42,10 +47,19 @@ static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     free(k->copy);
     k->copy = malloc(sizeof(bk_texel) * (n ? n : 1));
     if (!k->copy) return bk_fail(err, es, "out of memory");
-    memcpy(k->copy, texels, sizeof(bk_texel) * n);
+    if (texels) memcpy(k->copy, texels, sizeof(bk_texel) * n);
+    else memset(k->copy, 0xEE, sizeof(bk_texel) * n);         /* garbage until bake_texels fills it */
     k->n = n;
     k->begins++;
     return k->cpu->i->bake_begin(k->cpu, v, k->copy, n, err, es);
+}
+static int keep_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err, size_t es)
+{
+    keep_ctx *k = K(be);
+    if (!k->copy || first > k->n || count > k->n - first) return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
+    memcpy(k->copy + first, t, sizeof(bk_texel) * count);
+    k->made += count;
+    return 0;
 }
 static int keep_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o, char *err, size_t es)
 {
@@ -90,7 +104,7 @@ static void keep_caps(bk_backend *be, bk_backend_caps *out)
 static const struct bk_backend_i keep_iface = { keep_name, keep_supports, keep_upload, keep_trace,
                                                 keep_bake_begin, keep_bake_run, keep_bake_fetch, keep_bake_end,
                                                 keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
-                                                keep_free, keep_caps, NULL };
+                                                keep_free, keep_caps, NULL, keep_bake_texels };
 
 static bk_backend *keep_init(void)
 {
@@ -125,23 +139,38 @@ typedef struct outcome {
     int      hook_calls;
 } outcome;
 
-static void pipeline(bk_backend *be, int kept, int colours, const bk_scene *s, const bk_atlas *at, const bk_accel *a,
+typedef struct make_ctx { const bk_scene *s; const bk_atlas *a; const bk_texel_ref *refs; int calls; } make_ctx;
+
+static void make(void *ctx, uint32_t first, uint32_t count, bk_texel *out)
+{
+    make_ctx *m = ctx;
+    m->calls++;
+    bk_texels_make(m->s, m->a, m->refs + first, count, out);
+}
+
+/* made: only the refs are rasterized, and the bake makes the texels a slice at a time (slices
+ * of 5000 texels, so several); else the whole texels, with the hook offered. */
+static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, const bk_atlas *at, const bk_accel *a,
                      const bk_bake_data *d, const bk_bake_run_opts *o0, outcome *out)
 {
     char err[1024];
     memset(out, 0, sizeof *out);
     bk_texel *tx = NULL;
+    bk_texel_ref *refs = NULL;
     uint32_t n = 0;
-    BK_EXPECTF(bk_atlas_rasterize(s, at, &tx, &n, &out->cov, err, sizeof err) == 0, "%s", err);
+    if (made) BK_EXPECTF(bk_atlas_rasterize_refs(s, at, &refs, &n, &out->cov, err, sizeof err) == 0, "%s", err);
+    else BK_EXPECTF(bk_atlas_rasterize(s, at, &tx, &n, &out->cov, err, sizeof err) == 0, "%s", err);
+    make_ctx mc;
+    mc.s = s; mc.a = at; mc.refs = refs; mc.calls = 0;
     const size_t npx = BK_ATLAS_PIXELS(at);
     bk_accel_view av = bk_accel_get_view(a);
     BK_EXPECTF(be->i->upload(be, &av, err, sizeof err) == 0, "%s", err);
     bk_bake_view v = bk_bake_data_view(d, a);
     bk_bake_run_opts o = *o0;
-    bk_texel_ref *refs = NULL;
     hook_ctx hc;
     hc.tx = &tx; hc.refs = &refs; hc.n = n; hc.calls = 0;
-    if (kept) { o.texels_kept = hook; o.texels_kept_ctx = &hc; }
+    o.texels_kept = hook; o.texels_kept_ctx = &hc;
+    if (made) { o.make_texels = make; o.make_texels_ctx = &mc; o.texel_refs = refs; o.make_slice = 5000; }
     out->rgb = calloc(3 * npx, sizeof(float));
     if (colours) { out->col = malloc(sizeof(bk_f4) * n); o.texel_col = out->col; }
     bk_bake_result res;
@@ -151,7 +180,10 @@ static void pipeline(bk_backend *be, int kept, int colours, const bk_scene *s, c
     out->hook_calls = hc.calls;
     bk_backend_caps caps;
     be->i->caps(be, &caps);
-    if (kept && caps.keeps_texels)
+    if (made)
+        BK_EXPECTF(hc.calls == 0 && mc.calls == (int)((n + 4999) / 5000), "made: hook called %d times, %d slices made for %u texels",
+                   hc.calls, mc.calls, n);
+    else if (caps.keeps_texels)
         BK_EXPECTF(hc.calls == 1 && !tx && refs, "hook called %d times; texels %p, refs %p", hc.calls, (void *)tx, (void *)refs);
     else BK_EXPECTF(hc.calls == 0 && tx && !refs, "a backend that reads the texels in place: hook called %d times", hc.calls);
     if (colours) {
@@ -223,15 +255,44 @@ int main(void)
     o.max_launch_ms = 5;
 
     const size_t npx = BK_ATLAS_PIXELS(&at);
+    /* the refs and the texels made from them are the rasterizer's texels, bit for bit */
+    {
+        bk_texel *tx = NULL, *mk = NULL;
+        bk_texel_ref *refs = NULL;
+        uint8_t *c1 = NULL, *c2 = NULL;
+        uint32_t n1 = 0, n2 = 0;
+        BK_EXPECTF(bk_atlas_rasterize(&s, &at, &tx, &n1, &c1, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_atlas_rasterize_refs(&s, &at, &refs, &n2, &c2, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(n1 == n2 && n1 > 1000, "%u texels, %u refs", n1, n2);
+        BK_EXPECT(memcmp(c1, c2, npx) == 0);
+        mk = malloc(sizeof(bk_texel) * n2);
+        bk_texels_make(&s, &at, refs, n2, mk);
+        BK_EXPECT(n1 != n2 || memcmp(tx, mk, sizeof(bk_texel) * n1) == 0);
+        /* the driver refuses to make texels for a backend that reads them in place */
+        bk_backend *cpu = bk_backend_cpu_init();
+        bk_accel_view av = bk_accel_get_view(&a);
+        BK_EXPECT(cpu->i->upload(cpu, &av, err, sizeof err) == 0);
+        bk_bake_view v = bk_bake_data_view(&d, &a);
+        make_ctx mc;
+        mc.s = &s; mc.a = &at; mc.refs = refs; mc.calls = 0;
+        bk_bake_run_opts om = o;
+        om.make_texels = make; om.make_texels_ctx = &mc; om.texel_refs = refs;
+        float *rgb = malloc(sizeof(float) * 3 * npx);
+        bk_bake_result res;
+        BK_EXPECT(bk_bake_texels(cpu, &v, NULL, n2, at.width, at.height, &om, rgb, c2, &res, err, sizeof err) != 0 && mc.calls == 0);
+        bk_backend_free(cpu);
+        free(rgb); free(tx); free(mk); free(refs); free(c1); free(c2);
+    }
     for (int colours = 0; colours < 2; ++colours) {
         /* the reference: the CPU backend, whole texels throughout */
         bk_backend *cpu = bk_backend_cpu_init();
         outcome ref;
-        pipeline(cpu, 1, colours, &s, &at, &a, &d, &o, &ref);    /* the hook is offered, and not taken */
+        pipeline(cpu, 0, colours, &s, &at, &a, &d, &o, &ref);    /* the hook is offered, and not taken */
         BK_EXPECTF(ref.invalid > 0, "no texel inside geometry: the fill would not be tested");
         if (colours) BK_EXPECTF(ref.dn_texels > 0, "the denoiser filtered nothing");
         bk_backend_free(cpu);
-        for (int members = 1; members <= 2; ++members) {
+        for (int run = 0; run < 4; ++run) {
+            const int members = 1 + run % 2, made = run / 2;
             bk_backend *be = keep_init();
             if (members == 2) {
                 bk_backend *m[2] = { be, keep_init() };
@@ -240,17 +301,20 @@ int main(void)
             BK_EXPECT(be != NULL);
             if (!be) continue;
             outcome got;
-            pipeline(be, 1, colours, &s, &at, &a, &d, &o, &got);
-            BK_EXPECTF(got.invalid == ref.invalid, "%s, %d device(s): %u texels inside geometry, %u with whole texels",
-                       colours ? "colours" : "image", members, got.invalid, ref.invalid);
-            BK_EXPECTF(memcmp(got.cov, ref.cov, npx) == 0, "%s, %d device(s): coverage differs", colours ? "colours" : "image", members);
-            BK_EXPECTF(memcmp(got.rgb, ref.rgb, sizeof(float) * 3 * npx) == 0, "%s, %d device(s): the filled image differs",
-                       colours ? "colours" : "image", members);
-            if (colours) BK_EXPECTF(got.dn_texels == ref.dn_texels, "%d device(s): %llu texels denoised, %llu with whole texels", members,
+            pipeline(be, made, colours, &s, &at, &a, &d, &o, &got);
+            BK_EXPECTF(got.invalid == ref.invalid, "%s, %d device(s)%s: %u texels inside geometry, %u with whole texels",
+                       colours ? "colours" : "image", members, made ? ", made" : "", got.invalid, ref.invalid);
+            BK_EXPECTF(memcmp(got.cov, ref.cov, npx) == 0, "%s, %d device(s)%s: coverage differs", colours ? "colours" : "image", members,
+                       made ? ", made" : "");
+            BK_EXPECTF(memcmp(got.rgb, ref.rgb, sizeof(float) * 3 * npx) == 0, "%s, %d device(s)%s: the filled image differs",
+                       colours ? "colours" : "image", members, made ? ", made" : "");
+            if (colours) BK_EXPECTF(got.dn_texels == ref.dn_texels, "%d device(s), made %d: %llu texels denoised, %llu with whole texels", members, made,
                                     (unsigned long long)got.dn_texels, (unsigned long long)ref.dn_texels);
             for (int k = 0; k < members; ++k) {
                 bk_backend *m = bk_backend_member(be, k);
                 BK_EXPECTF(K(m)->begins == 1, "member %d began %d times", k, K(m)->begins);
+                BK_EXPECTF(K(m)->made == (made ? K(m)->n : 0), "member %d: %llu texels handed over by bake_texels, of %u", k,
+                           (unsigned long long)K(m)->made, K(m)->n);
             }
             outcome_free(&got);
             bk_backend_free(be);
