@@ -117,8 +117,9 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
      *            four float4 layouts of a page (64 B per pixel of one page: not counted, the
      *            page count is not known here)                     P + tex T + 20 T
      *   image    from the colours, slice by slice as they shrink: at most what the denoiser held
-     *   fill     refs, the image, coverage, a chart per pixel of a page (4 B), and the fill's
-     *            scratch (about 4 B per pixel; 64 MB measured at 4096^2)   8 T + 21 P
+     *   fill     the image, coverage, a chart per pixel of a page (4 B), made from the refs, which
+     *            then go (bk_fill_hidden_refs); then the fill's scratch (about 4 B per pixel;
+     *            64 MB measured at 4096^2)                          max(8 T + 17 P, 21 P)
      *   write    the image, coverage, the 8-bit or float copy and the encoder's buffers
      *            (about 12 B per pixel; the refs are gone)         25 P
      * The scene and the trees are not counted (in memory already when this is asked). */
@@ -129,7 +130,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     uint64_t h = max_u64(8 * P, 5 * P + tex * T);                                              /* raster */
     h = max_u64(h, P + tex * T + max_u64(12 * P, 16 * T) + (on_device ? 0 : (sums + 12) * T)); /* bake */
     h = max_u64(h, P + tex * T + 20 * T);                                                      /* denoise */
-    h = max_u64(h, ref * T + 21 * P);                                                          /* fill */
+    h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
     h = max_u64(h, 25 * P);                                                                    /* write */
     *host = h;
     *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) : 0;   /* + the moved positions */

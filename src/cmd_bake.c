@@ -1325,12 +1325,11 @@ static int bake_run(int argc, char **argv, bake_job *job)
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
-    if (bk_fill_hidden_texels(rgb, cov, refs, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
+    /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
+    if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
-    free(refs);                 /* no texel is needed after the fill: not held while writing */
-    refs = NULL;
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */

@@ -54,5 +54,10 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
  * reads; bk_texels_compact). Returns at once, touching nothing, when no texel is hidden. */
 int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, uint32_t n, const uint32_t *tri_chart,
                           int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size);
+/* The same with refs malloc'ed, which it frees (and sets *refs NULL) as soon as it no longer
+ * needs them: once the last page's chart map is made (4 B per pixel of a page), before the fill
+ * itself and its scratch; at once when no texel is hidden; in any case before it returns. */
+int bk_fill_hidden_refs(float *rgb, uint8_t *coverage, bk_texel_ref **refs, uint32_t n, const uint32_t *tri_chart,
+                        int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size);
 
 #endif /* BK_FILL_H */

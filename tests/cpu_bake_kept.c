@@ -200,8 +200,15 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
             size_t px = refs[i].pixel;
             out->rgb[3 * px] = out->col[i].x; out->rgb[3 * px + 1] = out->col[i].y; out->rgb[3 * px + 2] = out->col[i].z;
         }
-    BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, at->tri_chart, at->width, at->height, at->page_count, NULL, err,
-                                     sizeof err) == 0, "%s", err);
+    /* made: the fill that gives the refs back once its chart map is made (what baker runs) */
+    if (made) {
+        BK_EXPECTF(bk_fill_hidden_refs(out->rgb, out->cov, &refs, n, at->tri_chart, at->width, at->height, at->page_count, NULL, err,
+                                       sizeof err) == 0, "%s", err);
+        BK_EXPECT(refs == NULL);
+    } else {
+        BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, at->tri_chart, at->width, at->height, at->page_count, NULL, err,
+                                         sizeof err) == 0, "%s", err);
+    }
     free(refs);
     free(tx);
 }
