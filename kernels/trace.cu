@@ -520,8 +520,27 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     return 0;
 }
 
+/* Charts every stride-th word (bk_texel_ref.tri holding charts) into the device array d, through
+ * a host slice of 1M charts (4 MB) at a time. */
+static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride, uint32_t n)
+{
+    if (stride == 1) return cudaMemcpy(d, chart, sizeof(uint32_t) * (size_t)n, cudaMemcpyHostToDevice);
+    const uint32_t slice = n < (1u << 20) ? n : (1u << 20);
+    uint32_t *h = (uint32_t *)malloc(sizeof(uint32_t) * (slice ? slice : 1));
+    if (!h) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaSuccess;
+    for (uint32_t b = 0; b < n && e == cudaSuccess; b += slice) {
+        const uint32_t m = n - b < slice ? n - b : slice;
+        for (uint32_t i = 0; i < m; ++i) h[i] = chart[(size_t)(b + i) * stride];
+        e = cudaMemcpy(d + b, h, sizeof(uint32_t) * (size_t)m, cudaMemcpyHostToDevice);
+    }
+    free(h);
+    return e;
+}
+
 static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                        char *err, size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
     const size_t px = (size_t)p->w * (size_t)p->h;
@@ -543,7 +562,7 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
     uint32_t *d_chart = (uint32_t *)(d + ch_o);
     bk_f4 *d_col = (bk_f4 *)(d + col_o);
     cudaError_t e = kept ? cudaSuccess : cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(d_chart, chart, ch_b, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = charts_up(d_chart, chart, chart_stride, n);
     if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev0);
     if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d_tx, d_chart, d_col, n, base, (bk_f4 *)d);

@@ -129,14 +129,15 @@ struct bk_backend_i {
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
-     * in the page), their charts (BK_DN_NONE: left out) and colours (rgb, variance), which are
-     * replaced by the filtered ones (kernels/bk_denoise.h); *seconds gets the time of the
-     * filtering itself (a GPU's: its kernels). tx NULL: the page's texels are texels [first,
-     * first + n) of the last bake, whose copy the backend kept (caps().keeps_texels; else an
-     * error); otherwise first is not used. */
+     * in the page), their charts (texel i's is chart[i * chart_stride]: 1 for an array of charts,
+     * 2 for the tri fields of bk_texel_refs that hold charts; BK_DN_NONE: left out) and colours
+     * (rgb, variance), which are replaced by the filtered ones (kernels/bk_denoise.h); *seconds
+     * gets the time of the filtering itself (a GPU's: its kernels). tx NULL: the page's texels
+     * are texels [first, first + n) of the last bake, whose copy the backend kept
+     * (caps().keeps_texels; else an error); otherwise first is not used. */
     int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                            const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                            char *err, size_t err_size);
+                            const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                            double *seconds, char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
     void        (*caps)    (bk_backend *be, bk_backend_caps *out);
     /* A backend over several devices (bk_backend_group; caps().devices > 1): its k-th member, a

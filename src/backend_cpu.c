@@ -266,13 +266,21 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
 }
 
 static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                       const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
+                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                       char *err, size_t err_size)
 {
     (void)be; (void)first;
     *seconds = 0.0;
     if (!tx && n) return bk_fail(err, err_size, "the cpu backend keeps no texels: the denoiser needs them (backend.h)");
     double t0 = bk_time_now();
+    uint32_t *own = NULL;
+    if (chart_stride != 1) {                    /* charts in refs: an array of their own */
+        if (!(own = malloc(sizeof(uint32_t) * (n ? n : 1)))) return bk_fail(err, err_size, "out of memory for %u charts", n);
+        for (uint32_t i = 0; i < n; ++i) own[i] = chart[(size_t)i * chart_stride];
+        chart = own;
+    }
     int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, err, err_size);
+    free(own);
     *seconds = bk_time_now() - t0;
     return rc;
 }

@@ -113,9 +113,10 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
      *            when denoising, each texel's colour and variance (16 B); on the CPU the
      *            backend's sums (20 B) and moved positions (12 B)   P + tex T + max(12 P, 16 T)
      *                                                                 (+ 32 T on the CPU)
-     *   denoise  coverage, the texels, the colours, a chart per texel (4 B); on the CPU also
-     *            four float4 layouts of a page (64 B per pixel of one page: not counted, the
-     *            page count is not known here)                     P + tex T + 20 T
+     *   denoise  coverage, the texels, the colours, and on the CPU a chart per texel (4 B; a
+     *            device's are put in the refs) and four float4 layouts of a page (64 B per pixel
+     *            of one page: not counted, the page count is not known here)
+     *                                                               P + tex T + 16 T (+ 4 T)
      *   image    from the colours, slice by slice as they shrink: at most what the denoiser held
      *   fill     the image, coverage, a chart per pixel of a page (4 B), made from the refs, which
      *            then go (bk_fill_hidden_refs); then the fill's scratch (about 4 B per pixel;
@@ -129,7 +130,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     const uint64_t ref = (uint64_t)sizeof(bk_texel_ref);
     uint64_t h = max_u64(8 * P, 5 * P + tex * T);                                              /* raster */
     h = max_u64(h, P + tex * T + max_u64(12 * P, 16 * T) + (on_device ? 0 : (sums + 12) * T)); /* bake */
-    h = max_u64(h, P + tex * T + 20 * T);                                                      /* denoise */
+    h = max_u64(h, P + tex * T + 16 * T + (on_device ? 0 : 4 * T));                            /* denoise */
     h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
     h = max_u64(h, 25 * P);                                                                    /* write */
     *host = h;

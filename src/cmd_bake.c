@@ -1043,6 +1043,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
     bk_texel_ref *refs = NULL;  /* the texels' pixel and triangle, once the whole texels are gone */
+    int refs_hold_charts = 0;   /* their tri fields hold charts (bk_denoise_texel_colours) */
     uint8_t *cov = NULL;
     float *rgb = NULL, *tri_scale = NULL;
     bk_f4 *tcol = NULL;
@@ -1285,12 +1286,14 @@ static int bake_run(int argc, char **argv, bake_job *job)
     ph[PH_BAKE] = bk_time_now() - t0;
     t0 = bk_time_now();
     if (tcol) {
-        /* the whole texels (the CPU's passes read them), or their refs (the backend kept them) */
+        /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
+         * which come back holding charts instead of triangles */
         if (filter && bk_denoise_texel_colours(be, tcol, cov, refs ? NULL : tx, refs, ntx, at.tri_chart, at.tri_count, at.width,
                                                at.height, c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
             bake_error("%s\n", err);
             goto done;
         }
+        if (filter && refs) refs_hold_charts = 1;
     }
     /* from here on a texel's pixel and triangle are all that is read: 8 B of its 32 */
     if (!refs) refs = bk_texels_compact(&tx, ntx);
@@ -1326,7 +1329,8 @@ static int bake_run(int argc, char **argv, bake_job *job)
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
     /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
-    if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
+    if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, refs_hold_charts ? NULL : at.tri_chart, at.width, at.height, at.page_count, NULL,
+                            err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }

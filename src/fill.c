@@ -408,7 +408,7 @@ static void map_texels(void *ctx, size_t begin, size_t end, int worker)
     for (size_t i = begin; i < end; ++i) {
         size_t px = j->tx[i].pixel;
         if (px < j->first || px - j->first >= j->page_px) continue;
-        j->chart[px - j->first] = j->tri_chart[j->tx[i].tri];
+        j->chart[px - j->first] = j->tri_chart ? j->tri_chart[j->tx[i].tri] : j->tx[i].tri;
         hidden |= j->cov[px] == BK_COVER_NONE;
     }
     if (hidden) atomic_store_explicit(&j->page_hidden, 1, memory_order_relaxed);

@@ -51,7 +51,9 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
 /* The same for an atlas of `pages` pages of w x h stacked vertically (atlas.h): the chart of a
  * pixel is tri_chart[tx.tri] of the texel the rasterizer made there (so exactly the baked texels
  * have charts), page by page. The texels are given as their refs (pixel and triangle: all it
- * reads; bk_texels_compact). Returns at once, touching nothing, when no texel is hidden. */
+ * reads; bk_texels_compact); tri_chart NULL: their tri fields hold the charts themselves (as
+ * bk_denoise_texel_colours leaves them). Returns at once, touching nothing, when no texel is
+ * hidden. */
 int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, uint32_t n, const uint32_t *tri_chart,
                           int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size);
 /* The same with refs malloc'ed, which it frees (and sets *refs NULL) as soon as it no longer

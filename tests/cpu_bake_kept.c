@@ -80,14 +80,15 @@ static int keep_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return K(be)->cpu->i->kernel_info(K(be)->cpu, o, out, err, es);
 }
 static int keep_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t es)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                        char *err, size_t es)
 {
     keep_ctx *k = K(be);
     if (!tx) {                      /* the kept copy, as the CUDA backend does */
         if (!k->copy || first > k->n || n > k->n - first) return bk_fail(err, es, "texels %u..%u of %u kept", first, first + n, k->n);
         tx = k->copy + first;
     }
-    return k->cpu->i->denoise(k->cpu, p, passes, tx, first, chart, col, n, base, seconds, err, es);
+    return k->cpu->i->denoise(k->cpu, p, passes, tx, first, chart, chart_stride, col, n, base, seconds, err, es);
 }
 static void keep_free(bk_backend *be)
 {
@@ -186,13 +187,26 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
     else if (caps.keeps_texels)
         BK_EXPECTF(hc.calls == 1 && !tx && refs, "hook called %d times; texels %p, refs %p", hc.calls, (void *)tx, (void *)refs);
     else BK_EXPECTF(hc.calls == 0 && tx && !refs, "a backend that reads the texels in place: hook called %d times", hc.calls);
+    int refs_charts = 0;            /* the denoiser given refs leaves charts in their tri fields */
     if (colours) {
+        refs_charts = refs != NULL;
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
         bk_denoise_result dres;
         BK_EXPECTF(bk_denoise_texel_colours(be, out->col, out->cov, refs ? NULL : tx, refs, n, at->tri_chart, at->tri_count, at->width,
                                             at->height, o.params.texel_world, &dno, &dres, err, sizeof err) == 0, "%s", err);
         out->dn_texels = dres.texels;
+        /* every ref's tri field now holds its triangle's chart, those left out for coverage too */
+        if (refs) {
+            bk_texel_ref *fresh = NULL;
+            uint32_t nf = 0;
+            BK_EXPECTF(bk_atlas_rasterize_refs(s, at, &fresh, &nf, NULL, err, sizeof err) == 0 && nf == n, "%s", err);
+            uint32_t bad = 0;
+            for (uint32_t i = 0; fresh && i < n; ++i)
+                bad += refs[i].pixel != fresh[i].pixel || refs[i].tri != at->tri_chart[fresh[i].tri];
+            BK_EXPECTF(bad == 0, "%u refs hold another chart than their triangle's after the denoiser", bad);
+            free(fresh);
+        }
     }
     if (!refs) refs = bk_texels_compact(&tx, n);
     if (colours)
@@ -202,12 +216,12 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
         }
     /* made: the fill that gives the refs back once its chart map is made (what baker runs) */
     if (made) {
-        BK_EXPECTF(bk_fill_hidden_refs(out->rgb, out->cov, &refs, n, at->tri_chart, at->width, at->height, at->page_count, NULL, err,
-                                       sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_fill_hidden_refs(out->rgb, out->cov, &refs, n, refs_charts ? NULL : at->tri_chart, at->width, at->height,
+                                       at->page_count, NULL, err, sizeof err) == 0, "%s", err);
         BK_EXPECT(refs == NULL);
     } else {
-        BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, at->tri_chart, at->width, at->height, at->page_count, NULL, err,
-                                         sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, refs_charts ? NULL : at->tri_chart, at->width, at->height,
+                                         at->page_count, NULL, err, sizeof err) == 0, "%s", err);
     }
     free(refs);
     free(tx);
