@@ -35,6 +35,14 @@ typedef struct bk_texel {
     uint32_t pixel;        /* y * width + x in the atlas image                                 4 B */
 } bk_texel;                /*                                                                 32 B */
 
+/* What the host keeps of a texel once the backend holds its own copy of the texels (a GPU's,
+ * caps().keeps_texels): its pixel and triangle, all that the image, the denoiser's charts and the
+ * fill read (bk_texels_compact, atlas.h).                                               8 B */
+typedef struct bk_texel_ref {
+    uint32_t pixel;        /* as bk_texel.pixel                                                4 B */
+    uint32_t tri;          /* as bk_texel.tri                                                  4 B */
+} bk_texel_ref;
+
 enum bk_bake_mode { BK_BAKE_LIGHT = 0, BK_BAKE_AO = 1 };
 
 typedef struct bk_bake_params {

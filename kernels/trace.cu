@@ -53,9 +53,8 @@ typedef struct cuda_ctx {
     /* bake */
     bk_bake_view   bake;          /* device pointers */
     void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
-    bk_texel      *d_texels;
-    const bk_texel *h_texels;     /* the host array d_texels copies, kept after bake_end for the
-                                     denoiser until the next bake or the end (backend.h) */
+    bk_texel      *d_texels;      /* the last bake's texels, kept after bake_end for the denoiser
+                                     until the next bake or the end (backend.h: keeps_texels) */
     float         *d_pos;         /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
     bk_f4         *d_out;
     float         *d_sq;          /* sums of squared sample luminances */
@@ -337,7 +336,7 @@ static void release_bake(cuda_ctx *c)
 {
     release_bake_data(c);
     cudaFree(c->d_texels);
-    c->d_texels = NULL; c->texel_count = 0; c->h_texels = NULL;
+    c->d_texels = NULL; c->texel_count = 0;
 }
 
 static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
@@ -350,10 +349,13 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
         copy_up(&c->d_mats, v->materials, sizeof(bk_f4) * 2 * (size_t)v->material_count, err, err_size) ||
         copy_up(&c->d_emit_tris, v->emit_tris, sizeof(uint32_t) * (size_t)v->emit_count, err, err_size) ||
         copy_up(&c->d_emit_cdf, v->emit_cdf, sizeof(float) * (size_t)v->emit_count, err, err_size) ||
-        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size) ||
-        copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size))
+        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size))
         return -1;
-    c->h_texels = texels;
+    if (texels) {
+        if (copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size)) return -1;
+    } else if (n) {
+        CUDA_TRY(cudaMalloc((void **)&c->d_texels, sizeof(bk_texel) * (size_t)n));   /* filled by cuda_bake_texels */
+    }
     c->bake.tris = (const bk_f4 *)c->d_btris;
     c->bake.materials = (const bk_f4 *)c->d_mats;
     c->bake.emit_tris = (const uint32_t *)c->d_emit_tris;
@@ -410,6 +412,18 @@ static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *
     occ->capacity_ns += (double)c->sm_count * (double)(hi - lo) * (double)c->max_warps_per_sm;
     occ->launches++;
     if (sms > occ->sms_used) occ->sms_used = sms;
+    return 0;
+}
+
+static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err, size_t err_size)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!c->d_out) { snprintf(err, err_size, "bake_texels without bake_begin"); return -1; }
+    if (first > c->texel_count || count > c->texel_count - first) {
+        snprintf(err, err_size, "texels %u..%u out of %u", first, first + count, c->texel_count);
+        return -1;
+    }
+    if (count) CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
     return 0;
 }
 
@@ -506,28 +520,49 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     return 0;
 }
 
-static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
-                        bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
+/* Charts every stride-th word (bk_texel_ref.tri holding charts) into the device array d, through
+ * a host slice of 1M charts (4 MB) at a time. */
+static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride, uint32_t n)
+{
+    if (stride == 1) return cudaMemcpy(d, chart, sizeof(uint32_t) * (size_t)n, cudaMemcpyHostToDevice);
+    const uint32_t slice = n < (1u << 20) ? n : (1u << 20);
+    uint32_t *h = (uint32_t *)malloc(sizeof(uint32_t) * (slice ? slice : 1));
+    if (!h) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaSuccess;
+    for (uint32_t b = 0; b < n && e == cudaSuccess; b += slice) {
+        const uint32_t m = n - b < slice ? n - b : slice;
+        for (uint32_t i = 0; i < m; ++i) h[i] = chart[(size_t)(b + i) * stride];
+        e = cudaMemcpy(d + b, h, sizeof(uint32_t) * (size_t)m, cudaMemcpyHostToDevice);
+    }
+    free(h);
+    return e;
+}
+
+static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                        char *err, size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
     const size_t px = (size_t)p->w * (size_t)p->h;
     *seconds = 0.0;
     if (passes <= 0 || n == 0) return 0;
-    /* The texels of the last bake are on the device already (cuda_bake_end keeps them). */
-    const uintptr_t at = (uintptr_t)tx, h0 = (uintptr_t)c->h_texels;
-    const int kept = c->d_texels && h0 && at >= h0 && (at - h0) % sizeof(bk_texel) == 0 &&
-                     (at - h0) / sizeof(bk_texel) + n <= c->texel_count;
+    /* tx NULL: the texels of the last bake, on the device already (cuda_bake_end keeps them) */
+    const int kept = !tx;
+    if (kept && (!c->d_texels || first > c->texel_count || n > c->texel_count - first)) {
+        snprintf(err, err_size, "denoiser: texels %u..%u of a bake of %u kept", first, first + n, c->d_texels ? c->texel_count : 0);
+        return -1;
+    }
     /* one allocation: the page's four layouts, then the texels (unless kept), their charts and colours */
     const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = kept ? 0 : sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
     const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
     char *d = NULL;
     CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
     note_memory(c);
-    bk_texel *d_tx = kept ? c->d_texels + (at - h0) / sizeof(bk_texel) : (bk_texel *)(d + page_b);
+    bk_texel *d_tx = kept ? c->d_texels + first : (bk_texel *)(d + page_b);
     uint32_t *d_chart = (uint32_t *)(d + ch_o);
     bk_f4 *d_col = (bk_f4 *)(d + col_o);
     cudaError_t e = kept ? cudaSuccess : cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
-    if (e == cudaSuccess) e = cudaMemcpy(d_chart, chart, ch_b, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = charts_up(d_chart, chart, chart_stride, n);
     if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev0);
     if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d_tx, d_chart, d_col, n, base, (bk_f4 *)d);
@@ -572,6 +607,7 @@ static void cuda_caps(bk_backend *be, bk_backend_caps *out)
     out->gpu_primitives = 1;
     out->launch_budgets = 1.0;
     out->first_block = 65536;     /* what a GPU runs at once, when kernel_info() cannot say */
+    out->keeps_texels = 1;        /* d_texels, until the next bake */
 }
 
 static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
@@ -579,7 +615,7 @@ static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)-
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
                                                 cuda_memory_peak,
-                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL };
+                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL, cuda_bake_texels };
 
 extern "C" int bk_cuda_device_count(void)
 {

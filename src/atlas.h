@@ -149,6 +149,21 @@ void bk_atlas_free(bk_atlas *a);
 int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
                         uint8_t **coverage, char *err, size_t err_size);
 
+/* The same texels as their refs only (pixel and triangle, 8 B each instead of 32), for a backend
+ * that keeps its own copy of the texels (caps().keeps_texels): bk_texels_make makes the whole
+ * texels from them a slice at a time, as the bake uploads them (bk_bake_run_opts.make_texels). */
+int  bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref **refs, uint32_t *count,
+                             uint8_t **coverage, char *err, size_t err_size);
+/* out[i] = the texel bk_atlas_rasterize makes for refs[i] (the same bits), for i in [0, n); on
+ * the host thread pool (pool.h). */
+void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out);
+
+/* The texels turned, in their own memory, into their refs (pixel and triangle: 8 of their 32 B),
+ * in the same order, the rest of the block given back (realloc); *texels is freed and NULL
+ * afterwards. For when the backend holds its own copy (caps().keeps_texels) or the bake is done:
+ * what follows reads nothing else. Never fails: when realloc cannot shrink, the block stays. */
+bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n);
+
 /* Conservative coverage only: mask (width * height * page_count bytes) gets 1 where a triangle touches;
  * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);

@@ -87,6 +87,10 @@ typedef struct bk_backend_caps {
      * many the device holds at once. */
     double   launch_budgets;
     uint32_t first_block;
+    /* 1: bake_begin copies the texels into memory of its own (a GPU's) and keeps that copy
+     * after bake_end for denoise() (tx NULL): the caller's texels may go once every device has
+     * begun (bk_bake_run_opts.texels_kept). 0: it reads the caller's texels in place (the CPU). */
+    int      keeps_texels;
 } bk_backend_caps;
 
 typedef struct bk_backend bk_backend;
@@ -125,13 +129,15 @@ struct bk_backend_i {
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
     int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
-     * in the page), their charts (BK_DN_NONE: left out) and colours (rgb, variance), which are
-     * replaced by the filtered ones (kernels/bk_denoise.h); *seconds gets the time of the
-     * filtering itself (a GPU's: its kernels). When tx lies within the texels of the last bake
-     * (bake_begin's array, unchanged since), a backend may use the copy it made of them then. */
-    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx,
-                            const uint32_t *chart, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                            char *err, size_t err_size);
+     * in the page), their charts (texel i's is chart[i * chart_stride]: 1 for an array of charts,
+     * 2 for the tri fields of bk_texel_refs that hold charts; BK_DN_NONE: left out) and colours
+     * (rgb, variance), which are replaced by the filtered ones (kernels/bk_denoise.h); *seconds
+     * gets the time of the filtering itself (a GPU's: its kernels). tx NULL: the page's texels
+     * are texels [first, first + n) of the last bake, whose copy the backend kept
+     * (caps().keeps_texels; else an error); otherwise first is not used. */
+    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
+                            const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                            double *seconds, char *err, size_t err_size);
     void        (*free)    (bk_backend *be);
     void        (*caps)    (bk_backend *be, bk_backend_caps *out);
     /* A backend over several devices (bk_backend_group; caps().devices > 1): its k-th member, a
@@ -139,6 +145,12 @@ struct bk_backend_i {
      * (bk_bake_texels) runs each member's bake on a thread of its own; the group's own bake_*
      * functions only refuse. */
     bk_backend *(*member)  (bk_backend *be, int k);
+    /* A backend that keeps its own copy of the texels (caps().keeps_texels) may begin a bake with
+     * texels NULL: its copy is then filled by these calls, texels [first, first + count) each,
+     * before the first bake_run, so that the host never holds every texel at once (the bake
+     * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
+    int         (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
+                               size_t err_size);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -265,12 +265,22 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
     return bk_fail(err, err_size, "not a GPU backend: no kernel to describe (cpu)");
 }
 
-static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
-                       bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
+static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
+                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                       char *err, size_t err_size)
 {
-    (void)be;
+    (void)be; (void)first;
+    *seconds = 0.0;
+    if (!tx && n) return bk_fail(err, err_size, "the cpu backend keeps no texels: the denoiser needs them (backend.h)");
     double t0 = bk_time_now();
+    uint32_t *own = NULL;
+    if (chart_stride != 1) {                    /* charts in refs: an array of their own */
+        if (!(own = malloc(sizeof(uint32_t) * (n ? n : 1)))) return bk_fail(err, err_size, "out of memory for %u charts", n);
+        for (uint32_t i = 0; i < n; ++i) own[i] = chart[(size_t)i * chart_stride];
+        chart = own;
+    }
     int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, err, err_size);
+    free(own);
     *seconds = bk_time_now() - t0;
     return rc;
 }
@@ -282,12 +292,14 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
     out->gpu_primitives = 0;
     out->launch_budgets = 5.0;
     out->first_block = 1024;
+    out->keeps_texels = 0;      /* it reads the caller's texels in place */
 }
 
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_fetch, cpu_bake_end, cpu_memory,
                                                cpu_memory_peak,
-                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL };
+                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL,
+                                               NULL /* bake_texels: it reads the caller's texels in place */ };
 
 bk_backend *bk_backend_cpu_init(void)
 {

@@ -100,6 +100,12 @@ static int group_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals
     return group_refuse(err, err_size);
 }
 
+static int group_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err, size_t err_size)
+{
+    (void)be; (void)first; (void)count; (void)t;
+    return group_refuse(err, err_size);
+}
+
 static void group_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes)
 {
     /* what a bake must fit in: the member with the least free memory (each holds the whole bake) */
@@ -128,11 +134,13 @@ static int group_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_i
     return m->i->kernel_info ? m->i->kernel_info(m, o, out, err, err_size) : bk_fail(err, err_size, "no kernel");
 }
 
-static int group_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart,
-                         bk_f4 *col, uint32_t n, uint64_t base, double *seconds, char *err, size_t err_size)
+static int group_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
+                         const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                         char *err, size_t err_size)
 {
+    /* every member began the last bake with all the texels: the first one's copy serves */
     bk_backend *m = G(be)->m[0];
-    return m->i->denoise(m, p, passes, tx, chart, col, n, base, seconds, err, err_size);
+    return m->i->denoise(m, p, passes, tx, first, chart, chart_stride, col, n, base, seconds, err, err_size);
 }
 
 static void group_free(bk_backend *be)
@@ -157,7 +165,7 @@ static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(
 static const struct bk_backend_i group_iface = { group_name, group_supports, group_upload, group_trace,
                                                  group_bake_begin, group_bake_run, group_bake_fetch, group_bake_end,
                                                  group_memory, group_memory_peak, group_kernel_info, group_denoise,
-                                                 group_free, group_caps, group_member };
+                                                 group_free, group_caps, group_member, group_bake_texels };
 
 bk_backend *bk_backend_group(bk_backend **members, int n)
 {

@@ -99,22 +99,42 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
     return v;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device)
 {
-    /* Per pixel: the float image (12 B) and its coverage (1 B) throughout; while the map is
-     * written, the 8-bit or float copy and the encoder's filtered rows and deflate output (about
-     * 12 B). Per texel: the texels (32 B) until the map is written; during the bake, on the CPU,
-     * the backend's sums (20 B) and moved positions (12 B) (the driver fetches the sums a slice at
-     * a time). The rasterizer's per-pixel scratch (12 B) is gone before the image is allocated.
-     * Not counted: the denoiser (its per-texel colours and charts, 20 B; on the CPU four float4
-     * layouts of a page, 64 B per pixel of the page). */
-    uint64_t tex = (uint64_t)sizeof(bk_texel), sums = (uint64_t)sizeof(bk_f4) + sizeof(float);
-    uint64_t raster = pixels * 13 + pixels * 12 + texels * tex;
-    uint64_t bake = pixels * 13 + texels * (tex + (on_device ? 0 : sums + 12));
-    uint64_t write = pixels * (13 + 12);
-    uint64_t h = raster > bake ? raster : bake;
-    *host = h > write ? h : write;
-    *device = on_device ? texels * (tex + sums + 12) : 0;   /* + the moved positions */
+    /* The host's largest moment, P pixels and T texels; the texels are whole (32 B) on the CPU,
+     * which reads them in place, and only refs (8 B: pixel, triangle) for a device, which keeps
+     * its own copy (the whole texels are made from the refs 8 MB at a time as they are uploaded:
+     * bk_bake_run_opts.make_texels). The CPU compacts its texels to refs after the bake.
+     *   raster   each pixel's best distance and triangle (8 B); then the triangles, coverage
+     *            (1 B) and the texels                               max(8 P, 5 P + tex T)
+     *   bake     coverage, the texels, and the result: the float image (12 B per pixel) or,
+     *            when denoising, each texel's colour and variance (16 B); on the CPU the
+     *            backend's sums (20 B) and moved positions (12 B)   P + tex T + max(12 P, 16 T)
+     *                                                                 (+ 32 T on the CPU)
+     *   denoise  coverage, the texels, the colours, and on the CPU a chart per texel (4 B; a
+     *            device's are put in the refs) and four float4 layouts of a page (64 B per pixel
+     *            of one page: not counted, the page count is not known here)
+     *                                                               P + tex T + 16 T (+ 4 T)
+     *   image    from the colours, slice by slice as they shrink: at most what the denoiser held
+     *   fill     the image, coverage, a chart per pixel of a page (4 B), made from the refs, which
+     *            then go (bk_fill_hidden_refs); then the fill's scratch (about 4 B per pixel;
+     *            64 MB measured at 4096^2)                          max(8 T + 17 P, 21 P)
+     *   write    the image, coverage, the 8-bit or float copy and the encoder's buffers
+     *            (about 12 B per pixel; the refs are gone)         25 P
+     * The scene and the trees are not counted (in memory already when this is asked). */
+    const uint64_t P = pixels, T = texels;
+    const uint64_t tex = on_device ? (uint64_t)sizeof(bk_texel_ref) : (uint64_t)sizeof(bk_texel);
+    const uint64_t sums = (uint64_t)sizeof(bk_f4) + sizeof(float);
+    const uint64_t ref = (uint64_t)sizeof(bk_texel_ref);
+    uint64_t h = max_u64(8 * P, 5 * P + tex * T);                                              /* raster */
+    h = max_u64(h, P + tex * T + max_u64(12 * P, 16 * T) + (on_device ? 0 : (sums + 12) * T)); /* bake */
+    h = max_u64(h, P + tex * T + 16 * T + (on_device ? 0 : 4 * T));                            /* denoise */
+    h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
+    h = max_u64(h, 25 * P);                                                                    /* write */
+    *host = h;
+    *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) : 0;   /* + the moved positions */
 }
 
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
@@ -207,6 +227,14 @@ typedef struct bake_share {
     int                     failed;      /* a device failed: the others stop at their next block */
     double                  done, work, t0, next_frac, next_time;
     int                     show, lines;
+    /* the caller's texels given back once every device holds its own copy (bk_bake_run_opts:
+     * texels_kept); then the zeroing starts */
+    int                     nd, begun, keeps;
+    int                     made;             /* the driver began every device and made its texels */
+    const bk_texel_ref     *refs;             /* what the hook returned: pixels are read here */
+    struct zero_job        *zj;
+    void                   *img, *var_img;
+    size_t                  img_bytes, var_bytes;
 } bake_share;
 
 typedef struct bake_dev {
@@ -277,8 +305,19 @@ static void *bake_device(void *arg)
     bake_share *S = d->S;
     const bk_bake_run_opts *o = S->o;
     bk_backend *be = d->be;
-    if (be->i->bake_begin(be, S->v, S->texels, S->n, d->err, sizeof d->err)) goto fail;
-    d->begun = 1;
+    if (!S->made) {                      /* else the driver began it (bk_bake_texels) */
+        if (be->i->bake_begin(be, S->v, S->texels, S->n, d->err, sizeof d->err)) goto fail;
+        d->begun = 1;
+    }
+    if (S->keeps) {
+        /* the last device to begin: every one has its copy, the caller's texels may go */
+        pthread_mutex_lock(&S->lock);
+        if (++S->begun == S->nd) {
+            S->refs = o->texels_kept(o->texels_kept_ctx);
+            zero_start(S->zj, S->img, S->img_bytes, S->var_img, S->var_bytes);
+        }
+        pthread_mutex_unlock(&S->lock);
+    }
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     double target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
@@ -347,12 +386,18 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
      * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
      * the GPU's whole bake. */
     zero_job zj;
+    zj.n = 0;
     float *img = o->texel_col ? NULL : rgb, *var_img = o->texel_col ? NULL : o->variance;
     const size_t img_px = (size_t)w * (size_t)h;
-    zero_start(&zj, img, img ? sizeof(float) * 3 * img_px : 0, var_img, var_img ? sizeof(float) * img_px : 0);
-
     bake_share S;
     memset(&S, 0, sizeof S);
+    S.zj = &zj; S.img = img; S.var_img = var_img;
+    S.img_bytes = img ? sizeof(float) * 3 * img_px : 0; S.var_bytes = var_img ? sizeof(float) * img_px : 0;
+    /* a backend that keeps its own texels: the caller's go first (texels_kept), then the zeroing */
+    S.keeps = texels && o->texels_kept && caps.keeps_texels;
+    S.nd = nd;
+    if (!S.keeps) zero_start(&zj, S.img, S.img_bytes, S.var_img, S.var_bytes);
+
     S.v = v; S.texels = texels; S.n = n; S.o = o;
     S.ranks = o->ranks > 1 ? o->ranks : 1; S.rank = o->rank; S.G = o->granule ? o->granule : BK_BAKE_GRANULE;
     if (S.ranks > 1 && S.rank >= S.ranks) {
@@ -370,6 +415,33 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         dv[k].S = &S; dv[k].k = k;
         dv[k].be = bk_backend_member(be, k);
         if (!dv[k].be) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k); S.failed = 1; }
+    }
+    /* no texels given: every device begins here, then gets them a slice at a time, each slice
+     * made once for all of them (bk_bake_run_opts.make_texels) */
+    if (!texels && !S.failed) {
+        S.made = 1;
+        S.refs = o->texel_refs;
+        int ok = o->make_texels && o->texel_refs && caps.keeps_texels;
+        for (int k = 0; k < nd && ok; ++k) ok = dv[k].be->i->bake_texels != NULL;
+        if (!ok) {
+            dv[0].rc = -1;
+            snprintf(dv[0].err, sizeof dv[0].err, "the bake needs the whole texels: the backend reads them in place");
+            S.failed = 1;
+        }
+        for (int k = 0; k < nd && !S.failed; ++k) {
+            if (dv[k].be->i->bake_begin(dv[k].be, v, NULL, n, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S.failed = 1; }
+            else dv[k].begun = 1;
+        }
+        const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
+        bk_texel *made = S.failed || !nm ? NULL : malloc(sizeof(bk_texel) * nm);
+        if (!S.failed && nm && !made) { dv[0].rc = -1; snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm); S.failed = 1; }
+        for (uint32_t first = 0; first < n && !S.failed; first += nm) {
+            const uint32_t count = n - first < nm ? n - first : nm;
+            o->make_texels(o->make_texels_ctx, first, count, made);
+            for (int k = 0; k < nd; ++k)
+                if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S.failed = 1; break; }
+        }
+        free(made);
     }
     for (int k = 1; k < nd; ++k) {
         if (!dv[k].be) continue;
@@ -401,7 +473,7 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
             if ((rc = m->i->bake_fetch(m, b, e, out, sq, err, err_size))) break;
             for (uint32_t i = b; i < e; ++i) {
                 const bk_f4 s = out[i - b];
-                uint32_t px = texels[i].pixel;
+                uint32_t px = S.refs ? S.refs[i].pixel : texels[i].pixel;
                 if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
                     res->invalid++;
                     if (coverage) coverage[px] = 0;

@@ -58,7 +58,27 @@ typedef struct bk_bake_run_opts {
      * A texel's result never depends on the split (random numbers are keyed on texel and
      * sample, and a block of texels never crosses a granule). */
     uint32_t       rank, ranks, granule;
+    /* NULL, or called once (with texels_kept_ctx) when the backend keeps its own copy of the
+     * texels (caps().keeps_texels) and every device has begun the bake, from the thread of the
+     * last one to begin: the caller may then give the texels' memory back, keeping their refs
+     * (bk_texels_compact), and returns those refs (pixel and triangle, in texel order), from
+     * which the driver reads the pixels from then on; or NULL, and the texels stay. The image
+     * and its variance are zeroed only after it (not beside all the texels). */
+    const bk_texel_ref *(*texels_kept)(void *ctx);
+    void          *texels_kept_ctx;
+    /* For bk_bake_texels with texels NULL, on a backend that keeps its own copy of the texels
+     * (caps().keeps_texels) only: the texels are made a slice at a time (BK_BAKE_MAKE of them),
+     * make_texels(make_texels_ctx, first, count, out) writing texels [first, first + count) into
+     * out, and handed to every device (bake_texels), so the host never holds them all (32 B
+     * each); texel_refs (n) gives their pixels. make_slice: texels per slice (0: BK_BAKE_MAKE). */
+    void         (*make_texels)(void *ctx, uint32_t first, uint32_t count, bk_texel *out);
+    void          *make_texels_ctx;
+    const bk_texel_ref *texel_refs;
+    uint32_t       make_slice;
 } bk_bake_run_opts;
+
+/* Texels made at once when the bake makes them (bk_bake_run_opts.make_texels): 8 MB. */
+#define BK_BAKE_MAKE (1u << 18)
 
 /* One device's share of a bake on several (--devices; bk_bake_result.dev). */
 #define BK_BAKE_MAX_DEVICES 64
@@ -99,13 +119,15 @@ typedef struct bk_bake_result {
 } bk_bake_result;
 
 /* Memory the rest of a bake needs once the atlas is known (pixels in the image, texels covered),
- * in bytes: on the host (texels, their sums, the float image, its coverage and the encoder's
- * buffers) and, when the backend has memory of its own (on_device), there (texels and sums). The
- * scene and the trees are already in memory when it is asked, and not counted. */
+ * in bytes: on the host, its largest moment (rasterizer, bake, denoiser, fill or write: the
+ * texels or, on_device, only their refs; the float image or the texels' colours; coverage; the
+ * CPU backend's sums; the encoder's buffers) and, when the backend has memory of its own
+ * (on_device: it keeps its own copy of the texels), there (texels and sums). The scene and the
+ * trees are already in memory when it is asked, and not counted. */
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
 
-/* Bakes n texels (sorted by pixel) into rgb (3 floats per pixel of a w x h image, which it
- * zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already
+/* Bakes n texels (sorted by pixel; NULL: made here, see bk_bake_run_opts.make_texels) into rgb
+ * (3 floats per pixel of a w x h image, which it zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already
  * be uploaded to be. A backend over several devices (caps().devices > 1) bakes on all of them at
  * once, a thread each, every device taking the next block of texels as it finishes one (so a
  * slower device takes fewer); a block's samples all run on one device, and the result is the

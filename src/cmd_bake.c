@@ -702,6 +702,10 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
     bk_bake_estimate((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &est[0], &est[1]);
+    /* --bin-rays sorts the whole texels before the bake, also for a device: the rasterizer then
+     * holds them whole (32 B each beside 5 B per pixel), as on the CPU */
+    const uint64_t whole = 5 * (uint64_t)BK_ATLAS_PIXELS(at) + sizeof(bk_texel) * at->covered;
+    if (c->bin_rays && dtotal > 0 && whole > est[0]) est[0] = whole;
     uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
     int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
@@ -840,11 +844,15 @@ static int job_agree(bake_job *job, int ok, int last)
     return -1;
 }
 
+/* A texel's pixel, from its refs once the whole texels are gone. */
+static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, size_t i) { return refs ? refs[i].pixel : tx[i].pixel; }
+
 /* What rank 0 unpacks (job_unpack): the other ranks' texel colours, in the order of their shares. */
 typedef struct job_recv {
     bk_f4          *tcol;
     uint8_t        *cov;
-    const bk_texel *tx;
+    const bk_texel *tx;              /* the texels, or (tx NULL) their refs */
+    const bk_texel_ref *refs;
     uint32_t        n, ranks, granule;
 } job_recv;
 
@@ -864,17 +872,52 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
             return bk_fail(err, err_size, "rank %d sent more than its share of the %u texels", rank, j->n);
         bk_f4 c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
-        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[j->tx[t].pixel] = 0; }
+        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[pixel_of(j->tx, j->refs, t)] = 0; }
         j->tcol[t] = c;
     }
     return 0;
 }
 
+/* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
+typedef struct made_texels { const bk_scene *s; const bk_atlas *a; const bk_texel_ref *refs; } made_texels;
+
+static void make_texels(void *ctx, uint32_t first, uint32_t count, bk_texel *out)
+{
+    const made_texels *m = ctx;
+    bk_texels_make(m->s, m->a, m->refs + first, count, out);
+}
+
+/* What a job's ranks compare (job_share): the same command on the same files gives every rank
+ * the same atlas; a rank that got another one (another file, another option) would send colours
+ * for the wrong texels. FNV-1a over the texel count, the image height, the granule, the bake's
+ * parameters and 64 whole texels spread over the array (tx, or made from their refs by mt when
+ * the host holds only those), taken before the bake. */
+static uint64_t job_key(const bake_job *job, const bake_cli *c, const bk_texel *tx, const made_texels *mt, uint32_t ntx, int img_h)
+{
+    const uint32_t G = job->granule;
+    uint64_t key = 1469598103934665603ull;
+    const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
+    const unsigned char *b = (const unsigned char *)facts;
+    for (size_t k = 0; k < sizeof facts; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    b = (const unsigned char *)&c->p;
+    for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
+    for (uint32_t k = 0; ntx && k < 64; ++k) {
+        const uint32_t i = (uint32_t)((uint64_t)ntx * k / 64);
+        bk_texel t;
+        if (tx) t = tx[i];
+        else make_texels((void *)mt, i, 1, &t);       /* only their refs are held: the same bits */
+        b = (const unsigned char *)&t;
+        for (size_t q = 0; q < sizeof t; ++q) key = (key ^ b[q]) * 1099511628211ull;
+    }
+    return key;
+}
+
 /* The end of a job's bake, on every rank: the agreement that every rank baked its share; a check
- * that they baked the same thing; the counters summed (the seconds: the longest rank's); then the
- * other ranks' shares to rank 0, into tcol and cov, as if it had baked every texel itself. */
-static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint32_t ntx, int img_h, uint8_t *cov, bk_f4 *tcol,
-                     bk_bake_result *res)
+ * that they baked the same thing (key: job_key); the counters summed (the seconds: the longest
+ * rank's); then the other ranks' shares to rank 0, into tcol and cov, as if it had baked every
+ * texel itself. */
+static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_texel *tx, const bk_texel_ref *refs, uint32_t ntx,
+                     uint8_t *cov, bk_f4 *tcol, bk_bake_result *res)
 {
     const double t0 = bk_time_now();
     const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
@@ -884,20 +927,6 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     if (job_agree(job, !own || send, 0)) { free(send); return -1; }
     const double t1 = bk_time_now();
     job->wait_seconds = t1 - t0;
-    /* the same command on the same files gives every rank the same atlas: a rank that got another
-     * one (another file, another option) would send colours for the wrong texels */
-    /* (FNV-1a over the texel count, the image height, the granule, the bake's parameters and 64
-     * texels spread over the array) */
-    uint64_t key = 1469598103934665603ull;
-    const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
-    const unsigned char *b = (const unsigned char *)facts;
-    for (size_t k = 0; k < sizeof facts; ++k) key = (key ^ b[k]) * 1099511628211ull;
-    b = (const unsigned char *)&c->p;
-    for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
-    for (uint32_t k = 0; ntx && k < 64; ++k) {
-        b = (const unsigned char *)&tx[(uint64_t)ntx * k / 64];
-        for (size_t q = 0; q < sizeof *tx; ++q) key = (key ^ b[q]) * 1099511628211ull;
-    }
     int other = -1;
     if (bk_world_same_u64(key, &other)) {
         job->stopped = 1;
@@ -922,12 +951,12 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     for (uint64_t g = rank; rank && g * G < ntx; g += ranks)
         for (uint64_t t = g * G; t < ntx && t < (g + 1) * G; ++t) {
             bk_f4 v = tcol[t];
-            if (!cov[tx[t].pixel]) v.w = -1.0f;
+            if (!cov[pixel_of(tx, refs, t)]) v.w = -1.0f;
             send[k++] = v;
         }
     BK_CHECK(k == own);
     job_recv jr;
-    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
+    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.refs = refs; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
     char err[1024];
     err[0] = 0;
     int rc = bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, job_unpack, &jr, err, sizeof err);
@@ -936,6 +965,17 @@ static int job_share(bake_job *job, const bake_cli *c, const bk_texel *tx, uint3
     if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - bk_bake_share_count(ntx, 0, ranks, G));
     job->gather_seconds = bk_time_now() - t1;
     return 0;
+}
+
+/* bk_bake_run_opts.texels_kept: the backend has its own copy of the texels, so the host keeps
+ * only their refs (8 B each of 32) through the fetch, the denoiser, the image and the fill. */
+typedef struct kept_texels { bk_texel **tx; bk_texel_ref **refs; uint32_t n; } kept_texels;
+
+static const bk_texel_ref *texels_kept(void *ctx)
+{
+    kept_texels *k = ctx;
+    *k->refs = bk_texels_compact(k->tx, k->n);
+    return *k->refs;
 }
 
 static int bake_run(int argc, char **argv, bake_job *job)
@@ -1002,6 +1042,8 @@ static int bake_run(int argc, char **argv, bake_job *job)
     bk_bake_data bd;
     memset(&bd, 0, sizeof bd);
     bk_texel *tx = NULL;
+    bk_texel_ref *refs = NULL;  /* the texels' pixel and triangle, once the whole texels are gone */
+    int refs_hold_charts = 0;   /* their tri fields hold charts (bk_denoise_texel_colours) */
     uint8_t *cov = NULL;
     float *rgb = NULL, *tri_scale = NULL;
     bk_f4 *tcol = NULL;
@@ -1139,7 +1181,17 @@ static int bake_run(int argc, char **argv, bake_job *job)
         t0 += bk_time_now() - tw;            /* the wait is startup and upload, not atlas */
     }
     if (check_memory(&c, be, &at, mem)) goto done;
-    if (bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) { bake_error("%s\n", err); goto done; }
+    /* A backend with its own copy of the texels (a GPU) gets them a slice at a time, made from
+     * their refs during the bake (bk_bake_run_opts.make_texels): the host never holds them whole
+     * (32 B each, 8 for a ref). The CPU reads them in place; --bin-rays sorts them whole first. */
+    bk_backend_caps caps0;
+    be->i->caps(be, &caps0);
+    const int make_later = caps0.keeps_texels && !c.bin_rays;
+    if (make_later ? bk_atlas_rasterize_refs(surf, &at, &refs, &ntx, &cov, err, sizeof err)
+                   : bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) {
+        bake_error("%s\n", err);
+        goto done;
+    }
     ph[PH_ATLAS] = bk_time_now() - t0;
 
     t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
@@ -1213,13 +1265,23 @@ static int bake_run(int argc, char **argv, bake_job *job)
         rgb = malloc(sizeof(float) * 3 * npx);
         if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
     }
+    /* a backend with its own copy of the texels (a GPU) lets the host keep only their refs from
+     * the moment every device has begun (texels_kept); the CPU reads them in place, through the
+     * denoiser's passes too, and they are compacted after those */
+    kept_texels kt;
+    kt.tx = &tx; kt.refs = &refs; kt.n = ntx;
+    ro.texels_kept = texels_kept; ro.texels_kept_ctx = &kt;
+    made_texels mt;
+    mt.s = surf; mt.a = &at; mt.refs = refs;
+    if (!tx) { ro.make_texels = make_texels; ro.make_texels_ctx = &mt; ro.texel_refs = refs; }
+    const uint64_t key = job->size > 1 ? job_key(job, &c, tx, &mt, ntx, img_h) : 0;
     bk_bake_result res;
     if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
     if (job->size > 1) {
-        if (job_share(job, &c, tx, ntx, img_h, cov, tcol, &res)) goto done;
+        if (job_share(job, &c, key, tx, refs, ntx, cov, tcol, &res)) goto done;
         if (job->rank != 0) {           /* its share is with rank 0: wait for its word, and stop */
             rc = job_agree(job, 1, 1) ? 1 : 0;
             goto done;
@@ -1232,11 +1294,18 @@ static int bake_run(int argc, char **argv, bake_job *job)
     ph[PH_BAKE] = bk_time_now() - t0;
     t0 = bk_time_now();
     if (tcol) {
-        if (filter && bk_denoise_texel_colours(be, tcol, cov, tx, ntx, at.tri_chart, at.tri_count, at.width, at.height, c.p.texel_world, &c.dn, &dres,
-                                     err, sizeof err)) {
+        /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
+         * which come back holding charts instead of triangles */
+        if (filter && bk_denoise_texel_colours(be, tcol, cov, refs ? NULL : tx, refs, ntx, at.tri_chart, at.tri_count, at.width,
+                                               at.height, c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
             bake_error("%s\n", err);
             goto done;
         }
+        if (filter && refs) refs_hold_charts = 1;
+    }
+    /* from here on a texel's pixel and triangle are all that is read: 8 B of its 32 */
+    if (!refs) refs = bk_texels_compact(&tx, ntx);
+    if (tcol) {
         /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
          * last texel down, a slice at a time, each slice's colours given back once written (texels
          * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
@@ -1247,7 +1316,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
         for (uint32_t end = ntx; end > 0;) {
             uint32_t begin = end > SLICE ? end - SLICE : 0;
             for (uint32_t i = begin; i < end; ++i) {
-                size_t px = tx[i].pixel;
+                size_t px = refs[i].pixel;
                 rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
             }
             end = begin;
@@ -1267,12 +1336,12 @@ static int bake_run(int argc, char **argv, bake_job *job)
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
-    if (bk_fill_hidden_texels(rgb, cov, tx, ntx, at.tri_chart, at.width, at.height, at.page_count, NULL, err, sizeof err)) {
+    /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
+    if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, refs_hold_charts ? NULL : at.tri_chart, at.width, at.height, at.page_count, NULL,
+                            err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
-    free(tx);                   /* no texel is needed after the fill: 32 B each, not held while writing */
-    tx = NULL;
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
     /* every output goes to its temporary file; they replace their targets together at the end */
@@ -1304,6 +1373,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
     free(rgb); rgb = NULL;
     free(tx); tx = NULL;
+    free(refs); refs = NULL;
     free(cov); cov = NULL;
     bk_prim_free(gpu); gpu = NULL;
     bk_bake_data_free(&bd);
@@ -1369,7 +1439,7 @@ done:
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(tcol); free(tx); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
+    free(rgb); free(tcol); free(tx); free(refs); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
     for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
     free(page_names);
     bk_prim_free(gpu);

@@ -6,6 +6,7 @@
 #include "pool.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,10 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 
 /* ---- the whole map ------------------------------------------------------------------------- */
 
+/* A texel's pixel and triangle, from its refs when the caller has only those (denoise.h). */
+static inline uint32_t dn_pixel(const bk_texel *t, const bk_texel_ref *r, size_t i) { return r ? r[i].pixel : t[i].pixel; }
+static inline uint32_t dn_tri(const bk_texel *t, const bk_texel_ref *r, size_t i)   { return r ? r[i].tri : t[i].tri; }
+
 /* The per-texel parts around the filter, in fixed chunks of the texels on the pool. A chart's
  * sums are added up run by run: texels are sorted by pixel, so one chart's texels in a row of the
  * page are consecutive; each chunk sums its runs (in texel order) into a list of its own, and the
@@ -109,18 +114,23 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
 
 typedef struct dn_run { uint32_t chart; float s[3]; } dn_run;   /* a run's partial sums: float,
                                                                     as a run is cut at 64 texels */
+typedef struct dn_kept { uint32_t texel, chart; } dn_kept;
+
 typedef struct dn_map_job {
     int phase;                    /* 0: charts in, runs of the colours; 1: runs of the filtered
                                      colours; 2: each chart scaled back to its sum */
-    const bk_texel *texels;
+    const bk_texel *texels;       /* one of the two (bk_denoise_texel_colours); the refs' tri */
+    bk_texel_ref *refs;           /*   fields hold the charts once phase 0 has run */
     const uint32_t *tri_chart;
     uint32_t tri_count;
     const uint8_t *coverage;
     bk_f4 *col;
-    uint32_t *chart;
+    uint32_t *chart;              /* NULL with refs: the charts are in the refs */
     const double *sums;
     dn_run **runs;                /* per chunk: its runs */
     uint32_t *run_count;          /* per chunk */
+    dn_kept **kept;               /* per chunk, with refs: the texels left out for their coverage */
+    uint32_t *kept_count;         /*   alone, with their charts (put back at the end) */
     int failed;                   /* out of memory for some chunk's runs */
 } dn_map_job;
 
@@ -135,15 +145,32 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
         j->runs[k] = NULL;
         j->run_count[k] = 0;
     }
+    dn_kept *kept = NULL;
+    uint32_t nk = 0, kcap = 0;
     for (size_t i = b; i < e; ++i) {
         if (j->phase == 0) {
-            const size_t px = j->texels[i].pixel;
-            const uint32_t t = j->texels[i].tri;
+            const size_t px = dn_pixel(j->texels, j->refs, i);
+            const uint32_t t = dn_tri(j->texels, j->refs, i);
             uint32_t c = t < j->tri_count ? j->tri_chart[t] : BK_NONE;
+            const uint32_t own = c;
             if (c == BK_NONE || (j->coverage && j->coverage[px] != BK_COVER_TEXEL)) c = BK_DN_NONE;
-            j->chart[i] = c;
+            if (j->chart) {
+                j->chart[i] = c;
+            } else {
+                /* in the ref itself; a chart left out for its coverage alone is put back after */
+                j->refs[i].tri = c;
+                if (c != own) {
+                    if (nk == kcap) {
+                        kcap = kcap ? 2 * kcap : 256;
+                        dn_kept *q = realloc(kept, sizeof(dn_kept) * kcap);
+                        if (!q) { j->failed = 1; free(kept); kept = NULL; nk = kcap = 0; continue; }
+                        kept = q;
+                    }
+                    kept[nk].texel = (uint32_t)i; kept[nk].chart = own; nk++;
+                }
+            }
         }
-        const uint32_t c = j->chart[i];
+        const uint32_t c = j->chart ? j->chart[i] : j->refs[i].tri;
         if (c == BK_DN_NONE) continue;
         const bk_f4 v = j->col[i];
         if (j->phase <= 1) {
@@ -170,6 +197,7 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
         }
     }
     if (j->phase <= 1) { j->runs[k] = runs; j->run_count[k] = nr; }
+    if (j->phase == 0 && !j->chart) { j->kept[k] = kept; j->kept_count[k] = nk; }
 }
 
 /* One phase over all texels; phases 0 and 1 then add their runs into sums[6 c + 3 * phase ..]. */
@@ -188,44 +216,55 @@ static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
     return 0;
 }
 
-int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels, uint32_t n,
-                             const uint32_t *tri_chart, uint32_t tri_count, int w, int h, float texel_world,
-                             const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels,
+                             bk_texel_ref *refs, uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h,
+                             float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
     if (o->passes <= 0 || n == 0) return 0;
+    if (!texels == !refs) return bk_fail(err, err_size, "denoiser: give the texels or their refs, one of the two");
+    if (!texels && !(be && be->i->denoise)) return bk_fail(err, err_size, "denoiser: the CPU passes need the whole texels");
     const double t0 = bk_time_now();
     const size_t page_px = (size_t)w * (size_t)h;
     uint32_t charts = 0;
     for (uint32_t t = 0; t < tri_count; ++t) if (tri_chart[t] != BK_NONE && tri_chart[t] + 1 > charts) charts = tri_chart[t] + 1;
     const size_t chunks = ((size_t)n + DN_CHUNK - 1) / DN_CHUNK;
-    uint32_t *chart = malloc(sizeof(uint32_t) * n);
+    /* with refs the charts go into the refs themselves (4 B per texel less): the backend reads
+     * them there, every second word */
+    uint32_t *chart = refs ? NULL : malloc(sizeof(uint32_t) * n);
     double *sums = calloc((size_t)charts * 6 + 1, sizeof(double));
     dn_run **runs = calloc(chunks, sizeof *runs);
     uint32_t *run_count = calloc(chunks, sizeof *run_count);
+    dn_kept **kept = refs ? calloc(chunks, sizeof *kept) : NULL;
+    uint32_t *kept_count = refs ? calloc(chunks, sizeof *kept_count) : NULL;
     int rc = 0;
     dn_map_job mj;
     memset(&mj, 0, sizeof mj);
-    mj.texels = texels; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
+    mj.texels = texels; mj.refs = refs; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
     mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
+    mj.kept = kept; mj.kept_count = kept_count;
+    const uint32_t *charts_at = refs ? (const uint32_t *)(const void *)refs + offsetof(bk_texel_ref, tri) / sizeof(uint32_t) : chart;
+    const uint32_t stride = refs ? (uint32_t)(sizeof(bk_texel_ref) / sizeof(uint32_t)) : 1;
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
     /* the texels' charts, and each chart's sums before the filter */
-    if (!chart || !sums || !runs || !run_count || dn_map(&mj, 0, n, sums)) {
+    if ((!refs && !chart) || !sums || !runs || !run_count || (refs && (!kept || !kept_count)) || dn_map(&mj, 0, n, sums)) {
         rc = bk_fail(err, err_size, "out of memory for the denoiser");
         goto out;
     }
-    for (uint32_t i = 0; i < n; ++i) res->texels += chart[i] != BK_DN_NONE;
+    for (uint32_t i = 0; i < n; ++i) res->texels += charts_at[(size_t)i * stride] != BK_DN_NONE;
     /* texels are sorted by pixel, so each page's are one run */
     for (uint32_t first = 0; first < n && rc == 0;) {
-        const uint64_t pg = texels[first].pixel / page_px, base = pg * page_px;
+        const uint64_t pg = dn_pixel(texels, refs, first) / page_px, base = pg * page_px;
         uint32_t last = first;
-        while (last < n && texels[last].pixel < base + page_px) ++last;
+        while (last < n && dn_pixel(texels, refs, last) < base + page_px) ++last;
         double tf = bk_time_now(), fs = 0.0;
         if (first == 0) res->prep_seconds = tf - t0;
+        /* without the texels, the backend's own copy of them: texels [first, last) of its bake */
         if (be && be->i->denoise)
-            rc = be->i->denoise(be, &p, o->passes, texels + first, chart + first, col + first, last - first, base, &fs, err, err_size);
+            rc = be->i->denoise(be, &p, o->passes, texels ? texels + first : NULL, first, charts_at + (size_t)first * stride, stride,
+                                col + first, last - first, base, &fs, err, err_size);
         else
             rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
@@ -243,6 +282,12 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage
     }
     res->finish_seconds = bk_time_now() - tb;
 out:
+    /* the refs' charts as the fill reads them: those left out for their coverage put back */
+    for (size_t k = 0; kept && k < chunks; ++k) {
+        for (uint32_t q = 0; q < kept_count[k]; ++q) refs[kept[k][q].texel].tri = kept[k][q].chart;
+        free(kept[k]);
+    }
+    free(kept); free(kept_count);
     for (size_t k = 0; runs && k < chunks; ++k) free(runs[k]);
     free(runs); free(run_count);
     free(chart); free(sums);
@@ -294,7 +339,7 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint
     ij.rgb = rgb; ij.col = col;
     bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
     const double t1 = bk_time_now();
-    int rc = bk_denoise_texel_colours(be, col, coverage, texels, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
+    int rc = bk_denoise_texel_colours(be, col, coverage, texels, NULL, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
                                       err_size);
     const double t2 = bk_time_now();
     if (rc == 0) {

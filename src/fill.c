@@ -389,7 +389,7 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
 typedef struct map_job {
     uint32_t        *chart;
     const uint8_t   *cov;
-    const bk_texel  *tx;
+    const bk_texel_ref *tx;
     const uint32_t  *tri_chart;
     size_t           first, page_px;
     atomic_int       page_hidden;
@@ -408,7 +408,7 @@ static void map_texels(void *ctx, size_t begin, size_t end, int worker)
     for (size_t i = begin; i < end; ++i) {
         size_t px = j->tx[i].pixel;
         if (px < j->first || px - j->first >= j->page_px) continue;
-        j->chart[px - j->first] = j->tri_chart[j->tx[i].tri];
+        j->chart[px - j->first] = j->tri_chart ? j->tri_chart[j->tx[i].tri] : j->tx[i].tri;
         hidden |= j->cov[px] == BK_COVER_NONE;
     }
     if (hidden) atomic_store_explicit(&j->page_hidden, 1, memory_order_relaxed);
@@ -421,8 +421,9 @@ static void any_hidden(void *ctx, size_t begin, size_t end, int worker)
         if (j->cov[j->tx[i].pixel] == BK_COVER_NONE) { atomic_store_explicit(&j->page_hidden, 1, memory_order_relaxed); return; }
 }
 
-int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uint32_t n, const uint32_t *tri_chart,
-                          int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size)
+/* Both: own (NULL, or where tx came from) is freed once the last page's chart map is made. */
+static int fill_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, bk_texel_ref **own, uint32_t n,
+                       const uint32_t *tri_chart, int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size)
 {
     double t0 = bk_time_now();
     bk_fill_stats total;
@@ -432,7 +433,12 @@ int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uin
     j.cov = coverage; j.tx = tx; j.tri_chart = tri_chart; j.chart = NULL;
     atomic_init(&j.page_hidden, 0);
     bk_parallel_for(n, FILL_GRAIN, any_hidden, &j);
-    if (!atomic_load(&j.page_hidden)) { total.seconds = bk_time_now() - t0; if (st) *st = total; return 0; }
+    if (!atomic_load(&j.page_hidden)) {
+        if (own) { free(*own); *own = NULL; }
+        total.seconds = bk_time_now() - t0;
+        if (st) *st = total;
+        return 0;
+    }
     j.chart = malloc(sizeof(uint32_t) * (page_px ? page_px : 1));
     if (!j.chart) return bk_fail(err, err_size, "fill: out of memory for a %dx%d page", w, h);
     for (int p = 0; p < pages; ++p) {
@@ -441,6 +447,7 @@ int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uin
         atomic_store(&j.page_hidden, 0);
         bk_parallel_for(page_px, FILL_GRAIN, map_clear, &j);
         bk_parallel_for(n, FILL_GRAIN, map_texels, &j);
+        if (own && p == pages - 1) { free(*own); *own = NULL; j.tx = NULL; }   /* the last map made: not needed */
         if (!atomic_load(&j.page_hidden)) continue;
         bk_fill_stats s;
         if (bk_fill_hidden(rgb + 3 * j.first, coverage + j.first, j.chart, w, h, &s, err, err_size)) { free(j.chart); return -1; }
@@ -451,4 +458,19 @@ int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uin
     total.seconds = bk_time_now() - t0;
     if (st) *st = total;
     return 0;
+}
+
+int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, uint32_t n, const uint32_t *tri_chart,
+                          int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size)
+{
+    return fill_texels(rgb, coverage, tx, NULL, n, tri_chart, w, h, pages, st, err, err_size);
+}
+
+int bk_fill_hidden_refs(float *rgb, uint8_t *coverage, bk_texel_ref **refs, uint32_t n, const uint32_t *tri_chart,
+                        int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size)
+{
+    int rc = fill_texels(rgb, coverage, *refs, refs, n, tri_chart, w, h, pages, st, err, err_size);
+    free(*refs);                                /* when it failed before the last map */
+    *refs = NULL;
+    return rc;
 }

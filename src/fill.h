@@ -8,7 +8,7 @@
  *
  * Usage:
  *     bk_fill_stats fs;
- *     if (bk_fill_hidden_texels(rgb, cov, tx, ntx, atlas.tri_chart, atlas.width, atlas.height,
+ *     if (bk_fill_hidden_texels(rgb, cov, refs, ntx, atlas.tri_chart, atlas.width, atlas.height,
  *                               atlas.page_count, &fs, err, sizeof err) != 0) puts(err);
  *     for each page: bk_image_dilate(...);
  *
@@ -50,8 +50,16 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
 
 /* The same for an atlas of `pages` pages of w x h stacked vertically (atlas.h): the chart of a
  * pixel is tri_chart[tx.tri] of the texel the rasterizer made there (so exactly the baked texels
- * have charts), page by page. Returns at once, touching nothing, when no texel is hidden. */
-int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel *tx, uint32_t n, const uint32_t *tri_chart,
+ * have charts), page by page. The texels are given as their refs (pixel and triangle: all it
+ * reads; bk_texels_compact); tri_chart NULL: their tri fields hold the charts themselves (as
+ * bk_denoise_texel_colours leaves them). Returns at once, touching nothing, when no texel is
+ * hidden. */
+int bk_fill_hidden_texels(float *rgb, uint8_t *coverage, const bk_texel_ref *tx, uint32_t n, const uint32_t *tri_chart,
                           int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size);
+/* The same with refs malloc'ed, which it frees (and sets *refs NULL) as soon as it no longer
+ * needs them: once the last page's chart map is made (4 B per pixel of a page), before the fill
+ * itself and its scratch; at once when no texel is hidden; in any case before it returns. */
+int bk_fill_hidden_refs(float *rgb, uint8_t *coverage, bk_texel_ref **refs, uint32_t n, const uint32_t *tri_chart,
+                        int w, int h, int pages, bk_fill_stats *st, char *err, size_t err_size);
 
 #endif /* BK_FILL_H */

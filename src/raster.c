@@ -418,7 +418,8 @@ typedef struct rast_ctx {
     float *best_d;
     uint32_t *best_t;
     uint32_t *first;     /* nb + 1: texels before each band (pass 2) */
-    bk_texel *tx;
+    bk_texel *tx;        /* pass 2 makes the texels, */
+    bk_texel_ref *refs;  /*   or only their refs */
     uint8_t *cov;
 } rast_ctx;
 
@@ -460,16 +461,19 @@ static void rast_emit_fn(void *ctx, size_t b0, size_t b1, int worker)
             uint32_t t = c->best_t[i];
             if (c->cov) c->cov[i] = t != BK_NONE;
             if (t == BK_NONE) continue;
+            if (c->refs) { c->refs[k].pixel = (uint32_t)i; c->refs[k].tri = t; k++; continue; }
             if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
             texel_make(c->s, a, &r, t, i, &c->tx[k++]);
         }
     }
 }
 
-int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
-                       uint8_t **coverage, char *err, size_t err_size)
+/* Both rasterizers: pass 1 (owners), then the texels (texels) or their refs (refs). */
+static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk_texel_ref **refs, uint32_t *count,
+                     uint8_t **coverage, char *err, size_t err_size)
 {
-    *texels = NULL;
+    if (texels) *texels = NULL;
+    if (refs) *refs = NULL;
     *count = 0;
     if (coverage) *coverage = NULL;
     if (a->tri_count != s->tri_count)
@@ -484,25 +488,91 @@ int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, 
         free(best_d); free(best_t); free(first); bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height);
     }
-    rast_ctx c = { s, a, &B, best_d, best_t, first, NULL, NULL };
+    rast_ctx c = { s, a, &B, best_d, best_t, first, NULL, NULL, NULL };
     bk_parallel_for(B.nb, 1, rast_owner_fn, &c);
     for (uint32_t b = 0; b < B.nb; ++b) first[b + 1] += first[b];
     uint32_t n = first[B.nb];
-    bk_texel *tx = malloc(sizeof(bk_texel) * (n ? n : 1));
+    /* the distances served pass 1 only: given back before the texels are made */
+    free(best_d);
+    c.best_d = best_d = NULL;
+    bk_texel *tx = texels ? malloc(sizeof(bk_texel) * (n ? n : 1)) : NULL;
+    bk_texel_ref *rf = texels ? NULL : malloc(sizeof(bk_texel_ref) * (n ? n : 1));
     uint8_t *cov = coverage ? malloc(N ? N : 1) : NULL;
-    if (!tx || (coverage && !cov)) {
-        free(best_d); free(best_t); free(first); free(tx); free(cov); bands_free(&B);
+    if ((!tx && !rf) || (coverage && !cov)) {
+        free(best_t); free(first); free(tx); free(rf); free(cov); bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
     c.tx = tx;
+    c.refs = rf;
     c.cov = cov;
     bk_parallel_for(B.nb, 1, rast_emit_fn, &c);
-    free(best_d);
     free(best_t);
     free(first);
     bands_free(&B);
-    *texels = tx;
+    if (texels) *texels = tx;
+    if (refs) *refs = rf;
     *count = n;
     if (coverage) *coverage = cov;
     return 0;
+}
+
+int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
+                       uint8_t **coverage, char *err, size_t err_size)
+{
+    return rasterize(s, a, texels, NULL, count, coverage, err, err_size);
+}
+
+int bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref **refs, uint32_t *count,
+                            uint8_t **coverage, char *err, size_t err_size)
+{
+    return rasterize(s, a, NULL, refs, count, coverage, err, err_size);
+}
+
+/* bk_texels_make on the pool: fixed chunks, each texel written once. */
+typedef struct make_job {
+    const bk_scene *s;
+    const bk_atlas *a;
+    const bk_texel_ref *refs;
+    bk_texel *out;
+} make_job;
+
+static void make_fn(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const make_job *j = ctx;
+    uint32_t last_t = BK_NONE;
+    rtri r;
+    for (size_t i = b; i < e; ++i) {
+        const uint32_t t = j->refs[i].tri;
+        if (t != last_t) { rtri_setup(j->a, t, &r); last_t = t; }
+        texel_make(j->s, j->a, &r, t, j->refs[i].pixel, &j->out[i]);
+    }
+}
+
+void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out)
+{
+    make_job j;
+    j.s = s; j.a = a; j.refs = refs; j.out = out;
+    bk_parallel_for(n, 4096, make_fn, &j);
+}
+
+bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n)
+{
+    bk_texel *tx = *texels;
+    *texels = NULL;
+    if (!tx) return NULL;
+    /* ref i (bytes [8 i, 8 i + 8)) ends before texel i's triangle and pixel (bytes 32 i + 24 on):
+     * going up, each is read before anything is written over it. Every access is a uint32_t, the
+     * type of both fields, so the compiler sees that the two views alias. */
+    _Static_assert(sizeof(bk_texel) % sizeof(uint32_t) == 0 && sizeof(bk_texel_ref) == 2 * sizeof(uint32_t), "layouts");
+    uint32_t *w = (uint32_t *)(void *)tx;
+    const size_t stride = sizeof(bk_texel) / sizeof(uint32_t);
+    const size_t at_pixel = offsetof(bk_texel, pixel) / sizeof(uint32_t), at_tri = offsetof(bk_texel, tri) / sizeof(uint32_t);
+    for (size_t i = 0; i < n; ++i) {
+        const uint32_t pixel = w[stride * i + at_pixel], tri = w[stride * i + at_tri];
+        w[2 * i + offsetof(bk_texel_ref, pixel) / sizeof(uint32_t)] = pixel;
+        w[2 * i + offsetof(bk_texel_ref, tri) / sizeof(uint32_t)] = tri;
+    }
+    void *shrunk = realloc(w, sizeof(bk_texel_ref) * (n ? n : 1));
+    return (bk_texel_ref *)(shrunk ? shrunk : (void *)w);
 }

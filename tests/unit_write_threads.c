@@ -63,7 +63,7 @@ static void ref_dilate(float *rgb, uint8_t *coverage, int w, int h, int iteratio
 }
 
 /* Charts as rectangles on each page; tx lists their pixels with tri = chart (tri_chart identity). */
-static uint32_t make_atlas(float *rgb, uint8_t *cov, bk_texel *tx, uint32_t *tri_chart, uint32_t max_charts)
+static uint32_t make_atlas(float *rgb, uint8_t *cov, bk_texel_ref *tx, uint32_t *tri_chart, uint32_t max_charts)
 {
     size_t page_px = (size_t)W * H, N = page_px * PAGES;
     uint32_t *owner = malloc(sizeof(uint32_t) * N);
@@ -112,7 +112,7 @@ int main(void)
     const float exposure = 0.8f;
     float *rgb0 = malloc(sizeof(float) * 3 * N), *rgb = malloc(sizeof(float) * 3 * N), *first = malloc(sizeof(float) * 3 * N);
     uint8_t *cov0 = malloc(N), *cov = malloc(N), *cov_first = malloc(N);
-    bk_texel *tx = calloc(N, sizeof(bk_texel));
+    bk_texel_ref *tx = calloc(N, sizeof(bk_texel_ref));
     uint32_t *tri_chart = malloc(sizeof(uint32_t) * 4096);
     uint32_t ntx = make_atlas(rgb0, cov0, tx, tri_chart, 4096);
     const char *ext[3] = { "png", "hdr", "exr" };
