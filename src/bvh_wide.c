@@ -1,0 +1,173 @@
+/* bvh_wide.c - collapses the binary BVH layout into the 4-wide one (src/bvh_wide.h), and the tie
+ * table that lets the wide traversal keep the binary traversal's choice between equal-t hits.
+ *
+ * Pipeline: bk_bvh_build (src/bvh.c) -> bk_accel_view (binary) -> bk_bvh4_build -> bk_bvh4_trace
+ * (src/trace_wide.c). Works from the flat binary layout alone, so any binary BVH the backends can
+ * trace (the builder's, or a hand-made one in a test) collapses the same way.
+ */
+#include "bvh_wide.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct wchild {
+    int32_t ref;                 /* binary child ref */
+    float   lo[3], hi[3];
+} wchild;
+
+typedef struct collapse {
+    const bk_accel_view *bin;
+    bk_bvh4_node        *nodes;
+    uint32_t             count, cap;
+    uint32_t             depth;
+    uint64_t            *path;
+    uint8_t             *path_len;
+} collapse;
+
+static float child_area(const wchild *c)
+{
+    float dx = c->hi[0] - c->lo[0], dy = c->hi[1] - c->lo[1], dz = c->hi[2] - c->lo[2];
+    return dx * dy + dy * dz + dz * dx;
+}
+
+/* The two children of binary node n, boxes and refs, as the node stores them. */
+static void binary_children(const bk_accel_view *bin, int32_t n, wchild *c0, wchild *c1)
+{
+    const bk_bvh_node *b = bin->bvh_nodes + n;
+    c0->lo[0] = b->xy0.x; c0->hi[0] = b->xy0.y; c0->lo[1] = b->xy0.z; c0->hi[1] = b->xy0.w; c0->lo[2] = b->z01.x; c0->hi[2] = b->z01.y;
+    c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
+    c0->ref = (int32_t)bk_float_bits(b->refs.x);
+    c1->ref = (int32_t)bk_float_bits(b->refs.y);
+}
+
+/* Fills wide node w from binary inner node n and, depth first, the wide nodes below it. The
+ * children's wide nodes are allocated together, next to each other. Returns 0, or -1 when the
+ * binary layout is malformed (a ref out of range, a tree deeper than BK_MAX_DEPTH). */
+static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
+{
+    if (level > BK_MAX_DEPTH) return -1;
+    if (level + 1 > C->depth) C->depth = level + 1;
+    wchild c[BK_BVH4_WIDTH];
+    int k = 2;
+    binary_children(C->bin, n, &c[0], &c[1]);
+    while (k < BK_BVH4_WIDTH) {       /* pull up the inner child of largest area (first on equal areas) */
+        int pick = -1;
+        float best = -1.0f;
+        for (int i = 0; i < k; ++i)
+            if (c[i].ref >= 0 && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
+        if (pick < 0) break;
+        int32_t r = c[pick].ref;
+        if ((uint32_t)r >= C->bin->bvh_node_count) return -1;
+        for (int i = k; i > pick + 1; --i) c[i] = c[i - 1];
+        binary_children(C->bin, r, &c[pick], &c[pick + 1]);
+        ++k;
+    }
+    uint32_t first = C->count;
+    for (int i = 0; i < k; ++i)
+        if (c[i].ref >= 0) {
+            if ((uint32_t)c[i].ref >= C->bin->bvh_node_count || C->count >= C->cap) return -1;
+            C->count++;
+        }
+    bk_bvh4_node *o = &C->nodes[w];
+    memset(o, 0, sizeof *o);
+    uint32_t next = first;
+    for (int i = 0; i < BK_BVH4_WIDTH; ++i) {
+        /* unused slots: an empty box (the traversal masks them out by count anyway) */
+        o->lo_x[i] = o->lo_y[i] = o->lo_z[i] = BK_INF;
+        o->hi_x[i] = o->hi_y[i] = o->hi_z[i] = -BK_INF;
+        o->child[i] = BK_REF_NONE;
+        if (i >= k) continue;
+        o->lo_x[i] = c[i].lo[0]; o->hi_x[i] = c[i].hi[0];
+        o->lo_y[i] = c[i].lo[1]; o->hi_y[i] = c[i].hi[1];
+        o->lo_z[i] = c[i].lo[2]; o->hi_z[i] = c[i].hi[2];
+        o->child[i] = c[i].ref >= 0 ? (int32_t)next++ : c[i].ref;
+    }
+    o->count = (uint32_t)k;
+    next = first;
+    for (int i = 0; i < k; ++i)
+        if (c[i].ref >= 0 && collapse_node(C, next++, c[i].ref, level + 1)) return -1;
+    return 0;
+}
+
+/* Every record under binary ref gets its leaf's path from the root: bit k the child taken at
+ * level k, and the number of levels. -1 on a malformed tree. */
+static int record_paths(collapse *C, int32_t ref, uint32_t level, uint64_t path)
+{
+    if (level > BK_MAX_DEPTH + 1) return -1;
+    if (ref < 0) {
+        for (uint32_t r = (uint32_t)~ref;; ++r) {
+            if (r >= C->bin->tri_count) return -1;
+            C->path[r] = path;
+            C->path_len[r] = (uint8_t)level;
+            if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
+        }
+        return 0;
+    }
+    if ((uint32_t)ref >= C->bin->bvh_node_count) return -1;
+    const bk_bvh_node *b = C->bin->bvh_nodes + ref;
+    if (record_paths(C, (int32_t)bk_float_bits(b->refs.x), level + 1, path)) return -1;
+    return record_paths(C, (int32_t)bk_float_bits(b->refs.y), level + 1, path | (uint64_t)1 << level);
+}
+
+int bk_bvh4_build(const bk_accel_view *bin, bk_bvh4 *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI || !bin->bvh_node_count || !bin->tri_count)
+        return bk_fail(err, err_size, "wide BVH: needs a binary BVH of triangles");
+    collapse C;
+    memset(&C, 0, sizeof C);
+    C.bin = bin;
+    /* a binary tree of m inner nodes collapses into at most m wide nodes */
+    C.cap = bin->bvh_node_count;
+    C.nodes = aligned_alloc(64, sizeof(bk_bvh4_node) * C.cap);
+    C.path = malloc(sizeof(uint64_t) * bin->tri_count);
+    C.path_len = malloc(bin->tri_count);
+    if (!C.nodes || !C.path || !C.path_len) {
+        free(C.nodes); free(C.path); free(C.path_len);
+        return bk_fail(err, err_size, "wide BVH: out of memory");
+    }
+    C.count = 1;
+    if (collapse_node(&C, 0, 0, 0) || record_paths(&C, 0, 0, 0)) {
+        free(C.nodes); free(C.path); free(C.path_len);
+        return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes", bin->bvh_node_count);
+    }
+    out->nodes = C.nodes;
+    out->node_count = C.count;
+    out->depth = C.depth;
+    out->path = C.path;
+    out->path_len = C.path_len;
+    out->bin = *bin;
+    return 0;
+}
+
+void bk_bvh4_free(bk_bvh4 *w)
+{
+    free(w->nodes);
+    free(w->path);
+    free(w->path_len);
+    memset(w, 0, sizeof *w);
+}
+
+int bk_bvh4_later(const bk_bvh4 *w, const bk_ray_pre *r, uint32_t a, uint32_t b)
+{
+    uint64_t pa = w->path[a], diff = pa ^ w->path[b];
+    uint32_t la = w->path_len[a], lb = w->path_len[b];
+    if (!diff && la == lb) return b > a;          /* one leaf: records are tested in order */
+    /* leaves are never ancestors of each other, so the paths part within both lengths */
+    uint32_t d = (uint32_t)__builtin_ctzll(diff);
+    if (!diff || d >= la || d >= lb) return b > a; /* not reached on a tree the build accepted */
+    int32_t n = 0;
+    for (uint32_t k = 0; k < d; ++k) {
+        const bk_bvh_node *nd = w->bin.bvh_nodes + n;
+        n = (int32_t)bk_float_bits((pa >> k & 1) ? nd->refs.y : nd->refs.x);
+    }
+    /* the lowest common ancestor: the binary traversal enters the child of smaller entry distance
+     * first (child 0 on equal ones), the same test as bk_bvh_trace's */
+    const bk_bvh_node *nd = w->bin.bvh_nodes + n;
+    float t0, t1;
+    bk_slab2(r, bk_load4(&nd->xy0), bk_load4(&nd->xy1), bk_load4(&nd->z01), r->tmin, r->tmax, &t0, &t1);
+    uint32_t later = t1 < t0 ? 0u : 1u;
+    return (uint32_t)(w->path[b] >> d & 1) == later;
+}
