@@ -35,7 +35,7 @@ typedef struct bk_trace_opts {
     int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 4-wide BVH of
                              src/bvh_wide.h for triangles with the global stack), 2 = the binary
                              one (--accel bvh2); the GPU traces the binary layout either way */
-    int cpu_isa;          /* cpu, 4-wide BVH: enum bk_bvh4_isa (0 = the best the CPU has,
+    int cpu_isa;          /* cpu, 4-wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
 } bk_trace_opts;
 

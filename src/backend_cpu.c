@@ -22,7 +22,7 @@
 
 typedef struct cpu_ctx {
     bk_accel_view   view;
-    bk_bvh4         wide;          /* collapsed from view at upload (nodes NULL when not a BVH of
+    bk_wbvh         wide;          /* collapsed from view at upload (nodes NULL when not a BVH of
                                       triangles) */
     /* bake */
     bk_bake_view    bake;
@@ -38,7 +38,7 @@ typedef struct cpu_ctx {
 
 typedef struct cpu_job {
     const bk_accel_view *view;
-    const bk_bvh4       *wide;     /* trace through the 4-wide BVH, or NULL */
+    const bk_wbvh       *wide;     /* trace through the 4-wide BVH, or NULL */
     const bk_ray        *rays;
     bk_hit              *hits;
     uint64_t             n;
@@ -123,7 +123,7 @@ static void *cpu_worker_run(void *arg)
         uint64_t begin = atomic_fetch_add(&j->next, CHUNK);
         if (begin >= j->n) break;
         uint64_t end = begin + CHUNK < j->n ? begin + CHUNK : j->n;
-        if (j->wide) bk_bvh4_trace(j->wide, j->rays, j->hits, begin, end, j->o->any_hit != 0, j->o->cpu_isa, j->o->ray_stats, acc);
+        if (j->wide) bk_wbvh_trace(j->wide, j->rays, j->hits, begin, end, j->o->any_hit != 0, j->o->cpu_isa, j->o->ray_stats, acc);
         else loop(j, &s, begin, end, acc);
     }
     w->totals.nodes = acc[0]; w->totals.tris = acc[1]; w->totals.restarts = acc[2]; w->totals.spills = acc[3];
@@ -149,9 +149,9 @@ static int cpu_upload(bk_backend *be, const bk_accel_view *scene, char *err, siz
 {
     cpu_ctx *c = be->ctx;
     c->view = *scene;
-    bk_bvh4_free(&c->wide);
+    bk_wbvh_free(&c->wide);
     if (scene->type == BK_ACCEL_BVH && scene->prim == BK_PRIM_TRI && scene->bvh_node_count)
-        return bk_bvh4_build(scene, &c->wide, err, err_size);
+        return bk_wbvh_build(scene, &c->wide, err, err_size);
     return 0;
 }
 
@@ -264,7 +264,7 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *
 
 static void cpu_free(bk_backend *be)
 {
-    bk_bvh4_free(&((cpu_ctx *)be->ctx)->wide);
+    bk_wbvh_free(&((cpu_ctx *)be->ctx)->wide);
     free(((cpu_ctx *)be->ctx)->out);
     free(((cpu_ctx *)be->ctx)->sq);
     free(((cpu_ctx *)be->ctx)->pos);

@@ -1,7 +1,7 @@
 /* bvh_wide.c - collapses the binary BVH layout into the 4-wide one (src/bvh_wide.h), and the tie
  * table that lets the wide traversal keep the binary traversal's choice between equal-t hits.
  *
- * Pipeline: bk_bvh_build (src/bvh.c) -> bk_accel_view (binary) -> bk_bvh4_build -> bk_bvh4_trace
+ * Pipeline: bk_bvh_build (src/bvh.c) -> bk_accel_view (binary) -> bk_wbvh_build -> bk_wbvh_trace
  * (src/trace_wide.c). Works from the flat binary layout alone, so any binary BVH the backends can
  * trace (the builder's, or a hand-made one in a test) collapses the same way.
  */
@@ -19,7 +19,7 @@ typedef struct wchild {
 
 typedef struct collapse {
     const bk_accel_view *bin;
-    bk_bvh4_node        *nodes;
+    bk_wbvh_node        *nodes;
     uint32_t             count, cap;
     uint32_t             depth;
     uint64_t            *path;
@@ -49,10 +49,10 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
 {
     if (level > BK_MAX_DEPTH) return -1;
     if (level + 1 > C->depth) C->depth = level + 1;
-    wchild c[BK_BVH4_WIDTH];
+    wchild c[BK_WBVH_WIDTH];
     int k = 2;
     binary_children(C->bin, n, &c[0], &c[1]);
-    while (k < BK_BVH4_WIDTH) {       /* pull up the inner child of largest area (first on equal areas) */
+    while (k < BK_WBVH_WIDTH) {       /* pull up the inner child of largest area (first on equal areas) */
         int pick = -1;
         float best = -1.0f;
         for (int i = 0; i < k; ++i)
@@ -70,10 +70,10 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
             if ((uint32_t)c[i].ref >= C->bin->bvh_node_count || C->count >= C->cap) return -1;
             C->count++;
         }
-    bk_bvh4_node *o = &C->nodes[w];
+    bk_wbvh_node *o = &C->nodes[w];
     memset(o, 0, sizeof *o);
     uint32_t next = first;
-    for (int i = 0; i < BK_BVH4_WIDTH; ++i) {
+    for (int i = 0; i < BK_WBVH_WIDTH; ++i) {
         /* unused slots: an empty box (the traversal masks them out by count anyway) */
         o->lo_x[i] = o->lo_y[i] = o->lo_z[i] = BK_INF;
         o->hi_x[i] = o->hi_y[i] = o->hi_z[i] = -BK_INF;
@@ -111,7 +111,7 @@ static int record_paths(collapse *C, int32_t ref, uint32_t level, uint64_t path)
     return record_paths(C, (int32_t)bk_float_bits(b->refs.y), level + 1, path | (uint64_t)1 << level);
 }
 
-int bk_bvh4_build(const bk_accel_view *bin, bk_bvh4 *out, char *err, size_t err_size)
+int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
     if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI || !bin->bvh_node_count || !bin->tri_count)
@@ -121,7 +121,7 @@ int bk_bvh4_build(const bk_accel_view *bin, bk_bvh4 *out, char *err, size_t err_
     C.bin = bin;
     /* a binary tree of m inner nodes collapses into at most m wide nodes */
     C.cap = bin->bvh_node_count;
-    C.nodes = aligned_alloc(64, sizeof(bk_bvh4_node) * C.cap);
+    C.nodes = aligned_alloc(64, sizeof(bk_wbvh_node) * C.cap);
     C.path = malloc(sizeof(uint64_t) * bin->tri_count);
     C.path_len = malloc(bin->tri_count);
     if (!C.nodes || !C.path || !C.path_len) {
@@ -142,7 +142,7 @@ int bk_bvh4_build(const bk_accel_view *bin, bk_bvh4 *out, char *err, size_t err_
     return 0;
 }
 
-void bk_bvh4_free(bk_bvh4 *w)
+void bk_wbvh_free(bk_wbvh *w)
 {
     free(w->nodes);
     free(w->path);
@@ -150,7 +150,7 @@ void bk_bvh4_free(bk_bvh4 *w)
     memset(w, 0, sizeof *w);
 }
 
-int bk_bvh4_later(const bk_bvh4 *w, const bk_ray_pre *r, uint32_t a, uint32_t b)
+int bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b)
 {
     uint64_t pa = w->path[a], diff = pa ^ w->path[b];
     uint32_t la = w->path_len[a], lb = w->path_len[b];

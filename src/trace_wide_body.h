@@ -1,15 +1,43 @@
 /* trace_wide_body.h - the body of the wide BVH traversal, included by src/trace_wide.c once per
- * instruction set (WIDE_SIMD 0: scalar, 1: SSE4.1) with WIDE_NAME the function to define and
- * WIDE_ATTR its target attribute. Not a header of its own: it has no include guard on purpose.
+ * instruction set (WIDE_SIMD 0: scalar, 1: SSE4.1, 2: AVX2) with WIDE_NAME the function to define
+ * and WIDE_ATTR its target attribute. Not a header of its own: it has no include guard on purpose.
  *
- * One ray, Embree's single-ray scheme: the slab test of a node's four child boxes at once, the
+ * One ray, Embree's single-ray scheme: the slab test of a node's child boxes at once, the
  * hit children ordered by entry distance, the nearest entered at once and the others pushed as
  * (child, entry distance) far to near; a popped entry farther than the closest hit so far is
  * dropped without fetching its node. Triangles: the binary traversal's records and test
  * (bk_tri_intersect), its precise t (bk_tri_refine_t) and its choice between equal-t hits
- * (bk_bvh4_later, see bvh_wide.h).
+ * (bk_wbvh_later, see bvh_wide.h).
  */
-WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk_bvh4 *w, const bk_ray *ray,
+#define W BK_WBVH_WIDTH
+#if WIDE_SIMD == 2 && BK_WBVH_WIDTH == 8
+#  define VL 8
+#  define V __m256
+#  define VSET1 _mm256_set1_ps
+#  define VLOAD _mm256_load_ps
+#  define VSTORE _mm256_store_ps
+#  define VSUB _mm256_sub_ps
+#  define VMUL _mm256_mul_ps
+#  define VMIN _mm256_min_ps
+#  define VMAX _mm256_max_ps
+#  define VOR _mm256_or_ps
+#  define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#  define VMASK _mm256_movemask_ps
+#elif WIDE_SIMD
+#  define VL 4
+#  define V __m128
+#  define VSET1 _mm_set1_ps
+#  define VLOAD _mm_load_ps
+#  define VSTORE _mm_store_ps
+#  define VSUB _mm_sub_ps
+#  define VMUL _mm_mul_ps
+#  define VMIN _mm_min_ps
+#  define VMAX _mm_max_ps
+#  define VOR _mm_or_ps
+#  define VLE(a, b) _mm_cmple_ps(a, b)
+#  define VMASK _mm_movemask_ps
+#endif
+WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk_wbvh *w, const bk_ray *ray,
                                                                          const int any_hit, bk_trace_stats *st)
 {
     const bk_accel_view *a = &w->bin;
@@ -20,13 +48,13 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
 #if WIDE_SIMD
     /* rays parallel to a slab: the scalar code's bk_slab handles them (rare) */
     if (r.par) return any_hit ? wide_trace_scalar_any(w, ray, st) : wide_trace_scalar_closest(w, ray, st);
-    const __m128 ox = _mm_set1_ps(r.o.x), oy = _mm_set1_ps(r.o.y), oz = _mm_set1_ps(r.o.z);
-    const __m128 ix = _mm_set1_ps(r.inv.x), iy = _mm_set1_ps(r.inv.y), iz = _mm_set1_ps(r.inv.z);
-    const __m128 tmin4 = _mm_set1_ps(r.tmin), widen = _mm_set1_ps(1.0000004f);
-    /* offsets in floats of the near and far planes in a node: lo_x 0, hi_x 4, lo_y 8, ... The
+    const V ox = VSET1(r.o.x), oy = VSET1(r.o.y), oz = VSET1(r.o.z);
+    const V ix = VSET1(r.inv.x), iy = VSET1(r.inv.y), iz = VSET1(r.inv.z);
+    const V tmin4 = VSET1(r.tmin), widen = VSET1(1.0000004f);
+    /* offsets in floats of the near and far planes in a node: lo_x 0, hi_x W, lo_y 2W, ... The
      * near plane of a positive direction is the lower bound, the same value bk_slab's min picks. */
-    const int nx = r.inv.x >= 0.0f ? 0 : 4, ny = r.inv.y >= 0.0f ? 8 : 12, nz = r.inv.z >= 0.0f ? 16 : 20;
-    const int fx = nx ^ 4, fy = ny ^ 4, fz = nz ^ 4;
+    const int nx = r.inv.x >= 0.0f ? 0 : W, ny = r.inv.y >= 0.0f ? 2 * W : 3 * W, nz = r.inv.z >= 0.0f ? 4 * W : 5 * W;
+    const int fx = nx ^ W, fy = ny ^ W, fz = nz ^ W;
 #endif
     float best = r.tmax;
     uint32_t hrec = 0;
@@ -36,24 +64,29 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     int32_t ref = 0;
     for (;;) {
         while (ref >= 0) {
-            const bk_bvh4_node *n = w->nodes + ref;
+            const bk_wbvh_node *n = w->nodes + ref;
             st->nodes++;
-            BK_ALIGN16 float tn[4];
+            _Alignas(32) float tn[W];
             int mask;
 #if WIDE_SIMD
             const float *f = (const float *)n;
-            __m128 tnx = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + nx), ox), ix);
-            __m128 tny = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + ny), oy), iy);
-            __m128 tnz = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + nz), oz), iz);
-            __m128 tfx = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + fx), ox), ix);
-            __m128 tfy = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + fy), oy), iy);
-            __m128 tfz = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(f + fz), oz), iz);
-            __m128 t0 = _mm_max_ps(_mm_max_ps(tnx, tny), _mm_max_ps(tnz, tmin4));
-            __m128 t1 = _mm_min_ps(_mm_min_ps(tfx, tfy), _mm_min_ps(tfz, _mm_set1_ps(best)));
-            /* the far distance widened as in bk_slab */
-            __m128 ok = _mm_or_ps(_mm_cmple_ps(t0, _mm_mul_ps(t1, widen)), _mm_cmple_ps(t0, t1));
-            mask = _mm_movemask_ps(ok) & ((1 << n->count) - 1);
-            _mm_store_ps(tn, t0);
+            const V vbest = VSET1(best);
+            mask = 0;
+            for (int b = 0; b < W; b += VL) {
+                V tnx = VMUL(VSUB(VLOAD(f + nx + b), ox), ix);
+                V tny = VMUL(VSUB(VLOAD(f + ny + b), oy), iy);
+                V tnz = VMUL(VSUB(VLOAD(f + nz + b), oz), iz);
+                V tfx = VMUL(VSUB(VLOAD(f + fx + b), ox), ix);
+                V tfy = VMUL(VSUB(VLOAD(f + fy + b), oy), iy);
+                V tfz = VMUL(VSUB(VLOAD(f + fz + b), oz), iz);
+                V t0 = VMAX(VMAX(tnx, tny), VMAX(tnz, tmin4));
+                V t1 = VMIN(VMIN(tfx, tfy), VMIN(tfz, vbest));
+                /* the far distance widened as in bk_slab */
+                V ok = VOR(VLE(t0, VMUL(t1, widen)), VLE(t0, t1));
+                mask |= VMASK(ok) << b;
+                VSTORE(tn + b, t0);
+            }
+            mask &= (1 << n->count) - 1;
 #else
             mask = 0;
             for (int i = 0; i < (int)n->count; ++i)
@@ -66,6 +99,19 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             if (!mask) { ref = n->child[c0]; continue; }
             int c1 = __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
+            if (any_hit) {                /* any hit: no order (Embree's traverseAnyHit) */
+                int32_t c = n->child[c1];
+                wide_prefetch(w, c);
+                stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+                while (mask) {
+                    c = n->child[__builtin_ctz((unsigned)mask)];
+                    mask &= mask - 1;
+                    wide_prefetch(w, c);
+                    stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+                }
+                ref = n->child[c0];
+                continue;
+            }
             if (!mask) {                  /* two: enter the nearer, push the farther */
                 int swap = tn[c1] < tn[c0];
                 int cn = swap ? c1 : c0, cf = swap ? c0 : c1;
@@ -75,9 +121,9 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                 ref = n->child[cn];
                 continue;
             }
-            /* three or four: sort by entry distance (slot order on equal ones), push all but the
+            /* three or more: sort by entry distance (slot order on equal ones), push all but the
              * nearest, farthest first */
-            int idx[4], m = 2;
+            int idx[W], m = 2;
             idx[0] = c0; idx[1] = c1;
             while (mask) { idx[m++] = __builtin_ctz((unsigned)mask); mask &= mask - 1; }
             for (int i = 1; i < m; ++i) {
@@ -101,7 +147,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                 st->tris++;
                 if (bk_tri_intersect(&r, bk_f4_xyz(q[0]), bk_f4_xyz(q[1]), bk_f4_xyz(q[2]), best, &t)) {
                     if (any_hit) { h.t = t; h.tri = id & BK_TRI_ID; return h; }
-                    if (t < best || h.tri == BK_NO_HIT || bk_bvh4_later(w, &r, hrec, rec)) {
+                    if (t < best || h.tri == BK_NO_HIT || bk_wbvh_later(w, &r, hrec, rec)) {
                         best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec;
                     }
                 }
@@ -121,3 +167,18 @@ done:
     st->aux = 0;
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
 }
+#undef W
+#if WIDE_SIMD
+#  undef VL
+#  undef V
+#  undef VSET1
+#  undef VLOAD
+#  undef VSTORE
+#  undef VSUB
+#  undef VMUL
+#  undef VMIN
+#  undef VMAX
+#  undef VOR
+#  undef VLE
+#  undef VMASK
+#endif

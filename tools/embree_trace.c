@@ -6,6 +6,7 @@
  * Embree 3 (Debian: libembree-dev).
  *
  *   embree_trace SCENE [--rays N] [--threads N] [--reps N] [--quality low|medium|high]
+ *                      [--isa auto|scalar|sse4.1|avx2]   (the wide traversal's code; default auto)
  *
  * It also says how many rays agree: wide against binary exactly (t and triangle, closest; hit or
  * miss, any), and baker against Embree by hit or miss and t within 1e-4 relative.
@@ -83,11 +84,13 @@ static double embree_trace(RTCScene sc, const bk_ray *rays, bk_hit *hits, uint64
     return bk_time_now() - t0;
 }
 
+static int isa = BK_WBVH_ISA_AUTO;
+
 static double baker_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, int any, int width, int threads,
                           bk_trace_totals *tot)
 {
     bk_trace_opts o = bk_trace_opts_default();
-    o.any_hit = any; o.bvh_width = width; o.threads = threads;
+    o.any_hit = any; o.bvh_width = width; o.threads = threads; o.cpu_isa = isa;
     char err[256];
     if (be->i->trace(be, rays, hits, n, &o, tot, err, sizeof err)) { fprintf(stderr, "embree_trace: %s\n", err); exit(1); }
     return tot->seconds;
@@ -103,11 +106,16 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rays") && i + 1 < argc) nrays = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--quality") && i + 1 < argc) quality = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
+            ++i;
+            isa = !strcmp(argv[i], "scalar") ? BK_WBVH_ISA_SCALAR : !strcmp(argv[i], "sse4.1") ? BK_WBVH_ISA_SSE41
+                : !strcmp(argv[i], "avx2") ? BK_WBVH_ISA_AVX2 : BK_WBVH_ISA_AUTO;
+        }
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else path = NULL, i = argc;
     }
     if (!path || reps < 1 || nrays < 1) {
-        fprintf(stderr, "usage: embree_trace SCENE [--rays N] [--threads N] [--reps N] [--quality low|medium|high]\n");
+        fprintf(stderr, "usage: embree_trace SCENE [--rays N] [--threads N] [--reps N] [--quality low|medium|high] [--isa auto|scalar|sse4.1|avx2]\n");
         return 2;
     }
     if (threads < 1) threads = bk_cpu_threads();
@@ -124,8 +132,8 @@ int main(int argc, char **argv)
     bk_accel_view v = bk_accel_get_view(&a);
     bk_backend *be = bk_backend_cpu_init();
     if (!be || be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "embree_trace: %s\n", err); return 1; }
-    bk_bvh4 w;                        /* only for its size and depth in the header line */
-    if (bk_bvh4_build(&v, &w, err, sizeof err)) { fprintf(stderr, "embree_trace: %s\n", err); return 1; }
+    bk_wbvh w;                        /* only for its size and depth in the header line */
+    if (bk_wbvh_build(&v, &w, err, sizeof err)) { fprintf(stderr, "embree_trace: %s\n", err); return 1; }
 
     char cfg[64];
     snprintf(cfg, sizeof cfg, "threads=%d", threads);
@@ -150,11 +158,11 @@ int main(int argc, char **argv)
     if (!hw || !hb || !he) { fprintf(stderr, "embree_trace: out of memory\n"); return 1; }
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     printf("%s: %u triangles, %llu diffuse rays (seed 1, as baker bench trace), %d threads, best of %d, embree3 %s, "
-           "baker wide BVH %s (%u nodes, depth %u; binary %u nodes, depth %u)\n",
-           name, s.tri_count, (unsigned long long)nrays, threads, reps, quality, bk_bvh4_isa_name(bk_bvh4_isa_best()),
+           "baker %d-wide BVH %s (%u nodes, depth %u; binary %u nodes, depth %u)\n",
+           name, s.tri_count, (unsigned long long)nrays, threads, reps, quality, BK_WBVH_WIDTH, bk_wbvh_isa_name(isa ? (isa < bk_wbvh_isa_best() ? isa : bk_wbvh_isa_best()) : bk_wbvh_isa_best()),
            w.node_count, w.depth, v.bvh_node_count, v.depth);
-    printf("  %-7s %12s %12s %12s %9s %9s %9s %9s %12s %12s\n", "query", "bk4 Mrays/s", "bk2 Mrays/s", "emb Mrays/s",
-           "bk4/emb", "bk2/emb", "bk4/bk2", "nodes/r", "bk4!=bk2", "bk4!=emb");
+    printf("  %-7s %12s %12s %12s %9s %9s %9s %9s %12s %12s\n", "query", "bkW Mrays/s", "bk2 Mrays/s", "emb Mrays/s",
+           "bkW/emb", "bk2/emb", "bkW/bk2", "nodes/r", "bkW!=bk2", "bkW!=emb");
     for (int any = 0; any < 2; ++any) {
         double best[3] = { 1e30, 1e30, 1e30 };
         bk_trace_totals tw, tb;
@@ -184,7 +192,7 @@ int main(int argc, char **argv)
     }
     rtcReleaseScene(sc);
     rtcReleaseDevice(dev);
-    bk_bvh4_free(&w);
+    bk_wbvh_free(&w);
     bk_backend_free(be);
     bk_accel_free(&a);
     free(rays); free(hw); free(hb); free(he);
