@@ -22,6 +22,8 @@ typedef struct collapse {
     bk_wbvh_node        *nodes;
     uint32_t             count, cap;
     uint32_t             depth;
+    bk_wbvh_tri4        *tri4;
+    uint32_t             tri4_count, tri4_cap;
     uint64_t            *path;
     uint8_t             *path_len;
 } collapse;
@@ -40,6 +42,33 @@ static void binary_children(const bk_accel_view *bin, int32_t n, wchild *c0, wch
     c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
     c0->ref = (int32_t)bk_float_bits(b->refs.x);
     c1->ref = (int32_t)bk_float_bits(b->refs.y);
+}
+
+/* The blocks of binary leaf ref; returns the wide leaf ref (~first block), or 0 on a malformed
+ * leaf (no record marked last, more records than blocks). */
+static int32_t emit_blocks(collapse *C, int32_t ref)
+{
+    uint32_t first = C->tri4_count, r = (uint32_t)~ref;
+    for (;;) {
+        if (C->tri4_count >= C->tri4_cap) return 0;
+        bk_wbvh_tri4 *b = &C->tri4[C->tri4_count++];
+        int last = 0, k = 0;
+        for (; k < 4 && !last; ++k, ++r) {
+            if (r >= C->bin->tri_count) return 0;
+            const bk_f4 *q = C->bin->tris + 3 * (size_t)r;
+            for (int v = 0; v < 3; ++v) {
+                b->v[3 * v + 0][k] = q[v].x; b->v[3 * v + 1][k] = q[v].y; b->v[3 * v + 2][k] = q[v].z;
+            }
+            b->rec[k] = r;
+            last = (bk_float_bits(q[0].w) & BK_TRI_LAST) != 0;
+        }
+        for (int j = k; j < 4; ++j) {           /* unused lanes: copies of the last triangle */
+            for (int c = 0; c < 9; ++c) b->v[c][j] = b->v[c][k - 1];
+            b->rec[j] = b->rec[k - 1] | BK_WBVH_LANE_UNUSED;
+        }
+        if (last) { b->rec[0] |= BK_WBVH_BLOCK_LAST; break; }
+    }
+    return ~(int32_t)first;
 }
 
 /* Fills wide node w from binary inner node n and, depth first, the wide nodes below it. The
@@ -82,7 +111,8 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
         o->lo_x[i] = c[i].lo[0]; o->hi_x[i] = c[i].hi[0];
         o->lo_y[i] = c[i].lo[1]; o->hi_y[i] = c[i].hi[1];
         o->lo_z[i] = c[i].lo[2]; o->hi_z[i] = c[i].hi[2];
-        o->child[i] = c[i].ref >= 0 ? (int32_t)next++ : c[i].ref;
+        if (c[i].ref >= 0) o->child[i] = (int32_t)next++;
+        else if (!(o->child[i] = emit_blocks(C, c[i].ref))) return -1;
     }
     o->count = (uint32_t)k;
     next = first;
@@ -116,6 +146,7 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     memset(out, 0, sizeof *out);
     if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI || !bin->bvh_node_count || !bin->tri_count)
         return bk_fail(err, err_size, "wide BVH: needs a binary BVH of triangles");
+    if (bin->tri_count > BK_WBVH_REC) return bk_fail(err, err_size, "wide BVH: more than 2^30 triangles");
     collapse C;
     memset(&C, 0, sizeof C);
     C.bin = bin;
@@ -124,18 +155,24 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     C.nodes = aligned_alloc(64, sizeof(bk_wbvh_node) * C.cap);
     C.path = malloc(sizeof(uint64_t) * bin->tri_count);
     C.path_len = malloc(bin->tri_count);
-    if (!C.nodes || !C.path || !C.path_len) {
-        free(C.nodes); free(C.path); free(C.path_len);
+    /* a leaf of n records takes ceil(n / 4) blocks: at most one more per leaf than n / 4, and a
+     * binary tree has one leaf more than inner nodes */
+    C.tri4_cap = bin->tri_count / 4 + bin->bvh_node_count + 1;
+    C.tri4 = aligned_alloc(64, (sizeof(bk_wbvh_tri4) * C.tri4_cap + 63) / 64 * 64);
+    if (!C.nodes || !C.path || !C.path_len || !C.tri4) {
+        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4);
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
     if (collapse_node(&C, 0, 0, 0) || record_paths(&C, 0, 0, 0)) {
-        free(C.nodes); free(C.path); free(C.path_len);
+        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4);
         return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes", bin->bvh_node_count);
     }
     out->nodes = C.nodes;
     out->node_count = C.count;
     out->depth = C.depth;
+    out->tri4 = C.tri4;
+    out->tri4_count = C.tri4_count;
     out->path = C.path;
     out->path_len = C.path_len;
     out->bin = *bin;
@@ -147,6 +184,7 @@ void bk_wbvh_free(bk_wbvh *w)
     free(w->nodes);
     free(w->path);
     free(w->path_len);
+    free(w->tri4);
     memset(w, 0, sizeof *w);
 }
 

@@ -8,9 +8,9 @@
  * The collapse is SAH-greedy (as in Embree's BVH4 builder from a binary tree and tinybvh's
  * BVH4 conversion): a wide node starts with the two children of a binary node and, while it has
  * fewer than W, replaces the inner child of largest surface area by that child's own two
- * children. Leaves are the binary tree's leaves, unchanged: the same triangle records (the
- * 48-byte records of the binary layout, in its array), in the same order. The GPU keeps the
- * binary layout; this one lives in host memory only.
+ * children. Leaves are the binary tree's leaves: the same triangles in the same order, copied into
+ * 4-triangle blocks for the SIMD test (bk_wbvh_tri4). The GPU keeps the binary layout; this one
+ * lives in host memory only.
  *
  * Ties. The binary traversal keeps, of hits at the same float distance, the one it tests last
  * (bk_tri_intersect accepts t <= best), i.e. the last in its depth-first order, which at every
@@ -44,19 +44,36 @@ typedef struct bk_wbvh_node {
     float    lo_x[BK_WBVH_WIDTH], hi_x[BK_WBVH_WIDTH];   /* children's boxes, x        8W B */
     float    lo_y[BK_WBVH_WIDTH], hi_y[BK_WBVH_WIDTH];   /*                   y        8W B */
     float    lo_z[BK_WBVH_WIDTH], hi_z[BK_WBVH_WIDTH];   /*                   z        8W B */
-    int32_t  child[BK_WBVH_WIDTH];  /* as a binary child ref: >= 0 a wide node, < 0 a leaf whose
-                                       first record is ~ref in the binary layout's record array
-                                       (runs to the record marked BK_TRI_LAST); BK_REF_NONE for
-                                       an unused slot                                    4W B */
+    int32_t  child[BK_WBVH_WIDTH];  /* >= 0 a wide node, < 0 a leaf whose first block is ~ref
+                                       in tri4 (runs to the block marked BK_WBVH_BLOCK_LAST);
+                                       BK_REF_NONE for an unused slot                    4W B */
     uint32_t count;                 /* slots used: 2..W, always the first ones           4 B */
     uint32_t pad[BK_WBVH_PAD];      /*                                       (28 or 12) B */
 } bk_wbvh_node;                     /*                                  32W B */
 BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
 
-/* The wide BVH: owns its nodes and the tie table; reads the binary view's records and nodes. */
+/* Leaf triangles, 4 to a block, 160 bytes (32-byte aligned): the vertices as structure of arrays,
+ * so the SIMD test reads the ray's permuted axes (the watertight test's kx, ky, kz) at per-ray
+ * offsets, with no shuffles; the same floats as the binary layout's records. A wide node's leaf
+ * child ~b names block b; a binary leaf of n records fills ceil(n / 4) consecutive blocks in
+ * record order, the last one marked. Lanes past the leaf's end repeat its last triangle and are
+ * marked unused. */
+#define BK_WBVH_LANE_UNUSED 0x80000000u   /* in rec[k]: lane k holds no triangle */
+#define BK_WBVH_BLOCK_LAST  0x40000000u   /* in rec[0]: the leaf's last block */
+#define BK_WBVH_REC         0x3FFFFFFFu   /* in rec[k]: the record (so at most 2^30 records) */
+typedef struct bk_wbvh_tri4 {
+    float    v[9][4];            /* v0.x v0.y v0.z v1.x v1.y v1.z v2.x v2.y v2.z, 4 lanes each  144 B */
+    uint32_t rec[4];             /* each lane's record in the binary layout (its id, the precise
+                                    t, the tie rule), with the flags above                   16 B */
+} bk_wbvh_tri4;                  /*                                                         160 B */
+
+/* The wide BVH: owns its nodes, leaf blocks and the tie table; reads the binary view's records
+ * (ids, the precise t of the closest hit) and nodes (ties). */
 typedef struct bk_wbvh {
     bk_wbvh_node *nodes;         /* root is node 0 */
     uint32_t      node_count;
+    bk_wbvh_tri4 *tri4;          /* leaf blocks */
+    uint32_t      tri4_count;
     uint32_t      depth;         /* levels of wide nodes on the longest path */
     uint64_t     *path;          /* per record: its binary leaf's path from the root, bit k the
                                     child taken at level k (the tie rule walks it)      8 B/record */

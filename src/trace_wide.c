@@ -31,9 +31,96 @@ static inline __attribute__((always_inline)) void wide_prefetch(const bk_wbvh *w
         const char *p = (const char *)(w->nodes + ref);
         for (size_t k = 0; k < sizeof(bk_wbvh_node); k += 64) __builtin_prefetch(p + k);
     } else {
-        __builtin_prefetch(w->bin.tris + 3 * (size_t)(uint32_t)~ref);
+        const char *p = (const char *)(w->tri4 + (uint32_t)~ref);
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+        __builtin_prefetch(p + 128);
     }
 }
+
+/* The scalar leaf test: bk_tri_intersect on the block's records, in lane order. Returns the lanes
+ * hit (t in tl), every lane tested against the same best, as the SIMD test does. */
+static inline __attribute__((always_inline)) int wide_tri4_scalar(const bk_ray_pre *r, const bk_wbvh_tri4 *b,
+                                                                  const bk_f4 *tris, float best, float tl[4],
+                                                                  bk_trace_stats *st)
+{
+    int hm = 0;
+    for (int l = 0; l < 4; ++l) {
+        if (b->rec[l] & BK_WBVH_LANE_UNUSED) break;
+        const bk_f4 *q = tris + 3 * (size_t)(b->rec[l] & BK_WBVH_REC);
+        st->tris++;
+        if (bk_tri_intersect(r, bk_f4_xyz(q[0]), bk_f4_xyz(q[1]), bk_f4_xyz(q[2]), best, &tl[l])) hm |= 1 << l;
+    }
+    return hm;
+}
+
+#if WIDE_HAVE_X86
+/* Per ray: what the SIMD triangle test broadcasts, and where the ray's permuted axes sit in a
+ * block (v[3 * vertex + axis]). */
+typedef struct wide_tri_pre {
+    float ok[3];       /* origin along kx, ky, kz */
+    int   kx, ky, kz;
+} wide_tri_pre;
+
+static inline __attribute__((always_inline)) wide_tri_pre wide_tri_prepare(const bk_ray_pre *r)
+{
+    wide_tri_pre p;
+    p.kx = r->kx; p.ky = r->ky; p.kz = r->kz;
+    p.ok[0] = bk_comp3(r->o, r->kx); p.ok[1] = bk_comp3(r->o, r->ky); p.ok[2] = bk_comp3(r->o, r->kz);
+    return p;
+}
+
+/* bk_tri_intersect on the 4 lanes of a block at once: the same IEEE operations in the same order,
+ * lane by lane (no FMA: the target has none, and -ffp-contract=off), so each lane's hit and t are
+ * bit for bit those of the scalar test, which tests/cpu_traverse.c checks. A lane on an edge
+ * (u, v or w exactly 0), where the scalar test decides in double, is handed to bk_tri_intersect
+ * itself. Returns the lanes hit, t in tl. */
+static inline __attribute__((always_inline, target("sse4.1"))) int wide_tri4_sse41(const bk_ray_pre *r,
+                                                                                   const wide_tri_pre *p,
+                                                                                   const bk_wbvh_tri4 *b,
+                                                                                   const bk_f4 *tris, float best,
+                                                                                   float tl[4], bk_trace_stats *st)
+{
+    const float *v = &b->v[0][0];
+    const __m128 okx = _mm_set1_ps(p->ok[0]), oky = _mm_set1_ps(p->ok[1]), okz = _mm_set1_ps(p->ok[2]);
+    const __m128 sx = _mm_set1_ps(r->sx), sy = _mm_set1_ps(r->sy), sz = _mm_set1_ps(r->sz);
+    /* a = v0 - o, b = v1 - o, c = v2 - o along the permuted axes */
+    __m128 Ax = _mm_sub_ps(_mm_load_ps(v + 4 * p->kx), okx), Ay = _mm_sub_ps(_mm_load_ps(v + 4 * p->ky), oky);
+    __m128 Az = _mm_sub_ps(_mm_load_ps(v + 4 * p->kz), okz);
+    __m128 Bx = _mm_sub_ps(_mm_load_ps(v + 4 * (3 + p->kx)), okx), By = _mm_sub_ps(_mm_load_ps(v + 4 * (3 + p->ky)), oky);
+    __m128 Bz = _mm_sub_ps(_mm_load_ps(v + 4 * (3 + p->kz)), okz);
+    __m128 Cx = _mm_sub_ps(_mm_load_ps(v + 4 * (6 + p->kx)), okx), Cy = _mm_sub_ps(_mm_load_ps(v + 4 * (6 + p->ky)), oky);
+    __m128 Cz = _mm_sub_ps(_mm_load_ps(v + 4 * (6 + p->kz)), okz);
+    __m128 ax = _mm_sub_ps(Ax, _mm_mul_ps(sx, Az)), ay = _mm_sub_ps(Ay, _mm_mul_ps(sy, Az));
+    __m128 bx = _mm_sub_ps(Bx, _mm_mul_ps(sx, Bz)), by = _mm_sub_ps(By, _mm_mul_ps(sy, Bz));
+    __m128 cx = _mm_sub_ps(Cx, _mm_mul_ps(sx, Cz)), cy = _mm_sub_ps(Cy, _mm_mul_ps(sy, Cz));
+    __m128 u = _mm_sub_ps(_mm_mul_ps(cx, by), _mm_mul_ps(cy, bx));
+    __m128 vv = _mm_sub_ps(_mm_mul_ps(ax, cy), _mm_mul_ps(ay, cx));
+    __m128 ww = _mm_sub_ps(_mm_mul_ps(bx, ay), _mm_mul_ps(by, ax));
+    const __m128 zero = _mm_setzero_ps();
+    __m128 edge = _mm_or_ps(_mm_or_ps(_mm_cmpeq_ps(u, zero), _mm_cmpeq_ps(vv, zero)), _mm_cmpeq_ps(ww, zero));
+    __m128 neg = _mm_or_ps(_mm_or_ps(_mm_cmplt_ps(u, zero), _mm_cmplt_ps(vv, zero)), _mm_cmplt_ps(ww, zero));
+    __m128 pos = _mm_or_ps(_mm_or_ps(_mm_cmpgt_ps(u, zero), _mm_cmpgt_ps(vv, zero)), _mm_cmpgt_ps(ww, zero));
+    __m128 det = _mm_add_ps(_mm_add_ps(u, vv), ww);
+    __m128 tt = _mm_add_ps(_mm_add_ps(_mm_mul_ps(u, _mm_mul_ps(Az, sz)), _mm_mul_ps(vv, _mm_mul_ps(Bz, sz))),
+                           _mm_mul_ps(ww, _mm_mul_ps(Cz, sz)));
+    __m128 t = _mm_div_ps(tt, det);
+    __m128 ok = _mm_and_ps(_mm_cmpge_ps(t, _mm_set1_ps(r->tmin)), _mm_cmple_ps(t, _mm_set1_ps(best)));
+    ok = _mm_andnot_ps(_mm_and_ps(neg, pos), _mm_andnot_ps(_mm_cmpeq_ps(det, zero), ok));
+    _mm_storeu_ps(tl, t);
+    int valid = ~_mm_movemask_ps(_mm_castsi128_ps(_mm_loadu_si128((const __m128i *)b->rec))) & 15;
+    st->tris += (uint32_t)__builtin_popcount((unsigned)valid);
+    int em = _mm_movemask_ps(edge) & valid;
+    int hm = _mm_movemask_ps(ok) & valid & ~em;
+    while (em) {
+        int l = __builtin_ctz((unsigned)em);
+        em &= em - 1;
+        const bk_f4 *q = tris + 3 * (size_t)(b->rec[l] & BK_WBVH_REC);
+        if (bk_tri_intersect(r, bk_f4_xyz(q[0]), bk_f4_xyz(q[1]), bk_f4_xyz(q[2]), best, &tl[l])) hm |= 1 << l;
+    }
+    return hm;
+}
+#endif
 
 #define WIDE_SIMD 0
 #define WIDE_ATTR

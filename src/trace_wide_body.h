@@ -58,6 +58,10 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
 #endif
     float best = r.tmax;
     uint32_t hrec = 0;
+    int found = 0;
+#if WIDE_SIMD
+    const wide_tri_pre tp = wide_tri_prepare(&r);
+#endif
     int32_t stk_ref[WIDE_STACK];
     float stk_t[WIDE_STACK];
     int top = 0;
@@ -139,19 +143,28 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             ref = n->child[idx[0]];
         }
         if (top > (int)st->depth) st->depth = (uint32_t)top;
-        if (ref != BK_REF_NONE) {         /* a leaf: records ~ref .. the one marked last */
-            for (uint32_t rec = (uint32_t)~ref;; ++rec) {
-                const bk_f4 *q = a->tris + 3 * (size_t)rec;
-                uint32_t id = bk_float_bits(q[0].w);
-                float t;
-                st->tris++;
-                if (bk_tri_intersect(&r, bk_f4_xyz(q[0]), bk_f4_xyz(q[1]), bk_f4_xyz(q[2]), best, &t)) {
-                    if (any_hit) { h.t = t; h.tri = id & BK_TRI_ID; return h; }
-                    if (t < best || h.tri == BK_NO_HIT || bk_wbvh_later(w, &r, hrec, rec)) {
-                        best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec;
+        if (ref != BK_REF_NONE) {         /* a leaf: blocks ~ref .. the one marked last */
+            for (uint32_t bi = (uint32_t)~ref;; ++bi) {
+                const bk_wbvh_tri4 *blk = w->tri4 + bi;
+                float tl[4];
+#if WIDE_SIMD
+                int hm = wide_tri4_sse41(&r, &tp, blk, a->tris, best, tl, st);
+#else
+                int hm = wide_tri4_scalar(&r, blk, a->tris, best, tl, st);
+#endif
+                while (hm) {                  /* in record order, as the binary traversal tests them */
+                    int l = __builtin_ctz((unsigned)hm);
+                    hm &= hm - 1;
+                    uint32_t rec = blk->rec[l] & BK_WBVH_REC;
+                    float t = tl[l];
+                    if (any_hit) {
+                        h.t = t; h.tri = bk_float_bits(a->tris[3 * (size_t)rec].w) & BK_TRI_ID;
+                        return h;
                     }
+                    if (t > best) continue;
+                    if (t < best || !found || bk_wbvh_later(w, &r, hrec, rec)) { best = t; hrec = rec; found = 1; }
                 }
-                if (id & BK_TRI_LAST) break;
+                if (blk->rec[0] & BK_WBVH_BLOCK_LAST) break;
             }
         }
         /* pop, dropping entries that start beyond the closest hit (widened as the slab test) */
@@ -165,6 +178,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     }
 done:
     st->aux = 0;
+    if (found) { h.t = best; h.tri = bk_float_bits(a->tris[3 * (size_t)hrec].w) & BK_TRI_ID; }
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
 }
 #undef W
