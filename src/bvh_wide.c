@@ -52,6 +52,7 @@ static int32_t emit_blocks(collapse *C, int32_t ref)
     for (;;) {
         if (C->tri4_count >= C->tri4_cap) return 0;
         bk_wbvh_tri4 *b = &C->tri4[C->tri4_count++];
+        memset(b, 0, sizeof *b);
         int last = 0, k = 0;
         for (; k < 4 && !last; ++k, ++r) {
             if (r >= C->bin->tri_count) return 0;
@@ -60,11 +61,13 @@ static int32_t emit_blocks(collapse *C, int32_t ref)
                 b->v[3 * v + 0][k] = q[v].x; b->v[3 * v + 1][k] = q[v].y; b->v[3 * v + 2][k] = q[v].z;
             }
             b->rec[k] = r;
+            b->id[k] = bk_float_bits(q[0].w) & BK_TRI_ID;
             last = (bk_float_bits(q[0].w) & BK_TRI_LAST) != 0;
         }
         for (int j = k; j < 4; ++j) {           /* unused lanes: copies of the last triangle */
             for (int c = 0; c < 9; ++c) b->v[c][j] = b->v[c][k - 1];
             b->rec[j] = b->rec[k - 1] | BK_WBVH_LANE_UNUSED;
+            b->id[j] = b->id[k - 1];
         }
         if (last) { b->rec[0] |= BK_WBVH_BLOCK_LAST; break; }
     }

@@ -52,20 +52,23 @@ typedef struct bk_wbvh_node {
 } bk_wbvh_node;                     /*                                  32W B */
 BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
 
-/* Leaf triangles, 4 to a block, 160 bytes (32-byte aligned): the vertices as structure of arrays,
+/* Leaf triangles, 4 to a block, 192 bytes (three cache lines): the vertices as structure of arrays,
  * so the SIMD test reads the ray's permuted axes (the watertight test's kx, ky, kz) at per-ray
  * offsets, with no shuffles; the same floats as the binary layout's records. A wide node's leaf
  * child ~b names block b; a binary leaf of n records fills ceil(n / 4) consecutive blocks in
  * record order, the last one marked. Lanes past the leaf's end repeat its last triangle and are
- * marked unused. */
+ * marked unused. Ids and vertices are here so that a ray never reads the binary layout's records
+ * (any hit: its id; closest hit: its id and the precise t, from the block it last tested). */
 #define BK_WBVH_LANE_UNUSED 0x80000000u   /* in rec[k]: lane k holds no triangle */
 #define BK_WBVH_BLOCK_LAST  0x40000000u   /* in rec[0]: the leaf's last block */
 #define BK_WBVH_REC         0x3FFFFFFFu   /* in rec[k]: the record (so at most 2^30 records) */
 typedef struct bk_wbvh_tri4 {
     float    v[9][4];            /* v0.x v0.y v0.z v1.x v1.y v1.z v2.x v2.y v2.z, 4 lanes each  144 B */
-    uint32_t rec[4];             /* each lane's record in the binary layout (its id, the precise
-                                    t, the tie rule), with the flags above                   16 B */
-} bk_wbvh_tri4;                  /*                                                         160 B */
+    uint32_t rec[4];             /* each lane's record in the binary layout (the tie rule), with
+                                    the flags above                                          16 B */
+    uint32_t id[4];              /* each lane's triangle number (the HITS id)                 16 B */
+    uint32_t pad[4];             /*                                                          16 B */
+} bk_wbvh_tri4;                  /*                                                         192 B */
 
 /* The wide BVH: owns its nodes, leaf blocks and the tie table; reads the binary view's records
  * (ids, the precise t of the closest hit) and nodes (ties). */

@@ -58,7 +58,8 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
 #endif
     float best = r.tmax;
     uint32_t hrec = 0;
-    int found = 0;
+    const bk_wbvh_tri4 *hblk = 0;
+    int found = 0, hlane = 0;
 #if WIDE_SIMD
     const wide_tri_pre tp = wide_tri_prepare(&r);
 #endif
@@ -157,12 +158,11 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                     hm &= hm - 1;
                     uint32_t rec = blk->rec[l] & BK_WBVH_REC;
                     float t = tl[l];
-                    if (any_hit) {
-                        h.t = t; h.tri = bk_float_bits(a->tris[3 * (size_t)rec].w) & BK_TRI_ID;
-                        return h;
-                    }
+                    if (any_hit) { h.t = t; h.tri = blk->id[l]; return h; }
                     if (t > best) continue;
-                    if (t < best || !found || bk_wbvh_later(w, &r, hrec, rec)) { best = t; hrec = rec; found = 1; }
+                    if (t < best || !found || bk_wbvh_later(w, &r, hrec, rec)) {
+                        best = t; hrec = rec; hblk = blk; hlane = l; found = 1;
+                    }
                 }
                 if (blk->rec[0] & BK_WBVH_BLOCK_LAST) break;
             }
@@ -178,8 +178,13 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     }
 done:
     st->aux = 0;
-    if (found) { h.t = best; h.tri = bk_float_bits(a->tris[3 * (size_t)hrec].w) & BK_TRI_ID; }
-    return bk_hit_refine(a, ray, h, hrec, any_hit, st);
+    if (found) {                      /* bk_hit_refine's precise t, from the block's copy of the vertices */
+        const float *v = &hblk->v[0][0];
+        h.tri = hblk->id[hlane];
+        h.t = bk_tri_refine_t(ray, bk_v3(v[0 + hlane], v[4 + hlane], v[8 + hlane]), bk_v3(v[12 + hlane], v[16 + hlane], v[20 + hlane]),
+                              bk_v3(v[24 + hlane], v[28 + hlane], v[32 + hlane]), best);
+    }
+    return h;
 }
 #undef W
 #if WIDE_SIMD
