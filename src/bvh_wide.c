@@ -12,6 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A binary subtree of at most this many records becomes one wide leaf (two blocks). The blocks
+ * test 4 triangles for about the price of one, and every node skipped is a dependent memory
+ * access skipped. One thread, 1M diffuse rays, Mrays/s closest / any (the same run):
+ *   dragon_vrip_res2:  0: 1.21 / 1.63   4: 1.53 / 1.92   8: 1.70 / 2.12   16: 1.57 / 2.06
+ *   sponza:            0: 3.81 / 6.46   4: 3.82 / 6.54   8: 3.81 / 6.32   16: 3.64 / 6.49 */
+#ifndef BK_WBVH_MERGE
+#  define BK_WBVH_MERGE 8
+#endif
+
 typedef struct wchild {
     int32_t ref;                 /* binary child ref */
     float   lo[3], hi[3];
@@ -26,6 +35,9 @@ typedef struct collapse {
     uint32_t             tri4_count, tri4_cap;
     uint64_t            *path;
     uint8_t             *path_len;
+    uint32_t            *size;       /* per binary inner node: records under it */
+    uint32_t            *scratch;    /* the records of the leaf being emitted */
+    uint32_t             scratch_count;
 } collapse;
 
 static float child_area(const wchild *c)
@@ -44,35 +56,79 @@ static void binary_children(const bk_accel_view *bin, int32_t n, wchild *c0, wch
     c1->ref = (int32_t)bk_float_bits(b->refs.y);
 }
 
-/* The blocks of binary leaf ref; returns the wide leaf ref (~first block), or 0 on a malformed
- * leaf (no record marked last, more records than blocks). */
+/* Appends the records under binary ref (a leaf's run, or every leaf of a subtree, depth first)
+ * to C->scratch. -1 on a malformed tree. */
+static int gather_records(collapse *C, int32_t ref, uint32_t level)
+{
+    if (level > BK_MAX_DEPTH + 1) return -1;
+    if (ref >= 0) {
+        if ((uint32_t)ref >= C->bin->bvh_node_count) return -1;
+        const bk_bvh_node *b = C->bin->bvh_nodes + ref;
+        if (gather_records(C, (int32_t)bk_float_bits(b->refs.x), level + 1)) return -1;
+        return gather_records(C, (int32_t)bk_float_bits(b->refs.y), level + 1);
+    }
+    for (uint32_t r = (uint32_t)~ref;; ++r) {
+        if (r >= C->bin->tri_count || C->scratch_count >= C->bin->tri_count) return -1;
+        C->scratch[C->scratch_count++] = r;
+        if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) return 0;
+    }
+}
+
+/* The blocks of a wide leaf: binary leaf ref, or a binary subtree of at most BK_WBVH_MERGE records
+ * (ref >= 0) made one leaf. Returns the wide leaf ref (~first block), or 0 on a malformed tree. */
 static int32_t emit_blocks(collapse *C, int32_t ref)
 {
-    uint32_t first = C->tri4_count, r = (uint32_t)~ref;
-    for (;;) {
+    C->scratch_count = 0;
+    if (gather_records(C, ref, 0)) return 0;
+    uint32_t first = C->tri4_count, n = C->scratch_count;
+    for (uint32_t i = 0; i < n; i += 4) {
         if (C->tri4_count >= C->tri4_cap) return 0;
         bk_wbvh_tri4 *b = &C->tri4[C->tri4_count++];
         memset(b, 0, sizeof *b);
-        int last = 0, k = 0;
-        for (; k < 4 && !last; ++k, ++r) {
-            if (r >= C->bin->tri_count) return 0;
+        int k = 0;
+        for (; k < 4 && i + (uint32_t)k < n; ++k) {
+            uint32_t r = C->scratch[i + (uint32_t)k];
             const bk_f4 *q = C->bin->tris + 3 * (size_t)r;
             for (int v = 0; v < 3; ++v) {
                 b->v[3 * v + 0][k] = q[v].x; b->v[3 * v + 1][k] = q[v].y; b->v[3 * v + 2][k] = q[v].z;
             }
             b->rec[k] = r;
             b->id[k] = bk_float_bits(q[0].w) & BK_TRI_ID;
-            last = (bk_float_bits(q[0].w) & BK_TRI_LAST) != 0;
         }
         for (int j = k; j < 4; ++j) {           /* unused lanes: copies of the last triangle */
             for (int c = 0; c < 9; ++c) b->v[c][j] = b->v[c][k - 1];
             b->rec[j] = b->rec[k - 1] | BK_WBVH_LANE_UNUSED;
             b->id[j] = b->id[k - 1];
         }
-        if (last) { b->rec[0] |= BK_WBVH_BLOCK_LAST; break; }
+        if (i + 4 >= n) b->rec[0] |= BK_WBVH_BLOCK_LAST;
     }
     return ~(int32_t)first;
 }
+
+/* Records under binary ref, into C->size[] for inner nodes. */
+static uint32_t subtree_size(collapse *C, int32_t ref, uint32_t level)
+{
+    if (level > BK_MAX_DEPTH + 1) return 0xFFFFFFFFu;
+    if (ref < 0) {
+        uint32_t n = 0;
+        for (uint32_t r = (uint32_t)~ref; r < C->bin->tri_count; ++r) {
+            ++n;
+            if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
+        }
+        return n;
+    }
+    if ((uint32_t)ref >= C->bin->bvh_node_count) return 0xFFFFFFFFu;
+    const bk_bvh_node *b = C->bin->bvh_nodes + ref;
+    uint32_t a = subtree_size(C, (int32_t)bk_float_bits(b->refs.x), level + 1);
+    uint32_t c = subtree_size(C, (int32_t)bk_float_bits(b->refs.y), level + 1);
+    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
+    C->size[ref] = n;
+    return n;
+}
+
+/* A child the collapse treats as a leaf: a binary leaf, or a subtree of at most BK_WBVH_MERGE
+ * records (visiting its nodes costs more than testing its triangles 4 at a time). */
+static int is_leaf(const collapse *C, const wchild *c) { return c->ref < 0 || C->size[c->ref] <= BK_WBVH_MERGE; }
 
 /* Fills wide node w from binary inner node n and, depth first, the wide nodes below it. The
  * children's wide nodes are allocated together, next to each other. Returns 0, or -1 when the
@@ -88,7 +144,7 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
         int pick = -1;
         float best = -1.0f;
         for (int i = 0; i < k; ++i)
-            if (c[i].ref >= 0 && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
+            if (!is_leaf(C, &c[i]) && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
         if (pick < 0) break;
         int32_t r = c[pick].ref;
         if ((uint32_t)r >= C->bin->bvh_node_count) return -1;
@@ -98,8 +154,8 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
     }
     uint32_t first = C->count;
     for (int i = 0; i < k; ++i)
-        if (c[i].ref >= 0) {
-            if ((uint32_t)c[i].ref >= C->bin->bvh_node_count || C->count >= C->cap) return -1;
+        if (!is_leaf(C, &c[i])) {
+            if (C->count >= C->cap) return -1;
             C->count++;
         }
     bk_wbvh_node *o = &C->nodes[w];
@@ -114,13 +170,13 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
         o->lo_x[i] = c[i].lo[0]; o->hi_x[i] = c[i].hi[0];
         o->lo_y[i] = c[i].lo[1]; o->hi_y[i] = c[i].hi[1];
         o->lo_z[i] = c[i].lo[2]; o->hi_z[i] = c[i].hi[2];
-        if (c[i].ref >= 0) o->child[i] = (int32_t)next++;
+        if (!is_leaf(C, &c[i])) o->child[i] = (int32_t)next++;
         else if (!(o->child[i] = emit_blocks(C, c[i].ref))) return -1;
     }
     o->count = (uint32_t)k;
     next = first;
     for (int i = 0; i < k; ++i)
-        if (c[i].ref >= 0 && collapse_node(C, next++, c[i].ref, level + 1)) return -1;
+        if (!is_leaf(C, &c[i]) && collapse_node(C, next++, c[i].ref, level + 1)) return -1;
     return 0;
 }
 
@@ -162,12 +218,17 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
      * binary tree has one leaf more than inner nodes */
     C.tri4_cap = bin->tri_count / 4 + bin->bvh_node_count + 1;
     C.tri4 = aligned_alloc(64, (sizeof(bk_wbvh_tri4) * C.tri4_cap + 63) / 64 * 64);
-    if (!C.nodes || !C.path || !C.path_len || !C.tri4) {
-        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4);
+    C.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
+    C.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
+    if (!C.nodes || !C.path || !C.path_len || !C.tri4 || !C.size || !C.scratch) {
+        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4); free(C.size); free(C.scratch);
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
-    if (collapse_node(&C, 0, 0, 0) || record_paths(&C, 0, 0, 0)) {
+    int bad = subtree_size(&C, 0, 0) > bin->tri_count || collapse_node(&C, 0, 0, 0) || record_paths(&C, 0, 0, 0);
+    free(C.size);
+    free(C.scratch);
+    if (bad) {
         free(C.nodes); free(C.path); free(C.path_len); free(C.tri4);
         return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes", bin->bvh_node_count);
     }

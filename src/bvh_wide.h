@@ -8,9 +8,10 @@
  * The collapse is SAH-greedy (as in Embree's BVH4 builder from a binary tree and tinybvh's
  * BVH4 conversion): a wide node starts with the two children of a binary node and, while it has
  * fewer than W, replaces the inner child of largest surface area by that child's own two
- * children. Leaves are the binary tree's leaves: the same triangles in the same order, copied into
- * 4-triangle blocks for the SIMD test (bk_wbvh_tri4). The GPU keeps the binary layout; this one
- * lives in host memory only.
+ * children. A binary subtree of at most 8 triangles becomes one wide leaf (BK_WBVH_MERGE in
+ * bvh_wide.c); otherwise leaves are the binary tree's leaves. A leaf's triangles, in the binary
+ * layout's record order, are copied into 4-triangle blocks for the SIMD test (bk_wbvh_tri4). The
+ * GPU keeps the binary layout; this one lives in host memory only.
  *
  * Ties. The binary traversal keeps, of hits at the same float distance, the one it tests last
  * (bk_tri_intersect accepts t <= best), i.e. the last in its depth-first order, which at every
@@ -55,10 +56,11 @@ BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
 /* Leaf triangles, 4 to a block, 192 bytes (three cache lines): the vertices as structure of arrays,
  * so the SIMD test reads the ray's permuted axes (the watertight test's kx, ky, kz) at per-ray
  * offsets, with no shuffles; the same floats as the binary layout's records. A wide node's leaf
- * child ~b names block b; a binary leaf of n records fills ceil(n / 4) consecutive blocks in
- * record order, the last one marked. Lanes past the leaf's end repeat its last triangle and are
- * marked unused. Ids and vertices are here so that a ray never reads the binary layout's records
- * (any hit: its id; closest hit: its id and the precise t, from the block it last tested). */
+ * child ~b names block b; a wide leaf of n records (a binary leaf's run, or a small subtree's
+ * leaves depth first) fills ceil(n / 4) consecutive blocks, the last one marked. Lanes past the
+ * leaf's end repeat its last triangle and are marked unused. Ids and vertices are here so that a
+ * ray never reads the binary layout's records (any hit: its id; closest hit: its id and the
+ * precise t, from the block it last tested). */
 #define BK_WBVH_LANE_UNUSED 0x80000000u   /* in rec[k]: lane k holds no triangle */
 #define BK_WBVH_BLOCK_LAST  0x40000000u   /* in rec[0]: the leaf's last block */
 #define BK_WBVH_REC         0x3FFFFFFFu   /* in rec[k]: the record (so at most 2^30 records) */
