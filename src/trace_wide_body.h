@@ -104,17 +104,37 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             if (!mask) { ref = n->child[c0]; continue; }
             int c1 = __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
-            if (any_hit) {                /* any hit: no order (Embree's traverseAnyHit) */
-                int32_t c = n->child[c1];
-                wide_prefetch(w, c);
-                stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+            if (any_hit) {
+                /* any hit: the leaves first (in slot order), then the inner children farthest
+                 * first. Rays that leave a surface (diffuse and shadow rays) find their occluder
+                 * sooner so: the nearest boxes hold the surface they start on. One thread, 1M
+                 * diffuse rays, Mrays/s (nodes per ray): sponza, slot order as Embree's
+                 * occlusion rays 6.3 (4.0), leaves first 6.9 (3.45), and inner children
+                 * farthest first 7.3 (3.0), nearest first 5.9 (3.9); dragon_vrip_res2 2.1 (9.1),
+                 * 2.1 (9.0), 2.3 (7.6), 1.7 (10.4). */
+                mask |= 1 << c0 | 1 << c1;
+                int lm = 0, ii[W], m2 = 0;
                 while (mask) {
-                    c = n->child[__builtin_ctz((unsigned)mask)];
+                    int i = __builtin_ctz((unsigned)mask);
                     mask &= mask - 1;
+                    int32_t c = n->child[i];
+                    if (c < 0) { lm |= 1 << i; continue; }
+                    int j = m2++;
+                    while (j > 0 && tn[i] < tn[ii[j - 1]]) { ii[j] = ii[j - 1]; --j; }
+                    ii[j] = i;
+                }
+                for (int j = 0; j < m2; ++j) {
+                    int32_t c = n->child[ii[j]];
                     wide_prefetch(w, c);
                     stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
                 }
-                ref = n->child[c0];
+                while (lm) {
+                    int32_t c = n->child[__builtin_ctz((unsigned)lm)];
+                    lm &= lm - 1;
+                    wide_prefetch(w, c);
+                    stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+                }
+                ref = stk_ref[--top];
                 continue;
             }
             if (!mask) {                  /* two: enter the nearer, push the farther */
