@@ -1,15 +1,21 @@
 /* backend_cpu.c - the reference backend: kernels/bk_traverse.h in a loop, threads over all cores.
  *
- * A BVH of triangles traced with the global stack goes through the 4-wide BVH collapsed from the
- * binary one at upload (src/bvh_wide.h, SSE4.1 where the CPU has it): same hits, 2-3x the rays
- * per second. bk_trace_opts.bvh_width = 2 (--accel bvh2) keeps the binary traversal.
+ * A BVH of triangles traced (or baked) with the global stack goes through the 8-wide BVH collapsed
+ * from the binary one at upload (src/bvh_wide.h; AVX2 or SSE4.1 where the CPU has them): the same
+ * hits, 2-2.5x the rays per second. bk_trace_opts.bvh_width = 2 (--accel bvh2) keeps the binary
+ * traversal.
  *
  * The "shared-memory" stack of the short and spill strategies is an ordinary small array here
  * (stride 1), so every strategy runs, and is tested, on the CPU too. Rays are handed out in
  * chunks from one atomic counter.
  */
-#include "backend.h"
+#include "bk_traverse.h"
 #include "bvh_wide.h"
+
+/* The bake's rays go through the wide BVH too (kernels/bk_bake.h: BK_BAKE_HOST_TRACE). */
+static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st);
+#define BK_BAKE_HOST_TRACE cpu_bake_trace
+#include "backend.h"
 #include "denoise.h"
 #include "util.h"
 
@@ -171,6 +177,19 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     return 0;
 }
 
+/* The wide BVH and ISA of this thread's bake, or NULL (bake_worker_run sets them). */
+static _Thread_local const bk_wbvh *bake_wide;
+static _Thread_local int bake_isa;
+
+static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
+{
+    if (bake_wide && s->mode == BK_STACK_GLOBAL) {
+        st->rays++;
+        return bk_wbvh_trace_one(bake_wide, r, any_hit != 0, bake_isa, st);
+    }
+    return bk_trace_dispatch(a, r, any_hit, s, st);
+}
+
 typedef struct bake_job {
     cpu_ctx              *c;
     uint32_t              end;
@@ -185,6 +204,8 @@ static void *bake_worker_run(void *arg)
     bake_job *j = w->job;
     uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
     bk_stack s = cpu_stack(j->o, fast, spill);
+    bake_wide = j->c->wide.nodes && j->o->bvh_width != 2 ? &j->c->wide : NULL;
+    bake_isa = bk_wbvh_isa_resolve(j->o->cpu_isa);
     for (;;) {
         uint64_t begin = atomic_fetch_add(&j->next, 16);
         if (begin >= j->end) break;
@@ -232,7 +253,9 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     memset(&job, 0, sizeof job);
     job.c = c; job.end = end; job.p = p; job.o = o;
     atomic_init(&job.next, begin);
-    if (run_workers(nt, &job, bake_worker_run, &c->bake_totals)) return bk_fail(err, err_size, "out of memory");
+    int rc = run_workers(nt, &job, bake_worker_run, &c->bake_totals);
+    bake_wide = NULL;                   /* the calling thread was worker 0 */
+    if (rc) return bk_fail(err, err_size, "out of memory");
     return 0;
 }
 

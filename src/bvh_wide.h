@@ -25,6 +25,7 @@
 
 #include "bk_accel.h"
 #include "bk_ray.h"
+#include "bk_traverse.h"
 
 #include <stddef.h>
 
@@ -104,6 +105,11 @@ const char *bk_wbvh_isa_name(int isa);
  * ray_stats as bk_trace_opts.ray_stats (may be NULL). isa: enum bk_wbvh_isa. */
 void bk_wbvh_trace(const bk_wbvh *w, const bk_ray *rays, bk_hit *hits, uint64_t begin, uint64_t end, int any_hit,
                    int isa, uint32_t *ray_stats, uint64_t acc[2]);
+
+/* One ray (the bake's loop), with st's counters as bk_trace_dispatch's but rays; isa resolved
+ * (bk_wbvh_isa_resolve: what the CPU has, at most the one asked for). */
+bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st);
+int  bk_wbvh_isa_resolve(int isa);
 
 /* 1 when the binary traversal would test record b after record a (so b wins a tie at equal t). */
 int  bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b);

@@ -178,6 +178,36 @@ WIDE_LOOP(loop_avx2_0, __attribute__((target("avx2"))), wide_trace_avx2, 0)
 WIDE_LOOP(loop_avx2_1, __attribute__((target("avx2"))), wide_trace_avx2, 1)
 #endif
 
+/* One ray at a time (the bake): one copy per ISA x query, never inlined into the caller. */
+#define WIDE_ONE(NAME, ATTR, FN, ANY)                                                                        \
+    ATTR __attribute__((noinline)) static bk_hit NAME(const bk_wbvh *w, const bk_ray *ray, bk_trace_stats *st) \
+    {                                                                                                        \
+        return FN(w, ray, ANY, st);                                                                          \
+    }
+WIDE_ONE(one_scalar_0, , wide_trace_scalar, 0)
+WIDE_ONE(one_scalar_1, , wide_trace_scalar, 1)
+#if WIDE_HAVE_X86
+WIDE_ONE(one_sse41_0, __attribute__((target("sse4.1"))), wide_trace_sse41, 0)
+WIDE_ONE(one_sse41_1, __attribute__((target("sse4.1"))), wide_trace_sse41, 1)
+WIDE_ONE(one_avx2_0, __attribute__((target("avx2"))), wide_trace_avx2, 0)
+WIDE_ONE(one_avx2_1, __attribute__((target("avx2"))), wide_trace_avx2, 1)
+#endif
+
+bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st)
+{
+#if WIDE_HAVE_X86
+    if (isa == BK_WBVH_ISA_AVX2) return any_hit ? one_avx2_1(w, ray, st) : one_avx2_0(w, ray, st);
+    if (isa == BK_WBVH_ISA_SSE41) return any_hit ? one_sse41_1(w, ray, st) : one_sse41_0(w, ray, st);
+#endif
+    return any_hit ? one_scalar_1(w, ray, st) : one_scalar_0(w, ray, st);
+}
+
+int bk_wbvh_isa_resolve(int isa)
+{
+    int best = bk_wbvh_isa_best();
+    return isa == BK_WBVH_ISA_AUTO || isa > best ? best : isa;
+}
+
 int bk_wbvh_isa_best(void)
 {
 #if WIDE_HAVE_X86
