@@ -521,6 +521,60 @@ static void check_precise_t(void)
     bk_scene_free(&s);
 }
 
+/* Exact ties: a soup whose every triangle is there twice (ids t and t + n, the same floats), so a
+ * ray that hits one hits both at the same t. The binary traversal keeps the one it tests last;
+ * the wide one must keep the same one (bk_wbvh_later), with every ISA, on every ray. */
+static void check_ties(void)
+{
+    enum { N = 2000, R = 4000 };
+    bk_scene base, s;
+    bk_test_scene_soup(&base, N, 0.1f, 33);
+    bk_test_scene_alloc(&s, 2 * N);
+    for (uint32_t t = 0; t < N; ++t) {
+        const float *p = base.positions + 9 * (size_t)t;
+        bk_test_set_tri(&s, t, p, p + 3, p + 6);
+        bk_test_set_tri(&s, t + N, p, p + 3, p + 6);
+    }
+    char err[256];
+    bk_ray *rays = NULL;
+    BK_EXPECT(bk_rays_random(&s, R, 35, &rays, err, sizeof err) == 0);
+    bk_accel a;
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
+    bk_accel_view v = bk_accel_get_view(&a);
+    bk_backend *be = bk_backend_cpu_init();
+    BK_EXPECT(be->i->upload(be, &v, err, sizeof err) == 0);
+    bk_hit *bin = malloc(sizeof(bk_hit) * R), *wide = malloc(sizeof(bk_hit) * R);
+    bk_trace_opts o = bk_trace_opts_default();
+    bk_trace_totals tt;
+    o.bvh_width = 2;
+    BK_EXPECT(be->i->trace(be, rays, bin, R, &o, &tt, err, sizeof err) == 0);
+    uint64_t hits = 0, dup = 0;
+    for (uint32_t i = 0; i < R; ++i) {
+        hits += bin[i].tri != BK_NO_HIT;
+        dup += bin[i].tri != BK_NO_HIT && bin[i].tri >= N;   /* the binary traversal kept the second copy */
+    }
+    static const int isas[] = { BK_WBVH_ISA_AUTO, BK_WBVH_ISA_SSE41, BK_WBVH_ISA_SCALAR };
+    for (int k = 0; k < 3; ++k) {
+        o.bvh_width = 0;
+        o.cpu_isa = isas[k];
+        BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
+        char what[96];
+        snprintf(what, sizeof what, "duplicated soup: wide %s against binary, closest", bk_wbvh_isa_name(isas[k]));
+        BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
+    }
+    /* both copies are kept somewhere, so the rule is really exercised */
+    BK_EXPECTF(hits > R / 10 && dup > 0 && dup < hits, "duplicated soup: %llu hits, %llu on the second copy",
+               (unsigned long long)hits, (unsigned long long)dup);
+    fprintf(stderr, "ties: %llu of %u rays hit two triangles at the same t; the second copy kept on %llu\n",
+            (unsigned long long)hits, R, (unsigned long long)dup);
+    free(bin); free(wide); free(rays);
+    bk_backend_free(be);
+    bk_accel_free(&a);
+    bk_scene_free(&s);
+    bk_scene_free(&base);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -532,6 +586,7 @@ int main(void)
     bk_scene_free(&s);
 
     check_closed_box();
+    check_ties();
     check_deep_trees();
     check_tiny_scale(&tot);
     check_backward_rays(&tot);
