@@ -22,7 +22,11 @@
 #  define VMAX _mm256_max_ps
 #  define VOR _mm256_or_ps
 #  define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#  define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#  define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
 #  define VMASK _mm256_movemask_ps
+#  define VLOADI(p) _mm256_load_si256((const __m256i *)(p))
+#  define VCASTI _mm256_castsi256_ps
 #elif WIDE_SIMD
 #  define VL 4
 #  define V __m128
@@ -35,7 +39,11 @@
 #  define VMAX _mm_max_ps
 #  define VOR _mm_or_ps
 #  define VLE(a, b) _mm_cmple_ps(a, b)
+#  define VLT(a, b) _mm_cmplt_ps(a, b)
+#  define VEQ(a, b) _mm_cmpeq_ps(a, b)
 #  define VMASK _mm_movemask_ps
+#  define VLOADI(p) _mm_load_si128((const __m128i *)(p))
+#  define VCASTI _mm_castsi128_ps
 #endif
 WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk_wbvh *w, const bk_ray *ray,
                                                                          const int any_hit, bk_trace_stats *st)
@@ -113,6 +121,29 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                  * farthest first 7.3 (3.0), nearest first 5.9 (3.9); dragon_vrip_res2 2.1 (9.1),
                  * 2.1 (9.0), 2.3 (7.6), 1.7 (10.4). */
                 mask |= 1 << c0 | 1 << c1;
+#if WIDE_SIMD
+                /* without branches: each inner child's place is the number of inner children
+                 * nearer than it (earlier slots first on equal distances), as the scalar code's
+                 * stable insertion sort orders them */
+                int leafbits = 0;
+                for (int b = 0; b < W; b += VL) leafbits |= VMASK(VCASTI(VLOADI(n->child + b))) << b;
+                int lm = mask & leafbits, inner = mask & ~leafbits, m2 = __builtin_popcount((unsigned)inner);
+                while (inner) {
+                    int i = __builtin_ctz((unsigned)inner);
+                    int before = 0;
+                    const V ti = VSET1(tn[i]);
+                    for (int b = 0; b < W; b += VL) {
+                        V tb = VLOAD(tn + b);
+                        before |= (VMASK(VLT(tb, ti)) | (VMASK(VEQ(tb, ti)) & ((1 << i) - 1) >> b)) << b;
+                    }
+                    int k = top + __builtin_popcount((unsigned)(before & mask & ~leafbits));
+                    int32_t c = n->child[i];
+                    wide_prefetch(w, c);
+                    stk_ref[k] = c; stk_t[k] = -BK_INF;
+                    inner &= inner - 1;
+                }
+                top += m2;
+#else
                 int lm = 0, ii[W], m2 = 0;
                 while (mask) {
                     int i = __builtin_ctz((unsigned)mask);
@@ -128,6 +159,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                     wide_prefetch(w, c);
                     stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
                 }
+#endif
                 while (lm) {
                     int32_t c = n->child[__builtin_ctz((unsigned)lm)];
                     lm &= lm - 1;
@@ -219,5 +251,9 @@ done:
 #  undef VMAX
 #  undef VOR
 #  undef VLE
+#  undef VLT
+#  undef VEQ
 #  undef VMASK
+#  undef VLOADI
+#  undef VCASTI
 #endif
