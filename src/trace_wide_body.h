@@ -180,6 +180,29 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             }
             /* three or more: sort by entry distance (slot order on equal ones), push all but the
              * nearest, farthest first */
+#if WIDE_SIMD
+            {   /* without branches: a child's rank is the number of hit children nearer than it */
+                int all = mask | 1 << c0 | 1 << c1, m = __builtin_popcount((unsigned)all), rest = all;
+                while (rest) {
+                    int i = __builtin_ctz((unsigned)rest);
+                    rest &= rest - 1;
+                    int before = 0;
+                    const V ti = VSET1(tn[i]);
+                    for (int b = 0; b < W; b += VL) {
+                        V tb = VLOAD(tn + b);
+                        before |= (VMASK(VLT(tb, ti)) | (VMASK(VEQ(tb, ti)) & ((1 << i) - 1) >> b)) << b;
+                    }
+                    int rank = __builtin_popcount((unsigned)(before & all));
+                    int32_t c = n->child[i];
+                    if (rank == 0) { ref = c; continue; }
+                    int k = top + m - 1 - rank;
+                    wide_prefetch(w, c);
+                    stk_ref[k] = c; stk_t[k] = tn[i];
+                }
+                top += m - 1;
+                continue;
+            }
+#endif
             int idx[W], m = 2;
             idx[0] = c0; idx[1] = c1;
             while (mask) { idx[m++] = __builtin_ctz((unsigned)mask); mask &= mask - 1; }
