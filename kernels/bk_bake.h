@@ -123,10 +123,16 @@ typedef struct bk_bake_view {
 
 /* The bake traces from several places; one function that is never inlined keeps a single copy
  * of each specialised traversal in the code of the file that bakes (src/backend_cpu.c,
- * kernels/bake.cu). */
+ * kernels/bake.cu). A host file may trace the bake's rays through a layout of its own: it
+ * defines BK_BAKE_HOST_TRACE as a function with this signature before including this header
+ * (src/backend_cpu.c: the wide BVH, src/bvh_wide.h). Device code never sees it. */
 BK_HDN bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
 {
+#if defined(BK_BAKE_HOST_TRACE) && !BK_DEVICE_CODE
+    return BK_BAKE_HOST_TRACE(a, r, any_hit, s, st);
+#else
     return bk_trace_dispatch(a, r, any_hit, s, st);
+#endif
 }
 
 /* sin and cos of 2 pi u for u in [0, 1), with plain float operations only, so the CPU and the

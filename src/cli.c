@@ -7,7 +7,8 @@
 #include <string.h>
 
 const char bk_cli_trace_help[] =
-    "  --accel bvh|kdtree       acceleration structure (default bvh)\n"
+    "  --accel bvh|bvh2|kdtree  acceleration structure (default bvh; the cpu backend traces a\n"
+    "                           4-wide BVH collapsed from it, bvh2 keeps the binary layout)\n"
     "  --stack global|short|spill\n"
     "                           where the traversal stack lives (default global):\n"
     "                             global  a full per-thread stack in local (device) memory\n"
@@ -73,9 +74,10 @@ int bk_cli_trace_option(bk_cli_trace *t, int argc, char **argv, int *i)
     if (!strcmp(a, "--stats"))   { t->stats = 1; return 1; }
     if (!strcmp(a, "--accel")) {
         if (bk_cli_value(argc, argv, i, &v)) return -1;
-        if (!strcmp(v, "bvh")) t->accel = BK_ACCEL_BVH;
+        if (!strcmp(v, "bvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 0; }
+        else if (!strcmp(v, "bvh2")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 2; }
         else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
-        else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return -1; }
+        else { fprintf(stderr, "baker: --accel: expected bvh, bvh2 or kdtree, got '%s'\n", v); return -1; }
         return 1;
     }
     if (!strcmp(a, "--stack")) {

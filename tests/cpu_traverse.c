@@ -5,12 +5,19 @@
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "backend.h"
+#include "bvh_wide.h"
 
-typedef struct variant { int mode, k; } variant;
+/* Stack strategy and size; for the global stack also the BVH layout the CPU traces (0: the wide
+ * BVH of src/bvh_wide.h, 2: the binary one) and the wide traversal's code (enum bk_wbvh_isa). */
+typedef struct variant { int mode, k, width, isa; } variant;
 static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
-    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
+    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_AUTO }, { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SCALAR },
+    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SSE41 }, { BK_STACK_GLOBAL, 0, 2, 0 },
+    { BK_STACK_SHORT, 1, 0, 0 }, { BK_STACK_SHORT, 2, 0, 0 }, { BK_STACK_SHORT, 8, 0, 0 },
+    { BK_STACK_SPILL, 1, 0, 0 },  { BK_STACK_SPILL, 2, 0, 0 }, { BK_STACK_SPILL, 8, 0, 0 },
 };
+#define NWIDE 3    /* the first NWIDE variants trace the wide BVH (of a BVH of triangles) */
+#define NBIN  3    /* variants[NBIN]: the binary BVH, global stack */
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
 /* llm.c-style validation: counts disagreements, prints the first five. */
@@ -33,29 +40,63 @@ static uint64_t validate(const char *what, const bk_hit *ref, const bk_hit *got,
 typedef struct totals { uint64_t restarts, spills; } totals;
 
 /* Traces rays through view with every variant on the CPU backend; compares with ref[any]. */
+/* Wide against binary, closest hit: the same triangle and the same t, bit for bit, but for rays
+ * whose closest triangle's float t lies below its own box's entry distance (widened by
+ * 1.0000004): which of two hits a few ulps apart the binary traversal keeps then depends on the
+ * order it visits them in, and the wide one visits in another order. Allowed on 1 ray in 10^4. */
+static uint64_t exact_diff(const char *what, const bk_hit *a, const bk_hit *b, uint64_t n)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; ++i)
+        if (a[i].tri != b[i].tri || bk_float_bits(a[i].t) != bk_float_bits(b[i].t))
+            if (bad++ < 3)
+                fprintf(stderr, "  %s: ray %llu: (t %.9g, tri %d) against (t %.9g, tri %d)\n", what, (unsigned long long)i,
+                        a[i].t, (int)a[i].tri, b[i].t, (int)b[i].tri);
+    return bad;
+}
+
+/* Traces rays through view with every variant on the CPU backend; compares with ref[any], and the
+ * wide BVH's variants with each other (exactly) and with the binary BVH (see exact_diff). */
 static void check_view(const char *name, const bk_accel_view *view, const bk_ray *rays, uint64_t n,
                        bk_hit *const ref[2], uint32_t tri_count, totals *tot)
 {
     bk_backend *be = bk_backend_cpu_init();
     char err[256];
     BK_EXPECT(be->i->upload(be, view, err, sizeof err) == 0);
-    bk_hit *got = malloc(sizeof(bk_hit) * (n ? n : 1));
-    for (int v = 0; v < NVAR; ++v)
-        for (int any = 0; any < 2; ++any) {
+    bk_hit *got[NVAR];
+    for (int v = 0; v < NVAR; ++v) got[v] = malloc(sizeof(bk_hit) * (n ? n : 1));
+    for (int any = 0; any < 2; ++any) {
+        for (int v = 0; v < NVAR; ++v) {
             bk_trace_opts o = bk_trace_opts_default();
             o.stack_mode = variants[v].mode;
             o.stack_size = variants[v].k;
+            o.bvh_width = variants[v].width;
+            o.cpu_isa = variants[v].isa;
             o.any_hit = any;
-            memset(got, 0xAB, sizeof(bk_hit) * n);            /* poison */
+            memset(got[v], 0xAB, sizeof(bk_hit) * n);            /* poison */
             bk_trace_totals t;
-            BK_EXPECT(be->i->trace(be, rays, got, n, &o, &t, err, sizeof err) == 0);
+            BK_EXPECT(be->i->trace(be, rays, got[v], n, &o, &t, err, sizeof err) == 0);
             char what[160];
-            snprintf(what, sizeof what, "%s %s %s/%d %s", name, bk_accel_type_name(view->type),
-                     bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest");
-            BK_EXPECTF(validate(what, ref[any], got, rays, n, any, tri_count) == 0, "%s", what);
+            snprintf(what, sizeof what, "%s %s %s/%d%s%s %s", name, bk_accel_type_name(view->type),
+                     bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : "",
+                     v < NWIDE ? bk_wbvh_isa_name(o.cpu_isa) : "", any ? "any" : "closest");
+            BK_EXPECTF(validate(what, ref[any], got[v], rays, n, any, tri_count) == 0, "%s", what);
             if (variants[v].k <= 2) { tot->restarts += t.restarts; tot->spills += t.spills; }
         }
-    free(got);
+        if (view->type != BK_ACCEL_BVH) continue;
+        char what[160];
+        for (int v = 1; v < NWIDE; ++v) {      /* every ISA: the same hits, bit for bit */
+            snprintf(what, sizeof what, "%s wide %s against %s, %s", name, bk_wbvh_isa_name(variants[v].isa),
+                     bk_wbvh_isa_name(variants[0].isa), any ? "any" : "closest");
+            BK_EXPECTF(exact_diff(what, got[0], got[v], n) == 0, "%s", what);
+        }
+        if (!any) {
+            snprintf(what, sizeof what, "%s wide against binary, closest", name);
+            uint64_t d = exact_diff(what, got[0], got[NBIN], n);
+            BK_EXPECTF(d <= n / 10000, "%s: %llu of %llu rays differ", what, (unsigned long long)d, (unsigned long long)n);
+        }
+    }
+    for (int v = 0; v < NVAR; ++v) free(got[v]);
     bk_backend_free(be);
 }
 
@@ -480,6 +521,60 @@ static void check_precise_t(void)
     bk_scene_free(&s);
 }
 
+/* Exact ties: a soup whose every triangle is there twice (ids t and t + n, the same floats), so a
+ * ray that hits one hits both at the same t. The binary traversal keeps the one it tests last;
+ * the wide one must keep the same one (bk_wbvh_later), with every ISA, on every ray. */
+static void check_ties(void)
+{
+    enum { N = 2000, R = 4000 };
+    bk_scene base, s;
+    bk_test_scene_soup(&base, N, 0.1f, 33);
+    bk_test_scene_alloc(&s, 2 * N);
+    for (uint32_t t = 0; t < N; ++t) {
+        const float *p = base.positions + 9 * (size_t)t;
+        bk_test_set_tri(&s, t, p, p + 3, p + 6);
+        bk_test_set_tri(&s, t + N, p, p + 3, p + 6);
+    }
+    char err[256];
+    bk_ray *rays = NULL;
+    BK_EXPECT(bk_rays_random(&s, R, 35, &rays, err, sizeof err) == 0);
+    bk_accel a;
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
+    bk_accel_view v = bk_accel_get_view(&a);
+    bk_backend *be = bk_backend_cpu_init();
+    BK_EXPECT(be->i->upload(be, &v, err, sizeof err) == 0);
+    bk_hit *bin = malloc(sizeof(bk_hit) * R), *wide = malloc(sizeof(bk_hit) * R);
+    bk_trace_opts o = bk_trace_opts_default();
+    bk_trace_totals tt;
+    o.bvh_width = 2;
+    BK_EXPECT(be->i->trace(be, rays, bin, R, &o, &tt, err, sizeof err) == 0);
+    uint64_t hits = 0, dup = 0;
+    for (uint32_t i = 0; i < R; ++i) {
+        hits += bin[i].tri != BK_NO_HIT;
+        dup += bin[i].tri != BK_NO_HIT && bin[i].tri >= N;   /* the binary traversal kept the second copy */
+    }
+    static const int isas[] = { BK_WBVH_ISA_AUTO, BK_WBVH_ISA_SSE41, BK_WBVH_ISA_SCALAR };
+    for (int k = 0; k < 3; ++k) {
+        o.bvh_width = 0;
+        o.cpu_isa = isas[k];
+        BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
+        char what[96];
+        snprintf(what, sizeof what, "duplicated soup: wide %s against binary, closest", bk_wbvh_isa_name(isas[k]));
+        BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
+    }
+    /* both copies are kept somewhere, so the rule is really exercised */
+    BK_EXPECTF(hits > R / 10 && dup > 0 && dup < hits, "duplicated soup: %llu hits, %llu on the second copy",
+               (unsigned long long)hits, (unsigned long long)dup);
+    fprintf(stderr, "ties: %llu of %u rays hit two triangles at the same t; the second copy kept on %llu\n",
+            (unsigned long long)hits, R, (unsigned long long)dup);
+    free(bin); free(wide); free(rays);
+    bk_backend_free(be);
+    bk_accel_free(&a);
+    bk_scene_free(&s);
+    bk_scene_free(&base);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -491,6 +586,7 @@ int main(void)
     bk_scene_free(&s);
 
     check_closed_box();
+    check_ties();
     check_deep_trees();
     check_tiny_scale(&tot);
     check_backward_rays(&tot);

@@ -5,9 +5,11 @@
  * builds the BVH and the KD-tree with bk_pool_set_threads(1), then 2 and 16, and compares the node,
  * reference and leaf-record arrays with memcmp, and the build info (time aside). Building is
  * where thread-count dependence would come from (chunked binning, subtree tasks spliced back), so
- * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves.
+ * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves. The wide BVH
+ * the CPU backend collapses from a BVH of triangles (src/bvh_wide.c) is compared the same way.
  */
 #include "accel.h"
+#include "bvh_wide.h"
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "pool.h"
@@ -35,6 +37,22 @@ static const char *accel_diff(const bk_accel *a, const bk_accel *b)
     if (a->tri_count && memcmp(a->tris, b->tris, sizeof(bk_f4) * 3 * (size_t)a->tri_count)) return "leaf records";
     if (memcmp(&a->lo, &b->lo, sizeof a->lo) || memcmp(&a->hi, &b->hi, sizeof a->hi)) return "bounds";
     if (!same_info(&a->info, &b->info)) return "build info";
+    bk_accel_view va = bk_accel_get_view(a), vb = bk_accel_get_view(b);
+    if (va.type == BK_ACCEL_BVH && va.prim == BK_PRIM_TRI) {
+        bk_wbvh wa, wb;
+        char err[256];
+        if (bk_wbvh_build(&va, &wa, err, sizeof err) || bk_wbvh_build(&vb, &wb, err, sizeof err)) return "wide BVH build";
+        const char *d = NULL;
+        if (wa.node_count != wb.node_count || wa.depth != wb.depth) d = "wide node count";
+        else if (memcmp(wa.nodes, wb.nodes, sizeof(bk_wbvh_node) * wa.node_count)) d = "wide nodes";
+        else if (wa.tri4_count != wb.tri4_count || memcmp(wa.tri4, wb.tri4, sizeof(bk_wbvh_tri4) * wa.tri4_count))
+            d = "wide leaf blocks";
+        else if (memcmp(wa.path, wb.path, sizeof(uint64_t) * va.tri_count) || memcmp(wa.path_len, wb.path_len, va.tri_count))
+            d = "wide tie table";
+        bk_wbvh_free(&wa);
+        bk_wbvh_free(&wb);
+        if (d) return d;
+    }
     return NULL;
 }
 
