@@ -32,10 +32,10 @@ typedef struct bk_trace_opts {
                              of BK_REG_CAPS (cuda); the CPU backend supports only 0 */
     struct bk_occupancy *occupancy;  /* bake: NULL (the normal bake), or sums each launch adds to,
                                         from per-warp SM ids and timestamps (benchmarks only) */
-    int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 4-wide BVH of
+    int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 8-wide BVH of
                              src/bvh_wide.h for triangles with the global stack), 2 = the binary
                              one (--accel bvh2); the GPU traces the binary layout either way */
-    int cpu_isa;          /* cpu, 4-wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
+    int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
 } bk_trace_opts;
 

@@ -44,7 +44,7 @@ typedef struct cpu_ctx {
 
 typedef struct cpu_job {
     const bk_accel_view *view;
-    const bk_wbvh       *wide;     /* trace through the 4-wide BVH, or NULL */
+    const bk_wbvh       *wide;     /* trace through the wide BVH, or NULL */
     const bk_ray        *rays;
     bk_hit              *hits;
     uint64_t             n;

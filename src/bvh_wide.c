@@ -1,4 +1,4 @@
-/* bvh_wide.c - collapses the binary BVH layout into the 4-wide one (src/bvh_wide.h), and the tie
+/* bvh_wide.c - collapses the binary BVH layout into the 8-wide one (src/bvh_wide.h), and the tie
  * table that lets the wide traversal keep the binary traversal's choice between equal-t hits.
  *
  * Pipeline: bk_bvh_build (src/bvh.c) -> bk_accel_view (binary) -> bk_wbvh_build -> bk_wbvh_trace

@@ -8,7 +8,7 @@
 
 const char bk_cli_trace_help[] =
     "  --accel bvh|bvh2|kdtree  acceleration structure (default bvh; the cpu backend traces a\n"
-    "                           4-wide BVH collapsed from it, bvh2 keeps the binary layout)\n"
+    "                           8-wide BVH collapsed from it, bvh2 keeps the binary layout)\n"
     "  --stack global|short|spill\n"
     "                           where the traversal stack lives (default global):\n"
     "                             global  a full per-thread stack in local (device) memory\n"
