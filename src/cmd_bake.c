@@ -210,6 +210,19 @@ enum bake_phase { BAKE_PHASES(PH_ENUM) PH_COUNT };
 static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
 #undef PH_NAME
 
+/* The image from the texels' colours: each texel writes its own pixel. */
+typedef struct image_job { const bk_texel_ref *refs; const bk_f4 *col; float *rgb; } image_job;
+
+static void image_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const image_job *j = ctx;
+    for (size_t i = begin; i < end; ++i) {
+        size_t px = j->refs[i].pixel;
+        j->rgb[3 * px] = j->col[i].x; j->rgb[3 * px + 1] = j->col[i].y; j->rgb[3 * px + 2] = j->col[i].z;
+    }
+}
+
 /* memory figures (bytes): estimates made before the texels, and the peaks */
 enum bake_mem { MEM_EST_HOST, MEM_EST_DEVICE, MEM_PEAK_HOST, MEM_PEAK_DEVICE, MEM_COUNT };
 
@@ -1315,10 +1328,8 @@ static int bake_run(int argc, char **argv, bake_job *job)
         enum { SLICE = 1 << 20 };
         for (uint32_t end = ntx; end > 0;) {
             uint32_t begin = end > SLICE ? end - SLICE : 0;
-            for (uint32_t i = begin; i < end; ++i) {
-                size_t px = refs[i].pixel;
-                rgb[3 * px] = tcol[i].x; rgb[3 * px + 1] = tcol[i].y; rgb[3 * px + 2] = tcol[i].z;
-            }
+            image_job ij = { refs + begin, tcol + begin, rgb };
+            bk_parallel_for(end - begin, 16384, image_fn, &ij);   /* each texel its own pixel */
             end = begin;
             bk_f4 *shrunk = end ? realloc(tcol, sizeof(bk_f4) * end) : NULL;
             if (shrunk) tcol = shrunk;
