@@ -9,8 +9,9 @@
  *     Parallel Fast KD-tree Construction for Interactive Ray Tracing of Dynamic Scenes"): per axis,
  *     histograms of the clipped box minima and maxima over the cell, one sweep gives N_below and
  *     N_above at every bin boundary.
- *   - small nodes: every event, exactly (the sweep of Wald & Havran 2006, "On building fast
- *     kd-Trees for Ray Tracing, and on doing that in O(N log N)") on sorted minima and maxima.
+ *   - small nodes: every event, exactly: the planes and counts of the sweep of Wald & Havran 2006
+ *     ("On building fast kd-Trees for Ray Tracing, and on doing that in O(N log N)"), found
+ *     without sorting by comparing each candidate with every box, four at a time (split_exact).
  *   Cost model (Wald & Havran / pbrt-v3): C = cost_node + (1 - bonus) (P_b N_b + P_a N_a), bonus =
  *   kd_empty_bonus when a side is empty, P = surface-area ratio of child cell to parent cell, one
  *   triangle test costs 1.
@@ -50,6 +51,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define KD_BINS_MAX     256          /* binned sweep: 64 bins, 128 from 1024 entries, 256 from 16384 */
 #define KD_EXACT_MAX    32           /* nodes up to this size use the exact event sweep */
@@ -132,16 +136,6 @@ static double cell_area(const float lo[3], const float hi[3])
 {
     double dx = (double)hi[0] - lo[0], dy = (double)hi[1] - lo[1], dz = (double)hi[2] - lo[2];
     return 2.0 * (dx * dy + dy * dz + dz * dx);
-}
-
-static void sort_floats(float *a, uint32_t n)   /* insertion sort: n <= KD_EXACT_MAX */
-{
-    for (uint32_t i = 1; i < n; ++i) {
-        float v = a[i];
-        uint32_t j = i;
-        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; --j; }
-        a[j] = v;
-    }
 }
 
 /* ---- split search -------------------------------------------------------------------------- */
@@ -243,34 +237,161 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
     }
 }
 
+/* nb[j] = #{ i : mins[i] <= cand[j] }, na[j] = #{ i : maxs[i] >= cand[j] }, j < 4 n: the
+ * counts the sweep keeps at plane cand[j]. */
+#if defined(__SSE2__)
+static void count_events(const float *mins, const float *maxs, uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+{
+    uint32_t g = 0;
+    for (; g + 2 <= n; g += 2) {   /* 8 candidates against every box */
+        __m128 c0 = _mm_loadu_ps(cand + 4 * g), c1 = _mm_loadu_ps(cand + 4 * g + 4);
+        __m128i b0 = _mm_setzero_si128(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m128 lo = _mm_set1_ps(mins[i]), hi = _mm_set1_ps(maxs[i]);
+            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(lo, c0)));
+            b1 = _mm_sub_epi32(b1, _mm_castps_si128(_mm_cmple_ps(lo, c1)));
+            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(hi, c0)));
+            a1 = _mm_sub_epi32(a1, _mm_castps_si128(_mm_cmpge_ps(hi, c1)));
+        }
+        _mm_storeu_si128((__m128i *)(nb + 4 * g), b0); _mm_storeu_si128((__m128i *)(nb + 4 * g + 4), b1);
+        _mm_storeu_si128((__m128i *)(na + 4 * g), a0); _mm_storeu_si128((__m128i *)(na + 4 * g + 4), a1);
+    }
+    for (; g < n; ++g) {
+        __m128 c0 = _mm_loadu_ps(cand + 4 * g);
+        __m128i b0 = _mm_setzero_si128(), a0 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(_mm_set1_ps(mins[i]), c0)));
+            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(_mm_set1_ps(maxs[i]), c0)));
+        }
+        _mm_storeu_si128((__m128i *)(nb + 4 * g), b0);
+        _mm_storeu_si128((__m128i *)(na + 4 * g), a0);
+    }
+}
+#else
+static void count_events(const float *mins, const float *maxs, uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+{
+    for (uint32_t j = 0; j < 4 * n; ++j) {
+        int32_t b = 0, a = 0;
+        for (uint32_t i = 0; i < n; ++i) { b += mins[i] <= cand[j]; a += maxs[i] >= cand[j]; }
+        nb[j] = b; na[j] = a;
+    }
+}
+#endif
+
+/* costs[j]: sah_cost() of plane cand[j] with counts nb[j], na[j], the same arithmetic in the same
+ * order (so the same doubles); BK_INF where the plane is not a candidate (outside [plo, phi] or
+ * not strictly inside the cell). nc is a multiple of 4. Returns the least cost. */
+#if defined(__SSE2__)
+static double eval_costs(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                         const int32_t *nb, const int32_t *na, uint32_t nc, double *costs)
+{
+    const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
+    const __m128d face = _mm_set1_pd(c->e[k1] * c->e[k2]), ring = _mm_set1_pd(c->e[k1] + c->e[k2]);
+    const __m128d two = _mm_set1_pd(2.0), inv = _mm_set1_pd(c->inv_area), cn = _mm_set1_pd(c->cost_node);
+    const __m128d lk = _mm_set1_pd((double)lo), hk = _mm_set1_pd((double)hi), inf = _mm_set1_pd(BK_INF);
+    const __m128d one = _mm_set1_pd(1.0 - 0.0), one_eb = _mm_set1_pd(1.0 - c->bonus);
+    const __m128 flo = _mm_set1_ps(lo), fhi = _mm_set1_ps(hi), fplo = _mm_set1_ps(plo), fphi = _mm_set1_ps(phi);
+    const __m128i zero = _mm_setzero_si128();
+    __m128d best = inf;
+    for (uint32_t j = 0; j < nc; j += 4) {
+        __m128  v  = _mm_loadu_ps(cand + j);
+        __m128i ok = _mm_castps_si128(_mm_and_ps(_mm_and_ps(_mm_cmpge_ps(v, fplo), _mm_cmple_ps(v, fphi)),
+                                                 _mm_and_ps(_mm_cmpgt_ps(v, flo), _mm_cmplt_ps(v, fhi))));
+        __m128i b = _mm_loadu_si128((const __m128i *)(nb + j)), a = _mm_loadu_si128((const __m128i *)(na + j));
+        __m128i empty = _mm_or_si128(_mm_cmpeq_epi32(b, zero), _mm_cmpeq_epi32(a, zero));
+        for (int h = 0; h < 2; ++h) {
+            __m128d vd = _mm_cvtps_pd(h ? _mm_movehl_ps(v, v) : v);
+            __m128d bd = _mm_cvtepi32_pd(h ? _mm_shuffle_epi32(b, 0xEE) : b);
+            __m128d ad = _mm_cvtepi32_pd(h ? _mm_shuffle_epi32(a, 0xEE) : a);
+            __m128d em = _mm_castsi128_pd(h ? _mm_unpackhi_epi32(empty, empty) : _mm_unpacklo_epi32(empty, empty));
+            __m128d okd = _mm_castsi128_pd(h ? _mm_unpackhi_epi32(ok, ok) : _mm_unpacklo_epi32(ok, ok));
+            __m128d pb = _mm_mul_pd(_mm_mul_pd(two, _mm_add_pd(face, _mm_mul_pd(_mm_sub_pd(vd, lk), ring))), inv);
+            __m128d pa = _mm_mul_pd(_mm_mul_pd(two, _mm_add_pd(face, _mm_mul_pd(_mm_sub_pd(hk, vd), ring))), inv);
+            __m128d f = _mm_or_pd(_mm_and_pd(em, one_eb), _mm_andnot_pd(em, one));
+            __m128d cost = _mm_add_pd(cn, _mm_mul_pd(f, _mm_add_pd(_mm_mul_pd(pb, bd), _mm_mul_pd(pa, ad))));
+            cost = _mm_or_pd(_mm_and_pd(okd, cost), _mm_andnot_pd(okd, inf));
+            _mm_storeu_pd(costs + j + 2 * h, cost);
+            best = _mm_min_pd(best, cost);
+        }
+    }
+    double lanes[2];
+    _mm_storeu_pd(lanes, best);
+    return lanes[0] < lanes[1] ? lanes[0] : lanes[1];
+}
+
+/* The lowest plane whose cost is bc (few are). */
+static float lowest_at(const double *costs, const float *cand, uint32_t nc, double bc)
+{
+    const __m128d b = _mm_set1_pd(bc);
+    float bp = BK_INF;
+    for (uint32_t j = 0; j < nc; j += 2) {
+        int hit = _mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(costs + j), b));
+        if (hit & 1) bp = cand[j] < bp ? cand[j] : bp;
+        if (hit & 2) bp = cand[j + 1] < bp ? cand[j + 1] : bp;
+    }
+    return bp;
+}
+#else
+static double eval_costs(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                         const int32_t *nb, const int32_t *na, uint32_t nc, double *costs)
+{
+    double best = BK_INF;
+    for (uint32_t j = 0; j < nc; ++j) {
+        float v = cand[j];
+        costs[j] = v >= plo && v <= phi && v > lo && v < hi
+                 ? sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[j], (uint32_t)na[j]) : BK_INF;
+        best = costs[j] < best ? costs[j] : best;
+    }
+    return best;
+}
+
+static float lowest_at(const double *costs, const float *cand, uint32_t nc, double bc)
+{
+    float bp = BK_INF;
+    for (uint32_t j = 0; j < nc; ++j) if (costs[j] == bc && cand[j] < bp) bp = cand[j];
+    return bp;
+}
+#endif
+
+/* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
+ * min, max, max + margin) gets its counts by comparing it with all n boxes (n <= KD_EXACT_MAX,
+ * four candidates a vector), and the cheapest wins, the lowest plane among equal costs: that is
+ * the plane a sweep in increasing order keeps (Wald & Havran's sweep considers the same planes
+ * with the same counts, so the tree is the one the sorted sweep gives). One detail of the sweep
+ * survives: among planes equal to zero it keeps the first it meets, whose sign bit is stored in
+ * the node, and zero_bits() names that one. */
+static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
+{
+    /* The sweep meets equal values stream by stream (min - margin, min, max, max + margin), each
+     * stream in stable sorted (entry) order; x - m and x + m are +0 when zero. */
+    for (uint32_t i = 0; i < n; ++i) if (r[i].lo[k] - m == 0.0f) return 0.0f;
+    for (uint32_t i = 0; i < n; ++i) if (r[i].lo[k] == 0.0f) return r[i].lo[k];
+    for (uint32_t i = 0; i < n; ++i) if (r[i].hi[k] == 0.0f) return r[i].hi[k];
+    return 0.0f;
+}
+
 static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
                         const sah_ctx *c, kd_split *best)
 {
-    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    /* cand[4 i + s]: entry i's candidate of stream s; counts below and above, per candidate */
+    float   cand[4 * KD_EXACT_MAX], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    int32_t nbs[4 * KD_EXACT_MAX], nas[4 * KD_EXACT_MAX];
+    double  costs[4 * KD_EXACT_MAX];
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         if (!(plo <= phi)) continue;
-        for (uint32_t i = 0; i < n; ++i) { mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k]; }
-        sort_floats(mins, n);
-        sort_floats(maxs, n);
-        /* Candidates, as four sorted streams merged: min - margin (the box entirely above), min and
-         * max (the box touches: both sides), max + margin (entirely below). */
-        uint32_t h[4] = { 0, 0, 0, 0 }, ia = 0, im = 0;
-        float last = -BK_INF;
-        for (;;) {
-            float v = BK_INF;
-            int s = -1;
-            if (h[0] < n && mins[h[0]] - m < v) { v = mins[h[0]] - m; s = 0; }
-            if (h[1] < n && mins[h[1]] < v)     { v = mins[h[1]];     s = 1; }
-            if (h[2] < n && maxs[h[2]] < v)     { v = maxs[h[2]];     s = 2; }
-            if (h[3] < n && maxs[h[3]] + m < v) { v = maxs[h[3]] + m; s = 3; }
-            if (s < 0) break;
-            h[s]++;
-            if (v == last || !(v >= plo && v <= phi && v > lo[k] && v < hi[k])) continue;
-            last = v;
-            while (ia < n && mins[ia] <= v) ++ia;    /* below: min <= v */
-            while (im < n && maxs[im] < v) ++im;     /* above: max >= v */
-            consider(best, k, v, sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, ia, n - im));
+        for (uint32_t i = 0; i < n; ++i) {
+            mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k];
+            cand[4 * i] = mins[i] - m; cand[4 * i + 1] = mins[i]; cand[4 * i + 2] = maxs[i]; cand[4 * i + 3] = maxs[i] + m;
+        }
+        count_events(mins, maxs, n, cand, nbs, nas);
+        /* every candidate's cost, then the first minimum in plane order: the cheapest, the lowest
+         * plane among equal costs */
+        double bc = eval_costs(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, costs);
+        float bp = lowest_at(costs, cand, 4 * n, bc);
+        if (bc < best->cost) {
+            best->axis = k; best->cost = bc;
+            best->pos = bp == 0.0f ? zero_bits(r, n, k, m) : bp;
         }
     }
 }
@@ -365,10 +486,12 @@ static int build(kd_builder *b, const kd_task *root, int top)
         if (grow((void **)&b->scratch, &b->scratch_cap, nb, sizeof(kd_ref))) return -1;
         e = b->arena + t.off;
         uint32_t ib = 0, ia = 0;
+        kd_ref *sc = b->scratch;
         for (uint32_t i = 0; i < t.n; ++i) {
-            kd_ref r = e[i];
-            if (r.lo[k] <= p) { b->scratch[ib] = r; if (b->scratch[ib].hi[k] > p) b->scratch[ib].hi[k] = p; ib++; }
-            if (r.hi[k] >= p) { e[ia] = r; if (e[ia].lo[k] < p) e[ia].lo[k] = p; ia++; }
+            /* read the two coordinates first: e[ia] may be e[i] */
+            const float rl = e[i].lo[k], rh = e[i].hi[k];
+            if (rl <= p) { sc[ib] = e[i]; sc[ib].hi[k] = rh > p ? p : rh; ib++; }
+            if (rh >= p) { if (ia != i) e[ia] = e[i]; e[ia].lo[k] = rl < p ? p : rl; ia++; }
         }
         /* nb is 0 when the split cuts off empty space below; a worker's first such split finds
          * scratch never allocated (NULL), and memcpy from NULL is undefined even for 0 bytes. */
