@@ -84,6 +84,7 @@ typedef struct kd_params {
     int      max_depth;
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
+    int      sweep;      /* small nodes: split_sweep (the reference) instead of split_exact */
 } kd_params;
 
 /* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
@@ -237,6 +238,50 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
     }
 }
 
+/* The reference: Wald & Havran's sweep over sorted minima and maxima, one plane at a time in
+ * increasing order (bk_build_opts.kd_sweep). split_exact() must give the same plane. */
+static void sort_floats(float *a, uint32_t n)   /* insertion sort (stable): n <= KD_EXACT_MAX */
+{
+    for (uint32_t i = 1; i < n; ++i) {
+        float v = a[i];
+        uint32_t j = i;
+        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; --j; }
+        a[j] = v;
+    }
+}
+
+static void split_sweep(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                        const sah_ctx *c, kd_split *best)
+{
+    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    for (int k = 0; k < 3; ++k) {
+        const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
+        if (!(plo <= phi)) continue;
+        for (uint32_t i = 0; i < n; ++i) { mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k]; }
+        sort_floats(mins, n);
+        sort_floats(maxs, n);
+        /* Candidates, as four sorted streams merged: min - margin (the box entirely above), min and
+         * max (the box touches: both sides), max + margin (entirely below). */
+        uint32_t h[4] = { 0, 0, 0, 0 }, ia = 0, im = 0;
+        float last = -BK_INF;
+        for (;;) {
+            float v = BK_INF;
+            int s = -1;
+            if (h[0] < n && mins[h[0]] - m < v) { v = mins[h[0]] - m; s = 0; }
+            if (h[1] < n && mins[h[1]] < v)     { v = mins[h[1]];     s = 1; }
+            if (h[2] < n && maxs[h[2]] < v)     { v = maxs[h[2]];     s = 2; }
+            if (h[3] < n && maxs[h[3]] + m < v) { v = maxs[h[3]] + m; s = 3; }
+            if (s < 0) break;
+            h[s]++;
+            if (v == last || !(v >= plo && v <= phi && v > lo[k] && v < hi[k])) continue;
+            last = v;
+            while (ia < n && mins[ia] <= v) ++ia;    /* below: min <= v */
+            while (im < n && maxs[im] < v) ++im;     /* above: max >= v */
+            consider(best, k, v, sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, ia, n - im));
+        }
+    }
+}
+
 /* nb[j] = #{ i : mins[i] <= cand[j] }, na[j] = #{ i : maxs[i] >= cand[j] }, j < 4 n: the
  * counts the sweep keeps at plane cand[j]. */
 #if defined(__SSE2__)
@@ -278,79 +323,80 @@ static void count_events(const float *mins, const float *maxs, uint32_t n, const
 }
 #endif
 
-/* costs[j]: sah_cost() of plane cand[j] with counts nb[j], na[j], the same arithmetic in the same
- * order (so the same doubles); BK_INF where the plane is not a candidate (outside [plo, phi] or
- * not strictly inside the cell). nc is a multiple of 4. Returns the least cost. */
+/* The cheapest plane of cand[0, nc) with counts nb, na, the lowest among equal costs, and its
+ * sah_cost() (planes outside [plo, phi] or not strictly inside the cell are no candidates).
+ * Every plane is checked in double precision: the reference. */
+static void best_plane_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                           const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
+{
+    for (uint32_t j = 0; j < nc; ++j) {
+        const float v = cand[j];
+        if (!(v >= plo && v <= phi && v > lo && v < hi)) continue;
+        double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[j], (uint32_t)na[j]);
+        if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
+    }
+}
+
 #if defined(__SSE2__)
-static double eval_costs(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                         const int32_t *nb, const int32_t *na, uint32_t nc, double *costs)
+/* The same answer, faster: every plane's cost in single precision, four at a time, then only the
+ * planes within a relative KD_COST_TOL of the cheapest are costed again in double by sah_cost().
+ * All terms of the cost are non-negative, so the float cost is within about ten float ulps of the
+ * double one (relative error < 1e-6) and the true minimum is always among those re-costed; when the
+ * float costs leave the range where that bound holds (extreme scales), every plane is re-costed. */
+#define KD_COST_TOL 1e-5f
+static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                       const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
-    const __m128d face = _mm_set1_pd(c->e[k1] * c->e[k2]), ring = _mm_set1_pd(c->e[k1] + c->e[k2]);
-    const __m128d two = _mm_set1_pd(2.0), inv = _mm_set1_pd(c->inv_area), cn = _mm_set1_pd(c->cost_node);
-    const __m128d lk = _mm_set1_pd((double)lo), hk = _mm_set1_pd((double)hi), inf = _mm_set1_pd(BK_INF);
-    const __m128d one = _mm_set1_pd(1.0 - 0.0), one_eb = _mm_set1_pd(1.0 - c->bonus);
+    const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
+    const float inv = (float)c->inv_area, cn = (float)c->cost_node, one_eb = (float)(1.0 - c->bonus);
+    if (!(face <= 1e30f && ring <= 1e30f && inv <= 1e30f)) {
+        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
+        return;
+    }
+    const __m128 vface = _mm_set1_ps(face), vring = _mm_set1_ps(ring), vinv = _mm_set1_ps(inv), vcn = _mm_set1_ps(cn);
+    const __m128 two = _mm_set1_ps(2.0f), one = _mm_set1_ps(1.0f), veb = _mm_set1_ps(one_eb), inf = _mm_set1_ps(BK_INF);
     const __m128 flo = _mm_set1_ps(lo), fhi = _mm_set1_ps(hi), fplo = _mm_set1_ps(plo), fphi = _mm_set1_ps(phi);
     const __m128i zero = _mm_setzero_si128();
-    __m128d best = inf;
+    float cf[4 * KD_EXACT_MAX];
+    __m128 mn = inf;
     for (uint32_t j = 0; j < nc; j += 4) {
         __m128  v  = _mm_loadu_ps(cand + j);
-        __m128i ok = _mm_castps_si128(_mm_and_ps(_mm_and_ps(_mm_cmpge_ps(v, fplo), _mm_cmple_ps(v, fphi)),
-                                                 _mm_and_ps(_mm_cmpgt_ps(v, flo), _mm_cmplt_ps(v, fhi))));
+        __m128  ok = _mm_and_ps(_mm_and_ps(_mm_cmpge_ps(v, fplo), _mm_cmple_ps(v, fphi)),
+                                _mm_and_ps(_mm_cmpgt_ps(v, flo), _mm_cmplt_ps(v, fhi)));
         __m128i b = _mm_loadu_si128((const __m128i *)(nb + j)), a = _mm_loadu_si128((const __m128i *)(na + j));
-        __m128i empty = _mm_or_si128(_mm_cmpeq_epi32(b, zero), _mm_cmpeq_epi32(a, zero));
-        for (int h = 0; h < 2; ++h) {
-            __m128d vd = _mm_cvtps_pd(h ? _mm_movehl_ps(v, v) : v);
-            __m128d bd = _mm_cvtepi32_pd(h ? _mm_shuffle_epi32(b, 0xEE) : b);
-            __m128d ad = _mm_cvtepi32_pd(h ? _mm_shuffle_epi32(a, 0xEE) : a);
-            __m128d em = _mm_castsi128_pd(h ? _mm_unpackhi_epi32(empty, empty) : _mm_unpacklo_epi32(empty, empty));
-            __m128d okd = _mm_castsi128_pd(h ? _mm_unpackhi_epi32(ok, ok) : _mm_unpacklo_epi32(ok, ok));
-            __m128d pb = _mm_mul_pd(_mm_mul_pd(two, _mm_add_pd(face, _mm_mul_pd(_mm_sub_pd(vd, lk), ring))), inv);
-            __m128d pa = _mm_mul_pd(_mm_mul_pd(two, _mm_add_pd(face, _mm_mul_pd(_mm_sub_pd(hk, vd), ring))), inv);
-            __m128d f = _mm_or_pd(_mm_and_pd(em, one_eb), _mm_andnot_pd(em, one));
-            __m128d cost = _mm_add_pd(cn, _mm_mul_pd(f, _mm_add_pd(_mm_mul_pd(pb, bd), _mm_mul_pd(pa, ad))));
-            cost = _mm_or_pd(_mm_and_pd(okd, cost), _mm_andnot_pd(okd, inf));
-            _mm_storeu_pd(costs + j + 2 * h, cost);
-            best = _mm_min_pd(best, cost);
+        __m128  em = _mm_castsi128_ps(_mm_or_si128(_mm_cmpeq_epi32(b, zero), _mm_cmpeq_epi32(a, zero)));
+        __m128  pb = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(vface, _mm_mul_ps(_mm_sub_ps(v, flo), vring))), vinv);
+        __m128  pa = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(vface, _mm_mul_ps(_mm_sub_ps(fhi, v), vring))), vinv);
+        __m128  f  = _mm_or_ps(_mm_and_ps(em, veb), _mm_andnot_ps(em, one));
+        __m128  cost = _mm_add_ps(vcn, _mm_mul_ps(f, _mm_add_ps(_mm_mul_ps(pb, _mm_cvtepi32_ps(b)),
+                                                                _mm_mul_ps(pa, _mm_cvtepi32_ps(a)))));
+        cost = _mm_or_ps(_mm_and_ps(ok, cost), _mm_andnot_ps(ok, inf));
+        _mm_storeu_ps(cf + j, cost);
+        mn = _mm_min_ps(mn, cost);
+    }
+    mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0x4E));
+    mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0xB1));
+    const float fmin = _mm_cvtss_f32(mn);
+    if (fmin == BK_INF) return;   /* no candidate */
+    if (!(fmin >= 1e-30f && fmin <= 1e30f)) {
+        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
+        return;
+    }
+    const __m128 th = _mm_set1_ps(fmin * (1.0f + KD_COST_TOL));
+    for (uint32_t j = 0; j < nc; j += 4) {
+        int near = _mm_movemask_ps(_mm_cmple_ps(_mm_loadu_ps(cf + j), th));
+        while (near) {
+            const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
+            near &= near - 1;
+            const float v = cand[i];
+            double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[i], (uint32_t)na[i]);
+            if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
         }
     }
-    double lanes[2];
-    _mm_storeu_pd(lanes, best);
-    return lanes[0] < lanes[1] ? lanes[0] : lanes[1];
-}
-
-/* The lowest plane whose cost is bc (few are). */
-static float lowest_at(const double *costs, const float *cand, uint32_t nc, double bc)
-{
-    const __m128d b = _mm_set1_pd(bc);
-    float bp = BK_INF;
-    for (uint32_t j = 0; j < nc; j += 2) {
-        int hit = _mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(costs + j), b));
-        if (hit & 1) bp = cand[j] < bp ? cand[j] : bp;
-        if (hit & 2) bp = cand[j + 1] < bp ? cand[j + 1] : bp;
-    }
-    return bp;
 }
 #else
-static double eval_costs(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                         const int32_t *nb, const int32_t *na, uint32_t nc, double *costs)
-{
-    double best = BK_INF;
-    for (uint32_t j = 0; j < nc; ++j) {
-        float v = cand[j];
-        costs[j] = v >= plo && v <= phi && v > lo && v < hi
-                 ? sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[j], (uint32_t)na[j]) : BK_INF;
-        best = costs[j] < best ? costs[j] : best;
-    }
-    return best;
-}
-
-static float lowest_at(const double *costs, const float *cand, uint32_t nc, double bc)
-{
-    float bp = BK_INF;
-    for (uint32_t j = 0; j < nc; ++j) if (costs[j] == bc && cand[j] < bp) bp = cand[j];
-    return bp;
-}
+#define best_plane best_plane_ref
 #endif
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
@@ -376,7 +422,6 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
     /* cand[4 i + s]: entry i's candidate of stream s; counts below and above, per candidate */
     float   cand[4 * KD_EXACT_MAX], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
     int32_t nbs[4 * KD_EXACT_MAX], nas[4 * KD_EXACT_MAX];
-    double  costs[4 * KD_EXACT_MAX];
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         if (!(plo <= phi)) continue;
@@ -387,8 +432,9 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
         count_events(mins, maxs, n, cand, nbs, nas);
         /* every candidate's cost, then the first minimum in plane order: the cheapest, the lowest
          * plane among equal costs */
-        double bc = eval_costs(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, costs);
-        float bp = lowest_at(costs, cand, 4 * n, bc);
+        double bc = BK_INF;
+        float bp = BK_INF;
+        best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
         if (bc < best->cost) {
             best->axis = k; best->cost = bc;
             best->pos = bp == 0.0f ? zero_bits(r, n, k, m) : bp;
@@ -462,7 +508,8 @@ static int build(kd_builder *b, const kd_task *root, int top)
             sah_ctx c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            if (t.n <= KD_EXACT_MAX && prm->sweep) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
             else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
@@ -643,6 +690,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
     prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
     int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
+    prm.sweep = o->kd_sweep != 0;
 
     kd_builder b;
     memset(&b, 0, sizeof b);
