@@ -34,6 +34,10 @@
  * (root: kd_max_refs_per_tri * N) which a split shares between its children in proportion to their
  * counts, so the total never exceeds the root's allowance and no part of the tree starves another.
  *
+ * The small-node search has SSE2 and AVX2 versions (the latter where the CPU has it; the variable
+ * BK_KD_NO_AVX2 makes the tests take the former) and a plain reference, the sorted sweep
+ * (bk_build_opts.kd_sweep): all three give the same tree, which unit_kdtree checks.
+ *
  * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
@@ -53,6 +57,12 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+/* x86-64 with gcc or clang: AVX2 twins of the small-node search, chosen at run time. */
+#if defined(__x86_64__) && defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define KD_AVX2 1
+#include <immintrin.h>
+#define KD_TARGET_AVX2 __attribute__((target("avx2")))
 #endif
 
 #define KD_BINS_MAX     256          /* binned sweep: 64 bins, 128 from 1024 entries, 256 from 16384 */
@@ -85,6 +95,7 @@ typedef struct kd_params {
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
     int      sweep;      /* small nodes: split_sweep (the reference) instead of split_exact */
+    int      avx2;       /* split_exact may use its AVX2 twins (the CPU has them) */
 } kd_params;
 
 /* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
@@ -338,6 +349,15 @@ static void best_plane_ref(const sah_ctx *c, int k, float lo, float hi, float pl
 }
 
 #if defined(__SSE2__)
+/* One plane of the few the fast search re-costs in double. An equal plane costs the same (the
+ * counts are those of the value), so one already kept is skipped. */
+static inline void recost(const sah_ctx *c, int k, float lo, float hi, float v, int32_t nb, int32_t na, double *bc, float *bp)
+{
+    if (v == *bp) return;
+    double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb, (uint32_t)na);
+    if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
+}
+
 /* The same answer, faster: every plane's cost in single precision, four at a time, then only the
  * planes within a relative KD_COST_TOL of the cheapest are costed again in double by sah_cost().
  * All terms of the cost are non-negative, so the float cost is within about ten float ulps of the
@@ -389,14 +409,90 @@ static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, f
         while (near) {
             const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
             near &= near - 1;
-            const float v = cand[i];
-            double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[i], (uint32_t)na[i]);
-            if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
+            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp);
         }
     }
 }
 #else
 #define best_plane best_plane_ref
+#endif
+
+#if defined(KD_AVX2)
+/* count_events and best_plane eight planes at a time; cand, nb and na hold whole groups of eight
+ * (a trailing half group is NaN planes: no candidate). Same counts, same answer. */
+KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *maxs, uint32_t n, const float *cand,
+                                             int32_t *nb, int32_t *na)
+{
+    for (uint32_t g = 0; g < 4 * n; g += 16) {
+        const int two = g + 8 < 4 * n;
+        __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
+        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m256 lo = _mm256_broadcast_ss(mins + i), hi = _mm256_broadcast_ss(maxs + i);
+            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(lo, c0, _CMP_LE_OQ)));
+            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(lo, c1, _CMP_LE_OQ)));
+            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(hi, c0, _CMP_GE_OQ)));
+            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(hi, c1, _CMP_GE_OQ)));
+        }
+        _mm256_storeu_si256((__m256i *)(nb + g), b0);
+        _mm256_storeu_si256((__m256i *)(na + g), a0);
+        if (two) { _mm256_storeu_si256((__m256i *)(nb + g + 8), b1); _mm256_storeu_si256((__m256i *)(na + g + 8), a1); }
+    }
+}
+
+KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, float hi, float plo, float phi,
+                                           const float *cand, const int32_t *nb, const int32_t *na, uint32_t nc,
+                                           double *bc, float *bp)
+{
+    const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
+    const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
+    const float inv = (float)c->inv_area, cn = (float)c->cost_node, one_eb = (float)(1.0 - c->bonus);
+    if (!(face <= 1e30f && ring <= 1e30f && inv <= 1e30f)) {
+        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
+        return;
+    }
+    const __m256 vface = _mm256_set1_ps(face), vring = _mm256_set1_ps(ring), vinv = _mm256_set1_ps(inv);
+    const __m256 vcn = _mm256_set1_ps(cn), two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f);
+    const __m256 veb = _mm256_set1_ps(one_eb), inf = _mm256_set1_ps(BK_INF);
+    const __m256 flo = _mm256_set1_ps(lo), fhi = _mm256_set1_ps(hi), fplo = _mm256_set1_ps(plo), fphi = _mm256_set1_ps(phi);
+    const __m256i zero = _mm256_setzero_si256();
+    const uint32_t nc8 = (nc + 7) & ~7u;
+    float cf[4 * KD_EXACT_MAX];
+    __m256 mn = inf;
+    for (uint32_t j = 0; j < nc8; j += 8) {
+        __m256  v  = _mm256_loadu_ps(cand + j);
+        __m256  ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(v, fplo, _CMP_GE_OQ), _mm256_cmp_ps(v, fphi, _CMP_LE_OQ)),
+                                   _mm256_and_ps(_mm256_cmp_ps(v, flo, _CMP_GT_OQ), _mm256_cmp_ps(v, fhi, _CMP_LT_OQ)));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(nb + j)), a = _mm256_loadu_si256((const __m256i *)(na + j));
+        __m256  em = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpeq_epi32(b, zero), _mm256_cmpeq_epi32(a, zero)));
+        __m256  pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(vface, _mm256_mul_ps(_mm256_sub_ps(v, flo), vring))), vinv);
+        __m256  pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(vface, _mm256_mul_ps(_mm256_sub_ps(fhi, v), vring))), vinv);
+        __m256  f  = _mm256_blendv_ps(one, veb, em);
+        __m256  cost = _mm256_add_ps(vcn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
+                                                                         _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
+        cost = _mm256_blendv_ps(inf, cost, ok);
+        _mm256_storeu_ps(cf + j, cost);
+        mn = _mm256_min_ps(mn, cost);
+    }
+    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
+    m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0x4E));
+    m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0xB1));
+    const float fmin = _mm_cvtss_f32(m4);
+    if (fmin == BK_INF) return;
+    if (!(fmin >= 1e-30f && fmin <= 1e30f)) {
+        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
+        return;
+    }
+    const __m256 th = _mm256_set1_ps(fmin * (1.0f + KD_COST_TOL));
+    for (uint32_t j = 0; j < nc8; j += 8) {
+        int near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(cf + j), th, _CMP_LE_OQ));
+        while (near) {
+            const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
+            near &= near - 1;
+            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp);
+        }
+    }
+}
 #endif
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
@@ -417,11 +513,13 @@ static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
 }
 
 static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                        const sah_ctx *c, kd_split *best)
+                        const sah_ctx *c, kd_split *best, int avx2)
 {
-    /* cand[4 i + s]: entry i's candidate of stream s; counts below and above, per candidate */
-    float   cand[4 * KD_EXACT_MAX], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
-    int32_t nbs[4 * KD_EXACT_MAX], nas[4 * KD_EXACT_MAX];
+    /* cand[4 i + s]: entry i's candidate of stream s (then NaN to a whole group of 8); counts below
+     * and above, per candidate */
+    float   cand[4 * KD_EXACT_MAX + 4], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    int32_t nbs[4 * KD_EXACT_MAX + 4], nas[4 * KD_EXACT_MAX + 4];
+    (void)avx2;
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         if (!(plo <= phi)) continue;
@@ -429,12 +527,21 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
             mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k];
             cand[4 * i] = mins[i] - m; cand[4 * i + 1] = mins[i]; cand[4 * i + 2] = maxs[i]; cand[4 * i + 3] = maxs[i] + m;
         }
-        count_events(mins, maxs, n, cand, nbs, nas);
+        for (uint32_t j = 4 * n; j < (4 * n + 7) / 8 * 8; ++j) { cand[j] = NAN; nbs[j] = nas[j] = 0; }
         /* every candidate's cost, then the first minimum in plane order: the cheapest, the lowest
          * plane among equal costs */
         double bc = BK_INF;
         float bp = BK_INF;
-        best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
+#if defined(KD_AVX2)
+        if (avx2) {
+            count_events_avx2(mins, maxs, n, cand, nbs, nas);
+            best_plane_avx2(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
+        } else
+#endif
+        {
+            count_events(mins, maxs, n, cand, nbs, nas);
+            best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
+        }
         if (bc < best->cost) {
             best->axis = k; best->cost = bc;
             best->pos = bp == 0.0f ? zero_bits(r, n, k, m) : bp;
@@ -509,7 +616,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
             if (t.n <= KD_EXACT_MAX && prm->sweep) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->avx2);
             else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
@@ -691,6 +798,11 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
     int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
     prm.sweep = o->kd_sweep != 0;
+#if defined(KD_AVX2)
+    prm.avx2 = __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2");
+#else
+    prm.avx2 = 0;
+#endif
 
     kd_builder b;
     memset(&b, 0, sizeof b);

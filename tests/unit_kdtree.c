@@ -643,6 +643,10 @@ int main(void)
         q = o; q.cost_node = 0.0f; q.kd_empty_bonus = 1.0f; rng_state = 6; scene_soup(&g, 1000, 0.05f); run_scene("cheap-node", &g, &q, 24);
     }
     check_sweep_small(&o, 3000);
+    setenv("BK_KD_NO_AVX2", "1", 1);   /* the SSE2 search where the CPU has AVX2 (else the same again) */
+    check_sweep_small(&o, 3000);
+    rng_state = 1;  scene_soup(&g, 1000, 0.05f);             run_scene("soup-sse2", &g, &o, 11);
+    unsetenv("BK_KD_NO_AVX2");
     check_threads(&o);
     check_sub_empty_below(&o);
     BK_TEST_DONE();
