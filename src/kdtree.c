@@ -67,6 +67,7 @@
 
 #define KD_BINS_MAX     256          /* binned sweep: 64 bins, 128 from 1024 entries, 256 from 16384 */
 #define KD_EXACT_MAX    32           /* nodes up to this size use the exact event sweep */
+#define KD_PLANES_MAX   (KD_BINS_MAX > 4 * KD_EXACT_MAX ? KD_BINS_MAX : 4 * KD_EXACT_MAX)  /* planes of one search */
 #define KD_BAD_REFINES  3            /* pbrt: splits costlier than a leaf allowed along one path */
 #define KD_MAX_TRIS     0x3FFFFFFFu  /* a leaf count and a node index have 30 bits */
 
@@ -89,13 +90,19 @@ typedef struct kd_task {
     double   cap;        /* references this subtree's leaves may hold */
 } kd_task;
 
+/* How split planes are searched; all give the same tree. */
+enum kd_search {
+    KD_SEARCH_REF  = 0,  /* the reference: sorted sweep in small nodes, one plane at a time in binned ones */
+    KD_SEARCH_SSE2 = 1,  /* float costs four at a time, the few near the cheapest re-costed in double */
+    KD_SEARCH_AVX2 = 2   /* the same, eight at a time */
+};
+
 typedef struct kd_params {
     float    cost_node, bonus;
     int      max_depth;
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
-    int      sweep;      /* small nodes: split_sweep (the reference) instead of split_exact */
-    int      avx2;       /* split_exact may use its AVX2 twins (the CPU has them) */
+    int      search;     /* enum kd_search */
 } kd_params;
 
 /* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
@@ -209,45 +216,6 @@ static void hist_chunk(void *ctx, size_t b, size_t e, int worker)
     hist_add(h, J->r, b, e, J->lo, J->scale, J->nbins);
 }
 
-/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
-static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                         const sah_ctx *c, kd_split *best, kd_hist *part)
-{
-    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
-    kd_hist h;
-    float scale[3];
-    int split_ok[3];
-    for (int k = 0; k < 3; ++k) {
-        float w = hi[k] - lo[k], sc = (float)nbins / w;
-        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
-        scale[k] = split_ok[k] ? sc : 0.0f;
-        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
-        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
-    }
-    if (part && n > KD_HIST_GRAIN) {
-        hist_job J;
-        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
-        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
-        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
-            for (int k = 0; k < 3; ++k)
-                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
-    } else {
-        hist_add(&h, r, 0, n, lo, scale, nbins);
-    }
-    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
-    for (int k = 0; k < 3; ++k) {
-        if (!split_ok[k]) continue;
-        double w = (double)hi[k] - lo[k];
-        uint32_t nb = 0, na = n;
-        for (int j = 1; j < nbins; ++j) {
-            nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
-            na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
-            float p = (float)((double)lo[k] + w * j / nbins);
-            if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
-            consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
-        }
-    }
-}
 
 /* The reference: Wald & Havran's sweep over sorted minima and maxima, one plane at a time in
  * increasing order (bk_build_opts.kd_sweep). split_exact() must give the same plane. */
@@ -349,11 +317,13 @@ static void best_plane_ref(const sah_ctx *c, int k, float lo, float hi, float pl
 }
 
 #if defined(__SSE2__)
-/* One plane of the few the fast search re-costs in double. An equal plane costs the same (the
- * counts are those of the value), so one already kept is skipped. */
-static inline void recost(const sah_ctx *c, int k, float lo, float hi, float v, int32_t nb, int32_t na, double *bc, float *bp)
+/* One plane of the few the fast search re-costs in double. With skip_equal (the exact search,
+ * where counts are those of the value) an equal plane costs the same, so one already kept is
+ * skipped; binned planes that round to one value may have different counts. */
+static inline void recost(const sah_ctx *c, int k, float lo, float hi, float v, int32_t nb, int32_t na, double *bc, float *bp,
+                          int skip_equal)
 {
-    if (v == *bp) return;
+    if (skip_equal && v == *bp) return;
     double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb, (uint32_t)na);
     if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
 }
@@ -365,7 +335,7 @@ static inline void recost(const sah_ctx *c, int k, float lo, float hi, float v, 
  * float costs leave the range where that bound holds (extreme scales), every plane is re-costed. */
 #define KD_COST_TOL 1e-5f
 static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                       const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
+                       const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp, int skip_equal)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
     const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
@@ -378,7 +348,7 @@ static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, f
     const __m128 two = _mm_set1_ps(2.0f), one = _mm_set1_ps(1.0f), veb = _mm_set1_ps(one_eb), inf = _mm_set1_ps(BK_INF);
     const __m128 flo = _mm_set1_ps(lo), fhi = _mm_set1_ps(hi), fplo = _mm_set1_ps(plo), fphi = _mm_set1_ps(phi);
     const __m128i zero = _mm_setzero_si128();
-    float cf[4 * KD_EXACT_MAX];
+    float cf[KD_PLANES_MAX];
     __m128 mn = inf;
     for (uint32_t j = 0; j < nc; j += 4) {
         __m128  v  = _mm_loadu_ps(cand + j);
@@ -409,12 +379,12 @@ static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, f
         while (near) {
             const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
             near &= near - 1;
-            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp);
+            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp, skip_equal);
         }
     }
 }
 #else
-#define best_plane best_plane_ref
+#define best_plane(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp, skip) best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp)
 #endif
 
 #if defined(KD_AVX2)
@@ -442,7 +412,7 @@ KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *max
 
 KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, float hi, float plo, float phi,
                                            const float *cand, const int32_t *nb, const int32_t *na, uint32_t nc,
-                                           double *bc, float *bp)
+                                           double *bc, float *bp, int skip_equal)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
     const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
@@ -457,7 +427,7 @@ KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, fl
     const __m256 flo = _mm256_set1_ps(lo), fhi = _mm256_set1_ps(hi), fplo = _mm256_set1_ps(plo), fphi = _mm256_set1_ps(phi);
     const __m256i zero = _mm256_setzero_si256();
     const uint32_t nc8 = (nc + 7) & ~7u;
-    float cf[4 * KD_EXACT_MAX];
+    float cf[KD_PLANES_MAX];
     __m256 mn = inf;
     for (uint32_t j = 0; j < nc8; j += 8) {
         __m256  v  = _mm256_loadu_ps(cand + j);
@@ -489,11 +459,75 @@ KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, fl
         while (near) {
             const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
             near &= near - 1;
-            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp);
+            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp, skip_equal);
         }
     }
 }
 #endif
+
+/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
+static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                         const sah_ctx *c, kd_split *best, kd_hist *part, int how)
+{
+    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
+    kd_hist h;
+    float scale[3];
+    int split_ok[3];
+    for (int k = 0; k < 3; ++k) {
+        float w = hi[k] - lo[k], sc = (float)nbins / w;
+        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
+        scale[k] = split_ok[k] ? sc : 0.0f;
+        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+    }
+    if (part && n > KD_HIST_GRAIN) {
+        hist_job J;
+        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
+        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
+        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
+            for (int k = 0; k < 3; ++k)
+                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
+    } else {
+        hist_add(&h, r, 0, n, lo, scale, nbins);
+    }
+    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
+    for (int k = 0; k < 3; ++k) {
+        if (!split_ok[k]) continue;
+        double w = (double)hi[k] - lo[k];
+        uint32_t nb = 0, na = n;
+        if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
+            for (int j = 1; j < nbins; ++j) {
+                nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
+                na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
+                float p = (float)((double)lo[k] + w * j / nbins);
+                if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
+                consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
+            }
+            continue;
+        }
+        /* The same planes and counts handed to best_plane (a plane that is no candidate is NaN):
+         * it keeps the cheapest, the lowest among equal costs, as the loop above does. */
+        float   cand[KD_PLANES_MAX];
+        int32_t nbs[KD_PLANES_MAX], nas[KD_PLANES_MAX];
+        uint32_t np = (uint32_t)nbins - 1, np8 = (np + 7) & ~7u;
+        for (int j = 1; j < nbins; ++j) {
+            nb += minc[k][j - 1];
+            na -= maxc[k][j - 1];
+            float p = (float)((double)lo[k] + w * j / nbins);
+            cand[j - 1] = p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k] ? p : NAN;
+            nbs[j - 1] = (int32_t)nb; nas[j - 1] = (int32_t)na;
+        }
+        for (uint32_t j = np; j < np8; ++j) { cand[j] = NAN; nbs[j] = nas[j] = 0; }
+        double bc = BK_INF;
+        float bp = BK_INF;
+#if defined(KD_AVX2)
+        if (how == KD_SEARCH_AVX2) best_plane_avx2(c, k, lo[k], hi[k], -BK_INF, BK_INF, cand, nbs, nas, np8, &bc, &bp, 0);
+        else
+#endif
+        best_plane(c, k, lo[k], hi[k], -BK_INF, BK_INF, cand, nbs, nas, np8, &bc, &bp, 0);
+        if (bc < best->cost) { best->axis = k; best->cost = bc; best->pos = bp; }
+    }
+}
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
  * min, max, max + margin) gets its counts by comparing it with all n boxes (n <= KD_EXACT_MAX,
@@ -513,13 +547,12 @@ static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
 }
 
 static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                        const sah_ctx *c, kd_split *best, int avx2)
+                        const sah_ctx *c, kd_split *best, int how)
 {
     /* cand[4 i + s]: entry i's candidate of stream s (then NaN to a whole group of 8); counts below
      * and above, per candidate */
     float   cand[4 * KD_EXACT_MAX + 4], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
     int32_t nbs[4 * KD_EXACT_MAX + 4], nas[4 * KD_EXACT_MAX + 4];
-    (void)avx2;
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         if (!(plo <= phi)) continue;
@@ -533,14 +566,14 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
         double bc = BK_INF;
         float bp = BK_INF;
 #if defined(KD_AVX2)
-        if (avx2) {
+        if (how == KD_SEARCH_AVX2) {
             count_events_avx2(mins, maxs, n, cand, nbs, nas);
-            best_plane_avx2(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
+            best_plane_avx2(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp, 1);
         } else
 #endif
         {
             count_events(mins, maxs, n, cand, nbs, nas);
-            best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp);
+            best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp, 1);
         }
         if (bc < best->cost) {
             best->axis = k; best->cost = bc;
@@ -615,9 +648,9 @@ static int build(kd_builder *b, const kd_task *root, int top)
             sah_ctx c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n <= KD_EXACT_MAX && prm->sweep) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->avx2);
-            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
+            if (t.n > KD_EXACT_MAX)             split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL, prm->search);
+            else if (prm->search == KD_SEARCH_REF) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                                split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -797,12 +830,12 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
     prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
     int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
-    prm.sweep = o->kd_sweep != 0;
 #if defined(KD_AVX2)
-    prm.avx2 = __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2");
+    prm.search = __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2") ? KD_SEARCH_AVX2 : KD_SEARCH_SSE2;
 #else
-    prm.avx2 = 0;
+    prm.search = KD_SEARCH_SSE2;   /* best_plane is the reference where there is no SSE2 */
 #endif
+    if (o->kd_sweep) prm.search = KD_SEARCH_REF;
 
     kd_builder b;
     memset(&b, 0, sizeof b);

@@ -158,6 +158,20 @@ static void scene_lattice(gen *g, uint32_t n, float scale)
     }
 }
 
+/* n triangles across y and z, each in a plane x = const, the planes within `ulps` floats of x = 1:
+ * binned planes across the slab round onto the same floats with different counts. */
+static void scene_slab(gen *g, uint32_t n, int ulps)
+{
+    for (uint32_t i = 0; i < n; ++i) {
+        float v[3][3], x = 1.0f;
+        for (uint32_t j = rng_u32() % (uint32_t)ulps; j > 0; --j) x = nextafterf(x, 2.0f);
+        v[0][0] = x; v[0][1] = 0;    v[0][2] = 0;
+        v[1][0] = x; v[1][1] = 1;    v[1][2] = 0.5f;
+        v[2][0] = x; v[2][1] = 0.5f; v[2][2] = 1;
+        gen_tri(g, v[0], v[1], v[2]);
+    }
+}
+
 static void scene_bad(gen *g)   /* degenerate (points, lines) and non-finite triangles among real ones */
 {
     scene_soup(g, 200, 0.1f);
@@ -625,6 +639,7 @@ int main(void)
     rng_state = 3;  scene_bad(&g);                           run_scene("bad-tris", &g, &o, 19);
     rng_state = 9;  scene_lattice(&g, 300, 1.0f);            run_scene("lattice", &g, &o, 28);
     rng_state = 10; scene_lattice(&g, 60, 1.0f);             run_scene("lattice60", &g, &o, 29);
+    for (int w = 20; w <= 60; w += 8) { rng_state = 50 + (uint64_t)w; scene_slab(&g, 200, w); run_scene_n("slab", &g, &o, 33, 500); }
     /* extreme scales: float costs out of the range where the fast search trusts them */
     rng_state = 11; scene_lattice(&g, 200, 1e-25f);          run_scene("tiny", &g, &o, 30);
     rng_state = 12; scene_lattice(&g, 200, 1e18f);           run_scene_n("huge", &g, &o, 31, 0);   /* rays overflow */
