@@ -302,11 +302,31 @@ static void count_events(const float *mins, const float *maxs, uint32_t n, const
 }
 #endif
 
-/* The cheapest plane of cand[0, nc) with counts nb, na, the lowest among equal costs, and its
- * sah_cost() (planes outside [plo, phi] or not strictly inside the cell are no candidates).
- * Every plane is checked in double precision: the reference. */
-static void best_plane_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                           const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
+/* ---- choosing among candidate planes ------------------------------------------------------
+ *
+ * Both searches end the same way: per axis a list of planes with the counts below and above each,
+ * and the winner is the cheapest plane by sah_cost(), among equal costs the lowest axis, then the
+ * lowest plane (what a sweep in increasing order with a strict "<" keeps). The reference costs
+ * every plane in double. The fast path costs every plane in single precision, four or eight at a
+ * time, and re-costs in double (sah_cost) only the planes within a relative KD_COST_TOL of the
+ * cheapest of all three axes. Every term of the cost is non-negative, so a float cost is within
+ * about ten float ulps (relative 1e-6) of the double one and the true winner is always among
+ * those re-costed; an axis whose constants, or a node whose costs, leave the range where that
+ * bound holds (extreme scales, free inner nodes) is costed in double throughout. */
+#define KD_COST_TOL 1e-5f
+
+typedef struct kd_planes {
+    float    cand[3][KD_PLANES_MAX];   /* planes (NaN: no candidate), in groups of 8 */
+    int32_t  nb[3][KD_PLANES_MAX], na[3][KD_PLANES_MAX];
+    float    cf[3][KD_PLANES_MAX];     /* float costs (fast path) */
+    uint32_t nc[3];                    /* planes per axis, a multiple of 8; 0: axis not searched */
+    float    plo[3], phi[3];           /* plane range of the axis ([-inf, inf]: cand is pre-filtered) */
+    int      skip_equal;               /* equal planes have equal counts (exact search) */
+} kd_planes;
+
+/* The reference for one axis: every plane in double. */
+static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                     const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
 {
     for (uint32_t j = 0; j < nc; ++j) {
         const float v = cand[j];
@@ -316,39 +336,28 @@ static void best_plane_ref(const sah_ctx *c, int k, float lo, float hi, float pl
     }
 }
 
-#if defined(__SSE2__)
-/* One plane of the few the fast search re-costs in double. With skip_equal (the exact search,
- * where counts are those of the value) an equal plane costs the same, so one already kept is
- * skipped; binned planes that round to one value may have different counts. */
-static inline void recost(const sah_ctx *c, int k, float lo, float hi, float v, int32_t nb, int32_t na, double *bc, float *bp,
-                          int skip_equal)
-{
-    if (skip_equal && v == *bp) return;
-    double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb, (uint32_t)na);
-    if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
-}
-
-/* The same answer, faster: every plane's cost in single precision, four at a time, then only the
- * planes within a relative KD_COST_TOL of the cheapest are costed again in double by sah_cost().
- * All terms of the cost are non-negative, so the float cost is within about ten float ulps of the
- * double one (relative error < 1e-6) and the true minimum is always among those re-costed; when the
- * float costs leave the range where that bound holds (extreme scales), every plane is re-costed. */
-#define KD_COST_TOL 1e-5f
-static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                       const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp, int skip_equal)
+/* Single-precision constants of one axis' cost; ok = 0 where the error bound may not hold. */
+typedef struct kd_fcost { float face, ring, inv, cn, one_eb; int ok; } kd_fcost;
+static kd_fcost fcost_init(const sah_ctx *c, int k)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
-    const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
-    const float inv = (float)c->inv_area, cn = (float)c->cost_node, one_eb = (float)(1.0 - c->bonus);
-    if (!(face <= 1e30f && ring <= 1e30f && inv <= 1e30f)) {
-        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
-        return;
-    }
-    const __m128 vface = _mm_set1_ps(face), vring = _mm_set1_ps(ring), vinv = _mm_set1_ps(inv), vcn = _mm_set1_ps(cn);
-    const __m128 two = _mm_set1_ps(2.0f), one = _mm_set1_ps(1.0f), veb = _mm_set1_ps(one_eb), inf = _mm_set1_ps(BK_INF);
+    kd_fcost f;
+    f.face = (float)(c->e[k1] * c->e[k2]); f.ring = (float)(c->e[k1] + c->e[k2]); f.inv = (float)c->inv_area;
+    f.cn = (float)c->cost_node; f.one_eb = (float)(1.0 - c->bonus);
+    f.ok = f.face <= 1e30f && f.ring <= 1e30f && f.inv <= 1e30f;
+    return f;
+}
+
+#if defined(__SSE2__)
+/* cf[j]: float cost of plane j (inf where no candidate); returns the least. nc: a multiple of 4. */
+static float costs_sse2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
+                        const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
+{
+    const __m128 face = _mm_set1_ps(F->face), ring = _mm_set1_ps(F->ring), inv = _mm_set1_ps(F->inv);
+    const __m128 cn = _mm_set1_ps(F->cn), eb = _mm_set1_ps(F->one_eb), two = _mm_set1_ps(2.0f);
+    const __m128 one = _mm_set1_ps(1.0f), inf = _mm_set1_ps(BK_INF);
     const __m128 flo = _mm_set1_ps(lo), fhi = _mm_set1_ps(hi), fplo = _mm_set1_ps(plo), fphi = _mm_set1_ps(phi);
     const __m128i zero = _mm_setzero_si128();
-    float cf[KD_PLANES_MAX];
     __m128 mn = inf;
     for (uint32_t j = 0; j < nc; j += 4) {
         __m128  v  = _mm_loadu_ps(cand + j);
@@ -356,40 +365,23 @@ static void best_plane(const sah_ctx *c, int k, float lo, float hi, float plo, f
                                 _mm_and_ps(_mm_cmpgt_ps(v, flo), _mm_cmplt_ps(v, fhi)));
         __m128i b = _mm_loadu_si128((const __m128i *)(nb + j)), a = _mm_loadu_si128((const __m128i *)(na + j));
         __m128  em = _mm_castsi128_ps(_mm_or_si128(_mm_cmpeq_epi32(b, zero), _mm_cmpeq_epi32(a, zero)));
-        __m128  pb = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(vface, _mm_mul_ps(_mm_sub_ps(v, flo), vring))), vinv);
-        __m128  pa = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(vface, _mm_mul_ps(_mm_sub_ps(fhi, v), vring))), vinv);
-        __m128  f  = _mm_or_ps(_mm_and_ps(em, veb), _mm_andnot_ps(em, one));
-        __m128  cost = _mm_add_ps(vcn, _mm_mul_ps(f, _mm_add_ps(_mm_mul_ps(pb, _mm_cvtepi32_ps(b)),
-                                                                _mm_mul_ps(pa, _mm_cvtepi32_ps(a)))));
+        __m128  pb = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(face, _mm_mul_ps(_mm_sub_ps(v, flo), ring))), inv);
+        __m128  pa = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(face, _mm_mul_ps(_mm_sub_ps(fhi, v), ring))), inv);
+        __m128  f  = _mm_or_ps(_mm_and_ps(em, eb), _mm_andnot_ps(em, one));
+        __m128  cost = _mm_add_ps(cn, _mm_mul_ps(f, _mm_add_ps(_mm_mul_ps(pb, _mm_cvtepi32_ps(b)),
+                                                              _mm_mul_ps(pa, _mm_cvtepi32_ps(a)))));
         cost = _mm_or_ps(_mm_and_ps(ok, cost), _mm_andnot_ps(ok, inf));
         _mm_storeu_ps(cf + j, cost);
         mn = _mm_min_ps(mn, cost);
     }
     mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0x4E));
     mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0xB1));
-    const float fmin = _mm_cvtss_f32(mn);
-    if (fmin == BK_INF) return;   /* no candidate */
-    if (!(fmin >= 1e-30f && fmin <= 1e30f)) {
-        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
-        return;
-    }
-    const __m128 th = _mm_set1_ps(fmin * (1.0f + KD_COST_TOL));
-    for (uint32_t j = 0; j < nc; j += 4) {
-        int near = _mm_movemask_ps(_mm_cmple_ps(_mm_loadu_ps(cf + j), th));
-        while (near) {
-            const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
-            near &= near - 1;
-            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp, skip_equal);
-        }
-    }
+    return _mm_cvtss_f32(mn);
 }
-#else
-#define best_plane(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp, skip) best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp)
 #endif
 
 #if defined(KD_AVX2)
-/* count_events and best_plane eight planes at a time; cand, nb and na hold whole groups of eight
- * (a trailing half group is NaN planes: no candidate). Same counts, same answer. */
+/* count_events and costs_sse2 eight planes at a time (nc: a multiple of 8). Same counts. */
 KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *maxs, uint32_t n, const float *cand,
                                              int32_t *nb, int32_t *na)
 {
@@ -410,36 +402,26 @@ KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *max
     }
 }
 
-KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, float hi, float plo, float phi,
-                                           const float *cand, const int32_t *nb, const int32_t *na, uint32_t nc,
-                                           double *bc, float *bp, int skip_equal)
+KD_TARGET_AVX2 static float costs_avx2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
+                                      const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
 {
-    const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
-    const float face = (float)(c->e[k1] * c->e[k2]), ring = (float)(c->e[k1] + c->e[k2]);
-    const float inv = (float)c->inv_area, cn = (float)c->cost_node, one_eb = (float)(1.0 - c->bonus);
-    if (!(face <= 1e30f && ring <= 1e30f && inv <= 1e30f)) {
-        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
-        return;
-    }
-    const __m256 vface = _mm256_set1_ps(face), vring = _mm256_set1_ps(ring), vinv = _mm256_set1_ps(inv);
-    const __m256 vcn = _mm256_set1_ps(cn), two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f);
-    const __m256 veb = _mm256_set1_ps(one_eb), inf = _mm256_set1_ps(BK_INF);
+    const __m256 face = _mm256_set1_ps(F->face), ring = _mm256_set1_ps(F->ring), inv = _mm256_set1_ps(F->inv);
+    const __m256 cn = _mm256_set1_ps(F->cn), eb = _mm256_set1_ps(F->one_eb), two = _mm256_set1_ps(2.0f);
+    const __m256 one = _mm256_set1_ps(1.0f), inf = _mm256_set1_ps(BK_INF);
     const __m256 flo = _mm256_set1_ps(lo), fhi = _mm256_set1_ps(hi), fplo = _mm256_set1_ps(plo), fphi = _mm256_set1_ps(phi);
     const __m256i zero = _mm256_setzero_si256();
-    const uint32_t nc8 = (nc + 7) & ~7u;
-    float cf[KD_PLANES_MAX];
     __m256 mn = inf;
-    for (uint32_t j = 0; j < nc8; j += 8) {
+    for (uint32_t j = 0; j < nc; j += 8) {
         __m256  v  = _mm256_loadu_ps(cand + j);
         __m256  ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(v, fplo, _CMP_GE_OQ), _mm256_cmp_ps(v, fphi, _CMP_LE_OQ)),
                                    _mm256_and_ps(_mm256_cmp_ps(v, flo, _CMP_GT_OQ), _mm256_cmp_ps(v, fhi, _CMP_LT_OQ)));
         __m256i b = _mm256_loadu_si256((const __m256i *)(nb + j)), a = _mm256_loadu_si256((const __m256i *)(na + j));
         __m256  em = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpeq_epi32(b, zero), _mm256_cmpeq_epi32(a, zero)));
-        __m256  pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(vface, _mm256_mul_ps(_mm256_sub_ps(v, flo), vring))), vinv);
-        __m256  pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(vface, _mm256_mul_ps(_mm256_sub_ps(fhi, v), vring))), vinv);
-        __m256  f  = _mm256_blendv_ps(one, veb, em);
-        __m256  cost = _mm256_add_ps(vcn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
-                                                                         _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
+        __m256  pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(face, _mm256_mul_ps(_mm256_sub_ps(v, flo), ring))), inv);
+        __m256  pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(face, _mm256_mul_ps(_mm256_sub_ps(fhi, v), ring))), inv);
+        __m256  f  = _mm256_blendv_ps(one, eb, em);
+        __m256  cost = _mm256_add_ps(cn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
+                                                                       _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
         cost = _mm256_blendv_ps(inf, cost, ok);
         _mm256_storeu_ps(cf + j, cost);
         mn = _mm256_min_ps(mn, cost);
@@ -447,23 +429,59 @@ KD_TARGET_AVX2 static void best_plane_avx2(const sah_ctx *c, int k, float lo, fl
     __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
     m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0x4E));
     m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0xB1));
-    const float fmin = _mm_cvtss_f32(m4);
-    if (fmin == BK_INF) return;
-    if (!(fmin >= 1e-30f && fmin <= 1e30f)) {
-        best_plane_ref(c, k, lo, hi, plo, phi, cand, nb, na, nc, bc, bp);
-        return;
-    }
-    const __m256 th = _mm256_set1_ps(fmin * (1.0f + KD_COST_TOL));
-    for (uint32_t j = 0; j < nc8; j += 8) {
-        int near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(cf + j), th, _CMP_LE_OQ));
-        while (near) {
-            const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
-            near &= near - 1;
-            recost(c, k, lo, hi, cand[i], nb[i], na[i], bc, bp, skip_equal);
-        }
-    }
+    return _mm_cvtss_f32(m4);
 }
 #endif
+
+/* The winner among P's planes (see above) into best, if cheaper than what best holds. Returns the
+ * winning axis, or -1. */
+static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], kd_planes *P, int how, kd_split *best)
+{
+    double bc[3] = { BK_INF, BK_INF, BK_INF };
+    float  bp[3] = { BK_INF, BK_INF, BK_INF }, fm[3] = { BK_INF, BK_INF, BK_INF }, fmin = BK_INF;
+    int    fast[3] = { 0, 0, 0 };
+#if defined(__SSE2__)
+    for (int k = 0; k < 3 && how != KD_SEARCH_REF; ++k) {
+        if (!P->nc[k]) continue;
+        kd_fcost F = fcost_init(c, k);
+        if (!F.ok) continue;
+        fast[k] = 1;
+#if defined(KD_AVX2)
+        if (how == KD_SEARCH_AVX2)
+            fm[k] = costs_avx2(&F, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], P->cf[k]);
+        else
+#endif
+        fm[k] = costs_sse2(&F, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], P->cf[k]);
+        fmin = fm[k] < fmin ? fm[k] : fmin;
+    }
+    if (fmin != BK_INF && !(fmin >= 1e-30f && fmin <= 1e30f)) fast[0] = fast[1] = fast[2] = 0;
+    const float th = fmin * (1.0f + KD_COST_TOL);
+    for (int k = 0; k < 3; ++k) {
+        if (!fast[k] || !(fm[k] <= th) || fmin == BK_INF) continue;   /* inf: the axis has no candidate */
+        const float *cf = P->cf[k];
+        for (uint32_t j = 0; j < P->nc[k]; j += 4) {
+            int near = _mm_movemask_ps(_mm_cmple_ps(_mm_loadu_ps(cf + j), _mm_set1_ps(th)));
+            while (near) {
+                const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
+                const float v = P->cand[k][i];
+                near &= near - 1;
+                if (P->skip_equal && v == bp[k]) continue;   /* same value, same counts: same cost */
+                double cost = sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, (uint32_t)P->nb[k][i], (uint32_t)P->na[k][i]);
+                if (cost < bc[k] || (cost == bc[k] && v < bp[k])) { bc[k] = cost; bp[k] = v; }
+            }
+        }
+    }
+#else
+    (void)how;
+#endif
+    int win = -1;
+    for (int k = 0; k < 3; ++k) {
+        if (!P->nc[k]) continue;
+        if (!fast[k]) axis_ref(c, k, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], &bc[k], &bp[k]);
+        if (bc[k] < best->cost) { best->axis = k; best->cost = bc[k]; best->pos = bp[k]; win = k; }
+    }
+    return win;
+}
 
 /* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
 static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
@@ -491,11 +509,11 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
         hist_add(&h, r, 0, n, lo, scale, nbins);
     }
     uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
-    for (int k = 0; k < 3; ++k) {
-        if (!split_ok[k]) continue;
-        double w = (double)hi[k] - lo[k];
-        uint32_t nb = 0, na = n;
-        if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
+    if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
+        for (int k = 0; k < 3; ++k) {
+            if (!split_ok[k]) continue;
+            double w = (double)hi[k] - lo[k];
+            uint32_t nb = 0, na = n;
             for (int j = 1; j < nbins; ++j) {
                 nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
                 na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
@@ -503,30 +521,30 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
                 if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
                 consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
             }
-            continue;
         }
-        /* The same planes and counts handed to best_plane (a plane that is no candidate is NaN):
-         * it keeps the cheapest, the lowest among equal costs, as the loop above does. */
-        float   cand[KD_PLANES_MAX];
-        int32_t nbs[KD_PLANES_MAX], nas[KD_PLANES_MAX];
-        uint32_t np = (uint32_t)nbins - 1, np8 = (np + 7) & ~7u;
+        return;
+    }
+    /* The same planes and counts to planes_pick (a plane that is no candidate is NaN). Bin planes
+     * that round to one float may have different counts: no skipping of equal planes. */
+    kd_planes P;
+    P.skip_equal = 0;
+    for (int k = 0; k < 3; ++k) {
+        P.nc[k] = 0;
+        if (!split_ok[k]) continue;
+        double w = (double)hi[k] - lo[k];
+        uint32_t nb = 0, na = n, np = (uint32_t)nbins - 1, np8 = (np + 7) & ~7u;
+        float *cand = P.cand[k];
         for (int j = 1; j < nbins; ++j) {
             nb += minc[k][j - 1];
             na -= maxc[k][j - 1];
             float p = (float)((double)lo[k] + w * j / nbins);
             cand[j - 1] = p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k] ? p : NAN;
-            nbs[j - 1] = (int32_t)nb; nas[j - 1] = (int32_t)na;
+            P.nb[k][j - 1] = (int32_t)nb; P.na[k][j - 1] = (int32_t)na;
         }
-        for (uint32_t j = np; j < np8; ++j) { cand[j] = NAN; nbs[j] = nas[j] = 0; }
-        double bc = BK_INF;
-        float bp = BK_INF;
-#if defined(KD_AVX2)
-        if (how == KD_SEARCH_AVX2) best_plane_avx2(c, k, lo[k], hi[k], -BK_INF, BK_INF, cand, nbs, nas, np8, &bc, &bp, 0);
-        else
-#endif
-        best_plane(c, k, lo[k], hi[k], -BK_INF, BK_INF, cand, nbs, nas, np8, &bc, &bp, 0);
-        if (bc < best->cost) { best->axis = k; best->cost = bc; best->pos = bp; }
+        for (uint32_t j = np; j < np8; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
+        P.nc[k] = np8; P.plo[k] = -BK_INF; P.phi[k] = BK_INF;
     }
+    planes_pick(c, lo, hi, &P, how, best);
 }
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
@@ -549,37 +567,30 @@ static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
 static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
                         const sah_ctx *c, kd_split *best, int how)
 {
-    /* cand[4 i + s]: entry i's candidate of stream s (then NaN to a whole group of 8); counts below
-     * and above, per candidate */
-    float   cand[4 * KD_EXACT_MAX + 4], mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
-    int32_t nbs[4 * KD_EXACT_MAX + 4], nas[4 * KD_EXACT_MAX + 4];
+    /* P.cand[k][4 i + s]: entry i's candidate of stream s, then NaN to a whole group of 8 */
+    kd_planes P;
+    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    const uint32_t nc = (4 * n + 7) & ~7u;
+    P.skip_equal = 1;
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
+        P.nc[k] = 0;
         if (!(plo <= phi)) continue;
+        float *cand = P.cand[k];
         for (uint32_t i = 0; i < n; ++i) {
             mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k];
             cand[4 * i] = mins[i] - m; cand[4 * i + 1] = mins[i]; cand[4 * i + 2] = maxs[i]; cand[4 * i + 3] = maxs[i] + m;
         }
-        for (uint32_t j = 4 * n; j < (4 * n + 7) / 8 * 8; ++j) { cand[j] = NAN; nbs[j] = nas[j] = 0; }
-        /* every candidate's cost, then the first minimum in plane order: the cheapest, the lowest
-         * plane among equal costs */
-        double bc = BK_INF;
-        float bp = BK_INF;
+        for (uint32_t j = 4 * n; j < nc; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
 #if defined(KD_AVX2)
-        if (how == KD_SEARCH_AVX2) {
-            count_events_avx2(mins, maxs, n, cand, nbs, nas);
-            best_plane_avx2(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp, 1);
-        } else
+        if (how == KD_SEARCH_AVX2) count_events_avx2(mins, maxs, n, cand, P.nb[k], P.na[k]);
+        else
 #endif
-        {
-            count_events(mins, maxs, n, cand, nbs, nas);
-            best_plane(c, k, lo[k], hi[k], plo, phi, cand, nbs, nas, 4 * n, &bc, &bp, 1);
-        }
-        if (bc < best->cost) {
-            best->axis = k; best->cost = bc;
-            best->pos = bp == 0.0f ? zero_bits(r, n, k, m) : bp;
-        }
+        count_events(mins, maxs, n, cand, P.nb[k], P.na[k]);
+        P.nc[k] = nc; P.plo[k] = plo; P.phi[k] = phi;
     }
+    int k = planes_pick(c, lo, hi, &P, how, best);
+    if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
 }
 
 /* ---- building ------------------------------------------------------------------------------ */
