@@ -132,9 +132,11 @@ typedef struct kd_builder {
 } kd_builder;
 
 typedef struct kd_split {
-    int    axis;         /* -1: none */
-    float  pos;
-    double cost;
+    int      axis;       /* -1: none */
+    float    pos;
+    double   cost;
+    int      counted;    /* nb, na are the counts at pos (exact search); else the split counts them */
+    uint32_t nb, na;
 } kd_split;
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -326,13 +328,13 @@ typedef struct kd_planes {
 
 /* The reference for one axis: every plane in double. */
 static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
-                     const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp)
+                     const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp, uint32_t *bi)
 {
     for (uint32_t j = 0; j < nc; ++j) {
         const float v = cand[j];
         if (!(v >= plo && v <= phi && v > lo && v < hi)) continue;
         double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[j], (uint32_t)na[j]);
-        if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; }
+        if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; *bi = j; }
     }
 }
 
@@ -439,6 +441,7 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
 {
     double bc[3] = { BK_INF, BK_INF, BK_INF };
     float  bp[3] = { BK_INF, BK_INF, BK_INF }, fm[3] = { BK_INF, BK_INF, BK_INF }, fmin = BK_INF;
+    uint32_t bi[3] = { 0, 0, 0 };
     int    fast[3] = { 0, 0, 0 };
 #if defined(__SSE2__)
     for (int k = 0; k < 3 && how != KD_SEARCH_REF; ++k) {
@@ -467,7 +470,7 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
                 near &= near - 1;
                 if (P->skip_equal && v == bp[k]) continue;   /* same value, same counts: same cost */
                 double cost = sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, (uint32_t)P->nb[k][i], (uint32_t)P->na[k][i]);
-                if (cost < bc[k] || (cost == bc[k] && v < bp[k])) { bc[k] = cost; bp[k] = v; }
+                if (cost < bc[k] || (cost == bc[k] && v < bp[k])) { bc[k] = cost; bp[k] = v; bi[k] = i; }
             }
         }
     }
@@ -477,8 +480,12 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
     int win = -1;
     for (int k = 0; k < 3; ++k) {
         if (!P->nc[k]) continue;
-        if (!fast[k]) axis_ref(c, k, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], &bc[k], &bp[k]);
+        if (!fast[k]) axis_ref(c, k, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], &bc[k], &bp[k], &bi[k]);
         if (bc[k] < best->cost) { best->axis = k; best->cost = bc[k]; best->pos = bp[k]; win = k; }
+    }
+    if (win >= 0 && P->skip_equal) {   /* exact counts: what the split would count again */
+        best->counted = 1;
+        best->nb = (uint32_t)P->nb[win][bi[win]]; best->na = (uint32_t)P->na[win][bi[win]];
     }
     return win;
 }
@@ -654,7 +661,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
         }
         kd_ref *e = b->arena + t.off;
         double area = cell_area(t.lo, t.hi);
-        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF;
+        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
         if (t.n > 1 && t.depth < prm->max_depth && area > 0.0) {
             sah_ctx c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
@@ -670,7 +677,8 @@ static int build(kd_builder *b, const kd_task *root, int top)
         if (best.axis >= 0) {
             const int k = best.axis;
             const float p = best.pos;
-            for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
+            if (best.counted) { nb = best.nb; na = best.na; }
+            else for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
             if ((nb == t.n && na == t.n) || (double)nb + (double)na > t.cap) best.axis = -1;
         }
         if (best.axis < 0) {
