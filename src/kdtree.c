@@ -324,6 +324,9 @@ typedef struct kd_planes {
     uint32_t nc[3];                    /* planes per axis, a multiple of 8; 0: axis not searched */
     float    plo[3], phi[3];           /* plane range of the axis ([-inf, inf]: cand is pre-filtered) */
     int      skip_equal;               /* equal planes have equal counts (exact search) */
+    int      precosted;                /* fast[] and fm[] (and cf) are filled in already */
+    int      fast[3];                  /* cf holds the axis' float costs */
+    float    fm[3];                    /* the least of them */
 } kd_planes;
 
 /* The reference for one axis: every plane in double. */
@@ -404,34 +407,84 @@ KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *max
     }
 }
 
-KD_TARGET_AVX2 static float costs_avx2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
-                                      const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
+/* The float costs of eight planes v with counts b, a (inf where no candidate). */
+typedef struct kd_fcost8 { __m256 face, ring, inv, cn, eb, flo, fhi, fplo, fphi; } kd_fcost8;
+KD_TARGET_AVX2 static inline kd_fcost8 fcost8_init(const kd_fcost *F, float lo, float hi, float plo, float phi)
 {
-    const __m256 face = _mm256_set1_ps(F->face), ring = _mm256_set1_ps(F->ring), inv = _mm256_set1_ps(F->inv);
-    const __m256 cn = _mm256_set1_ps(F->cn), eb = _mm256_set1_ps(F->one_eb), two = _mm256_set1_ps(2.0f);
-    const __m256 one = _mm256_set1_ps(1.0f), inf = _mm256_set1_ps(BK_INF);
-    const __m256 flo = _mm256_set1_ps(lo), fhi = _mm256_set1_ps(hi), fplo = _mm256_set1_ps(plo), fphi = _mm256_set1_ps(phi);
+    kd_fcost8 C;
+    C.face = _mm256_set1_ps(F->face); C.ring = _mm256_set1_ps(F->ring); C.inv = _mm256_set1_ps(F->inv);
+    C.cn = _mm256_set1_ps(F->cn); C.eb = _mm256_set1_ps(F->one_eb);
+    C.flo = _mm256_set1_ps(lo); C.fhi = _mm256_set1_ps(hi); C.fplo = _mm256_set1_ps(plo); C.fphi = _mm256_set1_ps(phi);
+    return C;
+}
+KD_TARGET_AVX2 static inline __m256 cost8(const kd_fcost8 *C, __m256 v, __m256i b, __m256i a)
+{
+    const __m256 two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f), inf = _mm256_set1_ps(BK_INF);
     const __m256i zero = _mm256_setzero_si256();
-    __m256 mn = inf;
-    for (uint32_t j = 0; j < nc; j += 8) {
-        __m256  v  = _mm256_loadu_ps(cand + j);
-        __m256  ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(v, fplo, _CMP_GE_OQ), _mm256_cmp_ps(v, fphi, _CMP_LE_OQ)),
-                                   _mm256_and_ps(_mm256_cmp_ps(v, flo, _CMP_GT_OQ), _mm256_cmp_ps(v, fhi, _CMP_LT_OQ)));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(nb + j)), a = _mm256_loadu_si256((const __m256i *)(na + j));
-        __m256  em = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpeq_epi32(b, zero), _mm256_cmpeq_epi32(a, zero)));
-        __m256  pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(face, _mm256_mul_ps(_mm256_sub_ps(v, flo), ring))), inv);
-        __m256  pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(face, _mm256_mul_ps(_mm256_sub_ps(fhi, v), ring))), inv);
-        __m256  f  = _mm256_blendv_ps(one, eb, em);
-        __m256  cost = _mm256_add_ps(cn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
-                                                                       _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
-        cost = _mm256_blendv_ps(inf, cost, ok);
-        _mm256_storeu_ps(cf + j, cost);
-        mn = _mm256_min_ps(mn, cost);
-    }
+    __m256 ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(v, C->fplo, _CMP_GE_OQ), _mm256_cmp_ps(v, C->fphi, _CMP_LE_OQ)),
+                              _mm256_and_ps(_mm256_cmp_ps(v, C->flo, _CMP_GT_OQ), _mm256_cmp_ps(v, C->fhi, _CMP_LT_OQ)));
+    __m256 em = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpeq_epi32(b, zero), _mm256_cmpeq_epi32(a, zero)));
+    __m256 pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(C->face, _mm256_mul_ps(_mm256_sub_ps(v, C->flo), C->ring))), C->inv);
+    __m256 pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(C->face, _mm256_mul_ps(_mm256_sub_ps(C->fhi, v), C->ring))), C->inv);
+    __m256 f  = _mm256_blendv_ps(one, C->eb, em);
+    __m256 cost = _mm256_add_ps(C->cn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
+                                                                     _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
+    return _mm256_blendv_ps(inf, cost, ok);
+}
+KD_TARGET_AVX2 static inline float hmin8(__m256 mn)
+{
     __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
     m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0x4E));
     m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0xB1));
     return _mm_cvtss_f32(m4);
+}
+
+KD_TARGET_AVX2 static float costs_avx2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
+                                      const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
+{
+    const kd_fcost8 C = fcost8_init(F, lo, hi, plo, phi);
+    __m256 mn = _mm256_set1_ps(BK_INF);
+    for (uint32_t j = 0; j < nc; j += 8) {
+        __m256 cost = cost8(&C, _mm256_loadu_ps(cand + j), _mm256_loadu_si256((const __m256i *)(nb + j)),
+                            _mm256_loadu_si256((const __m256i *)(na + j)));
+        _mm256_storeu_ps(cf + j, cost);
+        mn = _mm256_min_ps(mn, cost);
+    }
+    return hmin8(mn);
+}
+
+/* count_events_avx2 and costs_avx2 in one pass: the counts go to the costs from registers. */
+KD_TARGET_AVX2 static float count_costs_avx2(const float *mins, const float *maxs, uint32_t n, const float *cand,
+                                            int32_t *nb, int32_t *na, const kd_fcost *F, float lo, float hi,
+                                            float plo, float phi, float *cf)
+{
+    const kd_fcost8 C = fcost8_init(F, lo, hi, plo, phi);
+    __m256 mn = _mm256_set1_ps(BK_INF);
+    for (uint32_t g = 0; g < 4 * n; g += 16) {
+        const int two = g + 8 < 4 * n;
+        __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
+        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m256 l = _mm256_broadcast_ss(mins + i), h = _mm256_broadcast_ss(maxs + i);
+            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(l, c0, _CMP_LE_OQ)));
+            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(l, c1, _CMP_LE_OQ)));
+            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(h, c0, _CMP_GE_OQ)));
+            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(h, c1, _CMP_GE_OQ)));
+        }
+        _mm256_storeu_si256((__m256i *)(nb + g), b0);
+        _mm256_storeu_si256((__m256i *)(na + g), a0);
+        __m256 k0 = cost8(&C, c0, b0, a0);
+        _mm256_storeu_ps(cf + g, k0);
+        mn = _mm256_min_ps(mn, k0);
+        if (two) {
+            _mm256_storeu_si256((__m256i *)(nb + g + 8), b1);
+            _mm256_storeu_si256((__m256i *)(na + g + 8), a1);
+            __m256 k1 = cost8(&C, c1, b1, a1);
+            _mm256_storeu_ps(cf + g + 8, k1);
+            mn = _mm256_min_ps(mn, k1);
+        }
+    }
+    return hmin8(mn);
 }
 #endif
 
@@ -444,7 +497,12 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
     uint32_t bi[3] = { 0, 0, 0 };
     int    fast[3] = { 0, 0, 0 };
 #if defined(__SSE2__)
-    for (int k = 0; k < 3 && how != KD_SEARCH_REF; ++k) {
+    if (P->precosted)
+        for (int k = 0; k < 3; ++k) {
+            fast[k] = P->fast[k]; fm[k] = P->fm[k];
+            if (fast[k]) fmin = fm[k] < fmin ? fm[k] : fmin;
+        }
+    for (int k = 0; k < 3 && how != KD_SEARCH_REF && !P->precosted; ++k) {
         if (!P->nc[k]) continue;
         kd_fcost F = fcost_init(c, k);
         if (!F.ok) continue;
@@ -534,7 +592,7 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
     /* The same planes and counts to planes_pick (a plane that is no candidate is NaN). Bin planes
      * that round to one float may have different counts: no skipping of equal planes. */
     kd_planes P;
-    P.skip_equal = 0;
+    P.skip_equal = 0; P.precosted = 0;
     for (int k = 0; k < 3; ++k) {
         P.nc[k] = 0;
         if (!split_ok[k]) continue;
@@ -579,7 +637,9 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
     float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
     const uint32_t nc = (4 * n + 7) & ~7u;
     P.skip_equal = 1;
+    P.precosted = how == KD_SEARCH_AVX2;
     for (int k = 0; k < 3; ++k) {
+        P.fast[k] = 0; P.fm[k] = BK_INF;
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         P.nc[k] = 0;
         if (!(plo <= phi)) continue;
@@ -590,8 +650,15 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
         }
         for (uint32_t j = 4 * n; j < nc; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
 #if defined(KD_AVX2)
-        if (how == KD_SEARCH_AVX2) count_events_avx2(mins, maxs, n, cand, P.nb[k], P.na[k]);
-        else
+        if (how == KD_SEARCH_AVX2) {
+            kd_fcost F = fcost_init(c, k);
+            if (F.ok) {
+                P.fast[k] = 1;
+                P.fm[k] = count_costs_avx2(mins, maxs, n, cand, P.nb[k], P.na[k], &F, lo[k], hi[k], plo, phi, P.cf[k]);
+            } else {
+                count_events_avx2(mins, maxs, n, cand, P.nb[k], P.na[k]);
+            }
+        } else
 #endif
         count_events(mins, maxs, n, cand, P.nb[k], P.na[k]);
         P.nc[k] = nc; P.plo[k] = plo; P.phi[k] = phi;
