@@ -893,6 +893,43 @@ static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, ui
     return 0;
 }
 
+/* ---- preparation --------------------------------------------------------------------------- */
+
+#define KD_PREP_GRAIN 16384
+typedef struct prep_part { float lo[3], hi[3]; uint32_t valid; } prep_part;
+typedef struct prep_job {
+    const bk_geom *g;
+    uint32_t       tri_count;
+    bk_f4         *tris;
+    kd_ref        *arena;    /* arena[i]: primitive i's box, tri = BK_NONE when it cannot be hit */
+    prep_part     *part;     /* one per chunk */
+} prep_job;
+
+static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const prep_job *J = (const prep_job *)ctx;
+    prep_part P;
+    for (int k = 0; k < 3; ++k) { P.lo[k] = BK_INF; P.hi[k] = -BK_INF; }
+    P.valid = 0;
+    for (size_t t = b; t < e; ++t) {
+        const uint32_t i = (uint32_t)t;
+        kd_ref *r = &J->arena[i];
+        int finite = 1;
+        bk_geom_record(J->g, i, &J->tris[3 * (size_t)i]);
+        bk_geom_box(J->g, i, r->lo, r->hi);
+        for (int c = 0; c < 3 && i < J->tri_count; ++c) {   /* a NaN vertex may not show in the box */
+            const bk_f4 *q = &J->tris[3 * (size_t)i + c];
+            finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
+        }
+        r->tri = finite ? i : BK_NONE;   /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
+        if (!finite) continue;
+        for (int k = 0; k < 3; ++k) { P.lo[k] = bk_minf(P.lo[k], r->lo[k]); P.hi[k] = bk_maxf(P.hi[k], r->hi[k]); }
+        P.valid++;
+    }
+    J->part[b / KD_PREP_GRAIN] = P;
+}
+
 /* ---- entry point --------------------------------------------------------------------------- */
 
 int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
@@ -931,22 +968,25 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     b.arena = malloc(b.arena_cap * sizeof(kd_ref));
     if (!out->tris || !b.arena) goto oom;
 
-    /* Triangles in file order, and the boxes of those that can be hit (finite vertices). */
+    /* Triangles in file order, and the boxes of those that can be hit (finite vertices): in chunks
+     * on the pool, then the boxes of the others squeezed out in order. The bounds are folded chunk
+     * by chunk in order, as one loop would (bk_minf keeps the later of equal values: -0, +0). */
     float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
     uint32_t valid = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        kd_ref r;
-        int finite = 1;
-        bk_geom_record(&g, i, &out->tris[3 * (size_t)i]);
-        bk_geom_box(&g, i, r.lo, r.hi);
-        for (int c = 0; c < 3 && i < s->tri_count; ++c) {   /* a NaN vertex may not show in the box */
-            const bk_f4 *q = &out->tris[3 * (size_t)i + c];
-            finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
-        }
-        if (!finite) continue;      /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
-        r.tri = i;
-        for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], r.lo[k]); hi[k] = bk_maxf(hi[k], r.hi[k]); }
-        b.arena[valid++] = r;
+    size_t chunks = n ? ((size_t)n - 1) / KD_PREP_GRAIN + 1 : 0;
+    prep_part *pp = malloc((chunks ? chunks : 1) * sizeof *pp);
+    if (!pp) goto oom;
+    prep_job PJ;
+    PJ.g = &g; PJ.tri_count = s->tri_count; PJ.tris = out->tris; PJ.arena = b.arena; PJ.part = pp;
+    bk_parallel_for(n, KD_PREP_GRAIN, prep_chunk, &PJ);
+    for (size_t ch = 0; ch < chunks; ++ch) {
+        for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], pp[ch].lo[k]); hi[k] = bk_maxf(hi[k], pp[ch].hi[k]); }
+        valid += pp[ch].valid;
+    }
+    free(pp);
+    if (valid < n) {
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < n; ++i) if (b.arena[i].tri != BK_NONE) b.arena[j++] = b.arena[i];
     }
     bk_geom_free(&g);
     if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;
