@@ -198,7 +198,7 @@ static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, cons
 
 /* The top levels' histograms in chunks on the pool, one histogram per chunk, summed in chunk
  * order: counts are integers, so the sums (and the split) are those of one pass. */
-#define KD_HIST_GRAIN 32768
+#define KD_HIST_GRAIN 8192
 typedef struct hist_job {
     const kd_ref *r;
     const float  *lo, *scale;
@@ -667,6 +667,27 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
     if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
 }
 
+/* The top levels count the sides of a split in chunks on the pool too (integers: any order). The
+ * counts go to the chunk's histogram slot, which is free again by then. */
+typedef struct side_job { const kd_ref *r; int k; float p; kd_hist *part; } side_job;
+static void side_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const side_job *J = (const side_job *)ctx;
+    uint32_t nb = 0, na = 0;
+    for (size_t i = b; i < e; ++i) { nb += J->r[i].lo[J->k] <= J->p; na += J->r[i].hi[J->k] >= J->p; }
+    J->part[b / KD_HIST_GRAIN].minc[0][0] = nb;
+    J->part[b / KD_HIST_GRAIN].maxc[0][0] = na;
+}
+static void side_counts_par(const kd_ref *r, uint32_t n, int k, float p, kd_hist *part, uint32_t *nb, uint32_t *na)
+{
+    side_job J;
+    J.r = r; J.k = k; J.p = p; J.part = part;
+    bk_parallel_for(n, KD_HIST_GRAIN, side_chunk, &J);
+    *nb = *na = 0;
+    for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch) { *nb += part[ch].minc[0][0]; *na += part[ch].maxc[0][0]; }
+}
+
 /* ---- building ------------------------------------------------------------------------------ */
 
 static int emit_node(kd_builder *b, bk_kd_node nd, uint32_t *index)
@@ -745,6 +766,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
             const int k = best.axis;
             const float p = best.pos;
             if (best.counted) { nb = best.nb; na = best.na; }
+            else if (top && t.n > KD_HIST_GRAIN) side_counts_par(e, t.n, k, p, b->hist, &nb, &na);
             else for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
             if ((nb == t.n && na == t.n) || (double)nb + (double)na > t.cap) best.axis = -1;
         }
