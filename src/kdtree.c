@@ -879,7 +879,27 @@ static void run_subs(kd_builder *b)
     qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_place);
 }
 
-/* Splices the subtrees into the top tree, in depth-first order. */
+/* Copies the subtrees into their places in the spliced arrays, one task each. */
+typedef struct splice_job { const kd_builder *b; bk_kd_node *nn; uint32_t *rr; const size_t *at, *rat; } splice_job;
+static void splice_chunk(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const splice_job *J = (const splice_job *)ctx;
+    for (size_t si = begin; si < end; ++si) {
+        const kd_sub *s = &J->b->subs[si];
+        const size_t o = J->at[si], ro = J->rat[si];
+        for (uint32_t j = 0; j < s->node_count; ++j) {
+            bk_kd_node x = s->nodes[j];
+            if ((x.flags & 3u) == BK_KD_LEAF) x.data += (uint32_t)ro;
+            else x.flags += (uint32_t)o << 2;     /* above index shifts with the subtree */
+            J->nn[o + j] = x;
+        }
+        if (s->ref_count) memcpy(J->rr + ro, s->refs, (size_t)s->ref_count * sizeof(uint32_t));
+    }
+}
+
+/* Splices the subtrees into the top tree, in depth-first order: the places of every node and
+ * reference first (one pass over the top tree), then the subtrees copied in parallel. */
 static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, uint32_t **out_refs, uint32_t *out_ref_count)
 {
     size_t nodes = b->node_count - b->sub_count, refs = b->ref_count;
@@ -895,21 +915,17 @@ static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, ui
     bk_kd_node *nn = malloc((nodes ? nodes : 1) * sizeof *nn);
     uint32_t *rr = malloc((refs ? refs : 1) * sizeof *rr);
     uint32_t *map = malloc((b->node_count ? b->node_count : 1) * sizeof *map);   /* old top index -> new */
-    if (!nn || !rr || !map) { free(nn); free(rr); free(map); return -1; }
+    size_t *at = malloc((2 * b->sub_count + 1) * sizeof *at);                     /* sub -> first node, first ref */
+    if (!nn || !rr || !map || !at) { free(nn); free(rr); free(map); free(at); return -1; }
     /* Old top nodes are in depth-first order already; a placeholder expands to its subtree. */
     size_t o = 0, ro = 0, si = 0;
     for (size_t i = 0; i < b->node_count; ++i) {
         map[i] = (uint32_t)o;
         bk_kd_node nd = b->nodes[i];
         if (si < b->sub_count && b->subs[si].placeholder == i) {
-            const kd_sub *s = &b->subs[si++];
-            for (uint32_t j = 0; j < s->node_count; ++j) {
-                bk_kd_node x = s->nodes[j];
-                if ((x.flags & 3u) == BK_KD_LEAF) x.data += (uint32_t)ro;
-                else x.flags += (uint32_t)o << 2;     /* above index shifts with the subtree */
-                nn[o + j] = x;
-            }
-            if (s->ref_count) memcpy(rr + ro, s->refs, (size_t)s->ref_count * sizeof(uint32_t));
+            const kd_sub *s = &b->subs[si];
+            at[si] = o; at[b->sub_count + si] = ro;
+            si++;
             o += s->node_count;
             ro += s->ref_count;
         } else if ((nd.flags & 3u) == BK_KD_LEAF) {
@@ -922,12 +938,16 @@ static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, ui
             nn[o++] = nd;    /* above index fixed below, once map is complete */
         }
     }
+    splice_job J;
+    J.b = b; J.nn = nn; J.rr = rr; J.at = at; J.rat = at + b->sub_count;
+    bk_parallel_for(b->sub_count, 1, splice_chunk, &J);
     for (size_t i = 0, si2 = 0; i < b->node_count; ++i) {
         if (si2 < b->sub_count && b->subs[si2].placeholder == i) { si2++; continue; }
         bk_kd_node nd = b->nodes[i];
         if ((nd.flags & 3u) != BK_KD_LEAF) nn[map[i]].flags = (nd.flags & 3u) | (map[nd.flags >> 2] << 2);
     }
     free(map);
+    free(at);
     *out_nodes = nn; *out_count = (uint32_t)o;
     *out_refs = rr; *out_ref_count = (uint32_t)ro;
     return 0;
