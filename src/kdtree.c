@@ -281,17 +281,17 @@ static void split_sweep(const kd_ref *r, uint32_t n, const float lo[3], const fl
     }
 }
 
-/* nb[j] = #{ i : mins[i] <= cand[j] }, na[j] = #{ i : maxs[i] >= cand[j] }, j < 4 n: the
- * counts the sweep keeps at plane cand[j]. */
+/* nb[j] = #{ i : min_i <= cand[j] }, na[j] = #{ i : max_i >= cand[j] }, j < 4 n, where box i's
+ * min and max are cand[4 i + 1] and cand[4 i + 2]: the counts the sweep keeps at plane cand[j]. */
 #if defined(__SSE2__)
-static void count_events(const float *mins, const float *maxs, uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+static void count_events(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
 {
     uint32_t g = 0;
     for (; g + 2 <= n; g += 2) {   /* 8 candidates against every box */
         __m128 c0 = _mm_loadu_ps(cand + 4 * g), c1 = _mm_loadu_ps(cand + 4 * g + 4);
         __m128i b0 = _mm_setzero_si128(), b1 = b0, a0 = b0, a1 = b0;
         for (uint32_t i = 0; i < n; ++i) {
-            __m128 lo = _mm_set1_ps(mins[i]), hi = _mm_set1_ps(maxs[i]);
+            __m128 lo = _mm_set1_ps(cand[4 * i + 1]), hi = _mm_set1_ps(cand[4 * i + 2]);
             b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(lo, c0)));
             b1 = _mm_sub_epi32(b1, _mm_castps_si128(_mm_cmple_ps(lo, c1)));
             a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(hi, c0)));
@@ -304,19 +304,19 @@ static void count_events(const float *mins, const float *maxs, uint32_t n, const
         __m128 c0 = _mm_loadu_ps(cand + 4 * g);
         __m128i b0 = _mm_setzero_si128(), a0 = b0;
         for (uint32_t i = 0; i < n; ++i) {
-            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(_mm_set1_ps(mins[i]), c0)));
-            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(_mm_set1_ps(maxs[i]), c0)));
+            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(_mm_set1_ps(cand[4 * i + 1]), c0)));
+            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(_mm_set1_ps(cand[4 * i + 2]), c0)));
         }
         _mm_storeu_si128((__m128i *)(nb + 4 * g), b0);
         _mm_storeu_si128((__m128i *)(na + 4 * g), a0);
     }
 }
 #else
-static void count_events(const float *mins, const float *maxs, uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+static void count_events(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
 {
     for (uint32_t j = 0; j < 4 * n; ++j) {
         int32_t b = 0, a = 0;
-        for (uint32_t i = 0; i < n; ++i) { b += mins[i] <= cand[j]; a += maxs[i] >= cand[j]; }
+        for (uint32_t i = 0; i < n; ++i) { b += cand[4 * i + 1] <= cand[j]; a += cand[4 * i + 2] >= cand[j]; }
         nb[j] = b; na[j] = a;
     }
 }
@@ -405,15 +405,14 @@ static float costs_sse2(const kd_fcost *F, float lo, float hi, float plo, float 
 
 #if defined(KD_AVX2)
 /* count_events and costs_sse2 eight planes at a time (nc: a multiple of 8). Same counts. */
-KD_TARGET_AVX2 static void count_events_avx2(const float *mins, const float *maxs, uint32_t n, const float *cand,
-                                             int32_t *nb, int32_t *na)
+KD_TARGET_AVX2 static void count_events_avx2(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
 {
     for (uint32_t g = 0; g < 4 * n; g += 16) {
         const int two = g + 8 < 4 * n;
         __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
         __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
         for (uint32_t i = 0; i < n; ++i) {
-            __m256 lo = _mm256_broadcast_ss(mins + i), hi = _mm256_broadcast_ss(maxs + i);
+            __m256 lo = _mm256_broadcast_ss(cand + 4 * i + 1), hi = _mm256_broadcast_ss(cand + 4 * i + 2);
             b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(lo, c0, _CMP_LE_OQ)));
             b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(lo, c1, _CMP_LE_OQ)));
             a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(hi, c0, _CMP_GE_OQ)));
@@ -472,9 +471,8 @@ KD_TARGET_AVX2 static float costs_avx2(const kd_fcost *F, float lo, float hi, fl
 }
 
 /* count_events_avx2 and costs_avx2 in one pass: the counts go to the costs from registers. */
-KD_TARGET_AVX2 static float count_costs_avx2(const float *mins, const float *maxs, uint32_t n, const float *cand,
-                                            int32_t *nb, int32_t *na, const kd_fcost *F, float lo, float hi,
-                                            float plo, float phi, float *cf)
+KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int32_t *nb, int32_t *na,
+                                            const kd_fcost *F, float lo, float hi, float plo, float phi, float *cf)
 {
     const kd_fcost8 C = fcost8_init(F, lo, hi, plo, phi);
     __m256 mn = _mm256_set1_ps(BK_INF);
@@ -483,7 +481,7 @@ KD_TARGET_AVX2 static float count_costs_avx2(const float *mins, const float *max
         __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
         __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
         for (uint32_t i = 0; i < n; ++i) {
-            __m256 l = _mm256_broadcast_ss(mins + i), h = _mm256_broadcast_ss(maxs + i);
+            __m256 l = _mm256_broadcast_ss(cand + 4 * i + 1), h = _mm256_broadcast_ss(cand + 4 * i + 2);
             b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(l, c0, _CMP_LE_OQ)));
             b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(l, c1, _CMP_LE_OQ)));
             a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(h, c0, _CMP_GE_OQ)));
@@ -650,36 +648,59 @@ static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
 static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
                         const sah_ctx *c, kd_split *best, int how)
 {
-    /* P.cand[k][4 i + s]: entry i's candidate of stream s, then NaN to a whole group of 8 */
+    /* P.cand[k][4 i + s]: entry i's candidate of stream s (min - margin, min, max, max + margin),
+     * then NaN to a whole group of 8 */
     kd_planes P;
-    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
     const uint32_t nc = (4 * n + 7) & ~7u;
+    int axis_ok[3];
+    float plo[3], phi[3];
+    for (int k = 0; k < 3; ++k) {
+        plo[k] = lo[k] + margin[k]; phi[k] = hi[k] - margin[k];
+        axis_ok[k] = plo[k] <= phi[k];
+    }
+#if defined(__SSE2__)
+    {   /* every axis' candidates in one pass over the boxes: (min, min, max, max) + (-m, 0, 0, m).
+         * x + 0 is x except that -0 becomes +0, which no count or cost tells apart; a zero plane's
+         * sign is zero_bits' business. */
+        const __m128 d0 = _mm_setr_ps(-margin[0], 0.0f, 0.0f, margin[0]), d1 = _mm_setr_ps(-margin[1], 0.0f, 0.0f, margin[1]);
+        const __m128 d2 = _mm_setr_ps(-margin[2], 0.0f, 0.0f, margin[2]);
+        for (uint32_t i = 0; i < n; ++i) {
+            __m128 a = _mm_loadu_ps(r[i].lo), b = _mm_loadu_ps(r[i].lo + 3);   /* lo xyz hi x | hi xyz tri */
+            __m128 u = _mm_unpacklo_ps(a, b), w = _mm_unpackhi_ps(a, b);       /* lo x hi x lo y hi y | lo z hi z . . */
+            _mm_storeu_ps(P.cand[0] + 4 * i, _mm_add_ps(_mm_shuffle_ps(u, u, _MM_SHUFFLE(1, 1, 0, 0)), d0));
+            _mm_storeu_ps(P.cand[1] + 4 * i, _mm_add_ps(_mm_shuffle_ps(u, u, _MM_SHUFFLE(3, 3, 2, 2)), d1));
+            _mm_storeu_ps(P.cand[2] + 4 * i, _mm_add_ps(_mm_shuffle_ps(w, w, _MM_SHUFFLE(1, 1, 0, 0)), d2));
+        }
+    }
+#else
+    for (int k = 0; k < 3; ++k)
+        for (uint32_t i = 0; i < n; ++i) {
+            float *cand = P.cand[k];
+            cand[4 * i] = r[i].lo[k] - margin[k]; cand[4 * i + 1] = r[i].lo[k];
+            cand[4 * i + 2] = r[i].hi[k];         cand[4 * i + 3] = r[i].hi[k] + margin[k];
+        }
+#endif
     P.skip_equal = 1;
     P.precosted = how == KD_SEARCH_AVX2;
     for (int k = 0; k < 3; ++k) {
         P.fast[k] = 0; P.fm[k] = BK_INF;
-        const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         P.nc[k] = 0;
-        if (!(plo <= phi)) continue;
+        if (!axis_ok[k]) continue;
         float *cand = P.cand[k];
-        for (uint32_t i = 0; i < n; ++i) {
-            mins[i] = r[i].lo[k]; maxs[i] = r[i].hi[k];
-            cand[4 * i] = mins[i] - m; cand[4 * i + 1] = mins[i]; cand[4 * i + 2] = maxs[i]; cand[4 * i + 3] = maxs[i] + m;
-        }
         for (uint32_t j = 4 * n; j < nc; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
 #if defined(KD_AVX2)
         if (how == KD_SEARCH_AVX2) {
             kd_fcost F = fcost_init(c, k);
             if (F.ok) {
                 P.fast[k] = 1;
-                P.fm[k] = count_costs_avx2(mins, maxs, n, cand, P.nb[k], P.na[k], &F, lo[k], hi[k], plo, phi, P.cf[k]);
+                P.fm[k] = count_costs_avx2(n, cand, P.nb[k], P.na[k], &F, lo[k], hi[k], plo[k], phi[k], P.cf[k]);
             } else {
-                count_events_avx2(mins, maxs, n, cand, P.nb[k], P.na[k]);
+                count_events_avx2(n, cand, P.nb[k], P.na[k]);
             }
         } else
 #endif
-        count_events(mins, maxs, n, cand, P.nb[k], P.na[k]);
-        P.nc[k] = nc; P.plo[k] = plo; P.phi[k] = phi;
+        count_events(n, cand, P.nb[k], P.na[k]);
+        P.nc[k] = nc; P.plo[k] = plo[k]; P.phi[k] = phi[k];
     }
     int k = planes_pick(c, lo, hi, &P, how, best);
     if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
