@@ -9,9 +9,16 @@
  *     Parallel Fast KD-tree Construction for Interactive Ray Tracing of Dynamic Scenes"): per axis,
  *     histograms of the clipped box minima and maxima over the cell, one sweep gives N_below and
  *     N_above at every bin boundary.
- *   - small nodes: every event, exactly: the planes and counts of the sweep of Wald & Havran 2006
- *     ("On building fast kd-Trees for Ray Tracing, and on doing that in O(N log N)"), found
- *     without sorting by comparing each candidate with every box, four at a time (split_exact).
+ *   - small nodes (up to KD_EXACT_MAX boxes): every event, exactly: the planes and counts of the
+ *     sweep of Wald & Havran 2006 ("On building fast kd-Trees for Ray Tracing, and on doing that
+ *     in O(N log N)"), found without sorting by comparing each candidate plane with every box,
+ *     four or eight planes at a time (split_exact; n^2 compares, cheaper than sorting at n <= 32).
+ *   Choosing among the planes (planes_pick): every plane's cost in float, eight or four at a time,
+ *   then in double (sah_cost) only the planes within 1e-5 of the cheapest of all three axes. All
+ *   terms are non-negative, so a float cost is within about ten float ulps of the double one and
+ *   the winner is the one the double sweep picks: the least cost, then the lowest axis, then the
+ *   lowest plane. The node stores that plane's float; a zero keeps the sign the sweep would meet
+ *   first (zero_bits).
  *   Cost model (Wald & Havran / pbrt-v3): C = cost_node + (1 - bonus) (P_b N_b + P_a N_a), bonus =
  *   kd_empty_bonus when a side is empty, P = surface-area ratio of child cell to parent cell, one
  *   triangle test costs 1.
@@ -34,17 +41,20 @@
  * (root: kd_max_refs_per_tri * N) which a split shares between its children in proportion to their
  * counts, so the total never exceeds the root's allowance and no part of the tree starves another.
  *
- * The small-node search has SSE2 and AVX2 versions (the latter where the CPU has it; the variable
- * BK_KD_NO_AVX2 makes the tests take the former) and a plain reference, the sorted sweep
- * (bk_build_opts.kd_sweep): all three give the same tree, which unit_kdtree checks.
+ * The searches have SSE2 and AVX2 versions (the latter where the CPU has it; the variable
+ * BK_KD_NO_AVX2 makes the tests take the former) and a plain reference, the sorted sweep in small
+ * nodes and one double plane at a time in binned ones (bk_build_opts.kd_sweep): all give the same
+ * tree, byte for byte, which unit_kdtree (generated scenes, 6000 small lattice scenes with +-0 and
+ * margin-sized gaps) and unit_build_threads (corpus scenes) check.
  *
  * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
  * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
  * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; above
- * it, binned nodes count their events in chunks on the pool (integer histograms, summed in chunk
- * order). The result does not depend on the thread count (tests/unit_build_threads.c).
+ * it, binned nodes count their events and the sides of their split in chunks on the pool (integer
+ * counts, summed in chunk order). The preparation (records, boxes, bounds) and the splice run on
+ * the pool too. The result does not depend on the thread count (tests/unit_build_threads.c).
  */
 #include "accel.h"
 #include "geom.h"
