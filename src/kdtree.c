@@ -369,15 +369,20 @@ static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, flo
     }
 }
 
-/* Single-precision constants of one axis' cost; ok = 0 where the error bound may not hold. */
+/* Single-precision constants of one axis' cost; ok = 0 where the error bound may not hold: the
+ * face and ring terms and 1 / area must be zero or well inside float's normal range, so neither
+ * they nor (with the margin's minimum plane distance) the products in the cost overflow or lose
+ * precision to underflow. Scenes of ordinary scale never leave it. */
+static int fc_range(double x) { return x >= 1e-15 && x <= 1e15; }
 typedef struct kd_fcost { float face, ring, inv, cn, one_eb; int ok; } kd_fcost;
 static kd_fcost fcost_init(const sah_ctx *c, int k)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
+    const double face = c->e[k1] * c->e[k2], ring = c->e[k1] + c->e[k2];
     kd_fcost f;
-    f.face = (float)(c->e[k1] * c->e[k2]); f.ring = (float)(c->e[k1] + c->e[k2]); f.inv = (float)c->inv_area;
+    f.face = (float)face; f.ring = (float)ring; f.inv = (float)c->inv_area;
     f.cn = (float)c->cost_node; f.one_eb = (float)(1.0 - c->bonus);
-    f.ok = f.face <= 1e30f && f.ring <= 1e30f && f.inv <= 1e30f;
+    f.ok = (face == 0.0 || fc_range(face)) && (ring == 0.0 || fc_range(ring)) && fc_range(c->inv_area);
     return f;
 }
 
