@@ -373,6 +373,7 @@ static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, flo
  * face and ring terms and 1 / area must be zero or well inside float's normal range, so neither
  * they nor (with the margin's minimum plane distance) the products in the cost overflow or lose
  * precision to underflow. Scenes of ordinary scale never leave it. */
+#if defined(__SSE2__)
 static int fc_range(double x) { return x >= 1e-15 && x <= 1e15; }
 typedef struct kd_fcost { float face, ring, inv, cn, one_eb; int ok; } kd_fcost;
 static kd_fcost fcost_init(const sah_ctx *c, int k)
@@ -386,7 +387,6 @@ static kd_fcost fcost_init(const sah_ctx *c, int k)
     return f;
 }
 
-#if defined(__SSE2__)
 /* cf[j]: float cost of plane j (inf where no candidate); returns the least. nc: a multiple of 4. */
 static float costs_sse2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
                         const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
@@ -524,10 +524,11 @@ KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int3
 static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], kd_planes *P, int how, kd_split *best)
 {
     double bc[3] = { BK_INF, BK_INF, BK_INF };
-    float  bp[3] = { BK_INF, BK_INF, BK_INF }, fm[3] = { BK_INF, BK_INF, BK_INF }, fmin = BK_INF;
+    float  bp[3] = { BK_INF, BK_INF, BK_INF };
     uint32_t bi[3] = { 0, 0, 0 };
     int    fast[3] = { 0, 0, 0 };
 #if defined(__SSE2__)
+    float  fm[3] = { BK_INF, BK_INF, BK_INF }, fmin = BK_INF;
     if (P->precosted)
         for (int k = 0; k < 3; ++k) {
             fast[k] = P->fast[k]; fm[k] = P->fm[k];
