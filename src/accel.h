@@ -16,6 +16,9 @@ typedef struct bk_build_opts {
     float cost_node;      /* SAH cost of visiting an inner node, relative to one triangle test */
     float kd_empty_bonus; /* KD-tree: SAH discount for splits with an empty side (0..1) */
     int   kd_max_refs_per_tri; /* KD-tree: stop splitting when references exceed this many per triangle */
+    int   kd_sweep;       /* KD-tree: 1 = the plain split searches (sorted sweep in small nodes, one plane at
+                             a time in binned ones), the reference the default is tested against (same
+                             tree, slower); 0 = default */
 } bk_build_opts;
 
 typedef struct bk_build_info {
@@ -53,6 +56,7 @@ static inline bk_build_opts bk_build_opts_default(void)
     o.cost_node = 1.2f;
     o.kd_empty_bonus = 0.2f;
     o.kd_max_refs_per_tri = 6;
+    o.kd_sweep = 0;
     return o;
 }
 /* Both return 0, or a negative status with a message in err (no triangles, out of memory). */

@@ -9,8 +9,16 @@
  *     Parallel Fast KD-tree Construction for Interactive Ray Tracing of Dynamic Scenes"): per axis,
  *     histograms of the clipped box minima and maxima over the cell, one sweep gives N_below and
  *     N_above at every bin boundary.
- *   - small nodes: every event, exactly (the sweep of Wald & Havran 2006, "On building fast
- *     kd-Trees for Ray Tracing, and on doing that in O(N log N)") on sorted minima and maxima.
+ *   - small nodes (up to KD_EXACT_MAX boxes): every event, exactly: the planes and counts of the
+ *     sweep of Wald & Havran 2006 ("On building fast kd-Trees for Ray Tracing, and on doing that
+ *     in O(N log N)"), found without sorting by comparing each candidate plane with every box,
+ *     four or eight planes at a time (split_exact; n^2 compares, cheaper than sorting at n <= 32).
+ *   Choosing among the planes (planes_pick): every plane's cost in float, eight or four at a time,
+ *   then in double (sah_cost) only the planes within 1e-5 of the cheapest of all three axes. All
+ *   terms are non-negative, so a float cost is within about ten float ulps of the double one and
+ *   the winner is the one the double sweep picks: the least cost, then the lowest axis, then the
+ *   lowest plane. The node stores that plane's float; a zero keeps the sign the sweep would meet
+ *   first (zero_bits).
  *   Cost model (Wald & Havran / pbrt-v3): C = cost_node + (1 - bonus) (P_b N_b + P_a N_a), bonus =
  *   kd_empty_bonus when a side is empty, P = surface-area ratio of child cell to parent cell, one
  *   triangle test costs 1.
@@ -33,13 +41,20 @@
  * (root: kd_max_refs_per_tri * N) which a split shares between its children in proportion to their
  * counts, so the total never exceeds the root's allowance and no part of the tree starves another.
  *
+ * The searches have SSE2 and AVX2 versions (the latter where the CPU has it; the variable
+ * BK_KD_NO_AVX2 makes the tests take the former) and a plain reference, the sorted sweep in small
+ * nodes and one double plane at a time in binned ones (bk_build_opts.kd_sweep): all give the same
+ * tree, byte for byte, which unit_kdtree (generated scenes, 6000 small lattice scenes with +-0 and
+ * margin-sized gaps) and unit_build_threads (corpus scenes) check.
+ *
  * Work: an explicit task stack (no recursion). The clipped boxes of the pending nodes live in one
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
  * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
  * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; above
- * it, binned nodes count their events in chunks on the pool (integer histograms, summed in chunk
- * order). The result does not depend on the thread count (tests/unit_build_threads.c).
+ * it, binned nodes count their events and the sides of their split in chunks on the pool (integer
+ * counts, summed in chunk order). The preparation (records, boxes, bounds) and the splice run on
+ * the pool too. The result does not depend on the thread count (tests/unit_build_threads.c).
  */
 #include "accel.h"
 #include "geom.h"
@@ -50,9 +65,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+/* x86-64 with gcc or clang: AVX2 twins of the small-node search, chosen at run time. */
+#if defined(__x86_64__) && defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#define KD_AVX2 1
+#include <immintrin.h>
+#define KD_TARGET_AVX2 __attribute__((target("avx2")))
+#endif
 
 #define KD_BINS_MAX     256          /* binned sweep: 64 bins, 128 from 1024 entries, 256 from 16384 */
 #define KD_EXACT_MAX    32           /* nodes up to this size use the exact event sweep */
+#define KD_PLANES_MAX   (KD_BINS_MAX > 4 * KD_EXACT_MAX ? KD_BINS_MAX : 4 * KD_EXACT_MAX)  /* planes of one search */
 #define KD_BAD_REFINES  3            /* pbrt: splits costlier than a leaf allowed along one path */
 #define KD_MAX_TRIS     0x3FFFFFFFu  /* a leaf count and a node index have 30 bits */
 
@@ -75,11 +100,19 @@ typedef struct kd_task {
     double   cap;        /* references this subtree's leaves may hold */
 } kd_task;
 
+/* How split planes are searched; all give the same tree. */
+enum kd_search {
+    KD_SEARCH_REF  = 0,  /* the reference: sorted sweep in small nodes, one plane at a time in binned ones */
+    KD_SEARCH_SSE2 = 1,  /* float costs four at a time, the few near the cheapest re-costed in double */
+    KD_SEARCH_AVX2 = 2   /* the same, eight at a time */
+};
+
 typedef struct kd_params {
     float    cost_node, bonus;
     int      max_depth;
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
+    int      search;     /* enum kd_search */
 } kd_params;
 
 /* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
@@ -109,9 +142,11 @@ typedef struct kd_builder {
 } kd_builder;
 
 typedef struct kd_split {
-    int    axis;         /* -1: none */
-    float  pos;
-    double cost;
+    int      axis;       /* -1: none */
+    float    pos;
+    double   cost;
+    int      counted;    /* nb, na are the counts at pos (exact search); else the split counts them */
+    uint32_t nb, na;
 } kd_split;
 
 /* ---- small helpers ------------------------------------------------------------------------- */
@@ -132,16 +167,6 @@ static double cell_area(const float lo[3], const float hi[3])
 {
     double dx = (double)hi[0] - lo[0], dy = (double)hi[1] - lo[1], dz = (double)hi[2] - lo[2];
     return 2.0 * (dx * dy + dy * dz + dz * dx);
-}
-
-static void sort_floats(float *a, uint32_t n)   /* insertion sort: n <= KD_EXACT_MAX */
-{
-    for (uint32_t i = 1; i < n; ++i) {
-        float v = a[i];
-        uint32_t j = i;
-        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; --j; }
-        a[j] = v;
-    }
 }
 
 /* ---- split search -------------------------------------------------------------------------- */
@@ -169,6 +194,23 @@ static void consider(kd_split *best, int k, float p, double cost)
 static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
 {
     const int top = nbins - 1;
+#if defined(__SSE2__)
+    /* The same bins, six at a time: lanes lo x y z, hi x, then hi x y z. Clamping the float before
+     * truncating gives the clamped truncation (boxes lie in the cell: no value is out of int range). */
+    const __m128 o1 = _mm_setr_ps(lo[0], lo[1], lo[2], lo[0]), s1 = _mm_setr_ps(scale[0], scale[1], scale[2], scale[0]);
+    const __m128 o2 = _mm_setr_ps(lo[0], lo[1], lo[2], 0.0f), s2 = _mm_setr_ps(scale[0], scale[1], scale[2], 0.0f);
+    const __m128 zero = _mm_setzero_ps(), ftop = _mm_set1_ps((float)top);
+    int32_t q[8];
+    for (size_t i = begin; i < end; ++i) {
+        __m128 a = _mm_loadu_ps(r[i].lo), b = _mm_loadu_ps(r[i].lo + 3);   /* lo xyz hi x | hi xyz tri */
+        a = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_sub_ps(a, o1), s1), zero), ftop);
+        b = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_sub_ps(b, o2), s2), zero), ftop);
+        _mm_storeu_si128((__m128i *)q, _mm_cvttps_epi32(a));
+        _mm_storeu_si128((__m128i *)(q + 4), _mm_cvttps_epi32(b));
+        h->minc[0][q[0]]++; h->minc[1][q[1]]++; h->minc[2][q[2]]++;
+        h->maxc[0][q[3]]++; h->maxc[1][q[5]]++; h->maxc[2][q[6]]++;
+    }
+#else
     for (size_t i = begin; i < end; ++i) {
         for (int k = 0; k < 3; ++k) {
             int b0 = (int)((r[i].lo[k] - lo[k]) * scale[k]);
@@ -179,11 +221,12 @@ static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, cons
             h->maxc[k][b1]++;
         }
     }
+#endif
 }
 
 /* The top levels' histograms in chunks on the pool, one histogram per chunk, summed in chunk
  * order: counts are integers, so the sums (and the split) are those of one pass. */
-#define KD_HIST_GRAIN 32768
+#define KD_HIST_GRAIN 8192
 typedef struct hist_job {
     const kd_ref *r;
     const float  *lo, *scale;
@@ -203,47 +246,20 @@ static void hist_chunk(void *ctx, size_t b, size_t e, int worker)
     hist_add(h, J->r, b, e, J->lo, J->scale, J->nbins);
 }
 
-/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
-static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                         const sah_ctx *c, kd_split *best, kd_hist *part)
+
+/* The reference: Wald & Havran's sweep over sorted minima and maxima, one plane at a time in
+ * increasing order (bk_build_opts.kd_sweep). split_exact() must give the same plane. */
+static void sort_floats(float *a, uint32_t n)   /* insertion sort (stable): n <= KD_EXACT_MAX */
 {
-    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
-    kd_hist h;
-    float scale[3];
-    int split_ok[3];
-    for (int k = 0; k < 3; ++k) {
-        float w = hi[k] - lo[k], sc = (float)nbins / w;
-        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
-        scale[k] = split_ok[k] ? sc : 0.0f;
-        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
-        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
-    }
-    if (part && n > KD_HIST_GRAIN) {
-        hist_job J;
-        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
-        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
-        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
-            for (int k = 0; k < 3; ++k)
-                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
-    } else {
-        hist_add(&h, r, 0, n, lo, scale, nbins);
-    }
-    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
-    for (int k = 0; k < 3; ++k) {
-        if (!split_ok[k]) continue;
-        double w = (double)hi[k] - lo[k];
-        uint32_t nb = 0, na = n;
-        for (int j = 1; j < nbins; ++j) {
-            nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
-            na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
-            float p = (float)((double)lo[k] + w * j / nbins);
-            if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
-            consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
-        }
+    for (uint32_t i = 1; i < n; ++i) {
+        float v = a[i];
+        uint32_t j = i;
+        while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; --j; }
+        a[j] = v;
     }
 }
 
-static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+static void split_sweep(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
                         const sah_ctx *c, kd_split *best)
 {
     float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
@@ -273,6 +289,458 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
             consider(best, k, v, sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, ia, n - im));
         }
     }
+}
+
+/* nb[j] = #{ i : min_i <= cand[j] }, na[j] = #{ i : max_i >= cand[j] }, j < 4 n, where box i's
+ * min and max are cand[4 i + 1] and cand[4 i + 2]: the counts the sweep keeps at plane cand[j]. */
+#if defined(__SSE2__)
+static void count_events(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+{
+    uint32_t g = 0;
+    for (; g + 2 <= n; g += 2) {   /* 8 candidates against every box */
+        __m128 c0 = _mm_loadu_ps(cand + 4 * g), c1 = _mm_loadu_ps(cand + 4 * g + 4);
+        __m128i b0 = _mm_setzero_si128(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m128 lo = _mm_set1_ps(cand[4 * i + 1]), hi = _mm_set1_ps(cand[4 * i + 2]);
+            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(lo, c0)));
+            b1 = _mm_sub_epi32(b1, _mm_castps_si128(_mm_cmple_ps(lo, c1)));
+            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(hi, c0)));
+            a1 = _mm_sub_epi32(a1, _mm_castps_si128(_mm_cmpge_ps(hi, c1)));
+        }
+        _mm_storeu_si128((__m128i *)(nb + 4 * g), b0); _mm_storeu_si128((__m128i *)(nb + 4 * g + 4), b1);
+        _mm_storeu_si128((__m128i *)(na + 4 * g), a0); _mm_storeu_si128((__m128i *)(na + 4 * g + 4), a1);
+    }
+    for (; g < n; ++g) {
+        __m128 c0 = _mm_loadu_ps(cand + 4 * g);
+        __m128i b0 = _mm_setzero_si128(), a0 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            b0 = _mm_sub_epi32(b0, _mm_castps_si128(_mm_cmple_ps(_mm_set1_ps(cand[4 * i + 1]), c0)));
+            a0 = _mm_sub_epi32(a0, _mm_castps_si128(_mm_cmpge_ps(_mm_set1_ps(cand[4 * i + 2]), c0)));
+        }
+        _mm_storeu_si128((__m128i *)(nb + 4 * g), b0);
+        _mm_storeu_si128((__m128i *)(na + 4 * g), a0);
+    }
+}
+#else
+static void count_events(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+{
+    for (uint32_t j = 0; j < 4 * n; ++j) {
+        int32_t b = 0, a = 0;
+        for (uint32_t i = 0; i < n; ++i) { b += cand[4 * i + 1] <= cand[j]; a += cand[4 * i + 2] >= cand[j]; }
+        nb[j] = b; na[j] = a;
+    }
+}
+#endif
+
+/* ---- choosing among candidate planes ------------------------------------------------------
+ *
+ * Both searches end the same way: per axis a list of planes with the counts below and above each,
+ * and the winner is the cheapest plane by sah_cost(), among equal costs the lowest axis, then the
+ * lowest plane (what a sweep in increasing order with a strict "<" keeps). The reference costs
+ * every plane in double. The fast path costs every plane in single precision, four or eight at a
+ * time, and re-costs in double (sah_cost) only the planes within a relative KD_COST_TOL of the
+ * cheapest of all three axes. Every term of the cost is non-negative, so a float cost is within
+ * about ten float ulps (relative 1e-6) of the double one and the true winner is always among
+ * those re-costed; an axis whose constants, or a node whose costs, leave the range where that
+ * bound holds (extreme scales, free inner nodes) is costed in double throughout. */
+#define KD_COST_TOL 1e-5f
+
+typedef struct kd_planes {
+    float    cand[3][KD_PLANES_MAX];   /* planes (NaN: no candidate), in groups of 8 */
+    int32_t  nb[3][KD_PLANES_MAX], na[3][KD_PLANES_MAX];
+    float    cf[3][KD_PLANES_MAX];     /* float costs (fast path) */
+    uint32_t nc[3];                    /* planes per axis, a multiple of 8; 0: axis not searched */
+    float    plo[3], phi[3];           /* plane range of the axis ([-inf, inf]: cand is pre-filtered) */
+    int      skip_equal;               /* equal planes have equal counts (exact search) */
+    int      precosted;                /* fast[] and fm[] (and cf) are filled in already */
+    int      fast[3];                  /* cf holds the axis' float costs */
+    float    fm[3];                    /* the least of them */
+} kd_planes;
+
+/* The reference for one axis: every plane in double. */
+static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+                     const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp, uint32_t *bi)
+{
+    for (uint32_t j = 0; j < nc; ++j) {
+        const float v = cand[j];
+        if (!(v >= plo && v <= phi && v > lo && v < hi)) continue;
+        double cost = sah_cost(c, k, (double)v - lo, (double)hi - v, (uint32_t)nb[j], (uint32_t)na[j]);
+        if (cost < *bc || (cost == *bc && v < *bp)) { *bc = cost; *bp = v; *bi = j; }
+    }
+}
+
+/* Single-precision constants of one axis' cost; ok = 0 where the error bound may not hold: the
+ * face and ring terms and 1 / area must be zero or well inside float's normal range, so neither
+ * they nor (with the margin's minimum plane distance) the products in the cost overflow or lose
+ * precision to underflow. Scenes of ordinary scale never leave it. */
+#if defined(__SSE2__)
+static int fc_range(double x) { return x >= 1e-15 && x <= 1e15; }
+typedef struct kd_fcost { float face, ring, inv, cn, one_eb; int ok; } kd_fcost;
+static kd_fcost fcost_init(const sah_ctx *c, int k)
+{
+    const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
+    const double face = c->e[k1] * c->e[k2], ring = c->e[k1] + c->e[k2];
+    kd_fcost f;
+    f.face = (float)face; f.ring = (float)ring; f.inv = (float)c->inv_area;
+    f.cn = (float)c->cost_node; f.one_eb = (float)(1.0 - c->bonus);
+    f.ok = (face == 0.0 || fc_range(face)) && (ring == 0.0 || fc_range(ring)) && fc_range(c->inv_area);
+    return f;
+}
+
+/* cf[j]: float cost of plane j (inf where no candidate); returns the least. nc: a multiple of 4. */
+static float costs_sse2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
+                        const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
+{
+    const __m128 face = _mm_set1_ps(F->face), ring = _mm_set1_ps(F->ring), inv = _mm_set1_ps(F->inv);
+    const __m128 cn = _mm_set1_ps(F->cn), eb = _mm_set1_ps(F->one_eb), two = _mm_set1_ps(2.0f);
+    const __m128 one = _mm_set1_ps(1.0f), inf = _mm_set1_ps(BK_INF);
+    const __m128 flo = _mm_set1_ps(lo), fhi = _mm_set1_ps(hi), fplo = _mm_set1_ps(plo), fphi = _mm_set1_ps(phi);
+    const __m128i zero = _mm_setzero_si128();
+    __m128 mn = inf;
+    for (uint32_t j = 0; j < nc; j += 4) {
+        __m128  v  = _mm_loadu_ps(cand + j);
+        __m128  ok = _mm_and_ps(_mm_and_ps(_mm_cmpge_ps(v, fplo), _mm_cmple_ps(v, fphi)),
+                                _mm_and_ps(_mm_cmpgt_ps(v, flo), _mm_cmplt_ps(v, fhi)));
+        __m128i b = _mm_loadu_si128((const __m128i *)(nb + j)), a = _mm_loadu_si128((const __m128i *)(na + j));
+        __m128  em = _mm_castsi128_ps(_mm_or_si128(_mm_cmpeq_epi32(b, zero), _mm_cmpeq_epi32(a, zero)));
+        __m128  pb = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(face, _mm_mul_ps(_mm_sub_ps(v, flo), ring))), inv);
+        __m128  pa = _mm_mul_ps(_mm_mul_ps(two, _mm_add_ps(face, _mm_mul_ps(_mm_sub_ps(fhi, v), ring))), inv);
+        __m128  f  = _mm_or_ps(_mm_and_ps(em, eb), _mm_andnot_ps(em, one));
+        __m128  cost = _mm_add_ps(cn, _mm_mul_ps(f, _mm_add_ps(_mm_mul_ps(pb, _mm_cvtepi32_ps(b)),
+                                                              _mm_mul_ps(pa, _mm_cvtepi32_ps(a)))));
+        cost = _mm_or_ps(_mm_and_ps(ok, cost), _mm_andnot_ps(ok, inf));
+        _mm_storeu_ps(cf + j, cost);
+        mn = _mm_min_ps(mn, cost);
+    }
+    mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0x4E));
+    mn = _mm_min_ps(mn, _mm_shuffle_ps(mn, mn, 0xB1));
+    return _mm_cvtss_f32(mn);
+}
+#endif
+
+#if defined(KD_AVX2)
+/* count_events and costs_sse2 eight planes at a time (nc: a multiple of 8). Same counts. */
+KD_TARGET_AVX2 static void count_events_avx2(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
+{
+    for (uint32_t g = 0; g < 4 * n; g += 16) {
+        const int two = g + 8 < 4 * n;
+        __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
+        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m256 lo = _mm256_broadcast_ss(cand + 4 * i + 1), hi = _mm256_broadcast_ss(cand + 4 * i + 2);
+            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(lo, c0, _CMP_LE_OQ)));
+            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(lo, c1, _CMP_LE_OQ)));
+            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(hi, c0, _CMP_GE_OQ)));
+            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(hi, c1, _CMP_GE_OQ)));
+        }
+        _mm256_storeu_si256((__m256i *)(nb + g), b0);
+        _mm256_storeu_si256((__m256i *)(na + g), a0);
+        if (two) { _mm256_storeu_si256((__m256i *)(nb + g + 8), b1); _mm256_storeu_si256((__m256i *)(na + g + 8), a1); }
+    }
+}
+
+/* The float costs of eight planes v with counts b, a (inf where no candidate). */
+typedef struct kd_fcost8 { __m256 face, ring, inv, cn, eb, flo, fhi, fplo, fphi; } kd_fcost8;
+KD_TARGET_AVX2 static inline kd_fcost8 fcost8_init(const kd_fcost *F, float lo, float hi, float plo, float phi)
+{
+    kd_fcost8 C;
+    C.face = _mm256_set1_ps(F->face); C.ring = _mm256_set1_ps(F->ring); C.inv = _mm256_set1_ps(F->inv);
+    C.cn = _mm256_set1_ps(F->cn); C.eb = _mm256_set1_ps(F->one_eb);
+    C.flo = _mm256_set1_ps(lo); C.fhi = _mm256_set1_ps(hi); C.fplo = _mm256_set1_ps(plo); C.fphi = _mm256_set1_ps(phi);
+    return C;
+}
+KD_TARGET_AVX2 static inline __m256 cost8(const kd_fcost8 *C, __m256 v, __m256i b, __m256i a)
+{
+    const __m256 two = _mm256_set1_ps(2.0f), one = _mm256_set1_ps(1.0f), inf = _mm256_set1_ps(BK_INF);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256 ok = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(v, C->fplo, _CMP_GE_OQ), _mm256_cmp_ps(v, C->fphi, _CMP_LE_OQ)),
+                              _mm256_and_ps(_mm256_cmp_ps(v, C->flo, _CMP_GT_OQ), _mm256_cmp_ps(v, C->fhi, _CMP_LT_OQ)));
+    __m256 em = _mm256_castsi256_ps(_mm256_or_si256(_mm256_cmpeq_epi32(b, zero), _mm256_cmpeq_epi32(a, zero)));
+    __m256 pb = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(C->face, _mm256_mul_ps(_mm256_sub_ps(v, C->flo), C->ring))), C->inv);
+    __m256 pa = _mm256_mul_ps(_mm256_mul_ps(two, _mm256_add_ps(C->face, _mm256_mul_ps(_mm256_sub_ps(C->fhi, v), C->ring))), C->inv);
+    __m256 f  = _mm256_blendv_ps(one, C->eb, em);
+    __m256 cost = _mm256_add_ps(C->cn, _mm256_mul_ps(f, _mm256_add_ps(_mm256_mul_ps(pb, _mm256_cvtepi32_ps(b)),
+                                                                     _mm256_mul_ps(pa, _mm256_cvtepi32_ps(a)))));
+    return _mm256_blendv_ps(inf, cost, ok);
+}
+KD_TARGET_AVX2 static inline float hmin8(__m256 mn)
+{
+    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mn), _mm256_extractf128_ps(mn, 1));
+    m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0x4E));
+    m4 = _mm_min_ps(m4, _mm_shuffle_ps(m4, m4, 0xB1));
+    return _mm_cvtss_f32(m4);
+}
+
+KD_TARGET_AVX2 static float costs_avx2(const kd_fcost *F, float lo, float hi, float plo, float phi, const float *cand,
+                                      const int32_t *nb, const int32_t *na, uint32_t nc, float *cf)
+{
+    const kd_fcost8 C = fcost8_init(F, lo, hi, plo, phi);
+    __m256 mn = _mm256_set1_ps(BK_INF);
+    for (uint32_t j = 0; j < nc; j += 8) {
+        __m256 cost = cost8(&C, _mm256_loadu_ps(cand + j), _mm256_loadu_si256((const __m256i *)(nb + j)),
+                            _mm256_loadu_si256((const __m256i *)(na + j)));
+        _mm256_storeu_ps(cf + j, cost);
+        mn = _mm256_min_ps(mn, cost);
+    }
+    return hmin8(mn);
+}
+
+/* count_events_avx2 and costs_avx2 in one pass: the counts go to the costs from registers. */
+KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int32_t *nb, int32_t *na,
+                                            const kd_fcost *F, float lo, float hi, float plo, float phi, float *cf)
+{
+    const kd_fcost8 C = fcost8_init(F, lo, hi, plo, phi);
+    __m256 mn = _mm256_set1_ps(BK_INF);
+    for (uint32_t g = 0; g < 4 * n; g += 16) {
+        const int two = g + 8 < 4 * n;
+        __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
+        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
+        for (uint32_t i = 0; i < n; ++i) {
+            __m256 l = _mm256_broadcast_ss(cand + 4 * i + 1), h = _mm256_broadcast_ss(cand + 4 * i + 2);
+            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(l, c0, _CMP_LE_OQ)));
+            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(l, c1, _CMP_LE_OQ)));
+            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(h, c0, _CMP_GE_OQ)));
+            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(h, c1, _CMP_GE_OQ)));
+        }
+        _mm256_storeu_si256((__m256i *)(nb + g), b0);
+        _mm256_storeu_si256((__m256i *)(na + g), a0);
+        __m256 k0 = cost8(&C, c0, b0, a0);
+        _mm256_storeu_ps(cf + g, k0);
+        mn = _mm256_min_ps(mn, k0);
+        if (two) {
+            _mm256_storeu_si256((__m256i *)(nb + g + 8), b1);
+            _mm256_storeu_si256((__m256i *)(na + g + 8), a1);
+            __m256 k1 = cost8(&C, c1, b1, a1);
+            _mm256_storeu_ps(cf + g + 8, k1);
+            mn = _mm256_min_ps(mn, k1);
+        }
+    }
+    return hmin8(mn);
+}
+#endif
+
+/* The winner among P's planes (see above) into best, if cheaper than what best holds. Returns the
+ * winning axis, or -1. */
+static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], kd_planes *P, int how, kd_split *best)
+{
+    double bc[3] = { BK_INF, BK_INF, BK_INF };
+    float  bp[3] = { BK_INF, BK_INF, BK_INF };
+    uint32_t bi[3] = { 0, 0, 0 };
+    int    fast[3] = { 0, 0, 0 };
+#if defined(__SSE2__)
+    float  fm[3] = { BK_INF, BK_INF, BK_INF }, fmin = BK_INF;
+    if (P->precosted)
+        for (int k = 0; k < 3; ++k) {
+            fast[k] = P->fast[k]; fm[k] = P->fm[k];
+            if (fast[k]) fmin = fm[k] < fmin ? fm[k] : fmin;
+        }
+    for (int k = 0; k < 3 && how != KD_SEARCH_REF && !P->precosted; ++k) {
+        if (!P->nc[k]) continue;
+        kd_fcost F = fcost_init(c, k);
+        if (!F.ok) continue;
+        fast[k] = 1;
+#if defined(KD_AVX2)
+        if (how == KD_SEARCH_AVX2)
+            fm[k] = costs_avx2(&F, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], P->cf[k]);
+        else
+#endif
+        fm[k] = costs_sse2(&F, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], P->cf[k]);
+        fmin = fm[k] < fmin ? fm[k] : fmin;
+    }
+    if (fmin != BK_INF && !(fmin >= 1e-30f && fmin <= 1e30f)) fast[0] = fast[1] = fast[2] = 0;
+    const float th = fmin * (1.0f + KD_COST_TOL);
+    for (int k = 0; k < 3; ++k) {
+        if (!fast[k] || !(fm[k] <= th) || fmin == BK_INF) continue;   /* inf: the axis has no candidate */
+        const float *cf = P->cf[k];
+        for (uint32_t j = 0; j < P->nc[k]; j += 4) {
+            int near = _mm_movemask_ps(_mm_cmple_ps(_mm_loadu_ps(cf + j), _mm_set1_ps(th)));
+            while (near) {
+                const uint32_t i = j + (uint32_t)__builtin_ctz((unsigned)near);
+                const float v = P->cand[k][i];
+                near &= near - 1;
+                if (P->skip_equal && v == bp[k]) continue;   /* same value, same counts: same cost */
+                double cost = sah_cost(c, k, (double)v - lo[k], (double)hi[k] - v, (uint32_t)P->nb[k][i], (uint32_t)P->na[k][i]);
+                if (cost < bc[k] || (cost == bc[k] && v < bp[k])) { bc[k] = cost; bp[k] = v; bi[k] = i; }
+            }
+        }
+    }
+#else
+    (void)how;
+#endif
+    int win = -1;
+    for (int k = 0; k < 3; ++k) {
+        if (!P->nc[k]) continue;
+        if (!fast[k]) axis_ref(c, k, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], &bc[k], &bp[k], &bi[k]);
+        if (bc[k] < best->cost) { best->axis = k; best->cost = bc[k]; best->pos = bp[k]; win = k; }
+    }
+    if (win >= 0 && P->skip_equal) {   /* exact counts: what the split would count again */
+        best->counted = 1;
+        best->nb = (uint32_t)P->nb[win][bi[win]]; best->na = (uint32_t)P->na[win][bi[win]];
+    }
+    return win;
+}
+
+/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
+static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                         const sah_ctx *c, kd_split *best, kd_hist *part, int how)
+{
+    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
+    kd_hist h;
+    float scale[3];
+    int split_ok[3];
+    for (int k = 0; k < 3; ++k) {
+        float w = hi[k] - lo[k], sc = (float)nbins / w;
+        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
+        scale[k] = split_ok[k] ? sc : 0.0f;
+        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+    }
+    if (part && n > KD_HIST_GRAIN) {
+        hist_job J;
+        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
+        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
+        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
+            for (int k = 0; k < 3; ++k)
+                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
+    } else {
+        hist_add(&h, r, 0, n, lo, scale, nbins);
+    }
+    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
+    if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
+        for (int k = 0; k < 3; ++k) {
+            if (!split_ok[k]) continue;
+            double w = (double)hi[k] - lo[k];
+            uint32_t nb = 0, na = n;
+            for (int j = 1; j < nbins; ++j) {
+                nb += minc[k][j - 1];         /* minima in lower bins: below the plane */
+                na -= maxc[k][j - 1];         /* maxima in lower bins: not above it */
+                float p = (float)((double)lo[k] + w * j / nbins);
+                if (!(p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k])) continue;
+                consider(best, k, p, sah_cost(c, k, (double)p - lo[k], (double)hi[k] - p, nb, na));
+            }
+        }
+        return;
+    }
+    /* The same planes and counts to planes_pick (a plane that is no candidate is NaN). Bin planes
+     * that round to one float may have different counts: no skipping of equal planes. */
+    kd_planes P;
+    P.skip_equal = 0; P.precosted = 0;
+    for (int k = 0; k < 3; ++k) {
+        P.nc[k] = 0;
+        if (!split_ok[k]) continue;
+        double w = (double)hi[k] - lo[k];
+        uint32_t nb = 0, na = n, np = (uint32_t)nbins - 1, np8 = (np + 7) & ~7u;
+        float *cand = P.cand[k];
+        for (int j = 1; j < nbins; ++j) {
+            nb += minc[k][j - 1];
+            na -= maxc[k][j - 1];
+            float p = (float)((double)lo[k] + w * j / nbins);
+            cand[j - 1] = p - lo[k] >= margin[k] && hi[k] - p >= margin[k] && p > lo[k] && p < hi[k] ? p : NAN;
+            P.nb[k][j - 1] = (int32_t)nb; P.na[k][j - 1] = (int32_t)na;
+        }
+        for (uint32_t j = np; j < np8; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
+        P.nc[k] = np8; P.plo[k] = -BK_INF; P.phi[k] = BK_INF;
+    }
+    planes_pick(c, lo, hi, &P, how, best);
+}
+
+/* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
+ * min, max, max + margin) gets its counts by comparing it with all n boxes (n <= KD_EXACT_MAX,
+ * four candidates a vector), and the cheapest wins, the lowest plane among equal costs: that is
+ * the plane a sweep in increasing order keeps (Wald & Havran's sweep considers the same planes
+ * with the same counts, so the tree is the one the sorted sweep gives). One detail of the sweep
+ * survives: among planes equal to zero it keeps the first it meets, whose sign bit is stored in
+ * the node, and zero_bits() names that one. */
+static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
+{
+    /* The sweep meets equal values stream by stream (min - margin, min, max, max + margin), each
+     * stream in stable sorted (entry) order; x - m and x + m are +0 when zero. */
+    for (uint32_t i = 0; i < n; ++i) if (r[i].lo[k] - m == 0.0f) return 0.0f;
+    for (uint32_t i = 0; i < n; ++i) if (r[i].lo[k] == 0.0f) return r[i].lo[k];
+    for (uint32_t i = 0; i < n; ++i) if (r[i].hi[k] == 0.0f) return r[i].hi[k];
+    return 0.0f;
+}
+
+static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                        const sah_ctx *c, kd_split *best, int how)
+{
+    /* P.cand[k][4 i + s]: entry i's candidate of stream s (min - margin, min, max, max + margin),
+     * then NaN to a whole group of 8 */
+    kd_planes P;
+    const uint32_t nc = (4 * n + 7) & ~7u;
+    int axis_ok[3];
+    float plo[3], phi[3];
+    for (int k = 0; k < 3; ++k) {
+        plo[k] = lo[k] + margin[k]; phi[k] = hi[k] - margin[k];
+        axis_ok[k] = plo[k] <= phi[k];
+    }
+#if defined(__SSE2__)
+    {   /* every axis' candidates in one pass over the boxes: (min, min, max, max) + (-m, 0, 0, m).
+         * x + 0 is x except that -0 becomes +0, which no count or cost tells apart; a zero plane's
+         * sign is zero_bits' business. */
+        const __m128 d0 = _mm_setr_ps(-margin[0], 0.0f, 0.0f, margin[0]), d1 = _mm_setr_ps(-margin[1], 0.0f, 0.0f, margin[1]);
+        const __m128 d2 = _mm_setr_ps(-margin[2], 0.0f, 0.0f, margin[2]);
+        for (uint32_t i = 0; i < n; ++i) {
+            __m128 a = _mm_loadu_ps(r[i].lo), b = _mm_loadu_ps(r[i].lo + 3);   /* lo xyz hi x | hi xyz tri */
+            __m128 u = _mm_unpacklo_ps(a, b), w = _mm_unpackhi_ps(a, b);       /* lo x hi x lo y hi y | lo z hi z . . */
+            _mm_storeu_ps(P.cand[0] + 4 * i, _mm_add_ps(_mm_shuffle_ps(u, u, _MM_SHUFFLE(1, 1, 0, 0)), d0));
+            _mm_storeu_ps(P.cand[1] + 4 * i, _mm_add_ps(_mm_shuffle_ps(u, u, _MM_SHUFFLE(3, 3, 2, 2)), d1));
+            _mm_storeu_ps(P.cand[2] + 4 * i, _mm_add_ps(_mm_shuffle_ps(w, w, _MM_SHUFFLE(1, 1, 0, 0)), d2));
+        }
+    }
+#else
+    for (int k = 0; k < 3; ++k)
+        for (uint32_t i = 0; i < n; ++i) {
+            float *cand = P.cand[k];
+            cand[4 * i] = r[i].lo[k] - margin[k]; cand[4 * i + 1] = r[i].lo[k];
+            cand[4 * i + 2] = r[i].hi[k];         cand[4 * i + 3] = r[i].hi[k] + margin[k];
+        }
+#endif
+    P.skip_equal = 1;
+    P.precosted = how == KD_SEARCH_AVX2;
+    for (int k = 0; k < 3; ++k) {
+        P.fast[k] = 0; P.fm[k] = BK_INF;
+        P.nc[k] = 0;
+        if (!axis_ok[k]) continue;
+        float *cand = P.cand[k];
+        for (uint32_t j = 4 * n; j < nc; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
+#if defined(KD_AVX2)
+        if (how == KD_SEARCH_AVX2) {
+            kd_fcost F = fcost_init(c, k);
+            if (F.ok) {
+                P.fast[k] = 1;
+                P.fm[k] = count_costs_avx2(n, cand, P.nb[k], P.na[k], &F, lo[k], hi[k], plo[k], phi[k], P.cf[k]);
+            } else {
+                count_events_avx2(n, cand, P.nb[k], P.na[k]);
+            }
+        } else
+#endif
+        count_events(n, cand, P.nb[k], P.na[k]);
+        P.nc[k] = nc; P.plo[k] = plo[k]; P.phi[k] = phi[k];
+    }
+    int k = planes_pick(c, lo, hi, &P, how, best);
+    if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
+}
+
+/* The top levels count the sides of a split in chunks on the pool too (integers: any order). The
+ * counts go to the chunk's histogram slot, which is free again by then. */
+typedef struct side_job { const kd_ref *r; int k; float p; kd_hist *part; } side_job;
+static void side_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const side_job *J = (const side_job *)ctx;
+    uint32_t nb = 0, na = 0;
+    for (size_t i = b; i < e; ++i) { nb += J->r[i].lo[J->k] <= J->p; na += J->r[i].hi[J->k] >= J->p; }
+    J->part[b / KD_HIST_GRAIN].minc[0][0] = nb;
+    J->part[b / KD_HIST_GRAIN].maxc[0][0] = na;
+}
+static void side_counts_par(const kd_ref *r, uint32_t n, int k, float p, kd_hist *part, uint32_t *nb, uint32_t *na)
+{
+    side_job J;
+    J.r = r; J.k = k; J.p = p; J.part = part;
+    bk_parallel_for(n, KD_HIST_GRAIN, side_chunk, &J);
+    *nb = *na = 0;
+    for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch) { *nb += part[ch].minc[0][0]; *na += part[ch].maxc[0][0]; }
 }
 
 /* ---- building ------------------------------------------------------------------------------ */
@@ -336,13 +804,14 @@ static int build(kd_builder *b, const kd_task *root, int top)
         }
         kd_ref *e = b->arena + t.off;
         double area = cell_area(t.lo, t.hi);
-        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF;
+        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
         if (t.n > 1 && t.depth < prm->max_depth && area > 0.0) {
             sah_ctx c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n <= KD_EXACT_MAX) split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else                     split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL);
+            if (t.n > KD_EXACT_MAX)             split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL, prm->search);
+            else if (prm->search == KD_SEARCH_REF) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                                split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -351,7 +820,9 @@ static int build(kd_builder *b, const kd_task *root, int top)
         if (best.axis >= 0) {
             const int k = best.axis;
             const float p = best.pos;
-            for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
+            if (best.counted) { nb = best.nb; na = best.na; }
+            else if (top && t.n > KD_HIST_GRAIN) side_counts_par(e, t.n, k, p, b->hist, &nb, &na);
+            else for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
             if ((nb == t.n && na == t.n) || (double)nb + (double)na > t.cap) best.axis = -1;
         }
         if (best.axis < 0) {
@@ -365,10 +836,12 @@ static int build(kd_builder *b, const kd_task *root, int top)
         if (grow((void **)&b->scratch, &b->scratch_cap, nb, sizeof(kd_ref))) return -1;
         e = b->arena + t.off;
         uint32_t ib = 0, ia = 0;
+        kd_ref *sc = b->scratch;
         for (uint32_t i = 0; i < t.n; ++i) {
-            kd_ref r = e[i];
-            if (r.lo[k] <= p) { b->scratch[ib] = r; if (b->scratch[ib].hi[k] > p) b->scratch[ib].hi[k] = p; ib++; }
-            if (r.hi[k] >= p) { e[ia] = r; if (e[ia].lo[k] < p) e[ia].lo[k] = p; ia++; }
+            /* read the two coordinates first: e[ia] may be e[i] */
+            const float rl = e[i].lo[k], rh = e[i].hi[k];
+            if (rl <= p) { sc[ib] = e[i]; sc[ib].hi[k] = rh > p ? p : rh; ib++; }
+            if (rh >= p) { if (ia != i) e[ia] = e[i]; e[ia].lo[k] = rl < p ? p : rl; ia++; }
         }
         /* nb is 0 when the split cuts off empty space below; a worker's first such split finds
          * scratch never allocated (NULL), and memcpy from NULL is undefined even for 0 bytes. */
@@ -443,7 +916,27 @@ static void run_subs(kd_builder *b)
     qsort(b->subs, b->sub_count, sizeof *b->subs, cmp_sub_place);
 }
 
-/* Splices the subtrees into the top tree, in depth-first order. */
+/* Copies the subtrees into their places in the spliced arrays, one task each. */
+typedef struct splice_job { const kd_builder *b; bk_kd_node *nn; uint32_t *rr; const size_t *at, *rat; } splice_job;
+static void splice_chunk(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const splice_job *J = (const splice_job *)ctx;
+    for (size_t si = begin; si < end; ++si) {
+        const kd_sub *s = &J->b->subs[si];
+        const size_t o = J->at[si], ro = J->rat[si];
+        for (uint32_t j = 0; j < s->node_count; ++j) {
+            bk_kd_node x = s->nodes[j];
+            if ((x.flags & 3u) == BK_KD_LEAF) x.data += (uint32_t)ro;
+            else x.flags += (uint32_t)o << 2;     /* above index shifts with the subtree */
+            J->nn[o + j] = x;
+        }
+        if (s->ref_count) memcpy(J->rr + ro, s->refs, (size_t)s->ref_count * sizeof(uint32_t));
+    }
+}
+
+/* Splices the subtrees into the top tree, in depth-first order: the places of every node and
+ * reference first (one pass over the top tree), then the subtrees copied in parallel. */
 static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, uint32_t **out_refs, uint32_t *out_ref_count)
 {
     size_t nodes = b->node_count - b->sub_count, refs = b->ref_count;
@@ -459,21 +952,17 @@ static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, ui
     bk_kd_node *nn = malloc((nodes ? nodes : 1) * sizeof *nn);
     uint32_t *rr = malloc((refs ? refs : 1) * sizeof *rr);
     uint32_t *map = malloc((b->node_count ? b->node_count : 1) * sizeof *map);   /* old top index -> new */
-    if (!nn || !rr || !map) { free(nn); free(rr); free(map); return -1; }
+    size_t *at = malloc((2 * b->sub_count + 1) * sizeof *at);                     /* sub -> first node, first ref */
+    if (!nn || !rr || !map || !at) { free(nn); free(rr); free(map); free(at); return -1; }
     /* Old top nodes are in depth-first order already; a placeholder expands to its subtree. */
     size_t o = 0, ro = 0, si = 0;
     for (size_t i = 0; i < b->node_count; ++i) {
         map[i] = (uint32_t)o;
         bk_kd_node nd = b->nodes[i];
         if (si < b->sub_count && b->subs[si].placeholder == i) {
-            const kd_sub *s = &b->subs[si++];
-            for (uint32_t j = 0; j < s->node_count; ++j) {
-                bk_kd_node x = s->nodes[j];
-                if ((x.flags & 3u) == BK_KD_LEAF) x.data += (uint32_t)ro;
-                else x.flags += (uint32_t)o << 2;     /* above index shifts with the subtree */
-                nn[o + j] = x;
-            }
-            if (s->ref_count) memcpy(rr + ro, s->refs, (size_t)s->ref_count * sizeof(uint32_t));
+            const kd_sub *s = &b->subs[si];
+            at[si] = o; at[b->sub_count + si] = ro;
+            si++;
             o += s->node_count;
             ro += s->ref_count;
         } else if ((nd.flags & 3u) == BK_KD_LEAF) {
@@ -486,15 +975,56 @@ static int splice(kd_builder *b, bk_kd_node **out_nodes, uint32_t *out_count, ui
             nn[o++] = nd;    /* above index fixed below, once map is complete */
         }
     }
+    splice_job J;
+    J.b = b; J.nn = nn; J.rr = rr; J.at = at; J.rat = at + b->sub_count;
+    bk_parallel_for(b->sub_count, 1, splice_chunk, &J);
     for (size_t i = 0, si2 = 0; i < b->node_count; ++i) {
         if (si2 < b->sub_count && b->subs[si2].placeholder == i) { si2++; continue; }
         bk_kd_node nd = b->nodes[i];
         if ((nd.flags & 3u) != BK_KD_LEAF) nn[map[i]].flags = (nd.flags & 3u) | (map[nd.flags >> 2] << 2);
     }
     free(map);
+    free(at);
     *out_nodes = nn; *out_count = (uint32_t)o;
     *out_refs = rr; *out_ref_count = (uint32_t)ro;
     return 0;
+}
+
+/* ---- preparation --------------------------------------------------------------------------- */
+
+#define KD_PREP_GRAIN 16384
+typedef struct prep_part { float lo[3], hi[3]; uint32_t valid; } prep_part;
+typedef struct prep_job {
+    const bk_geom *g;
+    uint32_t       tri_count;
+    bk_f4         *tris;
+    kd_ref        *arena;    /* arena[i]: primitive i's box, tri = BK_NONE when it cannot be hit */
+    prep_part     *part;     /* one per chunk */
+} prep_job;
+
+static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const prep_job *J = (const prep_job *)ctx;
+    prep_part P;
+    for (int k = 0; k < 3; ++k) { P.lo[k] = BK_INF; P.hi[k] = -BK_INF; }
+    P.valid = 0;
+    for (size_t t = b; t < e; ++t) {
+        const uint32_t i = (uint32_t)t;
+        kd_ref *r = &J->arena[i];
+        int finite = 1;
+        bk_geom_record(J->g, i, &J->tris[3 * (size_t)i]);
+        bk_geom_box(J->g, i, r->lo, r->hi);
+        for (int c = 0; c < 3 && i < J->tri_count; ++c) {   /* a NaN vertex may not show in the box */
+            const bk_f4 *q = &J->tris[3 * (size_t)i + c];
+            finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
+        }
+        r->tri = finite ? i : BK_NONE;   /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
+        if (!finite) continue;
+        for (int k = 0; k < 3; ++k) { P.lo[k] = bk_minf(P.lo[k], r->lo[k]); P.hi[k] = bk_maxf(P.hi[k], r->hi[k]); }
+        P.valid++;
+    }
+    J->part[b / KD_PREP_GRAIN] = P;
 }
 
 /* ---- entry point --------------------------------------------------------------------------- */
@@ -520,6 +1050,12 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
     prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
     int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
+#if defined(KD_AVX2)
+    prm.search = __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2") ? KD_SEARCH_AVX2 : KD_SEARCH_SSE2;
+#else
+    prm.search = KD_SEARCH_SSE2;   /* best_plane is the reference where there is no SSE2 */
+#endif
+    if (o->kd_sweep) prm.search = KD_SEARCH_REF;
 
     kd_builder b;
     memset(&b, 0, sizeof b);
@@ -529,22 +1065,25 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     b.arena = malloc(b.arena_cap * sizeof(kd_ref));
     if (!out->tris || !b.arena) goto oom;
 
-    /* Triangles in file order, and the boxes of those that can be hit (finite vertices). */
+    /* Triangles in file order, and the boxes of those that can be hit (finite vertices): in chunks
+     * on the pool, then the boxes of the others squeezed out in order. The bounds are folded chunk
+     * by chunk in order, as one loop would (bk_minf keeps the later of equal values: -0, +0). */
     float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
     uint32_t valid = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        kd_ref r;
-        int finite = 1;
-        bk_geom_record(&g, i, &out->tris[3 * (size_t)i]);
-        bk_geom_box(&g, i, r.lo, r.hi);
-        for (int c = 0; c < 3 && i < s->tri_count; ++c) {   /* a NaN vertex may not show in the box */
-            const bk_f4 *q = &out->tris[3 * (size_t)i + c];
-            finite &= isfinite(q->x) && isfinite(q->y) && isfinite(q->z);
-        }
-        if (!finite) continue;      /* NaN/inf vertices: no ray can hit it; keep it out of the tree */
-        r.tri = i;
-        for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], r.lo[k]); hi[k] = bk_maxf(hi[k], r.hi[k]); }
-        b.arena[valid++] = r;
+    size_t chunks = n ? ((size_t)n - 1) / KD_PREP_GRAIN + 1 : 0;
+    prep_part *pp = malloc((chunks ? chunks : 1) * sizeof *pp);
+    if (!pp) goto oom;
+    prep_job PJ;
+    PJ.g = &g; PJ.tri_count = s->tri_count; PJ.tris = out->tris; PJ.arena = b.arena; PJ.part = pp;
+    bk_parallel_for(n, KD_PREP_GRAIN, prep_chunk, &PJ);
+    for (size_t ch = 0; ch < chunks; ++ch) {
+        for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], pp[ch].lo[k]); hi[k] = bk_maxf(hi[k], pp[ch].hi[k]); }
+        valid += pp[ch].valid;
+    }
+    free(pp);
+    if (valid < n) {
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < n; ++i) if (b.arena[i].tri != BK_NONE) b.arena[j++] = b.arena[i];
     }
     bk_geom_free(&g);
     if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;

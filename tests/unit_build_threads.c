@@ -3,7 +3,8 @@
  * For a seeded random soup of 200,000 triangles, a scene whose centroids all coincide (object-median
  * splits), a voxel scene, and corpus scenes when present (sponza, sibenik, dragon_vrip_res2):
  * builds the BVH and the KD-tree with bk_pool_set_threads(1), then 2 and 16, and compares the node,
- * reference and leaf-record arrays with memcmp, and the build info (time aside). Building is
+ * reference and leaf-record arrays with memcmp, and the build info (time aside); the KD-tree also
+ * against one built with the plain sorted sweep in small nodes (bk_build_opts.kd_sweep). Building is
  * where thread-count dependence would come from (chunked binning, subtree tasks spliced back), so
  * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves. The wide BVH
  * the CPU backend collapses from a BVH of triangles (src/bvh_wide.c) is compared the same way.
@@ -79,8 +80,19 @@ static void check_scene(const char *name, const bk_scene *s)
                        bk_accel_type_name(type), threads[i], d);
             bk_accel_free(&a);
         }
-        printf("%-18s %-6s %u nodes, SAH %.3f: compared with 2 and 16 threads\n", name, bk_accel_type_name(type),
-               ref.info.nodes, ref.info.sah_cost);
+        if (type == BK_ACCEL_KDTREE) {   /* and with the plain sorted sweep of small nodes (the reference) */
+            bk_build_opts q = o;
+            q.kd_sweep = 1;
+            if (bk_accel_build(s, type, &q, &a, err, sizeof err)) {
+                BK_EXPECTF(0, "%s: kdtree build with the sorted sweep failed: %s", name, err);
+            } else {
+                const char *d = accel_diff(&ref, &a);
+                BK_EXPECTF(!d, "%s: kdtree built with the sorted sweep differs in its %s", name, d);
+                bk_accel_free(&a);
+            }
+        }
+        printf("%-18s %-6s %u nodes, SAH %.3f: compared with 2 and 16 threads%s\n", name, bk_accel_type_name(type),
+               ref.info.nodes, ref.info.sah_cost, type == BK_ACCEL_KDTREE ? " and the sorted sweep" : "");
         bk_accel_free(&ref);
     }
     bk_pool_set_threads(0);

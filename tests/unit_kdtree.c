@@ -142,6 +142,36 @@ static void scene_staircase(gen *g, int n)   /* ever smaller triangles towards t
         gen_tri(g, a, b, c);
     }
 }
+/* Triangles on a coarse lattice through the origin, with coordinates +0 and -0 mixed: many
+ * candidate planes coincide (equal costs, where the lowest plane must win) and some are zeros of
+ * either sign, whose sign bit the sweep keeps from the first it meets. */
+static void scene_lattice(gen *g, uint32_t n, float scale)
+{
+    for (uint32_t i = 0; i < n; ++i) {
+        float v[3][3];
+        for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 3; ++k) {
+                int q = (int)(rng_u32() % 9) - 4;
+                v[j][k] = q == 0 ? ((rng_u32() & 1) ? -0.0f : 0.0f) : scale * (float)q;
+            }
+        gen_tri(g, v[0], v[1], v[2]);
+    }
+}
+
+/* n triangles across y and z, each in a plane x = const, the planes within `ulps` floats of x = 1:
+ * binned planes across the slab round onto the same floats with different counts. */
+static void scene_slab(gen *g, uint32_t n, int ulps)
+{
+    for (uint32_t i = 0; i < n; ++i) {
+        float v[3][3], x = 1.0f;
+        for (uint32_t j = rng_u32() % (uint32_t)ulps; j > 0; --j) x = nextafterf(x, 2.0f);
+        v[0][0] = x; v[0][1] = 0;    v[0][2] = 0;
+        v[1][0] = x; v[1][1] = 1;    v[1][2] = 0.5f;
+        v[2][0] = x; v[2][1] = 0.5f; v[2][2] = 1;
+        gen_tri(g, v[0], v[1], v[2]);
+    }
+}
+
 static void scene_bad(gen *g)   /* degenerate (points, lines) and non-finite triangles among real ones */
 {
     scene_soup(g, 200, 0.1f);
@@ -446,6 +476,28 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
            a->tri_count, a->kd_node_count, a->info.depth, a->kd_ref_count, a->info.sah_cost, hits, nrays, restarts, spills);
 }
 
+/* The default split search of small nodes must choose the planes of the plain sorted sweep
+ * (bk_build_opts.kd_sweep, the reference): the same bytes. */
+static void check_sweep(const char *name, const bk_scene *s, const bk_accel *a, const bk_build_opts *o)
+{
+    bk_build_opts q = *o;
+    q.kd_sweep = 1;
+    bk_accel r;
+    char err[256] = "";
+    if (bk_kd_build(s, &q, &r, err, sizeof err)) { BK_EXPECTF(0, "%s: sweep build: %s", name, err); return; }
+    int same = a->kd_node_count == r.kd_node_count && a->kd_ref_count == r.kd_ref_count
+            && !memcmp(a->kd_nodes, r.kd_nodes, sizeof(bk_kd_node) * a->kd_node_count)
+            && !memcmp(a->kd_refs, r.kd_refs, sizeof(uint32_t) * a->kd_ref_count)
+            && a->info.sah_cost == r.info.sah_cost;
+    if (!same) {
+        uint32_t i = 0, nc = a->kd_node_count < r.kd_node_count ? a->kd_node_count : r.kd_node_count;
+        while (i < nc && !memcmp(&a->kd_nodes[i], &r.kd_nodes[i], sizeof(bk_kd_node))) ++i;
+        BK_EXPECTF(0, "%s: tree differs from the sorted sweep's (%u vs %u nodes, first difference at node %u)",
+                   name, a->kd_node_count, r.kd_node_count, i);
+    }
+    bk_accel_free(&r);
+}
+
 static void run_scene_n(const char *name, gen *g, const bk_build_opts *o, uint64_t seed, int nrays)
 {
     bk_scene s = gen_scene(g);
@@ -456,6 +508,7 @@ static void run_scene_n(const char *name, gen *g, const bk_build_opts *o, uint64
     if (rc == 0) {
         check_tree(name, &s, &a, o);
         check_rays(name, &s, &a, seed, nrays);
+        check_sweep(name, &s, &a, o);
         bk_accel_free(&a);
     }
     free(g->pos); free(g->tri);
@@ -465,6 +518,42 @@ static void run_scene_n(const char *name, gen *g, const bk_build_opts *o, uint64
 static void run_scene(const char *name, gen *g, const bk_build_opts *o, uint64_t seed)
 {
     run_scene_n(name, g, o, seed, NRAYS);
+}
+
+/* Many small scenes (one exact split search at the root and below) whose coordinates come from a
+ * few values: +0 and -0, and half a robustness margin (2^-21: the margin is 2^-20 of the
+ * magnitude, 1 here) and a whole one either side of zero. Planes coincide, costs tie, zeros of both signs compete, margin planes
+ * fall on box faces: each tree must be the sorted sweep's, byte for byte. */
+static void check_sweep_small(const bk_build_opts *o, int trials)
+{
+    const float hm = ldexpf(1.0f, -21);
+    /* two value sets, alternating: each catches kinds of mistakes the other rarely does */
+    const float vals[2][8] = { { -1.0f, -hm, -0.0f, 0.0f, hm, 1.0f }, { -1.0f, -2 * hm, -hm, -0.0f, 0.0f, hm, 2 * hm, 1.0f } };
+    const uint32_t nvals[2] = { 6, 8 };
+    int before = bk_test_failures;
+    rng_state = 40;
+    for (int t = 0; t < trials && bk_test_failures == before; ++t) {
+        gen g;
+        memset(&g, 0, sizeof g);
+        uint32_t n = 2 + rng_u32() % 31;
+        for (uint32_t i = 0; i < n; ++i) {
+            float v[3][3];
+            for (int j = 0; j < 3; ++j) for (int k = 0; k < 3; ++k) v[j][k] = vals[t & 1][rng_u32() % nvals[t & 1]];
+            gen_tri(&g, v[0], v[1], v[2]);
+        }
+        bk_scene s = gen_scene(&g);
+        bk_accel a;
+        char err[256] = "", name[64];
+        snprintf(name, sizeof name, "small scene %d", t);
+        if (bk_kd_build(&s, o, &a, err, sizeof err) == 0) {
+            check_sweep(name, &s, &a, o);
+            bk_accel_free(&a);
+        } else {
+            BK_EXPECTF(0, "%s: %s", name, err);
+        }
+        free(g.pos); free(g.tri);
+    }
+    printf("  %d small scenes: trees equal to the sorted sweep's\n", trials);
 }
 
 /* Subtrees are built on worker threads and spliced in: the tree must not depend on the count. */
@@ -548,6 +637,12 @@ int main(void)
     scene_walls(&g);                                         run_scene("walls", &g, &o, 17);
     scene_staircase(&g, 80);                                 run_scene("staircase", &g, &o, 18);
     rng_state = 3;  scene_bad(&g);                           run_scene("bad-tris", &g, &o, 19);
+    rng_state = 9;  scene_lattice(&g, 300, 1.0f);            run_scene("lattice", &g, &o, 28);
+    rng_state = 10; scene_lattice(&g, 60, 1.0f);             run_scene("lattice60", &g, &o, 29);
+    for (int w = 20; w <= 60; w += 8) { rng_state = 50 + (uint64_t)w; scene_slab(&g, 200, w); run_scene_n("slab", &g, &o, 33, 500); }
+    /* extreme scales: float costs out of the range where the fast search trusts them */
+    rng_state = 11; scene_lattice(&g, 200, 1e-25f);          run_scene("tiny", &g, &o, 30);
+    rng_state = 12; scene_lattice(&g, 200, 1e18f);           run_scene_n("huge", &g, &o, 31, 0);   /* rays overflow */
     {   /* nothing finite: an empty root leaf, and every ray misses */
         float p[3] = { 0.0f, 1.0f, NAN }, q[3] = { 1.0f, 0.0f, 0.0f }, r[3] = { 0.0f, 0.0f, 1.0f };
         gen_tri(&g, p, q, r);                                run_scene("all-nan", &g, &o, 26);
@@ -562,6 +657,11 @@ int main(void)
         q = o; q.kd_max_refs_per_tri = 2; rng_state = 5; scene_thin(&g, 400); run_scene("refs2", &g, &q, 23);
         q = o; q.cost_node = 0.0f; q.kd_empty_bonus = 1.0f; rng_state = 6; scene_soup(&g, 1000, 0.05f); run_scene("cheap-node", &g, &q, 24);
     }
+    check_sweep_small(&o, 3000);
+    setenv("BK_KD_NO_AVX2", "1", 1);   /* the SSE2 search where the CPU has AVX2 (else the same again) */
+    check_sweep_small(&o, 3000);
+    rng_state = 1;  scene_soup(&g, 1000, 0.05f);             run_scene("soup-sse2", &g, &o, 11);
+    unsetenv("BK_KD_NO_AVX2");
     check_threads(&o);
     check_sub_empty_below(&o);
     BK_TEST_DONE();
