@@ -37,6 +37,7 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
         for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi)
             for (int any = 0; any < 2; ++any) {
                 bk_trace_opts o = bk_trace_opts_default();
+                o.bvh_width = 2;  /* the CPU traces the binary layout the GPU traces: node counts compare */
                 o.stack_mode = variants[vi].mode;
                 o.stack_size = variants[vi].k ? variants[vi].k : 8;
                 o.any_hit = any;
