@@ -419,20 +419,30 @@ static float costs_sse2(const kd_fcost *F, float lo, float hi, float plo, float 
 #endif
 
 #if defined(KD_AVX2)
+/* Boxes with min <= c (b) and max >= c (a) for the planes c0, c1 (eight each) of n boxes (cand:
+ * 4 floats a box, min and max at 1 and 2). */
+KD_TARGET_AVX2 static inline void count16_avx2(uint32_t n, const float *cand, __m256 c0, __m256 c1, __m256i *b0, __m256i *b1,
+                                               __m256i *a0, __m256i *a1)
+{
+    __m256i B0 = _mm256_setzero_si256(), B1 = B0, A0 = B0, A1 = B0;
+    for (uint32_t i = 0; i < n; ++i) {
+        __m256 lo = _mm256_broadcast_ss(cand + 4 * i + 1), hi = _mm256_broadcast_ss(cand + 4 * i + 2);
+        B0 = _mm256_sub_epi32(B0, _mm256_castps_si256(_mm256_cmp_ps(lo, c0, _CMP_LE_OQ)));
+        B1 = _mm256_sub_epi32(B1, _mm256_castps_si256(_mm256_cmp_ps(lo, c1, _CMP_LE_OQ)));
+        A0 = _mm256_sub_epi32(A0, _mm256_castps_si256(_mm256_cmp_ps(hi, c0, _CMP_GE_OQ)));
+        A1 = _mm256_sub_epi32(A1, _mm256_castps_si256(_mm256_cmp_ps(hi, c1, _CMP_GE_OQ)));
+    }
+    *b0 = B0; *b1 = B1; *a0 = A0; *a1 = A1;
+}
+
 /* count_events and costs_sse2 eight planes at a time (nc: a multiple of 8). Same counts. */
 KD_TARGET_AVX2 static void count_events_avx2(uint32_t n, const float *cand, int32_t *nb, int32_t *na)
 {
     for (uint32_t g = 0; g < 4 * n; g += 16) {
         const int two = g + 8 < 4 * n;
         __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
-        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
-        for (uint32_t i = 0; i < n; ++i) {
-            __m256 lo = _mm256_broadcast_ss(cand + 4 * i + 1), hi = _mm256_broadcast_ss(cand + 4 * i + 2);
-            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(lo, c0, _CMP_LE_OQ)));
-            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(lo, c1, _CMP_LE_OQ)));
-            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(hi, c0, _CMP_GE_OQ)));
-            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(hi, c1, _CMP_GE_OQ)));
-        }
+        __m256i b0, b1, a0, a1;
+        count16_avx2(n, cand, c0, c1, &b0, &b1, &a0, &a1);
         _mm256_storeu_si256((__m256i *)(nb + g), b0);
         _mm256_storeu_si256((__m256i *)(na + g), a0);
         if (two) { _mm256_storeu_si256((__m256i *)(nb + g + 8), b1); _mm256_storeu_si256((__m256i *)(na + g + 8), a1); }
@@ -494,14 +504,8 @@ KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int3
     for (uint32_t g = 0; g < 4 * n; g += 16) {
         const int two = g + 8 < 4 * n;
         __m256 c0 = _mm256_loadu_ps(cand + g), c1 = two ? _mm256_loadu_ps(cand + g + 8) : c0;
-        __m256i b0 = _mm256_setzero_si256(), b1 = b0, a0 = b0, a1 = b0;
-        for (uint32_t i = 0; i < n; ++i) {
-            __m256 l = _mm256_broadcast_ss(cand + 4 * i + 1), h = _mm256_broadcast_ss(cand + 4 * i + 2);
-            b0 = _mm256_sub_epi32(b0, _mm256_castps_si256(_mm256_cmp_ps(l, c0, _CMP_LE_OQ)));
-            b1 = _mm256_sub_epi32(b1, _mm256_castps_si256(_mm256_cmp_ps(l, c1, _CMP_LE_OQ)));
-            a0 = _mm256_sub_epi32(a0, _mm256_castps_si256(_mm256_cmp_ps(h, c0, _CMP_GE_OQ)));
-            a1 = _mm256_sub_epi32(a1, _mm256_castps_si256(_mm256_cmp_ps(h, c1, _CMP_GE_OQ)));
-        }
+        __m256i b0, b1, a0, a1;
+        count16_avx2(n, cand, c0, c1, &b0, &b1, &a0, &a1);
         _mm256_storeu_si256((__m256i *)(nb + g), b0);
         _mm256_storeu_si256((__m256i *)(na + g), a0);
         __m256 k0 = cost8(&C, c0, b0, a0);
