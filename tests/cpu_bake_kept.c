@@ -11,6 +11,7 @@
  * made from refs are the rasterizer's own, and a backend that reads the texels in place is
  * refused. Also bk_texels_compact itself: refs in texel order, the texels' pointer NULL. */
 #include "bk_test.h"
+#include "bk_test_bake.h"
 #include "accel.h"
 #include "atlas.h"
 #include "bake.h"
@@ -250,19 +251,11 @@ int main(void)
 {
     check_compact();
 
-    char err[1024], path[1024];
-    snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+    char err[1024];
     bk_scene s;
-    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
     bk_accel a;
-    bk_build_opts bo = bk_build_opts_default();
-    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_atlas at;
-    bk_atlas_opts ao;
-    bk_atlas_opts_default(&ao);
-    ao.size = 160;
-    ao.scene_path = path;
-    BK_EXPECTF(bk_atlas_build(&s, &ao, &at, err, sizeof err) == 0, "%s", err);
+    bk_test_cornell_atlas(&s, &a, &at);
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(&s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
     if (bk_test_failures) BK_TEST_DONE();

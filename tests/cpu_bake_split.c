@@ -8,6 +8,7 @@
  * bk_bake_granule giving every rank 8 granules down to its floor. Runs in every build (the
  * sanitized one has no MPI). */
 #include "bk_test.h"
+#include "bk_test_bake.h"
 #include "accel.h"
 #include "atlas.h"
 #include "bake.h"
@@ -50,19 +51,11 @@ int main(void)
 {
     check_shares();
 
-    char err[1024], path[1024];
-    snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+    char err[1024];
     bk_scene s;
-    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
     bk_accel a;
-    bk_build_opts bo = bk_build_opts_default();
-    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_atlas at;
-    bk_atlas_opts ao;
-    bk_atlas_opts_default(&ao);
-    ao.size = 160;
-    ao.scene_path = path;
-    BK_EXPECTF(bk_atlas_build(&s, &ao, &at, err, sizeof err) == 0, "%s", err);
+    bk_test_cornell_atlas(&s, &a, &at);
     bk_texel *tx = NULL;
     uint32_t n = 0;
     uint8_t *cov0 = NULL;

@@ -1,0 +1,28 @@
+/* bk_test_bake.h - what the bake driver's tests start from: the project's Cornell box
+ * (scenes/cornell.obj) with its BVH and a 160x160 atlas. Failures are counted (bk_test.h). */
+#ifndef BK_TEST_BAKE_H
+#define BK_TEST_BAKE_H
+
+#include "bk_test.h"
+#include "accel.h"
+#include "atlas.h"
+#include "scene.h"
+
+#include <stdio.h>
+
+static inline void bk_test_cornell_atlas(bk_scene *s, bk_accel *a, bk_atlas *at)
+{
+    static char path[1024];
+    char err[1024];
+    snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+    BK_EXPECTF(bk_scene_load(path, s, err, sizeof err) == 0, "%s", err);
+    bk_build_opts bo = bk_build_opts_default();
+    BK_EXPECTF(bk_accel_build(s, BK_ACCEL_BVH, &bo, a, err, sizeof err) == 0, "%s", err);
+    bk_atlas_opts ao;
+    bk_atlas_opts_default(&ao);
+    ao.size = 160;
+    ao.scene_path = path;
+    BK_EXPECTF(bk_atlas_build(s, &ao, at, err, sizeof err) == 0, "%s", err);
+}
+
+#endif /* BK_TEST_BAKE_H */
