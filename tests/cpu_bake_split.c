@@ -71,11 +71,7 @@ int main(void)
     const int w = at.width, h = at.height;
     const size_t npx = (size_t)w * (size_t)h;
     bk_bake_run_opts o;
-    memset(&o, 0, sizeof o);
-    o.params.mode = BK_BAKE_LIGHT; o.params.spp = 8; o.params.bounces = 1; o.params.seed = 7;
-    o.params.eps = 1e-4f; o.params.texel_world = 0.01f; o.params.sun_cos = 1.0f; o.params.ao_distance = 1.0f;
-    o.params.sky[0] = o.params.sky[1] = o.params.sky[2] = 0.5f;
-    o.trace = bk_trace_opts_default();
+    bk_test_bake_opts(&o);
     o.max_launch_ms = 5;          /* many launches: blocks that grow and meet granule ends */
 
     /* the whole bake, as an image and as texel colours */
