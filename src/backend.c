@@ -37,6 +37,8 @@ bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size)
     return NULL;
 }
 
+int bk_backend_starts_device(const char *name) { return strcmp(name, "cpu") != 0; }
+
 int bk_backend_device_count(const char *name)
 {
     if (!strcmp(name, "cpu")) return 1;

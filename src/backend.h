@@ -171,6 +171,9 @@ void        bk_backend_free(bk_backend *be);
 /* The devices backend `name` can bake on: "cuda": the CUDA devices (0 without CUDA or a GPU);
  * "cpu": 1 (all its cores); "auto": the CUDA devices, else 1. */
 int         bk_backend_device_count(const char *name);
+/* 1 when starting backend `name` may start a device (a CUDA context, then uploads: a core busy
+ * for a while, on the thread that starts it), 0 for the host's own threads ("cpu"). */
+int         bk_backend_starts_device(const char *name);
 /* bk_backend_init on devices[0 .. n) of that backend (numbers from 0, as CUDA counts them): one
  * device gives that device's backend, several a group of them (bk_backend_group). A device
  * named twice gets two backends of its own (a one-GPU machine can run the multi-device bake). */

@@ -1081,7 +1081,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
      * run: their pool leaves it that core until the backend is there (the phases' results do not
      * depend on the thread count). On the GPU machine's 16 cores, sponza 1024^2: the atlas
      * 0.49 -> 0.39 s, the whole command 1.01 -> 0.87 s (`baker bench bake`, BK_THREADS=15). */
-    const int lend_core = bs.running && strcmp(c.t.backend, "cpu") != 0 && c.t.opts.threads == 0 && !getenv("BK_THREADS") &&
+    const int lend_core = bs.running && bk_backend_starts_device(c.t.backend) && c.t.opts.threads == 0 && !getenv("BK_THREADS") &&
                           bk_cpu_threads() > 2;
     if (lend_core) bk_pool_set_threads(bk_cpu_threads() - 1);
 
