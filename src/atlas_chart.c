@@ -1400,6 +1400,7 @@ typedef struct sm_ctx {
     sm_ws *ws;
     sm_try *tries;
     sm_try **task;           /* the batch's checks: a try's chain, or one level of it */
+    const key_idx *order;    /* the order they start in: task[order[i].idx] */
     const uint32_t *slot;    /* per task: BK_NONE the whole chain (sm_check_chain), else the level's
                                 state in lstate: try * (SM_LEVELS + 1) + level */
     _Atomic uint8_t *lstate; /* a level: 0 not checked, 1 failed, 2 kept or out of memory */
@@ -1708,8 +1709,8 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
     sm_ctx *x = ctx;
     sm_ws *ws = &x->ws[worker];
     for (size_t i = begin; i < end; ++i) {
-        sm_try *t = x->task[i];
-        const uint32_t slot = x->slot[i], first = slot == BK_NONE ? 0 : slot - slot % (SM_LEVELS + 1);
+        sm_try *t = x->task[x->order[i].idx];
+        const uint32_t slot = x->slot[x->order[i].idx], first = slot == BK_NONE ? 0 : slot - slot % (SM_LEVELS + 1);
         /* a later level is not checked once an earlier one was kept: the chain ends there */
         int needed = 1;
         for (uint32_t j = first; slot != BK_NONE && j < slot && needed; ++j) needed = atomic_load(&x->lstate[j]) != 2;
@@ -1934,7 +1935,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     bk_parallel_for(T, 16384, needle_fn, &nc);
     sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries, task, slot, lstate };
+    sm_ctx x = { s, g, A, weld, so, C, tried, stamp, 0, iota, ws, tries, task, ok_keys, slot, lstate };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
         /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
@@ -1987,13 +1988,6 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
             }
         }
         qsort(ok_keys, ntask, sizeof(key_idx), bk_key_idx_cmp);
-        {
-            sm_try *tt[ntask ? ntask : 1];
-            uint32_t ss[ntask ? ntask : 1];
-            for (uint32_t i = 0; i < ntask; ++i) { tt[i] = task[ok_keys[i].idx]; ss[i] = slot[ok_keys[i].idx]; }
-            memcpy(task, tt, sizeof(sm_try *) * ntask);
-            memcpy(slot, ss, sizeof(uint32_t) * ntask);
-        }
         bk_parallel_for(ntask, 1, sm_check_fn, &x);
         for (uint32_t k = 0; k < nb; ++k)
             if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
