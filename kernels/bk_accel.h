@@ -10,7 +10,9 @@
 
 #include "bk_common.h"
 
-enum bk_accel_type { BK_ACCEL_BVH = 0, BK_ACCEL_KDTREE = 1 };
+/* BK_ACCEL_CWBVH is not built on its own: a backend collapses a binary BVH into it (src/bvh_cw.c)
+ * and traces it in place of the binary layout (bk_trace_opts.bvh_width). */
+enum bk_accel_type { BK_ACCEL_BVH = 0, BK_ACCEL_KDTREE = 1, BK_ACCEL_CWBVH = 2 };
 
 /* What the leaves hold: triangles only, or triangles and voxel instances (bk_voxel.h). A scene
  * without voxels uses the first, so its traversal carries no voxel code. */
@@ -31,6 +33,32 @@ typedef struct bk_bvh_node {
     bk_f4 z01;    /* child 0 lo.z hi.z, child 1 lo.z hi.z                   16 B */
     bk_f4 refs;   /* bits of int32: child 0 ref, child 1 ref, unused x2     16 B */
 } bk_bvh_node;    /*                                                        64 B */
+
+/* Compressed 8-wide BVH node, 80 bytes (five 16-byte loads; after Ylitie, Karras & Laine 2017,
+ * "Efficient Incoherent Ray Traversal on GPUs Through Compressed Wide BVHs"). The children's boxes
+ * are quantised to 8 bits per plane on a grid local to the node: plane q of axis k lies at
+ * origin[k] + q * 2^(exp[k] - 127), rounded outwards by the builder, so every child box contains
+ * the exact one. Slot s of a node holds the child that rays of direction octant s should visit
+ * first (octant bit k: the ray runs down axis k), so a ray visits slots in the order s ^ octant
+ * with no sorting. Inner children sit next to each other in slot order from child_base; leaf
+ * children are runs of records (3 x bk_f4 as the binary layout's, in this layout's own copy) that
+ * start at rec_base + meta[s] and end at the one marked BK_TRI_LAST. */
+typedef struct bk_cw_node {
+    BK_ALIGN16 float origin[3];   /* the grid's corner: the node's box lo                     12 B */
+    uint8_t  exp[3];              /* per axis: grid step 2^(exp - 127)                          3 B */
+    uint8_t  imask;               /* bit s: slot s is an inner node                             1 B */
+    uint32_t child_base;          /* the first inner child's node index                         4 B */
+    uint32_t rec_base;            /* the first leaf record of the node's leaf children          4 B */
+    uint8_t  meta[8];             /* leaf slot: first record - rec_base; empty slot: 0xFF;
+                                     inner slot: 0                                              8 B */
+    uint8_t  qlo[3][8];           /* per axis, per slot: the box's low plane                   24 B */
+    uint8_t  qhi[3][8];           /* per axis, per slot: the box's high plane                  24 B */
+} bk_cw_node;                     /*                                                           80 B */
+#define BK_CW_EMPTY 0xFFu
+/* Levels of compressed nodes the traversal takes: the short stack's restart trail keeps 4 bits per
+ * level in two 64-bit words (the builder refuses deeper trees; the backends then trace the binary
+ * layout). */
+#define BK_CW_MAX_DEPTH 32
 
 /* Triangles are stored as 3 bk_f4 (48 bytes): v0, v1, v2. v0.w holds, as bits, the triangle's
  * number in the file (rays.md numbering) with BK_TRI_LAST set on the last triangle of a BVH leaf,
@@ -111,6 +139,14 @@ typedef struct bk_accel_view {
     const uint32_t    *vox_inst;     /* 2 per instance: the HITS id of its first voxel's face 0, its model */
     uint32_t           vox_instance_count;
     bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
+    /* compressed wide BVH (type BK_ACCEL_CWBVH): its nodes; tris then holds its own copy of the
+     * records, in its leaf order, each with its binary record's index in v1.w (bits); bvh_nodes
+     * stays the binary layout it came from, and path / path_len its records' binary paths (the
+     * tie rule, bk_bvh_later) */
+    const bk_cw_node  *cw_nodes;
+    uint32_t           cw_node_count;
+    const uint64_t    *bin_path;     /* per binary record: bit k the child taken at level k */
+    const uint8_t     *bin_path_len; /* per binary record: levels on that path */
 } bk_accel_view;
 
 BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)

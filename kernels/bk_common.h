@@ -116,4 +116,68 @@ BK_HD int bk_msb64(uint64_t v)
 #endif
 }
 
+/* Index of the lowest set bit of a non-zero value. */
+BK_HD int bk_ctz64(uint64_t v)
+{
+#if BK_DEVICE_CODE
+    return __ffsll((long long)v) - 1;
+#else
+    return __builtin_ctzll(v);
+#endif
+}
+BK_HD int bk_ctz32(uint32_t v)
+{
+#if BK_DEVICE_CODE
+    return __ffs((int)v) - 1;
+#else
+    return __builtin_ctz(v);
+#endif
+}
+BK_HD int bk_popc32(uint32_t v)
+{
+#if BK_DEVICE_CODE
+    return __popc(v);
+#else
+    return __builtin_popcount(v);
+#endif
+}
+
+/* a * b + c: fused on the device (one instruction), unfused on the host (no FMA instruction is
+ * assumed there). For results that need not agree bit for bit between the two. */
+BK_HD float bk_fma_fast(float a, float b, float c)
+{
+#if BK_DEVICE_CODE
+    return fmaf(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
+/* min, max and |x| as single instructions on the device (FMNMX: a NaN operand yields the other
+ * one); comparisons on the host. For results that need not agree bit for bit, as bk_fma_fast. */
+BK_HD float bk_minf_fast(float a, float b)
+{
+#if BK_DEVICE_CODE
+    return fminf(a, b);
+#else
+    return a < b ? a : b;
+#endif
+}
+BK_HD float bk_maxf_fast(float a, float b)
+{
+#if BK_DEVICE_CODE
+    return fmaxf(a, b);
+#else
+    return a > b ? a : b;
+#endif
+}
+BK_HD float bk_absf_fast(float a)
+{
+#if BK_DEVICE_CODE
+    return fabsf(a);
+#else
+    return a < 0.0f ? -a : a;
+#endif
+}
+
 #endif /* BK_COMMON_H */

@@ -17,6 +17,9 @@
  *   - KD-tree traversal (pbrt's front-to-back traversal); with the short stack, kd-restart
  *     (Foley & Sugerman 2005): when dropped entries are needed, restart from the root with tmin
  *     advanced to the exit of the last leaf.
+ *   - compressed 8-wide BVH traversal (Ylitie, Karras & Laine 2017), with a restart trail of one
+ *     visiting position per level for the short stack; ties between equal hits go as in the
+ *     binary traversal (bk_bvh_later), so every BVH layout returns the same hits.
  */
 #ifndef BK_TRAVERSE_H
 #define BK_TRAVERSE_H
@@ -44,14 +47,18 @@ enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2
 #define BK_LIST_PRIMS(X, A, S, Q)  X(A, S, Q, TRI) X(A, S, Q, VOX)
 #define BK_LIST_QUERIES(X, A, S)   BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
 #define BK_LIST_STACKS(X, A)       BK_LIST_QUERIES(X, A, GLOBAL) BK_LIST_QUERIES(X, A, SHORT) BK_LIST_QUERIES(X, A, SPILL)
-#define BK_TRAVERSALS(X)           BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE)
+/* the compressed wide BVH holds triangles only (voxel scenes trace the binary layout) */
+#define BK_LIST_STACKS_TRI(X, A)   X(A, GLOBAL, 0, TRI) X(A, GLOBAL, 1, TRI) X(A, SHORT, 0, TRI) X(A, SHORT, 1, TRI) \
+                                   X(A, SPILL, 0, TRI) X(A, SPILL, 1, TRI)
+#define BK_TRAVERSALS(X)           BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE) BK_LIST_STACKS_TRI(X, CWBVH)
 
 /* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
 #define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
 /* Words per stack entry: the KD-tree's (node, tmin, tmax), the BVH short stack's (ref, level),
- * else a child ref. A constant expression (kernels size arrays with it); bk_stack_width() is the
- * same as a function. BK_STACK_WIDTH is the widest. */
-#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (mode) == BK_STACK_SHORT ? 2 : 1)
+ * the compressed wide BVH's group (child base, hits | imask | level), else a child ref. A
+ * constant expression (kernels size arrays with it); bk_stack_width() is the same as a function.
+ * BK_STACK_WIDTH is the widest. */
+#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (accel) == BK_ACCEL_CWBVH || (mode) == BK_STACK_SHORT ? 2 : 1)
 #define BK_STACK_WIDTH   3
 BK_HD int bk_stack_width(int accel, int mode) { return BK_STACK_WIDTH_OF(accel, mode); }
 
@@ -331,6 +338,265 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
 }
 
+/* ---- ties between equal hits ----------------------------------------------------------------- */
+
+/* 1 when the binary BVH traversal (bk_bvh_trace) would test record b after record a, so that b
+ * wins a tie at equal t there (bk_tri_intersect accepts t <= best). Wide layouts visit children
+ * in another order and ask this on a tie, so every BVH layout returns the binary traversal's hit:
+ * the lowest common binary ancestor of the two records' leaves (their paths part at bit d) is
+ * entered on the side of smaller entry distance first (child 0 on equal ones), as bk_bvh_trace
+ * orders children. Ties are rare (a ray through a shared edge); the answer costs one slab test. */
+BK_HD int bk_bvh_later(const bk_bvh_node *nodes, const uint64_t *path, const uint8_t *path_len, const bk_ray_pre *r,
+                       uint32_t a, uint32_t b)
+{
+    uint64_t pa = path[a], diff = pa ^ path[b];
+    uint32_t la = path_len[a], lb = path_len[b];
+    if (!diff) return b > a;                      /* one leaf: records are tested in order */
+    /* leaves are never ancestors of each other, so the paths part within both lengths */
+    uint32_t d = (uint32_t)bk_ctz64(diff);
+    if (d >= la || d >= lb) return b > a;         /* not reached on a tree the build accepted */
+    int32_t n = 0;
+    for (uint32_t k = 0; k < d; ++k) {
+        const bk_bvh_node *nd = nodes + n;
+        n = (int32_t)bk_float_bits((pa >> k & 1) ? bk_load4(&nd->refs).y : bk_load4(&nd->refs).x);
+    }
+    const bk_bvh_node *nd = nodes + n;
+    float t0, t1;
+    bk_slab2(r, bk_load4(&nd->xy0), bk_load4(&nd->xy1), bk_load4(&nd->z01), r->tmin, r->tmax, &t0, &t1);
+    uint32_t later = t1 < t0 ? 0u : 1u;
+    return (uint32_t)(path[b] >> d & 1) == later;
+}
+
+/* ---- compressed wide BVH ---------------------------------------------------------------------- */
+
+/* A pending group: the inner children of one node still to visit, as stack words
+ *   w0 = the node's child_base,
+ *   w1 = hit children (bit p: the slot p ^ octant, so bits in visiting order) | imask << 8 |
+ *        the node's level << 16.
+ * The short stack's restart trail keeps per level 4 bits: the visiting position of the child
+ * being visited (bits 0-2) and whether it is the level's last hit child (bit 3). */
+#define BK_CW_LEVEL_SHIFT 16
+
+/* (two words, selected rather than indexed, so that they stay in registers on the GPU) */
+BK_HD uint32_t bk_cw_trail_get(const uint64_t *trail, int level)
+{
+    return (uint32_t)((level < 16 ? trail[0] : trail[1]) >> (4 * (level & 15)) & 15u);
+}
+BK_HD void bk_cw_trail_set(uint64_t *trail, int level, uint32_t v)
+{
+    int sh = 4 * (level & 15);
+    uint64_t w = level < 16 ? trail[0] : trail[1];
+    w = (w & ~((uint64_t)15 << sh)) | (uint64_t)v << sh;
+    if (level < 16) trail[0] = w; else trail[1] = w;
+}
+
+/* Byte s (0-7) of a pair of little-endian words. */
+BK_HD uint32_t bk_byte8(uint32_t lo, uint32_t hi, int s) { return ((s < 4 ? lo : hi) >> (8 * (s & 3))) & 0xFFu; }
+
+/* 2^15 + byte s of a word pair, as a float: the byte goes into the mantissa of 2^15, one byte
+ * permutation on the GPU instead of an integer-to-float conversion (a quarter-rate instruction
+ * there, 48 of them per node). */
+BK_HD float bk_q15(uint32_t lo, uint32_t hi, int s, uint32_t k47)
+{
+#if BK_DEVICE_CODE
+    return __uint_as_float(__byte_perm(s < 4 ? lo : hi, k47, 0x7504u | (uint32_t)(s & 3) << 4));
+#else
+    (void)k47;
+    return bk_bits_float(0x47000000u | bk_byte8(lo, hi, s) << 8);
+#endif
+}
+
+/* Bit p of the result is bit p ^ oct of m (8 bits): from slot order to a ray's visiting order. */
+BK_HD uint32_t bk_cw_order(uint32_t m, uint32_t oct)
+{
+    if (oct & 1u) m = (m & 0x55u) << 1 | (m >> 1 & 0x55u);
+    if (oct & 2u) m = (m & 0x33u) << 2 | (m >> 2 & 0x33u);
+    if (oct & 4u) m = (m & 0x0Fu) << 4 | m >> 4;
+    return m;
+}
+
+/* Bit s set where byte s of the word pair is not 0xFF (the slots that hold a child). */
+BK_HD uint32_t bk_cw_used(uint32_t lo, uint32_t hi)
+{
+    /* a byte is 0xFF where its complement is 0: the high bit of (c | (c + 0x7F) per byte) */
+    uint32_t cl = ~lo, ch = ~hi;
+    cl = (cl | ((cl & 0x7F7F7F7Fu) + 0x7F7F7F7Fu)) & 0x80808080u;
+    ch = (ch | ((ch & 0x7F7F7F7Fu) + 0x7F7F7F7Fu)) & 0x80808080u;
+    return (cl * 0x00204081u) >> 28 | ((ch * 0x00204081u) >> 28) << 4;
+}
+
+/* The children of compressed node n that the ray may hit in [tmin, tmax]: returns the inner ones
+ * and writes the leaf ones to *leaves, both as bits in visiting order (bit p: slot p ^ oct).
+ * Plane q of axis k is met at t = (2^15 + q) * b + (a - 2^15 b) with b = step * inv and
+ * a = (origin - o) * inv: one multiply-add per plane. Its rounding error stays below err (eight
+ * ulps of |a| + 2^15 |b|, at most 1/32 of a grid step past an ulp of a), by which the far planes are
+ * moved out, so no child box that holds a hit is missed. Rays parallel to a slab take the exact
+ * test (bk_slab) of each child's dequantised box, rounded outwards. */
+BK_HDI uint32_t bk_cw_children(const bk_ray_pre *r, const bk_cw_node *nd, uint32_t oct, float tmin, float tmax,
+                               uint32_t *child_base, uint32_t *rec_base, uint32_t *meta_lo, uint32_t *meta_hi,
+                               uint32_t *imask_out, uint32_t *leaves)
+{
+    const bk_f4 *q4 = (const bk_f4 *)nd;
+    bk_f4 f0 = bk_load4(q4), f1 = bk_load4(q4 + 1), f2 = bk_load4(q4 + 2), f3 = bk_load4(q4 + 3), f4 = bk_load4(q4 + 4);
+    uint32_t e = bk_float_bits(f0.w);
+    *child_base = bk_float_bits(f1.x); *rec_base = bk_float_bits(f1.y);
+    *meta_lo = bk_float_bits(f1.z); *meta_hi = bk_float_bits(f1.w);
+    const uint32_t imask = e >> 24, used = bk_cw_used(*meta_lo, *meta_hi);
+    *imask_out = imask;
+    /* qlo x | qlo y | qlo z | qhi x | qhi y | qhi z, two words each */
+    const uint32_t q0 = bk_float_bits(f2.x), q1 = bk_float_bits(f2.y), q2 = bk_float_bits(f2.z), q3 = bk_float_bits(f2.w);
+    const uint32_t q4w = bk_float_bits(f3.x), q5 = bk_float_bits(f3.y), q6 = bk_float_bits(f3.z), q7 = bk_float_bits(f3.w);
+    const uint32_t q8 = bk_float_bits(f4.x), q9 = bk_float_bits(f4.y), q10 = bk_float_bits(f4.z), q11 = bk_float_bits(f4.w);
+    const float ox = f0.x, oy = f0.y, oz = f0.z;
+    const float sx = bk_bits_float((e & 0xFFu) << 23), sy = bk_bits_float((e >> 8 & 0xFFu) << 23), sz = bk_bits_float((e >> 16 & 0xFFu) << 23);
+    uint32_t hits = 0;
+    if (!r->par) {
+        const float ax = (ox - r->o.x) * r->inv.x, ay = (oy - r->o.y) * r->inv.y, az = (oz - r->o.z) * r->inv.z;
+        const float bx = sx * r->inv.x, by = sy * r->inv.y, bz = sz * r->inv.z;
+        const float err = bk_maxf_fast(bk_absf_fast(ax) + 32768.0f * bk_absf_fast(bx),
+                                       bk_maxf_fast(bk_absf_fast(ay) + 32768.0f * bk_absf_fast(by),
+                                                    bk_absf_fast(az) + 32768.0f * bk_absf_fast(bz))) * 0x1p-20f;
+        const float cx = ax - 32768.0f * bx, cy = ay - 32768.0f * by, cz = az - 32768.0f * bz;
+        const float ex = cx + err, ey = cy + err, ez = cz + err, tmaxe = tmax + err;
+        /* near planes: the low ones on axes the ray runs up, the high ones on axes it runs down
+         * (selected once per node, so the words are never indexed at run time) */
+        const uint32_t nx0 = (oct & 1) ? q6 : q0, nx1 = (oct & 1) ? q7 : q1, fx0 = (oct & 1) ? q0 : q6, fx1 = (oct & 1) ? q1 : q7;
+        const uint32_t ny0 = (oct & 2) ? q8 : q2, ny1 = (oct & 2) ? q9 : q3, fy0 = (oct & 2) ? q2 : q8, fy1 = (oct & 2) ? q3 : q9;
+        const uint32_t nz0 = (oct & 4) ? q10 : q4w, nz1 = (oct & 4) ? q11 : q5, fz0 = (oct & 4) ? q4w : q10, fz1 = (oct & 4) ? q5 : q11;
+        /* 2^15's bits, in a register: the byte permutations then take their selectors as
+         * immediates (oct < 8, so the shift adds nothing; it only hides the constant) */
+        const uint32_t k47 = 0x47000000u | oct >> 3;
+        for (int s = 0; s < 8; ++s) {
+            float tn = bk_maxf_fast(bk_maxf_fast(bk_fma_fast(bk_q15(nx0, nx1, s, k47), bx, cx), bk_fma_fast(bk_q15(ny0, ny1, s, k47), by, cy)),
+                                    bk_maxf_fast(bk_fma_fast(bk_q15(nz0, nz1, s, k47), bz, cz), tmin));
+            float tf = bk_minf_fast(bk_minf_fast(bk_fma_fast(bk_q15(fx0, fx1, s, k47), bx, ex), bk_fma_fast(bk_q15(fy0, fy1, s, k47), by, ey)),
+                                    bk_minf_fast(bk_fma_fast(bk_q15(fz0, fz1, s, k47), bz, ez), tmaxe));
+            hits |= (uint32_t)!(tn > tf) << s;      /* NaN: hit (never a miss by mistake) */
+        }
+    } else {
+        const uint32_t q[12] = { q0, q1, q2, q3, q4w, q5, q6, q7, q8, q9, q10, q11 };
+        const float o3[3] = { ox, oy, oz }, s3[3] = { sx, sy, sz };
+        for (int s = 0; s < 8; ++s) {
+            float lo[3], hi[3], tn;
+            for (int k = 0; k < 3; ++k) {
+                float l = o3[k] + (float)bk_byte8(q[2 * k], q[2 * k + 1], s) * s3[k];
+                float h = o3[k] + (float)bk_byte8(q[6 + 2 * k], q[7 + 2 * k], s) * s3[k];
+                lo[k] = l - bk_absf(l) * 0x1p-22f - 1e-30f;
+                hi[k] = h + bk_absf(h) * 0x1p-22f + 1e-30f;
+            }
+            hits |= (uint32_t)bk_slab(r, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], tmin, tmax, &tn) << s;
+        }
+    }
+    hits &= used;
+    *leaves = bk_cw_order(hits & ~imask, oct);
+    return bk_cw_order(hits & imask, oct);
+}
+
+/* Compressed wide BVH traversal (layout in bk_accel.h). A node's hit children are visited in the
+ * order of their slots' visiting positions (slot ^ octant), leaves at once and inner children
+ * depth first: the first is entered, the rest of the group is pushed as one stack entry and popped
+ * one child at a time (Ylitie et al. 2017). Ties between equal hits go as in the binary layout
+ * (bk_bvh_later), so every BVH layout returns the same hit. With the short stack, the restart trail
+ * keeps per level the visiting position of the child being visited and whether it was the level's
+ * last (after Vaidyanathan, Woop & Benthin 2019, "Wide BVH Traversal with a Short Stack"): when the
+ * stack ran dry after dropping entries, the walk restarts at the root, follows the trail down to the
+ * deepest level with children left, and goes on after the one it had visited there. */
+BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
+{
+    bk_stack local = *stack, *s = &local;   /* see bk_bvh_trace */
+    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_ray_pre r = bk_ray_prepare(ray);
+    if (!r.valid) return h;
+    const int mode = s->mode;
+    s->width = bk_stack_width(BK_ACCEL_CWBVH, mode);
+    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    const uint32_t oct = (r.inv.x < 0.0f ? 1u : 0u) | (r.inv.y < 0.0f ? 2u : 0u) | (r.inv.z < 0.0f ? 4u : 0u);
+    float best = r.tmax;
+    uint32_t hrec = 0, hbin = 0;
+    int found = 0, done = 0;
+    uint64_t trail[2] = { 0, 0 };
+    int level = 0;        /* level of the node whose children make the group */
+    int replay = -1;      /* short stack, restarting: the level to resume at */
+    /* the group: the root, as the one inner child (slot 0) of a node above it */
+    uint32_t g_base = 0, g_hits = 1u << oct, g_imask = 1u;
+    int g_level = -1;
+    while (!done) {
+        if (!g_hits) {                                     /* next group: the stack, or a restart */
+            uint32_t e[3] = { 0, 0, 0 };
+            if (bk_stack_pop(s, e)) {
+                g_base = e[0]; g_hits = e[1] & 0xFFu; g_imask = e[1] >> 8 & 0xFFu; g_level = (int)(e[1] >> BK_CW_LEVEL_SHIFT);
+                continue;
+            }
+            if (mode != BK_STACK_SHORT || !s->dropped) break;
+            /* the deepest level above the last node with hit children not yet visited: every
+             * entry left was dropped, so these are exactly the levels marked not last */
+            int L = -1;
+            for (int l = level - 1; l >= 0; --l)
+                if (!(bk_cw_trail_get(trail, l) & 8u)) { L = l; break; }
+            if (L < 0) break;
+            replay = L;
+            s->dropped = 0;
+            st->restarts++;
+            g_base = 0; g_hits = 1u << oct; g_imask = 1u; g_level = -1;
+            continue;
+        }
+        /* enter the group's first child; the rest waits on the stack */
+        uint32_t p = (uint32_t)bk_ctz32(g_hits), slot = p ^ oct;
+        g_hits &= g_hits - 1u;
+        if (mode == BK_STACK_SHORT && g_level >= 0 && replay < 0)
+            bk_cw_trail_set(trail, g_level, p | (g_hits ? 0u : 8u));
+        if (g_hits) bk_stack_push(s, g_base, g_hits | g_imask << 8 | (uint32_t)g_level << BK_CW_LEVEL_SHIFT, 0, st);
+        uint32_t node = g_base + (uint32_t)bk_popc32(g_imask & ((1u << slot) - 1u));
+        level = g_level + 1;
+        st->nodes++;
+        uint32_t child_base, rec_base, meta_lo, meta_hi, imask, leaves;
+        uint32_t inner = bk_cw_children(&r, a->cw_nodes + node, oct, r.tmin, best, &child_base, &rec_base, &meta_lo, &meta_hi,
+                                        &imask, &leaves);
+        if (mode == BK_STACK_SHORT && replay >= 0) {
+            /* a restart's walk down the trail: no leaves (tested before). Above the level to
+             * resume, the trail's child is entered and its hit siblings after it wait on the stack
+             * again (as the binary trail's replay pushes the far child): the restart was for the
+             * deepest level only. At that level, or where the trail's child is no longer hit (a
+             * nearer hit culled it, and all that waited below it), the walk goes on normally with
+             * the children after it. */
+            uint32_t tv = bk_cw_trail_get(trail, level), tp = tv & 7u;
+            uint32_t rest = (tv & 8u) ? 0u : inner & ~((2u << tp) - 1u);
+            leaves = 0;
+            if (level < replay && (inner >> tp & 1u)) {
+                bk_cw_trail_set(trail, level, tp | (rest ? 0u : 8u));
+                if (rest) bk_stack_push(s, child_base, rest | imask << 8 | (uint32_t)level << BK_CW_LEVEL_SHIFT, 0, st);
+                inner = 1u << tp;
+            } else {
+                inner = rest;
+                replay = -1;
+                if (!inner) bk_cw_trail_set(trail, level, tv | 8u);
+            }
+        }
+        while (leaves) {
+            uint32_t lp = (uint32_t)bk_ctz32(leaves);
+            leaves &= leaves - 1u;
+            for (uint32_t rec = rec_base + bk_byte8(meta_lo, meta_hi, (int)(lp ^ oct));; ++rec) {
+                st->tris++;
+                bk_f4 v0 = bk_load4(a->tris + 3 * rec), v1 = bk_load4(a->tris + 3 * rec + 1);
+                uint32_t id = bk_float_bits(v0.w);
+                float t;
+                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_f4_xyz(v1), bk_f4_xyz(bk_load4(a->tris + 3 * rec + 2)), best, &t)) {
+                    uint32_t bin = bk_float_bits(v1.w);
+                    if (t < best || !found || bk_bvh_later(a->bvh_nodes, a->bin_path, a->bin_path_len, &r, hbin, bin)) {
+                        best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec; hbin = bin; found = 1;
+                        if (any_hit) { done = 1; break; }
+                    }
+                }
+                if (id & BK_TRI_LAST) break;
+            }
+            if (done) break;
+        }
+        g_base = child_base; g_hits = inner; g_imask = imask; g_level = level;
+    }
+    st->aux = 0;
+    return bk_hit_refine(a, ray, h, hrec, any_hit, st);
+}
+
 /* ---- KD-tree -------------------------------------------------------------------------------- */
 
 BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, int prim, bk_stack *stack,
@@ -446,7 +712,9 @@ BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel,
 {
     bk_stack t = *s;
     t.mode = mode;
-    return accel == BK_ACCEL_BVH ? bk_bvh_trace(a, ray, any_hit, prim, &t, st) : bk_kd_trace(a, ray, any_hit, prim, &t, st);
+    return accel == BK_ACCEL_BVH    ? bk_bvh_trace(a, ray, any_hit, prim, &t, st)
+         : accel == BK_ACCEL_CWBVH  ? bk_cw_trace(a, ray, any_hit, &t, st)
+                                    : bk_kd_trace(a, ray, any_hit, prim, &t, st);
 }
 
 /* Runtime accel, stack mode, query and primitive type to the traversal specialised for them.

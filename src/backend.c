@@ -1,5 +1,6 @@
 /* backend.c - picking a backend, and the names of the trace options. */
 #include "backend.h"
+#include "bvh_cw.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -35,6 +36,23 @@ bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size)
     }
     bk_fail(msg, msg_size, "unknown backend '%s' (expected cpu, cuda or auto)", name);
     return NULL;
+}
+
+bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view)
+{
+    if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI) return NULL;
+    bk_cwbvh *cw = malloc(sizeof *cw);
+    if (!cw) return NULL;
+    if (bk_cwbvh_build(bin, cw, NULL, 0)) { free(cw); return NULL; }
+    *view = bk_cwbvh_view(cw, bin);
+    return cw;
+}
+
+void bk_backend_cw_free(bk_cwbvh *cw)
+{
+    if (!cw) return;
+    bk_cwbvh_free(cw);
+    free(cw);
 }
 
 int bk_backend_starts_device(const char *name) { return strcmp(name, "cpu") != 0; }

@@ -33,8 +33,10 @@ typedef struct bk_trace_opts {
     struct bk_occupancy *occupancy;  /* bake: NULL (the normal bake), or sums each launch adds to,
                                         from per-warp SM ids and timestamps (benchmarks only) */
     int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 8-wide BVH of
-                             src/bvh_wide.h for triangles with the global stack), 2 = the binary
-                             one (--accel bvh2); the GPU traces the binary layout either way */
+                             src/bvh_wide.h for triangles with the global stack; cuda: the binary
+                             one, see kernels/trace.cu), 2 = the binary one (--accel bvh2), 8 = the
+                             compressed 8-wide BVH of src/bvh_cw.h on either backend (--accel
+                             cwbvh); all return the same hits */
     int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
 } bk_trace_opts;
@@ -103,6 +105,8 @@ struct bk_backend_i {
     const char *(*name)    (bk_backend *be);
     /* 1 when the options can run; else 0 and a reason in why */
     int         (*supports)(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size);
+    /* scene's host arrays stay the caller's and must live until the next upload or free: the CPU
+     * traces them in place, and a GPU may collapse them into another layout on first use */
     int         (*upload)  (bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
     int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
                             const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
@@ -192,6 +196,12 @@ bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
 bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
 int         bk_cuda_device_count(void);
 #endif
+
+/* The compressed 8-wide BVH (src/bvh_cw.h) of a binary BVH of triangles, for a backend that traces
+ * it (bk_trace_opts.bvh_width): NULL when bin has none (a KD-tree, voxels, a tree too deep for the
+ * layout, out of memory: the backend traces bin). *view gets its view, host pointers. */
+struct bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view);
+void        bk_backend_cw_free(struct bk_cwbvh *cw);
 
 const char *bk_stack_mode_name(int mode);
 int         bk_stack_mode_parse(const char *s);     /* -1 when unknown */

@@ -3,7 +3,8 @@
  * A BVH of triangles traced (or baked) with the global stack goes through the 8-wide BVH collapsed
  * from the binary one at upload (src/bvh_wide.h; AVX2 or SSE4.1 where the CPU has them): the same
  * hits, 2-2.5x the rays per second. bk_trace_opts.bvh_width = 2 (--accel bvh2) keeps the binary
- * traversal.
+ * traversal, bvh_width = 8 (--accel cwbvh) the compressed 8-wide layout the GPU traces, through the
+ * same shared traversal code as the GPU (every stack strategy), for tests and comparisons.
  *
  * The "shared-memory" stack of the short and spill strategies is an ordinary small array here
  * (stride 1), so every strategy runs, and is tested, on the CPU too. Rays are handed out in
@@ -30,6 +31,9 @@ typedef struct cpu_ctx {
     bk_accel_view   view;
     bk_wbvh         wide;          /* collapsed from view at upload (nodes NULL when not a BVH of
                                       triangles) */
+    struct bk_cwbvh *cw;          /* bvh_width 8: collapsed from view on first use */
+    bk_accel_view   cw_view;
+    int             cw_tried;
     /* bake */
     bk_bake_view    bake;
     const bk_texel *texels;        /* the caller's (backend.h), read in place */
@@ -141,8 +145,20 @@ static void *cpu_worker_run(void *arg)
  * sponza, one thread, 1.3 Mrays/s closest where the binary traversal does 1.6; any hit 3.1 and 2.9). */
 static int cpu_use_wide(const cpu_ctx *c, const bk_trace_opts *o)
 {
-    if (!c->wide.nodes || o->bvh_width == 2) return 0;
+    if (!c->wide.nodes || o->bvh_width == 2 || o->bvh_width == 8) return 0;
     return o->cpu_isa != BK_WBVH_ISA_AUTO || bk_wbvh_isa_best() != BK_WBVH_ISA_SCALAR;
+}
+
+/* The view a trace or bake with options o walks: the compressed wide BVH's for bvh_width 8 (built
+ * on first use; a scene it does not take, voxels or a KD-tree, keeps its own), else the upload's. */
+static const bk_accel_view *cpu_view(cpu_ctx *c, const bk_trace_opts *o)
+{
+    if (o->bvh_width != 8) return &c->view;
+    if (!c->cw_tried) {
+        c->cw_tried = 1;
+        c->cw = bk_backend_cw_layout(&c->view, &c->cw_view);
+    }
+    return c->cw ? &c->cw_view : &c->view;
 }
 
 static const char *cpu_name(bk_backend *be) { return "cpu"; }
@@ -165,6 +181,9 @@ static int cpu_upload(bk_backend *be, const bk_accel_view *scene, char *err, siz
     cpu_ctx *c = be->ctx;
     c->view = *scene;
     bk_wbvh_free(&c->wide);
+    bk_backend_cw_free(c->cw);
+    c->cw = NULL;
+    c->cw_tried = 0;
     /* A BVH the collapse does not take (more than 2^30 triangles, out of memory) is traced in its
      * binary layout: the same hits, slower. */
     if (scene->type == BK_ACCEL_BVH && scene->prim == BK_PRIM_TRI && scene->bvh_node_count)
@@ -179,7 +198,7 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     if (!cpu_supports(be, o, err, err_size)) return -1;
     int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
     cpu_job job;
-    job.view = &c->view; job.rays = rays; job.hits = hits; job.n = n; job.o = o;
+    job.view = cpu_view(c, o); job.rays = rays; job.hits = hits; job.n = n; job.o = o;
     job.wide = cpu_use_wide(c, o) && o->stack_mode == BK_STACK_GLOBAL ? &c->wide : NULL;
     atomic_init(&job.next, 0);
     memset(totals, 0, sizeof *totals);
@@ -203,6 +222,7 @@ static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hi
 
 typedef struct bake_job {
     cpu_ctx              *c;
+    bk_bake_view          bake;    /* the bake's view, walking the layout the options ask for */
     uint32_t              end;
     const bk_bake_params *p;
     const bk_trace_opts  *o;
@@ -226,7 +246,7 @@ static void *bake_worker_run(void *arg)
             bk_texel t = j->c->texels[i];
             float *pos = j->c->pos + 3 * i;
             if (j->p->sample_begin > 0) { t.px = pos[0]; t.py = pos[1]; t.pz = pos[2]; }
-            j->c->out[i] = bk_bake_texel(&j->c->bake, j->p, &t, j->c->out[i], &j->c->sq[i], &s, &st);
+            j->c->out[i] = bk_bake_texel(&j->bake, j->p, &t, j->c->out[i], &j->c->sq[i], &s, &st);
             if (j->p->sample_begin == 0) { pos[0] = t.px; pos[1] = t.py; pos[2] = t.pz; }
             w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
             w->totals.spills += st.spills; w->totals.rays += st.rays;
@@ -263,6 +283,8 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     bake_job job;
     memset(&job, 0, sizeof job);
     job.c = c; job.end = end; job.p = p; job.o = o;
+    job.bake = c->bake;
+    job.bake.accel = *cpu_view(c, o);
     atomic_init(&job.next, begin);
     int rc = run_workers(nt, &job, bake_worker_run, &c->bake_totals);
     bake_wide = NULL;                   /* the calling thread was worker 0 */
@@ -299,6 +321,7 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *
 static void cpu_free(bk_backend *be)
 {
     bk_wbvh_free(&((cpu_ctx *)be->ctx)->wide);
+    bk_backend_cw_free(((cpu_ctx *)be->ctx)->cw);
     free(((cpu_ctx *)be->ctx)->out);
     free(((cpu_ctx *)be->ctx)->sq);
     free(((cpu_ctx *)be->ctx)->pos);

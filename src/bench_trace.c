@@ -31,9 +31,11 @@ const char bk_bench_usage[] =
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
     "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
-    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes. On the cpu backend the\n"
-    "BVH's global-stack rows trace the 8-wide BVH collapsed from it (nodes/r: wide nodes, prims/r:\n"
-    "triangle lanes); tools/embree_trace sets it beside the binary BVH and Embree on the same rays.\n"
+    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes. The BVH is traced in the\n"
+    "backend's default layout (bvh), then the binary (bvh2) and the compressed 8-wide (cwbvh) ones\n"
+    "beside it. On the cpu backend the bvh rows with the global stack trace the 8-wide BVH with\n"
+    "SIMD (nodes/r: wide nodes, prims/r: triangle lanes); tools/embree_trace sets it beside the\n"
+    "binary BVH and Embree on the same rays.\n"
     "\n"
     "bench stacks: bakes each scene (sun + sky, default 1 bounce, 64 spp, 1024 atlas) with every\n"
     "accel x stack strategy (global; short and spill with K = 8 entries) x register cap (none, 32)\n"
@@ -66,12 +68,11 @@ static int cmp_double(const void *a, const void *b)
 /* Rows for one uploaded-to-be accel: every stack strategy x query, Mrays/s (median of reps) into
  * mrays[stack][any]. The global stack's hits become ref[any] unless check_only (then they are
  * compared with ref[any] too, by hit or miss and t: ids differ between voxels and their quads). */
-static int bench_rows(const char *label, const bk_accel *a, bk_backend *be, const bk_cli_trace *t, const bk_ray *rays,
-                      uint64_t nrays, int reps, bk_hit *ref[2], bk_hit *hits, int check_only, double mrays[3][2])
+static int bench_rows(const char *label, const bk_accel *a, int bvh_width, bk_backend *be, const bk_cli_trace *t,
+                      const bk_ray *rays, uint64_t nrays, int reps, bk_hit *ref[2], bk_hit *hits, int check_only,
+                      double mrays[3][2])
 {
     char err[1024];
-    bk_accel_view v = bk_accel_get_view(a);
-    if (be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
     printf("  %-6s %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s\n", "prims", "accel", "stack", "query", "Mrays/s", "nodes/r",
            "prims/r", "restart/r", "spill/r", "disagree");
     for (int stack = 0; stack < 3; ++stack) {
@@ -79,6 +80,7 @@ static int bench_rows(const char *label, const bk_accel *a, bk_backend *be, cons
             bk_trace_opts o = t->opts;
             o.stack_mode = stack;
             o.any_hit = any;
+            o.bvh_width = bvh_width;
             bk_trace_totals tot;
             bk_hit *dst = stack == 0 && !check_only ? ref[any] : hits;
             if (be->i->trace(be, rays, dst, nrays, &o, &tot, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
@@ -93,7 +95,8 @@ static int bench_rows(const char *label, const bk_accel *a, bk_backend *be, cons
             qsort(times, (size_t)r, sizeof(double), cmp_double);
             double med = times[r / 2], dn = (double)nrays;
             mrays[stack][any] = dn / med / 1e6;
-            printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", label, bk_accel_type_name(a->type),
+            printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", label,
+                   a->type != BK_ACCEL_BVH ? bk_accel_type_name(a->type) : bvh_width == 2 ? "bvh2" : bvh_width == 8 ? "cwbvh" : "bvh",
                    bk_stack_mode_name(stack), any ? "any" : "closest", dn / med / 1e6, (double)tot.nodes / dn,
                    (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad);
             fflush(stdout);
@@ -128,7 +131,7 @@ static int bench_scene(const char *path, bk_backend *be, const bk_cli_trace *t, 
                     vm.quad_count);
     printf(", loaded in %.3f s, %llu diffuse rays (seed 1), %s backend\n", tl, (unsigned long long)nrays, be->i->name(be));
     for (int accel = 0; accel < 2; ++accel) {
-        double mr[2][3][2];
+        double mr[2][3][2], mb[2][3][2];   /* default layout, binary layout (BVH) */
         for (int k = 0; k < 1 + vox; ++k) {
             bk_accel a;
             bk_build_opts bo = bk_build_opts_default();
@@ -136,14 +139,25 @@ static int bench_scene(const char *path, bk_backend *be, const bk_cli_trace *t, 
             const char *label = vox ? (k ? "quads" : "voxels") : "tris";
             printf("  %-6s %-6s build %.3f s, %u nodes, depth %u, SAH %.2f, %.1f MB\n", label, bk_accel_type_name(accel),
                    a.info.seconds, a.info.nodes, a.info.depth, a.info.sah_cost, (double)a.info.bytes / 1e6);
-            int r = bench_rows(label, &a, be, t, rays, nrays, reps, ref, hits, k, mr[k]);
+            bk_accel_view v = bk_accel_get_view(&a);
+            if (be->i->upload(be, &v, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); bk_accel_free(&a); goto out; }
+            int r = bench_rows(label, &a, t->opts.bvh_width, be, t, rays, nrays, reps, ref, hits, k, mr[k]);
+            /* the BVH's default layout (each backend's fastest), then the binary and the compressed
+             * wide ones beside it, their hits checked against the first's */
+            memcpy(mb[k], mr[k], sizeof mb[k]);
+            for (int w = 2; !r && accel == BK_ACCEL_BVH && w <= 8; w += 6) {
+                double other[3][2];
+                if (w == t->opts.bvh_width || (w == 8 && vox && !k)) continue;   /* (no compressed layout of voxels) */
+                r = bench_rows(label, &a, w, be, t, rays, nrays, reps, ref, hits, 1, w == 2 ? mb[k] : other);
+            }
             bk_accel_free(&a);
             if (r) goto out;
         }
         if (vox)
             for (int stack = 0; stack < 3; ++stack)
-                printf("  voxels / quads  %-6s %-6s closest %.2fx, any %.2fx\n", bk_accel_type_name(accel), bk_stack_mode_name(stack),
-                       mr[0][stack][0] / mr[1][stack][0], mr[0][stack][1] / mr[1][stack][1]);
+                printf("  voxels / quads  %-6s %-6s closest %.2fx, any %.2fx; against the quads' binary layout %.2fx, %.2fx\n",
+                       bk_accel_type_name(accel), bk_stack_mode_name(stack), mr[0][stack][0] / mr[1][stack][0],
+                       mr[0][stack][1] / mr[1][stack][1], mb[0][stack][0] / mb[1][stack][0], mb[0][stack][1] / mb[1][stack][1]);
     }
     rc = 0;
 out:

@@ -182,22 +182,27 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
 
 /* Every record under binary ref gets its leaf's path from the root: bit k the child taken at
  * level k, and the number of levels. -1 on a malformed tree. */
-static int record_paths(collapse *C, int32_t ref, uint32_t level, uint64_t path)
+static int record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len, int32_t ref, uint32_t level, uint64_t bits)
 {
     if (level > BK_MAX_DEPTH + 1) return -1;
     if (ref < 0) {
         for (uint32_t r = (uint32_t)~ref;; ++r) {
-            if (r >= C->bin->tri_count) return -1;
-            C->path[r] = path;
-            C->path_len[r] = (uint8_t)level;
-            if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
+            if (r >= bin->tri_count) return -1;
+            path[r] = bits;
+            path_len[r] = (uint8_t)level;
+            if (bk_float_bits(bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
         }
         return 0;
     }
-    if ((uint32_t)ref >= C->bin->bvh_node_count) return -1;
-    const bk_bvh_node *b = C->bin->bvh_nodes + ref;
-    if (record_paths(C, (int32_t)bk_float_bits(b->refs.x), level + 1, path)) return -1;
-    return record_paths(C, (int32_t)bk_float_bits(b->refs.y), level + 1, path | (uint64_t)1 << level);
+    if ((uint32_t)ref >= bin->bvh_node_count) return -1;
+    const bk_bvh_node *b = bin->bvh_nodes + ref;
+    if (record_paths(bin, path, path_len, (int32_t)bk_float_bits(b->refs.x), level + 1, bits)) return -1;
+    return record_paths(bin, path, path_len, (int32_t)bk_float_bits(b->refs.y), level + 1, bits | (uint64_t)1 << level);
+}
+
+int bk_bvh_record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len)
+{
+    return record_paths(bin, path, path_len, 0, 0, 0);
 }
 
 int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_size)
@@ -225,7 +230,7 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
-    int bad = subtree_size(&C, 0, 0) > bin->tri_count || collapse_node(&C, 0, 0, 0) || record_paths(&C, 0, 0, 0);
+    int bad = subtree_size(&C, 0, 0) > bin->tri_count || collapse_node(&C, 0, 0, 0) || bk_bvh_record_paths(bin, C.path, C.path_len);
     free(C.size);
     free(C.scratch);
     if (bad) {
@@ -254,22 +259,5 @@ void bk_wbvh_free(bk_wbvh *w)
 
 int bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b)
 {
-    uint64_t pa = w->path[a], diff = pa ^ w->path[b];
-    uint32_t la = w->path_len[a], lb = w->path_len[b];
-    if (!diff && la == lb) return b > a;          /* one leaf: records are tested in order */
-    /* leaves are never ancestors of each other, so the paths part within both lengths */
-    uint32_t d = (uint32_t)__builtin_ctzll(diff);
-    if (!diff || d >= la || d >= lb) return b > a; /* not reached on a tree the build accepted */
-    int32_t n = 0;
-    for (uint32_t k = 0; k < d; ++k) {
-        const bk_bvh_node *nd = w->bin.bvh_nodes + n;
-        n = (int32_t)bk_float_bits((pa >> k & 1) ? nd->refs.y : nd->refs.x);
-    }
-    /* the lowest common ancestor: the binary traversal enters the child of smaller entry distance
-     * first (child 0 on equal ones), the same test as bk_bvh_trace's */
-    const bk_bvh_node *nd = w->bin.bvh_nodes + n;
-    float t0, t1;
-    bk_slab2(r, bk_load4(&nd->xy0), bk_load4(&nd->xy1), bk_load4(&nd->z01), r->tmin, r->tmax, &t0, &t1);
-    uint32_t later = t1 < t0 ? 0u : 1u;
-    return (uint32_t)(w->path[b] >> d & 1) == later;
+    return bk_bvh_later(w->bin.bvh_nodes, w->path, w->path_len, r, a, b);
 }

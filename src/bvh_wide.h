@@ -111,6 +111,11 @@ void bk_wbvh_trace(const bk_wbvh *w, const bk_ray *rays, bk_hit *hits, uint64_t 
 bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st);
 int  bk_wbvh_isa_resolve(int isa);
 
+/* Fills path[r] and path_len[r] for every record r of binary BVH bin: its leaf's path from the root
+ * (bit k the child taken at level k) and its length; 0, or -1 on a malformed tree. The tie rule
+ * (bk_bvh_later, kernels/bk_traverse.h) walks them. */
+int  bk_bvh_record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len);
+
 /* 1 when the binary traversal would test record b after record a (so b wins a tie at equal t). */
 int  bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b);
 

@@ -7,8 +7,11 @@
 #include <string.h>
 
 const char bk_cli_trace_help[] =
-    "  --accel bvh|bvh2|kdtree  acceleration structure (default bvh; the cpu backend traces a\n"
-    "                           8-wide BVH collapsed from it, bvh2 keeps the binary layout)\n"
+    "  --accel bvh|bvh2|cwbvh|kdtree\n"
+    "                           acceleration structure (default bvh: each backend traces its\n"
+    "                           fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"
+    "                           cuda the binary one; bvh2 keeps the binary layout, cwbvh traces\n"
+    "                           a compressed 8-wide one on either backend; all give the same hits)\n"
     "  --stack global|short|spill\n"
     "                           where the traversal stack lives (default global):\n"
     "                             global  a full per-thread stack in local (device) memory\n"
@@ -76,8 +79,9 @@ int bk_cli_trace_option(bk_cli_trace *t, int argc, char **argv, int *i)
         if (bk_cli_value(argc, argv, i, &v)) return -1;
         if (!strcmp(v, "bvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 0; }
         else if (!strcmp(v, "bvh2")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 2; }
+        else if (!strcmp(v, "cwbvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 8; }
         else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
-        else { fprintf(stderr, "baker: --accel: expected bvh, bvh2 or kdtree, got '%s'\n", v); return -1; }
+        else { fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v); return -1; }
         return 1;
     }
     if (!strcmp(a, "--stack")) {

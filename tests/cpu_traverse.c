@@ -7,17 +7,21 @@
 #include "backend.h"
 #include "bvh_wide.h"
 
-/* Stack strategy and size; for the global stack also the BVH layout the CPU traces (0: the wide
- * BVH of src/bvh_wide.h, 2: the binary one) and the wide traversal's code (enum bk_wbvh_isa). */
+/* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/bvh_wide.h with
+ * the global stack, else the binary one; 2: the binary one; 8: the compressed wide BVH the GPU
+ * traces, src/bvh_cw.h) and the wide traversal's code (enum bk_wbvh_isa). */
 typedef struct variant { int mode, k, width, isa; } variant;
 static const variant variants[] = {
     { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_AUTO }, { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SCALAR },
     { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SSE41 }, { BK_STACK_GLOBAL, 0, 2, 0 },
     { BK_STACK_SHORT, 1, 0, 0 }, { BK_STACK_SHORT, 2, 0, 0 }, { BK_STACK_SHORT, 8, 0, 0 },
     { BK_STACK_SPILL, 1, 0, 0 },  { BK_STACK_SPILL, 2, 0, 0 }, { BK_STACK_SPILL, 8, 0, 0 },
+    { BK_STACK_GLOBAL, 0, 8, 0 }, { BK_STACK_SHORT, 1, 8, 0 }, { BK_STACK_SHORT, 2, 8, 0 }, { BK_STACK_SHORT, 8, 8, 0 },
+    { BK_STACK_SPILL, 1, 8, 0 },  { BK_STACK_SPILL, 2, 8, 0 },
 };
 #define NWIDE 3    /* the first NWIDE variants trace the wide BVH (of a BVH of triangles) */
 #define NBIN  3    /* variants[NBIN]: the binary BVH, global stack */
+#define NCW  10    /* variants[NCW..]: the compressed wide BVH */
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
 /* llm.c-style validation: counts disagreements, prints the first five. */
@@ -78,7 +82,7 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
             BK_EXPECT(be->i->trace(be, rays, got[v], n, &o, &t, err, sizeof err) == 0);
             char what[160];
             snprintf(what, sizeof what, "%s %s %s/%d%s%s %s", name, bk_accel_type_name(view->type),
-                     bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : "",
+                     bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : o.bvh_width == 8 ? " cw" : "",
                      v < NWIDE ? bk_wbvh_isa_name(o.cpu_isa) : "", any ? "any" : "closest");
             BK_EXPECTF(validate(what, ref[any], got[v], rays, n, any, tri_count) == 0, "%s", what);
             if (variants[v].k <= 2) { tot->restarts += t.restarts; tot->spills += t.spills; }
@@ -90,9 +94,16 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
                      bk_wbvh_isa_name(variants[0].isa), any ? "any" : "closest");
             BK_EXPECTF(exact_diff(what, got[0], got[v], n) == 0, "%s", what);
         }
+        for (int v = NCW + 1; v < NVAR && !any; ++v) {   /* every stack strategy: the same hits */
+            snprintf(what, sizeof what, "%s cw %s/%d against global, closest", name, bk_stack_mode_name(variants[v].mode), variants[v].k);
+            BK_EXPECTF(exact_diff(what, got[NCW], got[v], n) == 0, "%s", what);
+        }
         if (!any) {
             snprintf(what, sizeof what, "%s wide against binary, closest", name);
             uint64_t d = exact_diff(what, got[0], got[NBIN], n);
+            BK_EXPECTF(d <= n / 10000, "%s: %llu of %llu rays differ", what, (unsigned long long)d, (unsigned long long)n);
+            snprintf(what, sizeof what, "%s cw against binary, closest", name);
+            d = exact_diff(what, got[NCW], got[NBIN], n);
             BK_EXPECTF(d <= n / 10000, "%s: %llu of %llu rays differ", what, (unsigned long long)d, (unsigned long long)n);
         }
     }
@@ -561,6 +572,16 @@ static void check_ties(void)
         BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
         char what[96];
         snprintf(what, sizeof what, "duplicated soup: wide %s against binary, closest", bk_wbvh_isa_name(isas[k]));
+        BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
+    }
+    static const int cw_modes[] = { BK_STACK_GLOBAL, BK_STACK_SHORT, BK_STACK_SPILL };
+    for (int k = 0; k < 3; ++k) {
+        o.bvh_width = 8;
+        o.stack_mode = cw_modes[k];
+        o.stack_size = 2;
+        BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
+        char what[96];
+        snprintf(what, sizeof what, "duplicated soup: cw %s against binary, closest", bk_stack_mode_name(cw_modes[k]));
         BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
     }
     /* both copies are kept somewhere, so the rule is really exercised */

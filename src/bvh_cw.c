@@ -1,0 +1,275 @@
+/* bvh_cw.c - collapses the binary BVH layout into the compressed 8-wide one (src/bvh_cw.h).
+ *
+ * Works from the flat binary layout alone (as src/bvh_wide.c), so any binary BVH the backends can
+ * trace collapses the same way. Single-threaded: a few tens of ms for a million triangles.
+ */
+#include "bvh_cw.h"
+#include "bvh_wide.h"
+#include "util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A binary subtree of at most this many records becomes one leaf (Ylitie et al. use 3). H100,
+ * bench trace, 4M diffuse rays, global stack, closest hit, Mrays/s, sponza / dragon_vrip_res2:
+ * 1: 868 / 498, 3: (not printed) / 498, 6: 804 / 454 (an earlier version of the node test, same
+ * run). */
+#ifndef BK_CW_MERGE
+#  define BK_CW_MERGE 3
+#endif
+
+typedef struct cchild {
+    int32_t ref;                 /* binary child ref */
+    float   lo[3], hi[3];
+} cchild;
+
+typedef struct cw_build {
+    const bk_accel_view *bin;
+    bk_cw_node          *nodes;
+    uint32_t             count, cap;
+    bk_f4               *recs;
+    uint32_t             rec_count;
+    uint32_t             depth;
+    uint32_t            *size;       /* per binary inner node: records under it */
+} cw_build;
+
+static float area(const cchild *c)
+{
+    float dx = c->hi[0] - c->lo[0], dy = c->hi[1] - c->lo[1], dz = c->hi[2] - c->lo[2];
+    return dx * dy + dy * dz + dz * dx;
+}
+
+static void children_of(const bk_accel_view *bin, int32_t n, cchild *c0, cchild *c1)
+{
+    const bk_bvh_node *b = bin->bvh_nodes + n;
+    c0->lo[0] = b->xy0.x; c0->hi[0] = b->xy0.y; c0->lo[1] = b->xy0.z; c0->hi[1] = b->xy0.w; c0->lo[2] = b->z01.x; c0->hi[2] = b->z01.y;
+    c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
+    c0->ref = (int32_t)bk_float_bits(b->refs.x);
+    c1->ref = (int32_t)bk_float_bits(b->refs.y);
+}
+
+static uint32_t subtree_size(cw_build *B, int32_t ref, uint32_t level)
+{
+    if (level > BK_MAX_DEPTH + 1) return 0xFFFFFFFFu;
+    if (ref < 0) {
+        uint32_t n = 0;
+        for (uint32_t r = (uint32_t)~ref; r < B->bin->tri_count; ++r) {
+            ++n;
+            if (bk_float_bits(B->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
+        }
+        return n;
+    }
+    if ((uint32_t)ref >= B->bin->bvh_node_count) return 0xFFFFFFFFu;
+    const bk_bvh_node *b = B->bin->bvh_nodes + ref;
+    uint32_t a = subtree_size(B, (int32_t)bk_float_bits(b->refs.x), level + 1);
+    uint32_t c = subtree_size(B, (int32_t)bk_float_bits(b->refs.y), level + 1);
+    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
+    B->size[ref] = n;
+    return n;
+}
+
+static int is_leaf(const cw_build *B, const cchild *c) { return c->ref < 0 || B->size[c->ref] <= BK_CW_MERGE; }
+
+/* Copies the records under binary ref (a leaf's run, or a small subtree's leaves depth first) to
+ * the end of B->recs, the last one marked BK_TRI_LAST, each with its binary index in v1.w. */
+static int copy_records(cw_build *B, int32_t ref, uint32_t level)
+{
+    if (level > BK_MAX_DEPTH + 1) return -1;
+    if (ref >= 0) {
+        if ((uint32_t)ref >= B->bin->bvh_node_count) return -1;
+        const bk_bvh_node *b = B->bin->bvh_nodes + ref;
+        if (copy_records(B, (int32_t)bk_float_bits(b->refs.x), level + 1)) return -1;
+        return copy_records(B, (int32_t)bk_float_bits(b->refs.y), level + 1);
+    }
+    for (uint32_t r = (uint32_t)~ref;; ++r) {
+        if (r >= B->bin->tri_count || B->rec_count >= B->bin->tri_count) return -1;
+        bk_f4 *d = B->recs + 3 * (size_t)B->rec_count++;
+        memcpy(d, B->bin->tris + 3 * (size_t)r, 3 * sizeof(bk_f4));
+        uint32_t id = bk_float_bits(d[0].w);
+        d[0].w = bk_bits_float(id & ~BK_TRI_LAST);
+        d[1].w = bk_bits_float(r);
+        if (id & BK_TRI_LAST) return 0;
+    }
+}
+
+/* Child i goes to the slot of the octant whose rays meet it first: the pairs (child, octant) in
+ * increasing order of the child centroid's projection on the octant's diagonal, greedily. */
+static void assign_slots(const cchild *c, int k, int slot_of[8])
+{
+    float cx = 0, cy = 0, cz = 0;
+    for (int i = 0; i < k; ++i) { cx += c[i].lo[0] + c[i].hi[0]; cy += c[i].lo[1] + c[i].hi[1]; cz += c[i].lo[2] + c[i].hi[2]; }
+    cx /= (float)k; cy /= (float)k; cz /= (float)k;
+    float cost[8][8];
+    for (int i = 0; i < k; ++i)
+        for (int s = 0; s < 8; ++s) {
+            float dx = (s & 1) ? -1.0f : 1.0f, dy = (s & 2) ? -1.0f : 1.0f, dz = (s & 4) ? -1.0f : 1.0f;
+            cost[i][s] = dx * (c[i].lo[0] + c[i].hi[0] - cx) + dy * (c[i].lo[1] + c[i].hi[1] - cy) + dz * (c[i].lo[2] + c[i].hi[2] - cz);
+        }
+    int used = 0;
+    for (int i = 0; i < k; ++i) slot_of[i] = -1;
+    for (int round = 0; round < k; ++round) {
+        int bi = -1, bs = -1;
+        for (int i = 0; i < k; ++i) {
+            if (slot_of[i] >= 0) continue;
+            for (int s = 0; s < 8; ++s)
+                if (!(used >> s & 1) && (bi < 0 || cost[i][s] < cost[bi][bs])) { bi = i; bs = s; }
+        }
+        slot_of[bi] = bs;
+        used |= 1 << bs;
+    }
+}
+
+/* Grid exponent of one axis: the smallest step 2^e with lo + 255 * 2^e >= hi. */
+static int grid_exponent(float lo, float hi)
+{
+    double ext = (double)hi - (double)lo;
+    int e = -126;
+    if (ext > 0) {
+        int x;
+        (void)frexp(ext / 255.0, &x);        /* ext / 255 < 2^x */
+        e = x < -126 ? -126 : x;
+        while (e > -126 && (double)lo + 255.0 * ldexp(1.0, e - 1) >= (double)hi) --e;
+        while ((double)lo + 255.0 * ldexp(1.0, e) < (double)hi) ++e;
+    }
+    return e;
+}
+
+static int collapse_node(cw_build *B, uint32_t w, int32_t n, uint32_t level)
+{
+    if (level >= BK_CW_MAX_DEPTH) return -1;
+    if (level + 1 > B->depth) B->depth = level + 1;
+    cchild c[8];
+    int k = 2;
+    children_of(B->bin, n, &c[0], &c[1]);
+    while (k < 8) {       /* pull up the inner child of largest area (first on equal areas) */
+        int pick = -1;
+        float best = -1.0f;
+        for (int i = 0; i < k; ++i)
+            if (!is_leaf(B, &c[i]) && area(&c[i]) > best) { best = area(&c[i]); pick = i; }
+        if (pick < 0) break;
+        int32_t r = c[pick].ref;
+        if ((uint32_t)r >= B->bin->bvh_node_count) return -1;
+        for (int i = k; i > pick + 1; --i) c[i] = c[i - 1];
+        children_of(B->bin, r, &c[pick], &c[pick + 1]);
+        ++k;
+    }
+    int slot_of[8], child_at[8];
+    assign_slots(c, k, slot_of);
+    for (int s = 0; s < 8; ++s) child_at[s] = -1;
+    for (int i = 0; i < k; ++i) child_at[slot_of[i]] = i;
+
+    bk_cw_node *o = &B->nodes[w];
+    memset(o, 0, sizeof *o);
+    float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
+    for (int i = 0; i < k; ++i)
+        for (int a = 0; a < 3; ++a) {
+            if (c[i].lo[a] < lo[a]) lo[a] = c[i].lo[a];
+            if (c[i].hi[a] > hi[a]) hi[a] = c[i].hi[a];
+        }
+    double step[3];
+    for (int a = 0; a < 3; ++a) {
+        if (!(lo[a] <= hi[a]) || !isfinite(lo[a]) || !isfinite(hi[a])) return -1;
+        int e = grid_exponent(lo[a], hi[a]);
+        if (e > 127) return -1;
+        o->origin[a] = lo[a];
+        o->exp[a] = (uint8_t)(e + 127);
+        step[a] = ldexp(1.0, e);
+    }
+    o->child_base = B->count;
+    o->rec_base = B->rec_count;
+    for (int s = 0; s < 8; ++s) {
+        int i = child_at[s];
+        if (i < 0) {
+            o->meta[s] = BK_CW_EMPTY;
+            for (int a = 0; a < 3; ++a) { o->qlo[a][s] = 0xFF; o->qhi[a][s] = 0; }
+            continue;
+        }
+        for (int a = 0; a < 3; ++a) {     /* outwards: the grid box contains the child's */
+            double ql = floor(((double)c[i].lo[a] - (double)lo[a]) / step[a]);
+            double qh = ceil(((double)c[i].hi[a] - (double)lo[a]) / step[a]);
+            if (ql < 0) ql = 0;
+            while (ql > 0 && (double)lo[a] + ql * step[a] > (double)c[i].lo[a]) ql -= 1;
+            while (qh < 255 && (double)lo[a] + qh * step[a] < (double)c[i].hi[a]) qh += 1;
+            if (qh > 255 || (double)lo[a] + qh * step[a] < (double)c[i].hi[a]) return -1;
+            o->qlo[a][s] = (uint8_t)ql;
+            o->qhi[a][s] = (uint8_t)qh;
+        }
+        if (!is_leaf(B, &c[i])) {
+            o->imask |= (uint8_t)(1u << s);
+            o->meta[s] = 0;
+            if (B->count >= B->cap) return -1;
+            B->count++;
+        } else {
+            uint32_t off = B->rec_count - o->rec_base;
+            if (off >= BK_CW_EMPTY) return -1;
+            o->meta[s] = (uint8_t)off;
+            if (copy_records(B, c[i].ref, level)) return -1;
+            bk_f4 *last = B->recs + 3 * (size_t)(B->rec_count - 1);
+            last->w = bk_bits_float(bk_float_bits(last->w) | BK_TRI_LAST);
+        }
+    }
+    uint32_t next = o->child_base;
+    for (int s = 0; s < 8; ++s) {
+        int i = child_at[s];
+        if (i >= 0 && !is_leaf(B, &c[i]) && collapse_node(B, next++, c[i].ref, level + 1)) return -1;
+    }
+    return 0;
+}
+
+int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI || !bin->bvh_node_count || !bin->tri_count)
+        return bk_fail(err, err_size, "compressed BVH: needs a binary BVH of triangles");
+    if (bin->tri_count > BK_TRI_ID) return bk_fail(err, err_size, "compressed BVH: too many triangles");
+    cw_build B;
+    memset(&B, 0, sizeof B);
+    B.bin = bin;
+    B.cap = bin->bvh_node_count;
+    B.nodes = malloc(sizeof(bk_cw_node) * B.cap);
+    B.recs = malloc(3 * sizeof(bk_f4) * (size_t)bin->tri_count);
+    B.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
+    out->path = malloc(sizeof(uint64_t) * bin->tri_count);
+    out->path_len = malloc(bin->tri_count);
+    if (!B.nodes || !B.recs || !B.size || !out->path || !out->path_len) {
+        free(B.nodes); free(B.recs); free(B.size); free(out->path); free(out->path_len);
+        memset(out, 0, sizeof *out);
+        return bk_fail(err, err_size, "compressed BVH: out of memory");
+    }
+    B.count = 1;
+    int bad = subtree_size(&B, 0, 0) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count ||
+              bk_bvh_record_paths(bin, out->path, out->path_len);
+    free(B.size);
+    if (bad) {
+        free(B.nodes); free(B.recs); free(out->path); free(out->path_len);
+        memset(out, 0, sizeof *out);
+        return bk_fail(err, err_size, "compressed BVH: the binary tree is too deep or its leaves too long for the layout");
+    }
+    out->nodes = B.nodes;
+    out->node_count = B.count;
+    out->recs = B.recs;
+    out->rec_count = B.rec_count;
+    out->depth = B.depth;
+    return 0;
+}
+
+void bk_cwbvh_free(bk_cwbvh *cw)
+{
+    free(cw->nodes); free(cw->recs); free(cw->path); free(cw->path_len);
+    memset(cw, 0, sizeof *cw);
+}
+
+bk_accel_view bk_cwbvh_view(const bk_cwbvh *cw, const bk_accel_view *bin)
+{
+    bk_accel_view v = *bin;
+    v.type = BK_ACCEL_CWBVH;
+    v.depth = cw->depth;
+    v.tris = cw->recs;
+    v.tri_count = cw->rec_count;
+    v.cw_nodes = cw->nodes;
+    v.cw_node_count = cw->node_count;
+    v.bin_path = cw->path;
+    v.bin_path_len = cw->path_len;
+    return v;
+}
