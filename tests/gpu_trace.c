@@ -84,9 +84,11 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                                "%s: node visits too far apart: cpu %llu cuda %llu (%s)", name, (unsigned long long)tc.nodes,
                                (unsigned long long)tg[cnt].nodes, bk_counters_name(cnt));
                 }
-                if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any)
+                /* (the compressed layout of a small scene is two levels deep: it may never need
+                 * more than one entry, and then the CPU's traversal of it makes no restarts either) */
+                if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any && (!layout || tc.restarts > 0))
                     BK_EXPECTF(tg[0].restarts > 0, "%s: short stack of 1 made no restarts", name);
-                if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any)
+                if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any && (!layout || tc.spills > 0))
                     BK_EXPECTF(tg[0].spills > 0, "%s: spill stack of 1 never spilled", name);
             }
         bk_accel_free(&a);
