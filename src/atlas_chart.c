@@ -2528,6 +2528,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                 }
                 len[b] += sqrt(dot3d(e, e));
             }
+        if (!nn) continue;  /* alone (a separate piece of the mesh) */
         for (uint32_t k = 0; k < nn; ++k) nbs[k].len = len[nbs[k].b];
         qsort(nbs, nn, sizeof(absorb_nb), absorb_nb_cmp);
         if ((size_t)cnt[a] > cap_a) {
