@@ -2474,14 +2474,15 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
     absorb_nb *nbs = NULL;
     uint32_t *ids = NULL, *queue = NULL;
     double *xa = NULL, *xb = NULL, *len = malloc(sizeof(double) * ((size_t)n + 1));
-    size_t cap_a = 0, cap_b = 0, cap_nb = 0, cap_h = 0, cap_bt = 0, cap_fp = 0;
-    hpt *hp = NULL, *fp = NULL;
+    size_t cap_a = 0, cap_b = 0, cap_nb = 0, cap_h = 0, cap_bt = 0;
+    hpt *hp = NULL, **hull_p = calloc((size_t)n + 1, sizeof(hpt *));
+    int *hull_n = calloc((size_t)n + 1, sizeof(int));
     uint32_t *bt = NULL;
     pair_list pairs = { 0 };
     overlap_scratch ovs = { 0 };
     int rc = -1;
     const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !len) goto done;
+    if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !len || !hull_p || !hull_n) goto done;
     uint32_t nsmall = 0;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
@@ -2605,15 +2606,28 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             }
             uint32_t m = 0;
             for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
-            size_t np = 3 * ((size_t)m + na);
+            /* the union's rectangle from b's hull (made from its corners once, then kept) and
+             * the moved corners */
+            size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : m) + na);
             if (np * 3 + 1 > cap_h) {
                 cap_h = np * 3 + 1;
                 hpt *q = realloc(hp, sizeof(hpt) * cap_h);
                 if (!q) goto done;
                 hp = q;
             }
-            for (uint32_t i = 0; i < m; ++i) for (int k2 = 0; k2 < 3; ++k2) { hp[3 * i + k2].x = xb[6 * (size_t)i + 2 * k2]; hp[3 * i + k2].y = xb[6 * (size_t)i + 2 * k2 + 1]; }
-            for (uint32_t i = 0; i < na; ++i) for (int k2 = 0; k2 < 3; ++k2) { hp[3 * (m + i) + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[3 * (m + i) + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
+            if (!hull_p[b]) {
+                for (uint32_t i = 0; i < m; ++i)
+                    for (int k2 = 0; k2 < 3; ++k2) { hp[3 * i + k2].x = xb[6 * (size_t)i + 2 * k2]; hp[3 * i + k2].y = xb[6 * (size_t)i + 2 * k2 + 1]; }
+                int bn = convex_hull(hp, (int)(3 * m), hp + 3 * (size_t)m);
+                if (!(hull_p[b] = malloc(sizeof(hpt) * ((size_t)bn + 1)))) goto done;
+                memcpy(hull_p[b], hp + 3 * (size_t)m, sizeof(hpt) * (size_t)bn);
+                hull_n[b] = bn;
+            }
+            size_t hb = (size_t)hull_n[b];
+            np = hb + 3 * (size_t)na;
+            memcpy(hp, hull_p[b], sizeof(hpt) * hb);
+            for (uint32_t i = 0; i < na; ++i)
+                for (int k2 = 0; k2 < 3; ++k2) { hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
             int hn = convex_hull(hp, (int)np, hp + np);
             double rcs, rsn, rw, rh;
             rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
@@ -2635,7 +2649,8 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             cnt[b] += cnt[a];
             cnt[a] = 0;
             head[a] = BK_NONE;
-            /* b's rectangle now, so that later gains see it */
+            /* b turned to the union's rectangle now (as fit_rect would), its hull with it, so
+             * that later gains see them */
             if ((size_t)cnt[b] > cap_bt) {
                 cap_bt = 2 * (size_t)cnt[b];
                 uint32_t *q = realloc(bt, sizeof(uint32_t) * cap_bt);
@@ -2644,7 +2659,14 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             }
             m = 0;
             for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) bt[m++] = x;
-            if (fit_rect(C->loc, bt, m, &C->charts[b].w, &C->charts[b].h, &fp, &cap_fp)) goto done;
+            apply_rect(C->loc, bt, m, hp + np, hn, rcs, rsn, &C->charts[b].w, &C->charts[b].h);
+            hpt *nh = realloc(hull_p[b], sizeof(hpt) * ((size_t)hn + 1));
+            if (!nh) goto done;
+            memcpy(nh, hp + np, sizeof(hpt) * (size_t)hn);
+            hull_p[b] = nh;
+            hull_n[b] = hn;
+            free(hull_p[a]);
+            hull_p[a] = NULL;
             break;
         }
         for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
@@ -2670,7 +2692,9 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
     rc = 0;
 done:
     free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(nbs);
-    free(ids); free(queue); free(xa); free(xb); free(len); free(pairs.p); free(hp); free(fp); free(bt);
+    free(ids); free(queue); free(xa); free(xb); free(len); free(pairs.p); free(hp); free(bt);
+    for (uint32_t ci = 0; hull_p && ci < n; ++ci) free(hull_p[ci]);
+    free(hull_p); free(hull_n);
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
