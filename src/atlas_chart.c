@@ -2598,17 +2598,9 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             pairs.n = 0;
             if (bk_atlas_find_overlaps(xa, na, tol * 10, &pairs, work)) goto done;
             if (pairs.n) continue;
-            if (6 * (size_t)cnt[b] > cap_b) {
-                cap_b = 12 * (size_t)cnt[b] + 64;
-                double *q = realloc(xb, sizeof(double) * cap_b);
-                if (!q) goto done;
-                xb = q;
-            }
-            uint32_t m = 0;
-            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
             /* the union's rectangle from b's hull (made from its corners once, then kept) and
              * the moved corners */
-            size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : m) + na);
+            size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : cnt[b]) + na);
             if (np * 3 + 1 > cap_h) {
                 cap_h = np * 3 + 1;
                 hpt *q = realloc(hp, sizeof(hpt) * cap_h);
@@ -2616,11 +2608,12 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                 hp = q;
             }
             if (!hull_p[b]) {
-                for (uint32_t i = 0; i < m; ++i)
-                    for (int k2 = 0; k2 < 3; ++k2) { hp[3 * i + k2].x = xb[6 * (size_t)i + 2 * k2]; hp[3 * i + k2].y = xb[6 * (size_t)i + 2 * k2 + 1]; }
-                int bn = convex_hull(hp, (int)(3 * m), hp + 3 * (size_t)m);
+                size_t nb3 = 0;
+                for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
+                    for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1]; nb3++; }
+                int bn = convex_hull(hp, (int)nb3, hp + nb3);
                 if (!(hull_p[b] = malloc(sizeof(hpt) * ((size_t)bn + 1)))) goto done;
-                memcpy(hull_p[b], hp + 3 * (size_t)m, sizeof(hpt) * (size_t)bn);
+                memcpy(hull_p[b], hp + nb3, sizeof(hpt) * (size_t)bn);
                 hull_n[b] = bn;
             }
             size_t hb = (size_t)hull_n[b];
@@ -2634,6 +2627,14 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             const chart *ca = &C->charts[a];
             double gain = (cb->w + pad_w) * (cb->h + pad_w) + (ca->w + pad_w) * (ca->h + pad_w) - (rw + pad_w) * (rh + pad_w);
             if (!(gain > 0)) continue;
+            if (6 * (size_t)cnt[b] > cap_b) {
+                cap_b = 12 * (size_t)cnt[b] + 64;
+                double *q = realloc(xb, sizeof(double) * cap_b);
+                if (!q) goto done;
+                xb = q;
+            }
+            uint32_t m = 0;
+            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
             int ov = bk_atlas_sets_overlap(xa, na, xb, m, tol * 10, &ovs, work);
             if (ov < 0) goto done;
             if (ov) continue;
