@@ -3,7 +3,8 @@
  * searches of atlas_overlap.c) and skyline packing (atlas_pack.c); and --uv file.
  *
  * Pipeline (see atlas.h): weld vertices by position -> edge adjacency -> charts -> split charts
- * that fill their rectangle poorly -> merge neighbouring charts by unfolding -> every chart
+ * that fill their rectangle poorly -> merge neighbouring charts by unfolding -> tidy borders and
+ * absorb small charts into their neighbours -> every chart
  * rotated to its minimal-area rectangle -> one uniform scale for all charts -> skyline packing
  * -> UVs -> conservative coverage (raster.c) for the utilisation.
  *
@@ -22,9 +23,11 @@
  * rings and frames are re-grown into compact parts (bk_atlas_charts_split), and neighbouring charts are
  * unfolded into one another across a shared edge when their union's rectangle costs less than
  * the two apart and nothing overlaps (bk_atlas_charts_merge): a small box's six faces become one cross.
- * Both keep every triangle's projection, so its texel density. Last, ragged borders are tidied
+ * Both keep every triangle's projection, so its texel density. Then ragged borders are tidied
  * (bk_atlas_charts_tidy): a triangle with two edges on another chart moves into that chart's
- * layout, where its three corners already are.
+ * layout, where its three corners already are. Last, small planar charts move whole into a
+ * neighbour (bk_atlas_charts_absorb), each triangle laid on the shared edges as a similar copy
+ * of itself, where the two layouts disagree on those edges' lengths and the merge cannot join them.
  *
  * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
  * texels) with the chart centred in it (at least 0.01 texel from the block's edges), so
@@ -64,6 +67,10 @@
 #define SMOOTH_MAX_STRETCH 2.0
 #define SMOOTH_MAX_TRIS    2000
 #define SMOOTH_MAX_ITER    60
+/* Small planar charts moved into a neighbour (bk_atlas_charts_absorb): those whose rectangle,
+ * grown by the padding, is at most 256 padding squares (48 x 48 texels with 2 texels of padding
+ * at the expected scale). */
+#define ABSORB_MAX_COST    256.0
 
 const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
 
@@ -461,6 +468,8 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
         stage_done(out, 4, &ts);
         bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
+        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est,
+                                            &C, &out->overlap_work);
         stage_done(out, 5, &ts);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }

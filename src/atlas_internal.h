@@ -2,7 +2,8 @@
  * the unit tests that test each part alone).
  *
  *   atlas_chart.c    triangle geometry, welding, adjacency; charts by region growing, planar
- *                    projection, minimal-area rectangles, splitting and merging by unfolding
+ *                    projection, minimal-area rectangles, splitting and merging by unfolding,
+ *                    small charts absorbed into their neighbours
  *   atlas_overlap.c  which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
  *                    --uv file), in time about linear in the triangles
  *   atlas_pack.c     blocks (charts, rectangles) into a bin: skyline + waste map, pages
@@ -110,6 +111,10 @@ int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjace
  * factor each chart's layout was scaled by. */
 int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                           double max_stretch, charting *C, uint64_t *work);
+/* Small planar charts (rectangle grown by pad_w at most max_cost pad_w^2) moved whole into a
+ * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c). */
+int  bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
+                            double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */

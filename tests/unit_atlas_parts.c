@@ -7,7 +7,10 @@
  *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
  *     chart's layout lies in [0, w] x [0, h] and none overlaps itself; bk_atlas_charts_tidy moves
  *     a triangle poking into another chart (two edges on it) into it, congruent, and leaves it
- *     where the other chart's layout would stretch it too much.
+ *     where the other chart's layout would stretch it too much; bk_atlas_charts_absorb moves a small
+ *     strip folded up from a grid's edge into the grid's layout, laid on the shared edges as a
+ *     similar copy of itself, and leaves it where that would shrink it beyond the cone, where it
+ *     is not small, or where it is a smooth chart.
  */
 #include "atlas_internal.h"
 #include "bk_test.h"
@@ -321,11 +324,137 @@ static void test_tidy(void)
     tidy_case(1.2, 0, 0);   /* planar layout stretched (a planar chart only shortens): stays */
 }
 
+/* An n x n grid of quads in the plane z = 0 (chart 1, laid out as (xs x, y): a planar chart's
+ * projection may shorten) and a strip of n quads folded up at 90 degrees along its edge y = n
+ * (chart 0, laid out flat as (x, z)). The shared edges are xs long in chart 1's layout and 1 in the
+ * world, so the unfolding merge cannot join them unless xs is 1. */
+static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)  /* 2: the grid moves */
+{
+    const int n = 8;
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    s.vertex_count = (uint32_t)((n + 1) * (n + 2));
+    s.positions = calloc(3 * (size_t)s.vertex_count, sizeof(float));
+    s.tri_v = malloc(sizeof(uint32_t) * 6 * n * (n + 1));
+    for (int j = 0; j <= n; ++j)
+        for (int i = 0; i <= n; ++i) { s.positions[3 * (j * (n + 1) + i)] = (float)i; s.positions[3 * (j * (n + 1) + i) + 1] = (float)j; }
+    uint32_t top = (uint32_t)((n + 1) * (n + 1));  /* the strip's upper row: (i, n, 1) */
+    for (int i = 0; i <= n; ++i) {
+        s.positions[3 * (top + i)] = (float)i; s.positions[3 * (top + i) + 1] = (float)n; s.positions[3 * (top + i) + 2] = 1.0f;
+    }
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            uint32_t a = (uint32_t)(j * (n + 1) + i), b = a + 1, c = a + (uint32_t)(n + 1), d = c + 1;
+            uint32_t *t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = b; t[2] = d; t[3] = a; t[4] = d; t[5] = c;
+            s.tri_count += 2;
+        }
+    uint32_t T_grid = s.tri_count;
+    for (int i = 0; i < n; ++i) {
+        uint32_t p = (uint32_t)(n * (n + 1) + i), q = p + 1, r = top + (uint32_t)i, u = r + 1;
+        uint32_t *t = s.tri_v + 3 * s.tri_count;
+        t[0] = p; t[1] = q; t[2] = u; t[3] = p; t[4] = u; t[5] = r;
+        s.tri_count += 2;
+    }
+    uint32_t T = s.tri_count;
+    tri_geom g;
+    adjacency A = { 0 };
+    uint32_t *weld = NULL;
+    uint64_t work = 0;
+    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
+    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    charting C;
+    memset(&C, 0, sizeof C);
+    C.tri_chart = malloc(sizeof(uint32_t) * T);
+    C.chart_tris = malloc(sizeof(uint32_t) * T);
+    C.loc = malloc(sizeof(double) * 6 * T);
+    C.charts = calloc(2, sizeof(chart));
+    C.count = C.cap = 2;
+    for (uint32_t t = 0; t < T; ++t) C.tri_chart[t] = t < T_grid ? 1 : 0;
+    for (uint32_t ci = 0, w = 0; ci < 2; ++ci) {
+        C.charts[ci].first = w;
+        C.charts[ci].smooth = (uint8_t)(ci == 0 && smooth0);
+        C.charts[ci].n[ci ? 2 : 1] = ci ? 1 : -1;
+        for (uint32_t t = 0; t < T; ++t) {
+            if (C.tri_chart[t] != ci) continue;
+            C.chart_tris[w++] = t;
+            for (int k = 0; k < 3; ++k) {
+                const float *p = s.positions + 3 * s.tri_v[3 * t + k];
+                C.loc[6 * t + 2 * k] = ci == 1 ? p[0] * xs : p[0];
+                C.loc[6 * t + 2 * k + 1] = ci == 1 ? p[1] : p[2];
+            }
+        }
+        C.charts[ci].count = w - C.charts[ci].first;
+        C.charts[ci].w = ci ? n * xs : n;
+        C.charts[ci].h = ci ? n : 1;
+    }
+    BK_EXPECT(bk_atlas_charts_absorb(&s, weld, &A, NULL, 20.0, 2.0, max_cost, 1.0, &C, &work) == 0);
+    BK_EXPECTF(C.count == (want_moved ? 1u : 2u), "absorb (x scale %g, smooth %d, max cost %g): %u charts, want %d", xs, smooth0,
+               max_cost, C.count, want_moved ? 1 : 2);
+    uint32_t total = 0;
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        total += c->count;
+        double *xy = malloc(sizeof(double) * 6 * c->count);
+        int outside = 0, wrong = 0;
+        for (uint32_t k = 0; k < c->count; ++k) {
+            uint32_t t = C.chart_tris[c->first + k];
+            wrong += C.tri_chart[t] != ci;
+            memcpy(xy + 6 * k, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            for (int q = 0; q < 3; ++q) {
+                double x = xy[6 * k + 2 * q], y = xy[6 * k + 2 * q + 1], e = 1e-9 * (c->w + c->h);
+                outside += x < -e || y < -e || x > c->w + e || y > c->h + e;
+            }
+        }
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        BK_EXPECTF(outside == 0 && pl.n == 0 && wrong == 0, "absorb: chart %u has %d corners outside its rectangle, %zu overlapping "
+                   "pairs, %d triangles of another chart", ci, outside, pl.n, wrong);
+        free(pl.p);
+        free(xy);
+    }
+    BK_EXPECTF(total == T, "absorb: %u triangles in charts of %u", total, T);
+    if (want_moved == 1) {
+        /* the strip's triangles are similar copies of themselves, scaled by the shared edges' xs */
+        int bad = 0;
+        for (uint32_t t = T_grid; t < T; ++t) {
+            const double *L = C.loc + 6 * (size_t)t;
+            for (int k = 0; k < 3; ++k) {
+                const float *p = s.positions + 3 * s.tri_v[3 * t + k], *q = s.positions + 3 * s.tri_v[3 * t + (k + 1) % 3];
+                double lw = sqrt((double)(p[0] - q[0]) * (p[0] - q[0]) + (double)(p[1] - q[1]) * (p[1] - q[1]) + (double)(p[2] - q[2]) * (p[2] - q[2]));
+                double ll = hypot(L[2 * ((k + 1) % 3)] - L[2 * k], L[2 * ((k + 1) % 3) + 1] - L[2 * k + 1]);
+                bad += fabs(ll - xs * lw) > 1e-9;
+            }
+        }
+        BK_EXPECTF(bad == 0, "absorb: %d strip edges not %g times their world length", bad, xs);
+    }
+    bk_atlas_charts_free(&C);
+    bk_atlas_adjacency_free(&A);
+    bk_atlas_geom_free(&g);
+    free(weld);
+    free(s.positions);
+    free(s.tri_v);
+}
+
+static void test_absorb(void)
+{
+    /* with pad_w 1 the strip's padded rectangle is 9 x 2 = 18, the grid's about 8 x 9 = 72: a
+     * max_cost of 32 lets only the strip move (a small grid would move into the strip instead) */
+    absorb_case(0.98, 0, 32.0, 1);  /* moves: laid on the grid's edge, 0.98 of its size (0.96 of its area) */
+    absorb_case(1.0, 0, 32.0, 1);   /* moves, congruent */
+    absorb_case(0.9, 0, 32.0, 0);   /* 0.81 of its area: beyond the 20 degree cone's cos 20 = 0.94 */
+    absorb_case(0.98, 0, 16.0, 0);  /* not small */
+    absorb_case(0.98, 1, 32.0, 0);  /* a smooth chart stays */
+    absorb_case(0.9, 0, 256.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
+}
+
 int main(void)
 {
     test_overlap();
     test_pack();
     test_charts();
     test_tidy();
+    test_absorb();
     BK_TEST_DONE();
 }
