@@ -42,10 +42,11 @@ typedef struct bk_trace_opts {
 } bk_trace_opts;
 
 /* The register caps the bake kernel is compiled for: 0 (launch bounds (128, 4): at most 128
- * registers) and 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
- * cap a GTX 1060-era engine used for occupancy). One list: kernels/bake.cu instantiates it,
+ * registers), 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
+ * cap a GTX 1060-era engine used for occupancy) and 48 (launch bounds (128, 10)), the best for the
+ * short and spill stacks (src/cmd_bake.c). One list: kernels/bake.cu instantiates it,
  * cuda_supports checks it, `baker bench stacks` walks it. */
-#define BK_REG_CAPS(X) X(0) X(32)
+#define BK_REG_CAPS(X) X(0) X(32) X(48)
 
 /* What a GPU backend's bake kernel is, for the options given (CUDA: cudaFuncGetAttributes and the
  * occupancy calculator). Per-thread and per-block figures, not totals. */

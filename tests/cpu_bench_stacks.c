@@ -1,7 +1,7 @@
 /* cpu_bench_stacks.c - a smoke test of `baker bench stacks` on the CPU backend (CI has no GPU): the
  * real program on the demo scene, then its CSV and SVG are checked. Times are never checked.
  *
- * - The CSV has one row per accel x stack strategy x register cap (2 x 3 x 2) with the same number
+ * - The CSV has one row per accel x stack strategy x register cap (2 x 3 x 3) with the same number
  *   of fields as its header; uncapped rows ran ("ok", rays > 0, no texel unlike the reference);
  *   capped rows say "n/a: ..." (a register cap is a GPU kernel's, the CPU backend refuses it).
  * - The SVG starts with <svg, ends with </svg>, and its tags nest (a small well-formedness check:
@@ -53,7 +53,7 @@ static void check_csv(const char *path)
     char *lines[64], *save = NULL;
     int nl = 0;
     for (char *l = strtok_r(text, "\n", &save); l && nl < 64; l = strtok_r(NULL, "\n", &save)) lines[nl++] = l;
-    BK_EXPECTF(nl == 1 + 2 * 3 * 2, "%d lines in the CSV, expected a header and 12 rows", nl);
+    BK_EXPECTF(nl == 1 + 2 * 3 * 3, "%d lines in the CSV, expected a header and 18 rows", nl);
     char *head[64];
     int nh = nl ? split_csv(lines[0], head, 64) : 0;
     int c_accel = column(head, nh, "accel"), c_stack = column(head, nh, "stack"), c_cap = column(head, nh, "reg_cap"),
@@ -61,7 +61,7 @@ static void check_csv(const char *path)
     BK_EXPECTF(c_accel >= 0 && c_stack >= 0 && c_cap >= 0 && c_status >= 0 && c_rays >= 0 && c_diff >= 0,
                "a column is missing from the header");
     if (c_accel < 0 || c_stack < 0 || c_cap < 0 || c_status < 0 || c_rays < 0 || c_diff < 0) { free(text); return; }
-    int seen[2][3][2];
+    int seen[2][3][3];
     memset(seen, 0, sizeof seen);
     for (int i = 1; i < nl; ++i) {
         char *f[64];
@@ -70,7 +70,7 @@ static void check_csv(const char *path)
         if (nf != nh) continue;
         int a = !strcmp(f[c_accel], "bvh") ? 0 : !strcmp(f[c_accel], "kdtree") ? 1 : -1;
         int s = !strcmp(f[c_stack], "global") ? 0 : !strcmp(f[c_stack], "short") ? 1 : !strcmp(f[c_stack], "spill") ? 2 : -1;
-        int k = !strcmp(f[c_cap], "0") ? 0 : !strcmp(f[c_cap], "32") ? 1 : -1;
+        int k = !strcmp(f[c_cap], "0") ? 0 : !strcmp(f[c_cap], "32") ? 1 : !strcmp(f[c_cap], "48") ? 2 : -1;
         BK_EXPECTF(a >= 0 && s >= 0 && k >= 0, "row %d: unexpected accel/stack/cap '%s' '%s' '%s'", i, f[c_accel],
                    f[c_stack], f[c_cap]);
         if (a < 0 || s < 0 || k < 0) continue;
@@ -85,7 +85,7 @@ static void check_csv(const char *path)
     }
     for (int a = 0; a < 2; ++a)
         for (int s = 0; s < 3; ++s)
-            for (int k = 0; k < 2; ++k) BK_EXPECTF(seen[a][s][k] == 1, "accel %d stack %d cap %d: %d rows", a, s, k, seen[a][s][k]);
+            for (int k = 0; k < 3; ++k) BK_EXPECTF(seen[a][s][k] == 1, "accel %d stack %d cap %d: %d rows", a, s, k, seen[a][s][k]);
     free(text);
 }
 
