@@ -608,6 +608,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     bk_f4 *tris = NULL;
     flat F;
     memset(&F, 0, sizeof F);
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
     if (!p || !part_box || !part_pend || !part || !top || !subs) goto oom;
 
     prep_job PJ;
@@ -619,6 +621,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &part_box[c]); pend_merge(&rp, &part_pend[c]); }
     rp.ni = 0;
     top[0].b = root; top[0].left = -1; top[0].first = 0; top[0].count = n; top[0].depth = 0;
+    STAGE_END(BK_BUILD_PREP);
 
     /* Top levels; the root always splits when it can, so the layout's root is an inner node. */
     builder T;
@@ -638,6 +641,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     uint32_t nsub = 0;
     build_dfs(&T, &rp, 1, sub_max, subs, &nsub);
     free(T.tmp); free(T.part_n); free(T.part_lr);
+    STAGE_END(BK_BUILD_TOP);
 
     /* Subtrees: 2 count - 1 nodes at most each. */
     size_t sub_total = 0;
@@ -652,6 +656,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     build_ctx C;
     C.o = &o; C.p = p; C.tri_count = s->tri_count; C.top = top; C.sub_nodes = sub_nodes; C.subs = subs; C.sorted = sorted;
     bk_parallel_for(nsub, 1, sub_task, &C);
+    STAGE_END(BK_BUILD_SUBTREES);
 
     /* Renumber into the serial depth-first numbering: a task's nodes follow the top nodes made
      * before it was cut off and the tasks cut off before it. */
@@ -676,6 +681,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     free(sub_nodes); sub_nodes = NULL;
     free(top); top = NULL;
     free(map); map = NULL;
+    STAGE_END(BK_BUILD_JOIN);
 
     /* Flatten: inner build nodes get layout indices in depth-first order; leaves' triangles are
      * emitted in the order their parents are visited. */
@@ -732,6 +738,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     free(lindex); free(fstack); free(F.leaf_node); free(F.leaf_at); free(nodes);
     free(p); free(part_box); free(part_pend); free(part); free(subs); free(sorted); free(keys);
     bk_geom_free(&g);
+    STAGE_END(BK_BUILD_FLATTEN);
+#undef STAGE_END
 
     out->type = BK_ACCEL_BVH;
     if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }
@@ -748,6 +756,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     out->info.max_leaf = F.max_leaf;
     out->info.sah_cost = F.sah;
     out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
+    memcpy(out->info.stage_seconds, st, sizeof st);
     out->info.seconds = bk_time_now() - t0;
     return 0;
 

@@ -1064,6 +1064,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     kd_builder b;
     memset(&b, 0, sizeof b);
     b.prm = &prm;
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
     out->tris = malloc((size_t)n * 3 * sizeof(bk_f4));
     b.arena_cap = (size_t)n * 2;
     b.arena = malloc(b.arena_cap * sizeof(kd_ref));
@@ -1112,19 +1114,23 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
     root.cap = (double)refs_per_tri * (double)valid;
     if (root.cap > 4294967295.0) root.cap = 4294967295.0;
+    STAGE_END(BK_BUILD_PREP);
     if (prm.par_min > 0) {
         b.hist = malloc(((size_t)valid / KD_HIST_GRAIN + 1) * sizeof(kd_hist));
         if (!b.hist) goto oom;
     }
     if (build(&b, &root, prm.par_min > 0)) goto oom;
+    STAGE_END(BK_BUILD_TOP);
 
     if (b.sub_count) {
         run_subs(&b);
         for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
+        STAGE_END(BK_BUILD_SUBTREES);
         bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
         if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
         free(b.nodes); free(b.refs);
         b.nodes = nn; b.node_count = nc; b.refs = rr; b.ref_count = rc;
+        STAGE_END(BK_BUILD_JOIN);
     }
 
     out->kd_nodes = b.nodes;  out->kd_node_count = (uint32_t)b.node_count;
@@ -1152,6 +1158,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     info->bytes = (size_t)out->kd_node_count * sizeof(bk_kd_node) + (size_t)out->kd_ref_count * sizeof(uint32_t)
                 + (size_t)n * 3 * sizeof(bk_f4) + bk_vox_pack_bytes(&out->vox);
     builder_free(&b);
+#undef STAGE_END
+    memcpy(info->stage_seconds, st, sizeof st);
     info->seconds = bk_time_now() - t0;
     return 0;
 

@@ -140,6 +140,9 @@ static void print_build(const bk_accel *a)
     printf("build   %-7s %8.3f s  %u nodes, %u leaves, depth %u, %u refs (max leaf %u), SAH cost %.2f, %.1f MB\n",
            bk_accel_type_name(a->type), b->seconds, b->nodes, b->leaves, b->depth, b->refs, b->max_leaf,
            b->sah_cost, (double)b->bytes / 1e6);
+    printf("        stages ");
+    for (int i = 0; i < BK_BUILD_STAGES; ++i) printf(" %s %.3f", bk_build_stage_names[i], b->stage_seconds[i]);
+    printf("\n");
 }
 
 static int cmd_build(int argc, char **argv)
