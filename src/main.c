@@ -23,6 +23,19 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Built with AddressSanitizer (gcc says so with a macro, clang through __has_feature): its leak
+ * check runs at exit, so everything is freed first there. */
+#if defined(__SANITIZE_ADDRESS__)
+#  define BK_LEAK_CHECKED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#    define BK_LEAK_CHECKED 1
+#  endif
+#endif
+#ifndef BK_LEAK_CHECKED
+#  define BK_LEAK_CHECKED 0
+#endif
+
 static const char usage[] =
     "baker - GPU lightmap baker\n"
     "\n"
@@ -389,6 +402,9 @@ int main(int argc, char **argv)
     char err[512];
     if (bk_world_init(err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return 1; }
     int rc;
+#if !BK_LEAK_CHECKED
+    bk_cmd_bake_end_fast(1);
+#endif
     const char *cmd = argc > 1 ? argv[1] : "";
     int bake = argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
                                                       strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "help") &&
