@@ -15,7 +15,11 @@
  *   - the flattening (layout nodes and leaf records) runs in chunks of build nodes: the numbering
  *     gives every inner node its layout index, and a prefix over the chunks' leaf sizes gives every
  *     leaf its records' place (flat_chunk).
- * SUB_MAX depends on the primitive count only, never on the thread count.
+ * A node of at most BIN_GRAIN primitives is split the same way in the top levels (bins filled in
+ * one pass, partition in place) as in a task, so any SUB_MAX up to BIN_GRAIN gives the same tree:
+ * there it follows the thread count (about four tasks per thread, at least max(SUB_MIN, n /
+ * SUB_DIV)), so that the nodes between that and BIN_GRAIN are not split one after the other on one
+ * thread when there are many threads; above BIN_GRAIN it depends on the primitive count only.
  *
  * Single-thread speed: the build partitions 32-byte primitive records (box + index) in place, so
  * every pass streams through memory instead of gathering boxes by index; a split's child boxes are
@@ -639,7 +643,11 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     if (o.max_leaf < 1) o.max_leaf = 1;
 
     const size_t n1 = n ? n : 1, chunks = (n1 - 1) / BIN_GRAIN + 1;
-    const uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
+    uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
+    if (sub_max < BIN_GRAIN) {    /* see the top of the file: same tree for any value up to BIN_GRAIN */
+        const uint32_t want = n / (4u * (uint32_t)bk_pool_threads());
+        if (want > sub_max) sub_max = want < BIN_GRAIN ? want : BIN_GRAIN;
+    }
     pref *p = malloc(sizeof(pref) * n1);
     box *part_box = malloc(sizeof(box) * chunks);
     pend *part_pend = malloc(sizeof(pend) * chunks);
