@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const bk_build_stage_names[BK_BUILD_STAGES] = { "prep", "top", "subtrees", "join", "flatten" };
+
 int bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
 {
     if (type == BK_ACCEL_BVH) return bk_bvh_build(s, o, out, err, err_size);

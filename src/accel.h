@@ -21,8 +21,16 @@ typedef struct bk_build_opts {
                              tree, slower); 0 = default */
 } bk_build_opts;
 
+/* The stages of a build, in order, as bk_build_info.stage_seconds counts them (a profile for
+ * `baker build`; a stage a builder does not have stays 0): primitive records and bounds; the top
+ * levels (split on the pool's chunks); the subtree tasks; joining their nodes into one depth-first
+ * array (BVH: renumbering, KD-tree: splicing); the traversal layout and leaf records (BVH). */
+enum bk_build_stage { BK_BUILD_PREP, BK_BUILD_TOP, BK_BUILD_SUBTREES, BK_BUILD_JOIN, BK_BUILD_FLATTEN, BK_BUILD_STAGES };
+extern const char *const bk_build_stage_names[BK_BUILD_STAGES];   /* accel.c */
+
 typedef struct bk_build_info {
     double   seconds;
+    double   stage_seconds[BK_BUILD_STAGES];   /* of it, per stage (bk_build_stage_names) */
     double   sah_cost;     /* expected cost of a random ray, in triangle tests, for the tree as built */
     uint32_t nodes;        /* inner nodes (BVH: layout nodes) or all nodes (KD-tree) */
     uint32_t leaves;

@@ -12,8 +12,14 @@
  *   - below SUB_MAX, a node's subtree is a task built into a private node array, over its own
  *     range of the primitive array; the tasks' nodes are then renumbered into exactly the
  *     numbering a serial depth-first build gives (a subtree's nodes are one contiguous run of it);
- *   - leaf records are written in parallel once their places are known.
- * SUB_MAX depends on the primitive count only, never on the thread count.
+ *   - the flattening (layout nodes and leaf records) runs in chunks of build nodes: the numbering
+ *     gives every inner node its layout index, and a prefix over the chunks' leaf sizes gives every
+ *     leaf its records' place (flat_chunk).
+ * A node of at most BIN_GRAIN primitives is split the same way in the top levels (bins filled in
+ * one pass, partition in place) as in a task, so any SUB_MAX up to BIN_GRAIN gives the same tree:
+ * there it follows the thread count (about four tasks per thread, at least max(SUB_MIN, n /
+ * SUB_DIV)), so that the nodes between that and BIN_GRAIN are not split one after the other on one
+ * thread when there are many threads; above BIN_GRAIN it depends on the primitive count only.
  *
  * Single-thread speed: the build partitions 32-byte primitive records (box + index) in place, so
  * every pass streams through memory instead of gathering boxes by index; a split's child boxes are
@@ -536,46 +542,90 @@ static void set_child(bk_bvh_node *ln, int c, const box *b, int32_t ref)
     else        { ln->z01.z = b->lo[2]; ln->z01.w = b->hi[2]; ln->refs.y = bk_bits_float((uint32_t)ref); }
 }
 
-/* Flattening state: leaves get their runs of triangles in emission order; the records are
- * written afterwards, in parallel. */
-typedef struct flat {
-    uint32_t tri_next, leaves, max_leaf;
-    uint32_t *leaf_node, *leaf_at;    /* per leaf: build node, first triangle record */
-    double   sah, root_area;
-} flat;
+/* The build nodes are numbered as a serial depth-first build numbers them: the k-th node split
+ * (depth-first, left child first) made nodes 2k + 1 and 2k + 2. So an inner node's place in the
+ * layout, its rank in depth-first order, is (left - 1) / 2 with no walk over the tree. Leaves get
+ * their runs of records in the order of their parents' build indices, each parent's left child
+ * first (the order of the serial flattening this replaces: same bytes). The flattening is two
+ * passes over the inner build nodes as parents, in chunks of FLAT_GRAIN on the pool: what each
+ * chunk's leaf children hold (and the chunk's share of the depth and the SAH cost); then, from
+ * where the chunk's first run starts, the layout nodes and the leaf records. */
+#define FLAT_GRAIN 16384
 
-static int32_t emit_leaf(const bnode *nodes, flat *F, uint32_t c)
-{
-    const bnode *lf = &nodes[c];
-    int32_t ref = ~(int32_t)F->tri_next;
-    F->leaf_node[F->leaves] = c;
-    F->leaf_at[F->leaves] = F->tri_next;
-    F->tri_next += lf->count;
-    F->leaves++;
-    if (lf->count > F->max_leaf) F->max_leaf = lf->count;
-    F->sah += box_area(&lf->b) / F->root_area * lf->count;
-    return ref;
-}
+typedef struct flat_part {
+    uint64_t tris;        /* records in the chunk's leaves; after pass 0, where the first goes */
+    uint32_t leaves, max_leaf, depth;
+    double   sah;         /* the chunk's terms, summed in node order */
+} flat_part;
 
-typedef struct rec_job {
+typedef struct flat_job {
     const bk_geom *g;
     const bnode   *nodes;
     const pref    *p;
-    const flat    *F;
+    flat_part     *part;      /* one per chunk */
+    bk_bvh_node   *ln;
     bk_f4         *tris;
-} rec_job;
+    double         root_area;
+    float          cost_node;
+    int            pass;
+} flat_job;
 
-static void rec_chunk(void *ctx, size_t b, size_t e, int worker)
+static void leaf_records(const flat_job *J, const bnode *lf, uint32_t at)
+{
+    bk_f4 *q = &J->tris[3 * (size_t)at];
+    for (uint32_t k = 0; k < lf->count; ++k, q += 3) {
+        bk_geom_record(J->g, J->p[lf->first + k].id, q);
+        q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (k + 1 == lf->count ? BK_TRI_LAST : 0u));
+    }
+}
+
+static void flat_chunk(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
-    const rec_job *J = (const rec_job *)ctx;
-    for (size_t l = b; l < e; ++l) {
-        const bnode *lf = &J->nodes[J->F->leaf_node[l]];
-        bk_f4 *q = &J->tris[3 * (size_t)J->F->leaf_at[l]];
-        for (uint32_t i = 0; i < lf->count; ++i, q += 3) {
-            bk_geom_record(J->g, J->p[lf->first + i].id, q);
-            q[0].w = bk_bits_float(bk_float_bits(q[0].w) | (i + 1 == lf->count ? BK_TRI_LAST : 0u));
+    const flat_job *J = (const flat_job *)ctx;
+    const bnode *nodes = J->nodes;
+    flat_part *P = &J->part[b / FLAT_GRAIN];
+    if (J->pass == 0) {
+        flat_part q;
+        memset(&q, 0, sizeof q);
+        for (size_t i = b; i < e; ++i) {
+            const bnode *bn = &nodes[i];
+            if (bn->left < 0) continue;
+            if (bn->depth + 1 > q.depth) q.depth = bn->depth + 1;
+            q.sah += box_area(&bn->b) / J->root_area * J->cost_node;
+            for (int c = 0; c < 2; ++c) {
+                const bnode *lf = &nodes[bn->left + c];
+                if (lf->left >= 0) continue;
+                q.tris += lf->count;
+                q.leaves++;
+                if (lf->count > q.max_leaf) q.max_leaf = lf->count;
+                q.sah += box_area(&lf->b) / J->root_area * lf->count;
+            }
         }
+        *P = q;
+        return;
+    }
+    uint32_t at = (uint32_t)P->tris;
+    for (size_t i = b; i < e; ++i) {
+        const bnode *bn = &nodes[i];
+        if (bn->left < 0) continue;
+        const uint32_t l = (uint32_t)bn->left;
+        /* depth-first: an inner left child follows its parent (checks the numbering) */
+        BK_CHECK((l & 1u) && (nodes[l].left < 0 || (uint32_t)nodes[l].left == l + 2));
+        bk_bvh_node *dst = &J->ln[(l - 1) / 2];
+        for (int c = 0; c < 2; ++c) {
+            const bnode *ch = &nodes[l + c];
+            int32_t ref;
+            if (ch->left >= 0) {
+                ref = (ch->left - 1) / 2;
+            } else {
+                ref = ~(int32_t)at;
+                leaf_records(J, ch, at);
+                at += ch->count;
+            }
+            set_child(dst, c, &ch->b, ref);
+        }
+        dst->refs.z = 0.0f; dst->refs.w = 0.0f;
     }
 }
 
@@ -593,7 +643,11 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     if (o.max_leaf < 1) o.max_leaf = 1;
 
     const size_t n1 = n ? n : 1, chunks = (n1 - 1) / BIN_GRAIN + 1;
-    const uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
+    uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
+    if (sub_max < BIN_GRAIN) {    /* see the top of the file: same tree for any value up to BIN_GRAIN */
+        const uint32_t want = n / (4u * (uint32_t)bk_pool_threads());
+        if (want > sub_max) sub_max = want < BIN_GRAIN ? want : BIN_GRAIN;
+    }
     pref *p = malloc(sizeof(pref) * n1);
     box *part_box = malloc(sizeof(box) * chunks);
     pend *part_pend = malloc(sizeof(pend) * chunks);
@@ -601,13 +655,13 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     bnode *top = malloc(sizeof(bnode) * 2 * n1);
     sub *subs = malloc(sizeof(sub) * n1);
     bnode *sub_nodes = NULL, *nodes = NULL;
-    uint32_t *sorted = NULL, *map = NULL, *fstack = NULL;
+    uint32_t *sorted = NULL, *map = NULL;
     sub_key *keys = NULL;
-    int32_t *lindex = NULL;
     bk_bvh_node *ln = NULL;
     bk_f4 *tris = NULL;
-    flat F;
-    memset(&F, 0, sizeof F);
+    flat_part *fpart = NULL;
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
     if (!p || !part_box || !part_pend || !part || !top || !subs) goto oom;
 
     prep_job PJ;
@@ -619,6 +673,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &part_box[c]); pend_merge(&rp, &part_pend[c]); }
     rp.ni = 0;
     top[0].b = root; top[0].left = -1; top[0].first = 0; top[0].count = n; top[0].depth = 0;
+    STAGE_END(BK_BUILD_PREP);
 
     /* Top levels; the root always splits when it can, so the layout's root is an inner node. */
     builder T;
@@ -638,6 +693,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     uint32_t nsub = 0;
     build_dfs(&T, &rp, 1, sub_max, subs, &nsub);
     free(T.tmp); free(T.part_n); free(T.part_lr);
+    STAGE_END(BK_BUILD_TOP);
 
     /* Subtrees: 2 count - 1 nodes at most each. */
     size_t sub_total = 0;
@@ -652,6 +708,7 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     build_ctx C;
     C.o = &o; C.p = p; C.tri_count = s->tri_count; C.top = top; C.sub_nodes = sub_nodes; C.subs = subs; C.sorted = sorted;
     bk_parallel_for(nsub, 1, sub_task, &C);
+    STAGE_END(BK_BUILD_SUBTREES);
 
     /* Renumber into the serial depth-first numbering: a task's nodes follow the top nodes made
      * before it was cut off and the tasks cut off before it. */
@@ -676,62 +733,54 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     free(sub_nodes); sub_nodes = NULL;
     free(top); top = NULL;
     free(map); map = NULL;
+    STAGE_END(BK_BUILD_JOIN);
 
-    /* Flatten: inner build nodes get layout indices in depth-first order; leaves' triangles are
-     * emitted in the order their parents are visited. */
-    uint32_t inner = 0;
-    for (uint32_t i = 0; i < node_count; ++i) inner += nodes[i].left >= 0;
-    uint32_t layout_count = inner ? inner : 1;
-    lindex = malloc(sizeof(int32_t) * node_count);
-    fstack = malloc(sizeof(uint32_t) * (node_count + 1));
-    F.leaf_node = malloc(sizeof(uint32_t) * (node_count + 1));
-    F.leaf_at = malloc(sizeof(uint32_t) * (node_count + 1));
+    /* Flatten (see flat_chunk): a binary tree of node_count nodes has (node_count - 1) / 2 inner
+     * ones; a root that is a leaf (one primitive or none) becomes both children of one layout node. */
+    const uint32_t inner = (node_count - 1) / 2, layout_count = inner ? inner : 1;
+    const size_t fchunks = ((size_t)node_count - 1) / FLAT_GRAIN + 1;
+    fpart = malloc(sizeof(flat_part) * fchunks);
     /* 64-byte aligned: one node is exactly one cache line */
     ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
     tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * n1 + 63) / 64 * 64);
-    if (!lindex || !fstack || !F.leaf_node || !F.leaf_at || !ln || !tris) goto oom;
-    uint32_t next = 0, depth = 0;
-    F.root_area = box_area(&root) > 0 ? box_area(&root) : 1.0;
-    if (nodes[0].left < 0) {
-        /* A single triangle: both children of the layout root are that one leaf. */
-        int32_t r = emit_leaf(nodes, &F, 0);
-        set_child(&ln[0], 0, &root, r);
-        set_child(&ln[0], 1, &root, r);
+    if (!fpart || !ln || !tris) goto oom;
+    flat_job FJ;
+    FJ.g = &g; FJ.nodes = nodes; FJ.p = p; FJ.part = fpart; FJ.ln = ln; FJ.tris = tris;
+    FJ.root_area = box_area(&root) > 0 ? box_area(&root) : 1.0;
+    FJ.cost_node = o.cost_node;
+    uint64_t tri_next = 0;
+    uint32_t leaves = 0, max_leaf = 0, depth = 0;
+    double sah = 0.0;
+    if (!inner) {
+        leaves = 1; max_leaf = nodes[0].count; depth = 1; tri_next = nodes[0].count;
+        sah = box_area(&nodes[0].b) / FJ.root_area * nodes[0].count;
+        leaf_records(&FJ, &nodes[0], 0);
+        set_child(&ln[0], 0, &root, ~0);
+        set_child(&ln[0], 1, &root, ~0);
         ln[0].refs.z = 0.0f; ln[0].refs.w = 0.0f;
-        next = 1; depth = 1;
     } else {
-        uint32_t sp = 0;
-        fstack[sp++] = 0;
-        while (sp) {
-            uint32_t bi = fstack[--sp];
-            lindex[bi] = (int32_t)next++;
-            const bnode *bn = &nodes[bi];
-            if (bn->depth + 1 > depth) depth = bn->depth + 1;
-            F.sah += box_area(&bn->b) / F.root_area * o.cost_node;
-            uint32_t l = (uint32_t)bn->left;
-            if (nodes[l + 1].left >= 0) fstack[sp++] = l + 1;
-            if (nodes[l].left >= 0) fstack[sp++] = l;
+        FJ.pass = 0;
+        bk_parallel_for(node_count, FLAT_GRAIN, flat_chunk, &FJ);
+        for (size_t c = 0; c < fchunks; ++c) {
+            const uint64_t t = fpart[c].tris;
+            fpart[c].tris = tri_next;
+            tri_next += t;
+            leaves += fpart[c].leaves;
+            if (fpart[c].max_leaf > max_leaf) max_leaf = fpart[c].max_leaf;
+            if (fpart[c].depth > depth) depth = fpart[c].depth;
+            sah += fpart[c].sah;
         }
-        for (uint32_t bi = 0; bi < node_count; ++bi) {
-            const bnode *bn = &nodes[bi];
-            if (bn->left < 0) continue;
-            bk_bvh_node *dst = &ln[lindex[bi]];
-            for (int c = 0; c < 2; ++c) {
-                uint32_t ci = (uint32_t)bn->left + (uint32_t)c;
-                int32_t r = nodes[ci].left >= 0 ? lindex[ci] : emit_leaf(nodes, &F, ci);
-                set_child(dst, c, &nodes[ci].b, r);
-            }
-            dst->refs.z = 0.0f; dst->refs.w = 0.0f;
-        }
+        FJ.pass = 1;
+        bk_parallel_for(node_count, FLAT_GRAIN, flat_chunk, &FJ);
     }
-    BK_CHECK(F.tri_next == n);
-    rec_job RJ;
-    RJ.g = &g; RJ.nodes = nodes; RJ.p = p; RJ.F = &F; RJ.tris = tris;
-    bk_parallel_for(F.leaves, 4096, rec_chunk, &RJ);
+    BK_CHECK(tri_next == n && leaves == node_count - inner);
+    const uint32_t next = layout_count;
 
-    free(lindex); free(fstack); free(F.leaf_node); free(F.leaf_at); free(nodes);
+    free(fpart); free(nodes);
     free(p); free(part_box); free(part_pend); free(part); free(subs); free(sorted); free(keys);
     bk_geom_free(&g);
+    STAGE_END(BK_BUILD_FLATTEN);
+#undef STAGE_END
 
     out->type = BK_ACCEL_BVH;
     if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }
@@ -742,17 +791,18 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     out->lo = bk_v3(root.lo[0], root.lo[1], root.lo[2]);
     out->hi = bk_v3(root.hi[0], root.hi[1], root.hi[2]);
     out->info.nodes = next;
-    out->info.leaves = F.leaves;
+    out->info.leaves = leaves;
     out->info.depth = depth;
     out->info.refs = n;
-    out->info.max_leaf = F.max_leaf;
-    out->info.sah_cost = F.sah;
+    out->info.max_leaf = max_leaf;
+    out->info.sah_cost = sah;
     out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
+    memcpy(out->info.stage_seconds, st, sizeof st);
     out->info.seconds = bk_time_now() - t0;
     return 0;
 
 oom:
-    free(lindex); free(fstack); free(F.leaf_node); free(F.leaf_at); free(nodes); free(ln); free(tris);
+    free(fpart); free(nodes); free(ln); free(tris);
     free(p); free(part_box); free(part_pend); free(part); free(top); free(subs); free(sub_nodes);
     free(sorted); free(keys); free(map);
     bk_geom_free(&g);

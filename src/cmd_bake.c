@@ -126,6 +126,9 @@ const char bk_bake_usage[] =
  * rank's error reaches it through bk_world_agree and is printed once, naming the rank. */
 static char bake_last_error[1024];
 static int  bake_error_quiet;           /* a rank other than 0 of a job */
+static int  bake_end_fast;              /* bk_cmd_bake_end_fast */
+
+void bk_cmd_bake_end_fast(int on) { bake_end_fast = on; }
 
 static void bake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void bake_error(const char *fmt, ...)
@@ -1385,14 +1388,16 @@ static int bake_run(int argc, char **argv, bake_job *job)
      * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
     t0 = bk_time_now();
     mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
-    free(rgb); rgb = NULL;
-    free(tx); tx = NULL;
-    free(refs); refs = NULL;
-    free(cov); cov = NULL;
+    if (!bake_end_fast) {       /* else the process end takes the host memory (see bk_cmd_bake_end_fast) */
+        free(rgb); rgb = NULL;
+        free(tx); tx = NULL;
+        free(refs); refs = NULL;
+        free(cov); cov = NULL;
+        bk_bake_data_free(&bd);
+        bk_accel_free(&a);
+        memset(&a, 0, sizeof a);
+    }
     bk_prim_free(gpu); gpu = NULL;
-    bk_bake_data_free(&bd);
-    bk_accel_free(&a);
-    memset(&a, 0, sizeof a);
     bk_backend_free(be); be = NULL;
     ph[PH_FREE] = bk_time_now() - t0;
     mem[MEM_PEAK_HOST] = bk_peak_rss();
@@ -1451,6 +1456,11 @@ done:
     pthread_mutex_destroy(&bs.lock);
     pthread_cond_destroy(&bs.cv);
     bk_outputs_free(&io);       /* what was not committed: temporary files only */
+    if (rc == 0 && bake_end_fast) {   /* the process ends: its memory goes with it */
+        bk_prim_free(gpu);
+        bk_backend_free(be);
+        return rc;
+    }
     for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
     free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
     free(rgb); free(tcol); free(tx); free(refs); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);

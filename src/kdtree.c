@@ -51,10 +51,10 @@
  * arena used as a stack: a node's entries are on top, a split writes the above list in place and
  * the below list after it, so the below child (next node in depth-first order) is on top again.
  * Below a certain size (a fixed share of the triangle count), subtrees are independent tasks built
- * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; above
- * it, binned nodes count their events and the sides of their split in chunks on the pool (integer
- * counts, summed in chunk order). The preparation (records, boxes, bounds) and the splice run on
- * the pool too. The result does not depend on the thread count (tests/unit_build_threads.c).
+ * on the host pool (pool.h) into their own arrays, then spliced into the depth-first layout; the
+ * top tree above them is built on the pool too, its largest nodes level by level in chunks, the
+ * rest in depth-first parts (build_top). The preparation (records, boxes, bounds) and the splice
+ * run on the pool too. The result does not depend on the thread count (tests/unit_build_threads.c).
  */
 #include "accel.h"
 #include "geom.h"
@@ -112,6 +112,7 @@ typedef struct kd_params {
     int      max_depth;
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
+    uint32_t top_local;  /* top-tree nodes of at most this many entries are built depth-first (build_top) */
     int      search;     /* enum kd_search */
 } kd_params;
 
@@ -138,7 +139,6 @@ typedef struct kd_builder {
     double      sah;     /* sum of area(node) * cost, unnormalised */
     uint32_t    leaves, depth, max_leaf;
     kd_sub     *subs;    size_t sub_count, sub_cap;   /* top tree only */
-    kd_hist    *hist;    /* top tree only: a histogram per KD_HIST_GRAIN entries of the root */
 } kd_builder;
 
 typedef struct kd_split {
@@ -223,29 +223,6 @@ static void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, cons
     }
 #endif
 }
-
-/* The top levels' histograms in chunks on the pool, one histogram per chunk, summed in chunk
- * order: counts are integers, so the sums (and the split) are those of one pass. */
-#define KD_HIST_GRAIN 8192
-typedef struct hist_job {
-    const kd_ref *r;
-    const float  *lo, *scale;
-    int           nbins;
-    kd_hist      *part;
-} hist_job;
-
-static void hist_chunk(void *ctx, size_t b, size_t e, int worker)
-{
-    (void)worker;
-    const hist_job *J = (const hist_job *)ctx;
-    kd_hist *h = &J->part[b / KD_HIST_GRAIN];
-    for (int k = 0; k < 3; ++k) {
-        memset(h->minc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
-        memset(h->maxc[k], 0, (size_t)J->nbins * sizeof(uint32_t));
-    }
-    hist_add(h, J->r, b, e, J->lo, J->scale, J->nbins);
-}
-
 
 /* The reference: Wald & Havran's sweep over sorted minima and maxima, one plane at a time in
  * increasing order (bk_build_opts.kd_sweep). split_exact() must give the same plane. */
@@ -584,32 +561,35 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
     return win;
 }
 
-/* part: NULL, or room for one histogram per KD_HIST_GRAIN entries (parallel counting). */
-static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                         const sah_ctx *c, kd_split *best, kd_hist *part, int how)
+/* A binned search's bins: how many, and per axis the scale from coordinates to bins (0 where the
+ * axis cannot be split). */
+typedef struct kd_bins { int nbins; float scale[3]; int split_ok[3]; } kd_bins;
+
+static void binned_setup(uint32_t n, const float lo[3], const float hi[3], const float margin[3], kd_bins *B)
 {
-    int nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
-    kd_hist h;
-    float scale[3];
-    int split_ok[3];
+    B->nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
     for (int k = 0; k < 3; ++k) {
-        float w = hi[k] - lo[k], sc = (float)nbins / w;
-        split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
-        scale[k] = split_ok[k] ? sc : 0.0f;
-        memset(h.minc[k], 0, (size_t)nbins * sizeof(uint32_t));
-        memset(h.maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        float w = hi[k] - lo[k], sc = (float)B->nbins / w;
+        B->split_ok[k] = w >= 2.0f * margin[k] && isfinite(sc);   /* also keeps the bin index finite */
+        B->scale[k] = B->split_ok[k] ? sc : 0.0f;
     }
-    if (part && n > KD_HIST_GRAIN) {
-        hist_job J;
-        J.r = r; J.lo = lo; J.scale = scale; J.nbins = nbins; J.part = part;
-        bk_parallel_for(n, KD_HIST_GRAIN, hist_chunk, &J);
-        for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch)
-            for (int k = 0; k < 3; ++k)
-                for (int j = 0; j < nbins; ++j) { h.minc[k][j] += part[ch].minc[k][j]; h.maxc[k][j] += part[ch].maxc[k][j]; }
-    } else {
-        hist_add(&h, r, 0, n, lo, scale, nbins);
+}
+
+static void hist_clear(kd_hist *h, int nbins)
+{
+    for (int k = 0; k < 3; ++k) {
+        memset(h->minc[k], 0, (size_t)nbins * sizeof(uint32_t));
+        memset(h->maxc[k], 0, (size_t)nbins * sizeof(uint32_t));
     }
-    uint32_t (*minc)[KD_BINS_MAX] = h.minc, (*maxc)[KD_BINS_MAX] = h.maxc;
+}
+
+/* The split from a node's histogram h of its n entries (see split_binned). */
+static void binned_pick(const kd_hist *h, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                        const kd_bins *B, const sah_ctx *c, kd_split *best, int how)
+{
+    const int nbins = B->nbins;
+    const int *split_ok = B->split_ok;
+    const uint32_t (*minc)[KD_BINS_MAX] = h->minc, (*maxc)[KD_BINS_MAX] = h->maxc;
     if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
         for (int k = 0; k < 3; ++k) {
             if (!split_ok[k]) continue;
@@ -646,6 +626,17 @@ static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const f
         P.nc[k] = np8; P.plo[k] = -BK_INF; P.phi[k] = BK_INF;
     }
     planes_pick(c, lo, hi, &P, how, best);
+}
+
+static void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                         const sah_ctx *c, kd_split *best, int how)
+{
+    kd_bins B;
+    kd_hist h;
+    binned_setup(n, lo, hi, margin, &B);
+    hist_clear(&h, B.nbins);
+    hist_add(&h, r, 0, n, lo, B.scale, B.nbins);
+    binned_pick(&h, n, lo, hi, margin, &B, c, best, how);
 }
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
@@ -726,27 +717,6 @@ static void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const fl
     if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
 }
 
-/* The top levels count the sides of a split in chunks on the pool too (integers: any order). The
- * counts go to the chunk's histogram slot, which is free again by then. */
-typedef struct side_job { const kd_ref *r; int k; float p; kd_hist *part; } side_job;
-static void side_chunk(void *ctx, size_t b, size_t e, int worker)
-{
-    (void)worker;
-    const side_job *J = (const side_job *)ctx;
-    uint32_t nb = 0, na = 0;
-    for (size_t i = b; i < e; ++i) { nb += J->r[i].lo[J->k] <= J->p; na += J->r[i].hi[J->k] >= J->p; }
-    J->part[b / KD_HIST_GRAIN].minc[0][0] = nb;
-    J->part[b / KD_HIST_GRAIN].maxc[0][0] = na;
-}
-static void side_counts_par(const kd_ref *r, uint32_t n, int k, float p, kd_hist *part, uint32_t *nb, uint32_t *na)
-{
-    side_job J;
-    J.r = r; J.k = k; J.p = p; J.part = part;
-    bk_parallel_for(n, KD_HIST_GRAIN, side_chunk, &J);
-    *nb = *na = 0;
-    for (size_t ch = 0; ch <= ((size_t)n - 1) / KD_HIST_GRAIN; ++ch) { *nb += part[ch].minc[0][0]; *na += part[ch].maxc[0][0]; }
-}
-
 /* ---- building ------------------------------------------------------------------------------ */
 
 static int emit_node(kd_builder *b, bk_kd_node nd, uint32_t *index)
@@ -758,13 +728,13 @@ static int emit_node(kd_builder *b, bk_kd_node nd, uint32_t *index)
     return 0;
 }
 
-static int emit_leaf(kd_builder *b, const kd_task *t)
+/* A leaf of the task's n entries e. */
+static int emit_leaf(kd_builder *b, const kd_task *t, const kd_ref *e)
 {
     uint32_t idx;
     if (b->ref_count + t->n > 0xFFFFFFFFu) return -1;
     if (grow((void **)&b->refs, &b->ref_cap, b->ref_count + t->n, sizeof(uint32_t))) return -1;
     if (emit_node(b, bk_kd_make_leaf(t->n, (uint32_t)b->ref_count), &idx)) return -1;
-    const kd_ref *e = b->arena + t->off;
     for (uint32_t i = 0; i < t->n; ++i) b->refs[b->ref_count + i] = e[i].tri;
     b->ref_count += t->n;
     b->leaves++;
@@ -774,26 +744,59 @@ static int emit_leaf(kd_builder *b, const kd_task *t)
     return 0;
 }
 
-/* Hands the task's subtree to a worker: a placeholder node now, the subtree spliced in later. */
-static int emit_sub(kd_builder *b, const kd_task *t)
+/* Hands the task's subtree to a worker, with its entries e (malloc'd: the sub owns them from
+ * here, also on failure): a placeholder node now, the subtree spliced in later. */
+static int emit_sub(kd_builder *b, const kd_task *t, kd_ref *e)
 {
-    if (grow((void **)&b->subs, &b->sub_cap, b->sub_count + 1, sizeof(kd_sub))) return -1;
+    if (grow((void **)&b->subs, &b->sub_cap, b->sub_count + 1, sizeof(kd_sub))) { free(e); return -1; }
     kd_sub *s = &b->subs[b->sub_count];
     memset(s, 0, sizeof *s);
-    s->entries = malloc((size_t)t->n * sizeof(kd_ref));
-    if (!s->entries) return -1;
-    memcpy(s->entries, b->arena + t->off, (size_t)t->n * sizeof(kd_ref));
+    s->entries = e;
     s->task = *t;
     s->task.off = 0;
     s->task.parent = BK_NONE;
-    if (emit_node(b, bk_kd_make_leaf(0, 0), &s->placeholder)) { free(s->entries); return -1; }
-    b->sub_count++;
+    b->sub_count++;    /* builder_free frees the entries from here on */
+    if (emit_node(b, bk_kd_make_leaf(0, 0), &s->placeholder)) return -1;
+    return 0;
+}
+
+/* A node of a part of the top tree built depth-first (build() with ops): recorded, to be emitted
+ * in this order later (build_top). */
+typedef struct kd_op {
+    int      kind;       /* KD_TOP_INNER, _LEAF or _SUB */
+    int      axis;       /* inner */
+    float    pos;
+    uint32_t above;      /* inner: the op of its above child */
+    kd_task  t;
+    kd_ref  *e;          /* leaf, sub: its entries (malloc'd) */
+} kd_op;
+
+typedef struct kd_ops { kd_op *op; size_t count, cap; } kd_ops;
+
+enum { KD_TOP_SEARCH, KD_TOP_INNER, KD_TOP_LEAF, KD_TOP_SUB, KD_TOP_LOCAL };
+
+/* Records a node; a leaf or a sub gets a copy of its entries e. */
+static int op_add(kd_ops *o, int kind, const kd_task *t, const kd_ref *e, int axis, float pos, uint32_t *index)
+{
+    if (grow((void **)&o->op, &o->cap, o->count + 1, sizeof(kd_op))) return -1;
+    kd_op *x = &o->op[o->count];
+    memset(x, 0, sizeof *x);
+    x->kind = kind; x->axis = axis; x->pos = pos; x->t = *t;
+    if (kind != KD_TOP_INNER) {
+        x->e = malloc((t->n ? t->n : 1) * sizeof(kd_ref));
+        if (!x->e) return -1;
+        memcpy(x->e, e, (size_t)t->n * sizeof(kd_ref));
+        x->t.off = 0;
+        x->t.parent = BK_NONE;
+    }
+    *index = (uint32_t)o->count++;
     return 0;
 }
 
 /* Builds the subtree of `root` (entries already at arena[root.off, +n), on top). Returns 0 or -1
- * (out of memory). With top != 0, subtrees small enough become kd_sub tasks. */
-static int build(kd_builder *b, const kd_task *root, int top)
+ * (out of memory). With ops (a part of the top tree), the nodes are recorded there instead of
+ * emitted, and subtrees of at most par_min entries are cut off as sub ops. */
+static int build(kd_builder *b, const kd_task *root, kd_ops *ops)
 {
     const kd_params *prm = b->prm;
     kd_task stack[BK_MAX_DEPTH + 2];
@@ -801,9 +804,13 @@ static int build(kd_builder *b, const kd_task *root, int top)
     stack[sp++] = *root;
     while (sp > 0) {
         kd_task t = stack[--sp];
-        if (t.parent != BK_NONE) b->nodes[t.parent].flags |= (uint32_t)b->node_count << 2;
-        if (top && t.n <= prm->par_min && t.n > 1 && t.depth < prm->max_depth) {
-            if (emit_sub(b, &t)) return -1;
+        uint32_t idx;
+        if (t.parent != BK_NONE) {
+            if (ops) ops->op[t.parent].above = (uint32_t)ops->count;
+            else b->nodes[t.parent].flags |= (uint32_t)b->node_count << 2;
+        }
+        if (ops && t.n <= prm->par_min && t.n > 1 && t.depth < prm->max_depth) {
+            if (op_add(ops, KD_TOP_SUB, &t, b->arena + t.off, -1, 0.0f, &idx)) return -1;
             continue;
         }
         kd_ref *e = b->arena + t.off;
@@ -813,7 +820,7 @@ static int build(kd_builder *b, const kd_task *root, int top)
             sah_ctx c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n > KD_EXACT_MAX)             split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, top ? b->hist : NULL, prm->search);
+            if (t.n > KD_EXACT_MAX)             split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
             else if (prm->search == KD_SEARCH_REF) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
             else                                split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
             double leaf_cost = (double)t.n;
@@ -825,12 +832,11 @@ static int build(kd_builder *b, const kd_task *root, int top)
             const int k = best.axis;
             const float p = best.pos;
             if (best.counted) { nb = best.nb; na = best.na; }
-            else if (top && t.n > KD_HIST_GRAIN) side_counts_par(e, t.n, k, p, b->hist, &nb, &na);
             else for (uint32_t i = 0; i < t.n; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
             if ((nb == t.n && na == t.n) || (double)nb + (double)na > t.cap) best.axis = -1;
         }
         if (best.axis < 0) {
-            if (emit_leaf(b, &t)) return -1;
+            if (ops ? op_add(ops, KD_TOP_LEAF, &t, b->arena + t.off, -1, 0.0f, &idx) : emit_leaf(b, &t, b->arena + t.off)) return -1;
             continue;
         }
         /* Inner node: above list in place, below list after it (on top of the arena). */
@@ -850,9 +856,12 @@ static int build(kd_builder *b, const kd_task *root, int top)
         /* nb is 0 when the split cuts off empty space below; a worker's first such split finds
          * scratch never allocated (NULL), and memcpy from NULL is undefined even for 0 bytes. */
         if (nb) memcpy(e + na, b->scratch, (size_t)nb * sizeof(kd_ref));
-        uint32_t idx;
-        if (emit_node(b, bk_kd_make_inner(k, p, 0), &idx)) return -1;
-        b->sah += area * prm->cost_node;
+        if (ops) {
+            if (op_add(ops, KD_TOP_INNER, &t, NULL, k, p, &idx)) return -1;
+        } else {
+            if (emit_node(b, bk_kd_make_inner(k, p, 0), &idx)) return -1;
+            b->sah += area * prm->cost_node;
+        }
         double sum = (double)nb + (double)na;
         kd_task ab = t, be = t;
         ab.off = t.off;      ab.n = na; ab.parent = idx; ab.lo[k] = p; ab.depth = t.depth + 1;
@@ -871,8 +880,384 @@ static void builder_free(kd_builder *b)
     free(b->arena); free(b->scratch); free(b->nodes); free(b->refs);
     for (size_t i = 0; i < b->sub_count; ++i) { free(b->subs[i].entries); free(b->subs[i].nodes); free(b->subs[i].refs); }
     free(b->subs);
-    free(b->hist);
     memset(b, 0, sizeof *b);
+}
+
+/* ---- the top tree -------------------------------------------------------------------------- */
+
+/* The top tree (the nodes of more than par_min entries) is built in two parts, each on the pool:
+ *   - the nodes of more than top_local entries, level by level: the nodes of a level count their
+ *     events, pick their planes, count their sides and partition their entries in chunks of
+ *     KD_TOP_GRAIN entries, the chunks of all the level's nodes side by side. Counts are integers,
+ *     summed in chunk order: each node finds the plane the serial build finds. A level's nodes
+ *     have their entries in one buffer, each chunk writing its below and above entries after those
+ *     of the chunks before it (a stable partition: the order the serial build gives them);
+ *   - the nodes below that, each a task that builds its part of the top tree depth-first with
+ *     build(), its nodes recorded as ops rather than emitted. Level by level, every level streams
+ *     through memory three times, where depth-first a node's entries are still in cache from its
+ *     parent's partition: on one thread, dragon_vrip's top tree took 0.13 s level by level down to
+ *     8 par_min, 0.10 s depth-first. So there are about four parts per thread, and one thread
+ *     builds the whole top tree as one part.
+ * A child of at most par_min entries becomes a subtree task (kd_sub) with its entries, as in the
+ * serial build. The nodes are then emitted in depth-first order, as build() emits them (a part's
+ * ops in their order), so the numbering, the references and the SAH sum are those of one serial
+ * build whatever the thread count (which only moves the line between the two parts). */
+#define KD_TOP_GRAIN 8192
+
+typedef struct kd_tnode {
+    kd_task  t;          /* off unused; parent: the parent's tnode for an above child, else BK_NONE */
+    kd_ref  *e;          /* its t.n entries */
+    int      owned;      /* e is its own (malloc'd); else a part of the level's buffer */
+    size_t   e_cap;      /* entries e has room for */
+    int      kind;
+    uint32_t below, above;   /* an inner node's children (tnodes) */
+    uint32_t idx;        /* an inner node's index once emitted */
+    kd_ops   ops;        /* KD_TOP_LOCAL: its part of the tree, built depth-first */
+    int      failed;
+    /* while its level is built */
+    kd_bins  bins;
+    kd_split best;
+    uint32_t chunk0, chunks;
+    kd_ref  *eb, *ea;    /* the children's entries */
+} kd_tnode;
+
+typedef struct kd_tchunk {
+    uint32_t node, begin, end;
+    uint32_t nb, na;     /* its entries below and above the plane */
+    uint32_t ob, oa;     /* where they go in the children's buffers */
+} kd_tchunk;
+
+typedef struct kd_top_job {
+    const kd_params *prm;
+    kd_tnode        *tn;
+    const uint32_t  *level;   /* the level's tnodes */
+    kd_tchunk       *ch;
+    kd_hist         *hist;    /* one per chunk */
+    int              phase;
+} kd_top_job;
+
+/* phase 1, one node at a time: the plane, from its chunks' histograms */
+static void top_pick(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const kd_top_job *J = (const kd_top_job *)ctx;
+    const kd_params *prm = J->prm;
+    for (size_t i = begin; i < end; ++i) {
+        kd_tnode *T = &J->tn[J->level[i]];
+        if (T->kind != KD_TOP_SEARCH) continue;
+        kd_task *t = &T->t;
+        kd_hist h;
+        hist_clear(&h, T->bins.nbins);
+        for (uint32_t c = T->chunk0; c < T->chunk0 + T->chunks; ++c)
+            for (int k = 0; k < 3; ++k)
+                for (int j = 0; j < T->bins.nbins; ++j) { h.minc[k][j] += J->hist[c].minc[k][j]; h.maxc[k][j] += J->hist[c].maxc[k][j]; }
+        sah_ctx c;
+        c.inv_area = 1.0 / cell_area(t->lo, t->hi); c.cost_node = prm->cost_node; c.bonus = prm->bonus;
+        for (int k = 0; k < 3; ++k) c.e[k] = (double)t->hi[k] - t->lo[k];
+        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
+        binned_pick(&h, t->n, t->lo, t->hi, prm->margin, &T->bins, &c, &best, prm->search);
+        double leaf_cost = (double)t->n;     /* build()'s rules */
+        if (best.axis >= 0 && best.cost >= leaf_cost) t->bad++;
+        if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t->n < 16) || t->bad >= KD_BAD_REFINES)) best.axis = -1;
+        T->best = best;
+        if (best.axis < 0) T->kind = KD_TOP_LEAF;
+    }
+}
+
+/* phases 0, 2 and 3, one chunk at a time: histogram; side counts; partition */
+static void top_chunk(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const kd_top_job *J = (const kd_top_job *)ctx;
+    for (size_t ci = begin; ci < end; ++ci) {
+        kd_tchunk *C = &J->ch[ci];
+        const kd_tnode *T = &J->tn[C->node];
+        const kd_ref *e = T->e;
+        if (J->phase == 0) {
+            hist_clear(&J->hist[ci], T->bins.nbins);
+            hist_add(&J->hist[ci], e, C->begin, C->end, T->t.lo, T->bins.scale, T->bins.nbins);
+            continue;
+        }
+        const int k = T->best.axis;
+        const float p = T->best.pos;
+        if (J->phase == 2) {
+            if (T->kind != KD_TOP_SEARCH) continue;
+            uint32_t nb = 0, na = 0;
+            for (uint32_t i = C->begin; i < C->end; ++i) { nb += e[i].lo[k] <= p; na += e[i].hi[k] >= p; }
+            C->nb = nb; C->na = na;
+            continue;
+        }
+        if (T->kind != KD_TOP_INNER) continue;
+        kd_ref *eb = T->eb + C->ob, *ea = T->ea + C->oa;
+        for (uint32_t i = C->begin; i < C->end; ++i) {
+            const float rl = e[i].lo[k], rh = e[i].hi[k];
+            if (rl <= p) { *eb = e[i]; eb->hi[k] = rh > p ? p : rh; eb++; }
+            if (rh >= p) { *ea = e[i]; ea->lo[k] = rl < p ? p : rl; ea++; }
+        }
+    }
+}
+
+/* What becomes of a node of n entries at depth d: searched level by level, a part built
+ * depth-first, a subtree task or a leaf. */
+static int top_kind(const kd_params *prm, uint32_t n, int depth)
+{
+    if (n > prm->top_local)                        return KD_TOP_SEARCH;
+    if (n > prm->par_min)                          return KD_TOP_LOCAL;
+    if (n > 1 && depth < prm->max_depth)           return KD_TOP_SUB;
+    return KD_TOP_LEAF;
+}
+
+/* A new tnode for task t with entries e (if owned, freed on failure). */
+static int top_add(kd_tnode **tn, size_t *count, size_t *cap, const kd_params *prm, const kd_task *t, kd_ref *e, int owned,
+                   uint32_t *index)
+{
+    if (grow((void **)tn, cap, *count + 1, sizeof(kd_tnode))) { if (owned) free(e); return -1; }
+    kd_tnode *T = &(*tn)[*count];
+    memset(T, 0, sizeof *T);
+    T->t = *t;
+    T->e = e;
+    T->e_cap = t->n;
+    T->owned = owned;
+    T->kind = top_kind(prm, t->n, t->depth);
+    *index = (uint32_t)(*count)++;
+    return 0;
+}
+
+/* A part of the top tree, depth-first (build() with ops); its entries become build()'s arena. */
+static void top_local(const kd_params *prm, kd_tnode *T)
+{
+    kd_builder b;
+    memset(&b, 0, sizeof b);
+    b.prm = prm;
+    b.arena = T->e; b.arena_cap = T->e_cap;
+    T->e = NULL;
+    T->owned = 0;
+    kd_task t = T->t;
+    t.off = 0;
+    t.parent = BK_NONE;
+    T->failed = build(&b, &t, &T->ops) != 0;
+    builder_free(&b);
+}
+
+/* The parts in task order: largest first, so one big part does not finish alone at the end. */
+typedef struct top_key { uint32_t n, node; } top_key;
+static int cmp_top_key(const void *a, const void *b)
+{
+    const top_key *x = (const top_key *)a, *y = (const top_key *)b;
+    if (x->n != y->n) return x->n > y->n ? -1 : 1;
+    return x->node < y->node ? -1 : (x->node > y->node ? 1 : 0);
+}
+
+typedef struct top_local_job { const kd_params *prm; kd_tnode *tn; const top_key *order; } top_local_job;
+static void top_local_chunk(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const top_local_job *J = (const top_local_job *)ctx;
+    for (size_t i = begin; i < end; ++i) top_local(J->prm, &J->tn[J->order[i].node]);
+}
+
+/* Emits a part's ops in their order: op j becomes node base + j. */
+static int top_replay(kd_builder *b, const kd_tnode *T)
+{
+    const uint32_t base = (uint32_t)b->node_count;
+    for (size_t j = 0; j < T->ops.count; ++j) {
+        kd_op *x = &T->ops.op[j];
+        uint32_t idx;
+        if (x->kind == KD_TOP_INNER) {
+            bk_kd_node nd = bk_kd_make_inner(x->axis, x->pos, 0);
+            nd.flags |= (base + x->above) << 2;
+            if (emit_node(b, nd, &idx)) return -1;
+            b->sah += cell_area(x->t.lo, x->t.hi) * b->prm->cost_node;
+        } else if (x->kind == KD_TOP_SUB) {
+            kd_ref *e = x->e;
+            x->e = NULL;
+            if (emit_sub(b, &x->t, e)) return -1;
+        } else {
+            if (emit_leaf(b, &x->t, x->e)) return -1;
+            free(x->e);
+            x->e = NULL;
+        }
+        BK_CHECK(b->node_count == (size_t)base + j + 1);
+    }
+    return 0;
+}
+
+/* Builds the top tree of root, whose entries e (malloc'd; owned from here) are root->n, into b
+ * (nodes, leaves' references, and b->subs for the subtree tasks). Returns 0 or -1 (out of memory).
+ * The nodes searched level by level have their entries in one buffer per level (cur, then nxt for
+ * the next level's, the two swapped level by level: memory already touched, where a fresh buffer
+ * per node costs page faults); the other nodes' entries are their own. */
+static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap)
+{
+    kd_ref *cur = e, *nxt = NULL;
+    size_t cur_cap = e_cap, nxt_cap = 0;
+    const kd_params *prm = b->prm;
+    kd_tnode *tn = NULL;
+    uint32_t *level = NULL, *next = NULL;
+    kd_tchunk *ch = NULL;
+    kd_hist *hist = NULL;
+    top_key *keys = NULL;
+    size_t tn_count = 0, tn_cap = 0, level_cap = 0, next_cap = 0, ch_cap = 0, hist_cap = 0, m = 1;
+    int rc = -1;
+    uint32_t ri;
+    /* a root searched level by level has its entries in cur; else they are its own */
+    const int root_own = top_kind(prm, root->n, root->depth) != KD_TOP_SEARCH;
+    if (root_own) cur = NULL;
+    if (top_add(&tn, &tn_count, &tn_cap, prm, root, e, root_own, &ri)) goto done;
+    tn[ri].e_cap = e_cap;
+    if (grow((void **)&level, &level_cap, 1, sizeof(uint32_t))) goto done;
+    level[0] = ri;
+    while (m) {
+        /* the level's searching nodes and their chunks */
+        size_t nch = 0;
+        for (size_t i = 0; i < m; ++i) {
+            kd_tnode *T = &tn[level[i]];
+            if (T->kind != KD_TOP_SEARCH) continue;
+            if (!(T->t.n > 1 && T->t.depth < prm->max_depth && cell_area(T->t.lo, T->t.hi) > 0.0)) { T->kind = KD_TOP_LEAF; continue; }
+            binned_setup(T->t.n, T->t.lo, T->t.hi, prm->margin, &T->bins);
+            T->chunk0 = (uint32_t)nch;
+            T->chunks = (T->t.n - 1) / KD_TOP_GRAIN + 1;
+            if (grow((void **)&ch, &ch_cap, nch + T->chunks, sizeof(kd_tchunk))) goto done;
+            for (uint32_t c = 0; c < T->chunks; ++c) {
+                kd_tchunk *C = &ch[nch++];
+                memset(C, 0, sizeof *C);
+                C->node = level[i];
+                C->begin = c * KD_TOP_GRAIN;
+                C->end = T->t.n - C->begin > KD_TOP_GRAIN ? C->begin + KD_TOP_GRAIN : T->t.n;
+            }
+        }
+        if (grow((void **)&hist, &hist_cap, nch ? nch : 1, sizeof(kd_hist))) goto done;
+        kd_top_job J;
+        J.prm = prm; J.tn = tn; J.level = level; J.ch = ch; J.hist = hist;
+        J.phase = 0;
+        bk_parallel_for(nch, 1, top_chunk, &J);
+        bk_parallel_for(m, 1, top_pick, &J);
+        J.phase = 2;
+        bk_parallel_for(nch, 1, top_chunk, &J);
+        /* the splits taken, and the room the next level's nodes take in nxt */
+        size_t need = 0;
+        for (size_t i = 0; i < m; ++i) {
+            kd_tnode *T = &tn[level[i]];
+            if (T->kind != KD_TOP_SEARCH) continue;
+            uint32_t nb = 0, na = 0;
+            for (uint32_t c = T->chunk0; c < T->chunk0 + T->chunks; ++c) {
+                ch[c].ob = nb; ch[c].oa = na;
+                nb += ch[c].nb; na += ch[c].na;
+            }
+            T->best.nb = nb; T->best.na = na;
+            if ((nb == T->t.n && na == T->t.n) || (double)nb + (double)na > T->t.cap) { T->kind = KD_TOP_LEAF; continue; }
+            if (top_kind(prm, nb, T->t.depth + 1) == KD_TOP_SEARCH) need += nb;
+            if (top_kind(prm, na, T->t.depth + 1) == KD_TOP_SEARCH) need += na;
+        }
+        if (need > nxt_cap) {     /* its old contents are spent: no realloc copy */
+            free(nxt);
+            nxt_cap = need + need / 2;
+            nxt = malloc(nxt_cap * sizeof(kd_ref));
+            if (!nxt) { nxt_cap = 0; goto done; }
+        }
+        /* the children and their buffers (tn may move: indices from here) */
+        size_t nm = 0, at = 0;
+        for (size_t i = 0; i < m; ++i) {
+            const uint32_t ti = level[i];
+            if (tn[ti].kind != KD_TOP_SEARCH) continue;
+            const uint32_t nb = tn[ti].best.nb, na = tn[ti].best.na;
+            const kd_task t = tn[ti].t;
+            const int k = tn[ti].best.axis;
+            const float p = tn[ti].best.pos;
+            const int own_b = top_kind(prm, nb, t.depth + 1) != KD_TOP_SEARCH, own_a = top_kind(prm, na, t.depth + 1) != KD_TOP_SEARCH;
+            kd_ref *eb = own_b ? malloc((nb ? nb : 1) * sizeof(kd_ref)) : nxt + at;
+            at += own_b ? 0 : nb;
+            kd_ref *ea = own_a ? malloc((na ? na : 1) * sizeof(kd_ref)) : nxt + at;
+            at += own_a ? 0 : na;
+            if (!eb || !ea) { if (own_b) free(eb); if (own_a) free(ea); goto done; }
+            double sum = (double)nb + (double)na;
+            kd_task ab = t, be = t;
+            ab.off = 0; ab.n = na; ab.parent = ti;      ab.lo[k] = p; ab.depth = t.depth + 1;
+            ab.cap = t.cap * ((double)na / sum);
+            be.off = 0; be.n = nb; be.parent = BK_NONE; be.hi[k] = p; be.depth = t.depth + 1;
+            be.cap = t.cap * ((double)nb / sum);
+            uint32_t bi, ai;
+            if (top_add(&tn, &tn_count, &tn_cap, prm, &be, eb, own_b, &bi)) { if (own_a) free(ea); goto done; }
+            if (top_add(&tn, &tn_count, &tn_cap, prm, &ab, ea, own_a, &ai)) goto done;
+            tn[ti].kind = KD_TOP_INNER;
+            tn[ti].below = bi; tn[ti].above = ai;
+            tn[ti].eb = eb; tn[ti].ea = ea;
+            if (grow((void **)&next, &next_cap, nm + 2, sizeof(uint32_t))) goto done;
+            if (tn[bi].kind == KD_TOP_SEARCH) next[nm++] = bi;
+            if (tn[ai].kind == KD_TOP_SEARCH) next[nm++] = ai;
+        }
+        J.tn = tn;
+        J.phase = 3;
+        bk_parallel_for(nch, 1, top_chunk, &J);
+        /* cur is spent but for the leaves among the level's nodes, which take their entries along */
+        for (size_t i = 0; i < m; ++i) {
+            kd_tnode *T = &tn[level[i]];
+            if (T->owned) continue;
+            kd_ref *le = NULL;
+            if (T->kind == KD_TOP_LEAF) {
+                le = malloc((T->t.n ? T->t.n : 1) * sizeof(kd_ref));
+                if (!le) goto done;
+                memcpy(le, T->e, (size_t)T->t.n * sizeof(kd_ref));
+            }
+            T->e = le;
+            T->owned = le != NULL;
+        }
+        kd_ref *swr = cur; cur = nxt; nxt = swr;
+        size_t swc = cur_cap; cur_cap = nxt_cap; nxt_cap = swc;
+        uint32_t *sw = level; level = next; next = sw;
+        size_t sc = level_cap; level_cap = next_cap; next_cap = sc;
+        m = nm;
+    }
+    /* the parts below, depth-first, each a task */
+    size_t nloc = 0;
+    for (size_t i = 0; i < tn_count; ++i) nloc += tn[i].kind == KD_TOP_LOCAL;
+    if (nloc) {
+        keys = malloc(nloc * sizeof *keys);
+        if (!keys) goto done;
+        nloc = 0;
+        for (size_t i = 0; i < tn_count; ++i)
+            if (tn[i].kind == KD_TOP_LOCAL) { keys[nloc].n = tn[i].t.n; keys[nloc].node = (uint32_t)i; nloc++; }
+        qsort(keys, nloc, sizeof *keys, cmp_top_key);
+        top_local_job LJ;
+        LJ.prm = prm; LJ.tn = tn; LJ.order = keys;
+        bk_parallel_for(nloc, 1, top_local_chunk, &LJ);
+        for (size_t i = 0; i < nloc; ++i) if (tn[keys[i].node].failed) goto done;
+    }
+    /* depth-first emission, below child first, as build() pops its stack */
+    uint32_t stack[BK_MAX_DEPTH + 4];
+    int sp = 0;
+    stack[sp++] = ri;
+    while (sp) {
+        kd_tnode *T = &tn[stack[--sp]];
+        if (T->t.parent != BK_NONE) b->nodes[tn[T->t.parent].idx].flags |= (uint32_t)b->node_count << 2;
+        if (T->kind == KD_TOP_INNER) {
+            if (emit_node(b, bk_kd_make_inner(T->best.axis, T->best.pos, 0), &T->idx)) goto done;
+            b->sah += cell_area(T->t.lo, T->t.hi) * prm->cost_node;
+            BK_CHECK(sp + 2 <= BK_MAX_DEPTH + 4);
+            stack[sp++] = T->above;
+            stack[sp++] = T->below;
+        } else if (T->kind == KD_TOP_SUB) {
+            kd_ref *se = T->e;
+            T->e = NULL;
+            if (emit_sub(b, &T->t, se)) goto done;
+        } else if (T->kind == KD_TOP_LOCAL) {
+            if (top_replay(b, T)) goto done;
+        } else {
+            if (emit_leaf(b, &T->t, T->e)) goto done;
+            free(T->e);
+            T->e = NULL;
+        }
+    }
+    rc = 0;
+done:
+    free(cur); free(nxt);
+    for (size_t i = 0; i < tn_count; ++i) {
+        if (tn[i].owned) free(tn[i].e);
+        for (size_t j = 0; j < tn[i].ops.count; ++j) free(tn[i].ops.op[j].e);
+        free(tn[i].ops.op);
+    }
+    free(tn); free(level); free(next); free(ch); free(hist); free(keys);
+    return rc;
 }
 
 static void build_sub(const kd_params *prm, kd_sub *s)
@@ -882,7 +1267,7 @@ static void build_sub(const kd_params *prm, kd_sub *s)
     b.prm = prm;
     b.arena = s->entries; b.arena_cap = s->task.n;
     s->entries = NULL;
-    if (build(&b, &s->task, 0)) {
+    if (build(&b, &s->task, NULL)) {
         s->failed = 1;
     } else {
         s->nodes = b.nodes; s->node_count = (uint32_t)b.node_count;
@@ -1064,6 +1449,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     kd_builder b;
     memset(&b, 0, sizeof b);
     b.prm = &prm;
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
     out->tris = malloc((size_t)n * 3 * sizeof(bk_f4));
     b.arena_cap = (size_t)n * 2;
     b.arena = malloc(b.arena_cap * sizeof(kd_ref));
@@ -1106,25 +1493,37 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
      * from the triangle count only, so the cut (and the tree) is the same for any thread count. */
     prm.par_min = valid >= 4096 ? valid / 128 : 0;
     if (prm.par_min > 0 && prm.par_min < 256) prm.par_min = 256;
+    /* The top tree's depth-first parts (build_top): about four per thread; one thread builds it all
+     * depth-first. Any split gives the same tree, so this one may follow the thread count. */
+    const int threads = bk_pool_threads();
+    prm.top_local = threads == 1 ? UINT32_MAX : valid / (4u * (uint32_t)threads);
+    if (prm.top_local < prm.par_min) prm.top_local = prm.par_min;
 
     kd_task root;
     root.off = 0; root.n = valid; root.parent = BK_NONE; root.depth = 0; root.bad = 0;
     for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
     root.cap = (double)refs_per_tri * (double)valid;
     if (root.cap > 4294967295.0) root.cap = 4294967295.0;
+    STAGE_END(BK_BUILD_PREP);
     if (prm.par_min > 0) {
-        b.hist = malloc(((size_t)valid / KD_HIST_GRAIN + 1) * sizeof(kd_hist));
-        if (!b.hist) goto oom;
+        kd_ref *re = b.arena;    /* the top tree takes the root's entries */
+        size_t re_cap = b.arena_cap;
+        b.arena = NULL; b.arena_cap = 0;
+        if (build_top(&b, &root, re, re_cap)) goto oom;
+    } else if (build(&b, &root, NULL)) {
+        goto oom;
     }
-    if (build(&b, &root, prm.par_min > 0)) goto oom;
+    STAGE_END(BK_BUILD_TOP);
 
     if (b.sub_count) {
         run_subs(&b);
         for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
+        STAGE_END(BK_BUILD_SUBTREES);
         bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
         if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
         free(b.nodes); free(b.refs);
         b.nodes = nn; b.node_count = nc; b.refs = rr; b.ref_count = rc;
+        STAGE_END(BK_BUILD_JOIN);
     }
 
     out->kd_nodes = b.nodes;  out->kd_node_count = (uint32_t)b.node_count;
@@ -1152,6 +1551,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     info->bytes = (size_t)out->kd_node_count * sizeof(bk_kd_node) + (size_t)out->kd_ref_count * sizeof(uint32_t)
                 + (size_t)n * 3 * sizeof(bk_f4) + bk_vox_pack_bytes(&out->vox);
     builder_free(&b);
+#undef STAGE_END
+    memcpy(info->stage_seconds, st, sizeof st);
     info->seconds = bk_time_now() - t0;
     return 0;
 

@@ -4,7 +4,12 @@
  * splits), a voxel scene, and corpus scenes when present (sponza, sibenik, dragon_vrip_res2):
  * builds the BVH and the KD-tree with bk_pool_set_threads(1), then 2 and 16, and compares the node,
  * reference and leaf-record arrays with memcmp, and the build info (time aside); the KD-tree also
- * against one built with the plain sorted sweep in small nodes (bk_build_opts.kd_sweep). Building is
+ * against one built with the plain sorted sweep in small nodes (bk_build_opts.kd_sweep). One thread
+ * builds the KD-tree's top tree depth-first in one piece, 2 and 16 threads level by level down to
+ * a size that follows the thread count, then in depth-first parts: the comparison covers both
+ * ways, and the coincident scene a top node that stays a leaf. The BVH's subtree tasks are cut
+ * at a size that follows the thread count too (the soup: 16,384 primitives with 1 and 2 threads,
+ * 4,096 with 16). Building is
  * where thread-count dependence would come from (chunked binning, subtree tasks spliced back), so
  * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves. The wide BVH
  * the CPU backend collapses from a BVH of triangles (src/bvh_wide.c) is compared the same way.
