@@ -2227,6 +2227,32 @@ static void tidy_fit_fn(void *ctx, size_t begin, size_t end, int worker)
             f->err = 1;
 }
 
+/* Drops the charts of n whose triangle count cnt[] fell to 0 and makes the others' triangle lists
+ * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
+ * (when given) moves with its chart. The charts left, or BK_NONE out of memory. */
+static uint32_t compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
+                               const uint32_t *next, uint8_t *changed)
+{
+    uint32_t live = 0, w = 0;
+    uint32_t *ids = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+    if (!ids) return BK_NONE;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        if (!cnt[ci]) continue;
+        chart c = C->charts[ci];
+        c.first = w;
+        c.count = cnt[ci];
+        for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) { ids[w++] = x; C->tri_chart[x] = live; }
+        BK_CHECK(w - c.first == c.count);
+        C->charts[live] = c;
+        if (changed) changed[live] = changed[ci];
+        live++;
+    }
+    memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
+    free(ids);
+    C->count = live;
+    return live;
+}
+
 /* Triangle x to be tested again: later in this pass (after the current triangle t) or in the next. */
 static void tidy_mark(uint64_t *cur, uint64_t *nxt, uint32_t t, uint32_t x)
 {
@@ -2370,23 +2396,8 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     }
     /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
     {
-        uint32_t live = 0, w = 0;
-        uint32_t *ids = malloc(sizeof(uint32_t) * ((size_t)T + 1));
-        if (!ids) goto done;
-        for (uint32_t ci = 0; ci < n; ++ci) {
-            if (!cnt[ci]) continue;
-            chart c = C->charts[ci];
-            c.first = w;
-            c.count = cnt[ci];
-            for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) { ids[w++] = x; C->tri_chart[x] = live; }
-            BK_CHECK(w - c.first == c.count);
-            C->charts[live] = c;
-            changed[live] = changed[ci];
-            live++;
-        }
-        memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
-        free(ids);
-        C->count = live;
+        uint32_t live = compact_charts(C, n, T, cnt, head, next, changed);
+        if (live == BK_NONE) goto done;
         int threads = bk_pool_threads();
         tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
         if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
@@ -2673,23 +2684,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
     }
     /* compact: charts with triangles left, their lists contiguous again (rectangles fitted as they grew) */
-    {
-        uint32_t live = 0, w = 0;
-        uint32_t *all = malloc(sizeof(uint32_t) * ((size_t)T + 1));
-        if (!all) goto done;
-        for (uint32_t ci = 0; ci < n; ++ci) {
-            if (!cnt[ci]) continue;
-            chart c = C->charts[ci];
-            c.first = w;
-            c.count = cnt[ci];
-            for (uint32_t x = head[ci]; x != BK_NONE; x = next[x]) { all[w++] = x; C->tri_chart[x] = live; }
-            BK_CHECK(w - c.first == c.count);
-            C->charts[live++] = c;
-        }
-        memcpy(C->chart_tris, all, sizeof(uint32_t) * w);
-        free(all);
-        C->count = live;
-    }
+    if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
     free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(nbs);

@@ -19,10 +19,7 @@
 #  define BK_CW_MERGE 3
 #endif
 
-typedef struct cchild {
-    int32_t ref;                 /* binary child ref */
-    float   lo[3], hi[3];
-} cchild;
+typedef bk_bvh_child cchild;
 
 typedef struct cw_build {
     const bk_accel_view *bin;
@@ -34,42 +31,7 @@ typedef struct cw_build {
     uint32_t            *size;       /* per binary inner node: records under it */
 } cw_build;
 
-static float area(const cchild *c)
-{
-    float dx = c->hi[0] - c->lo[0], dy = c->hi[1] - c->lo[1], dz = c->hi[2] - c->lo[2];
-    return dx * dy + dy * dz + dz * dx;
-}
-
-static void children_of(const bk_accel_view *bin, int32_t n, cchild *c0, cchild *c1)
-{
-    const bk_bvh_node *b = bin->bvh_nodes + n;
-    c0->lo[0] = b->xy0.x; c0->hi[0] = b->xy0.y; c0->lo[1] = b->xy0.z; c0->hi[1] = b->xy0.w; c0->lo[2] = b->z01.x; c0->hi[2] = b->z01.y;
-    c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
-    c0->ref = (int32_t)bk_float_bits(b->refs.x);
-    c1->ref = (int32_t)bk_float_bits(b->refs.y);
-}
-
-static uint32_t subtree_size(cw_build *B, int32_t ref, uint32_t level)
-{
-    if (level > BK_MAX_DEPTH + 1) return 0xFFFFFFFFu;
-    if (ref < 0) {
-        uint32_t n = 0;
-        for (uint32_t r = (uint32_t)~ref; r < B->bin->tri_count; ++r) {
-            ++n;
-            if (bk_float_bits(B->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
-        }
-        return n;
-    }
-    if ((uint32_t)ref >= B->bin->bvh_node_count) return 0xFFFFFFFFu;
-    const bk_bvh_node *b = B->bin->bvh_nodes + ref;
-    uint32_t a = subtree_size(B, (int32_t)bk_float_bits(b->refs.x), level + 1);
-    uint32_t c = subtree_size(B, (int32_t)bk_float_bits(b->refs.y), level + 1);
-    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
-    B->size[ref] = n;
-    return n;
-}
-
-static int is_leaf(const cw_build *B, const cchild *c) { return c->ref < 0 || B->size[c->ref] <= BK_CW_MERGE; }
+static int is_leaf(const cw_build *B, const cchild *c) { return bk_bvh_child_is_leaf(c, B->size, BK_CW_MERGE); }
 
 /* Copies the records under binary ref (a leaf's run, or a small subtree's leaves depth first) to
  * the end of B->recs, the last one marked BK_TRI_LAST, each with its binary index in v1.w. */
@@ -140,20 +102,8 @@ static int collapse_node(cw_build *B, uint32_t w, int32_t n, uint32_t level)
     if (level >= BK_CW_MAX_DEPTH) return -1;
     if (level + 1 > B->depth) B->depth = level + 1;
     cchild c[8];
-    int k = 2;
-    children_of(B->bin, n, &c[0], &c[1]);
-    while (k < 8) {       /* pull up the inner child of largest area (first on equal areas) */
-        int pick = -1;
-        float best = -1.0f;
-        for (int i = 0; i < k; ++i)
-            if (!is_leaf(B, &c[i]) && area(&c[i]) > best) { best = area(&c[i]); pick = i; }
-        if (pick < 0) break;
-        int32_t r = c[pick].ref;
-        if ((uint32_t)r >= B->bin->bvh_node_count) return -1;
-        for (int i = k; i > pick + 1; --i) c[i] = c[i - 1];
-        children_of(B->bin, r, &c[pick], &c[pick + 1]);
-        ++k;
-    }
+    int k = bk_bvh_wide_children(B->bin, B->size, BK_CW_MERGE, n, 8, c);
+    if (k < 0) return -1;
     int slot_of[8], child_at[8];
     assign_slots(c, k, slot_of);
     for (int s = 0; s < 8; ++s) child_at[s] = -1;
@@ -238,7 +188,7 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
         return bk_fail(err, err_size, "compressed BVH: out of memory");
     }
     B.count = 1;
-    int bad = subtree_size(&B, 0, 0) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count ||
+    int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count ||
               bk_bvh_record_paths(bin, out->path, out->path_len);
     free(B.size);
     if (bad) {

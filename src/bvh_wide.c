@@ -21,10 +21,7 @@
 #  define BK_WBVH_MERGE 8
 #endif
 
-typedef struct wchild {
-    int32_t ref;                 /* binary child ref */
-    float   lo[3], hi[3];
-} wchild;
+typedef bk_bvh_child wchild;
 
 typedef struct collapse {
     const bk_accel_view *bin;
@@ -54,6 +51,51 @@ static void binary_children(const bk_accel_view *bin, int32_t n, wchild *c0, wch
     c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
     c0->ref = (int32_t)bk_float_bits(b->refs.x);
     c1->ref = (int32_t)bk_float_bits(b->refs.y);
+}
+
+uint32_t bk_bvh_subtree_sizes(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *size)
+{
+    if (level > BK_MAX_DEPTH + 1) return 0xFFFFFFFFu;
+    if (ref < 0) {
+        uint32_t n = 0;
+        for (uint32_t r = (uint32_t)~ref; r < bin->tri_count; ++r) {
+            ++n;
+            if (bk_float_bits(bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
+        }
+        return n;
+    }
+    if ((uint32_t)ref >= bin->bvh_node_count) return 0xFFFFFFFFu;
+    const bk_bvh_node *b = bin->bvh_nodes + ref;
+    uint32_t a = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.x), level + 1, size);
+    uint32_t c = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.y), level + 1, size);
+    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
+    size[ref] = n;
+    return n;
+}
+
+int bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t merge)
+{
+    return c->ref < 0 || size[c->ref] <= merge;
+}
+
+int bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_t merge, int32_t n, int width,
+                         bk_bvh_child *c)
+{
+    int k = 2;
+    binary_children(bin, n, &c[0], &c[1]);
+    while (k < width) {       /* pull up the inner child of largest area (first on equal areas) */
+        int pick = -1;
+        float best = -1.0f;
+        for (int i = 0; i < k; ++i)
+            if (!bk_bvh_child_is_leaf(&c[i], size, merge) && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
+        if (pick < 0) break;
+        int32_t r = c[pick].ref;
+        if ((uint32_t)r >= bin->bvh_node_count) return -1;
+        for (int i = k; i > pick + 1; --i) c[i] = c[i - 1];
+        binary_children(bin, r, &c[pick], &c[pick + 1]);
+        ++k;
+    }
+    return k;
 }
 
 /* Appends the records under binary ref (a leaf's run, or every leaf of a subtree, depth first)
@@ -105,30 +147,9 @@ static int32_t emit_blocks(collapse *C, int32_t ref)
     return ~(int32_t)first;
 }
 
-/* Records under binary ref, into C->size[] for inner nodes. */
-static uint32_t subtree_size(collapse *C, int32_t ref, uint32_t level)
-{
-    if (level > BK_MAX_DEPTH + 1) return 0xFFFFFFFFu;
-    if (ref < 0) {
-        uint32_t n = 0;
-        for (uint32_t r = (uint32_t)~ref; r < C->bin->tri_count; ++r) {
-            ++n;
-            if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
-        }
-        return n;
-    }
-    if ((uint32_t)ref >= C->bin->bvh_node_count) return 0xFFFFFFFFu;
-    const bk_bvh_node *b = C->bin->bvh_nodes + ref;
-    uint32_t a = subtree_size(C, (int32_t)bk_float_bits(b->refs.x), level + 1);
-    uint32_t c = subtree_size(C, (int32_t)bk_float_bits(b->refs.y), level + 1);
-    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
-    C->size[ref] = n;
-    return n;
-}
-
 /* A child the collapse treats as a leaf: a binary leaf, or a subtree of at most BK_WBVH_MERGE
  * records (visiting its nodes costs more than testing its triangles 4 at a time). */
-static int is_leaf(const collapse *C, const wchild *c) { return c->ref < 0 || C->size[c->ref] <= BK_WBVH_MERGE; }
+static int is_leaf(const collapse *C, const wchild *c) { return bk_bvh_child_is_leaf(c, C->size, BK_WBVH_MERGE); }
 
 /* Fills wide node w from binary inner node n and, depth first, the wide nodes below it. The
  * children's wide nodes are allocated together, next to each other. Returns 0, or -1 when the
@@ -138,20 +159,8 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
     if (level > BK_MAX_DEPTH) return -1;
     if (level + 1 > C->depth) C->depth = level + 1;
     wchild c[BK_WBVH_WIDTH];
-    int k = 2;
-    binary_children(C->bin, n, &c[0], &c[1]);
-    while (k < BK_WBVH_WIDTH) {       /* pull up the inner child of largest area (first on equal areas) */
-        int pick = -1;
-        float best = -1.0f;
-        for (int i = 0; i < k; ++i)
-            if (!is_leaf(C, &c[i]) && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
-        if (pick < 0) break;
-        int32_t r = c[pick].ref;
-        if ((uint32_t)r >= C->bin->bvh_node_count) return -1;
-        for (int i = k; i > pick + 1; --i) c[i] = c[i - 1];
-        binary_children(C->bin, r, &c[pick], &c[pick + 1]);
-        ++k;
-    }
+    int k = bk_bvh_wide_children(C->bin, C->size, BK_WBVH_MERGE, n, BK_WBVH_WIDTH, c);
+    if (k < 0) return -1;
     uint32_t first = C->count;
     for (int i = 0; i < k; ++i)
         if (!is_leaf(C, &c[i])) {
@@ -230,7 +239,7 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
-    int bad = subtree_size(&C, 0, 0) > bin->tri_count || collapse_node(&C, 0, 0, 0) || bk_bvh_record_paths(bin, C.path, C.path_len);
+    int bad = bk_bvh_subtree_sizes(bin, 0, 0, C.size) > bin->tri_count || collapse_node(&C, 0, 0, 0) || bk_bvh_record_paths(bin, C.path, C.path_len);
     free(C.size);
     free(C.scratch);
     if (bad) {

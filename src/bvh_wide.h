@@ -111,6 +111,20 @@ void bk_wbvh_trace(const bk_wbvh *w, const bk_ray *rays, bk_hit *hits, uint64_t 
 bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st);
 int  bk_wbvh_isa_resolve(int isa);
 
+/* The collapse's steps, shared with the compressed layout (src/bvh_cw.c). A child of a wide node:
+ * a binary child ref and its box. */
+typedef struct bk_bvh_child { int32_t ref; float lo[3], hi[3]; } bk_bvh_child;
+/* Records under binary ref; size[] gets them for every inner node below (0xFFFFFFFF on a malformed
+ * tree). */
+uint32_t bk_bvh_subtree_sizes(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *size);
+/* A child the collapse keeps as a leaf: a binary leaf, or a subtree of at most merge records. */
+int  bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t merge);
+/* The children of a wide node made from binary inner node n: its two children, then, while fewer
+ * than width, the inner child of largest surface area (first on equal areas) replaced by its two.
+ * The count, or -1 on a ref out of range. */
+int  bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_t merge, int32_t n, int width,
+                          bk_bvh_child *c);
+
 /* Fills path[r] and path_len[r] for every record r of binary BVH bin: its leaf's path from the root
  * (bit k the child taken at level k) and its length; 0, or -1 on a malformed tree. The tie rule
  * (bk_bvh_later, kernels/bk_traverse.h) walks them. */
