@@ -2227,6 +2227,22 @@ static void tidy_fit_fn(void *ctx, size_t begin, size_t end, int worker)
             f->err = 1;
 }
 
+/* Lays the two corners of edge kt of a triangle (layout L, corners already placed: bits of *have)
+ * on the matching corners of its neighbour's edge ku (layout Lu, which runs the other way): a
+ * corner not placed yet takes the neighbour's, a placed one must be within tol of it. 0 when one
+ * is not. */
+static int lay_edge(double *L, int *have, const double *Lu, int kt, int ku, double tol)
+{
+    int ok = 1, tk[2] = { kt, (kt + 1) % 3 }, uk[2] = { (ku + 1) % 3, ku };
+    for (int e = 0; e < 2; ++e) {
+        double x = Lu[2 * uk[e]], y = Lu[2 * uk[e] + 1];
+        if (*have & (1 << tk[e])) {
+            if (fabs(L[2 * tk[e]] - x) > tol || fabs(L[2 * tk[e] + 1] - y) > tol) ok = 0;
+        } else { L[2 * tk[e]] = x; L[2 * tk[e] + 1] = y; *have |= 1 << tk[e]; }
+    }
+    return ok;
+}
+
 /* Drops the charts of n whose triangle count cnt[] fell to 0 and makes the others' triangle lists
  * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
  * (when given) moves with its chart. The charts left, or BK_NONE out of memory. */
@@ -2335,13 +2351,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                     if (nb_chart[j] != b) continue;
                     const double *Lu = C->loc + 6 * (size_t)nb_tri[j];
                     int kt = nb_kt[j], ku = nb_ku[j];
-                    int tk[2] = { kt, (kt + 1) % 3 }, uk[2] = { (ku + 1) % 3, ku };
-                    for (int e = 0; e < 2; ++e) {
-                        double x = Lu[2 * uk[e]], y = Lu[2 * uk[e] + 1];
-                        if (have & (1 << tk[e])) {
-                            if (fabs(L[2 * tk[e]] - x) > tol || fabs(L[2 * tk[e] + 1] - y) > tol) ok = 0;
-                        } else { L[2 * tk[e]] = x; L[2 * tk[e] + 1] = y; have |= 1 << tk[e]; }
-                    }
+                    if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
                 }
                 if (!ok || have != 7) break;
                 double s1, s2, f = tri_scale ? tri_scale[t] : 1.0;
@@ -2579,13 +2589,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                     else continue;
                     int kt, ku;
                     if (shared_edge(s, weld, t, u, &kt, &ku)) continue;
-                    int tk[2] = { kt, (kt + 1) % 3 }, uk[2] = { (ku + 1) % 3, ku };
-                    for (int e = 0; e < 2; ++e) {
-                        double x = Lu[2 * uk[e]], y = Lu[2 * uk[e] + 1];
-                        if (have & (1 << tk[e])) {
-                            if (fabs(L[2 * tk[e]] - x) > tol || fabs(L[2 * tk[e] + 1] - y) > tol) ok = 0;
-                        } else { L[2 * tk[e]] = x; L[2 * tk[e] + 1] = y; have |= 1 << tk[e]; }
-                    }
+                    if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
                     if (edge_i < 0) edge_i = kt;
                 }
                 if (!ok || edge_i < 0) { ok = 0; break; }
