@@ -5,7 +5,8 @@
  * as a BVH and as a KD-tree (bk_accel_build, with one of a few option sets picked by a hash of
  * the input: default, tiny leaves, shallow depth, tight reference budget), and rays are traced
  * on the CPU backend with every stack strategy (global; short and spill with 1, 2 and 8 entries,
- * so restarts and spills happen), closest and any hit. Rays: the input's own, seeded random,
+ * so restarts and spills happen), closest and any hit, the BVH also in its compressed wide layout
+ * (src/bvh_cw.h). Rays: the input's own, seeded random,
  * diffuse and degenerate ones (tests/bk_test_scenes.h), and rays aimed at triangle centroids so
  * that most of them hit. Every result is checked against brute force over all triangles with the
  * same triangle test; a disagreement aborts with the ray.
@@ -46,10 +47,12 @@
 #define MAX_TRIS  3000
 #define MAX_INPUT_RAYS 64
 
-typedef struct variant { int mode, k; } variant;
+/* width: the BVH layout (bk_trace_opts.bvh_width; 8 = the compressed wide one the GPU may trace) */
+typedef struct variant { int mode, k, width; } variant;
 static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
-    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
+    { BK_STACK_GLOBAL, 0, 0 }, { BK_STACK_SHORT, 1, 0 }, { BK_STACK_SHORT, 2, 0 }, { BK_STACK_SHORT, 8, 0 },
+    { BK_STACK_SPILL, 1, 0 },  { BK_STACK_SPILL, 2, 0 }, { BK_STACK_SPILL, 8, 0 },
+    { BK_STACK_GLOBAL, 0, 8 }, { BK_STACK_SHORT, 1, 8 }, { BK_STACK_SHORT, 2, 8 }, { BK_STACK_SPILL, 1, 8 },
 };
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
@@ -289,9 +292,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         BK_FUZZ_CHECK(be->i->upload(be, &view, err, sizeof err) == 0, "upload: %s", err);
         for (int v = 0; v < NVAR; ++v)
             for (int any = 0; any < 2; ++any) {
+                if (variants[v].width && accel != BK_ACCEL_BVH) continue;
                 bk_trace_opts o = bk_trace_opts_default();
                 o.stack_mode = variants[v].mode;
                 o.stack_size = variants[v].k;
+                o.bvh_width = variants[v].width;
                 o.any_hit = any;
                 o.threads = 1;
                 bk_trace_totals tot;
@@ -300,8 +305,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     const char *why = judge(&s, &rays[i], &ref[i], got[i], any, accel == BK_ACCEL_KDTREE && far[i]);
                     if (why) {
                         char what[200];
-                        snprintf(what, sizeof what, "%s %s/%d %s, options %u, ray %zu of %zu (%zu from the input)",
-                                 bk_accel_type_name(accel), bk_stack_mode_name(o.stack_mode), o.stack_size,
+                        snprintf(what, sizeof what, "%s%s %s/%d %s, options %u, ray %zu of %zu (%zu from the input)",
+                                 bk_accel_type_name(accel), o.bvh_width == 8 ? " (compressed)" : "",
+                                 bk_stack_mode_name(o.stack_mode), o.stack_size,
                                  any ? "any" : "closest", h % 4, i, n, nin);
                         report(what, why, &rays[i], &ref[i], got[i]);
                     }
