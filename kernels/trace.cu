@@ -42,8 +42,8 @@ typedef struct cuda_ctx {
     char           device_name[256];
     bk_accel_view  view;          /* device pointers */
     void          *d_nodes, *d_tris, *d_refs;
-    /* the compressed wide BVH of a BVH of triangles (bk_backend_cw_layout), traced unless the
-       options ask for the binary layout; cw_view.type is BK_ACCEL_CWBVH when there is one */
+    /* the compressed wide BVH of a BVH of triangles (bk_backend_cw_layout), made and traced when
+       the options ask for it (cuda_view); cw_view.type is BK_ACCEL_CWBVH once there is one */
     bk_accel_view  cw_view;
     void          *d_cw_nodes, *d_cw_recs, *d_cw_path, *d_cw_path_len;
     bk_accel_view  host_bin;      /* the uploaded BVH's host view (backend.h: alive until the next
