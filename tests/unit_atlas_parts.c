@@ -214,6 +214,32 @@ static void test_charts(void)
 /* A flat 8 x 8 grid of quads in two charts: columns 0-3 (chart 0) plus one triangle of column 4
  * whose left edge is on column 3 and whose two other edges are on chart 1 (the rest). Both
  * layouts are the positions (x, y), chart 1's x scaled by xs. */
+/* The tidy and absorb cases' common ground: the scene's geometry, weld and adjacency, and a
+ * charting of two charts with room for every triangle (the caller fills them). */
+static void two_chart_setup(const bk_scene *s, tri_geom *g, uint32_t **weld, adjacency *A, charting *C)
+{
+    uint32_t T = s->tri_count;
+    BK_EXPECT(bk_atlas_geom_init(s, g) == 0);
+    BK_EXPECT((*weld = bk_atlas_weld(s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(s, *weld, g->degen, A) == 0);
+    memset(C, 0, sizeof *C);
+    C->tri_chart = malloc(sizeof(uint32_t) * T);
+    C->chart_tris = malloc(sizeof(uint32_t) * T);
+    C->loc = malloc(sizeof(double) * 6 * T);
+    C->charts = calloc(2, sizeof(chart));
+    C->count = C->cap = 2;
+}
+
+static void two_chart_free(bk_scene *s, tri_geom *g, uint32_t *weld, adjacency *A, charting *C)
+{
+    bk_atlas_charts_free(C);
+    bk_atlas_adjacency_free(A);
+    bk_atlas_geom_free(g);
+    free(weld);
+    free(s->positions);
+    free(s->tri_v);
+}
+
 static void tidy_case(double xs, int smooth1, uint32_t want_chart)
 {
     const int n = 8;
@@ -235,21 +261,13 @@ static void tidy_case(double xs, int smooth1, uint32_t want_chart)
             if (i == 4 && j == 3) spike = s.tri_count;
             s.tri_count++;
         }
+    uint32_t T = s.tri_count;
     tri_geom g;
     adjacency A = { 0 };
     uint32_t *weld = NULL;
     uint64_t work = 0;
-    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
-    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
-    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
     charting C;
-    memset(&C, 0, sizeof C);
-    uint32_t T = s.tri_count;
-    C.tri_chart = malloc(sizeof(uint32_t) * T);
-    C.chart_tris = malloc(sizeof(uint32_t) * T);
-    C.loc = malloc(sizeof(double) * 6 * T);
-    C.charts = calloc(2, sizeof(chart));
-    C.count = C.cap = 2;
+    two_chart_setup(&s, &g, &weld, &A, &C);
     for (uint32_t t = 0; t < T; ++t) {
         int col = (int)(t / 2) % n;
         C.tri_chart[t] = col < 4 || t == spike ? 0 : 1;
@@ -308,12 +326,7 @@ static void tidy_case(double xs, int smooth1, uint32_t want_chart)
         BK_EXPECTF(fabs(e01 - sqrt(2.0)) < 1e-9 && fabs(e12 - 1) < 1e-9 && fabs(e20 - 1) < 1e-9, "tidy: spike edges %g %g %g",
                    e01, e12, e20);
     }
-    bk_atlas_charts_free(&C);
-    bk_atlas_adjacency_free(&A);
-    bk_atlas_geom_free(&g);
-    free(weld);
-    free(s.positions);
-    free(s.tri_v);
+    two_chart_free(&s, &g, weld, &A, &C);
 }
 
 static void test_tidy(void)
@@ -361,16 +374,8 @@ static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)
     adjacency A = { 0 };
     uint32_t *weld = NULL;
     uint64_t work = 0;
-    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
-    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
-    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
     charting C;
-    memset(&C, 0, sizeof C);
-    C.tri_chart = malloc(sizeof(uint32_t) * T);
-    C.chart_tris = malloc(sizeof(uint32_t) * T);
-    C.loc = malloc(sizeof(double) * 6 * T);
-    C.charts = calloc(2, sizeof(chart));
-    C.count = C.cap = 2;
+    two_chart_setup(&s, &g, &weld, &A, &C);
     for (uint32_t t = 0; t < T; ++t) C.tri_chart[t] = t < T_grid ? 1 : 0;
     for (uint32_t ci = 0, w = 0; ci < 2; ++ci) {
         C.charts[ci].first = w;
@@ -429,12 +434,7 @@ static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)
         }
         BK_EXPECTF(bad == 0, "absorb: %d strip edges not %g times their world length", bad, xs);
     }
-    bk_atlas_charts_free(&C);
-    bk_atlas_adjacency_free(&A);
-    bk_atlas_geom_free(&g);
-    free(weld);
-    free(s.positions);
-    free(s.tri_v);
+    two_chart_free(&s, &g, weld, &A, &C);
 }
 
 static void test_absorb(void)
