@@ -29,30 +29,24 @@ typedef struct cw_build {
     uint32_t             rec_count;
     uint32_t             depth;
     uint32_t            *size;       /* per binary inner node: records under it */
+    uint32_t            *scratch;    /* the records of the leaf being copied */
 } cw_build;
 
 static int is_leaf(const cw_build *B, const cchild *c) { return bk_bvh_child_is_leaf(c, B->size, BK_CW_MERGE); }
 
 /* Copies the records under binary ref (a leaf's run, or a small subtree's leaves depth first) to
  * the end of B->recs, the last one marked BK_TRI_LAST, each with its binary index in v1.w. */
-static int copy_records(cw_build *B, int32_t ref, uint32_t level)
+static int copy_records(cw_build *B, int32_t ref)
 {
-    if (level > BK_MAX_DEPTH + 1) return -1;
-    if (ref >= 0) {
-        if ((uint32_t)ref >= B->bin->bvh_node_count) return -1;
-        const bk_bvh_node *b = B->bin->bvh_nodes + ref;
-        if (copy_records(B, (int32_t)bk_float_bits(b->refs.x), level + 1)) return -1;
-        return copy_records(B, (int32_t)bk_float_bits(b->refs.y), level + 1);
-    }
-    for (uint32_t r = (uint32_t)~ref;; ++r) {
-        if (r >= B->bin->tri_count || B->rec_count >= B->bin->tri_count) return -1;
+    uint32_t n = 0;
+    if (bk_bvh_gather_records(B->bin, ref, 0, B->scratch, &n) || B->rec_count + n > B->bin->tri_count) return -1;
+    for (uint32_t i = 0; i < n; ++i) {
         bk_f4 *d = B->recs + 3 * (size_t)B->rec_count++;
-        memcpy(d, B->bin->tris + 3 * (size_t)r, 3 * sizeof(bk_f4));
-        uint32_t id = bk_float_bits(d[0].w);
-        d[0].w = bk_bits_float(id & ~BK_TRI_LAST);
-        d[1].w = bk_bits_float(r);
-        if (id & BK_TRI_LAST) return 0;
+        memcpy(d, B->bin->tris + 3 * (size_t)B->scratch[i], 3 * sizeof(bk_f4));
+        d[0].w = bk_bits_float((bk_float_bits(d[0].w) & ~BK_TRI_LAST) | (i + 1 == n ? BK_TRI_LAST : 0u));
+        d[1].w = bk_bits_float(B->scratch[i]);
     }
+    return 0;
 }
 
 /* Child i goes to the slot of the octant whose rays meet it first: the pairs (child, octant) in
@@ -154,9 +148,7 @@ static int collapse_node(cw_build *B, uint32_t w, int32_t n, uint32_t level)
             uint32_t off = B->rec_count - o->rec_base;
             if (off >= BK_CW_EMPTY) return -1;
             o->meta[s] = (uint8_t)off;
-            if (copy_records(B, c[i].ref, level)) return -1;
-            bk_f4 *last = B->recs + 3 * (size_t)(B->rec_count - 1);
-            last->w = bk_bits_float(bk_float_bits(last->w) | BK_TRI_LAST);
+            if (copy_records(B, c[i].ref)) return -1;
         }
     }
     uint32_t next = o->child_base;
@@ -180,10 +172,11 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
     B.nodes = malloc(sizeof(bk_cw_node) * B.cap);
     B.recs = malloc(3 * sizeof(bk_f4) * (size_t)bin->tri_count);
     B.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
+    B.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
     out->path = malloc(sizeof(uint64_t) * bin->tri_count);
     out->path_len = malloc(bin->tri_count);
-    if (!B.nodes || !B.recs || !B.size || !out->path || !out->path_len) {
-        free(B.nodes); free(B.recs); free(B.size); free(out->path); free(out->path_len);
+    if (!B.nodes || !B.recs || !B.size || !B.scratch || !out->path || !out->path_len) {
+        free(B.nodes); free(B.recs); free(B.size); free(B.scratch); free(out->path); free(out->path_len);
         memset(out, 0, sizeof *out);
         return bk_fail(err, err_size, "compressed BVH: out of memory");
     }
@@ -191,6 +184,7 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
     int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count ||
               bk_bvh_record_paths(bin, out->path, out->path_len);
     free(B.size);
+    free(B.scratch);
     if (bad) {
         free(B.nodes); free(B.recs); free(out->path); free(out->path_len);
         memset(out, 0, sizeof *out);

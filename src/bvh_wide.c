@@ -98,21 +98,19 @@ int bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_
     return k;
 }
 
-/* Appends the records under binary ref (a leaf's run, or every leaf of a subtree, depth first)
- * to C->scratch. -1 on a malformed tree. */
-static int gather_records(collapse *C, int32_t ref, uint32_t level)
+int bk_bvh_gather_records(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *out, uint32_t *count)
 {
     if (level > BK_MAX_DEPTH + 1) return -1;
     if (ref >= 0) {
-        if ((uint32_t)ref >= C->bin->bvh_node_count) return -1;
-        const bk_bvh_node *b = C->bin->bvh_nodes + ref;
-        if (gather_records(C, (int32_t)bk_float_bits(b->refs.x), level + 1)) return -1;
-        return gather_records(C, (int32_t)bk_float_bits(b->refs.y), level + 1);
+        if ((uint32_t)ref >= bin->bvh_node_count) return -1;
+        const bk_bvh_node *b = bin->bvh_nodes + ref;
+        if (bk_bvh_gather_records(bin, (int32_t)bk_float_bits(b->refs.x), level + 1, out, count)) return -1;
+        return bk_bvh_gather_records(bin, (int32_t)bk_float_bits(b->refs.y), level + 1, out, count);
     }
     for (uint32_t r = (uint32_t)~ref;; ++r) {
-        if (r >= C->bin->tri_count || C->scratch_count >= C->bin->tri_count) return -1;
-        C->scratch[C->scratch_count++] = r;
-        if (bk_float_bits(C->bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) return 0;
+        if (r >= bin->tri_count || *count >= bin->tri_count) return -1;
+        out[(*count)++] = r;
+        if (bk_float_bits(bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) return 0;
     }
 }
 
@@ -121,7 +119,7 @@ static int gather_records(collapse *C, int32_t ref, uint32_t level)
 static int32_t emit_blocks(collapse *C, int32_t ref)
 {
     C->scratch_count = 0;
-    if (gather_records(C, ref, 0)) return 0;
+    if (bk_bvh_gather_records(C->bin, ref, 0, C->scratch, &C->scratch_count)) return 0;
     uint32_t first = C->tri4_count, n = C->scratch_count;
     for (uint32_t i = 0; i < n; i += 4) {
         if (C->tri4_count >= C->tri4_cap) return 0;

@@ -117,6 +117,9 @@ typedef struct bk_bvh_child { int32_t ref; float lo[3], hi[3]; } bk_bvh_child;
 /* Records under binary ref; size[] gets them for every inner node below (0xFFFFFFFF on a malformed
  * tree). */
 uint32_t bk_bvh_subtree_sizes(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *size);
+/* Appends the records under binary ref (a leaf's run, or every leaf of a subtree, depth first) to
+ * out[*count ...] (room for bin->tri_count in all). 0, or -1 on a malformed tree. */
+int  bk_bvh_gather_records(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *out, uint32_t *count);
 /* A child the collapse keeps as a leaf: a binary leaf, or a subtree of at most merge records. */
 int  bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t merge);
 /* The children of a wide node made from binary inner node n: its two children, then, while fewer
