@@ -98,6 +98,13 @@ BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint
     return s;
 }
 
+/* An empty stack for one ray of accel's traversal (entries as wide as it needs). */
+BK_HDI void bk_stack_begin(bk_stack *s, int accel)
+{
+    s->width = bk_stack_width(accel, s->mode);
+    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+}
+
 BK_HDI void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
 {
     /* Entries [0, cap) go to spill[spilled, spilled + cap); base is 0 outside short mode. */
@@ -257,8 +264,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = bk_stack_width(BK_ACCEL_BVH, mode);
-    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    bk_stack_begin(s, BK_ACCEL_BVH);
     float best = r.tmax;
     /* Short stack: the restart trail. Bit d of `trail` set: at level d nothing is left after the
      * child being visited; `side` bit d then says which child that is (1 = the farther). Keeping
@@ -508,8 +514,7 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = bk_stack_width(BK_ACCEL_CWBVH, mode);
-    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    bk_stack_begin(s, BK_ACCEL_CWBVH);
     const uint32_t oct = (r.inv.x < 0.0f ? 1u : 0u) | (r.inv.y < 0.0f ? 2u : 0u) | (r.inv.z < 0.0f ? 4u : 0u);
     float best = r.tmax;
     uint32_t hrec = 0, hbin = 0;
@@ -607,8 +612,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
-    s->width = bk_stack_width(BK_ACCEL_KDTREE, mode);
-    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    bk_stack_begin(s, BK_ACCEL_KDTREE);
     float t_enter;
     if (!bk_slab(&r, a->lo.x, a->hi.x, a->lo.y, a->hi.y, a->lo.z, a->hi.z, r.tmin, r.tmax, &t_enter)) return h;
     float t_exit = r.tmax;
