@@ -210,100 +210,279 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
     *ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
 }
 
-/* Sun, point lights and one emissive-triangle sample at a path vertex, as outgoing radiance of a
- * white Lambertian surface (irradiance / pi). base: the vertex's first random dimension
- * (bk_dim_vertex); the draws are base + BK_DIM_SUN, BK_DIM_EMIT_PICK, BK_DIM_EMIT_POINT. */
-BK_HD bk_vec3 bk_bake_direct(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 x, bk_vec3 n,
-                             uint32_t texel, uint32_t sample, uint32_t base, bk_stack *s, bk_trace_stats *st)
+/* The bake of one texel as a state machine (bk_bake_path): bk_bake_path_next() says which ray
+ * the texel needs next (or that its samples are done), the caller traces it, and
+ * bk_bake_path_hit() takes the result. Every ray of a texel (the unocclude step's 8 closest-hit
+ * rays, per path vertex the sun's, each point light's and one emitter's shadow ray, the bounce)
+ * goes through the caller's one trace: in a GPU warp, lanes at different places of their paths
+ * (one on a sun shadow ray, one on a bounce, one starting the next texel) still trace together
+ * instead of taking turns at several call sites. bk_bake_texel() is that loop for one texel, and
+ * what the CPU runs; the CUDA kernel runs the same steps over many texels per thread.
+ *
+ * Per texel: the first launch (sample 0) of a light bake moves the position out of nearby
+ * geometry (the unocclude step: 8 directions in the tangent plane, tilted slightly off the
+ * surface, up to one texel away; if one meets the back of a surface, the texel centre lies inside
+ * or under it, so the position moves to just past the nearest such hit). Then each sample is a
+ * path: at every vertex next-event estimation (sun, points, one emitter picked by power, combined
+ * with the path's own hits by the balance heuristic), then a cosine-weighted bounce ray. */
+enum bk_bake_step {
+    BK_STEP_UNOCC,      /* next: unocclude ray k, or done with them */
+    BK_STEP_SAMPLE,     /* next: start sample smp (or the texel is done) */
+    BK_STEP_SUN,        /* next: the sun at the path vertex (direct light starts at 0) */
+    BK_STEP_POINT,      /* next: point light k */
+    BK_STEP_EMIT,       /* next: one emissive-triangle sample */
+    BK_STEP_BOUNCE,     /* next: the bounce ray */
+    BK_RAY_UNOCC,       /* in flight: unocclude ray k (closest hit, direction in pend) */
+    BK_RAY_AO,          /* in flight: the AO ray (any hit) */
+    BK_RAY_SHADOW,      /* in flight: a shadow ray; unoccluded, pend adds to direct; then step `after` */
+    BK_RAY_BOUNCE       /* in flight: the bounce ray (closest hit, direction in pend) */
+};
+
+typedef struct bk_bake_path {
+    bk_vec3  x, n;          /* the texel's position (moved by the unocclude step) and normal */
+    bk_vec3  pos, nrm;      /* the path's vertex */
+    bk_vec3  L, thr;        /* the sample's radiance so far, the path throughput */
+    bk_vec3  direct;        /* the vertex's direct light so far */
+    bk_vec3  pend;          /* a shadow ray's light if unoccluded; a closest-hit ray's direction */
+    bk_f4    acc;           /* the texel's sums (bk_bake_texel) */
+    float    sq;
+    float    best;          /* unocclude: the nearest back face so far */
+    bk_vec3  best_d;        /*   and the direction it was met in */
+    uint32_t texel, tri;    /* the texel's pixel (random numbers) and triangle */
+    uint32_t smp, smp_end;  /* the sample, and the end of the texel's run of samples */
+    uint32_t b, k;          /* path vertex, unocclude ray or point light */
+    uint32_t step, after;   /* enum bk_bake_step; after a shadow ray: the step that follows */
+} bk_bake_path;
+
+/* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0). */
+BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, float sq, bk_bake_path *ps)
 {
-    const float inv_pi = 0.318309886f;
-    bk_vec3 L = bk_v3(0, 0, 0);
-    bk_vec3 o = bk_add3(x, bk_mul3(n, p->eps));
-    if (p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) {
-        /* a direction uniform in the sun's cone */
-        bk_vec3 sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
-        bk_frame(sd, &b1, &b2);
-        float ct = 1.0f - bk_bake_rng(p, texel, sample, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
-        float sp, cp;
-        bk_sincos_2pi(bk_bake_rng(p, texel, sample, base + BK_DIM_SUN + 1), &sp, &cp);
-        float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
-        bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
-        float c = bk_dot3(n, d);
-        if (c > 0.0f) {
-            bk_ray r = bk_make_ray(o, d, 0.0f, BK_INF);
-            if (bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT)
-                L = bk_add3(L, bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * inv_pi));
-        }
-    }
-    for (uint32_t i = 0; i < v->point_count; ++i) {
-        bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
-        bk_vec3 w = bk_sub3(bk_f4_xyz(lp), o);
-        float d2 = bk_dot3(w, w), c = bk_dot3(n, w);
-        if (c <= 0.0f || d2 <= 0.0f) continue;
-        bk_ray r = bk_make_ray(o, w, 0.0f, 0.9999f);
-        if (bk_bake_trace(&v->accel, &r, 1, s, st).tri != BK_NO_HIT) continue;
-        float g = c / (d2 * sqrtf(d2)) * inv_pi;              /* cos / d^2, cos = c / |w| */
-        L = bk_add3(L, bk_mul3(bk_f4_xyz(li), g));
-    }
-    if (v->emit_count) {
-        /* pick an emitter by power, then a uniform point on it */
-        float u = bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_PICK);
-        uint32_t lo = 0, hi = v->emit_count - 1;
-        while (lo < hi) { uint32_t m = (lo + hi) / 2; if (v->emit_cdf[m] > u) hi = m; else lo = m + 1; }
-        uint32_t t = v->emit_tris[lo], mat;
-        bk_vec3 p0, p1, p2;
-        bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
-        float su = sqrtf(bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_POINT));
-        float sv = bk_bake_rng(p, texel, sample, base + BK_DIM_EMIT_POINT + 1);
-        bk_vec3 y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
-        bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
-        float area2 = sqrtf(bk_dot3(cr, cr));                  /* twice the area */
-        bk_vec3 w = bk_sub3(y, o);
-        float d2 = bk_dot3(w, w), c = bk_dot3(n, w);
-        float cos_y = -bk_dot3(cr, w);                         /* front side only; scaled below */
-        if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f) {
-            bk_ray r = bk_make_ray(o, w, 0.0f, 0.9999f);
-            if (bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT) {
-                bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-                float dist = sqrtf(d2), cos_x = c / dist;
-                cos_y /= area2 * dist;
-                /* solid-angle densities of this direction under light sampling and under the
-                 * cosine sampling of the path: the balance heuristic weighs the two */
-                float pdf_light = (ke.x + ke.y + ke.z) / v->emit_total * d2 / cos_y;
-                float pdf_bsdf = cos_x * inv_pi;
-                float g = cos_x * inv_pi / (pdf_light + pdf_bsdf);   /* (cos/pi / pdf_light) * w_light */
-                L = bk_add3(L, bk_mul3(ke, g));
-            }
-        }
-    }
-    return L;
+    ps->x = bk_v3(tx->px, tx->py, tx->pz);
+    ps->n = bk_v3(tx->nx, tx->ny, tx->nz);
+    ps->texel = tx->pixel;
+    ps->tri = tx->tri;
+    ps->pos = ps->x; ps->nrm = ps->n;
+    ps->L = ps->thr = ps->direct = ps->pend = bk_v3(0, 0, 0);
+    ps->acc = acc;
+    ps->sq = sq;
+    ps->smp = p->sample_begin;
+    ps->smp_end = p->sample_end;
+    ps->b = 0;
+    ps->k = 0;
+    ps->best = BK_INF;
+    ps->best_d = ps->n;
+    ps->after = BK_STEP_SAMPLE;
+    ps->step = p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)
+                   ? BK_STEP_UNOCC : BK_STEP_SAMPLE;
 }
 
-/* Moves a texel's position out of nearby geometry: looks along 8 directions in the tangent plane
- * (tilted slightly off the surface) up to one texel away; if one meets the back of a surface,
- * the texel centre lies inside or under it, so the position moves to just past the nearest such
- * hit. */
-BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 x, bk_vec3 n,
-                                bk_stack *s, bk_trace_stats *st)
+/* A sample's end: its radiance into the sums, the next sample next. */
+BK_HD void bk_bake_path_end_sample(bk_bake_path *ps)
 {
-    bk_vec3 b1, b2;
-    bk_frame(n, &b1, &b2);
-    float best = BK_INF;
-    bk_vec3 best_d = n;
-    for (int k = 0; k < 8; ++k) {
-        float sa, ca;
-        bk_sincos_2pi(0.125f * (float)k, &sa, &ca);
-        bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, ca), bk_mul3(b2, sa)), bk_mul3(n, 0.1f));
-        bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->texel_world);
-        bk_hit h = bk_bake_trace(&v->accel, &r, 0, s, st);
-        if (h.tri == BK_NO_HIT || h.t >= best) continue;
+    ps->acc.x += ps->L.x; ps->acc.y += ps->L.y; ps->acc.z += ps->L.z;
+    const float y = bk_luminance(ps->L);
+    ps->sq += y * y;
+    ps->smp++;
+    ps->step = BK_STEP_SAMPLE;
+}
+
+/* A shadow ray from o along d up to tmax; unoccluded, it adds light to the vertex's direct light. */
+BK_HD int bk_bake_path_shadow(bk_bake_path *ps, bk_vec3 o, bk_vec3 d, float tmax, bk_vec3 light, uint32_t after, bk_ray *r, int *any_hit)
+{
+    *r = bk_make_ray(o, d, 0.0f, tmax);
+    *any_hit = 1;
+    ps->pend = light;
+    ps->after = after;
+    ps->step = BK_RAY_SHADOW;
+    return 1;
+}
+
+/* The next ray the texel needs into *r (*any_hit: an occlusion query); 0 when its samples are
+ * done. Steps that need no ray (a light behind the surface, the end of a path) are taken here. */
+BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps, bk_ray *r, int *any_hit)
+{
+    const float inv_pi = 0.318309886f;
+    for (;;) {
+        switch (ps->step) {
+        case BK_STEP_UNOCC:
+            if (ps->k < 8) {
+                bk_vec3 b1, b2;
+                bk_frame(ps->n, &b1, &b2);
+                float sa, ca;
+                bk_sincos_2pi(0.125f * (float)ps->k, &sa, &ca);
+                ps->pend = bk_add3(bk_add3(bk_mul3(b1, ca), bk_mul3(b2, sa)), bk_mul3(ps->n, 0.1f));
+                *r = bk_make_ray(bk_add3(ps->x, bk_mul3(ps->n, p->eps)), ps->pend, 0.0f, p->texel_world);
+                *any_hit = 0;
+                ps->step = BK_RAY_UNOCC;
+                return 1;
+            }
+            if (ps->best < BK_INF) ps->x = bk_add3(ps->x, bk_mul3(ps->best_d, ps->best + 2.0f * p->eps));
+            ps->step = BK_STEP_SAMPLE;
+            break;
+        case BK_STEP_SAMPLE:
+            if (ps->smp >= ps->smp_end) return 0;
+            if (p->mode == BK_BAKE_AO) {
+                bk_vec3 d = bk_cosine_dir(ps->n, bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO), bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO + 1));
+                *r = bk_make_ray(bk_add3(ps->x, bk_mul3(ps->n, p->eps)), d, 0.0f, p->ao_distance);
+                *any_hit = 1;
+                ps->step = BK_RAY_AO;
+                return 1;
+            }
+            ps->L = bk_v3(0, 0, 0);
+            ps->thr = bk_v3(1, 1, 1);
+            ps->pos = ps->x;
+            ps->nrm = ps->n;
+            ps->b = 0;
+            ps->step = BK_STEP_SUN;
+            break;
+        case BK_STEP_SUN: {
+            ps->direct = bk_v3(0, 0, 0);
+            ps->k = 0;
+            ps->step = BK_STEP_POINT;
+            if (p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) {
+                /* a direction uniform in the sun's cone */
+                const uint32_t base = bk_dim_vertex(ps->b);
+                bk_vec3 sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
+                bk_frame(sd, &b1, &b2);
+                float ct = 1.0f - bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
+                float sp, cp;
+                bk_sincos_2pi(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN + 1), &sp, &cp);
+                float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
+                bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
+                float c = bk_dot3(ps->nrm, d);
+                if (c > 0.0f)
+                    return bk_bake_path_shadow(ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF,
+                                               bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * inv_pi),
+                                               BK_STEP_POINT, r, any_hit);
+            }
+            break;
+        }
+        case BK_STEP_POINT:
+            if (ps->k >= v->point_count) { ps->step = BK_STEP_EMIT; break; }
+            {
+                const uint32_t i = ps->k++;
+                bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+                bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
+                bk_vec3 w = bk_sub3(bk_f4_xyz(lp), o);
+                float d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
+                if (c <= 0.0f || d2 <= 0.0f) break;
+                float g = c / (d2 * sqrtf(d2)) * inv_pi;              /* cos / d^2, cos = c / |w| */
+                return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(bk_f4_xyz(li), g), BK_STEP_POINT, r, any_hit);
+            }
+        case BK_STEP_EMIT:
+            ps->step = BK_STEP_BOUNCE;
+            if (v->emit_count) {
+                /* pick an emitter by power, then a uniform point on it */
+                const uint32_t base = bk_dim_vertex(ps->b);
+                bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+                float u = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_PICK);
+                uint32_t lo = 0, hi = v->emit_count - 1;
+                while (lo < hi) { uint32_t m = (lo + hi) / 2; if (v->emit_cdf[m] > u) hi = m; else lo = m + 1; }
+                uint32_t t = v->emit_tris[lo], mat;
+                bk_vec3 p0, p1, p2;
+                bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
+                float su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
+                float sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1);
+                bk_vec3 y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
+                bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
+                float area2 = sqrtf(bk_dot3(cr, cr));                  /* twice the area */
+                bk_vec3 w = bk_sub3(y, o);
+                float d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
+                float cos_y = -bk_dot3(cr, w);                         /* front side only; scaled below */
+                if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f) {
+                    bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
+                    float dist = sqrtf(d2), cos_x = c / dist;
+                    cos_y /= area2 * dist;
+                    /* solid-angle densities of this direction under light sampling and under the
+                     * cosine sampling of the path: the balance heuristic weighs the two */
+                    float pdf_light = (ke.x + ke.y + ke.z) / v->emit_total * d2 / cos_y;
+                    float pdf_bsdf = cos_x * inv_pi;
+                    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf);   /* (cos/pi / pdf_light) * w_light */
+                    return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(ke, g), BK_STEP_BOUNCE, r, any_hit);
+                }
+            }
+            break;
+        case BK_STEP_BOUNCE: {
+            const uint32_t base = bk_dim_vertex(ps->b);
+            ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ps->direct.x, ps->thr.y * ps->direct.y, ps->thr.z * ps->direct.z));
+            ps->pend = bk_cosine_dir(ps->nrm, bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE),
+                                     bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE + 1));
+            *r = bk_make_ray(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), ps->pend, 0.0f, BK_INF);
+            *any_hit = 0;
+            ps->step = BK_RAY_BOUNCE;
+            return 1;
+        }
+        default:
+            return 0;               /* a ray in flight: bk_bake_path_hit comes first */
+        }
+    }
+}
+
+/* Takes the result of the ray bk_bake_path_next gave: h, and aux, what the traversal left for a
+ * voxel hit (bk_trace_stats.aux). */
+BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps, bk_hit h, uint32_t aux)
+{
+    switch (ps->step) {
+    case BK_RAY_UNOCC:
+        ps->k++;
+        ps->step = BK_STEP_UNOCC;
+        if (h.tri != BK_NO_HIT && h.t < ps->best) {
+            bk_vec3 ng;
+            uint32_t mat;
+            bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
+            if (bk_dot3(ng, ps->pend) > 0.0f) { ps->best = h.t; ps->best_d = ps->pend; }    /* the back of a surface */
+        }
+        return;
+    case BK_RAY_AO: {
+        float open = h.tri == BK_NO_HIT ? 1.0f : 0.0f;
+        ps->acc.x += open; ps->acc.y += open; ps->acc.z += open;
+        ps->sq += open;
+        ps->smp++;
+        ps->step = BK_STEP_SAMPLE;
+        return;
+    }
+    case BK_RAY_SHADOW:
+        if (h.tri == BK_NO_HIT) ps->direct = bk_add3(ps->direct, ps->pend);
+        ps->step = ps->after;
+        return;
+    case BK_RAY_BOUNCE: {
+        const bk_vec3 d = ps->pend;
+        if (h.tri == BK_NO_HIT) {
+            ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * p->sky[0], ps->thr.y * p->sky[1], ps->thr.z * p->sky[2]));
+            bk_bake_path_end_sample(ps);
+            return;
+        }
         bk_vec3 ng;
         uint32_t mat;
-        bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
-        if (bk_dot3(ng, d) > 0.0f) { best = h.t; best_d = d; }    /* the back of a surface */
+        bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
+        float cos_y = -bk_dot3(ng, d);
+        if (cos_y < 0.0f) {                         /* the back of a surface: no light */
+            if (ps->b == 0) ps->acc.w += 1.0f;
+            bk_bake_path_end_sample(ps);
+            return;
+        }
+        bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
+        float ke_sum = ke.x + ke.y + ke.z;
+        if (ke_sum > 0.0f && v->emit_total > 0.0f) {
+            /* an emitter found by the path: its share of the balance heuristic */
+            float pdf_bsdf = bk_dot3(ps->nrm, d) * 0.318309886f;
+            float pdf_light = ke_sum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
+            float wb = pdf_bsdf / (pdf_bsdf + pdf_light);
+            ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ke.x * wb, ps->thr.y * ke.y * wb, ps->thr.z * ke.z * wb));
+        }
+        if (ps->b == p->bounces) { bk_bake_path_end_sample(ps); return; }
+        bk_vec3 kd = bk_f4_xyz(bk_load4(v->materials + 2 * mat));
+        ps->thr = bk_v3(ps->thr.x * kd.x, ps->thr.y * kd.y, ps->thr.z * kd.z);
+        if (ps->thr.x <= 0.0f && ps->thr.y <= 0.0f && ps->thr.z <= 0.0f) { bk_bake_path_end_sample(ps); return; }
+        ps->pos = bk_add3(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), bk_mul3(d, h.t));
+        ps->nrm = ng;
+        ps->b++;
+        ps->step = BK_STEP_SUN;
+        return;
     }
-    if (best < BK_INF) x = bk_add3(x, bk_mul3(best_d, best + 2.0f * p->eps));
-    return x;
+    default:
+        return;
+    }
 }
 
 /* Bakes samples [p->sample_begin, p->sample_end) of one texel and adds them to acc, the sums of
@@ -315,64 +494,17 @@ BK_HD bk_vec3 bk_bake_unocclude(const bk_bake_view *v, const bk_bake_params *p, 
 BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, float *sq,
                           bk_stack *s, bk_trace_stats *st)
 {
-    bk_vec3 x = bk_v3(tx->px, tx->py, tx->pz), n = bk_v3(tx->nx, tx->ny, tx->nz);
-    uint32_t texel = tx->pixel;
-    if (p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)) {
-        /* once per texel: the first launch stores the moved position for the later ones */
-        x = bk_bake_unocclude(v, p, x, n, s, st);
-        tx->px = x.x; tx->py = x.y; tx->pz = x.z;
+    bk_bake_path ps;
+    bk_bake_path_begin(p, tx, acc, *sq, &ps);
+    bk_ray r;
+    int any_hit;
+    while (bk_bake_path_next(v, p, &ps, &r, &any_hit)) {
+        bk_hit h = bk_bake_trace(&v->accel, &r, any_hit, s, st);
+        bk_bake_path_hit(v, p, &ps, h, st->aux);
     }
-    for (uint32_t smp = p->sample_begin; smp < p->sample_end; ++smp) {
-        if (p->mode == BK_BAKE_AO) {
-            bk_vec3 d = bk_cosine_dir(n, bk_bake_rng(p, texel, smp, BK_DIM_AO), bk_bake_rng(p, texel, smp, BK_DIM_AO + 1));
-            bk_ray r = bk_make_ray(bk_add3(x, bk_mul3(n, p->eps)), d, 0.0f, p->ao_distance);
-            float open = bk_bake_trace(&v->accel, &r, 1, s, st).tri == BK_NO_HIT ? 1.0f : 0.0f;
-            acc.x += open; acc.y += open; acc.z += open;
-            *sq += open;
-            continue;
-        }
-        bk_vec3 L = bk_v3(0, 0, 0), thr = bk_v3(1, 1, 1), pos = x, nrm = n;
-        for (uint32_t b = 0; b <= p->bounces; ++b) {
-            uint32_t base = bk_dim_vertex(b);
-            bk_vec3 direct = bk_bake_direct(v, p, pos, nrm, texel, smp, base, s, st);
-            L = bk_add3(L, bk_v3(thr.x * direct.x, thr.y * direct.y, thr.z * direct.z));
-            bk_vec3 d = bk_cosine_dir(nrm, bk_bake_rng(p, texel, smp, base + BK_DIM_BOUNCE),
-                                      bk_bake_rng(p, texel, smp, base + BK_DIM_BOUNCE + 1));
-            bk_ray r = bk_make_ray(bk_add3(pos, bk_mul3(nrm, p->eps)), d, 0.0f, BK_INF);
-            bk_hit h = bk_bake_trace(&v->accel, &r, 0, s, st);
-            if (h.tri == BK_NO_HIT) {
-                L = bk_add3(L, bk_v3(thr.x * p->sky[0], thr.y * p->sky[1], thr.z * p->sky[2]));
-                break;
-            }
-            bk_vec3 ng;
-            uint32_t mat;
-            bk_bake_hit_surface(v, h.tri, st->aux, &ng, &mat);
-            float cos_y = -bk_dot3(ng, d);
-            if (cos_y < 0.0f) {                         /* the back of a surface: no light */
-                if (b == 0) acc.w += 1.0f;
-                break;
-            }
-            bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-            float ke_sum = ke.x + ke.y + ke.z;
-            if (ke_sum > 0.0f && v->emit_total > 0.0f) {
-                /* an emitter found by the path: its share of the balance heuristic */
-                float pdf_bsdf = bk_dot3(nrm, d) * 0.318309886f;
-                float pdf_light = ke_sum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
-                float wb = pdf_bsdf / (pdf_bsdf + pdf_light);
-                L = bk_add3(L, bk_v3(thr.x * ke.x * wb, thr.y * ke.y * wb, thr.z * ke.z * wb));
-            }
-            if (b == p->bounces) break;
-            bk_vec3 kd = bk_f4_xyz(bk_load4(v->materials + 2 * mat));
-            thr = bk_v3(thr.x * kd.x, thr.y * kd.y, thr.z * kd.z);
-            if (thr.x <= 0.0f && thr.y <= 0.0f && thr.z <= 0.0f) break;
-            pos = bk_add3(bk_add3(pos, bk_mul3(nrm, p->eps)), bk_mul3(d, h.t));
-            nrm = ng;
-        }
-        acc.x += L.x; acc.y += L.y; acc.z += L.z;
-        const float y = bk_luminance(L);
-        *sq += y * y;
-    }
-    return acc;
+    tx->px = ps.x.x; tx->py = ps.x.y; tx->pz = ps.x.z;
+    *sq = ps.sq;
+    return ps.acc;
 }
 
 #endif
