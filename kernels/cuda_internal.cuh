@@ -54,6 +54,43 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
                                 uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
                                 bk_warp_rec *rec);
 
+/* The wavefront bake's buffers (kernels/bake.cu): per path slot its state, its pair (texel x
+ * sample), its ray and the ray's hit; four queues of path slots (two wave parities x occlusion /
+ * closest hit), their lengths and the trace kernels' fetch counters, then the next pair to start (device; the lengths also in
+ * pinned host memory); per pair its result (sums of one sample). */
+typedef struct bk_cuda_wave {
+    bk_bake_path *paths;        /* the unocclude pass's paths, whole */
+    float4       *hot;          /* a sample path's state between waves: 6 per slot (bake.cu) */
+    uint32_t     *pair;
+    bk_ray       *rays;
+    bk_hit       *hits;
+    uint32_t     *aux;          /* bk_trace_stats.aux of each hit */
+    uint32_t     *queue[4];     /* [2 parity + (0 occlusion, 1 closest hit)] */
+    uint32_t     *count;        /* 4 lengths, as queue; 4 fetch counters of the trace kernels; next */
+    uint32_t     *next;
+    uint32_t     *h_count;
+    uint32_t      cap;          /* path slots (hot, pair, rays, hits, aux, queues) */
+    uint32_t      whole_cap;    /* path slots of the unocclude pass (paths) */
+    bk_f4        *res;          /* per pair: rgb and the back-face count */
+    float        *res_sq;       /* per pair: the squared luminance */
+    uint64_t      res_cap;      /* pairs */
+    cudaStream_t  side;         /* the occlusion rays' stream */
+    cudaEvent_t   ev_step, ev_any;
+} bk_cuda_wave;
+
+/* Room for `slots` sample paths, `whole` unocclude paths and `pairs` results (what is there
+ * already is kept when it is enough); bk_cuda_wave_free gives it all back. */
+cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole, uint32_t pairs);
+void        bk_cuda_wave_free(bk_cuda_wave *w);
+/* Blocks of the wavefront's trace kernels that fit on one SM (the fewer of the two queries). */
+cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_t smem, int *per_sm);
+/* Bakes texels [begin, end) as bk_cuda_bake_launch does, in waves of at most w->cap paths
+ * (bake.cu; the results need (end - begin) x samples pairs of room, and spill two spill regions
+ * of `blocks` blocks: the two queries' trace kernels run side by side); returns when all are done. */
+cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
+                              const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
+                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats);
+
 /* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,
  * denoise()): scattered into d_page (4 x w x h bk_f4 of scratch), filtered, and gathered back
  * into d_col. Asynchronous on the default stream. */

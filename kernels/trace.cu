@@ -70,6 +70,7 @@ typedef struct cuda_ctx {
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
     bk_warp_rec   *d_rec, *h_rec;
     size_t         rec_cap;
+    bk_cuda_wave   wave;          /* the wavefront bake's buffers (--kernel wavefront) */
     uint64_t       mem_peak;      /* most device memory seen in use (total - free), bytes */
 } cuda_ctx;
 
@@ -479,6 +480,13 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
     return 0;
 }
 
+/* The wavefront bake's path slots per thread of its trace kernels' grid: sponza 1024^2, 64 spp,
+ * 2 bounces, on an H100 with 4, 8, 16 and 32 of them: 960, 1047, 1131 and 1194 Mrays/s (each
+ * slot costs about 170 B of device memory). WAVE_WHOLE: the unocclude pass's (164 B each), which
+ * traces 8 rays per texel of a launch's first sample only. */
+#define WAVE_RAYS_PER_THREAD 32
+#define WAVE_WHOLE_PER_THREAD 4
+
 static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
                          char *err, size_t err_size)
 {
@@ -516,8 +524,30 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     const bk_accel_view *view = cuda_view(c, o, err, err_size);
     if (!view) return -1;
     bv.accel = *view;
-    CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels, c->d_pos,
-                                 begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, rec));
+    if (o->wavefront) {
+        /* as many trace blocks as fit at once (the two queries' kernels run side by side, each
+           with a spill region of its own) */
+        CUDA_TRY(bk_cuda_wave_occupancy(view, o->stack_mode, smem, &per_sm));
+        if (per_sm < 1) { snprintf(err, err_size, "the wavefront trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+        blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
+        if (o->stack_mode == BK_STACK_SPILL &&
+            ensure_spill(c, 2 * (size_t)blocks * BLOCK * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
+            return -1;
+        /* path slots: what keeps the trace kernels' threads busy for several rays per wave
+           (measured: with one ray per thread a wave is mostly its slowest rays) */
+        const uint64_t pairs = (uint64_t)(end - begin) * (p->sample_end - p->sample_begin);
+        const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
+        const uint64_t slots = want < pairs ? want : pairs, whole = threads * WAVE_WHOLE_PER_THREAD;
+        if (pairs > UINT32_MAX) { snprintf(err, err_size, "wavefront: %llu texel samples in one launch", (unsigned long long)pairs); return -1; }
+        CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
+        note_memory(c);
+        CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos, begin, end,
+                                   o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats));
+        rec = NULL;             /* occupancy is measured for the megakernel only */
+    } else {
+        CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels, c->d_pos,
+                                     begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, rec));
+    }
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0;
@@ -641,6 +671,7 @@ static void cuda_free(bk_backend *be)
         release_bake(c);
         cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
         cudaFree(c->d_rec); free(c->h_rec);
+        bk_cuda_wave_free(&c->wave);
         cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1);
         free(c);
     }

@@ -37,6 +37,9 @@ typedef struct bk_trace_opts {
                              one, see kernels/trace.cu), 2 = the binary one (--accel bvh2), 8 = the
                              compressed 8-wide BVH of src/bvh_cw.h on either backend (--accel
                              cwbvh); all return the same hits */
+    int wavefront;        /* bake: 0 = one kernel walks whole paths (megakernel), 1 = paths in
+                             buffers, traced in waves (cuda, kernels/bake.cu); the cpu bakes one
+                             texel at a time either way, with the same result */
     int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
 } bk_trace_opts;

@@ -102,6 +102,11 @@ const char bk_bake_usage[] =
     "  Emissive triangles (MTL Ke) are area lights.\n"
     "engine:\n"
     "%s"
+    "  --kernel wavefront|megakernel\n"
+    "                           GPU bake: paths wait in buffers and each wave traces its\n"
+    "                           occlusion and closest-hit rays apart (default), or one kernel\n"
+    "                           walks whole paths per texel; same texels either way (the CPU\n"
+    "                           bakes one texel at a time for both)\n"
     "  --bin-rays on|off        trace texels in the order of their rays' key (normal octant,\n"
     "                           then a Morton code of the position) instead of atlas order\n"
     "                           (default off: measured slower on the H100, see README)\n"
@@ -260,6 +265,7 @@ static int parse(bake_cli *c, int argc, char **argv)
     if (!c->scenes) { bake_error("out of memory\n"); return -1; }
     c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
+    c->t.opts.wavefront = 1;   /* measured faster on the H100: see --kernel */
     bk_atlas_opts_default(&c->atlas);
     c->p.mode = BK_BAKE_LIGHT; c->p.spp = 64; c->p.bounces = 2; c->p.seed = 1; c->p.sun_cos = 1.0f;
     c->exposure = 1.0f; c->max_launch_ms = 50.0f;
@@ -361,6 +367,11 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (!strcmp(v, "auto")) { c->exposure_auto = 1; continue; }
             if (parse_floats(a, v, 1, &c->exposure)) return -1;
             if (!(c->exposure >= 0)) { bake_error("--exposure must be >= 0\n"); return -1; }
+        } else if (!strcmp(a, "--kernel")) {
+            if (bk_cli_value(argc, argv, &i, &v)) return -1;
+            if (!strcmp(v, "megakernel")) c->t.opts.wavefront = 0;
+            else if (!strcmp(v, "wavefront")) c->t.opts.wavefront = 1;
+            else { bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--bin-rays")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
             if (!strcmp(v, "on")) c->bin_rays = 1;

@@ -1,7 +1,8 @@
 /* gpu_bake.c - the CUDA bake against the CPU bake: the demo scene and a corpus scene must agree
- * (and the demo voxel scene, traced natively) within 50 dB PSNR (the same random numbers on both sides; only floating-point contraction in
- * the shading differs). The GPU output is poisoned before the run and every texel checked.
- * Skips (77) without a usable GPU. */
+ * (and the demo voxel scene, traced natively) within 50 dB PSNR (the same random numbers on both
+ * sides, and the same arithmetic: they are equal but for rare traversal ties). The CUDA bake's two
+ * kernels (--kernel wavefront and megakernel) must give the same texels bit for bit. The GPU
+ * outputs are poisoned before the run and every texel checked. Skips (77) without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
 #include "atlas.h"
@@ -66,7 +67,8 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     o.trace.stack_size = 4;
     o.max_launch_ms = 20;
     size_t np = (size_t)at.width * at.height;
-    float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np);
+    float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np), *wave = malloc(sizeof(float) * 3 * np);
+    for (size_t i = 0; i < 3 * np; ++i) got[i] = wave[i] = -1.0f;  /* poison */
     float *vref = malloc(sizeof(float) * np), *vgot = malloc(sizeof(float) * np);
     for (size_t i = 0; i < np; ++i) vgot[i] = -1.0f;              /* poison: every texel is written */
     bk_bake_result rc, rg;
@@ -75,6 +77,20 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     oc.variance = vref; og.variance = vgot;
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
+    /* the wavefront bake: the megakernel's texels exactly (each sample's sums added in order) */
+    {
+        bk_bake_run_opts ow = o;
+        bk_bake_result rw;
+        ow.trace.wavefront = 1;
+        bake_on(gpu, surf, &a, tx, n, at.width, at.height, &ow, wave, &rw);
+        size_t same = 0;
+        for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
+        printf("  wavefront: %.3f s, %zu of %zu values equal to the megakernel's, %llu rays (megakernel %llu)\n", rw.totals.seconds, same,
+               3 * np, (unsigned long long)rw.totals.rays, (unsigned long long)rg.totals.rays);
+        BK_EXPECTF(same == 3 * np, "%s: the wavefront bake differs from the megakernel in %zu values", path, 3 * np - same);
+        BK_EXPECTF(rw.totals.rays == rg.totals.rays && rw.invalid == rg.invalid, "%s: wavefront rays %llu, inside %u; megakernel %llu, %u",
+                   path, (unsigned long long)rw.totals.rays, rw.invalid, (unsigned long long)rg.totals.rays, rg.invalid);
+    }
     /* the variance the denoiser weighs by: the same on both sides, never negative */
     {
         bk_image_diff dv = bk_image_compare_n(vref, vgot, np, 1, cov, 1e-6);
@@ -113,7 +129,7 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
     for (size_t i = 0; i < 3 * np; ++i)
         if (!(got[i] >= 0.0f && got[i] < 1e6f)) { BK_EXPECTF(0, "%s: texel value %g at %zu (unwritten?)", path, got[i], i / 3); break; }
-    free(ref); free(got); free(tx); free(cov);
+    free(ref); free(got); free(wave); free(tx); free(cov);
     bk_backend_free(cpu);
     bk_atlas_free(&at);
     free(rects);
