@@ -161,8 +161,9 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * (step 94, BVH traces 56-64): capping the step at 64 and the traces at 40 or 32 for occupancy
  * baked sponza at 1143, 1069 and 1051 Mrays/s against 1185 uncapped. */
 
-/* Queues of wave parity par: [2 par] occlusion, [2 par + 1] closest hit. */
-static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, int par, uint32_t path, int any_hit)
+/* Queues of wave parity par: [2 par] occlusion, [2 par + 1] closest hit; a group's queues start
+ * at its first slot (off) and its lengths at cnt. */
+static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, uint32_t *cnt, uint32_t off, int par, uint32_t path, int any_hit)
 {
     /* warp-aggregated: one atomic per queue and warp, the leader's base broadcast */
     const unsigned act = __activemask(), lane = threadIdx.x & 31u;
@@ -171,9 +172,9 @@ static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, int par,
         if (!m) continue;
         const int leader = __ffs(m) - 1;
         uint32_t base = 0;
-        if ((int)lane == leader) base = atomicAdd(&w->count[2 * par + q], (uint32_t)__popc(m));
+        if ((int)lane == leader) base = atomicAdd(&cnt[2 * par + q], (uint32_t)__popc(m));
         base = __shfl_sync(act, base, leader);
-        if ((q == 0) == (any_hit != 0)) w->queue[2 * par + q][base + __popc(m & ((1u << lane) - 1u))] = path;
+        if ((q == 0) == (any_hit != 0)) w->queue[2 * par + q][off + base + __popc(m & ((1u << lane) - 1u))] = path;
     }
 }
 
@@ -246,20 +247,23 @@ static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const
     }
 }
 
-/* The step: with first, path slot j starts pair j; else each path in the queues of parity
- * 1 - par takes its hit. Then each asks for its next ray (into the queues of parity par); a path
- * that needs none writes its result and takes the next pair. */
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_bake_view v, bk_bake_params p, wave_job J, int first, int par)
+/* The step of group g (slots [off, off + n0)): with first, slot off + j starts pair off + j;
+ * else each path in the group's queues of parity 1 - par takes its hit. Then each asks for its
+ * next ray (into the group's queues of parity par); a path that needs none writes its result and
+ * takes the next pair. */
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_bake_view v, bk_bake_params p, wave_job J, int first, int par,
+                                                           int g, uint32_t off, uint32_t n0)
 {
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t n_any = first ? 0 : w.count[2 * (1 - par)];
-    const uint32_t n = first ? J.slots : n_any + w.count[2 * (1 - par) + 1];
+    uint32_t *cnt = w.count + 8 * g;
+    const uint32_t n_any = first ? 0 : cnt[2 * (1 - par)];
+    const uint32_t n = first ? n0 : n_any + cnt[2 * (1 - par) + 1];
     for (uint32_t j = gtid; j < n; j += nthreads) {
-        const uint32_t path = first ? j : j < n_any ? w.queue[2 * (1 - par)][j] : w.queue[2 * (1 - par) + 1][j - n_any];
+        const uint32_t path = first ? off + j : j < n_any ? w.queue[2 * (1 - par)][off + j] : w.queue[2 * (1 - par) + 1][off + j - n_any];
         bk_bake_path ps;
         uint32_t q;
         if (first) {
-            q = j;
+            q = path;
             wave_start(&p, &J, q, &ps);
         } else {
             if (J.ns) wave_load_hot(w.hot + 6 * (size_t)path, &ps);
@@ -288,7 +292,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
             else w.paths[path] = ps;
             w.pair[path] = q;
             w.rays[path] = r;
-            wave_push(&w, par, path, any_hit);
+            wave_push(&w, cnt, off, par, path, any_hit);
         }
     }
 }
@@ -313,8 +317,8 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
 
 /* One query's rays of wave parity par, traced by one traversal of BK_TRAVERSALS. */
 template <int ACCEL, int MODE, int ANY, int PRIM>
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_accel_view a, int par, int stack_size, uint32_t *spill,
-                                                            unsigned long long *stats)
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_accel_view a, int par, int g, uint32_t off, int stack_size,
+                                                            uint32_t *spill, unsigned long long *stats)
 {
     extern __shared__ uint32_t smem[];
     uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(ACCEL, MODE) : 1];
@@ -322,9 +326,9 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
                                          : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-    const uint32_t *q = w.queue[2 * par + (ANY ? 0 : 1)];
-    const uint32_t n = w.count[2 * par + (ANY ? 0 : 1)];
-    uint32_t *fetch = w.count + 4 + 2 * par + (ANY ? 0 : 1);
+    const uint32_t *q = w.queue[2 * par + (ANY ? 0 : 1)] + off;
+    const uint32_t n = w.count[8 * g + 2 * par + (ANY ? 0 : 1)];
+    uint32_t *fetch = w.count + 8 * g + 4 + 2 * par + (ANY ? 0 : 1);
     /* warps fetch 32 rays at a time: a wave's rays differ in cost, and a static share would
      * leave the wave waiting for its unluckiest threads */
     const unsigned lane = threadIdx.x & 31u;
@@ -346,7 +350,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     bk_warp_flush_stats(stats, st.nodes, st.tris, st.restarts, st.spills, st.rays);
 }
 
-typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t *, unsigned long long *);
+typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, int, uint32_t *, unsigned long long *);
 
 static wave_trace_fn wave_pick(const bk_accel_view *a, int mode, int any)
 {
@@ -390,12 +394,12 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
         w->res_cap = pairs;
     }
     if (!w->count) {
-        WAVE_ALLOC(w->count, sizeof(uint32_t) * 9);
-        w->next = w->count + 8;
-        if ((e = cudaMallocHost((void **)&w->h_count, sizeof(uint32_t) * 4)) != cudaSuccess ||
-            (e = cudaStreamCreateWithFlags(&w->side, cudaStreamNonBlocking)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&w->ev_step, cudaEventDisableTiming)) != cudaSuccess ||
-            (e = cudaEventCreateWithFlags(&w->ev_any, cudaEventDisableTiming)) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
+        WAVE_ALLOC(w->count, sizeof(uint32_t) * 17);
+        w->next = w->count + 16;
+        if ((e = cudaMallocHost((void **)&w->h_count, sizeof(uint32_t) * 16)) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
+        for (int g = 0; g < 2; ++g)
+            if ((e = cudaStreamCreateWithFlags(&w->stream[g], cudaStreamNonBlocking)) != cudaSuccess ||
+                (e = cudaEventCreateWithFlags(&w->ev[g], cudaEventDisableTiming)) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
     }
 #undef WAVE_ALLOC
     return cudaSuccess;
@@ -405,7 +409,10 @@ void bk_cuda_wave_free(bk_cuda_wave *w)
 {
     cudaFree(w->paths); cudaFree(w->hot); cudaFree(w->pair); cudaFree(w->rays); cudaFree(w->hits); cudaFree(w->aux);
     for (int k = 0; k < 4; ++k) cudaFree(w->queue[k]);
-    if (w->side) { cudaStreamDestroy(w->side); cudaEventDestroy(w->ev_step); cudaEventDestroy(w->ev_any); }
+    for (int g = 0; g < 2; ++g) {
+        if (w->stream[g]) cudaStreamDestroy(w->stream[g]);
+        if (w->ev[g]) cudaEventDestroy(w->ev[g]);
+    }
     cudaFree(w->res); cudaFree(w->res_sq);
     cudaFree(w->count);
     cudaFreeHost(w->h_count);
@@ -430,38 +437,43 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
     return cudaSuccess;
 }
 
-/* The waves of one job, until no path needs a ray. */
+/* The waves of one job, until no path needs a ray. The slots form two groups, each waving on a
+ * stream of its own, so one group's step kernel runs beside the other's traces (the step is a
+ * fifth of the work and waits on memory, the traces on the SM's pipes); they share only the
+ * counter of the next pair. A group's trace kernels run one after the other and spill to the
+ * group's own spill region. */
 static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned blocks, size_t smem, const bk_bake_view *v,
                             const bk_bake_params *p, const wave_job *J, int stack_size, uint32_t *spill, unsigned long long *stats)
 {
     const int batch = 8;        /* waves launched between two looks at the queues */
-    /* the two trace kernels run at once: the occlusion one spills to the second half */
-    const size_t side_spill = (size_t)blocks * BK_CUDA_BLOCK * BK_STACK_ENTRIES * BK_STACK_WIDTH;
-    const uint32_t first = J->slots;
+    const size_t spill_group = (size_t)blocks * BK_CUDA_BLOCK * BK_STACK_ENTRIES * BK_STACK_WIDTH;
+    const uint32_t first = J->slots, half = J->slots / 2, off[2] = { 0, half }, n0[2] = { half, J->slots - half };
     cudaError_t e;
-    if ((e = cudaMemsetAsync(w->count, 0, sizeof(uint32_t) * 8)) != cudaSuccess) return e;
-    if ((e = cudaMemcpyAsync(w->next, &first, sizeof first, cudaMemcpyHostToDevice)) != cudaSuccess) return e;
-    wave_step<<<blocks, BK_CUDA_BLOCK>>>(*w, *v, *p, *J, 1, 0);
+    if ((e = cudaMemsetAsync(w->count, 0, sizeof(uint32_t) * 16, w->stream[0])) != cudaSuccess ||
+        (e = cudaMemcpyAsync(w->next, &first, sizeof first, cudaMemcpyHostToDevice, w->stream[0])) != cudaSuccess ||
+        (e = cudaEventRecord(w->ev[0], w->stream[0])) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[1], w->ev[0], 0)) != cudaSuccess)
+        return e;
+    for (int g = 0; g < 2; ++g) wave_step<<<blocks, BK_CUDA_BLOCK, 0, w->stream[g]>>>(*w, *v, *p, *J, 1, 0, g, off[g], n0[g]);
     for (int par = 0;;) {
         for (int k = 0; k < batch; ++k) {
-            /* the occlusion rays on a side stream beside the closest-hit rays: the tail of one
-               kernel runs beside the other; the step waits for both */
-            if ((e = cudaEventRecord(w->ev_step, 0)) != cudaSuccess || (e = cudaStreamWaitEvent(w->side, w->ev_step, 0)) != cudaSuccess)
-                return e;
-            tr[0]<<<blocks, BK_CUDA_BLOCK, smem, w->side>>>(*w, v->accel, par, stack_size, spill ? spill + side_spill : NULL, stats);
-            tr[1]<<<blocks, BK_CUDA_BLOCK, smem>>>(*w, v->accel, par, stack_size, spill, stats);
-            if ((e = cudaEventRecord(w->ev_any, w->side)) != cudaSuccess || (e = cudaStreamWaitEvent(0, w->ev_any, 0)) != cudaSuccess)
-                return e;
+            for (int g = 0; g < 2; ++g) {
+                cudaStream_t st = w->stream[g];
+                for (int q = 0; q < 2; ++q)
+                    tr[q]<<<blocks, BK_CUDA_BLOCK, smem, st>>>(*w, v->accel, par, g, off[g], stack_size, spill ? spill + g * spill_group : NULL, stats);
+                /* the next wave's queue lengths and fetch counters */
+                if ((e = cudaMemsetAsync(w->count + 8 * g + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess ||
+                    (e = cudaMemsetAsync(w->count + 8 * g + 4 + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess)
+                    return e;
+                wave_step<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, *v, *p, *J, 0, par ^ 1, g, off[g], n0[g]);
+            }
             par ^= 1;
-            /* the next wave's queue lengths and fetch counters */
-            if ((e = cudaMemsetAsync(w->count + 2 * par, 0, sizeof(uint32_t) * 2)) != cudaSuccess ||
-                (e = cudaMemsetAsync(w->count + 4 + 2 * par, 0, sizeof(uint32_t) * 2)) != cudaSuccess)
-                return e;
-            wave_step<<<blocks, BK_CUDA_BLOCK>>>(*w, *v, *p, *J, 0, par);
         }
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        if ((e = cudaMemcpy(w->h_count, w->count + 2 * par, sizeof(uint32_t) * 2, cudaMemcpyDeviceToHost)) != cudaSuccess) return e;
-        if (w->h_count[0] == 0 && w->h_count[1] == 0) return cudaSuccess;
+        if ((e = cudaEventRecord(w->ev[1], w->stream[1])) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[1], 0)) != cudaSuccess ||
+            (e = cudaMemcpyAsync(w->h_count, w->count, sizeof(uint32_t) * 16, cudaMemcpyDeviceToHost, w->stream[0])) != cudaSuccess ||
+            (e = cudaStreamSynchronize(w->stream[0])) != cudaSuccess)
+            return e;
+        if (!w->h_count[2 * par] && !w->h_count[2 * par + 1] && !w->h_count[8 + 2 * par] && !w->h_count[8 + 2 * par + 1]) return cudaSuccess;
     }
 }
 
@@ -475,12 +487,17 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
     if ((uint64_t)(end - begin) * ns > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
     wave_job J = { tx, pos, out, sq, begin, 0, end - begin, end - begin < w->whole_cap ? end - begin : w->whole_cap };
     cudaError_t e;
+    /* the groups' streams start after what the default stream has queued, and it waits for them */
+    if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess) return e;
     if (p->sample_begin == 0 && (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
-    if (!ns) return cudaSuccess;
-    J.ns = ns;
-    J.total = (end - begin) * ns;
-    J.slots = J.total < w->cap ? J.total : w->cap;
-    if ((e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
-    wave_sum<<<blocks, BK_CUDA_BLOCK>>>(*w, J);
-    return cudaGetLastError();
+    if (ns) {
+        J.ns = ns;
+        J.total = (end - begin) * ns;
+        J.slots = J.total < w->cap ? J.total : w->cap;
+        if ((e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
+        wave_sum<<<blocks, BK_CUDA_BLOCK, 0, w->stream[0]>>>(*w, J);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    if ((e = cudaEventRecord(w->ev[0], w->stream[0])) != cudaSuccess) return e;
+    return cudaStreamWaitEvent(0, w->ev[0], 0);
 }

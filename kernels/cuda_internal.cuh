@@ -55,8 +55,9 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
                                 bk_warp_rec *rec);
 
 /* The wavefront bake's buffers (kernels/bake.cu): per path slot its state, its pair (texel x
- * sample), its ray and the ray's hit; four queues of path slots (two wave parities x occlusion /
- * closest hit), their lengths and the trace kernels' fetch counters, then the next pair to start (device; the lengths also in
+ * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
+ * (two wave parities x occlusion / closest hit), their lengths and its trace kernels' fetch
+ * counters; then the next pair to start (device; the lengths also in
  * pinned host memory); per pair its result (sums of one sample). */
 typedef struct bk_cuda_wave {
     bk_bake_path *paths;        /* the unocclude pass's paths, whole */
@@ -65,8 +66,10 @@ typedef struct bk_cuda_wave {
     bk_ray       *rays;
     bk_hit       *hits;
     uint32_t     *aux;          /* bk_trace_stats.aux of each hit */
-    uint32_t     *queue[4];     /* [2 parity + (0 occlusion, 1 closest hit)] */
-    uint32_t     *count;        /* 4 lengths, as queue; 4 fetch counters of the trace kernels; next */
+    uint32_t     *queue[4];     /* [2 parity + (0 occlusion, 1 closest hit)], each group's part
+                                   starting at its first slot */
+    uint32_t     *count;        /* per group (8 words): 4 lengths, as queue, and 4 fetch counters
+                                   of the trace kernels; then next */
     uint32_t     *next;
     uint32_t     *h_count;
     uint32_t      cap;          /* path slots (hot, pair, rays, hits, aux, queues) */
@@ -74,8 +77,8 @@ typedef struct bk_cuda_wave {
     bk_f4        *res;          /* per pair: rgb and the back-face count */
     float        *res_sq;       /* per pair: the squared luminance */
     uint64_t      res_cap;      /* pairs */
-    cudaStream_t  side;         /* the occlusion rays' stream */
-    cudaEvent_t   ev_step, ev_any;
+    cudaStream_t  stream[2];    /* the two groups of slots wave on streams of their own */
+    cudaEvent_t   ev[2];
 } bk_cuda_wave;
 
 /* Room for `slots` sample paths, `whole` unocclude paths and `pairs` results (what is there
@@ -86,7 +89,7 @@ void        bk_cuda_wave_free(bk_cuda_wave *w);
 cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_t smem, int *per_sm);
 /* Bakes texels [begin, end) as bk_cuda_bake_launch does, in waves of at most w->cap paths
  * (bake.cu; the results need (end - begin) x samples pairs of room, and spill two spill regions
- * of `blocks` blocks: the two queries' trace kernels run side by side); returns when all are done. */
+ * of `blocks` blocks: the two groups' trace kernels run side by side); returns when all are done. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
                               uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats);
