@@ -483,18 +483,23 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
 {
     wave_trace_fn tr[2] = { wave_pick(&v->accel, stack_mode, 1), wave_pick(&v->accel, stack_mode, 0) };
     if (!tr[0] || !tr[1]) return cudaErrorInvalidDeviceFunction;
-    const uint32_t ns = p->sample_end - p->sample_begin;
-    if ((uint64_t)(end - begin) * ns > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
-    wave_job J = { tx, pos, out, sq, begin, 0, end - begin, end - begin < w->whole_cap ? end - begin : w->whole_cap };
+    const uint32_t nt = end - begin;
+    if (nt > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
+    wave_job J = { tx, pos, out, sq, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
     cudaError_t e;
     /* the groups' streams start after what the default stream has queued, and it waits for them */
     if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess) return e;
     if (p->sample_begin == 0 && (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
-    if (ns) {
-        J.ns = ns;
-        J.total = (end - begin) * ns;
+    /* the samples, as many at a time as the results have room for */
+    const uint32_t run = (uint32_t)(w->res_cap / nt);
+    for (uint32_t s0 = p->sample_begin; s0 < p->sample_end; s0 += run) {
+        bk_bake_params ps = *p;
+        ps.sample_begin = s0;
+        ps.sample_end = p->sample_end - s0 > run ? s0 + run : p->sample_end;
+        J.ns = ps.sample_end - s0;
+        J.total = nt * J.ns;
         J.slots = J.total < w->cap ? J.total : w->cap;
-        if ((e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
+        if ((e = wave_run(w, tr, blocks, smem, v, &ps, &J, stack_size, spill, stats)) != cudaSuccess) return e;
         wave_sum<<<blocks, BK_CUDA_BLOCK, 0, w->stream[0]>>>(*w, J);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }

@@ -88,7 +88,7 @@ void        bk_cuda_wave_free(bk_cuda_wave *w);
 /* Blocks of the wavefront's trace kernels that fit on one SM (the fewer of the two queries). */
 cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_t smem, int *per_sm);
 /* Bakes texels [begin, end) as bk_cuda_bake_launch does, in waves of at most w->cap paths
- * (bake.cu; the results need (end - begin) x samples pairs of room, and spill two spill regions
+ * (bake.cu; the samples in runs of res_cap / (end - begin), at least one; spill holds two regions
  * of `blocks` blocks: the two groups' trace kernels run side by side); returns when all are done. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,

@@ -486,6 +486,8 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
  * traces 8 rays per texel of a launch's first sample only. */
 #define WAVE_RAYS_PER_THREAD 32
 #define WAVE_WHOLE_PER_THREAD 4
+/* Results (20 B each) of texel samples kept at once: a launch's samples beyond it run in turns. */
+#define WAVE_PAIRS (8u << 20)
 
 static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
                          char *err, size_t err_size)
@@ -535,7 +537,8 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
             return -1;
         /* path slots: what keeps the trace kernels' threads busy for several rays per wave
            (measured: with one ray per thread a wave is mostly its slowest rays) */
-        const uint64_t pairs = (uint64_t)(end - begin) * (p->sample_end - p->sample_begin);
+        uint64_t pairs = (uint64_t)(end - begin) * (p->sample_end - p->sample_begin);
+        if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS > end - begin ? WAVE_PAIRS : end - begin;   /* the samples in runs */
         const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
         const uint64_t slots = want < pairs ? want : pairs, whole = threads * WAVE_WHOLE_PER_THREAD;
         if (pairs > UINT32_MAX) { snprintf(err, err_size, "wavefront: %llu texel samples in one launch", (unsigned long long)pairs); return -1; }

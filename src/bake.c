@@ -134,7 +134,10 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
     h = max_u64(h, 25 * P);                                                                    /* write */
     *host = h;
-    *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) : 0;   /* + the moved positions */
+    /* + the moved positions; + the wavefront bake's buffers (kernels/trace.cu, WAVE_*): 32 path
+     * slots of about 160 B per thread of its trace kernels (135k on an H100), 4 whole paths of
+     * 164 B, and the results of 8M samples, 20 B each: about 1 GB */
+    *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) + (1ull << 30) : 0;
 }
 
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
@@ -334,8 +337,12 @@ static void *bake_device(void *arg)
     /* The wavefront bake (--kernel wavefront) keeps paths of a texel's samples in flight, up to
      * 32 per thread of its trace kernels, and wastes the tail of every launch: its blocks start
      * 4 times that size (sponza 1024^2, 64 spp, 2 bounces, H100: 1206-1218, 1258-1277 and
-     * 1289-1297 Mrays/s with first blocks 1, 2 and 4 times the megakernel's) */
-    if (o->trace.wavefront && block < (1u << 28)) block *= 4;
+     * 1289-1297 Mrays/s with first blocks 1, 2 and 4 times the megakernel's); with several
+     * devices, no larger than a quarter of each one's share, so that every device gets blocks */
+    if (o->trace.wavefront && block < (1u << 28)) {
+        uint32_t b4 = block * 4, share = S->nd > 1 ? S->n / (4u * (uint32_t)S->nd) : UINT32_MAX;
+        block = b4 < share ? b4 : share > block ? share : block;
+    }
     bk_bake_params p = o->params;
     uint32_t begin, end;
     while (take_block(S, d->k, block, &begin, &end) == 0) {
