@@ -156,6 +156,10 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * result is kept apart and a last kernel adds them to the texel's sums in sample order, as the
  * CPU adds them, so the texels are the CPU's bit for bit. Before the samples, a launch that
  * starts at sample 0 runs the unocclude step the same way with one path per texel.
+ * The rays are traced in the order their paths asked for them: sorting each wave's closest-hit
+ * rays by direction octant first (a counting sort, one more kernel per wave) baked sponza,
+ * sibenik and dragon_vrip_res2 at 1186-1199, 1101 and 834 Mrays/s against 1280-1288, 1187 and
+ * 881 unsorted. Neighbouring paths are samples of one texel, whose rays start at one point.
  * Waves are launched in batches without waiting; a kernel reads its queue's length on the device,
  * so waves past the last ray cost one empty launch each. The kernels keep their registers
  * (step 94, BVH traces 56-64): capping the step at 64 and the traces at 40 or 32 for occupancy
