@@ -1,11 +1,13 @@
-/* bake.cu - the bake kernel: the steps of bk_bake_texel() (kernels/bk_bake.h) for each texel.
+/* bake.cu - the bake's kernels: the steps of bk_bake_texel() (kernels/bk_bake.h) for each texel,
+ * in one kernel (--kernel megakernel) or in waves (--kernel wavefront, the default; below).
  *
  * Compiled with --fmad=false (CMakeLists.txt): together with the bake's own sin/cos this makes
  * the GPU's arithmetic the CPU's, so the CUDA bake reproduces the CPU bake texel for texel.
- * Texels over a grid-stride loop (the grid is what fits at once, so the spill buffer stays
- * small), each baked through the path state machine with one trace call site; stack storage as in trace.cu's kernel; statistics summed per warp.
- * One instance per stack strategy x register cap (BK_REG_CAPS in backend.h): the cap is a
- * __launch_bounds__ minimum of resident blocks, which is how ptxas is told a register budget.
+ * The megakernel: texels over a grid-stride loop (the grid is what fits at once, so the spill
+ * buffer stays small), each baked through the path state machine with one trace call site;
+ * stack storage as in trace.cu's kernel; statistics summed per warp. One instance per stack
+ * strategy x register cap (BK_REG_CAPS in backend.h): the cap is a __launch_bounds__ minimum of
+ * resident blocks, which is how ptxas is told a register budget.
  */
 #include "backend.h"
 #include "cuda_internal.cuh"
@@ -336,7 +338,6 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     /* warps fetch 32 rays at a time: a wave's rays differ in cost, and a static share would
      * leave the wave waiting for its unluckiest threads */
     const unsigned lane = threadIdx.x & 31u;
-    (void)gtid;
     for (;;) {
         uint32_t base = 0;
         if (lane == 0) base = atomicAdd(fetch, 32u);

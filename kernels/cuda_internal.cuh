@@ -57,8 +57,8 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
 /* The wavefront bake's buffers (kernels/bake.cu): per path slot its state, its pair (texel x
  * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
  * (two wave parities x occlusion / closest hit), their lengths and its trace kernels' fetch
- * counters; then the next pair to start (device; the lengths also in
- * pinned host memory); per pair its result (sums of one sample). */
+ * counters; then the next pair to start (device memory; the counters also in pinned host
+ * memory); per pair its result (the sums of one sample). */
 typedef struct bk_cuda_wave {
     bk_bake_path *paths;        /* the unocclude pass's paths, whole */
     float4       *hot;          /* a sample path's state between waves: 6 per slot (bake.cu) */

@@ -527,8 +527,8 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     if (!view) return -1;
     bv.accel = *view;
     if (o->wavefront) {
-        /* as many trace blocks as fit at once (the two queries' kernels run side by side, each
-           with a spill region of its own) */
+        /* as many trace blocks as fit at once (the two groups' trace kernels run side by side,
+           each with a spill region of its own) */
         CUDA_TRY(bk_cuda_wave_occupancy(view, o->stack_mode, smem, &per_sm));
         if (per_sm < 1) { snprintf(err, err_size, "the wavefront trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
         blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
@@ -541,7 +541,6 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS > end - begin ? WAVE_PAIRS : end - begin;   /* the samples in runs */
         const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
         const uint64_t slots = want < pairs ? want : pairs, whole = threads * WAVE_WHOLE_PER_THREAD;
-        if (pairs > UINT32_MAX) { snprintf(err, err_size, "wavefront: %llu texel samples in one launch", (unsigned long long)pairs); return -1; }
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
         CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos, begin, end,

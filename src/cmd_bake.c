@@ -669,8 +669,9 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
                "\"peak_device_bytes\": %llu, \"atlas_texels\": %llu, \"peak_host_bytes_per_texel\": %.2f },\n",
             (unsigned long long)mem[MEM_EST_HOST], (unsigned long long)mem[MEM_EST_DEVICE], (unsigned long long)mem[MEM_PEAK_HOST],
             (unsigned long long)mem[MEM_PEAK_DEVICE], (unsigned long long)px, px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
-    fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n",
-            c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds);
+    fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n"
+            "  \"gpu_kernel\": \"%s\",\n",
+            c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds, c->t.opts.wavefront ? "wavefront" : "megakernel");
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
             (unsigned long long)r->totals.nodes, (unsigned long long)r->totals.tris,
             (unsigned long long)r->totals.restarts, (unsigned long long)r->totals.spills);
@@ -1262,7 +1263,8 @@ static int bake_run(int argc, char **argv, bake_job *job)
     bk_bake_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
-    /* The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
+    /* (For --kernel megakernel; the wavefront's kernels keep their registers, kernels/bake.cu.)
+     * The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
      * dragon_vrip_res2 1.56x, 1.81x and 1.98x as fast (BVH; KD-tree 1.57-1.82x); a voxel walk's state
      * spills instead, and the 54k-object world bakes 0.76x as fast capped (baker bench stacks,
