@@ -536,9 +536,14 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
             ensure_spill(c, 2 * (size_t)blocks * BLOCK * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
             return -1;
         /* path slots: what keeps the trace kernels' threads busy for several rays per wave
-           (measured: with one ray per thread a wave is mostly its slowest rays) */
-        uint64_t pairs = (uint64_t)(end - begin) * (p->sample_end - p->sample_begin);
-        if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS > end - begin ? WAVE_PAIRS : end - begin;   /* the samples in runs */
+           (measured: with one ray per thread a wave is mostly its slowest rays). Sized once for
+           the bake (its texels at 64 samples, at most WAVE_PAIRS) rather than for this launch:
+           a launch that reallocates is timed slower, and the driver then sizes the later
+           launches smaller (sponza 1024^2, 64 spp, four runs each: 1299-1305 Mrays/s against
+           1279-1303 sized per launch, where one earlier run took 22 launches instead of 12) */
+        uint64_t pairs = (uint64_t)c->texel_count * 64;
+        if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS;
+        if (pairs < end - begin) pairs = end - begin;          /* one sample at a time at least */
         const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
         const uint64_t slots = want < pairs ? want : pairs, whole = threads * WAVE_WHOLE_PER_THREAD;
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
