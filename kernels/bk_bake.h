@@ -214,10 +214,10 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
  * the texel needs next (or that its samples are done), the caller traces it, and
  * bk_bake_path_hit() takes the result. Every ray of a texel (the unocclude step's 8 closest-hit
  * rays, per path vertex the sun's, each point light's and one emitter's shadow ray, the bounce)
- * goes through the caller's one trace: in a GPU warp, lanes at different places of their paths
- * (one on a sun shadow ray, one on a bounce, one starting the next texel) still trace together
- * instead of taking turns at several call sites. bk_bake_texel() is that loop for one texel, and
- * what the CPU runs; the CUDA kernel runs the same steps over many texels per thread.
+ * goes through the caller, who chooses how rays are traced: bk_bake_texel() is the loop for one
+ * texel that the CPU runs; the CUDA megakernel runs it over many texels per thread at one trace
+ * call site; the wavefront bake keeps paths in device buffers and traces their rays in waves,
+ * each query apart (kernels/bake.cu). All give the same texels.
  *
  * Per texel: the first launch (sample 0) of a light bake moves the position out of nearby
  * geometry (the unocclude step: 8 directions in the tangent plane, tilted slightly off the
