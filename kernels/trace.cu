@@ -545,7 +545,8 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS;
         if (pairs < end - begin) pairs = end - begin;          /* one sample at a time at least */
         const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
-        const uint64_t slots = want < pairs ? want : pairs, whole = threads * WAVE_WHOLE_PER_THREAD;
+        const uint64_t slots = want < pairs ? want : pairs, whole_want = threads * WAVE_WHOLE_PER_THREAD;
+        const uint64_t whole = whole_want < c->texel_count ? whole_want : (c->texel_count ? c->texel_count : 1);
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
         CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos, begin, end,

@@ -100,6 +100,7 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device)
 {
@@ -134,10 +135,13 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
     h = max_u64(h, 25 * P);                                                                    /* write */
     *host = h;
-    /* + the moved positions; + the wavefront bake's buffers (kernels/trace.cu, WAVE_*): 32 path
-     * slots of about 160 B per thread of its trace kernels (135k on an H100), 4 whole paths of
-     * 164 B, and the results of 8M samples, 20 B each: about 1 GB */
-    *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) + (1ull << 30) : 0;
+    /* + the moved positions; + the wavefront bake's buffers (kernels/trace.cu, WAVE_*), sized
+     * by the texels at 64 samples: their results (20 B each, at most 8M), as many path slots of
+     * about 160 B (at most 32 per thread of its trace grid: 4.3M on an H100) and a whole path
+     * (164 B) per texel (at most 4 per thread): about 1 GB for a large bake */
+    const uint64_t pairs = min_u64(64 * T, 8ull << 20);
+    const uint64_t wave = 20 * pairs + 160 * min_u64(pairs, 4500000) + 164 * min_u64(T, 600000);
+    *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) + wave : 0;
 }
 
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
