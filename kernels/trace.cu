@@ -426,11 +426,13 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     return 0;
 }
 
-/* Dynamic shared memory of a bake block: the short/spill stack's fast part (the widest entry, as
- * one bake kernel serves both accels). */
-static size_t bake_smem(const bk_trace_opts *o)
+/* Dynamic shared memory of a bake block: the short/spill stack's fast part, its entries as wide as
+ * the traced accel's (the layout in use: `c->view` or the compressed one). Shared memory a block
+ * does not use is taken from the SM's L1 cache, which holds the nodes. */
+static size_t bake_smem(const cuda_ctx *c, const bk_trace_opts *o)
 {
-    return o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * BK_STACK_WIDTH * BLOCK * sizeof(uint32_t);
+    const int accel = o->bvh_width == 8 && c->view.type == BK_ACCEL_BVH ? BK_ACCEL_CWBVH : c->view.type;
+    return o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * bk_stack_width(accel, o->stack_mode) * BLOCK * sizeof(uint32_t);
 }
 
 /* After a launch of `blocks` blocks with recording on: adds its warps' records to *occ (the
@@ -497,7 +499,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     if (!c->d_out) { snprintf(err, err_size, "bake_run without bake_begin"); return -1; }   /* texels stay after bake_end */
     if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
     if (begin == end) return 0;
-    size_t smem = bake_smem(o);
+    size_t smem = bake_smem(c, o);
     int per_sm = 0;
     CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
     if (per_sm < 1) { snprintf(err, err_size, "the bake kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
@@ -572,7 +574,7 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     if (!cuda_supports(be, o, err, err_size)) return -1;
     cudaFuncAttributes fa;
     CUDA_TRY(bk_cuda_bake_attributes(o->stack_mode, o->reg_cap, &fa));
-    size_t smem = bake_smem(o);
+    size_t smem = bake_smem(c, o);
     int per_sm = 0;
     CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
     out->registers = fa.numRegs;
