@@ -106,6 +106,14 @@ BK_HD float    bk_bits_float(uint32_t u) { union { float f; uint32_t u; } c; c.u
 #  define BK_WARP_ALL(pred) (pred)
 #endif
 
+/* Makes the int x opaque to the device compiler's optimiser, at no cost in code: x then stays in
+ * a register instead of being recomputed inside a loop from the values it came from. */
+#if BK_DEVICE_CODE
+#  define BK_OPAQUE_INT(x) asm volatile("" : "+r"(x))
+#else
+#  define BK_OPAQUE_INT(x) ((void)0)
+#endif
+
 /* Index of the highest set bit of a non-zero 64-bit value. */
 BK_HD int bk_msb64(uint64_t v)
 {

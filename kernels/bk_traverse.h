@@ -54,11 +54,11 @@ enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2
 
 /* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
 #define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
-/* Words per stack entry: the KD-tree's (node, tmin, tmax), the BVH short stack's (ref, level),
- * the compressed wide BVH's group (child base, hits | imask | level), else a child ref. A
- * constant expression (kernels size arrays with it); bk_stack_width() is the same as a function.
- * BK_STACK_WIDTH is the widest. */
-#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (accel) == BK_ACCEL_CWBVH || (mode) == BK_STACK_SHORT ? 2 : 1)
+/* Words per stack entry: the KD-tree's (node, tmin, tmax), the compressed wide BVH's group
+ * (child base, hits | imask | level), else a child ref (the BVH short stack's restart trail knows
+ * an entry's level: bk_trail). A constant expression (kernels size arrays with it);
+ * bk_stack_width() is the same as a function. BK_STACK_WIDTH is the widest. */
+#define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (accel) == BK_ACCEL_CWBVH ? 2 : 1)
 #define BK_STACK_WIDTH   3
 BK_HD int bk_stack_width(int accel, int mode) { return BK_STACK_WIDTH_OF(accel, mode); }
 
@@ -75,7 +75,7 @@ typedef struct bk_trace_stats {
 } bk_trace_stats;
 
 /* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
- * same layout with spill_stride. Entries are 1 word (BVH: child ref), 2 (BVH short: ref, level)
+ * same layout with spill_stride. Entries are 1 word (BVH: child ref), 2 (compressed wide BVH: a group)
  * or 3 (KD-tree: node, tmin, tmax). */
 typedef struct bk_stack {
     uint32_t *slot;
@@ -84,7 +84,6 @@ typedef struct bk_stack {
     int32_t   width;     /* words per entry */
     int32_t   cap;       /* entries the fast part holds */
     int32_t   top;       /* entries in the fast part */
-    int32_t   base;      /* short: ring start */
     int32_t   spilled;   /* spill: entries in the spill region */
     int32_t   dropped;   /* short: entries were dropped since the last restart */
     int32_t   mode;      /* enum bk_stack_mode */
@@ -94,7 +93,7 @@ BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint
 {
     bk_stack s;
     s.slot = slot; s.spill = spill; s.stride = stride; s.spill_stride = spill_stride;
-    s.width = 1; s.cap = cap; s.top = 0; s.base = 0; s.spilled = 0; s.dropped = 0; s.mode = mode;
+    s.width = 1; s.cap = cap; s.top = 0; s.spilled = 0; s.dropped = 0; s.mode = mode;
     return s;
 }
 
@@ -102,12 +101,12 @@ BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint
 BK_HDI void bk_stack_begin(bk_stack *s, int accel)
 {
     s->width = bk_stack_width(accel, s->mode);
-    s->top = 0; s->base = 0; s->spilled = 0; s->dropped = 0;
+    s->top = 0; s->spilled = 0; s->dropped = 0;
 }
 
 BK_HDI void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
 {
-    /* Entries [0, cap) go to spill[spilled, spilled + cap); base is 0 outside short mode. */
+    /* Entries [0, cap) go to spill[spilled, spilled + cap). */
     for (int i = 0; i < s->cap; ++i)
         for (int w = 0; w < s->width; ++w)
             s->spill[((s->spilled + i) * s->width + w) * s->spill_stride] = s->slot[(i * s->width + w) * s->stride];
@@ -116,20 +115,25 @@ BK_HDI void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
     st->spills++;
 }
 
+/* Short stack, full: the oldest entry goes, the others move down one place. Rare (a few pushes in
+ * a thousand at 8 entries), so every other push and pop indexes a plain array instead of a ring. */
+BK_HDI void bk_stack_drop_oldest(bk_stack *s)
+{
+    for (int i = 1; i < s->cap; ++i)
+        for (int w = 0; w < s->width; ++w)
+            s->slot[((i - 1) * s->width + w) * s->stride] = s->slot[(i * s->width + w) * s->stride];
+    s->top--;
+    s->dropped = 1;
+}
+
 BK_HDI void bk_stack_push(bk_stack *s, uint32_t w0, uint32_t w1, uint32_t w2, bk_trace_stats *st)
 {
     if (s->top == s->cap) {
-        if (s->mode == BK_STACK_SHORT) {            /* drop the oldest entry */
-            s->base = s->base + 1 == s->cap ? 0 : s->base + 1;
-            s->top--;
-            s->dropped = 1;
-        } else if (s->mode == BK_STACK_SPILL) {
-            bk_stack_spill_all(s, st);
-        }                                           /* global: cap bounds the tree depth */
+        if (s->mode == BK_STACK_SHORT) bk_stack_drop_oldest(s);
+        else if (s->mode == BK_STACK_SPILL) bk_stack_spill_all(s, st);
+        /* global: cap bounds the tree depth */
     }
-    int32_t i = s->base + s->top;
-    if (i >= s->cap) i -= s->cap;
-    uint32_t *p = s->slot + i * s->width * s->stride;
+    uint32_t *p = s->slot + s->top * s->width * s->stride;
     p[0] = w0;
     if (s->width > 1) p[s->stride] = w1;
     if (s->width > 2) p[2 * s->stride] = w2;
@@ -157,9 +161,7 @@ BK_HDI int bk_stack_pop(bk_stack *s, uint32_t *w)
         s->top = n;
     }
     s->top--;
-    int32_t i = s->base + s->top;
-    if (i >= s->cap) i -= s->cap;
-    const uint32_t *p = s->slot + i * s->width * s->stride;
+    const uint32_t *p = s->slot + s->top * s->width * s->stride;
     w[0] = p[0];
     if (s->width > 1) w[1] = p[s->stride];
     if (s->width > 2) w[2] = p[2 * s->stride];
@@ -220,33 +222,78 @@ BK_HDI void bk_prefetch_ref(const bk_accel_view *a, int32_t ref)
 
 /* ---- BVH ------------------------------------------------------------------------------------ */
 
-BK_HD uint64_t bk_low_bits(int n) { return n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); }
+/* The BVH short stack's restart trail (after Laine 2010, "Restart Trail for Stackless BVH
+ * Traversal"): two bits per level of the path from the root to the node being visited,
+ *   pend:   the level's farther child waits (on the stack, or dropped from it);
+ *   popped: the path goes on through the level's farther child, taken from the stack;
+ *   neither: only one child was hit there, and the path goes on through it.
+ * No bits are set from the visited node's level on. The stack's entries are the pending levels'
+ * farther children, the deepest on top, so an entry's level is the highest bit of pend and an
+ * entry is one ref; on the way down only a push sets a bit. After a restart the levels below
+ * replay_end are replayed: the walk follows the recorded path again from the root. */
+typedef struct bk_trail {
+    uint64_t pend, popped;
+    int      level;        /* depth of the node `ref` */
+    int      replay_end;
+} bk_trail;
 
 /* Next subtree of a BVH traversal: the stack top, or, on an emptied short stack that dropped
  * entries, a restart from the root along the trail; BK_REF_DONE when nothing is left. */
-BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, uint64_t *trail, uint64_t *side, int *level, bk_trace_stats *st)
+BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, bk_trail *tr, bk_trace_stats *st)
 {
     uint32_t e[3] = { 0, 0, 0 };
     if (bk_stack_pop(s, e)) {
-        if (mode == BK_STACK_SHORT) {
-            int d = (int)e[1];
-            *trail = (*trail | ((uint64_t)1 << d)) & bk_low_bits(d + 1);
-            *side |= (uint64_t)1 << d;
-            *level = d + 1;
+        if (mode == BK_STACK_SHORT) {          /* the farther child of the deepest pending level */
+            const int d = bk_msb64(tr->pend);
+            const uint64_t bit = (uint64_t)1 << d;
+            tr->pend ^= bit;
+            tr->popped = (tr->popped & (bit - 1u)) | bit;
+            tr->level = d + 1;
+            tr->replay_end = 0;
         }
         return (int32_t)e[0];
     }
-    if (mode != BK_STACK_SHORT || !s->dropped) return BK_REF_DONE;
-    /* Restart from the root towards the farther child of the deepest unfinished level. */
-    uint64_t pending = ~*trail & bk_low_bits(*level);
-    if (!pending) return BK_REF_DONE;
-    int d = bk_msb64(pending);
-    *trail = (*trail | ((uint64_t)1 << d)) & bk_low_bits(d + 1);
-    *side |= (uint64_t)1 << d;
-    *level = 0;
+    if (mode != BK_STACK_SHORT || !s->dropped || !tr->pend) return BK_REF_DONE;
+    /* every entry left was dropped: restart from the root and replay the path down to the
+     * deepest pending level's farther child */
+    const int d = bk_msb64(tr->pend);
+    const uint64_t bit = (uint64_t)1 << d;
+    tr->pend ^= bit;
+    tr->popped = (tr->popped & (bit - 1u)) | bit;
+    tr->level = 0;
+    tr->replay_end = d + 1;
     s->dropped = 0;
     st->restarts++;
     return 0;
+}
+
+/* The child to enter at a level of a replay (see bk_trail; `bit` is the level's), or
+ * BK_REF_NONE. Children are ordered by entry distance, and the nearest hit only gets nearer, so
+ * where the nearer child is culled now, so is the farther. */
+BK_HDI int32_t bk_bvh_replay(bk_stack *s, bk_trail *tr, uint64_t bit, int32_t near_ref, int near_hit, int32_t far_ref,
+                             int far_hit, bk_trace_stats *st)
+{
+    int32_t ref = BK_REF_NONE;
+    if (tr->pend & bit) {                       /* a dropped level: its farther child waits again */
+        if (near_hit && far_hit) {
+            bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
+            ref = near_ref;
+        } else if (near_hit) {
+            tr->pend ^= bit;
+            ref = near_ref;
+        } else if (far_hit) {                   /* (not reached, by the order) off the path, as a pop */
+            tr->pend &= bit - 1u;
+            tr->popped = (tr->popped & (bit - 1u)) | bit;
+            tr->replay_end = 0;
+            ref = far_ref;
+        }
+    } else if (tr->popped & bit) {
+        ref = far_hit ? far_ref : BK_REF_NONE;
+    } else {                                    /* one child was hit here: now at most that one */
+        ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;
+    }
+    if (ref == BK_REF_NONE) tr->pend &= bit - 1u;   /* the rest of the path is culled */
+    return ref;
 }
 
 /* mode and any_hit are constants at every call site, so the compiler specialises this function.
@@ -266,11 +313,10 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     const int mode = s->mode;
     bk_stack_begin(s, BK_ACCEL_BVH);
     float best = r.tmax;
-    /* Short stack: the restart trail. Bit d of `trail` set: at level d nothing is left after the
-     * child being visited; `side` bit d then says which child that is (1 = the farther). Keeping
-     * the side matters when only one child was hit: a replay must enter that same child. */
-    uint64_t trail = 0, side = 0;
-    int level = 0;                    /* depth of the node `ref` */
+    bk_trail tr = { 0, 0, 0, 0 };     /* short stack: the restart trail */
+    /* (opaque to the optimiser here, or NVVM recomputes the parallel-ray test from the direction
+     * in the node loop of the short-stack kernels: 24 instructions per node visited) */
+    if (mode != BK_STACK_GLOBAL) BK_OPAQUE_INT(r.par);
     uint32_t hrec = 0;                /* leaf record of the hit */
     int32_t ref = 0, leaf = BK_REF_NONE;
     for (;;) {
@@ -286,34 +332,21 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             int swap = t1 < t0;
             int32_t near_ref = swap ? c1 : c0, far_ref = swap ? c0 : c1;
             int near_hit = swap ? hit1 : hit0, far_hit = swap ? hit0 : hit1;
-            if (mode == BK_STACK_SHORT) {
-                uint64_t bit = (uint64_t)1 << level;
-                if (trail & bit) {                  /* replaying a restart: one child left */
-                    int far = (side & bit) != 0;
-                    ref = (far ? far_hit : near_hit) ? (far ? far_ref : near_ref) : BK_REF_NONE;
-                } else if (near_hit && far_hit) {
-                    bk_prefetch_ref(a, far_ref);
-                    bk_stack_push(s, (uint32_t)far_ref, (uint32_t)level, 0, st);
-                    ref = near_ref;
-                } else if (near_hit || far_hit) {
-                    trail |= bit;
-                    side = far_hit ? side | bit : side & ~bit;
-                    ref = near_hit ? near_ref : far_ref;
-                } else {
-                    ref = BK_REF_NONE;                /* missed, or culled since by a nearer hit */
-                }
-                if (ref != BK_REF_NONE) level++;
+            if (mode == BK_STACK_SHORT && tr.level < tr.replay_end) {
+                ref = bk_bvh_replay(s, &tr, (uint64_t)1 << tr.level, near_ref, near_hit, far_ref, far_hit, st);
             } else if (near_hit && far_hit) {
                 bk_prefetch_ref(a, far_ref);
+                if (mode == BK_STACK_SHORT) tr.pend |= (uint64_t)1 << tr.level;
                 bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
                 ref = near_ref;
             } else {
-                ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;
+                ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;   /* missed, or culled */
             }
-            if (ref == BK_REF_NONE) ref = bk_bvh_pop(s, mode, &trail, &side, &level, st);
+            if (mode == BK_STACK_SHORT && ref != BK_REF_NONE) tr.level++;
+            if (ref == BK_REF_NONE) ref = bk_bvh_pop(s, mode, &tr, st);
             if (ref < 0 && ref != BK_REF_DONE && leaf == BK_REF_NONE) {
                 leaf = ref;                           /* park it and go on descending */
-                ref = bk_bvh_pop(s, mode, &trail, &side, &level, st);
+                ref = bk_bvh_pop(s, mode, &tr, st);
             }
 #if BK_POSTPONE_LEAVES
             if (BK_WARP_ALL(leaf != BK_REF_NONE)) break;
@@ -325,7 +358,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
         if (leaf == BK_REF_NONE) {
             if (ref == BK_REF_DONE) break;
             leaf = ref;
-            ref = bk_bvh_pop(s, mode, &trail, &side, &level, st);
+            ref = bk_bvh_pop(s, mode, &tr, st);
         }
         int found = 0;
         for (uint32_t rec = (uint32_t)~leaf;; ++rec) {     /* records ~leaf .. the one marked last */
