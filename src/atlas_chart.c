@@ -1225,8 +1225,10 @@ void bk_atlas_charts_free(charting *C) { free(C->tri_chart); free(C->chart_tris)
  * normal equations (CGLS, columns scaled to unit norm), started from the projection, so mildly
  * curved charts take a few iterations. The map is kept when no triangle flips, no two triangles
  * overlap, and every triangle's area, the chart scaled to keep its total area, stays within a
- * factor max_stretch of its world area. A few overlapping triangles leave the chart; else it is grown
- * again, half as large, and at the end its triangles are left to the planar charts. */
+ * factor max_stretch of its world area. A few overlapping triangles leave the chart, and so do a
+ * few stretched ones (max_evict: on a scan, a handful of noisy triangles among thousands made
+ * the whole chart halve); else it is grown again, half as large, and at the end its triangles
+ * are left to the planar charts. */
 
 static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
 
@@ -1534,6 +1536,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     lscm_ws *W = &ws->W;
     uint32_t *uf = ws->uf, *cid = ws->cid;
     int curved = t->curved;
+    uint32_t nstretch = 0;  /* triangles ws->evict holds for their stretch */
     t->work = 0;
     t->err = 0;
     /* a flat region larger than the cap is the planar charts' (they grow it whole) */
@@ -1625,13 +1628,17 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         ok = flips == 0 && areauv > 0 && isfinite(areauv);
         if (ok) {
+            /* triangles stretched past max_stretch leave the chart as overlapping ones do, when
+             * they are few (so->max_evict of it); more, and the chart is grown smaller */
             double sc = sqrt(area3 / areauv);
-            for (uint32_t i = 0; i < nt && ok; ++i) {
+            for (uint32_t i = 0; i < nt; ++i) {
                 double *L = loc + 6 * (size_t)i;
                 for (int k = 0; k < 6; ++k) L[k] *= sc;
                 double ratio = bk_tri2_area(L) / g->area[queue[i]];
-                ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
+                if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) { ws->evict[i] = 1; nstretch++; }
             }
+            ok = (double)nstretch <= so->max_evict * nt;
+            if (!ok) memset(ws->evict, 0, nt);
         }
     }
     /* planar: the projection, checked for overlaps here */
@@ -1656,7 +1663,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
          * hole the cone left) leave: the later of each pair whose earlier one stays, as the planar
          * charts do; too many, and the chart is grown smaller */
         uint8_t *evict = ws->evict;
-        uint32_t nev = 0;
+        uint32_t nev = nstretch;
         for (size_t q = 0; q < ws->pairs.n; ++q) {
             uint32_t a = ws->pairs.p[2 * q], b = ws->pairs.p[2 * q + 1];
             if (tried_ev(evict, a) || tried_ev(evict, b)) continue;

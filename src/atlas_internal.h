@@ -123,6 +123,8 @@ typedef struct bk_atlas_smooth_opts {
     double   crease_deg;     /* charts never grow across edges with a sharper dihedral angle */
     double   flat_deg;       /* charts whose triangles all lie within this are left planar */
     double   max_stretch;    /* each triangle's area within this factor of its world area */
+    double   max_evict;      /* triangles past max_stretch leave the chart when at most this
+                                fraction of it (0: none may; the chart is grown smaller) */
     uint32_t min_tris;       /* smaller charts are left to the planar charts */
     uint32_t max_tris;       /* charts stop growing here (the solve's cost) */
     int      max_iter;       /* conjugate-gradient iterations */

@@ -10,7 +10,8 @@
  *     where the other chart's layout would stretch it too much; bk_atlas_charts_absorb moves a small
  *     strip folded up from a grid's edge into the grid's layout, laid on the shared edges as a
  *     similar copy of itself, and leaves it where that would shrink it beyond the cone, where it
- *     is not small, or where it is a smooth chart.
+ *     is not small, or where it is a smooth chart; bk_atlas_charts_smooth lets the few stretched
+ *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it.
  */
 #include "atlas_internal.h"
 #include "bk_test.h"
@@ -449,6 +450,96 @@ static void test_absorb(void)
     absorb_case(0.9, 0, 256.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
 }
 
+/* A curved sheet (a 60 degree arc of a cylinder, 16 x 16 quads) with one vertex pulled out into
+ * a spike: its triangles cannot keep their area in a flat map. The spike's triangles are the
+ * largest, so the first chart grows from one of them. With max_evict 0 that chart is grown
+ * again smaller until it unfolds, and the spike takes a patch of the sheet with it; with 5 % the
+ * few stretched triangles leave and the rest of the sheet is one chart. Either way every smooth
+ * chart's triangles keep their area within max_stretch, and no chart overlaps itself. */
+static uint32_t smooth_evict_case(double max_evict)
+{
+    const int n = 16;
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    s.vertex_count = (uint32_t)((n + 1) * (n + 1));
+    s.positions = malloc(sizeof(float) * 3 * s.vertex_count);
+    s.tri_v = malloc(sizeof(uint32_t) * 6 * n * n);
+    for (int j = 0; j <= n; ++j)
+        for (int i = 0; i <= n; ++i) {
+            double a = (i / (double)n - 0.5) * 1.0471975511965976, r = 16.0 / 1.0471975511965976;
+            if (i == n / 2 && j == n / 2) r += 2.0;  /* the spike: 2 quads out */
+            float *p = s.positions + 3 * (j * (n + 1) + i);
+            p[0] = (float)(r * sin(a)); p[1] = (float)j; p[2] = (float)(r * cos(a));
+        }
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            uint32_t a = (uint32_t)(j * (n + 1) + i), b = a + 1, c = a + (uint32_t)(n + 1), d = c + 1;
+            uint32_t *t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = d; t[2] = b; s.tri_count++;
+            t = s.tri_v + 3 * s.tri_count;
+            t[0] = a; t[1] = c; t[2] = d; s.tri_count++;
+        }
+    tri_geom g;
+    adjacency A = { 0 };
+    charting C;
+    memset(&C, 0, sizeof C);
+    uint64_t work = 0;
+    uint32_t *weld = NULL;
+    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
+    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    bk_atlas_smooth_opts so;
+    so.cone_deg = 75.0;
+    so.crease_deg = 90.0;
+    so.flat_deg = 20.0;
+    so.max_stretch = 2.0;
+    so.max_evict = max_evict;
+    so.min_tris = 4;
+    so.max_tris = 2000;
+    so.max_iter = 60;
+    BK_EXPECT(bk_atlas_charts_smooth(&s, &g, &A, weld, &so, &C, &work) == 0);
+    uint32_t largest = 0, stretched = 0, overlapping = 0;
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        if (c->count > largest) largest = c->count;
+        double *xy = malloc(sizeof(double) * 6 * (c->count + 1)), sum_uv = 0, sum_w = 0;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C.chart_tris[c->first + i];
+            memcpy(xy + 6 * i, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            sum_uv += bk_tri2_area(xy + 6 * i);
+            sum_w += g.area[t];
+        }
+        for (uint32_t i = 0; i < c->count; ++i) {
+            /* within the factor of the world area, the chart scaled to its world area (1e-6 slack:
+             * the eviction leaves the others' scale as it was) */
+            double r = bk_tri2_area(xy + 6 * i) / g.area[C.chart_tris[c->first + i]] * (sum_w / sum_uv);
+            stretched += !(r <= 2.0 * 1.05 && r >= 0.5 / 1.05);
+        }
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        overlapping += pl.n > 0;
+        free(pl.p);
+        free(xy);
+    }
+    BK_EXPECTF(stretched == 0 && overlapping == 0, "smooth charts (max_evict %g): %u triangles stretched, %u charts overlap themselves",
+               max_evict, stretched, overlapping);
+    bk_atlas_charts_free(&C);
+    bk_atlas_adjacency_free(&A);
+    bk_atlas_geom_free(&g);
+    free(weld);
+    free(s.positions);
+    free(s.tri_v);
+    return largest;
+}
+
+static void test_smooth_evict(void)
+{
+    uint32_t none = smooth_evict_case(0.0), some = smooth_evict_case(0.05), T = 2 * 16 * 16;
+    printf("smooth sheet with a spike: largest chart %u triangles with no eviction, %u with 5 %%, of %u\n", none, some, T);
+    BK_EXPECTF(some >= T - 12 && some < T, "with 5 %% eviction the sheet is one chart less its spike: largest %u of %u", some, T);
+    BK_EXPECTF(none + 16 <= some, "without eviction the spike's chart takes a patch of the sheet: largest %u of %u", none, T);
+}
+
 int main(void)
 {
     test_overlap();
@@ -456,5 +547,6 @@ int main(void)
     test_charts();
     test_tidy();
     test_absorb();
+    test_smooth_evict();
     BK_TEST_DONE();
 }
