@@ -4,7 +4,8 @@
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
  * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names). "atlas" is the two together, as baker's --stats seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. --waste: where the
- * texels that bake nothing are (the padding ring around charts, gaps, rows left below them). */
+ * texels that bake nothing are (the padding ring around charts, gaps, rows left below them), the
+ * ring by chart size, and the charts' boundary length (which the ring follows). */
 #include "atlas.h"
 #include "image.h"
 #include "pool.h"
@@ -46,6 +47,49 @@ static void waste_report(const bk_atlas *a, int pad)
             else if (y > last_row) below++;
             else gap++;
         }
+    /* the charts' boundary (texel edges between a chart texel and an empty one): a ring
+     * close to it means the charts interlock, a larger one means slivers the packing left */
+    uint64_t edges = 0;
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            size_t p = (size_t)y * W + x;
+            if (ids[p] == BK_NONE) continue;
+            edges += (x > 0 && ids[p - 1] == BK_NONE) + (x + 1 < W && ids[p + 1] == BK_NONE) + (y > 0 && ids[p - W] == BK_NONE) +
+                     (y + 1 < H && ids[p + W] == BK_NONE);
+        }
+    /* per chart: its texels and the empty texels within pad of it (a texel near two charts
+     * counts for both), summed by the chart's size */
+    uint32_t nc = a->chart_count + 1;
+    uint64_t *tex = calloc(nc, sizeof(uint64_t)), *rng = calloc(nc, sizeof(uint64_t));
+    uint32_t *seen = malloc(sizeof(uint32_t) * nc);
+    if (tex && rng && seen) {
+        for (uint32_t c = 0; c < nc; ++c) seen[c] = UINT32_MAX;
+        for (int y = 0; y < H; ++y)
+            for (int x = 0; x < W; ++x) {
+                size_t p = (size_t)y * W + x;
+                if (ids[p] != BK_NONE) { if (ids[p] < nc) tex[ids[p]]++; continue; }
+                for (int dy = -pad; dy <= pad; ++dy)
+                    for (int dx = -pad; dx <= pad; ++dx) {
+                        int xx = x + dx, yy = y + dy;
+                        if (xx < 0 || yy < 0 || xx >= W || yy >= H) continue;
+                        uint32_t c = ids[(size_t)yy * W + xx];
+                        if (c >= nc || seen[c] == (uint32_t)p) continue;
+                        seen[c] = (uint32_t)p;
+                        rng[c]++;
+                    }
+            }
+        printf("  by chart size (texels): charts, their texels %% and ring %% of the atlas:");
+        for (uint64_t lo = 1, hi = 16; lo < (uint64_t)W * H; lo = hi, hi *= 4) {
+            uint64_t n = 0, t = 0, r = 0;
+            for (uint32_t c = 0; c < nc; ++c)
+                if (tex[c] >= lo && tex[c] < hi) { n++; t += tex[c]; r += rng[c]; }
+            if (n) printf(" [%llu, %llu) %llu %.1f %.1f;", (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)n,
+                          100.0 * t / ((double)W * H), 100.0 * r / ((double)W * H));
+        }
+        printf("\n");
+    }
+    free(tex); free(rng); free(seen);
+    printf("  chart boundary: %llu texel edges (%.1f %% of the atlas)\n", (unsigned long long)edges, 100.0 * edges / ((double)W * H));
     double n = (double)W * H / 100.0;
     printf("  texels: charts %.1f %%, padding ring %.1f %%, gaps %.1f %%, rows below the charts %.1f %% (%d rows)\n", cov / n, ring / n,
            gap / n, below / n, H - 1 - last_row);
