@@ -25,8 +25,8 @@
  * the two apart and nothing overlaps (bk_atlas_charts_merge): a small box's six faces become one cross.
  * Both keep every triangle's projection, so its texel density. Then ragged borders are tidied
  * (bk_atlas_charts_tidy): a triangle with two edges on another chart moves into that chart's
- * layout, where its three corners already are. Last, small planar charts move whole into a
- * neighbour (bk_atlas_charts_absorb), each triangle laid on the shared edges as a similar copy
+ * layout, where its three corners already are. Last, small planar charts (and smooth ones of
+ * large triangles) move whole into a neighbour (bk_atlas_charts_absorb), each triangle laid on the shared edges as a similar copy
  * of itself, where the two layouts disagree on those edges' lengths and the merge cannot join them.
  *
  * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
@@ -81,6 +81,9 @@
  * grown by the padding, is at most 256 padding squares (48 x 48 texels with 2 texels of padding
  * at the expected scale). */
 #define ABSORB_MAX_COST    256.0
+/* Small smooth charts move too when their triangles' mean area is at least 0.6 padding squares
+ * (atlas_chart.c says why and what it was measured against). */
+#define ABSORB_SMOOTH_MIN_TRI 0.6
 
 const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
 
@@ -479,7 +482,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
         stage_done(out, 4, &ts);
         bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
-        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est,
+        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est, ABSORB_SMOOTH_MIN_TRI,
                                             &C, &out->overlap_work);
         stage_done(out, 5, &ts);
         free(queue); free(part); free(kt);

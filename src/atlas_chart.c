@@ -2448,11 +2448,16 @@ done:
  * smallest first, into the neighbour it shares the most edge length with (of four tried), and
  * only where the union's rectangle grown by the padding costs no more than the two apart (a move
  * that makes a long arm leaves a hole the packer rarely fills).
- * Only planar charts move. Measured at 960, 1024 and 1088 texels (mean utilisation): planar
- * ones: sibenik 75.2 -> 77.0 %, sponza 86.0 -> 86.1, dragon_vrip_res2 75.0 -> 75.3; smooth ones
- * too: 77.6, 86.1, but dragon 74.8 (its small smooth pieces are what fills the gaps between its
- * large charts). Without the rectangle test: sibenik 74.3, dragon 73.8 (fewer charts, more
- * holes). */
+ * Planar charts move, and smooth ones made of large triangles (smooth_min_tri: a mean area of at
+ * least that many padding squares), which are pieces of modelled curves (mouldings, arches) as a
+ * planar chart is a piece of a wall; a scan's small smooth pieces, of many tiny triangles, are
+ * what fills the gaps between its large charts, and stay. Measured at 960, 1024 and 1088 texels
+ * (mean utilisation): planar ones: sibenik 75.2 -> 77.0 %, sponza 86.0 -> 86.1,
+ * dragon_vrip_res2 75.0 -> 75.3; all smooth ones too: 77.6, 86.1, but dragon 74.8. Later (with
+ * smooth charts of up to 4,000 triangles) smooth ones of triangles of at least 0.6 padding
+ * squares: sibenik 76.9 -> 77.4 %, sponza 87.2 -> 87.4, dragon_vrip_res2 78.0 -> 77.9 (1, 0.3:
+ * 77.3, 77.4; all: 77.7, but dragon 77.2). Without the rectangle test: sibenik 74.3, dragon
+ * 73.8 (fewer charts, more holes). */
 
 /* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
 static int shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku)
@@ -2492,7 +2497,7 @@ static int absorb_nb_cmp(const void *pa, const void *pb)
 }
 
 int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                           double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work)
+                           double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count;
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
@@ -2521,7 +2526,12 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         for (uint32_t i = 0; i < c->count; ++i)
             next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         double cost = (c->w + pad_w) * (c->h + pad_w);
-        if (c->smooth || !(cost <= max_cost * pad_w * pad_w)) continue;
+        if (!(cost <= max_cost * pad_w * pad_w)) continue;
+        if (c->smooth) {
+            double area = 0;
+            for (uint32_t i = 0; i < c->count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c->first + i]);
+            if (!(smooth_min_tri > 0 && area >= smooth_min_tri * pad_w * pad_w * c->count)) continue;
+        }
         uint64_t bits;
         memcpy(&bits, &cost, 8);
         order[nsmall].key = bits;

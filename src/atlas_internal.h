@@ -112,9 +112,11 @@ int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjace
 int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                           double max_stretch, charting *C, uint64_t *work);
 /* Small planar charts (rectangle grown by pad_w at most max_cost pad_w^2) moved whole into a
- * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c). */
+ * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c);
+ * small smooth charts too when their triangles' mean area is at least smooth_min_tri pad_w^2
+ * (0: never). */
 int  bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                            double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work);
+                            double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */

@@ -10,7 +10,7 @@
  *     where the other chart's layout would stretch it too much; bk_atlas_charts_absorb moves a small
  *     strip folded up from a grid's edge into the grid's layout, laid on the shared edges as a
  *     similar copy of itself, and leaves it where that would shrink it beyond the cone, where it
- *     is not small, or where it is a smooth chart; bk_atlas_charts_smooth lets the few stretched
+ *     is not small, or where it is a smooth chart of small triangles (one of large ones moves); bk_atlas_charts_smooth lets the few stretched
  *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it.
  */
 #include "atlas_internal.h"
@@ -342,7 +342,7 @@ static void test_tidy(void)
  * projection may shorten) and a strip of n quads folded up at 90 degrees along its edge y = n
  * (chart 0, laid out flat as (x, z)). The shared edges are xs long in chart 1's layout and 1 in the
  * world, so the unfolding merge cannot join them unless xs is 1. */
-static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)  /* 2: the grid moves */
+static void absorb_case(double xs, int smooth0, double max_cost, double pad_w, int want_moved)  /* 2: the grid moves */
 {
     const int n = 8;
     bk_scene s;
@@ -395,9 +395,9 @@ static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)
         C.charts[ci].w = ci ? n * xs : n;
         C.charts[ci].h = ci ? n : 1;
     }
-    BK_EXPECT(bk_atlas_charts_absorb(&s, weld, &A, NULL, 20.0, 2.0, max_cost, 1.0, &C, &work) == 0);
-    BK_EXPECTF(C.count == (want_moved ? 1u : 2u), "absorb (x scale %g, smooth %d, max cost %g): %u charts, want %d", xs, smooth0,
-               max_cost, C.count, want_moved ? 1 : 2);
+    BK_EXPECT(bk_atlas_charts_absorb(&s, weld, &A, NULL, 20.0, 2.0, max_cost, pad_w, 0.6, &C, &work) == 0);
+    BK_EXPECTF(C.count == (want_moved ? 1u : 2u), "absorb (x scale %g, smooth %d, max cost %g, padding %g): %u charts, want %d", xs,
+               smooth0, max_cost, pad_w, C.count, want_moved ? 1 : 2);
     uint32_t total = 0;
     for (uint32_t ci = 0; ci < C.count; ++ci) {
         const chart *c = &C.charts[ci];
@@ -442,12 +442,15 @@ static void test_absorb(void)
 {
     /* with pad_w 1 the strip's padded rectangle is 9 x 2 = 18, the grid's about 8 x 9 = 72: a
      * max_cost of 32 lets only the strip move (a small grid would move into the strip instead) */
-    absorb_case(0.98, 0, 32.0, 1);  /* moves: laid on the grid's edge, 0.98 of its size (0.96 of its area) */
-    absorb_case(1.0, 0, 32.0, 1);   /* moves, congruent */
-    absorb_case(0.9, 0, 32.0, 0);   /* 0.81 of its area: beyond the 20 degree cone's cos 20 = 0.94 */
-    absorb_case(0.98, 0, 16.0, 0);  /* not small */
-    absorb_case(0.98, 1, 32.0, 0);  /* a smooth chart stays */
-    absorb_case(0.9, 0, 256.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
+    absorb_case(0.98, 0, 32.0, 1.0, 1);  /* moves: laid on the grid's edge, 0.98 of its size (0.96 of its area) */
+    absorb_case(1.0, 0, 32.0, 1.0, 1);   /* moves, congruent */
+    absorb_case(0.9, 0, 32.0, 1.0, 0);   /* 0.81 of its area: beyond the 20 degree cone's cos 20 = 0.94 */
+    absorb_case(0.98, 0, 16.0, 1.0, 0);  /* not small */
+    absorb_case(0.98, 1, 32.0, 1.0, 0);  /* a smooth chart of small triangles (0.5 padding squares, under 0.6) stays */
+    /* with pad_w 0.5 the strip costs 8.5 x 1.5 / 0.25 = 51 padding squares, the grid 289: a
+     * smooth strip of triangles of 2 padding squares moves */
+    absorb_case(0.98, 1, 64.0, 0.5, 1);
+    absorb_case(0.9, 0, 256.0, 1.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
 }
 
 /* A curved sheet (a 60 degree arc of a cylinder, 16 x 16 quads) with one vertex pulled out into
