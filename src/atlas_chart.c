@@ -2715,3 +2715,132 @@ done:
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Joining charts across their seams. Where two charts meet, each pays a padding ring along the
+ * seam, and most of a modelled scene's seams lie between a smooth chart and a neighbour (smooth
+ * or planar) whose layout the unfolding merge cannot extend (the seam has different lengths in
+ * the two layouts). Here a smooth chart and the neighbour it shares the most seam with are
+ * unfolded again as one, by the smooth charts' own least-squares conformal map and check
+ * (sm_check: no flip, no overlap, every triangle's area within max_stretch, and here no triangle
+ * evicted: the union unfolds whole or not at all), and the union replaces the two when its
+ * rectangle grown by the padding costs less than theirs (as the merge decides). Small unions only
+ * (max_tris): each costs a solve, and large charts have little seam for their area. Smallest
+ * charts first, one try each, in chart order: the same result at any thread count. */
+int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
+                         const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work)
+{
+    uint32_t T = s->tri_count, n = C->count, M = max_tris + 1, H = 16, hshift = 28;
+    while (H < 4 * M) { H <<= 1; hshift--; }
+    sm_ws ws;
+    memset(&ws, 0, sizeof ws);
+    sm_try t;
+    memset(&t, 0, sizeof t);
+    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *head = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *iota = malloc(sizeof(uint32_t) * M);
+    double *len = malloc(sizeof(double) * ((size_t)n + 1));
+    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    ws.uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    ws.cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    ws.evict = calloc(M, 1);
+    ws.hkey = malloc(sizeof(uint32_t) * H);
+    ws.hval = malloc(sizeof(uint32_t) * H);
+    ws.hused = malloc(sizeof(uint32_t) * M);
+    ws.hmask = H - 1;
+    ws.hshift = hshift;
+    t.tris = malloc(sizeof(uint32_t) * M);
+    t.keep = malloc(sizeof(uint32_t) * M);
+    t.loc = malloc(sizeof(double) * 6 * (size_t)M);
+    int rc = -1;
+    if (!next || !head || !tail || !cnt || !stamp || !iota || !len || !order || !ws.uf || !ws.cid || !ws.evict || !ws.hkey || !ws.hval ||
+        !ws.hused || !t.tris || !t.keep || !t.loc) goto done;
+    memset(ws.hkey, 0xFF, sizeof(uint32_t) * H);
+    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
+    uint32_t nsm = 0;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        const chart *c = &C->charts[ci];
+        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+        cnt[ci] = c->count;
+        stamp[ci] = BK_NONE;
+        for (uint32_t i = 0; i < c->count; ++i)
+            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+        if (!c->smooth || c->count >= max_tris) continue;
+        order[nsm].key = c->count;
+        order[nsm].idx = ci;
+        nsm++;
+    }
+    bk_key_idx_sort(order, nsm);
+    sm_ctx x;
+    memset(&x, 0, sizeof x);
+    x.s = s; x.g = g; x.A = A; x.weld = weld; x.so = so; x.C = C; x.iota = iota;
+    for (uint32_t oi = 0; oi < nsm; ++oi) {
+        uint32_t a = order[oi].idx;
+        if (!cnt[a]) continue;
+        /* the neighbour sharing the longest seam (world length), among those small enough */
+        uint32_t b = BK_NONE;
+        for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+            for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+                uint32_t u = A->adj[p], c = C->tri_chart[u];
+                int kv, ku;
+                if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > max_tris || shared_edge(s, weld, v, u, &kv, &ku)) continue;
+                double p0[3], p1[3], e[3];
+                pos_of(s, v, kv, p0); pos_of(s, v, (kv + 1) % 3, p1);
+                for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
+                if (stamp[c] != oi) { stamp[c] = oi; len[c] = 0; }
+                len[c] += sqrt(dot3d(e, e));
+                if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
+            }
+        if (b == BK_NONE) continue;
+        /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
+        uint32_t nt = 0;
+        double sum[3] = { 0, 0, 0 };
+        for (int side = 0; side < 2; ++side)
+            for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
+                hm_put(&ws, u, nt);
+                t.tris[nt++] = u;
+                for (int k = 0; k < 3; ++k) sum[k] += tri_n(g, u)[k] * g->area[u];
+            }
+        double l = sqrt(dot3d(sum, sum));
+        if (l > 0) {
+            for (int k = 0; k < 3; ++k) t.avg[k] = sum[k] / l;
+            t.nt = nt;
+            t.limit = nt + 1;
+            t.curved = 1;
+            sm_check(&x, &t, &ws);
+            *work += t.work;
+        }
+        hm_clear(&ws);
+        if (!(l > 0)) continue;
+        if (t.err) goto done;
+        if (!t.ok || t.nkeep != nt) continue;
+        /* per-object density (--object-scale): the layout grows by the charts' factor (one
+         * factor: adjacency never crosses two) */
+        double f = tri_scale ? tri_scale[t.tris[0]] : 1.0;
+        chart *ca = &C->charts[a];
+        const chart *cb = &C->charts[b];
+        double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t.w + pad_w) * (f * t.h + pad_w);
+        if (!(gain > 0)) continue;
+        for (uint32_t i = 0; i < nt; ++i) {
+            for (int k = 0; k < 6; ++k) C->loc[6 * (size_t)t.tris[i] + k] = f * t.loc[6 * (size_t)i + k];
+            C->tri_chart[t.tris[i]] = a;
+        }
+        next[tail[a]] = head[b];
+        tail[a] = tail[b];
+        cnt[a] += cnt[b];
+        cnt[b] = 0;
+        head[b] = BK_NONE;
+        ca->w = f * t.w;
+        ca->h = f * t.h;
+        for (int k = 0; k < 3; ++k) ca->n[k] = t.avg[k];
+    }
+    if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
+    rc = 0;
+done:
+    lscm_free(&ws.W);
+    free(ws.uf); free(ws.cid); free(ws.evict); free(ws.hkey); free(ws.hval); free(ws.hused); free(ws.xy); free(ws.pts); free(ws.pairs.p);
+    free(t.tris); free(t.keep); free(t.loc);
+    free(next); free(head); free(tail); free(cnt); free(stamp); free(iota); free(len); free(order);
+    return rc;
+}

@@ -3,7 +3,8 @@
  *
  *   atlas_chart.c    triangle geometry, welding, adjacency; charts by region growing, planar
  *                    projection, minimal-area rectangles, splitting and merging by unfolding,
- *                    small charts absorbed into their neighbours
+ *                    smooth charts joined with a neighbour across their seam, small charts
+ *                    absorbed into their neighbours
  *   atlas_overlap.c  which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
  *                    --uv file), in time about linear in the triangles
  *   atlas_pack.c     blocks (charts, rectangles) into a bin: skyline + waste map, pages
@@ -137,6 +138,12 @@ typedef struct bk_atlas_smooth_opts {
  * bk_atlas_charts_make, which keeps these charts and adds its own. */
 int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                             const bk_atlas_smooth_opts *so, charting *C, uint64_t *work);
+
+/* A smooth chart and the neighbour it shares the most seam with (smooth or planar), when the two
+ * have at most max_tris triangles, unfolded again as one smooth chart where it unfolds whole by
+ * so's rules and its rectangle grown by pad_w costs less than theirs (see atlas_chart.c). */
+int  bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
+                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work);
 
 /* ---- atlas_overlap.c ------------------------------------------------------------------------ */
 

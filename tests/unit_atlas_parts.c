@@ -11,7 +11,9 @@
  *     strip folded up from a grid's edge into the grid's layout, laid on the shared edges as a
  *     similar copy of itself, and leaves it where that would shrink it beyond the cone, where it
  *     is not small, or where it is a smooth chart of small triangles (one of large ones moves); bk_atlas_charts_smooth lets the few stretched
- *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it.
+ *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it;
+ *     bk_atlas_charts_join unfolds a sheet's two halves as one chart, and leaves them when they
+ *     are too many triangles or the union does not unfold whole.
  */
 #include "atlas_internal.h"
 #include "bk_test.h"
@@ -459,29 +461,36 @@ static void test_absorb(void)
  * again smaller until it unfolds, and the spike takes a patch of the sheet with it; with 5 % the
  * few stretched triangles leave and the rest of the sheet is one chart. Either way every smooth
  * chart's triangles keep their area within max_stretch, and no chart overlaps itself. */
-static uint32_t smooth_evict_case(double max_evict)
+/* The sheet: 16 x 16 unit quads bent into a 60 degree arc of a cylinder (an arc 16 long), the
+ * vertex at its centre pulled out by spike; quad (i, j) is triangles 2 (16 j + i) and + 1. */
+static void sheet_make(bk_scene *s, double spike)
 {
     const int n = 16;
-    bk_scene s;
-    memset(&s, 0, sizeof s);
-    s.vertex_count = (uint32_t)((n + 1) * (n + 1));
-    s.positions = malloc(sizeof(float) * 3 * s.vertex_count);
-    s.tri_v = malloc(sizeof(uint32_t) * 6 * n * n);
+    memset(s, 0, sizeof *s);
+    s->vertex_count = (uint32_t)((n + 1) * (n + 1));
+    s->positions = malloc(sizeof(float) * 3 * s->vertex_count);
+    s->tri_v = malloc(sizeof(uint32_t) * 6 * n * n);
     for (int j = 0; j <= n; ++j)
         for (int i = 0; i <= n; ++i) {
             double a = (i / (double)n - 0.5) * 1.0471975511965976, r = 16.0 / 1.0471975511965976;
-            if (i == n / 2 && j == n / 2) r += 2.0;  /* the spike: 2 quads out */
-            float *p = s.positions + 3 * (j * (n + 1) + i);
+            if (i == n / 2 && j == n / 2) r += spike;
+            float *p = s->positions + 3 * (j * (n + 1) + i);
             p[0] = (float)(r * sin(a)); p[1] = (float)j; p[2] = (float)(r * cos(a));
         }
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < n; ++i) {
             uint32_t a = (uint32_t)(j * (n + 1) + i), b = a + 1, c = a + (uint32_t)(n + 1), d = c + 1;
-            uint32_t *t = s.tri_v + 3 * s.tri_count;
-            t[0] = a; t[1] = d; t[2] = b; s.tri_count++;
-            t = s.tri_v + 3 * s.tri_count;
-            t[0] = a; t[1] = c; t[2] = d; s.tri_count++;
+            uint32_t *t = s->tri_v + 3 * s->tri_count;
+            t[0] = a; t[1] = d; t[2] = b; s->tri_count++;
+            t = s->tri_v + 3 * s->tri_count;
+            t[0] = a; t[1] = c; t[2] = d; s->tri_count++;
         }
+}
+
+static uint32_t smooth_evict_case(double max_evict)
+{
+    bk_scene s;
+    sheet_make(&s, 2.0);  /* the spike: 2 quads out */
     tri_geom g;
     adjacency A = { 0 };
     charting C;
@@ -543,6 +552,89 @@ static void test_smooth_evict(void)
     BK_EXPECTF(none + 16 <= some, "without eviction the spike's chart takes a patch of the sheet: largest %u of %u", none, T);
 }
 
+/* The sheet cut down the middle into two smooth charts, each laid out as its own unrolled half
+ * (16 x 8): bk_atlas_charts_join unfolds them as one 16 x 16 chart (a cylinder unrolls without
+ * stretch), every triangle keeping its area and nothing overlapping; not when the two together
+ * have more than max_tris triangles, nor with a spike in the sheet (the union does not unfold
+ * whole: its stretched triangles would have to leave). */
+static void join_case(double spike, uint32_t max_tris, uint32_t want_charts)
+{
+    bk_scene s;
+    sheet_make(&s, spike);
+    uint32_t T = s.tri_count;
+    tri_geom g;
+    adjacency A = { 0 };
+    uint32_t *weld = NULL;
+    uint64_t work = 0;
+    charting C;
+    two_chart_setup(&s, &g, &weld, &A, &C);
+    for (uint32_t ci = 0, w = 0; ci < 2; ++ci) {
+        C.charts[ci].first = w;
+        C.charts[ci].smooth = 1;
+        C.charts[ci].n[2] = 1;
+        for (uint32_t t = 0; t < T; ++t) {
+            uint32_t i = (t / 2) % 16, j = (t / 2) / 16;
+            if ((i >= 8) != (ci == 1)) continue;
+            C.tri_chart[t] = ci;
+            C.chart_tris[w++] = t;
+            /* the unrolled half, 16 x 8: quad corner (i - 8 ci, j) at (j, i - 8 ci), which turns
+             * the triangles counter-clockwise */
+            static const int du[2][3] = { { 0, 1, 1 }, { 0, 0, 1 } }, dv[2][3] = { { 0, 1, 0 }, { 0, 1, 1 } };
+            for (int k = 0; k < 3; ++k) {
+                C.loc[6 * (size_t)t + 2 * k] = (double)j + dv[t & 1][k];
+                C.loc[6 * (size_t)t + 2 * k + 1] = (double)i - 8.0 * ci + du[t & 1][k];
+            }
+        }
+        C.charts[ci].count = w - C.charts[ci].first;
+        C.charts[ci].w = 16;
+        C.charts[ci].h = 8;
+    }
+    bk_atlas_smooth_opts so;
+    so.cone_deg = 75.0;
+    so.crease_deg = 90.0;
+    so.flat_deg = 20.0;
+    so.max_stretch = 2.0;
+    so.max_evict = 0.05;
+    so.min_tris = 4;
+    so.max_tris = 2000;
+    so.max_iter = 60;
+    BK_EXPECT(bk_atlas_charts_join(&s, &g, &A, weld, NULL, &so, max_tris, 1.0, &C, &work) == 0);
+    BK_EXPECTF(C.count == want_charts, "join (spike %g, max_tris %u): %u charts, want %u", spike, max_tris, C.count, want_charts);
+    uint32_t total = 0, wrong = 0, stretched = 0;
+    size_t overlaps = 0;
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        double *xy = malloc(sizeof(double) * 6 * c->count);
+        for (uint32_t k = 0; k < c->count; ++k) {
+            uint32_t t = C.chart_tris[c->first + k];
+            wrong += C.tri_chart[t] != ci;
+            memcpy(xy + 6 * k, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            double r = bk_tri2_area(xy + 6 * k) / g.area[t];
+            stretched += !(r > 0.9 && r < 1.1);
+        }
+        total += c->count;
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        overlaps += pl.n;
+        free(pl.p);
+        free(xy);
+    }
+    BK_EXPECTF(total == T && wrong == 0, "join: %u triangles in charts of %u, %u in the wrong chart", total, T, wrong);
+    if (want_charts == 1) {
+        const chart *c = &C.charts[0];
+        BK_EXPECTF(stretched == 0 && overlaps == 0 && fabs(c->w * c->h - 256.0) < 8.0, "join: %u triangles stretched, %zu overlapping "
+                   "pairs, a %g x %g chart (want 16 x 16)", stretched, overlaps, c->w, c->h);
+    }
+    two_chart_free(&s, &g, weld, &A, &C);
+}
+
+static void test_join(void)
+{
+    join_case(0.0, 2000, 1);  /* joined */
+    join_case(0.0, 300, 2);   /* 512 triangles together: too many */
+    join_case(2.0, 2000, 2);  /* the spike's triangles cannot keep their area */
+}
+
 int main(void)
 {
     test_overlap();
@@ -551,5 +643,6 @@ int main(void)
     test_tidy();
     test_absorb();
     test_smooth_evict();
+    test_join();
     BK_TEST_DONE();
 }
