@@ -2724,9 +2724,11 @@ done:
  * unfolded again as one, by the smooth charts' own least-squares conformal map and check
  * (sm_check: no flip, no overlap, every triangle's area within max_stretch, and here no triangle
  * evicted: the union unfolds whole or not at all), and the union replaces the two when its
- * rectangle grown by the padding costs less than theirs (as the merge decides). Small unions only
- * (max_tris): each costs a solve, and large charts have little seam for their area. Smallest
- * charts first, one try each, in chart order: the same result at any thread count. */
+ * rectangle grown by the padding costs less than theirs (as the merge decides); else the
+ * neighbour with the next longest seam is tried, JOIN_TRIES in all. Small unions only (max_tris):
+ * each costs a solve, and large charts have little seam for their area. Smallest charts first,
+ * serially: the same result at any thread count. */
+#define JOIN_TRIES 3
 int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work)
 {
@@ -2778,8 +2780,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     for (uint32_t oi = 0; oi < nsm; ++oi) {
         uint32_t a = order[oi].idx;
         if (!cnt[a]) continue;
-        /* the neighbour sharing the longest seam (world length), among those small enough */
-        uint32_t b = BK_NONE;
+        /* the seam (world length) shared with each neighbour small enough */
         for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
             for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
                 uint32_t u = A->adj[p], c = C->tri_chart[u];
@@ -2790,50 +2791,62 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
                 for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
                 if (stamp[c] != oi) { stamp[c] = oi; len[c] = 0; }
                 len[c] += sqrt(dot3d(e, e));
-                if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
             }
-        if (b == BK_NONE) continue;
-        /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
-        uint32_t nt = 0;
-        double sum[3] = { 0, 0, 0 };
-        for (int side = 0; side < 2; ++side)
-            for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
-                hm_put(&ws, u, nt);
-                t.tris[nt++] = u;
-                for (int k = 0; k < 3; ++k) sum[k] += tri_n(g, u)[k] * g->area[u];
+        /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
+         * a neighbour tried gets length -1 */
+        for (int k = 0; k < JOIN_TRIES; ++k) {
+            uint32_t b = BK_NONE;
+            for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+                for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+                    uint32_t c = C->tri_chart[A->adj[p]];
+                    if (c == a || c == BK_NONE || stamp[c] != oi || !(len[c] > 0)) continue;
+                    if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
+                }
+            if (b == BK_NONE) break;
+            len[b] = -1;
+            /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
+            uint32_t nt = 0;
+            double sum[3] = { 0, 0, 0 };
+            for (int side = 0; side < 2; ++side)
+                for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
+                    hm_put(&ws, u, nt);
+                    t.tris[nt++] = u;
+                    for (int q = 0; q < 3; ++q) sum[q] += tri_n(g, u)[q] * g->area[u];
+                }
+            double l = sqrt(dot3d(sum, sum));
+            if (l > 0) {
+                for (int q = 0; q < 3; ++q) t.avg[q] = sum[q] / l;
+                t.nt = nt;
+                t.limit = nt + 1;
+                t.curved = 1;
+                sm_check(&x, &t, &ws);
+                *work += t.work;
             }
-        double l = sqrt(dot3d(sum, sum));
-        if (l > 0) {
-            for (int k = 0; k < 3; ++k) t.avg[k] = sum[k] / l;
-            t.nt = nt;
-            t.limit = nt + 1;
-            t.curved = 1;
-            sm_check(&x, &t, &ws);
-            *work += t.work;
+            hm_clear(&ws);
+            if (!(l > 0)) continue;
+            if (t.err) goto done;
+            if (!t.ok || t.nkeep != nt) continue;
+            /* per-object density (--object-scale): the layout grows by the charts' factor (one
+             * factor: adjacency never crosses two) */
+            double f = tri_scale ? tri_scale[t.tris[0]] : 1.0;
+            chart *ca = &C->charts[a];
+            const chart *cb = &C->charts[b];
+            double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t.w + pad_w) * (f * t.h + pad_w);
+            if (!(gain > 0)) continue;
+            for (uint32_t i = 0; i < nt; ++i) {
+                for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)t.tris[i] + q] = f * t.loc[6 * (size_t)i + q];
+                C->tri_chart[t.tris[i]] = a;
+            }
+            next[tail[a]] = head[b];
+            tail[a] = tail[b];
+            cnt[a] += cnt[b];
+            cnt[b] = 0;
+            head[b] = BK_NONE;
+            ca->w = f * t.w;
+            ca->h = f * t.h;
+            for (int q = 0; q < 3; ++q) ca->n[q] = t.avg[q];
+            break;
         }
-        hm_clear(&ws);
-        if (!(l > 0)) continue;
-        if (t.err) goto done;
-        if (!t.ok || t.nkeep != nt) continue;
-        /* per-object density (--object-scale): the layout grows by the charts' factor (one
-         * factor: adjacency never crosses two) */
-        double f = tri_scale ? tri_scale[t.tris[0]] : 1.0;
-        chart *ca = &C->charts[a];
-        const chart *cb = &C->charts[b];
-        double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t.w + pad_w) * (f * t.h + pad_w);
-        if (!(gain > 0)) continue;
-        for (uint32_t i = 0; i < nt; ++i) {
-            for (int k = 0; k < 6; ++k) C->loc[6 * (size_t)t.tris[i] + k] = f * t.loc[6 * (size_t)i + k];
-            C->tri_chart[t.tris[i]] = a;
-        }
-        next[tail[a]] = head[b];
-        tail[a] = tail[b];
-        cnt[a] += cnt[b];
-        cnt[b] = 0;
-        head[b] = BK_NONE;
-        ca->w = f * t.w;
-        ca->h = f * t.h;
-        for (int k = 0; k < 3; ++k) ca->n[k] = t.avg[k];
     }
     if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
