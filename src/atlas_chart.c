@@ -2456,8 +2456,10 @@ done:
  * dragon_vrip_res2 75.0 -> 75.3; all smooth ones too: 77.6, 86.1, but dragon 74.8. Later (with
  * smooth charts of up to 4,000 triangles) smooth ones of triangles of at least 0.6 padding
  * squares: sibenik 76.9 -> 77.4 %, sponza 87.2 -> 87.4, dragon_vrip_res2 78.0 -> 77.9 (1, 0.3:
- * 77.3, 77.4; all: 77.7, but dragon 77.2). Without the rectangle test: sibenik 74.3, dragon
- * 73.8 (fewer charts, more holes). */
+ * 77.3, 77.4; all: 77.7, but dragon 77.2); small scenes: bunny at 512^2 67.8 -> 76.6 % (21
+ * charts: 16, with the join), WusonOBJ, a low-poly character whose triangles count as large,
+ * 82.0 -> 80.9 at 1024^2 (without the join; 1 point at 640 to 1536 too). Without the
+ * rectangle test: sibenik 74.3, dragon 73.8 (fewer charts, more holes). */
 
 /* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
 static int shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku)
