@@ -3,7 +3,8 @@
  * searches of atlas_overlap.c) and skyline packing (atlas_pack.c); and --uv file.
  *
  * Pipeline (see atlas.h): weld vertices by position -> edge adjacency -> charts -> split charts
- * that fill their rectangle poorly -> merge neighbouring charts by unfolding -> tidy borders and
+ * that fill their rectangle poorly -> join small smooth charts with a neighbour -> merge
+ * neighbouring charts by unfolding -> tidy borders and
  * absorb small charts into their neighbours -> every chart
  * rotated to its minimal-area rectangle -> one uniform scale for all charts -> skyline packing
  * -> UVs -> conservative coverage (raster.c) for the utilisation.
@@ -19,14 +20,16 @@
  * each triangle touches), a triangle that overlaps an earlier one that stays leaves the chart,
  * and the evicted triangles are charted again among themselves until nothing overlaps.
  *
- * Then two passes on what the packer pays for, each chart's rectangle grown by the padding:
- * rings and frames are re-grown into compact parts (bk_atlas_charts_split), and neighbouring charts are
+ * Then passes on what the packer pays for, each chart's rectangle grown by the padding:
+ * rings and frames are re-grown into compact parts (bk_atlas_charts_split), small smooth charts
+ * are unfolded again together with the neighbour across their longest seam where the union
+ * unfolds whole (bk_atlas_charts_join), and neighbouring charts are
  * unfolded into one another across a shared edge when their union's rectangle costs less than
  * the two apart and nothing overlaps (bk_atlas_charts_merge): a small box's six faces become one cross.
- * Both keep every triangle's projection, so its texel density. Then ragged borders are tidied
+ * The split and the merge keep every triangle's projection, so its texel density. Then ragged borders are tidied
  * (bk_atlas_charts_tidy): a triangle with two edges on another chart moves into that chart's
- * layout, where its three corners already are. Last, small planar charts move whole into a
- * neighbour (bk_atlas_charts_absorb), each triangle laid on the shared edges as a similar copy
+ * layout, where its three corners already are. Last, small planar charts (and smooth ones of
+ * large triangles) move whole into a neighbour (bk_atlas_charts_absorb), each triangle laid on the shared edges as a similar copy
  * of itself, where the two layouts disagree on those edges' lengths and the merge cannot join them.
  *
  * Packing: each chart becomes a block of floor(L + 0.02) + 1 texels per side (L its extent in
@@ -48,8 +51,12 @@
 #include <string.h>
 
 #define DEFAULT_CONE_DEG 20.0f
-/* Smooth charts (bk_atlas_charts_smooth): grown within 75 degrees of their mean normal, up to 2,000
- * triangles, each triangle's area kept within a factor 2. Measured at 1024^2 against 60 degrees:
+/* Smooth charts (bk_atlas_charts_smooth): grown within 75 degrees of their mean normal, up to 4,000
+ * triangles, each triangle's area kept within a factor 2. Up to 4,000 from 2,000 since stretched
+ * triangles may leave a chart (SMOOTH_MAX_EVICT), measured at 960, 1024 and 1088 texels (mean
+ * utilisation): dragon_vrip_res2 75.9 -> 78.0 %, sponza 87.1 -> 87.2, sibenik 76.9 (the same);
+ * dragon_vrip at 1024^2 69.5 -> 72.9 % at 2.94 -> 3.58 s one-thread CPU; 5,000: dragon_vrip_res2
+ * 77.2; 6,000: 79.0, but dragon_vrip 5.0 s. Earlier, at 2,000, measured at 1024^2 against 60 degrees:
  * sponza 1,825 -> 1,657 charts, 84.1 -> 85.2 %, sibenik 74.0 -> 74.6 %, dragon_vrip_res2 73.1 ->
  * 71.5 % (which prefers 60 degrees and 4,000 triangles: 75.3 %, at twice the time); a factor 3
  * or fewer triangles a chart changed little. Conjugate gradients stop after 60
@@ -65,12 +72,32 @@
 #define SMOOTH_CONE_DEG    75.0
 #define SMOOTH_CREASE_DEG  90.0
 #define SMOOTH_MAX_STRETCH 2.0
-#define SMOOTH_MAX_TRIS    2000
+#define SMOOTH_MAX_TRIS    4000
 #define SMOOTH_MAX_ITER    60
+/* Up to 1 % of a smooth chart's triangles may leave it for their stretch (instead of the chart
+ * halving). Measured at 960, 1024 and 1088 texels (mean utilisation) against none: sibenik
+ * 77.0 -> 76.9 %, dragon_vrip_res2 75.3 -> 75.9, sponza 86.1 -> 87.1 (and less time: fewer
+ * charts grown again); 2 %: 77.2, 74.4, 87.7 (the triangles that leave become charts of a few
+ * texels, each with its ring); 0.5 %: 76.8, 75.6, 86.5. */
+#define SMOOTH_MAX_EVICT   0.01
+/* Smooth charts joined with their neighbour across the seam (bk_atlas_charts_join) when the two
+ * have at most 256 triangles. Measured at 960, 1024 and 1088 texels (mean utilisation): sibenik
+ * 77.4 -> 78.7 %, sponza 87.4 -> 87.5, dragon_vrip_res2 77.9 -> 77.6 (its charts are large);
+ * with smooth neighbours only: 78.3, 87.5, 77.8; up to 128 triangles: 78.6, 87.4, 77.9; 512:
+ * 78.7, 87.3, 77.3; any union that unfolds, whatever its rectangle: 78.2, 86.9, 77.3; the union
+ * joining again up to 4 times: 78.2, 87.2, 77.5. Then the next neighbours by seam where the first
+ * does not join (JOIN_TRIES, atlas_chart.c): 3 in all 79.0, 87.6, 77.9; 2: 78.9, 87.3, 77.8; 6:
+ * 79.0, 87.4, 77.6. Sponza's atlas costs 0.1 s more (0.27 -> 0.37 s one-thread CPU). Small
+ * scenes at 640, 768, 1024 and 1536 texels: WusonOBJ (a character of 3,732 triangles) loses
+ * 79.4, 80.6, 80.9, 82.4 -> 76.6, 80.2, 80.5, 81.8 %; spider and bunny change by under a point. */
+#define JOIN_MAX_TRIS      256
 /* Small planar charts moved into a neighbour (bk_atlas_charts_absorb): those whose rectangle,
  * grown by the padding, is at most 256 padding squares (48 x 48 texels with 2 texels of padding
  * at the expected scale). */
 #define ABSORB_MAX_COST    256.0
+/* Small smooth charts move too when their triangles' mean area is at least 0.6 padding squares
+ * (atlas_chart.c says why and what it was measured against). */
+#define ABSORB_SMOOTH_MIN_TRI 0.6
 
 const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
 
@@ -427,6 +454,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     so.crease_deg = SMOOTH_CREASE_DEG;
     so.flat_deg = cone;
     so.max_stretch = SMOOTH_MAX_STRETCH;
+    so.max_evict = SMOOTH_MAX_EVICT;
     so.min_tris = 4;
     so.max_tris = SMOOTH_MAX_TRIS;
     so.max_iter = SMOOTH_MAX_ITER;
@@ -465,10 +493,12 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
         int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part);
         stage_done(out, 3, &ts);
+        if (!o->planar_only)
+            bad = bad || bk_atlas_charts_join(&ms, &g, &A, weld, o->tri_scale, &so, JOIN_MAX_TRIS, (pad + 1) / s_est, &C, &out->overlap_work);
         bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
         stage_done(out, 4, &ts);
         bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
-        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est,
+        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est, ABSORB_SMOOTH_MIN_TRI,
                                             &C, &out->overlap_work);
         stage_done(out, 5, &ts);
         free(queue); free(part); free(kt);

@@ -1225,8 +1225,10 @@ void bk_atlas_charts_free(charting *C) { free(C->tri_chart); free(C->chart_tris)
  * normal equations (CGLS, columns scaled to unit norm), started from the projection, so mildly
  * curved charts take a few iterations. The map is kept when no triangle flips, no two triangles
  * overlap, and every triangle's area, the chart scaled to keep its total area, stays within a
- * factor max_stretch of its world area. A few overlapping triangles leave the chart; else it is grown
- * again, half as large, and at the end its triangles are left to the planar charts. */
+ * factor max_stretch of its world area. A few overlapping triangles leave the chart, and so do a
+ * few stretched ones (max_evict: on a scan, a handful of noisy triangles among thousands made
+ * the whole chart halve); else it is grown again, half as large, and at the end its triangles
+ * are left to the planar charts. */
 
 static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
 
@@ -1534,6 +1536,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     lscm_ws *W = &ws->W;
     uint32_t *uf = ws->uf, *cid = ws->cid;
     int curved = t->curved;
+    uint32_t nstretch = 0;  /* triangles ws->evict holds for their stretch */
     t->work = 0;
     t->err = 0;
     /* a flat region larger than the cap is the planar charts' (they grow it whole) */
@@ -1625,13 +1628,17 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         }
         ok = flips == 0 && areauv > 0 && isfinite(areauv);
         if (ok) {
+            /* triangles stretched past max_stretch leave the chart as overlapping ones do, when
+             * they are few (so->max_evict of it); more, and the chart is grown smaller */
             double sc = sqrt(area3 / areauv);
-            for (uint32_t i = 0; i < nt && ok; ++i) {
+            for (uint32_t i = 0; i < nt; ++i) {
                 double *L = loc + 6 * (size_t)i;
                 for (int k = 0; k < 6; ++k) L[k] *= sc;
                 double ratio = bk_tri2_area(L) / g->area[queue[i]];
-                ok = ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch;
+                if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) { ws->evict[i] = 1; nstretch++; }
             }
+            ok = (double)nstretch <= so->max_evict * nt;
+            if (!ok) memset(ws->evict, 0, nt);
         }
     }
     /* planar: the projection, checked for overlaps here */
@@ -1656,7 +1663,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
          * hole the cone left) leave: the later of each pair whose earlier one stays, as the planar
          * charts do; too many, and the chart is grown smaller */
         uint8_t *evict = ws->evict;
-        uint32_t nev = 0;
+        uint32_t nev = nstretch;
         for (size_t q = 0; q < ws->pairs.n; ++q) {
             uint32_t a = ws->pairs.p[2 * q], b = ws->pairs.p[2 * q + 1];
             if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
@@ -2441,11 +2448,18 @@ done:
  * smallest first, into the neighbour it shares the most edge length with (of four tried), and
  * only where the union's rectangle grown by the padding costs no more than the two apart (a move
  * that makes a long arm leaves a hole the packer rarely fills).
- * Only planar charts move. Measured at 960, 1024 and 1088 texels (mean utilisation): planar
- * ones: sibenik 75.2 -> 77.0 %, sponza 86.0 -> 86.1, dragon_vrip_res2 75.0 -> 75.3; smooth ones
- * too: 77.6, 86.1, but dragon 74.8 (its small smooth pieces are what fills the gaps between its
- * large charts). Without the rectangle test: sibenik 74.3, dragon 73.8 (fewer charts, more
- * holes). */
+ * Planar charts move, and smooth ones made of large triangles (smooth_min_tri: a mean area of at
+ * least that many padding squares), which are pieces of modelled curves (mouldings, arches) as a
+ * planar chart is a piece of a wall; a scan's small smooth pieces, of many tiny triangles, are
+ * what fills the gaps between its large charts, and stay. Measured at 960, 1024 and 1088 texels
+ * (mean utilisation): planar ones: sibenik 75.2 -> 77.0 %, sponza 86.0 -> 86.1,
+ * dragon_vrip_res2 75.0 -> 75.3; all smooth ones too: 77.6, 86.1, but dragon 74.8. Later (with
+ * smooth charts of up to 4,000 triangles) smooth ones of triangles of at least 0.6 padding
+ * squares: sibenik 76.9 -> 77.4 %, sponza 87.2 -> 87.4, dragon_vrip_res2 78.0 -> 77.9 (1, 0.3:
+ * 77.3, 77.4; all: 77.7, but dragon 77.2); small scenes: bunny at 512^2 67.8 -> 76.6 % (21
+ * charts: 16, with the join), WusonOBJ, a low-poly character whose triangles count as large,
+ * 82.0 -> 80.9 at 1024^2 (without the join; 1 point at 640 to 1536 too). Without the
+ * rectangle test: sibenik 74.3, dragon 73.8 (fewer charts, more holes). */
 
 /* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
 static int shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku)
@@ -2485,7 +2499,7 @@ static int absorb_nb_cmp(const void *pa, const void *pb)
 }
 
 int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                           double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work)
+                           double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count;
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
@@ -2514,7 +2528,12 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         for (uint32_t i = 0; i < c->count; ++i)
             next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         double cost = (c->w + pad_w) * (c->h + pad_w);
-        if (c->smooth || !(cost <= max_cost * pad_w * pad_w)) continue;
+        if (!(cost <= max_cost * pad_w * pad_w)) continue;
+        if (c->smooth) {
+            double area = 0;
+            for (uint32_t i = 0; i < c->count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c->first + i]);
+            if (!(smooth_min_tri > 0 && area >= smooth_min_tri * pad_w * pad_w * c->count)) continue;
+        }
         uint64_t bits;
         memcpy(&bits, &cost, 8);
         order[nsmall].key = bits;
@@ -2696,5 +2715,147 @@ done:
     for (uint32_t ci = 0; hull_p && ci < n; ++ci) free(hull_p[ci]);
     free(hull_p); free(hull_n);
     bk_atlas_overlap_scratch_free(&ovs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Joining charts across their seams. Where two charts meet, each pays a padding ring along the
+ * seam, and most of a modelled scene's seams lie between a smooth chart and a neighbour (smooth
+ * or planar) whose layout the unfolding merge cannot extend (the seam has different lengths in
+ * the two layouts). Here a smooth chart and the neighbour it shares the most seam with are
+ * unfolded again as one, by the smooth charts' own least-squares conformal map and check
+ * (sm_check: no flip, no overlap, every triangle's area within max_stretch, and here no triangle
+ * evicted: the union unfolds whole or not at all), and the union replaces the two when its
+ * rectangle grown by the padding costs less than theirs (as the merge decides); else the
+ * neighbour with the next longest seam is tried, JOIN_TRIES in all. Small unions only (max_tris):
+ * each costs a solve, and large charts have little seam for their area. Smallest charts first,
+ * serially: the same result at any thread count. */
+#define JOIN_TRIES 3
+int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
+                         const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work)
+{
+    uint32_t T = s->tri_count, n = C->count, M = max_tris + 1, H = 16, hshift = 28;
+    while (H < 4 * M) { H <<= 1; hshift--; }
+    sm_ws ws;
+    memset(&ws, 0, sizeof ws);
+    sm_try t;
+    memset(&t, 0, sizeof t);
+    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *head = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *iota = malloc(sizeof(uint32_t) * M);
+    double *len = malloc(sizeof(double) * ((size_t)n + 1));
+    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    ws.uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    ws.cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    ws.evict = calloc(M, 1);
+    ws.hkey = malloc(sizeof(uint32_t) * H);
+    ws.hval = malloc(sizeof(uint32_t) * H);
+    ws.hused = malloc(sizeof(uint32_t) * M);
+    ws.hmask = H - 1;
+    ws.hshift = hshift;
+    t.tris = malloc(sizeof(uint32_t) * M);
+    t.keep = malloc(sizeof(uint32_t) * M);
+    t.loc = malloc(sizeof(double) * 6 * (size_t)M);
+    int rc = -1;
+    if (!next || !head || !tail || !cnt || !stamp || !iota || !len || !order || !ws.uf || !ws.cid || !ws.evict || !ws.hkey || !ws.hval ||
+        !ws.hused || !t.tris || !t.keep || !t.loc) goto done;
+    memset(ws.hkey, 0xFF, sizeof(uint32_t) * H);
+    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
+    uint32_t nsm = 0;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        const chart *c = &C->charts[ci];
+        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+        cnt[ci] = c->count;
+        stamp[ci] = BK_NONE;
+        for (uint32_t i = 0; i < c->count; ++i)
+            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+        if (!c->smooth || c->count >= max_tris) continue;
+        order[nsm].key = c->count;
+        order[nsm].idx = ci;
+        nsm++;
+    }
+    bk_key_idx_sort(order, nsm);
+    sm_ctx x;
+    memset(&x, 0, sizeof x);
+    x.s = s; x.g = g; x.A = A; x.weld = weld; x.so = so; x.C = C; x.iota = iota;
+    for (uint32_t oi = 0; oi < nsm; ++oi) {
+        uint32_t a = order[oi].idx;
+        if (!cnt[a]) continue;
+        /* the seam (world length) shared with each neighbour small enough */
+        for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+            for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+                uint32_t u = A->adj[p], c = C->tri_chart[u];
+                int kv, ku;
+                if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > max_tris || shared_edge(s, weld, v, u, &kv, &ku)) continue;
+                double p0[3], p1[3], e[3];
+                pos_of(s, v, kv, p0); pos_of(s, v, (kv + 1) % 3, p1);
+                for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
+                if (stamp[c] != oi) { stamp[c] = oi; len[c] = 0; }
+                len[c] += sqrt(dot3d(e, e));
+            }
+        /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
+         * a neighbour tried gets length -1 */
+        for (int k = 0; k < JOIN_TRIES; ++k) {
+            uint32_t b = BK_NONE;
+            for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+                for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+                    uint32_t c = C->tri_chart[A->adj[p]];
+                    if (c == a || c == BK_NONE || stamp[c] != oi || !(len[c] > 0)) continue;
+                    if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
+                }
+            if (b == BK_NONE) break;
+            len[b] = -1;
+            /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
+            uint32_t nt = 0;
+            double sum[3] = { 0, 0, 0 };
+            for (int side = 0; side < 2; ++side)
+                for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
+                    hm_put(&ws, u, nt);
+                    t.tris[nt++] = u;
+                    for (int q = 0; q < 3; ++q) sum[q] += tri_n(g, u)[q] * g->area[u];
+                }
+            double l = sqrt(dot3d(sum, sum));
+            if (l > 0) {
+                for (int q = 0; q < 3; ++q) t.avg[q] = sum[q] / l;
+                t.nt = nt;
+                t.limit = nt + 1;
+                t.curved = 1;
+                sm_check(&x, &t, &ws);
+                *work += t.work;
+            }
+            hm_clear(&ws);
+            if (!(l > 0)) continue;
+            if (t.err) goto done;
+            if (!t.ok || t.nkeep != nt) continue;
+            /* per-object density (--object-scale): the layout grows by the charts' factor (one
+             * factor: adjacency never crosses two) */
+            double f = tri_scale ? tri_scale[t.tris[0]] : 1.0;
+            chart *ca = &C->charts[a];
+            const chart *cb = &C->charts[b];
+            double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t.w + pad_w) * (f * t.h + pad_w);
+            if (!(gain > 0)) continue;
+            for (uint32_t i = 0; i < nt; ++i) {
+                for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)t.tris[i] + q] = f * t.loc[6 * (size_t)i + q];
+                C->tri_chart[t.tris[i]] = a;
+            }
+            next[tail[a]] = head[b];
+            tail[a] = tail[b];
+            cnt[a] += cnt[b];
+            cnt[b] = 0;
+            head[b] = BK_NONE;
+            ca->w = f * t.w;
+            ca->h = f * t.h;
+            for (int q = 0; q < 3; ++q) ca->n[q] = t.avg[q];
+            break;
+        }
+    }
+    if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
+    rc = 0;
+done:
+    lscm_free(&ws.W);
+    free(ws.uf); free(ws.cid); free(ws.evict); free(ws.hkey); free(ws.hval); free(ws.hused); free(ws.xy); free(ws.pts); free(ws.pairs.p);
+    free(t.tris); free(t.keep); free(t.loc);
+    free(next); free(head); free(tail); free(cnt); free(stamp); free(iota); free(len); free(order);
     return rc;
 }

@@ -3,7 +3,8 @@
  *
  *   atlas_chart.c    triangle geometry, welding, adjacency; charts by region growing, planar
  *                    projection, minimal-area rectangles, splitting and merging by unfolding,
- *                    small charts absorbed into their neighbours
+ *                    smooth charts joined with a neighbour across their seam, small charts
+ *                    absorbed into their neighbours
  *   atlas_overlap.c  which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
  *                    --uv file), in time about linear in the triangles
  *   atlas_pack.c     blocks (charts, rectangles) into a bin: skyline + waste map, pages
@@ -112,9 +113,11 @@ int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjace
 int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                           double max_stretch, charting *C, uint64_t *work);
 /* Small planar charts (rectangle grown by pad_w at most max_cost pad_w^2) moved whole into a
- * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c). */
+ * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c);
+ * small smooth charts too when their triangles' mean area is at least smooth_min_tri pad_w^2
+ * (0: never). */
 int  bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                            double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work);
+                            double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
@@ -123,6 +126,8 @@ typedef struct bk_atlas_smooth_opts {
     double   crease_deg;     /* charts never grow across edges with a sharper dihedral angle */
     double   flat_deg;       /* charts whose triangles all lie within this are left planar */
     double   max_stretch;    /* each triangle's area within this factor of its world area */
+    double   max_evict;      /* triangles past max_stretch leave the chart when at most this
+                                fraction of it (0: none may; the chart is grown smaller) */
     uint32_t min_tris;       /* smaller charts are left to the planar charts */
     uint32_t max_tris;       /* charts stop growing here (the solve's cost) */
     int      max_iter;       /* conjugate-gradient iterations */
@@ -133,6 +138,12 @@ typedef struct bk_atlas_smooth_opts {
  * bk_atlas_charts_make, which keeps these charts and adds its own. */
 int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                             const bk_atlas_smooth_opts *so, charting *C, uint64_t *work);
+
+/* A smooth chart and the neighbour it shares the most seam with (smooth or planar), when the two
+ * have at most max_tris triangles, unfolded again as one smooth chart where it unfolds whole by
+ * so's rules and its rectangle grown by pad_w costs less than theirs (see atlas_chart.c). */
+int  bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
+                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work);
 
 /* ---- atlas_overlap.c ------------------------------------------------------------------------ */
 

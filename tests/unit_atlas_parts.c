@@ -10,7 +10,10 @@
  *     where the other chart's layout would stretch it too much; bk_atlas_charts_absorb moves a small
  *     strip folded up from a grid's edge into the grid's layout, laid on the shared edges as a
  *     similar copy of itself, and leaves it where that would shrink it beyond the cone, where it
- *     is not small, or where it is a smooth chart.
+ *     is not small, or where it is a smooth chart of small triangles (one of large ones moves); bk_atlas_charts_smooth lets the few stretched
+ *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it;
+ *     bk_atlas_charts_join unfolds a sheet's two halves as one chart, and leaves them when they
+ *     are too many triangles or the union does not unfold whole.
  */
 #include "atlas_internal.h"
 #include "bk_test.h"
@@ -341,7 +344,7 @@ static void test_tidy(void)
  * projection may shorten) and a strip of n quads folded up at 90 degrees along its edge y = n
  * (chart 0, laid out flat as (x, z)). The shared edges are xs long in chart 1's layout and 1 in the
  * world, so the unfolding merge cannot join them unless xs is 1. */
-static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)  /* 2: the grid moves */
+static void absorb_case(double xs, int smooth0, double max_cost, double pad_w, int want_moved)  /* 2: the grid moves */
 {
     const int n = 8;
     bk_scene s;
@@ -394,9 +397,9 @@ static void absorb_case(double xs, int smooth0, double max_cost, int want_moved)
         C.charts[ci].w = ci ? n * xs : n;
         C.charts[ci].h = ci ? n : 1;
     }
-    BK_EXPECT(bk_atlas_charts_absorb(&s, weld, &A, NULL, 20.0, 2.0, max_cost, 1.0, &C, &work) == 0);
-    BK_EXPECTF(C.count == (want_moved ? 1u : 2u), "absorb (x scale %g, smooth %d, max cost %g): %u charts, want %d", xs, smooth0,
-               max_cost, C.count, want_moved ? 1 : 2);
+    BK_EXPECT(bk_atlas_charts_absorb(&s, weld, &A, NULL, 20.0, 2.0, max_cost, pad_w, 0.6, &C, &work) == 0);
+    BK_EXPECTF(C.count == (want_moved ? 1u : 2u), "absorb (x scale %g, smooth %d, max cost %g, padding %g): %u charts, want %d", xs,
+               smooth0, max_cost, pad_w, C.count, want_moved ? 1 : 2);
     uint32_t total = 0;
     for (uint32_t ci = 0; ci < C.count; ++ci) {
         const chart *c = &C.charts[ci];
@@ -441,12 +444,195 @@ static void test_absorb(void)
 {
     /* with pad_w 1 the strip's padded rectangle is 9 x 2 = 18, the grid's about 8 x 9 = 72: a
      * max_cost of 32 lets only the strip move (a small grid would move into the strip instead) */
-    absorb_case(0.98, 0, 32.0, 1);  /* moves: laid on the grid's edge, 0.98 of its size (0.96 of its area) */
-    absorb_case(1.0, 0, 32.0, 1);   /* moves, congruent */
-    absorb_case(0.9, 0, 32.0, 0);   /* 0.81 of its area: beyond the 20 degree cone's cos 20 = 0.94 */
-    absorb_case(0.98, 0, 16.0, 0);  /* not small */
-    absorb_case(0.98, 1, 32.0, 0);  /* a smooth chart stays */
-    absorb_case(0.9, 0, 256.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
+    absorb_case(0.98, 0, 32.0, 1.0, 1);  /* moves: laid on the grid's edge, 0.98 of its size (0.96 of its area) */
+    absorb_case(1.0, 0, 32.0, 1.0, 1);   /* moves, congruent */
+    absorb_case(0.9, 0, 32.0, 1.0, 0);   /* 0.81 of its area: beyond the 20 degree cone's cos 20 = 0.94 */
+    absorb_case(0.98, 0, 16.0, 1.0, 0);  /* not small */
+    absorb_case(0.98, 1, 32.0, 1.0, 0);  /* a smooth chart of small triangles (0.5 padding squares, under 0.6) stays */
+    /* with pad_w 0.5 the strip costs 8.5 x 1.5 / 0.25 = 51 padding squares, the grid 289: a
+     * smooth strip of triangles of 2 padding squares moves */
+    absorb_case(0.98, 1, 64.0, 0.5, 1);
+    absorb_case(0.9, 0, 256.0, 1.0, 2);  /* the grid is small too: it moves into the strip's layout instead */
+}
+
+/* A curved sheet (a 60 degree arc of a cylinder, 16 x 16 quads) with one vertex pulled out into
+ * a spike: its triangles cannot keep their area in a flat map. The spike's triangles are the
+ * largest, so the first chart grows from one of them. With max_evict 0 that chart is grown
+ * again smaller until it unfolds, and the spike takes a patch of the sheet with it; with 5 % the
+ * few stretched triangles leave and the rest of the sheet is one chart. Either way every smooth
+ * chart's triangles keep their area within max_stretch, and no chart overlaps itself. */
+/* The sheet: 16 x 16 unit quads bent into a 60 degree arc of a cylinder (an arc 16 long), the
+ * vertex at its centre pulled out by spike; quad (i, j) is triangles 2 (16 j + i) and + 1. */
+static void sheet_make(bk_scene *s, double spike)
+{
+    const int n = 16;
+    memset(s, 0, sizeof *s);
+    s->vertex_count = (uint32_t)((n + 1) * (n + 1));
+    s->positions = malloc(sizeof(float) * 3 * s->vertex_count);
+    s->tri_v = malloc(sizeof(uint32_t) * 6 * n * n);
+    for (int j = 0; j <= n; ++j)
+        for (int i = 0; i <= n; ++i) {
+            double a = (i / (double)n - 0.5) * 1.0471975511965976, r = 16.0 / 1.0471975511965976;
+            if (i == n / 2 && j == n / 2) r += spike;
+            float *p = s->positions + 3 * (j * (n + 1) + i);
+            p[0] = (float)(r * sin(a)); p[1] = (float)j; p[2] = (float)(r * cos(a));
+        }
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            uint32_t a = (uint32_t)(j * (n + 1) + i), b = a + 1, c = a + (uint32_t)(n + 1), d = c + 1;
+            uint32_t *t = s->tri_v + 3 * s->tri_count;
+            t[0] = a; t[1] = d; t[2] = b; s->tri_count++;
+            t = s->tri_v + 3 * s->tri_count;
+            t[0] = a; t[1] = c; t[2] = d; s->tri_count++;
+        }
+}
+
+static uint32_t smooth_evict_case(double max_evict)
+{
+    bk_scene s;
+    sheet_make(&s, 2.0);  /* the spike: 2 quads out */
+    tri_geom g;
+    adjacency A = { 0 };
+    charting C;
+    memset(&C, 0, sizeof C);
+    uint64_t work = 0;
+    uint32_t *weld = NULL;
+    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
+    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    bk_atlas_smooth_opts so;
+    so.cone_deg = 75.0;
+    so.crease_deg = 90.0;
+    so.flat_deg = 20.0;
+    so.max_stretch = 2.0;
+    so.max_evict = max_evict;
+    so.min_tris = 4;
+    so.max_tris = 2000;
+    so.max_iter = 60;
+    BK_EXPECT(bk_atlas_charts_smooth(&s, &g, &A, weld, &so, &C, &work) == 0);
+    uint32_t largest = 0, stretched = 0, overlapping = 0;
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        if (c->count > largest) largest = c->count;
+        double *xy = malloc(sizeof(double) * 6 * (c->count + 1)), sum_uv = 0, sum_w = 0;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            uint32_t t = C.chart_tris[c->first + i];
+            memcpy(xy + 6 * i, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            sum_uv += bk_tri2_area(xy + 6 * i);
+            sum_w += g.area[t];
+        }
+        for (uint32_t i = 0; i < c->count; ++i) {
+            /* within the factor of the world area, the chart scaled to its world area (1e-6 slack:
+             * the eviction leaves the others' scale as it was) */
+            double r = bk_tri2_area(xy + 6 * i) / g.area[C.chart_tris[c->first + i]] * (sum_w / sum_uv);
+            stretched += !(r <= 2.0 * 1.05 && r >= 0.5 / 1.05);
+        }
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        overlapping += pl.n > 0;
+        free(pl.p);
+        free(xy);
+    }
+    BK_EXPECTF(stretched == 0 && overlapping == 0, "smooth charts (max_evict %g): %u triangles stretched, %u charts overlap themselves",
+               max_evict, stretched, overlapping);
+    bk_atlas_charts_free(&C);
+    bk_atlas_adjacency_free(&A);
+    bk_atlas_geom_free(&g);
+    free(weld);
+    free(s.positions);
+    free(s.tri_v);
+    return largest;
+}
+
+static void test_smooth_evict(void)
+{
+    uint32_t none = smooth_evict_case(0.0), some = smooth_evict_case(0.05), T = 2 * 16 * 16;
+    printf("smooth sheet with a spike: largest chart %u triangles with no eviction, %u with 5 %%, of %u\n", none, some, T);
+    BK_EXPECTF(some >= T - 12 && some < T, "with 5 %% eviction the sheet is one chart less its spike: largest %u of %u", some, T);
+    BK_EXPECTF(none + 16 <= some, "without eviction the spike's chart takes a patch of the sheet: largest %u of %u", none, T);
+}
+
+/* The sheet cut down the middle into two smooth charts, each laid out as its own unrolled half
+ * (16 x 8): bk_atlas_charts_join unfolds them as one 16 x 16 chart (a cylinder unrolls without
+ * stretch), every triangle keeping its area and nothing overlapping; not when the two together
+ * have more than max_tris triangles, nor with a spike in the sheet (the union does not unfold
+ * whole: its stretched triangles would have to leave). */
+static void join_case(double spike, uint32_t max_tris, uint32_t want_charts)
+{
+    bk_scene s;
+    sheet_make(&s, spike);
+    uint32_t T = s.tri_count;
+    tri_geom g;
+    adjacency A = { 0 };
+    uint32_t *weld = NULL;
+    uint64_t work = 0;
+    charting C;
+    two_chart_setup(&s, &g, &weld, &A, &C);
+    for (uint32_t ci = 0, w = 0; ci < 2; ++ci) {
+        C.charts[ci].first = w;
+        C.charts[ci].smooth = 1;
+        C.charts[ci].n[2] = 1;
+        for (uint32_t t = 0; t < T; ++t) {
+            uint32_t i = (t / 2) % 16, j = (t / 2) / 16;
+            if ((i >= 8) != (ci == 1)) continue;
+            C.tri_chart[t] = ci;
+            C.chart_tris[w++] = t;
+            /* the unrolled half, 16 x 8: quad corner (i - 8 ci, j) at (j, i - 8 ci), which turns
+             * the triangles counter-clockwise */
+            static const int du[2][3] = { { 0, 1, 1 }, { 0, 0, 1 } }, dv[2][3] = { { 0, 1, 0 }, { 0, 1, 1 } };
+            for (int k = 0; k < 3; ++k) {
+                C.loc[6 * (size_t)t + 2 * k] = (double)j + dv[t & 1][k];
+                C.loc[6 * (size_t)t + 2 * k + 1] = (double)i - 8.0 * ci + du[t & 1][k];
+            }
+        }
+        C.charts[ci].count = w - C.charts[ci].first;
+        C.charts[ci].w = 16;
+        C.charts[ci].h = 8;
+    }
+    bk_atlas_smooth_opts so;
+    so.cone_deg = 75.0;
+    so.crease_deg = 90.0;
+    so.flat_deg = 20.0;
+    so.max_stretch = 2.0;
+    so.max_evict = 0.05;
+    so.min_tris = 4;
+    so.max_tris = 2000;
+    so.max_iter = 60;
+    BK_EXPECT(bk_atlas_charts_join(&s, &g, &A, weld, NULL, &so, max_tris, 1.0, &C, &work) == 0);
+    BK_EXPECTF(C.count == want_charts, "join (spike %g, max_tris %u): %u charts, want %u", spike, max_tris, C.count, want_charts);
+    uint32_t total = 0, wrong = 0, stretched = 0;
+    size_t overlaps = 0;
+    for (uint32_t ci = 0; ci < C.count; ++ci) {
+        const chart *c = &C.charts[ci];
+        double *xy = malloc(sizeof(double) * 6 * c->count);
+        for (uint32_t k = 0; k < c->count; ++k) {
+            uint32_t t = C.chart_tris[c->first + k];
+            wrong += C.tri_chart[t] != ci;
+            memcpy(xy + 6 * k, C.loc + 6 * (size_t)t, 6 * sizeof(double));
+            double r = bk_tri2_area(xy + 6 * k) / g.area[t];
+            stretched += !(r > 0.9 && r < 1.1);
+        }
+        total += c->count;
+        pair_list pl = { 0 };
+        BK_EXPECT(bk_atlas_find_overlaps(xy, c->count, 1e-9 * (c->w + c->h), &pl, &work) == 0);
+        overlaps += pl.n;
+        free(pl.p);
+        free(xy);
+    }
+    BK_EXPECTF(total == T && wrong == 0, "join: %u triangles in charts of %u, %u in the wrong chart", total, T, wrong);
+    if (want_charts == 1) {
+        const chart *c = &C.charts[0];
+        BK_EXPECTF(stretched == 0 && overlaps == 0 && fabs(c->w * c->h - 256.0) < 8.0, "join: %u triangles stretched, %zu overlapping "
+                   "pairs, a %g x %g chart (want 16 x 16)", stretched, overlaps, c->w, c->h);
+    }
+    two_chart_free(&s, &g, weld, &A, &C);
+}
+
+static void test_join(void)
+{
+    join_case(0.0, 2000, 1);  /* joined */
+    join_case(0.0, 300, 2);   /* 512 triangles together: too many */
+    join_case(2.0, 2000, 2);  /* the spike's triangles cannot keep their area */
 }
 
 int main(void)
@@ -456,5 +642,7 @@ int main(void)
     test_charts();
     test_tidy();
     test_absorb();
+    test_smooth_evict();
+    test_join();
     BK_TEST_DONE();
 }

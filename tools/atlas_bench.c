@@ -1,9 +1,11 @@
 /* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
  * utilisation and stretch:
- *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] SCENE...
+ *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--waste] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
- * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names). "atlas" is the two together, as baker's --stats seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. */
+ * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names). "atlas" is the two together, as baker's --stats seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. --waste: where the
+ * texels that bake nothing are (the padding ring around charts, gaps, rows left below them), the
+ * ring by chart size, and the charts' boundary length (which the ring follows). */
 #include "atlas.h"
 #include "image.h"
 #include "pool.h"
@@ -15,15 +17,96 @@
 #include <string.h>
 #include <time.h>
 
+/* Where the texels that bake nothing are: within `pad` texels (Chebyshev) of a chart (the padding
+ * ring, which grows with the charts' boundary), in the rows below the lowest chart texel (the
+ * scale search's shortfall), or elsewhere (gaps the packing left between charts). */
+static void waste_report(const bk_atlas *a, int pad)
+{
+    int W = a->width, H = a->height * a->page_count;
+    uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)W * H);
+    uint8_t *near = calloc((size_t)W * H, 1);
+    if (!ids || !near) { free(ids); free(near); return; }
+    bk_atlas_chart_ids(a, ids);
+    int last_row = -1;
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            if (ids[(size_t)y * W + x] == BK_NONE) continue;
+            if (y > last_row) last_row = y;
+            for (int dy = -pad; dy <= pad; ++dy)
+                for (int dx = -pad; dx <= pad; ++dx) {
+                    int xx = x + dx, yy = y + dy;
+                    if (xx >= 0 && yy >= 0 && xx < W && yy < H) near[(size_t)yy * W + xx] = 1;
+                }
+        }
+    uint64_t cov = 0, ring = 0, below = 0, gap = 0;
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            size_t p = (size_t)y * W + x;
+            if (ids[p] != BK_NONE) cov++;
+            else if (near[p]) ring++;
+            else if (y > last_row) below++;
+            else gap++;
+        }
+    /* the charts' boundary (texel edges between a chart texel and an empty one): a ring
+     * close to it means the charts interlock, a larger one means slivers the packing left */
+    uint64_t edges = 0;
+    for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+            size_t p = (size_t)y * W + x;
+            if (ids[p] == BK_NONE) continue;
+            edges += (x > 0 && ids[p - 1] == BK_NONE) + (x + 1 < W && ids[p + 1] == BK_NONE) + (y > 0 && ids[p - W] == BK_NONE) +
+                     (y + 1 < H && ids[p + W] == BK_NONE);
+        }
+    /* per chart: its texels and the empty texels within pad of it (a texel near two charts
+     * counts for both), summed by the chart's size */
+    uint32_t nc = a->chart_count + 1;
+    uint64_t *tex = calloc(nc, sizeof(uint64_t)), *rng = calloc(nc, sizeof(uint64_t));
+    uint32_t *seen = malloc(sizeof(uint32_t) * nc);
+    if (tex && rng && seen) {
+        for (uint32_t c = 0; c < nc; ++c) seen[c] = UINT32_MAX;
+        for (int y = 0; y < H; ++y)
+            for (int x = 0; x < W; ++x) {
+                size_t p = (size_t)y * W + x;
+                if (ids[p] != BK_NONE) { if (ids[p] < nc) tex[ids[p]]++; continue; }
+                for (int dy = -pad; dy <= pad; ++dy)
+                    for (int dx = -pad; dx <= pad; ++dx) {
+                        int xx = x + dx, yy = y + dy;
+                        if (xx < 0 || yy < 0 || xx >= W || yy >= H) continue;
+                        uint32_t c = ids[(size_t)yy * W + xx];
+                        if (c >= nc || seen[c] == (uint32_t)p) continue;
+                        seen[c] = (uint32_t)p;
+                        rng[c]++;
+                    }
+            }
+        printf("  by chart size (texels): charts, their texels %% and ring %% of the atlas:");
+        for (uint64_t lo = 1, hi = 16; lo < (uint64_t)W * H; lo = hi, hi *= 4) {
+            uint64_t n = 0, t = 0, r = 0;
+            for (uint32_t c = 0; c < nc; ++c)
+                if (tex[c] >= lo && tex[c] < hi) { n++; t += tex[c]; r += rng[c]; }
+            if (n) printf(" [%llu, %llu) %llu %.1f %.1f;", (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)n,
+                          100.0 * t / ((double)W * H), 100.0 * r / ((double)W * H));
+        }
+        printf("\n");
+    }
+    free(tex); free(rng); free(seen);
+    printf("  chart boundary: %llu texel edges (%.1f %% of the atlas)\n", (unsigned long long)edges, 100.0 * edges / ((double)W * H));
+    double n = (double)W * H / 100.0;
+    printf("  texels: charts %.1f %%, padding ring %.1f %%, gaps %.1f %%, rows below the charts %.1f %% (%d rows)\n", cov / n, ring / n,
+           gap / n, below / n, H - 1 - last_row);
+    free(ids);
+    free(near);
+}
+
 int main(int argc, char **argv)
 {
-    int size = 1024, reps = 3, show_stages = 0;
+    int size = 1024, reps = 3, show_stages = 0, show_waste = 0;
     const char *png = NULL;
     char err[512];
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--size") && i + 1 < argc) { size = atoi(argv[++i]); continue; }
         if (!strcmp(argv[i], "--png") && i + 1 < argc) { png = argv[++i]; continue; }
         if (!strcmp(argv[i], "--stages")) { show_stages = 1; continue; }
+        if (!strcmp(argv[i], "--waste")) { show_waste = 1; continue; }
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) { bk_pool_set_threads(atoi(argv[++i])); continue; }
         bk_scene s;
@@ -70,6 +153,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages[k]);
             printf("\n");
         }
+        if (show_waste) waste_report(&a, o.padding);
         if (png) {
             char path[1024];
             snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
