@@ -315,7 +315,8 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     float best = r.tmax;
     bk_trail tr = { 0, 0, 0, 0 };     /* short stack: the restart trail */
     /* (opaque to the optimiser here, or NVVM recomputes the parallel-ray test from the direction
-     * in the node loop of the short-stack kernels: 24 instructions per node visited) */
+     * in the node loop of the short and spill kernels: 24 instructions per node visited; the
+     * global stack's kernels keep it without, and were slower with it) */
     if (mode != BK_STACK_GLOBAL) BK_OPAQUE_INT(r.par);
     uint32_t hrec = 0;                /* leaf record of the hit */
     int32_t ref = 0, leaf = BK_REF_NONE;
