@@ -1861,6 +1861,33 @@ static void sm_spec_take(sm_try *t, const sm_try *lv, uint32_t n, _Atomic uint8_
     t->levels = levels;
 }
 
+/* The batch's speculation plans side by side (each try's levels and arena are its own). */
+typedef struct sm_plan_ctx {
+    const sm_ctx *x;
+    uint32_t *nlv;
+    sm_try *lv;              /* NULL: no speculation */
+    uint32_t *arena_u;
+    double *arena_d;
+    uint32_t M;
+} sm_plan_ctx;
+
+static void sm_plan_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const sm_plan_ctx *p = ctx;
+    const bk_atlas_smooth_opts *so = p->x->so;
+    for (size_t k = begin; k < end; ++k) {
+        sm_try *t = &p->x->tries[k];
+        p->nlv[k] = 0;
+        if (t->skip) continue;
+        t->nt0 = t->nt;
+        int ok0 = t->nt >= so->min_tris && (t->curved || t->nt < t->limit);  /* as sm_check decides */
+        if (p->lv && ok0 && t->curved && t->nt >= SM_SPEC_MIN_TRIS)
+            p->nlv[k] = sm_spec_plan(p->x, t, p->lv + (size_t)SM_LEVELS * k, SM_LEVELS, p->arena_u + (size_t)p->M * k,
+                                     p->arena_d + 6 * (size_t)p->M * k);
+    }
+}
+
 /* Takes a chart checked by sm_check_chain in seed order: kept (a new chart; sm_check_fn wrote its
  * corners), or released (its triangles tried, for the planar charts). Returns 1 when the later
  * charts' growth is as it was (kept whole, or dropped for good at its first size), 0 when it
@@ -2040,14 +2067,11 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
          * longest does not start last: dragon_vrip's batches of 32 on 16 threads, simulated from
          * one-thread times, 0.59 -> 0.52 s */
         uint32_t ntask = 0;
+        sm_plan_ctx pc = { &x, nlv, spec ? lv : NULL, arena_u, arena_d, M };
+        bk_parallel_for(nb, 1, sm_plan_fn, &pc);
         for (uint32_t k = 0; k < nb; ++k) {
             sm_try *t = &tries[k];
-            nlv[k] = 0;
             if (t->skip) continue;
-            t->nt0 = t->nt;
-            int ok0 = t->nt >= so->min_tris && (t->curved || t->nt < t->limit);  /* as sm_check decides */
-            if (spec && ok0 && t->curved && t->nt >= SM_SPEC_MIN_TRIS)
-                nlv[k] = sm_spec_plan(&x, t, lv + (size_t)SM_LEVELS * k, SM_LEVELS, arena_u + (size_t)M * k, arena_d + 6 * (size_t)M * k);
             for (uint32_t j = 0; j <= nlv[k]; ++j) {
                 sm_try *c = j ? &lv[(size_t)SM_LEVELS * k + j - 1] : t;
                 /* first checks, then later levels; each largest first */
