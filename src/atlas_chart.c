@@ -1304,9 +1304,12 @@ static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
 
 typedef struct lscm_tri { uint32_t v[3]; double gx[3], gy[3], w; } lscm_tri;
 
-/* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_0.., v_0..) of n vertices */
-static void lscm_apply(const lscm_tri *L, uint32_t nt, uint32_t n, const double *x, double *r)
+/* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_0.., v_0..) of n vertices.
+ * Returns the sum of their squares, added in order (CGLS's |A D p|^2: summed here, the sum's chain
+ * of additions runs in the shadow of the gathers instead of a loop of its own). */
+static double lscm_apply(const lscm_tri *L, uint32_t nt, uint32_t n, const double *x, double *r)
 {
+    double ss = 0;
     for (uint32_t i = 0; i < nt; ++i) {
         const lscm_tri *q = &L[i];
         double a = 0, b = 0;
@@ -1317,15 +1320,22 @@ static void lscm_apply(const lscm_tri *L, uint32_t nt, uint32_t n, const double 
         }
         r[2 * i] = q->w * a;
         r[2 * i + 1] = q->w * b;
+        ss += r[2 * i] * r[2 * i];
+        ss += r[2 * i + 1] * r[2 * i + 1];
     }
+    return ss;
 }
 
-/* y = A^T r */
-static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, const double *r, double *y)
+/* r -= alpha dq (dq NULL: r as it is), then y = A^T r */
+static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, double *r, const double *dq, double alpha, double *y)
 {
     memset(y, 0, sizeof(double) * 2 * n);
     for (uint32_t i = 0; i < nt; ++i) {
         const lscm_tri *q = &L[i];
+        if (dq) {
+            r[2 * i] -= alpha * dq[2 * i];
+            r[2 * i + 1] -= alpha * dq[2 * i + 1];
+        }
         double a = q->w * r[2 * i], b = q->w * r[2 * i + 1];
         for (int j = 0; j < 3; ++j) {
             y[q->v[j]] += q->gx[j] * a + q->gy[j] * b;
@@ -1393,26 +1403,29 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
     /* r = -A x (the residual of A x = 0), s = D A^T r */
     lscm_apply(W->tri, nt, n, x, r);
     for (uint32_t i = 0; i < 2 * nt; ++i) r[i] = -r[i];
-    lscm_apply_t(W->tri, nt, n, r, s);
+    lscm_apply_t(W->tri, nt, n, r, NULL, 0.0, s);
     double gamma = 0;
     for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; p[k] = s[k]; gamma += s[k] * s[k]; }
     double g0 = gamma;
     int it = 0;
+    /* The textbook loop's passes fused where one's values feed the next in the same order (the
+     * same arithmetic, so the same bits): s = D p is made with p, r -= alpha q with A^T r, and x
+     * moves with the new gradient's norm. */
+    for (uint32_t k = 0; k < m; ++k) s[k] = d[k] * p[k];
     for (; it < max_iter && gamma > 1e-14 * g0 && gamma > 0; ++it) {
         /* q = A D p */
-        for (uint32_t k = 0; k < m; ++k) s[k] = d[k] * p[k];
-        lscm_apply(W->tri, nt, n, s, q);
-        double qq = 0;
-        for (uint32_t i = 0; i < 2 * nt; ++i) qq += q[i] * q[i];
+        double qq = lscm_apply(W->tri, nt, n, s, q);
         if (!(qq > 0)) break;
         double alpha = gamma / qq;
-        for (uint32_t k = 0; k < m; ++k) x[k] += alpha * d[k] * p[k];
-        for (uint32_t i = 0; i < 2 * nt; ++i) r[i] -= alpha * q[i];
-        lscm_apply_t(W->tri, nt, n, r, s);
+        lscm_apply_t(W->tri, nt, n, r, q, alpha, s);
         double gn = 0;
-        for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; gn += s[k] * s[k]; }
+        for (uint32_t k = 0; k < m; ++k) {
+            x[k] += alpha * d[k] * p[k];
+            s[k] *= d[k];
+            gn += s[k] * s[k];
+        }
         double beta = gn / gamma;
-        for (uint32_t k = 0; k < m; ++k) p[k] = s[k] + beta * p[k];
+        for (uint32_t k = 0; k < m; ++k) { p[k] = s[k] + beta * p[k]; s[k] = d[k] * p[k]; }
         gamma = gn;
     }
     return it;
