@@ -112,29 +112,61 @@ static uint32_t hash_u32x3(uint32_t a, uint32_t b, uint32_t c)
 
 static uint32_t fkey(float f) { if (f == 0.0f) f = 0.0f; return bk_float_bits(f); }
 
-/* weld[v]: the smallest vertex index with v's exact position. */
+/* weld[v]: the smallest vertex index with v's exact position. On the pool: every vertex goes into
+ * one open-addressing table by compare-and-swap (a position takes the first free slot of its
+ * probe sequence, so it has one slot, and keeps the smallest index that reached it), then every
+ * vertex reads its position's slot: the serial loop's answer, whatever the thread count. */
+typedef struct weld_ctx {
+    const bk_scene *s;
+    _Atomic uint32_t *table;
+    size_t cap;
+    uint32_t *weld;
+    int pass;                /* 0: insert, 1: read */
+} weld_ctx;
+
+static void weld_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const weld_ctx *c = ctx;
+    const float *pos = c->s->positions;
+    for (size_t v = begin; v < end; ++v) {
+        const float *p = pos + 3 * v;
+        uint32_t kx = fkey(p[0]), ky = fkey(p[1]), kz = fkey(p[2]);
+        size_t h = hash_u32x3(kx, ky, kz) & (c->cap - 1);
+        for (;;) {
+            uint32_t w = atomic_load_explicit(&c->table[h], memory_order_acquire);
+            if (w == BK_NONE) {
+                if (c->pass == 0 &&
+                    atomic_compare_exchange_strong_explicit(&c->table[h], &w, (uint32_t)v, memory_order_acq_rel, memory_order_acquire))
+                    break;
+                if (w == BK_NONE) continue;  /* (a read never sees its own position's slot empty) */
+            }
+            const float *q = pos + 3 * (size_t)w;
+            if (fkey(q[0]) == kx && fkey(q[1]) == ky && fkey(q[2]) == kz) {
+                if (c->pass == 1) { c->weld[v] = w; break; }
+                while (v < w && !atomic_compare_exchange_weak_explicit(&c->table[h], &w, (uint32_t)v, memory_order_acq_rel,
+                                                                      memory_order_acquire)) {}
+                break;
+            }
+            h = (h + 1) & (c->cap - 1);
+        }
+    }
+}
+
 uint32_t *bk_atlas_weld(const bk_scene *s)
 {
     uint32_t V = s->vertex_count;
     uint32_t *weld = malloc(sizeof(uint32_t) * (size_t)V + 1);
     size_t cap = 16;
     while (cap < 2 * (size_t)V) cap <<= 1;
-    uint32_t *table = malloc(sizeof(uint32_t) * cap);
-    if (!weld || !table) { free(weld); free(table); return NULL; }
-    memset(table, 0xFF, sizeof(uint32_t) * cap);
-    for (uint32_t v = 0; v < V; ++v) {
-        const float *p = s->positions + 3 * (size_t)v;
-        uint32_t kx = fkey(p[0]), ky = fkey(p[1]), kz = fkey(p[2]);
-        size_t h = hash_u32x3(kx, ky, kz) & (cap - 1);
-        for (;;) {
-            uint32_t w = table[h];
-            if (w == BK_NONE) { table[h] = v; weld[v] = v; break; }
-            const float *q = s->positions + 3 * (size_t)w;
-            if (fkey(q[0]) == kx && fkey(q[1]) == ky && fkey(q[2]) == kz) { weld[v] = w; break; }
-            h = (h + 1) & (cap - 1);
-        }
-    }
-    free(table);
+    _Atomic uint32_t *table = malloc(sizeof(_Atomic uint32_t) * cap);
+    if (!weld || !table) { free(weld); free((void *)table); return NULL; }
+    for (size_t i = 0; i < cap; ++i) atomic_init(&table[i], BK_NONE);
+    weld_ctx c = { s, table, cap, weld, 0 };
+    bk_parallel_for(V, 16384, weld_fn, &c);
+    c.pass = 1;
+    bk_parallel_for(V, 16384, weld_fn, &c);
+    free((void *)table);
     return weld;
 }
 
@@ -308,6 +340,37 @@ static void adj_tri_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+typedef struct adj_fill_ctx {
+    const bk_scene *s;
+    const uint32_t *weld;
+    const uint8_t *skip;
+    uint32_t T;
+    _Atomic uint32_t *ctr;   /* count pass: per smaller end point + 1; fill pass: the next place */
+    adj_bucket_edge *be;
+    int fill;
+    atomic_int twin;         /* a triangle with two corners welded together */
+} adj_fill_ctx;
+
+static void adj_fill_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    adj_fill_ctx *c = ctx;
+    for (size_t t = begin; t < end; ++t) {
+        if (c->skip[t]) continue;
+        uint32_t v[3];
+        for (int k = 0; k < 3; ++k) v[k] = c->weld[c->s->tri_v[3 * t + k]];
+        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) { atomic_store(&c->twin, 1); continue; }
+        for (int k = 0; k < 3; ++k) {
+            uint32_t a = v[k], b = v[(k + 1) % 3], lo = a < b ? a : b;
+            if (!c->fill) { atomic_fetch_add_explicit(&c->ctr[lo + 1], 1, memory_order_relaxed); continue; }
+            adj_bucket_edge *e = &c->be[atomic_fetch_add_explicit(&c->ctr[lo], 1, memory_order_relaxed)];
+            e->b = a < b ? b : a;
+            e->tri = (uint32_t)t;
+            e->fwd = a < b;
+        }
+    }
+}
+
 int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
 {
     uint32_t T = s->tri_count, V = s->vertex_count;
@@ -316,36 +379,24 @@ int bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint
     A->start = calloc((size_t)T + 2, sizeof(uint32_t));
     A->adj = NULL;
     if (!bstart || !be || !A->start) { free(bstart); free(be); return -1; }
-    int twin = 0;
-    for (uint32_t t = 0; t < T && !twin; ++t) {
-        if (skip[t]) continue;
-        uint32_t v[3];
-        for (int k = 0; k < 3; ++k) v[k] = weld[s->tri_v[3 * (size_t)t + k]];
-        twin = v[0] == v[1] || v[1] == v[2] || v[0] == v[2];
-        for (int k = 0; k < 3 && !twin; ++k) {
-            uint32_t a = v[k], b = v[(k + 1) % 3];
-            bstart[(a < b ? a : b) + 1]++;
-        }
-    }
-    if (twin) {
-        free(bstart); free(be); free(A->start);
+    /* bucket sizes, then the edges into their buckets, on the pool (atomic counters: the order in
+     * a bucket varies, which its sort below undoes, (b, triangle) being unique in a bucket) */
+    adj_fill_ctx fc = { s, weld, skip, T, (_Atomic uint32_t *)NULL, NULL, 0, 0 };
+    _Atomic uint32_t *ctr = malloc(sizeof(_Atomic uint32_t) * ((size_t)V + 2));
+    if (!ctr) { free(bstart); free(be); return -1; }
+    for (size_t v = 0; v < (size_t)V + 2; ++v) atomic_init(&ctr[v], 0);
+    fc.ctr = ctr;
+    bk_parallel_for(T, 16384, adj_fill_fn, &fc);
+    if (atomic_load(&fc.twin)) {
+        free((void *)ctr); free(bstart); free(be); free(A->start);
         return adjacency_build_sorted(s, weld, skip, A);
     }
-    for (uint32_t v = 0; v < V; ++v) bstart[v + 1] += bstart[v];
-    uint32_t *fillp = malloc(sizeof(uint32_t) * ((size_t)V + 1));
-    if (!fillp) { free(bstart); free(be); return -1; }
-    memcpy(fillp, bstart, sizeof(uint32_t) * ((size_t)V + 1));
-    for (uint32_t t = 0; t < T; ++t) {
-        if (skip[t]) continue;
-        for (int k = 0; k < 3; ++k) {
-            uint32_t a = weld[s->tri_v[3 * (size_t)t + k]], b = weld[s->tri_v[3 * (size_t)t + (k + 1) % 3]];
-            adj_bucket_edge *e = &be[fillp[a < b ? a : b]++];
-            e->b = a < b ? b : a;
-            e->tri = t;
-            e->fwd = a < b;
-        }
-    }
-    free(fillp);
+    for (uint32_t v = 0; v < V; ++v) bstart[v + 1] = bstart[v] + atomic_load_explicit(&ctr[v + 1], memory_order_relaxed);
+    for (uint32_t v = 0; v <= V; ++v) atomic_store_explicit(&ctr[v], bstart[v], memory_order_relaxed);
+    fc.be = be;
+    fc.fill = 1;
+    bk_parallel_for(T, 16384, adj_fill_fn, &fc);
+    free((void *)ctr);
     adj_ctx c = { s, weld, skip, bstart, be, A->start, NULL, 0 };
     bk_parallel_for(V, 16384, adj_sort_fn, &c);
     bk_parallel_for(T, 8192, adj_tri_fn, &c);
