@@ -1398,7 +1398,8 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     }
     merge_state M = { s, weld, A, C, pad_w, head, next, dead, &hs };
     sp.M = &M;
-    bk_parallel_for(n, 4, merge_spec_fn, &sp);
+    if (threads > 1) bk_parallel_for(n, 4, merge_spec_fn, &sp);  /* (one thread: every look made in the loop) */
+    else memset(sp.res, 0xFF, n);
     S[0].seen_cap = 0;  /* the serial loop's looks: no list */
     bk_key_idx_sort(order, n);
     for (uint32_t oi = 0; oi < n; ++oi) {
