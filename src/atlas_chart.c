@@ -2972,6 +2972,52 @@ static int absorb_nb_cmp(const void *pa, const void *pb)
     return (a->b > b->b) - (a->b < b->b);
 }
 
+/* Each chart's list linked through next (and its triangles' slots cleared), on the pool; then,
+ * with threads to spare, each chart's hull. */
+typedef struct absorb_init_ctx {
+    const charting *C;
+    uint32_t *head, *tail, *cnt, *next, *slot;
+    hpt **hull_p;
+    int *hull_n;
+    atomic_int err;
+} absorb_init_ctx;
+
+static void absorb_init_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    absorb_init_ctx *x = ctx;
+    const charting *C = x->C;
+    for (size_t ci = begin; ci < end; ++ci) {
+        const chart *c = &C->charts[ci];
+        x->head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+        x->tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+        x->cnt[ci] = c->count;
+        for (uint32_t i = 0; i < c->count; ++i) {
+            x->next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+            x->slot[C->chart_tris[c->first + i]] = BK_NONE;
+        }
+    }
+}
+
+static void absorb_hull_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    absorb_init_ctx *x = ctx;
+    const charting *C = x->C;
+    for (size_t ci = begin; ci < end; ++ci) {
+        size_t nb3 = 0, np = 3 * (size_t)x->cnt[ci];
+        if (!np) continue;
+        hpt *hp = malloc(sizeof(hpt) * 3 * np);
+        if (!hp) { x->err = 1; continue; }
+        for (uint32_t t = x->head[ci]; t != BK_NONE; t = x->next[t])
+            for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)t + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)t + 2 * k2 + 1]; nb3++; }
+        int bn = convex_hull(hp, (int)nb3, hp + nb3);
+        if (!(x->hull_p[ci] = malloc(sizeof(hpt) * ((size_t)bn + 1)))) x->err = 1;
+        else { memcpy(x->hull_p[ci], hp + nb3, sizeof(hpt) * (size_t)bn); x->hull_n[ci] = bn; }
+        free(hp);
+    }
+}
+
 int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                            double max_stretch, double max_cost, double pad_w, charting *C, uint64_t *work)
 {
@@ -2993,14 +3039,11 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
     const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
     if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !len || !hull_p || !hull_n) goto done;
     uint32_t nsmall = 0;
+    absorb_init_ctx ic = { C, head, tail, cnt, next, slot, NULL, NULL, 0 };
+    bk_parallel_for(n, 16, absorb_init_fn, &ic);
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
-        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
-        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
-        cnt[ci] = c->count;
         stamp[ci] = BK_NONE;
-        for (uint32_t i = 0; i < c->count; ++i)
-            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         double cost = (c->w + pad_w) * (c->h + pad_w);
         if (c->smooth || !(cost <= max_cost * pad_w * pad_w)) continue;
         uint64_t bits;
@@ -3009,7 +3052,14 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         order[nsmall].idx = ci;
         nsmall++;
     }
-    for (uint32_t t = 0; t < T; ++t) slot[t] = BK_NONE;
+    if (bk_pool_threads() > 1 && nsmall) {
+        /* every chart's hull now, side by side: the loop below makes a neighbour's hull at its
+         * first use from its corners then, which are these unless it took a chart before (and
+         * then it has its hull already); one thread makes only those it uses */
+        ic.hull_p = hull_p; ic.hull_n = hull_n;
+        bk_parallel_for(n, 4, absorb_hull_fn, &ic);
+        if (ic.err) goto done;
+    }
     bk_key_idx_sort(order, nsmall);
     for (uint32_t oi = 0; oi < nsmall; ++oi) {
         uint32_t a = order[oi].idx;
