@@ -699,7 +699,7 @@ place:;
         goto done;
     }
     place_ctx pc = { &C, best_items, item_page, fill, scale0, pad, shaped, N, out };
-    bk_parallel_for(C.count, 64, place_fn, &pc);
+    bk_parallel_for(C.count, 8, place_fn, &pc);  /* small chunks: a few charts hold most triangles */
     for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];
     if (g.degen_count) {
         const pk_item *b = &best_items[C.count];

@@ -2360,7 +2360,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
             if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
         sm_memo_ctx mc = { tries, memo, hit, 0 };
         bk_parallel_for(nb, 1, sm_restore_fn, &mc);
-        bk_parallel_for(nb, 4, sm_corners_fn, &x);
+        bk_parallel_for(nb, 1, sm_corners_fn, &x);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX, kc = nb;
         for (uint32_t k = 0; k < nb; ++k) {
@@ -2659,7 +2659,7 @@ static uint32_t compact_charts(charting *C, uint32_t n, uint32_t T, const uint32
         w += cnt[ci];
     }
     compact_ctx cx = { C, live_of, first, cnt, head, next, ids };
-    bk_parallel_for(n, 64, compact_fn, &cx);
+    bk_parallel_for(n, 8, compact_fn, &cx);
     for (uint32_t ci = 0; ci < n; ++ci) {
         if (live_of[ci] == BK_NONE) continue;
         chart c = C->charts[ci];
