@@ -2490,8 +2490,8 @@ typedef struct tidy_grid {
     double lo[2], inv;       /* cell of (x, y): floor((x - lo) * inv), clamped to the grid */
     int gw, gh;              /* 0: not built */
     int active;              /* read by the tests (from the chart's first test with TIDY_GRID_MIN
-                                triangles on; built before, at the start, for a chart that had
-                                them then) */
+                                triangles on; built before, at the start with threads to
+                                spare, for a chart that had them then) */
     uint32_t *start, *item;  /* cells' triangles: item[start[c] .. start[c + 1]) */
     u32_list late;
 } tidy_grid;
@@ -2689,6 +2689,7 @@ typedef struct tidy_init_ctx {
     charting *C;
     uint32_t *head, *cnt, *next, *prev;
     tidy_grid *grid;
+    int eager;               /* grids too (threads to spare; one thread builds them as the tests come) */
     int err;
 } tidy_init_ctx;
 
@@ -2706,7 +2707,7 @@ static void tidy_init_fn(void *ctx, size_t begin, size_t end, int worker)
             x->next[t] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
             x->prev[t] = i ? C->chart_tris[c->first + i - 1] : BK_NONE;
         }
-        if (c->count >= TIDY_GRID_MIN && tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count)) x->err = 1;
+        if (x->eager && c->count >= TIDY_GRID_MIN && tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count)) x->err = 1;
     }
 }
 
@@ -2819,7 +2820,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl) goto done;
     tidy_edge_ctx ec = { s, weld, A, ek };
     bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
-    tidy_init_ctx ic = { C, head, cnt, next, prev, grid, 0 };
+    tidy_init_ctx ic = { C, head, cnt, next, prev, grid, bk_pool_threads() > 1, 0 };
     bk_parallel_for(n, 8, tidy_init_fn, &ic);
     if (ic.err) goto done;
     /* Each pass looks at the triangles whose test may have changed since their last one (the
