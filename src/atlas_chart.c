@@ -2004,18 +2004,6 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
-/* A kept chart's corners into C->loc, taken or not: the batch's growths are disjoint, and a
- * triangle of a chart let go gets its corners again from the chart that takes it. */
-static void sm_corners_fn(void *ctx, size_t begin, size_t end, int worker)
-{
-    (void)worker;
-    sm_ctx *x = ctx;
-    for (size_t i = begin; i < end; ++i) {
-        const sm_try *t = &x->tries[i];
-        if (!t->skip && t->ok)
-            for (uint32_t j = 0; j < t->nt; ++j) memcpy(x->C->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
-    }
-}
 
 /* Speculation: a large curved chart's chain (checked whole, then grown again half as large while
  * it fails) is one long task that a batch waits for. With threads to spare, its levels are
@@ -2130,14 +2118,21 @@ static void sm_try_copy(sm_try *dst, const sm_try *src, int with_tris)
     *dst = d;
 }
 
-typedef struct sm_memo_ctx { sm_try *tries, *memo; const uint32_t *hit; uint32_t first; } sm_memo_ctx;
+typedef struct sm_memo_ctx { sm_try *tries, *memo; const uint32_t *hit; uint32_t first; double *loc; } sm_memo_ctx;
 
-static void sm_restore_fn(void *ctx, size_t begin, size_t end, int worker)
+/* A try's memo result taken (when it has one), then a kept chart's corners into C->loc, taken or
+ * not: the batch's growths are disjoint, and a triangle of a chart let go gets its corners again
+ * from the chart that takes it. */
+static void sm_corners_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const sm_memo_ctx *c = ctx;
-    for (size_t k = begin; k < end; ++k)
+    for (size_t k = begin; k < end; ++k) {
         if (c->hit[k] != BK_NONE) sm_try_copy(&c->tries[k], &c->memo[c->hit[k]], 0);
+        const sm_try *t = &c->tries[k];
+        if (!t->skip && t->ok)
+            for (uint32_t j = 0; j < t->nt; ++j) memcpy(c->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
+    }
 }
 
 /* memo slot j from the let-go try first + j (skipped and failed ones are NULL-seeded) */
@@ -2358,9 +2353,8 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         bk_parallel_for(ntask, 1, sm_check_fn, &x);
         for (uint32_t k = 0; k < nb; ++k)
             if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
-        sm_memo_ctx mc = { tries, memo, hit, 0 };
-        bk_parallel_for(nb, 1, sm_restore_fn, &mc);
-        bk_parallel_for(nb, 1, sm_corners_fn, &x);
+        sm_memo_ctx mc = { tries, memo, hit, 0, C->loc };
+        bk_parallel_for(nb, 1, sm_corners_fn, &mc);
         si = sj;
         uint32_t nfreed = 0, min_freed = UINT32_MAX, kc = nb;
         for (uint32_t k = 0; k < nb; ++k) {
