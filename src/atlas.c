@@ -101,12 +101,15 @@
 
 const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
 
-/* the time since *t goes to stage k */
-static void stage_done(bk_atlas *a, int k, double *t)
+/* the time since *t goes to stage k (and, less what bk_pool_sim's threads would have saved
+ * since, to its simulated time) */
+static void stage_done(bk_atlas *a, int k, double *t, double *saved)
 {
-    double now = bk_time_now();
+    double now = bk_time_now(), sv = bk_pool_sim_saved();
     a->stage_seconds[k] += now - *t;
+    a->stage_seconds_sim[k] += now - *t - (sv - *saved);
     *t = now;
+    *saved = sv;
 }
 
 void bk_atlas_opts_default(bk_atlas_opts *o)
@@ -387,7 +390,7 @@ static void stretch_fn(void *ctx, size_t begin, size_t end, int worker)
 
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
 {
-    double t0 = bk_time_now(), ts = t0;
+    double t0 = bk_time_now(), ts = t0, sim_saved = bk_pool_sim_saved();
     memset(out, 0, sizeof *out);
     const char *name = scene_name(o);
     int pad = o->padding;
@@ -463,17 +466,17 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         goto done;
     }
     if (MT && o->tri_scale) adjacency_split_scales(&A, MT, o->tri_scale);
-    stage_done(out, 0, &ts);
+    stage_done(out, 0, &ts, &sim_saved);
     if (MT && !o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
-    stage_done(out, 1, &ts);
+    stage_done(out, 1, &ts, &sim_saved);
     if (MT && bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work)) {
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
-    stage_done(out, 2, &ts);
+    stage_done(out, 2, &ts, &sim_saved);
     if (MT && o->tri_scale)
         /* per-object density (--object-scale): each chart, of one object, grows by its factor */
         for (uint32_t ci = 0; ci < C.count; ++ci) {
@@ -492,15 +495,15 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
         key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
         int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part);
-        stage_done(out, 3, &ts);
+        stage_done(out, 3, &ts, &sim_saved);
         if (!o->planar_only)
             bad = bad || bk_atlas_charts_join(&ms, &g, &A, weld, o->tri_scale, &so, JOIN_MAX_TRIS, (pad + 1) / s_est, &C, &out->overlap_work);
         bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
-        stage_done(out, 4, &ts);
+        stage_done(out, 4, &ts, &sim_saved);
         bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
         bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est, ABSORB_SMOOTH_MIN_TRI,
                                             &C, &out->overlap_work);
-        stage_done(out, 5, &ts);
+        stage_done(out, 5, &ts, &sim_saved);
         free(queue); free(part); free(kt);
         if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
     }
@@ -633,7 +636,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
             s_lo = lo;
         }
         scale = s_lo;
-        stage_done(out, 6, &ts);
+        stage_done(out, 6, &ts, &sim_saved);
         /* Then by the charts' shapes, into a strip as wide as the atlas: each packing says how
          * many rows it needs, and the next scale aims at filling exactly the atlas (area grows
          * as the square of the scale), between the largest scale known to fit and the smallest
@@ -715,7 +718,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
     }
 
 place:;
-    stage_done(out, 7, &ts);  /* the shapes and the fill pass; the rectangles' packing when fixed */
+    stage_done(out, 7, &ts, &sim_saved);  /* the shapes and the fill pass; the rectangles' packing when fixed */
     /* UVs */
     const double scale0 = scale;
     out->width = out->height = N;
@@ -726,7 +729,7 @@ place:;
         goto done;
     }
     place_ctx pc = { &C, best_items, item_page, fill, scale0, pad, shaped, N, out };
-    bk_parallel_for(C.count, 64, place_fn, &pc);
+    bk_parallel_for(C.count, 8, place_fn, &pc);  /* small chunks: a few charts hold most triangles */
     for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];
     if (g.degen_count) {
         const pk_item *b = &best_items[C.count];
@@ -782,7 +785,7 @@ place:;
     out->stretch_max = smin < DBL_MAX ? (float)smax : 1.0f;
     out->stretch_l2 = wsum > 0 ? (float)sqrt(l2 / wsum) : 1.0f;
     for (uint32_t ci = 0; ci < C.count; ++ci) out->smooth_charts += C.charts[ci].smooth;
-    stage_done(out, 8, &ts);
+    stage_done(out, 8, &ts, &sim_saved);
     rc = 0;
 done:
     if (rc == 0) finish_stats(out);

@@ -119,6 +119,8 @@ typedef struct bk_atlas {
                                      stretch fields are 0 for --uv file */
     double    seconds;            /* time bk_atlas_build took */
     double    stage_seconds[BK_ATLAS_STAGES];  /* of it, per stage (bk_atlas_stage_names) */
+    double    stage_seconds_sim[BK_ATLAS_STAGES];  /* the same on bk_pool_sim's threads (as
+                                                      stage_seconds when that is off) */
     int       page_count;         /* pages of width x height, >= 1 */
     uint32_t *tri_page;           /* page of each triangle; NULL when page_count is 1 */
     uint32_t  rect_first_tri;     /* triangles from here on are rectangular charts (rasterized

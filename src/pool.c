@@ -44,8 +44,11 @@ static struct {
     atomic_size_t   done;        /* chunks finished */
 } P;
 
+static int sim_p_;  /* bk_pool_sim */
+
 int bk_pool_threads(void)
 {
+    if (sim_p_ && P.want == 1) return sim_p_;  /* callers size batches and scratch for those threads */
     int n = P.want > 0 ? P.want : bk_cpu_threads();
     return n < 1 ? 1 : (n > POOL_MAX ? POOL_MAX : n);
 }
@@ -130,11 +133,44 @@ void bk_pool_shutdown(void)
     pthread_mutex_unlock(&lock_);
 }
 
+/* bk_pool_sim: the threads simulated, and the time they would have saved so far */
+#define SIM_MAX 256
+static double sim_saved_;
+static _Thread_local int sim_depth_;
+
+void bk_pool_sim(int p) { sim_p_ = p >= 2 ? (p < SIM_MAX ? p : SIM_MAX) : 0; sim_saved_ = 0; }
+double bk_pool_sim_saved(void) { return sim_saved_; }
+
+/* One thread runs the chunks in order, timing each; the simulated threads take them in the same
+ * order, each the next chunk when it comes free. */
+static void sim_run(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
+{
+    double free_at[SIM_MAX] = { 0 }, t_all = bk_time_now(), end = 0;
+    sim_depth_++;
+    for (size_t b = 0; b < n; b += grain) {
+        double t0 = bk_time_now();
+        fn(ctx, b, b + grain < n ? b + grain : n, 0);
+        double d = bk_time_now() - t0;
+        int w = 0;
+        for (int i = 1; i < sim_p_; ++i)
+            if (free_at[i] < free_at[w]) w = i;
+        free_at[w] += d;
+        if (free_at[w] > end) end = free_at[w];
+    }
+    sim_depth_--;
+    sim_saved_ += (bk_time_now() - t_all) - end;
+}
+
 void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
 {
     if (n == 0) return;
     if (grain == 0) grain = 1;
     const size_t chunks = (n - 1) / grain + 1;
+    if (sim_p_ && P.want == 1) {
+        if (sim_depth_ == 0) sim_run(n, grain, fn, ctx);
+        else for (size_t b = 0; b < n; b += grain) fn(ctx, b, b + grain < n ? b + grain : n, 0);
+        return;
+    }
     const int nt = bk_pool_threads();
     pthread_mutex_lock(&lock_);
     if (P.busy || nt == 1 || chunks == 1 || (uint64_t)chunks > IDX_MASK) {

@@ -30,4 +30,15 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx);
 /* Joins the workers (tests, leak checkers); the next call starts them again. */
 void bk_pool_shutdown(void);
 
+/* A what-if profile for machines with more cores than this one: with bk_pool_sim(p), p >= 2, and
+ * bk_pool_set_threads(1), bk_pool_threads() says p (callers size their batches for p threads),
+ * but one thread runs every chunk, as worker 0, and every outermost bk_parallel_for times its
+ * chunks and schedules them as p threads taking chunks in order would (each to the first thread
+ * free; no cost for waking threads). bk_pool_sim_saved() then says how much sooner all calls so far
+ * would have ended on p threads, so a phase's time on p threads is its time on one less the
+ * difference of two readings. The serial parts, and chunks too big to share, show as such.
+ * p = 0 turns it off (the default). */
+void   bk_pool_sim(int p);
+double bk_pool_sim_saved(void);
+
 #endif /* BK_POOL_H */

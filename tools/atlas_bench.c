@@ -1,11 +1,16 @@
 /* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
  * utilisation and stretch:
- *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--waste] SCENE...
+ *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
- * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names). "atlas" is the two together, as baker's --stats seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour per chart. --waste: where the
- * texels that bake nothing are (the padding ring around charts, gaps, rows left below them), the
- * ring by chart size, and the charts' boundary length (which the ring follows). */
+ * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names).
+ * --sim P (with --threads 1): also the best build's time and stages as P threads would take them
+ * (bk_pool_sim: the serial parts and the chunks as measured, no cost for waking threads), for a
+ * machine with more cores than this one. "atlas" is the two together, as baker's --stats
+ * seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour
+ * per chart. --waste: where the texels that bake nothing are (the padding ring around charts,
+ * gaps, rows left below them), the ring by chart size, and the charts' boundary length (which the
+ * ring follows). */
 #include "atlas.h"
 #include "image.h"
 #include "pool.h"
@@ -99,7 +104,7 @@ static void waste_report(const bk_atlas *a, int pad)
 
 int main(int argc, char **argv)
 {
-    int size = 1024, reps = 3, show_stages = 0, show_waste = 0;
+    int size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0;
     const char *png = NULL;
     char err[512];
     for (int i = 1; i < argc; ++i) {
@@ -107,6 +112,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--png") && i + 1 < argc) { png = argv[++i]; continue; }
         if (!strcmp(argv[i], "--stages")) { show_stages = 1; continue; }
         if (!strcmp(argv[i], "--waste")) { show_waste = 1; continue; }
+        if (!strcmp(argv[i], "--sim") && i + 1 < argc) { sim = atoi(argv[++i]); bk_pool_sim(sim); continue; }
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) { bk_pool_set_threads(atoi(argv[++i])); continue; }
         bk_scene s;
@@ -116,13 +122,13 @@ int main(int argc, char **argv)
         o.size = size;
         o.scene_path = argv[i];
         bk_atlas a;
-        double best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES];
+        double best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES], stages_sim[BK_ATLAS_STAGES];
         for (int r = 0; r < reps; ++r) {
             double t0 = bk_time_now();
             clock_t c0 = clock();
             if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
             double t = bk_time_now() - t0, tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
-            if (t < best) { best = t; memcpy(stages, a.stage_seconds, sizeof stages); }
+            if (t < best) { best = t; memcpy(stages, a.stage_seconds, sizeof stages); memcpy(stages_sim, a.stage_seconds_sim, sizeof stages); }
             if (tc < best_cpu) best_cpu = tc;
             bk_texel *tx = NULL;
             uint32_t ntx = 0;
@@ -151,6 +157,13 @@ int main(int argc, char **argv)
         if (show_stages) {
             printf("  stages of the best build:");
             for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages[k]);
+            printf("\n");
+        }
+        if (sim) {
+            double tot = 0;
+            for (int k = 0; k < BK_ATLAS_STAGES; ++k) tot += stages_sim[k];
+            printf("  on %d threads (simulated): stages %.3f s:", sim, tot);
+            for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages_sim[k]);
             printf("\n");
         }
         if (show_waste) waste_report(&a, o.padding);
