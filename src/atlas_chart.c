@@ -3266,11 +3266,14 @@ done:
  * evicted: the union unfolds whole or not at all), and the union replaces the two when its
  * rectangle grown by the padding costs less than theirs (as the merge decides); else the
  * neighbour with the next longest seam is tried, JOIN_TRIES in all. Small unions only (max_tris):
- * each costs a solve, and large charts have little seam for their area. Smallest charts first,
- * serially: the same result at any thread count. */
+ * each costs a solve, and large charts have little seam for their area; and only charts whose
+ * padding ring is at least min_ring of their padded rectangle (a large page's charts have little
+ * ring to save, and the solves cost as much there). Smallest charts first, serially: the same
+ * result at any thread count. */
 #define JOIN_TRIES 3
 int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
-                         const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work)
+                         const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring, double pad_w, charting *C,
+                         uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count, M = max_tris + 1, H = 16, hshift = 28;
     while (H < 4 * M) { H <<= 1; hshift--; }
@@ -3309,6 +3312,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
         for (uint32_t i = 0; i < c->count; ++i)
             next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         if (!c->smooth || c->count >= max_tris) continue;
+        if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue;   /* little ring to save */
         order[nsm].key = c->count;
         order[nsm].idx = ci;
         nsm++;

@@ -140,10 +140,12 @@ int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacenc
                             const bk_atlas_smooth_opts *so, charting *C, uint64_t *work);
 
 /* A smooth chart and the neighbour it shares the most seam with (smooth or planar), when the two
- * have at most max_tris triangles, unfolded again as one smooth chart where it unfolds whole by
- * so's rules and its rectangle grown by pad_w costs less than theirs (see atlas_chart.c). */
+ * have at most max_tris triangles and the first's padding ring (pad_w wide) is at least min_ring
+ * of its padded rectangle, unfolded again as one smooth chart where it unfolds whole by so's rules
+ * and its rectangle grown by pad_w costs less than theirs (see atlas_chart.c). */
 int  bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
-                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double pad_w, charting *C, uint64_t *work);
+                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring, double pad_w, charting *C,
+                          uint64_t *work);
 
 /* ---- atlas_overlap.c ------------------------------------------------------------------------ */
 

@@ -601,7 +601,7 @@ static void join_case(double spike, uint32_t max_tris, uint32_t want_charts)
     so.min_tris = 4;
     so.max_tris = 2000;
     so.max_iter = 60;
-    BK_EXPECT(bk_atlas_charts_join(&s, &g, &A, weld, NULL, &so, max_tris, 1.0, &C, &work) == 0);
+    BK_EXPECT(bk_atlas_charts_join(&s, &g, &A, weld, NULL, &so, max_tris, 0.0, 1.0, &C, &work) == 0);
     BK_EXPECTF(C.count == want_charts, "join (spike %g, max_tris %u): %u charts, want %u", spike, max_tris, C.count, want_charts);
     uint32_t total = 0, wrong = 0, stretched = 0;
     size_t overlaps = 0;
