@@ -92,6 +92,14 @@ static void test_pack(void)
     free(it);
 }
 
+/* A test scene's geometry, weld and adjacency, as the atlas builds them. */
+static void mesh_setup(const bk_scene *s, tri_geom *g, uint32_t **weld, adjacency *A)
+{
+    BK_EXPECT(bk_atlas_geom_init(s, g) == 0);
+    BK_EXPECT((*weld = bk_atlas_weld(s)) != NULL);
+    BK_EXPECT(bk_atlas_adjacency_build(s, *weld, g->degen, A) == 0);
+}
+
 static void test_charts(void)
 {
     /* a UV sphere, 24 x 48 */
@@ -121,9 +129,7 @@ static void test_charts(void)
     memset(&C, 0, sizeof C);
     uint64_t work = 0;
     uint32_t *weld = NULL;
-    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
-    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
-    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    mesh_setup(&s, &g, &weld, &A);
     BK_EXPECT(bk_atlas_charts_make(&s, &g, &A, 20.0, &C, &work) == 0);
     uint32_t *seen = calloc(s.tri_count, sizeof(uint32_t));
     for (uint32_t ci = 0; ci < C.count; ++ci) {
@@ -225,9 +231,7 @@ static void test_charts(void)
 static void two_chart_setup(const bk_scene *s, tri_geom *g, uint32_t **weld, adjacency *A, charting *C)
 {
     uint32_t T = s->tri_count;
-    BK_EXPECT(bk_atlas_geom_init(s, g) == 0);
-    BK_EXPECT((*weld = bk_atlas_weld(s)) != NULL);
-    BK_EXPECT(bk_atlas_adjacency_build(s, *weld, g->degen, A) == 0);
+    mesh_setup(s, g, weld, A);
     memset(C, 0, sizeof *C);
     C->tri_chart = malloc(sizeof(uint32_t) * T);
     C->chart_tris = malloc(sizeof(uint32_t) * T);
@@ -500,9 +504,7 @@ static uint32_t smooth_evict_case(double max_evict)
     memset(&C, 0, sizeof C);
     uint64_t work = 0;
     uint32_t *weld = NULL;
-    BK_EXPECT(bk_atlas_geom_init(&s, &g) == 0);
-    BK_EXPECT((weld = bk_atlas_weld(&s)) != NULL);
-    BK_EXPECT(bk_atlas_adjacency_build(&s, weld, g.degen, &A) == 0);
+    mesh_setup(&s, &g, &weld, &A);
     bk_atlas_smooth_opts so;
     so.cone_deg = 75.0;
     so.crease_deg = 90.0;
