@@ -534,11 +534,13 @@ static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, 
 
 /* stb_image trusts a PNG chunk's length and allocates for it before reading (a 100-byte file
  * claiming a 1 GB IDAT asks for 1 GB: found by fuzz_image), so the chunks are walked first:
- * each one's length must fit in what is left of the file. Leaves f at its start. */
+ * each one's length must fit in what is left of the file. And an empty first IDAT chunk makes
+ * stb add an offset to its still-NULL data pointer, undefined behaviour (found by fuzz_image), so
+ * such a file is refused: no encoder writes one. Leaves f at its start. */
 static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, size_t err_size)
 {
     uint64_t pos = 8;                                /* the signature; stb checks its bytes */
-    int rc = 0;
+    int rc = 0, idat = 0;
     while (pos + 8 <= size) {                       /* a chunk header: length, type */
         uint8_t head[8];
         if (fseek(f, (long)pos, SEEK_SET) != 0 || fread(head, 1, 8, f) != 8) break;
@@ -547,6 +549,13 @@ static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, s
             rc = bk_fail(err, err_size, "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
                          (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
             break;
+        }
+        if (!memcmp(head + 4, "IDAT", 4)) {
+            if (!idat && len == 0) {
+                rc = bk_fail(err, err_size, "%s: PNG's first IDAT chunk (byte %llu) is empty: not read", path, (unsigned long long)pos);
+                break;
+            }
+            idat = 1;
         }
         if (!memcmp(head + 4, "IEND", 4)) break;
         pos += 12 + len;
