@@ -276,18 +276,26 @@ static void check_determinism(void)
     bake(&s, txd, ND, &o, NULL, 0, refd, 1);
     o.max_launch_ms = 1e-4;
     for (devices = 2; devices <= 3; ++devices) {
-        memset(gotd, 0xff, sizeof(float) * 3 * ND);         /* poisoned: every texel must be written */
-        bake(&s, txd, ND, &o, NULL, 0, gotd, 1);
-        BK_EXPECTF(memcmp(refd, gotd, sizeof(float) * 3 * ND) == 0, "%d devices: other texels", devices);
-        uint64_t texels = 0, rays = 0;
-        BK_EXPECTF(last.devices == devices, "%d devices reported, %d baked on", last.devices, devices);
-        for (int k = 0; k < devices; ++k) {
-            texels += last.dev[k].texels;
-            rays += last.dev[k].rays;
-            BK_EXPECTF(last.dev[k].blocks > 0 && last.dev[k].rays > 0, "%d devices: device %d took no block", devices, k);
+        /* Blocks go to whichever device asks first, so on a loaded machine a device thread the OS
+         * starts late can find them all taken (seen twice under heavy load): a bake where some
+         * device took none is tried again, up to 5 times; every one must give the same bytes. */
+        int idle = -1;
+        for (int attempt = 0; attempt < 5 && idle != 0; ++attempt) {
+            memset(gotd, 0xff, sizeof(float) * 3 * ND);     /* poisoned: every texel must be written */
+            bake(&s, txd, ND, &o, NULL, 0, gotd, 1);
+            BK_EXPECTF(memcmp(refd, gotd, sizeof(float) * 3 * ND) == 0, "%d devices: other texels", devices);
+            uint64_t texels = 0, rays = 0;
+            BK_EXPECTF(last.devices == devices, "%d devices reported, %d baked on", last.devices, devices);
+            idle = 0;
+            for (int k = 0; k < devices; ++k) {
+                texels += last.dev[k].texels;
+                rays += last.dev[k].rays;
+                idle += !(last.dev[k].blocks > 0 && last.dev[k].rays > 0);
+            }
+            BK_EXPECTF(texels == ND && rays == last.totals.rays, "%d devices: %llu texels, %llu of %llu rays", devices,
+                       (unsigned long long)texels, (unsigned long long)rays, (unsigned long long)last.totals.rays);
         }
-        BK_EXPECTF(texels == ND && rays == last.totals.rays, "%d devices: %llu texels, %llu of %llu rays", devices,
-                   (unsigned long long)texels, (unsigned long long)rays, (unsigned long long)last.totals.rays);
+        BK_EXPECTF(idle == 0, "%d devices: %d of them took no block in 5 bakes", devices, idle);
     }
     devices = 1;
     free(txd); free(refd); free(gotd);
