@@ -237,6 +237,17 @@ typedef struct bk_trail {
     int      replay_end;
 } bk_trail;
 
+/* The deepest pending level d leaves pend: the path now goes through its farther child (popped),
+ * and the levels below d are new. Returns d. */
+BK_HDI int bk_trail_take(bk_trail *tr)
+{
+    const int d = bk_msb64(tr->pend);
+    const uint64_t bit = (uint64_t)1 << d;
+    tr->pend ^= bit;
+    tr->popped = (tr->popped & (bit - 1u)) | bit;
+    return d;
+}
+
 /* Next subtree of a BVH traversal: the stack top, or, on an emptied short stack that dropped
  * entries, a restart from the root along the trail; BK_REF_DONE when nothing is left. */
 BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, bk_trail *tr, bk_trace_stats *st)
@@ -244,11 +255,7 @@ BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, bk_trail *tr, bk_trace_stats *s
     uint32_t e[3] = { 0, 0, 0 };
     if (bk_stack_pop(s, e)) {
         if (mode == BK_STACK_SHORT) {          /* the farther child of the deepest pending level */
-            const int d = bk_msb64(tr->pend);
-            const uint64_t bit = (uint64_t)1 << d;
-            tr->pend ^= bit;
-            tr->popped = (tr->popped & (bit - 1u)) | bit;
-            tr->level = d + 1;
+            tr->level = bk_trail_take(tr) + 1;
             tr->replay_end = 0;
         }
         return (int32_t)e[0];
@@ -256,12 +263,8 @@ BK_HDI int32_t bk_bvh_pop(bk_stack *s, int mode, bk_trail *tr, bk_trace_stats *s
     if (mode != BK_STACK_SHORT || !s->dropped || !tr->pend) return BK_REF_DONE;
     /* every entry left was dropped: restart from the root and replay the path down to the
      * deepest pending level's farther child */
-    const int d = bk_msb64(tr->pend);
-    const uint64_t bit = (uint64_t)1 << d;
-    tr->pend ^= bit;
-    tr->popped = (tr->popped & (bit - 1u)) | bit;
+    tr->replay_end = bk_trail_take(tr) + 1;
     tr->level = 0;
-    tr->replay_end = d + 1;
     s->dropped = 0;
     st->restarts++;
     return 0;
