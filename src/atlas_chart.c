@@ -1320,6 +1320,23 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
     return 0;
 }
 
+/* Chart ci's triangles as a list linked through next, in chart order: head[ci], and where given
+ * tail[ci], cnt[ci] and prev (the merge, tidy, absorb and join passes keep charts so while they
+ * move triangles between them). */
+static void chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
+                       uint32_t *prev)
+{
+    const chart *c = &C->charts[ci];
+    head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
+    if (tail) tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+    if (cnt) cnt[ci] = c->count;
+    for (uint32_t i = 0; i < c->count; ++i) {
+        uint32_t t = C->chart_tris[c->first + i];
+        next[t] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
+        if (prev) prev[t] = i ? C->chart_tris[c->first + i - 1] : BK_NONE;
+    }
+}
+
 /* Speculation: every chart's first look (merge_eval) made side by side on the charts as they are
  * before any merge; the serial loop takes a chart's answer when neither it nor a chart it met has
  * changed since (merged, or merged into another), else looks again. A look reads only those
@@ -1379,10 +1396,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     for (uint32_t t = 0; t < T; ++t) iota[t] = t;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
-        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
-        for (uint32_t i = 0; i < c->count; ++i)
-            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
-        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
+        chart_link(C, ci, head, tail, NULL, next, NULL);
         double cost = (c->w + pad_w) * (c->h + pad_w);
         uint64_t bits;
         memcpy(&bits, &cost, 8);
@@ -2706,13 +2720,7 @@ static void tidy_init_fn(void *ctx, size_t begin, size_t end, int worker)
     const charting *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
-        x->head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
-        x->cnt[ci] = c->count;
-        for (uint32_t i = 0; i < c->count; ++i) {
-            uint32_t t = C->chart_tris[c->first + i];
-            x->next[t] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
-            x->prev[t] = i ? C->chart_tris[c->first + i - 1] : BK_NONE;
-        }
+        chart_link(C, (uint32_t)ci, x->head, NULL, x->cnt, x->next, x->prev);
         if (x->eager && c->count >= TIDY_GRID_MIN && tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count)) x->err = 1;
     }
 }
@@ -3003,13 +3011,8 @@ static void absorb_init_fn(void *ctx, size_t begin, size_t end, int worker)
     const charting *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
-        x->head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
-        x->tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
-        x->cnt[ci] = c->count;
-        for (uint32_t i = 0; i < c->count; ++i) {
-            x->next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
-            x->slot[C->chart_tris[c->first + i]] = BK_NONE;
-        }
+        chart_link(C, (uint32_t)ci, x->head, x->tail, x->cnt, x->next, NULL);
+        for (uint32_t i = 0; i < c->count; ++i) x->slot[C->chart_tris[c->first + i]] = BK_NONE;
     }
 }
 
@@ -3305,12 +3308,8 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     uint32_t nsm = 0;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
-        head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
-        tail[ci] = c->count ? C->chart_tris[c->first + c->count - 1] : BK_NONE;
-        cnt[ci] = c->count;
+        chart_link(C, ci, head, tail, cnt, next, NULL);
         stamp[ci] = BK_NONE;
-        for (uint32_t i = 0; i < c->count; ++i)
-            next[C->chart_tris[c->first + i]] = i + 1 < c->count ? C->chart_tris[c->first + i + 1] : BK_NONE;
         if (!c->smooth || c->count >= max_tris) continue;
         if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue;   /* little ring to save */
         order[nsm].key = c->count;
