@@ -123,22 +123,27 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
         ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
     }
     float tnx = 0, tny = 0, tnz = 0;
-    int fresh = 1;                                   /* tn to be computed from the cell */
-    int bx = -1, by = 0, bz = 0;
+    /* the walk's state besides the cell: load 2 = tn to be computed from the cell and its brick to
+     * be loaded, 1 = the brick only (a step left it), 0 = nothing; bit is the cell's in the brick,
+     * which a step inside the brick moves by 1, 4 or 16 */
+    int load = 2, bx = 0, by = 0, bz = 0, bit = 0, hit = 0;
     uint64_t mask = 0;
     uint32_t rank0 = 0;
+    /* a step along +axis enters a new brick at low bits 0, along -axis at 3 */
+    const int ex = stx > 0 ? 0 : 3, ey = sty > 0 ? 0 : 3, ez = stz > 0 ? 0 : 3;
     for (;;) {
-        if (fresh) {
-            tnx = d.x != 0.0f ? ((float)(vx + (stx > 0)) - o.x) * inv.x : BK_INF;
-            tny = d.y != 0.0f ? ((float)(vy + (sty > 0)) - o.y) * inv.y : BK_INF;
-            tnz = d.z != 0.0f ? ((float)(vz + (stz > 0)) - o.z) * inv.z : BK_INF;
-            fresh = 0;
-        }
-        if ((vx >> 2) != bx || (vy >> 2) != by || (vz >> 2) != bz) {
+        if (load) {
+            if (load == 2) {
+                tnx = d.x != 0.0f ? ((float)(vx + (stx > 0)) - o.x) * inv.x : BK_INF;
+                tny = d.y != 0.0f ? ((float)(vy + (sty > 0)) - o.y) * inv.y : BK_INF;
+                tnz = d.z != 0.0f ? ((float)(vz + (stz > 0)) - o.z) * inv.z : BK_INF;
+            }
             bx = vx >> 2; by = vy >> 2; bz = vz >> 2;
             bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
             mask = (uint64_t)b.y << 32 | b.x;
             rank0 = b.z;
+            bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
+            load = 0;
         }
         if (mask == 0) {
             /* an empty brick: across the nearest of its far planes in one step, into the first
@@ -148,62 +153,66 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
             float tz = d.z != 0.0f ? ((float)(4 * bz + (stz > 0 ? 4 : 0)) - o.z) * inv.z : BK_INF;
             ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
             float te = bk_minf(bk_minf(tx, ty), tz);
-            if (!(te <= tmax)) return 0;
+            if (!(te <= tmax)) break;
             int nx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, te)), 4 * bx, 4 * bx + 3);
             int ny = bk_vox_cell(bk_add(o.y, bk_mul(d.y, te)), 4 * by, 4 * by + 3);
             int nz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, te)), 4 * bz, 4 * bz + 3);
             if (ax == 0) nx = stx > 0 ? 4 * bx + 4 : 4 * bx - 1;
             if (ax == 1) ny = sty > 0 ? 4 * by + 4 : 4 * by - 1;
             if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;
-            if (nx < lx || nx >= hx || ny < ly || ny >= hy || nz < lz || nz >= hz) return 0;
+            if (nx < lx || nx >= hx || ny < ly || ny >= hy || nz < lz || nz >= hz) break;
             vx = nx; vy = ny; vz = nz;
-            fresh = 1;
+            load = 2;
             continue;
         }
-        const int bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
-        if ((mask >> bit) & 1u) {
-            const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* the face's world axis */
-            const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
-            const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
-            /* t in world space, where the face's plane is an integer: one subtraction (exact
-             * near the plane) and one division, so t is within an ulp or two of exact */
-            const float plane = bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
-            const float dw = bk_comp3(r->d, wk);
-            float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
-            if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
-            if (t > tmax) return 0;
-            const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
-            const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
-            const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst);
-            /* the face's normal in model space is -step along ax; in the world, row wk of M
-             * applied to it */
-            const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
-            out->t = t;
-            out->id = face_base + 6u * rank + face;
-            out->aux = BK_VOX_AUX | face;
-            if (!any_hit) {           /* an occlusion query needs no material: two loads fewer */
-                const uint32_t model = bk_load_u32(a->vox_inst + 2 * inst + 1);
-                bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
-                const uint32_t colour = bk_load_u8(a->vox_colours + m1.x + rank);   /* m1: colour, material base */
-                out->aux |= (m1.y + colour) << 3;
-            }
-            return 1;
-        }
+        if ((mask >> bit) & 1u) { hit = 1; break; }
         /* one cell on, across the nearest far plane */
         if (tnx <= tny && tnx <= tnz) {
-            if (!(tnx <= tmax)) return 0;
-            vx += stx; if (vx < lx || vx >= hx) return 0;
+            if (!(tnx <= tmax)) break;
+            vx += stx; if (vx < lx || vx >= hx) break;
             tnx = bk_add(tnx, dtx); ax = 0;
+            if ((vx & 3) == ex) load = 1; else bit += stx;
         } else if (tny <= tnz) {
-            if (!(tny <= tmax)) return 0;
-            vy += sty; if (vy < ly || vy >= hy) return 0;
+            if (!(tny <= tmax)) break;
+            vy += sty; if (vy < ly || vy >= hy) break;
             tny = bk_add(tny, dty); ax = 1;
+            if ((vy & 3) == ey) load = 1; else bit += 4 * sty;
         } else {
-            if (!(tnz <= tmax)) return 0;
-            vz += stz; if (vz < lz || vz >= hz) return 0;
+            if (!(tnz <= tmax)) break;
+            vz += stz; if (vz < lz || vz >= hz) break;
             tnz = bk_add(tnz, dtz); ax = 2;
+            if ((vz & 3) == ez) load = 1; else bit += 16 * stz;
         }
     }
+    if (!hit) return 0;
+    /* The hit, out of the walk's loop: the lanes of a warp that found one take it together
+     * (inside the loop each lane took it alone, two lanes active on average). */
+    const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* the face's world axis */
+    const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
+    const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+    /* t in world space, where the face's plane is an integer: one subtraction (exact near the
+     * plane) and one division, so t is within an ulp or two of exact */
+    const float plane =
+        bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
+    const float dw = bk_comp3(r->d, wk);
+    float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
+    if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
+    if (t > tmax) return 0;
+    const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
+    const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
+    const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst);
+    /* the face's normal in model space is -step along ax; in the world, row wk of M applied to it */
+    const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
+    out->t = t;
+    out->id = face_base + 6u * rank + face;
+    out->aux = BK_VOX_AUX | face;
+    if (!any_hit) {           /* an occlusion query needs no material: two loads fewer */
+        const uint32_t model = bk_load_u32(a->vox_inst + 2 * inst + 1);
+        bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
+        const uint32_t colour = bk_load_u8(a->vox_colours + m1.x + rank);   /* m1: colour, material base */
+        out->aux |= (m1.y + colour) << 3;
+    }
+    return 1;
 }
 
 #endif /* BK_VOXEL_H */
