@@ -140,13 +140,9 @@ typedef struct bk_accel_view {
     uint32_t           vox_instance_count;
     bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
     /* compressed wide BVH (type BK_ACCEL_CWBVH): its nodes; tris then holds its own copy of the
-     * records, in its leaf order, each with its binary record's index in v1.w (bits); bvh_nodes
-     * stays the binary layout it came from, and path / path_len its records' binary paths (the
-     * tie rule, bk_bvh_later) */
+     * records, in its leaf order; bvh_nodes stays the binary layout it came from */
     const bk_cw_node  *cw_nodes;
     uint32_t           cw_node_count;
-    const uint64_t    *bin_path;     /* per binary record: bit k the child taken at level k */
-    const uint8_t     *bin_path_len; /* per binary record: levels on that path */
 } bk_accel_view;
 
 BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)

@@ -18,8 +18,13 @@
  *     (Foley & Sugerman 2005): when dropped entries are needed, restart from the root with tmin
  *     advanced to the exit of the last leaf.
  *   - compressed 8-wide BVH traversal (Ylitie, Karras & Laine 2017), with a restart trail of one
- *     visiting position per level for the short stack; ties between equal hits go as in the
- *     binary traversal (bk_bvh_later), so every BVH layout returns the same hits.
+ *     visiting position per level for the short stack.
+ * A closest hit is the least (t, id) over the hits a traversal tests (bk_hit_better): at equal t
+ * the lower HITS id wins, whatever order they were tested in, so every accel, layout, stack and
+ * warp gives the same hit. (Keeping the hit tested last made the result depend on the order:
+ * with postponed leaves a lane's warp-mates decide whether it tests a leaf before or after
+ * culling with a new nearest hit, and the wavefront bake, whose warps are formed by atomics,
+ * gave a few different rays in 14e9 from run to run.)
  */
 #ifndef BK_TRAVERSE_H
 #define BK_TRAVERSE_H
@@ -31,7 +36,7 @@
 
 /* 1: on the GPU a lane that meets a leaf keeps descending until its whole warp holds leaves
  * (Aila & Laine's postponed leaves): 5-15 % more Mrays/s on the H100 (sponza, sibenik, dragon).
- * The nodes visited per ray then depend on its warp-mates; hits do not. */
+ * The nodes visited per ray then depend on its warp-mates; hits do not (bk_hit_better). */
 #ifndef BK_POSTPONE_LEAVES
 #  define BK_POSTPONE_LEAVES 1
 #endif
@@ -175,12 +180,19 @@ BK_HDI bk_vec3 bk_tri_vertex(const bk_accel_view *a, uint32_t tri, int k, uint32
     return bk_f4_xyz(v);
 }
 
+/* Whether a hit at t on HITS id `id` replaces the nearest so far (best_t, best_id; BK_NO_HIT, the
+ * largest id, before the first): the nearer one, and at equal t the lower id. */
+BK_HD int bk_hit_better(float t, uint32_t id, float best_t, uint32_t best_id)
+{
+    return t < best_t || (t == best_t && id < best_id);
+}
+
 /* Leaf record rec against the ray for hits in [tmin, tmax]: a triangle, or with prim BK_PRIM_VOX a
  * voxel instance when its id says so, walked only where the ray is in [cell_lo, cell_hi] (a
  * KD-tree leaf's cell, slightly widened; the BVH passes the whole ray). *id gets the record's id
- * word (with BK_TRI_LAST), *t and *hit_id (the HITS id) the hit. */
+ * word (with BK_TRI_LAST), *t, *hit_id (the HITS id) and *aux (bk_trace_stats.aux) the hit. */
 BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t rec, int prim, int any_hit, float tmax,
-                        float *t, uint32_t *id, uint32_t *hit_id, float cell_lo, float cell_hi, bk_trace_stats *st)
+                        float *t, uint32_t *id, uint32_t *hit_id, uint32_t *aux, float cell_lo, float cell_hi)
 {
     bk_f4 v0 = bk_load4(a->tris + 3 * rec);
     *id = bk_float_bits(v0.w);
@@ -189,13 +201,13 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
         if (!bk_vox_instance_hit(a, r, v0, bk_load4(a->tris + 3 * rec + 1), bk_load4(a->tris + 3 * rec + 2),
                                  bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), any_hit, &vh))
             return 0;
-        *t = vh.t; *hit_id = vh.id; st->aux = vh.aux;
+        *t = vh.t; *hit_id = vh.id; *aux = vh.aux;
         return 1;
     }
     bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
     if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
     *hit_id = *id & BK_TRI_ID;
-    st->aux = 0;
+    *aux = 0;
     return 1;
 }
 
@@ -366,11 +378,12 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
         }
         int found = 0;
         for (uint32_t rec = (uint32_t)~leaf;; ++rec) {     /* records ~leaf .. the one marked last */
-            uint32_t id, hid;
+            uint32_t id, hid, aux;
             float t;
             st->tris++;
-            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, -BK_INF, BK_INF, st)) {
-                best = t; h.t = t; h.tri = hid; hrec = rec;
+            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, -BK_INF, BK_INF) &&
+                bk_hit_better(t, hid, best, h.tri)) {
+                best = t; h.t = t; h.tri = hid; hrec = rec; st->aux = aux;
                 found = any_hit;
             }
             if ((id & BK_TRI_LAST) || found) break;
@@ -379,35 +392,6 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
         if (found || ref == BK_REF_DONE) break;
     }
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
-}
-
-/* ---- ties between equal hits ----------------------------------------------------------------- */
-
-/* 1 when the binary BVH traversal (bk_bvh_trace) would test record b after record a, so that b
- * wins a tie at equal t there (bk_tri_intersect accepts t <= best). Wide layouts visit children
- * in another order and ask this on a tie, so every BVH layout returns the binary traversal's hit:
- * the lowest common binary ancestor of the two records' leaves (their paths part at bit d) is
- * entered on the side of smaller entry distance first (child 0 on equal ones), as bk_bvh_trace
- * orders children. Ties are rare (a ray through a shared edge); the answer costs one slab test. */
-BK_HD int bk_bvh_later(const bk_bvh_node *nodes, const uint64_t *path, const uint8_t *path_len, const bk_ray_pre *r,
-                       uint32_t a, uint32_t b)
-{
-    uint64_t pa = path[a], diff = pa ^ path[b];
-    uint32_t la = path_len[a], lb = path_len[b];
-    if (!diff) return b > a;                      /* one leaf: records are tested in order */
-    /* leaves are never ancestors of each other, so the paths part within both lengths */
-    uint32_t d = (uint32_t)bk_ctz64(diff);
-    if (d >= la || d >= lb) return b > a;         /* not reached on a tree the build accepted */
-    int32_t n = 0;
-    for (uint32_t k = 0; k < d; ++k) {
-        const bk_bvh_node *nd = nodes + n;
-        n = (int32_t)bk_float_bits((pa >> k & 1) ? bk_load4(&nd->refs).y : bk_load4(&nd->refs).x);
-    }
-    const bk_bvh_node *nd = nodes + n;
-    float t0, t1;
-    bk_slab2(r, bk_load4(&nd->xy0), bk_load4(&nd->xy1), bk_load4(&nd->z01), r->tmin, r->tmax, &t0, &t1);
-    uint32_t later = t1 < t0 ? 0u : 1u;
-    return (uint32_t)(path[b] >> d & 1) == later;
 }
 
 /* ---- compressed wide BVH ---------------------------------------------------------------------- */
@@ -538,8 +522,7 @@ BK_HDI uint32_t bk_cw_children(const bk_ray_pre *r, const bk_cw_node *nd, uint32
 /* Compressed wide BVH traversal (layout in bk_accel.h). A node's hit children are visited in the
  * order of their slots' visiting positions (slot ^ octant), leaves at once and inner children
  * depth first: the first is entered, the rest of the group is pushed as one stack entry and popped
- * one child at a time (Ylitie et al. 2017). Ties between equal hits go as in the binary layout
- * (bk_bvh_later), so every BVH layout returns the same hit. With the short stack, the restart trail
+ * one child at a time (Ylitie et al. 2017). With the short stack, the restart trail
  * keeps per level the visiting position of the child being visited and whether it was the level's
  * last (after Vaidyanathan, Woop & Benthin 2019, "Wide BVH Traversal with a Short Stack"): when the
  * stack ran dry after dropping entries, the walk restarts at the root, follows the trail down to the
@@ -554,8 +537,8 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     bk_stack_begin(s, BK_ACCEL_CWBVH);
     const uint32_t oct = (r.inv.x < 0.0f ? 1u : 0u) | (r.inv.y < 0.0f ? 2u : 0u) | (r.inv.z < 0.0f ? 4u : 0u);
     float best = r.tmax;
-    uint32_t hrec = 0, hbin = 0;
-    int found = 0, done = 0;
+    uint32_t hrec = 0;
+    int done = 0;
     uint64_t trail[2] = { 0, 0 };
     int level = 0;        /* level of the node whose children make the group */
     int replay = -1;      /* short stack, restarting: the level to resume at */
@@ -619,15 +602,13 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             leaves &= leaves - 1u;
             for (uint32_t rec = rec_base + bk_byte8(meta_lo, meta_hi, (int)(lp ^ oct));; ++rec) {
                 st->tris++;
-                bk_f4 v0 = bk_load4(a->tris + 3 * rec), v1 = bk_load4(a->tris + 3 * rec + 1);
+                bk_f4 v0 = bk_load4(a->tris + 3 * rec);
                 uint32_t id = bk_float_bits(v0.w);
                 float t;
-                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_f4_xyz(v1), bk_f4_xyz(bk_load4(a->tris + 3 * rec + 2)), best, &t)) {
-                    uint32_t bin = bk_float_bits(v1.w);
-                    if (t < best || !found || bk_bvh_later(a->bvh_nodes, a->bin_path, a->bin_path_len, &r, hbin, bin)) {
-                        best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec; hbin = bin; found = 1;
-                        if (any_hit) { done = 1; break; }
-                    }
+                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_tri_vertex(a, rec, 1, 0), bk_tri_vertex(a, rec, 2, 0), best, &t) &&
+                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri)) {
+                    best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec;
+                    if (any_hit) { done = 1; break; }
                 }
                 if (id & BK_TRI_LAST) break;
             }
@@ -709,15 +690,16 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         }
         uint32_t count = n.flags >> 2;
         for (uint32_t i = 0; i < count; ++i) {
-            uint32_t rec = bk_load_u32(a->kd_refs + n.data + i), id, hid;
+            uint32_t rec = bk_load_u32(a->kd_refs + n.data + i), id, hid, aux;
             float t;
             st->tris++;
             /* an instance's voxels only inside this leaf's cell: the leaves after it reference
              * the instance too where it reaches them; the cell widened by 2^-20, as the builder's
              * margin, so a face on a split plane is not lost between two leaves */
-            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, tmin - bk_absf(tmin) * 0x1p-20f,
-                             tmax + bk_absf(tmax) * 0x1p-20f, st)) {
-                best = t; h.t = t; h.tri = hid; hrec = rec;
+            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, tmin - bk_absf(tmin) * 0x1p-20f,
+                             tmax + bk_absf(tmax) * 0x1p-20f) &&
+                bk_hit_better(t, hid, best, h.tri)) {
+                best = t; h.t = t; h.tri = hid; hrec = rec; st->aux = aux;
                 if (any_hit) break;
             }
         }

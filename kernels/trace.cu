@@ -45,7 +45,7 @@ typedef struct cuda_ctx {
     /* the compressed wide BVH of a BVH of triangles (bk_backend_cw_layout), made and traced when
        the options ask for it (cuda_view); cw_view.type is BK_ACCEL_CWBVH once there is one */
     bk_accel_view  cw_view;
-    void          *d_cw_nodes, *d_cw_recs, *d_cw_path, *d_cw_path_len;
+    void          *d_cw_nodes, *d_cw_recs;
     bk_accel_view  host_bin;      /* the uploaded BVH's host view (backend.h: alive until the next
                                      upload), or type KD-tree: nothing to collapse */
     int            cw_tried;
@@ -214,8 +214,8 @@ static void release_scene(cuda_ctx *c)
 {
     cudaFree(c->d_nodes); cudaFree(c->d_tris); cudaFree(c->d_refs);
     c->d_nodes = c->d_tris = c->d_refs = NULL;
-    cudaFree(c->d_cw_nodes); cudaFree(c->d_cw_recs); cudaFree(c->d_cw_path); cudaFree(c->d_cw_path_len);
-    c->d_cw_nodes = c->d_cw_recs = c->d_cw_path = c->d_cw_path_len = NULL;
+    cudaFree(c->d_cw_nodes); cudaFree(c->d_cw_recs);
+    c->d_cw_nodes = c->d_cw_recs = NULL;
     memset(&c->cw_view, 0, sizeof c->cw_view);
     c->host_bin.type = BK_ACCEL_KDTREE;
     c->cw_tried = 0;
@@ -290,9 +290,7 @@ static const bk_accel_view *cuda_view(cuda_ctx *c, const bk_trace_opts *o, char 
         struct bk_cwbvh *cw = c->host_bin.type == BK_ACCEL_BVH ? bk_backend_cw_layout(&c->host_bin, &hv) : NULL;
         if (cw) {
             int bad = copy_up(&c->d_cw_nodes, hv.cw_nodes, sizeof(bk_cw_node) * (size_t)hv.cw_node_count, err, err_size) ||
-                      copy_up(&c->d_cw_recs, hv.tris, sizeof(bk_f4) * 3 * (size_t)hv.tri_count, err, err_size) ||
-                      copy_up(&c->d_cw_path, hv.bin_path, sizeof(uint64_t) * (size_t)c->host_bin.tri_count, err, err_size) ||
-                      copy_up(&c->d_cw_path_len, hv.bin_path_len, (size_t)c->host_bin.tri_count, err, err_size);
+                      copy_up(&c->d_cw_recs, hv.tris, sizeof(bk_f4) * 3 * (size_t)hv.tri_count, err, err_size);
             bk_backend_cw_free(cw);
             if (bad) return NULL;
             note_memory(c);
@@ -302,8 +300,6 @@ static const bk_accel_view *cuda_view(cuda_ctx *c, const bk_trace_opts *o, char 
             c->cw_view.tris = (const bk_f4 *)c->d_cw_recs;
             c->cw_view.cw_nodes = (const bk_cw_node *)c->d_cw_nodes;
             c->cw_view.cw_node_count = hv.cw_node_count;
-            c->cw_view.bin_path = (const uint64_t *)c->d_cw_path;
-            c->cw_view.bin_path_len = (const uint8_t *)c->d_cw_path_len;
         }
     }
     /* a scene the layout does not take (voxels, a KD-tree, a degenerate tree) keeps its own */

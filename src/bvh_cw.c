@@ -35,7 +35,7 @@ typedef struct cw_build {
 static int is_leaf(const cw_build *B, const cchild *c) { return bk_bvh_child_is_leaf(c, B->size, BK_CW_MERGE); }
 
 /* Copies the records under binary ref (a leaf's run, or a small subtree's leaves depth first) to
- * the end of B->recs, the last one marked BK_TRI_LAST, each with its binary index in v1.w. */
+ * the end of B->recs, the last one marked BK_TRI_LAST. */
 static int copy_records(cw_build *B, int32_t ref)
 {
     uint32_t n = 0;
@@ -44,7 +44,6 @@ static int copy_records(cw_build *B, int32_t ref)
         bk_f4 *d = B->recs + 3 * (size_t)B->rec_count++;
         memcpy(d, B->bin->tris + 3 * (size_t)B->scratch[i], 3 * sizeof(bk_f4));
         d[0].w = bk_bits_float((bk_float_bits(d[0].w) & ~BK_TRI_LAST) | (i + 1 == n ? BK_TRI_LAST : 0u));
-        d[1].w = bk_bits_float(B->scratch[i]);
     }
     return 0;
 }
@@ -173,20 +172,17 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
     B.recs = malloc(3 * sizeof(bk_f4) * (size_t)bin->tri_count);
     B.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
     B.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
-    out->path = malloc(sizeof(uint64_t) * bin->tri_count);
-    out->path_len = malloc(bin->tri_count);
-    if (!B.nodes || !B.recs || !B.size || !B.scratch || !out->path || !out->path_len) {
-        free(B.nodes); free(B.recs); free(B.size); free(B.scratch); free(out->path); free(out->path_len);
+    if (!B.nodes || !B.recs || !B.size || !B.scratch) {
+        free(B.nodes); free(B.recs); free(B.size); free(B.scratch);
         memset(out, 0, sizeof *out);
         return bk_fail(err, err_size, "compressed BVH: out of memory");
     }
     B.count = 1;
-    int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count ||
-              bk_bvh_record_paths(bin, out->path, out->path_len);
+    int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count;
     free(B.size);
     free(B.scratch);
     if (bad) {
-        free(B.nodes); free(B.recs); free(out->path); free(out->path_len);
+        free(B.nodes); free(B.recs);
         memset(out, 0, sizeof *out);
         return bk_fail(err, err_size, "compressed BVH: the binary tree is too deep or its leaves too long for the layout");
     }
@@ -200,7 +196,7 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
 
 void bk_cwbvh_free(bk_cwbvh *cw)
 {
-    free(cw->nodes); free(cw->recs); free(cw->path); free(cw->path_len);
+    free(cw->nodes); free(cw->recs);
     memset(cw, 0, sizeof *cw);
 }
 
@@ -213,7 +209,5 @@ bk_accel_view bk_cwbvh_view(const bk_cwbvh *cw, const bk_accel_view *bin)
     v.tri_count = cw->rec_count;
     v.cw_nodes = cw->nodes;
     v.cw_node_count = cw->node_count;
-    v.bin_path = cw->path;
-    v.bin_path_len = cw->path_len;
     return v;
 }

@@ -9,8 +9,8 @@
  * child's two children. A binary subtree of at most BK_CW_MERGE records becomes one leaf. Children
  * are put in the slot of the direction octant whose rays should visit them first (the child of
  * smallest centroid projection on the octant's diagonal, greedily), so a ray orders a node's
- * children by an exclusive or. Ties between hits at equal distance are broken as the binary
- * traversal breaks them (bk_bvh_later), so bk_cw_trace returns the binary traversal's hits.
+ * children by an exclusive or. Of hits at equal distance every traversal keeps the lowest id
+ * (bk_hit_better), so bk_cw_trace returns the binary traversal's hits.
  */
 #ifndef BK_BVH_CW_H
 #define BK_BVH_CW_H
@@ -22,11 +22,9 @@
 typedef struct bk_cwbvh {
     bk_cw_node *nodes;           /* root is node 0 */
     uint32_t    node_count;
-    bk_f4      *recs;            /* 3 per record, in leaf order; v1.w: the binary record (bits) */
+    bk_f4      *recs;            /* 3 per record, in leaf order (the binary layout's records) */
     uint32_t    rec_count;
     uint32_t    depth;           /* levels of nodes on the longest path */
-    uint64_t   *path;            /* per binary record: its leaf's path (bk_bvh_record_paths) */
-    uint8_t    *path_len;
 } bk_cwbvh;
 
 /* Collapses binary BVH bin (type BK_ACCEL_BVH, prim BK_PRIM_TRI). Deterministic. 0, or -1 with a
@@ -35,8 +33,8 @@ typedef struct bk_cwbvh {
 int  bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t err_size);
 void bk_cwbvh_free(bk_cwbvh *cw);
 
-/* The view that traces cw: bin's, with type BK_ACCEL_CWBVH, cw's nodes and records, and the
- * binary nodes and paths for the tie rule (host pointers; a backend swaps in its own). */
+/* The view that traces cw: bin's, with type BK_ACCEL_CWBVH and cw's nodes and records (host
+ * pointers; a backend swaps in its own). */
 bk_accel_view bk_cwbvh_view(const bk_cwbvh *cw, const bk_accel_view *bin);
 
 #endif

@@ -30,8 +30,6 @@ typedef struct collapse {
     uint32_t             depth;
     bk_wbvh_tri4        *tri4;
     uint32_t             tri4_count, tri4_cap;
-    uint64_t            *path;
-    uint8_t             *path_len;
     uint32_t            *size;       /* per binary inner node: records under it */
     uint32_t            *scratch;    /* the records of the leaf being emitted */
     uint32_t             scratch_count;
@@ -187,31 +185,6 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
     return 0;
 }
 
-/* Every record under binary ref gets its leaf's path from the root: bit k the child taken at
- * level k, and the number of levels. -1 on a malformed tree. */
-static int record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len, int32_t ref, uint32_t level, uint64_t bits)
-{
-    if (level > BK_MAX_DEPTH + 1) return -1;
-    if (ref < 0) {
-        for (uint32_t r = (uint32_t)~ref;; ++r) {
-            if (r >= bin->tri_count) return -1;
-            path[r] = bits;
-            path_len[r] = (uint8_t)level;
-            if (bk_float_bits(bin->tris[3 * (size_t)r].w) & BK_TRI_LAST) break;
-        }
-        return 0;
-    }
-    if ((uint32_t)ref >= bin->bvh_node_count) return -1;
-    const bk_bvh_node *b = bin->bvh_nodes + ref;
-    if (record_paths(bin, path, path_len, (int32_t)bk_float_bits(b->refs.x), level + 1, bits)) return -1;
-    return record_paths(bin, path, path_len, (int32_t)bk_float_bits(b->refs.y), level + 1, bits | (uint64_t)1 << level);
-}
-
-int bk_bvh_record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len)
-{
-    return record_paths(bin, path, path_len, 0, 0, 0);
-}
-
 int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
@@ -224,24 +197,22 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     /* a binary tree of m inner nodes collapses into at most m wide nodes */
     C.cap = bin->bvh_node_count;
     C.nodes = aligned_alloc(64, sizeof(bk_wbvh_node) * C.cap);
-    C.path = malloc(sizeof(uint64_t) * bin->tri_count);
-    C.path_len = malloc(bin->tri_count);
     /* a leaf of n records takes ceil(n / 4) blocks: at most one more per leaf than n / 4, and a
      * binary tree has one leaf more than inner nodes */
     C.tri4_cap = bin->tri_count / 4 + bin->bvh_node_count + 1;
     C.tri4 = aligned_alloc(64, (sizeof(bk_wbvh_tri4) * C.tri4_cap + 63) / 64 * 64);
     C.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
     C.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
-    if (!C.nodes || !C.path || !C.path_len || !C.tri4 || !C.size || !C.scratch) {
-        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4); free(C.size); free(C.scratch);
+    if (!C.nodes || !C.tri4 || !C.size || !C.scratch) {
+        free(C.nodes); free(C.tri4); free(C.size); free(C.scratch);
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
-    int bad = bk_bvh_subtree_sizes(bin, 0, 0, C.size) > bin->tri_count || collapse_node(&C, 0, 0, 0) || bk_bvh_record_paths(bin, C.path, C.path_len);
+    int bad = bk_bvh_subtree_sizes(bin, 0, 0, C.size) > bin->tri_count || collapse_node(&C, 0, 0, 0);
     free(C.size);
     free(C.scratch);
     if (bad) {
-        free(C.nodes); free(C.path); free(C.path_len); free(C.tri4);
+        free(C.nodes); free(C.tri4);
         return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes", bin->bvh_node_count);
     }
     out->nodes = C.nodes;
@@ -249,8 +220,6 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     out->depth = C.depth;
     out->tri4 = C.tri4;
     out->tri4_count = C.tri4_count;
-    out->path = C.path;
-    out->path_len = C.path_len;
     out->bin = *bin;
     return 0;
 }
@@ -258,13 +227,6 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
 void bk_wbvh_free(bk_wbvh *w)
 {
     free(w->nodes);
-    free(w->path);
-    free(w->path_len);
     free(w->tri4);
     memset(w, 0, sizeof *w);
-}
-
-int bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b)
-{
-    return bk_bvh_later(w->bin.bvh_nodes, w->path, w->path_len, r, a, b);
 }

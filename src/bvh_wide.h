@@ -13,12 +13,9 @@
  * layout's record order, are copied into 4-triangle blocks for the SIMD test (bk_wbvh_tri4). The
  * GPU keeps the binary layout; this one lives in host memory only.
  *
- * Ties. The binary traversal keeps, of hits at the same float distance, the one it tests last
- * (bk_tri_intersect accepts t <= best), i.e. the last in its depth-first order, which at every
- * binary node visits the child of smaller entry distance first. A wide node visits its up to W
- * children in another order, so on a tie the wide traversal asks the binary tree which of the two
- * records it would have tested last (bk_wbvh_later): ties are rare (a ray through a shared edge),
- * and the answer costs one slab test of the two records' lowest common binary ancestor.
+ * Ties. Of hits at the same float distance every traversal keeps the one of lowest id
+ * (bk_hit_better, kernels/bk_traverse.h), whatever order it tests them in, so the wide and the
+ * binary traversals return the same hits.
  */
 #ifndef BK_BVH_WIDE_H
 #define BK_BVH_WIDE_H
@@ -67,23 +64,19 @@ BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
 #define BK_WBVH_REC         0x3FFFFFFFu   /* in rec[k]: the record (so at most 2^30 records) */
 typedef struct bk_wbvh_tri4 {
     float    v[9][4];            /* v0.x v0.y v0.z v1.x v1.y v1.z v2.x v2.y v2.z, 4 lanes each  144 B */
-    uint32_t rec[4];             /* each lane's record in the binary layout (the tie rule), with
-                                    the flags above                                          16 B */
+    uint32_t rec[4];             /* each lane's record in the binary layout, with the flags
+                                    above                                                    16 B */
     uint32_t id[4];              /* each lane's triangle number (the HITS id)                 16 B */
     uint32_t pad[4];             /*                                                          16 B */
 } bk_wbvh_tri4;                  /*                                                         192 B */
 
-/* The wide BVH: owns its nodes, leaf blocks and the tie table; reads the binary view's records
- * (ids, the precise t of the closest hit) and nodes (ties). */
+/* The wide BVH: owns its nodes and leaf blocks. */
 typedef struct bk_wbvh {
     bk_wbvh_node *nodes;         /* root is node 0 */
     uint32_t      node_count;
     bk_wbvh_tri4 *tri4;          /* leaf blocks */
     uint32_t      tri4_count;
     uint32_t      depth;         /* levels of wide nodes on the longest path */
-    uint64_t     *path;          /* per record: its binary leaf's path from the root, bit k the
-                                    child taken at level k (the tie rule walks it)      8 B/record */
-    uint8_t      *path_len;      /* per record: levels on that path                      1 B/record */
     bk_accel_view bin;           /* the binary layout it was collapsed from (not owned) */
 } bk_wbvh;
 
@@ -128,12 +121,5 @@ int  bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t 
 int  bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_t merge, int32_t n, int width,
                           bk_bvh_child *c);
 
-/* Fills path[r] and path_len[r] for every record r of binary BVH bin: its leaf's path from the root
- * (bit k the child taken at level k) and its length; 0, or -1 on a malformed tree. The tie rule
- * (bk_bvh_later, kernels/bk_traverse.h) walks them. */
-int  bk_bvh_record_paths(const bk_accel_view *bin, uint64_t *path, uint8_t *path_len);
-
-/* 1 when the binary traversal would test record b after record a (so b wins a tie at equal t). */
-int  bk_wbvh_later(const bk_wbvh *w, const bk_ray_pre *r, uint32_t a, uint32_t b);
 
 #endif

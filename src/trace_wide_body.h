@@ -7,7 +7,7 @@
  * (child, entry distance) far to near; a popped entry farther than the closest hit so far is
  * dropped without fetching its node. Triangles: the binary traversal's records and test
  * (bk_tri_intersect), its precise t (bk_tri_refine_t) and its choice between equal-t hits
- * (bk_wbvh_later, see bvh_wide.h).
+ * (bk_hit_better: the lower id).
  */
 #define W BK_WBVH_WIDTH
 #if WIDE_SIMD == 2 && BK_WBVH_WIDTH == 8
@@ -65,7 +65,6 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     const int fx = nx ^ W, fy = ny ^ W, fz = nz ^ W;
 #endif
     float best = r.tmax;
-    uint32_t hrec = 0;
     const bk_wbvh_tri4 *hblk = 0;
     int found = 0, hlane = 0;
 #if WIDE_SIMD
@@ -231,12 +230,11 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                 while (hm) {                  /* in record order, as the binary traversal tests them */
                     int l = __builtin_ctz((unsigned)hm);
                     hm &= hm - 1;
-                    uint32_t rec = blk->rec[l] & BK_WBVH_REC;
                     float t = tl[l];
                     if (any_hit) { h.t = t; h.tri = blk->id[l]; return h; }
                     if (t > best) continue;
-                    if (t < best || !found || bk_wbvh_later(w, &r, hrec, rec)) {
-                        best = t; hrec = rec; hblk = blk; hlane = l; found = 1;
+                    if (!found || bk_hit_better(t, blk->id[l], best, hblk->id[hlane])) {
+                        best = t; hblk = blk; hlane = l; found = 1;
                     }
                 }
                 if (blk->rec[0] & BK_WBVH_BLOCK_LAST) break;

@@ -76,7 +76,9 @@ static inline bk_hit bk_test_brute(const bk_scene *s, const bk_ray *ray, int any
         const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1],
                     *p2 = s->positions + 3 * (size_t)s->tri_v[3 * t + 2];
         float tt;
-        if (bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), best, &tt)) {
+        /* the traversals' rule: the nearest, and at equal t the lowest id (the first met here) */
+        if (bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), best, &tt) &&
+            bk_hit_better(tt, t, best, h.tri)) {
             best = tt; h.t = tt; h.tri = t;
             if (any_hit) break;
         }

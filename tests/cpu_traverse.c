@@ -533,8 +533,9 @@ static void check_precise_t(void)
 }
 
 /* Exact ties: a soup whose every triangle is there twice (ids t and t + n, the same floats), so a
- * ray that hits one hits both at the same t. The binary traversal keeps the one it tests last;
- * the wide one must keep the same one (bk_wbvh_later), with every ISA, on every ray. */
+ * ray that hits one hits both at the same t. Every traversal keeps the lower id (bk_hit_better),
+ * whatever order it tests them in: the binary, wide (every ISA) and compressed (every stack)
+ * BVHs and the KD-tree, and brute force. */
 static void check_ties(void)
 {
     enum { N = 2000, R = 4000 };
@@ -564,6 +565,10 @@ static void check_ties(void)
     for (uint32_t i = 0; i < R; ++i) {
         hits += bin[i].tri != BK_NO_HIT;
         dup += bin[i].tri != BK_NO_HIT && bin[i].tri >= N;   /* the binary traversal kept the second copy */
+        bk_hit want = bk_test_brute(&s, &rays[i], 0);
+        BK_EXPECTF(bin[i].tri == want.tri && bk_float_bits(bin[i].t) == bk_float_bits(want.t),
+                   "duplicated soup, ray %u: binary BVH (t %.9g, tri %u), brute force (t %.9g, tri %u)", i, bin[i].t,
+                   bin[i].tri, want.t, want.tri);
     }
     static const int isas[] = { BK_WBVH_ISA_AUTO, BK_WBVH_ISA_SSE41, BK_WBVH_ISA_SCALAR };
     for (int k = 0; k < 3; ++k) {
@@ -584,11 +589,19 @@ static void check_ties(void)
         snprintf(what, sizeof what, "duplicated soup: cw %s against binary, closest", bk_stack_mode_name(cw_modes[k]));
         BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
     }
-    /* both copies are kept somewhere, so the rule is really exercised */
-    BK_EXPECTF(hits > R / 10 && dup > 0 && dup < hits, "duplicated soup: %llu hits, %llu on the second copy",
-               (unsigned long long)hits, (unsigned long long)dup);
-    fprintf(stderr, "ties: %llu of %u rays hit two triangles at the same t; the second copy kept on %llu\n",
-            (unsigned long long)hits, R, (unsigned long long)dup);
+    bk_accel_free(&a);
+    /* the KD-tree, whose leaves reference the triangles in another order */
+    BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_KDTREE, &bo, &a, err, sizeof err) == 0, "%s", err);
+    v = bk_accel_get_view(&a);
+    BK_EXPECT(be->i->upload(be, &v, err, sizeof err) == 0);
+    o = bk_trace_opts_default();
+    BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
+    BK_EXPECTF(exact_diff("duplicated soup: KD-tree against binary, closest", wide, bin, R) == 0, "KD-tree ties");
+    /* the rule is really exercised: every hit is a tie, and the first copy wins each */
+    BK_EXPECTF(hits > R / 10 && dup == 0, "duplicated soup: %llu hits, %llu on the second copy", (unsigned long long)hits,
+               (unsigned long long)dup);
+    fprintf(stderr, "ties: %llu of %u rays hit two triangles at the same t; the lower id kept on all\n",
+            (unsigned long long)hits, R);
     free(bin); free(wide); free(rays);
     bk_backend_free(be);
     bk_accel_free(&a);
