@@ -229,6 +229,7 @@ typedef struct bake_share {
     uint32_t                rank, ranks, G;   /* this process's share (bake.h): granules of G */
     pthread_mutex_t         lock;        /* everything below */
     uint32_t                next;        /* the first texel not yet handed out */
+    uint32_t                stop;        /* the end of the granule it is in (n: no split) */
     bake_range             *ranges;      /* blocks handed out, in texel order */
     uint32_t                nranges, cap;
     int                     failed;      /* a device failed: the others stop at their next block */
@@ -263,10 +264,18 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
 {
     int rc = -1;
     pthread_mutex_lock(&S->lock);
-    /* this process's share: skip to the next granule of its own */
-    if (S->ranks > 1 && S->next < S->n) {
-        uint64_t g = S->next / S->G, skip = (S->rank + S->ranks - g % S->ranks) % S->ranks;
-        if (skip) S->next = (g + skip) * S->G < S->n ? (uint32_t)((g + skip) * S->G) : S->n;
+    /* this process's share: at the end of a granule, the next granule of its own */
+    if (S->ranks > 1 && S->next >= S->stop && S->next < S->n && !S->failed) {
+        const bk_bake_run_opts *o = S->o;
+        uint64_t g;
+        if (o->next_granule) {
+            g = o->next_granule(o->granule_ctx);
+        } else {
+            g = ((uint64_t)S->next + S->G - 1) / S->G;
+            g += (S->rank + S->ranks - g % S->ranks) % S->ranks;
+        }
+        S->next = g * S->G < S->n ? (uint32_t)(g * S->G) : S->n;
+        S->stop = (g + 1) * S->G < S->n ? (uint32_t)((g + 1) * S->G) : S->n;
     }
     if (!S->failed && S->next < S->n) {
         if (S->nranges == S->cap) {
@@ -276,10 +285,8 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
             S->ranges = r; S->cap = cap;
         }
         /* blocks stop at the end of a granule */
-        uint32_t stop = S->n;
-        if (S->ranks > 1 && ((uint64_t)S->next / S->G + 1) * S->G < S->n) stop = (uint32_t)(((uint64_t)S->next / S->G + 1) * S->G);
         *b = S->next;
-        *e = stop - S->next > want ? S->next + want : stop;
+        *e = S->stop - S->next > want ? S->next + want : S->stop;
         S->next = *e;
         bake_range *r = &S->ranges[S->nranges++];
         r->begin = *b; r->end = *e; r->dev = k;
@@ -293,8 +300,9 @@ static void add_progress(bake_share *S, double work)
 {
     pthread_mutex_lock(&S->lock);
     S->done += work;
-    if (S->show) progress_draw(S->done / S->work, bk_time_now() - S->t0, 0);
-    if (S->lines) progress_line(S->done / S->work, bk_time_now() - S->t0, &S->next_frac, &S->next_time);
+    const double f = S->done < S->work ? S->done / S->work : 1.0;
+    if (S->show) progress_draw(f, bk_time_now() - S->t0, 0);
+    if (S->lines) progress_line(f, bk_time_now() - S->t0, &S->next_frac, &S->next_time);
     pthread_mutex_unlock(&S->lock);
 }
 
@@ -421,7 +429,10 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         return bk_fail(err, err_size, "rank %u of %u", S.rank, S.ranks);
     }
     pthread_mutex_init(&S.lock, NULL);
-    S.work = (double)bk_bake_share_count(n, S.rank, S.ranks, S.G) * (double)o->params.spp;
+    S.stop = S.ranks > 1 ? 0 : n;                  /* a share: the first granule is taken first */
+    /* the progress counts this process's share: as dealt, or (taken as asked for) an even one */
+    S.work = (double)(o->next_granule ? (n + S.ranks - 1) / S.ranks : bk_bake_share_count(n, S.rank, S.ranks, S.G)) *
+             (double)o->params.spp;
     S.t0 = t0;
     S.show = o->progress && isatty(2);
     S.lines = o->progress && !S.show;

@@ -51,13 +51,19 @@ typedef struct bk_bake_run_opts {
                                        texel inside geometry) instead of the image: rgb and
                                        variance are then not written (rgb may be NULL) */
     /* A share of the bake (several processes of an mpirun job, world.h): the texels are cut into
-     * granules of `granule` texels (0: BK_BAKE_GRANULE), and only granules g with
-     * g % ranks == rank are baked; the other texels are left alone (their texel_col and
-     * coverage untouched, their pixels of rgb and variance 0 as the zeroed image has them, not
-     * counted in the result). ranks 0 or 1: all of them.
+     * granules of `granule` texels (0: BK_BAKE_GRANULE), and only this process's granules are
+     * baked; the other texels are left alone (their texel_col and coverage untouched, their
+     * pixels of rgb and variance 0 as the zeroed image has them, not counted in the result).
+     * ranks 0 or 1: all of them. Which granules are this process's:
+     *   - next_granule NULL: a static interleave, the granules g with g % ranks == rank;
+     *   - else as they are asked for: next_granule(granule_ctx) returns the number of the next
+     *     granule of the whole job (the processes' calls together count 0, 1, 2, ...; it keeps
+     *     the numbers for the gather), so a faster process takes more of them.
      * A texel's result never depends on the split (random numbers are keyed on texel and
      * sample, and a block of texels never crosses a granule). */
     uint32_t       rank, ranks, granule;
+    uint64_t     (*next_granule)(void *ctx);
+    void          *granule_ctx;
     /* NULL, or called once (with texels_kept_ctx) when the backend keeps its own copy of the
      * texels (caps().keeps_texels) and every device has begun the bake, from the thread of the
      * last one to begin: the caller may then give the texels' memory back, keeping their refs

@@ -197,6 +197,9 @@ typedef struct bake_job {
     int      rank, size;     /* size 1: a lone process */
     int      stopped;        /* no agreement is left to make: one failed, or the last one passed */
     uint32_t granule;        /* texels per granule of the split (bake.h) */
+    uint32_t granules;       /* granules of the texels in all */
+    uint32_t *taken;         /* the granules this rank took (job_next_granule), in that order */
+    uint32_t ntaken;
     uint64_t gather_bytes;   /* what rank 0 received */
     double   wait_seconds;   /* in the agreement after the bake: for the slowest rank */
     double   gather_seconds; /* the check, the counters' sums and the gather */
@@ -875,16 +878,61 @@ static int job_agree(bake_job *job, int ok, int last)
 /* A texel's pixel, from its refs once the whole texels are gone. */
 static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, size_t i) { return refs ? refs[i].pixel : tx[i].pixel; }
 
-/* What rank 0 unpacks (job_unpack): the other ranks' texel colours, in the order of their shares. */
+/* bk_bake_run_opts.next_granule in a job: the job's next granule (world.h's counter), kept in
+ * job->taken for the gather (called under the bake's lock, one at a time; taken has room for
+ * every granule). */
+static uint64_t job_next_granule(void *ctx)
+{
+    bake_job *job = ctx;
+    const uint64_t g = bk_world_counter_next();
+    if (g < job->granules) job->taken[job->ntaken++] = (uint32_t)g;
+    return g;
+}
+
+/* The granules' texel count (the last one may be short). */
+static uint32_t granule_texels(uint32_t g, uint32_t G, uint32_t n) { return (uint64_t)(g + 1) * G < n ? G : n - g * G; }
+
+/* What rank 0 unpacks (job_unpack): first every rank's list of granules, then the other ranks'
+ * texel colours, granule after granule in the order of their lists. */
 typedef struct job_recv {
     bk_f4          *tcol;
     uint8_t        *cov;
     const bk_texel *tx;              /* the texels, or (tx NULL) their refs */
     const bk_texel_ref *refs;
-    uint32_t        n, ranks, granule;
+    uint32_t        n, granule, granules;
+    uint32_t      **lists;           /* per rank: its granules, counts[rank] of them */
+    uint32_t       *counts;
+    uint8_t        *seen;            /* per granule: some rank's list named it */
 } job_recv;
 
-/* A piece of rank r's share: its k-th texel is texel (r + (k / G) ranks) G + k % G; a colour with
+/* A gather's pieces, dropped (after a failure on rank 0). */
+static int job_ignore(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
+{
+    (void)ctx; (void)rank; (void)offset; (void)data; (void)bytes; (void)err; (void)err_size;
+    return 0;
+}
+
+/* A piece of rank r's list of granules: each a granule no other rank took. */
+static int job_unpack_list(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
+{
+    job_recv *j = ctx;
+    if (offset % sizeof(uint32_t) || bytes % sizeof(uint32_t)) return bk_fail(err, err_size, "rank %d sent a list of %zu bytes", rank, bytes);
+    const uint64_t k0 = offset / sizeof(uint32_t), m = bytes / sizeof(uint32_t);
+    if (k0 + m > j->granules) return bk_fail(err, err_size, "rank %d took more than the %u granules", rank, j->granules);
+    uint32_t *l = j->lists[rank];
+    if (!l && !(l = j->lists[rank] = malloc(sizeof(uint32_t) * j->granules)))
+        return bk_fail(err, err_size, "out of memory for the granules of rank %d", rank);
+    memcpy(l + k0, data, bytes);
+    for (uint64_t k = k0; k < k0 + m; ++k) {
+        if (l[k] >= j->granules || j->seen[l[k]])
+            return bk_fail(err, err_size, "rank %d took granule %u, which is out of range or another rank's", rank, l[k]);
+        j->seen[l[k]] = 1;
+    }
+    j->counts[rank] = (uint32_t)(k0 + m);
+    return 0;
+}
+
+/* A piece of rank r's colours: its granules' texels in the order of its list; a colour with
  * w < 0 (a variance never is) marks a texel found inside geometry, as the bake left it: colour 0
  * and its pixel's coverage cleared. */
 static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
@@ -892,12 +940,19 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
     job_recv *j = ctx;
     if (rank == 0) return 0;                         /* rank 0's share is in place */
     if (offset % sizeof(bk_f4) || bytes % sizeof(bk_f4)) return bk_fail(err, err_size, "rank %d sent a piece of %zu bytes", rank, bytes);
-    const uint64_t G = j->granule, k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4);
+    const uint64_t k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4), G = j->granule;
     const unsigned char *p = data;
+    /* the granule that colour k0 falls in: every granule but the job's last holds G texels */
+    uint64_t at = 0;
+    uint32_t gi = 0;
+    while (gi < j->counts[rank] && at + granule_texels(j->lists[rank][gi], j->granule, j->n) <= k0)
+        at += granule_texels(j->lists[rank][gi++], j->granule, j->n);
     for (uint64_t k = k0; k < k0 + m; ++k) {
-        uint64_t t = ((uint64_t)rank + (k / G) * j->ranks) * G + k % G;
-        if (t >= j->n)
-            return bk_fail(err, err_size, "rank %d sent more than its share of the %u texels", rank, j->n);
+        while (gi < j->counts[rank] && k >= at + granule_texels(j->lists[rank][gi], j->granule, j->n))
+            at += granule_texels(j->lists[rank][gi++], j->granule, j->n);
+        if (gi >= j->counts[rank])
+            return bk_fail(err, err_size, "rank %d sent more than the texels of its %u granules", rank, j->counts[rank]);
+        const uint64_t t = (uint64_t)j->lists[rank][gi] * G + (k - at);
         bk_f4 c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
         if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[pixel_of(j->tx, j->refs, t)] = 0; }
@@ -949,7 +1004,8 @@ static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_te
 {
     const double t0 = bk_time_now();
     const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
-    uint32_t own = rank ? bk_bake_share_count(ntx, rank, ranks, G) : 0;
+    uint32_t own = 0;
+    for (uint32_t i = 0; rank && i < job->ntaken; ++i) own += granule_texels(job->taken[i], G, ntx);
     bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
     if (own && !send) bake_error("out of memory for the colours of %u texels to send to rank 0", own);
     if (job_agree(job, !own || send, 0)) { free(send); return -1; }
@@ -973,24 +1029,44 @@ static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_te
     double d[4] = { res->totals.seconds, res->totals.upload_seconds, res->longest_launch_ms, res->wall_seconds };
     bk_world_max_f64(d, 4);
     res->totals.seconds = d[0]; res->totals.upload_seconds = d[1]; res->longest_launch_ms = d[2]; res->wall_seconds = d[3];
-    /* the share, packed: granule after granule; inside geometry marked by w = -1 (a texel has
-     * one pixel of its own, cleared in cov by the bake when it was found inside) */
+    /* the share, packed: the granules in the order taken; inside geometry marked by w = -1 (a
+     * texel has one pixel of its own, cleared in cov by the bake when it was found inside) */
     uint64_t k = 0;
-    for (uint64_t g = rank; rank && g * G < ntx; g += ranks)
-        for (uint64_t t = g * G; t < ntx && t < (g + 1) * G; ++t) {
+    for (uint32_t i = 0; rank && i < job->ntaken; ++i)
+        for (uint64_t t = (uint64_t)job->taken[i] * G, e = t + granule_texels(job->taken[i], G, ntx); t < e; ++t) {
             bk_f4 v = tcol[t];
             if (!cov[pixel_of(tx, refs, t)]) v.w = -1.0f;
             send[k++] = v;
         }
     BK_CHECK(k == own);
     job_recv jr;
-    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.refs = refs; jr.n = ntx; jr.ranks = ranks; jr.granule = G;
+    memset(&jr, 0, sizeof jr);
+    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.refs = refs; jr.n = ntx; jr.granule = G; jr.granules = job->granules;
     char err[1024];
     err[0] = 0;
-    int rc = bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, job_unpack, &jr, err, sizeof err);
+    int rc = 0;
+    if (rank == 0) {
+        jr.lists = calloc(ranks, sizeof *jr.lists);
+        jr.counts = calloc(ranks, sizeof *jr.counts);
+        jr.seen = calloc(job->granules ? job->granules : 1, 1);
+        if (!jr.lists || !jr.counts || !jr.seen) rc = bk_fail(err, sizeof err, "out of memory for the job's lists of granules");
+    }
+    /* which granules each rank took, then their colours (a failure on rank 0 still takes both
+     * gathers' bytes: the other ranks send them either way) */
+    if (bk_world_gather(job->taken, sizeof(uint32_t) * (uint64_t)job->ntaken, rc ? job_ignore : job_unpack_list, &jr, err, sizeof err))
+        rc = -1;
+    for (uint32_t g = 0; rank == 0 && !rc && g < job->granules; ++g)
+        if (!jr.seen[g]) rc = bk_fail(err, sizeof err, "no rank baked granule %u of %u", g, job->granules);
+    if (bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, rc ? job_ignore : job_unpack, &jr, err, sizeof err)) rc = -1;
     free(send);
+    for (uint32_t r = 0; jr.lists && r < ranks; ++r) free(jr.lists[r]);
+    free(jr.lists); free(jr.counts); free(jr.seen);
     if (rc) { bake_error("%s", err); return -1; }
-    if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - bk_bake_share_count(ntx, 0, ranks, G));
+    if (rank == 0) {
+        uint32_t mine = 0;
+        for (uint32_t i = 0; i < job->ntaken; ++i) mine += granule_texels(job->taken[i], G, ntx);
+        job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - mine);
+    }
     job->gather_seconds = bk_time_now() - t1;
     return 0;
 }
@@ -1284,9 +1360,14 @@ static int bake_run(int argc, char **argv, bake_job *job)
      * the texels (32 B), nor a variance per pixel. */
     const int filter = denoise && c.dn.passes > 0 && c.p.spp > 1;
     if (job->size > 1) {
-        /* this rank's share: granules of the texels, dealt round the ranks (bake.h) */
+        /* this rank's share: granules of the texels, taken from the job's counter as the rank's
+         * devices ask for work (bake.h), so a faster rank takes more */
         job->granule = bk_bake_granule(ntx, (uint32_t)job->size);
+        job->granules = (uint32_t)(((uint64_t)ntx + job->granule - 1) / job->granule);
+        job->taken = malloc(sizeof(uint32_t) * (job->granules ? job->granules : 1));
+        if (!job->taken) { bake_error("out of memory for the list of %u granules\n", job->granules); goto done; }
         ro.rank = (uint32_t)job->rank; ro.ranks = (uint32_t)job->size; ro.granule = job->granule;
+        ro.next_granule = job_next_granule; ro.granule_ctx = job;
     }
     /* a job's ranks bake into texel colours too: what rank 0 gathers (job_share) */
     if (filter || job->size > 1) {
@@ -1454,7 +1535,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
         if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
         if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
         if (job->size > 1)
-            fprintf(say, "  job: %d ranks, granules of %u texels dealt round them; rank 0 waited %.3f s for the others, "
+            fprintf(say, "  job: %d ranks, granules of %u texels taken as asked for; rank 0 waited %.3f s for the others, "
                          "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
                     (double)job->gather_bytes / 1e6, job->gather_seconds);
     }
@@ -1504,5 +1585,6 @@ int bk_cmd_bake(int argc, char **argv)
         job_agree(&job, 0, 1);
         if (!rc) rc = 1;
     }
+    free(job.taken);
     return rc;
 }

@@ -26,8 +26,11 @@ static struct {
     char host[256];
     cpu_set_t host_cpus;       /* the cores the job's ranks on this host may run on, together */
     int  host_cpus_known;
+    uint64_t counter;          /* bk_world_counter_next without a job */
 #if BK_HAVE_MPI
     MPI_Comm comm;             /* a duplicate of MPI_COMM_WORLD: our tags never meet anyone else's */
+    MPI_Win  win;              /* the job's counter (bk_world_counter_next), in rank 0's window */
+    int      win_open;
 #endif
 } W;                           /* zero until bk_world_init: rank 0 of a world of one */
 
@@ -54,9 +57,14 @@ int bk_world_init(char *err, size_t err_size)
 #if BK_HAVE_MPI
     if (!launched_by_mpi()) return 0;
     int provided = 0;
-    /* threads run the bake and the pool, but only the main thread calls MPI */
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    /* threads run the bake and the pool; the bake's device threads take granules from the job's
+     * counter (bk_world_counter_next), one at a time under the bake's lock */
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return bk_fail(err, err_size, "MPI_Init failed (started by mpirun, but it could not join the job)");
+    if (provided < MPI_THREAD_SERIALIZED) {
+        MPI_Finalize();
+        return bk_fail(err, err_size, "this MPI library does not allow calls from several threads (MPI_THREAD_SERIALIZED)");
+    }
     W.mpi = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &W.comm);
     MPI_Comm_rank(W.comm, &W.rank);
@@ -75,6 +83,18 @@ int bk_world_init(char *err, size_t err_size)
     char name[MPI_MAX_PROCESSOR_NAME];
     int len = 0;
     if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0) snprintf(W.host, sizeof W.host, "%.*s", len, name);
+    if (W.size > 1) {
+        /* the job's counter: made here, where every rank passes, so that the bake's protocol
+         * (bake_job in cmd_bake.c) has no collective call before its first agreement */
+        uint64_t *base = NULL;
+        if (MPI_Win_allocate(W.rank == 0 ? (MPI_Aint)sizeof(uint64_t) : 0, (int)sizeof(uint64_t), MPI_INFO_NULL, W.comm, &base,
+                             &W.win) != MPI_SUCCESS)
+            return bk_fail(err, err_size, "MPI_Win_allocate failed (the job's counter)");
+        if (W.rank == 0) *base = 0;
+        MPI_Barrier(W.comm);                        /* nobody adds before it is 0 */
+        MPI_Win_lock_all(MPI_MODE_NOCHECK, W.win);
+        W.win_open = 1;
+    }
 #else
     (void)err; (void)err_size;
     /* every process of the job would bake the whole map and write the same files */
@@ -88,6 +108,11 @@ void bk_world_finalize(void)
 {
 #if BK_HAVE_MPI
     if (W.mpi) {
+        if (W.win_open) {
+            MPI_Win_unlock_all(W.win);
+            MPI_Win_free(&W.win);
+            W.win_open = 0;
+        }
         MPI_Comm_free(&W.comm);
         MPI_Finalize();
         W.mpi = 0;
@@ -213,6 +238,20 @@ int bk_world_same_u64(uint64_t x, int *first_other)
     (void)x;
 #endif
     return 0;
+}
+
+uint64_t bk_world_counter_next(void)
+{
+#if BK_HAVE_MPI
+    if (W.win_open) {
+        const uint64_t one = 1;
+        uint64_t old = 0;
+        MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, 0, 0, MPI_SUM, W.win);
+        MPI_Win_flush(0, W.win);
+        return old;
+    }
+#endif
+    return W.counter++;
 }
 
 int bk_world_gather(const void *data, uint64_t bytes, bk_world_recv_fn fn, void *ctx, char *err, size_t err_size)

@@ -1,10 +1,10 @@
 /* world.h - the processes of one job: MPI when baker is built with it (BK_MPI) and launched by
  * mpirun, else a world of one process (every function below is then a cheap stub).
  *
- * Pipeline: main() -> bk_world_init -> the bake on every rank (cmd_bake.c: each rank bakes its
- * granules of texels, bake.h) -> bk_world_agree (did every rank succeed?) -> bk_world_gather (the
- * texels' colours to rank 0) -> rank 0 denoises and writes -> bk_world_finalize. docs/scaling.md
- * says what is sent and where it stops scaling.
+ * Pipeline: main() -> bk_world_init -> the bake on every rank (cmd_bake.c: each rank bakes the
+ * granules of texels it takes from the job's counter, bake.h) -> bk_world_agree (did every rank
+ * succeed?) -> bk_world_gather (the texels' colours to rank 0) -> rank 0 denoises and writes ->
+ * bk_world_finalize. docs/scaling.md says what is sent and where it stops scaling.
  *
  *     bk_world_init();                              // MPI_Init only under mpirun (its env vars)
  *     if (bk_world_size() > 1) { ... bk_world_rank() ... }
@@ -13,7 +13,8 @@
  *     bk_world_gather(mine, bytes, receive, ctx, err, sizeof err); // rank 0 gets every rank's bytes
  *     bk_world_finalize();
  *
- * Only the main thread calls these (MPI_THREAD_FUNNELED). Every call but the rank/size queries is
+ * Only the main thread calls these, but bk_world_counter_next, which any thread may call, one at
+ * a time (MPI_THREAD_SERIALIZED). Every call but the rank/size queries and counter_next is
  * collective: every rank makes the same calls in the same order. An MPI error aborts the job (MPI's
  * default handler): mpirun then stops every rank, and rank 0 never reaches its commit, so no output
  * is written either way.
@@ -63,6 +64,12 @@ void bk_world_max_f64(double *v, int n);
 /* Collective: 0 when x is the same on every rank, else -1 and *first_other the lowest rank
  * whose x differs from rank 0's. */
 int  bk_world_same_u64(uint64_t x, int *first_other);
+
+/* A counter the whole job shares, for work handed out as it is asked for: 0 at bk_world_init;
+ * each call returns it and adds 1, atomically across the ranks (MPI one-sided fetch-and-add on
+ * rank 0's window, whatever rank 0 is busy with; from any thread, one call at a time). Without a
+ * job, a plain counter. Not collective. */
+uint64_t bk_world_counter_next(void);
 
 /* Collective: every rank's bytes reach rank 0, which calls fn for each piece, rank by rank in
  * order (rank 0's own first, as one piece), each rank's bytes in order; offset is where the piece
