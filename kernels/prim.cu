@@ -975,6 +975,13 @@ extern "C" bk_prim *bk_prim_init(char *err, size_t err_size)
     return p;
 }
 
+extern "C" int bk_prim_use(bk_prim *p, char *err, size_t err_size)
+{
+    CUDA_TRY(cudaSetDevice(0));          /* bk_prim_init's device */
+    (void)p;
+    return 0;
+}
+
 extern "C" void bk_prim_free(bk_prim *p)
 {
     if (!p) return;

@@ -58,6 +58,11 @@ int         bk_prim_set_variant(bk_prim *p, int op, int variant, char *err, size
 /* Largest bin count the shared-memory histogram takes; above it the global path runs. */
 uint32_t    bk_prim_histogram_shared_max_bins(const bk_prim *p);
 
+/* The primitives run on device 0 (bk_prim_init's): this makes it the calling thread's current
+ * device again, as it must be for the calls below and bk_prim_dev_*, after code that works on
+ * another one (a bake on several GPUs leaves the thread on the last it fetched from). 0, or -1. */
+int         bk_prim_use(bk_prim *p, char *err, size_t err_size);
+
 /* Device memory, so C callers need no CUDA headers. to_dev / to_host are synchronous. */
 void *bk_prim_dev_alloc(size_t bytes, char *err, size_t err_size);
 void  bk_prim_dev_free(void *d);

@@ -124,6 +124,7 @@ bk_prim *bk_prim_init(char *err, size_t err_size)
     return NULL;
 }
 void        bk_prim_free(bk_prim *p) { (void)p; }
+int         bk_prim_use(bk_prim *p, char *err, size_t err_size) { (void)p; return bk_fail(err, err_size, "built without CUDA"); }
 const char *bk_prim_device_name(const bk_prim *p) { return "none"; }
 int         bk_prim_variant_count(int op) { return 0; }
 const char *bk_prim_variant_name(int op, int variant) { return "none"; }

@@ -10,6 +10,7 @@ typedef int (*gpu_fn)(bk_prim *p, const void *d_in, uint64_t n, uint32_t arg, vo
 static int gpu_run(bk_prim *p, const void *in, uint64_t n, uint32_t arg, gpu_fn fn, void *out, size_t out_bytes,
                    char *err, size_t err_size)
 {
+    if (bk_prim_use(p, err, err_size)) return -1;
     void *d_in = bk_prim_dev_alloc(n ? n * 4 : 4, err, err_size), *d_out = bk_prim_dev_alloc(out_bytes, err, err_size);
     int rc = !d_in || !d_out || bk_prim_to_dev(d_in, in, n * 4, err, err_size) || fn(p, d_in, n, arg, d_out, err, err_size) ||
              bk_prim_to_host(out, d_out, out_bytes, err, err_size);
@@ -73,6 +74,7 @@ int bk_stats_sort_pairs_u64(bk_prim *gpu, uint64_t *keys, uint32_t *vals, uint64
         *seconds = bk_time_now() - t0;
         return 0;
     }
+    if (bk_prim_use(gpu, err, err_size)) return -1;
     uint64_t *d_k = bk_prim_dev_alloc(n ? n * 8 : 8, err, err_size);
     uint32_t *d_v = bk_prim_dev_alloc(n ? n * 4 : 4, err, err_size);
     int rc = !d_k || !d_v || bk_prim_to_dev(d_k, keys, n * 8, err, err_size) || bk_prim_to_dev(d_v, vals, n * 4, err, err_size);
