@@ -70,6 +70,13 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     return p;
 }
 
+/* The far distance nodes are culled with when the nearest hit so far is at t: t widened by 2^-16
+ * of |t|, well past the few ulps by which a triangle test's t and a box test's entry distance may
+ * disagree, so that no node holding a hit at or before t is culled, whichever order a traversal
+ * meets the hits in; the closest hit is then the least (t, id) of all hits (bk_hit_better) on
+ * every layout, stack and warp. (Infinity stays infinity.) */
+BK_HD float bk_cull_far(float t) { return t + bk_absf(t) * 0x1p-16f; }
+
 /* Slab test of one box against [tmin, tmax]. Writes the entry distance (clamped to tmin) even on a
  * miss, so child order never depends on tmax.
  * The min and max are single FMNMX instructions on the device (a comparison and a select each,

@@ -341,7 +341,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             const bk_bvh_node *n = a->bvh_nodes + ref;
             bk_f4 xy0 = bk_load4(&n->xy0), xy1 = bk_load4(&n->xy1), z01 = bk_load4(&n->z01), rf = bk_load4(&n->refs);
             float t0, t1;
-            int hits = bk_slab2(&r, xy0, xy1, z01, r.tmin, best, &t0, &t1);
+            int hits = bk_slab2(&r, xy0, xy1, z01, r.tmin, bk_cull_far(best), &t0, &t1);
             int hit0 = hits & 1, hit1 = hits >> 1;
             int32_t c0 = (int32_t)bk_float_bits(rf.x), c1 = (int32_t)bk_float_bits(rf.y);
             /* Order by entry distance, which does not depend on tmax: a replay sees the same order. */
@@ -575,7 +575,7 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         level = g_level + 1;
         st->nodes++;
         uint32_t child_base, rec_base, meta_lo, meta_hi, imask, leaves;
-        uint32_t inner = bk_cw_children(&r, a->cw_nodes + node, oct, r.tmin, best, &child_base, &rec_base, &meta_lo, &meta_hi,
+        uint32_t inner = bk_cw_children(&r, a->cw_nodes + node, oct, r.tmin, bk_cull_far(best), &child_base, &rec_base, &meta_lo, &meta_hi,
                                         &imask, &leaves);
         if (mode == BK_STACK_SHORT && replay >= 0) {
             /* a restart's walk down the trail: no leaves (tested before). Above the level to

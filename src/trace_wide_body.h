@@ -82,7 +82,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             int mask;
 #if WIDE_SIMD
             const float *f = (const float *)n;
-            const V vbest = VSET1(best);
+            const V vbest = VSET1(bk_cull_far(best));
             mask = 0;
             for (int b = 0; b < W; b += VL) {
                 V tnx = VMUL(VSUB(VLOAD(f + nx + b), ox), ix);
@@ -102,7 +102,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
 #else
             mask = 0;
             for (int i = 0; i < (int)n->count; ++i)
-                mask |= bk_slab(&r, n->lo_x[i], n->hi_x[i], n->lo_y[i], n->hi_y[i], n->lo_z[i], n->hi_z[i], r.tmin, best,
+                mask |= bk_slab(&r, n->lo_x[i], n->hi_x[i], n->lo_y[i], n->hi_y[i], n->lo_z[i], n->hi_z[i], r.tmin, bk_cull_far(best),
                                 &tn[i]) << i;
 #endif
             if (!mask) { ref = BK_REF_NONE; break; }
@@ -245,7 +245,8 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
             if (!top) goto done;
             --top;
             float t = stk_t[top];
-            if (t <= best * 1.0000004f || t <= best) break;
+            const float far = bk_cull_far(best);
+            if (t <= far * 1.0000004f || t <= far) break;
         }
         ref = stk_ref[top];
     }
