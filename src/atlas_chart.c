@@ -3279,8 +3279,9 @@ done:
  * (joined, or joined into another). A look reads only those charts (their triangles in list
  * order, counts, rectangles, and the charts of the triangles beside the candidate's), so the
  * answer is the one it would find: the joins are those of the serial loop. Where a look is
- * stale, the next JOIN_SPEC_WINDOW looks per thread are made again side by side on the charts as
- * they are then (half the first looks went stale on sponza). */
+ * stale, those of the next JOIN_SPEC_WINDOW candidates per thread that are stale too are made
+ * again side by side on the charts as they are then (half the first looks went stale on
+ * sponza). */
 #define JOIN_TRIES 3
 #define JOIN_SPEC_THREADS 4
 #define JOIN_SPEC_WINDOW  2
@@ -3428,6 +3429,7 @@ typedef struct join_spec {
     uint32_t first;          /* the looks made are of candidates first + chunk range */
     uint32_t now;            /* joins so far: the looks' time */
     uint32_t *time;          /* per candidate: the joins made before its look */
+    const uint32_t *changed; /* per chart: the joins made when it last changed */
     int8_t *res;             /* per candidate: join_eval's return */
     uint32_t *b;             /* per candidate: the neighbour it joins, or BK_NONE */
     uint64_t *work;          /* per candidate: its overlap work */
@@ -3441,6 +3443,7 @@ static void join_spec_fn(void *ctx, size_t begin, size_t end, int worker)
     join_ws *W = &x->W[worker];
     for (size_t k = begin; k < end; ++k) {
         size_t oi = x->first + k;
+        if (x->res[oi] >= 0 && join_stands(x->J, x->changed, x->order[oi].idx, x->time[oi])) continue;  /* still stands */
         x->work[oi] = 0;
         free(x->loc[oi]);
         x->loc[oi] = NULL;
@@ -3469,7 +3472,8 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     uint32_t *changed = calloc((size_t)n + 1, sizeof(uint32_t)), now = 0;  /* per chart: the joins made when it last changed */
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
     join_ws *W = calloc((size_t)threads, sizeof(join_ws));
-    join_spec sp = { NULL, W, order, 0, 0, malloc(sizeof(uint32_t) * ((size_t)n + 1)), malloc((size_t)n + 1), malloc(sizeof(uint32_t) * ((size_t)n + 1)), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
+    join_spec sp = { NULL, W, order, 0, 0, malloc(sizeof(uint32_t) * ((size_t)n + 1)), changed, malloc((size_t)n + 1),
+                     malloc(sizeof(uint32_t) * ((size_t)n + 1)), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
                      malloc(sizeof(double) * 5 * ((size_t)n + 1)), calloc((size_t)n + 1, sizeof(double *)) };
     uint32_t nsm = 0;
     int rc = -1;
@@ -3491,8 +3495,8 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     J.x.s = s; J.x.g = g; J.x.A = A; J.x.weld = weld; J.x.so = so; J.x.C = C; J.x.iota = iota;
     sp.J = &J;
     const int spec = threads >= JOIN_SPEC_THREADS;
+    memset(sp.res, 0xFF, nsm);   /* no look yet */
     if (spec) bk_parallel_for(nsm, 2, join_spec_fn, &sp);
-    else memset(sp.res, 0xFF, nsm);   /* every look made in the loop */
     for (uint32_t oi = 0; oi < nsm; ++oi) {
         uint32_t a = order[oi].idx, b = BK_NONE;
         if (!cnt[a]) continue;
