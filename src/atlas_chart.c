@@ -3548,7 +3548,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
 done:
     for (int w = 0; W && w < threads; ++w) join_ws_free(&W[w]);
     if (sp.loc) for (uint32_t oi = 0; oi < nsm; ++oi) free(sp.loc[oi]);
-    free(W); free(sp.res); free(sp.b); free(sp.work); free(sp.wh); free(sp.loc);
+    free(W); free(sp.time); free(sp.res); free(sp.b); free(sp.work); free(sp.wh); free(sp.loc);
     free(next); free(head); free(tail); free(cnt); free(iota); free(changed); free(order);
     return rc;
 }
