@@ -157,7 +157,7 @@ static void finish_stats(bk_atlas *a)
         /* rectangles alone: each covers exactly its w x h texels (no raster needed) */
         a->covered = (uint64_t)llround(rect_texels);
     } else {
-        uint8_t *mask = malloc(N ? N : 1);
+        uint8_t *mask = bk_malloc_large(N ? N : 1);
         if (mask) {
             a->covered = bk_atlas_coverage(a, mask);
             free(mask);

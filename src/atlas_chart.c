@@ -3272,44 +3272,218 @@ done:
  * each costs a solve, and large charts have little seam for their area; and only charts whose
  * padding ring is at least min_ring of their padded rectangle (a large page's charts have little
  * ring to save, and the solves cost as much there). Smallest charts first, serially: the same
- * result at any thread count. */
+ * result at any thread count.
+ * Speculation (from JOIN_SPEC_THREADS threads on, as the merges'): every candidate's look
+ * (join_eval) made side by side on the charts as they are before any join; the serial loop
+ * takes a candidate's answer when neither it nor a chart beside it has changed since the look
+ * (joined, or joined into another). A look reads only those charts (their triangles in list
+ * order, counts, rectangles, and the charts of the triangles beside the candidate's), so the
+ * answer is the one it would find: the joins are those of the serial loop. Where a look is
+ * stale, those of the next JOIN_SPEC_WINDOW candidates per thread that are stale too are made
+ * again side by side on the charts as they are then (half the first looks went stale on
+ * sponza). */
 #define JOIN_TRIES 3
+#define JOIN_SPEC_THREADS 4
+#define JOIN_SPEC_WINDOW  2
+
+typedef struct join_ws {     /* one look's scratch */
+    sm_ws    ws;
+    sm_try   t;              /* the union of the last neighbour tried */
+    uint32_t looks;          /* looks made with this scratch */
+    uint32_t *stamp;         /* per chart: the look that last measured its seam with the candidate */
+    double   *len;           /* per chart: that seam's world length (-1: tried) */
+} join_ws;
+
+typedef struct join_state {
+    const bk_scene *s;
+    const tri_geom *g;
+    const adjacency *A;
+    const uint32_t *weld;
+    const float *tri_scale;
+    const charting *C;
+    const uint32_t *head, *next, *cnt;  /* the charts' triangle lists and counts */
+    uint32_t max_tris;
+    double pad_w;
+    sm_ctx x;
+} join_state;
+
+static int join_ws_init(join_ws *W, uint32_t n, uint32_t M, uint32_t H, uint32_t hshift)
+{
+    memset(W, 0, sizeof *W);
+    W->ws.uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    W->ws.cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+    W->ws.evict = calloc(M, 1);
+    W->ws.hkey = malloc(sizeof(uint32_t) * H);
+    W->ws.hval = malloc(sizeof(uint32_t) * H);
+    W->ws.hused = malloc(sizeof(uint32_t) * M);
+    W->ws.hmask = H - 1;
+    W->ws.hshift = hshift;
+    W->t.tris = malloc(sizeof(uint32_t) * M);
+    W->t.keep = malloc(sizeof(uint32_t) * M);
+    W->t.loc = malloc(sizeof(double) * 6 * (size_t)M);
+    W->stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    W->len = malloc(sizeof(double) * ((size_t)n + 1));
+    if (!W->ws.uf || !W->ws.cid || !W->ws.evict || !W->ws.hkey || !W->ws.hval || !W->ws.hused || !W->t.tris || !W->t.keep || !W->t.loc ||
+        !W->stamp || !W->len)
+        return -1;
+    memset(W->ws.hkey, 0xFF, sizeof(uint32_t) * H);
+    for (uint32_t ci = 0; ci < n; ++ci) W->stamp[ci] = BK_NONE;
+    return 0;
+}
+
+static void join_ws_free(join_ws *W)
+{
+    sm_ws *ws = &W->ws;
+    lscm_free(&ws->W);
+    free(ws->uf); free(ws->cid); free(ws->evict); free(ws->hkey); free(ws->hval); free(ws->hused); free(ws->xy); free(ws->pts); free(ws->pairs.p);
+    free(W->t.tris); free(W->t.keep); free(W->t.loc); free(W->stamp); free(W->len);
+}
+
+/* Chart a's look: the neighbour b it joins (*out_b, BK_NONE: none), with the union's layout in
+ * W->t (a's triangles, then b's, in list order); 0, or -1 out of memory. */
+static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_b, uint64_t *work)
+{
+    const uint32_t look = W->looks++;  /* stamps start at BK_NONE */
+    const adjacency *A = J->A;
+    const charting *C = J->C;
+    const uint32_t *head = J->head, *next = J->next, *cnt = J->cnt;
+    uint32_t *stamp = W->stamp;
+    double *len = W->len;
+    sm_try *t = &W->t;
+    *out_b = BK_NONE;
+    /* the seam (world length) shared with each neighbour small enough */
+    for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+        for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+            uint32_t u = A->adj[p], c = C->tri_chart[u];
+            int kv, ku;
+            if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > J->max_tris || shared_edge(J->s, J->weld, v, u, &kv, &ku)) continue;
+            double p0[3], p1[3], e[3];
+            pos_of(J->s, v, kv, p0); pos_of(J->s, v, (kv + 1) % 3, p1);
+            for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
+            if (stamp[c] != look) { stamp[c] = look; len[c] = 0; }
+            len[c] += sqrt(dot3d(e, e));
+        }
+    /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
+     * a neighbour tried gets length -1 */
+    for (int k = 0; k < JOIN_TRIES; ++k) {
+        uint32_t b = BK_NONE;
+        for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
+            for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
+                uint32_t c = C->tri_chart[A->adj[p]];
+                if (c == a || c == BK_NONE || stamp[c] != look || !(len[c] > 0)) continue;
+                if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
+            }
+        if (b == BK_NONE) break;
+        len[b] = -1;
+        /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
+        uint32_t nt = 0;
+        double sum[3] = { 0, 0, 0 };
+        for (int side = 0; side < 2; ++side)
+            for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
+                hm_put(&W->ws, u, nt);
+                t->tris[nt++] = u;
+                for (int q = 0; q < 3; ++q) sum[q] += tri_n(J->g, u)[q] * J->g->area[u];
+            }
+        double l = sqrt(dot3d(sum, sum));
+        if (l > 0) {
+            for (int q = 0; q < 3; ++q) t->avg[q] = sum[q] / l;
+            t->nt = nt;
+            t->limit = nt + 1;
+            t->curved = 1;
+            sm_check(&J->x, t, &W->ws);
+            *work += t->work;
+        }
+        hm_clear(&W->ws);
+        if (!(l > 0)) continue;
+        if (t->err) return -1;
+        if (!t->ok || t->nkeep != nt) continue;
+        /* per-object density (--object-scale): the layout grows by the charts' factor (one
+         * factor: adjacency never crosses two) */
+        double f = J->tri_scale ? J->tri_scale[t->tris[0]] : 1.0, pad_w = J->pad_w;
+        const chart *ca = &C->charts[a], *cb = &C->charts[b];
+        double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t->w + pad_w) * (f * t->h + pad_w);
+        if (!(gain > 0)) continue;
+        *out_b = b;
+        return 0;
+    }
+    return 0;
+}
+
+/* Does a look at chart a made after `time` joins still stand: neither a nor a chart beside it
+ * changed since (changed: per chart, the joins made when it last changed)? */
+static int join_stands(const join_state *J, const uint32_t *changed, uint32_t a, uint32_t time)
+{
+    if (changed[a] > time) return 0;
+    for (uint32_t v = J->head[a]; v != BK_NONE; v = J->next[v])
+        for (uint32_t p = J->A->start[v]; p < J->A->start[v + 1]; ++p) {
+            uint32_t c = J->C->tri_chart[J->A->adj[p]];
+            if (c != BK_NONE && changed[c] > time) return 0;
+        }
+    return 1;
+}
+
+typedef struct join_spec {
+    const join_state *J;
+    join_ws *W;              /* per worker */
+    const key_idx *order;    /* the candidates */
+    uint32_t first;          /* the looks made are of candidates first + chunk range */
+    uint32_t now;            /* joins so far: the looks' time */
+    uint32_t *time;          /* per candidate: the joins made before its look */
+    const uint32_t *changed; /* per chart: the joins made when it last changed */
+    int8_t *res;             /* per candidate: join_eval's return */
+    uint32_t *b;             /* per candidate: the neighbour it joins, or BK_NONE */
+    uint64_t *work;          /* per candidate: its overlap work */
+    double *wh;              /* per candidate: the union's rectangle (2) and mean normal (3) */
+    double **loc;            /* per candidate that joins: the union's layout, 6 per triangle */
+} join_spec;
+
+static void join_spec_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    const join_spec *x = ctx;
+    join_ws *W = &x->W[worker];
+    for (size_t k = begin; k < end; ++k) {
+        size_t oi = x->first + k;
+        if (x->res[oi] >= 0 && join_stands(x->J, x->changed, x->order[oi].idx, x->time[oi])) continue;  /* still stands */
+        x->work[oi] = 0;
+        free(x->loc[oi]);
+        x->loc[oi] = NULL;
+        x->time[oi] = x->now;
+        x->res[oi] = (int8_t)join_eval(x->J, x->order[oi].idx, W, &x->b[oi], &x->work[oi]);
+        if (x->res[oi] < 0 || x->b[oi] == BK_NONE) continue;
+        const sm_try *t = &W->t;
+        x->wh[5 * oi] = t->w;
+        x->wh[5 * oi + 1] = t->h;
+        for (int q = 0; q < 3; ++q) x->wh[5 * oi + 2 + q] = t->avg[q];
+        if ((x->loc[oi] = malloc(sizeof(double) * 6 * (size_t)t->nt))) memcpy(x->loc[oi], t->loc, sizeof(double) * 6 * (size_t)t->nt);
+        else x->res[oi] = -1;   /* looked at again in the loop */
+    }
+}
+
 int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
                          const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring, double pad_w, charting *C,
                          uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count, M = max_tris + 1, H = 16, hshift = 28;
     while (H < 4 * M) { H <<= 1; hshift--; }
-    sm_ws ws;
-    memset(&ws, 0, sizeof ws);
-    sm_try t;
-    memset(&t, 0, sizeof t);
+    int threads = bk_pool_threads();
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *head = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint32_t *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint32_t *stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *iota = malloc(sizeof(uint32_t) * M);
-    double *len = malloc(sizeof(double) * ((size_t)n + 1));
+    uint32_t *iota = malloc(sizeof(uint32_t) * M);
+    uint32_t *changed = calloc((size_t)n + 1, sizeof(uint32_t)), now = 0;  /* per chart: the joins made when it last changed */
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    ws.uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
-    ws.cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
-    ws.evict = calloc(M, 1);
-    ws.hkey = malloc(sizeof(uint32_t) * H);
-    ws.hval = malloc(sizeof(uint32_t) * H);
-    ws.hused = malloc(sizeof(uint32_t) * M);
-    ws.hmask = H - 1;
-    ws.hshift = hshift;
-    t.tris = malloc(sizeof(uint32_t) * M);
-    t.keep = malloc(sizeof(uint32_t) * M);
-    t.loc = malloc(sizeof(double) * 6 * (size_t)M);
-    int rc = -1;
-    if (!next || !head || !tail || !cnt || !stamp || !iota || !len || !order || !ws.uf || !ws.cid || !ws.evict || !ws.hkey || !ws.hval ||
-        !ws.hused || !t.tris || !t.keep || !t.loc) goto done;
-    memset(ws.hkey, 0xFF, sizeof(uint32_t) * H);
-    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
+    join_ws *W = calloc((size_t)threads, sizeof(join_ws));
+    join_spec sp = { NULL, W, order, 0, 0, malloc(sizeof(uint32_t) * ((size_t)n + 1)), changed, malloc((size_t)n + 1),
+                     malloc(sizeof(uint32_t) * ((size_t)n + 1)), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
+                     malloc(sizeof(double) * 5 * ((size_t)n + 1)), calloc((size_t)n + 1, sizeof(double *)) };
     uint32_t nsm = 0;
+    int rc = -1;
+    if (!next || !head || !tail || !cnt || !iota || !changed || !order || !W || !sp.time || !sp.res || !sp.b || !sp.work || !sp.wh || !sp.loc) goto done;
+    for (int w = 0; w < threads; ++w)
+        if (join_ws_init(&W[w], n, M, H, hshift)) goto done;
+    for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
         chart_link(C, ci, head, tail, cnt, next, NULL);
-        stamp[ci] = BK_NONE;
         if (!c->smooth || c->count >= max_tris) continue;
         if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue;   /* little ring to save */
         order[nsm].key = c->count;
@@ -3317,86 +3491,65 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
         nsm++;
     }
     bk_key_idx_sort(order, nsm);
-    sm_ctx x;
-    memset(&x, 0, sizeof x);
-    x.s = s; x.g = g; x.A = A; x.weld = weld; x.so = so; x.C = C; x.iota = iota;
+    join_state J = { s, g, A, weld, tri_scale, C, head, next, cnt, max_tris, pad_w, { 0 } };
+    J.x.s = s; J.x.g = g; J.x.A = A; J.x.weld = weld; J.x.so = so; J.x.C = C; J.x.iota = iota;
+    sp.J = &J;
+    const int spec = threads >= JOIN_SPEC_THREADS;
+    memset(sp.res, 0xFF, nsm);   /* no look yet */
+    if (spec) bk_parallel_for(nsm, 2, join_spec_fn, &sp);
     for (uint32_t oi = 0; oi < nsm; ++oi) {
-        uint32_t a = order[oi].idx;
+        uint32_t a = order[oi].idx, b = BK_NONE;
         if (!cnt[a]) continue;
-        /* the seam (world length) shared with each neighbour small enough */
-        for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
-            for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
-                uint32_t u = A->adj[p], c = C->tri_chart[u];
-                int kv, ku;
-                if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > max_tris || shared_edge(s, weld, v, u, &kv, &ku)) continue;
-                double p0[3], p1[3], e[3];
-                pos_of(s, v, kv, p0); pos_of(s, v, (kv + 1) % 3, p1);
-                for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
-                if (stamp[c] != oi) { stamp[c] = oi; len[c] = 0; }
-                len[c] += sqrt(dot3d(e, e));
-            }
-        /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
-         * a neighbour tried gets length -1 */
-        for (int k = 0; k < JOIN_TRIES; ++k) {
-            uint32_t b = BK_NONE;
-            for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
-                for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
-                    uint32_t c = C->tri_chart[A->adj[p]];
-                    if (c == a || c == BK_NONE || stamp[c] != oi || !(len[c] > 0)) continue;
-                    if (b == BK_NONE || len[c] > len[b] || (len[c] == len[b] && c < b)) b = c;
-                }
-            if (b == BK_NONE) break;
-            len[b] = -1;
-            /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
-            uint32_t nt = 0;
-            double sum[3] = { 0, 0, 0 };
-            for (int side = 0; side < 2; ++side)
-                for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
-                    hm_put(&ws, u, nt);
-                    t.tris[nt++] = u;
-                    for (int q = 0; q < 3; ++q) sum[q] += tri_n(g, u)[q] * g->area[u];
-                }
-            double l = sqrt(dot3d(sum, sum));
-            if (l > 0) {
-                for (int q = 0; q < 3; ++q) t.avg[q] = sum[q] / l;
-                t.nt = nt;
-                t.limit = nt + 1;
-                t.curved = 1;
-                sm_check(&x, &t, &ws);
-                *work += t.work;
-            }
-            hm_clear(&ws);
-            if (!(l > 0)) continue;
-            if (t.err) goto done;
-            if (!t.ok || t.nkeep != nt) continue;
-            /* per-object density (--object-scale): the layout grows by the charts' factor (one
-             * factor: adjacency never crosses two) */
-            double f = tri_scale ? tri_scale[t.tris[0]] : 1.0;
-            chart *ca = &C->charts[a];
-            const chart *cb = &C->charts[b];
-            double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t.w + pad_w) * (f * t.h + pad_w);
-            if (!(gain > 0)) continue;
-            for (uint32_t i = 0; i < nt; ++i) {
-                for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)t.tris[i] + q] = f * t.loc[6 * (size_t)i + q];
-                C->tri_chart[t.tris[i]] = a;
-            }
-            next[tail[a]] = head[b];
-            tail[a] = tail[b];
-            cnt[a] += cnt[b];
-            cnt[b] = 0;
-            head[b] = BK_NONE;
-            ca->w = f * t.w;
-            ca->h = f * t.h;
-            for (int q = 0; q < 3; ++q) ca->n[q] = t.avg[q];
-            break;
+        /* a stale look (or none): this one and the next ones again, on the charts as they are */
+        int stands = sp.res[oi] >= 0 && join_stands(&J, changed, a, sp.time[oi]);
+        if (!stands && spec) {
+            sp.first = oi;
+            sp.now = now;
+            uint32_t m = nsm - oi < JOIN_SPEC_WINDOW * (uint32_t)threads ? nsm - oi : JOIN_SPEC_WINDOW * (uint32_t)threads;
+            bk_parallel_for(m, 1, join_spec_fn, &sp);
+            stands = sp.res[oi] >= 0;
         }
+        const double *uloc, *wh;
+        double wh_loop[5];
+        if (stands) {
+            *work += sp.work[oi];
+            b = sp.b[oi];
+            uloc = sp.loc[oi];
+            wh = sp.wh + 5 * (size_t)oi;
+        } else {
+            if (join_eval(&J, a, &W[0], &b, work)) goto done;
+            const sm_try *t = &W[0].t;
+            uloc = t->loc;
+            wh_loop[0] = t->w; wh_loop[1] = t->h;
+            for (int q = 0; q < 3; ++q) wh_loop[2 + q] = t->avg[q];
+            wh = wh_loop;
+        }
+        if (b == BK_NONE) continue;
+        /* a takes b: the union's layout, a's triangles then b's */
+        double f = tri_scale ? tri_scale[head[a]] : 1.0;
+        uint32_t i = 0;
+        for (int side = 0; side < 2; ++side)
+            for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u], ++i)
+                for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)u + q] = f * uloc[6 * (size_t)i + q];
+        for (uint32_t u = head[b]; u != BK_NONE; u = next[u]) C->tri_chart[u] = a;
+        next[tail[a]] = head[b];
+        tail[a] = tail[b];
+        cnt[a] += cnt[b];
+        cnt[b] = 0;
+        head[b] = BK_NONE;
+        chart *ca = &C->charts[a];
+        ca->w = f * wh[0];
+        ca->h = f * wh[1];
+        for (int q = 0; q < 3; ++q) ca->n[q] = wh[2 + q];
+        changed[a] = changed[b] = ++now;
     }
     if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
-    lscm_free(&ws.W);
-    free(ws.uf); free(ws.cid); free(ws.evict); free(ws.hkey); free(ws.hval); free(ws.hused); free(ws.xy); free(ws.pts); free(ws.pairs.p);
-    free(t.tris); free(t.keep); free(t.loc);
-    free(next); free(head); free(tail); free(cnt); free(stamp); free(iota); free(len); free(order);
+    for (int w = 0; W && w < threads; ++w) join_ws_free(&W[w]);
+    if (sp.loc) for (uint32_t oi = 0; oi < nsm; ++oi) free(sp.loc[oi]);
+    free(W); free(sp.time); free(sp.res); free(sp.b); free(sp.work); free(sp.wh); free(sp.loc);
+    free(next); free(head); free(tail); free(cnt); free(iota); free(changed); free(order);
     return rc;
 }
+

@@ -1,19 +1,30 @@
-/* pool.c - see pool.h. Workers sleep on a condition variable between jobs (after spinning a
- * little, so that back-to-back calls find them awake); a job is one bk_parallel_for call.
+/* pool.c - see pool.h. Workers spin between jobs for a while (SPIN), so that back-to-back calls
+ * find them awake, then sleep on a condition variable; a job is one bk_parallel_for call.
+ *
+ * A job is published without the lock: the caller writes its fields, then bumps the generation,
+ * which spinning workers watch; they read the fields and start taking chunks. The lock is only
+ * for going to sleep and waking: a caller broadcasts only when a worker sleeps, and a worker
+ * that ends a job wakes the caller only when the caller sleeps. (Picking a job up under the lock
+ * made 16 threads queue on it at every call: the atlas's shape searches make 12,000 calls of
+ * microseconds each on sponza 4096^2.)
  *
  * The chunk counter carries the job's tag (its generation) in its top bits, and a thread takes a
  * chunk only by a compare-and-swap that sees its own job's tag: a worker that wakes late, or is
  * still looking for one more chunk when its job ends, finds another tag and leaves without
  * running anything. So a call returns as soon as its chunks are done, without waiting for every
  * worker it woke to come and go (with 16 threads and the atlas's 26,000 small calls that waiting
- * was most of the atlas phase). The tag has 24 bits: a worker would have to sleep between reading
- * its job and its first chunk through 16 million other jobs to take a chunk of the wrong one. */
+ * was most of the atlas phase). The same tag check makes the lock-free read of the job's fields
+ * safe: they are written again only for a later job, once this one's chunks are all done, and a
+ * worker that read them then finds the later tag. The tag has 24 bits: a worker would have to
+ * sleep between reading its job and its first chunk through 16 million other jobs to take a
+ * chunk of the wrong one. */
 #include "pool.h"
 #include "util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #  include <immintrin.h>
 #  define cpu_relax() _mm_pause()
@@ -24,7 +35,16 @@
 #define POOL_MAX 256
 #define IDX_BITS 40                       /* chunk index; the tag is the 24 bits above it */
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
-#define SPIN     4000                     /* pauses a worker waits for the next job before sleeping */
+/* Pauses a worker waits for the next job before it sleeps, and a caller for its job's last
+ * chunks: about 0.5 ms (a pause takes 20-25 ns on the GPU machine's Xeon and on the AMD EPYC
+ * build machine), longer than most serial stretches between the atlas's calls. Waking a
+ * sleeping thread takes 50-100 us on the GPU machine (a VM). tools/pool_bench there, 16
+ * threads, a call of 16 chunks of 2 us with 300 us of serial work between calls: 57 us with the
+ * job picked up under the lock and 4,000 pauses, 96 us picked up without it and 4,000 pauses,
+ * 6 us with 20,000; 64 chunks of 10 us: 224 -> 54 us (ideal 40). With more threads than cores
+ * the spinning takes cores from the threads with work: then 4,000, as before. */
+#define SPIN          20000
+#define SPIN_CROWDED  4000
 
 static pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t  wake_ = PTHREAD_COND_INITIALIZER, idle_ = PTHREAD_COND_INITIALIZER;
@@ -33,13 +53,16 @@ static struct {
     pthread_t       th[POOL_MAX];
     int             want;        /* threads asked for (0: bk_cpu_threads) */
     int             started;     /* workers running (callers not counted) */
-    int             quit;
+    atomic_int      quit;
     int             busy;        /* a job is open */
-    atomic_uint     gen;         /* bumped for every job (read without the lock while spinning) */
-    /* the job */
-    bk_pool_fn      fn;
-    void           *ctx;
-    size_t          n, grain, chunks;
+    atomic_uint     gen;         /* bumped for every job, once its fields are written */
+    int             sleepers;    /* workers asleep on wake_ (under the lock) */
+    int             spin;        /* SPIN or SPIN_CROWDED, set when workers start */
+    atomic_int      caller_asleep;  /* the caller sleeps on idle_ */
+    /* the job: written by the caller before it bumps gen, read by workers without the lock */
+    _Atomic(bk_pool_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_size_t   n, grain, chunks;
     atomic_uint_fast64_t next;   /* tag << IDX_BITS | the next chunk */
     atomic_size_t   done;        /* chunks finished */
 } P;
@@ -71,34 +94,51 @@ static size_t run_chunks(bk_pool_fn fn, void *ctx, size_t n, size_t grain, size_
     }
 }
 
-/* A thread's chunks are done: the one that finishes the job wakes its caller. */
+/* A thread's chunks are done: the one that finishes the job wakes its caller, if it sleeps
+ * (the caller says so before its last look at done: seq_cst orders the two). */
 static void add_done(size_t ran, size_t chunks)
 {
-    if (ran && atomic_fetch_add(&P.done, ran) + ran == chunks) {
+    if (ran && atomic_fetch_add(&P.done, ran) + ran == chunks && atomic_load(&P.caller_asleep)) {
         pthread_mutex_lock(&lock_);
         pthread_cond_broadcast(&idle_);
         pthread_mutex_unlock(&lock_);
     }
 }
 
+/* Spins while the generation is old, for at most spin pauses; returns the last value read. */
+static unsigned spin_gen(unsigned old, int spin)
+{
+    for (int i = 0; i < spin; ++i) {
+        unsigned g = atomic_load(&P.gen);
+        if (g != old || atomic_load(&P.quit)) return g;
+        cpu_relax();
+    }
+    return atomic_load(&P.gen);
+}
+
 static void *worker_main(void *arg)
 {
     const int id = (int)(intptr_t)arg;
+    const int spin = P.spin;  /* set before this thread was made */
     unsigned seen = 0;
     for (;;) {
-        for (int i = 0; i < SPIN && atomic_load(&P.gen) == seen; ++i) cpu_relax();
-        pthread_mutex_lock(&lock_);
-        while (!P.quit && (atomic_load(&P.gen) == seen || !P.busy || P.fn == NULL)) {
-            if (atomic_load(&P.gen) != seen && !P.busy) seen = atomic_load(&P.gen);   /* a job closed before this worker woke */
-            pthread_cond_wait(&wake_, &lock_);
+        unsigned g = spin_gen(seen, spin);
+        if (g == seen && !atomic_load(&P.quit)) {
+            pthread_mutex_lock(&lock_);
+            P.sleepers++;
+            while (!atomic_load(&P.quit) && atomic_load(&P.gen) == seen) pthread_cond_wait(&wake_, &lock_);
+            P.sleepers--;
+            pthread_mutex_unlock(&lock_);
+            g = atomic_load(&P.gen);
         }
-        if (P.quit) { pthread_mutex_unlock(&lock_); break; }
-        seen = atomic_load(&P.gen);
-        bk_pool_fn fn = P.fn;
-        void *ctx = P.ctx;
-        size_t n = P.n, grain = P.grain, chunks = P.chunks;
-        pthread_mutex_unlock(&lock_);
-        add_done(run_chunks(fn, ctx, n, grain, chunks, id, tag_of(seen)), chunks);
+        if (atomic_load(&P.quit)) break;
+        seen = g;
+        /* the fields of job g, or of a later one (then the tag check runs nothing) */
+        bk_pool_fn fn = atomic_load_explicit(&P.fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&P.ctx, memory_order_relaxed);
+        size_t n = atomic_load_explicit(&P.n, memory_order_relaxed), grain = atomic_load_explicit(&P.grain, memory_order_relaxed);
+        size_t chunks = atomic_load_explicit(&P.chunks, memory_order_relaxed);
+        if (fn) add_done(run_chunks(fn, ctx, n, grain, chunks, id, tag_of(seen)), chunks);
     }
     return NULL;
 }
@@ -106,14 +146,14 @@ static void *worker_main(void *arg)
 /* Called with the lock held. */
 static void stop_workers(void)
 {
-    P.quit = 1;
+    atomic_store(&P.quit, 1);
     pthread_cond_broadcast(&wake_);
     int n = P.started;
     pthread_mutex_unlock(&lock_);
     for (int i = 0; i < n; ++i) pthread_join(P.th[i], NULL);
     pthread_mutex_lock(&lock_);
     P.started = 0;
-    P.quit = 0;
+    atomic_store(&P.quit, 0);
 }
 
 void bk_pool_set_threads(int n)
@@ -179,29 +219,41 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
         for (size_t b = 0; b < n; b += grain) fn(ctx, b, b + grain < n ? b + grain : n, 0);
         return;
     }
+    if (!P.started) {
+        static long cores;
+        if (!cores) cores = sysconf(_SC_NPROCESSORS_ONLN);
+        P.spin = cores > 0 && nt > cores ? SPIN_CROWDED : SPIN;
+    }
     while (P.started < nt - 1) {
         if (pthread_create(&P.th[P.started], NULL, worker_main, (void *)(intptr_t)(P.started + 1)) != 0) break;
         P.started++;
     }
     P.busy = 1;
-    P.fn = fn; P.ctx = ctx; P.n = n; P.grain = grain; P.chunks = chunks;
+    atomic_store_explicit(&P.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&P.ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&P.n, n, memory_order_relaxed);
+    atomic_store_explicit(&P.grain, grain, memory_order_relaxed);
+    atomic_store_explicit(&P.chunks, chunks, memory_order_relaxed);
     const unsigned gen = atomic_load(&P.gen) + 1;
     atomic_store(&P.done, 0);
     atomic_store(&P.next, tag_of(gen));
-    atomic_store(&P.gen, gen);
-    pthread_cond_broadcast(&wake_);
+    atomic_store(&P.gen, gen);   /* publishes the fields above */
+    if (P.sleepers) pthread_cond_broadcast(&wake_);
     pthread_mutex_unlock(&lock_);
 
     add_done(run_chunks(fn, ctx, n, grain, chunks, 0, tag_of(gen)), chunks);
 
-    /* every chunk was taken; wait for those still running (a little spinning first: most jobs
-     * end within microseconds of the caller's last chunk) */
-    for (int i = 0; i < SPIN && atomic_load(&P.done) < chunks; ++i) cpu_relax();
+    /* every chunk was taken; wait for those still running (spinning first: most jobs end within
+     * microseconds of the caller's last chunk) */
+    for (int i = 0; i < P.spin && atomic_load(&P.done) < chunks; ++i) cpu_relax();
     pthread_mutex_lock(&lock_);
-    while (atomic_load(&P.done) < chunks) pthread_cond_wait(&idle_, &lock_);
-    /* closed: a worker still on its way in finds another tag in next, or no job */
+    if (atomic_load(&P.done) < chunks) {
+        atomic_store(&P.caller_asleep, 1);
+        while (atomic_load(&P.done) < chunks) pthread_cond_wait(&idle_, &lock_);
+        atomic_store(&P.caller_asleep, 0);
+    }
+    /* closed: a worker still on its way in finds another tag in next */
     atomic_store(&P.next, tag_of(gen) | IDX_MASK);
-    P.fn = NULL;
     P.busy = 0;
     pthread_mutex_unlock(&lock_);
 }

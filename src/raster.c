@@ -480,8 +480,8 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
         return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
     size_t N = BK_ATLAS_PIXELS(a);
     raster_bands B;
-    float *best_d = malloc(sizeof(float) * (N ? N : 1));
-    uint32_t *best_t = malloc(sizeof(uint32_t) * (N ? N : 1));
+    float *best_d = bk_malloc_large(sizeof(float) * (N ? N : 1));
+    uint32_t *best_t = bk_malloc_large(sizeof(uint32_t) * (N ? N : 1));
     int bands_bad = bands_build(a, &B);
     uint32_t *first = bands_bad ? NULL : calloc((size_t)B.nb + 1, sizeof(uint32_t));
     if (!best_d || !best_t || !first) {
@@ -495,9 +495,9 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
     /* the distances served pass 1 only: given back before the texels are made */
     free(best_d);
     c.best_d = best_d = NULL;
-    bk_texel *tx = texels ? malloc(sizeof(bk_texel) * (n ? n : 1)) : NULL;
-    bk_texel_ref *rf = texels ? NULL : malloc(sizeof(bk_texel_ref) * (n ? n : 1));
-    uint8_t *cov = coverage ? malloc(N ? N : 1) : NULL;
+    bk_texel *tx = texels ? bk_malloc_large(sizeof(bk_texel) * (n ? n : 1)) : NULL;
+    bk_texel_ref *rf = texels ? NULL : bk_malloc_large(sizeof(bk_texel_ref) * (n ? n : 1));
+    uint8_t *cov = coverage ? bk_malloc_large(N ? N : 1) : NULL;
     if ((!tx && !rf) || (coverage && !cov)) {
         free(best_t); free(first); free(tx); free(rf); free(cov); bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);

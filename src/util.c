@@ -1,4 +1,5 @@
 /* util.c - small host helpers (see util.h). */
+#define _DEFAULT_SOURCE  /* madvise's MADV_HUGEPAGE */
 #include "util.h"
 #include <sys/stat.h>
 
@@ -6,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,19 @@ int bk_path_has_ext(const char *path, const char *ext)
         if (a != ext[i]) return 0;
     }
     return 1;
+}
+
+void *bk_malloc_large(size_t bytes)
+{
+    void *p = malloc(bytes);
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p && bytes >= 4 * huge) {
+        uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+        if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);  /* a hint: failure changes nothing */
+    }
+#endif
+    return p;
 }
 
 int bk_cpu_threads(void)

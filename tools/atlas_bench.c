@@ -8,7 +8,8 @@
  * (bk_pool_sim: the serial parts and the chunks as measured, no cost for waking threads), for a
  * machine with more cores than this one. "atlas" is the two together, as baker's --stats
  * seconds.atlas. With --png, each atlas is also written as DIR/atlas_NAME.png, one random colour
- * per chart. --waste: where the texels that bake nothing are (the padding ring around charts,
+ * per chart. The line ends with hashes of the atlas (UVs and charts) and of its raster (texels
+ * and coverage). --waste: where the texels that bake nothing are (the padding ring around charts,
  * gaps, rows left below them), the ring by chart size, and the charts' boundary length (which the
  * ring follows). */
 #include "atlas.h"
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
         o.scene_path = argv[i];
         bk_atlas a;
         double best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES], stages_sim[BK_ATLAS_STAGES];
+        uint64_t tx_hash = 0;
         for (int r = 0; r < reps; ++r) {
             double t0 = bk_time_now();
             clock_t c0 = clock();
@@ -140,6 +142,12 @@ int main(int argc, char **argv)
             tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (t < best_r) best_r = t;
             if (tc < best_rcpu) best_rcpu = tc;
+            /* FNV-1a of the texels and the coverage: the same raster prints the same hash */
+            tx_hash = 1469598103934665603ull;
+            const unsigned char *tb[2] = { (const unsigned char *)tx, cov };
+            size_t tn[2] = { sizeof(bk_texel) * (size_t)ntx, BK_ATLAS_PIXELS(&a) };
+            for (int k = 0; k < 2; ++k)
+                for (size_t b = 0; b < tn[k]; ++b) tx_hash = (tx_hash ^ tb[k][b]) * 1099511628211ull;
             free(tx);
             free(cov);
             if (r + 1 < reps) bk_atlas_free(&a);
@@ -151,9 +159,9 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; ++k)
             for (size_t b = 0; b < nbytes[k]; ++b) hash = (hash ^ bytes[k][b]) * 1099511628211ull;
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx\n",
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx  texels %016llx\n",
                name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
-               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads(), (unsigned long long)hash);
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads(), (unsigned long long)hash, (unsigned long long)tx_hash);
         if (show_stages) {
             printf("  stages of the best build:");
             for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages[k]);
