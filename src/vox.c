@@ -763,7 +763,8 @@ static int make_materials(vox_ctx *c)
         double scale = e->emit && e->amount > 0 ? e->amount * exp2(e->flux) : 0.0;
         for (int i = 0; i < 3; ++i) {
             m->kd[i] = srgb_to_linear(rgb[i]);
-            double ke = m->kd[i] * scale;
+            /* a black channel emits nothing, whatever _flux says (not 0 * inf = NaN: _flux 1e20) */
+            double ke = m->kd[i] > 0.0f ? m->kd[i] * scale : 0.0;
             if (ke > BK_KE_MAX) { ke = BK_KE_MAX; clamped++; }
             m->ke[i] = (float)ke;
         }
