@@ -1004,8 +1004,9 @@ static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_te
 {
     const double t0 = bk_time_now();
     const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
-    uint32_t own = 0;
-    for (uint32_t i = 0; rank && i < job->ntaken; ++i) own += granule_texels(job->taken[i], G, ntx);
+    uint32_t mine = 0;                               /* the texels of the granules this rank took */
+    for (uint32_t i = 0; i < job->ntaken; ++i) mine += granule_texels(job->taken[i], G, ntx);
+    const uint32_t own = rank ? mine : 0;            /* what it sends (rank 0's stay in place) */
     bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
     if (own && !send) bake_error("out of memory for the colours of %u texels to send to rank 0", own);
     if (job_agree(job, !own || send, 0)) { free(send); return -1; }
@@ -1062,11 +1063,7 @@ static int job_share(bake_job *job, const bake_cli *c, uint64_t key, const bk_te
     for (uint32_t r = 0; jr.lists && r < ranks; ++r) free(jr.lists[r]);
     free(jr.lists); free(jr.counts); free(jr.seen);
     if (rc) { bake_error("%s", err); return -1; }
-    if (rank == 0) {
-        uint32_t mine = 0;
-        for (uint32_t i = 0; i < job->ntaken; ++i) mine += granule_texels(job->taken[i], G, ntx);
-        job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - mine);
-    }
+    if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - mine);
     job->gather_seconds = bk_time_now() - t1;
     return 0;
 }
