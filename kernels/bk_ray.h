@@ -18,6 +18,47 @@
 typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
 typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
 
+/* ---- ray order ------------------------------------------------------------------------------
+ * Tracing rays in a coherent order (--ray-order sorted): a warp's rays then start near each other
+ * and run the same way, so they visit the same nodes. The key is the direction octant (bits 21-23)
+ * above the Morton code of the origin on a 128^3 grid over the scene box (bits 0-20); an origin
+ * outside the box (or not finite) takes the nearest cell. scale = 128 / extent per axis (0 for a
+ * flat axis). Sponza, 4M diffuse rays sorted beforehand and traced on an H100: 1707 Mrays/s
+ * closest hit as they come, 2621 with the octant above a 2^21-cell grid per axis, 2607 with 64
+ * cells, 2396 with 16, 2007 with 4; the origin's code alone gave 2136, the octant below it 2106.
+ * 24 bits: three passes of the radix sort. */
+BK_HD uint32_t bk_morton_spread7(uint32_t x)   /* bits 0-6 to bits 0, 3, .., 18 */
+{
+    x &= 0x7Fu;
+    x = (x | x << 8) & 0x0000F00Fu;
+    x = (x | x << 4) & 0x000C30C3u;
+    x = (x | x << 2) & 0x00049249u;
+    return x;
+}
+
+BK_HD uint32_t bk_ray_order_cell(float o, float lo, float scale)
+{
+    const float c = (o - lo) * scale;
+    return c >= 127.0f ? 127u : c >= 0.0f ? (uint32_t)c : 0u;   /* NaN: cell 0 */
+}
+
+BK_HD uint32_t bk_ray_order_key(const bk_ray *r, bk_vec3 lo, bk_vec3 scale)
+{
+    const uint32_t oct = (r->dx < 0.0f ? 1u : 0u) | (r->dy < 0.0f ? 2u : 0u) | (r->dz < 0.0f ? 4u : 0u);
+    return oct << 21 | bk_morton_spread7(bk_ray_order_cell(r->ox, lo.x, scale.x)) |
+           bk_morton_spread7(bk_ray_order_cell(r->oy, lo.y, scale.y)) << 1 |
+           bk_morton_spread7(bk_ray_order_cell(r->oz, lo.z, scale.z)) << 2;
+}
+
+/* The key's grid over the box lo..hi: 128 cells per axis. */
+BK_HD bk_vec3 bk_ray_order_scale(bk_vec3 lo, bk_vec3 hi)
+{
+    const float ex = hi.x - lo.x, ey = hi.y - lo.y, ez = hi.z - lo.z;
+    return bk_v3(ex > 0.0f ? 128.0f / ex : 0.0f, ey > 0.0f ? 128.0f / ey : 0.0f, ez > 0.0f ? 128.0f / ez : 0.0f);
+}
+
+#define BK_RAY_ORDER_KEY_BITS 24
+
 /* ---- ray set-up and primitive tests ------------------------------------------------------- */
 
 typedef struct bk_ray_pre {

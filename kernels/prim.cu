@@ -54,6 +54,7 @@ enum { RED_THREADS = 256, HIST_THREADS = 256, RADIX = 256, RADIX_BITS = 8, MAX_P
 #define ST_VALUE     0x3FFFFFFFu
 
 struct bk_prim {
+    int      device;
     int      sm_count;
     int      smem_optin;             /* bytes of shared memory a block may ask for */
     char     name[256];
@@ -823,6 +824,32 @@ static int sort_pass(int variant, const sort_pass_args &a, uint32_t tiles, char 
     }
 }
 
+/* The tiles of a sort of n keys of type K, and room for its ping-pong and status words. */
+template <typename K>
+static int sort_room(bk_prim *p, uint64_t n, uint32_t *tiles_out, char *err, size_t err_size)
+{
+    const int op = sizeof(K) == 4 ? BK_PRIM_OP_SORT32 : BK_PRIM_OP_SORT64;
+    const int *shape = sizeof(K) == 4 ? sort32_shape[p->variant[op]] : sort64_shape[p->variant[op]];
+    const uint32_t tile = (uint32_t)(shape[0] * shape[1]);
+    const uint32_t tiles = (uint32_t)((n + tile - 1) / tile);
+    if (ensure(&p->d_tmp_keys, &p->tmp_keys_bytes, n * sizeof(K), err, err_size) ||
+        ensure(&p->d_tmp_vals, &p->tmp_vals_bytes, n * 4, err, err_size)) return -1;
+    const size_t head_words = MAX_PASSES + MAX_PASSES * RADIX;
+    const size_t status_words = (size_t)tiles * RADIX;
+    size_t have = p->sort_words * 4;
+    if (ensure((void **)&p->d_sort, &have, (head_words + 2 * status_words) * 4, err, err_size)) return -1;
+    p->sort_words = have / 4;
+    *tiles_out = tiles;
+    return 0;
+}
+
+extern "C" int bk_prim_sort_reserve_u32(bk_prim *p, uint64_t n, char *err, size_t err_size)
+{
+    uint32_t tiles;
+    if (!p) FAIL("sort: NULL context");
+    return sort_room<uint32_t>(p, n, &tiles, err, err_size);
+}
+
 template <typename K>
 static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint32_t *d_vals_in, uint32_t *d_vals_out,
                       uint64_t n, int end_bit, char *err, size_t err_size)
@@ -840,18 +867,11 @@ static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint3
     }
     const int op = sizeof(K) == 4 ? BK_PRIM_OP_SORT32 : BK_PRIM_OP_SORT64;
     const int variant = p->variant[op];
-    const int *shape = sizeof(K) == 4 ? sort32_shape[variant] : sort64_shape[variant];
-    const uint32_t tile = (uint32_t)(shape[0] * shape[1]);
-    const uint32_t tiles = (uint32_t)((n + tile - 1) / tile);
     const int passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
-
-    if (ensure(&p->d_tmp_keys, &p->tmp_keys_bytes, n * sizeof(K), err, err_size) ||
-        ensure(&p->d_tmp_vals, &p->tmp_vals_bytes, n * 4, err, err_size)) return -1;
+    uint32_t tiles;
+    if (sort_room<K>(p, n, &tiles, err, err_size)) return -1;
     const size_t head_words = MAX_PASSES + MAX_PASSES * RADIX;
     const size_t status_words = (size_t)tiles * RADIX;
-    size_t have = p->sort_words * 4;
-    if (ensure((void **)&p->d_sort, &have, (head_words + 2 * status_words) * 4, err, err_size)) return -1;
-    p->sort_words = have / 4;
     uint32_t *counters = p->d_sort, *digits = p->d_sort + MAX_PASSES;
     uint32_t *status[2] = { p->d_sort + head_words, p->d_sort + head_words + status_words };
     /* Tile counters, digit counts and the first status array are contiguous: one memset. Each
@@ -946,7 +966,9 @@ extern "C" int bk_prim_set_variant(bk_prim *p, int op, int variant, char *err, s
 
 extern "C" const char *bk_prim_device_name(const bk_prim *p) { return p ? p->name : "none"; }
 
-extern "C" bk_prim *bk_prim_init(char *err, size_t err_size)
+extern "C" bk_prim *bk_prim_init(char *err, size_t err_size) { return bk_prim_init_device(0, err, err_size); }
+
+extern "C" bk_prim *bk_prim_init_device(int device, char *err, size_t err_size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -955,12 +977,13 @@ extern "C" bk_prim *bk_prim_init(char *err, size_t err_size)
         return NULL;
     }
     cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || cudaSetDevice(0) != cudaSuccess) {
-        snprintf(err, err_size, "cannot use CUDA device 0");
+    if (device < 0 || device >= count || cudaGetDeviceProperties(&prop, device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+        snprintf(err, err_size, "cannot use CUDA device %d", device);
         return NULL;
     }
     bk_prim *p = (bk_prim *)calloc(1, sizeof(bk_prim));
     if (!p) { snprintf(err, err_size, "out of memory"); return NULL; }
+    p->device = device;
     p->sm_count = prop.multiProcessorCount;
     p->smem_optin = (int)prop.sharedMemPerBlockOptin;
     snprintf(p->name, sizeof p->name, "%s", prop.name);
@@ -968,7 +991,7 @@ extern "C" bk_prim *bk_prim_init(char *err, size_t err_size)
     if (cudaMalloc(&p->d_partials, (size_t)p->partials_cap * 8) != cudaSuccess ||
         cudaMalloc((void **)&p->d_ticket, sizeof(unsigned)) != cudaSuccess ||
         cudaMemset(p->d_ticket, 0, sizeof(unsigned)) != cudaSuccess) {
-        snprintf(err, err_size, "CUDA device 0 (%s) is not usable: %s", prop.name, cudaGetErrorString(cudaGetLastError()));
+        snprintf(err, err_size, "CUDA device %d (%s) is not usable: %s", device, prop.name, cudaGetErrorString(cudaGetLastError()));
         bk_prim_free(p);
         return NULL;
     }
@@ -977,8 +1000,8 @@ extern "C" bk_prim *bk_prim_init(char *err, size_t err_size)
 
 extern "C" int bk_prim_use(bk_prim *p, char *err, size_t err_size)
 {
-    CUDA_TRY(cudaSetDevice(0));          /* bk_prim_init's device */
-    (void)p;
+    if (!p) FAIL("use: NULL context");
+    CUDA_TRY(cudaSetDevice(p->device));
     return 0;
 }
 

@@ -13,6 +13,7 @@
  */
 #include "backend.h"
 #include "bk_traverse.h"
+#include "prim.h"
 #include "cuda_internal.cuh"
 
 #include <cuda_runtime.h>
@@ -56,7 +57,11 @@ typedef struct cuda_ctx {
     uint32_t      *d_spill;
     size_t         spill_words;
     unsigned long long *d_stats;
-    cudaEvent_t    ev0, ev1;
+    cudaEvent_t    ev0, ev1, ev_sorted;
+    /* --ray-order sorted: the rays' keys and indices, sorted by the project's radix sort */
+    bk_prim       *prim;
+    uint32_t      *d_order_keys, *d_order;
+    uint64_t       order_cap;
     /* bake */
     bk_bake_view   bake;          /* device pointers */
     void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
@@ -99,7 +104,8 @@ static cuda_ctx *ctx_of(bk_backend *be)
 template <int ACCEL, int MODE, int ANY, int PRIM, int CNT>
 __global__ void __launch_bounds__(BLOCK, PRIM == BK_PRIM_VOX ? 8 : 0) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
                                                       bk_hit *__restrict__ hits, uint64_t n, int stack_size,
-                                                      uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats)
+                                                      uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats,
+                                                      const uint32_t *__restrict__ order)
 {
     extern __shared__ uint32_t smem[];
     __shared__ unsigned long long block_base;
@@ -139,7 +145,9 @@ __global__ void __launch_bounds__(BLOCK, PRIM == BK_PRIM_VOX ? 8 : 0) trace_kern
         if (i < n) {
             /* the ray straight from global memory: read once for the set-up, and the direction
              * again for a closest hit's precise distance (bk_tri_refine_t), rather than held in
-             * registers through the traversal (1-2 % of the rays per second) */
+             * registers through the traversal (1-2 % of the rays per second). With a ray order,
+             * the i-th ray of the order (one 32-byte sector either way). */
+            if (order) i = order[i];
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
             bk_hit h = bk_trace_one(&v, rays + i, ACCEL, MODE, ANY, PRIM, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
@@ -166,7 +174,18 @@ __global__ void __launch_bounds__(BLOCK, PRIM == BK_PRIM_VOX ? 8 : 0) trace_kern
 }
 
 typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *,
-                          uint32_t *);
+                          uint32_t *, const uint32_t *);
+
+/* --ray-order sorted: each ray's key (bk_ray_order_key) and its index, for the sort. */
+__global__ void __launch_bounds__(BLOCK) ray_key_kernel(const bk_ray *__restrict__ rays, uint64_t n, bk_vec3 lo, bk_vec3 scale,
+                                                       uint32_t *__restrict__ keys, uint32_t *__restrict__ idx)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const bk_ray r = rays[i];
+        keys[i] = bk_ray_order_key(&r, lo, scale);
+        idx[i] = (uint32_t)i;
+    }
+}
 
 template <int ACCEL, int MODE, int ANY, int PRIM>
 static kernel_fn pick_counters(int cnt)
@@ -306,6 +325,36 @@ static const bk_accel_view *cuda_view(cuda_ctx *c, const bk_trace_opts *o, char 
     return c->cw_view.type == BK_ACCEL_CWBVH ? &c->cw_view : &c->view;
 }
 
+/* Room for n rays' keys and indices and their sort, and the sort's context (made on first use,
+ * with a first sort of two keys: the kernels' modules load at their first launch, which would
+ * otherwise be timed). */
+static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
+{
+    int fresh = 0;
+    if (!c->prim) {
+        if (!(c->prim = bk_prim_init_device(c->device, err, err_size))) return -1;
+        fresh = 1;
+    }
+    if (n > c->order_cap) {
+        cudaFree(c->d_order_keys); cudaFree(c->d_order);
+        c->d_order_keys = c->d_order = NULL; c->order_cap = 0;
+        CUDA_TRY(cudaMalloc((void **)&c->d_order_keys, n * sizeof(uint32_t)));
+        CUDA_TRY(cudaMalloc((void **)&c->d_order, n * sizeof(uint32_t)));
+        if (bk_prim_sort_reserve_u32(c->prim, n, err, err_size)) return -1;
+        c->order_cap = n;
+        note_memory(c);
+    }
+    if (fresh && n >= 2) {
+        bk_vec3 zero = bk_v3(0.0f, 0.0f, 0.0f);
+        ray_key_kernel<<<1, BLOCK>>>(c->d_rays, 2, zero, zero, c->d_order_keys, c->d_order);
+        CUDA_TRY(cudaGetLastError());
+        if (bk_prim_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2, BK_RAY_ORDER_KEY_BITS,
+                                   err, err_size))
+            return -1;
+    }
+    return 0;
+}
+
 static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, const bk_trace_opts *o,
                       bk_trace_totals *totals, char *err, size_t err_size)
 {
@@ -343,16 +392,34 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
-    double t1 = now_seconds();
-    CUDA_TRY(cudaEventRecord(c->ev0));
+    /* (the sort takes fewer than 2^30 pairs; a larger batch is traced as it comes) */
+    const int sorted = o->ray_order != BK_RAY_ORDER_INPUT && n < (1ull << 30);
+    if (sorted && order_reserve(c, n, err, err_size)) return -1;
     uint32_t *d_ray_stats = NULL;
     if (o->ray_stats) { CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t))); note_memory(c); }
-    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats);
+    double t1 = now_seconds();
+    CUDA_TRY(cudaEventRecord(c->ev0));
+    if (sorted) {
+        int kb = 0;
+        CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kb, ray_key_kernel, BLOCK, 0));
+        uint64_t kblocks = (uint64_t)(kb > 0 ? kb : 1) * (uint64_t)c->sm_count;
+        if (kblocks > need) kblocks = need;
+        ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi),
+                                                     c->d_order_keys, c->d_order);
+        CUDA_TRY(cudaGetLastError());
+        if (bk_prim_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, n,
+                                   BK_RAY_ORDER_KEY_BITS, err, err_size))
+            return -1;
+    }
+    CUDA_TRY(cudaEventRecord(c->ev_sorted));
+    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats,
+                                         sorted ? c->d_order : NULL);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
-    float ms = 0;
+    float ms = 0, sort_ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    CUDA_TRY(cudaEventElapsedTime(&sort_ms, c->ev0, c->ev_sorted));
     double t2 = now_seconds();
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
@@ -364,6 +431,8 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     }
     double t3 = now_seconds();
     totals->seconds = ms * 1e-3;
+    totals->sort_seconds = sorted ? sort_ms * 1e-3 : 0.0;
+    totals->sorted = sorted;
     totals->upload_seconds = (t1 - t0) + (t3 - t2);
     totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
     totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
@@ -678,7 +747,9 @@ static void cuda_free(bk_backend *be)
         cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
         cudaFree(c->d_rec); free(c->h_rec);
         bk_cuda_wave_free(&c->wave);
-        cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1);
+        cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1); cudaEventDestroy(c->ev_sorted);
+        cudaFree(c->d_order_keys); cudaFree(c->d_order);
+        bk_prim_free(c->prim);
         free(c);
     }
     free(be);
@@ -741,7 +812,8 @@ extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t
     c->max_warps_per_sm = p.maxThreadsPerMultiProcessor / p.warpSize;
     snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
-        cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess) {
+        cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
+        cudaEventCreate(&c->ev_sorted) != cudaSuccess) {
         snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name, cudaGetErrorString(cudaGetLastError()));
         free(c); free(be);
         return NULL;

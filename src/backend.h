@@ -42,7 +42,15 @@ typedef struct bk_trace_opts {
                              texel at a time either way, with the same result */
     int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
+    int ray_order;        /* trace: enum bk_ray_order. Sorted: the rays are traced in the order
+                             of bk_ray_order_key (kernels/bk_ray.h), each hit still lands at its
+                             ray's index; the sort counts in the trace time. Closest hits are the
+                             same in either order; an any hit may name another triangle. */
 } bk_trace_opts;
+
+/* auto: the backend's faster order (cuda sorted, cpu input: there the sort costs about what the
+ * coherence saves) */
+enum bk_ray_order { BK_RAY_ORDER_AUTO = 0, BK_RAY_ORDER_INPUT = 1, BK_RAY_ORDER_SORTED = 2 };
 
 /* The register caps the bake kernel is compiled for: 0 (launch bounds (128, 4): at most 128
  * registers), 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
@@ -85,6 +93,9 @@ typedef struct bk_trace_totals {
     uint64_t rays, nodes, tris, restarts, spills;   /* rays: traced (bake: all rays of all paths) */
     double   seconds;          /* the trace alone (cuda: kernel time from events) */
     double   upload_seconds;   /* cuda: rays to the device and hits back */
+    double   sort_seconds;     /* rays traced sorted (bk_trace_opts.ray_order): the keys and
+                                  their sort (part of seconds) */
+    int      sorted;           /* 1: the rays were traced sorted */
 } bk_trace_totals;
 
 /* What a backend is, so that callers never test its name (CONVENTIONS: Backends). */

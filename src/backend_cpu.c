@@ -17,6 +17,7 @@
 static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st);
 #define BK_BAKE_HOST_TRACE cpu_bake_trace
 #include "backend.h"
+#include "prim.h"
 #include "denoise.h"
 #include "util.h"
 
@@ -197,12 +198,48 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     cpu_ctx *c = be->ctx;
     if (!cpu_supports(be, o, err, err_size)) return -1;
     int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
+    memset(totals, 0, sizeof *totals);
+    /* --ray-order sorted: the rays gathered in key order, traced, their hits (and statistics)
+     * scattered back; sorting and moving count in the trace time */
+    const int sorted = o->ray_order == BK_RAY_ORDER_SORTED && n > 1 && n < (1ull << 32);
+    bk_trace_opts os = *o;
+    bk_ray *sr = NULL;
+    bk_hit *sh = NULL;
+    uint32_t *keys = NULL, *idx = NULL, *sst = NULL;
+    double t0 = bk_time_now();
+    if (sorted) {
+        sr = malloc(n * sizeof *sr); sh = malloc(n * sizeof *sh);
+        keys = malloc(n * sizeof *keys); idx = malloc(n * sizeof *idx);
+        sst = o->ray_stats ? malloc(n * sizeof *sst) : NULL;
+        if (!sr || !sh || !keys || !idx || (o->ray_stats && !sst)) {
+            free(sr); free(sh); free(keys); free(idx); free(sst);
+            return bk_fail(err, err_size, "out of memory");
+        }
+        const bk_vec3 scale = bk_ray_order_scale(c->view.lo, c->view.hi);
+        for (uint64_t i = 0; i < n; ++i) { keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale); idx[i] = (uint32_t)i; }
+        if (bk_prim_cpu_sort_pairs_u32(keys, idx, n, BK_RAY_ORDER_KEY_BITS)) {
+            free(sr); free(sh); free(keys); free(idx); free(sst);
+            return bk_fail(err, err_size, "out of memory");
+        }
+        for (uint64_t i = 0; i < n; ++i) sr[i] = rays[idx[i]];
+        os.ray_stats = sst;
+    }
+    double t1 = bk_time_now();
     cpu_job job;
-    job.view = cpu_view(c, o); job.rays = rays; job.hits = hits; job.n = n; job.o = o;
+    job.view = cpu_view(c, o); job.rays = sorted ? sr : rays; job.hits = sorted ? sh : hits; job.n = n; job.o = &os;
     job.wide = cpu_use_wide(c, o) && o->stack_mode == BK_STACK_GLOBAL ? &c->wide : NULL;
     atomic_init(&job.next, 0);
-    memset(totals, 0, sizeof *totals);
-    if (run_workers(nt, &job, cpu_worker_run, totals)) return bk_fail(err, err_size, "out of memory");
+    int rc = run_workers(nt, &job, cpu_worker_run, totals);
+    if (sorted) {
+        double t2 = bk_time_now();
+        for (uint64_t i = 0; i < n; ++i) hits[idx[i]] = sh[i];
+        if (sst) for (uint64_t i = 0; i < n; ++i) o->ray_stats[idx[i]] = sst[i];
+        totals->sort_seconds = t1 - t0;
+        totals->sorted = 1;
+        totals->seconds += (t1 - t0) + (bk_time_now() - t2);
+        free(sr); free(sh); free(keys); free(idx); free(sst);
+    }
+    if (rc) return bk_fail(err, err_size, "out of memory");
     totals->rays = n;
     return 0;
 }

@@ -30,7 +30,9 @@ const char bk_bench_usage[] =
     "\n"
     "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
     "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
-    "trace only) and the traversal counters per ray. Default scenes: sponza-dabrovic, sibenik\n"
+    "trace only) and the traversal counters per ray, for the rays in their own order and then\n"
+    "sorted (--ray-order sorted, the cuda backend's default; the sort counts in the time: the\n"
+    "\"sorted\" columns). Default scenes: sponza-dabrovic, sibenik\n"
     "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes. The BVH is traced in the\n"
     "backend's default layout (bvh), then the binary (bvh2) and the compressed 8-wide (cwbvh) ones\n"
     "beside it. On the cpu backend the bvh rows with the global stack trace the 8-wide BVH with\n"
@@ -73,32 +75,40 @@ static int bench_rows(const char *label, const bk_accel *a, int bvh_width, bk_ba
                       double mrays[3][2])
 {
     char err[1024];
-    printf("  %-6s %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s\n", "prims", "accel", "stack", "query", "Mrays/s", "nodes/r",
-           "prims/r", "restart/r", "spill/r", "disagree");
+    printf("  %-6s %-6s %-6s %-7s %9s %8s %8s %9s %9s %9s %9s %8s\n", "prims", "accel", "stack", "query", "Mrays/s", "nodes/r",
+           "prims/r", "restart/r", "spill/r", "disagree", "sorted", "nodes/r");
     for (int stack = 0; stack < 3; ++stack) {
         for (int any = 0; any < 2; ++any) {
             bk_trace_opts o = t->opts;
             o.stack_mode = stack;
             o.any_hit = any;
             o.bvh_width = bvh_width;
-            bk_trace_totals tot;
-            bk_hit *dst = stack == 0 && !check_only ? ref[any] : hits;
-            if (be->i->trace(be, rays, dst, nrays, &o, &tot, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+            /* the rays in their own order (the row's reference hits), then sorted (--ray-order;
+             * the sort counts in its time), the same hits */
+            bk_trace_totals tot, tot_s;
+            double med[2], dn = (double)nrays;
             uint64_t bad = 0;
-            for (uint64_t i = 0; i < nrays; ++i) bad += !bk_hit_agree(ref[any][i], dst[i], any, 1e-4f);
-            double times[64];
-            int r = reps < 64 ? reps : 64;
-            for (int k = 0; k < r; ++k) {
-                if (be->i->trace(be, rays, hits, nrays, &o, &tot, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
-                times[k] = tot.seconds;
+            for (int order = 0; order < 2; ++order) {
+                o.ray_order = order ? BK_RAY_ORDER_SORTED : BK_RAY_ORDER_INPUT;
+                bk_trace_totals *tt = order ? &tot_s : &tot;
+                bk_hit *dst = stack == 0 && !check_only && !order ? ref[any] : hits;
+                if (be->i->trace(be, rays, dst, nrays, &o, tt, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+                for (uint64_t i = 0; i < nrays; ++i) bad += !bk_hit_agree(ref[any][i], dst[i], any, 1e-4f);
+                double times[64];
+                int r = reps < 64 ? reps : 64;
+                for (int k = 0; k < r; ++k) {
+                    if (be->i->trace(be, rays, hits, nrays, &o, tt, err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return -1; }
+                    times[k] = tt->seconds;
+                }
+                qsort(times, (size_t)r, sizeof(double), cmp_double);
+                med[order] = times[r / 2];
             }
-            qsort(times, (size_t)r, sizeof(double), cmp_double);
-            double med = times[r / 2], dn = (double)nrays;
-            mrays[stack][any] = dn / med / 1e6;
-            printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu\n", label,
+            mrays[stack][any] = dn / med[0] / 1e6;
+            printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu %9.1f %8.1f\n", label,
                    a->type != BK_ACCEL_BVH ? bk_accel_type_name(a->type) : bvh_width == 2 ? "bvh2" : bvh_width == 8 ? "cwbvh" : "bvh",
-                   bk_stack_mode_name(stack), any ? "any" : "closest", dn / med / 1e6, (double)tot.nodes / dn,
-                   (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad);
+                   bk_stack_mode_name(stack), any ? "any" : "closest", dn / med[0] / 1e6, (double)tot.nodes / dn,
+                   (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad,
+                   dn / med[1] / 1e6, (double)tot_s.nodes / dn);
             fflush(stdout);
         }
     }

@@ -368,7 +368,8 @@ static int cmd_trace(int argc, char **argv)
            bk_accel_type_name(a.type), tot.seconds, (unsigned long long)n, n ? 100.0 * (double)hit_count / (double)n : 0.0,
            tot.seconds > 0 ? (double)n / tot.seconds / 1e6 : 0.0, be->i->name(be), bk_stack_mode_name(t.opts.stack_mode));
     if (t.opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t.opts.stack_size);
-    printf(", %s)\n", t.opts.any_hit ? "any hit" : "closest hit");
+    printf(", %s, %s order)\n", t.opts.any_hit ? "any hit" : "closest hit", tot.sorted ? "sorted" : "input");
+    if (tot.sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot.sort_seconds);
     if (tot.upload_seconds > 0) printf("transfer        %8.3f s  rays to the device, hits back\n", tot.upload_seconds);
     if (t.stats) {
         double dn = n ? (double)n : 1.0;

@@ -49,7 +49,8 @@ enum bk_prim_op { BK_PRIM_OP_REDUCE = 0, BK_PRIM_OP_HISTOGRAM = 1, BK_PRIM_OP_SO
                   BK_PRIM_OP_COUNT = 4 };
 
 /* ---- GPU (kernels/prim.cu; without CUDA, init returns NULL and says so) ---- */
-bk_prim    *bk_prim_init(char *err, size_t err_size);
+bk_prim    *bk_prim_init(char *err, size_t err_size);                 /* on device 0 */
+bk_prim    *bk_prim_init_device(int device, char *err, size_t err_size);  /* leaves it current */
 void        bk_prim_free(bk_prim *p);
 const char *bk_prim_device_name(const bk_prim *p);
 int         bk_prim_variant_count(int op);                  /* variants 1..count; 0 = default */
@@ -58,7 +59,7 @@ int         bk_prim_set_variant(bk_prim *p, int op, int variant, char *err, size
 /* Largest bin count the shared-memory histogram takes; above it the global path runs. */
 uint32_t    bk_prim_histogram_shared_max_bins(const bk_prim *p);
 
-/* The primitives run on device 0 (bk_prim_init's): this makes it the calling thread's current
+/* The primitives run on the context's device (0 for bk_prim_init): this makes it the calling thread's current
  * device again, as it must be for the calls below and bk_prim_dev_*, after code that works on
  * another one (a bake on several GPUs leaves the thread on the last it fetched from). 0, or -1. */
 int         bk_prim_use(bk_prim *p, char *err, size_t err_size);
@@ -87,6 +88,8 @@ int bk_prim_histogram_u32(bk_prim *p, const uint32_t *d_keys, uint64_t n, uint32
                           char *err, size_t err_size);
 
 /* Stable key-value radix sort (onesweep: one read and one write of the pairs per 8-bit digit). */
+/* Room for a sort of n 32-bit pairs, so that the sort itself allocates nothing (timed work). */
+int bk_prim_sort_reserve_u32(bk_prim *p, uint64_t n, char *err, size_t err_size);
 int bk_prim_sort_pairs_u32(bk_prim *p, const uint32_t *d_keys_in, uint32_t *d_keys_out, const uint32_t *d_vals_in,
                            uint32_t *d_vals_out, uint64_t n, int end_bit, char *err, size_t err_size);
 int bk_prim_sort_pairs_u64(bk_prim *p, const uint64_t *d_keys_in, uint64_t *d_keys_out, const uint32_t *d_vals_in,

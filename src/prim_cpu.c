@@ -123,7 +123,17 @@ bk_prim *bk_prim_init(char *err, size_t err_size)
     bk_fail(err, err_size, "this baker was built without CUDA (nvcc was not found)");
     return NULL;
 }
+bk_prim *bk_prim_init_device(int device, char *err, size_t err_size)
+{
+    (void)device;
+    return bk_prim_init(err, err_size);
+}
 void        bk_prim_free(bk_prim *p) { (void)p; }
+int bk_prim_sort_reserve_u32(bk_prim *p, uint64_t n, char *err, size_t err_size)
+{
+    (void)p; (void)n;
+    return bk_fail(err, err_size, "built without CUDA");
+}
 int         bk_prim_use(bk_prim *p, char *err, size_t err_size) { (void)p; return bk_fail(err, err_size, "built without CUDA"); }
 const char *bk_prim_device_name(const bk_prim *p) { return "none"; }
 int         bk_prim_variant_count(int op) { return 0; }

@@ -9,19 +9,22 @@
 
 /* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/bvh_wide.h with
  * the global stack, else the binary one; 2: the binary one; 8: the compressed wide BVH the GPU
- * traces, src/bvh_cw.h) and the wide traversal's code (enum bk_wbvh_isa). */
-typedef struct variant { int mode, k, width, isa; } variant;
+ * traces, src/bvh_cw.h), the wide traversal's code (enum bk_wbvh_isa) and the ray order (enum
+ * bk_ray_order: the last variants trace the rays sorted). */
+typedef struct variant { int mode, k, width, isa, order; } variant;
 static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_AUTO }, { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SCALAR },
-    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SSE41 }, { BK_STACK_GLOBAL, 0, 2, 0 },
-    { BK_STACK_SHORT, 1, 0, 0 }, { BK_STACK_SHORT, 2, 0, 0 }, { BK_STACK_SHORT, 8, 0, 0 },
-    { BK_STACK_SPILL, 1, 0, 0 },  { BK_STACK_SPILL, 2, 0, 0 }, { BK_STACK_SPILL, 8, 0, 0 },
-    { BK_STACK_GLOBAL, 0, 8, 0 }, { BK_STACK_SHORT, 1, 8, 0 }, { BK_STACK_SHORT, 2, 8, 0 }, { BK_STACK_SHORT, 8, 8, 0 },
-    { BK_STACK_SPILL, 1, 8, 0 },  { BK_STACK_SPILL, 2, 8, 0 },
+    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_AUTO, 0 }, { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SCALAR, 0 },
+    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SSE41, 0 }, { BK_STACK_GLOBAL, 0, 2, 0, 0 },
+    { BK_STACK_SHORT, 1, 0, 0, 0 }, { BK_STACK_SHORT, 2, 0, 0, 0 }, { BK_STACK_SHORT, 8, 0, 0, 0 },
+    { BK_STACK_SPILL, 1, 0, 0, 0 },  { BK_STACK_SPILL, 2, 0, 0, 0 }, { BK_STACK_SPILL, 8, 0, 0, 0 },
+    { BK_STACK_GLOBAL, 0, 8, 0, 0 }, { BK_STACK_SHORT, 1, 8, 0, 0 }, { BK_STACK_SHORT, 2, 8, 0, 0 }, { BK_STACK_SHORT, 8, 8, 0, 0 },
+    { BK_STACK_SPILL, 1, 8, 0, 0 },  { BK_STACK_SPILL, 2, 8, 0, 0 },
+    { BK_STACK_GLOBAL, 0, 0, 0, BK_RAY_ORDER_SORTED }, { BK_STACK_SHORT, 2, 2, 0, BK_RAY_ORDER_SORTED },
+    { BK_STACK_SPILL, 2, 8, 0, BK_RAY_ORDER_SORTED },
 };
 #define NWIDE 3    /* the first NWIDE variants trace the wide BVH (of a BVH of triangles) */
 #define NBIN  3    /* variants[NBIN]: the binary BVH, global stack */
-#define NCW  10    /* variants[NCW..]: the compressed wide BVH */
+#define NCW  10    /* variants[NCW, NCW + 6): the compressed wide BVH */
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
 /* llm.c-style validation: counts disagreements, prints the first five. */
@@ -75,14 +78,16 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
             o.stack_size = variants[v].k;
             o.bvh_width = variants[v].width;
             o.cpu_isa = variants[v].isa;
+            o.ray_order = variants[v].order;
             o.any_hit = any;
             memset(got[v], 0xAB, sizeof(bk_hit) * n);            /* poison */
             bk_trace_totals t;
             BK_EXPECT(be->i->trace(be, rays, got[v], n, &o, &t, err, sizeof err) == 0);
+            BK_EXPECT(t.sorted == (o.ray_order == BK_RAY_ORDER_SORTED && n > 1));
             char what[160];
-            snprintf(what, sizeof what, "%s %s %s/%d%s%s %s", name, bk_accel_type_name(view->type),
+            snprintf(what, sizeof what, "%s %s %s/%d%s%s%s %s", name, bk_accel_type_name(view->type),
                      bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : o.bvh_width == 8 ? " cw" : "",
-                     v < NWIDE ? bk_wbvh_isa_name(o.cpu_isa) : "", any ? "any" : "closest");
+                     v < NWIDE ? bk_wbvh_isa_name(o.cpu_isa) : "", t.sorted ? " sorted" : "", any ? "any" : "closest");
             BK_EXPECTF(validate(what, ref[any], got[v], rays, n, any, tri_count) == 0, "%s", what);
             if (variants[v].k <= 2) { tot->restarts += t.restarts; tot->spills += t.spills; }
         }
@@ -95,8 +100,9 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
         }
         for (int v = 0; v < NVAR && !any; ++v) {   /* every layout and stack strategy: the same hits */
             if (v == NBIN) continue;
-            snprintf(what, sizeof what, "%s %s %s/%d against binary global, closest", name,
-                     v < NWIDE ? "wide" : variants[v].width == 8 ? "cw" : "binary", bk_stack_mode_name(variants[v].mode), variants[v].k);
+            snprintf(what, sizeof what, "%s %s %s/%d%s against binary global, closest", name,
+                     variants[v].width == 8 ? "cw" : variants[v].width == 2 || variants[v].mode != BK_STACK_GLOBAL ? "binary" : "wide",
+                     bk_stack_mode_name(variants[v].mode), variants[v].k, variants[v].order ? " sorted" : "");
             BK_EXPECTF(exact_diff(what, got[NBIN], got[v], n) == 0, "%s", what);
         }
     }

@@ -1,5 +1,6 @@
 /* gpu_trace.c - the CUDA backend against the CPU backend for every accel x stack strategy x
- * counter mode x query, on a generated scene and corpus scenes. Hits are poisoned on both sides
+ * counter mode x query, the rays sorted (the cuda default) and in their own order, on a generated
+ * scene and corpus scenes. Hits are poisoned on both sides
  * before each run and every one is checked. The warp and block counter modes must give
  * identical statistics (same rays per warp; only how the sums are made differs). Skips (77)
  * without a usable GPU. */
@@ -44,31 +45,38 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                 o.stack_mode = variants[vi].mode;
                 o.stack_size = variants[vi].k ? variants[vi].k : 8;
                 o.any_hit = any;
-                bk_trace_totals tc, tg[3];
+                bk_trace_totals tc, tg[4];
                 memset(ref, 0xAB, sizeof(bk_hit) * n);
                 BK_EXPECTF(cpu->i->trace(cpu, rays, ref, n, &o, &tc, err, sizeof err) == 0, "%s", err);
-                for (int cnt = 0; cnt < 3; ++cnt) {
+                /* each counter mode with the rays sorted (the cuda default), then warp counters
+                 * with the rays as they come */
+                for (int run = 0; run < 4; ++run) {
+                    const int cnt = run < 3 ? run : BK_COUNTERS_WARP;
                     o.counters = cnt;
+                    o.ray_order = run < 3 ? BK_RAY_ORDER_AUTO : BK_RAY_ORDER_INPUT;
                     memset(got, 0xCD, sizeof(bk_hit) * n);       /* poison the host copy too */
-                    BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[cnt], err, sizeof err) == 0, "%s", err);
+                    BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[run], err, sizeof err) == 0, "%s", err);
+                    BK_EXPECTF(tg[run].sorted == (run < 3), "%s: rays traced %s", name, tg[run].sorted ? "sorted" : "unsorted");
                     uint64_t bad = 0, inexact = 0;
                     for (uint64_t i = 0; i < n; ++i) {
                         int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
                                  (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < id_limit(s));
                         if (memcmp(&ref[i], &got[i], sizeof(bk_hit)) != 0) inexact++;
                         if (!ok && bad++ < 5)
-                            fprintf(stderr, "  %s %s%s %s/%d %s %s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
+                            fprintf(stderr, "  %s %s%s %s/%d %s %s%s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
                                     bk_accel_type_name(accel), layout ? " cw" : "", bk_stack_mode_name(o.stack_mode), o.stack_size,
-                                    any ? "any" : "closest", bk_counters_name(cnt), (unsigned long long)i, ref[i].t,
+                                    any ? "any" : "closest", bk_counters_name(cnt), run < 3 ? "" : " input order",
+                                    (unsigned long long)i, ref[i].t,
                                     (int)ref[i].tri, got[i].t, (int)got[i].tri);
                     }
 #if BK_EXACT_FP
                     BK_EXPECTF(inexact == 0, "%s: %llu hits not bit-identical with FMA contraction off", name, (unsigned long long)inexact);
 #endif
                     /* FMA contraction on the GPU may decide a ray grazing an edge differently. */
-                    BK_EXPECTF(bad <= n / 20000, "%s %s%s %s/%d %s %s: %llu of %llu rays disagree", name, bk_accel_type_name(accel),
+                    BK_EXPECTF(bad <= n / 20000, "%s %s%s %s/%d %s %s%s: %llu of %llu rays disagree", name, bk_accel_type_name(accel),
                                layout ? " cw" : "",
                                bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
+                               run < 3 ? "" : " input order",
                                (unsigned long long)bad, (unsigned long long)n);
                 }
                 /* Warp and block mode give every warp the same 32 consecutive rays on every run, so
@@ -78,11 +86,11 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                 BK_EXPECTF(tg[1].nodes == tg[2].nodes && tg[1].tris == tg[2].tris && tg[1].restarts == tg[2].restarts &&
                            tg[1].spills == tg[2].spills, "%s: warp and block counters give other totals: nodes %llu vs %llu",
                            name, (unsigned long long)tg[1].nodes, (unsigned long long)tg[2].nodes);
-                for (int cnt = 0; cnt < 3; ++cnt) {
-                    double dn = (double)tg[cnt].nodes - (double)tc.nodes;
+                for (int run = 0; run < 4; ++run) {
+                    double dn = (double)tg[run].nodes - (double)tc.nodes;
                     BK_EXPECTF(dn * dn <= 0.25 * (double)tc.nodes * (double)tc.nodes,
-                               "%s: node visits too far apart: cpu %llu cuda %llu (%s)", name, (unsigned long long)tc.nodes,
-                               (unsigned long long)tg[cnt].nodes, bk_counters_name(cnt));
+                               "%s: node visits too far apart: cpu %llu cuda %llu (run %d)", name, (unsigned long long)tc.nodes,
+                               (unsigned long long)tg[run].nodes, run);
                 }
                 /* (the compressed layout of a small scene is two levels deep: it may never need
                  * more than one entry, and then the CPU's traversal of it makes no restarts either) */
