@@ -100,9 +100,13 @@ static cuda_ctx *ctx_of(bk_backend *be)
 /* Voxel kernels are held to 64 registers (8 blocks of 128 per SM, 50 % occupancy; a few spills);
  * a minimum of 0 leaves triangle kernels as they were (a minimum of 1 made ptxas take 64 registers
  * instead of 48-56, 20 % slower on the KD-tree):
- * 80 registers gave 6 blocks and 2.5 % fewer rays per second on the 54k-object world. */
+ * 80 registers gave 6 blocks and 2.5 % fewer rays per second on the 54k-object world. The binary
+ * BVH's short-stack any-hit kernel is held to 64 as well (it took 72: 7 blocks); its closest-hit
+ * kernel gained nothing from it (71 -> 64 registers, sponza 1843 -> 1823 Mrays/s). */
+#define TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM) \
+    ((PRIM) == BK_PRIM_VOX || ((ACCEL) == BK_ACCEL_BVH && (MODE) == BK_STACK_SHORT && (ANY)) ? 8 : 0)
 template <int ACCEL, int MODE, int ANY, int PRIM, int CNT>
-__global__ void __launch_bounds__(BLOCK, PRIM == BK_PRIM_VOX ? 8 : 0) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
+__global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM)) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
                                                       bk_hit *__restrict__ hits, uint64_t n, int stack_size,
                                                       uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats,
                                                       const uint32_t *__restrict__ order)
