@@ -162,6 +162,8 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * rays by direction octant first (a counting sort, one more kernel per wave) baked sponza,
  * sibenik and dragon_vrip_res2 at 1186-1199, 1101 and 834 Mrays/s against 1280-1288, 1187 and
  * 881 unsorted. Neighbouring paths are samples of one texel, whose rays start at one point.
+ * --bin-rays sorts both queues of each wave by octant and a 16^3 origin cell (wave_bin_*): slower
+ * still, sponza 0.290-0.303 s of bake against 0.198-0.204 (README, Measured).
  * Waves are launched in batches without waiting; a kernel reads its queue's length on the device,
  * so waves past the last ray cost one empty launch each. The kernels keep their registers
  * (step 94, BVH traces 56-64): capping the step at 64 and the traces at 40 or 32 for occupancy
@@ -324,7 +326,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
 /* One query's rays of wave parity par, traced by one traversal of BK_TRAVERSALS. */
 template <int ACCEL, int MODE, int ANY, int PRIM>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_accel_view a, int par, int g, uint32_t off, int stack_size,
-                                                            uint32_t *spill, unsigned long long *stats)
+                                                            uint32_t *spill, unsigned long long *stats, int binned)
 {
     extern __shared__ uint32_t smem[];
     uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(ACCEL, MODE) : 1];
@@ -332,7 +334,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
                                          : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-    const uint32_t *q = w.queue[2 * par + (ANY ? 0 : 1)] + off;
+    const uint32_t *q = (binned ? w.bin_order[ANY ? 0 : 1] : w.queue[2 * par + (ANY ? 0 : 1)]) + off;
     const uint32_t n = w.count[8 * g + 2 * par + (ANY ? 0 : 1)];
     uint32_t *fetch = w.count + 8 * g + 4 + 2 * par + (ANY ? 0 : 1);
     /* warps fetch 32 rays at a time: a wave's rays differ in cost, and a static share would
@@ -355,7 +357,67 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     bk_warp_flush_stats(stats, st.nodes, st.tris, st.restarts, st.spills, st.rays);
 }
 
-typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, int, uint32_t *, unsigned long long *);
+typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, int, uint32_t *, unsigned long long *, int);
+
+/* --bin-rays: a counting sort of one query's queue of one group by the rays' bins, the top
+ * WAVE_BIN_BITS of bk_ray_order_key (octant, then 16 cells per axis): count, scan, scatter.
+ * Sorting 4M random diffuse rays of sponza beforehand by such bins traced them at 2396 Mrays/s
+ * against 1707 as they came (kernels/bk_ray.h). Within a bin the order is the atomics' (the
+ * hits do not depend on it). */
+#define WAVE_BIN_BITS 15
+#define WAVE_BINS (1u << WAVE_BIN_BITS)
+
+static __device__ __forceinline__ uint32_t *wave_hist(const bk_cuda_wave *w, int g, int qi)
+{
+    return w->bin_hist + (size_t)(2 * g + qi) * WAVE_BINS;
+}
+
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_count(bk_cuda_wave w, int par, int g, int qi, uint32_t off, bk_vec3 lo,
+                                                                bk_vec3 scale)
+{
+    const uint32_t n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
+    const uint32_t *q = w.queue[2 * par + qi] + off;
+    uint32_t *hist = wave_hist(&w, g, qi);
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += nthreads) {
+        const bk_ray r = w.rays[q[j]];
+        const uint32_t k = bk_ray_order_key(&r, lo, scale) >> (BK_RAY_ORDER_KEY_BITS - WAVE_BIN_BITS);
+        w.bin_keys[off + j] = k;
+        atomicAdd(&hist[k], 1u);
+    }
+}
+
+/* One block of 1024 threads: the counts become exclusive offsets. */
+__global__ void __launch_bounds__(1024) wave_bin_scan(bk_cuda_wave w, int g, int qi)
+{
+    __shared__ uint32_t part[1024];
+    const uint32_t per = WAVE_BINS / 1024, t = threadIdx.x;
+    uint32_t *hist = wave_hist(&w, g, qi) + t * per;
+    uint32_t sum = 0;
+    for (uint32_t k = 0; k < per; ++k) sum += hist[k];
+    part[t] = sum;
+    __syncthreads();
+    for (uint32_t d = 1; d < 1024; d <<= 1) {          /* inclusive scan of the parts */
+        const uint32_t v = t >= d ? part[t - d] : 0u;
+        __syncthreads();
+        part[t] += v;
+        __syncthreads();
+    }
+    uint32_t base = part[t] - sum;
+    for (uint32_t k = 0; k < per; ++k) {
+        const uint32_t c = hist[k];
+        hist[k] = base;
+        base += c;
+    }
+}
+
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_scatter(bk_cuda_wave w, int par, int g, int qi, uint32_t off)
+{
+    const uint32_t n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
+    const uint32_t *q = w.queue[2 * par + qi] + off;
+    uint32_t *hist = wave_hist(&w, g, qi);
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += nthreads)
+        w.bin_order[qi][off + atomicAdd(&hist[w.bin_keys[off + j]], 1u)] = q[j];
+}
 
 static wave_trace_fn wave_pick(const bk_accel_view *a, int mode, int any)
 {
@@ -374,6 +436,8 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
     if (slots > w->cap) {
         cudaFree(w->hot); cudaFree(w->pair); cudaFree(w->rays); cudaFree(w->hits); cudaFree(w->aux);
         for (int k = 0; k < 4; ++k) cudaFree(w->queue[k]);
+        cudaFree(w->bin_keys); cudaFree(w->bin_order[0]); cudaFree(w->bin_order[1]);
+        w->bin_keys = w->bin_order[0] = w->bin_order[1] = NULL;
         w->hot = NULL; w->pair = NULL; w->rays = NULL; w->hits = NULL; w->aux = NULL;
         for (int k = 0; k < 4; ++k) w->queue[k] = NULL;
         w->cap = 0;
@@ -414,6 +478,7 @@ void bk_cuda_wave_free(bk_cuda_wave *w)
 {
     cudaFree(w->paths); cudaFree(w->hot); cudaFree(w->pair); cudaFree(w->rays); cudaFree(w->hits); cudaFree(w->aux);
     for (int k = 0; k < 4; ++k) cudaFree(w->queue[k]);
+    cudaFree(w->bin_keys); cudaFree(w->bin_order[0]); cudaFree(w->bin_order[1]); cudaFree(w->bin_hist);
     for (int g = 0; g < 2; ++g) {
         if (w->stream[g]) cudaStreamDestroy(w->stream[g]);
         if (w->ev[g]) cudaEventDestroy(w->ev[g]);
@@ -448,8 +513,10 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
  * counter of the next pair. A group's trace kernels run one after the other and spill to the
  * group's own spill region. */
 static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned blocks, size_t smem, const bk_bake_view *v,
-                            const bk_bake_params *p, const wave_job *J, int stack_size, uint32_t *spill, unsigned long long *stats)
+                            const bk_bake_params *p, const wave_job *J, int stack_size, uint32_t *spill, unsigned long long *stats,
+                            int bin)
 {
+    const bk_vec3 scale = bk_ray_order_scale(v->accel.lo, v->accel.hi);
     const int batch = 8;        /* waves launched between two looks at the queues */
     const size_t spill_group = (size_t)blocks * BK_CUDA_BLOCK * BK_STACK_ENTRIES * BK_STACK_WIDTH;
     const uint32_t first = J->slots, half = J->slots / 2, off[2] = { 0, half }, n0[2] = { half, J->slots - half };
@@ -463,8 +530,17 @@ static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned block
         for (int k = 0; k < batch; ++k) {
             for (int g = 0; g < 2; ++g) {
                 cudaStream_t st = w->stream[g];
-                for (int q = 0; q < 2; ++q)
-                    tr[q]<<<blocks, BK_CUDA_BLOCK, smem, st>>>(*w, v->accel, par, g, off[g], stack_size, spill ? spill + g * spill_group : NULL, stats);
+                for (int q = 0; q < 2; ++q) {
+                    if (bin) {
+                        if ((e = cudaMemsetAsync(w->bin_hist + (size_t)(2 * g + q) * WAVE_BINS, 0, sizeof(uint32_t) * WAVE_BINS, st)) != cudaSuccess)
+                            return e;
+                        wave_bin_count<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, par, g, q, off[g], v->accel.lo, scale);
+                        wave_bin_scan<<<1, 1024, 0, st>>>(*w, g, q);
+                        wave_bin_scatter<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, par, g, q, off[g]);
+                    }
+                    tr[q]<<<blocks, BK_CUDA_BLOCK, smem, st>>>(*w, v->accel, par, g, off[g], stack_size, spill ? spill + g * spill_group : NULL, stats,
+                                                               bin);
+                }
                 /* the next wave's queue lengths and fetch counters */
                 if ((e = cudaMemsetAsync(w->count + 8 * g + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess ||
                     (e = cudaMemsetAsync(w->count + 8 * g + 4 + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess)
@@ -484,9 +560,17 @@ static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned block
 
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
-                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats)
+                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats, int bin)
 {
     wave_trace_fn tr[2] = { wave_pick(&v->accel, stack_mode, 1), wave_pick(&v->accel, stack_mode, 0) };
+    if (bin && !w->bin_keys) {
+        cudaError_t e;
+        if ((e = cudaMalloc((void **)&w->bin_keys, sizeof(uint32_t) * (size_t)w->cap)) != cudaSuccess ||
+            (e = cudaMalloc((void **)&w->bin_order[0], sizeof(uint32_t) * (size_t)w->cap)) != cudaSuccess ||
+            (e = cudaMalloc((void **)&w->bin_order[1], sizeof(uint32_t) * (size_t)w->cap)) != cudaSuccess)
+            return e;
+        if (!w->bin_hist && (e = cudaMalloc((void **)&w->bin_hist, sizeof(uint32_t) * 4 * WAVE_BINS)) != cudaSuccess) return e;
+    }
     if (!tr[0] || !tr[1]) return cudaErrorInvalidDeviceFunction;
     const uint32_t nt = end - begin;
     if (nt > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
@@ -494,7 +578,7 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
     cudaError_t e;
     /* the groups' streams start after what the default stream has queued, and it waits for them */
     if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess) return e;
-    if (p->sample_begin == 0 && (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats)) != cudaSuccess) return e;
+    if (p->sample_begin == 0 && (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats, bin)) != cudaSuccess) return e;
     /* the samples, as many at a time as the results have room for */
     const uint32_t run = (uint32_t)(w->res_cap / nt);
     for (uint32_t s0 = p->sample_begin; s0 < p->sample_end; s0 += run) {
@@ -504,7 +588,7 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
         J.ns = ps.sample_end - s0;
         J.total = nt * J.ns;
         J.slots = J.total < w->cap ? J.total : w->cap;
-        if ((e = wave_run(w, tr, blocks, smem, v, &ps, &J, stack_size, spill, stats)) != cudaSuccess) return e;
+        if ((e = wave_run(w, tr, blocks, smem, v, &ps, &J, stack_size, spill, stats, bin)) != cudaSuccess) return e;
         wave_sum<<<blocks, BK_CUDA_BLOCK, 0, w->stream[0]>>>(*w, J);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }

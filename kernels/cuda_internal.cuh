@@ -78,6 +78,10 @@ typedef struct bk_cuda_wave {
     float        *res_sq;       /* per pair: the squared luminance */
     uint64_t      res_cap;      /* pairs */
     cudaStream_t  stream[2];    /* the two groups of slots wave on streams of their own */
+    /* --bin-rays: each wave's rays binned before they are traced (bake.cu: wave_bin_*) */
+    uint32_t     *bin_keys;     /* per slot: its ray's bin */
+    uint32_t     *bin_order[2]; /* per query (0 occlusion, 1 closest hit): paths in bin order */
+    uint32_t     *bin_hist;     /* per group and query: WAVE_BINS counts, then offsets */
     cudaEvent_t   ev[2];
 } bk_cuda_wave;
 
@@ -90,9 +94,11 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
 /* Bakes texels [begin, end) as bk_cuda_bake_launch does, in waves of at most w->cap paths
  * (bake.cu; the samples in runs of res_cap / (end - begin), at least one; spill holds two regions
  * of `blocks` blocks: the two groups' trace kernels run side by side); returns when all are done. */
+/* bin: trace each wave's rays of a query in the order of their bins (direction octant, then the
+ * origin's cell of 16^3 over the scene box) rather than as their paths asked for them. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
-                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats);
+                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats, int bin);
 
 /* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,
  * denoise()): scattered into d_page (4 x w x h bk_f4 of scratch), filtered, and gathered back

@@ -621,7 +621,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
         CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos, begin, end,
-                                   o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats));
+                                   o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, o->ray_order == BK_RAY_ORDER_SORTED));
         rec = NULL;             /* occupancy is measured for the megakernel only */
     } else {
         CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels, c->d_pos,

@@ -31,7 +31,8 @@ const char bk_cli_trace_help[] =
     "                           run alike (the sort counts in the trace time; hits come back in\n"
     "                           the file's order), or as they come (input); default auto: sorted\n"
     "                           on the cuda backend, input on the cpu, where it pays no more\n"
-    "                           than it costs\n"
+    "                           than it costs. A bake's auto is input; sorted bins each wave's\n"
+    "                           rays (GPU wavefront; --bin-rays on also sorts the texels)\n"
     "  --any-hit                occlusion query: stop at the first hit found\n"
     "  --stats                  print the traversal counters (nodes, triangles, restarts, spills)\n";
 

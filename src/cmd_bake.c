@@ -108,8 +108,9 @@ const char bk_bake_usage[] =
     "                           walks whole paths per texel; same texels either way (the CPU\n"
     "                           bakes one texel at a time for both)\n"
     "  --bin-rays on|off        trace texels in the order of their rays' key (normal octant,\n"
-    "                           then a Morton code of the position) instead of atlas order\n"
-    "                           (default off: measured slower on the H100, see README)\n"
+    "                           then a Morton code of the position) instead of atlas order, and\n"
+    "                           (GPU wavefront) each wave's rays in bins of direction octant and\n"
+    "                           origin cell (default off: measured slower on the H100, see README)\n"
     "  --max-launch-ms MS       longest single GPU launch (default 50), so a desktop GPU's\n"
     "                           watchdog never resets the device (on each GPU)\n"
     "  --devices all|LIST       the GPUs to bake on (default all): a comma list of CUDA device\n"
@@ -377,8 +378,8 @@ static int parse(bake_cli *c, int argc, char **argv)
             else { bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--bin-rays")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "on")) c->bin_rays = 1;
-            else if (!strcmp(v, "off")) c->bin_rays = 0;
+            if (!strcmp(v, "on")) { c->bin_rays = 1; c->t.opts.ray_order = BK_RAY_ORDER_SORTED; }
+            else if (!strcmp(v, "off")) { c->bin_rays = 0; c->t.opts.ray_order = BK_RAY_ORDER_AUTO; }
             else { bake_error("--bin-rays: expected on or off, got '%s'\n", v); return -1; }
         } else if (!strcmp(a, "--denoise")) {
             if (bk_cli_value(argc, argv, &i, &v)) return -1;

@@ -1,8 +1,9 @@
 /* gpu_bake.c - the CUDA bake against the CPU bake: the demo scene and a corpus scene must agree
  * (and the demo voxel scene, traced natively) within 50 dB PSNR (the same random numbers on both
  * sides, and the same arithmetic: they are equal but for rare traversal ties). The CUDA bake's two
- * kernels (--kernel wavefront and megakernel) must give the same texels bit for bit. The GPU
- * outputs are poisoned before the run and every texel checked. Skips (77) without a usable GPU. */
+ * kernels (--kernel wavefront, its rays binned or not, and megakernel) must give the same texels
+ * bit for bit. The GPU outputs are poisoned before the run and every texel checked. Skips (77)
+ * without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
 #include "atlas.h"
@@ -77,17 +78,22 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     oc.variance = vref; og.variance = vgot;
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
-    /* the wavefront bake: the megakernel's texels exactly (each sample's sums added in order) */
-    {
+    /* the wavefront bake: the megakernel's texels exactly (each sample's sums added in order),
+     * with each wave's rays traced as they come and binned (--bin-rays) */
+    for (int binned = 0; binned < 2; ++binned) {
         bk_bake_run_opts ow = o;
         bk_bake_result rw;
         ow.trace.wavefront = 1;
+        ow.trace.ray_order = binned ? BK_RAY_ORDER_SORTED : BK_RAY_ORDER_AUTO;
+        memset(wave, 0xFF, sizeof(float) * 3 * np);      /* poison: NaN where nothing was written */
         bake_on(gpu, surf, &a, tx, n, at.width, at.height, &ow, wave, &rw);
         size_t same = 0;
         for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
-        printf("  wavefront: %.3f s, %zu of %zu values equal to the megakernel's, %llu rays (megakernel %llu)\n", rw.totals.seconds, same,
+        printf("  wavefront%s: %.3f s, %zu of %zu values equal to the megakernel's, %llu rays (megakernel %llu)\n",
+               binned ? " binned" : "", rw.totals.seconds, same,
                3 * np, (unsigned long long)rw.totals.rays, (unsigned long long)rg.totals.rays);
-        BK_EXPECTF(same == 3 * np, "%s: the wavefront bake differs from the megakernel in %zu values", path, 3 * np - same);
+        BK_EXPECTF(same == 3 * np, "%s: the wavefront bake%s differs from the megakernel in %zu values", path,
+                   binned ? " (rays binned)" : "", 3 * np - same);
         BK_EXPECTF(rw.totals.rays == rg.totals.rays && rw.invalid == rg.invalid, "%s: wavefront rays %llu, inside %u; megakernel %llu, %u",
                    path, (unsigned long long)rw.totals.rays, rw.invalid, (unsigned long long)rg.totals.rays, rg.invalid);
     }
