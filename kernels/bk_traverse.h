@@ -370,37 +370,42 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     uint32_t hrec = 0;                /* leaf record of the hit */
     int32_t ref = 0, leaf = BK_REF_NONE;
     for (;;) {
-        while (ref >= 0) {
-            int32_t near_ref, far_ref;
-            int near_hit, far_hit;
-            st->nodes++;
-            bk_bvh_children(a, &r, ref, bk_cull_far(best), &near_ref, &near_hit, &far_ref, &far_hit);
-            if (near_hit && far_hit) {
-                bk_prefetch_ref(a, far_ref);
-                if (mode == BK_STACK_SHORT) tr.pend |= (uint64_t)1 << tr.level;
-                bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
-                ref = near_ref;
-            } else {
-                ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;   /* missed, or culled */
+        for (;;) {
+            if (ref >= 0) {
+                int32_t near_ref, far_ref;
+                int near_hit, far_hit;
+                st->nodes++;
+                bk_bvh_children(a, &r, ref, bk_cull_far(best), &near_ref, &near_hit, &far_ref, &far_hit);
+                if (near_hit && far_hit) {
+                    bk_prefetch_ref(a, far_ref);
+                    if (mode == BK_STACK_SHORT) tr.pend |= (uint64_t)1 << tr.level;
+                    bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
+                    ref = near_ref;
+                } else {
+                    ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;   /* missed, or culled */
+                }
+                tr.level++;                           /* (a pop sets it again) */
             }
-            tr.level++;                               /* (a pop sets it again) */
-            if (ref == BK_REF_NONE) ref = bk_bvh_pop(a, &r, best, s, mode, &tr, st);
-            if (ref < 0 && ref != BK_REF_DONE && leaf == BK_REF_NONE) {
-                leaf = ref;                           /* park it and go on descending */
+            /* a leaf in hand is parked when none is; with nothing in hand, the next subtree.
+             * (One call of the pop, whose restart walk is long: inlined once.) */
+            for (;;) {
+                if (ref < 0 && ref != BK_REF_DONE && ref != BK_REF_NONE && leaf == BK_REF_NONE) {
+                    leaf = ref;                       /* park it and go on descending */
+                    ref = BK_REF_NONE;
+                }
+                if (ref != BK_REF_NONE) break;
                 ref = bk_bvh_pop(a, &r, best, s, mode, &tr, st);
             }
+            if (ref < 0) break;                       /* DONE, or a second leaf in hand */
 #if BK_POSTPONE_LEAVES
             if (BK_WARP_ALL(leaf != BK_REF_NONE)) break;
 #else
             if (leaf != BK_REF_NONE) break;
 #endif
         }
-        /* ref is now a leaf, DONE, or (when the warp voted) an inner node still to visit */
-        if (leaf == BK_REF_NONE) {
-            if (ref == BK_REF_DONE) break;
-            leaf = ref;
-            ref = bk_bvh_pop(a, &r, best, s, mode, &tr, st);
-        }
+        /* a leaf is parked unless nothing is left (ref DONE); ref is DONE, a leaf, or (when the
+         * warp voted) an inner node still to visit */
+        if (leaf == BK_REF_NONE) break;
         int found = 0;
         for (uint32_t rec = (uint32_t)~leaf;; ++rec) {     /* records ~leaf .. the one marked last */
             uint32_t id, hid, aux;
