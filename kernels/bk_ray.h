@@ -27,12 +27,15 @@ typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*
  * closest hit as they come, 2621 with the octant above a 2^21-cell grid per axis, 2607 with 64
  * cells, 2396 with 16, 2007 with 4; the origin's code alone gave 2136, the octant below it 2106.
  * 24 bits: three passes of the radix sort. */
-BK_HD uint32_t bk_morton_spread7(uint32_t x)   /* bits 0-6 to bits 0, 3, .., 18 */
+/* Bits 0-9 of x to bits 0, 3, .., 27: one axis of a 30-bit Morton code (also the texel order of
+ * --bin-rays, src/cmd_bake.c). */
+BK_HD uint32_t bk_morton_spread10(uint32_t x)
 {
-    x &= 0x7Fu;
-    x = (x | x << 8) & 0x0000F00Fu;
-    x = (x | x << 4) & 0x000C30C3u;
-    x = (x | x << 2) & 0x00049249u;
+    x &= 0x3FFu;
+    x = (x | x << 16) & 0x030000FFu;
+    x = (x | x << 8) & 0x0300F00Fu;
+    x = (x | x << 4) & 0x030C30C3u;
+    x = (x | x << 2) & 0x09249249u;
     return x;
 }
 
@@ -45,9 +48,9 @@ BK_HD uint32_t bk_ray_order_cell(float o, float lo, float scale)
 BK_HD uint32_t bk_ray_order_key(const bk_ray *r, bk_vec3 lo, bk_vec3 scale)
 {
     const uint32_t oct = (r->dx < 0.0f ? 1u : 0u) | (r->dy < 0.0f ? 2u : 0u) | (r->dz < 0.0f ? 4u : 0u);
-    return oct << 21 | bk_morton_spread7(bk_ray_order_cell(r->ox, lo.x, scale.x)) |
-           bk_morton_spread7(bk_ray_order_cell(r->oy, lo.y, scale.y)) << 1 |
-           bk_morton_spread7(bk_ray_order_cell(r->oz, lo.z, scale.z)) << 2;
+    return oct << 21 | bk_morton_spread10(bk_ray_order_cell(r->ox, lo.x, scale.x)) |
+           bk_morton_spread10(bk_ray_order_cell(r->oy, lo.y, scale.y)) << 1 |
+           bk_morton_spread10(bk_ray_order_cell(r->oz, lo.z, scale.z)) << 2;
 }
 
 /* The key's grid over the box lo..hi: 128 cells per axis. */

@@ -443,17 +443,6 @@ static int parse(bake_cli *c, int argc, char **argv)
     return 0;
 }
 
-/* 10 bits of x spread to every third bit */
-static uint64_t spread3(uint32_t x)
-{
-    uint64_t v = x & 0x3FF;
-    v = (v | v << 16) & 0x030000FF;
-    v = (v | v << 8) & 0x0300F00F;
-    v = (v | v << 4) & 0x030C30C3;
-    v = (v | v << 2) & 0x09249249;
-    return v;
-}
-
 /* Reorders texels by the key of their rays: the octant of the normal (the hemisphere their
  * directions fill), then a 30-bit Morton code of the position in the scene box (Aila & Laine's
  * octant-then-origin order). Texels keep their pixel, so the map is the same either way. */
@@ -470,7 +459,7 @@ static int bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a,
         for (int k = 0; k < 3; ++k) {
             float f = ext[k] > 0 ? p[k] / ext[k] : 0.0f;
             uint32_t q = f <= 0 ? 0 : f >= 1 ? 1023 : (uint32_t)(f * 1023.0f);
-            m |= spread3(q) << (2 - k);
+            m |= (uint64_t)bk_morton_spread10(q) << (2 - k);
         }
         uint64_t oct = (uint64_t)((tx[i].nx < 0) | (tx[i].ny < 0) << 1 | (tx[i].nz < 0) << 2);
         keys[i] = oct << 30 | m;
