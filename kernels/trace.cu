@@ -62,6 +62,7 @@ typedef struct cuda_ctx {
     bk_prim       *prim;
     uint32_t      *d_order_keys, *d_order;
     uint64_t       order_cap;
+    int            key_blocks;    /* ray_key_kernel's blocks per SM */
     /* bake */
     bk_bake_view   bake;          /* device pointers */
     void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
@@ -336,6 +337,8 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
 {
     int fresh = 0;
     if (!c->prim) {
+        CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c->key_blocks, ray_key_kernel, BLOCK, 0));
+        if (c->key_blocks < 1) c->key_blocks = 1;
         if (!(c->prim = bk_prim_init_device(c->device, err, err_size))) return -1;
         fresh = 1;
     }
@@ -404,9 +407,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
     if (sorted) {
-        int kb = 0;
-        CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kb, ray_key_kernel, BLOCK, 0));
-        uint64_t kblocks = (uint64_t)(kb > 0 ? kb : 1) * (uint64_t)c->sm_count;
+        uint64_t kblocks = (uint64_t)c->key_blocks * (uint64_t)c->sm_count;
         if (kblocks > need) kblocks = need;
         ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi),
                                                      c->d_order_keys, c->d_order);
