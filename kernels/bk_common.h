@@ -106,6 +106,18 @@ BK_HD float    bk_bits_float(uint32_t u) { union { float f; uint32_t u; } c; c.u
 #  define BK_WARP_ALL(pred) (pred)
 #endif
 
+/* The lanes of the warp running this code now, and a point at which those lanes wait for each
+ * other, so that the code after it runs once for all of them rather than once per group of lanes
+ * that got there together (a no-op on the host, whose warp is one lane). Every lane of the mask
+ * must reach the sync. */
+#if BK_DEVICE_CODE
+#  define BK_WARP_LANES() __activemask()
+#  define BK_WARP_SYNC(m) __syncwarp(m)
+#else
+#  define BK_WARP_LANES() 0u
+#  define BK_WARP_SYNC(m) ((void)(m))
+#endif
+
 /* Makes the int x opaque to the device compiler's optimiser, at no cost in code: x then stays in
  * a register instead of being recomputed inside a loop from the values it came from. */
 #if BK_DEVICE_CODE

@@ -198,14 +198,16 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
     *id = bk_float_bits(v0.w);
     if (prim == BK_PRIM_VOX && (*id & BK_PRIM_VOX_BIT)) {
         bk_vox_hit vh;
-        if (!bk_vox_instance_hit(a, r, v0, bk_load4(a->tris + 3 * rec + 1), bk_load4(a->tris + 3 * rec + 2),
-                                 bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), any_hit, &vh))
+        if (!bk_vox_instance_hit(a, r, a->tris + 3 * rec, v0, bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), any_hit,
+                                 &vh))
             return 0;
         *t = vh.t; *hit_id = vh.id; *aux = vh.aux;
         return 1;
     }
     bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
-    if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
+    bk_ray_pre rt = *r;
+    if (prim == BK_PRIM_VOX) bk_ray_shear(&rt);     /* (see bk_ray_shear) */
+    if (!bk_tri_intersect(&rt, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
     *hit_id = *id & BK_TRI_ID;
     *aux = 0;
     return 1;
@@ -365,8 +367,9 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     bk_trail tr = { 0, 0, 0, 0 };     /* short stack: the restart trail */
     /* (opaque to the optimiser here, or NVVM recomputes the parallel-ray test from the direction
      * in the node loop of the short and spill kernels: 24 instructions per node visited; the
-     * global stack's kernels keep it without, and were slower with it) */
-    if (mode != BK_STACK_GLOBAL) BK_OPAQUE_INT(r.par);
+     * global stack's triangle kernels keep it without, and were slower with it; the voxel ones
+     * recomputed it too, from direction components spilled to local memory) */
+    if (mode != BK_STACK_GLOBAL || prim == BK_PRIM_VOX) BK_OPAQUE_INT(r.par);
     uint32_t hrec = 0;                /* leaf record of the hit */
     int32_t ref = 0, leaf = BK_REF_NONE;
     for (;;) {

@@ -77,7 +77,9 @@ typedef struct bk_vox_hit {
     uint32_t aux;    /* BK_VOX_AUX | material << 3 | face */
 } bk_vox_hit;
 
-/* The instance whose leaf record is (v0, v1, v2) against the ray, for hits whose cell the ray
+/* The instance whose leaf record is rec[0..2] (v0 = rec[0], which the caller has loaded; the rest
+ * is loaded here, twice where that holds fewer registers through the walk) against the ray, for
+ * hits whose cell the ray
  * enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
  * within it, so an instance referenced by several leaves is walked once in all): returns 1 and
  * fills *out for the first occupied cell (with any_hit, aux has no material). `r` is the prepared
@@ -88,58 +90,66 @@ typedef struct bk_vox_hit {
  * beyond it, and tn is then computed afresh. The current brick is reloaded only when a step
  * leaves it. The face of a hit is the axis of the last step (at the start, of the largest
  * near-plane distance), and its t is computed exactly in world space. */
-BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f4 v0, bk_f4 v1, bk_f4 v2, float tlo,
+BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, const bk_f4 *rec, bk_f4 v0, float tlo,
                                float thi, int any_hit, bk_vox_hit *out)
 {
     float t0;
-    if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, tlo, thi, &t0)) return 0;
-    const float tmax = thi;
-    const uint32_t brick_base = bk_float_bits(v1.w), bits = bk_float_bits(v2.w), rot = bits & 127u;
-    const int nbx = (int)((bits >> 7) & 127u), nby = (int)((bits >> 14) & 127u);
-    /* World axis k is model axis col_k, with sign sg_k: p[col_k] = sg_k (x[k] - T[k]). The
-     * model-space inverse direction is the world one permuted and negated: no division. */
-    const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u), c2 = 3 - c0 - c1;
-    const float g0 = (rot & 16u) ? -1.0f : 1.0f, g1 = (rot & 32u) ? -1.0f : 1.0f, g2 = (rot & 64u) ? -1.0f : 1.0f;
-    bk_vec3 o = bk_v3(0, 0, 0), d = o, inv = o, mlo = o, mhi = o;
-    o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x); inv = bk_set3(inv, c0, g0 * r->inv.x);
-    o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y); inv = bk_set3(inv, c1, g1 * r->inv.y);
-    o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z); inv = bk_set3(inv, c2, g2 * r->inv.z);
-    /* the segment's cells in model space: its world box moved back (integers, exact) */
-    mlo = bk_set3(mlo, c0, bk_minf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x))); mhi = bk_set3(mhi, c0, bk_maxf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x)));
-    mlo = bk_set3(mlo, c1, bk_minf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y))); mhi = bk_set3(mhi, c1, bk_maxf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y)));
-    mlo = bk_set3(mlo, c2, bk_minf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z))); mhi = bk_set3(mhi, c2, bk_maxf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z)));
-    const int lx = (int)mlo.x, ly = (int)mlo.y, lz = (int)mlo.z, hx = (int)mhi.x, hy = (int)mhi.y, hz = (int)mhi.z;
-    const int stx = d.x > 0.0f ? 1 : -1, sty = d.y > 0.0f ? 1 : -1, stz = d.z > 0.0f ? 1 : -1;
-    const float dtx = bk_absf(inv.x), dty = bk_absf(inv.y), dtz = bk_absf(inv.z);
-    /* the first cell: where the ray is at t0, clamped into the model
-     * (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
-    int vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), lx, hx - 1), vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), ly, hy - 1);
-    int vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), lz, hz - 1);
-    int ax;                                          /* the axis the ray entered the cell along */
     {
-        float tx = d.x != 0.0f ? ((float)(vx + (stx < 0)) - o.x) * inv.x : -BK_INF;
-        float ty = d.y != 0.0f ? ((float)(vy + (sty < 0)) - o.y) * inv.y : -BK_INF;
-        float tz = d.z != 0.0f ? ((float)(vz + (stz < 0)) - o.z) * inv.z : -BK_INF;
+        const bk_f4 v1 = bk_load4(rec + 1);
+        if (!bk_slab(r, v0.x, v1.x, v0.y, v1.y, v0.z, v1.z, tlo, thi, &t0)) return 0;
+    }
+    const unsigned lanes = BK_WARP_LANES();          /* those that walk: they meet again at the hit */
+    const float tmax = thi;
+    int lx, ly, lz, hx, hy, hz, vx, vy, vz, ax;
+    bk_vec3 o, d, inv;
+    uint32_t bits, brick_base;
+    {
+        const bk_f4 v1 = bk_load4(rec + 1), v2 = bk_load4(rec + 2);
+        bits = bk_float_bits(v2.w);
+        brick_base = bk_float_bits(v1.w);
+        /* World axis k is model axis c_k, with sign g_k: p[c_k] = g_k (x[k] - T[k]). The
+         * model-space inverse direction is the world one permuted and negated: no division. */
+        const uint32_t rot = bits & 127u;
+        const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u), c2 = 3 - c0 - c1;
+        const float g0 = (rot & 16u) ? -1.0f : 1.0f, g1 = (rot & 32u) ? -1.0f : 1.0f, g2 = (rot & 64u) ? -1.0f : 1.0f;
+        bk_vec3 mlo = bk_v3(0, 0, 0), mhi = mlo;
+        o = mlo; d = mlo; inv = mlo;
+        o = bk_set3(o, c0, g0 * (r->o.x - v2.x)); d = bk_set3(d, c0, g0 * r->d.x); inv = bk_set3(inv, c0, g0 * r->inv.x);
+        o = bk_set3(o, c1, g1 * (r->o.y - v2.y)); d = bk_set3(d, c1, g1 * r->d.y); inv = bk_set3(inv, c1, g1 * r->inv.y);
+        o = bk_set3(o, c2, g2 * (r->o.z - v2.z)); d = bk_set3(d, c2, g2 * r->d.z); inv = bk_set3(inv, c2, g2 * r->inv.z);
+        /* the segment's cells in model space: its world box moved back (integers, exact) */
+        mlo = bk_set3(mlo, c0, bk_minf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x))); mhi = bk_set3(mhi, c0, bk_maxf(g0 * (v0.x - v2.x), g0 * (v1.x - v2.x)));
+        mlo = bk_set3(mlo, c1, bk_minf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y))); mhi = bk_set3(mhi, c1, bk_maxf(g1 * (v0.y - v2.y), g1 * (v1.y - v2.y)));
+        mlo = bk_set3(mlo, c2, bk_minf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z))); mhi = bk_set3(mhi, c2, bk_maxf(g2 * (v0.z - v2.z), g2 * (v1.z - v2.z)));
+        lx = (int)mlo.x; ly = (int)mlo.y; lz = (int)mlo.z; hx = (int)mhi.x; hy = (int)mhi.y; hz = (int)mhi.z;
+        /* the first cell: where the ray is at t0, clamped into the model
+         * (unfused multiply and add, as everywhere a result must match between CPU and GPU) */
+        vx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, t0)), lx, hx - 1); vy = bk_vox_cell(bk_add(o.y, bk_mul(d.y, t0)), ly, hy - 1);
+        vz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, t0)), lz, hz - 1);
+        /* the axis the ray entered the cell along */
+        const float tx = d.x != 0.0f ? ((float)(vx + (d.x < 0.0f)) - o.x) * inv.x : -BK_INF;
+        const float ty = d.y != 0.0f ? ((float)(vy + (d.y < 0.0f)) - o.y) * inv.y : -BK_INF;
+        const float tz = d.z != 0.0f ? ((float)(vz + (d.z < 0.0f)) - o.z) * inv.z : -BK_INF;
         ax = tx >= ty ? (tx >= tz ? 0 : 2) : (ty >= tz ? 1 : 2);
     }
-    float tnx = 0, tny = 0, tnz = 0;
-    /* the walk's state besides the cell: load 2 = tn to be computed from the cell and its brick to
+    /* The walk's state besides the cell: load 2 = tn to be computed from the cell and its brick to
      * be loaded, 1 = the brick only (a step left it), 0 = nothing; bit is the cell's in the brick,
-     * which a step inside the brick moves by 1, 4 or 16 */
-    int load = 2, bx = 0, by = 0, bz = 0, bit = 0, hit = 0;
+     * which a step inside the brick moves by 1, 4 or 16. What follows from the direction alone (the
+     * steps' signs, |1/d|) is derived where it is used rather than held: the walk runs inside the
+     * traversal's loop, and registers held here were spills there. */
+    float tnx = 0, tny = 0, tnz = 0;
+    int load = 2, bit = 0, hit = 0;
     uint64_t mask = 0;
     uint32_t rank0 = 0;
-    /* a step along +axis enters a new brick at low bits 0, along -axis at 3 */
-    const int ex = stx > 0 ? 0 : 3, ey = sty > 0 ? 0 : 3, ez = stz > 0 ? 0 : 3;
     for (;;) {
         if (load) {
             if (load == 2) {
-                tnx = d.x != 0.0f ? ((float)(vx + (stx > 0)) - o.x) * inv.x : BK_INF;
-                tny = d.y != 0.0f ? ((float)(vy + (sty > 0)) - o.y) * inv.y : BK_INF;
-                tnz = d.z != 0.0f ? ((float)(vz + (stz > 0)) - o.z) * inv.z : BK_INF;
+                tnx = d.x != 0.0f ? ((float)(vx + (d.x > 0.0f)) - o.x) * inv.x : BK_INF;
+                tny = d.y != 0.0f ? ((float)(vy + (d.y > 0.0f)) - o.y) * inv.y : BK_INF;
+                tnz = d.z != 0.0f ? ((float)(vz + (d.z > 0.0f)) - o.z) * inv.z : BK_INF;
             }
-            bx = vx >> 2; by = vy >> 2; bz = vz >> 2;
-            bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)(bx + nbx * (by + nby * bz)));
+            const int nbx = (int)((bits >> 7) & 127u), nby = (int)((bits >> 14) & 127u);
+            bk_u4 b = bk_load_brick(a->vox_bricks + brick_base + (uint32_t)((vx >> 2) + nbx * ((vy >> 2) + nby * (vz >> 2))));
             mask = (uint64_t)b.y << 32 | b.x;
             rank0 = b.z;
             bit = (vx & 3) | (vy & 3) << 2 | (vz & 3) << 4;
@@ -148,52 +158,56 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
         if (mask == 0) {
             /* an empty brick: across the nearest of its far planes in one step, into the first
              * cell beyond it; the other coordinates from the crossing point, kept in the brick */
-            float tx = d.x != 0.0f ? ((float)(4 * bx + (stx > 0 ? 4 : 0)) - o.x) * inv.x : BK_INF;
-            float ty = d.y != 0.0f ? ((float)(4 * by + (sty > 0 ? 4 : 0)) - o.y) * inv.y : BK_INF;
-            float tz = d.z != 0.0f ? ((float)(4 * bz + (stz > 0 ? 4 : 0)) - o.z) * inv.z : BK_INF;
+            const int bx = vx & ~3, by = vy & ~3, bz = vz & ~3;
+            float tx = d.x != 0.0f ? ((float)(bx + (d.x > 0.0f ? 4 : 0)) - o.x) * inv.x : BK_INF;
+            float ty = d.y != 0.0f ? ((float)(by + (d.y > 0.0f ? 4 : 0)) - o.y) * inv.y : BK_INF;
+            float tz = d.z != 0.0f ? ((float)(bz + (d.z > 0.0f ? 4 : 0)) - o.z) * inv.z : BK_INF;
             ax = tx <= ty ? (tx <= tz ? 0 : 2) : (ty <= tz ? 1 : 2);
             float te = bk_minf(bk_minf(tx, ty), tz);
             if (!(te <= tmax)) break;
-            int nx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, te)), 4 * bx, 4 * bx + 3);
-            int ny = bk_vox_cell(bk_add(o.y, bk_mul(d.y, te)), 4 * by, 4 * by + 3);
-            int nz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, te)), 4 * bz, 4 * bz + 3);
-            if (ax == 0) nx = stx > 0 ? 4 * bx + 4 : 4 * bx - 1;
-            if (ax == 1) ny = sty > 0 ? 4 * by + 4 : 4 * by - 1;
-            if (ax == 2) nz = stz > 0 ? 4 * bz + 4 : 4 * bz - 1;
+            int nx = bk_vox_cell(bk_add(o.x, bk_mul(d.x, te)), bx, bx + 3);
+            int ny = bk_vox_cell(bk_add(o.y, bk_mul(d.y, te)), by, by + 3);
+            int nz = bk_vox_cell(bk_add(o.z, bk_mul(d.z, te)), bz, bz + 3);
+            if (ax == 0) nx = d.x > 0.0f ? bx + 4 : bx - 1;
+            if (ax == 1) ny = d.y > 0.0f ? by + 4 : by - 1;
+            if (ax == 2) nz = d.z > 0.0f ? bz + 4 : bz - 1;
             if (nx < lx || nx >= hx || ny < ly || ny >= hy || nz < lz || nz >= hz) break;
             vx = nx; vy = ny; vz = nz;
             load = 2;
             continue;
         }
         if ((mask >> bit) & 1u) { hit = 1; break; }
-        /* one cell on, across the nearest far plane */
-        if (tnx <= tny && tnx <= tnz) {
-            if (!(tnx <= tmax)) break;
-            vx += stx; if (vx < lx || vx >= hx) break;
-            tnx = bk_add(tnx, dtx); ax = 0;
-            if ((vx & 3) == ex) load = 1; else bit += stx;
-        } else if (tny <= tnz) {
-            if (!(tny <= tmax)) break;
-            vy += sty; if (vy < ly || vy >= hy) break;
-            tny = bk_add(tny, dty); ax = 1;
-            if ((vy & 3) == ey) load = 1; else bit += 4 * sty;
-        } else {
-            if (!(tnz <= tmax)) break;
-            vz += stz; if (vz < lz || vz >= hz) break;
-            tnz = bk_add(tnz, dtz); ax = 2;
-            if ((vz & 3) == ez) load = 1; else bit += 16 * stz;
-        }
+        /* one cell on, across the nearest far plane. Selects, not a branch per axis: the lanes
+         * of a warp step along different axes, and three branches ran one after another. */
+        const int sx = tnx <= tny && tnx <= tnz, sy = !sx && tny <= tnz, sz = !sx && !sy;
+        if (!((sx ? tnx : (sy ? tny : tnz)) <= tmax)) break;
+        const int px = d.x > 0.0f, py = d.y > 0.0f, pz = d.z > 0.0f;   /* the step's sign per axis */
+        vx += sx ? (px ? 1 : -1) : 0; vy += sy ? (py ? 1 : -1) : 0; vz += sz ? (pz ? 1 : -1) : 0;
+        if (vx < lx || vx >= hx || vy < ly || vy >= hy || vz < lz || vz >= hz) break;
+        tnx = sx ? bk_add(tnx, bk_absf(inv.x)) : tnx;
+        tny = sy ? bk_add(tny, bk_absf(inv.y)) : tny;
+        tnz = sz ? bk_add(tnz, bk_absf(inv.z)) : tnz;
+        ax = sx ? 0 : (sy ? 1 : 2);
+        /* a step along +axis enters the next brick at low bits 0, along -axis at 3 */
+        const int low = (sx ? vx : (sy ? vy : vz)) & 3, pos = sx ? px : (sy ? py : pz);
+        if (low == (pos ? 0 : 3)) load = 1;
+        else bit += (pos ? 1 : -1) * (sx ? 1 : (sy ? 4 : 16));
     }
+    /* The hit, out of the walk's loop, once for all the lanes that found one: without the sync the
+     * device code took it inside the loop, for each group of lanes that ended there together (two
+     * lanes active on average, and about two groups per walk on the 54k-object world). */
+    BK_WARP_SYNC(lanes);
     if (!hit) return 0;
-    /* The hit, out of the walk's loop: the lanes of a warp that found one take it together
-     * (inside the loop each lane took it alone, two lanes active on average). */
+    const bk_f4 v2 = bk_load4(rec + 2);
+    const uint32_t rot = bits & 127u;
+    const int c0 = (int)(rot & 3u), c1 = (int)((rot >> 2) & 3u);
     const int wk = c0 == ax ? 0 : (c1 == ax ? 1 : 2);    /* the face's world axis */
-    const float g = wk == 0 ? g0 : (wk == 1 ? g1 : g2);
-    const int st = ax == 0 ? stx : (ax == 1 ? sty : stz);
+    const float g = (rot & (16u << wk)) ? -1.0f : 1.0f;
+    const float dm = bk_comp3(d, ax);                      /* the step was against its sign */
+    const int neg = dm < 0.0f;
     /* t in world space, where the face's plane is an integer: one subtraction (exact near the
      * plane) and one division, so t is within an ulp or two of exact */
-    const float plane =
-        bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + (st < 0))));
+    const float plane = bk_add(bk_comp3(bk_f4_xyz(v2), wk), bk_mul(g, (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + neg)));
     const float dw = bk_comp3(r->d, wk);
     float t = dw != 0.0f ? (plane - bk_comp3(r->o, wk)) / dw : r->tmin;
     if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
@@ -202,7 +216,7 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, bk_f
     const uint32_t inst = bk_float_bits(v0.w) & (BK_PRIM_VOX_BIT - 1u);
     const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst);
     /* the face's normal in model space is -step along ax; in the world, row wk of M applied to it */
-    const uint32_t face = (uint32_t)(2 * wk) + (g * (float)(-st) > 0.0f ? 1u : 0u);
+    const uint32_t face = (uint32_t)(2 * wk) + (g * (neg ? 1.0f : -1.0f) > 0.0f ? 1u : 0u);
     out->t = t;
     out->id = face_base + 6u * rank + face;
     out->aux = BK_VOX_AUX | face;
