@@ -139,6 +139,10 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
      * traversal's loop, and registers held here were spills there. */
     float tnx = 0, tny = 0, tnz = 0;
     int load = 2, bit = 0, hit = 0;
+    /* per axis k, bits 8k..8k+5: what a step adds to bit, modulo 64 (+-1, +-4, +-16; a step that
+     * stays in the brick never wraps), and bit 24 + k: the step is +1 */
+    const uint32_t steps = (d.x > 0.0f ? 1u | 1u << 24 : 63u) | (d.y > 0.0f ? 4u << 8 | 1u << 25 : 60u << 8) |
+                           (d.z > 0.0f ? 16u << 16 | 1u << 26 : 48u << 16);
     uint64_t mask = 0;
     uint32_t rank0 = 0;
     for (;;) {
@@ -181,17 +185,17 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
          * of a warp step along different axes, and three branches ran one after another. */
         const int sx = tnx <= tny && tnx <= tnz, sy = !sx && tny <= tnz, sz = !sx && !sy;
         if (!((sx ? tnx : (sy ? tny : tnz)) <= tmax)) break;
-        const int px = d.x > 0.0f, py = d.y > 0.0f, pz = d.z > 0.0f;   /* the step's sign per axis */
-        vx += sx ? (px ? 1 : -1) : 0; vy += sy ? (py ? 1 : -1) : 0; vz += sz ? (pz ? 1 : -1) : 0;
-        if (vx < lx || vx >= hx || vy < ly || vy >= hy || vz < lz || vz >= hz) break;
-        tnx = sx ? bk_add(tnx, bk_absf(inv.x)) : tnx;
-        tny = sy ? bk_add(tny, bk_absf(inv.y)) : tny;
-        tnz = sz ? bk_add(tnz, bk_absf(inv.z)) : tnz;
         ax = sx ? 0 : (sy ? 1 : 2);
+        const int pos = (int)(steps >> (24 + ax)) & 1, st = pos ? 1 : -1;
+        vx += sx ? st : 0; vy += sy ? st : 0; vz += sz ? st : 0;
+        if (vx < lx || vx >= hx || vy < ly || vy >= hy || vz < lz || vz >= hz) break;
+        /* (|1/d| as fabsf: inv is never NaN or zero, where it and bk_absf could differ) */
+        tnx = sx ? bk_add(tnx, bk_absf_fast(inv.x)) : tnx;
+        tny = sy ? bk_add(tny, bk_absf_fast(inv.y)) : tny;
+        tnz = sz ? bk_add(tnz, bk_absf_fast(inv.z)) : tnz;
         /* a step along +axis enters the next brick at low bits 0, along -axis at 3 */
-        const int low = (sx ? vx : (sy ? vy : vz)) & 3, pos = sx ? px : (sy ? py : pz);
-        if (low == (pos ? 0 : 3)) load = 1;
-        else bit += (pos ? 1 : -1) * (sx ? 1 : (sy ? 4 : 16));
+        if ((((sx ? vx : (sy ? vy : vz)) + 1 - pos) & 3) == 0) load = 1;
+        else bit = (bit + (int)(steps >> (8 * ax))) & 63;
     }
     /* The hit, out of the walk's loop, once for all the lanes that found one: without the sync the
      * device code took it inside the loop, for each group of lanes that ended there together (two
