@@ -79,8 +79,7 @@ typedef struct bk_vox_hit {
 
 /* The instance whose leaf record is rec[0..2] (v0 = rec[0], which the caller has loaded; the rest
  * is loaded here, twice where that holds fewer registers through the walk) against the ray, for
- * hits whose cell the ray
- * enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
+ * hits whose cell the ray enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
  * within it, so an instance referenced by several leaves is walked once in all): returns 1 and
  * fills *out for the first occupied cell (with any_hit, aux has no material). `r` is the prepared
  * world ray.
@@ -134,9 +133,9 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
     }
     /* The walk's state besides the cell: load 2 = tn to be computed from the cell and its brick to
      * be loaded, 1 = the brick only (a step left it), 0 = nothing; bit is the cell's in the brick,
-     * which a step inside the brick moves by 1, 4 or 16. What follows from the direction alone (the
-     * steps' signs, |1/d|) is derived where it is used rather than held: the walk runs inside the
-     * traversal's loop, and registers held here were spills there. */
+     * which a step inside the brick moves by 1, 4 or 16. What follows from the direction alone is
+     * held in one word (the steps' signs and their moves of bit) or taken where it is used (|1/d|):
+     * the walk runs inside the traversal's loop, and registers held here were spills there. */
     float tnx = 0, tny = 0, tnz = 0;
     int load = 2, bit = 0, hit = 0;
     /* per axis k, bits 8k..8k+5: what a step adds to bit, modulo 64 (+-1, +-4, +-16; a step that

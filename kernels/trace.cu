@@ -99,11 +99,11 @@ static cuda_ctx *ctx_of(bk_backend *be)
 }
 
 /* Voxel kernels are held to BK_VOX_MIN_BLOCKS blocks of 128 per SM: 8, 64 registers (50 %
- * occupancy), though they spill (the BVH closest-hit one 128 bytes). On the H100, 54k-object world,
- * 4M sorted rays, Mrays/s closest / any hit with the global stack: 8 blocks 2034 / 2323, 7 (72
- * registers, 64 bytes spilled) 2011 / 2287, 6 (80 registers, 20 bytes) 1915 / 2211; the short and
- * spill stacks lose more. A minimum of 0 leaves triangle kernels as they were (a minimum of 1 made
- * ptxas take 64 registers instead of 48-56, 20 % slower on the KD-tree). The binary
+ * occupancy), though they spill (the BVH closest-hit one 120 bytes). On the H100, 54k-object
+ * world, 4M sorted rays, Mrays/s closest / any hit with the global stack (f1d97c4): 8 blocks
+ * 2034 / 2323, 7 (72 registers, 64 bytes spilled) 2011 / 2287, 6 (80 registers, 20 bytes) 1915 /
+ * 2211; the short and spill stacks lose more. A minimum of 0 leaves triangle kernels as they were
+ * (a minimum of 1 made ptxas take 64 registers instead of 48-56, 20 % slower on the KD-tree). The binary
  * BVH's short-stack any-hit kernel is held to 64 as well (it took 72: 7 blocks); its closest-hit
  * kernel gained nothing from it (71 -> 64 registers, sponza 1843 -> 1823 Mrays/s). */
 #ifndef BK_VOX_MIN_BLOCKS
