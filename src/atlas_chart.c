@@ -1715,6 +1715,9 @@ typedef struct sm_try {      /* one chart grown from a seed */
     uint32_t limit0;         /* the growth's limit (sm_check_chain may lower limit) */
 } sm_try;
 
+#define SM_OWN_K_BITS 8  /* a batch's place (K <= 256) under a snapshot id of 24 bits */
+#define SM_OWN_K_MASK ((1u << SM_OWN_K_BITS) - 1)
+#define SM_OWN_ID_MAX ((1u << (32 - SM_OWN_K_BITS)) - 1)
 #define SM_LEVELS 24  /* speculation (sm_spec_plan): levels planned after the first, at most (2000
                        * triangles halve to 4 in 9) */
 
@@ -1726,9 +1729,9 @@ typedef struct sm_ctx {
     const bk_atlas_smooth_opts *so;
     charting *C;             /* tri_chart read only while a batch grows */
     const uint8_t *tried;
-    _Atomic uint64_t *own[3]; /* per triangle, snapshots of who owns it in the batch's growths
-                                (sm_claim_fn): id << 32 | the chart's place, where id is the
-                                snapshot's (other ids: owned by none) */
+    _Atomic uint32_t *own[3]; /* per triangle, snapshots of who owns it in the batch's growths
+                                (sm_claim_fn): id << SM_OWN_K_BITS | the chart's place, where id
+                                is the snapshot's (other ids: owned by none) */
     int      oslot, oslot_prev; /* the snapshot growths read: own[oslot], id snap (a fresh id: none */
     uint32_t snap, snap_prev;   /* owned); sm_stale_fn: the one they were made over, oslot_prev */
     const uint32_t *regrow;  /* sm_grow_fn: the tries to grow again (NULL: all) */
@@ -1783,8 +1786,8 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
     const uint8_t *tried = x->tried;
     const tri_geom *g = x->g;
     const adjacency *A = x->A;
-    const _Atomic uint64_t *own = x->own[x->oslot];
-    const uint64_t lo = (uint64_t)x->snap << 32, hi = lo | t->k;  /* owned by a chart before t: [lo, hi) */
+    const _Atomic uint32_t *own = x->own[x->oslot];
+    const uint32_t lo = x->snap << SM_OWN_K_BITS, hi = lo | t->k;  /* owned by a chart before t: [lo, hi) */
     double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
     double cos_flat = cos(x->so->flat_deg * BK_ATLAS_PI / 180.0);
     uint32_t seed = t->seed, limit = t->limit, qh = 0, qt = 0, *queue = t->tris;
@@ -2261,16 +2264,16 @@ static int sm_touches(const adjacency *A, const sm_try *t, const uint8_t *freed)
 /* Is chart t's growth stale: did it read a triangle (its own, or a neighbour it did not take)
  * that the snapshot it was grown over (x->snap_prev) and the new one (x->snap) see differently,
  * free for t in one and taken by an earlier chart of the batch in the other? */
-static int sm_owned(const _Atomic uint64_t *own, uint32_t snap, uint32_t u, uint32_t k)
+static int sm_owned(const _Atomic uint32_t *own, uint32_t snap, uint32_t u, uint32_t k)
 {
-    uint64_t v = atomic_load_explicit(&own[u], memory_order_relaxed);
-    return (uint32_t)(v >> 32) == snap && (uint32_t)v < k;
+    uint32_t v = atomic_load_explicit(&own[u], memory_order_relaxed);
+    return v >> SM_OWN_K_BITS == snap && (v & SM_OWN_K_MASK) < k;
 }
 
 static int sm_stale(const sm_ctx *x, const sm_try *t)
 {
     const adjacency *A = x->A;
-    const _Atomic uint64_t *oa = x->own[x->oslot_prev], *ob = x->own[x->oslot];
+    const _Atomic uint32_t *oa = x->own[x->oslot_prev], *ob = x->own[x->oslot];
     const uint32_t a = x->snap_prev, b = x->snap, k = t->k;
 #define SM_DIFF(u) (sm_owned(oa, a, (u), k) != sm_owned(ob, b, (u), k))
     for (uint32_t i = 0; i < t->nt; ++i)
@@ -2305,15 +2308,15 @@ static void sm_claim_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     sm_ctx *x = ctx;
-    _Atomic uint64_t *own = x->own[x->oslot];
-    const uint64_t lo = (uint64_t)x->snap << 32;
+    _Atomic uint32_t *own = x->own[x->oslot];
+    const uint32_t lo = x->snap << SM_OWN_K_BITS;
     for (size_t k = begin; k < end; ++k) {
         const sm_try *t = &x->tries[k];
         if (t->skip) continue;
-        const uint64_t v = lo | k;
+        const uint32_t v = lo | (uint32_t)k;
         for (uint32_t i = 0; i < t->nt; ++i) {
-            _Atomic uint64_t *o = &own[t->tris[i]];
-            uint64_t cur = atomic_load_explicit(o, memory_order_relaxed);
+            _Atomic uint32_t *o = &own[t->tris[i]];
+            uint32_t cur = atomic_load_explicit(o, memory_order_relaxed);
             while (cur - lo > v - lo && !atomic_compare_exchange_weak_explicit(o, &cur, v, memory_order_relaxed, memory_order_relaxed)) {}
         }
     }
@@ -2365,7 +2368,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     if (K > 256) K = 256;
     while (H < 4 * M) { H <<= 1; hshift--; }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    _Atomic uint64_t *own = calloc(3 * ((size_t)T + 1), sizeof(_Atomic uint64_t));  /* id 0: never a snapshot's */
+    _Atomic uint32_t *own = calloc(3 * ((size_t)T + 1), sizeof(_Atomic uint32_t));  /* id 0: never a snapshot's */
     uint32_t *regrow = malloc(sizeof(uint32_t) * K), snap_id = 0;
     uint8_t *tried = calloc((size_t)T + 1, 1);
     key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
@@ -2454,6 +2457,13 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
          * on one thread: dragon_vrip's 170 on 16 simulated threads, 0.05 s.) A snapshot's
          * skips and claims are settled the same way (a skipped chart claims nothing), in a
          * slot other than the one the growths read. */
+        /* a batch takes at most (K + 1) (K + 2) + 1 ids (a round per chart at most, each with a
+         * claim per chart at most); before they could wrap, every slot forgets (a snapshot
+         * lives within its batch) */
+        if (snap_id > SM_OWN_ID_MAX - (K + 2) * (K + 2)) {
+            memset((void *)own, 0, 3 * ((size_t)T + 1) * sizeof(_Atomic uint32_t));
+            snap_id = 0;
+        }
         x.oslot = 0;
         x.snap = ++snap_id;
         x.regrow = NULL;
