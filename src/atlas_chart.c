@@ -1526,12 +1526,13 @@ static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
  * with one load per vertex instead of two and three read-modify-writes per triangle in A^T r
  * instead of six. */
 typedef double lscm_v2 __attribute__((vector_size(16)));
-typedef long long lscm_v2i __attribute__((vector_size(16)));
 static inline lscm_v2 v2_load(const double *p) { lscm_v2 r; memcpy(&r, p, sizeof r); return r; }
 static inline void v2_store(double *p, lscm_v2 a) { memcpy(p, &a, sizeof a); }
-static inline lscm_v2 v2_lo(lscm_v2 a) { return __builtin_shuffle(a, (lscm_v2i){ 0, 0 }); }
-static inline lscm_v2 v2_hi(lscm_v2 a) { return __builtin_shuffle(a, (lscm_v2i){ 1, 1 }); }
-static inline lscm_v2 v2_swap(lscm_v2 a) { return __builtin_shuffle(a, (lscm_v2i){ 1, 0 }); }
+/* lanes moved by element (GCC's __builtin_shuffle is not in clang, which builds the sanitizer and
+ * fuzz targets; both make the same shuffles of these) */
+static inline lscm_v2 v2_lo(lscm_v2 a) { return (lscm_v2){ a[0], a[0] }; }
+static inline lscm_v2 v2_hi(lscm_v2 a) { return (lscm_v2){ a[1], a[1] }; }
+static inline lscm_v2 v2_swap(lscm_v2 a) { return (lscm_v2){ a[1], a[0] }; }
 
 typedef struct lscm_tri { double g[6], w; uint32_t v[3]; } lscm_tri;  /* g: (gx, gy) per corner; 72 B */
 
