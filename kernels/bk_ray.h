@@ -81,23 +81,6 @@ BK_HD float bk_safe_inv(float d)
     return 1.0f / d;
 }
 
-/* The watertight triangle test's axes and shear constants (kx, ky, kz, sx, sy, sz) from p->d and
- * p->valid. bk_ray_prepare sets them; a traversal that meets triangles rarely (the voxel kernels)
- * makes them again at each triangle rather than holding six registers through its loops. */
-BK_HDI void bk_ray_shear(bk_ray_pre *p)
-{
-    const float ax = bk_absf(p->d.x), ay = bk_absf(p->d.y), az = bk_absf(p->d.z);
-    p->kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
-    p->kx = p->kz == 2 ? 0 : p->kz + 1;
-    p->ky = p->kx == 2 ? 0 : p->kx + 1;
-    const float dz = bk_comp3(p->d, p->kz);
-    if (dz < 0.0f) { int t = p->kx; p->kx = p->ky; p->ky = t; }   /* keep the winding */
-    const float idz = p->valid ? 1.0f / dz : 0.0f;
-    p->sx = bk_comp3(p->d, p->kx) * idz;
-    p->sy = bk_comp3(p->d, p->ky) * idz;
-    p->sz = idz;
-}
-
 BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
 {
     bk_ray_pre p;
@@ -115,12 +98,19 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
      * trace the same ray: with d_z = 8e-33 a ray 1e-32 below a face met it at t = 2 in the
      * triangle test, but never passed the face's box (found by fuzzing). */
     p.d = bk_v3((p.par & 1) ? 0.0f : r->dx, (p.par & 2) ? 0.0f : r->dy, (p.par & 4) ? 0.0f : r->dz);
-    /* (the dominant component of d is non-zero unless every one is)
-     * false for NaN too; a non-finite origin would make NaN distances, on which the slab tests'
+    p.kz = ax >= ay ? (ax >= az ? 0 : 2) : (ay >= az ? 1 : 2);
+    p.kx = p.kz == 2 ? 0 : p.kz + 1;
+    p.ky = p.kx == 2 ? 0 : p.kx + 1;
+    float dz = bk_comp3(p.d, p.kz);
+    if (dz < 0.0f) { int t = p.kx; p.kx = p.ky; p.ky = t; }   /* keep the winding */
+    /* false for NaN too; a non-finite origin would make NaN distances, on which the slab tests'
      * min and max differ between host and device (bk_slab) */
-    p.valid = (p.d.x != 0.0f || p.d.y != 0.0f || p.d.z != 0.0f) && r->tmin <= r->tmax &&
-              bk_absf(r->ox) <= 3.40282347e38f && bk_absf(r->oy) <= 3.40282347e38f && bk_absf(r->oz) <= 3.40282347e38f;
-    bk_ray_shear(&p);
+    p.valid = dz != 0.0f && r->tmin <= r->tmax && bk_absf(r->ox) <= 3.40282347e38f && bk_absf(r->oy) <= 3.40282347e38f &&
+              bk_absf(r->oz) <= 3.40282347e38f;
+    float idz = p.valid ? 1.0f / dz : 0.0f;
+    p.sx = bk_comp3(p.d, p.kx) * idz;
+    p.sy = bk_comp3(p.d, p.ky) * idz;
+    p.sz = idz;
     return p;
 }
 

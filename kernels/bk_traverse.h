@@ -205,9 +205,7 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
         return 1;
     }
     bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
-    bk_ray_pre rt = *r;
-    if (prim == BK_PRIM_VOX) bk_ray_shear(&rt);     /* (see bk_ray_shear) */
-    if (!bk_tri_intersect(&rt, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
+    if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
     *hit_id = *id & BK_TRI_ID;
     *aux = 0;
     return 1;

@@ -103,9 +103,9 @@ static cuda_ctx *ctx_of(bk_backend *be)
  * world, 4M sorted rays, Mrays/s closest / any hit with the global stack (f1d97c4): 8 blocks
  * 2034 / 2323, 7 (72 registers, 64 bytes spilled) 2011 / 2287, 6 (80 registers, 20 bytes) 1915 /
  * 2211; the short and spill stacks lose more. A minimum of 0 leaves triangle kernels as they were
- * (a minimum of 1 made ptxas take 64 registers instead of 48-56, 20 % slower on the KD-tree). The binary
- * BVH's short-stack any-hit kernel is held to 64 as well (it took 72: 7 blocks); its closest-hit
- * kernel gained nothing from it (71 -> 64 registers, sponza 1843 -> 1823 Mrays/s). */
+ * (a minimum of 1 made ptxas take 64 registers instead of 48-56, 20 % slower on the KD-tree). The
+ * binary BVH's short-stack any-hit kernel is held to 64 as well (it took 72: 7 blocks); its
+ * closest-hit kernel gained nothing from it (71 -> 64 registers, sponza 1843 -> 1823 Mrays/s). */
 #ifndef BK_VOX_MIN_BLOCKS
 #  define BK_VOX_MIN_BLOCKS 8
 #endif
