@@ -167,6 +167,22 @@ uint8_t bk_image_srgb8(float linear)
     return (uint8_t)(e * 255.0 + 0.5);
 }
 
+void bk_image_srgb8_thresholds(float t[256])
+{
+    t[0] = -INFINITY;
+    for (int k = 1; k < 256; ++k) {
+        /* bit patterns of non-negative floats order as the floats: code(lo) < k <= code(hi) */
+        uint32_t lo = 0, hi = 0x3f800000u;                  /* 0.0f, 1.0f */
+        while (hi - lo > 1) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            float x;
+            memcpy(&x, &mid, sizeof x);
+            if (bk_image_srgb8(x) >= k) hi = mid; else lo = mid;
+        }
+        memcpy(&t[k], &hi, sizeof hi);
+    }
+}
+
 /* PNG: our own writer of 8-bit RGB, so the deflate runs on the pool. The scanlines (filter byte 1
  * + the Sub-filtered row) are cut into bands of PNG_BAND_ROWS rows, a fixed cut so the file never
  * depends on the thread count. Each band, on the pool: sRGB bytes of its rows, Sub filter, the
@@ -214,6 +230,7 @@ static void put_be32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24); p[1] =
 typedef struct png_band { uint8_t *out; size_t len; uint32_t adler, crc; size_t raw; } png_band;
 typedef struct png_job {
     const float *rgb; float exposure; int w, h, level;
+    float srgb[256];     /* bk_image_srgb8_thresholds: the rows' sRGB bytes without a pow each */
     size_t bands;
     png_band *band;
     atomic_int failed;
@@ -238,7 +255,7 @@ static void png_bands(void *ctx, size_t begin, size_t end, int worker)
             uint8_t prev[3] = { 0, 0, 0 };
             for (size_t i = 0; i < (size_t)j->w * 3; i += 3)
                 for (int c = 0; c < 3; ++c) {
-                    uint8_t v = bk_image_srgb8(src[i + c] * j->exposure);
+                    uint8_t v = bk_image_srgb8_fast(j->srgb, src[i + c] * j->exposure);
                     row[1 + i + c] = (uint8_t)(v - prev[c]);
                     prev[c] = v;
                 }
@@ -271,6 +288,7 @@ static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, 
     if ((size_t)w * 3 + 1 > 0x7fffffffu / PNG_BAND_ROWS) return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path, w);
     png_job j;
     j.rgb = rgb; j.exposure = exposure; j.w = w; j.h = h; j.level = PNG_LEVEL;
+    bk_image_srgb8_thresholds(j.srgb);
     j.bands = ((size_t)h + PNG_BAND_ROWS - 1) / PNG_BAND_ROWS;
     j.band = calloc(j.bands, sizeof *j.band);
     atomic_init(&j.failed, 0);

@@ -97,4 +97,17 @@ float bk_image_srgb_to_linear(float s);
 /* sRGB encoding of one linear value in [0, 1] (clamped) to 0..255, as bk_image_write does it. */
 uint8_t bk_image_srgb8(float linear);
 
+/* The same without a pow: bk_image_srgb8 never decreases as its argument grows, so its value at x
+ * is the number of k in 1..255 whose threshold t[k] (the least float it maps to k or more) is at
+ * or below x; a branch-free binary search of 8 steps finds it (NaN: 0). t from
+ * bk_image_srgb8_thresholds (t[0] unused), which bisects bk_image_srgb8 itself, so the two agree
+ * on every float (tests/unit_image.c checks it). */
+void bk_image_srgb8_thresholds(float t[256]);
+static inline uint8_t bk_image_srgb8_fast(const float t[256], float x)
+{
+    unsigned i = 0;
+    for (unsigned step = 128; step; step >>= 1) i += t[i + step] <= x ? step : 0;
+    return (uint8_t)i;
+}
+
 #endif /* BK_IMAGE_H */

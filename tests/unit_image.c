@@ -552,11 +552,46 @@ static void test_png_bands(void)
     bk_pool_set_threads(0);
 }
 
+/* bk_image_srgb8_fast with bk_image_srgb8_thresholds gives bk_image_srgb8's byte: on every 97th
+ * float of [0, 1], on the 4096 floats either side of each threshold (where a threshold one ulp
+ * off would show), and on values outside [0, 1], infinities, NaNs and subnormals. */
+static void test_srgb8_fast(void)
+{
+    float t[256];
+    bk_image_srgb8_thresholds(t);
+    size_t bad = 0, n = 0;
+    for (uint32_t b = 0; b <= 0x3f800000u; b += 97) {
+        float x;
+        memcpy(&x, &b, sizeof x);
+        bad += bk_image_srgb8_fast(t, x) != bk_image_srgb8(x);
+        n++;
+    }
+    for (int k = 1; k < 256; ++k) {
+        BK_EXPECTF(k == 1 || t[k] > t[k - 1], "thresholds %d, %d not increasing", k - 1, k);
+        uint32_t c;
+        memcpy(&c, &t[k], sizeof c);
+        for (uint32_t b = c > 4096 ? c - 4096 : 0; b <= c + 4096; ++b) {
+            float x;
+            memcpy(&x, &b, sizeof x);
+            bad += bk_image_srgb8_fast(t, x) != bk_image_srgb8(x);
+            n++;
+        }
+    }
+    static const float odd[] = { -0.0f, -1e-30f, -1.0f, -INFINITY, INFINITY, NAN, -NAN, 1.0f, 1.0000001f, 2.0f, 3.4e38f,
+                                 1e-45f, 1.1754942e-38f, 0.0031308f, 0.5f };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; ++i) {
+        bad += bk_image_srgb8_fast(t, odd[i]) != bk_image_srgb8(odd[i]);
+        n++;
+    }
+    BK_EXPECTF(bad == 0, "%zu of %zu floats: the threshold search differs from bk_image_srgb8", bad, n);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_image_%ld", (long)getpid());
     if (mkdir(tmpdir, 0700) != 0) { perror(tmpdir); return 1; }
     test_png();
+    test_srgb8_fast();
     test_png_bands();
     test_hdr();
     test_hdr_rounding();
