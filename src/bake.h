@@ -119,6 +119,9 @@ typedef struct bk_bake_result {
                                        BK_BAKE_MAX_DEVICES of them in dev */
     bk_bake_device  dev[BK_BAKE_MAX_DEVICES];
     double          wall_seconds;   /* the whole bake phase */
+    double          texels_seconds; /* of it: texels made from their refs and handed to the
+                                       devices before the launches (make_texels) */
+    double          fetch_seconds;  /* of it: the sums fetched and turned into colours */
     uint32_t        launches;
     double          longest_launch_ms;
     uint32_t        invalid;        /* texels inside geometry, left to dilation */

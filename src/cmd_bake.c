@@ -222,6 +222,24 @@ enum bake_phase { BAKE_PHASES(PH_ENUM) PH_COUNT };
 static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
 #undef PH_NAME
 
+/* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
+ * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
+#define WRITE_STEPS(X) X(EXPOSURE, exposure) X(FILL, fill) X(DILATE, dilate) X(IMAGES, images) X(MESH, mesh)
+#define WR_ENUM(E, n) WR_##E,
+enum write_step { WRITE_STEPS(WR_ENUM) WR_COUNT };
+#undef WR_ENUM
+#define WR_NAME(E, n) #n,
+static const char *const write_step_names[WR_COUNT] = { WRITE_STEPS(WR_NAME) };
+#undef WR_NAME
+
+/* Seconds since *t, which moves on to now. */
+static double lap(double *t)
+{
+    double now = bk_time_now(), d = now - *t;
+    *t = now;
+    return d;
+}
+
 /* The image from the texels' colours: each texel writes its own pixel. */
 typedef struct image_job { const bk_texel_ref *refs; const bk_f4 *col; float *rgb; } image_job;
 
@@ -611,7 +629,7 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
                              char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT], const char *backend,
                              double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
-                             const bake_job *job)
+                             const bake_job *job, const double wr[WR_COUNT], double bake_prep)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -637,11 +655,15 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
     double total = 0.0;
     for (int k = 0; k < PH_COUNT; ++k) { fprintf(f, "\"%s\": %.6f, ", phase_names[k], ph[k]); total += ph[k]; }
     fprintf(f, "\"total\": %.6f },\n", total);
+    fputs("  \"write\": { ", f);
+    for (int k = 0; k < WR_COUNT; ++k) fprintf(f, "%s\"%s_seconds\": %.6f", k ? ", " : "", write_step_names[k], wr[k]);
+    fputs(" },\n", f);
     fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
                "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u,\n"
+               "    \"prep_seconds\": %.6f, \"texels_seconds\": %.6f, \"fetch_seconds\": %.6f,\n"
                "    \"devices\": [",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
-            r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid);
+            r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid, bake_prep, r->texels_seconds, r->fetch_seconds);
     /* each device's share (one entry per device; a bake on one device has one) */
     for (int k = 0; k < r->devices && k < BK_BAKE_MAX_DEVICES; ++k)
         fprintf(f, "%s{ \"device\": %d, \"texels\": %llu, \"blocks\": %u, \"rays\": %llu, \"busy_seconds\": %.6f }", k ? ", " : "",
@@ -1119,7 +1141,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     rc = 1;
 
     char err[1024], msg[512];
-    double ph[PH_COUNT] = { 0 }, t0 = bk_time_now();
+    double ph[PH_COUNT] = { 0 }, wr[WR_COUNT] = { 0 }, bake_prep = 0, t0 = bk_time_now();
     bk_scene s, one;
     memset(&s, 0, sizeof s);
     memset(&one, 0, sizeof one);
@@ -1323,6 +1345,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
     int img_h = at.height * at.page_count;
     bk_bake_view bv = bk_bake_data_view(&bd, &a);
+    bake_prep = bk_time_now() - t0;
     bk_bake_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
@@ -1427,6 +1450,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     ph[PH_DENOISE] = bk_time_now() - t0;
 
     t0 = bk_time_now();
+    double wt = t0;
     if (c.exposure_auto || c.stats) {
         float e = auto_exposure(gpu, rgb, cov, npx, &mean_lum, err, sizeof err);
         if (e < 0) { bake_error("%s\n", err); goto done; }
@@ -1435,13 +1459,16 @@ static int bake_run(int argc, char **argv, bake_job *job)
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
     /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
+    wr[WR_EXPOSURE] = lap(&wt);
     if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, refs_hold_charts ? NULL : at.tri_chart, at.width, at.height, at.page_count, NULL,
                             err, sizeof err)) {
         bake_error("%s\n", err);
         goto done;
     }
+    wr[WR_FILL] = lap(&wt);
     for (int p = 0; p < at.page_count; ++p)
         bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
+    wr[WR_DILATE] = lap(&wt);
     /* every output goes to its temporary file; they replace their targets together at the end */
     for (int p = 0; p < at.page_count; ++p) {
         int oi = c.pages_auto ? page_idx[p] : out_idx[0];
@@ -1453,6 +1480,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
             goto done;
         }
     }
+    wr[WR_IMAGES] = lap(&wt);
     if (c.mesh_out) {
         FILE *mf = NULL;
         if (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
@@ -1464,6 +1492,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
             goto done;
         }
     }
+    wr[WR_MESH] = lap(&wt);
     ph[PH_WRITE] = bk_time_now() - t0;
     /* What the stats and the summary no longer need goes before they are written, so that its
      * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
@@ -1484,7 +1513,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     mem[MEM_PEAK_HOST] = bk_peak_rss();
     if (c.stats) {
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { bake_error("%s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres, job);
+        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres, job, wr, bake_prep);
     }
     if (bk_outputs_commit(&io, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     if (!c.quiet) {
