@@ -38,8 +38,12 @@ cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_tex
 {
     const size_t px = (size_t)p->w * (size_t)p->h;
     bk_f4 *a = d_page, *b = d_page + px, *pos = d_page + 2 * px, *nrm = d_page + 3 * px;
-    /* every chart BK_DN_NONE (all bits set), then the texels into place */
+    /* every chart BK_DN_NONE (all bits set), then the texels into place. The colours start at
+     * zero too: a pixel without a chart passes its own colour through each pass (bk_denoise_pass),
+     * which no texel reads, but compute-sanitizer's initcheck counted every such load (141k on
+     * sponza 1024^2) */
     cudaError_t e = cudaMemsetAsync(nrm, 0xFF, sizeof(bk_f4) * px);
+    if (e == cudaSuccess) e = cudaMemsetAsync(a, 0, sizeof(bk_f4) * px);
     if (e != cudaSuccess) return e;
     const unsigned tb = 256, tg = (unsigned)((n + tb - 1) / tb);
     if (n) denoise_scatter<<<tg, tb>>>(d_tx, d_chart, d_col, n, base, a, pos, nrm);

@@ -131,6 +131,7 @@ typedef struct dn_map_job {
     uint32_t *run_count;          /* per chunk */
     dn_kept **kept;               /* per chunk, with refs: the texels left out for their coverage */
     uint32_t *kept_count;         /*   alone, with their charts (put back at the end) */
+    uint32_t *charted;            /* per chunk, phase 0: its texels in a chart */
     int failed;                   /* out of memory for some chunk's runs */
 } dn_map_job;
 
@@ -146,7 +147,7 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
         j->run_count[k] = 0;
     }
     dn_kept *kept = NULL;
-    uint32_t nk = 0, kcap = 0;
+    uint32_t nk = 0, kcap = 0, charted = 0;
     for (size_t i = b; i < e; ++i) {
         if (j->phase == 0) {
             const size_t px = dn_pixel(j->texels, j->refs, i);
@@ -172,6 +173,7 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
         }
         const uint32_t c = j->chart ? j->chart[i] : j->refs[i].tri;
         if (c == BK_DN_NONE) continue;
+        charted++;
         const bk_f4 v = j->col[i];
         if (j->phase <= 1) {
             if (nr == 0 || runs[nr - 1].chart != c || len == 64) {
@@ -198,6 +200,7 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
     }
     if (j->phase <= 1) { j->runs[k] = runs; j->run_count[k] = nr; }
     if (j->phase == 0 && !j->chart) { j->kept[k] = kept; j->kept_count[k] = nk; }
+    if (j->phase == 0) j->charted[k] = charted;
 }
 
 /* One phase over all texels; phases 0 and 1 then add their runs into sums[6 c + 3 * phase ..]. */
@@ -237,28 +240,32 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage
     uint32_t *run_count = calloc(chunks, sizeof *run_count);
     dn_kept **kept = refs ? calloc(chunks, sizeof *kept) : NULL;
     uint32_t *kept_count = refs ? calloc(chunks, sizeof *kept_count) : NULL;
+    uint32_t *charted = calloc(chunks, sizeof *charted);
     int rc = 0;
     dn_map_job mj;
     memset(&mj, 0, sizeof mj);
     mj.texels = texels; mj.refs = refs; mj.tri_chart = tri_chart; mj.tri_count = tri_count; mj.coverage = coverage;
     mj.col = col; mj.chart = chart; mj.sums = sums; mj.runs = runs; mj.run_count = run_count;
-    mj.kept = kept; mj.kept_count = kept_count;
+    mj.kept = kept; mj.kept_count = kept_count; mj.charted = charted;
     const uint32_t *charts_at = refs ? (const uint32_t *)(const void *)refs + offsetof(bk_texel_ref, tri) / sizeof(uint32_t) : chart;
     const uint32_t stride = refs ? (uint32_t)(sizeof(bk_texel_ref) / sizeof(uint32_t)) : 1;
     bk_denoise_params p;
     p.w = w; p.h = h; p.texel_world = texel_world;
     p.sigma_l = o->sigma_l; p.sigma_n = o->sigma_n; p.sigma_x = o->sigma_x;
     /* the texels' charts, and each chart's sums before the filter */
-    if ((!refs && !chart) || !sums || !runs || !run_count || (refs && (!kept || !kept_count)) || dn_map(&mj, 0, n, sums)) {
+    if ((!refs && !chart) || !sums || !runs || !run_count || (refs && (!kept || !kept_count)) || !charted || dn_map(&mj, 0, n, sums)) {
         rc = bk_fail(err, err_size, "out of memory for the denoiser");
         goto out;
     }
-    for (uint32_t i = 0; i < n; ++i) res->texels += charts_at[(size_t)i * stride] != BK_DN_NONE;
-    /* texels are sorted by pixel, so each page's are one run */
+    for (size_t k = 0; k < chunks; ++k) res->texels += charted[k];
+    /* texels are sorted by pixel, so each page's are one run: its end found by bisection */
     for (uint32_t first = 0; first < n && rc == 0;) {
         const uint64_t pg = dn_pixel(texels, refs, first) / page_px, base = pg * page_px;
-        uint32_t last = first;
-        while (last < n && dn_pixel(texels, refs, last) < base + page_px) ++last;
+        uint32_t last = first + 1, hi = n;                 /* pixel(last - 1) in the page, pixel(hi) not */
+        while (last < hi) {
+            const uint32_t mid = last + (hi - last) / 2;
+            if (dn_pixel(texels, refs, mid) < base + page_px) last = mid + 1; else hi = mid;
+        }
         double tf = bk_time_now(), fs = 0.0;
         if (first == 0) res->prep_seconds = tf - t0;
         /* without the texels, the backend's own copy of them: texels [first, last) of its bake */
@@ -287,7 +294,7 @@ out:
         for (uint32_t q = 0; q < kept_count[k]; ++q) refs[kept[k][q].texel].tri = kept[k][q].chart;
         free(kept[k]);
     }
-    free(kept); free(kept_count);
+    free(kept); free(kept_count); free(charted);
     for (size_t k = 0; runs && k < chunks; ++k) free(runs[k]);
     free(runs); free(run_count);
     free(chart); free(sums);
