@@ -15,6 +15,9 @@
 #include "bk_traverse.h"
 #include "prim.h"
 #include "cuda_internal.cuh"
+extern "C" {
+#include "pool.h"
+}
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -692,7 +695,17 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
 }
 
 /* Charts every stride-th word (bk_texel_ref.tri holding charts) into the device array d, through
- * a host slice of 1M charts (4 MB) at a time. */
+ * a host slice of 1M charts (4 MB) at a time, gathered on the pool (on one thread the gather of
+ * sponza 4096^2's 15M charts took about 30 ms of the GPU machine's slow cores). */
+struct charts_gather { uint32_t *h; const uint32_t *chart; uint32_t stride, first; };
+
+static void charts_gather_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const charts_gather *g = (const charts_gather *)ctx;
+    for (size_t i = begin; i < end; ++i) g->h[i] = g->chart[((size_t)g->first + i) * g->stride];
+}
+
 static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride, uint32_t n)
 {
     if (stride == 1) return cudaMemcpy(d, chart, sizeof(uint32_t) * (size_t)n, cudaMemcpyHostToDevice);
@@ -702,7 +715,8 @@ static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride
     cudaError_t e = cudaSuccess;
     for (uint32_t b = 0; b < n && e == cudaSuccess; b += slice) {
         const uint32_t m = n - b < slice ? n - b : slice;
-        for (uint32_t i = 0; i < m; ++i) h[i] = chart[(size_t)(b + i) * stride];
+        charts_gather g = { h, chart, stride, b };
+        bk_parallel_for(m, 65536, charts_gather_fn, &g);
         e = cudaMemcpy(d + b, h, sizeof(uint32_t) * (size_t)m, cudaMemcpyHostToDevice);
     }
     free(h);

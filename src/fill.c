@@ -358,20 +358,28 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
             free(box); free(near); free(sum); free(need);
             return bk_fail(err, err_size, "fill: out of memory for a %dx%d image", w, h);
         }
-        for (size_t i = 0; i < N; ++i) {
-            uint32_t c = chart[i];
-            if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
-                !atomic_load_explicit(&box[c].hidden, memory_order_relaxed) || near[i] == BK_NONE) continue;
-            for (int k = 0; k < 3; ++k) sum[3 * (size_t)c + k] += rgb[3 * (size_t)near[i] + k];
+        /* (only the rows that hold such texels: the others hold none of the pixels read or
+         * written here, and the sums keep their order) */
+        for (int y = 0; y < h; ++y) {
+            if (!need[y]) continue;
+            for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
+                uint32_t c = chart[i];
+                if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
+                    !atomic_load_explicit(&box[c].hidden, memory_order_relaxed) || near[i] == BK_NONE) continue;
+                for (int k = 0; k < 3; ++k) sum[3 * (size_t)c + k] += rgb[3 * (size_t)near[i] + k];
+            }
         }
-        for (size_t i = 0; i < N; ++i) {
-            uint32_t c = chart[i];
-            if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) || coverage[i] != BK_COVER_NONE) continue;
-            if (near[i] == BK_NONE) { s.unfilled++; continue; }   /* no valid texel anywhere */
-            double n = (double)atomic_load_explicit(&box[c].hidden, memory_order_relaxed);
-            for (int k = 0; k < 3; ++k) rgb[3 * i + k] = (float)(sum[3 * (size_t)c + k] / n);
-            coverage[i] = BK_COVER_DILATED;
-            s.empty_texels++;
+        for (int y = 0; y < h; ++y) {
+            if (!need[y]) continue;
+            for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
+                uint32_t c = chart[i];
+                if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) || coverage[i] != BK_COVER_NONE) continue;
+                if (near[i] == BK_NONE) { s.unfilled++; continue; }   /* no valid texel anywhere */
+                double n = (double)atomic_load_explicit(&box[c].hidden, memory_order_relaxed);
+                for (int k = 0; k < 3; ++k) rgb[3 * i + k] = (float)(sum[3 * (size_t)c + k] / n);
+                coverage[i] = BK_COVER_DILATED;
+                s.empty_texels++;
+            }
         }
         for (uint32_t c = 0; c < top; ++c) s.empty_charts += atomic_load(&box[c].hidden) && !atomic_load(&box[c].valid);
         free(sum);
