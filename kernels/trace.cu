@@ -800,10 +800,27 @@ static void cuda_caps(bk_backend *be, bk_backend_caps *out)
 
 static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
 
+/* Page-locked host memory, portable (every device's transfers read it directly): the bake's
+ * slices of texels and sums. Plain memory is staged through the driver's own buffers, at about
+ * half the speed (sponza 4096^2: 0.5 GB of texels up and 0.3 GB of sums down). */
+static void *cuda_host_alloc(bk_backend *be, size_t bytes)
+{
+    (void)ctx_of(be);
+    void *p = NULL;
+    return cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) == cudaSuccess ? p : NULL;
+}
+
+static void cuda_host_free(bk_backend *be, void *p)
+{
+    (void)ctx_of(be);
+    cudaFreeHost(p);
+}
+
 static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
                                                 cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
                                                 cuda_memory_peak,
-                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL, cuda_bake_texels };
+                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL, cuda_bake_texels,
+                                                cuda_host_alloc, cuda_host_free };
 
 extern "C" int bk_cuda_device_count(void)
 {

@@ -175,6 +175,12 @@ struct bk_backend_i {
      * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
     int         (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
                                size_t err_size);
+    /* Host memory the backend's transfers read and write fastest (CUDA: page-locked, usable by
+     * every device of the process), for the bake's slices of texels and sums; NULL hooks: plain
+     * malloc and free (a host backend's memory is all alike). host_alloc returns NULL when out of
+     * memory. */
+    void       *(*host_alloc)(bk_backend *be, size_t bytes);
+    void        (*host_free) (bk_backend *be, void *p);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -409,7 +409,8 @@ static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_uploa
                                                cpu_bake_begin, cpu_bake_run, cpu_bake_fetch, cpu_bake_end, cpu_memory,
                                                cpu_memory_peak,
                                                cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL,
-                                               NULL /* bake_texels: it reads the caller's texels in place */ };
+                                               NULL /* bake_texels: it reads the caller's texels in place */,
+                                               NULL, NULL /* host memory: malloc's */ };
 
 bk_backend *bk_backend_cpu_init(void)
 {

@@ -165,7 +165,8 @@ static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(
 static const struct bk_backend_i group_iface = { group_name, group_supports, group_upload, group_trace,
                                                  group_bake_begin, group_bake_run, group_bake_fetch, group_bake_end,
                                                  group_memory, group_memory_peak, group_kernel_info, group_denoise,
-                                                 group_free, group_caps, group_member, group_bake_texels };
+                                                 group_free, group_caps, group_member, group_bake_texels,
+                                                 NULL, NULL /* host memory: the bake asks the first member */ };
 
 bk_backend *bk_backend_group(bk_backend **members, int n)
 {

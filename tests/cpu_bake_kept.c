@@ -106,7 +106,7 @@ static void keep_caps(bk_backend *be, bk_backend_caps *out)
 static const struct bk_backend_i keep_iface = { keep_name, keep_supports, keep_upload, keep_trace,
                                                 keep_bake_begin, keep_bake_run, keep_bake_fetch, keep_bake_end,
                                                 keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
-                                                keep_free, keep_caps, NULL, keep_bake_texels };
+                                                keep_free, keep_caps, NULL, keep_bake_texels, NULL, NULL };
 
 static bk_backend *keep_init(void)
 {
