@@ -213,24 +213,20 @@ typedef struct bake_job {
  * made on a thread while loading, building and the atlas run: be_start); upload = any wait for
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
  * before the stats are written. */
-#define BAKE_PHASES(X) X(STARTUP, startup) X(LOAD, load) X(BUILD, build) X(UPLOAD, upload) X(ATLAS, atlas) \
-                       X(BAKE, bake) X(DENOISE, denoise) X(WRITE, write) X(FREE, free)
-#define PH_ENUM(E, n) PH_##E,
-enum bake_phase { BAKE_PHASES(PH_ENUM) PH_COUNT };
-#undef PH_ENUM
-#define PH_NAME(E, n) #n,
-static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(PH_NAME) };
-#undef PH_NAME
-
+#define BAKE_PHASES(X) X(PH_STARTUP, startup) X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) \
+                       X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
-#define WRITE_STEPS(X) X(EXPOSURE, exposure) X(FILL, fill) X(DILATE, dilate) X(IMAGES, images) X(MESH, mesh)
-#define WR_ENUM(E, n) WR_##E,
-enum write_step { WRITE_STEPS(WR_ENUM) WR_COUNT };
-#undef WR_ENUM
-#define WR_NAME(E, n) #n,
-static const char *const write_step_names[WR_COUNT] = { WRITE_STEPS(WR_NAME) };
-#undef WR_NAME
+#define WRITE_STEPS(X) X(WR_EXPOSURE, exposure) X(WR_FILL, fill) X(WR_DILATE, dilate) X(WR_IMAGES, images) X(WR_MESH, mesh)
+/* each list as an enum and as the names the stats print */
+#define STEP_ENUM(E, n) E,
+#define STEP_NAME(E, n) #n,
+enum bake_phase { BAKE_PHASES(STEP_ENUM) PH_COUNT };
+static const char *const phase_names[PH_COUNT] = { BAKE_PHASES(STEP_NAME) };
+enum write_step { WRITE_STEPS(STEP_ENUM) WR_COUNT };
+static const char *const write_step_names[WR_COUNT] = { WRITE_STEPS(STEP_NAME) };
+#undef STEP_ENUM
+#undef STEP_NAME
 
 /* Seconds since *t, which moves on to now. */
 static double lap(double *t)
