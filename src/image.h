@@ -100,8 +100,8 @@ uint8_t bk_image_srgb8(float linear);
 /* The same without a pow: bk_image_srgb8 never decreases as its argument grows, so its value at x
  * is the number of k in 1..255 whose threshold t[k] (the least float it maps to k or more) is at
  * or below x; a branch-free binary search of 8 steps finds it (NaN: 0). t from
- * bk_image_srgb8_thresholds (t[0] unused), which bisects bk_image_srgb8 itself, so the two agree
- * on every float (tests/unit_image.c checks it). */
+ * bk_image_srgb8_thresholds (t[0] unused), which bisects bk_image_srgb8 itself. tests/unit_image.c
+ * compares the two on every 97th float of [0, 1], around every threshold and on odd values. */
 void bk_image_srgb8_thresholds(float t[256]);
 static inline uint8_t bk_image_srgb8_fast(const float t[256], float x)
 {
