@@ -9,7 +9,9 @@
  * makes the texels a slice at a time (bk_bake_run_opts.make_texels, slices of 5000 texels) and
  * hands them to each device (bake_texels): every texel handed over, the same bits; the texels
  * made from refs are the rasterizer's own, and a backend that reads the texels in place is
- * refused. Also bk_texels_compact itself: refs in texel order, the texels' pointer NULL. */
+ * refused. The driver's slices of sums and made texels come from the first device's host_alloc
+ * hook (tagged here) and all go back through its host_free. Also bk_texels_compact itself: refs
+ * in texel order, the texels' pointer NULL. */
 #include "bk_test.h"
 #include "bk_test_bake.h"
 #include "accel.h"
@@ -31,6 +33,8 @@ typedef struct keep_ctx {
     uint32_t    n;
     int         begins;
     uint64_t    made;       /* texels handed over by bake_texels */
+    int         slices, slice_frees, bad_frees;   /* host_alloc / host_free calls; frees of
+                                                     pointers host_alloc did not give */
 } keep_ctx;
 
 #define K(be) ((keep_ctx *)(be)->ctx)
@@ -103,10 +107,30 @@ static void keep_caps(bk_backend *be, bk_backend_caps *out)
     K(be)->cpu->i->caps(K(be)->cpu, out);
     out->keeps_texels = 1;
 }
+/* The bake's slices through the hooks (a GPU's page-locked memory): each behind a tag, so a
+ * slice given back with free() breaks the heap, and one given back here that host_alloc did not
+ * give is counted. */
+#define KEEP_TAG 0x6b656570736c6963ull
+static void *keep_host_alloc(bk_backend *be, size_t bytes)
+{
+    uint64_t *p = malloc(bytes + 2 * sizeof(uint64_t));
+    if (!p) return NULL;
+    p[0] = KEEP_TAG;
+    K(be)->slices++;
+    return p + 2;
+}
+static void keep_host_free(bk_backend *be, void *q)
+{
+    uint64_t *p = (uint64_t *)q - 2;
+    if (p[0] != KEEP_TAG) { K(be)->bad_frees++; return; }
+    p[0] = 0;
+    K(be)->slice_frees++;
+    free(p);
+}
 static const struct bk_backend_i keep_iface = { keep_name, keep_supports, keep_upload, keep_trace,
                                                 keep_bake_begin, keep_bake_run, keep_bake_fetch, keep_bake_end,
                                                 keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
-                                                keep_free, keep_caps, NULL, keep_bake_texels, NULL, NULL };
+                                                keep_free, keep_caps, NULL, keep_bake_texels, keep_host_alloc, keep_host_free };
 
 static bk_backend *keep_init(void)
 {
@@ -325,6 +349,12 @@ int main(void)
                 BK_EXPECTF(K(m)->begins == 1, "member %d began %d times", k, K(m)->begins);
                 BK_EXPECTF(K(m)->made == (made ? K(m)->n : 0), "member %d: %llu texels handed over by bake_texels, of %u", k,
                            (unsigned long long)K(m)->made, K(m)->n);
+                /* the driver's slices (sums, and the made texels) come from the first device's hooks,
+                 * and all go back there */
+                BK_EXPECTF(k == 0 ? K(m)->slices >= 1 + colours + made : K(m)->slices == 0,
+                           "member %d: %d slices from its host_alloc", k, K(m)->slices);
+                BK_EXPECTF(K(m)->slice_frees == K(m)->slices && K(m)->bad_frees == 0, "member %d: %d slices, %d given back, %d foreign",
+                           k, K(m)->slices, K(m)->slice_frees, K(m)->bad_frees);
             }
             outcome_free(&got);
             bk_backend_free(be);
