@@ -15,9 +15,7 @@
 #include "bk_traverse.h"
 #include "prim.h"
 #include "cuda_internal.cuh"
-extern "C" {
 #include "pool.h"
-}
 
 #include <cuda_runtime.h>
 #include <stdio.h>

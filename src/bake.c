@@ -469,7 +469,8 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     /* (the slices in the memory the first device's transfers like best: page-locked on a GPU,
      * where a copy from plain memory is staged through the driver's own buffer at about half
      * the speed) */
-    bk_backend *hb = bk_backend_member(be, 0) ? bk_backend_member(be, 0) : be;
+    bk_backend *hb = bk_backend_member(be, 0);
+    if (!hb) hb = be;
     bk_f4 *out = slice_alloc(hb, sizeof(bk_f4) * nf);
     const int want_var = o->variance || o->texel_col;
     float *sq = want_var ? slice_alloc(hb, sizeof(float) * nf) : NULL;
@@ -485,15 +486,16 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
      * the bake is a share of a job's, which leaves the other shares' colours as they are. */
     zero_job zj;
     zj.n = 0;
-    const int own_col = o->texel_col && o->ranks <= 1;
-    float *img = o->texel_col ? (own_col ? (float *)(void *)o->texel_col : NULL) : rgb;
-    float *var_img = o->texel_col ? NULL : o->variance;
     const size_t img_px = (size_t)w * (size_t)h;
     bake_share S;
     memset(&S, 0, sizeof S);
-    S.zj = &zj; S.img = img; S.var_img = var_img;
-    S.img_bytes = !img ? 0 : own_col ? sizeof(bk_f4) * (size_t)n : sizeof(float) * 3 * img_px;
-    S.var_bytes = var_img ? sizeof(float) * img_px : 0;
+    S.zj = &zj;
+    if (!o->texel_col) {
+        S.img = rgb; S.img_bytes = rgb ? sizeof(float) * 3 * img_px : 0;
+        S.var_img = o->variance; S.var_bytes = o->variance ? sizeof(float) * img_px : 0;
+    } else if (o->ranks <= 1) {
+        S.img = o->texel_col; S.img_bytes = sizeof(bk_f4) * (size_t)n;
+    }
     /* a backend that keeps its own texels: the caller's go first (texels_kept), then the zeroing */
     S.keeps = texels && o->texels_kept && caps.keeps_texels;
     S.nd = nd;

@@ -20,6 +20,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef void (*bk_pool_fn)(void *ctx, size_t begin, size_t end, int worker);
 
 /* Threads a parallel_for may use, the caller's included (>= 1). */
@@ -40,5 +44,9 @@ void bk_pool_shutdown(void);
  * p = 0 turns it off (the default). */
 void   bk_pool_sim(int p);
 double bk_pool_sim_saved(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* BK_POOL_H */
