@@ -114,12 +114,22 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     return p;
 }
 
-/* The far distance nodes are culled with when the nearest hit so far is at t: t widened by 2^-16
- * of |t|, well past the few ulps by which a triangle test's t and a box test's entry distance may
- * disagree, so that no node holding a hit at or before t is culled, whichever order a traversal
- * meets the hits in; the closest hit is then the least (t, id) of all hits (bk_hit_better) on
- * every layout, stack and warp. (Infinity stays infinity.) */
-BK_HD float bk_cull_far(float t) { return t + bk_absf(t) * 0x1p-16f; }
+/* The far distance nodes are culled with when the nearest hit so far is at t: t widened by 2^-10
+ * of |t|, past the amount by which a triangle test's t may fall short of the entry distance of a
+ * box around the triangle, so that no node holding a hit at or before t is culled, whichever order
+ * a traversal meets the hits in; the closest hit is then the least (t, id) of all hits
+ * (bk_hit_better) on every layout, stack and warp. (Infinity stays infinity.)
+ * The test's t errs relative to the vertices' distances from the origin, not to t: a ray that
+ * starts 1e-4 of a large triangle's size away from it meets it (and another triangle on the same
+ * surface) with t a few 1e-4 off, in either direction. With 2^-16 here, such a pair was culled or
+ * not depending on which triangle came first, so the layouts, and on the GPU a ray's warp-mates
+ * (postponed leaves), chose different triangles: one texel of a sponza 4096^2 bake differed in one
+ * run of five (tests/cpu_traverse.c, check_near_ties: rays from 1e-4 to 1e-2 of a triangle's size
+ * off it; its rays pass from 2^-13 on). Rays that start closer still, within about 1e-5 of the
+ * size, can again depend on the order: only a distance good to the margin (made again in double
+ * for every hit) would settle them, and that cost 11 % of the closest-hit rays per second on the
+ * H100 (sponza, global stack), which the margin does not. */
+BK_HD float bk_cull_far(float t) { return t + bk_absf(t) * 0x1p-10f; }
 
 /* Slab test of one box against [tmin, tmax]. Writes the entry distance (clamped to tmin) even on a
  * miss, so child order never depends on tmax.

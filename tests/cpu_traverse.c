@@ -608,6 +608,117 @@ static void check_ties(void)
     bk_scene_free(&base);
 }
 
+/* Near ties: rays that start 1e-4 to 1e-2 of a surface's size away from it and meet it where two
+ * of its triangles overlap (two fans in one axis-aligned plane, whose boxes are flat, so a box's
+ * entry distance is the plane's), so both are hit at almost the same t, with test distances whose
+ * rounding (relative to the triangles' size, not to t) reaches a few 1e-4 of t. The closest hit is
+ * the least (t, id) the triangle test gives; a traversal that culled the other triangle's node with
+ * the first one's t kept whichever it met first, so the layouts (and, on the GPU, a ray's
+ * warp-mates) picked different triangles: with bk_cull_far's margin at 2^-16 (or 2^-14), every
+ * binary and wide BVH variant below differed from brute force on some of these rays. Every
+ * layout, stack and order must give brute force's hit, bit for bit. */
+static void check_near_ties(void)
+{
+    enum { FANS = 24, SPOKES = 8, SOUP = 600, R = 6000 };
+    const uint32_t n = 2 * FANS * SPOKES + SOUP;
+    bk_scene s, soup;
+    bk_test_scene_alloc(&s, n);
+    bk_test_scene_soup(&soup, SOUP, 0.05f, 41);
+    /* fans of long triangles around a centre, sizes 1 to 100, in axis-aligned planes (as floors and
+     * walls are), where the fans' boxes are flat: a box's entry distance is then the plane's */
+    for (uint32_t f = 0; f < FANS; ++f) {
+        float c[3], u[3] = { 0, 0, 0 }, v[3] = { 0, 0, 0 }, L = powf(100.0f, (float)f / (FANS - 1));
+        for (int k = 0; k < 3; ++k) c[k] = 4.0f * bk_rng_f(43, f, 0, (uint32_t)k) - 2.0f;
+        u[(f + 1) % 3] = 1.0f;     /* the plane's axes; its normal is axis f % 3 */
+        v[(f + 2) % 3] = 1.0f;
+        /* two fans in the plane: the second's centre 0.3 L away, turned by a third of a spoke */
+        for (uint32_t k = 0; k < 2 * SPOKES; ++k) {
+            float p[2][3], cc[3];
+            const int second = k >= SPOKES;
+            for (int q = 0; q < 3; ++q) cc[q] = c[q] + (second ? 0.3f * L * u[q] : 0.0f);
+            for (int e = 0; e < 2; ++e) {
+                float ang = 6.2831853f * ((float)(k % SPOKES + e) + (second ? 0.33f : 0.0f)) / SPOKES;
+                for (int q = 0; q < 3; ++q) p[e][q] = cc[q] + L * (cosf(ang) * u[q] + sinf(ang) * v[q]);
+            }
+            bk_test_set_tri(&s, 2 * f * SPOKES + k, cc, p[0], p[1]);
+        }
+    }
+    for (uint32_t t = 0; t < SOUP; ++t) {
+        const float *p = soup.positions + 9 * (size_t)t;
+        float q[3][3];
+        for (int vtx = 0; vtx < 3; ++vtx)
+            for (int k = 0; k < 3; ++k) q[vtx][k] = 4.0f * p[3 * vtx + k] - 2.0f;
+        bk_test_set_tri(&s, 2 * FANS * SPOKES + t, q[0], q[1], q[2]);
+    }
+    /* rays from just off a fan's plane (1e-4 to 1e-2 of its size) to a point of one of its spokes,
+     * inside the other fan too */
+    bk_ray *rays = malloc(sizeof(bk_ray) * R);
+    for (uint32_t i = 0; i < R; ++i) {
+        uint32_t f = i % FANS, k = bk_rng_u32(47, i, 0, 0) % SPOKES;
+        const float *c = s.positions + 9 * (size_t)(2 * f * SPOKES + k), *e = c + 3, *e2 = c + 6;
+        float w = 0.05f + 0.45f * bk_rng_f(47, i, 1, 0), side = bk_rng_f(47, i, 1, 1) - 0.5f;
+        float h = powf(10.0f, -4.0f + 2.0f * bk_rng_f(47, i, 1, 2));
+        float nrm[3], a[3], b[3], L = 0;
+        for (int q = 0; q < 3; ++q) { a[q] = e[q] - c[q]; b[q] = e2[q] - c[q]; L += a[q] * a[q]; }
+        L = sqrtf(L);
+        nrm[0] = a[1] * b[2] - a[2] * b[1]; nrm[1] = a[2] * b[0] - a[0] * b[2]; nrm[2] = a[0] * b[1] - a[1] * b[0];
+        float nl = sqrtf(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+        float target[3], o[3], d[3], dl = 0;
+        for (int q = 0; q < 3; ++q) {
+            target[q] = c[q] + w * a[q];
+            o[q] = target[q] + h * L * (nrm[q] / nl * (i & 1 ? 1.0f : -1.0f) + 3.0f * side * b[q] / L);
+            d[q] = target[q] - o[q];
+            dl += d[q] * d[q];
+        }
+        dl = sqrtf(dl);
+        bk_ray r;
+        r.ox = o[0]; r.oy = o[1]; r.oz = o[2];
+        r.dx = d[0] / dl; r.dy = d[1] / dl; r.dz = d[2] / dl;
+        r.tmin = 0.0f; r.tmax = INFINITY;
+        rays[i] = r;
+    }
+    bk_hit *ref = malloc(sizeof(bk_hit) * R);
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < R; ++i) {
+        ref[i] = bk_test_brute(&s, &rays[i], 0);
+        hits += ref[i].tri != BK_NO_HIT;
+    }
+    bk_backend *be = bk_backend_cpu_init();
+    bk_hit *got = malloc(sizeof(bk_hit) * R);
+    for (int accel = 0; accel < 2; ++accel) {
+        bk_accel a;
+        bk_build_opts bo = bk_build_opts_default();
+        char err[256];
+        BK_EXPECTF(bk_accel_build(&s, accel, &bo, &a, err, sizeof err) == 0, "near ties: %s", err);
+        bk_accel_view view = bk_accel_get_view(&a);
+        BK_EXPECT(be->i->upload(be, &view, err, sizeof err) == 0);
+        for (int v = 0; v < NVAR; ++v) {
+            if (accel == BK_ACCEL_KDTREE && (variants[v].width == 8 || (variants[v].width == 0 && variants[v].mode == BK_STACK_GLOBAL && v != 0)))
+                continue;   /* (one run of the KD-tree per stack) */
+            bk_trace_opts o = bk_trace_opts_default();
+            o.stack_mode = variants[v].mode;
+            o.stack_size = variants[v].k;
+            o.bvh_width = variants[v].width;
+            o.cpu_isa = variants[v].isa;
+            o.ray_order = variants[v].order;
+            memset(got, 0xAB, sizeof(bk_hit) * R);
+            bk_trace_totals t;
+            BK_EXPECT(be->i->trace(be, rays, got, R, &o, &t, err, sizeof err) == 0);
+            char what[160];
+            snprintf(what, sizeof what, "near ties: %s %s/%d%s%s against brute force, closest", bk_accel_type_name(accel),
+                     bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : o.bvh_width == 8 ? " cw" : "",
+                     t.sorted ? " sorted" : "");
+            BK_EXPECTF(exact_diff(what, ref, got, R) == 0, "%s", what);
+        }
+        bk_accel_free(&a);
+    }
+    BK_EXPECTF(hits > R / 2, "near ties: only %llu of %u rays hit", (unsigned long long)hits, R);
+    free(got); free(ref); free(rays);
+    bk_backend_free(be);
+    bk_scene_free(&s);
+    bk_scene_free(&soup);
+}
+
 int main(void)
 {
     totals tot = { 0, 0 };
@@ -620,6 +731,7 @@ int main(void)
 
     check_closed_box();
     check_ties();
+    check_near_ties();
     check_deep_trees();
     check_tiny_scale(&tot);
     check_backward_rays(&tot);
