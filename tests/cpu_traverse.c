@@ -27,6 +27,19 @@ static const variant variants[] = {
 #define NCW  10    /* variants[NCW, NCW + 6): the compressed wide BVH */
 #define NVAR (int)(sizeof variants / sizeof variants[0])
 
+/* The trace options of variant v. */
+static bk_trace_opts variant_opts(int v, int any_hit)
+{
+    bk_trace_opts o = bk_trace_opts_default();
+    o.stack_mode = variants[v].mode;
+    o.stack_size = variants[v].k;
+    o.bvh_width = variants[v].width;
+    o.cpu_isa = variants[v].isa;
+    o.ray_order = variants[v].order;
+    o.any_hit = any_hit;
+    return o;
+}
+
 /* llm.c-style validation: counts disagreements, prints the first five. */
 static uint64_t validate(const char *what, const bk_hit *ref, const bk_hit *got, const bk_ray *rays, uint64_t n,
                          int any_hit, uint32_t tri_count)
@@ -73,13 +86,7 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
     for (int v = 0; v < NVAR; ++v) got[v] = malloc(sizeof(bk_hit) * (n ? n : 1));
     for (int any = 0; any < 2; ++any) {
         for (int v = 0; v < NVAR; ++v) {
-            bk_trace_opts o = bk_trace_opts_default();
-            o.stack_mode = variants[v].mode;
-            o.stack_size = variants[v].k;
-            o.bvh_width = variants[v].width;
-            o.cpu_isa = variants[v].isa;
-            o.ray_order = variants[v].order;
-            o.any_hit = any;
+            bk_trace_opts o = variant_opts(v, any);
             memset(got[v], 0xAB, sizeof(bk_hit) * n);            /* poison */
             bk_trace_totals t;
             BK_EXPECT(be->i->trace(be, rays, got[v], n, &o, &t, err, sizeof err) == 0);
@@ -695,12 +702,7 @@ static void check_near_ties(void)
         for (int v = 0; v < NVAR; ++v) {
             if (accel == BK_ACCEL_KDTREE && (variants[v].width == 8 || (variants[v].width == 0 && variants[v].mode == BK_STACK_GLOBAL && v != 0)))
                 continue;   /* (one run of the KD-tree per stack) */
-            bk_trace_opts o = bk_trace_opts_default();
-            o.stack_mode = variants[v].mode;
-            o.stack_size = variants[v].k;
-            o.bvh_width = variants[v].width;
-            o.cpu_isa = variants[v].isa;
-            o.ray_order = variants[v].order;
+            bk_trace_opts o = variant_opts(v, 0);
             memset(got, 0xAB, sizeof(bk_hit) * R);
             bk_trace_totals t;
             BK_EXPECT(be->i->trace(be, rays, got, R, &o, &t, err, sizeof err) == 0);
