@@ -805,8 +805,9 @@ static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)-
 static void *cuda_host_alloc(bk_backend *be, size_t bytes)
 {
     (void)ctx_of(be);
-    void *p = malloc(bytes ? bytes : 1);
-    if (p && cudaHostRegister(p, bytes ? bytes : 1, cudaHostRegisterPortable) != cudaSuccess)
+    const size_t n = bytes ? bytes : 1;
+    void *p = malloc(n);
+    if (p && cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess)
         (void)cudaGetLastError();               /* not sticky: clear it for the launches' checks */
     return p;
 }

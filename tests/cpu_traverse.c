@@ -700,8 +700,8 @@ static void check_near_ties(void)
         bk_accel_view view = bk_accel_get_view(&a);
         BK_EXPECT(be->i->upload(be, &view, err, sizeof err) == 0);
         for (int v = 0; v < NVAR; ++v) {
-            if (accel == BK_ACCEL_KDTREE && (variants[v].width == 8 || (variants[v].width == 0 && variants[v].mode == BK_STACK_GLOBAL && v != 0)))
-                continue;   /* (one run of the KD-tree per stack) */
+            if (accel == BK_ACCEL_KDTREE && (variants[v].width == 8 || variants[v].isa != BK_WBVH_ISA_AUTO))
+                continue;   /* (the compressed layout and the wide traversal's ISAs are the BVH's) */
             bk_trace_opts o = variant_opts(v, 0);
             memset(got, 0xAB, sizeof(bk_hit) * R);
             bk_trace_totals t;
