@@ -229,5 +229,10 @@ static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, doub
  * when a chart is wider than N, -1 out of memory. */
 int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
                           int *used_rows);
+/* Tests: with bk_atlas_ahead_check set, every placement that bk_atlas_pack_shapes derives from a
+ * search ahead is searched again from scratch (shape_find); bk_atlas_ahead_checked counts them and
+ * bk_atlas_ahead_wrong those whose answers differ. */
+extern int bk_atlas_ahead_check;
+extern uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
 
 #endif /* BK_ATLAS_INTERNAL_H */

@@ -319,6 +319,11 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * charts' searches). A fraction of the atlas, not a texel count, so that a 4096^2 atlas turns
  * the same charts (all of 1024 texels or more there: sponza 0.90 -> 1.12 s one-thread CPU). */
 #define SHAPE_ROTS 4
+/* Charts searched ahead at once (spec_resolve). The atlas is the same whatever the window; the
+ * shapes stage on 16 simulated threads (atlas_bench --threads 1 --sim 16), sponza 4096^2 /
+ * dragon_vrip 1024^2: one chart at a time 0.19 / 0.14 s; 8 ahead 0.165 / 0.100, 16 0.131 /
+ * 0.096, 32 0.129 / 0.098, 64 0.126 / 0.107, 128 0.121 / 0.118. */
+#define SHAPE_AHEAD 32
 #define SHAPE_HALF_TURN_FRACTION 1024
 
 typedef struct shape {
@@ -740,6 +745,97 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
     return 0;
 }
 
+/* Searches ahead (bk_atlas_pack_shapes). The charts go in windows of SHAPE_AHEAD. Each chart of a
+ * window is first searched ahead, on a thread of its own and side by side with the window's
+ * others, over the bin as the charts before the window left it: from where its size class starts
+ * then, and again from where the window's earlier charts of its class will have moved that start
+ * (guessed from where their own searches ahead ended). Then the window's charts are placed one
+ * by one, in order, each from its start as one search at a time has it (shape_hints with the
+ * class rows as the charts before it left them). The bin only fills: a position where a mask did
+ * not fit then does not fit later. So when a search ahead started at or before the chart's start
+ * and found its first fit at or after it, every position between is still ruled out, and the
+ * first fit now is that position if it is still free, or else the first one after it (searched
+ * on from there); a search ahead that found nothing ruled out every row it looked at; a search
+ * ahead that started later, or whose fit lies before the start, says nothing. Each chart thus
+ * lands exactly where one search at a time puts it, whatever the window or the thread count; the
+ * searches ahead only do much of the looking on every core at once. (Before, each search went
+ * wide over row ranges of one chart at a time, a call of the pool per range: on 16 threads
+ * sponza 4096^2's searches ran only 1.5x faster than on one.) */
+typedef struct spec_res {
+    int y0, x0;       /* where it started (scan order: rows from y0, the first one from x0) */
+    int found, x, y;  /* the first fit from there, in rows up to ymax */
+    int ymax;
+    int valid;        /* 0: not searched ahead */
+} spec_res;
+
+/* sh's first fit from (x_start, y_start) with y < y_limit, on one thread (xa, xb: its scratch):
+ * what shape_find answers, and the last row it could have looked at. */
+static void spec_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *xa, int *xb, spec_res *o)
+{
+    o->y0 = y_start; o->x0 = x_start; o->found = 0; o->valid = 1;
+    int ymax = B->H - sh->h;
+    if (ymax > y_limit - 1) ymax = y_limit - 1;
+    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
+    if (sh->w > B->N || sh->h > B->H) ymax = B->H;   /* never fits: nothing to look at anywhere */
+    o->ymax = ymax;
+    if (sh->w <= B->N && sh->h <= B->H && y_start <= ymax)
+        o->found = shape_find_rows(B, sh, y_start, x_start, y_start, ymax, xa, xb, &o->x, &o->y);
+}
+
+/* (ya, xa) at or after (yb, xb) in scan order */
+static int scan_ge(int ya, int xa, int yb, int xb) { return ya > yb || (ya == yb && xa >= xb); }
+
+/* shape_find(B, sh, y_start, x_start, y_limit, ox, oy) now, knowing the search ahead s (NULL or
+ * not valid: none). */
+static int spec_resolve_fast(const shape_bin *B, const shape *sh, const spec_res *s, int y_start, int x_start, int y_limit, int *ox,
+                             int *oy)
+{
+    int sy = y_start, sx = x_start;
+    if (s && s->valid && scan_ge(y_start, x_start, s->y0, s->x0)) {
+        if (s->found && scan_ge(s->y, s->x, y_start, x_start)) {
+            if (s->y >= y_limit) return 0;              /* every fit from here is at or after it */
+            int kill = sh->band0;
+            if (shape_fits(B, sh, s->x, s->y, &kill)) { *ox = s->x; *oy = s->y; return 1; }
+            sy = s->y; sx = s->x + 1;                   /* taken since: on from just after it */
+        } else if (!s->found && s->ymax + 1 > y_start) {
+            sy = s->ymax + 1; sx = 0;
+        }
+    }
+    return shape_find(B, sh, sy, sx, y_limit, ox, oy);
+}
+
+int bk_atlas_ahead_check;
+uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
+
+/* The same with two searches ahead (either NULL or not valid: none), the one from the later start
+ * where the search now does not start before it. */
+static int spec_resolve(const shape_bin *B, const shape *sh, const spec_res *s, const spec_res *s2, int y_start, int x_start,
+                        int y_limit, int *ox, int *oy)
+{
+    if (s2 && s2->valid && scan_ge(y_start, x_start, s2->y0, s2->x0) && !(s && s->valid && scan_ge(s->y0, s->x0, s2->y0, s2->x0)))
+        s = s2;
+    int found = spec_resolve_fast(B, sh, s, y_start, x_start, y_limit, ox, oy);
+    if (bk_atlas_ahead_check) {
+        int x = 0, y = 0, f = shape_find(B, sh, y_start, x_start, y_limit, &x, &y);
+        bk_atlas_ahead_checked++;
+        if (f != found || (f && (x != *ox || y != *oy))) bk_atlas_ahead_wrong++;
+    }
+    return found;
+}
+
+typedef struct spec_task { const shape *sh; int y0, x0, lim; spec_res *out; } spec_task;
+typedef struct spec_ctx { const shape_bin *B; const spec_task *task; } spec_ctx;
+
+static void spec_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    const spec_ctx *c = ctx;
+    int *xa = c->B->xa + (size_t)worker * 2 * ((size_t)c->B->N + 2), *xb = c->B->xb + (size_t)worker * 2 * ((size_t)c->B->N + 2);
+    for (size_t i = begin; i < end; ++i) {
+        const spec_task *t = &c->task[i];
+        spec_find(c->B, t->sh, t->y0, t->x0, t->lim, xa, xb, t->out);
+    }
+}
+
 /* dst |= src (nbits bits) placed at bit pos of dst (pos may be negative: the bits before 0 are
  * dropped); dst has dst_words words. */
 static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbits, int pos)
@@ -882,6 +978,50 @@ static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
     return 0;
 }
 
+/* Per turn: the last chart placed, where it landed, and whether that turn was the one taken. */
+typedef struct shape_last { int ci, x, y, valid; } shape_last;
+
+/* The turns chart ci tries, and the step between them (squares: no quarter turns). */
+static int nr_of(const charting *C, uint32_t ci, const shape *sh) { return ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2; }
+static int step_of(const charting *C, uint32_t ci) { return ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1; }
+
+/* Where each turn of a chart (sh: its turns) starts its search (y0, x0), and its size class
+ * (shape_hints), or with last NULL where its size class alone starts it (no later). */
+static void shape_hints(const shape_set *S, const shape *sh, int nrot, const shape_last *last, const int *class_y, int *y0, int *x0,
+                        int *cls_out)
+{
+    for (int r = 0; r < SHAPE_ROTS; ++r) { y0[r] = 0; x0[r] = 0; }
+    /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
+     * wherever it failed then, and the bin has only filled since: search on from there */
+    for (int r = 0; last && r < nrot; ++r) {
+        const shape *ls = last[r].valid ? &S->sh[SHAPE_ROTS * (size_t)last[r].ci + (size_t)r] : NULL;
+        if (ls && ls->w == sh[r].w && ls->h == sh[r].h &&
+            !memcmp(ls->bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
+            y0[r] = last[r].y; x0[r] = last[r].x;
+        }
+    }
+    /* Charts of one size class (bounding area within a factor 2) start their search some
+     * rows above where the class's last one landed: holes further up that did not take the
+     * class's first chart (which searched from the top) rarely take its later ones, and this
+     * bounds the search of thousands of small charts by their class, not by the whole bin.
+     * Each class remembers its row (charts come tallest first, so the classes interleave).
+     * How far back: 4 mask heights + 256 rows. Measured against 2 heights + 16 rows with the
+     * row forgotten whenever the class changes (which the tallest-first order makes often):
+     * sibenik, sponza, dragon_vrip_res2 at 1024^2 75.1 -> 75.2, 85.8 -> 86.0, 75.2 -> 75.2 %
+     * (mean of 960, 1024, 1088: 75.1 -> 75.2, 85.9 -> 85.8, 75.7 -> 75.0), sponza 4096^2
+     * 93.2 -> 93.1 % at 0.96 -> 0.77 s one-thread CPU. Other look-backs: 2 heights + 16 rows
+     * 0.64 s but 92.2 %; 2 + 128: 0.85 s, dragon mean 74.9; 16 + 128: 1.20 s, 93.7 %, means
+     * 75.3, 85.9, 76.1. */
+    int cls = (int)floor(log2((double)sh[0].w * sh[0].h));
+    if (cls < 0) cls = 0;
+    if (cls > 63) cls = 63;
+    for (int r = 0; r < nrot; ++r) {
+        int hint = class_y[cls] - 4 * sh[r].h - 256;
+        if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
+    }
+    *cls_out = cls;
+}
+
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
                          int *used_rows)
 {
@@ -911,11 +1051,13 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     shape_set S = { C, fill, s, NULL, NULL, NULL };
     S.sh = calloc(SHAPE_ROTS * ((size_t)n_mesh + 1), sizeof(shape));
     uint8_t *too_big = calloc((size_t)n_mesh + 1, 1);
-    struct { int ci, x, y, valid; } last[SHAPE_ROTS];
+    spec_res *spec = malloc(sizeof(spec_res) * 2 * SHAPE_ROTS * SHAPE_AHEAD);
+    spec_task *stask = malloc(sizeof(spec_task) * SHAPE_ROTS * SHAPE_AHEAD);
+    shape_last last[SHAPE_ROTS];
     int class_y[64];  /* per size class: the row where its last chart landed */
     for (int c = 0; c < 64; ++c) class_y[c] = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big) goto out;
+    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big || !spec || !stask) goto out;
     /* the masks: sizes and slots here, contents on the pool */
     {
         size_t nbits = 0, nruns = 0;
@@ -980,65 +1122,84 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     }
     qsort(order, n_mesh, sizeof(key_idx), bk_key_idx_cmp);
     rc = 0;
-    for (uint32_t k = 0; k < n_mesh; ++k) {
-        uint32_t ci = order[k].idx;
-        const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
-        int nrot = ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2;
-        int x = 0, y = 0, rot = 0, found = 0;
-        /* a square rectangle is not turned a quarter (as the rectangles never were): the demo
-         * scene's walls searched twice for nothing */
-        int step = ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1;
-        if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
-        /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
-         * wherever it failed then, and the bin has only filled since: search on from there */
-        int y0[SHAPE_ROTS] = { 0 }, x0[SHAPE_ROTS] = { 0 };
-        for (int r = 0; r < nrot; ++r) {
-            const shape *ls = last[r].valid ? &S.sh[SHAPE_ROTS * (size_t)last[r].ci + (size_t)r] : NULL;
-            if (ls && ls->w == sh[r].w && ls->h == sh[r].h &&
-                !memcmp(ls->bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
-                y0[r] = last[r].y; x0[r] = last[r].x;
+    /* windows of SHAPE_AHEAD charts searched ahead (spec_resolve) */
+    for (uint32_t k0 = 0; k0 < n_mesh; k0 += SHAPE_AHEAD) {
+        const uint32_t k1 = k0 + SHAPE_AHEAD < n_mesh ? k0 + SHAPE_AHEAD : n_mesh;
+        /* 1: each chart's first turn from where its class starts now (spec) */
+        uint32_t nt = 0;
+        for (uint32_t k = k0; k < k1; ++k) {
+            uint32_t ci = order[k].idx;
+            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
+            spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+            for (int r = 0; r < 2 * SHAPE_ROTS; ++r) sr[r].valid = 0;
+            if (too_big[ci]) continue;
+            int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
+            shape_hints(&S, sh, nr_of(C, ci, sh), NULL, class_y, y0, x0, &cls);
+            stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B.H, &sr[0] };
+        }
+        spec_ctx sc = { &B, stask };
+        bk_parallel_for(nt, 1, spec_fn, &sc);
+        /* 2: where the window's earlier charts of its class will have moved its start, guessed
+         * from where their searches ahead ended: the first turn again from there, when later,
+         * and the other turns from there (spec + SHAPE_ROTS + r), down to where the first
+         * one's bottom ends ahead */
+        int pred[64];
+        memcpy(pred, class_y, sizeof pred);
+        nt = 0;
+        for (uint32_t k = k0; k < k1; ++k) {
+            uint32_t ci = order[k].idx;
+            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
+            spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+            if (too_big[ci]) continue;
+            int nrot = nr_of(C, ci, sh), step = step_of(C, ci);
+            int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
+            shape_hints(&S, sh, nrot, NULL, pred, y0, x0, &cls);
+            if (y0[0] > sr[0].y0) stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B.H, &sr[SHAPE_ROTS] };
+            int land = sr[0].found ? sr[0].y : y0[0];
+            if (land < y0[0]) land = y0[0];
+            for (int r = step; r < nrot; r += step) {
+                int lim = sr[0].found ? land + sh[0].h - sh[r].h : B.H;
+                if (lim > 0) stask[nt++] = (spec_task){ &sh[r], y0[r], x0[r], lim, &sr[SHAPE_ROTS + r] };
             }
+            if (sr[0].found) pred[cls] = land;
         }
-        /* Charts of one size class (bounding area within a factor 2) start their search some
-         * rows above where the class's last one landed: holes further up that did not take the
-         * class's first chart (which searched from the top) rarely take its later ones, and this
-         * bounds the search of thousands of small charts by their class, not by the whole bin.
-         * Each class remembers its row (charts come tallest first, so the classes interleave).
-         * How far back: 4 mask heights + 256 rows. Measured against 2 heights + 16 rows with the
-         * row forgotten whenever the class changes (which the tallest-first order makes often):
-         * sibenik, sponza, dragon_vrip_res2 at 1024^2 75.1 -> 75.2, 85.8 -> 86.0, 75.2 -> 75.2 %
-         * (mean of 960, 1024, 1088: 75.1 -> 75.2, 85.9 -> 85.8, 75.7 -> 75.0), sponza 4096^2
-         * 93.2 -> 93.1 % at 0.96 -> 0.77 s one-thread CPU. Other look-backs: 2 heights + 16 rows
-         * 0.64 s but 92.2 %; 2 + 128: 0.85 s, dragon mean 74.9; 16 + 128: 1.20 s, 93.7 %, means
-         * 75.3, 85.9, 76.1. */
-        int cls = (int)floor(log2((double)sh[0].w * sh[0].h));
-        if (cls < 0) cls = 0;
-        if (cls > 63) cls = 63;
-        for (int r = 0; r < nrot; ++r) {
-            int hint = class_y[cls] - 4 * sh[r].h - 256;
-            if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
+        bk_parallel_for(nt, 1, spec_fn, &sc);
+        /* then one by one, in order, each at the first fit from its start in the bin as the
+         * charts before it left it */
+        for (uint32_t k = k0; k < k1; ++k) {
+            uint32_t ci = order[k].idx;
+            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
+            const spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+            int nrot = nr_of(C, ci, sh);
+            int x = 0, y = 0, rot = 0, found = 0;
+            /* a square rectangle is not turned a quarter (as the rectangles never were): the demo
+             * scene's walls searched twice for nothing */
+            int step = step_of(C, ci);
+            if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
+            int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
+            shape_hints(&S, sh, nrot, last, class_y, y0, x0, &cls);
+            found = spec_resolve(&B, &sh[0], &sr[0], &sr[SHAPE_ROTS], y0[0], x0[0], B.H, &x, &y);
+            for (int r = step; r < nrot; r += step) {
+                int x1 = 0, y1 = 0;
+                /* another turn only where its bottom ends higher: upright strips would fill the
+                 * bin's height with their length */
+                int lim = found ? y + sh[rot].h - sh[r].h : B.H;
+                if (lim > 0 && spec_resolve(&B, &sh[r], NULL, &sr[SHAPE_ROTS + r], y0[r], x0[r], lim, &x1, &y1)) { x = x1; y = y1; rot = r; found = 1; }
+            }
+            /* remember each rotation's mask and where its search ended */
+            for (int r = 0; r < nrot; ++r) {
+                last[r].ci = (int)ci; last[r].valid = 1;
+                /* a rotation not taken searched to its own first fit (or to the other's row) */
+                last[r].y = found ? y : 0; last[r].x = found && r == rot ? x : 0;
+                if (r != rot) last[r].valid = 0;
+            }
+            for (int r = nrot; r < SHAPE_ROTS; ++r) last[r].valid = 0;
+            if (!found) { B.lowest = B.H + 1; goto out; }
+            class_y[cls] = y;
+            if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
+            it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
+            it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
         }
-        found = shape_find(&B, &sh[0], y0[0], x0[0], B.H, &x, &y);
-        for (int r = step; r < nrot; r += step) {
-            int x1 = 0, y1 = 0;
-            /* another turn only where its bottom ends higher: upright strips would fill the
-             * bin's height with their length */
-            int lim = found ? y + sh[rot].h - sh[r].h : B.H;
-            if (lim > 0 && shape_find(&B, &sh[r], y0[r], x0[r], lim, &x1, &y1)) { x = x1; y = y1; rot = r; found = 1; }
-        }
-        /* remember each rotation's mask and where its search ended */
-        for (int r = 0; r < nrot; ++r) {
-            last[r].ci = (int)ci; last[r].valid = 1;
-            /* a rotation not taken searched to its own first fit (or to the other's row) */
-            last[r].y = found ? y : 0; last[r].x = found && r == rot ? x : 0;
-            if (r != rot) last[r].valid = 0;
-        }
-        for (int r = nrot; r < SHAPE_ROTS; ++r) last[r].valid = 0;
-        if (!found) { B.lowest = B.H + 1; goto out; }
-        class_y[cls] = y;
-        if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
-        it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
-        it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
     }
     rc = 1;
 out:
@@ -1048,6 +1209,6 @@ out:
             if (B.rcap[y]) free(B.runs[y]);
     free(B.runs); free(B.nrun); free(B.rcap); free(B.rtmp);
     free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.hz); free(order);
-    free(S.sh); free(S.bits); free(S.runs); free(too_big);
+    free(S.sh); free(S.bits); free(S.runs); free(too_big); free(spec); free(stask);
     return rc;
 }

@@ -8,6 +8,7 @@
  * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths).
  */
 #include "atlas.h"
+#include "atlas_internal.h"
 #include "pool.h"
 #include "scene.h"
 #include "bk_test.h"
@@ -77,14 +78,22 @@ static void check_scene(const char *name, const bk_scene *s, int size)
     static const int threads[] = { 2, 16, 1 };
     result ref, r;
     const int failures = bk_test_failures;
+    /* every placement the shape packer takes from a search ahead, searched again from scratch */
+    bk_atlas_ahead_check = 1;
+    bk_atlas_ahead_checked = bk_atlas_ahead_wrong = 0;
     if (run(s, size, 1, &ref)) { BK_EXPECTF(0, "%s: no atlas", name); return; }
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; ++i) {
         if (run(s, size, threads[i], &r)) { BK_EXPECTF(0, "%s, %d threads: no atlas", name, threads[i]); result_free(&r); continue; }
         compare(name, threads[i], &ref, &r);
         result_free(&r);
     }
-    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: %s with 1, 2, 16 threads\n", name, size, s->tri_count, ref.a.chart_count, ref.ntx,
-           bk_test_failures == failures ? "same" : "NOT the same");
+    BK_EXPECTF(bk_atlas_ahead_wrong == 0 && bk_atlas_ahead_checked > 0, "%s: %llu of %llu placements from the shape packer's "
+               "search ahead differ from a search from scratch", name, (unsigned long long)bk_atlas_ahead_wrong,
+               (unsigned long long)bk_atlas_ahead_checked);
+    bk_atlas_ahead_check = 0;
+    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: %s with 1, 2, 16 threads; %llu placements searched ahead, as from "
+           "scratch\n", name, size, s->tri_count, ref.a.chart_count, ref.ntx, bk_test_failures == failures ? "same" : "NOT the same",
+           (unsigned long long)bk_atlas_ahead_checked);
     result_free(&ref);
 }
 
