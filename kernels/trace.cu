@@ -788,7 +788,7 @@ static void cuda_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_by
 
 static void cuda_caps(bk_backend *be, bk_backend_caps *out)
 {
-    (void)be;
+    out->device = ((cuda_ctx *)be->ctx)->device;
     out->devices = 1;
     out->gpu_primitives = 1;
     out->launch_budgets = 1.0;
@@ -829,6 +829,11 @@ extern "C" int bk_cuda_device_count(void)
 {
     int count = 0;
     return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+extern "C" void bk_cuda_device_release(int device)
+{
+    if (cudaSetDevice(device) == cudaSuccess) cudaDeviceReset();
 }
 
 extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size)

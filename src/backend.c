@@ -103,6 +103,28 @@ void bk_backend_free(bk_backend *be)
     if (be) be->i->free(be);
 }
 
+void bk_backend_free_last(bk_backend *be)
+{
+    if (!be) return;
+    enum { MAX_DEV = 256 };
+    int dev[MAX_DEV], n = 0;
+    bk_backend_caps caps;
+    be->i->caps(be, &caps);
+    for (int k = 0; k < caps.devices && n < MAX_DEV; ++k) {
+        bk_backend *m = bk_backend_member(be, k);
+        bk_backend_caps mc;
+        if (!m) continue;
+        m->i->caps(m, &mc);
+        int dup = mc.device < 0;
+        for (int j = 0; j < n && !dup; ++j) dup = dev[j] == mc.device;   /* a device named twice: once */
+        if (!dup) dev[n++] = mc.device;
+    }
+    bk_backend_free(be);
+#if BK_HAVE_CUDA
+    for (int j = 0; j < n; ++j) bk_cuda_device_release(dev[j]);
+#endif
+}
+
 static const char *const stack_names[] = { "global", "short", "spill" };
 static const char *const counter_names[] = { "thread", "warp", "block" };
 

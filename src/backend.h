@@ -113,6 +113,9 @@ typedef struct bk_backend_caps {
      * after bake_end for denoise() (tx NULL): the caller's texels may go once every device has
      * begun (bk_bake_run_opts.texels_kept). 0: it reads the caller's texels in place (the CPU). */
     int      keeps_texels;
+    /* the device's number (CUDA's) for a backend of one GPU, for bk_backend_free_last; -1 for
+       the host and for a group (its members say theirs) */
+    int      device;
 } bk_backend_caps;
 
 typedef struct bk_backend bk_backend;
@@ -209,6 +212,10 @@ bk_backend *bk_backend_init_devices(const char *name, const int *devices, int n,
 bk_backend *bk_backend_group(bk_backend **members, int n);
 /* be's k-th member (backend.h: member), or be itself for k = 0 in a one-device backend. */
 bk_backend *bk_backend_member(bk_backend *be, int k);
+/* bk_backend_free, and then the contexts of its GPUs, for the last use of them in the process:
+ * their teardown (about 55 ms on the H100) runs here, where the caller can overlap it with other
+ * work, instead of in the process's exit. */
+void        bk_backend_free_last(bk_backend *be);
 
 bk_backend *bk_backend_cpu_init(void);
 #if BK_HAVE_CUDA
@@ -216,6 +223,8 @@ bk_backend *bk_backend_cpu_init(void);
 bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
 bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
 int         bk_cuda_device_count(void);
+/* Destroys the device's primary context (cudaDeviceReset): nothing of it may be used after. */
+void        bk_cuda_device_release(int device);
 #endif
 
 /* The compressed 8-wide BVH (src/bvh_cw.h) of a binary BVH of triangles, for a backend that traces

@@ -403,6 +403,7 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
     out->launch_budgets = 5.0;
     out->first_block = 1024;
     out->keeps_texels = 0;      /* it reads the caller's texels in place */
+    out->device = -1;
 }
 
 static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,

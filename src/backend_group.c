@@ -158,6 +158,7 @@ static void group_caps(bk_backend *be, bk_backend_caps *out)
 {
     G(be)->m[0]->i->caps(G(be)->m[0], out);
     out->devices = G(be)->n;
+    out->device = -1;
 }
 
 static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(be)->n ? G(be)->m[k] : NULL; }

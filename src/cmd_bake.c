@@ -136,6 +136,10 @@ static int  bake_end_fast;              /* bk_cmd_bake_end_fast */
 
 void bk_cmd_bake_end_fast(int on) { bake_end_fast = on; }
 
+static int  bake_last;                  /* bk_cmd_bake_last */
+
+void bk_cmd_bake_last(int on) { bake_last = on; }
+
 static void bake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void bake_error(const char *fmt, ...)
 {
@@ -212,7 +216,8 @@ typedef struct bake_job {
  * startup = options and files checked, plus any wait for the backend's start (a CUDA context,
  * made on a thread while loading, building and the atlas run: be_start); upload = any wait for
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
- * before the stats are written. */
+ * before the stats are written, or the wait for the backend's release on its thread that the
+ * write did not hide (be_release). */
 #define BAKE_PHASES(X) X(PH_STARTUP, startup) X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) \
                        X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
@@ -227,6 +232,25 @@ enum write_step { WRITE_STEPS(STEP_ENUM) WR_COUNT };
 static const char *const write_step_names[WR_COUNT] = { WRITE_STEPS(STEP_NAME) };
 #undef STEP_ENUM
 #undef STEP_NAME
+
+/* The GPU let go on a thread of its own once the bake no longer needs it (bk_backend_free_last):
+ * its teardown runs beside the write instead of in the process's exit. */
+typedef struct be_release { bk_prim *gpu; bk_backend *be; pthread_t th; int running; } be_release;
+
+static void *be_release_run(void *arg)
+{
+    be_release *r = arg;
+    bk_prim_free(r->gpu);
+    bk_backend_free_last(r->be);
+    return NULL;
+}
+
+/* Waits for it, if it runs. */
+static void be_release_finish(be_release *r)
+{
+    if (r->running) pthread_join(r->th, NULL);
+    r->running = 0;
+}
 
 /* Seconds since *t, which moves on to now. */
 static double lap(double *t)
@@ -1160,6 +1184,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     memset(&dres, 0, sizeof dres);
     uint32_t ntx = 0;
     bk_prim *gpu = NULL;
+    be_release rel = { NULL, NULL, 0, 0 };
     double mean_lum = 0.0, sort_seconds = 0.0;
     uint64_t mem[MEM_COUNT] = { 0 };
     char backend_name[64] = "";
@@ -1456,6 +1481,14 @@ static int bake_run(int argc, char **argv, bake_job *job)
      * then the padding, page by page */
     /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
     wr[WR_EXPOSURE] = lap(&wt);
+    /* the devices' last use: when the process ends with this bake, they go now, on a thread,
+     * while the host fills, dilates and writes (bk_cmd_bake_last) */
+    mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
+    if (bake_last) {
+        rel.gpu = gpu; rel.be = be;
+        rel.running = pthread_create(&rel.th, NULL, be_release_run, &rel) == 0;
+        if (rel.running) gpu = NULL, be = NULL;
+    }
     if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, refs_hold_charts ? NULL : at.tri_chart, at.width, at.height, at.page_count, NULL,
                             err, sizeof err)) {
         bake_error("%s\n", err);
@@ -1493,7 +1526,6 @@ static int bake_run(int argc, char **argv, bake_job *job)
     /* What the stats and the summary no longer need goes before they are written, so that its
      * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
     t0 = bk_time_now();
-    mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
     if (!bake_end_fast) {       /* else the process end takes the host memory (see bk_cmd_bake_end_fast) */
         free(rgb); rgb = NULL;
         free(tx); tx = NULL;
@@ -1505,6 +1537,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
     }
     bk_prim_free(gpu); gpu = NULL;
     bk_backend_free(be); be = NULL;
+    be_release_finish(&rel);    /* what the devices' teardown did not hide behind the write */
     ph[PH_FREE] = bk_time_now() - t0;
     mem[MEM_PEAK_HOST] = bk_peak_rss();
     if (c.stats) {
@@ -1559,6 +1592,7 @@ done:
         be_start_finish(&bs, NULL, NULL);
         if (!be) be = bs.be;
     }
+    be_release_finish(&rel);
     pthread_mutex_destroy(&bs.lock);
     pthread_cond_destroy(&bs.cv);
     bk_outputs_free(&io);       /* what was not committed: temporary files only */

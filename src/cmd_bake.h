@@ -11,5 +11,9 @@ int bk_cmd_bake(int argc, char **argv);
  * (sponza 4096^2: the image alone is 200 MB). For the baker program's main(), which returns right
  * after; not in a build with a leak checker (AddressSanitizer), where they would be reported. */
 void bk_cmd_bake_end_fast(int on);
+/* on != 0: the process ends with the bake (the baker program's main()): the backend and its GPUs'
+ * contexts go on a thread of their own as soon as the bake is done with them (after the exposure),
+ * so that their teardown overlaps the write instead of the process's exit. */
+void bk_cmd_bake_last(int on);
 
 #endif

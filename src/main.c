@@ -408,6 +408,7 @@ int main(int argc, char **argv)
 #if !BK_LEAK_CHECKED
     bk_cmd_bake_end_fast(1);
 #endif
+    bk_cmd_bake_last(1);
     const char *cmd = argc > 1 ? argv[1] : "";
     int bake = argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
                                                       strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "help") &&

@@ -159,6 +159,18 @@ int main(void)
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
     if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, gpu);
     else fprintf(stderr, "note: %s absent\n", path);
+    /* the device let go as a bake's last use of it does (its context destroyed: cmd_bake.c's
+     * be_release), then taken again: a fresh context bakes as before */
+    bk_backend_caps caps;
+    gpu->i->caps(gpu, &caps);
+    BK_EXPECTF(caps.device == 0, "the default CUDA backend says it is on device %d, not 0", caps.device);
+    bk_backend_free_last(gpu);
+    gpu = bk_backend_init("cuda", msg, sizeof msg);
+    BK_EXPECTF(gpu != NULL, "no CUDA backend after the device was let go: %s", msg);
+    if (gpu) {
+        snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
+        compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
+    }
     bk_backend_free(gpu);
     BK_TEST_DONE();
 }
