@@ -985,8 +985,9 @@ typedef struct shape_last { int ci, x, y, valid; } shape_last;
 static int nr_of(const charting *C, uint32_t ci, const shape *sh) { return ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2; }
 static int step_of(const charting *C, uint32_t ci) { return ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1; }
 
-/* Where each turn of a chart (sh: its turns) starts its search (y0, x0), and its size class
- * (shape_hints), or with last NULL where its size class alone starts it (no later). */
+/* Where each turn of a chart (sh: its turns) starts its search (y0, x0), and its size class.
+ * With last NULL, where its size class alone starts it (the searches ahead: never later than the
+ * start with the same-mask rule, which only moves it on). */
 static void shape_hints(const shape_set *S, const shape *sh, int nrot, const shape_last *last, const int *class_y, int *y0, int *x0,
                         int *cls_out)
 {
