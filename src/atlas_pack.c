@@ -759,8 +759,8 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
  * ahead that started later, or whose fit lies before the start, says nothing. Each chart thus
  * lands exactly where one search at a time puts it, whatever the window or the thread count; the
  * searches ahead only do much of the looking on every core at once. (Before, each search went
- * wide over row ranges of one chart at a time, a call of the pool per range: on 16 threads
- * sponza 4096^2's searches ran only 1.5x faster than on one.) */
+ * wide over row ranges of one chart at a time, a call of the pool per range: sponza 4096^2's
+ * shapes stage took 0.29 s on the GPU machine's 16 threads against 0.82 s on one.) */
 typedef struct spec_res {
     int y0, x0;       /* where it started (scan order: rows from y0, the first one from x0) */
     int found, x, y;  /* the first fit from there, in rows up to ymax */
