@@ -319,12 +319,12 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * charts' searches). A fraction of the atlas, not a texel count, so that a 4096^2 atlas turns
  * the same charts (all of 1024 texels or more there: sponza 0.90 -> 1.12 s one-thread CPU). */
 #define SHAPE_ROTS 4
+#define SHAPE_HALF_TURN_FRACTION 1024
 /* Charts searched ahead at once (spec_resolve). The atlas is the same whatever the window; the
  * shapes stage on 16 simulated threads (atlas_bench --threads 1 --sim 16), sponza 4096^2 /
  * dragon_vrip 1024^2: one chart at a time 0.19 / 0.14 s; 8 ahead 0.165 / 0.100, 16 0.131 /
  * 0.096, 32 0.129 / 0.098, 64 0.126 / 0.107, 128 0.121 / 0.118. */
 #define SHAPE_AHEAD 32
-#define SHAPE_HALF_TURN_FRACTION 1024
 
 typedef struct shape {
     int w, h, wpr;          /* mask size in texels, 64-bit words per row */
@@ -714,14 +714,22 @@ static void find_fn(void *ctx, size_t begin, size_t end, int worker)
 /* First position in scan order from (x_start, y_start) where sh fits with y < y_limit; 0 if
  * none. The first rows alone; then waves of row ranges on the pool, the earliest range with a
  * fit wins: the same position as one pass over the rows, whatever the thread count. */
+/* The last row a search for sh with y < y_limit looks at (*ymax); 0 when sh fits nowhere. */
+static int find_ymax(const shape_bin *B, const shape *sh, int y_limit, int *ymax)
+{
+    if (sh->w > B->N || sh->h > B->H) return 0;
+    int y = B->H - sh->h;
+    if (y > y_limit - 1) y = y_limit - 1;
+    /* below every chart all is free: nothing later in scan order is worth a look */
+    if (y > B->lowest + B->N) y = B->lowest + B->N;
+    *ymax = y;
+    return 1;
+}
+
 static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *ox, int *oy)
 {
-    int N = B->N;
-    if (sh->w > N || sh->h > B->H) return 0;
-    int ymax = B->H - sh->h;
-    if (ymax > y_limit - 1) ymax = y_limit - 1;
-    /* below every chart all is free: nothing later in scan order is worth a look */
-    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
+    int N = B->N, ymax;
+    if (!find_ymax(B, sh, y_limit, &ymax)) return 0;
     double q = 1024.0 / N;
     int serial = (int)(FIND_ROWS_SERIAL_1024 * q * q);
     if (serial > FIND_ROWS_SERIAL_1024) serial = FIND_ROWS_SERIAL_1024;
@@ -773,13 +781,10 @@ typedef struct spec_res {
 static void spec_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *xa, int *xb, spec_res *o)
 {
     o->y0 = y_start; o->x0 = x_start; o->found = 0; o->valid = 1;
-    int ymax = B->H - sh->h;
-    if (ymax > y_limit - 1) ymax = y_limit - 1;
-    if (ymax > B->lowest + B->N) ymax = B->lowest + B->N;
-    if (sh->w > B->N || sh->h > B->H) ymax = B->H;   /* never fits: nothing to look at anywhere */
+    int ymax;
+    if (!find_ymax(B, sh, y_limit, &ymax)) { o->ymax = B->H; return; }   /* never fits: nothing to look at anywhere */
     o->ymax = ymax;
-    if (sh->w <= B->N && sh->h <= B->H && y_start <= ymax)
-        o->found = shape_find_rows(B, sh, y_start, x_start, y_start, ymax, xa, xb, &o->x, &o->y);
+    if (y_start <= ymax) o->found = shape_find_rows(B, sh, y_start, x_start, y_start, ymax, xa, xb, &o->x, &o->y);
 }
 
 /* (ya, xa) at or after (yb, xb) in scan order */
