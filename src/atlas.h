@@ -28,8 +28,14 @@
  * checked). Coverage, chart ids and baked images use the same layout, so page p is the slice
  * [p * width * height, (p + 1) * width * height) of them.
  *
- * Charts may touch the atlas border (a game samples lightmaps with clamp-to-edge); between two
- * charts there are always at least `padding` empty texels.
+ * Charts may touch the atlas border (a game samples lightmaps with clamp-to-edge). Between two
+ * charts lies what bilinear filtering needs: the texels a lookup inside a chart reads (centres
+ * within one texel of it along both axes, bk_atlas_reach_ids) are read by no other chart, and with
+ * `padding` P > 2 they keep P - 2 texels from another chart's. For charts on texel corners (the
+ * voxel quads, and the rectangles' packing of padded blocks) that is P empty texels between them;
+ * charts packed by their shapes may lie one texel apart, or touch where their edges fall between
+ * texel centres, so the dilation gives each such texel its own chart's colours
+ * (bk_image_dilate_charts).
  */
 #ifndef BK_ATLAS_H
 #define BK_ATLAS_H
@@ -51,7 +57,8 @@ typedef struct bk_atlas_opts {
                                      texels_per_unit > 0 */
     float       texels_per_unit;  /* > 0: chart scale in texels per world unit; the atlas side
                                      is then the smallest multiple of 4 that holds every chart */
-    int         padding;          /* empty texels between charts, >= 2 (default 2) */
+    int         padding;          /* texels between the charts' bilinear footprints, plus 2: >= 2
+                                     (default 2: no texel read by two charts; see above) */
     int         uv_from_file;     /* 1: use the OBJ's vt (--uv file) instead of making charts */
     float       cone_deg;         /* largest angle between a triangle's normal and its chart's
                                      (default 20); planar projection shrinks a triangle's texel
@@ -173,6 +180,13 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
 /* Conservative chart ids (width * height * page_count): ids[pixel] = chart of a triangle touching that texel, BK_NONE where
  * none (tests check the padding with it). */
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
+
+/* The same, and where no triangle touches a texel, the chart of a triangle whose bilinear lookups
+ * read it (its centre less than one texel from the triangle along both axes, within rounding);
+ * BK_NONE where none does. The packer keeps those texels of different charts apart (padding 2:
+ * no texel is read by two charts), so bk_image_dilate_charts gives each the colours of its own
+ * chart only. */
+void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids);
 
 /* Debug picture: every chart gets a random colour (rgb is width * height * page_count * 3 floats,
  * linear). */

@@ -207,7 +207,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.01 texel
  * from the mask's top-left corner; 2 and 3 are 0 and 1 turned half round within the mask
  * (bk_atlas_pack_shapes makes their masks by reversing those of 0 and 1). */
-#define BK_ATLAS_SHAPE_MARGIN 0.01
+#define BK_ATLAS_SHAPE_MARGIN 0.51
 static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, double lx, double ly, int rot, double *x, double *y)
 {
     const double m = BK_ATLAS_SHAPE_MARGIN;

@@ -311,6 +311,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * one that ended the last search row; an intersection is the same in any order. */
 
 #define SHAPE_EPS 1e-3
+#define SHAPE_REACH 0.5
 #define SHAPE_AREA_ORDER_MAX 16
 /* Masks of at least 1/1024 of the atlas (32 x 32 texels in 1024^2) are also tried turned half
  * round (both of their quarter turns): measured at 960, 1024 and 1088 texels against two turns
@@ -394,10 +395,9 @@ static int shape_size(const charting *C, uint32_t ci, double s, int rot, shape *
         const chart *c = &C->charts[ci];
         double W = (rot & 1 ? c->h : c->w) * s, H = (rot & 1 ? c->w : c->h) * s;
         if (!(W < BK_ATLAS_MAX_SIZE && H < BK_ATLAS_MAX_SIZE)) return -2;
-        sh->w = (int)ceil(W + 2 * m);
-        sh->h = (int)ceil(H + 2 * m);
-        if (sh->w < 1) sh->w = 1;
-        if (sh->h < 1) sh->h = 1;
+        /* the chart from m to m + W: the texels its footprint reaches, to floor(m + W + reach) */
+        sh->w = (int)floor(m + W + SHAPE_REACH + SHAPE_EPS) + 1;
+        sh->h = (int)floor(m + H + SHAPE_REACH + SHAPE_EPS) + 1;
     }
     sh->wpr = (sh->w + 63) / 64;
     return 0;
@@ -433,13 +433,14 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
                 shape_corner(C, ci, t, k, s, rot, &p[k][0], &p[k][1]);
                 for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], p[k][d]); hi[d] = bk_dmax(hi[d], p[k][d]); }
             }
-            int y0 = (int)floor(lo[1] - SHAPE_EPS), y1 = (int)floor(hi[1] + SHAPE_EPS);
+            const double g = SHAPE_REACH + SHAPE_EPS;  /* texel (x, y) reaches [x - g, x + 1 + g] x [y - g, y + 1 + g] */
+            int y0 = (int)ceil(lo[1] - 1 - g), y1 = (int)floor(hi[1] + g);
             if (y0 < 0) y0 = 0;
             if (y1 >= sh->h) y1 = sh->h - 1;
-            /* row by row: the triangle's x extent within the row's slab (widened by the slack)
-             * is exactly the texels of that row it touches, a slab being convex */
+            /* row by row: the triangle's x extent within the row's slab (widened by the reach
+             * and the slack) is exactly the texels of that row it reaches, a slab being convex */
             for (int y = y0; y <= y1; ++y) {
-                double ya = y - SHAPE_EPS, yb = y + 1 + SHAPE_EPS, xa = DBL_MAX, xb = -DBL_MAX;
+                double ya = y - g, yb = y + 1 + g, xa = DBL_MAX, xb = -DBL_MAX;
                 for (int k = 0; k < 3; ++k) {
                     const double *P = p[k], *Q = p[(k + 1) % 3];
                     if (P[1] >= ya && P[1] <= yb) { xa = bk_dmin(xa, P[0]); xb = bk_dmax(xb, P[0]); }
@@ -453,7 +454,7 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
                     }
                 }
                 if (!(xa <= xb)) continue;
-                int x0 = (int)floor(xa - SHAPE_EPS), x1 = (int)floor(xb + SHAPE_EPS);
+                int x0 = (int)ceil(xa - 1 - g), x1 = (int)floor(xb + g);
                 if (x0 < 0) x0 = 0;
                 if (x1 >= sh->w) x1 = sh->w - 1;
                 if (x0 <= x1) bits_set_range(sh->bits + (size_t)y * sh->wpr, x0, x1);
@@ -1202,7 +1203,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
             for (int r = nrot; r < SHAPE_ROTS; ++r) last[r].valid = 0;
             if (!found) { B.lowest = B.H + 1; goto out; }
             class_y[cls] = y;
-            if (shape_take(&B, &sh[rot], x, y, pad)) { rc = -1; goto out; }
+            if (shape_take(&B, &sh[rot], x, y, pad - 2)) { rc = -1; goto out; }
             it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
             it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
         }

@@ -67,7 +67,8 @@ const char bk_bake_usage[] =
     "  --object-scale PATTERN=F texel density of the OBJ objects (o / g names, a shell glob:\n"
     "                           'statue*=2') times F along each axis (F^2 texels per area),\n"
     "                           like Unity's scale in lightmap; repeatable, the last match wins\n"
-    "  --padding P              empty texels between charts, >= 2 (default 2)\n"
+    "  --padding P              the texels bilinear lookups in two charts read stay P - 2 apart\n"
+    "                           (default 2: never one texel for both; raise it for mipmaps)\n"
     "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
     "                           and must not overlap; not for voxels)\n"
     "  --texels-per-voxel N     voxels: N x N texels per voxel face (default 2, at most 64); each\n"
@@ -1495,8 +1496,17 @@ static int bake_run(int argc, char **argv, bake_job *job)
         goto done;
     }
     wr[WR_FILL] = lap(&wt);
-    for (int p = 0; p < at.page_count; ++p)
-        bk_image_dilate(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, at.width, at.height, c.atlas.padding + 14);
+    /* charts may lie one texel apart: each texel that bilinear lookups inside a chart read takes
+     * that chart's colours only (bk_atlas_reach_ids) */
+    {
+        uint32_t *reach = malloc(sizeof(uint32_t) * (npx ? npx : 1));
+        if (!reach) { bake_error("out of memory\n"); goto done; }
+        bk_atlas_reach_ids(&at, reach);
+        for (int p = 0; p < at.page_count; ++p)
+            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, reach + page_px * (size_t)p, at.width,
+                                   at.height, c.atlas.padding + 14);
+        free(reach);
+    }
     wr[WR_DILATE] = lap(&wt);
     /* every output goes to its temporary file; they replace their targets together at the end */
     for (int p = 0; p < at.page_count; ++p) {

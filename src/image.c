@@ -89,6 +89,7 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
 typedef struct dilate_job {
     float      *rgb;
     uint8_t    *cov;
+    const uint32_t *ids;        /* NULL, or per texel the chart whose colours it takes (BK_NONE: any) */
     int         w, h, parity;   /* parity: the bands 2k + parity */
     atomic_int  filled;
 } dilate_job;
@@ -111,6 +112,7 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
                 size_t i = (size_t)y * w + x;
                 float sum[3] = { 0, 0, 0 };
                 int n = 0;
+                const uint32_t own = j->ids ? j->ids[i] : BK_DILATE_ANY;
                 for (int dy = -1; dy <= 1; ++dy) {
                     int yy = y + dy;
                     if (yy < 0 || yy >= h) continue;
@@ -119,6 +121,7 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
                         if (xx < 0 || xx >= w || (dx == 0 && dy == 0)) continue;
                         size_t k = (size_t)yy * w + xx;
                         if (cov[k] != BK_COVER_TEXEL && cov[k] != BK_COVER_DILATED) continue;
+                        if (own != BK_DILATE_ANY && j->ids[k] != own) continue;
                         sum[0] += rgb[3 * k]; sum[1] += rgb[3 * k + 1]; sum[2] += rgb[3 * k + 2];
                         n++;
                     }
@@ -143,9 +146,14 @@ static void dilate_commit(void *ctx, size_t begin, size_t end, int worker)
 
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
 {
+    bk_image_dilate_charts(rgb, coverage, NULL, w, h, iterations);
+}
+
+void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int iterations)
+{
     if (w <= 0 || h <= 0) return;
     dilate_job j;
-    j.rgb = rgb; j.cov = coverage; j.w = w; j.h = h;
+    j.rgb = rgb; j.cov = coverage; j.ids = ids; j.w = w; j.h = h;
     const size_t bands = ((size_t)h + DILATE_ROWS - 1) / DILATE_ROWS;
     for (int it = 0; it < iterations; ++it) {
         atomic_init(&j.filled, 0);

@@ -29,6 +29,13 @@
  * it BK_COVER_DILATED, so the padding takes the colours of the chart edges. Covered texels never
  * change. Stops early when a round fills nothing. */
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations);
+/* The same where charts lie closer than two texels: ids (w * h, bk_atlas_reach_ids) gives each
+ * texel the chart whose colours it takes; an empty texel with a chart averages only its
+ * neighbours of that chart, one with BK_DILATE_ANY all of them. Charts packed one texel apart
+ * keep their bilinear lookups their own that way: the texel between them belongs to the one
+ * that reads it. */
+#define BK_DILATE_ANY 0xFFFFFFFFu  /* BK_NONE */
+void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int iterations);
 
 /* Image types, by the path's extension (case-insensitive). */
 typedef enum bk_image_type {

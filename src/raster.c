@@ -30,6 +30,8 @@ typedef struct rtri {
     int    centre;    /* 1: a rectangular chart's triangle: a texel is its own when its centre is
                          inside (its corners sit on texel corners: no conservative ring) */
     int    point;     /* 1: all corners in one spot */
+    double half;      /* half the side of the square tested around a texel centre: 0.5 the texel
+                         itself, 1 the centres a bilinear lookup at a point of the triangle reads */
     int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
     int    spans;     /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
     double inv_a[3];  /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
@@ -48,21 +50,22 @@ static void rtri_spans_setup(rtri *r)
     if (!r->spans) return;
     for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
         double a = r->a[i];
-        r->rad[i] = 0.5 * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
+        r->rad[i] = r->half * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
         r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
         r->slack[i] = a != 0 ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) / fabs(a)
                              : 0.0;
     }
 }
 
-static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
+static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
 {
     const float *uv = at->uv + 6 * (size_t)t;
     double W = at->width, H = at->height;
     /* pages are stacked vertically (atlas.h): page p's rows are p * height .. */
     int page = at->tri_page ? (int)at->tri_page[t] : 0, ylo = page * at->height, yhi = ylo + at->height - 1;
     double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
-    r->centre = t >= at->rect_first_tri;
+    r->centre = t >= at->rect_first_tri && half == 0.5;
+    r->half = half;
     for (int k = 0; k < 3; ++k) {
         r->p[k][0] = uv[2 * k] * W;
         r->p[k][1] = uv[2 * k + 1] * H + ylo;
@@ -72,8 +75,8 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
         }
     }
     if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0;  /* NaN */
-    r->x0 = (int)floor(lo[0]); r->x1 = (int)floor(hi[0]);
-    r->y0 = (int)floor(lo[1]); r->y1 = (int)floor(hi[1]);
+    r->x0 = (int)floor(lo[0] + 0.5 - half); r->x1 = (int)floor(hi[0] - 0.5 + half);
+    r->y0 = (int)floor(lo[1] + 0.5 - half); r->y1 = (int)floor(hi[1] - 0.5 + half);
     if (r->x0 < 0) r->x0 = 0;
     if (r->y0 < ylo) r->y0 = ylo;
     if (r->x1 >= at->width) r->x1 = at->width - 1;
@@ -108,6 +111,8 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r)
     return 1;
 }
 
+static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r) { return rtri_setup_half(at, t, 0.5, r); }
+
 /* Does the texel (x, y) square touch the triangle? (within the bounding box already) */
 static int rtri_touches(const rtri *r, int x, int y)
 {
@@ -123,11 +128,11 @@ static int rtri_touches(const rtri *r, int x, int y)
         return 1;
     }
     if (r->flat) {
-        double e = r->a[0] * cx + r->b[0] * cy + r->c[0], rad = 0.5 * (fabs(r->a[0]) + fabs(r->b[0]));
+        double e = r->a[0] * cx + r->b[0] * cy + r->c[0], rad = r->half * (fabs(r->a[0]) + fabs(r->b[0]));
         return fabs(e) <= rad * (1.0 + 1e-9);
     }
     for (int i = 0; i < 3; ++i) {
-        double e = r->a[i] * cx + r->b[i] * cy + r->c[i], rad = 0.5 * (fabs(r->a[i]) + fabs(r->b[i]));
+        double e = r->a[i] * cx + r->b[i] * cy + r->c[i], rad = r->half * (fabs(r->a[i]) + fabs(r->b[i]));
         if (e + rad * (1.0 + 1e-9) < 0) return 0;
     }
     return 1;
@@ -205,16 +210,18 @@ typedef struct raster_bands {
     uint32_t *start;     /* nb + 1: band b's triangles are tris[start[b] .. start[b + 1]) */
     uint32_t *tris;      /* ascending within a band */
     int      *y01;       /* 2 per triangle: rows y0, y1 (y0 > y1: no texels) */
+    double    half;      /* the squares tested around texel centres (rtri.half) */
 } raster_bands;
 
 static void bands_rows_fn(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     const bk_atlas *a = ((const void **)ctx)[0];
-    int *y01 = ((void **)ctx)[1];
+    raster_bands *B = ((void **)ctx)[1];
+    int *y01 = B->y01;
     for (size_t t = b; t < e; ++t) {
         rtri r;
-        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, (uint32_t)t, &r)) { y01[2 * t] = 1; y01[2 * t + 1] = 0; continue; }
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup_half(a, (uint32_t)t, B->half, &r)) { y01[2 * t] = 1; y01[2 * t + 1] = 0; continue; }
         y01[2 * t] = r.y0;
         y01[2 * t + 1] = r.y1;
     }
@@ -223,15 +230,16 @@ static void bands_rows_fn(void *ctx, size_t b, size_t e, int worker)
 static void bands_free(raster_bands *B) { free(B->start); free(B->tris); free(B->y01); memset(B, 0, sizeof *B); }
 
 /* 0, or -1 out of memory. */
-static int bands_build(const bk_atlas *a, raster_bands *B)
+static int bands_build_half(const bk_atlas *a, double half, raster_bands *B)
 {
     memset(B, 0, sizeof *B);
+    B->half = half;
     size_t rows = (size_t)a->height * (size_t)a->page_count, T = a->tri_count;
     B->nb = (uint32_t)((rows + BAND_ROWS - 1) / BAND_ROWS);
     B->start = calloc((size_t)B->nb + 1, sizeof(uint32_t));
     B->y01 = malloc(sizeof(int) * 2 * (T ? T : 1));
     if (!B->start || !B->y01) { bands_free(B); return -1; }
-    const void *ctx[2] = { a, B->y01 };
+    const void *ctx[2] = { a, B };
     bk_parallel_for(T, 4096, bands_rows_fn, (void *)ctx);
     size_t total = 0;
     for (size_t t = 0; t < T; ++t) {
@@ -254,12 +262,14 @@ static int bands_build(const bk_atlas *a, raster_bands *B)
     return 0;
 }
 
+static int bands_build(const bk_atlas *a, raster_bands *B) { return bands_build_half(a, 0.5, B); }
+
 /* Calls VISIT(t, x, y) for every texel of band b that triangle t touches, triangles in
  * ascending order (r is the triangle's setup). */
 #define BAND_FOR_TEXELS(a, B, b, r, t, x, y, VISIT)                                              \
     for (uint32_t bi_ = (B)->start[b]; bi_ < (B)->start[(b) + 1]; ++bi_) {                       \
         uint32_t t = (B)->tris[bi_];                                                             \
-        if (!rtri_setup(a, t, &r)) continue;                                                     \
+        if (!rtri_setup_half(a, t, (B)->half, &r)) continue;                                     \
         rtri_spans_setup(&r);                                                                    \
         int ylo_ = (int)(b) * BAND_ROWS, yhi_ = ylo_ + BAND_ROWS - 1;                            \
         if (r.y0 > ylo_) ylo_ = r.y0;                                                            \
@@ -277,7 +287,13 @@ static size_t band_hi(const bk_atlas *a, size_t b)
     return e < N ? e : N;
 }
 
-typedef struct cov_ctx { const bk_atlas *a; const raster_bands *B; uint8_t *mask; uint32_t *ids; uint64_t *count; } cov_ctx;
+typedef struct cov_ctx {
+    const bk_atlas *a;
+    const raster_bands *B, *RB;  /* RB: the bilinear reach's (NULL: ids are the covered texels' only) */
+    uint8_t *mask;
+    uint32_t *ids;
+    uint64_t *count;
+} cov_ctx;
 
 static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
 {
@@ -295,17 +311,18 @@ static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
             c->count[b] = n;
         } else {
             for (size_t i = lo; i < hi; ++i) c->ids[i] = BK_NONE;
+            if (c->RB) BAND_FOR_TEXELS(a, c->RB, b, r, t, x, y, c->ids[(size_t)y * a->width + x] = a->tri_chart[t])
             BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, c->ids[(size_t)y * a->width + x] = a->tri_chart[t])
         }
     }
 }
 
 /* Serial fallback when the bands cannot be allocated (out of memory): one pass over all triangles. */
-static void coverage_serial(const bk_atlas *a, uint8_t *mask, uint32_t *ids)
+static void coverage_serial(const bk_atlas *a, double half, uint8_t *mask, uint32_t *ids)
 {
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         rtri r;
-        if (a->tri_chart[t] == BK_NONE || !rtri_setup(a, t, &r)) continue;
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup_half(a, t, half, &r)) continue;
         rtri_spans_setup(&r);
         for (int y = r.y0, xa, xb; y <= r.y1; ++y)
             if (rtri_row_span(&r, y, &xa, &xb))
@@ -323,7 +340,7 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     raster_bands B;
     uint64_t *count = NULL;
     if (bands_build(a, &B) == 0 && (count = calloc(B.nb ? B.nb : 1, sizeof(uint64_t)))) {
-        cov_ctx c = { a, &B, mask, NULL, count };
+        cov_ctx c = { a, &B, NULL, mask, NULL, count };
         bk_parallel_for(B.nb, 1, coverage_fn, &c);
         uint64_t n = 0;
         for (uint32_t b = 0; b < B.nb; ++b) n += count[b];
@@ -333,25 +350,32 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     }
     bands_free(&B);
     memset(mask, 0, N);
-    coverage_serial(a, mask, NULL);
+    coverage_serial(a, 0.5, mask, NULL);
     uint64_t n = 0;
     for (size_t i = 0; i < N; ++i) n += mask[i];
     return n;
 }
 
-void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids)
+static void chart_ids(const bk_atlas *a, int reach, uint32_t *ids)
 {
     size_t N = BK_ATLAS_PIXELS(a);
-    raster_bands B;
-    if (bands_build(a, &B) == 0) {
-        cov_ctx c = { a, &B, NULL, ids, NULL };
+    raster_bands B, RB;
+    memset(&RB, 0, sizeof RB);
+    if (bands_build(a, &B) == 0 && (!reach || bands_build_half(a, 1.0, &RB) == 0)) {
+        cov_ctx c = { a, &B, reach ? &RB : NULL, NULL, ids, NULL };
         bk_parallel_for(B.nb, 1, coverage_fn, &c);
         bands_free(&B);
+        bands_free(&RB);
         return;
     }
+    bands_free(&B);
     for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
-    coverage_serial(a, NULL, ids);
+    if (reach) coverage_serial(a, 1.0, NULL, ids);
+    coverage_serial(a, 0.5, NULL, ids);
 }
+
+void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 0, ids); }
+void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 1, ids); }
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 {

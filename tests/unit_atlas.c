@@ -3,8 +3,9 @@
  *
  * Invariants checked on every atlas (check_atlas):
  *   every UV finite and in [0,1]; no two triangles' UV interiors overlap (sampled at twice the
- *   atlas resolution); texels of different charts keep >= padding empty texels between them
- *   (conservative chart-id raster); every triangle's texel area / world area is texels_per_unit^2
+ *   atlas resolution); the texels bilinear lookups inside a chart read are read by no other
+ *   chart (padding p: they keep p - 2 texels apart), and one round of the charts' dilation
+ *   gives each of them its own chart's colour; every triangle's texel area / world area is texels_per_unit^2
  *   times the cosine of its tilt to the chart plane, so within [cos(max_cone_deg), 1] of it;
  *   every non-degenerate triangle touches a covered texel; rasterized texels are sorted by pixel,
  *   lie on their triangle (distance < 1e-4 of the scene diagonal) with unit normals, and agree
@@ -222,6 +223,44 @@ static void sample_span(double p[3][2], double sg, double cy, int x0, int x1, in
     *xb = lo <= hi ? (int)hi : (int)lo - 1;
 }
 
+/* Marks reach[pixel] = the chart of t for every texel whose centre lies within one texel of
+ * triangle t along both axes (the closed square of side 2 about it meets the triangle: no
+ * separating axis among x, y and the three edge normals); returns the texels already marked by
+ * another chart. */
+static uint64_t reach_mark(const bk_atlas *a, uint32_t t, uint32_t *reach)
+{
+    int W = a->width, H = a->height;
+    double p[3][2], lo[2] = { 1e300, 1e300 }, hi[2] = { -1e300, -1e300 };
+    for (int k = 0; k < 3; ++k)
+        for (int d = 0; d < 2; ++d) {
+            p[k][d] = a->uv[6 * (size_t)t + 2 * k + d] * (d ? H : W);
+            lo[d] = fmin(lo[d], p[k][d]);
+            hi[d] = fmax(hi[d], p[k][d]);
+        }
+    uint64_t shared = 0;
+    uint32_t c = a->tri_chart[t];
+    for (int y = (int)floor(lo[1] - 1.5); y <= (int)floor(hi[1] + 0.5); ++y)
+        for (int x = (int)floor(lo[0] - 1.5); x <= (int)floor(hi[0] + 0.5); ++x) {
+            if (x < 0 || y < 0 || x >= W || y >= H) continue;
+            double cx = x + 0.5, cy = y + 0.5;
+            if (lo[0] > cx + 1 || hi[0] < cx - 1 || lo[1] > cy + 1 || hi[1] < cy - 1) continue;
+            int apart = 0;
+            for (int e = 0; e < 3 && !apart; ++e) {
+                /* the edge's normal (nx, ny); the triangle's extent along it against the square's */
+                double nx = p[(e + 1) % 3][1] - p[e][1], ny = -(p[(e + 1) % 3][0] - p[e][0]);
+                double t0 = nx * p[0][0] + ny * p[0][1], t1 = nx * p[1][0] + ny * p[1][1], t2 = nx * p[2][0] + ny * p[2][1];
+                double tlo = fmin(t0, fmin(t1, t2)), thi = fmax(t0, fmax(t1, t2));
+                double sc = nx * cx + ny * cy, sr = fabs(nx) + fabs(ny);
+                apart = tlo > sc + sr || thi < sc - sr;
+            }
+            if (apart) continue;
+            size_t i = (size_t)y * W + x;
+            if (reach[i] != BK_NONE && reach[i] != c) shared++;
+            reach[i] = c;
+        }
+    return shared;
+}
+
 typedef struct check_opts {
     int    padding;            /* padding the atlas was built with (0: --uv file, not checked) */
     int    isolated_own;       /* every non-degenerate triangle must own a texel (isolated slivers) */
@@ -277,28 +316,53 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
     free(owner);
     BK_EXPECTF(overlaps == 0, "%s: %u UV samples inside two triangles (first: triangles %u and %u)", name, overlaps, ov_a, ov_b);
 
-    /* padding between charts */
-    uint32_t *ids = malloc(sizeof(uint32_t) * N);
-    bk_atlas_chart_ids(a, ids);
+    /* padding between charts: the texels bilinear lookups inside a chart read (centres within one
+     * texel of it along both axes: reach_mark, written here apart from raster.c) are read by no
+     * other chart, and with padding p keep p - 2 texels from another chart's */
     if (co.padding > 0) {
-        uint64_t close = 0;
-        int r = co.padding;
-        for (int y = 0; y < H; ++y)
+        uint32_t *reach = malloc(sizeof(uint32_t) * N);
+        uint64_t shared = 0, close = 0;
+        for (size_t i = 0; i < N; ++i) reach[i] = BK_NONE;
+        for (uint32_t t = 0; t < a->tri_count; ++t)
+            if (a->tri_chart[t] != BK_NONE) shared += reach_mark(a, t, reach);
+        int r = co.padding - 2;
+        for (int y = 0; y < H && r > 0; ++y)
             for (int x = 0; x < W; ++x) {
-                uint32_t c = ids[(size_t)y * W + x];
+                uint32_t c = reach[(size_t)y * W + x];
                 if (c == BK_NONE) continue;
                 for (int dy = -r; dy <= r; ++dy)
                     for (int dx = -r; dx <= r; ++dx) {
                         int xx = x + dx, yy = y + dy;
                         if (xx < 0 || yy < 0 || xx >= W || yy >= H) continue;
-                        uint32_t o = ids[(size_t)yy * W + xx];
+                        uint32_t o = reach[(size_t)yy * W + xx];
                         close += o != BK_NONE && o != c;
                     }
             }
-        BK_EXPECTF(close == 0, "%s: %llu texel pairs of different charts closer than %d texels", name,
-                   (unsigned long long)close, co.padding + 1);
+        BK_EXPECTF(shared == 0, "%s: %llu texels read by bilinear lookups of two charts", name, (unsigned long long)shared);
+        BK_EXPECTF(close == 0, "%s: %llu texel pairs read by different charts closer than %d texels", name,
+                   (unsigned long long)close, r + 1);
+        /* and the dilation gives each of them its own chart's colour: each chart's texels painted
+         * with its number, one round of bk_image_dilate_charts with bk_atlas_reach_ids */
+        uint32_t *ids = malloc(sizeof(uint32_t) * N);
+        float *rgb = malloc(sizeof(float) * 3 * N);
+        uint8_t *cov = malloc(N);
+        bk_atlas_chart_ids(a, ids);
+        for (size_t i = 0; i < N; ++i) {
+            cov[i] = ids[i] != BK_NONE ? BK_COVER_TEXEL : BK_COVER_NONE;
+            for (int k = 0; k < 3; ++k) rgb[3 * i + k] = ids[i] != BK_NONE ? (float)ids[i] + 1.0f : 0.0f;
+        }
+        bk_atlas_reach_ids(a, ids);
+        bk_image_dilate_charts(rgb, cov, ids, W, H, 1);
+        uint64_t foreign = 0, first = 0;
+        for (size_t i = 0; i < N; ++i)
+            if (reach[i] != BK_NONE && !(rgb[3 * i] == (float)reach[i] + 1.0f && rgb[3 * i + 2] == (float)reach[i] + 1.0f)) {
+                if (!foreign++) first = i;
+            }
+        BK_EXPECTF(foreign == 0, "%s: %llu texels bilinear lookups read hold another chart's colour after dilation (first: "
+                   "pixel %llu, chart %u, %g)", name, (unsigned long long)foreign, (unsigned long long)first, reach[first],
+                   (double)rgb[3 * first]);
+        free(ids); free(rgb); free(cov); free(reach);
     }
-    free(ids);
 
     /* uniform texel density: area ratio = tpu^2 * cos(tilt), tilt <= max_cone_deg */
     double tpu2 = (double)a->texels_per_unit * a->texels_per_unit;
