@@ -204,8 +204,9 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
                              uint32_t nrun, int size, int pad, uint32_t *bad);
 
 /* Where a point (lx, ly) of a w x h chart (texels) lands in its shape mask of mw x mh texels
- * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.01 texel
- * from the mask's top-left corner; 2 and 3 are 0 and 1 turned half round within the mask
+ * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.51 texel
+ * from the mask's top-left corner (half a texel and a margin: see the shape packing in
+ * atlas_pack.c); 2 and 3 are 0 and 1 turned half round within the mask
  * (bk_atlas_pack_shapes makes their masks by reversing those of 0 and 1). */
 #define BK_ATLAS_SHAPE_MARGIN 0.51
 static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, double lx, double ly, int rot, double *x, double *y)
@@ -220,11 +221,11 @@ static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, doub
 }
 
 /* Packs the n_mesh mesh items (charts at scale s, then the degenerate triangles' texel) by their
- * rasterized shapes into a strip N texels wide and unbounded below, at least pad empty texels
- * apart; *used_rows gets the rows down to the lowest chart texel, so they fit an N x N atlas iff
- * *used_rows <= N. it[i] gets the position of item i's mask (x, y), its rotation and its mask's
- * size (w, h, no padding): a chart's corner (lx, ly) (C->loc times s) lands at
- * (x + lx + 0.01, y + ly + 0.01) unrotated, (x + h_c - ly + 0.01, y + lx + 0.01) turned (h_c the
+ * rasterized shapes (their bilinear footprints, pad - 2 texels apart) into a strip N texels wide
+ * and unbounded below; *used_rows gets the rows down to the lowest footprint texel, so they fit
+ * an N x N atlas when *used_rows <= N. it[i] gets the position of item i's mask (x, y), its
+ * rotation and its mask's size (w, h, no padding): a chart's corner (lx, ly) (C->loc times s)
+ * lands at (x + lx + 0.51, y + ly + 0.51) unrotated, (x + h_c - ly + 0.51, y + lx + 0.51) turned (h_c the
  * chart's height times s). fill (NULL: all 1) multiplies chart i's scale by fill[i]. Returns 1, 0
  * when a chart is wider than N, -1 out of memory. */
 int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,

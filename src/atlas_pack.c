@@ -288,11 +288,17 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
 /* ---------------------------------------------------------------------------------------------
  * Shape packing: charts as their texels, not their rectangles.
  *
- * Each chart is rasterized at the scale being tried into a bit mask of the texels its triangles
- * touch (conservatively, with a slack of SHAPE_EPS texels, so the float UVs and raster.c's
- * closed-box test never reach a texel the mask lacks). The bin keeps one bit per texel taken by
- * a placed chart or its padding ring (its mask dilated by `pad` texels, a square kernel); a chart
- * fits at (x, y) when none of its bits meets a taken one. So concave charts interlock, small
+ * Each chart is rasterized at the scale being tried into a bit mask of its footprint: the texels
+ * a bilinear lookup at one of its points reads, those whose centre lies within SHAPE_REACH + 1/2
+ * = 1 texel of it along both axes (conservatively, with a slack of SHAPE_EPS texels, so the float
+ * UVs and raster.c's closed tests never reach a texel the mask lacks). The chart lies 0.51 texel
+ * into its mask (BK_ATLAS_SHAPE_MARGIN): the texel centres left of and above it are then more
+ * than one texel away, so its footprint adds no column or row there, and one on the far side
+ * only where its extent's fraction asks for it. The bin keeps one bit per texel taken by a placed
+ * footprint (dilated by pad - 2 texels, a square kernel); a chart fits at (x, y) when none of its
+ * bits meets a taken one. So no texel is read by two charts (raster.c's bk_atlas_reach_ids and
+ * image.c's bk_image_dilate_charts give it its own chart's colours), while their texels may lie
+ * one texel apart, or side by side where their edges fall between texel centres. So concave charts interlock, small
  * charts drop into the holes of large ones (windows in a wall) and into the corners rectangles
  * waste. Charts go tallest first (by their rectangles' shorter side, then the longer; up to 16
  * charts, by their rectangles' area), each at the first position in scan order (top row first, then
@@ -403,7 +409,7 @@ static int shape_size(const charting *C, uint32_t ci, double s, int rot, shape *
     return 0;
 }
 
-/* The conservative mask of chart ci into sh (sized by shape_size; bits: wpr * h zeroed words,
+/* The footprint mask of chart ci into sh (sized by shape_size; bits: wpr * h zeroed words,
  * run and run_at: h ints each). */
 static void shape_finish(shape *sh);
 static void shape_order(shape *sh);
