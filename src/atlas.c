@@ -348,7 +348,7 @@ static void place_fn(void *ctx, size_t begin, size_t end, int worker)
             for (int k = 0; k < 3; ++k) {
                 double lx = Cp->loc[6 * (size_t)t + 2 * k] * scale + ox, ly = Cp->loc[6 * (size_t)t + 2 * k + 1] * scale + oy;
                 double x = b->rot ? bh - ly : lx, y = b->rot ? lx : ly;
-                if (pc->shaped) {  /* masks: the turned chart 0.01 texel from the mask's top-left corner */
+                if (pc->shaped) {  /* masks: the turned chart 0.51 texel from the mask's top-left corner */
                     bk_atlas_shape_place(c->w * scale, c->h * scale, b->w, b->h, Cp->loc[6 * (size_t)t + 2 * k] * scale,
                                          Cp->loc[6 * (size_t)t + 2 * k + 1] * scale, b->rot, &x, &y);
                 }
@@ -737,6 +737,7 @@ place:;
         rc = bk_fail(err, err_size, "%s: out of memory", name);
         goto done;
     }
+    out->close_charts = shaped;
     place_ctx pc = { &C, best_items, item_page, fill, scale0, pad, shaped, N, out };
     bk_parallel_for(C.count, 8, place_fn, &pc);  /* small chunks: a few charts hold most triangles */
     for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];

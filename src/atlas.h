@@ -132,6 +132,8 @@ typedef struct bk_atlas {
     uint32_t *tri_page;           /* page of each triangle; NULL when page_count is 1 */
     uint32_t  rect_first_tri;     /* triangles from here on are rectangular charts (rasterized
                                      by texel centre); tri_count when there are none */
+    int       close_charts;       /* 1: packed by their shapes, charts may lie less than two texels
+                                     apart: dilate with bk_image_dilate_charts (bk_atlas_reach_ids) */
     uint64_t  overlap_work;       /* steps of the overlap searches (charts' self-overlap, merges,
                                      --uv file): grid cells filled, corners counted, pairs and
                                      wedges looked at. A few times tri_count whatever the
@@ -181,11 +183,11 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
  * none (tests check the padding with it). */
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
 
-/* The same, and where no triangle touches a texel, the chart of a triangle whose bilinear lookups
- * read it (its centre less than one texel from the triangle along both axes, within rounding);
- * BK_NONE where none does. The packer keeps those texels of different charts apart (padding 2:
- * no texel is read by two charts), so bk_image_dilate_charts gives each the colours of its own
- * chart only. */
+/* Every texel a bilinear lookup at a point of a triangle reads (its centre at most one texel from
+ * the triangle along both axes), the covered ones among them, gets that triangle's chart; BK_NONE
+ * where none reads. The packer lets no two charts read one texel (padding 2 and more), so the
+ * covered texels get the ids of bk_atlas_chart_ids, and bk_image_dilate_charts gives each of
+ * the others the colours of its own chart only. */
 void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids);
 
 /* Debug picture: every chart gets a random colour (rgb is width * height * page_count * 3 floats,

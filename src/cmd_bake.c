@@ -1496,14 +1496,14 @@ static int bake_run(int argc, char **argv, bake_job *job)
         goto done;
     }
     wr[WR_FILL] = lap(&wt);
-    /* charts may lie one texel apart: each texel that bilinear lookups inside a chart read takes
-     * that chart's colours only (bk_atlas_reach_ids) */
+    /* where charts may lie less than two texels apart, each texel that bilinear lookups inside a
+     * chart read takes that chart's colours only (bk_atlas_reach_ids) */
     {
-        uint32_t *reach = malloc(sizeof(uint32_t) * (npx ? npx : 1));
-        if (!reach) { bake_error("out of memory\n"); goto done; }
-        bk_atlas_reach_ids(&at, reach);
+        uint32_t *reach = at.close_charts ? malloc(sizeof(uint32_t) * (npx ? npx : 1)) : NULL;
+        if (at.close_charts && !reach) { bake_error("out of memory\n"); goto done; }
+        if (reach) bk_atlas_reach_ids(&at, reach);
         for (int p = 0; p < at.page_count; ++p)
-            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, reach + page_px * (size_t)p, at.width,
+            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, reach ? reach + page_px * (size_t)p : NULL, at.width,
                                    at.height, c.atlas.padding + 14);
         free(reach);
     }

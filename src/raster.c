@@ -287,13 +287,7 @@ static size_t band_hi(const bk_atlas *a, size_t b)
     return e < N ? e : N;
 }
 
-typedef struct cov_ctx {
-    const bk_atlas *a;
-    const raster_bands *B, *RB;  /* RB: the bilinear reach's (NULL: ids are the covered texels' only) */
-    uint8_t *mask;
-    uint32_t *ids;
-    uint64_t *count;
-} cov_ctx;
+typedef struct cov_ctx { const bk_atlas *a; const raster_bands *B; uint8_t *mask; uint32_t *ids; uint64_t *count; } cov_ctx;
 
 static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
 {
@@ -311,7 +305,6 @@ static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
             c->count[b] = n;
         } else {
             for (size_t i = lo; i < hi; ++i) c->ids[i] = BK_NONE;
-            if (c->RB) BAND_FOR_TEXELS(a, c->RB, b, r, t, x, y, c->ids[(size_t)y * a->width + x] = a->tri_chart[t])
             BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, c->ids[(size_t)y * a->width + x] = a->tri_chart[t])
         }
     }
@@ -340,7 +333,7 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     raster_bands B;
     uint64_t *count = NULL;
     if (bands_build(a, &B) == 0 && (count = calloc(B.nb ? B.nb : 1, sizeof(uint64_t)))) {
-        cov_ctx c = { a, &B, NULL, mask, NULL, count };
+        cov_ctx c = { a, &B, mask, NULL, count };
         bk_parallel_for(B.nb, 1, coverage_fn, &c);
         uint64_t n = 0;
         for (uint32_t b = 0; b < B.nb; ++b) n += count[b];
@@ -356,26 +349,24 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     return n;
 }
 
-static void chart_ids(const bk_atlas *a, int reach, uint32_t *ids)
+/* One pass: a chart's reach holds its own texels, so the reach's pass alone labels them too
+ * (where two charts' reaches meet, as the packer never lets them, the later triangle's). */
+static void chart_ids(const bk_atlas *a, double half, uint32_t *ids)
 {
     size_t N = BK_ATLAS_PIXELS(a);
-    raster_bands B, RB;
-    memset(&RB, 0, sizeof RB);
-    if (bands_build(a, &B) == 0 && (!reach || bands_build_half(a, 1.0, &RB) == 0)) {
-        cov_ctx c = { a, &B, reach ? &RB : NULL, NULL, ids, NULL };
+    raster_bands B;
+    if (bands_build_half(a, half, &B) == 0) {
+        cov_ctx c = { a, &B, NULL, ids, NULL };
         bk_parallel_for(B.nb, 1, coverage_fn, &c);
         bands_free(&B);
-        bands_free(&RB);
         return;
     }
-    bands_free(&B);
     for (size_t i = 0; i < N; ++i) ids[i] = BK_NONE;
-    if (reach) coverage_serial(a, 1.0, NULL, ids);
-    coverage_serial(a, 0.5, NULL, ids);
+    coverage_serial(a, half, NULL, ids);
 }
 
-void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 0, ids); }
-void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 1, ids); }
+void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 0.5, ids); }
+void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 1.0, ids); }
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 {

@@ -342,7 +342,8 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         BK_EXPECTF(close == 0, "%s: %llu texel pairs read by different charts closer than %d texels", name,
                    (unsigned long long)close, r + 1);
         /* and the dilation gives each of them its own chart's colour: each chart's texels painted
-         * with its number, one round of bk_image_dilate_charts with bk_atlas_reach_ids */
+         * with its number, one round of bk_image_dilate_charts, with bk_atlas_reach_ids where
+         * the atlas says its charts may lie close (as baker dilates) */
         uint32_t *ids = malloc(sizeof(uint32_t) * N);
         float *rgb = malloc(sizeof(float) * 3 * N);
         uint8_t *cov = malloc(N);
@@ -352,7 +353,7 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
             for (int k = 0; k < 3; ++k) rgb[3 * i + k] = ids[i] != BK_NONE ? (float)ids[i] + 1.0f : 0.0f;
         }
         bk_atlas_reach_ids(a, ids);
-        bk_image_dilate_charts(rgb, cov, ids, W, H, 1);
+        bk_image_dilate_charts(rgb, cov, a->close_charts ? ids : NULL, W, H, 1);
         uint64_t foreign = 0, first = 0;
         for (size_t i = 0; i < N; ++i)
             if (reach[i] != BK_NONE && !(rgb[3 * i] == (float)reach[i] + 1.0f && rgb[3 * i + 2] == (float)reach[i] + 1.0f)) {
