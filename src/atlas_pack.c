@@ -648,8 +648,13 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
                 if (B->free_run[r] < sh->band_run) { q = r; break; }
         } else q = seg_find(B->smin, B->smax, B->P, 1, 0, B->P - 1, y + sh->band0, y + sh->band1, sh->band_run, 1);
         if (q >= 0) { y = q - sh->band0 + 1; continue; }
+        /* every mask row needs a free run as long as its own beside it; 32 rows at a time
+         * without a branch (vectorized: a quarter of the search's time went here one by one) */
         int skip = 0;
-        for (int r = 0; r < sh->h && !skip; ++r) skip = B->free_run[y + r] < sh->run[r];
+        for (int r0 = 0; r0 < sh->h && !skip; r0 += 32) {
+            const int n = sh->h - r0 < 32 ? sh->h - r0 : 32, *fr = B->free_run + y + r0, *rn = sh->run + r0;
+            for (int r = 0; r < n; ++r) skip |= fr[r] < rn[r];
+        }
         if (skip) { y++; continue; }
         int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
         xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
