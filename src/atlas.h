@@ -33,9 +33,9 @@
  * within one texel of it along both axes, bk_atlas_reach_ids) are read by no other chart, and with
  * `padding` P > 2 they keep P - 2 texels from another chart's. For charts on texel corners (the
  * voxel quads, and the rectangles' packing of padded blocks) that is P empty texels between them;
- * charts packed by their shapes may lie one texel apart, or touch where their edges fall between
- * texel centres, so the dilation gives each such texel its own chart's colours
- * (bk_image_dilate_charts).
+ * the texels of charts packed by their shapes may lie one texel apart, or side by side where
+ * their edges fall between texel centres (close_charts), so the dilation gives each texel that
+ * a chart's lookups read that chart's colours (bk_image_dilate_charts).
  */
 #ifndef BK_ATLAS_H
 #define BK_ATLAS_H

@@ -1503,8 +1503,8 @@ static int bake_run(int argc, char **argv, bake_job *job)
         if (at.close_charts && !reach) { bake_error("out of memory\n"); goto done; }
         if (reach) bk_atlas_reach_ids(&at, reach);
         for (int p = 0; p < at.page_count; ++p)
-            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p, reach ? reach + page_px * (size_t)p : NULL, at.width,
-                                   at.height, c.atlas.padding + 14);
+            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p,
+                                   reach ? reach + page_px * (size_t)p : NULL, at.width, at.height, c.atlas.padding + 14);
         free(reach);
     }
     wr[WR_DILATE] = lap(&wt);
