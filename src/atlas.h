@@ -48,6 +48,10 @@
 #include <stdio.h>
 
 #define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
+/* A bilinear lookup reads the texels whose centres lie within this many texels of its point
+ * along both axes: a chart's footprint, what the shape packer keeps apart (atlas_pack.c) and
+ * bk_atlas_reach_ids labels. */
+#define BK_ATLAS_REACH 1.0
 
 /* Texels of all pages together: width * height * page_count. */
 #define BK_ATLAS_PIXELS(a) ((size_t)(a)->width * (size_t)(a)->height * (size_t)(a)->page_count)

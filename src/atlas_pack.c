@@ -289,7 +289,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * Shape packing: charts as their texels, not their rectangles.
  *
  * Each chart is rasterized at the scale being tried into a bit mask of its footprint: the texels
- * a bilinear lookup at one of its points reads, those whose centre lies within SHAPE_REACH + 1/2
+ * a bilinear lookup at one of its points reads, those whose centre lies within BK_ATLAS_REACH
  * = 1 texel of it along both axes (conservatively, with a slack of SHAPE_EPS texels, so the float
  * UVs and raster.c's closed tests never reach a texel the mask lacks). The chart lies 0.51 texel
  * into its mask (BK_ATLAS_SHAPE_MARGIN): the texel centres left of and above it are then more
@@ -301,8 +301,8 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * one texel apart, or side by side where their edges fall between texel centres (with two empty
  * texels around each chart, the rule before, sibenik's atlas was 78.4 % covered at 1024^2, now
  * 87.1 %). Concave charts interlock, small charts drop into the holes of large ones (windows in
- * a wall) and into the corners rectangles waste. Charts go tallest first (by their rectangles' shorter side, then the longer; up to 16
- * charts, by their rectangles' area), each at the first position in scan order (top row first, then
+ * a wall) and into the corners rectangles waste. Charts go tallest first (by their rectangles'
+ * shorter side, then the longer; up to 16 charts, by their rectangles' area), each at the first position in scan order (top row first, then
  * leftmost) where it fits, unrotated or turned 90 degrees, and large masks also 180 and 270
  * (a turn only when its bottom ends higher than the turns before). The bin is a strip as wide as the atlas and twice as tall, so one packing also
  * says how many rows the charts need at this scale.
@@ -318,7 +318,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * one that ended the last search row; an intersection is the same in any order. */
 
 #define SHAPE_EPS 1e-3
-#define SHAPE_REACH 0.5
+#define SHAPE_REACH (BK_ATLAS_REACH - 0.5)  /* beyond the texel's own half side */
 #define SHAPE_AREA_ORDER_MAX 16
 /* Masks of at least 1/1024 of the atlas (32 x 32 texels in 1024^2) are also tried turned half
  * round (both of their quarter turns): measured at 960, 1024 and 1088 texels against two turns

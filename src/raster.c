@@ -349,8 +349,9 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
     return n;
 }
 
-/* One pass: a chart's reach holds its own texels, so the reach's pass alone labels them too
- * (where two charts' reaches meet, as the packer never lets them, the later triangle's). */
+/* Every texel within half of a triangle (0.5: the ones it touches; BK_ATLAS_REACH: the ones its
+ * bilinear lookups read) gets its chart, a later triangle's over an earlier one's. A chart's
+ * reach holds its own texels and no other chart's, so the reach alone labels those too. */
 static void chart_ids(const bk_atlas *a, double half, uint32_t *ids)
 {
     size_t N = BK_ATLAS_PIXELS(a);
@@ -366,7 +367,7 @@ static void chart_ids(const bk_atlas *a, double half, uint32_t *ids)
 }
 
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 0.5, ids); }
-void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, 1.0, ids); }
+void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, BK_ATLAS_REACH, ids); }
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 {
