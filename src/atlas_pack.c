@@ -302,9 +302,10 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
  * texels around each chart, the rule before, sibenik's atlas was 78.4 % covered at 1024^2, now
  * 87.1 %). Concave charts interlock, small charts drop into the holes of large ones (windows in
  * a wall) and into the corners rectangles waste. Charts go tallest first (by their rectangles'
- * shorter side, then the longer; up to 16 charts, by their rectangles' area), each at the first position in scan order (top row first, then
- * leftmost) where it fits, unrotated or turned 90 degrees, and large masks also 180 and 270
- * (a turn only when its bottom ends higher than the turns before). The bin is a strip as wide as the atlas and twice as tall, so one packing also
+ * shorter side, then the longer; up to 16 charts, by their rectangles' area), each at the first
+ * position in scan order (top row first, then leftmost) where it fits, unrotated or turned 90
+ * degrees, and large masks also 180 and 270 (a turn only when its bottom ends higher than the
+ * turns before). The bin is a strip as wide as the atlas and twice as tall, so one packing also
  * says how many rows the charts need at this scale.
  *
  * The search must not cost a test per texel per chart (xatlas's brute force is why it takes
