@@ -20,6 +20,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
 
 /* ---------------------------------------------------------------------------------------------
  * Skyline packing. */
@@ -111,11 +114,73 @@ static void sky_place(packer *P, int i, int x, int y, int w, int h)
     }
 }
 
-/* Packs items (sizes include the padding) into bin_w x bin_h; returns 1 when all fit. An item
- * goes into the waste rectangle it fits most tightly (best short side fit, guillotine split of
- * the rest), else onto the skyline where its top ends lowest (bottom-left). */
-static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
+/* Waste rectangle wi against an item of w x h, unturned then turned: the better fit into *best
+ * (the first of equal ones kept). */
+static void waste_try(const packer *P, int wi, int w, int h, int *best_fit, int *best_wi, int *best_rot)
 {
+    const waste_rect *f = &P->waste[wi];
+    for (int rot = 0; rot < 2; ++rot) {
+        int rw = rot ? h : w, rh = rot ? w : h;
+        if (rw > f->w || rh > f->h) continue;
+        int fit = f->w - rw < f->h - rh ? f->w - rw : f->h - rh;
+        if (fit < *best_fit) { *best_fit = fit; *best_wi = wi; *best_rot = rot; }
+    }
+}
+
+#if defined(__SSE2__)
+/* Four rectangles' short side fits for an item of w x h (INT32_MAX where it does not fit), SSE2. */
+static inline __m128i waste_fit4(__m128i fw, __m128i fh, __m128i w, __m128i h)
+{
+    __m128i dw = _mm_sub_epi32(fw, w), dh = _mm_sub_epi32(fh, h);
+    __m128i bad = _mm_srai_epi32(_mm_or_si128(dw, dh), 31), lt = _mm_cmplt_epi32(dw, dh);
+    __m128i fit = _mm_or_si128(_mm_and_si128(lt, dw), _mm_andnot_si128(lt, dh));
+    return _mm_or_si128(_mm_andnot_si128(bad, fit), _mm_and_si128(bad, _mm_set1_epi32(INT32_MAX)));
+}
+#endif
+
+int bk_atlas_waste_check;
+uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;
+
+/* The waste rectangle an item of w x h fits most tightly (best short side fit; of equal fits the
+ * first in the waste map's order, unturned before turned), or -1 with *rot untouched. The scan
+ * is most of a voxel world's packing (about 100 rectangles for each of 3.7 M quads): with SSE2
+ * it takes four rectangles at a time and looks at them one by one only where one beats the best
+ * fit so far, which only falls; the same rectangle as the one-by-one scan (bk_atlas_waste_check). */
+static int waste_best(const packer *P, int w, int h, int *rot)
+{
+    int best_fit = INT32_MAX, best_wi = -1, best_rot = 0, wi = 0;
+#if defined(__SSE2__)
+    const __m128i vw = _mm_set1_epi32(w), vh = _mm_set1_epi32(h);
+    for (; wi + 4 <= P->nwaste; wi += 4) {
+        const __m128i *q = (const __m128i *)(P->waste + wi);   /* x y w h, four times */
+        __m128i a = _mm_unpackhi_epi32(_mm_loadu_si128(q), _mm_loadu_si128(q + 1));      /* w0 w1 h0 h1 */
+        __m128i b = _mm_unpackhi_epi32(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3));  /* w2 w3 h2 h3 */
+        __m128i fw = _mm_unpacklo_epi64(a, b), fh = _mm_unpackhi_epi64(a, b);
+        __m128i f0 = waste_fit4(fw, fh, vw, vh), f1 = waste_fit4(fw, fh, vh, vw);
+        __m128i lt = _mm_cmplt_epi32(f1, f0), m = _mm_or_si128(_mm_and_si128(lt, f1), _mm_andnot_si128(lt, f0));
+        if (!_mm_movemask_epi8(_mm_cmplt_epi32(m, _mm_set1_epi32(best_fit)))) continue;
+        for (int k = wi; k < wi + 4; ++k) waste_try(P, k, w, h, &best_fit, &best_wi, &best_rot);
+    }
+#endif
+    for (; wi < P->nwaste; ++wi) waste_try(P, wi, w, h, &best_fit, &best_wi, &best_rot);
+    if (bk_atlas_waste_check && P->nwaste >= 8) {
+        int f1 = INT32_MAX, w1 = -1, r1 = 0;
+        for (int k = 0; k < P->nwaste; ++k) waste_try(P, k, w, h, &f1, &w1, &r1);
+        bk_atlas_waste_checked++;
+        bk_atlas_waste_wrong += w1 != best_wi || (w1 >= 0 && r1 != best_rot);
+    }
+    if (best_wi >= 0) *rot = best_rot;
+    return best_wi;
+}
+
+/* Packs items (sizes include the padding) into bin_w x bin_h; returns 1 when all fit, and *top
+ * gets the highest item top. An item goes into the waste rectangle it fits most tightly (best
+ * short side fit, guillotine split of the rest), else onto the skyline where its top ends lowest
+ * (bottom-left). Where the items fit in a shorter bin, they are placed there as here (a top
+ * beyond the shorter bin is taken only where no position ends lower). */
+static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h, int *top)
+{
+    *top = 0;
     P->count = 1;
     P->nodes[0].x = 0; P->nodes[0].y = 0; P->nodes[0].w = bin_w;
     P->nwaste = 0;
@@ -128,16 +193,7 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
     for (uint32_t k = 0; k < n; ++k) {
         pk_item *r = &it[P->order[k]];
         /* waste map first */
-        int best_fit = INT32_MAX, best_wi = -1, best_wrot = 0;
-        for (int wi = 0; wi < P->nwaste; ++wi) {
-            const waste_rect *f = &P->waste[wi];
-            for (int rot = 0; rot < 2; ++rot) {
-                int w = rot ? r->h : r->w, h = rot ? r->w : r->h;
-                if (w > f->w || h > f->h) continue;
-                int fit = f->w - w < f->h - h ? f->w - w : f->h - h;
-                if (fit < best_fit) { best_fit = fit; best_wi = wi; best_wrot = rot; }
-            }
-        }
+        int best_wrot = 0, best_wi = waste_best(P, r->w, r->h, &best_wrot);
         if (best_wi >= 0) {
             waste_rect f = P->waste[best_wi];
             P->waste[best_wi] = P->waste[--P->nwaste];
@@ -168,6 +224,7 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h)
             }
         }
         if (best_i < 0) return 0;
+        if (best_top > *top) *top = best_top;
         r->x = best_x; r->y = best_y; r->rot = best_rot;
         if (P->count + 2 > P->cap) return 0;  /* cannot happen: each placement adds at most one node */
         sky_place(P, best_i, best_x, best_y, best_rot ? r->h : r->w, best_rot ? r->w : r->h);
@@ -200,11 +257,13 @@ void bk_atlas_items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_
     }
 }
 
-/* Packs the items list[0..n) (all n items when list is NULL) into a size x size atlas. Order:
- * tallest first, where height is the shorter side, then the longer side (sorting by area or by
- * the longer side first packed no better on the corpus). */
-int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size)
+/* Packs the items list[0..n) (all n items when list is NULL) into a bin size + pad wide and
+ * bin_h tall; *top gets the rows they take. Order: tallest first, where height is the shorter
+ * side, then the longer side (sorting by area or by the longer side first packed no better on the
+ * corpus). */
+static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size, int bin_h, int *top)
 {
+    *top = 0;
     for (uint32_t k = 0; k < n; ++k) {
         uint32_t i = list ? list[k] : k;
         uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h), hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
@@ -232,7 +291,14 @@ int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n,
         qsort(P->keys, n, sizeof(key_idx), bk_key_idx_cmp);
         for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
     }
-    return pack_items(P, it, n, size + pad, size + pad);
+    return pack_items(P, it, n, size + pad, bin_h, top);
+}
+
+/* Packs the items list[0..n) (all n items when list is NULL) into a size x size atlas. */
+int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size)
+{
+    int top;
+    return pack_list_in(P, it, list, n, pad, size, size + pad, &top);
 }
 
 /* Packs every chart at scale s into one size x size atlas. */
@@ -242,40 +308,71 @@ int bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atl
     return bk_atlas_pack_list(P, it, NULL, n_mesh + o->rect_count, pad, size);
 }
 
+/* Groups g .. g + m - 1 whose padded area is at most `area`: the largest such m (at least 1,
+ * at most left). */
+static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uint32_t *run, uint32_t g, uint32_t left,
+                               double area)
+{
+    uint32_t m = 0;
+    double a = 0;
+    while (m < left) {
+        double ga = 0;
+        for (uint32_t k = run[g + m]; k < run[g + m + 1]; ++k) ga += (double)it[seq[k]].w * it[seq[k]].h;
+        if (m > 0 && a + ga > area) break;
+        a += ga;
+        m++;
+    }
+    return m;
+}
+
 /* Pages of size x size for items of fixed size, groups kept whole and in order (seq lists the
  * items group by group, group g being seq[run[g] .. run[g + 1])). Each page takes as many of the
- * next groups as pack: a first count from their area, grown while it packs, then bisected to
- * within 1/64 of the most that pack (a page may stay a little emptier than it could be, for a
- * bounded number of packings). best[i] gets item i's placement, page[i] its page. Returns the
- * number of pages, 0 when one group alone does not fit a page (*bad = its group). */
+ * next groups as pack, to within 1/64 of the most that pack (a page may stay a little emptier
+ * than it could be, for a bounded number of packings). A packing goes into a strip as wide as the
+ * page and twice as tall, so that it also says how many rows those groups take: the next count
+ * is the one whose area fills the page at the density just measured (aiming 1 % under while no
+ * count is known to fit, then at the largest step the 1/64 allows), bisecting where that guess
+ * falls outside what is known. The first count fills 85 % of the page's area. On the 54k-object
+ * voxel world (3.7 M quads, 4 pages of 4096^2, 1 texel per voxel) that is 10 packings where the
+ * search that only knew fit or not took 20, with pages as full (99.7-99.9 % of their area
+ * against 99.3-99.6 %): its packings on this project's 2-core machines 3.95 -> 1.68 s (1.20 s
+ * with waste_best's four-at-a-time scan). best[i] gets item i's placement, page[i] its page.
+ * Returns the number of pages, 0 when one group alone does not fit a page (*bad = its group). */
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                            uint32_t nrun, int size, int pad, uint32_t *bad)
 {
     uint32_t g = 0, pages = 0;
-    double cap = (double)(size + pad) * (size + pad);
+    const int side = size + pad;
+    const double cap = (double)side * side;
     while (g < nrun) {
-        uint32_t left = nrun - g, m = 0;
-        double a = 0;
-        while (m < left) {
-            double ga = 0;
-            for (uint32_t k = run[g + m]; k < run[g + m + 1]; ++k) ga += (double)it[seq[k]].w * it[seq[k]].h;
-            if (m > 0 && a + ga > 0.85 * cap) break;
-            a += ga;
-            m++;
-        }
-        uint32_t ok = 0, fail = left + 1;
+        const uint32_t left = nrun - g, *list = seq + run[g];
+        uint32_t m = groups_in_area(it, seq, run, g, left, 0.85 * cap), ok = 0, fail = left + 1;
         for (;;) {
-            const uint32_t *list = seq + run[g];
             uint32_t n = run[g + m] - run[g];
-            if (bk_atlas_pack_list(P, it, list, n, pad, size)) {
+            int top = 0;
+            int packed = pack_list_in(P, it, list, n, pad, size, 2 * side, &top);
+            if (packed && top <= side) {
                 ok = m;
                 for (uint32_t k = 0; k < n; ++k) best[list[k]] = it[list[k]];
             } else {
                 fail = m;
             }
-            if (ok == left || fail - ok <= (ok / 64 > 1 ? ok / 64 : 1)) break;
-            if (fail == left + 1) { m = ok + (ok / 4 > 1 ? ok / 4 : 1); if (m > left) m = left; }
-            else m = ok + (fail - ok) / 2;
+            const uint32_t tol = ok / 64 > 1 ? ok / 64 : 1;
+            if (ok == left || fail - ok <= tol) break;
+            /* the count whose area fills the page at this packing's density */
+            uint32_t next = 0;
+            if (packed && top > 0) {
+                double a = 0;
+                for (uint32_t k = 0; k < n; ++k) a += (double)it[list[k]].w * it[list[k]].h;
+                next = groups_in_area(it, seq, run, g, left, a * side / top * (ok ? 1.0 : 0.99));
+                if (ok && next < ok + tol) next = ok + tol;    /* close the bracket if it can */
+            }
+            if (!(next > ok && next < fail)) {
+                if (fail == left + 1) next = ok + (ok / 4 > 1 ? ok / 4 : 1);
+                else next = ok + (fail - ok) / 2;
+                if (next > left) next = left;
+            }
+            m = next;
         }
         if (ok == 0) { *bad = g; return 0; }
         for (uint32_t k = run[g]; k < run[g + ok]; ++k) page[seq[k]] = pages;
