@@ -18,6 +18,7 @@
  */
 #include "voxmesh.h"
 #include "atlas.h"
+#include "pool.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -436,6 +437,48 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
 
 /* ---- triangles ---------------------------------------------------------------------------- */
 
+/* Quads [begin, end) as triangles: four vertices and two triangles each, from vertex v0 and
+ * triangle t0 on (on the pool: every quad writes its own slots). */
+typedef struct quads_job { bk_voxmesh *out; uint32_t v0, t0; } quads_job;
+
+static void quads_to_tris(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const quads_job *J = ctx;
+    bk_scene *s = &J->out->scene;
+    for (size_t q = begin; q < end; ++q) {
+        const bk_vox_quad *Q = &J->out->quads[q];
+        float *p = s->positions + 3 * ((size_t)J->v0 + 4 * q);
+        for (int r = 0; r < 3; ++r) {
+            int32_t o = Q->o[r], a = Q->du[r] * Q->w, b = Q->dv[r] * Q->h;
+            p[r] = (float)o; p[3 + r] = (float)(o + a); p[6 + r] = (float)(o + a + b); p[9 + r] = (float)(o + b);
+        }
+        uint32_t b = J->v0 + 4 * (uint32_t)q, t = J->t0 + 2 * (uint32_t)q;
+        uint32_t *f = s->tri_v + 3 * (size_t)t;
+        f[0] = b; f[1] = b + 1; f[2] = b + 2; f[3] = b; f[4] = b + 2; f[5] = b + 3;
+        s->tri_material[t] = s->tri_material[t + 1] = Q->material;
+        if (s->tri_vt) memset(s->tri_vt + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
+        if (s->tri_vn) memset(s->tri_vn + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
+    }
+}
+
+/* The chunks' quads into their places in instance order (on the pool), and their faces. */
+typedef struct gather_job { const vm_ctx *C; const vm_work *W; bk_vox_quad *dst; const size_t *at; uint64_t *faces; } gather_job;
+
+static void gather_chunks(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const gather_job *J = ctx;
+    for (size_t c = begin; c < end; ++c) {
+        const bk_vox_quad *src = J->W[J->C->chunk_worker[c]].quads + J->C->chunk_first[c];
+        uint32_t n = J->C->chunk_count[c];
+        uint64_t f = 0;
+        memcpy(J->dst + J->at[c], src, sizeof(bk_vox_quad) * n);
+        for (uint32_t q = 0; q < n; ++q) f += (uint64_t)src[q].w * src[q].h;
+        J->faces[c] = f;
+    }
+}
+
 static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t err_size)
 {
     bk_scene tris = *src;   /* the triangles alone: voxels are not copied */
@@ -457,21 +500,8 @@ static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t er
     uint32_t *tvn = s->tri_vn ? realloc(s->tri_vn, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
     if (tvn) s->tri_vn = tvn;
     if (!pos || !tv || !tm || (s->tri_vt && !tvt) || (s->tri_vn && !tvn)) return bk_fail(err, err_size, "voxel surface: out of memory");
-    uint32_t v0 = s->vertex_count, t0 = s->tri_count;
-    for (uint32_t q = 0; q < out->quad_count; ++q) {
-        const bk_vox_quad *Q = &out->quads[q];
-        float *p = s->positions + 3 * ((size_t)v0 + 4 * (size_t)q);
-        for (int r = 0; r < 3; ++r) {
-            int32_t o = Q->o[r], a = Q->du[r] * Q->w, b = Q->dv[r] * Q->h;
-            p[r] = (float)o; p[3 + r] = (float)(o + a); p[6 + r] = (float)(o + a + b); p[9 + r] = (float)(o + b);
-        }
-        uint32_t b = v0 + 4 * q, t = t0 + 2 * q;
-        uint32_t *f = s->tri_v + 3 * (size_t)t;
-        f[0] = b; f[1] = b + 1; f[2] = b + 2; f[3] = b; f[4] = b + 2; f[5] = b + 3;
-        s->tri_material[t] = s->tri_material[t + 1] = Q->material;
-        if (s->tri_vt) memset(s->tri_vt + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
-        if (s->tri_vn) memset(s->tri_vn + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
-    }
+    quads_job J = { out, s->vertex_count, s->tri_count };
+    bk_parallel_for(out->quad_count, 16384, quads_to_tris, &J);
     s->vertex_count = (uint32_t)V;
     s->tri_count = (uint32_t)T;
     return 0;
@@ -596,15 +626,21 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     for (int k = 0; k < nt; ++k) out->hidden_faces += W[k].hidden;
     if (total >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total); goto done; }
     out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
-    if (!out->quads) { bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total); goto done; }
-    size_t at = 0;
-    for (uint32_t c = 0; c < chunks; ++c) {
-        memcpy(out->quads + at, W[C.chunk_worker[c]].quads + C.chunk_first[c], sizeof(bk_vox_quad) * C.chunk_count[c]);
-        at += C.chunk_count[c];
+    size_t *at = malloc(sizeof(size_t) * (chunks + 1));
+    uint64_t *faces = malloc(sizeof(uint64_t) * (chunks + 1));
+    if (!out->quads || !at || !faces) {
+        free(at); free(faces);
+        bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total);
+        goto done;
     }
+    at[0] = 0;
+    for (uint32_t c = 0; c < chunks; ++c) at[c + 1] = at[c] + C.chunk_count[c];
+    gather_job G = { &C, W, out->quads, at, faces };
+    bk_parallel_for(chunks, 16, gather_chunks, &G);
+    for (uint32_t c = 0; c < chunks; ++c) out->face_count += faces[c];
+    free(at); free(faces);
     out->quad_count = (uint32_t)total;
     for (int k = 0; k < nt; ++k) { free(W[k].quads); W[k].quads = NULL; }
-    for (uint32_t q = 0; q < out->quad_count; ++q) out->face_count += (uint64_t)out->quads[q].w * out->quads[q].h;
     if (make_scene(s, out, err, err_size)) goto done;
     rc = 0;
 done:
