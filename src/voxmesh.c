@@ -14,7 +14,8 @@
  *      greedy function, so the result is what a greedy mesher gives on the visible faces.
  * No allocation per voxel or per quad: arrays grow by doubling. Steps 1 and 3 run on
  * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter; each chunk's
- * quads are put back in instance order, so the result does not depend on the thread count.
+ * quads are put back in instance order (on the thread pool, as the quads' triangles are made), so
+ * the result does not depend on the thread count.
  */
 #include "voxmesh.h"
 #include "atlas.h"
