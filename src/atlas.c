@@ -589,6 +589,7 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         if (!seq || !run || !gtmp) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
         uint32_t nrun = item_groups(n_mesh, o, gtmp, seq, run);
         uint32_t pages = bk_atlas_pack_pages(&P, items, best_items, item_page, seq, run, nrun, N, pad, &bad_group);
+        if (!pages && bad_group == nrun) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
         if (!pages) {
             uint32_t first = seq[run[bad_group]];
             if (first >= n_mesh)

@@ -199,7 +199,8 @@ int  bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n
 /* Every chart at scale s into one size x size atlas. */
 int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size,
                       pk_item *it);
-/* Pages of size x size for fixed-size items, groups kept whole (see atlas_pack.c). */
+/* Pages of size x size for fixed-size items, groups kept whole (see atlas_pack.c); 0 pages when
+ * group *bad alone does not fit one, or with *bad = nrun when memory ran out. */
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                              uint32_t nrun, int size, int pad, uint32_t *bad);
 

@@ -173,12 +173,13 @@ static int waste_best(const packer *P, int w, int h, int *rot)
     return best_wi;
 }
 
-/* Packs items (sizes include the padding) into bin_w x bin_h; returns 1 when all fit, and *top
- * gets the highest item top. An item goes into the waste rectangle it fits most tightly (best
+/* Packs items it[list[pos]] (it[pos] when list is NULL) in the order P->order gives their places
+ * pos (sizes include the padding) into bin_w x bin_h, each placed in res[pos], or in place when res
+ * is NULL; returns 1 when all fit, and *top gets the highest item top. An item goes into the waste rectangle it fits most tightly (best
  * short side fit, guillotine split of the rest), else onto the skyline where its top ends lowest
  * (bottom-left). Where the items fit in a shorter bin, they are placed there as here (a top
  * beyond the shorter bin is taken only where no position ends lower). */
-static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h, int *top)
+static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res, uint32_t n, int bin_w, int bin_h, int *top)
 {
     *top = 0;
     P->count = 1;
@@ -186,15 +187,17 @@ static int pack_items(packer *P, pk_item *it, uint32_t n, int bin_w, int bin_h, 
     P->nwaste = 0;
     P->min_side = INT32_MAX;
     for (uint32_t k = 0; k < n; ++k) {
-        const pk_item *q = &it[P->order[k]];
+        const pk_item *q = &it[list ? list[k] : k];
         int m = q->w < q->h ? q->w : q->h;
         if (m < P->min_side) P->min_side = m;
     }
     for (uint32_t k = 0; k < n; ++k) {
-        pk_item *r = &it[P->order[k]];
+        const uint32_t pos = P->order[k];
+        pk_item *r = &it[list ? list[pos] : pos];
+        if (res) { res[pos] = *r; r = &res[pos]; }
         /* (items lie in their own order, not the packing's: a voxel world's 3.7 M quads span 74 MB,
          * a cache miss each that the scans cannot hide; its packings 1.28 -> 1.18 s here) */
-        if (k + 16 < n) __builtin_prefetch(&it[P->order[k + 16]]);
+        if (k + 16 < n) __builtin_prefetch(&it[list ? list[P->order[k + 16]] : P->order[k + 16]]);
         /* waste map first */
         int best_wrot = 0, best_wi = waste_best(P, r->w, r->h, &best_wrot);
         if (best_wi >= 0) {
@@ -264,7 +267,8 @@ void bk_atlas_items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_
  * bin_h tall; *top gets the rows they take. Order: tallest first, where height is the shorter
  * side, then the longer side (sorting by area or by the longer side first packed no better on the
  * corpus). */
-static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size, int bin_h, int *top)
+static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size, int bin_h, int *top,
+                        pk_item *res)
 {
     *top = 0;
     for (uint32_t k = 0; k < n; ++k) {
@@ -272,12 +276,12 @@ static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n
         uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h), hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
         if (hi > (uint64_t)(size + pad)) return 0;
         P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
-        P->keys[k].idx = i;
+        P->keys[k].idx = k;                 /* the place in the list: ties keep the list's order */
     }
     if (n > 4096 && P->keys2 && P->cnt) {
         /* many items (voxel quads): LSD radix, 16 bits a pass, passes where every digit agrees
          * skipped (block sides fit 15 bits: two passes). Stable, so ties keep the list's order,
-         * as qsort's index tie-break does for the whole list. */
+         * as qsort's tie-break by place does. */
         uint64_t all_or = 0, all_and = ~0ull;
         for (uint32_t k = 0; k < n; ++k) { all_or |= P->keys[k].key; all_and &= P->keys[k].key; }
         key_idx *src = P->keys, *dst = P->keys2;
@@ -294,14 +298,14 @@ static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n
         qsort(P->keys, n, sizeof(key_idx), bk_key_idx_cmp);
         for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
     }
-    return pack_items(P, it, n, size + pad, bin_h, top);
+    return pack_items(P, it, list, res, n, size + pad, bin_h, top);
 }
 
 /* Packs the items list[0..n) (all n items when list is NULL) into a size x size atlas. */
 int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size)
 {
     int top;
-    return pack_list_in(P, it, list, n, pad, size, size + pad, &top);
+    return pack_list_in(P, it, list, n, pad, size, size + pad, &top, NULL);
 }
 
 /* Packs every chart at scale s into one size x size atlas. */
@@ -328,61 +332,156 @@ static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uin
     return m;
 }
 
+/* A trial of bk_atlas_pack_pages: the first m groups of the page (n items) packed by its own
+ * packer into its own placements, so that two trials run side by side. */
+typedef struct page_trial {
+    packer  *P;
+    pk_item *res;        /* n placements, by place in the page's list */
+    uint32_t m, n;
+    int      packed, top;
+} page_trial;
+
+typedef struct trials_job {
+    page_trial     *t;
+    pk_item        *it;
+    const uint32_t *list;
+    int             pad, size, bin_h;
+} trials_job;
+
+static void trials_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const trials_job *J = ctx;
+    for (size_t k = begin; k < end; ++k) {
+        page_trial *t = &J->t[k];
+        t->packed = pack_list_in(t->P, J->it, J->list, t->n, J->pad, J->size, J->bin_h, &t->top, t->res);
+    }
+}
+
+/* Placements for n items, and with own_packer a packer for them too (grown, never shrunk); -1
+ * out of memory. */
+static int trial_reserve(page_trial *t, uint32_t n, uint32_t *cap, int own_packer)
+{
+    if (n <= *cap) return 0;
+    if (own_packer) bk_atlas_packer_free(t->P);
+    free(t->res);
+    t->res = malloc(sizeof(pk_item) * ((size_t)n + 1));
+    if (!t->res || (own_packer && bk_atlas_packer_init(t->P, n))) { *cap = 0; return -1; }
+    *cap = n;
+    return 0;
+}
+
 /* Pages of size x size for items of fixed size, groups kept whole and in order (seq lists the
  * items group by group, group g being seq[run[g] .. run[g + 1])). Each page takes as many of the
  * next groups as pack, to within 1/64 of the most that pack (a page may stay a little emptier
  * than it could be, for a bounded number of packings). A packing goes into a strip as wide as the
- * page and twice as tall, so that it also says how many rows those groups take: the next count
- * is the one whose area fills the page at the density just measured (aiming 1 % under while no
- * count is known to fit, then at the largest step the 1/64 allows), bisecting where that guess
- * falls outside what is known. The first count fills 85 % of the page's area. On the 54k-object
- * voxel world (3.7 M quads, 4 pages of 4096^2, 1 texel per voxel) that is 10 packings where the
- * search that only knew fit or not took 20, with pages as full (99.7-99.9 % of their area
- * against 99.3-99.6 %): its packings on this project's 2-core machines 3.95 -> 1.68 s (1.20 s
- * with waste_best's four-at-a-time scan). best[i] gets item i's placement, page[i] its page.
- * Returns the number of pages, 0 when one group alone does not fit a page (*bad = its group). */
+ * page and twice as tall, so that it also says how many rows those groups take, and the search
+ * goes in rounds of two packings side by side (on the pool):
+ *   - first, counts whose areas fill 85 % and 97 % of the page, or, after a page, the count that
+ *     fills this one as full as that one (less 0.2 %) and the count 1/64 above it;
+ *   - then the count that fills the page at the density the nearest packing measured (aiming
+ *     1 % under while none is known to fit, 0.2 % after) and the count 1/64 above it, so that the
+ *     bracket closes when the first fits and the second does not; one packing at the known fit
+ *     plus 1/64 when the bracket is within two such steps; thirds of the bracket where the guess
+ *     falls outside it.
+ * The rounds and their counts depend on packings only, not on the thread count. On the 54k-object
+ * voxel world (3.7 M quads, 4 pages of 4096^2, 1 texel per voxel), the search that only knew fit
+ * or not (grow by a quarter, bisect) took 20 packings one after another (3.95 s on this project's
+ * 2-core machines), packings that said their rows one at a time 10 (1.16-1.19 s), these rounds 5
+ * (0.91 s), with pages 99.1-99.6 % full (99.3-99.6 % with the first search). best[i] gets item
+ * i's placement, page[i] its page. Returns the number of pages, 0 when one group alone does not
+ * fit a page (*bad = its group), or when memory runs out (*bad = nrun). */
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                            uint32_t nrun, int size, int pad, uint32_t *bad)
 {
-    uint32_t g = 0, pages = 0;
+    uint32_t g = 0, pages = 0, cap[2] = { 0, 0 };
     const int side = size + pad;
-    const double cap = (double)side * side;
+    const double area_cap = (double)side * side;
+    packer P2;
+    memset(&P2, 0, sizeof P2);
+    page_trial t[2];
+    memset(t, 0, sizeof t);
+    t[0].P = P;              /* (P holds every item already: its arrays are big enough) */
+    t[1].P = &P2;
+    double fill = 0;         /* the last page's share of its area taken; 0 before the first */
+    uint32_t rc = 0;
     while (g < nrun) {
         const uint32_t left = nrun - g, *list = seq + run[g];
-        uint32_t m = groups_in_area(it, seq, run, g, left, 0.85 * cap), ok = 0, fail = left + 1;
+        uint32_t ok = 0, fail = left + 1, c[2], nc = 2;
+        if (fill > 0) {
+            c[0] = groups_in_area(it, seq, run, g, left, 0.998 * fill * area_cap);
+            c[1] = c[0] + (c[0] / 64 > 1 ? c[0] / 64 : 1);
+        } else {
+            c[0] = groups_in_area(it, seq, run, g, left, 0.85 * area_cap);
+            c[1] = groups_in_area(it, seq, run, g, left, 0.97 * area_cap);
+        }
         for (;;) {
-            uint32_t n = run[g + m] - run[g];
-            int top = 0;
-            int packed = pack_list_in(P, it, list, n, pad, size, 2 * side, &top);
-            if (packed && top <= side) {
-                ok = m;
-                for (uint32_t k = 0; k < n; ++k) best[list[k]] = it[list[k]];
-            } else {
-                fail = m;
+            if (nc == 2 && (c[1] > left || c[1] <= c[0])) nc = 1;
+            trials_job J = { t, it, list, pad, size, 2 * side };
+            for (uint32_t k = 0; k < nc; ++k) {
+                t[k].m = c[k];
+                t[k].n = run[g + c[k]] - run[g];
+                if (trial_reserve(&t[k], t[k].n, &cap[k], k == 1)) { *bad = nrun; goto done; }
+            }
+            bk_parallel_for(nc, 1, trials_fn, &J);
+            /* the results in order of count: the most that fits, the fewest above it that do not */
+            int near = -1;   /* the packing whose density guides the next guess */
+            for (uint32_t k = 0; k < nc; ++k) {
+                const page_trial *q = &t[k];
+                if (q->packed && q->top <= side) {
+                    if (q->m > ok) {
+                        ok = q->m;
+                        for (uint32_t i = 0; i < q->n; ++i) best[list[i]] = q->res[i];
+                        if (fail <= ok) fail = left + 1;
+                    }
+                    if (q->top > 0) near = (int)k;
+                } else if (q->m > ok && q->m < fail) {
+                    fail = q->m;
+                    if (near < 0 && q->packed && q->top > 0) near = (int)k;
+                }
             }
             const uint32_t tol = ok / 64 > 1 ? ok / 64 : 1;
             if (ok == left || fail - ok <= tol) break;
-            /* the count whose area fills the page at this packing's density */
-            uint32_t next = 0;
-            if (packed && top > 0) {
+            uint32_t e = 0;
+            if (near >= 0) {
+                const page_trial *q = &t[near];
                 double a = 0;
-                for (uint32_t k = 0; k < n; ++k) a += (double)it[list[k]].w * it[list[k]].h;
-                next = groups_in_area(it, seq, run, g, left, a * side / top * (ok ? 1.0 : 0.99));
-                if (ok && next < ok + tol) next = ok + tol;    /* close the bracket if it can */
+                for (uint32_t i = 0; i < q->n; ++i) a += (double)it[list[i]].w * it[list[i]].h;
+                e = groups_in_area(it, seq, run, g, left, a * side / q->top * (ok ? 0.998 : 0.99));
             }
-            if (!(next > ok && next < fail)) {
-                if (fail == left + 1) next = ok + (ok / 4 > 1 ? ok / 4 : 1);
-                else next = ok + (fail - ok) / 2;
-                if (next > left) next = left;
+            nc = 2;
+            if (fail <= left && fail - ok <= 2 * tol) {
+                c[0] = ok + tol;
+                nc = 1;
+            } else if (e > ok && e < fail) {
+                c[0] = e;
+                c[1] = e + (e / 64 > 1 ? e / 64 : 1);
+                if (c[1] >= fail) nc = 1;
+            } else if (fail == left + 1) {
+                c[0] = ok + (ok / 4 > 1 ? ok / 4 : 1);
+                if (c[0] > left) c[0] = left;
+                nc = 1;
+            } else {
+                c[0] = ok + (fail - ok) / 3;
+                c[1] = ok + 2 * (fail - ok) / 3;
+                if (c[0] <= ok) c[0] = ok + 1;
             }
-            m = next;
         }
-        if (ok == 0) { *bad = g; return 0; }
-        for (uint32_t k = run[g]; k < run[g + ok]; ++k) page[seq[k]] = pages;
+        if (ok == 0) { *bad = g; goto done; }
+        double a = 0;
+        for (uint32_t k = run[g]; k < run[g + ok]; ++k) {
+            page[seq[k]] = pages;
+            a += (double)it[seq[k]].w * it[seq[k]].h;
+        }
+        fill = a / area_cap;
         pages++;
         g += ok;
     }
-    return pages;
+    rc = pages;
+done:
+    bk_atlas_packer_free(&P2);
+    free(t[0].res); free(t[1].res);
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------
