@@ -240,6 +240,6 @@ extern uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
  * rectangle at a time for each block where it holds 8 or more (bk_atlas_waste_checked counts
  * them), and bk_atlas_waste_wrong counts those where the four-at-a-time scan chose another. */
 extern int bk_atlas_waste_check;
-extern uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;
+extern _Atomic uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;
 
 #endif /* BK_ATLAS_INTERNAL_H */

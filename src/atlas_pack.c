@@ -139,7 +139,7 @@ static inline __m128i waste_fit4(__m128i fw, __m128i fh, __m128i w, __m128i h)
 #endif
 
 int bk_atlas_waste_check;
-uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;
+_Atomic uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;   /* (bk_atlas_pack_pages runs two packings at once) */
 
 /* The waste rectangle an item of w x h fits most tightly (best short side fit; of equal fits the
  * first in the waste map's order, unturned before turned), or -1 with *rot untouched. The scan
