@@ -174,11 +174,12 @@ static int waste_best(const packer *P, int w, int h, int *rot)
 }
 
 /* Packs items it[list[pos]] (it[pos] when list is NULL) in the order P->order gives their places
- * pos (sizes include the padding) into bin_w x bin_h, each placed in res[pos], or in place when res
- * is NULL; returns 1 when all fit, and *top gets the highest item top. An item goes into the waste rectangle it fits most tightly (best
- * short side fit, guillotine split of the rest), else onto the skyline where its top ends lowest
- * (bottom-left). Where the items fit in a shorter bin, they are placed there as here (a top
- * beyond the shorter bin is taken only where no position ends lower). */
+ * pos (sizes include the padding) into bin_w x bin_h, each placed in res[pos], or in place when
+ * res is NULL; returns 1 when all fit, and *top gets the highest item top. An item goes into the
+ * waste rectangle it fits most tightly (best short side fit, guillotine split of the rest), else
+ * onto the skyline where its top ends lowest (bottom-left). Where the items fit in a shorter bin,
+ * they are placed there as here (a top beyond the shorter bin is taken only where no position
+ * ends lower). */
 static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res, uint32_t n, int bin_w, int bin_h, int *top)
 {
     *top = 0;
@@ -315,6 +316,14 @@ int bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atl
     return bk_atlas_pack_list(P, it, NULL, n_mesh + o->rect_count, pad, size);
 }
 
+/* The padded area of items it[list[0 .. n)]. */
+static double items_area(const pk_item *it, const uint32_t *list, uint32_t n)
+{
+    double a = 0;
+    for (uint32_t k = 0; k < n; ++k) a += (double)it[list[k]].w * it[list[k]].h;
+    return a;
+}
+
 /* Groups g .. g + m - 1 whose padded area is at most `area`: the largest such m (at least 1,
  * at most left). */
 static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uint32_t *run, uint32_t g, uint32_t left,
@@ -323,8 +332,7 @@ static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uin
     uint32_t m = 0;
     double a = 0;
     while (m < left) {
-        double ga = 0;
-        for (uint32_t k = run[g + m]; k < run[g + m + 1]; ++k) ga += (double)it[seq[k]].w * it[seq[k]].h;
+        double ga = items_area(it, seq + run[g + m], run[g + m + 1] - run[g + m]);
         if (m > 0 && a + ga > area) break;
         a += ga;
         m++;
@@ -445,9 +453,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
             uint32_t e = 0;
             if (near >= 0) {
                 const page_trial *q = &t[near];
-                double a = 0;
-                for (uint32_t i = 0; i < q->n; ++i) a += (double)it[list[i]].w * it[list[i]].h;
-                e = groups_in_area(it, seq, run, g, left, a * side / q->top * (ok ? 0.998 : 0.99));
+                e = groups_in_area(it, seq, run, g, left, items_area(it, list, q->n) * side / q->top * (ok ? 0.998 : 0.99));
             }
             nc = 2;
             if (fail <= left && fail - ok <= 2 * tol) {
@@ -468,12 +474,9 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
             }
         }
         if (ok == 0) { *bad = g; goto done; }
-        double a = 0;
-        for (uint32_t k = run[g]; k < run[g + ok]; ++k) {
-            page[seq[k]] = pages;
-            a += (double)it[seq[k]].w * it[seq[k]].h;
-        }
-        fill = a / area_cap;
+        const uint32_t nok = run[g + ok] - run[g];
+        for (uint32_t k = 0; k < nok; ++k) page[list[k]] = pages;
+        fill = items_area(it, list, nok) / area_cap;
         pages++;
         g += ok;
     }

@@ -120,8 +120,9 @@ static void test_pack_pages(int max_side, int size)
     bk_atlas_waste_check = 0;
     BK_EXPECTF(pages >= 3, "%u pages", pages);
     /* the waste map's scan four rectangles at a time chose as the one-by-one scan does */
-    BK_EXPECTF(bk_atlas_waste_checked > 10000 && bk_atlas_waste_wrong == 0, "%llu of %llu waste map scans chose another rectangle",
-               (unsigned long long)bk_atlas_waste_wrong, (unsigned long long)bk_atlas_waste_checked);
+    BK_EXPECTF(bk_atlas_waste_checked > 10000 && bk_atlas_waste_wrong == 0,
+               "%llu of %llu waste map scans chose another rectangle", (unsigned long long)bk_atlas_waste_wrong,
+               (unsigned long long)bk_atlas_waste_checked);
     uint8_t *occ = calloc((size_t)pages * side * side, 1);
     double *area = calloc(pages + 1, sizeof(double));
     uint32_t outside = 0, twice = 0, split = 0, order = 0;
@@ -133,14 +134,19 @@ static void test_pack_pages(int max_side, int size)
             const pk_item *b = &best[i];
             int w = b->rot ? it[i].h : it[i].w, h = b->rot ? it[i].w : it[i].h;
             area[page[i]] += (double)w * h;
-            if (b->w != it[i].w || b->h != it[i].h || b->x < 0 || b->y < 0 || b->x + w > side || b->y + h > side) { outside++; continue; }
+            if (b->w != it[i].w || b->h != it[i].h || b->x < 0 || b->y < 0 || b->x + w > side || b->y + h > side) {
+                outside++;
+                continue;
+            }
             for (int y = b->y; y < b->y + h; ++y)
                 for (int x = b->x; x < b->x + w; ++x) twice += occ[((size_t)page[i] * side + y) * side + x]++ != 0;
         }
     BK_EXPECTF(outside == 0 && twice == 0, "%u blocks outside their page, %u texels in two blocks", outside, twice);
-    BK_EXPECTF(split == 0 && order == 0, "%u blocks apart from their group, %u groups before an earlier one's page", split, order);
+    BK_EXPECTF(split == 0 && order == 0, "%u blocks apart from their group, %u groups before an earlier one's page", split,
+               order);
     for (uint32_t p = 0; p + 1 < pages; ++p)
-        BK_EXPECTF(area[p] >= 0.95 * side * side, "page %u of %u filled %.1f %%", p, pages, 100.0 * area[p] / ((double)side * side));
+        BK_EXPECTF(area[p] >= 0.95 * side * side, "page %u of %u filled %.1f %%", p, pages,
+                   100.0 * area[p] / ((double)side * side));
     free(occ); free(area);
     bk_atlas_packer_free(&P);
     free(it); free(best); free(seq); free(page); free(run);
