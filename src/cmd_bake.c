@@ -662,10 +662,13 @@ static void write_stats_json(FILE *f, const bake_cli *c, const bk_scene *s, cons
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
     fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, \"texels\": %u, "
                "\"utilisation\": %.4f, \"texels_per_unit\": %.6g, \"smooth_charts\": %u, \"stretch_l2\": %.5f, "
-               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"density_max\": %.4f, \"seconds\": %.6f },\n",
+               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"density_max\": %.4f, \"seconds\": %.6f,\n    \"stages\": { ",
             s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit,
             at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min, (double)at->stretch_max, (double)at->density_max,
             at->seconds);
+    /* where the atlas phase went: bk_atlas_build's stages, then the texels (the rest of the phase) */
+    for (int k = 0; k < BK_ATLAS_STAGES; ++k) fprintf(f, "\"%s\": %.6f, ", bk_atlas_stage_names[k], at->stage_seconds[k]);
+    fprintf(f, "\"texels\": %.6f } },\n", fmax(0.0, ph[PH_ATLAS] - at->seconds));
     if (vm && vm->quad_count)
         fprintf(f, "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, \"hidden_faces\": %llu, "
                    "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
