@@ -34,6 +34,16 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx);
 /* Joins the workers (tests, leak checkers); the next call starts them again. */
 void bk_pool_shutdown(void);
 
+/* Teams: fn(ctx, team, k) for team = 0 .. k-1 at once, each team on its share of the pool's
+ * threads (about bk_pool_threads() / k, the thread that runs fn included): inside fn,
+ * bk_parallel_for and bk_pool_threads() see the team's threads only. For several independent
+ * jobs that each scale poorly past a few threads (the atlas's trial packings). The teams run one
+ * after another, each with all threads, where each would have fewer than two, when called from
+ * inside a team or a parallel_for, and under bk_pool_sim; so fn's results must not depend on
+ * the team's thread count or on which teams run at once. k <= 16. */
+typedef void (*bk_team_fn)(void *ctx, int team, int k);
+void bk_parallel_teams(int k, bk_team_fn fn, void *ctx);
+
 /* A what-if profile for machines with more cores than this one: with bk_pool_sim(p), p >= 2, and
  * bk_pool_set_threads(1), bk_pool_threads() says p (callers size their batches for p threads),
  * but one thread runs every chunk, as worker 0, and every outermost bk_parallel_for times its

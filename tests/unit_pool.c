@@ -6,6 +6,10 @@
  * and slow chunks more than one worker runs (the pool is used at all); a parallel_for inside a
  * parallel_for runs inline with worker 0 and still covers its range; two threads calling at
  * once both complete; changing the thread count between calls works; shutdown and restart.
+ * bk_parallel_teams: every team runs once; with 16 threads, 3 teams get 6, 5 and 5 threads,
+ * run at once, and each covers its own parallel_for with worker ids below its share and more
+ * than one worker; with 4 threads (fewer than 2 a team), nested in a parallel_for, or with one
+ * team, they run one after another with all the caller's threads.
  */
 #include "pool.h"
 #include "bk_test.h"
@@ -87,6 +91,36 @@ static void *caller_thread(void *arg)
     return NULL;
 }
 
+/* bk_parallel_teams: what each team saw */
+typedef struct teams_seen {
+    atomic_int calls[16], threads[16], used[16], inside, most_inside;
+} teams_seen;
+
+static void team_fn(void *ctx, int team, int k)
+{
+    teams_seen *t = (teams_seen *)ctx;
+    int now = atomic_fetch_add(&t->inside, 1) + 1, most = atomic_load(&t->most_inside);
+    while (now > most && !atomic_compare_exchange_weak(&t->most_inside, &most, now)) {}
+    atomic_fetch_add(&t->calls[team], 1);
+    atomic_store(&t->threads[team], bk_pool_threads());
+    BK_EXPECTF(k >= 1 && team < k, "team %d of %d", team, k);
+    atomic_store(&t->used[team], check_cover(48, 1, 1500));   /* 48 chunks of 1.5 ms */
+    atomic_fetch_sub(&t->inside, 1);
+}
+
+static void run_teams(teams_seen *t, int k)
+{
+    memset(t, 0, sizeof *t);
+    bk_parallel_teams(k, team_fn, t);
+    for (int i = 0; i < k; ++i) BK_EXPECTF(atomic_load(&t->calls[i]) == 1, "team %d of %d ran %d times", i, k, atomic_load(&t->calls[i]));
+}
+
+static void teams_nested_fn(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)e; (void)worker;
+    if (b == 0) run_teams((teams_seen *)ctx, 2);   /* chunk 1 only makes the pool busy */
+}
+
 int main(void)
 {
     const int counts[] = { 1, 2, 3, 16 };
@@ -123,6 +157,27 @@ int main(void)
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     BK_EXPECT(oka && okb);
+
+    /* teams: 16 threads shared 6, 5, 5, at once */
+    teams_seen ts;
+    bk_pool_set_threads(16);
+    run_teams(&ts, 3);
+    BK_EXPECTF(atomic_load(&ts.threads[0]) == 6 && atomic_load(&ts.threads[1]) == 5 && atomic_load(&ts.threads[2]) == 5,
+               "16 threads in 3 teams: %d, %d, %d", atomic_load(&ts.threads[0]), atomic_load(&ts.threads[1]), atomic_load(&ts.threads[2]));
+    BK_EXPECTF(atomic_load(&ts.most_inside) > 1, "3 teams on 16 threads: at most %d at once", atomic_load(&ts.most_inside));
+    for (int i = 0; i < 3; ++i) BK_EXPECTF(atomic_load(&ts.used[i]) > 1, "team %d: %d worker(s) ran its slow chunks", i, atomic_load(&ts.used[i]));
+    BK_EXPECT(bk_pool_threads() == 16);   /* the caller's own share again */
+    run_teams(&ts, 5);                    /* another split: 4, 3, 3, 3, 3 */
+    BK_EXPECT(atomic_load(&ts.threads[0]) == 4 && atomic_load(&ts.threads[4]) == 3);
+    /* one after another, with all threads: too few threads, one team, nested */
+    bk_pool_set_threads(4);
+    run_teams(&ts, 3);
+    BK_EXPECT(atomic_load(&ts.most_inside) == 1 && atomic_load(&ts.threads[0]) == 4 && atomic_load(&ts.threads[2]) == 4);
+    bk_pool_set_threads(16);
+    run_teams(&ts, 1);
+    BK_EXPECT(atomic_load(&ts.threads[0]) == 16 && atomic_load(&ts.used[0]) > 1);
+    bk_parallel_for(2, 1, teams_nested_fn, &ts);
+    BK_EXPECT(atomic_load(&ts.most_inside) == 1);
 
     /* shutdown, then the next call starts the workers again */
     bk_pool_shutdown();
