@@ -75,8 +75,12 @@ static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
         }
     }
     if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0;  /* NaN */
-    r->x0 = (int)floor(lo[0] + 0.5 - half); r->x1 = (int)floor(hi[0] - 0.5 + half);
-    r->y0 = (int)floor(lo[1] + 0.5 - half); r->y1 = (int)floor(hi[1] - 0.5 + half);
+    /* texel x's square [x + 0.5 - half, x + 0.5 + half] meets [lo, hi], touching included on
+     * both sides as rtri_touches takes it (floor(lo + 0.5 - half) left out the texel whose square
+     * ends exactly at lo: a reach texel the packer keeps for its chart, which the dilation then
+     * filled from both sides) */
+    r->x0 = (int)ceil(lo[0] - 0.5 - half); r->x1 = (int)floor(hi[0] - 0.5 + half);
+    r->y0 = (int)ceil(lo[1] - 0.5 - half); r->y1 = (int)floor(hi[1] - 0.5 + half);
     if (r->x0 < 0) r->x0 = 0;
     if (r->y0 < ylo) r->y0 = ylo;
     if (r->x1 >= at->width) r->x1 = at->width - 1;

@@ -14,6 +14,9 @@
  *     triangles of a spike leave a curved sheet's chart (max_evict) instead of halving it;
  *     bk_atlas_charts_join unfolds a sheet's two halves as one chart, and leaves them when they
  *     are too many triangles or the union does not unfold whole.
+ *   texel boxes (raster.c): bk_atlas_chart_ids and bk_atlas_reach_ids of a right triangle whose
+ *     corners lie on texel edges (so squares touch it exactly on every side) mark exactly the
+ *     texels whose square (half side 0.5, and BK_ATLAS_REACH) meets the closed triangle;
  *   sorting: bk_key_idx_sort gives qsort's order on arrays large enough for the pool's path
  *     (repeated keys, indices not in order) at 1, 2, 3 and 16 threads.
  */
@@ -723,8 +726,42 @@ static void test_sort(void)
     bk_pool_set_threads(0);
 }
 
+/* A right triangle with corners (3.5, 4.5), (8.5, 4.5), (3.5, 9.5) in texels of a 16^2 atlas:
+ * every side lies on a texel edge, where squares of half side 0.5 and 1 touch it exactly. */
+static void test_texel_boxes(void)
+{
+    float uv[6] = { 3.5f / 16, 4.5f / 16, 8.5f / 16, 4.5f / 16, 3.5f / 16, 9.5f / 16 };
+    uint32_t chart = 0;
+    bk_atlas a;
+    memset(&a, 0, sizeof a);
+    a.width = a.height = 16;
+    a.page_count = 1;
+    a.tri_count = 1;
+    a.rect_first_tri = 1;
+    a.uv = uv;
+    a.tri_chart = &chart;
+    uint32_t ids[256];
+    for (int pass = 0; pass < 2; ++pass) {
+        const double half = pass ? BK_ATLAS_REACH : 0.5;
+        if (pass) bk_atlas_reach_ids(&a, ids); else bk_atlas_chart_ids(&a, ids);
+        int wrong = 0, first = -1;
+        for (int y = 0; y < 16; ++y)
+            for (int x = 0; x < 16; ++x) {
+                double cx = x + 0.5, cy = y + 0.5;
+                /* the closed square meets the closed triangle: the boxes meet and the square's
+                 * lowest corner is on the inner side of the hypotenuse x + y = 13 */
+                int meets = cx + half >= 3.5 && cx - half <= 8.5 && cy + half >= 4.5 && cy - half <= 9.5 &&
+                            (cx - half) + (cy - half) <= 13.0;
+                if (meets != (ids[y * 16 + x] == 0)) { if (first < 0) first = y * 16 + x; wrong++; }
+            }
+        BK_EXPECTF(wrong == 0, "half %g: %d texels marked other than the squares that meet the triangle (first: %d, %d)", half,
+                   wrong, first % 16, first / 16);
+    }
+}
+
 int main(void)
 {
+    test_texel_boxes();
     test_sort();
     test_overlap();
     test_pack();
