@@ -432,6 +432,90 @@ static void stretch_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* The shape packing's scale search. Each packing goes into a strip as wide as the atlas and says
+ * how many rows it needs; the scale whose area would fill the atlas at that density is the next
+ * guess. The first packing is at the rectangles' scale, on all threads. Then rounds of
+ * SHAPE_TRIALS packings run at once (bk_parallel_teams): one packing scales poorly past 4-5
+ * threads (sponza 4096^2 on the GPU machine: 0.23-0.26 s on 1 thread, 0.10-0.11 on 5, 0.09-0.10
+ * on 16), so a round of three on 5 threads each takes 1.5-2x one packing on 16. A round tries
+ * the guess from the largest packing that fit (or, when none did, 0.3 % under the one from the
+ * smallest that did not) and a step either side of it, each above the largest scale known to fit
+ * (by 0.2 %) and below the smallest known not to; where fewer than three are left and that
+ * bracket is closed, its quarter points. The step is 0.35 %, or in later rounds as far as the
+ * last guess was off (up to 5 %: a few charts pack in steps; the bunny's 20 needed 5 rounds).
+ * The search ends when the bracket is within 0.4 %, when the largest fit leaves no room to grow
+ * by 0.2 %, or after SHAPE_ROUNDS in all. It depends on the packings' results only, never on the
+ * thread count. Before, one packing at a time by the same guesses and stopping rules, it took 2
+ * (sponza 1024^2) to 4 (sponza 4096^2) packings in a row; now one and one round for sponza,
+ * sibenik and the dragons. */
+#define SHAPE_TRIALS 3
+#define SHAPE_ROUNDS 6
+typedef struct shape_trial { double s; int ok, used; pk_item *it; } shape_trial;
+typedef struct shape_round { const charting *C; uint32_t n_mesh; int N, pad; shape_trial *t; } shape_round;
+
+static void shape_trial_fn(void *ctx, int team, int k)
+{
+    const shape_round *r = ctx;
+    (void)k;
+    shape_trial *t = &r->t[team];
+    t->used = 0;
+    t->ok = bk_atlas_pack_shapes(r->C, r->n_mesh, t->s, NULL, r->N, r->pad, t->it, &t->used);
+}
+
+/* *lo: the largest scale that packed (0: none), its items in best; 0, or -1 out of memory */
+static int shape_search(const charting *C, uint32_t n_mesh, double scale, int N, int pad, pk_item *best, double *lo_out)
+{
+    shape_trial t[SHAPE_TRIALS];
+    shape_round r = { C, n_mesh, N, pad, t };
+    int rc = 0;
+    memset(t, 0, sizeof t);
+    for (int k = 0; k < SHAPE_TRIALS; ++k)
+        if (!(t[k].it = malloc(sizeof(pk_item) * ((size_t)n_mesh + 1)))) rc = -1;
+    double lo = 0, hi = DBL_MAX, est_fit = 0, est_fail = 0, miss = 0;
+    for (int round = 0; rc == 0 && round < SHAPE_ROUNDS; ++round) {
+        double c[SHAPE_TRIALS];
+        int nc = 0;
+        if (round == 0) {
+            c[nc++] = scale;
+        } else {
+            double est = est_fit > 0 ? est_fit : est_fail;
+            if (lo > 0 && est <= lo * 1.002) break;   /* the largest fit leaves no room to grow */
+            /* the spacing: 0.35 %, or as far as the last guess was off (few charts pack in steps) */
+            const double step = round == 1 ? 0.0035 : fmin(fmax(miss, 0.0035), 0.05);
+            /* est and a step either side (after the first packing est, one and two steps more:
+             * its smaller scale has more of its area in padding, which does not grow with the
+             * scale, so its guess falls short), within the bracket; where that leaves fewer,
+             * points a quarter, a half and three quarters of the way up a closed bracket */
+            for (int k = 0; k < 2 * SHAPE_TRIALS && nc < SHAPE_TRIALS; ++k) {
+                double v = k < SHAPE_TRIALS ? est * (1.0 + step * ((round == 1) + 1 - k))
+                         : lo > 0 && hi < DBL_MAX ? lo * pow(hi / lo, 0.25 * (k - SHAPE_TRIALS + 1)) : 0.0;
+                int dup = !(v > (lo > 0 ? lo * 1.002 : 0.0) && v < hi);
+                for (int q = 0; q < nc; ++q) dup |= fabs(c[q] / v - 1.0) < 1e-4;
+                if (!dup) c[nc++] = v;
+            }
+        }
+        if (nc == 0) break;
+        for (int k = 0; k < nc; ++k) t[k].s = c[k];
+        bk_parallel_teams(nc, shape_trial_fn, &r);
+        est_fit = est_fail = 0;
+        double best_fit = 0, least_fail = DBL_MAX;
+        for (int k = 0; k < nc; ++k) {
+            if (t[k].ok < 0) { rc = -1; break; }
+            int fits = t[k].ok && t[k].used <= N;
+            double est = t[k].s * sqrt((double)N / (t[k].used > 0 ? t[k].used : 1));
+            if (fits && t[k].s > lo) { lo = t[k].s; memcpy(best, t[k].it, sizeof(pk_item) * n_mesh); }
+            if (!fits && t[k].s < hi) hi = t[k].s;
+            if (fits && t[k].s > best_fit) { best_fit = t[k].s; est_fit = est; }
+            if (!fits && t[k].s < least_fail) { least_fail = t[k].s; est_fail = est * 0.997; }
+        }
+        miss = fabs((est_fit > 0 ? est_fit / best_fit : est_fail / least_fail) - 1.0);
+        if (lo > 0 && hi < lo * 1.004) break;
+    }
+    for (int k = 0; k < SHAPE_TRIALS; ++k) free(t[k].it);
+    *lo_out = lo;
+    return rc;
+}
+
 int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
 {
     double t0 = bk_time_now(), ts = t0, sim_saved = bk_pool_sim_saved();
@@ -683,24 +767,10 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         }
         scale = s_lo;
         stage_done(out, 6, &ts, &sim_saved);
-        /* Then by the charts' shapes, into a strip as wide as the atlas: each packing says how
-         * many rows it needs, and the next scale aims at filling exactly the atlas (area grows
-         * as the square of the scale), between the largest scale known to fit and the smallest
-         * known not to. At most 6 packings; the rectangles' result stays when none fits. */
+        /* Then by the charts' shapes, into a strip as wide as the atlas (shape_search). */
         if (!R && MT && scale > 0) {
-            double lo = 0, hi = DBL_MAX, s_try = scale;
-            for (int it = 0; it < 6; ++it) {
-                int used = 0, ok = bk_atlas_pack_shapes(&C, n_mesh, s_try, NULL, N, pad, items, &used);
-                if (ok < 0) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-                if (ok && used <= N) { lo = s_try; memcpy(shape_items, items, sizeof(pk_item) * n_items); }
-                else hi = fmin(hi, s_try);
-                double est = s_try * sqrt((double)N / (used > 0 ? used : 1)) * (ok && used <= N ? 1.0 : 0.997);
-                if (lo > 0 && hi < DBL_MAX && !(est > lo && est < hi)) est = sqrt(lo * hi);
-                if (hi < DBL_MAX && est >= hi) est = lo > 0 ? sqrt(lo * hi) : hi * 0.97;
-                if (lo > 0 && hi < lo * 1.004) break;
-                if (lo > 0 && est <= lo * 1.002) break;
-                s_try = est;
-            }
+            double lo = 0;
+            if (shape_search(&C, n_mesh, scale, N, pad, shape_items, &lo)) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
             if (lo >= scale) { scale = lo; shaped = 1; memcpy(best_items, shape_items, sizeof(pk_item) * n_items); }
             shape_lo = lo;
         }

@@ -235,7 +235,7 @@ int  bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const do
  * search ahead is searched again from scratch (shape_find); bk_atlas_ahead_checked counts them and
  * bk_atlas_ahead_wrong those whose answers differ. */
 extern int bk_atlas_ahead_check;
-extern uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
+extern _Atomic uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
 /* Tests: with bk_atlas_waste_check set, the skyline packer's waste map is also scanned one
  * rectangle at a time for each block where it holds 8 or more (bk_atlas_waste_checked counts
  * them), and bk_atlas_waste_wrong counts those where the four-at-a-time scan chose another. */

@@ -1026,7 +1026,7 @@ static int spec_resolve_fast(const shape_bin *B, const shape *sh, const spec_res
 }
 
 int bk_atlas_ahead_check;
-uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
+_Atomic uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
 
 /* The same with two searches ahead (either NULL or not valid: none), the one from the later start
  * where the search now does not start before it. */
