@@ -53,10 +53,14 @@
 #define SPIN_CROWDED  4000
 
 /* A pool: the one of the process (main_), or a team's (bk_parallel_teams). */
-typedef struct pool {
+typedef struct pool pool;
+/* a worker's pool and its id in it */
+typedef struct worker_arg { pool *p; int id; } worker_arg;
+struct pool {
     pthread_mutex_t lock;
     pthread_cond_t  wake, idle;
     pthread_t       th[POOL_MAX];
+    worker_arg      arg[POOL_MAX];  /* the workers' start arguments */
     int             want;        /* threads asked for (0: bk_cpu_threads) */
     int             started;     /* workers running (callers not counted) */
     atomic_int      quit;
@@ -71,7 +75,7 @@ typedef struct pool {
     atomic_size_t   n, grain, chunks;
     atomic_uint_fast64_t next;   /* tag << IDX_BITS | the next chunk */
     atomic_size_t   done;        /* chunks finished */
-} pool;
+};
 
 #define POOL_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER }
 #define TEAMS_MAX 16
@@ -80,10 +84,6 @@ static pool team_[TEAMS_MAX];     /* their locks made once (teams_once) */
 static pthread_once_t teams_once_ = PTHREAD_ONCE_INIT;
 static _Thread_local pool *cur_;   /* the pool of this thread's calls: its team's, or main_ (NULL) */
 static pool *here(void) { return cur_ ? cur_ : &main_; }
-
-/* a worker's pool and its id in it */
-typedef struct worker_arg { pool *p; int id; } worker_arg;
-static worker_arg wargs_[TEAMS_MAX + 1][POOL_MAX];
 
 static int sim_p_;  /* bk_pool_sim */
 
@@ -270,7 +270,7 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
         P->spin = cores > 0 && nt > cores ? SPIN_CROWDED : SPIN;
     }
     while (P->started < nt - 1) {
-        worker_arg *wa = &wargs_[P == &main_ ? 0 : 1 + (int)(P - team_)][P->started];
+        worker_arg *wa = &P->arg[P->started];
         wa->p = P;
         wa->id = P->started + 1;
         if (pthread_create(&P->th[P->started], NULL, worker_main, wa) != 0) break;
