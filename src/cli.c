@@ -1,10 +1,12 @@
 /* cli.c - option parsing shared by baker's subcommands (see cli.h). */
 #include "cli.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char bk_cli_trace_help[] =
     "  --accel bvh|bvh2|cwbvh|kdtree\n"
@@ -52,6 +54,16 @@ int bk_cli_value(int argc, char **argv, int *i, const char **val)
     }
     *val = argv[++*i];
     return 0;
+}
+
+const char *bk_cli_unknown(const char *opt, const char *help, char *buf, size_t n)
+{
+    if (access(opt, F_OK) == 0)
+        snprintf(buf, n, "unknown option '%s' (see %s); to name the file %s, write ./%s or put -- before it", opt, help, opt, opt);
+    else
+        snprintf(buf, n, "unknown option '%s' (see %s)", opt, help);
+    bk_escape_controls(buf, n);
+    return buf;
 }
 
 int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out)

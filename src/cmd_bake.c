@@ -31,13 +31,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char bk_bake_usage[] =
     "usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr|.exr [options]\n"
     "\n"
     "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, .obj.gz, or MagicaVoxel .vox):\n"
     "direct light, soft shadows and bounced light for every texel of an automatically packed UV\n"
-    "atlas. Several SCENEs are baked together into one atlas, as one scene. Each texel\n"
+    "atlas. Several SCENEs are baked together into one atlas, as one scene (a file named twice,\n"
+    "even by two different paths, is refused: it would bake as two coincident copies at half the\n"
+    "texel density). A SCENE whose name starts with '-' is written ./-NAME, or after --, which\n"
+    "ends the options. Each texel\n"
     "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
     "surface: multiply by the albedo in the game), linear in .hdr and .exr, sRGB after --exposure\n"
     "in .png.\n"
@@ -150,6 +154,7 @@ static void bake_error(const char *fmt, ...)
     va_end(ap);
     size_t len = strlen(bake_last_error);
     while (len && bake_last_error[len - 1] == '\n') bake_last_error[--len] = 0;
+    bk_escape_controls(bake_last_error, sizeof bake_last_error);
     if (!bake_error_quiet) fprintf(stderr, "baker: %s\n", bake_last_error);
 }
 
@@ -314,9 +319,14 @@ static int parse(bake_cli *c, int argc, char **argv)
     c->exposure = 1.0f; c->max_launch_ms = 50.0f;
     c->denoise = -1;
     bk_denoise_opts_default(&c->dn);
+    int operands = 0;           /* after --: every argument is a SCENE */
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i], *v;
         uint64_t u;
+        if (operands || !strcmp(a, "--")) {
+            if (operands++) c->scenes[c->nscenes++] = a;
+            continue;
+        }
         int r = bk_cli_trace_option(&c->t, argc, argv, &i);
         if (r < 0) return -1;
         if (r > 0) {
@@ -447,7 +457,8 @@ static int parse(bake_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
             if (!(c->max_launch_ms > 0)) { bake_error("--max-launch-ms must be positive\n"); return -1; }
         } else if (a[0] == '-') {
-            bake_error("unknown option '%s' (baker --help lists them)\n", a);
+            char m[1024];
+            bake_error("%s\n", bk_cli_unknown(a, "baker --help", m, sizeof m));
             return -1;
         } else {
             c->scenes[c->nscenes++] = a;
@@ -724,6 +735,14 @@ static int plan_files(const bake_cli *c, bk_outputs *io, int idx[3], const char 
 {
     char err[1024];
     int r = 0;
+    /* a scene named twice would be baked as two coincident copies, each at half the density */
+    for (int k = 1; k < c->nscenes; ++k)
+        for (int j = 0; j < k; ++j)
+            if (bk_same_file(c->scenes[j], c->scenes[k])) {
+                bake_error("SCENE %s and %s are the same file: name each scene once (two copies would bake as coincident "
+                           "geometry at half the texel density)\n", c->scenes[j], c->scenes[k]);
+                return 2;
+            }
     for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
     /* another rank of a job writes nothing: it neither checks nor probes the outputs (their folder
      * may exist only where rank 0 runs) */
@@ -742,6 +761,33 @@ static char *page_name(const char *out, int k)
     char *p = malloc(cut + 16 + (n - cut));
     if (p) snprintf(p, cut + 16 + (n - cut), "%.*s-%d%s", (int)cut, out, k, out + cut);
     return p;
+}
+
+/* --pages auto: pages NAME-K.png of an earlier bake with more pages stay (they are no output of
+ * this run, so they are not removed); say which files are this bake's. */
+static void note_stale_pages(const bake_cli *c, int pages)
+{
+    int last = pages;
+    for (;; ++last) {
+        char *p = page_name(c->out, last);
+        int there = p && access(p, F_OK) == 0;
+        free(p);
+        if (!there) break;
+    }
+    if (last == pages) return;
+    char *first = page_name(c->out, pages), *final = page_name(c->out, last - 1), *mine = page_name(c->out, pages - 1);
+    char m[4096];
+    if (first && final && mine) {
+        if (last - 1 > pages)
+            snprintf(m, sizeof m, "note: %s .. %s are from an earlier bake: this one wrote %d page%s, up to %s", first, final, pages,
+                     pages > 1 ? "s" : "", mine);
+        else
+            snprintf(m, sizeof m, "note: %s is from an earlier bake: this one wrote %d page%s, up to %s", first, pages,
+                     pages > 1 ? "s" : "", mine);
+        bk_escape_controls(m, sizeof m);
+        if (!c->quiet) fprintf(stderr, "baker: %s\n", m);
+    }
+    free(first); free(final); free(mine);
 }
 
 /* --mesh-out FILE.gltf|.glb: the surface (a voxel scene's quads included) with the lightmap
@@ -1126,6 +1172,10 @@ static int bake_run(int argc, char **argv, bake_job *job)
     int nargs = 0;
     if (!args) return 1;
     for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--")) {            /* SCENEs only from here (parse) */
+            while (i < argc) args[nargs++] = argv[i++];
+            break;
+        }
         if (!strcmp(argv[i], "--stats")) {
             if (i + 1 >= argc) { bake_error("--stats needs a FILE.json (or - for standard output)\n"); free(args); return 2; }
             stats_path = argv[++i];
@@ -1557,7 +1607,6 @@ static int bake_run(int argc, char **argv, bake_job *job)
         if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { bake_error("%s\n", err); goto done; }
         write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres, job, wr, bake_prep);
     }
-    if (bk_outputs_commit(&io, err, sizeof err)) { bake_error("%s\n", err); goto done; }
     if (!c.quiet) {
         double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
         if (at.page_count > 1 || c.pages_auto)
@@ -1597,8 +1646,13 @@ static int bake_run(int argc, char **argv, bake_job *job)
                          "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
                     (double)job->gather_bytes / 1e6, job->gather_seconds);
     }
-    /* the outputs are in place: the other ranks, waiting since the gather, may end */
+    /* every rank has done its share: the others, waiting since the gather, may end; should one
+     * of them have failed, nothing is committed */
     if (job->size > 1 && job_agree(job, 1, 1)) goto done;
+    /* the outputs replace their targets only once everything, standard output included, is
+     * written (bk_outputs_commit checks the summary and --stats - first) */
+    if (bk_outputs_commit(&io, err, sizeof err)) { bake_error("%s\n", err); goto done; }
+    if (c.pages_auto) note_stale_pages(&c, at.page_count);
     rc = 0;
 done:
     if (bs.running) {           /* an error while the backend's thread was still at work */

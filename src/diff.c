@@ -149,9 +149,15 @@ int bk_cmd_diff(int argc, char **argv)
 {
     const char *pa = NULL, *pb = NULL, *out = NULL, *pm = NULL, *v;
     float exposure = 1.0f;
-    int json = 0;
+    int json = 0, operands = 0;
     for (int i = 0; i < argc; ++i) {
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+        char msg[1024];
+        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (operands || (argv[i][0] != '-' || !argv[i][1])) {
+            if (!pa) pa = argv[i];
+            else if (!pb) pb = argv[i];
+            else { fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]); return 2; }
+        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (bk_cli_value(argc, argv, &i, &out)) return 2;
         } else if (!strcmp(argv[i], "--mask")) {
             if (bk_cli_value(argc, argv, &i, &pm)) return 2;
@@ -168,15 +174,8 @@ int bk_cmd_diff(int argc, char **argv)
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(bk_diff_usage, stdout);
             return 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "baker diff: unknown option '%s' (see baker help diff)\n", argv[i]);
-            return 2;
-        } else if (!pa) {
-            pa = argv[i];
-        } else if (!pb) {
-            pb = argv[i];
         } else {
-            fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]);
+            fprintf(stderr, "baker diff: %s\n", bk_cli_unknown(argv[i], "baker help diff", msg, sizeof msg));
             return 2;
         }
     }
@@ -231,7 +230,7 @@ int bk_cmd_diff(int argc, char **argv)
         bk_diff_image(a, b, mask, wa, ha, exposure, d);
         float scale = st.max_abs > 0 ? (float)(1.0 / st.max_abs) : 1.0f;   /* .png only: white = the largest */
         if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_image_write_file(f, out, d, wa, ha, scale, err, sizeof err) ||
-            bk_outputs_commit(&io, err, sizeof err)) {
+            bk_outputs_close(&io, oi, err, sizeof err)) {
             fprintf(stderr, "baker diff: %s\n", err);
             goto done;
         }
@@ -286,7 +285,8 @@ int bk_cmd_diff(int argc, char **argv)
             else printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", out, st.max_abs > 0 ? st.max_abs : 1.0);
         }
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) { fprintf(stderr, "baker diff: write to standard output failed\n"); goto done; }
+    /* the image replaces -o only once the report is out too (the commit checks standard output) */
+    if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker diff: %s\n", err); goto done; }
     rc = 0;
 done:
     bk_outputs_free(&io);

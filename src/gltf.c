@@ -99,23 +99,6 @@ static void uri_encode(const char *s, char *out, size_t n)
     out[o] = 0;
 }
 
-/* The resolved file a map_Kd names: relative to the folder of one of the scene's MTL files (the
- * material does not record which; the first folder holding the file wins). Backslashes, as
- * Windows exporters write them, are folder separators. */
-static int find_map(const bk_scene *s, const char *map, char *out)
-{
-    char name[512], cand[PATH_MAX + 600], dir[PATH_MAX];
-    snprintf(name, sizeof name, "%s", map);
-    for (char *p = name; *p; ++p) if (*p == '\\') *p = '/';
-    if (name[0] == '/') return realpath(name, out) ? 0 : -1;
-    for (uint32_t i = 0; i < s->mtl_count; ++i) {
-        dir_of(s->mtls[i].path, dir, sizeof dir);
-        snprintf(cand, sizeof cand, "%s/%s", dir, name);
-        if (realpath(cand, out) && access(out, R_OK) == 0) return 0;
-    }
-    return -1;
-}
-
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
 /* A JSON string: quotes, backslashes and control characters escaped; bytes that are not valid
@@ -434,7 +417,7 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
                     s->materials[m].name, mk);
             continue;
         }
-        if (find_map(s, mk, real)) {
+        if (bk_scene_find_map(s, mk, real)) {
             fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s not found beside the MTL files, left out\n", path,
                     s->materials[m].name, mk);
             continue;
@@ -560,7 +543,7 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
         fwrite(zeros, 1, bpad, f);
     }
     job_free(&J);
-    if (ferror(f)) return bk_fail(err, err_size, "%s: write error", path);
+    if (ferror(f)) return bk_fail_write(err, err_size, path);
     return 0;
 }
 

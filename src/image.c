@@ -328,7 +328,7 @@ static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, 
                   fwrite(pb->out + 8, 1, pb->len, f) != pb->len || fwrite(tail, 1, nt + 4, f) != nt + 4;
         }
         if (!bad) bad = fwrite(iend, 1, 12, f) != 12;
-        if (bad || ferror(f)) rc = bk_fail(err, err_size, "%s: write failed", path);
+        if (bad || ferror(f)) rc = bk_fail_write(err, err_size, path);
     }
     for (size_t b = 0; b < j.bands; ++b) free(j.band[b].out);
     free(j.band);
@@ -430,18 +430,20 @@ static int write_hdr(FILE *f, const char *path, const float *rgb, int w, int h, 
     if (!j.slots || !j.len) { free(j.slots); free(j.len); return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h); }
     fprintf(f, "#?RADIANCE\n# written by baker: RGBE rounded to nearest (decode byte * 2^(e-136))\n"
                "FORMAT=32-bit_rle_rgbe\n\n-Y %d +X %d\n", h, w);
-    for (j.y0 = 0; j.y0 < h; j.y0 += band) {
+    int bad = ferror(f) != 0, e = 0;
+    for (j.y0 = 0; j.y0 < h && !bad; j.y0 += band) {
         int rows = h - j.y0 < band ? h - j.y0 : band;
         bk_parallel_for((size_t)rows, 4, hdr_rows, &j);
-        for (int r = 0; r < rows; ++r) {
+        for (int r = 0; r < rows && !bad; ++r) {
             const uint8_t *px = j.slots + (size_t)r * j.slot;
-            if (j.rle) fwrite(px + (size_t)w * 4, 1, j.len[r], f);
-            else fwrite(px, 4, (size_t)w, f);
+            bad = j.rle ? fwrite(px + (size_t)w * 4, 1, j.len[r], f) != j.len[r] : fwrite(px, 4, (size_t)w, f) != (size_t)w;
+            if (bad) e = errno;           /* the reason, before anything else can change errno */
         }
     }
     free(j.slots);
     free(j.len);
-    return ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
+    errno = e;
+    return bad || ferror(f) ? bk_fail_write(err, err_size, path) : 0;
 }
 
 #if BK_HAVE_EXR
@@ -505,7 +507,7 @@ static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, 
     }
     size_t put = fwrite(mem, 1, size, f);
     free(mem);                                    /* tinyexr malloc()s the encoded file */
-    return put != size || ferror(f) ? bk_fail(err, err_size, "%s: write failed", path) : 0;
+    return put != size || ferror(f) ? bk_fail_write(err, err_size, path) : 0;
 }
 #endif
 

@@ -163,10 +163,15 @@ static void print_build(const bk_accel *a)
 static int cmd_build(int argc, char **argv)
 {
     const char *scene_path = NULL;
-    int accel = -1;
+    int accel = -1, operands = 0;
     for (int i = 0; i < argc; ++i) {
         const char *v;
-        if (!strcmp(argv[i], "--accel")) {
+        char m[1024];
+        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (operands) {
+            if (scene_path) { fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]); return 2; }
+            scene_path = argv[i];
+        } else if (!strcmp(argv[i], "--accel")) {
             if (bk_cli_value(argc, argv, &i, &v)) return 2;
             if (!strcmp(v, "bvh")) accel = BK_ACCEL_BVH;
             else if (!strcmp(v, "kdtree")) accel = BK_ACCEL_KDTREE;
@@ -174,7 +179,7 @@ static int cmd_build(int argc, char **argv)
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(build_usage, stdout); return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "baker build: unknown option '%s' (see baker help build)\n", argv[i]); return 2;
+            fprintf(stderr, "baker build: %s\n", bk_cli_unknown(argv[i], "baker help build", m, sizeof m)); return 2;
         } else if (!scene_path) {
             scene_path = argv[i];
         } else {
@@ -207,8 +212,14 @@ static int cmd_rays(int argc, char **argv)
 {
     const char *scene_path = NULL, *out = NULL, *kind = NULL, *v;
     uint64_t n = 0, seed = 1;
+    int operands = 0;
     for (int i = 0; i < argc; ++i) {
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+        char m[1024];
+        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (operands) {
+            if (scene_path) { fprintf(stderr, "baker rays: unexpected argument '%s'\n", argv[i]); return 2; }
+            scene_path = argv[i];
+        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (bk_cli_value(argc, argv, &i, &out)) return 2;
         } else if (!strcmp(argv[i], "--diffuse") || !strcmp(argv[i], "--primary") || !strcmp(argv[i], "--random")) {
             if (kind) { fprintf(stderr, "baker rays: give only one of --diffuse, --primary, --random\n"); return 2; }
@@ -219,7 +230,7 @@ static int cmd_rays(int argc, char **argv)
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(rays_usage, stdout); return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "baker rays: unknown option '%s' (see baker help rays)\n", argv[i]); return 2;
+            fprintf(stderr, "baker rays: %s\n", bk_cli_unknown(argv[i], "baker help rays", m, sizeof m)); return 2;
         } else if (!scene_path) {
             scene_path = argv[i];
         } else {
@@ -302,14 +313,22 @@ static int cmd_trace(int argc, char **argv)
     const char *scene_path = NULL, *rays_path = NULL, *hits_path = NULL;
     bk_cli_trace t;
     bk_cli_trace_default(&t);
+    int operands = 0;
     for (int i = 0; i < argc; ++i) {
+        char m[1024];
+        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (operands) {
+            if (scene_path) { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
+            scene_path = argv[i];
+            continue;
+        }
         int r = bk_cli_trace_option(&t, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(argv[i], "--rays")) { if (bk_cli_value(argc, argv, &i, &rays_path)) return 2; }
         else if (!strcmp(argv[i], "--hits")) { if (bk_cli_value(argc, argv, &i, &hits_path)) return 2; }
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
-        else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: unknown option '%s' (see baker help trace)\n", argv[i]); return 2; }
+        else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: %s\n", bk_cli_unknown(argv[i], "baker help trace", m, sizeof m)); return 2; }
         else if (!scene_path) scene_path = argv[i];
         else { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
     }
@@ -412,7 +431,7 @@ int main(int argc, char **argv)
     const char *cmd = argc > 1 ? argv[1] : "";
     int bake = argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
                                                       strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "help") &&
-                                                      cmd[0] != '-'));
+                                                      (cmd[0] != '-' || !strcmp(cmd, "--"))));
     if (bk_world_size() > 1 && !bake) {
         if (bk_world_rank() == 0)
             fprintf(stderr, "baker: under mpirun (%d processes) only the bake runs: 'baker %s' runs as one process\n",

@@ -1,5 +1,5 @@
 /* outputs.c - the output policy every command uses (see outputs.h). */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _XOPEN_SOURCE 700   /* realpath, sigaction */
 #include "outputs.h"
 #include "scene.h"
 #include "util.h"
@@ -7,10 +7,113 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- the process's temporary files, for the signal handlers --------------------------------
+ * Every temporary file (an output being written, a backup link during the commit) has an entry
+ * in one list that only grows; the handler walks it without a lock and removes each live entry's
+ * file (unlink is async-signal-safe). Entries are reused through a free list under a mutex that
+ * the handler never takes. */
+typedef struct tmp_entry {
+    struct tmp_entry *_Atomic next;   /* every entry ever made, newest first */
+    struct tmp_entry *free_next;      /* the free list (under tmp_lock) */
+    atomic_int        live;           /* name is a file of this process's, to remove */
+    char              name[4240];
+} tmp_entry;
+
+static tmp_entry *_Atomic tmp_all;
+static tmp_entry *tmp_free;
+static pthread_mutex_t tmp_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int committing;        /* renames under way: a signal waits for them (pending_sig) */
+static atomic_int pending_sig;
+static const int handled_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ };
+
+/* The file `name` (just created by this process) is removed should a signal end the run. NULL
+ * when no entry could be made: the file is then only removed by the run itself. */
+static void *tmp_register(const char *name)
+{
+    pthread_mutex_lock(&tmp_lock);
+    tmp_entry *e = tmp_free;
+    if (e) tmp_free = e->free_next;
+    else if ((e = calloc(1, sizeof *e))) {
+        atomic_init(&e->live, 0);
+        atomic_store(&e->next, atomic_load(&tmp_all));
+        atomic_store(&tmp_all, e);
+    }
+    pthread_mutex_unlock(&tmp_lock);
+    if (!e) return NULL;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    atomic_store(&e->live, 1);
+    return e;
+}
+
+/* Before the file is renamed or removed by the run itself. */
+static void tmp_unregister(void **reg)
+{
+    tmp_entry *e = *reg;
+    if (!e) return;
+    *reg = NULL;
+    atomic_store(&e->live, 0);
+    pthread_mutex_lock(&tmp_lock);
+    e->free_next = tmp_free;
+    tmp_free = e;
+    pthread_mutex_unlock(&tmp_lock);
+}
+
+static void tmp_remove_all(void)
+{
+    for (tmp_entry *e = atomic_load(&tmp_all); e; e = atomic_load(&e->next))
+        if (atomic_load(&e->live)) unlink(e->name);
+}
+
+/* Ends the process as sig would, once its temporary files are gone. */
+static void die_of(int sig)
+{
+    tmp_remove_all();
+    signal(sig, SIG_DFL);
+    raise(sig);                     /* blocked while a handler for it runs: taken when it returns */
+}
+
+static void on_signal(int sig)
+{
+    int e = errno;
+    if (atomic_load(&committing)) atomic_store(&pending_sig, sig);
+    else die_of(sig);
+    errno = e;
+}
+
+/* Once per process: the handlers, for the signals that still have their default action (one the
+ * user ignores, as nohup does SIGHUP, stays ignored; one with a handler of its own keeps it). */
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < sizeof handled_sigs / sizeof handled_sigs[0]; ++k) sigaddset(&sa.sa_mask, handled_sigs[k]);
+    sa.sa_flags = SA_RESTART;
+    for (size_t k = 0; k < sizeof handled_sigs / sizeof handled_sigs[0]; ++k) {
+        struct sigaction old;
+        if (sigaction(handled_sigs[k], NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+        sigaction(handled_sigs[k], &sa, NULL);
+    }
+}
+
+static void handlers_once(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_handlers);
+}
+
+/* A stream's write error, as strerror says it (errno of the failed call, when it still holds one). */
+static const char *write_reason(int e) { return e ? strerror(e) : "an earlier write failed"; }
 
 static const char *kind_of(mode_t m)
 {
@@ -61,6 +164,15 @@ static int resolve(bk_outfile *f, char *err, size_t err_size)
     return 0;
 }
 
+/* The temporary file of f is to go (remove: it is removed now) or was renamed: forget it. It is
+ * removed before it leaves the signal handlers' list, so no signal finds it there unlisted. */
+static void tmp_drop(bk_outfile *f, int remove)
+{
+    if (remove && f->tmp[0]) unlink(f->tmp);
+    tmp_unregister(&f->reg);
+    f->tmp[0] = 0;
+}
+
 /* Creates f->tmp beside f->target with O_EXCL; keep = 0 only probes (creates and removes it). */
 static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
 {
@@ -71,10 +183,14 @@ static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
     for (int tries = 0; tries < 100; ++tries) {
         /* names stay under NAME_MAX: long names are shortened in the temporary one */
         snprintf(f->tmp, sizeof f->tmp, "%.*s.%.200s.tmp-%ld-%u", dir_len, f->target, base, (long)getpid(), counter++);
+        /* listed before it exists, so that no signal finds it made and unlisted (a file of this
+         * name that is not ours can only be a stale one of an earlier process with our PID) */
+        f->reg = tmp_register(f->tmp);
         int fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0) {
-            if (errno == EEXIST) continue;
             int e = errno;
+            tmp_unregister(&f->reg);
+            if (e == EEXIST) continue;
             f->tmp[0] = 0;
             return bk_fail(err, err_size, "%s %s: cannot create a file in %.*s (outputs are written beside their target, "
                            "then renamed): %s", f->what, f->path, dir_len > 1 ? dir_len - 1 : 1, f->target, strerror(e));
@@ -82,16 +198,14 @@ static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
         if (f->exists) (void)fchmod(fd, f->mode);
         if (!keep) {
             close(fd);
-            unlink(f->tmp);
-            f->tmp[0] = 0;
+            tmp_drop(f, 1);
             return 0;
         }
         f->f = fdopen(fd, "wb");
         if (!f->f) {
             int e = errno;
             close(fd);
-            unlink(f->tmp);
-            f->tmp[0] = 0;
+            tmp_drop(f, 1);
             return bk_fail(err, err_size, "%s %s: %s", f->what, f->path, strerror(e));
         }
         return 0;
@@ -99,7 +213,11 @@ static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
     return bk_fail(err, err_size, "%s %s: cannot find a free temporary file name", f->what, f->path);
 }
 
-void bk_outputs_init(bk_outputs *o) { memset(o, 0, sizeof *o); }
+void bk_outputs_init(bk_outputs *o)
+{
+    memset(o, 0, sizeof *o);
+    handlers_once();
+}
 
 static int out_is_in(const bk_outfile *f, const char *real, dev_t dev, ino_t ino)
 {
@@ -122,11 +240,18 @@ int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *er
         if (o->in[i].dev == st.st_dev && o->in[i].ino == st.st_ino) return 0;
     for (int i = 0; i < o->n_out; ++i)
         if (out_is_in(&o->out[i], real, st.st_dev, st.st_ino)) return clash_in(&o->out[i], what, path, err, err_size);
-    if (o->n_in == BK_INPUTS_MAX) return 0;   /* beyond this many inputs (MTL files) only outputs are compared */
-    o->in[o->n_in].what = what;
-    snprintf(o->in[o->n_in].real, sizeof o->in[o->n_in].real, "%s", real);
-    o->in[o->n_in].dev = st.st_dev;
-    o->in[o->n_in].ino = st.st_ino;
+    if (o->n_in == o->cap_in) {
+        int cap = o->cap_in ? 2 * o->cap_in : 16;
+        bk_infile *p = cap > 0 ? realloc(o->in, sizeof(bk_infile) * (size_t)cap) : NULL;
+        if (!p) return bk_fail(err, err_size, "%s %s: out of memory for the list of inputs", what, path);
+        o->in = p;
+        o->cap_in = cap;
+    }
+    bk_infile *in = &o->in[o->n_in];
+    if (!(in->real = strdup(real))) return bk_fail(err, err_size, "%s %s: out of memory for the list of inputs", what, path);
+    in->what = what;
+    in->dev = st.st_dev;
+    in->ino = st.st_ino;
     o->n_in++;
     return 0;
 }
@@ -135,6 +260,12 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
 {
     for (uint32_t i = 0; i < s->mtl_count; ++i) {
         int r = bk_outputs_input(o, "an MTL file of the scene", s->mtls[i].path, err, err_size);
+        if (r) return r;
+    }
+    char real[PATH_MAX];
+    for (uint32_t m = 0; m < s->material_count; ++m) {
+        if (!s->materials[m].map_kd[0] || bk_scene_find_map(s, s->materials[m].map_kd, real)) continue;
+        int r = bk_outputs_input(o, "a texture of the scene", real, err, err_size);
         if (r) return r;
     }
     return 0;
@@ -193,7 +324,9 @@ int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size)
     bk_outfile *f = &o->out[i];
     if (f->to_stdout) {
         f->done = 1;
-        if (fflush(stdout) != 0 || ferror(stdout)) return bk_fail(err, err_size, "%s -: write to standard output failed", f->what);
+        errno = 0;
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return bk_fail(err, err_size, "%s -: write to standard output failed: %s", f->what, write_reason(errno));
         return 0;
     }
     if (!f->f) return 0;
@@ -204,8 +337,7 @@ int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size)
     if (fclose(f->f) != 0) { if (!bad) e = errno; bad = 1; }
     f->f = NULL;
     if (bad) {
-        unlink(f->tmp);
-        f->tmp[0] = 0;
+        tmp_drop(f, 1);
         return bk_fail(err, err_size, "%s %s: write failed: %s", f->what, f->path, strerror(e));
     }
     f->done = 1;
@@ -215,12 +347,26 @@ int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size)
 int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
 {
     for (int i = 0; i < o->n_out; ++i)
-        if (o->out[i].f && bk_outputs_close(o, i, err, err_size)) { bk_outputs_free(o); return -1; }
+        if ((o->out[i].f || (o->out[i].to_stdout && !o->out[i].done)) && bk_outputs_close(o, i, err, err_size)) {
+            bk_outputs_free(o);
+            return -1;
+        }
+    /* what the run printed (its report, its summary) is part of it: a full disk or a closed
+     * pipe behind standard output fails the run before any file is replaced */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        bk_outputs_free(o);
+        return bk_fail(err, err_size, "write to standard output failed: %s: no file was written", write_reason(e));
+    }
     /* Backups first: a hard link keeps each existing target's data should a later rename fail. */
     typedef char bak_name[4232];   /* a tmp name + ".bak" */
     bak_name *bak = malloc(sizeof(bak_name) * (size_t)(o->n_out + 1));
     int *had = malloc(sizeof(int) * (size_t)(o->n_out + 1));
-    if (!bak || !had) { free(bak); free(had); bk_outputs_free(o); return bk_fail(err, err_size, "out of memory"); }
+    void **bak_reg = calloc((size_t)(o->n_out + 1), sizeof(void *));
+    if (!bak || !had || !bak_reg) { free(bak); free(had); free(bak_reg); bk_outputs_free(o); return bk_fail(err, err_size, "out of memory"); }
+    /* from here a signal waits until the renames are undone, or all made (on_signal) */
+    atomic_fetch_add(&committing, 1);
     for (int i = 0; i < o->n_out; ++i) {
         bk_outfile *f = &o->out[i];
         bak[i][0] = 0;
@@ -231,28 +377,38 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
         if (!had[i]) continue;
         snprintf(bak[i], sizeof bak[i], "%s.bak", f->tmp);
         if (link(f->target, bak[i]) != 0) bak[i][0] = 0;   /* no hard links here: rename without a net */
+        else bak_reg[i] = tmp_register(bak[i]);
     }
     int rc = 0;
     for (int i = 0; i < o->n_out && !rc; ++i) {
         bk_outfile *f = &o->out[i];
         if (f->to_stdout || !f->done) continue;
-        if (rename(f->tmp, f->target) != 0) {
-            rc = bk_fail(err, err_size, "%s %s: cannot rename into place: %s", f->what, f->path, strerror(errno));
+        /* a signal before the last rename undoes the others: a run it ends has written nothing */
+        const int sig = atomic_load(&pending_sig);
+        if (sig || rename(f->tmp, f->target) != 0) {
+            rc = sig ? bk_fail(err, err_size, "%s %s: not renamed into place: the run was interrupted by signal %d", f->what, f->path, sig)
+                     : bk_fail(err, err_size, "%s %s: cannot rename into place: %s", f->what, f->path, strerror(errno));
             for (int j = 0; j < i; ++j) {             /* undo the renames already made */
                 bk_outfile *g = &o->out[j];
                 if (g->to_stdout || !g->done) continue;
-                if (bak[j][0]) rename(bak[j], g->target);
+                if (bak[j][0] && rename(bak[j], g->target) == 0) { tmp_unregister(&bak_reg[j]); bak[j][0] = 0; }
                 else if (!had[j]) unlink(g->target);
-                g->tmp[0] = 0;
             }
             break;
         }
-        f->tmp[0] = 0;
+        tmp_drop(f, 0);
     }
-    for (int i = 0; i < o->n_out; ++i)
+    for (int i = 0; i < o->n_out; ++i) {
         if (bak[i][0]) unlink(bak[i]);
-    free(bak); free(had);
+        tmp_unregister(&bak_reg[i]);
+    }
+    free(bak); free(had); free(bak_reg);
     bk_outputs_free(o);
+    /* a signal that came during the renames ends the run now, as it would have then */
+    if (atomic_fetch_sub(&committing, 1) == 1) {
+        const int sig = atomic_exchange(&pending_sig, 0);
+        if (sig) die_of(sig);
+    }
     return rc;
 }
 
@@ -261,11 +417,15 @@ void bk_outputs_free(bk_outputs *o)
     for (int i = 0; i < o->n_out; ++i) {
         bk_outfile *f = &o->out[i];
         if (f->f) { fclose(f->f); f->f = NULL; }
-        if (f->tmp[0]) { unlink(f->tmp); f->tmp[0] = 0; }
+        tmp_drop(f, 1);
     }
     free(o->out);
     o->out = NULL;
     o->n_out = o->cap_out = 0;
+    for (int i = 0; i < o->n_in; ++i) free(o->in[i].real);
+    free(o->in);
+    o->in = NULL;
+    o->n_in = o->cap_in = 0;
 }
 
 int bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size)
@@ -273,6 +433,7 @@ int bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size)
     memset(f, 0, sizeof *f);
     f->what = "output";
     f->path = path;
+    handlers_once();
     if (resolve(f, err, err_size) || make_tmp(f, 1, err, err_size)) return -1;
     return 0;
 }
@@ -292,5 +453,5 @@ int bk_outfile_commit(bk_outfile *f, char *err, size_t err_size)
 void bk_outfile_abort(bk_outfile *f)
 {
     if (f->f) { fclose(f->f); f->f = NULL; }
-    if (f->tmp[0]) { unlink(f->tmp); f->tmp[0] = 0; }
+    tmp_drop(f, 1);
 }

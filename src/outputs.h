@@ -12,9 +12,13 @@
  *     not after a long bake.
  * Then each output is written to its own temporary file beside its target ("." + name +
  * ".tmp-PID-N", created with O_EXCL so it never replaces anything), and bk_outputs_commit renames
- * them all into place only once every one is complete. Should a rename fail half-way, the targets
- * already replaced are put back from hard-link backups taken just before. A run that fails at any
- * point leaves every pre-existing file as it was.
+ * them all into place only once every one is complete and standard output (a report, --stats -)
+ * has been written without an error. Should a rename fail half-way, the targets already replaced
+ * are put back from hard-link backups taken just before. A run that fails at any point leaves
+ * every pre-existing file as it was; one ended by SIGINT, SIGTERM, SIGHUP, SIGPIPE or SIGXFSZ
+ * removes its temporary files first and then ends as that signal would (one that arrives during
+ * the renames has them undone first, unless it came after the last), unless the signal was ignored or had a handler
+ * of its own when the first bk_outputs_init ran.
  *
  * Usage:
  *     bk_outputs o; bk_outputs_init(&o);
@@ -33,7 +37,6 @@
 #include <sys/types.h>
 
 #define BK_OUTPUTS_MAX 65536   /* outputs of one run (a lightmap of many pages is one per page) */
-#define BK_INPUTS_MAX  64
 
 /* bk_outputs_add and bk_outputs_input return BK_OUT_CLASH when a path names a file that is also
  * an input or another output (a usage error: exit 2), -1 for other problems (exit 1). */
@@ -54,20 +57,30 @@ typedef struct bk_outfile {
     mode_t      mode;          /* permissions a new file gets (an existing target keeps its own) */
     FILE       *f;             /* open while written */
     int         done;          /* written completely, waiting for the commit */
+    void       *reg;           /* tmp's entry in the signal handlers' list of temporary files */
 } bk_outfile;
+
+/* A file the run reads: no output may be it. */
+typedef struct bk_infile {
+    const char *what;          /* what it is ("a scene", "an MTL file of the scene"), for messages */
+    char       *real;          /* its resolved path */
+    dev_t       dev;
+    ino_t       ino;
+} bk_infile;
 
 typedef struct bk_outputs {
     bk_outfile *out;           /* n_out of them, grown as outputs are added */
     int        n_out, cap_out;
-    struct { const char *what; char real[4096]; dev_t dev; ino_t ino; } in[BK_INPUTS_MAX];
-    int        n_in;
+    bk_infile  *in;            /* n_in of them, every input of the run, however many */
+    int        n_in, cap_in;
 } bk_outputs;
 
 void  bk_outputs_init(bk_outputs *o);
 /* Registers an input; paths that do not exist are ignored (the reader reports them). Checks it
- * against the outputs registered so far. */
+ * against the outputs registered so far (every output added later is checked against it). */
 int   bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size);
-/* The MTL files of a loaded scene, as inputs (they are known only once the OBJ is read). */
+/* The files a loaded scene read besides itself, as inputs (they are known only once the OBJ is
+ * read): its MTL files and the textures its materials name (map_Kd, bk_scene_find_map). */
 struct bk_scene;
 int   bk_outputs_scene_inputs(bk_outputs *o, const struct bk_scene *s, char *err, size_t err_size);
 /* Registers an output (see the file comment); returns its index, or BK_OUT_CLASH / -1. */
@@ -76,9 +89,10 @@ int   bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned
 FILE *bk_outputs_open(bk_outputs *o, int i, char *err, size_t err_size);
 /* Closes output i's stream, checking every write; 0 or -1 (its temporary file is then removed). */
 int   bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size);
-/* Closes what is still open, then renames every written output into place, all or nothing. */
+/* Closes what is still open and flushes standard output, checking both, then renames every
+ * written output into place, all or nothing. */
 int   bk_outputs_commit(bk_outputs *o, char *err, size_t err_size);
-/* Removes every temporary file not committed and frees the list (may be called again). */
+/* Removes every temporary file not committed and frees the lists (may be called again). */
 void  bk_outputs_free(bk_outputs *o);
 
 /* A single output, for writers called on their own (tests, tools): the same checks and the

@@ -5,11 +5,15 @@
  * models and instances of src follow those of dst, so the triangles of the first file keep their
  * numbers and the others follow in argument order.
  */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include "scene.h"
 #include "util.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Grows *p from n_old to n_old + n_add items of size sz and copies src's n_add items after. */
 static int cat(void **p, size_t n_old, const void *src, size_t n_add, size_t sz)
@@ -130,4 +134,19 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
     dst->material_count += src->material_count;
     dst->vox_instance_count += src->vox_instance_count;
     return 0;
+}
+
+int bk_scene_find_map(const bk_scene *s, const char *map, char *out)
+{
+    char name[512], cand[PATH_MAX + 600];
+    snprintf(name, sizeof name, "%s", map);
+    for (char *p = name; *p; ++p) if (*p == '\\') *p = '/';
+    if (name[0] == '/') return realpath(name, out) && access(out, R_OK) == 0 ? 0 : -1;
+    for (uint32_t i = 0; i < s->mtl_count; ++i) {
+        const char *path = s->mtls[i].path ? s->mtls[i].path : "", *slash = strrchr(path, '/');
+        if (!slash) snprintf(cand, sizeof cand, "%s", name);
+        else snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - path), path, name);
+        if (realpath(cand, out) && access(out, R_OK) == 0) return 0;
+    }
+    return -1;
 }

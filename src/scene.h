@@ -80,4 +80,10 @@ void bk_scene_free(bk_scene *s);
  * then still safe to free. */
 int  bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size);
 
+/* The file a material's map_Kd names, resolved into out (PATH_MAX bytes): relative to the folder
+ * of one of the scene's MTL files (the material does not record which; the first folder holding
+ * a readable file wins), or absolute. Backslashes, as Windows exporters write them, are folder
+ * separators. 0, or -1 when no such file is found. */
+int  bk_scene_find_map(const bk_scene *s, const char *map, char *out);
+
 #endif /* BK_SCENE_H */

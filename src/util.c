@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -26,8 +27,46 @@ int bk_fail(char *err, size_t err_size, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, err_size, fmt, ap);
         va_end(ap);
+        bk_escape_controls(err, err_size);
     }
     return -1;
+}
+
+static int is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+void bk_escape_controls(char *buf, size_t cap)
+{
+    size_t n = strlen(buf), extra = 0;
+    for (size_t i = 0; i < n; ++i) extra += is_control((unsigned char)buf[i]) ? 3 : 0;
+    char *src = extra ? malloc(n + 1) : NULL;
+    if (!src) return;
+    memcpy(src, buf, n + 1);
+    static const char hex[] = "0123456789abcdef";
+    size_t w = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const unsigned char c = (unsigned char)src[i];
+        if (!is_control(c)) {
+            if (w + 1 >= cap) break;
+            buf[w++] = (char)c;
+        } else {
+            if (w + 4 >= cap) break;
+            buf[w++] = '\\'; buf[w++] = 'x'; buf[w++] = hex[c >> 4]; buf[w++] = hex[c & 15];
+        }
+    }
+    buf[w] = 0;
+    free(src);
+}
+
+int bk_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int bk_fail_write(char *err, size_t err_size, const char *path)
+{
+    const int e = errno;
+    return bk_fail(err, err_size, "%s: write failed: %s", path, e ? strerror(e) : "an earlier write failed");
 }
 
 int bk_path_has_ext(const char *path, const char *ext)

@@ -13,8 +13,17 @@ double bk_time_now(void);
 /* An always-on invariant check for host code: prints the expression and aborts. */
 #define BK_CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: internal error: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
 
-/* snprintf into an error buffer that may be NULL; returns -1 so callers can `return bk_fail(...)`. */
+/* snprintf into an error buffer that may be NULL; returns -1 so callers can `return bk_fail(...)`.
+ * Control bytes in the message (an ESC in a file name, say) are written \xNN (bk_escape_controls),
+ * so a message never drives the terminal it is printed on. */
 int bk_fail(char *err, size_t err_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Rewrites the string in buf (of cap bytes) with each byte below 0x20, and 0x7f, as \xNN; what
+ * no longer fits is cut. */
+void bk_escape_controls(char *buf, size_t cap);
+/* 1 when paths a and b name one existing file (by device and inode: links and other spellings). */
+int bk_same_file(const char *a, const char *b);
+/* "PATH: write failed: REASON", REASON from errno (the call that failed), for every writer. */
+int bk_fail_write(char *err, size_t err_size, const char *path);
 
 /* 1 when path ends in ext (lower case, with its dot), ignoring the case of path. */
 int bk_path_has_ext(const char *path, const char *ext);
