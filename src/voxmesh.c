@@ -81,6 +81,7 @@ typedef struct vm_work {
     uint8_t        *grid;    /* a model's dense colour grid */
     size_t          grid_cap;
     uint64_t        hidden;
+    uint64_t        steps;   /* bk_voxmesh.hide_steps of the instances this worker made */
     pthread_t       thread;
 } vm_work;
 
@@ -308,11 +309,13 @@ static int hash_build(vm_ctx *C)
 }
 
 /* Is world cell w filled by an instance other than self? */
-static int world_filled(const vm_ctx *C, uint32_t self, const int32_t *w)
+static int world_filled(const vm_ctx *C, vm_work *W, uint32_t self, const int32_t *w)
 {
     const vm_hash *H = &C->H;
     size_t sl = hash_slot(H, w[0] >> CELL_SHIFT, w[1] >> CELL_SHIFT, w[2] >> CELL_SHIFT);
+    W->steps++;
     if (H->start[sl] == BK_NONE) return 0;
+    W->steps += H->count[sl];
     for (uint32_t k = 0; k < H->count[sl]; ++k) {
         uint32_t j = H->list[H->start[sl] + k];
         if (j != self && inst_has(C, j, w)) return 1;
@@ -333,7 +336,9 @@ static uint32_t neighbours(const vm_ctx *C, vm_work *W, uint32_t i)
         for (int32_t y = lo[1] >> CELL_SHIFT; y <= (hi[1] - 1) >> CELL_SHIFT; ++y)
             for (int32_t x = lo[0] >> CELL_SHIFT; x <= (hi[0] - 1) >> CELL_SHIFT; ++x) {
                 size_t sl = hash_slot(H, x, y, z);
+                W->steps++;
                 if (H->start[sl] == BK_NONE) continue;
+                W->steps += H->count[sl];
                 for (uint32_t k = 0; k < H->count[sl]; ++k) {
                     uint32_t j = H->list[H->start[sl] + k];
                     if (W->stamp[j] == i) continue;
@@ -403,6 +408,7 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
                 xf_box(X, lo, hi, wlo, whi);
                 for (uint32_t n = 0; n < nnb && !touched; ++n) {
                     const vm_xf *Y = &C->xf[W->nb[n]];
+                    W->steps++;
                     touched = 1;
                     for (int r = 0; r < 3 && touched; ++r) touched = Y->lo[r] < whi[r] && wlo[r] < Y->hi[r];
                 }
@@ -422,7 +428,7 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
                     int c = X->col[r];
                     w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
                 }
-                if (world_filled(C, i, w)) { W->hidden++; continue; }
+                if (world_filled(C, W, i, w)) { W->hidden++; continue; }
                 W->mask[(size_t)F->v * nu + F->u] = F->c;
                 if (vmin < 0 || F->v < vmin) vmin = F->v;
                 if (F->v > vmax) vmax = F->v;
@@ -624,7 +630,7 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     /* the quads in instance order: chunk after chunk, from whichever worker made each */
     size_t total = 0;
     for (uint32_t c = 0; c < chunks; ++c) total += C.chunk_count[c];
-    for (int k = 0; k < nt; ++k) out->hidden_faces += W[k].hidden;
+    for (int k = 0; k < nt; ++k) { out->hidden_faces += W[k].hidden; out->hide_steps += W[k].steps; }
     if (total >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total); goto done; }
     out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
     size_t *at = malloc(sizeof(size_t) * (chunks + 1));

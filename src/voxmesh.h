@@ -58,6 +58,9 @@ typedef struct bk_voxmesh {
     uint64_t     hidden_faces;   /* faces visible in their own model but hidden by another
                                     instance's voxel */
     uint64_t     voxel_count;    /* instanced voxels (each instance counts its model's voxels) */
+    uint64_t     hide_steps;     /* work of finding hidden faces: hash cells visited, instances
+                                    compared, occupancy bits set and looked up (the thread count
+                                    does not change it; tests bound it) */
     double       seconds;        /* time bk_voxmesh_build took */
 } bk_voxmesh;
 

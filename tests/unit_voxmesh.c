@@ -6,7 +6,10 @@
  * permutations, overlapping and touching, checked against brute force over a dense world grid:
  * every quad face lies on a voxel of its instance and colour with an empty cell outside, the
  * triangles' winding normals point along the quad's direction, the faces are exactly the visible
- * ones (counted), and two builds give the same quads, with 1 thread or 5. Also a timing of a large generated world (printed, not checked).
+ * ones (counted), and two builds give the same quads, with 1 thread or 5. Instances sharing cells
+ * (thousands of copies of one voxel in one place; thousands of small models overlapping) against a
+ * brute force that lets cells be shared. Also a timing of a large generated world (printed, not
+ * checked).
  */
 #include "atlas.h"
 #include "voxmesh.h"
@@ -284,6 +287,181 @@ static void test_random(void)
     }
 }
 
+
+/* ---- instances sharing cells ---------------------------------------------------------------- */
+
+/* Brute force that lets instances share cells: a face of instance i is visible when no instance
+ * fills the cell outside it (i itself cannot: the face is visible in i's model). Checks the face
+ * count and every quad face (inside: its instance's voxel of its colour; outside: no instance). */
+static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *vm)
+{
+    int32_t lo[3], n[3];
+    for (int r = 0; r < 3; ++r) {
+        int32_t a = INT32_MAX, b = INT32_MIN;
+        for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
+            if (s->vox_instances[i].lo[r] < a) a = s->vox_instances[i].lo[r];
+            if (s->vox_instances[i].hi[r] > b) b = s->vox_instances[i].hi[r];
+        }
+        lo[r] = a - 1; n[r] = b - a + 2;
+    }
+    size_t N = (size_t)n[0] * n[1] * n[2];
+    uint32_t *count = calloc(N, sizeof(uint32_t));   /* instances filling the cell */
+    /* per model a dense colour grid (a cell listed twice counts once, its last colour) */
+    uint8_t **grid = calloc(s->vox_model_count, sizeof(uint8_t *));
+    for (uint32_t mi = 0; mi < s->vox_model_count; ++mi) {
+        const bk_vox_model *m = &s->vox_models[mi];
+        grid[mi] = calloc((size_t)m->size[0] * m->size[1] * m->size[2], 1);
+        for (uint32_t v = 0; v < m->voxel_count; ++v) {
+            const uint8_t *p = m->xyzi + 4 * v;
+            grid[mi][p[0] + m->size[0] * (p[1] + m->size[1] * p[2])] = p[3];
+        }
+    }
+#define CELL(c) ((size_t)((c)[0] - lo[0]) + n[0] * ((size_t)((c)[1] - lo[1]) + n[1] * (size_t)((c)[2] - lo[2])))
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
+        const bk_vox_model *m = &s->vox_models[s->vox_instances[i].model];
+        const uint8_t *g = grid[s->vox_instances[i].model];
+        for (uint32_t z = 0; z < m->size[2]; ++z)
+            for (uint32_t y = 0; y < m->size[1]; ++y)
+                for (uint32_t x = 0; x < m->size[0]; ++x) {
+                    if (!g[x + m->size[0] * (y + m->size[1] * z)]) continue;
+                    uint8_t p[3] = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
+                    int32_t c[3];
+                    world_cell_of(s, i, p, c);
+                    count[CELL(c)]++;
+                }
+    }
+    static const int D[6][3] = { { 1, 0, 0 }, { -1, 0, 0 }, { 0, 1, 0 }, { 0, -1, 0 }, { 0, 0, 1 }, { 0, 0, -1 } };
+    uint64_t expect = 0;
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
+        const bk_vox_model *m = &s->vox_models[s->vox_instances[i].model];
+        const uint8_t *g = grid[s->vox_instances[i].model];
+        for (uint32_t z = 0; z < m->size[2]; ++z)
+            for (uint32_t y = 0; y < m->size[1]; ++y)
+                for (uint32_t x = 0; x < m->size[0]; ++x) {
+                    if (!g[x + m->size[0] * (y + m->size[1] * z)]) continue;
+                    uint8_t p[3] = { (uint8_t)x, (uint8_t)y, (uint8_t)z };
+                    int32_t c[3];
+                    world_cell_of(s, i, p, c);
+                    for (int d = 0; d < 6; ++d) {
+                        int32_t e[3] = { c[0] + D[d][0], c[1] + D[d][1], c[2] + D[d][2] };
+                        expect += count[CELL(e)] == 0;
+                    }
+                }
+    }
+    BK_EXPECTF(vm->face_count == expect, "%s: %llu faces, brute force %llu", name, (unsigned long long)vm->face_count,
+               (unsigned long long)expect);
+    int bad = 0;
+    for (uint32_t q = 0; q < vm->quad_count && bad < 5; ++q) {
+        const bk_vox_quad *Q = &vm->quads[q];
+        const bk_vox_instance *in = &s->vox_instances[Q->instance];
+        const bk_vox_model *m = &s->vox_models[in->model];
+        int32_t T[3];
+        bk_vox_instance_offset(in, m->size, T);
+        for (int j = 0; j < Q->h; ++j)
+            for (int i = 0; i < Q->w; ++i) {
+                int32_t cin[3], cout[3], p[3] = { 0, 0, 0 };
+                for (int r = 0; r < 3; ++r) {
+                    double cen = Q->o[r] + Q->du[r] * (i + 0.5) + Q->dv[r] * (j + 0.5);
+                    cin[r] = (int32_t)floor(cen - 0.5 * D[Q->dir][r]);
+                    cout[r] = (int32_t)floor(cen + 0.5 * D[Q->dir][r]);
+                }
+                /* the model cell of cin in Q's instance: invert world = M p + T per row */
+                int inside = 1;
+                for (int r = 0; r < 3; ++r)
+                    for (int k = 0; k < 3; ++k)
+                        if (in->m[3 * r + k]) p[k] = in->m[3 * r + k] > 0 ? cin[r] - T[r] : T[r] - cin[r] - 1;
+                for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < (int32_t)m->size[k];
+                uint8_t col = inside ? grid[in->model][p[0] + m->size[0] * (p[1] + m->size[1] * p[2])] : 0;
+                if (col != Q->colour || count[CELL(cout)] != 0) {
+                    fprintf(stderr, "%s: quad %u face (%d,%d): colour %u inside (want %u), %u instances outside\n", name, q, i, j, col,
+                            Q->colour, count[CELL(cout)]);
+                    bk_test_failures++; bad++;
+                    i = Q->w; j = Q->h;
+                }
+            }
+    }
+#undef CELL
+    for (uint32_t mi = 0; mi < s->vox_model_count; ++mi) free(grid[mi]);
+    free(grid); free(count);
+}
+
+/* n copies of one 1-voxel model in one cell (issue 33: the face-hiding test compared every pair):
+ * each copy keeps its 6 faces, as a lone voxel does, in instance order. Returns hide_steps. */
+static uint64_t coincident(uint32_t n, int32_t x, int32_t y, int32_t z)
+{
+    bk_scene s; memset(&s, 0, sizeof s);
+    uint8_t v[4] = { 0, 0, 0, 5 };
+    uint32_t m = bk_test_add_model(&s, 1, 1, 1, v, 1);
+    bk_test_add_instance(&s, m, ID, x, y, z);
+    bk_voxmesh one = build("coincident 1", &s);
+    for (uint32_t i = 1; i < n; ++i) bk_test_add_instance(&s, m, ID, x, y, z);
+    char name[48];
+    snprintf(name, sizeof name, "coincident %u at (%d,%d,%d)", n, x, y, z);
+    bk_voxmesh vm = build(name, &s);
+    BK_EXPECTF(vm.quad_count == 6 * n && vm.face_count == 6ull * n && vm.hidden_faces == 0, "%s: %u quads, %llu faces, %llu hidden", name,
+               vm.quad_count, (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces);
+    int bad = 0;
+    for (uint32_t q = 0; q < vm.quad_count && q < 6 * n && !bad; ++q) {
+        bk_vox_quad want = one.quads[q % 6];
+        want.instance = q / 6;
+        bad = memcmp(&want, &vm.quads[q], sizeof want) != 0;
+        BK_EXPECTF(!bad, "%s: quad %u differs from the lone voxel's", name, q);
+    }
+    uint64_t steps = vm.hide_steps;
+    bk_voxmesh_free(&one);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
+    return steps;
+}
+
+/* Instances sharing cells: n copies of one voxel (in one hash cell, and across a corner of 8), and
+ * n different small models under random rotations all overlapping one place (checked against
+ * brute force). */
+static void test_coincident(void)
+{
+    uint64_t a = coincident(2000, 5, 5, 5), b = coincident(4000, 5, 5, 5), c = coincident(4000, 0, 0, 0);
+    printf("coincident: hide_steps %llu for 2000, %llu for 4000, %llu for 4000 at a corner\n", (unsigned long long)a,
+           (unsigned long long)b, (unsigned long long)c);
+    uint64_t st = 99;
+    uint64_t vox[2];
+    for (int round = 0; round < 2; ++round) {
+        uint32_t n = round ? 3000 : 1500;
+        bk_scene s; memset(&s, 0, sizeof s);
+        vox[round] = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+            uint32_t sz[3] = { 1 + rng(&st) % 4, 1 + rng(&st) % 4, 1 + rng(&st) % 4 };
+            uint8_t xyzi[4 * 64];
+            uint32_t k = 0;
+            for (uint32_t z = 0; z < sz[2]; ++z)
+                for (uint32_t y = 0; y < sz[1]; ++y)
+                    for (uint32_t x = 0; x < sz[0]; ++x)
+                        if (rng(&st) % 100 < 30) { uint8_t *p = xyzi + 4 * k++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+            uint32_t mi = bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, k);
+            uint8_t rots[48];
+            bk_test_rot_bytes(rots);
+            int8_t m[9];
+            bk_vox_rot_matrix(rots[rng(&st) % 48], m);
+            /* spread over 12^3 voxels around a hash cell's corner: every box overlaps many */
+            bk_test_add_instance(&s, mi, m, 10 + (int32_t)(rng(&st) % 12), 10 + (int32_t)(rng(&st) % 12), 10 + (int32_t)(rng(&st) % 12));
+            vox[round] += k;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "overlapping %u", n);
+        bk_voxmesh vm = build(name, &s);
+        check_shared(name, &s, &vm);
+        BK_EXPECT(vm.hidden_faces > 0 && vm.quad_count > 0);
+        setenv("BK_THREADS", "1", 1);
+        bk_voxmesh v1 = build(name, &s);
+        unsetenv("BK_THREADS");
+        BK_EXPECT(v1.quad_count == vm.quad_count && !memcmp(v1.quads, vm.quads, sizeof(bk_vox_quad) * vm.quad_count));
+        BK_EXPECT(v1.hide_steps == vm.hide_steps);
+        printf("%s: %llu voxels, %u quads, %llu hidden faces, hide_steps %llu\n", name, (unsigned long long)vox[round], vm.quad_count,
+               (unsigned long long)vm.hidden_faces, (unsigned long long)vm.hide_steps);
+        bk_voxmesh_free(&v1);
+        bk_voxmesh_free(&vm);
+        bk_scene_free(&s);
+    }
+}
 
 /* ---- atlas: one rectangular chart per quad --------------------------------------------------- */
 
@@ -572,6 +750,7 @@ int main(void)
     test_touching();
     test_mirrored();
     test_random();
+    test_coincident();
     test_with_triangles();
     test_threads();
     test_atlas();
