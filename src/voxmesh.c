@@ -1,19 +1,26 @@
 /* voxmesh.c - the voxel surface (voxmesh.h): visible faces, greedy quads, triangles.
  *
  * Cost: linear in the models' voxels (once per model; clearing a dense grid of each model's
- * volume aside) plus the quads emitted, plus the faces of slices that touch another instance's
- * box (those alone are tested cell by cell).
+ * volume aside), plus per instance the hash cells of its box and the quads emitted, plus the
+ * instanced voxels that lie in hash cells two instances share, plus the faces of slices whose
+ * outer layer meets a hash cell holding another instance (those alone are tested, one lookup a
+ * face). However the instances are placed: a million copies of one voxel in one place cost what
+ * a million apart do.
  *   1. Per model, once: a dense colour grid (temporary), a 1-bit occupancy grid (kept), and per
  *      model direction and slice the faces visible within the model (found from the voxel list,
  *      bucketed by direction and slice) and their greedy quads.
- *   2. Instance boxes in a hash of 16^3-voxel cells, to find an instance's neighbours (boxes that
- *      touch its box) and the instances that may hold a given world cell.
+ *   2. Instance boxes in a hash of 16^3-voxel cells; each cell that two or more boxes share gets
+ *      a 4096-bit bitmap, the union of the voxels its instances place there (set from each such
+ *      instance's voxel list). Whether another instance fills a world cell is then one bit (or,
+ *      in a cell of one instance, one test of that instance's model grid).
  *   3. Per instance, direction and slice: when the layer of cells just outside the slice meets no
- *      neighbour's box, the model's quads are copied (transformed); otherwise the slice's faces
- *      whose outer cell another instance fills are dropped and the rest merged again by the same
- *      greedy function, so the result is what a greedy mesher gives on the visible faces.
- * No allocation per voxel or per quad: arrays grow by doubling. Steps 1 and 3 run on
- * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter; each chunk's
+ *      hash cell that lists another instance, the model's quads are copied (transformed);
+ *      otherwise each face's outer cell is looked up, and if some are filled the rest are merged
+ *      again by the same greedy function, so the result is what a greedy mesher gives on the
+ *      visible faces.
+ * No allocation per voxel or per quad: arrays grow by doubling. Steps 1, 2's bitmaps and 3 run on
+ * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter (bits are
+ * set with an atomic or, so the bitmaps do not depend on who set them); each chunk's
  * quads are put back in instance order (on the thread pool, as the quads' triangles are made), so
  * the result does not depend on the thread count.
  */
@@ -53,6 +60,9 @@ typedef struct vm_hash {
     uint32_t *start;         /* per slot: first list entry; BK_NONE = empty slot */
     uint32_t *count;
     uint32_t *list;          /* instance ids, per cell in instance order */
+    uint32_t *bits_at;       /* per slot listing >= 2 instances: its occupancy bitmap; else BK_NONE */
+    _Atomic uint64_t *bits;  /* bitmaps: the union of the listed instances' voxels, 4096 bits
+                                (64 words) per cell, bit x + 16 (y + 16 z) of the cell's corner */
     size_t    cap;
 } vm_hash;
 
@@ -76,8 +86,8 @@ typedef struct vm_work {
     size_t          nq, qcap;
     uint8_t        *mask;    /* 256 x 256 greedy mask, all zero between uses */
     vm_quad        *scratch; /* quads of one re-merged slice */
-    uint32_t       *nb;      /* neighbours of the current instance */
-    uint32_t       *stamp;   /* per instance: last instance that listed it as a neighbour */
+    uint32_t       *ctab;    /* an instance box's hash cells: bitmap index or BK_NONE */
+    uint8_t        *hid;     /* per face of one slice: hidden by another instance */
     uint8_t        *grid;    /* a model's dense colour grid */
     size_t          grid_cap;
     uint64_t        hidden;
@@ -86,6 +96,7 @@ typedef struct vm_work {
 } vm_work;
 
 #define INST_CHUNK 64   /* instances per chunk: fine enough to balance, coarse enough to be cheap */
+#define BOX_CELLS  (BK_VOX_MAX_SIZE / 16 + 2)   /* hash cells along a model box grown by 1 */
 
 /* ---- models ------------------------------------------------------------------------------- */
 
@@ -227,16 +238,6 @@ static void xf_init(const bk_scene *s, const bk_vox_instance *in, vm_xf *X)
     }
 }
 
-/* A model cell box [lo, hi) to the world cell box. */
-static void xf_box(const vm_xf *X, const int *lo, const int *hi, int32_t *wlo, int32_t *whi)
-{
-    for (int r = 0; r < 3; ++r) {
-        int c = X->col[r];
-        if (X->sgn[r] > 0) { wlo[r] = X->T[r] + lo[c]; whi[r] = X->T[r] + hi[c]; }
-        else { wlo[r] = X->T[r] - hi[c]; whi[r] = X->T[r] - lo[c]; }
-    }
-}
-
 /* Is world cell w a voxel of instance j? */
 static int inst_has(const vm_ctx *C, uint32_t j, const int32_t *w)
 {
@@ -305,51 +306,106 @@ static int hash_build(vm_ctx *C)
                 if (H->start[sl] != BK_NONE) { H->start[sl] = off; off += H->count[sl]; H->count[sl] = 0; }
         }
     }
-    return 0;
+    /* a bitmap per cell that two or more instances share, numbered in slot order */
+    H->bits_at = malloc(sizeof(uint32_t) * H->cap);
+    if (!H->bits_at) return -1;
+    size_t nb = 0;
+    for (size_t sl = 0; sl < H->cap; ++sl) H->bits_at[sl] = H->start[sl] != BK_NONE && H->count[sl] >= 2 ? (uint32_t)nb++ : BK_NONE;
+    H->bits = calloc(64 * nb + 1, sizeof(uint64_t));
+    return H->bits ? 0 : -1;
 }
 
-/* Is world cell w filled by an instance other than self? */
+/* The hash cells of X's box grown by `grow`, as indices into W->ctab: their count along each axis
+ * in n, the first one in c0. */
+static void box_cells(const vm_xf *X, int grow, int32_t c0[3], int n[3])
+{
+    for (int r = 0; r < 3; ++r) {
+        c0[r] = (X->lo[r] - grow) >> CELL_SHIFT;
+        n[r] = ((X->hi[r] - 1 + grow) >> CELL_SHIFT) - c0[r] + 1;
+        BK_CHECK(n[r] <= BOX_CELLS);
+    }
+}
+
+/* Sets instance j's voxels in the bitmaps of the shared cells it is listed in. */
+static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
+{
+    const vm_hash *H = &C->H;
+    const vm_xf *X = &C->xf[j];
+    const bk_vox_model *m = &C->s->vox_models[C->s->vox_instances[j].model];
+    int32_t c0[3];
+    int n[3], any = 0;
+    box_cells(X, 0, c0, n);
+    for (int z = 0; z < n[2]; ++z)
+        for (int y = 0; y < n[1]; ++y)
+            for (int x = 0; x < n[0]; ++x) {
+                uint32_t b = H->bits_at[hash_slot(H, c0[0] + x, c0[1] + y, c0[2] + z)];
+                W->ctab[x + n[0] * (y + n[1] * z)] = b;
+                any |= b != BK_NONE;
+                W->steps++;
+            }
+    if (!any) return;
+    const uint32_t *sz = m->size;
+    for (uint32_t i = 0; i < m->voxel_count; ++i) {
+        const uint8_t *p = m->xyzi + 4 * (size_t)i;
+        if (p[0] >= sz[0] || p[1] >= sz[1] || p[2] >= sz[2] || !p[3]) continue;
+        int32_t w[3], k[3];
+        for (int r = 0; r < 3; ++r) {
+            int c = X->col[r];
+            w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
+            k[r] = (w[r] >> CELL_SHIFT) - c0[r];
+        }
+        uint32_t b = W->ctab[k[0] + n[0] * (k[1] + n[1] * k[2])];
+        if (b == BK_NONE) continue;
+        uint32_t bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
+        _Atomic uint64_t *word = &H->bits[64 * (size_t)b + (bit >> 6)];
+        uint64_t mask = 1ull << (bit & 63);
+        if (!(atomic_load_explicit(word, memory_order_relaxed) & mask)) atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
+        W->steps++;
+    }
+}
+
+/* Is world cell w, the cell outside a face of self that is visible in self's model, filled by
+ * another instance? A shared cell's bitmap holds self's voxels too, but never at w: the instance's
+ * transform maps model cells one to one onto world cells, and w's model cell is empty (or outside
+ * the model). */
 static int world_filled(const vm_ctx *C, vm_work *W, uint32_t self, const int32_t *w)
 {
     const vm_hash *H = &C->H;
     size_t sl = hash_slot(H, w[0] >> CELL_SHIFT, w[1] >> CELL_SHIFT, w[2] >> CELL_SHIFT);
     W->steps++;
     if (H->start[sl] == BK_NONE) return 0;
-    W->steps += H->count[sl];
-    for (uint32_t k = 0; k < H->count[sl]; ++k) {
-        uint32_t j = H->list[H->start[sl] + k];
-        if (j != self && inst_has(C, j, w)) return 1;
+    uint32_t b = H->bits_at[sl];
+    if (b == BK_NONE) {
+        uint32_t j = H->list[H->start[sl]];
+        return j != self && inst_has(C, j, w);
     }
-    return 0;
+    uint32_t bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
+    return (int)(atomic_load_explicit(&H->bits[64 * (size_t)b + (bit >> 6)], memory_order_relaxed) >> (bit & 63) & 1);
 }
 
-/* Instances other than i whose boxes meet i's box grown by one cell, into C->nb. */
-static uint32_t neighbours(const vm_ctx *C, vm_work *W, uint32_t i)
+/* Per world axis A, which hash-cell layers across A (bit: cell coordinate - c0[A]) hold a cell
+ * that lists another instance and meets i's box grown by one along A: a face of i can only be
+ * hidden where its outer cell lies in such a layer. */
+static void foreign_layers(const vm_ctx *C, vm_work *W, uint32_t i, int32_t c0[3], uint64_t layers[3])
 {
-    const vm_xf *X = &C->xf[i];
     const vm_hash *H = &C->H;
-    uint32_t n = 0;
-    int32_t lo[3], hi[3];
-    for (int r = 0; r < 3; ++r) { lo[r] = X->lo[r] - 1; hi[r] = X->hi[r] + 1; }
-    W->stamp[i] = i;
-    for (int32_t z = lo[2] >> CELL_SHIFT; z <= (hi[2] - 1) >> CELL_SHIFT; ++z)
-        for (int32_t y = lo[1] >> CELL_SHIFT; y <= (hi[1] - 1) >> CELL_SHIFT; ++y)
-            for (int32_t x = lo[0] >> CELL_SHIFT; x <= (hi[0] - 1) >> CELL_SHIFT; ++x) {
-                size_t sl = hash_slot(H, x, y, z);
+    const vm_xf *X = &C->xf[i];
+    int n[3];
+    int32_t b0[3], b1[3];   /* the box's own (ungrown) cells */
+    box_cells(X, 1, c0, n);
+    for (int r = 0; r < 3; ++r) { b0[r] = X->lo[r] >> CELL_SHIFT; b1[r] = (X->hi[r] - 1) >> CELL_SHIFT; layers[r] = 0; }
+    for (int z = 0; z < n[2]; ++z)
+        for (int y = 0; y < n[1]; ++y)
+            for (int x = 0; x < n[0]; ++x) {
+                int32_t c[3] = { c0[0] + x, c0[1] + y, c0[2] + z };
+                size_t sl = hash_slot(H, c[0], c[1], c[2]);
                 W->steps++;
-                if (H->start[sl] == BK_NONE) continue;
-                W->steps += H->count[sl];
-                for (uint32_t k = 0; k < H->count[sl]; ++k) {
-                    uint32_t j = H->list[H->start[sl] + k];
-                    if (W->stamp[j] == i) continue;
-                    W->stamp[j] = i;
-                    const vm_xf *Y = &C->xf[j];
-                    int meet = 1;
-                    for (int r = 0; r < 3 && meet; ++r) meet = Y->lo[r] < hi[r] && lo[r] < Y->hi[r];
-                    if (meet) W->nb[n++] = j;
+                if (H->start[sl] == BK_NONE || (H->count[sl] == 1 && H->list[H->start[sl]] == i)) continue;
+                for (int A = 0; A < 3; ++A) {
+                    int B = (A + 1) % 3, D = (A + 2) % 3;
+                    if (c[B] >= b0[B] && c[B] <= b1[B] && c[D] >= b0[D] && c[D] <= b1[D]) layers[A] |= 1ull << (c[A] - c0[A]);
                 }
             }
-    return n;
 }
 
 static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd, uint32_t mbase)
@@ -390,7 +446,9 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
     const bk_vox_model *m = &C->s->vox_models[in->model];
     const vm_model *M = &C->models[in->model];
     const vm_xf *X = &C->xf[i];
-    uint32_t nnb = neighbours(C, W, i);
+    int32_t c0[3];
+    uint64_t layers[3];
+    foreign_layers(C, W, i, c0, layers);
     for (int wd = 0; wd < 6; ++wd) {
         int A = wd >> 1, ws = wd & 1 ? -1 : 1;
         int a = X->col[A], ms = ws * X->sgn[A], md = 2 * a + (ms < 0);
@@ -398,37 +456,33 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
         for (uint32_t s = 0; s < m->size[a]; ++s) {
             uint32_t k = M->base[md] + s, f0 = M->face_at[k], f1 = M->face_at[k + 1];
             if (f0 == f1) continue;
-            int touched = 0;
-            if (nnb) {
-                /* the layer of cells just outside this slice, in the world */
-                int lo[3] = { 0, 0, 0 }, hi[3];
-                for (int r = 0; r < 3; ++r) hi[r] = (int)m->size[r];
-                lo[a] = (int)s + ms; hi[a] = lo[a] + 1;
-                int32_t wlo[3], whi[3];
-                xf_box(X, lo, hi, wlo, whi);
-                for (uint32_t n = 0; n < nnb && !touched; ++n) {
-                    const vm_xf *Y = &C->xf[W->nb[n]];
-                    W->steps++;
-                    touched = 1;
-                    for (int r = 0; r < 3 && touched; ++r) touched = Y->lo[r] < whi[r] && wlo[r] < Y->hi[r];
+            /* the world layer of cells just outside this slice, along A */
+            int32_t L = X->sgn[A] > 0 ? X->T[A] + (int32_t)s + ms : X->T[A] - ((int32_t)s + ms) - 1;
+            uint32_t nh = 0;
+            if (layers[A] >> ((L >> CELL_SHIFT) - c0[A]) & 1) {
+                for (uint32_t f = f0; f < f1; ++f) {
+                    const vm_face *F = &M->faces[f];
+                    int p[3];
+                    p[a] = (int)s + ms; p[u] = F->u; p[v] = F->v;
+                    int32_t w[3];
+                    for (int r = 0; r < 3; ++r) {
+                        int c = X->col[r];
+                        w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
+                    }
+                    nh += W->hid[f - f0] = (uint8_t)world_filled(C, W, i, w);
                 }
             }
-            if (!touched) {
+            if (!nh) {
+                /* all its faces visible: the model's own quads (the greedy merge of the same faces) */
                 for (uint32_t q = M->quad_at[k]; q < M->quad_at[k + 1]; ++q)
                     if (quad_push(W, i, X, md, s, &M->quads[q], wd, m->material_base)) return -1;
                 continue;
             }
+            W->hidden += nh;
             int vmin = -1, vmax = -1;
             for (uint32_t f = f0; f < f1; ++f) {
                 const vm_face *F = &M->faces[f];
-                int p[3];
-                p[a] = (int)s + ms; p[u] = F->u; p[v] = F->v;
-                int32_t w[3];
-                for (int r = 0; r < 3; ++r) {
-                    int c = X->col[r];
-                    w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
-                }
-                if (world_filled(C, W, i, w)) { W->hidden++; continue; }
+                if (W->hid[f - f0]) continue;
                 W->mask[(size_t)F->v * nu + F->u] = F->c;
                 if (vmin < 0 || F->v < vmin) vmin = F->v;
                 if (F->v > vmax) vmax = F->v;
@@ -547,6 +601,20 @@ static void *work_instances(void *arg)
     return NULL;
 }
 
+static void *work_raster(void *arg)
+{
+    vm_work *W = arg;
+    vm_ctx *C = W->C;
+    uint32_t n = C->s->vox_instance_count, chunks = (n + INST_CHUNK - 1) / INST_CHUNK;
+    for (;;) {
+        uint32_t c = atomic_fetch_add(&C->next, 1u);
+        if (c >= chunks) break;
+        uint32_t end = (c + 1) * INST_CHUNK < n ? (c + 1) * INST_CHUNK : n;
+        for (uint32_t i = c * INST_CHUNK; i < end; ++i) instance_raster(C, W, i);
+    }
+    return NULL;
+}
+
 /* Runs fn on nt workers (the calling thread is worker 0); returns the number that ran. */
 static int run_workers(vm_work *W, int nt, void *(*fn)(void *))
 {
@@ -606,12 +674,11 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         vm_work *w = &W[k];
         w->C = &C;
         w->id = k;
-        w->nb = malloc(sizeof(uint32_t) * (NI ? NI : 1));
-        w->stamp = malloc(sizeof(uint32_t) * (NI ? NI : 1));
+        w->ctab = malloc(sizeof(uint32_t) * BOX_CELLS * BOX_CELLS * BOX_CELLS);
+        w->hid = malloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
         w->mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
         w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
-        if (!w->nb || !w->stamp || !w->mask || !w->scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
-        for (uint32_t i = 0; i < NI; ++i) w->stamp[i] = BK_NONE;
+        if (!w->ctab || !w->hid || !w->mask || !w->scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
     }
     /* models placed at least once */
     for (uint32_t i = 0; i < NI; ++i) used[s->vox_instances[i].model] = 1;
@@ -624,6 +691,8 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         out->voxel_count += s->vox_models[s->vox_instances[i].model].voxel_count;
     }
     if (NI && hash_build(&C)) { bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI); goto done; }
+    atomic_store(&C.next, 0u);
+    if (NI) run_workers(W, nt, work_raster);
     atomic_store(&C.next, 0u);
     run_workers(W, nt, work_instances);
     if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
@@ -653,11 +722,11 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
 done:
     for (uint32_t mi = 0; C.models && mi < NM; ++mi) model_free(&C.models[mi]);
     for (int k = 0; W && k < nt; ++k) {
-        free(W[k].quads); free(W[k].mask); free(W[k].scratch); free(W[k].nb); free(W[k].stamp); free(W[k].grid);
+        free(W[k].quads); free(W[k].mask); free(W[k].scratch); free(W[k].ctab); free(W[k].hid); free(W[k].grid);
     }
     free(W); free(used);
     free(C.models); free(C.xf); free(C.chunk_worker); free(C.chunk_count); free(C.chunk_first);
-    free(C.H.keys); free(C.H.start); free(C.H.count); free(C.H.list);
+    free(C.H.keys); free(C.H.start); free(C.H.count); free(C.H.list); free(C.H.bits_at); free((void *)C.H.bits);
     if (rc) bk_voxmesh_free(out);
     out->seconds = bk_time_now() - t0;
     return rc;
