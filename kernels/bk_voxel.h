@@ -8,7 +8,10 @@
  * in world space with a 3D DDA (Amanatides & Woo 1987, "A Fast Voxel Traversal Algorithm for Ray
  * Tracing") that crosses an empty 4x4x4 brick in one step. The instance's transform is a signed
  * permutation and an integer translation, so its model's cells are world cells and its bricks are
- * blocks of them; only a brick's lookup moves the cell to model space (integers, exact). A model's
+ * blocks of them; only a brick's lookup moves the cell to model space (integers, exact: the leaf
+ * record's box and translation are floats, and every cell and brick plane a walk can meet is an
+ * integer within +-2^24, which a float holds, or bk_geom_init refuses the scene; beyond that they
+ * rounded, and a cell mapped outside its model read bricks out of bounds). A model's
  * occupancy is a dense grid of bricks, each a 64-bit mask (bit x + 4 y + 16 z of the brick, model
  * axes) and the number of voxels before it in the model, so a voxel's rank (its index among the
  * model's voxels, in brick order) is that count plus a popcount. A voxel is a solid unit cube: a

@@ -65,6 +65,29 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
         uint32_t m = s->vox_instances[j].model;
         if (m >= s->vox_model_count)
             return bk_fail(err, err_size, "voxel instance %u uses model %u, but the scene has %u models", j, m, s->vox_model_count);
+        /* The leaf records carry the boxes and translations as floats and the walk turns them
+         * back into cell integers (kernels/bk_voxel.h): each cell and the bricks around it must be
+         * integers a float holds exactly. (The .vox reader's limit keeps its scenes well inside.) */
+        const bk_vox_instance *in = &s->vox_instances[j];
+        int64_t reach = 0;
+        int axis = 0;
+        for (int k = 0; k < 3; ++k) {
+            int64_t t = in->t[k] < 0 ? -(int64_t)in->t[k] : in->t[k];
+            if (t > reach) { reach = t; axis = k; }
+        }
+        if (reach <= BK_VOX_MAX_WORLD) {
+            bk_vox_instance box = *in;
+            bk_vox_instance_place(&box, s->vox_models[m].size);
+            for (int k = 0; k < 3; ++k) {
+                int64_t lo = -(int64_t)box.lo[k] + 4, hi = (int64_t)box.hi[k] + 4;
+                if (lo > reach) { reach = lo; axis = k; }
+                if (hi > reach) { reach = hi; axis = k; }
+            }
+        }
+        if (reach > BK_VOX_MAX_WORLD)
+            return bk_fail(err, err_size, "voxel instance %u reaches %lld along %c (its box and a brick around it): voxels "
+                           "must stay within +-%d (2^24), where floats hold integers exactly", j, (long long)reach, "xyz"[axis],
+                           BK_VOX_MAX_WORLD);
         faces += 6ull * s->vox_models[m].voxel_count;
     }
     if (faces >= 0xFFFFFFFFull)

@@ -39,7 +39,9 @@
  *     index 0, an RGBA chunk under 1024 bytes, a MATL id outside 0..255, a number that does not
  *     parse or is not finite, an invalid "_r" byte, a node id defined twice, a child or root node
  *     or model id that does not exist, a transform or group node with two parents, a loop, a
- *     graph deeper than MAX_DEPTH, a translation beyond BK_VOX_MAX_COORD, more models or instances
+ *     graph deeper than MAX_DEPTH, a translation (an nTRN's own, or composed down the graph, in
+ *     int64) beyond BK_VOX_MAX_COORD = 2^23 (so that every cell is an integer a float holds
+ *     exactly, vox.h), more models or instances
  *     than vox.h allows, no model, no visible instance, out of memory. "path: reason" (no byte)
  *     for a file that cannot be opened, is not a regular file or is over BK_VOX_MAX_BYTES.
  * Speed: the file is read into memory once; node and layer ids go through hash tables and the
@@ -712,7 +714,8 @@ static int walk_graph(vox_ctx *c)
                     t += (int64_t)it.m[3 * r + k] * n->t[k];
                 }
                 if (t < -BK_VOX_MAX_COORD || t > BK_VOX_MAX_COORD) {
-                    rc = fail_at(c, n->off, "node %d: translation %lld beyond +-%d", n->id, (long long)t, BK_VOX_MAX_COORD);
+                    rc = fail_at(c, n->off, "node %d: composed translation %lld beyond +-%d (2^%d, the limit of voxel positions)",
+                                 n->id, (long long)t, BK_VOX_MAX_COORD, BK_VOX_MAX_COORD_LOG2);
                     break;
                 }
                 ch.t[r] = (int32_t)t;

@@ -22,8 +22,18 @@
 #define BK_VOX_MAX_MODELS    (1u << 20)   /* models in one file */
 #define BK_VOX_MAX_INSTANCES (1u << 24)   /* shapes placed, after the scene graph is walked */
 #define BK_VOX_MAX_BYTES     (1ull << 31) /* a .vox file */
-#define BK_VOX_MAX_COORD     (1 << 28)    /* |t| of a composed translation, so boxes fit in int32 */
+/* |t| of a composed translation. The tracer's leaf records hold a voxel segment's box and its
+ * instance's translation in floats, and the walk (kernels/bk_voxel.h) converts them back to the
+ * integers of its cells: exact only while every coordinate a cell or the brick around it can
+ * have, |t| + a model side + a brick, is at most 2^24 (BK_VOX_MAX_WORLD, which bk_geom_init
+ * checks for any scene). 2^23 leaves that room: past 2^24 the walk read bricks out of bounds. */
+#define BK_VOX_MAX_COORD_LOG2 23
+#define BK_VOX_MAX_COORD     (1 << BK_VOX_MAX_COORD_LOG2)
+#define BK_VOX_MAX_WORLD     (1 << 24)    /* |x| of a voxel's world cells and bricks: floats hold it */
 #define BK_VOX_MAX_DEPTH     1024         /* nodes on a path from the scene graph's root */
+
+_Static_assert(BK_VOX_MAX_COORD + BK_VOX_MAX_SIZE + 4 <= BK_VOX_MAX_WORLD,
+               "a model placed at the translation limit must stay where floats hold its cells exactly");
 
 typedef struct bk_vox_model {
     uint32_t size[3];        /* x y z, each 1..BK_VOX_MAX_SIZE */

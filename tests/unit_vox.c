@@ -575,12 +575,12 @@ static void test_errors(void)
     c_model(1, 1, 1, 1, one_voxel);
     at = trn(0, 1, "_t=1 300000000 2");
     shp(1, 0);
-    load_fails(vox_write("tbig.vox", 200), (long)at + 40 + 6, "expected 3 integers in -268435456..268435456");
+    load_fails(vox_write("tbig.vox", 200), (long)at + 40 + 6, "expected 3 integers in -8388608..8388608");
     c_model(1, 1, 1, 1, one_voxel);
-    trn(0, 1, "_t=268435456 0 0");
-    at = trn(1, 2, "_t=268435456 0 0");
+    trn(0, 1, "_t=8388608 0 0");
+    at = trn(1, 2, "_t=8388608 0 0");
     shp(2, 0);
-    load_fails(vox_write("tsum.vox", 200), (long)at, "translation 536870912 beyond");
+    load_fails(vox_write("tsum.vox", 200), (long)at, "composed translation 16777216 beyond +-8388608 (2^23");
     /* graph structure */
     c_model(1, 1, 1, 1, one_voxel);
     trn(0, 1, "");
@@ -771,6 +771,78 @@ static void test_corpus(void)
     printf("corpus: %d .vox files; slowest load %s %.4f s\n", files, slowest_name, slowest);
 }
 
+/* A translation of exactly BK_VOX_MAX_COORD = 2^23 loads, on every axis and sign; one past it is
+ * refused with one line naming the limit: an nTRN's own, and one composed down the graph (two
+ * translations that add up, and a mirroring parent that turns -2^23 into 2^23 + 1). */
+static void test_coord_limit(void)
+{
+    const long long L = BK_VOX_MAX_COORD;
+    char spec[128], err[512];
+    BK_EXPECT(L == 8388608);
+    for (int a = 0; a < 3; ++a)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            long long t[3] = { 0, 0, 0 };
+            t[a] = sg * L;
+            c_model(4, 4, 4, 1, one_voxel);
+            snprintf(spec, sizeof spec, "_t=%lld %lld %lld", t[0], t[1], t[2]);
+            trn(0, 1, spec);
+            shp(1, 0);
+            const char *path = vox_write("tlimit.vox", 200);
+            bk_scene s;
+            int rc = bk_scene_load(path, &s, err, sizeof err);
+            BK_EXPECTF(rc == 0, "%s: %s", spec, err);
+            if (rc) continue;
+            const bk_vox_instance *in = &s.vox_instances[0];
+            BK_EXPECTF(in->t[a] == t[a] && in->lo[a] == t[a] - 2 && in->hi[a] == t[a] + 2, "%s: t %d box %d..%d", spec, in->t[a],
+                       in->lo[a], in->hi[a]);
+            bk_scene_free(&s);
+        }
+    /* composed exactly to the limit through a mirroring parent: x = -(-(L - 1)) + 1 */
+    c_model(4, 4, 4, 1, one_voxel);
+    trn(0, 1, "_r=20;_t=1 0 0");
+    snprintf(spec, sizeof spec, "_t=%lld 5 -7", -(L - 1));
+    trn(1, 2, spec);
+    shp(2, 0);
+    {
+        bk_scene s;
+        int rc = bk_scene_load(vox_write("tmirror.vox", 200), &s, err, sizeof err);
+        BK_EXPECTF(rc == 0, "%s", err);
+        if (rc == 0) {
+            BK_EXPECTF(s.vox_instances[0].t[0] == L && s.vox_instances[0].t[1] == 5 && s.vox_instances[0].t[2] == -7 &&
+                       s.vox_instances[0].m[0] == -1, "t %d %d %d", s.vox_instances[0].t[0], s.vox_instances[0].t[1],
+                       s.vox_instances[0].t[2]);
+            bk_scene_free(&s);
+        }
+    }
+    /* one past, on one axis: the node's own _t (each sign) */
+    for (int sg = -1; sg <= 1; sg += 2) {
+        c_model(4, 4, 4, 1, one_voxel);
+        snprintf(spec, sizeof spec, "_t=0 0 %lld", sg * (L + 1));
+        size_t at = trn(0, 1, spec);
+        shp(1, 0);
+        load_fails(vox_write("tpast.vox", 200), (long)at + 40 + 6, "expected 3 integers in -8388608..8388608");
+    }
+    /* composed past it: two halves that add up to L + 1 */
+    c_model(4, 4, 4, 1, one_voxel);
+    snprintf(spec, sizeof spec, "_t=0 %lld 0", L / 2);
+    trn(0, 1, spec);
+    snprintf(spec, sizeof spec, "_t=0 %lld 0", L / 2 + 1);
+    size_t at = trn(1, 2, spec);
+    shp(2, 0);
+    load_fails(vox_write("tsum1.vox", 200), (long)at, "node 1: composed translation 8388609 beyond +-8388608 (2^23");
+    /* and through a mirroring parent, under a group */
+    c_model(4, 4, 4, 1, one_voxel);
+    trn(0, 1, "_r=20;_t=1 0 0");
+    {
+        int kid = 2;
+        c_grp(1, "", 1, &kid);
+    }
+    snprintf(spec, sizeof spec, "_t=%lld 0 0", -L);
+    at = trn(2, 3, spec);
+    shp(3, 0);
+    load_fails(vox_write("tmirror1.vox", 200), (long)at, "node 2: composed translation 8388609 beyond +-8388608 (2^23");
+}
+
 /* The files written here as fuzz seeds. */
 int main(void)
 {
@@ -790,6 +862,7 @@ int main(void)
     test_legacy();
     test_emission();
     test_errors();
+    test_coord_limit();
     test_speed();
     if (!keep_files) test_model_limit();
     {
