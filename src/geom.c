@@ -114,7 +114,7 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
                 g->msegs = grown;
                 cap = nc;
             }
-            memcpy(g->msegs + segs, ms, sizeof *ms * n);
+            if (n) memcpy(g->msegs + segs, ms, sizeof *ms * n);   /* (a model without voxels: msegs may be NULL) */
             free(ms);
             g->mseg_first[m] = segs;
             segs += n;
