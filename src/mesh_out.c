@@ -374,9 +374,7 @@ int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, co
     int oi, mi = -1, rc = -1;
     FILE *f, *mf = NULL;
     if (scene_path && bk_mesh_obj_copies_mtl(s, path) && !mtl) return bk_fail(err, err_size, "%s: out of memory", path);
-    for (uint32_t i = 0; i < s->mtl_count; ++i)
-        if (bk_outputs_input(&o, "an MTL file of the scene", s->mtls[i].path, err, err_size)) goto out;
-    if ((oi = bk_outputs_add(&o, "output", path, 0, err, err_size)) < 0) goto out;
+    if (bk_outputs_scene_inputs(&o, s, err, err_size) || (oi = bk_outputs_add(&o, "output", path, 0, err, err_size)) < 0) goto out;
     if (mtl && (bk_mesh_mtl_check(mtl, path, err, err_size) || (mi = bk_outputs_add(&o, "output (its MTL)", mtl, 0, err, err_size)) < 0))
         goto out;
     if (!(f = bk_outputs_open(&o, oi, err, err_size)) || (mtl && !(mf = bk_outputs_open(&o, mi, err, err_size))) ||
