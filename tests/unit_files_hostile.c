@@ -53,11 +53,16 @@ static int signal_in_write(int sig, int sig_ign, int seed)
         _exit(127);
     }
     /* the output's temporary file seen twice in a row: not the probe made and removed at once
-     * before any work, but the file being written (it lives while the image is encoded) */
+     * before any work, but the file being written (it lives while the image is encoded). The
+     * child is stopped to look again: if the file is still there, it has not been renamed, and
+     * the signal comes before the commit could make it the output (else try again). */
     int st = 0, sent = 0, seen = 0;
     for (;;) {
         seen = tmp_of("sig.png") ? seen + 1 : 0;
-        if (!sent && seen == 2) { kill(pid, sig); sent = 1; }
+        if (!sent && seen == 2 && kill(pid, SIGSTOP) == 0 && waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st)) {
+            if (tmp_of("sig.png")) { kill(pid, sig); sent = 1; }
+            kill(pid, SIGCONT);
+        }
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid) break;
         if (w < 0 && errno != EINTR) return -2;
