@@ -838,6 +838,24 @@ static int check_memory(const bake_cli *c, bk_backend *be, const bk_atlas *at, u
     return 0;
 }
 
+/* --max-memory before the atlas, where the texels are known already: a voxel scene's are its
+ * visible faces times texels_per_voxel^2, and its atlas has at least that many pixels. The bake's
+ * estimate for so many (a lower bound: on a device where the backend may use one) over the limit
+ * is refused now, not after the atlas (whose packing holds memory of its own) has been made.
+ * check_memory repeats the check on the atlas itself. */
+static int check_memory_early(const bake_cli *c, uint64_t texels)
+{
+    if (!(c->max_memory_gb > 0)) return 0;
+    uint64_t host, dev;
+    bk_bake_estimate(texels, texels, bk_backend_starts_device(c->t.backend), &host, &dev);
+    const double limit = c->max_memory_gb * 1e9;
+    if ((double)host <= limit) return 0;
+    bake_error("%s: its %llu voxel-face texels need at least %.2f GB of host memory to bake, %.2f GB allowed by --max-memory "
+               "(refused before the atlas): bake fewer --texels-per-voxel\n", c->scene, (unsigned long long)texels, gb(host),
+               c->max_memory_gb);
+    return -1;
+}
+
 /* The backend's start on a thread of its own, while the main thread loads, builds and makes the
  * atlas: init and supports() (a CUDA context: about 0.25 s), then, once the main thread hands
  * over the accel (be_start_give), upload(). The main thread learns of a failed start as soon as
@@ -1282,6 +1300,7 @@ static int bake_run(int argc, char **argv, bake_job *job)
             goto done;
         }
         if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { bake_error("%s: %s\n", c.scene, err); goto done; }
+        if (check_memory_early(&c, vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel))) goto done;
         surf = &vm.scene;
         if (!(rects = bk_voxmesh_rects(&vm, c.texels_per_voxel, &c.atlas))) {
             bake_error("out of memory for %u voxel quads\n", vm.quad_count);

@@ -4,7 +4,7 @@
  * --stats -); temporary files left by a signal in the write phase; a scene named twice baked as
  * two coincident copies; write errors without their reason; scene names that start with '-';
  * control bytes of a file name echoed to the terminal; pages of an earlier --pages auto bake left
- * without a word.
+ * without a word; --max-memory checked only after the atlas.
  *
  * Runs the baker program in a fresh temporary folder on copies of the demo scenes (the CPU
  * backend, small atlases). Each group says what the code before issue 33 did.
@@ -246,6 +246,12 @@ int main(void)
     BK_EXPECTF(RUN("cornell.obj cornell.vox -o p.png %s " BAKE, pages3) == 0 && exists("p-2.png"), "%s", errbuf);
     BK_EXPECTF(run_sh("$B cornell.obj cornell.vox -o p.png --size 256 --texels-per-voxel 2 --pages auto --backend cpu --spp 1 "
                       "--bounces 0 >/dev/null") == 0 && strstr(errbuf, "p-1.png .. p-2.png are from an earlier bake"), "%s", errbuf);
+
+    /* --max-memory for a voxel scene is checked once its faces, and so its texels, are known:
+     * before the atlas (before: only after the atlas, whose packing had taken its own memory) */
+    BK_EXPECTF(RUN("cornell.vox -o mem.png --size 256 --max-memory 0.0001 " BAKE) == 1 && strstr(errbuf, "refused before the atlas") &&
+               !exists("mem.png"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.vox -o mem.png --size 256 --max-memory 1 " BAKE) == 0 && exists("mem.png"), "%s", errbuf);
 
     free(a.data); free(d.data);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
