@@ -163,7 +163,7 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * sibenik and dragon_vrip_res2 at 1186-1199, 1101 and 834 Mrays/s against 1280-1288, 1187 and
  * 881 unsorted. Neighbouring paths are samples of one texel, whose rays start at one point.
  * --bin-rays sorts both queues of each wave by octant and a 16^3 origin cell (wave_bin_*): slower
- * still, sponza 0.290-0.303 s of bake against 0.198-0.204 (README, Measured).
+ * still, sponza 0.290-0.303 s of bake against 0.198-0.204 (docs/bench/bake_gpu.md).
  * Waves are launched in batches without waiting; a kernel reads its queue's length on the device,
  * so waves past the last ray cost one empty launch each. The kernels keep their registers
  * (step 94, BVH traces 56-64): capping the step at 64 and the traces at 40 or 32 for occupancy
