@@ -1,18 +1,10 @@
-/* accel.c - what callers of both builders share: picking one, the view handed to traversals, freeing. */
+/* accel.c - what callers of both builders share: the stage names, the view handed to traversals, freeing. */
 #include "accel.h"
-#include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 const char *const bk_build_stage_names[BK_BUILD_STAGES] = { "prep", "top", "subtrees", "join", "flatten" };
-
-int bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
-{
-    if (type == BK_ACCEL_BVH) return bk_bvh_build(s, o, out, err, err_size);
-    if (type == BK_ACCEL_KDTREE) return bk_kd_build(s, o, out, err, err_size);
-    return bk_fail(err, err_size, "unknown acceleration structure %d", type);
-}
 
 bk_accel_view bk_accel_get_view(const bk_accel *a)
 {

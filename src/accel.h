@@ -1,4 +1,6 @@
-/* accel.h - host-side acceleration structures: builders and the owning container.
+/* accel.h - the container the builders fill: bk_accel (owns the arrays), its build options and
+ * report, the view handed to traversals, freeing. The builders declare themselves in bvh.h and
+ * kdtree.h; bk_accel_build (accel_build.h) picks one of them.
  *
  * Pipeline: bk_scene -> bk_bvh_build / bk_kd_build -> bk_accel (owns the arrays) -> bk_accel_view
  * (kernels/bk_accel.h), which the CPU backend traverses directly and the CUDA backend uploads.
@@ -67,10 +69,6 @@ static inline bk_build_opts bk_build_opts_default(void)
     o.kd_sweep = 0;
     return o;
 }
-/* Both return 0, or a negative status with a message in err (no triangles, out of memory). */
-int  bk_bvh_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
-int  bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
-int  bk_accel_build(const bk_scene *s, int type, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size);
 bk_accel_view bk_accel_get_view(const bk_accel *a);
 void bk_accel_free(bk_accel *a);
 const char *bk_accel_type_name(int type);

@@ -15,7 +15,7 @@
  * Pipeline: prepare_scene (load -> accels -> atlas -> texels -> shading data -> lighting; the only
  * scene-specific code) -> per accel: upload -> per variant: bk_bake_texels x reps.
  */
-#include "accel.h"
+#include "accel_build.h"
 #include "atlas.h"
 #include "backend.h"
 #include "bake.h"

@@ -2,7 +2,7 @@
  * of scenes, on one backend, with the same seeded diffuse rays. Every variant is checked against
  * the global-stack result of the same run before it is timed (the llm.c habit); the table says
  * how many rays disagreed. Also the entry point of `baker bench`. */
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bench_trace.h"
 #include "voxmesh.h"

@@ -26,7 +26,7 @@
  * the unions of its bins, and its children's centroid bounds come out of the partition pass, so a
  * node costs one binning pass and one partition pass.
  */
-#include "accel.h"
+#include "bvh.h"
 #include "geom.h"
 #include "pool.h"
 #include "util.h"

@@ -8,6 +8,7 @@
  * failed bake leaves every existing file as it was. The memory the bake needs is estimated before
  * the texels are made, and a bake that cannot fit is refused.
  */
+#include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
 #include "cli.h"

@@ -56,7 +56,7 @@
  * rest in depth-first parts (build_top). The preparation (records, boxes, bounds) and the splice
  * run on the pool too. The result does not depend on the thread count (tests/unit_build_threads.c).
  */
-#include "accel.h"
+#include "kdtree.h"
 #include "geom.h"
 #include "pool.h"
 #include "util.h"

@@ -4,7 +4,7 @@
  * command checks the files it reads and writes before any work (outputs.h) and writes through
  * temporary files renamed at the end.
  */
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bench_trace.h"
 #include "cli.h"

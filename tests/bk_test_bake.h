@@ -5,7 +5,7 @@
 #define BK_TEST_BAKE_H
 
 #include "bk_test.h"
-#include "accel.h"
+#include "accel_build.h"
 #include "atlas.h"
 #include "backend.h"
 #include "bake.h"

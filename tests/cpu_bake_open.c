@@ -25,6 +25,7 @@
  */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
+#include "accel_build.h"
 #include "bake.h"
 
 #include <math.h>

@@ -4,6 +4,7 @@
  * closest-hit distances against the exact ones (check_precise_t). */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bvh_wide.h"
 

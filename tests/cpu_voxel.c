@@ -8,7 +8,8 @@
  * overlap, two instances' coincident faces may tie: counted, not failed). The same for every
  * corpus .vox. Statistics say the DDA skipped work (fewer leaf tests than the triangle path).
  */
-#include "accel.h"
+#include "bvh.h"
+#include "kdtree.h"
 #include "backend.h"
 #include "bk_test.h"
 #include "bk_test_voxels.h"

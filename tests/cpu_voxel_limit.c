@@ -13,7 +13,7 @@
  * exactly is refused by the builders (bk_geom_init), while one that stays just inside is traced
  * exactly. Build with -DBK_TEST_VOX_AT=... to place the model elsewhere.
  */
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bk_test.h"
 #include "bk_test_run.h"

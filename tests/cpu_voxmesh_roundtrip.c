@@ -11,6 +11,7 @@
  * first bake fills by dilation); they are not compared. The materials read back equal the ones
  * baked (Kd, Ke), and the quads come back as the same triangles in the same order.
  */
+#include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
 #include "voxmesh.h"

@@ -6,6 +6,7 @@
  * without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
+#include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
 #include "denoise.h"

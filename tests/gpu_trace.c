@@ -7,6 +7,7 @@
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "bk_test_voxels.h"
+#include "accel_build.h"
 #include "backend.h"
 
 typedef struct variant { int mode, k; } variant;

@@ -9,7 +9,7 @@
  * placement is also baked with --backend cuda into a non-empty, finite image whose mean is the
  * CPU bake's within 2 %. Skips (77) without a usable GPU.
  */
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bk_test.h"
 #include "bk_test_run.h"

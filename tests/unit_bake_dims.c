@@ -24,6 +24,7 @@ static void record_draw(uint32_t dim)
 
 #include "bk_test.h"
 #include "bk_test_scenes.h"
+#include "accel_build.h"
 #include "bake.h"
 
 typedef struct dim_use { const char *name; int first, count; } dim_use;

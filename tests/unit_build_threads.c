@@ -14,7 +14,7 @@
  * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves. The wide BVH
  * the CPU backend collapses from a BVH of triangles (src/bvh_wide.c) is compared the same way.
  */
-#include "accel.h"
+#include "accel_build.h"
 #include "bvh_wide.h"
 #include "bk_test.h"
 #include "bk_test_scenes.h"

@@ -11,7 +11,7 @@
  *     same bk_tri_intersect: closest hits agree in t, any-hit agrees in hit/miss.
  * Also: building with 1, 2, 3 and 8 threads (BK_THREADS) gives bit-identical trees.
  */
-#include "accel.h"
+#include "kdtree.h"
 #include "bk_traverse.h"
 #include "bk_test.h"
 #include "util.h"

@@ -5,7 +5,8 @@
  *
  *   embree_build SCENE [--threads N] [--reps N]
  */
-#include "accel.h"
+#include "bvh.h"
+#include "kdtree.h"
 #include "pool.h"
 #include "scene.h"
 #include "util.h"

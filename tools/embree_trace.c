@@ -13,7 +13,7 @@
  * It also says how many rays agree: wide against binary exactly (t and triangle, closest; hit or
  * miss, any), and baker against Embree by hit or miss and t within 1e-4 relative.
  */
-#include "accel.h"
+#include "bvh.h"
 #include "backend.h"
 #include "bvh_wide.h"
 #include "rays.h"

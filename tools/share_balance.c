@@ -8,7 +8,7 @@
  * bake phase of a job lasts as long as its busiest rank. Also the mean cost per texel, from which
  * docs/scaling.md puts the gather's cost in proportion. Light with a white sky, as baker bakes
  * a scene without lights. */
-#include "accel.h"
+#include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
 #include "scene.h"

@@ -34,7 +34,7 @@
  * Scenes over 3000 triangles are skipped: brute force is O(rays x triangles) per input.
  */
 #include "fuzz_common.h"
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bk_test_scenes.h"
 #include "rays.h"

@@ -16,7 +16,7 @@
  * of over 50,000 segments or 2^20 bricks (16 MB) are only loaded: each execution stays fast.
  */
 #include "fuzz_common.h"
-#include "accel.h"
+#include "accel_build.h"
 #include "backend.h"
 #include "bk_rng.h"
 #include "scene.h"
