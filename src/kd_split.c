@@ -6,10 +6,10 @@
  *     Parallel Fast KD-tree Construction for Interactive Ray Tracing of Dynamic Scenes"): per axis,
  *     histograms of the clipped box minima and maxima over the cell, one sweep gives N_below and
  *     N_above at every bin boundary.
- *   - small nodes (up to KD_EXACT_MAX boxes): every event, exactly: the planes and counts of the
+ *   - small nodes (up to BK_KD_EXACT_MAX boxes): every event, exactly: the planes and counts of the
  *     sweep of Wald & Havran 2006 ("On building fast kd-Trees for Ray Tracing, and on doing that
  *     in O(N log N)"), found without sorting by comparing each candidate plane with every box,
- *     four or eight planes at a time (split_exact; n^2 compares, cheaper than sorting at n <= 32).
+ *     four or eight planes at a time (bk_kd_split_exact; n^2 compares, cheaper than sorting at n <= 32).
  *   Choosing among the planes (planes_pick): every plane's cost in float, eight or four at a time,
  *   then in double (sah_cost) only the planes within 1e-5 of the cheapest of all three axes. All
  *   terms are non-negative, so a float cost is within about ten float ulps of the double one and
@@ -42,11 +42,11 @@
 #define KD_TARGET_AVX2 __attribute__((target("avx2")))
 #endif
 
-#define KD_PLANES_MAX   (KD_BINS_MAX > 4 * KD_EXACT_MAX ? KD_BINS_MAX : 4 * KD_EXACT_MAX)  /* planes of one search */
+#define KD_PLANES_MAX   (BK_KD_BINS_MAX > 4 * BK_KD_EXACT_MAX ? BK_KD_BINS_MAX : 4 * BK_KD_EXACT_MAX)  /* planes of one search */
 
 /* ---- split search -------------------------------------------------------------------------- */
 
-static double sah_cost(const sah_ctx *c, int k, double below_len, double above_len, uint32_t nb, uint32_t na)
+static double sah_cost(const bk_kd_sah *c, int k, double below_len, double above_len, uint32_t nb, uint32_t na)
 {
     int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
     double face = c->e[k1] * c->e[k2], ring = c->e[k1] + c->e[k2];   /* area = 2 (face + len * ring) */
@@ -56,12 +56,12 @@ static double sah_cost(const sah_ctx *c, int k, double below_len, double above_l
     return c->cost_node + (1.0 - eb) * (pb * (double)nb + pa * (double)na);
 }
 
-static void consider(kd_split *best, int k, float p, double cost)
+static void consider(bk_kd_split *best, int k, float p, double cost)
 {
     if (cost < best->cost) { best->axis = k; best->pos = p; best->cost = cost; }
 }
 
-void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
+void bk_kd_hist_add(bk_kd_hist *h, const bk_kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
 {
     const int top = nbins - 1;
 #if defined(__SSE2__)
@@ -95,8 +95,8 @@ void hist_add(kd_hist *h, const kd_ref *r, size_t begin, size_t end, const float
 }
 
 /* The reference: Wald & Havran's sweep over sorted minima and maxima, one plane at a time in
- * increasing order (bk_build_opts.kd_sweep). split_exact() must give the same plane. */
-static void sort_floats(float *a, uint32_t n)   /* insertion sort (stable): n <= KD_EXACT_MAX */
+ * increasing order (bk_build_opts.kd_sweep). bk_kd_split_exact() must give the same plane. */
+static void sort_floats(float *a, uint32_t n)   /* insertion sort (stable): n <= BK_KD_EXACT_MAX */
 {
     for (uint32_t i = 1; i < n; ++i) {
         float v = a[i];
@@ -106,10 +106,10 @@ static void sort_floats(float *a, uint32_t n)   /* insertion sort (stable): n <=
     }
 }
 
-void split_sweep(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                 const sah_ctx *c, kd_split *best)
+void bk_kd_split_sweep(const bk_kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                       const bk_kd_sah *c, bk_kd_split *best)
 {
-    float mins[KD_EXACT_MAX], maxs[KD_EXACT_MAX];
+    float mins[BK_KD_EXACT_MAX], maxs[BK_KD_EXACT_MAX];
     for (int k = 0; k < 3; ++k) {
         const float m = margin[k], plo = lo[k] + m, phi = hi[k] - m;
         if (!(plo <= phi)) continue;
@@ -205,7 +205,7 @@ typedef struct kd_planes {
 } kd_planes;
 
 /* The reference for one axis: every plane in double. */
-static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, float phi, const float *cand,
+static void axis_ref(const bk_kd_sah *c, int k, float lo, float hi, float plo, float phi, const float *cand,
                      const int32_t *nb, const int32_t *na, uint32_t nc, double *bc, float *bp, uint32_t *bi)
 {
     for (uint32_t j = 0; j < nc; ++j) {
@@ -223,7 +223,7 @@ static void axis_ref(const sah_ctx *c, int k, float lo, float hi, float plo, flo
 #if defined(__SSE2__)
 static int fc_range(double x) { return x >= 1e-15 && x <= 1e15; }
 typedef struct kd_fcost { float face, ring, inv, cn, one_eb; int ok; } kd_fcost;
-static kd_fcost fcost_init(const sah_ctx *c, int k)
+static kd_fcost fcost_init(const bk_kd_sah *c, int k)
 {
     const int k1 = k == 2 ? 0 : k + 1, k2 = k1 == 2 ? 0 : k1 + 1;
     const double face = c->e[k1] * c->e[k2], ring = c->e[k1] + c->e[k2];
@@ -372,7 +372,7 @@ KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int3
 
 /* The winner among P's planes (see above) into best, if cheaper than what best holds. Returns the
  * winning axis, or -1. */
-static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], kd_planes *P, int how, kd_split *best)
+static int planes_pick(const bk_kd_sah *c, const float lo[3], const float hi[3], kd_planes *P, int how, bk_kd_split *best)
 {
     double bc[3] = { BK_INF, BK_INF, BK_INF };
     float  bp[3] = { BK_INF, BK_INF, BK_INF };
@@ -385,13 +385,13 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
             fast[k] = P->fast[k]; fm[k] = P->fm[k];
             if (fast[k]) fmin = fm[k] < fmin ? fm[k] : fmin;
         }
-    for (int k = 0; k < 3 && how != KD_SEARCH_REF && !P->precosted; ++k) {
+    for (int k = 0; k < 3 && how != BK_KD_SEARCH_REF && !P->precosted; ++k) {
         if (!P->nc[k]) continue;
         kd_fcost F = fcost_init(c, k);
         if (!F.ok) continue;
         fast[k] = 1;
 #if defined(KD_AVX2)
-        if (how == KD_SEARCH_AVX2)
+        if (how == BK_KD_SEARCH_AVX2)
             fm[k] = costs_avx2(&F, lo[k], hi[k], P->plo[k], P->phi[k], P->cand[k], P->nb[k], P->na[k], P->nc[k], P->cf[k]);
         else
 #endif
@@ -431,7 +431,7 @@ static int planes_pick(const sah_ctx *c, const float lo[3], const float hi[3], k
     return win;
 }
 
-void binned_setup(uint32_t n, const float lo[3], const float hi[3], const float margin[3], kd_bins *B)
+void bk_kd_binned_setup(uint32_t n, const float lo[3], const float hi[3], const float margin[3], bk_kd_bins *B)
 {
     B->nbins = n >= 16384 ? 256 : n >= 1024 ? 128 : 64;
     for (int k = 0; k < 3; ++k) {
@@ -441,7 +441,7 @@ void binned_setup(uint32_t n, const float lo[3], const float hi[3], const float 
     }
 }
 
-void hist_clear(kd_hist *h, int nbins)
+void bk_kd_hist_clear(bk_kd_hist *h, int nbins)
 {
     for (int k = 0; k < 3; ++k) {
         memset(h->minc[k], 0, (size_t)nbins * sizeof(uint32_t));
@@ -449,14 +449,14 @@ void hist_clear(kd_hist *h, int nbins)
     }
 }
 
-/* The split from a node's histogram h of its n entries (see split_binned). */
-void binned_pick(const kd_hist *h, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                 const kd_bins *B, const sah_ctx *c, kd_split *best, int how)
+/* The split from a node's histogram h of its n entries (see bk_kd_split_binned). */
+void bk_kd_binned_pick(const bk_kd_hist *h, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                       const bk_kd_bins *B, const bk_kd_sah *c, bk_kd_split *best, int how)
 {
     const int nbins = B->nbins;
     const int *split_ok = B->split_ok;
-    const uint32_t (*minc)[KD_BINS_MAX] = h->minc, (*maxc)[KD_BINS_MAX] = h->maxc;
-    if (how == KD_SEARCH_REF) {   /* the reference: one plane at a time */
+    const uint32_t (*minc)[BK_KD_BINS_MAX] = h->minc, (*maxc)[BK_KD_BINS_MAX] = h->maxc;
+    if (how == BK_KD_SEARCH_REF) {   /* the reference: one plane at a time */
         for (int k = 0; k < 3; ++k) {
             if (!split_ok[k]) continue;
             double w = (double)hi[k] - lo[k];
@@ -494,25 +494,25 @@ void binned_pick(const kd_hist *h, uint32_t n, const float lo[3], const float hi
     planes_pick(c, lo, hi, &P, how, best);
 }
 
-void split_binned(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                  const sah_ctx *c, kd_split *best, int how)
+void bk_kd_split_binned(const bk_kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                        const bk_kd_sah *c, bk_kd_split *best, int how)
 {
-    kd_bins B;
-    kd_hist h;
-    binned_setup(n, lo, hi, margin, &B);
-    hist_clear(&h, B.nbins);
-    hist_add(&h, r, 0, n, lo, B.scale, B.nbins);
-    binned_pick(&h, n, lo, hi, margin, &B, c, best, how);
+    bk_kd_bins B;
+    bk_kd_hist h;
+    bk_kd_binned_setup(n, lo, hi, margin, &B);
+    bk_kd_hist_clear(&h, B.nbins);
+    bk_kd_hist_add(&h, r, 0, n, lo, B.scale, B.nbins);
+    bk_kd_binned_pick(&h, n, lo, hi, margin, &B, c, best, how);
 }
 
 /* The exact sweep's answer, found without sorting: every candidate of every box (min - margin,
- * min, max, max + margin) gets its counts by comparing it with all n boxes (n <= KD_EXACT_MAX,
+ * min, max, max + margin) gets its counts by comparing it with all n boxes (n <= BK_KD_EXACT_MAX,
  * four candidates a vector), and the cheapest wins, the lowest plane among equal costs: that is
  * the plane a sweep in increasing order keeps (Wald & Havran's sweep considers the same planes
  * with the same counts, so the tree is the one the sorted sweep gives). One detail of the sweep
  * survives: among planes equal to zero it keeps the first it meets, whose sign bit is stored in
  * the node, and zero_bits() names that one. */
-static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
+static float zero_bits(const bk_kd_ref *r, uint32_t n, int k, float m)
 {
     /* The sweep meets equal values stream by stream (min - margin, min, max, max + margin), each
      * stream in stable sorted (entry) order; x - m and x + m are +0 when zero. */
@@ -522,8 +522,8 @@ static float zero_bits(const kd_ref *r, uint32_t n, int k, float m)
     return 0.0f;
 }
 
-void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
-                 const sah_ctx *c, kd_split *best, int how)
+void bk_kd_split_exact(const bk_kd_ref *r, uint32_t n, const float lo[3], const float hi[3], const float margin[3],
+                       const bk_kd_sah *c, bk_kd_split *best, int how)
 {
     /* P.cand[k][4 i + s]: entry i's candidate of stream s (min - margin, min, max, max + margin),
      * then NaN to a whole group of 8 */
@@ -558,7 +558,7 @@ void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[
         }
 #endif
     P.skip_equal = 1;
-    P.precosted = how == KD_SEARCH_AVX2;
+    P.precosted = how == BK_KD_SEARCH_AVX2;
     for (int k = 0; k < 3; ++k) {
         P.fast[k] = 0; P.fm[k] = BK_INF;
         P.nc[k] = 0;
@@ -566,7 +566,7 @@ void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[
         float *cand = P.cand[k];
         for (uint32_t j = 4 * n; j < nc; ++j) { cand[j] = NAN; P.nb[k][j] = P.na[k][j] = 0; }
 #if defined(KD_AVX2)
-        if (how == KD_SEARCH_AVX2) {
+        if (how == BK_KD_SEARCH_AVX2) {
             kd_fcost F = fcost_init(c, k);
             if (F.ok) {
                 P.fast[k] = 1;
@@ -583,11 +583,11 @@ void split_exact(const kd_ref *r, uint32_t n, const float lo[3], const float hi[
     if (k >= 0 && best->pos == 0.0f) best->pos = zero_bits(r, n, k, margin[k]);
 }
 
-int kd_search_default(void)
+int bk_kd_search_default(void)
 {
 #if defined(KD_AVX2)
-    return __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2") ? KD_SEARCH_AVX2 : KD_SEARCH_SSE2;
+    return __builtin_cpu_supports("avx2") && !getenv("BK_KD_NO_AVX2") ? BK_KD_SEARCH_AVX2 : BK_KD_SEARCH_SSE2;
 #else
-    return KD_SEARCH_SSE2;   /* best_plane is the reference where there is no SSE2 */
+    return BK_KD_SEARCH_SSE2;   /* best_plane is the reference where there is no SSE2 */
 #endif
 }

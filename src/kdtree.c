@@ -63,13 +63,13 @@ typedef struct kd_params {
     float    margin[3];  /* per axis: no cell thinner, no candidate plane this close to a box it misses */
     uint32_t par_min;    /* subtrees of at most this many entries become parallel tasks (0: none) */
     uint32_t top_local;  /* top-tree nodes of at most this many entries are built depth-first (build_top) */
-    int      search;     /* enum kd_search */
+    int      search;     /* enum bk_kd_search */
 } kd_params;
 
 /* A subtree handed to a worker: its entries (copied out of the arena) and where it hangs. */
 typedef struct kd_sub {
     kd_task    task;
-    kd_ref    *entries;
+    bk_kd_ref    *entries;
     uint32_t   placeholder;  /* node index in the top tree */
     /* results */
     bk_kd_node *nodes;  uint32_t node_count;
@@ -82,8 +82,8 @@ typedef struct kd_sub {
 /* One builder: the top tree or one subtree. */
 typedef struct kd_builder {
     const kd_params *prm;
-    kd_ref     *arena;   size_t arena_cap;
-    kd_ref     *scratch; size_t scratch_cap;
+    bk_kd_ref     *arena;   size_t arena_cap;
+    bk_kd_ref     *scratch; size_t scratch_cap;
     bk_kd_node *nodes;   size_t node_count, node_cap;
     uint32_t   *refs;    size_t ref_count, ref_cap;
     double      sah;     /* sum of area(node) * cost, unnormalised */
@@ -123,7 +123,7 @@ static int emit_node(kd_builder *b, bk_kd_node nd, uint32_t *index)
 }
 
 /* A leaf of the task's n entries e. */
-static int emit_leaf(kd_builder *b, const kd_task *t, const kd_ref *e)
+static int emit_leaf(kd_builder *b, const kd_task *t, const bk_kd_ref *e)
 {
     uint32_t idx;
     if (b->ref_count + t->n > 0xFFFFFFFFu) return -1;
@@ -140,7 +140,7 @@ static int emit_leaf(kd_builder *b, const kd_task *t, const kd_ref *e)
 
 /* Hands the task's subtree to a worker, with its entries e (malloc'd: the sub owns them from
  * here, also on failure): a placeholder node now, the subtree spliced in later. */
-static int emit_sub(kd_builder *b, const kd_task *t, kd_ref *e)
+static int emit_sub(kd_builder *b, const kd_task *t, bk_kd_ref *e)
 {
     if (grow((void **)&b->subs, &b->sub_cap, b->sub_count + 1, sizeof(kd_sub))) { free(e); return -1; }
     kd_sub *s = &b->subs[b->sub_count];
@@ -162,7 +162,7 @@ typedef struct kd_op {
     float    pos;
     uint32_t above;      /* inner: the op of its above child */
     kd_task  t;
-    kd_ref  *e;          /* leaf, sub: its entries (malloc'd) */
+    bk_kd_ref  *e;          /* leaf, sub: its entries (malloc'd) */
 } kd_op;
 
 typedef struct kd_ops { kd_op *op; size_t count, cap; } kd_ops;
@@ -170,16 +170,16 @@ typedef struct kd_ops { kd_op *op; size_t count, cap; } kd_ops;
 enum { KD_TOP_SEARCH, KD_TOP_INNER, KD_TOP_LEAF, KD_TOP_SUB, KD_TOP_LOCAL };
 
 /* Records a node; a leaf or a sub gets a copy of its entries e. */
-static int op_add(kd_ops *o, int kind, const kd_task *t, const kd_ref *e, int axis, float pos, uint32_t *index)
+static int op_add(kd_ops *o, int kind, const kd_task *t, const bk_kd_ref *e, int axis, float pos, uint32_t *index)
 {
     if (grow((void **)&o->op, &o->cap, o->count + 1, sizeof(kd_op))) return -1;
     kd_op *x = &o->op[o->count];
     memset(x, 0, sizeof *x);
     x->kind = kind; x->axis = axis; x->pos = pos; x->t = *t;
     if (kind != KD_TOP_INNER) {
-        x->e = malloc((t->n ? t->n : 1) * sizeof(kd_ref));
+        x->e = malloc((t->n ? t->n : 1) * sizeof(bk_kd_ref));
         if (!x->e) return -1;
-        memcpy(x->e, e, (size_t)t->n * sizeof(kd_ref));
+        memcpy(x->e, e, (size_t)t->n * sizeof(bk_kd_ref));
         x->t.off = 0;
         x->t.parent = BK_NONE;
     }
@@ -207,16 +207,16 @@ static int build(kd_builder *b, const kd_task *root, kd_ops *ops)
             if (op_add(ops, KD_TOP_SUB, &t, b->arena + t.off, -1, 0.0f, &idx)) return -1;
             continue;
         }
-        kd_ref *e = b->arena + t.off;
+        bk_kd_ref *e = b->arena + t.off;
         double area = cell_area(t.lo, t.hi);
-        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
+        bk_kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
         if (t.n > 1 && t.depth < prm->max_depth && area > 0.0) {
-            sah_ctx c;
+            bk_kd_sah c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n > KD_EXACT_MAX)             split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
-            else if (prm->search == KD_SEARCH_REF) split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else                                split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
+            if (t.n > BK_KD_EXACT_MAX)                bk_kd_split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
+            else if (prm->search == BK_KD_SEARCH_REF) bk_kd_split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
+            else                                      bk_kd_split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -236,11 +236,11 @@ static int build(kd_builder *b, const kd_task *root, kd_ops *ops)
         /* Inner node: above list in place, below list after it (on top of the arena). */
         const int k = best.axis;
         const float p = best.pos;
-        if (grow((void **)&b->arena, &b->arena_cap, t.off + (size_t)nb + na, sizeof(kd_ref))) return -1;
-        if (grow((void **)&b->scratch, &b->scratch_cap, nb, sizeof(kd_ref))) return -1;
+        if (grow((void **)&b->arena, &b->arena_cap, t.off + (size_t)nb + na, sizeof(bk_kd_ref))) return -1;
+        if (grow((void **)&b->scratch, &b->scratch_cap, nb, sizeof(bk_kd_ref))) return -1;
         e = b->arena + t.off;
         uint32_t ib = 0, ia = 0;
-        kd_ref *sc = b->scratch;
+        bk_kd_ref *sc = b->scratch;
         for (uint32_t i = 0; i < t.n; ++i) {
             /* read the two coordinates first: e[ia] may be e[i] */
             const float rl = e[i].lo[k], rh = e[i].hi[k];
@@ -249,7 +249,7 @@ static int build(kd_builder *b, const kd_task *root, kd_ops *ops)
         }
         /* nb is 0 when the split cuts off empty space below; a worker's first such split finds
          * scratch never allocated (NULL), and memcpy from NULL is undefined even for 0 bytes. */
-        if (nb) memcpy(e + na, b->scratch, (size_t)nb * sizeof(kd_ref));
+        if (nb) memcpy(e + na, b->scratch, (size_t)nb * sizeof(bk_kd_ref));
         if (ops) {
             if (op_add(ops, KD_TOP_INNER, &t, NULL, k, p, &idx)) return -1;
         } else {
@@ -300,7 +300,7 @@ static void builder_free(kd_builder *b)
 
 typedef struct kd_tnode {
     kd_task  t;          /* off unused; parent: the parent's tnode for an above child, else BK_NONE */
-    kd_ref  *e;          /* its t.n entries */
+    bk_kd_ref  *e;          /* its t.n entries */
     int      owned;      /* e is its own (malloc'd); else a part of the level's buffer */
     size_t   e_cap;      /* entries e has room for */
     int      kind;
@@ -309,10 +309,10 @@ typedef struct kd_tnode {
     kd_ops   ops;        /* KD_TOP_LOCAL: its part of the tree, built depth-first */
     int      failed;
     /* while its level is built */
-    kd_bins  bins;
-    kd_split best;
+    bk_kd_bins  bins;
+    bk_kd_split best;
     uint32_t chunk0, chunks;
-    kd_ref  *eb, *ea;    /* the children's entries */
+    bk_kd_ref  *eb, *ea;    /* the children's entries */
 } kd_tnode;
 
 typedef struct kd_tchunk {
@@ -326,7 +326,7 @@ typedef struct kd_top_job {
     kd_tnode        *tn;
     const uint32_t  *level;   /* the level's tnodes */
     kd_tchunk       *ch;
-    kd_hist         *hist;    /* one per chunk */
+    bk_kd_hist         *hist;    /* one per chunk */
     int              phase;
 } kd_top_job;
 
@@ -340,16 +340,16 @@ static void top_pick(void *ctx, size_t begin, size_t end, int worker)
         kd_tnode *T = &J->tn[J->level[i]];
         if (T->kind != KD_TOP_SEARCH) continue;
         kd_task *t = &T->t;
-        kd_hist h;
-        hist_clear(&h, T->bins.nbins);
+        bk_kd_hist h;
+        bk_kd_hist_clear(&h, T->bins.nbins);
         for (uint32_t c = T->chunk0; c < T->chunk0 + T->chunks; ++c)
             for (int k = 0; k < 3; ++k)
                 for (int j = 0; j < T->bins.nbins; ++j) { h.minc[k][j] += J->hist[c].minc[k][j]; h.maxc[k][j] += J->hist[c].maxc[k][j]; }
-        sah_ctx c;
+        bk_kd_sah c;
         c.inv_area = 1.0 / cell_area(t->lo, t->hi); c.cost_node = prm->cost_node; c.bonus = prm->bonus;
         for (int k = 0; k < 3; ++k) c.e[k] = (double)t->hi[k] - t->lo[k];
-        kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
-        binned_pick(&h, t->n, t->lo, t->hi, prm->margin, &T->bins, &c, &best, prm->search);
+        bk_kd_split best; best.axis = -1; best.pos = 0.0f; best.cost = BK_INF; best.counted = 0;
+        bk_kd_binned_pick(&h, t->n, t->lo, t->hi, prm->margin, &T->bins, &c, &best, prm->search);
         double leaf_cost = (double)t->n;     /* build()'s rules */
         if (best.axis >= 0 && best.cost >= leaf_cost) t->bad++;
         if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t->n < 16) || t->bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -366,10 +366,10 @@ static void top_chunk(void *ctx, size_t begin, size_t end, int worker)
     for (size_t ci = begin; ci < end; ++ci) {
         kd_tchunk *C = &J->ch[ci];
         const kd_tnode *T = &J->tn[C->node];
-        const kd_ref *e = T->e;
+        const bk_kd_ref *e = T->e;
         if (J->phase == 0) {
-            hist_clear(&J->hist[ci], T->bins.nbins);
-            hist_add(&J->hist[ci], e, C->begin, C->end, T->t.lo, T->bins.scale, T->bins.nbins);
+            bk_kd_hist_clear(&J->hist[ci], T->bins.nbins);
+            bk_kd_hist_add(&J->hist[ci], e, C->begin, C->end, T->t.lo, T->bins.scale, T->bins.nbins);
             continue;
         }
         const int k = T->best.axis;
@@ -382,7 +382,7 @@ static void top_chunk(void *ctx, size_t begin, size_t end, int worker)
             continue;
         }
         if (T->kind != KD_TOP_INNER) continue;
-        kd_ref *eb = T->eb + C->ob, *ea = T->ea + C->oa;
+        bk_kd_ref *eb = T->eb + C->ob, *ea = T->ea + C->oa;
         for (uint32_t i = C->begin; i < C->end; ++i) {
             const float rl = e[i].lo[k], rh = e[i].hi[k];
             if (rl <= p) { *eb = e[i]; eb->hi[k] = rh > p ? p : rh; eb++; }
@@ -402,7 +402,7 @@ static int top_kind(const kd_params *prm, uint32_t n, int depth)
 }
 
 /* A new tnode for task t with entries e (if owned, freed on failure). */
-static int top_add(kd_tnode **tn, size_t *count, size_t *cap, const kd_params *prm, const kd_task *t, kd_ref *e, int owned,
+static int top_add(kd_tnode **tn, size_t *count, size_t *cap, const kd_params *prm, const kd_task *t, bk_kd_ref *e, int owned,
                    uint32_t *index)
 {
     if (grow((void **)tn, cap, *count + 1, sizeof(kd_tnode))) { if (owned) free(e); return -1; }
@@ -463,7 +463,7 @@ static int top_replay(kd_builder *b, const kd_tnode *T)
             if (emit_node(b, nd, &idx)) return -1;
             b->sah += cell_area(x->t.lo, x->t.hi) * b->prm->cost_node;
         } else if (x->kind == KD_TOP_SUB) {
-            kd_ref *e = x->e;
+            bk_kd_ref *e = x->e;
             x->e = NULL;
             if (emit_sub(b, &x->t, e)) return -1;
         } else {
@@ -481,15 +481,15 @@ static int top_replay(kd_builder *b, const kd_tnode *T)
  * The nodes searched level by level have their entries in one buffer per level (cur, then nxt for
  * the next level's, the two swapped level by level: memory already touched, where a fresh buffer
  * per node costs page faults); the other nodes' entries are their own. */
-static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap)
+static int build_top(kd_builder *b, const kd_task *root, bk_kd_ref *e, size_t e_cap)
 {
-    kd_ref *cur = e, *nxt = NULL;
+    bk_kd_ref *cur = e, *nxt = NULL;
     size_t cur_cap = e_cap, nxt_cap = 0;
     const kd_params *prm = b->prm;
     kd_tnode *tn = NULL;
     uint32_t *level = NULL, *next = NULL;
     kd_tchunk *ch = NULL;
-    kd_hist *hist = NULL;
+    bk_kd_hist *hist = NULL;
     top_key *keys = NULL;
     size_t tn_count = 0, tn_cap = 0, level_cap = 0, next_cap = 0, ch_cap = 0, hist_cap = 0, m = 1;
     int rc = -1;
@@ -508,7 +508,7 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
             kd_tnode *T = &tn[level[i]];
             if (T->kind != KD_TOP_SEARCH) continue;
             if (!(T->t.n > 1 && T->t.depth < prm->max_depth && cell_area(T->t.lo, T->t.hi) > 0.0)) { T->kind = KD_TOP_LEAF; continue; }
-            binned_setup(T->t.n, T->t.lo, T->t.hi, prm->margin, &T->bins);
+            bk_kd_binned_setup(T->t.n, T->t.lo, T->t.hi, prm->margin, &T->bins);
             T->chunk0 = (uint32_t)nch;
             T->chunks = (T->t.n - 1) / KD_TOP_GRAIN + 1;
             if (grow((void **)&ch, &ch_cap, nch + T->chunks, sizeof(kd_tchunk))) goto done;
@@ -520,7 +520,7 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
                 C->end = T->t.n - C->begin > KD_TOP_GRAIN ? C->begin + KD_TOP_GRAIN : T->t.n;
             }
         }
-        if (grow((void **)&hist, &hist_cap, nch ? nch : 1, sizeof(kd_hist))) goto done;
+        if (grow((void **)&hist, &hist_cap, nch ? nch : 1, sizeof(bk_kd_hist))) goto done;
         kd_top_job J;
         J.prm = prm; J.tn = tn; J.level = level; J.ch = ch; J.hist = hist;
         J.phase = 0;
@@ -546,7 +546,7 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
         if (need > nxt_cap) {     /* its old contents are spent: no realloc copy */
             free(nxt);
             nxt_cap = need + need / 2;
-            nxt = malloc(nxt_cap * sizeof(kd_ref));
+            nxt = malloc(nxt_cap * sizeof(bk_kd_ref));
             if (!nxt) { nxt_cap = 0; goto done; }
         }
         /* the children and their buffers (tn may move: indices from here) */
@@ -559,9 +559,9 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
             const int k = tn[ti].best.axis;
             const float p = tn[ti].best.pos;
             const int own_b = top_kind(prm, nb, t.depth + 1) != KD_TOP_SEARCH, own_a = top_kind(prm, na, t.depth + 1) != KD_TOP_SEARCH;
-            kd_ref *eb = own_b ? malloc((nb ? nb : 1) * sizeof(kd_ref)) : nxt + at;
+            bk_kd_ref *eb = own_b ? malloc((nb ? nb : 1) * sizeof(bk_kd_ref)) : nxt + at;
             at += own_b ? 0 : nb;
-            kd_ref *ea = own_a ? malloc((na ? na : 1) * sizeof(kd_ref)) : nxt + at;
+            bk_kd_ref *ea = own_a ? malloc((na ? na : 1) * sizeof(bk_kd_ref)) : nxt + at;
             at += own_a ? 0 : na;
             if (!eb || !ea) { if (own_b) free(eb); if (own_a) free(ea); goto done; }
             double sum = (double)nb + (double)na;
@@ -587,16 +587,16 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
         for (size_t i = 0; i < m; ++i) {
             kd_tnode *T = &tn[level[i]];
             if (T->owned) continue;
-            kd_ref *le = NULL;
+            bk_kd_ref *le = NULL;
             if (T->kind == KD_TOP_LEAF) {
-                le = malloc((T->t.n ? T->t.n : 1) * sizeof(kd_ref));
+                le = malloc((T->t.n ? T->t.n : 1) * sizeof(bk_kd_ref));
                 if (!le) goto done;
-                memcpy(le, T->e, (size_t)T->t.n * sizeof(kd_ref));
+                memcpy(le, T->e, (size_t)T->t.n * sizeof(bk_kd_ref));
             }
             T->e = le;
             T->owned = le != NULL;
         }
-        kd_ref *swr = cur; cur = nxt; nxt = swr;
+        bk_kd_ref *swr = cur; cur = nxt; nxt = swr;
         size_t swc = cur_cap; cur_cap = nxt_cap; nxt_cap = swc;
         uint32_t *sw = level; level = next; next = sw;
         size_t sc = level_cap; level_cap = next_cap; next_cap = sc;
@@ -631,7 +631,7 @@ static int build_top(kd_builder *b, const kd_task *root, kd_ref *e, size_t e_cap
             stack[sp++] = T->above;
             stack[sp++] = T->below;
         } else if (T->kind == KD_TOP_SUB) {
-            kd_ref *se = T->e;
+            bk_kd_ref *se = T->e;
             T->e = NULL;
             if (emit_sub(b, &T->t, se)) goto done;
         } else if (T->kind == KD_TOP_LOCAL) {
@@ -781,7 +781,7 @@ typedef struct prep_job {
     const bk_geom *g;
     uint32_t       tri_count;
     bk_f4         *tris;
-    kd_ref        *arena;    /* arena[i]: primitive i's box, tri = BK_NONE when it cannot be hit */
+    bk_kd_ref        *arena;    /* arena[i]: primitive i's box, tri = BK_NONE when it cannot be hit */
     prep_part     *part;     /* one per chunk */
 } prep_job;
 
@@ -794,7 +794,7 @@ static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
     P.valid = 0;
     for (size_t t = b; t < e; ++t) {
         const uint32_t i = (uint32_t)t;
-        kd_ref *r = &J->arena[i];
+        bk_kd_ref *r = &J->arena[i];
         int finite = 1;
         bk_geom_record(J->g, i, &J->tris[3 * (size_t)i]);
         bk_geom_box(J->g, i, r->lo, r->hi);
@@ -833,8 +833,8 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
     prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
     int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
-    prm.search = kd_search_default();
-    if (o->kd_sweep) prm.search = KD_SEARCH_REF;
+    prm.search = bk_kd_search_default();
+    if (o->kd_sweep) prm.search = BK_KD_SEARCH_REF;
 
     kd_builder b;
     memset(&b, 0, sizeof b);
@@ -843,7 +843,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
 #define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
     out->tris = malloc((size_t)n * 3 * sizeof(bk_f4));
     b.arena_cap = (size_t)n * 2;
-    b.arena = malloc(b.arena_cap * sizeof(kd_ref));
+    b.arena = malloc(b.arena_cap * sizeof(bk_kd_ref));
     if (!out->tris || !b.arena) goto oom;
 
     /* Triangles in file order, and the boxes of those that can be hit (finite vertices): in chunks
@@ -896,7 +896,7 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     if (root.cap > 4294967295.0) root.cap = 4294967295.0;
     STAGE_END(BK_BUILD_PREP);
     if (prm.par_min > 0) {
-        kd_ref *re = b.arena;    /* the top tree takes the root's entries */
+        bk_kd_ref *re = b.arena;    /* the top tree takes the root's entries */
         size_t re_cap = b.arena_cap;
         b.arena = NULL; b.arena_cap = 0;
         if (build_top(&b, &root, re, re_cap)) goto oom;
