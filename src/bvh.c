@@ -262,24 +262,18 @@ static void part_chunk(void *ctx, size_t b, size_t e, int worker)
     }
 }
 
-/* Splits node pn->ni if the SAH (or the leaf size limit) says so; on a split, fills the children's
- * pend records and returns 1. */
-static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
+/* What a node's binning pass found: the cheapest plane (axis -1: none) and, should it be taken,
+ * the children's boxes (the unions of the bins on either side). */
+typedef struct bin_split {
+    int   axis, bin;
+    float cost;
+    box   side[2];
+} bin_split;
+
+/* Bins the node's count primitives from first (in chunks on the pool for a top-level node of
+ * several chunks) into B->scr, with scale[k] = NBINS / extent of the centroid bounds clo..chi. */
+static void node_bins(builder *B, uint32_t first, uint32_t count, const float *clo, const float *chi, double scale[3])
 {
-    const uint32_t ni = pn->ni;
-    bnode *n = &B->nodes[ni];
-    uint32_t first = n->first, count = n->count;
-    if (count <= 1 || (int)n->depth >= B->o->max_depth) return 0;
-
-    /* A leaf with a voxel segment holds only it: a segment's walk costs a dozen triangle tests,
-     * and a warp's lanes wait for the longest (H100, world54k: 1.54 -> 1.71 Grays/s closest hit
-     * with 8^3 segments) */
-    uint32_t max_leaf = pn->vox ? 1u : (uint32_t)B->o->max_leaf;
-    const float *clo = pn->clo, *chi = pn->chi;
-
-    int best_axis = -1, best_bin = 0;
-    float best_cost = FLT_MAX;
-    double scale[3];
     bins *bn = B->scr;    /* empty on entry, emptied again before the partition */
     for (int k = 0; k < 3; ++k) {
         double ext = (double)chi[k] - (double)clo[k];    /* finite even for -FLT_MAX .. FLT_MAX */
@@ -295,7 +289,14 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
     } else {
         bins_add(bn, B->p, first, (size_t)first + count, clo, scale);
     }
+}
 
+/* The SAH sweep over B->scr's bins for a node of box nb, then the bins emptied again. */
+static bin_split bins_sweep(builder *B, const box *nb, const double scale[3])
+{
+    bins *bn = B->scr;
+    bin_split r;
+    r.axis = -1; r.bin = 0; r.cost = FLT_MAX;
     /* The sweep visits only the non-empty bins: a plane after an empty bin has the cost of the
      * plane before it, which the strict comparison already saw first, so the result is that of
      * the sweep over all bins, for a fraction of the work in the many small nodes. */
@@ -304,7 +305,7 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
         nne[k] = 0;
         for (uint32_t u = bn->used[k]; u; u &= u - 1) ne[k][nne[k]++] = __builtin_ctz(u);
     }
-    float parent_area = box_area(&n->b);
+    float parent_area = box_area(nb);
     if (parent_area <= 0) parent_area = 1.0f;
     for (int k = 0; k < 3; ++k) {
         if (scale[k] == 0.0) continue;
@@ -320,76 +321,75 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
         for (int j = 0; j < m - 1; ++j) {
             box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
             float cost = B->o->cost_node + (box_area(&acc) * (float)cnt + right_cost[j + 1]) / parent_area;
-            if (cost < best_cost) { best_cost = cost; best_axis = k; best_bin = ne[k][j]; }
+            if (cost < r.cost) { r.cost = cost; r.axis = k; r.bin = ne[k][j]; }
         }
     }
     /* the children's boxes, should the split be taken: the unions of the bins on either side */
-    box side[2];
-    side[0] = box_empty(); side[1] = box_empty();
-    if (best_axis >= 0)
-        for (int j = 0; j < nne[best_axis]; ++j) {
-            int b = ne[best_axis][j];
-            box_grow_bb(&side[b > best_bin], &bn->b[best_axis][b]);
+    r.side[0] = box_empty(); r.side[1] = box_empty();
+    if (r.axis >= 0)
+        for (int j = 0; j < nne[r.axis]; ++j) {
+            int b = ne[r.axis][j];
+            box_grow_bb(&r.side[b > r.bin], &bn->b[r.axis][b]);
         }
     for (int k = 0; k < 3; ++k)
         for (int j = 0; j < nne[k]; ++j) { bn->b[k][ne[k][j]] = bbox_empty(); bn->n[k][ne[k][j]] = 0; }
     bn->used[0] = bn->used[1] = bn->used[2] = 0;
+    return r;
+}
 
-    uint32_t mid;
-    int from_bins = 0;
-    pend *L = &ch_out[0], *R = &ch_out[1];
-    pend_reset(L); pend_reset(R);
-    if (best_axis < 0) {
-        /* All centroids coincide: only an object-median split can bound the leaf size. */
-        if (count <= max_leaf && !force) return 0;
-        mid = first + count / 2;
-    } else {
-        if (best_cost >= (float)count && count <= max_leaf && !force) return 0;
-        const int k = best_axis;
-        const float lo = clo[k];
-        const double sc = scale[k];
-        pref *p = B->p;
-        if (B->tmp && count > BIN_GRAIN) {
-            size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
-            part_job J;
-            J.p = p; J.tmp = B->tmp; J.first = first; J.count = count; J.k = k; J.best_bin = best_bin; J.lo = lo; J.sc = sc;
-            J.tri_count = B->tri_count; J.n = B->part_n; J.lr = B->part_lr; J.nleft = 0;
-            J.phase = 0;
-            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
-            for (size_t c = 0; c < chunks; ++c) {  /* counts to starts; bounds merged in chunk order */
-                uint32_t nl = J.n[c];
-                J.n[c] = J.nleft;
-                J.nleft += nl;
-                pend_merge(L, &J.lr[2 * c]);
-                pend_merge(R, &J.lr[2 * c + 1]);
-            }
-            J.phase = 1;
-            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
-            J.phase = 2;
-            bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
-            mid = first + J.nleft;
-        } else {
-            /* In place, each primitive classified once, where it ends up (the children's
-             * centroid bounds come out of this pass). */
-            uint32_t i = first, j = first + count;
-            while (i < j) {
-                if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
-                    pend_add(L, &p[i], B->tri_count);
-                    ++i;
-                } else {
-                    pref t = p[i]; p[i] = p[--j]; p[j] = t;
-                    pend_add(R, &p[j], B->tri_count);
-                }
-            }
-            mid = i;
-        }
-        from_bins = 1;
-        if (mid == first || mid == first + count) { mid = first + count / 2; from_bins = 0; }
+/* The top levels' stable partition on the pool (part_job) of a node of several chunks; the sides'
+ * centroid bounds merged into L and R in chunk order. Returns the first right primitive. */
+static uint32_t partition_par(builder *B, uint32_t first, uint32_t count, int k, int best_bin, float lo, double sc,
+                              pend *L, pend *R)
+{
+    size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
+    part_job J;
+    J.p = B->p; J.tmp = B->tmp; J.first = first; J.count = count; J.k = k; J.best_bin = best_bin; J.lo = lo; J.sc = sc;
+    J.tri_count = B->tri_count; J.n = B->part_n; J.lr = B->part_lr; J.nleft = 0;
+    J.phase = 0;
+    bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+    for (size_t c = 0; c < chunks; ++c) {  /* counts to starts; bounds merged in chunk order */
+        uint32_t nl = J.n[c];
+        J.n[c] = J.nleft;
+        J.nleft += nl;
+        pend_merge(L, &J.lr[2 * c]);
+        pend_merge(R, &J.lr[2 * c + 1]);
     }
+    J.phase = 1;
+    bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+    J.phase = 2;
+    bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
+    return first + J.nleft;
+}
 
+/* In place, each primitive classified once, where it ends up (the children's centroid bounds come
+ * out of this pass). Returns the first right primitive. */
+static uint32_t partition_seq(builder *B, uint32_t first, uint32_t count, int k, int best_bin, float lo, double sc,
+                              pend *L, pend *R)
+{
+    pref *p = B->p;
+    uint32_t i = first, j = first + count;
+    while (i < j) {
+        if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
+            pend_add(L, &p[i], B->tri_count);
+            ++i;
+        } else {
+            pref t = p[i]; p[i] = p[--j]; p[j] = t;
+            pend_add(R, &p[j], B->tri_count);
+        }
+    }
+    return i;
+}
+
+/* Node ni's two children over [first, mid) and [mid, first + count): their boxes from the bins'
+ * sides when the partition followed the bins, else (and their pend records) from their
+ * primitives. */
+static void make_children(builder *B, uint32_t ni, uint32_t first, uint32_t count, uint32_t mid, int from_bins,
+                          const box side[2], pend ch_out[2])
+{
     uint32_t l = B->node_count;
     B->node_count += 2;
-    n = &B->nodes[ni];     /* nodes never reallocate (2N - 1 reserved), but keep it obvious */
+    bnode *n = &B->nodes[ni];     /* nodes never reallocate (2N - 1 reserved), but keep it obvious */
     n->left = (int32_t)l;
     for (int c = 0; c < 2; ++c) {
         bnode *ch = &B->nodes[l + c];
@@ -410,6 +410,44 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
             }
         }
     }
+}
+
+/* Splits node pn->ni if the SAH (or the leaf size limit) says so; on a split, fills the children's
+ * pend records and returns 1. */
+static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
+{
+    const uint32_t ni = pn->ni;
+    const bnode *n = &B->nodes[ni];
+    uint32_t first = n->first, count = n->count;
+    if (count <= 1 || (int)n->depth >= B->o->max_depth) return 0;
+
+    /* A leaf with a voxel segment holds only it: a segment's walk costs a dozen triangle tests,
+     * and a warp's lanes wait for the longest (H100, world54k: 1.54 -> 1.71 Grays/s closest hit
+     * with 8^3 segments) */
+    uint32_t max_leaf = pn->vox ? 1u : (uint32_t)B->o->max_leaf;
+    const float *clo = pn->clo, *chi = pn->chi;
+
+    double scale[3];
+    node_bins(B, first, count, clo, chi, scale);
+    const bin_split bs = bins_sweep(B, &n->b, scale);
+
+    uint32_t mid;
+    int from_bins = 0;
+    pend *L = &ch_out[0], *R = &ch_out[1];
+    pend_reset(L); pend_reset(R);
+    if (bs.axis < 0) {
+        /* All centroids coincide: only an object-median split can bound the leaf size. */
+        if (count <= max_leaf && !force) return 0;
+        mid = first + count / 2;
+    } else {
+        if (bs.cost >= (float)count && count <= max_leaf && !force) return 0;
+        const int k = bs.axis;
+        if (B->tmp && count > BIN_GRAIN) mid = partition_par(B, first, count, k, bs.bin, clo[k], scale[k], L, R);
+        else                             mid = partition_seq(B, first, count, k, bs.bin, clo[k], scale[k], L, R);
+        from_bins = 1;
+        if (mid == first || mid == first + count) { mid = first + count / 2; from_bins = 0; }
+    }
+    make_children(B, ni, first, count, mid, from_bins, bs.side, ch_out);
     return 1;
 }
 
