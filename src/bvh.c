@@ -667,125 +667,172 @@ static void flat_chunk(void *ctx, size_t b, size_t e, int worker)
     }
 }
 
-/* ---- entry point --------------------------------------------------------------------------- */
+/* ---- entry point: one function per stage (enum bk_build_stage) on the build's state --------- */
 
-int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, char *err, size_t err_size)
+typedef struct bvh_build {
+    const bk_scene *s;
+    bk_build_opts   o;
+    bk_geom         g;
+    uint32_t        n;            /* primitives: triangles, then voxel segments */
+    size_t          n1, chunks;   /* max(n, 1) and its chunks of BIN_GRAIN */
+    uint32_t        sub_max;      /* subtrees this small are tasks */
+    pref           *p;
+    box            *part_box;
+    pend           *part_pend;
+    bins           *part;
+    box             root;
+    pend            rp;           /* the root's pend record */
+    bnode          *top;          /* the top nodes, top_count of them */
+    uint32_t        top_count;
+    sub            *subs;
+    uint32_t        nsub;
+    bnode          *sub_nodes;
+    uint32_t       *sorted;
+    sub_key        *keys;
+    uint32_t       *map;
+    bnode          *nodes;        /* all build nodes, in the serial depth-first numbering */
+    uint32_t        node_count;
+    flat_part      *fpart;
+    bk_bvh_node    *ln;           /* the layout: layout_count nodes, and n leaf records in tris */
+    bk_f4          *tris;
+    uint32_t        layout_count, leaves, max_leaf, depth;
+    double          sah;
+} bvh_build;
+
+/* Primitive records, their bounds and the root; the buffers of the top levels. */
+static int bvh_prep(bvh_build *S)
 {
-    double t0 = bk_time_now();
-    memset(out, 0, sizeof *out);
-    bk_geom g;
-    if (bk_geom_init(&g, s, err, err_size)) return -1;
-    uint32_t n = g.count;              /* primitives: triangles, then voxel segments */
-    bk_build_opts o = *opts;
-    if (o.max_depth > BK_MAX_DEPTH || o.max_depth < 1) o.max_depth = BK_MAX_DEPTH;
-    if (o.max_leaf < 1) o.max_leaf = 1;
+    const uint32_t n = S->n;
+    if (S->o.max_depth > BK_MAX_DEPTH || S->o.max_depth < 1) S->o.max_depth = BK_MAX_DEPTH;
+    if (S->o.max_leaf < 1) S->o.max_leaf = 1;
 
     const size_t n1 = n ? n : 1, chunks = (n1 - 1) / BIN_GRAIN + 1;
+    S->n1 = n1; S->chunks = chunks;
     uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
     if (sub_max < BIN_GRAIN) {    /* see the top of the file: same tree for any value up to BIN_GRAIN */
         const uint32_t want = n / (4u * (uint32_t)bk_pool_threads());
         if (want > sub_max) sub_max = want < BIN_GRAIN ? want : BIN_GRAIN;
     }
-    pref *p = malloc(sizeof(pref) * n1);
-    box *part_box = malloc(sizeof(box) * chunks);
-    pend *part_pend = malloc(sizeof(pend) * chunks);
-    bins *part = malloc(sizeof(bins) * chunks);
-    bnode *top = malloc(sizeof(bnode) * 2 * n1);
-    sub *subs = malloc(sizeof(sub) * n1);
-    bnode *sub_nodes = NULL, *nodes = NULL;
-    uint32_t *sorted = NULL, *map = NULL;
-    sub_key *keys = NULL;
-    bk_bvh_node *ln = NULL;
-    bk_f4 *tris = NULL;
-    flat_part *fpart = NULL;
-    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
-#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
-    if (!p || !part_box || !part_pend || !part || !top || !subs) goto oom;
+    S->sub_max = sub_max;
+    S->p = malloc(sizeof(pref) * n1);
+    S->part_box = malloc(sizeof(box) * chunks);
+    S->part_pend = malloc(sizeof(pend) * chunks);
+    S->part = malloc(sizeof(bins) * chunks);
+    S->top = malloc(sizeof(bnode) * 2 * n1);
+    S->subs = malloc(sizeof(sub) * n1);
+    if (!S->p || !S->part_box || !S->part_pend || !S->part || !S->top || !S->subs) return -1;
 
     prep_job PJ;
-    PJ.g = &g; PJ.p = p; PJ.part_box = part_box; PJ.part_pend = part_pend;
+    PJ.g = &S->g; PJ.p = S->p; PJ.part_box = S->part_box; PJ.part_pend = S->part_pend;
     bk_parallel_for(n, BIN_GRAIN, prep_chunk, &PJ);
     box root = box_empty();
     pend rp;
     pend_reset(&rp);
-    for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &part_box[c]); pend_merge(&rp, &part_pend[c]); }
+    for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &S->part_box[c]); pend_merge(&rp, &S->part_pend[c]); }
     rp.ni = 0;
-    top[0].b = root; top[0].left = -1; top[0].first = 0; top[0].count = n; top[0].depth = 0;
-    STAGE_END(BK_BUILD_PREP);
+    S->top[0].b = root; S->top[0].left = -1; S->top[0].first = 0; S->top[0].count = n; S->top[0].depth = 0;
+    S->root = root; S->rp = rp;
+    return 0;
+}
 
-    /* Top levels; the root always splits when it can, so the layout's root is an inner node. */
+/* Top levels; the root always splits when it can, so the layout's root is an inner node. */
+static int bvh_top(bvh_build *S)
+{
     builder T;
     memset(&T, 0, sizeof T);
-    T.o = &o; T.p = p; T.tri_count = s->tri_count; T.nodes = top; T.node_count = 1;
-    T.part = part; T.part_cap = chunks;
+    T.o = &S->o; T.p = S->p; T.tri_count = S->s->tri_count; T.nodes = S->top; T.node_count = 1;
+    T.part = S->part; T.part_cap = S->chunks;
     /* the parallel partition only where a node has several chunks (never for the small scenes) */
-    if (n > BIN_GRAIN) {
-        T.tmp = malloc(sizeof(pref) * n1);
-        T.part_n = malloc(sizeof(uint32_t) * chunks);
-        T.part_lr = malloc(sizeof(pend) * 2 * chunks);
-        if (!T.tmp || !T.part_n || !T.part_lr) { free(T.tmp); free(T.part_n); free(T.part_lr); goto oom; }
+    if (S->n > BIN_GRAIN) {
+        T.tmp = malloc(sizeof(pref) * S->n1);
+        T.part_n = malloc(sizeof(uint32_t) * S->chunks);
+        T.part_lr = malloc(sizeof(pend) * 2 * S->chunks);
+        if (!T.tmp || !T.part_n || !T.part_lr) { free(T.tmp); free(T.part_n); free(T.part_lr); return -1; }
     }
     bins scr;
     bins_clear(&scr);
     T.scr = &scr;
-    uint32_t nsub = 0;
-    build_dfs(&T, &rp, 1, sub_max, subs, &nsub);
+    S->nsub = 0;
+    build_dfs(&T, &S->rp, 1, S->sub_max, S->subs, &S->nsub);
     free(T.tmp); free(T.part_n); free(T.part_lr);
-    STAGE_END(BK_BUILD_TOP);
+    S->top_count = T.node_count;
+    return 0;
+}
 
-    /* Subtrees: 2 count - 1 nodes at most each. */
+/* Subtrees: 2 count - 1 nodes at most each. */
+static int bvh_subtrees(bvh_build *S)
+{
+    const uint32_t nsub = S->nsub;
+    sub *subs = S->subs;
+    const bnode *top = S->top;
     size_t sub_total = 0;
     for (uint32_t i = 0; i < nsub; ++i) { subs[i].off = sub_total; sub_total += 2 * (size_t)top[subs[i].root.ni].count; }
-    sub_nodes = malloc(sizeof(bnode) * (sub_total ? sub_total : 1));
-    sorted = malloc(sizeof(uint32_t) * (nsub ? nsub : 1));
-    keys = malloc(sizeof(sub_key) * (nsub ? nsub : 1));
-    if (!sub_nodes || !sorted || !keys) goto oom;
+    S->sub_nodes = malloc(sizeof(bnode) * (sub_total ? sub_total : 1));
+    S->sorted = malloc(sizeof(uint32_t) * (nsub ? nsub : 1));
+    S->keys = malloc(sizeof(sub_key) * (nsub ? nsub : 1));
+    if (!S->sub_nodes || !S->sorted || !S->keys) return -1;
+    sub_key *keys = S->keys;
     for (uint32_t i = 0; i < nsub; ++i) { keys[i].count = top[subs[i].root.ni].count; keys[i].order = i; }
     qsort(keys, nsub, sizeof *keys, cmp_sub_key);
-    for (uint32_t i = 0; i < nsub; ++i) sorted[i] = keys[i].order;
+    for (uint32_t i = 0; i < nsub; ++i) S->sorted[i] = keys[i].order;
     build_ctx C;
-    C.o = &o; C.p = p; C.tri_count = s->tri_count; C.top = top; C.sub_nodes = sub_nodes; C.subs = subs; C.sorted = sorted;
+    C.o = &S->o; C.p = S->p; C.tri_count = S->s->tri_count; C.top = S->top; C.sub_nodes = S->sub_nodes; C.subs = subs;
+    C.sorted = S->sorted;
     bk_parallel_for(nsub, 1, sub_task, &C);
-    STAGE_END(BK_BUILD_SUBTREES);
+    return 0;
+}
 
-    /* Renumber into the serial depth-first numbering: a task's nodes follow the top nodes made
-     * before it was cut off and the tasks cut off before it. */
-    map = malloc(sizeof(uint32_t) * T.node_count);
-    if (!map) goto oom;
+/* Renumber into the serial depth-first numbering: a task's nodes follow the top nodes made
+ * before it was cut off and the tasks cut off before it. */
+static int bvh_join(bvh_build *S)
+{
+    const uint32_t nsub = S->nsub, top_count = S->top_count;
+    sub *subs = S->subs;
+    S->map = malloc(sizeof(uint32_t) * top_count);
+    if (!S->map) return -1;
+    uint32_t *map = S->map;
     uint32_t acc = 0, si = 0;
-    for (uint32_t i = 0; i < T.node_count; ++i) {
+    for (uint32_t i = 0; i < top_count; ++i) {
         for (; si < nsub && subs[si].at <= i; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
         map[i] = i + acc;
     }
     for (; si < nsub; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
-    const uint32_t node_count = T.node_count + acc;
-    nodes = malloc(sizeof(bnode) * node_count);
-    if (!nodes) goto oom;
-    for (uint32_t i = 0; i < T.node_count; ++i) {
-        bnode b = top[i];
+    const uint32_t node_count = top_count + acc;
+    S->node_count = node_count;
+    S->nodes = malloc(sizeof(bnode) * node_count);
+    if (!S->nodes) return -1;
+    for (uint32_t i = 0; i < top_count; ++i) {
+        bnode b = S->top[i];
         if (b.left >= 0) b.left = (int32_t)map[b.left];
-        nodes[map[i]] = b;
+        S->nodes[map[i]] = b;
     }
-    renum_job RN = { subs, sub_nodes, map, nodes };
+    renum_job RN = { subs, S->sub_nodes, map, S->nodes };
     bk_parallel_for(nsub, 1, renum_task, &RN);
-    free(sub_nodes); sub_nodes = NULL;
-    free(top); top = NULL;
-    free(map); map = NULL;
-    STAGE_END(BK_BUILD_JOIN);
+    free(S->sub_nodes); S->sub_nodes = NULL;
+    free(S->top); S->top = NULL;
+    free(S->map); S->map = NULL;
+    return 0;
+}
 
-    /* Flatten (see flat_chunk): a binary tree of node_count nodes has (node_count - 1) / 2 inner
-     * ones; a root that is a leaf (one primitive or none) becomes both children of one layout node. */
+/* Flatten (see flat_chunk): a binary tree of node_count nodes has (node_count - 1) / 2 inner
+ * ones; a root that is a leaf (one primitive or none) becomes both children of one layout node. */
+static int bvh_flatten(bvh_build *S)
+{
+    const uint32_t node_count = S->node_count;
+    const bnode *nodes = S->nodes;
     const uint32_t inner = (node_count - 1) / 2, layout_count = inner ? inner : 1;
     const size_t fchunks = ((size_t)node_count - 1) / FLAT_GRAIN + 1;
-    fpart = malloc(sizeof(flat_part) * fchunks);
+    S->fpart = malloc(sizeof(flat_part) * fchunks);
     /* 64-byte aligned: one node is exactly one cache line */
-    ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
-    tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * n1 + 63) / 64 * 64);
-    if (!fpart || !ln || !tris) goto oom;
+    S->ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
+    S->tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * S->n1 + 63) / 64 * 64);
+    if (!S->fpart || !S->ln || !S->tris) return -1;
+    flat_part *fpart = S->fpart;
+    bk_bvh_node *ln = S->ln;
     flat_job FJ;
-    FJ.g = &g; FJ.nodes = nodes; FJ.p = p; FJ.part = fpart; FJ.ln = ln; FJ.tris = tris;
-    FJ.root_area = box_area(&root) > 0 ? box_area(&root) : 1.0;
-    FJ.cost_node = o.cost_node;
+    FJ.g = &S->g; FJ.nodes = nodes; FJ.p = S->p; FJ.part = fpart; FJ.ln = ln; FJ.tris = S->tris;
+    FJ.root_area = box_area(&S->root) > 0 ? box_area(&S->root) : 1.0;
+    FJ.cost_node = S->o.cost_node;
     uint64_t tri_next = 0;
     uint32_t leaves = 0, max_leaf = 0, depth = 0;
     double sah = 0.0;
@@ -793,8 +840,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
         leaves = 1; max_leaf = nodes[0].count; depth = 1; tri_next = nodes[0].count;
         sah = box_area(&nodes[0].b) / FJ.root_area * nodes[0].count;
         leaf_records(&FJ, &nodes[0], 0);
-        set_child(&ln[0], 0, &root, ~0);
-        set_child(&ln[0], 1, &root, ~0);
+        set_child(&ln[0], 0, &S->root, ~0);
+        set_child(&ln[0], 1, &S->root, ~0);
         ln[0].refs.z = 0.0f; ln[0].refs.w = 0.0f;
     } else {
         FJ.pass = 0;
@@ -811,38 +858,75 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
         FJ.pass = 1;
         bk_parallel_for(node_count, FLAT_GRAIN, flat_chunk, &FJ);
     }
-    BK_CHECK(tri_next == n && leaves == node_count - inner);
-    const uint32_t next = layout_count;
+    BK_CHECK(tri_next == S->n && leaves == node_count - inner);
+    S->layout_count = layout_count; S->leaves = leaves; S->max_leaf = max_leaf; S->depth = depth; S->sah = sah;
+    return 0;
+}
 
-    free(fpart); free(nodes);
-    free(p); free(part_box); free(part_pend); free(part); free(subs); free(sorted); free(keys);
-    bk_geom_free(&g);
+/* Everything but the layout (ln, tris), which goes to the accel. */
+static void bvh_build_free(bvh_build *S)
+{
+    free(S->fpart); free(S->nodes);
+    free(S->p); free(S->part_box); free(S->part_pend); free(S->part); free(S->top); free(S->subs); free(S->sub_nodes);
+    free(S->sorted); free(S->keys); free(S->map);
+    bk_geom_free(&S->g);
+    S->fpart = NULL; S->nodes = NULL; S->p = NULL; S->part_box = NULL; S->part_pend = NULL; S->part = NULL;
+    S->top = NULL; S->subs = NULL; S->sub_nodes = NULL; S->sorted = NULL; S->keys = NULL; S->map = NULL;
+}
+
+/* The layout and the report into out, with the voxel models' bricks. 0, or -1 with err. */
+static int bvh_output(bvh_build *S, bk_accel *out, char *err, size_t err_size)
+{
+    const uint32_t n = S->n, next = S->layout_count;
+    out->type = BK_ACCEL_BVH;
+    if (bk_vox_pack_build(S->s, &out->vox, err, err_size)) { free(S->ln); free(S->tris); return -1; }
+    out->bvh_nodes = S->ln;
+    out->bvh_node_count = next;
+    out->tris = S->tris;
+    out->tri_count = n;
+    out->lo = bk_v3(S->root.lo[0], S->root.lo[1], S->root.lo[2]);
+    out->hi = bk_v3(S->root.hi[0], S->root.hi[1], S->root.hi[2]);
+    out->info.nodes = next;
+    out->info.leaves = S->leaves;
+    out->info.depth = S->depth;
+    out->info.refs = n;
+    out->info.max_leaf = S->max_leaf;
+    out->info.sah_cost = S->sah;
+    out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
+    return 0;
+}
+
+int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now();
+    memset(out, 0, sizeof *out);
+    bvh_build S;
+    memset(&S, 0, sizeof S);
+    if (bk_geom_init(&S.g, s, err, err_size)) return -1;
+    S.s = s;
+    S.n = S.g.count;
+    S.o = *opts;
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
+    if (bvh_prep(&S)) goto oom;
+    STAGE_END(BK_BUILD_PREP);
+    if (bvh_top(&S)) goto oom;
+    STAGE_END(BK_BUILD_TOP);
+    if (bvh_subtrees(&S)) goto oom;
+    STAGE_END(BK_BUILD_SUBTREES);
+    if (bvh_join(&S)) goto oom;
+    STAGE_END(BK_BUILD_JOIN);
+    if (bvh_flatten(&S)) goto oom;
+    bvh_build_free(&S);
     STAGE_END(BK_BUILD_FLATTEN);
 #undef STAGE_END
-
-    out->type = BK_ACCEL_BVH;
-    if (bk_vox_pack_build(s, &out->vox, err, err_size)) { free(ln); free(tris); return -1; }
-    out->bvh_nodes = ln;
-    out->bvh_node_count = next;
-    out->tris = tris;
-    out->tri_count = n;
-    out->lo = bk_v3(root.lo[0], root.lo[1], root.lo[2]);
-    out->hi = bk_v3(root.hi[0], root.hi[1], root.hi[2]);
-    out->info.nodes = next;
-    out->info.leaves = leaves;
-    out->info.depth = depth;
-    out->info.refs = n;
-    out->info.max_leaf = max_leaf;
-    out->info.sah_cost = sah;
-    out->info.bytes = sizeof(bk_bvh_node) * (size_t)next + sizeof(bk_f4) * 3 * (size_t)n + bk_vox_pack_bytes(&out->vox);
+    if (bvh_output(&S, out, err, err_size)) return -1;
     memcpy(out->info.stage_seconds, st, sizeof st);
     out->info.seconds = bk_time_now() - t0;
     return 0;
 
 oom:
-    free(fpart); free(nodes); free(ln); free(tris);
-    free(p); free(part_box); free(part_pend); free(part); free(top); free(subs); free(sub_nodes);
-    free(sorted); free(keys); free(map);
-    bk_geom_free(&g);
-    return bk_fail(err, err_size, "out of memory building the BVH (%u primitives)", n);
+    free(S.ln); free(S.tris);
+    bvh_build_free(&S);
+    return bk_fail(err, err_size, "out of memory building the BVH (%u primitives)", S.n);
 }
