@@ -476,6 +476,230 @@ static int top_replay(kd_builder *b, const kd_tnode *T)
     return 0;
 }
 
+/* The top tree's build state (build_top): the tnodes, the level being searched and the next, their
+ * chunks and histograms, and the level buffers. */
+typedef struct kd_top {
+    kd_builder      *b;
+    const kd_params *prm;
+    bk_kd_ref       *cur, *nxt;           /* the level's entries, and the next level's */
+    size_t           cur_cap, nxt_cap;
+    kd_tnode        *tn;
+    size_t           tn_count, tn_cap;
+    uint32_t        *level, *next;        /* the level's tnodes (m of them) and the next level's (nm) */
+    size_t           level_cap, next_cap, m, nm;
+    kd_tchunk       *ch;                  /* the level's chunks (nch of them), one histogram each */
+    size_t           ch_cap, nch;
+    bk_kd_hist      *hist;
+    size_t           hist_cap;
+    top_key         *keys;
+    uint32_t         ri;                  /* the root's tnode */
+} kd_top;
+
+/* The level's searching nodes and their chunks. */
+static int top_level_chunks(kd_top *L)
+{
+    const kd_params *prm = L->prm;
+    size_t nch = 0;
+    for (size_t i = 0; i < L->m; ++i) {
+        kd_tnode *T = &L->tn[L->level[i]];
+        if (T->kind != KD_TOP_SEARCH) continue;
+        if (!(T->t.n > 1 && T->t.depth < prm->max_depth && cell_area(T->t.lo, T->t.hi) > 0.0)) { T->kind = KD_TOP_LEAF; continue; }
+        bk_kd_binned_setup(T->t.n, T->t.lo, T->t.hi, prm->margin, &T->bins);
+        T->chunk0 = (uint32_t)nch;
+        T->chunks = (T->t.n - 1) / KD_TOP_GRAIN + 1;
+        if (grow((void **)&L->ch, &L->ch_cap, nch + T->chunks, sizeof(kd_tchunk))) return -1;
+        for (uint32_t c = 0; c < T->chunks; ++c) {
+            kd_tchunk *C = &L->ch[nch++];
+            memset(C, 0, sizeof *C);
+            C->node = L->level[i];
+            C->begin = c * KD_TOP_GRAIN;
+            C->end = T->t.n - C->begin > KD_TOP_GRAIN ? C->begin + KD_TOP_GRAIN : T->t.n;
+        }
+    }
+    L->nch = nch;
+    if (grow((void **)&L->hist, &L->hist_cap, nch ? nch : 1, sizeof(bk_kd_hist))) return -1;
+    return 0;
+}
+
+static kd_top_job top_job(const kd_top *L, int phase)
+{
+    kd_top_job J;
+    J.prm = L->prm; J.tn = L->tn; J.level = L->level; J.ch = L->ch; J.hist = L->hist;
+    J.phase = phase;
+    return J;
+}
+
+/* The splits taken, and the room the next level's nodes take in nxt (its old contents are spent:
+ * no realloc copy). */
+static int top_level_sides(kd_top *L)
+{
+    const kd_params *prm = L->prm;
+    size_t need = 0;
+    for (size_t i = 0; i < L->m; ++i) {
+        kd_tnode *T = &L->tn[L->level[i]];
+        if (T->kind != KD_TOP_SEARCH) continue;
+        uint32_t nb = 0, na = 0;
+        for (uint32_t c = T->chunk0; c < T->chunk0 + T->chunks; ++c) {
+            L->ch[c].ob = nb; L->ch[c].oa = na;
+            nb += L->ch[c].nb; na += L->ch[c].na;
+        }
+        T->best.nb = nb; T->best.na = na;
+        if ((nb == T->t.n && na == T->t.n) || (double)nb + (double)na > T->t.cap) { T->kind = KD_TOP_LEAF; continue; }
+        if (top_kind(prm, nb, T->t.depth + 1) == KD_TOP_SEARCH) need += nb;
+        if (top_kind(prm, na, T->t.depth + 1) == KD_TOP_SEARCH) need += na;
+    }
+    if (need > L->nxt_cap) {
+        free(L->nxt);
+        L->nxt_cap = need + need / 2;
+        L->nxt = malloc(L->nxt_cap * sizeof(bk_kd_ref));
+        if (!L->nxt) { L->nxt_cap = 0; return -1; }
+    }
+    return 0;
+}
+
+/* The children and their buffers (tn may move: indices from here). */
+static int top_level_children(kd_top *L)
+{
+    const kd_params *prm = L->prm;
+    size_t nm = 0, at = 0;
+    for (size_t i = 0; i < L->m; ++i) {
+        const uint32_t ti = L->level[i];
+        if (L->tn[ti].kind != KD_TOP_SEARCH) continue;
+        const uint32_t nb = L->tn[ti].best.nb, na = L->tn[ti].best.na;
+        const kd_task t = L->tn[ti].t;
+        const int k = L->tn[ti].best.axis;
+        const float p = L->tn[ti].best.pos;
+        const int own_b = top_kind(prm, nb, t.depth + 1) != KD_TOP_SEARCH, own_a = top_kind(prm, na, t.depth + 1) != KD_TOP_SEARCH;
+        bk_kd_ref *eb = own_b ? malloc((nb ? nb : 1) * sizeof(bk_kd_ref)) : L->nxt + at;
+        at += own_b ? 0 : nb;
+        bk_kd_ref *ea = own_a ? malloc((na ? na : 1) * sizeof(bk_kd_ref)) : L->nxt + at;
+        at += own_a ? 0 : na;
+        if (!eb || !ea) { if (own_b) free(eb); if (own_a) free(ea); return -1; }
+        double sum = (double)nb + (double)na;
+        kd_task ab = t, be = t;
+        ab.off = 0; ab.n = na; ab.parent = ti;      ab.lo[k] = p; ab.depth = t.depth + 1;
+        ab.cap = t.cap * ((double)na / sum);
+        be.off = 0; be.n = nb; be.parent = BK_NONE; be.hi[k] = p; be.depth = t.depth + 1;
+        be.cap = t.cap * ((double)nb / sum);
+        uint32_t bi, ai;
+        if (top_add(&L->tn, &L->tn_count, &L->tn_cap, prm, &be, eb, own_b, &bi)) { if (own_a) free(ea); return -1; }
+        if (top_add(&L->tn, &L->tn_count, &L->tn_cap, prm, &ab, ea, own_a, &ai)) return -1;
+        kd_tnode *T = &L->tn[ti];
+        T->kind = KD_TOP_INNER;
+        T->below = bi; T->above = ai;
+        T->eb = eb; T->ea = ea;
+        if (grow((void **)&L->next, &L->next_cap, nm + 2, sizeof(uint32_t))) return -1;
+        if (L->tn[bi].kind == KD_TOP_SEARCH) L->next[nm++] = bi;
+        if (L->tn[ai].kind == KD_TOP_SEARCH) L->next[nm++] = ai;
+    }
+    L->nm = nm;
+    return 0;
+}
+
+/* The partition into the children's buffers; cur is spent then but for the leaves among the
+ * level's nodes, which take their entries along. The next level becomes the current one. */
+static int top_level_finish(kd_top *L)
+{
+    kd_top_job J = top_job(L, 3);
+    bk_parallel_for(L->nch, 1, top_chunk, &J);
+    for (size_t i = 0; i < L->m; ++i) {
+        kd_tnode *T = &L->tn[L->level[i]];
+        if (T->owned) continue;
+        bk_kd_ref *le = NULL;
+        if (T->kind == KD_TOP_LEAF) {
+            le = malloc((T->t.n ? T->t.n : 1) * sizeof(bk_kd_ref));
+            if (!le) return -1;
+            memcpy(le, T->e, (size_t)T->t.n * sizeof(bk_kd_ref));
+        }
+        T->e = le;
+        T->owned = le != NULL;
+    }
+    bk_kd_ref *swr = L->cur; L->cur = L->nxt; L->nxt = swr;
+    size_t swc = L->cur_cap; L->cur_cap = L->nxt_cap; L->nxt_cap = swc;
+    uint32_t *sw = L->level; L->level = L->next; L->next = sw;
+    size_t sc = L->level_cap; L->level_cap = L->next_cap; L->next_cap = sc;
+    L->m = L->nm;
+    return 0;
+}
+
+/* One level of the nodes searched level by level: chunks' histograms, each node's plane, the
+ * chunks' side counts (on the pool), then the children and the partition. */
+static int top_level(kd_top *L)
+{
+    if (top_level_chunks(L)) return -1;
+    kd_top_job J = top_job(L, 0);
+    bk_parallel_for(L->nch, 1, top_chunk, &J);
+    bk_parallel_for(L->m, 1, top_pick, &J);
+    J.phase = 2;
+    bk_parallel_for(L->nch, 1, top_chunk, &J);
+    if (top_level_sides(L)) return -1;
+    if (top_level_children(L)) return -1;
+    return top_level_finish(L);
+}
+
+/* The parts below, depth-first, each a task. */
+static int top_parts(kd_top *L)
+{
+    size_t nloc = 0;
+    for (size_t i = 0; i < L->tn_count; ++i) nloc += L->tn[i].kind == KD_TOP_LOCAL;
+    if (!nloc) return 0;
+    L->keys = malloc(nloc * sizeof *L->keys);
+    if (!L->keys) return -1;
+    top_key *keys = L->keys;
+    nloc = 0;
+    for (size_t i = 0; i < L->tn_count; ++i)
+        if (L->tn[i].kind == KD_TOP_LOCAL) { keys[nloc].n = L->tn[i].t.n; keys[nloc].node = (uint32_t)i; nloc++; }
+    qsort(keys, nloc, sizeof *keys, cmp_top_key);
+    top_local_job LJ;
+    LJ.prm = L->prm; LJ.tn = L->tn; LJ.order = keys;
+    bk_parallel_for(nloc, 1, top_local_chunk, &LJ);
+    for (size_t i = 0; i < nloc; ++i) if (L->tn[keys[i].node].failed) return -1;
+    return 0;
+}
+
+/* Depth-first emission, below child first, as build() pops its stack. */
+static int top_emit(kd_top *L)
+{
+    kd_builder *b = L->b;
+    kd_tnode *tn = L->tn;
+    uint32_t stack[BK_MAX_DEPTH + 4];
+    int sp = 0;
+    stack[sp++] = L->ri;
+    while (sp) {
+        kd_tnode *T = &tn[stack[--sp]];
+        if (T->t.parent != BK_NONE) b->nodes[tn[T->t.parent].idx].flags |= (uint32_t)b->node_count << 2;
+        if (T->kind == KD_TOP_INNER) {
+            if (emit_node(b, bk_kd_make_inner(T->best.axis, T->best.pos, 0), &T->idx)) return -1;
+            b->sah += cell_area(T->t.lo, T->t.hi) * L->prm->cost_node;
+            BK_CHECK(sp + 2 <= BK_MAX_DEPTH + 4);
+            stack[sp++] = T->above;
+            stack[sp++] = T->below;
+        } else if (T->kind == KD_TOP_SUB) {
+            bk_kd_ref *se = T->e;
+            T->e = NULL;
+            if (emit_sub(b, &T->t, se)) return -1;
+        } else if (T->kind == KD_TOP_LOCAL) {
+            if (top_replay(b, T)) return -1;
+        } else {
+            if (emit_leaf(b, &T->t, T->e)) return -1;
+            free(T->e);
+            T->e = NULL;
+        }
+    }
+    return 0;
+}
+
+static void top_free(kd_top *L)
+{
+    free(L->cur); free(L->nxt);
+    for (size_t i = 0; i < L->tn_count; ++i) {
+        if (L->tn[i].owned) free(L->tn[i].e);
+        for (size_t j = 0; j < L->tn[i].ops.count; ++j) free(L->tn[i].ops.op[j].e);
+        free(L->tn[i].ops.op);
+    }
+    free(L->tn); free(L->level); free(L->next); free(L->ch); free(L->hist); free(L->keys);
+}
+
 /* Builds the top tree of root, whose entries e (malloc'd; owned from here) are root->n, into b
  * (nodes, leaves' references, and b->subs for the subtree tasks). Returns 0 or -1 (out of memory).
  * The nodes searched level by level have their entries in one buffer per level (cur, then nxt for
@@ -483,174 +707,24 @@ static int top_replay(kd_builder *b, const kd_tnode *T)
  * per node costs page faults); the other nodes' entries are their own. */
 static int build_top(kd_builder *b, const kd_task *root, bk_kd_ref *e, size_t e_cap)
 {
-    bk_kd_ref *cur = e, *nxt = NULL;
-    size_t cur_cap = e_cap, nxt_cap = 0;
-    const kd_params *prm = b->prm;
-    kd_tnode *tn = NULL;
-    uint32_t *level = NULL, *next = NULL;
-    kd_tchunk *ch = NULL;
-    bk_kd_hist *hist = NULL;
-    top_key *keys = NULL;
-    size_t tn_count = 0, tn_cap = 0, level_cap = 0, next_cap = 0, ch_cap = 0, hist_cap = 0, m = 1;
+    kd_top L;
+    memset(&L, 0, sizeof L);
+    L.b = b; L.prm = b->prm;
+    L.cur = e; L.cur_cap = e_cap; L.m = 1;
     int rc = -1;
-    uint32_t ri;
     /* a root searched level by level has its entries in cur; else they are its own */
-    const int root_own = top_kind(prm, root->n, root->depth) != KD_TOP_SEARCH;
-    if (root_own) cur = NULL;
-    if (top_add(&tn, &tn_count, &tn_cap, prm, root, e, root_own, &ri)) goto done;
-    tn[ri].e_cap = e_cap;
-    if (grow((void **)&level, &level_cap, 1, sizeof(uint32_t))) goto done;
-    level[0] = ri;
-    while (m) {
-        /* the level's searching nodes and their chunks */
-        size_t nch = 0;
-        for (size_t i = 0; i < m; ++i) {
-            kd_tnode *T = &tn[level[i]];
-            if (T->kind != KD_TOP_SEARCH) continue;
-            if (!(T->t.n > 1 && T->t.depth < prm->max_depth && cell_area(T->t.lo, T->t.hi) > 0.0)) { T->kind = KD_TOP_LEAF; continue; }
-            bk_kd_binned_setup(T->t.n, T->t.lo, T->t.hi, prm->margin, &T->bins);
-            T->chunk0 = (uint32_t)nch;
-            T->chunks = (T->t.n - 1) / KD_TOP_GRAIN + 1;
-            if (grow((void **)&ch, &ch_cap, nch + T->chunks, sizeof(kd_tchunk))) goto done;
-            for (uint32_t c = 0; c < T->chunks; ++c) {
-                kd_tchunk *C = &ch[nch++];
-                memset(C, 0, sizeof *C);
-                C->node = level[i];
-                C->begin = c * KD_TOP_GRAIN;
-                C->end = T->t.n - C->begin > KD_TOP_GRAIN ? C->begin + KD_TOP_GRAIN : T->t.n;
-            }
-        }
-        if (grow((void **)&hist, &hist_cap, nch ? nch : 1, sizeof(bk_kd_hist))) goto done;
-        kd_top_job J;
-        J.prm = prm; J.tn = tn; J.level = level; J.ch = ch; J.hist = hist;
-        J.phase = 0;
-        bk_parallel_for(nch, 1, top_chunk, &J);
-        bk_parallel_for(m, 1, top_pick, &J);
-        J.phase = 2;
-        bk_parallel_for(nch, 1, top_chunk, &J);
-        /* the splits taken, and the room the next level's nodes take in nxt */
-        size_t need = 0;
-        for (size_t i = 0; i < m; ++i) {
-            kd_tnode *T = &tn[level[i]];
-            if (T->kind != KD_TOP_SEARCH) continue;
-            uint32_t nb = 0, na = 0;
-            for (uint32_t c = T->chunk0; c < T->chunk0 + T->chunks; ++c) {
-                ch[c].ob = nb; ch[c].oa = na;
-                nb += ch[c].nb; na += ch[c].na;
-            }
-            T->best.nb = nb; T->best.na = na;
-            if ((nb == T->t.n && na == T->t.n) || (double)nb + (double)na > T->t.cap) { T->kind = KD_TOP_LEAF; continue; }
-            if (top_kind(prm, nb, T->t.depth + 1) == KD_TOP_SEARCH) need += nb;
-            if (top_kind(prm, na, T->t.depth + 1) == KD_TOP_SEARCH) need += na;
-        }
-        if (need > nxt_cap) {     /* its old contents are spent: no realloc copy */
-            free(nxt);
-            nxt_cap = need + need / 2;
-            nxt = malloc(nxt_cap * sizeof(bk_kd_ref));
-            if (!nxt) { nxt_cap = 0; goto done; }
-        }
-        /* the children and their buffers (tn may move: indices from here) */
-        size_t nm = 0, at = 0;
-        for (size_t i = 0; i < m; ++i) {
-            const uint32_t ti = level[i];
-            if (tn[ti].kind != KD_TOP_SEARCH) continue;
-            const uint32_t nb = tn[ti].best.nb, na = tn[ti].best.na;
-            const kd_task t = tn[ti].t;
-            const int k = tn[ti].best.axis;
-            const float p = tn[ti].best.pos;
-            const int own_b = top_kind(prm, nb, t.depth + 1) != KD_TOP_SEARCH, own_a = top_kind(prm, na, t.depth + 1) != KD_TOP_SEARCH;
-            bk_kd_ref *eb = own_b ? malloc((nb ? nb : 1) * sizeof(bk_kd_ref)) : nxt + at;
-            at += own_b ? 0 : nb;
-            bk_kd_ref *ea = own_a ? malloc((na ? na : 1) * sizeof(bk_kd_ref)) : nxt + at;
-            at += own_a ? 0 : na;
-            if (!eb || !ea) { if (own_b) free(eb); if (own_a) free(ea); goto done; }
-            double sum = (double)nb + (double)na;
-            kd_task ab = t, be = t;
-            ab.off = 0; ab.n = na; ab.parent = ti;      ab.lo[k] = p; ab.depth = t.depth + 1;
-            ab.cap = t.cap * ((double)na / sum);
-            be.off = 0; be.n = nb; be.parent = BK_NONE; be.hi[k] = p; be.depth = t.depth + 1;
-            be.cap = t.cap * ((double)nb / sum);
-            uint32_t bi, ai;
-            if (top_add(&tn, &tn_count, &tn_cap, prm, &be, eb, own_b, &bi)) { if (own_a) free(ea); goto done; }
-            if (top_add(&tn, &tn_count, &tn_cap, prm, &ab, ea, own_a, &ai)) goto done;
-            tn[ti].kind = KD_TOP_INNER;
-            tn[ti].below = bi; tn[ti].above = ai;
-            tn[ti].eb = eb; tn[ti].ea = ea;
-            if (grow((void **)&next, &next_cap, nm + 2, sizeof(uint32_t))) goto done;
-            if (tn[bi].kind == KD_TOP_SEARCH) next[nm++] = bi;
-            if (tn[ai].kind == KD_TOP_SEARCH) next[nm++] = ai;
-        }
-        J.tn = tn;
-        J.phase = 3;
-        bk_parallel_for(nch, 1, top_chunk, &J);
-        /* cur is spent but for the leaves among the level's nodes, which take their entries along */
-        for (size_t i = 0; i < m; ++i) {
-            kd_tnode *T = &tn[level[i]];
-            if (T->owned) continue;
-            bk_kd_ref *le = NULL;
-            if (T->kind == KD_TOP_LEAF) {
-                le = malloc((T->t.n ? T->t.n : 1) * sizeof(bk_kd_ref));
-                if (!le) goto done;
-                memcpy(le, T->e, (size_t)T->t.n * sizeof(bk_kd_ref));
-            }
-            T->e = le;
-            T->owned = le != NULL;
-        }
-        bk_kd_ref *swr = cur; cur = nxt; nxt = swr;
-        size_t swc = cur_cap; cur_cap = nxt_cap; nxt_cap = swc;
-        uint32_t *sw = level; level = next; next = sw;
-        size_t sc = level_cap; level_cap = next_cap; next_cap = sc;
-        m = nm;
-    }
-    /* the parts below, depth-first, each a task */
-    size_t nloc = 0;
-    for (size_t i = 0; i < tn_count; ++i) nloc += tn[i].kind == KD_TOP_LOCAL;
-    if (nloc) {
-        keys = malloc(nloc * sizeof *keys);
-        if (!keys) goto done;
-        nloc = 0;
-        for (size_t i = 0; i < tn_count; ++i)
-            if (tn[i].kind == KD_TOP_LOCAL) { keys[nloc].n = tn[i].t.n; keys[nloc].node = (uint32_t)i; nloc++; }
-        qsort(keys, nloc, sizeof *keys, cmp_top_key);
-        top_local_job LJ;
-        LJ.prm = prm; LJ.tn = tn; LJ.order = keys;
-        bk_parallel_for(nloc, 1, top_local_chunk, &LJ);
-        for (size_t i = 0; i < nloc; ++i) if (tn[keys[i].node].failed) goto done;
-    }
-    /* depth-first emission, below child first, as build() pops its stack */
-    uint32_t stack[BK_MAX_DEPTH + 4];
-    int sp = 0;
-    stack[sp++] = ri;
-    while (sp) {
-        kd_tnode *T = &tn[stack[--sp]];
-        if (T->t.parent != BK_NONE) b->nodes[tn[T->t.parent].idx].flags |= (uint32_t)b->node_count << 2;
-        if (T->kind == KD_TOP_INNER) {
-            if (emit_node(b, bk_kd_make_inner(T->best.axis, T->best.pos, 0), &T->idx)) goto done;
-            b->sah += cell_area(T->t.lo, T->t.hi) * prm->cost_node;
-            BK_CHECK(sp + 2 <= BK_MAX_DEPTH + 4);
-            stack[sp++] = T->above;
-            stack[sp++] = T->below;
-        } else if (T->kind == KD_TOP_SUB) {
-            bk_kd_ref *se = T->e;
-            T->e = NULL;
-            if (emit_sub(b, &T->t, se)) goto done;
-        } else if (T->kind == KD_TOP_LOCAL) {
-            if (top_replay(b, T)) goto done;
-        } else {
-            if (emit_leaf(b, &T->t, T->e)) goto done;
-            free(T->e);
-            T->e = NULL;
-        }
-    }
+    const int root_own = top_kind(L.prm, root->n, root->depth) != KD_TOP_SEARCH;
+    if (root_own) L.cur = NULL;
+    if (top_add(&L.tn, &L.tn_count, &L.tn_cap, L.prm, root, e, root_own, &L.ri)) goto done;
+    L.tn[L.ri].e_cap = e_cap;
+    if (grow((void **)&L.level, &L.level_cap, 1, sizeof(uint32_t))) goto done;
+    L.level[0] = L.ri;
+    while (L.m)
+        if (top_level(&L)) goto done;
+    if (top_parts(&L) || top_emit(&L)) goto done;
     rc = 0;
 done:
-    free(cur); free(nxt);
-    for (size_t i = 0; i < tn_count; ++i) {
-        if (tn[i].owned) free(tn[i].e);
-        for (size_t j = 0; j < tn[i].ops.count; ++j) free(tn[i].ops.op[j].e);
-        free(tn[i].ops.op);
-    }
-    free(tn); free(level); free(next); free(ch); free(hist); free(keys);
+    top_free(&L);
     return rc;
 }
 
