@@ -884,52 +884,56 @@ static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
     J->part[b / KD_PREP_GRAIN] = P;
 }
 
-/* ---- entry point --------------------------------------------------------------------------- */
+/* ---- entry point: one function per stage (enum bk_build_stage) on the build's state --------- */
 
-int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
+typedef struct kd_build {
+    const bk_scene *s;
+    bk_accel       *out;
+    bk_geom         g;
+    uint32_t        n;             /* primitives: triangles, then voxel segments */
+    kd_params       prm;
+    int             refs_per_tri;
+    kd_builder      b;
+    float           lo[3], hi[3];  /* bounds of the primitives that can be hit */
+    uint32_t        valid;         /* of them */
+    kd_task         root;
+} kd_build;
+
+/* The builder's parameters from the options (those the bounds set come in kd_prep). */
+static void kd_params_init(kd_build *S, const bk_build_opts *o)
 {
-    double t0 = bk_time_now();
-    memset(out, 0, sizeof *out);
-    out->type = BK_ACCEL_KDTREE;
-    bk_geom g;
-    if (!s) return bk_fail(err, err_size, "no scene");
-    if (bk_geom_init(&g, s, err, err_size)) return -1;
-    const uint32_t n = g.count;              /* primitives: triangles, then voxel segments */
-    if (n > KD_MAX_TRIS) {
-        bk_geom_free(&g);
-        return bk_fail(err, err_size, "scene has %u primitives; the KD-tree holds at most %u", n, KD_MAX_TRIS);
-    }
+    kd_params *prm = &S->prm;
+    prm->cost_node = o->cost_node >= 0.0f ? o->cost_node : 0.0f;       /* NaN -> 0 too */
+    prm->bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
+    prm->max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
+    S->refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
+    prm->search = bk_kd_search_default();
+    if (o->kd_sweep) prm->search = BK_KD_SEARCH_REF;
+}
 
-    bk_build_opts def = bk_build_opts_default();
-    if (!o) o = &def;
-    kd_params prm;
-    prm.cost_node = o->cost_node >= 0.0f ? o->cost_node : 0.0f;       /* NaN -> 0 too */
-    prm.bonus = o->kd_empty_bonus >= 0.0f ? (o->kd_empty_bonus <= 1.0f ? o->kd_empty_bonus : 1.0f) : 0.0f;
-    prm.max_depth = o->max_depth < 0 ? 0 : (o->max_depth > BK_MAX_DEPTH ? BK_MAX_DEPTH : o->max_depth);
-    int refs_per_tri = o->kd_max_refs_per_tri < 1 ? 1 : o->kd_max_refs_per_tri;
-    prm.search = bk_kd_search_default();
-    if (o->kd_sweep) prm.search = BK_KD_SEARCH_REF;
-
-    kd_builder b;
-    memset(&b, 0, sizeof b);
-    b.prm = &prm;
-    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
-#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
+/* Records, boxes and bounds; then the margin, the depth limit, the parallel cut and the root. */
+static int kd_prep(kd_build *S)
+{
+    const uint32_t n = S->n;
+    kd_builder *b = &S->b;
+    kd_params *prm = &S->prm;
+    bk_accel *out = S->out;
     out->tris = malloc((size_t)n * 3 * sizeof(bk_f4));
-    b.arena_cap = (size_t)n * 2;
-    b.arena = malloc(b.arena_cap * sizeof(bk_kd_ref));
-    if (!out->tris || !b.arena) goto oom;
+    b->arena_cap = (size_t)n * 2;
+    b->arena = malloc(b->arena_cap * sizeof(bk_kd_ref));
+    if (!out->tris || !b->arena) return -1;
 
     /* Triangles in file order, and the boxes of those that can be hit (finite vertices): in chunks
      * on the pool, then the boxes of the others squeezed out in order. The bounds are folded chunk
      * by chunk in order, as one loop would (bk_minf keeps the later of equal values: -0, +0). */
-    float lo[3] = { BK_INF, BK_INF, BK_INF }, hi[3] = { -BK_INF, -BK_INF, -BK_INF };
+    float *lo = S->lo, *hi = S->hi;
+    for (int k = 0; k < 3; ++k) { lo[k] = BK_INF; hi[k] = -BK_INF; }
     uint32_t valid = 0;
     size_t chunks = n ? ((size_t)n - 1) / KD_PREP_GRAIN + 1 : 0;
     prep_part *pp = malloc((chunks ? chunks : 1) * sizeof *pp);
-    if (!pp) goto oom;
+    if (!pp) return -1;
     prep_job PJ;
-    PJ.g = &g; PJ.tri_count = s->tri_count; PJ.tris = out->tris; PJ.arena = b.arena; PJ.part = pp;
+    PJ.g = &S->g; PJ.tri_count = S->s->tri_count; PJ.tris = out->tris; PJ.arena = b->arena; PJ.part = pp;
     bk_parallel_for(n, KD_PREP_GRAIN, prep_chunk, &PJ);
     for (size_t ch = 0; ch < chunks; ++ch) {
         for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], pp[ch].lo[k]); hi[k] = bk_maxf(hi[k], pp[ch].hi[k]); }
@@ -938,95 +942,147 @@ int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *
     free(pp);
     if (valid < n) {
         uint32_t j = 0;
-        for (uint32_t i = 0; i < n; ++i) if (b.arena[i].tri != BK_NONE) b.arena[j++] = b.arena[i];
+        for (uint32_t i = 0; i < n; ++i) if (b->arena[i].tri != BK_NONE) b->arena[j++] = b->arena[i];
     }
-    bk_geom_free(&g);
+    bk_geom_free(&S->g);
     if (valid == 0) for (int k = 0; k < 3; ++k) lo[k] = hi[k] = 0.0f;
+    S->valid = valid;
 
     /* Robustness margin (see the top of the file): 2^-20 of the coordinate magnitude, 8 to 16 ulps. */
     for (int k = 0; k < 3; ++k)
-        prm.margin[k] = bk_maxf(ldexpf(bk_maxf(bk_absf(lo[k]), bk_absf(hi[k])), -20), FLT_MIN);
+        prm->margin[k] = bk_maxf(ldexpf(bk_maxf(bk_absf(lo[k]), bk_absf(hi[k])), -20), FLT_MIN);
 
     /* pbrt's depth limit, under the caller's. */
     int log2n = 0;
     while (log2n < 31 && ((uint32_t)1 << (log2n + 1)) <= (valid ? valid : 1)) ++log2n;
     int auto_depth = (int)lround(8.0 + 1.3 * log2n);
-    if (auto_depth < prm.max_depth) prm.max_depth = auto_depth;
+    if (auto_depth < prm->max_depth) prm->max_depth = auto_depth;
 
     /* Parallel subtrees: enough of them to balance 16 workers, large enough to be worth a task;
      * from the triangle count only, so the cut (and the tree) is the same for any thread count. */
-    prm.par_min = valid >= 4096 ? valid / 128 : 0;
-    if (prm.par_min > 0 && prm.par_min < 256) prm.par_min = 256;
+    prm->par_min = valid >= 4096 ? valid / 128 : 0;
+    if (prm->par_min > 0 && prm->par_min < 256) prm->par_min = 256;
     /* The top tree's depth-first parts (build_top): about four per thread; one thread builds it all
      * depth-first. Any split gives the same tree, so this one may follow the thread count. */
     const int threads = bk_pool_threads();
-    prm.top_local = threads == 1 ? UINT32_MAX : valid / (4u * (uint32_t)threads);
-    if (prm.top_local < prm.par_min) prm.top_local = prm.par_min;
+    prm->top_local = threads == 1 ? UINT32_MAX : valid / (4u * (uint32_t)threads);
+    if (prm->top_local < prm->par_min) prm->top_local = prm->par_min;
 
-    kd_task root;
-    root.off = 0; root.n = valid; root.parent = BK_NONE; root.depth = 0; root.bad = 0;
-    for (int k = 0; k < 3; ++k) { root.lo[k] = lo[k]; root.hi[k] = hi[k]; }
-    root.cap = (double)refs_per_tri * (double)valid;
-    if (root.cap > 4294967295.0) root.cap = 4294967295.0;
-    STAGE_END(BK_BUILD_PREP);
-    if (prm.par_min > 0) {
-        bk_kd_ref *re = b.arena;    /* the top tree takes the root's entries */
-        size_t re_cap = b.arena_cap;
-        b.arena = NULL; b.arena_cap = 0;
-        if (build_top(&b, &root, re, re_cap)) goto oom;
-    } else if (build(&b, &root, NULL)) {
-        goto oom;
+    kd_task *root = &S->root;
+    root->off = 0; root->n = valid; root->parent = BK_NONE; root->depth = 0; root->bad = 0;
+    for (int k = 0; k < 3; ++k) { root->lo[k] = lo[k]; root->hi[k] = hi[k]; }
+    root->cap = (double)S->refs_per_tri * (double)valid;
+    if (root->cap > 4294967295.0) root->cap = 4294967295.0;
+    return 0;
+}
+
+/* The top tree (build_top) when there are subtree tasks, else the whole tree (build). */
+static int kd_top_tree(kd_build *S)
+{
+    kd_builder *b = &S->b;
+    if (S->prm.par_min > 0) {
+        bk_kd_ref *re = b->arena;    /* the top tree takes the root's entries */
+        size_t re_cap = b->arena_cap;
+        b->arena = NULL; b->arena_cap = 0;
+        return build_top(b, &S->root, re, re_cap);
     }
-    STAGE_END(BK_BUILD_TOP);
+    return build(b, &S->root, NULL);
+}
 
-    if (b.sub_count) {
-        run_subs(&b);
-        for (size_t i = 0; i < b.sub_count; ++i) if (b.subs[i].failed) goto oom;
-        STAGE_END(BK_BUILD_SUBTREES);
-        bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
-        if (splice(&b, &nn, &nc, &rr, &rc)) goto oom;
-        free(b.nodes); free(b.refs);
-        b.nodes = nn; b.node_count = nc; b.refs = rr; b.ref_count = rc;
-        STAGE_END(BK_BUILD_JOIN);
-    }
+/* The subtrees spliced into the top tree. */
+static int kd_join(kd_build *S)
+{
+    kd_builder *b = &S->b;
+    bk_kd_node *nn; uint32_t *rr; uint32_t nc, rc;
+    if (splice(b, &nn, &nc, &rr, &rc)) return -1;
+    free(b->nodes); free(b->refs);
+    b->nodes = nn; b->node_count = nc; b->refs = rr; b->ref_count = rc;
+    return 0;
+}
 
-    out->kd_nodes = b.nodes;  out->kd_node_count = (uint32_t)b.node_count;
-    out->kd_refs = b.refs;    out->kd_ref_count = (uint32_t)b.ref_count;
+/* The tree, its references and the report into out, with the voxel models' bricks; frees the
+ * builder. 0, or -1: out of memory (out->tris still out's, the nodes freed), or -2 with err (the
+ * voxel bricks; out emptied). */
+static int kd_output(kd_build *S, char *err, size_t err_size)
+{
+    bk_accel *out = S->out;
+    kd_builder *b = &S->b;
+    out->kd_nodes = b->nodes;  out->kd_node_count = (uint32_t)b->node_count;
+    out->kd_refs = b->refs;    out->kd_ref_count = (uint32_t)b->ref_count;
     if (!out->kd_refs) out->kd_refs = malloc(sizeof(uint32_t));   /* never NULL, even with no references */
-    if (!out->kd_refs) { b.nodes = NULL; goto oom_out; }
-    b.nodes = NULL; b.refs = NULL;
-    out->tri_count = n;
-    if (bk_vox_pack_build(s, &out->vox, err, err_size)) {
+    if (!out->kd_refs) { b->nodes = NULL; free(out->kd_nodes); return -1; }
+    b->nodes = NULL; b->refs = NULL;
+    out->tri_count = S->n;
+    if (bk_vox_pack_build(S->s, &out->vox, err, err_size)) {
         free(out->kd_nodes); free(out->kd_refs); free(out->tris);
         memset(out, 0, sizeof *out);
         out->type = BK_ACCEL_KDTREE;
-        return -1;
+        return -2;
     }
+    const float *lo = S->lo, *hi = S->hi;
     out->lo = bk_v3(lo[0], lo[1], lo[2]);
     out->hi = bk_v3(hi[0], hi[1], hi[2]);
     double root_area = cell_area(lo, hi);
     bk_build_info *info = &out->info;
-    info->sah_cost = root_area > 0.0 ? b.sah / root_area : (double)valid;
+    info->sah_cost = root_area > 0.0 ? b->sah / root_area : (double)S->valid;
     info->nodes = out->kd_node_count;
-    info->leaves = b.leaves;
-    info->depth = b.depth;
+    info->leaves = b->leaves;
+    info->depth = b->depth;
     info->refs = out->kd_ref_count;
-    info->max_leaf = b.max_leaf;
+    info->max_leaf = b->max_leaf;
     info->bytes = (size_t)out->kd_node_count * sizeof(bk_kd_node) + (size_t)out->kd_ref_count * sizeof(uint32_t)
-                + (size_t)n * 3 * sizeof(bk_f4) + bk_vox_pack_bytes(&out->vox);
-    builder_free(&b);
+                + (size_t)S->n * 3 * sizeof(bk_f4) + bk_vox_pack_bytes(&out->vox);
+    builder_free(b);
+    return 0;
+}
+
+int bk_kd_build(const bk_scene *s, const bk_build_opts *o, bk_accel *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now();
+    memset(out, 0, sizeof *out);
+    out->type = BK_ACCEL_KDTREE;
+    kd_build S;
+    memset(&S, 0, sizeof S);
+    S.s = s; S.out = out;
+    if (!s) return bk_fail(err, err_size, "no scene");
+    if (bk_geom_init(&S.g, s, err, err_size)) return -1;
+    S.n = S.g.count;
+    if (S.n > KD_MAX_TRIS) {
+        bk_geom_free(&S.g);
+        return bk_fail(err, err_size, "scene has %u primitives; the KD-tree holds at most %u", S.n, KD_MAX_TRIS);
+    }
+
+    bk_build_opts def = bk_build_opts_default();
+    if (!o) o = &def;
+    kd_params_init(&S, o);
+    S.b.prm = &S.prm;
+    double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
+#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
+    if (kd_prep(&S)) goto oom;
+    STAGE_END(BK_BUILD_PREP);
+    if (kd_top_tree(&S)) goto oom;
+    STAGE_END(BK_BUILD_TOP);
+
+    if (S.b.sub_count) {
+        run_subs(&S.b);
+        for (size_t i = 0; i < S.b.sub_count; ++i) if (S.b.subs[i].failed) goto oom;
+        STAGE_END(BK_BUILD_SUBTREES);
+        if (kd_join(&S)) goto oom;
+        STAGE_END(BK_BUILD_JOIN);
+    }
 #undef STAGE_END
-    memcpy(info->stage_seconds, st, sizeof st);
-    info->seconds = bk_time_now() - t0;
+    int rc = kd_output(&S, err, err_size);
+    if (rc == -2) return -1;
+    if (rc) goto oom;
+    memcpy(out->info.stage_seconds, st, sizeof st);
+    out->info.seconds = bk_time_now() - t0;
     return 0;
 
-oom_out:
-    free(out->kd_nodes);
 oom:
-    bk_geom_free(&g);
-    builder_free(&b);
+    bk_geom_free(&S.g);
+    builder_free(&S.b);
     free(out->tris);
     memset(out, 0, sizeof *out);
     out->type = BK_ACCEL_KDTREE;
-    return bk_fail(err, err_size, "out of memory building the KD-tree of %u triangles", n);
+    return bk_fail(err, err_size, "out of memory building the KD-tree of %u triangles", S.n);
 }
