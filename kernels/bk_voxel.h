@@ -96,7 +96,9 @@ typedef struct bk_vox_hit {
  * by |1/d| (Amanatides & Woo); a brick whose mask is empty is crossed in one step to the cell
  * beyond it, and tn is then computed afresh. The current brick is reloaded only when a step
  * leaves it. The face of a hit is the axis of the last step (at the start, of the largest
- * near-plane distance), and its t is computed exactly in world space. */
+ * near-plane distance), and its t is computed exactly in world space.
+ * Long: the walk's state must stay in registers inside the traversal loops of the CPU and the CUDA
+ * backend (see "load" below), and CUDA code split into helpers cannot be checked for spills here. */
 BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, const bk_f4 *rec, bk_f4 v0, float tlo,
                                float thi, int any_hit, bk_vox_hit *out)
 {
