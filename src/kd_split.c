@@ -42,7 +42,8 @@
 #define KD_TARGET_AVX2 __attribute__((target("avx2")))
 #endif
 
-#define KD_PLANES_MAX   (BK_KD_BINS_MAX > 4 * BK_KD_EXACT_MAX ? BK_KD_BINS_MAX : 4 * BK_KD_EXACT_MAX)  /* planes of one search */
+/* planes of one search */
+#define KD_PLANES_MAX (BK_KD_BINS_MAX > 4 * BK_KD_EXACT_MAX ? BK_KD_BINS_MAX : 4 * BK_KD_EXACT_MAX)
 
 /* ---- split search -------------------------------------------------------------------------- */
 
@@ -61,7 +62,8 @@ static void consider(bk_kd_split *best, int k, float p, double cost)
     if (cost < best->cost) { best->axis = k; best->pos = p; best->cost = cost; }
 }
 
-void bk_kd_hist_add(bk_kd_hist *h, const bk_kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3], int nbins)
+void bk_kd_hist_add(bk_kd_hist *h, const bk_kd_ref *r, size_t begin, size_t end, const float lo[3], const float scale[3],
+                    int nbins)
 {
     const int top = nbins - 1;
 #if defined(__SSE2__)
@@ -372,7 +374,8 @@ KD_TARGET_AVX2 static float count_costs_avx2(uint32_t n, const float *cand, int3
 
 /* The winner among P's planes (see above) into best, if cheaper than what best holds. Returns the
  * winning axis, or -1. */
-static int planes_pick(const bk_kd_sah *c, const float lo[3], const float hi[3], kd_planes *P, int how, bk_kd_split *best)
+static int planes_pick(const bk_kd_sah *c, const float lo[3], const float hi[3], kd_planes *P, int how,
+                       bk_kd_split *best)
 {
     double bc[3] = { BK_INF, BK_INF, BK_INF };
     float  bp[3] = { BK_INF, BK_INF, BK_INF };

@@ -214,9 +214,10 @@ static int build(kd_builder *b, const kd_task *root, kd_ops *ops)
             bk_kd_sah c;
             c.inv_area = 1.0 / area; c.cost_node = prm->cost_node; c.bonus = prm->bonus;
             for (int k = 0; k < 3; ++k) c.e[k] = (double)t.hi[k] - t.lo[k];
-            if (t.n > BK_KD_EXACT_MAX)                bk_kd_split_binned(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
-            else if (prm->search == BK_KD_SEARCH_REF) bk_kd_split_sweep(e, t.n, t.lo, t.hi, prm->margin, &c, &best);
-            else                                      bk_kd_split_exact(e, t.n, t.lo, t.hi, prm->margin, &c, &best, prm->search);
+            const float *m = prm->margin;
+            if (t.n > BK_KD_EXACT_MAX)                bk_kd_split_binned(e, t.n, t.lo, t.hi, m, &c, &best, prm->search);
+            else if (prm->search == BK_KD_SEARCH_REF) bk_kd_split_sweep(e, t.n, t.lo, t.hi, m, &c, &best);
+            else                                      bk_kd_split_exact(e, t.n, t.lo, t.hi, m, &c, &best, prm->search);
             double leaf_cost = (double)t.n;
             if (best.axis >= 0 && best.cost >= leaf_cost) t.bad++;
             if (best.axis >= 0 && ((best.cost > 4.0 * leaf_cost && t.n < 16) || t.bad >= KD_BAD_REFINES)) best.axis = -1;
@@ -402,8 +403,8 @@ static int top_kind(const kd_params *prm, uint32_t n, int depth)
 }
 
 /* A new tnode for task t with entries e (if owned, freed on failure). */
-static int top_add(kd_tnode **tn, size_t *count, size_t *cap, const kd_params *prm, const kd_task *t, bk_kd_ref *e, int owned,
-                   uint32_t *index)
+static int top_add(kd_tnode **tn, size_t *count, size_t *cap, const kd_params *prm, const kd_task *t, bk_kd_ref *e,
+                   int owned, uint32_t *index)
 {
     if (grow((void **)tn, cap, *count + 1, sizeof(kd_tnode))) { if (owned) free(e); return -1; }
     kd_tnode *T = &(*tn)[*count];
