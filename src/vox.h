@@ -11,6 +11,9 @@
  *     world = M (p - floor(size / 2)) + t
  * for a point p of model space, so a voxel cell maps to a unit cell of the world with integer
  * corners. World units are voxels.
+ *
+ * The functions below are the scene stage's (vox_instance.c), but for the palette the
+ * .vox reader (vox.c) holds.
  */
 #ifndef BK_VOX_H
 #define BK_VOX_H
