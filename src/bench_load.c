@@ -6,6 +6,7 @@
  * file on the team's 2-core machine (the reference number given in the loader's brief).
  */
 #include "bench.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

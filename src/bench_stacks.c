@@ -23,6 +23,7 @@
 #include "voxmesh.h"
 #include "cli.h"
 #include "outputs.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -9,6 +9,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "rays.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -16,6 +16,7 @@
 #include "denoise.h"
 #include "fill.h"
 #include "image.h"
+#include "loader.h"
 #include "outputs.h"
 #include "pool.h"
 #include "stats.h"

@@ -12,6 +12,7 @@
 #include "diff.h"
 #include "outputs.h"
 #include "rays.h"
+#include "loader.h"
 #include "scene.h"
 #include "stats.h"
 #include "util.h"

@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700   /* realpath, strtok_r, getline */
 #include "atlas.h"
+#include "loader.h"
 #include "outputs.h"
 #include "voxmesh.h"
 #include "util.h"

@@ -1,6 +1,7 @@
 /* obj.c - Wavefront OBJ + MTL loader: text (plain or gzip) -> bk_scene (scene.h).
  *
- * Pipeline: first stage. bk_scene_load() picks a loader by extension; builders read the bk_scene.
+ * Pipeline: io stage, beside vox.c. bk_scene_load (loader.c) picks this reader for .obj and .obj.gz;
+ * builders read the bk_scene.
  * Speed matters (the 33 MB Stanford dragon is a benchmark, see bench_load.c): the whole file is read
  * into one zero-padded buffer (mapped when large), numbers are parsed by hand (Clinger's exact fast
  * path, strtof for the rest: every float correctly rounded), arrays grow geometrically, nothing is
@@ -23,6 +24,7 @@
  *   W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
  */
 #define _DEFAULT_SOURCE 1   /* MAP_ANONYMOUS (POSIX only from 2024) */
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 
@@ -1120,34 +1122,4 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
     out->tri_vn = shrink(out->tri_vn, 3 * (size_t)out->tri_count * sizeof(uint32_t));
     out->materials = shrink(out->materials, (size_t)out->material_count * sizeof(bk_material));
     return 0;
-}
-
-int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
-{
-    memset(out, 0, sizeof *out);
-    if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
-    if (bk_path_has_ext(path, ".vox")) return bk_scene_load_vox(path, out, err, err_size);
-    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz, .vox)", path);
-}
-
-void bk_scene_free(bk_scene *s)
-{
-    if (!s) return;
-    free(s->positions);
-    free(s->texcoords);
-    free(s->normals);
-    free(s->tri_v);
-    free(s->tri_vt);
-    free(s->tri_vn);
-    free(s->tri_material);
-    free(s->tri_object);
-    for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
-    free(s->object_names);
-    free(s->materials);
-    for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
-    free(s->mtls);
-    for (uint32_t i = 0; i < s->vox_model_count; ++i) free(s->vox_models[i].xyzi);
-    free(s->vox_models);
-    free(s->vox_instances);
-    memset(s, 0, sizeof *s);
 }

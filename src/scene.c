@@ -1,6 +1,7 @@
-/* scene.c - operations on a loaded bk_scene: concatenating scenes (several SCENE arguments).
+/* scene.c - operations on a loaded bk_scene: concatenating scenes (several SCENE arguments),
+ * finding a material's texture file, freeing a scene.
  *
- * Pipeline: loaders (obj.c, vox.c) -> bk_scene per file -> bk_scene_append into one scene -> the
+ * Pipeline: readers (loader.h) -> bk_scene per file -> bk_scene_append into one scene -> the
  * voxel surface (voxmesh.c), builders, atlas. Triangles, vertices, materials, MTL names, voxel
  * models and instances of src follow those of dst, so the triangles of the first file keep their
  * numbers and the others follow in argument order.
@@ -149,4 +150,26 @@ int bk_scene_find_map(const bk_scene *s, const char *map, char *out)
         if (realpath(cand, out) && access(out, R_OK) == 0) return 0;
     }
     return -1;
+}
+
+void bk_scene_free(bk_scene *s)
+{
+    if (!s) return;
+    free(s->positions);
+    free(s->texcoords);
+    free(s->normals);
+    free(s->tri_v);
+    free(s->tri_vt);
+    free(s->tri_vn);
+    free(s->tri_material);
+    free(s->tri_object);
+    for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
+    free(s->object_names);
+    free(s->materials);
+    for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
+    free(s->mtls);
+    for (uint32_t i = 0; i < s->vox_model_count; ++i) free(s->vox_models[i].xyzi);
+    free(s->vox_models);
+    free(s->vox_instances);
+    memset(s, 0, sizeof *s);
 }

@@ -1,7 +1,7 @@
 /* scene.h - the in-memory triangle scene every loader produces and every builder reads.
  *
- * Pipeline: loader (obj.c, vox.c) -> bk_scene (several appended: scene.c) -> builders (bvh.c,
- * kdtree.c, via geom.c) -> backends.
+ * Pipeline: readers (loader.h: obj.c, vox.c) -> bk_scene (several appended: scene.c) -> builders
+ * (bvh.c, kdtree.c, via geom.c) -> backends. This header is the scene stage: it knows no reader.
  * Triangles are numbered in file order after fan triangulation (docs/formats.md).
  */
 #ifndef BK_SCENE_H
@@ -31,11 +31,6 @@ typedef struct bk_scene_mtl {
     char *path;           /* the file the loader opened (the OBJ's folder joined to name) */
 } bk_scene_mtl;
 
-/* In an MTL texture statement (map_Kd, bump, ...), given the text after the keyword: where the
- * file name starts, past the options of the MTL spec (-s u v w, -bm b, -clamp on, ...). The name
- * is the rest of the line, trailing blanks excepted (--mesh-out rewrites it; obj.c reads map_Kd). */
-const char *bk_mtl_map_file(const char *args);
-
 typedef struct bk_scene {
     uint32_t     vertex_count;
     float       *positions;     /* 3 floats per vertex */
@@ -64,15 +59,7 @@ typedef struct bk_scene {
     bk_vox_instance *vox_instances;
 } bk_scene;
 
-/* Loads an OBJ (and the MTL files it names) or a gzip-compressed OBJ (name ends in .gz).
- * Returns 0, or a negative status with one line in err: "path:line: reason". The OBJ and its MTL
- * files must be regular files within the limits above; Kd and Ke must be finite (Kd outside
- * [0, 1], Ke below 0 or above BK_KE_MAX are clamped with a warning). */
-int  bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
-/* Loads a MagicaVoxel .vox file (vox.c). Errors: one line "path: byte N: reason". */
-int  bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_size);
-/* Picks the loader by file extension. */
-int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
+/* Frees every array of s (a loaded, appended or zeroed scene) and zeroes it. */
 void bk_scene_free(bk_scene *s);
 /* Appends a copy of src to dst (scene.c): triangles, vertices, vt, vn, materials (src's triangles
  * and voxel models re-indexed past dst's), MTL names, voxel models and instances. dst may be an

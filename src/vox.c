@@ -1,7 +1,8 @@
 /* vox.c - MagicaVoxel .vox reader: file bytes -> bk_scene voxel models, instances, 256 materials.
  *
- * Pipeline: first stage, beside obj.c. bk_scene_load() picks this reader for a name ending in .vox;
- * the voxel surface builder and the top-level builders read what it fills in (vox.h).
+ * Pipeline: io stage, beside obj.c. bk_scene_load (loader.c) picks this reader for a name ending in
+ * .vox; the voxel surface builder and the top-level builders read what it fills in (vox.h), and
+ * instances are placed with vox_instance.c.
  * References: ephtracy/voxel-model, MagicaVoxel-file-format-vox.txt (chunks, RGBA, default palette)
  * and MagicaVoxel-file-format-vox-extension.txt (STRING, DICT, ROTATION, nTRN nGRP nSHP MATL LAYR).
  *
@@ -47,6 +48,7 @@
  * Speed: the file is read into memory once; node and layer ids go through hash tables and the
  * graph is walked with an explicit stack, so loading is linear in the file size.
  */
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -12,8 +12,7 @@
  * for a point p of model space, so a voxel cell maps to a unit cell of the world with integer
  * corners. World units are voxels.
  *
- * The functions below are the scene stage's (vox_instance.c), but for the palette the
- * .vox reader (vox.c) holds.
+ * The functions below are the scene stage's (vox_instance.c); the reader is declared in loader.h.
  */
 #ifndef BK_VOX_H
 #define BK_VOX_H
@@ -62,9 +61,5 @@ uint8_t bk_vox_rot_byte(const int8_t m[9]);
  * world = M p + T. */
 void bk_vox_instance_place(bk_vox_instance *in, const uint32_t size[3]);
 void bk_vox_instance_offset(const bk_vox_instance *in, const uint32_t size[3], int32_t T[3]);
-
-/* MagicaVoxel's palette for files without an RGBA chunk, indexed by colour index (entry 0 unused),
- * each colour stored as in the file: 0xAABBGGRR. */
-extern const uint32_t bk_vox_default_palette[256];
 
 #endif /* BK_VOX_H */

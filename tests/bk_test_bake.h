@@ -9,6 +9,7 @@
 #include "atlas.h"
 #include "backend.h"
 #include "bake.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <stdio.h>

@@ -14,6 +14,7 @@
 #include "bk_test_scenes.h"
 #include "accel_build.h"
 #include "bake.h"
+#include "loader.h"
 #include "voxmesh.h"
 
 #include <math.h>

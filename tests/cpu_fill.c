@@ -12,6 +12,7 @@
  */
 #include "atlas.h"
 #include "bk_test.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <math.h>

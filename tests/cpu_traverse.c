@@ -7,6 +7,7 @@
 #include "accel_build.h"
 #include "backend.h"
 #include "bvh_wide.h"
+#include "loader.h"
 
 /* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/bvh_wide.h with
  * the global stack, else the binary one; 2: the binary one; 8: the compressed wide BVH the GPU

@@ -11,6 +11,7 @@
 #include "bvh.h"
 #include "kdtree.h"
 #include "backend.h"
+#include "loader.h"
 #include "bk_test.h"
 #include "bk_test_voxels.h"
 

@@ -20,6 +20,7 @@
 #include "bk_test_vox_limit.h"
 #include "bk_test_voxels.h"
 #include "image.h"
+#include "loader.h"
 
 #include <math.h>
 #include <stdio.h>

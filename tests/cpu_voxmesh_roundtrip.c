@@ -14,6 +14,7 @@
 #include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
+#include "loader.h"
 #include "voxmesh.h"
 #include "util.h"
 #include "bk_test.h"

@@ -9,6 +9,7 @@
 #include "bk_test_voxels.h"
 #include "accel_build.h"
 #include "backend.h"
+#include "loader.h"
 
 typedef struct variant { int mode, k; } variant;
 static const variant variants[] = {

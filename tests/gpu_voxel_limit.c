@@ -15,6 +15,7 @@
 #include "bk_test_run.h"
 #include "bk_test_vox_limit.h"
 #include "image.h"
+#include "loader.h"
 #include "rays.h"
 
 #include <math.h>

@@ -23,6 +23,7 @@
  */
 #include "atlas.h"
 #include "image.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 #include "bk_test.h"

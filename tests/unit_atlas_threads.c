@@ -10,6 +10,7 @@
 #include "atlas.h"
 #include "atlas_internal.h"
 #include "pool.h"
+#include "loader.h"
 #include "scene.h"
 #include "bk_test.h"
 

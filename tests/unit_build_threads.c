@@ -19,6 +19,7 @@
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "pool.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <stdint.h>

@@ -10,6 +10,7 @@
 
 #include "atlas.h"
 #include "gltf.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <math.h>

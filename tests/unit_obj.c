@@ -14,6 +14,7 @@
  *           tokens, huge indices, non-finite vt/vn/Kd/Ke.
  * Corpus scenes are under BK_SCENES_DIR; without the corpus the test skips (77) after the local checks.
  */
+#include "loader.h"
 #include "scene.h"
 #include "bk_test.h"
 

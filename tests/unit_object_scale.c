@@ -8,6 +8,7 @@
  *   a factor outside (0, 1000] is refused with a message.
  */
 #include "atlas.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 #include "bk_test.h"

@@ -15,6 +15,7 @@
  *     counts of ../shared/scenes/INDEX.md.
  * With BK_VOX_SEEDS=DIR in the environment, the files written here are kept in DIR (fuzz seeds).
  */
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 #include "bk_test.h"

@@ -15,6 +15,7 @@
 #include "atlas.h"
 #include "image.h"
 #include "pool.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -8,6 +8,7 @@
 #include "bvh.h"
 #include "kdtree.h"
 #include "pool.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "bvh_wide.h"
 #include "rays.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

@@ -11,6 +11,7 @@
 #include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
+#include "loader.h"
 #include "scene.h"
 #include "util.h"
 

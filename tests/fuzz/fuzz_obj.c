@@ -11,6 +11,7 @@
  * failure must leave a message and an empty scene. Any broken promise aborts.
  */
 #include "fuzz_common.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <math.h>

@@ -38,6 +38,7 @@
 #include "backend.h"
 #include "bk_test_scenes.h"
 #include "rays.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <float.h>

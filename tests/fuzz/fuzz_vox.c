@@ -19,6 +19,7 @@
 #include "accel_build.h"
 #include "backend.h"
 #include "bk_rng.h"
+#include "loader.h"
 #include "scene.h"
 
 #include <math.h>
