@@ -1,7 +1,6 @@
 /* outputs.c - the output policy every command uses (see outputs.h). */
 #define _XOPEN_SOURCE 700   /* realpath, sigaction */
 #include "outputs.h"
-#include "scene.h"
 #include "util.h"
 
 #include <errno.h>
@@ -253,21 +252,6 @@ int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *er
     in->dev = st.st_dev;
     in->ino = st.st_ino;
     o->n_in++;
-    return 0;
-}
-
-int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size)
-{
-    for (uint32_t i = 0; i < s->mtl_count; ++i) {
-        int r = bk_outputs_input(o, "an MTL file of the scene", s->mtls[i].path, err, err_size);
-        if (r) return r;
-    }
-    char real[PATH_MAX];
-    for (uint32_t m = 0; m < s->material_count; ++m) {
-        if (!s->materials[m].map_kd[0] || bk_scene_find_map(s, s->materials[m].map_kd, real)) continue;
-        int r = bk_outputs_input(o, "a texture of the scene", real, err, err_size);
-        if (r) return r;
-    }
     return 0;
 }
 

@@ -79,10 +79,6 @@ void  bk_outputs_init(bk_outputs *o);
 /* Registers an input; paths that do not exist are ignored (the reader reports them). Checks it
  * against the outputs registered so far (every output added later is checked against it). */
 int   bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size);
-/* The files a loaded scene read besides itself, as inputs (they are known only once the OBJ is
- * read): its MTL files and the textures its materials name (map_Kd, bk_scene_find_map). */
-struct bk_scene;
-int   bk_outputs_scene_inputs(bk_outputs *o, const struct bk_scene *s, char *err, size_t err_size);
 /* Registers an output (see the file comment); returns its index, or BK_OUT_CLASH / -1. */
 int   bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size);
 /* The stream to write output i to (its temporary file, or stdout). */

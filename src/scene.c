@@ -1,5 +1,6 @@
 /* scene.c - operations on a loaded bk_scene: concatenating scenes (several SCENE arguments),
- * finding a material's texture file, freeing a scene.
+ * finding a material's texture file, registering the files a scene read with the output policy
+ * (outputs.h), freeing a scene.
  *
  * Pipeline: readers (loader.h) -> bk_scene per file -> bk_scene_append into one scene -> the
  * voxel surface (voxmesh.c), builders, atlas. Triangles, vertices, materials, MTL names, voxel
@@ -7,6 +8,7 @@
  * numbers and the others follow in argument order.
  */
 #define _XOPEN_SOURCE 700   /* realpath */
+#include "outputs.h"
 #include "scene.h"
 #include "util.h"
 
@@ -150,6 +152,21 @@ int bk_scene_find_map(const bk_scene *s, const char *map, char *out)
         if (realpath(cand, out) && access(out, R_OK) == 0) return 0;
     }
     return -1;
+}
+
+int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size)
+{
+    for (uint32_t i = 0; i < s->mtl_count; ++i) {
+        int r = bk_outputs_input(o, "an MTL file of the scene", s->mtls[i].path, err, err_size);
+        if (r) return r;
+    }
+    char real[PATH_MAX];
+    for (uint32_t m = 0; m < s->material_count; ++m) {
+        if (!s->materials[m].map_kd[0] || bk_scene_find_map(s, s->materials[m].map_kd, real)) continue;
+        int r = bk_outputs_input(o, "a texture of the scene", real, err, err_size);
+        if (r) return r;
+    }
+    return 0;
 }
 
 void bk_scene_free(bk_scene *s)

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "outputs.h"
 #include "vox.h"
 
 #define BK_NONE 0xFFFFFFFFu  /* absent index (no vt, no vn, no material) */
@@ -58,6 +59,11 @@ typedef struct bk_scene {
     uint32_t         vox_instance_count;
     bk_vox_instance *vox_instances;
 } bk_scene;
+
+/* The files a loaded scene read besides itself, as inputs of the output policy (outputs.h; they
+ * are known only once the OBJ is read): its MTL files and the textures its materials name (map_Kd,
+ * bk_scene_find_map). 0, or the status of bk_outputs_input. */
+int  bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size);
 
 /* Frees every array of s (a loaded, appended or zeroed scene) and zeroes it. */
 void bk_scene_free(bk_scene *s);
