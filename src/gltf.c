@@ -224,22 +224,6 @@ typedef struct prim {
     size_t   first;      /* first index in the index section */
 } prim;
 
-typedef struct gltf_job {
-    vtx_map   vm;
-    uint32_t *prim_of;   /* (material_count + 1) * pages -> primitive or BK_NONE */
-    prim     *prims;
-    uint32_t  prim_count;
-    uint32_t *idx;       /* 3 per triangle, grouped by primitive */
-    uint8_t  *bin;
-    char     *json;
-    size_t    json_size;
-} gltf_job;
-
-static void job_free(gltf_job *j)
-{
-    free(j->vm.v); free(j->vm.slot); free(j->prim_of); free(j->prims); free(j->idx); free(j->bin); free(j->json);
-}
-
 /* The section offsets of the buffer, in bytes (each a multiple of 4). */
 typedef struct layout { size_t pos, nrm, uv0, uv1, idx, total; } layout;
 
@@ -254,6 +238,52 @@ static layout buffer_layout(uint32_t nv, size_t indices)
     l.total = l.idx + 4 * indices;
     return l;
 }
+
+/* The writer's state, filled phase by phase (bk_gltf_write_file lists the phases). */
+typedef struct gltf_job {
+    /* the call */
+    const char   *path;
+    const bk_scene *s;
+    const bk_atlas *a;
+    const bk_gltf_opts *o;
+    char         *err;
+    size_t        err_size;
+    int           glb;       /* a .glb container, else .gltf with a data: URI */
+    uint32_t      pages;     /* atlas pages the primitives are split by (1 without tri_page) */
+    uint32_t      M;         /* scene materials + the default one */
+    size_t        corners;   /* 3 per triangle */
+    char          out_dir[PATH_MAX + 256];   /* the output's resolved folder, URIs are relative to it */
+    /* primitives and vertices */
+    vtx_map   vm;
+    uint32_t *prim_of;   /* (material_count + 1) * pages -> primitive or BK_NONE */
+    prim     *prims;
+    uint32_t  prim_count;
+    uint32_t *tri_prim;  /* primitive of each triangle, while the indices are made */
+    uint32_t *idx;       /* 3 per triangle, grouped by primitive */
+    float     pmin[3], pmax[3];   /* POSITION bounds */
+    /* the binary buffer */
+    layout    L;
+    uint8_t  *bin;
+    /* images: the lightmap pages, then each map_Kd file once */
+    int       lm_png;                   /* the lightmaps are PNGs: textures, not only named */
+    char    (*lm_uri)[PATH_MAX * 3];    /* per page, NULL without lightmaps */
+    char    (*map_uri)[PATH_MAX * 3];   /* n_map of them */
+    int      *map_tex;                  /* per scene material: its texture, or -1 */
+    int       n_map, tex_base;
+    /* the JSON, written into memory */
+    FILE     *jf;
+    char     *json;
+    size_t    json_size;
+} gltf_job;
+
+static void job_free(gltf_job *j)
+{
+    if (j->jf) fclose(j->jf);
+    free(j->vm.v); free(j->vm.slot); free(j->prim_of); free(j->prims); free(j->tri_prim); free(j->idx); free(j->bin);
+    free(j->lm_uri); free(j->map_tex); free(j->map_uri); free(j->json);
+}
+
+static int job_oom(gltf_job *J) { return bk_fail(J->err, J->err_size, "%s: out of memory", J->path); }
 
 static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages, int lm_tex, const char *lm_uri,
                            int map_tex)
@@ -308,131 +338,146 @@ static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages,
     fputs("}", j);
 }
 
-int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
-                       char *err, size_t err_size)
+/* Primitives: one per (material, page), in order of first appearance; the arrays every later
+ * phase fills. */
+static int job_primitives(gltf_job *J)
 {
-    if (a->tri_count != s->tri_count)
-        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count, s->tri_count);
-    if (!s->tri_count) return bk_fail(err, err_size, "%s: the scene has no triangles to write", path);
-    int glb = bk_path_has_ext(path, ".glb");
-    uint32_t T = s->tri_count, pages = a->page_count > 1 && a->tri_page ? (uint32_t)a->page_count : 1u;
-    uint32_t M = s->material_count + 1;
-    size_t corners = 3 * (size_t)T;
-    gltf_job J;
-    memset(&J, 0, sizeof J);
-    char out_real[PATH_MAX + 256], out_dir[PATH_MAX + 256];
-    if (resolve_new(path, out_real, sizeof out_real)) return bk_fail(err, err_size, "%s: its folder cannot be resolved", path);
-    dir_of(out_real, out_dir, sizeof out_dir);
-
-    /* primitives: one per (material, page), in order of first appearance */
-    J.prim_of = malloc(sizeof(uint32_t) * (size_t)M * pages);
-    J.prims = malloc(sizeof(prim) * ((size_t)M * pages < T ? (size_t)M * pages : T));
-    J.idx = malloc(sizeof(uint32_t) * corners);
-    J.vm.cap = 16;
-    while (J.vm.cap < 2 * corners) J.vm.cap <<= 1;
-    J.vm.slot = malloc(sizeof(uint32_t) * J.vm.cap);
-    J.vm.v = malloc(sizeof(float) * VTX_FLOATS * corners);
-    if (!J.prim_of || !J.prims || !J.idx || !J.vm.slot || !J.vm.v) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
-    memset(J.prim_of, 0xFF, sizeof(uint32_t) * (size_t)M * pages);
-    memset(J.vm.slot, 0xFF, sizeof(uint32_t) * J.vm.cap);
-    uint32_t *tri_prim = malloc(sizeof(uint32_t) * T);
-    if (!tri_prim) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
+    const bk_scene *s = J->s;
+    uint32_t T = s->tri_count, pages = J->pages, M = J->M;
+    J->prim_of = malloc(sizeof(uint32_t) * (size_t)M * pages);
+    J->prims = malloc(sizeof(prim) * ((size_t)M * pages < T ? (size_t)M * pages : T));
+    J->idx = malloc(sizeof(uint32_t) * J->corners);
+    J->vm.cap = 16;
+    while (J->vm.cap < 2 * J->corners) J->vm.cap <<= 1;
+    J->vm.slot = malloc(sizeof(uint32_t) * J->vm.cap);
+    J->vm.v = malloc(sizeof(float) * VTX_FLOATS * J->corners);
+    if (!J->prim_of || !J->prims || !J->idx || !J->vm.slot || !J->vm.v) return job_oom(J);
+    memset(J->prim_of, 0xFF, sizeof(uint32_t) * (size_t)M * pages);
+    memset(J->vm.slot, 0xFF, sizeof(uint32_t) * J->vm.cap);
+    uint32_t *tri_prim = J->tri_prim = malloc(sizeof(uint32_t) * T);
+    if (!tri_prim) return job_oom(J);
     for (uint32_t t = 0; t < T; ++t) {
         uint32_t m = s->tri_material && s->tri_material[t] < s->material_count ? s->tri_material[t] : s->material_count;
-        uint32_t pg = pages > 1 ? a->tri_page[t] : 0;
-        if (pg >= pages) { free(tri_prim); job_free(&J); return bk_fail(err, err_size, "%s: triangle %u on page %u of %u", path, t, pg, pages); }
+        uint32_t pg = pages > 1 ? J->a->tri_page[t] : 0;
+        if (pg >= pages) return bk_fail(J->err, J->err_size, "%s: triangle %u on page %u of %u", J->path, t, pg, pages);
         size_t key = (size_t)m * pages + pg;
-        if (J.prim_of[key] == BK_NONE) {
-            prim *p = &J.prims[J.prim_count];
+        if (J->prim_of[key] == BK_NONE) {
+            prim *p = &J->prims[J->prim_count];
             p->material = m; p->page = pg; p->tris = 0; p->first = 0;
-            J.prim_of[key] = J.prim_count++;
+            J->prim_of[key] = J->prim_count++;
         }
-        tri_prim[t] = J.prim_of[key];
-        J.prims[tri_prim[t]].tris++;
+        tri_prim[t] = J->prim_of[key];
+        J->prims[tri_prim[t]].tris++;
     }
     size_t at = 0;
-    for (uint32_t i = 0; i < J.prim_count; ++i) { J.prims[i].first = at; at += 3 * (size_t)J.prims[i].tris; }
-    size_t *fill = calloc(J.prim_count, sizeof(size_t));
-    if (!fill) { free(tri_prim); job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
-    float pmin[3] = { INFINITY, INFINITY, INFINITY }, pmax[3] = { -INFINITY, -INFINITY, -INFINITY };
+    for (uint32_t i = 0; i < J->prim_count; ++i) { J->prims[i].first = at; at += 3 * (size_t)J->prims[i].tris; }
+    return 0;
+}
+
+/* Vertices deduplicated over their attributes, the indices of each primitive, POSITION bounds. */
+static int job_vertices(gltf_job *J)
+{
+    const bk_scene *s = J->s;
+    uint32_t T = s->tri_count, *tri_prim = J->tri_prim;
+    size_t *fill = calloc(J->prim_count, sizeof(size_t));
+    if (!fill) return job_oom(J);
+    float *pmin = J->pmin, *pmax = J->pmax;
+    for (int d = 0; d < 3; ++d) { pmin[d] = INFINITY; pmax[d] = -INFINITY; }
     for (uint32_t t = 0; t < T; ++t) {
         float flat[3], key[VTX_FLOATS];
         flat_normal(s, t, flat);
-        prim *p = &J.prims[tri_prim[t]];
+        prim *p = &J->prims[tri_prim[t]];
         for (int k = 0; k < 3; ++k) {
-            corner_key(s, a, t, k, flat, key);
+            corner_key(s, J->a, t, k, flat, key);
             for (int d = 0; d < 3; ++d) { if (key[d] < pmin[d]) pmin[d] = key[d]; if (key[d] > pmax[d]) pmax[d] = key[d]; }
-            J.idx[p->first + fill[tri_prim[t]]++] = vtx_add(&J.vm, key);
+            J->idx[p->first + fill[tri_prim[t]]++] = vtx_add(&J->vm, key);
         }
     }
     free(fill);
-    free(tri_prim);
+    free(J->tri_prim);
+    J->tri_prim = NULL;
+    return 0;
+}
 
-    uint32_t nv = J.vm.count;
-    layout L = buffer_layout(nv, corners);
-    if (glb && L.total > 0xFFFFFFFFull - (64u << 20))
-        { job_free(&J); return bk_fail(err, err_size, "%s: %zu bytes of geometry do not fit a GLB file (4 GiB)", path, L.total); }
-    if (!(J.bin = malloc(L.total))) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
+/* The binary buffer: the four vertex sections, then the indices. */
+static int job_buffer(gltf_job *J)
+{
+    uint32_t nv = J->vm.count;
+    layout L = J->L = buffer_layout(nv, J->corners);
+    if (J->glb && L.total > 0xFFFFFFFFull - (64u << 20))
+        return bk_fail(J->err, J->err_size, "%s: %zu bytes of geometry do not fit a GLB file (4 GiB)", J->path,
+                       L.total);
+    if (!(J->bin = malloc(L.total))) return job_oom(J);
     for (uint32_t v = 0; v < nv; ++v) {
-        const float *x = J.vm.v + (size_t)VTX_FLOATS * v;
-        memcpy(J.bin + L.pos + 12 * (size_t)v, x, 12);
-        memcpy(J.bin + L.nrm + 12 * (size_t)v, x + 3, 12);
-        memcpy(J.bin + L.uv0 + 8 * (size_t)v, x + 6, 8);
-        memcpy(J.bin + L.uv1 + 8 * (size_t)v, x + 8, 8);
+        const float *x = J->vm.v + (size_t)VTX_FLOATS * v;
+        memcpy(J->bin + L.pos + 12 * (size_t)v, x, 12);
+        memcpy(J->bin + L.nrm + 12 * (size_t)v, x + 3, 12);
+        memcpy(J->bin + L.uv0 + 8 * (size_t)v, x + 6, 8);
+        memcpy(J->bin + L.uv1 + 8 * (size_t)v, x + 8, 8);
     }
-    memcpy(J.bin + L.idx, J.idx, 4 * corners);   /* little-endian hosts only (x86-64, aarch64) */
+    memcpy(J->bin + L.idx, J->idx, 4 * J->corners);   /* little-endian hosts only (x86-64, aarch64) */
+    return 0;
+}
 
-    /* images: the lightmap pages (PNG: a texture; HDR and EXR: named only), then each map_Kd file once */
-    FILE *j = open_memstream(&J.json, &J.json_size);
-    if (!j) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
-    int lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
-    char (*lm_uri)[PATH_MAX * 3] = NULL;
-    char (*map_uri)[PATH_MAX * 3] = NULL;
-    int *map_tex = NULL, n_map = 0;
-    int ok = 1;
+/* Images: the lightmap pages (PNG: a texture; HDR and EXR: named only), then each map_Kd file
+ * once, as URIs relative to the output's folder. A map_Kd glTF cannot reference is a warning. */
+static int job_images(gltf_job *J)
+{
+    const bk_scene *s = J->s;
+    const bk_gltf_opts *o = J->o;
+    uint32_t pages = J->pages;
+    J->lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
     if (o && o->lightmaps) {
-        lm_uri = malloc(sizeof *lm_uri * pages);
-        ok = lm_uri != NULL;
+        J->lm_uri = malloc(sizeof *J->lm_uri * pages);
+        int ok = J->lm_uri != NULL;
         for (uint32_t p = 0; ok && p < pages; ++p) {
             char real[PATH_MAX + 256], rel[PATH_MAX * 2];
             if (resolve_new(o->lightmaps[p], real, sizeof real)) { ok = 0; break; }
-            relative_path(out_dir, real, rel, sizeof rel);
-            uri_encode(rel, lm_uri[p], sizeof lm_uri[p]);
+            relative_path(J->out_dir, real, rel, sizeof rel);
+            uri_encode(rel, J->lm_uri[p], sizeof J->lm_uri[p]);
         }
-        if (!ok) { fclose(j); free(lm_uri); job_free(&J); return bk_fail(err, err_size, "%s: cannot resolve the lightmap's path", path); }
+        if (!ok) return bk_fail(J->err, J->err_size, "%s: cannot resolve the lightmap's path", J->path);
     }
-    map_tex = malloc(sizeof(int) * M);
-    map_uri = malloc(sizeof *map_uri * M);
-    if (!map_tex || !map_uri) { fclose(j); free(lm_uri); free(map_tex); free(map_uri); job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
-    int tex_base = lm_png ? (int)pages : 0;
+    J->map_tex = malloc(sizeof(int) * J->M);
+    J->map_uri = malloc(sizeof *J->map_uri * J->M);
+    if (!J->map_tex || !J->map_uri) return job_oom(J);
+    J->tex_base = J->lm_png ? (int)pages : 0;
     for (uint32_t m = 0; m < s->material_count; ++m) {
-        map_tex[m] = -1;
+        J->map_tex[m] = -1;
         const char *mk = s->materials[m].map_kd;
         int used = 0;
-        for (uint32_t p = 0; p < pages && !used; ++p) used = J.prim_of[(size_t)m * pages + p] != BK_NONE;
+        for (uint32_t p = 0; p < pages && !used; ++p) used = J->prim_of[(size_t)m * pages + p] != BK_NONE;
         if (!used || !mk[0]) continue;
         char real[PATH_MAX], rel[PATH_MAX * 2], uri[PATH_MAX * 3];
         if (!(bk_path_has_ext(mk, ".png") || bk_path_has_ext(mk, ".jpg") || bk_path_has_ext(mk, ".jpeg"))) {
-            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s is not a PNG or JPEG (glTF's image types), left out\n", path,
-                    s->materials[m].name, mk);
+            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s is not a PNG or JPEG (glTF's image types), left out\n",
+                    J->path, s->materials[m].name, mk);
             continue;
         }
         if (bk_scene_find_map(s, mk, real)) {
-            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s not found beside the MTL files, left out\n", path,
-                    s->materials[m].name, mk);
+            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s not found beside the MTL files, left out\n",
+                    J->path, s->materials[m].name, mk);
             continue;
         }
-        relative_path(out_dir, real, rel, sizeof rel);
+        relative_path(J->out_dir, real, rel, sizeof rel);
         uri_encode(rel, uri, sizeof uri);
         int k = 0;
-        while (k < n_map && strcmp(map_uri[k], uri)) ++k;
-        if (k == n_map) snprintf(map_uri[n_map++], sizeof map_uri[0], "%s", uri);
-        map_tex[m] = tex_base + k;
+        while (k < J->n_map && strcmp(J->map_uri[k], uri)) ++k;
+        if (k == J->n_map) snprintf(J->map_uri[J->n_map++], sizeof J->map_uri[0], "%s", uri);
+        J->map_tex[m] = J->tex_base + k;
     }
+    return 0;
+}
 
+/* JSON: the asset with baker's notes on the lightmap, the extensions used, the scene and its node. */
+static void json_asset(gltf_job *J)
+{
+    FILE *j = J->jf;
+    const bk_scene *s = J->s;
+    const bk_gltf_opts *o = J->o;
     int emissive_strength = 0;
-    for (uint32_t i = 0; i < J.prim_count; ++i) {
-        uint32_t m = J.prims[i].material;
+    for (uint32_t i = 0; i < J->prim_count; ++i) {
+        uint32_t m = J->prims[i].material;
         if (m < s->material_count)
             for (int k = 0; k < 3; ++k) emissive_strength |= s->materials[m].ke[k] > 1.0f;
     }
@@ -444,30 +489,39 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
     fputs("\"texcoord_0\":\"the source file's own vt with v flipped; (0, 0) where a face has none\"", j);
     if (o && o->lightmaps) {
         fprintf(j, ",\"lightmap_encoding\":\"%s\",\"exposure\":%.9g,\"lightmaps\":[",
-                lm_png ? "8-bit sRGB after multiplying by exposure"
-                       : bk_path_has_ext(o->lightmaps[0], ".exr") ? "linear half-float RGB (OpenEXR .exr)" : "linear RGBE (Radiance .hdr)",
+                J->lm_png ? "8-bit sRGB after multiplying by exposure"
+                : bk_path_has_ext(o->lightmaps[0], ".exr") ? "linear half-float RGB (OpenEXR .exr)"
+                                                           : "linear RGBE (Radiance .hdr)",
                 (double)o->exposure);
-        for (uint32_t p = 0; p < pages; ++p) { if (p) fputc(',', j); json_str(j, lm_uri[p]); }
+        for (uint32_t p = 0; p < J->pages; ++p) { if (p) fputc(',', j); json_str(j, J->lm_uri[p]); }
         fputc(']', j);
     }
     fputs("}}},", j);
     if (emissive_strength) fputs("\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],", j);
     fputs("\"scene\":0,\"scenes\":[{\"name\":\"baker\",\"nodes\":[0]}],\"nodes\":[{\"name\":\"baker\",\"mesh\":0}],", j);
+}
 
+/* JSON: the mesh's primitives, their materials, then the images, textures and the sampler. */
+static void json_mesh(gltf_job *J)
+{
+    FILE *j = J->jf;
+    const bk_scene *s = J->s;
+    uint32_t pages = J->pages;
+    int lm_png = J->lm_png;
     /* accessors: 0 POSITION, 1 NORMAL, 2 TEXCOORD_0, 3 TEXCOORD_1, 4 + i indices of primitive i */
     fputs("\"meshes\":[{\"name\":\"baker\",\"primitives\":[", j);
-    for (uint32_t i = 0; i < J.prim_count; ++i)
+    for (uint32_t i = 0; i < J->prim_count; ++i)
         fprintf(j, "%s{\"attributes\":{\"POSITION\":0,\"NORMAL\":1,\"TEXCOORD_0\":2,\"TEXCOORD_1\":3},\"indices\":%u,\"material\":%u,\"mode\":4}",
                 i ? "," : "", 4 + i, i);
     fputs("]}],\"materials\":[", j);
-    for (uint32_t i = 0; i < J.prim_count; ++i) {
-        const prim *p = &J.prims[i];
+    for (uint32_t i = 0; i < J->prim_count; ++i) {
+        const prim *p = &J->prims[i];
         if (i) fputc(',', j);
-        write_material(j, s, p, (int)pages, lm_png ? (int)p->page : -1, lm_uri ? lm_uri[p->page] : NULL,
-                       p->material < s->material_count ? map_tex[p->material] : -1);
+        write_material(j, s, p, (int)pages, lm_png ? (int)p->page : -1, J->lm_uri ? J->lm_uri[p->page] : NULL,
+                       p->material < s->material_count ? J->map_tex[p->material] : -1);
     }
     fputc(']', j);
-    int n_img = (lm_png ? (int)pages : 0) + n_map;
+    int n_img = (lm_png ? (int)pages : 0) + J->n_map;
     if (n_img) {
         fputs(",\"images\":[", j);
         for (int i = 0; i < n_img; ++i) {
@@ -475,9 +529,9 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
             if (lm_png && i < (int)pages) {
                 char nm[64];
                 snprintf(nm, sizeof nm, "baker_lightmap_page_%d", i);
-                fputs("{\"name\":", j); json_str(j, nm); fputs(",\"uri\":", j); json_str(j, lm_uri[i]);
+                fputs("{\"name\":", j); json_str(j, nm); fputs(",\"uri\":", j); json_str(j, J->lm_uri[i]);
             } else {
-                fputs("{\"uri\":", j); json_str(j, map_uri[i - tex_base]);
+                fputs("{\"uri\":", j); json_str(j, J->map_uri[i - J->tex_base]);
             }
             fputc('}', j);
         }
@@ -489,23 +543,31 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
             fprintf(j, ",\"samplers\":[{\"magFilter\":%d,\"minFilter\":%d,\"wrapS\":%d,\"wrapT\":%d}]", GL_LINEAR, GL_LINEAR,
                     GL_CLAMP_TO_EDGE, GL_CLAMP_TO_EDGE);
     }
+}
+
+/* JSON: accessors, buffer views and the buffer (inline as base64 in a .gltf), closing the text. */
+static void json_buffers(gltf_job *J)
+{
+    FILE *j = J->jf;
+    uint32_t nv = J->vm.count;
+    layout L = J->L;
     fprintf(j, ",\"accessors\":[{\"bufferView\":0,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\",\"min\":", GL_FLOAT, nv);
-    json_floats(j, pmin, 3);
+    json_floats(j, J->pmin, 3);
     fputs(",\"max\":", j);
-    json_floats(j, pmax, 3);
+    json_floats(j, J->pmax, 3);
     fprintf(j, "},{\"bufferView\":1,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\"}", GL_FLOAT, nv);
     fprintf(j, ",{\"bufferView\":2,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", GL_FLOAT, nv);
     fprintf(j, ",{\"bufferView\":3,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", GL_FLOAT, nv);
-    for (uint32_t i = 0; i < J.prim_count; ++i) {
+    for (uint32_t i = 0; i < J->prim_count; ++i) {
         /* index bounds are optional; the validator checks them against the data when present */
         uint32_t lo = BK_NONE, hi = 0;
-        for (size_t k = 0; k < 3 * (size_t)J.prims[i].tris; ++k) {
-            uint32_t x = J.idx[J.prims[i].first + k];
+        for (size_t k = 0; k < 3 * (size_t)J->prims[i].tris; ++k) {
+            uint32_t x = J->idx[J->prims[i].first + k];
             if (x < lo) lo = x;
             if (x > hi) hi = x;
         }
         fprintf(j, ",{\"bufferView\":4,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%zu,\"type\":\"SCALAR\",\"min\":[%u],\"max\":[%u]}",
-                4 * J.prims[i].first, GL_UNSIGNED_INT, 3 * (size_t)J.prims[i].tris, lo, hi);
+                4 * J->prims[i].first, GL_UNSIGNED_INT, 3 * (size_t)J->prims[i].tris, lo, hi);
     }
     fputs("],\"bufferViews\":[", j);
     size_t off[5] = { L.pos, L.nrm, L.uv0, L.uv1, L.idx }, end[5] = { L.nrm, L.uv0, L.uv1, L.idx, L.total };
@@ -513,36 +575,80 @@ int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_at
         fprintf(j, "%s{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%zu,\"target\":%d}", v ? "," : "", off[v], end[v] - off[v],
                 v < 4 ? GL_ARRAY_BUFFER : GL_ELEMENT_ARRAY);
     fprintf(j, "],\"buffers\":[{\"byteLength\":%zu", L.total);
-    if (!glb) {
+    if (!J->glb) {
         fputs(",\"uri\":\"data:application/octet-stream;base64,", j);
-        base64(j, J.bin, L.total);
+        base64(j, J->bin, L.total);
         fputc('"', j);
     }
     fputs("}]}", j);
-    free(lm_uri); free(map_tex); free(map_uri);
-    if (fclose(j) != 0 || !J.json) { job_free(&J); return bk_fail(err, err_size, "%s: out of memory", path); }
+}
 
-    if (!glb) {
-        fwrite(J.json, 1, J.json_size, f);
+/* The file: the JSON text of a .gltf, or the GLB container around the JSON and the buffer. */
+static int job_container(gltf_job *J, FILE *f)
+{
+    if (!J->glb) {
+        fwrite(J->json, 1, J->json_size, f);
         fputc('\n', f);
-    } else {
-        /* GLB: 12-byte header, JSON chunk padded with spaces, BIN chunk padded with zeros, every
-         * chunk starting on a 4-byte boundary */
-        size_t jpad = (4 - J.json_size % 4) % 4, bpad = (4 - L.total % 4) % 4;
-        uint64_t total = 12 + 8 + J.json_size + jpad + 8 + L.total + bpad;
-        if (total > 0xFFFFFFFFull) { job_free(&J); return bk_fail(err, err_size, "%s: %llu bytes do not fit a GLB file (4 GiB)", path, (unsigned long long)total); }
-        uint32_t h[3] = { GLB_MAGIC, 2u, (uint32_t)total };
-        uint32_t cj[2] = { (uint32_t)(J.json_size + jpad), GLB_CHUNK_JSON }, cb[2] = { (uint32_t)(L.total + bpad), GLB_CHUNK_BIN };
-        static const char spaces[4] = { ' ', ' ', ' ', ' ' }, zeros[4] = { 0, 0, 0, 0 };
-        fwrite(h, 4, 3, f);
-        fwrite(cj, 4, 2, f);
-        fwrite(J.json, 1, J.json_size, f);
-        fwrite(spaces, 1, jpad, f);
-        fwrite(cb, 4, 2, f);
-        fwrite(J.bin, 1, L.total, f);
-        fwrite(zeros, 1, bpad, f);
+        return 0;
     }
-    job_free(&J);
+    /* GLB: 12-byte header, JSON chunk padded with spaces, BIN chunk padded with zeros, every
+     * chunk starting on a 4-byte boundary */
+    layout L = J->L;
+    size_t jpad = (4 - J->json_size % 4) % 4, bpad = (4 - L.total % 4) % 4;
+    uint64_t total = 12 + 8 + J->json_size + jpad + 8 + L.total + bpad;
+    if (total > 0xFFFFFFFFull)
+        return bk_fail(J->err, J->err_size, "%s: %llu bytes do not fit a GLB file (4 GiB)", J->path, (unsigned long long)total);
+    uint32_t h[3] = { GLB_MAGIC, 2u, (uint32_t)total };
+    uint32_t cj[2] = { (uint32_t)(J->json_size + jpad), GLB_CHUNK_JSON }, cb[2] = { (uint32_t)(L.total + bpad), GLB_CHUNK_BIN };
+    static const char spaces[4] = { ' ', ' ', ' ', ' ' }, zeros[4] = { 0, 0, 0, 0 };
+    fwrite(h, 4, 3, f);
+    fwrite(cj, 4, 2, f);
+    fwrite(J->json, 1, J->json_size, f);
+    fwrite(spaces, 1, jpad, f);
+    fwrite(cb, 4, 2, f);
+    fwrite(J->bin, 1, L.total, f);
+    fwrite(zeros, 1, bpad, f);
+    return 0;
+}
+
+/* The phases in order: each returns 0 or fails with err set; the state is freed once at the end. */
+static int job_run(gltf_job *J, FILE *f)
+{
+    if (job_primitives(J) || job_vertices(J) || job_buffer(J)) return -1;
+    if (!(J->jf = open_memstream(&J->json, &J->json_size))) return job_oom(J);
+    if (job_images(J)) return -1;
+    json_asset(J);
+    json_mesh(J);
+    json_buffers(J);
+    int rc = fclose(J->jf);
+    J->jf = NULL;
+    if (rc != 0 || !J->json) return job_oom(J);
+    return job_container(J, f);
+}
+
+int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
+                       char *err, size_t err_size)
+{
+    if (a->tri_count != s->tri_count)
+        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count, s->tri_count);
+    if (!s->tri_count) return bk_fail(err, err_size, "%s: the scene has no triangles to write", path);
+    gltf_job job, *J = &job;
+    memset(J, 0, sizeof *J);
+    J->path = path; J->s = s; J->a = a; J->o = o; J->err = err; J->err_size = err_size;
+    J->glb = bk_path_has_ext(path, ".glb");
+    J->pages = a->page_count > 1 && a->tri_page ? (uint32_t)a->page_count : 1u;
+    J->M = s->material_count + 1;
+    J->corners = 3 * (size_t)s->tri_count;
+    char out_real[PATH_MAX + 256];
+    int rc;
+    if (resolve_new(path, out_real, sizeof out_real))
+        rc = bk_fail(err, err_size, "%s: its folder cannot be resolved", path);
+    else {
+        dir_of(out_real, J->out_dir, sizeof J->out_dir);
+        rc = job_run(J, f);
+    }
+    job_free(J);
+    if (rc) return -1;
     if (ferror(f)) return bk_fail_write(err, err_size, path);
     return 0;
 }
