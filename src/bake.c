@@ -451,151 +451,208 @@ static void slice_free(bk_backend *be, void *p)
     else free(p);
 }
 
-int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
-                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
-                   char *err, size_t err_size)
+/* bk_bake_texels's state, filled phase by phase (bk_bake_texels lists the phases). */
+typedef struct bake_run {
+    bk_backend      *be;
+    bk_backend      *hb;         /* the member whose host memory the slices are in */
+    bk_backend_caps  caps;
+    int              nd;         /* devices, at least 1 */
+    uint32_t         nf;         /* texels per fetched slice */
+    bk_f4           *out;        /* a slice of sums */
+    float           *sq;         /* a slice of squared luminances (variance or texel colours), or NULL */
+    bake_dev        *dv;         /* nd */
+    bake_share       S;
+    zero_job         zj;
+    double           t0;
+    bk_bake_result  *res;
+} bake_run;
+
+static void run_free_slices(bake_run *R)
 {
-    memset(res, 0, sizeof *res);
-    double t0 = bk_time_now();
-    bk_backend_caps caps;
-    be->i->caps(be, &caps);
-    const int nd = caps.devices > 1 ? caps.devices : 1;
+    slice_free(R->hb, R->out);
+    slice_free(R->hb, R->sq);
+    free(R->dv);
+}
+
+/* The slices the sums come back in, and one record per device. */
+static int run_alloc(bake_run *R, uint32_t n, const bk_bake_run_opts *o, char *err, size_t err_size)
+{
+    bk_backend *be = R->be;
+    be->i->caps(be, &R->caps);
+    const int nd = R->nd = R->caps.devices > 1 ? R->caps.devices : 1;
     /* The sums come back a slice at a time (FETCH texels, 5 MB), straight into the image: the
      * host never holds a copy of every texel's sums (20 B per texel) beside the image. (Slices of
      * 16384 texels, turned into colours on one thread, took 0.37 s of a sponza 4096^2 bake's 2.9
      * on the GPU machine.) */
     enum { FETCH = 1 << 18 };
-    const uint32_t nf = n < FETCH ? (n ? n : 1) : FETCH;
+    const uint32_t nf = R->nf = n < FETCH ? (n ? n : 1) : FETCH;
     /* (the slices in the memory the first device's transfers like best: page-locked on a GPU,
      * where a copy from plain memory is staged through the driver's own buffer at about half
      * the speed) */
     bk_backend *hb = bk_backend_member(be, 0);
     if (!hb) hb = be;
-    bk_f4 *out = slice_alloc(hb, sizeof(bk_f4) * nf);
+    R->hb = hb;
+    R->out = slice_alloc(hb, sizeof(bk_f4) * nf);
     const int want_var = o->variance || o->texel_col;
-    float *sq = want_var ? slice_alloc(hb, sizeof(float) * nf) : NULL;
-    bake_dev *dv = calloc((size_t)nd, sizeof *dv);
-    if (!out || (want_var && !sq) || !dv) {
-        slice_free(hb, out); slice_free(hb, sq); free(dv);
+    R->sq = want_var ? slice_alloc(hb, sizeof(float) * nf) : NULL;
+    R->dv = calloc((size_t)nd, sizeof *R->dv);
+    if (!R->out || (want_var && !R->sq) || !R->dv) {
+        run_free_slices(R);
         return bk_fail(err, err_size, "out of memory for %u texels", n);
     }
+    return 0;
+}
+
+/* The share of the work this process bakes, the zeroing of the image it fills, the progress. */
+static int run_share(bake_run *R, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
+                     const bk_bake_run_opts *o, float *rgb)
+{
     /* The image and its variance are zeroed (and their fresh pages faulted in) by threads while
      * the backend bakes: on a 4-page 4096^2 atlas that is 1.1 GB, 0.57 s on one core, more than
      * the GPU's whole bake. A bake into texel colours (a denoised one) has those instead, which
      * the fetch writes: their pages are faulted in the same way (sponza 4096^2: 245 MB), unless
      * the bake is a share of a job's, which leaves the other shares' colours as they are. */
-    zero_job zj;
-    zj.n = 0;
+    zero_job *zj = &R->zj;
+    zj->n = 0;
     const size_t img_px = (size_t)w * (size_t)h;
-    bake_share S;
-    memset(&S, 0, sizeof S);
-    S.zj = &zj;
+    bake_share *S = &R->S;
+    memset(S, 0, sizeof *S);
+    S->zj = zj;
     if (!o->texel_col) {
-        S.img = rgb; S.img_bytes = rgb ? sizeof(float) * 3 * img_px : 0;
-        S.var_img = o->variance; S.var_bytes = o->variance ? sizeof(float) * img_px : 0;
+        S->img = rgb; S->img_bytes = rgb ? sizeof(float) * 3 * img_px : 0;
+        S->var_img = o->variance; S->var_bytes = o->variance ? sizeof(float) * img_px : 0;
     } else if (o->ranks <= 1) {
-        S.img = o->texel_col; S.img_bytes = sizeof(bk_f4) * (size_t)n;
+        S->img = o->texel_col; S->img_bytes = sizeof(bk_f4) * (size_t)n;
     }
     /* a backend that keeps its own texels: the caller's go first (texels_kept), then the zeroing */
-    S.keeps = texels && o->texels_kept && caps.keeps_texels;
-    S.nd = nd;
-    if (!S.keeps) zero_start(&zj, S.img, S.img_bytes, S.var_img, S.var_bytes);
+    S->keeps = texels && o->texels_kept && R->caps.keeps_texels;
+    S->nd = R->nd;
+    if (!S->keeps) zero_start(zj, S->img, S->img_bytes, S->var_img, S->var_bytes);
 
-    S.v = v; S.texels = texels; S.n = n; S.o = o;
-    S.ranks = o->ranks > 1 ? o->ranks : 1; S.rank = o->rank; S.G = o->granule ? o->granule : BK_BAKE_GRANULE;
-    if (S.ranks > 1 && S.rank >= S.ranks) {
-        zero_join(&zj); slice_free(hb, out); slice_free(hb, sq); free(dv);
-        return bk_fail(err, err_size, "rank %u of %u", S.rank, S.ranks);
-    }
-    pthread_mutex_init(&S.lock, NULL);
-    S.stop = S.ranks > 1 ? 0 : n;                  /* a share: the first granule is taken first */
+    S->v = v; S->texels = texels; S->n = n; S->o = o;
+    S->ranks = o->ranks > 1 ? o->ranks : 1; S->rank = o->rank; S->G = o->granule ? o->granule : BK_BAKE_GRANULE;
+    if (S->ranks > 1 && S->rank >= S->ranks) return -1;
+    pthread_mutex_init(&S->lock, NULL);
+    S->stop = S->ranks > 1 ? 0 : n;                  /* a share: the first granule is taken first */
     /* the progress counts this process's share: as dealt, or (taken as asked for) an even one */
-    S.work = (double)(o->next_granule ? (n + S.ranks - 1) / S.ranks : bk_bake_share_count(n, S.rank, S.ranks, S.G)) *
-             (double)o->params.spp;
-    S.t0 = t0;
-    S.show = o->progress && isatty(2);
-    S.lines = o->progress && !S.show;
-    S.next_frac = 0.1; S.next_time = 10.0;
+    S->work = (double)(o->next_granule ? (n + S->ranks - 1) / S->ranks : bk_bake_share_count(n, S->rank, S->ranks, S->G)) *
+              (double)o->params.spp;
+    S->t0 = R->t0;
+    S->show = o->progress && isatty(2);
+    S->lines = o->progress && !S->show;
+    S->next_frac = 0.1; S->next_time = 10.0;
     /* one thread per device; the first runs here */
-    for (int k = 0; k < nd; ++k) {
-        dv[k].S = &S; dv[k].k = k;
-        dv[k].be = bk_backend_member(be, k);
-        if (!dv[k].be) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k); S.failed = 1; }
+    bake_dev *dv = R->dv;
+    for (int k = 0; k < R->nd; ++k) {
+        dv[k].S = S; dv[k].k = k;
+        dv[k].be = bk_backend_member(R->be, k);
+        if (!dv[k].be) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k); S->failed = 1; }
     }
-    /* no texels given: every device begins here, then gets them a slice at a time, each slice
-     * made once for all of them (bk_bake_run_opts.make_texels) */
-    const double t_made = bk_time_now();
-    if (!texels && !S.failed) {
-        S.made = 1;
-        S.refs = o->texel_refs;
-        int ok = o->make_texels && o->texel_refs && caps.keeps_texels;
-        for (int k = 0; k < nd && ok; ++k) ok = dv[k].be->i->bake_texels != NULL;
-        if (!ok) {
-            dv[0].rc = -1;
-            snprintf(dv[0].err, sizeof dv[0].err, "the bake needs the whole texels: the backend reads them in place");
-            S.failed = 1;
-        }
-        for (int k = 0; k < nd && !S.failed; ++k) {
-            if (dv[k].be->i->bake_begin(dv[k].be, v, NULL, n, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S.failed = 1; }
-            else dv[k].begun = 1;
-        }
-        const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
-        bk_texel *made = S.failed || !nm ? NULL : slice_alloc(hb, sizeof(bk_texel) * nm);
-        if (!S.failed && nm && !made) { dv[0].rc = -1; snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm); S.failed = 1; }
-        for (uint32_t first = 0; first < n && !S.failed; first += nm) {
-            const uint32_t count = n - first < nm ? n - first : nm;
-            o->make_texels(o->make_texels_ctx, first, count, made);
-            for (int k = 0; k < nd; ++k)
-                if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S.failed = 1; break; }
-        }
-        slice_free(hb, made);
+    return 0;
+}
+
+/* No texels given: every device begins here, then gets them a slice at a time, each slice made
+ * once for all of them (bk_bake_run_opts.make_texels). */
+static void run_make_texels(bake_run *R)
+{
+    bake_share *S = &R->S;
+    bake_dev *dv = R->dv;
+    const bk_bake_run_opts *o = S->o;
+    const uint32_t n = S->n;
+    const int nd = R->nd;
+    S->made = 1;
+    S->refs = o->texel_refs;
+    int ok = o->make_texels && o->texel_refs && R->caps.keeps_texels;
+    for (int k = 0; k < nd && ok; ++k) ok = dv[k].be->i->bake_texels != NULL;
+    if (!ok) {
+        dv[0].rc = -1;
+        snprintf(dv[0].err, sizeof dv[0].err, "the bake needs the whole texels: the backend reads them in place");
+        S->failed = 1;
     }
-    res->texels_seconds = bk_time_now() - t_made;
+    for (int k = 0; k < nd && !S->failed; ++k) {
+        if (dv[k].be->i->bake_begin(dv[k].be, S->v, NULL, n, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S->failed = 1; }
+        else dv[k].begun = 1;
+    }
+    const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
+    bk_texel *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
+    if (!S->failed && nm && !made) { dv[0].rc = -1; snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm); S->failed = 1; }
+    for (uint32_t first = 0; first < n && !S->failed; first += nm) {
+        const uint32_t count = n - first < nm ? n - first : nm;
+        o->make_texels(o->make_texels_ctx, first, count, made);
+        for (int k = 0; k < nd; ++k)
+            if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S->failed = 1; break; }
+    }
+    slice_free(R->hb, made);
+}
+
+/* The bake itself: one thread per device beyond the first, which runs here. 0 or -1 with err. */
+static int run_devices(bake_run *R, char *err, size_t err_size)
+{
+    bake_share *S = &R->S;
+    bake_dev *dv = R->dv;
+    const int nd = R->nd;
+    bk_bake_result *res = R->res;
     for (int k = 1; k < nd; ++k) {
         if (!dv[k].be) continue;
         dv[k].started = pthread_create(&dv[k].th, NULL, bake_device, &dv[k]) == 0;
-        if (!dv[k].started) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "no thread for device %d", k); S.failed = 1; }
+        if (!dv[k].started) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "no thread for device %d", k); S->failed = 1; }
     }
     if (dv[0].be) bake_device(&dv[0]);
     for (int k = 1; k < nd; ++k)
         if (dv[k].started) pthread_join(dv[k].th, NULL);
-    zero_join(&zj);
-    if (S.show) progress_draw(1.0, bk_time_now() - t0, 1);
-    if (S.lines && !S.failed) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - t0);
+    zero_join(&R->zj);
+    if (S->show) progress_draw(1.0, bk_time_now() - R->t0, 1);
+    if (S->lines && !S->failed) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - R->t0);
     int rc = 0;
     for (int k = 0; k < nd && !rc; ++k)
         if (dv[k].rc) rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, dv[k].err) : bk_fail(err, err_size, "%s", dv[k].err);
-    if (!rc && S.failed) rc = bk_fail(err, err_size, "out of memory for the bake's blocks");
+    if (!rc && S->failed) rc = bk_fail(err, err_size, "out of memory for the bake's blocks");
     for (int k = 0; k < nd; ++k) {
         res->launches += dv[k].launches;
         if (dv[k].longest_ms > res->longest_launch_ms) res->longest_launch_ms = dv[k].longest_ms;
     }
+    return rc;
+}
 
-    const double t_fetch = bk_time_now();
-    /* the blocks baked (this process's texels only), a slice at a time from the device that baked
-     * each, each slice's texels turned into colours on the pool */
+/* The blocks baked (this process's texels only), a slice at a time from the device that baked
+ * each, each slice's texels turned into colours on the pool. rc: the status so far (nothing is
+ * fetched after a failure); returns the new one. */
+static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *err, size_t err_size)
+{
+    bake_share *S = &R->S;
+    const bk_bake_run_opts *o = S->o;
+    const uint32_t nf = R->nf;
     fetch_job fj;
-    fj.out = out; fj.sq = sq; fj.refs = S.refs; fj.texels = texels; fj.spp = o->params.spp;
+    fj.out = R->out; fj.sq = R->sq; fj.refs = S->refs; fj.texels = S->texels; fj.spp = o->params.spp;
     fj.inv = fj.spp ? 1.0f / (float)fj.spp : 0.0f;
     fj.coverage = coverage; fj.rgb = rgb; fj.variance = o->variance; fj.texel_col = o->texel_col;
     atomic_init(&fj.invalid, 0);
-    for (uint32_t r = 0; r < S.nranges && !rc; ++r) {
-        bk_backend *m = dv[S.ranges[r].dev].be;
-        for (uint32_t b = S.ranges[r].begin; b < S.ranges[r].end && !rc; b += nf) {
-            uint32_t e = S.ranges[r].end - b > nf ? b + nf : S.ranges[r].end;
-            if ((rc = m->i->bake_fetch(m, b, e, out, sq, err, err_size))) break;
+    for (uint32_t r = 0; r < S->nranges && !rc; ++r) {
+        bk_backend *m = R->dv[S->ranges[r].dev].be;
+        for (uint32_t b = S->ranges[r].begin; b < S->ranges[r].end && !rc; b += nf) {
+            uint32_t e = S->ranges[r].end - b > nf ? b + nf : S->ranges[r].end;
+            if ((rc = m->i->bake_fetch(m, b, e, R->out, R->sq, err, err_size))) break;
             fj.first = b;
             bk_parallel_for(e - b, 4096, fetch_fn, &fj);
         }
     }
-    res->invalid = atomic_load(&fj.invalid);
-    res->fetch_seconds = bk_time_now() - t_fetch;
-    /* every device that began ends (releasing its buffers), whatever happened; its counters add up */
+    R->res->invalid = atomic_load(&fj.invalid);
+    return rc;
+}
+
+/* Every device that began ends (releasing its buffers), whatever happened; its counters add up.
+ * Returns rc, or the first failure of a bake_end when rc is 0. */
+static int run_end(bake_run *R, int rc, char *err, size_t err_size)
+{
+    bake_share *S = &R->S;
+    bake_dev *dv = R->dv;
+    const int nd = R->nd;
+    bk_bake_result *res = R->res;
     res->devices = nd;
-    for (uint32_t r = 0; r < S.nranges; ++r)
-        if (S.ranges[r].dev < BK_BAKE_MAX_DEVICES) {
-            res->dev[S.ranges[r].dev].texels += S.ranges[r].end - S.ranges[r].begin;
-            res->dev[S.ranges[r].dev].blocks++;
+    for (uint32_t r = 0; r < S->nranges; ++r)
+        if (S->ranges[r].dev < BK_BAKE_MAX_DEVICES) {
+            res->dev[S->ranges[r].dev].texels += S->ranges[r].end - S->ranges[r].begin;
+            res->dev[S->ranges[r].dev].blocks++;
         }
     for (int k = 0; k < nd; ++k) {
         if (!dv[k].begun) continue;
@@ -611,12 +668,36 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
         if (t.seconds > res->totals.seconds) res->totals.seconds = t.seconds;
         if (k < BK_BAKE_MAX_DEVICES) { res->dev[k].rays = t.rays; res->dev[k].busy_seconds = t.seconds; }
     }
-    pthread_mutex_destroy(&S.lock);
-    free(S.ranges);
-    free(dv);
-    slice_free(hb, out);
-    slice_free(hb, sq);
+    return rc;
+}
+
+int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
+                   char *err, size_t err_size)
+{
+    memset(res, 0, sizeof *res);
+    bake_run R;
+    memset(&R, 0, sizeof R);
+    R.be = be;
+    R.res = res;
+    R.t0 = bk_time_now();
+    if (run_alloc(&R, n, o, err, err_size)) return -1;
+    if (run_share(&R, v, texels, n, w, h, o, rgb)) {
+        zero_join(&R.zj); run_free_slices(&R);
+        return bk_fail(err, err_size, "rank %u of %u", R.S.rank, R.S.ranks);
+    }
+    const double t_made = bk_time_now();
+    if (!texels && !R.S.failed) run_make_texels(&R);
+    res->texels_seconds = bk_time_now() - t_made;
+    int rc = run_devices(&R, err, err_size);
+    const double t_fetch = bk_time_now();
+    rc = run_fetch(&R, rc, rgb, coverage, err, err_size);
+    res->fetch_seconds = bk_time_now() - t_fetch;
+    rc = run_end(&R, rc, err, err_size);
+    pthread_mutex_destroy(&R.S.lock);
+    free(R.S.ranges);
+    run_free_slices(&R);
     if (rc) return -1;
-    res->wall_seconds = bk_time_now() - t0;
+    res->wall_seconds = bk_time_now() - R.t0;
     return 0;
 }
