@@ -19,12 +19,14 @@
  * per-tile status word, 16 predecessors per step; keys and values then go through shared memory so
  * that each digit's run is written contiguously. Tiles take their index from an atomic counter, so
  * a tile only ever waits for tiles that are already running. Stable: within a tile a key's rank
- * follows its input position, and tiles are ordered by input position. onesweep_kernel is the
- * first version (kept as variant 1); onesweep2_kernel, the default, hides more latency per tile
- * (values staged by cp.async, early counts, look-back after the shuffle). Numbers per version:
- * tools/prim_notes.md.
+ * follows its input position, and tiles are ordered by input position. onesweep2_kernel is the
+ * product's pass: it hides more latency per tile (values staged by cp.async, early counts,
+ * look-back after the shuffle) than the first version, which the bench keeps as variant 1 in
+ * prim_variants.cu. The parts both passes share are in prim_sort_internal.cuh. Numbers per
+ * version: tools/prim_notes.md.
  */
 #include "prim.h"
+#include "prim_sort_internal.cuh"
 
 #include <cuda_runtime.h>
 #include <cuda_pipeline.h>
@@ -34,24 +36,10 @@
 #include <math.h>
 #include <type_traits>
 
-#define CUDA_TRY(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
-    snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-    return -1; } } while (0)
 #define FAIL(...) do { snprintf(err, err_size, __VA_ARGS__); return -1; } while (0)
 
-#ifndef NDEBUG
-#  define DEBUG_SYNC() CUDA_TRY(cudaDeviceSynchronize())
-#else
-#  define DEBUG_SYNC() do { } while (0)
-#endif
-
-enum { RED_THREADS = 256, HIST_THREADS = 256, RADIX = 256, RADIX_BITS = 8, MAX_PASSES = 8,
-       LOOKBACK_WINDOW = 16 };
-
-/* Look-back status word: flag in the top 2 bits, count in the low 30 (hence n < 2^30). */
-#define ST_AGGREGATE 0x40000000u
-#define ST_INCLUSIVE 0x80000000u
-#define ST_VALUE     0x3FFFFFFFu
+/* RADIX, RADIX_BITS, LOOKBACK_WINDOW, the status word and CUDA_TRY: prim_sort_internal.cuh */
+enum { RED_THREADS = 256, HIST_THREADS = 256, MAX_PASSES = 8 };
 
 struct bk_prim {
     int      device;
@@ -345,11 +333,6 @@ extern "C" int bk_prim_histogram_u32(bk_prim *p, const uint32_t *d_keys, uint64_
 /* ------------------------------------------------------------------------------------------ */
 /* Radix sort                                                                                  */
 
-template <typename K> __device__ __forceinline__ uint32_t digit_of(K key, int shift, uint32_t mask)
-{
-    return (uint32_t)(key >> shift) & mask;
-}
-
 /* Digit counts of every pass in one read of the keys (16-byte loads, two in flight per thread);
  * one global atomic per digit and block. */
 template <typename K>
@@ -366,7 +349,7 @@ __global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ ke
         for (int p = 0; p < MAX_PASSES; ++p) {
             if (p < passes) {
                 const int bits = end_bit - p * RADIX_BITS < RADIX_BITS ? end_bit - p * RADIX_BITS : RADIX_BITS;
-                atomicAdd(&sh[p][digit_of(k, p * RADIX_BITS, (1u << bits) - 1u)], 1u);
+                atomicAdd(&sh[p][bk_digit_of(k, p * RADIX_BITS, (1u << bits) - 1u)], 1u);
             }
         }
     };
@@ -418,179 +401,9 @@ __global__ void __launch_bounds__(RADIX) sort_scan_kernel(uint32_t *counts)
     c[threadIdx.x] = before + x - v;
 }
 
-__device__ __forceinline__ uint32_t load_volatile(const uint32_t *p) { return *(const volatile uint32_t *)p; }
-__device__ __forceinline__ void store_volatile(uint32_t *p, uint32_t v) { *(volatile uint32_t *)p = v; }
-
-struct sort_pass_args {
-    const void     *keys_in;
-    void           *keys_out;
-    const uint32_t *vals_in;
-    uint32_t       *vals_out;
-    uint32_t        n;
-    int             shift, bits;
-    const uint32_t *offsets;       /* [RADIX] exclusive scan of this pass's digit counts */
-    uint32_t       *status;        /* [tiles][RADIX] this pass; zero on entry */
-    uint32_t       *status_next;   /* [tiles][RADIX] the next pass's; each tile clears its row */
-    uint32_t       *tile_counter;  /* zero on entry */
-    int             vals_aligned;  /* vals_in on a 16-byte boundary: values are staged with cp.async */
-};
-
 /* One digit pass. THREADS >= RADIX: threads 0..255 each own one digit for the counting, the
- * look-back and the scatter bases. Items are warp-striped: warp w holds the 32 * IPT keys from
- * tile_base + w * 32 * IPT, item j of lane l at + j * 32 + l, so the warp's rank order (item-major,
- * lane-minor) is input order. */
-template <typename K, int THREADS, int IPT>
-__global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kernel(sort_pass_args a)
-{
-    constexpr int WARPS = THREADS / 32, TILE = THREADS * IPT;
-    static_assert(THREADS >= RADIX && THREADS % 32 == 0, "one thread per digit");
-    static_assert(WARPS * RADIX * 4 <= TILE * (int)sizeof(K), "digit counters fit in the key space");
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    /* [keys: TILE x K, aliased earlier by the per-warp digit counters] [vals: TILE x 4] */
-    K *s_keys = (K *)smem_raw;
-    uint32_t *s_counts = (uint32_t *)smem_raw;                          /* [WARPS][RADIX] */
-    uint32_t *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K));
-    __shared__ uint32_t s_tile, s_local_start[RADIX], s_base[RADIX], s_warp_sum[RADIX / 32];
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const K *__restrict__ keys_in = (const K *)a.keys_in;
-    K *__restrict__ keys_out = (K *)a.keys_out;
-    const uint32_t mask = (1u << a.bits) - 1u;
-
-    if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
-    for (int j = tid; j < WARPS * RADIX; j += THREADS) s_counts[j] = 0;
-    __syncthreads();
-    const uint32_t tile = s_tile;
-    if (tid < RADIX) a.status_next[(size_t)tile * RADIX + tid] = 0;
-    const uint32_t tile_base = tile * TILE;
-    const uint32_t warp_base = tile_base + warp * 32 * IPT + lane;
-
-    /* Load; past the end, the largest key (its digit is the largest, and being last in input
-     * order it ranks after every real key, so sorted positions 0..valid-1 are the real keys). */
-    K key[IPT];
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t idx = warp_base + j * 32;
-        key[j] = idx < a.n ? keys_in[idx] : ~(K)0;
-    }
-
-    /* Rank within the warp: lanes with equal digits find each other by 8 ballots; the lowest
-     * of them bumps the warp's counter for that digit by the group size. */
-    uint32_t rank[IPT];
-    uint32_t *wc = s_counts + warp * RADIX;
-    const uint32_t lt = (1u << lane) - 1u;
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t d = digit_of(key[j], a.shift, mask);
-        uint32_t peers = 0xffffffffu;
-#pragma unroll
-        for (int b = 0; b < RADIX_BITS; ++b) {
-            const uint32_t bit = (d >> b) & 1u, bal = __ballot_sync(0xffffffffu, bit);
-            peers &= bit ? bal : ~bal;
-        }
-        const int leader = __ffs(peers) - 1;
-        uint32_t before = 0;
-        if (lane == leader) { before = wc[d]; wc[d] = before + __popc(peers); }
-        before = __shfl_sync(0xffffffffu, before, leader);
-        rank[j] = before + __popc(peers & lt);
-        __syncwarp();
-    }
-    __syncthreads();
-
-    /* Per digit: the warps' counters become exclusive prefixes; the tile count is published
-     * at once so later tiles can use it before this tile knows its own prefix. */
-    uint32_t total = 0, local_start = 0;
-    if (tid < RADIX) {
-        for (int w = 0; w < WARPS; ++w) {
-            const uint32_t c = s_counts[w * RADIX + tid];
-            s_counts[w * RADIX + tid] = total;
-            total += c;
-        }
-        store_volatile(a.status + (size_t)tile * RADIX + tid, (tile == 0 ? ST_INCLUSIVE : ST_AGGREGATE) | total);
-        /* Exclusive scan of the tile counts over digits: where each digit starts in the tile. */
-        uint32_t x = total;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
-            if (lane >= o) x += y;
-        }
-        if (lane == 31) s_warp_sum[warp] = x;
-        local_start = x - total;
-    }
-    __syncthreads();
-    if (tid < RADIX) {
-        for (int w = 0; w < warp; ++w) local_start += s_warp_sum[w];
-        s_local_start[tid] = local_start;
-        /* Decoupled look-back, LOOKBACK_WINDOW predecessors per step: sum aggregates back to the
-         * nearest inclusive prefix; stop at a tile that has published nothing yet and retry it. */
-        uint32_t prefix = 0;
-        if (tile > 0) {
-            int j = (int)tile - 1;
-            uint32_t spins = 0;
-            for (;;) {
-                uint32_t s[LOOKBACK_WINDOW];
-#pragma unroll
-                for (int w = 0; w < LOOKBACK_WINDOW; ++w)
-                    s[w] = j - w >= 0 ? load_volatile(a.status + (size_t)(j - w) * RADIX + tid) : ST_INCLUSIVE;
-                int used = 0, done = 0;
-#pragma unroll
-                for (int w = 0; w < LOOKBACK_WINDOW; ++w) {
-                    if (!done && used == w && (s[w] & (ST_AGGREGATE | ST_INCLUSIVE))) {
-                        prefix += s[w] & ST_VALUE;
-                        used++;
-                        done = (s[w] & ST_INCLUSIVE) != 0;
-                    }
-                }
-                if (done) break;
-                j -= used;
-                if (++spins > (1u << 22)) break;   /* never seen; a wrong result beats a hung GPU */
-            }
-            store_volatile(a.status + (size_t)tile * RADIX + tid, ST_INCLUSIVE | (prefix + total));
-        }
-        s_base[tid] = a.offsets[tid] + prefix - local_start;
-    }
-    __syncthreads();
-
-    /* Tile rank = where the digit starts in the tile + earlier warps' keys of that digit + rank
-     * in the warp. Then the counters' space takes the keys in sorted order. */
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t d = digit_of(key[j], a.shift, mask);
-        rank[j] += s_local_start[d] + s_counts[warp * RADIX + d];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) s_keys[rank[j]] = key[j];
-    uint32_t val[IPT];
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t idx = warp_base + j * 32;
-        val[j] = idx < a.n ? a.vals_in[idx] : 0u;
-    }
-    __syncthreads();
-
-    /* Position i of the sorted tile goes to s_base[digit] + i: consecutive threads write
-     * consecutive addresses within each digit's run. */
-    const uint32_t valid = a.n - tile_base < (uint32_t)TILE ? a.n - tile_base : (uint32_t)TILE;
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t i = tid + j * THREADS;
-        const K k = s_keys[i];
-        if (i < valid) keys_out[s_base[digit_of(k, a.shift, mask)] + i] = k;
-    }
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) s_vals[rank[j]] = val[j];
-    __syncthreads();
-    /* Destinations are found again from the sorted keys, which costs a shared load per item
-     * and saves IPT registers. */
-#pragma unroll
-    for (int j = 0; j < IPT; ++j) {
-        const uint32_t i = tid + j * THREADS;
-        if (i < valid) a.vals_out[s_base[digit_of(s_keys[i], a.shift, mask)] + i] = s_vals[i];
-    }
-}
-
-/* The second version, same result, fewer exposed latencies per tile:
+ * look-back and the scatter bases. This is the second version of the pass; against the first
+ * (prim_variants.cu), same result, fewer exposed latencies per tile:
  *  - values go from global to shared memory with cp.async (LDGSTS) as the tile starts, so they
  *    arrive while the keys are ranked instead of being waited for afterwards;
  *  - "early counts" (as in CUB's BlockRadixRankMatchEarlyCounts): per-warp digit counts by shared
@@ -600,7 +413,7 @@ __global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kern
  *    the tiles before have usually published their inclusive prefixes;
  *  - full tiles load and store without bounds checks, and one loop scatters keys and values. */
 template <typename K, int THREADS, int IPT, int MINB>
-__global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args a)
+__global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_args a)
 {
     constexpr int WARPS = THREADS / 32, TILE = THREADS * IPT;
     static_assert(THREADS >= RADIX && THREADS % 32 == 0, "one thread per digit");
@@ -632,7 +445,9 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args
         for (int k = tid; k < TILE; k += THREADS) s_vals[k] = tile_base + k < a.n ? vsrc[k] : 0u;
     }
 
-    /* Keys, warp-striped; past the end the largest key (see onesweep_kernel). */
+    /* Keys, warp-striped (warp w holds the 32 * IPT keys from tile_base + w * 32 * IPT, item j of
+     * lane l at + j * 32 + l, so the warp's rank order is input order); past the end the largest
+     * key, whose digit is the largest and which ranks after every real key as it comes last. */
     const uint32_t in_warp = warp * 32 * IPT + lane;
     const K *kp = (const K *)a.keys_in + tile_base + in_warp;
     K key[IPT];
@@ -647,25 +462,16 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args
     /* Early counts: each warp's digit histogram. */
     uint32_t *wc = s_counts + warp * RADIX;
 #pragma unroll
-    for (int j = 0; j < IPT; ++j) atomicAdd(wc + digit_of(key[j], a.shift, mask), 1u);
+    for (int j = 0; j < IPT; ++j) atomicAdd(wc + bk_digit_of(key[j], a.shift, mask), 1u);
     __syncthreads();
 
     /* Per digit: exclusive prefix over warps, the tile count published at once, then where the
      * digit starts in the tile, added to every warp's counter. */
     uint32_t total = 0, local_start = 0, incl = 0;
     if (tid < RADIX) {
-        for (int w = 0; w < WARPS; ++w) {
-            const uint32_t c = s_counts[w * RADIX + tid];
-            s_counts[w * RADIX + tid] = total;
-            total += c;
-        }
-        store_volatile(a.status + (size_t)tile * RADIX + tid, (tile == 0 ? ST_INCLUSIVE : ST_AGGREGATE) | total);
-        incl = total;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += y;
-        }
+        total = bk_warps_exclusive(s_counts, WARPS, tid);
+        bk_store_volatile(a.status + (size_t)tile * RADIX + tid, (tile == 0 ? ST_INCLUSIVE : ST_AGGREGATE) | total);
+        incl = bk_warp_inclusive_sum(total, lane);
         if (lane == 31) s_warp_sum[warp] = incl;
     }
     __syncthreads();
@@ -682,17 +488,7 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args
     const uint32_t lt = (1u << lane) - 1u;
 #pragma unroll
     for (int j = 0; j < IPT; ++j) {
-        const uint32_t d = digit_of(key[j], a.shift, mask);
-        uint32_t peers = 0xffffffffu;
-#pragma unroll
-        for (int b = 0; b < RADIX_BITS; ++b) {
-            const uint32_t bit = (d >> b) & 1u, bal = __ballot_sync(0xffffffffu, bit);
-            peers &= bit ? bal : ~bal;
-        }
-        const int leader = __ffs(peers) - 1;
-        uint32_t before = 0;
-        if (lane == leader) { before = wc[d]; wc[d] = before + __popc(peers); }
-        rank[j] = __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lt);
+        rank[j] = bk_warp_match_rank(bk_digit_of(key[j], a.shift, mask), wc, lane, lt);
         __syncwarp();
     }
     if (full && a.vals_aligned) __pipeline_wait_prior(0);
@@ -708,31 +504,12 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args
 #pragma unroll
     for (int j = 0; j < IPT; ++j) s_vals[rank[j]] = val[j];
 
-    /* Decoupled look-back (see onesweep_kernel), LOOKBACK_WINDOW tiles per step. */
+    /* Decoupled look-back, LOOKBACK_WINDOW tiles per step. */
     if (tid < RADIX) {
         uint32_t prefix = 0;
         if (tile > 0) {
-            int j = (int)tile - 1;
-            uint32_t spins = 0;
-            for (;;) {
-                uint32_t st[LOOKBACK_WINDOW];
-#pragma unroll
-                for (int w = 0; w < LOOKBACK_WINDOW; ++w)
-                    st[w] = j - w >= 0 ? load_volatile(a.status + (size_t)(j - w) * RADIX + tid) : ST_INCLUSIVE;
-                int used = 0, done = 0;
-#pragma unroll
-                for (int w = 0; w < LOOKBACK_WINDOW; ++w) {
-                    if (!done && used == w && (st[w] & (ST_AGGREGATE | ST_INCLUSIVE))) {
-                        prefix += st[w] & ST_VALUE;
-                        used++;
-                        done = (st[w] & ST_INCLUSIVE) != 0;
-                    }
-                }
-                if (done) break;
-                j -= used;
-                if (++spins > (1u << 22)) break;
-            }
-            store_volatile(a.status + (size_t)tile * RADIX + tid, ST_INCLUSIVE | (prefix + total));
+            prefix = bk_lookback_prefix(a.status, tile, tid);
+            bk_store_volatile(a.status + (size_t)tile * RADIX + tid, ST_INCLUSIVE | (prefix + total));
         }
         s_base[tid] = a.offsets[tid] + prefix - local_start;
     }
@@ -746,31 +523,21 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(sort_pass_args
         const uint32_t i = tid + j * THREADS;
         if (full || i < valid) {
             const K k = s_keys[i];
-            const uint32_t dst = s_base[digit_of(k, a.shift, mask)] + i;
+            const uint32_t dst = s_base[bk_digit_of(k, a.shift, mask)] + i;
             keys_out[dst] = k;
             a.vals_out[dst] = s_vals[i];
         }
     }
 }
 
-/* VERSION 1: onesweep_kernel; 2: onesweep2_kernel, MINB resident blocks per SM asked of the
- * register allocator (0: 3 blocks of 256 threads, else 2). */
-template <typename K, int THREADS, int IPT, int VERSION, int MINB = 0>
-static int onesweep_launch(const sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
+/* onesweep2_kernel, MINB resident blocks per SM asked of the register allocator (0: 3 blocks of
+ * 256 threads, else 2). Variant 1 (the first kernel) is launched by prim_variants.cu. */
+template <typename K, int THREADS, int IPT, int MINB = 0>
+static int onesweep_launch(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
-    void (*k)(sort_pass_args);
-    if constexpr (VERSION == 1) k = onesweep_kernel<K, THREADS, IPT>;
-    else k = onesweep2_kernel<K, THREADS, IPT, MINB ? MINB : (THREADS >= 384 ? 2 : 3)>;
-    const size_t smem = (size_t)THREADS * IPT * (sizeof(K) + 4);
+    constexpr int minb = MINB ? MINB : (THREADS >= 384 ? 2 : 3);
     static int ready = 0;
-    if (!ready) {
-        CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        ready = 1;
-    }
-    k<<<tiles, THREADS, smem>>>(a);
-    CUDA_TRY(cudaGetLastError());
-    DEBUG_SYNC();
-    return 0;
+    return bk_sort_pass_launch<K, THREADS, IPT>(onesweep2_kernel<K, THREADS, IPT, minb>, &ready, a, tiles, err, err_size);
 }
 
 static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_size)
@@ -797,29 +564,29 @@ static const int sort64_shape[][4] = { { 512, 13, 2, 0 }, { 384, 12, 1, 0 }, { 3
                                        { 384, 18, 2, 0 } };
 
 template <typename K>
-static int sort_pass(int variant, const sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
+static int sort_pass(int variant, const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     if constexpr (sizeof(K) == 4) {
         switch (variant) {
-        case 1:  return onesweep_launch<K, 384, 16, 1>(a, tiles, err, err_size);
-        case 2:  return onesweep_launch<K, 384, 16, 2>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 23, 2>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 512, 20, 2>(a, tiles, err, err_size);
-        case 6:  return onesweep_launch<K, 384, 28, 2>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 384, 32, 2>(a, tiles, err, err_size);
-        case 8:  return onesweep_launch<K, 768, 12, 2, 2>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 512, 23, 2>(a, tiles, err, err_size);
+        case 1:  return bk_prim_sort_v1_pass_u32(a, tiles, err, err_size);
+        case 2:  return onesweep_launch<K, 384, 16>(a, tiles, err, err_size);
+        case 3:  return onesweep_launch<K, 384, 23>(a, tiles, err, err_size);
+        case 4:  return onesweep_launch<K, 512, 20>(a, tiles, err, err_size);
+        case 6:  return onesweep_launch<K, 384, 28>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 384, 32>(a, tiles, err, err_size);
+        case 8:  return onesweep_launch<K, 768, 12, 2>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 512, 23>(a, tiles, err, err_size);
         }
     } else {
         switch (variant) {
-        case 1:  return onesweep_launch<K, 384, 12, 1>(a, tiles, err, err_size);
-        case 2:  return onesweep_launch<K, 384, 12, 2>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 15, 2>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 512, 12, 2>(a, tiles, err, err_size);
-        case 5:  return onesweep_launch<K, 384, 17, 2>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 448, 15, 2>(a, tiles, err, err_size);
-        case 8:  return onesweep_launch<K, 384, 18, 2>(a, tiles, err, err_size);
-        default: return onesweep_launch<K, 512, 13, 2>(a, tiles, err, err_size);
+        case 1:  return bk_prim_sort_v1_pass_u64(a, tiles, err, err_size);
+        case 2:  return onesweep_launch<K, 384, 12>(a, tiles, err, err_size);
+        case 3:  return onesweep_launch<K, 384, 15>(a, tiles, err, err_size);
+        case 4:  return onesweep_launch<K, 512, 12>(a, tiles, err, err_size);
+        case 5:  return onesweep_launch<K, 384, 17>(a, tiles, err, err_size);
+        case 7:  return onesweep_launch<K, 448, 15>(a, tiles, err, err_size);
+        case 8:  return onesweep_launch<K, 384, 18>(a, tiles, err, err_size);
+        default: return onesweep_launch<K, 512, 13>(a, tiles, err, err_size);
         }
     }
 }
@@ -894,7 +661,7 @@ static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint3
     const uint32_t *src_v = d_vals_in;
     for (int pass = 0; pass < passes; ++pass) {
         const int to_out = alias ? (pass & 1) : ((passes - 1 - pass) & 1) == 0;
-        sort_pass_args a;
+        bk_sort_pass_args a;
         a.keys_in = src_k;
         a.vals_in = src_v;
         a.keys_out = to_out ? (void *)d_keys_out : p->d_tmp_keys;

@@ -8,7 +8,7 @@
  * each timed run so that sizes under 50 MB are not served from it. GB/s counts the bytes a
  * primitive must move at least (its input read once, its output written once), and %copy relates
  * that to a device-to-device cudaMemcpy measured in the same run (bytes read + written).
- * --variants also times each kernel variant of prim.cu at 2^max.
+ * --variants also times each kernel variant of prim.cu and prim_variants.cu at 2^max.
  */
 #include <cub/cub.cuh>
 
