@@ -52,12 +52,10 @@ bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, f
             int stack_size, uint32_t *spill, bk_f4 *__restrict__ out, float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
-    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH : 1];
+    uint32_t local[BK_STACK_SIZED_OF(MODE) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH];   /* any accel's entries */
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
     if (rec && (threadIdx.x & 31) == 0) { rec[gtid >> 5].start = bk_globaltimer(); rec[gtid >> 5].smid = bk_smid(); }
-    bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
-                                         : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid,
-                                                         (int)nthreads);
+    bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
     /* Each thread bakes texels begin + gtid, + nthreads, ... one after the other through the
      * path state machine (bk_bake_path, kernels/bk_bake.h): every iteration gets the thread's next
@@ -105,13 +103,11 @@ typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, float *,
 /* The instance for (stack strategy, register cap); NULL for a pair that was not compiled. */
 static bake_fn pick(int mode, int cap)
 {
-    if (mode < 0 || mode > 2) return NULL;
-#define BAKE_PICK(C)                                                                                       \
-    if (cap == (C))                                                                                        \
-        return mode == BK_STACK_GLOBAL ? bake_kernel<BK_STACK_GLOBAL, C>                                   \
-             : mode == BK_STACK_SHORT  ? bake_kernel<BK_STACK_SHORT, C> : bake_kernel<BK_STACK_SPILL, C>;
+#define BAKE_PICK_MODE(C, N, ...) if (mode == BK_STACK_##N) return bake_kernel<BK_STACK_##N, C>;
+#define BAKE_PICK(C) if (cap == (C)) { BK_STACK_MODES_U(BAKE_PICK_MODE, C) return NULL; }
     BK_REG_CAPS(BAKE_PICK)
 #undef BAKE_PICK
+#undef BAKE_PICK_MODE
     return NULL;
 }
 
@@ -329,10 +325,9 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
                                                             uint32_t *spill, unsigned long long *stats, int binned)
 {
     extern __shared__ uint32_t smem[];
-    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(ACCEL, MODE) : 1];
+    uint32_t local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
-                                         : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
+    bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
     const uint32_t *q = (binned ? w.bin_order[ANY ? 0 : 1] : w.queue[2 * par + (ANY ? 0 : 1)]) + off;
     const uint32_t n = w.count[8 * g + 2 * par + (ANY ? 0 : 1)];
@@ -421,12 +416,13 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_scatter(bk_cuda_wave w
 
 static wave_trace_fn wave_pick(const bk_accel_view *a, int mode, int any)
 {
-#define WAVE_PICK(A, S, Q, P)                                                                             \
-    if (a->type == BK_ACCEL_##A && mode == BK_STACK_##S && any == Q && a->prim == BK_PRIM_##P)            \
-        return wave_trace<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>;
+    switch (bk_traversal_index(a->type, mode, any, a->prim)) {
+#define WAVE_PICK(A, S, Q, P) \
+    case BK_TRAVERSAL_ID(A, S, Q, P): return wave_trace<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>;
     BK_TRAVERSALS(WAVE_PICK)
 #undef WAVE_PICK
-    return NULL;
+    default: return NULL;
+    }
 }
 
 cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole, uint32_t pairs)

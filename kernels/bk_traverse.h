@@ -29,6 +29,8 @@
 #ifndef BK_TRAVERSE_H
 #define BK_TRAVERSE_H
 
+#include <stddef.h>
+
 #include "bk_common.h"
 #include "bk_accel.h"
 #include "bk_ray.h"
@@ -41,21 +43,96 @@
 #  define BK_POSTPONE_LEAVES 1
 #endif
 
+/* The stack strategies, one row each: X(U, NAME, "name", SIZED, SPILLS, "what it is"). NAME is
+ * the suffix of the enum value (BK_STACK_##NAME); "name" is what --stack takes and the reports
+ * print; SIZED 1: the fast part is a block's shared memory of --stack-size entries per thread (0: a
+ * per-thread array of BK_STACK_ENTRIES, local memory on the GPU); SPILLS 1: a full fast part moves
+ * to a global-memory region of BK_STACK_ENTRIES per thread. What a full fast part does is the
+ * strategy's own code (bk_stack_push, bk_stack_pop, the traversals' restarts). U is carried to
+ * every row for expansions that need it (BK_TRAVERSALS); BK_STACK_MODES(X) calls X without it.
+ * The enum, the names, the traversals below, the stack sizing of both backends, the bench and the
+ * tests all expand this list. */
+#define BK_STACK_MODES_U(X, U)                                                                        \
+    X(U, GLOBAL, "global", 0, 0, "a per-thread array as deep as the deepest tree")                  \
+    X(U, SHORT,  "short",  1, 0, "--stack-size entries in shared memory; drops the oldest, restarts") \
+    X(U, SPILL,  "spill",  1, 1, "--stack-size entries in shared memory; spills to global memory")
+#define BK_STACK_MODES_ROW_(X, ...) X(__VA_ARGS__)
+#define BK_STACK_MODES(X) BK_STACK_MODES_U(BK_STACK_MODES_ROW_, X)
 
-enum bk_stack_mode { BK_STACK_GLOBAL = 0, BK_STACK_SHORT = 1, BK_STACK_SPILL = 2 };
+#define BK_STACK_MODE_ENUM_(N, S, SZ, SP, D) BK_STACK_##N,
+enum bk_stack_mode { BK_STACK_MODES(BK_STACK_MODE_ENUM_) BK_STACK_MODE_COUNT };
+#undef BK_STACK_MODE_ENUM_
+
+/* The per-mode flags as constant expressions of a mode m (kernels size arrays with them). */
+#define BK_STACK_SIZED_OR_(m, N, S, SZ, SP, D)  | ((m) == BK_STACK_##N ? (SZ) : 0)
+#define BK_STACK_SPILLS_OR_(m, N, S, SZ, SP, D) | ((m) == BK_STACK_##N ? (SP) : 0)
+#define BK_STACK_SIZED_OF(m)  (0 BK_STACK_MODES_U(BK_STACK_SIZED_OR_, m))
+#define BK_STACK_SPILLS_OF(m) (0 BK_STACK_MODES_U(BK_STACK_SPILLS_OR_, m))
+/* 1 when mode's fast part holds --stack-size entries in shared memory (short, spill) */
+BK_HD int bk_stack_sized(int mode) { return BK_STACK_SIZED_OF(mode); }
+/* 1 when mode moves a full fast part to a global-memory spill region (spill) */
+BK_HD int bk_stack_spills(int mode) { return BK_STACK_SPILLS_OF(mode); }
 
 /* Every specialised traversal: the product accel x stack strategy x query (closest 0, any 1) x
  * primitive type, expanded as X(ACCEL, STACK, ANY, PRIM) with ACCEL, STACK and PRIM the suffixes
- * of the enum names (BK_ACCEL_##ACCEL ...). bk_trace_dispatch below, the CPU backend's loops and
- * the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
- * edit here. */
-#define BK_LIST_PRIMS(X, A, S, Q)  X(A, S, Q, TRI) X(A, S, Q, VOX)
-#define BK_LIST_QUERIES(X, A, S)   BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
-#define BK_LIST_STACKS(X, A)       BK_LIST_QUERIES(X, A, GLOBAL) BK_LIST_QUERIES(X, A, SHORT) BK_LIST_QUERIES(X, A, SPILL)
+ * of the enum names (BK_ACCEL_##ACCEL ...); the strategies are BK_STACK_MODES'. The traversal's
+ * index (enum bk_traversal, bk_traversal_index below), bk_trace_dispatch, the CPU backend's loops
+ * and the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
+ * edit. */
+#define BK_LIST_PRIMS(X, A, S, Q)    X(A, S, Q, TRI) X(A, S, Q, VOX)
+#define BK_LIST_QUERIES(X, A, S)     BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
 /* the compressed wide BVH holds triangles only (voxel scenes trace the binary layout) */
-#define BK_LIST_STACKS_TRI(X, A)   X(A, GLOBAL, 0, TRI) X(A, GLOBAL, 1, TRI) X(A, SHORT, 0, TRI) X(A, SHORT, 1, TRI) \
-                                   X(A, SPILL, 0, TRI) X(A, SPILL, 1, TRI)
-#define BK_TRAVERSALS(X)           BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE) BK_LIST_STACKS_TRI(X, CWBVH)
+#define BK_LIST_QUERIES_TRI(X, A, S) X(A, S, 0, TRI) X(A, S, 1, TRI)
+/* one row of BK_STACK_MODES_U with U = (X, A): that strategy's queries */
+#define BK_LIST_X_(X, A) X
+#define BK_LIST_A_(X, A) A
+#define BK_LIST_STACK_(U, N, ...)     BK_LIST_QUERIES(BK_LIST_X_ U, BK_LIST_A_ U, N)
+#define BK_LIST_STACK_TRI_(U, N, ...) BK_LIST_QUERIES_TRI(BK_LIST_X_ U, BK_LIST_A_ U, N)
+#define BK_LIST_STACKS(X, A)         BK_STACK_MODES_U(BK_LIST_STACK_, (X, A))
+#define BK_LIST_STACKS_TRI(X, A)     BK_STACK_MODES_U(BK_LIST_STACK_TRI_, (X, A))
+#define BK_TRAVERSALS(X)             BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE) BK_LIST_STACKS_TRI(X, CWBVH)
+
+/* The traversals numbered in the order of BK_TRAVERSALS: BK_TRAVERSAL_BVH_GLOBAL_0_TRI = 0 ...
+ * BK_TRAVERSAL_COUNT. */
+#define BK_TRAVERSAL_ID(A, S, Q, P) BK_TRAVERSAL_##A##_##S##_##Q##_##P
+#define BK_TRAVERSAL_ENUM_(A, S, Q, P) BK_TRAVERSAL_ID(A, S, Q, P),
+enum bk_traversal { BK_TRAVERSALS(BK_TRAVERSAL_ENUM_) BK_TRAVERSAL_COUNT };
+#undef BK_TRAVERSAL_ENUM_
+
+/* A traversal's fields: enum bk_accel_type, enum bk_stack_mode, 0 closest / 1 any, enum bk_prim. */
+typedef struct bk_traversal_variant {
+    int accel, stack_mode, any_hit, prim;
+} bk_traversal_variant;
+
+/* The one runtime choice of a traversal: its index, or -1 for a combination that has none (a
+ * backend refuses those in supports()). any_hit is taken as 0 or not 0. */
+BK_HD int bk_traversal_index(int accel, int stack_mode, int any_hit, int prim)
+{
+    const int any = any_hit != 0;
+#define BK_TRAVERSAL_INDEX_(A, S, Q, P)                                                                  \
+    if (accel == BK_ACCEL_##A && stack_mode == BK_STACK_##S && any == Q && prim == BK_PRIM_##P)          \
+        return BK_TRAVERSAL_ID(A, S, Q, P);
+    BK_TRAVERSALS(BK_TRAVERSAL_INDEX_)
+#undef BK_TRAVERSAL_INDEX_
+    return -1;
+}
+
+/* The fields of traversal i (0 <= i < BK_TRAVERSAL_COUNT; all -1 outside). */
+BK_HD bk_traversal_variant bk_traversal_get(int i)
+{
+    bk_traversal_variant v;
+    v.accel = -1; v.stack_mode = -1; v.any_hit = -1; v.prim = -1;
+    switch (i) {
+#define BK_TRAVERSAL_GET_(A, S, Q, P)                                                                    \
+    case BK_TRAVERSAL_ID(A, S, Q, P):                                                                    \
+        v.accel = BK_ACCEL_##A; v.stack_mode = BK_STACK_##S; v.any_hit = Q; v.prim = BK_PRIM_##P;        \
+        break;
+    BK_TRAVERSALS(BK_TRAVERSAL_GET_)
+#undef BK_TRAVERSAL_GET_
+    default: break;
+    }
+    return v;
+}
 
 /* Entries a full stack (global mode, or a spill region) needs: one per level of the deepest tree. */
 #define BK_STACK_ENTRIES (BK_MAX_DEPTH + 4)
@@ -100,6 +177,32 @@ BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint
     s.slot = slot; s.spill = spill; s.stride = stride; s.spill_stride = spill_stride;
     s.width = 1; s.cap = cap; s.top = 0; s.spilled = 0; s.dropped = 0; s.mode = mode;
     return s;
+}
+
+/* Entries the fast part of a mode's stack holds: --stack-size (size) where it is sized, else all
+ * BK_STACK_ENTRIES. */
+BK_HD int bk_stack_cap(int mode, int size) { return bk_stack_sized(mode) ? size : BK_STACK_ENTRIES; }
+
+/* Words of one thread's own array (local memory on the GPU) for mode's stack of accel's entries:
+ * the full stack where the fast part is not sized, else 1 (unused). A constant expression. */
+#define BK_STACK_LOCAL_WORDS(accel, mode) \
+    (BK_STACK_SIZED_OF(mode) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(accel, mode))
+
+/* Bytes of a block's shared memory that a sized stack's fast parts take: size entries of width
+ * words for each of its threads; 0 for a mode whose fast part is the thread's own array. */
+BK_HD size_t bk_stack_shared_bytes(int mode, int size, int width, int threads)
+{
+    return bk_stack_sized(mode) ? (size_t)size * width * threads * sizeof(uint32_t) : 0;
+}
+
+/* One GPU thread's stack: its own array local (BK_STACK_LOCAL_WORDS) where mode's fast part is not
+ * sized; else its slots of the block's shared array (shared, stride shared_stride, size entries)
+ * with its slots of the spill region (spill, stride spill_stride). */
+BK_HD bk_stack bk_stack_thread(int mode, uint32_t *local, uint32_t *shared, int shared_stride, int size,
+                               uint32_t *spill, int spill_stride)
+{
+    return bk_stack_sized(mode) ? bk_stack_make(mode, shared, shared_stride, size, spill, spill_stride)
+                                : bk_stack_make(mode, local, 1, BK_STACK_ENTRIES, 0, 0);
 }
 
 /* An empty stack for one ray of accel's traversal (entries as wide as it needs). */
@@ -776,12 +879,13 @@ BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel,
 BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *s, bk_trace_stats *st)
 {
     st->rays++;
-    const int any = any_hit != 0;
+    switch (bk_traversal_index(a->type, s->mode, any_hit, a->prim)) {
 #define BK_DISPATCH(A, S, Q, P)                                                                          \
-    if (a->type == BK_ACCEL_##A && s->mode == BK_STACK_##S && any == Q && a->prim == BK_PRIM_##P)        \
-        return bk_trace_one(a, ray, BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, s, st);
+    case BK_TRAVERSAL_ID(A, S, Q, P): return bk_trace_one(a, ray, BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, s, st);
     BK_TRAVERSALS(BK_DISPATCH)
 #undef BK_DISPATCH
+    default: break;
+    }
     bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
     return h;
 }

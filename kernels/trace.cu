@@ -121,11 +121,9 @@ __global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM
     extern __shared__ uint32_t smem[];
     __shared__ unsigned long long block_base;
     __shared__ unsigned long long tally[STAT_COUNT];
-    uint32_t local[MODE == BK_STACK_GLOBAL ? BK_STACK_ENTRIES * BK_STACK_WIDTH_OF(ACCEL, MODE) : 1];
+    uint32_t local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    bk_stack s = MODE == BK_STACK_GLOBAL ? bk_stack_make(MODE, local, 1, BK_STACK_ENTRIES, 0, 0)
-                                         : bk_stack_make(MODE, smem + threadIdx.x, blockDim.x, stack_size,
-                                                         spill + gtid, (int)nthreads);
+    bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0;
     if (CNT == BK_COUNTERS_BLOCK && threadIdx.x < STAT_COUNT) tally[threadIdx.x] = 0;
     /* Work is handed out warp-uniformly: the lanes of a warp start their next rays together.
@@ -198,23 +196,28 @@ __global__ void __launch_bounds__(BLOCK) ray_key_kernel(const bk_ray *__restrict
     }
 }
 
+/* The kernel of one traversal for counter mode cnt (BK_COUNTER_MODES in backend.h); NULL for an
+ * unknown mode. */
 template <int ACCEL, int MODE, int ANY, int PRIM>
 static kernel_fn pick_counters(int cnt)
 {
-    return cnt == BK_COUNTERS_THREAD ? trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_THREAD>
-         : cnt == BK_COUNTERS_WARP   ? trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_WARP>
-                                     : trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_BLOCK>;
+    switch (cnt) {
+#define PICK_CNT(N, S, D) case BK_COUNTERS_##N: return trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_##N>;
+    BK_COUNTER_MODES(PICK_CNT)
+#undef PICK_CNT
+    default: return NULL;
+    }
 }
 /* One kernel per traversal of BK_TRAVERSALS (kernels/bk_traverse.h) and counter mode. */
 static kernel_fn pick_kernel(const bk_accel_view *v, const bk_trace_opts *o)
 {
-    const int any = o->any_hit != 0;
-#define PICK(A, S, Q, P)                                                                                  \
-    if (v->type == BK_ACCEL_##A && o->stack_mode == BK_STACK_##S && any == Q && v->prim == BK_PRIM_##P)   \
-        return pick_counters<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>(o->counters);
+    switch (bk_traversal_index(v->type, o->stack_mode, o->any_hit, v->prim)) {
+#define PICK(A, S, Q, P) \
+    case BK_TRAVERSAL_ID(A, S, Q, P): return pick_counters<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>(o->counters);
     BK_TRAVERSALS(PICK)
 #undef PICK
-    return NULL;
+    default: return NULL;
+    }
 }
 
 static const char *cuda_name(bk_backend *be) { return "cuda"; }
@@ -225,11 +228,12 @@ static const char reg_cap_names[] = BK_REG_CAPS(CAP_NAME);
 
 static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size)
 {
-    if (o->stack_mode < 0 || o->stack_mode > 2 || o->counters < 0 || o->counters > 2) {
+    if (o->stack_mode < 0 || o->stack_mode >= BK_STACK_MODE_COUNT || o->counters < 0 ||
+        o->counters >= BK_COUNTERS_COUNT) {
         snprintf(why, why_size, "unknown stack strategy or counter mode");
         return 0;
     }
-    if (o->stack_mode != BK_STACK_GLOBAL && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
+    if (bk_stack_sized(o->stack_mode) && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
         snprintf(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
         return 0;
     }
@@ -391,7 +395,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     kernel_fn k = pick_kernel(view, o);
     if (!k) { snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type"); return -1; }
     int width = bk_stack_width(view->type, o->stack_mode);
-    size_t smem = o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * width * BLOCK * sizeof(uint32_t);
+    size_t smem = bk_stack_shared_bytes(o->stack_mode, o->stack_size, width, BLOCK);
     if (smem > 48 * 1024) CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem));
@@ -400,7 +404,8 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     uint64_t need = (n + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
-    if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)width, err, err_size)) return -1;
+    if (bk_stack_spills(o->stack_mode) && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)width, err, err_size))
+        return -1;
     double t0 = now_seconds();
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
@@ -508,7 +513,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
 static size_t bake_smem(const cuda_ctx *c, const bk_trace_opts *o)
 {
     const int accel = o->bvh_width == 8 && c->view.type == BK_ACCEL_BVH ? BK_ACCEL_CWBVH : c->view.type;
-    return o->stack_mode == BK_STACK_GLOBAL ? 0 : (size_t)o->stack_size * bk_stack_width(accel, o->stack_mode) * BLOCK * sizeof(uint32_t);
+    return bk_stack_shared_bytes(o->stack_mode, o->stack_size, bk_stack_width(accel, o->stack_mode), BLOCK);
 }
 
 /* After a launch of `blocks` blocks with recording on: adds its warps' records to *occ (the
@@ -582,7 +587,8 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count, need = ((uint64_t)(end - begin) + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
-    if (o->stack_mode == BK_STACK_SPILL && ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
+    if (bk_stack_spills(o->stack_mode) &&
+        ensure_spill(c, nthreads * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
         return -1;
     bk_warp_rec *rec = NULL;
     if (o->occupancy) {
@@ -610,7 +616,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         CUDA_TRY(bk_cuda_wave_occupancy(view, o->stack_mode, smem, &per_sm));
         if (per_sm < 1) { snprintf(err, err_size, "the wavefront trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
         blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
-        if (o->stack_mode == BK_STACK_SPILL &&
+        if (bk_stack_spills(o->stack_mode) &&
             ensure_spill(c, 2 * (size_t)blocks * BLOCK * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
             return -1;
         /* path slots: what keeps the trace kernels' threads busy for several rays per wave
@@ -819,11 +825,26 @@ static void cuda_host_free(bk_backend *be, void *p)
     free(p);
 }
 
-static const struct bk_backend_i cuda_iface = { cuda_name, cuda_supports, cuda_upload, cuda_trace,
-                                                cuda_bake_begin, cuda_bake_run, cuda_bake_fetch, cuda_bake_end, cuda_memory,
-                                                cuda_memory_peak,
-                                                cuda_kernel_info, cuda_denoise, cuda_free, cuda_caps, NULL, cuda_bake_texels,
-                                                cuda_host_alloc, cuda_host_free };
+static const struct bk_backend_i cuda_iface = {
+    .name        = cuda_name,
+    .supports    = cuda_supports,
+    .upload      = cuda_upload,
+    .trace       = cuda_trace,
+    .bake_begin  = cuda_bake_begin,
+    .bake_run    = cuda_bake_run,
+    .bake_fetch  = cuda_bake_fetch,
+    .bake_end    = cuda_bake_end,
+    .memory      = cuda_memory,
+    .memory_peak = cuda_memory_peak,
+    .kernel_info = cuda_kernel_info,
+    .denoise     = cuda_denoise,
+    .free        = cuda_free,
+    .caps        = cuda_caps,
+    .member      = NULL,                /* one device */
+    .bake_texels = cuda_bake_texels,
+    .host_alloc  = cuda_host_alloc,
+    .host_free   = cuda_host_free,
+};
 
 extern "C" int bk_cuda_device_count(void)
 {

@@ -3,7 +3,7 @@
  *
  * Pipeline: bk_accel -> backend upload -> backend trace(rays) -> hits + counter totals.
  * "cpu" runs kernels/bk_traverse.h in threads; "cuda" (kernels/trace.cu) runs the same code in a
- * persistent-threads kernel. bk_backend_init("auto") falls back to the CPU with a message.
+ * persistent-threads kernel. The registry (src/registry.h) makes them by name.
  */
 #ifndef BK_BACKEND_H
 #define BK_BACKEND_H
@@ -18,7 +18,15 @@
 extern "C" {
 #endif
 
-enum bk_counters { BK_COUNTERS_THREAD = 0, BK_COUNTERS_WARP = 1, BK_COUNTERS_BLOCK = 2 };
+/* How the CUDA trace kernel aggregates its counters' atomics (--counters), one row each:
+ * X(NAME, "name", "what it is"); the enum, the names and the kernels expand it. */
+#define BK_COUNTER_MODES(X)                                                \
+    X(THREAD, "thread", "one atomic per thread")                          \
+    X(WARP,   "warp",   "one atomic per warp: the leader adds the count") \
+    X(BLOCK,  "block",  "one atomic per block, summed in shared memory")
+#define BK_COUNTERS_ENUM_(N, S, D) BK_COUNTERS_##N,
+enum bk_counters { BK_COUNTER_MODES(BK_COUNTERS_ENUM_) BK_COUNTERS_COUNT };
+#undef BK_COUNTERS_ENUM_
 
 typedef struct bk_trace_opts {
     int any_hit;      /* 0: closest hit; 1: any hit (occlusion) */
@@ -191,35 +199,18 @@ struct bk_backend {
 };
 
 bk_trace_opts bk_trace_opts_default(void);
-/* "cpu", "cuda" or "auto". NULL with a reason in msg when it cannot be made ("cuda" without a
- * usable GPU). For "auto", msg says which backend was chosen and why. */
-bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size);
+/* Making a backend by name ("cpu", "cuda", "auto") is the registry's (src/registry.h). */
 void        bk_backend_free(bk_backend *be);
 
-/* The devices backend `name` can bake on: "cuda": the CUDA devices (0 without CUDA or a GPU);
- * "cpu": 1 (all its cores); "auto": the CUDA devices, else 1. */
-int         bk_backend_device_count(const char *name);
-/* 1 when starting backend `name` may start a device (a CUDA context, then uploads: a core busy
- * for a while, on the thread that starts it), 0 for the host's own threads ("cpu"). */
-int         bk_backend_starts_device(const char *name);
-/* bk_backend_init on devices[0 .. n) of that backend (numbers from 0, as CUDA counts them): one
- * device gives that device's backend, several a group of them (bk_backend_group). A device
- * named twice gets two backends of its own (a one-GPU machine can run the multi-device bake). */
-bk_backend *bk_backend_init_devices(const char *name, const int *devices, int n, char *msg, size_t msg_size);
 /* A backend over members[0 .. n) (n >= 2, backends of one device each), which it owns from then on
  * (also on failure): upload goes to every member in parallel, trace, kernel_info and denoise run
  * on member 0, supports() asks all, memory_peak is the largest member's. NULL when out of memory. */
 bk_backend *bk_backend_group(bk_backend **members, int n);
 /* be's k-th member (backend.h: member), or be itself for k = 0 in a one-device backend. */
 bk_backend *bk_backend_member(bk_backend *be, int k);
-/* bk_backend_free, and then the contexts of its GPUs, for the last use of them in the process:
- * their teardown (about 55 ms on the H100) runs here, where the caller can overlap it with other
- * work, instead of in the process's exit. */
-void        bk_backend_free_last(bk_backend *be);
-
 bk_backend *bk_backend_cpu_init(void);
 #if BK_HAVE_CUDA
-/* kernels/trace.cu: device 0, or the given one */
+/* kernels/trace.cu: device 0, or the given one (the registry's row "cuda" calls these) */
 bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
 bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
 int         bk_cuda_device_count(void);
@@ -233,10 +224,14 @@ void        bk_cuda_device_release(int device);
 struct bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view);
 void        bk_backend_cw_free(struct bk_cwbvh *cw);
 
+/* The names of BK_STACK_MODES and BK_COUNTER_MODES ("?" for a value out of range), the value of a
+ * name (-1 when unknown), and a line saying what each is (for help text; "" out of range). */
 const char *bk_stack_mode_name(int mode);
-int         bk_stack_mode_parse(const char *s);     /* -1 when unknown */
+int         bk_stack_mode_parse(const char *s);
+const char *bk_stack_mode_about(int mode);
 const char *bk_counters_name(int c);
 int         bk_counters_parse(const char *s);
+const char *bk_counters_about(int c);
 
 #ifdef __cplusplus
 }

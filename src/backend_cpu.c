@@ -105,21 +105,23 @@ typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin,
 BK_TRAVERSALS(CPU_LOOP)
 #undef CPU_LOOP
 
-static cpu_loop_fn cpu_loop_pick(int accel, int mode, int any, int prim)
-{
-#define CPU_PICK(A, S, Q, P)                                                                              \
-    if (accel == BK_ACCEL_##A && mode == BK_STACK_##S && any == Q && prim == BK_PRIM_##P)                 \
-        return cpu_loop_##A##_##S##_##Q##_##P;
+/* The loops indexed by enum bk_traversal (bk_traversal_index). */
+static const cpu_loop_fn cpu_loops[BK_TRAVERSAL_COUNT] = {
+#define CPU_PICK(A, S, Q, P) [BK_TRAVERSAL_ID(A, S, Q, P)] = cpu_loop_##A##_##S##_##Q##_##P,
     BK_TRAVERSALS(CPU_PICK)
 #undef CPU_PICK
-    return NULL;
+};
+
+static cpu_loop_fn cpu_loop_pick(int accel, int mode, int any, int prim)
+{
+    int i = bk_traversal_index(accel, mode, any, prim);
+    return i < 0 ? NULL : cpu_loops[i];
 }
 
 /* A worker's stack: the "shared-memory" part is an ordinary array here (stride 1). */
 static bk_stack cpu_stack(const bk_trace_opts *o, uint32_t *fast, uint32_t *spill)
 {
-    int cap = o->stack_mode == BK_STACK_GLOBAL ? BK_STACK_ENTRIES : o->stack_size;
-    return bk_stack_make(o->stack_mode, fast, 1, cap, spill, 1);
+    return bk_stack_make(o->stack_mode, fast, 1, bk_stack_cap(o->stack_mode, o->stack_size), spill, 1);
 }
 
 static void *cpu_worker_run(void *arg)
@@ -166,8 +168,11 @@ static const char *cpu_name(bk_backend *be) { return "cpu"; }
 
 static int cpu_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size)
 {
-    if (o->stack_mode < 0 || o->stack_mode > 2) { bk_fail(why, why_size, "unknown stack strategy"); return 0; }
-    if (o->stack_mode != BK_STACK_GLOBAL && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
+    if (o->stack_mode < 0 || o->stack_mode >= BK_STACK_MODE_COUNT) {
+        bk_fail(why, why_size, "unknown stack strategy");
+        return 0;
+    }
+    if (bk_stack_sized(o->stack_mode) && (o->stack_size < 1 || o->stack_size > BK_STACK_ENTRIES)) {
         bk_fail(why, why_size, "--stack-size must be 1..%d", BK_STACK_ENTRIES);
         return 0;
     }
@@ -406,12 +411,26 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
     out->device = -1;
 }
 
-static const struct bk_backend_i cpu_iface = { cpu_name, cpu_supports, cpu_upload, cpu_trace,
-                                               cpu_bake_begin, cpu_bake_run, cpu_bake_fetch, cpu_bake_end, cpu_memory,
-                                               cpu_memory_peak,
-                                               cpu_kernel_info, cpu_denoise, cpu_free, cpu_caps, NULL,
-                                               NULL /* bake_texels: it reads the caller's texels in place */,
-                                               NULL, NULL /* host memory: malloc's */ };
+static const struct bk_backend_i cpu_iface = {
+    .name        = cpu_name,
+    .supports    = cpu_supports,
+    .upload      = cpu_upload,
+    .trace       = cpu_trace,
+    .bake_begin  = cpu_bake_begin,
+    .bake_run    = cpu_bake_run,
+    .bake_fetch  = cpu_bake_fetch,
+    .bake_end    = cpu_bake_end,
+    .memory      = cpu_memory,
+    .memory_peak = cpu_memory_peak,
+    .kernel_info = cpu_kernel_info,
+    .denoise     = cpu_denoise,
+    .free        = cpu_free,
+    .caps        = cpu_caps,
+    .member      = NULL,                /* one device */
+    .bake_texels = NULL,                /* it reads the caller's texels in place */
+    .host_alloc  = NULL,                /* host memory: malloc's */
+    .host_free   = NULL,
+};
 
 bk_backend *bk_backend_cpu_init(void)
 {

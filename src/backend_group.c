@@ -163,11 +163,26 @@ static void group_caps(bk_backend *be, bk_backend_caps *out)
 
 static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(be)->n ? G(be)->m[k] : NULL; }
 
-static const struct bk_backend_i group_iface = { group_name, group_supports, group_upload, group_trace,
-                                                 group_bake_begin, group_bake_run, group_bake_fetch, group_bake_end,
-                                                 group_memory, group_memory_peak, group_kernel_info, group_denoise,
-                                                 group_free, group_caps, group_member, group_bake_texels,
-                                                 NULL, NULL /* host memory: the bake asks the first member */ };
+static const struct bk_backend_i group_iface = {
+    .name        = group_name,
+    .supports    = group_supports,
+    .upload      = group_upload,
+    .trace       = group_trace,
+    .bake_begin  = group_bake_begin,
+    .bake_run    = group_bake_run,
+    .bake_fetch  = group_bake_fetch,
+    .bake_end    = group_bake_end,
+    .memory      = group_memory,
+    .memory_peak = group_memory_peak,
+    .kernel_info = group_kernel_info,
+    .denoise     = group_denoise,
+    .free        = group_free,
+    .caps        = group_caps,
+    .member      = group_member,
+    .bake_texels = group_bake_texels,
+    .host_alloc  = NULL,                /* host memory: the bake asks the first member */
+    .host_free   = NULL,
+};
 
 bk_backend *bk_backend_group(bk_backend **members, int n)
 {

@@ -18,6 +18,7 @@
 #include "accel_build.h"
 #include "atlas.h"
 #include "backend.h"
+#include "registry.h"
 #include "bake.h"
 #include "bench_trace.h"
 #include "voxmesh.h"

@@ -4,6 +4,7 @@
  * how many rays disagreed. Also the entry point of `baker bench`. */
 #include "accel_build.h"
 #include "backend.h"
+#include "registry.h"
 #include "bench_trace.h"
 #include "voxmesh.h"
 #include "bench.h"

@@ -11,6 +11,7 @@
 #include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
+#include "registry.h"
 #include "cli.h"
 #include "cmd_bake.h"
 #include "denoise.h"

@@ -6,6 +6,7 @@
  */
 #include "accel_build.h"
 #include "backend.h"
+#include "registry.h"
 #include "bench_trace.h"
 #include "cli.h"
 #include "cmd_bake.h"

@@ -9,6 +9,7 @@
 #include "accel_build.h"
 #include "atlas.h"
 #include "bake.h"
+#include "registry.h"
 #include "denoise.h"
 #include "loader.h"
 #include "voxmesh.h"

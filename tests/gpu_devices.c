@@ -10,6 +10,7 @@
 #include "bk_test.h"
 #include "bk_test_run.h"
 #include "backend.h"
+#include "registry.h"
 
 #include <sys/stat.h>
 

@@ -10,6 +10,7 @@
 #include "accel_build.h"
 #include "backend.h"
 #include "loader.h"
+#include "registry.h"
 
 typedef struct variant { int mode, k; } variant;
 static const variant variants[] = {

@@ -11,6 +11,7 @@
  */
 #include "accel_build.h"
 #include "backend.h"
+#include "registry.h"
 #include "bk_test.h"
 #include "bk_test_run.h"
 #include "bk_test_vox_limit.h"
