@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define ACCELS 2                    /* bvh, kdtree */
-#define STACKS 3                    /* global, short, spill */
+#define STACKS BK_STACK_MODE_COUNT  /* BK_STACK_MODES: global, short, spill */
 #define CAP_LIST(C) C,
 static const int reg_caps[] = { BK_REG_CAPS(CAP_LIST) };
 #undef CAP_LIST
@@ -222,7 +222,7 @@ static const char *cap_name(int cap, char *buf, size_t n)
 
 static const char *stack_label(int stack, int size, char *buf, size_t n)
 {
-    if (stack == BK_STACK_GLOBAL) snprintf(buf, n, "%s", bk_stack_mode_name(stack));
+    if (!bk_stack_sized(stack)) snprintf(buf, n, "%s", bk_stack_mode_name(stack));
     else snprintf(buf, n, "%s/%d", bk_stack_mode_name(stack), size);
     return buf;
 }
@@ -271,7 +271,7 @@ static void write_csv(FILE *f, const stacks_row *rows, int n, const char *backen
         const stacks_row *r = &rows[i];
         csv_str(f, r->scene);
         fprintf(f, ",%s,%s,%s,%d,%d,", backend, bk_accel_type_name(r->accel), bk_stack_mode_name(r->stack),
-                r->stack == BK_STACK_GLOBAL ? 0 : r->stack_size, r->cap);
+                bk_stack_sized(r->stack) ? r->stack_size : 0, r->cap);
         if (!r->ran) {
             char why[160];
             snprintf(why, sizeof why, "n/a: %s", r->why);
@@ -319,7 +319,12 @@ static double nice_ceil(double x)
  * magnitude), a group per accel, a bar per stack x cap: colour = stack, hatching = capped. */
 static void write_svg(FILE *f, const stacks_row *rows, int n, const char *backend, const stacks_cli *c)
 {
-    static const char *const colour[STACKS] = { "#4e79a7", "#f28e2b", "#59a14f" };
+    /* a stack strategy's colour: its place in the palette (Tableau 10), so a new one needs none */
+    static const char *const palette[] = { "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+                                           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+    enum { PALETTE = (int)(sizeof palette / sizeof palette[0]) };
+    const char *colour[STACKS];
+    for (int s = 0; s < STACKS; ++s) colour[s] = palette[s % PALETTE];
     const int W = 900, top = 96, panel_h = 280, ml = 80, mr = 20, plot_h = 200;
     int scenes = 0;
     for (int i = 0; i < n; ++i) if (i == 0 || strcmp(rows[i].scene, rows[i - 1].scene)) scenes++;
