@@ -13,6 +13,7 @@
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "accel_build.h"
+#include "bk_test_stacks.h"
 #include "bake.h"
 #include "loader.h"
 #include "voxmesh.h"
@@ -252,14 +253,17 @@ static void check_determinism(void)
     bk_bake_run_opts o = opts(8, 2, BK_BAKE_LIGHT);
     o.trace.threads = 1;
     bake(&s, tx, N, &o, NULL, 0, ref, 1);
-    static const int modes[][2] = { { BK_STACK_SHORT, 1 }, { BK_STACK_SPILL, 2 }, { BK_STACK_GLOBAL, 8 } };
-    for (int m = 0; m < 3; ++m) {
-        o.trace.stack_mode = modes[m][0];
-        o.trace.stack_size = modes[m][1];
+    /* every stack strategy (a sized one at 1 and 2 entries: restarts and spills happen) */
+    static const int stack_sizes[] = { 1, 2 };
+    bk_test_stack modes[BK_TEST_STACKS_MAX];
+    const int nmodes = bk_test_stacks(stack_sizes, 2, modes);
+    for (int m = 0; m < nmodes; ++m) {
+        o.trace.stack_mode = modes[m].mode;
+        o.trace.stack_size = bk_test_stack_size(modes[m]);
         o.trace.threads = 2;
         bake(&s, tx, N, &o, NULL, 0, got, 1);
         BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "stack %s/%d, 2 threads: other texels",
-                   bk_stack_mode_name(modes[m][0]), modes[m][1]);
+                   bk_stack_mode_name(modes[m].mode), o.trace.stack_size);
     }
     /* launches of one sample and a few texels each add up to the same sums as long launches */
     o.trace = bk_trace_opts_default();
@@ -314,13 +318,13 @@ static void check_determinism(void)
     o.params.eps = 1e-3f; o.params.texel_world = 0.5f;
     o.trace.threads = 1;
     bake2(&s, &vm.scene, tx, N, &o, NULL, 0, ref, 1);
-    for (int m = 0; m < 3; ++m) {
-        o.trace.stack_mode = modes[m][0];
-        o.trace.stack_size = modes[m][1];
+    for (int m = 0; m < nmodes; ++m) {
+        o.trace.stack_mode = modes[m].mode;
+        o.trace.stack_size = bk_test_stack_size(modes[m]);
         o.trace.threads = 2;
         bake2(&s, &vm.scene, tx, N, &o, NULL, 0, got, 1);
         BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "voxels: stack %s/%d, 2 threads: other texels",
-                   bk_stack_mode_name(modes[m][0]), modes[m][1]);
+                   bk_stack_mode_name(modes[m].mode), o.trace.stack_size);
     }
     o.trace = bk_trace_opts_default();
     o.max_launch_ms = 1e-4;

@@ -5,6 +5,7 @@
 #include "bk_test.h"
 #include "bk_test_scenes.h"
 #include "accel_build.h"
+#include "bk_test_stacks.h"
 #include "backend.h"
 #include "bvh_wide.h"
 #include "loader.h"
@@ -12,22 +13,46 @@
 /* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/bvh_wide.h with
  * the global stack, else the binary one; 2: the binary one; 8: the compressed wide BVH the GPU
  * traces, src/bvh_cw.h), the wide traversal's code (enum bk_wbvh_isa) and the ray order (enum
- * bk_ray_order: the last variants trace the rays sorted). */
+ * bk_ray_order: the last variants trace the rays sorted). Made by variants_init from the lists
+ * (bk_test_stacks.h), in this order:
+ *   [0, nwide)  the wide BVH, global stack, each code of wide_isas (the first: the best the CPU has)
+ *   nbin        the binary BVH, global stack: the reference the others match bit for bit
+ *   then        every sized strategy (bk_stack_sized) at each of stack_sizes on the default layout
+ *               (the binary one: the wide traversal has only the global stack), every strategy on
+ *               the compressed wide BVH, and each strategy once with the rays sorted, on the
+ *               default, binary and compressed layouts in turn. */
 typedef struct variant { int mode, k, width, isa, order; } variant;
-static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_AUTO, 0 }, { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SCALAR, 0 },
-    { BK_STACK_GLOBAL, 0, 0, BK_WBVH_ISA_SSE41, 0 }, { BK_STACK_GLOBAL, 0, 2, 0, 0 },
-    { BK_STACK_SHORT, 1, 0, 0, 0 }, { BK_STACK_SHORT, 2, 0, 0, 0 }, { BK_STACK_SHORT, 8, 0, 0, 0 },
-    { BK_STACK_SPILL, 1, 0, 0, 0 },  { BK_STACK_SPILL, 2, 0, 0, 0 }, { BK_STACK_SPILL, 8, 0, 0, 0 },
-    { BK_STACK_GLOBAL, 0, 8, 0, 0 }, { BK_STACK_SHORT, 1, 8, 0, 0 }, { BK_STACK_SHORT, 2, 8, 0, 0 }, { BK_STACK_SHORT, 8, 8, 0, 0 },
-    { BK_STACK_SPILL, 1, 8, 0, 0 },  { BK_STACK_SPILL, 2, 8, 0, 0 },
-    { BK_STACK_GLOBAL, 0, 0, 0, BK_RAY_ORDER_SORTED }, { BK_STACK_SHORT, 2, 2, 0, BK_RAY_ORDER_SORTED },
-    { BK_STACK_SPILL, 2, 8, 0, BK_RAY_ORDER_SORTED },
-};
-#define NWIDE 3    /* the first NWIDE variants trace the wide BVH (of a BVH of triangles) */
-#define NBIN  3    /* variants[NBIN]: the binary BVH, global stack */
-#define NCW  10    /* variants[NCW, NCW + 6): the compressed wide BVH */
-#define NVAR (int)(sizeof variants / sizeof variants[0])
+#define NVAR_MAX 64
+static variant variants[NVAR_MAX];
+static int nvar, nwide, nbin;
+/* (AVX2 is what AUTO picks where the CPU has it; asked for by name it would fault where it has not) */
+static const int wide_isas[] = { BK_WBVH_ISA_AUTO, BK_WBVH_ISA_SCALAR, BK_WBVH_ISA_SSE41 };
+static const int stack_sizes[] = { 1, 2, 8 };
+
+static void variant_add(int mode, int k, int width, int isa, int order)
+{
+    if (nvar == NVAR_MAX) { fprintf(stderr, "cpu_traverse: more than %d variants\n", NVAR_MAX); exit(1); }
+    variant v = { mode, k, width, isa, order };
+    variants[nvar++] = v;
+}
+
+static void variants_init(void)
+{
+    bk_test_stack st[BK_TEST_STACKS_MAX];
+    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    static const int sorted_widths[] = { 0, 2, 8 };
+    nvar = 0;
+    for (size_t k = 0; k < sizeof wide_isas / sizeof wide_isas[0]; ++k)
+        variant_add(BK_STACK_GLOBAL, 0, 0, wide_isas[k], 0);
+    nwide = nvar;
+    nbin = nvar;
+    variant_add(BK_STACK_GLOBAL, 0, 2, 0, 0);
+    for (int i = 0; i < nst; ++i)
+        if (bk_stack_sized(st[i].mode)) variant_add(st[i].mode, st[i].size, 0, 0, 0);
+    for (int i = 0; i < nst; ++i) variant_add(st[i].mode, st[i].size, 8, 0, 0);
+    for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
+        variant_add(m, bk_stack_sized(m) ? 2 : 0, sorted_widths[m % 3], 0, BK_RAY_ORDER_SORTED);
+}
 
 /* The trace options of variant v. */
 static bk_trace_opts variant_opts(int v, int any_hit)
@@ -84,10 +109,10 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
     bk_backend *be = bk_backend_cpu_init();
     char err[256];
     BK_EXPECT(be->i->upload(be, view, err, sizeof err) == 0);
-    bk_hit *got[NVAR];
-    for (int v = 0; v < NVAR; ++v) got[v] = malloc(sizeof(bk_hit) * (n ? n : 1));
+    bk_hit *got[NVAR_MAX];
+    for (int v = 0; v < nvar; ++v) got[v] = malloc(sizeof(bk_hit) * (n ? n : 1));
     for (int any = 0; any < 2; ++any) {
-        for (int v = 0; v < NVAR; ++v) {
+        for (int v = 0; v < nvar; ++v) {
             bk_trace_opts o = variant_opts(v, any);
             memset(got[v], 0xAB, sizeof(bk_hit) * n);            /* poison */
             bk_trace_totals t;
@@ -96,26 +121,26 @@ static void check_view(const char *name, const bk_accel_view *view, const bk_ray
             char what[160];
             snprintf(what, sizeof what, "%s %s %s/%d%s%s%s %s", name, bk_accel_type_name(view->type),
                      bk_stack_mode_name(o.stack_mode), o.stack_size, o.bvh_width == 2 ? " binary" : o.bvh_width == 8 ? " cw" : "",
-                     v < NWIDE ? bk_wbvh_isa_name(o.cpu_isa) : "", t.sorted ? " sorted" : "", any ? "any" : "closest");
+                     v < nwide ? bk_wbvh_isa_name(o.cpu_isa) : "", t.sorted ? " sorted" : "", any ? "any" : "closest");
             BK_EXPECTF(validate(what, ref[any], got[v], rays, n, any, tri_count) == 0, "%s", what);
             if (variants[v].k <= 2) { tot->restarts += t.restarts; tot->spills += t.spills; }
         }
         if (view->type != BK_ACCEL_BVH) continue;
         char what[160];
-        for (int v = 1; v < NWIDE; ++v) {      /* every ISA: the same hits, bit for bit */
+        for (int v = 1; v < nwide; ++v) {      /* every ISA: the same hits, bit for bit */
             snprintf(what, sizeof what, "%s wide %s against %s, %s", name, bk_wbvh_isa_name(variants[v].isa),
                      bk_wbvh_isa_name(variants[0].isa), any ? "any" : "closest");
             BK_EXPECTF(exact_diff(what, got[0], got[v], n) == 0, "%s", what);
         }
-        for (int v = 0; v < NVAR && !any; ++v) {   /* every layout and stack strategy: the same hits */
-            if (v == NBIN) continue;
+        for (int v = 0; v < nvar && !any; ++v) {   /* every layout and stack strategy: the same hits */
+            if (v == nbin) continue;
             snprintf(what, sizeof what, "%s %s %s/%d%s against binary global, closest", name,
                      variants[v].width == 8 ? "cw" : variants[v].width == 2 || variants[v].mode != BK_STACK_GLOBAL ? "binary" : "wide",
                      bk_stack_mode_name(variants[v].mode), variants[v].k, variants[v].order ? " sorted" : "");
-            BK_EXPECTF(exact_diff(what, got[NBIN], got[v], n) == 0, "%s", what);
+            BK_EXPECTF(exact_diff(what, got[nbin], got[v], n) == 0, "%s", what);
         }
     }
-    for (int v = 0; v < NVAR; ++v) free(got[v]);
+    for (int v = 0; v < nvar; ++v) free(got[v]);
     bk_backend_free(be);
 }
 
@@ -578,23 +603,21 @@ static void check_ties(void)
                    "duplicated soup, ray %u: binary BVH (t %.9g, tri %u), brute force (t %.9g, tri %u)", i, bin[i].t,
                    bin[i].tri, want.t, want.tri);
     }
-    static const int isas[] = { BK_WBVH_ISA_AUTO, BK_WBVH_ISA_SSE41, BK_WBVH_ISA_SCALAR };
-    for (int k = 0; k < 3; ++k) {
+    for (size_t k = 0; k < sizeof wide_isas / sizeof wide_isas[0]; ++k) {
         o.bvh_width = 0;
-        o.cpu_isa = isas[k];
+        o.cpu_isa = wide_isas[k];
         BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
         char what[96];
-        snprintf(what, sizeof what, "duplicated soup: wide %s against binary, closest", bk_wbvh_isa_name(isas[k]));
+        snprintf(what, sizeof what, "duplicated soup: wide %s against binary, closest", bk_wbvh_isa_name(wide_isas[k]));
         BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
     }
-    static const int cw_modes[] = { BK_STACK_GLOBAL, BK_STACK_SHORT, BK_STACK_SPILL };
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < BK_STACK_MODE_COUNT; ++k) {
         o.bvh_width = 8;
-        o.stack_mode = cw_modes[k];
+        o.stack_mode = k;
         o.stack_size = 2;
         BK_EXPECT(be->i->trace(be, rays, wide, R, &o, &tt, err, sizeof err) == 0);
         char what[96];
-        snprintf(what, sizeof what, "duplicated soup: cw %s against binary, closest", bk_stack_mode_name(cw_modes[k]));
+        snprintf(what, sizeof what, "duplicated soup: cw %s against binary, closest", bk_stack_mode_name(k));
         BK_EXPECTF(exact_diff(what, wide, bin, R) == 0, "%s", what);
     }
     bk_accel_free(&a);
@@ -701,7 +724,7 @@ static void check_near_ties(void)
         BK_EXPECTF(bk_accel_build(&s, accel, &bo, &a, err, sizeof err) == 0, "near ties: %s", err);
         bk_accel_view view = bk_accel_get_view(&a);
         BK_EXPECT(be->i->upload(be, &view, err, sizeof err) == 0);
-        for (int v = 0; v < NVAR; ++v) {
+        for (int v = 0; v < nvar; ++v) {
             if (accel == BK_ACCEL_KDTREE && (variants[v].width == 8 || variants[v].isa != BK_WBVH_ISA_AUTO))
                 continue;   /* (the compressed layout and the wide traversal's ISAs are the BVH's) */
             bk_trace_opts o = variant_opts(v, 0);
@@ -725,6 +748,7 @@ static void check_near_ties(void)
 
 int main(void)
 {
+    variants_init();
     totals tot = { 0, 0 };
     bk_scene s;
     bk_test_scene_soup(&s, 3000, 0.08f, 1);

@@ -93,8 +93,8 @@ static void check(bk_scene *sp, const char *name, uint32_t seed, uint32_t nrays,
             int rc = accel == 0 ? bk_bvh_build(&s, &bo, &va, err, sizeof err) : bk_kd_build(&s, &bo, &va, err, sizeof err);
             BK_EXPECTF(rc == 0, "%s", err);
             BK_EXPECT(bk_accel_get_view(&va).prim == BK_PRIM_VOX);
-            for (int mode = 0; mode < 3; ++mode) {
-                for (int size = 1; size <= (mode ? 4 : 1); size += 3) {
+            for (int mode = 0; mode < BK_STACK_MODE_COUNT; ++mode) {
+                for (int size = 1; size <= (bk_stack_sized(mode) ? 4 : 1); size += 3) {
                     bk_trace_totals tv;
                     trace(&va, rays, got, nrays, mode, any, size, &tv);
                     uint32_t bad = 0, tied = 0;

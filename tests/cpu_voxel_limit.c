@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "bk_test.h"
 #include "bk_test_run.h"
+#include "bk_test_stacks.h"
 #include "bk_test_vox_limit.h"
 #include "bk_test_voxels.h"
 #include "image.h"
@@ -31,16 +32,8 @@
 static char tmpdir[256];
 static uint32_t worst_miss;
 
-typedef struct variant { int accel, width, mode, k; } variant;
-static const variant variants[] = {
-    { BK_ACCEL_BVH, 2, BK_STACK_GLOBAL, 0 }, { BK_ACCEL_BVH, 2, BK_STACK_SHORT, 1 }, { BK_ACCEL_BVH, 2, BK_STACK_SHORT, 8 },
-    { BK_ACCEL_BVH, 2, BK_STACK_SPILL, 1 },  { BK_ACCEL_BVH, 2, BK_STACK_SPILL, 8 },
-    { BK_ACCEL_BVH, 8, BK_STACK_GLOBAL, 0 }, { BK_ACCEL_BVH, 8, BK_STACK_SHORT, 1 }, { BK_ACCEL_BVH, 8, BK_STACK_SPILL, 1 },
-    { BK_ACCEL_KDTREE, 2, BK_STACK_GLOBAL, 0 }, { BK_ACCEL_KDTREE, 2, BK_STACK_SHORT, 1 },
-    { BK_ACCEL_KDTREE, 2, BK_STACK_SHORT, 8 }, { BK_ACCEL_KDTREE, 2, BK_STACK_SPILL, 1 },
-    { BK_ACCEL_KDTREE, 2, BK_STACK_SPILL, 8 },
-};
-#define NVAR (int)(sizeof variants / sizeof variants[0])
+/* the sizes a sized stack strategy runs at (bk_test_stacks: every strategy, on every layout) */
+static const int stack_sizes[] = { 1, 8 };
 
 /* Every variant on the scene's rays; the exact ones against want, the rest near the model. */
 static void trace_all(const char *name, const bk_scene *s)
@@ -54,20 +47,31 @@ static void trace_all(const char *name, const bk_scene *s)
     for (uint32_t i = 0; i < n_exact; ++i) exact_hits += want[i].tri != BK_NO_HIT;
     BK_EXPECTF(n_exact >= 6 * 16 && exact_hits * 2 > n_exact, "%s: %u of %u axis rays hit", name, exact_hits, n_exact);
     bk_backend *be = bk_backend_cpu_init();
-    for (int accel = 0; accel < 2; ++accel) {
+    bk_test_stack st[BK_TEST_STACKS_MAX];
+    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
+    const int nlay = bk_test_layouts(lay);
+    for (int b = 0; b < nlay; ++b) {
+        int built = 0;      /* each accel built once, for all of its layouts */
+        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
+        if (built) continue;
         bk_accel a;
         bk_build_opts bo = bk_build_opts_default();
-        int brc = bk_accel_build(s, accel ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, &bo, &a, err, sizeof err);
+        int brc = bk_accel_build(s, lay[b].build, &bo, &a, err, sizeof err);
         BK_EXPECTF(brc == 0, "%s: %s", name, err);
         if (brc) continue;
         bk_accel_view v = bk_accel_get_view(&a);
         BK_EXPECTF(be->i->upload(be, &v, err, sizeof err) == 0, "%s", err);
-        for (int vi = 0; vi < NVAR; ++vi) {
-            const variant *va = &variants[vi];
-            if (va->accel != (accel ? BK_ACCEL_KDTREE : BK_ACCEL_BVH)) continue;
+        for (int vi = 0; vi < nlay * nst; ++vi) {
+            /* (a layout of triangles only, the compressed BVH, traces the binary one here) */
+            const bk_test_layout *la = &lay[vi / nst];
+            const bk_test_stack *sv = &st[vi % nst];
+            const struct { int accel, width, mode; } vv = { la->build, la->width, sv->mode }, *va = &vv;
+            if (la->build != lay[b].build) continue;
             for (int any = 0; any < 2; ++any) {
                 bk_trace_opts o = bk_trace_opts_default();
-                o.bvh_width = va->width; o.stack_mode = va->mode; o.stack_size = va->k ? va->k : 8; o.any_hit = any;
+                o.bvh_width = va->width; o.stack_mode = va->mode; o.stack_size = bk_test_stack_size(*sv);
+                o.any_hit = any;
                 bk_trace_totals tt;
                 memset(got, 0xAB, sizeof(bk_hit) * n);
                 BK_EXPECTF(be->i->trace(be, rays, got, n, &o, &tt, err, sizeof err) == 0, "%s", err);

@@ -152,13 +152,15 @@ int main(void)
     char msg[512], path[1024];
     bk_backend *gpu = bk_backend_init("cuda", msg, sizeof msg);
     if (!gpu) BK_TEST_SKIP("%s", msg);
+    /* every stack strategy of BK_STACK_MODES on each small scene: the first (global) on the BVH,
+     * the others on the KD-tree, at half the samples */
     snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
-    compare(path, 128, 32, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
-    compare(path, 128, 16, BK_ACCEL_KDTREE, BK_STACK_SHORT, gpu);
+    for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
+        compare(path, 128, m ? 16 : 32, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, gpu);
     /* voxels: native voxel traversal in the bake, emissive voxel quads as lights */
     snprintf(path, sizeof path, "%s/scenes/cornell.vox", BK_SOURCE_DIR);
-    compare(path, 192, 16, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
-    compare(path, 192, 8, BK_ACCEL_KDTREE, BK_STACK_SPILL, gpu);
+    for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
+        compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, gpu);
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
     if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, gpu);
     else fprintf(stderr, "note: %s absent\n", path);

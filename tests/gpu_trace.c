@@ -6,17 +6,16 @@
  * without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_scenes.h"
+#include "bk_test_stacks.h"
 #include "bk_test_voxels.h"
 #include "accel_build.h"
 #include "backend.h"
 #include "loader.h"
 #include "registry.h"
 
-typedef struct variant { int mode, k; } variant;
-static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
-    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
-};
+/* the sizes a sized stack strategy runs at (bk_test_stacks: every strategy) */
+static const int stack_sizes[] = { 1, 2, 8 };
+#define RUNS (BK_COUNTERS_COUNT + 1)    /* each counter mode with the rays sorted, then warp unsorted */
 
 /* Hit ids run up to the last voxel face (bk_voxel.h). */
 static uint64_t id_limit(const bk_scene *s)
@@ -31,7 +30,15 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
 {
     char err[512];
     bk_hit *ref = malloc(sizeof(bk_hit) * n), *got = malloc(sizeof(bk_hit) * n);
-    for (int accel = 0; accel < 2; ++accel) {
+    bk_test_stack st[BK_TEST_STACKS_MAX];
+    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
+    const int nlay = bk_test_layouts(lay);
+    for (int b = 0; b < nlay; ++b) {
+        int built = 0;      /* each accel built once, for all of its layouts */
+        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
+        if (built) continue;
+        const int accel = lay[b].build;
         bk_accel a;
         bk_build_opts bo = bk_build_opts_default();
         BK_EXPECTF(bk_accel_build(s, accel, &bo, &a, err, sizeof err) == 0, "%s", err);
@@ -40,26 +47,28 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
         BK_EXPECTF(cpu->i->upload(cpu, &v, err, sizeof err) == 0, "%s", err);
         /* the BVH in both layouts the GPU traces, the binary one and the compressed wide one; the
          * CPU traces the same layout through the same code, so node counts compare */
-        for (int layout = 0; layout < (accel == BK_ACCEL_BVH ? 2 : 1); ++layout)
-        for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi)
+        for (int l = 0; l < nlay; ++l)
+        for (int vi = 0; vi < nst && lay[l].build == accel; ++vi)
             for (int any = 0; any < 2; ++any) {
+                const int layout = lay[l].width == 8;
                 bk_trace_opts o = bk_trace_opts_default();
-                o.bvh_width = layout ? 8 : 2;
-                o.stack_mode = variants[vi].mode;
-                o.stack_size = variants[vi].k ? variants[vi].k : 8;
+                o.bvh_width = lay[l].width;
+                o.stack_mode = st[vi].mode;
+                o.stack_size = bk_test_stack_size(st[vi]);
                 o.any_hit = any;
-                bk_trace_totals tc, tg[4];
+                bk_trace_totals tc, tg[RUNS];
                 memset(ref, 0xAB, sizeof(bk_hit) * n);
                 BK_EXPECTF(cpu->i->trace(cpu, rays, ref, n, &o, &tc, err, sizeof err) == 0, "%s", err);
                 /* each counter mode with the rays sorted (the cuda default), then warp counters
                  * with the rays as they come */
-                for (int run = 0; run < 4; ++run) {
-                    const int cnt = run < 3 ? run : BK_COUNTERS_WARP;
+                for (int run = 0; run < RUNS; ++run) {
+                    const int sorted = run < BK_COUNTERS_COUNT, cnt = sorted ? run : BK_COUNTERS_WARP;
                     o.counters = cnt;
-                    o.ray_order = run < 3 ? BK_RAY_ORDER_AUTO : BK_RAY_ORDER_INPUT;
+                    o.ray_order = sorted ? BK_RAY_ORDER_AUTO : BK_RAY_ORDER_INPUT;
                     memset(got, 0xCD, sizeof(bk_hit) * n);       /* poison the host copy too */
                     BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[run], err, sizeof err) == 0, "%s", err);
-                    BK_EXPECTF(tg[run].sorted == (run < 3), "%s: rays traced %s", name, tg[run].sorted ? "sorted" : "unsorted");
+                    BK_EXPECTF(tg[run].sorted == sorted, "%s: rays traced %s", name,
+                               tg[run].sorted ? "sorted" : "unsorted");
                     uint64_t bad = 0, inexact = 0;
                     for (uint64_t i = 0; i < n; ++i) {
                         int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
@@ -68,7 +77,7 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                         if (!ok && bad++ < 5)
                             fprintf(stderr, "  %s %s%s %s/%d %s %s%s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
                                     bk_accel_type_name(accel), layout ? " cw" : "", bk_stack_mode_name(o.stack_mode), o.stack_size,
-                                    any ? "any" : "closest", bk_counters_name(cnt), run < 3 ? "" : " input order",
+                                    any ? "any" : "closest", bk_counters_name(cnt), sorted ? "" : " input order",
                                     (unsigned long long)i, ref[i].t,
                                     (int)ref[i].tri, got[i].t, (int)got[i].tri);
                     }
@@ -79,17 +88,19 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
                     BK_EXPECTF(bad <= n / 20000, "%s %s%s %s/%d %s %s%s: %llu of %llu rays disagree", name, bk_accel_type_name(accel),
                                layout ? " cw" : "",
                                bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
-                               run < 3 ? "" : " input order",
+                               sorted ? "" : " input order",
                                (unsigned long long)bad, (unsigned long long)n);
                 }
                 /* Warp and block mode give every warp the same 32 consecutive rays on every run, so
                  * their totals must match exactly; thread mode groups rays by arrival, and with
                  * postponed leaves a ray's node visits depend on its warp-mates (sponza: +26 %
                  * over the CPU's), so against the CPU only the order of magnitude is checked. */
-                BK_EXPECTF(tg[1].nodes == tg[2].nodes && tg[1].tris == tg[2].tris && tg[1].restarts == tg[2].restarts &&
-                           tg[1].spills == tg[2].spills, "%s: warp and block counters give other totals: nodes %llu vs %llu",
-                           name, (unsigned long long)tg[1].nodes, (unsigned long long)tg[2].nodes);
-                for (int run = 0; run < 4; ++run) {
+                const bk_trace_totals *tw = &tg[BK_COUNTERS_WARP], *tb = &tg[BK_COUNTERS_BLOCK];
+                BK_EXPECTF(tw->nodes == tb->nodes && tw->tris == tb->tris && tw->restarts == tb->restarts &&
+                           tw->spills == tb->spills,
+                           "%s: warp and block counters give other totals: nodes %llu vs %llu", name,
+                           (unsigned long long)tw->nodes, (unsigned long long)tb->nodes);
+                for (int run = 0; run < RUNS; ++run) {
                     double dn = (double)tg[run].nodes - (double)tc.nodes;
                     BK_EXPECTF(dn * dn <= 0.25 * (double)tc.nodes * (double)tc.nodes,
                                "%s: node visits too far apart: cpu %llu cuda %llu (run %d)", name, (unsigned long long)tc.nodes,

@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "bk_test.h"
 #include "bk_test_run.h"
+#include "bk_test_stacks.h"
 #include "bk_test_vox_limit.h"
 #include "image.h"
 #include "loader.h"
@@ -27,11 +28,8 @@
 
 static char tmpdir[256];
 
-typedef struct variant { int mode, k; } variant;
-static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0 }, { BK_STACK_SHORT, 1 }, { BK_STACK_SHORT, 2 }, { BK_STACK_SHORT, 8 },
-    { BK_STACK_SPILL, 1 },  { BK_STACK_SPILL, 2 }, { BK_STACK_SPILL, 8 },
-};
+/* the sizes a sized stack strategy runs at (bk_test_stacks: every strategy) */
+static const int stack_sizes[] = { 1, 2, 8 };
 
 static void compare(const char *name, bk_backend *gpu, bk_backend *cpu, const bk_scene *s)
 {
@@ -40,7 +38,15 @@ static void compare(const char *name, bk_backend *gpu, bk_backend *cpu, const bk
     bk_hit *want;
     bk_ray *rays = bk_test_lim_rays(s, 4000, 23, &n, &n_exact, &want);
     bk_hit *ref = malloc(sizeof(bk_hit) * n), *got = malloc(sizeof(bk_hit) * n);
-    for (int accel = 0; accel < 2; ++accel) {
+    bk_test_stack st[BK_TEST_STACKS_MAX];
+    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
+    const int nlay = bk_test_layouts(lay);
+    for (int b = 0; b < nlay; ++b) {
+        int built = 0;      /* each accel built once, for all of its layouts */
+        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
+        if (built) continue;
+        const int accel = lay[b].build;
         bk_accel a;
         bk_build_opts bo = bk_build_opts_default();
         int brc = bk_accel_build(s, accel, &bo, &a, err, sizeof err);
@@ -49,13 +55,14 @@ static void compare(const char *name, bk_backend *gpu, bk_backend *cpu, const bk
         bk_accel_view v = bk_accel_get_view(&a);
         BK_EXPECTF(gpu->i->upload(gpu, &v, err, sizeof err) == 0, "%s", err);
         BK_EXPECTF(cpu->i->upload(cpu, &v, err, sizeof err) == 0, "%s", err);
-        for (int layout = 0; layout < (accel == BK_ACCEL_BVH ? 2 : 1); ++layout)
-            for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; ++vi)
+        for (int l = 0; l < nlay; ++l)
+            for (int vi = 0; vi < nst && lay[l].build == accel; ++vi)
                 for (int any = 0; any < 2; ++any) {
+                    const int layout = lay[l].width == 8;
                     bk_trace_opts o = bk_trace_opts_default();
-                    o.bvh_width = layout ? 8 : 2;
-                    o.stack_mode = variants[vi].mode;
-                    o.stack_size = variants[vi].k ? variants[vi].k : 8;
+                    o.bvh_width = lay[l].width;
+                    o.stack_mode = st[vi].mode;
+                    o.stack_size = bk_test_stack_size(st[vi]);
                     o.any_hit = any;
                     bk_trace_totals tc, tg;
                     memset(ref, 0xAB, sizeof(bk_hit) * n);

@@ -12,8 +12,11 @@
  * Also: building with 1, 2, 3 and 8 threads (BK_THREADS) gives bit-identical trees.
  */
 #include "kdtree.h"
+#include "accel.h"
+#include "backend.h"
 #include "bk_traverse.h"
 #include "bk_test.h"
+#include "bk_test_stacks.h"
 #include "util.h"
 
 #include <math.h>
@@ -430,11 +433,17 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
     bk_accel_view v = bk_accel_get_view(a);
     enum { CAP = BK_MAX_DEPTH + 4 };
     static uint32_t slot[3 * CAP], spill[3 * CAP];
-    struct { int mode, cap; const char *label; } cfg[] = {
-        { BK_STACK_GLOBAL, CAP, "global" }, { BK_STACK_SHORT, 1, "short1" }, { BK_STACK_SHORT, 2, "short2" },
-        { BK_STACK_SPILL, 2, "spill2" },
-    };
-    const int ncfg = (int)(sizeof cfg / sizeof cfg[0]);
+    /* every stack strategy (bk_test_stacks.h), a sized one with 1 and 2 entries */
+    static const int sizes[] = { 1, 2 };
+    bk_test_stack ts[BK_TEST_STACKS_MAX];
+    const int ncfg = bk_test_stacks(sizes, 2, ts);
+    struct { int mode, cap; char label[32]; } cfg[BK_TEST_STACKS_MAX];
+    for (int c = 0; c < ncfg; ++c) {
+        cfg[c].mode = ts[c].mode;
+        cfg[c].cap = bk_stack_cap(ts[c].mode, ts[c].size);    /* CAP where it holds the deepest tree */
+        if (ts[c].size) snprintf(cfg[c].label, sizeof cfg[c].label, "%s%d", bk_stack_mode_name(ts[c].mode), ts[c].size);
+        else snprintf(cfg[c].label, sizeof cfg[c].label, "%s", bk_stack_mode_name(ts[c].mode));
+    }
     rng_state = seed;
     uint32_t fails = 0, face_fails = 0, hits = 0, restarts = 0, spills = 0;
     for (int i = 0; i < nrays; ++i) {

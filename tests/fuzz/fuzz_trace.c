@@ -37,6 +37,7 @@
 #include "accel_build.h"
 #include "backend.h"
 #include "bk_test_scenes.h"
+#include "bk_test_stacks.h"
 #include "rays.h"
 #include "loader.h"
 #include "scene.h"
@@ -48,14 +49,11 @@
 #define MAX_TRIS  3000
 #define MAX_INPUT_RAYS 64
 
-/* width: the BVH layout (bk_trace_opts.bvh_width; 8 = the compressed wide one the GPU may trace) */
-typedef struct variant { int mode, k, width; } variant;
-static const variant variants[] = {
-    { BK_STACK_GLOBAL, 0, 0 }, { BK_STACK_SHORT, 1, 0 }, { BK_STACK_SHORT, 2, 0 }, { BK_STACK_SHORT, 8, 0 },
-    { BK_STACK_SPILL, 1, 0 },  { BK_STACK_SPILL, 2, 0 }, { BK_STACK_SPILL, 8, 0 },
-    { BK_STACK_GLOBAL, 0, 8 }, { BK_STACK_SHORT, 1, 8 }, { BK_STACK_SHORT, 2, 8 }, { BK_STACK_SPILL, 1, 8 },
-};
-#define NVAR (int)(sizeof variants / sizeof variants[0])
+/* Every stack strategy (a sized one at each of stack_sizes) on every layout of each accel
+ * (tests/bk_test_stacks.h): the binary layouts traced as the backend does by default (width 0: a
+ * BVH of triangles with the global stack in the CPU's wide layout), the compressed wide BVH the
+ * GPU may trace by its bvh_width, 8. */
+static const int stack_sizes[] = { 1, 2, 8 };
 
 /* How often the oracle's allowances apply, printed at exit. */
 static struct { uint64_t scenes, rays, exact, noise, far; } stats;
@@ -285,19 +283,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bk_build_opts bo = pick_opts(h);
     bk_backend *be = bk_backend_cpu_init();
     BK_FUZZ_CHECK(be != NULL, "no CPU backend");
-    for (int accel = 0; accel < 2; ++accel) {
+    bk_test_stack st[BK_TEST_STACKS_MAX];
+    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
+    const int nlay = bk_test_layouts(lay);
+    for (int b = 0; b < nlay; ++b) {
+        int built = 0;      /* each accel built once, for all of its layouts */
+        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
+        if (built) continue;
+        const int accel = lay[b].build;
         bk_accel a;
         int rc = bk_accel_build(&s, accel, &bo, &a, err, sizeof err);
         BK_FUZZ_CHECK(rc == 0, "%s build failed on a loaded scene: %s", bk_accel_type_name(accel), err);
         bk_accel_view view = bk_accel_get_view(&a);
         BK_FUZZ_CHECK(be->i->upload(be, &view, err, sizeof err) == 0, "upload: %s", err);
-        for (int v = 0; v < NVAR; ++v)
+        for (int v = 0; v < nlay * nst; ++v)
             for (int any = 0; any < 2; ++any) {
-                if (variants[v].width && accel != BK_ACCEL_BVH) continue;
+                const bk_test_layout *l = &lay[v / nst];
+                if (l->build != accel) continue;
                 bk_trace_opts o = bk_trace_opts_default();
-                o.stack_mode = variants[v].mode;
-                o.stack_size = variants[v].k;
-                o.bvh_width = variants[v].width;
+                o.stack_mode = st[v % nst].mode;
+                o.stack_size = st[v % nst].size;
+                o.bvh_width = l->width == 8 ? 8 : 0;
                 o.any_hit = any;
                 o.threads = 1;
                 bk_trace_totals tot;
