@@ -232,6 +232,10 @@ const char *bk_stack_mode_about(int mode);
 const char *bk_counters_name(int c);
 int         bk_counters_parse(const char *s);
 const char *bk_counters_about(int c);
+/* All the names into buf, between sep with last before the last one: (", ", " or ") gives
+ * "global, short or spill", ("|", "|") "global|short|spill". Returns buf. */
+const char *bk_stack_mode_names(char *buf, size_t size, const char *sep, const char *last);
+const char *bk_counters_names(char *buf, size_t size, const char *sep, const char *last);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,7 @@ const char *bk_backend_names(char *buf, size_t size, const char *sep, const char
     for (int i = 0; i <= ROWS; ++i) {
         const char *word = i < ROWS ? rows[i].name : AUTO_NAME;
         int w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == ROWS ? last : sep, word);
-        if (w < 0 || (size_t)w >= size - at) break;
+        if (w < 0 || (size_t)w >= size - at) { buf[at] = 0; break; }      /* whole names only */
         at += (size_t)w;
     }
     return buf;

@@ -55,6 +55,11 @@ static void check_names(void)
     BK_EXPECT(bk_stack_shared_bytes(BK_STACK_SPILL, 8, 3, 128) == 12288);
     BK_EXPECT(!strcmp(bk_stack_mode_name(-1), "?") && !strcmp(bk_counters_name(3), "?"));
     BK_EXPECT(bk_stack_mode_parse("Global") == -1 && bk_counters_parse("") == -1);
+    char buf[64];
+    BK_EXPECT(!strcmp(bk_stack_mode_names(buf, sizeof buf, ", ", " or "), "global, short or spill"));
+    BK_EXPECT(!strcmp(bk_stack_mode_names(buf, sizeof buf, "|", "|"), "global|short|spill"));
+    BK_EXPECT(!strcmp(bk_counters_names(buf, sizeof buf, ", ", " or "), "thread, warp or block"));
+    BK_EXPECT(!strcmp(bk_stack_mode_names(buf, 10, "|", "|"), "global"));     /* what fits, whole names */
 }
 
 static void check_registry(void)
@@ -62,6 +67,7 @@ static void check_registry(void)
     char msg[512], names[128];
     BK_EXPECT(!strcmp(bk_backend_names(names, sizeof names, ", ", " or "), "cpu, cuda or auto"));
     BK_EXPECT(!strcmp(bk_backend_names(names, sizeof names, "|", "|"), "cpu|cuda|auto"));
+    BK_EXPECT(!strcmp(bk_backend_names(names, 10, "|", "|"), "cpu|cuda"));
     BK_EXPECT(bk_backend_known("cpu") && bk_backend_known("cuda") && bk_backend_known("auto"));
     BK_EXPECT(!bk_backend_known("gpu") && !bk_backend_known("CPU"));
     BK_EXPECT(bk_backend_reg_find("auto") == NULL && bk_backend_reg_find("cpu") == bk_backend_reg_get(0));
