@@ -1182,270 +1182,369 @@ static const bk_texel_ref *texels_kept(void *ctx)
     return *k->refs;
 }
 
-static int bake_run(int argc, char **argv, bake_job *job)
+/* Everything one bake holds from its start to its end, handed from phase to phase. */
+typedef struct bake_state {
+    int              argc;
+    char           **argv;
+    bake_job        *job;
+    int              rc;             /* the exit status when a phase stops the bake */
+    bake_cli         c;
+    FILE            *say;            /* the summary's stream: stderr with --stats - */
+    bk_outputs       io;
+    int              out_idx[3], mtl_idx, *page_idx;
+    char           **page_names, *mtl_path, *page0;
+    char             err[1024], msg[512];
+    double           t_start, t0;    /* the command's start; the running phase's */
+    double           ph[PH_COUNT], wr[WR_COUNT], bake_prep;
+    bk_scene         s, one;
+    bk_voxmesh       vm;
+    const bk_scene  *surf;           /* the scene's triangles, then the voxel quads' (voxmesh.h) */
+    int              has_vox;
+    bk_atlas_rect   *rects;
+    bk_accel         a;
+    bk_accel_view    av;             /* the upload's view of a: held until the backend is done */
+    bk_atlas         at;
+    bk_bake_data     bd;
+    bk_texel        *tx;
+    bk_texel_ref    *refs;           /* the texels' pixel and triangle, once the whole texels are gone */
+    int              refs_hold_charts; /* their tri fields hold charts (bk_denoise_texel_colours) */
+    uint8_t         *cov;
+    float           *rgb, *tri_scale;
+    bk_f4           *tcol;
+    bk_denoise_result dres;
+    uint32_t         ntx;
+    size_t           page_px, npx;   /* pixels of a page, of all pages */
+    int              img_h;          /* pages are stacked vertically into one image (atlas.h) */
+    int              filter;         /* the texels' colours go through the denoiser */
+    bk_prim         *gpu;
+    be_release       rel;
+    double           mean_lum, sort_seconds;
+    uint64_t         mem[MEM_COUNT];
+    char             backend_name[64];
+    bk_backend      *be;
+    be_start         bs;
+    int              bs_begun;
+    int              lend_core;      /* the host phases left the backend's start a core */
+    bk_bake_view     bv;
+    bk_bake_run_opts ro;
+    kept_texels      kt;
+    made_texels      mt;
+    bk_bake_result   res;
+} bake_state;
+
+/* Stops the bake with exit status 2 for a clash of names, else 1, after printing msg. */
+static int bake_stop(bake_state *st, int clash, const char *msg)
 {
-    double t_start = bk_time_now();
-    bake_cli c;
-    /* --stats FILE belongs to the bake; bk_cli_trace_option would take a bare --stats as the
-     * trace counters flag, so pull it out first. */
+    bake_error("%s\n", msg);
+    st->rc = clash ? 2 : 1;
+    return 1;
+}
+
+/* The options, with --stats FILE pulled out first: it belongs to the bake, and
+ * bk_cli_trace_option would take a bare --stats as the trace counters flag. Returns 0, or 1 with
+ * st->rc the exit status (0 after --help). */
+static int startup_options(bake_state *st)
+{
     const char *stats_path = NULL;
-    char **args = malloc(sizeof(char *) * (size_t)(argc + 1));
+    char **args = malloc(sizeof(char *) * (size_t)(st->argc + 1));
     int nargs = 0;
     if (!args) return 1;
-    for (int i = 0; i < argc; ++i) {
-        if (!strcmp(argv[i], "--")) {            /* SCENEs only from here (parse) */
-            while (i < argc) args[nargs++] = argv[i++];
+    for (int i = 0; i < st->argc; ++i) {
+        if (!strcmp(st->argv[i], "--")) {            /* SCENEs only from here (parse) */
+            while (i < st->argc) args[nargs++] = st->argv[i++];
             break;
         }
-        if (!strcmp(argv[i], "--stats")) {
-            if (i + 1 >= argc) { bake_error("--stats needs a FILE.json (or - for standard output)\n"); free(args); return 2; }
-            stats_path = argv[++i];
+        if (!strcmp(st->argv[i], "--stats")) {
+            if (i + 1 >= st->argc) {
+                bake_error("--stats needs a FILE.json (or - for standard output)\n");
+                free(args);
+                st->rc = 2;
+                return 1;
+            }
+            stats_path = st->argv[++i];
             continue;
         }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            if (job->rank == 0) printf(bk_bake_usage, bk_cli_trace_help);
+        if (!strcmp(st->argv[i], "--help") || !strcmp(st->argv[i], "-h")) {
+            if (st->job->rank == 0) printf(bk_bake_usage, bk_cli_trace_help);
             free(args);
-            return 0;
+            st->rc = 0;
+            return 1;
         }
-        args[nargs++] = argv[i];
+        args[nargs++] = st->argv[i];
     }
-    int pr = parse(&c, nargs, args);
+    int pr = parse(&st->c, nargs, args);
     free(args);
-    if (pr) { free(c.points); free(c.scenes); free(c.devices); return 2; }
-    c.stats = stats_path;
+    if (pr) { st->rc = 2; return 1; }
+    st->c.stats = stats_path;
+    return 0;
+}
+
+/* startup: the options, every file named (plan_files), and the backend's start on its thread. */
+static int phase_startup(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    bake_job *job = st->job;
+    st->rc = 1;
+    if (startup_options(st)) return 1;
     /* a job (world.h): every rank bakes its share of the texels; rank 0 alone writes and speaks */
-    c.writer = job->rank == 0;
-    if (!c.writer) { c.quiet = 1; c.stats = NULL; }
-    if (job->size > 1 && c.t.opts.threads == 0) {
+    c->writer = job->rank == 0;
+    if (!c->writer) { c->quiet = 1; c->stats = NULL; }
+    if (job->size > 1 && c->t.opts.threads == 0) {
         /* the ranks of a host share its cores (or the cores mpirun bound each to): no more
          * threads than that, in the bake and in the host phases */
-        c.t.opts.threads = bk_world_cpu_threads(1);
-        bk_pool_set_threads(c.t.opts.threads);
+        c->t.opts.threads = bk_world_cpu_threads(1);
+        bk_pool_set_threads(c->t.opts.threads);
         job->own_threads = 1;
     }
     /* with --stats - the JSON owns standard output and the summary goes to stderr */
-    FILE *say = c.stats && !strcmp(c.stats, "-") ? stderr : stdout;
+    st->say = c->stats && !strcmp(c->stats, "-") ? stderr : stdout;
 
-    bk_outputs io;
-    bk_outputs_init(&io);
-    int out_idx[3] = { -1, -1, -1 }, mtl_idx = -1, *page_idx = NULL;
-    char **page_names = NULL, *mtl_path = NULL, *page0 = c.pages_auto ? page_name(c.out, 0) : NULL;
-    if (c.pages_auto && !page0) { bake_error("out of memory\n"); free(c.points); free(c.scenes); free(c.devices); return 1; }
-    int rc = plan_files(&c, &io, out_idx, page0);
-    if (rc) { free(c.points); free(c.scenes); free(c.devices); free(page0); bk_outputs_free(&io); return rc; }
-    rc = 1;
+    bk_outputs_init(&st->io);
+    st->out_idx[0] = st->out_idx[1] = st->out_idx[2] = -1;
+    st->mtl_idx = -1;
+    st->page0 = c->pages_auto ? page_name(c->out, 0) : NULL;
+    if (c->pages_auto && !st->page0) { bake_error("out of memory\n"); return 1; }
+    st->rc = plan_files(c, &st->io, st->out_idx, st->page0);
+    if (st->rc) return 1;
+    st->rc = 1;
 
-    char err[1024], msg[512];
-    double ph[PH_COUNT] = { 0 }, wr[WR_COUNT] = { 0 }, bake_prep = 0, t0 = bk_time_now();
-    bk_scene s, one;
-    memset(&s, 0, sizeof s);
-    memset(&one, 0, sizeof one);
-    bk_voxmesh vm;
-    memset(&vm, 0, sizeof vm);
-    bk_atlas_rect *rects = NULL;
-    bk_accel a;
-    memset(&a, 0, sizeof a);
-    bk_atlas at;
-    memset(&at, 0, sizeof at);
-    bk_bake_data bd;
-    memset(&bd, 0, sizeof bd);
-    bk_texel *tx = NULL;
-    bk_texel_ref *refs = NULL;  /* the texels' pixel and triangle, once the whole texels are gone */
-    int refs_hold_charts = 0;   /* their tri fields hold charts (bk_denoise_texel_colours) */
-    uint8_t *cov = NULL;
-    float *rgb = NULL, *tri_scale = NULL;
-    bk_f4 *tcol = NULL;
-    bk_denoise_result dres;
-    memset(&dres, 0, sizeof dres);
-    uint32_t ntx = 0;
-    bk_prim *gpu = NULL;
-    be_release rel = { NULL, NULL, 0, 0 };
-    double mean_lum = 0.0, sort_seconds = 0.0;
-    uint64_t mem[MEM_COUNT] = { 0 };
-    char backend_name[64] = "";
-    FILE *f;
     /* The backend starts (a CUDA context: about 0.25 s) on a thread of its own while the scene
      * loads, its accel builds and the atlas is made, and takes the accel as soon as it is built
      * (be_start). The phases startup and upload count only the waits for it that loading,
      * building and the atlas did not hide. */
-    bk_backend *be = NULL;
-    be_start bs;
     /* In a job each rank takes its own GPUs by default: those whose number modulo the host's
      * ranks is its local rank (world.h), or one of them when there are more ranks than GPUs. */
-    be_start_begin(&bs, c.t.backend, c.devices, c.ndevices, bk_world_local_rank(), bk_world_local_size(), &c.t.opts);
+    be_start_begin(&st->bs, c->t.backend, c->devices, c->ndevices, bk_world_local_rank(), bk_world_local_size(), &c->t.opts);
+    st->bs_begun = 1;
     /* A device's start (its context, then the upload) keeps a core busy while the host phases
      * run: their pool leaves it that core until the backend is there (the phases' results do not
      * depend on the thread count). On the GPU machine's 16 cores, sponza 1024^2: the atlas
      * 0.49 -> 0.39 s, the whole command 1.01 -> 0.87 s (`baker bench bake`, BK_THREADS=15). */
-    const int lend_core = bs.running && bk_backend_starts_device(c.t.backend) && c.t.opts.threads == 0 && !getenv("BK_THREADS") &&
-                          bk_cpu_threads() > 2;
-    if (lend_core) bk_pool_set_threads(bk_cpu_threads() - 1);
+    st->lend_core = st->bs.running && bk_backend_starts_device(c->t.backend) && c->t.opts.threads == 0 && !getenv("BK_THREADS") &&
+                    bk_cpu_threads() > 2;
+    if (st->lend_core) bk_pool_set_threads(bk_cpu_threads() - 1);
 
-    t0 = bk_time_now();
-    ph[PH_STARTUP] = t0 - t_start;
-    for (int k = 0; k < c.nscenes; ++k) {
-        bk_scene *dst = k == 0 ? &s : &one;
-        if (bk_scene_load(c.scenes[k], dst, err, sizeof err)) { bake_error("%s\n", err); goto done; }
-        int r = bk_outputs_scene_inputs(&io, dst, err, sizeof err);
-        if (r) { bake_error("%s\n", err); rc = r == BK_OUT_CLASH ? 2 : 1; goto done; }
+    st->t0 = bk_time_now();
+    st->ph[PH_STARTUP] = st->t0 - st->t_start;
+    return 0;
+}
+
+/* A scene with voxels: its voxel surface, checked against --max-memory, and its quads' charts. */
+static int load_voxels(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    char *err = st->err;
+    if (c->atlas.uv_from_file) {
+        bake_error("%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c->scene);
+        return 1;
+    }
+    if (bk_voxmesh_build(&st->s, &st->vm, err, sizeof st->err)) { bake_error("%s: %s\n", c->scene, err); return 1; }
+    if (check_memory_early(c, st->vm.face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel))) return 1;
+    st->surf = &st->vm.scene;
+    if (!(st->rects = bk_voxmesh_rects(&st->vm, c->texels_per_voxel, &c->atlas))) {
+        bake_error("out of memory for %u voxel quads\n", st->vm.quad_count);
+        return 1;
+    }
+    /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
+    if (c->pages_auto && !(c->atlas.texels_per_unit > 0) && st->vm.first_quad_tri > 0)
+        c->atlas.texels_per_unit = (float)c->texels_per_voxel;
+    return 0;
+}
+
+/* load: every SCENE, appended into one; the voxel surface; the MTL file beside --mesh-out. */
+static int phase_load(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    char *err = st->err;
+    for (int k = 0; k < c->nscenes; ++k) {
+        bk_scene *dst = k == 0 ? &st->s : &st->one;
+        if (bk_scene_load(c->scenes[k], dst, err, sizeof st->err)) { bake_error("%s\n", err); return 1; }
+        int r = bk_outputs_scene_inputs(&st->io, dst, err, sizeof st->err);
+        if (r) return bake_stop(st, r == BK_OUT_CLASH, err);
         if (k == 0) continue;
-        r = bk_scene_append(&s, &one, err, sizeof err);
-        bk_scene_free(&one);
-        if (r) { bake_error("%s: %s\n", c.scenes[k], err); goto done; }
+        r = bk_scene_append(&st->s, &st->one, err, sizeof st->err);
+        bk_scene_free(&st->one);
+        if (r) { bake_error("%s: %s\n", c->scenes[k], err); return 1; }
     }
     /* The surface the atlas, the texels, the bake data and --mesh-out use: the scene's own
      * triangles, then two per merged quad of visible voxel faces (voxmesh.h). */
-    const bk_scene *surf = &s;
-    int has_vox = s.vox_instance_count > 0;
-    if (has_vox) {
-        if (c.atlas.uv_from_file) {
-            bake_error("%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c.scene);
-            goto done;
-        }
-        if (bk_voxmesh_build(&s, &vm, err, sizeof err)) { bake_error("%s: %s\n", c.scene, err); goto done; }
-        if (check_memory_early(&c, vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel))) goto done;
-        surf = &vm.scene;
-        if (!(rects = bk_voxmesh_rects(&vm, c.texels_per_voxel, &c.atlas))) {
-            bake_error("out of memory for %u voxel quads\n", vm.quad_count);
-            goto done;
-        }
-        /* world units are voxels: with pages, an OBJ without --texels-per-unit gets the voxels' density */
-        if (c.pages_auto && !(c.atlas.texels_per_unit > 0) && vm.first_quad_tri > 0) c.atlas.texels_per_unit = (float)c.texels_per_voxel;
-    }
+    st->surf = &st->s;
+    st->has_vox = st->s.vox_instance_count > 0;
+    if (st->has_vox && load_voxels(st)) return 1;
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
-    if (c.writer && c.mesh_out && !bk_gltf_path(c.mesh_out) && (has_vox || bk_mesh_obj_copies_mtl(&s, c.mesh_out))) {
+    if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) && (st->has_vox || bk_mesh_obj_copies_mtl(&st->s, c->mesh_out))) {
         int r = -1;
-        if (!(mtl_path = bk_mesh_mtl_name(c.mesh_out)) || (r = bk_mesh_mtl_check(mtl_path, c.mesh_out, err, sizeof err) ? BK_OUT_CLASH : 0) ||
-            (r = mtl_idx = bk_outputs_add(&io, "--mesh-out (its MTL)", mtl_path, 0, err, sizeof err)) < 0) {
-            bake_error("%s\n", mtl_path ? err : "out of memory");
-            rc = r == BK_OUT_CLASH ? 2 : 1;
-            goto done;
-        }
+        if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_out)) ||
+            (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_out, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
+            (r = st->mtl_idx = bk_outputs_add(&st->io, "--mesh-out (its MTL)", st->mtl_path, 0, err, sizeof st->err)) < 0)
+            return bake_stop(st, r == BK_OUT_CLASH, st->mtl_path ? err : "out of memory");
     }
-    ph[PH_LOAD] = bk_time_now() - t0;
+    st->ph[PH_LOAD] = bk_time_now() - st->t0;
+    return 0;
+}
 
-    t0 = bk_time_now();
+/* build: the accel. It holds the scene's own triangles and its voxel instances, traced natively
+ * (a DDA inside each instance, kernels/bk_voxel.h); the surface's quads are only for the atlas,
+ * the texels and the emitters. Triangle hits keep the numbers the bake data uses (the surface
+ * starts with the scene's triangles); voxel hits bring their normal and material along. */
+static int phase_build(bake_state *st)
+{
+    st->t0 = bk_time_now();
     bk_build_opts bo = bk_build_opts_default();
-    /* The accel holds the scene's own triangles and its voxel instances, traced natively (a DDA
-     * inside each instance, kernels/bk_voxel.h); the surface's quads are only for the atlas, the
-     * texels and the emitters. Triangle hits keep the numbers the bake data uses (the surface
-     * starts with the scene's triangles); voxel hits bring their normal and material along. */
-    const bk_scene *trace_scene = &s;
-    if (bk_accel_build(trace_scene, c.t.accel, &bo, &a, err, sizeof err)) { bake_error("%s: %s\n", c.scene, err); goto done; }
-    ph[PH_BUILD] = bk_time_now() - t0;
-    t0 = bk_time_now();
-    bk_accel_view av = bk_accel_get_view(&a);
-    if (be_start_give(&bs, &av)) {
-        be = be_start_finish(&bs, NULL, NULL);
-        bake_error("%s\n", bs.msg);
-        goto done;
+    const bk_scene *trace_scene = &st->s;
+    if (bk_accel_build(trace_scene, st->c.t.accel, &bo, &st->a, st->err, sizeof st->err)) {
+        bake_error("%s: %s\n", st->c.scene, st->err);
+        return 1;
     }
+    st->ph[PH_BUILD] = bk_time_now() - st->t0;
+    return 0;
+}
 
-    t0 = bk_time_now();
-    if (c.noscale) {
-        /* --object-scale: each triangle gets the factor of the last pattern matching its o/g name */
-        if (!(tri_scale = malloc(sizeof(float) * ((size_t)surf->tri_count + 1)))) { bake_error("out of memory\n"); goto done; }
-        for (uint32_t t = 0; t < surf->tri_count; ++t) tri_scale[t] = 1.0f;
-        for (int k = 0; k < c.noscale; ++k) {
-            uint32_t hits = 0;
-            for (uint32_t ob = 0; ob < s.object_count; ++ob) {
-                if (fnmatch(c.oscale_pat[k], s.object_names[ob], 0) != 0) continue;
-                hits++;
-                for (uint32_t t = 0; t < s.tri_count; ++t)
-                    if (s.tri_object[t] == ob) tri_scale[t] = c.oscale_f[k];
-            }
-            if (!hits) {
-                bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c.scene,
-                        c.oscale_pat[k], (double)c.oscale_f[k], s.object_count);
-                goto done;
-            }
-        }
-        c.atlas.tri_scale = tri_scale;
+/* upload: the accel handed over to the backend's start, which uploads it on its thread; the phase's
+ * time is the wait for that upload which the atlas did not hide (be_start_finish, in the atlas). */
+static int phase_upload(bake_state *st)
+{
+    st->t0 = bk_time_now();
+    st->av = bk_accel_get_view(&st->a);
+    if (be_start_give(&st->bs, &st->av)) {
+        st->be = be_start_finish(&st->bs, NULL, NULL);
+        bake_error("%s\n", st->bs.msg);
+        return 1;
     }
-    if (bk_atlas_build(surf, &c.atlas, &at, err, sizeof err)) { bake_error("%s\n", err); goto done; }
-    if (c.pages_auto && c.writer) {
-        /* the pages are known now: name them, with the same checks as every output, before the bake */
-        page_names = calloc((size_t)at.page_count, sizeof(char *));
-        page_idx = malloc(sizeof(int) * (size_t)at.page_count);
-        if (!page_names || !page_idx) { bake_error("out of memory\n"); goto done; }
-        page_names[0] = page0;
-        page0 = NULL;
-        page_idx[0] = out_idx[0];
-        for (int p = 1; p < at.page_count; ++p) {
-            int r = -1;
-            if (!(page_names[p] = page_name(c.out, p)) || (r = page_idx[p] = bk_outputs_add(&io, "-o", page_names[p], 0, err, sizeof err)) < 0) {
-                bake_error("%s\n", page_names[p] ? err : "out of memory");
-                rc = r == BK_OUT_CLASH ? 2 : 1;
-                goto done;
-            }
+    return 0;
+}
+
+/* --object-scale: each triangle gets the factor of the last pattern matching its o/g name. */
+static int object_scales(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    const bk_scene *s = &st->s;
+    if (!(st->tri_scale = malloc(sizeof(float) * ((size_t)st->surf->tri_count + 1)))) { bake_error("out of memory\n"); return 1; }
+    for (uint32_t t = 0; t < st->surf->tri_count; ++t) st->tri_scale[t] = 1.0f;
+    for (int k = 0; k < c->noscale; ++k) {
+        uint32_t hits = 0;
+        for (uint32_t ob = 0; ob < s->object_count; ++ob) {
+            if (fnmatch(c->oscale_pat[k], s->object_names[ob], 0) != 0) continue;
+            hits++;
+            for (uint32_t t = 0; t < s->tri_count; ++t)
+                if (s->tri_object[t] == ob) st->tri_scale[t] = c->oscale_f[k];
+        }
+        if (!hits) {
+            bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c->scene,
+                    c->oscale_pat[k], (double)c->oscale_f[k], s->object_count);
+            return 1;
         }
     }
-    {
-        const double tw = bk_time_now();
-        be = be_start_finish(&bs, &ph[PH_STARTUP], &ph[PH_UPLOAD]);
-        if (lend_core) bk_pool_set_threads(0);
-        if (!be || !bs.ok) { bake_error("%s\n", bs.msg); goto done; }
-        if (bs.note[0] && !c.quiet) fprintf(stderr, "baker: %s\n", bs.note);
-        snprintf(backend_name, sizeof backend_name, "%s", be->i->name(be));
-        t0 += bk_time_now() - tw;            /* the wait is startup and upload, not atlas */
+    c->atlas.tri_scale = st->tri_scale;
+    return 0;
+}
+
+/* --pages auto: the pages are known now: name them, with the same checks as every output,
+ * before the bake. */
+static int name_pages(bake_state *st)
+{
+    const int n = st->at.page_count;
+    st->page_names = calloc((size_t)n, sizeof(char *));
+    st->page_idx = malloc(sizeof(int) * (size_t)n);
+    if (!st->page_names || !st->page_idx) { bake_error("out of memory\n"); return 1; }
+    st->page_names[0] = st->page0;
+    st->page0 = NULL;
+    st->page_idx[0] = st->out_idx[0];
+    for (int p = 1; p < n; ++p) {
+        int r = -1;
+        if (!(st->page_names[p] = page_name(st->c.out, p)) ||
+            (r = st->page_idx[p] = bk_outputs_add(&st->io, "-o", st->page_names[p], 0, st->err, sizeof st->err)) < 0)
+            return bake_stop(st, r == BK_OUT_CLASH, st->page_names[p] ? st->err : "out of memory");
     }
-    if (check_memory(&c, be, &at, mem)) goto done;
+    return 0;
+}
+
+/* The backend, once its start and upload are done; the wait is startup and upload, not atlas. */
+static int await_backend(bake_state *st)
+{
+    const double tw = bk_time_now();
+    st->be = be_start_finish(&st->bs, &st->ph[PH_STARTUP], &st->ph[PH_UPLOAD]);
+    if (st->lend_core) bk_pool_set_threads(0);
+    if (!st->be || !st->bs.ok) { bake_error("%s\n", st->bs.msg); return 1; }
+    if (st->bs.note[0] && !st->c.quiet) fprintf(stderr, "baker: %s\n", st->bs.note);
+    snprintf(st->backend_name, sizeof st->backend_name, "%s", st->be->i->name(st->be));
+    st->t0 += bk_time_now() - tw;
+    return 0;
+}
+
+/* atlas: charts and packing (bk_atlas_build), the pages' names, the memory check, the texels. */
+static int phase_atlas(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    st->t0 = bk_time_now();
+    if (c->noscale && object_scales(st)) return 1;
+    if (bk_atlas_build(st->surf, &c->atlas, &st->at, st->err, sizeof st->err)) { bake_error("%s\n", st->err); return 1; }
+    if (c->pages_auto && c->writer && name_pages(st)) return 1;
+    if (await_backend(st)) return 1;
+    if (check_memory(c, st->be, &st->at, st->mem)) return 1;
     /* A backend with its own copy of the texels (a GPU) gets them a slice at a time, made from
      * their refs during the bake (bk_bake_run_opts.make_texels): the host never holds them whole
      * (32 B each, 8 for a ref). The CPU reads them in place; --bin-rays sorts them whole first. */
     bk_backend_caps caps0;
-    be->i->caps(be, &caps0);
-    const int make_later = caps0.keeps_texels && !c.bin_rays;
-    if (make_later ? bk_atlas_rasterize_refs(surf, &at, &refs, &ntx, &cov, err, sizeof err)
-                   : bk_atlas_rasterize(surf, &at, &tx, &ntx, &cov, err, sizeof err)) {
-        bake_error("%s\n", err);
-        goto done;
+    st->be->i->caps(st->be, &caps0);
+    const int make_later = caps0.keeps_texels && !c->bin_rays;
+    if (make_later ? bk_atlas_rasterize_refs(st->surf, &st->at, &st->refs, &st->ntx, &st->cov, st->err, sizeof st->err)
+                   : bk_atlas_rasterize(st->surf, &st->at, &st->tx, &st->ntx, &st->cov, st->err, sizeof st->err)) {
+        bake_error("%s\n", st->err);
+        return 1;
     }
-    ph[PH_ATLAS] = bk_time_now() - t0;
+    st->ph[PH_ATLAS] = bk_time_now() - st->t0;
+    return 0;
+}
 
-    t0 = bk_time_now();         /* the bake phase: shading data, lighting defaults, the bake */
-    /* lighting defaults that depend on the scene */
-    float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
-                       (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
-    if (bk_bake_data_build_hit(surf, has_vox ? vm.first_quad_tri : surf->tri_count, c.points, c.point_count, &bd, err, sizeof err)) { bake_error("%s\n", err); goto done; }
-    int has_sun = c.p.sun_color[0] > 0 || c.p.sun_color[1] > 0 || c.p.sun_color[2] > 0;
-    if (c.p.mode == BK_BAKE_LIGHT && !has_sun && !c.sky_given && !bd.point_count && !bd.emit_count) {
-        c.p.sky[0] = c.p.sky[1] = c.p.sky[2] = 1.0f;
-        if (!c.quiet) fprintf(stderr, "baker: %s has no emissive materials and no --sun, --point or --sky was given: "
-                                      "lighting it with a white sky (--sky 1,1,1)\n", c.scene);
+/* The shading data and the lighting defaults that depend on the scene. */
+static int bake_lighting(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    const bk_accel *a = &st->a;
+    const bk_scene *surf = st->surf;
+    float diag = sqrtf((a->hi.x - a->lo.x) * (a->hi.x - a->lo.x) + (a->hi.y - a->lo.y) * (a->hi.y - a->lo.y) +
+                       (a->hi.z - a->lo.z) * (a->hi.z - a->lo.z));
+    if (bk_bake_data_build_hit(surf, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points, c->point_count, &st->bd,
+                               st->err, sizeof st->err)) {
+        bake_error("%s\n", st->err);
+        return 1;
     }
-    if (!c.ao_given) c.p.ao_distance = 0.1f * diag;
-    c.p.eps = 1e-4f * diag;
-    if (has_vox) {
+    int has_sun = c->p.sun_color[0] > 0 || c->p.sun_color[1] > 0 || c->p.sun_color[2] > 0;
+    if (c->p.mode == BK_BAKE_LIGHT && !has_sun && !c->sky_given && !st->bd.point_count && !st->bd.emit_count) {
+        c->p.sky[0] = c->p.sky[1] = c->p.sky[2] = 1.0f;
+        if (!c->quiet) fprintf(stderr, "baker: %s has no emissive materials and no --sun, --point or --sky was given: "
+                                       "lighting it with a white sky (--sky 1,1,1)\n", c->scene);
+    }
+    if (!c->ao_given) c->p.ao_distance = 0.1f * diag;
+    c->p.eps = 1e-4f * diag;
+    if (st->has_vox) {
         /* Voxel faces are hit exactly (integer planes, t to an ulp), so rays may leave them much
          * closer than 1e-4 of a world of thousands of voxels (0.3 voxels: light under one-voxel
          * ledges): 1e-3 voxels, or 8 ulps of the largest coordinate. */
-        float m = fmaxf(fmaxf(fmaxf(fabsf(a.lo.x), fabsf(a.hi.x)), fmaxf(fabsf(a.lo.y), fabsf(a.hi.y))), fmaxf(fabsf(a.lo.z), fabsf(a.hi.z)));
+        float m = fmaxf(fmaxf(fmaxf(fabsf(a->lo.x), fabsf(a->hi.x)), fmaxf(fabsf(a->lo.y), fabsf(a->hi.y))),
+                        fmaxf(fabsf(a->lo.z), fabsf(a->hi.z)));
         float ev = fmaxf(1e-3f, m * 1e-6f);
-        if (ev < c.p.eps) c.p.eps = ev;
+        if (ev < c->p.eps) c->p.eps = ev;
         /* texels on visible voxel faces are never inside geometry: no unocclude step */
-        c.p.open_tri_begin = vm.first_quad_tri;
-        c.p.open_tri_end = vm.scene.tri_count;
+        c->p.open_tri_begin = st->vm.first_quad_tri;
+        c->p.open_tri_end = st->vm.scene.tri_count;
     }
     /* the larger of the two texel sizes when voxels and triangles are charted at different scales */
-    float tpu_min = at.texels_per_unit;
-    if (has_vox && (!(tpu_min > 0) || (float)c.texels_per_voxel < tpu_min)) tpu_min = (float)c.texels_per_voxel;
-    c.p.texel_world = tpu_min > 0 ? 1.0f / tpu_min : 0.01f * diag;
+    float tpu_min = st->at.texels_per_unit;
+    if (st->has_vox && (!(tpu_min > 0) || (float)c->texels_per_voxel < tpu_min)) tpu_min = (float)c->texels_per_voxel;
+    c->p.texel_world = tpu_min > 0 ? 1.0f / tpu_min : 0.01f * diag;
+    return 0;
+}
 
-    /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
-    bk_backend_caps caps;
-    be->i->caps(be, &caps);
-    if (caps.gpu_primitives && (c.bin_rays || c.exposure_auto || c.stats)) gpu = bk_prim_init(msg, sizeof msg);
-    if (c.bin_rays && bin_texels(gpu, tx, ntx, &a, &sort_seconds, err, sizeof err)) { bake_error("%s\n", err); goto done; }
-    /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
-    size_t page_px = (size_t)at.width * (size_t)at.height, npx = BK_ATLAS_PIXELS(&at);
-    int img_h = at.height * at.page_count;
-    bk_bake_view bv = bk_bake_data_view(&bd, &a);
-    bake_prep = bk_time_now() - t0;
-    bk_bake_run_opts ro;
-    memset(&ro, 0, sizeof ro);
-    ro.params = c.p; ro.trace = c.t.opts; ro.max_launch_ms = c.max_launch_ms; ro.progress = !c.quiet;
+/* The bake's launch options: parameters, trace options, progress, and the register cap. */
+static void bake_launch_opts(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    bk_bake_run_opts *ro = &st->ro;
+    memset(ro, 0, sizeof *ro);
+    ro->params = c->p; ro->trace = c->t.opts; ro->max_launch_ms = c->max_launch_ms; ro->progress = !c->quiet;
     /* (For --kernel megakernel; the wavefront's kernels keep their registers, kernels/bake.cu.)
      * The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
@@ -1455,255 +1554,391 @@ static int bake_run(int argc, char **argv, bake_job *job)
      * fast part's bookkeeping, the restart trail) and spill it under 32: capped at 48 they bake 1.35
      * to 1.9x as fast as at 32 (sponza and sibenik, both accels; at 32 they were slower than
      * uncapped). Same texels either way. */
-    if (!has_vox) {
-        bk_trace_opts capped = ro.trace;
-        capped.reg_cap = ro.trace.stack_mode == BK_STACK_GLOBAL ? 32 : 48;
+    if (!st->has_vox) {
+        bk_trace_opts capped = ro->trace;
+        capped.reg_cap = ro->trace.stack_mode == BK_STACK_GLOBAL ? 32 : 48;
         char why[256];
-        if (be->i->supports(be, &capped, why, sizeof why)) ro.trace = capped;
+        if (st->be->i->supports(st->be, &capped, why, sizeof why)) ro->trace = capped;
     }
-    const int denoise = c.denoise >= 0 ? c.denoise : c.p.mode == BK_BAKE_LIGHT;
-    /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
-     * denoiser is done and only then makes the image (12 B per pixel): never both at once with
-     * the texels (32 B), nor a variance per pixel. */
-    const int filter = denoise && c.dn.passes > 0 && c.p.spp > 1;
+}
+
+/* Where the bake's colours go: this rank's share of a job (granules of the texels, taken from
+ * the job's counter as the rank's devices ask for work, bake.h, so a faster rank takes more);
+ * texel colours for the denoiser or the gather, else the image itself. */
+static int bake_targets(bake_state *st)
+{
+    bake_job *job = st->job;
+    const bk_atlas *at = &st->at;
+    const uint32_t ntx = st->ntx;
     if (job->size > 1) {
-        /* this rank's share: granules of the texels, taken from the job's counter as the rank's
-         * devices ask for work (bake.h), so a faster rank takes more */
         job->granule = bk_bake_granule(ntx, (uint32_t)job->size);
         job->granules = (uint32_t)(((uint64_t)ntx + job->granule - 1) / job->granule);
         job->taken = malloc(sizeof(uint32_t) * (job->granules ? job->granules : 1));
-        if (!job->taken) { bake_error("out of memory for the list of %u granules\n", job->granules); goto done; }
-        ro.rank = (uint32_t)job->rank; ro.ranks = (uint32_t)job->size; ro.granule = job->granule;
-        ro.next_granule = job_next_granule; ro.granule_ctx = job;
+        if (!job->taken) { bake_error("out of memory for the list of %u granules\n", job->granules); return 1; }
+        st->ro.rank = (uint32_t)job->rank; st->ro.ranks = (uint32_t)job->size; st->ro.granule = job->granule;
+        st->ro.next_granule = job_next_granule; st->ro.granule_ctx = job;
     }
     /* a job's ranks bake into texel colours too: what rank 0 gathers (job_share) */
-    if (filter || job->size > 1) {
-        tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
-        if (!tcol) { bake_error("out of memory for the colours of %u texels\n", ntx); goto done; }
-        ro.texel_col = tcol;
+    if (st->filter || job->size > 1) {
+        st->tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
+        if (!st->tcol) { bake_error("out of memory for the colours of %u texels\n", ntx); return 1; }
+        st->ro.texel_col = st->tcol;
     } else {
-        rgb = malloc(sizeof(float) * 3 * npx);
-        if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
+        st->rgb = malloc(sizeof(float) * 3 * st->npx);
+        if (!st->rgb) {
+            bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at->width, at->height, at->page_count);
+            return 1;
+        }
     }
+    return 0;
+}
+
+/* bake: shading data, lighting defaults, the texels' order, then the bake itself, and in a job
+ * the gather of every rank's share at rank 0. */
+static int phase_bake(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    bake_job *job = st->job;
+    st->t0 = bk_time_now();
+    if (bake_lighting(st)) return 1;
+    /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
+    bk_backend_caps caps;
+    st->be->i->caps(st->be, &caps);
+    if (caps.gpu_primitives && (c->bin_rays || c->exposure_auto || c->stats)) st->gpu = bk_prim_init(st->msg, sizeof st->msg);
+    if (c->bin_rays && bin_texels(st->gpu, st->tx, st->ntx, &st->a, &st->sort_seconds, st->err, sizeof st->err)) {
+        bake_error("%s\n", st->err);
+        return 1;
+    }
+    /* pages are stacked vertically into one image of at.height * page_count rows (atlas.h) */
+    st->page_px = (size_t)st->at.width * (size_t)st->at.height;
+    st->npx = BK_ATLAS_PIXELS(&st->at);
+    st->img_h = st->at.height * st->at.page_count;
+    st->bv = bk_bake_data_view(&st->bd, &st->a);
+    st->bake_prep = bk_time_now() - st->t0;
+    bake_launch_opts(st);
+    const int denoise = c->denoise >= 0 ? c->denoise : c->p.mode == BK_BAKE_LIGHT;
+    /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
+     * denoiser is done and only then makes the image (12 B per pixel): never both at once with
+     * the texels (32 B), nor a variance per pixel. */
+    st->filter = denoise && c->dn.passes > 0 && c->p.spp > 1;
+    if (bake_targets(st)) return 1;
     /* a backend with its own copy of the texels (a GPU) lets the host keep only their refs from
      * the moment every device has begun (texels_kept); the CPU reads them in place, through the
      * denoiser's passes too, and they are compacted after those */
-    kept_texels kt;
-    kt.tx = &tx; kt.refs = &refs; kt.n = ntx;
-    ro.texels_kept = texels_kept; ro.texels_kept_ctx = &kt;
-    made_texels mt;
-    mt.s = surf; mt.a = &at; mt.refs = refs;
-    if (!tx) { ro.make_texels = make_texels; ro.make_texels_ctx = &mt; ro.texel_refs = refs; }
-    const uint64_t key = job->size > 1 ? job_key(job, &c, tx, &mt, ntx, img_h) : 0;
-    bk_bake_result res;
-    if (bk_bake_texels(be, &bv, tx, ntx, at.width, img_h, &ro, rgb, cov, &res, err, sizeof err)) {
-        bake_error("%s\n", err);
-        goto done;
+    st->kt.tx = &st->tx; st->kt.refs = &st->refs; st->kt.n = st->ntx;
+    st->ro.texels_kept = texels_kept; st->ro.texels_kept_ctx = &st->kt;
+    st->mt.s = st->surf; st->mt.a = &st->at; st->mt.refs = st->refs;
+    if (!st->tx) { st->ro.make_texels = make_texels; st->ro.make_texels_ctx = &st->mt; st->ro.texel_refs = st->refs; }
+    const uint64_t key = job->size > 1 ? job_key(job, c, st->tx, &st->mt, st->ntx, st->img_h) : 0;
+    if (bk_bake_texels(st->be, &st->bv, st->tx, st->ntx, st->at.width, st->img_h, &st->ro, st->rgb, st->cov, &st->res, st->err,
+                       sizeof st->err)) {
+        bake_error("%s\n", st->err);
+        return 1;
     }
     if (job->size > 1) {
-        if (job_share(job, &c, key, tx, refs, ntx, cov, tcol, &res)) goto done;
+        if (job_share(job, c, key, st->tx, st->refs, st->ntx, st->cov, st->tcol, &st->res)) return 1;
         if (job->rank != 0) {           /* its share is with rank 0: wait for its word, and stop */
-            rc = job_agree(job, 1, 1) ? 1 : 0;
-            goto done;
+            st->rc = job_agree(job, 1, 1) ? 1 : 0;
+            return 1;
         }
         /* the other ranks now sleep in that wait: what follows (denoise, fill, write) takes
          * every core the job holds on rank 0's host (mpirun binds each of 2 ranks to one core;
          * with 1 thread rank 0's denoiser took twice as long as one process's) */
         if (job->own_threads) bk_pool_set_threads(bk_world_take_host_cores());
     }
-    ph[PH_BAKE] = bk_time_now() - t0;
-    t0 = bk_time_now();
-    if (tcol) {
+    st->ph[PH_BAKE] = bk_time_now() - st->t0;
+    return 0;
+}
+
+/* The image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the last
+ * texel down, a slice at a time, each slice's colours given back once written (texels are in
+ * pixel order: the image's fresh pages fill as the colours shrink, so the two are never both
+ * whole). */
+static int image_from_colours(bake_state *st)
+{
+    st->rgb = calloc(3 * st->npx, sizeof(float));
+    if (!st->rgb) {
+        bake_error("out of memory for a %dx%d lightmap (%d pages)\n", st->at.width, st->at.height, st->at.page_count);
+        return 1;
+    }
+    enum { SLICE = 1 << 20 };
+    for (uint32_t end = st->ntx; end > 0;) {
+        uint32_t begin = end > SLICE ? end - SLICE : 0;
+        image_job ij = { st->refs + begin, st->tcol + begin, st->rgb };
+        bk_parallel_for(end - begin, 16384, image_fn, &ij);   /* each texel its own pixel */
+        end = begin;
+        bk_f4 *shrunk = end ? realloc(st->tcol, sizeof(bk_f4) * end) : NULL;
+        if (shrunk) st->tcol = shrunk;
+    }
+    free(st->tcol);
+    st->tcol = NULL;
+    return 0;
+}
+
+/* denoise: the texels' colours filtered (bk_denoise_texel_colours), then made into the image. */
+static int phase_denoise(bake_state *st)
+{
+    const bk_atlas *at = &st->at;
+    st->t0 = bk_time_now();
+    if (st->tcol) {
         /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
          * which come back holding charts instead of triangles */
-        if (filter && bk_denoise_texel_colours(be, tcol, cov, refs ? NULL : tx, refs, ntx, at.tri_chart, at.tri_count, at.width,
-                                               at.height, c.p.texel_world, &c.dn, &dres, err, sizeof err)) {
-            bake_error("%s\n", err);
-            goto done;
+        if (st->filter && bk_denoise_texel_colours(st->be, st->tcol, st->cov, st->refs ? NULL : st->tx, st->refs, st->ntx,
+                                                   at->tri_chart, at->tri_count, at->width, at->height, st->c.p.texel_world,
+                                                   &st->c.dn, &st->dres, st->err, sizeof st->err)) {
+            bake_error("%s\n", st->err);
+            return 1;
         }
-        if (filter && refs) refs_hold_charts = 1;
+        if (st->filter && st->refs) st->refs_hold_charts = 1;
     }
     /* from here on a texel's pixel and triangle are all that is read: 8 B of its 32 */
-    if (!refs) refs = bk_texels_compact(&tx, ntx);
-    if (tcol) {
-        /* the image: every texel's colour at its pixel (0 inside geometry), 0 elsewhere; from the
-         * last texel down, a slice at a time, each slice's colours given back once written (texels
-         * are in pixel order: the image's fresh pages fill as the colours shrink, so the two are
-         * never both whole) */
-        rgb = calloc(3 * npx, sizeof(float));
-        if (!rgb) { bake_error("out of memory for a %dx%d lightmap (%d pages)\n", at.width, at.height, at.page_count); goto done; }
-        enum { SLICE = 1 << 20 };
-        for (uint32_t end = ntx; end > 0;) {
-            uint32_t begin = end > SLICE ? end - SLICE : 0;
-            image_job ij = { refs + begin, tcol + begin, rgb };
-            bk_parallel_for(end - begin, 16384, image_fn, &ij);   /* each texel its own pixel */
-            end = begin;
-            bk_f4 *shrunk = end ? realloc(tcol, sizeof(bk_f4) * end) : NULL;
-            if (shrunk) tcol = shrunk;
-        }
-        free(tcol);
-        tcol = NULL;
-    }
-    ph[PH_DENOISE] = bk_time_now() - t0;
+    if (!st->refs) st->refs = bk_texels_compact(&st->tx, st->ntx);
+    if (st->tcol && image_from_colours(st)) return 1;
+    st->ph[PH_DENOISE] = bk_time_now() - st->t0;
+    return 0;
+}
 
-    t0 = bk_time_now();
-    double wt = t0;
-    if (c.exposure_auto || c.stats) {
-        float e = auto_exposure(gpu, rgb, cov, npx, &mean_lum, err, sizeof err);
-        if (e < 0) { bake_error("%s\n", err); goto done; }
-        if (c.exposure_auto) c.exposure = e;
+/* Where charts may lie less than two texels apart, each texel that bilinear lookups inside a
+ * chart read takes that chart's colours only (bk_atlas_reach_ids); then the padding, page by page. */
+static int dilate_pages(bake_state *st)
+{
+    const bk_atlas *at = &st->at;
+    uint32_t *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
+    if (at->close_charts && !reach) { bake_error("out of memory\n"); return 1; }
+    if (reach) bk_atlas_reach_ids(at, reach);
+    for (int p = 0; p < at->page_count; ++p)
+        bk_image_dilate_charts(st->rgb + 3 * st->page_px * (size_t)p, st->cov + st->page_px * (size_t)p,
+                               reach ? reach + st->page_px * (size_t)p : NULL, at->width, at->height, st->c.atlas.padding + 14);
+    free(reach);
+    return 0;
+}
+
+/* Each page's image to its temporary file (they replace their targets together at the end). */
+static int write_images(bake_state *st)
+{
+    const bake_cli *c = &st->c;
+    char *err = st->err;
+    FILE *f;
+    for (int p = 0; p < st->at.page_count; ++p) {
+        int oi = c->pages_auto ? st->page_idx[p] : st->out_idx[0];
+        const char *name = c->pages_auto ? st->page_names[p] : c->out;
+        if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
+            bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height, c->exposure, err,
+                                sizeof st->err) ||
+            bk_outputs_close(&st->io, oi, err, sizeof st->err)) {
+            bake_error("%s\n", err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --mesh-out: the OBJ (with its MTL file) or the glTF, to its temporary file. */
+static int write_mesh(bake_state *st)
+{
+    const bake_cli *c = &st->c;
+    char *err = st->err;
+    const size_t es = sizeof st->err;
+    FILE *f, *mf = NULL;
+    if (!(f = bk_outputs_open(&st->io, st->out_idx[1], err, es)) ||
+        (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
+        (bk_gltf_path(c->mesh_out) ? write_gltf(f, c, st->surf, &st->at, st->page_names, err, es)
+                                   : bk_mesh_write_obj_vox(f, c->mesh_out, st->surf, st->has_vox ? &st->vm : NULL, &st->at, mf,
+                                                           st->mtl_path, err, es)) ||
+        bk_outputs_close(&st->io, st->out_idx[1], err, es) || (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
+        bake_error("%s\n", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
+ * (WRITE_STEPS, each timed). */
+static int phase_write(bake_state *st)
+{
+    bake_cli *c = &st->c;
+    const bk_atlas *at = &st->at;
+    st->t0 = bk_time_now();
+    double wt = st->t0;
+    if (c->exposure_auto || c->stats) {
+        float e = auto_exposure(st->gpu, st->rgb, st->cov, st->npx, &st->mean_lum, st->err, sizeof st->err);
+        if (e < 0) { bake_error("%s\n", st->err); return 1; }
+        if (c->exposure_auto) c->exposure = e;
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
      * then the padding, page by page */
     /* the refs go as soon as the fill has its chart map: not held through the fill nor the write */
-    wr[WR_EXPOSURE] = lap(&wt);
+    st->wr[WR_EXPOSURE] = lap(&wt);
     /* the devices' last use: when the process ends with this bake, they go now, on a thread,
      * while the host fills, dilates and writes (bk_cmd_bake_last) */
-    mem[MEM_PEAK_DEVICE] = be->i->memory_peak(be);
+    st->mem[MEM_PEAK_DEVICE] = st->be->i->memory_peak(st->be);
     if (bake_last) {
-        rel.gpu = gpu; rel.be = be;
-        rel.running = pthread_create(&rel.th, NULL, be_release_run, &rel) == 0;
-        if (rel.running) gpu = NULL, be = NULL;
+        st->rel.gpu = st->gpu; st->rel.be = st->be;
+        st->rel.running = pthread_create(&st->rel.th, NULL, be_release_run, &st->rel) == 0;
+        if (st->rel.running) st->gpu = NULL, st->be = NULL;
     }
-    if (bk_fill_hidden_refs(rgb, cov, &refs, ntx, refs_hold_charts ? NULL : at.tri_chart, at.width, at.height, at.page_count, NULL,
-                            err, sizeof err)) {
-        bake_error("%s\n", err);
-        goto done;
+    if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart, at->width, at->height,
+                            at->page_count, NULL, st->err, sizeof st->err)) {
+        bake_error("%s\n", st->err);
+        return 1;
     }
-    wr[WR_FILL] = lap(&wt);
-    /* where charts may lie less than two texels apart, each texel that bilinear lookups inside a
-     * chart read takes that chart's colours only (bk_atlas_reach_ids) */
-    {
-        uint32_t *reach = at.close_charts ? malloc(sizeof(uint32_t) * (npx ? npx : 1)) : NULL;
-        if (at.close_charts && !reach) { bake_error("out of memory\n"); goto done; }
-        if (reach) bk_atlas_reach_ids(&at, reach);
-        for (int p = 0; p < at.page_count; ++p)
-            bk_image_dilate_charts(rgb + 3 * page_px * (size_t)p, cov + page_px * (size_t)p,
-                                   reach ? reach + page_px * (size_t)p : NULL, at.width, at.height, c.atlas.padding + 14);
-        free(reach);
-    }
-    wr[WR_DILATE] = lap(&wt);
-    /* every output goes to its temporary file; they replace their targets together at the end */
-    for (int p = 0; p < at.page_count; ++p) {
-        int oi = c.pages_auto ? page_idx[p] : out_idx[0];
-        const char *name = c.pages_auto ? page_names[p] : c.out;
-        if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) ||
-            bk_image_write_file(f, name, rgb + 3 * page_px * (size_t)p, at.width, at.height, c.exposure, err, sizeof err) ||
-            bk_outputs_close(&io, oi, err, sizeof err)) {
-            bake_error("%s\n", err);
-            goto done;
-        }
-    }
-    wr[WR_IMAGES] = lap(&wt);
-    if (c.mesh_out) {
-        FILE *mf = NULL;
-        if (!(f = bk_outputs_open(&io, out_idx[1], err, sizeof err)) ||
-            (mtl_idx >= 0 && !(mf = bk_outputs_open(&io, mtl_idx, err, sizeof err))) ||
-            (bk_gltf_path(c.mesh_out) ? write_gltf(f, &c, surf, &at, page_names, err, sizeof err)
-                                      : bk_mesh_write_obj_vox(f, c.mesh_out, surf, has_vox ? &vm : NULL, &at, mf, mtl_path, err, sizeof err)) ||
-            bk_outputs_close(&io, out_idx[1], err, sizeof err) || (mtl_idx >= 0 && bk_outputs_close(&io, mtl_idx, err, sizeof err))) {
-            bake_error("%s\n", err);
-            goto done;
-        }
-    }
-    wr[WR_MESH] = lap(&wt);
-    ph[PH_WRITE] = bk_time_now() - t0;
-    /* What the stats and the summary no longer need goes before they are written, so that its
-     * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
-    t0 = bk_time_now();
+    st->wr[WR_FILL] = lap(&wt);
+    if (dilate_pages(st)) return 1;
+    st->wr[WR_DILATE] = lap(&wt);
+    if (write_images(st)) return 1;
+    st->wr[WR_IMAGES] = lap(&wt);
+    if (c->mesh_out && write_mesh(st)) return 1;
+    st->wr[WR_MESH] = lap(&wt);
+    st->ph[PH_WRITE] = bk_time_now() - st->t0;
+    return 0;
+}
+
+/* free: what the stats and the summary no longer need goes before they are written, so that its
+ * time is a phase too (the scene and the atlas stay: the stats name pages and materials). */
+static int phase_free(bake_state *st)
+{
+    st->t0 = bk_time_now();
     if (!bake_end_fast) {       /* else the process end takes the host memory (see bk_cmd_bake_end_fast) */
-        free(rgb); rgb = NULL;
-        free(tx); tx = NULL;
-        free(refs); refs = NULL;
-        free(cov); cov = NULL;
-        bk_bake_data_free(&bd);
-        bk_accel_free(&a);
-        memset(&a, 0, sizeof a);
+        free(st->rgb); st->rgb = NULL;
+        free(st->tx); st->tx = NULL;
+        free(st->refs); st->refs = NULL;
+        free(st->cov); st->cov = NULL;
+        bk_bake_data_free(&st->bd);
+        bk_accel_free(&st->a);
+        memset(&st->a, 0, sizeof st->a);
     }
-    bk_prim_free(gpu); gpu = NULL;
-    bk_backend_free(be); be = NULL;
-    be_release_finish(&rel);    /* what the devices' teardown did not hide behind the write */
-    ph[PH_FREE] = bk_time_now() - t0;
-    mem[MEM_PEAK_HOST] = bk_peak_rss();
-    if (c.stats) {
-        if (!(f = bk_outputs_open(&io, out_idx[2], err, sizeof err))) { bake_error("%s\n", err); goto done; }
-        write_stats_json(f, &c, &s, has_vox ? &vm : NULL, &at, page_names, ntx, &res, ph, backend_name, mean_lum, sort_seconds, mem, &dres, job, wr, bake_prep);
+    bk_prim_free(st->gpu); st->gpu = NULL;
+    bk_backend_free(st->be); st->be = NULL;
+    be_release_finish(&st->rel);    /* what the devices' teardown did not hide behind the write */
+    st->ph[PH_FREE] = bk_time_now() - st->t0;
+    st->mem[MEM_PEAK_HOST] = bk_peak_rss();
+    return 0;
+}
+
+/* The summary of a bake, unless --quiet. */
+static void print_summary(const bake_state *st)
+{
+    const bake_cli *c = &st->c;
+    const bake_job *job = st->job;
+    const bk_atlas *at = &st->at;
+    const bk_voxmesh *vm = &st->vm;
+    const bk_bake_result *res = &st->res;
+    const bk_denoise_result *dres = &st->dres;
+    const uint64_t *mem = st->mem;
+    FILE *say = st->say;
+    double mrays = res->totals.seconds > 0 ? (double)res->totals.rays / res->totals.seconds / 1e6 : 0.0;
+    if (at->page_count > 1 || c->pages_auto)
+        fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c->scene,
+                st->page_names[0], st->page_names[at->page_count - 1], at->page_count, at->width, at->height, at->chart_count, st->ntx,
+                100.0 * at->utilisation, st->backend_name);
+    else
+        fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c->scene, c->out,
+                at->width, at->height, at->chart_count, st->ntx, 100.0 * at->utilisation, (double)at->stretch_l2, st->backend_name);
+    if (st->has_vox)
+        fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
+                     "%llu texels at %d per voxel; surface %.3f s\n", st->s.vox_instance_count, (unsigned long long)vm->voxel_count,
+                (unsigned long long)vm->face_count, (unsigned long long)vm->hidden_faces, vm->quad_count, vm->quad_count,
+                (unsigned long long)vm->face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel), c->texels_per_voxel,
+                vm->seconds);
+    fprintf(say, " ");
+    for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", phase_names[k], st->ph[k]);
+    fputc('\n', say);
+    fprintf(say, "  %llu rays in %.3f s of tracing%s: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
+            (unsigned long long)res->totals.rays, res->totals.seconds, res->devices > 1 ? " (busiest device)" : "", mrays, res->launches,
+            res->longest_launch_ms, res->invalid);
+    for (int k = 0; res->devices > 1 && k < res->devices && k < BK_BAKE_MAX_DEVICES; ++k)
+        fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k, (unsigned long long)res->dev[k].texels,
+                res->dev[k].blocks, (unsigned long long)res->dev[k].rays, res->dev[k].busy_seconds);
+    if (dres->texels)
+        fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres->seconds,
+                dres->filter_seconds, st->backend_name, (unsigned long long)dres->texels, dres->charts);
+    uint64_t px = (uint64_t)BK_ATLAS_PIXELS(at);
+    fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)", gb(mem[MEM_PEAK_HOST]),
+            gb(mem[MEM_EST_HOST]), px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
+    if (mem[MEM_PEAK_DEVICE] || mem[MEM_EST_DEVICE])
+        fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)", gb(mem[MEM_PEAK_DEVICE]), gb(mem[MEM_EST_DEVICE]));
+    fputc('\n', say);
+    if (c->exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c->exposure);
+    if (c->bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", st->sort_seconds);
+    if (job->size > 1)
+        fprintf(say, "  job: %d ranks, granules of %u texels taken as asked for; rank 0 waited %.3f s for the others, "
+                     "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
+                (double)job->gather_bytes / 1e6, job->gather_seconds);
+}
+
+/* After the phases: the stats, the summary, the job's last agreement and the commit of every
+ * output. Returns the exit status. */
+static int bake_report(bake_state *st)
+{
+    const bake_cli *c = &st->c;
+    if (c->stats) {
+        FILE *f = bk_outputs_open(&st->io, st->out_idx[2], st->err, sizeof st->err);
+        if (!f) { bake_error("%s\n", st->err); return 1; }
+        write_stats_json(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res, st->ph,
+                         st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job, st->wr, st->bake_prep);
     }
-    if (!c.quiet) {
-        double mrays = res.totals.seconds > 0 ? (double)res.totals.rays / res.totals.seconds / 1e6 : 0.0;
-        if (at.page_count > 1 || c.pages_auto)
-            fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c.scene,
-                    page_names[0], page_names[at.page_count - 1], at.page_count, at.width, at.height, at.chart_count, ntx,
-                    100.0 * at.utilisation, backend_name);
-        else
-            fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c.scene, c.out,
-                    at.width, at.height, at.chart_count, ntx, 100.0 * at.utilisation, (double)at.stretch_l2, backend_name);
-        if (has_vox)
-            fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
-                         "%llu texels at %d per voxel; surface %.3f s\n", s.vox_instance_count, (unsigned long long)vm.voxel_count,
-                    (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces, vm.quad_count, vm.quad_count,
-                    (unsigned long long)vm.face_count * (uint64_t)(c.texels_per_voxel * c.texels_per_voxel), c.texels_per_voxel, vm.seconds);
-        fprintf(say, " ");
-        for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", phase_names[k], ph[k]);
-        fputc('\n', say);
-        fprintf(say, "  %llu rays in %.3f s of tracing%s: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
-                (unsigned long long)res.totals.rays, res.totals.seconds, res.devices > 1 ? " (busiest device)" : "", mrays, res.launches,
-                res.longest_launch_ms, res.invalid);
-        for (int k = 0; res.devices > 1 && k < res.devices && k < BK_BAKE_MAX_DEVICES; ++k)
-            fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k, (unsigned long long)res.dev[k].texels,
-                    res.dev[k].blocks, (unsigned long long)res.dev[k].rays, res.dev[k].busy_seconds);
-        if (dres.texels)
-            fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres.seconds,
-                    dres.filter_seconds, backend_name, (unsigned long long)dres.texels, dres.charts);
-        uint64_t px = (uint64_t)BK_ATLAS_PIXELS(&at);
-        fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)", gb(mem[MEM_PEAK_HOST]),
-                gb(mem[MEM_EST_HOST]), px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
-        if (mem[MEM_PEAK_DEVICE] || mem[MEM_EST_DEVICE])
-            fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)", gb(mem[MEM_PEAK_DEVICE]), gb(mem[MEM_EST_DEVICE]));
-        fputc('\n', say);
-        if (c.exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c.exposure);
-        if (c.bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", sort_seconds);
-        if (job->size > 1)
-            fprintf(say, "  job: %d ranks, granules of %u texels taken as asked for; rank 0 waited %.3f s for the others, "
-                         "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
-                    (double)job->gather_bytes / 1e6, job->gather_seconds);
-    }
+    if (!c->quiet) print_summary(st);
     /* every rank has done its share: the others, waiting since the gather, may end; should one
      * of them have failed, nothing is committed */
-    if (job->size > 1 && job_agree(job, 1, 1)) goto done;
+    if (st->job->size > 1 && job_agree(st->job, 1, 1)) return 1;
     /* the outputs replace their targets only once everything, standard output included, is
      * written (bk_outputs_commit checks the summary and --stats - first) */
-    if (bk_outputs_commit(&io, err, sizeof err)) { bake_error("%s\n", err); goto done; }
-    if (c.pages_auto) note_stale_pages(&c, at.page_count);
-    rc = 0;
-done:
-    if (bs.running) {           /* an error while the backend's thread was still at work */
-        be_start_finish(&bs, NULL, NULL);
-        if (!be) be = bs.be;
+    if (bk_outputs_commit(&st->io, st->err, sizeof st->err)) { bake_error("%s\n", st->err); return 1; }
+    if (c->pages_auto) note_stale_pages(c, st->at.page_count);
+    return 0;
+}
+
+/* The end of a bake, failed or not: the backend's thread joined, the temporary files of what
+ * was not committed removed, and (unless the process ends with a successful bake) all freed. */
+static int bake_end(bake_state *st, int rc)
+{
+    bake_cli *c = &st->c;
+    if (st->bs.running) {           /* an error while the backend's thread was still at work */
+        be_start_finish(&st->bs, NULL, NULL);
+        if (!st->be) st->be = st->bs.be;
     }
-    be_release_finish(&rel);
-    pthread_mutex_destroy(&bs.lock);
-    pthread_cond_destroy(&bs.cv);
-    bk_outputs_free(&io);       /* what was not committed: temporary files only */
+    be_release_finish(&st->rel);
+    if (st->bs_begun) {
+        pthread_mutex_destroy(&st->bs.lock);
+        pthread_cond_destroy(&st->bs.cv);
+    }
+    bk_outputs_free(&st->io);       /* what was not committed: temporary files only */
     if (rc == 0 && bake_end_fast) {   /* the process ends: its memory goes with it */
-        bk_prim_free(gpu);
-        bk_backend_free(be);
+        bk_prim_free(st->gpu);
+        bk_backend_free(st->be);
         return rc;
     }
-    for (int k = 0; k < c.noscale; ++k) free((char *)c.oscale_pat[k]);
-    free(c.oscale_pat); free(c.oscale_f); free(tri_scale);
-    free(rgb); free(tcol); free(tx); free(refs); free(cov); free(c.points); free(c.scenes); free(c.devices); free(rects); free(mtl_path); free(page_idx); free(page0);
-    for (int p = 0; page_names && p < at.page_count; ++p) free(page_names[p]);
-    free(page_names);
-    bk_prim_free(gpu);
-    bk_bake_data_free(&bd);
-    bk_atlas_free(&at);
-    bk_accel_free(&a);
-    bk_voxmesh_free(&vm);
-    bk_scene_free(&one);
-    bk_scene_free(&s);
-    bk_backend_free(be);
+    for (int k = 0; k < c->noscale; ++k) free((char *)c->oscale_pat[k]);
+    free(c->oscale_pat); free(c->oscale_f); free(st->tri_scale);
+    free(st->rgb); free(st->tcol); free(st->tx); free(st->refs); free(st->cov); free(c->points); free(c->scenes); free(c->devices);
+    free(st->rects); free(st->mtl_path); free(st->page_idx); free(st->page0);
+    for (int p = 0; st->page_names && p < st->at.page_count; ++p) free(st->page_names[p]);
+    free(st->page_names);
+    bk_prim_free(st->gpu);
+    bk_bake_data_free(&st->bd);
+    bk_atlas_free(&st->at);
+    bk_accel_free(&st->a);
+    bk_voxmesh_free(&st->vm);
+    bk_scene_free(&st->one);
+    bk_scene_free(&st->s);
+    bk_backend_free(st->be);
     return rc;
+}
+
+/* The phases, in BAKE_PHASES order: each returns 0 to go on, else the bake stops with st->rc. */
+#define PHASE_FN(E, n) phase_##n,
+static int (*const phase_run[PH_COUNT])(bake_state *) = { BAKE_PHASES(PHASE_FN) };
+#undef PHASE_FN
+
+static int bake_run(int argc, char **argv, bake_job *job)
+{
+    bake_state st;
+    memset(&st, 0, sizeof st);
+    st.t_start = bk_time_now();
+    st.argc = argc; st.argv = argv; st.job = job;
+    for (int k = 0; k < PH_COUNT; ++k)
+        if (phase_run[k](&st)) return bake_end(&st, st.rc);
+    return bake_end(&st, bake_report(&st));
 }
 
 int bk_cmd_bake(int argc, char **argv)
