@@ -8,35 +8,155 @@
 #include <string.h>
 #include <unistd.h>
 
-const char bk_cli_trace_help[] =
-    "  --accel bvh|bvh2|cwbvh|kdtree\n"
-    "                           acceleration structure (default bvh: each backend traces its\n"
-    "                           fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"
-    "                           cuda the binary one; bvh2 keeps the binary layout, cwbvh traces\n"
-    "                           a compressed 8-wide one on either backend; all give the same hits)\n"
-    "  --stack global|short|spill\n"
-    "                           where the traversal stack lives (default global):\n"
-    "                             global  a full per-thread stack in local (device) memory\n"
-    "                             short   K entries in shared memory; on overflow the oldest\n"
-    "                                     are dropped and traversal restarts from the root\n"
-    "                                     (restart trail for the BVH, kd-restart for the KD-tree)\n"
-    "                             spill   K entries in shared memory that spill to global memory\n"
-    "  --stack-size K           entries of the short/spill stack, 1..64 (default 8)\n"
-    "  --counters thread|warp|block\n"
-    "                           CUDA atomics for the work and statistics counters: one per\n"
-    "                           thread, one per warp (ballot + popc) or one per block (default warp)\n"
-    "  --backend cpu|cuda|auto  where to trace (default auto: the GPU when one is usable)\n"
-    "  --threads N              cpu backend: worker threads (default: all cores)\n"
-    "  --ray-order auto|sorted|input\n"
-    "                           in what order the rays are traced: sorted by direction octant,\n"
-    "                           then origin along a Morton curve, so that neighbouring threads\n"
-    "                           run alike (the sort counts in the trace time; hits come back in\n"
-    "                           the file's order), or as they come (input); default auto: sorted\n"
-    "                           on the cuda backend, input on the cpu, where it pays no more\n"
-    "                           than it costs. A bake's auto is input; sorted bins each wave's\n"
-    "                           rays (GPU wavefront; --bin-rays on also sorts the texels)\n"
-    "  --any-hit                occlusion query: stop at the first hit found\n"
-    "  --stats                  print the traversal counters (nodes, triangles, restarts, spills)\n";
+/* The tracing options' setters: dst is a bk_cli_trace. */
+static int set_accel(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    (void)opt;
+    if (!strcmp(v, "bvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 0; }
+    else if (!strcmp(v, "bvh2")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 2; }
+    else if (!strcmp(v, "cwbvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 8; }
+    else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
+    else { fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_stack(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    (void)opt;
+    int m = bk_stack_mode_parse(v);
+    if (m < 0) { fprintf(stderr, "baker: --stack: expected global, short or spill, got '%s'\n", v); return -1; }
+    t->opts.stack_mode = m;
+    return 0;
+}
+
+static int set_stack_size(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 1, BK_STACK_ENTRIES, &u)) return -1;
+    t->opts.stack_size = (int)u;
+    return 0;
+}
+
+static int set_counters(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    (void)opt;
+    int c = bk_counters_parse(v);
+    if (c < 0) { fprintf(stderr, "baker: --counters: expected thread, warp or block, got '%s'\n", v); return -1; }
+    t->opts.counters = c;
+    return 0;
+}
+
+static int set_backend(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    (void)opt;
+    if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
+        fprintf(stderr, "baker: --backend: expected cpu, cuda or auto, got '%s'\n", v);
+        return -1;
+    }
+    t->backend = v;
+    return 0;
+}
+
+static int set_threads(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 1, 1024, &u)) return -1;
+    t->opts.threads = (int)u;
+    return 0;
+}
+
+static int set_ray_order(void *dst, const char *opt, const char *v)
+{
+    bk_cli_trace *t = dst;
+    (void)opt;
+    if (!strcmp(v, "auto")) t->opts.ray_order = BK_RAY_ORDER_AUTO;
+    else if (!strcmp(v, "sorted")) t->opts.ray_order = BK_RAY_ORDER_SORTED;
+    else if (!strcmp(v, "input")) t->opts.ray_order = BK_RAY_ORDER_INPUT;
+    else { fprintf(stderr, "baker: --ray-order: expected auto, sorted or input, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_any_hit(void *dst, const char *opt, const char *v) { (void)opt; (void)v; ((bk_cli_trace *)dst)->opts.any_hit = 1; return 0; }
+static int set_stats(void *dst, const char *opt, const char *v)   { (void)opt; (void)v; ((bk_cli_trace *)dst)->stats = 1; return 0; }
+
+const bk_cli_opt bk_cli_trace_opts[] = {
+    { .name = "--accel", .arg = "bvh|bvh2|cwbvh|kdtree", .set = set_accel,
+      .help = "acceleration structure (default bvh: each backend traces its\n"
+              "fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"
+              "cuda the binary one; bvh2 keeps the binary layout, cwbvh traces\n"
+              "a compressed 8-wide one on either backend; all give the same hits)" },
+    { .name = "--stack", .arg = "global|short|spill", .set = set_stack,
+      .help = "where the traversal stack lives (default global):\n"
+              "  global  a full per-thread stack in local (device) memory\n"
+              "  short   K entries in shared memory; on overflow the oldest\n"
+              "          are dropped and traversal restarts from the root\n"
+              "          (restart trail for the BVH, kd-restart for the KD-tree)\n"
+              "  spill   K entries in shared memory that spill to global memory" },
+    { .name = "--stack-size", .arg = "K", .set = set_stack_size,
+      .help = "entries of the short/spill stack, 1..64 (default 8)" },
+    { .name = "--counters", .arg = "thread|warp|block", .set = set_counters,
+      .help = "CUDA atomics for the work and statistics counters: one per\n"
+              "thread, one per warp (ballot + popc) or one per block (default warp)" },
+    { .name = "--backend", .arg = "cpu|cuda|auto", .set = set_backend,
+      .help = "where to trace (default auto: the GPU when one is usable)" },
+    { .name = "--threads", .arg = "N", .set = set_threads,
+      .help = "cpu backend: worker threads (default: all cores)" },
+    { .name = "--ray-order", .arg = "auto|sorted|input", .set = set_ray_order,
+      .help = "in what order the rays are traced: sorted by direction octant,\n"
+              "then origin along a Morton curve, so that neighbouring threads\n"
+              "run alike (the sort counts in the trace time; hits come back in\n"
+              "the file's order), or as they come (input); default auto: sorted\n"
+              "on the cuda backend, input on the cpu, where it pays no more\n"
+              "than it costs. A bake's auto is input; sorted bins each wave's\n"
+              "rays (GPU wavefront; --bin-rays on also sorts the texels)" },
+    { .name = "--any-hit", .set = set_any_hit, .help = "occlusion query: stop at the first hit found" },
+    { .name = "--stats", .set = set_stats, .help = "print the traversal counters (nodes, triangles, restarts, spills)" },
+    { 0 },
+};
+
+void bk_cli_trace_help(FILE *f) { bk_cli_table_help(f, bk_cli_trace_opts); }
+
+static int table_end(const bk_cli_opt *o) { return !o->name && !o->help && !o->sub; }
+
+int bk_cli_table_option(const bk_cli_opt *tab, void *dst, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *v = NULL;
+    for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
+        if (o->sub) {
+            int r = bk_cli_table_option(o->sub, (char *)dst + o->sub_offset, argc, argv, i);
+            if (r) return r;
+            continue;
+        }
+        if (!o->name || !o->set || (strcmp(a, o->name) && !(o->alias && !strcmp(a, o->alias)))) continue;
+        if (o->arg && bk_cli_value(argc, argv, i, &v)) return -1;
+        return o->set(dst, a, v) ? -1 : 1;
+    }
+    return 0;
+}
+
+void bk_cli_table_help(FILE *f, const bk_cli_opt *tab)
+{
+    enum { COL = 27 };                  /* where an option's text starts */
+    for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
+        if (o->sub) { bk_cli_table_help(f, o->sub); continue; }
+        if (!o->name) { fputs(o->help, f); continue; }
+        char left[256];
+        int n = snprintf(left, sizeof left, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (n < COL) fprintf(f, "%-*s", COL, left);
+        else fprintf(f, "%s\n%*s", left, COL, "");
+        for (const char *p = o->help; *p; ++p) {
+            fputc(*p, f);
+            if (*p == '\n') fprintf(f, "%*s", COL, "");
+        }
+        fputc('\n', f);
+    }
+}
 
 void bk_cli_trace_default(bk_cli_trace *t)
 {
@@ -91,59 +211,5 @@ int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uin
 
 int bk_cli_trace_option(bk_cli_trace *t, int argc, char **argv, int *i)
 {
-    const char *a = argv[*i], *v;
-    uint64_t u;
-    if (!strcmp(a, "--any-hit")) { t->opts.any_hit = 1; return 1; }
-    if (!strcmp(a, "--stats"))   { t->stats = 1; return 1; }
-    if (!strcmp(a, "--accel")) {
-        if (bk_cli_value(argc, argv, i, &v)) return -1;
-        if (!strcmp(v, "bvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 0; }
-        else if (!strcmp(v, "bvh2")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 2; }
-        else if (!strcmp(v, "cwbvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 8; }
-        else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
-        else { fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v); return -1; }
-        return 1;
-    }
-    if (!strcmp(a, "--stack")) {
-        if (bk_cli_value(argc, argv, i, &v)) return -1;
-        int m = bk_stack_mode_parse(v);
-        if (m < 0) { fprintf(stderr, "baker: --stack: expected global, short or spill, got '%s'\n", v); return -1; }
-        t->opts.stack_mode = m;
-        return 1;
-    }
-    if (!strcmp(a, "--stack-size")) {
-        if (bk_cli_value(argc, argv, i, &v) || bk_cli_u64(a, v, 1, BK_STACK_ENTRIES, &u)) return -1;
-        t->opts.stack_size = (int)u;
-        return 1;
-    }
-    if (!strcmp(a, "--counters")) {
-        if (bk_cli_value(argc, argv, i, &v)) return -1;
-        int c = bk_counters_parse(v);
-        if (c < 0) { fprintf(stderr, "baker: --counters: expected thread, warp or block, got '%s'\n", v); return -1; }
-        t->opts.counters = c;
-        return 1;
-    }
-    if (!strcmp(a, "--backend")) {
-        if (bk_cli_value(argc, argv, i, &v)) return -1;
-        if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
-            fprintf(stderr, "baker: --backend: expected cpu, cuda or auto, got '%s'\n", v);
-            return -1;
-        }
-        t->backend = v;
-        return 1;
-    }
-    if (!strcmp(a, "--ray-order")) {
-        if (bk_cli_value(argc, argv, i, &v)) return -1;
-        if (!strcmp(v, "auto")) t->opts.ray_order = BK_RAY_ORDER_AUTO;
-        else if (!strcmp(v, "sorted")) t->opts.ray_order = BK_RAY_ORDER_SORTED;
-        else if (!strcmp(v, "input")) t->opts.ray_order = BK_RAY_ORDER_INPUT;
-        else { fprintf(stderr, "baker: --ray-order: expected auto, sorted or input, got '%s'\n", v); return -1; }
-        return 1;
-    }
-    if (!strcmp(a, "--threads")) {
-        if (bk_cli_value(argc, argv, i, &v) || bk_cli_u64(a, v, 1, 1024, &u)) return -1;
-        t->opts.threads = (int)u;
-        return 1;
-    }
-    return 0;
+    return bk_cli_table_option(bk_cli_trace_opts, t, argc, argv, i);
 }

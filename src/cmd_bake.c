@@ -172,7 +172,7 @@ static int startup_options(bake_state *st)
             continue;
         }
         if (!strcmp(st->argv[i], "--help") || !strcmp(st->argv[i], "-h")) {
-            if (st->job->rank == 0) printf(bk_bake_usage, bk_cli_trace_help);
+            if (st->job->rank == 0) bk_cmd_bake_help(stdout);
             free(args);
             st->rc = 0;
             return 1;

@@ -2,8 +2,10 @@
 #ifndef BK_CMD_BAKE_H
 #define BK_CMD_BAKE_H
 
-/* printf format: takes bk_cli_trace_help as its one argument */
-extern const char bk_bake_usage[];
+#include <stdio.h>
+
+/* `baker help bake`: the help made from the bake's option table (cmd_bake_opts.c). */
+void bk_cmd_bake_help(FILE *f);
 /* argv: everything after the program name. Returns the exit status. */
 int bk_cmd_bake(int argc, char **argv);
 /* on != 0: a successful bake leaves its large host structures (texels, image, atlas, scene, trees)

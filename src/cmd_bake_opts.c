@@ -1,4 +1,5 @@
-/* cmd_bake_opts.c - the options of `baker SCENE -o lightmap.png`: the help text and the parser. */
+/* cmd_bake_opts.c - the options of `baker SCENE -o lightmap.png`: one table (name, argument, help
+ * text, setter) from which both `baker help bake` and the parser are made. */
 #include "cmd_bake_internal.h"
 #include "cmd_bake.h"
 #include "gltf.h"
@@ -7,107 +8,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char bk_bake_usage[] =
-    "usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr|.exr [options]\n"
-    "\n"
-    "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, .obj.gz, or MagicaVoxel .vox):\n"
-    "direct light, soft shadows and bounced light for every texel of an automatically packed UV\n"
-    "atlas. Several SCENEs are baked together into one atlas, as one scene (a file named twice,\n"
-    "even by two different paths, is refused: it would bake as two coincident copies at half the\n"
-    "texel density). A SCENE whose name starts with '-' is written ./-NAME, or after --, which\n"
-    "ends the options. Each texel\n"
-    "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
-    "surface: multiply by the albedo in the game), linear in .hdr and .exr, sRGB after --exposure\n"
-    "in .png.\n"
-    "\n"
-    "output:\n"
-    "  -o FILE                  .png (8-bit sRGB), .hdr (Radiance RGBE, linear, rounded) or .exr\n"
-    "                           (OpenEXR RGB half-float, linear; builds with libtinyexr-dev only)\n"
-    "  --exposure E|auto        PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
-    "                           percentile of the texels' luminance to white\n"
-    "  --mesh-out FILE.obj      also write the mesh with its lightmap UVs (as vt); with voxels,\n"
-    "                           their merged quads too and FILE.mtl (materials vox_M, M the\n"
-    "                           scene material: the palette index for a lone .vox). mtllib\n"
-    "                           paths are relative: MTL files of another folder are copied into\n"
-    "                           FILE.mtl, texture paths rewritten; an existing FILE.mtl that\n"
-    "                           baker did not write is never replaced (the run is refused)\n"
-    "  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (one file; .gltf embeds its buffer): the file's\n"
-    "                           own UVs as TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
-    "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
-    "                           occlusionTexture (texCoord 1), its emissiveTexture (x Kd, where it\n"
-    "                           does not emit: the lit look) and extras.baker_lightmap; voxels too\n"
-    "  --stats FILE.json        write timings, rays, atlas and memory figures as JSON (- for\n"
-    "                           standard output; the summary then goes to stderr)\n"
-    "  --quiet                  no progress bar, no summary\n"
-    "atlas:\n"
-    "  --size N                 atlas side in texels (default 1024)\n"
-    "  --texels-per-unit T      texel density instead of --size; the atlas grows to fit\n"
-    "  --object-scale PATTERN=F texel density of the OBJ objects (o / g names, a shell glob:\n"
-    "                           'statue*=2') times F along each axis (F^2 texels per area),\n"
-    "                           like Unity's scale in lightmap; repeatable, the last match wins\n"
-    "  --padding P              the texels bilinear lookups in two charts read stay P - 2 apart\n"
-    "                           (default 2: never one texel for both; raise it for mipmaps)\n"
-    "  --uv auto|file           make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
-    "                           and must not overlap; not for voxels)\n"
-    "  --texels-per-voxel N     voxels: N x N texels per voxel face (default 2, at most 64); each\n"
-    "                           merged quad of visible faces is one chart. World units are voxels,\n"
-    "                           so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
-    "                           --pages auto: N when not given, the voxels' density), else at the\n"
-    "                           largest scale that fits the page beside the voxel charts\n"
-    "  --pages 1|auto           one atlas page (default; too many charts: an error saying how many\n"
-    "                           pages are needed), or as many pages of --size as needed, written\n"
-    "                           as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
-    "                           needs fixed chart sizes: voxels, or --texels-per-unit)\n"
-    "lighting:\n"
-    "  --mode light|ao          full lighting (default) or ambient occlusion\n"
-    "  --spp N                  samples per texel (default 64)\n"
-    "  --bounces N              bounces of indirect light using MTL Kd as albedo (default 2)\n"
-    "  --sun X,Y,Z,R,G,B,DEG    a sun: direction towards it, irradiance, angular radius in degrees\n"
-    "                           (soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5\n"
-    "  --point X,Y,Z,R,G,B      a point light of intensity R,G,B (repeatable)\n"
-    "  --sky R,G,B              constant sky radiance (default 0; 1,1,1 when the scene has no\n"
-    "                           other light)\n"
-    "  --ao-distance D          AO: occluders beyond D do not count (default: 10%% of the scene size)\n"
-    "  --seed S                 random seed (default 1): same seed, same map\n"
-    "  --denoise on|off         filter the noise out of the map (default: on for light, off for\n"
-    "                           ao), in the atlas, each chart on its own: texels mix only with\n"
-    "                           texels of their chart that face the same way, lie in the same\n"
-    "                           plane and differ by no more than their baked variance explains;\n"
-    "                           each chart keeps its mean (docs/baking.md: Denoising)\n"
-    "  --denoise-passes N       filter passes, each twice as wide as the last (default 5: about\n"
-    "                           120 texels across; 0 = off)\n"
-    "  --denoise-sigma L,N,X    luminance (in standard deviations), normal (cosine exponent) and\n"
-    "                           plane (texels) tolerances (default 2,8,1)\n"
-    "  Emissive triangles (MTL Ke) are area lights.\n"
-    "engine:\n"
-    "%s"
-    "  --kernel wavefront|megakernel\n"
-    "                           GPU bake: paths wait in buffers and each wave traces its\n"
-    "                           occlusion and closest-hit rays apart (default), or one kernel\n"
-    "                           walks whole paths per texel; same texels either way (the CPU\n"
-    "                           bakes one texel at a time for both)\n"
-    "  --bin-rays on|off        trace texels in the order of their rays' key (normal octant,\n"
-    "                           then a Morton code of the position) instead of atlas order, and\n"
-    "                           (GPU wavefront) each wave's rays in bins of direction octant and\n"
-    "                           origin cell (default off: slower on an H100: docs/bench/bake_gpu.md)\n"
-    "  --max-launch-ms MS       longest single GPU launch (default 50), so a desktop GPU's\n"
-    "                           watchdog never resets the device (on each GPU)\n"
-    "  --devices all|LIST       the GPUs to bake on (default all): a comma list of CUDA device\n"
-    "                           numbers (0,1); each takes the next block of texels when done\n"
-    "                           with one, and the lightmap is the same bytes as on one GPU\n"
-    "  --max-memory GB          refuse a bake whose estimated host memory exceeds GB (default:\n"
-    "                           the memory available when the bake starts); the estimate is\n"
-    "                           made once the atlas is packed, before its texels are made\n"
-    "\n"
-    "examples:\n"
-    "  baker scenes/cornell.obj -o cornell.png\n"
-    "  baker sponza.obj -o sponza.hdr --size 2048 --sun 0.2,1,0.3,4,3.8,3.5,0.3 --sky 0.3,0.4,0.6\n"
-    "  baker sponza.obj -o sponza_ao.png --mode ao --ao-distance 2 --spp 128\n"
-    "  baker chr_knight.vox -o knight.png --texels-per-voxel 4 --mesh-out knight.obj\n"
-    "  baker level.obj props.vox -o lm.png --texels-per-unit 2 --pages auto\n";
 
 /* Parses n comma-separated floats of option opt into out. */
 static int parse_floats(const char *opt, const char *val, int n, float *out)
@@ -151,11 +54,392 @@ static int parse_devices(const char *v, int **out, int *n)
     return 0;
 }
 
-int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
+/* The setters of the table's rows: dst is a bk_cmd_bake_cli, opt the option as written, v its
+ * value (NULL for a flag). */
+#define CLI(dst) bk_cmd_bake_cli *c = dst
+
+static int set_out(void *dst, const char *opt, const char *v)      { CLI(dst); (void)opt; c->out = v; return 0; }
+static int set_mesh_out(void *dst, const char *opt, const char *v) { CLI(dst); (void)opt; c->mesh_out = v; return 0; }
+static int set_quiet(void *dst, const char *opt, const char *v)    { CLI(dst); (void)opt; (void)v; c->quiet = 1; return 0; }
+
+static int set_exposure(void *dst, const char *opt, const char *v)
 {
-    memset(c, 0, sizeof *c);
-    c->scenes = malloc(sizeof(char *) * (size_t)(argc + 1));
-    if (!c->scenes) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    CLI(dst);
+    if (!strcmp(v, "auto")) { c->exposure_auto = 1; return 0; }
+    if (parse_floats(opt, v, 1, &c->exposure)) return -1;
+    if (!(c->exposure >= 0)) { bk_cmd_bake_error("--exposure must be >= 0\n"); return -1; }
+    return 0;
+}
+
+static int set_size(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 4, BK_ATLAS_MAX_SIZE, &u)) return -1;
+    c->atlas.size = (int)u;
+    return 0;
+}
+
+static int set_texels_per_unit(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 1, &c->atlas.texels_per_unit)) return -1;
+    if (!(c->atlas.texels_per_unit > 0)) { bk_cmd_bake_error("--texels-per-unit must be positive\n"); return -1; }
+    return 0;
+}
+
+static int set_object_scale(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    const char *eq = strrchr(v, '=');
+    float f = 0;
+    if (!eq || eq == v || parse_floats(opt, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
+        bk_cmd_bake_error("--object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
+        return -1;
+    }
+    const char **np = realloc(c->oscale_pat, sizeof(char *) * (size_t)(c->noscale + 1));
+    if (np) c->oscale_pat = np;
+    float *nf = np ? realloc(c->oscale_f, sizeof(float) * (size_t)(c->noscale + 1)) : NULL;
+    char *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
+    if (nf) c->oscale_f = nf;
+    if (!pat) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    memcpy(pat, v, (size_t)(eq - v));
+    pat[eq - v] = 0;
+    c->oscale_pat[c->noscale] = pat;
+    c->oscale_f[c->noscale++] = f;
+    return 0;
+}
+
+static int set_padding(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 2, 64, &u)) return -1;
+    c->atlas.padding = (int)u;
+    return 0;
+}
+
+static int set_uv(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "auto")) c->atlas.uv_from_file = 0;
+    else if (!strcmp(v, "file")) c->atlas.uv_from_file = 1;
+    else { bk_cmd_bake_error("--uv: expected auto or file, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_texels_per_voxel(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    /* a model side of 256 voxels at 64 texels each is the largest atlas side */
+    if (bk_cli_u64(opt, v, 1, BK_ATLAS_MAX_SIZE / BK_VOX_MAX_SIZE, &u)) return -1;
+    c->texels_per_voxel = (int)u;
+    return 0;
+}
+
+static int set_pages(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "auto")) c->pages_auto = 1;
+    else if (!strcmp(v, "1")) c->pages_auto = 0;
+    else { bk_cmd_bake_error("--pages: expected 1 or auto, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_mode(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "light")) c->p.mode = BK_BAKE_LIGHT;
+    else if (!strcmp(v, "ao")) c->p.mode = BK_BAKE_AO;
+    else { bk_cmd_bake_error("--mode: expected light or ao, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_spp(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 1, 1u << 20, &u)) return -1;
+    c->p.spp = (uint32_t)u;
+    return 0;
+}
+
+static int set_bounces(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 0, 64, &u)) return -1;
+    c->p.bounces = (uint32_t)u;
+    return 0;
+}
+
+static int set_sun(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    float f[7];
+    if (parse_floats(opt, v, 7, f)) return -1;
+    float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+    if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
+        bk_cmd_bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
+        return -1;
+    }
+    for (int k = 0; k < 3; ++k) { c->p.sun_dir[k] = f[k] / l; c->p.sun_color[k] = f[3 + k]; }
+    c->p.sun_cos = cosf(f[6] * 3.14159265f / 180.0f);
+    return 0;
+}
+
+static int set_point(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    float f[6];
+    if (parse_floats(opt, v, 6, f)) return -1;
+    float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
+    if (!np) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    c->points = np;
+    memcpy(c->points + 6 * c->point_count++, f, sizeof f);
+    return 0;
+}
+
+static int set_sky(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 3, c->p.sky)) return -1;
+    c->sky_given = 1;
+    return 0;
+}
+
+static int set_ao_distance(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 1, &c->p.ao_distance)) return -1;
+    if (!(c->p.ao_distance > 0)) { bk_cmd_bake_error("--ao-distance must be positive\n"); return -1; }
+    c->ao_given = 1;
+    return 0;
+}
+
+static int set_seed(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 0, 0xFFFFFFFFu, &u)) return -1;
+    c->p.seed = (uint32_t)u;
+    return 0;
+}
+
+static int set_denoise(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "on")) c->denoise = 1;
+    else if (!strcmp(v, "off")) c->denoise = 0;
+    else { bk_cmd_bake_error("--denoise: expected on or off, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_denoise_passes(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    float f;
+    if (parse_floats(opt, v, 1, &f)) return -1;
+    if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { bk_cmd_bake_error("--denoise-passes must be an integer in 0..10\n"); return -1; }
+    c->dn.passes = (int)f;
+    return 0;
+}
+
+static int set_denoise_sigma(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    float f[3];
+    if (parse_floats(opt, v, 3, f)) return -1;
+    if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
+    c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
+    return 0;
+}
+
+static int set_kernel(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "megakernel")) c->t.opts.wavefront = 0;
+    else if (!strcmp(v, "wavefront")) c->t.opts.wavefront = 1;
+    else { bk_cmd_bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_bin_rays(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "on")) { c->bin_rays = 1; c->t.opts.ray_order = BK_RAY_ORDER_SORTED; }
+    else if (!strcmp(v, "off")) { c->bin_rays = 0; c->t.opts.ray_order = BK_RAY_ORDER_AUTO; }
+    else { bk_cmd_bake_error("--bin-rays: expected on or off, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+static int set_max_launch_ms(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 1, &c->max_launch_ms)) return -1;
+    if (!(c->max_launch_ms > 0)) { bk_cmd_bake_error("--max-launch-ms must be positive\n"); return -1; }
+    return 0;
+}
+
+static int set_devices(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    free(c->devices);
+    c->devices = NULL; c->ndevices = 0;
+    if (strcmp(v, "all") && parse_devices(v, &c->devices, &c->ndevices)) return -1;
+    return 0;
+}
+
+static int set_max_memory(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 1, &c->max_memory_gb)) return -1;
+    if (!(c->max_memory_gb > 0)) { bk_cmd_bake_error("--max-memory must be a positive number of GB\n"); return -1; }
+    return 0;
+}
+#undef CLI
+
+/* A line of help text, printed as it is. */
+#define TEXT(s) { .help = s }
+
+/* The bake's options in the order --help lists them; the tracing options (cli.h) sit in the
+ * engine section. --stats is taken out before the parse (bk_cmd_bake's startup): its row is help. */
+static const bk_cli_opt bake_opts[] = {
+    TEXT("usage: baker SCENE [SCENE...] -o LIGHTMAP.png|.hdr|.exr [options]\n"
+         "\n"
+         "Bakes a lightmap for SCENE (Wavefront .obj with its .mtl, .obj.gz, or MagicaVoxel .vox):\n"
+         "direct light, soft shadows and bounced light for every texel of an automatically packed UV\n"
+         "atlas. Several SCENEs are baked together into one atlas, as one scene (a file named twice,\n"
+         "even by two different paths, is refused: it would bake as two coincident copies at half the\n"
+         "texel density). A SCENE whose name starts with '-' is written ./-NAME, or after --, which\n"
+         "ends the options. Each texel\n"
+         "holds the incoming diffuse light divided by pi (the outgoing radiance of a white Lambertian\n"
+         "surface: multiply by the albedo in the game), linear in .hdr and .exr, sRGB after --exposure\n"
+         "in .png.\n"
+         "\n"
+         "output:\n"),
+    { .name = "-o", .alias = "--output", .arg = "FILE", .set = set_out,
+      .help = ".png (8-bit sRGB), .hdr (Radiance RGBE, linear, rounded) or .exr\n"
+              "(OpenEXR RGB half-float, linear; builds with libtinyexr-dev only)" },
+    { .name = "--exposure", .arg = "E|auto", .set = set_exposure,
+      .help = "PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
+              "percentile of the texels' luminance to white" },
+    { .name = "--mesh-out", .arg = "FILE.obj", .set = set_mesh_out,
+      .help = "also write the mesh with its lightmap UVs (as vt); with voxels,\n"
+              "their merged quads too and FILE.mtl (materials vox_M, M the\n"
+              "scene material: the palette index for a lone .vox). mtllib\n"
+              "paths are relative: MTL files of another folder are copied into\n"
+              "FILE.mtl, texture paths rewritten; an existing FILE.mtl that\n"
+              "baker did not write is never replaced (the run is refused)" },
+    TEXT("  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (one file; .gltf embeds its buffer): the file's\n"
+         "                           own UVs as TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
+         "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
+         "                           occlusionTexture (texCoord 1), its emissiveTexture (x Kd, where it\n"
+         "                           does not emit: the lit look) and extras.baker_lightmap; voxels too\n"),
+    { .name = "--stats", .arg = "FILE.json",
+      .help = "write timings, rays, atlas and memory figures as JSON (- for\n"
+              "standard output; the summary then goes to stderr)" },
+    { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no progress bar, no summary" },
+    TEXT("atlas:\n"),
+    { .name = "--size", .arg = "N", .set = set_size, .help = "atlas side in texels (default 1024)" },
+    { .name = "--texels-per-unit", .arg = "T", .set = set_texels_per_unit,
+      .help = "texel density instead of --size; the atlas grows to fit" },
+    { .name = "--object-scale", .arg = "PATTERN=F", .set = set_object_scale,
+      .help = "texel density of the OBJ objects (o / g names, a shell glob:\n"
+              "'statue*=2') times F along each axis (F^2 texels per area),\n"
+              "like Unity's scale in lightmap; repeatable, the last match wins" },
+    { .name = "--padding", .arg = "P", .set = set_padding,
+      .help = "the texels bilinear lookups in two charts read stay P - 2 apart\n"
+              "(default 2: never one texel for both; raise it for mipmaps)" },
+    { .name = "--uv", .arg = "auto|file", .set = set_uv,
+      .help = "make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
+              "and must not overlap; not for voxels)" },
+    { .name = "--texels-per-voxel", .arg = "N", .set = set_texels_per_voxel,
+      .help = "voxels: N x N texels per voxel face (default 2, at most 64); each\n"
+              "merged quad of visible faces is one chart. World units are voxels,\n"
+              "so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
+              "--pages auto: N when not given, the voxels' density), else at the\n"
+              "largest scale that fits the page beside the voxel charts" },
+    { .name = "--pages", .arg = "1|auto", .set = set_pages,
+      .help = "one atlas page (default; too many charts: an error saying how many\n"
+              "pages are needed), or as many pages of --size as needed, written\n"
+              "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
+              "needs fixed chart sizes: voxels, or --texels-per-unit)" },
+    TEXT("lighting:\n"),
+    { .name = "--mode", .arg = "light|ao", .set = set_mode, .help = "full lighting (default) or ambient occlusion" },
+    { .name = "--spp", .arg = "N", .set = set_spp, .help = "samples per texel (default 64)" },
+    { .name = "--bounces", .arg = "N", .set = set_bounces,
+      .help = "bounces of indirect light using MTL Kd as albedo (default 2)" },
+    { .name = "--sun", .arg = "X,Y,Z,R,G,B,DEG", .set = set_sun,
+      .help = "a sun: direction towards it, irradiance, angular radius in degrees\n"
+              "(soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5" },
+    { .name = "--point", .arg = "X,Y,Z,R,G,B", .set = set_point, .help = "a point light of intensity R,G,B (repeatable)" },
+    { .name = "--sky", .arg = "R,G,B", .set = set_sky,
+      .help = "constant sky radiance (default 0; 1,1,1 when the scene has no\n"
+              "other light)" },
+    { .name = "--ao-distance", .arg = "D", .set = set_ao_distance,
+      .help = "AO: occluders beyond D do not count (default: 10% of the scene size)" },
+    { .name = "--seed", .arg = "S", .set = set_seed, .help = "random seed (default 1): same seed, same map" },
+    { .name = "--denoise", .arg = "on|off", .set = set_denoise,
+      .help = "filter the noise out of the map (default: on for light, off for\n"
+              "ao), in the atlas, each chart on its own: texels mix only with\n"
+              "texels of their chart that face the same way, lie in the same\n"
+              "plane and differ by no more than their baked variance explains;\n"
+              "each chart keeps its mean (docs/baking.md: Denoising)" },
+    { .name = "--denoise-passes", .arg = "N", .set = set_denoise_passes,
+      .help = "filter passes, each twice as wide as the last (default 5: about\n"
+              "120 texels across; 0 = off)" },
+    { .name = "--denoise-sigma", .arg = "L,N,X", .set = set_denoise_sigma,
+      .help = "luminance (in standard deviations), normal (cosine exponent) and\n"
+              "plane (texels) tolerances (default 2,8,1)" },
+    TEXT("  Emissive triangles (MTL Ke) are area lights.\n"
+         "engine:\n"),
+    { .sub = bk_cli_trace_opts, .sub_offset = offsetof(bk_cmd_bake_cli, t) },
+    { .name = "--kernel", .arg = "wavefront|megakernel", .set = set_kernel,
+      .help = "GPU bake: paths wait in buffers and each wave traces its\n"
+              "occlusion and closest-hit rays apart (default), or one kernel\n"
+              "walks whole paths per texel; same texels either way (the CPU\n"
+              "bakes one texel at a time for both)" },
+    { .name = "--bin-rays", .arg = "on|off", .set = set_bin_rays,
+      .help = "trace texels in the order of their rays' key (normal octant,\n"
+              "then a Morton code of the position) instead of atlas order, and\n"
+              "(GPU wavefront) each wave's rays in bins of direction octant and\n"
+              "origin cell (default off: slower on an H100: docs/bench/bake_gpu.md)" },
+    { .name = "--max-launch-ms", .arg = "MS", .set = set_max_launch_ms,
+      .help = "longest single GPU launch (default 50), so a desktop GPU's\n"
+              "watchdog never resets the device (on each GPU)" },
+    { .name = "--devices", .arg = "all|LIST", .set = set_devices,
+      .help = "the GPUs to bake on (default all): a comma list of CUDA device\n"
+              "numbers (0,1); each takes the next block of texels when done\n"
+              "with one, and the lightmap is the same bytes as on one GPU" },
+    { .name = "--max-memory", .arg = "GB", .set = set_max_memory,
+      .help = "refuse a bake whose estimated host memory exceeds GB (default:\n"
+              "the memory available when the bake starts); the estimate is\n"
+              "made once the atlas is packed, before its texels are made" },
+    TEXT("\n"
+         "examples:\n"
+         "  baker scenes/cornell.obj -o cornell.png\n"
+         "  baker sponza.obj -o sponza.hdr --size 2048 --sun 0.2,1,0.3,4,3.8,3.5,0.3 --sky 0.3,0.4,0.6\n"
+         "  baker sponza.obj -o sponza_ao.png --mode ao --ao-distance 2 --spp 128\n"
+         "  baker chr_knight.vox -o knight.png --texels-per-voxel 4 --mesh-out knight.obj\n"
+         "  baker level.obj props.vox -o lm.png --texels-per-unit 2 --pages auto\n"),
+    { 0 },
+};
+#undef TEXT
+
+void bk_cmd_bake_help(FILE *f) { bk_cli_table_help(f, bake_opts); }
+
+/* The defaults, before the options. */
+static void bake_defaults(bk_cmd_bake_cli *c)
+{
     c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
     c->t.opts.wavefront = 1;   /* measured faster on the H100: see --kernel */
@@ -164,151 +448,11 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
     c->exposure = 1.0f; c->max_launch_ms = 50.0f;
     c->denoise = -1;
     bk_denoise_opts_default(&c->dn);
-    int operands = 0;           /* after --: every argument is a SCENE */
-    for (int i = 0; i < argc; ++i) {
-        const char *a = argv[i], *v;
-        uint64_t u;
-        if (operands || !strcmp(a, "--")) {
-            if (operands++) c->scenes[c->nscenes++] = a;
-            continue;
-        }
-        int r = bk_cli_trace_option(&c->t, argc, argv, &i);
-        if (r < 0) return -1;
-        if (r > 0) {
-            if (!strcmp(a, "--any-hit")) { bk_cmd_bake_error("--any-hit is an option of baker trace\n"); return -1; }
-            continue;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) { if (bk_cli_value(argc, argv, &i, &c->out)) return -1; }
-        else if (!strcmp(a, "--mesh-out")) { if (bk_cli_value(argc, argv, &i, &c->mesh_out)) return -1; }
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) c->quiet = 1;
-        else if (!strcmp(a, "--size")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 4, BK_ATLAS_MAX_SIZE, &u)) return -1;
-            c->atlas.size = (int)u;
-        } else if (!strcmp(a, "--texels-per-unit")) {
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->atlas.texels_per_unit)) return -1;
-            if (!(c->atlas.texels_per_unit > 0)) { bk_cmd_bake_error("--texels-per-unit must be positive\n"); return -1; }
-        } else if (!strcmp(a, "--object-scale")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            const char *eq = strrchr(v, '=');
-            float f = 0;
-            if (!eq || eq == v || parse_floats(a, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
-                bk_cmd_bake_error("--object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
-                return -1;
-            }
-            const char **np = realloc(c->oscale_pat, sizeof(char *) * (size_t)(c->noscale + 1));
-            if (np) c->oscale_pat = np;
-            float *nf = np ? realloc(c->oscale_f, sizeof(float) * (size_t)(c->noscale + 1)) : NULL;
-            char *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
-            if (nf) c->oscale_f = nf;
-            if (!pat) { bk_cmd_bake_error("out of memory\n"); return -1; }
-            memcpy(pat, v, (size_t)(eq - v));
-            pat[eq - v] = 0;
-            c->oscale_pat[c->noscale] = pat;
-            c->oscale_f[c->noscale++] = f;
-        } else if (!strcmp(a, "--texels-per-voxel")) {
-            /* a model side of 256 voxels at 64 texels each is the largest atlas side */
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, BK_ATLAS_MAX_SIZE / BK_VOX_MAX_SIZE, &u)) return -1;
-            c->texels_per_voxel = (int)u;
-        } else if (!strcmp(a, "--pages")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "auto")) c->pages_auto = 1;
-            else if (!strcmp(v, "1")) c->pages_auto = 0;
-            else { bk_cmd_bake_error("--pages: expected 1 or auto, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--padding")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 2, 64, &u)) return -1;
-            c->atlas.padding = (int)u;
-        } else if (!strcmp(a, "--uv")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "auto")) c->atlas.uv_from_file = 0;
-            else if (!strcmp(v, "file")) c->atlas.uv_from_file = 1;
-            else { bk_cmd_bake_error("--uv: expected auto or file, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--mode")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "light")) c->p.mode = BK_BAKE_LIGHT;
-            else if (!strcmp(v, "ao")) c->p.mode = BK_BAKE_AO;
-            else { bk_cmd_bake_error("--mode: expected light or ao, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--spp")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &u)) return -1;
-            c->p.spp = (uint32_t)u;
-        } else if (!strcmp(a, "--bounces")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &u)) return -1;
-            c->p.bounces = (uint32_t)u;
-        } else if (!strcmp(a, "--seed")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 0xFFFFFFFFu, &u)) return -1;
-            c->p.seed = (uint32_t)u;
-        } else if (!strcmp(a, "--sun")) {
-            float f[7];
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 7, f)) return -1;
-            float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
-            if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
-                bk_cmd_bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
-                return -1;
-            }
-            for (int k = 0; k < 3; ++k) { c->p.sun_dir[k] = f[k] / l; c->p.sun_color[k] = f[3 + k]; }
-            c->p.sun_cos = cosf(f[6] * 3.14159265f / 180.0f);
-        } else if (!strcmp(a, "--point")) {
-            float f[6];
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 6, f)) return -1;
-            float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
-            if (!np) { bk_cmd_bake_error("out of memory\n"); return -1; }
-            c->points = np;
-            memcpy(c->points + 6 * c->point_count++, f, sizeof f);
-        } else if (!strcmp(a, "--sky")) {
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 3, c->p.sky)) return -1;
-            c->sky_given = 1;
-        } else if (!strcmp(a, "--ao-distance")) {
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->p.ao_distance)) return -1;
-            if (!(c->p.ao_distance > 0)) { bk_cmd_bake_error("--ao-distance must be positive\n"); return -1; }
-            c->ao_given = 1;
-        } else if (!strcmp(a, "--exposure")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "auto")) { c->exposure_auto = 1; continue; }
-            if (parse_floats(a, v, 1, &c->exposure)) return -1;
-            if (!(c->exposure >= 0)) { bk_cmd_bake_error("--exposure must be >= 0\n"); return -1; }
-        } else if (!strcmp(a, "--kernel")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "megakernel")) c->t.opts.wavefront = 0;
-            else if (!strcmp(v, "wavefront")) c->t.opts.wavefront = 1;
-            else { bk_cmd_bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--bin-rays")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "on")) { c->bin_rays = 1; c->t.opts.ray_order = BK_RAY_ORDER_SORTED; }
-            else if (!strcmp(v, "off")) { c->bin_rays = 0; c->t.opts.ray_order = BK_RAY_ORDER_AUTO; }
-            else { bk_cmd_bake_error("--bin-rays: expected on or off, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--denoise")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            if (!strcmp(v, "on")) c->denoise = 1;
-            else if (!strcmp(v, "off")) c->denoise = 0;
-            else { bk_cmd_bake_error("--denoise: expected on or off, got '%s'\n", v); return -1; }
-        } else if (!strcmp(a, "--denoise-passes")) {
-            float f;
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &f)) return -1;
-            if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { bk_cmd_bake_error("--denoise-passes must be an integer in 0..10\n"); return -1; }
-            c->dn.passes = (int)f;
-        } else if (!strcmp(a, "--denoise-sigma")) {
-            float f[3];
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 3, f)) return -1;
-            if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
-            c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
-        } else if (!strcmp(a, "--max-memory")) {
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_memory_gb)) return -1;
-            if (!(c->max_memory_gb > 0)) { bk_cmd_bake_error("--max-memory must be a positive number of GB\n"); return -1; }
-        } else if (!strcmp(a, "--devices")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return -1;
-            free(c->devices);
-            c->devices = NULL; c->ndevices = 0;
-            if (strcmp(v, "all") && parse_devices(v, &c->devices, &c->ndevices)) return -1;
-        } else if (!strcmp(a, "--max-launch-ms")) {
-            if (bk_cli_value(argc, argv, &i, &v) || parse_floats(a, v, 1, &c->max_launch_ms)) return -1;
-            if (!(c->max_launch_ms > 0)) { bk_cmd_bake_error("--max-launch-ms must be positive\n"); return -1; }
-        } else if (a[0] == '-') {
-            char m[1024];
-            bk_cmd_bake_error("%s\n", bk_cli_unknown(a, "baker --help", m, sizeof m));
-            return -1;
-        } else {
-            c->scenes[c->nscenes++] = a;
-        }
-    }
+}
+
+/* What the options say together, once all are read: a SCENE and an output, of known kinds. */
+static int bake_check(bk_cmd_bake_cli *c)
+{
     if (!c->nscenes) { bk_cmd_bake_error("no SCENE given\n"); return -1; }
     /* messages name the scene, or the scenes joined by " + " */
     size_t len = 0;
@@ -336,4 +480,33 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
     c->atlas.scene_path = c->scene;
     c->atlas.pages_auto = c->pages_auto;
     return 0;
+}
+
+int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof *c);
+    c->scenes = malloc(sizeof(char *) * (size_t)(argc + 1));
+    if (!c->scenes) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    bake_defaults(c);
+    int operands = 0;           /* after --: every argument is a SCENE */
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (operands || !strcmp(a, "--")) {
+            if (operands++) c->scenes[c->nscenes++] = a;
+            continue;
+        }
+        int r = bk_cli_table_option(bake_opts, c, argc, argv, &i);
+        if (r < 0) return -1;
+        if (r > 0) {
+            if (!strcmp(a, "--any-hit")) { bk_cmd_bake_error("--any-hit is an option of baker trace\n"); return -1; }
+            continue;
+        }
+        if (a[0] == '-') {
+            char m[1024];
+            bk_cmd_bake_error("%s\n", bk_cli_unknown(a, "baker --help", m, sizeof m));
+            return -1;
+        }
+        c->scenes[c->nscenes++] = a;
+    }
+    return bake_check(c);
 }

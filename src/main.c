@@ -329,7 +329,7 @@ static int cmd_trace(int argc, char **argv)
         if (r > 0) continue;
         if (!strcmp(argv[i], "--rays")) { if (bk_cli_value(argc, argv, &i, &rays_path)) return 2; }
         else if (!strcmp(argv[i], "--hits")) { if (bk_cli_value(argc, argv, &i, &hits_path)) return 2; }
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(trace_usage, stdout); bk_cli_trace_help(stdout); return 0; }
         else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: %s\n", bk_cli_unknown(argv[i], "baker help trace", m, sizeof m)); return 2; }
         else if (!scene_path) scene_path = argv[i];
         else { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
@@ -450,10 +450,10 @@ static int run(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
-            if (!strcmp(argv[2], "trace")) { printf("%s%s", trace_usage, bk_cli_trace_help); return 0; }
+            if (!strcmp(argv[2], "trace")) { fputs(trace_usage, stdout); bk_cli_trace_help(stdout); return 0; }
             if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
-            if (!strcmp(argv[2], "bake")) { printf(bk_bake_usage, bk_cli_trace_help); return 0; }
+            if (!strcmp(argv[2], "bake")) { bk_cmd_bake_help(stdout); return 0; }
             if (!strcmp(argv[2], "build")) { fputs(build_usage, stdout); return 0; }
             if (!strcmp(argv[2], "diff")) { fputs(bk_diff_usage, stdout); return 0; }
             fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n", argv[2]);
