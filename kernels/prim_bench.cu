@@ -14,7 +14,7 @@
 
 #include "prim.h"
 extern "C" {
-#include "bench_trace.h"
+#include "bench.h"
 }
 
 #include <algorithm>

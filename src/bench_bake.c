@@ -9,7 +9,8 @@
  * context's teardown). With --reps N the row is the run of least wall time.
  */
 #define _DEFAULT_SOURCE             /* wait4, mkdtemp */
-#include "bench_trace.h"
+#include "bench.h"
+#include "bench_common.h"
 #include "cli.h"
 #include "outputs.h"
 #include "util.h"

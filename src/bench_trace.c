@@ -1,13 +1,13 @@
 /* bench_trace.c - `baker bench trace`: Mrays/s of every accel x stack strategy x query on a set
  * of scenes, on one backend, with the same seeded diffuse rays. Every variant is checked against
  * the global-stack result of the same run before it is timed (the llm.c habit); the table says
- * how many rays disagreed. Also the entry point of `baker bench`. */
+ * how many rays disagreed. */
 #include "accel_build.h"
 #include "backend.h"
 #include "registry.h"
-#include "bench_trace.h"
 #include "voxmesh.h"
 #include "bench.h"
+#include "bench_common.h"
 #include "cli.h"
 #include "rays.h"
 #include "loader.h"
@@ -17,46 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char bk_bench_usage[] =
-    "usage: baker bench load [FILE...]\n"
-    "       baker bench primitives [--min-log2 16] [--max-log2 28]\n"
-    "       baker bench trace [--scenes A,B,..] [--rays N] [--reps R] [--backend cpu|cuda|auto]\n"
-    "                         [--stack-size K] [--counters thread|warp|block] [--threads N]\n"
-    "       baker bench stacks [SCENE...] [--size N] [--spp N] [--bounces N] [--texels-per-voxel N]\n"
-    "                          [--reps N] [--stack-size K] [--backend cpu|cuda|auto] [--threads N]\n"
-    "                          [--csv FILE] [--svg FILE]\n"
-    "       baker bench bake [--scenes A,B,..] [--sizes 1024,4096] [--spp N] [--bounces N]\n"
-    "                        [--backend cpu|cuda|auto] [--reps N] [--csv FILE] [--baker PATH]\n"
-    "                        [-- BAKE OPTIONS...]\n"
-    "\n"
-    "bench trace: for each scene, N seeded diffuse rays (default 4M), both acceleration structures,\n"
-    "the three stack strategies, closest and any hit; prints Mrays/s (median of R runs, default 3,\n"
-    "trace only) and the traversal counters per ray, for the rays in their own order and then\n"
-    "sorted (--ray-order sorted, the cuda backend's default; the sort counts in the time: the\n"
-    "\"sorted\" columns). Default scenes: sponza-dabrovic, sibenik\n"
-    "and dragon_vrip_res2 under $BK_SCENES_DIR, else ../shared/scenes. The BVH is traced in the\n"
-    "backend's default layout (bvh), then the binary (bvh2) and the compressed 8-wide (cwbvh) ones\n"
-    "beside it. On the cpu backend the bvh rows with the global stack trace the 8-wide BVH with\n"
-    "SIMD (nodes/r: wide nodes, prims/r: triangle lanes); tools/embree_trace sets it beside the\n"
-    "binary BVH and Embree on the same rays.\n"
-    "\n"
-    "bench stacks: bakes each scene (sun + sky, default 1 bounce, 64 spp, 1024 atlas) with every\n"
-    "accel x stack strategy (global; short and spill with K = 8 entries) x register cap (none, 32)\n"
-    "and prints bake seconds (best of R, default 3), Mrays/s, registers, local and shared memory,\n"
-    "theoretical and achieved occupancy (docs/bench_stacks.md). Default scenes: sponza-dabrovic,\n"
-    "and /tmp/world54k.vox when it exists. --csv and --svg write the rows and a bar chart.\n"
-    "\n"
-    "bench bake: runs the whole bake command (baker SCENE -o PNG, sun + sky, default 64 spp and 2\n"
-    "bounces) as a child process per scene x size, into a temporary folder removed afterwards, and\n"
-    "prints its phases from --stats (startup, load, build, upload, atlas, bake, denoise, write,\n"
-    "free), rest = wall - their sum (exec, exit: what no phase accounts for), the wall time of the\n"
-    "process, its peak host memory (rusage), peak device memory and host bytes per atlas texel.\n"
-    "The row of a scene x size is its run of least wall time of N (default 1). Scenes are paths or\n"
-    "sponza, sibenik, dragon_vrip, dragon_vrip_res2 (default sponza,dragon_vrip) under\n"
-    "$BK_SCENES_DIR, else ../shared/scenes. Options after -- go to every bake. --csv writes the rows.\n"
-    "--baker PATH times another baker program (an earlier build) the same way, for before/after\n"
-    "tables; phases it does not report count in the rest.\n";
 
 /* Relative to $BK_SCENES_DIR, else ../shared/scenes (run from the repository root). */
 static const char *const default_scenes[] = {
@@ -214,23 +174,4 @@ int bk_bench_trace(int argc, char **argv)
     free(list);
     bk_backend_free(be);
     return rc;
-}
-
-#if !BK_HAVE_CUDA
-int bk_bench_primitives(int argc, char **argv)
-{
-    fprintf(stderr, "baker bench primitives: this baker was built without CUDA (nvcc was not found)\n");
-    return 1;
-}
-#endif
-
-int bk_bench_main(int argc, char **argv)
-{
-    if (argc >= 1 && !strcmp(argv[0], "primitives")) return bk_bench_primitives(argc - 1, argv + 1);
-    if (argc >= 1 && !strcmp(argv[0], "trace")) return bk_bench_trace(argc - 1, argv + 1);
-    if (argc >= 1 && !strcmp(argv[0], "load")) return bk_bench_load(argc - 1, argv + 1);
-    if (argc >= 1 && !strcmp(argv[0], "stacks")) return bk_bench_stacks(argc - 1, argv + 1);
-    if (argc >= 1 && !strcmp(argv[0], "bake")) return bk_bench_bake(argc - 1, argv + 1);
-    fputs(bk_bench_usage, argc ? stderr : stdout);
-    return 2;
 }

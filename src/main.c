@@ -8,6 +8,8 @@
 #include "backend.h"
 #include "registry.h"
 #include "bench_trace.h"
+#include "bench.h"
+#include "bench_common.h"
 #include "cli.h"
 #include "cmd_bake.h"
 #include "diff.h"
