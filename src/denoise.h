@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "bk_denoise.h"
+#include "denoise_cpu.h"   /* for backend_cpu.c, until it includes denoise_cpu.h itself */
 
 typedef struct bk_denoise_opts {
     int   passes;      /* a-trous passes (steps 1, 2, 4, ...); 0 turns the filter off */
@@ -33,16 +34,6 @@ typedef struct bk_denoise_result {
     uint64_t texels;         /* texels filtered */
     uint32_t charts;         /* charts scaled back to their sums */
 } bk_denoise_result;
-
-/* The filter's passes over one page on the CPU, on the host thread pool (pool.h): col is replaced
- * by the filtered texels (rgb, variance). Same per-texel code as the GPU's. */
-int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
-                        char *err, size_t err_size);
-
-/* The same for a page given as its texels (the backend interface's denoise(), on the CPU): they
- * are scattered into page layouts, filtered, and gathered back into col. */
-int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel *tx, const uint32_t *chart, bk_f4 *col,
-                          uint32_t n, uint64_t base, char *err, size_t err_size);
 
 /* Denoises the baked texels' colours in place: col[i] holds texel i's mean rgb and, in w, the
  * variance of its mean luminance (bk_bake_run_opts.texel_col); the texels of a chart that were
