@@ -250,24 +250,23 @@ static void dn_image_run(void *ctx, size_t b, size_t e, int worker)
     }
 }
 
-int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
-                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
-                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v, const bk_denoise_opts *o,
+                        bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
-    (void)pages;                              /* the texels' pixel numbers say which page */
+    const uint32_t n = v->n;                  /* the texels' pixel numbers say which page */
     if (o->passes <= 0 || n == 0) return 0;
     const double t0 = bk_time_now();
     bk_f4 *col = malloc(sizeof(bk_f4) * n);
     if (!col) return bk_fail(err, err_size, "out of memory for the denoiser");
     dn_image_job ij;
     memset(&ij, 0, sizeof ij);
-    ij.texels = texels; ij.tri_chart = tri_chart; ij.tri_count = tri_count; ij.coverage = coverage; ij.var = var;
+    ij.texels = v->texels; ij.tri_chart = v->tri_chart; ij.tri_count = v->tri_count; ij.coverage = v->coverage; ij.var = var;
     ij.rgb = rgb; ij.col = col;
     bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
     const double t1 = bk_time_now();
-    int rc = bk_denoise_texel_colours(be, col, coverage, texels, NULL, n, tri_chart, tri_count, w, h, texel_world, o, res, err,
-                                      err_size);
+    int rc = bk_denoise_texel_colours(be, col, v->coverage, v->texels, NULL, n, v->tri_chart, v->tri_count, v->w, v->h,
+                                      v->texel_world, o, res, err, err_size);
     const double t2 = bk_time_now();
     if (rc == 0) {
         ij.phase = 1;

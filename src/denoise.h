@@ -8,8 +8,9 @@
  *
  * Usage:
  *     bk_denoise_opts o; bk_denoise_opts_default(&o);
- *     bk_denoise_lightmap(be, rgb, var, coverage, texels, n, tri_chart, w, h, pages, texel_world,
- *                         &o, &res, err, sizeof err);
+ *     bk_denoise_view v = { .coverage = cov, .texels = tx, .n = n, .tri_chart = tri_chart,
+ *                           .tri_count = tri_count, .w = w, .h = h, .pages = pages, .texel_world = tw };
+ *     bk_denoise_lightmap(be, rgb, var, &v, &o, &res, err, sizeof err);
  */
 #ifndef BK_DENOISE_HOST_H
 #define BK_DENOISE_HOST_H
@@ -51,13 +52,22 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage
                              bk_texel_ref *refs, uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h,
                              float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
 
+/* What bk_denoise_lightmap reads of a bake besides the map: its texels, their charts, the pages. */
+typedef struct bk_denoise_view {
+    const uint8_t  *coverage;     /* per pixel: texels baked where it is BK_COVER_TEXEL */
+    const bk_texel *texels;       /* n texels; texels[i].pixel numbers pixels over all pages */
+    uint32_t        n;
+    const uint32_t *tri_chart;    /* each of the tri_count triangles' chart (BK_NONE: none) */
+    uint32_t        tri_count;
+    int             w, h, pages;  /* pages of w x h */
+    float           texel_world;  /* a texel's size in world units (bk_denoise_params) */
+} bk_denoise_view;
+
 /* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
- * luminance per pixel, bk_bake_run_opts.variance) over `pages` pages of w x h; texels baked where
- * coverage is BK_COVER_TEXEL (texels[i].pixel numbers pixels over all pages, tri_chart gives each
- * of the tri_count triangles its chart). Other pixels are left as they are. be: the backend that
- * runs the passes (NULL: the CPU). The result does not depend on the number of threads. */
-int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const uint8_t *coverage, const bk_texel *texels,
-                        uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h, int pages,
-                        float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
+ * luminance per pixel, bk_bake_run_opts.variance) over v's pages; texels baked where v's coverage
+ * is BK_COVER_TEXEL. Other pixels are left as they are. be: the backend that runs the passes
+ * (NULL: the CPU). The result does not depend on the number of threads. */
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v, const bk_denoise_opts *o,
+                        bk_denoise_result *res, char *err, size_t err_size);
 
 #endif

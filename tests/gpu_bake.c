@@ -115,10 +115,10 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
         bk_denoise_result r1, r2;
-        BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, cov, tx, n, at.tri_chart, at.tri_count, at.width, at.height, 1, o.params.texel_world, &dno,
-                                       &r1, err, sizeof err) == 0, "%s", err);
-        BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, cov, tx, n, at.tri_chart, at.tri_count, at.width, at.height, 1, o.params.texel_world, &dno,
-                                       &r2, err, sizeof err) == 0, "%s", err);
+        const bk_denoise_view dv = { .coverage = cov, .texels = tx, .n = n, .tri_chart = at.tri_chart, .tri_count = at.tri_count,
+                                     .w = at.width, .h = at.height, .pages = 1, .texel_world = o.params.texel_world };
+        BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, &dv, &dno, &r1, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, &dv, &dno, &r2, err, sizeof err) == 0, "%s", err);
         bk_image_diff dd = bk_image_compare(dc, dg, np, cov, 1e-4);
         bk_image_diff dr = bk_image_compare(ref, dc, np, cov, 1e-4);
         printf("  denoiser: cuda against cpu PSNR %.1f dB (%llu texels differ by > 1e-4), %llu texels changed; cpu %.4f s, cuda %.4f s "

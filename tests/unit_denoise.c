@@ -109,8 +109,9 @@ static float *whole_map(int pages, int threads, float **orig_out)
     bk_denoise_opts_default(&o);
     bk_denoise_result res;
     char err[256];
-    BK_EXPECTF(bk_denoise_lightmap(NULL, rgb, var, cov, tx, n, tri_chart, 3, W, H, pages, TW, &o, &res, err, sizeof err) == 0,
-               "%s", err);
+    const bk_denoise_view dv = { .coverage = cov, .texels = tx, .n = n, .tri_chart = tri_chart, .tri_count = 3,
+                                 .w = W, .h = H, .pages = pages, .texel_world = TW };
+    BK_EXPECTF(bk_denoise_lightmap(NULL, rgb, var, &dv, &o, &res, err, sizeof err) == 0, "%s", err);
     double s0[2][3] = { { 0 } }, s1[2][3] = { { 0 } };
     int untouched = 1, changed = 0;
     for (size_t px = 0; px < npx; ++px) {
