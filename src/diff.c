@@ -145,32 +145,41 @@ static void print_pct(const char *name, double v)
     else printf("  %s n/a", name);
 }
 
-int bk_cmd_diff(int argc, char **argv)
+/* The command's arguments. */
+typedef struct diff_cli {
+    const char *pa, *pb, *out, *pm;    /* A, B, -o and --mask */
+    float       exposure;
+    int         json;
+} diff_cli;
+
+/* The arguments into c: -1 to go on, else the exit status (0 after --help). */
+static int diff_parse(diff_cli *c, int argc, char **argv)
 {
-    const char *pa = NULL, *pb = NULL, *out = NULL, *pm = NULL, *v;
-    float exposure = 1.0f;
-    int json = 0, operands = 0;
+    const char *v;
+    int operands = 0;
+    memset(c, 0, sizeof *c);
+    c->exposure = 1.0f;
     for (int i = 0; i < argc; ++i) {
         char msg[1024];
         if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
         if (operands || (argv[i][0] != '-' || !argv[i][1])) {
-            if (!pa) pa = argv[i];
-            else if (!pb) pb = argv[i];
+            if (!c->pa) c->pa = argv[i];
+            else if (!c->pb) c->pb = argv[i];
             else { fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]); return 2; }
         } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (bk_cli_value(argc, argv, &i, &out)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->out)) return 2;
         } else if (!strcmp(argv[i], "--mask")) {
-            if (bk_cli_value(argc, argv, &i, &pm)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->pm)) return 2;
         } else if (!strcmp(argv[i], "--exposure")) {
             if (bk_cli_value(argc, argv, &i, &v)) return 2;
             char *end = NULL;
-            exposure = strtof(v, &end);
-            if (!end || *end || end == v || !(exposure > 0) || !isfinite(exposure)) {
+            c->exposure = strtof(v, &end);
+            if (!end || *end || end == v || !(c->exposure > 0) || !isfinite(c->exposure)) {
                 fprintf(stderr, "baker diff: --exposure: expected a finite number > 0, got '%s'\n", v);
                 return 2;
             }
         } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
+            c->json = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(bk_diff_usage, stdout);
             return 0;
@@ -179,8 +188,75 @@ int bk_cmd_diff(int argc, char **argv)
             return 2;
         }
     }
-    if (!pa || !pb) { fprintf(stderr, "baker diff: need two lightmaps A and B\n%s", bk_diff_usage); return 2; }
-    if (check_ext("A", pa) || check_ext("B", pb) || (pm && check_ext("--mask", pm)) || (out && check_ext("-o", out))) return 2;
+    if (!c->pa || !c->pb) { fprintf(stderr, "baker diff: need two lightmaps A and B\n%s", bk_diff_usage); return 2; }
+    if (check_ext("A", c->pa) || check_ext("B", c->pb) || (c->pm && check_ext("--mask", c->pm)) || (c->out && check_ext("-o", c->out)))
+        return 2;
+    return -1;
+}
+
+/* --json: the report as one JSON object on standard output. */
+static void print_json(const diff_cli *c, int w, int h, const bk_diff_stats *st, const char *rule)
+{
+    printf("{\n  \"a\": ");
+    json_str(stdout, c->pa);
+    printf(",\n  \"b\": ");
+    json_str(stdout, c->pb);
+    printf(",\n  \"width\": %d,\n  \"height\": %d,\n  \"exposure\": %.9g,\n  \"texels\": %llu,\n  \"covered\": %llu,\n"
+           "  \"covered_rule\": \"%s\",\n  \"rmse\": ", w, h, (double)c->exposure, (unsigned long long)st->texels,
+           (unsigned long long)st->covered, rule);
+    json_num(stdout, st->rmse);
+    printf(",\n  \"psnr_linear\": ");
+    json_num(stdout, st->psnr_linear);
+    printf(",\n  \"rmse_srgb\": ");
+    json_num(stdout, st->rmse_srgb);
+    printf(",\n  \"psnr_srgb\": ");
+    json_num(stdout, st->psnr_srgb);
+    const char *names[4] = { "r", "g", "b", "luminance" };
+    const double *arr[3] = { st->mean_a, st->mean_b, st->bias };
+    const char *arr_names[3] = { "mean_a", "mean_b", "bias" };
+    for (int t = 0; t < 3; ++t) {
+        printf(",\n  \"%s\": {", arr_names[t]);
+        for (int k = 0; k < 4; ++k) {
+            printf("%s\"%s\": ", k ? ", " : " ", names[k]);
+            json_num(stdout, arr[t][k]);
+        }
+        printf(" }");
+    }
+    printf(",\n  \"max_abs_diff\": ");
+    json_num(stdout, st->max_abs);
+    printf(",\n  \"diff_image\": ");
+    if (c->out) json_str(stdout, c->out);
+    else printf("null");
+    printf("\n}\n");
+}
+
+/* The report as text on standard output. */
+static void print_text(const diff_cli *c, int w, int h, const bk_diff_stats *st, const char *rule)
+{
+    printf("A               %s (%s)\nB               %s (%s)\nsize            %dx%d, exposure %g\n", c->pa, kind_of(c->pa), c->pb,
+           kind_of(c->pb), w, h, (double)c->exposure);
+    printf("covered texels  %llu of %llu (%s)\n", (unsigned long long)st->covered, (unsigned long long)st->texels, rule);
+    printf("RMSE            %.6g (linear)\n", st->rmse);
+    printf("PSNR linear     %.2f dB (peak 1.0 after exposure, values not clamped)\n", st->psnr_linear);
+    printf("PSNR sRGB       %.2f dB (sRGB encodings in [0, 1], peak 1)\n", st->psnr_srgb);
+    printf("bias           ");
+    print_pct("R", st->bias[0]); print_pct("G", st->bias[1]); print_pct("B", st->bias[2]); print_pct("luminance", st->bias[3]);
+    printf("  ((mean B - mean A) / mean A)\n");
+    printf("mean            A %.6g, B %.6g (luminance, linear)\n", st->mean_a[3], st->mean_b[3]);
+    printf("max |A - B|     %.6g (linear)\n", st->max_abs);
+    if (c->out) {
+        if (bk_image_type_of(c->out) != BK_IMAGE_TYPE_PNG) printf("wrote %s (|A - B| * exposure, linear)\n", c->out);
+        else printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", c->out, st->max_abs > 0 ? st->max_abs : 1.0);
+    }
+}
+
+int bk_cmd_diff(int argc, char **argv)
+{
+    diff_cli c;
+    int pr = diff_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    const char *pa = c.pa, *pb = c.pb, *out = c.out, *pm = c.pm;
+    const float exposure = c.exposure;
 
     /* the files, before any work (outputs.h) */
     char err[1024];
@@ -236,55 +312,8 @@ int bk_cmd_diff(int argc, char **argv)
         }
     }
     const char *rule = pm ? "mask non-zero" : "A or B non-zero";
-    if (json) {
-        printf("{\n  \"a\": ");
-        json_str(stdout, pa);
-        printf(",\n  \"b\": ");
-        json_str(stdout, pb);
-        printf(",\n  \"width\": %d,\n  \"height\": %d,\n  \"exposure\": %.9g,\n  \"texels\": %llu,\n  \"covered\": %llu,\n"
-               "  \"covered_rule\": \"%s\",\n  \"rmse\": ", wa, ha, (double)exposure, (unsigned long long)st.texels,
-               (unsigned long long)st.covered, rule);
-        json_num(stdout, st.rmse);
-        printf(",\n  \"psnr_linear\": ");
-        json_num(stdout, st.psnr_linear);
-        printf(",\n  \"rmse_srgb\": ");
-        json_num(stdout, st.rmse_srgb);
-        printf(",\n  \"psnr_srgb\": ");
-        json_num(stdout, st.psnr_srgb);
-        const char *names[4] = { "r", "g", "b", "luminance" };
-        const double *arr[3] = { st.mean_a, st.mean_b, st.bias };
-        const char *arr_names[3] = { "mean_a", "mean_b", "bias" };
-        for (int t = 0; t < 3; ++t) {
-            printf(",\n  \"%s\": {", arr_names[t]);
-            for (int k = 0; k < 4; ++k) {
-                printf("%s\"%s\": ", k ? ", " : " ", names[k]);
-                json_num(stdout, arr[t][k]);
-            }
-            printf(" }");
-        }
-        printf(",\n  \"max_abs_diff\": ");
-        json_num(stdout, st.max_abs);
-        printf(",\n  \"diff_image\": ");
-        if (out) json_str(stdout, out);
-        else printf("null");
-        printf("\n}\n");
-    } else {
-        printf("A               %s (%s)\nB               %s (%s)\nsize            %dx%d, exposure %g\n", pa, kind_of(pa), pb,
-               kind_of(pb), wa, ha, (double)exposure);
-        printf("covered texels  %llu of %llu (%s)\n", (unsigned long long)st.covered, (unsigned long long)st.texels, rule);
-        printf("RMSE            %.6g (linear)\n", st.rmse);
-        printf("PSNR linear     %.2f dB (peak 1.0 after exposure, values not clamped)\n", st.psnr_linear);
-        printf("PSNR sRGB       %.2f dB (sRGB encodings in [0, 1], peak 1)\n", st.psnr_srgb);
-        printf("bias           ");
-        print_pct("R", st.bias[0]); print_pct("G", st.bias[1]); print_pct("B", st.bias[2]); print_pct("luminance", st.bias[3]);
-        printf("  ((mean B - mean A) / mean A)\n");
-        printf("mean            A %.6g, B %.6g (luminance, linear)\n", st.mean_a[3], st.mean_b[3]);
-        printf("max |A - B|     %.6g (linear)\n", st.max_abs);
-        if (out) {
-            if (bk_image_type_of(out) != BK_IMAGE_TYPE_PNG) printf("wrote %s (|A - B| * exposure, linear)\n", out);
-            else printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", out, st.max_abs > 0 ? st.max_abs : 1.0);
-        }
-    }
+    if (c.json) print_json(&c, wa, ha, &st, rule);
+    else print_text(&c, wa, ha, &st, rule);
     /* the image replaces -o only once the report is out too (the commit checks standard output) */
     if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker diff: %s\n", err); goto done; }
     rc = 0;
