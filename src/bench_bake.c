@@ -177,6 +177,70 @@ static void csv_row(FILE *f, const char *scene, const char *path, int size, cons
             (unsigned long long)r->texels, r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
 }
 
+/* --sizes LIST into size_list (at most 64): 0, or the exit status after printing why. */
+static int parse_sizes(const char *sizes, int *size_list, int *nsizes)
+{
+    char *dup = strdup(sizes), *save = NULL;
+    if (!dup) return 1;
+    for (char *p = strtok_r(dup, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        uint64_t u;
+        if (*nsizes == 64 || bk_cli_u64("--sizes", p, 4, 65536, &u)) { free(dup); return 2; }
+        size_list[(*nsizes)++] = (int)u;
+    }
+    free(dup);
+    if (!*nsizes) { fprintf(stderr, "baker bench bake: --sizes: no size given\n"); return 2; }
+    return 0;
+}
+
+/* --scenes LIST: paths, or the short names of scene_alias, into paths (at most 64, *nsc of them
+ * made, each to be freed). 0; the exit status after printing why; -1 when out of memory for the
+ * list itself. */
+static int find_scenes(const char *scenes, char **paths, int *nsc)
+{
+    const char *dir = getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
+    char *list = strdup(scenes), *save = NULL;
+    int rc = 0;
+    if (!list) return -1;
+    for (char *p = strtok_r(list, ",", &save); p && *nsc < 64; p = strtok_r(NULL, ",", &save)) {
+        const char *rel = NULL;
+        for (size_t k = 0; k < sizeof scene_alias / sizeof scene_alias[0]; ++k)
+            if (!strcmp(p, scene_alias[k][0])) rel = scene_alias[k][1];
+        size_t n = strlen(dir) + strlen(p) + 64;
+        if (!(paths[*nsc] = malloc(n))) { rc = 1; break; }
+        if (rel && access(p, F_OK) != 0) snprintf(paths[*nsc], n, "%s/%s", dir, rel);
+        else snprintf(paths[*nsc], n, "%s", p);
+        if (access(paths[*nsc], R_OK) != 0) {
+            fprintf(stderr, "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
+                            "$BK_SCENES_DIR or ../shared/scenes)\n", paths[*nsc], strerror(errno));
+            free(paths[*nsc]);
+            rc = 2;
+            break;
+        }
+        (*nsc)++;
+    }
+    free(list);
+    return rc;
+}
+
+/* The run of least wall time of reps runs of the child (its files removed after each) into
+ * *best: 1, or 0 when none succeeded; a failed run stops the reps and sets *rc to 1. */
+static int best_of(const char *prog, const char *dir, char **args, uint64_t reps, const char *const files[3], bench_run *best,
+                   int *rc)
+{
+    bench_run r;
+    memset(best, 0, sizeof *best);
+    int have = 0;
+    for (uint64_t rep = 0; rep < reps; ++rep) {
+        memset(&r, 0, sizeof r);
+        int failed = run_child(prog, dir, args, &r);
+        unlink(files[0]); unlink(files[1]); unlink(files[2]);
+        if (failed) { *rc = 1; break; }
+        if (!have || r.wall < best->wall) *best = r;
+        have = 1;
+    }
+    return have;
+}
+
 int bk_bench_bake(int argc, char **argv)
 {
     const char *scenes = "sponza,dragon_vrip", *sizes = "1024,4096", *backend = "auto", *csv = NULL, *v;
@@ -199,40 +263,13 @@ int bk_bench_bake(int argc, char **argv)
     }
     /* the sizes, checked before any work */
     int size_list[64], nsizes = 0;
-    {
-        char *dup = strdup(sizes), *save = NULL;
-        if (!dup) return 1;
-        for (char *p = strtok_r(dup, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-            uint64_t u;
-            if (nsizes == 64 || bk_cli_u64("--sizes", p, 4, 65536, &u)) { free(dup); return 2; }
-            size_list[nsizes++] = (int)u;
-        }
-        free(dup);
-        if (!nsizes) { fprintf(stderr, "baker bench bake: --sizes: no size given\n"); return 2; }
-    }
+    int rc = parse_sizes(sizes, size_list, &nsizes);
+    if (rc) return rc;
     /* the scenes: paths, or the short names above */
-    const char *dir = getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
-    char *list = strdup(scenes), *save = NULL, *paths[64];
-    int nsc = 0, rc = 0;
-    if (!list) return 1;
-    for (char *p = strtok_r(list, ",", &save); p && nsc < 64; p = strtok_r(NULL, ",", &save)) {
-        const char *rel = NULL;
-        for (size_t k = 0; k < sizeof scene_alias / sizeof scene_alias[0]; ++k)
-            if (!strcmp(p, scene_alias[k][0])) rel = scene_alias[k][1];
-        size_t n = strlen(dir) + strlen(p) + 64;
-        if (!(paths[nsc] = malloc(n))) { rc = 1; break; }
-        if (rel && access(p, F_OK) != 0) snprintf(paths[nsc], n, "%s/%s", dir, rel);
-        else snprintf(paths[nsc], n, "%s", p);
-        if (access(paths[nsc], R_OK) != 0) {
-            fprintf(stderr, "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
-                            "$BK_SCENES_DIR or ../shared/scenes)\n", paths[nsc], strerror(errno));
-            free(paths[nsc]);
-            rc = 2;
-            break;
-        }
-        nsc++;
-    }
-    free(list);
+    char *paths[64];
+    int nsc = 0;
+    rc = find_scenes(scenes, paths, &nsc);
+    if (rc < 0) return 1;
     bk_outputs io;
     bk_outputs_init(&io);
     char err[1024], tmpl[4096];
@@ -295,18 +332,9 @@ int bk_bench_bake(int argc, char **argv)
         args[scene_at] = paths[k];
         for (int z = 0; z < nsizes; ++z) {
             snprintf(s_size, sizeof s_size, "%d", size_list[z]);
-            bench_run best, r;
-            memset(&best, 0, sizeof best);
-            int have = 0;
-            for (uint64_t rep = 0; rep < reps; ++rep) {
-                memset(&r, 0, sizeof r);
-                int failed = run_child(prog, tmpl, args, &r);
-                unlink(out); unlink(stats); unlink(errf);
-                if (failed) { rc = 1; break; }
-                if (!have || r.wall < best.wall) best = r;
-                have = 1;
-            }
-            if (!have) continue;
+            bench_run best;
+            const char *const files[3] = { out, stats, errf };
+            if (!best_of(prog, tmpl, args, reps, files, &best, &rc)) continue;
             print_row(label, size_list[z], &best);
             if (cf) csv_row(cf, label, paths[k], size_list[z], backend, (int)spp, (int)bounces, &best);
         }
