@@ -22,6 +22,7 @@
 #include "voxmesh.h"
 #include "world.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +81,7 @@ static const char trace_usage[] =
     "nearest hit (or, with --any-hit, any hit) of each to HITS. Prints load, build and trace\n"
     "times separately, and Mrays/s for the trace alone.\n"
     "\n"
-    "options:\n"
-    "  --rays FILE              input rays (RAYS0001)\n"
-    "  --hits FILE              output hits (HITS0001), written to a temporary file and renamed\n";
+    "options:\n";   /* then trace_opts */
 
 static const char rays_usage[] =
     "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
@@ -312,34 +311,88 @@ out:
     return rc;
 }
 
-static int cmd_trace(int argc, char **argv)
-{
-    const char *scene_path = NULL, *rays_path = NULL, *hits_path = NULL;
+/* `baker trace`'s arguments: the scene, the two files and the tracing options. */
+typedef struct trace_cli {
+    const char  *scene, *rays, *hits;
     bk_cli_trace t;
-    bk_cli_trace_default(&t);
+} trace_cli;
+
+static int set_rays(void *dst, const char *opt, const char *v) { (void)opt; ((trace_cli *)dst)->rays = v; return 0; }
+static int set_hits(void *dst, const char *opt, const char *v) { (void)opt; ((trace_cli *)dst)->hits = v; return 0; }
+
+/* `baker trace`'s option table, from which its help and its parser are made. */
+static const bk_cli_opt trace_file_opts[] = {
+    { .name = "--rays", .arg = "FILE", .set = set_rays, .help = "input rays (RAYS0001)" },
+    { .name = "--hits", .arg = "FILE", .set = set_hits, .help = "output hits (HITS0001), written to a temporary file and renamed" },
+    { 0 },
+};
+static const bk_cli_opt trace_opts[] = {
+    { .help = trace_usage },
+    { .sub = trace_file_opts },
+    { .sub = bk_cli_trace_opts, .sub_offset = offsetof(trace_cli, t) },
+    { 0 },
+};
+
+/* The arguments into c: -1 to go on, else the exit status (0 after --help). */
+static int trace_parse(trace_cli *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof *c);
+    bk_cli_trace_default(&c->t);
     int operands = 0;
     for (int i = 0; i < argc; ++i) {
         char m[1024];
         if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
         if (operands) {
-            if (scene_path) { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
-            scene_path = argv[i];
+            if (c->scene) { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
+            c->scene = argv[i];
             continue;
         }
-        int r = bk_cli_trace_option(&t, argc, argv, &i);
+        int r = bk_cli_table_option(trace_opts, c, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
-        if (!strcmp(argv[i], "--rays")) { if (bk_cli_value(argc, argv, &i, &rays_path)) return 2; }
-        else if (!strcmp(argv[i], "--hits")) { if (bk_cli_value(argc, argv, &i, &hits_path)) return 2; }
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(trace_usage, stdout); bk_cli_trace_help(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { bk_cli_table_help(stdout, trace_opts); return 0; }
         else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: %s\n", bk_cli_unknown(argv[i], "baker help trace", m, sizeof m)); return 2; }
-        else if (!scene_path) scene_path = argv[i];
+        else if (!c->scene) c->scene = argv[i];
         else { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
     }
-    if (!scene_path || !rays_path || !hits_path) {
+    if (!c->scene || !c->rays || !c->hits) {
         fprintf(stderr, "baker trace: need SCENE, --rays RAYS and --hits HITS\n%s", trace_usage);
+        bk_cli_table_help(stderr, trace_file_opts);
         return 2;
     }
+    return -1;
+}
+
+/* The trace's line of figures, and with --stats its counters and histograms. */
+static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a, const bk_hit *hits, uint64_t n,
+                        const bk_trace_totals *tot, const uint32_t *ray_stats)
+{
+    char err[1024];
+    uint64_t hit_count = 0;
+    for (uint64_t i = 0; i < n; ++i) hit_count += hits[i].tri != BK_NO_HIT;
+    printf("trace   %-7s %8.3f s  %llu rays, %.1f%% hit, %.2f Mrays/s (%s backend, %s stack",
+           bk_accel_type_name(a->type), tot->seconds, (unsigned long long)n, n ? 100.0 * (double)hit_count / (double)n : 0.0,
+           tot->seconds > 0 ? (double)n / tot->seconds / 1e6 : 0.0, be->i->name(be), bk_stack_mode_name(t->opts.stack_mode));
+    if (t->opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t->opts.stack_size);
+    printf(", %s, %s order)\n", t->opts.any_hit ? "any hit" : "closest hit", tot->sorted ? "sorted" : "input");
+    if (tot->sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot->sort_seconds);
+    if (tot->upload_seconds > 0) printf("transfer        %8.3f s  rays to the device, hits back\n", tot->upload_seconds);
+    if (t->stats) {
+        double dn = n ? (double)n : 1.0;
+        printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu (%.3f/ray)\n",
+               (unsigned long long)tot->nodes, (double)tot->nodes / dn, (unsigned long long)tot->tris, (double)tot->tris / dn,
+               (unsigned long long)tot->restarts, (double)tot->restarts / dn, (unsigned long long)tot->spills, (double)tot->spills / dn);
+        if (ray_stats && print_ray_stats(be, ray_stats, n, t->opts.stack_mode, err, sizeof err)) fprintf(stderr, "baker: %s\n", err);
+    }
+}
+
+static int cmd_trace(int argc, char **argv)
+{
+    trace_cli c;
+    int pr = trace_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    const char *scene_path = c.scene, *rays_path = c.rays, *hits_path = c.hits;
+    bk_cli_trace t = c.t;
     bk_outputs io;
     int oi, prc = plan_files(&io, scene_path, rays_path, "--hits", hits_path, &oi);
     if (prc) return prc;
@@ -385,22 +438,7 @@ static int cmd_trace(int argc, char **argv)
         fprintf(stderr, "baker: %s\n", err);
         goto done_accel;
     }
-    uint64_t hit_count = 0;
-    for (uint64_t i = 0; i < n; ++i) hit_count += hits[i].tri != BK_NO_HIT;
-    printf("trace   %-7s %8.3f s  %llu rays, %.1f%% hit, %.2f Mrays/s (%s backend, %s stack",
-           bk_accel_type_name(a.type), tot.seconds, (unsigned long long)n, n ? 100.0 * (double)hit_count / (double)n : 0.0,
-           tot.seconds > 0 ? (double)n / tot.seconds / 1e6 : 0.0, be->i->name(be), bk_stack_mode_name(t.opts.stack_mode));
-    if (t.opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t.opts.stack_size);
-    printf(", %s, %s order)\n", t.opts.any_hit ? "any hit" : "closest hit", tot.sorted ? "sorted" : "input");
-    if (tot.sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot.sort_seconds);
-    if (tot.upload_seconds > 0) printf("transfer        %8.3f s  rays to the device, hits back\n", tot.upload_seconds);
-    if (t.stats) {
-        double dn = n ? (double)n : 1.0;
-        printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu (%.3f/ray)\n",
-               (unsigned long long)tot.nodes, (double)tot.nodes / dn, (unsigned long long)tot.tris, (double)tot.tris / dn,
-               (unsigned long long)tot.restarts, (double)tot.restarts / dn, (unsigned long long)tot.spills, (double)tot.spills / dn);
-        if (ray_stats && print_ray_stats(be, ray_stats, n, t.opts.stack_mode, err, sizeof err)) fprintf(stderr, "baker: %s\n", err);
-    }
+    print_trace(be, &t, &a, hits, n, &tot, ray_stats);
     if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_hits_write_file(f, hits_path, hits, n, err, sizeof err) ||
         bk_outputs_commit(&io, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
@@ -452,7 +490,7 @@ static int run(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
-            if (!strcmp(argv[2], "trace")) { fputs(trace_usage, stdout); bk_cli_trace_help(stdout); return 0; }
+            if (!strcmp(argv[2], "trace")) { bk_cli_table_help(stdout, trace_opts); return 0; }
             if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bake")) { bk_cmd_bake_help(stdout); return 0; }
