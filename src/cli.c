@@ -140,19 +140,20 @@ int bk_cli_table_option(const bk_cli_opt *tab, void *dst, int argc, char **argv,
     return 0;
 }
 
-void bk_cli_table_help(FILE *f, const bk_cli_opt *tab)
+void bk_cli_table_help(FILE *f, const bk_cli_opt *tab) { bk_cli_table_help_col(f, tab, 27); }
+
+void bk_cli_table_help_col(FILE *f, const bk_cli_opt *tab, int col)
 {
-    enum { COL = 27 };                  /* where an option's text starts */
     for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
-        if (o->sub) { bk_cli_table_help(f, o->sub); continue; }
+        if (o->sub) { bk_cli_table_help_col(f, o->sub, col); continue; }
         if (!o->name) { fputs(o->help, f); continue; }
         char left[256];
         int n = snprintf(left, sizeof left, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-        if (n < COL) fprintf(f, "%-*s", COL, left);
-        else fprintf(f, "%s\n%*s", left, COL, "");
+        if (n < col) fprintf(f, "%-*s", col, left);
+        else fprintf(f, "%s\n%*s", left, col, "");
         for (const char *p = o->help; *p; ++p) {
             fputc(*p, f);
-            if (*p == '\n') fprintf(f, "%*s", COL, "");
+            if (*p == '\n') fprintf(f, "%*s", col, "");
         }
         fputc('\n', f);
     }

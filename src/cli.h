@@ -31,6 +31,8 @@ int  bk_cli_table_option(const bk_cli_opt *tab, void *dst, int argc, char **argv
 /* The table's help: "  NAME ARG" padded to column 27 (or alone on its line when longer), then
  * the text. */
 void bk_cli_table_help(FILE *f, const bk_cli_opt *tab);
+/* The same with the text from column col (a command whose help has narrower names). */
+void bk_cli_table_help_col(FILE *f, const bk_cli_opt *tab, int col);
 
 /* The options every tracing command takes. */
 typedef struct bk_cli_trace {

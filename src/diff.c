@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char bk_diff_usage[] =
+static const char diff_intro[] =
     "usage: baker diff A B [-o DIFF.png|.hdr|.exr] [--mask M.png] [--exposure E] [--json]\n"
     "\n"
     "Compares lightmap B with lightmap A (the reference), texel by texel. A, B and the mask are\n"
@@ -31,16 +31,8 @@ const char bk_diff_usage[] =
     "                 (0.2126 R + 0.7152 G + 0.0722 B)\n"
     "  covered        the number of covered texels\n"
     "\n"
-    "options:\n"
-    "  -o FILE        also write the difference image: .png: |A - B| per channel divided by its\n"
-    "                 largest value over the covered texels (white = the largest difference),\n"
-    "                 sRGB-encoded like a lightmap; .hdr or .exr: |A - B| * exposure, unscaled,\n"
-    "                 linear.\n"
-    "                 Texels not covered are black. Never an input; temporary file + rename.\n"
-    "  --mask FILE    the covered texels (non-zero), e.g. a coverage map of the atlas\n"
-    "  --exposure E   multiply both maps by E > 0 first (default 1): the PSNRs' peak is 1.0 after it\n"
-    "  --json         print the numbers as one JSON object on standard output instead (infinite\n"
-    "                 PSNR and undefined bias as null)\n"
+    "options:\n";
+static const char diff_outro[] =
     "Exit status: 0, 1 when a file cannot be read or written (or nothing is covered), 2 for usage.\n";
 
 static double srgb_enc(double c)
@@ -152,10 +144,48 @@ typedef struct diff_cli {
     int         json;
 } diff_cli;
 
+static int set_out(void *dst, const char *opt, const char *v)  { (void)opt; ((diff_cli *)dst)->out = v; return 0; }
+static int set_mask(void *dst, const char *opt, const char *v) { (void)opt; ((diff_cli *)dst)->pm = v; return 0; }
+static int set_json(void *dst, const char *opt, const char *v) { (void)opt; (void)v; ((diff_cli *)dst)->json = 1; return 0; }
+
+static int set_exposure(void *dst, const char *opt, const char *v)
+{
+    diff_cli *c = dst;
+    char *end = NULL;
+    (void)opt;
+    c->exposure = strtof(v, &end);
+    if (!end || *end || end == v || !(c->exposure > 0) || !isfinite(c->exposure)) {
+        fprintf(stderr, "baker diff: --exposure: expected a finite number > 0, got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* The option table of `baker diff`, from which its help and its parser are made (text from
+ * column 17). */
+static const bk_cli_opt diff_opts[] = {
+    { .help = diff_intro },
+    { .name = "-o", .alias = "--output", .arg = "FILE", .set = set_out,
+      .help = "also write the difference image: .png: |A - B| per channel divided by its\n"
+              "largest value over the covered texels (white = the largest difference),\n"
+              "sRGB-encoded like a lightmap; .hdr or .exr: |A - B| * exposure, unscaled,\n"
+              "linear.\n"
+              "Texels not covered are black. Never an input; temporary file + rename." },
+    { .name = "--mask", .arg = "FILE", .set = set_mask, .help = "the covered texels (non-zero), e.g. a coverage map of the atlas" },
+    { .name = "--exposure", .arg = "E", .set = set_exposure,
+      .help = "multiply both maps by E > 0 first (default 1): the PSNRs' peak is 1.0 after it" },
+    { .name = "--json", .set = set_json,
+      .help = "print the numbers as one JSON object on standard output instead (infinite\n"
+              "PSNR and undefined bias as null)" },
+    { .help = diff_outro },
+    { 0 },
+};
+
+void bk_diff_help(FILE *f) { bk_cli_table_help_col(f, diff_opts, 17); }
+
 /* The arguments into c: -1 to go on, else the exit status (0 after --help). */
 static int diff_parse(diff_cli *c, int argc, char **argv)
 {
-    const char *v;
     int operands = 0;
     memset(c, 0, sizeof *c);
     c->exposure = 1.0f;
@@ -166,29 +196,23 @@ static int diff_parse(diff_cli *c, int argc, char **argv)
             if (!c->pa) c->pa = argv[i];
             else if (!c->pb) c->pb = argv[i];
             else { fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]); return 2; }
-        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (bk_cli_value(argc, argv, &i, &c->out)) return 2;
-        } else if (!strcmp(argv[i], "--mask")) {
-            if (bk_cli_value(argc, argv, &i, &c->pm)) return 2;
-        } else if (!strcmp(argv[i], "--exposure")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return 2;
-            char *end = NULL;
-            c->exposure = strtof(v, &end);
-            if (!end || *end || end == v || !(c->exposure > 0) || !isfinite(c->exposure)) {
-                fprintf(stderr, "baker diff: --exposure: expected a finite number > 0, got '%s'\n", v);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--json")) {
-            c->json = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(bk_diff_usage, stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "baker diff: %s\n", bk_cli_unknown(argv[i], "baker help diff", msg, sizeof msg));
-            return 2;
+            continue;
         }
+        int r = bk_cli_table_option(diff_opts, c, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            bk_diff_help(stdout);
+            return 0;
+        }
+        fprintf(stderr, "baker diff: %s\n", bk_cli_unknown(argv[i], "baker help diff", msg, sizeof msg));
+        return 2;
     }
-    if (!c->pa || !c->pb) { fprintf(stderr, "baker diff: need two lightmaps A and B\n%s", bk_diff_usage); return 2; }
+    if (!c->pa || !c->pb) {
+        fprintf(stderr, "baker diff: need two lightmaps A and B\n");
+        bk_diff_help(stderr);
+        return 2;
+    }
     if (check_ext("A", c->pa) || check_ext("B", c->pb) || (c->pm && check_ext("--mask", c->pm)) || (c->out && check_ext("-o", c->out)))
         return 2;
     return -1;

@@ -16,6 +16,8 @@
 #ifndef BK_DIFF_H
 #define BK_DIFF_H
 
+#include <stdio.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +50,7 @@ void bk_diff_image(const float *a, const float *b, const uint8_t *mask, int w, i
 /* baker diff A B [-o DIFF.png|.hdr] [--mask M] [--exposure E] [--json]: argv without "diff".
  * Returns the exit status (0, 1 for a file problem, 2 for usage). */
 int bk_cmd_diff(int argc, char **argv);
-extern const char bk_diff_usage[];
+/* `baker help diff`: the help made from the command's option table. */
+void bk_diff_help(FILE *f);
 
 #endif /* BK_DIFF_H */

@@ -495,7 +495,7 @@ static int run(int argc, char **argv)
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bake")) { bk_cmd_bake_help(stdout); return 0; }
             if (!strcmp(argv[2], "build")) { fputs(build_usage, stdout); return 0; }
-            if (!strcmp(argv[2], "diff")) { fputs(bk_diff_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "diff")) { bk_diff_help(stdout); return 0; }
             fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n", argv[2]);
             return 2;
         }
