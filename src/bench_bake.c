@@ -197,7 +197,8 @@ static int parse_sizes(const char *sizes, int *size_list, int *nsizes)
  * list itself. */
 static int find_scenes(const char *scenes, char **paths, int *nsc)
 {
-    const char *dir = getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
+    const char *dir =
+        getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
     char *list = strdup(scenes), *save = NULL;
     int rc = 0;
     if (!list) return -1;
@@ -210,8 +211,10 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
         if (rel && access(p, F_OK) != 0) snprintf(paths[*nsc], n, "%s/%s", dir, rel);
         else snprintf(paths[*nsc], n, "%s", p);
         if (access(paths[*nsc], R_OK) != 0) {
-            fprintf(stderr, "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
-                            "$BK_SCENES_DIR or ../shared/scenes)\n", paths[*nsc], strerror(errno));
+            fprintf(stderr,
+                    "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
+                    "$BK_SCENES_DIR or ../shared/scenes)\n",
+                    paths[*nsc], strerror(errno));
             free(paths[*nsc]);
             rc = 2;
             break;
@@ -224,8 +227,8 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
 
 /* The run of least wall time of reps runs of the child (its files removed after each) into
  * *best: 1, or 0 when none succeeded; a failed run stops the reps and sets *rc to 1. */
-static int best_of(const char *prog, const char *dir, char **args, uint64_t reps, const char *const files[3], bench_run *best,
-                   int *rc)
+static int best_of(const char *prog, const char *dir, char **args, uint64_t reps, const char *const files[3],
+                   bench_run *best, int *rc)
 {
     bench_run r;
     memset(best, 0, sizeof *best);

@@ -82,32 +82,55 @@ static int set_ray_order(void *dst, const char *opt, const char *v)
     return 0;
 }
 
-static int set_any_hit(void *dst, const char *opt, const char *v) { (void)opt; (void)v; ((bk_cli_trace *)dst)->opts.any_hit = 1; return 0; }
-static int set_stats(void *dst, const char *opt, const char *v)   { (void)opt; (void)v; ((bk_cli_trace *)dst)->stats = 1; return 0; }
+static int set_any_hit(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((bk_cli_trace *)dst)->opts.any_hit = 1;
+    return 0;
+}
+static int set_stats(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((bk_cli_trace *)dst)->stats = 1;
+    return 0;
+}
 
 const bk_cli_opt bk_cli_trace_opts[] = {
-    { .name = "--accel", .arg = "bvh|bvh2|cwbvh|kdtree", .set = set_accel,
+    { .name = "--accel",
+      .arg = "bvh|bvh2|cwbvh|kdtree",
+      .set = set_accel,
       .help = "acceleration structure (default bvh: each backend traces its\n"
               "fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"
               "cuda the binary one; bvh2 keeps the binary layout, cwbvh traces\n"
               "a compressed 8-wide one on either backend; all give the same hits)" },
-    { .name = "--stack", .arg = "global|short|spill", .set = set_stack,
+    { .name = "--stack",
+      .arg = "global|short|spill",
+      .set = set_stack,
       .help = "where the traversal stack lives (default global):\n"
               "  global  a full per-thread stack in local (device) memory\n"
               "  short   K entries in shared memory; on overflow the oldest\n"
               "          are dropped and traversal restarts from the root\n"
               "          (restart trail for the BVH, kd-restart for the KD-tree)\n"
               "  spill   K entries in shared memory that spill to global memory" },
-    { .name = "--stack-size", .arg = "K", .set = set_stack_size,
+    { .name = "--stack-size",
+      .arg = "K",
+      .set = set_stack_size,
       .help = "entries of the short/spill stack, 1..64 (default 8)" },
-    { .name = "--counters", .arg = "thread|warp|block", .set = set_counters,
+    { .name = "--counters",
+      .arg = "thread|warp|block",
+      .set = set_counters,
       .help = "CUDA atomics for the work and statistics counters: one per\n"
               "thread, one per warp (ballot + popc) or one per block (default warp)" },
-    { .name = "--backend", .arg = "cpu|cuda|auto", .set = set_backend,
+    { .name = "--backend",
+      .arg = "cpu|cuda|auto",
+      .set = set_backend,
       .help = "where to trace (default auto: the GPU when one is usable)" },
-    { .name = "--threads", .arg = "N", .set = set_threads,
-      .help = "cpu backend: worker threads (default: all cores)" },
-    { .name = "--ray-order", .arg = "auto|sorted|input", .set = set_ray_order,
+    { .name = "--threads", .arg = "N", .set = set_threads, .help = "cpu backend: worker threads (default: all cores)" },
+    { .name = "--ray-order",
+      .arg = "auto|sorted|input",
+      .set = set_ray_order,
       .help = "in what order the rays are traced: sorted by direction octant,\n"
               "then origin along a Morton curve, so that neighbouring threads\n"
               "run alike (the sort counts in the trace time; hits come back in\n"
@@ -116,7 +139,9 @@ const bk_cli_opt bk_cli_trace_opts[] = {
               "than it costs. A bake's auto is input; sorted bins each wave's\n"
               "rays (GPU wavefront; --bin-rays on also sorts the texels)" },
     { .name = "--any-hit", .set = set_any_hit, .help = "occlusion query: stop at the first hit found" },
-    { .name = "--stats", .set = set_stats, .help = "print the traversal counters (nodes, triangles, restarts, spills)" },
+    { .name = "--stats",
+      .set = set_stats,
+      .help = "print the traversal counters (nodes, triangles, restarts, spills)" },
     { 0 },
 };
 

@@ -221,14 +221,15 @@ static int phase_startup(bake_state *st)
      * building and the atlas did not hide. */
     /* In a job each rank takes its own GPUs by default: those whose number modulo the host's
      * ranks is its local rank (world.h), or one of them when there are more ranks than GPUs. */
-    bk_cmd_bake_start_begin(&st->bs, c->t.backend, c->devices, c->ndevices, bk_world_local_rank(), bk_world_local_size(), &c->t.opts);
+    bk_cmd_bake_start_begin(&st->bs, c->t.backend, c->devices, c->ndevices, bk_world_local_rank(),
+                            bk_world_local_size(), &c->t.opts);
     st->bs_begun = 1;
     /* A device's start (its context, then the upload) keeps a core busy while the host phases
      * run: their pool leaves it that core until the backend is there (the phases' results do not
      * depend on the thread count). On the GPU machine's 16 cores, sponza 1024^2: the atlas
      * 0.49 -> 0.39 s, the whole command 1.01 -> 0.87 s (`baker bench bake`, BK_THREADS=15). */
-    st->lend_core = st->bs.running && bk_backend_starts_device(c->t.backend) && c->t.opts.threads == 0 && !getenv("BK_THREADS") &&
-                    bk_cpu_threads() > 2;
+    st->lend_core = st->bs.running && bk_backend_starts_device(c->t.backend) && c->t.opts.threads == 0 &&
+                    !getenv("BK_THREADS") && bk_cpu_threads() > 2;
     if (st->lend_core) bk_pool_set_threads(bk_cpu_threads() - 1);
 
     st->t0 = bk_time_now();
@@ -242,11 +243,17 @@ static int load_voxels(bake_state *st)
     bk_cmd_bake_cli *c = &st->c;
     char *err = st->err;
     if (c->atlas.uv_from_file) {
-        bk_cmd_bake_error("%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n", c->scene);
+        bk_cmd_bake_error(
+            "%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n",
+            c->scene);
         return 1;
     }
-    if (bk_voxmesh_build(&st->s, &st->vm, err, sizeof st->err)) { bk_cmd_bake_error("%s: %s\n", c->scene, err); return 1; }
-    if (bk_cmd_bake_check_memory_early(c, st->vm.face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel))) return 1;
+    if (bk_voxmesh_build(&st->s, &st->vm, err, sizeof st->err)) {
+        bk_cmd_bake_error("%s: %s\n", c->scene, err);
+        return 1;
+    }
+    if (bk_cmd_bake_check_memory_early(c, st->vm.face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel)))
+        return 1;
     st->surf = &st->vm.scene;
     if (!(st->rects = bk_voxmesh_rects(&st->vm, c->texels_per_voxel, &c->atlas))) {
         bk_cmd_bake_error("out of memory for %u voxel quads\n", st->vm.quad_count);
@@ -280,11 +287,13 @@ static int phase_load(bake_state *st)
     if (st->has_vox && load_voxels(st)) return 1;
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
-    if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) && (st->has_vox || bk_mesh_obj_copies_mtl(&st->s, c->mesh_out))) {
+    if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) &&
+        (st->has_vox || bk_mesh_obj_copies_mtl(&st->s, c->mesh_out))) {
         int r = -1;
         if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_out)) ||
             (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_out, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
-            (r = st->mtl_idx = bk_outputs_add(&st->io, "--mesh-out (its MTL)", st->mtl_path, 0, err, sizeof st->err)) < 0)
+            (r = st->mtl_idx = bk_outputs_add(&st->io, "--mesh-out (its MTL)", st->mtl_path, 0, err, sizeof st->err)) <
+                0)
             return bake_stop(st, r == BK_OUT_CLASH, st->mtl_path ? err : "out of memory");
     }
     st->ph[PH_LOAD] = bk_time_now() - st->t0;
@@ -327,7 +336,10 @@ static int object_scales(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
     const bk_scene *s = &st->s;
-    if (!(st->tri_scale = malloc(sizeof(float) * ((size_t)st->surf->tri_count + 1)))) { bk_cmd_bake_error("out of memory\n"); return 1; }
+    if (!(st->tri_scale = malloc(sizeof(float) * ((size_t)st->surf->tri_count + 1)))) {
+        bk_cmd_bake_error("out of memory\n");
+        return 1;
+    }
     for (uint32_t t = 0; t < st->surf->tri_count; ++t) st->tri_scale[t] = 1.0f;
     for (int k = 0; k < c->noscale; ++k) {
         uint32_t hits = 0;
@@ -338,8 +350,8 @@ static int object_scales(bake_state *st)
                 if (s->tri_object[t] == ob) st->tri_scale[t] = c->oscale_f[k];
         }
         if (!hits) {
-            bk_cmd_bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n", c->scene,
-                    c->oscale_pat[k], (double)c->oscale_f[k], s->object_count);
+            bk_cmd_bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n",
+                              c->scene, c->oscale_pat[k], (double)c->oscale_f[k], s->object_count);
             return 1;
         }
     }
@@ -386,7 +398,10 @@ static int phase_atlas(bake_state *st)
     bk_cmd_bake_cli *c = &st->c;
     st->t0 = bk_time_now();
     if (c->noscale && object_scales(st)) return 1;
-    if (bk_atlas_build(st->surf, &c->atlas, &st->at, st->err, sizeof st->err)) { bk_cmd_bake_error("%s\n", st->err); return 1; }
+    if (bk_atlas_build(st->surf, &c->atlas, &st->at, st->err, sizeof st->err)) {
+        bk_cmd_bake_error("%s\n", st->err);
+        return 1;
+    }
     if (c->pages_auto && c->writer && name_pages(st)) return 1;
     if (await_backend(st)) return 1;
     if (bk_cmd_bake_check_memory(c, st->be, &st->at, st->mem)) return 1;
@@ -413,8 +428,8 @@ static int bake_lighting(bake_state *st)
     const bk_scene *surf = st->surf;
     float diag = sqrtf((a->hi.x - a->lo.x) * (a->hi.x - a->lo.x) + (a->hi.y - a->lo.y) * (a->hi.y - a->lo.y) +
                        (a->hi.z - a->lo.z) * (a->hi.z - a->lo.z));
-    if (bk_bake_data_build_hit(surf, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points, c->point_count, &st->bd,
-                               st->err, sizeof st->err)) {
+    if (bk_bake_data_build_hit(surf, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points, c->point_count,
+                               &st->bd, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -511,8 +526,10 @@ static int phase_bake(bake_state *st)
     /* statistics and the ray order run through the primitives, on the GPU with the cuda backend */
     bk_backend_caps caps;
     st->be->i->caps(st->be, &caps);
-    if (caps.gpu_primitives && (c->bin_rays || c->exposure_auto || c->stats)) st->gpu = bk_prim_init(st->msg, sizeof st->msg);
-    if (c->bin_rays && bk_cmd_bake_bin_texels(st->gpu, st->tx, st->ntx, &st->a, &st->sort_seconds, st->err, sizeof st->err)) {
+    if (caps.gpu_primitives && (c->bin_rays || c->exposure_auto || c->stats))
+        st->gpu = bk_prim_init(st->msg, sizeof st->msg);
+    if (c->bin_rays &&
+        bk_cmd_bake_bin_texels(st->gpu, st->tx, st->ntx, &st->a, &st->sort_seconds, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -535,10 +552,14 @@ static int phase_bake(bake_state *st)
     st->kt.tx = &st->tx; st->kt.refs = &st->refs; st->kt.n = st->ntx;
     st->ro.texels_kept = bk_cmd_bake_texels_kept; st->ro.texels_kept_ctx = &st->kt;
     st->mt.s = st->surf; st->mt.a = &st->at; st->mt.refs = st->refs;
-    if (!st->tx) { st->ro.make_texels = bk_cmd_bake_make_texels; st->ro.make_texels_ctx = &st->mt; st->ro.texel_refs = st->refs; }
+    if (!st->tx) {
+        st->ro.make_texels = bk_cmd_bake_make_texels;
+        st->ro.make_texels_ctx = &st->mt;
+        st->ro.texel_refs = st->refs;
+    }
     const uint64_t key = job->size > 1 ? bk_cmd_bake_job_key(job, c, st->tx, &st->mt, st->ntx, st->img_h) : 0;
-    if (bk_bake_texels(st->be, &st->bv, st->tx, st->ntx, st->at.width, st->img_h, &st->ro, st->rgb, st->cov, &st->res, st->err,
-                       sizeof st->err)) {
+    if (bk_bake_texels(st->be, &st->bv, st->tx, st->ntx, st->at.width, st->img_h, &st->ro, st->rgb, st->cov, &st->res,
+                       st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -565,7 +586,8 @@ static int image_from_colours(bake_state *st)
 {
     st->rgb = calloc(3 * st->npx, sizeof(float));
     if (!st->rgb) {
-        bk_cmd_bake_error("out of memory for a %dx%d lightmap (%d pages)\n", st->at.width, st->at.height, st->at.page_count);
+        bk_cmd_bake_error("out of memory for a %dx%d lightmap (%d pages)\n", st->at.width, st->at.height,
+                          st->at.page_count);
         return 1;
     }
     enum { SLICE = 1 << 20 };
@@ -590,9 +612,10 @@ static int phase_denoise(bake_state *st)
     if (st->tcol) {
         /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
          * which come back holding charts instead of triangles */
-        if (st->filter && bk_denoise_texel_colours(st->be, st->tcol, st->cov, st->refs ? NULL : st->tx, st->refs, st->ntx,
-                                                   at->tri_chart, at->tri_count, at->width, at->height, st->c.p.texel_world,
-                                                   &st->c.dn, &st->dres, st->err, sizeof st->err)) {
+        if (st->filter &&
+            bk_denoise_texel_colours(st->be, st->tcol, st->cov, st->refs ? NULL : st->tx, st->refs, st->ntx,
+                                     at->tri_chart, at->tri_count, at->width, at->height, st->c.p.texel_world,
+                                     &st->c.dn, &st->dres, st->err, sizeof st->err)) {
             bk_cmd_bake_error("%s\n", st->err);
             return 1;
         }
@@ -615,7 +638,8 @@ static int dilate_pages(bake_state *st)
     if (reach) bk_atlas_reach_ids(at, reach);
     for (int p = 0; p < at->page_count; ++p)
         bk_image_dilate_charts(st->rgb + 3 * st->page_px * (size_t)p, st->cov + st->page_px * (size_t)p,
-                               reach ? reach + st->page_px * (size_t)p : NULL, at->width, at->height, st->c.atlas.padding + 14);
+                               reach ? reach + st->page_px * (size_t)p : NULL, at->width, at->height,
+                               st->c.atlas.padding + 14);
     free(reach);
     return 0;
 }
@@ -630,8 +654,8 @@ static int write_images(bake_state *st)
         int oi = c->pages_auto ? st->page_idx[p] : st->out_idx[0];
         const char *name = c->pages_auto ? st->page_names[p] : c->out;
         if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
-            bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height, c->exposure, err,
-                                sizeof st->err) ||
+            bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height,
+                                c->exposure, err, sizeof st->err) ||
             bk_outputs_close(&st->io, oi, err, sizeof st->err)) {
             bk_cmd_bake_error("%s\n", err);
             return 1;
@@ -650,9 +674,10 @@ static int write_mesh(bake_state *st)
     if (!(f = bk_outputs_open(&st->io, st->out_idx[1], err, es)) ||
         (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
         (bk_gltf_path(c->mesh_out) ? bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es)
-                                   : bk_mesh_write_obj_vox(f, c->mesh_out, st->surf, st->has_vox ? &st->vm : NULL, &st->at, mf,
-                                                           st->mtl_path, err, es)) ||
-        bk_outputs_close(&st->io, st->out_idx[1], err, es) || (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
+                                   : bk_mesh_write_obj_vox(f, c->mesh_out, st->surf, st->has_vox ? &st->vm : NULL,
+                                                           &st->at, mf, st->mtl_path, err, es)) ||
+        bk_outputs_close(&st->io, st->out_idx[1], err, es) ||
+        (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
         bk_cmd_bake_error("%s\n", err);
         return 1;
     }
@@ -684,8 +709,8 @@ static int phase_write(bake_state *st)
         st->rel.running = pthread_create(&st->rel.th, NULL, bk_cmd_bake_release_run, &st->rel) == 0;
         if (st->rel.running) st->gpu = NULL, st->be = NULL;
     }
-    if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart, at->width, at->height,
-                            at->page_count, NULL, st->err, sizeof st->err)) {
+    if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
+                            at->width, at->height, at->page_count, NULL, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -735,35 +760,46 @@ static void print_summary(const bake_state *st)
     FILE *say = st->say;
     double mrays = res->totals.seconds > 0 ? (double)res->totals.rays / res->totals.seconds / 1e6 : 0.0;
     if (at->page_count > 1 || c->pages_auto)
-        fprintf(say, "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n", c->scene,
-                st->page_names[0], st->page_names[at->page_count - 1], at->page_count, at->width, at->height, at->chart_count, st->ntx,
-                100.0 * at->utilisation, st->backend_name);
+        fprintf(say,
+                "baked %s -> %s ... %s (%d pages of %dx%d, %u charts, %u texels, utilisation %.1f%%, %s backend)\n",
+                c->scene, st->page_names[0], st->page_names[at->page_count - 1], at->page_count, at->width, at->height,
+                at->chart_count, st->ntx, 100.0 * at->utilisation, st->backend_name);
     else
-        fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n", c->scene, c->out,
-                at->width, at->height, at->chart_count, st->ntx, 100.0 * at->utilisation, (double)at->stretch_l2, st->backend_name);
+        fprintf(say, "baked %s -> %s (%dx%d, %u charts, %u texels, utilisation %.1f%%, stretch %.3f, %s backend)\n",
+                c->scene, c->out, at->width, at->height, at->chart_count, st->ntx, 100.0 * at->utilisation,
+                (double)at->stretch_l2, st->backend_name);
     if (st->has_vox)
-        fprintf(say, "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads = %u charts, "
-                     "%llu texels at %d per voxel; surface %.3f s\n", st->s.vox_instance_count, (unsigned long long)vm->voxel_count,
-                (unsigned long long)vm->face_count, (unsigned long long)vm->hidden_faces, vm->quad_count, vm->quad_count,
-                (unsigned long long)vm->face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel), c->texels_per_voxel,
-                vm->seconds);
+        fprintf(say,
+                "  voxels: %u instances, %llu voxels -> %llu visible faces (%llu hidden between instances) -> %u quads "
+                "= %u charts, "
+                "%llu texels at %d per voxel; surface %.3f s\n",
+                st->s.vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
+                (unsigned long long)vm->hidden_faces, vm->quad_count, vm->quad_count,
+                (unsigned long long)vm->face_count * (uint64_t)(c->texels_per_voxel * c->texels_per_voxel),
+                c->texels_per_voxel, vm->seconds);
     fprintf(say, " ");
-    for (int k = 0; k < PH_COUNT; ++k) fprintf(say, "%s %s %.3f s", k ? " |" : "", bk_cmd_bake_phase_names[k], st->ph[k]);
+    for (int k = 0; k < PH_COUNT; ++k)
+        fprintf(say, "%s %s %.3f s", k ? " |" : "", bk_cmd_bake_phase_names[k], st->ph[k]);
     fputc('\n', say);
-    fprintf(say, "  %llu rays in %.3f s of tracing%s: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
-            (unsigned long long)res->totals.rays, res->totals.seconds, res->devices > 1 ? " (busiest device)" : "", mrays, res->launches,
-            res->longest_launch_ms, res->invalid);
+    fprintf(
+        say,
+        "  %llu rays in %.3f s of tracing%s: %.1f Mrays/s; %u launches, longest %.1f ms; %u texels inside geometry\n",
+        (unsigned long long)res->totals.rays, res->totals.seconds, res->devices > 1 ? " (busiest device)" : "", mrays,
+        res->launches, res->longest_launch_ms, res->invalid);
     for (int k = 0; res->devices > 1 && k < res->devices && k < BK_BAKE_MAX_DEVICES; ++k)
-        fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k, (unsigned long long)res->dev[k].texels,
-                res->dev[k].blocks, (unsigned long long)res->dev[k].rays, res->dev[k].busy_seconds);
+        fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k,
+                (unsigned long long)res->dev[k].texels, res->dev[k].blocks, (unsigned long long)res->dev[k].rays,
+                res->dev[k].busy_seconds);
     if (dres->texels)
-        fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n", dres->seconds,
-                dres->filter_seconds, st->backend_name, (unsigned long long)dres->texels, dres->charts);
+        fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n",
+                dres->seconds, dres->filter_seconds, st->backend_name, (unsigned long long)dres->texels, dres->charts);
     uint64_t px = (uint64_t)BK_ATLAS_PIXELS(at);
-    fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)", bk_cmd_bake_gb(mem[MEM_PEAK_HOST]),
-            bk_cmd_bake_gb(mem[MEM_EST_HOST]), px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
+    fprintf(say, "  memory: peak %.2f GB host (estimated %.2f GB; %.1f bytes per atlas texel)",
+            bk_cmd_bake_gb(mem[MEM_PEAK_HOST]), bk_cmd_bake_gb(mem[MEM_EST_HOST]),
+            px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
     if (mem[MEM_PEAK_DEVICE] || mem[MEM_EST_DEVICE])
-        fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)", bk_cmd_bake_gb(mem[MEM_PEAK_DEVICE]), bk_cmd_bake_gb(mem[MEM_EST_DEVICE]));
+        fprintf(say, ", peak %.2f GB on the device (estimated %.2f GB for the bake)",
+                bk_cmd_bake_gb(mem[MEM_PEAK_DEVICE]), bk_cmd_bake_gb(mem[MEM_EST_DEVICE]));
     fputc('\n', say);
     if (c->exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c->exposure);
     if (c->bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", st->sort_seconds);
@@ -781,8 +817,9 @@ static int bake_report(bake_state *st)
     if (c->stats) {
         FILE *f = bk_outputs_open(&st->io, st->out_idx[2], st->err, sizeof st->err);
         if (!f) { bk_cmd_bake_error("%s\n", st->err); return 1; }
-        bk_cmd_bake_write_stats(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res, st->ph,
-                         st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job, st->wr, st->bake_prep);
+        bk_cmd_bake_write_stats(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
+                                st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job,
+                                st->wr, st->bake_prep);
     }
     if (!c->quiet) print_summary(st);
     /* every rank has done its share: the others, waiting since the gather, may end; should one
@@ -817,7 +854,14 @@ static int bake_end(bake_state *st, int rc)
     }
     for (int k = 0; k < c->noscale; ++k) free((char *)c->oscale_pat[k]);
     free(c->oscale_pat); free(c->oscale_f); free(st->tri_scale);
-    free(st->rgb); free(st->tcol); free(st->tx); free(st->refs); free(st->cov); free(c->points); free(c->scenes); free(c->devices);
+    free(st->rgb);
+    free(st->tcol);
+    free(st->tx);
+    free(st->refs);
+    free(st->cov);
+    free(c->points);
+    free(c->scenes);
+    free(c->devices);
     free(st->rects); free(st->mtl_path); free(st->page_idx); free(st->page0);
     for (int p = 0; st->page_names && p < st->at.page_count; ++p) free(st->page_names[p]);
     free(st->page_names);

@@ -34,8 +34,8 @@ static void *be_start_run(void *arg)
     return NULL;
 }
 
-void bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *devices, int ndevices, int local_rank, int local_size,
-                           const bk_trace_opts *opts)
+void bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *devices, int ndevices, int local_rank,
+                             int local_size, const bk_trace_opts *opts)
 {
     memset(b, 0, sizeof *b);
     b->name = name; b->opts = opts; b->devices = devices; b->ndevices = ndevices;

@@ -82,7 +82,8 @@ typedef struct bk_cmd_bake_job {
                        X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
-#define WRITE_STEPS(X) X(WR_EXPOSURE, exposure) X(WR_FILL, fill) X(WR_DILATE, dilate) X(WR_IMAGES, images) X(WR_MESH, mesh)
+#define WRITE_STEPS(X) \
+    X(WR_EXPOSURE, exposure) X(WR_FILL, fill) X(WR_DILATE, dilate) X(WR_IMAGES, images) X(WR_MESH, mesh)
 /* each list as an enum, and the names the stats print (cmd_bake.c) */
 #define STEP_ENUM(E, n) E,
 enum bk_cmd_bake_phase { BAKE_PHASES(STEP_ENUM) PH_COUNT };
@@ -128,8 +129,8 @@ typedef struct bk_cmd_bake_start {
     char                 msg[1024];
 } bk_cmd_bake_start;
 
-void        bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *devices, int ndevices, int local_rank,
-                                    int local_size, const bk_trace_opts *opts);
+void bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *devices, int ndevices, int local_rank,
+                             int local_size, const bk_trace_opts *opts);
 int         bk_cmd_bake_start_give(bk_cmd_bake_start *b, const bk_accel_view *v);
 bk_backend *bk_cmd_bake_start_finish(bk_cmd_bake_start *b, double *start_wait, double *upload_wait);
 /* The GPU let go on a thread of its own once the bake no longer needs it (bk_backend_free_last):
@@ -141,10 +142,14 @@ void  bk_cmd_bake_release_finish(bk_cmd_bake_release *r);
 /* cmd_bake_texels.c */
 int   bk_cmd_bake_bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
                              size_t err_size);
-float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum, char *err,
-                                size_t err_size);
+float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
+                                char *err, size_t err_size);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
-typedef struct bk_cmd_bake_made_texels { const bk_scene *s; const bk_atlas *a; const bk_texel_ref *refs; } bk_cmd_bake_made_texels;
+typedef struct bk_cmd_bake_made_texels {
+    const bk_scene *s;
+    const bk_atlas *a;
+    const bk_texel_ref *refs;
+} bk_cmd_bake_made_texels;
 void bk_cmd_bake_make_texels(void *ctx, uint32_t first, uint32_t count, bk_texel *out);
 /* bk_bake_run_opts.texels_kept: the backend has its own copy of the texels, so the host keeps
  * only their refs (8 B each of 32) through the fetch, the denoiser, the image and the fill. */
@@ -163,13 +168,13 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
 int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3], const char *page0);
 char *bk_cmd_bake_page_name(const char *out, int k);
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
-int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at, char **page_names,
-                             char *err, size_t err_size);
-void  bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
-                              char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT],
-                              const char *backend, double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT],
-                              const bk_denoise_result *dn, const bk_cmd_bake_job *job, const double wr[WR_COUNT],
-                              double bake_prep);
+int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
+                           char **page_names, char *err, size_t err_size);
+void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
+                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
+                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
+                             const double wr[WR_COUNT], double bake_prep);
 
 /* cmd_bake_mem.c */
 int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT]);

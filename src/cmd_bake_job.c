@@ -24,7 +24,10 @@ int bk_cmd_bake_job_agree(bk_cmd_bake_job *job, int ok, int last)
 }
 
 /* A texel's pixel, from its refs once the whole texels are gone. */
-static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, size_t i) { return refs ? refs[i].pixel : tx[i].pixel; }
+static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, size_t i)
+{
+    return refs ? refs[i].pixel : tx[i].pixel;
+}
 
 /* bk_bake_run_opts.next_granule in a job: the job's next granule (world.h's counter), kept in
  * job->taken for the gather (called under the bake's lock, one at a time; taken has room for
@@ -61,19 +64,23 @@ static int job_ignore(void *ctx, int rank, uint64_t offset, const void *data, si
 }
 
 /* A piece of rank r's list of granules: each a granule no other rank took. */
-static int job_unpack_list(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
+static int job_unpack_list(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err,
+                           size_t err_size)
 {
     job_recv *j = ctx;
-    if (offset % sizeof(uint32_t) || bytes % sizeof(uint32_t)) return bk_fail(err, err_size, "rank %d sent a list of %zu bytes", rank, bytes);
+    if (offset % sizeof(uint32_t) || bytes % sizeof(uint32_t))
+        return bk_fail(err, err_size, "rank %d sent a list of %zu bytes", rank, bytes);
     const uint64_t k0 = offset / sizeof(uint32_t), m = bytes / sizeof(uint32_t);
-    if (k0 + m > j->granules) return bk_fail(err, err_size, "rank %d took more than the %u granules", rank, j->granules);
+    if (k0 + m > j->granules)
+        return bk_fail(err, err_size, "rank %d took more than the %u granules", rank, j->granules);
     uint32_t *l = j->lists[rank];
     if (!l && !(l = j->lists[rank] = malloc(sizeof(uint32_t) * j->granules)))
         return bk_fail(err, err_size, "out of memory for the granules of rank %d", rank);
     memcpy(l + k0, data, bytes);
     for (uint64_t k = k0; k < k0 + m; ++k) {
         if (l[k] >= j->granules || j->seen[l[k]])
-            return bk_fail(err, err_size, "rank %d took granule %u, which is out of range or another rank's", rank, l[k]);
+            return bk_fail(err, err_size, "rank %d took granule %u, which is out of range or another rank's", rank,
+                           l[k]);
         j->seen[l[k]] = 1;
     }
     j->counts[rank] = (uint32_t)(k0 + m);
@@ -87,7 +94,8 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
 {
     job_recv *j = ctx;
     if (rank == 0) return 0;                         /* rank 0's share is in place */
-    if (offset % sizeof(bk_f4) || bytes % sizeof(bk_f4)) return bk_fail(err, err_size, "rank %d sent a piece of %zu bytes", rank, bytes);
+    if (offset % sizeof(bk_f4) || bytes % sizeof(bk_f4))
+        return bk_fail(err, err_size, "rank %d sent a piece of %zu bytes", rank, bytes);
     const uint64_t k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4), G = j->granule;
     const unsigned char *p = data;
     /* the granule that colour k0 falls in: every granule but the job's last holds G texels */
@@ -99,7 +107,8 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
         while (gi < j->counts[rank] && k >= at + granule_texels(j->lists[rank][gi], j->granule, j->n))
             at += granule_texels(j->lists[rank][gi++], j->granule, j->n);
         if (gi >= j->counts[rank])
-            return bk_fail(err, err_size, "rank %d sent more than the texels of its %u granules", rank, j->counts[rank]);
+            return bk_fail(err, err_size, "rank %d sent more than the texels of its %u granules", rank,
+                           j->counts[rank]);
         const uint64_t t = (uint64_t)j->lists[rank][gi] * G + (k - at);
         bk_f4 c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
@@ -115,7 +124,8 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
  * for the wrong texels. FNV-1a over the texel count, the image height, the granule, the bake's
  * parameters and 64 whole texels spread over the array (tx, or made from their refs by mt when
  * the host holds only those), taken before the bake. */
-uint64_t bk_cmd_bake_job_key(const bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, const bk_texel *tx, const bk_cmd_bake_made_texels *mt, uint32_t ntx, int img_h)
+uint64_t bk_cmd_bake_job_key(const bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, const bk_texel *tx,
+                             const bk_cmd_bake_made_texels *mt, uint32_t ntx, int img_h)
 {
     const uint32_t G = job->granule;
     uint64_t key = 1469598103934665603ull;
@@ -139,8 +149,8 @@ uint64_t bk_cmd_bake_job_key(const bk_cmd_bake_job *job, const bk_cmd_bake_cli *
  * that they baked the same thing (key: bk_cmd_bake_job_key); the counters summed (the seconds: the longest
  * rank's); then the other ranks' shares to rank 0, into tcol and cov, as if it had baked every
  * texel itself. */
-int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64_t key, const bk_texel *tx, const bk_texel_ref *refs, uint32_t ntx,
-                     uint8_t *cov, bk_f4 *tcol, bk_bake_result *res)
+int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64_t key, const bk_texel *tx,
+                          const bk_texel_ref *refs, uint32_t ntx, uint8_t *cov, bk_f4 *tcol, bk_bake_result *res)
 {
     const double t0 = bk_time_now();
     const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
@@ -156,20 +166,25 @@ int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64
     if (bk_world_same_u64(key, &other)) {
         job->stopped = 1;
         if (rank == 0)
-            fprintf(stderr, "baker: rank %d of %d has another atlas or other options than rank 0 (%u texels, %u spp here): every rank "
-                            "must run the same command on the same files; the job stops, nothing was written\n", other, job->size, ntx,
-                    c->p.spp);
+            fprintf(stderr,
+                    "baker: rank %d of %d has another atlas or other options than rank 0 (%u texels, %u spp here): "
+                    "every rank "
+                    "must run the same command on the same files; the job stops, nothing was written\n",
+                    other, job->size, ntx, c->p.spp);
         free(send);
         return -1;
     }
-    uint64_t u[7] = { res->totals.rays, res->totals.nodes, res->totals.tris, res->totals.restarts, res->totals.spills, res->launches,
-                      res->invalid };
+    uint64_t u[7] = { res->totals.rays,   res->totals.nodes, res->totals.tris, res->totals.restarts,
+                      res->totals.spills, res->launches,     res->invalid };
     bk_world_sum_u64(u, 7);
     res->totals.rays = u[0]; res->totals.nodes = u[1]; res->totals.tris = u[2]; res->totals.restarts = u[3];
     res->totals.spills = u[4]; res->launches = (uint32_t)u[5]; res->invalid = (uint32_t)u[6];
     double d[4] = { res->totals.seconds, res->totals.upload_seconds, res->longest_launch_ms, res->wall_seconds };
     bk_world_max_f64(d, 4);
-    res->totals.seconds = d[0]; res->totals.upload_seconds = d[1]; res->longest_launch_ms = d[2]; res->wall_seconds = d[3];
+    res->totals.seconds = d[0];
+    res->totals.upload_seconds = d[1];
+    res->longest_launch_ms = d[2];
+    res->wall_seconds = d[3];
     /* the share, packed: the granules in the order taken; inside geometry marked by w = -1 (a
      * texel has one pixel of its own, cleared in cov by the bake when it was found inside) */
     uint64_t k = 0;
@@ -190,15 +205,18 @@ int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64
         jr.lists = calloc(ranks, sizeof *jr.lists);
         jr.counts = calloc(ranks, sizeof *jr.counts);
         jr.seen = calloc(job->granules ? job->granules : 1, 1);
-        if (!jr.lists || !jr.counts || !jr.seen) rc = bk_fail(err, sizeof err, "out of memory for the job's lists of granules");
+        if (!jr.lists || !jr.counts || !jr.seen)
+            rc = bk_fail(err, sizeof err, "out of memory for the job's lists of granules");
     }
     /* which granules each rank took, then their colours (a failure on rank 0 still takes both
      * gathers' bytes: the other ranks send them either way) */
-    if (bk_world_gather(job->taken, sizeof(uint32_t) * (uint64_t)job->ntaken, rc ? job_ignore : job_unpack_list, &jr, err, sizeof err))
+    if (bk_world_gather(job->taken, sizeof(uint32_t) * (uint64_t)job->ntaken, rc ? job_ignore : job_unpack_list, &jr,
+                        err, sizeof err))
         rc = -1;
     for (uint32_t g = 0; rank == 0 && !rc && g < job->granules; ++g)
         if (!jr.seen[g]) rc = bk_fail(err, sizeof err, "no rank baked granule %u of %u", g, job->granules);
-    if (bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, rc ? job_ignore : job_unpack, &jr, err, sizeof err)) rc = -1;
+    if (bk_world_gather(send, sizeof(bk_f4) * (uint64_t)own, rc ? job_ignore : job_unpack, &jr, err, sizeof err))
+        rc = -1;
     free(send);
     for (uint32_t r = 0; jr.lists && r < ranks; ++r) free(jr.lists[r]);
     free(jr.lists); free(jr.counts); free(jr.seen);

@@ -11,7 +11,8 @@ int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_
 {
     uint64_t total, avail, dfree, dtotal;
     bk_host_memory(&total, &avail);
-    if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail)) avail = (uint64_t)(c->max_memory_gb * 1e9);
+    if (c->max_memory_gb > 0 && (avail == 0 || c->max_memory_gb * 1e9 < (double)avail))
+        avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
     bk_bake_estimate((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &est[0], &est[1]);
     /* --bin-rays sorts the whole texels before the bake, also for a device: the rasterizer then
@@ -31,9 +32,11 @@ int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_
     }
     est[0] += base;                       /* reported as the whole process's expected peak */
     if (!c->quiet && est[0] - base > avail / 2)
-        fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n", bk_cmd_bake_gb(est[0] - base), bk_cmd_bake_gb(avail));
+        fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n",
+                bk_cmd_bake_gb(est[0] - base), bk_cmd_bake_gb(avail));
     if (!c->quiet && dtotal && est[1] > dfree / 2)
-        fprintf(stderr, "baker: this bake needs about %.1f GB of GPU memory (%.1f GB free)\n", bk_cmd_bake_gb(est[1]), bk_cmd_bake_gb(dfree));
+        fprintf(stderr, "baker: this bake needs about %.1f GB of GPU memory (%.1f GB free)\n", bk_cmd_bake_gb(est[1]),
+                bk_cmd_bake_gb(dfree));
     return 0;
 }
 
@@ -49,8 +52,9 @@ int bk_cmd_bake_check_memory_early(const bk_cmd_bake_cli *c, uint64_t texels)
     bk_bake_estimate(texels, texels, bk_backend_starts_device(c->t.backend), &host, &dev);
     const double limit = c->max_memory_gb * 1e9;
     if ((double)host <= limit) return 0;
-    bk_cmd_bake_error("%s: its %llu voxel-face texels need at least %.2f GB of host memory to bake, %.2f GB allowed by --max-memory "
-               "(refused before the atlas): bake fewer --texels-per-voxel\n", c->scene, (unsigned long long)texels, bk_cmd_bake_gb(host),
-               c->max_memory_gb);
+    bk_cmd_bake_error(
+        "%s: its %llu voxel-face texels need at least %.2f GB of host memory to bake, %.2f GB allowed by --max-memory "
+        "(refused before the atlas): bake fewer --texels-per-voxel\n",
+        c->scene, (unsigned long long)texels, bk_cmd_bake_gb(host), c->max_memory_gb);
     return -1;
 }

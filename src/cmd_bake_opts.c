@@ -60,7 +60,14 @@ static int parse_devices(const char *v, int **out, int *n)
 
 static int set_out(void *dst, const char *opt, const char *v)      { CLI(dst); (void)opt; c->out = v; return 0; }
 static int set_mesh_out(void *dst, const char *opt, const char *v) { CLI(dst); (void)opt; c->mesh_out = v; return 0; }
-static int set_quiet(void *dst, const char *opt, const char *v)    { CLI(dst); (void)opt; (void)v; c->quiet = 1; return 0; }
+static int set_quiet(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    (void)v;
+    c->quiet = 1;
+    return 0;
+}
 
 static int set_exposure(void *dst, const char *opt, const char *v)
 {
@@ -245,7 +252,10 @@ static int set_denoise_passes(void *dst, const char *opt, const char *v)
     CLI(dst);
     float f;
     if (parse_floats(opt, v, 1, &f)) return -1;
-    if (!(f >= 0 && f <= 10 && f == (float)(int)f)) { bk_cmd_bake_error("--denoise-passes must be an integer in 0..10\n"); return -1; }
+    if (!(f >= 0 && f <= 10 && f == (float)(int)f)) {
+        bk_cmd_bake_error("--denoise-passes must be an integer in 0..10\n");
+        return -1;
+    }
     c->dn.passes = (int)f;
     return 0;
 }
@@ -255,7 +265,10 @@ static int set_denoise_sigma(void *dst, const char *opt, const char *v)
     CLI(dst);
     float f[3];
     if (parse_floats(opt, v, 3, f)) return -1;
-    if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) { bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n"); return -1; }
+    if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) {
+        bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n");
+        return -1;
+    }
     c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
     return 0;
 }
@@ -326,13 +339,20 @@ static const bk_cli_opt bake_opts[] = {
          "in .png.\n"
          "\n"
          "output:\n"),
-    { .name = "-o", .alias = "--output", .arg = "FILE", .set = set_out,
+    { .name = "-o",
+      .alias = "--output",
+      .arg = "FILE",
+      .set = set_out,
       .help = ".png (8-bit sRGB), .hdr (Radiance RGBE, linear, rounded) or .exr\n"
               "(OpenEXR RGB half-float, linear; builds with libtinyexr-dev only)" },
-    { .name = "--exposure", .arg = "E|auto", .set = set_exposure,
+    { .name = "--exposure",
+      .arg = "E|auto",
+      .set = set_exposure,
       .help = "PNG scale before sRGB encoding (default 1); auto maps the 99th\n"
               "percentile of the texels' luminance to white" },
-    { .name = "--mesh-out", .arg = "FILE.obj", .set = set_mesh_out,
+    { .name = "--mesh-out",
+      .arg = "FILE.obj",
+      .set = set_mesh_out,
       .help = "also write the mesh with its lightmap UVs (as vt); with voxels,\n"
               "their merged quads too and FILE.mtl (materials vox_M, M the\n"
               "scene material: the palette index for a lone .vox). mtllib\n"
@@ -344,31 +364,44 @@ static const bk_cli_opt bake_opts[] = {
          "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
          "                           occlusionTexture (texCoord 1), its emissiveTexture (x Kd, where it\n"
          "                           does not emit: the lit look) and extras.baker_lightmap; voxels too\n"),
-    { .name = "--stats", .arg = "FILE.json",
+    { .name = "--stats",
+      .arg = "FILE.json",
       .help = "write timings, rays, atlas and memory figures as JSON (- for\n"
               "standard output; the summary then goes to stderr)" },
     { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no progress bar, no summary" },
     TEXT("atlas:\n"),
     { .name = "--size", .arg = "N", .set = set_size, .help = "atlas side in texels (default 1024)" },
-    { .name = "--texels-per-unit", .arg = "T", .set = set_texels_per_unit,
+    { .name = "--texels-per-unit",
+      .arg = "T",
+      .set = set_texels_per_unit,
       .help = "texel density instead of --size; the atlas grows to fit" },
-    { .name = "--object-scale", .arg = "PATTERN=F", .set = set_object_scale,
+    { .name = "--object-scale",
+      .arg = "PATTERN=F",
+      .set = set_object_scale,
       .help = "texel density of the OBJ objects (o / g names, a shell glob:\n"
               "'statue*=2') times F along each axis (F^2 texels per area),\n"
               "like Unity's scale in lightmap; repeatable, the last match wins" },
-    { .name = "--padding", .arg = "P", .set = set_padding,
+    { .name = "--padding",
+      .arg = "P",
+      .set = set_padding,
       .help = "the texels bilinear lookups in two charts read stay P - 2 apart\n"
               "(default 2: never one texel for both; raise it for mipmaps)" },
-    { .name = "--uv", .arg = "auto|file", .set = set_uv,
+    { .name = "--uv",
+      .arg = "auto|file",
+      .set = set_uv,
       .help = "make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
               "and must not overlap; not for voxels)" },
-    { .name = "--texels-per-voxel", .arg = "N", .set = set_texels_per_voxel,
+    { .name = "--texels-per-voxel",
+      .arg = "N",
+      .set = set_texels_per_voxel,
       .help = "voxels: N x N texels per voxel face (default 2, at most 64); each\n"
               "merged quad of visible faces is one chart. World units are voxels,\n"
               "so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
               "--pages auto: N when not given, the voxels' density), else at the\n"
               "largest scale that fits the page beside the voxel charts" },
-    { .name = "--pages", .arg = "1|auto", .set = set_pages,
+    { .name = "--pages",
+      .arg = "1|auto",
+      .set = set_pages,
       .help = "one atlas page (default; too many charts: an error saying how many\n"
               "pages are needed), or as many pages of --size as needed, written\n"
               "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
@@ -376,51 +409,78 @@ static const bk_cli_opt bake_opts[] = {
     TEXT("lighting:\n"),
     { .name = "--mode", .arg = "light|ao", .set = set_mode, .help = "full lighting (default) or ambient occlusion" },
     { .name = "--spp", .arg = "N", .set = set_spp, .help = "samples per texel (default 64)" },
-    { .name = "--bounces", .arg = "N", .set = set_bounces,
+    { .name = "--bounces",
+      .arg = "N",
+      .set = set_bounces,
       .help = "bounces of indirect light using MTL Kd as albedo (default 2)" },
-    { .name = "--sun", .arg = "X,Y,Z,R,G,B,DEG", .set = set_sun,
+    { .name = "--sun",
+      .arg = "X,Y,Z,R,G,B,DEG",
+      .set = set_sun,
       .help = "a sun: direction towards it, irradiance, angular radius in degrees\n"
               "(soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5" },
-    { .name = "--point", .arg = "X,Y,Z,R,G,B", .set = set_point, .help = "a point light of intensity R,G,B (repeatable)" },
-    { .name = "--sky", .arg = "R,G,B", .set = set_sky,
+    { .name = "--point",
+      .arg = "X,Y,Z,R,G,B",
+      .set = set_point,
+      .help = "a point light of intensity R,G,B (repeatable)" },
+    { .name = "--sky",
+      .arg = "R,G,B",
+      .set = set_sky,
       .help = "constant sky radiance (default 0; 1,1,1 when the scene has no\n"
               "other light)" },
-    { .name = "--ao-distance", .arg = "D", .set = set_ao_distance,
+    { .name = "--ao-distance",
+      .arg = "D",
+      .set = set_ao_distance,
       .help = "AO: occluders beyond D do not count (default: 10% of the scene size)" },
     { .name = "--seed", .arg = "S", .set = set_seed, .help = "random seed (default 1): same seed, same map" },
-    { .name = "--denoise", .arg = "on|off", .set = set_denoise,
+    { .name = "--denoise",
+      .arg = "on|off",
+      .set = set_denoise,
       .help = "filter the noise out of the map (default: on for light, off for\n"
               "ao), in the atlas, each chart on its own: texels mix only with\n"
               "texels of their chart that face the same way, lie in the same\n"
               "plane and differ by no more than their baked variance explains;\n"
               "each chart keeps its mean (docs/baking.md: Denoising)" },
-    { .name = "--denoise-passes", .arg = "N", .set = set_denoise_passes,
+    { .name = "--denoise-passes",
+      .arg = "N",
+      .set = set_denoise_passes,
       .help = "filter passes, each twice as wide as the last (default 5: about\n"
               "120 texels across; 0 = off)" },
-    { .name = "--denoise-sigma", .arg = "L,N,X", .set = set_denoise_sigma,
+    { .name = "--denoise-sigma",
+      .arg = "L,N,X",
+      .set = set_denoise_sigma,
       .help = "luminance (in standard deviations), normal (cosine exponent) and\n"
               "plane (texels) tolerances (default 2,8,1)" },
     TEXT("  Emissive triangles (MTL Ke) are area lights.\n"
          "engine:\n"),
     { .sub = bk_cli_trace_opts, .sub_offset = offsetof(bk_cmd_bake_cli, t) },
-    { .name = "--kernel", .arg = "wavefront|megakernel", .set = set_kernel,
+    { .name = "--kernel",
+      .arg = "wavefront|megakernel",
+      .set = set_kernel,
       .help = "GPU bake: paths wait in buffers and each wave traces its\n"
               "occlusion and closest-hit rays apart (default), or one kernel\n"
               "walks whole paths per texel; same texels either way (the CPU\n"
               "bakes one texel at a time for both)" },
-    { .name = "--bin-rays", .arg = "on|off", .set = set_bin_rays,
+    { .name = "--bin-rays",
+      .arg = "on|off",
+      .set = set_bin_rays,
       .help = "trace texels in the order of their rays' key (normal octant,\n"
               "then a Morton code of the position) instead of atlas order, and\n"
               "(GPU wavefront) each wave's rays in bins of direction octant and\n"
               "origin cell (default off: slower on an H100: docs/bench/bake_gpu.md)" },
-    { .name = "--max-launch-ms", .arg = "MS", .set = set_max_launch_ms,
+    { .name = "--max-launch-ms",
+      .arg = "MS",
+      .set = set_max_launch_ms,
       .help = "longest single GPU launch (default 50), so a desktop GPU's\n"
               "watchdog never resets the device (on each GPU)" },
-    { .name = "--devices", .arg = "all|LIST", .set = set_devices,
+    { .name = "--devices",
+      .arg = "all|LIST",
+      .set = set_devices,
       .help = "the GPUs to bake on (default all): a comma list of CUDA device\n"
               "numbers (0,1); each takes the next block of texels when done\n"
               "with one, and the lightmap is the same bytes as on one GPU" },
-    { .name = "--max-memory", .arg = "GB", .set = set_max_memory,
+    { .name = "--max-memory",
+      .arg = "GB",
+      .set = set_max_memory,
       .help = "refuse a bake whose estimated host memory exceeds GB (default:\n"
               "the memory available when the bake starts); the estimate is\n"
               "made once the atlas is packed, before its texels are made" },
@@ -459,7 +519,10 @@ static int bake_check(bk_cmd_bake_cli *c)
     c->scene_label[0] = 0;
     for (int k = 0; k < c->nscenes && len + 8 < sizeof c->scene_label; ++k) {
         int n = snprintf(c->scene_label + len, sizeof c->scene_label - len, "%s%s", k ? " + " : "", c->scenes[k]);
-        if (n < 0 || (size_t)n >= sizeof c->scene_label - len) { snprintf(c->scene_label + sizeof c->scene_label - 5, 5, "..."); break; }
+        if (n < 0 || (size_t)n >= sizeof c->scene_label - len) {
+            snprintf(c->scene_label + sizeof c->scene_label - 5, 5, "...");
+            break;
+        }
         len += (size_t)n;
     }
     c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;

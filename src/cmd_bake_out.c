@@ -23,7 +23,8 @@ static void json_str(FILE *f, const char *v)
 
 /* "pages": which page each object lies on: per material of the scene's own triangles (the pages
  * its triangles use) and per voxel instance (one page each). */
-static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *out)
+static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names,
+                             const char *out)
 {
     fputs("  \"pages\": { \"count\": ", f);
     fprintf(f, "%d, \"files\": [", at->page_count);
@@ -61,17 +62,21 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
     for (uint32_t q = 0, n = 0; vm && q < vm->quad_count; ++q) {
         if (q && vm->quads[q].instance == vm->quads[q - 1].instance) continue;
         uint32_t t = vm->first_quad_tri + 2 * q;
-        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }", n == 0 ? "\n      " : n % 4 ? ", " : ",\n      ", vm->quads[q].instance,
-                at->tri_page ? at->tri_page[t] : 0);
+        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }",
+                n == 0  ? "\n      "
+                : n % 4 ? ", "
+                        : ",\n      ",
+                vm->quads[q].instance, at->tri_page ? at->tri_page[t] : 0);
         n++;
     }
     fputs("] },\n", f);
 }
 
-void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at,
-                             char **page_names, uint32_t texels, const bk_bake_result *r, const double ph[PH_COUNT], const char *backend,
-                             double mean_lum, double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
-                             const bk_cmd_bake_job *job, const double wr[WR_COUNT], double bake_prep)
+void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
+                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
+                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
+                             const double wr[WR_COUNT], double bake_prep)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -81,57 +86,77 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
     fputs("],\n  \"output\": ", f);
     json_str(f, c->out);
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
-    fprintf(f, "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, \"texels\": %u, "
-               "\"utilisation\": %.4f, \"texels_per_unit\": %.6g, \"smooth_charts\": %u, \"stretch_l2\": %.5f, "
-               "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"density_max\": %.4f, \"seconds\": %.6f,\n    \"stages\": { ",
-            s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation, at->texels_per_unit,
-            at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min, (double)at->stretch_max, (double)at->density_max,
-            at->seconds);
+    fprintf(
+        f,
+        "  \"triangles\": %u,\n  \"atlas\": { \"width\": %d, \"height\": %d, \"pages\": %d, \"charts\": %u, "
+        "\"texels\": %u, "
+        "\"utilisation\": %.4f, \"texels_per_unit\": %.6g, \"smooth_charts\": %u, \"stretch_l2\": %.5f, "
+        "\"stretch_min\": %.4f, \"stretch_max\": %.4f, \"density_max\": %.4f, \"seconds\": %.6f,\n    \"stages\": { ",
+        s->tri_count, at->width, at->height, at->page_count, at->chart_count, texels, at->utilisation,
+        at->texels_per_unit, at->smooth_charts, (double)at->stretch_l2, (double)at->stretch_min,
+        (double)at->stretch_max, (double)at->density_max, at->seconds);
     /* where the atlas phase went: bk_atlas_build's stages, then the texels (the rest of the phase) */
-    for (int k = 0; k < BK_ATLAS_STAGES; ++k) fprintf(f, "\"%s\": %.6f, ", bk_atlas_stage_names[k], at->stage_seconds[k]);
+    for (int k = 0; k < BK_ATLAS_STAGES; ++k)
+        fprintf(f, "\"%s\": %.6f, ", bk_atlas_stage_names[k], at->stage_seconds[k]);
     fprintf(f, "\"texels\": %.6f } },\n", fmax(0.0, ph[PH_ATLAS] - at->seconds));
     if (vm && vm->quad_count)
-        fprintf(f, "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, \"hidden_faces\": %llu, "
-                   "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
+        fprintf(f,
+                "  \"voxels\": { \"instances\": %u, \"instanced_voxels\": %llu, \"visible_faces\": %llu, "
+                "\"hidden_faces\": %llu, "
+                "\"quads\": %u, \"texels_per_voxel\": %d, \"surface_seconds\": %.6f },\n",
                 s->vox_instance_count, (unsigned long long)vm->voxel_count, (unsigned long long)vm->face_count,
                 (unsigned long long)vm->hidden_faces, vm->quad_count, c->texels_per_voxel, vm->seconds);
     write_pages_json(f, vm ? &vm->scene : s, vm, at, page_names, c->out);
     fputs("  \"seconds\": { ", f);
     double total = 0.0;
-    for (int k = 0; k < PH_COUNT; ++k) { fprintf(f, "\"%s\": %.6f, ", bk_cmd_bake_phase_names[k], ph[k]); total += ph[k]; }
+    for (int k = 0; k < PH_COUNT; ++k) {
+        fprintf(f, "\"%s\": %.6f, ", bk_cmd_bake_phase_names[k], ph[k]);
+        total += ph[k];
+    }
     fprintf(f, "\"total\": %.6f },\n", total);
     fputs("  \"write\": { ", f);
-    for (int k = 0; k < WR_COUNT; ++k) fprintf(f, "%s\"%s_seconds\": %.6f", k ? ", " : "", bk_cmd_bake_write_step_names[k], wr[k]);
+    for (int k = 0; k < WR_COUNT; ++k)
+        fprintf(f, "%s\"%s_seconds\": %.6f", k ? ", " : "", bk_cmd_bake_write_step_names[k], wr[k]);
     fputs(" },\n", f);
-    fprintf(f, "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
-               "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u,\n"
-               "    \"prep_seconds\": %.6f, \"texels_seconds\": %.6f, \"fetch_seconds\": %.6f,\n"
-               "    \"devices\": [",
+    fprintf(f,
+            "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
+            "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u,\n"
+            "    \"prep_seconds\": %.6f, \"texels_seconds\": %.6f, \"fetch_seconds\": %.6f,\n"
+            "    \"devices\": [",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
-            r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid, bake_prep, r->texels_seconds, r->fetch_seconds);
+            r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid, bake_prep, r->texels_seconds,
+            r->fetch_seconds);
     /* each device's share (one entry per device; a bake on one device has one) */
     for (int k = 0; k < r->devices && k < BK_BAKE_MAX_DEVICES; ++k)
-        fprintf(f, "%s{ \"device\": %d, \"texels\": %llu, \"blocks\": %u, \"rays\": %llu, \"busy_seconds\": %.6f }", k ? ", " : "",
-                k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks, (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
+        fprintf(f, "%s{ \"device\": %d, \"texels\": %llu, \"blocks\": %u, \"rays\": %llu, \"busy_seconds\": %.6f }",
+                k ? ", " : "", k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks,
+                (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
     fputs("] },\n", f);
     fprintf(f, "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
                "\"gather_seconds\": %.6f },\n",
             job->size, job->size > 1 ? job->granule : texels, job->wait_seconds, (unsigned long long)job->gather_bytes,
             job->gather_seconds);
-    fprintf(f, "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
-               "\"filter_seconds\": %.6f, \"prep_seconds\": %.6f, \"backend_seconds\": %.6f, \"finish_seconds\": %.6f, "
-               "\"texels\": %llu, \"charts\": %u },\n",
+    fprintf(f,
+            "  \"denoise\": { \"on\": %s, \"passes\": %d, \"sigma\": [%.6g, %.6g, %.6g], \"seconds\": %.6f, "
+            "\"filter_seconds\": %.6f, \"prep_seconds\": %.6f, \"backend_seconds\": %.6f, \"finish_seconds\": %.6f, "
+            "\"texels\": %llu, \"charts\": %u },\n",
             dn->texels ? "true" : "false", c->dn.passes, c->dn.sigma_l, c->dn.sigma_n, c->dn.sigma_x, dn->seconds,
-            dn->filter_seconds, dn->prep_seconds, dn->backend_seconds, dn->finish_seconds, (unsigned long long)dn->texels,
-            dn->charts);
+            dn->filter_seconds, dn->prep_seconds, dn->backend_seconds, dn->finish_seconds,
+            (unsigned long long)dn->texels, dn->charts);
     uint64_t px = (uint64_t)BK_ATLAS_PIXELS(at);
-    fprintf(f, "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu, "
-               "\"peak_device_bytes\": %llu, \"atlas_texels\": %llu, \"peak_host_bytes_per_texel\": %.2f },\n",
-            (unsigned long long)mem[MEM_EST_HOST], (unsigned long long)mem[MEM_EST_DEVICE], (unsigned long long)mem[MEM_PEAK_HOST],
-            (unsigned long long)mem[MEM_PEAK_DEVICE], (unsigned long long)px, px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
-    fprintf(f, "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n"
-            "  \"gpu_kernel\": \"%s\",\n",
-            c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds, c->t.opts.wavefront ? "wavefront" : "megakernel");
+    fprintf(
+        f,
+        "  \"memory\": { \"estimate_host_bytes\": %llu, \"estimate_device_bytes\": %llu, \"peak_host_bytes\": %llu, "
+        "\"peak_device_bytes\": %llu, \"atlas_texels\": %llu, \"peak_host_bytes_per_texel\": %.2f },\n",
+        (unsigned long long)mem[MEM_EST_HOST], (unsigned long long)mem[MEM_EST_DEVICE],
+        (unsigned long long)mem[MEM_PEAK_HOST], (unsigned long long)mem[MEM_PEAK_DEVICE], (unsigned long long)px,
+        px ? (double)mem[MEM_PEAK_HOST] / (double)px : 0.0);
+    fprintf(
+        f,
+        "  \"exposure\": %.6g,\n  \"mean_luminance\": %.6g,\n  \"bin_rays\": { \"on\": %s, \"sort_seconds\": %.6f },\n"
+        "  \"gpu_kernel\": \"%s\",\n",
+        c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds,
+        c->t.opts.wavefront ? "wavefront" : "megakernel");
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
             (unsigned long long)r->totals.nodes, (unsigned long long)r->totals.tris,
             (unsigned long long)r->totals.restarts, (unsigned long long)r->totals.spills);
@@ -149,16 +174,23 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3],
     for (int k = 1; k < c->nscenes; ++k)
         for (int j = 0; j < k; ++j)
             if (bk_same_file(c->scenes[j], c->scenes[k])) {
-                bk_cmd_bake_error("SCENE %s and %s are the same file: name each scene once (two copies would bake as coincident "
-                           "geometry at half the texel density)\n", c->scenes[j], c->scenes[k]);
+                bk_cmd_bake_error(
+                    "SCENE %s and %s are the same file: name each scene once (two copies would bake as coincident "
+                    "geometry at half the texel density)\n",
+                    c->scenes[j], c->scenes[k]);
                 return 2;
             }
     for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
     /* another rank of a job writes nothing: it neither checks nor probes the outputs (their folder
      * may exist only where rank 0 runs) */
-    if (!r && c->writer && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0) r = 0;
-    if (!r && c->writer && c->mesh_out && (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0) r = 0;
-    if (!r && c->stats && (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0) r = 0;
+    if (!r && c->writer && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0)
+        r = 0;
+    if (!r && c->writer && c->mesh_out &&
+        (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0)
+        r = 0;
+    if (!r && c->stats &&
+        (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0)
+        r = 0;
     if (!r) return 0;
     bk_cmd_bake_error("%s\n", err);
     return r == BK_OUT_CLASH ? 2 : 1;
@@ -185,12 +217,13 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages)
         if (!there) break;
     }
     if (last == pages) return;
-    char *first = bk_cmd_bake_page_name(c->out, pages), *final = bk_cmd_bake_page_name(c->out, last - 1), *mine = bk_cmd_bake_page_name(c->out, pages - 1);
+    char *first = bk_cmd_bake_page_name(c->out, pages), *final = bk_cmd_bake_page_name(c->out, last - 1),
+         *mine = bk_cmd_bake_page_name(c->out, pages - 1);
     char m[4096];
     if (first && final && mine) {
         if (last - 1 > pages)
-            snprintf(m, sizeof m, "note: %s .. %s are from an earlier bake: this one wrote %d page%s, up to %s", first, final, pages,
-                     pages > 1 ? "s" : "", mine);
+            snprintf(m, sizeof m, "note: %s .. %s are from an earlier bake: this one wrote %d page%s, up to %s", first,
+                     final, pages, pages > 1 ? "s" : "", mine);
         else
             snprintf(m, sizeof m, "note: %s is from an earlier bake: this one wrote %d page%s, up to %s", first, pages,
                      pages > 1 ? "s" : "", mine);
@@ -202,8 +235,8 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages)
 
 /* --mesh-out FILE.gltf|.glb: the surface (a voxel scene's quads included) with the lightmap
  * pages it is baked into (gltf.h). */
-int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at, char **page_names,
-                      char *err, size_t err_size)
+int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
+                           char **page_names, char *err, size_t err_size)
 {
     bk_gltf_opts go;
     bk_gltf_opts_default(&go);

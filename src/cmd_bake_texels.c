@@ -12,7 +12,8 @@
 /* Reorders texels by the key of their rays: the octant of the normal (the hemisphere their
  * directions fill), then a 30-bit Morton code of the position in the scene box (Aila & Laine's
  * octant-then-origin order). Texels keep their pixel, so the map is the same either way. */
-int bk_cmd_bake_bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err, size_t err_size)
+int bk_cmd_bake_bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
+                           size_t err_size)
 {
     uint64_t *keys = malloc(sizeof(uint64_t) * (n ? n : 1));
     uint32_t *vals = malloc(sizeof(uint32_t) * (n ? n : 1));
@@ -86,7 +87,13 @@ float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *c
     uint32_t *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
     float *lum = malloc(sizeof(float) * cap);
     size_t *base = malloc(sizeof(size_t) * max_chunks);
-    if (!keys || !lum || !base) { free(keys); free(lum); free(base); bk_fail(err, err_size, "out of memory"); return -1.0f; }
+    if (!keys || !lum || !base) {
+        free(keys);
+        free(lum);
+        free(base);
+        bk_fail(err, err_size, "out of memory");
+        return -1.0f;
+    }
     memset(counts, 0, sizeof counts);
     uint64_t total = 0;
     double sum = 0;
@@ -99,7 +106,8 @@ float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *c
         for (size_t k = 0; k < chunks; ++k) { size_t c = base[k]; base[k] = m; m += c; }
         bk_parallel_for(n, EXPOSURE_GRAIN, exposure_keys, &j);
         double sl = 0;
-        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) || bk_stats_sum_f32(gpu, lum, m, &sl, err, err_size)) {
+        if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) ||
+            bk_stats_sum_f32(gpu, lum, m, &sl, err, err_size)) {
             free(keys); free(lum); free(base);
             return -1.0f;
         }

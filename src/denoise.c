@@ -250,8 +250,8 @@ static void dn_image_run(void *ctx, size_t b, size_t e, int worker)
     }
 }
 
-int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v, const bk_denoise_opts *o,
-                        bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v,
+                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     memset(res, 0, sizeof *res);
     const uint32_t n = v->n;                  /* the texels' pixel numbers say which page */
@@ -261,7 +261,11 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_d
     if (!col) return bk_fail(err, err_size, "out of memory for the denoiser");
     dn_image_job ij;
     memset(&ij, 0, sizeof ij);
-    ij.texels = v->texels; ij.tri_chart = v->tri_chart; ij.tri_count = v->tri_count; ij.coverage = v->coverage; ij.var = var;
+    ij.texels = v->texels;
+    ij.tri_chart = v->tri_chart;
+    ij.tri_count = v->tri_count;
+    ij.coverage = v->coverage;
+    ij.var = var;
     ij.rgb = rgb; ij.col = col;
     bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
     const double t1 = bk_time_now();

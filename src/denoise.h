@@ -67,7 +67,7 @@ typedef struct bk_denoise_view {
  * luminance per pixel, bk_bake_run_opts.variance) over v's pages; texels baked where v's coverage
  * is BK_COVER_TEXEL. Other pixels are left as they are. be: the backend that runs the passes
  * (NULL: the CPU). The result does not depend on the number of threads. */
-int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v, const bk_denoise_opts *o,
-                        bk_denoise_result *res, char *err, size_t err_size);
+int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_denoise_view *v,
+                        const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
 
 #endif

@@ -78,7 +78,14 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
         for (size_t k = 0; k < page_px; ++k) pnrm[k] = none;
         /* texels own distinct pixels: scatter and gather in any order */
         dn_texels_job j;
-        j.tx = tx; j.chart = chart; j.col = col; j.pcol = pcol; j.ppos = ppos; j.pnrm = pnrm; j.base = base; j.gather = 0;
+        j.tx = tx;
+        j.chart = chart;
+        j.col = col;
+        j.pcol = pcol;
+        j.ppos = ppos;
+        j.pnrm = pnrm;
+        j.base = base;
+        j.gather = 0;
         bk_parallel_for(n, 16384, dn_texels_run, &j);
         rc = bk_denoise_page_cpu(p, passes, pcol, ppos, pnrm, err, err_size);
         j.gather = 1;

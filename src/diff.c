@@ -146,7 +146,13 @@ typedef struct diff_cli {
 
 static int set_out(void *dst, const char *opt, const char *v)  { (void)opt; ((diff_cli *)dst)->out = v; return 0; }
 static int set_mask(void *dst, const char *opt, const char *v) { (void)opt; ((diff_cli *)dst)->pm = v; return 0; }
-static int set_json(void *dst, const char *opt, const char *v) { (void)opt; (void)v; ((diff_cli *)dst)->json = 1; return 0; }
+static int set_json(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((diff_cli *)dst)->json = 1;
+    return 0;
+}
 
 static int set_exposure(void *dst, const char *opt, const char *v)
 {
@@ -165,16 +171,25 @@ static int set_exposure(void *dst, const char *opt, const char *v)
  * column 17). */
 static const bk_cli_opt diff_opts[] = {
     { .help = diff_intro },
-    { .name = "-o", .alias = "--output", .arg = "FILE", .set = set_out,
+    { .name = "-o",
+      .alias = "--output",
+      .arg = "FILE",
+      .set = set_out,
       .help = "also write the difference image: .png: |A - B| per channel divided by its\n"
               "largest value over the covered texels (white = the largest difference),\n"
               "sRGB-encoded like a lightmap; .hdr or .exr: |A - B| * exposure, unscaled,\n"
               "linear.\n"
               "Texels not covered are black. Never an input; temporary file + rename." },
-    { .name = "--mask", .arg = "FILE", .set = set_mask, .help = "the covered texels (non-zero), e.g. a coverage map of the atlas" },
-    { .name = "--exposure", .arg = "E", .set = set_exposure,
+    { .name = "--mask",
+      .arg = "FILE",
+      .set = set_mask,
+      .help = "the covered texels (non-zero), e.g. a coverage map of the atlas" },
+    { .name = "--exposure",
+      .arg = "E",
+      .set = set_exposure,
       .help = "multiply both maps by E > 0 first (default 1): the PSNRs' peak is 1.0 after it" },
-    { .name = "--json", .set = set_json,
+    { .name = "--json",
+      .set = set_json,
       .help = "print the numbers as one JSON object on standard output instead (infinite\n"
               "PSNR and undefined bias as null)" },
     { .help = diff_outro },
@@ -213,7 +228,8 @@ static int diff_parse(diff_cli *c, int argc, char **argv)
         bk_diff_help(stderr);
         return 2;
     }
-    if (check_ext("A", c->pa) || check_ext("B", c->pb) || (c->pm && check_ext("--mask", c->pm)) || (c->out && check_ext("-o", c->out)))
+    if (check_ext("A", c->pa) || check_ext("B", c->pb) || (c->pm && check_ext("--mask", c->pm)) ||
+        (c->out && check_ext("-o", c->out)))
         return 2;
     return -1;
 }
@@ -257,20 +273,26 @@ static void print_json(const diff_cli *c, int w, int h, const bk_diff_stats *st,
 /* The report as text on standard output. */
 static void print_text(const diff_cli *c, int w, int h, const bk_diff_stats *st, const char *rule)
 {
-    printf("A               %s (%s)\nB               %s (%s)\nsize            %dx%d, exposure %g\n", c->pa, kind_of(c->pa), c->pb,
-           kind_of(c->pb), w, h, (double)c->exposure);
-    printf("covered texels  %llu of %llu (%s)\n", (unsigned long long)st->covered, (unsigned long long)st->texels, rule);
+    printf("A               %s (%s)\nB               %s (%s)\nsize            %dx%d, exposure %g\n", c->pa,
+           kind_of(c->pa), c->pb, kind_of(c->pb), w, h, (double)c->exposure);
+    printf("covered texels  %llu of %llu (%s)\n", (unsigned long long)st->covered, (unsigned long long)st->texels,
+           rule);
     printf("RMSE            %.6g (linear)\n", st->rmse);
     printf("PSNR linear     %.2f dB (peak 1.0 after exposure, values not clamped)\n", st->psnr_linear);
     printf("PSNR sRGB       %.2f dB (sRGB encodings in [0, 1], peak 1)\n", st->psnr_srgb);
     printf("bias           ");
-    print_pct("R", st->bias[0]); print_pct("G", st->bias[1]); print_pct("B", st->bias[2]); print_pct("luminance", st->bias[3]);
+    print_pct("R", st->bias[0]);
+    print_pct("G", st->bias[1]);
+    print_pct("B", st->bias[2]);
+    print_pct("luminance", st->bias[3]);
     printf("  ((mean B - mean A) / mean A)\n");
     printf("mean            A %.6g, B %.6g (luminance, linear)\n", st->mean_a[3], st->mean_b[3]);
     printf("max |A - B|     %.6g (linear)\n", st->max_abs);
     if (c->out) {
         if (bk_image_type_of(c->out) != BK_IMAGE_TYPE_PNG) printf("wrote %s (|A - B| * exposure, linear)\n", c->out);
-        else printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", c->out, st->max_abs > 0 ? st->max_abs : 1.0);
+        else
+            printf("wrote %s (|A - B| / %.6g: white = the largest difference)\n", c->out,
+                   st->max_abs > 0 ? st->max_abs : 1.0);
     }
 }
 

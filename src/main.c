@@ -323,7 +323,10 @@ static int set_hits(void *dst, const char *opt, const char *v) { (void)opt; ((tr
 /* `baker trace`'s option table, from which its help and its parser are made. */
 static const bk_cli_opt trace_file_opts[] = {
     { .name = "--rays", .arg = "FILE", .set = set_rays, .help = "input rays (RAYS0001)" },
-    { .name = "--hits", .arg = "FILE", .set = set_hits, .help = "output hits (HITS0001), written to a temporary file and renamed" },
+    { .name = "--hits",
+      .arg = "FILE",
+      .set = set_hits,
+      .help = "output hits (HITS0001), written to a temporary file and renamed" },
     { 0 },
 };
 static const bk_cli_opt trace_opts[] = {
@@ -371,18 +374,23 @@ static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a
     uint64_t hit_count = 0;
     for (uint64_t i = 0; i < n; ++i) hit_count += hits[i].tri != BK_NO_HIT;
     printf("trace   %-7s %8.3f s  %llu rays, %.1f%% hit, %.2f Mrays/s (%s backend, %s stack",
-           bk_accel_type_name(a->type), tot->seconds, (unsigned long long)n, n ? 100.0 * (double)hit_count / (double)n : 0.0,
-           tot->seconds > 0 ? (double)n / tot->seconds / 1e6 : 0.0, be->i->name(be), bk_stack_mode_name(t->opts.stack_mode));
+           bk_accel_type_name(a->type), tot->seconds, (unsigned long long)n,
+           n ? 100.0 * (double)hit_count / (double)n : 0.0, tot->seconds > 0 ? (double)n / tot->seconds / 1e6 : 0.0,
+           be->i->name(be), bk_stack_mode_name(t->opts.stack_mode));
     if (t->opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t->opts.stack_size);
     printf(", %s, %s order)\n", t->opts.any_hit ? "any hit" : "closest hit", tot->sorted ? "sorted" : "input");
     if (tot->sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot->sort_seconds);
-    if (tot->upload_seconds > 0) printf("transfer        %8.3f s  rays to the device, hits back\n", tot->upload_seconds);
+    if (tot->upload_seconds > 0)
+        printf("transfer        %8.3f s  rays to the device, hits back\n", tot->upload_seconds);
     if (t->stats) {
         double dn = n ? (double)n : 1.0;
-        printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu (%.3f/ray)\n",
-               (unsigned long long)tot->nodes, (double)tot->nodes / dn, (unsigned long long)tot->tris, (double)tot->tris / dn,
-               (unsigned long long)tot->restarts, (double)tot->restarts / dn, (unsigned long long)tot->spills, (double)tot->spills / dn);
-        if (ray_stats && print_ray_stats(be, ray_stats, n, t->opts.stack_mode, err, sizeof err)) fprintf(stderr, "baker: %s\n", err);
+        printf("stats   nodes %llu (%.1f/ray)  triangles %llu (%.1f/ray)  restarts %llu (%.3f/ray)  spills %llu "
+               "(%.3f/ray)\n",
+               (unsigned long long)tot->nodes, (double)tot->nodes / dn, (unsigned long long)tot->tris,
+               (double)tot->tris / dn, (unsigned long long)tot->restarts, (double)tot->restarts / dn,
+               (unsigned long long)tot->spills, (double)tot->spills / dn);
+        if (ray_stats && print_ray_stats(be, ray_stats, n, t->opts.stack_mode, err, sizeof err))
+            fprintf(stderr, "baker: %s\n", err);
     }
 }
 
