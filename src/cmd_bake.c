@@ -612,10 +612,11 @@ static int phase_denoise(bake_state *st)
     if (st->tcol) {
         /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
          * which come back holding charts instead of triangles */
+        const bk_denoise_view dv = { .coverage = st->cov, .texels = st->refs ? NULL : st->tx, .n = st->ntx,
+                                     .tri_chart = at->tri_chart, .tri_count = at->tri_count, .w = at->width,
+                                     .h = at->height, .pages = at->page_count, .texel_world = st->c.p.texel_world };
         if (st->filter &&
-            bk_denoise_texel_colours(st->be, st->tcol, st->cov, st->refs ? NULL : st->tx, st->refs, st->ntx,
-                                     at->tri_chart, at->tri_count, at->width, at->height, st->c.p.texel_world,
-                                     &st->c.dn, &st->dres, st->err, sizeof st->err)) {
+            bk_denoise_texel_colours(st->be, st->tcol, st->refs, &dv, &st->c.dn, &st->dres, st->err, sizeof st->err)) {
             bk_cmd_bake_error("%s\n", st->err);
             return 1;
         }

@@ -139,10 +139,14 @@ static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
     return 0;
 }
 
-int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels,
-                             bk_texel_ref *refs, uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h,
-                             float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, const bk_denoise_view *v,
+                             const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
+    const uint8_t *coverage = v->coverage;
+    const bk_texel *texels = v->texels;
+    const uint32_t n = v->n, *tri_chart = v->tri_chart, tri_count = v->tri_count;
+    const int w = v->w, h = v->h;
+    const float texel_world = v->texel_world;
     memset(res, 0, sizeof *res);
     if (o->passes <= 0 || n == 0) return 0;
     if (!texels == !refs) return bk_fail(err, err_size, "denoiser: give the texels or their refs, one of the two");
@@ -269,8 +273,7 @@ int bk_denoise_lightmap(bk_backend *be, float *rgb, const float *var, const bk_d
     ij.rgb = rgb; ij.col = col;
     bk_parallel_for(n, DN_CHUNK, dn_image_run, &ij);       /* texels own distinct pixels */
     const double t1 = bk_time_now();
-    int rc = bk_denoise_texel_colours(be, col, v->coverage, v->texels, NULL, n, v->tri_chart, v->tri_count, v->w, v->h,
-                                      v->texel_world, o, res, err, err_size);
+    int rc = bk_denoise_texel_colours(be, col, NULL, v, o, res, err, err_size);
     const double t2 = bk_time_now();
     if (rc == 0) {
         ij.phase = 1;

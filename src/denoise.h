@@ -36,32 +36,32 @@ typedef struct bk_denoise_result {
     uint32_t charts;         /* charts scaled back to their sums */
 } bk_denoise_result;
 
+/* What the denoiser reads of a bake besides the colours: its texels, their charts, the pages. */
+typedef struct bk_denoise_view {
+    const uint8_t  *coverage;     /* per pixel: texels baked where it is BK_COVER_TEXEL */
+    const bk_texel *texels;       /* n texels; texels[i].pixel numbers pixels over all pages (NULL:
+                                     bk_denoise_texel_colours with refs) */
+    uint32_t        n;
+    const uint32_t *tri_chart;    /* each of the tri_count triangles' chart (BK_NONE: none) */
+    uint32_t        tri_count;
+    int             w, h, pages;  /* pages of w x h (the texels' pixel numbers say which page) */
+    float           texel_world;  /* a texel's size in world units (bk_denoise_params) */
+} bk_denoise_view;
+
 /* Denoises the baked texels' colours in place: col[i] holds texel i's mean rgb and, in w, the
  * variance of its mean luminance (bk_bake_run_opts.texel_col); the texels of a chart that were
  * baked (coverage BK_COVER_TEXEL) are filtered and each chart scaled back to its sum, the others
- * are left as they are. w x h is one page; a texel's pixel numbers pixels over all pages. What
+ * are left as they are. v's w x h is one page; a texel's pixel numbers pixels over all pages. What
  * bk_denoise_lightmap does without an image: a bake that denoises holds only these colours (16 B
  * per texel) until the map is made, not the image and a variance per pixel as well.
- * The texels are given whole (texels, refs NULL), or as their refs alone (texels NULL) when be
+ * The texels are given whole (v->texels, refs NULL), or as their refs alone (v->texels NULL) when be
  * kept its own copy of the last bake's texels (caps().keeps_texels): those very texels, in the
  * same order; the host then holds 8 B per texel instead of 32, and the texels' charts go into
  * the refs themselves (no array of 4 B per texel): on return each ref's tri field holds its
  * triangle's chart (tri_chart[tri], BK_NONE for none), which bk_fill_hidden_texels reads with
  * tri_chart NULL (on failure the refs are left in no defined state). */
-int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, const uint8_t *coverage, const bk_texel *texels,
-                             bk_texel_ref *refs, uint32_t n, const uint32_t *tri_chart, uint32_t tri_count, int w, int h,
-                             float texel_world, const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
-
-/* What bk_denoise_lightmap reads of a bake besides the map: its texels, their charts, the pages. */
-typedef struct bk_denoise_view {
-    const uint8_t  *coverage;     /* per pixel: texels baked where it is BK_COVER_TEXEL */
-    const bk_texel *texels;       /* n texels; texels[i].pixel numbers pixels over all pages */
-    uint32_t        n;
-    const uint32_t *tri_chart;    /* each of the tri_count triangles' chart (BK_NONE: none) */
-    uint32_t        tri_count;
-    int             w, h, pages;  /* pages of w x h */
-    float           texel_world;  /* a texel's size in world units (bk_denoise_params) */
-} bk_denoise_view;
+int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, const bk_denoise_view *v,
+                             const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
 
 /* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
  * luminance per pixel, bk_bake_run_opts.variance) over v's pages; texels baked where v's coverage

@@ -218,8 +218,16 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
         bk_denoise_result dres;
-        BK_EXPECTF(bk_denoise_texel_colours(be, out->col, out->cov, refs ? NULL : tx, refs, n, at->tri_chart, at->tri_count, at->width,
-                                            at->height, o.params.texel_world, &dno, &dres, err, sizeof err) == 0, "%s", err);
+        const bk_denoise_view dv = { .coverage = out->cov,
+                                     .texels = refs ? NULL : tx,
+                                     .n = n,
+                                     .tri_chart = at->tri_chart,
+                                     .tri_count = at->tri_count,
+                                     .w = at->width,
+                                     .h = at->height,
+                                     .pages = 1,
+                                     .texel_world = o.params.texel_world };
+        BK_EXPECTF(bk_denoise_texel_colours(be, out->col, refs, &dv, &dno, &dres, err, sizeof err) == 0, "%s", err);
         out->dn_texels = dres.texels;
         /* every ref's tri field now holds its triangle's chart, those left out for coverage too */
         if (refs) {
@@ -369,8 +377,9 @@ int main(void)
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
         bk_denoise_result dres;
-        BK_EXPECT(bk_denoise_texel_colours(NULL, &c1, NULL, NULL, &r1, 1, at.tri_chart, at.tri_count, at.width, at.height, 0.01f, &dno,
-                                           &dres, err, sizeof err) != 0);
+        const bk_denoise_view dv = { .n = 1, .tri_chart = at.tri_chart, .tri_count = at.tri_count, .w = at.width,
+                                     .h = at.height, .pages = 1, .texel_world = 0.01f };
+        BK_EXPECT(bk_denoise_texel_colours(NULL, &c1, &r1, &dv, &dno, &dres, err, sizeof err) != 0);
     }
     bk_bake_data_free(&d);
     bk_atlas_free(&at);
