@@ -172,6 +172,7 @@ void bk_cli_table_help_col(FILE *f, const bk_cli_opt *tab, int col)
     for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
         if (o->sub) { bk_cli_table_help_col(f, o->sub, col); continue; }
         if (!o->name) { fputs(o->help, f); continue; }
+        if (!o->help) continue;         /* parsed, not shown */
         char left[256];
         int n = snprintf(left, sizeof left, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
         if (n < col) fprintf(f, "%-*s", col, left);

@@ -17,7 +17,8 @@ typedef struct bk_cli_opt {
     const char *name;          /* as --help shows it, e.g. "--size"; NULL: text or sub */
     const char *alias;         /* another name the parser takes, not shown (e.g. "--output"), or NULL */
     const char *arg;           /* the value's name in the help ("N"); NULL: a flag, no value */
-    const char *help;          /* the option's text, lines apart by '\n', each printed from column 27 */
+    const char *help;          /* the option's text, lines apart by '\n', each printed from column 27;
+                                  NULL: parsed but not shown */
     int (*set)(void *dst, const char *opt, const char *val);  /* opt as written, val NULL for a flag;
                                                                   0, or -1 after printing why. NULL:
                                                                   help only (parsed elsewhere) */

@@ -85,14 +85,7 @@ static const char trace_usage[] =
 
 static const char rays_usage[] =
     "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
-    "\n"
-    "  --diffuse N   rays leaving the surfaces: a triangle chosen by area, a uniform point on it,\n"
-    "                either side, origin pushed 1e-4 of the box diagonal off the surface,\n"
-    "                cosine-distributed directions, tmin 0, tmax infinite\n"
-    "  --primary N   a pinhole camera at the centre of the scene box (60 degree field of view)\n"
-    "  --random N    random origins around the scene and random directions (tests)\n"
-    "  --seed S      random seed (default 1); the same seed gives the same file\n"
-    "N may be written 4M or 64k.\n";
+    "\n";   /* then rays_opts */
 
 static const char build_usage[] =
     "usage: baker build SCENE [--accel bvh|kdtree]\n"
@@ -163,24 +156,40 @@ static void print_build(const bk_accel *a)
     printf("\n");
 }
 
+static int set_build_accel(void *dst, const char *opt, const char *v)
+{
+    int *accel = dst;
+    (void)opt;
+    if (!strcmp(v, "bvh")) *accel = BK_ACCEL_BVH;
+    else if (!strcmp(v, "kdtree")) *accel = BK_ACCEL_KDTREE;
+    else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return -1; }
+    return 0;
+}
+
+/* `baker build`'s option table (its one option is told in the usage line). */
+static const bk_cli_opt build_opts[] = {
+    { .help = build_usage },
+    { .name = "--accel", .arg = "bvh|kdtree", .set = set_build_accel },
+    { 0 },
+};
+
 static int cmd_build(int argc, char **argv)
 {
     const char *scene_path = NULL;
     int accel = -1, operands = 0;
     for (int i = 0; i < argc; ++i) {
-        const char *v;
         char m[1024];
         if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
         if (operands) {
             if (scene_path) { fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]); return 2; }
             scene_path = argv[i];
-        } else if (!strcmp(argv[i], "--accel")) {
-            if (bk_cli_value(argc, argv, &i, &v)) return 2;
-            if (!strcmp(v, "bvh")) accel = BK_ACCEL_BVH;
-            else if (!strcmp(v, "kdtree")) accel = BK_ACCEL_KDTREE;
-            else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return 2; }
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(build_usage, stdout); return 0;
+            continue;
+        }
+        int r = bk_cli_table_option(build_opts, &accel, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            bk_cli_table_help(stdout, build_opts); return 0;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "baker build: %s\n", bk_cli_unknown(argv[i], "baker help build", m, sizeof m)); return 2;
         } else if (!scene_path) {
@@ -211,39 +220,100 @@ static int cmd_build(int argc, char **argv)
     return 0;
 }
 
-static int cmd_rays(int argc, char **argv)
+/* `baker rays`'s arguments. */
+typedef struct rays_cli {
+    const char *scene, *out, *kind;     /* kind: the option that names the ray set, as written */
+    uint64_t    n, seed;
+} rays_cli;
+
+static int set_rays_out(void *dst, const char *opt, const char *v) { (void)opt; ((rays_cli *)dst)->out = v; return 0; }
+
+static int set_rays_kind(void *dst, const char *opt, const char *v)
 {
-    const char *scene_path = NULL, *out = NULL, *kind = NULL, *v;
-    uint64_t n = 0, seed = 1;
+    rays_cli *c = dst;
+    c->kind = opt;
+    return bk_cli_u64(c->kind, v, 1, 1ull << 32, &c->n);
+}
+
+static int set_rays_seed(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    return bk_cli_u64("--seed", v, 0, 0xFFFFFFFFu, &((rays_cli *)dst)->seed);
+}
+
+/* `baker rays`'s option table, from which its help (text from column 16) and its parser are made. */
+static const bk_cli_opt rays_opts[] = {
+    { .help = rays_usage },
+    { .name = "-o", .alias = "--output", .arg = "RAYS", .set = set_rays_out },
+    { .name = "--diffuse",
+      .arg = "N",
+      .set = set_rays_kind,
+      .help = "rays leaving the surfaces: a triangle chosen by area, a uniform point on it,\n"
+              "either side, origin pushed 1e-4 of the box diagonal off the surface,\n"
+              "cosine-distributed directions, tmin 0, tmax infinite" },
+    { .name = "--primary",
+      .arg = "N",
+      .set = set_rays_kind,
+      .help = "a pinhole camera at the centre of the scene box (60 degree field of view)" },
+    { .name = "--random",
+      .arg = "N",
+      .set = set_rays_kind,
+      .help = "random origins around the scene and random directions (tests)" },
+    { .name = "--seed",
+      .arg = "S",
+      .set = set_rays_seed,
+      .help = "random seed (default 1); the same seed gives the same file" },
+    { .help = "N may be written 4M or 64k.\n" },
+    { 0 },
+};
+
+static void rays_help(FILE *f) { bk_cli_table_help_col(f, rays_opts, 16); }
+
+/* The arguments into c: -1 to go on, else the exit status (0 after --help). */
+static int rays_parse(rays_cli *c, int argc, char **argv)
+{
     int operands = 0;
+    memset(c, 0, sizeof *c);
+    c->seed = 1;
     for (int i = 0; i < argc; ++i) {
         char m[1024];
-        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        const char *a = argv[i];
+        if (!operands && !strcmp(a, "--")) { operands = 1; continue; }
         if (operands) {
-            if (scene_path) { fprintf(stderr, "baker rays: unexpected argument '%s'\n", argv[i]); return 2; }
-            scene_path = argv[i];
-        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (bk_cli_value(argc, argv, &i, &out)) return 2;
-        } else if (!strcmp(argv[i], "--diffuse") || !strcmp(argv[i], "--primary") || !strcmp(argv[i], "--random")) {
-            if (kind) { fprintf(stderr, "baker rays: give only one of --diffuse, --primary, --random\n"); return 2; }
-            kind = argv[i];
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(kind, v, 1, 1ull << 32, &n)) return 2;
-        } else if (!strcmp(argv[i], "--seed")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64("--seed", v, 0, 0xFFFFFFFFu, &seed)) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(rays_usage, stdout); return 0;
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "baker rays: %s\n", bk_cli_unknown(argv[i], "baker help rays", m, sizeof m)); return 2;
-        } else if (!scene_path) {
-            scene_path = argv[i];
-        } else {
-            fprintf(stderr, "baker rays: unexpected argument '%s'\n", argv[i]); return 2;
+            if (c->scene) { fprintf(stderr, "baker rays: unexpected argument '%s'\n", a); return 2; }
+            c->scene = a;
+            continue;
         }
+        /* one ray set, said before its value is read */
+        if (c->kind && (!strcmp(a, "--diffuse") || !strcmp(a, "--primary") || !strcmp(a, "--random"))) {
+            fprintf(stderr, "baker rays: give only one of --diffuse, --primary, --random\n");
+            return 2;
+        }
+        int r = bk_cli_table_option(rays_opts, c, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { rays_help(stdout); return 0;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "baker rays: %s\n", bk_cli_unknown(a, "baker help rays", m, sizeof m));
+            return 2;
+        } else if (!c->scene) c->scene = a;
+        else { fprintf(stderr, "baker rays: unexpected argument '%s'\n", a); return 2; }
     }
-    if (!scene_path || !out || !kind) {
-        fprintf(stderr, "baker rays: need SCENE, -o RAYS and one of --diffuse/--primary/--random N\n%s", rays_usage);
+    if (!c->scene || !c->out || !c->kind) {
+        fprintf(stderr, "baker rays: need SCENE, -o RAYS and one of --diffuse/--primary/--random N\n");
+        rays_help(stderr);
         return 2;
     }
+    return -1;
+}
+
+static int cmd_rays(int argc, char **argv)
+{
+    rays_cli c;
+    int pr = rays_parse(&c, argc, argv);
+    if (pr >= 0) return pr;
+    const char *scene_path = c.scene, *out = c.out, *kind = c.kind;
+    const uint64_t n = c.n, seed = c.seed;
     bk_outputs io;
     int oi, prc = plan_files(&io, scene_path, NULL, "-o", out, &oi);
     if (prc) return prc;
@@ -499,10 +569,10 @@ static int run(int argc, char **argv)
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
             if (!strcmp(argv[2], "trace")) { bk_cli_table_help(stdout, trace_opts); return 0; }
-            if (!strcmp(argv[2], "rays")) { fputs(rays_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "rays")) { rays_help(stdout); return 0; }
             if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
             if (!strcmp(argv[2], "bake")) { bk_cmd_bake_help(stdout); return 0; }
-            if (!strcmp(argv[2], "build")) { fputs(build_usage, stdout); return 0; }
+            if (!strcmp(argv[2], "build")) { bk_cli_table_help(stdout, build_opts); return 0; }
             if (!strcmp(argv[2], "diff")) { bk_diff_help(stdout); return 0; }
             fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n", argv[2]);
             return 2;
