@@ -7,6 +7,10 @@
  * or another output); outputs are written to temporary files and renamed together at the end, so a
  * failed bake leaves every existing file as it was. The memory the bake needs is estimated before
  * the texels are made, and a bake that cannot fit is refused.
+ *
+ * This file is the driver: one function per phase of BAKE_PHASES on a bake_state, run in order by
+ * bake_run, then the report and the end; the other jobs of the command are the cmd_bake_*.c files
+ * that cmd_bake_internal.h lists.
  */
 #include "accel_build.h"
 #include "atlas.h"
