@@ -1,6 +1,7 @@
 /* cmd_bake_backend.c - the bake's backend started on a thread of its own while the host loads,
  * builds and makes the atlas, and let go on another once the bake is done with it. */
 #include "cmd_bake_internal.h"
+#include "registry.h"
 #include "util.h"
 
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* cmd_bake_mem.c - the memory a bake needs against what the machine has: a bake that cannot fit
  * is refused before it starts. */
 #include "cmd_bake_internal.h"
+#include "registry.h"
 #include "util.h"
 
 

@@ -7,7 +7,6 @@
 #include "accel_build.h"
 #include "backend.h"
 #include "registry.h"
-#include "bench_trace.h"
 #include "bench.h"
 #include "bench_common.h"
 #include "cli.h"
