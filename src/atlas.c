@@ -43,6 +43,7 @@
  */
 #include "atlas_internal.h"
 #include "pool.h"
+#include "raster.h"
 #include "util.h"
 
 #include <float.h>

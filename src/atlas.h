@@ -1,19 +1,16 @@
-/* atlas.h - lightmap UVs: charts, packing, texel rasterization, and the mesh writer.
+/* atlas.h - lightmap UVs: the atlas (charts packed into pages) and the one call that builds it.
  *
  * Pipeline: bk_scene -> bk_atlas_build (weld, adjacency, charts, projection, packing; or the
- * file's own vt with --uv file) -> bk_atlas_rasterize (one bk_texel per covered texel, row-major)
- * -> bake -> bk_fill_hidden_texels (fill.h) -> bk_image_dilate / bk_image_write (image.h);
- * bk_mesh_write_obj writes the mesh with its lightmap UVs.
+ * file's own vt with --uv file) -> bk_atlas -> bk_atlas_rasterize (raster.h: one bk_texel per
+ * covered texel, row-major) -> bake -> bk_fill_hidden_texels (fill.h) -> bk_image_dilate /
+ * bk_image_write (image.h); bk_mesh_write_obj (mesh_out.h) writes the mesh with its lightmap UVs.
  *
  * Usage:
  *     bk_atlas_opts o; bk_atlas_opts_default(&o); o.size = 1024; o.scene_path = path;
  *     bk_atlas a;
  *     if (bk_atlas_build(&scene, &o, &a, err, sizeof err) != 0) { puts(err); ... }
- *     bk_texel *tx; uint32_t n; uint8_t *cov;
- *     bk_atlas_rasterize(&scene, &a, &tx, &n, &cov, err, sizeof err);
- *     ... bake n texels into rgb[3 * a.width * a.height] at tx[i].pixel ...
- *     bk_image_dilate(rgb, cov, a.width, a.height, o.padding + 1);
- *     free(tx); free(cov); bk_atlas_free(&a);
+ *     ... rasterize (raster.h), bake, write ...
+ *     bk_atlas_free(&a);
  *
  * UV conventions. Inside the atlas (bk_atlas.uv) u runs along image columns and v down image
  * rows: texel (x, y), pixel y * width + x, has its centre at ((x + 0.5) / width, (y + 0.5) / height),
@@ -40,12 +37,10 @@
 #ifndef BK_ATLAS_H
 #define BK_ATLAS_H
 
-#include "bk_bake.h"
 #include "scene.h"
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
 /* A bilinear lookup reads the texels whose centres lie within this many texels of its point
@@ -155,83 +150,5 @@ void bk_atlas_opts_default(bk_atlas_opts *o);
  * overlapping vt naming the first offending triangle). */
 int  bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size);
 void bk_atlas_free(bk_atlas *a);
-
-/* One bk_texel per texel that some triangle's UV footprint touches (conservative: slivers thinner
- * than a texel still get theirs), sorted by pixel. Where several triangles touch a texel the one
- * covering its centre wins, else the nearest one, and the position is the nearest point of that
- * triangle to the texel centre. *coverage (may be NULL to skip) is width * height bytes, 1 where
- * a texel was made. Both arrays are malloc'ed; free them. Returns 0 or -1 with err. */
-int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
-                        uint8_t **coverage, char *err, size_t err_size);
-
-/* The same texels as their refs only (pixel and triangle, 8 B each instead of 32), for a backend
- * that keeps its own copy of the texels (caps().keeps_texels): bk_texels_make makes the whole
- * texels from them a slice at a time, as the bake uploads them (bk_bake_run_opts.make_texels). */
-int  bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref **refs, uint32_t *count,
-                             uint8_t **coverage, char *err, size_t err_size);
-/* out[i] = the texel bk_atlas_rasterize makes for refs[i] (the same bits), for i in [0, n); on
- * the host thread pool (pool.h). */
-void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out);
-
-/* The texels turned, in their own memory, into their refs (pixel and triangle: 8 of their 32 B),
- * in the same order, the rest of the block given back (realloc); *texels is freed and NULL
- * afterwards. For when the backend holds its own copy (caps().keeps_texels) or the bake is done:
- * what follows reads nothing else. Never fails: when realloc cannot shrink, the block stays. */
-bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n);
-
-/* Conservative coverage only: mask (width * height * page_count bytes) gets 1 where a triangle touches;
- * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
-uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
-
-/* Conservative chart ids (width * height * page_count): ids[pixel] = chart of a triangle touching that texel, BK_NONE where
- * none (tests check the padding with it). */
-void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
-
-/* Every texel a bilinear lookup at a point of a triangle reads (its centre at most one texel from
- * the triangle along both axes), the covered ones among them, gets that triangle's chart; BK_NONE
- * where none reads. The packer lets no two charts read one texel (padding 2 and more), so the
- * covered texels get the ids of bk_atlas_chart_ids, and bk_image_dilate_charts gives each of
- * the others the colours of its own chart only. */
-void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids);
-
-/* Debug picture: every chart gets a random colour (rgb is width * height * page_count * 3 floats,
- * linear). */
-void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb);
-
-/* Writes the scene as an OBJ with the lightmap UVs as vt (one per distinct corner UV), its
- * positions, its normals when it has them, and usemtl runs. scene_path (may be NULL: no mtllib)
- * is the OBJ the scene came from; its MTL files are named by relative mtllib lines only: one in
- * the output's folder by its name, the others copied into FILE.mtl beside FILE.obj
- * (bk_mesh_mtl_name) with their texture paths (map_*, bump, disp, decal, refl, norm) rewritten
- * relative to the output's folder. FILE.mtl is refused when it exists and baker did not write it
- * (bk_mesh_mtl_check) or when it is an MTL of the scene. Temporary files + rename, both or
- * neither; returns 0 or -1 with err. */
-int  bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
-                       char *err, size_t err_size);
-/* The same into an open stream (an output of bk_outputs); path is where it will be. With no MTL
- * stream here, an MTL of another folder is named by its absolute path: baker itself uses
- * bk_mesh_write_obj_vox with an MTL stream. */
-int  bk_mesh_write_obj_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
-                            char *err, size_t err_size);
-
-/* The same for a scene with a voxel surface (voxmesh.h; vm NULL: none): its own triangles as
- * above, then each merged quad as one 4-corner face (c0 c1 c2 c3: an OBJ loader fans it into the
- * surface's two triangles, so --uv file numbers them alike) with usemtl vox_M (M the scene
- * material) and group vox_instance_I, and mtl_f (to be the file mtl_path, beside the OBJ) gets
- * newmtl vox_M with Kd (and Ke when emissive) for each material the quads use. With several
- * pages, faces are also in group page_K of their page. MTL files of the scene's OBJ files are
- * named by relative mtllib lines or copied into mtl_f as for bk_mesh_write_obj; mtl_f (may be
- * NULL when there are no quads and bk_mesh_obj_copies_mtl is 0) starts "# written by baker". */
-struct bk_voxmesh;
-/* FILE.obj -> FILE.mtl (malloc'ed): the MTL --mesh-out writes beside the OBJ. */
-char *bk_mesh_mtl_name(const char *obj_path);
-/* 1 when some MTL file of s lies outside obj_path's folder: bk_mesh_write_obj_vox then copies it
- * into the MTL stream, which must be given. */
-int  bk_mesh_obj_copies_mtl(const bk_scene *s, const char *obj_path);
-/* 0 when mtl_path may be written: it does not exist, or its first line is baker's "# written by
- * baker" (an earlier --mesh-out). Else -1 with a line naming both files. */
-int  bk_mesh_mtl_check(const char *mtl_path, const char *obj_path, char *err, size_t err_size);
-int  bk_mesh_write_obj_vox(FILE *f, const char *path, const bk_scene *s, const struct bk_voxmesh *vm, const bk_atlas *a,
-                           FILE *mtl_f, const char *mtl_path, char *err, size_t err_size);
 
 #endif /* BK_ATLAS_H */

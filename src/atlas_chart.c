@@ -21,6 +21,7 @@
  * Both keep every triangle's projection, so its texel density.
  */
 #include "atlas_internal.h"
+#include "bk_common.h"
 #include "pool.h"
 #include "util.h"
 

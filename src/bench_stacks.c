@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "outputs.h"
 #include "loader.h"
+#include "raster.h"
 #include "scene.h"
 #include "util.h"
 

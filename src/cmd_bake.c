@@ -31,6 +31,8 @@
 #include "image.h"
 #include "pool.h"
 #include "util.h"
+#include "mesh_out.h"
+#include "raster.h"
 #include "world.h"
 
 #include <fnmatch.h>

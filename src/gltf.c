@@ -9,6 +9,7 @@
  * bounds: 3.6.2.5; TEXCOORD_n numbering: 3.7.2.1; KHR_materials_emissive_strength).
  */
 #define _XOPEN_SOURCE 700   /* realpath, open_memstream */
+#include "bk_common.h"
 #include "gltf.h"
 #include "outputs.h"
 #include "util.h"

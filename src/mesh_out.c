@@ -1,4 +1,4 @@
-/* mesh_out.c - --mesh-out: the scene as an OBJ whose vt are the lightmap UVs, and its MTL (see atlas.h).
+/* mesh_out.c - --mesh-out: the scene as an OBJ whose vt are the lightmap UVs, and its MTL (mesh_out.h).
  *
  * Pipeline: bk_scene + bk_atlas -> OBJ text -> an output of outputs.h (temporary file, then rename).
  * Triangles keep their file order, so triangle numbers (and a later --uv file bake of this mesh)
@@ -9,6 +9,8 @@
 #define _XOPEN_SOURCE 700   /* realpath, strtok_r, getline */
 #include "atlas.h"
 #include "loader.h"
+#include "bk_common.h"
+#include "mesh_out.h"
 #include "outputs.h"
 #include "voxmesh.h"
 #include "util.h"

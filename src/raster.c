@@ -14,7 +14,7 @@
  * the centre; the lower triangle index on a tie) owns it, and the texel's position is the nearest
  * point of that triangle to the centre, so it always lies on the surface.
  */
-#include "atlas.h"
+#include "raster.h"
 #include "pool.h"
 #include "util.h"
 

@@ -19,6 +19,7 @@
 #include "bake.h"
 #include "denoise.h"
 #include "fill.h"
+#include "raster.h"
 #include "scene.h"
 #include "util.h"
 

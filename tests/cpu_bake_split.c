@@ -12,6 +12,7 @@
 #include "accel.h"
 #include "atlas.h"
 #include "bake.h"
+#include "raster.h"
 #include "scene.h"
 
 #include <math.h>

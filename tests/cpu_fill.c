@@ -13,6 +13,7 @@
 #include "atlas.h"
 #include "bk_test.h"
 #include "loader.h"
+#include "raster.h"
 #include "scene.h"
 
 #include <math.h>

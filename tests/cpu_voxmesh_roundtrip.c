@@ -20,6 +20,8 @@
 #include "bk_test.h"
 #include "bk_test_voxels.h"
 #include "bk_test_image.h"
+#include "mesh_out.h"
+#include "raster.h"
 
 #include <math.h>
 #include <sys/stat.h>

@@ -12,6 +12,7 @@
 #include "registry.h"
 #include "denoise.h"
 #include "loader.h"
+#include "raster.h"
 #include "voxmesh.h"
 
 static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_texel *tx, uint32_t n, int w, int h,

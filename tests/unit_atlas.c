@@ -27,6 +27,8 @@
 #include "scene.h"
 #include "util.h"
 #include "bk_test.h"
+#include "mesh_out.h"
+#include "raster.h"
 
 #include <math.h>
 #include <stdint.h>

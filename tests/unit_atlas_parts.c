@@ -23,6 +23,7 @@
 #include "atlas_internal.h"
 #include "bk_test.h"
 #include "pool.h"
+#include "raster.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -13,6 +13,7 @@
 #include "loader.h"
 #include "scene.h"
 #include "bk_test.h"
+#include "raster.h"
 
 #include <math.h>
 #include <stdint.h>

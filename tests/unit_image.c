@@ -19,6 +19,7 @@
 #include "image.h"
 #include "pool.h"
 #include "bk_test.h"
+#include "raster.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -16,6 +16,7 @@
 #include "util.h"
 #include "bk_test.h"
 #include "bk_test_voxels.h"
+#include "raster.h"
 
 #include <math.h>
 #include <stdint.h>

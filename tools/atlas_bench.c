@@ -16,6 +16,7 @@
 #include "image.h"
 #include "pool.h"
 #include "loader.h"
+#include "raster.h"
 #include "scene.h"
 #include "util.h"
 

@@ -12,6 +12,7 @@
 #include "atlas.h"
 #include "bake.h"
 #include "loader.h"
+#include "raster.h"
 #include "scene.h"
 #include "util.h"
 
