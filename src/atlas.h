@@ -38,6 +38,7 @@
 #define BK_ATLAS_H
 
 #include "scene.h"
+#include "voxmesh.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -150,5 +151,11 @@ void bk_atlas_opts_default(bk_atlas_opts *o);
  * overlapping vt naming the first offending triangle). */
 int  bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size);
 void bk_atlas_free(bk_atlas *a);
+
+/* The voxel surface's quads as the atlas's rectangular charts at texels_per_voxel texels per
+ * voxel edge (one group per instance, so an instance stays on one page; atlas_voxels.c): sets o's
+ * rect fields and returns the array they point to (malloc'ed; free it after the atlas is built),
+ * NULL when out of memory. */
+bk_atlas_rect *bk_voxmesh_rects(const bk_voxmesh *m, int texels_per_voxel, bk_atlas_opts *o);
 
 #endif /* BK_ATLAS_H */

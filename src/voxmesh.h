@@ -2,7 +2,7 @@
  *
  * Pipeline: bk_scene with voxels (vox.h) -> bk_voxmesh_build -> a triangle bk_scene (the source's
  * own triangles first, numbered as in the source, then 2 triangles per quad) + one bk_vox_quad per
- * quad -> atlas (one rectangular chart per quad, atlas.h bk_atlas_rect), texels, bake data,
+ * quad -> atlas (one rectangular chart per quad: bk_voxmesh_rects, atlas.h), texels, bake data,
  * --mesh-out. Tracing does not need it (the voxels are traced directly once that lands).
  *
  * Visible face: a face of an instance's voxel whose neighbour cell (across the face) is empty in
@@ -69,11 +69,5 @@ typedef struct bk_voxmesh {
  * more than 2^32 triangles). */
 int  bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size);
 void bk_voxmesh_free(bk_voxmesh *m);
-
-/* The quads as the atlas's rectangular charts at texels_per_voxel texels per voxel edge (one
- * group per instance, so an instance stays on one page): sets o's rect fields and returns the
- * array they point to (malloc'ed; free it after the atlas is built), NULL when out of memory. */
-struct bk_atlas_opts;
-struct bk_atlas_rect *bk_voxmesh_rects(const bk_voxmesh *m, int texels_per_voxel, struct bk_atlas_opts *o);
 
 #endif /* BK_VOXMESH_H */
