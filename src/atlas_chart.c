@@ -23,10 +23,12 @@
 #include "atlas_internal.h"
 #include "bk_common.h"
 #include "pool.h"
+#include "sort.h"
 #include "util.h"
 
 #include <float.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,28 +182,13 @@ static int edge_cmp(const void *pa, const void *pb)
     return a->tri < b->tri ? -1 : (a->tri > b->tri);
 }
 
-/* LSD radix sort on the 64-bit key, 16 bits per pass, skipping passes where all digits agree. */
+/* Stable by key (sort.h), so edges of one key stay in triangle order; qsort on (key, triangle)
+ * gives that order too when the sort's scratch cannot be had. */
 static void edge_sort(edge_rec *e, size_t n)
 {
-    edge_rec *tmp = malloc(sizeof *tmp * n + 1);
-    size_t *cnt = malloc(sizeof(size_t) * 65537);
-    if (!tmp || !cnt) { free(tmp); free(cnt); qsort(e, n, sizeof *e, edge_cmp); return; }
-    uint64_t all_or = 0, all_and = ~0ull;
-    for (size_t i = 0; i < n; ++i) { all_or |= e[i].key; all_and &= e[i].key; }
-    edge_rec *src = e, *dst = tmp;
-    for (int shift = 0; shift < 64; shift += 16) {
-        if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
-        memset(cnt, 0, sizeof(size_t) * 65537);
-        for (size_t i = 0; i < n; ++i) cnt[((src[i].key >> shift) & 0xFFFF) + 1]++;
-        for (int d = 0; d < 65536; ++d) cnt[d + 1] += cnt[d];
-        for (size_t i = 0; i < n; ++i) dst[cnt[(src[i].key >> shift) & 0xFFFF]++] = src[i];
-        edge_rec *x = src; src = dst; dst = x;
-    }
-    if (src != e) memcpy(e, src, sizeof *e * n);
-    free(tmp);
-    free(cnt);
+    bk_sort_spec sp = bk_sort_spec_of(sizeof *e, offsetof(edge_rec, key), 8);
+    if (bk_sort_radix(e, n, &sp)) qsort(e, n, sizeof *e, edge_cmp);
 }
-
 
 /* The reference: every edge sorted by its key (welded end points), runs of equal keys paired. */
 static int adjacency_build_sorted(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A)
@@ -664,105 +651,18 @@ static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts,
 }
 
 
-static void key_idx_sort_serial(key_idx *a, size_t n)
-{
-    /* LSD radix, 16 bits a pass, stable: the index's digits first, then the key's, so ties in
-     * the key keep index order; passes whose digit is the same for every element are skipped */
-    key_idx *tmp = n >= 32768 ? malloc(sizeof(key_idx) * n) : NULL;
-    size_t *cnt = tmp ? malloc(sizeof(size_t) * 65537) : NULL;
-    if (!cnt) { free(tmp); qsort(a, n, sizeof *a, bk_key_idx_cmp); return; }
-    uint64_t kor = 0, kand = ~0ull;
-    uint32_t ior = 0, iand = ~0u;
-    int ascending = 1;  /* indices already ascending: the stable key passes alone keep ties so */
-    for (size_t i = 0; i < n; ++i) {
-        kor |= a[i].key; kand &= a[i].key; ior |= a[i].idx; iand &= a[i].idx;
-        if (i && a[i].idx <= a[i - 1].idx) ascending = 0;
-    }
-    key_idx *src = a, *dst = tmp;
-    for (int pass = ascending ? 2 : 0; pass < 6; ++pass) {
-        int shift = pass < 2 ? 16 * pass : 16 * (pass - 2), onidx = pass < 2;
-        uint64_t diff = onidx ? (uint64_t)(ior ^ iand) : kor ^ kand;
-        if (((diff >> shift) & 0xFFFF) == 0) continue;
-        memset(cnt, 0, sizeof(size_t) * 65537);
-        for (size_t i = 0; i < n; ++i) cnt[(((onidx ? src[i].idx : src[i].key) >> shift) & 0xFFFF) + 1]++;
-        for (int d = 0; d < 65536; ++d) cnt[d + 1] += cnt[d];
-        for (size_t i = 0; i < n; ++i) dst[cnt[((onidx ? src[i].idx : src[i].key) >> shift) & 0xFFFF]++] = src[i];
-        key_idx *x = src; src = dst; dst = x;
-    }
-    if (src != a) memcpy(a, src, sizeof(key_idx) * n);
-    free(tmp); free(cnt);
-}
-
-/* Large arrays on the pool: runs sorted side by side, then merged in rounds, each round's
- * merges cut into pieces of about KI_PIECE outputs (a piece's start found by binary search along
- * its diagonal: merge path, Odeh et al. 2012). A total order has one sorted result, so it is the
- * serial sort's for any thread count. dragon_vrip's 871,000 seeds: 0.05 s on one thread. */
-#define KI_PAR_MIN 131072
-#define KI_PIECE   65536
-
-static int ki_less(const key_idx *a, const key_idx *b) { return a->key < b->key || (a->key == b->key && a->idx < b->idx); }
-
-typedef struct ki_ctx {
-    key_idx *src, *dst;
-    size_t n, run;           /* runs of run elements (the last shorter) */
-    size_t pieces_per_pair;  /* merge rounds: pieces of each pair's output */
-} ki_ctx;
-
-static void ki_sort_fn(void *ctx, size_t begin, size_t end, int worker)
-{
-    (void)worker;
-    const ki_ctx *c = ctx;
-    for (size_t r = begin; r < end; ++r) {
-        size_t b = r * c->run, e = b + c->run < c->n ? b + c->run : c->n;
-        key_idx_sort_serial(c->src + b, e - b);
-    }
-}
-
-static void ki_merge_fn(void *ctx, size_t begin, size_t end, int worker)
-{
-    (void)worker;
-    const ki_ctx *c = ctx;
-    for (size_t task = begin; task < end; ++task) {
-        size_t pair = task / c->pieces_per_pair, piece = task % c->pieces_per_pair;
-        size_t a0 = 2 * pair * c->run, b0 = a0 + c->run < c->n ? a0 + c->run : c->n, e = b0 + c->run < c->n ? b0 + c->run : c->n;
-        const key_idx *A = c->src + a0, *B = c->src + b0;
-        size_t na = b0 - a0, nb = e - b0, total = na + nb;
-        size_t d0 = total * piece / c->pieces_per_pair, d1 = total * (piece + 1) / c->pieces_per_pair;
-        /* i: how many of A come before output d (ties: A first) */
-        size_t ij[2];
-        for (int k = 0; k < 2; ++k) {
-            size_t d = k ? d1 : d0, lo = d > nb ? d - nb : 0, hi = d < na ? d : na;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (ki_less(&B[d - mid - 1], &A[mid])) hi = mid;
-                else lo = mid + 1;
-            }
-            ij[k] = lo;
-        }
-        size_t i = ij[0], j = d0 - ij[0], ie = ij[1], je = d1 - ij[1];
-        key_idx *out = c->dst + a0 + d0;
-        while (i < ie && j < je) *out++ = ki_less(&B[j], &A[i]) ? B[j++] : A[i++];
-        while (i < ie) *out++ = A[i++];
-        while (j < je) *out++ = B[j++];
-    }
-}
-
+/* (key, index) is a total order, so it has one sorted result: stably by index (skipped when the
+ * indices already ascend), then stably by key (sort.h, on the pool when large), is qsort's. */
 void bk_key_idx_sort(key_idx *a, size_t n)
 {
-    int threads = bk_pool_threads();
-    key_idx *tmp = n >= KI_PAR_MIN && threads > 1 ? malloc(sizeof(key_idx) * n) : NULL;
-    if (!tmp) { key_idx_sort_serial(a, n); return; }
-    size_t runs = (size_t)threads, run = (n + runs - 1) / runs;
-    ki_ctx c = { a, tmp, n, run, 1 };
-    bk_parallel_for(runs, 1, ki_sort_fn, &c);
-    for (; c.run < n; c.run *= 2) {
-        size_t pairs = (n + 2 * c.run - 1) / (2 * c.run);
-        c.pieces_per_pair = (2 * c.run + KI_PIECE - 1) / KI_PIECE;
-        bk_parallel_for(pairs * c.pieces_per_pair, 1, ki_merge_fn, &c);
-        key_idx *x = c.src; c.src = c.dst; c.dst = x;
-    }
-    if (c.src != a) memcpy(a, c.src, sizeof(key_idx) * n);
-    free(tmp);
+    int ascending = 1;
+    for (size_t i = 1; i < n && ascending; ++i)
+        if (a[i].idx <= a[i - 1].idx) ascending = 0;
+    bk_sort_spec by_idx = bk_sort_spec_of(sizeof *a, offsetof(key_idx, idx), 4);
+    bk_sort_spec by_key = bk_sort_spec_of(sizeof *a, offsetof(key_idx, key), 8);
+    by_idx.parallel = by_key.parallel = 1;
+    if ((!ascending && bk_sort_radix(a, n, &by_idx)) || bk_sort_radix(a, n, &by_key))
+        qsort(a, n, sizeof *a, bk_key_idx_cmp);
 }
 
 /* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */

@@ -48,8 +48,8 @@ static inline int bk_key_idx_cmp(const void *pa, const void *pb)
     if (a->key != b->key) return a->key < b->key ? -1 : 1;
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
-/* Sorts a[0 .. n) as qsort with bk_key_idx_cmp does (a total order: the same result), by LSD
- * radix when n is large (atlas_chart.c). */
+/* Sorts a[0 .. n) as qsort with bk_key_idx_cmp does (a total order: the same result), by the
+ * radix sort of sort.h, on the pool when n is large (atlas_chart.c). */
 void bk_key_idx_sort(key_idx *a, size_t n);
 
 /* ---- atlas_chart.c: geometry, welding, adjacency ------------------------------------------- */
@@ -181,7 +181,7 @@ typedef struct packer {
     uint32_t   *order;       /* as many as items */
     key_idx    *keys;        /* as many as items */
     key_idx    *keys2;       /* radix sort scratch (as many as keys); may be NULL */
-    size_t     *cnt;         /* radix sort counts, 65537; may be NULL */
+    size_t     *cnt;         /* radix sort counts, BK_SORT_COUNTS; may be NULL */
     waste_rect *waste;       /* free rectangles left under the skyline (Jylanki's waste map) */
     int         nwaste, wcap;
     int         min_side;    /* smallest item side: thinner waste is dropped */

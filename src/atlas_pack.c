@@ -13,11 +13,13 @@
  */
 #include "atlas_internal.h"
 #include "pool.h"
+#include "sort.h"
 #include "util.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -34,10 +36,8 @@ int bk_atlas_packer_init(packer *P, uint32_t n)
     P->nodes = malloc(sizeof(sky_node) * (size_t)P->cap);
     P->order = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     P->keys = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    if (n > 4096) {   /* radix scratch: without it bk_atlas_pack_list falls back to qsort */
-        P->keys2 = malloc(sizeof(key_idx) * n);
-        P->cnt = malloc(sizeof(size_t) * 65537);
-    }
+    P->keys2 = malloc(sizeof(key_idx) * ((size_t)n + 1));  /* sort scratch: without it the sort */
+    P->cnt = malloc(sizeof(size_t) * BK_SORT_COUNTS);       /* allocates its own */
     return P->nodes && P->order && P->keys ? 0 : -1;
 }
 
@@ -279,26 +279,13 @@ static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n
         P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
         P->keys[k].idx = k;                 /* the place in the list: ties keep the list's order */
     }
-    if (n > 4096 && P->keys2 && P->cnt) {
-        /* many items (voxel quads): LSD radix, 16 bits a pass, passes where every digit agrees
-         * skipped (block sides fit 15 bits: two passes). Stable, so ties keep the list's order,
-         * as qsort's tie-break by place does. */
-        uint64_t all_or = 0, all_and = ~0ull;
-        for (uint32_t k = 0; k < n; ++k) { all_or |= P->keys[k].key; all_and &= P->keys[k].key; }
-        key_idx *src = P->keys, *dst = P->keys2;
-        for (int shift = 0; shift < 64; shift += 16) {
-            if ((((all_or ^ all_and) >> shift) & 0xFFFF) == 0) continue;
-            memset(P->cnt, 0, sizeof(size_t) * 65537);
-            for (uint32_t k = 0; k < n; ++k) P->cnt[((src[k].key >> shift) & 0xFFFF) + 1]++;
-            for (int d = 0; d < 65536; ++d) P->cnt[d + 1] += P->cnt[d];
-            for (uint32_t k = 0; k < n; ++k) dst[P->cnt[(src[k].key >> shift) & 0xFFFF]++] = src[k];
-            key_idx *x = src; src = dst; dst = x;
-        }
-        for (uint32_t k = 0; k < n; ++k) P->order[k] = src[k].idx;
-    } else {
-        qsort(P->keys, n, sizeof(key_idx), bk_key_idx_cmp);
-        for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
-    }
+    /* stable (sort.h), so ties keep the list's order, as qsort's tie-break by place does when
+     * the sort's scratch cannot be had */
+    bk_sort_spec sp = bk_sort_spec_of(sizeof(key_idx), offsetof(key_idx, key), 8);
+    sp.tmp = P->keys2;
+    sp.counts = P->cnt;
+    if (bk_sort_radix(P->keys, n, &sp)) qsort(P->keys, n, sizeof(key_idx), bk_key_idx_cmp);
+    for (uint32_t k = 0; k < n; ++k) P->order[k] = P->keys[k].idx;
     return pack_items(P, it, list, res, n, size + pad, bin_h, top);
 }
 

@@ -1,8 +1,9 @@
 /* prim_cpu.c - CPU twins of the GPU primitives in kernels/prim.cu: reductions (sums in double or
- * 64-bit integers), a histogram, and a stable LSD radix sort of key-value pairs. They are the
- * reference tests/gpu_prim.c compares the GPU with, and what the CPU backend can call.
+ * 64-bit integers), a histogram, and a stable LSD radix sort of key-value pairs (sort.h's). They
+ * are the reference tests/gpu_prim.c compares the GPU with, and what the CPU backend can call.
  * Without CUDA this file also defines the GPU entry points, which say so and fail. */
 #include "prim.h"
+#include "sort.h"
 #include "util.h"
 
 #include <math.h>
@@ -79,38 +80,16 @@ void bk_prim_cpu_histogram_u32(const uint32_t *keys, uint64_t n, uint32_t bins, 
         if (keys[i] < bins) counts[keys[i]]++;
 }
 
-/* One stable counting pass per 8-bit digit, ping-ponging between the caller's arrays and a
- * scratch copy; an odd pass count ends with a copy back. */
+/* The host's one radix sort (sort.h), keys with their values beside them. */
 #define BK_SORT_CPU(NAME, KEY)                                                                    \
 int NAME(KEY *keys, uint32_t *vals, uint64_t n, int end_bit)                                      \
 {                                                                                                 \
     if (end_bit < 1 || end_bit > (int)(8 * sizeof(KEY))) return -1;                               \
-    if (n < 2) return 0;                                                                          \
-    KEY *tk = malloc(sizeof(KEY) * n);                                                             \
-    uint32_t *tv = malloc(sizeof(uint32_t) * n);                                                   \
-    if (!tk || !tv) { free(tk); free(tv); return -1; }                                             \
-    KEY *sk = keys, *dk = tk;                                                                      \
-    uint32_t *sv = vals, *dv = tv;                                                                 \
-    for (int shift = 0; shift < end_bit; shift += 8) {                                             \
-        int bits = end_bit - shift < 8 ? end_bit - shift : 8;                                       \
-        KEY mask = (KEY)((1u << bits) - 1u);                                                        \
-        uint64_t count[257] = { 0 };                                                               \
-        for (uint64_t i = 0; i < n; ++i) count[((sk[i] >> shift) & mask) + 1]++;                    \
-        for (int d = 0; d < 256; ++d) count[d + 1] += count[d];                                    \
-        for (uint64_t i = 0; i < n; ++i) {                                                         \
-            uint64_t at = count[(sk[i] >> shift) & mask]++;                                        \
-            dk[at] = sk[i];                                                                        \
-            dv[at] = sv[i];                                                                        \
-        }                                                                                          \
-        KEY *t = sk; sk = dk; dk = t;                                                              \
-        uint32_t *u = sv; sv = dv; dv = u;                                                         \
-    }                                                                                              \
-    if (sk != keys) {                                                                              \
-        memcpy(keys, sk, sizeof(KEY) * n);                                                         \
-        memcpy(vals, sv, sizeof(uint32_t) * n);                                                    \
-    }                                                                                              \
-    free(tk); free(tv);                                                                            \
-    return 0;                                                                                      \
+    bk_sort_spec sp = bk_sort_spec_of(sizeof(KEY), 0, (int)sizeof(KEY));                          \
+    sp.end_bit = end_bit;                                                                          \
+    sp.vals = vals;                                                                                \
+    sp.val_size = sizeof(uint32_t);                                                                \
+    return bk_sort_radix(keys, (size_t)n, &sp);                                                    \
 }
 
 BK_SORT_CPU(bk_prim_cpu_sort_pairs_u32, uint32_t)
