@@ -108,7 +108,9 @@
  * (atlas_chart.c says why and what it was measured against). */
 #define ABSORB_SMOOTH_MIN_TRI 0.6
 
-const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { "prep", "smooth", "planar", "split", "merge", "tidy", "rects", "shapes", "place" };
+#define STAGE_NAME(n) #n,
+const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { BK_ATLAS_STAGE_LIST(STAGE_NAME) };
+#undef STAGE_NAME
 
 /* the time since *t goes to stage k (and, less what bk_pool_sim's threads would have saved
  * since, to its simulated time) */
@@ -517,14 +519,61 @@ static int shape_search(const charting *C, uint32_t n_mesh, double scale, int N,
     return rc;
 }
 
-int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
+/* ---------------------------------------------------------------------------------------------
+ * bk_atlas_build: one function per stage of BK_ATLAS_STAGE_LIST (atlas.h), in order, on one
+ * state; each returns 0, or -1 with err set. */
+
+typedef struct atlas_build {
+    const bk_scene      *s;
+    const bk_atlas_opts *o;
+    bk_atlas            *out;
+    char                *err;
+    size_t               err_size;
+    const char          *name;
+    int                  pad;
+    double               cone;
+    uint32_t             R, T, MT;       /* rectangles, triangles, the mesh's triangles (before
+                                            the rectangles') */
+    bk_scene             ms;             /* the mesh part: s up to triangle MT */
+    int                  finished;       /* 1: no stage left to run (--uv file) */
+    int                  rc;             /* the result of a finished build */
+    /* charts */
+    tri_geom             g;
+    uint32_t            *weld;
+    adjacency            A;
+    charting             C;
+    bk_atlas_smooth_opts so;
+    double               pad_w;          /* the padding in world units at the expected scale */
+    /* packing */
+    packer               P;
+    pk_item             *items, *best_items, *shape_items;
+    uint32_t            *item_page, *seq, *run;
+    key_idx             *gtmp;
+    uint32_t             n_mesh, n_items;  /* items: charts and the degenerate texel, then rects */
+    double               sum_wh, max_w;    /* the charts' rectangles: their area, the widest */
+    double               scale;
+    int                  shaped;  /* 1: best_items are shape masks (bk_atlas_pack_shapes), not
+                                     padded blocks */
+    int                  N, fixed;
+    char                 dens[64];
+    double              *fill;      /* per chart: its scale over the uniform one (the fill pass),
+                                       or NULL */
+    double               shape_lo;  /* the largest uniform scale the shapes packed at (0: none) */
+} atlas_build;
+
+static int oom(atlas_build *b) { return bk_fail(b->err, b->err_size, "%s: out of memory", b->name); }
+
+/* The options and the scene checked before anything is allocated. */
+static int check_opts(const atlas_build *b)
 {
-    double t0 = bk_time_now(), ts = t0, sim_saved = bk_pool_sim_saved();
-    memset(out, 0, sizeof *out);
-    const char *name = scene_name(o);
-    int pad = o->padding;
-    double cone = o->cone_deg > 0 ? o->cone_deg : DEFAULT_CONE_DEG;
-    uint32_t R = o->rect_count, T = s->tri_count;
+    const bk_scene *s = b->s;
+    const bk_atlas_opts *o = b->o;
+    const char *name = b->name;
+    char *err = b->err;
+    size_t err_size = b->err_size;
+    int pad = b->pad;
+    double cone = b->cone;
+    uint32_t R = b->R, T = b->T;
     if (pad < 2 || pad > 64) return bk_fail(err, err_size, "%s: padding %d: must be between 2 and 64 texels", name, pad);
     if (!(cone > 0 && cone < 80)) return bk_fail(err, err_size, "%s: chart cone %g degrees: must be in (0, 80)", name, cone);
     if (!(o->texels_per_unit >= 0) || !isfinite(o->texels_per_unit))
@@ -545,359 +594,471 @@ int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, cha
         if (o->rects[i].w < 1 || o->rects[i].h < 1 || o->rects[i].w > BK_ATLAS_MAX_SIZE || o->rects[i].h > BK_ATLAS_MAX_SIZE)
             return bk_fail(err, err_size, "%s: rectangle %u is %ux%u texels (1 to %d a side)", name, i, o->rects[i].w, o->rects[i].h,
                            BK_ATLAS_MAX_SIZE);
-    /* the mesh part: the triangles before the rectangles */
-    uint32_t MT = R ? o->rect_first_tri : T;
-    bk_scene ms = *s;
-    ms.tri_count = MT;
+    return 0;
+}
 
+/* prep: the output's arrays, triangle geometry, welding, adjacency (or --uv file, which
+ * finishes the build here). */
+static int stage_prep(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    bk_atlas *out = b->out;
+    uint32_t T = b->T, MT = b->MT, R = b->R;
     out->tri_count = T;
     out->page_count = 1;
     out->density_max = 1.0f;
     out->rect_first_tri = R ? MT : T;
     out->uv = calloc(6 * (size_t)T, sizeof(float));
     out->tri_chart = malloc(sizeof(uint32_t) * (size_t)T);
-    tri_geom g;
-    memset(&g, 0, sizeof g);
-    uint32_t *weld = NULL;
-    adjacency A = { 0 };
-    charting C;
-    memset(&C, 0, sizeof C);
-    packer P = { 0 };
-    pk_item *items = NULL, *best_items = NULL, *shape_items = NULL;
-    uint32_t *item_page = NULL, *seq = NULL, *run = NULL;
-    key_idx *gtmp = NULL;
-    double *fill = NULL;  /* per chart: its scale over the uniform one (the fill pass), or NULL */
-    double shape_lo = 0;  /* the largest uniform scale the shapes packed at (0: none) */
-    int rc = -1;
-    if (!out->uv || !out->tri_chart || (MT && (bk_atlas_geom_init(&ms, &g) || !(weld = bk_atlas_weld(&ms))))) {
-        rc = bk_fail(err, err_size, "%s: out of memory", name);
-        goto done;
-    }
-    out->degenerate_count = g.degen_count;
-    if (MT && g.degen_count == MT && !R) { rc = bk_fail(err, err_size, "%s: every triangle has zero area", name); goto done; }
+    if (!out->uv || !out->tri_chart || (MT && (bk_atlas_geom_init(&b->ms, &b->g) || !(b->weld = bk_atlas_weld(&b->ms)))))
+        return oom(b);
+    out->degenerate_count = b->g.degen_count;
+    if (MT && b->g.degen_count == MT && !R) return bk_fail(b->err, b->err_size, "%s: every triangle has zero area", b->name);
 
     if (o->uv_from_file) {
-        rc = build_from_file(s, o, &g, weld, out, err, err_size);
-        goto done;
+        b->rc = build_from_file(b->s, o, &b->g, b->weld, out, b->err, b->err_size);
+        b->finished = 1;
+        return b->rc;
     }
 
-    bk_atlas_smooth_opts so;
-    so.cone_deg = SMOOTH_CONE_DEG;
-    so.crease_deg = SMOOTH_CREASE_DEG;
-    so.flat_deg = cone;
-    so.max_stretch = SMOOTH_MAX_STRETCH;
-    so.max_evict = SMOOTH_MAX_EVICT;
-    so.min_tris = 4;
-    so.max_tris = SMOOTH_MAX_TRIS;
-    so.max_iter = SMOOTH_MAX_ITER;
-    if (MT && bk_atlas_adjacency_build(&ms, weld, g.degen, &A)) {
-        rc = bk_fail(err, err_size, "%s: out of memory", name);
-        goto done;
-    }
-    if (MT && o->tri_scale) adjacency_split_scales(&A, MT, o->tri_scale);
-    stage_done(out, 0, &ts, &sim_saved);
-    if (MT && !o->planar_only && bk_atlas_charts_smooth(&ms, &g, &A, weld, &so, &C, &out->overlap_work)) {
-        rc = bk_fail(err, err_size, "%s: out of memory", name);
-        goto done;
-    }
-    stage_done(out, 1, &ts, &sim_saved);
-    if (MT && bk_atlas_charts_make(&ms, &g, &A, cone, &C, &out->overlap_work)) {
-        rc = bk_fail(err, err_size, "%s: out of memory", name);
-        goto done;
-    }
-    stage_done(out, 2, &ts, &sim_saved);
-    if (MT && o->tri_scale)
+    bk_atlas_smooth_opts *so = &b->so;
+    so->cone_deg = SMOOTH_CONE_DEG;
+    so->crease_deg = SMOOTH_CREASE_DEG;
+    so->flat_deg = b->cone;
+    so->max_stretch = SMOOTH_MAX_STRETCH;
+    so->max_evict = SMOOTH_MAX_EVICT;
+    so->min_tris = 4;
+    so->max_tris = SMOOTH_MAX_TRIS;
+    so->max_iter = SMOOTH_MAX_ITER;
+    if (MT && bk_atlas_adjacency_build(&b->ms, b->weld, b->g.degen, &b->A)) return oom(b);
+    if (MT && o->tri_scale) adjacency_split_scales(&b->A, MT, o->tri_scale);
+    return 0;
+}
+
+/* smooth: the curved regions unfolded by least-squares conformal maps. */
+static int stage_smooth(atlas_build *b)
+{
+    if (b->MT && !b->o->planar_only && bk_atlas_charts_smooth(&b->ms, &b->g, &b->A, b->weld, &b->so, &b->C, &b->out->overlap_work))
+        return oom(b);
+    return 0;
+}
+
+/* planar: the other triangles by region growing within the cone, projected; then each chart
+ * scaled by its object's density factor and the scale to expect (pad_w). */
+static int stage_planar(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    uint32_t MT = b->MT;
+    charting *C = &b->C;
+    if (MT && bk_atlas_charts_make(&b->ms, &b->g, &b->A, b->cone, C, &b->out->overlap_work)) return oom(b);
+    if (!MT) return 0;
+    if (o->tri_scale)
         /* per-object density (--object-scale): each chart, of one object, grows by its factor */
-        for (uint32_t ci = 0; ci < C.count; ++ci) {
-            chart *c = &C.charts[ci];
-            double f = o->tri_scale[C.chart_tris[c->first]];
+        for (uint32_t ci = 0; ci < C->count; ++ci) {
+            chart *c = &C->charts[ci];
+            double f = o->tri_scale[C->chart_tris[c->first]];
             for (uint32_t i = 0; i < c->count; ++i)
-                for (int k = 0; k < 6; ++k) C.loc[6 * (size_t)C.chart_tris[c->first + i] + k] *= f;
+                for (int k = 0; k < 6; ++k) C->loc[6 * (size_t)C->chart_tris[c->first + i] + k] *= f;
             c->w *= f;
             c->h *= f;
         }
-    if (MT) {
-        /* the scale to expect: charts filling ~60 % of the atlas, or the one asked for */
-        double area = 0;
-        for (uint32_t t = 0; t < MT; ++t) area += g.area[t] * (o->tri_scale ? (double)o->tri_scale[t] * o->tri_scale[t] : 1.0);
-        double s_est = o->texels_per_unit > 0 ? o->texels_per_unit : o->size * sqrt(0.6 / fmax(area, 1e-300));
-        uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
-        key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
-        int bad = !queue || !part || !kt || bk_atlas_charts_split(&ms, &A, &C, (pad + 1) / s_est, queue, kt, part);
-        stage_done(out, 3, &ts, &sim_saved);
-        if (!o->planar_only)
-            bad = bad || bk_atlas_charts_join(&ms, &g, &A, weld, o->tri_scale, &so, JOIN_MAX_TRIS, JOIN_MIN_RING, (pad + 1) / s_est, &C,
-                                           &out->overlap_work);
-        bad = bad || bk_atlas_charts_merge(&ms, weld, &A, &C, (pad + 1) / s_est, &out->overlap_work);
-        stage_done(out, 4, &ts, &sim_saved);
-        bad = bad || bk_atlas_charts_tidy(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, &C, &out->overlap_work);
-        bad = bad || bk_atlas_charts_absorb(&ms, weld, &A, o->tri_scale, cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, (pad + 1) / s_est, ABSORB_SMOOTH_MIN_TRI,
-                                            &C, &out->overlap_work);
-        stage_done(out, 5, &ts, &sim_saved);
-        free(queue); free(part); free(kt);
-        if (bad) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-    }
-    /* items: one per chart, plus one texel for all degenerate triangles, then the rectangles */
-    uint32_t n_mesh = C.count + (g.degen_count ? 1 : 0), n_items = n_mesh + R;
-    items = malloc(sizeof(pk_item) * n_items);
-    best_items = malloc(sizeof(pk_item) * n_items);
-    shape_items = malloc(sizeof(pk_item) * n_items);
-    item_page = calloc(n_items, sizeof(uint32_t));
-    if (!items || !best_items || !shape_items || !item_page || bk_atlas_packer_init(&P, n_items)) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+    /* the scale to expect: charts filling ~60 % of the atlas, or the one asked for */
+    double area = 0;
+    for (uint32_t t = 0; t < MT; ++t) area += b->g.area[t] * (o->tri_scale ? (double)o->tri_scale[t] * o->tri_scale[t] : 1.0);
+    double s_est = o->texels_per_unit > 0 ? o->texels_per_unit : o->size * sqrt(0.6 / fmax(area, 1e-300));
+    b->pad_w = (b->pad + 1) / s_est;
+    return 0;
+}
 
-    double sum_wh = 0, max_w = 0;
-    for (uint32_t i = 0; i < C.count; ++i) {
-        sum_wh += C.charts[i].w * C.charts[i].h;
-        if (C.charts[i].w > max_w) max_w = C.charts[i].w;
+/* split: charts that fill their rectangle poorly re-grown into compact parts. */
+static int stage_split(atlas_build *b)
+{
+    uint32_t MT = b->MT;
+    if (!MT) return 0;
+    uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)MT + 1), *part = malloc(sizeof(uint32_t) * (size_t)MT + 1);
+    key_idx *kt = malloc(sizeof(key_idx) * (size_t)MT + 1);
+    int bad = !queue || !part || !kt || bk_atlas_charts_split(&b->ms, &b->A, &b->C, b->pad_w, queue, kt, part);
+    free(queue); free(part); free(kt);
+    return bad ? oom(b) : 0;
+}
+
+/* merge: smooth charts joined with a neighbour, then neighbours unfolded into one another. */
+static int stage_merge(atlas_build *b)
+{
+    if (!b->MT) return 0;
+    uint64_t *work = &b->out->overlap_work;
+    int bad = 0;
+    if (!b->o->planar_only)
+        bad = bk_atlas_charts_join(&b->ms, &b->g, &b->A, b->weld, b->o->tri_scale, &b->so, JOIN_MAX_TRIS, JOIN_MIN_RING, b->pad_w,
+                                   &b->C, work);
+    bad = bad || bk_atlas_charts_merge(&b->ms, b->weld, &b->A, &b->C, b->pad_w, work);
+    return bad ? oom(b) : 0;
+}
+
+/* tidy: ragged borders tidied, small charts absorbed into their neighbours. */
+static int stage_tidy(atlas_build *b)
+{
+    if (!b->MT) return 0;
+    const float *ts = b->o->tri_scale;
+    uint64_t *work = &b->out->overlap_work;
+    int bad = bk_atlas_charts_tidy(&b->ms, b->weld, &b->A, ts, b->cone, SMOOTH_MAX_STRETCH, &b->C, work);
+    bad = bad || bk_atlas_charts_absorb(&b->ms, b->weld, &b->A, ts, b->cone, SMOOTH_MAX_STRETCH, ABSORB_MAX_COST, b->pad_w,
+                                        ABSORB_SMOOTH_MIN_TRI, &b->C, work);
+    return bad ? oom(b) : 0;
+}
+
+/* Fixed chart sizes on pages of --size: one when they fit it, else (--pages auto) as many as
+ * they need, groups kept whole. */
+static int pack_fixed_pages(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    const char *name = b->name;
+    int N = b->N = o->size;
+    uint32_t n_items = b->n_items, n_mesh = b->n_mesh, R = b->R;
+    if (!o->pages_auto && bk_atlas_pack_list(&b->P, b->items, NULL, n_items, b->pad, N)) {
+        memcpy(b->best_items, b->items, sizeof(pk_item) * n_items);
+        return 0;
     }
-    double scale = 0;
-    int shaped = 0;  /* 1: best_items are shape masks (bk_atlas_pack_shapes), not padded blocks */
-    int N, fixed = o->texels_per_unit > 0 || n_mesh == 0;
-    char dens[64];
-    density_words(o, n_mesh, dens, sizeof dens);
-    if (fixed) {
-        scale = o->texels_per_unit;
-        bk_atlas_items_at_scale(&C, n_mesh, o, scale, pad, items);
+    uint32_t bad_group = 0;
+    b->seq = malloc(sizeof(uint32_t) * n_items);
+    b->run = malloc(sizeof(uint32_t) * (n_items + 1));
+    b->gtmp = malloc(sizeof(key_idx) * (R ? R : 1));
+    if (!b->seq || !b->run || !b->gtmp) return oom(b);
+    uint32_t nrun = item_groups(n_mesh, o, b->gtmp, b->seq, b->run);
+    uint32_t pages = bk_atlas_pack_pages(&b->P, b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N, b->pad, &bad_group);
+    if (!pages && bad_group == nrun) return oom(b);
+    if (!pages) {
+        uint32_t first = b->seq[b->run[bad_group]];
+        if (first >= n_mesh)
+            return bk_fail(b->err, b->err_size, "%s: the charts of voxel instance %u do not fit one %dx%d page at %s; use a larger "
+                           "--size or fewer --texels-per-voxel", name, o->rects[first - n_mesh].group, N, N, b->dens);
+        return bk_fail(b->err, b->err_size, "%s: chart %u does not fit one %dx%d page at %s; use a larger --size or a smaller "
+                       "--texels-per-unit", name, first, N, N, b->dens);
+    }
+    if (!o->pages_auto)
+        return bk_fail(b->err, b->err_size, "%s: needs %u pages of %dx%d at %s; use --pages auto or a larger --size", name, pages, N,
+                       N, b->dens);
+    if ((uint64_t)N * N * pages > 0x100000000ull)
+        return bk_fail(b->err, b->err_size, "%s: needs %u pages of %dx%d at %s: more than 2^32 texels, which a bake cannot number; "
+                       "use fewer texels per voxel or unit", name, pages, N, N, b->dens);
+    b->out->page_count = (int)pages;
+    return 0;
+}
+
+/* A mesh at a fixed --texels-per-unit on one page: the smallest side (a multiple of 4) that
+ * holds it. */
+static int pack_fixed_size(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    const pk_item *items = b->items;
+    uint32_t n_items = b->n_items;
+    int pad = b->pad;
+    double need = 0;
+    int longest = 0;
+    for (uint32_t i = 0; i < n_items; ++i) {
+        need += (double)items[i].w * items[i].h;
+        if (items[i].w - pad > longest) longest = items[i].w - pad;
+        if (items[i].h - pad > longest) longest = items[i].h - pad;
+    }
+    /* the side the blocks' area alone needs, bounded before it becomes an int */
+    double lo_d = bk_dmax(floor(sqrt(need)) - pad, (double)longest);
+    int lo = lo_d <= BK_ATLAS_MAX_SIZE ? ((int)lo_d + 3) / 4 * 4 : BK_ATLAS_MAX_SIZE + 1;
+    if (lo < 4) lo = 4;
+    if (lo > BK_ATLAS_MAX_SIZE)
+        return bk_fail(b->err, b->err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels%s", b->name,
+                       (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE, b->R ? "; use --pages auto" : "");
+    /* grow geometrically until it packs, then bisect down on multiples of 4 */
+    int hi = lo, ok_hi = 0;
+    for (;;) {
+        if (bk_atlas_pack_list(&b->P, b->items, NULL, n_items, pad, hi)) {
+            ok_hi = 1;
+            memcpy(b->best_items, items, sizeof(pk_item) * n_items);
+            break;
+        }
+        if (hi >= BK_ATLAS_MAX_SIZE) break;
+        lo = hi + 4;
+        hi = ((int)(hi * 1.125) + 3) / 4 * 4;
+        if (hi < lo) hi = lo;
+        if (hi > BK_ATLAS_MAX_SIZE) hi = BK_ATLAS_MAX_SIZE;
+    }
+    if (!ok_hi)
+        return bk_fail(b->err, b->err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels; use --pages auto",
+                       b->name, (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE);
+    while (lo < hi) {
+        int mid = (lo + hi) / 8 * 4, ok = 0;
+        if (mid < lo) mid = lo;
+        ok = bk_atlas_pack_list(&b->P, b->items, NULL, n_items, pad, mid);
+        if (ok) { hi = mid; memcpy(b->best_items, items, sizeof(pk_item) * n_items); }
+        else lo = mid + 4;
+    }
+    b->N = hi;
+    return 0;
+}
+
+/* Charts of free size into one --size page: the largest uniform scale at which their padded
+ * rectangles pack, by halving then bisecting log(scale). */
+static int pack_uniform_scale(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    int N = b->N = o->size, pad = b->pad;
+    uint32_t n_items = b->n_items;
+    /* Upper bound: the charts' rectangles alone fill the atlas, or the longest one spans it. */
+    double s_hi = fmin((N + pad) / sqrt(fmax(b->sum_wh, 1e-300)), N / fmax(b->max_w, 1e-300));
+    double s_lo = s_hi;
+    int found = 0;
+    for (int i = 0; i < 60; ++i) {
+        if (bk_atlas_pack_at(&b->P, &b->C, b->n_mesh, o, s_lo, pad, N, b->items)) { found = 1; break; }
+        s_hi = s_lo;
+        s_lo *= 0.5;
+    }
+    if (!found && bk_atlas_pack_at(&b->P, &b->C, b->n_mesh, o, 0.0, pad, N, b->items)) found = 1, s_lo = 0.0;
+    if (!found)
+        return bk_fail(b->err, b->err_size, "%s: %u charts do not fit a %dx%d atlas even at one texel each with %d texels of "
+                       "padding; use a larger --size%s", b->name, b->C.count + b->R, N, N, pad,
+                       b->R ? ", or --pages auto" : " or --uv file");
+    memcpy(b->best_items, b->items, sizeof(pk_item) * n_items);
+    if (s_lo < s_hi) {
+        /* bisect log(scale) to 0.1 % */
+        double lo = s_lo, hi = s_hi;
+        while (hi > lo * 1.001) {
+            double mid = sqrt(lo * hi);
+            if (bk_atlas_pack_at(&b->P, &b->C, b->n_mesh, o, mid, pad, N, b->items)) {
+                lo = mid;
+                memcpy(b->best_items, b->items, sizeof(pk_item) * n_items);
+            } else hi = mid;
+        }
+        s_lo = lo;
+    }
+    b->scale = s_lo;
+    return 0;
+}
+
+/* rects: the items (one per chart, one texel for all degenerate triangles, then the rectangles)
+ * packed as padded blocks: at their fixed sizes, or at the largest uniform scale. */
+static int stage_rects(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    charting *C = &b->C;
+    uint32_t n_mesh = b->n_mesh = C->count + (b->g.degen_count ? 1 : 0), n_items = b->n_items = n_mesh + b->R;
+    b->items = malloc(sizeof(pk_item) * n_items);
+    b->best_items = malloc(sizeof(pk_item) * n_items);
+    b->shape_items = malloc(sizeof(pk_item) * n_items);
+    b->item_page = calloc(n_items, sizeof(uint32_t));
+    if (!b->items || !b->best_items || !b->shape_items || !b->item_page || bk_atlas_packer_init(&b->P, n_items)) return oom(b);
+    b->sum_wh = 0, b->max_w = 0;
+    for (uint32_t i = 0; i < C->count; ++i) {
+        b->sum_wh += C->charts[i].w * C->charts[i].h;
+        if (C->charts[i].w > b->max_w) b->max_w = C->charts[i].w;
+    }
+    b->scale = 0;
+    b->shaped = 0;
+    b->fixed = o->texels_per_unit > 0 || n_mesh == 0;
+    density_words(o, n_mesh, b->dens, sizeof b->dens);
+    if (b->fixed) {
+        b->scale = o->texels_per_unit;
+        bk_atlas_items_at_scale(C, n_mesh, o, b->scale, b->pad, b->items);
     }
     /* Fixed chart sizes: pages of --size (one, or as many as needed), except that a mesh at a
      * given --texels-per-unit on one page grows the page to fit, as it always did. */
-    if (fixed && (o->pages_auto || !(o->texels_per_unit > 0) || n_mesh == 0)) {
-        N = o->size;
-        if (!o->pages_auto && bk_atlas_pack_list(&P, items, NULL, n_items, pad, N)) {
-            memcpy(best_items, items, sizeof(pk_item) * n_items);
-            goto place;
-        }
-        uint32_t bad_group = 0;
-        seq = malloc(sizeof(uint32_t) * n_items);
-        run = malloc(sizeof(uint32_t) * (n_items + 1));
-        gtmp = malloc(sizeof(key_idx) * (R ? R : 1));
-        if (!seq || !run || !gtmp) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-        uint32_t nrun = item_groups(n_mesh, o, gtmp, seq, run);
-        uint32_t pages = bk_atlas_pack_pages(&P, items, best_items, item_page, seq, run, nrun, N, pad, &bad_group);
-        if (!pages && bad_group == nrun) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-        if (!pages) {
-            uint32_t first = seq[run[bad_group]];
-            if (first >= n_mesh)
-                rc = bk_fail(err, err_size, "%s: the charts of voxel instance %u do not fit one %dx%d page at %s; use a larger --size "
-                             "or fewer --texels-per-voxel", name, o->rects[first - n_mesh].group, N, N, dens);
-            else
-                rc = bk_fail(err, err_size, "%s: chart %u does not fit one %dx%d page at %s; use a larger --size or a smaller "
-                             "--texels-per-unit", name, first, N, N, dens);
-            goto done;
-        }
-        if (!o->pages_auto) {
-            rc = bk_fail(err, err_size, "%s: needs %u pages of %dx%d at %s; use --pages auto or a larger --size", name, pages, N, N, dens);
-            goto done;
-        }
-        if ((uint64_t)N * N * pages > 0x100000000ull) {
-            rc = bk_fail(err, err_size, "%s: needs %u pages of %dx%d at %s: more than 2^32 texels, which a bake cannot number; "
-                         "use fewer texels per voxel or unit", name, pages, N, N, dens);
-            goto done;
-        }
-        out->page_count = (int)pages;
-        goto place;
-    }
-    if (fixed) {
-        double need = 0;
-        int longest = 0;
-        for (uint32_t i = 0; i < n_items; ++i) {
-            need += (double)items[i].w * items[i].h;
-            if (items[i].w - pad > longest) longest = items[i].w - pad;
-            if (items[i].h - pad > longest) longest = items[i].h - pad;
-        }
-        /* the side the blocks' area alone needs, bounded before it becomes an int */
-        double lo_d = bk_dmax(floor(sqrt(need)) - pad, (double)longest);
-        int lo = lo_d <= BK_ATLAS_MAX_SIZE ? ((int)lo_d + 3) / 4 * 4 : BK_ATLAS_MAX_SIZE + 1;
-        if (lo < 4) lo = 4;
-        if (lo > BK_ATLAS_MAX_SIZE) {
-            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels%s", name,
-                         (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE, R ? "; use --pages auto" : "");
-            goto done;
-        }
-        /* grow geometrically until it packs, then bisect down on multiples of 4 */
-        int hi = lo, ok_hi = 0;
-        for (;;) {
-            if (bk_atlas_pack_list(&P, items, NULL, n_items, pad, hi)) { ok_hi = 1; memcpy(best_items, items, sizeof(pk_item) * n_items); break; }
-            if (hi >= BK_ATLAS_MAX_SIZE) break;
-            lo = hi + 4;
-            hi = ((int)(hi * 1.125) + 3) / 4 * 4;
-            if (hi < lo) hi = lo;
-            if (hi > BK_ATLAS_MAX_SIZE) hi = BK_ATLAS_MAX_SIZE;
-        }
-        if (!ok_hi) {
-            rc = bk_fail(err, err_size, "%s: --texels-per-unit %g needs an atlas larger than %d texels; use --pages auto", name,
-                         (double)o->texels_per_unit, BK_ATLAS_MAX_SIZE);
-            goto done;
-        }
-        while (lo < hi) {
-            int mid = (lo + hi) / 8 * 4, ok = 0;
-            if (mid < lo) mid = lo;
-            ok = bk_atlas_pack_list(&P, items, NULL, n_items, pad, mid);
-            if (ok) { hi = mid; memcpy(best_items, items, sizeof(pk_item) * n_items); }
-            else lo = mid + 4;
-        }
-        N = hi;
-    } else {
-        N = o->size;
-        /* Upper bound: the charts' rectangles alone fill the atlas, or the longest one spans it. */
-        double s_hi = fmin((N + pad) / sqrt(fmax(sum_wh, 1e-300)), N / fmax(max_w, 1e-300));
-        double s_lo = s_hi;
-        int found = 0;
-        for (int i = 0; i < 60; ++i) {
-            if (bk_atlas_pack_at(&P, &C, n_mesh, o, s_lo, pad, N, items)) { found = 1; break; }
-            s_hi = s_lo;
-            s_lo *= 0.5;
-        }
-        if (!found && bk_atlas_pack_at(&P, &C, n_mesh, o, 0.0, pad, N, items)) found = 1, s_lo = 0.0;
-        if (!found) {
-            rc = bk_fail(err, err_size, "%s: %u charts do not fit a %dx%d atlas even at one texel each with %d texels of "
-                         "padding; use a larger --size%s", name, C.count + R, N, N, pad,
-                         R ? ", or --pages auto" : " or --uv file");
-            goto done;
-        }
-        memcpy(best_items, items, sizeof(pk_item) * n_items);
-        if (s_lo < s_hi) {
-            /* bisect log(scale) to 0.1 % */
-            double lo = s_lo, hi = s_hi;
-            while (hi > lo * 1.001) {
-                double mid = sqrt(lo * hi);
-                if (bk_atlas_pack_at(&P, &C, n_mesh, o, mid, pad, N, items)) { lo = mid; memcpy(best_items, items, sizeof(pk_item) * n_items); }
-                else hi = mid;
-            }
-            s_lo = lo;
-        }
-        scale = s_lo;
-        stage_done(out, 6, &ts, &sim_saved);
-        /* Then by the charts' shapes, into a strip as wide as the atlas (shape_search). */
-        if (!R && MT && scale > 0) {
-            double lo = 0;
-            if (shape_search(&C, n_mesh, scale, N, pad, shape_items, &lo)) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-            if (lo >= scale) { scale = lo; shaped = 1; memcpy(best_items, shape_items, sizeof(pk_item) * n_items); }
-            shape_lo = lo;
-        }
-        /* Charts scaled to fill the page: with few charts the uniform scale leaves a page
-         * partly empty (five equal walls fit three to a row, whatever the scale), so charts,
-         * largest first (FILL_CHARTS), grow by up to FILL_MAX along each axis while the page
-         * still holds everything. A chart never gets fewer texels than the uniform
-         * scale gives; bk_atlas.density_max says how many more the fill gave. */
-        if (shape_lo > 0 && C.count <= FILL_CHARTS && !o->no_fill) {
-            fill = malloc(sizeof(double) * C.count);
-            key_idx *ord = malloc(sizeof(key_idx) * (C.count + 1));
-            if (!fill || !ord) { free(ord); rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-            for (uint32_t i = 0; i < C.count; ++i) {
-                fill[i] = 1.0;
-                double a = C.charts[i].w * C.charts[i].h;
-                uint64_t bits;
-                memcpy(&bits, &a, 8);
-                ord[i].key = ~bits;
-                ord[i].idx = i;
-            }
-            qsort(ord, C.count, sizeof(key_idx), bk_key_idx_cmp);
-            /* from the shapes' uniform packing (its items are in shape_items) */
-            int fill_ok = 1;
-            if (!shaped) {
-                int used = 0, ok = bk_atlas_pack_shapes(&C, n_mesh, shape_lo, NULL, N, pad, shape_items, &used);
-                if (ok < 0) { free(ord); rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-                fill_ok = ok && used <= N;
-            }
-            uint32_t rounds = C.count <= 16 ? 2 : 1;
-            for (uint32_t round = 0, start = 0, size = 1; fill_ok && round < rounds; start += size, size = C.count <= 16 ? 1 : 2 * size) {
-                if (start >= C.count) { round++; start = 0; size = 1; if (round == rounds) break; }
-                uint32_t end = start + size < C.count ? start + size : C.count;
-                double flo = fill[ord[start].idx], fhi = FILL_MAX;
-                if (fhi <= flo * 1.004) continue;
-                for (int it = 0; it < (C.count <= 16 ? 6 : 3) && fhi > flo * 1.004; ++it) {
-                    double mid = it == 0 ? fhi : sqrt(flo * fhi);
-                    for (uint32_t k = start; k < end; ++k) fill[ord[k].idx] = mid;
-                    int used = 0, ok = bk_atlas_pack_shapes(&C, n_mesh, scale, fill, N, pad, items, &used);
-                    if (ok < 0) { free(ord); rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
-                    if (ok && used <= N) { flo = mid; memcpy(shape_items, items, sizeof(pk_item) * n_items); }
-                    else fhi = mid;
-                }
-                for (uint32_t k = start; k < end; ++k) fill[ord[k].idx] = flo;
-            }
-            free(ord);
-            /* kept when its charts cover more world area times density than the uniform packing */
-            double a_fill = 0, a_uni = 0;
-            for (uint32_t i = 0; i < C.count; ++i) {
-                a_fill += C.charts[i].w * C.charts[i].h * shape_lo * shape_lo * fill[i] * fill[i];
-                a_uni += C.charts[i].w * C.charts[i].h * scale * scale;
-            }
-            if (fill_ok && a_fill > a_uni * 1.0001) {
-                scale = shape_lo;
-                shaped = 1;
-                memcpy(best_items, shape_items, sizeof(pk_item) * n_items);
-            } else {
-                free(fill);
-                fill = NULL;
-            }
-        }
-    }
+    if (b->fixed && (o->pages_auto || !(o->texels_per_unit > 0) || n_mesh == 0)) return pack_fixed_pages(b);
+    if (b->fixed) return pack_fixed_size(b);
+    return pack_uniform_scale(b);
+}
 
-place:;
-    stage_done(out, 7, &ts, &sim_saved);  /* the shapes and the fill pass; the rectangles' packing when fixed */
-    /* UVs */
-    const double scale0 = scale;
-    out->width = out->height = N;
-    out->texels_per_unit = (float)(MT ? scale : o->rect_texels_per_unit);
-    out->chart_count = C.count + R;
-    if (out->page_count > 1 && !(out->tri_page = malloc(sizeof(uint32_t) * (size_t)T))) {
-        rc = bk_fail(err, err_size, "%s: out of memory", name);
-        goto done;
+/* Charts scaled to fill the page: with few charts the uniform scale leaves a page partly empty
+ * (five equal walls fit three to a row, whatever the scale), so charts, largest first
+ * (FILL_CHARTS), grow by up to FILL_MAX along each axis while the page still holds everything. A
+ * chart never gets fewer texels than the uniform scale gives; bk_atlas.density_max says how many
+ * more the fill gave. */
+static int fill_pass(atlas_build *b)
+{
+    const charting *C = &b->C;
+    uint32_t n_mesh = b->n_mesh, n_items = b->n_items;
+    int N = b->N, pad = b->pad;
+    double *fill = b->fill = malloc(sizeof(double) * C->count);
+    key_idx *ord = malloc(sizeof(key_idx) * (C->count + 1));
+    if (!fill || !ord) { free(ord); return oom(b); }
+    for (uint32_t i = 0; i < C->count; ++i) {
+        fill[i] = 1.0;
+        double a = C->charts[i].w * C->charts[i].h;
+        uint64_t bits;
+        memcpy(&bits, &a, 8);
+        ord[i].key = ~bits;
+        ord[i].idx = i;
     }
-    out->close_charts = shaped;
-    place_ctx pc = { &C, best_items, item_page, fill, scale0, pad, shaped, N, out };
-    bk_parallel_for(C.count, 8, place_fn, &pc);  /* small chunks: a few charts hold most triangles */
-    for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C.tri_chart[t];
-    if (g.degen_count) {
-        const pk_item *b = &best_items[C.count];
-        for (uint32_t t = 0; t < MT; ++t) {
-            if (!g.degen[t]) continue;
-            if (out->tri_page) out->tri_page[t] = item_page[C.count];
-            for (int k = 0; k < 3; ++k) {
-                out->uv[6 * (size_t)t + 2 * k] = (float)((b->x + 0.5) / N);
-                out->uv[6 * (size_t)t + 2 * k + 1] = (float)((b->y + 0.5) / N);
-            }
+    qsort(ord, C->count, sizeof(key_idx), bk_key_idx_cmp);
+    /* from the shapes' uniform packing (its items are in shape_items) */
+    int fill_ok = 1;
+    if (!b->shaped) {
+        int used = 0, ok = bk_atlas_pack_shapes(C, n_mesh, b->shape_lo, NULL, N, pad, b->shape_items, &used);
+        if (ok < 0) { free(ord); return oom(b); }
+        fill_ok = ok && used <= N;
+    }
+    uint32_t rounds = C->count <= 16 ? 2 : 1;
+    for (uint32_t round = 0, start = 0, size = 1; fill_ok && round < rounds; start += size, size = C->count <= 16 ? 1 : 2 * size) {
+        if (start >= C->count) { round++; start = 0; size = 1; if (round == rounds) break; }
+        uint32_t end = start + size < C->count ? start + size : C->count;
+        double flo = fill[ord[start].idx], fhi = FILL_MAX;
+        if (fhi <= flo * 1.004) continue;
+        for (int it = 0; it < (C->count <= 16 ? 6 : 3) && fhi > flo * 1.004; ++it) {
+            double mid = it == 0 ? fhi : sqrt(flo * fhi);
+            for (uint32_t k = start; k < end; ++k) fill[ord[k].idx] = mid;
+            int used = 0, ok = bk_atlas_pack_shapes(C, n_mesh, b->scale, fill, N, pad, b->items, &used);
+            if (ok < 0) { free(ord); return oom(b); }
+            if (ok && used <= N) { flo = mid; memcpy(b->shape_items, b->items, sizeof(pk_item) * n_items); }
+            else fhi = mid;
+        }
+        for (uint32_t k = start; k < end; ++k) fill[ord[k].idx] = flo;
+    }
+    free(ord);
+    /* kept when its charts cover more world area times density than the uniform packing */
+    double a_fill = 0, a_uni = 0;
+    for (uint32_t i = 0; i < C->count; ++i) {
+        a_fill += C->charts[i].w * C->charts[i].h * b->shape_lo * b->shape_lo * fill[i] * fill[i];
+        a_uni += C->charts[i].w * C->charts[i].h * b->scale * b->scale;
+    }
+    if (fill_ok && a_fill > a_uni * 1.0001) {
+        b->scale = b->shape_lo;
+        b->shaped = 1;
+        memcpy(b->best_items, b->shape_items, sizeof(pk_item) * n_items);
+    } else {
+        free(fill);
+        b->fill = NULL;
+    }
+    return 0;
+}
+
+/* shapes: charts of free size packed again by their shapes, into a strip as wide as the atlas
+ * (shape_search), then the fill pass. */
+static int stage_shapes(atlas_build *b)
+{
+    if (b->fixed) return 0;
+    if (!b->R && b->MT && b->scale > 0) {
+        double lo = 0;
+        if (shape_search(&b->C, b->n_mesh, b->scale, b->N, b->pad, b->shape_items, &lo)) return oom(b);
+        if (lo >= b->scale) { b->scale = lo; b->shaped = 1; memcpy(b->best_items, b->shape_items, sizeof(pk_item) * b->n_items); }
+        b->shape_lo = lo;
+    }
+    if (b->shape_lo > 0 && b->C.count <= FILL_CHARTS && !b->o->no_fill) return fill_pass(b);
+    return 0;
+}
+
+/* The UVs of the degenerate triangles: all on the one texel of their item. */
+static void place_degenerate(atlas_build *b)
+{
+    const pk_item *bi = &b->best_items[b->C.count];
+    bk_atlas *out = b->out;
+    int N = b->N;
+    for (uint32_t t = 0; t < b->MT; ++t) {
+        if (!b->g.degen[t]) continue;
+        if (out->tri_page) out->tri_page[t] = b->item_page[b->C.count];
+        for (int k = 0; k < 3; ++k) {
+            out->uv[6 * (size_t)t + 2 * k] = (float)((bi->x + 0.5) / N);
+            out->uv[6 * (size_t)t + 2 * k + 1] = (float)((bi->y + 0.5) / N);
         }
     }
-    rect_ctx rc_ = { o, best_items + n_mesh, item_page + n_mesh, MT, C.count, N, out };
-    bk_parallel_for(R, 16384, rect_uv_fn, &rc_);
-    /* the largest tilt actually reached on planar charts: each triangle keeps cos(tilt) of its
-     * area; and the stretch of every chart */
+}
+
+/* The largest tilt actually reached on planar charts (each triangle keeps cos(tilt) of its
+ * area), and the stretch of every chart. */
+static int place_stats(atlas_build *b)
+{
+    const charting *C = &b->C;
+    bk_atlas *out = b->out;
+    uint32_t MT = b->MT;
     double min_ratio = 1.0, smin = DBL_MAX, smax = 0, l2 = 0, wsum = 0;
-    stretch_ctx sc = { &ms, &g, &C, o->tri_scale, malloc(sizeof(double) * 2 * ((size_t)MT + 1)) };
-    if (!sc.term) { rc = bk_fail(err, err_size, "%s: out of memory", name); goto done; }
+    stretch_ctx sc = { &b->ms, &b->g, C, b->o->tri_scale, malloc(sizeof(double) * 2 * ((size_t)MT + 1)) };
+    if (!sc.term) return oom(b);
     bk_parallel_for(MT, 16384, stretch_fn, &sc);
     /* in triangle order, as one loop sums them (the same bits whatever the thread count) */
     for (uint32_t t = 0; t < MT; ++t) {
-        if (g.degen[t]) continue;
+        if (b->g.degen[t]) continue;
         double ratio = sc.term[2 * (size_t)t];
-        if (!C.charts[C.tri_chart[t]].smooth) min_ratio = fmin(min_ratio, ratio);
+        if (!C->charts[C->tri_chart[t]].smooth) min_ratio = fmin(min_ratio, ratio);
         smin = fmin(smin, ratio);
         smax = fmax(smax, ratio);
         if (sc.term[2 * (size_t)t + 1] == -1.0) continue;  /* no area in the chart */
         l2 += sc.term[2 * (size_t)t + 1];
-        wsum += g.area[t];
+        wsum += b->g.area[t];
     }
     free(sc.term);
     out->max_cone_deg = (float)(acos(fmin(1.0, min_ratio)) * 180.0 / BK_ATLAS_PI);
     out->density_max = 1.0f;
-    for (uint32_t ci = 0; fill && ci < C.count; ++ci) out->density_max = fmaxf(out->density_max, (float)(fill[ci] * fill[ci]));
+    for (uint32_t ci = 0; b->fill && ci < C->count; ++ci) out->density_max = fmaxf(out->density_max, (float)(b->fill[ci] * b->fill[ci]));
     out->stretch_min = smin < DBL_MAX ? (float)smin : 1.0f;
     out->stretch_max = smin < DBL_MAX ? (float)smax : 1.0f;
     out->stretch_l2 = wsum > 0 ? (float)sqrt(l2 / wsum) : 1.0f;
-    for (uint32_t ci = 0; ci < C.count; ++ci) out->smooth_charts += C.charts[ci].smooth;
-    stage_done(out, 8, &ts, &sim_saved);
-    rc = 0;
-done:
+    for (uint32_t ci = 0; ci < C->count; ++ci) out->smooth_charts += C->charts[ci].smooth;
+    return 0;
+}
+
+/* place: every triangle's UVs from its item's placement, then the statistics. */
+static int stage_place(atlas_build *b)
+{
+    const bk_atlas_opts *o = b->o;
+    bk_atlas *out = b->out;
+    charting *C = &b->C;
+    uint32_t MT = b->MT;
+    int N = b->N;
+    const double scale0 = b->scale;
+    out->width = out->height = N;
+    out->texels_per_unit = (float)(MT ? b->scale : o->rect_texels_per_unit);
+    out->chart_count = C->count + b->R;
+    if (out->page_count > 1 && !(out->tri_page = malloc(sizeof(uint32_t) * (size_t)b->T))) return oom(b);
+    out->close_charts = b->shaped;
+    place_ctx pc = { C, b->best_items, b->item_page, b->fill, scale0, b->pad, b->shaped, N, out };
+    bk_parallel_for(C->count, 8, place_fn, &pc);  /* small chunks: a few charts hold most triangles */
+    for (uint32_t t = 0; t < MT; ++t) out->tri_chart[t] = C->tri_chart[t];
+    if (b->g.degen_count) place_degenerate(b);
+    rect_ctx rc_ = { o, b->best_items + b->n_mesh, b->item_page + b->n_mesh, MT, C->count, N, out };
+    bk_parallel_for(b->R, 16384, rect_uv_fn, &rc_);
+    return place_stats(b);
+}
+
+typedef int (*stage_fn)(atlas_build *b);
+#define STAGE_FN(n) stage_##n,
+static const stage_fn stage_fns[BK_ATLAS_STAGES] = { BK_ATLAS_STAGE_LIST(STAGE_FN) };
+#undef STAGE_FN
+
+static void build_free(atlas_build *b)
+{
+    bk_atlas_geom_free(&b->g);
+    free(b->weld);
+    bk_atlas_adjacency_free(&b->A);
+    bk_atlas_charts_free(&b->C);
+    free(b->items); free(b->best_items); free(b->shape_items); free(b->fill); free(b->item_page); free(b->seq); free(b->run);
+    free(b->gtmp);
+    bk_atlas_packer_free(&b->P);
+}
+
+int bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now(), ts = t0, sim_saved = bk_pool_sim_saved();
+    memset(out, 0, sizeof *out);
+    atlas_build b;
+    memset(&b, 0, sizeof b);
+    b.s = s;
+    b.o = o;
+    b.out = out;
+    b.err = err;
+    b.err_size = err_size;
+    b.name = scene_name(o);
+    b.pad = o->padding;
+    b.cone = o->cone_deg > 0 ? o->cone_deg : DEFAULT_CONE_DEG;
+    b.R = o->rect_count;
+    b.T = s->tri_count;
+    if (check_opts(&b)) return -1;
+    b.MT = b.R ? o->rect_first_tri : b.T;
+    b.ms = *s;
+    b.ms.tri_count = b.MT;
+    int rc = 0;
+    for (int k = 0; k < BK_ATLAS_STAGES && rc == 0 && !b.finished; ++k) {
+        rc = stage_fns[k](&b);
+        stage_done(out, k, &ts, &sim_saved);
+    }
     if (rc == 0) finish_stats(out);
     else bk_atlas_free(out);
     out->seconds = bk_time_now() - t0;
-    bk_atlas_geom_free(&g);
-    free(weld);
-    bk_atlas_adjacency_free(&A);
-    bk_atlas_charts_free(&C);
-    free(items); free(best_items); free(shape_items); free(fill); free(item_page); free(seq); free(run); free(gtmp);
-    bk_atlas_packer_free(&P);
+    build_free(&b);
     return rc;
 }

@@ -95,7 +95,12 @@ typedef struct bk_atlas_rect {
     uint32_t group;
 } bk_atlas_rect;
 
-#define BK_ATLAS_STAGES 9
+/* The stages of bk_atlas_build, in order: atlas.c runs one function per entry (stage_NAME) and
+ * times each (bk_atlas.stage_seconds, named by bk_atlas_stage_names). */
+#define BK_ATLAS_STAGE_LIST(X) X(prep) X(smooth) X(planar) X(split) X(merge) X(tidy) X(rects) X(shapes) X(place)
+#define BK_ATLAS_STAGE_ENUM(n) BK_ATLAS_STAGE_##n,
+enum bk_atlas_stage { BK_ATLAS_STAGE_LIST(BK_ATLAS_STAGE_ENUM) BK_ATLAS_STAGES };
+#undef BK_ATLAS_STAGE_ENUM
 
 typedef struct bk_atlas {
     int       width, height;      /* atlas size in texels (square today) */
