@@ -36,13 +36,6 @@
 /* ---------------------------------------------------------------------------------------------
  * Triangle geometry (double precision: normals of tiny or thin triangles stay meaningful). */
 
-
-static void pos_of(const bk_scene *s, uint32_t t, int k, double p[3])
-{
-    const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + k];
-    p[0] = f[0]; p[1] = f[1]; p[2] = f[2];
-}
-
 typedef struct geom_ctx { const bk_scene *s; tri_geom *g; double tiny; } geom_ctx;
 
 static void geom_tri_fn(void *ctx, size_t begin, size_t end, int worker)
@@ -53,7 +46,7 @@ static void geom_tri_fn(void *ctx, size_t begin, size_t end, int worker)
     tri_geom *g = c->g;
     for (size_t t = begin; t < end; ++t) {
         double p0[3], p1[3], p2[3], e1[3], e2[3], cr[3];
-        pos_of(s, (uint32_t)t, 0, p0); pos_of(s, (uint32_t)t, 1, p1); pos_of(s, (uint32_t)t, 2, p2);
+        bk_atlas_pos_of(s, (uint32_t)t, 0, p0); bk_atlas_pos_of(s, (uint32_t)t, 1, p1); bk_atlas_pos_of(s, (uint32_t)t, 2, p2);
         double emax = 0;
         for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
         double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2];
@@ -405,7 +398,7 @@ void bk_atlas_adjacency_free(adjacency *A) { free(A->start); free(A->adj); }
  * Charts. */
 
 
-static int chart_push(charting *C, chart c)
+int bk_atlas_chart_push(charting *C, chart c)
 {
     if (C->count == C->cap) {
         uint32_t cap = C->cap ? 2 * C->cap : 1024;
@@ -417,33 +410,30 @@ static int chart_push(charting *C, chart c)
     return 0;
 }
 
-static const double *tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (size_t)t; }
-static double dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
 /* A frame of the plane normal to unit n: t1 is the axis least aligned with n crossed with n,
  * normalised; t2 = n x t1, so (t1, t2, n) is right-handed. */
-static void plane_frame(const double *n, double *t1, double *t2)
+void bk_atlas_plane_frame(const double *n, double *t1, double *t2)
 {
     double ax = fabs(n[0]), ay = fabs(n[1]), az = fabs(n[2]);
     double e[3] = { 0, 0, 0 };
     e[(ax <= ay && ax <= az) ? 0 : (ay <= az ? 1 : 2)] = 1.0;
     t1[0] = n[1] * e[2] - n[2] * e[1]; t1[1] = n[2] * e[0] - n[0] * e[2]; t1[2] = n[0] * e[1] - n[1] * e[0];
-    double l = sqrt(dot3d(t1, t1));
+    double l = sqrt(bk_dot3d(t1, t1));
     for (int k = 0; k < 3; ++k) t1[k] /= l;
     t2[0] = n[1] * t1[2] - n[2] * t1[1]; t2[1] = n[2] * t1[0] - n[0] * t1[2]; t2[2] = n[0] * t1[1] - n[1] * t1[0];
 }
 
-typedef struct hpt { double x, y; } hpt;
-static double hcross(hpt o, hpt a, hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
+static double hcross(bk_hpt o, bk_hpt a, bk_hpt b) { return (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x); }
 
-static int hpt_less(hpt a, hpt b) { return a.x < b.x || (a.x == b.x && a.y < b.y); }
+static int hpt_less(bk_hpt a, bk_hpt b) { return a.x < b.x || (a.x == b.x && a.y < b.y); }
 
 /* Sorts p[0..n) by (x, y): quicksort on the median of three, insertion sort below 24 points, the
  * smaller side first (log n stack). qsort's indirect calls cost a chart's hull as much again. */
-static void hpt_sort(hpt *p, int n)
+static void hpt_sort(bk_hpt *p, int n)
 {
     while (n > 24) {
-        hpt a = p[0], b = p[n / 2], c = p[n - 1], piv;
+        bk_hpt a = p[0], b = p[n / 2], c = p[n - 1], piv;
         if (hpt_less(a, b)) piv = hpt_less(b, c) ? b : (hpt_less(a, c) ? c : a);
         else piv = hpt_less(a, c) ? a : (hpt_less(b, c) ? c : b);
         int i = 0, j = n - 1;
@@ -451,7 +441,7 @@ static void hpt_sort(hpt *p, int n)
             while (hpt_less(p[i], piv)) i++;
             while (hpt_less(piv, p[j])) j--;
             if (i >= j) break;
-            hpt x = p[i]; p[i] = p[j]; p[j] = x;
+            bk_hpt x = p[i]; p[i] = p[j]; p[j] = x;
             i++; j--;
         }
         /* [0, j] <= piv <= [j + 1, n) */
@@ -460,7 +450,7 @@ static void hpt_sort(hpt *p, int n)
         else { hpt_sort(p + left, n - left); n = left; }
     }
     for (int i = 1; i < n; ++i) {
-        hpt x = p[i];
+        bk_hpt x = p[i];
         int j = i - 1;
         while (j >= 0 && hpt_less(x, p[j])) { p[j + 1] = p[j]; j--; }
         p[j + 1] = x;
@@ -469,12 +459,12 @@ static void hpt_sort(hpt *p, int n)
 
 /* Convex hull (Andrew's monotone chain) of p[0..n) (sorted in place) into h, which needs room
  * for 2 n points; returns the hull size. */
-static int convex_hull(hpt *p, int n, hpt *h)
+int bk_atlas_convex_hull(bk_hpt *p, int n, bk_hpt *h)
 {
     if (n < 3) { for (int i = 0; i < n; ++i) h[i] = p[i]; return n; }
     if (n <= 48) {  /* merging two small hulls: insertion sort beats qsort's indirect calls */
         for (int i = 1; i < n; ++i) {
-            hpt x = p[i];
+            bk_hpt x = p[i];
             int j = i - 1;
             while (j >= 0 && (p[j].x > x.x || (p[j].x == x.x && p[j].y > x.y))) { p[j + 1] = p[j]; j--; }
             p[j + 1] = x;
@@ -485,7 +475,7 @@ static int convex_hull(hpt *p, int n, hpt *h)
          * before the sort */
         int ex[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
         for (int i = 1; i < n; ++i) {
-            hpt q = p[i];
+            bk_hpt q = p[i];
             if (q.x > p[ex[0]].x) ex[0] = i;
             if (q.x + q.y > p[ex[1]].x + p[ex[1]].y) ex[1] = i;
             if (q.y > p[ex[2]].y) ex[2] = i;
@@ -495,10 +485,10 @@ static int convex_hull(hpt *p, int n, hpt *h)
             if (q.y < p[ex[6]].y) ex[6] = i;
             if (q.x - q.y > p[ex[7]].x - p[ex[7]].y) ex[7] = i;
         }
-        hpt oct[8];
+        bk_hpt oct[8];
         int no = 0;
         for (int k = 0; k < 8; ++k) {
-            hpt q = p[ex[k]];
+            bk_hpt q = p[ex[k]];
             if (no && oct[no - 1].x == q.x && oct[no - 1].y == q.y) continue;
             oct[no++] = q;
         }
@@ -527,12 +517,12 @@ static int convex_hull(hpt *p, int n, hpt *h)
 }
 
 /* The rotation (cs, sn) that turns a convex polygon (counter-clockwise, no collinear points, as
- * convex_hull makes it) into its minimal-area bounding rectangle: that rectangle has a side along
+ * bk_atlas_convex_hull makes it) into its minimal-area bounding rectangle: that rectangle has a side along
  * a hull edge (Freeman & Shapira 1975); rotating calipers (Toussaint 1983) find the extreme points
  * for every edge in O(hn) altogether. */
-static double hdot(hpt a, double ex, double ey) { return a.x * ex + a.y * ey; }
+static double hdot(bk_hpt a, double ex, double ey) { return a.x * ex + a.y * ey; }
 
-static void rect_from_hull(const hpt *H, int hn, double *out_cs, double *out_sn, double *out_w, double *out_h)
+void bk_atlas_rect_from_hull(const bk_hpt *H, int hn, double *out_cs, double *out_sn, double *out_w, double *out_h)
 {
     *out_cs = 1; *out_sn = 0; *out_w = 0; *out_h = 0;
     if (hn <= 0) return;
@@ -544,7 +534,7 @@ static void rect_from_hull(const hpt *H, int hn, double *out_cs, double *out_sn,
     double best = DBL_MAX;
     int r = 0, t = 0, l = 0;
     for (int i = 0; i < hn; ++i) {
-        hpt a = H[i], b = H[(i + 1) % hn];
+        bk_hpt a = H[i], b = H[(i + 1) % hn];
         double dx = b.x - a.x, dy = b.y - a.y, len = sqrt(dx * dx + dy * dy);
         if (!(len > 0)) continue;
         double ex = dx / len, ey = dy / len, nx = -ey, ny = ex;
@@ -567,7 +557,7 @@ static void rect_from_hull(const hpt *H, int hn, double *out_cs, double *out_sn,
 /* Rotates the corners of tris[0..n) (their loc) and the hull H by (cs, sn), shifts them to the
  * origin and turns them landscape (w >= h). Rotations only, never a mirror: triangles keep
  * their counter-clockwise orientation. */
-static void apply_rect(double *loc, const uint32_t *tris, uint32_t n, hpt *H, int hn, double cs, double sn,
+void bk_atlas_apply_rect(double *loc, const uint32_t *tris, uint32_t n, bk_hpt *H, int hn, double cs, double sn,
                        double *out_w, double *out_h)
 {
     double x0 = DBL_MAX, x1 = -DBL_MAX, y0 = DBL_MAX, y1 = -DBL_MAX;
@@ -599,25 +589,25 @@ static void apply_rect(double *loc, const uint32_t *tris, uint32_t n, hpt *H, in
     *out_h = swap ? x1 - x0 : y1 - y0;
 }
 
-/* fit_rect: rect_from_hull + apply_rect for a set of triangles. */
-static int fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w, double *out_h, hpt **pts, size_t *pts_cap)
+/* bk_atlas_fit_rect: bk_atlas_rect_from_hull + bk_atlas_apply_rect for a set of triangles. */
+int bk_atlas_fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w, double *out_h, bk_hpt **pts, size_t *pts_cap)
 {
     size_t np = 3 * (size_t)n;
     if (np * 3 + 1 > *pts_cap) {  /* points, then up to 2 np hull slots (monotone chain) */
-        hpt *p = realloc(*pts, sizeof(hpt) * (np * 3 + 1));
+        bk_hpt *p = realloc(*pts, sizeof(bk_hpt) * (np * 3 + 1));
         if (!p) return -1;
         *pts = p; *pts_cap = np * 3 + 1;
     }
-    hpt *P = *pts, *H = *pts + np;
+    bk_hpt *P = *pts, *H = *pts + np;
     for (uint32_t i = 0; i < n; ++i)
         for (int k = 0; k < 3; ++k) {
             P[3 * i + k].x = loc[6 * (size_t)tris[i] + 2 * k];
             P[3 * i + k].y = loc[6 * (size_t)tris[i] + 2 * k + 1];
         }
-    int hn = convex_hull(P, (int)np, H);
+    int hn = bk_atlas_convex_hull(P, (int)np, H);
     double cs, sn, w, h;
-    rect_from_hull(H, hn, &cs, &sn, &w, &h);
-    apply_rect(loc, tris, n, H, hn, cs, sn, out_w, out_h);
+    bk_atlas_rect_from_hull(H, hn, &cs, &sn, &w, &h);
+    bk_atlas_apply_rect(loc, tris, n, H, hn, cs, sn, out_w, out_h);
     return 0;
 }
 
@@ -628,26 +618,26 @@ static void chart_project_only(const bk_scene *s, charting *C, uint32_t ci)
     chart *c = &C->charts[ci];
     const double *n = c->n;
     double t1[3], t2[3];
-    plane_frame(n, t1, t2);
+    bk_atlas_plane_frame(n, t1, t2);
     double o[3];
-    pos_of(s, C->chart_tris[c->first], 0, o);
+    bk_atlas_pos_of(s, C->chart_tris[c->first], 0, o);
     for (uint32_t i = 0; i < c->count; ++i) {
         uint32_t t = C->chart_tris[c->first + i];
         for (int k = 0; k < 3; ++k) {
             double p[3];
-            pos_of(s, t, k, p);
+            bk_atlas_pos_of(s, t, k, p);
             for (int d = 0; d < 3; ++d) p[d] -= o[d];
-            C->loc[6 * (size_t)t + 2 * k] = dot3d(p, t1);
-            C->loc[6 * (size_t)t + 2 * k + 1] = dot3d(p, t2);
+            C->loc[6 * (size_t)t + 2 * k] = bk_dot3d(p, t1);
+            C->loc[6 * (size_t)t + 2 * k + 1] = bk_dot3d(p, t2);
         }
     }
 }
 
-static int chart_project(const bk_scene *s, charting *C, uint32_t ci, hpt **pts, size_t *pts_cap)
+int bk_atlas_chart_project(const bk_scene *s, charting *C, uint32_t ci, bk_hpt **pts, size_t *pts_cap)
 {
     chart *c = &C->charts[ci];
     chart_project_only(s, C, ci);
-    return fit_rect(C->loc, C->chart_tris + c->first, c->count, &c->w, &c->h, pts, pts_cap);
+    return bk_atlas_fit_rect(C->loc, C->chart_tris + c->first, c->count, &c->w, &c->h, pts, pts_cap);
 }
 
 
@@ -666,7 +656,7 @@ void bk_key_idx_sort(key_idx *a, size_t n)
 }
 
 /* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */
-static void sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp)
+void bk_atlas_sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp)
 {
     for (uint32_t i = 0; i < n; ++i) {
         double a = area[t[i]];
@@ -690,7 +680,7 @@ static int grow_charts(const tri_geom *g, const adjacency *A, charting *C, const
         memset(&c, 0, sizeof c);
         c.first = *ntris;
         uint32_t ci = C->count;
-        const double *ns = tri_n(g, seed);
+        const double *ns = bk_atlas_tri_n(g, seed);
         double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] };
         double avg[3] = { ns[0], ns[1], ns[2] };
         uint32_t qh = 0, qt = 0;
@@ -702,24 +692,24 @@ static int grow_charts(const tri_geom *g, const adjacency *A, charting *C, const
             for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
                 uint32_t u = A->adj[p];
                 if (C->tri_chart[u] != BK_NONE) continue;
-                const double *nu = tri_n(g, u);
-                if (dot3d(nu, ns) < cos_cone || dot3d(nu, avg) < cos_cone) continue;
+                const double *nu = bk_atlas_tri_n(g, u);
+                if (bk_dot3d(nu, ns) < cos_cone || bk_dot3d(nu, avg) < cos_cone) continue;
                 C->tri_chart[u] = ci;
                 queue[qt++] = u;
                 for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
-                double l = sqrt(dot3d(sum, sum));
+                double l = sqrt(bk_dot3d(sum, sum));
                 if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
             }
         }
         c.count = *ntris - c.first;
         for (int k = 0; k < 3; ++k) c.n[k] = avg[k];
-        if (chart_push(C, c)) return -1;
+        if (bk_atlas_chart_push(C, c)) return -1;
     }
     return 0;
 }
 
 /* An empty charting for T triangles: its arrays allocated (NULL where out of memory). */
-static void charting_alloc(charting *C, uint32_t T)
+void bk_atlas_charting_alloc(charting *C, uint32_t T)
 {
     memset(C, 0, sizeof *C);
     C->tri_chart = malloc(sizeof(uint32_t) * (size_t)T + 1);
@@ -727,7 +717,7 @@ static void charting_alloc(charting *C, uint32_t T)
     C->loc = calloc(6 * (size_t)T + 1, sizeof(double));
 }
 
-typedef struct mk_ws { double *xy; size_t xy_cap; hpt *pts; size_t pts_cap; pair_list pairs; uint32_t *out; size_t out_cap; } mk_ws;
+typedef struct mk_ws { double *xy; size_t xy_cap; bk_hpt *pts; size_t pts_cap; pair_list pairs; uint32_t *out; size_t out_cap; } mk_ws;
 
 typedef struct mk_ctx {
     const bk_scene *s;
@@ -756,14 +746,14 @@ static void mk_check_fn(void *ctx, size_t begin, size_t end, int worker)
         chart *c = &C->charts[ci];
         m->end[k] = c->first + c->count;
         m->work[k] = 0;
-        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+        if (bk_atlas_chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
         if (c->count < 2) continue;
         /* the mean normal drifted while the chart grew: triangles now tilted more than the cone
          * from it leave too (never the seed, so every round makes progress) */
         uint32_t nev = 0;
         for (uint32_t i = 1; i < c->count; ++i) {
             uint32_t t = C->chart_tris[c->first + i];
-            if (dot3d(tri_n(m->g, t), c->n) < m->cos_cone) { m->evicted[t] = 1; nev++; }
+            if (bk_dot3d(bk_atlas_tri_n(m->g, t), c->n) < m->cos_cone) { m->evicted[t] = 1; nev++; }
         }
         if (6 * (size_t)c->count > w->xy_cap) {
             size_t cap = 6 * (size_t)c->count * 2;
@@ -800,7 +790,7 @@ static void mk_check_fn(void *ctx, size_t begin, size_t end, int worker)
         }
         memcpy(C->chart_tris + c->first + keep, w->out, sizeof(uint32_t) * nout);
         c->count = keep;
-        if (chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
+        if (bk_atlas_chart_project(m->s, C, ci, &w->pts, &w->pts_cap)) { m->work[k] = MK_ERR; continue; }
     }
 }
 
@@ -811,7 +801,7 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
     double cos_cone = cos(cone_deg * BK_ATLAS_PI / 180.0);
     int prefilled = C->tri_chart != NULL;  /* charts of bk_atlas_charts_smooth stay */
     if (!prefilled) {
-        charting_alloc(C, T);
+        bk_atlas_charting_alloc(C, T);
     }
     uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
     uint32_t *queue = malloc(sizeof(uint32_t) * (size_t)T + 1);
@@ -831,7 +821,7 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
         if (!g->degen[t] && C->tri_chart[t] == BK_NONE) seeds[nseeds++] = t;
     }
     for (uint32_t ci = 0; ci < C->count; ++ci) ntris += C->charts[ci].count;
-    sort_by_area_desc(seeds, nseeds, g->area, kt);
+    bk_atlas_sort_by_area_desc(seeds, nseeds, g->area, kt);
     uint32_t first_new = C->count;
     for (int round = 0; nseeds; ++round) {
         if (grow_charts(g, A, C, seeds, nseeds, cos_cone, queue, &ntris)) goto done;
@@ -873,7 +863,7 @@ int bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *
         memcpy(C->chart_tris, ctmp, sizeof(uint32_t) * w);
         ntris = w;
         first_new = C->count;
-        sort_by_area_desc(seeds, nseeds, g->area, kt);
+        bk_atlas_sort_by_area_desc(seeds, nseeds, g->area, kt);
         BK_CHECK(round < 10000);
     }
     rc = 0;
@@ -971,7 +961,7 @@ static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
 int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
                         uint32_t *part)
 {
-    hpt *pts = NULL;
+    bk_hpt *pts = NULL;
     size_t pts_cap = 0;
     uint32_t n0 = C->count;
     uint32_t *np = malloc(sizeof(uint32_t) * ((size_t)n0 + 1));
@@ -997,13 +987,13 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
             if (pi == 0) C->charts[ci] = nc;
             else {
                 idx = C->count;
-                if (chart_push(C, nc)) { free(pts); free(np); return -1; }
+                if (bk_atlas_chart_push(C, nc)) { free(pts); free(np); return -1; }
                 for (uint32_t i = start; i < end; ++i) C->tri_chart[q[i]] = idx;
             }
             /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
              * along its axis (the same projection), both turned to their own rectangles */
-            if (nc.smooth ? fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
-                          : chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); free(np); return -1; }
+            if (nc.smooth ? bk_atlas_fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
+                          : bk_atlas_chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); free(np); return -1; }
             start = end;
         }
     }
@@ -1019,25 +1009,25 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
  * strips line up end to end. A merge is kept when the shared edge has the same length in both
  * layouts, nothing overlaps, and the union's rectangle grown by the padding costs less than the
  * two apart. Smallest charts first; each keeps merging while that pays. */
-typedef struct hull_set { hpt **p; int *n; } hull_set;
+typedef struct hull_set { bk_hpt **p; int *n; } hull_set;
 
 /* The convex hull of a chart's corners (linked list from head) into hs slot ci. */
 static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head, uint32_t count, hull_set *hs, uint32_t ci,
-                         hpt **tmp, size_t *tmp_cap)
+                         bk_hpt **tmp, size_t *tmp_cap)
 {
     size_t np = 3 * (size_t)count;
     if (np > *tmp_cap) {
-        hpt *p = realloc(*tmp, sizeof(hpt) * np);
+        bk_hpt *p = realloc(*tmp, sizeof(bk_hpt) * np);
         if (!p) return -1;
         *tmp = p; *tmp_cap = np;
     }
     size_t k = 0;
     for (uint32_t x = head; x != BK_NONE; x = next[x])
         for (int j = 0; j < 3; ++j) { (*tmp)[k].x = C->loc[6 * (size_t)x + 2 * j]; (*tmp)[k].y = C->loc[6 * (size_t)x + 2 * j + 1]; k++; }
-    hpt *h = realloc(hs->p[ci], sizeof(hpt) * (2 * k + 1));
+    bk_hpt *h = realloc(hs->p[ci], sizeof(bk_hpt) * (2 * k + 1));
     if (!h) return -1;
     hs->p[ci] = h;
-    hs->n[ci] = convex_hull(*tmp, (int)k, h);
+    hs->n[ci] = bk_atlas_convex_hull(*tmp, (int)k, h);
     return 0;
 }
 
@@ -1045,7 +1035,7 @@ typedef struct hull_ctx {
     const charting *C;
     const uint32_t *next, *head;
     hull_set *hs;
-    hpt **tmp;
+    bk_hpt **tmp;
     size_t *cap;
     _Atomic int err;
 } hull_ctx;
@@ -1066,8 +1056,6 @@ static int cand_cmp(const void *pa, const void *pb)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-static uint32_t compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
-                               const uint32_t *next, uint8_t *changed);
 
 /* What a merge reads, and one thread's scratch for looking at one chart's merges. */
 typedef struct merge_state {
@@ -1084,7 +1072,7 @@ typedef struct merge_state {
 typedef struct merge_scratch {
     uint32_t *stamp, visit;  /* per chart: the look that met it last */
     merge_cand *cand;        /* charts + 1 */
-    hpt *hp;
+    bk_hpt *hp;
     size_t hp_cap;
     double *tl;              /* the union's corners: 6 per triangle */
     uint32_t *ids, cap;      /* its triangles; room for cap */
@@ -1187,20 +1175,20 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
             int na = hs->n[ci], nb = hs->n[b];
             if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) {  /* points, then 2 (na + nb) hull slots */
                 size_t cap = 3 * (size_t)(na + nb) + 64;
-                hpt *q = realloc(S->hp, sizeof(hpt) * cap);
+                bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
                 if (!q) return -1;
                 S->hp = q; S->hp_cap = cap;
             }
-            hpt *hp = S->hp;
-            memcpy(hp, hs->p[ci], sizeof(hpt) * (size_t)na);
+            bk_hpt *hp = S->hp;
+            memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
             for (int j = 0; j < nb; ++j) {
                 double dx = hs->p[b][j].x - m->mbx, dy = hs->p[b][j].y - m->mby;
                 hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
                 hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
             }
-            int hn = convex_hull(hp, na + nb, hp + na + nb);
+            int hn = bk_atlas_convex_hull(hp, na + nb, hp + na + nb);
             double w, h, rcs, rsn;
-            rect_from_hull(hp + na + nb, hn, &rcs, &rsn, &w, &h);
+            bk_atlas_rect_from_hull(hp + na + nb, hn, &rcs, &rsn, &w, &h);
             const chart *cb = &C->charts[b];
             m->gain = cost_c + (cb->w + pad_w) * (cb->h + pad_w) - (w + pad_w) * (h + pad_w);
             if (m->gain > 0.02 * cost_c) nc++;
@@ -1224,7 +1212,7 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
 /* Chart ci's triangles as a list linked through next, in chart order: head[ci], and where given
  * tail[ci], cnt[ci] and prev (the merge, tidy, absorb and join passes keep charts so while they
  * move triangles between them). */
-static void chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
+void bk_atlas_chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
                        uint32_t *prev)
 {
     const chart *c = &C->charts[ci];
@@ -1278,7 +1266,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     uint32_t *iota = malloc(sizeof(uint32_t) * ((size_t)T + 1));
     uint8_t *dead = calloc((size_t)n + 1, 1), *touched = calloc((size_t)n + 1, 1);
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    hull_set hs = { calloc((size_t)n + 1, sizeof(hpt *)), calloc((size_t)n + 1, sizeof(int)) };
+    hull_set hs = { calloc((size_t)n + 1, sizeof(bk_hpt *)), calloc((size_t)n + 1, sizeof(int)) };
     merge_scratch *S = calloc((size_t)threads, sizeof(merge_scratch));
     merge_spec sp = { NULL, S, malloc(sizeof(merge_cand) * ((size_t)n + 1)), malloc((size_t)n + 1), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
                       calloc((size_t)n + 1, sizeof(uint32_t *)), malloc(sizeof(uint32_t) * ((size_t)n + 1)) };
@@ -1297,7 +1285,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     for (uint32_t t = 0; t < T; ++t) iota[t] = t;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
-        chart_link(C, ci, head, tail, NULL, next, NULL);
+        bk_atlas_chart_link(C, ci, head, tail, NULL, next, NULL);
         double cost = (c->w + pad_w) * (c->h + pad_w);
         uint64_t bits;
         memcpy(&bits, &cost, 8);
@@ -1306,7 +1294,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     }
     {
         /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
-        hull_ctx hc = { C, next, head, &hs, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        hull_ctx hc = { C, next, head, &hs, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
         if (!hc.tmp || !hc.cap) { free(hc.tmp); free(hc.cap); goto done; }
         bk_parallel_for(n, 16, hull_fn, &hc);
         for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
@@ -1347,26 +1335,26 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
             int na = hs.n[ci], nb = hs.n[b];
             if ((size_t)(3 * (na + nb)) + 1 > S[0].hp_cap) {
                 size_t cap = 3 * (size_t)(na + nb) + 64;
-                hpt *q = realloc(S[0].hp, sizeof(hpt) * cap);
+                bk_hpt *q = realloc(S[0].hp, sizeof(bk_hpt) * cap);
                 if (!q) goto done;
                 S[0].hp = q; S[0].hp_cap = cap;
             }
-            hpt *hp = S[0].hp;
-            memcpy(hp, hs.p[ci], sizeof(hpt) * (size_t)na);
+            bk_hpt *hp = S[0].hp;
+            memcpy(hp, hs.p[ci], sizeof(bk_hpt) * (size_t)na);
             for (int j = 0; j < nb; ++j) {
                 double dx = hs.p[b][j].x - m->mbx, dy = hs.p[b][j].y - m->mby;
                 hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
                 hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
             }
-            hpt *nh = realloc(hs.p[ci], sizeof(hpt) * (size_t)(2 * (na + nb) + 1));
+            bk_hpt *nh = realloc(hs.p[ci], sizeof(bk_hpt) * (size_t)(2 * (na + nb) + 1));
             if (!nh) goto done;
             hs.p[ci] = nh;
-            hs.n[ci] = convex_hull(hp, na + nb, nh);
+            hs.n[ci] = bk_atlas_convex_hull(hp, na + nb, nh);
             double rcs, rsn, rw, rh;
-            rect_from_hull(nh, hs.n[ci], &rcs, &rsn, &rw, &rh);
+            bk_atlas_rect_from_hull(nh, hs.n[ci], &rcs, &rsn, &rw, &rh);
             double *tl = S[0].tl;
             uint32_t *ids = S[0].ids;
-            apply_rect(tl, iota, m_tris, nh, hs.n[ci], rcs, rsn, &c->w, &c->h);
+            bk_atlas_apply_rect(tl, iota, m_tris, nh, hs.n[ci], rcs, rsn, &c->w, &c->h);
             for (uint32_t i = 0; i < m_tris; ++i) memcpy(C->loc + 6 * (size_t)ids[i], tl + 6 * (size_t)i, 6 * sizeof(double));
             for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) C->tri_chart[x] = ci;
             next[tail[ci]] = head[b];
@@ -1381,7 +1369,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
         uint32_t *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
         if (!cnt) goto done;
         for (uint32_t ci = 0; ci < n; ++ci) cnt[ci] = dead[ci] ? 0 : C->charts[ci].count;
-        uint32_t live = compact_charts(C, n, T, cnt, head, next, NULL);
+        uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL);
         free(cnt);
         if (live == BK_NONE) goto done;
     }
@@ -1594,7 +1582,7 @@ typedef struct sm_ws {       /* one worker's scratch */
     uint8_t  *evict;         /* max_tris, zero between uses */
     double   *xy;
     size_t    xy_cap;
-    hpt      *pts;
+    bk_hpt      *pts;
     size_t    pts_cap;
     pair_list pairs;
 } sm_ws;
@@ -1637,7 +1625,7 @@ typedef struct sm_ctx {
     int      oslot, oslot_prev; /* the snapshot growths read: own[oslot], id snap (a fresh id: none */
     uint32_t snap, snap_prev;   /* owned); sm_stale_fn: the one they were made over, oslot_prev */
     const uint32_t *regrow;  /* sm_grow_fn: the tries to grow again (NULL: all) */
-    const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for fit_rect */
+    const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for bk_atlas_fit_rect */
     sm_ws *ws;
     sm_try *tries;
     sm_try **task;           /* the batch's checks: a try's chain, or one level of it */
@@ -1675,7 +1663,7 @@ static void hm_clear(sm_ws *w)
 static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
 {
     int curved = 0;
-    for (uint32_t i = 0; i < t->nt && !curved; ++i) curved = dot3d(tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
+    for (uint32_t i = 0; i < t->nt && !curved; ++i) curved = bk_dot3d(bk_atlas_tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
     t->curved = curved;
 }
 
@@ -1693,7 +1681,7 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
     double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
     double cos_flat = cos(x->so->flat_deg * BK_ATLAS_PI / 180.0);
     uint32_t seed = t->seed, limit = t->limit, qh = 0, qt = 0, *queue = t->tris;
-    const double *ns = tri_n(g, seed);
+    const double *ns = bk_atlas_tri_n(g, seed);
     double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
     avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
     hm_put(ws, seed, qt);
@@ -1701,13 +1689,13 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
     t->nfront = 0;
     while (qh < qt && qt < limit) {
         uint32_t tt = queue[qh++];
-        const double *nt = tri_n(g, tt);
+        const double *nt = bk_atlas_tri_n(g, tt);
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
             uint32_t u = A->adj[p];
             if (hm_get(ws, u) != BK_NONE) continue;
-            const double *nu = tri_n(g, u);
-            if (tri_chart[u] != BK_NONE || tried[u] || (atomic_load_explicit(&own[u], memory_order_relaxed) - lo < hi - lo) || dot3d(nu, nt) < cos_crease ||
-                dot3d(nu, avg) < cos_cone) {
+            const double *nu = bk_atlas_tri_n(g, u);
+            if (tri_chart[u] != BK_NONE || tried[u] || (atomic_load_explicit(&own[u], memory_order_relaxed) - lo < hi - lo) || bk_dot3d(nu, nt) < cos_crease ||
+                bk_dot3d(nu, avg) < cos_cone) {
                 if (t->nfront < 4 * (x->so->max_tris + 1)) t->front[t->nfront++] = u;
                 else t->nfront = BK_NONE;
                 continue;
@@ -1715,7 +1703,7 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
             hm_put(ws, u, qt);
             queue[qt++] = u;
             for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
-            double l = sqrt(dot3d(sum, sum));
+            double l = sqrt(bk_dot3d(sum, sum));
             if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
         }
     }
@@ -1730,14 +1718,14 @@ static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
 {
     const tri_geom *g = x->g;
     uint32_t seed = t->tris[0];
-    const double *ns = tri_n(g, seed);
+    const double *ns = bk_atlas_tri_n(g, seed);
     double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
     avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
     for (uint32_t i = 1; i < limit; ++i) {
         uint32_t u = t->tris[i];
-        const double *nu = tri_n(g, u);
+        const double *nu = bk_atlas_tri_n(g, u);
         for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
-        double l = sqrt(dot3d(sum, sum));
+        double l = sqrt(bk_dot3d(sum, sum));
         if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
     }
     t->limit = limit;
@@ -1750,17 +1738,17 @@ static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
 static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris, uint32_t nt, double *loc)
 {
     double t1[3], t2[3];
-    plane_frame(n, t1, t2);
+    bk_atlas_plane_frame(n, t1, t2);
     double o[3];
-    pos_of(s, tris[0], 0, o);
+    bk_atlas_pos_of(s, tris[0], 0, o);
     for (uint32_t i = 0; i < nt; ++i) {
         uint32_t t = tris[i];
         for (int k = 0; k < 3; ++k) {
             double p[3];
-            pos_of(s, t, k, p);
+            bk_atlas_pos_of(s, t, k, p);
             for (int d = 0; d < 3; ++d) p[d] -= o[d];
-            loc[6 * (size_t)i + 2 * k] = dot3d(p, t1);
-            loc[6 * (size_t)i + 2 * k + 1] = dot3d(p, t2);
+            loc[6 * (size_t)i + 2 * k] = bk_dot3d(p, t1);
+            loc[6 * (size_t)i + 2 * k + 1] = bk_dot3d(p, t2);
         }
     }
 }
@@ -1788,7 +1776,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
      * ends of its long side */
     sm_project(s, t->avg, queue, nt, loc);
-    if (fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (bk_atlas_fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     /* vertices: corners joined across the chart's own edges (union-find), so a vertex where the
      * chart touches itself only at a point (two sectors of its fan) becomes two, free to part,
      * instead of a hinge the two sectors fold over */
@@ -1837,10 +1825,10 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
             uint32_t tt = queue[i];
             lscm_tri *q = &W->tri[i];
             double p0[3], p1[3], p2[3], e1[3], e2[3];
-            pos_of(s, tt, 0, p0); pos_of(s, tt, 1, p1); pos_of(s, tt, 2, p2);
+            bk_atlas_pos_of(s, tt, 0, p0); bk_atlas_pos_of(s, tt, 1, p1); bk_atlas_pos_of(s, tt, 2, p2);
             for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
             /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
-            double l1 = sqrt(dot3d(e1, e1)), x2 = dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
+            double l1 = sqrt(bk_dot3d(e1, e1)), x2 = bk_dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
             double y2 = dd / l1;
             double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
             for (int j = 0; j < 3; ++j) {
@@ -1917,7 +1905,7 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
             if (!evict[i]) t->keep[t->nkeep++] = i;
         memset(evict, 0, nt);
     }
-    if (ok && fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (ok && bk_atlas_fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     t->ok = ok;
 }
 
@@ -2135,7 +2123,7 @@ static int sm_take(sm_ctx *x, sm_try *t, uint8_t *tried, uint32_t *ntris, uint64
         c.w = t->w;
         c.h = t->h;
         uint32_t ci = C->count;
-        if (chart_push(C, c)) return -1;
+        if (bk_atlas_chart_push(C, c)) return -1;
         for (uint32_t i = 0; i < t->nkeep; ++i) {
             uint32_t tt = t->tris[t->keep[i]];
             C->chart_tris[*ntris + i] = tt;
@@ -2251,7 +2239,7 @@ static void needle_fn(void *ctx, size_t begin, size_t end, int worker)
     for (size_t t = begin; t < end; ++t) {
         if (c->g->degen[t]) continue;
         double p[3][3], lmax = 0;
-        for (int k = 0; k < 3; ++k) pos_of(c->s, (uint32_t)t, k, p[k]);
+        for (int k = 0; k < 3; ++k) bk_atlas_pos_of(c->s, (uint32_t)t, k, p[k]);
         for (int k = 0; k < 3; ++k) {
             double d0 = p[(k + 1) % 3][0] - p[k][0], d1 = p[(k + 1) % 3][1] - p[k][1], d2 = p[(k + 1) % 3][2] - p[k][2];
             lmax = bk_dmax(lmax, d0 * d0 + d1 * d1 + d2 * d2);
@@ -2264,7 +2252,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count;
-    charting_alloc(C, T);
+    bk_atlas_charting_alloc(C, T);
     int threads = bk_pool_threads();
     uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1, H = 16, hshift = 28;
     if (K > 256) K = 256;
@@ -2326,7 +2314,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     }
     needle_ctx nc = { s, g, tried };
     bk_parallel_for(T, 16384, needle_fn, &nc);
-    sort_by_area_desc(seeds, nseeds, g->area, kt);
+    bk_atlas_sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
     sm_ctx x = { s, g, A, weld, so, C, tried, { own, own + (size_t)T + 1, own + 2 * ((size_t)T + 1) }, 0, 0, 0, 0, NULL,
                  iota, ws, tries, task, ok_keys, slot, lstate };
@@ -2479,12 +2467,12 @@ done:
 static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1, double *s2)
 {
     double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
-    pos_of(s, t, 0, p0); pos_of(s, t, 1, p1); pos_of(s, t, 2, p2);
+    bk_atlas_pos_of(s, t, 0, p0); bk_atlas_pos_of(s, t, 1, p1); bk_atlas_pos_of(s, t, 2, p2);
     for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
     c[0] = e1[1] * e2[2] - e1[2] * e2[1]; c[1] = e1[2] * e2[0] - e1[0] * e2[2]; c[2] = e1[0] * e2[1] - e1[1] * e2[0];
-    double l1 = sqrt(dot3d(e1, e1)), dd = sqrt(dot3d(c, c));
+    double l1 = sqrt(bk_dot3d(e1, e1)), dd = sqrt(bk_dot3d(c, c));
     if (!(l1 > 0) || !(dd > 0)) return -1;
-    double x2 = dot3d(e2, e1) / l1, y2 = dd / l1;
+    double x2 = bk_dot3d(e2, e1) / l1, y2 = dd / l1;
     /* M = U P^-1 with P = [l1 x2; 0 y2] */
     double u1 = L[2] - L[0], v1 = L[3] - L[1], u2 = L[4] - L[0], v2 = L[5] - L[1];
     double m00 = u1 / l1, m10 = v1 / l1;
@@ -2648,14 +2636,14 @@ static uint32_t tidy_near(const tidy_grid *G, const double *loc, const uint32_t 
 }
 
 /* The changed charts' rectangles fitted again, side by side (each writes only its own corners). */
-typedef struct tidy_fit_ctx { charting *C; const uint8_t *changed; hpt **pts; size_t *cap; int err; } tidy_fit_ctx;
+typedef struct tidy_fit_ctx { charting *C; const uint8_t *changed; bk_hpt **pts; size_t *cap; int err; } tidy_fit_ctx;
 
 static void tidy_fit_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     tidy_fit_ctx *f = ctx;
     chart *ch = f->C->charts;
     for (size_t ci = begin; ci < end; ++ci)
-        if (f->changed[ci] && fit_rect(f->C->loc, f->C->chart_tris + ch[ci].first, ch[ci].count, &ch[ci].w, &ch[ci].h, &f->pts[worker], &f->cap[worker]))
+        if (f->changed[ci] && bk_atlas_fit_rect(f->C->loc, f->C->chart_tris + ch[ci].first, ch[ci].count, &ch[ci].w, &ch[ci].h, &f->pts[worker], &f->cap[worker]))
             f->err = 1;
 }
 
@@ -2700,7 +2688,7 @@ static void compact_fn(void *ctx, size_t begin, size_t end, int worker)
  * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
  * (when given) moves with its chart. The lists are walked on the pool, each chart's into its own
  * places. The charts left, or BK_NONE out of memory. */
-static uint32_t compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
+uint32_t bk_atlas_compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
                                const uint32_t *next, uint8_t *changed)
 {
     uint32_t live = 0, w = 0;
@@ -2754,7 +2742,7 @@ static void tidy_init_fn(void *ctx, size_t begin, size_t end, int worker)
     const charting *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
-        chart_link(C, (uint32_t)ci, x->head, NULL, x->cnt, x->next, x->prev);
+        bk_atlas_chart_link(C, (uint32_t)ci, x->head, NULL, x->cnt, x->next, x->prev);
         if (x->eager && c->count >= TIDY_GRID_MIN && tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count)) x->err = 1;
     }
 }
@@ -2943,10 +2931,10 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     }
     /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
     {
-        uint32_t live = compact_charts(C, n, T, cnt, head, next, changed);
+        uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, changed);
         if (live == BK_NONE) goto done;
         int threads = bk_pool_threads();
-        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
         if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
         for (int w = 0; fc.pts && w < threads; ++w) free(fc.pts[w]);
         int bad = !fc.pts || !fc.cap || fc.err;
@@ -2992,7 +2980,7 @@ done:
  * rectangle test: sibenik 74.3, dragon 73.8 (fewer charts, more holes). */
 
 /* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
-static int shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku)
+int bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku)
 {
     for (int x = 0; x < 3; ++x)
         for (int y = 0; y < 3; ++y)
@@ -3007,10 +2995,10 @@ static int shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint
 static void lay_on_edge(const bk_scene *s, uint32_t t, int i, int j, int k, double *L)
 {
     double pi[3], pj[3], pk[3], e[3], d[3];
-    pos_of(s, t, i, pi); pos_of(s, t, j, pj); pos_of(s, t, k, pk);
+    bk_atlas_pos_of(s, t, i, pi); bk_atlas_pos_of(s, t, j, pj); bk_atlas_pos_of(s, t, k, pk);
     for (int q = 0; q < 3; ++q) { e[q] = pj[q] - pi[q]; d[q] = pk[q] - pi[q]; }
-    double lw2 = dot3d(e, e), along = dot3d(d, e) / lw2;
-    double perp2 = dot3d(d, d) - along * along * lw2, perp = sqrt(bk_dmax(perp2, 0)) / sqrt(lw2);
+    double lw2 = bk_dot3d(e, e), along = bk_dot3d(d, e) / lw2;
+    double perp2 = bk_dot3d(d, d) - along * along * lw2, perp = sqrt(bk_dmax(perp2, 0)) / sqrt(lw2);
     double ex = L[2 * j] - L[2 * i], ey = L[2 * j + 1] - L[2 * i + 1];
     /* in layout units: along and perp are fractions of the edge (scale la / lw built in) */
     double x1 = L[2 * i] + along * ex - perp * ey, y1 = L[2 * i + 1] + along * ey + perp * ex;
@@ -3033,7 +3021,7 @@ static int absorb_nb_cmp(const void *pa, const void *pb)
 typedef struct absorb_init_ctx {
     const charting *C;
     uint32_t *head, *tail, *cnt, *next, *slot;
-    hpt **hull_p;
+    bk_hpt **hull_p;
     int *hull_n;
     atomic_int err;
 } absorb_init_ctx;
@@ -3045,7 +3033,7 @@ static void absorb_init_fn(void *ctx, size_t begin, size_t end, int worker)
     const charting *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
-        chart_link(C, (uint32_t)ci, x->head, x->tail, x->cnt, x->next, NULL);
+        bk_atlas_chart_link(C, (uint32_t)ci, x->head, x->tail, x->cnt, x->next, NULL);
         for (uint32_t i = 0; i < c->count; ++i) x->slot[C->chart_tris[c->first + i]] = BK_NONE;
     }
 }
@@ -3058,13 +3046,13 @@ static void absorb_hull_fn(void *ctx, size_t begin, size_t end, int worker)
     for (size_t ci = begin; ci < end; ++ci) {
         size_t nb3 = 0, np = 3 * (size_t)x->cnt[ci];
         if (!np) continue;
-        hpt *hp = malloc(sizeof(hpt) * 3 * np);
+        bk_hpt *hp = malloc(sizeof(bk_hpt) * 3 * np);
         if (!hp) { x->err = 1; continue; }
         for (uint32_t t = x->head[ci]; t != BK_NONE; t = x->next[t])
             for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)t + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)t + 2 * k2 + 1]; nb3++; }
-        int bn = convex_hull(hp, (int)nb3, hp + nb3);
-        if (!(x->hull_p[ci] = malloc(sizeof(hpt) * ((size_t)bn + 1)))) x->err = 1;
-        else { memcpy(x->hull_p[ci], hp + nb3, sizeof(hpt) * (size_t)bn); x->hull_n[ci] = bn; }
+        int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
+        if (!(x->hull_p[ci] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) x->err = 1;
+        else { memcpy(x->hull_p[ci], hp + nb3, sizeof(bk_hpt) * (size_t)bn); x->hull_n[ci] = bn; }
         free(hp);
     }
 }
@@ -3081,7 +3069,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
     uint32_t *ids = NULL, *queue = NULL;
     double *xa = NULL, *xb = NULL, *len = malloc(sizeof(double) * ((size_t)n + 1));
     size_t cap_a = 0, cap_b = 0, cap_nb = 0, cap_h = 0, cap_bt = 0;
-    hpt *hp = NULL, **hull_p = calloc((size_t)n + 1, sizeof(hpt *));
+    bk_hpt *hp = NULL, **hull_p = calloc((size_t)n + 1, sizeof(bk_hpt *));
     int *hull_n = calloc((size_t)n + 1, sizeof(int));
     uint32_t *bt = NULL;
     pair_list pairs = { 0 };
@@ -3126,9 +3114,9 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
                 uint32_t u = A->adj[p], b = C->tri_chart[u];
                 int kt, ku;
-                if (b == a || b == BK_NONE || shared_edge(s, weld, t, u, &kt, &ku)) continue;
+                if (b == a || b == BK_NONE || bk_atlas_shared_edge(s, weld, t, u, &kt, &ku)) continue;
                 double p0[3], p1[3], e[3];
-                pos_of(s, t, kt, p0); pos_of(s, t, (kt + 1) % 3, p1);
+                bk_atlas_pos_of(s, t, kt, p0); bk_atlas_pos_of(s, t, (kt + 1) % 3, p1);
                 for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
                 if (stamp[b] != a) {
                     stamp[b] = a;
@@ -3142,7 +3130,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                     nbs[nn].b = b;
                     nn++;
                 }
-                len[b] += sqrt(dot3d(e, e));
+                len[b] += sqrt(bk_dot3d(e, e));
             }
         if (!nn) continue;  /* alone (a separate piece of the mesh) */
         for (uint32_t k = 0; k < nn; ++k) nbs[k].len = len[nbs[k].b];
@@ -3182,7 +3170,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                     else if (C->tri_chart[u] == a && slot[u] < BK_NONE - 1) Lu = xa + 6 * (size_t)slot[u];
                     else continue;
                     int kt, ku;
-                    if (shared_edge(s, weld, t, u, &kt, &ku)) continue;
+                    if (bk_atlas_shared_edge(s, weld, t, u, &kt, &ku)) continue;
                     if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
                     if (edge_i < 0) edge_i = kt;
                 }
@@ -3212,7 +3200,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : cnt[b]) + na);
             if (np * 3 + 1 > cap_h) {
                 cap_h = np * 3 + 1;
-                hpt *q = realloc(hp, sizeof(hpt) * cap_h);
+                bk_hpt *q = realloc(hp, sizeof(bk_hpt) * cap_h);
                 if (!q) goto done;
                 hp = q;
             }
@@ -3220,19 +3208,19 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
                 size_t nb3 = 0;
                 for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
                     for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1]; nb3++; }
-                int bn = convex_hull(hp, (int)nb3, hp + nb3);
-                if (!(hull_p[b] = malloc(sizeof(hpt) * ((size_t)bn + 1)))) goto done;
-                memcpy(hull_p[b], hp + nb3, sizeof(hpt) * (size_t)bn);
+                int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
+                if (!(hull_p[b] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) goto done;
+                memcpy(hull_p[b], hp + nb3, sizeof(bk_hpt) * (size_t)bn);
                 hull_n[b] = bn;
             }
             size_t hb = (size_t)hull_n[b];
             np = hb + 3 * (size_t)na;
-            memcpy(hp, hull_p[b], sizeof(hpt) * hb);
+            memcpy(hp, hull_p[b], sizeof(bk_hpt) * hb);
             for (uint32_t i = 0; i < na; ++i)
                 for (int k2 = 0; k2 < 3; ++k2) { hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
-            int hn = convex_hull(hp, (int)np, hp + np);
+            int hn = bk_atlas_convex_hull(hp, (int)np, hp + np);
             double rcs, rsn, rw, rh;
-            rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
+            bk_atlas_rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
             const chart *ca = &C->charts[a];
             double gain = (cb->w + pad_w) * (cb->h + pad_w) + (ca->w + pad_w) * (ca->h + pad_w) - (rw + pad_w) * (rh + pad_w);
             if (!(gain > 0)) continue;
@@ -3259,7 +3247,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             cnt[b] += cnt[a];
             cnt[a] = 0;
             head[a] = BK_NONE;
-            /* b turned to the union's rectangle now (as fit_rect would), its hull with it, so
+            /* b turned to the union's rectangle now (as bk_atlas_fit_rect would), its hull with it, so
              * that later gains see them */
             if ((size_t)cnt[b] > cap_bt) {
                 cap_bt = 2 * (size_t)cnt[b];
@@ -3269,10 +3257,10 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
             }
             m = 0;
             for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) bt[m++] = x;
-            apply_rect(C->loc, bt, m, hp + np, hn, rcs, rsn, &C->charts[b].w, &C->charts[b].h);
-            hpt *nh = realloc(hull_p[b], sizeof(hpt) * ((size_t)hn + 1));
+            bk_atlas_apply_rect(C->loc, bt, m, hp + np, hn, rcs, rsn, &C->charts[b].w, &C->charts[b].h);
+            bk_hpt *nh = realloc(hull_p[b], sizeof(bk_hpt) * ((size_t)hn + 1));
             if (!nh) goto done;
-            memcpy(nh, hp + np, sizeof(hpt) * (size_t)hn);
+            memcpy(nh, hp + np, sizeof(bk_hpt) * (size_t)hn);
             hull_p[b] = nh;
             hull_n[b] = hn;
             free(hull_p[a]);
@@ -3282,7 +3270,7 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
     }
     /* compact: charts with triangles left, their lists contiguous again (rectangles fitted as they grew) */
-    if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
+    if (bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
     free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(nbs);
@@ -3390,12 +3378,12 @@ static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_
         for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
             uint32_t u = A->adj[p], c = C->tri_chart[u];
             int kv, ku;
-            if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > J->max_tris || shared_edge(J->s, J->weld, v, u, &kv, &ku)) continue;
+            if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > J->max_tris || bk_atlas_shared_edge(J->s, J->weld, v, u, &kv, &ku)) continue;
             double p0[3], p1[3], e[3];
-            pos_of(J->s, v, kv, p0); pos_of(J->s, v, (kv + 1) % 3, p1);
+            bk_atlas_pos_of(J->s, v, kv, p0); bk_atlas_pos_of(J->s, v, (kv + 1) % 3, p1);
             for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
             if (stamp[c] != look) { stamp[c] = look; len[c] = 0; }
-            len[c] += sqrt(dot3d(e, e));
+            len[c] += sqrt(bk_dot3d(e, e));
         }
     /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
      * a neighbour tried gets length -1 */
@@ -3416,9 +3404,9 @@ static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_
             for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
                 hm_put(&W->ws, u, nt);
                 t->tris[nt++] = u;
-                for (int q = 0; q < 3; ++q) sum[q] += tri_n(J->g, u)[q] * J->g->area[u];
+                for (int q = 0; q < 3; ++q) sum[q] += bk_atlas_tri_n(J->g, u)[q] * J->g->area[u];
             }
-        double l = sqrt(dot3d(sum, sum));
+        double l = sqrt(bk_dot3d(sum, sum));
         if (l > 0) {
             for (int q = 0; q < 3; ++q) t->avg[q] = sum[q] / l;
             t->nt = nt;
@@ -3517,7 +3505,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
-        chart_link(C, ci, head, tail, cnt, next, NULL);
+        bk_atlas_chart_link(C, ci, head, tail, cnt, next, NULL);
         if (!c->smooth || c->count >= max_tris) continue;
         if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue;   /* little ring to save */
         order[nsm].key = c->count;
@@ -3577,7 +3565,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
         for (int q = 0; q < 3; ++q) ca->n[q] = wh[2 + q];
         changed[a] = changed[b] = ++now;
     }
-    if (compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
+    if (bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
     for (int w = 0; W && w < threads; ++w) join_ws_free(&W[w]);

@@ -77,6 +77,44 @@ typedef struct adjacency { uint32_t *start, *adj; } adjacency;
 int  bk_atlas_adjacency_build(const bk_scene *s, const uint32_t *weld, const uint8_t *skip, adjacency *A);
 void bk_atlas_adjacency_free(adjacency *A);
 
+/* Corner k of triangle t, in double. */
+static inline void bk_atlas_pos_of(const bk_scene *s, uint32_t t, int k, double p[3])
+{
+    const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + k];
+    p[0] = f[0]; p[1] = f[1]; p[2] = f[2];
+}
+
+static inline const double *bk_atlas_tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (size_t)t; }
+static inline double bk_dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* A frame of the plane normal to unit n: t1 is the axis least aligned with n crossed with n,
+ * normalised; t2 = n x t1, so (t1, t2, n) is right-handed. */
+void bk_atlas_plane_frame(const double *n, double *t1, double *t2);
+
+/* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
+int  bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku);
+
+/* ---- atlas_chart.c: minimal-area rectangles ------------------------------------------------- */
+
+typedef struct bk_hpt { double x, y; } bk_hpt;
+
+/* Convex hull (Andrew's monotone chain) of p[0..n) (sorted in place) into h, which needs room
+ * for 2 n points; returns the hull size. */
+int  bk_atlas_convex_hull(bk_hpt *p, int n, bk_hpt *h);
+/* The rotation (cs, sn) that turns a convex polygon (counter-clockwise, no collinear points, as
+ * bk_atlas_convex_hull makes it) into its minimal-area bounding rectangle, and that rectangle's
+ * sides w, h. */
+void bk_atlas_rect_from_hull(const bk_hpt *H, int hn, double *out_cs, double *out_sn, double *out_w, double *out_h);
+/* Rotates the corners of tris[0..n) (their loc) and the hull H by (cs, sn), shifts them to the
+ * origin and turns them landscape (w >= h). Rotations only, never a mirror: triangles keep
+ * their counter-clockwise orientation. */
+void bk_atlas_apply_rect(double *loc, const uint32_t *tris, uint32_t n, bk_hpt *H, int hn, double cs, double sn,
+                         double *out_w, double *out_h);
+/* bk_atlas_rect_from_hull + bk_atlas_apply_rect for a set of triangles; *pts (*pts_cap points)
+ * is scratch it grows. 0, or -1 out of memory. */
+int  bk_atlas_fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w, double *out_h, bk_hpt **pts,
+                       size_t *pts_cap);
+
 /* ---- atlas_chart.c: charts ------------------------------------------------------------------ */
 
 typedef struct chart {
@@ -119,6 +157,27 @@ int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacen
 int  bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                             double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
+
+/* Shared by the chart passes (atlas_chart.c). */
+/* An empty charting for T triangles: its arrays allocated (NULL where out of memory). */
+void bk_atlas_charting_alloc(charting *C, uint32_t T);
+/* Appends chart c; 0, or -1 out of memory. */
+int  bk_atlas_chart_push(charting *C, chart c);
+/* Projects chart ci along its axis into its plane and fits its rectangle (bk_atlas_fit_rect). */
+int  bk_atlas_chart_project(const bk_scene *s, charting *C, uint32_t ci, bk_hpt **pts, size_t *pts_cap);
+/* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */
+void bk_atlas_sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp);
+/* Chart ci's triangles as a list linked through next, in chart order: head[ci], and where given
+ * tail[ci], cnt[ci] and prev (the merge, tidy, absorb and join passes keep charts so while they
+ * move triangles between them). */
+void bk_atlas_chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
+                         uint32_t *prev);
+/* Drops the charts of n whose triangle count cnt[] fell to 0 and makes the others' triangle lists
+ * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
+ * (when given) moves with its chart. The lists are walked on the pool, each chart's into its own
+ * places. The charts left, or BK_NONE out of memory. */
+uint32_t bk_atlas_compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
+                                 const uint32_t *next, uint8_t *changed);
 
 /* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
 typedef struct bk_atlas_smooth_opts {
