@@ -1,6 +1,7 @@
 /* atlas.c - lightmap UVs: bk_atlas_build, which runs the parts (atlas_internal.h lists them):
- * charts by region growing, planar projection, unfolding merges (atlas_chart.c, with the overlap
- * searches of atlas_overlap.c) and skyline packing (atlas_pack.c); and --uv file.
+ * charts by region growing, planar projection, unfolding merges (atlas_grow.c and the chart
+ * passes after it, with the overlap searches of atlas_overlap.c) and skyline packing
+ * (atlas_pack.c); and --uv file.
  *
  * Pipeline (see atlas.h): weld vertices by position -> edge adjacency -> charts -> split charts
  * that fill their rectangle poorly -> join small smooth charts with a neighbour -> merge
@@ -87,7 +88,7 @@
  * with smooth neighbours only: 78.3, 87.5, 77.8; up to 128 triangles: 78.6, 87.4, 77.9; 512:
  * 78.7, 87.3, 77.3; any union that unfolds, whatever its rectangle: 78.2, 86.9, 77.3; the union
  * joining again up to 4 times: 78.2, 87.2, 77.5. Then the next neighbours by seam where the first
- * does not join (JOIN_TRIES, atlas_chart.c): 3 in all 79.0, 87.6, 77.9; 2: 78.9, 87.3, 77.8; 6:
+ * does not join (JOIN_TRIES, atlas_smooth.c): 3 in all 79.0, 87.6, 77.9; 2: 78.9, 87.3, 77.8; 6:
  * 79.0, 87.4, 77.6. Sponza's atlas costs 0.1 s more (0.27 -> 0.37 s one-thread CPU). Small
  * scenes at 640, 768, 1024 and 1536 texels: WusonOBJ (a character of 3,732 triangles) loses
  * 79.4, 80.6, 80.9, 82.4 -> 76.6, 80.2, 80.5, 81.8 %; spider and bunny change by under a point. */
@@ -105,7 +106,7 @@
  * at the expected scale). */
 #define ABSORB_MAX_COST    256.0
 /* Small smooth charts move too when their triangles' mean area is at least 0.6 padding squares
- * (atlas_chart.c says why and what it was measured against). */
+ * (atlas_refine.c says why and what it was measured against). */
 #define ABSORB_SMOOTH_MIN_TRI 0.6
 
 #define STAGE_NAME(n) #n,

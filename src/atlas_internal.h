@@ -1,16 +1,23 @@
 /* atlas_internal.h - the atlas module's parts and what they share (private to src/atlas*.c and
  * the unit tests that test each part alone).
  *
- *   atlas_chart.c    triangle geometry, welding, adjacency; charts by region growing, planar
- *                    projection, minimal-area rectangles, splitting and merging by unfolding,
- *                    smooth charts joined with a neighbour across their seam, small charts
- *                    absorbed into their neighbours
- *   atlas_overlap.c  which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
- *                    --uv file), in time about linear in the triangles
- *   atlas_pack.c     blocks (charts, rectangles) into a bin: skyline + waste map, pages
- *   atlas.c          bk_atlas_build: options, the scale search, UVs, --uv file, statistics
+ *   atlas_topology.c  triangle geometry, welding, adjacency
+ *   atlas_rect.c      convex hulls and minimal-area rectangles
+ *   atlas_grow.c      planar charts: region growing, projection, self-overlaps evicted
+ *   atlas_smooth.c    smooth charts unfolded by least-squares conformal maps; smooth charts joined
+ *                     with a neighbour across their seam
+ *   atlas_split.c     charts that fill their rectangle poorly split into compact parts
+ *   atlas_merge.c     neighbouring charts merged by unfolding
+ *   atlas_refine.c    ragged borders tidied, small charts absorbed into their neighbours
+ *   atlas_overlap.c   which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
+ *                     --uv file), in time about linear in the triangles
+ *   atlas_pack.c      blocks (charts, rectangles) into a bin: skyline + waste map, pages
+ *   atlas_voxels.c    the voxel surface's quads as rectangles
+ *   atlas.c           bk_atlas_build: options, the stages, the scale search, UVs, --uv file,
+ *                     statistics
  *
- * Arrows point down: atlas.c uses the other three, atlas_chart.c uses atlas_overlap.c.
+ * Arrows point down: atlas.c uses the others; the chart passes use atlas_topology.c,
+ * atlas_rect.c, atlas_grow.c's shared helpers and atlas_overlap.c.
  */
 #ifndef BK_ATLAS_INTERNAL_H
 #define BK_ATLAS_INTERNAL_H
@@ -49,10 +56,10 @@ static inline int bk_key_idx_cmp(const void *pa, const void *pb)
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 /* Sorts a[0 .. n) as qsort with bk_key_idx_cmp does (a total order: the same result), by the
- * radix sort of sort.h, on the pool when n is large (atlas_chart.c). */
+ * radix sort of sort.h, on the pool when n is large (atlas_grow.c). */
 void bk_key_idx_sort(key_idx *a, size_t n);
 
-/* ---- atlas_chart.c: geometry, welding, adjacency ------------------------------------------- */
+/* ---- atlas_topology.c: geometry, welding, adjacency ---------------------------------------- */
 
 /* Triangle geometry (double precision: normals of tiny or thin triangles stay meaningful). */
 typedef struct tri_geom {
@@ -87,14 +94,8 @@ static inline void bk_atlas_pos_of(const bk_scene *s, uint32_t t, int k, double 
 static inline const double *bk_atlas_tri_n(const tri_geom *g, uint32_t t) { return g->n + 3 * (size_t)t; }
 static inline double bk_dot3d(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-/* A frame of the plane normal to unit n: t1 is the axis least aligned with n crossed with n,
- * normalised; t2 = n x t1, so (t1, t2, n) is right-handed. */
-void bk_atlas_plane_frame(const double *n, double *t1, double *t2);
 
-/* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
-int  bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku);
-
-/* ---- atlas_chart.c: minimal-area rectangles ------------------------------------------------- */
+/* ---- atlas_rect.c: minimal-area rectangles -------------------------------------------------- */
 
 typedef struct bk_hpt { double x, y; } bk_hpt;
 
@@ -115,7 +116,7 @@ void bk_atlas_apply_rect(double *loc, const uint32_t *tris, uint32_t n, bk_hpt *
 int  bk_atlas_fit_rect(double *loc, const uint32_t *tris, uint32_t n, double *out_w, double *out_h, bk_hpt **pts,
                        size_t *pts_cap);
 
-/* ---- atlas_chart.c: charts ------------------------------------------------------------------ */
+/* ---- charts (atlas_grow.c and the passes after it) ----------------------------------------- */
 
 typedef struct chart {
     uint32_t first, count;   /* triangles chart_tris[first .. first+count) in growth order */
@@ -134,31 +135,32 @@ typedef struct charting {
                                 world units, inside [0, w] x [0, h] */
 } charting;
 
-/* Charts by region growing within cone_deg, projected, self-overlaps evicted and re-charted.
- * *work grows by the overlap searches' steps. 0, or -1 out of memory. */
+/* Charts by region growing within cone_deg, projected, self-overlaps evicted and re-charted
+ * (atlas_grow.c). *work grows by the overlap searches' steps. 0, or -1 out of memory. */
 int  bk_atlas_charts_make(const bk_scene *s, const tri_geom *g, const adjacency *A, double cone_deg, charting *C,
                           uint64_t *work);
-/* Charts that fill their rectangle poorly re-grown into compact parts (pad_w: the padding in
- * world units at the expected scale); queue, kt, part need tri_count entries. */
+/* Charts that fill their rectangle poorly re-grown into compact parts (atlas_split.c; pad_w: the
+ * padding in world units at the expected scale); queue, kt, part need tri_count entries. */
 int  bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
                            uint32_t *part);
-/* Neighbouring charts unfolded into one another where the union's padded rectangle costs less. */
+/* Neighbouring charts unfolded into one another where the union's padded rectangle costs less
+ * (atlas_merge.c). */
 int  bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                            uint64_t *work);
 /* Ragged borders tidied: a triangle with two edges on another chart moves into it where that
- * chart's layout takes it as it is (see atlas_chart.c). tri_scale (NULL: none) is the density
+ * chart's layout takes it as it is (see atlas_refine.c). tri_scale (NULL: none) is the density
  * factor each chart's layout was scaled by. */
 int  bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                           double max_stretch, charting *C, uint64_t *work);
 /* Small planar charts (rectangle grown by pad_w at most max_cost pad_w^2) moved whole into a
- * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_chart.c);
+ * neighbouring chart, laid triangle by triangle on its layout by similarity (see atlas_refine.c);
  * small smooth charts too when their triangles' mean area is at least smooth_min_tri pad_w^2
  * (0: never). */
 int  bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                             double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work);
 void bk_atlas_charts_free(charting *C);
 
-/* Shared by the chart passes (atlas_chart.c). */
+/* Shared by the chart passes: atlas_grow.c's. */
 /* An empty charting for T triangles: its arrays allocated (NULL where out of memory). */
 void bk_atlas_charting_alloc(charting *C, uint32_t T);
 /* Appends chart c; 0, or -1 out of memory. */
@@ -167,19 +169,27 @@ int  bk_atlas_chart_push(charting *C, chart c);
 int  bk_atlas_chart_project(const bk_scene *s, charting *C, uint32_t ci, bk_hpt **pts, size_t *pts_cap);
 /* Triangles by decreasing area (ties by index): positive doubles order like their bit patterns. */
 void bk_atlas_sort_by_area_desc(uint32_t *t, uint32_t n, const double *area, key_idx *tmp);
+/* A frame of the plane normal to unit n: t1 is the axis least aligned with n crossed with n,
+ * normalised; t2 = n x t1, so (t1, t2, n) is right-handed. */
+void bk_atlas_plane_frame(const double *n, double *t1, double *t2);
+/* atlas_merge.c's. */
 /* Chart ci's triangles as a list linked through next, in chart order: head[ci], and where given
  * tail[ci], cnt[ci] and prev (the merge, tidy, absorb and join passes keep charts so while they
  * move triangles between them). */
 void bk_atlas_chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
                          uint32_t *prev);
+/* atlas_refine.c's. */
 /* Drops the charts of n whose triangle count cnt[] fell to 0 and makes the others' triangle lists
  * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
  * (when given) moves with its chart. The lists are walked on the pool, each chart's into its own
  * places. The charts left, or BK_NONE out of memory. */
 uint32_t bk_atlas_compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
                                  const uint32_t *next, uint8_t *changed);
+/* The edge shared by triangles t and u: corners kt -> kt+1 of t are ku+1 -> ku of u; 0 or -1. */
+int  bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, uint32_t u, int *kt, int *ku);
 
-/* Smooth charts unfolded by least-squares conformal maps (atlas_chart.c). */
+/* ---- atlas_smooth.c: smooth charts, unfolded by least-squares conformal maps --------------- */
+
 typedef struct bk_atlas_smooth_opts {
     double   cone_deg;       /* a triangle's normal within this of the chart's mean normal */
     double   crease_deg;     /* charts never grow across edges with a sharper dihedral angle */
@@ -201,7 +211,7 @@ int  bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacenc
 /* A smooth chart and the neighbour it shares the most seam with (smooth or planar), when the two
  * have at most max_tris triangles and the first's padding ring (pad_w wide) is at least min_ring
  * of its padded rectangle, unfolded again as one smooth chart where it unfolds whole by so's rules
- * and its rectangle grown by pad_w costs less than theirs (see atlas_chart.c). */
+ * and its rectangle grown by pad_w costs less than theirs (see atlas_smooth.c). */
 int  bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
                           const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring, double pad_w, charting *C,
                           uint64_t *work);

@@ -4,7 +4,7 @@
  *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap; the
  *     sphere's charts packed by their shapes (128^2 and 512^2, where some take the half turns)
  *     share no texel that bilinear lookups inside them read;
- *   charting (atlas_chart.c): charts of a tessellated sphere cover every triangle once, each
+ *   charting (atlas_grow.c, atlas_refine.c): charts of a tessellated sphere cover every triangle once, each
  *     chart's layout lies in [0, w] x [0, h] and none overlaps itself; bk_atlas_charts_tidy moves
  *     a triangle poking into another chart (two edges on it) into it, congruent, and leaves it
  *     where the other chart's layout would stretch it too much; bk_atlas_charts_absorb moves a small
