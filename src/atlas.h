@@ -45,7 +45,7 @@
 
 #define BK_ATLAS_MAX_SIZE 16384  /* largest atlas side bk_atlas_build makes (texels) */
 /* A bilinear lookup reads the texels whose centres lie within this many texels of its point
- * along both axes: a chart's footprint, what the shape packer keeps apart (atlas_pack.c) and
+ * along both axes: a chart's footprint, what the shape packer keeps apart (atlas_pack_shapes.c) and
  * bk_atlas_reach_ids labels. */
 #define BK_ATLAS_REACH 1.0
 

@@ -12,6 +12,7 @@
  *   atlas_overlap.c   which 2D triangles overlap (a chart's self-overlap, two charts' overlap,
  *                     --uv file), in time about linear in the triangles
  *   atlas_pack.c      blocks (charts, rectangles) into a bin: skyline + waste map, pages
+ *   atlas_pack_shapes.c  charts packed by their rasterized shapes
  *   atlas_voxels.c    the voxel surface's quads as rectangles
  *   atlas.c           bk_atlas_build: options, the stages, the scale search, UVs, --uv file,
  *                     statistics
@@ -273,10 +274,12 @@ int  bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_at
 uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
                              uint32_t nrun, int size, int pad, uint32_t *bad);
 
+/* ---- atlas_pack_shapes.c -------------------------------------------------------------------- */
+
 /* Where a point (lx, ly) of a w x h chart (texels) lands in its shape mask of mw x mh texels
  * turned by rot quarter turns (never a mirror): 0 as it is, 1 as (h - ly, lx), each 0.51 texel
  * from the mask's top-left corner (half a texel and a margin: see the shape packing in
- * atlas_pack.c); 2 and 3 are 0 and 1 turned half round within the mask
+ * atlas_pack_shapes.c); 2 and 3 are 0 and 1 turned half round within the mask
  * (bk_atlas_pack_shapes makes their masks by reversing those of 0 and 1). */
 #define BK_ATLAS_SHAPE_MARGIN 0.51
 static inline void bk_atlas_shape_place(double w, double h, int mw, int mh, double lx, double ly, int rot, double *x, double *y)

@@ -1,7 +1,7 @@
 /* unit_atlas_parts.c - the atlas's parts alone (src/atlas_internal.h), without bk_atlas_build:
  *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
  *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
- *   packer (atlas_pack.c): random blocks packed into a bin lie inside it and never overlap; the
+ *   packers (atlas_pack.c, atlas_pack_shapes.c): random blocks packed into a bin lie inside it and never overlap; the
  *     sphere's charts packed by their shapes (128^2 and 512^2, where some take the half turns)
  *     share no texel that bilinear lookups inside them read;
  *   charting (atlas_grow.c, atlas_refine.c): charts of a tessellated sphere cover every triangle once, each
