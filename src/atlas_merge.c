@@ -268,6 +268,56 @@ static void merge_spec_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* The lists a merge changes: each chart's triangles linked head -> next -> tail, the charts
+ * merged away (dead) and those a merge changed (touched); iota[i] = i. */
+typedef struct merge_lists {
+    uint32_t       *head, *tail, *next;
+    const uint32_t *iota;
+    uint8_t        *dead, *touched;
+} merge_lists;
+
+/* Makes merge m of chart ci, whose union merge_eval or merge_union left in S (m_tris corners in
+ * S->tl of the triangles S->ids): the union's hull from the two hulls, its rectangle, applied to
+ * every corner; chart m->b's triangles join ci's list. 0, or -1 out of memory. */
+static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_lists *L, uint32_t ci, const merge_cand *m,
+                       uint32_t m_tris)
+{
+    chart *c = &C->charts[ci];
+    uint32_t b = m->b;
+    /* the union's hull from the two hulls, its rectangle, applied to every corner */
+    int na = hs->n[ci], nb = hs->n[b];
+    if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) {
+        size_t cap = 3 * (size_t)(na + nb) + 64;
+        bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
+        if (!q) return -1;
+        S->hp = q; S->hp_cap = cap;
+    }
+    bk_hpt *hp = S->hp;
+    memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
+    for (int j = 0; j < nb; ++j) {
+        double dx = hs->p[b][j].x - m->mbx, dy = hs->p[b][j].y - m->mby;
+        hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
+        hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
+    }
+    bk_hpt *nh = realloc(hs->p[ci], sizeof(bk_hpt) * (size_t)(2 * (na + nb) + 1));
+    if (!nh) return -1;
+    hs->p[ci] = nh;
+    hs->n[ci] = bk_atlas_convex_hull(hp, na + nb, nh);
+    double rcs, rsn, rw, rh;
+    bk_atlas_rect_from_hull(nh, hs->n[ci], &rcs, &rsn, &rw, &rh);
+    double *tl = S->tl;
+    uint32_t *ids = S->ids;
+    bk_atlas_apply_rect(tl, L->iota, m_tris, nh, hs->n[ci], rcs, rsn, &c->w, &c->h);
+    for (uint32_t i = 0; i < m_tris; ++i) memcpy(C->loc + 6 * (size_t)ids[i], tl + 6 * (size_t)i, 6 * sizeof(double));
+    for (uint32_t x = L->head[b]; x != BK_NONE; x = L->next[x]) C->tri_chart[x] = ci;
+    L->next[L->tail[ci]] = L->head[b];
+    L->tail[ci] = L->tail[b];
+    c->count += C->charts[b].count;
+    L->dead[b] = 1;
+    L->touched[ci] = L->touched[b] = 1;
+    return 0;
+}
+
 int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                         uint64_t *work)
 {
@@ -314,6 +364,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
         if (hc.err) goto done;
     }
     merge_state M = { s, weld, A, C, pad_w, head, next, dead, &hs };
+    merge_lists L = { head, tail, next, iota, dead, touched };
     sp.M = &M;
     /* (fewer than MERGE_SPEC_THREADS: every look made in the loop; speculation also looks at the
      * charts that an earlier merge takes before their turn, which 2 threads do not hide:
@@ -325,7 +376,6 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     for (uint32_t oi = 0; oi < n; ++oi) {
         uint32_t ci = order[oi].idx;
         for (int round = 0; round < 16 && !dead[ci]; ++round) {
-            chart *c = &C->charts[ci];
             merge_cand mc;
             uint32_t m_tris = 0;
             int r = -2;
@@ -341,39 +391,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
             } else r = merge_eval(&M, ci, &S[0], &mc, &m_tris, work);
             if (r < 0) goto done;
             if (r == 0) break;
-            const merge_cand *m = &mc;
-            uint32_t b = m->b;
-            /* the union's hull from the two hulls, its rectangle, applied to every corner */
-            int na = hs.n[ci], nb = hs.n[b];
-            if ((size_t)(3 * (na + nb)) + 1 > S[0].hp_cap) {
-                size_t cap = 3 * (size_t)(na + nb) + 64;
-                bk_hpt *q = realloc(S[0].hp, sizeof(bk_hpt) * cap);
-                if (!q) goto done;
-                S[0].hp = q; S[0].hp_cap = cap;
-            }
-            bk_hpt *hp = S[0].hp;
-            memcpy(hp, hs.p[ci], sizeof(bk_hpt) * (size_t)na);
-            for (int j = 0; j < nb; ++j) {
-                double dx = hs.p[b][j].x - m->mbx, dy = hs.p[b][j].y - m->mby;
-                hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
-                hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
-            }
-            bk_hpt *nh = realloc(hs.p[ci], sizeof(bk_hpt) * (size_t)(2 * (na + nb) + 1));
-            if (!nh) goto done;
-            hs.p[ci] = nh;
-            hs.n[ci] = bk_atlas_convex_hull(hp, na + nb, nh);
-            double rcs, rsn, rw, rh;
-            bk_atlas_rect_from_hull(nh, hs.n[ci], &rcs, &rsn, &rw, &rh);
-            double *tl = S[0].tl;
-            uint32_t *ids = S[0].ids;
-            bk_atlas_apply_rect(tl, iota, m_tris, nh, hs.n[ci], rcs, rsn, &c->w, &c->h);
-            for (uint32_t i = 0; i < m_tris; ++i) memcpy(C->loc + 6 * (size_t)ids[i], tl + 6 * (size_t)i, 6 * sizeof(double));
-            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) C->tri_chart[x] = ci;
-            next[tail[ci]] = head[b];
-            tail[ci] = tail[b];
-            c->count += C->charts[b].count;
-            dead[b] = 1;
-            touched[ci] = touched[b] = 1;
+            if (merge_apply(C, &hs, &S[0], &L, ci, &mc, m_tris)) goto done;
         }
     }
     /* compact: live charts, their triangles contiguous again */

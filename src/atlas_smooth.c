@@ -382,33 +382,16 @@ static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris,
     }
 }
 
-/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h, t->loc; its triangles are those
- * of ws's map placed before nt; it writes nothing shared, so charts of one batch run side by side. */
-static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
+/* The chart's vertices: cid[c] for each corner c (3 per place in t->tris), corners joined across
+ * the chart's own edges (union-find), so a vertex where the chart touches itself only at a point
+ * (two sectors of its fan) becomes two, free to part, instead of a hinge the two sectors fold
+ * over. Returns the number of vertices. */
+static uint32_t sm_vertices(const sm_ctx *x, const sm_try *t, sm_ws *ws)
 {
     const bk_scene *s = x->s;
-    const tri_geom *g = x->g;
     const adjacency *A = x->A;
-    const bk_atlas_smooth_opts *so = x->so;
-    uint32_t *queue = t->tris, nt = t->nt;
-    double *loc = t->loc;
-    lscm_ws *W = &ws->W;
-    uint32_t *uf = ws->uf, *cid = ws->cid;
-    int curved = t->curved;
-    uint32_t nstretch = 0;  /* triangles ws->evict holds for their stretch */
-    t->work = 0;
-    t->err = 0;
-    /* a flat region larger than the cap is the planar charts' (they grow it whole) */
-    int ok = nt >= so->min_tris && (curved || nt < t->limit);
-    t->ok = 0;
-    if (!ok) return;
-    /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
-     * ends of its long side */
-    sm_project(s, t->avg, queue, nt, loc);
-    if (bk_atlas_fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
-    /* vertices: corners joined across the chart's own edges (union-find), so a vertex where the
-     * chart touches itself only at a point (two sectors of its fan) becomes two, free to part,
-     * instead of a hinge the two sectors fold over */
+    const uint32_t *queue = t->tris;
+    uint32_t nt = t->nt, *uf = ws->uf, *cid = ws->cid;
     uint32_t n = 0;
     for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
     for (uint32_t i = 0; i < nt; ++i) {
@@ -433,106 +416,163 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
         while (uf[a] != a) a = uf[a];
         cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
     }
-    if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
-    if (curved) {
-        /* start from the projection; pin the two vertices farthest apart along its x */
-        uint32_t vlo = 0, vhi = 0;
-        for (uint32_t i = 0; i < nt; ++i)
-            for (int k = 0; k < 3; ++k) {
-                uint32_t j = cid[3 * i + k];
-                W->x[2 * (size_t)j] = loc[6 * (size_t)i + 2 * k];
-                W->x[2 * (size_t)j + 1] = loc[6 * (size_t)i + 2 * k + 1];
-            }
-        for (uint32_t j = 1; j < n; ++j) {
-            if (W->x[2 * (size_t)j] < W->x[2 * (size_t)vlo]) vlo = j;
-            if (W->x[2 * (size_t)j] > W->x[2 * (size_t)vhi]) vhi = j;
+    return n;
+}
+
+/* A curved chart unfolded by the least-squares conformal map from its projection (in t->loc), the
+ * two vertices farthest apart along its x pinned: t->loc gets the map, scaled to the chart's
+ * world area; triangles stretched past max_stretch are marked in ws->evict (*nstretch of them).
+ * 1 when nothing flips and few enough stretch, else 0. */
+static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t *nstretch_out)
+{
+    const bk_scene *s = x->s;
+    const tri_geom *g = x->g;
+    const bk_atlas_smooth_opts *so = x->so;
+    const uint32_t *queue = t->tris;
+    uint32_t nt = t->nt, *cid = ws->cid, nstretch = 0;
+    double *loc = t->loc;
+    lscm_ws *W = &ws->W;
+    int ok;
+    /* start from the projection; pin the two vertices farthest apart along its x */
+    uint32_t vlo = 0, vhi = 0;
+    for (uint32_t i = 0; i < nt; ++i)
+        for (int k = 0; k < 3; ++k) {
+            uint32_t j = cid[3 * i + k];
+            W->x[2 * (size_t)j] = loc[6 * (size_t)i + 2 * k];
+            W->x[2 * (size_t)j + 1] = loc[6 * (size_t)i + 2 * k + 1];
         }
-        memset(W->pin, 0, 2 * (size_t)n);
-        W->pin[2 * (size_t)vlo] = W->pin[2 * (size_t)vlo + 1] = W->pin[2 * (size_t)vhi] = W->pin[2 * (size_t)vhi + 1] = 1;
-        double area3 = 0;
-        for (uint32_t i = 0; i < nt; ++i) {
-            uint32_t tt = queue[i];
-            lscm_tri *q = &W->tri[i];
-            double p0[3], p1[3], p2[3], e1[3], e2[3];
-            bk_atlas_pos_of(s, tt, 0, p0); bk_atlas_pos_of(s, tt, 1, p1); bk_atlas_pos_of(s, tt, 2, p2);
-            for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
-            /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
-            double l1 = sqrt(bk_dot3d(e1, e1)), x2 = bk_dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
-            double y2 = dd / l1;
-            double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
-            for (int j = 0; j < 3; ++j) {
-                int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-                q->g[2 * j] = -(Y[j2] - Y[j1]) / dd;
-                q->g[2 * j + 1] = (X[j2] - X[j1]) / dd;
-                q->v[j] = cid[3 * i + j];
-            }
-            q->w = sqrt(g->area[tt]);
-            area3 += g->area[tt];
+    for (uint32_t j = 1; j < n; ++j) {
+        if (W->x[2 * (size_t)j] < W->x[2 * (size_t)vlo]) vlo = j;
+        if (W->x[2 * (size_t)j] > W->x[2 * (size_t)vhi]) vhi = j;
+    }
+    memset(W->pin, 0, 2 * (size_t)n);
+    W->pin[2 * (size_t)vlo] = W->pin[2 * (size_t)vlo + 1] = W->pin[2 * (size_t)vhi] = W->pin[2 * (size_t)vhi + 1] = 1;
+    double area3 = 0;
+    for (uint32_t i = 0; i < nt; ++i) {
+        uint32_t tt = queue[i];
+        lscm_tri *q = &W->tri[i];
+        double p0[3], p1[3], p2[3], e1[3], e2[3];
+        bk_atlas_pos_of(s, tt, 0, p0); bk_atlas_pos_of(s, tt, 1, p1); bk_atlas_pos_of(s, tt, 2, p2);
+        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+        /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
+        double l1 = sqrt(bk_dot3d(e1, e1)), x2 = bk_dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
+        double y2 = dd / l1;
+        double X[3] = { 0, l1, x2 }, Y[3] = { 0, 0, y2 };
+        for (int j = 0; j < 3; ++j) {
+            int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            q->g[2 * j] = -(Y[j2] - Y[j1]) / dd;
+            q->g[2 * j + 1] = (X[j2] - X[j1]) / dd;
+            q->v[j] = cid[3 * i + j];
         }
-        int iters = lscm_solve(W, nt, n, so->max_iter);
-        t->work += (uint64_t)iters * nt;
-        /* corners, orientation, area ratios */
-        double areauv = 0;
-        int flips = 0;
+        q->w = sqrt(g->area[tt]);
+        area3 += g->area[tt];
+    }
+    int iters = lscm_solve(W, nt, n, so->max_iter);
+    t->work += (uint64_t)iters * nt;
+    /* corners, orientation, area ratios */
+    double areauv = 0;
+    int flips = 0;
+    for (uint32_t i = 0; i < nt; ++i) {
+        double *L = loc + 6 * (size_t)i;
+        for (int k = 0; k < 3; ++k) {
+            uint32_t j = cid[3 * i + k];
+            L[2 * k] = W->x[2 * (size_t)j];
+            L[2 * k + 1] = W->x[2 * (size_t)j + 1];
+        }
+        double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
+        if (!(a2 > 0)) flips++;
+        areauv += 0.5 * fabs(a2);
+    }
+    ok = flips == 0 && areauv > 0 && isfinite(areauv);
+    if (ok) {
+        /* triangles stretched past max_stretch leave the chart as overlapping ones do, when
+         * they are few (so->max_evict of it); more, and the chart is grown smaller */
+        double sc = sqrt(area3 / areauv);
         for (uint32_t i = 0; i < nt; ++i) {
             double *L = loc + 6 * (size_t)i;
-            for (int k = 0; k < 3; ++k) {
-                uint32_t j = cid[3 * i + k];
-                L[2 * k] = W->x[2 * (size_t)j];
-                L[2 * k + 1] = W->x[2 * (size_t)j + 1];
-            }
-            double a2 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
-            if (!(a2 > 0)) flips++;
-            areauv += 0.5 * fabs(a2);
+            for (int k = 0; k < 6; ++k) L[k] *= sc;
+            double ratio = bk_tri2_area(L) / g->area[queue[i]];
+            if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) { ws->evict[i] = 1; nstretch++; }
         }
-        ok = flips == 0 && areauv > 0 && isfinite(areauv);
-        if (ok) {
-            /* triangles stretched past max_stretch leave the chart as overlapping ones do, when
-             * they are few (so->max_evict of it); more, and the chart is grown smaller */
-            double sc = sqrt(area3 / areauv);
-            for (uint32_t i = 0; i < nt; ++i) {
-                double *L = loc + 6 * (size_t)i;
-                for (int k = 0; k < 6; ++k) L[k] *= sc;
-                double ratio = bk_tri2_area(L) / g->area[queue[i]];
-                if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) { ws->evict[i] = 1; nstretch++; }
-            }
-            ok = (double)nstretch <= so->max_evict * nt;
-            if (!ok) memset(ws->evict, 0, nt);
-        }
+        ok = (double)nstretch <= so->max_evict * nt;
+        if (!ok) memset(ws->evict, 0, nt);
     }
+    *nstretch_out = nstretch;
+    return ok;
+}
+
+/* The chart's layout (t->loc) checked for overlaps: a few overlapping triangles (where the
+ * chart's boundary comes back over itself, round a hole the cone left) leave, the later of each
+ * pair whose earlier one stays, as the planar charts do, and so do the nstretch marked in
+ * ws->evict; t->keep lists the others. 1 when few enough leave, 0 when too many (the chart is
+ * grown smaller), -1 out of memory. */
+static int sm_keep(sm_try *t, sm_ws *ws, uint32_t nstretch)
+{
+    uint32_t nt = t->nt;
+    const double *loc = t->loc;
+    int ok;
+    if (6 * (size_t)nt > ws->xy_cap) {
+        size_t cap = 12 * (size_t)nt;
+        double *p = realloc(ws->xy, sizeof(double) * cap);
+        if (!p) return -1;
+        ws->xy = p;
+        ws->xy_cap = cap;
+    }
+    double *xy = ws->xy, lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+    for (uint32_t i = 0; i < nt; ++i) {
+        memcpy(xy + 6 * (size_t)i, loc + 6 * (size_t)i, 6 * sizeof(double));
+        for (int k = 0; k < 3; ++k)
+            for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
+    }
+    ws->pairs.n = 0;
+    if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &ws->pairs, &t->work)) return -1;
+    /* a few overlapping triangles (where the chart's boundary comes back over itself, round a
+     * hole the cone left) leave: the later of each pair whose earlier one stays, as the planar
+     * charts do; too many, and the chart is grown smaller */
+    uint8_t *evict = ws->evict;
+    uint32_t nev = nstretch;
+    for (size_t q = 0; q < ws->pairs.n; ++q) {
+        uint32_t a = ws->pairs.p[2 * q], b = ws->pairs.p[2 * q + 1];
+        if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
+        evict[b] = 1;
+        nev++;
+    }
+    ok = nev * 10 <= nt;
+    for (uint32_t i = 0; i < nt; ++i)
+        if (!evict[i]) t->keep[t->nkeep++] = i;
+    memset(evict, 0, nt);
+    return ok;
+}
+
+/* Unfolds and checks a grown chart: t->ok, t->keep, t->w, t->h, t->loc; its triangles are those
+ * of ws's map placed before nt; it writes nothing shared, so charts of one batch run side by side. */
+static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
+{
+    const bk_scene *s = x->s;
+    const bk_atlas_smooth_opts *so = x->so;
+    uint32_t *queue = t->tris, nt = t->nt;
+    double *loc = t->loc;
+    lscm_ws *W = &ws->W;
+    int curved = t->curved;
+    uint32_t nstretch = 0;  /* triangles ws->evict holds for their stretch */
+    t->work = 0;
+    t->err = 0;
+    /* a flat region larger than the cap is the planar charts' (they grow it whole) */
+    int ok = nt >= so->min_tris && (curved || nt < t->limit);
+    t->ok = 0;
+    if (!ok) return;
+    /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
+     * ends of its long side */
+    sm_project(s, t->avg, queue, nt, loc);
+    if (bk_atlas_fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    uint32_t n = sm_vertices(x, t, ws);
+    if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
+    if (curved) ok = sm_unfold(x, t, ws, n, &nstretch);
     /* planar: the projection, checked for overlaps here */
     t->nkeep = 0;
     if (ok) {
-        if (6 * (size_t)nt > ws->xy_cap) {
-            size_t cap = 12 * (size_t)nt;
-            double *p = realloc(ws->xy, sizeof(double) * cap);
-            if (!p) { t->err = 1; return; }
-            ws->xy = p;
-            ws->xy_cap = cap;
-        }
-        double *xy = ws->xy, lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
-        for (uint32_t i = 0; i < nt; ++i) {
-            memcpy(xy + 6 * (size_t)i, loc + 6 * (size_t)i, 6 * sizeof(double));
-            for (int k = 0; k < 3; ++k)
-                for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
-        }
-        ws->pairs.n = 0;
-        if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &ws->pairs, &t->work)) { t->err = 1; return; }
-        /* a few overlapping triangles (where the chart's boundary comes back over itself, round a
-         * hole the cone left) leave: the later of each pair whose earlier one stays, as the planar
-         * charts do; too many, and the chart is grown smaller */
-        uint8_t *evict = ws->evict;
-        uint32_t nev = nstretch;
-        for (size_t q = 0; q < ws->pairs.n; ++q) {
-            uint32_t a = ws->pairs.p[2 * q], b = ws->pairs.p[2 * q + 1];
-            if (tried_ev(evict, a) || tried_ev(evict, b)) continue;
-            evict[b] = 1;
-            nev++;
-        }
-        ok = nev * 10 <= nt;
-        for (uint32_t i = 0; i < nt; ++i)
-            if (!evict[i]) t->keep[t->nkeep++] = i;
-        memset(evict, 0, nt);
+        ok = sm_keep(t, ws, nstretch);
+        if (ok < 0) { t->err = 1; return; }
     }
     if (ok && bk_atlas_fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
     t->ok = ok;
