@@ -917,6 +917,133 @@ static void needle_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* Each worker's scratch for charts of up to M triangles (a growth map of H slots). 0, or -1 out
+ * of memory (sm_ws_free releases what was allocated). */
+static int sm_ws_init(sm_ws *ws, int threads, uint32_t M, uint32_t H, uint32_t hshift)
+{
+    for (int w = 0; w < threads; ++w) {
+        ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+        ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
+        ws[w].evict = calloc(M, 1);
+        ws[w].hkey = malloc(sizeof(uint32_t) * H);
+        ws[w].hval = malloc(sizeof(uint32_t) * H);
+        ws[w].hused = malloc(sizeof(uint32_t) * M);
+        ws[w].hmask = H - 1;
+        ws[w].hshift = hshift;
+        if (!ws[w].uf || !ws[w].cid || !ws[w].evict || !ws[w].hkey || !ws[w].hval || !ws[w].hused) return -1;
+        memset(ws[w].hkey, 0xFF, sizeof(uint32_t) * H);
+    }
+    return 0;
+}
+
+static void sm_ws_free(sm_ws *ws, int threads)
+{
+    for (int w = 0; ws && w < threads; ++w) {
+        lscm_free(&ws[w].W);
+        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
+    }
+}
+
+/* A batch: the next free seeds from seeds[si] on, up to K, as tries at the full limit; at[k] gets
+ * try k's seed index and *sj_out the seed index the scan stopped at. Returns the tries made. */
+static uint32_t sm_batch_seeds(const sm_ctx *x, const uint32_t *seeds, uint32_t nseeds, uint32_t si, uint32_t K, uint32_t *at,
+                               uint32_t *sj_out)
+{
+    uint32_t nb = 0, sj = si;
+    for (; sj < nseeds && nb < K; ++sj) {
+        uint32_t seed = seeds[sj];
+        if (x->C->tri_chart[seed] != BK_NONE || x->tried[seed]) continue;
+        x->tries[nb].seed = seed;
+        x->tries[nb].limit = x->so->max_tris;
+        x->tries[nb].k = nb;
+        x->tries[nb].skip = 0;
+        x->tries[nb].stale = 0;
+        at[nb] = sj;
+        nb++;
+    }
+    *sj_out = sj;
+    return nb;
+}
+
+/* A batch of nb tries (of at most K) grown as one at a time would grow them: over snapshots of
+ * who owns what, again where stale, to the fixed point (below). *snap_id is the last snapshot id
+ * taken. */
+static void sm_grow_batch(sm_ctx *x, uint32_t nb, uint32_t K, uint32_t T, uint32_t *regrow, uint32_t *snap_id)
+{
+    /* Each chart must grow as it would after the batch's earlier charts, as grown: a
+     * fixed point, reached side by side. The growths (first over a snapshot that owns
+     * nothing) give a snapshot of who owns what (sm_claim_fn, in batch order); a chart whose
+     * growth read a triangle that snapshot sees otherwise than the one it grew over is
+     * grown again over the new one, and so on until no growth is stale. Chart k is final
+     * once the charts before it are, so this ends; and then each chart is exactly what the
+     * one-at-a-time loop grows. (That loop grew each chart that met an earlier one again
+     * on one thread: dragon_vrip's 170 on 16 simulated threads, 0.05 s.) A snapshot's
+     * skips and claims are settled the same way (a skipped chart claims nothing), in a
+     * slot other than the one the growths read. */
+    /* a batch takes at most (K + 1) (K + 2) + 1 ids (a round per chart at most, each with a
+     * claim per chart at most); before they could wrap, every slot forgets (a snapshot
+     * lives within its batch) */
+    if (*snap_id > SM_OWN_ID_MAX - (K + 2) * (K + 2)) {
+        memset((void *)x->own[0], 0, 3 * ((size_t)T + 1) * sizeof(_Atomic uint32_t));
+        *snap_id = 0;
+    }
+    x->oslot = 0;
+    x->snap = ++*snap_id;
+    x->regrow = NULL;
+    bk_parallel_for(nb, 1, sm_grow_fn, x);
+    for (;;) {
+        x->oslot_prev = x->oslot;
+        x->snap_prev = x->snap;
+        x->oslot = (x->oslot_prev + 1) % 3;
+        for (;;) {
+            x->snap = ++*snap_id;
+            bk_parallel_for(nb, 1, sm_claim_fn, x);
+            if (!sm_skips(x, nb)) break;
+            x->oslot = x->oslot == (x->oslot_prev + 1) % 3 ? (x->oslot_prev + 2) % 3 : (x->oslot_prev + 1) % 3;
+        }
+        bk_parallel_for(nb, 4, sm_stale_fn, x);
+        uint32_t nre = 0;
+        for (uint32_t k = 0; k < nb; ++k)
+            if (!x->tries[k].skip && x->tries[k].stale) { regrow[nre++] = k; x->tries[k].stale = 0; }
+        if (!nre) break;
+        x->regrow = regrow;
+        bk_parallel_for(nre, 1, sm_grow_fn, x);
+        x->regrow = NULL;
+    }
+}
+
+/* The batch's checks: planned (sm_plan_fn: results the last batch saved, speculation's levels),
+ * run side by side, and each try's levels taken. */
+static void sm_check_batch(sm_ctx *x, sm_plan_ctx *pc, uint32_t nb, key_idx *ok_keys, uint32_t *slot)
+{
+    sm_try *tries = x->tries, **task = x->task, *lv = pc->lv;
+    const uint32_t *nlv = pc->nlv, *hit = pc->hit;
+    _Atomic uint8_t *lstate = x->lstate;
+    /* the checks, largest first (their cost grows with the triangles), so that the batch's
+     * longest does not start last: dragon_vrip's batches of 32 on 16 threads, simulated from
+     * one-thread times, 0.59 -> 0.52 s */
+    uint32_t ntask = 0;
+    bk_parallel_for(nb, 1, sm_plan_fn, pc);
+    for (uint32_t k = 0; k < nb; ++k) {
+        sm_try *t = &tries[k];
+        if (t->skip || hit[k] != BK_NONE) continue;
+        for (uint32_t j = 0; j <= nlv[k]; ++j) {
+            sm_try *c = j ? &lv[(size_t)SM_LEVELS * k + j - 1] : t;
+            /* first checks, then later levels; each largest first */
+            ok_keys[ntask].key = (uint64_t)(j > 0) << 32 | (uint64_t)(UINT32_MAX - c->nt);
+            ok_keys[ntask].idx = ntask;
+            task[ntask] = c;
+            slot[ntask] = nlv[k] ? k * (SM_LEVELS + 1) + j : BK_NONE;
+            if (nlv[k]) atomic_store(&lstate[k * (SM_LEVELS + 1) + j], 0);
+            ntask++;
+        }
+    }
+    qsort(ok_keys, ntask, sizeof(key_idx), bk_key_idx_cmp);
+    bk_parallel_for(ntask, 1, sm_check_fn, x);
+    for (uint32_t k = 0; k < nb; ++k)
+        if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
@@ -954,18 +1081,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         !spos || !freed_list || !freed || !task || !nlv || !slot || !ok_keys || (spec && (!lv || !arena_u || !arena_d || !lstate)) ||
         !memo || !mbuf_u || !hit || !mbuf_d)
         goto done;
-    for (int w = 0; w < threads; ++w) {
-        ws[w].uf = malloc(sizeof(uint32_t) * 3 * (size_t)M);
-        ws[w].cid = malloc(sizeof(uint32_t) * 3 * (size_t)M);
-        ws[w].evict = calloc(M, 1);
-        ws[w].hkey = malloc(sizeof(uint32_t) * H);
-        ws[w].hval = malloc(sizeof(uint32_t) * H);
-        ws[w].hused = malloc(sizeof(uint32_t) * M);
-        ws[w].hmask = H - 1;
-        ws[w].hshift = hshift;
-        if (!ws[w].uf || !ws[w].cid || !ws[w].evict || !ws[w].hkey || !ws[w].hval || !ws[w].hused) goto done;
-        memset(ws[w].hkey, 0xFF, sizeof(uint32_t) * H);
-    }
+    if (sm_ws_init(ws, threads, M, H, hshift)) goto done;
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
     for (uint32_t k = 0; k < K; ++k) {
         tries[k].tris = tbuf + 6 * (size_t)M * k;
@@ -993,83 +1109,12 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
          * it if every earlier chart of the batch is kept whole (side by side over the triangles
          * free now; again, in order, where that growth met an earlier chart's), then checked side
          * by side, then taken in seed order */
-        uint32_t nb = 0, sj = si, *at = (uint32_t *)kt;  /* kt's room: seed index of each try */
-        for (; sj < nseeds && nb < K; ++sj) {
-            uint32_t seed = seeds[sj];
-            if (C->tri_chart[seed] != BK_NONE || tried[seed]) continue;
-            tries[nb].seed = seed;
-            tries[nb].limit = so->max_tris;
-            tries[nb].k = nb;
-            tries[nb].skip = 0;
-            tries[nb].stale = 0;
-            at[nb] = sj;
-            nb++;
-        }
+        uint32_t sj, *at = (uint32_t *)kt;  /* kt's room: seed index of each try */
+        uint32_t nb = sm_batch_seeds(&x, seeds, nseeds, si, K, at, &sj);
         if (!nb) break;
-        /* Each chart must grow as it would after the batch's earlier charts, as grown: a
-         * fixed point, reached side by side. The growths (first over a snapshot that owns
-         * nothing) give a snapshot of who owns what (sm_claim_fn, in batch order); a chart whose
-         * growth read a triangle that snapshot sees otherwise than the one it grew over is
-         * grown again over the new one, and so on until no growth is stale. Chart k is final
-         * once the charts before it are, so this ends; and then each chart is exactly what the
-         * one-at-a-time loop grows. (That loop grew each chart that met an earlier one again
-         * on one thread: dragon_vrip's 170 on 16 simulated threads, 0.05 s.) A snapshot's
-         * skips and claims are settled the same way (a skipped chart claims nothing), in a
-         * slot other than the one the growths read. */
-        /* a batch takes at most (K + 1) (K + 2) + 1 ids (a round per chart at most, each with a
-         * claim per chart at most); before they could wrap, every slot forgets (a snapshot
-         * lives within its batch) */
-        if (snap_id > SM_OWN_ID_MAX - (K + 2) * (K + 2)) {
-            memset((void *)own, 0, 3 * ((size_t)T + 1) * sizeof(_Atomic uint32_t));
-            snap_id = 0;
-        }
-        x.oslot = 0;
-        x.snap = ++snap_id;
-        x.regrow = NULL;
-        bk_parallel_for(nb, 1, sm_grow_fn, &x);
-        for (;;) {
-            x.oslot_prev = x.oslot;
-            x.snap_prev = x.snap;
-            x.oslot = (x.oslot_prev + 1) % 3;
-            for (;;) {
-                x.snap = ++snap_id;
-                bk_parallel_for(nb, 1, sm_claim_fn, &x);
-                if (!sm_skips(&x, nb)) break;
-                x.oslot = x.oslot == (x.oslot_prev + 1) % 3 ? (x.oslot_prev + 2) % 3 : (x.oslot_prev + 1) % 3;
-            }
-            bk_parallel_for(nb, 4, sm_stale_fn, &x);
-            uint32_t nre = 0;
-            for (uint32_t k = 0; k < nb; ++k)
-                if (!tries[k].skip && tries[k].stale) { regrow[nre++] = k; tries[k].stale = 0; }
-            if (!nre) break;
-            x.regrow = regrow;
-            bk_parallel_for(nre, 1, sm_grow_fn, &x);
-            x.regrow = NULL;
-        }
-        /* the checks, largest first (their cost grows with the triangles), so that the batch's
-         * longest does not start last: dragon_vrip's batches of 32 on 16 threads, simulated from
-         * one-thread times, 0.59 -> 0.52 s */
-        uint32_t ntask = 0;
+        sm_grow_batch(&x, nb, K, T, regrow, &snap_id);
         sm_plan_ctx pc = { &x, nlv, spec ? lv : NULL, arena_u, arena_d, M, memo, nmemo, hit };
-        bk_parallel_for(nb, 1, sm_plan_fn, &pc);
-        for (uint32_t k = 0; k < nb; ++k) {
-            sm_try *t = &tries[k];
-            if (t->skip || hit[k] != BK_NONE) continue;
-            for (uint32_t j = 0; j <= nlv[k]; ++j) {
-                sm_try *c = j ? &lv[(size_t)SM_LEVELS * k + j - 1] : t;
-                /* first checks, then later levels; each largest first */
-                ok_keys[ntask].key = (uint64_t)(j > 0) << 32 | (uint64_t)(UINT32_MAX - c->nt);
-                ok_keys[ntask].idx = ntask;
-                task[ntask] = c;
-                slot[ntask] = nlv[k] ? k * (SM_LEVELS + 1) + j : BK_NONE;
-                if (nlv[k]) atomic_store(&lstate[k * (SM_LEVELS + 1) + j], 0);
-                ntask++;
-            }
-        }
-        qsort(ok_keys, ntask, sizeof(key_idx), bk_key_idx_cmp);
-        bk_parallel_for(ntask, 1, sm_check_fn, &x);
-        for (uint32_t k = 0; k < nb; ++k)
-            if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
+        sm_check_batch(&x, &pc, nb, ok_keys, slot);
         sm_memo_ctx mc = { tries, memo, hit, 0, C->loc };
         bk_parallel_for(nb, 1, sm_corners_fn, &mc);
         si = sj;
@@ -1111,10 +1156,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     }
     rc = 0;
 done:
-    for (int w = 0; ws && w < threads; ++w) {
-        lscm_free(&ws[w].W);
-        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
-    }
+    sm_ws_free(ws, threads);
     free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
     free(seeds); free((void *)own); free(regrow); free(tried); free(kt);
     free(task); free(lv); free(nlv); free(arena_u); free(arena_d); free(slot); free((void *)lstate); free(ok_keys);
