@@ -619,26 +619,252 @@ static void absorb_hull_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* bk_atlas_charts_absorb's state: what it reads, the charts' lists (head -> next -> tail, cnt
+ * triangles), and scratch grown as needed. */
+typedef struct absorb_state {
+    const bk_scene  *s;
+    const uint32_t  *weld;
+    const adjacency *A;
+    const float     *tri_scale;
+    double           max_stretch, pad_w, cmin;
+    charting        *C;
+    uint64_t        *work;
+    uint32_t        *next, *tail, *head, *cnt, *slot, *stamp;
+    absorb_nb       *nbs;
+    uint32_t        *ids, *queue, *bt;
+    double          *xa, *xb, *len;
+    size_t           cap_a, cap_b, cap_nb, cap_h, cap_bt;
+    bk_hpt          *hp, **hull_p;
+    int             *hull_n;
+    pair_list        pairs;
+    overlap_scratch  ovs;
+} absorb_state;
+
+/* Chart a's neighbouring charts into S->nbs, by the length of the edges they share, longest
+ * first. Returns how many, or -1 out of memory. */
+static int absorb_neighbours(absorb_state *S, uint32_t a)
+{
+    const bk_scene *s = S->s;
+    const adjacency *A = S->A;
+    const charting *C = S->C;
+    const uint32_t *head = S->head, *next = S->next;
+    uint32_t *stamp = S->stamp;
+    double *len = S->len;
+    uint32_t nn = 0;
+    for (uint32_t t = head[a]; t != BK_NONE; t = next[t])
+        for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+            uint32_t u = A->adj[p], b = C->tri_chart[u];
+            int kt, ku;
+            if (b == a || b == BK_NONE || bk_atlas_shared_edge(s, S->weld, t, u, &kt, &ku)) continue;
+            double p0[3], p1[3], e[3];
+            bk_atlas_pos_of(s, t, kt, p0); bk_atlas_pos_of(s, t, (kt + 1) % 3, p1);
+            for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
+            if (stamp[b] != a) {
+                stamp[b] = a;
+                len[b] = 0;
+                if (nn + 1 > S->cap_nb) {
+                    S->cap_nb = 2 * nn + 16;
+                    absorb_nb *q = realloc(S->nbs, sizeof(absorb_nb) * S->cap_nb);
+                    if (!q) return -1;
+                    S->nbs = q;
+                }
+                S->nbs[nn].b = b;
+                nn++;
+            }
+            len[b] += sqrt(bk_dot3d(e, e));
+        }
+    for (uint32_t k = 0; k < nn; ++k) S->nbs[k].len = len[S->nbs[k].b];
+    if (nn) qsort(S->nbs, nn, sizeof(absorb_nb), absorb_nb_cmp);
+    return (int)nn;
+}
+
+/* Chart a's na triangles (S->ids) laid on chart b's layout, breadth-first from b, into S->xa
+ * (slot[t]: t's place there), each as its shared edges give it (see above). 1 when all are laid
+ * within b's rules, *qt_out the triangles in S->queue in the order laid; else 0. */
+static int absorb_lay(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, double tol, uint32_t *qt_out)
+{
+    const bk_scene *s = S->s;
+    const uint32_t *weld = S->weld;
+    const adjacency *A = S->A;
+    const charting *C = S->C;
+    const chart *cb = &C->charts[b];
+    const uint32_t *ids = S->ids;
+    uint32_t *slot = S->slot, *queue = S->queue;
+    double *xa = S->xa;
+    const float *tri_scale = S->tri_scale;
+    double max_stretch = S->max_stretch, cmin = S->cmin;
+    /* slot[t]: t's place in xa once laid (BK_NONE before); breadth-first from b */
+    uint32_t qh = 0, qt = 0, placed = 0;
+    int ok = 1;
+    for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
+    for (uint32_t i = 0; i < na; ++i) {
+        uint32_t t = ids[i];
+        for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p)
+            if (C->tri_chart[A->adj[p]] == b) { slot[t] = BK_NONE - 1; queue[qt++] = t; break; }  /* queued */
+    }
+    while (qh < qt && ok) {
+        uint32_t t = queue[qh++];
+        double L[6];
+        int have = 0, edge_i = -1;
+        for (uint32_t p = A->start[t]; p < A->start[t + 1] && ok; ++p) {
+            uint32_t u = A->adj[p];
+            const double *Lu;
+            if (C->tri_chart[u] == b) Lu = C->loc + 6 * (size_t)u;
+            else if (C->tri_chart[u] == a && slot[u] < BK_NONE - 1) Lu = xa + 6 * (size_t)slot[u];
+            else continue;
+            int kt, ku;
+            if (bk_atlas_shared_edge(s, weld, t, u, &kt, &ku)) continue;
+            if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
+            if (edge_i < 0) edge_i = kt;
+        }
+        if (!ok || edge_i < 0) { ok = 0; break; }
+        if (have != 7) lay_on_edge(s, t, edge_i, (edge_i + 1) % 3, (edge_i + 2) % 3, L);
+        double s1, s2, f = tri_scale ? tri_scale[t] : 1.0;
+        if (tri_map_sv(s, t, L, &s1, &s2)) { ok = 0; break; }
+        s1 /= f; s2 /= f;
+        if (cb->smooth) {
+            double r = s1 * s2;
+            if (!(r <= max_stretch && r >= 1.0 / max_stretch && s1 <= 2.0 * s2)) { ok = 0; break; }
+        } else if (!(s1 <= 1.0 + 1e-6 && s2 >= cmin && s1 * s2 >= cmin)) { ok = 0; break; }
+        memcpy(xa + 6 * (size_t)placed, L, sizeof L);
+        slot[t] = placed++;
+        for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+            uint32_t u = A->adj[p];
+            if (C->tri_chart[u] == a && slot[u] == BK_NONE) { slot[u] = BK_NONE - 1; queue[qt++] = u; }
+        }
+    }
+    *qt_out = qt;
+    return ok && placed == na;
+}
+
+/* Whether a's laid triangles (S->xa) may join b: no overlaps among them or with b's triangles,
+ * and the union's rectangle (from b's hull, made from its corners once, then kept, and the moved
+ * corners; its hull left at S->hp + *np_out, *hn_out points, turned by (*rcs, *rsn)) costs less
+ * than the two apart. 1 yes, 0 no, -1 out of memory. */
+static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, double tol, size_t *np_out, int *hn_out,
+                        double *rcs_out, double *rsn_out)
+{
+    const charting *C = S->C;
+    const chart *cb = &C->charts[b];
+    const uint32_t *head = S->head, *next = S->next, *cnt = S->cnt;
+    bk_hpt **hull_p = S->hull_p;
+    int *hull_n = S->hull_n;
+    const double *xa = S->xa;
+    double pad_w = S->pad_w;
+    /* overlaps: among the moved triangles, and with b's */
+    S->pairs.n = 0;
+    if (bk_atlas_find_overlaps(xa, na, tol * 10, &S->pairs, S->work)) return -1;
+    if (S->pairs.n) return 0;
+    /* the union's rectangle from b's hull (made from its corners once, then kept) and
+     * the moved corners */
+    size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : cnt[b]) + na);
+    if (np * 3 + 1 > S->cap_h) {
+        S->cap_h = np * 3 + 1;
+        bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * S->cap_h);
+        if (!q) return -1;
+        S->hp = q;
+    }
+    bk_hpt *hp = S->hp;
+    if (!hull_p[b]) {
+        size_t nb3 = 0;
+        for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
+            for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1]; nb3++; }
+        int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
+        if (!(hull_p[b] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) return -1;
+        memcpy(hull_p[b], hp + nb3, sizeof(bk_hpt) * (size_t)bn);
+        hull_n[b] = bn;
+    }
+    size_t hb = (size_t)hull_n[b];
+    np = hb + 3 * (size_t)na;
+    memcpy(hp, hull_p[b], sizeof(bk_hpt) * hb);
+    for (uint32_t i = 0; i < na; ++i)
+        for (int k2 = 0; k2 < 3; ++k2) { hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
+    int hn = bk_atlas_convex_hull(hp, (int)np, hp + np);
+    double rcs, rsn, rw, rh;
+    bk_atlas_rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
+    const chart *ca = &C->charts[a];
+    double gain = (cb->w + pad_w) * (cb->h + pad_w) + (ca->w + pad_w) * (ca->h + pad_w) - (rw + pad_w) * (rh + pad_w);
+    if (!(gain > 0)) return 0;
+    if (6 * (size_t)cnt[b] > S->cap_b) {
+        S->cap_b = 12 * (size_t)cnt[b] + 64;
+        double *q = realloc(S->xb, sizeof(double) * S->cap_b);
+        if (!q) return -1;
+        S->xb = q;
+    }
+    uint32_t m = 0;
+    for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(S->xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+    int ov = bk_atlas_sets_overlap(xa, na, S->xb, m, tol * 10, &S->ovs, S->work);
+    if (ov < 0) return -1;
+    if (ov) return 0;
+    *np_out = np;
+    *hn_out = hn;
+    *rcs_out = rcs;
+    *rsn_out = rsn;
+    return 1;
+}
+
+/* a's qt triangles (S->queue, in the order laid) moved onto the end of b's list, and b turned to
+ * the union's rectangle (hull S->hp + np, hn points, rotation (rcs, rsn)). 0, or -1 out of
+ * memory. */
+static int absorb_move(absorb_state *S, uint32_t a, uint32_t b, uint32_t qt, size_t np, int hn, double rcs, double rsn)
+{
+    charting *C = S->C;
+    uint32_t *next = S->next, *tail = S->tail, *head = S->head, *cnt = S->cnt;
+    const uint32_t *queue = S->queue, *slot = S->slot;
+    const double *xa = S->xa;
+    bk_hpt *hp = S->hp, **hull_p = S->hull_p;
+    int *hull_n = S->hull_n;
+    /* move: a's triangles (in the order laid) onto the end of b's list */
+    for (uint32_t i = 0; i < qt; ++i) {
+        uint32_t t = queue[i];
+        memcpy(C->loc + 6 * (size_t)t, xa + 6 * (size_t)slot[t], 6 * sizeof(double));
+        C->tri_chart[t] = b;
+        next[t] = i + 1 < qt ? queue[i + 1] : BK_NONE;
+    }
+    next[tail[b]] = queue[0];
+    tail[b] = queue[qt - 1];
+    cnt[b] += cnt[a];
+    cnt[a] = 0;
+    head[a] = BK_NONE;
+    /* b turned to the union's rectangle now (as bk_atlas_fit_rect would), its hull with it, so
+     * that later gains see them */
+    if ((size_t)cnt[b] > S->cap_bt) {
+        S->cap_bt = 2 * (size_t)cnt[b];
+        uint32_t *q = realloc(S->bt, sizeof(uint32_t) * S->cap_bt);
+        if (!q) return -1;
+        S->bt = q;
+    }
+    uint32_t m = 0;
+    for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) S->bt[m++] = x;
+    bk_atlas_apply_rect(C->loc, S->bt, m, hp + np, hn, rcs, rsn, &C->charts[b].w, &C->charts[b].h);
+    bk_hpt *nh = realloc(hull_p[b], sizeof(bk_hpt) * ((size_t)hn + 1));
+    if (!nh) return -1;
+    memcpy(nh, hp + np, sizeof(bk_hpt) * (size_t)hn);
+    hull_p[b] = nh;
+    hull_n[b] = hn;
+    free(hull_p[a]);
+    hull_p[a] = NULL;
+    return 0;
+}
+
 int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
                            double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count;
-    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint32_t *slot = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    absorb_state S;
+    memset(&S, 0, sizeof S);
+    S.s = s; S.weld = weld; S.A = A; S.tri_scale = tri_scale; S.max_stretch = max_stretch; S.pad_w = pad_w;
+    S.C = C; S.work = work;
+    uint32_t *next = S.next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *tail = S.tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *head = S.head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = S.cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *slot = S.slot = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *stamp = S.stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    absorb_nb *nbs = NULL;
-    uint32_t *ids = NULL, *queue = NULL;
-    double *xa = NULL, *xb = NULL, *len = malloc(sizeof(double) * ((size_t)n + 1));
-    size_t cap_a = 0, cap_b = 0, cap_nb = 0, cap_h = 0, cap_bt = 0;
-    bk_hpt *hp = NULL, **hull_p = calloc((size_t)n + 1, sizeof(bk_hpt *));
-    int *hull_n = calloc((size_t)n + 1, sizeof(int));
-    uint32_t *bt = NULL;
-    pair_list pairs = { 0 };
-    overlap_scratch ovs = { 0 };
+    S.len = malloc(sizeof(double) * ((size_t)n + 1));
+    bk_hpt **hull_p = S.hull_p = calloc((size_t)n + 1, sizeof(bk_hpt *));
+    int *hull_n = S.hull_n = calloc((size_t)n + 1, sizeof(int));
     int rc = -1;
-    const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !len || !hull_p || !hull_n) goto done;
+    S.cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
+    if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !S.len || !hull_p || !hull_n) goto done;
     uint32_t nsmall = 0;
     absorb_init_ctx ic = { C, head, tail, cnt, next, slot, NULL, NULL, 0 };
     bk_parallel_for(n, 16, absorb_init_fn, &ic);
@@ -671,174 +897,44 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         uint32_t a = order[oi].idx;
         if (!cnt[a]) continue;
         /* a's neighbouring charts by the length of the edges they share */
-        uint32_t nn = 0;
-        for (uint32_t t = head[a]; t != BK_NONE; t = next[t])
-            for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
-                uint32_t u = A->adj[p], b = C->tri_chart[u];
-                int kt, ku;
-                if (b == a || b == BK_NONE || bk_atlas_shared_edge(s, weld, t, u, &kt, &ku)) continue;
-                double p0[3], p1[3], e[3];
-                bk_atlas_pos_of(s, t, kt, p0); bk_atlas_pos_of(s, t, (kt + 1) % 3, p1);
-                for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
-                if (stamp[b] != a) {
-                    stamp[b] = a;
-                    len[b] = 0;
-                    if (nn + 1 > cap_nb) {
-                        cap_nb = 2 * nn + 16;
-                        absorb_nb *q = realloc(nbs, sizeof(absorb_nb) * cap_nb);
-                        if (!q) goto done;
-                        nbs = q;
-                    }
-                    nbs[nn].b = b;
-                    nn++;
-                }
-                len[b] += sqrt(bk_dot3d(e, e));
-            }
+        int nn = absorb_neighbours(&S, a);
+        if (nn < 0) goto done;
         if (!nn) continue;  /* alone (a separate piece of the mesh) */
-        for (uint32_t k = 0; k < nn; ++k) nbs[k].len = len[nbs[k].b];
-        qsort(nbs, nn, sizeof(absorb_nb), absorb_nb_cmp);
-        if ((size_t)cnt[a] > cap_a) {
-            cap_a = 2 * (size_t)cnt[a] + 16;
-            double *q = realloc(xa, sizeof(double) * 6 * cap_a);
-            uint32_t *qi = realloc(ids, sizeof(uint32_t) * cap_a), *qq = realloc(queue, sizeof(uint32_t) * cap_a);
-            if (q) xa = q;
-            if (qi) ids = qi;
-            if (qq) queue = qq;
+        if ((size_t)cnt[a] > S.cap_a) {
+            S.cap_a = 2 * (size_t)cnt[a] + 16;
+            double *q = realloc(S.xa, sizeof(double) * 6 * S.cap_a);
+            uint32_t *qi = realloc(S.ids, sizeof(uint32_t) * S.cap_a), *qq = realloc(S.queue, sizeof(uint32_t) * S.cap_a);
+            if (q) S.xa = q;
+            if (qi) S.ids = qi;
+            if (qq) S.queue = qq;
             if (!q || !qi || !qq) goto done;
         }
         uint32_t na = 0;
-        for (uint32_t t = head[a]; t != BK_NONE; t = next[t]) ids[na++] = t;
-        for (uint32_t k = 0; k < nn && k < 4; ++k) {
-            uint32_t b = nbs[k].b;
+        for (uint32_t t = head[a]; t != BK_NONE; t = next[t]) S.ids[na++] = t;
+        for (uint32_t k = 0; k < (uint32_t)nn && k < 4; ++k) {
+            uint32_t b = S.nbs[k].b, qt;
             const chart *cb = &C->charts[b];
             double tol = 1e-9 * (cb->w + cb->h);
-            /* slot[t]: t's place in xa once laid (BK_NONE before); breadth-first from b */
-            uint32_t qh = 0, qt = 0, placed = 0;
-            int ok = 1;
-            for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
-            for (uint32_t i = 0; i < na; ++i) {
-                uint32_t t = ids[i];
-                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p)
-                    if (C->tri_chart[A->adj[p]] == b) { slot[t] = BK_NONE - 1; queue[qt++] = t; break; }  /* queued */
-            }
-            while (qh < qt && ok) {
-                uint32_t t = queue[qh++];
-                double L[6];
-                int have = 0, edge_i = -1;
-                for (uint32_t p = A->start[t]; p < A->start[t + 1] && ok; ++p) {
-                    uint32_t u = A->adj[p];
-                    const double *Lu;
-                    if (C->tri_chart[u] == b) Lu = C->loc + 6 * (size_t)u;
-                    else if (C->tri_chart[u] == a && slot[u] < BK_NONE - 1) Lu = xa + 6 * (size_t)slot[u];
-                    else continue;
-                    int kt, ku;
-                    if (bk_atlas_shared_edge(s, weld, t, u, &kt, &ku)) continue;
-                    if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
-                    if (edge_i < 0) edge_i = kt;
-                }
-                if (!ok || edge_i < 0) { ok = 0; break; }
-                if (have != 7) lay_on_edge(s, t, edge_i, (edge_i + 1) % 3, (edge_i + 2) % 3, L);
-                double s1, s2, f = tri_scale ? tri_scale[t] : 1.0;
-                if (tri_map_sv(s, t, L, &s1, &s2)) { ok = 0; break; }
-                s1 /= f; s2 /= f;
-                if (cb->smooth) {
-                    double r = s1 * s2;
-                    if (!(r <= max_stretch && r >= 1.0 / max_stretch && s1 <= 2.0 * s2)) { ok = 0; break; }
-                } else if (!(s1 <= 1.0 + 1e-6 && s2 >= cmin && s1 * s2 >= cmin)) { ok = 0; break; }
-                memcpy(xa + 6 * (size_t)placed, L, sizeof L);
-                slot[t] = placed++;
-                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
-                    uint32_t u = A->adj[p];
-                    if (C->tri_chart[u] == a && slot[u] == BK_NONE) { slot[u] = BK_NONE - 1; queue[qt++] = u; }
-                }
-            }
-            if (!ok || placed != na) continue;
-            /* overlaps: among the moved triangles, and with b's */
-            pairs.n = 0;
-            if (bk_atlas_find_overlaps(xa, na, tol * 10, &pairs, work)) goto done;
-            if (pairs.n) continue;
-            /* the union's rectangle from b's hull (made from its corners once, then kept) and
-             * the moved corners */
-            size_t np = 3 * ((size_t)(hull_p[b] ? (uint32_t)hull_n[b] : cnt[b]) + na);
-            if (np * 3 + 1 > cap_h) {
-                cap_h = np * 3 + 1;
-                bk_hpt *q = realloc(hp, sizeof(bk_hpt) * cap_h);
-                if (!q) goto done;
-                hp = q;
-            }
-            if (!hull_p[b]) {
-                size_t nb3 = 0;
-                for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
-                    for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1]; nb3++; }
-                int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
-                if (!(hull_p[b] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) goto done;
-                memcpy(hull_p[b], hp + nb3, sizeof(bk_hpt) * (size_t)bn);
-                hull_n[b] = bn;
-            }
-            size_t hb = (size_t)hull_n[b];
-            np = hb + 3 * (size_t)na;
-            memcpy(hp, hull_p[b], sizeof(bk_hpt) * hb);
-            for (uint32_t i = 0; i < na; ++i)
-                for (int k2 = 0; k2 < 3; ++k2) { hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
-            int hn = bk_atlas_convex_hull(hp, (int)np, hp + np);
-            double rcs, rsn, rw, rh;
-            bk_atlas_rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
-            const chart *ca = &C->charts[a];
-            double gain = (cb->w + pad_w) * (cb->h + pad_w) + (ca->w + pad_w) * (ca->h + pad_w) - (rw + pad_w) * (rh + pad_w);
-            if (!(gain > 0)) continue;
-            if (6 * (size_t)cnt[b] > cap_b) {
-                cap_b = 12 * (size_t)cnt[b] + 64;
-                double *q = realloc(xb, sizeof(double) * cap_b);
-                if (!q) goto done;
-                xb = q;
-            }
-            uint32_t m = 0;
-            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
-            int ov = bk_atlas_sets_overlap(xa, na, xb, m, tol * 10, &ovs, work);
-            if (ov < 0) goto done;
-            if (ov) continue;
-            /* move: a's triangles (in the order laid) onto the end of b's list */
-            for (uint32_t i = 0; i < qt; ++i) {
-                uint32_t t = queue[i];
-                memcpy(C->loc + 6 * (size_t)t, xa + 6 * (size_t)slot[t], 6 * sizeof(double));
-                C->tri_chart[t] = b;
-                next[t] = i + 1 < qt ? queue[i + 1] : BK_NONE;
-            }
-            next[tail[b]] = queue[0];
-            tail[b] = queue[qt - 1];
-            cnt[b] += cnt[a];
-            cnt[a] = 0;
-            head[a] = BK_NONE;
-            /* b turned to the union's rectangle now (as bk_atlas_fit_rect would), its hull with it, so
-             * that later gains see them */
-            if ((size_t)cnt[b] > cap_bt) {
-                cap_bt = 2 * (size_t)cnt[b];
-                uint32_t *q = realloc(bt, sizeof(uint32_t) * cap_bt);
-                if (!q) goto done;
-                bt = q;
-            }
-            m = 0;
-            for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) bt[m++] = x;
-            bk_atlas_apply_rect(C->loc, bt, m, hp + np, hn, rcs, rsn, &C->charts[b].w, &C->charts[b].h);
-            bk_hpt *nh = realloc(hull_p[b], sizeof(bk_hpt) * ((size_t)hn + 1));
-            if (!nh) goto done;
-            memcpy(nh, hp + np, sizeof(bk_hpt) * (size_t)hn);
-            hull_p[b] = nh;
-            hull_n[b] = hn;
-            free(hull_p[a]);
-            hull_p[a] = NULL;
+            if (!absorb_lay(&S, a, b, na, tol, &qt)) continue;
+            size_t np;
+            int hn;
+            double rcs, rsn;
+            int r = absorb_union(&S, a, b, na, tol, &np, &hn, &rcs, &rsn);
+            if (r < 0) goto done;
+            if (!r) continue;
+            if (absorb_move(&S, a, b, qt, np, hn, rcs, rsn)) goto done;
             break;
         }
-        for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
+        for (uint32_t i = 0; i < na; ++i) slot[S.ids[i]] = BK_NONE;
     }
     /* compact: charts with triangles left, their lists contiguous again (rectangles fitted as they grew) */
     if (bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
-    free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(nbs);
-    free(ids); free(queue); free(xa); free(xb); free(len); free(pairs.p); free(hp); free(bt);
+    free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(S.nbs);
+    free(S.ids); free(S.queue); free(S.xa); free(S.xb); free(S.len); free(S.pairs.p); free(S.hp); free(S.bt);
     for (uint32_t ci = 0; hull_p && ci < n; ++ci) free(hull_p[ci]);
     free(hull_p); free(hull_n);
-    bk_atlas_overlap_scratch_free(&ovs);
+    bk_atlas_overlap_scratch_free(&S.ovs);
     return rc;
 }
