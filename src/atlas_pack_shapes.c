@@ -774,6 +774,118 @@ static void shape_hints(const shape_set *S, const shape *sh, int nrot, const sha
     *cls_out = cls;
 }
 
+/* Every chart's masks (each turn tried: the half turns only for masks of at least
+ * 1/SHAPE_HALF_TURN_FRACTION of the atlas, no quarter turns for squares): sizes and slots in
+ * S->bits and S->runs here, contents on the pool; too_big[ci] for charts larger than any atlas.
+ * 0, or -1 out of memory. */
+static int shape_masks(shape_set *S, uint32_t n_mesh, int N, uint8_t *too_big)
+{
+    const charting *C = S->C;
+    const double *fill = S->fill, s = S->s;
+    size_t nbits = 0, nruns = 0;
+    for (uint32_t ci = 0; ci < n_mesh; ++ci) {
+        int nrot = ci < C->count ? SHAPE_ROTS : 1;
+        for (int r = 0; r < nrot; ++r) {
+            shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci + (size_t)r];
+            /* the half turns (copies of the first two) only for masks large enough to try them */
+            if (r >= 2 && !((double)sh[-r].w * sh[-r].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N)) break;
+            if ((r & 1) && C->charts[ci].w == C->charts[ci].h) continue;  /* squares: no quarter turns */
+            if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
+            nbits += (size_t)sh->wpr * sh->h;
+            nruns += 3 * (size_t)sh->h;
+        }
+        if (too_big[ci]) for (int r = 0; r < SHAPE_ROTS; ++r) S->sh[SHAPE_ROTS * (size_t)ci + (size_t)r].w = 0;
+    }
+    S->bits = calloc(nbits ? nbits : 1, sizeof(uint64_t));
+    S->runs = malloc(sizeof(int) * (nruns ? nruns : 1));
+    if (!S->bits || !S->runs) return -1;
+    nbits = nruns = 0;
+    for (size_t i = 0; i < SHAPE_ROTS * (size_t)n_mesh; ++i) {
+        shape *sh = &S->sh[i];
+        if (!sh->w) continue;
+        sh->bits = S->bits + nbits;
+        sh->run = S->runs + nruns;
+        sh->run_at = sh->run + sh->h;
+        sh->order = sh->run + 2 * (size_t)sh->h;
+        nbits += (size_t)sh->wpr * sh->h;
+        nruns += 3 * (size_t)sh->h;
+    }
+    bk_parallel_for(n_mesh, 16, shape_set_fn, S);
+    return 0;
+}
+
+/* The order the charts go in (order[k].idx), by their rectangles at scale s (times fill[i]). */
+static void shape_order_charts(const charting *C, uint32_t n_mesh, double s, const double *fill, key_idx *order)
+{
+    for (uint32_t i = 0; i < n_mesh; ++i) {
+        /* Tallest first, where height is the rectangle's shorter side, then the longer side (in
+         * 1/256 texels); largest rectangle first when the charts are few (SHAPE_AREA_ORDER_MAX).
+         * Measured at 960, 1024 and 1088 texels against largest first for all: sibenik,
+         * dragon_vrip_res2 and sponza 0.6, 1.3 and 0.9 points more on average, spider and Wuson
+         * (107, 155 charts) 3 and 2 more at 512 and 1024; but the demo scene's 10 charts and the
+         * Cornell box's 11 lost 2 points at 512 and 1024, so few charts keep the area order. */
+        double si = fill && i < C->count ? s * fill[i] : s;
+        double w = i < C->count ? C->charts[i].w * si : 0.0, h = i < C->count ? C->charts[i].h * si : 0.0;
+        if (n_mesh > SHAPE_AREA_ORDER_MAX) {
+            order[i].key = ~((uint64_t)llround(h * 256.0) << 32 | (uint64_t)llround(w * 256.0));
+        } else {
+            double a = i < C->count ? (w + 1) * (h + 1) : 1.0;
+            uint64_t bits;
+            memcpy(&bits, &a, 8);
+            order[i].key = ~bits;
+        }
+        order[i].idx = i;
+    }
+    qsort(order, n_mesh, sizeof(key_idx), bk_key_idx_cmp);
+}
+
+/* Searches ahead for the window of charts order[k0 .. k1) (SHAPE_AHEAD), side by side; the
+ * serial placement takes their answers where they stand (spec_resolve). */
+static void spec_window(const shape_bin *B, const shape_set *S, const key_idx *order, uint32_t k0, uint32_t k1,
+                        const uint8_t *too_big, spec_res *spec, spec_task *stask, const int *class_y)
+{
+    const charting *C = S->C;
+    /* 1: each chart's first turn from where its class starts now (spec) */
+    uint32_t nt = 0;
+    for (uint32_t k = k0; k < k1; ++k) {
+        uint32_t ci = order[k].idx;
+        const shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci];
+        spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+        for (int r = 0; r < 2 * SHAPE_ROTS; ++r) sr[r].valid = 0;
+        if (too_big[ci]) continue;
+        int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
+        shape_hints(S, sh, nr_of(C, ci, sh), NULL, class_y, y0, x0, &cls);
+        stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B->H, &sr[0] };
+    }
+    spec_ctx sc = { B, stask };
+    bk_parallel_for(nt, 1, spec_fn, &sc);
+    /* 2: where the window's earlier charts of its class will have moved its start, guessed
+     * from where their searches ahead ended: the first turn again from there, when later,
+     * and the other turns from there (spec + SHAPE_ROTS + r), down to where the first
+     * one's bottom ends ahead */
+    int pred[64];
+    memcpy(pred, class_y, sizeof pred);
+    nt = 0;
+    for (uint32_t k = k0; k < k1; ++k) {
+        uint32_t ci = order[k].idx;
+        const shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci];
+        spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+        if (too_big[ci]) continue;
+        int nrot = nr_of(C, ci, sh), step = step_of(C, ci);
+        int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
+        shape_hints(S, sh, nrot, NULL, pred, y0, x0, &cls);
+        if (y0[0] > sr[0].y0) stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B->H, &sr[SHAPE_ROTS] };
+        int land = sr[0].found ? sr[0].y : y0[0];
+        if (land < y0[0]) land = y0[0];
+        for (int r = step; r < nrot; r += step) {
+            int lim = sr[0].found ? land + sh[0].h - sh[r].h : B->H;
+            if (lim > 0) stask[nt++] = (spec_task){ &sh[r], y0[r], x0[r], lim, &sr[SHAPE_ROTS + r] };
+        }
+        if (sr[0].found) pred[cls] = land;
+    }
+    bk_parallel_for(nt, 1, spec_fn, &sc);
+}
+
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
                          int *used_rows)
 {
@@ -811,37 +923,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     memset(last, 0, sizeof last);
     if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big || !spec || !stask) goto out;
     /* the masks: sizes and slots here, contents on the pool */
-    {
-        size_t nbits = 0, nruns = 0;
-        for (uint32_t ci = 0; ci < n_mesh; ++ci) {
-            int nrot = ci < C->count ? SHAPE_ROTS : 1;
-            for (int r = 0; r < nrot; ++r) {
-                shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci + (size_t)r];
-                /* the half turns (copies of the first two) only for masks large enough to try them */
-                if (r >= 2 && !((double)sh[-r].w * sh[-r].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N)) break;
-                if ((r & 1) && C->charts[ci].w == C->charts[ci].h) continue;  /* squares: no quarter turns */
-                if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
-                nbits += (size_t)sh->wpr * sh->h;
-                nruns += 3 * (size_t)sh->h;
-            }
-            if (too_big[ci]) for (int r = 0; r < SHAPE_ROTS; ++r) S.sh[SHAPE_ROTS * (size_t)ci + (size_t)r].w = 0;
-        }
-        S.bits = calloc(nbits ? nbits : 1, sizeof(uint64_t));
-        S.runs = malloc(sizeof(int) * (nruns ? nruns : 1));
-        if (!S.bits || !S.runs) goto out;
-        nbits = nruns = 0;
-        for (size_t i = 0; i < SHAPE_ROTS * (size_t)n_mesh; ++i) {
-            shape *sh = &S.sh[i];
-            if (!sh->w) continue;
-            sh->bits = S.bits + nbits;
-            sh->run = S.runs + nruns;
-            sh->run_at = sh->run + sh->h;
-            sh->order = sh->run + 2 * (size_t)sh->h;
-            nbits += (size_t)sh->wpr * sh->h;
-            nruns += 3 * (size_t)sh->h;
-        }
-        bk_parallel_for(n_mesh, 16, shape_set_fn, &S);
-    }
+    if (shape_masks(&S, n_mesh, N, too_big)) goto out;
     for (int y = 0; y < B.H; ++y) {
         uint64_t *row = B.taken + (size_t)y * B.wpr;
         for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
@@ -853,69 +935,12 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         B.smin[i] = B.smin[2 * i] < B.smin[2 * i + 1] ? B.smin[2 * i] : B.smin[2 * i + 1];
         B.smax[i] = B.smax[2 * i] > B.smax[2 * i + 1] ? B.smax[2 * i] : B.smax[2 * i + 1];
     }
-    for (uint32_t i = 0; i < n_mesh; ++i) {
-        /* Tallest first, where height is the rectangle's shorter side, then the longer side (in
-         * 1/256 texels); largest rectangle first when the charts are few (SHAPE_AREA_ORDER_MAX).
-         * Measured at 960, 1024 and 1088 texels against largest first for all: sibenik,
-         * dragon_vrip_res2 and sponza 0.6, 1.3 and 0.9 points more on average, spider and Wuson
-         * (107, 155 charts) 3 and 2 more at 512 and 1024; but the demo scene's 10 charts and the
-         * Cornell box's 11 lost 2 points at 512 and 1024, so few charts keep the area order. */
-        double si = fill && i < C->count ? s * fill[i] : s;
-        double w = i < C->count ? C->charts[i].w * si : 0.0, h = i < C->count ? C->charts[i].h * si : 0.0;
-        if (n_mesh > SHAPE_AREA_ORDER_MAX) {
-            order[i].key = ~((uint64_t)llround(h * 256.0) << 32 | (uint64_t)llround(w * 256.0));
-        } else {
-            double a = i < C->count ? (w + 1) * (h + 1) : 1.0;
-            uint64_t bits;
-            memcpy(&bits, &a, 8);
-            order[i].key = ~bits;
-        }
-        order[i].idx = i;
-    }
-    qsort(order, n_mesh, sizeof(key_idx), bk_key_idx_cmp);
+    shape_order_charts(C, n_mesh, s, fill, order);
     rc = 0;
     /* windows of SHAPE_AHEAD charts searched ahead (spec_resolve) */
     for (uint32_t k0 = 0; k0 < n_mesh; k0 += SHAPE_AHEAD) {
         const uint32_t k1 = k0 + SHAPE_AHEAD < n_mesh ? k0 + SHAPE_AHEAD : n_mesh;
-        /* 1: each chart's first turn from where its class starts now (spec) */
-        uint32_t nt = 0;
-        for (uint32_t k = k0; k < k1; ++k) {
-            uint32_t ci = order[k].idx;
-            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
-            spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
-            for (int r = 0; r < 2 * SHAPE_ROTS; ++r) sr[r].valid = 0;
-            if (too_big[ci]) continue;
-            int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
-            shape_hints(&S, sh, nr_of(C, ci, sh), NULL, class_y, y0, x0, &cls);
-            stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B.H, &sr[0] };
-        }
-        spec_ctx sc = { &B, stask };
-        bk_parallel_for(nt, 1, spec_fn, &sc);
-        /* 2: where the window's earlier charts of its class will have moved its start, guessed
-         * from where their searches ahead ended: the first turn again from there, when later,
-         * and the other turns from there (spec + SHAPE_ROTS + r), down to where the first
-         * one's bottom ends ahead */
-        int pred[64];
-        memcpy(pred, class_y, sizeof pred);
-        nt = 0;
-        for (uint32_t k = k0; k < k1; ++k) {
-            uint32_t ci = order[k].idx;
-            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
-            spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
-            if (too_big[ci]) continue;
-            int nrot = nr_of(C, ci, sh), step = step_of(C, ci);
-            int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
-            shape_hints(&S, sh, nrot, NULL, pred, y0, x0, &cls);
-            if (y0[0] > sr[0].y0) stask[nt++] = (spec_task){ &sh[0], y0[0], x0[0], B.H, &sr[SHAPE_ROTS] };
-            int land = sr[0].found ? sr[0].y : y0[0];
-            if (land < y0[0]) land = y0[0];
-            for (int r = step; r < nrot; r += step) {
-                int lim = sr[0].found ? land + sh[0].h - sh[r].h : B.H;
-                if (lim > 0) stask[nt++] = (spec_task){ &sh[r], y0[r], x0[r], lim, &sr[SHAPE_ROTS + r] };
-            }
-            if (sr[0].found) pred[cls] = land;
-        }
-        bk_parallel_for(nt, 1, spec_fn, &sc);
+        spec_window(&B, &S, order, k0, k1, too_big, spec, stask, class_y);
         /* then one by one, in order, each at the first fit from its start in the bin as the
          * charts before it left it */
         for (uint32_t k = k0; k < k1; ++k) {
