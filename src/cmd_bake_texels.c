@@ -1,6 +1,7 @@
 /* cmd_bake_texels.c - the bake's texels: their ray order (--bin-rays), their refs once the
  * backend holds them, and the exposure (--exposure auto) from their colours. */
 #include "cmd_bake_internal.h"
+#include "raster.h"
 #include "pool.h"
 #include "stats.h"
 #include "util.h"
