@@ -12,6 +12,7 @@
  * traversal is specialised at compile time.
  */
 #include "backend.h"
+#include "cuda_backend.h"
 #include "bk_traverse.h"
 #include "prim.h"
 #include "cuda_internal.cuh"

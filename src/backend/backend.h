@@ -209,14 +209,6 @@ bk_backend *bk_backend_group(bk_backend **members, int n);
 /* be's k-th member (backend.h: member), or be itself for k = 0 in a one-device backend. */
 bk_backend *bk_backend_member(bk_backend *be, int k);
 bk_backend *bk_backend_cpu_init(void);
-#if BK_HAVE_CUDA
-/* kernels/trace.cu: device 0, or the given one (the registry's row "cuda" calls these) */
-bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
-bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
-int         bk_cuda_device_count(void);
-/* Destroys the device's primary context (cudaDeviceReset): nothing of it may be used after. */
-void        bk_cuda_device_release(int device);
-#endif
 
 /* The compressed 8-wide BVH (src/bvh_cw.h) of a binary BVH of triangles, for a backend that traces
  * it (bk_trace_opts.bvh_width): NULL when bin has none (a KD-tree, voxels, a tree too deep for the

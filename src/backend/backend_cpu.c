@@ -18,7 +18,7 @@ static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hi
 #define BK_BAKE_HOST_TRACE cpu_bake_trace
 #include "backend.h"
 #include "prim.h"
-#include "denoise.h"
+#include "denoise_cpu.h"
 #include "util.h"
 
 #include <pthread.h>

@@ -1,6 +1,9 @@
 /* registry.c - the backend table and the by-name factory over it (registry.h). */
 #include "registry.h"
 #include "util.h"
+#if BK_HAVE_CUDA
+#include "cuda_backend.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
