@@ -1,6 +1,6 @@
 /* bk_accel.h - traversal layouts of the two acceleration structures, shared by CPU and CUDA.
  *
- * The host builders (src/bvh.c, src/kdtree.c) each build their own build-node format and then
+ * The host builders (src/accel/bvh.c, src/accel/kdtree.c) each build their own build-node format and then
  * flatten it into the layouts below (the tinybvh habit: one build format, one layout per use).
  * A bk_accel_view is the non-owning flat description a traversal gets: host pointers on the CPU,
  * device pointers (d_*) after the CUDA backend's upload.
@@ -10,7 +10,7 @@
 
 #include "bk_common.h"
 
-/* BK_ACCEL_CWBVH is not built on its own: a backend collapses a binary BVH into it (src/bvh_cw.c)
+/* BK_ACCEL_CWBVH is not built on its own: a backend collapses a binary BVH into it (src/accel/bvh_cw.c)
  * and traces it in place of the binary layout (bk_trace_opts.bvh_width). */
 enum bk_accel_type { BK_ACCEL_BVH = 0, BK_ACCEL_KDTREE = 1, BK_ACCEL_CWBVH = 2 };
 
@@ -108,7 +108,7 @@ typedef struct bk_vox_brick {
     uint32_t pad;             /*                                                            4 B */
 } bk_vox_brick;               /*                                                           16 B */
 
-/* A voxel segment's leaf record (one instance's model inside one 8^3 block, src/geom.h), 3 x 16
+/* A voxel segment's leaf record (one instance's model inside one 8^3 block, src/accel/geom.h), 3 x 16
  * bytes like a triangle's, with what the walk needs (the instance and model records are read only
  * at a hit):
  *   v0 = world box lo (x y z), id bits: BK_PRIM_VOX_BIT | instance (| BK_TRI_LAST in a BVH leaf)

@@ -1,6 +1,6 @@
 /* bk_bake.h - the lightmap bake's per-texel work, shared by CPU and CUDA.
  *
- * Pipeline: atlas (src/atlas.c: charts, packing, rasterization) -> bk_texel per covered texel ->
+ * Pipeline: atlas (src/atlas/atlas.c: charts, packing, rasterization) -> bk_texel per covered texel ->
  * bk_bake_texel() (here: the same function in a CPU thread loop and in a CUDA kernel) -> linear
  * RGB per texel -> dilation -> PNG / HDR.
  *
@@ -122,10 +122,10 @@ typedef struct bk_bake_view {
 } bk_bake_view;
 
 /* The bake traces from several places; one function that is never inlined keeps a single copy
- * of each specialised traversal in the code of the file that bakes (src/backend_cpu.c,
- * kernels/bake.cu). A host file may trace the bake's rays through a layout of its own: it
+ * of each specialised traversal in the code of the file that bakes (src/backend/backend_cpu.c,
+ * kernels/cuda/bake.cu). A host file may trace the bake's rays through a layout of its own: it
  * defines BK_BAKE_HOST_TRACE as a function with this signature before including this header
- * (src/backend_cpu.c: the wide BVH, src/bvh_wide.h). Device code never sees it. */
+ * (src/backend/backend_cpu.c: the wide BVH, src/accel/bvh_wide.h). Device code never sees it. */
 BK_HDN bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
 {
 #if defined(BK_BAKE_HOST_TRACE) && !BK_DEVICE_CODE
@@ -217,7 +217,7 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
  * goes through the caller, who chooses how rays are traced: bk_bake_texel() is the loop for one
  * texel that the CPU runs; the CUDA megakernel runs it over many texels per thread at one trace
  * call site; the wavefront bake keeps paths in device buffers and traces their rays in waves,
- * each query apart (kernels/bake.cu). All give the same texels.
+ * each query apart (kernels/cuda/bake.cu). All give the same texels.
  *
  * Per texel: the first launch (sample 0) of a light bake moves the position out of nearby
  * geometry (the unocclude step: 8 directions in the tangent plane, tilted slightly off the

@@ -1,11 +1,11 @@
-/* bk_denoise.h - the lightmap denoiser's per-texel filter, shared by CPU (src/denoise.c) and CUDA
- * (kernels/denoise.cu).
+/* bk_denoise.h - the lightmap denoiser's per-texel filter, shared by CPU (src/bake/denoise.c) and CUDA
+ * (kernels/cuda/denoise.cu).
  *
- * Pipeline (src/denoise.h): baked mean and variance per texel + guides (world position, normal,
+ * Pipeline (src/bake/denoise.h): baked mean and variance per texel + guides (world position, normal,
  * chart) -> bk_denoise_prefilter (the variance, 3 x 3 within the chart) -> passes of
  * bk_denoise_pass at steps 1, 2, 4, ... (an edge-avoiding a-trous wavelet filter, Dammertz et al.
  * 2010, with variance-guided luminance weights as in SVGF, Schied et al. 2017) -> each chart scaled
- * back to its own sum (src/denoise.c), so no light is lost or gained.
+ * back to its own sum (src/bake/denoise.c), so no light is lost or gained.
  *
  * It works in the atlas: a texel's neighbours are texels of the same chart only (a chart is one
  * connected piece of surface, so its atlas neighbours are its world neighbours), weighed by

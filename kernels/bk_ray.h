@@ -28,7 +28,7 @@ typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*
  * cells, 2396 with 16, 2007 with 4; the origin's code alone gave 2136, the octant below it 2106.
  * 24 bits: three passes of the radix sort. */
 /* Bits 0-9 of x to bits 0, 3, .., 27: one axis of a 30-bit Morton code (also the texel order of
- * --bin-rays, src/cmd_bake.c). */
+ * --bin-rays, src/cmd/cmd_bake.c). */
 BK_HD uint32_t bk_morton_spread10(uint32_t x)
 {
     x &= 0x3FFu;

@@ -99,7 +99,7 @@ BK_HD int bk_stack_spills(int mode) { return BK_STACK_SPILLS_OF(mode); }
 enum bk_traversal { BK_TRAVERSALS(BK_TRAVERSAL_ENUM_) BK_TRAVERSAL_COUNT };
 #undef BK_TRAVERSAL_ENUM_
 
-/* A traversal's fields: enum bk_accel_type, enum bk_stack_mode, 0 closest / 1 any, enum bk_prim. */
+/* A traversal's fields: enum bk_accel_type, enum bk_stack_mode, 0 closest / 1 any, enum bk_gpu_ops. */
 typedef struct bk_traversal_variant {
     int accel, stack_mode, any_hit, prim;
 } bk_traversal_variant;

@@ -2,7 +2,7 @@
  * shared by CPU and CUDA.
  *
  * Two levels. The top level is the ordinary BVH or KD-tree (bk_traverse.h), built over a scene's
- * triangles and its voxel segments (src/geom.h: the part of one instance's model inside one 8^3
+ * triangles and its voxel segments (src/accel/geom.h: the part of one instance's model inside one 8^3
  * block of its cells, with a box tight around its voxels); a leaf record (48 bytes, like a
  * triangle's, layout in bk_accel.h) names a segment. Inside it the ray walks the segment's cells
  * in world space with a 3D DDA (Amanatides & Woo 1987, "A Fast Voxel Traversal Algorithm for Ray

@@ -1,7 +1,7 @@
 /* bk_test_voxels.h - voxel scenes built in memory for tests, the same surface as triangles, and
  * rays that start outside the solid.
  *
- * The reference mesh is made here independently of src/geom.c and kernels/bk_voxel.h: every face
+ * The reference mesh is made here independently of src/accel/geom.c and kernels/bk_voxel.h: every face
  * of a voxel whose neighbour in its model is empty becomes two triangles in world space, and each
  * triangle knows the HITS id the voxel path must report for that face (bk_voxel.h): the face base
  * of its instance + 6 * rank + face, rank counted here from sorted brick keys.

@@ -10,9 +10,9 @@
 #include "bvh_wide.h"
 #include "loader.h"
 
-/* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/bvh_wide.h with
+/* Stack strategy and size; the BVH layout the CPU traces (0: the wide BVH of src/accel/bvh_wide.h with
  * the global stack, else the binary one; 2: the binary one; 8: the compressed wide BVH the GPU
- * traces, src/bvh_cw.h), the wide traversal's code (enum bk_wbvh_isa) and the ray order (enum
+ * traces, src/accel/bvh_cw.h), the wide traversal's code (enum bk_wbvh_isa) and the ray order (enum
  * bk_ray_order: the last variants trace the rays sorted). Made by variants_init from the lists
  * (bk_test_stacks.h), in this order:
  *   [0, nwide)  the wide BVH, global stack, each code of wide_isas (the first: the best the CPU has)

@@ -36,7 +36,7 @@ static void bake(const char *dir, const char *scene, const char *devs, int ndev,
     BK_EXPECTF(rc == 0, "--devices %s: exit %d: %s", devs, rc, err);
     /* the PNG without the denoiser: its exposure then runs on the GPU primitives right after the
      * fetch from the last device (which left the thread on that device: an illegal address on
-     * two H200s until bk_prim_use) */
+     * two H200s until bk_gpu_ops_use) */
     snprintf(args, sizeof args, "'%s' -o '%s' --size 1024 --spp 16 --bounces 2 --sun 0.3,1,0.2,3,2.9,2.7,0.5 --sky 0.4,0.5,0.7 "
              "--backend cuda --devices %s --denoise off --quiet", scene, png, devs);
     rc = bk_test_run_baker(dir, err, sizeof err, args);

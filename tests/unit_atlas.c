@@ -1,5 +1,5 @@
-/* unit_atlas.c - lightmap UVs (src/atlas.c), texel rasterization (src/raster.c), --uv file and
- * the --mesh-out writer (src/mesh_out.c), on scenes made here and on the corpus.
+/* unit_atlas.c - lightmap UVs (src/atlas/atlas.c), texel rasterization (src/atlas/raster.c), --uv file and
+ * the --mesh-out writer (src/out/mesh_out.c), on scenes made here and on the corpus.
  *
  * Invariants checked on every atlas (check_atlas):
  *   every UV finite and in [0,1]; no two triangles' UV interiors overlap (sampled at twice the

@@ -1,4 +1,4 @@
-/* unit_atlas_parts.c - the atlas's parts alone (src/atlas_internal.h), without bk_atlas_build:
+/* unit_atlas_parts.c - the atlas's parts alone (src/atlas/atlas_internal.h), without bk_atlas_build:
  *   overlap search (atlas_overlap.c): bk_atlas_find_overlaps finds exactly the pairs that the
  *     all-pairs separating-axis test finds, on random soups of 10 to 3,000 triangles;
  *   packers (atlas_pack.c, atlas_pack_shapes.c): random blocks packed into a bin lie inside it and never overlap; the

@@ -12,7 +12,7 @@
  * 4,096 with 16). Building is
  * where thread-count dependence would come from (chunked binning, subtree tasks spliced back), so
  * nothing here traces rays; cpu_traverse and unit_kdtree check the trees themselves. The wide BVH
- * the CPU backend collapses from a BVH of triangles (src/bvh_wide.c) is compared the same way.
+ * the CPU backend collapses from a BVH of triangles (src/accel/bvh_wide.c) is compared the same way.
  */
 #include "accel_build.h"
 #include "bvh_wide.h"

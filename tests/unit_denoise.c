@@ -1,4 +1,4 @@
-/* unit_denoise.c - the lightmap denoiser (kernels/bk_denoise.h, src/denoise.c) on synthetic
+/* unit_denoise.c - the lightmap denoiser (kernels/bk_denoise.h, src/bake/denoise.c) on synthetic
  * pages whose truth is known: noise goes, edges stay, charts never mix, means never move.
  *
  * Each page is built from a true value per texel plus seeded Gaussian noise of a known variance

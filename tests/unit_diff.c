@@ -1,4 +1,4 @@
-/* unit_diff.c - baker diff (src/diff.c): the statistics on images whose answers are known, and
+/* unit_diff.c - baker diff (src/cmd/diff.c): the statistics on images whose answers are known, and
  * the command on PNG and HDR files written by baker's own writer.
  *
  * Checked: RMSE / linear PSNR of a constant offset (0.01 -> 40 dB; exposure 10 -> 20 dB),

@@ -1,4 +1,4 @@
-/* unit_exr.c - OpenEXR output and input (src/image.c through Debian's tinyexr), and what a build
+/* unit_exr.c - OpenEXR output and input (src/out/image.c through Debian's tinyexr), and what a build
  * without it says.
  *
  * Checked in every build: bk_image_exr_supported() agrees with the BK_HAVE_EXR the build was

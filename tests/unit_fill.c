@@ -1,4 +1,4 @@
-/* unit_fill.c - texels inside geometry filled from their own chart (src/fill.c).
+/* unit_fill.c - texels inside geometry filled from their own chart (src/bake/fill.c).
  *
  * Checked on synthetic images with chart-id maps, every value tagged with the chart and the pixel
  * it came from: a hole in the middle of a chart (wider than the dilation's reach) and holes on the

@@ -1,4 +1,4 @@
-/* unit_image.c - lightmap image output and dilation (src/image.c).
+/* unit_image.c - lightmap image output and dilation (src/out/image.c).
  *
  * Checked: PNG round trip read back with stb_image (Debian libstb-dev) gives exactly the sRGB
  * encoding of rgb * exposure (values computed here independently, plus fixed anchors); HDR round

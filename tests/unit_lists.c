@@ -1,5 +1,5 @@
 /* unit_lists.c - the generated lists (kernels/bk_traverse.h, backend.h) and the backend registry
- * (src/registry.h): every traversal's index and fields agree, the names of the stack strategies
+ * (src/registry/registry.h): every traversal's index and fields agree, the names of the stack strategies
  * and counter modes are exactly the strings --stack and --counters take, and the registry makes
  * and refuses backends with the messages the factory has always given. */
 #include "bk_test.h"

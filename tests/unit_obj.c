@@ -1,6 +1,6 @@
-/* unit_obj.c - the OBJ/MTL loader (src/obj.c) on small files written here and on the scene corpus.
+/* unit_obj.c - the OBJ/MTL loader (src/io/obj.c) on small files written here and on the scene corpus.
  *
- * Behaviour checked (see the comment at the top of src/obj.c):
+ * Behaviour checked (see the comment at the top of src/io/obj.c):
  *   loads:  v/vt/vn, faces of any size (fan order), index forms v v/vt v//vn v/vt/vn, negative
  *           indices, CRLF, no final newline, '\' continuations, comments after values, .obj.gz,
  *           MTL Kd/Ke/map_Kd (with options), usemtl before mtllib.

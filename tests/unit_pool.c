@@ -1,4 +1,4 @@
-/* unit_pool.c - the host thread pool (src/pool.c).
+/* unit_pool.c - the host thread pool (src/base/pool.c).
  *
  * Checked, with 1, 2, 3 and 16 threads: every index of [0, n) is visited exactly once for many
  * (n, grain) pairs (grain 0, grain > n, n not a multiple of grain); chunk bounds are the fixed

@@ -1,4 +1,4 @@
-/* unit_scene.c - bk_scene_append (src/scene.c): two scenes, one with vt, vn, materials and an
+/* unit_scene.c - bk_scene_append (src/scene/scene.c): two scenes, one with vt, vn, materials and an
  * MTL name, the other with voxels and none of those, appended both ways; every index re-based
  * (vertices, vt, vn, materials, voxel models' material_base, instances' model), BK_NONE kept,
  * the per-triangle arrays one side lacked filled with BK_NONE, and the copies independent of the

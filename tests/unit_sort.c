@@ -1,4 +1,4 @@
-/* unit_sort.c - the host's one radix sort (src/sort.c) against a stable reference (qsort on
+/* unit_sort.c - the host's one radix sort (src/base/sort.c) against a stable reference (qsort on
  * (masked key, input position)): records of 4, 12 and 16 bytes with 32- and 64-bit keys at
  * different offsets, values carried beside them, the caller's scratch, every path (insertion,
  * 8- and 16-bit digits, the pool's slices for 1 to 4 threads) and bad specs refused. */

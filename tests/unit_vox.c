@@ -1,6 +1,6 @@
-/* unit_vox.c - the MagicaVoxel .vox reader (src/vox.c) on files written here and on the corpus.
+/* unit_vox.c - the MagicaVoxel .vox reader (src/io/vox.c) on files written here and on the corpus.
  *
- * Behaviour checked (see the comment at the top of src/vox.c):
+ * Behaviour checked (see the comment at the top of src/io/vox.c):
  *   palette: colour index k is RGBA entry k-1; the default palette (rebuilt here from its rule:
  *     the 6x6x6 cube of {ff cc 99 66 33 00} without black, then red, green, blue, grey ramps).
  *   rotations: all 48 signed permutations, byte -> matrix -> byte, determinant -1 = mirror; every

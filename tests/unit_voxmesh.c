@@ -1,4 +1,4 @@
-/* unit_voxmesh.c - the voxel surface (src/voxmesh.c) on voxel scenes made here.
+/* unit_voxmesh.c - the voxel surface (src/scene/voxmesh.c) on voxel scenes made here.
  *
  * Small cases with known answers: a single voxel (6 quads), a 2x1x1 bar (merged to 6 quads), a
  * colour boundary (splits quads), two instances touching (the shared faces hidden), a mirrored

@@ -1,5 +1,5 @@
-/* unit_write_threads.c - the write phase does not depend on the thread count (src/fill.c,
- * src/image.c on the pool of src/pool.h).
+/* unit_write_threads.c - the write phase does not depend on the thread count (src/bake/fill.c,
+ * src/out/image.c on the pool of src/base/pool.h).
  *
  * A synthetic two-page atlas (odd sizes, so bands and chunks end short): rectangular charts with
  * random values, holes of hidden texels inside them, a chart with no valid texel, empty padding.

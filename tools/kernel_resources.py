@@ -2,7 +2,7 @@
 """Registers, stack frame and spill bytes of every trace and bake kernel instance, from ptxas -v.
 
 usage: python3 tools/kernel_resources.py [nvcc flags...]   (run from the repository root)
-Compiles kernels/trace.cu and kernels/bake.cu for sm_90 with -Xptxas -v (bake.cu with
+Compiles kernels/cuda/cuda_backend.cu and kernels/cuda/bake.cu for sm_90 with -Xptxas -v (bake.cu with
 --fmad=false, as CMakeLists.txt does) and prints one row per template instance
 <accel, stack, query, counters> or <stack, register cap> for the bake.
 """
@@ -24,7 +24,7 @@ def ptxas(source, extra):
     return out.stderr.splitlines()
 
 rows, bake, cur = [], [], None
-for line in ptxas("kernels/trace.cu", []) + ptxas("kernels/bake.cu", ["--fmad=false"]):
+for line in ptxas("kernels/cuda/cuda_backend.cu", []) + ptxas("kernels/cuda/bake.cu", ["--fmad=false"]):
     m = re.search(r"Compiling entry function '_Z12trace_kernelILi(\d)ELi(\d)ELi(\d)ELi(\d)E", line)
     if m:
         cur = {"k": tuple(int(x) for x in m.groups())}

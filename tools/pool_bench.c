@@ -1,4 +1,4 @@
-/* pool_bench.c - what one bk_parallel_for call costs beyond its work (src/pool.c):
+/* pool_bench.c - what one bk_parallel_for call costs beyond its work (src/base/pool.c):
  *     build/pool_bench [THREADS]
  * Calls of 16 and 64 chunks of 0, 2 and 10 us of busy work each, with 0, 30 and 300 us of
  * serial work between calls (the atlas's shape searches make thousands of such calls, and its

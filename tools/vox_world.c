@@ -4,7 +4,7 @@
  *   vox_world --check FILE.vox
  *
  * Sits beside the baker, not in its pipeline: it writes a .vox file (version 200, with a scene
- * graph) that the baker's .vox reader (src/vox.c) loads. Standalone C11 + POSIX, no bkcore.
+ * graph) that the baker's .vox reader (src/io/vox.c) loads. Standalone C11 + POSIX, no bkcore.
  *
  * What it makes: a value-noise heightfield of voxels, a few layers thick (not solid to the bottom),
  * cut into unique chunk models, and N props from DIR (default: the CC BY "Mini Mike's Metro Minis"
@@ -18,7 +18,7 @@
  * colours of light props (name has light/lamp/candle/fire/torch/lantern) get palette entries of
  * their own with an emissive MATL, so the world has small area lights and nothing else glows.
  *
- * Placement follows MagicaVoxel's pivot rule, world = R (p - floor(size / 2)) + t, as in src/vox.h.
+ * Placement follows MagicaVoxel's pivot rule, world = R (p - floor(size / 2)) + t, as in src/scene/vox.h.
  * The same options always give the same bytes (one splitmix64 stream; no time or directory order
  * in the output). The file is built in memory, re-read with the reader below and compared with what
  * was generated (--check runs that reader alone on any v200 file), written to OUT.tmp.XXXXXX beside

@@ -5,7 +5,7 @@
  * the GPU's arithmetic the CPU's, so the CUDA bake reproduces the CPU bake texel for texel.
  * The megakernel: texels over a grid-stride loop (the grid is what fits at once, so the spill
  * buffer stays small), each baked through the path state machine with one trace call site;
- * stack storage as in trace.cu's kernel; statistics summed per warp. One instance per stack
+ * stack storage as in cuda_backend.cu's kernel; statistics summed per warp. One instance per stack
  * strategy x register cap (BK_REG_CAPS in backend.h): the cap is a __launch_bounds__ minimum of
  * resident blocks, which is how ptxas is told a register budget.
  */

@@ -1,4 +1,4 @@
-/* cuda_backend.h - the CUDA backend's entry points (kernels/cuda/trace.cu), which only the backend
+/* cuda_backend.h - the CUDA backend's entry points (kernels/cuda/cuda_backend.cu), which only the backend
  * registry (src/registry/registry.c, the row "cuda") calls: the rest of baker holds a bk_backend. */
 #ifndef BK_CUDA_BACKEND_H
 #define BK_CUDA_BACKEND_H

@@ -1,5 +1,5 @@
 /* cuda_internal.cuh - what the CUDA files of the backend share: the statistics slots, the block
- * size, and the bake kernel's launcher and facts (kernels/bake.cu, compiled without FMA
+ * size, and the bake kernel's launcher and facts (kernels/cuda/bake.cu, compiled without FMA
  * contraction). */
 #ifndef BK_CUDA_INTERNAL_CUH
 #define BK_CUDA_INTERNAL_CUH
@@ -54,7 +54,7 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
                                 uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
                                 bk_warp_rec *rec);
 
-/* The wavefront bake's buffers (kernels/bake.cu): per path slot its state, its pair (texel x
+/* The wavefront bake's buffers (kernels/cuda/bake.cu): per path slot its state, its pair (texel x
  * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
  * (two wave parities x occlusion / closest hit), their lengths and its trace kernels' fetch
  * counters; then the next pair to start (device memory; the counters also in pinned host

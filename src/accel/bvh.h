@@ -1,4 +1,4 @@
-/* bvh.h - the binned SAH BVH builder (src/bvh.c): bk_scene -> bk_accel of type BK_ACCEL_BVH. */
+/* bvh.h - the binned SAH BVH builder (src/accel/bvh.c): bk_scene -> bk_accel of type BK_ACCEL_BVH. */
 #ifndef BK_BVH_H
 #define BK_BVH_H
 

@@ -1,6 +1,6 @@
-/* bvh_cw.c - collapses the binary BVH layout into the compressed 8-wide one (src/bvh_cw.h).
+/* bvh_cw.c - collapses the binary BVH layout into the compressed 8-wide one (src/accel/bvh_cw.h).
  *
- * Works from the flat binary layout alone (as src/bvh_wide.c), so any binary BVH the backends can
+ * Works from the flat binary layout alone (as src/accel/bvh_wide.c), so any binary BVH the backends can
  * trace collapses the same way. Single-threaded: a few tens of ms for a million triangles.
  */
 #include "bvh_cw.h"

@@ -1,10 +1,10 @@
 /* bvh_cw.h - the compressed 8-wide BVH (bk_cw_node, kernels/bk_accel.h) the CUDA backend traces:
- * a traversal layout collapsed from the binary SAH BVH (src/bvh.c), not a second builder.
+ * a traversal layout collapsed from the binary SAH BVH (src/accel/bvh.c), not a second builder.
  *
  * Pipeline: bk_bvh_build -> binary layout -> bk_cwbvh_build (host, here) -> bk_cwbvh_view ->
  * upload -> bk_cw_trace (kernels/bk_traverse.h; all three stack strategies, CPU and CUDA alike).
  *
- * The collapse is greedy by surface area, as src/bvh_wide.c's: a node starts with the two children
+ * The collapse is greedy by surface area, as src/accel/bvh_wide.c's: a node starts with the two children
  * of a binary node and, while it has fewer than 8, replaces the inner child of largest area by that
  * child's two children. A binary subtree of at most BK_CW_MERGE records becomes one leaf. Children
  * are put in the slot of the direction octant whose rays should visit them first (the child of

@@ -1,8 +1,8 @@
-/* bvh_wide.c - collapses the binary BVH layout into the 8-wide one (src/bvh_wide.h), and the tie
+/* bvh_wide.c - collapses the binary BVH layout into the 8-wide one (src/accel/bvh_wide.h), and the tie
  * table that lets the wide traversal keep the binary traversal's choice between equal-t hits.
  *
- * Pipeline: bk_bvh_build (src/bvh.c) -> bk_accel_view (binary) -> bk_wbvh_build -> bk_wbvh_trace
- * (src/trace_wide.c). Works from the flat binary layout alone, so any binary BVH the backends can
+ * Pipeline: bk_bvh_build (src/accel/bvh.c) -> bk_accel_view (binary) -> bk_wbvh_build -> bk_wbvh_trace
+ * (src/accel/trace_wide.c). Works from the flat binary layout alone, so any binary BVH the backends can
  * trace (the builder's, or a hand-made one in a test) collapses the same way.
  */
 #include "bvh_wide.h"

@@ -1,8 +1,8 @@
 /* bvh_wide.h - the wide (8 children, or 4: BK_WBVH_WIDTH) BVH the CPU backend traces: a traversal
- * layout collapsed from the binary SAH BVH (src/bvh.c), not a second builder.
+ * layout collapsed from the binary SAH BVH (src/accel/bvh.c), not a second builder.
  *
  * Pipeline: bk_bvh_build -> binary layout (bk_bvh_node, kernels/bk_accel.h) -> bk_wbvh_build
- * (src/bvh_wide.c, host only) -> bk_wbvh_trace (src/trace_wide.c: AVX2 or SSE4.1 when the CPU
+ * (src/accel/bvh_wide.c, host only) -> bk_wbvh_trace (src/accel/trace_wide.c: AVX2 or SSE4.1 when the CPU
  * has them, else scalar; all give the same hits, and the binary traversal's, see below).
  *
  * The collapse is SAH-greedy (as in Embree's BVH4 builder from a binary tree and tinybvh's
@@ -104,7 +104,7 @@ void bk_wbvh_trace(const bk_wbvh *w, const bk_ray *rays, bk_hit *hits, uint64_t 
 bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st);
 int  bk_wbvh_isa_resolve(int isa);
 
-/* The collapse's steps, shared with the compressed layout (src/bvh_cw.c). A child of a wide node:
+/* The collapse's steps, shared with the compressed layout (src/accel/bvh_cw.c). A child of a wide node:
  * a binary child ref and its box. */
 typedef struct bk_bvh_child { int32_t ref; float lo[3], hi[3]; } bk_bvh_child;
 /* Records under binary ref; size[] gets them for every inner node below (0xFFFFFFFF on a malformed

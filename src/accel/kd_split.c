@@ -1,4 +1,4 @@
-/* kd_split.c - the KD-tree builder's split-plane search (src/kdtree.c builds, this file finds where
+/* kd_split.c - the KD-tree builder's split-plane search (src/accel/kdtree.c builds, this file finds where
  * a node splits; kd_split_internal.h).
  *
  * Split search:

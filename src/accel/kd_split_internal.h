@@ -1,4 +1,4 @@
-/* kd_split_internal.h - the KD-tree builder's split search (src/kd_split.c), for src/kdtree.c only:
+/* kd_split_internal.h - the KD-tree builder's split search (src/accel/kd_split.c), for src/accel/kdtree.c only:
  * the entries and search results the two share, and the searches kdtree.c calls. */
 #ifndef BK_KD_SPLIT_INTERNAL_H
 #define BK_KD_SPLIT_INTERNAL_H

@@ -4,7 +4,7 @@
  * KdAccelNode layout, kernels/bk_accel.h) + per-leaf triangle references; bk_kd_trace() in
  * kernels/bk_traverse.h walks it.
  *
- * Split search: src/kd_split.c (where a node splits; kd_split_internal.h).
+ * Split search: src/accel/kd_split.c (where a node splits; kd_split_internal.h).
  *
  * Classification uses the triangle's bounding box clipped to the cell: below when min <= p, above
  * when max >= p. A box that touches the plane goes to both sides, which the traversal relies on (a

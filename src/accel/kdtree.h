@@ -1,4 +1,4 @@
-/* kdtree.h - the SAH KD-tree builder (src/kdtree.c): bk_scene -> bk_accel of type BK_ACCEL_KDTREE. */
+/* kdtree.h - the SAH KD-tree builder (src/accel/kdtree.c): bk_scene -> bk_accel of type BK_ACCEL_KDTREE. */
 #ifndef BK_KDTREE_H
 #define BK_KDTREE_H
 

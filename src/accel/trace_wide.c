@@ -1,10 +1,10 @@
-/* trace_wide.c - the CPU traversal of the wide BVH (src/bvh_wide.h): AVX2 (one 8-lane slab test
+/* trace_wide.c - the CPU traversal of the wide BVH (src/accel/bvh_wide.h): AVX2 (one 8-lane slab test
  * per node) or SSE4.1 (two 4-lane ones), chosen at run time with __builtin_cpu_supports and
  * compiled with per-function target attributes (the rest of baker keeps the baseline x86-64 ISA,
  * never -march=native), and a scalar fallback that visits the same nodes and gives the same hits.
  * Measured on sponza (1M diffuse rays, one thread, AVX2): 8 children 3.2 / 5.5 Mrays/s closest /
  * any, 4 children 2.9 / 4.7; any hit pushes children in slot order, unsorted, as Embree's
- * occlusion rays do (4.5 -> 5.8 Mrays/s, and fewer nodes: 4.4 per ray instead of 5.2). The loop itself is src/trace_wide_body.h, included
+ * occlusion rays do (4.5 -> 5.8 Mrays/s, and fewer nodes: 4.4 per ray instead of 5.2). The loop itself is src/accel/trace_wide_body.h, included
  * once per instruction set.
  *
  * Pipeline: backend_cpu.c (trace, --accel bvh, global stack) -> bk_wbvh_trace -> hits.

@@ -1,4 +1,4 @@
-/* trace_wide_body.h - the body of the wide BVH traversal, included by src/trace_wide.c once per
+/* trace_wide_body.h - the body of the wide BVH traversal, included by src/accel/trace_wide.c once per
  * instruction set (WIDE_SIMD 0: scalar, 1: SSE4.1, 2: AVX2) with WIDE_NAME the function to define
  * and WIDE_ATTR its target attribute. Not a header of its own: it has no include guard on purpose.
  *

@@ -1,6 +1,6 @@
 /* backend.c - what the backends share: default trace options, the compressed layout they may trace,
  * freeing, and the names of the trace options (from BK_STACK_MODES and BK_COUNTER_MODES). Picking a
- * backend by name is src/registry.c's. */
+ * backend by name is src/registry/registry.c's. */
 #include "backend.h"
 #include "bvh_cw.h"
 #include "util.h"

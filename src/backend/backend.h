@@ -2,8 +2,8 @@
  * pointers plus a context; a backend says what it cannot do instead of failing).
  *
  * Pipeline: bk_accel -> backend upload -> backend trace(rays) -> hits + counter totals.
- * "cpu" runs kernels/bk_traverse.h in threads; "cuda" (kernels/trace.cu) runs the same code in a
- * persistent-threads kernel. The registry (src/registry.h) makes them by name.
+ * "cpu" runs kernels/bk_traverse.h in threads; "cuda" (kernels/cuda/cuda_backend.cu) runs the same code in a
+ * persistent-threads kernel. The registry (src/registry/registry.h) makes them by name.
  */
 #ifndef BK_BACKEND_H
 #define BK_BACKEND_H
@@ -41,12 +41,12 @@ typedef struct bk_trace_opts {
     struct bk_occupancy *occupancy;  /* bake: NULL (the normal bake), or sums each launch adds to,
                                         from per-warp SM ids and timestamps (benchmarks only) */
     int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 8-wide BVH of
-                             src/bvh_wide.h for triangles with the global stack; cuda: the binary
-                             one, see kernels/trace.cu), 2 = the binary one (--accel bvh2), 8 = the
-                             compressed 8-wide BVH of src/bvh_cw.h on either backend (--accel
+                             src/accel/bvh_wide.h for triangles with the global stack; cuda: the binary
+                             one, see kernels/cuda/cuda_backend.cu), 2 = the binary one (--accel bvh2), 8 = the
+                             compressed 8-wide BVH of src/accel/bvh_cw.h on either backend (--accel
                              cwbvh); all return the same hits */
     int wavefront;        /* bake: 0 = one kernel walks whole paths (megakernel), 1 = paths in
-                             buffers, traced in waves (cuda, kernels/bake.cu); the cpu bakes one
+                             buffers, traced in waves (cuda, kernels/cuda/bake.cu); the cpu bakes one
                              texel at a time either way, with the same result */
     int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
                              1 = scalar: tests and comparisons) */
@@ -63,7 +63,7 @@ enum bk_ray_order { BK_RAY_ORDER_AUTO = 0, BK_RAY_ORDER_INPUT = 1, BK_RAY_ORDER_
 /* The register caps the bake kernel is compiled for: 0 (launch bounds (128, 4): at most 128
  * registers), 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
  * cap a GTX 1060-era engine used for occupancy) and 48 (launch bounds (128, 10)), the best for the
- * short and spill stacks (src/cmd_bake.c). One list: kernels/bake.cu instantiates it,
+ * short and spill stacks (src/cmd/cmd_bake.c). One list: kernels/cuda/bake.cu instantiates it,
  * cuda_supports checks it, `baker bench stacks` walks it. */
 #define BK_REG_CAPS(X) X(0) X(32) X(48)
 
@@ -109,7 +109,7 @@ typedef struct bk_trace_totals {
 /* What a backend is, so that callers never test its name (CONVENTIONS: Backends). */
 typedef struct bk_backend_caps {
     int      devices;           /* devices it bakes on (the CPU: 1, all its cores) */
-    int      gpu_primitives;    /* 1: statistics and ray binning run through bk_prim (prim.h) on
+    int      gpu_primitives;    /* 1: statistics and ray binning run through bk_gpu_ops (gpu_ops.h) on
                                    the same kind of device; 0: on the host */
     /* The bake's launch policy (bk_bake_texels): a launch lasts about launch_budgets times
      * --max-launch-ms (a GPU: 1, its watchdog's budget; the CPU has none: 5, only pacing the
@@ -199,7 +199,7 @@ struct bk_backend {
 };
 
 bk_trace_opts bk_trace_opts_default(void);
-/* Making a backend by name ("cpu", "cuda", "auto") is the registry's (src/registry.h). */
+/* Making a backend by name ("cpu", "cuda", "auto") is the registry's (src/registry/registry.h). */
 void        bk_backend_free(bk_backend *be);
 
 /* A backend over members[0 .. n) (n >= 2, backends of one device each), which it owns from then on
@@ -210,7 +210,7 @@ bk_backend *bk_backend_group(bk_backend **members, int n);
 bk_backend *bk_backend_member(bk_backend *be, int k);
 bk_backend *bk_backend_cpu_init(void);
 
-/* The compressed 8-wide BVH (src/bvh_cw.h) of a binary BVH of triangles, for a backend that traces
+/* The compressed 8-wide BVH (src/accel/bvh_cw.h) of a binary BVH of triangles, for a backend that traces
  * it (bk_trace_opts.bvh_width): NULL when bin has none (a KD-tree, voxels, a tree too deep for the
  * layout, out of memory: the backend traces bin). *view gets its view, host pointers. */
 struct bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view);

@@ -1,7 +1,7 @@
 /* backend_cpu.c - the reference backend: kernels/bk_traverse.h in a loop, threads over all cores.
  *
  * A BVH of triangles traced (or baked) with the global stack goes through the 8-wide BVH collapsed
- * from the binary one at upload (src/bvh_wide.h; AVX2 or SSE4.1 where the CPU has them): the same
+ * from the binary one at upload (src/accel/bvh_wide.h; AVX2 or SSE4.1 where the CPU has them): the same
  * hits, 2-2.5x the rays per second. bk_trace_opts.bvh_width = 2 (--accel bvh2) keeps the binary
  * traversal, bvh_width = 8 (--accel cwbvh) the compressed 8-wide layout the GPU traces, through the
  * same shared traversal code as the GPU (every stack strategy), for tests and comparisons.
@@ -17,7 +17,7 @@
 static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st);
 #define BK_BAKE_HOST_TRACE cpu_bake_trace
 #include "backend.h"
-#include "prim.h"
+#include "gpu_ops.h"
 #include "denoise_cpu.h"
 #include "util.h"
 
@@ -222,7 +222,7 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
         }
         const bk_vec3 scale = bk_ray_order_scale(c->view.lo, c->view.hi);
         for (uint64_t i = 0; i < n; ++i) { keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale); idx[i] = (uint32_t)i; }
-        if (bk_prim_cpu_sort_pairs_u32(keys, idx, n, BK_RAY_ORDER_KEY_BITS)) {
+        if (bk_gpu_ops_cpu_sort_pairs_u32(keys, idx, n, BK_RAY_ORDER_KEY_BITS)) {
             free(sr); free(sh); free(keys); free(idx); free(sst);
             return bk_fail(err, err_size, "out of memory");
         }

@@ -1,7 +1,7 @@
 /* backend_group.c - one backend over several devices (backend.h: bk_backend_group).
  *
  * The group is what the rest of baker holds when a bake runs on several GPUs: the scene goes to
- * every member once (in parallel, a thread per member), and the bake driver (src/bake.c) takes the
+ * every member once (in parallel, a thread per member), and the bake driver (src/bake/bake.c) takes the
  * members out (member()) and hands each texel blocks on a thread of its own. Everything that runs
  * once (trace, kernel facts, the denoiser) runs on member 0, which also keeps the texels of the
  * last bake for the denoiser, as every member does.
@@ -72,7 +72,7 @@ static int group_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_
     return G(be)->m[0]->i->trace(G(be)->m[0], rays, hits, n, o, totals, err, err_size);
 }
 
-/* The bake runs on the members (src/bake.c): the group's own bake entry points refuse. */
+/* The bake runs on the members (src/bake/bake.c): the group's own bake entry points refuse. */
 static int group_refuse(char *err, size_t err_size)
 {
     return bk_fail(err, err_size, "a backend over several devices bakes through its members (bk_bake_texels)");

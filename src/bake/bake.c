@@ -137,7 +137,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
     h = max_u64(h, 25 * P);                                                                    /* write */
     *host = h;
-    /* + the moved positions; + the wavefront bake's buffers (kernels/trace.cu, WAVE_*), sized
+    /* + the moved positions; + the wavefront bake's buffers (kernels/cuda/cuda_backend.cu, WAVE_*), sized
      * by the texels at 64 samples: their results (20 B each, at most 8M), as many path slots of
      * about 160 B (at most 32 per thread of its trace grid: 4.3M on an H100) and a whole path
      * (164 B) per texel (at most 4 per thread): about 1 GB for a large bake */

@@ -2,7 +2,7 @@
  *
  * Sorts n records of any size by an unsigned key held in each of them (a uint32_t or uint64_t at
  * a byte offset), ties in input order, optionally carrying a second array of values alongside
- * (keys and values apart, as the GPU sort in prim.h takes them). A stable sort has one result
+ * (keys and values apart, as the GPU sort in gpu_ops.h takes them). A stable sort has one result
  * for given keys, so every caller gets what its own sort gave, whatever the digit width, the
  * passes skipped or the thread count.
  *

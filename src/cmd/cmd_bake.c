@@ -129,7 +129,7 @@ typedef struct bake_state {
     size_t           page_px, npx;   /* pixels of a page, of all pages */
     int              img_h;          /* pages are stacked vertically into one image (atlas.h) */
     int              filter;         /* the texels' colours go through the denoiser */
-    bk_prim         *gpu;
+    bk_gpu_ops         *gpu;
     bk_cmd_bake_release       rel;
     double           mean_lum, sort_seconds;
     uint64_t         mem[MEM_COUNT];
@@ -473,7 +473,7 @@ static void bake_launch_opts(bake_state *st)
     bk_bake_run_opts *ro = &st->ro;
     memset(ro, 0, sizeof *ro);
     ro->params = c->p; ro->trace = c->t.opts; ro->max_launch_ms = c->max_launch_ms; ro->progress = !c->quiet;
-    /* (For --kernel megakernel; the wavefront's kernels keep their registers, kernels/bake.cu.)
+    /* (For --kernel megakernel; the wavefront's kernels keep their registers, kernels/cuda/bake.cu.)
      * The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
      * dragon_vrip_res2 1.56x, 1.81x and 1.98x as fast (BVH; KD-tree 1.57-1.82x); a voxel walk's state
@@ -533,7 +533,7 @@ static int phase_bake(bake_state *st)
     bk_backend_caps caps;
     st->be->i->caps(st->be, &caps);
     if (caps.gpu_primitives && (c->bin_rays || c->exposure_auto || c->stats))
-        st->gpu = bk_prim_init(st->msg, sizeof st->msg);
+        st->gpu = bk_gpu_ops_init(st->msg, sizeof st->msg);
     if (c->bin_rays &&
         bk_cmd_bake_bin_texels(st->gpu, st->tx, st->ntx, &st->a, &st->sort_seconds, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
@@ -746,7 +746,7 @@ static int phase_free(bake_state *st)
         bk_accel_free(&st->a);
         memset(&st->a, 0, sizeof st->a);
     }
-    bk_prim_free(st->gpu); st->gpu = NULL;
+    bk_gpu_ops_free(st->gpu); st->gpu = NULL;
     bk_backend_free(st->be); st->be = NULL;
     bk_cmd_bake_release_finish(&st->rel);    /* what the devices' teardown did not hide behind the write */
     st->ph[PH_FREE] = bk_time_now() - st->t0;
@@ -855,7 +855,7 @@ static int bake_end(bake_state *st, int rc)
     }
     bk_outputs_free(&st->io);       /* what was not committed: temporary files only */
     if (rc == 0 && bake_end_fast) {   /* the process ends: its memory goes with it */
-        bk_prim_free(st->gpu);
+        bk_gpu_ops_free(st->gpu);
         bk_backend_free(st->be);
         return rc;
     }
@@ -872,7 +872,7 @@ static int bake_end(bake_state *st, int rc)
     free(st->rects); free(st->mtl_path); free(st->page_idx); free(st->page0);
     for (int p = 0; st->page_names && p < st->at.page_count; ++p) free(st->page_names[p]);
     free(st->page_names);
-    bk_prim_free(st->gpu);
+    bk_gpu_ops_free(st->gpu);
     bk_bake_data_free(&st->bd);
     bk_atlas_free(&st->at);
     bk_accel_free(&st->a);

@@ -88,7 +88,7 @@ bk_backend *bk_cmd_bake_start_finish(bk_cmd_bake_start *b, double *start_wait, d
 void *bk_cmd_bake_release_run(void *arg)
 {
     bk_cmd_bake_release *r = arg;
-    bk_prim_free(r->gpu);
+    bk_gpu_ops_free(r->gpu);
     bk_backend_free_last(r->be);
     return NULL;
 }

@@ -16,7 +16,7 @@
 #include "cli.h"
 #include "denoise.h"
 #include "outputs.h"
-#include "prim.h"
+#include "gpu_ops.h"
 #include "voxmesh.h"
 
 #include <pthread.h>
@@ -135,14 +135,14 @@ int         bk_cmd_bake_start_give(bk_cmd_bake_start *b, const bk_accel_view *v)
 bk_backend *bk_cmd_bake_start_finish(bk_cmd_bake_start *b, double *start_wait, double *upload_wait);
 /* The GPU let go on a thread of its own once the bake no longer needs it (bk_backend_free_last):
  * its teardown runs beside the write instead of in the process's exit. */
-typedef struct bk_cmd_bake_release { bk_prim *gpu; bk_backend *be; pthread_t th; int running; } bk_cmd_bake_release;
+typedef struct bk_cmd_bake_release { bk_gpu_ops *gpu; bk_backend *be; pthread_t th; int running; } bk_cmd_bake_release;
 void *bk_cmd_bake_release_run(void *arg);       /* a pthread start routine */
 void  bk_cmd_bake_release_finish(bk_cmd_bake_release *r);
 
 /* cmd_bake_texels.c */
-int   bk_cmd_bake_bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
+int   bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
                              size_t err_size);
-float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
+float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                                 char *err, size_t err_size);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
 typedef struct bk_cmd_bake_made_texels {

@@ -13,7 +13,7 @@
 /* Reorders texels by the key of their rays: the octant of the normal (the hemisphere their
  * directions fill), then a 30-bit Morton code of the position in the scene box (Aila & Laine's
  * octant-then-origin order). Texels keep their pixel, so the map is the same either way. */
-int bk_cmd_bake_bin_texels(bk_prim *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
+int bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
                            size_t err_size)
 {
     uint64_t *keys = malloc(sizeof(uint64_t) * (n ? n : 1));
@@ -77,7 +77,7 @@ static void exposure_keys(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
-float bk_cmd_bake_auto_exposure(bk_prim *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
+float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                            char *err, size_t err_size)
 {
     /* in slices of 4M pixels (at most 32 MB of keys and luminances, not 8 B per pixel of the

@@ -356,7 +356,7 @@ static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n
     char msg[256];
     bk_backend_caps caps;
     be->i->caps(be, &caps);
-    bk_prim *gpu = caps.gpu_primitives ? bk_prim_init(msg, sizeof msg) : NULL;
+    bk_gpu_ops *gpu = caps.gpu_primitives ? bk_gpu_ops_init(msg, sizeof msg) : NULL;
     int rc = 0;
     if (!nodes || !depth) { rc = bk_fail(err, err_size, "out of memory"); goto out; }
     for (uint64_t i = 0; i < n; ++i) {
@@ -376,7 +376,7 @@ static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n
            bk_stats_percentile_bin(hd, DB, 0.999), bk_stats_percentile_bin(hd, DB, 1.0), bk_stats_percentile_bin(hd, DB, 0.999));
 out:
     free(nodes); free(depth);
-    bk_prim_free(gpu);
+    bk_gpu_ops_free(gpu);
     return rc;
 }
 

@@ -4,7 +4,7 @@
  * Pipeline: --backend NAME -> bk_backend_init / bk_backend_init_devices -> a row's init -> a
  * bk_backend (backend.h). "auto" is a rule over the rows, not a row: the first row that starts a
  * device and can be made, else the host's row. Callers never test a backend's name; the one
- * lookup of a name is here (src/registry.c).
+ * lookup of a name is here (src/registry/registry.c).
  *
  * Sits above every backend (src/backend*.c and the CUDA files of kernels/): it calls their init functions; none of
  * them includes this header.
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* One backend. A new backend is a row in src/registry.c's table plus its own code. */
+/* One backend. A new backend is a row in src/registry/registry.c's table plus its own code. */
 typedef struct bk_backend_reg {
     const char *name;            /* what --backend takes: "cpu", "cuda" */
     const char *device_word;     /* its devices in messages: "no usable CUDA device" */

@@ -1,5 +1,5 @@
 /* fuzz_image.c - libFuzzer target for the lightmap reader of `baker diff` (bk_image_read_max,
- * src/image.c): PNG and Radiance HDR through stb_image, OpenEXR through tinyexr in builds with it.
+ * src/out/image.c): PNG and Radiance HDR through stb_image, OpenEXR through tinyexr in builds with it.
  *
  * The reader takes a path and chooses the decoder by its extension, so each input is written as
  * in.png, in.hdr or in.exr in a private temporary folder: by its magic bytes when it has one

@@ -1,4 +1,4 @@
-/* fuzz_obj.c - libFuzzer target for the OBJ/MTL loader (bk_scene_load, src/obj.c).
+/* fuzz_obj.c - libFuzzer target for the OBJ/MTL loader (bk_scene_load, src/io/obj.c).
  *
  * The loader reads paths, so each input is written to a private temporary folder first:
  *   - input starting with the gzip magic (1f 8b): written as in.obj.gz (the gzip path, truncated

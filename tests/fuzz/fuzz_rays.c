@@ -1,5 +1,5 @@
 /* fuzz_rays.c - libFuzzer target for the RAYS / HITS readers (bk_rays_read, bk_hits_read in
- * src/rays.c; format: ../shared/formats/rays.md).
+ * src/io/rays.c; format: ../shared/formats/rays.md).
  *
  * Each input is written to a temporary file and read as RAYS and as HITS (the magic decides
  * which reader accepts it). Promises checked: on success the count is the header's and matches

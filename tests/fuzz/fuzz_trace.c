@@ -6,7 +6,7 @@
  * the input: default, tiny leaves, shallow depth, tight reference budget), and rays are traced
  * on the CPU backend with every stack strategy (global; short and spill with 1, 2 and 8 entries,
  * so restarts and spills happen), closest and any hit, the BVH also in its compressed wide layout
- * (src/bvh_cw.h). Rays: the input's own, seeded random,
+ * (src/accel/bvh_cw.h). Rays: the input's own, seeded random,
  * diffuse and degenerate ones (tests/bk_test_scenes.h), and rays aimed at triangle centroids so
  * that most of them hit. Every result is checked against brute force over all triangles with the
  * same triangle test; a disagreement aborts with the ray.

@@ -1,4 +1,4 @@
-/* fuzz_vox.c - libFuzzer target for the MagicaVoxel .vox reader (bk_scene_load_vox, src/vox.c).
+/* fuzz_vox.c - libFuzzer target for the MagicaVoxel .vox reader (bk_scene_load_vox, src/io/vox.c).
  *
  * The reader takes a path, so each input is written as in.vox in a private temporary folder and
  * loaded. On success the scene must keep the reader's promises (vox.h, the comment atop vox.c):

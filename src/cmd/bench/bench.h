@@ -16,7 +16,7 @@ int bk_bench_bake(int argc, char **argv);
  * ../shared/scenes. Returns 0, 1 when a file failed to load, 2 on bad usage. */
 int bk_bench_load(int argc, char **argv);
 /* `baker bench primitives`: GPU reduction, histogram, sort and counter aggregation against CUB
- * (kernels/prim_bench.cu; without CUDA it says so and fails, bench_main.c). */
+ * (kernels/gpu_ops/bench/gpu_ops_bench.cu; without CUDA it says so and fails, bench_main.c). */
 int bk_bench_primitives(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-/* trace.cu - the CUDA backend: kernels/bk_traverse.h in a persistent-threads kernel.
+/* cuda_backend.cu - the CUDA backend: kernels/bk_traverse.h in a persistent-threads kernel.
  *
  * Pipeline: upload (nodes, triangles, references to the device) -> trace (rays in, hits out).
  * A persistent grid (as many blocks as fit at once) fetches rays from one global work counter
@@ -14,7 +14,7 @@
 #include "backend.h"
 #include "cuda_backend.h"
 #include "bk_traverse.h"
-#include "prim.h"
+#include "gpu_ops.h"
 #include "cuda_internal.cuh"
 #include "pool.h"
 
@@ -61,7 +61,7 @@ typedef struct cuda_ctx {
     unsigned long long *d_stats;
     cudaEvent_t    ev0, ev1, ev_sorted;
     /* --ray-order sorted: the rays' keys and indices, sorted by the project's radix sort */
-    bk_prim       *prim;
+    bk_gpu_ops       *prim;
     uint32_t      *d_order_keys, *d_order;
     uint64_t       order_cap;
     int            key_blocks;    /* ray_key_kernel's blocks per SM */
@@ -350,7 +350,7 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
     if (!c->prim) {
         CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c->key_blocks, ray_key_kernel, BLOCK, 0));
         if (c->key_blocks < 1) c->key_blocks = 1;
-        if (!(c->prim = bk_prim_init_device(c->device, err, err_size))) return -1;
+        if (!(c->prim = bk_gpu_ops_init_device(c->device, err, err_size))) return -1;
         fresh = 1;
     }
     if (n > c->order_cap) {
@@ -358,7 +358,7 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
         c->d_order_keys = c->d_order = NULL; c->order_cap = 0;
         CUDA_TRY(cudaMalloc((void **)&c->d_order_keys, n * sizeof(uint32_t)));
         CUDA_TRY(cudaMalloc((void **)&c->d_order, n * sizeof(uint32_t)));
-        if (bk_prim_sort_reserve_u32(c->prim, n, err, err_size)) return -1;
+        if (bk_gpu_ops_sort_reserve_u32(c->prim, n, err, err_size)) return -1;
         c->order_cap = n;
         note_memory(c);
     }
@@ -366,7 +366,7 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
         bk_vec3 zero = bk_v3(0.0f, 0.0f, 0.0f);
         ray_key_kernel<<<1, BLOCK>>>(c->d_rays, 2, zero, zero, c->d_order_keys, c->d_order);
         CUDA_TRY(cudaGetLastError());
-        if (bk_prim_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2, BK_RAY_ORDER_KEY_BITS,
+        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2, BK_RAY_ORDER_KEY_BITS,
                                    err, err_size))
             return -1;
     }
@@ -424,7 +424,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi),
                                                      c->d_order_keys, c->d_order);
         CUDA_TRY(cudaGetLastError());
-        if (bk_prim_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, n,
+        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, n,
                                    BK_RAY_ORDER_KEY_BITS, err, err_size))
             return -1;
     }
@@ -778,7 +778,7 @@ static void cuda_free(bk_backend *be)
         bk_cuda_wave_free(&c->wave);
         cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1); cudaEventDestroy(c->ev_sorted);
         cudaFree(c->d_order_keys); cudaFree(c->d_order);
-        bk_prim_free(c->prim);
+        bk_gpu_ops_free(c->prim);
         free(c);
     }
     free(be);

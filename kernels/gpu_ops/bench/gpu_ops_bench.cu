@@ -1,4 +1,4 @@
-/* prim_bench.cu - `baker bench primitives`: our reduction, histogram and radix sort (prim.cu)
+/* gpu_ops_bench.cu - `baker bench primitives`: our reduction, histogram and radix sort (gpu_ops.cu)
  * against CUB's (it ships with the toolkit) for sizes 2^min..2^max, and the three ways of
  * aggregating a global counter on a synthetic work-claiming kernel.
  *
@@ -8,11 +8,11 @@
  * each timed run so that sizes under 50 MB are not served from it. GB/s counts the bytes a
  * primitive must move at least (its input read once, its output written once), and %copy relates
  * that to a device-to-device cudaMemcpy measured in the same run (bytes read + written).
- * --variants also times each kernel variant of prim.cu and prim_variants.cu at 2^max.
+ * --variants also times each kernel variant of gpu_ops.cu and gpu_ops_variants.cu at 2^max.
  */
 #include <cub/cub.cuh>
 
-#include "prim.h"
+#include "gpu_ops.h"
 extern "C" {
 #include "bench.h"
 }
@@ -155,16 +155,16 @@ static void *dalloc(size_t bytes)
 enum { R_SUM, R_MIN, R_MAX };
 
 template <typename T, typename O, int OP>
-static int run_ours_reduce(bk_prim *p, const void *in, uint64_t n, void *out)
+static int run_ours_reduce(bk_gpu_ops *p, const void *in, uint64_t n, void *out)
 {
     if constexpr (std::is_same<T, float>::value) {
-        if (OP == R_SUM) return bk_prim_reduce_sum_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
-        if (OP == R_MIN) return bk_prim_reduce_min_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
-        return bk_prim_reduce_max_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
+        if (OP == R_SUM) return bk_gpu_ops_reduce_sum_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
+        if (OP == R_MIN) return bk_gpu_ops_reduce_min_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
+        return bk_gpu_ops_reduce_max_f32(p, (const float *)in, n, (float *)out, err, sizeof err);
     } else {
-        if (OP == R_SUM) return bk_prim_reduce_sum_u32(p, (const uint32_t *)in, n, (uint64_t *)out, err, sizeof err);
-        if (OP == R_MIN) return bk_prim_reduce_min_u32(p, (const uint32_t *)in, n, (uint32_t *)out, err, sizeof err);
-        return bk_prim_reduce_max_u32(p, (const uint32_t *)in, n, (uint32_t *)out, err, sizeof err);
+        if (OP == R_SUM) return bk_gpu_ops_reduce_sum_u32(p, (const uint32_t *)in, n, (uint64_t *)out, err, sizeof err);
+        if (OP == R_MIN) return bk_gpu_ops_reduce_min_u32(p, (const uint32_t *)in, n, (uint32_t *)out, err, sizeof err);
+        return bk_gpu_ops_reduce_max_u32(p, (const uint32_t *)in, n, (uint32_t *)out, err, sizeof err);
     }
 }
 
@@ -178,7 +178,7 @@ static void run_cub_reduce(bufs &b, uint64_t n, void *out)
 }
 
 template <typename T, typename O, int OP>
-static void bench_reduce(bk_prim *p, bufs &b, timer &t, const char *name, int lg, uint32_t seed)
+static void bench_reduce(bk_gpu_ops *p, bufs &b, timer &t, const char *name, int lg, uint32_t seed)
 {
     const uint64_t n = 1ull << lg;
     if (std::is_same<T, float>::value) gen_f32<<<GEN_BLOCKS, GEN_THREADS>>>((float *)b.in, n, seed);
@@ -206,29 +206,29 @@ static void run_cub_hist(bufs &b, uint64_t n, uint32_t bins, void *out)
                                            0u, bins, (int64_t)n));
 }
 
-static void bench_hist(bk_prim *p, bufs &b, timer &t, const char *name, int lg, uint32_t bins, uint32_t seed)
+static void bench_hist(bk_gpu_ops *p, bufs &b, timer &t, const char *name, int lg, uint32_t bins, uint32_t seed)
 {
     const uint64_t n = 1ull << lg;
     gen_u32<<<GEN_BLOCKS, GEN_THREADS>>>((uint32_t *)b.in, n, seed, bins);
     CK(cudaGetLastError());
     CK(cudaMemset(b.small1, 0xAB, 4ull * bins));
     CK(cudaMemset(b.small2, 0xCD, 4ull * bins));
-    PK(bk_prim_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err));
+    PK(bk_gpu_ops_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err));
     run_cub_hist(b, n, bins, b.small2);
     int ok = diff_words(b.small1, b.small2, bins) == 0;
-    double ours = time_ms(t, [&] { PK(bk_prim_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err)); });
+    double ours = time_ms(t, [&] { PK(bk_gpu_ops_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err)); });
     double cub = time_ms(t, [&] { run_cub_hist(b, n, bins, b.small2); });
     print_row(name, lg, 4.0 * n + 4.0 * bins, ours, cub, ok);
 }
 
 template <typename K>
-static int run_ours_sort(bk_prim *p, bufs &b, uint64_t n, int end_bit)
+static int run_ours_sort(bk_gpu_ops *p, bufs &b, uint64_t n, int end_bit)
 {
     if constexpr (sizeof(K) == 4)
-        return bk_prim_sort_pairs_u32(p, (const uint32_t *)b.in, (uint32_t *)b.k1, (const uint32_t *)b.vals,
+        return bk_gpu_ops_sort_pairs_u32(p, (const uint32_t *)b.in, (uint32_t *)b.k1, (const uint32_t *)b.vals,
                                       (uint32_t *)b.v1, n, end_bit, err, sizeof err);
     else
-        return bk_prim_sort_pairs_u64(p, (const uint64_t *)b.in, (uint64_t *)b.k1, (const uint32_t *)b.vals,
+        return bk_gpu_ops_sort_pairs_u64(p, (const uint64_t *)b.in, (uint64_t *)b.k1, (const uint32_t *)b.vals,
                                       (uint32_t *)b.v1, n, end_bit, err, sizeof err);
 }
 
@@ -250,7 +250,7 @@ static void gen_sort_input(bufs &b, uint64_t n, uint32_t seed)
 }
 
 template <typename K>
-static int check_sort(bk_prim *p, bufs &b, uint64_t n, int end_bit)
+static int check_sort(bk_gpu_ops *p, bufs &b, uint64_t n, int end_bit)
 {
     CK(cudaMemset(b.k1, 0xAB, n * sizeof(K)));
     CK(cudaMemset(b.v1, 0xAB, n * 4));
@@ -262,7 +262,7 @@ static int check_sort(bk_prim *p, bufs &b, uint64_t n, int end_bit)
 }
 
 template <typename K>
-static void bench_sort(bk_prim *p, bufs &b, timer &t, const char *name, int lg, int end_bit, uint32_t seed)
+static void bench_sort(bk_gpu_ops *p, bufs &b, timer &t, const char *name, int lg, int end_bit, uint32_t seed)
 {
     const uint64_t n = 1ull << lg;
     gen_sort_input<K>(b, n, seed);
@@ -336,7 +336,7 @@ __global__ void count_ref(const uint32_t *keys, uint64_t n, unsigned long long *
     if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)c);
 }
 
-static void bench_counters(bk_prim *p, bufs &b, timer &t, int lg, int sm_count)
+static void bench_counters(bk_gpu_ops *p, bufs &b, timer &t, int lg, int sm_count)
 {
     static const char *const names[3] = { "thread", "warp", "block" };
     void (*kern[3])(const uint32_t *, uint64_t, unsigned long long *) = { claim_kernel<0>, claim_kernel<1>, claim_kernel<2> };
@@ -374,7 +374,7 @@ static void bench_counters(bk_prim *p, bufs &b, timer &t, int lg, int sm_count)
 
 /* ---- variants ------------------------------------------------------------------------------ */
 
-static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg, const char *only)
+static void bench_variants(bk_gpu_ops *p, bufs &b, timer &t, int lg, const char *only)
 {
     const uint64_t n = 1ull << lg;
     printf("\nkernel variants at 2^%d (each checked against CUB first)\n", lg);
@@ -385,51 +385,51 @@ static void bench_variants(bk_prim *p, bufs &b, timer &t, int lg, const char *on
         double cub = time_ms(t, [&] { run_cub_reduce<float, float, R_SUM>(b, n, b.small2); });
         float r2;
         CK(cudaMemcpy(&r2, b.small2, 4, cudaMemcpyDeviceToHost));
-        for (int v = 1; v <= bk_prim_variant_count(BK_PRIM_OP_REDUCE); ++v) {
-            PK(bk_prim_set_variant(p, BK_PRIM_OP_REDUCE, v, err, sizeof err));
+        for (int v = 1; v <= bk_gpu_ops_variant_count(BK_GPU_OP_REDUCE); ++v) {
+            PK(bk_gpu_ops_set_variant(p, BK_GPU_OP_REDUCE, v, err, sizeof err));
             CK(cudaMemset(b.small1, 0xAB, 8));
-            PK(bk_prim_reduce_sum_f32(p, (const float *)b.in, n, (float *)b.small1, err, sizeof err));
+            PK(bk_gpu_ops_reduce_sum_f32(p, (const float *)b.in, n, (float *)b.small1, err, sizeof err));
             float r1;
             CK(cudaMemcpy(&r1, b.small1, 4, cudaMemcpyDeviceToHost));
-            double ours = time_ms(t, [&] { PK(bk_prim_reduce_sum_f32(p, (const float *)b.in, n, (float *)b.small1, err, sizeof err)); });
-            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", "sum_f32", bk_prim_variant_name(BK_PRIM_OP_REDUCE, v), ours, cub,
+            double ours = time_ms(t, [&] { PK(bk_gpu_ops_reduce_sum_f32(p, (const float *)b.in, n, (float *)b.small1, err, sizeof err)); });
+            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", "sum_f32", bk_gpu_ops_variant_name(BK_GPU_OP_REDUCE, v), ours, cub,
                    cub / ours, fabs((double)r1 - r2) <= 1e-5 * fabs((double)r2) ? "ok" : "FAIL");
         }
-        PK(bk_prim_set_variant(p, BK_PRIM_OP_REDUCE, 0, err, sizeof err));
+        PK(bk_gpu_ops_set_variant(p, BK_GPU_OP_REDUCE, 0, err, sizeof err));
     }
     /* histogram 256 */
     if (strstr("histogram_256", only)) {
         const uint32_t bins = 256;
         gen_u32<<<GEN_BLOCKS, GEN_THREADS>>>((uint32_t *)b.in, n, 6, bins);
         double cub = time_ms(t, [&] { run_cub_hist(b, n, bins, b.small2); });
-        for (int v = 1; v <= bk_prim_variant_count(BK_PRIM_OP_HISTOGRAM); ++v) {
-            PK(bk_prim_set_variant(p, BK_PRIM_OP_HISTOGRAM, v, err, sizeof err));
+        for (int v = 1; v <= bk_gpu_ops_variant_count(BK_GPU_OP_HISTOGRAM); ++v) {
+            PK(bk_gpu_ops_set_variant(p, BK_GPU_OP_HISTOGRAM, v, err, sizeof err));
             CK(cudaMemset(b.small1, 0xAB, 4 * bins));
-            PK(bk_prim_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err));
+            PK(bk_gpu_ops_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err));
             int ok = diff_words(b.small1, b.small2, bins) == 0;
-            double ours = time_ms(t, [&] { PK(bk_prim_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err)); });
-            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", "hist_256", bk_prim_variant_name(BK_PRIM_OP_HISTOGRAM, v), ours,
+            double ours = time_ms(t, [&] { PK(bk_gpu_ops_histogram_u32(p, (const uint32_t *)b.in, n, bins, (uint32_t *)b.small1, err, sizeof err)); });
+            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", "hist_256", bk_gpu_ops_variant_name(BK_GPU_OP_HISTOGRAM, v), ours,
                    cub, cub / ours, ok ? "ok" : "FAIL");
         }
-        PK(bk_prim_set_variant(p, BK_PRIM_OP_HISTOGRAM, 0, err, sizeof err));
+        PK(bk_gpu_ops_set_variant(p, BK_GPU_OP_HISTOGRAM, 0, err, sizeof err));
     }
     /* sorts */
     for (int k = 0; k < 2; ++k) {
-        const int op = k ? BK_PRIM_OP_SORT64 : BK_PRIM_OP_SORT32;
+        const int op = k ? BK_GPU_OP_SORT64 : BK_GPU_OP_SORT32;
         if (!strstr(k ? "sort_pairs_u64" : "sort_pairs_u32", only)) continue;
         const int end_bit = k ? 64 : 32;
         if (k) gen_sort_input<uint64_t>(b, n, 8); else gen_sort_input<uint32_t>(b, n, 7);
         double cub = k ? time_ms(t, [&] { run_cub_sort<uint64_t>(b, n, end_bit); })
                        : time_ms(t, [&] { run_cub_sort<uint32_t>(b, n, end_bit); });
-        for (int v = 1; v <= bk_prim_variant_count(op); ++v) {
-            PK(bk_prim_set_variant(p, op, v, err, sizeof err));
+        for (int v = 1; v <= bk_gpu_ops_variant_count(op); ++v) {
+            PK(bk_gpu_ops_set_variant(p, op, v, err, sizeof err));
             int ok = k ? check_sort<uint64_t>(p, b, n, end_bit) : check_sort<uint32_t>(p, b, n, end_bit);
             double ours = k ? time_ms(t, [&] { PK(run_ours_sort<uint64_t>(p, b, n, end_bit)); })
                             : time_ms(t, [&] { PK(run_ours_sort<uint32_t>(p, b, n, end_bit)); });
-            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", k ? "sort_u64" : "sort_u32", bk_prim_variant_name(op, v), ours,
+            printf("%-10s %-28s %9.4f %9.4f %6.3f %4s\n", k ? "sort_u64" : "sort_u32", bk_gpu_ops_variant_name(op, v), ours,
                    cub, cub / ours, ok ? "ok" : "FAIL");
         }
-        PK(bk_prim_set_variant(p, op, 0, err, sizeof err));
+        PK(bk_gpu_ops_set_variant(p, op, 0, err, sizeof err));
     }
     fflush(stdout);
 }
@@ -457,7 +457,7 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
         fprintf(stderr, "baker bench primitives: need 1 <= --min-log2 <= --max-log2 <= 29 and --reps >= 1\n");
         return 2;
     }
-    bk_prim *p = bk_prim_init(err, sizeof err);
+    bk_gpu_ops *p = bk_gpu_ops_init(err, sizeof err);
     if (!p) { fprintf(stderr, "baker bench primitives: %s\n", err); return 1; }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
@@ -533,6 +533,6 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
     cudaFree(b.in); cudaFree(b.vals); cudaFree(b.k1); cudaFree(b.v1); cudaFree(b.k2); cudaFree(b.v2);
     cudaFree(b.small1); cudaFree(b.small2); cudaFree(b.cub_tmp); cudaFree(t.flush); cudaFree(d_bad);
     cudaEventDestroy(t.a); cudaEventDestroy(t.b);
-    bk_prim_free(p);
+    bk_gpu_ops_free(p);
     return 0;
 }

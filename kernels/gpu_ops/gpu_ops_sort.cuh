@@ -1,11 +1,11 @@
-/* prim_sort_internal.cuh - what the onesweep radix sort passes share (CUDA only): the pass
+/* gpu_ops_sort.cuh - what the onesweep radix sort passes share (CUDA only): the pass
  * arguments, the look-back status word, the warp-level match and the decoupled look-back, and the
- * pass launcher. prim.cu holds the product's pass (onesweep2_kernel) and the sort driver;
- * prim_variants.cu the earlier pass that only the bench and the test of every variant select.
- * The algorithm is described at the top of prim.cu.
+ * pass launcher. gpu_ops.cu holds the product's pass (onesweep2_kernel) and the sort driver;
+ * gpu_ops_variants.cu the earlier pass that only the bench and the test of every variant select.
+ * The algorithm is described at the top of gpu_ops.cu.
  */
-#ifndef BK_PRIM_SORT_INTERNAL_CUH
-#define BK_PRIM_SORT_INTERNAL_CUH
+#ifndef BK_GPU_OPS_SORT_CUH
+#define BK_GPU_OPS_SORT_CUH
 
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -139,9 +139,9 @@ static int bk_sort_pass_launch(void (*k)(bk_sort_pass_args), int *ready, const b
     return 0;
 }
 
-/* The first onesweep pass (prim_variants.cu), variant 1 of BK_PRIM_OP_SORT32 (384 x 16) and
- * BK_PRIM_OP_SORT64 (384 x 12). */
-int bk_prim_sort_v1_pass_u32(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size);
-int bk_prim_sort_v1_pass_u64(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size);
+/* The first onesweep pass (gpu_ops_variants.cu), variant 1 of BK_GPU_OP_SORT32 (384 x 16) and
+ * BK_GPU_OP_SORT64 (384 x 12). */
+int bk_gpu_ops_sort_v1_pass_u32(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size);
+int bk_gpu_ops_sort_v1_pass_u64(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size);
 
-#endif /* BK_PRIM_SORT_INTERNAL_CUH */
+#endif /* BK_GPU_OPS_SORT_CUH */

@@ -1,5 +1,5 @@
-/* prim.cu - GPU reduction, histogram and stable radix sort behind src/prim.h; CPU twins in
- * src/prim_cpu.c, checks in tests/gpu_prim.c, timings against CUB in kernels/prim_bench.cu.
+/* gpu_ops.cu - GPU reduction, histogram and stable radix sort behind src/gpu_ops/gpu_ops.h; CPU twins in
+ * src/gpu_ops/gpu_ops_cpu.c, checks in tests/gpu_ops.c, timings against CUB in kernels/gpu_ops/bench/gpu_ops_bench.cu.
  *
  * Reduction: a grid of (SMs x resident blocks) threads reads 16-byte vectors, UNROLL of them in
  * flight per thread, folds them in registers (float sums: 16 values in float, then a double
@@ -22,11 +22,11 @@
  * follows its input position, and tiles are ordered by input position. onesweep2_kernel is the
  * product's pass: it hides more latency per tile (values staged by cp.async, early counts,
  * look-back after the shuffle) than the first version, which the bench keeps as variant 1 in
- * prim_variants.cu. The parts both passes share are in prim_sort_internal.cuh. Numbers per
- * version: tools/prim_notes.md.
+ * gpu_ops_variants.cu. The parts both passes share are in gpu_ops_sort.cuh. Numbers per
+ * version: tools/gpu_ops_notes.md.
  */
-#include "prim.h"
-#include "prim_sort_internal.cuh"
+#include "gpu_ops.h"
+#include "gpu_ops_sort.cuh"
 
 #include <cuda_runtime.h>
 #include <cuda_pipeline.h>
@@ -38,15 +38,15 @@
 
 #define FAIL(...) do { snprintf(err, err_size, __VA_ARGS__); return -1; } while (0)
 
-/* RADIX, RADIX_BITS, LOOKBACK_WINDOW, the status word and CUDA_TRY: prim_sort_internal.cuh */
+/* RADIX, RADIX_BITS, LOOKBACK_WINDOW, the status word and CUDA_TRY: gpu_ops_sort.cuh */
 enum { RED_THREADS = 256, HIST_THREADS = 256, MAX_PASSES = 8 };
 
-struct bk_prim {
+struct bk_gpu_ops {
     int      device;
     int      sm_count;
     int      smem_optin;             /* bytes of shared memory a block may ask for */
     char     name[256];
-    int      variant[BK_PRIM_OP_COUNT];
+    int      variant[BK_GPU_OP_COUNT];
     void    *d_partials;             /* reduce: one 8-byte partial per block */
     int      partials_cap;
     unsigned *d_ticket;              /* reduce: blocks finished; the last one resets it */
@@ -192,7 +192,7 @@ static int blocks_per_sm(K kernel, int threads, size_t smem)
 }
 
 template <typename T, typename A, typename O, int OP, int UNROLL>
-static int reduce_launch(bk_prim *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size)
+static int reduce_launch(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size)
 {
     auto k = reduce_kernel<T, A, O, OP, UNROLL>;
     static int per_sm = 0;
@@ -210,11 +210,11 @@ static int reduce_launch(bk_prim *p, const T *d_in, uint64_t n, O *d_out, char *
 }
 
 template <typename T, typename A, typename O, int OP>
-static int reduce_dispatch(bk_prim *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size)
+static int reduce_dispatch(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size)
 {
     if (!p || !d_out || (n && !d_in)) FAIL("reduce: NULL context or pointer");
     if (((uintptr_t)d_in & 3u) != 0) FAIL("reduce: input not aligned to 4 bytes");
-    switch (p->variant[BK_PRIM_OP_REDUCE]) {
+    switch (p->variant[BK_GPU_OP_REDUCE]) {
     case 1:  return reduce_launch<T, A, O, OP, 2>(p, d_in, n, d_out, err, err_size);
     case 3:  return reduce_launch<T, A, O, OP, 8>(p, d_in, n, d_out, err, err_size);
     default: return reduce_launch<T, A, O, OP, 4>(p, d_in, n, d_out, err, err_size);
@@ -222,18 +222,18 @@ static int reduce_dispatch(bk_prim *p, const T *d_in, uint64_t n, O *d_out, char
 }
 
 #define BK_REDUCE(NAME, T, A, O, OP) \
-extern "C" int NAME(bk_prim *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size) \
+extern "C" int NAME(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size) \
 { return reduce_dispatch<T, A, O, OP>(p, d_in, n, d_out, err, err_size); }
 
-BK_REDUCE(bk_prim_reduce_sum_f32, float, double, float, OP_SUM)
-BK_REDUCE(bk_prim_reduce_min_f32, float, float, float, OP_MIN)
-BK_REDUCE(bk_prim_reduce_max_f32, float, float, float, OP_MAX)
-BK_REDUCE(bk_prim_reduce_sum_u32, uint32_t, uint64_t, uint64_t, OP_SUM)
-BK_REDUCE(bk_prim_reduce_min_u32, uint32_t, uint32_t, uint32_t, OP_MIN)
-BK_REDUCE(bk_prim_reduce_max_u32, uint32_t, uint32_t, uint32_t, OP_MAX)
-BK_REDUCE(bk_prim_reduce_sum_i32, int32_t, int64_t, int64_t, OP_SUM)
-BK_REDUCE(bk_prim_reduce_min_i32, int32_t, int32_t, int32_t, OP_MIN)
-BK_REDUCE(bk_prim_reduce_max_i32, int32_t, int32_t, int32_t, OP_MAX)
+BK_REDUCE(bk_gpu_ops_reduce_sum_f32, float, double, float, OP_SUM)
+BK_REDUCE(bk_gpu_ops_reduce_min_f32, float, float, float, OP_MIN)
+BK_REDUCE(bk_gpu_ops_reduce_max_f32, float, float, float, OP_MAX)
+BK_REDUCE(bk_gpu_ops_reduce_sum_u32, uint32_t, uint64_t, uint64_t, OP_SUM)
+BK_REDUCE(bk_gpu_ops_reduce_min_u32, uint32_t, uint32_t, uint32_t, OP_MIN)
+BK_REDUCE(bk_gpu_ops_reduce_max_u32, uint32_t, uint32_t, uint32_t, OP_MAX)
+BK_REDUCE(bk_gpu_ops_reduce_sum_i32, int32_t, int64_t, int64_t, OP_SUM)
+BK_REDUCE(bk_gpu_ops_reduce_min_i32, int32_t, int32_t, int32_t, OP_MIN)
+BK_REDUCE(bk_gpu_ops_reduce_max_i32, int32_t, int32_t, int32_t, OP_MAX)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Histogram                                                                                   */
@@ -290,12 +290,12 @@ __global__ void __launch_bounds__(HIST_THREADS) hist_global_kernel(const uint32_
     for_each_key(keys, n, [&](uint32_t k) { if (k < bins) atomicAdd(counts + k, 1u); });
 }
 
-extern "C" uint32_t bk_prim_histogram_shared_max_bins(const bk_prim *p)
+extern "C" uint32_t bk_gpu_ops_histogram_shared_max_bins(const bk_gpu_ops *p)
 {
     return p ? (uint32_t)(p->smem_optin / 4) : 0;
 }
 
-extern "C" int bk_prim_histogram_u32(bk_prim *p, const uint32_t *d_keys, uint64_t n, uint32_t bins,
+extern "C" int bk_gpu_ops_histogram_u32(bk_gpu_ops *p, const uint32_t *d_keys, uint64_t n, uint32_t bins,
                                      uint32_t *d_counts, char *err, size_t err_size)
 {
     if (!p || (bins && !d_counts) || (n && !d_keys)) FAIL("histogram: NULL context or pointer");
@@ -303,7 +303,7 @@ extern "C" int bk_prim_histogram_u32(bk_prim *p, const uint32_t *d_keys, uint64_
     if (!bins) return 0;
     CUDA_TRY(cudaMemsetAsync(d_counts, 0, sizeof(uint32_t) * bins));
     if (!n) return 0;
-    const int v = p->variant[BK_PRIM_OP_HISTOGRAM];
+    const int v = p->variant[BK_GPU_OP_HISTOGRAM];
     const uint64_t nvec = n / 4 + 1;
     uint64_t need = (nvec + (uint64_t)HIST_THREADS * HIST_UNROLL - 1) / ((uint64_t)HIST_THREADS * HIST_UNROLL);
     if ((uint64_t)bins * 4 <= (uint64_t)p->smem_optin && v != 3) {
@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(RADIX) sort_scan_kernel(uint32_t *counts)
 
 /* One digit pass. THREADS >= RADIX: threads 0..255 each own one digit for the counting, the
  * look-back and the scatter bases. This is the second version of the pass; against the first
- * (prim_variants.cu), same result, fewer exposed latencies per tile:
+ * (gpu_ops_variants.cu), same result, fewer exposed latencies per tile:
  *  - values go from global to shared memory with cp.async (LDGSTS) as the tile starts, so they
  *    arrive while the keys are ranked instead of being waited for afterwards;
  *  - "early counts" (as in CUB's BlockRadixRankMatchEarlyCounts): per-warp digit counts by shared
@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
 }
 
 /* onesweep2_kernel, MINB resident blocks per SM asked of the register allocator (0: 3 blocks of
- * 256 threads, else 2). Variant 1 (the first kernel) is launched by prim_variants.cu. */
+ * 256 threads, else 2). Variant 1 (the first kernel) is launched by gpu_ops_variants.cu. */
 template <typename K, int THREADS, int IPT, int MINB = 0>
 static int onesweep_launch(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
@@ -553,7 +553,7 @@ static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_siz
 
 /* Variants: threads x items per thread, kernel version, resident blocks asked for (0: the
  * version's usual). Index 0 is the default, chosen by `baker bench primitives --variants` on the
- * H100 (tools/prim_notes.md): larger tiles amortise each tile's fixed latency (barriers, look-back,
+ * H100 (tools/gpu_ops_notes.md): larger tiles amortise each tile's fixed latency (barriers, look-back,
  * the first loads) and 2 blocks of 512 threads per SM keep enough loads in flight. Keep the three
  * tables in step. */
 static const int sort32_shape[][4] = { { 512, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 16, 2, 0 }, { 384, 23, 2, 0 },
@@ -568,7 +568,7 @@ static int sort_pass(int variant, const bk_sort_pass_args &a, uint32_t tiles, ch
 {
     if constexpr (sizeof(K) == 4) {
         switch (variant) {
-        case 1:  return bk_prim_sort_v1_pass_u32(a, tiles, err, err_size);
+        case 1:  return bk_gpu_ops_sort_v1_pass_u32(a, tiles, err, err_size);
         case 2:  return onesweep_launch<K, 384, 16>(a, tiles, err, err_size);
         case 3:  return onesweep_launch<K, 384, 23>(a, tiles, err, err_size);
         case 4:  return onesweep_launch<K, 512, 20>(a, tiles, err, err_size);
@@ -579,7 +579,7 @@ static int sort_pass(int variant, const bk_sort_pass_args &a, uint32_t tiles, ch
         }
     } else {
         switch (variant) {
-        case 1:  return bk_prim_sort_v1_pass_u64(a, tiles, err, err_size);
+        case 1:  return bk_gpu_ops_sort_v1_pass_u64(a, tiles, err, err_size);
         case 2:  return onesweep_launch<K, 384, 12>(a, tiles, err, err_size);
         case 3:  return onesweep_launch<K, 384, 15>(a, tiles, err, err_size);
         case 4:  return onesweep_launch<K, 512, 12>(a, tiles, err, err_size);
@@ -593,9 +593,9 @@ static int sort_pass(int variant, const bk_sort_pass_args &a, uint32_t tiles, ch
 
 /* The tiles of a sort of n keys of type K, and room for its ping-pong and status words. */
 template <typename K>
-static int sort_room(bk_prim *p, uint64_t n, uint32_t *tiles_out, char *err, size_t err_size)
+static int sort_room(bk_gpu_ops *p, uint64_t n, uint32_t *tiles_out, char *err, size_t err_size)
 {
-    const int op = sizeof(K) == 4 ? BK_PRIM_OP_SORT32 : BK_PRIM_OP_SORT64;
+    const int op = sizeof(K) == 4 ? BK_GPU_OP_SORT32 : BK_GPU_OP_SORT64;
     const int *shape = sizeof(K) == 4 ? sort32_shape[p->variant[op]] : sort64_shape[p->variant[op]];
     const uint32_t tile = (uint32_t)(shape[0] * shape[1]);
     const uint32_t tiles = (uint32_t)((n + tile - 1) / tile);
@@ -610,7 +610,7 @@ static int sort_room(bk_prim *p, uint64_t n, uint32_t *tiles_out, char *err, siz
     return 0;
 }
 
-extern "C" int bk_prim_sort_reserve_u32(bk_prim *p, uint64_t n, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_sort_reserve_u32(bk_gpu_ops *p, uint64_t n, char *err, size_t err_size)
 {
     uint32_t tiles;
     if (!p) FAIL("sort: NULL context");
@@ -618,7 +618,7 @@ extern "C" int bk_prim_sort_reserve_u32(bk_prim *p, uint64_t n, char *err, size_
 }
 
 template <typename K>
-static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint32_t *d_vals_in, uint32_t *d_vals_out,
+static int sort_pairs(bk_gpu_ops *p, const K *d_keys_in, K *d_keys_out, const uint32_t *d_vals_in, uint32_t *d_vals_out,
                       uint64_t n, int end_bit, char *err, size_t err_size)
 {
     const int key_bits = 8 * (int)sizeof(K);
@@ -632,7 +632,7 @@ static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint3
         if (d_vals_out != d_vals_in) CUDA_TRY(cudaMemcpyAsync(d_vals_out, d_vals_in, 4, cudaMemcpyDeviceToDevice));
         return 0;
     }
-    const int op = sizeof(K) == 4 ? BK_PRIM_OP_SORT32 : BK_PRIM_OP_SORT64;
+    const int op = sizeof(K) == 4 ? BK_GPU_OP_SORT32 : BK_GPU_OP_SORT64;
     const int variant = p->variant[op];
     const int passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
     uint32_t tiles;
@@ -685,14 +685,14 @@ static int sort_pairs(bk_prim *p, const K *d_keys_in, K *d_keys_out, const uint3
     return 0;
 }
 
-extern "C" int bk_prim_sort_pairs_u32(bk_prim *p, const uint32_t *d_keys_in, uint32_t *d_keys_out,
+extern "C" int bk_gpu_ops_sort_pairs_u32(bk_gpu_ops *p, const uint32_t *d_keys_in, uint32_t *d_keys_out,
                                       const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
                                       char *err, size_t err_size)
 {
     return sort_pairs<uint32_t>(p, d_keys_in, d_keys_out, d_vals_in, d_vals_out, n, end_bit, err, err_size);
 }
 
-extern "C" int bk_prim_sort_pairs_u64(bk_prim *p, const uint64_t *d_keys_in, uint64_t *d_keys_out,
+extern "C" int bk_gpu_ops_sort_pairs_u64(bk_gpu_ops *p, const uint64_t *d_keys_in, uint64_t *d_keys_out,
                                       const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
                                       char *err, size_t err_size)
 {
@@ -703,7 +703,7 @@ extern "C" int bk_prim_sort_pairs_u64(bk_prim *p, const uint64_t *d_keys_in, uin
 /* ------------------------------------------------------------------------------------------ */
 /* Context, variants, device memory                                                            */
 
-static const char *const variant_names[BK_PRIM_OP_COUNT][9] = {
+static const char *const variant_names[BK_GPU_OP_COUNT][9] = {
     { "default (unroll 4)", "unroll 2", "unroll 4", "unroll 8" },
     { "default (per-warp tallies)", "one shared tally per block", "per-warp shared tallies", "global atomics" },
     { "default (v2 512x23)", "v1 384x16", "v2 384x16", "v2 384x23", "v2 512x20", "v2 512x23", "v2 384x28",
@@ -712,30 +712,30 @@ static const char *const variant_names[BK_PRIM_OP_COUNT][9] = {
       "v2 448x15", "v2 384x18" },
 };
 
-extern "C" int bk_prim_variant_count(int op)
+extern "C" int bk_gpu_ops_variant_count(int op)
 {
-    static const int count[BK_PRIM_OP_COUNT] = { 3, 3, 8, 8 };
-    return op >= 0 && op < BK_PRIM_OP_COUNT ? count[op] : 0;
+    static const int count[BK_GPU_OP_COUNT] = { 3, 3, 8, 8 };
+    return op >= 0 && op < BK_GPU_OP_COUNT ? count[op] : 0;
 }
 
-extern "C" const char *bk_prim_variant_name(int op, int variant)
+extern "C" const char *bk_gpu_ops_variant_name(int op, int variant)
 {
-    if (variant < 0 || variant > bk_prim_variant_count(op)) return "unknown";
+    if (variant < 0 || variant > bk_gpu_ops_variant_count(op)) return "unknown";
     return variant_names[op][variant];
 }
 
-extern "C" int bk_prim_set_variant(bk_prim *p, int op, int variant, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_set_variant(bk_gpu_ops *p, int op, int variant, char *err, size_t err_size)
 {
-    if (!p || variant < 0 || variant > bk_prim_variant_count(op)) FAIL("no variant %d of primitive %d", variant, op);
+    if (!p || variant < 0 || variant > bk_gpu_ops_variant_count(op)) FAIL("no variant %d of primitive %d", variant, op);
     p->variant[op] = variant;
     return 0;
 }
 
-extern "C" const char *bk_prim_device_name(const bk_prim *p) { return p ? p->name : "none"; }
+extern "C" const char *bk_gpu_ops_device_name(const bk_gpu_ops *p) { return p ? p->name : "none"; }
 
-extern "C" bk_prim *bk_prim_init(char *err, size_t err_size) { return bk_prim_init_device(0, err, err_size); }
+extern "C" bk_gpu_ops *bk_gpu_ops_init(char *err, size_t err_size) { return bk_gpu_ops_init_device(0, err, err_size); }
 
-extern "C" bk_prim *bk_prim_init_device(int device, char *err, size_t err_size)
+extern "C" bk_gpu_ops *bk_gpu_ops_init_device(int device, char *err, size_t err_size)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -748,7 +748,7 @@ extern "C" bk_prim *bk_prim_init_device(int device, char *err, size_t err_size)
         snprintf(err, err_size, "cannot use CUDA device %d", device);
         return NULL;
     }
-    bk_prim *p = (bk_prim *)calloc(1, sizeof(bk_prim));
+    bk_gpu_ops *p = (bk_gpu_ops *)calloc(1, sizeof(bk_gpu_ops));
     if (!p) { snprintf(err, err_size, "out of memory"); return NULL; }
     p->device = device;
     p->sm_count = prop.multiProcessorCount;
@@ -759,20 +759,20 @@ extern "C" bk_prim *bk_prim_init_device(int device, char *err, size_t err_size)
         cudaMalloc((void **)&p->d_ticket, sizeof(unsigned)) != cudaSuccess ||
         cudaMemset(p->d_ticket, 0, sizeof(unsigned)) != cudaSuccess) {
         snprintf(err, err_size, "CUDA device %d (%s) is not usable: %s", device, prop.name, cudaGetErrorString(cudaGetLastError()));
-        bk_prim_free(p);
+        bk_gpu_ops_free(p);
         return NULL;
     }
     return p;
 }
 
-extern "C" int bk_prim_use(bk_prim *p, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_use(bk_gpu_ops *p, char *err, size_t err_size)
 {
     if (!p) FAIL("use: NULL context");
     CUDA_TRY(cudaSetDevice(p->device));
     return 0;
 }
 
-extern "C" void bk_prim_free(bk_prim *p)
+extern "C" void bk_gpu_ops_free(bk_gpu_ops *p)
 {
     if (!p) return;
     cudaFree(p->d_partials);
@@ -783,7 +783,7 @@ extern "C" void bk_prim_free(bk_prim *p)
     free(p);
 }
 
-extern "C" void *bk_prim_dev_alloc(size_t bytes, char *err, size_t err_size)
+extern "C" void *bk_gpu_ops_dev_alloc(size_t bytes, char *err, size_t err_size)
 {
     void *d = NULL;
     cudaError_t e = cudaMalloc(&d, bytes ? bytes : 16);
@@ -794,21 +794,21 @@ extern "C" void *bk_prim_dev_alloc(size_t bytes, char *err, size_t err_size)
     return d;
 }
 
-extern "C" void bk_prim_dev_free(void *d) { cudaFree(d); }
+extern "C" void bk_gpu_ops_dev_free(void *d) { cudaFree(d); }
 
-extern "C" int bk_prim_dev_fill(void *d, int byte, size_t bytes, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_dev_fill(void *d, int byte, size_t bytes, char *err, size_t err_size)
 {
     CUDA_TRY(cudaMemset(d, byte, bytes));
     return 0;
 }
 
-extern "C" int bk_prim_to_dev(void *d_dst, const void *src, size_t bytes, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_to_dev(void *d_dst, const void *src, size_t bytes, char *err, size_t err_size)
 {
     if (bytes) CUDA_TRY(cudaMemcpy(d_dst, src, bytes, cudaMemcpyHostToDevice));
     return 0;
 }
 
-extern "C" int bk_prim_to_host(void *dst, const void *d_src, size_t bytes, char *err, size_t err_size)
+extern "C" int bk_gpu_ops_to_host(void *dst, const void *d_src, size_t bytes, char *err, size_t err_size)
 {
     if (bytes) CUDA_TRY(cudaMemcpy(dst, d_src, bytes, cudaMemcpyDeviceToHost));
     CUDA_TRY(cudaGetLastError());

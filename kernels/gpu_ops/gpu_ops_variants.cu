@@ -1,13 +1,13 @@
-/* prim_variants.cu - sort kernel variants kept for `baker bench primitives --variants` and for
- * the test of every variant (tests/gpu_prim.c), apart from the product's kernels in prim.cu (as
+/* gpu_ops_variants.cu - sort kernel variants kept for `baker bench primitives --variants` and for
+ * the test of every variant (tests/gpu_ops.c), apart from the product's kernels in gpu_ops.cu (as
  * llm.c keeps its kernel versions in dev/cuda/). The product never selects them; only
- * bk_prim_set_variant does.
+ * bk_gpu_ops_set_variant does.
  *
  * onesweep_kernel is the first version of the onesweep digit pass (variant 1 of
- * BK_PRIM_OP_SORT32 and BK_PRIM_OP_SORT64). prim.cu's onesweep2_kernel, the default, gives the
- * same result with fewer exposed latencies per tile; tools/prim_notes.md compares the two.
+ * BK_GPU_OP_SORT32 and BK_GPU_OP_SORT64). gpu_ops.cu's onesweep2_kernel, the default, gives the
+ * same result with fewer exposed latencies per tile; tools/gpu_ops_notes.md compares the two.
  */
-#include "prim_sort_internal.cuh"
+#include "gpu_ops_sort.cuh"
 
 /* One digit pass. THREADS >= RADIX: threads 0..255 each own one digit for the counting, the
  * look-back and the scatter bases. Items are warp-striped: warp w holds the 32 * IPT keys from
@@ -130,12 +130,12 @@ static int onesweep1_launch(const bk_sort_pass_args &a, uint32_t tiles, char *er
     return bk_sort_pass_launch<K, THREADS, IPT>(onesweep_kernel<K, THREADS, IPT>, &ready, a, tiles, err, err_size);
 }
 
-int bk_prim_sort_v1_pass_u32(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
+int bk_gpu_ops_sort_v1_pass_u32(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     return onesweep1_launch<uint32_t, 384, 16>(a, tiles, err, err_size);
 }
 
-int bk_prim_sort_v1_pass_u64(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
+int bk_gpu_ops_sort_v1_pass_u64(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     return onesweep1_launch<uint64_t, 384, 12>(a, tiles, err, err_size);
 }
