@@ -43,19 +43,22 @@
 #  define BK_POSTPONE_LEAVES 1
 #endif
 
-/* The stack strategies, one row each: X(U, NAME, "name", SIZED, SPILLS, "what it is"). NAME is
+/* The stack strategies, one row each: X(U, NAME, "name", SIZED, SPILLS, "help"). NAME is
  * the suffix of the enum value (BK_STACK_##NAME); "name" is what --stack takes and the reports
  * print; SIZED 1: the fast part is a block's shared memory of --stack-size entries per thread (0: a
  * per-thread array of BK_STACK_ENTRIES, local memory on the GPU); SPILLS 1: a full fast part moves
- * to a global-memory region of BK_STACK_ENTRIES per thread. What a full fast part does is the
+ * to a global-memory region of BK_STACK_ENTRIES per thread; "help" is its text in --help (K is
+ * --stack-size; '\n' between lines). What a full fast part does is the
  * strategy's own code (bk_stack_push, bk_stack_pop, the traversals' restarts). U is carried to
  * every row for expansions that need it (BK_TRAVERSALS); BK_STACK_MODES(X) calls X without it.
  * The enum, the names, the traversals below, the stack sizing of both backends, the bench and the
  * tests all expand this list. */
 #define BK_STACK_MODES_U(X, U)                                                                        \
-    X(U, GLOBAL, "global", 0, 0, "a per-thread array as deep as the deepest tree")                  \
-    X(U, SHORT,  "short",  1, 0, "--stack-size entries in shared memory; drops the oldest, restarts") \
-    X(U, SPILL,  "spill",  1, 1, "--stack-size entries in shared memory; spills to global memory")
+    X(U, GLOBAL, "global", 0, 0, "a full per-thread stack in local (device) memory")                  \
+    X(U, SHORT,  "short",  1, 0, "K entries in shared memory; on overflow the oldest\n"                 \
+                                 "are dropped and traversal restarts from the root\n"                   \
+                                 "(restart trail for the BVH, kd-restart for the KD-tree)") \
+    X(U, SPILL,  "spill",  1, 1, "K entries in shared memory that spill to global memory")
 #define BK_STACK_MODES_ROW_(X, ...) X(__VA_ARGS__)
 #define BK_STACK_MODES(X) BK_STACK_MODES_U(BK_STACK_MODES_ROW_, X)
 

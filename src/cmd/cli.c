@@ -1,8 +1,10 @@
 /* cli.c - option parsing shared by baker's subcommands (see cli.h). */
 #include "cli.h"
+#include "registry.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,11 @@ static int set_stack(void *dst, const char *opt, const char *v)
     bk_cli_trace *t = dst;
     (void)opt;
     int m = bk_stack_mode_parse(v);
-    if (m < 0) { fprintf(stderr, "baker: --stack: expected global, short or spill, got '%s'\n", v); return -1; }
+    if (m < 0) {
+        char names[256];
+        fprintf(stderr, "baker: --stack: expected %s, got '%s'\n", bk_stack_mode_names(names, sizeof names, ", ", " or "), v);
+        return -1;
+    }
     t->opts.stack_mode = m;
     return 0;
 }
@@ -45,7 +51,11 @@ static int set_counters(void *dst, const char *opt, const char *v)
     bk_cli_trace *t = dst;
     (void)opt;
     int c = bk_counters_parse(v);
-    if (c < 0) { fprintf(stderr, "baker: --counters: expected thread, warp or block, got '%s'\n", v); return -1; }
+    if (c < 0) {
+        char names[256];
+        fprintf(stderr, "baker: --counters: expected %s, got '%s'\n", bk_counters_names(names, sizeof names, ", ", " or "), v);
+        return -1;
+    }
     t->opts.counters = c;
     return 0;
 }
@@ -54,8 +64,9 @@ static int set_backend(void *dst, const char *opt, const char *v)
 {
     bk_cli_trace *t = dst;
     (void)opt;
-    if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) {
-        fprintf(stderr, "baker: --backend: expected cpu, cuda or auto, got '%s'\n", v);
+    if (!bk_backend_known(v)) {
+        char names[256];
+        fprintf(stderr, "baker: --backend: expected %s, got '%s'\n", bk_backend_names(names, sizeof names, ", ", " or "), v);
         return -1;
     }
     t->backend = v;
@@ -97,6 +108,56 @@ static int set_stats(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+/* The choices of --stack, --counters and --backend, and --stack's help, from their lists
+ * (BK_STACK_MODES, BK_COUNTER_MODES, the backend registry). */
+static const char *stack_arg(void)
+{
+    static char buf[256];
+    return bk_stack_mode_names(buf, sizeof buf, "|", "|");
+}
+static const char *counters_arg(void)
+{
+    static char buf[256];
+    return bk_counters_names(buf, sizeof buf, "|", "|");
+}
+static const char *backend_arg(void)
+{
+    static char buf[256];
+    return bk_backend_names(buf, sizeof buf, "|", "|");
+}
+/* printf into buf at *at, never past size (a full buffer keeps what fitted) */
+static void add(char *buf, size_t size, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = *at < size ? vsnprintf(buf + *at, size - *at, fmt, ap) : 0;
+    va_end(ap);
+    if (n > 0) *at = *at + (size_t)n < size ? *at + (size_t)n : size - 1;
+}
+
+/* A line per strategy, "  NAME  help", the names padded to the longest and the help's further
+ * lines under its first. */
+static const char *stack_help(void)
+{
+    static char buf[2048];
+    int w = 0;
+    for (int m = 0; m < BK_STACK_MODE_COUNT; ++m) {
+        int l = (int)strlen(bk_stack_mode_name(m));
+        if (l > w) w = l;
+    }
+    size_t at = 0;
+    add(buf, sizeof buf, &at, "where the traversal stack lives (default %s):",
+        bk_stack_mode_name(bk_trace_opts_default().stack_mode));
+    for (int m = 0; m < BK_STACK_MODE_COUNT; ++m) {
+        add(buf, sizeof buf, &at, "\n  %-*s  ", w, bk_stack_mode_name(m));
+        for (const char *p = bk_stack_mode_about(m); *p; ++p) {
+            if (*p == '\n') add(buf, sizeof buf, &at, "\n%*s", w + 4, "");
+            else add(buf, sizeof buf, &at, "%c", *p);
+        }
+    }
+    return buf;
+}
+
 const bk_cli_opt bk_cli_trace_opts[] = {
     { .name = "--accel",
       .arg = "bvh|bvh2|cwbvh|kdtree",
@@ -105,26 +166,18 @@ const bk_cli_opt bk_cli_trace_opts[] = {
               "fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"
               "cuda the binary one; bvh2 keeps the binary layout, cwbvh traces\n"
               "a compressed 8-wide one on either backend; all give the same hits)" },
-    { .name = "--stack",
-      .arg = "global|short|spill",
-      .set = set_stack,
-      .help = "where the traversal stack lives (default global):\n"
-              "  global  a full per-thread stack in local (device) memory\n"
-              "  short   K entries in shared memory; on overflow the oldest\n"
-              "          are dropped and traversal restarts from the root\n"
-              "          (restart trail for the BVH, kd-restart for the KD-tree)\n"
-              "  spill   K entries in shared memory that spill to global memory" },
+    { .name = "--stack", .arg_of = stack_arg, .set = set_stack, .help_of = stack_help },
     { .name = "--stack-size",
       .arg = "K",
       .set = set_stack_size,
       .help = "entries of the short/spill stack, 1..64 (default 8)" },
     { .name = "--counters",
-      .arg = "thread|warp|block",
+      .arg_of = counters_arg,
       .set = set_counters,
       .help = "CUDA atomics for the work and statistics counters: one per\n"
               "thread, one per warp (ballot + popc) or one per block (default warp)" },
     { .name = "--backend",
-      .arg = "cpu|cuda|auto",
+      .arg_of = backend_arg,
       .set = set_backend,
       .help = "where to trace (default auto: the GPU when one is usable)" },
     { .name = "--threads", .arg = "N", .set = set_threads, .help = "cpu backend: worker threads (default: all cores)" },
@@ -159,7 +212,7 @@ int bk_cli_table_option(const bk_cli_opt *tab, void *dst, int argc, char **argv,
             continue;
         }
         if (!o->name || !o->set || (strcmp(a, o->name) && !(o->alias && !strcmp(a, o->alias)))) continue;
-        if (o->arg && bk_cli_value(argc, argv, i, &v)) return -1;
+        if ((o->arg || o->arg_of) && bk_cli_value(argc, argv, i, &v)) return -1;
         return o->set(dst, a, v) ? -1 : 1;
     }
     return 0;
@@ -172,12 +225,14 @@ void bk_cli_table_help_col(FILE *f, const bk_cli_opt *tab, int col)
     for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
         if (o->sub) { bk_cli_table_help_col(f, o->sub, col); continue; }
         if (!o->name) { fputs(o->help, f); continue; }
-        if (!o->help) continue;         /* parsed, not shown */
+        const char *help = o->help_of ? o->help_of() : o->help;
+        const char *arg = o->arg_of ? o->arg_of() : o->arg;
+        if (!help) continue;         /* parsed, not shown */
         char left[256];
-        int n = snprintf(left, sizeof left, "  %s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        int n = snprintf(left, sizeof left, "  %s%s%s", o->name, arg ? " " : "", arg ? arg : "");
         if (n < col) fprintf(f, "%-*s", col, left);
         else fprintf(f, "%s\n%*s", left, col, "");
-        for (const char *p = o->help; *p; ++p) {
+        for (const char *p = help; *p; ++p) {
             fputc(*p, f);
             if (*p == '\n') fprintf(f, "%*s", col, "");
         }

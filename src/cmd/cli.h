@@ -22,6 +22,10 @@ typedef struct bk_cli_opt {
     int (*set)(void *dst, const char *opt, const char *val);  /* opt as written, val NULL for a flag;
                                                                   0, or -1 after printing why. NULL:
                                                                   help only (parsed elsewhere) */
+    /* Instead of arg / help: text made when the help is printed (from a list such as
+     * BK_STACK_MODES or the backend registry); a row with arg_of takes a value. */
+    const char *(*arg_of)(void);
+    const char *(*help_of)(void);
     const struct bk_cli_opt *sub;
     size_t      sub_offset;
 } bk_cli_opt;

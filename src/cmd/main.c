@@ -446,7 +446,7 @@ static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a
            bk_accel_type_name(a->type), tot->seconds, (unsigned long long)n,
            n ? 100.0 * (double)hit_count / (double)n : 0.0, tot->seconds > 0 ? (double)n / tot->seconds / 1e6 : 0.0,
            be->i->name(be), bk_stack_mode_name(t->opts.stack_mode));
-    if (t->opts.stack_mode != BK_STACK_GLOBAL) printf(" of %d", t->opts.stack_size);
+    if (bk_stack_sized(t->opts.stack_mode)) printf(" of %d", t->opts.stack_size);
     printf(", %s, %s order)\n", t->opts.any_hit ? "any hit" : "closest hit", tot->sorted ? "sorted" : "input");
     if (tot->sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot->sort_seconds);
     if (tot->upload_seconds > 0)
