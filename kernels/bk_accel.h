@@ -28,11 +28,11 @@ enum bk_prim_type { BK_PRIM_TRI = 0, BK_PRIM_VOX = 1 };
  * Traversal on GPUs"). A child reference is an int32: >= 0 an inner node index, < 0 a leaf
  * whose first triangle is ~ref in the BVH's triangle array. */
 typedef struct bk_bvh_node {
-    bk_f4 xy0;    /* child 0 box: lo.x hi.x lo.y hi.y                       16 B */
-    bk_f4 xy1;    /* child 1 box: lo.x hi.x lo.y hi.y                       16 B */
-    bk_f4 z01;    /* child 0 lo.z hi.z, child 1 lo.z hi.z                   16 B */
-    bk_f4 refs;   /* bits of int32: child 0 ref, child 1 ref, unused x2     16 B */
-} bk_bvh_node;    /*                                                        64 B */
+    bk_f4 xy0;  /* child 0 box: lo.x hi.x lo.y hi.y                       16 B */
+    bk_f4 xy1;  /* child 1 box: lo.x hi.x lo.y hi.y                       16 B */
+    bk_f4 z01;  /* child 0 lo.z hi.z, child 1 lo.z hi.z                   16 B */
+    bk_f4 refs; /* bits of int32: child 0 ref, child 1 ref, unused x2     16 B */
+} bk_bvh_node;  /*                                                        64 B */
 
 /* Compressed 8-wide BVH node, 80 bytes (five 16-byte loads; after Ylitie, Karras & Laine 2017,
  * "Efficient Incoherent Ray Traversal on GPUs Through Compressed Wide BVHs"). The children's boxes
@@ -44,16 +44,16 @@ typedef struct bk_bvh_node {
  * children are runs of records (3 x bk_f4 as the binary layout's, in this layout's own copy) that
  * start at rec_base + meta[s] and end at the one marked BK_TRI_LAST. */
 typedef struct bk_cw_node {
-    BK_ALIGN16 float origin[3];   /* the grid's corner: the node's box lo                     12 B */
-    uint8_t  exp[3];              /* per axis: grid step 2^(exp - 127)                          3 B */
-    uint8_t  imask;               /* bit s: slot s is an inner node                             1 B */
-    uint32_t child_base;          /* the first inner child's node index                         4 B */
-    uint32_t rec_base;            /* the first leaf record of the node's leaf children          4 B */
-    uint8_t  meta[8];             /* leaf slot: first record - rec_base; empty slot: 0xFF;
-                                     inner slot: 0                                              8 B */
-    uint8_t  qlo[3][8];           /* per axis, per slot: the box's low plane                   24 B */
-    uint8_t  qhi[3][8];           /* per axis, per slot: the box's high plane                  24 B */
-} bk_cw_node;                     /*                                                           80 B */
+    BK_ALIGN16 float origin[3];  /* the grid's corner: the node's box lo                     12 B */
+    uint8_t          exp[3];     /* per axis: grid step 2^(exp - 127)                          3 B */
+    uint8_t          imask;      /* bit s: slot s is an inner node                             1 B */
+    uint32_t         child_base; /* the first inner child's node index                         4 B */
+    uint32_t         rec_base;   /* the first leaf record of the node's leaf children          4 B */
+    uint8_t          meta[8];    /* leaf slot: first record - rec_base; empty slot: 0xFF;
+                                    inner slot: 0                                              8 B */
+    uint8_t qlo[3][8];           /* per axis, per slot: the box's low plane                   24 B */
+    uint8_t qhi[3][8];           /* per axis, per slot: the box's high plane                  24 B */
+} bk_cw_node;                    /*                                                           80 B */
 #define BK_CW_EMPTY 0xFFu
 /* Levels of compressed nodes the traversal takes: the short stack's restart trail keeps 4 bits per
  * level in two 64-bit words (the builder refuses deeper trees; the backends then trace the binary
@@ -74,10 +74,10 @@ typedef struct bk_cw_node {
 /* KD-tree node, 8 bytes (the layout of pbrt's KdAccelNode). Nodes are in depth-first order: the
  * child below the split plane of node i is node i + 1. */
 typedef struct bk_kd_node {
-    uint32_t flags;   /* bits 0-1: split axis, 3 = leaf; bits 2-31: inner: index of the child
-                         above the plane; leaf: number of triangle references        4 B */
-    uint32_t data;    /* inner: split position (float bits); leaf: first reference   4 B */
-} bk_kd_node;         /*                                                             8 B */
+    uint32_t flags; /* bits 0-1: split axis, 3 = leaf; bits 2-31: inner: index of the child
+                       above the plane; leaf: number of triangle references        4 B */
+    uint32_t data;  /* inner: split position (float bits); leaf: first reference   4 B */
+} bk_kd_node;       /*                                                             8 B */
 
 #define BK_KD_LEAF 3u
 
@@ -92,21 +92,21 @@ typedef struct bk_kd_node {
  * nb = (size + 3) / 4 per axis; its voxels' palette indices are colours[colour_base + rank]. */
 typedef struct bk_vox_model_rec {
     BK_ALIGN16 uint32_t sx;
-    uint32_t sy, sz;          /* size in voxels, 1..256                                    12 B */
-    uint32_t brick_base;      /*                                                            4 B */
-    uint32_t colour_base;     /*                                                            4 B */
-    uint32_t material_base;   /* material of palette index k: material_base + k             4 B */
-    uint32_t voxel_count;     /*                                                            4 B */
-    uint32_t pad;             /*                                                            4 B */
-} bk_vox_model_rec;           /*                                                           32 B */
+    uint32_t            sy, sz;        /* size in voxels, 1..256                                    12 B */
+    uint32_t            brick_base;    /*                                                            4 B */
+    uint32_t            colour_base;   /*                                                            4 B */
+    uint32_t            material_base; /* material of palette index k: material_base + k             4 B */
+    uint32_t            voxel_count;   /*                                                            4 B */
+    uint32_t            pad;           /*                                                            4 B */
+} bk_vox_model_rec;                    /*                                                           32 B */
 
 /* A brick of 4 x 4 x 4 voxels, 16 bytes. */
 typedef struct bk_vox_brick {
-    BK_ALIGN16 uint32_t mask_lo;  /* bits 0-31 of the occupancy mask                       4 B */
-    uint32_t mask_hi;         /* bits 32-63                                                 4 B */
-    uint32_t rank;            /* voxels of the model in earlier bricks (grid order)         4 B */
-    uint32_t pad;             /*                                                            4 B */
-} bk_vox_brick;               /*                                                           16 B */
+    BK_ALIGN16 uint32_t mask_lo; /* bits 0-31 of the occupancy mask                       4 B */
+    uint32_t            mask_hi; /* bits 32-63                                                 4 B */
+    uint32_t            rank;    /* voxels of the model in earlier bricks (grid order)         4 B */
+    uint32_t            pad;     /*                                                            4 B */
+} bk_vox_brick;                  /*                                                           16 B */
 
 /* A voxel segment's leaf record (one instance's model inside one 8^3 block, src/accel/geom.h), 3 x 16
  * bytes like a triangle's, with what the walk needs (the instance and model records are read only
@@ -118,40 +118,46 @@ typedef struct bk_vox_brick {
 
 
 typedef struct bk_accel_view {
-    int32_t            type;         /* enum bk_accel_type */
-    int32_t            prim;         /* enum bk_prim_type (bk_traverse.h): what the leaves hold */
-    uint32_t           depth;        /* levels of inner nodes on the longest path */
-    const bk_bvh_node *bvh_nodes;    /* BVH: root is node 0, always an inner node */
+    int32_t            type;      /* enum bk_accel_type */
+    int32_t            prim;      /* enum bk_prim_type (bk_traverse.h): what the leaves hold */
+    uint32_t           depth;     /* levels of inner nodes on the longest path */
+    const bk_bvh_node *bvh_nodes; /* BVH: root is node 0, always an inner node */
     uint32_t           bvh_node_count;
-    const bk_kd_node  *kd_nodes;     /* KD-tree: root is node 0 */
+    const bk_kd_node  *kd_nodes; /* KD-tree: root is node 0 */
     uint32_t           kd_node_count;
-    const uint32_t    *kd_refs;      /* KD-tree: triangle indices, per leaf */
+    const uint32_t    *kd_refs; /* KD-tree: triangle indices, per leaf */
     uint32_t           kd_ref_count;
-    const bk_f4       *tris;         /* 3 per leaf record: triangles, then voxel instances */
-    uint32_t           tri_count;    /* leaf records (triangles + voxel instances) */
+    const bk_f4       *tris;      /* 3 per leaf record: triangles, then voxel instances */
+    uint32_t           tri_count; /* leaf records (triangles + voxel instances) */
     /* voxels (prim BK_PRIM_VOX); see bk_voxel.h */
     const bk_vox_model_rec *vox_models;
-    uint32_t           vox_model_count;
-    const bk_vox_brick *vox_bricks;
-    uint32_t           vox_brick_count;
-    const uint8_t     *vox_colours;  /* palette index per voxel, by model and rank */
-    uint32_t           vox_colour_count;
-    const uint32_t    *vox_inst;     /* 2 per instance: the HITS id of its first voxel's face 0, its model */
-    uint32_t           vox_instance_count;
-    bk_vec3            lo, hi;       /* scene bounds (the KD-tree's root cell) */
+    uint32_t                vox_model_count;
+    const bk_vox_brick     *vox_bricks;
+    uint32_t                vox_brick_count;
+    const uint8_t          *vox_colours; /* palette index per voxel, by model and rank */
+    uint32_t                vox_colour_count;
+    const uint32_t         *vox_inst; /* 2 per instance: the HITS id of its first voxel's face 0, its model */
+    uint32_t                vox_instance_count;
+    bk_vec3                 lo, hi; /* scene bounds (the KD-tree's root cell) */
     /* compressed wide BVH (type BK_ACCEL_CWBVH): its nodes; tris then holds its own copy of the
      * records, in its leaf order; bvh_nodes stays the binary layout it came from */
-    const bk_cw_node  *cw_nodes;
-    uint32_t           cw_node_count;
+    const bk_cw_node *cw_nodes;
+    uint32_t          cw_node_count;
 } bk_accel_view;
 
 BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)
 {
-    bk_kd_node n; n.flags = (uint32_t)axis | (above << 2); n.data = bk_float_bits(split); return n;
+    bk_kd_node n;
+    n.flags = (uint32_t)axis | (above << 2);
+    n.data = bk_float_bits(split);
+    return n;
 }
 BK_HD bk_kd_node bk_kd_make_leaf(uint32_t count, uint32_t first)
 {
-    bk_kd_node n; n.flags = BK_KD_LEAF | (count << 2); n.data = first; return n;
+    bk_kd_node n;
+    n.flags = BK_KD_LEAF | (count << 2);
+    n.data = first;
+    return n;
 }
 
 #endif /* BK_ACCEL_H */

@@ -29,39 +29,39 @@
 
 /* One covered lightmap texel: where on the surface it sits and which way that surface faces. */
 typedef struct bk_texel {
-    float    px, py, pz;   /* world position (at the texel centre, clamped into the triangle)  12 B */
-    float    nx, ny, nz;   /* unit shading normal (interpolated vn when the file has them)    12 B */
-    uint32_t tri;          /* triangle (file numbering)                                        4 B */
-    uint32_t pixel;        /* y * width + x in the atlas image                                 4 B */
-} bk_texel;                /*                                                                 32 B */
+    float    px, py, pz; /* world position (at the texel centre, clamped into the triangle)  12 B */
+    float    nx, ny, nz; /* unit shading normal (interpolated vn when the file has them)    12 B */
+    uint32_t tri;        /* triangle (file numbering)                                        4 B */
+    uint32_t pixel;      /* y * width + x in the atlas image                                 4 B */
+} bk_texel;              /*                                                                 32 B */
 
 /* What the host keeps of a texel once the backend holds its own copy of the texels (a GPU's,
  * caps().keeps_texels): its pixel and triangle, all that the image, the denoiser's charts and the
  * fill read (bk_texels_compact, atlas.h).                                               8 B */
 typedef struct bk_texel_ref {
-    uint32_t pixel;        /* as bk_texel.pixel                                                4 B */
-    uint32_t tri;          /* as bk_texel.tri                                                  4 B */
+    uint32_t pixel; /* as bk_texel.pixel                                                4 B */
+    uint32_t tri;   /* as bk_texel.tri                                                  4 B */
 } bk_texel_ref;
 
 enum bk_bake_mode { BK_BAKE_LIGHT = 0, BK_BAKE_AO = 1 };
 
 typedef struct bk_bake_params {
-    uint32_t mode;          /* enum bk_bake_mode */
-    uint32_t spp;           /* samples per texel */
-    uint32_t bounces;       /* indirect bounces after the direct light */
+    uint32_t mode;    /* enum bk_bake_mode */
+    uint32_t spp;     /* samples per texel */
+    uint32_t bounces; /* indirect bounces after the direct light */
     uint32_t seed;
-    float    ao_distance;   /* AO: occluders farther than this do not count */
-    float    eps;           /* ray origin offset along the normal, world units */
-    float    texel_world;   /* world size of one texel: how far the unocclude step looks */
-    float    sky[3];        /* constant sky radiance */
-    float    sun_dir[3];    /* unit vector towards the sun */
-    float    sun_color[3];  /* irradiance on a surface facing the sun; 0 = no sun */
-    float    sun_cos;       /* cosine of the sun's angular radius */
-    uint32_t sample_begin;  /* this launch bakes samples [sample_begin, sample_end) of each */
-    uint32_t sample_end;    /*   texel, added to the sums of the earlier ones               */
-    uint32_t open_tri_begin;/* texels of triangles [open_tri_begin, open_tri_end) lie on open */
-    uint32_t open_tri_end;  /*   faces (visible voxel faces): never inside geometry, so they */
-                            /*   skip the unocclude step (8 of the 13 rays of a 1-spp texel) */
+    float    ao_distance;    /* AO: occluders farther than this do not count */
+    float    eps;            /* ray origin offset along the normal, world units */
+    float    texel_world;    /* world size of one texel: how far the unocclude step looks */
+    float    sky[3];         /* constant sky radiance */
+    float    sun_dir[3];     /* unit vector towards the sun */
+    float    sun_color[3];   /* irradiance on a surface facing the sun; 0 = no sun */
+    float    sun_cos;        /* cosine of the sun's angular radius */
+    uint32_t sample_begin;   /* this launch bakes samples [sample_begin, sample_end) of each */
+    uint32_t sample_end;     /*   texel, added to the sums of the earlier ones               */
+    uint32_t open_tri_begin; /* texels of triangles [open_tri_begin, open_tri_end) lie on open */
+    uint32_t open_tri_end;   /*   faces (visible voxel faces): never inside geometry, so they */
+                             /*   skip the unocclude step (8 of the 13 rays of a 1-spp texel) */
 } bk_bake_params;
 
 /* The random-dimension layout of one sample (the last argument of bk_rng_f). Path vertex b (the
@@ -73,17 +73,16 @@ typedef struct bk_bake_params {
  * assertion below fails when the ranges outgrow the stride, before dimensions of one vertex could
  * alias those of the next. Changing the layout changes every baked texel (the golden images). */
 #define BK_DIM_USES(X)                                                                          \
-    X(BOUNCE,     2)   /* the cosine-weighted direction of the ray leaving the vertex (u1, u2) */ \
-    X(SUN,        2)   /* bk_bake_direct: a direction in the sun's cone (cos theta, phi) */       \
-    X(EMIT_PICK,  1)   /* bk_bake_direct: which emissive triangle, by power */                    \
-    X(EMIT_POINT, 2)   /* bk_bake_direct: a uniform point on it (sqrt u, v) */
+    X(BOUNCE, 2)     /* the cosine-weighted direction of the ray leaving the vertex (u1, u2) */ \
+    X(SUN, 2)        /* bk_bake_direct: a direction in the sun's cone (cos theta, phi) */       \
+    X(EMIT_PICK, 1)  /* bk_bake_direct: which emissive triangle, by power */                    \
+    X(EMIT_POINT, 2) /* bk_bake_direct: a uniform point on it (sqrt u, v) */
 
-#define BK_DIM_ENUM_(name, n) BK_DIM_##name, BK_DIM_##name##_LAST = BK_DIM_##name + (n) - 1,
+#define BK_DIM_ENUM_(name, n) BK_DIM_##name, BK_DIM_##name##_LAST = BK_DIM_##name + (n)-1,
 enum bk_dim {
-    BK_DIM_USES(BK_DIM_ENUM_)
-    BK_DIM_END,                 /* first offset no use takes */
-    BK_DIM_STRIDE = 16,         /* dimensions per path vertex: room to grow without changing the layout */
-    BK_DIM_AO = 0,              /* --mode ao: the one ray's direction (u1, u2); a sample of its own */
+    BK_DIM_USES(BK_DIM_ENUM_) BK_DIM_END, /* first offset no use takes */
+    BK_DIM_STRIDE = 16,                   /* dimensions per path vertex: room to grow without changing the layout */
+    BK_DIM_AO = 0,                        /* --mode ao: the one ray's direction (u1, u2); a sample of its own */
     BK_DIM_AO_LAST = 1
 };
 #undef BK_DIM_ENUM_
@@ -96,7 +95,7 @@ BK_HD uint32_t bk_dim_vertex(uint32_t b) { return (uint32_t)BK_DIM_STRIDE * b; }
 /* Tests may define BK_BAKE_DIM_HOOK(texel, sample, dim) before the first include of this header
  * to see every random dimension the bake draws (tests/unit_bake_dims.c); elsewhere it is empty. */
 #ifndef BK_BAKE_DIM_HOOK
-#  define BK_BAKE_DIM_HOOK(texel, sample, dim) ((void)0)
+#define BK_BAKE_DIM_HOOK(texel, sample, dim) ((void)0)
 #endif
 
 /* The bake's random number for (texel, sample, dimension): every draw goes through here. */
@@ -109,15 +108,15 @@ BK_HD float bk_bake_rng(const bk_bake_params *p, uint32_t texel, uint32_t sample
 /* Shading data, file-ordered triangles (device pointers on the GPU). */
 typedef struct bk_bake_view {
     bk_accel_view   accel;
-    const bk_f4    *tris;          /* 3 per triangle: v0 (w: material index bits), v1, v2 */
-    uint32_t        tri_count;     /* shading triangles (a voxel scene's surface: not accel.tri_count) */
-    const bk_f4    *materials;     /* 2 per material: kd, ke (rgb in x y z) */
+    const bk_f4    *tris;      /* 3 per triangle: v0 (w: material index bits), v1, v2 */
+    uint32_t        tri_count; /* shading triangles (a voxel scene's surface: not accel.tri_count) */
+    const bk_f4    *materials; /* 2 per material: kd, ke (rgb in x y z) */
     uint32_t        material_count;
-    const uint32_t *emit_tris;     /* emissive triangles */
-    const float    *emit_cdf;      /* their cumulative power, normalised to end at 1 */
+    const uint32_t *emit_tris; /* emissive triangles */
+    const float    *emit_cdf;  /* their cumulative power, normalised to end at 1 */
     uint32_t        emit_count;
-    float           emit_total;    /* sum over emitters of area * (ke.r + ke.g + ke.b) */
-    const bk_f4    *points;        /* 2 per point light: position, intensity (rgb) */
+    float           emit_total; /* sum over emitters of area * (ke.r + ke.g + ke.b) */
+    const bk_f4    *points;     /* 2 per point light: position, intensity (rgb) */
     uint32_t        point_count;
 } bk_bake_view;
 
@@ -141,10 +140,14 @@ BK_HDN bk_hit bk_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit
 BK_HD void bk_sincos_2pi(float u, float *s, float *c)
 {
     float t = u * 4.0f;
-    int q = (int)t;
+    int   q = (int)t;
     float a = (t - (float)q) * 1.57079632679f, a2 = a * a;
-    float sn = a * (1.0f - a2 / 6.0f * (1.0f - a2 / 20.0f * (1.0f - a2 / 42.0f * (1.0f - a2 / 72.0f * (1.0f - a2 / 110.0f)))));
-    float cs = 1.0f - a2 / 2.0f * (1.0f - a2 / 12.0f * (1.0f - a2 / 30.0f * (1.0f - a2 / 56.0f * (1.0f - a2 / 90.0f * (1.0f - a2 / 132.0f)))));
+    float sn =
+        a * (1.0f - a2 / 6.0f * (1.0f - a2 / 20.0f * (1.0f - a2 / 42.0f * (1.0f - a2 / 72.0f * (1.0f - a2 / 110.0f)))));
+    float cs =
+        1.0f - a2 / 2.0f *
+                   (1.0f - a2 / 12.0f *
+                               (1.0f - a2 / 30.0f * (1.0f - a2 / 56.0f * (1.0f - a2 / 90.0f * (1.0f - a2 / 132.0f)))));
     q &= 3;
     *s = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
     *c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
@@ -181,7 +184,14 @@ BK_HD bk_vec3 bk_cosine_dir(bk_vec3 n, float u1, float u2)
 BK_HD bk_ray bk_make_ray(bk_vec3 o, bk_vec3 d, float tmin, float tmax)
 {
     bk_ray r;
-    r.ox = o.x; r.oy = o.y; r.oz = o.z; r.tmin = tmin; r.dx = d.x; r.dy = d.y; r.dz = d.z; r.tmax = tmax;
+    r.ox = o.x;
+    r.oy = o.y;
+    r.oz = o.z;
+    r.tmin = tmin;
+    r.dx = d.x;
+    r.dy = d.y;
+    r.dz = d.z;
+    r.tmax = tmax;
     return r;
 }
 
@@ -189,7 +199,9 @@ BK_HD bk_ray bk_make_ray(bk_vec3 o, bk_vec3 d, float tmin, float tmax)
 BK_HD void bk_bake_tri(const bk_bake_view *v, uint32_t t, bk_vec3 *p0, bk_vec3 *p1, bk_vec3 *p2, uint32_t *mat)
 {
     bk_f4 a = bk_load4(v->tris + 3 * t), b = bk_load4(v->tris + 3 * t + 1), c = bk_load4(v->tris + 3 * t + 2);
-    *p0 = bk_f4_xyz(a); *p1 = bk_f4_xyz(b); *p2 = bk_f4_xyz(c);
+    *p0 = bk_f4_xyz(a);
+    *p1 = bk_f4_xyz(b);
+    *p2 = bk_f4_xyz(c);
     if (mat) *mat = bk_float_bits(a.w);
 }
 
@@ -200,7 +212,7 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
 {
     if (aux & BK_VOX_AUX) {
         uint32_t face = aux & 7u;
-        float sg = (face & 1u) ? 1.0f : -1.0f;
+        float    sg = (face & 1u) ? 1.0f : -1.0f;
         *ng = bk_v3(face >> 1 == 0 ? sg : 0.0f, face >> 1 == 1 ? sg : 0.0f, face >> 1 == 2 ? sg : 0.0f);
         *mat = (aux & ~BK_VOX_AUX) >> 3;
         return;
@@ -226,32 +238,32 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
  * path: at every vertex next-event estimation (sun, points, one emitter picked by power, combined
  * with the path's own hits by the balance heuristic), then a cosine-weighted bounce ray. */
 enum bk_bake_step {
-    BK_STEP_UNOCC,      /* next: unocclude ray k, or done with them */
-    BK_STEP_SAMPLE,     /* next: start sample smp (or the texel is done) */
-    BK_STEP_SUN,        /* next: the sun at the path vertex (direct light starts at 0) */
-    BK_STEP_POINT,      /* next: point light k */
-    BK_STEP_EMIT,       /* next: one emissive-triangle sample */
-    BK_STEP_BOUNCE,     /* next: the bounce ray */
-    BK_RAY_UNOCC,       /* in flight: unocclude ray k (closest hit, direction in pend) */
-    BK_RAY_AO,          /* in flight: the AO ray (any hit) */
-    BK_RAY_SHADOW,      /* in flight: a shadow ray; unoccluded, pend adds to direct; then step `after` */
-    BK_RAY_BOUNCE       /* in flight: the bounce ray (closest hit, direction in pend) */
+    BK_STEP_UNOCC,  /* next: unocclude ray k, or done with them */
+    BK_STEP_SAMPLE, /* next: start sample smp (or the texel is done) */
+    BK_STEP_SUN,    /* next: the sun at the path vertex (direct light starts at 0) */
+    BK_STEP_POINT,  /* next: point light k */
+    BK_STEP_EMIT,   /* next: one emissive-triangle sample */
+    BK_STEP_BOUNCE, /* next: the bounce ray */
+    BK_RAY_UNOCC,   /* in flight: unocclude ray k (closest hit, direction in pend) */
+    BK_RAY_AO,      /* in flight: the AO ray (any hit) */
+    BK_RAY_SHADOW,  /* in flight: a shadow ray; unoccluded, pend adds to direct; then step `after` */
+    BK_RAY_BOUNCE   /* in flight: the bounce ray (closest hit, direction in pend) */
 };
 
 typedef struct bk_bake_path {
-    bk_vec3  x, n;          /* the texel's position (moved by the unocclude step) and normal */
-    bk_vec3  pos, nrm;      /* the path's vertex */
-    bk_vec3  L, thr;        /* the sample's radiance so far, the path throughput */
-    bk_vec3  direct;        /* the vertex's direct light so far */
-    bk_vec3  pend;          /* a shadow ray's light if unoccluded; a closest-hit ray's direction */
-    bk_f4    acc;           /* the texel's sums (bk_bake_texel) */
+    bk_vec3  x, n;     /* the texel's position (moved by the unocclude step) and normal */
+    bk_vec3  pos, nrm; /* the path's vertex */
+    bk_vec3  L, thr;   /* the sample's radiance so far, the path throughput */
+    bk_vec3  direct;   /* the vertex's direct light so far */
+    bk_vec3  pend;     /* a shadow ray's light if unoccluded; a closest-hit ray's direction */
+    bk_f4    acc;      /* the texel's sums (bk_bake_texel) */
     float    sq;
-    float    best;          /* unocclude: the nearest back face so far */
-    bk_vec3  best_d;        /*   and the direction it was met in */
-    uint32_t texel, tri;    /* the texel's pixel (random numbers) and triangle */
-    uint32_t smp, smp_end;  /* the sample, and the end of the texel's run of samples */
-    uint32_t b, k;          /* path vertex, unocclude ray or point light */
-    uint32_t step, after;   /* enum bk_bake_step; after a shadow ray: the step that follows */
+    float    best;         /* unocclude: the nearest back face so far */
+    bk_vec3  best_d;       /*   and the direction it was met in */
+    uint32_t texel, tri;   /* the texel's pixel (random numbers) and triangle */
+    uint32_t smp, smp_end; /* the sample, and the end of the texel's run of samples */
+    uint32_t b, k;         /* path vertex, unocclude ray or point light */
+    uint32_t step, after;  /* enum bk_bake_step; after a shadow ray: the step that follows */
 } bk_bake_path;
 
 /* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0). */
@@ -261,7 +273,8 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
     ps->n = bk_v3(tx->nx, tx->ny, tx->nz);
     ps->texel = tx->pixel;
     ps->tri = tx->tri;
-    ps->pos = ps->x; ps->nrm = ps->n;
+    ps->pos = ps->x;
+    ps->nrm = ps->n;
     ps->L = ps->thr = ps->direct = ps->pend = bk_v3(0, 0, 0);
     ps->acc = acc;
     ps->sq = sq;
@@ -272,14 +285,18 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
     ps->best = BK_INF;
     ps->best_d = ps->n;
     ps->after = BK_STEP_SAMPLE;
-    ps->step = p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)
-                   ? BK_STEP_UNOCC : BK_STEP_SAMPLE;
+    ps->step =
+        p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)
+            ? BK_STEP_UNOCC
+            : BK_STEP_SAMPLE;
 }
 
 /* A sample's end: its radiance into the sums, the next sample next. */
 BK_HD void bk_bake_path_end_sample(bk_bake_path *ps)
 {
-    ps->acc.x += ps->L.x; ps->acc.y += ps->L.y; ps->acc.z += ps->L.z;
+    ps->acc.x += ps->L.x;
+    ps->acc.y += ps->L.y;
+    ps->acc.z += ps->L.z;
     const float y = bk_luminance(ps->L);
     ps->sq += y * y;
     ps->smp++;
@@ -287,7 +304,8 @@ BK_HD void bk_bake_path_end_sample(bk_bake_path *ps)
 }
 
 /* A shadow ray from o along d up to tmax; unoccluded, it adds light to the vertex's direct light. */
-BK_HD int bk_bake_path_shadow(bk_bake_path *ps, bk_vec3 o, bk_vec3 d, float tmax, bk_vec3 light, uint32_t after, bk_ray *r, int *any_hit)
+BK_HD int bk_bake_path_shadow(bk_bake_path *ps, bk_vec3 o, bk_vec3 d, float tmax, bk_vec3 light, uint32_t after,
+                              bk_ray *r, int *any_hit)
 {
     *r = bk_make_ray(o, d, 0.0f, tmax);
     *any_hit = 1;
@@ -322,7 +340,8 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
         case BK_STEP_SAMPLE:
             if (ps->smp >= ps->smp_end) return 0;
             if (p->mode == BK_BAKE_AO) {
-                bk_vec3 d = bk_cosine_dir(ps->n, bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO), bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO + 1));
+                bk_vec3 d = bk_cosine_dir(ps->n, bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO),
+                                          bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_AO + 1));
                 *r = bk_make_ray(bk_add3(ps->x, bk_mul3(ps->n, p->eps)), d, 0.0f, p->ao_distance);
                 *any_hit = 1;
                 ps->step = BK_RAY_AO;
@@ -342,31 +361,35 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             if (p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) {
                 /* a direction uniform in the sun's cone */
                 const uint32_t base = bk_dim_vertex(ps->b);
-                bk_vec3 sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
+                bk_vec3        sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
                 bk_frame(sd, &b1, &b2);
                 float ct = 1.0f - bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
                 float sp, cp;
                 bk_sincos_2pi(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN + 1), &sp, &cp);
-                float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
+                float   stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
                 bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
-                float c = bk_dot3(ps->nrm, d);
+                float   c = bk_dot3(ps->nrm, d);
                 if (c > 0.0f)
-                    return bk_bake_path_shadow(ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF,
-                                               bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * inv_pi),
-                                               BK_STEP_POINT, r, any_hit);
+                    return bk_bake_path_shadow(
+                        ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF,
+                        bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * inv_pi), BK_STEP_POINT, r,
+                        any_hit);
             }
             break;
         }
         case BK_STEP_POINT:
-            if (ps->k >= v->point_count) { ps->step = BK_STEP_EMIT; break; }
+            if (ps->k >= v->point_count) {
+                ps->step = BK_STEP_EMIT;
+                break;
+            }
             {
                 const uint32_t i = ps->k++;
-                bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
-                bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
-                bk_vec3 w = bk_sub3(bk_f4_xyz(lp), o);
-                float d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
+                bk_vec3        o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+                bk_f4          lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
+                bk_vec3        w = bk_sub3(bk_f4_xyz(lp), o);
+                float          d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
                 if (c <= 0.0f || d2 <= 0.0f) break;
-                float g = c / (d2 * sqrtf(d2)) * inv_pi;              /* cos / d^2, cos = c / |w| */
+                float g = c / (d2 * sqrtf(d2)) * inv_pi; /* cos / d^2, cos = c / |w| */
                 return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(bk_f4_xyz(li), g), BK_STEP_POINT, r, any_hit);
             }
         case BK_STEP_EMIT:
@@ -374,30 +397,35 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             if (v->emit_count) {
                 /* pick an emitter by power, then a uniform point on it */
                 const uint32_t base = bk_dim_vertex(ps->b);
-                bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
-                float u = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_PICK);
-                uint32_t lo = 0, hi = v->emit_count - 1;
-                while (lo < hi) { uint32_t m = (lo + hi) / 2; if (v->emit_cdf[m] > u) hi = m; else lo = m + 1; }
+                bk_vec3        o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+                float          u = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_PICK);
+                uint32_t       lo = 0, hi = v->emit_count - 1;
+                while (lo < hi) {
+                    uint32_t m = (lo + hi) / 2;
+                    if (v->emit_cdf[m] > u) hi = m;
+                    else lo = m + 1;
+                }
                 uint32_t t = v->emit_tris[lo], mat;
-                bk_vec3 p0, p1, p2;
+                bk_vec3  p0, p1, p2;
                 bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
-                float su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
-                float sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1);
-                bk_vec3 y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
+                float   su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
+                float   sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1);
+                bk_vec3 y =
+                    bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
                 bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
-                float area2 = sqrtf(bk_dot3(cr, cr));                  /* twice the area */
+                float   area2 = sqrtf(bk_dot3(cr, cr)); /* twice the area */
                 bk_vec3 w = bk_sub3(y, o);
-                float d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
-                float cos_y = -bk_dot3(cr, w);                         /* front side only; scaled below */
+                float   d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
+                float   cos_y = -bk_dot3(cr, w); /* front side only; scaled below */
                 if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f) {
                     bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-                    float dist = sqrtf(d2), cos_x = c / dist;
+                    float   dist = sqrtf(d2), cos_x = c / dist;
                     cos_y /= area2 * dist;
                     /* solid-angle densities of this direction under light sampling and under the
                      * cosine sampling of the path: the balance heuristic weighs the two */
                     float pdf_light = (ke.x + ke.y + ke.z) / v->emit_total * d2 / cos_y;
                     float pdf_bsdf = cos_x * inv_pi;
-                    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf);   /* (cos/pi / pdf_light) * w_light */
+                    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf); /* (cos/pi / pdf_light) * w_light */
                     return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(ke, g), BK_STEP_BOUNCE, r, any_hit);
                 }
             }
@@ -412,8 +440,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->step = BK_RAY_BOUNCE;
             return 1;
         }
-        default:
-            return 0;               /* a ray in flight: bk_bake_path_hit comes first */
+        default: return 0; /* a ray in flight: bk_bake_path_hit comes first */
         }
     }
 }
@@ -427,15 +454,20 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         ps->k++;
         ps->step = BK_STEP_UNOCC;
         if (h.tri != BK_NO_HIT && h.t < ps->best) {
-            bk_vec3 ng;
+            bk_vec3  ng;
             uint32_t mat;
             bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
-            if (bk_dot3(ng, ps->pend) > 0.0f) { ps->best = h.t; ps->best_d = ps->pend; }    /* the back of a surface */
+            if (bk_dot3(ng, ps->pend) > 0.0f) {
+                ps->best = h.t;
+                ps->best_d = ps->pend;
+            } /* the back of a surface */
         }
         return;
     case BK_RAY_AO: {
         float open = h.tri == BK_NO_HIT ? 1.0f : 0.0f;
-        ps->acc.x += open; ps->acc.y += open; ps->acc.z += open;
+        ps->acc.x += open;
+        ps->acc.y += open;
+        ps->acc.z += open;
         ps->sq += open;
         ps->smp++;
         ps->step = BK_STEP_SAMPLE;
@@ -452,17 +484,17 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             bk_bake_path_end_sample(ps);
             return;
         }
-        bk_vec3 ng;
+        bk_vec3  ng;
         uint32_t mat;
         bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
         float cos_y = -bk_dot3(ng, d);
-        if (cos_y < 0.0f) {                         /* the back of a surface: no light */
+        if (cos_y < 0.0f) { /* the back of a surface: no light */
             if (ps->b == 0) ps->acc.w += 1.0f;
             bk_bake_path_end_sample(ps);
             return;
         }
         bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-        float ke_sum = ke.x + ke.y + ke.z;
+        float   ke_sum = ke.x + ke.y + ke.z;
         if (ke_sum > 0.0f && v->emit_total > 0.0f) {
             /* an emitter found by the path: its share of the balance heuristic */
             float pdf_bsdf = bk_dot3(ps->nrm, d) * 0.318309886f;
@@ -470,18 +502,23 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             float wb = pdf_bsdf / (pdf_bsdf + pdf_light);
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ke.x * wb, ps->thr.y * ke.y * wb, ps->thr.z * ke.z * wb));
         }
-        if (ps->b == p->bounces) { bk_bake_path_end_sample(ps); return; }
+        if (ps->b == p->bounces) {
+            bk_bake_path_end_sample(ps);
+            return;
+        }
         bk_vec3 kd = bk_f4_xyz(bk_load4(v->materials + 2 * mat));
         ps->thr = bk_v3(ps->thr.x * kd.x, ps->thr.y * kd.y, ps->thr.z * kd.z);
-        if (ps->thr.x <= 0.0f && ps->thr.y <= 0.0f && ps->thr.z <= 0.0f) { bk_bake_path_end_sample(ps); return; }
+        if (ps->thr.x <= 0.0f && ps->thr.y <= 0.0f && ps->thr.z <= 0.0f) {
+            bk_bake_path_end_sample(ps);
+            return;
+        }
         ps->pos = bk_add3(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), bk_mul3(d, h.t));
         ps->nrm = ng;
         ps->b++;
         ps->step = BK_STEP_SUN;
         return;
     }
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -497,12 +534,14 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
     bk_bake_path ps;
     bk_bake_path_begin(p, tx, acc, *sq, &ps);
     bk_ray r;
-    int any_hit;
+    int    any_hit;
     while (bk_bake_path_next(v, p, &ps, &r, &any_hit)) {
         bk_hit h = bk_bake_trace(&v->accel, &r, any_hit, s, st);
         bk_bake_path_hit(v, p, &ps, h, st->aux);
     }
-    tx->px = ps.x.x; tx->py = ps.x.y; tx->pz = ps.x.z;
+    tx->px = ps.x.x;
+    tx->py = ps.x.y;
+    tx->pz = ps.x.z;
     *sq = ps.sq;
     return ps.acc;
 }

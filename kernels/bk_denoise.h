@@ -36,20 +36,25 @@
 
 typedef struct bk_denoise_params {
     int   w, h;
-    float texel_world;   /* world size of one texel (plane distances are measured in texels) */
-    float sigma_l;       /* luminance: differences within sigma_l standard deviations mix */
-    float sigma_n;       /* normals: exponent of the cosine */
-    float sigma_x;       /* plane distance, in texels */
+    float texel_world; /* world size of one texel (plane distances are measured in texels) */
+    float sigma_l;     /* luminance: differences within sigma_l standard deviations mix */
+    float sigma_n;     /* normals: exponent of the cosine */
+    float sigma_x;     /* plane distance, in texels */
 } bk_denoise_params;
 
 BK_HD uint32_t bk_dn_chart(bk_f4 n) { return bk_float_bits(n.w); }
-BK_HD float    bk_dn_lum(bk_f4 c)   { return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z; }
+BK_HD float    bk_dn_lum(bk_f4 c) { return 0.2126f * c.x + 0.7152f * c.y + 0.0722f * c.z; }
 
 BK_HD bk_f4 bk_dn_load(const bk_f4 *a, size_t i)
 {
 #if BK_DEVICE_CODE
     float4 v = __ldg((const float4 *)(a + i));
-    bk_f4 r; r.x = v.x; r.y = v.y; r.z = v.z; r.w = v.w; return r;
+    bk_f4  r;
+    r.x = v.x;
+    r.y = v.y;
+    r.z = v.z;
+    r.w = v.w;
+    return r;
 #else
     return a[i];
 #endif
@@ -59,7 +64,7 @@ BK_HD bk_f4 bk_dn_load(const bk_f4 *a, size_t i)
  * estimate from a few samples is itself noisy). */
 BK_HD float bk_denoise_prefilter(const bk_denoise_params *p, const bk_f4 *col, const bk_f4 *nrm, int x, int y)
 {
-    const size_t i = (size_t)y * (size_t)p->w + (size_t)x;
+    const size_t   i = (size_t)y * (size_t)p->w + (size_t)x;
     const uint32_t chart = bk_dn_chart(bk_dn_load(nrm, i));
     if (chart == BK_DN_NONE) return 0.0f;
     float sum = 0.0f, wsum = 0.0f;
@@ -83,8 +88,8 @@ BK_HD float bk_denoise_prefilter(const bk_denoise_params *p, const bk_f4 *col, c
 BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
                             float var_c, int x, int y, int step)
 {
-    const size_t i = (size_t)y * (size_t)p->w + (size_t)x;
-    const bk_f4 c = bk_dn_load(col, i), n = bk_dn_load(nrm, i);
+    const size_t   i = (size_t)y * (size_t)p->w + (size_t)x;
+    const bk_f4    c = bk_dn_load(col, i), n = bk_dn_load(nrm, i);
     const uint32_t chart = bk_dn_chart(n);
     if (chart == BK_DN_NONE) return c;
     const bk_f4 xp = bk_dn_load(pos, i);
@@ -92,7 +97,7 @@ BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const 
     const float inv_tw = p->texel_world > 0.0f ? 1.0f / p->texel_world : 0.0f;
     const float plane_k = 0.5f / (p->sigma_x * p->sigma_x);
     const float kern[3] = { 0.375f, 0.25f, 0.0625f };
-    float r = 0.0f, g = 0.0f, b = 0.0f, v = 0.0f, wsum = 0.0f;
+    float       r = 0.0f, g = 0.0f, b = 0.0f, v = 0.0f, wsum = 0.0f;
     for (int dy = -2; dy <= 2; ++dy) {
         const int qy = y + dy * step;
         if (qy < 0 || qy >= p->h) continue;
@@ -100,27 +105,33 @@ BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const 
             const int qx = x + dx * step;
             if (qx < 0 || qx >= p->w) continue;
             const size_t j = (size_t)qy * (size_t)p->w + (size_t)qx;
-            const bk_f4 nq = bk_dn_load(nrm, j);
+            const bk_f4  nq = bk_dn_load(nrm, j);
             if (bk_dn_chart(nq) != chart) continue;
             const bk_f4 cq = bk_dn_load(col, j), xq = bk_dn_load(pos, j);
-            float w = kern[dx < 0 ? -dx : dx] * kern[dy < 0 ? -dy : dy];
+            float       w = kern[dx < 0 ? -dx : dx] * kern[dy < 0 ? -dy : dy];
             if (dx != 0 || dy != 0) {
                 const float cn = n.x * nq.x + n.y * nq.y + n.z * nq.z;
                 if (!(cn > 0.0f)) continue;
                 const float d = ((xq.x - xp.x) * n.x + (xq.y - xp.y) * n.y + (xq.z - xp.z) * n.z) * inv_tw;
                 const float sd = sqrtf(bk_maxf(var_c + cq.w, 0.0f));
                 const float dl = bk_absf(bk_dn_lum(cq) - lum);
-                float e = d * d * plane_k;
+                float       e = d * d * plane_k;
                 e += sd > 0.0f ? dl / (p->sigma_l * sd) : (dl > 0.0f ? 1e30f : 0.0f);
                 w *= powf(cn, p->sigma_n) * expf(-e);
             }
-            r += w * cq.x; g += w * cq.y; b += w * cq.z; v += w * w * cq.w;
+            r += w * cq.x;
+            g += w * cq.y;
+            b += w * cq.z;
+            v += w * w * cq.w;
             wsum += w;
         }
     }
-    bk_f4 o;
-    const float inv = 1.0f / wsum;          /* wsum >= the centre's own weight, 0.14 */
-    o.x = r * inv; o.y = g * inv; o.z = b * inv; o.w = v * inv * inv;
+    bk_f4       o;
+    const float inv = 1.0f / wsum; /* wsum >= the centre's own weight, 0.14 */
+    o.x = r * inv;
+    o.y = g * inv;
+    o.z = b * inv;
+    o.w = v * inv * inv;
     return o;
 }
 
@@ -133,11 +144,19 @@ BK_HD void bk_denoise_scatter(const bk_texel *tx, const uint32_t *chart, const b
     const uint32_t c = chart[i];
     if (c == BK_DN_NONE) return;
     const bk_texel t = tx[i];
-    const size_t k = (size_t)((uint64_t)t.pixel - base);
-    bk_f4 q, n;
-    q.x = t.px; q.y = t.py; q.z = t.pz; q.w = 0.0f;
-    n.x = t.nx; n.y = t.ny; n.z = t.nz; n.w = bk_bits_float(c);
-    pcol[k] = col[i]; ppos[k] = q; pnrm[k] = n;
+    const size_t   k = (size_t)((uint64_t)t.pixel - base);
+    bk_f4          q, n;
+    q.x = t.px;
+    q.y = t.py;
+    q.z = t.pz;
+    q.w = 0.0f;
+    n.x = t.nx;
+    n.y = t.ny;
+    n.z = t.nz;
+    n.w = bk_bits_float(c);
+    pcol[k] = col[i];
+    ppos[k] = q;
+    pnrm[k] = n;
 }
 
 #endif /* BK_DENOISE_H */

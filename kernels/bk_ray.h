@@ -8,15 +8,20 @@
 #include "bk_common.h"
 
 #if !BK_DEVICE_CODE && defined(__SSE2__)
-#  include <emmintrin.h>
-#  define BK_HOST_SSE 1
+#include <emmintrin.h>
+#define BK_HOST_SSE 1
 #else
-#  define BK_HOST_SSE 0
+#define BK_HOST_SSE 0
 #endif
 
 /* A RAYS record and a HITS record (docs/formats.md). */
-typedef struct bk_ray { float ox, oy, oz, tmin, dx, dy, dz, tmax; } bk_ray;   /* 32 B */
-typedef struct bk_hit { float t; uint32_t tri; } bk_hit;                      /*  8 B */
+typedef struct bk_ray {
+    float ox, oy, oz, tmin, dx, dy, dz, tmax;
+} bk_ray; /* 32 B */
+typedef struct bk_hit {
+    float    t;
+    uint32_t tri;
+} bk_hit; /*  8 B */
 
 /* ---- ray order ------------------------------------------------------------------------------
  * Tracing rays in a coherent order (--ray-order sorted): a warp's rays then start near each other
@@ -42,7 +47,7 @@ BK_HD uint32_t bk_morton_spread10(uint32_t x)
 BK_HD uint32_t bk_ray_order_cell(float o, float lo, float scale)
 {
     const float c = (o - lo) * scale;
-    return c >= 127.0f ? 127u : c >= 0.0f ? (uint32_t)c : 0u;   /* NaN: cell 0 */
+    return c >= 127.0f ? 127u : c >= 0.0f ? (uint32_t)c : 0u; /* NaN: cell 0 */
 }
 
 BK_HD uint32_t bk_ray_order_key(const bk_ray *r, bk_vec3 lo, bk_vec3 scale)
@@ -65,13 +70,13 @@ BK_HD bk_vec3 bk_ray_order_scale(bk_vec3 lo, bk_vec3 hi)
 /* ---- ray set-up and primitive tests ------------------------------------------------------- */
 
 typedef struct bk_ray_pre {
-    bk_vec3 o, d, inv;      /* origin, direction (parallel components zeroed: par), safe inverse */
+    bk_vec3 o, d, inv; /* origin, direction (parallel components zeroed: par), safe inverse */
     float   tmin, tmax;
-    int     kx, ky, kz;     /* watertight test: kz is the dominant axis */
-    float   sx, sy, sz;     /* shear constants */
-    int     valid;          /* 0 for a zero direction (every |d_k| < 1e-30), a non-finite origin
-                               or a NaN/empty t range: misses everything */
-    int     par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30, or < 1e-30 max|d|) */
+    int     kx, ky, kz; /* watertight test: kz is the dominant axis */
+    float   sx, sy, sz; /* shear constants */
+    int     valid;      /* 0 for a zero direction (every |d_k| < 1e-30), a non-finite origin
+                           or a NaN/empty t range: misses everything */
+    int par;            /* bit k: the ray is parallel to axis k's slabs (|d_k| < 1e-30, or < 1e-30 max|d|) */
 } bk_ray_pre;
 
 BK_HD float bk_safe_inv(float d)
@@ -86,7 +91,8 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     bk_ray_pre p;
     p.o = bk_v3(r->ox, r->oy, r->oz);
     p.inv = bk_v3(bk_safe_inv(r->dx), bk_safe_inv(r->dy), bk_safe_inv(r->dz));
-    p.tmin = r->tmin; p.tmax = r->tmax;
+    p.tmin = r->tmin;
+    p.tmax = r->tmax;
     float ax = bk_absf(r->dx), ay = bk_absf(r->dy), az = bk_absf(r->dz);
     /* Parallel: below 1e-30, or below 1e-30 of the largest component, whose shear factor in the
      * triangle test (d_k / d_max) would underflow to 0 while the slab test still saw the ray
@@ -102,11 +108,15 @@ BK_HDI bk_ray_pre bk_ray_prepare(const bk_ray *r)
     p.kx = p.kz == 2 ? 0 : p.kz + 1;
     p.ky = p.kx == 2 ? 0 : p.kx + 1;
     float dz = bk_comp3(p.d, p.kz);
-    if (dz < 0.0f) { int t = p.kx; p.kx = p.ky; p.ky = t; }   /* keep the winding */
+    if (dz < 0.0f) {
+        int t = p.kx;
+        p.kx = p.ky;
+        p.ky = t;
+    } /* keep the winding */
     /* false for NaN too; a non-finite origin would make NaN distances, on which the slab tests'
      * min and max differ between host and device (bk_slab) */
-    p.valid = dz != 0.0f && r->tmin <= r->tmax && bk_absf(r->ox) <= 3.40282347e38f && bk_absf(r->oy) <= 3.40282347e38f &&
-              bk_absf(r->oz) <= 3.40282347e38f;
+    p.valid = dz != 0.0f && r->tmin <= r->tmax && bk_absf(r->ox) <= 3.40282347e38f &&
+              bk_absf(r->oy) <= 3.40282347e38f && bk_absf(r->oz) <= 3.40282347e38f;
     float idz = p.valid ? 1.0f / dz : 0.0f;
     p.sx = bk_comp3(p.d, p.kx) * idz;
     p.sy = bk_comp3(p.d, p.ky) * idz;
@@ -138,8 +148,8 @@ BK_HD float bk_cull_far(float t) { return t + bk_absf(t) * 0x1p-10f; }
  * same value unless an operand is NaN, and none is: the origin is finite (bk_ray_prepare), the
  * inverse direction too (bk_safe_inv), and boxes hold finite or infinite planes, never NaN; a
  * product 0 * 1e30 is 0. (A zero's sign may differ, which no comparison sees.) */
-BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz,
-                  float tmin, float tmax, float *tnear)
+BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float hiy, float loz, float hiz, float tmin,
+                   float tmax, float *tnear)
 {
     float tx0 = (lox - r->o.x) * r->inv.x, tx1 = (hix - r->o.x) * r->inv.x;
     float ty0 = (loy - r->o.y) * r->inv.y, ty1 = (hiy - r->o.y) * r->inv.y;
@@ -150,14 +160,26 @@ BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float h
     if (r->par) {
         /* Parallel to a slab: inside it for every t, or never. (On a face, 0 * 1e30 gives a
          * signed zero and the slab would shrink to one side of t = 0.) */
-        if (r->par & 1) { int in = lox <= r->o.x && r->o.x <= hix; nx = in ? -BK_INF : BK_INF; fx = -nx; }
-        if (r->par & 2) { int in = loy <= r->o.y && r->o.y <= hiy; ny = in ? -BK_INF : BK_INF; fy = -ny; }
-        if (r->par & 4) { int in = loz <= r->o.z && r->o.z <= hiz; nz = in ? -BK_INF : BK_INF; fz = -nz; }
+        if (r->par & 1) {
+            int in = lox <= r->o.x && r->o.x <= hix;
+            nx = in ? -BK_INF : BK_INF;
+            fx = -nx;
+        }
+        if (r->par & 2) {
+            int in = loy <= r->o.y && r->o.y <= hiy;
+            ny = in ? -BK_INF : BK_INF;
+            fy = -ny;
+        }
+        if (r->par & 4) {
+            int in = loz <= r->o.z && r->o.z <= hiz;
+            nz = in ? -BK_INF : BK_INF;
+            fz = -nz;
+        }
     }
     float tn = bk_maxf_fast(bk_maxf_fast(nx, ny), bk_maxf_fast(nz, tmin));
     float tf = bk_minf_fast(bk_minf_fast(fx, fy), bk_minf_fast(fz, tmax));
     *tnear = tn;
-    return tn <= tf * 1.0000004f || tn <= tf;   /* widened far distance: 1 + 2 gamma(3) */
+    return tn <= tf * 1.0000004f || tn <= tf; /* widened far distance: 1 + 2 gamma(3) */
 }
 
 /* Both boxes of a BVH node. The host computes them four lanes at a time with SSE; the results
@@ -166,27 +188,30 @@ BK_HDI int bk_slab(const bk_ray_pre *r, float lox, float hix, float loy, float h
 BK_HDI int bk_slab2(const bk_ray_pre *r, bk_f4 xy0, bk_f4 xy1, bk_f4 z01, float tmin, float tmax, float *t0, float *t1)
 {
 #if BK_HOST_SSE
-    if (r->par) {   /* rare: the scalar test handles rays parallel to a slab */
+    if (r->par) { /* rare: the scalar test handles rays parallel to a slab */
         int h0 = bk_slab(r, xy0.x, xy0.y, xy0.z, xy0.w, z01.x, z01.y, tmin, tmax, t0);
         int h1 = bk_slab(r, xy1.x, xy1.y, xy1.z, xy1.w, z01.z, z01.w, tmin, tmax, t1);
         return h0 | (h1 << 1);
     }
     __m128 oxy = _mm_setr_ps(r->o.x, r->o.x, r->o.y, r->o.y), ixy = _mm_setr_ps(r->inv.x, r->inv.x, r->inv.y, r->inv.y);
-    __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy0.x), oxy), ixy);      /* tx0 tx1 ty0 ty1, child 0 */
-    __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy1.x), oxy), ixy);      /* child 1 */
+    __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy0.x), oxy), ixy); /* tx0 tx1 ty0 ty1, child 0 */
+    __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&xy1.x), oxy), ixy); /* child 1 */
     __m128 c = _mm_mul_ps(_mm_sub_ps(_mm_load_ps(&z01.x), _mm_set1_ps(r->o.z)), _mm_set1_ps(r->inv.z));
     __m128 lo = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), hi = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
     __m128 zlo = _mm_shuffle_ps(c, c, _MM_SHUFFLE(2, 0, 2, 0)), zhi = _mm_shuffle_ps(c, c, _MM_SHUFFLE(3, 1, 3, 1));
-    __m128 mn = _mm_min_ps(lo, hi), mx = _mm_max_ps(lo, hi);              /* x0 y0 x1 y1 */
-    __m128 zmn = _mm_min_ps(zlo, zhi), zmx = _mm_max_ps(zlo, zhi);        /* z0 z1 z0 z1 */
+    __m128 mn = _mm_min_ps(lo, hi), mx = _mm_max_ps(lo, hi);       /* x0 y0 x1 y1 */
+    __m128 zmn = _mm_min_ps(zlo, zhi), zmx = _mm_max_ps(zlo, zhi); /* z0 z1 z0 z1 */
     zmn = _mm_shuffle_ps(zmn, zmn, _MM_SHUFFLE(1, 1, 0, 0));
     zmx = _mm_shuffle_ps(zmx, zmx, _MM_SHUFFLE(1, 1, 0, 0));
-    __m128 tn = _mm_max_ps(_mm_max_ps(mn, _mm_shuffle_ps(mn, mn, _MM_SHUFFLE(2, 3, 0, 1))), _mm_max_ps(zmn, _mm_set1_ps(tmin)));
-    __m128 tf = _mm_min_ps(_mm_min_ps(mx, _mm_shuffle_ps(mx, mx, _MM_SHUFFLE(2, 3, 0, 1))), _mm_min_ps(zmx, _mm_set1_ps(tmax)));
-    __m128 ok = _mm_or_ps(_mm_cmple_ps(tn, _mm_mul_ps(tf, _mm_set1_ps(1.0000004f))), _mm_cmple_ps(tn, tf));
+    __m128 tn =
+        _mm_max_ps(_mm_max_ps(mn, _mm_shuffle_ps(mn, mn, _MM_SHUFFLE(2, 3, 0, 1))), _mm_max_ps(zmn, _mm_set1_ps(tmin)));
+    __m128 tf =
+        _mm_min_ps(_mm_min_ps(mx, _mm_shuffle_ps(mx, mx, _MM_SHUFFLE(2, 3, 0, 1))), _mm_min_ps(zmx, _mm_set1_ps(tmax)));
+    __m128           ok = _mm_or_ps(_mm_cmple_ps(tn, _mm_mul_ps(tf, _mm_set1_ps(1.0000004f))), _mm_cmple_ps(tn, tf));
     BK_ALIGN16 float t[4];
     _mm_store_ps(t, tn);
-    *t0 = t[0]; *t1 = t[2];
+    *t0 = t[0];
+    *t1 = t[2];
     int m = _mm_movemask_ps(ok);
     return (m & 1) | ((m >> 1) & 2);
 #else
@@ -200,7 +225,7 @@ BK_HDI int bk_slab2(const bk_ray_pre *r, bk_f4 xy0, bk_f4 xy1, bk_f4 z01, float 
 BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2, float tmax, float *t_out)
 {
     bk_vec3 a = bk_sub3(v0, r->o), b = bk_sub3(v1, r->o), c = bk_sub3(v2, r->o);
-    float az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
+    float   az = bk_comp3(a, r->kz), bz = bk_comp3(b, r->kz), cz = bk_comp3(c, r->kz);
     /* unfused on both sides, so CPU and GPU decide every hit and t identically */
     float ax = bk_sub(bk_comp3(a, r->kx), bk_mul(r->sx, az)), ay = bk_sub(bk_comp3(a, r->ky), bk_mul(r->sy, az));
     float bx = bk_sub(bk_comp3(b, r->kx), bk_mul(r->sx, bz)), by = bk_sub(bk_comp3(b, r->ky), bk_mul(r->sy, bz));
@@ -208,7 +233,7 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
     float u = bk_sub(bk_mul(cx, by), bk_mul(cy, bx));
     float v = bk_sub(bk_mul(ax, cy), bk_mul(ay, cx));
     float w = bk_sub(bk_mul(bx, ay), bk_mul(by, ax));
-    if (u == 0.0f || v == 0.0f || w == 0.0f) {     /* on an edge: decide in double, as the paper does */
+    if (u == 0.0f || v == 0.0f || w == 0.0f) { /* on an edge: decide in double, as the paper does */
         u = (float)((double)cx * (double)by - (double)cy * (double)bx);
         v = (float)((double)ax * (double)cy - (double)ay * (double)cx);
         w = (float)((double)bx * (double)ay - (double)by * (double)ax);
@@ -216,7 +241,9 @@ BK_HDI int bk_tri_intersect(const bk_ray_pre *r, bk_vec3 v0, bk_vec3 v1, bk_vec3
     if ((u < 0.0f || v < 0.0f || w < 0.0f) && (u > 0.0f || v > 0.0f || w > 0.0f)) return 0;
     float det = bk_add(bk_add(u, v), w);
     if (det == 0.0f) return 0;
-    az = bk_mul(az, r->sz); bz = bk_mul(bz, r->sz); cz = bk_mul(cz, r->sz);
+    az = bk_mul(az, r->sz);
+    bz = bk_mul(bz, r->sz);
+    cz = bk_mul(cz, r->sz);
     float tt = bk_add(bk_add(bk_mul(u, az), bk_mul(v, bz)), bk_mul(w, cz));
     float t = tt / det;
     if (!(t >= r->tmin && t <= tmax)) return 0;
@@ -245,7 +272,8 @@ BK_HD float bk_tri_refine_t(const bk_ray *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2,
     const double e1x = (double)v1.x - v0.x, e1y = (double)v1.y - v0.y, e1z = (double)v1.z - v0.z;
     const double e2x = (double)v2.x - v0.x, e2y = (double)v2.y - v0.y, e2z = (double)v2.z - v0.z;
     /* unfused (bk_dmul, bk_dadd), so CPU and GPU agree to the bit */
-    const double nx = bk_dadd(bk_dmul(e1y, e2z), -bk_dmul(e1z, e2y)), ny = bk_dadd(bk_dmul(e1z, e2x), -bk_dmul(e1x, e2z));
+    const double nx = bk_dadd(bk_dmul(e1y, e2z), -bk_dmul(e1z, e2y)),
+                 ny = bk_dadd(bk_dmul(e1z, e2x), -bk_dmul(e1x, e2z));
     const double nz = bk_dadd(bk_dmul(e1x, e2y), -bk_dmul(e1y, e2x));
     const double num = bk_dadd(bk_dadd(bk_dmul(nx, (double)v0.x - r->ox), bk_dmul(ny, (double)v0.y - r->oy)),
                                bk_dmul(nz, (double)v0.z - r->oz));
@@ -253,7 +281,9 @@ BK_HD float bk_tri_refine_t(const bk_ray *r, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2,
     /* the cancellation is over once num and den are made: their quotient in float is within
      * 2e-7 of the exact one, and costs a tenth of a double division */
     const float tf = (float)num / (float)den;
-    return t != 0.0f && tf >= r->tmin && tf <= r->tmax && bk_absf(tf) < BK_INF ? tf : t;   /* (num or den out of float's range: no) */
+    return t != 0.0f && tf >= r->tmin && tf <= r->tmax && bk_absf(tf) < BK_INF
+               ? tf
+               : t; /* (num or den out of float's range: no) */
 }
 
 #endif /* BK_RAY_H */

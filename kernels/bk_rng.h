@@ -13,8 +13,10 @@
 
 BK_HD uint32_t bk_mix32(uint32_t x)
 {
-    x ^= x >> 16; x *= 0x7feb352du;
-    x ^= x >> 15; x *= 0x846ca68bu;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
     x ^= x >> 16;
     return x;
 }

@@ -40,7 +40,7 @@
  * (Aila & Laine's postponed leaves): 5-15 % more Mrays/s on the H100 (sponza, sibenik, dragon).
  * The nodes visited per ray then depend on its warp-mates; hits do not (bk_hit_better). */
 #ifndef BK_POSTPONE_LEAVES
-#  define BK_POSTPONE_LEAVES 1
+#define BK_POSTPONE_LEAVES 1
 #endif
 
 /* The stack strategies, one row each: X(U, NAME, "name", SIZED, SPILLS, "help"). NAME is
@@ -53,14 +53,15 @@
  * every row for expansions that need it (BK_TRAVERSALS); BK_STACK_MODES(X) calls X without it.
  * The enum, the names, the traversals below, the stack sizing of both backends, the bench and the
  * tests all expand this list. */
-#define BK_STACK_MODES_U(X, U)                                                                        \
-    X(U, GLOBAL, "global", 0, 0, "a full per-thread stack in local (device) memory")                  \
-    X(U, SHORT,  "short",  1, 0, "K entries in shared memory; on overflow the oldest\n"                 \
-                                 "are dropped and traversal restarts from the root\n"                   \
-                                 "(restart trail for the BVH, kd-restart for the KD-tree)") \
-    X(U, SPILL,  "spill",  1, 1, "K entries in shared memory that spill to global memory")
+#define BK_STACK_MODES_U(X, U)                                                       \
+    X(U, GLOBAL, "global", 0, 0, "a full per-thread stack in local (device) memory") \
+    X(U, SHORT, "short", 1, 0,                                                       \
+      "K entries in shared memory; on overflow the oldest\n"                         \
+      "are dropped and traversal restarts from the root\n"                           \
+      "(restart trail for the BVH, kd-restart for the KD-tree)")                     \
+    X(U, SPILL, "spill", 1, 1, "K entries in shared memory that spill to global memory")
 #define BK_STACK_MODES_ROW_(X, ...) X(__VA_ARGS__)
-#define BK_STACK_MODES(X) BK_STACK_MODES_U(BK_STACK_MODES_ROW_, X)
+#define BK_STACK_MODES(X)           BK_STACK_MODES_U(BK_STACK_MODES_ROW_, X)
 
 #define BK_STACK_MODE_ENUM_(N, S, SZ, SP, D) BK_STACK_##N,
 enum bk_stack_mode { BK_STACK_MODES(BK_STACK_MODE_ENUM_) BK_STACK_MODE_COUNT };
@@ -69,8 +70,8 @@ enum bk_stack_mode { BK_STACK_MODES(BK_STACK_MODE_ENUM_) BK_STACK_MODE_COUNT };
 /* The per-mode flags as constant expressions of a mode m (kernels size arrays with them). */
 #define BK_STACK_SIZED_OR_(m, N, S, SZ, SP, D)  | ((m) == BK_STACK_##N ? (SZ) : 0)
 #define BK_STACK_SPILLS_OR_(m, N, S, SZ, SP, D) | ((m) == BK_STACK_##N ? (SP) : 0)
-#define BK_STACK_SIZED_OF(m)  (0 BK_STACK_MODES_U(BK_STACK_SIZED_OR_, m))
-#define BK_STACK_SPILLS_OF(m) (0 BK_STACK_MODES_U(BK_STACK_SPILLS_OR_, m))
+#define BK_STACK_SIZED_OF(m)                    (0 BK_STACK_MODES_U(BK_STACK_SIZED_OR_, m))
+#define BK_STACK_SPILLS_OF(m)                   (0 BK_STACK_MODES_U(BK_STACK_SPILLS_OR_, m))
 /* 1 when mode's fast part holds --stack-size entries in shared memory (short, spill) */
 BK_HD int bk_stack_sized(int mode) { return BK_STACK_SIZED_OF(mode); }
 /* 1 when mode moves a full fast part to a global-memory spill region (spill) */
@@ -82,22 +83,22 @@ BK_HD int bk_stack_spills(int mode) { return BK_STACK_SPILLS_OF(mode); }
  * index (enum bk_traversal, bk_traversal_index below), bk_trace_dispatch, the CPU backend's loops
  * and the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
  * edit. */
-#define BK_LIST_PRIMS(X, A, S, Q)    X(A, S, Q, TRI) X(A, S, Q, VOX)
-#define BK_LIST_QUERIES(X, A, S)     BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
+#define BK_LIST_PRIMS(X, A, S, Q) X(A, S, Q, TRI) X(A, S, Q, VOX)
+#define BK_LIST_QUERIES(X, A, S)  BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
 /* the compressed wide BVH holds triangles only (voxel scenes trace the binary layout) */
 #define BK_LIST_QUERIES_TRI(X, A, S) X(A, S, 0, TRI) X(A, S, 1, TRI)
 /* one row of BK_STACK_MODES_U with U = (X, A): that strategy's queries */
-#define BK_LIST_X_(X, A) X
-#define BK_LIST_A_(X, A) A
+#define BK_LIST_X_(X, A)              X
+#define BK_LIST_A_(X, A)              A
 #define BK_LIST_STACK_(U, N, ...)     BK_LIST_QUERIES(BK_LIST_X_ U, BK_LIST_A_ U, N)
 #define BK_LIST_STACK_TRI_(U, N, ...) BK_LIST_QUERIES_TRI(BK_LIST_X_ U, BK_LIST_A_ U, N)
-#define BK_LIST_STACKS(X, A)         BK_STACK_MODES_U(BK_LIST_STACK_, (X, A))
-#define BK_LIST_STACKS_TRI(X, A)     BK_STACK_MODES_U(BK_LIST_STACK_TRI_, (X, A))
-#define BK_TRAVERSALS(X)             BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE) BK_LIST_STACKS_TRI(X, CWBVH)
+#define BK_LIST_STACKS(X, A)          BK_STACK_MODES_U(BK_LIST_STACK_, (X, A))
+#define BK_LIST_STACKS_TRI(X, A)      BK_STACK_MODES_U(BK_LIST_STACK_TRI_, (X, A))
+#define BK_TRAVERSALS(X)              BK_LIST_STACKS(X, BVH) BK_LIST_STACKS(X, KDTREE) BK_LIST_STACKS_TRI(X, CWBVH)
 
 /* The traversals numbered in the order of BK_TRAVERSALS: BK_TRAVERSAL_BVH_GLOBAL_0_TRI = 0 ...
  * BK_TRAVERSAL_COUNT. */
-#define BK_TRAVERSAL_ID(A, S, Q, P) BK_TRAVERSAL_##A##_##S##_##Q##_##P
+#define BK_TRAVERSAL_ID(A, S, Q, P)    BK_TRAVERSAL_##A##_##S##_##Q##_##P
 #define BK_TRAVERSAL_ENUM_(A, S, Q, P) BK_TRAVERSAL_ID(A, S, Q, P),
 enum bk_traversal { BK_TRAVERSALS(BK_TRAVERSAL_ENUM_) BK_TRAVERSAL_COUNT };
 #undef BK_TRAVERSAL_ENUM_
@@ -112,8 +113,8 @@ typedef struct bk_traversal_variant {
 BK_HD int bk_traversal_index(int accel, int stack_mode, int any_hit, int prim)
 {
     const int any = any_hit != 0;
-#define BK_TRAVERSAL_INDEX_(A, S, Q, P)                                                                  \
-    if (accel == BK_ACCEL_##A && stack_mode == BK_STACK_##S && any == Q && prim == BK_PRIM_##P)          \
+#define BK_TRAVERSAL_INDEX_(A, S, Q, P)                                                         \
+    if (accel == BK_ACCEL_##A && stack_mode == BK_STACK_##S && any == Q && prim == BK_PRIM_##P) \
         return BK_TRAVERSAL_ID(A, S, Q, P);
     BK_TRAVERSALS(BK_TRAVERSAL_INDEX_)
 #undef BK_TRAVERSAL_INDEX_
@@ -124,13 +125,19 @@ BK_HD int bk_traversal_index(int accel, int stack_mode, int any_hit, int prim)
 BK_HD bk_traversal_variant bk_traversal_get(int i)
 {
     bk_traversal_variant v;
-    v.accel = -1; v.stack_mode = -1; v.any_hit = -1; v.prim = -1;
+    v.accel = -1;
+    v.stack_mode = -1;
+    v.any_hit = -1;
+    v.prim = -1;
     switch (i) {
-#define BK_TRAVERSAL_GET_(A, S, Q, P)                                                                    \
-    case BK_TRAVERSAL_ID(A, S, Q, P):                                                                    \
-        v.accel = BK_ACCEL_##A; v.stack_mode = BK_STACK_##S; v.any_hit = Q; v.prim = BK_PRIM_##P;        \
+#define BK_TRAVERSAL_GET_(A, S, Q, P) \
+    case BK_TRAVERSAL_ID(A, S, Q, P): \
+        v.accel = BK_ACCEL_##A;       \
+        v.stack_mode = BK_STACK_##S;  \
+        v.any_hit = Q;                \
+        v.prim = BK_PRIM_##P;         \
         break;
-    BK_TRAVERSALS(BK_TRAVERSAL_GET_)
+        BK_TRAVERSALS(BK_TRAVERSAL_GET_)
 #undef BK_TRAVERSAL_GET_
     default: break;
     }
@@ -144,19 +151,19 @@ BK_HD bk_traversal_variant bk_traversal_get(int i)
  * an entry's level: bk_trail). A constant expression (kernels size arrays with it);
  * bk_stack_width() is the same as a function. BK_STACK_WIDTH is the widest. */
 #define BK_STACK_WIDTH_OF(accel, mode) ((accel) == BK_ACCEL_KDTREE ? 3 : (accel) == BK_ACCEL_CWBVH ? 2 : 1)
-#define BK_STACK_WIDTH   3
+#define BK_STACK_WIDTH                 3
 BK_HD int bk_stack_width(int accel, int mode) { return BK_STACK_WIDTH_OF(accel, mode); }
 
 /* Per-ray work counters; the caller sums them. */
 typedef struct bk_trace_stats {
-    uint32_t nodes;     /* inner nodes visited */
-    uint32_t tris;      /* ray/triangle tests */
-    uint32_t restarts;  /* short stack: restarts from the root */
-    uint32_t spills;    /* spill stack: fast part moved to global memory */
-    uint32_t rays;      /* bake: rays traced (the trace commands count rays themselves) */
-    uint32_t depth;     /* most entries pending at once (short stack: in the fast part) */
-    uint32_t aux;       /* the last ray's hit: BK_VOX_AUX | material << 3 | face for a voxel
-                           (bk_voxel.h), 0 for a triangle */
+    uint32_t nodes;    /* inner nodes visited */
+    uint32_t tris;     /* ray/triangle tests */
+    uint32_t restarts; /* short stack: restarts from the root */
+    uint32_t spills;   /* spill stack: fast part moved to global memory */
+    uint32_t rays;     /* bake: rays traced (the trace commands count rays themselves) */
+    uint32_t depth;    /* most entries pending at once (short stack: in the fast part) */
+    uint32_t aux;      /* the last ray's hit: BK_VOX_AUX | material << 3 | face for a voxel
+                          (bk_voxel.h), 0 for a triangle */
 } bk_trace_stats;
 
 /* The stack. Word w of entry i sits at slot[(i * width + w) * stride]; the spill region has the
@@ -166,19 +173,27 @@ typedef struct bk_stack {
     uint32_t *slot;
     uint32_t *spill;
     int32_t   stride, spill_stride;
-    int32_t   width;     /* words per entry */
-    int32_t   cap;       /* entries the fast part holds */
-    int32_t   top;       /* entries in the fast part */
-    int32_t   spilled;   /* spill: entries in the spill region */
-    int32_t   dropped;   /* short: entries were dropped since the last restart */
-    int32_t   mode;      /* enum bk_stack_mode */
+    int32_t   width;   /* words per entry */
+    int32_t   cap;     /* entries the fast part holds */
+    int32_t   top;     /* entries in the fast part */
+    int32_t   spilled; /* spill: entries in the spill region */
+    int32_t   dropped; /* short: entries were dropped since the last restart */
+    int32_t   mode;    /* enum bk_stack_mode */
 } bk_stack;
 
 BK_HD bk_stack bk_stack_make(int mode, uint32_t *slot, int stride, int cap, uint32_t *spill, int spill_stride)
 {
     bk_stack s;
-    s.slot = slot; s.spill = spill; s.stride = stride; s.spill_stride = spill_stride;
-    s.width = 1; s.cap = cap; s.top = 0; s.spilled = 0; s.dropped = 0; s.mode = mode;
+    s.slot = slot;
+    s.spill = spill;
+    s.stride = stride;
+    s.spill_stride = spill_stride;
+    s.width = 1;
+    s.cap = cap;
+    s.top = 0;
+    s.spilled = 0;
+    s.dropped = 0;
+    s.mode = mode;
     return s;
 }
 
@@ -212,7 +227,9 @@ BK_HD bk_stack bk_stack_thread(int mode, uint32_t *local, uint32_t *shared, int 
 BK_HDI void bk_stack_begin(bk_stack *s, int accel)
 {
     s->width = bk_stack_width(accel, s->mode);
-    s->top = 0; s->spilled = 0; s->dropped = 0;
+    s->top = 0;
+    s->spilled = 0;
+    s->dropped = 0;
 }
 
 BK_HDI void bk_stack_spill_all(bk_stack *s, bk_trace_stats *st)
@@ -304,10 +321,12 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
     *id = bk_float_bits(v0.w);
     if (prim == BK_PRIM_VOX && (*id & BK_PRIM_VOX_BIT)) {
         bk_vox_hit vh;
-        if (!bk_vox_instance_hit(a, r, a->tris + 3 * rec, v0, bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi), any_hit,
-                                 &vh))
+        if (!bk_vox_instance_hit(a, r, a->tris + 3 * rec, v0, bk_maxf(r->tmin, cell_lo), bk_minf(tmax, cell_hi),
+                                 any_hit, &vh))
             return 0;
-        *t = vh.t; *hit_id = vh.id; *aux = vh.aux;
+        *t = vh.t;
+        *hit_id = vh.id;
+        *aux = vh.aux;
         return 1;
     }
     bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
@@ -322,7 +341,8 @@ BK_HDI bk_hit bk_hit_refine(const bk_accel_view *a, const bk_ray *ray, bk_hit h,
                             const bk_trace_stats *st)
 {
     if (!any_hit && h.tri != BK_NO_HIT && st->aux == 0)
-        h.t = bk_tri_refine_t(ray, bk_tri_vertex(a, hrec, 0, 0), bk_tri_vertex(a, hrec, 1, 0), bk_tri_vertex(a, hrec, 2, 0), h.t);
+        h.t = bk_tri_refine_t(ray, bk_tri_vertex(a, hrec, 0, 0), bk_tri_vertex(a, hrec, 1, 0),
+                              bk_tri_vertex(a, hrec, 2, 0), h.t);
     return h;
 }
 
@@ -334,7 +354,8 @@ BK_HDI void bk_prefetch_ref(const bk_accel_view *a, int32_t ref)
     if (ref >= 0) __builtin_prefetch(a->bvh_nodes + ref);
     else __builtin_prefetch(a->tris + 3 * (size_t)(uint32_t)~ref);
 #else
-    (void)a; (void)ref;
+    (void)a;
+    (void)ref;
 #endif
 }
 
@@ -354,7 +375,7 @@ BK_HDI void bk_prefetch_ref(const bk_accel_view *a, int32_t ref)
  * slower.) */
 typedef struct bk_trail {
     uint64_t pend, popped;
-    int      level;        /* depth of the node `ref` */
+    int      level; /* depth of the node `ref` */
     int      replay_end;
 } bk_trail;
 
@@ -362,7 +383,7 @@ typedef struct bk_trail {
  * and the levels below d are new. Returns d. */
 BK_HDI int bk_trail_take(bk_trail *tr)
 {
-    const int d = bk_msb64(tr->pend);
+    const int      d = bk_msb64(tr->pend);
     const uint64_t bit = (uint64_t)1 << d;
     tr->pend ^= bit;
     tr->popped = (tr->popped & (bit - 1u)) | bit;
@@ -375,14 +396,16 @@ BK_HDI void bk_bvh_children(const bk_accel_view *a, const bk_ray_pre *r, int32_t
                             int *near_hit, int32_t *far_ref, int *far_hit)
 {
     const bk_bvh_node *n = a->bvh_nodes + ref;
-    bk_f4 xy0 = bk_load4(&n->xy0), xy1 = bk_load4(&n->xy1), z01 = bk_load4(&n->z01), rf = bk_load4(&n->refs);
-    float t0, t1;
-    int hits = bk_slab2(r, xy0, xy1, z01, r->tmin, cull, &t0, &t1);
-    int hit0 = hits & 1, hit1 = hits >> 1;
+    bk_f4   xy0 = bk_load4(&n->xy0), xy1 = bk_load4(&n->xy1), z01 = bk_load4(&n->z01), rf = bk_load4(&n->refs);
+    float   t0, t1;
+    int     hits = bk_slab2(r, xy0, xy1, z01, r->tmin, cull, &t0, &t1);
+    int     hit0 = hits & 1, hit1 = hits >> 1;
     int32_t c0 = (int32_t)bk_float_bits(rf.x), c1 = (int32_t)bk_float_bits(rf.y);
-    int swap = t1 < t0;
-    *near_ref = swap ? c1 : c0; *far_ref = swap ? c0 : c1;
-    *near_hit = swap ? hit1 : hit0; *far_hit = swap ? hit0 : hit1;
+    int     swap = t1 < t0;
+    *near_ref = swap ? c1 : c0;
+    *far_ref = swap ? c0 : c1;
+    *near_hit = swap ? hit1 : hit0;
+    *far_hit = swap ? hit0 : hit1;
 }
 
 /* The child to enter at a level of a replay (see bk_trail; `bit` is the level's), or
@@ -392,14 +415,14 @@ BK_HDI int32_t bk_bvh_replay(bk_stack *s, bk_trail *tr, uint64_t bit, int32_t ne
                              int far_hit, bk_trace_stats *st)
 {
     int32_t ref = BK_REF_NONE;
-    if (tr->pend & bit) {                       /* a dropped level: its farther child waits again */
+    if (tr->pend & bit) { /* a dropped level: its farther child waits again */
         if (near_hit && far_hit) {
             bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
             ref = near_ref;
         } else if (near_hit) {
             tr->pend ^= bit;
             ref = near_ref;
-        } else if (far_hit) {                   /* (not reached, by the order) off the path, as a pop */
+        } else if (far_hit) { /* (not reached, by the order) off the path, as a pop */
             tr->pend &= bit - 1u;
             tr->popped = (tr->popped & (bit - 1u)) | bit;
             tr->replay_end = 0;
@@ -407,10 +430,10 @@ BK_HDI int32_t bk_bvh_replay(bk_stack *s, bk_trail *tr, uint64_t bit, int32_t ne
         }
     } else if (tr->popped & bit) {
         ref = far_hit ? far_ref : BK_REF_NONE;
-    } else {                                    /* one child was hit here: now at most that one */
+    } else { /* one child was hit here: now at most that one */
         ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;
     }
-    if (ref == BK_REF_NONE) tr->pend &= bit - 1u;   /* the rest of the path is culled */
+    if (ref == BK_REF_NONE) tr->pend &= bit - 1u; /* the rest of the path is culled */
     return ref;
 }
 
@@ -425,7 +448,8 @@ BK_HDI int32_t bk_bvh_pop(const bk_accel_view *a, const bk_ray_pre *r, float bes
     uint32_t e[3] = { 0, 0, 0 };
     for (;;) {
         if (bk_stack_pop(s, e)) {
-            if (mode == BK_STACK_SHORT) tr->level = bk_trail_take(tr) + 1;   /* the farther child of the deepest pending level */
+            if (mode == BK_STACK_SHORT)
+                tr->level = bk_trail_take(tr) + 1; /* the farther child of the deepest pending level */
             return (int32_t)e[0];
         }
         if (mode != BK_STACK_SHORT || !s->dropped || !tr->pend) return BK_REF_DONE;
@@ -434,15 +458,15 @@ BK_HDI int32_t bk_bvh_pop(const bk_accel_view *a, const bk_ray_pre *r, float bes
         s->dropped = 0;
         st->restarts++;
         int32_t ref = 0;
-        int level = 0;
-        while (level < tr->replay_end) {       /* (bk_bvh_replay ends it early off the path) */
+        int     level = 0;
+        while (level < tr->replay_end) { /* (bk_bvh_replay ends it early off the path) */
             int32_t near_ref, far_ref;
-            int near_hit, far_hit;
+            int     near_hit, far_hit;
             st->nodes++;
             bk_bvh_children(a, r, ref, bk_cull_far(best), &near_ref, &near_hit, &far_ref, &far_hit);
             ref = bk_bvh_replay(s, tr, (uint64_t)1 << level, near_ref, near_hit, far_ref, far_hit, st);
             ++level;
-            if (ref == BK_REF_NONE) break;     /* culled: what the replay pushed, or the next restart */
+            if (ref == BK_REF_NONE) break; /* culled: what the replay pushed, or the next restart */
         }
         if (ref != BK_REF_NONE) {
             tr->level = level;
@@ -462,25 +486,27 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
     /* A local copy: its fields stay in registers instead of being reloaded after every store to
      * the slots (which may alias them as far as the compiler knows). */
     bk_stack local = *stack, *s = &local;
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_hit   h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
     bk_stack_begin(s, BK_ACCEL_BVH);
-    float best = r.tmax;
-    bk_trail tr = { 0, 0, 0, 0 };     /* short stack: the restart trail */
+    float    best = r.tmax;
+    bk_trail tr = { 0, 0, 0, 0 }; /* short stack: the restart trail */
     /* (opaque to the optimiser here, or NVVM recomputes the parallel-ray test from the direction
      * in the node loop of the short and spill kernels: 24 instructions per node visited; the
      * global stack's triangle kernels keep it without, and were slower with it; the voxel ones
      * recomputed it too, from direction components spilled to local memory) */
     if (mode != BK_STACK_GLOBAL || prim == BK_PRIM_VOX) BK_OPAQUE_INT(r.par);
-    uint32_t hrec = 0;                /* leaf record of the hit */
-    int32_t ref = 0, leaf = BK_REF_NONE;
+    uint32_t hrec = 0; /* leaf record of the hit */
+    int32_t  ref = 0, leaf = BK_REF_NONE;
     for (;;) {
         for (;;) {
             if (ref >= 0) {
                 int32_t near_ref, far_ref;
-                int near_hit, far_hit;
+                int     near_hit, far_hit;
                 st->nodes++;
                 bk_bvh_children(a, &r, ref, bk_cull_far(best), &near_ref, &near_hit, &far_ref, &far_hit);
                 if (near_hit && far_hit) {
@@ -489,21 +515,21 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
                     bk_stack_push(s, (uint32_t)far_ref, 0, 0, st);
                     ref = near_ref;
                 } else {
-                    ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE;   /* missed, or culled */
+                    ref = near_hit ? near_ref : far_hit ? far_ref : BK_REF_NONE; /* missed, or culled */
                 }
-                tr.level++;                           /* (a pop sets it again) */
+                tr.level++; /* (a pop sets it again) */
             }
             /* a leaf in hand is parked when none is; with nothing in hand, the next subtree.
              * (One call of the pop, whose restart walk is long: inlined once.) */
             for (;;) {
                 if (ref < 0 && ref != BK_REF_DONE && ref != BK_REF_NONE && leaf == BK_REF_NONE) {
-                    leaf = ref;                       /* park it and go on descending */
+                    leaf = ref; /* park it and go on descending */
                     ref = BK_REF_NONE;
                 }
                 if (ref != BK_REF_NONE) break;
                 ref = bk_bvh_pop(a, &r, best, s, mode, &tr, st);
             }
-            if (ref < 0) break;                       /* DONE, or a second leaf in hand */
+            if (ref < 0) break; /* DONE, or a second leaf in hand */
 #if BK_POSTPONE_LEAVES
             if (BK_WARP_ALL(leaf != BK_REF_NONE)) break;
 #else
@@ -514,13 +540,17 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
          * warp voted) an inner node still to visit */
         if (leaf == BK_REF_NONE) break;
         int found = 0;
-        for (uint32_t rec = (uint32_t)~leaf;; ++rec) {     /* records ~leaf .. the one marked last */
+        for (uint32_t rec = (uint32_t)~leaf;; ++rec) { /* records ~leaf .. the one marked last */
             uint32_t id, hid, aux;
-            float t;
+            float    t;
             st->tris++;
             if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, -BK_INF, BK_INF) &&
                 bk_hit_better(t, hid, best, h.tri)) {
-                best = t; h.t = t; h.tri = hid; hrec = rec; st->aux = aux;
+                best = t;
+                h.t = t;
+                h.tri = hid;
+                hrec = rec;
+                st->aux = aux;
                 found = any_hit;
             }
             if ((id & BK_TRI_LAST) || found) break;
@@ -548,10 +578,11 @@ BK_HD uint32_t bk_cw_trail_get(const uint64_t *trail, int level)
 }
 BK_HD void bk_cw_trail_set(uint64_t *trail, int level, uint32_t v)
 {
-    int sh = 4 * (level & 15);
+    int      sh = 4 * (level & 15);
     uint64_t w = level < 16 ? trail[0] : trail[1];
     w = (w & ~((uint64_t)15 << sh)) | (uint64_t)v << sh;
-    if (level < 16) trail[0] = w; else trail[1] = w;
+    if (level < 16) trail[0] = w;
+    else trail[1] = w;
 }
 
 /* Byte s (0-7) of a pair of little-endian words. */
@@ -603,43 +634,55 @@ BK_HDI uint32_t bk_cw_children(const bk_ray_pre *r, const bk_cw_node *nd, uint32
     const bk_f4 *q4 = (const bk_f4 *)nd;
     bk_f4 f0 = bk_load4(q4), f1 = bk_load4(q4 + 1), f2 = bk_load4(q4 + 2), f3 = bk_load4(q4 + 3), f4 = bk_load4(q4 + 4);
     uint32_t e = bk_float_bits(f0.w);
-    *child_base = bk_float_bits(f1.x); *rec_base = bk_float_bits(f1.y);
-    *meta_lo = bk_float_bits(f1.z); *meta_hi = bk_float_bits(f1.w);
+    *child_base = bk_float_bits(f1.x);
+    *rec_base = bk_float_bits(f1.y);
+    *meta_lo = bk_float_bits(f1.z);
+    *meta_hi = bk_float_bits(f1.w);
     const uint32_t imask = e >> 24, used = bk_cw_used(*meta_lo, *meta_hi);
     *imask_out = imask;
     /* qlo x | qlo y | qlo z | qhi x | qhi y | qhi z, two words each */
-    const uint32_t q0 = bk_float_bits(f2.x), q1 = bk_float_bits(f2.y), q2 = bk_float_bits(f2.z), q3 = bk_float_bits(f2.w);
-    const uint32_t q4w = bk_float_bits(f3.x), q5 = bk_float_bits(f3.y), q6 = bk_float_bits(f3.z), q7 = bk_float_bits(f3.w);
-    const uint32_t q8 = bk_float_bits(f4.x), q9 = bk_float_bits(f4.y), q10 = bk_float_bits(f4.z), q11 = bk_float_bits(f4.w);
+    const uint32_t q0 = bk_float_bits(f2.x), q1 = bk_float_bits(f2.y), q2 = bk_float_bits(f2.z),
+                   q3 = bk_float_bits(f2.w);
+    const uint32_t q4w = bk_float_bits(f3.x), q5 = bk_float_bits(f3.y), q6 = bk_float_bits(f3.z),
+                   q7 = bk_float_bits(f3.w);
+    const uint32_t q8 = bk_float_bits(f4.x), q9 = bk_float_bits(f4.y), q10 = bk_float_bits(f4.z),
+                   q11 = bk_float_bits(f4.w);
     const float ox = f0.x, oy = f0.y, oz = f0.z;
-    const float sx = bk_bits_float((e & 0xFFu) << 23), sy = bk_bits_float((e >> 8 & 0xFFu) << 23), sz = bk_bits_float((e >> 16 & 0xFFu) << 23);
+    const float sx = bk_bits_float((e & 0xFFu) << 23), sy = bk_bits_float((e >> 8 & 0xFFu) << 23),
+                sz = bk_bits_float((e >> 16 & 0xFFu) << 23);
     uint32_t hits = 0;
     if (!r->par) {
         const float ax = (ox - r->o.x) * r->inv.x, ay = (oy - r->o.y) * r->inv.y, az = (oz - r->o.z) * r->inv.z;
         const float bx = sx * r->inv.x, by = sy * r->inv.y, bz = sz * r->inv.z;
         const float err = bk_maxf_fast(bk_absf_fast(ax) + 32768.0f * bk_absf_fast(bx),
                                        bk_maxf_fast(bk_absf_fast(ay) + 32768.0f * bk_absf_fast(by),
-                                                    bk_absf_fast(az) + 32768.0f * bk_absf_fast(bz))) * 0x1p-20f;
+                                                    bk_absf_fast(az) + 32768.0f * bk_absf_fast(bz))) *
+                          0x1p-20f;
         const float cx = ax - 32768.0f * bx, cy = ay - 32768.0f * by, cz = az - 32768.0f * bz;
         const float ex = cx + err, ey = cy + err, ez = cz + err, tmaxe = tmax + err;
         /* near planes: the low ones on axes the ray runs up, the high ones on axes it runs down
          * (selected once per node, so the words are never indexed at run time) */
-        const uint32_t nx0 = (oct & 1) ? q6 : q0, nx1 = (oct & 1) ? q7 : q1, fx0 = (oct & 1) ? q0 : q6, fx1 = (oct & 1) ? q1 : q7;
-        const uint32_t ny0 = (oct & 2) ? q8 : q2, ny1 = (oct & 2) ? q9 : q3, fy0 = (oct & 2) ? q2 : q8, fy1 = (oct & 2) ? q3 : q9;
-        const uint32_t nz0 = (oct & 4) ? q10 : q4w, nz1 = (oct & 4) ? q11 : q5, fz0 = (oct & 4) ? q4w : q10, fz1 = (oct & 4) ? q5 : q11;
+        const uint32_t nx0 = (oct & 1) ? q6 : q0, nx1 = (oct & 1) ? q7 : q1, fx0 = (oct & 1) ? q0 : q6,
+                       fx1 = (oct & 1) ? q1 : q7;
+        const uint32_t ny0 = (oct & 2) ? q8 : q2, ny1 = (oct & 2) ? q9 : q3, fy0 = (oct & 2) ? q2 : q8,
+                       fy1 = (oct & 2) ? q3 : q9;
+        const uint32_t nz0 = (oct & 4) ? q10 : q4w, nz1 = (oct & 4) ? q11 : q5, fz0 = (oct & 4) ? q4w : q10,
+                       fz1 = (oct & 4) ? q5 : q11;
         /* 2^15's bits, in a register: the byte permutations then take their selectors as
          * immediates (oct < 8, so the shift adds nothing; it only hides the constant) */
         const uint32_t k47 = 0x47000000u | oct >> 3;
         for (int s = 0; s < 8; ++s) {
-            float tn = bk_maxf_fast(bk_maxf_fast(bk_fma_fast(bk_q15(nx0, nx1, s, k47), bx, cx), bk_fma_fast(bk_q15(ny0, ny1, s, k47), by, cy)),
+            float tn = bk_maxf_fast(bk_maxf_fast(bk_fma_fast(bk_q15(nx0, nx1, s, k47), bx, cx),
+                                                 bk_fma_fast(bk_q15(ny0, ny1, s, k47), by, cy)),
                                     bk_maxf_fast(bk_fma_fast(bk_q15(nz0, nz1, s, k47), bz, cz), tmin));
-            float tf = bk_minf_fast(bk_minf_fast(bk_fma_fast(bk_q15(fx0, fx1, s, k47), bx, ex), bk_fma_fast(bk_q15(fy0, fy1, s, k47), by, ey)),
+            float tf = bk_minf_fast(bk_minf_fast(bk_fma_fast(bk_q15(fx0, fx1, s, k47), bx, ex),
+                                                 bk_fma_fast(bk_q15(fy0, fy1, s, k47), by, ey)),
                                     bk_minf_fast(bk_fma_fast(bk_q15(fz0, fz1, s, k47), bz, ez), tmaxe));
-            hits |= (uint32_t)!(tn > tf) << s;      /* NaN: hit (never a miss by mistake) */
+            hits |= (uint32_t) !(tn > tf) << s; /* NaN: hit (never a miss by mistake) */
         }
     } else {
         const uint32_t q[12] = { q0, q1, q2, q3, q4w, q5, q6, q7, q8, q9, q10, q11 };
-        const float o3[3] = { ox, oy, oz }, s3[3] = { sx, sy, sz };
+        const float    o3[3] = { ox, oy, oz }, s3[3] = { sx, sy, sz };
         for (int s = 0; s < 8; ++s) {
             float lo[3], hi[3], tn;
             for (int k = 0; k < 3; ++k) {
@@ -666,27 +709,32 @@ BK_HDI uint32_t bk_cw_children(const bk_ray_pre *r, const bk_cw_node *nd, uint32
  * deepest level with children left, and goes on after the one it had visited there. */
 BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
 {
-    bk_stack local = *stack, *s = &local;   /* see bk_bvh_trace */
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_stack local = *stack, *s = &local; /* see bk_bvh_trace */
+    bk_hit   h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
     bk_stack_begin(s, BK_ACCEL_CWBVH);
     const uint32_t oct = (r.inv.x < 0.0f ? 1u : 0u) | (r.inv.y < 0.0f ? 2u : 0u) | (r.inv.z < 0.0f ? 4u : 0u);
-    float best = r.tmax;
-    uint32_t hrec = 0;
-    int done = 0;
-    uint64_t trail[2] = { 0, 0 };
-    int level = 0;        /* level of the node whose children make the group */
-    int replay = -1;      /* short stack, restarting: the level to resume at */
+    float          best = r.tmax;
+    uint32_t       hrec = 0;
+    int            done = 0;
+    uint64_t       trail[2] = { 0, 0 };
+    int            level = 0;   /* level of the node whose children make the group */
+    int            replay = -1; /* short stack, restarting: the level to resume at */
     /* the group: the root, as the one inner child (slot 0) of a node above it */
     uint32_t g_base = 0, g_hits = 1u << oct, g_imask = 1u;
-    int g_level = -1;
+    int      g_level = -1;
     while (!done) {
-        if (!g_hits) {                                     /* next group: the stack, or a restart */
+        if (!g_hits) { /* next group: the stack, or a restart */
             uint32_t e[3] = { 0, 0, 0 };
             if (bk_stack_pop(s, e)) {
-                g_base = e[0]; g_hits = e[1] & 0xFFu; g_imask = e[1] >> 8 & 0xFFu; g_level = (int)(e[1] >> BK_CW_LEVEL_SHIFT);
+                g_base = e[0];
+                g_hits = e[1] & 0xFFu;
+                g_imask = e[1] >> 8 & 0xFFu;
+                g_level = (int)(e[1] >> BK_CW_LEVEL_SHIFT);
                 continue;
             }
             if (mode != BK_STACK_SHORT || !s->dropped) break;
@@ -694,12 +742,18 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
              * entry left was dropped, so these are exactly the levels marked not last */
             int L = -1;
             for (int l = level - 1; l >= 0; --l)
-                if (!(bk_cw_trail_get(trail, l) & 8u)) { L = l; break; }
+                if (!(bk_cw_trail_get(trail, l) & 8u)) {
+                    L = l;
+                    break;
+                }
             if (L < 0) break;
             replay = L;
             s->dropped = 0;
             st->restarts++;
-            g_base = 0; g_hits = 1u << oct; g_imask = 1u; g_level = -1;
+            g_base = 0;
+            g_hits = 1u << oct;
+            g_imask = 1u;
+            g_level = -1;
             continue;
         }
         /* enter the group's first child; the rest waits on the stack */
@@ -712,8 +766,8 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
         level = g_level + 1;
         st->nodes++;
         uint32_t child_base, rec_base, meta_lo, meta_hi, imask, leaves;
-        uint32_t inner = bk_cw_children(&r, a->cw_nodes + node, oct, r.tmin, bk_cull_far(best), &child_base, &rec_base, &meta_lo, &meta_hi,
-                                        &imask, &leaves);
+        uint32_t inner = bk_cw_children(&r, a->cw_nodes + node, oct, r.tmin, bk_cull_far(best), &child_base, &rec_base,
+                                        &meta_lo, &meta_hi, &imask, &leaves);
         if (mode == BK_STACK_SHORT && replay >= 0) {
             /* a restart's walk down the trail: no leaves (tested before). Above the level to
              * resume, the trail's child is entered and its hit siblings after it wait on the stack
@@ -739,19 +793,29 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             leaves &= leaves - 1u;
             for (uint32_t rec = rec_base + bk_byte8(meta_lo, meta_hi, (int)(lp ^ oct));; ++rec) {
                 st->tris++;
-                bk_f4 v0 = bk_load4(a->tris + 3 * rec);
+                bk_f4    v0 = bk_load4(a->tris + 3 * rec);
                 uint32_t id = bk_float_bits(v0.w);
-                float t;
-                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_tri_vertex(a, rec, 1, 0), bk_tri_vertex(a, rec, 2, 0), best, &t) &&
+                float    t;
+                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_tri_vertex(a, rec, 1, 0), bk_tri_vertex(a, rec, 2, 0), best,
+                                     &t) &&
                     bk_hit_better(t, id & BK_TRI_ID, best, h.tri)) {
-                    best = t; h.t = t; h.tri = id & BK_TRI_ID; hrec = rec;
-                    if (any_hit) { done = 1; break; }
+                    best = t;
+                    h.t = t;
+                    h.tri = id & BK_TRI_ID;
+                    hrec = rec;
+                    if (any_hit) {
+                        done = 1;
+                        break;
+                    }
                 }
                 if (id & BK_TRI_LAST) break;
             }
             if (done) break;
         }
-        g_base = child_base; g_hits = inner; g_imask = imask; g_level = level;
+        g_base = child_base;
+        g_hits = inner;
+        g_imask = imask;
+        g_level = level;
     }
     st->aux = 0;
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
@@ -762,8 +826,10 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
 BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, int prim, bk_stack *stack,
                           bk_trace_stats *st)
 {
-    bk_stack local = *stack, *s = &local;   /* see bk_bvh_trace */
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_stack local = *stack, *s = &local; /* see bk_bvh_trace */
+    bk_hit   h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     const int mode = s->mode;
@@ -771,11 +837,11 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
     float t_enter;
     if (!bk_slab(&r, a->lo.x, a->hi.x, a->lo.y, a->hi.y, a->lo.z, a->hi.z, r.tmin, r.tmax, &t_enter)) return h;
     float t_exit = r.tmax;
-    {   /* the scene's exit distance, widened like the slab test */
+    { /* the scene's exit distance, widened like the slab test */
         float tx = bk_maxf((a->lo.x - r.o.x) * r.inv.x, (a->hi.x - r.o.x) * r.inv.x);
         float ty = bk_maxf((a->lo.y - r.o.y) * r.inv.y, (a->hi.y - r.o.y) * r.inv.y);
         float tz = bk_maxf((a->lo.z - r.o.z) * r.inv.z, (a->hi.z - r.o.z) * r.inv.z);
-        if (r.par & 1) tx = BK_INF;      /* parallel: the slab test above found it inside */
+        if (r.par & 1) tx = BK_INF; /* parallel: the slab test above found it inside */
         if (r.par & 2) ty = BK_INF;
         if (r.par & 4) tz = BK_INF;
         /* widened away from the entry whatever the sign: a ray may have tmin < 0, and a negative
@@ -793,16 +859,18 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
      * up once per ray, so the loop below pays nothing for it. */
     bk_vec3 kinv = bk_v3((r.par & 1) ? r.inv.x * BK_INF : r.inv.x, (r.par & 2) ? r.inv.y * BK_INF : r.inv.y,
                          (r.par & 4) ? r.inv.z * BK_INF : r.inv.z);
-    float best = r.tmax;
+    float    best = r.tmax;
     uint32_t node = 0, hrec = 0;
-    float tmin = t_enter, tmax = t_exit;
+    float    tmin = t_enter, tmax = t_exit;
     uint32_t e[3] = { 0, 0, 0 };
-    int last_pass = 0;
+    int      last_pass = 0;
     for (;;) {
-        bk_kd_node n; n.flags = bk_load_u32(&a->kd_nodes[node].flags); n.data = bk_load_u32(&a->kd_nodes[node].data);
+        bk_kd_node n;
+        n.flags = bk_load_u32(&a->kd_nodes[node].flags);
+        n.data = bk_load_u32(&a->kd_nodes[node].data);
         while ((n.flags & 3u) != BK_KD_LEAF) {
             st->nodes++;
-            int axis = (int)(n.flags & 3u);
+            int   axis = (int)(n.flags & 3u);
             float split = bk_bits_float(n.data);
             float o = bk_comp3(r.o, axis), inv = bk_comp3(kinv, axis);
             float tsplit = (split - o) * inv;
@@ -823,12 +891,13 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 node = first;
                 tmax = tsplit;
             }
-            n.flags = bk_load_u32(&a->kd_nodes[node].flags); n.data = bk_load_u32(&a->kd_nodes[node].data);
+            n.flags = bk_load_u32(&a->kd_nodes[node].flags);
+            n.data = bk_load_u32(&a->kd_nodes[node].data);
         }
         uint32_t count = n.flags >> 2;
         for (uint32_t i = 0; i < count; ++i) {
             uint32_t rec = bk_load_u32(a->kd_refs + n.data + i), id, hid, aux;
-            float t;
+            float    t;
             st->tris++;
             /* an instance's voxels only inside this leaf's cell: the leaves after it reference
              * the instance too where it reaches them; the cell widened by 2^-20, as the builder's
@@ -836,7 +905,11 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, tmin - bk_absf(tmin) * 0x1p-20f,
                              tmax + bk_absf(tmax) * 0x1p-20f) &&
                 bk_hit_better(t, hid, best, h.tri)) {
-                best = t; h.t = t; h.tri = hid; hrec = rec; st->aux = aux;
+                best = t;
+                h.t = t;
+                h.tri = hid;
+                hrec = rec;
+                st->aux = aux;
                 if (any_hit) break;
             }
         }
@@ -855,11 +928,16 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 last_pass = 1;
             }
             /* kd-restart: descend again from the root over what is left of the ray */
-            node = 0; tmin = tmax; tmax = t_exit; s->dropped = 0;
+            node = 0;
+            tmin = tmax;
+            tmax = t_exit;
+            s->dropped = 0;
             st->restarts++;
             continue;
         }
-        node = e[0]; tmin = bk_bits_float(e[1]); tmax = bk_bits_float(e[2]);
+        node = e[0];
+        tmin = bk_bits_float(e[1]);
+        tmax = bk_bits_float(e[2]);
         if (tmin > best) break;
     }
     return bk_hit_refine(a, ray, h, hrec, any_hit, st);
@@ -872,9 +950,9 @@ BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel,
 {
     bk_stack t = *s;
     t.mode = mode;
-    return accel == BK_ACCEL_BVH    ? bk_bvh_trace(a, ray, any_hit, prim, &t, st)
-         : accel == BK_ACCEL_CWBVH  ? bk_cw_trace(a, ray, any_hit, &t, st)
-                                    : bk_kd_trace(a, ray, any_hit, prim, &t, st);
+    return accel == BK_ACCEL_BVH     ? bk_bvh_trace(a, ray, any_hit, prim, &t, st)
+           : accel == BK_ACCEL_CWBVH ? bk_cw_trace(a, ray, any_hit, &t, st)
+                                     : bk_kd_trace(a, ray, any_hit, prim, &t, st);
 }
 
 /* Runtime accel, stack mode, query and primitive type to the traversal specialised for them.
@@ -883,13 +961,15 @@ BK_HD bk_hit bk_trace_dispatch(const bk_accel_view *a, const bk_ray *ray, int an
 {
     st->rays++;
     switch (bk_traversal_index(a->type, s->mode, any_hit, a->prim)) {
-#define BK_DISPATCH(A, S, Q, P)                                                                          \
+#define BK_DISPATCH(A, S, Q, P) \
     case BK_TRAVERSAL_ID(A, S, Q, P): return bk_trace_one(a, ray, BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, s, st);
-    BK_TRAVERSALS(BK_DISPATCH)
+        BK_TRAVERSALS(BK_DISPATCH)
 #undef BK_DISPATCH
     default: break;
     }
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_hit h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     return h;
 }
 

@@ -36,15 +36,27 @@
 #include "bk_ray.h"
 #include <math.h>
 
-typedef struct bk_u4 { uint32_t x, y, z, w; } bk_u4;
+typedef struct bk_u4 {
+    uint32_t x, y, z, w;
+} bk_u4;
 
 BK_HD bk_u4 bk_load_brick(const bk_vox_brick *p)
 {
 #if BK_DEVICE_CODE
     uint4 v = __ldg((const uint4 *)p);
-    bk_u4 r; r.x = v.x; r.y = v.y; r.z = v.z; r.w = v.w; return r;
+    bk_u4 r;
+    r.x = v.x;
+    r.y = v.y;
+    r.z = v.z;
+    r.w = v.w;
+    return r;
 #else
-    bk_u4 r; r.x = p->mask_lo; r.y = p->mask_hi; r.z = p->rank; r.w = p->pad; return r;
+    bk_u4 r;
+    r.x = p->mask_lo;
+    r.y = p->mask_hi;
+    r.z = p->rank;
+    r.w = p->pad;
+    return r;
 #endif
 }
 
@@ -81,16 +93,15 @@ BK_HD int bk_vox_cell(float x, float d, int lo, int hi, int *past)
 /* What a voxel hit gives the caller. */
 typedef struct bk_vox_hit {
     float    t;
-    uint32_t id;     /* the HITS id (see the top of the file) */
-    uint32_t aux;    /* BK_VOX_AUX | material << 3 | face */
+    uint32_t id;  /* the HITS id (see the top of the file) */
+    uint32_t aux; /* BK_VOX_AUX | material << 3 | face */
 } bk_vox_hit;
 
 /* The instance whose leaf record is rec[0..2] (v0 = rec[0], which the caller has loaded; the rest
  * is loaded here, twice where that holds fewer registers through the walk) against the ray, for
- * hits whose cell the ray enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's cell
- * within it, so an instance referenced by several leaves is walked once in all): returns 1 and
- * fills *out for the first occupied cell (with any_hit, aux has no material). `r` is the prepared
- * world ray.
+ * hits whose cell the ray enters in [tlo, thi] (the caller's range: [tmin, nearest hit so far], or a KD-tree leaf's
+ * cell within it, so an instance referenced by several leaves is walked once in all): returns 1 and fills *out for the
+ * first occupied cell (with any_hit, aux has no material). `r` is the prepared world ray.
  *
  * The walk keeps, per axis, the distance at which the ray leaves the current cell (tn), stepped
  * by |1/d| (Amanatides & Woo); a brick whose mask is empty is crossed in one step to the cell
@@ -118,16 +129,21 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
     int lx, ly, lz, hx, hy, hz, vx, vy, vz, ax;
     {
         const bk_f4 v1 = bk_load4(rec + 1);
-        lx = (int)v0.x; ly = (int)v0.y; lz = (int)v0.z; hx = (int)v1.x; hy = (int)v1.y; hz = (int)v1.z;
+        lx = (int)v0.x;
+        ly = (int)v0.y;
+        lz = (int)v0.z;
+        hx = (int)v1.x;
+        hy = (int)v1.y;
+        hz = (int)v1.z;
         int past = 0;
         vx = bk_vox_cell(bk_add(r->o.x, bk_mul(r->d.x, t0)), r->d.x, lx, hx - 1, &past);
         vy = bk_vox_cell(bk_add(r->o.y, bk_mul(r->d.y, t0)), r->d.y, ly, hy - 1, &past);
         vz = bk_vox_cell(bk_add(r->o.z, bk_mul(r->d.z, t0)), r->d.z, lz, hz - 1, &past);
         if (past) return 0;
     }
-    const unsigned lanes = BK_WARP_LANES();          /* those that walk: they meet again at the hit */
-    const float tmax = thi;
-    uint32_t steps;
+    const unsigned lanes = BK_WARP_LANES(); /* those that walk: they meet again at the hit */
+    const float    tmax = thi;
+    uint32_t       steps;
     {
         const bk_f4 v2 = bk_load4(rec + 2);
         /* the axis the ray entered the cell along */
@@ -141,8 +157,8 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
          * the world's bricks start), and bit 24 + k: the step is +1 */
         const uint32_t rot = bk_float_bits(v2.w) & 127u;
         const uint32_t c0 = rot & 3u, c1 = (rot >> 2) & 3u, c2 = 3u - c0 - c1;
-        const int ux = (r->d.x > 0.0f) != ((rot & 16u) != 0), uy = (r->d.y > 0.0f) != ((rot & 32u) != 0),
-                  uz = (r->d.z > 0.0f) != ((rot & 64u) != 0);   /* the step is +1 in the model */
+        const int      ux = (r->d.x > 0.0f) != ((rot & 16u) != 0), uy = (r->d.y > 0.0f) != ((rot & 32u) != 0),
+                  uz = (r->d.z > 0.0f) != ((rot & 64u) != 0); /* the step is +1 in the model */
         const uint32_t mx = (ux ? 1u << 2 * c0 : 64u - (1u << 2 * c0)) | ((uint32_t)(int)v2.x & 3u) << 6;
         const uint32_t my = (uy ? 1u << 2 * c1 : 64u - (1u << 2 * c1)) | ((uint32_t)(int)v2.y & 3u) << 6;
         const uint32_t mz = (uz ? 1u << 2 * c2 : 64u - (1u << 2 * c2)) | ((uint32_t)(int)v2.z & 3u) << 6;
@@ -154,8 +170,8 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
      * which a step inside the brick moves by 1, 4 or 16. What follows from the direction alone is
      * held in one word (steps) or taken where it is used (|1/d|): the walk runs inside the
      * traversal's loop, and registers held here were spills there. */
-    float tnx = 0, tny = 0, tnz = 0;
-    int load = 2, bit = 0, hit = 0;
+    float    tnx = 0, tny = 0, tnz = 0;
+    int      load = 2, bit = 0, hit = 0;
     uint64_t mask = 0;
     uint32_t rank0 = 0;
     for (;;) {
@@ -166,12 +182,12 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
                 tnz = r->d.z != 0.0f ? ((float)(vz + (r->d.z > 0.0f)) - r->o.z) * r->inv.z : BK_INF;
             }
             /* the model cell: p[c_k] = g_k (w_k - T_k), the cell T_k - 1 - w_k where g_k < 0 */
-            const bk_f4 v1 = bk_load4(rec + 1), v2 = bk_load4(rec + 2);
+            const bk_f4    v1 = bk_load4(rec + 1), v2 = bk_load4(rec + 2);
             const uint32_t bits = bk_float_bits(v2.w), rot = bits & 127u;
             const uint32_t c0 = rot & 3u, c1 = (rot >> 2) & 3u, c2 = 3u - c0 - c1;
-            const int px = (rot & 16u) ? (int)v2.x - 1 - vx : vx - (int)v2.x;
-            const int py = (rot & 32u) ? (int)v2.y - 1 - vy : vy - (int)v2.y;
-            const int pz = (rot & 64u) ? (int)v2.z - 1 - vz : vz - (int)v2.z;
+            const int      px = (rot & 16u) ? (int)v2.x - 1 - vx : vx - (int)v2.x;
+            const int      py = (rot & 32u) ? (int)v2.y - 1 - vy : vy - (int)v2.y;
+            const int      pz = (rot & 64u) ? (int)v2.z - 1 - vz : vz - (int)v2.z;
             const uint32_t nbx = (bits >> 7) & 127u, nbxy = nbx * ((bits >> 14) & 127u);
             const uint32_t brick = (uint32_t)(px >> 2) * (c0 == 0 ? 1u : (c0 == 1 ? nbx : nbxy)) +
                                    (uint32_t)(py >> 2) * (c1 == 0 ? 1u : (c1 == 1 ? nbx : nbxy)) +
@@ -200,19 +216,26 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
             if (ax == 1) ny = r->d.y > 0.0f ? by + 4 : by - 1;
             if (ax == 2) nz = r->d.z > 0.0f ? bz + 4 : bz - 1;
             if (nx < lx || nx >= hx || ny < ly || ny >= hy || nz < lz || nz >= hz) break;
-            vx = nx; vy = ny; vz = nz;
+            vx = nx;
+            vy = ny;
+            vz = nz;
             load = 2;
             continue;
         }
-        if ((mask >> bit) & 1u) { hit = 1; break; }
+        if ((mask >> bit) & 1u) {
+            hit = 1;
+            break;
+        }
         /* one cell on, across the nearest far plane. Selects, not a branch per axis: the lanes
          * of a warp step along different axes, and three branches ran one after another. */
         const int sx = tnx <= tny && tnx <= tnz, sy = !sx && tny <= tnz, sz = !sx && !sy;
         if (!((sx ? tnx : (sy ? tny : tnz)) <= tmax)) break;
         ax = sx ? 0 : (sy ? 1 : 2);
         const uint32_t sa = steps >> (8 * ax);
-        const int pos = (int)(steps >> (24 + ax)) & 1, st = pos ? 1 : -1;
-        vx += sx ? st : 0; vy += sy ? st : 0; vz += sz ? st : 0;
+        const int      pos = (int)(steps >> (24 + ax)) & 1, st = pos ? 1 : -1;
+        vx += sx ? st : 0;
+        vy += sy ? st : 0;
+        vz += sz ? st : 0;
         if (vx < lx || vx >= hx || vy < ly || vy >= hy || vz < lz || vz >= hz) break;
         /* (|1/d| as fabsf: inv is never NaN or zero, where it and bk_absf could differ) */
         tnx = sx ? bk_add(tnx, bk_absf_fast(r->inv.x)) : tnx;
@@ -229,23 +252,23 @@ BK_HDI int bk_vox_instance_hit(const bk_accel_view *a, const bk_ray_pre *r, cons
     if (!hit) return 0;
     /* the face's plane, an integer, in world space: one subtraction (exact near the plane) and one
      * division, so t is within an ulp or two of exact */
-    const float dw = bk_comp3(r->d, ax);                   /* the step was against the normal */
-    const int neg = dw < 0.0f;
+    const float dw = bk_comp3(r->d, ax); /* the step was against the normal */
+    const int   neg = dw < 0.0f;
     const float plane = (float)((ax == 0 ? vx : (ax == 1 ? vy : vz)) + neg);
-    float t = dw != 0.0f ? (plane - bk_comp3(r->o, ax)) / dw : r->tmin;
-    if (t < r->tmin) t = r->tmin;                 /* starts inside the cell */
+    float       t = dw != 0.0f ? (plane - bk_comp3(r->o, ax)) / dw : r->tmin;
+    if (t < r->tmin) t = r->tmin; /* starts inside the cell */
     if (t > tmax) return 0;
     const uint32_t rank = rank0 + (uint32_t)bk_popc64(mask & (((uint64_t)1 << bit) - 1u));
     const uint32_t inst = bk_float_bits(bk_load4(rec).w) & (BK_PRIM_VOX_BIT - 1u);
     const uint32_t face_base = bk_load_u32(a->vox_inst + 2 * inst);
-    const uint32_t face = (uint32_t)(2 * ax + neg);         /* the normal is along +axis when d is not */
+    const uint32_t face = (uint32_t)(2 * ax + neg); /* the normal is along +axis when d is not */
     out->t = t;
     out->id = face_base + 6u * rank + face;
     out->aux = BK_VOX_AUX | face;
-    if (!any_hit) {           /* an occlusion query needs no material: two loads fewer */
+    if (!any_hit) { /* an occlusion query needs no material: two loads fewer */
         const uint32_t model = bk_load_u32(a->vox_inst + 2 * inst + 1);
-        bk_u4 m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
-        const uint32_t colour = bk_load_u8(a->vox_colours + m1.x + rank);   /* m1: colour, material base */
+        bk_u4          m1 = bk_load_brick((const bk_vox_brick *)(a->vox_models + model) + 1);
+        const uint32_t colour = bk_load_u8(a->vox_colours + m1.x + rank); /* m1: colour, material base */
         out->aux |= (m1.y + colour) << 3;
     }
     return 1;

@@ -10,15 +10,38 @@
 
 static int bk_test_failures = 0;
 
-#define BK_EXPECT(cond) do { if (!(cond)) { \
-    fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); bk_test_failures++; } } while (0)
-#define BK_EXPECTF(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); bk_test_failures++; } } while (0)
-#define BK_TEST_SKIP(...) do { fprintf(stderr, "SKIP: "); fprintf(stderr, __VA_ARGS__); \
-    fputc('\n', stderr); exit(77); } while (0)
-#define BK_TEST_DONE() do { if (bk_test_failures) { fprintf(stderr, "%d check(s) failed\n", bk_test_failures); \
-    return 1; } printf("ok\n"); return 0; } while (0)
+#define BK_EXPECT(cond)                                                        \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
+            bk_test_failures++;                                                \
+        }                                                                      \
+    } while (0)
+#define BK_EXPECTF(cond, ...)                                                  \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            bk_test_failures++;                                                \
+        }                                                                      \
+    } while (0)
+#define BK_TEST_SKIP(...)             \
+    do {                              \
+        fprintf(stderr, "SKIP: ");    \
+        fprintf(stderr, __VA_ARGS__); \
+        fputc('\n', stderr);          \
+        exit(77);                     \
+    } while (0)
+#define BK_TEST_DONE()                                                 \
+    do {                                                               \
+        if (bk_test_failures) {                                        \
+            fprintf(stderr, "%d check(s) failed\n", bk_test_failures); \
+            return 1;                                                  \
+        }                                                              \
+        printf("ok\n");                                                \
+        return 0;                                                      \
+    } while (0)
 
 /* The scene corpus: $BK_SCENES_DIR when set (e.g. a copy carried to the GPU machine), else the
  * ../shared/scenes beside the checkout. */
@@ -39,8 +62,8 @@ static inline const char *bk_test_scene(const char *rel, char *buf, size_t n)
 /* Entries in folder dir, "." and ".." not counted (0 when it cannot be read). */
 static inline int bk_test_count_files(const char *dir)
 {
-    DIR *d = opendir(dir);
-    int n = 0;
+    DIR           *d = opendir(dir);
+    int            n = 0;
     struct dirent *e;
     while (d && (e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
@@ -55,13 +78,17 @@ static inline char *bk_test_slurp(const char *path, size_t *n)
     *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    char *buf = NULL;
+    char  *buf = NULL;
     size_t cap = 0, len = 0, r;
     do {
         if (len + 65536 + 1 > cap) {
             cap = cap ? 2 * cap : 1 << 17;
             char *nb = (char *)realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return NULL; }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
             buf = nb;
         }
         r = fread(buf + len, 1, cap - len - 1, f);

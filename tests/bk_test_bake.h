@@ -18,7 +18,7 @@
 static inline void bk_test_cornell_atlas(bk_scene *s, bk_accel *a, bk_atlas *at)
 {
     static char path[1024];
-    char err[1024];
+    char        err[1024];
     snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
     BK_EXPECTF(bk_scene_load(path, s, err, sizeof err) == 0, "%s", err);
     bk_build_opts bo = bk_build_opts_default();
@@ -34,8 +34,14 @@ static inline void bk_test_cornell_atlas(bk_scene *s, bk_accel *a, bk_atlas *at)
 static inline void bk_test_bake_opts(bk_bake_run_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->params.mode = BK_BAKE_LIGHT; o->params.spp = 8; o->params.bounces = 1; o->params.seed = 7;
-    o->params.eps = 1e-4f; o->params.texel_world = 0.01f; o->params.sun_cos = 1.0f; o->params.ao_distance = 1.0f;
+    o->params.mode = BK_BAKE_LIGHT;
+    o->params.spp = 8;
+    o->params.bounces = 1;
+    o->params.seed = 7;
+    o->params.eps = 1e-4f;
+    o->params.texel_world = 0.01f;
+    o->params.sun_cos = 1.0f;
+    o->params.ao_distance = 1.0f;
     o->params.sky[0] = o->params.sky[1] = o->params.sky[2] = 0.5f;
     o->trace = bk_trace_opts_default();
 }

@@ -19,7 +19,11 @@ static int run_finish(int st)
     snprintf(path, sizeof path, "%s/err.txt", dir);
     errbuf[0] = 0;
     FILE *f = fopen(path, "r");
-    if (f) { size_t k = fread(errbuf, 1, sizeof errbuf - 1, f); errbuf[k] = 0; fclose(f); }
+    if (f) {
+        size_t k = fread(errbuf, 1, sizeof errbuf - 1, f);
+        errbuf[k] = 0;
+        fclose(f);
+    }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
@@ -27,7 +31,7 @@ static int run_finish(int st)
 static int run_in(const char *prefix, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int run_in(const char *prefix, const char *fmt, ...)
 {
-    char args[4096], cmd[8192];
+    char    args[4096], cmd[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
@@ -42,7 +46,7 @@ static int run_in(const char *prefix, const char *fmt, ...)
 static int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2), unused));
 static int run_sh(const char *fmt, ...)
 {
-    char body[4096], cmd[8192];
+    char    body[4096], cmd[8192];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
@@ -51,7 +55,12 @@ static int run_sh(const char *fmt, ...)
     return run_finish(system(cmd));
 }
 
-typedef struct snap { char *data; long size; int exists; mode_t mode; } snap;
+typedef struct snap {
+    char  *data;
+    long   size;
+    int    exists;
+    mode_t mode;
+} snap;
 
 static snap take(const char *name)
 {
@@ -68,7 +77,7 @@ static snap take(const char *name)
     s.size = st.st_size;
     s.data = malloc((size_t)s.size + 1);
     s.size = (long)fread(s.data, 1, (size_t)s.size, f);
-    s.data[s.size] = 0;                 /* so tests may strstr it */
+    s.data[s.size] = 0; /* so tests may strstr it */
     fclose(f);
     return s;
 }
@@ -77,14 +86,25 @@ static snap take(const char *name)
 static int same(const char *name, snap before)
 {
     snap now = take(name);
-    int ok = now.exists == before.exists && (!now.exists || ((now.mode & S_IFMT) == (before.mode & S_IFMT) &&
-             now.size == before.size && (now.size <= 0 || !memcmp(now.data, before.data, (size_t)now.size))));
+    int  ok = now.exists == before.exists &&
+             (!now.exists || ((now.mode & S_IFMT) == (before.mode & S_IFMT) && now.size == before.size &&
+                              (now.size <= 0 || !memcmp(now.data, before.data, (size_t)now.size))));
     free(now.data);
     return ok;
 }
 
-static int exists(const char *name) { snap s = take(name); free(s.data); return s.exists; }
-__attribute__((unused)) static mode_t mode_of(const char *name) { snap s = take(name); free(s.data); return s.mode; }
+static int exists(const char *name)
+{
+    snap s = take(name);
+    free(s.data);
+    return s.exists;
+}
+__attribute__((unused)) static mode_t mode_of(const char *name)
+{
+    snap s = take(name);
+    free(s.data);
+    return s.mode;
+}
 
 /* Nothing in dir but the files named (space-separated, each surrounded by spaces) and the
  * harness's out.txt / err.txt: no temporary file left behind. */
@@ -95,7 +115,7 @@ static int only(const char *names)
     if (system(cmd) != 0) return 0;
     snprintf(path, sizeof path, "%s/../bk_files_ls.txt", dir);
     FILE *f = fopen(path, "r");
-    int ok = f != NULL;
+    int   ok = f != NULL;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         char key[520];
@@ -115,7 +135,10 @@ static void write_text(const char *name, const char *text)
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
-    if (!f) { perror(path); exit(1); }
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
     fputs(text, f);
     fclose(f);
 }

@@ -23,14 +23,14 @@
 #include <string.h>
 
 typedef struct bk_test_gltf {
-    bk_json       *json;
-    uint8_t       *file;        /* the whole file */
-    size_t         file_size;
-    uint8_t       *bin;         /* buffer 0 (inside file for GLB, decoded for a data: URI) */
-    size_t         bin_size;
-    int            glb;
-    uint32_t       nv;          /* vertices of the shared attribute accessors */
-    const float   *pos, *nrm, *uv0, *uv1;
+    bk_json     *json;
+    uint8_t     *file; /* the whole file */
+    size_t       file_size;
+    uint8_t     *bin; /* buffer 0 (inside file for GLB, decoded for a data: URI) */
+    size_t       bin_size;
+    int          glb;
+    uint32_t     nv; /* vertices of the shared attribute accessors */
+    const float *pos, *nrm, *uv0, *uv1;
 } bk_test_gltf;
 
 static inline void bk_test_gltf_free(bk_test_gltf *g)
@@ -43,8 +43,12 @@ static inline void bk_test_gltf_free(bk_test_gltf *g)
 
 static inline int bk_test_b64(int c)
 {
-    return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-         : c == '+' ? 62 : c == '/' ? 63 : -1;
+    return c >= 'A' && c <= 'Z'   ? c - 'A'
+           : c >= 'a' && c <= 'z' ? c - 'a' + 26
+           : c >= '0' && c <= '9' ? c - '0' + 52
+           : c == '+'             ? 62
+           : c == '/'             ? 63
+                                  : -1;
 }
 
 static inline uint8_t *bk_test_b64_decode(const char *s, size_t *n)
@@ -52,11 +56,14 @@ static inline uint8_t *bk_test_b64_decode(const char *s, size_t *n)
     size_t len = strlen(s);
     if (len % 4) return NULL;
     uint8_t *out = malloc(len / 4 * 3 + 1);
-    size_t o = 0;
+    size_t   o = 0;
     for (size_t i = 0; out && i < len; i += 4) {
         int v[4];
         for (int k = 0; k < 4; ++k) v[k] = s[i + k] == '=' && i + 4 == len && k >= 2 ? 0 : bk_test_b64(s[i + k]);
-        if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0) { free(out); return NULL; }
+        if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0) {
+            free(out);
+            return NULL;
+        }
         uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         out[o++] = (uint8_t)(x >> 16);
         if (s[i + 2] != '=') out[o++] = (uint8_t)(x >> 8);
@@ -66,7 +73,12 @@ static inline uint8_t *bk_test_b64_decode(const char *s, size_t *n)
     return out;
 }
 
-static inline uint32_t bk_test_rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint32_t bk_test_rd32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 static inline size_t bk_test_count(const bk_json *a) { return a && a->type == BK_JSON_ARR ? a->n : 0; }
 
@@ -74,9 +86,14 @@ static inline size_t bk_test_count(const bk_json *a) { return a && a->type == BK
 static inline int bk_test_acc_size(const bk_json *acc, int *comps)
 {
     const char *t = bk_json_str(acc, "type");
-    int ct = (int)bk_json_num(acc, "componentType", 0);
-    int c = !t ? 0 : !strcmp(t, "SCALAR") ? 1 : !strcmp(t, "VEC2") ? 2 : !strcmp(t, "VEC3") ? 3 : !strcmp(t, "VEC4") ? 4 : 0;
-    int b = ct == 5126 || ct == 5125 ? 4 : ct == 5123 || ct == 5122 ? 2 : ct == 5121 || ct == 5120 ? 1 : 0;
+    int         ct = (int)bk_json_num(acc, "componentType", 0);
+    int         c = !t                     ? 0
+                    : !strcmp(t, "SCALAR") ? 1
+                    : !strcmp(t, "VEC2")   ? 2
+                    : !strcmp(t, "VEC3")   ? 3
+                    : !strcmp(t, "VEC4")   ? 4
+                                           : 0;
+    int         b = ct == 5126 || ct == 5125 ? 4 : ct == 5123 || ct == 5122 ? 2 : ct == 5121 || ct == 5120 ? 1 : 0;
     *comps = c;
     return b;
 }
@@ -87,8 +104,9 @@ static inline const uint8_t *bk_test_acc_data(const bk_test_gltf *g, size_t i, s
     const bk_json *acc = bk_json_at(bk_json_get(g->json, "accessors"), i);
     BK_EXPECTF(acc, "accessor %zu missing", i);
     if (!acc) return NULL;
-    int comps, b = bk_test_acc_size(acc, &comps);
-    double cnt = bk_json_num(acc, "count", -1), bv = bk_json_num(acc, "bufferView", -1), off = bk_json_num(acc, "byteOffset", 0);
+    int    comps, b = bk_test_acc_size(acc, &comps);
+    double cnt = bk_json_num(acc, "count", -1), bv = bk_json_num(acc, "bufferView", -1),
+           off = bk_json_num(acc, "byteOffset", 0);
     const bk_json *view = bk_json_at(bk_json_get(g->json, "bufferViews"), (size_t)bv);
     BK_EXPECTF(b && comps && cnt >= 1 && view, "accessor %zu: bad type, count or bufferView", i);
     if (!b || !comps || cnt < 1 || !view) return NULL;
@@ -116,13 +134,14 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     BK_EXPECTF(g->file_size > 0, "%s: empty or unreadable", path);
     if (!g->file_size) return -1;
     const char *text;
-    size_t text_len;
+    size_t      text_len;
     g->glb = g->file_size >= 4 && bk_test_rd32(g->file) == 0x46546C67u;
     if (g->glb) {
         BK_EXPECT(g->file_size >= 28);
         if (g->file_size < 28) return -1;
         BK_EXPECTF(bk_test_rd32(g->file + 4) == 2, "GLB version %u", bk_test_rd32(g->file + 4));
-        BK_EXPECTF(bk_test_rd32(g->file + 8) == g->file_size, "GLB length %u, file %zu bytes", bk_test_rd32(g->file + 8), g->file_size);
+        BK_EXPECTF(bk_test_rd32(g->file + 8) == g->file_size, "GLB length %u, file %zu bytes",
+                   bk_test_rd32(g->file + 8), g->file_size);
         uint32_t jl = bk_test_rd32(g->file + 12);
         BK_EXPECTF(bk_test_rd32(g->file + 16) == 0x4E4F534Au, "first chunk is not JSON");
         BK_EXPECTF(jl % 4 == 0, "JSON chunk length %u not a multiple of 4", jl);
@@ -149,11 +168,12 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     const bk_json *buffers = bk_json_get(g->json, "buffers");
     BK_EXPECT(bk_test_count(buffers) == 1);
     const bk_json *b0 = bk_json_at(buffers, 0);
-    double blen = bk_json_num(b0, "byteLength", -1);
-    const char *uri = bk_json_str(b0, "uri");
+    double         blen = bk_json_num(b0, "byteLength", -1);
+    const char    *uri = bk_json_str(b0, "uri");
     if (g->glb) {
         BK_EXPECTF(!uri, "GLB buffer 0 must not have a uri");
-        BK_EXPECTF(blen >= 1 && blen <= g->bin_size && g->bin_size - blen < 4, "buffer byteLength %g, BIN chunk %zu", blen, g->bin_size);
+        BK_EXPECTF(blen >= 1 && blen <= g->bin_size && g->bin_size - blen < 4, "buffer byteLength %g, BIN chunk %zu",
+                   blen, g->bin_size);
     } else {
         const char *pre = "data:application/octet-stream;base64,";
         BK_EXPECTF(uri && !strncmp(uri, pre, strlen(pre)), "buffer 0 is not an embedded data: URI");
@@ -167,7 +187,7 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     const bk_json *views = bk_json_get(g->json, "bufferViews");
     for (size_t i = 0; i < bk_test_count(views); ++i) {
         const bk_json *v = bk_json_at(views, i);
-        double off = bk_json_num(v, "byteOffset", 0), len = bk_json_num(v, "byteLength", -1);
+        double         off = bk_json_num(v, "byteOffset", 0), len = bk_json_num(v, "byteLength", -1);
         BK_EXPECTF(bk_json_num(v, "buffer", -1) == 0 && len >= 1 && off + len <= blen && fmod(off, 4) == 0,
                    "bufferView %zu: offset %g length %g in a buffer of %g", i, off, len, blen);
         if (!(off + len <= blen)) return -1;
@@ -178,18 +198,19 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     const bk_json *prims = bk_json_get(bk_json_at(meshes, 0), "primitives");
     BK_EXPECT(bk_test_count(prims) >= 1);
     const bk_json *at0 = bk_json_get(bk_json_at(prims, 0), "attributes");
-    const char *names[4] = { "POSITION", "NORMAL", "TEXCOORD_0", "TEXCOORD_1" };
-    const float **dst[4] = { &g->pos, &g->nrm, &g->uv0, &g->uv1 };
-    int want_comps[4] = { 3, 3, 2, 2 };
+    const char    *names[4] = { "POSITION", "NORMAL", "TEXCOORD_0", "TEXCOORD_1" };
+    const float  **dst[4] = { &g->pos, &g->nrm, &g->uv0, &g->uv1 };
+    int            want_comps[4] = { 3, 3, 2, 2 };
     for (int k = 0; k < 4; ++k) {
         double a = bk_json_num(at0, names[k], -1);
         BK_EXPECTF(a >= 0, "attribute %s missing", names[k]);
         if (a < 0) return -1;
-        size_t cnt = 0;
+        size_t         cnt = 0;
         const uint8_t *d = bk_test_acc_data(g, (size_t)a, &cnt);
         const bk_json *acc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)a);
-        int comps;
-        BK_EXPECTF(bk_json_num(acc, "componentType", 0) == 5126 && bk_test_acc_size(acc, &comps) && comps == want_comps[k],
+        int            comps;
+        BK_EXPECTF(bk_json_num(acc, "componentType", 0) == 5126 && bk_test_acc_size(acc, &comps) &&
+                       comps == want_comps[k],
                    "%s: not float VEC%d", names[k], want_comps[k]);
         if (!d) return -1;
         if (k == 0) g->nv = (uint32_t)cnt;
@@ -202,17 +223,27 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     BK_EXPECTF(bk_test_count(mn) == 3 && bk_test_count(mx) == 3, "POSITION needs min and max of 3 numbers");
     for (int d = 0; d < 3 && bk_test_count(mn) == 3 && bk_test_count(mx) == 3; ++d) {
         float lo = INFINITY, hi = -INFINITY;
-        for (uint32_t v = 0; v < g->nv; ++v) { float x = g->pos[3 * v + d]; if (x < lo) lo = x; if (x > hi) hi = x; }
-        BK_EXPECTF((float)mn->items[d].num == lo && (float)mx->items[d].num == hi, "POSITION bounds[%d] %g..%g, data %g..%g", d,
-                   mn->items[d].num, mx->items[d].num, (double)lo, (double)hi);
+        for (uint32_t v = 0; v < g->nv; ++v) {
+            float x = g->pos[3 * v + d];
+            if (x < lo) lo = x;
+            if (x > hi) hi = x;
+        }
+        BK_EXPECTF((float)mn->items[d].num == lo && (float)mx->items[d].num == hi,
+                   "POSITION bounds[%d] %g..%g, data %g..%g", d, mn->items[d].num, mx->items[d].num, (double)lo,
+                   (double)hi);
     }
     for (uint32_t v = 0; v < g->nv; ++v) {
         const float *n = g->nrm + 3 * (size_t)v;
-        double l = sqrt((double)n[0] * n[0] + (double)n[1] * n[1] + (double)n[2] * n[2]);
-        if (fabs(l - 1.0) > 5e-4) { BK_EXPECTF(0, "normal %u has length %g", v, l); break; }
+        double       l = sqrt((double)n[0] * n[0] + (double)n[1] * n[1] + (double)n[2] * n[2]);
+        if (fabs(l - 1.0) > 5e-4) {
+            BK_EXPECTF(0, "normal %u has length %g", v, l);
+            break;
+        }
     }
-    size_t n_mat = bk_test_count(bk_json_get(g->json, "materials")), n_tex = bk_test_count(bk_json_get(g->json, "textures"));
-    size_t n_img = bk_test_count(bk_json_get(g->json, "images")), n_smp = bk_test_count(bk_json_get(g->json, "samplers"));
+    size_t n_mat = bk_test_count(bk_json_get(g->json, "materials")),
+           n_tex = bk_test_count(bk_json_get(g->json, "textures"));
+    size_t n_img = bk_test_count(bk_json_get(g->json, "images")),
+           n_smp = bk_test_count(bk_json_get(g->json, "samplers"));
     for (size_t i = 0; i < bk_test_count(prims); ++i) {
         const bk_json *p = bk_json_at(prims, i), *at = bk_json_get(p, "attributes");
         for (int k = 0; k < 4; ++k) BK_EXPECT(bk_json_num(at, names[k], -1) == bk_json_num(at0, names[k], -2));
@@ -220,16 +251,23 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
         BK_EXPECT(bk_json_num(p, "mode", 4) == 4);
         double m = bk_json_num(p, "material", -1);
         BK_EXPECTF(m >= 0 && m < n_mat, "primitive %zu: material %g of %zu", i, m, n_mat);
-        size_t cnt = 0;
+        size_t         cnt = 0;
         const uint8_t *d = bk_test_acc_data(g, (size_t)bk_json_num(p, "indices", 1e9), &cnt);
         const bk_json *iacc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)bk_json_num(p, "indices", 1e9));
-        BK_EXPECT(bk_json_num(iacc, "componentType", 0) == 5125 && bk_json_str(iacc, "type") && !strcmp(bk_json_str(iacc, "type"), "SCALAR"));
+        BK_EXPECT(bk_json_num(iacc, "componentType", 0) == 5125 && bk_json_str(iacc, "type") &&
+                  !strcmp(bk_json_str(iacc, "type"), "SCALAR"));
         BK_EXPECTF(cnt % 3 == 0, "primitive %zu: %zu indices", i, cnt);
         for (size_t k = 0; d && k < cnt; ++k)
-            if (bk_test_rd32(d + 4 * k) >= g->nv) { BK_EXPECTF(0, "primitive %zu: index %u of %u vertices", i, bk_test_rd32(d + 4 * k), g->nv); break; }
-        BK_EXPECTF(bk_json_get(bk_json_get(g->json, "bufferViews")->items + (size_t)bk_json_num(iacc, "bufferView", 0), "target") &&
-                   bk_json_num(&bk_json_get(g->json, "bufferViews")->items[(size_t)bk_json_num(iacc, "bufferView", 0)], "target", 0) == 34963,
-                   "index view target");
+            if (bk_test_rd32(d + 4 * k) >= g->nv) {
+                BK_EXPECTF(0, "primitive %zu: index %u of %u vertices", i, bk_test_rd32(d + 4 * k), g->nv);
+                break;
+            }
+        BK_EXPECTF(
+            bk_json_get(bk_json_get(g->json, "bufferViews")->items + (size_t)bk_json_num(iacc, "bufferView", 0),
+                        "target") &&
+                bk_json_num(&bk_json_get(g->json, "bufferViews")->items[(size_t)bk_json_num(iacc, "bufferView", 0)],
+                            "target", 0) == 34963,
+            "index view target");
     }
     for (size_t i = 0; i < n_tex; ++i) {
         const bk_json *t = bk_json_at(bk_json_get(g->json, "textures"), i);
@@ -237,7 +275,8 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
         BK_EXPECT(!bk_json_get(t, "sampler") || bk_json_num(t, "sampler", -1) < n_smp);
     }
     for (size_t i = 0; i < n_mat; ++i) {
-        const bk_json *m = bk_json_at(bk_json_get(g->json, "materials"), i), *pbr = bk_json_get(m, "pbrMetallicRoughness");
+        const bk_json *m = bk_json_at(bk_json_get(g->json, "materials"), i),
+                      *pbr = bk_json_get(m, "pbrMetallicRoughness");
         const bk_json *bt = bk_json_get(pbr, "baseColorTexture"), *oc = bk_json_get(m, "occlusionTexture");
         if (bt) BK_EXPECT(bk_json_num(bt, "index", -1) >= 0 && bk_json_num(bt, "index", -1) < n_tex);
         if (oc) BK_EXPECT(bk_json_num(oc, "index", -1) >= 0 && bk_json_num(oc, "index", -1) < n_tex);
@@ -248,8 +287,10 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
         const bk_json *ext = bk_json_get(bk_json_get(m, "extensions"), "KHR_materials_emissive_strength");
         if (ext) {
             const bk_json *used = bk_json_get(g->json, "extensionsUsed");
-            int listed = 0;
-            for (size_t k = 0; k < bk_test_count(used); ++k) listed |= used->items[k].type == BK_JSON_STR && !strcmp(used->items[k].str, "KHR_materials_emissive_strength");
+            int            listed = 0;
+            for (size_t k = 0; k < bk_test_count(used); ++k)
+                listed |= used->items[k].type == BK_JSON_STR &&
+                          !strcmp(used->items[k].str, "KHR_materials_emissive_strength");
             BK_EXPECTF(listed, "material %zu uses KHR_materials_emissive_strength, not in extensionsUsed", i);
         }
     }

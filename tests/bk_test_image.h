@@ -7,20 +7,22 @@
 #include <stdint.h>
 
 typedef struct bk_image_diff {
-    double   rmse;       /* over all channels, in the images' units */
-    double   psnr;       /* dB against the reference's peak */
+    double   rmse; /* over all channels, in the images' units */
+    double   psnr; /* dB against the reference's peak */
     double   max_abs;
-    uint64_t differ;     /* texels with some channel off by more than the tolerance */
-    uint64_t count;      /* texels compared */
+    uint64_t differ; /* texels with some channel off by more than the tolerance */
+    uint64_t count;  /* texels compared */
 } bk_image_diff;
 
 /* Compares n texels of c channels (ref is the reference); mask (may be NULL) picks texels. */
-static inline bk_image_diff bk_image_compare_n(const float *ref, const float *got, uint64_t n, int c, const uint8_t *mask,
-                                               double tol)
+static inline bk_image_diff bk_image_compare_n(const float *ref, const float *got, uint64_t n, int c,
+                                               const uint8_t *mask, double tol)
 {
     bk_image_diff d;
-    double se = 0.0, peak = 0.0;
-    d.max_abs = 0; d.differ = 0; d.count = 0;
+    double        se = 0.0, peak = 0.0;
+    d.max_abs = 0;
+    d.differ = 0;
+    d.count = 0;
     for (uint64_t i = 0; i < n; ++i) {
         if (mask && !mask[i]) continue;
         int off = 0;
@@ -41,7 +43,8 @@ static inline bk_image_diff bk_image_compare_n(const float *ref, const float *go
 }
 
 /* The same for rgb images (3 channels). */
-static inline bk_image_diff bk_image_compare(const float *ref, const float *got, uint64_t n, const uint8_t *mask, double tol)
+static inline bk_image_diff bk_image_compare(const float *ref, const float *got, uint64_t n, const uint8_t *mask,
+                                             double tol)
 {
     return bk_image_compare_n(ref, got, n, 3, mask, tol);
 }

@@ -17,14 +17,17 @@ enum { BK_JSON_NULL, BK_JSON_BOOL, BK_JSON_NUM, BK_JSON_STR, BK_JSON_ARR, BK_JSO
 
 typedef struct bk_json {
     int             type;
-    double          num;      /* NUM, BOOL (0 / 1) */
-    char           *str;      /* STR (decoded; \u escapes above 0x7F kept as '?') */
-    struct bk_json *items;    /* ARR, OBJ: n of them */
-    char          **keys;     /* OBJ */
+    double          num;   /* NUM, BOOL (0 / 1) */
+    char           *str;   /* STR (decoded; \u escapes above 0x7F kept as '?') */
+    struct bk_json *items; /* ARR, OBJ: n of them */
+    char          **keys;  /* OBJ */
     size_t          n;
 } bk_json;
 
-typedef struct bk_json_src { const char *p, *end; int depth; } bk_json_src;
+typedef struct bk_json_src {
+    const char *p, *end;
+    int         depth;
+} bk_json_src;
 
 static void bk_json_ws(bk_json_src *s)
 {
@@ -36,11 +39,14 @@ static char *bk_json_string(bk_json_src *s)
     if (s->p >= s->end || *s->p != '"') return NULL;
     s->p++;
     size_t cap = 16, n = 0;
-    char *out = malloc(cap);
+    char  *out = malloc(cap);
     while (out) {
         if (s->p >= s->end) break;
         unsigned char c = (unsigned char)*s->p++;
-        if (c == '"') { out[n] = 0; return out; }
+        if (c == '"') {
+            out[n] = 0;
+            return out;
+        }
         if (c < 0x20) break;
         if (c == '\\') {
             if (s->p >= s->end) break;
@@ -48,10 +54,13 @@ static char *bk_json_string(bk_json_src *s)
             if (e == 'u') {
                 if (s->end - s->p < 4) break;
                 unsigned v = 0;
-                int ok = 1;
+                int      ok = 1;
                 for (int k = 0; k < 4; ++k) {
                     char h = s->p[k];
-                    v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : (ok = 0));
+                    v = v * 16 + (unsigned)(h >= '0' && h <= '9'   ? h - '0'
+                                            : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                            : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                                   : (ok = 0));
                 }
                 if (!ok) break;
                 s->p += 4;
@@ -62,7 +71,11 @@ static char *bk_json_string(bk_json_src *s)
                 c = (unsigned char)to[q - from];
             }
         }
-        if (n + 2 > cap) { char *g = realloc(out, cap *= 2); if (!g) break; out = g; }
+        if (n + 2 > cap) {
+            char *g = realloc(out, cap *= 2);
+            if (!g) break;
+            out = g;
+        }
         out[n++] = (char)c;
     }
     free(out);
@@ -77,33 +90,51 @@ static int bk_json_value(bk_json_src *s, bk_json *v)
     bk_json_ws(s);
     if (s->p >= s->end || ++s->depth > 64) return -1;
     char c = *s->p;
-    int rc = -1;
+    int  rc = -1;
     if (c == '{' || c == '[') {
         int obj = c == '{';
         v->type = obj ? BK_JSON_OBJ : BK_JSON_ARR;
         s->p++;
         bk_json_ws(s);
         size_t cap = 0;
-        if (s->p < s->end && *s->p == (obj ? '}' : ']')) { s->p++; rc = 0; goto out; }
+        if (s->p < s->end && *s->p == (obj ? '}' : ']')) {
+            s->p++;
+            rc = 0;
+            goto out;
+        }
         for (;;) {
             if (v->n == cap) {
                 cap = cap ? 2 * cap : 8;
                 bk_json *it = realloc(v->items, cap * sizeof *it);
                 if (!it) goto out;
                 v->items = it;
-                if (obj) { char **k = realloc(v->keys, cap * sizeof *k); if (!k) goto out; v->keys = k; }
+                if (obj) {
+                    char **k = realloc(v->keys, cap * sizeof *k);
+                    if (!k) goto out;
+                    v->keys = k;
+                }
             }
             if (obj) {
                 bk_json_ws(s);
                 if (!(v->keys[v->n] = bk_json_string(s))) goto out;
                 bk_json_ws(s);
-                if (s->p >= s->end || *s->p++ != ':') { free(v->keys[v->n]); goto out; }
+                if (s->p >= s->end || *s->p++ != ':') {
+                    free(v->keys[v->n]);
+                    goto out;
+                }
             }
-            if (bk_json_value(s, &v->items[v->n])) { if (obj) free(v->keys[v->n]); bk_json_free_items(&v->items[v->n]); goto out; }
+            if (bk_json_value(s, &v->items[v->n])) {
+                if (obj) free(v->keys[v->n]);
+                bk_json_free_items(&v->items[v->n]);
+                goto out;
+            }
             v->n++;
             bk_json_ws(s);
             if (s->p >= s->end) goto out;
-            if (*s->p == ',') { s->p++; continue; }
+            if (*s->p == ',') {
+                s->p++;
+                continue;
+            }
             if (*s->p++ != (obj ? '}' : ']')) goto out;
             rc = 0;
             goto out;
@@ -113,7 +144,7 @@ static int bk_json_value(bk_json_src *s, bk_json *v)
         rc = (v->str = bk_json_string(s)) ? 0 : -1;
     } else if (c == 't' || c == 'f' || c == 'n') {
         const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
-        size_t l = strlen(w);
+        size_t      l = strlen(w);
         if ((size_t)(s->end - s->p) >= l && !memcmp(s->p, w, l)) {
             s->p += l;
             v->type = c == 'n' ? BK_JSON_NULL : BK_JSON_BOOL;
@@ -125,9 +156,14 @@ static int bk_json_value(bk_json_src *s, bk_json *v)
         const char *b = s->p, *q = s->p;
         if (q < s->end && *q == '-') q++;
         if (q < s->end && *q == '0') q++;
-        else if (q < s->end && *q >= '1' && *q <= '9') while (q < s->end && *q >= '0' && *q <= '9') q++;
+        else if (q < s->end && *q >= '1' && *q <= '9')
+            while (q < s->end && *q >= '0' && *q <= '9') q++;
         else goto out;
-        if (q < s->end && *q == '.') { q++; if (q >= s->end || *q < '0' || *q > '9') goto out; while (q < s->end && *q >= '0' && *q <= '9') q++; }
+        if (q < s->end && *q == '.') {
+            q++;
+            if (q >= s->end || *q < '0' || *q > '9') goto out;
+            while (q < s->end && *q >= '0' && *q <= '9') q++;
+        }
         if (q < s->end && (*q == 'e' || *q == 'E')) {
             q++;
             if (q < s->end && (*q == '+' || *q == '-')) q++;
@@ -150,21 +186,39 @@ out:
 
 static void bk_json_free_items(bk_json *v)
 {
-    for (size_t i = 0; i < v->n; ++i) { bk_json_free_items(&v->items[i]); if (v->keys) free(v->keys[i]); }
-    free(v->items); free(v->keys); free(v->str);
+    for (size_t i = 0; i < v->n; ++i) {
+        bk_json_free_items(&v->items[i]);
+        if (v->keys) free(v->keys[i]);
+    }
+    free(v->items);
+    free(v->keys);
+    free(v->str);
     memset(v, 0, sizeof *v);
 }
 
-static inline void bk_json_free(bk_json *v) { if (v) { bk_json_free_items(v); free(v); } }
+static inline void bk_json_free(bk_json *v)
+{
+    if (v) {
+        bk_json_free_items(v);
+        free(v);
+    }
+}
 
 static inline bk_json *bk_json_parse(const char *text, size_t len)
 {
     bk_json_src s = { text, text + len, 0 };
-    bk_json *v = malloc(sizeof *v);
+    bk_json    *v = malloc(sizeof *v);
     if (!v) return NULL;
-    if (bk_json_value(&s, v)) { bk_json_free_items(v); free(v); return NULL; }
+    if (bk_json_value(&s, v)) {
+        bk_json_free_items(v);
+        free(v);
+        return NULL;
+    }
     bk_json_ws(&s);
-    if (s.p != s.end) { bk_json_free(v); return NULL; }
+    if (s.p != s.end) {
+        bk_json_free(v);
+        return NULL;
+    }
     return v;
 }
 
@@ -172,7 +226,8 @@ static inline bk_json *bk_json_parse(const char *text, size_t len)
 static inline const bk_json *bk_json_get(const bk_json *v, const char *key)
 {
     if (!v || v->type != BK_JSON_OBJ) return NULL;
-    for (size_t i = 0; i < v->n; ++i) if (!strcmp(v->keys[i], key)) return &v->items[i];
+    for (size_t i = 0; i < v->n; ++i)
+        if (!strcmp(v->keys[i], key)) return &v->items[i];
     return NULL;
 }
 

@@ -16,7 +16,11 @@ static inline int bk_test_run_baker(const char *dir, char *buf, size_t n, const 
     int st = system(cmd);
     buf[0] = 0;
     FILE *f = fopen(errf, "r");
-    if (f) { size_t k = fread(buf, 1, n - 1, f); buf[k] = 0; fclose(f); }
+    if (f) {
+        size_t k = fread(buf, 1, n - 1, f);
+        buf[k] = 0;
+        fclose(f);
+    }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 #endif

@@ -48,7 +48,8 @@ static inline void bk_test_scene_soup(bk_scene *s, uint32_t n, float size, uint3
 static inline void bk_test_scene_box(bk_scene *s)
 {
     memset(s, 0, sizeof *s);
-    static const uint32_t q[6][4] = { {0,1,3,2}, {4,6,7,5}, {0,4,5,1}, {2,3,7,6}, {0,2,6,4}, {1,5,7,3} };
+    static const uint32_t q[6][4] = { { 0, 1, 3, 2 }, { 4, 6, 7, 5 }, { 0, 4, 5, 1 },
+                                      { 2, 3, 7, 6 }, { 0, 2, 6, 4 }, { 1, 5, 7, 3 } };
     s->vertex_count = 8;
     s->positions = malloc(24 * sizeof(float));
     for (int i = 0; i < 8; ++i) {
@@ -60,33 +61,45 @@ static inline void bk_test_scene_box(bk_scene *s)
     s->tri_v = malloc(36 * sizeof(uint32_t));
     for (int f = 0; f < 6; ++f) {
         uint32_t *t = s->tri_v + 6 * f;
-        t[0] = q[f][0]; t[1] = q[f][1]; t[2] = q[f][2];
-        t[3] = q[f][0]; t[4] = q[f][2]; t[5] = q[f][3];
+        t[0] = q[f][0];
+        t[1] = q[f][1];
+        t[2] = q[f][2];
+        t[3] = q[f][0];
+        t[4] = q[f][2];
+        t[5] = q[f][3];
     }
 }
 
 /* Closest hit by testing every triangle of the scene with the traversal's own triangle test. */
 static inline bk_hit bk_test_brute(const bk_scene *s, const bk_ray *ray, int any_hit)
 {
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_hit h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     float best = r.tmax;
     for (uint32_t t = 0; t < s->tri_count; ++t) {
-        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1],
+        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t],
+                    *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1],
                     *p2 = s->positions + 3 * (size_t)s->tri_v[3 * t + 2];
         float tt;
         /* the traversals' rule: the nearest, and at equal t the lowest id (the first met here) */
-        if (bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), best, &tt) &&
+        if (bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]),
+                             best, &tt) &&
             bk_hit_better(tt, t, best, h.tri)) {
-            best = tt; h.t = tt; h.tri = t;
+            best = tt;
+            h.t = tt;
+            h.tri = t;
             if (any_hit) break;
         }
     }
-    if (!any_hit && h.tri != BK_NO_HIT) {      /* the winner's precise distance, as the traversal */
-        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri + 1],
+    if (!any_hit && h.tri != BK_NO_HIT) { /* the winner's precise distance, as the traversal */
+        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri],
+                    *p1 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri + 1],
                     *p2 = s->positions + 3 * (size_t)s->tri_v[3 * h.tri + 2];
-        h.t = bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), h.t);
+        h.t = bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]),
+                              h.t);
     }
     return h;
 }
@@ -97,20 +110,28 @@ static inline bk_ray *bk_test_rays_degenerate(const bk_scene *s, uint32_t n, uin
 {
     bk_ray *rays = malloc(sizeof(bk_ray) * n);
     for (uint32_t i = 0; i < n; ++i) {
-        uint32_t t = bk_rng_u32(seed, i, 2, 0) % s->tri_count;
-        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1];
+        uint32_t     t = bk_rng_u32(seed, i, 2, 0) % s->tri_count;
+        const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t],
+                    *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1];
         float o[3];
-        int kind = (int)(i % 4);
+        int   kind = (int)(i % 4);
         for (int k = 0; k < 3; ++k) o[k] = kind == 0 ? p0[k] : 0.5f * (p0[k] + p1[k]);
-        float z = 1.0f - 2.0f * bk_rng_f(seed, i, 2, 1), phi = 6.2831853f * bk_rng_f(seed, i, 2, 2);
-        float rr = sqrtf(fmaxf(0.0f, 1.0f - z * z));
+        float  z = 1.0f - 2.0f * bk_rng_f(seed, i, 2, 1), phi = 6.2831853f * bk_rng_f(seed, i, 2, 2);
+        float  rr = sqrtf(fmaxf(0.0f, 1.0f - z * z));
         bk_ray r;
-        r.ox = o[0]; r.oy = o[1]; r.oz = o[2];
-        r.dx = rr * cosf(phi); r.dy = rr * sinf(phi); r.dz = z;
-        r.tmin = 0.0f; r.tmax = INFINITY;
-        if (kind == 2) r.tmax = 0.0f;                                  /* tmax == tmin at the surface */
-        if (kind == 3) {                                               /* back off, then tmin == tmax */
-            r.ox -= r.dx; r.oy -= r.dy; r.oz -= r.dz;
+        r.ox = o[0];
+        r.oy = o[1];
+        r.oz = o[2];
+        r.dx = rr * cosf(phi);
+        r.dy = rr * sinf(phi);
+        r.dz = z;
+        r.tmin = 0.0f;
+        r.tmax = INFINITY;
+        if (kind == 2) r.tmax = 0.0f; /* tmax == tmin at the surface */
+        if (kind == 3) {              /* back off, then tmin == tmax */
+            r.ox -= r.dx;
+            r.oy -= r.dy;
+            r.oz -= r.dz;
             r.tmin = r.tmax = 1.0f;
         }
         rays[i] = r;

@@ -22,11 +22,11 @@
 
 /* at most this many sizes per sized strategy */
 #define BK_TEST_STACK_SIZES_MAX 8
-#define BK_TEST_STACKS_MAX (BK_STACK_MODE_COUNT * BK_TEST_STACK_SIZES_MAX)
+#define BK_TEST_STACKS_MAX      (BK_STACK_MODE_COUNT * BK_TEST_STACK_SIZES_MAX)
 
 typedef struct bk_test_stack {
-    int mode;       /* enum bk_stack_mode */
-    int size;       /* --stack-size of a sized strategy; 0 for the others */
+    int mode; /* enum bk_stack_mode */
+    int size; /* --stack-size of a sized strategy; 0 for the others */
 } bk_test_stack;
 
 static inline int bk_test_stacks(const int *sizes, int nsizes, bk_test_stack *out)
@@ -47,10 +47,10 @@ static inline int bk_test_stacks(const int *sizes, int nsizes, bk_test_stack *ou
 static inline int bk_test_stack_size(bk_test_stack s) { return s.size ? s.size : 8; }
 
 typedef struct bk_test_layout {
-    int accel;      /* the traversal's accel (BK_TRAVERSALS): enum bk_accel_type */
-    int build;      /* the accel a test builds for it */
-    int width;      /* bk_trace_opts.bvh_width that traces it: 8 for the compressed wide BVH, else 2 */
-    int tri_only;   /* 1: it has no traversal of voxels (a voxel scene traces the binary BVH then) */
+    int accel;    /* the traversal's accel (BK_TRAVERSALS): enum bk_accel_type */
+    int build;    /* the accel a test builds for it */
+    int width;    /* bk_trace_opts.bvh_width that traces it: 8 for the compressed wide BVH, else 2 */
+    int tri_only; /* 1: it has no traversal of voxels (a voxel scene traces the binary BVH then) */
 } bk_test_layout;
 
 #define BK_TEST_LAYOUTS_MAX 8
@@ -60,7 +60,7 @@ static inline int bk_test_layouts(bk_test_layout *out)
     int n = 0;
     for (int i = 0; i < BK_TRAVERSAL_COUNT; ++i) {
         bk_traversal_variant v = bk_traversal_get(i);
-        int seen = 0;
+        int                  seen = 0;
         for (int j = 0; j < n; ++j) seen |= out[j].accel == v.accel;
         if (seen || n == BK_TEST_LAYOUTS_MAX) continue;
         out[n].accel = v.accel;

@@ -24,12 +24,17 @@
 static void inward_box(bk_scene *s, float kd, float ke)
 {
     bk_test_scene_box(s);
-    for (uint32_t t = 0; t < 12; ++t) {            /* flip the outward winding */
-        uint32_t tmp = s->tri_v[3 * t + 1]; s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2]; s->tri_v[3 * t + 2] = tmp;
+    for (uint32_t t = 0; t < 12; ++t) { /* flip the outward winding */
+        uint32_t tmp = s->tri_v[3 * t + 1];
+        s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2];
+        s->tri_v[3 * t + 2] = tmp;
     }
     s->material_count = 1;
     s->materials = calloc(1, sizeof(bk_material));
-    for (int k = 0; k < 3; ++k) { s->materials[0].kd[k] = kd; s->materials[0].ke[k] = ke; }
+    for (int k = 0; k < 3; ++k) {
+        s->materials[0].kd[k] = kd;
+        s->materials[0].ke[k] = ke;
+    }
     s->tri_material = calloc(12, sizeof(uint32_t));
 }
 
@@ -37,7 +42,14 @@ static void inward_box(bk_scene *s, float kd, float ke)
 static bk_texel texel(float x, float y, float z, float nx, float ny, float nz, uint32_t pixel)
 {
     bk_texel t;
-    t.px = x; t.py = y; t.pz = z; t.nx = nx; t.ny = ny; t.nz = nz; t.tri = 0; t.pixel = pixel;
+    t.px = x;
+    t.py = y;
+    t.pz = z;
+    t.nx = nx;
+    t.ny = ny;
+    t.nz = nz;
+    t.tri = 0;
+    t.pixel = pixel;
     return t;
 }
 
@@ -45,8 +57,14 @@ static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
 {
     bk_bake_run_opts o;
     memset(&o, 0, sizeof o);
-    o.params.mode = (uint32_t)mode; o.params.spp = spp; o.params.bounces = bounces; o.params.seed = 3;
-    o.params.eps = 1e-4f; o.params.texel_world = 0.01f; o.params.sun_cos = 1.0f; o.params.ao_distance = 10.0f;
+    o.params.mode = (uint32_t)mode;
+    o.params.spp = spp;
+    o.params.bounces = bounces;
+    o.params.seed = 3;
+    o.params.eps = 1e-4f;
+    o.params.texel_world = 0.01f;
+    o.params.sun_cos = 1.0f;
+    o.params.ao_distance = 10.0f;
     o.trace = bk_trace_opts_default();
     o.max_launch_ms = 50;
     return o;
@@ -54,7 +72,7 @@ static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
 
 /* The CPU backends bake2 bakes on: 1, or a group of that many (each a "device" of its own, as
  * GPUs are with --devices), and what its last bake gave. */
-static int devices = 1;
+static int            devices = 1;
 static bk_bake_result last;
 
 /* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i): traced in s, shaded with the
@@ -62,8 +80,8 @@ static bk_bake_result last;
 static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, uint32_t n, const bk_bake_run_opts *o,
                   const float *points, uint32_t npoints, float *out, int allow_inside)
 {
-    char err[256];
-    bk_accel a;
+    char          err[256];
+    bk_accel      a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_bake_data d;
@@ -76,8 +94,8 @@ static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, u
     }
     bk_accel_view av = bk_accel_get_view(&a);
     BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
-    bk_bake_view v = bk_bake_data_view(&d, &a);
-    uint8_t *cov = calloc(n, 1);
+    bk_bake_view   v = bk_bake_data_view(&d, &a);
+    uint8_t       *cov = calloc(n, 1);
     bk_bake_result r;
     BK_EXPECTF(bk_bake_texels(be, &v, tx, n, (int)n, 1, o, out, cov, &r, err, sizeof err) == 0, "%s", err);
     BK_EXPECTF(allow_inside || r.invalid == 0, "%u texels were taken to be inside geometry", r.invalid);
@@ -98,25 +116,26 @@ static void bake(const bk_scene *s, const bk_texel *tx, uint32_t n, const bk_bak
 static void check_furnace(void)
 {
     const float le = 0.5f, alb = 0.6f;
-    bk_scene s;
+    bk_scene    s;
     inward_box(&s, alb, le);
     bk_texel tx[6] = {
-        texel(-1, 0.1f, 0.2f, 1, 0, 0, 0), texel(1, -0.3f, 0.1f, -1, 0, 0, 1), texel(0.2f, -1, 0.1f, 0, 1, 0, 2),
-        texel(-0.1f, 1, 0.3f, 0, -1, 0, 3), texel(0.3f, 0.2f, -1, 0, 0, 1, 4), texel(0, 0, 1, 0, 0, -1, 5),
+        texel(-1, 0.1f, 0.2f, 1, 0, 0, 0),  texel(1, -0.3f, 0.1f, -1, 0, 0, 1), texel(0.2f, -1, 0.1f, 0, 1, 0, 2),
+        texel(-0.1f, 1, 0.3f, 0, -1, 0, 3), texel(0.3f, 0.2f, -1, 0, 0, 1, 4),  texel(0, 0, 1, 0, 0, -1, 5),
     };
     for (uint32_t bounces = 0; bounces <= 3; bounces += 3) {
         bk_bake_run_opts o = opts(4096, bounces, BK_BAKE_LIGHT);
-        float out[18];
+        float            out[18];
         bake(&s, tx, 6, &o, NULL, 0, out, 0);
         double expect = 0.0;
         for (uint32_t k = 0; k <= bounces; ++k) expect += le * pow(alb, k);
         for (int i = 0; i < 18; ++i)
-            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect, "furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f",
-                       bounces, i / 3, i % 3, out[i], expect);
+            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect,
+                       "furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f", bounces, i / 3, i % 3, out[i],
+                       expect);
     }
     /* AO inside the closed box: every ray is blocked */
     bk_bake_run_opts o = opts(256, 0, BK_BAKE_AO);
-    float out[18];
+    float            out[18];
     bake(&s, tx, 6, &o, NULL, 0, out, 0);
     for (int i = 0; i < 18; ++i) BK_EXPECTF(out[i] == 0.0f, "AO inside a closed box: %g", out[i]);
     bk_scene_free(&s);
@@ -137,33 +156,39 @@ static void voxel_room(bk_scene *s, float alb, float le)
             for (int x = 0; x < 8; ++x) {
                 if (x > 0 && x < 7 && y > 0 && y < 7 && z > 0 && z < 7) continue;
                 uint8_t *q = m->xyzi + 4 * (size_t)m->voxel_count++;
-                q[0] = (uint8_t)x; q[1] = (uint8_t)y; q[2] = (uint8_t)z; q[3] = 1;
+                q[0] = (uint8_t)x;
+                q[1] = (uint8_t)y;
+                q[2] = (uint8_t)z;
+                q[3] = 1;
             }
     s->material_count = 256;
     s->materials = calloc(256, sizeof(bk_material));
-    for (int k = 0; k < 3; ++k) { s->materials[1].kd[k] = alb; s->materials[1].ke[k] = le; }
+    for (int k = 0; k < 3; ++k) {
+        s->materials[1].kd[k] = alb;
+        s->materials[1].ke[k] = le;
+    }
     s->vox_instance_count = 1;
     s->vox_instances = calloc(1, sizeof(bk_vox_instance));
     bk_vox_instance *in = &s->vox_instances[0];
     bk_vox_rot_matrix(bk_vox_rot_byte((const int8_t[9]){ 1, 0, 0, 0, 1, 0, 0, 0, 1 }), in->m);
-    for (int k = 0; k < 3; ++k) in->t[k] = 4;        /* world = p - floor(8 / 2) + 4 = p */
+    for (int k = 0; k < 3; ++k) in->t[k] = 4; /* world = p - floor(8 / 2) + 4 = p */
     bk_vox_instance_place(in, m->size);
 }
 
 static void check_voxel_furnace(void)
 {
     const float le = 0.5f, alb = 0.6f;
-    char err[256];
-    bk_scene s;
+    char        err[256];
+    bk_scene    s;
     voxel_room(&s, alb, le);
     bk_voxmesh vm;
     BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
     /* texels on the six inner walls (the interior is the cells 1..6) */
     bk_texel tx[6] = {
-        texel(1, 3.1f, 4.2f, 1, 0, 0, 0), texel(7, 2.3f, 5.1f, -1, 0, 0, 1), texel(4.2f, 1, 3.1f, 0, 1, 0, 2),
-        texel(2.9f, 7, 3.3f, 0, -1, 0, 3), texel(3.3f, 4.2f, 1, 0, 0, 1, 4), texel(5, 4, 7, 0, 0, -1, 5),
+        texel(1, 3.1f, 4.2f, 1, 0, 0, 0),  texel(7, 2.3f, 5.1f, -1, 0, 0, 1), texel(4.2f, 1, 3.1f, 0, 1, 0, 2),
+        texel(2.9f, 7, 3.3f, 0, -1, 0, 3), texel(3.3f, 4.2f, 1, 0, 0, 1, 4),  texel(5, 4, 7, 0, 0, -1, 5),
     };
-    bk_accel a;
+    bk_accel      a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     BK_EXPECT(bk_accel_get_view(&a).prim == BK_PRIM_VOX);
@@ -182,16 +207,17 @@ static void check_voxel_furnace(void)
     for (uint32_t bounces = 0; bounces <= 3; bounces += 3) {
         bk_bake_run_opts o = opts(4096, bounces, BK_BAKE_LIGHT);
         o.params.texel_world = 0.5f;
-        float out[18];
-        uint8_t cov[6];
+        float          out[18];
+        uint8_t        cov[6];
         bk_bake_result r;
         BK_EXPECTF(bk_bake_texels(be, &v, tx, 6, 6, 1, &o, out, cov, &r, err, sizeof err) == 0, "%s", err);
         BK_EXPECTF(r.invalid == 0, "%u texels taken to be inside geometry", r.invalid);
         double expect = 0.0;
         for (uint32_t k = 0; k <= bounces; ++k) expect += le * pow(alb, k);
         for (int i = 0; i < 18; ++i)
-            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect, "voxel furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f",
-                       bounces, i / 3, i % 3, out[i], expect);
+            BK_EXPECTF(fabs(out[i] - expect) <= 0.01 * expect,
+                       "voxel furnace, %u bounces: texel %d channel %d: %.5f, expected %.5f", bounces, i / 3, i % 3,
+                       out[i], expect);
     }
     bk_backend_free(be);
     bk_bake_data_free(&d);
@@ -210,10 +236,13 @@ static void check_plane(void)
     bk_test_set_tri(&s, 1, a, c, d);
     bk_texel tx[4] = { texel(0, 0, 0, 0, 1, 0, 0), texel(3, 0, -2, 0, 1, 0, 1), texel(-10, 0, 5, 0, 1, 0, 2),
                        texel(0.5f, 0, 0.5f, 0, 1, 0, 3) };
-    float out[12];
+    float    out[12];
     /* a sun straight above, 10 degrees in radius */
     bk_bake_run_opts o = opts(4096, 2, BK_BAKE_LIGHT);
-    o.params.sun_dir[1] = 1; o.params.sun_color[0] = 2; o.params.sun_color[1] = 3; o.params.sun_color[2] = 4;
+    o.params.sun_dir[1] = 1;
+    o.params.sun_color[0] = 2;
+    o.params.sun_color[1] = 3;
+    o.params.sun_color[2] = 4;
     float r = 10.0f * 3.14159265f / 180.0f;
     o.params.sun_cos = cosf(r);
     bake(&s, tx, 4, &o, NULL, 0, out, 0);
@@ -223,7 +252,9 @@ static void check_plane(void)
     }
     /* a constant sky: every ray escapes */
     o = opts(64, 2, BK_BAKE_LIGHT);
-    o.params.sky[0] = 0.25f; o.params.sky[1] = 0.5f; o.params.sky[2] = 1.0f;
+    o.params.sky[0] = 0.25f;
+    o.params.sky[1] = 0.5f;
+    o.params.sky[2] = 1.0f;
     bake(&s, tx, 4, &o, NULL, 0, out, 0);
     for (int i = 0; i < 12; ++i) BK_EXPECTF(out[i] == o.params.sky[i % 3], "sky on a plane: %g", out[i]);
     /* a point light 2 above: E = I cos / d^2, straight below: I / 4 / pi */
@@ -247,16 +278,16 @@ static void check_determinism(void)
     BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
     enum { N = 400 };
     bk_texel tx[N];
-    for (uint32_t i = 0; i < N; ++i)   /* floor points, some under the boxes */
+    for (uint32_t i = 0; i < N; ++i) /* floor points, some under the boxes */
         tx[i] = texel(1.8f * bk_rng_f(9, i, 0, 0) - 0.9f, 0.0f, 1.8f * bk_rng_f(9, i, 0, 1) - 0.9f, 0, 1, 0, i);
-    float *ref = malloc(sizeof(float) * 3 * N), *got = malloc(sizeof(float) * 3 * N);
+    float           *ref = malloc(sizeof(float) * 3 * N), *got = malloc(sizeof(float) * 3 * N);
     bk_bake_run_opts o = opts(8, 2, BK_BAKE_LIGHT);
     o.trace.threads = 1;
     bake(&s, tx, N, &o, NULL, 0, ref, 1);
     /* every stack strategy (a sized one at 1 and 2 entries: restarts and spills happen) */
     static const int stack_sizes[] = { 1, 2 };
-    bk_test_stack modes[BK_TEST_STACKS_MAX];
-    const int nmodes = bk_test_stacks(stack_sizes, 2, modes);
+    bk_test_stack    modes[BK_TEST_STACKS_MAX];
+    const int        nmodes = bk_test_stacks(stack_sizes, 2, modes);
     for (int m = 0; m < nmodes; ++m) {
         o.trace.stack_mode = modes[m].mode;
         o.trace.stack_size = bk_test_stack_size(modes[m]);
@@ -274,7 +305,7 @@ static void check_determinism(void)
      * (tiny launches: blocks of 256 texels, so each gets some): the same bytes */
     enum { ND = 8192 };
     bk_texel *txd = malloc(sizeof(bk_texel) * ND);
-    float *refd = malloc(sizeof(float) * 3 * ND), *gotd = malloc(sizeof(float) * 3 * ND);
+    float    *refd = malloc(sizeof(float) * 3 * ND), *gotd = malloc(sizeof(float) * 3 * ND);
     for (uint32_t i = 0; i < ND; ++i)
         txd[i] = texel(1.8f * bk_rng_f(10, i, 0, 0) - 0.9f, 0.0f, 1.8f * bk_rng_f(10, i, 0, 1) - 0.9f, 0, 1, 0, i);
     o = opts(2, 1, BK_BAKE_LIGHT);
@@ -287,7 +318,7 @@ static void check_determinism(void)
          * device took none is tried again, up to 5 times; every one must give the same bytes. */
         int idle = -1;
         for (int attempt = 0; attempt < 5 && idle != 0; ++attempt) {
-            memset(gotd, 0xff, sizeof(float) * 3 * ND);     /* poisoned: every texel must be written */
+            memset(gotd, 0xff, sizeof(float) * 3 * ND); /* poisoned: every texel must be written */
             bake(&s, txd, ND, &o, NULL, 0, gotd, 1);
             BK_EXPECTF(memcmp(refd, gotd, sizeof(float) * 3 * ND) == 0, "%d devices: other texels", devices);
             uint64_t texels = 0, rays = 0;
@@ -304,7 +335,9 @@ static void check_determinism(void)
         BK_EXPECTF(idle == 0, "%d devices: %d of them took no block in 5 bakes", devices, idle);
     }
     devices = 1;
-    free(txd); free(refd); free(gotd);
+    free(txd);
+    free(refd);
+    free(gotd);
     bk_scene_free(&s);
 
     /* the same for voxels: the demo voxel room, texels on its floor (some under the blocks) */
@@ -315,7 +348,8 @@ static void check_determinism(void)
     for (uint32_t i = 0; i < N; ++i)
         tx[i] = texel(32.0f * bk_rng_f(9, i, 0, 0), 32.0f * bk_rng_f(9, i, 0, 1), 0.0f, 0, 0, 1, i);
     o = opts(8, 2, BK_BAKE_LIGHT);
-    o.params.eps = 1e-3f; o.params.texel_world = 0.5f;
+    o.params.eps = 1e-3f;
+    o.params.texel_world = 0.5f;
     o.trace.threads = 1;
     bake2(&s, &vm.scene, tx, N, &o, NULL, 0, ref, 1);
     for (int m = 0; m < nmodes; ++m) {
@@ -331,10 +365,14 @@ static void check_determinism(void)
     bake2(&s, &vm.scene, tx, N, &o, NULL, 0, got, 1);
     BK_EXPECTF(memcmp(ref, got, sizeof(float) * 3 * N) == 0, "voxels: tiny launches: other texels");
     float lo = 1e30f, hi = 0.0f;
-    for (int i = 0; i < 3 * N; ++i) { lo = fminf(lo, ref[i]); hi = fmaxf(hi, ref[i]); }
+    for (int i = 0; i < 3 * N; ++i) {
+        lo = fminf(lo, ref[i]);
+        hi = fmaxf(hi, ref[i]);
+    }
     BK_EXPECTF(hi > 0.0f && lo < hi, "voxel room floor: texels from %g to %g (lit, with shadows)", lo, hi);
     bk_voxmesh_free(&vm);
-    free(ref); free(got);
+    free(ref);
+    free(got);
     bk_scene_free(&s);
 }
 

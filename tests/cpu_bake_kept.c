@@ -30,31 +30,43 @@
 
 typedef struct keep_ctx {
     bk_backend *cpu;
-    bk_texel   *copy;       /* the last bake's texels, kept until the next bake or free */
+    bk_texel   *copy; /* the last bake's texels, kept until the next bake or free */
     uint32_t    n;
     int         begins;
-    uint64_t    made;       /* texels handed over by bake_texels */
-    int         slices, slice_frees, bad_frees;   /* host_alloc / host_free calls; frees of
-                                                     pointers host_alloc did not give */
+    uint64_t    made;                           /* texels handed over by bake_texels */
+    int         slices, slice_frees, bad_frees; /* host_alloc / host_free calls; frees of
+                                                   pointers host_alloc did not give */
 } keep_ctx;
 
 #define K(be) ((keep_ctx *)(be)->ctx)
 
-static const char *keep_name(bk_backend *be) { (void)be; return "keep"; }
-static int keep_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t ws) { return K(be)->cpu->i->supports(K(be)->cpu, o, why, ws); }
-static int keep_upload(bk_backend *be, const bk_accel_view *v, char *err, size_t es) { return K(be)->cpu->i->upload(K(be)->cpu, v, err, es); }
-static int keep_trace(bk_backend *be, const bk_ray *r, bk_hit *h, uint64_t n, const bk_trace_opts *o, bk_trace_totals *t, char *err, size_t es)
+static const char *keep_name(bk_backend *be)
+{
+    (void)be;
+    return "keep";
+}
+static int keep_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_t ws)
+{
+    return K(be)->cpu->i->supports(K(be)->cpu, o, why, ws);
+}
+static int keep_upload(bk_backend *be, const bk_accel_view *v, char *err, size_t es)
+{
+    return K(be)->cpu->i->upload(K(be)->cpu, v, err, es);
+}
+static int keep_trace(bk_backend *be, const bk_ray *r, bk_hit *h, uint64_t n, const bk_trace_opts *o,
+                      bk_trace_totals *t, char *err, size_t es)
 {
     return K(be)->cpu->i->trace(K(be)->cpu, r, h, n, o, t, err, es);
 }
-static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t es)
+static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
+                           size_t es)
 {
     keep_ctx *k = K(be);
     free(k->copy);
     k->copy = malloc(sizeof(bk_texel) * (n ? n : 1));
     if (!k->copy) return bk_fail(err, es, "out of memory");
     if (texels) memcpy(k->copy, texels, sizeof(bk_texel) * n);
-    else memset(k->copy, 0xEE, sizeof(bk_texel) * n);         /* garbage until bake_texels fills it */
+    else memset(k->copy, 0xEE, sizeof(bk_texel) * n); /* garbage until bake_texels fills it */
     k->n = n;
     k->begins++;
     return k->cpu->i->bake_begin(k->cpu, v, k->copy, n, err, es);
@@ -62,12 +74,14 @@ static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
 static int keep_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err, size_t es)
 {
     keep_ctx *k = K(be);
-    if (!k->copy || first > k->n || count > k->n - first) return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
+    if (!k->copy || first > k->n || count > k->n - first)
+        return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
     memcpy(k->copy + first, t, sizeof(bk_texel) * count);
     k->made += count;
     return 0;
 }
-static int keep_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o, char *err, size_t es)
+static int keep_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o,
+                         char *err, size_t es)
 {
     return K(be)->cpu->i->bake_run(K(be)->cpu, b, e, p, o, err, es);
 }
@@ -79,19 +93,28 @@ static int keep_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
 {
     return K(be)->cpu->i->bake_end(K(be)->cpu, out, sq, t, err, es);
 }
-static void keep_memory(bk_backend *be, uint64_t *f, uint64_t *t) { (void)be; *f = *t = 0; }
-static uint64_t keep_memory_peak(bk_backend *be) { (void)be; return 0; }
+static void keep_memory(bk_backend *be, uint64_t *f, uint64_t *t)
+{
+    (void)be;
+    *f = *t = 0;
+}
+static uint64_t keep_memory_peak(bk_backend *be)
+{
+    (void)be;
+    return 0;
+}
 static int keep_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t es)
 {
     return K(be)->cpu->i->kernel_info(K(be)->cpu, o, out, err, es);
 }
 static int keep_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                        char *err, size_t es)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                        double *seconds, char *err, size_t es)
 {
     keep_ctx *k = K(be);
-    if (!tx) {                      /* the kept copy, as the CUDA backend does */
-        if (!k->copy || first > k->n || n > k->n - first) return bk_fail(err, es, "texels %u..%u of %u kept", first, first + n, k->n);
+    if (!tx) { /* the kept copy, as the CUDA backend does */
+        if (!k->copy || first > k->n || n > k->n - first)
+            return bk_fail(err, es, "texels %u..%u of %u kept", first, first + n, k->n);
         tx = k->copy + first;
     }
     return k->cpu->i->denoise(k->cpu, p, passes, tx, first, chart, chart_stride, col, n, base, seconds, err, es);
@@ -123,21 +146,29 @@ static void *keep_host_alloc(bk_backend *be, size_t bytes)
 static void keep_host_free(bk_backend *be, void *q)
 {
     uint64_t *p = (uint64_t *)q - 2;
-    if (p[0] != KEEP_TAG) { K(be)->bad_frees++; return; }
+    if (p[0] != KEEP_TAG) {
+        K(be)->bad_frees++;
+        return;
+    }
     p[0] = 0;
     K(be)->slice_frees++;
     free(p);
 }
-static const struct bk_backend_i keep_iface = { keep_name, keep_supports, keep_upload, keep_trace,
-                                                keep_bake_begin, keep_bake_run, keep_bake_fetch, keep_bake_end,
-                                                keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
-                                                keep_free, keep_caps, NULL, keep_bake_texels, keep_host_alloc, keep_host_free };
+static const struct bk_backend_i keep_iface = {
+    keep_name,       keep_supports, keep_upload, keep_trace,       keep_bake_begin,  keep_bake_run,
+    keep_bake_fetch, keep_bake_end, keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
+    keep_free,       keep_caps,     NULL,        keep_bake_texels, keep_host_alloc,  keep_host_free
+};
 
 static bk_backend *keep_init(void)
 {
     bk_backend *be = calloc(1, sizeof *be);
-    keep_ctx *k = calloc(1, sizeof *k);
-    if (!be || !k || !(k->cpu = bk_backend_cpu_init())) { free(be); free(k); return NULL; }
+    keep_ctx   *k = calloc(1, sizeof *k);
+    if (!be || !k || !(k->cpu = bk_backend_cpu_init())) {
+        free(be);
+        free(k);
+        return NULL;
+    }
     be->i = &keep_iface;
     be->ctx = k;
     return be;
@@ -145,7 +176,12 @@ static bk_backend *keep_init(void)
 
 /* ---- the hook ---------------------------------------------------------------------------- */
 
-typedef struct hook_ctx { bk_texel **tx; bk_texel_ref **refs; uint32_t n; int calls; } hook_ctx;
+typedef struct hook_ctx {
+    bk_texel     **tx;
+    bk_texel_ref **refs;
+    uint32_t       n;
+    int            calls;
+} hook_ctx;
 
 static const bk_texel_ref *hook(void *ctx)
 {
@@ -158,15 +194,20 @@ static const bk_texel_ref *hook(void *ctx)
 /* ---- one pipeline: bake (image or texel colours), denoise, image, fill -------------------- */
 
 typedef struct outcome {
-    float   *rgb;            /* after the fill */
+    float   *rgb; /* after the fill */
     uint8_t *cov;
-    bk_f4   *col;            /* texel colours after the denoiser (colour runs only) */
+    bk_f4   *col; /* texel colours after the denoiser (colour runs only) */
     uint32_t invalid;
     uint64_t dn_texels;
     int      hook_calls;
 } outcome;
 
-typedef struct make_ctx { const bk_scene *s; const bk_atlas *a; const bk_texel_ref *refs; int calls; } make_ctx;
+typedef struct make_ctx {
+    const bk_scene     *s;
+    const bk_atlas     *a;
+    const bk_texel_ref *refs;
+    int                 calls;
+} make_ctx;
 
 static void make(void *ctx, uint32_t first, uint32_t count, bk_texel *out)
 {
@@ -182,43 +223,62 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
 {
     char err[1024];
     memset(out, 0, sizeof *out);
-    bk_texel *tx = NULL;
+    bk_texel     *tx = NULL;
     bk_texel_ref *refs = NULL;
-    uint32_t n = 0;
+    uint32_t      n = 0;
     if (made) BK_EXPECTF(bk_atlas_rasterize_refs(s, at, &refs, &n, &out->cov, err, sizeof err) == 0, "%s", err);
     else BK_EXPECTF(bk_atlas_rasterize(s, at, &tx, &n, &out->cov, err, sizeof err) == 0, "%s", err);
     make_ctx mc;
-    mc.s = s; mc.a = at; mc.refs = refs; mc.calls = 0;
-    const size_t npx = BK_ATLAS_PIXELS(at);
+    mc.s = s;
+    mc.a = at;
+    mc.refs = refs;
+    mc.calls = 0;
+    const size_t  npx = BK_ATLAS_PIXELS(at);
     bk_accel_view av = bk_accel_get_view(a);
     BK_EXPECTF(be->i->upload(be, &av, err, sizeof err) == 0, "%s", err);
-    bk_bake_view v = bk_bake_data_view(d, a);
+    bk_bake_view     v = bk_bake_data_view(d, a);
     bk_bake_run_opts o = *o0;
-    hook_ctx hc;
-    hc.tx = &tx; hc.refs = &refs; hc.n = n; hc.calls = 0;
-    o.texels_kept = hook; o.texels_kept_ctx = &hc;
-    if (made) { o.make_texels = make; o.make_texels_ctx = &mc; o.texel_refs = refs; o.make_slice = 5000; }
+    hook_ctx         hc;
+    hc.tx = &tx;
+    hc.refs = &refs;
+    hc.n = n;
+    hc.calls = 0;
+    o.texels_kept = hook;
+    o.texels_kept_ctx = &hc;
+    if (made) {
+        o.make_texels = make;
+        o.make_texels_ctx = &mc;
+        o.texel_refs = refs;
+        o.make_slice = 5000;
+    }
     out->rgb = calloc(3 * npx, sizeof(float));
-    if (colours) { out->col = malloc(sizeof(bk_f4) * n); o.texel_col = out->col; }
+    if (colours) {
+        out->col = malloc(sizeof(bk_f4) * n);
+        o.texel_col = out->col;
+    }
     bk_bake_result res;
-    BK_EXPECTF(bk_bake_texels(be, &v, tx, n, at->width, at->height * at->page_count, &o, colours ? NULL : out->rgb, out->cov, &res,
-                              err, sizeof err) == 0, "%s", err);
+    BK_EXPECTF(bk_bake_texels(be, &v, tx, n, at->width, at->height * at->page_count, &o, colours ? NULL : out->rgb,
+                              out->cov, &res, err, sizeof err) == 0,
+               "%s", err);
     out->invalid = res.invalid;
     out->hook_calls = hc.calls;
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     if (made)
-        BK_EXPECTF(hc.calls == 0 && mc.calls == (int)((n + 4999) / 5000), "made: hook called %d times, %d slices made for %u texels",
-                   hc.calls, mc.calls, n);
+        BK_EXPECTF(hc.calls == 0 && mc.calls == (int)((n + 4999) / 5000),
+                   "made: hook called %d times, %d slices made for %u texels", hc.calls, mc.calls, n);
     else if (caps.keeps_texels)
-        BK_EXPECTF(hc.calls == 1 && !tx && refs, "hook called %d times; texels %p, refs %p", hc.calls, (void *)tx, (void *)refs);
-    else BK_EXPECTF(hc.calls == 0 && tx && !refs, "a backend that reads the texels in place: hook called %d times", hc.calls);
-    int refs_charts = 0;            /* the denoiser given refs leaves charts in their tri fields */
+        BK_EXPECTF(hc.calls == 1 && !tx && refs, "hook called %d times; texels %p, refs %p", hc.calls, (void *)tx,
+                   (void *)refs);
+    else
+        BK_EXPECTF(hc.calls == 0 && tx && !refs, "a backend that reads the texels in place: hook called %d times",
+                   hc.calls);
+    int refs_charts = 0; /* the denoiser given refs leaves charts in their tri fields */
     if (colours) {
         refs_charts = refs != NULL;
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
-        bk_denoise_result dres;
+        bk_denoise_result     dres;
         const bk_denoise_view dv = { .coverage = out->cov,
                                      .texels = refs ? NULL : tx,
                                      .n = n,
@@ -233,7 +293,7 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
         /* every ref's tri field now holds its triangle's chart, those left out for coverage too */
         if (refs) {
             bk_texel_ref *fresh = NULL;
-            uint32_t nf = 0;
+            uint32_t      nf = 0;
             BK_EXPECTF(bk_atlas_rasterize_refs(s, at, &fresh, &nf, NULL, err, sizeof err) == 0 && nf == n, "%s", err);
             uint32_t bad = 0;
             for (uint32_t i = 0; fresh && i < n; ++i)
@@ -246,35 +306,51 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
     if (colours)
         for (uint32_t i = 0; i < n; ++i) {
             size_t px = refs[i].pixel;
-            out->rgb[3 * px] = out->col[i].x; out->rgb[3 * px + 1] = out->col[i].y; out->rgb[3 * px + 2] = out->col[i].z;
+            out->rgb[3 * px] = out->col[i].x;
+            out->rgb[3 * px + 1] = out->col[i].y;
+            out->rgb[3 * px + 2] = out->col[i].z;
         }
     /* made: the fill that gives the refs back once its chart map is made (what baker runs) */
     if (made) {
-        BK_EXPECTF(bk_fill_hidden_refs(out->rgb, out->cov, &refs, n, refs_charts ? NULL : at->tri_chart, at->width, at->height,
-                                       at->page_count, NULL, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_fill_hidden_refs(out->rgb, out->cov, &refs, n, refs_charts ? NULL : at->tri_chart, at->width,
+                                       at->height, at->page_count, NULL, err, sizeof err) == 0,
+                   "%s", err);
         BK_EXPECT(refs == NULL);
     } else {
-        BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, refs_charts ? NULL : at->tri_chart, at->width, at->height,
-                                         at->page_count, NULL, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(bk_fill_hidden_texels(out->rgb, out->cov, refs, n, refs_charts ? NULL : at->tri_chart, at->width,
+                                         at->height, at->page_count, NULL, err, sizeof err) == 0,
+                   "%s", err);
     }
     free(refs);
     free(tx);
 }
 
-static void outcome_free(outcome *o) { free(o->rgb); free(o->cov); free(o->col); }
+static void outcome_free(outcome *o)
+{
+    free(o->rgb);
+    free(o->cov);
+    free(o->col);
+}
 
 static void check_compact(void)
 {
     enum { N = 1000 };
     bk_texel *tx = malloc(sizeof(bk_texel) * N);
     for (uint32_t i = 0; i < N; ++i) {
-        tx[i].px = (float)i; tx[i].py = -1.0f; tx[i].pz = 2.0f; tx[i].nx = 0.0f; tx[i].ny = 1.0f; tx[i].nz = 0.0f;
-        tx[i].tri = 3 * i + 1; tx[i].pixel = 7 * i + 5;
+        tx[i].px = (float)i;
+        tx[i].py = -1.0f;
+        tx[i].pz = 2.0f;
+        tx[i].nx = 0.0f;
+        tx[i].ny = 1.0f;
+        tx[i].nz = 0.0f;
+        tx[i].tri = 3 * i + 1;
+        tx[i].pixel = 7 * i + 5;
     }
     bk_texel_ref *r = bk_texels_compact(&tx, N);
     BK_EXPECT(tx == NULL && r != NULL);
     for (uint32_t i = 0; r && i < N; ++i)
-        BK_EXPECTF(r[i].pixel == 7 * i + 5 && r[i].tri == 3 * i + 1, "ref %u: pixel %u tri %u", i, r[i].pixel, r[i].tri);
+        BK_EXPECTF(r[i].pixel == 7 * i + 5 && r[i].tri == 3 * i + 1, "ref %u: pixel %u tri %u", i, r[i].pixel,
+                   r[i].tri);
     free(r);
     bk_texel *none = NULL;
     BK_EXPECT(bk_texels_compact(&none, 0) == NULL);
@@ -284,7 +360,7 @@ int main(void)
 {
     check_compact();
 
-    char err[1024];
+    char     err[1024];
     bk_scene s;
     bk_accel a;
     bk_atlas at;
@@ -300,10 +376,10 @@ int main(void)
     const size_t npx = BK_ATLAS_PIXELS(&at);
     /* the refs and the texels made from them are the rasterizer's texels, bit for bit */
     {
-        bk_texel *tx = NULL, *mk = NULL;
+        bk_texel     *tx = NULL, *mk = NULL;
         bk_texel_ref *refs = NULL;
-        uint8_t *c1 = NULL, *c2 = NULL;
-        uint32_t n1 = 0, n2 = 0;
+        uint8_t      *c1 = NULL, *c2 = NULL;
+        uint32_t      n1 = 0, n2 = 0;
         BK_EXPECTF(bk_atlas_rasterize(&s, &at, &tx, &n1, &c1, err, sizeof err) == 0, "%s", err);
         BK_EXPECTF(bk_atlas_rasterize_refs(&s, &at, &refs, &n2, &c2, err, sizeof err) == 0, "%s", err);
         BK_EXPECTF(n1 == n2 && n1 > 1000, "%u texels, %u refs", n1, n2);
@@ -312,30 +388,41 @@ int main(void)
         bk_texels_make(&s, &at, refs, n2, mk);
         BK_EXPECT(n1 != n2 || memcmp(tx, mk, sizeof(bk_texel) * n1) == 0);
         /* the driver refuses to make texels for a backend that reads them in place */
-        bk_backend *cpu = bk_backend_cpu_init();
+        bk_backend   *cpu = bk_backend_cpu_init();
         bk_accel_view av = bk_accel_get_view(&a);
         BK_EXPECT(cpu->i->upload(cpu, &av, err, sizeof err) == 0);
         bk_bake_view v = bk_bake_data_view(&d, &a);
-        make_ctx mc;
-        mc.s = &s; mc.a = &at; mc.refs = refs; mc.calls = 0;
+        make_ctx     mc;
+        mc.s = &s;
+        mc.a = &at;
+        mc.refs = refs;
+        mc.calls = 0;
         bk_bake_run_opts om = o;
-        om.make_texels = make; om.make_texels_ctx = &mc; om.texel_refs = refs;
-        float *rgb = malloc(sizeof(float) * 3 * npx);
+        om.make_texels = make;
+        om.make_texels_ctx = &mc;
+        om.texel_refs = refs;
+        float         *rgb = malloc(sizeof(float) * 3 * npx);
         bk_bake_result res;
-        BK_EXPECT(bk_bake_texels(cpu, &v, NULL, n2, at.width, at.height, &om, rgb, c2, &res, err, sizeof err) != 0 && mc.calls == 0);
+        BK_EXPECT(bk_bake_texels(cpu, &v, NULL, n2, at.width, at.height, &om, rgb, c2, &res, err, sizeof err) != 0 &&
+                  mc.calls == 0);
         bk_backend_free(cpu);
-        free(rgb); free(tx); free(mk); free(refs); free(c1); free(c2);
+        free(rgb);
+        free(tx);
+        free(mk);
+        free(refs);
+        free(c1);
+        free(c2);
     }
     for (int colours = 0; colours < 2; ++colours) {
         /* the reference: the CPU backend, whole texels throughout */
         bk_backend *cpu = bk_backend_cpu_init();
-        outcome ref;
-        pipeline(cpu, 0, colours, &s, &at, &a, &d, &o, &ref);    /* the hook is offered, and not taken */
+        outcome     ref;
+        pipeline(cpu, 0, colours, &s, &at, &a, &d, &o, &ref); /* the hook is offered, and not taken */
         BK_EXPECTF(ref.invalid > 0, "no texel inside geometry: the fill would not be tested");
         if (colours) BK_EXPECTF(ref.dn_texels > 0, "the denoiser filtered nothing");
         bk_backend_free(cpu);
         for (int run = 0; run < 4; ++run) {
-            const int members = 1 + run % 2, made = run / 2;
+            const int   members = 1 + run % 2, made = run / 2;
             bk_backend *be = keep_init();
             if (members == 2) {
                 bk_backend *m[2] = { be, keep_init() };
@@ -345,25 +432,31 @@ int main(void)
             if (!be) continue;
             outcome got;
             pipeline(be, made, colours, &s, &at, &a, &d, &o, &got);
-            BK_EXPECTF(got.invalid == ref.invalid, "%s, %d device(s)%s: %u texels inside geometry, %u with whole texels",
+            BK_EXPECTF(got.invalid == ref.invalid,
+                       "%s, %d device(s)%s: %u texels inside geometry, %u with whole texels",
                        colours ? "colours" : "image", members, made ? ", made" : "", got.invalid, ref.invalid);
-            BK_EXPECTF(memcmp(got.cov, ref.cov, npx) == 0, "%s, %d device(s)%s: coverage differs", colours ? "colours" : "image", members,
-                       made ? ", made" : "");
-            BK_EXPECTF(memcmp(got.rgb, ref.rgb, sizeof(float) * 3 * npx) == 0, "%s, %d device(s)%s: the filled image differs",
+            BK_EXPECTF(memcmp(got.cov, ref.cov, npx) == 0, "%s, %d device(s)%s: coverage differs",
                        colours ? "colours" : "image", members, made ? ", made" : "");
-            if (colours) BK_EXPECTF(got.dn_texels == ref.dn_texels, "%d device(s), made %d: %llu texels denoised, %llu with whole texels", members, made,
-                                    (unsigned long long)got.dn_texels, (unsigned long long)ref.dn_texels);
+            BK_EXPECTF(memcmp(got.rgb, ref.rgb, sizeof(float) * 3 * npx) == 0,
+                       "%s, %d device(s)%s: the filled image differs", colours ? "colours" : "image", members,
+                       made ? ", made" : "");
+            if (colours)
+                BK_EXPECTF(got.dn_texels == ref.dn_texels,
+                           "%d device(s), made %d: %llu texels denoised, %llu with whole texels", members, made,
+                           (unsigned long long)got.dn_texels, (unsigned long long)ref.dn_texels);
             for (int k = 0; k < members; ++k) {
                 bk_backend *m = bk_backend_member(be, k);
                 BK_EXPECTF(K(m)->begins == 1, "member %d began %d times", k, K(m)->begins);
-                BK_EXPECTF(K(m)->made == (made ? K(m)->n : 0), "member %d: %llu texels handed over by bake_texels, of %u", k,
+                BK_EXPECTF(K(m)->made == (made ? K(m)->n : 0),
+                           "member %d: %llu texels handed over by bake_texels, of %u", k,
                            (unsigned long long)K(m)->made, K(m)->n);
                 /* the driver's slices (sums, and the made texels) come from the first device's hooks,
                  * and all go back there */
                 BK_EXPECTF(k == 0 ? K(m)->slices >= 1 + colours + made : K(m)->slices == 0,
                            "member %d: %d slices from its host_alloc", k, K(m)->slices);
-                BK_EXPECTF(K(m)->slice_frees == K(m)->slices && K(m)->bad_frees == 0, "member %d: %d slices, %d given back, %d foreign",
-                           k, K(m)->slices, K(m)->slice_frees, K(m)->bad_frees);
+                BK_EXPECTF(K(m)->slice_frees == K(m)->slices && K(m)->bad_frees == 0,
+                           "member %d: %d slices, %d given back, %d foreign", k, K(m)->slices, K(m)->slice_frees,
+                           K(m)->bad_frees);
             }
             outcome_free(&got);
             bk_backend_free(be);
@@ -373,13 +466,18 @@ int main(void)
 
     /* the denoiser refuses refs without a backend that kept the texels */
     {
-        bk_texel_ref r1 = { 0, 0 };
-        bk_f4 c1 = { 1.0f, 1.0f, 1.0f, 0.1f };
+        bk_texel_ref    r1 = { 0, 0 };
+        bk_f4           c1 = { 1.0f, 1.0f, 1.0f, 0.1f };
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
-        bk_denoise_result dres;
-        const bk_denoise_view dv = { .n = 1, .tri_chart = at.tri_chart, .tri_count = at.tri_count, .w = at.width,
-                                     .h = at.height, .pages = 1, .texel_world = 0.01f };
+        bk_denoise_result     dres;
+        const bk_denoise_view dv = { .n = 1,
+                                     .tri_chart = at.tri_chart,
+                                     .tri_count = at.tri_count,
+                                     .w = at.width,
+                                     .h = at.height,
+                                     .pages = 1,
+                                     .texel_world = 0.01f };
         BK_EXPECT(bk_denoise_texel_colours(NULL, &c1, &r1, &dv, &dno, &dres, err, sizeof err) != 0);
     }
     bk_bake_data_free(&d);

@@ -38,9 +38,9 @@ static void check_shares(void)
                 }
             }
     BK_EXPECT(bk_bake_granule(100000000, 1) == BK_BAKE_GRANULE);
-    BK_EXPECT(bk_bake_granule(16u << 20, 8) == BK_BAKE_GRANULE);       /* 64 granules, 8 each */
+    BK_EXPECT(bk_bake_granule(16u << 20, 8) == BK_BAKE_GRANULE); /* 64 granules, 8 each */
     BK_EXPECT(bk_bake_granule(16u << 20, 16) == BK_BAKE_GRANULE / 2);
-    BK_EXPECT(bk_bake_granule(1000, 4) == 16384);                      /* the floor */
+    BK_EXPECT(bk_bake_granule(1000, 4) == 16384); /* the floor */
     for (uint32_t ranks = 2; ranks < 300; ranks += 37) {
         uint32_t n = 12345678, G = bk_bake_granule(n, ranks);
         BK_EXPECTF(G == 16384 || n / G >= 8 * ranks, "%u ranks: granule %u gives %u granules", ranks, G, n / G);
@@ -52,33 +52,33 @@ int main(void)
 {
     check_shares();
 
-    char err[1024];
+    char     err[1024];
     bk_scene s;
     bk_accel a;
     bk_atlas at;
     bk_test_cornell_atlas(&s, &a, &at);
     bk_texel *tx = NULL;
-    uint32_t n = 0;
-    uint8_t *cov0 = NULL;
+    uint32_t  n = 0;
+    uint8_t  *cov0 = NULL;
     BK_EXPECTF(bk_atlas_rasterize(&s, &at, &tx, &n, &cov0, err, sizeof err) == 0, "%s", err);
     if (bk_test_failures) BK_TEST_DONE();
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(&s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
-    bk_backend *be = bk_backend_cpu_init();
+    bk_backend   *be = bk_backend_cpu_init();
     bk_accel_view av = bk_accel_get_view(&a);
     BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
     bk_bake_view v = bk_bake_data_view(&d, &a);
 
-    const int w = at.width, h = at.height;
-    const size_t npx = (size_t)w * (size_t)h;
+    const int        w = at.width, h = at.height;
+    const size_t     npx = (size_t)w * (size_t)h;
     bk_bake_run_opts o;
     bk_test_bake_opts(&o);
-    o.max_launch_ms = 5;          /* many launches: blocks that grow and meet granule ends */
+    o.max_launch_ms = 5; /* many launches: blocks that grow and meet granule ends */
 
     /* the whole bake, as an image and as texel colours */
-    float *rgb1 = malloc(sizeof(float) * 3 * npx), *rgbk = malloc(sizeof(float) * 3 * npx);
-    uint8_t *cov1 = malloc(npx), *covk = malloc(npx);
-    bk_f4 *col1 = malloc(sizeof(bk_f4) * n), *colk = malloc(sizeof(bk_f4) * n);
+    float         *rgb1 = malloc(sizeof(float) * 3 * npx), *rgbk = malloc(sizeof(float) * 3 * npx);
+    uint8_t       *cov1 = malloc(npx), *covk = malloc(npx);
+    bk_f4         *col1 = malloc(sizeof(bk_f4) * n), *colk = malloc(sizeof(bk_f4) * n);
     bk_bake_result r1, rc1, rk;
     memcpy(cov1, cov0, npx);
     BK_EXPECTF(bk_bake_texels(be, &v, tx, n, w, h, &o, rgb1, cov1, &r1, err, sizeof err) == 0, "%s", err);
@@ -93,16 +93,19 @@ int main(void)
     const uint32_t grans[] = { 16384, 1000 }, ranks = 3;
     for (size_t gi = 0; gi < 2; ++gi) {
         const uint32_t G = grans[gi];
-        BK_EXPECTF(n > 2 * ranks * G || G == 16384, "only %u texels: granules of %u do not reach every rank twice", n, G);
+        BK_EXPECTF(n > 2 * ranks * G || G == 16384, "only %u texels: granules of %u do not reach every rank twice", n,
+                   G);
         /* as the image: each rank into its own zeroed image, merged by share */
         uint64_t rays = 0;
         uint32_t invalid = 0;
-        float *merged = calloc(3 * npx, sizeof(float));
+        float   *merged = calloc(3 * npx, sizeof(float));
         uint8_t *mcov = malloc(npx);
         memcpy(mcov, cov0, npx);
         for (uint32_t r = 0; r < ranks; ++r) {
             bk_bake_run_opts orr = o;
-            orr.rank = r; orr.ranks = ranks; orr.granule = G;
+            orr.rank = r;
+            orr.ranks = ranks;
+            orr.granule = G;
             memcpy(covk, cov0, npx);
             BK_EXPECTF(bk_bake_texels(be, &v, tx, n, w, h, &orr, rgbk, covk, &rk, err, sizeof err) == 0, "%s", err);
             rays += rk.totals.rays;
@@ -110,26 +113,31 @@ int main(void)
             for (uint32_t i = 0; i < n; ++i) {
                 size_t px = tx[i].pixel;
                 if (!bk_bake_share_has(i, r, ranks, G)) {
-                    BK_EXPECTF(covk[px] == cov0[px] && rgbk[3 * px] == 0.0f, "granule %u, rank %u: texel %u of another share was touched", G,
-                               r, i);
+                    BK_EXPECTF(covk[px] == cov0[px] && rgbk[3 * px] == 0.0f,
+                               "granule %u, rank %u: texel %u of another share was touched", G, r, i);
                     continue;
                 }
                 memcpy(merged + 3 * px, rgbk + 3 * px, 3 * sizeof(float));
                 mcov[px] = covk[px];
             }
         }
-        BK_EXPECTF(memcmp(merged, rgb1, sizeof(float) * 3 * npx) == 0, "granule %u: the merged image differs from the whole bake's", G);
+        BK_EXPECTF(memcmp(merged, rgb1, sizeof(float) * 3 * npx) == 0,
+                   "granule %u: the merged image differs from the whole bake's", G);
         BK_EXPECTF(memcmp(mcov, cov1, npx) == 0, "granule %u: the merged coverage differs", G);
-        BK_EXPECTF(rays == r1.totals.rays, "granule %u: %llu rays over the shares, %llu whole", G, (unsigned long long)rays,
-                   (unsigned long long)r1.totals.rays);
-        BK_EXPECTF(invalid == r1.invalid, "granule %u: %u texels inside geometry over the shares, %u whole", G, invalid, r1.invalid);
+        BK_EXPECTF(rays == r1.totals.rays, "granule %u: %llu rays over the shares, %llu whole", G,
+                   (unsigned long long)rays, (unsigned long long)r1.totals.rays);
+        BK_EXPECTF(invalid == r1.invalid, "granule %u: %u texels inside geometry over the shares, %u whole", G, invalid,
+                   r1.invalid);
         /* as texel colours: the others' entries keep what was there */
         const bk_f4 mark = { -7.0f, -7.0f, -7.0f, -7.0f };
         for (uint32_t i = 0; i < n; ++i) colk[i] = mark;
         bk_f4 *before = malloc(sizeof(bk_f4) * n);
         for (uint32_t r = 0; r < ranks; ++r) {
             bk_bake_run_opts orr = oc;
-            orr.texel_col = colk; orr.rank = r; orr.ranks = ranks; orr.granule = G;
+            orr.texel_col = colk;
+            orr.rank = r;
+            orr.ranks = ranks;
+            orr.granule = G;
             memcpy(covk, cov0, npx);
             memcpy(before, colk, sizeof(bk_f4) * n);
             BK_EXPECTF(bk_bake_texels(be, &v, tx, n, w, h, &orr, NULL, covk, &rk, err, sizeof err) == 0, "%s", err);
@@ -139,12 +147,22 @@ int main(void)
             BK_EXPECTF(touched == 0, "granule %u, rank %u: %u texel colours of other shares changed", G, r, touched);
         }
         free(before);
-        BK_EXPECTF(memcmp(colk, col1, sizeof(bk_f4) * n) == 0, "granule %u: the texel colours differ from the whole bake's", G);
+        BK_EXPECTF(memcmp(colk, col1, sizeof(bk_f4) * n) == 0,
+                   "granule %u: the texel colours differ from the whole bake's", G);
         printf("granule %u, %u ranks: %u texels (%u inside geometry), %llu rays: identical\n", G, ranks, n, invalid,
                (unsigned long long)rays);
-        free(merged); free(mcov);
+        free(merged);
+        free(mcov);
     }
-    free(rgb1); free(rgbk); free(cov1); free(covk); free(covc); free(col1); free(colk); free(cov0); free(tx);
+    free(rgb1);
+    free(rgbk);
+    free(cov1);
+    free(covk);
+    free(covc);
+    free(col1);
+    free(colk);
+    free(cov0);
+    free(tx);
     bk_backend_free(be);
     bk_bake_data_free(&d);
     bk_atlas_free(&at);

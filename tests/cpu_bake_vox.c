@@ -1,8 +1,8 @@
 /* cpu_bake_vox.c - the baker program on voxel scenes (corpus .vox files; skipped without them):
  * a .vox bake with --mesh-out (OBJ + MTL) and --stats, that OBJ baked again with --uv file, an
- * OBJ and a .vox baked together (the OBJ's MTL, from another folder, copied into the MTL), output clashes with the second scene and with an input MTL
- * (refused before any work, files untouched), the refusal that counts pages, and --pages auto
- * writing NAME-K.png with the pages in --stats and --mesh-out. */
+ * OBJ and a .vox baked together (the OBJ's MTL, from another folder, copied into the MTL), output clashes with the
+ * second scene and with an input MTL (refused before any work, files untouched), the refusal that counts pages, and
+ * --pages auto writing NAME-K.png with the pages in --stats and --mesh-out. */
 #include "bk_test.h"
 #include "bk_test_run.h"
 
@@ -19,7 +19,11 @@ static int run(char *buf, size_t n, const char *args)
     return bk_test_run_baker(tmpdir, buf, n, a);
 }
 
-static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
 
 static char *slurp(const char *path)
 {
@@ -28,7 +32,7 @@ static char *slurp(const char *path)
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
+    char  *b = malloc((size_t)n + 1);
     size_t k = fread(b, 1, (size_t)n, f);
     b[k] = 0;
     fclose(f);
@@ -38,7 +42,7 @@ static char *slurp(const char *path)
 static int contains(const char *path, const char *what)
 {
     char *b = slurp(path);
-    int r = b && strstr(b, what) != NULL;
+    int   r = b && strstr(b, what) != NULL;
     free(b);
     return r;
 }
@@ -58,12 +62,16 @@ int main(void)
     bk_test_scene("cornell-box/CornellBox-Original.obj", cb_obj, sizeof cb_obj);
     bk_test_scene("cornell-box/CornellBox-Original.mtl", cb_mtl, sizeof cb_mtl);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_cpu_vox_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     const char *T = tmpdir;
-    char err[8192], args[4096], p1[600], p2[600], p3[600];
+    char        err[8192], args[4096], p1[600], p2[600], p3[600];
 
     /* a .vox: lightmap, OBJ + MTL, stats */
-    snprintf(args, sizeof args, "'%s' -o '%s/k.png' --spp 4 --mesh-out '%s/k.obj' --stats '%s/k.json'", knight, T, T, T);
+    snprintf(args, sizeof args, "'%s' -o '%s/k.png' --spp 4 --mesh-out '%s/k.obj' --stats '%s/k.json'", knight, T, T,
+             T);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
     snprintf(p1, sizeof p1, "%s/k.obj", T);
     snprintf(p2, sizeof p2, "%s/k.mtl", T);
@@ -78,7 +86,8 @@ int main(void)
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
 
     /* an OBJ and a .vox together */
-    snprintf(args, sizeof args, "'%s' '%s' -o '%s/m.png' --spp 2 --mesh-out '%s/m.obj' --stats '%s/m.json'", cb_obj, knight, T, T, T);
+    snprintf(args, sizeof args, "'%s' '%s' -o '%s/m.png' --spp 2 --mesh-out '%s/m.obj' --stats '%s/m.json'", cb_obj,
+             knight, T, T, T);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
     snprintf(p1, sizeof p1, "%s/m.obj", T);
     snprintf(p3, sizeof p3, "%s/m.json", T);
@@ -86,7 +95,8 @@ int main(void)
     snprintf(p2, sizeof p2, "%s/m.mtl", T);
     BK_EXPECT(!contains(p1, "CornellBox-Original.mtl") && !contains(p1, "mtllib /") && contains(p1, "mtllib m.mtl") &&
               contains(p1, "usemtl vox_"));
-    BK_EXPECT(contains(p2, "CornellBox-Original.mtl") && contains(p2, "newmtl leftWall") && contains(p2, "newmtl vox_"));
+    BK_EXPECT(contains(p2, "CornellBox-Original.mtl") && contains(p2, "newmtl leftWall") &&
+              contains(p2, "newmtl vox_"));
     BK_EXPECT(contains(p3, "\"scenes\": [") && contains(p3, "chr_knight.vox\"]"));
 
     /* --mesh-out naming the second scene: refused before any work, the scene untouched */
@@ -108,12 +118,14 @@ int main(void)
     /* pages: one page refuses with the count; --pages auto writes that many */
     snprintf(args, sizeof args, "'%s' -o '%s/p.png' --size 256 --spp 2", multi, T);
     BK_EXPECT(run(err, sizeof err, args) != 0);
-    unsigned need = 0;
+    unsigned    need = 0;
     const char *m = strstr(err, "needs ");
     BK_EXPECTF(m && sscanf(m, "needs %u pages of 256x256", &need) == 1 && need > 1 &&
-               strstr(err, "at 2 texels per voxel; use --pages auto or a larger --size"), "%s", err);
-    snprintf(args, sizeof args, "'%s' -o '%s/p.png' --size 256 --spp 2 --pages auto --stats '%s/p.json' --mesh-out '%s/p.obj'",
-             multi, T, T, T);
+                   strstr(err, "at 2 texels per voxel; use --pages auto or a larger --size"),
+               "%s", err);
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/p.png' --size 256 --spp 2 --pages auto --stats '%s/p.json' --mesh-out '%s/p.obj'", multi, T,
+             T, T);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
     for (unsigned k = 0; k < need; ++k) {
         snprintf(p1, sizeof p1, "%s/p-%u.png", T, k);

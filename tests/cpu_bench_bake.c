@@ -20,7 +20,7 @@ static int split(char *line, char **field, int max)
     int n = 0;
     for (char *p = line; n < max;) {
         field[n++] = p;
-        if (*p == '"') {                          /* the path column: no quotes inside ours */
+        if (*p == '"') { /* the path column: no quotes inside ours */
             char *q = strchr(p + 1, '"');
             p = q ? q + 1 : p + strlen(p);
         }
@@ -34,31 +34,40 @@ static int split(char *line, char **field, int max)
 
 static int column(char **head, int n, const char *name)
 {
-    for (int i = 0; i < n; ++i) if (!strcmp(head[i], name)) return i;
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(head[i], name)) return i;
     return -1;
 }
 
-static const char *const phases[] = { "startup", "load", "build", "upload", "atlas", "bake", "denoise", "write", "free" };
+static const char *const phases[] = {
+    "startup", "load", "build", "upload", "atlas", "bake", "denoise", "write", "free"
+};
 #define NPH (int)(sizeof phases / sizeof phases[0])
 
 static void check_csv(const char *path)
 {
     size_t len;
-    char *text = bk_test_slurp(path, &len);
+    char  *text = bk_test_slurp(path, &len);
     BK_EXPECTF(text && len > 0, "cannot read %s", path);
     if (!text) return;
     char *nl = strchr(text, '\n'), *row = nl ? nl + 1 : NULL, *end = row ? strchr(row, '\n') : NULL;
     BK_EXPECTF(row && end && end[1] == 0, "expected a header and exactly one row:\n%s", text);
-    if (!row || !end) { free(text); return; }
+    if (!row || !end) {
+        free(text);
+        return;
+    }
     *nl = 0;
     *end = 0;
     char *head[64], *f[64];
-    int nh = split(text, head, 64), nf = split(row, f, 64);
+    int   nh = split(text, head, 64), nf = split(row, f, 64);
     BK_EXPECTF(nh == nf, "%d header fields, %d in the row", nh, nf);
     int cw = column(head, nh, "wall"), cr = column(head, nh, "rest"), ch = column(head, nh, "peak_host_mb"),
         cs = column(head, nh, "size"), cb = column(head, nh, "host_bytes_per_texel");
     BK_EXPECT(cw >= 0 && cr >= 0 && ch >= 0 && cs >= 0 && cb >= 0);
-    if (cw < 0 || cr < 0 || ch < 0 || cs < 0 || cb < 0 || nf != nh) { free(text); return; }
+    if (cw < 0 || cr < 0 || ch < 0 || cs < 0 || cb < 0 || nf != nh) {
+        free(text);
+        return;
+    }
     double sum = 0, wall = atof(f[cw]);
     for (int k = 0; k < NPH; ++k) {
         int c = column(head, nh, phases[k]);
@@ -81,7 +90,7 @@ static void check_csv(const char *path)
 static void check_stats(const char *path)
 {
     size_t len;
-    char *text = bk_test_slurp(path, &len);
+    char  *text = bk_test_slurp(path, &len);
     BK_EXPECTF(text, "cannot read %s", path);
     if (!text) return;
     bk_json *root = bk_json_parse(text, len);
@@ -95,14 +104,16 @@ static void check_stats(const char *path)
             BK_EXPECTF(v >= 0, "seconds.%s = %g", phases[k], v);
             sum += v;
         }
-        BK_EXPECTF(fabs(bk_json_num(sec, "total", -1) - sum) < 1e-4, "seconds.total %g, sum %g", bk_json_num(sec, "total", -1), sum);
+        BK_EXPECTF(fabs(bk_json_num(sec, "total", -1) - sum) < 1e-4, "seconds.total %g, sum %g",
+                   bk_json_num(sec, "total", -1), sum);
         double peak = bk_json_num(mem, "peak_host_bytes", -1), tex = bk_json_num(mem, "atlas_texels", -1);
         BK_EXPECTF(peak > 1e6, "memory.peak_host_bytes %g", peak);
         BK_EXPECTF(bk_json_num(mem, "peak_device_bytes", -1) == 0, "memory.peak_device_bytes %g on the CPU",
                    bk_json_num(mem, "peak_device_bytes", -1));
         BK_EXPECTF(tex == 128 * 128, "memory.atlas_texels %g", tex);
         double bpt = bk_json_num(mem, "peak_host_bytes_per_texel", -1);
-        BK_EXPECTF(tex > 0 && fabs(bpt - peak / tex) < 0.01, "memory.peak_host_bytes_per_texel %g, peak / texels %g", bpt, peak / tex);
+        BK_EXPECTF(tex > 0 && fabs(bpt - peak / tex) < 0.01, "memory.peak_host_bytes_per_texel %g, peak / texels %g",
+                   bpt, peak / tex);
         BK_EXPECT(bk_json_num(mem, "estimate_host_bytes", -1) > 0);
     }
     bk_json_free(root);
@@ -118,7 +129,8 @@ int main(void)
     snprintf(csv, sizeof csv, "%s/b.csv", dir);
     snprintf(json, sizeof json, "%s/s.json", dir);
     /* the child's folder goes under TMPDIR: tmp must be empty again afterwards */
-    snprintf(args, sizeof args, "bench bake --scenes '%s/scenes/cornell.obj' --sizes 128 --spp 4 --reps 1 --backend cpu --csv '%s'",
+    snprintf(args, sizeof args,
+             "bench bake --scenes '%s/scenes/cornell.obj' --sizes 128 --spp 4 --reps 1 --backend cpu --csv '%s'",
              BK_SOURCE_DIR, csv);
     setenv("TMPDIR", tmp, 1);
     int st = bk_test_run_baker(dir, buf, sizeof buf, args);

@@ -27,12 +27,20 @@ static int run(char *buf, size_t n, const char *args, const char *out)
     int st = system(cmd);
     buf[0] = 0;
     FILE *f = fopen(errf, "r");
-    if (f) { size_t k = fread(buf, 1, n - 1, f); buf[k] = 0; fclose(f); }
+    if (f) {
+        size_t k = fread(buf, 1, n - 1, f);
+        buf[k] = 0;
+        fclose(f);
+    }
     remove(errf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
 
 static char *slurp(const char *path)
 {
@@ -52,14 +60,16 @@ static void test_with(void)
     char args[4096], err[4096], p[600], q[600];
     snprintf(p, sizeof p, "%s/mesh", tmpdir);
     mkdir(p, 0755);
-    snprintf(args, sizeof args, "'%s' -o '%s/lm.exr' --mesh-out '%s/mesh/c.glb' --backend cpu --size 32 --spp 2 --quiet", demo, tmpdir, tmpdir);
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/lm.exr' --mesh-out '%s/mesh/c.glb' --backend cpu --size 32 --spp 2 --quiet", demo, tmpdir,
+             tmpdir);
     BK_EXPECTF(run(err, sizeof err, args, NULL) == 0, "cornell -> .exr: %s", err);
     snprintf(args, sizeof args, "'%s' -o '%s/lm.hdr' --backend cpu --size 32 --spp 2 --quiet", demo, tmpdir);
     BK_EXPECTF(run(err, sizeof err, args, NULL) == 0, "cornell -> .hdr: %s", err);
 
     snprintf(p, sizeof p, "%s/lm.exr", tmpdir);
     float *rgb = NULL;
-    int w = 0, h = 0;
+    int    w = 0, h = 0;
     BK_EXPECTF(bk_image_read(p, &rgb, &w, &h, err, sizeof err) == 0 && w == 32 && h == 32, "%s", err);
     double sum = 0;
     for (int i = 0; rgb && i < w * h * 3; ++i) sum += rgb[i];
@@ -70,7 +80,7 @@ static void test_with(void)
     snprintf(args, sizeof args, "diff '%s/lm.hdr' '%s/lm.exr' --json -o '%s/d.exr'", tmpdir, tmpdir, tmpdir);
     snprintf(q, sizeof q, "%s/diff.json", tmpdir);
     BK_EXPECTF(run(err, sizeof err, args, q) == 0, "baker diff: %s", err);
-    char *js = slurp(q);
+    char    *js = slurp(q);
     bk_json *j = js ? bk_json_parse(js, strlen(js)) : NULL;
     BK_EXPECTF(j, "diff --json output unreadable: %s", js ? js : "(none)");
     if (j) {
@@ -92,12 +102,14 @@ static void test_with(void)
         BK_EXPECT(bk_test_count(mats) > 0);
         for (size_t i = 0; i < bk_test_count(mats); ++i) {
             const bk_json *m = &mats->items[i];
-            const char *u = bk_json_str(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "uri");
+            const char    *u = bk_json_str(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "uri");
             BK_EXPECTF(u && !strcmp(u, "../lm.exr"), "material %zu names the lightmap %s", i, u ? u : "nowhere");
-            BK_EXPECTF(!bk_json_get(m, "occlusionTexture") && !bk_json_get(m, "emissiveTexture"), "material %zu has the EXR as a texture", i);
+            BK_EXPECTF(!bk_json_get(m, "occlusionTexture") && !bk_json_get(m, "emissiveTexture"),
+                       "material %zu has the EXR as a texture", i);
         }
         BK_EXPECTF(bk_test_count(bk_json_get(g.json, "images")) == 0, "an .exr is no glTF image");
-        const char *enc = bk_json_str(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), "lightmap_encoding");
+        const char *enc =
+            bk_json_str(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), "lightmap_encoding");
         BK_EXPECTF(enc && strstr(enc, "OpenEXR"), "lightmap_encoding %s", enc ? enc : "missing");
     }
     bk_test_gltf_free(&g);
@@ -105,12 +117,16 @@ static void test_with(void)
 #else
 static void test_without(void)
 {
-    char args[4096], err[4096], p[600];
+    char        args[4096], err[4096], p[600];
     const char *want = "built without EXR support: install libtinyexr-dev and rebuild";
     snprintf(p, sizeof p, "%s/lm.exr", tmpdir);
     FILE *f = fopen(p, "w");
-    if (f) { fputs("an earlier lightmap", f); fclose(f); }
-    snprintf(args, sizeof args, "'%s' -o '%s' --mesh-out '%s/c.glb' --backend cpu --size 32 --spp 1 --quiet", demo, p, tmpdir);
+    if (f) {
+        fputs("an earlier lightmap", f);
+        fclose(f);
+    }
+    snprintf(args, sizeof args, "'%s' -o '%s' --mesh-out '%s/c.glb' --backend cpu --size 32 --spp 1 --quiet", demo, p,
+             tmpdir);
     int rc = run(err, sizeof err, args, NULL);
     BK_EXPECTF(rc != 0 && strstr(err, want) && strstr(err, "-o"), "exit %d, message: %s", rc, err);
     char *kept = slurp(p);
@@ -130,7 +146,10 @@ static void test_without(void)
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_cpu_exr_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
 #if BK_HAVE_EXR
     test_with();
 #else

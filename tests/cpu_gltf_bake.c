@@ -21,13 +21,21 @@ static int run(char *buf, size_t n, const char *args)
     return bk_test_run_baker(tmpdir, buf, n, a);
 }
 
-static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
 
 static size_t triangles(const bk_test_gltf *g)
 {
     const bk_json *prims = bk_json_get(bk_json_at(bk_json_get(g->json, "meshes"), 0), "primitives");
-    size_t total = 0;
-    for (size_t i = 0; i < bk_test_count(prims); ++i) { size_t n = 0; bk_test_gltf_indices(g, i, &n); total += n; }
+    size_t         total = 0;
+    for (size_t i = 0; i < bk_test_count(prims); ++i) {
+        size_t n = 0;
+        bk_test_gltf_indices(g, i, &n);
+        total += n;
+    }
     return total / 3;
 }
 
@@ -44,39 +52,48 @@ int main(void)
     bk_test_scene("vox/chr_knight.vox", knight, sizeof knight);
     bk_test_scene("vox/test_multiple_model_scene.vox", multi, sizeof multi);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_gltf_bake_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     snprintf(p, sizeof p, "%s/mesh", tmpdir);
     mkdir(p, 0755);
 
     const char *ext[2] = { "glb", "gltf" };
     for (int e = 0; e < 2; ++e) {
-        snprintf(args, sizeof args, "'%s' -o '%s/lm.png' --mesh-out '%s/mesh/c.%s' --backend cpu --size 64 --spp 1", cornell, tmpdir,
-                 tmpdir, ext[e]);
+        snprintf(args, sizeof args, "'%s' -o '%s/lm.png' --mesh-out '%s/mesh/c.%s' --backend cpu --size 64 --spp 1",
+                 cornell, tmpdir, tmpdir, ext[e]);
         BK_EXPECTF(run(err, sizeof err, args) == 0, "cornell -> .%s: %s", ext[e], err);
         snprintf(p, sizeof p, "%s/mesh/c.%s", tmpdir, ext[e]);
         bk_test_gltf g;
         if (bk_test_gltf_load(p, &g) == 0) {
             BK_EXPECT(g.glb == (e == 0));
             BK_EXPECTF(triangles(&g) == 36, "%zu triangles", triangles(&g));
-            BK_EXPECTF(bk_test_count(bk_json_get(g.json, "materials")) == 8, "%zu materials", bk_test_count(bk_json_get(g.json, "materials")));
+            BK_EXPECTF(bk_test_count(bk_json_get(g.json, "materials")) == 8, "%zu materials",
+                       bk_test_count(bk_json_get(g.json, "materials")));
             const char *u = lightmap_uri(&g, 0);
             BK_EXPECTF(u && !strcmp(u, "../lm.png"), "lightmap named %s", u ? u : "nowhere");
             /* the light: Ke (17, 12, 4) */
             const bk_json *mats = bk_json_get(g.json, "materials");
-            int lamp = 0;
+            int            lamp = 0;
             for (size_t i = 0; i < bk_test_count(mats); ++i) {
-                const bk_json *es = bk_json_get(bk_json_get(&mats->items[i], "extensions"), "KHR_materials_emissive_strength");
+                const bk_json *es =
+                    bk_json_get(bk_json_get(&mats->items[i], "extensions"), "KHR_materials_emissive_strength");
                 if (es) lamp += bk_json_num(es, "emissiveStrength", 0) == 17;
             }
             BK_EXPECTF(lamp == 1, "%d materials with emissive strength 17", lamp);
             for (uint32_t v = 0; v < g.nv; ++v)
-                if (!(g.uv1[2 * v] >= 0 && g.uv1[2 * v] <= 1 && g.uv1[2 * v + 1] >= 0 && g.uv1[2 * v + 1] <= 1)) { BK_EXPECTF(0, "TEXCOORD_1 of vertex %u outside [0,1]", v); break; }
+                if (!(g.uv1[2 * v] >= 0 && g.uv1[2 * v] <= 1 && g.uv1[2 * v + 1] >= 0 && g.uv1[2 * v + 1] <= 1)) {
+                    BK_EXPECTF(0, "TEXCOORD_1 of vertex %u outside [0,1]", v);
+                    break;
+                }
         }
         bk_test_gltf_free(&g);
     }
 
     /* voxels: the merged quads, no MTL beside the .glb */
-    snprintf(args, sizeof args, "'%s' -o '%s/k.png' --mesh-out '%s/k.glb' --backend cpu --texels-per-voxel 1 --spp 1", knight, tmpdir, tmpdir);
+    snprintf(args, sizeof args, "'%s' -o '%s/k.png' --mesh-out '%s/k.glb' --backend cpu --texels-per-voxel 1 --spp 1",
+             knight, tmpdir, tmpdir);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "knight -> .glb: %s", err);
     snprintf(p, sizeof p, "%s/k.mtl", tmpdir);
     BK_EXPECT(!exists(p));
@@ -90,17 +107,18 @@ int main(void)
     bk_test_gltf_free(&g);
 
     /* pages: each material names its own page's PNG */
-    snprintf(args, sizeof args, "'%s' -o '%s/pg.png' --mesh-out '%s/pg.glb' --backend cpu --size 256 --pages auto --spp 1",
-             multi, tmpdir, tmpdir);
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/pg.png' --mesh-out '%s/pg.glb' --backend cpu --size 256 --pages auto --spp 1", multi, tmpdir,
+             tmpdir);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "knight, pages -> .glb: %s", err);
     snprintf(p, sizeof p, "%s/pg.glb", tmpdir);
     if (bk_test_gltf_load(p, &g) == 0) {
         const bk_json *mats = bk_json_get(g.json, "materials");
-        int page_max = -1, named = 1;
+        int            page_max = -1, named = 1;
         for (size_t i = 0; i < bk_test_count(mats); ++i) {
             const bk_json *ex = bk_json_get(bk_json_get(&mats->items[i], "extras"), "baker_lightmap");
-            int pg = (int)bk_json_num(ex, "page", -1);
-            char want[32];
+            int            pg = (int)bk_json_num(ex, "page", -1);
+            char           want[32];
             snprintf(want, sizeof want, "pg-%d.png", pg);
             named &= pg >= 0 && bk_json_str(ex, "uri") && !strcmp(bk_json_str(ex, "uri"), want);
             if (pg > page_max) page_max = pg;

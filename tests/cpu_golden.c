@@ -12,7 +12,7 @@
 
 static float *load(const char *path, int *w, int *h)
 {
-    int c;
+    int            c;
     unsigned char *px = stbi_load(path, w, h, &c, 3);
     if (!px) return NULL;
     float *f = malloc(sizeof(float) * 3 * (size_t)*w * (size_t)*h);
@@ -30,7 +30,7 @@ static void golden(const char *scene, const char *args, const char *golden_name)
     snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' %s --quiet", BK_BAKER, BK_SOURCE_DIR, scene, out, args);
     snprintf(ref_path, sizeof ref_path, "%s/assets/%s", BK_SOURCE_DIR, golden_name);
     BK_EXPECTF(system(cmd) == 0, "%s failed", cmd);
-    int w, h, rw, rh;
+    int    w, h, rw, rh;
     float *got = load(out, &w, &h), *ref = load(ref_path, &rw, &rh);
     BK_EXPECTF(got, "cannot read the baked %s", out);
     BK_EXPECTF(ref, "cannot read %s (tools/update_golden.sh makes it)", ref_path);
@@ -41,10 +41,12 @@ static void golden(const char *scene, const char *args, const char *golden_name)
             printf("golden %s: RMSE %.3f, max %.0f, %llu of %llu texels off by > 3\n", scene, d.rmse, d.max_abs,
                    (unsigned long long)d.differ, (unsigned long long)d.count);
             BK_EXPECTF(d.rmse <= 1.0, "%s: RMSE %.3f against the golden image", scene, d.rmse);
-            BK_EXPECTF(d.differ * 200 <= d.count, "%s: %llu texels differ by more than 3", scene, (unsigned long long)d.differ);
+            BK_EXPECTF(d.differ * 200 <= d.count, "%s: %llu texels differ by more than 3", scene,
+                       (unsigned long long)d.differ);
         }
     }
-    free(got); free(ref);
+    free(got);
+    free(ref);
     remove(out);
 }
 
@@ -54,6 +56,7 @@ int main(void)
     golden("cornell.obj", "--backend cpu --size 128 --spp 64 --seed 1 --denoise off", "cornell_golden.png");
     golden("cornell.obj", "--backend cpu --size 128 --spp 16 --seed 1", "cornell_denoised_golden.png");
     /* voxels traced natively, one rotated and one mirrored instance, an emissive panel */
-    golden("cornell.vox", "--backend cpu --size 192 --spp 32 --seed 1 --texels-per-voxel 1 --denoise off", "cornell_vox_golden.png");
+    golden("cornell.vox", "--backend cpu --size 192 --spp 32 --seed 1 --texels-per-voxel 1 --denoise off",
+           "cornell_vox_golden.png");
     BK_TEST_DONE();
 }

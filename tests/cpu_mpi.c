@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 
 static char dir[256];
-static char mpirun[1200];       /* BK_MPIEXEC and its options */
+static char mpirun[1200]; /* BK_MPIEXEC and its options */
 
 /* Runs cmd with stderr into dir/err.txt (kept in err); the exit status. */
 static int run(const char *cmd, char *err, size_t n)
@@ -26,29 +26,33 @@ static int run(const char *cmd, char *err, size_t n)
     char full[16384], path[512];
     snprintf(path, sizeof path, "%s/err.txt", dir);
     snprintf(full, sizeof full, "%s >/dev/null 2>'%s'", cmd, path);
-    int st = system(full);
+    int    st = system(full);
     size_t k = 0;
     err[0] = 0;
     char *t = bk_test_slurp(path, &k);
-    if (t) { snprintf(err, n, "%s", t); free(t); }
+    if (t) {
+        snprintf(err, n, "%s", t);
+        free(t);
+    }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static int same_file(const char *a, const char *b)
 {
     size_t na = 0, nb = 0;
-    char *x = bk_test_slurp(a, &na), *y = bk_test_slurp(b, &nb);
-    int same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x); free(y);
+    char  *x = bk_test_slurp(a, &na), *y = bk_test_slurp(b, &nb);
+    int    same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
     return same;
 }
 
 /* "rays": N of a --stats file (0 when absent). */
 static unsigned long long stats_rays(const char *path)
 {
-    size_t n = 0;
-    char *t = bk_test_slurp(path, &n);
-    const char *p = t ? strstr(t, "\"rays\": ") : NULL;
+    size_t             n = 0;
+    char              *t = bk_test_slurp(path, &n);
+    const char        *p = t ? strstr(t, "\"rays\": ") : NULL;
     unsigned long long r = p ? strtoull(p + 8, NULL, 10) : 0;
     free(t);
     return r;
@@ -62,19 +66,23 @@ static void same_as_one(int ranks, const char *scene, const char *ext, const cha
     snprintf(many, sizeof many, "%s/many%s", dir, ext);
     snprintf(s1, sizeof s1, "%s/one.json", dir);
     snprintf(s2, sizeof s2, "%s/many.json", dir);
-    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' --stats '%s' --backend cpu --quiet %s", BK_BAKER, BK_SOURCE_DIR, scene,
-             one, s1, args);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' --stats '%s' --backend cpu --quiet %s", BK_BAKER,
+             BK_SOURCE_DIR, scene, one, s1, args);
     int rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc == 0, "one process: %s: exit %d: %s", cmd, rc, err);
-    snprintf(cmd, sizeof cmd, "%s -np %d '%s' '%s/scenes/%s' -o '%s' --stats '%s' --backend cpu --quiet %s", mpirun, ranks, BK_BAKER,
-             BK_SOURCE_DIR, scene, many, s2, args);
+    snprintf(cmd, sizeof cmd, "%s -np %d '%s' '%s/scenes/%s' -o '%s' --stats '%s' --backend cpu --quiet %s", mpirun,
+             ranks, BK_BAKER, BK_SOURCE_DIR, scene, many, s2, args);
     rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc == 0, "%d ranks: %s: exit %d: %s", ranks, cmd, rc, err);
     BK_EXPECTF(same_file(one, many), "%s %s: %d ranks wrote another file than one process", scene, args, ranks);
     unsigned long long r1 = stats_rays(s1), r2 = stats_rays(s2);
-    BK_EXPECTF(r1 > 0 && r1 == r2, "%s %s: rays %llu in one process, %llu summed over %d ranks", scene, args, r1, r2, ranks);
+    BK_EXPECTF(r1 > 0 && r1 == r2, "%s %s: rays %llu in one process, %llu summed over %d ranks", scene, args, r1, r2,
+               ranks);
     printf("%d ranks, %s %s -> %s: identical, %llu rays\n", ranks, scene, args, ext, r2);
-    remove(one); remove(many); remove(s1); remove(s2);
+    remove(one);
+    remove(many);
+    remove(s1);
+    remove(s2);
 }
 
 /* Several outputs (--pages auto: NAME-0.png, NAME-1.png; --mesh-out: a glTF naming them), each
@@ -86,11 +94,12 @@ static void pages_same_as_one(void)
     snprintf(b, sizeof b, "%s/b", dir);
     BK_EXPECT(mkdir(a, 0700) == 0 && mkdir(b, 0700) == 0);
     const char *args = "--pages auto --size 128 --texels-per-voxel 1 --spp 4 --backend cpu --quiet";
-    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", BK_BAKER, BK_SOURCE_DIR, a, a, args);
+    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", BK_BAKER,
+             BK_SOURCE_DIR, a, a, args);
     int rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: exit %d: %s", cmd, rc, err);
-    snprintf(cmd, sizeof cmd, "%s -np 2 '%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", mpirun, BK_BAKER, BK_SOURCE_DIR,
-             b, b, args);
+    snprintf(cmd, sizeof cmd, "%s -np 2 '%s' '%s/scenes/cornell.vox' -o '%s/p.png' --mesh-out '%s/m.gltf' %s", mpirun,
+             BK_BAKER, BK_SOURCE_DIR, b, b, args);
     rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: exit %d: %s", cmd, rc, err);
     const char *files[] = { "p-0.png", "p-1.png", "m.gltf" };
@@ -101,8 +110,8 @@ static void pages_same_as_one(void)
         BK_EXPECTF(access(fa, R_OK) == 0, "one process wrote no %s", fa);
         BK_EXPECTF(same_file(fa, fb), "--pages auto --mesh-out: %s differs between 2 ranks and one process", files[k]);
     }
-    BK_EXPECTF(bk_test_count_files(a) == 3 && bk_test_count_files(b) == 3, "%d and %d files, expected 3 each", bk_test_count_files(a),
-               bk_test_count_files(b));
+    BK_EXPECTF(bk_test_count_files(a) == 3 && bk_test_count_files(b) == 3, "%d and %d files, expected 3 each",
+               bk_test_count_files(a), bk_test_count_files(b));
     printf("2 ranks, cornell.vox %s -> 2 pages and a glTF: identical\n", args);
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", a, b);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s, %s\n", a, b);
@@ -115,14 +124,17 @@ static void job_fails(const char *what, const char *args0, const char *args1, co
     char out[512], cmd[8192], err[8192];
     snprintf(out, sizeof out, "%s/out.png", dir);
     FILE *f = fopen(out, "wb");
-    if (f) { fputs("an earlier output", f); fclose(f); }
-    snprintf(cmd, sizeof cmd, "%s -np 1 '%s' %s -o '%s' --backend cpu : -np 1 '%s' %s -o '%s' --backend cpu", mpirun, BK_BAKER, args0, out,
-             BK_BAKER, args1, out);
+    if (f) {
+        fputs("an earlier output", f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "%s -np 1 '%s' %s -o '%s' --backend cpu : -np 1 '%s' %s -o '%s' --backend cpu", mpirun,
+             BK_BAKER, args0, out, BK_BAKER, args1, out);
     int rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc != 0, "%s: the job exited 0", what);
     BK_EXPECTF(strstr(err, want) != NULL, "%s: no '%s' in its messages:\n%s", what, want, err);
     size_t n = 0;
-    char *t = bk_test_slurp(out, &n);
+    char  *t = bk_test_slurp(out, &n);
     BK_EXPECTF(t && !strcmp(t, "an earlier output"), "%s: the existing output was changed", what);
     free(t);
     /* out.png and err.txt: no temporary file left beside them */
@@ -137,14 +149,21 @@ int main(void)
     const char *exe = BK_MPIEXEC;
     if (!exe[0] || access(exe, X_OK) != 0) BK_TEST_SKIP("no mpirun found by CMake");
     /* OpenMPI refuses root without these (CI containers run as root) */
-    if (geteuid() == 0) { setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1); setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1); }
+    if (geteuid() == 0) {
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
     /* more ranks than cores (CI has 2): OpenMPI wants --oversubscribe; other MPIs take it as is */
     char cmd[1400], ver[4096];
     snprintf(dir, sizeof dir, "/tmp/bk_cpu_mpi_XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     snprintf(cmd, sizeof cmd, "sh -c \"'%s' --version 1>&2\"", exe);
     run(cmd, ver, sizeof ver);
-    snprintf(mpirun, sizeof mpirun, "'%s'%s", exe, strstr(ver, "Open MPI") || strstr(ver, "OpenRTE") ? " --oversubscribe" : "");
+    snprintf(mpirun, sizeof mpirun, "'%s'%s", exe,
+             strstr(ver, "Open MPI") || strstr(ver, "OpenRTE") ? " --oversubscribe" : "");
 
     same_as_one(2, "cornell.obj", ".png", "--size 256 --spp 16 --denoise off");
     same_as_one(2, "cornell.obj", ".png", "--size 256 --spp 16 --denoise on");

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char tmpdir[256];
+static char     tmpdir[256];
 static uint32_t worst_miss;
 
 /* the sizes a sized stack strategy runs at (bk_test_stacks: every strategy, on every layout) */
@@ -38,26 +38,26 @@ static const int stack_sizes[] = { 1, 8 };
 /* Every variant on the scene's rays; the exact ones against want, the rest near the model. */
 static void trace_all(const char *name, const bk_scene *s)
 {
-    char err[512], why[300];
+    char     err[512], why[300];
     uint32_t n, n_exact;
-    bk_hit *want;
-    bk_ray *rays = bk_test_lim_rays(s, 2000, 17, &n, &n_exact, &want);
-    bk_hit *got = malloc(sizeof(bk_hit) * n);
+    bk_hit  *want;
+    bk_ray  *rays = bk_test_lim_rays(s, 2000, 17, &n, &n_exact, &want);
+    bk_hit  *got = malloc(sizeof(bk_hit) * n);
     uint32_t exact_hits = 0;
     for (uint32_t i = 0; i < n_exact; ++i) exact_hits += want[i].tri != BK_NO_HIT;
     BK_EXPECTF(n_exact >= 6 * 16 && exact_hits * 2 > n_exact, "%s: %u of %u axis rays hit", name, exact_hits, n_exact);
-    bk_backend *be = bk_backend_cpu_init();
-    bk_test_stack st[BK_TEST_STACKS_MAX];
-    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_backend    *be = bk_backend_cpu_init();
+    bk_test_stack  st[BK_TEST_STACKS_MAX];
+    const int      nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
     bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
-    const int nlay = bk_test_layouts(lay);
+    const int      nlay = bk_test_layouts(lay);
     for (int b = 0; b < nlay; ++b) {
-        int built = 0;      /* each accel built once, for all of its layouts */
+        int built = 0; /* each accel built once, for all of its layouts */
         for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
         if (built) continue;
-        bk_accel a;
+        bk_accel      a;
         bk_build_opts bo = bk_build_opts_default();
-        int brc = bk_accel_build(s, lay[b].build, &bo, &a, err, sizeof err);
+        int           brc = bk_accel_build(s, lay[b].build, &bo, &a, err, sizeof err);
         BK_EXPECTF(brc == 0, "%s: %s", name, err);
         if (brc) continue;
         bk_accel_view v = bk_accel_get_view(&a);
@@ -65,12 +65,16 @@ static void trace_all(const char *name, const bk_scene *s)
         for (int vi = 0; vi < nlay * nst; ++vi) {
             /* (a layout of triangles only, the compressed BVH, traces the binary one here) */
             const bk_test_layout *la = &lay[vi / nst];
-            const bk_test_stack *sv = &st[vi % nst];
-            const struct { int accel, width, mode; } vv = { la->build, la->width, sv->mode }, *va = &vv;
+            const bk_test_stack  *sv = &st[vi % nst];
+            const struct {
+                int accel, width, mode;
+            } vv = { la->build, la->width, sv->mode }, *va = &vv;
             if (la->build != lay[b].build) continue;
             for (int any = 0; any < 2; ++any) {
                 bk_trace_opts o = bk_trace_opts_default();
-                o.bvh_width = va->width; o.stack_mode = va->mode; o.stack_size = bk_test_stack_size(*sv);
+                o.bvh_width = va->width;
+                o.stack_mode = va->mode;
+                o.stack_size = bk_test_stack_size(*sv);
                 o.any_hit = any;
                 bk_trace_totals tt;
                 memset(got, 0xAB, sizeof(bk_hit) * n);
@@ -80,34 +84,40 @@ static void trace_all(const char *name, const bk_scene *s)
                     int ok;
                     if (i < n_exact) {
                         ok = (got[i].tri == BK_NO_HIT) == (want[i].tri == BK_NO_HIT);
-                        if (ok && want[i].tri != BK_NO_HIT && !any) ok = got[i].tri == want[i].tri && got[i].t == want[i].t;
-                        if (ok && want[i].tri != BK_NO_HIT && any) ok = got[i].t >= 0.0f && got[i].t <= want[i].t + 4.0f;
+                        if (ok && want[i].tri != BK_NO_HIT && !any)
+                            ok = got[i].tri == want[i].tri && got[i].t == want[i].t;
+                        if (ok && want[i].tri != BK_NO_HIT && any)
+                            ok = got[i].t >= 0.0f && got[i].t <= want[i].t + 4.0f;
                         snprintf(why, sizeof why, "want t %.9g id %u", (double)want[i].t, want[i].tri);
                     } else {
                         ok = bk_test_lim_check_far(s, &rays[i], got[i], why, sizeof why);
                         far_miss += got[i].tri == BK_NO_HIT;
                     }
                     if (!ok && bad++ < 5)
-                        fprintf(stderr, "  %s %s%s %s/%d %s ray %u (%.9g %.9g %.9g) along (%.6g %.6g %.6g): got t %.9g id %u: %s\n",
-                                name, bk_accel_type_name(va->accel), va->width == 8 ? " cw" : "", bk_stack_mode_name(va->mode),
-                                o.stack_size, any ? "any" : "closest", i, (double)rays[i].ox, (double)rays[i].oy,
-                                (double)rays[i].oz, (double)rays[i].dx, (double)rays[i].dy, (double)rays[i].dz,
-                                (double)got[i].t, got[i].tri, why);
+                        fprintf(
+                            stderr,
+                            "  %s %s%s %s/%d %s ray %u (%.9g %.9g %.9g) along (%.6g %.6g %.6g): got t %.9g id %u: %s\n",
+                            name, bk_accel_type_name(va->accel), va->width == 8 ? " cw" : "",
+                            bk_stack_mode_name(va->mode), o.stack_size, any ? "any" : "closest", i, (double)rays[i].ox,
+                            (double)rays[i].oy, (double)rays[i].oz, (double)rays[i].dx, (double)rays[i].dy,
+                            (double)rays[i].dz, (double)got[i].t, got[i].tri, why);
                 }
                 BK_EXPECTF(bad == 0, "%s %s%s %s/%d %s: %u of %u rays wrong", name, bk_accel_type_name(va->accel),
-                           va->width == 8 ? " cw" : "", bk_stack_mode_name(va->mode), o.stack_size, any ? "any" : "closest",
-                           bad, n);
+                           va->width == 8 ? " cw" : "", bk_stack_mode_name(va->mode), o.stack_size,
+                           any ? "any" : "closest", bad, n);
                 /* (+-2^23: 0 to 4 % of them, where the walk started a cell off) */
-                BK_EXPECTF(far_miss * 10 <= n - n_exact, "%s %s%s %s/%d %s: %u of %u rays at the model's middle missed", name,
-                           bk_accel_type_name(va->accel), va->width == 8 ? " cw" : "", bk_stack_mode_name(va->mode),
-                           o.stack_size, any ? "any" : "closest", far_miss, n - n_exact);
+                BK_EXPECTF(far_miss * 10 <= n - n_exact, "%s %s%s %s/%d %s: %u of %u rays at the model's middle missed",
+                           name, bk_accel_type_name(va->accel), va->width == 8 ? " cw" : "",
+                           bk_stack_mode_name(va->mode), o.stack_size, any ? "any" : "closest", far_miss, n - n_exact);
                 if (far_miss > worst_miss) worst_miss = far_miss;
             }
         }
         bk_accel_free(&a);
     }
     bk_backend_free(be);
-    free(rays); free(want); free(got);
+    free(rays);
+    free(want);
+    free(got);
 }
 
 /* The baker program on the file: exit 0, an image of finite texels, some of them lit. */
@@ -119,15 +129,15 @@ static void bake(const char *name, const char *vox, int k)
     int rc = bk_test_run_baker(tmpdir, err, sizeof err, args);
     BK_EXPECTF(rc == 0, "%s: baker exited %d: %s", name, rc, err);
     float *rgb = NULL;
-    int w = 0, h = 0;
+    int    w = 0, h = 0;
     BK_EXPECTF(bk_image_read(out, &rgb, &w, &h, err, sizeof err) == 0, "%s: %s", name, err);
     uint64_t lit = 0, bad = 0;
     for (uint64_t i = 0; rgb && i < 3ull * (uint64_t)w * (uint64_t)h; ++i) {
         lit += rgb[i] > 0.0f;
         bad += !isfinite(rgb[i]) || rgb[i] < 0.0f;
     }
-    BK_EXPECTF(w == 64 && h == 64 && lit > 100 && bad == 0, "%s: %dx%d image, %llu channels lit, %llu not finite", name, w, h,
-               (unsigned long long)lit, (unsigned long long)bad);
+    BK_EXPECTF(w == 64 && h == 64 && lit > 100 && bad == 0, "%s: %dx%d image, %llu channels lit, %llu not finite", name,
+               w, h, (unsigned long long)lit, (unsigned long long)bad);
     free(rgb);
     unlink(out);
 }
@@ -135,9 +145,9 @@ static void bake(const char *name, const char *vox, int k)
 /* The builders' own bound: cells and the bricks around them must be integers a float holds. */
 static void check_geom_bound(void)
 {
-    char err[512];
-    uint8_t xyzi[4 * 64];
-    uint32_t nv = bk_test_lim_voxels(xyzi);
+    char                err[512];
+    uint8_t             xyzi[4 * 64];
+    uint32_t            nv = bk_test_lim_voxels(xyzi);
     static const int8_t id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 }, mir[9] = { 0, -1, 0, 0, 0, 1, 1, 0, 0 };
     /* just inside (the box reaches BK_VOX_MAX_WORLD - 4, on both sides): traced exactly */
     const int32_t in_t = BK_VOX_MAX_WORLD - 6;
@@ -157,13 +167,17 @@ static void check_geom_bound(void)
         bk_test_add_model(&s, 4, 4, 4, xyzi, nv);
         bk_test_add_instance(&s, 0, id, 0, k == 1 ? -past[k] : 0, past[k]);
         for (int accel = 0; accel < 2; ++accel) {
-            bk_accel a;
+            bk_accel      a;
             bk_build_opts bo = bk_build_opts_default();
             err[0] = 0;
             int rc = bk_accel_build(&s, accel ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, &bo, &a, err, sizeof err);
             BK_EXPECTF(rc != 0, "an instance at %d was built", past[k]);
-            if (rc == 0) { bk_accel_free(&a); continue; }
-            BK_EXPECTF(strstr(err, "voxel instance 0") && strstr(err, "16777216") && !strchr(err, '\n'), "message: %s", err);
+            if (rc == 0) {
+                bk_accel_free(&a);
+                continue;
+            }
+            BK_EXPECTF(strstr(err, "voxel instance 0") && strstr(err, "16777216") && !strchr(err, '\n'), "message: %s",
+                       err);
         }
         bk_scene_free(&s);
     }
@@ -173,7 +187,10 @@ int main(void)
 {
     char path[600], err[1024];
     snprintf(tmpdir, sizeof tmpdir, "%s/bk_cpu_voxlim_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     const long long at = BK_TEST_VOX_AT;
     printf("model placed at +-%lld (BK_VOX_MAX_COORD %d)\n", at, BK_VOX_MAX_COORD);
     for (int k = 0; k < BK_TEST_LIM_PLACES; ++k) {
@@ -181,10 +198,11 @@ int main(void)
         snprintf(path, sizeof path, "%s/lim%d.vox", tmpdir, k);
         BK_EXPECT(bk_test_lim_write(path, p, at) == 0);
         bk_scene s;
-        int rc = bk_scene_load(path, &s, err, sizeof err);
+        int      rc = bk_scene_load(path, &s, err, sizeof err);
         BK_EXPECTF(rc == 0, "%s: %s", p->name, err);
         if (rc) continue;
-        BK_EXPECT(s.vox_instance_count == 1 && s.vox_instances[0].t[0] == at * p->sx && s.vox_instances[0].t[2] == at * p->sz);
+        BK_EXPECT(s.vox_instance_count == 1 && s.vox_instances[0].t[0] == at * p->sx &&
+                  s.vox_instances[0].t[2] == at * p->sz);
         trace_all(p->name, &s);
         bk_scene_free(&s);
         bake(p->name, path, k);

@@ -18,7 +18,10 @@ static void json_line(const char *json, const char *key, char *out, size_t n)
     const char *p = json ? strstr(json, key) : NULL;
     if (!p) return;
     size_t k = 0;
-    while (p[k] && p[k] != '\n' && k + 1 < n) { out[k] = p[k]; k++; }
+    while (p[k] && p[k] != '\n' && k + 1 < n) {
+        out[k] = p[k];
+        k++;
+    }
     out[k] = 0;
 }
 
@@ -26,23 +29,27 @@ int main(void)
 {
     char dir[256], args[4096], err[8192], path[512];
     snprintf(dir, sizeof dir, "/tmp/bk_cpu_write_threads_%ld", (long)getpid());
-    if (mkdir(dir, 0700) != 0) { perror(dir); return 1; }
-    const char *ext[3] = { "png", "hdr", "exr" };
-    const char *threads[3] = { "1", "2", "16" };
+    if (mkdir(dir, 0700) != 0) {
+        perror(dir);
+        return 1;
+    }
+    const char    *ext[3] = { "png", "hdr", "exr" };
+    const char    *threads[3] = { "1", "2", "16" };
     unsigned char *first[3] = { NULL, NULL, NULL };
-    size_t first_n[3] = { 0, 0, 0 };
-    char expo0[256] = "", lum0[256] = "";
+    size_t         first_n[3] = { 0, 0, 0 };
+    char           expo0[256] = "", lum0[256] = "";
     for (int t = 0; t < 3; ++t)
         for (int k = 0; k < 3; ++k) {
             if (k == 2 && !bk_image_exr_supported()) continue;
             setenv("BK_THREADS", threads[t], 1);
             snprintf(path, sizeof path, "%s/lm.%s", dir, ext[k]);
             snprintf(args, sizeof args,
-                     "'%s/scenes/cornell.obj' -o '%s' --size 200 --backend cpu --spp 2 --bounces 1 --exposure auto --stats '%s/s.json' --quiet",
+                     "'%s/scenes/cornell.obj' -o '%s' --size 200 --backend cpu --spp 2 --bounces 1 --exposure auto "
+                     "--stats '%s/s.json' --quiet",
                      BK_SOURCE_DIR, path, dir);
             int rc = bk_test_run_baker(dir, err, sizeof err, args);
             BK_EXPECTF(rc == 0, "BK_THREADS=%s %s: exit %d: %s", threads[t], ext[k], rc, err);
-            size_t n, jn;
+            size_t         n, jn;
             unsigned char *b = (unsigned char *)bk_test_slurp(path, &n);
             snprintf(args, sizeof args, "%s/s.json", dir);
             char *json = bk_test_slurp(args, &jn);
@@ -51,10 +58,19 @@ int main(void)
             json_line(json, "\"exposure\"", expo, sizeof expo);
             json_line(json, "\"mean_luminance\"", lum, sizeof lum);
             BK_EXPECTF(b && n > 0 && expo[0] && lum[0], "BK_THREADS=%s: no %s or no stats", threads[t], ext[k]);
-            if (t == 0 && k == 0) { snprintf(expo0, sizeof expo0, "%s", expo); snprintf(lum0, sizeof lum0, "%s", lum); }
-            BK_EXPECTF(!strcmp(expo, expo0) && !strcmp(lum, lum0), "BK_THREADS=%s: %s %s, 1 thread: %s %s", threads[t], expo, lum, expo0, lum0);
-            if (t == 0) { first[k] = b; first_n[k] = n; b = NULL; }
-            else BK_EXPECTF(b && n == first_n[k] && !memcmp(b, first[k], n), "BK_THREADS=%s: the %s differs from 1 thread's", threads[t], ext[k]);
+            if (t == 0 && k == 0) {
+                snprintf(expo0, sizeof expo0, "%s", expo);
+                snprintf(lum0, sizeof lum0, "%s", lum);
+            }
+            BK_EXPECTF(!strcmp(expo, expo0) && !strcmp(lum, lum0), "BK_THREADS=%s: %s %s, 1 thread: %s %s", threads[t],
+                       expo, lum, expo0, lum0);
+            if (t == 0) {
+                first[k] = b;
+                first_n[k] = n;
+                b = NULL;
+            } else
+                BK_EXPECTF(b && n == first_n[k] && !memcmp(b, first[k], n),
+                           "BK_THREADS=%s: the %s differs from 1 thread's", threads[t], ext[k]);
             free(b);
             free(json);
             remove(path);

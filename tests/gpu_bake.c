@@ -18,7 +18,7 @@
 static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_texel *tx, uint32_t n, int w, int h,
                     const bk_bake_run_opts *o, float *rgb, bk_bake_result *r)
 {
-    char err[512];
+    char         err[512];
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
     bk_accel_view av = bk_accel_get_view(a);
@@ -30,10 +30,10 @@ static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const 
 
 static void compare(const char *path, int size, uint32_t spp, int accel, int stack, bk_backend *gpu)
 {
-    char err[512];
+    char     err[512];
     bk_scene s;
     BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
-    bk_accel a;
+    bk_accel      a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(&s, accel, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_atlas_opts ao;
@@ -42,71 +42,91 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     /* voxels are traced natively; their surface's quads give the charts, texels and emitters */
     bk_voxmesh vm;
     memset(&vm, 0, sizeof vm);
-    bk_atlas_rect *rects = NULL;
+    bk_atlas_rect  *rects = NULL;
     const bk_scene *surf = &s;
     if (s.vox_instance_count) {
         BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
         rects = bk_voxmesh_rects(&vm, 1, &ao);
         surf = &vm.scene;
     }
-    bk_atlas at;
+    bk_atlas  at;
     bk_texel *tx;
-    uint32_t n;
-    uint8_t *cov;
+    uint32_t  n;
+    uint8_t  *cov;
     BK_EXPECTF(bk_atlas_build(surf, &ao, &at, err, sizeof err) == 0, "%s", err);
     BK_EXPECTF(bk_atlas_rasterize(surf, &at, &tx, &n, &cov, err, sizeof err) == 0, "%s", err);
-    float diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) + (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
+    float            diag = sqrtf((a.hi.x - a.lo.x) * (a.hi.x - a.lo.x) + (a.hi.y - a.lo.y) * (a.hi.y - a.lo.y) +
+                                  (a.hi.z - a.lo.z) * (a.hi.z - a.lo.z));
     bk_bake_run_opts o;
     memset(&o, 0, sizeof o);
-    o.params.mode = BK_BAKE_LIGHT; o.params.spp = spp; o.params.bounces = 2; o.params.seed = 7;
-    o.params.eps = 1e-4f * diag; o.params.texel_world = 1.0f / at.texels_per_unit;
-    o.params.sky[0] = 0.6f; o.params.sky[1] = 0.7f; o.params.sky[2] = 0.9f;
-    o.params.sun_dir[0] = 0.3f; o.params.sun_dir[1] = 0.9f; o.params.sun_dir[2] = 0.3f;
-    o.params.sun_color[0] = 3; o.params.sun_color[1] = 2.8f; o.params.sun_color[2] = 2.5f; o.params.sun_cos = 0.9999f;
+    o.params.mode = BK_BAKE_LIGHT;
+    o.params.spp = spp;
+    o.params.bounces = 2;
+    o.params.seed = 7;
+    o.params.eps = 1e-4f * diag;
+    o.params.texel_world = 1.0f / at.texels_per_unit;
+    o.params.sky[0] = 0.6f;
+    o.params.sky[1] = 0.7f;
+    o.params.sky[2] = 0.9f;
+    o.params.sun_dir[0] = 0.3f;
+    o.params.sun_dir[1] = 0.9f;
+    o.params.sun_dir[2] = 0.3f;
+    o.params.sun_color[0] = 3;
+    o.params.sun_color[1] = 2.8f;
+    o.params.sun_color[2] = 2.5f;
+    o.params.sun_cos = 0.9999f;
     if (s.vox_instance_count) {
-        o.params.eps = 1e-3f; o.params.texel_world = 1.0f;
-        o.params.open_tri_begin = vm.first_quad_tri; o.params.open_tri_end = vm.scene.tri_count;
+        o.params.eps = 1e-3f;
+        o.params.texel_world = 1.0f;
+        o.params.open_tri_begin = vm.first_quad_tri;
+        o.params.open_tri_end = vm.scene.tri_count;
     }
     o.trace = bk_trace_opts_default();
     o.trace.stack_mode = stack;
     o.trace.stack_size = 4;
     o.max_launch_ms = 20;
     size_t np = (size_t)at.width * at.height;
-    float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np), *wave = malloc(sizeof(float) * 3 * np);
-    for (size_t i = 0; i < 3 * np; ++i) got[i] = wave[i] = -1.0f;  /* poison */
+    float *ref = malloc(sizeof(float) * 3 * np), *got = malloc(sizeof(float) * 3 * np),
+          *wave = malloc(sizeof(float) * 3 * np);
+    for (size_t i = 0; i < 3 * np; ++i) got[i] = wave[i] = -1.0f; /* poison */
     float *vref = malloc(sizeof(float) * np), *vgot = malloc(sizeof(float) * np);
-    for (size_t i = 0; i < np; ++i) vgot[i] = -1.0f;              /* poison: every texel is written */
-    bk_bake_result rc, rg;
-    bk_backend *cpu = bk_backend_cpu_init();
+    for (size_t i = 0; i < np; ++i) vgot[i] = -1.0f; /* poison: every texel is written */
+    bk_bake_result   rc, rg;
+    bk_backend      *cpu = bk_backend_cpu_init();
     bk_bake_run_opts oc = o, og = o;
-    oc.variance = vref; og.variance = vgot;
+    oc.variance = vref;
+    og.variance = vgot;
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
     /* the wavefront bake: the megakernel's texels exactly (each sample's sums added in order),
      * with each wave's rays traced as they come and binned (--bin-rays) */
     for (int binned = 0; binned < 2; ++binned) {
         bk_bake_run_opts ow = o;
-        bk_bake_result rw;
+        bk_bake_result   rw;
         ow.trace.wavefront = 1;
         ow.trace.ray_order = binned ? BK_RAY_ORDER_SORTED : BK_RAY_ORDER_AUTO;
-        memset(wave, 0xFF, sizeof(float) * 3 * np);      /* poison: NaN where nothing was written */
+        memset(wave, 0xFF, sizeof(float) * 3 * np); /* poison: NaN where nothing was written */
         bake_on(gpu, surf, &a, tx, n, at.width, at.height, &ow, wave, &rw);
         size_t same = 0;
         for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
         printf("  wavefront%s: %.3f s, %zu of %zu values equal to the megakernel's, %llu rays (megakernel %llu)\n",
-               binned ? " binned" : "", rw.totals.seconds, same,
-               3 * np, (unsigned long long)rw.totals.rays, (unsigned long long)rg.totals.rays);
+               binned ? " binned" : "", rw.totals.seconds, same, 3 * np, (unsigned long long)rw.totals.rays,
+               (unsigned long long)rg.totals.rays);
         BK_EXPECTF(same == 3 * np, "%s: the wavefront bake%s differs from the megakernel in %zu values", path,
                    binned ? " (rays binned)" : "", 3 * np - same);
-        BK_EXPECTF(rw.totals.rays == rg.totals.rays && rw.invalid == rg.invalid, "%s: wavefront rays %llu, inside %u; megakernel %llu, %u",
-                   path, (unsigned long long)rw.totals.rays, rw.invalid, (unsigned long long)rg.totals.rays, rg.invalid);
+        BK_EXPECTF(rw.totals.rays == rg.totals.rays && rw.invalid == rg.invalid,
+                   "%s: wavefront rays %llu, inside %u; megakernel %llu, %u", path, (unsigned long long)rw.totals.rays,
+                   rw.invalid, (unsigned long long)rg.totals.rays, rg.invalid);
     }
     /* the variance the denoiser weighs by: the same on both sides, never negative */
     {
         bk_image_diff dv = bk_image_compare_n(vref, vgot, np, 1, cov, 1e-6);
         BK_EXPECTF(dv.psnr >= 40.0, "%s: CUDA and CPU variances differ: PSNR %.1f dB", path, dv.psnr);
         for (size_t i = 0; i < np; ++i)
-            if (!(vgot[i] >= 0.0f)) { BK_EXPECTF(0, "%s: variance %g at %zu", path, vgot[i], i); break; }
+            if (!(vgot[i] >= 0.0f)) {
+                BK_EXPECTF(0, "%s: variance %g at %zu", path, vgot[i], i);
+                break;
+            }
     }
     /* the denoiser's passes on the GPU against its CPU twin, on the same input (the CPU bake) */
     {
@@ -115,31 +135,51 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
         memcpy(dg, ref, sizeof(float) * 3 * np);
         bk_denoise_opts dno;
         bk_denoise_opts_default(&dno);
-        bk_denoise_result r1, r2;
-        const bk_denoise_view dv = { .coverage = cov, .texels = tx, .n = n, .tri_chart = at.tri_chart, .tri_count = at.tri_count,
-                                     .w = at.width, .h = at.height, .pages = 1, .texel_world = o.params.texel_world };
+        bk_denoise_result     r1, r2;
+        const bk_denoise_view dv = { .coverage = cov,
+                                     .texels = tx,
+                                     .n = n,
+                                     .tri_chart = at.tri_chart,
+                                     .tri_count = at.tri_count,
+                                     .w = at.width,
+                                     .h = at.height,
+                                     .pages = 1,
+                                     .texel_world = o.params.texel_world };
         BK_EXPECTF(bk_denoise_lightmap(cpu, dc, vref, &dv, &dno, &r1, err, sizeof err) == 0, "%s", err);
         BK_EXPECTF(bk_denoise_lightmap(gpu, dg, vref, &dv, &dno, &r2, err, sizeof err) == 0, "%s", err);
         bk_image_diff dd = bk_image_compare(dc, dg, np, cov, 1e-4);
         bk_image_diff dr = bk_image_compare(ref, dc, np, cov, 1e-4);
-        printf("  denoiser: cuda against cpu PSNR %.1f dB (%llu texels differ by > 1e-4), %llu texels changed; cpu %.4f s, cuda %.4f s "
-               "(passes %.4f s)\n", dd.psnr, (unsigned long long)dd.differ, (unsigned long long)dr.differ, r1.seconds, r2.seconds,
+        printf("  denoiser: cuda against cpu PSNR %.1f dB (%llu texels differ by > 1e-4), %llu texels changed; cpu "
+               "%.4f s, cuda %.4f s "
+               "(passes %.4f s)\n",
+               dd.psnr, (unsigned long long)dd.differ, (unsigned long long)dr.differ, r1.seconds, r2.seconds,
                r2.filter_seconds);
         BK_EXPECTF(dd.psnr >= 60.0, "%s: CUDA and CPU denoisers differ: PSNR %.1f dB", path, dd.psnr);
         BK_EXPECTF(dr.differ > 0 && r2.texels == r1.texels && r1.texels > 0, "%s: the denoiser changed nothing", path);
-        free(dc); free(dg);
+        free(dc);
+        free(dg);
     }
-    free(vref); free(vgot);
+    free(vref);
+    free(vgot);
     bk_image_diff d = bk_image_compare(ref, got, np, cov, 1e-3);
-    printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of %llu texels "
-           "differ by > 1e-3\n", path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp,
-           rc.totals.seconds, rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr, (unsigned long long)d.differ,
+    printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of "
+           "%llu texels "
+           "differ by > 1e-3\n",
+           path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp, rc.totals.seconds,
+           rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr, (unsigned long long)d.differ,
            (unsigned long long)d.count);
     BK_EXPECTF(d.psnr >= 50.0, "%s: CUDA and CPU bakes differ: PSNR %.1f dB", path, d.psnr);
     BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
     for (size_t i = 0; i < 3 * np; ++i)
-        if (!(got[i] >= 0.0f && got[i] < 1e6f)) { BK_EXPECTF(0, "%s: texel value %g at %zu (unwritten?)", path, got[i], i / 3); break; }
-    free(ref); free(got); free(wave); free(tx); free(cov);
+        if (!(got[i] >= 0.0f && got[i] < 1e6f)) {
+            BK_EXPECTF(0, "%s: texel value %g at %zu (unwritten?)", path, got[i], i / 3);
+            break;
+        }
+    free(ref);
+    free(got);
+    free(wave);
+    free(tx);
+    free(cov);
     bk_backend_free(cpu);
     bk_atlas_free(&at);
     free(rects);
@@ -150,7 +190,7 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
 
 int main(void)
 {
-    char msg[512], path[1024];
+    char        msg[512], path[1024];
     bk_backend *gpu = bk_backend_init("cuda", msg, sizeof msg);
     if (!gpu) BK_TEST_SKIP("%s", msg);
     /* every stack strategy of BK_STACK_MODES on each small scene: the first (global) on the BVH,

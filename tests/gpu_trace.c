@@ -15,31 +15,32 @@
 
 /* the sizes a sized stack strategy runs at (bk_test_stacks: every strategy) */
 static const int stack_sizes[] = { 1, 2, 8 };
-#define RUNS (BK_COUNTERS_COUNT + 1)    /* each counter mode with the rays sorted, then warp unsorted */
+#define RUNS (BK_COUNTERS_COUNT + 1) /* each counter mode with the rays sorted, then warp unsorted */
 
 /* Hit ids run up to the last voxel face (bk_voxel.h). */
 static uint64_t id_limit(const bk_scene *s)
 {
     uint64_t n = s->tri_count;
-    for (uint32_t i = 0; i < s->vox_instance_count; ++i) n += 6ull * s->vox_models[s->vox_instances[i].model].voxel_count;
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i)
+        n += 6ull * s->vox_models[s->vox_instances[i].model].voxel_count;
     return n;
 }
 
-static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu, const bk_scene *s,
-                             const bk_ray *rays, uint64_t n)
+static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu, const bk_scene *s, const bk_ray *rays,
+                             uint64_t n)
 {
-    char err[512];
-    bk_hit *ref = malloc(sizeof(bk_hit) * n), *got = malloc(sizeof(bk_hit) * n);
-    bk_test_stack st[BK_TEST_STACKS_MAX];
-    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    char           err[512];
+    bk_hit        *ref = malloc(sizeof(bk_hit) * n), *got = malloc(sizeof(bk_hit) * n);
+    bk_test_stack  st[BK_TEST_STACKS_MAX];
+    const int      nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
     bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
-    const int nlay = bk_test_layouts(lay);
+    const int      nlay = bk_test_layouts(lay);
     for (int b = 0; b < nlay; ++b) {
-        int built = 0;      /* each accel built once, for all of its layouts */
+        int built = 0; /* each accel built once, for all of its layouts */
         for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
         if (built) continue;
-        const int accel = lay[b].build;
-        bk_accel a;
+        const int     accel = lay[b].build;
+        bk_accel      a;
         bk_build_opts bo = bk_build_opts_default();
         BK_EXPECTF(bk_accel_build(s, accel, &bo, &a, err, sizeof err) == 0, "%s", err);
         bk_accel_view v = bk_accel_get_view(&a);
@@ -48,79 +49,82 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
         /* the BVH in both layouts the GPU traces, the binary one and the compressed wide one; the
          * CPU traces the same layout through the same code, so node counts compare */
         for (int l = 0; l < nlay; ++l)
-        for (int vi = 0; vi < nst && lay[l].build == accel; ++vi)
-            for (int any = 0; any < 2; ++any) {
-                const int layout = lay[l].width == 8;
-                bk_trace_opts o = bk_trace_opts_default();
-                o.bvh_width = lay[l].width;
-                o.stack_mode = st[vi].mode;
-                o.stack_size = bk_test_stack_size(st[vi]);
-                o.any_hit = any;
-                bk_trace_totals tc, tg[RUNS];
-                memset(ref, 0xAB, sizeof(bk_hit) * n);
-                BK_EXPECTF(cpu->i->trace(cpu, rays, ref, n, &o, &tc, err, sizeof err) == 0, "%s", err);
-                /* each counter mode with the rays sorted (the cuda default), then warp counters
-                 * with the rays as they come */
-                for (int run = 0; run < RUNS; ++run) {
-                    const int sorted = run < BK_COUNTERS_COUNT, cnt = sorted ? run : BK_COUNTERS_WARP;
-                    o.counters = cnt;
-                    o.ray_order = sorted ? BK_RAY_ORDER_AUTO : BK_RAY_ORDER_INPUT;
-                    memset(got, 0xCD, sizeof(bk_hit) * n);       /* poison the host copy too */
-                    BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[run], err, sizeof err) == 0, "%s", err);
-                    BK_EXPECTF(tg[run].sorted == sorted, "%s: rays traced %s", name,
-                               tg[run].sorted ? "sorted" : "unsorted");
-                    uint64_t bad = 0, inexact = 0;
-                    for (uint64_t i = 0; i < n; ++i) {
-                        int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
-                                 (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < id_limit(s));
-                        if (memcmp(&ref[i], &got[i], sizeof(bk_hit)) != 0) inexact++;
-                        if (!ok && bad++ < 5)
-                            fprintf(stderr, "  %s %s%s %s/%d %s %s%s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n", name,
-                                    bk_accel_type_name(accel), layout ? " cw" : "", bk_stack_mode_name(o.stack_mode), o.stack_size,
-                                    any ? "any" : "closest", bk_counters_name(cnt), sorted ? "" : " input order",
-                                    (unsigned long long)i, ref[i].t,
-                                    (int)ref[i].tri, got[i].t, (int)got[i].tri);
-                    }
+            for (int vi = 0; vi < nst && lay[l].build == accel; ++vi)
+                for (int any = 0; any < 2; ++any) {
+                    const int     layout = lay[l].width == 8;
+                    bk_trace_opts o = bk_trace_opts_default();
+                    o.bvh_width = lay[l].width;
+                    o.stack_mode = st[vi].mode;
+                    o.stack_size = bk_test_stack_size(st[vi]);
+                    o.any_hit = any;
+                    bk_trace_totals tc, tg[RUNS];
+                    memset(ref, 0xAB, sizeof(bk_hit) * n);
+                    BK_EXPECTF(cpu->i->trace(cpu, rays, ref, n, &o, &tc, err, sizeof err) == 0, "%s", err);
+                    /* each counter mode with the rays sorted (the cuda default), then warp counters
+                     * with the rays as they come */
+                    for (int run = 0; run < RUNS; ++run) {
+                        const int sorted = run < BK_COUNTERS_COUNT, cnt = sorted ? run : BK_COUNTERS_WARP;
+                        o.counters = cnt;
+                        o.ray_order = sorted ? BK_RAY_ORDER_AUTO : BK_RAY_ORDER_INPUT;
+                        memset(got, 0xCD, sizeof(bk_hit) * n); /* poison the host copy too */
+                        BK_EXPECTF(gpu->i->trace(gpu, rays, got, n, &o, &tg[run], err, sizeof err) == 0, "%s", err);
+                        BK_EXPECTF(tg[run].sorted == sorted, "%s: rays traced %s", name,
+                                   tg[run].sorted ? "sorted" : "unsorted");
+                        uint64_t bad = 0, inexact = 0;
+                        for (uint64_t i = 0; i < n; ++i) {
+                            int ok = bk_hit_agree(ref[i], got[i], any, 1e-4f) &&
+                                     (got[i].tri == BK_NO_HIT ? got[i].t == BK_INF : got[i].tri < id_limit(s));
+                            if (memcmp(&ref[i], &got[i], sizeof(bk_hit)) != 0) inexact++;
+                            if (!ok && bad++ < 5)
+                                fprintf(
+                                    stderr,
+                                    "  %s %s%s %s/%d %s %s%s: ray %llu: cpu (t %.9g, tri %d) cuda (t %.9g, tri %d)\n",
+                                    name, bk_accel_type_name(accel), layout ? " cw" : "",
+                                    bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest",
+                                    bk_counters_name(cnt), sorted ? "" : " input order", (unsigned long long)i,
+                                    ref[i].t, (int)ref[i].tri, got[i].t, (int)got[i].tri);
+                        }
 #if BK_EXACT_FP
-                    BK_EXPECTF(inexact == 0, "%s: %llu hits not bit-identical with FMA contraction off", name, (unsigned long long)inexact);
+                        BK_EXPECTF(inexact == 0, "%s: %llu hits not bit-identical with FMA contraction off", name,
+                                   (unsigned long long)inexact);
 #endif
-                    /* FMA contraction on the GPU may decide a ray grazing an edge differently. */
-                    BK_EXPECTF(bad <= n / 20000, "%s %s%s %s/%d %s %s%s: %llu of %llu rays disagree", name, bk_accel_type_name(accel),
-                               layout ? " cw" : "",
-                               bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
-                               sorted ? "" : " input order",
-                               (unsigned long long)bad, (unsigned long long)n);
+                        /* FMA contraction on the GPU may decide a ray grazing an edge differently. */
+                        BK_EXPECTF(bad <= n / 20000, "%s %s%s %s/%d %s %s%s: %llu of %llu rays disagree", name,
+                                   bk_accel_type_name(accel), layout ? " cw" : "", bk_stack_mode_name(o.stack_mode),
+                                   o.stack_size, any ? "any" : "closest", bk_counters_name(cnt),
+                                   sorted ? "" : " input order", (unsigned long long)bad, (unsigned long long)n);
+                    }
+                    /* Warp and block mode give every warp the same 32 consecutive rays on every run, so
+                     * their totals must match exactly; thread mode groups rays by arrival, and with
+                     * postponed leaves a ray's node visits depend on its warp-mates (sponza: +26 %
+                     * over the CPU's), so against the CPU only the order of magnitude is checked. */
+                    const bk_trace_totals *tw = &tg[BK_COUNTERS_WARP], *tb = &tg[BK_COUNTERS_BLOCK];
+                    BK_EXPECTF(tw->nodes == tb->nodes && tw->tris == tb->tris && tw->restarts == tb->restarts &&
+                                   tw->spills == tb->spills,
+                               "%s: warp and block counters give other totals: nodes %llu vs %llu", name,
+                               (unsigned long long)tw->nodes, (unsigned long long)tb->nodes);
+                    for (int run = 0; run < RUNS; ++run) {
+                        double dn = (double)tg[run].nodes - (double)tc.nodes;
+                        BK_EXPECTF(dn * dn <= 0.25 * (double)tc.nodes * (double)tc.nodes,
+                                   "%s: node visits too far apart: cpu %llu cuda %llu (run %d)", name,
+                                   (unsigned long long)tc.nodes, (unsigned long long)tg[run].nodes, run);
+                    }
+                    /* (the compressed layout of a small scene is two levels deep: it may never need
+                     * more than one entry, and then the CPU's traversal of it makes no restarts either) */
+                    if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any && (!layout || tc.restarts > 0))
+                        BK_EXPECTF(tg[0].restarts > 0, "%s: short stack of 1 made no restarts", name);
+                    if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any && (!layout || tc.spills > 0))
+                        BK_EXPECTF(tg[0].spills > 0, "%s: spill stack of 1 never spilled", name);
                 }
-                /* Warp and block mode give every warp the same 32 consecutive rays on every run, so
-                 * their totals must match exactly; thread mode groups rays by arrival, and with
-                 * postponed leaves a ray's node visits depend on its warp-mates (sponza: +26 %
-                 * over the CPU's), so against the CPU only the order of magnitude is checked. */
-                const bk_trace_totals *tw = &tg[BK_COUNTERS_WARP], *tb = &tg[BK_COUNTERS_BLOCK];
-                BK_EXPECTF(tw->nodes == tb->nodes && tw->tris == tb->tris && tw->restarts == tb->restarts &&
-                           tw->spills == tb->spills,
-                           "%s: warp and block counters give other totals: nodes %llu vs %llu", name,
-                           (unsigned long long)tw->nodes, (unsigned long long)tb->nodes);
-                for (int run = 0; run < RUNS; ++run) {
-                    double dn = (double)tg[run].nodes - (double)tc.nodes;
-                    BK_EXPECTF(dn * dn <= 0.25 * (double)tc.nodes * (double)tc.nodes,
-                               "%s: node visits too far apart: cpu %llu cuda %llu (run %d)", name, (unsigned long long)tc.nodes,
-                               (unsigned long long)tg[run].nodes, run);
-                }
-                /* (the compressed layout of a small scene is two levels deep: it may never need
-                 * more than one entry, and then the CPU's traversal of it makes no restarts either) */
-                if (o.stack_mode == BK_STACK_SHORT && o.stack_size == 1 && !any && (!layout || tc.restarts > 0))
-                    BK_EXPECTF(tg[0].restarts > 0, "%s: short stack of 1 made no restarts", name);
-                if (o.stack_mode == BK_STACK_SPILL && o.stack_size == 1 && !any && (!layout || tc.spills > 0))
-                    BK_EXPECTF(tg[0].spills > 0, "%s: spill stack of 1 never spilled", name);
-            }
         bk_accel_free(&a);
     }
-    free(ref); free(got);
+    free(ref);
+    free(got);
 }
 
 int main(void)
 {
-    char msg[512], err[512];
+    char        msg[512], err[512];
     bk_backend *gpu = bk_backend_init("cuda", msg, sizeof msg);
     if (!gpu) BK_TEST_SKIP("%s", msg);
     bk_backend *cpu = bk_backend_cpu_init();
@@ -128,8 +132,8 @@ int main(void)
 
     bk_scene s;
     bk_test_scene_soup(&s, 5000, 0.06f, 2);
-    bk_ray *rays = NULL;
-    uint64_t n = 100003;   /* not a multiple of any block size */
+    bk_ray  *rays = NULL;
+    uint64_t n = 100003; /* not a multiple of any block size */
     BK_EXPECT(bk_rays_random(&s, n, 3, &rays, err, sizeof err) == 0);
     compare_backends("soup/random", gpu, cpu, &s, rays, n);
     free(rays);
@@ -138,13 +142,14 @@ int main(void)
     /* voxels: instances with every rotation, traced natively on both sides */
     bk_test_vox_scene(&s, 6, 200, 11, 0.4f, 9);
     {
-        bk_scene mesh;
+        bk_scene  mesh;
         uint32_t *face_id;
         bk_test_vox_mesh(&s, &mesh, &face_id);
         n = 100003;
         rays = bk_test_vox_rays(&s, &mesh, (uint32_t)n, 10);
         compare_backends("voxels/random", gpu, cpu, &s, rays, n);
-        free(rays); free(face_id);
+        free(rays);
+        free(face_id);
         bk_scene_free(&mesh);
     }
     bk_scene_free(&s);
@@ -154,7 +159,10 @@ int main(void)
     for (size_t i = 0; i < sizeof corpus / sizeof corpus[0]; ++i) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), corpus[i]);
-        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent, skipped\n", path); continue; }
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "note: %s absent, skipped\n", path);
+            continue;
+        }
         BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
         n = 200001;
         BK_EXPECT(bk_rays_diffuse(&s, n, 5, &rays, err, sizeof err) == 0);

@@ -36,12 +36,12 @@
 
 /* ---- scenes made here ---------------------------------------------------------------------- */
 
-typedef struct builder { bk_scene s; uint32_t vcap, tcap; } builder;
+typedef struct builder {
+    bk_scene s;
+    uint32_t vcap, tcap;
+} builder;
 
-static void b_init(builder *b)
-{
-    memset(b, 0, sizeof *b);
-}
+static void     b_init(builder *b) { memset(b, 0, sizeof *b); }
 static uint32_t b_vertex(builder *b, double x, double y, double z)
 {
     if (b->s.vertex_count == b->vcap) {
@@ -49,7 +49,9 @@ static uint32_t b_vertex(builder *b, double x, double y, double z)
         b->s.positions = realloc(b->s.positions, sizeof(float) * 3 * b->vcap);
     }
     float *p = b->s.positions + 3 * (size_t)b->s.vertex_count;
-    p[0] = (float)x; p[1] = (float)y; p[2] = (float)z;
+    p[0] = (float)x;
+    p[1] = (float)y;
+    p[2] = (float)z;
     return b->s.vertex_count++;
 }
 static uint32_t b_tri(builder *b, uint32_t i, uint32_t j, uint32_t k)
@@ -59,7 +61,9 @@ static uint32_t b_tri(builder *b, uint32_t i, uint32_t j, uint32_t k)
         b->s.tri_v = realloc(b->s.tri_v, sizeof(uint32_t) * 3 * b->tcap);
     }
     uint32_t *t = b->s.tri_v + 3 * (size_t)b->s.tri_count;
-    t[0] = i; t[1] = j; t[2] = k;
+    t[0] = i;
+    t[1] = j;
+    t[2] = k;
     return b->s.tri_count++;
 }
 /* A quad a b c d (counter-clockwise seen from its front) as two triangles. */
@@ -74,12 +78,14 @@ static void b_quad(builder *b, uint32_t a, uint32_t c1, uint32_t c2, uint32_t d)
 static void add_box(builder *b, double ox, double oy, double oz, double sx, double sy, double sz)
 {
     static const int f[6][4][3] = {
-        { {0,0,0}, {0,1,0}, {1,1,0}, {1,0,0} }, { {0,0,1}, {1,0,1}, {1,1,1}, {0,1,1} },
-        { {0,0,0}, {1,0,0}, {1,0,1}, {0,0,1} }, { {0,1,0}, {0,1,1}, {1,1,1}, {1,1,0} },
-        { {0,0,0}, {0,0,1}, {0,1,1}, {0,1,0} }, { {1,0,0}, {1,1,0}, {1,1,1}, {1,0,1} } };
+        { { 0, 0, 0 }, { 0, 1, 0 }, { 1, 1, 0 }, { 1, 0, 0 } }, { { 0, 0, 1 }, { 1, 0, 1 }, { 1, 1, 1 }, { 0, 1, 1 } },
+        { { 0, 0, 0 }, { 1, 0, 0 }, { 1, 0, 1 }, { 0, 0, 1 } }, { { 0, 1, 0 }, { 0, 1, 1 }, { 1, 1, 1 }, { 1, 1, 0 } },
+        { { 0, 0, 0 }, { 0, 0, 1 }, { 0, 1, 1 }, { 0, 1, 0 } }, { { 1, 0, 0 }, { 1, 1, 0 }, { 1, 1, 1 }, { 1, 0, 1 } }
+    };
     for (int i = 0; i < 6; ++i) {
         uint32_t v[4];
-        for (int k = 0; k < 4; ++k) v[k] = b_vertex(b, ox + sx * f[i][k][0], oy + sy * f[i][k][1], oz + sz * f[i][k][2]);
+        for (int k = 0; k < 4; ++k)
+            v[k] = b_vertex(b, ox + sx * f[i][k][0], oy + sy * f[i][k][1], oz + sz * f[i][k][2]);
         b_quad(b, v[0], v[1], v[2], v[3]);
     }
 }
@@ -112,7 +118,8 @@ static void add_sphere(builder *b, int n, int m, double r, double cx)
         }
     for (int j = 0; j < m; ++j)
         for (int i = 0; i < n; ++i) {
-            uint32_t v00 = base + (uint32_t)(j * (n + 1) + i), v01 = v00 + 1, v10 = v00 + (uint32_t)(n + 1), v11 = v10 + 1;
+            uint32_t v00 = base + (uint32_t)(j * (n + 1) + i), v01 = v00 + 1, v10 = v00 + (uint32_t)(n + 1),
+                     v11 = v10 + 1;
             /* rows at the poles make zero-area triangles: kept on purpose */
             b_quad(b, v00, v01, v11, v10);
         }
@@ -138,8 +145,14 @@ static bk_scene b_done(builder *b) { return b->s; }
 
 static void free_scene(bk_scene *s)
 {
-    free(s->positions); free(s->tri_v); free(s->texcoords); free(s->tri_vt); free(s->normals); free(s->tri_vn);
-    free(s->tri_material); free(s->materials);
+    free(s->positions);
+    free(s->tri_v);
+    free(s->texcoords);
+    free(s->tri_vt);
+    free(s->normals);
+    free(s->tri_vn);
+    free(s->tri_material);
+    free(s->materials);
     memset(s, 0, sizeof *s);
 }
 
@@ -150,10 +163,16 @@ static double tri_world_area(const bk_scene *s, uint32_t t, double n_out[3])
     const float *p0 = s->positions + 3 * (size_t)s->tri_v[3 * t], *p1 = s->positions + 3 * (size_t)s->tri_v[3 * t + 1],
                 *p2 = s->positions + 3 * (size_t)s->tri_v[3 * t + 2];
     double e1[3], e2[3], c[3];
-    for (int k = 0; k < 3; ++k) { e1[k] = (double)p1[k] - p0[k]; e2[k] = (double)p2[k] - p0[k]; }
-    c[0] = e1[1] * e2[2] - e1[2] * e2[1]; c[1] = e1[2] * e2[0] - e1[0] * e2[2]; c[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    for (int k = 0; k < 3; ++k) {
+        e1[k] = (double)p1[k] - p0[k];
+        e2[k] = (double)p2[k] - p0[k];
+    }
+    c[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    c[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    c[2] = e1[0] * e2[1] - e1[1] * e2[0];
     double l = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
-    if (n_out) for (int k = 0; k < 3; ++k) n_out[k] = l > 0 ? c[k] / l : 0;
+    if (n_out)
+        for (int k = 0; k < 3; ++k) n_out[k] = l > 0 ? c[k] / l : 0;
     return 0.5 * l;
 }
 
@@ -186,21 +205,33 @@ static double point_tri_dist(const bk_scene *s, uint32_t t, const double p[3])
         int inside = 1;
         for (int e = 0; e < 3; ++e) {
             const double *a = P[e], *b = P[(e + 1) % 3];
-            double ab[3], aq[3], c[3];
-            for (int k = 0; k < 3; ++k) { ab[k] = b[k] - a[k]; aq[k] = q[k] - a[k]; }
-            c[0] = ab[1] * aq[2] - ab[2] * aq[1]; c[1] = ab[2] * aq[0] - ab[0] * aq[2]; c[2] = ab[0] * aq[1] - ab[1] * aq[0];
+            double        ab[3], aq[3], c[3];
+            for (int k = 0; k < 3; ++k) {
+                ab[k] = b[k] - a[k];
+                aq[k] = q[k] - a[k];
+            }
+            c[0] = ab[1] * aq[2] - ab[2] * aq[1];
+            c[1] = ab[2] * aq[0] - ab[0] * aq[2];
+            c[2] = ab[0] * aq[1] - ab[1] * aq[0];
             if (c[0] * n[0] + c[1] * n[1] + c[2] * n[2] < 0) inside = 0;
         }
         if (inside) return fabs(d);
     }
     for (int e = 0; e < 3; ++e) {
         const double *a = P[e], *b = P[(e + 1) % 3];
-        double ab[3], l = 0, sdot = 0;
-        for (int k = 0; k < 3; ++k) { ab[k] = b[k] - a[k]; l += ab[k] * ab[k]; sdot += (p[k] - a[k]) * ab[k]; }
+        double        ab[3], l = 0, sdot = 0;
+        for (int k = 0; k < 3; ++k) {
+            ab[k] = b[k] - a[k];
+            l += ab[k] * ab[k];
+            sdot += (p[k] - a[k]) * ab[k];
+        }
         double u = l > 0 ? sdot / l : 0;
         u = u < 0 ? 0 : (u > 1 ? 1 : u);
         double d = 0;
-        for (int k = 0; k < 3; ++k) { double x = a[k] + u * ab[k] - p[k]; d += x * x; }
+        for (int k = 0; k < 3; ++k) {
+            double x = a[k] + u * ab[k] - p[k];
+            d += x * x;
+        }
         best = fmin(best, sqrt(d));
     }
     return best;
@@ -232,7 +263,7 @@ static void sample_span(double p[3][2], double sg, double cy, int x0, int x1, in
  * another chart. */
 static uint64_t reach_mark(const bk_atlas *a, uint32_t t, uint32_t *reach)
 {
-    int W = a->width, H = a->height;
+    int    W = a->width, H = a->height;
     double p[3][2], lo[2] = { 1e300, 1e300 }, hi[2] = { -1e300, -1e300 };
     for (int k = 0; k < 3; ++k)
         for (int d = 0; d < 2; ++d) {
@@ -251,7 +282,8 @@ static uint64_t reach_mark(const bk_atlas *a, uint32_t t, uint32_t *reach)
             for (int e = 0; e < 3 && !apart; ++e) {
                 /* the edge's normal (nx, ny); the triangle's extent along it against the square's */
                 double nx = p[(e + 1) % 3][1] - p[e][1], ny = -(p[(e + 1) % 3][0] - p[e][0]);
-                double t0 = nx * p[0][0] + ny * p[0][1], t1 = nx * p[1][0] + ny * p[1][1], t2 = nx * p[2][0] + ny * p[2][1];
+                double t0 = nx * p[0][0] + ny * p[0][1], t1 = nx * p[1][0] + ny * p[1][1],
+                       t2 = nx * p[2][0] + ny * p[2][1];
                 double tlo = fmin(t0, fmin(t1, t2)), thi = fmax(t0, fmax(t1, t2));
                 double sc = nx * cx + ny * cy, sr = fabs(nx) + fabs(ny);
                 apart = tlo > sc + sr || thi < sc - sr;
@@ -265,15 +297,15 @@ static uint64_t reach_mark(const bk_atlas *a, uint32_t t, uint32_t *reach)
 }
 
 typedef struct check_opts {
-    int    padding;            /* padding the atlas was built with (0: --uv file, not checked) */
-    int    isolated_own;       /* every non-degenerate triangle must own a texel (isolated slivers) */
-    double min_util;           /* utilisation floor (0: none) */
+    int    padding;      /* padding the atlas was built with (0: --uv file, not checked) */
+    int    isolated_own; /* every non-degenerate triangle must own a texel (isolated slivers) */
+    double min_util;     /* utilisation floor (0: none) */
 } check_opts;
 
 /* Every invariant of one atlas. */
 static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, check_opts co)
 {
-    int W = a->width, H = a->height;
+    int    W = a->width, H = a->height;
     size_t N = (size_t)W * H;
     BK_EXPECTF(W >= 4 && H >= 4 && W <= BK_ATLAS_MAX_SIZE, "%s: size %dx%d", name, W, H);
     BK_EXPECT(a->tri_count == s->tri_count);
@@ -284,47 +316,57 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
     BK_EXPECTF(bad_uv == 0, "%s: %d UV coordinates outside [0,1]", name, bad_uv);
 
     /* no overlapping interiors: sample at twice the atlas resolution, strictly inside only */
-    int S = 2;
+    int       S = 2;
     uint32_t *owner = malloc(sizeof(uint32_t) * N * S * S);
     for (size_t i = 0; i < N * S * S; ++i) owner[i] = BK_NONE;
     uint32_t overlaps = 0, ov_a = 0, ov_b = 0;
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         if (a->tri_chart[t] == BK_NONE) continue;
         double p[3][2];
-        for (int k = 0; k < 3; ++k) { p[k][0] = a->uv[6 * t + 2 * k] * W * S; p[k][1] = a->uv[6 * t + 2 * k + 1] * H * S; }
+        for (int k = 0; k < 3; ++k) {
+            p[k][0] = a->uv[6 * t + 2 * k] * W * S;
+            p[k][1] = a->uv[6 * t + 2 * k + 1] * H * S;
+        }
         double ar = (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[1][1] - p[0][1]) * (p[2][0] - p[0][0]);
         if (fabs(ar) < 1e-9) continue;
         double sg = ar > 0 ? 1 : -1;
-        int x0 = (int)floor(fmin(p[0][0], fmin(p[1][0], p[2][0]))), x1 = (int)ceil(fmax(p[0][0], fmax(p[1][0], p[2][0])));
-        int y0 = (int)floor(fmin(p[0][1], fmin(p[1][1], p[2][1]))), y1 = (int)ceil(fmax(p[0][1], fmax(p[1][1], p[2][1])));
+        int    x0 = (int)floor(fmin(p[0][0], fmin(p[1][0], p[2][0]))),
+            x1 = (int)ceil(fmax(p[0][0], fmax(p[1][0], p[2][0])));
+        int y0 = (int)floor(fmin(p[0][1], fmin(p[1][1], p[2][1]))),
+            y1 = (int)ceil(fmax(p[0][1], fmax(p[1][1], p[2][1])));
         for (int y = y0 < 0 ? 0 : y0; y <= y1 && y < H * S; ++y) {
             int xa, xb;
             sample_span(p, sg, y + 0.5, x0 < 0 ? 0 : x0, x1 < W * S - 1 ? x1 : W * S - 1, &xa, &xb);
             for (int x = xa; x <= xb; ++x) {
                 double cx = x + 0.5, cy = y + 0.5;
-                int in = 1;
+                int    in = 1;
                 for (int e = 0; e < 3 && in; ++e) {
                     const double *P = p[e], *Q = p[(e + 1) % 3];
-                    double f = sg * ((Q[0] - P[0]) * (cy - P[1]) - (Q[1] - P[1]) * (cx - P[0]));
-                    double len = hypot(Q[0] - P[0], Q[1] - P[1]);
+                    double        f = sg * ((Q[0] - P[0]) * (cy - P[1]) - (Q[1] - P[1]) * (cx - P[0]));
+                    double        len = hypot(Q[0] - P[0], Q[1] - P[1]);
                     in = f > 1e-4 * len;
                 }
                 if (!in) continue;
                 size_t i = (size_t)y * W * S + x;
-                if (owner[i] != BK_NONE) { if (!overlaps++) { ov_a = owner[i]; ov_b = t; } }
-                else owner[i] = t;
+                if (owner[i] != BK_NONE) {
+                    if (!overlaps++) {
+                        ov_a = owner[i];
+                        ov_b = t;
+                    }
+                } else owner[i] = t;
             }
         }
     }
     free(owner);
-    BK_EXPECTF(overlaps == 0, "%s: %u UV samples inside two triangles (first: triangles %u and %u)", name, overlaps, ov_a, ov_b);
+    BK_EXPECTF(overlaps == 0, "%s: %u UV samples inside two triangles (first: triangles %u and %u)", name, overlaps,
+               ov_a, ov_b);
 
     /* padding between charts: the texels bilinear lookups inside a chart read (centres within one
      * texel of it along both axes: reach_mark, written here apart from raster.c) are read by no
      * other chart, and with padding p keep p - 2 texels from another chart's */
     if (co.padding > 0) {
         uint32_t *reach = malloc(sizeof(uint32_t) * N);
-        uint64_t shared = 0, close = 0;
+        uint64_t  shared = 0, close = 0;
         for (size_t i = 0; i < N; ++i) reach[i] = BK_NONE;
         for (uint32_t t = 0; t < a->tri_count; ++t)
             if (a->tri_chart[t] != BK_NONE) shared += reach_mark(a, t, reach);
@@ -341,15 +383,16 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
                         close += o != BK_NONE && o != c;
                     }
             }
-        BK_EXPECTF(shared == 0, "%s: %llu texels read by bilinear lookups of two charts", name, (unsigned long long)shared);
+        BK_EXPECTF(shared == 0, "%s: %llu texels read by bilinear lookups of two charts", name,
+                   (unsigned long long)shared);
         BK_EXPECTF(close == 0, "%s: %llu texel pairs read by different charts closer than %d texels", name,
                    (unsigned long long)close, r + 1);
         /* and the dilation gives each of them its own chart's colour: each chart's texels painted
          * with its number, one round of bk_image_dilate_charts, with bk_atlas_reach_ids where
          * the atlas says its charts may lie close (as baker dilates) */
         uint32_t *ids = malloc(sizeof(uint32_t) * N);
-        float *rgb = malloc(sizeof(float) * 3 * N);
-        uint8_t *cov = malloc(N);
+        float    *rgb = malloc(sizeof(float) * 3 * N);
+        uint8_t  *cov = malloc(N);
         bk_atlas_chart_ids(a, ids);
         for (size_t i = 0; i < N; ++i) {
             cov[i] = ids[i] != BK_NONE ? BK_COVER_TEXEL : BK_COVER_NONE;
@@ -359,28 +402,34 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         bk_image_dilate_charts(rgb, cov, a->close_charts ? ids : NULL, W, H, 1);
         uint64_t foreign = 0, first = 0;
         for (size_t i = 0; i < N; ++i)
-            if (reach[i] != BK_NONE && !(rgb[3 * i] == (float)reach[i] + 1.0f && rgb[3 * i + 2] == (float)reach[i] + 1.0f)) {
+            if (reach[i] != BK_NONE &&
+                !(rgb[3 * i] == (float)reach[i] + 1.0f && rgb[3 * i + 2] == (float)reach[i] + 1.0f)) {
                 if (!foreign++) first = i;
             }
-        BK_EXPECTF(foreign == 0, "%s: %llu texels bilinear lookups read hold another chart's colour after dilation (first: "
-                   "pixel %llu, chart %u, %g)", name, (unsigned long long)foreign, (unsigned long long)first, reach[first],
-                   (double)rgb[3 * first]);
-        free(ids); free(rgb); free(cov); free(reach);
+        BK_EXPECTF(foreign == 0,
+                   "%s: %llu texels bilinear lookups read hold another chart's colour after dilation (first: "
+                   "pixel %llu, chart %u, %g)",
+                   name, (unsigned long long)foreign, (unsigned long long)first, reach[first], (double)rgb[3 * first]);
+        free(ids);
+        free(rgb);
+        free(cov);
+        free(reach);
     }
 
     /* uniform texel density: area ratio = tpu^2 * cos(tilt), tilt <= max_cone_deg */
-    double tpu2 = (double)a->texels_per_unit * a->texels_per_unit;
-    double cmin = cos(a->max_cone_deg * 3.14159265358979 / 180.0);
+    double   tpu2 = (double)a->texels_per_unit * a->texels_per_unit;
+    double   cmin = cos(a->max_cone_deg * 3.14159265358979 / 180.0);
     uint32_t dens_bad = 0, dens_first = BK_NONE;
-    double wa_all = 0, wa_within5 = 0, rmin = 1e300, rmax = 0;
+    double   wa_all = 0, wa_within5 = 0, rmin = 1e300, rmax = 0;
     for (uint32_t t = 0; t < a->tri_count; ++t) {
         if (a->tri_chart[t] == BK_NONE) continue;
-        double wa = tri_world_area(s, t, NULL);
+        double       wa = tri_world_area(s, t, NULL);
         const float *u = a->uv + 6 * (size_t)t;
-        double ua = 0.5 * fabs(((double)u[2] - u[0]) * W * ((double)u[5] - u[1]) * H - ((double)u[3] - u[1]) * H * ((double)u[4] - u[0]) * W);
-        double per = (fabs(u[2] - u[0]) + fabs(u[4] - u[2]) + fabs(u[0] - u[4])) * W +
+        double       ua = 0.5 * fabs(((double)u[2] - u[0]) * W * ((double)u[5] - u[1]) * H -
+                                     ((double)u[3] - u[1]) * H * ((double)u[4] - u[0]) * W);
+        double       per = (fabs(u[2] - u[0]) + fabs(u[4] - u[2]) + fabs(u[0] - u[4])) * W +
                      (fabs(u[3] - u[1]) + fabs(u[5] - u[3]) + fabs(u[1] - u[5])) * H;
-        if (per * 1e-4 > 0.01 * ua || ua < 1e-3) continue;  /* too small for float UVs to measure */
+        if (per * 1e-4 > 0.01 * ua || ua < 1e-3) continue; /* too small for float UVs to measure */
         double r = ua / (wa * tpu2);
         wa_all += wa;
         if (r >= 0.95) wa_within5 += wa;
@@ -388,28 +437,35 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         rmax = fmax(rmax, r);
         /* planar charts: [cos(max tilt), 1]; smooth (conformally unfolded) charts: [1/2, 2] */
         double lo = a->smooth_charts ? fmin(cmin, 0.5) : cmin, hi = (a->smooth_charts ? 2.0 : 1.0) * a->density_max;
-        if (!(r >= lo - 2e-3 && r <= hi + 2e-3)) { if (!dens_bad++) dens_first = t; }
+        if (!(r >= lo - 2e-3 && r <= hi + 2e-3)) {
+            if (!dens_bad++) dens_first = t;
+        }
     }
-    if (wa_all > 0 && a->stretch_l2 > 0) {  /* (none for --uv file) */
+    if (wa_all > 0 && a->stretch_l2 > 0) { /* (none for --uv file) */
         /* the reported stretch brackets what the float UVs give */
-        BK_EXPECTF(rmin >= a->stretch_min - 5e-3 && rmax <= a->stretch_max * a->density_max + 5e-3, "%s: texel density "
-                   "%.3f..%.3f outside the reported %.3f..%.3f (x %.3f filling)", name, rmin, rmax, (double)a->stretch_min,
-                   (double)a->stretch_max, (double)a->density_max);
-        BK_EXPECTF(a->density_max >= 1.0f && a->density_max <= 2.0f + 1e-5f, "%s: fill density %.3f", name, (double)a->density_max);
+        BK_EXPECTF(rmin >= a->stretch_min - 5e-3 && rmax <= a->stretch_max * a->density_max + 5e-3,
+                   "%s: texel density "
+                   "%.3f..%.3f outside the reported %.3f..%.3f (x %.3f filling)",
+                   name, rmin, rmax, (double)a->stretch_min, (double)a->stretch_max, (double)a->density_max);
+        BK_EXPECTF(a->density_max >= 1.0f && a->density_max <= 2.0f + 1e-5f, "%s: fill density %.3f", name,
+                   (double)a->density_max);
         BK_EXPECTF(a->stretch_l2 >= 0.999f && a->stretch_l2 < 1.2f, "%s: L2 stretch %.4f", name, (double)a->stretch_l2);
     }
     if (co.padding > 0) {
-        BK_EXPECTF(dens_bad == 0, "%s: %u triangles' texel density outside [cos %.1f deg, 1] x tpu^2 (or [1/2, 2] with %u "
-                   "smooth charts; first %u)", name, dens_bad, (double)a->max_cone_deg, a->smooth_charts, dens_first);
-        BK_EXPECTF(a->max_cone_deg <= 45.0f, "%s: a triangle tilted %.1f degrees from its chart plane", name, (double)a->max_cone_deg);
+        BK_EXPECTF(dens_bad == 0,
+                   "%s: %u triangles' texel density outside [cos %.1f deg, 1] x tpu^2 (or [1/2, 2] with %u "
+                   "smooth charts; first %u)",
+                   name, dens_bad, (double)a->max_cone_deg, a->smooth_charts, dens_first);
+        BK_EXPECTF(a->max_cone_deg <= 45.0f, "%s: a triangle tilted %.1f degrees from its chart plane", name,
+                   (double)a->max_cone_deg);
     }
 
     /* rasterize */
     bk_texel *tx = NULL;
-    uint32_t n = 0;
-    uint8_t *cov = NULL;
-    char err[512];
-    int rc = bk_atlas_rasterize(s, a, &tx, &n, &cov, err, sizeof err);
+    uint32_t  n = 0;
+    uint8_t  *cov = NULL;
+    char      err[512];
+    int       rc = bk_atlas_rasterize(s, a, &tx, &n, &cov, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: rasterize: %s", name, err);
     if (rc) return;
     uint8_t *cov2 = malloc(N);
@@ -417,15 +473,19 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
     BK_EXPECTF(covered == n && covered == a->covered, "%s: %u texels, coverage %llu, atlas says %llu", name, n,
                (unsigned long long)covered, (unsigned long long)a->covered);
     BK_EXPECT(memcmp(cov, cov2, N) == 0);
-    BK_EXPECTF(fabs(a->utilisation - (double)n / N) < 1e-6, "%s: utilisation %f vs %u/%zu", name, (double)a->utilisation, n, N);
-    double diag = scene_diag(s);
+    BK_EXPECTF(fabs(a->utilisation - (double)n / N) < 1e-6, "%s: utilisation %f vs %u/%zu", name,
+               (double)a->utilisation, n, N);
+    double   diag = scene_diag(s);
     uint32_t unsorted = 0, off = 0, badn = 0, badtri = 0;
-    double worst = 0;
+    double   worst = 0;
     uint8_t *owns = calloc(a->tri_count + 1, 1);
     for (uint32_t i = 0; i < n; ++i) {
         const bk_texel *t = &tx[i];
         if (i && tx[i - 1].pixel >= t->pixel) unsorted++;
-        if (t->tri >= a->tri_count || a->tri_chart[t->tri] == BK_NONE || !cov[t->pixel]) { badtri++; continue; }
+        if (t->tri >= a->tri_count || a->tri_chart[t->tri] == BK_NONE || !cov[t->pixel]) {
+            badtri++;
+            continue;
+        }
         owns[t->tri] = 1;
         double p[3] = { t->px, t->py, t->pz };
         double d = point_tri_dist(s, t->tri, p);
@@ -445,7 +505,7 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
         if (a->tri_chart[t] == BK_NONE) continue;
         if (co.isolated_own && !owns[t]) unowned++;
         const float *u = a->uv + 6 * (size_t)t;
-        int x = (int)floor((u[0] + u[2] + u[4]) / 3.0 * W), y = (int)floor((u[1] + u[3] + u[5]) / 3.0 * H);
+        int          x = (int)floor((u[0] + u[2] + u[4]) / 3.0 * W), y = (int)floor((u[1] + u[3] + u[5]) / 3.0 * H);
         if (x >= W) x = W - 1;
         if (y >= H) y = H - 1;
         if (!cov[(size_t)y * W + x]) untouched++;
@@ -456,8 +516,10 @@ static void check_atlas(const char *name, const bk_scene *s, const bk_atlas *a, 
     free(cov2);
 
     if (co.min_util > 0)
-        BK_EXPECTF(a->utilisation >= co.min_util, "%s: utilisation %.3f below the floor %.2f", name, (double)a->utilisation, co.min_util);
-    printf("%-40s %5dx%-5d %6u charts %5u degenerate  util %.3f (area %.3f)  tpu %.4g  density %.3f..%.3f (%.1f%% of area within 5%%)"
+        BK_EXPECTF(a->utilisation >= co.min_util, "%s: utilisation %.3f below the floor %.2f", name,
+                   (double)a->utilisation, co.min_util);
+    printf("%-40s %5dx%-5d %6u charts %5u degenerate  util %.3f (area %.3f)  tpu %.4g  density %.3f..%.3f (%.1f%% of "
+           "area within 5%%)"
            "  max tilt %.1f  build %.3f s\n",
            name, W, H, a->chart_count, a->degenerate_count, (double)a->utilisation, (double)a->area_utilisation,
            (double)a->texels_per_unit, wa_all > 0 ? rmin : 0.0, rmax, wa_all > 0 ? 100.0 * wa_within5 / wa_all : 100.0,
@@ -475,7 +537,7 @@ static int build(const char *name, const bk_scene *s, int size, float tpu, int p
     o.padding = pad;
     o.scene_path = name;
     char err[512];
-    int rc = bk_atlas_build(s, &o, a, err, sizeof err);
+    int  rc = bk_atlas_build(s, &o, a, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: %s", name, err);
     return rc;
 }
@@ -529,7 +591,7 @@ static int file_atlas(const bk_scene *s, int size, bk_atlas *a, char *err, size_
 
 static void test_uv_file(const char *tmpdir)
 {
-    char err[512];
+    char     err[512];
     bk_atlas a;
 
     bk_scene s = grid_with_vt(8, 4);
@@ -548,9 +610,12 @@ static void test_uv_file(const char *tmpdir)
     }
 
     /* two triangles on the same vt */
-    s.tri_vt[3] = s.tri_vt[0]; s.tri_vt[4] = s.tri_vt[1]; s.tri_vt[5] = s.tri_vt[2];
+    s.tri_vt[3] = s.tri_vt[0];
+    s.tri_vt[4] = s.tri_vt[1];
+    s.tri_vt[5] = s.tri_vt[2];
     BK_EXPECT(file_atlas(&s, 256, &a, err, sizeof err) != 0);
-    BK_EXPECTF(strstr(err, "gen.obj") && strstr(err, "overlap") && strstr(err, "triangles 0 and 1"), "message: %s", err);
+    BK_EXPECTF(strstr(err, "gen.obj") && strstr(err, "overlap") && strstr(err, "triangles 0 and 1"), "message: %s",
+               err);
     memcpy(s.tri_vt, s.tri_v, sizeof(uint32_t) * 3 * s.tri_count);
 
     /* a vt outside [0,1] */
@@ -593,10 +658,11 @@ static void test_uv_file(const char *tmpdir)
             BK_EXPECTF(file_atlas(&back, 64, &fa, err, sizeof err) == 0, "--uv file on --mesh-out: %s", err);
             if (fa.uv) {
                 float worst = 0;
-                for (size_t i = 0; i < 6 * (size_t)s.tri_count; ++i) worst = fmaxf(worst, fabsf(fa.uv[i] - auto_a.uv[i]));
+                for (size_t i = 0; i < 6 * (size_t)s.tri_count; ++i)
+                    worst = fmaxf(worst, fabsf(fa.uv[i] - auto_a.uv[i]));
                 BK_EXPECTF(worst < 1e-6f, "UVs after a --mesh-out round trip differ by %g", (double)worst);
-                BK_EXPECTF(fa.chart_count == auto_a.chart_count, "charts %u after the round trip, %u before", fa.chart_count,
-                           auto_a.chart_count);
+                BK_EXPECTF(fa.chart_count == auto_a.chart_count, "charts %u after the round trip, %u before",
+                           fa.chart_count, auto_a.chart_count);
                 bk_atlas_free(&fa);
             }
             bk_scene_free(&back);
@@ -670,8 +736,9 @@ static void test_fan(void)
     int rc = file_atlas(&s, 1024, &a, err, sizeof err);
     BK_EXPECTF(rc == 0, "fan --uv file: %s", err);
     if (rc == 0) {
-        BK_EXPECTF(a.overlap_work <= WORK_PER_TRI * (uint64_t)s.tri_count, "fan --uv file: %llu overlap steps for %u triangles",
-                   (unsigned long long)a.overlap_work, s.tri_count);
+        BK_EXPECTF(a.overlap_work <= WORK_PER_TRI * (uint64_t)s.tri_count,
+                   "fan --uv file: %llu overlap steps for %u triangles", (unsigned long long)a.overlap_work,
+                   s.tri_count);
         printf("100k-vertex fan, --uv file: %.1f overlap steps a triangle\n", (double)a.overlap_work / s.tri_count);
         bk_atlas_free(&a);
     }
@@ -712,7 +779,7 @@ static void test_huge_density(void)
     builder b;
     b_init(&b);
     add_box(&b, 0, 0, 0, 1, 1, 1);
-    bk_scene s = b_done(&b);
+    bk_scene           s = b_done(&b);
     static const float tpu[] = { 1e30f, 3e9f, 3e38f };
     for (int i = 0; i < 3; ++i) {
         bk_atlas_opts o;
@@ -720,19 +787,20 @@ static void test_huge_density(void)
         o.texels_per_unit = tpu[i];
         o.scene_path = "box.obj";
         bk_atlas a;
-        char err[512] = "";
+        char     err[512] = "";
         BK_EXPECTF(bk_atlas_build(&s, &o, &a, err, sizeof err) != 0, "--texels-per-unit %g accepted", (double)tpu[i]);
-        BK_EXPECTF(strstr(err, "box.obj") && strstr(err, "--texels-per-unit") && strstr(err, "16384"), "message: %s", err);
+        BK_EXPECTF(strstr(err, "box.obj") && strstr(err, "--texels-per-unit") && strstr(err, "16384"), "message: %s",
+                   err);
     }
     /* and with the file's vt */
-    bk_scene g = grid_with_vt(4, 4);
+    bk_scene      g = grid_with_vt(4, 4);
     bk_atlas_opts o;
     bk_atlas_opts_default(&o);
     o.texels_per_unit = 1e30f;
     o.uv_from_file = 1;
     o.scene_path = "grid.obj";
     bk_atlas a;
-    char err[512] = "";
+    char     err[512] = "";
     BK_EXPECT(bk_atlas_build(&g, &o, &a, err, sizeof err) != 0);
     BK_EXPECTF(strstr(err, "grid.obj") && strstr(err, "--texels-per-unit") && strstr(err, "16384"), "message: %s", err);
     free_scene(&g);
@@ -743,21 +811,28 @@ static void test_huge_density(void)
 
 static void corpus_scene(const char *path, const char *label, int size, double min_util, int uv_file_refused)
 {
-    if (access(path, R_OK) != 0) { printf("skip %s: not found\n", path); return; }
+    if (access(path, R_OK) != 0) {
+        printf("skip %s: not found\n", path);
+        return;
+    }
     bk_scene s;
-    char err[512];
-    if (bk_scene_load(path, &s, err, sizeof err) != 0) { BK_EXPECTF(0, "%s", err); return; }
+    char     err[512];
+    if (bk_scene_load(path, &s, err, sizeof err) != 0) {
+        BK_EXPECTF(0, "%s", err);
+        return;
+    }
     bk_atlas a;
-    double t0 = bk_time_now();
+    double   t0 = bk_time_now();
     if (build(path, &s, size, 0, 2, &a) == 0) {
-        double t1 = bk_time_now();
+        double     t1 = bk_time_now();
         check_opts co = { 2, 0, min_util };
         check_atlas(label, &s, &a, co);
         if (strstr(label, "dragon"))
-            BK_EXPECTF(a.chart_count <= 8236 && a.smooth_charts > 0, "%s: %u charts (%u smooth); xatlas makes 8,236", label,
-                       a.chart_count, a.smooth_charts);
-        bk_texel *tx; uint32_t n;
-        double t2 = bk_time_now();
+            BK_EXPECTF(a.chart_count <= 8236 && a.smooth_charts > 0, "%s: %u charts (%u smooth); xatlas makes 8,236",
+                       label, a.chart_count, a.smooth_charts);
+        bk_texel *tx;
+        uint32_t  n;
+        double    t2 = bk_time_now();
         if (bk_atlas_rasterize(&s, &a, &tx, &n, NULL, err, sizeof err) == 0) free(tx);
         printf("%-40s build %.3f s + rasterize %.3f s\n", label, t1 - t0, bk_time_now() - t2);
         const char *dir = getenv("BK_ATLAS_PNG_DIR");
@@ -794,11 +869,11 @@ int main(void)
         builder b;
         b_init(&b);
         add_box(&b, 0, 0, 0, 1, 1, 1);
-        bk_scene s = b_done(&b);
+        bk_scene      s = b_done(&b);
         bk_atlas_opts o;
         bk_atlas_opts_default(&o);
         bk_atlas a;
-        char err[256];
+        char     err[256];
         o.padding = 1;
         BK_EXPECT(bk_atlas_build(&s, &o, &a, err, sizeof err) != 0 && strstr(err, "padding"));
         bk_atlas_opts_default(&o);
@@ -809,7 +884,8 @@ int main(void)
         /* texels per unit: the side is chosen, the scale is the one asked for */
         if (build("box tpu", &s, 0, 40.0f, 2, &a) == 0) {
             BK_EXPECTF(a.texels_per_unit == 40.0f, "tpu %g", (double)a.texels_per_unit);
-            BK_EXPECTF(a.width % 4 == 0 && a.width >= 80 && a.width <= 200, "a 1x1x1 box at 40 texels/unit: side %d", a.width);
+            BK_EXPECTF(a.width % 4 == 0 && a.width >= 80 && a.width <= 200, "a 1x1x1 box at 40 texels/unit: side %d",
+                       a.width);
             check_opts co = { 2, 1, 0 };
             check_atlas("box tpu 40", &s, &a, co);
             bk_atlas_free(&a);
@@ -846,11 +922,17 @@ int main(void)
         uint32_t st = 12345;
         for (int t = 0; t < 2000; ++t) {
             double c[3];
-            for (int k = 0; k < 3; ++k) { st = st * 1664525u + 1013904223u; c[k] = (st >> 8) / 16777216.0 * 10; }
+            for (int k = 0; k < 3; ++k) {
+                st = st * 1664525u + 1013904223u;
+                c[k] = (st >> 8) / 16777216.0 * 10;
+            }
             uint32_t v[3];
             for (int i = 0; i < 3; ++i) {
                 double p[3];
-                for (int k = 0; k < 3; ++k) { st = st * 1664525u + 1013904223u; p[k] = c[k] + ((st >> 8) / 16777216.0 - 0.5) * 0.5; }
+                for (int k = 0; k < 3; ++k) {
+                    st = st * 1664525u + 1013904223u;
+                    p[k] = c[k] + ((st >> 8) / 16777216.0 - 0.5) * 0.5;
+                }
                 v[i] = b_vertex(&b, p[0], p[1], p[2]);
             }
             b_tri(&b, v[0], v[1], v[2]);
@@ -865,13 +947,15 @@ int main(void)
     {
         builder b;
         b_init(&b);
-        uint32_t a0 = b_vertex(&b, 0, 0, 0), a1 = b_vertex(&b, 1, 0, 0), a2 = b_vertex(&b, 1, 0, 1), a3 = b_vertex(&b, 0, 0, 1);
+        uint32_t a0 = b_vertex(&b, 0, 0, 0), a1 = b_vertex(&b, 1, 0, 0), a2 = b_vertex(&b, 1, 0, 1),
+                 a3 = b_vertex(&b, 0, 0, 1);
         b_quad(&b, a0, a3, a2, a1);
-        b_tri(&b, a1, a2, b_vertex(&b, 1.001, 0, 0.5));                                     /* sliver on the quad's edge */
-        b_tri(&b, b_vertex(&b, 3, 0, 0), b_vertex(&b, 3.001, 0, 1), b_vertex(&b, 3.0005, 1, 0.5)); /* lone sliver, upright */
+        b_tri(&b, a1, a2, b_vertex(&b, 1.001, 0, 0.5)); /* sliver on the quad's edge */
+        b_tri(&b, b_vertex(&b, 3, 0, 0), b_vertex(&b, 3.001, 0, 1),
+              b_vertex(&b, 3.0005, 1, 0.5)); /* lone sliver, upright */
         b_tri(&b, b_vertex(&b, 5, 0, 0), b_vertex(&b, 5.0001, 0, 0.0001), b_vertex(&b, 5, 0.0001, 0)); /* tiny */
-        b_tri(&b, a0, a0, a1);                                                               /* repeated vertex */
-        b_tri(&b, b_vertex(&b, 7, 0, 0), b_vertex(&b, 8, 0, 0), b_vertex(&b, 9, 0, 0));        /* collinear */
+        b_tri(&b, a0, a0, a1);                                                          /* repeated vertex */
+        b_tri(&b, b_vertex(&b, 7, 0, 0), b_vertex(&b, 8, 0, 0), b_vertex(&b, 9, 0, 0)); /* collinear */
         bk_scene s = b_done(&b);
         bk_atlas a;
         if (build("slivers", &s, 64, 0, 2, &a) == 0) {
@@ -880,10 +964,15 @@ int main(void)
             check_opts co = { 2, 0, 0 };
             check_atlas("slivers", &s, &a, co);
             /* the lone sliver and the tiny triangle are charts of their own: they own texels */
-            bk_texel *tx; uint32_t n; char err[256];
+            bk_texel *tx;
+            uint32_t  n;
+            char      err[256];
             if (bk_atlas_rasterize(&s, &a, &tx, &n, NULL, err, sizeof err) == 0) {
                 int own3 = 0, own4 = 0;
-                for (uint32_t i = 0; i < n; ++i) { own3 |= tx[i].tri == 3; own4 |= tx[i].tri == 4; }
+                for (uint32_t i = 0; i < n; ++i) {
+                    own3 |= tx[i].tri == 3;
+                    own4 |= tx[i].tri == 4;
+                }
                 BK_EXPECTF(own3, "the lone 1e-3 sliver owns no texel");
                 BK_EXPECTF(own4, "the 1e-4 triangle owns no texel");
                 free(tx);
@@ -893,8 +982,10 @@ int main(void)
         /* only degenerate triangles: an error, no crash */
         bk_scene d;
         memset(&d, 0, sizeof d);
-        d.vertex_count = s.vertex_count; d.positions = s.positions;
-        d.tri_count = 2; d.tri_v = s.tri_v + 3 * 5;
+        d.vertex_count = s.vertex_count;
+        d.positions = s.positions;
+        d.tri_count = 2;
+        d.tri_v = s.tri_v + 3 * 5;
         bk_atlas_opts o;
         bk_atlas_opts_default(&o);
         char err[256];
@@ -910,7 +1001,7 @@ int main(void)
     /* corpus: utilisation floors a little under what this packer measured (1024^2: bunny 68.2,
      * spider 60.5, sponza 86.0, sibenik 75.2, dragon_vrip_res2 75.2 %); the demo scene at issue
      * 9's 85 % */
-    char p[1024];
+    char        p[1024];
     const char *dir = bk_test_scenes_dir();
     corpus_scene(BK_SOURCE_DIR "/scenes/cornell.obj", "cornell", 1024, 0.85, 0);
     snprintf(p, sizeof p, "%s/cornell-box/CornellBox-Original.obj", dir);

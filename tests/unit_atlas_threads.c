@@ -27,14 +27,20 @@ typedef struct result {
 
 static int run(const bk_scene *s, int size, int threads, result *r)
 {
-    char err[512];
+    char          err[512];
     bk_atlas_opts o;
     bk_atlas_opts_default(&o);
     o.size = size;
     memset(r, 0, sizeof *r);
     bk_pool_set_threads(threads);
-    if (bk_atlas_build(s, &o, &r->a, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return -1; }
-    if (bk_atlas_rasterize(s, &r->a, &r->tx, &r->ntx, &r->cov, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return -1; }
+    if (bk_atlas_build(s, &o, &r->a, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    if (bk_atlas_rasterize(s, &r->a, &r->tx, &r->ntx, &r->cov, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -49,28 +55,34 @@ static void result_free(result *r)
 static void compare(const char *name, int threads, const result *ref, const result *r)
 {
     const bk_atlas *a = &ref->a, *b = &r->a;
-    BK_EXPECTF(a->width == b->width && a->height == b->height && a->page_count == b->page_count, "%s, %d threads: size %dx%d vs %dx%d",
-               name, threads, b->width, b->height, a->width, a->height);
-    BK_EXPECTF(a->chart_count == b->chart_count && a->smooth_charts == b->smooth_charts, "%s, %d threads: %u charts (%u smooth) vs %u (%u)",
-               name, threads, b->chart_count, b->smooth_charts, a->chart_count, a->smooth_charts);
-    BK_EXPECTF(a->covered == b->covered && a->utilisation == b->utilisation && a->texels_per_unit == b->texels_per_unit &&
-               a->stretch_l2 == b->stretch_l2 && a->density_max == b->density_max,
-               "%s, %d threads: statistics differ (covered %llu vs %llu)", name, threads, (unsigned long long)b->covered,
-               (unsigned long long)a->covered);
+    BK_EXPECTF(a->width == b->width && a->height == b->height && a->page_count == b->page_count,
+               "%s, %d threads: size %dx%d vs %dx%d", name, threads, b->width, b->height, a->width, a->height);
+    BK_EXPECTF(a->chart_count == b->chart_count && a->smooth_charts == b->smooth_charts,
+               "%s, %d threads: %u charts (%u smooth) vs %u (%u)", name, threads, b->chart_count, b->smooth_charts,
+               a->chart_count, a->smooth_charts);
+    BK_EXPECTF(a->covered == b->covered && a->utilisation == b->utilisation &&
+                   a->texels_per_unit == b->texels_per_unit && a->stretch_l2 == b->stretch_l2 &&
+                   a->density_max == b->density_max,
+               "%s, %d threads: statistics differ (covered %llu vs %llu)", name, threads,
+               (unsigned long long)b->covered, (unsigned long long)a->covered);
     if (a->width != b->width || a->height != b->height || a->tri_count != b->tri_count) return;
     uint32_t T = a->tri_count, bad = 0, first = 0;
     for (uint32_t t = 0; t < T; ++t)
-        if (a->tri_chart[t] != b->tri_chart[t] || memcmp(a->uv + 6 * (size_t)t, b->uv + 6 * (size_t)t, 6 * sizeof(float))) {
+        if (a->tri_chart[t] != b->tri_chart[t] ||
+            memcmp(a->uv + 6 * (size_t)t, b->uv + 6 * (size_t)t, 6 * sizeof(float))) {
             if (!bad++) first = t;
         }
-    BK_EXPECTF(bad == 0, "%s, %d threads: %u triangles with another chart or UVs, the first %u", name, threads, bad, first);
+    BK_EXPECTF(bad == 0, "%s, %d threads: %u triangles with another chart or UVs, the first %u", name, threads, bad,
+               first);
     BK_EXPECTF(r->ntx == ref->ntx, "%s, %d threads: %u texels vs %u", name, threads, r->ntx, ref->ntx);
     if (r->ntx == ref->ntx && ref->ntx) {
         uint32_t nb = 0, fb = 0;
         for (uint32_t i = 0; i < ref->ntx; ++i)
-            if (memcmp(&ref->tx[i], &r->tx[i], sizeof(bk_texel))) { if (!nb++) fb = i; }
-        BK_EXPECTF(nb == 0, "%s, %d threads: %u texels differ, the first %u (pixel %u vs %u)", name, threads, nb, fb, r->tx[fb].pixel,
-                   ref->tx[fb].pixel);
+            if (memcmp(&ref->tx[i], &r->tx[i], sizeof(bk_texel))) {
+                if (!nb++) fb = i;
+            }
+        BK_EXPECTF(nb == 0, "%s, %d threads: %u texels differ, the first %u (pixel %u vs %u)", name, threads, nb, fb,
+                   r->tx[fb].pixel, ref->tx[fb].pixel);
     }
     BK_EXPECTF(!memcmp(ref->cov, r->cov, BK_ATLAS_PIXELS(a)), "%s, %d threads: coverage differs", name, threads);
 }
@@ -78,30 +90,43 @@ static void compare(const char *name, int threads, const result *ref, const resu
 static void check_scene(const char *name, const bk_scene *s, int size)
 {
     static const int threads[] = { 2, 16, 1 };
-    result ref, r;
-    const int failures = bk_test_failures;
+    result           ref, r;
+    const int        failures = bk_test_failures;
     /* every placement the shape packer takes from a search ahead, searched again from scratch */
     bk_atlas_ahead_check = 1;
     bk_atlas_ahead_checked = bk_atlas_ahead_wrong = 0;
-    if (run(s, size, 1, &ref)) { BK_EXPECTF(0, "%s: no atlas", name); return; }
+    if (run(s, size, 1, &ref)) {
+        BK_EXPECTF(0, "%s: no atlas", name);
+        return;
+    }
     for (size_t i = 0; i < sizeof threads / sizeof threads[0]; ++i) {
-        if (run(s, size, threads[i], &r)) { BK_EXPECTF(0, "%s, %d threads: no atlas", name, threads[i]); result_free(&r); continue; }
+        if (run(s, size, threads[i], &r)) {
+            BK_EXPECTF(0, "%s, %d threads: no atlas", name, threads[i]);
+            result_free(&r);
+            continue;
+        }
         compare(name, threads[i], &ref, &r);
         result_free(&r);
     }
-    BK_EXPECTF(bk_atlas_ahead_wrong == 0 && bk_atlas_ahead_checked > 0, "%s: %llu of %llu placements from the shape packer's "
-               "search ahead differ from a search from scratch", name, (unsigned long long)bk_atlas_ahead_wrong,
-               (unsigned long long)bk_atlas_ahead_checked);
+    BK_EXPECTF(bk_atlas_ahead_wrong == 0 && bk_atlas_ahead_checked > 0,
+               "%s: %llu of %llu placements from the shape packer's "
+               "search ahead differ from a search from scratch",
+               name, (unsigned long long)bk_atlas_ahead_wrong, (unsigned long long)bk_atlas_ahead_checked);
     bk_atlas_ahead_check = 0;
-    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: %s with 1, 2, 16 threads; %llu placements searched ahead, as from "
-           "scratch\n", name, size, s->tri_count, ref.a.chart_count, ref.ntx, bk_test_failures == failures ? "same" : "NOT the same",
+    printf("%-28s %4d^2  %6u tris  %5u charts  %8u texels: %s with 1, 2, 16 threads; %llu placements searched ahead, "
+           "as from "
+           "scratch\n",
+           name, size, s->tri_count, ref.a.chart_count, ref.ntx, bk_test_failures == failures ? "same" : "NOT the same",
            (unsigned long long)bk_atlas_ahead_checked);
     result_free(&ref);
 }
 
 /* ---- a generated mesh ---------------------------------------------------------------------- */
 
-typedef struct mesh { bk_scene s; uint32_t vcap, tcap; } mesh;
+typedef struct mesh {
+    bk_scene s;
+    uint32_t vcap, tcap;
+} mesh;
 
 static uint32_t m_vertex(mesh *m, double x, double y, double z)
 {
@@ -110,7 +135,9 @@ static uint32_t m_vertex(mesh *m, double x, double y, double z)
         m->s.positions = realloc(m->s.positions, sizeof(float) * 3 * m->vcap);
     }
     float *p = m->s.positions + 3 * (size_t)m->s.vertex_count;
-    p[0] = (float)x; p[1] = (float)y; p[2] = (float)z;
+    p[0] = (float)x;
+    p[1] = (float)y;
+    p[2] = (float)z;
     return m->s.vertex_count++;
 }
 
@@ -121,7 +148,9 @@ static void m_tri(mesh *m, uint32_t i, uint32_t j, uint32_t k)
         m->s.tri_v = realloc(m->s.tri_v, sizeof(uint32_t) * 3 * m->tcap);
     }
     uint32_t *t = m->s.tri_v + 3 * (size_t)m->s.tri_count++;
-    t[0] = i; t[1] = j; t[2] = k;
+    t[0] = i;
+    t[1] = j;
+    t[2] = k;
 }
 
 static double rnd(uint32_t *st)
@@ -136,10 +165,13 @@ static bk_scene generated(uint32_t seed)
 {
     mesh m;
     memset(&m, 0, sizeof m);
-    uint32_t st = seed;
+    uint32_t  st = seed;
     const int n = 96, k = 48;
-    double amp[6], frq[6];
-    for (int i = 0; i < 6; ++i) { amp[i] = 0.02 + 0.08 * rnd(&st); frq[i] = 1 + (int)(6 * rnd(&st)); }
+    double    amp[6], frq[6];
+    for (int i = 0; i < 6; ++i) {
+        amp[i] = 0.02 + 0.08 * rnd(&st);
+        frq[i] = 1 + (int)(6 * rnd(&st));
+    }
     uint32_t base = m.s.vertex_count;
     for (int j = 0; j <= k; ++j)
         for (int i = 0; i < n; ++i) {
@@ -156,13 +188,18 @@ static bk_scene generated(uint32_t seed)
         }
     for (int b = 0; b < 40; ++b) {
         double o[3], sz[3];
-        for (int d = 0; d < 3; ++d) { o[d] = 3 + 6 * rnd(&st); sz[d] = 0.05 + 0.6 * rnd(&st); }
-        static const int q[6][4] = { {0,1,3,2}, {4,6,7,5}, {0,4,5,1}, {2,3,7,6}, {0,2,6,4}, {1,5,7,3} };
+        for (int d = 0; d < 3; ++d) {
+            o[d] = 3 + 6 * rnd(&st);
+            sz[d] = 0.05 + 0.6 * rnd(&st);
+        }
+        static const int q[6][4] = { { 0, 1, 3, 2 }, { 4, 6, 7, 5 }, { 0, 4, 5, 1 },
+                                     { 2, 3, 7, 6 }, { 0, 2, 6, 4 }, { 1, 5, 7, 3 } };
         for (int f = 0; f < 6; ++f) {
             uint32_t v[4];
             for (int c = 0; c < 4; ++c) {
                 int i = q[f][c];
-                v[c] = m_vertex(&m, o[0] + ((i & 4) ? sz[0] : 0), o[1] + ((i & 2) ? sz[1] : 0), o[2] + ((i & 1) ? sz[2] : 0));
+                v[c] = m_vertex(&m, o[0] + ((i & 4) ? sz[0] : 0), o[1] + ((i & 2) ? sz[1] : 0),
+                                o[2] + ((i & 1) ? sz[2] : 0));
             }
             m_tri(&m, v[0], v[1], v[2]);
             m_tri(&m, v[0], v[2], v[3]);
@@ -172,7 +209,9 @@ static bk_scene generated(uint32_t seed)
         double c[3];
         for (int d = 0; d < 3; ++d) c[d] = -8 + 4 * rnd(&st);
         uint32_t v[3];
-        for (int i = 0; i < 3; ++i) v[i] = m_vertex(&m, c[0] + 0.4 * (rnd(&st) - 0.5), c[1] + 0.4 * (rnd(&st) - 0.5), c[2] + 0.4 * (rnd(&st) - 0.5));
+        for (int i = 0; i < 3; ++i)
+            v[i] = m_vertex(&m, c[0] + 0.4 * (rnd(&st) - 0.5), c[1] + 0.4 * (rnd(&st) - 0.5),
+                            c[2] + 0.4 * (rnd(&st) - 0.5));
         m_tri(&m, v[0], v[1], v[2]);
     }
     uint32_t d0 = m_vertex(&m, 0, 5, 0), d1 = m_vertex(&m, 1, 5, 0);
@@ -183,7 +222,7 @@ static bk_scene generated(uint32_t seed)
 
 int main(void)
 {
-    char err[512], buf[1024];
+    char     err[512], buf[1024];
     bk_scene s;
     if (bk_scene_load(BK_SOURCE_DIR "/scenes/cornell.obj", &s, err, sizeof err) == 0) {
         check_scene("demo cornell", &s, 1024);
@@ -197,15 +236,24 @@ int main(void)
     free(s.positions);
     free(s.tri_v);
 
-    static const struct { const char *rel; int size; } corpus[] = {
+    static const struct {
+        const char *rel;
+        int         size;
+    } corpus[] = {
         { "sponza-dabrovic/sponza.obj", 1024 },
         { "sponza-dabrovic/sponza.obj", 4096 },
         { "dragon/dragon_vrip_res2.obj", 1024 },
     };
     for (size_t i = 0; i < sizeof corpus / sizeof corpus[0]; ++i) {
         snprintf(buf, sizeof buf, "%s/%s", bk_test_scenes_dir(), corpus[i].rel);
-        if (access(buf, R_OK) != 0) { printf("%s: not found, skipped\n", buf); continue; }
-        if (bk_scene_load(buf, &s, err, sizeof err) != 0) { BK_EXPECTF(0, "%s", err); continue; }
+        if (access(buf, R_OK) != 0) {
+            printf("%s: not found, skipped\n", buf);
+            continue;
+        }
+        if (bk_scene_load(buf, &s, err, sizeof err) != 0) {
+            BK_EXPECTF(0, "%s", err);
+            continue;
+        }
         check_scene(corpus[i].rel, &s, corpus[i].size);
         bk_scene_free(&s);
     }

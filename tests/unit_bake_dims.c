@@ -15,7 +15,7 @@
 /* what the hook saw during one sample */
 enum { MAX_DRAWS = 1024 };
 static uint32_t g_draws[MAX_DRAWS], g_draw_count;
-static void record_draw(uint32_t dim)
+static void     record_draw(uint32_t dim)
 {
     if (g_draw_count < MAX_DRAWS) g_draws[g_draw_count] = dim;
     g_draw_count++;
@@ -27,7 +27,10 @@ static void record_draw(uint32_t dim)
 #include "accel_build.h"
 #include "bake.h"
 
-typedef struct dim_use { const char *name; int first, count; } dim_use;
+typedef struct dim_use {
+    const char *name;
+    int         first, count;
+} dim_use;
 #define USE_ROW_(name, n) { #name, BK_DIM_##name, (n) },
 static const dim_use g_uses[] = { BK_DIM_USES(USE_ROW_) };
 #undef USE_ROW_
@@ -39,7 +42,8 @@ static void check_layout(void)
     int next = 0;
     for (int u = 0; u < USE_COUNT; ++u) {
         BK_EXPECTF(g_uses[u].count > 0, "%s takes no dimension", g_uses[u].name);
-        BK_EXPECTF(g_uses[u].first == next, "%s starts at %d, the range before ends at %d", g_uses[u].name, g_uses[u].first, next);
+        BK_EXPECTF(g_uses[u].first == next, "%s starts at %d, the range before ends at %d", g_uses[u].name,
+                   g_uses[u].first, next);
         next = g_uses[u].first + g_uses[u].count;
     }
     BK_EXPECTF(next == BK_DIM_END, "the ranges end at %d, BK_DIM_END is %d", next, (int)BK_DIM_END);
@@ -53,8 +57,8 @@ static void check_layout(void)
         for (int u = 0; u < USE_COUNT; ++u)
             for (int k = 0; k < g_uses[u].count; ++k) {
                 uint32_t d = bk_dim_vertex(b) + (uint32_t)(g_uses[u].first + k);
-                BK_EXPECTF(d >= bk_dim_vertex(b) && d < bk_dim_vertex(b + 1), "vertex %u: %s + %d = dimension %u leaves the vertex's range",
-                           b, g_uses[u].name, k, d);
+                BK_EXPECTF(d >= bk_dim_vertex(b) && d < bk_dim_vertex(b + 1),
+                           "vertex %u: %s + %d = dimension %u leaves the vertex's range", b, g_uses[u].name, k, d);
                 if (d >= MAX_VERTICES * BK_DIM_STRIDE) continue;
                 int me = (int)b * USE_COUNT + u;
                 BK_EXPECTF(owner[d] < 0, "dimension %u: vertex %u %s and vertex %d %s", d, b, g_uses[u].name,
@@ -68,11 +72,16 @@ static void inward_box(bk_scene *s, float kd, float ke)
 {
     bk_test_scene_box(s);
     for (uint32_t t = 0; t < 12; ++t) {
-        uint32_t tmp = s->tri_v[3 * t + 1]; s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2]; s->tri_v[3 * t + 2] = tmp;
+        uint32_t tmp = s->tri_v[3 * t + 1];
+        s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2];
+        s->tri_v[3 * t + 2] = tmp;
     }
     s->material_count = 1;
     s->materials = calloc(1, sizeof(bk_material));
-    for (int k = 0; k < 3; ++k) { s->materials[0].kd[k] = kd; s->materials[0].ke[k] = ke; }
+    for (int k = 0; k < 3; ++k) {
+        s->materials[0].kd[k] = kd;
+        s->materials[0].ke[k] = ke;
+    }
     s->tri_material = calloc(12, sizeof(uint32_t));
 }
 
@@ -82,12 +91,17 @@ static int check_sample_draws(uint32_t last, int ao, uint32_t texel, uint32_t sm
     static uint8_t seen[MAX_VERTICES * BK_DIM_STRIDE];
     memset(seen, 0, sizeof seen);
     int bad = 0;
-    if (g_draw_count > MAX_DRAWS) { fprintf(stderr, "%u draws in one sample\n", g_draw_count); return 1; }
+    if (g_draw_count > MAX_DRAWS) {
+        fprintf(stderr, "%u draws in one sample\n", g_draw_count);
+        return 1;
+    }
     for (uint32_t i = 0; i < g_draw_count; ++i) {
         uint32_t d = g_draws[i], b = d / BK_DIM_STRIDE, off = d % BK_DIM_STRIDE;
-        int named = ao ? ((int)off >= (int)BK_DIM_AO && (int)off <= (int)BK_DIM_AO_LAST && b == 0) : (off < BK_DIM_END && b <= last);
+        int      named = ao ? ((int)off >= (int)BK_DIM_AO && (int)off <= (int)BK_DIM_AO_LAST && b == 0)
+                            : (off < BK_DIM_END && b <= last);
         if (!named) {
-            fprintf(stderr, "texel %u sample %u: dimension %u (vertex %u offset %u) is in no named range\n", texel, smp, d, b, off);
+            fprintf(stderr, "texel %u sample %u: dimension %u (vertex %u offset %u) is in no named range\n", texel, smp,
+                    d, b, off);
             bad = 1;
             continue;
         }
@@ -101,7 +115,8 @@ static int check_sample_draws(uint32_t last, int ao, uint32_t texel, uint32_t sm
     uint32_t got = 0;
     for (uint32_t d = 0; d < MAX_VERTICES * BK_DIM_STRIDE; ++d) got += seen[d] != 0;
     if (got != want) {
-        fprintf(stderr, "texel %u sample %u: %u distinct dimensions drawn, the layout names %u\n", texel, smp, got, want);
+        fprintf(stderr, "texel %u sample %u: %u distinct dimensions drawn, the layout names %u\n", texel, smp, got,
+                want);
         bad = 1;
     }
     return bad;
@@ -109,36 +124,50 @@ static int check_sample_draws(uint32_t last, int ao, uint32_t texel, uint32_t sm
 
 static void check_draws(void)
 {
-    char err[256];
+    char     err[256];
     bk_scene s;
     inward_box(&s, 0.5f, 0.5f);
-    bk_accel a;
+    bk_accel      a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
-    const float point[6] = { 0.2f, 0.3f, -0.1f, 1, 1, 1 };
+    const float  point[6] = { 0.2f, 0.3f, -0.1f, 1, 1, 1 };
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(&s, point, 1, &d, err, sizeof err) == 0, "%s", err);
     BK_EXPECT(d.emit_count == 12 && d.point_count == 1);
-    bk_bake_view v = bk_bake_data_view(&d, &a);
+    bk_bake_view    v = bk_bake_data_view(&d, &a);
     static uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
-    int failures = 0;
+    int             failures = 0;
     for (int ao = 0; ao <= 1; ++ao)
         for (uint32_t bounces = 0; bounces <= (ao ? 0u : 5u); ++bounces) {
             bk_bake_params p;
             memset(&p, 0, sizeof p);
             p.mode = ao ? BK_BAKE_AO : BK_BAKE_LIGHT;
-            p.spp = 8; p.bounces = bounces; p.seed = 7; p.eps = 1e-4f; p.texel_world = 0.01f; p.ao_distance = 1.0f;
+            p.spp = 8;
+            p.bounces = bounces;
+            p.seed = 7;
+            p.eps = 1e-4f;
+            p.texel_world = 0.01f;
+            p.ao_distance = 1.0f;
             p.sky[0] = p.sky[1] = p.sky[2] = 1.0f;
-            p.sun_dir[1] = 1.0f; p.sun_color[0] = 1.0f; p.sun_cos = 0.99f;   /* drawn for, though the box hides it */
+            p.sun_dir[1] = 1.0f;
+            p.sun_color[0] = 1.0f;
+            p.sun_cos = 0.99f; /* drawn for, though the box hides it */
             for (uint32_t texel = 0; texel < 16 && failures < 5; ++texel) {
                 bk_texel t;
-                t.px = -1.0f; t.py = 0.8f * bk_rng_f(1, texel, 0, 0) - 0.4f; t.pz = 0.8f * bk_rng_f(1, texel, 0, 1) - 0.4f;
-                t.nx = 1.0f; t.ny = 0.0f; t.nz = 0.0f; t.tri = 0; t.pixel = texel;
+                t.px = -1.0f;
+                t.py = 0.8f * bk_rng_f(1, texel, 0, 0) - 0.4f;
+                t.pz = 0.8f * bk_rng_f(1, texel, 0, 1) - 0.4f;
+                t.nx = 1.0f;
+                t.ny = 0.0f;
+                t.nz = 0.0f;
+                t.tri = 0;
+                t.pixel = texel;
                 bk_f4 acc;
                 acc.x = acc.y = acc.z = acc.w = 0.0f;
                 for (uint32_t smp = 0; smp < p.spp; ++smp) {
-                    p.sample_begin = smp; p.sample_end = smp + 1;
-                    bk_stack st = bk_stack_make(BK_STACK_GLOBAL, fast, 1, BK_STACK_ENTRIES, spill, 1);
+                    p.sample_begin = smp;
+                    p.sample_end = smp + 1;
+                    bk_stack       st = bk_stack_make(BK_STACK_GLOBAL, fast, 1, BK_STACK_ENTRIES, spill, 1);
                     bk_trace_stats ts;
                     memset(&ts, 0, sizeof ts);
                     g_draw_count = 0;

@@ -26,8 +26,8 @@
 
 static int same_info(const bk_build_info *a, const bk_build_info *b)
 {
-    return a->sah_cost == b->sah_cost && a->nodes == b->nodes && a->leaves == b->leaves && a->depth == b->depth
-        && a->refs == b->refs && a->max_leaf == b->max_leaf && a->bytes == b->bytes;
+    return a->sah_cost == b->sah_cost && a->nodes == b->nodes && a->leaves == b->leaves && a->depth == b->depth &&
+           a->refs == b->refs && a->max_leaf == b->max_leaf && a->bytes == b->bytes;
 }
 
 /* 0 when a and b hold the same bytes; else names the first array that differs. */
@@ -35,7 +35,8 @@ static const char *accel_diff(const bk_accel *a, const bk_accel *b)
 {
     if (a->type != b->type) return "type";
     if (a->bvh_node_count != b->bvh_node_count) return "BVH node count";
-    if (a->bvh_node_count && memcmp(a->bvh_nodes, b->bvh_nodes, sizeof(bk_bvh_node) * a->bvh_node_count)) return "BVH nodes";
+    if (a->bvh_node_count && memcmp(a->bvh_nodes, b->bvh_nodes, sizeof(bk_bvh_node) * a->bvh_node_count))
+        return "BVH nodes";
     if (a->kd_node_count != b->kd_node_count) return "KD node count";
     if (a->kd_node_count && memcmp(a->kd_nodes, b->kd_nodes, sizeof(bk_kd_node) * a->kd_node_count)) return "KD nodes";
     if (a->kd_ref_count != b->kd_ref_count) return "KD reference count";
@@ -47,8 +48,9 @@ static const char *accel_diff(const bk_accel *a, const bk_accel *b)
     bk_accel_view va = bk_accel_get_view(a), vb = bk_accel_get_view(b);
     if (va.type == BK_ACCEL_BVH && va.prim == BK_PRIM_TRI) {
         bk_wbvh wa, wb;
-        char err[256];
-        if (bk_wbvh_build(&va, &wa, err, sizeof err) || bk_wbvh_build(&vb, &wb, err, sizeof err)) return "wide BVH build";
+        char    err[256];
+        if (bk_wbvh_build(&va, &wa, err, sizeof err) || bk_wbvh_build(&vb, &wb, err, sizeof err))
+            return "wide BVH build";
         const char *d = NULL;
         if (wa.node_count != wb.node_count || wa.depth != wb.depth) d = "wide node count";
         else if (memcmp(wa.nodes, wb.nodes, sizeof(bk_wbvh_node) * wa.node_count)) d = "wide nodes";
@@ -64,10 +66,10 @@ static const char *accel_diff(const bk_accel *a, const bk_accel *b)
 static void check_scene(const char *name, const bk_scene *s)
 {
     static const int threads[] = { 2, 16 };
-    bk_build_opts o = bk_build_opts_default();
+    bk_build_opts    o = bk_build_opts_default();
     for (int type = 0; type < 2; ++type) {
         bk_accel ref, a;
-        char err[256] = "";
+        char     err[256] = "";
         bk_pool_set_threads(1);
         if (bk_accel_build(s, type, &o, &ref, err, sizeof err)) {
             BK_EXPECTF(0, "%s: %s build failed: %s", name, bk_accel_type_name(type), err);
@@ -76,7 +78,8 @@ static void check_scene(const char *name, const bk_scene *s)
         for (int i = 0; i < 2; ++i) {
             bk_pool_set_threads(threads[i]);
             if (bk_accel_build(s, type, &o, &a, err, sizeof err)) {
-                BK_EXPECTF(0, "%s: %s build with %d threads failed: %s", name, bk_accel_type_name(type), threads[i], err);
+                BK_EXPECTF(0, "%s: %s build with %d threads failed: %s", name, bk_accel_type_name(type), threads[i],
+                           err);
                 continue;
             }
             const char *d = accel_diff(&ref, &a);
@@ -84,7 +87,7 @@ static void check_scene(const char *name, const bk_scene *s)
                        bk_accel_type_name(type), threads[i], d);
             bk_accel_free(&a);
         }
-        if (type == BK_ACCEL_KDTREE) {   /* and with the plain sorted sweep of small nodes (the reference) */
+        if (type == BK_ACCEL_KDTREE) { /* and with the plain sorted sweep of small nodes (the reference) */
             bk_build_opts q = o;
             q.kd_sweep = 1;
             if (bk_accel_build(s, type, &q, &a, err, sizeof err)) {
@@ -113,10 +116,16 @@ static void check_corpus(const char *rel)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), rel);
-    if (access(path, R_OK) != 0) { printf("%-18s skipped: %s not found\n", rel, path); return; }
+    if (access(path, R_OK) != 0) {
+        printf("%-18s skipped: %s not found\n", rel, path);
+        return;
+    }
     bk_scene s;
-    char err[512];
-    if (bk_scene_load(path, &s, err, sizeof err)) { BK_EXPECTF(0, "%s: %s", path, err); return; }
+    char     err[512];
+    if (bk_scene_load(path, &s, err, sizeof err)) {
+        BK_EXPECTF(0, "%s: %s", path, err);
+        return;
+    }
     check_scene(rel, &s);
     bk_scene_free(&s);
 }

@@ -17,9 +17,17 @@ static int run(char *buf, size_t n, const char *args)
     return bk_test_run_baker(tmpdir, buf, n, a);
 }
 
-static int exists(const char *path) { struct stat sb; return stat(path, &sb) == 0; }
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
 
-static long file_size(const char *path) { struct stat sb; return stat(path, &sb) == 0 ? (long)sb.st_size : -1; }
+static long file_size(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
 
 static int same_file(const char *a, const char *b)
 {
@@ -39,8 +47,11 @@ static int leftovers(void)
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_cli_XXXXXX");
-    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
-    char err[8192], args[4096], rays[512], hits[512], hits2[512];
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char        err[8192], args[4096], rays[512], hits[512], hits2[512];
     const char *scene = BK_SOURCE_DIR "/scenes/cornell.obj";
     snprintf(rays, sizeof rays, "%s/ok.rays", tmpdir);
     snprintf(hits, sizeof hits, "%s/ok.hits", tmpdir);
@@ -75,14 +86,18 @@ int main(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", bk_test_scenes_dir(), bad[i]);
-        if (access(path, R_OK) != 0) { fprintf(stderr, "note: %s absent\n", path); continue; }
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "note: %s absent\n", path);
+            continue;
+        }
         snprintf(args, sizeof args, "rays '%s' -o '%s/bad.rays' --diffuse 10", path, tmpdir);
         int rc = run(err, sizeof err, args);
         /* warnings (an unknown material, say) may come first; the error is the last line */
         char *last = err + strlen(err);
         while (last > err && last[-1] == '\n') *--last = 0;
         while (last > err && last[-1] != '\n') --last;
-        BK_EXPECTF(rc == 1 && !strncmp(last, "baker: ", 7) && strstr(last, bad[i]), "%s: rc %d, stderr '%s'", bad[i], rc, err);
+        BK_EXPECTF(rc == 1 && !strncmp(last, "baker: ", 7) && strstr(last, bad[i]), "%s: rc %d, stderr '%s'", bad[i],
+                   rc, err);
         BK_EXPECT(!leftovers());
     }
 
@@ -93,8 +108,9 @@ int main(void)
     snprintf(args, sizeof args, "trace '%s' --rays '%s' --hits '%s' --backend cpu", scene, rays, hits);
     BK_EXPECT(run(err, sizeof err, args) == 0);
     BK_EXPECT(file_size(hits) == 16 + 8 * 20000);
-    snprintf(args, sizeof args, "trace '%s' --rays '%s' --hits '%s' --backend cpu --accel kdtree --stack short --stack-size 1",
-             scene, rays, hits2);
+    snprintf(args, sizeof args,
+             "trace '%s' --rays '%s' --hits '%s' --backend cpu --accel kdtree --stack short --stack-size 1", scene,
+             rays, hits2);
     BK_EXPECT(run(err, sizeof err, args) == 0);
     BK_EXPECTF(same_file(hits, hits2), "bvh/global and kdtree/short-1 wrote different hits");
 
@@ -141,26 +157,35 @@ int main(void)
         BK_EXPECTF(run(err, sizeof err, args) == 1 && strstr(err, bad[i]), "bake of %s: '%s'", bad[i], err);
     }
     /* an unwritable statistics file fails the whole bake: no map, no mesh either */
-    snprintf(args, sizeof args, "'%s' -o '%s/st.png' --mesh-out '%s/st.obj' --stats '%s/no/dir/st.json' --backend cpu "
-             "--size 32 --spp 1 --quiet", scene, tmpdir, tmpdir, tmpdir);
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/st.png' --mesh-out '%s/st.obj' --stats '%s/no/dir/st.json' --backend cpu "
+             "--size 32 --spp 1 --quiet",
+             scene, tmpdir, tmpdir, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 1 && strstr(err, "st.json"));
     BK_EXPECT(!leftovers());
     /* a good bake writes the map, the mesh and the statistics */
-    snprintf(args, sizeof args, "'%s' -o '%s/ok.png' --mesh-out '%s/ok_mesh.obj' --stats '%s/ok.json' --backend cpu "
-             "--size 32 --spp 2 --quiet", scene, tmpdir, tmpdir, tmpdir);
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/ok.png' --mesh-out '%s/ok_mesh.obj' --stats '%s/ok.json' --backend cpu "
+             "--size 32 --spp 2 --quiet",
+             scene, tmpdir, tmpdir, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 0);
-    snprintf(cmd, sizeof cmd, "%s/ok.png", tmpdir);   BK_EXPECT(file_size(cmd) > 100);
-    snprintf(cmd, sizeof cmd, "%s/ok_mesh.obj", tmpdir); BK_EXPECT(file_size(cmd) > 100);
-    snprintf(cmd, sizeof cmd, "%s/ok.json", tmpdir);  BK_EXPECT(file_size(cmd) > 100);
+    snprintf(cmd, sizeof cmd, "%s/ok.png", tmpdir);
+    BK_EXPECT(file_size(cmd) > 100);
+    snprintf(cmd, sizeof cmd, "%s/ok_mesh.obj", tmpdir);
+    BK_EXPECT(file_size(cmd) > 100);
+    snprintf(cmd, sizeof cmd, "%s/ok.json", tmpdir);
+    BK_EXPECT(file_size(cmd) > 100);
     /* two runs give identical files */
-    snprintf(args, sizeof args, "'%s' -o '%s/ok2.png' --backend cpu --size 32 --spp 2 --quiet --threads 1", scene, tmpdir);
+    snprintf(args, sizeof args, "'%s' -o '%s/ok2.png' --backend cpu --size 32 --spp 2 --quiet --threads 1", scene,
+             tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 0);
     char a2[600], b2[600];
     snprintf(a2, sizeof a2, "%s/ok.png", tmpdir);
     snprintf(b2, sizeof b2, "%s/ok2.png", tmpdir);
     BK_EXPECTF(same_file(a2, b2), "two bakes with the same options wrote different maps");
     /* sorting texels by their rays' key changes the order of work, not the map */
-    snprintf(args, sizeof args, "'%s' -o '%s/ok3.png' --backend cpu --size 32 --spp 2 --quiet --bin-rays on", scene, tmpdir);
+    snprintf(args, sizeof args, "'%s' -o '%s/ok3.png' --backend cpu --size 32 --spp 2 --quiet --bin-rays on", scene,
+             tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 0);
     snprintf(b2, sizeof b2, "%s/ok3.png", tmpdir);
     BK_EXPECTF(same_file(a2, b2), "--bin-rays on wrote another map");

@@ -7,8 +7,15 @@
 
 #include <stddef.h>
 
-typedef struct inner { int flag; const char *name; } inner;
-typedef struct outer { int size; int quiet; inner in; } outer;
+typedef struct inner {
+    int         flag;
+    const char *name;
+} inner;
+typedef struct outer {
+    int   size;
+    int   quiet;
+    inner in;
+} outer;
 
 static int set_size(void *dst, const char *opt, const char *v)
 {
@@ -17,9 +24,26 @@ static int set_size(void *dst, const char *opt, const char *v)
     ((outer *)dst)->size = (int)u;
     return 0;
 }
-static int set_quiet(void *dst, const char *opt, const char *v) { (void)opt; (void)v; ((outer *)dst)->quiet = 1; return 0; }
-static int set_flag(void *dst, const char *opt, const char *v)  { (void)opt; (void)v; ((inner *)dst)->flag = 1; return 0; }
-static int set_name(void *dst, const char *opt, const char *v)  { (void)opt; ((inner *)dst)->name = v; return 0; }
+static int set_quiet(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((outer *)dst)->quiet = 1;
+    return 0;
+}
+static int set_flag(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((inner *)dst)->flag = 1;
+    return 0;
+}
+static int set_name(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((inner *)dst)->name = v;
+    return 0;
+}
 
 static const bk_cli_opt inner_opts[] = {
     { .name = "--flag", .set = set_flag, .help = "a flag" },
@@ -47,24 +71,24 @@ static int parse1(outer *o, int argc, char **argv, int *i)
 int main(void)
 {
     outer o;
-    int i;
+    int   i;
     memset(&o, 0, sizeof o);
     char *a1[] = { "--size", "7" }, *a2[] = { "-s", "9" }, *a3[] = { "--quiet" }, *a4[] = { "--flag" };
     char *a5[] = { "--name", "x" }, *a6[] = { "--nope" }, *a7[] = { "--size" }, *a8[] = { "--size", "1000" };
     char *a9[] = { "--hidden", "3" };
     BK_EXPECT(parse1(&o, 2, a1, &i) == 1 && i == 1 && o.size == 7);
-    BK_EXPECT(parse1(&o, 2, a2, &i) == 1 && i == 1 && o.size == 9);           /* the alias */
-    BK_EXPECT(parse1(&o, 1, a3, &i) == 1 && i == 0 && o.quiet == 1);          /* a flag takes no value */
-    BK_EXPECT(parse1(&o, 1, a4, &i) == 1 && o.in.flag == 1);                  /* the included table, at its offset */
+    BK_EXPECT(parse1(&o, 2, a2, &i) == 1 && i == 1 && o.size == 9);  /* the alias */
+    BK_EXPECT(parse1(&o, 1, a3, &i) == 1 && i == 0 && o.quiet == 1); /* a flag takes no value */
+    BK_EXPECT(parse1(&o, 1, a4, &i) == 1 && o.in.flag == 1);         /* the included table, at its offset */
     BK_EXPECT(parse1(&o, 2, a5, &i) == 1 && o.in.name && !strcmp(o.in.name, "x"));
-    BK_EXPECT(parse1(&o, 1, a6, &i) == 0 && i == 0);                          /* not an option of the table */
-    BK_EXPECT(parse1(&o, 1, a7, &i) == -1);                                   /* no value */
-    BK_EXPECT(parse1(&o, 2, a8, &i) == -1 && o.size == 9);                    /* the setter refuses it */
-    BK_EXPECT(parse1(&o, 2, a9, &i) == 1 && o.size == 3);                     /* hidden rows still parse */
+    BK_EXPECT(parse1(&o, 1, a6, &i) == 0 && i == 0);       /* not an option of the table */
+    BK_EXPECT(parse1(&o, 1, a7, &i) == -1);                /* no value */
+    BK_EXPECT(parse1(&o, 2, a8, &i) == -1 && o.size == 9); /* the setter refuses it */
+    BK_EXPECT(parse1(&o, 2, a9, &i) == 1 && o.size == 3);  /* hidden rows still parse */
 
-    char *text = NULL;
+    char  *text = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
+    FILE  *f = open_memstream(&text, &len);
     BK_EXPECT(f != NULL);
     if (f) {
         bk_cli_table_help(f, outer_opts);
@@ -85,7 +109,8 @@ int main(void)
     if (f) {
         bk_cli_table_help_col(f, inner_opts, 10);
         fclose(f);
-        BK_EXPECTF(text && !strcmp(text, "  --flag  a flag\n  --name a-rather-long-argument\n          on its own line\n"),
+        BK_EXPECTF(text &&
+                       !strcmp(text, "  --flag  a flag\n  --name a-rather-long-argument\n          on its own line\n"),
                    "got:\n%s", text ? text : "(null)");
         free(text);
     }

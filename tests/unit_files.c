@@ -7,7 +7,7 @@
  * device node replaced, a failing --stats removed an earlier lightmap, ...). Runs on a copy of
  * the demo scene in a fresh temporary folder; the CPU backend, tiny atlases.
  */
-#define _XOPEN_SOURCE 700   /* S_IFMT, mknod */
+#define _XOPEN_SOURCE 700 /* S_IFMT, mknod */
 #include "bk_test.h"
 #include "bk_test_files.h"
 
@@ -16,9 +16,10 @@
 static void restore(void)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cmp -s '%s/scenes/cornell.obj' '%s/cornell.obj' && cmp -s '%s/scenes/cornell.mtl' '%s/cornell.mtl' || "
-             "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'", BK_SOURCE_DIR, dir, BK_SOURCE_DIR, dir,
-             BK_SOURCE_DIR, BK_SOURCE_DIR, dir);
+    snprintf(cmd, sizeof cmd,
+             "cmp -s '%s/scenes/cornell.obj' '%s/cornell.obj' && cmp -s '%s/scenes/cornell.mtl' '%s/cornell.mtl' || "
+             "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'",
+             BK_SOURCE_DIR, dir, BK_SOURCE_DIR, dir, BK_SOURCE_DIR, BK_SOURCE_DIR, dir);
     if (system(cmd) != 0) fprintf(stderr, "note: could not restore the scene\n");
 }
 
@@ -27,13 +28,20 @@ static void restore(void)
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/bk_files_XXXXXX");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'", BK_SOURCE_DIR, BK_SOURCE_DIR, dir);
-    if (system(cmd) != 0) { fprintf(stderr, "cannot copy the demo scene\n"); return 1; }
+    snprintf(cmd, sizeof cmd, "cp '%s/scenes/cornell.obj' '%s/scenes/cornell.mtl' '%s/'", BK_SOURCE_DIR, BK_SOURCE_DIR,
+             dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot copy the demo scene\n");
+        return 1;
+    }
     snap scene = take("cornell.obj"), mtl = take("cornell.mtl");
     BK_EXPECT(RUN("rays cornell.obj -o r.rays --diffuse 500") == 0);
-    snap rays = take("r.rays");
+    snap        rays = take("r.rays");
     const char *base = " cornell.obj cornell.mtl r.rays ";
 
     /* 1. --mesh-out naming the scene: refused before any work, with or without a failing --stats
@@ -41,12 +49,15 @@ int main(void)
     BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out cornell.obj --stats missing-dir/s.json " BAKE) != 0);
     BK_EXPECT(same("cornell.obj", scene));
     BK_EXPECTF(RUN("cornell.obj -o map.png --mesh-out cornell.obj " BAKE) == 2 && strstr(errbuf, "--mesh-out") &&
-               strstr(errbuf, "scene"), "%s", errbuf);
+                   strstr(errbuf, "scene"),
+               "%s", errbuf);
     BK_EXPECT(same("cornell.obj", scene) && !exists("map.png") && only(base));
     restore();
     /* 2. --hits naming the scene or the rays */
-    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits cornell.obj --backend cpu") == 2 && strstr(errbuf, "--hits"), "%s", errbuf);
-    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits ./r.rays --backend cpu") == 2 && strstr(errbuf, "--rays"), "%s", errbuf);
+    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits cornell.obj --backend cpu") == 2 && strstr(errbuf, "--hits"),
+               "%s", errbuf);
+    BK_EXPECTF(RUN("trace cornell.obj --rays r.rays --hits ./r.rays --backend cpu") == 2 && strstr(errbuf, "--rays"),
+               "%s", errbuf);
     BK_EXPECT(same("cornell.obj", scene) && same("r.rays", rays) && only(base));
     restore();
     /* 3. --stats naming the lightmap, the scene, or one of its MTL files; rays -o naming the scene */
@@ -70,12 +81,15 @@ int main(void)
     BK_EXPECT(RUN("cornell.obj -o map.png --mesh-out mesh.obj --stats s.json " BAKE) == 0);
     snap map = take("map.png"), mesh = take("mesh.obj"), json = take("s.json");
     BK_EXPECT(map.size > 100 && mesh.size > 100 && json.size > 100);
-    BK_EXPECTF(RUN("cornell.obj -o map.png --stats missing-dir/s.json " BAKE) == 1 && strstr(errbuf, "missing-dir"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o map.png --stats missing-dir/s.json " BAKE) == 1 && strstr(errbuf, "missing-dir"),
+               "%s", errbuf);
     BK_EXPECT(same("map.png", map));
     /* ... also when it fails at the very end: a file-size limit stops the mesh, written after the
      * map (writes past the limit fail with EFBIG once SIGXFSZ is ignored) */
-    BK_EXPECTF(run_in("trap '' XFSZ; ulimit -f 2;", "cornell.obj -o map.png --mesh-out mesh.obj --stats s.json "
-                      "--seed 7 --backend cpu --size 8 --spp 1 --bounces 0 --quiet") == 1 && strstr(errbuf, "mesh.obj"),
+    BK_EXPECTF(run_in("trap '' XFSZ; ulimit -f 2;",
+                      "cornell.obj -o map.png --mesh-out mesh.obj --stats s.json "
+                      "--seed 7 --backend cpu --size 8 --spp 1 --bounces 0 --quiet") == 1 &&
+                   strstr(errbuf, "mesh.obj"),
                "late failure: %s", errbuf);
     BK_EXPECT(same("map.png", map) && same("mesh.obj", mesh) && same("s.json", json));
     BK_EXPECT(only(" cornell.obj cornell.mtl r.rays map.png mesh.obj s.json "));
@@ -109,11 +123,13 @@ int main(void)
     BK_EXPECTF(RUN("cornell.obj -o sub.png " BAKE) == 1 && strstr(errbuf, "directory"), "%s", errbuf);
     BK_EXPECT(RUN("cornell.obj -o m3.png --stats - " BAKE) == 0);
     snap out = take("out.txt");
-    BK_EXPECTF(out.size > 100 && out.data[0] == '{' && strstr(out.data, "\"memory\""), "stdout: %.*s", (int)out.size, out.data);
+    BK_EXPECTF(out.size > 100 && out.data[0] == '{' && strstr(out.data, "\"memory\""), "stdout: %.*s", (int)out.size,
+               out.data);
     /* --stats /proc/version: the message says a file cannot be made there, before any work */
     if (access("/proc/version", R_OK) == 0)
-        BK_EXPECTF(RUN("cornell.obj -o m4.png --stats /proc/version " BAKE) == 1 && strstr(errbuf, "cannot create a file in /proc") &&
-                   !exists("m4.png"), "%s", errbuf);
+        BK_EXPECTF(RUN("cornell.obj -o m4.png --stats /proc/version " BAKE) == 1 &&
+                       strstr(errbuf, "cannot create a file in /proc") && !exists("m4.png"),
+                   "%s", errbuf);
 
     restore();
     /* 9. Ke 1e38 and Ke inf: a warning and a lit map, or an error naming the line; never a black map */
@@ -122,25 +138,30 @@ int main(void)
                           "v 0.2 1 0.2\nv -0.2 1 0.2\nf 1 4 3 2\nusemtl lamp\nf 5 6 7 8\n");
     BK_EXPECTF(RUN("hot.obj -o hot.png --stats hot.json " BAKE) == 0 && strstr(errbuf, "clamped"), "%s", errbuf);
     snap hj = take("hot.json");
-    BK_EXPECTF(hj.data && strstr(hj.data, "\"mean_luminance\": ") && atof(strstr(hj.data, "\"mean_luminance\": ") + 18) > 0,
+    BK_EXPECTF(hj.data && strstr(hj.data, "\"mean_luminance\": ") &&
+                   atof(strstr(hj.data, "\"mean_luminance\": ") + 18) > 0,
                "Ke 1e38 baked black: %s", hj.data ? hj.data : "(no stats)");
     write_text("hot.mtl", "newmtl lamp\nKd 0.5 0.5 0.5\nKe inf 1 1\n");
-    BK_EXPECTF(RUN("hot.obj -o hot2.png " BAKE) == 1 && strstr(errbuf, "hot.mtl:3") && !exists("hot2.png"), "%s", errbuf);
+    BK_EXPECTF(RUN("hot.obj -o hot2.png " BAKE) == 1 && strstr(errbuf, "hot.mtl:3") && !exists("hot2.png"), "%s",
+               errbuf);
 
     restore();
     /* 10. a bake that cannot fit in memory is refused before its texels are made, with the estimate;
      *     progress goes to a log as lines when stderr is not a terminal */
-    BK_EXPECTF(RUN("cornell.obj -o big.png --backend cpu --size 4096 --max-memory 0.2") == 1 && strstr(errbuf, "needs about") &&
-               strstr(errbuf, "GB") && !exists("big.png"), "%s", errbuf);
-    BK_EXPECTF(RUN("cornell.obj -o prog.png --backend cpu --size 32 --spp 4") == 0 && strstr(errbuf, "bake 100%"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o big.png --backend cpu --size 4096 --max-memory 0.2") == 1 &&
+                   strstr(errbuf, "needs about") && strstr(errbuf, "GB") && !exists("big.png"),
+               "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o prog.png --backend cpu --size 32 --spp 4") == 0 && strstr(errbuf, "bake 100%"), "%s",
+               errbuf);
 
     restore();
     /* messages: a RAYS header cut inside its count; commands that do not bake do not say "bake";
      * help for an unknown command is an error; --help names the repo's own format page */
     snprintf(cmd, sizeof cmd, "head -c 12 '%s/r.rays' > '%s/cut.rays'", dir, dir);
     BK_EXPECT(system(cmd) == 0);
-    BK_EXPECTF(RUN("trace cornell.obj --rays cut.rays --hits cut.hits --backend cpu") == 1 && strstr(errbuf, "truncated") &&
-               !exists("cut.hits"), "%s", errbuf);
+    BK_EXPECTF(RUN("trace cornell.obj --rays cut.rays --hits cut.hits --backend cpu") == 1 &&
+                   strstr(errbuf, "truncated") && !exists("cut.hits"),
+               "%s", errbuf);
     write_text("lines.obj", "v 0 0 0\nv 1 0 0\nl 1 2\n");
     BK_EXPECTF(RUN("build lines.obj") == 1 && strstr(errbuf, "no faces") && !strstr(errbuf, "to bake"), "%s", errbuf);
     BK_EXPECTF(RUN("help frob") == 2 && strstr(errbuf, "frob"), "%s", errbuf);
@@ -152,8 +173,8 @@ int main(void)
     /* --mesh-out copies the MTL files the scene names, not an mtllib found inside a long comment */
     {
         size_t n = 6000;
-        char *obj = malloc(n + 400);
-        int k = snprintf(obj, n, "mtllib cornell.mtl\n# ");
+        char  *obj = malloc(n + 400);
+        int    k = snprintf(obj, n, "mtllib cornell.mtl\n# ");
         memset(obj + k, 'x', 4095 - 2);
         k += 4093;
         k += snprintf(obj + k, n + 400 - (size_t)k, "mtllib evil.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
@@ -161,7 +182,8 @@ int main(void)
         free(obj);
         BK_EXPECT(RUN("long.obj -o long.png --mesh-out long_lm.obj " BAKE) == 0);
         snap lm = take("long_lm.obj");
-        BK_EXPECTF(lm.data && strstr(lm.data, "mtllib cornell.mtl") && !strstr(lm.data, "evil"), "%.300s", lm.data ? lm.data : "");
+        BK_EXPECTF(lm.data && strstr(lm.data, "mtllib cornell.mtl") && !strstr(lm.data, "evil"), "%.300s",
+                   lm.data ? lm.data : "");
         free(lm.data);
     }
 
@@ -172,23 +194,30 @@ int main(void)
      * never replaces a user's own m.mtl; beside the scene, the MTL is named as is and no copy made */
     {
         char sh[2048];
-        snprintf(sh, sizeof sh, "cd '%s' && mkdir -p sc/tex out && cp cornell.obj sc/room.obj && printf 'x' > sc/tex/wall.png && "
-                 "printf 'x' > sc/tex/bump.png", dir);
+        snprintf(sh, sizeof sh,
+                 "cd '%s' && mkdir -p sc/tex out && cp cornell.obj sc/room.obj && printf 'x' > sc/tex/wall.png && "
+                 "printf 'x' > sc/tex/bump.png",
+                 dir);
         BK_EXPECT(system(sh) == 0);
         char mtl_text[4096];
-        snprintf(mtl_text, sizeof mtl_text, "%s\nnewmtl extra\nKd 0.5 0.5 0.5\nmap_Kd -s 1 1 1 -clamp on tex/wall.png\n"
-                 "  bump -bm 0.5 tex\\bump.png\r\nmap_Ks %s/abs.png\nmap_Ka tex/missing dir/a b.png  \n", mtl.data ? mtl.data : "", dir);
+        snprintf(mtl_text, sizeof mtl_text,
+                 "%s\nnewmtl extra\nKd 0.5 0.5 0.5\nmap_Kd -s 1 1 1 -clamp on tex/wall.png\n"
+                 "  bump -bm 0.5 tex\\bump.png\r\nmap_Ks %s/abs.png\nmap_Ka tex/missing dir/a b.png  \n",
+                 mtl.data ? mtl.data : "", dir);
         write_text("sc/cornell.mtl", mtl_text);
         snap sc_mtl = take("sc/cornell.mtl");
         BK_EXPECTF(RUN("sc/room.obj -o out/m.png --mesh-out out/m.obj " BAKE) == 0, "%s", errbuf);
         snap mo = take("out/m.obj"), mm = take("out/m.mtl");
-        BK_EXPECTF(mo.data && strstr(mo.data, "\nmtllib m.mtl\n") && !strstr(mo.data, "mtllib /") && !strstr(mo.data, "cornell.mtl"),
+        BK_EXPECTF(mo.data && strstr(mo.data, "\nmtllib m.mtl\n") && !strstr(mo.data, "mtllib /") &&
+                       !strstr(mo.data, "cornell.mtl"),
                    "%.400s", mo.data ? mo.data : "");
         BK_EXPECTF(mm.data && !strncmp(mm.data, "# written by baker", 18) && strstr(mm.data, "newmtl extra") &&
-                   strstr(mm.data, "newmtl white"), "%.300s", mm.data ? mm.data : "");
+                       strstr(mm.data, "newmtl white"),
+                   "%.300s", mm.data ? mm.data : "");
         BK_EXPECTF(mm.data && strstr(mm.data, "\nmap_Kd -s 1 1 1 -clamp on ../sc/tex/wall.png\n") &&
-                   strstr(mm.data, "\n  bump -bm 0.5 ../sc/tex/bump.png\n") && strstr(mm.data, "/abs.png\n") &&
-                   strstr(mm.data, "\nmap_Ka ../sc/tex/missing dir/a b.png\n"), "%s", mm.data ? mm.data : "");
+                       strstr(mm.data, "\n  bump -bm 0.5 ../sc/tex/bump.png\n") && strstr(mm.data, "/abs.png\n") &&
+                       strstr(mm.data, "\nmap_Ka ../sc/tex/missing dir/a b.png\n"),
+                   "%s", mm.data ? mm.data : "");
         /* they resolve from the output's folder */
         BK_EXPECT(exists("out/../sc/tex/wall.png") && exists("out/../sc/tex/bump.png"));
         {
@@ -198,30 +227,46 @@ int main(void)
         }
         BK_EXPECT(same("sc/cornell.mtl", sc_mtl));
         /* the OBJ and its MTL load back with their materials (the baker's own loader) */
-        BK_EXPECTF(RUN("out/m.obj --uv file -o out/again.png " BAKE) == 0 && !strstr(errbuf, "default material"), "%s", errbuf);
+        BK_EXPECTF(RUN("out/m.obj --uv file -o out/again.png " BAKE) == 0 && !strstr(errbuf, "default material"), "%s",
+                   errbuf);
         /* run again: baker's own m.mtl is replaced */
         BK_EXPECTF(RUN("sc/room.obj -o out/m.png --mesh-out out/m.obj " BAKE) == 0, "%s", errbuf);
         /* a user's m.mtl: refused before any work, nothing written or changed */
         write_text("out/u.mtl", "newmtl mine\nKd 1 0 0\n");
         snap um = take("out/u.mtl");
         BK_EXPECTF(RUN("sc/room.obj -o out/u.png --mesh-out out/u.obj " BAKE) == 2 && strstr(errbuf, "u.mtl") &&
-                   strstr(errbuf, "not written by baker"), "%s", errbuf);
+                       strstr(errbuf, "not written by baker"),
+                   "%s", errbuf);
         BK_EXPECT(same("out/u.mtl", um) && !exists("out/u.obj") && !exists("out/u.png"));
         /* an MTL the scene reads, in the output folder, as the copy's name: refused, untouched */
         write_text("sc/two.obj", "mtllib ../out/v.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
         write_text("out/v.mtl", "# written by baker, once\nnewmtl v\nKd 0.5 0.5 0.5\n");
         snap vm = take("out/v.mtl");
-        BK_EXPECTF(RUN("sc/two.obj -o out/v.png --mesh-out out/v.obj " BAKE) == 2 && strstr(errbuf, "v.mtl"), "%s", errbuf);
+        BK_EXPECTF(RUN("sc/two.obj -o out/v.png --mesh-out out/v.obj " BAKE) == 2 && strstr(errbuf, "v.mtl"), "%s",
+                   errbuf);
         BK_EXPECT(same("out/v.mtl", vm) && !exists("out/v.obj") && !exists("out/v.png"));
         /* beside the scene: named as is, no copy */
         BK_EXPECTF(RUN("sc/room.obj -o sc/s.png --mesh-out sc/s.obj " BAKE) == 0, "%s", errbuf);
         snap so = take("sc/s.obj");
-        BK_EXPECTF(so.data && strstr(so.data, "\nmtllib cornell.mtl\n") && !exists("sc/s.mtl"), "%.300s", so.data ? so.data : "");
-        free(sc_mtl.data); free(mo.data); free(mm.data); free(um.data); free(vm.data); free(so.data);
+        BK_EXPECTF(so.data && strstr(so.data, "\nmtllib cornell.mtl\n") && !exists("sc/s.mtl"), "%.300s",
+                   so.data ? so.data : "");
+        free(sc_mtl.data);
+        free(mo.data);
+        free(mm.data);
+        free(um.data);
+        free(vm.data);
+        free(so.data);
     }
 
-    free(scene.data); free(mtl.data); free(rays.data); free(map.data); free(mesh.data); free(json.data);
-    free(out.data); free(hj.data); free(help.data);
+    free(scene.data);
+    free(mtl.data);
+    free(rays.data);
+    free(map.data);
+    free(mesh.data);
+    free(json.data);
+    free(out.data);
+    free(hj.data);
+    free(help.data);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
     BK_TEST_DONE();

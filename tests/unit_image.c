@@ -29,10 +29,10 @@
 #include <zlib.h>
 
 #if defined(__GNUC__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wsign-compare"
-#  pragma GCC diagnostic ignored "-Wunused-function"
-#  pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #endif
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>
@@ -41,7 +41,7 @@
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
 #if defined(__GNUC__)
-#  pragma GCC diagnostic pop
+#pragma GCC diagnostic pop
 #endif
 
 static char tmpdir[256];
@@ -65,19 +65,21 @@ static void test_png(void)
     BK_EXPECT(bk_image_srgb8(2.0f) == 255);
     BK_EXPECT(bk_image_srgb8(-1.0f) == 0);
     BK_EXPECT(bk_image_srgb8(NAN) == 0);
-    BK_EXPECTF(bk_image_srgb8(0.5f) == 188, "0.5 -> %d", bk_image_srgb8(0.5f));     /* 0.7354 * 255 */
+    BK_EXPECTF(bk_image_srgb8(0.5f) == 188, "0.5 -> %d", bk_image_srgb8(0.5f));             /* 0.7354 * 255 */
     BK_EXPECTF(bk_image_srgb8(0.21586f) == 128, "0.21586 -> %d", bk_image_srgb8(0.21586f)); /* sRGB 128/255 */
-    BK_EXPECTF(bk_image_srgb8(0.001f) == 3, "0.001 -> %d", bk_image_srgb8(0.001f));   /* linear segment */
+    BK_EXPECTF(bk_image_srgb8(0.001f) == 3, "0.001 -> %d", bk_image_srgb8(0.001f));         /* linear segment */
 
-    int w = 37, h = 11;
+    int    w = 37, h = 11;
     float *rgb = malloc(sizeof(float) * 3 * w * h);
-    for (int i = 0; i < 3 * w * h; ++i) rgb[i] = (float)i / (3 * w * h - 1) * 0.6f;  /* 0 .. 0.6 */
-    rgb[0] = -0.5f; rgb[1] = NAN; rgb[2] = 100.0f;
+    for (int i = 0; i < 3 * w * h; ++i) rgb[i] = (float)i / (3 * w * h - 1) * 0.6f; /* 0 .. 0.6 */
+    rgb[0] = -0.5f;
+    rgb[1] = NAN;
+    rgb[2] = 100.0f;
     char path[600], err[700];
     snprintf(path, sizeof path, "%s/out.png", tmpdir);
     float exposure = 1.5f;
     BK_EXPECTF(bk_image_write(path, rgb, w, h, exposure, err, sizeof err) == 0, "%s", err);
-    int rw, rh, rc;
+    int            rw, rh, rc;
     unsigned char *back = stbi_load(path, &rw, &rh, &rc, 3);
     BK_EXPECTF(back != NULL, "stb_image cannot read %s", path);
     if (back) {
@@ -85,7 +87,10 @@ static void test_png(void)
         int diff = 0, first = -1;
         for (int i = 0; i < 3 * w * h; ++i) {
             int want = srgb_ref((double)(rgb[i] * exposure));
-            if (back[i] != want) { diff++; if (first < 0) first = i; }
+            if (back[i] != want) {
+                diff++;
+                if (first < 0) first = i;
+            }
         }
         BK_EXPECTF(diff == 0, "%d PNG values differ from the sRGB encoding (first at %d: %d, want %d)", diff, first,
                    first >= 0 ? back[first] : 0, first >= 0 ? srgb_ref((double)(rgb[first] * exposure)) : 0);
@@ -104,22 +109,22 @@ static void test_png(void)
 
 static void test_hdr(void)
 {
-    int w = 16, h = 9;
-    float *rgb = malloc(sizeof(float) * 3 * w * h);
+    int      w = 16, h = 9;
+    float   *rgb = malloc(sizeof(float) * 3 * w * h);
     uint32_t st = 7;
     for (int i = 0; i < 3 * w * h; ++i) {
         st = st * 1664525u + 1013904223u;
-        rgb[i] = (float)pow(10.0, -3.0 + 6.0 * (st >> 8) / 16777216.0);  /* 1e-3 .. 1e3 */
+        rgb[i] = (float)pow(10.0, -3.0 + 6.0 * (st >> 8) / 16777216.0); /* 1e-3 .. 1e3 */
     }
     char path[600], err[700];
     snprintf(path, sizeof path, "%s/out.hdr", tmpdir);
     BK_EXPECTF(bk_image_write(path, rgb, w, h, 4.0f, err, sizeof err) == 0, "%s", err);
-    int rw, rh, rc;
+    int    rw, rh, rc;
     float *back = stbi_loadf(path, &rw, &rh, &rc, 3);
     BK_EXPECTF(back != NULL, "stb_image cannot read %s", path);
     if (back) {
         BK_EXPECT(rw == w && rh == h);
-        int bad = 0;
+        int    bad = 0;
         double worst = 0;
         for (int p = 0; p < w * h; ++p) {
             float m = fmaxf(rgb[3 * p], fmaxf(rgb[3 * p + 1], rgb[3 * p + 2]));
@@ -127,7 +132,7 @@ static void test_hdr(void)
                 /* RGBE: 8 mantissa bits under the pixel's largest channel; exposure not applied */
                 double e = fabs((double)back[3 * p + k] - rgb[3 * p + k]) / m;
                 worst = fmax(worst, e);
-                bad += e > 1.0 / 255.5;   /* half a step (see test_hdr_rounding) */
+                bad += e > 1.0 / 255.5; /* half a step (see test_hdr_rounding) */
             }
         }
         BK_EXPECTF(bad == 0, "%d HDR values beyond RGBE precision (worst %.4f of the pixel maximum)", bad, worst);
@@ -139,7 +144,10 @@ static void test_hdr(void)
 
 static void stbw_to_mem(void *ctx, void *data, int size)
 {
-    struct { unsigned char *p; size_t n, cap; } *m = ctx;
+    struct {
+        unsigned char *p;
+        size_t         n, cap;
+    } *m = ctx;
     if (m->n + (size_t)size > m->cap) return;
     memcpy(m->p + m->n, data, (size_t)size);
     m->n += (size_t)size;
@@ -156,15 +164,18 @@ static void test_hdr_rounding(void)
 {
     /* fixed cases */
     uint8_t q[4];
-    float v1[3] = { 0.999f, 0.5f, 0.0f };       /* 0.999 * 256 = 255.74 rounds to 256: exponent + 1 */
+    float   v1[3] = { 0.999f, 0.5f, 0.0f }; /* 0.999 * 256 = 255.74 rounds to 256: exponent + 1 */
     bk_image_rgbe(v1, q);
-    BK_EXPECTF(q[0] == 128 && q[1] == 64 && q[2] == 0 && q[3] == 129, "0.999,0.5,0 -> %d %d %d %d", q[0], q[1], q[2], q[3]);
-    float v2[3] = { 1.0f, 0.25f, 0.126f };      /* exact: 128 at E 129; 0.126 * 128 = 16.13 -> 16 */
+    BK_EXPECTF(q[0] == 128 && q[1] == 64 && q[2] == 0 && q[3] == 129, "0.999,0.5,0 -> %d %d %d %d", q[0], q[1], q[2],
+               q[3]);
+    float v2[3] = { 1.0f, 0.25f, 0.126f }; /* exact: 128 at E 129; 0.126 * 128 = 16.13 -> 16 */
     bk_image_rgbe(v2, q);
-    BK_EXPECTF(q[0] == 128 && q[1] == 32 && q[2] == 16 && q[3] == 129, "1,0.25,0.126 -> %d %d %d %d", q[0], q[1], q[2], q[3]);
-    float v3[3] = { 0.75f, 0.7f, 0.002f };      /* 0.7 * 256 = 179.2 -> 179, 0.002 * 256 = 0.512 -> 1 */
+    BK_EXPECTF(q[0] == 128 && q[1] == 32 && q[2] == 16 && q[3] == 129, "1,0.25,0.126 -> %d %d %d %d", q[0], q[1], q[2],
+               q[3]);
+    float v3[3] = { 0.75f, 0.7f, 0.002f }; /* 0.7 * 256 = 179.2 -> 179, 0.002 * 256 = 0.512 -> 1 */
     bk_image_rgbe(v3, q);
-    BK_EXPECTF(q[0] == 192 && q[1] == 179 && q[2] == 1 && q[3] == 128, "0.75,0.7,0.002 -> %d %d %d %d", q[0], q[1], q[2], q[3]);
+    BK_EXPECTF(q[0] == 192 && q[1] == 179 && q[2] == 1 && q[3] == 128, "0.75,0.7,0.002 -> %d %d %d %d", q[0], q[1],
+               q[2], q[3]);
     float v4[3] = { -1.0f, NAN, 0.0f };
     bk_image_rgbe(v4, q);
     BK_EXPECT(q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0);
@@ -174,49 +185,59 @@ static void test_hdr_rounding(void)
 
     /* random pixels: the largest channel 1e-3..1e3, the others a random fraction of it */
     enum { N = 100000 };
-    float *px = malloc(sizeof(float) * 3 * N);
+    float   *px = malloc(sizeof(float) * 3 * N);
     uint8_t *nw = malloc(4 * (size_t)N);
-    struct { unsigned char *p; size_t n, cap; } mem = { malloc(4 * (size_t)N + 4096), 0, 4 * (size_t)N + 4096 };
+    struct {
+        unsigned char *p;
+        size_t         n, cap;
+    } mem = { malloc(4 * (size_t)N + 4096), 0, 4 * (size_t)N + 4096 };
     uint64_t st = 12345;
     for (int i = 0; i < N; ++i) {
         double r[4];
-        for (int k = 0; k < 4; ++k) { st = st * 6364136223846793005ull + 1442695040888963407ull; r[k] = (double)(st >> 11) / 9007199254740992.0; }
+        for (int k = 0; k < 4; ++k) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            r[k] = (double)(st >> 11) / 9007199254740992.0;
+        }
         double m = pow(10.0, -3.0 + 6.0 * r[0]);
-        int big = i % 3;
+        int    big = i % 3;
         for (int k = 0; k < 3; ++k) px[3 * i + k] = (float)(k == big ? m : m * r[1 + k]);
         bk_image_rgbe(px + 3 * i, nw + 4 * (size_t)i);
     }
     /* the old encoder's bytes: a 1-pixel-wide image is written flat (no run-length) */
     BK_EXPECT(stbi_write_hdr_to_func(stbw_to_mem, &mem, 1, N, 3, px));
     const uint8_t *old = NULL;
-    char head[64];
+    char           head[64];
     snprintf(head, sizeof head, "-Y %d +X 1\n", N);
     for (size_t i = 0; i + strlen(head) <= mem.n; ++i)
-        if (!memcmp(mem.p + i, head, strlen(head))) { old = mem.p + i + strlen(head); break; }
+        if (!memcmp(mem.p + i, head, strlen(head))) {
+            old = mem.p + i + strlen(head);
+            break;
+        }
     BK_EXPECT(old && (size_t)(old - mem.p) + 4 * (size_t)N == mem.n);
     if (old) {
         /* relative error of every channel at least 1/8 of its pixel's largest (mantissa >= 16) */
         double sum[2][2] = { { 0 } }, worst[2][2][3] = { { { 0 } } }, half_step_bad = 0;
-        long cnt = 0;
+        long   cnt = 0;
         for (int i = 0; i < N; ++i) {
             const float *p = px + 3 * i;
-            double m = fmax(p[0], fmax(p[1], p[2]));
+            double       m = fmax(p[0], fmax(p[1], p[2]));
             for (int k = 0; k < 3; ++k) {
                 double v = p[k];
                 /* half a step of the rounded encoding: everything it writes is within it */
                 double dn = rgbe_dec(nw + 4 * (size_t)i, k, 0.0);
                 /* max/256 of the decoded maximum; of the original m that is m/255.5 at worst (m
                  * rounded up to 2^e: the step doubled, a half step is 2^(e-8) and m >= 255.5 2^(e-8)) */
-                double dm = fmax(rgbe_dec(nw + 4 * (size_t)i, 0, 0.0), fmax(rgbe_dec(nw + 4 * (size_t)i, 1, 0.0), rgbe_dec(nw + 4 * (size_t)i, 2, 0.0)));
-                if (fabs(dn - v) > 0.5 * ldexp(1.0, nw[4 * (size_t)i + 3] - 136) * (1 + 1e-6) || fabs(dn - v) > dm / 256 * (1 + 1e-6) ||
-                    fabs(dn - v) > m / 255.5)
+                double dm = fmax(rgbe_dec(nw + 4 * (size_t)i, 0, 0.0),
+                                 fmax(rgbe_dec(nw + 4 * (size_t)i, 1, 0.0), rgbe_dec(nw + 4 * (size_t)i, 2, 0.0)));
+                if (fabs(dn - v) > 0.5 * ldexp(1.0, nw[4 * (size_t)i + 3] - 136) * (1 + 1e-6) ||
+                    fabs(dn - v) > dm / 256 * (1 + 1e-6) || fabs(dn - v) > m / 255.5)
                     half_step_bad++;
                 if (v < m / 8) continue;
                 cnt++;
                 for (int enc = 0; enc < 2; ++enc)
                     for (int dec = 0; dec < 2; ++dec) {
                         const uint8_t *b = enc ? old + 4 * (size_t)i : nw + 4 * (size_t)i;
-                        double e = (rgbe_dec(b, k, dec ? 0.5 : 0.0) - v) / v;
+                        double         e = (rgbe_dec(b, k, dec ? 0.5 : 0.0) - v) / v;
                         sum[enc][dec] += e;
                         worst[enc][dec][k] = fmax(worst[enc][dec][k], fabs(e));
                     }
@@ -225,25 +246,30 @@ static void test_hdr_rounding(void)
         const char *en[2] = { "rounded (baker)", "truncated (stb_image_write)" }, *dn[2] = { "byte", "byte+0.5" };
         for (int enc = 0; enc < 2; ++enc)
             for (int dec = 0; dec < 2; ++dec)
-                printf("hdr %-28s decoded %-8s: mean relative error %+.5f%%, max |error| R %.3f%% G %.3f%% B %.3f%% (%ld channels >= max/8)\n",
-                       en[enc], dn[dec], 100 * sum[enc][dec] / (double)cnt, 100 * worst[enc][dec][0], 100 * worst[enc][dec][1],
-                       100 * worst[enc][dec][2], cnt);
-        BK_EXPECTF(half_step_bad == 0, "%.0f channels beyond half a step (or max/256) of the rounded encoding", half_step_bad);
+                printf("hdr %-28s decoded %-8s: mean relative error %+.5f%%, max |error| R %.3f%% G %.3f%% B %.3f%% "
+                       "(%ld channels >= max/8)\n",
+                       en[enc], dn[dec], 100 * sum[enc][dec] / (double)cnt, 100 * worst[enc][dec][0],
+                       100 * worst[enc][dec][1], 100 * worst[enc][dec][2], cnt);
+        BK_EXPECTF(half_step_bad == 0, "%.0f channels beyond half a step (or max/256) of the rounded encoding",
+                   half_step_bad);
         /* unbiased for stb_image's decoder: the statistical error of the mean is ~2e-5 here */
-        BK_EXPECTF(fabs(sum[0][0] / (double)cnt) < 2e-4, "rounded RGBE bias %+g with the byte decoder", sum[0][0] / (double)cnt);
+        BK_EXPECTF(fabs(sum[0][0] / (double)cnt) < 2e-4, "rounded RGBE bias %+g with the byte decoder",
+                   sum[0][0] / (double)cnt);
         /* the old encoder is dark there by half a step on average; with +0.5 it is the unbiased one */
-        BK_EXPECTF(sum[1][0] / (double)cnt < -2e-3, "truncated RGBE bias %+g: expected clearly negative", sum[1][0] / (double)cnt);
-        BK_EXPECTF(fabs(sum[1][1] / (double)cnt) < 2e-4, "truncated RGBE + 0.5 decoder bias %+g", sum[1][1] / (double)cnt);
+        BK_EXPECTF(sum[1][0] / (double)cnt < -2e-3, "truncated RGBE bias %+g: expected clearly negative",
+                   sum[1][0] / (double)cnt);
+        BK_EXPECTF(fabs(sum[1][1] / (double)cnt) < 2e-4, "truncated RGBE + 0.5 decoder bias %+g",
+                   sum[1][1] / (double)cnt);
         for (int k = 0; k < 3; ++k)
-            BK_EXPECTF(worst[0][0][k] < worst[1][0][k] && worst[0][0][k] <= 0.5 / 16 + 1e-9, "channel %d: max relative error %g (old %g)", k,
-                       worst[0][0][k], worst[1][0][k]);
+            BK_EXPECTF(worst[0][0][k] < worst[1][0][k] && worst[0][0][k] <= 0.5 / 16 + 1e-9,
+                       "channel %d: max relative error %g (old %g)", k, worst[0][0][k], worst[1][0][k]);
     }
 
     /* the file: what stb_image reads back is exactly the byte decoder of bk_image_rgbe, for a
      * run-length image (w >= 8, with runs of zeros and equal pixels) and a flat one (w < 8) */
     int sizes[2][2] = { { 300, 7 }, { 5, 9 } };
     for (int t = 0; t < 2; ++t) {
-        int w = sizes[t][0], h = sizes[t][1];
+        int    w = sizes[t][0], h = sizes[t][1];
         float *img = malloc(sizeof(float) * 3 * w * h);
         for (int i = 0; i < w * h; ++i)
             for (int k = 0; k < 3; ++k) {
@@ -253,7 +279,7 @@ static void test_hdr_rounding(void)
         char path[600], err[700];
         snprintf(path, sizeof path, "%s/round.hdr", tmpdir);
         BK_EXPECTF(bk_image_write(path, img, w, h, 1.0f, err, sizeof err) == 0, "%s", err);
-        int rw, rh, rc;
+        int    rw, rh, rc;
         float *back = stbi_loadf(path, &rw, &rh, &rc, 3);
         BK_EXPECTF(back && rw == w && rh == h, "stb_image cannot read %s (%dx%d)", path, w, h);
         int bad = 0;
@@ -262,25 +288,29 @@ static void test_hdr_rounding(void)
             bk_image_rgbe(img + 3 * i, b);
             float m = fmaxf(img[3 * i], fmaxf(img[3 * i + 1], img[3 * i + 2]));
             for (int k = 0; k < 3; ++k)
-                bad += back[3 * i + k] != (float)rgbe_dec(b, k, 0.0) || fabsf(back[3 * i + k] - img[3 * i + k]) > m / 255.5f;
+                bad += back[3 * i + k] != (float)rgbe_dec(b, k, 0.0) ||
+                       fabsf(back[3 * i + k] - img[3 * i + k]) > m / 255.5f;
         }
-        BK_EXPECTF(bad == 0, "%dx%d: %d channels read back differently from bk_image_rgbe or beyond max/255.5", w, h, bad);
+        BK_EXPECTF(bad == 0, "%dx%d: %d channels read back differently from bk_image_rgbe or beyond max/255.5", w, h,
+                   bad);
         if (back) stbi_image_free(back);
         /* the image's own words are read back by baker's reader too */
         float *mine = NULL;
-        int mw, mh;
+        int    mw, mh;
         BK_EXPECTF(bk_image_read(path, &mine, &mw, &mh, err, sizeof err) == 0 && mw == w && mh == h, "%s", err);
         free(mine);
         remove(path);
         free(img);
     }
-    free(px); free(nw); free(mem.p);
+    free(px);
+    free(nw);
+    free(mem.p);
 }
 
 static void test_errors(void)
 {
     float rgb[12] = { 0 };
-    char path[600], err[700];
+    char  path[600], err[700];
     snprintf(path, sizeof path, "%s/out.jpg", tmpdir);
     BK_EXPECT(bk_image_write(path, rgb, 2, 2, 1.0f, err, sizeof err) != 0);
     BK_EXPECTF(strstr(err, path) && strstr(err, ".png") && strstr(err, ".hdr"), "message: %s", err);
@@ -304,13 +334,17 @@ static void test_errors(void)
     /* reading: a PNG chunk whose length runs past the end is refused before stb_image allocates
      * for it (fuzz_image found a 1 GB IDAT claim in a 100-byte file); sides over the limit and
      * over a pixel budget are refused before decoding */
-    static const uint8_t sig_ihdr[] = { 0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 16, 0, 0, 0, 16,
-                                        8, 2, 0, 0, 0, 0x90, 0x91, 0x68, 0x32, 0x40, 0, 3, 0x1b, 'I', 'D', 'A', 'T', 'x', 0x5e, 1 };
+    static const uint8_t sig_ihdr[] = { 0x89, 'P',  'N',  'G',  13, 10, 26,   10,  0,   0,   0,   13,  'I',  'H', 'D',
+                                        'R',  0,    0,    0,    16, 0,  0,    0,   16,  8,   2,   0,   0,    0,   0x90,
+                                        0x91, 0x68, 0x32, 0x40, 0,  3,  0x1b, 'I', 'D', 'A', 'T', 'x', 0x5e, 1 };
     snprintf(path, sizeof path, "%s/claims.png", tmpdir);
     FILE *f = fopen(path, "wb");
-    if (f) { fwrite(sig_ihdr, 1, sizeof sig_ihdr, f); fclose(f); }
+    if (f) {
+        fwrite(sig_ihdr, 1, sizeof sig_ihdr, f);
+        fclose(f);
+    }
     float *got = (float *)1;
-    int w = 3, h = 3;
+    int    w = 3, h = 3;
     BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got && !w && !h);
     BK_EXPECTF(strstr(err, path) && strstr(err, "past the end"), "message: %s", err);
     remove(path);
@@ -321,14 +355,21 @@ static void test_errors(void)
     snprintf(path, sizeof path, "%s/runs.hdr", tmpdir);
     for (int k = 0; k < 2; ++k) {
         f = fopen(path, "wb");
-        if (f) { fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 8\n", f); fwrite(runs[k], 1, 5, f); fclose(f); }
+        if (f) {
+            fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 8\n", f);
+            fwrite(runs[k], 1, 5, f);
+            fclose(f);
+        }
         BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got);
         BK_EXPECTF(strstr(err, path) && strstr(err, why[k]), "message: %s", err);
     }
     remove(path);
     snprintf(path, sizeof path, "%s/big.hdr", tmpdir);
     f = fopen(path, "wb");
-    if (f) { fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 16385 +X 4\n", f); fclose(f); }
+    if (f) {
+        fputs("#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 16385 +X 4\n", f);
+        fclose(f);
+    }
     BK_EXPECT(bk_image_read(path, &got, &w, &h, err, sizeof err) != 0 && !got);
     BK_EXPECTF(strstr(err, path) && strstr(err, "4x16385") && strstr(err, "1..16384"), "message: %s", err);
     remove(path);
@@ -342,11 +383,11 @@ static void test_errors(void)
 
 static void test_dilate_small(void)
 {
-    int w = 9, h = 7;
-    float rgb[9 * 7 * 3], orig[9 * 7 * 3];
+    int     w = 9, h = 7;
+    float   rgb[9 * 7 * 3], orig[9 * 7 * 3];
     uint8_t cov[9 * 7];
     memset(cov, 0, sizeof cov);
-    for (int i = 0; i < w * h * 3; ++i) rgb[i] = -7.0f;  /* garbage in uncovered texels */
+    for (int i = 0; i < w * h * 3; ++i) rgb[i] = -7.0f; /* garbage in uncovered texels */
     /* covered: a 2x2 block at (3..4, 2..3) with distinct colours */
     for (int y = 2; y <= 3; ++y)
         for (int x = 3; x <= 4; ++x) {
@@ -398,15 +439,24 @@ static void test_dilate_atlas(void)
     bk_scene s;
     memset(&s, 0, sizeof s);
     float P[8][3];
-    for (int i = 0; i < 8; ++i) { P[i][0] = (float)(i & 1); P[i][1] = (float)((i >> 1) & 1); P[i][2] = (float)((i >> 2) & 1); }
-    static const uint32_t q[6][4] = { {0,2,3,1}, {4,5,7,6}, {0,1,5,4}, {2,6,7,3}, {0,4,6,2}, {1,3,7,5} };
+    for (int i = 0; i < 8; ++i) {
+        P[i][0] = (float)(i & 1);
+        P[i][1] = (float)((i >> 1) & 1);
+        P[i][2] = (float)((i >> 2) & 1);
+    }
+    static const uint32_t q[6][4] = { { 0, 2, 3, 1 }, { 4, 5, 7, 6 }, { 0, 1, 5, 4 },
+                                      { 2, 6, 7, 3 }, { 0, 4, 6, 2 }, { 1, 3, 7, 5 } };
     s.vertex_count = 8;
     s.positions = &P[0][0];
     s.tri_count = 12;
     uint32_t tv[36];
     for (int f = 0; f < 6; ++f) {
-        tv[6 * f] = q[f][0]; tv[6 * f + 1] = q[f][1]; tv[6 * f + 2] = q[f][2];
-        tv[6 * f + 3] = q[f][0]; tv[6 * f + 4] = q[f][2]; tv[6 * f + 5] = q[f][3];
+        tv[6 * f] = q[f][0];
+        tv[6 * f + 1] = q[f][1];
+        tv[6 * f + 2] = q[f][2];
+        tv[6 * f + 3] = q[f][0];
+        tv[6 * f + 4] = q[f][2];
+        tv[6 * f + 5] = q[f][3];
     }
     s.tri_v = tv;
     bk_atlas_opts o;
@@ -414,14 +464,25 @@ static void test_dilate_atlas(void)
     o.size = 48;
     o.padding = 3;
     bk_atlas a;
-    char err[256];
-    if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) { BK_EXPECTF(0, "%s", err); return; }
-    bk_texel *tx; uint32_t n; uint8_t *cov;
-    if (bk_atlas_rasterize(&s, &a, &tx, &n, &cov, err, sizeof err) != 0) { BK_EXPECTF(0, "%s", err); bk_atlas_free(&a); return; }
-    int W = a.width, H = a.height;
+    char     err[256];
+    if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) {
+        BK_EXPECTF(0, "%s", err);
+        return;
+    }
+    bk_texel *tx;
+    uint32_t  n;
+    uint8_t  *cov;
+    if (bk_atlas_rasterize(&s, &a, &tx, &n, &cov, err, sizeof err) != 0) {
+        BK_EXPECTF(0, "%s", err);
+        bk_atlas_free(&a);
+        return;
+    }
+    int    W = a.width, H = a.height;
     float *rgb = calloc((size_t)3 * W * H, sizeof(float));
     for (uint32_t i = 0; i < n; ++i) {
-        rgb[3 * tx[i].pixel] = tx[i].px + 1; rgb[3 * tx[i].pixel + 1] = tx[i].py + 1; rgb[3 * tx[i].pixel + 2] = tx[i].pz + 1;
+        rgb[3 * tx[i].pixel] = tx[i].px + 1;
+        rgb[3 * tx[i].pixel + 1] = tx[i].py + 1;
+        rgb[3 * tx[i].pixel + 2] = tx[i].pz + 1;
     }
     float *before = malloc(sizeof(float) * 3 * W * H);
     memcpy(before, rgb, sizeof(float) * 3 * W * H);
@@ -440,12 +501,16 @@ static void test_dilate_atlas(void)
                         if (xx < 0 || yy < 0 || xx >= W || yy >= H) continue;
                         holes += cov[(size_t)yy * W + xx] == BK_COVER_NONE;
                     }
-            } else if (cov[i]) dark += !(rgb[3 * i] >= 1.0f);  /* filled with a real colour (>= 1) */
+            } else if (cov[i]) dark += !(rgb[3 * i] >= 1.0f); /* filled with a real colour (>= 1) */
         }
     BK_EXPECTF(holes == 0, "%d unfilled texels next to covered ones after dilation", holes);
     BK_EXPECTF(changed == 0, "%d covered texels changed by dilation", changed);
     BK_EXPECTF(dark == 0, "%d dilated texels without a colour", dark);
-    free(rgb); free(before); free(cov0); free(tx); free(cov);
+    free(rgb);
+    free(before);
+    free(cov0);
+    free(tx);
+    free(cov);
     bk_atlas_free(&a);
 }
 
@@ -455,12 +520,16 @@ static void test_dilate_atlas(void)
  * Adler-32, and a stream with the Adler-32 changed is refused: the check is live) and that holds
  * exactly h rows of filter byte 1 (Sub) + the Sub-filtered sRGB bytes; stb_image decodes it to
  * bk_image_srgb8(value * exposure) of every channel. */
-static uint32_t png_be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint32_t png_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 
 static int png_encode(const float *rgb, int w, int h, float exposure, char **out, size_t *n)
 {
     char err[256];
-    *out = NULL; *n = 0;
+    *out = NULL;
+    *n = 0;
     FILE *f = open_memstream(out, n);
     if (!f) return -1;
     int rc = bk_image_write_file(f, "bands.png", rgb, w, h, exposure, err, sizeof err);
@@ -474,15 +543,20 @@ static void check_png_file(const uint8_t *p, size_t n, const float *rgb, int w, 
     static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
     BK_EXPECT(n > 8 + 25 + 12 && memcmp(p, sig, 8) == 0);
     uint8_t *z = malloc(n);
-    size_t zn = 0, at = 8;
-    int idat = 0, iend = 0, bad_crc = 0;
+    size_t   zn = 0, at = 8;
+    int      idat = 0, iend = 0, bad_crc = 0;
     while (at + 12 <= n && !iend) {
         uint32_t len = png_be32(p + at);
         if (at + 12 + len > n) break;
         if (crc32(0, p + at + 4, len + 4) != png_be32(p + at + 8 + len)) bad_crc++;
-        if (at == 8) BK_EXPECT(len == 13 && memcmp(p + at + 4, "IHDR", 4) == 0 && png_be32(p + at + 8) == (uint32_t)w &&
-                               png_be32(p + at + 12) == (uint32_t)h && p[at + 16] == 8 && p[at + 17] == 2);
-        if (memcmp(p + at + 4, "IDAT", 4) == 0) { memcpy(z + zn, p + at + 8, len); zn += len; idat++; }
+        if (at == 8)
+            BK_EXPECT(len == 13 && memcmp(p + at + 4, "IHDR", 4) == 0 && png_be32(p + at + 8) == (uint32_t)w &&
+                      png_be32(p + at + 12) == (uint32_t)h && p[at + 16] == 8 && p[at + 17] == 2);
+        if (memcmp(p + at + 4, "IDAT", 4) == 0) {
+            memcpy(z + zn, p + at + 8, len);
+            zn += len;
+            idat++;
+        }
         if (memcmp(p + at + 4, "IEND", 4) == 0) iend = 1;
         at += 12 + len;
     }
@@ -490,15 +564,18 @@ static void check_png_file(const uint8_t *p, size_t n, const float *rgb, int w, 
     BK_EXPECTF(iend && at == n, "%dx%d: IEND missing or not at the end", w, h);
     BK_EXPECTF(idat == (h + 63) / 64, "%dx%d: %d IDAT chunks, one per 64-row band expected", w, h, idat);
     const size_t stride = (size_t)w * 3 + 1, raw = stride * h;
-    uint8_t *f = malloc(raw + 1);
-    uLongf got = raw + 1;
-    int zrc = uncompress(f, &got, z, zn);
+    uint8_t     *f = malloc(raw + 1);
+    uLongf       got = raw + 1;
+    int          zrc = uncompress(f, &got, z, zn);
     BK_EXPECTF(zrc == Z_OK && got == raw, "%dx%d: uncompress %d, %lu bytes of %zu", w, h, zrc, (unsigned long)got, raw);
     if (zrc == Z_OK && got == raw) {
         int wrong = 0;
         for (int y = 0; y < h; ++y) {
             const uint8_t *row = f + stride * y;
-            if (row[0] != 1) { wrong++; continue; }
+            if (row[0] != 1) {
+                wrong++;
+                continue;
+            }
             uint8_t prev[3] = { 0, 0, 0 };
             for (int x = 0; x < w; ++x)
                 for (int c = 0; c < 3; ++c) {
@@ -508,11 +585,11 @@ static void check_png_file(const uint8_t *p, size_t n, const float *rgb, int w, 
                 }
         }
         BK_EXPECTF(wrong == 0, "%dx%d: %d filter bytes or channels wrong after uncompress", w, h, wrong);
-        z[zn - 1] ^= 0x5a;                                  /* the Adler-32's last byte */
+        z[zn - 1] ^= 0x5a; /* the Adler-32's last byte */
         got = raw + 1;
         BK_EXPECTF(uncompress(f, &got, z, zn) == Z_DATA_ERROR, "%dx%d: a wrong Adler-32 was not noticed", w, h);
     }
-    int x, y, comp;
+    int      x, y, comp;
     stbi_uc *d = stbi_load_from_memory(p, (int)n, &x, &y, &comp, 3);
     BK_EXPECTF(d && x == w && y == h, "%dx%d: stb_image cannot decode it: %s", w, h, stbi_failure_reason());
     if (d && x == w && y == h) {
@@ -521,30 +598,38 @@ static void check_png_file(const uint8_t *p, size_t n, const float *rgb, int w, 
         BK_EXPECTF(wrong == 0, "%dx%d: %d channels decode wrong (stb_image)", w, h, wrong);
     }
     stbi_image_free(d);
-    free(f); free(z);
+    free(f);
+    free(z);
 }
 
 static void test_png_bands(void)
 {
     static const int sizes[][2] = { { 1, 1 }, { 7, 3 }, { 333, 63 }, { 17, 64 }, { 5, 65 }, { 1031, 130 }, { 2, 200 } };
     static const int threads[3] = { 1, 2, 16 };
-    uint32_t s = 12345u;
+    uint32_t         s = 12345u;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
         const int w = sizes[k][0], h = sizes[k][1];
-        float *rgb = malloc(sizeof(float) * 3 * w * h);
+        float    *rgb = malloc(sizeof(float) * 3 * w * h);
         for (size_t i = 0; i < (size_t)w * h * 3; ++i) {
             s = s * 1664525u + 1013904223u;
             /* smooth ramps with noise, some values out of [0, 1] */
             rgb[i] = (float)((i / 3) % (size_t)w) / (float)w * 0.8f + (float)((s >> 8) & 0xff) / 255.0f * 0.4f - 0.1f;
         }
-        char *first = NULL;
+        char  *first = NULL;
         size_t first_n = 0;
         for (int t = 0; t < 3; ++t) {
             bk_pool_set_threads(threads[t]);
-            char *p; size_t n;
+            char  *p;
+            size_t n;
             BK_EXPECT(png_encode(rgb, w, h, 1.5f, &p, &n) == 0);
-            if (!t) { first = p; first_n = n; check_png_file((const uint8_t *)p, n, rgb, w, h, 1.5f); continue; }
-            BK_EXPECTF(n == first_n && memcmp(p, first, n) == 0, "%dx%d: %d threads give other bytes than 1", w, h, threads[t]);
+            if (!t) {
+                first = p;
+                first_n = n;
+                check_png_file((const uint8_t *)p, n, rgb, w, h, 1.5f);
+                continue;
+            }
+            BK_EXPECTF(n == first_n && memcmp(p, first, n) == 0, "%dx%d: %d threads give other bytes than 1", w, h,
+                       threads[t]);
             free(p);
         }
         free(first);
@@ -578,8 +663,8 @@ static void test_srgb8_fast(void)
             n++;
         }
     }
-    static const float odd[] = { -0.0f, -1e-30f, -1.0f, -INFINITY, INFINITY, NAN, -NAN, 1.0f, 1.0000001f, 2.0f, 3.4e38f,
-                                 1e-45f, 1.1754942e-38f, 0.0031308f, 0.5f };
+    static const float odd[] = { -0.0f,      -1e-30f, -1.0f,   -INFINITY, INFINITY,       NAN,        -NAN, 1.0f,
+                                 1.0000001f, 2.0f,    3.4e38f, 1e-45f,    1.1754942e-38f, 0.0031308f, 0.5f };
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; ++i) {
         bad += bk_image_srgb8_fast(t, odd[i]) != bk_image_srgb8(odd[i]);
         n++;
@@ -590,7 +675,10 @@ static void test_srgb8_fast(void)
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_image_%ld", (long)getpid());
-    if (mkdir(tmpdir, 0700) != 0) { perror(tmpdir); return 1; }
+    if (mkdir(tmpdir, 0700) != 0) {
+        perror(tmpdir);
+        return 1;
+    }
     test_png();
     test_srgb8_fast();
     test_png_bands();

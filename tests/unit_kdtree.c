@@ -25,37 +25,50 @@
 /* ---- scenes ---------------------------------------------------------------------------------- */
 
 typedef struct gen {
-    float    *pos;  uint32_t nv, cap_v;
-    uint32_t *tri;  uint32_t nt, cap_t;
+    float    *pos;
+    uint32_t  nv, cap_v;
+    uint32_t *tri;
+    uint32_t  nt, cap_t;
 } gen;
 
 static uint64_t rng_state;
 static uint32_t rng_u32(void)
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;   /* PCG32 */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull; /* PCG32 */
     uint32_t x = (uint32_t)(((rng_state >> 18) ^ rng_state) >> 27), r = (uint32_t)(rng_state >> 59);
     return (x >> r) | (x << ((32 - r) & 31));
 }
-static float rng_f(void) { return (float)(rng_u32() >> 8) * (1.0f / 16777216.0f); }   /* [0, 1) */
+static float rng_f(void) { return (float)(rng_u32() >> 8) * (1.0f / 16777216.0f); } /* [0, 1) */
 static float rng_range(float a, float b) { return a + (b - a) * rng_f(); }
 
 static uint32_t gen_vertex(gen *g, float x, float y, float z)
 {
-    if (g->nv == g->cap_v) { g->cap_v = g->cap_v ? 2 * g->cap_v : 256; g->pos = realloc(g->pos, 3 * sizeof(float) * g->cap_v); }
+    if (g->nv == g->cap_v) {
+        g->cap_v = g->cap_v ? 2 * g->cap_v : 256;
+        g->pos = realloc(g->pos, 3 * sizeof(float) * g->cap_v);
+    }
     BK_CHECK(g->pos);
-    g->pos[3 * g->nv] = x; g->pos[3 * g->nv + 1] = y; g->pos[3 * g->nv + 2] = z;
+    g->pos[3 * g->nv] = x;
+    g->pos[3 * g->nv + 1] = y;
+    g->pos[3 * g->nv + 2] = z;
     return g->nv++;
 }
 static void gen_tri_idx(gen *g, uint32_t a, uint32_t b, uint32_t c)
 {
-    if (g->nt == g->cap_t) { g->cap_t = g->cap_t ? 2 * g->cap_t : 256; g->tri = realloc(g->tri, 3 * sizeof(uint32_t) * g->cap_t); }
+    if (g->nt == g->cap_t) {
+        g->cap_t = g->cap_t ? 2 * g->cap_t : 256;
+        g->tri = realloc(g->tri, 3 * sizeof(uint32_t) * g->cap_t);
+    }
     BK_CHECK(g->tri);
-    g->tri[3 * g->nt] = a; g->tri[3 * g->nt + 1] = b; g->tri[3 * g->nt + 2] = c;
+    g->tri[3 * g->nt] = a;
+    g->tri[3 * g->nt + 1] = b;
+    g->tri[3 * g->nt + 2] = c;
     g->nt++;
 }
 static void gen_tri(gen *g, const float *a, const float *b, const float *c)
 {
-    uint32_t i = gen_vertex(g, a[0], a[1], a[2]), j = gen_vertex(g, b[0], b[1], b[2]), k = gen_vertex(g, c[0], c[1], c[2]);
+    uint32_t i = gen_vertex(g, a[0], a[1], a[2]), j = gen_vertex(g, b[0], b[1], b[2]),
+             k = gen_vertex(g, c[0], c[1], c[2]);
     gen_tri_idx(g, i, j, k);
 }
 static void gen_quad(gen *g, const float *a, const float *b, const float *c, const float *d)
@@ -67,8 +80,10 @@ static bk_scene gen_scene(gen *g)
 {
     bk_scene s;
     memset(&s, 0, sizeof s);
-    s.vertex_count = g->nv; s.positions = g->pos;
-    s.tri_count = g->nt;    s.tri_v = g->tri;
+    s.vertex_count = g->nv;
+    s.positions = g->pos;
+    s.tri_count = g->nt;
+    s.tri_v = g->tri;
     return s;
 }
 
@@ -76,55 +91,63 @@ static void scene_soup(gen *g, uint32_t n, float size)
 {
     for (uint32_t i = 0; i < n; ++i) {
         float c[3] = { rng_f(), rng_f(), rng_f() }, v[3][3];
-        for (int j = 0; j < 3; ++j) for (int k = 0; k < 3; ++k) v[j][k] = c[k] + rng_range(-size, size);
+        for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 3; ++k) v[j][k] = c[k] + rng_range(-size, size);
         gen_tri(g, v[0], v[1], v[2]);
     }
 }
-static void scene_grid(gen *g, int n)   /* flat z = 0, shared vertices */
+static void scene_grid(gen *g, int n) /* flat z = 0, shared vertices */
 {
     uint32_t base = g->nv;
-    for (int y = 0; y <= n; ++y) for (int x = 0; x <= n; ++x) gen_vertex(g, (float)x / n, (float)y / n, 0.0f);
-    for (int y = 0; y < n; ++y) for (int x = 0; x < n; ++x) {
-        uint32_t a = base + (uint32_t)(y * (n + 1) + x), b = a + 1, c = a + (uint32_t)n + 2, d = a + (uint32_t)n + 1;
-        gen_tri_idx(g, a, b, c);
-        gen_tri_idx(g, a, c, d);
-    }
+    for (int y = 0; y <= n; ++y)
+        for (int x = 0; x <= n; ++x) gen_vertex(g, (float)x / n, (float)y / n, 0.0f);
+    for (int y = 0; y < n; ++y)
+        for (int x = 0; x < n; ++x) {
+            uint32_t a = base + (uint32_t)(y * (n + 1) + x), b = a + 1, c = a + (uint32_t)n + 2,
+                     d = a + (uint32_t)n + 1;
+            gen_tri_idx(g, a, b, c);
+            gen_tri_idx(g, a, c, d);
+        }
 }
 static void scene_identical(gen *g, uint32_t n)
 {
     float a[3] = { 0.1f, 0.2f, 0.3f }, b[3] = { 0.9f, 0.25f, 0.5f }, c[3] = { 0.4f, 0.8f, 0.7f };
     for (uint32_t i = 0; i < n; ++i) gen_tri(g, a, b, c);
 }
-static void scene_thin(gen *g, uint32_t n)   /* long slivers across the box along every axis */
+static void scene_thin(gen *g, uint32_t n) /* long slivers across the box along every axis */
 {
     for (uint32_t i = 0; i < n; ++i) {
-        int k = (int)(i % 3);
+        int   k = (int)(i % 3);
         float a[3] = { rng_f(), rng_f(), rng_f() }, b[3], c[3];
-        memcpy(b, a, sizeof a); memcpy(c, a, sizeof a);
-        a[k] = 0.0f; b[k] = 1.0f; c[k] = rng_f();
+        memcpy(b, a, sizeof a);
+        memcpy(c, a, sizeof a);
+        a[k] = 0.0f;
+        b[k] = 1.0f;
+        c[k] = rng_f();
         c[(k + 1) % 3] += 0.002f;
         gen_tri(g, a, b, c);
     }
     scene_soup(g, n / 4, 0.02f);
 }
-static void scene_walls(gen *g)   /* a closed axis-aligned box split in 4x4 quads per face, plus a block */
+static void scene_walls(gen *g) /* a closed axis-aligned box split in 4x4 quads per face, plus a block */
 {
     for (int face = 0; face < 6; ++face) {
-        int k = face / 2, u = (k + 1) % 3, v = (k + 2) % 3;
+        int   k = face / 2, u = (k + 1) % 3, v = (k + 2) % 3;
         float w = (float)(face & 1);
-        for (int i = 0; i < 4; ++i) for (int j = 0; j < 4; ++j) {
-            float p[4][3];
-            for (int q = 0; q < 4; ++q) {
-                p[q][k] = w;
-                p[q][u] = (float)(i + (q == 1 || q == 2)) / 4.0f;
-                p[q][v] = (float)(j + (q >= 2)) / 4.0f;
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+                float p[4][3];
+                for (int q = 0; q < 4; ++q) {
+                    p[q][k] = w;
+                    p[q][u] = (float)(i + (q == 1 || q == 2)) / 4.0f;
+                    p[q][v] = (float)(j + (q >= 2)) / 4.0f;
+                }
+                gen_quad(g, p[0], p[1], p[2], p[3]);
             }
-            gen_quad(g, p[0], p[1], p[2], p[3]);
-        }
     }
     float lo[3] = { 0.25f, 0.0f, 0.25f }, hi[3] = { 0.5f, 0.5f, 0.75f };
     for (int face = 0; face < 6; ++face) {
-        int k = face / 2, u = (k + 1) % 3, v = (k + 2) % 3;
+        int   k = face / 2, u = (k + 1) % 3, v = (k + 2) % 3;
         float p[4][3];
         for (int q = 0; q < 4; ++q) {
             p[q][k] = (face & 1) ? hi[k] : lo[k];
@@ -134,7 +157,7 @@ static void scene_walls(gen *g)   /* a closed axis-aligned box split in 4x4 quad
         gen_quad(g, p[0], p[1], p[2], p[3]);
     }
 }
-static void scene_staircase(gen *g, int n)   /* ever smaller triangles towards the origin */
+static void scene_staircase(gen *g, int n) /* ever smaller triangles towards the origin */
 {
     /* Down to 0.85^80 = 2e-6: smaller than that, bk_tri_intersect's products underflow (a triangle
      * of size 1e-23 at the origin is "hit" at t = -0 by a ray leaving it) and brute force is no
@@ -168,14 +191,20 @@ static void scene_slab(gen *g, uint32_t n, int ulps)
     for (uint32_t i = 0; i < n; ++i) {
         float v[3][3], x = 1.0f;
         for (uint32_t j = rng_u32() % (uint32_t)ulps; j > 0; --j) x = nextafterf(x, 2.0f);
-        v[0][0] = x; v[0][1] = 0;    v[0][2] = 0;
-        v[1][0] = x; v[1][1] = 1;    v[1][2] = 0.5f;
-        v[2][0] = x; v[2][1] = 0.5f; v[2][2] = 1;
+        v[0][0] = x;
+        v[0][1] = 0;
+        v[0][2] = 0;
+        v[1][0] = x;
+        v[1][1] = 1;
+        v[1][2] = 0.5f;
+        v[2][0] = x;
+        v[2][1] = 0.5f;
+        v[2][2] = 1;
         gen_tri(g, v[0], v[1], v[2]);
     }
 }
 
-static void scene_bad(gen *g)   /* degenerate (points, lines) and non-finite triangles among real ones */
+static void scene_bad(gen *g) /* degenerate (points, lines) and non-finite triangles among real ones */
 {
     scene_soup(g, 200, 0.1f);
     float p[3] = { 0.5f, 0.5f, 0.5f }, q[3] = { 0.7f, 0.5f, 0.5f }, r[3] = { 0.9f, 0.5f, 0.5f };
@@ -192,10 +221,17 @@ static void scene_bad(gen *g)   /* degenerate (points, lines) and non-finite tri
 static int tri_box(const bk_scene *s, uint32_t t, float lo[3], float hi[3])
 {
     int finite = 1;
-    for (int k = 0; k < 3; ++k) { lo[k] = INFINITY; hi[k] = -INFINITY; }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = INFINITY;
+        hi[k] = -INFINITY;
+    }
     for (int c = 0; c < 3; ++c) {
         const float *p = s->positions + 3 * s->tri_v[3 * t + c];
-        for (int k = 0; k < 3; ++k) { finite &= isfinite(p[k]) != 0; lo[k] = fminf(lo[k], p[k]); hi[k] = fmaxf(hi[k], p[k]); }
+        for (int k = 0; k < 3; ++k) {
+            finite &= isfinite(p[k]) != 0;
+            lo[k] = fminf(lo[k], p[k]);
+            hi[k] = fmaxf(hi[k], p[k]);
+        }
     }
     return finite;
 }
@@ -206,7 +242,11 @@ static double area3(const float lo[3], const float hi[3])
     return 2.0 * (dx * dy + dy * dz + dz * dx);
 }
 
-typedef struct walk { uint32_t node; int depth; float lo[3], hi[3]; } walk;
+typedef struct walk {
+    uint32_t node;
+    int      depth;
+    float    lo[3], hi[3];
+} walk;
 
 static int pbrt_depth(uint32_t n)
 {
@@ -226,21 +266,25 @@ static void check_tree(const char *name, const bk_scene *s, const bk_accel *a, c
     if (nn == 0 || !a->kd_nodes) return;
 
     /* tris: file order, id in v0.w, scene bounds over the finite triangles */
-    float slo[3] = { INFINITY, INFINITY, INFINITY }, shi[3] = { -INFINITY, -INFINITY, -INFINITY };
+    float    slo[3] = { INFINITY, INFINITY, INFINITY }, shi[3] = { -INFINITY, -INFINITY, -INFINITY };
     uint32_t valid = 0;
     for (uint32_t t = 0; t < s->tri_count; ++t) {
         for (int c = 0; c < 3; ++c) {
-            const bk_f4 v = a->tris[3 * t + c];
+            const bk_f4  v = a->tris[3 * t + c];
             const float *p = s->positions + 3 * s->tri_v[3 * t + c];
-            int same = (v.x == p[0] || (isnan(v.x) && isnan(p[0]))) && (v.y == p[1] || (isnan(v.y) && isnan(p[1])))
-                    && (v.z == p[2] || (isnan(v.z) && isnan(p[2])));
+            int same = (v.x == p[0] || (isnan(v.x) && isnan(p[0]))) && (v.y == p[1] || (isnan(v.y) && isnan(p[1]))) &&
+                       (v.z == p[2] || (isnan(v.z) && isnan(p[2])));
             BK_EXPECTF(same, "%s: tri %u vertex %d", name, t, c);
-            BK_EXPECTF(bk_float_bits(v.w) == (c == 0 ? t : 0u), "%s: tri %u vertex %d w bits %08x", name, t, c, bk_float_bits(v.w));
+            BK_EXPECTF(bk_float_bits(v.w) == (c == 0 ? t : 0u), "%s: tri %u vertex %d w bits %08x", name, t, c,
+                       bk_float_bits(v.w));
         }
         float lo[3], hi[3];
         if (!tri_box(s, t, lo, hi)) continue;
         valid++;
-        for (int k = 0; k < 3; ++k) { slo[k] = fminf(slo[k], lo[k]); shi[k] = fmaxf(shi[k], hi[k]); }
+        for (int k = 0; k < 3; ++k) {
+            slo[k] = fminf(slo[k], lo[k]);
+            shi[k] = fmaxf(shi[k], hi[k]);
+        }
     }
     if (valid) {
         BK_EXPECTF(a->lo.x == slo[0] && a->lo.y == slo[1] && a->lo.z == slo[2], "%s: lo", name);
@@ -249,18 +293,27 @@ static void check_tree(const char *name, const bk_scene *s, const bk_accel *a, c
 
     /* Walk the tree: layout, planes, packed references, stats, SAH. */
     uint8_t *seen = calloc(nn, 1);
-    walk *stack = malloc(sizeof(walk) * (BK_MAX_DEPTH + 4));
+    walk    *stack = malloc(sizeof(walk) * (BK_MAX_DEPTH + 4));
     BK_CHECK(seen && stack);
-    int sp = 0, bad = 0;
+    int      sp = 0, bad = 0;
     uint32_t leaves = 0, max_leaf = 0, expect_first = 0, visited = 0, depth = 0;
-    double sah = 0.0;
-    stack[sp].node = 0; stack[sp].depth = 0;
-    stack[sp].lo[0] = a->lo.x; stack[sp].lo[1] = a->lo.y; stack[sp].lo[2] = a->lo.z;
-    stack[sp].hi[0] = a->hi.x; stack[sp].hi[1] = a->hi.y; stack[sp].hi[2] = a->hi.z;
+    double   sah = 0.0;
+    stack[sp].node = 0;
+    stack[sp].depth = 0;
+    stack[sp].lo[0] = a->lo.x;
+    stack[sp].lo[1] = a->lo.y;
+    stack[sp].lo[2] = a->lo.z;
+    stack[sp].hi[0] = a->hi.x;
+    stack[sp].hi[1] = a->hi.y;
+    stack[sp].hi[2] = a->hi.z;
     sp++;
     while (sp > 0 && bad < 5) {
         walk w = stack[--sp];
-        if (w.node >= nn || seen[w.node]) { BK_EXPECTF(0, "%s: node %u out of range or reached twice", name, w.node); bad++; continue; }
+        if (w.node >= nn || seen[w.node]) {
+            BK_EXPECTF(0, "%s: node %u out of range or reached twice", name, w.node);
+            bad++;
+            continue;
+        }
         seen[w.node] = 1;
         visited++;
         bk_kd_node n = a->kd_nodes[w.node];
@@ -271,44 +324,78 @@ static void check_tree(const char *name, const bk_scene *s, const bk_accel *a, c
             if ((uint32_t)w.depth > depth) depth = (uint32_t)w.depth;
             sah += area3(w.lo, w.hi) * count;
             /* Leaves appear in node order, so their reference ranges are packed in that order. */
-            if (n.data != expect_first) { BK_EXPECTF(0, "%s: leaf %u first %u, expected %u", name, w.node, n.data, expect_first); bad++; }
+            if (n.data != expect_first) {
+                BK_EXPECTF(0, "%s: leaf %u first %u, expected %u", name, w.node, n.data, expect_first);
+                bad++;
+            }
             expect_first = n.data + count;
-            if ((uint64_t)n.data + count > a->kd_ref_count) { BK_EXPECTF(0, "%s: leaf %u past the references", name, w.node); bad++; continue; }
+            if ((uint64_t)n.data + count > a->kd_ref_count) {
+                BK_EXPECTF(0, "%s: leaf %u past the references", name, w.node);
+                bad++;
+                continue;
+            }
             for (uint32_t i = 0; i < count; ++i) {
                 uint32_t t = a->kd_refs[n.data + i];
-                float lo[3], hi[3];
-                if (t >= s->tri_count) { BK_EXPECTF(0, "%s: ref %u out of range", name, t); bad++; break; }
+                float    lo[3], hi[3];
+                if (t >= s->tri_count) {
+                    BK_EXPECTF(0, "%s: ref %u out of range", name, t);
+                    bad++;
+                    break;
+                }
                 int fin = tri_box(s, t, lo, hi), overlap = fin;
                 for (int k = 0; k < 3; ++k) overlap &= lo[k] <= w.hi[k] && hi[k] >= w.lo[k];
-                if (!overlap) { BK_EXPECTF(0, "%s: leaf %u holds tri %u, whose box misses its cell", name, w.node, t); bad++; break; }
+                if (!overlap) {
+                    BK_EXPECTF(0, "%s: leaf %u holds tri %u, whose box misses its cell", name, w.node, t);
+                    bad++;
+                    break;
+                }
             }
             continue;
         }
-        int k = (int)(n.flags & 3u);
-        float p = bk_bits_float(n.data);
+        int      k = (int)(n.flags & 3u);
+        float    p = bk_bits_float(n.data);
         uint32_t above = n.flags >> 2;
         sah += area3(w.lo, w.hi) * o->cost_node;
-        if (!(p > w.lo[k] && p < w.hi[k])) { BK_EXPECTF(0, "%s: node %u plane %g not inside [%g, %g] on axis %d", name, w.node, p, w.lo[k], w.hi[k], k); bad++; }
-        if (!(w.node + 1 < nn && above > w.node + 1 && above < nn)) { BK_EXPECTF(0, "%s: node %u children %u, %u", name, w.node, w.node + 1, above); bad++; continue; }
-        if (sp + 2 > BK_MAX_DEPTH + 4) { BK_EXPECTF(0, "%s: deeper than BK_MAX_DEPTH", name); bad++; continue; }
+        if (!(p > w.lo[k] && p < w.hi[k])) {
+            BK_EXPECTF(0, "%s: node %u plane %g not inside [%g, %g] on axis %d", name, w.node, p, w.lo[k], w.hi[k], k);
+            bad++;
+        }
+        if (!(w.node + 1 < nn && above > w.node + 1 && above < nn)) {
+            BK_EXPECTF(0, "%s: node %u children %u, %u", name, w.node, w.node + 1, above);
+            bad++;
+            continue;
+        }
+        if (sp + 2 > BK_MAX_DEPTH + 4) {
+            BK_EXPECTF(0, "%s: deeper than BK_MAX_DEPTH", name);
+            bad++;
+            continue;
+        }
         walk ab = w, be = w;
-        ab.node = above;       ab.lo[k] = p; ab.depth = w.depth + 1;
-        be.node = w.node + 1;  be.hi[k] = p; be.depth = w.depth + 1;
+        ab.node = above;
+        ab.lo[k] = p;
+        ab.depth = w.depth + 1;
+        be.node = w.node + 1;
+        be.hi[k] = p;
+        be.depth = w.depth + 1;
         stack[sp++] = ab;
-        stack[sp++] = be;     /* below first: depth-first order */
+        stack[sp++] = be; /* below first: depth-first order */
     }
     BK_EXPECTF(bad || visited == nn, "%s: %u of %u nodes reachable", name, visited, nn);
-    BK_EXPECTF(bad || expect_first == a->kd_ref_count, "%s: leaves hold %u of %u references", name, expect_first, a->kd_ref_count);
+    BK_EXPECTF(bad || expect_first == a->kd_ref_count, "%s: leaves hold %u of %u references", name, expect_first,
+               a->kd_ref_count);
     BK_EXPECTF(a->info.leaves == leaves, "%s: info.leaves %u, counted %u", name, a->info.leaves, leaves);
     BK_EXPECTF(a->info.max_leaf == max_leaf, "%s: info.max_leaf %u, counted %u", name, a->info.max_leaf, max_leaf);
     BK_EXPECTF(a->info.depth == depth, "%s: info.depth %u, counted %u", name, a->info.depth, depth);
     BK_EXPECTF((int)depth <= o->max_depth && (int)depth <= pbrt_depth(valid ? valid : 1) && depth <= BK_MAX_DEPTH,
                "%s: depth %u over the limit (%d)", name, depth, o->max_depth);
     BK_EXPECTF((double)a->kd_ref_count <= fmax(1.0, (double)o->kd_max_refs_per_tri) * valid + 0.5,
-               "%s: %u references for %u triangles, at most %d each", name, a->kd_ref_count, valid, o->kd_max_refs_per_tri);
+               "%s: %u references for %u triangles, at most %d each", name, a->kd_ref_count, valid,
+               o->kd_max_refs_per_tri);
     double root = area3(slo, shi), want = valid && root > 0.0 ? sah / root : (double)valid;
-    BK_EXPECTF(fabs(a->info.sah_cost - want) <= 1e-6 * fmax(1.0, want), "%s: info.sah_cost %g, recomputed %g", name, a->info.sah_cost, want);
-    BK_EXPECTF(a->info.bytes == (size_t)nn * 8 + (size_t)a->kd_ref_count * 4 + (size_t)s->tri_count * 48, "%s: info.bytes", name);
+    BK_EXPECTF(fabs(a->info.sah_cost - want) <= 1e-6 * fmax(1.0, want), "%s: info.sah_cost %g, recomputed %g", name,
+               a->info.sah_cost, want);
+    BK_EXPECTF(a->info.bytes == (size_t)nn * 8 + (size_t)a->kd_ref_count * 4 + (size_t)s->tri_count * 48,
+               "%s: info.bytes", name);
 
     /* Every finite triangle sits in every leaf its box overlaps (closed boxes). */
     uint32_t missing = 0;
@@ -318,10 +405,10 @@ static void check_tree(const char *name, const bk_scene *s, const bk_accel *a, c
         sp = 0;
         stack[sp++].node = 0;
         while (sp > 0) {
-            uint32_t i = stack[--sp].node;
+            uint32_t   i = stack[--sp].node;
             bk_kd_node n = a->kd_nodes[i];
             if ((n.flags & 3u) != BK_KD_LEAF) {
-                int k = (int)(n.flags & 3u);
+                int   k = (int)(n.flags & 3u);
                 float p = bk_bits_float(n.data);
                 if (hi[k] >= p) stack[sp++].node = n.flags >> 2;
                 if (lo[k] <= p) stack[sp++].node = i + 1;
@@ -340,19 +427,25 @@ static void check_tree(const char *name, const bk_scene *s, const bk_accel *a, c
 
 static bk_hit brute(const bk_accel_view *v, const bk_ray *ray, int any_hit)
 {
-    bk_hit h; h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_hit h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
     float best = r.tmax;
     for (uint32_t t = 0; t < v->tri_count; ++t) {
         float tt;
-        if (bk_tri_intersect(&r, bk_tri_vertex(v, t, 0, 0), bk_tri_vertex(v, t, 1, 0), bk_tri_vertex(v, t, 2, 0), best, &tt)) {
-            best = tt; h.t = tt; h.tri = t;
+        if (bk_tri_intersect(&r, bk_tri_vertex(v, t, 0, 0), bk_tri_vertex(v, t, 1, 0), bk_tri_vertex(v, t, 2, 0), best,
+                             &tt)) {
+            best = tt;
+            h.t = tt;
+            h.tri = t;
             if (any_hit) return h;
         }
     }
-    if (h.tri != BK_NO_HIT)      /* the winner's precise distance, as the traversal */
-        h.t = bk_tri_refine_t(ray, bk_tri_vertex(v, h.tri, 0, 0), bk_tri_vertex(v, h.tri, 1, 0), bk_tri_vertex(v, h.tri, 2, 0), h.t);
+    if (h.tri != BK_NO_HIT) /* the winner's precise distance, as the traversal */
+        h.t = bk_tri_refine_t(ray, bk_tri_vertex(v, h.tri, 0, 0), bk_tri_vertex(v, h.tri, 1, 0),
+                              bk_tri_vertex(v, h.tri, 2, 0), h.t);
     return h;
 }
 
@@ -370,32 +463,42 @@ static bk_ray make_ray(const bk_scene *s, const bk_accel *a)
 {
     float lo[3] = { a->lo.x, a->lo.y, a->lo.z }, hi[3] = { a->hi.x, a->hi.y, a->hi.z }, ext[3];
     float diag = 0.0f;
-    for (int k = 0; k < 3; ++k) { ext[k] = hi[k] - lo[k]; diag += ext[k] * ext[k]; }
+    for (int k = 0; k < 3; ++k) {
+        ext[k] = hi[k] - lo[k];
+        diag += ext[k] * ext[k];
+    }
     diag = sqrtf(diag);
     if (diag == 0.0f) diag = 1.0f;
-    float o[3], d[3];
+    float    o[3], d[3];
     uint32_t kind = rng_u32() % 10;
-    if (kind < 3) {                    /* inside (mostly), random direction */
+    if (kind < 3) { /* inside (mostly), random direction */
         for (int k = 0; k < 3; ++k) o[k] = rng_range(lo[k] - 0.1f * ext[k], hi[k] + 0.1f * ext[k]);
         float len;
-        do { for (int k = 0; k < 3; ++k) d[k] = rng_range(-1.0f, 1.0f); len = d[0] * d[0] + d[1] * d[1] + d[2] * d[2]; } while (len > 1.0f || len < 1e-4f);
-    } else if (kind < 5) {             /* outside, towards a point in the box */
+        do {
+            for (int k = 0; k < 3; ++k) d[k] = rng_range(-1.0f, 1.0f);
+            len = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        } while (len > 1.0f || len < 1e-4f);
+    } else if (kind < 5) { /* outside, towards a point in the box */
         for (int k = 0; k < 3; ++k) {
             o[k] = rng_range(lo[k] - ext[k] - 0.5f * diag, hi[k] + ext[k] + 0.5f * diag);
             d[k] = rng_range(lo[k], hi[k]) - o[k];
         }
-    } else if (kind < 7) {             /* towards a point on a random triangle */
+    } else if (kind < 7) { /* towards a point on a random triangle */
         uint32_t t = rng_u32() % s->tri_count;
-        float u = rng_f(), v = rng_f();
-        if (u + v > 1.0f) { u = 1.0f - u; v = 1.0f - v; }
+        float    u = rng_f(), v = rng_f();
+        if (u + v > 1.0f) {
+            u = 1.0f - u;
+            v = 1.0f - v;
+        }
         for (int k = 0; k < 3; ++k) {
-            float p0 = s->positions[3 * s->tri_v[3 * t] + k], p1 = s->positions[3 * s->tri_v[3 * t + 1] + k], p2 = s->positions[3 * s->tri_v[3 * t + 2] + k];
+            float p0 = s->positions[3 * s->tri_v[3 * t] + k], p1 = s->positions[3 * s->tri_v[3 * t + 1] + k],
+                  p2 = s->positions[3 * s->tri_v[3 * t + 2] + k];
             float p = p0 + u * (p1 - p0) + v * (p2 - p0);
             if (!isfinite(p)) p = 0.5f * (lo[k] + hi[k]);
             o[k] = rng_range(lo[k] - 0.5f * ext[k], hi[k] + 0.5f * ext[k]);
             d[k] = p - o[k];
         }
-    } else {                           /* axis-parallel: two zero components (some -0), exact coordinates */
+    } else { /* axis-parallel: two zero components (some -0), exact coordinates */
         int k = (int)(rng_u32() % 3);
         for (int j = 0; j < 3; ++j) {
             o[j] = pick_coord(s, j, lo[j] - 0.1f * ext[j], hi[j] + 0.1f * ext[j]);
@@ -405,14 +508,22 @@ static bk_ray make_ray(const bk_scene *s, const bk_accel *a)
         o[k] = rng_range(lo[k] - ext[k], hi[k] + ext[k]);
     }
     bk_ray r;
-    r.ox = o[0]; r.oy = o[1]; r.oz = o[2];
-    r.dx = d[0]; r.dy = d[1]; r.dz = d[2];
-    r.tmin = 0.0f; r.tmax = BK_INF;
+    r.ox = o[0];
+    r.oy = o[1];
+    r.oz = o[2];
+    r.dx = d[0];
+    r.dy = d[1];
+    r.dz = d[2];
+    r.tmin = 0.0f;
+    r.tmax = BK_INF;
     uint32_t lim = rng_u32() % 8;
-    float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    float    dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     if (dl == 0.0f) dl = 1.0f;
     if (lim == 0) r.tmax = rng_range(0.0f, 2.0f * diag / dl);
-    if (lim == 1) { r.tmin = rng_range(0.0f, 0.5f * diag / dl); r.tmax = r.tmin + rng_range(0.0f, 2.0f * diag / dl); }
+    if (lim == 1) {
+        r.tmin = rng_range(0.0f, 0.5f * diag / dl);
+        r.tmax = r.tmin + rng_range(0.0f, 2.0f * diag / dl);
+    }
     return r;
 }
 
@@ -424,7 +535,8 @@ static int on_root_face(const bk_accel *a, const bk_ray *r)
 {
     float o[3] = { r->ox, r->oy, r->oz }, d[3] = { r->dx, r->dy, r->dz };
     float lo[3] = { a->lo.x, a->lo.y, a->lo.z }, hi[3] = { a->hi.x, a->hi.y, a->hi.z };
-    for (int k = 0; k < 3; ++k) if (fabsf(d[k]) < 1e-30f && (o[k] == lo[k] || o[k] == hi[k])) return 1;
+    for (int k = 0; k < 3; ++k)
+        if (fabsf(d[k]) < 1e-30f && (o[k] == lo[k] || o[k] == hi[k])) return 1;
     return 0;
 }
 
@@ -435,12 +547,15 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
     static uint32_t slot[3 * CAP], spill[3 * CAP];
     /* every stack strategy (bk_test_stacks.h), a sized one with 1 and 2 entries */
     static const int sizes[] = { 1, 2 };
-    bk_test_stack ts[BK_TEST_STACKS_MAX];
-    const int ncfg = bk_test_stacks(sizes, 2, ts);
-    struct { int mode, cap; char label[32]; } cfg[BK_TEST_STACKS_MAX];
+    bk_test_stack    ts[BK_TEST_STACKS_MAX];
+    const int        ncfg = bk_test_stacks(sizes, 2, ts);
+    struct {
+        int  mode, cap;
+        char label[32];
+    } cfg[BK_TEST_STACKS_MAX];
     for (int c = 0; c < ncfg; ++c) {
         cfg[c].mode = ts[c].mode;
-        cfg[c].cap = bk_stack_cap(ts[c].mode, ts[c].size);    /* CAP where it holds the deepest tree */
+        cfg[c].cap = bk_stack_cap(ts[c].mode, ts[c].size); /* CAP where it holds the deepest tree */
         if (ts[c].size) snprintf(cfg[c].label, sizeof cfg[c].label, "%s%d", bk_stack_mode_name(ts[c].mode), ts[c].size);
         else snprintf(cfg[c].label, sizeof cfg[c].label, "%s", bk_stack_mode_name(ts[c].mode));
     }
@@ -452,37 +567,43 @@ static void check_rays(const char *name, const bk_scene *s, const bk_accel *a, u
         hits += ref.tri != BK_NO_HIT;
         for (int c = 0; c < ncfg; ++c) {
             for (int any = 0; any < 2; ++any) {
-                bk_trace_stats st; memset(&st, 0, sizeof st);
+                bk_trace_stats st;
+                memset(&st, 0, sizeof st);
                 bk_stack stk = bk_stack_make(cfg[c].mode, slot, 1, cfg[c].cap, spill, 1);
-                bk_hit h = bk_kd_trace(&v, &ray, any, BK_PRIM_TRI, &stk, &st);
-                restarts += st.restarts; spills += st.spills;
+                bk_hit   h = bk_kd_trace(&v, &ray, any, BK_PRIM_TRI, &stk, &st);
+                restarts += st.restarts;
+                spills += st.spills;
                 int ok;
                 if (any) {
                     ok = (h.tri == BK_NO_HIT) == (ref_any.tri == BK_NO_HIT);
                 } else {
                     float tol = 1e-4f * fmaxf(fabsf(h.t), fabsf(ref.t)) + 1e-30f;
-                    ok = (h.tri == BK_NO_HIT && ref.tri == BK_NO_HIT)
-                      || (h.tri != BK_NO_HIT && ref.tri != BK_NO_HIT && fabsf(h.t - ref.t) <= tol);
+                    ok = (h.tri == BK_NO_HIT && ref.tri == BK_NO_HIT) ||
+                         (h.tri != BK_NO_HIT && ref.tri != BK_NO_HIT && fabsf(h.t - ref.t) <= tol);
                 }
-                if (ok && h.tri != BK_NO_HIT) {   /* the reported triangle is hit at the reported t */
+                if (ok && h.tri != BK_NO_HIT) { /* the reported triangle is hit at the reported t */
                     bk_ray_pre r = bk_ray_prepare(&ray);
-                    float t2;
-                    ok = h.tri < s->tri_count && bk_tri_intersect(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
-                                                                  bk_tri_vertex(&v, h.tri, 2, 0), ray.tmax, &t2) &&
+                    float      t2;
+                    ok = h.tri < s->tri_count &&
+                         bk_tri_intersect(&r, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
+                                          bk_tri_vertex(&v, h.tri, 2, 0), ray.tmax, &t2) &&
                          (any || bk_tri_refine_t(&ray, bk_tri_vertex(&v, h.tri, 0, 0), bk_tri_vertex(&v, h.tri, 1, 0),
-                                                        bk_tri_vertex(&v, h.tri, 2, 0), t2) == h.t);
+                                                 bk_tri_vertex(&v, h.tri, 2, 0), t2) == h.t);
                 }
                 if (!ok) face_fails += on_root_face(a, &ray);
                 if (!ok && fails++ < 8)
-                    BK_EXPECTF(0, "%s: ray %d%s (%a %a %a -> %a %a %a, t %a..%a) %s %s: kd t %g tri %u, brute t %g tri %u",
-                               name, i, on_root_face(a, &ray) ? " [parallel, on a root face]" : "", ray.ox, ray.oy, ray.oz, ray.dx, ray.dy, ray.dz, ray.tmin, ray.tmax, cfg[c].label,
-                               any ? "any" : "closest", h.t, h.tri, any ? ref_any.t : ref.t, any ? ref_any.tri : ref.tri);
+                    BK_EXPECTF(
+                        0, "%s: ray %d%s (%a %a %a -> %a %a %a, t %a..%a) %s %s: kd t %g tri %u, brute t %g tri %u",
+                        name, i, on_root_face(a, &ray) ? " [parallel, on a root face]" : "", ray.ox, ray.oy, ray.oz,
+                        ray.dx, ray.dy, ray.dz, ray.tmin, ray.tmax, cfg[c].label, any ? "any" : "closest", h.t, h.tri,
+                        any ? ref_any.t : ref.t, any ? ref_any.tri : ref.tri);
             }
         }
     }
     BK_EXPECTF(fails == 0, "%s: %u ray mismatches (%u of them parallel rays on a root face)", name, fails, face_fails);
-    printf("  %-10s %5u tris  %6u nodes  depth %2u  %6u refs  sah %7.2f  %5d/%d rays hit  %u restarts  %u spills\n", name,
-           a->tri_count, a->kd_node_count, a->info.depth, a->kd_ref_count, a->info.sah_cost, hits, nrays, restarts, spills);
+    printf("  %-10s %5u tris  %6u nodes  depth %2u  %6u refs  sah %7.2f  %5d/%d rays hit  %u restarts  %u spills\n",
+           name, a->tri_count, a->kd_node_count, a->info.depth, a->kd_ref_count, a->info.sah_cost, hits, nrays,
+           restarts, spills);
 }
 
 /* The default split search of small nodes must choose the planes of the plain sorted sweep
@@ -492,17 +613,20 @@ static void check_sweep(const char *name, const bk_scene *s, const bk_accel *a, 
     bk_build_opts q = *o;
     q.kd_sweep = 1;
     bk_accel r;
-    char err[256] = "";
-    if (bk_kd_build(s, &q, &r, err, sizeof err)) { BK_EXPECTF(0, "%s: sweep build: %s", name, err); return; }
-    int same = a->kd_node_count == r.kd_node_count && a->kd_ref_count == r.kd_ref_count
-            && !memcmp(a->kd_nodes, r.kd_nodes, sizeof(bk_kd_node) * a->kd_node_count)
-            && !memcmp(a->kd_refs, r.kd_refs, sizeof(uint32_t) * a->kd_ref_count)
-            && a->info.sah_cost == r.info.sah_cost;
+    char     err[256] = "";
+    if (bk_kd_build(s, &q, &r, err, sizeof err)) {
+        BK_EXPECTF(0, "%s: sweep build: %s", name, err);
+        return;
+    }
+    int same = a->kd_node_count == r.kd_node_count && a->kd_ref_count == r.kd_ref_count &&
+               !memcmp(a->kd_nodes, r.kd_nodes, sizeof(bk_kd_node) * a->kd_node_count) &&
+               !memcmp(a->kd_refs, r.kd_refs, sizeof(uint32_t) * a->kd_ref_count) &&
+               a->info.sah_cost == r.info.sah_cost;
     if (!same) {
         uint32_t i = 0, nc = a->kd_node_count < r.kd_node_count ? a->kd_node_count : r.kd_node_count;
         while (i < nc && !memcmp(&a->kd_nodes[i], &r.kd_nodes[i], sizeof(bk_kd_node))) ++i;
-        BK_EXPECTF(0, "%s: tree differs from the sorted sweep's (%u vs %u nodes, first difference at node %u)",
-                   name, a->kd_node_count, r.kd_node_count, i);
+        BK_EXPECTF(0, "%s: tree differs from the sorted sweep's (%u vs %u nodes, first difference at node %u)", name,
+                   a->kd_node_count, r.kd_node_count, i);
     }
     bk_accel_free(&r);
 }
@@ -511,8 +635,8 @@ static void run_scene_n(const char *name, gen *g, const bk_build_opts *o, uint64
 {
     bk_scene s = gen_scene(g);
     bk_accel a;
-    char err[256] = "";
-    int rc = bk_kd_build(&s, o, &a, err, sizeof err);
+    char     err[256] = "";
+    int      rc = bk_kd_build(&s, o, &a, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: %s", name, err);
     if (rc == 0) {
         check_tree(name, &s, &a, o);
@@ -520,7 +644,8 @@ static void run_scene_n(const char *name, gen *g, const bk_build_opts *o, uint64
         check_sweep(name, &s, &a, o);
         bk_accel_free(&a);
     }
-    free(g->pos); free(g->tri);
+    free(g->pos);
+    free(g->tri);
     memset(g, 0, sizeof *g);
 }
 
@@ -531,15 +656,16 @@ static void run_scene(const char *name, gen *g, const bk_build_opts *o, uint64_t
 
 /* Many small scenes (one exact split search at the root and below) whose coordinates come from a
  * few values: +0 and -0, and half a robustness margin (2^-21: the margin is 2^-20 of the
- * magnitude, 1 here) and a whole one either side of zero. Planes coincide, costs tie, zeros of both signs compete, margin planes
- * fall on box faces: each tree must be the sorted sweep's, byte for byte. */
+ * magnitude, 1 here) and a whole one either side of zero. Planes coincide, costs tie, zeros of both signs compete,
+ * margin planes fall on box faces: each tree must be the sorted sweep's, byte for byte. */
 static void check_sweep_small(const bk_build_opts *o, int trials)
 {
     const float hm = ldexpf(1.0f, -21);
     /* two value sets, alternating: each catches kinds of mistakes the other rarely does */
-    const float vals[2][8] = { { -1.0f, -hm, -0.0f, 0.0f, hm, 1.0f }, { -1.0f, -2 * hm, -hm, -0.0f, 0.0f, hm, 2 * hm, 1.0f } };
+    const float    vals[2][8] = { { -1.0f, -hm, -0.0f, 0.0f, hm, 1.0f },
+                                  { -1.0f, -2 * hm, -hm, -0.0f, 0.0f, hm, 2 * hm, 1.0f } };
     const uint32_t nvals[2] = { 6, 8 };
-    int before = bk_test_failures;
+    int            before = bk_test_failures;
     rng_state = 40;
     for (int t = 0; t < trials && bk_test_failures == before; ++t) {
         gen g;
@@ -547,12 +673,13 @@ static void check_sweep_small(const bk_build_opts *o, int trials)
         uint32_t n = 2 + rng_u32() % 31;
         for (uint32_t i = 0; i < n; ++i) {
             float v[3][3];
-            for (int j = 0; j < 3; ++j) for (int k = 0; k < 3; ++k) v[j][k] = vals[t & 1][rng_u32() % nvals[t & 1]];
+            for (int j = 0; j < 3; ++j)
+                for (int k = 0; k < 3; ++k) v[j][k] = vals[t & 1][rng_u32() % nvals[t & 1]];
             gen_tri(&g, v[0], v[1], v[2]);
         }
         bk_scene s = gen_scene(&g);
         bk_accel a;
-        char err[256] = "", name[64];
+        char     err[256] = "", name[64];
         snprintf(name, sizeof name, "small scene %d", t);
         if (bk_kd_build(&s, o, &a, err, sizeof err) == 0) {
             check_sweep(name, &s, &a, o);
@@ -560,7 +687,8 @@ static void check_sweep_small(const bk_build_opts *o, int trials)
         } else {
             BK_EXPECTF(0, "%s: %s", name, err);
         }
-        free(g.pos); free(g.tri);
+        free(g.pos);
+        free(g.tri);
     }
     printf("  %d small scenes: trees equal to the sorted sweep's\n", trials);
 }
@@ -575,24 +703,25 @@ static void check_threads(const bk_build_opts *o)
     scene_grid(&g, 40);
     bk_scene s = gen_scene(&g);
     bk_accel ref, a;
-    char err[256] = "";
+    char     err[256] = "";
     setenv("BK_THREADS", "1", 1);
     BK_CHECK(bk_kd_build(&s, o, &ref, err, sizeof err) == 0);
     const char *counts[] = { "2", "3", "8" };
     for (int i = 0; i < 3; ++i) {
         setenv("BK_THREADS", counts[i], 1);
         BK_CHECK(bk_kd_build(&s, o, &a, err, sizeof err) == 0);
-        int same = a.kd_node_count == ref.kd_node_count && a.kd_ref_count == ref.kd_ref_count
-                && !memcmp(a.kd_nodes, ref.kd_nodes, sizeof(bk_kd_node) * a.kd_node_count)
-                && !memcmp(a.kd_refs, ref.kd_refs, sizeof(uint32_t) * a.kd_ref_count)
-                && a.info.depth == ref.info.depth && a.info.leaves == ref.info.leaves && a.info.max_leaf == ref.info.max_leaf
-                && fabs(a.info.sah_cost - ref.info.sah_cost) <= 1e-9 * ref.info.sah_cost;
+        int same = a.kd_node_count == ref.kd_node_count && a.kd_ref_count == ref.kd_ref_count &&
+                   !memcmp(a.kd_nodes, ref.kd_nodes, sizeof(bk_kd_node) * a.kd_node_count) &&
+                   !memcmp(a.kd_refs, ref.kd_refs, sizeof(uint32_t) * a.kd_ref_count) &&
+                   a.info.depth == ref.info.depth && a.info.leaves == ref.info.leaves &&
+                   a.info.max_leaf == ref.info.max_leaf &&
+                   fabs(a.info.sah_cost - ref.info.sah_cost) <= 1e-9 * ref.info.sah_cost;
         BK_EXPECTF(same, "tree built with %s threads differs from the one built with 1", counts[i]);
         bk_accel_free(&a);
     }
     unsetenv("BK_THREADS");
     bk_accel_free(&ref);
-    run_scene_n("threads", &g, o, 25, 2000);   /* frees g */
+    run_scene_n("threads", &g, o, 25, 2000); /* frees g */
 }
 
 /* A subtree handed to a worker starts with an empty scratch buffer; when its first split cuts off
@@ -608,68 +737,116 @@ static void check_sub_empty_below(const bk_build_opts *o)
         float base[3] = { 3.0f * (float)c, (c & 1) ? 10.0f : 0.0f, (c & 2) ? 10.0f : 0.0f };
         for (int i = 0; i < 200; ++i) {
             float ctr[3] = { rng_f(), rng_f(), rng_f() }, v[3][3];
-            for (int j = 0; j < 3; ++j) for (int k = 0; k < 3; ++k) v[j][k] = base[k] + ctr[k] + rng_range(-0.05f, 0.05f);
+            for (int j = 0; j < 3; ++j)
+                for (int k = 0; k < 3; ++k) v[j][k] = base[k] + ctr[k] + rng_range(-0.05f, 0.05f);
             gen_tri(&g, v[0], v[1], v[2]);
         }
     }
     setenv("BK_THREADS", "2", 1);
-    run_scene_n("sub-empty", &g, o, 27, 4000);   /* frees g */
+    run_scene_n("sub-empty", &g, o, 27, 4000); /* frees g */
     unsetenv("BK_THREADS");
 }
 
 int main(void)
 {
     bk_build_opts o = bk_build_opts_default();
-    gen g;
+    gen           g;
     memset(&g, 0, sizeof g);
 
     /* No triangles is an error, and leaves nothing to free. */
     {
-        bk_scene s; memset(&s, 0, sizeof s);
+        bk_scene s;
+        memset(&s, 0, sizeof s);
         bk_accel a;
-        char err[128] = "";
+        char     err[128] = "";
         BK_EXPECT(bk_kd_build(&s, &o, &a, err, sizeof err) < 0);
         BK_EXPECTF(strstr(err, "no triangles") != NULL, "%s", err);
         BK_EXPECT(a.kd_nodes == NULL && a.kd_refs == NULL && a.tris == NULL);
         bk_accel_free(&a);
     }
 
-    rng_state = 1;  scene_soup(&g, 1000, 0.05f);  run_scene("soup", &g, &o, 11);
-    {   /* one triangle, two triangles sharing an edge */
+    rng_state = 1;
+    scene_soup(&g, 1000, 0.05f);
+    run_scene("soup", &g, &o, 11);
+    { /* one triangle, two triangles sharing an edge */
         float p[4][3] = { { 0, 0, 0 }, { 1, 0, 0 }, { 1, 1, 0.5f }, { 0, 1, 0.25f } };
-        gen_tri(&g, p[0], p[1], p[2]);                       run_scene("one", &g, &o, 12);
-        gen_tri(&g, p[0], p[1], p[2]); gen_tri(&g, p[0], p[2], p[3]); run_scene("two", &g, &o, 13);
+        gen_tri(&g, p[0], p[1], p[2]);
+        run_scene("one", &g, &o, 12);
+        gen_tri(&g, p[0], p[1], p[2]);
+        gen_tri(&g, p[0], p[2], p[3]);
+        run_scene("two", &g, &o, 13);
     }
-    scene_grid(&g, 24);                                      run_scene("flat-grid", &g, &o, 14);
-    scene_identical(&g, 500);                                run_scene("identical", &g, &o, 15);
-    rng_state = 2;  scene_thin(&g, 400);                     run_scene("thin", &g, &o, 16);
-    scene_walls(&g);                                         run_scene("walls", &g, &o, 17);
-    scene_staircase(&g, 80);                                 run_scene("staircase", &g, &o, 18);
-    rng_state = 3;  scene_bad(&g);                           run_scene("bad-tris", &g, &o, 19);
-    rng_state = 9;  scene_lattice(&g, 300, 1.0f);            run_scene("lattice", &g, &o, 28);
-    rng_state = 10; scene_lattice(&g, 60, 1.0f);             run_scene("lattice60", &g, &o, 29);
-    for (int w = 20; w <= 60; w += 8) { rng_state = 50 + (uint64_t)w; scene_slab(&g, 200, w); run_scene_n("slab", &g, &o, 33, 500); }
+    scene_grid(&g, 24);
+    run_scene("flat-grid", &g, &o, 14);
+    scene_identical(&g, 500);
+    run_scene("identical", &g, &o, 15);
+    rng_state = 2;
+    scene_thin(&g, 400);
+    run_scene("thin", &g, &o, 16);
+    scene_walls(&g);
+    run_scene("walls", &g, &o, 17);
+    scene_staircase(&g, 80);
+    run_scene("staircase", &g, &o, 18);
+    rng_state = 3;
+    scene_bad(&g);
+    run_scene("bad-tris", &g, &o, 19);
+    rng_state = 9;
+    scene_lattice(&g, 300, 1.0f);
+    run_scene("lattice", &g, &o, 28);
+    rng_state = 10;
+    scene_lattice(&g, 60, 1.0f);
+    run_scene("lattice60", &g, &o, 29);
+    for (int w = 20; w <= 60; w += 8) {
+        rng_state = 50 + (uint64_t)w;
+        scene_slab(&g, 200, w);
+        run_scene_n("slab", &g, &o, 33, 500);
+    }
     /* extreme scales: float costs out of the range where the fast search trusts them */
-    rng_state = 11; scene_lattice(&g, 200, 1e-25f);          run_scene("tiny", &g, &o, 30);
-    rng_state = 12; scene_lattice(&g, 200, 1e18f);           run_scene_n("huge", &g, &o, 31, 0);   /* rays overflow */
-    {   /* nothing finite: an empty root leaf, and every ray misses */
+    rng_state = 11;
+    scene_lattice(&g, 200, 1e-25f);
+    run_scene("tiny", &g, &o, 30);
+    rng_state = 12;
+    scene_lattice(&g, 200, 1e18f);
+    run_scene_n("huge", &g, &o, 31, 0); /* rays overflow */
+    {                                   /* nothing finite: an empty root leaf, and every ray misses */
         float p[3] = { 0.0f, 1.0f, NAN }, q[3] = { 1.0f, 0.0f, 0.0f }, r[3] = { 0.0f, 0.0f, 1.0f };
-        gen_tri(&g, p, q, r);                                run_scene("all-nan", &g, &o, 26);
+        gen_tri(&g, p, q, r);
+        run_scene("all-nan", &g, &o, 26);
     }
 
     /* Limits: a shallow depth limit, no depth at all, and tight reference budgets. */
     {
         bk_build_opts q = o;
-        q.max_depth = 6;  scene_staircase(&g, 80);            run_scene("depth6", &g, &q, 20);
-        q.max_depth = 0;  rng_state = 4; scene_soup(&g, 300, 0.05f); run_scene("depth0", &g, &q, 21);
-        q = o; q.kd_max_refs_per_tri = 1; rng_state = 5; scene_thin(&g, 400); run_scene("refs1", &g, &q, 22);
-        q = o; q.kd_max_refs_per_tri = 2; rng_state = 5; scene_thin(&g, 400); run_scene("refs2", &g, &q, 23);
-        q = o; q.cost_node = 0.0f; q.kd_empty_bonus = 1.0f; rng_state = 6; scene_soup(&g, 1000, 0.05f); run_scene("cheap-node", &g, &q, 24);
+        q.max_depth = 6;
+        scene_staircase(&g, 80);
+        run_scene("depth6", &g, &q, 20);
+        q.max_depth = 0;
+        rng_state = 4;
+        scene_soup(&g, 300, 0.05f);
+        run_scene("depth0", &g, &q, 21);
+        q = o;
+        q.kd_max_refs_per_tri = 1;
+        rng_state = 5;
+        scene_thin(&g, 400);
+        run_scene("refs1", &g, &q, 22);
+        q = o;
+        q.kd_max_refs_per_tri = 2;
+        rng_state = 5;
+        scene_thin(&g, 400);
+        run_scene("refs2", &g, &q, 23);
+        q = o;
+        q.cost_node = 0.0f;
+        q.kd_empty_bonus = 1.0f;
+        rng_state = 6;
+        scene_soup(&g, 1000, 0.05f);
+        run_scene("cheap-node", &g, &q, 24);
     }
     check_sweep_small(&o, 3000);
-    setenv("BK_KD_NO_AVX2", "1", 1);   /* the SSE2 search where the CPU has AVX2 (else the same again) */
+    setenv("BK_KD_NO_AVX2", "1", 1); /* the SSE2 search where the CPU has AVX2 (else the same again) */
     check_sweep_small(&o, 3000);
-    rng_state = 1;  scene_soup(&g, 1000, 0.05f);             run_scene("soup-sse2", &g, &o, 11);
+    rng_state = 1;
+    scene_soup(&g, 1000, 0.05f);
+    run_scene("soup-sse2", &g, &o, 11);
     unsetenv("BK_KD_NO_AVX2");
     check_threads(&o);
     check_sub_empty_below(&o);

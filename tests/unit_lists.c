@@ -14,10 +14,9 @@ static void check_traversals(void)
     BK_EXPECT(BK_TRAVERSAL_COUNT > 0);
     for (int i = 0; i < BK_TRAVERSAL_COUNT; ++i) {
         bk_traversal_variant v = bk_traversal_get(i);
-        int j = bk_traversal_index(v.accel, v.stack_mode, v.any_hit, v.prim);
+        int                  j = bk_traversal_index(v.accel, v.stack_mode, v.any_hit, v.prim);
         BK_EXPECTF(j == i, "traversal %d: its fields index %d", i, j);
-        BK_EXPECTF(bk_traversal_index(v.accel, v.stack_mode, v.any_hit ? 7 : 0, v.prim) == i, "traversal %d: any 7",
-                   i);
+        BK_EXPECTF(bk_traversal_index(v.accel, v.stack_mode, v.any_hit ? 7 : 0, v.prim) == i, "traversal %d: any 7", i);
         if (j >= 0 && j < BK_TRAVERSAL_COUNT) seen[j]++;
     }
     for (int i = 0; i < BK_TRAVERSAL_COUNT; ++i) BK_EXPECTF(seen[i] == 1, "traversal %d indexed %d times", i, seen[i]);
@@ -59,7 +58,7 @@ static void check_names(void)
     BK_EXPECT(!strcmp(bk_stack_mode_names(buf, sizeof buf, ", ", " or "), "global, short or spill"));
     BK_EXPECT(!strcmp(bk_stack_mode_names(buf, sizeof buf, "|", "|"), "global|short|spill"));
     BK_EXPECT(!strcmp(bk_counters_names(buf, sizeof buf, ", ", " or "), "thread, warp or block"));
-    BK_EXPECT(!strcmp(bk_stack_mode_names(buf, 10, "|", "|"), "global"));     /* what fits, whole names */
+    BK_EXPECT(!strcmp(bk_stack_mode_names(buf, 10, "|", "|"), "global")); /* what fits, whole names */
 }
 
 static void check_registry(void)
@@ -86,7 +85,7 @@ static void check_registry(void)
     const int dev1[] = { 1 }, dev01[] = { 0, 1 };
     BK_EXPECT(bk_backend_init_devices("cpu", dev1, 1, msg, sizeof msg) == NULL);
     BK_EXPECTF(!strcmp(msg, "--devices: the CPU backend has one device, 0 (all its cores)"), "cpu devices: '%s'", msg);
-    be = bk_backend_init_devices("cpu", dev01, 0, msg, sizeof msg);       /* no devices named: the default */
+    be = bk_backend_init_devices("cpu", dev01, 0, msg, sizeof msg); /* no devices named: the default */
     BK_EXPECT(be != NULL);
     bk_backend_free(be);
     if (bk_backend_device_count("cuda") == 0) {
@@ -98,7 +97,7 @@ static void check_registry(void)
     }
 #if !BK_HAVE_CUDA
     static const char why[] = "baker was built without CUDA (nvcc was not found at configure time)";
-    char want[512];
+    char              want[512];
     BK_EXPECT(bk_backend_init("cuda", msg, sizeof msg) == NULL);
     snprintf(want, sizeof want, "--backend cuda: %s", why);
     BK_EXPECTF(!strcmp(msg, want), "cuda: '%s'", msg);

@@ -20,7 +20,7 @@
 #include <time.h>
 
 typedef struct cover {
-    atomic_int *seen;       /* visits per index */
+    atomic_int *seen; /* visits per index */
     size_t      grain, n;
     atomic_int  bad_chunk, bad_worker, max_worker;
     atomic_int  worker_used[64];
@@ -61,7 +61,9 @@ static int check_cover(size_t n, size_t grain, int sleep_us)
     return used;
 }
 
-typedef struct nest { atomic_int sum, bad_worker; } nest;
+typedef struct nest {
+    atomic_int sum, bad_worker;
+} nest;
 
 static void inner_fn(void *ctx, size_t b, size_t e, int worker)
 {
@@ -72,17 +74,18 @@ static void inner_fn(void *ctx, size_t b, size_t e, int worker)
 
 static void outer_fn(void *ctx, size_t b, size_t e, int worker)
 {
-    for (size_t i = b; i < e; ++i) bk_parallel_for(100, 7, inner_fn, ctx);   /* sum 0..99 = 4950 each */
+    for (size_t i = b; i < e; ++i) bk_parallel_for(100, 7, inner_fn, ctx); /* sum 0..99 = 4950 each */
 }
 
 static void *caller_thread(void *arg)
 {
-    int *ok = (int *)arg;
+    int  *ok = (int *)arg;
     cover c;
     memset(&c, 0, sizeof c);
     size_t n = 20000;
     c.seen = calloc(n, sizeof *c.seen);
-    c.grain = 13; c.n = n;
+    c.grain = 13;
+    c.n = n;
     for (int rep = 0; rep < 20; ++rep) bk_parallel_for(n, 13, cover_fn, &c);
     int good = 1;
     for (size_t i = 0; i < n; ++i) good &= atomic_load(&c.seen[i]) == 20;
@@ -99,12 +102,12 @@ typedef struct teams_seen {
 static void team_fn(void *ctx, int team, int k)
 {
     teams_seen *t = (teams_seen *)ctx;
-    int now = atomic_fetch_add(&t->inside, 1) + 1, most = atomic_load(&t->most_inside);
+    int         now = atomic_fetch_add(&t->inside, 1) + 1, most = atomic_load(&t->most_inside);
     while (now > most && !atomic_compare_exchange_weak(&t->most_inside, &most, now)) {}
     atomic_fetch_add(&t->calls[team], 1);
     atomic_store(&t->threads[team], bk_pool_threads());
     BK_EXPECTF(k >= 1 && team < k, "team %d of %d", team, k);
-    atomic_store(&t->used[team], check_cover(48, 1, 1500));   /* 48 chunks of 1.5 ms */
+    atomic_store(&t->used[team], check_cover(48, 1, 1500)); /* 48 chunks of 1.5 ms */
     atomic_fetch_sub(&t->inside, 1);
 }
 
@@ -112,18 +115,20 @@ static void run_teams(teams_seen *t, int k)
 {
     memset(t, 0, sizeof *t);
     bk_parallel_teams(k, team_fn, t);
-    for (int i = 0; i < k; ++i) BK_EXPECTF(atomic_load(&t->calls[i]) == 1, "team %d of %d ran %d times", i, k, atomic_load(&t->calls[i]));
+    for (int i = 0; i < k; ++i)
+        BK_EXPECTF(atomic_load(&t->calls[i]) == 1, "team %d of %d ran %d times", i, k, atomic_load(&t->calls[i]));
 }
 
 static void teams_nested_fn(void *ctx, size_t b, size_t e, int worker)
 {
-    (void)e; (void)worker;
-    if (b == 0) run_teams((teams_seen *)ctx, 2);   /* chunk 1 only makes the pool busy */
+    (void)e;
+    (void)worker;
+    if (b == 0) run_teams((teams_seen *)ctx, 2); /* chunk 1 only makes the pool busy */
 }
 
 int main(void)
 {
-    const int counts[] = { 1, 2, 3, 16 };
+    const int    counts[] = { 1, 2, 3, 16 };
     const size_t ns[] = { 0, 1, 5, 64, 1000, 12345 };
     const size_t grains[] = { 0, 1, 7, 64, 100000 };
     for (int k = 0; k < 4; ++k) {
@@ -144,14 +149,15 @@ int main(void)
     /* nested: inline, worker 0, complete */
     bk_pool_set_threads(4);
     nest x;
-    atomic_store(&x.sum, 0); atomic_store(&x.bad_worker, 0);
+    atomic_store(&x.sum, 0);
+    atomic_store(&x.bad_worker, 0);
     bk_parallel_for(32, 1, outer_fn, &x);
     BK_EXPECTF(atomic_load(&x.sum) == 32 * 4950, "nested sum %d, want %d", atomic_load(&x.sum), 32 * 4950);
     BK_EXPECT(atomic_load(&x.bad_worker) == 0);
 
     /* two callers at once */
     pthread_t a, b;
-    int oka = 0, okb = 0;
+    int       oka = 0, okb = 0;
     BK_EXPECT(pthread_create(&a, NULL, caller_thread, &oka) == 0);
     BK_EXPECT(pthread_create(&b, NULL, caller_thread, &okb) == 0);
     pthread_join(a, NULL);
@@ -163,16 +169,21 @@ int main(void)
     bk_pool_set_threads(16);
     run_teams(&ts, 3);
     BK_EXPECTF(atomic_load(&ts.threads[0]) == 6 && atomic_load(&ts.threads[1]) == 5 && atomic_load(&ts.threads[2]) == 5,
-               "16 threads in 3 teams: %d, %d, %d", atomic_load(&ts.threads[0]), atomic_load(&ts.threads[1]), atomic_load(&ts.threads[2]));
-    BK_EXPECTF(atomic_load(&ts.most_inside) > 1, "3 teams on 16 threads: at most %d at once", atomic_load(&ts.most_inside));
-    for (int i = 0; i < 3; ++i) BK_EXPECTF(atomic_load(&ts.used[i]) > 1, "team %d: %d worker(s) ran its slow chunks", i, atomic_load(&ts.used[i]));
-    BK_EXPECT(bk_pool_threads() == 16);   /* the caller's own share again */
-    run_teams(&ts, 5);                    /* another split: 4, 3, 3, 3, 3 */
+               "16 threads in 3 teams: %d, %d, %d", atomic_load(&ts.threads[0]), atomic_load(&ts.threads[1]),
+               atomic_load(&ts.threads[2]));
+    BK_EXPECTF(atomic_load(&ts.most_inside) > 1, "3 teams on 16 threads: at most %d at once",
+               atomic_load(&ts.most_inside));
+    for (int i = 0; i < 3; ++i)
+        BK_EXPECTF(atomic_load(&ts.used[i]) > 1, "team %d: %d worker(s) ran its slow chunks", i,
+                   atomic_load(&ts.used[i]));
+    BK_EXPECT(bk_pool_threads() == 16); /* the caller's own share again */
+    run_teams(&ts, 5);                  /* another split: 4, 3, 3, 3, 3 */
     BK_EXPECT(atomic_load(&ts.threads[0]) == 4 && atomic_load(&ts.threads[4]) == 3);
     /* one after another, with all threads: too few threads, one team, nested */
     bk_pool_set_threads(4);
     run_teams(&ts, 3);
-    BK_EXPECT(atomic_load(&ts.most_inside) == 1 && atomic_load(&ts.threads[0]) == 4 && atomic_load(&ts.threads[2]) == 4);
+    BK_EXPECT(atomic_load(&ts.most_inside) == 1 && atomic_load(&ts.threads[0]) == 4 &&
+              atomic_load(&ts.threads[2]) == 4);
     bk_pool_set_threads(16);
     run_teams(&ts, 1);
     BK_EXPECT(atomic_load(&ts.threads[0]) == 16 && atomic_load(&ts.used[0]) > 1);

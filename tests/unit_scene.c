@@ -11,7 +11,8 @@ static void tri_scene(bk_scene *s)
     memset(s, 0, sizeof *s);
     s->vertex_count = 3;
     s->positions = calloc(9, sizeof(float));
-    s->positions[3] = 1; s->positions[7] = 1;
+    s->positions[3] = 1;
+    s->positions[7] = 1;
     s->texcoord_count = 3;
     s->texcoords = calloc(6, sizeof(float));
     s->normal_count = 1;
@@ -22,11 +23,17 @@ static void tri_scene(bk_scene *s)
     s->tri_vt = malloc(sizeof(uint32_t) * 6);
     s->tri_vn = malloc(sizeof(uint32_t) * 6);
     s->tri_material = malloc(sizeof(uint32_t) * 2);
-    for (int k = 0; k < 6; ++k) { s->tri_v[k] = (uint32_t)(k % 3); s->tri_vt[k] = (uint32_t)(k % 3); s->tri_vn[k] = k < 3 ? 0 : BK_NONE; }
-    s->tri_material[0] = 1; s->tri_material[1] = BK_NONE;
+    for (int k = 0; k < 6; ++k) {
+        s->tri_v[k] = (uint32_t)(k % 3);
+        s->tri_vt[k] = (uint32_t)(k % 3);
+        s->tri_vn[k] = k < 3 ? 0 : BK_NONE;
+    }
+    s->tri_material[0] = 1;
+    s->tri_material[1] = BK_NONE;
     s->material_count = 2;
     s->materials = calloc(2, sizeof(bk_material));
-    strcpy(s->materials[0].name, "a"); strcpy(s->materials[1].name, "b");
+    strcpy(s->materials[0].name, "a");
+    strcpy(s->materials[1].name, "b");
     s->mtl_count = 1;
     s->mtls = malloc(sizeof(bk_scene_mtl));
     s->mtls[0].name = strdup("m.mtl");
@@ -40,7 +47,9 @@ static void vox_scene(bk_scene *s)
     s->positions = calloc(9, sizeof(float));
     s->tri_count = 1;
     s->tri_v = malloc(sizeof(uint32_t) * 3);
-    s->tri_v[0] = 0; s->tri_v[1] = 1; s->tri_v[2] = 2;
+    s->tri_v[0] = 0;
+    s->tri_v[1] = 1;
+    s->tri_v[2] = 2;
     s->material_count = 256;
     s->materials = calloc(256, sizeof(bk_material));
     s->vox_model_count = 2;
@@ -58,7 +67,7 @@ static void vox_scene(bk_scene *s)
 
 int main(void)
 {
-    char err[256];
+    char     err[256];
     bk_scene a, v, d;
     tri_scene(&a);
     vox_scene(&v);

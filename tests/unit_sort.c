@@ -19,7 +19,10 @@ static uint64_t rnd(void)
     return z ^ (z >> 31);
 }
 
-typedef struct ref { uint64_t key; uint32_t pos; } ref;
+typedef struct ref {
+    uint64_t key;
+    uint32_t pos;
+} ref;
 static int ref_cmp(const void *pa, const void *pb)
 {
     const ref *a = pa, *b = pb;
@@ -32,10 +35,10 @@ static int ref_cmp(const void *pa, const void *pb)
 static void check(size_t n, size_t size, size_t key_off, int key_bytes, int end_bit, int vals, int par, int dup)
 {
     unsigned char *a = malloc(size * n + 1), *orig = malloc(size * n + 1);
-    uint32_t *v = vals ? malloc(4 * n + 1) : NULL;
-    ref *r = malloc(sizeof(ref) * n + 1);
-    int bits = end_bit ? end_bit : 8 * key_bytes;
-    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint32_t      *v = vals ? malloc(4 * n + 1) : NULL;
+    ref           *r = malloc(sizeof(ref) * n + 1);
+    int            bits = end_bit ? end_bit : 8 * key_bytes;
+    uint64_t       mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
     for (size_t i = 0; i < size * n; ++i) a[i] = (unsigned char)rnd();
     for (size_t i = 0; i < n; ++i) {
         if (dup) {
@@ -53,8 +56,11 @@ static void check(size_t n, size_t size, size_t key_off, int key_bytes, int end_
     bk_sort_spec sp = bk_sort_spec_of(size, key_off, key_bytes);
     sp.end_bit = end_bit;
     sp.parallel = par;
-    if (v) { sp.vals = v; sp.val_size = 4; }
-    size_t *cnt = !par ? malloc(sizeof(size_t) * BK_SORT_COUNTS) : NULL;
+    if (v) {
+        sp.vals = v;
+        sp.val_size = 4;
+    }
+    size_t        *cnt = !par ? malloc(sizeof(size_t) * BK_SORT_COUNTS) : NULL;
     unsigned char *tmp = n % 2 ? malloc(size * n + 1) : NULL;
     sp.counts = cnt;
     sp.tmp = tmp;
@@ -66,7 +72,12 @@ static void check(size_t n, size_t size, size_t key_off, int key_bytes, int end_
     }
     BK_EXPECTF(bad == 0, "n=%zu size=%zu key %d B at %zu end_bit=%d vals=%d par=%d dup=%d threads=%d: %zu differ", n,
                size, key_bytes, key_off, end_bit, vals, par, dup, bk_pool_threads(), bad);
-    free(a); free(orig); free(v); free(r); free(cnt); free(tmp);
+    free(a);
+    free(orig);
+    free(v);
+    free(r);
+    free(cnt);
+    free(tmp);
 }
 
 int main(void)
@@ -90,7 +101,7 @@ int main(void)
         }
     }
     bk_sort_spec sp = bk_sort_spec_of(8, 0, 2);
-    uint64_t k[2] = { 2, 1 };
+    uint64_t     k[2] = { 2, 1 };
     BK_EXPECT(bk_sort_radix(k, 2, &sp) < 0);
     sp = bk_sort_spec_of(8, 0, 4);
     sp.end_bit = 33;

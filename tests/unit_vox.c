@@ -34,7 +34,10 @@ static int  made_count;
 
 /* ---- a small .vox writer ---------------------------------------------------------------------- */
 
-typedef struct wbuf { uint8_t *p; size_t n, cap; } wbuf;
+typedef struct wbuf {
+    uint8_t *p;
+    size_t   n, cap;
+} wbuf;
 
 static void w_bytes(wbuf *b, const void *d, size_t n)
 {
@@ -42,7 +45,10 @@ static void w_bytes(wbuf *b, const void *d, size_t n)
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 256;
         b->p = realloc(b->p, b->cap);
-        if (!b->p) { perror("realloc"); exit(1); }
+        if (!b->p) {
+            perror("realloc");
+            exit(1);
+        }
     }
     memcpy(b->p + b->n, d, n);
     b->n += n;
@@ -52,7 +58,11 @@ static void w_i32(wbuf *b, int32_t v)
     uint8_t q[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)((uint32_t)v >> 24) };
     w_bytes(b, q, 4);
 }
-static void w_str(wbuf *b, const char *s, size_t n) { w_i32(b, (int32_t)n); w_bytes(b, s, n); }
+static void w_str(wbuf *b, const char *s, size_t n)
+{
+    w_i32(b, (int32_t)n);
+    w_bytes(b, s, n);
+}
 
 /* A DICT from "key=value;key=value" ("" = empty dictionary). */
 static void w_dict(wbuf *b, const char *spec)
@@ -70,20 +80,45 @@ static void w_dict(wbuf *b, const char *spec)
     }
 }
 
-static wbuf K;                       /* the children of MAIN being written */
-static wbuf F;                       /* the last file written */
+static wbuf K; /* the children of MAIN being written */
+static wbuf F; /* the last file written */
 
 /* Chunks: each returns its offset in the file (MAIN's children start at byte 20). */
-static size_t chunk_begin(const char *id) { size_t at = K.n; w_bytes(&K, id, 4); w_i32(&K, 0); w_i32(&K, 0); return at; }
+static size_t chunk_begin(const char *id)
+{
+    size_t at = K.n;
+    w_bytes(&K, id, 4);
+    w_i32(&K, 0);
+    w_i32(&K, 0);
+    return at;
+}
 static size_t chunk_end(size_t at)
 {
     uint32_t n = (uint32_t)(K.n - at - 12);
     for (int i = 0; i < 4; ++i) K.p[at + 4 + i] = (uint8_t)(n >> (8 * i));
     return 20 + at;
 }
-static size_t c_size(int x, int y, int z) { size_t a = chunk_begin("SIZE"); w_i32(&K, x); w_i32(&K, y); w_i32(&K, z); return chunk_end(a); }
-static size_t c_xyzi(int n, const uint8_t *v) { size_t a = chunk_begin("XYZI"); w_i32(&K, n); w_bytes(&K, v, 4 * (size_t)n); return chunk_end(a); }
-static size_t c_model(int x, int y, int z, int n, const uint8_t *v) { size_t a = c_size(x, y, z); c_xyzi(n, v); return a; }
+static size_t c_size(int x, int y, int z)
+{
+    size_t a = chunk_begin("SIZE");
+    w_i32(&K, x);
+    w_i32(&K, y);
+    w_i32(&K, z);
+    return chunk_end(a);
+}
+static size_t c_xyzi(int n, const uint8_t *v)
+{
+    size_t a = chunk_begin("XYZI");
+    w_i32(&K, n);
+    w_bytes(&K, v, 4 * (size_t)n);
+    return chunk_end(a);
+}
+static size_t c_model(int x, int y, int z, int n, const uint8_t *v)
+{
+    size_t a = c_size(x, y, z);
+    c_xyzi(n, v);
+    return a;
+}
 static size_t c_rgba(const uint32_t pal[256])
 {
     size_t a = chunk_begin("RGBA");
@@ -93,7 +128,12 @@ static size_t c_rgba(const uint32_t pal[256])
 static size_t c_trn(int id, const char *attr, int child, int layer, int nframes, const char *const *frames)
 {
     size_t a = chunk_begin("nTRN");
-    w_i32(&K, id); w_dict(&K, attr); w_i32(&K, child); w_i32(&K, -1); w_i32(&K, layer); w_i32(&K, nframes);
+    w_i32(&K, id);
+    w_dict(&K, attr);
+    w_i32(&K, child);
+    w_i32(&K, -1);
+    w_i32(&K, layer);
+    w_i32(&K, nframes);
     for (int f = 0; f < nframes; ++f) w_dict(&K, frames[f]);
     return chunk_end(a);
 }
@@ -101,28 +141,56 @@ static size_t trn(int id, int child, const char *frame) { return c_trn(id, "", c
 static size_t c_grp(int id, const char *attr, int n, const int *kids)
 {
     size_t a = chunk_begin("nGRP");
-    w_i32(&K, id); w_dict(&K, attr); w_i32(&K, n);
+    w_i32(&K, id);
+    w_dict(&K, attr);
+    w_i32(&K, n);
     for (int i = 0; i < n; ++i) w_i32(&K, kids[i]);
     return chunk_end(a);
 }
 static size_t c_shp(int id, int n, const int *models, const char *const *dicts)
 {
     size_t a = chunk_begin("nSHP");
-    w_i32(&K, id); w_dict(&K, ""); w_i32(&K, n);
-    for (int i = 0; i < n; ++i) { w_i32(&K, models[i]); w_dict(&K, dicts ? dicts[i] : ""); }
+    w_i32(&K, id);
+    w_dict(&K, "");
+    w_i32(&K, n);
+    for (int i = 0; i < n; ++i) {
+        w_i32(&K, models[i]);
+        w_dict(&K, dicts ? dicts[i] : "");
+    }
     return chunk_end(a);
 }
 static size_t shp(int id, int model) { return c_shp(id, 1, &model, NULL); }
-static size_t c_layr(int id, const char *attr) { size_t a = chunk_begin("LAYR"); w_i32(&K, id); w_dict(&K, attr); w_i32(&K, -1); return chunk_end(a); }
-static size_t c_matl(int id, const char *spec) { size_t a = chunk_begin("MATL"); w_i32(&K, id); w_dict(&K, spec); return chunk_end(a); }
-static size_t c_raw(const char *id, int n) { size_t a = chunk_begin(id); for (int i = 0; i < n; ++i) w_bytes(&K, "\x5a", 1); return chunk_end(a); }
+static size_t c_layr(int id, const char *attr)
+{
+    size_t a = chunk_begin("LAYR");
+    w_i32(&K, id);
+    w_dict(&K, attr);
+    w_i32(&K, -1);
+    return chunk_end(a);
+}
+static size_t c_matl(int id, const char *spec)
+{
+    size_t a = chunk_begin("MATL");
+    w_i32(&K, id);
+    w_dict(&K, spec);
+    return chunk_end(a);
+}
+static size_t c_raw(const char *id, int n)
+{
+    size_t a = chunk_begin(id);
+    for (int i = 0; i < n; ++i) w_bytes(&K, "\x5a", 1);
+    return chunk_end(a);
+}
 
 static const char *write_bytes(const char *name, const void *d, size_t n)
 {
     char *path = made[made_count++ % 256];
     snprintf(path, sizeof made[0], "%s/%s", tmpdir, name);
     FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0) { perror(path); exit(1); }
+    if (!f || (n && fwrite(d, 1, n, f) != n) || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
     return path;
 }
 
@@ -130,8 +198,11 @@ static const char *write_bytes(const char *name, const void *d, size_t n)
 static const char *vox_write(const char *name, int version)
 {
     F.n = 0;
-    w_bytes(&F, "VOX ", 4); w_i32(&F, version);
-    w_bytes(&F, "MAIN", 4); w_i32(&F, 0); w_i32(&F, (int32_t)K.n);
+    w_bytes(&F, "VOX ", 4);
+    w_i32(&F, version);
+    w_bytes(&F, "MAIN", 4);
+    w_i32(&F, 0);
+    w_i32(&F, (int32_t)K.n);
     w_bytes(&F, K.p, K.n);
     K.n = 0;
     return write_bytes(name, F.p, F.n);
@@ -154,7 +225,7 @@ static void check_invariants(const char *what, const bk_scene *s)
     }
     for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
         const bk_vox_instance *in = &s->vox_instances[i];
-        int8_t m[9];
+        int8_t                 m[9];
         bad += in->model >= s->vox_model_count;
         bad += !bk_vox_rot_matrix(in->rot, m) || memcmp(m, in->m, 9) != 0;
         for (int r = 0; r < 3; ++r) bad += in->lo[r] >= in->hi[r];
@@ -165,7 +236,7 @@ static void check_invariants(const char *what, const bk_scene *s)
 static int load_ok(const char *path, bk_scene *s)
 {
     char err[512] = "";
-    int rc = bk_scene_load(path, s, err, sizeof err);
+    int  rc = bk_scene_load(path, s, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s should load: %s", path, err);
     if (rc == 0) check_invariants(path, s);
     return rc == 0;
@@ -175,12 +246,16 @@ static int load_ok(const char *path, bk_scene *s)
 static void load_fails(const char *path, long byte, const char *what)
 {
     bk_scene s;
-    char err[512] = "", prefix[800];
-    int rc = bk_scene_load(path, &s, err, sizeof err);
+    char     err[512] = "", prefix[800];
+    int      rc = bk_scene_load(path, &s, err, sizeof err);
     BK_EXPECTF(rc < 0, "%s should fail (%s)", path, what);
-    if (rc >= 0) { bk_scene_free(&s); return; }
+    if (rc >= 0) {
+        bk_scene_free(&s);
+        return;
+    }
     BK_EXPECTF(!s.vox_models && !s.vox_instances && !s.materials && !s.vox_model_count && !s.vox_instance_count &&
-               !s.material_count, "%s: scene not left empty", path);
+                   !s.material_count,
+               "%s: scene not left empty", path);
     if (byte >= 0) snprintf(prefix, sizeof prefix, "%s: byte %ld: ", path, byte);
     else snprintf(prefix, sizeof prefix, "%s: ", path);
     BK_EXPECTF(strncmp(err, prefix, strlen(prefix)) == 0, "message '%s' should start with '%s'", err, prefix);
@@ -197,7 +272,8 @@ static float lin(uint8_t v)
 static void mat_mul(const int8_t a[9], const int8_t b[9], int8_t out[9])
 {
     for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 3; ++c) out[3 * r + c] = (int8_t)(a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c]);
+        for (int c = 0; c < 3; ++c)
+            out[3 * r + c] = (int8_t)(a[3 * r] * b[c] + a[3 * r + 1] * b[3 + c] + a[3 * r + 2] * b[6 + c]);
 }
 static void mat_vec(const int8_t m[9], const int32_t v[3], int32_t out[3])
 {
@@ -232,12 +308,13 @@ static void default_palette_rule(uint32_t pal[256])
 {
     static const uint8_t lv[6] = { 0xff, 0xcc, 0x99, 0x66, 0x33, 0x00 };
     static const uint8_t ramp[10] = { 0xee, 0xdd, 0xbb, 0xaa, 0x88, 0x77, 0x55, 0x44, 0x22, 0x11 };
-    int i = 0;
+    int                  i = 0;
     pal[i++] = 0;
     for (int r = 0; r < 6; ++r)
         for (int g = 0; g < 6; ++g)
             for (int b = 0; b < 6; ++b)
-                if (r < 5 || g < 5 || b < 5) pal[i++] = 0xff000000u | (uint32_t)lv[b] << 16 | (uint32_t)lv[g] << 8 | lv[r];
+                if (r < 5 || g < 5 || b < 5)
+                    pal[i++] = 0xff000000u | (uint32_t)lv[b] << 16 | (uint32_t)lv[g] << 8 | lv[r];
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < 10; ++k)
             pal[i++] = 0xff000000u | (c == 3 ? 0x010101u * ramp[k] : (uint32_t)ramp[k] << (8 * c));
@@ -246,12 +323,12 @@ static void default_palette_rule(uint32_t pal[256])
 
 static void expect_palette(const char *what, const bk_scene *s, const uint32_t pal[256], int shift)
 {
-    int bad = 0;
+    int      bad = 0;
     uint32_t base = s->vox_models[0].material_base;
     for (int k = 1; k < 256; ++k) {
-        uint32_t c = pal[shift ? k - 1 : k];
+        uint32_t           c = pal[shift ? k - 1 : k];
         const bk_material *m = &s->materials[base + k];
-        char name[16];
+        char               name[16];
         snprintf(name, sizeof name, "vox_%d", k);
         bad += strcmp(m->name, name) != 0 || m->map_kd[0] != 0;
         for (int i = 0; i < 3; ++i) bad += fabsf(m->kd[i] - lin((uint8_t)(c >> (8 * i)))) > 1e-6f || m->ke[i] != 0;
@@ -264,9 +341,15 @@ static void expect_palette(const char *what, const bk_scene *s, const uint32_t p
 static void test_palette(void)
 {
     uint32_t pal[256], rule[256];
-    for (int i = 0; i < 256; ++i) pal[i] = 0xff000000u | (uint32_t)(i * 7 & 255) << 16 | (uint32_t)(255 - i) << 8 | (uint32_t)i;
+    for (int i = 0; i < 256; ++i)
+        pal[i] = 0xff000000u | (uint32_t)(i * 7 & 255) << 16 | (uint32_t)(255 - i) << 8 | (uint32_t)i;
     uint8_t v[4 * 255];
-    for (int k = 1; k < 256; ++k) { v[4 * (k - 1)] = (uint8_t)(k % 16); v[4 * (k - 1) + 1] = (uint8_t)(k / 16); v[4 * (k - 1) + 2] = 0; v[4 * (k - 1) + 3] = (uint8_t)k; }
+    for (int k = 1; k < 256; ++k) {
+        v[4 * (k - 1)] = (uint8_t)(k % 16);
+        v[4 * (k - 1) + 1] = (uint8_t)(k / 16);
+        v[4 * (k - 1) + 2] = 0;
+        v[4 * (k - 1) + 3] = (uint8_t)k;
+    }
     c_model(16, 16, 1, 255, v);
     c_rgba(pal);
     bk_scene s;
@@ -298,7 +381,11 @@ static void test_rotations(void)
         int ok = 1;
         for (int r = 0; r < 3; ++r) {
             int nz = 0, cz = 0;
-            for (int c = 0; c < 3; ++c) { nz += m[3 * r + c] != 0; cz += m[3 * c + r] != 0; ok &= m[3 * r + c] >= -1 && m[3 * r + c] <= 1; }
+            for (int c = 0; c < 3; ++c) {
+                nz += m[3 * r + c] != 0;
+                cz += m[3 * c + r] != 0;
+                ok &= m[3 * r + c] >= -1 && m[3 * r + c] <= 1;
+            }
             ok &= nz == 1 && cz == 1;
         }
         BK_EXPECTF(ok, "byte %d: not a signed permutation", b);
@@ -319,7 +406,7 @@ static void test_rotations(void)
     BK_EXPECT(memcmp(ex, want, 9) == 0);
 
     /* every rotation placed on one 3x4x5 model (odd and even sides): one shared shape node */
-    int kids[48], n = 0;
+    int     kids[48], n = 0;
     uint8_t v[8] = { 0, 0, 0, 1, 2, 3, 4, 2 };
     c_model(3, 4, 5, 2, v);
     for (int b = 0; b < 128; ++b) {
@@ -340,7 +427,7 @@ static void test_rotations(void)
         for (int b = 0; b < 128 && s.vox_instance_count == 48; ++b) {
             if (!seen[b]) continue;
             const bk_vox_instance *in = &s.vox_instances[n];
-            char what[32];
+            char                   what[32];
             snprintf(what, sizeof what, "rotation %d", b);
             BK_EXPECTF(in->rot == b && in->model == 0, "%s: rot %d", what, in->rot);
             BK_EXPECTF(in->t[0] == 7 * n - 100 && in->t[1] == -3 + n && in->t[2] == 11 - 2 * n, "%s: t", what);
@@ -360,7 +447,7 @@ static void test_nested(void)
 {
     /* T0(_r A, t a) -> G1 -> T2(_r B, t b) -> G3 -> T4(_r C, t c) -> S5 */
     const int A = 1 | 2 << 2 | 1 << 5, B = 2 | 0 << 2 | 1 << 4 | 1 << 6, C = 0 | 2 << 2 | 1 << 5;
-    char f0[64], f2[64], f4[64];
+    char      f0[64], f2[64], f4[64];
     snprintf(f0, sizeof f0, "_r=%d;_t=10 20 30", A);
     snprintf(f2, sizeof f2, "_r=%d;_t=-4 5 7", B);
     snprintf(f4, sizeof f4, "_r=%d;_t=1 -2 3", C);
@@ -375,19 +462,22 @@ static void test_nested(void)
     bk_scene s;
     if (!load_ok(vox_write("nested.vox", 200), &s)) return;
     int8_t a[9], b[9], c[9], ab[9], abc[9];
-    bk_vox_rot_matrix((uint8_t)A, a); bk_vox_rot_matrix((uint8_t)B, b); bk_vox_rot_matrix((uint8_t)C, c);
+    bk_vox_rot_matrix((uint8_t)A, a);
+    bk_vox_rot_matrix((uint8_t)B, b);
+    bk_vox_rot_matrix((uint8_t)C, c);
     mat_mul(a, b, ab);
     mat_mul(ab, c, abc);
     int32_t tc[3] = { 1, -2, 3 }, tb[3] = { -4, 5, 7 }, ta[3] = { 10, 20, 30 }, x[3], y[3];
-    mat_vec(b, tc, x);                                     /* B c + b */
+    mat_vec(b, tc, x); /* B c + b */
     for (int i = 0; i < 3; ++i) x[i] += tb[i];
-    mat_vec(a, x, y);                                      /* A (B c + b) + a */
+    mat_vec(a, x, y); /* A (B c + b) + a */
     for (int i = 0; i < 3; ++i) y[i] += ta[i];
     BK_EXPECT(s.vox_instance_count == 1);
     if (s.vox_instance_count == 1) {
         const bk_vox_instance *in = &s.vox_instances[0];
         BK_EXPECT(memcmp(in->m, abc, 9) == 0 && in->rot == bk_vox_rot_byte(abc));
-        BK_EXPECTF(memcmp(in->t, y, sizeof y) == 0, "t (%d %d %d), by hand (%d %d %d)", in->t[0], in->t[1], in->t[2], y[0], y[1], y[2]);
+        BK_EXPECTF(memcmp(in->t, y, sizeof y) == 0, "t (%d %d %d), by hand (%d %d %d)", in->t[0], in->t[1], in->t[2],
+                   y[0], y[1], y[2]);
         expect_box(in, s.vox_models[0].size, "nested");
     }
     bk_scene_free(&s);
@@ -416,7 +506,7 @@ static void test_hidden_frames_shared(void)
     c_trn(6, "_hidden=0", 16, 9, 1, &plain);
     const char *frames[3] = { "_f=5;_t=100 0 0", "_t=1 2 3;_f=0", "_t=9 9 9" };
     c_trn(7, "", 11, -1, 3, frames);
-    int models[3] = { 3, 0, 2 };
+    int         models[3] = { 3, 0, 2 };
     const char *mf[3] = { "_f=3", "_f=0", "" };
     c_shp(11, 3, models, mf);
     trn(8, 20, "_t=0 0 -5");
@@ -441,7 +531,7 @@ static void test_hidden_frames_shared(void)
     c_model(1, 1, 1, 1, one_voxel);
     const char *fr2[2] = { "_f=2;_t=4 5 6", "_f=7;_t=1 1 1" };
     c_trn(0, "", 1, -1, 2, fr2);
-    int m2[2] = { 1, 0 };
+    int         m2[2] = { 1, 0 };
     const char *mf2[2] = { "_f=4", "_f=9" };
     c_shp(1, 2, m2, mf2);
     if (load_ok(vox_write("frames.vox", 200), &s)) {
@@ -477,7 +567,7 @@ static void test_legacy(void)
 static void test_emission(void)
 {
     uint32_t pal[256];
-    for (int i = 0; i < 256; ++i) pal[i] = 0xff0080ffu;          /* r 255, g 128, b 0 */
+    for (int i = 0; i < 256; ++i) pal[i] = 0xff0080ffu; /* r 255, g 128, b 0 */
     c_model(1, 1, 1, 1, one_voxel);
     c_rgba(pal);
     c_matl(1, "_type=_diffuse;_emit=3");
@@ -500,7 +590,7 @@ static void test_emission(void)
 
 static void test_errors(void)
 {
-    char p[800];
+    char   p[800];
     size_t at;
     load_fails(write_bytes("magic.vox", "VOX!\x96\0\0\0", 8), 0, "not a MagicaVoxel file");
     c_model(1, 1, 1, 1, one_voxel);
@@ -513,9 +603,9 @@ static void test_errors(void)
     memcpy(F.p + 8, "MAIN", 4);
     load_fails(write_bytes("cut.vox", F.p, F.n - 1), 8, "runs past the end of the file");
     load_fails(write_bytes("cut2.vox", F.p, 14), 8, "cut short");
-    F.p[20 + 4] = 40;   /* SIZE content 40 bytes */
+    F.p[20 + 4] = 40; /* SIZE content 40 bytes */
     load_fails(write_bytes("chunkpast.vox", F.p, F.n), 20, "runs past the end of MAIN");
-    F.p[20 + 4] = 8;    /* SIZE content 8 bytes: z missing */
+    F.p[20 + 4] = 8; /* SIZE content 8 bytes: z missing */
     load_fails(write_bytes("shortsize.vox", F.p, F.n), 20 + 12 + 8, "SIZE z: cut short");
     /* sizes */
     c_model(0, 1, 1, 0, NULL);
@@ -534,11 +624,18 @@ static void test_errors(void)
     uint8_t v[8] = { 0, 0, 0, 1, 1, 2, 2, 5 };
     at = c_model(2, 2, 2, 2, v);
     load_fails(vox_write("outside.vox", 150), (long)at + 24 + 20, "voxel 1 at (1 2 2) is outside its 2x2x2 model");
-    v[5] = 1; v[6] = 1; v[7] = 0;
+    v[5] = 1;
+    v[6] = 1;
+    v[7] = 0;
     at = c_model(2, 2, 2, 2, v);
     load_fails(vox_write("index0.vox", 150), (long)at + 24 + 20, "colour index 0");
     at = c_size(2, 2, 2);
-    { size_t a = chunk_begin("XYZI"); w_i32(&K, 0x7fffffff); w_bytes(&K, v, 8); chunk_end(a); }
+    {
+        size_t a = chunk_begin("XYZI");
+        w_i32(&K, 0x7fffffff);
+        w_bytes(&K, v, 8);
+        chunk_end(a);
+    }
     load_fails(vox_write("count.vox", 150), (long)at + 24 + 12, "XYZI voxel count 2147483647 does not fit");
     /* palette, materials */
     c_model(1, 1, 1, 1, one_voxel);
@@ -549,12 +646,16 @@ static void test_errors(void)
     load_fails(vox_write("matlid.vox", 200), (long)at + 12, "MATL id 300");
     c_model(1, 1, 1, 1, one_voxel);
     at = c_matl(7, "_type=_emit;_emit=nan");
-    load_fails(vox_write("nan.vox", 200), (long)at + 12 + 4 + 4 + 4 + 5 + 4 + 5 + 4 + 5, "\"_emit\" \"nan\": not a finite number");
+    load_fails(vox_write("nan.vox", 200), (long)at + 12 + 4 + 4 + 4 + 5 + 4 + 5 + 4 + 5,
+               "\"_emit\" \"nan\": not a finite number");
     c_model(1, 1, 1, 1, one_voxel);
     at = c_matl(7, "_flux=inf");
     load_fails(vox_write("inf.vox", 200), (long)at + 12 + 4 + 4 + 4 + 5, "\"_flux\" \"inf\"");
     c_model(1, 1, 1, 1, one_voxel);
-    at = chunk_begin("MATL"); w_i32(&K, 1); w_i32(&K, 1 << 30); chunk_end(at);
+    at = chunk_begin("MATL");
+    w_i32(&K, 1);
+    w_i32(&K, 1 << 30);
+    chunk_end(at);
     load_fails(vox_write("dict.vox", 200), (long)at + 20 + 12 + 4, "MATL dictionary size 1073741824 does not fit");
     /* transforms */
     c_model(1, 1, 1, 1, one_voxel);
@@ -570,7 +671,7 @@ static void test_errors(void)
     shp(1, 0);
     load_fails(vox_write("t2.vox", 200), (long)at + 40 + 6, "\"_t\" \"1 2\": expected 3 integers");
     c_model(1, 1, 1, 1, one_voxel);
-    at = trn(0, 1, "_t=1\0012 3");                          /* quoted bytes are escaped: one line */
+    at = trn(0, 1, "_t=1\0012 3"); /* quoted bytes are escaped: one line */
     shp(1, 0);
     load_fails(vox_write("tnl.vox", 200), (long)at + 40 + 6, "\"_t\" \"1\\x012 3\": expected 3 integers");
     c_model(1, 1, 1, 1, one_voxel);
@@ -617,7 +718,10 @@ static void test_errors(void)
     shp(1, 0);
     load_fails(vox_write("noroot.vox", 200), (long)at, "no node 0");
     c_model(1, 1, 1, 1, one_voxel);
-    for (int i = 0; i < BK_VOX_MAX_DEPTH + 5; ++i) { size_t a = trn(i, i + 1, ""); if (i == BK_VOX_MAX_DEPTH) at = a; }
+    for (int i = 0; i < BK_VOX_MAX_DEPTH + 5; ++i) {
+        size_t a = trn(i, i + 1, "");
+        if (i == BK_VOX_MAX_DEPTH) at = a;
+    }
     shp(BK_VOX_MAX_DEPTH + 5, 0);
     load_fails(vox_write("deep.vox", 200), (long)at, "scene graph deeper than 1024");
     c_model(1, 1, 1, 1, one_voxel);
@@ -625,7 +729,10 @@ static void test_errors(void)
     at = c_shp(1, 0, NULL, NULL);
     load_fails(vox_write("shp0.vox", 200), (long)at + 20, "nSHP node 1 has no model");
     c_model(1, 1, 1, 1, one_voxel);
-    { const char *f = ""; c_trn(0, "_hidden=1", 1, -1, 1, &f); }
+    {
+        const char *f = "";
+        c_trn(0, "_hidden=1", 1, -1, 1, &f);
+    }
     shp(1, 0);
     load_fails(vox_write("allhidden.vox", 200), 8, "no visible instance");
     c_raw("RGBA", 1024);
@@ -657,7 +764,11 @@ static void test_errors(void)
 static void test_model_limit(void)
 {
     size_t at = 0;
-    for (uint32_t i = 0; i <= BK_VOX_MAX_MODELS; ++i) { size_t a = c_size(1, 1, 1); c_xyzi(0, NULL); if (i == BK_VOX_MAX_MODELS) at = a; }
+    for (uint32_t i = 0; i <= BK_VOX_MAX_MODELS; ++i) {
+        size_t a = c_size(1, 1, 1);
+        c_xyzi(0, NULL);
+        if (i == BK_VOX_MAX_MODELS) at = a;
+    }
     const char *path = vox_write("models.vox", 150);
     load_fails(path, (long)at + 24, "more than 1048576 models");
     unlink(path);
@@ -668,14 +779,20 @@ static void test_speed(void)
 {
     enum { MODELS = 200, PLACED = 54000 };
     uint32_t seed = 12345;
-    uint8_t v[4 * 64];
+    uint8_t  v[4 * 64];
     for (int m = 0; m < MODELS; ++m) {
         int n = 0;
         for (int z = 0; z < 4; ++z)
             for (int y = 0; y < 4; ++y)
                 for (int x = 0; x < 4; ++x) {
                     seed = seed * 1664525u + 1013904223u;
-                    if ((seed >> 28) & 1) { v[4 * n] = (uint8_t)(x + m % 3); v[4 * n + 1] = (uint8_t)y; v[4 * n + 2] = (uint8_t)z; v[4 * n + 3] = (uint8_t)(1 + m); n++; }
+                    if ((seed >> 28) & 1) {
+                        v[4 * n] = (uint8_t)(x + m % 3);
+                        v[4 * n + 1] = (uint8_t)y;
+                        v[4 * n + 2] = (uint8_t)z;
+                        v[4 * n + 3] = (uint8_t)(1 + m);
+                        n++;
+                    }
                 }
         c_model(4 + m % 3, 4 + m % 5, 5, n, v);
     }
@@ -692,18 +809,18 @@ static void test_speed(void)
         shp(3 + 2 * i, i % MODELS);
     }
     const char *path = vox_write("world.vox", 200);
-    bk_scene s;
-    double t0 = bk_time_now();
-    int ok = load_ok(path, &s);
-    double dt = bk_time_now() - t0;
+    bk_scene    s;
+    double      t0 = bk_time_now();
+    int         ok = load_ok(path, &s);
+    double      dt = bk_time_now() - t0;
 #if defined(__SANITIZE_ADDRESS__)
     const double limit = 2.0;
 #elif defined(__has_feature)
-#  if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer)
     const double limit = 2.0;
-#  else
+#else
     const double limit = 0.25;
-#  endif
+#endif
 #else
     const double limit = 0.25;
 #endif
@@ -714,10 +831,15 @@ static void test_speed(void)
         BK_EXPECT(s.vox_instances[PLACED - 1].model == (PLACED - 1) % MODELS);
         bk_scene_free(&s);
     }
-    unlink(path);              /* too large for a fuzz seed */
+    unlink(path); /* too large for a fuzz seed */
 }
 
-typedef struct corpus_entry { const char *name; uint32_t models, instances; uint64_t voxels; uint32_t size[3]; } corpus_entry;
+typedef struct corpus_entry {
+    const char *name;
+    uint32_t    models, instances;
+    uint64_t    voxels;
+    uint32_t    size[3];
+} corpus_entry;
 
 static void test_corpus(void)
 {
@@ -735,30 +857,37 @@ static void test_corpus(void)
         { "T-Rex.vox", 8, 8, 10219, { 24, 24, 26 } },
         { "test_multiple_model_scene.vox", 41, 104, 6053, { 8, 8, 8 } },
     };
-    int found[6] = { 0 }, files = 0;
-    double slowest = 0;
-    char slowest_name[256] = "";
+    int            found[6] = { 0 }, files = 0;
+    double         slowest = 0;
+    char           slowest_name[256] = "";
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (!bk_path_has_ext(e->d_name, ".vox")) continue;
         files++;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (!strcmp(e->d_name, "slab6_vox_test.vox")) { load_fails(path, 0, "not a MagicaVoxel file"); continue; }
+        if (!strcmp(e->d_name, "slab6_vox_test.vox")) {
+            load_fails(path, 0, "not a MagicaVoxel file");
+            continue;
+        }
         bk_scene s;
-        double t0 = bk_time_now();
+        double   t0 = bk_time_now();
         if (!load_ok(path, &s)) continue;
         double dt = bk_time_now() - t0;
-        if (dt > slowest) { slowest = dt; snprintf(slowest_name, sizeof slowest_name, "%s", e->d_name); }
+        if (dt > slowest) {
+            slowest = dt;
+            snprintf(slowest_name, sizeof slowest_name, "%s", e->d_name);
+        }
         uint64_t voxels = 0;
         for (uint32_t m = 0; m < s.vox_model_count; ++m) voxels += s.vox_models[m].voxel_count;
         for (int i = 0; i < 6; ++i) {
             if (strcmp(want[i].name, e->d_name)) continue;
             found[i] = 1;
-            BK_EXPECTF(s.vox_model_count == want[i].models && s.vox_instance_count == want[i].instances && voxels == want[i].voxels,
+            BK_EXPECTF(s.vox_model_count == want[i].models && s.vox_instance_count == want[i].instances &&
+                           voxels == want[i].voxels,
                        "%s: %u models, %u instances, %llu voxels", e->d_name, s.vox_model_count, s.vox_instance_count,
                        (unsigned long long)voxels);
-            BK_EXPECTF(memcmp(s.vox_models[0].size, want[i].size, sizeof want[i].size) == 0, "%s: size %ux%ux%u", e->d_name,
-                       s.vox_models[0].size[0], s.vox_models[0].size[1], s.vox_models[0].size[2]);
+            BK_EXPECTF(memcmp(s.vox_models[0].size, want[i].size, sizeof want[i].size) == 0, "%s: size %ux%ux%u",
+                       e->d_name, s.vox_models[0].size[0], s.vox_models[0].size[1], s.vox_models[0].size[2]);
         }
         if (!strcmp(e->d_name, "menger.vox")) {
             uint32_t rule[256];
@@ -778,7 +907,7 @@ static void test_corpus(void)
 static void test_coord_limit(void)
 {
     const long long L = BK_VOX_MAX_COORD;
-    char spec[128], err[512];
+    char            spec[128], err[512];
     BK_EXPECT(L == 8388608);
     for (int a = 0; a < 3; ++a)
         for (int sg = -1; sg <= 1; sg += 2) {
@@ -789,13 +918,13 @@ static void test_coord_limit(void)
             trn(0, 1, spec);
             shp(1, 0);
             const char *path = vox_write("tlimit.vox", 200);
-            bk_scene s;
-            int rc = bk_scene_load(path, &s, err, sizeof err);
+            bk_scene    s;
+            int         rc = bk_scene_load(path, &s, err, sizeof err);
             BK_EXPECTF(rc == 0, "%s: %s", spec, err);
             if (rc) continue;
             const bk_vox_instance *in = &s.vox_instances[0];
-            BK_EXPECTF(in->t[a] == t[a] && in->lo[a] == t[a] - 2 && in->hi[a] == t[a] + 2, "%s: t %d box %d..%d", spec, in->t[a],
-                       in->lo[a], in->hi[a]);
+            BK_EXPECTF(in->t[a] == t[a] && in->lo[a] == t[a] - 2 && in->hi[a] == t[a] + 2, "%s: t %d box %d..%d", spec,
+                       in->t[a], in->lo[a], in->hi[a]);
             bk_scene_free(&s);
         }
     /* composed exactly to the limit through a mirroring parent: x = -(-(L - 1)) + 1 */
@@ -806,12 +935,12 @@ static void test_coord_limit(void)
     shp(2, 0);
     {
         bk_scene s;
-        int rc = bk_scene_load(vox_write("tmirror.vox", 200), &s, err, sizeof err);
+        int      rc = bk_scene_load(vox_write("tmirror.vox", 200), &s, err, sizeof err);
         BK_EXPECTF(rc == 0, "%s", err);
         if (rc == 0) {
             BK_EXPECTF(s.vox_instances[0].t[0] == L && s.vox_instances[0].t[1] == 5 && s.vox_instances[0].t[2] == -7 &&
-                       s.vox_instances[0].m[0] == -1, "t %d %d %d", s.vox_instances[0].t[0], s.vox_instances[0].t[1],
-                       s.vox_instances[0].t[2]);
+                           s.vox_instances[0].m[0] == -1,
+                       "t %d %d %d", s.vox_instances[0].t[0], s.vox_instances[0].t[1], s.vox_instances[0].t[2]);
             bk_scene_free(&s);
         }
     }
@@ -854,7 +983,10 @@ int main(void)
         keep_files = 1;
     } else {
         snprintf(tmpdir, sizeof tmpdir, "%s/bk_unit_vox_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            return 1;
+        }
     }
     test_palette();
     test_rotations();

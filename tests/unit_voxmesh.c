@@ -29,19 +29,22 @@ static const int8_t ID[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
 /* ---- brute force --------------------------------------------------------------------------- */
 
 typedef struct world {
-    int32_t lo[3], n[3];
-    int32_t *inst;     /* instance filling the cell, -1 empty; -2 two instances */
+    int32_t  lo[3], n[3];
+    int32_t *inst; /* instance filling the cell, -1 empty; -2 two instances */
     uint8_t *colour;
 } world;
 
 static void world_cell_of(const bk_scene *s, uint32_t i, const uint8_t *p, int32_t c[3])
 {
     const bk_vox_instance *in = &s->vox_instances[i];
-    int32_t T[3];
+    int32_t                T[3];
     bk_vox_instance_offset(in, s->vox_models[in->model].size, T);
     for (int r = 0; r < 3; ++r) {
         int32_t a = T[r], b = T[r];
-        for (int k = 0; k < 3; ++k) { a += in->m[3 * r + k] * p[k]; b += in->m[3 * r + k] * (p[k] + 1); }
+        for (int k = 0; k < 3; ++k) {
+            a += in->m[3 * r + k] * p[k];
+            b += in->m[3 * r + k] * (p[k] + 1);
+        }
         c[r] = a < b ? a : b;
     }
 }
@@ -54,7 +57,8 @@ static void world_build(const bk_scene *s, world *W)
             if (s->vox_instances[i].lo[r] < lo) lo = s->vox_instances[i].lo[r];
             if (s->vox_instances[i].hi[r] > hi) hi = s->vox_instances[i].hi[r];
         }
-        W->lo[r] = lo - 1; W->n[r] = hi - lo + 2;
+        W->lo[r] = lo - 1;
+        W->n[r] = hi - lo + 2;
     }
     size_t N = (size_t)W->n[0] * W->n[1] * W->n[2];
     W->inst = malloc(sizeof(int32_t) * N);
@@ -65,7 +69,8 @@ static void world_build(const bk_scene *s, world *W)
         for (uint32_t v = 0; v < m->voxel_count; ++v) {
             int32_t c[3];
             world_cell_of(s, i, m->xyzi + 4 * v, c);
-            size_t k = (size_t)(c[0] - W->lo[0]) + W->n[0] * ((size_t)(c[1] - W->lo[1]) + W->n[1] * (size_t)(c[2] - W->lo[2]));
+            size_t k =
+                (size_t)(c[0] - W->lo[0]) + W->n[0] * ((size_t)(c[1] - W->lo[1]) + W->n[1] * (size_t)(c[2] - W->lo[2]));
             W->inst[k] = W->inst[k] == -1 || W->inst[k] == (int32_t)i ? (int32_t)i : -2;
             W->colour[k] = m->xyzi[4 * v + 3];
         }
@@ -75,7 +80,10 @@ static void world_build(const bk_scene *s, world *W)
 static int32_t world_at(const world *W, const int32_t c[3], uint8_t *colour)
 {
     for (int r = 0; r < 3; ++r)
-        if (c[r] < W->lo[r] || c[r] >= W->lo[r] + W->n[r]) { if (colour) *colour = 0; return -1; }
+        if (c[r] < W->lo[r] || c[r] >= W->lo[r] + W->n[r]) {
+            if (colour) *colour = 0;
+            return -1;
+        }
     size_t k = (size_t)(c[0] - W->lo[0]) + W->n[0] * ((size_t)(c[1] - W->lo[1]) + W->n[1] * (size_t)(c[2] - W->lo[2]));
     if (colour) *colour = W->colour[k];
     return W->inst[k];
@@ -108,15 +116,18 @@ static uint64_t check_surface(const char *name, const bk_scene *s, const bk_voxm
         /* winding normal of both triangles along the direction */
         for (int t = 0; t < 2; ++t) {
             const uint32_t *f = vm->scene.tri_v + 3 * ((size_t)vm->first_quad_tri + 2 * q + t);
-            const float *a = vm->scene.positions + 3 * (size_t)f[0], *b = vm->scene.positions + 3 * (size_t)f[1],
+            const float    *a = vm->scene.positions + 3 * (size_t)f[0], *b = vm->scene.positions + 3 * (size_t)f[1],
                         *c = vm->scene.positions + 3 * (size_t)f[2];
             double e1[3] = { b[0] - a[0], b[1] - a[1], b[2] - a[2] }, e2[3] = { c[0] - a[0], c[1] - a[1], c[2] - a[2] };
-            double n[3] = { e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0] };
+            double n[3] = { e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                            e1[0] * e2[1] - e1[1] * e2[0] };
             double dot = n[0] * D[Q->dir][0] + n[1] * D[Q->dir][1] + n[2] * D[Q->dir][2];
             double len = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
             if (!(dot > 0.999 * len && fabs(len - (double)Q->w * Q->h) < 1e-9)) {
-                fprintf(stderr, "%s: quad %u triangle %d: winding normal (%g %g %g) for direction %d\n", name, q, t, n[0], n[1], n[2], Q->dir);
-                bk_test_failures++; bad++;
+                fprintf(stderr, "%s: quad %u triangle %d: winding normal (%g %g %g) for direction %d\n", name, q, t,
+                        n[0], n[1], n[2], Q->dir);
+                bk_test_failures++;
+                bad++;
             }
             BK_EXPECT(vm->scene.tri_material[vm->first_quad_tri + 2 * q + t] == Q->material);
         }
@@ -133,22 +144,26 @@ static uint64_t check_surface(const char *name, const bk_scene *s, const bk_voxm
                 uint8_t col;
                 int32_t who = world_at(&W, in, &col), other = world_at(&W, out, NULL);
                 if (who != (int32_t)Q->instance || col != Q->colour || other != -1) {
-                    fprintf(stderr, "%s: quad %u face (%d,%d): inside instance %d colour %u (want %u, %u), outside %d\n", name, q, i, j,
-                            who, col, Q->instance, Q->colour, other);
-                    bk_test_failures++; bad++;
-                    i = Q->w; j = Q->h;
+                    fprintf(stderr,
+                            "%s: quad %u face (%d,%d): inside instance %d colour %u (want %u, %u), outside %d\n", name,
+                            q, i, j, who, col, Q->instance, Q->colour, other);
+                    bk_test_failures++;
+                    bad++;
+                    i = Q->w;
+                    j = Q->h;
                 }
             }
     }
-    free(W.inst); free(W.colour);
+    free(W.inst);
+    free(W.colour);
     return expect;
 }
 
 static bk_voxmesh build(const char *name, const bk_scene *s)
 {
     bk_voxmesh vm;
-    char err[256];
-    int rc = bk_voxmesh_build(s, &vm, err, sizeof err);
+    char       err[256];
+    int        rc = bk_voxmesh_build(s, &vm, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s: %s", name, err);
     return vm;
 }
@@ -157,13 +172,17 @@ static bk_voxmesh build(const char *name, const bk_scene *s)
 
 static void test_single(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     uint8_t v[4] = { 0, 0, 0, 7 };
     bk_test_add_instance(&s, bk_test_add_model(&s, 1, 1, 1, v, 1), ID, 5, -3, 2);
     bk_voxmesh vm = build("single", &s);
     BK_EXPECT(vm.quad_count == 6);
     BK_EXPECT(vm.face_count == 6);
-    for (uint32_t q = 0; q < vm.quad_count; ++q) { BK_EXPECT(vm.quads[q].dir == q); BK_EXPECT(vm.quads[q].material == 7); }
+    for (uint32_t q = 0; q < vm.quad_count; ++q) {
+        BK_EXPECT(vm.quads[q].dir == q);
+        BK_EXPECT(vm.quads[q].material == 7);
+    }
     check_surface("single", &s, &vm);
     bk_voxmesh_free(&vm);
     bk_scene_free(&s);
@@ -171,7 +190,8 @@ static void test_single(void)
 
 static void test_bar(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     uint8_t v[8] = { 0, 0, 0, 3, 1, 0, 0, 3 };
     bk_test_add_instance(&s, bk_test_add_model(&s, 2, 1, 1, v, 2), ID, 0, 0, 0);
     bk_voxmesh vm = build("bar", &s);
@@ -191,13 +211,14 @@ static void test_bar(void)
 
 static void test_touching(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
-    uint8_t v[4] = { 0, 0, 0, 1 };
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    uint8_t  v[4] = { 0, 0, 0, 1 };
     uint32_t m = bk_test_add_model(&s, 1, 1, 1, v, 1);
     bk_test_add_instance(&s, m, ID, 0, 0, 0);
     bk_test_add_instance(&s, m, ID, 1, 0, 0);
     bk_voxmesh vm = build("touching", &s);
-    BK_EXPECT(vm.quad_count == 10);   /* per instance: faces are not merged across instances */
+    BK_EXPECT(vm.quad_count == 10); /* per instance: faces are not merged across instances */
     BK_EXPECT(vm.face_count == 10);
     BK_EXPECT(vm.hidden_faces == 2);
     check_surface("touching", &s, &vm);
@@ -207,10 +228,11 @@ static void test_touching(void)
 
 static void test_mirrored(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     /* an L of three voxels, two colours */
-    uint8_t v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
-    uint32_t m = bk_test_add_model(&s, 2, 2, 1, v, 3);
+    uint8_t             v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
+    uint32_t            m = bk_test_add_model(&s, 2, 2, 1, v, 3);
     static const int8_t MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 }, SW[9] = { 0, 1, 0, 1, 0, 0, 0, 0, 1 };
     bk_test_add_instance(&s, m, MX, 0, 0, 0);
     bk_test_add_instance(&s, m, SW, 10, 0, 0);
@@ -221,14 +243,19 @@ static void test_mirrored(void)
     bk_scene_free(&s);
 }
 
-static uint32_t rng(uint64_t *st) { *st = *st * 6364136223846793005ull + 1442695040888963407ull; return (uint32_t)(*st >> 33); }
+static uint32_t rng(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*st >> 33);
+}
 
 /* Random models under every signed permutation, overlapping and touching. */
 static void test_random(void)
 {
     uint64_t st = 12345;
     for (int round = 0; round < 6; ++round) {
-        bk_scene s; memset(&s, 0, sizeof s);
+        bk_scene s;
+        memset(&s, 0, sizeof s);
         static uint8_t occ[64 * 64 * 64];
         memset(occ, 0, sizeof occ);
         for (int mi = 0; mi < 3; ++mi) {
@@ -240,7 +267,10 @@ static void test_random(void)
                     for (uint32_t x = 0; x < sz[0]; ++x)
                         if (rng(&st) % 100 < 55) {
                             uint8_t *p = xyzi + 4 * n++;
-                            p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 2);
+                            p[0] = (uint8_t)x;
+                            p[1] = (uint8_t)y;
+                            p[2] = (uint8_t)z;
+                            p[3] = (uint8_t)(1 + rng(&st) % 2);
                         }
             bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
             s.vox_models[mi].material_base = 256u * (uint32_t)mi;
@@ -249,22 +279,26 @@ static void test_random(void)
         for (int k = 0; k < 48; ++k) {
             /* rotation byte: column choice (6 permutations) and signs (8) */
             static const int perm[6][2] = { { 0, 1 }, { 0, 2 }, { 1, 0 }, { 1, 2 }, { 2, 0 }, { 2, 1 } };
-            uint8_t rot = (uint8_t)(perm[k % 6][0] | perm[k % 6][1] << 2 | (k / 6) << 4);
-            int8_t m[9];
+            uint8_t          rot = (uint8_t)(perm[k % 6][0] | perm[k % 6][1] << 2 | (k / 6) << 4);
+            int8_t           m[9];
             BK_EXPECT(bk_vox_rot_matrix(rot, m));
             /* instances may overlap in their boxes, not in their voxels (two voxels in one cell
              * keep both their faces; brute force here counts a cell once) */
             for (int tries = 0; tries < 100; ++tries) {
-                bk_test_add_instance(&s, rng(&st) % 3, m, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 12) - 6);
-                uint32_t i = s.vox_instance_count - 1;
+                bk_test_add_instance(&s, rng(&st) % 3, m, (int32_t)(rng(&st) % 24) - 12, (int32_t)(rng(&st) % 24) - 12,
+                                     (int32_t)(rng(&st) % 12) - 6);
+                uint32_t            i = s.vox_instance_count - 1;
                 const bk_vox_model *md = &s.vox_models[s.vox_instances[i].model];
-                int clash = 0;
+                int                 clash = 0;
                 for (uint32_t v = 0; v < md->voxel_count && !clash; ++v) {
                     int32_t c[3];
                     world_cell_of(&s, i, md->xyzi + 4 * v, c);
                     clash = occ[(c[0] + 32) + 64 * ((c[1] + 32) + 64 * (c[2] + 32))];
                 }
-                if (clash) { s.vox_instance_count--; continue; }
+                if (clash) {
+                    s.vox_instance_count--;
+                    continue;
+                }
                 for (uint32_t v = 0; v < md->voxel_count; ++v) {
                     int32_t c[3];
                     world_cell_of(&s, i, md->xyzi + 4 * v, c);
@@ -276,7 +310,7 @@ static void test_random(void)
         char name[32];
         snprintf(name, sizeof name, "random %d", round);
         bk_voxmesh vm = build(name, &s);
-        uint64_t f = check_surface(name, &s, &vm);
+        uint64_t   f = check_surface(name, &s, &vm);
         BK_EXPECT(f > 0);
         BK_EXPECT(vm.hidden_faces > 0);
         /* determinism */
@@ -303,10 +337,11 @@ static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *
             if (s->vox_instances[i].lo[r] < a) a = s->vox_instances[i].lo[r];
             if (s->vox_instances[i].hi[r] > b) b = s->vox_instances[i].hi[r];
         }
-        lo[r] = a - 1; n[r] = b - a + 2;
+        lo[r] = a - 1;
+        n[r] = b - a + 2;
     }
-    size_t N = (size_t)n[0] * n[1] * n[2];
-    uint32_t *count = calloc(N, sizeof(uint32_t));   /* instances filling the cell */
+    size_t    N = (size_t)n[0] * n[1] * n[2];
+    uint32_t *count = calloc(N, sizeof(uint32_t)); /* instances filling the cell */
     /* per model a dense colour grid (a cell listed twice counts once, its last colour) */
     uint8_t **grid = calloc(s->vox_model_count, sizeof(uint8_t *));
     for (uint32_t mi = 0; mi < s->vox_model_count; ++mi) {
@@ -320,7 +355,7 @@ static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *
 #define CELL(c) ((size_t)((c)[0] - lo[0]) + n[0] * ((size_t)((c)[1] - lo[1]) + n[1] * (size_t)((c)[2] - lo[2])))
     for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
         const bk_vox_model *m = &s->vox_models[s->vox_instances[i].model];
-        const uint8_t *g = grid[s->vox_instances[i].model];
+        const uint8_t      *g = grid[s->vox_instances[i].model];
         for (uint32_t z = 0; z < m->size[2]; ++z)
             for (uint32_t y = 0; y < m->size[1]; ++y)
                 for (uint32_t x = 0; x < m->size[0]; ++x) {
@@ -332,10 +367,10 @@ static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *
                 }
     }
     static const int D[6][3] = { { 1, 0, 0 }, { -1, 0, 0 }, { 0, 1, 0 }, { 0, -1, 0 }, { 0, 0, 1 }, { 0, 0, -1 } };
-    uint64_t expect = 0;
+    uint64_t         expect = 0;
     for (uint32_t i = 0; i < s->vox_instance_count; ++i) {
         const bk_vox_model *m = &s->vox_models[s->vox_instances[i].model];
-        const uint8_t *g = grid[s->vox_instances[i].model];
+        const uint8_t      *g = grid[s->vox_instances[i].model];
         for (uint32_t z = 0; z < m->size[2]; ++z)
             for (uint32_t y = 0; y < m->size[1]; ++y)
                 for (uint32_t x = 0; x < m->size[0]; ++x) {
@@ -353,10 +388,10 @@ static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *
                (unsigned long long)expect);
     int bad = 0;
     for (uint32_t q = 0; q < vm->quad_count && bad < 5; ++q) {
-        const bk_vox_quad *Q = &vm->quads[q];
+        const bk_vox_quad     *Q = &vm->quads[q];
         const bk_vox_instance *in = &s->vox_instances[Q->instance];
-        const bk_vox_model *m = &s->vox_models[in->model];
-        int32_t T[3];
+        const bk_vox_model    *m = &s->vox_models[in->model];
+        int32_t                T[3];
         bk_vox_instance_offset(in, m->size, T);
         for (int j = 0; j < Q->h; ++j)
             for (int i = 0; i < Q->w; ++i) {
@@ -374,24 +409,28 @@ static void check_shared(const char *name, const bk_scene *s, const bk_voxmesh *
                 for (int k = 0; k < 3; ++k) inside = inside && p[k] >= 0 && p[k] < (int32_t)m->size[k];
                 uint8_t col = inside ? grid[in->model][p[0] + m->size[0] * (p[1] + m->size[1] * p[2])] : 0;
                 if (col != Q->colour || count[CELL(cout)] != 0) {
-                    fprintf(stderr, "%s: quad %u face (%d,%d): colour %u inside (want %u), %u instances outside\n", name, q, i, j, col,
-                            Q->colour, count[CELL(cout)]);
-                    bk_test_failures++; bad++;
-                    i = Q->w; j = Q->h;
+                    fprintf(stderr, "%s: quad %u face (%d,%d): colour %u inside (want %u), %u instances outside\n",
+                            name, q, i, j, col, Q->colour, count[CELL(cout)]);
+                    bk_test_failures++;
+                    bad++;
+                    i = Q->w;
+                    j = Q->h;
                 }
             }
     }
 #undef CELL
     for (uint32_t mi = 0; mi < s->vox_model_count; ++mi) free(grid[mi]);
-    free(grid); free(count);
+    free(grid);
+    free(count);
 }
 
 /* n copies of one 1-voxel model in one cell (issue 33: the face-hiding test compared every pair):
  * each copy keeps its 6 faces, as a lone voxel does, in instance order. Returns hide_steps. */
 static uint64_t coincident(uint32_t n, int32_t x, int32_t y, int32_t z)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
-    uint8_t v[4] = { 0, 0, 0, 5 };
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    uint8_t  v[4] = { 0, 0, 0, 5 };
     uint32_t m = bk_test_add_model(&s, 1, 1, 1, v, 1);
     bk_test_add_instance(&s, m, ID, x, y, z);
     bk_voxmesh one = build("coincident 1", &s);
@@ -399,8 +438,9 @@ static uint64_t coincident(uint32_t n, int32_t x, int32_t y, int32_t z)
     char name[48];
     snprintf(name, sizeof name, "coincident %u at (%d,%d,%d)", n, x, y, z);
     bk_voxmesh vm = build(name, &s);
-    BK_EXPECTF(vm.quad_count == 6 * n && vm.face_count == 6ull * n && vm.hidden_faces == 0, "%s: %u quads, %llu faces, %llu hidden", name,
-               vm.quad_count, (unsigned long long)vm.face_count, (unsigned long long)vm.hidden_faces);
+    BK_EXPECTF(vm.quad_count == 6 * n && vm.face_count == 6ull * n && vm.hidden_faces == 0,
+               "%s: %u quads, %llu faces, %llu hidden", name, vm.quad_count, (unsigned long long)vm.face_count,
+               (unsigned long long)vm.hidden_faces);
     int bad = 0;
     for (uint32_t q = 0; q < vm.quad_count && q < 6 * n && !bad; ++q) {
         bk_vox_quad want = one.quads[q % 6];
@@ -423,27 +463,35 @@ static void test_coincident(void)
     uint64_t a = coincident(2000, 5, 5, 5), b = coincident(4000, 5, 5, 5), c = coincident(4000, 0, 0, 0);
     printf("coincident: hide_steps %llu for 2000, %llu for 4000, %llu for 4000 at a corner\n", (unsigned long long)a,
            (unsigned long long)b, (unsigned long long)c);
-    BK_EXPECTF(a <= 64 * 2000ull && b <= 64 * 4000ull && c <= 64 * 4000ull, "hide_steps %llu, %llu, %llu: more than 64 per instance",
-               (unsigned long long)a, (unsigned long long)b, (unsigned long long)c);
-    BK_EXPECTF(b <= 2 * a + 64, "hide_steps %llu for 4000 instances, %llu for 2000: faster than linear", (unsigned long long)b,
-               (unsigned long long)a);
+    BK_EXPECTF(a <= 64 * 2000ull && b <= 64 * 4000ull && c <= 64 * 4000ull,
+               "hide_steps %llu, %llu, %llu: more than 64 per instance", (unsigned long long)a, (unsigned long long)b,
+               (unsigned long long)c);
+    BK_EXPECTF(b <= 2 * a + 64, "hide_steps %llu for 4000 instances, %llu for 2000: faster than linear",
+               (unsigned long long)b, (unsigned long long)a);
     uint64_t st = 99;
     uint64_t steps[2], vox[2];
     for (int round = 0; round < 2; ++round) {
         uint32_t n = round ? 3000 : 1500;
-        bk_scene s; memset(&s, 0, sizeof s);
+        bk_scene s;
+        memset(&s, 0, sizeof s);
         vox[round] = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            uint32_t sz[3];   /* one rng call per statement: the same scene from every compiler */
+            uint32_t sz[3]; /* one rng call per statement: the same scene from every compiler */
             for (int r = 0; r < 3; ++r) sz[r] = 1 + rng(&st) % 4;
-            uint8_t xyzi[4 * 64];
+            uint8_t  xyzi[4 * 64];
             uint32_t k = 0;
             for (uint32_t z = 0; z < sz[2]; ++z)
                 for (uint32_t y = 0; y < sz[1]; ++y)
                     for (uint32_t x = 0; x < sz[0]; ++x)
-                        if (rng(&st) % 100 < 30) { uint8_t *p = xyzi + 4 * k++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+                        if (rng(&st) % 100 < 30) {
+                            uint8_t *p = xyzi + 4 * k++;
+                            p[0] = (uint8_t)x;
+                            p[1] = (uint8_t)y;
+                            p[2] = (uint8_t)z;
+                            p[3] = (uint8_t)(1 + rng(&st) % 3);
+                        }
             uint32_t mi = bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, k);
-            uint8_t rots[48];
+            uint8_t  rots[48];
             bk_test_rot_bytes(rots);
             int8_t m[9];
             bk_vox_rot_matrix(rots[rng(&st) % 48], m);
@@ -464,8 +512,8 @@ static void test_coincident(void)
         BK_EXPECT(v1.quad_count == vm.quad_count && !memcmp(v1.quads, vm.quads, sizeof(bk_vox_quad) * vm.quad_count));
         BK_EXPECT(v1.hide_steps == vm.hide_steps);
         steps[round] = vm.hide_steps;
-        printf("%s: %llu voxels, %u quads, %llu hidden faces, hide_steps %llu\n", name, (unsigned long long)vox[round], vm.quad_count,
-               (unsigned long long)vm.hidden_faces, (unsigned long long)vm.hide_steps);
+        printf("%s: %llu voxels, %u quads, %llu hidden faces, hide_steps %llu\n", name, (unsigned long long)vox[round],
+               vm.quad_count, (unsigned long long)vm.hidden_faces, (unsigned long long)vm.hide_steps);
         bk_voxmesh_free(&v1);
         bk_voxmesh_free(&vm);
         bk_scene_free(&s);
@@ -473,8 +521,9 @@ static void test_coincident(void)
     /* per instance at most its box's hash cells (27 here, grown by one) and per voxel a bit set
      * and its faces' lookups */
     for (int round = 0; round < 2; ++round)
-        BK_EXPECTF(steps[round] <= 8 * vox[round] + 64 * (round ? 3000ull : 1500ull), "overlapping: hide_steps %llu for %llu voxels",
-                   (unsigned long long)steps[round], (unsigned long long)vox[round]);
+        BK_EXPECTF(steps[round] <= 8 * vox[round] + 64 * (round ? 3000ull : 1500ull),
+                   "overlapping: hide_steps %llu for %llu voxels", (unsigned long long)steps[round],
+                   (unsigned long long)vox[round]);
 }
 
 /* ---- atlas: one rectangular chart per quad --------------------------------------------------- */
@@ -483,12 +532,16 @@ static int atlas_for(const bk_voxmesh *vm, int n, int size, int pages_auto, bk_a
 {
     bk_atlas_rect *r = malloc(sizeof(bk_atlas_rect) * (vm->quad_count + 1));
     for (uint32_t q = 0; q < vm->quad_count; ++q) {
-        r[q].w = vm->quads[q].w * (uint32_t)n; r[q].h = vm->quads[q].h * (uint32_t)n; r[q].group = vm->quads[q].instance;
+        r[q].w = vm->quads[q].w * (uint32_t)n;
+        r[q].h = vm->quads[q].h * (uint32_t)n;
+        r[q].group = vm->quads[q].instance;
     }
     bk_atlas_opts o;
     bk_atlas_opts_default(&o);
     o.size = size;
-    o.rects = r; o.rect_count = vm->quad_count; o.rect_first_tri = vm->first_quad_tri;
+    o.rects = r;
+    o.rect_count = vm->quad_count;
+    o.rect_first_tri = vm->first_quad_tri;
     o.rect_texels_per_unit = (float)n;
     o.pages_auto = pages_auto;
     o.scene_path = "test";
@@ -501,44 +554,72 @@ static int atlas_for(const bk_voxmesh *vm, int n, int size, int pages_auto, bk_a
  * numbered page * width * height + y * width + x. */
 static void check_texels(const char *name, const bk_voxmesh *vm, const bk_atlas *at, int n)
 {
-    bk_texel *tx; uint32_t ntx; uint8_t *cov;
-    char err[256];
+    bk_texel *tx;
+    uint32_t  ntx;
+    uint8_t  *cov;
+    char      err[256];
     BK_EXPECTF(bk_atlas_rasterize(&vm->scene, at, &tx, &ntx, &cov, err, sizeof err) == 0, "%s: %s", name, err);
     BK_EXPECTF(ntx == vm->face_count * (uint64_t)n * n, "%s: %u texels for %llu faces at %d per side", name, ntx,
                (unsigned long long)vm->face_count, n);
     size_t WH = (size_t)at->width * at->height;
     /* per quad face: count its texels */
     uint64_t *first = malloc(sizeof(uint64_t) * (vm->quad_count + 1));
-    uint64_t f = 0;
-    for (uint32_t q = 0; q < vm->quad_count; ++q) { first[q] = f; f += (uint64_t)vm->quads[q].w * vm->quads[q].h; }
+    uint64_t  f = 0;
+    for (uint32_t q = 0; q < vm->quad_count; ++q) {
+        first[q] = f;
+        f += (uint64_t)vm->quads[q].w * vm->quads[q].h;
+    }
     uint32_t *per_face = calloc(f + 1, sizeof(uint32_t));
-    int bad = 0;
+    int       bad = 0;
     for (uint32_t i = 0; i < ntx && bad < 5; ++i) {
         uint32_t t = tx[i].tri;
         if (t < vm->first_quad_tri) continue;
-        uint32_t q = (t - vm->first_quad_tri) / 2;
+        uint32_t           q = (t - vm->first_quad_tri) / 2;
         const bk_vox_quad *Q = &vm->quads[q];
-        double d[3] = { tx[i].px - Q->o[0], tx[i].py - Q->o[1], tx[i].pz - Q->o[2] };
-        double a = d[0] * Q->du[0] + d[1] * Q->du[1] + d[2] * Q->du[2], b = d[0] * Q->dv[0] + d[1] * Q->dv[1] + d[2] * Q->dv[2];
+        double             d[3] = { tx[i].px - Q->o[0], tx[i].py - Q->o[1], tx[i].pz - Q->o[2] };
+        double             a = d[0] * Q->du[0] + d[1] * Q->du[1] + d[2] * Q->du[2],
+               b = d[0] * Q->dv[0] + d[1] * Q->dv[1] + d[2] * Q->dv[2];
         int fa = (int)floor(a), fb = (int)floor(b);
         /* the texel centre of sub-square (i, j) of an n x n face sits at (i + 0.5) / n */
         double sa = (a - fa) * n - 0.5, sb = (b - fb) * n - 0.5;
-        if (fa < 0 || fb < 0 || fa >= Q->w || fb >= Q->h || fabs(sa - floor(sa + 0.5)) > 1e-3 || fabs(sb - floor(sb + 0.5)) > 1e-3) {
-            fprintf(stderr, "%s: texel %u at (%g, %g) of quad %u (%ux%u) is not a sub-square centre\n", name, i, a, b, q, Q->w, Q->h);
-            bk_test_failures++; bad++;
+        if (fa < 0 || fb < 0 || fa >= Q->w || fb >= Q->h || fabs(sa - floor(sa + 0.5)) > 1e-3 ||
+            fabs(sb - floor(sb + 0.5)) > 1e-3) {
+            fprintf(stderr, "%s: texel %u at (%g, %g) of quad %u (%ux%u) is not a sub-square centre\n", name, i, a, b,
+                    q, Q->w, Q->h);
+            bk_test_failures++;
+            bad++;
             continue;
         }
         per_face[first[q] + (uint64_t)fb * Q->w + fa]++;
         uint32_t page = at->tri_page ? at->tri_page[t] : 0;
-        if (tx[i].pixel / WH != page) { fprintf(stderr, "%s: texel %u pixel %u not on page %u\n", name, i, tx[i].pixel, page); bk_test_failures++; bad++; }
-        double nn = tx[i].nx * (Q->dir == 0 ? 1 : Q->dir == 1 ? -1 : 0) + tx[i].ny * (Q->dir == 2 ? 1 : Q->dir == 3 ? -1 : 0) +
-                    tx[i].nz * (Q->dir == 4 ? 1 : Q->dir == 5 ? -1 : 0);
-        if (nn < 0.999) { fprintf(stderr, "%s: texel %u normal against direction %d\n", name, i, Q->dir); bk_test_failures++; bad++; }
+        if (tx[i].pixel / WH != page) {
+            fprintf(stderr, "%s: texel %u pixel %u not on page %u\n", name, i, tx[i].pixel, page);
+            bk_test_failures++;
+            bad++;
+        }
+        double nn = tx[i].nx * (Q->dir == 0   ? 1
+                                : Q->dir == 1 ? -1
+                                              : 0) +
+                    tx[i].ny * (Q->dir == 2   ? 1
+                                : Q->dir == 3 ? -1
+                                              : 0) +
+                    tx[i].nz * (Q->dir == 4   ? 1
+                                : Q->dir == 5 ? -1
+                                              : 0);
+        if (nn < 0.999) {
+            fprintf(stderr, "%s: texel %u normal against direction %d\n", name, i, Q->dir);
+            bk_test_failures++;
+            bad++;
+        }
     }
     for (uint64_t k = 0; k < f && bad < 10; ++k)
-        if (per_face[k] != (uint32_t)(n * n)) { fprintf(stderr, "%s: face %llu has %u texels\n", name, (unsigned long long)k, per_face[k]); bk_test_failures++; bad++; }
+        if (per_face[k] != (uint32_t)(n * n)) {
+            fprintf(stderr, "%s: face %llu has %u texels\n", name, (unsigned long long)k, per_face[k]);
+            bk_test_failures++;
+            bad++;
+        }
     /* charts apart: no texel of one chart within padding of another's (chart ids, page by page) */
-    size_t NP = BK_ATLAS_PIXELS(at);
+    size_t    NP = BK_ATLAS_PIXELS(at);
     uint32_t *ids = malloc(sizeof(uint32_t) * NP);
     bk_atlas_chart_ids(at, ids);
     int pad = 2, close = 0;
@@ -560,21 +641,27 @@ static void check_texels(const char *name, const bk_voxmesh *vm, const bk_atlas 
     uint64_t ncov = 0;
     for (size_t i = 0; i < NP; ++i) ncov += cov[i];
     BK_EXPECT(ncov == ntx);
-    BK_EXPECTF(at->covered == ntx, "%s: atlas says %llu texels covered, raster made %u", name, (unsigned long long)at->covered, ntx);
-    free(ids); free(per_face); free(first); free(tx); free(cov);
+    BK_EXPECTF(at->covered == ntx, "%s: atlas says %llu texels covered, raster made %u", name,
+               (unsigned long long)at->covered, ntx);
+    free(ids);
+    free(per_face);
+    free(first);
+    free(tx);
+    free(cov);
 }
 
 static void test_atlas(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
-    uint8_t v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
-    uint32_t m = bk_test_add_model(&s, 2, 2, 1, v, 3);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
+    uint8_t             v[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0, 2 };
+    uint32_t            m = bk_test_add_model(&s, 2, 2, 1, v, 3);
     static const int8_t MX[9] = { -1, 0, 0, 0, 1, 0, 0, 0, 1 };
     bk_test_add_instance(&s, m, ID, 0, 0, 0);
     bk_test_add_instance(&s, m, MX, 1, 3, 0);
-    bk_test_add_instance(&s, m, ID, 2, 0, 0);   /* touches the first */
+    bk_test_add_instance(&s, m, ID, 2, 0, 0); /* touches the first */
     bk_voxmesh vm = build("atlas", &s);
-    char err[256];
+    char       err[256];
     for (int n = 1; n <= 3; ++n) {
         bk_atlas at;
         BK_EXPECTF(atlas_for(&vm, n, 64, 0, &at, err, sizeof err) == 0, "%s", err);
@@ -590,13 +677,20 @@ static void test_atlas(void)
 static void test_pages(void)
 {
     uint64_t st = 99;
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     uint8_t *xyzi = malloc(4 * 4 * 4 * 4);
     uint32_t nv = 0;
     for (int z = 0; z < 4; ++z)
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 4; ++x)
-                if (rng(&st) % 100 < 60) { uint8_t *p = xyzi + 4 * nv++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+                if (rng(&st) % 100 < 60) {
+                    uint8_t *p = xyzi + 4 * nv++;
+                    p[0] = (uint8_t)x;
+                    p[1] = (uint8_t)y;
+                    p[2] = (uint8_t)z;
+                    p[3] = (uint8_t)(1 + rng(&st) % 3);
+                }
     uint32_t m = bk_test_add_model(&s, 4, 4, 4, xyzi, nv);
     free(xyzi);
     for (int i = 0; i < 40; ++i) {
@@ -605,13 +699,19 @@ static void test_pages(void)
         bk_test_add_instance(&s, m, mm, 6 * i, 0, 0);
     }
     bk_voxmesh vm = build("pages", &s);
-    bk_atlas at;
-    char err[256];
+    bk_atlas   at;
+    char       err[256];
     BK_EXPECT(atlas_for(&vm, 2, 64, 0, &at, err, sizeof err) != 0);
     unsigned need = 0;
-    BK_EXPECTF(strstr(err, "needs ") && sscanf(strstr(err, "needs "), "needs %u pages of 64x64 at 2 texels per voxel; use --pages auto", &need) == 1 &&
-               need > 2 && strstr(err, "use --pages auto or a larger --size"), "message: %s", err);
-    if (atlas_for(&vm, 2, 64, 1, &at, err, sizeof err)) { BK_EXPECTF(0, "%s", err); return; }
+    BK_EXPECTF(strstr(err, "needs ") &&
+                   sscanf(strstr(err, "needs "), "needs %u pages of 64x64 at 2 texels per voxel; use --pages auto",
+                          &need) == 1 &&
+                   need > 2 && strstr(err, "use --pages auto or a larger --size"),
+               "message: %s", err);
+    if (atlas_for(&vm, 2, 64, 1, &at, err, sizeof err)) {
+        BK_EXPECTF(0, "%s", err);
+        return;
+    }
     BK_EXPECTF(at.page_count == (int)need, "%d pages, the refusal said %u", at.page_count, need);
     BK_EXPECT(at.tri_page != NULL);
     /* instances whole on one page, pages in instance order */
@@ -634,7 +734,8 @@ static void test_pages(void)
 static void test_threads(void)
 {
     uint64_t st = 4242;
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     for (int mi = 0; mi < 4; ++mi) {
         uint32_t sz[3] = { 2 + rng(&st) % 5, 2 + rng(&st) % 5, 2 + rng(&st) % 5 };
         uint8_t *xyzi = malloc(4 * sz[0] * sz[1] * sz[2]);
@@ -642,23 +743,32 @@ static void test_threads(void)
         for (uint32_t z = 0; z < sz[2]; ++z)
             for (uint32_t y = 0; y < sz[1]; ++y)
                 for (uint32_t x = 0; x < sz[0]; ++x)
-                    if (rng(&st) % 100 < 70) { uint8_t *p = xyzi + 4 * n++; p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + rng(&st) % 3); }
+                    if (rng(&st) % 100 < 70) {
+                        uint8_t *p = xyzi + 4 * n++;
+                        p[0] = (uint8_t)x;
+                        p[1] = (uint8_t)y;
+                        p[2] = (uint8_t)z;
+                        p[3] = (uint8_t)(1 + rng(&st) % 3);
+                    }
         bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
         free(xyzi);
     }
     for (int i = 0; i < 400; ++i) {
         int8_t m[9];
         bk_vox_rot_matrix((uint8_t)(0x04 | (rng(&st) % 8) << 4), m);
-        bk_test_add_instance(&s, rng(&st) % 4, m, (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 4));
+        bk_test_add_instance(&s, rng(&st) % 4, m, (int32_t)(rng(&st) % 60), (int32_t)(rng(&st) % 60),
+                             (int32_t)(rng(&st) % 4));
     }
     setenv("BK_THREADS", "1", 1);
     bk_voxmesh a = build("threads 1", &s);
     setenv("BK_THREADS", "5", 1);
     bk_voxmesh b = build("threads 5", &s);
     unsetenv("BK_THREADS");
-    BK_EXPECT(a.quad_count > 1000 && a.quad_count == b.quad_count && a.hidden_faces == b.hidden_faces && a.hidden_faces > 0);
+    BK_EXPECT(a.quad_count > 1000 && a.quad_count == b.quad_count && a.hidden_faces == b.hidden_faces &&
+              a.hidden_faces > 0);
     BK_EXPECT(!memcmp(a.quads, b.quads, sizeof(bk_vox_quad) * a.quad_count));
-    BK_EXPECT(a.scene.tri_count == b.scene.tri_count && !memcmp(a.scene.positions, b.scene.positions, sizeof(float) * 3 * a.scene.vertex_count));
+    BK_EXPECT(a.scene.tri_count == b.scene.tri_count &&
+              !memcmp(a.scene.positions, b.scene.positions, sizeof(float) * 3 * a.scene.vertex_count));
     bk_voxmesh_free(&a);
     bk_voxmesh_free(&b);
     bk_scene_free(&s);
@@ -667,13 +777,16 @@ static void test_threads(void)
 /* A scene's own triangles come first and keep their numbers. */
 static void test_with_triangles(void)
 {
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     s.vertex_count = 3;
     s.positions = malloc(sizeof(float) * 9);
     for (int i = 0; i < 9; ++i) s.positions[i] = (float)(i % 4);
     s.tri_count = 1;
     s.tri_v = malloc(sizeof(uint32_t) * 3);
-    s.tri_v[0] = 0; s.tri_v[1] = 1; s.tri_v[2] = 2;
+    s.tri_v[0] = 0;
+    s.tri_v[1] = 1;
+    s.tri_v[2] = 2;
     uint8_t v[4] = { 0, 0, 0, 1 };
     bk_test_add_instance(&s, bk_test_add_model(&s, 1, 1, 1, v, 1), ID, 0, 0, 0);
     bk_voxmesh vm = build("with triangles", &s);
@@ -695,20 +808,24 @@ static void bench_world(void)
     const char *e = getenv("BK_VOXMESH_BENCH");
     if (e && !strcmp(e, "0")) return;
     uint64_t st = 777;
-    bk_scene s; memset(&s, 0, sizeof s);
+    bk_scene s;
+    memset(&s, 0, sizeof s);
     int nm = 40;
     for (int mi = 0; mi < nm; ++mi) {
         uint32_t sz[3] = { 4 + rng(&st) % 6, 4 + rng(&st) % 6, 6 + rng(&st) % 8 };
         uint8_t *xyzi = malloc(4 * sz[0] * sz[1] * sz[2]);
         uint32_t n = 0;
-        double cx = sz[0] / 2.0, cy = sz[1] / 2.0;
+        double   cx = sz[0] / 2.0, cy = sz[1] / 2.0;
         for (uint32_t z = 0; z < sz[2]; ++z)
             for (uint32_t y = 0; y < sz[1]; ++y)
                 for (uint32_t x = 0; x < sz[0]; ++x) {
                     double dx = (x + 0.5 - cx) / cx, dy = (y + 0.5 - cy) / cy;
-                    if (dx * dx + dy * dy > 1.0 || rng(&st) % 100 < 3) continue;   /* a cylinder with holes */
+                    if (dx * dx + dy * dy > 1.0 || rng(&st) % 100 < 3) continue; /* a cylinder with holes */
                     uint8_t *p = xyzi + 4 * n++;
-                    p[0] = (uint8_t)x; p[1] = (uint8_t)y; p[2] = (uint8_t)z; p[3] = (uint8_t)(1 + (z / 3) % 4 + (rng(&st) % 20 == 0));
+                    p[0] = (uint8_t)x;
+                    p[1] = (uint8_t)y;
+                    p[2] = (uint8_t)z;
+                    p[3] = (uint8_t)(1 + (z / 3) % 4 + (rng(&st) % 20 == 0));
                 }
         bk_test_add_model(&s, sz[0], sz[1], sz[2], xyzi, n);
         free(xyzi);
@@ -717,15 +834,23 @@ static void bench_world(void)
     /* ground tiles of 240 x 240 x 1 under the props */
     {
         uint8_t *xyzi = malloc(4 * 240 * 240);
-        for (uint32_t i = 0; i < 240 * 240; ++i) { xyzi[4 * i] = (uint8_t)(i % 240); xyzi[4 * i + 1] = (uint8_t)(i / 240); xyzi[4 * i + 2] = 0; xyzi[4 * i + 3] = 9; }
+        for (uint32_t i = 0; i < 240 * 240; ++i) {
+            xyzi[4 * i] = (uint8_t)(i % 240);
+            xyzi[4 * i + 1] = (uint8_t)(i / 240);
+            xyzi[4 * i + 2] = 0;
+            xyzi[4 * i + 3] = 9;
+        }
         uint32_t g = bk_test_add_model(&s, 240, 240, 1, xyzi, 240 * 240);
         free(xyzi);
         for (int ty = 0; ty < 7; ++ty)
-            for (int tx = 0; tx < 8; ++tx) { bk_test_add_instance(&s, g, ID, tx * 240 + 120, ty * 240 + 120, -1); vox += 240 * 240; }
+            for (int tx = 0; tx < 8; ++tx) {
+                bk_test_add_instance(&s, g, ID, tx * 240 + 120, ty * 240 + 120, -1);
+                vox += 240 * 240;
+            }
     }
     for (int k = 0; s.vox_instance_count < 54000; ++k) {
         uint32_t mi = rng(&st) % (uint32_t)nm;
-        int8_t m[9];
+        int8_t   m[9];
         bk_vox_rot_matrix((uint8_t)((rng(&st) % 2 ? 0x04 : 0x01) | (rng(&st) % 2) << 4 | (rng(&st) % 2) << 5), m);
         int32_t gx = (k % 240) * 7 + 4, gy = (k / 240) * 7 + 4;
         bk_test_add_instance(&s, mi, m, gx, gy, 0);
@@ -735,22 +860,26 @@ static void bench_world(void)
         bk_vox_instance_place(in, s.vox_models[mi].size);
         vox += s.vox_models[mi].voxel_count;
     }
-    double t0 = bk_time_now();
+    double     t0 = bk_time_now();
     bk_voxmesh vm = build("world", &s);
-    double t = bk_time_now() - t0;
+    double     t = bk_time_now() - t0;
     printf("world: %u instances, %llu voxels -> %u quads, %llu faces (%llu hidden by other instances) in %.3f s\n",
            s.vox_instance_count, (unsigned long long)vox, vm.quad_count, (unsigned long long)vm.face_count,
            (unsigned long long)vm.hidden_faces, t);
     BK_EXPECT(vm.voxel_count == vox);
     bk_atlas at;
-    char err[256];
+    char     err[256];
     t0 = bk_time_now();
     int rc = e && !strcmp(e, "atlas") ? atlas_for(&vm, 2, 8192, 1, &at, err, sizeof err) : -2;
-    if (rc == -2) { bk_voxmesh_free(&vm); bk_scene_free(&s); return; }
+    if (rc == -2) {
+        bk_voxmesh_free(&vm);
+        bk_scene_free(&s);
+        return;
+    }
     BK_EXPECTF(rc == 0, "%s", err);
     if (rc == 0) {
-        printf("world atlas: %d pages of %dx%d at 2 texels per voxel, utilisation %.1f%%, in %.3f s\n", at.page_count, at.width, at.height,
-               100.0 * at.utilisation, bk_time_now() - t0);
+        printf("world atlas: %d pages of %dx%d at 2 texels per voxel, utilisation %.1f%%, in %.3f s\n", at.page_count,
+               at.width, at.height, 100.0 * at.utilisation, bk_time_now() - t0);
         bk_atlas_free(&at);
     }
     bk_voxmesh_free(&vm);

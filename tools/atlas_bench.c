@@ -30,10 +30,14 @@
  * scale search's shortfall), or elsewhere (gaps the packing left between charts). */
 static void waste_report(const bk_atlas *a, int pad)
 {
-    int W = a->width, H = a->height * a->page_count;
+    int       W = a->width, H = a->height * a->page_count;
     uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)W * H);
-    uint8_t *near = calloc((size_t)W * H, 1);
-    if (!ids || !near) { free(ids); free(near); return; }
+    uint8_t  *near = calloc((size_t)W * H, 1);
+    if (!ids || !near) {
+        free(ids);
+        free(near);
+        return;
+    }
     bk_atlas_chart_ids(a, ids);
     int last_row = -1;
     for (int y = 0; y < H; ++y)
@@ -62,12 +66,12 @@ static void waste_report(const bk_atlas *a, int pad)
         for (int x = 0; x < W; ++x) {
             size_t p = (size_t)y * W + x;
             if (ids[p] == BK_NONE) continue;
-            edges += (x > 0 && ids[p - 1] == BK_NONE) + (x + 1 < W && ids[p + 1] == BK_NONE) + (y > 0 && ids[p - W] == BK_NONE) +
-                     (y + 1 < H && ids[p + W] == BK_NONE);
+            edges += (x > 0 && ids[p - 1] == BK_NONE) + (x + 1 < W && ids[p + 1] == BK_NONE) +
+                     (y > 0 && ids[p - W] == BK_NONE) + (y + 1 < H && ids[p + W] == BK_NONE);
         }
     /* per chart: its texels and the empty texels within pad of it (a texel near two charts
      * counts for both), summed by the chart's size */
-    uint32_t nc = a->chart_count + 1;
+    uint32_t  nc = a->chart_count + 1;
     uint64_t *tex = calloc(nc, sizeof(uint64_t)), *rng = calloc(nc, sizeof(uint64_t));
     uint32_t *seen = malloc(sizeof(uint32_t) * nc);
     if (tex && rng && seen) {
@@ -75,7 +79,10 @@ static void waste_report(const bk_atlas *a, int pad)
         for (int y = 0; y < H; ++y)
             for (int x = 0; x < W; ++x) {
                 size_t p = (size_t)y * W + x;
-                if (ids[p] != BK_NONE) { if (ids[p] < nc) tex[ids[p]]++; continue; }
+                if (ids[p] != BK_NONE) {
+                    if (ids[p] < nc) tex[ids[p]]++;
+                    continue;
+                }
                 for (int dy = -pad; dy <= pad; ++dy)
                     for (int dx = -pad; dx <= pad; ++dx) {
                         int xx = x + dx, yy = y + dy;
@@ -90,56 +97,100 @@ static void waste_report(const bk_atlas *a, int pad)
         for (uint64_t lo = 1, hi = 16; lo < (uint64_t)W * H; lo = hi, hi *= 4) {
             uint64_t n = 0, t = 0, r = 0;
             for (uint32_t c = 0; c < nc; ++c)
-                if (tex[c] >= lo && tex[c] < hi) { n++; t += tex[c]; r += rng[c]; }
-            if (n) printf(" [%llu, %llu) %llu %.1f %.1f;", (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)n,
-                          100.0 * t / ((double)W * H), 100.0 * r / ((double)W * H));
+                if (tex[c] >= lo && tex[c] < hi) {
+                    n++;
+                    t += tex[c];
+                    r += rng[c];
+                }
+            if (n)
+                printf(" [%llu, %llu) %llu %.1f %.1f;", (unsigned long long)lo, (unsigned long long)hi,
+                       (unsigned long long)n, 100.0 * t / ((double)W * H), 100.0 * r / ((double)W * H));
         }
         printf("\n");
     }
-    free(tex); free(rng); free(seen);
-    printf("  chart boundary: %llu texel edges (%.1f %% of the atlas)\n", (unsigned long long)edges, 100.0 * edges / ((double)W * H));
+    free(tex);
+    free(rng);
+    free(seen);
+    printf("  chart boundary: %llu texel edges (%.1f %% of the atlas)\n", (unsigned long long)edges,
+           100.0 * edges / ((double)W * H));
     double n = (double)W * H / 100.0;
-    printf("  texels: charts %.1f %%, padding ring %.1f %%, gaps %.1f %%, rows below the charts %.1f %% (%d rows)\n", cov / n, ring / n,
-           gap / n, below / n, H - 1 - last_row);
+    printf("  texels: charts %.1f %%, padding ring %.1f %%, gaps %.1f %%, rows below the charts %.1f %% (%d rows)\n",
+           cov / n, ring / n, gap / n, below / n, H - 1 - last_row);
     free(ids);
     free(near);
 }
 
 int main(int argc, char **argv)
 {
-    int size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0;
+    int         size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0;
     const char *png = NULL;
-    char err[512];
+    char        err[512];
     for (int i = 1; i < argc; ++i) {
-        if (!strcmp(argv[i], "--size") && i + 1 < argc) { size = atoi(argv[++i]); continue; }
-        if (!strcmp(argv[i], "--png") && i + 1 < argc) { png = argv[++i]; continue; }
-        if (!strcmp(argv[i], "--stages")) { show_stages = 1; continue; }
-        if (!strcmp(argv[i], "--waste")) { show_waste = 1; continue; }
-        if (!strcmp(argv[i], "--sim") && i + 1 < argc) { sim = atoi(argv[++i]); bk_pool_sim(sim); continue; }
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) { reps = atoi(argv[++i]); continue; }
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) { bk_pool_set_threads(atoi(argv[++i])); continue; }
+        if (!strcmp(argv[i], "--size") && i + 1 < argc) {
+            size = atoi(argv[++i]);
+            continue;
+        }
+        if (!strcmp(argv[i], "--png") && i + 1 < argc) {
+            png = argv[++i];
+            continue;
+        }
+        if (!strcmp(argv[i], "--stages")) {
+            show_stages = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--waste")) {
+            show_waste = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--sim") && i + 1 < argc) {
+            sim = atoi(argv[++i]);
+            bk_pool_sim(sim);
+            continue;
+        }
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            continue;
+        }
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            bk_pool_set_threads(atoi(argv[++i]));
+            continue;
+        }
         bk_scene s;
-        if (bk_scene_load(argv[i], &s, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+        if (bk_scene_load(argv[i], &s, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
         bk_atlas_opts o;
         bk_atlas_opts_default(&o);
         o.size = size;
         o.scene_path = argv[i];
         bk_atlas a;
-        double best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES], stages_sim[BK_ATLAS_STAGES];
+        double   best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES],
+               stages_sim[BK_ATLAS_STAGES];
         uint64_t tx_hash = 0;
         for (int r = 0; r < reps; ++r) {
-            double t0 = bk_time_now();
+            double  t0 = bk_time_now();
             clock_t c0 = clock();
-            if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+            if (bk_atlas_build(&s, &o, &a, err, sizeof err) != 0) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
             double t = bk_time_now() - t0, tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
-            if (t < best) { best = t; memcpy(stages, a.stage_seconds, sizeof stages); memcpy(stages_sim, a.stage_seconds_sim, sizeof stages); }
+            if (t < best) {
+                best = t;
+                memcpy(stages, a.stage_seconds, sizeof stages);
+                memcpy(stages_sim, a.stage_seconds_sim, sizeof stages);
+            }
             if (tc < best_cpu) best_cpu = tc;
             bk_texel *tx = NULL;
-            uint32_t ntx = 0;
-            uint8_t *cov = NULL;
+            uint32_t  ntx = 0;
+            uint8_t  *cov = NULL;
             t0 = bk_time_now();
             c0 = clock();
-            if (bk_atlas_rasterize(&s, &a, &tx, &ntx, &cov, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+            if (bk_atlas_rasterize(&s, &a, &tx, &ntx, &cov, err, sizeof err) != 0) {
+                fprintf(stderr, "%s\n", err);
+                return 1;
+            }
             t = bk_time_now() - t0;
             tc = (double)(clock() - c0) / CLOCKS_PER_SEC;
             if (t < best_r) best_r = t;
@@ -147,7 +198,7 @@ int main(int argc, char **argv)
             /* FNV-1a of the texels and the coverage: the same raster prints the same hash */
             tx_hash = 1469598103934665603ull;
             const unsigned char *tb[2] = { (const unsigned char *)tx, cov };
-            size_t tn[2] = { sizeof(bk_texel) * (size_t)ntx, BK_ATLAS_PIXELS(&a) };
+            size_t               tn[2] = { sizeof(bk_texel) * (size_t)ntx, BK_ATLAS_PIXELS(&a) };
             for (int k = 0; k < 2; ++k)
                 for (size_t b = 0; b < tn[k]; ++b) tx_hash = (tx_hash ^ tb[k][b]) * 1099511628211ull;
             free(tx);
@@ -155,15 +206,17 @@ int main(int argc, char **argv)
             if (r + 1 < reps) bk_atlas_free(&a);
         }
         /* FNV-1a of the UVs and charts: the same atlas prints the same hash */
-        uint64_t hash = 1469598103934665603ull;
+        uint64_t             hash = 1469598103934665603ull;
         const unsigned char *bytes[2] = { (const unsigned char *)a.uv, (const unsigned char *)a.tri_chart };
         size_t nbytes[2] = { sizeof(float) * 6 * (size_t)a.tri_count, sizeof(uint32_t) * (size_t)a.tri_count };
         for (int k = 0; k < 2; ++k)
             for (size_t b = 0; b < nbytes[k]; ++b) hash = (hash ^ bytes[k][b]) * 1099511628211ull;
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx  texels %016llx\n",
+        printf("%-24s %7u tris %6u charts (%u smooth)  util %5.1f %%  area %5.1f %%  stretch L2 %.3f, area %.2f..%.2f  "
+               "build %.3f s (cpu %.3f)  raster %.3f s (cpu %.3f)  T%d  %016llx  texels %016llx\n",
                name, s.tri_count, a.chart_count, a.smooth_charts, 100.0 * a.utilisation, 100.0 * a.area_utilisation,
-               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu, bk_pool_threads(), (unsigned long long)hash, (unsigned long long)tx_hash);
+               (double)a.stretch_l2, (double)a.stretch_min, (double)a.stretch_max, best, best_cpu, best_r, best_rcpu,
+               bk_pool_threads(), (unsigned long long)hash, (unsigned long long)tx_hash);
         if (show_stages) {
             printf("  stages of the best build:");
             for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages[k]);
@@ -182,7 +235,8 @@ int main(int argc, char **argv)
             snprintf(path, sizeof path, "%s/atlas_%s.png", png, name);
             float *rgb = malloc(sizeof(float) * 3 * BK_ATLAS_PIXELS(&a));
             bk_atlas_debug_rgb(&a, rgb);
-            if (bk_image_write(path, rgb, a.width, a.height * a.page_count, 1.0f, err, sizeof err)) fprintf(stderr, "%s\n", err);
+            if (bk_image_write(path, rgb, a.width, a.height * a.page_count, 1.0f, err, sizeof err))
+                fprintf(stderr, "%s\n", err);
             free(rgb);
         }
         bk_atlas_free(&a);

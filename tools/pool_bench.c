@@ -19,7 +19,9 @@ static void busy_us(double us)
 
 static void work_fn(void *ctx, size_t begin, size_t end, int worker)
 {
-    (void)begin; (void)end; (void)worker;
+    (void)begin;
+    (void)end;
+    (void)worker;
     busy_us(*(const double *)ctx);
 }
 
@@ -34,15 +36,16 @@ int main(int argc, char **argv)
         for (int g = 0; g < 3; ++g)
             for (int k = 0; k < 2; ++k) {
                 const int reps = 3000;
-                double total = 0;
+                double    total = 0;
                 for (int r = 0; r < reps; ++r) {
                     busy_us(gap_us[g]);
                     double t0 = bk_time_now();
                     bk_parallel_for(chunks[k], 1, work_fn, (void *)&work_us[a]);
                     total += bk_time_now() - t0;
                 }
-                printf("%d threads, %2zu chunks of %4.1f us, %3.0f us between calls: %7.2f us a call (ideal %5.2f)\n", threads,
-                       chunks[k], work_us[a], gap_us[g], total / reps * 1e6, work_us[a] * (double)chunks[k] / threads);
+                printf("%d threads, %2zu chunks of %4.1f us, %3.0f us between calls: %7.2f us a call (ideal %5.2f)\n",
+                       threads, chunks[k], work_us[a], gap_us[g], total / reps * 1e6,
+                       work_us[a] * (double)chunks[k] / threads);
             }
     bk_pool_shutdown();
     return 0;

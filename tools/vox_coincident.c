@@ -27,28 +27,60 @@ static void chunk(FILE *f, const char *id, uint32_t content, uint32_t children)
 
 int main(int argc, char **argv)
 {
-    long n = 0;
+    long        n = 0;
     const char *out = NULL;
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "-n") && i + 1 < argc) n = strtol(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else { fprintf(stderr, "usage: vox_coincident -n N -o OUT.vox\n"); return 1; }
+        else {
+            fprintf(stderr, "usage: vox_coincident -n N -o OUT.vox\n");
+            return 1;
+        }
     }
-    if (n < 1 || n > (1l << 28) || !out) { fprintf(stderr, "usage: vox_coincident -n N -o OUT.vox (N 1..2^28)\n"); return 1; }
+    if (n < 1 || n > (1l << 28) || !out) {
+        fprintf(stderr, "usage: vox_coincident -n N -o OUT.vox (N 1..2^28)\n");
+        return 1;
+    }
     FILE *f = fopen(out, "wb");
-    if (!f) { perror(out); return 1; }
+    if (!f) {
+        perror(out);
+        return 1;
+    }
     /* contents: SIZE 12, XYZI 8, nTRN 28 (id, empty dict, child, reserved, layer, 1 frame of an
      * empty dict), nGRP 12 + 4 N, nSHP 20 (id, dict, 1 model, its id and dict) */
     uint32_t N = (uint32_t)n, children = (12 + 12) + (12 + 8) + (12 + 28) + (12 + 12 + 4 * N) + (12 + 20);
     fwrite("VOX ", 1, 4, f);
     put32(f, 200);
     chunk(f, "MAIN", 0, children);
-    chunk(f, "SIZE", 12, 0); put32(f, 1); put32(f, 1); put32(f, 1);
-    chunk(f, "XYZI", 8, 0); put32(f, 1); fwrite("\0\0\0\1", 1, 4, f);
-    chunk(f, "nTRN", 28, 0); put32(f, 0); put32(f, 0); put32(f, 1); put32(f, UINT32_MAX); put32(f, UINT32_MAX); put32(f, 1); put32(f, 0);
-    chunk(f, "nGRP", 12 + 4 * N, 0); put32(f, 1); put32(f, 0); put32(f, N);
+    chunk(f, "SIZE", 12, 0);
+    put32(f, 1);
+    put32(f, 1);
+    put32(f, 1);
+    chunk(f, "XYZI", 8, 0);
+    put32(f, 1);
+    fwrite("\0\0\0\1", 1, 4, f);
+    chunk(f, "nTRN", 28, 0);
+    put32(f, 0);
+    put32(f, 0);
+    put32(f, 1);
+    put32(f, UINT32_MAX);
+    put32(f, UINT32_MAX);
+    put32(f, 1);
+    put32(f, 0);
+    chunk(f, "nGRP", 12 + 4 * N, 0);
+    put32(f, 1);
+    put32(f, 0);
+    put32(f, N);
     for (uint32_t i = 0; i < N; ++i) put32(f, 2);
-    chunk(f, "nSHP", 20, 0); put32(f, 2); put32(f, 0); put32(f, 1); put32(f, 0); put32(f, 0);
-    if (fclose(f)) { perror(out); return 1; }
+    chunk(f, "nSHP", 20, 0);
+    put32(f, 2);
+    put32(f, 0);
+    put32(f, 1);
+    put32(f, 0);
+    put32(f, 0);
+    if (fclose(f)) {
+        perror(out);
+        return 1;
+    }
     return 0;
 }

@@ -35,11 +35,16 @@ static __device__ __forceinline__ unsigned bk_smid(void)
 
 /* Starts texel i: as the atlas made it, but for a launch after sample 0, at the unoccluded
  * position sample 0 found (the texels stay as they came: the denoiser reads them). */
-static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const bk_texel *__restrict__ tx, const float *pos,
-                                                  const bk_f4 *out, const float *sq, uint32_t i, bk_bake_path *ps)
+static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const bk_texel *__restrict__ tx,
+                                                  const float *pos, const bk_f4 *out, const float *sq, uint32_t i,
+                                                  bk_bake_path *ps)
 {
     bk_texel t = tx[i];
-    if (p->sample_begin > 0) { t.px = pos[3 * (size_t)i]; t.py = pos[3 * (size_t)i + 1]; t.pz = pos[3 * (size_t)i + 2]; }
+    if (p->sample_begin > 0) {
+        t.px = pos[3 * (size_t)i];
+        t.py = pos[3 * (size_t)i + 1];
+        t.pz = pos[3 * (size_t)i + 2];
+    }
     bk_bake_path_begin(p, &t, out[i], sq[i], ps);
 }
 
@@ -48,13 +53,17 @@ static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const
  * recording costs the normal bake only the test of a kernel parameter. */
 template <int MODE, int CAP>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
-bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, float *__restrict__ pos, uint32_t begin, uint32_t end,
-            int stack_size, uint32_t *spill, bk_f4 *__restrict__ out, float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
+    bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, float *__restrict__ pos,
+                uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *__restrict__ out,
+                float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
-    uint32_t local[BK_STACK_SIZED_OF(MODE) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH];   /* any accel's entries */
+    uint32_t       local[BK_STACK_SIZED_OF(MODE) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH]; /* any accel's entries */
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    if (rec && (threadIdx.x & 31) == 0) { rec[gtid >> 5].start = bk_globaltimer(); rec[gtid >> 5].smid = bk_smid(); }
+    if (rec && (threadIdx.x & 31) == 0) {
+        rec[gtid >> 5].start = bk_globaltimer();
+        rec[gtid >> 5].smid = bk_smid();
+    }
     bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
     /* Each thread bakes texels begin + gtid, + nthreads, ... one after the other through the
@@ -66,7 +75,7 @@ bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, f
      * 2 bounces, H100): 588 Mrays/s, against 550 with each lane running ahead; the earlier
      * megakernel, whose structured loops kept its lanes in step at five trace call sites, made
      * 785, and the wavefront bake below 1169. */
-    uint32_t i = begin + gtid;
+    uint32_t     i = begin + gtid;
     bk_bake_path ps;
     if (i < end) bake_start(&p, tx, pos, out, sq, i, &ps);
     for (;;) {
@@ -74,14 +83,18 @@ bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, f
         if (!__any_sync(0xffffffffu, live)) break;
         const int at_end = !live || ps.step == BK_STEP_SAMPLE;
         const int wait = __any_sync(0xffffffffu, !at_end) && at_end;
-        bk_ray r;
-        int any_hit = 0, have = 0;
+        bk_ray    r;
+        int       any_hit = 0, have = 0;
         if (live && !wait) {
             while (!(have = bk_bake_path_next(&v, &p, &ps, &r, &any_hit))) {
                 /* the texel's samples are done: its sums out, its moved position for the later launches */
                 out[i] = ps.acc;
                 sq[i] = ps.sq;
-                if (p.sample_begin == 0) { pos[3 * (size_t)i] = ps.x.x; pos[3 * (size_t)i + 1] = ps.x.y; pos[3 * (size_t)i + 2] = ps.x.z; }
+                if (p.sample_begin == 0) {
+                    pos[3 * (size_t)i] = ps.x.x;
+                    pos[3 * (size_t)i + 1] = ps.x.y;
+                    pos[3 * (size_t)i + 2] = ps.x.z;
+                }
                 i += nthreads;
                 if (i >= end) break;
                 bake_start(&p, tx, pos, out, sq, i, &ps);
@@ -97,14 +110,16 @@ bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, f
     if (rec && (threadIdx.x & 31) == 0) rec[gtid >> 5].end = bk_globaltimer();
 }
 
-typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, float *, uint32_t, uint32_t, int, uint32_t *, bk_f4 *,
-                        float *, unsigned long long *, bk_warp_rec *);
+typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, float *, uint32_t, uint32_t, int, uint32_t *,
+                        bk_f4 *, float *, unsigned long long *, bk_warp_rec *);
 
 /* The instance for (stack strategy, register cap); NULL for a pair that was not compiled. */
 static bake_fn pick(int mode, int cap)
 {
-#define BAKE_PICK_MODE(C, N, ...) if (mode == BK_STACK_##N) return bake_kernel<BK_STACK_##N, C>;
-#define BAKE_PICK(C) if (cap == (C)) { BK_STACK_MODES_U(BAKE_PICK_MODE, C) return NULL; }
+#define BAKE_PICK_MODE(C, N, ...) \
+    if (mode == BK_STACK_##N) return bake_kernel<BK_STACK_##N, C>;
+#define BAKE_PICK(C) \
+    if (cap == (C)) { BK_STACK_MODES_U(BAKE_PICK_MODE, C) return NULL; }
     BK_REG_CAPS(BAKE_PICK)
 #undef BAKE_PICK
 #undef BAKE_PICK_MODE
@@ -131,8 +146,8 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
 }
 
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
-                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin,
-                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
+                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
+                                uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
                                 unsigned long long *stats, bk_warp_rec *rec)
 {
     bake_fn k = pick(stack_mode, reg_cap);
@@ -167,7 +182,8 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
 
 /* Queues of wave parity par: [2 par] occlusion, [2 par + 1] closest hit; a group's queues start
  * at its first slot (off) and its lengths at cnt. */
-static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, uint32_t *cnt, uint32_t off, int par, uint32_t path, int any_hit)
+static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, uint32_t *cnt, uint32_t off, int par,
+                                                 uint32_t path, int any_hit)
 {
     /* warp-aggregated: one atomic per queue and warp, the leader's base broadcast */
     const unsigned act = __activemask(), lane = threadIdx.x & 31u;
@@ -175,7 +191,7 @@ static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, uint32_t
         const unsigned m = __ballot_sync(act, (q == 0) == (any_hit != 0));
         if (!m) continue;
         const int leader = __ffs(m) - 1;
-        uint32_t base = 0;
+        uint32_t  base = 0;
         if ((int)lane == leader) base = atomicAdd(&cnt[2 * par + q], (uint32_t)__popc(m));
         base = __shfl_sync(act, base, leader);
         if ((q == 0) == (any_hit != 0)) w->queue[2 * par + q][off + base + __popc(m & ((1u << lane) - 1u))] = path;
@@ -193,7 +209,8 @@ static __device__ __forceinline__ void wave_store_hot(float4 *h, const bk_bake_p
     h[2] = make_float4(ps->L.z, ps->thr.x, ps->thr.y, ps->thr.z);
     h[3] = make_float4(ps->direct.x, ps->direct.y, ps->direct.z, ps->pend.x);
     h[4] = make_float4(ps->pend.y, ps->pend.z, __uint_as_float(ps->texel), __uint_as_float(ps->smp));
-    h[5] = make_float4(__uint_as_float(ps->b), __uint_as_float(ps->k), __uint_as_float(ps->step), __uint_as_float(ps->after));
+    h[5] = make_float4(__uint_as_float(ps->b), __uint_as_float(ps->k), __uint_as_float(ps->step),
+                       __uint_as_float(ps->after));
 }
 
 static __device__ __forceinline__ void wave_load_hot(const float4 *h, bk_bake_path *ps)
@@ -212,32 +229,38 @@ static __device__ __forceinline__ void wave_load_hot(const float4 *h, bk_bake_pa
     ps->k = __float_as_uint(f.y);
     ps->step = __float_as_uint(f.z);
     ps->after = __float_as_uint(f.w);
-    ps->x = ps->pos; ps->n = ps->nrm;                 /* not read again: the sample has begun */
+    ps->x = ps->pos;
+    ps->n = ps->nrm; /* not read again: the sample has begun */
     ps->acc.x = ps->acc.y = ps->acc.z = ps->acc.w = 0.0f;
     ps->sq = 0.0f;
-    ps->best = BK_INF; ps->best_d = ps->nrm; ps->tri = 0;
+    ps->best = BK_INF;
+    ps->best_d = ps->nrm;
+    ps->tri = 0;
 }
 
 /* What a launch's waves work through (bk_cuda_bake_wave). */
 typedef struct wave_job {
     const bk_texel *tx;
     float          *pos;
-    bk_f4          *out;     /* the texels' sums (unocclude pass) */
+    bk_f4          *out; /* the texels' sums (unocclude pass) */
     float          *sq;
-    uint32_t        begin;   /* first texel */
-    uint32_t        ns;      /* samples per texel in this launch; 0: the unocclude pass */
-    uint32_t        total;   /* pairs (or texels, unocclude pass) */
-    uint32_t        slots;   /* paths in flight at once: at most total, and the buffers' room */
+    uint32_t        begin; /* first texel */
+    uint32_t        ns;    /* samples per texel in this launch; 0: the unocclude pass */
+    uint32_t        total; /* pairs (or texels, unocclude pass) */
+    uint32_t        slots; /* paths in flight at once: at most total, and the buffers' room */
 } wave_job;
 
 /* Starts pair q of the job in path slot `path`: its texel at the position sample 0 left (the
  * unocclude pass: as the atlas made it), one sample with sums from zero. */
-static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const wave_job *J, uint32_t q, bk_bake_path *ps)
+static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const wave_job *J, uint32_t q,
+                                                  bk_bake_path *ps)
 {
     const uint32_t i = J->begin + (J->ns ? q / J->ns : q);
-    bk_texel t = J->tx[i];
+    bk_texel       t = J->tx[i];
     if (J->ns) {
-        t.px = J->pos[3 * (size_t)i]; t.py = J->pos[3 * (size_t)i + 1]; t.pz = J->pos[3 * (size_t)i + 2];
+        t.px = J->pos[3 * (size_t)i];
+        t.py = J->pos[3 * (size_t)i + 1];
+        t.pz = J->pos[3 * (size_t)i + 2];
         bk_f4 zero;
         zero.x = zero.y = zero.z = zero.w = 0.0f;
         bk_bake_path_begin(p, &t, zero, 0.0f, ps);
@@ -246,7 +269,7 @@ static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const
         ps->step = BK_STEP_SAMPLE;
     } else {
         bk_bake_params p0 = *p;
-        p0.sample_end = p0.sample_begin;           /* the unocclude step only */
+        p0.sample_end = p0.sample_begin; /* the unocclude step only */
         bk_bake_path_begin(&p0, &t, J->out[i], J->sq[i], ps);
     }
 }
@@ -255,17 +278,19 @@ static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const
  * else each path in the group's queues of parity 1 - par takes its hit. Then each asks for its
  * next ray (into the group's queues of parity par); a path that needs none writes its result and
  * takes the next pair. */
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_bake_view v, bk_bake_params p, wave_job J, int first, int par,
-                                                           int g, uint32_t off, uint32_t n0)
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_bake_view v, bk_bake_params p, wave_job J,
+                                                           int first, int par, int g, uint32_t off, uint32_t n0)
 {
     const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
-    uint32_t *cnt = w.count + 8 * g;
+    uint32_t      *cnt = w.count + 8 * g;
     const uint32_t n_any = first ? 0 : cnt[2 * (1 - par)];
     const uint32_t n = first ? n0 : n_any + cnt[2 * (1 - par) + 1];
     for (uint32_t j = gtid; j < n; j += nthreads) {
-        const uint32_t path = first ? off + j : j < n_any ? w.queue[2 * (1 - par)][off + j] : w.queue[2 * (1 - par) + 1][off + j - n_any];
-        bk_bake_path ps;
-        uint32_t q;
+        const uint32_t path = first       ? off + j
+                              : j < n_any ? w.queue[2 * (1 - par)][off + j]
+                                          : w.queue[2 * (1 - par) + 1][off + j - n_any];
+        bk_bake_path   ps;
+        uint32_t       q;
         if (first) {
             q = path;
             wave_start(&p, &J, q, &ps);
@@ -276,7 +301,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
             bk_bake_path_hit(&v, &p, &ps, w.hits[path], w.aux[path]);
         }
         bk_ray r;
-        int any_hit, have;
+        int    any_hit, have;
         while (!(have = bk_bake_path_next(&v, &p, &ps, &r, &any_hit))) {
             if (J.ns) {
                 w.res[q] = ps.acc;
@@ -285,7 +310,9 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
                 const uint32_t i = J.begin + q;
                 J.out[i] = ps.acc;
                 J.sq[i] = ps.sq;
-                J.pos[3 * (size_t)i] = ps.x.x; J.pos[3 * (size_t)i + 1] = ps.x.y; J.pos[3 * (size_t)i + 2] = ps.x.z;
+                J.pos[3 * (size_t)i] = ps.x.x;
+                J.pos[3 * (size_t)i + 1] = ps.x.y;
+                J.pos[3 * (size_t)i + 2] = ps.x.z;
             }
             q = atomicAdd(w.next, 1u);
             if (q >= J.total) break;
@@ -307,11 +334,14 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
     const uint32_t nt = J.total / J.ns;
     for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nt; k += gridDim.x * blockDim.x) {
         const uint32_t i = J.begin + k;
-        bk_f4 a = J.out[i];
-        float s2 = J.sq[i];
+        bk_f4          a = J.out[i];
+        float          s2 = J.sq[i];
         for (uint32_t s = 0; s < J.ns; ++s) {
             const bk_f4 r = w.res[(size_t)k * J.ns + s];
-            a.x += r.x; a.y += r.y; a.z += r.z; a.w += r.w;
+            a.x += r.x;
+            a.y += r.y;
+            a.z += r.z;
+            a.w += r.w;
             s2 += w.res_sq[(size_t)k * J.ns + s];
         }
         J.out[i] = a;
@@ -321,17 +351,18 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
 
 /* One query's rays of wave parity par, traced by one traversal of BK_TRAVERSALS. */
 template <int ACCEL, int MODE, int ANY, int PRIM>
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_accel_view a, int par, int g, uint32_t off, int stack_size,
-                                                            uint32_t *spill, unsigned long long *stats, int binned)
+__global__ void __launch_bounds__(BK_CUDA_BLOCK)
+    wave_trace(bk_cuda_wave w, bk_accel_view a, int par, int g, uint32_t off, int stack_size, uint32_t *spill,
+               unsigned long long *stats, int binned)
 {
     extern __shared__ uint32_t smem[];
-    uint32_t local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
-    const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t                   local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
+    const uint32_t             nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
     bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
-    bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
+    bk_trace_stats  st = { 0, 0, 0, 0, 0, 0, 0 };
     const uint32_t *q = (binned ? w.bin_order[ANY ? 0 : 1] : w.queue[2 * par + (ANY ? 0 : 1)]) + off;
-    const uint32_t n = w.count[8 * g + 2 * par + (ANY ? 0 : 1)];
-    uint32_t *fetch = w.count + 8 * g + 4 + 2 * par + (ANY ? 0 : 1);
+    const uint32_t  n = w.count[8 * g + 2 * par + (ANY ? 0 : 1)];
+    uint32_t       *fetch = w.count + 8 * g + 4 + 2 * par + (ANY ? 0 : 1);
     /* warps fetch 32 rays at a time: a wave's rays differ in cost, and a static share would
      * leave the wave waiting for its unluckiest threads */
     const unsigned lane = threadIdx.x & 31u;
@@ -343,7 +374,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
         const uint32_t j = base + lane;
         if (j < n) {
             const uint32_t path = q[j];
-            const bk_ray r = w.rays[path];
+            const bk_ray   r = w.rays[path];
             w.hits[path] = bk_trace_one(&a, &r, ACCEL, MODE, ANY, PRIM, &s, &st);
             w.aux[path] = st.aux;
             st.rays++;
@@ -352,7 +383,8 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_trace(bk_cuda_wave w, bk_a
     bk_warp_flush_stats(stats, st.nodes, st.tris, st.restarts, st.spills, st.rays);
 }
 
-typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, int, uint32_t *, unsigned long long *, int);
+typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, int, uint32_t *, unsigned long long *,
+                              int);
 
 /* --bin-rays: a counting sort of one query's queue of one group by the rays' bins, the top
  * WAVE_BIN_BITS of bk_ray_order_key (octant, then 16 cells per axis): count, scan, scatter.
@@ -360,21 +392,21 @@ typedef void (*wave_trace_fn)(bk_cuda_wave, bk_accel_view, int, int, uint32_t, i
  * against 1707 as they came (kernels/bk_ray.h). Within a bin the order is the atomics' (the
  * hits do not depend on it). */
 #define WAVE_BIN_BITS 15
-#define WAVE_BINS (1u << WAVE_BIN_BITS)
+#define WAVE_BINS     (1u << WAVE_BIN_BITS)
 
 static __device__ __forceinline__ uint32_t *wave_hist(const bk_cuda_wave *w, int g, int qi)
 {
     return w->bin_hist + (size_t)(2 * g + qi) * WAVE_BINS;
 }
 
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_count(bk_cuda_wave w, int par, int g, int qi, uint32_t off, bk_vec3 lo,
-                                                                bk_vec3 scale)
+__global__ void __launch_bounds__(BK_CUDA_BLOCK)
+    wave_bin_count(bk_cuda_wave w, int par, int g, int qi, uint32_t off, bk_vec3 lo, bk_vec3 scale)
 {
-    const uint32_t n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
+    const uint32_t  n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
     const uint32_t *q = w.queue[2 * par + qi] + off;
-    uint32_t *hist = wave_hist(&w, g, qi);
+    uint32_t       *hist = wave_hist(&w, g, qi);
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += nthreads) {
-        const bk_ray r = w.rays[q[j]];
+        const bk_ray   r = w.rays[q[j]];
         const uint32_t k = bk_ray_order_key(&r, lo, scale) >> (BK_RAY_ORDER_KEY_BITS - WAVE_BIN_BITS);
         w.bin_keys[off + j] = k;
         atomicAdd(&hist[k], 1u);
@@ -385,13 +417,13 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_count(bk_cuda_wave w, 
 __global__ void __launch_bounds__(1024) wave_bin_scan(bk_cuda_wave w, int g, int qi)
 {
     __shared__ uint32_t part[1024];
-    const uint32_t per = WAVE_BINS / 1024, t = threadIdx.x;
-    uint32_t *hist = wave_hist(&w, g, qi) + t * per;
-    uint32_t sum = 0;
+    const uint32_t      per = WAVE_BINS / 1024, t = threadIdx.x;
+    uint32_t           *hist = wave_hist(&w, g, qi) + t * per;
+    uint32_t            sum = 0;
     for (uint32_t k = 0; k < per; ++k) sum += hist[k];
     part[t] = sum;
     __syncthreads();
-    for (uint32_t d = 1; d < 1024; d <<= 1) {          /* inclusive scan of the parts */
+    for (uint32_t d = 1; d < 1024; d <<= 1) { /* inclusive scan of the parts */
         const uint32_t v = t >= d ? part[t - d] : 0u;
         __syncthreads();
         part[t] += v;
@@ -407,9 +439,9 @@ __global__ void __launch_bounds__(1024) wave_bin_scan(bk_cuda_wave w, int g, int
 
 __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_bin_scatter(bk_cuda_wave w, int par, int g, int qi, uint32_t off)
 {
-    const uint32_t n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
+    const uint32_t  n = w.count[8 * g + 2 * par + qi], nthreads = gridDim.x * blockDim.x;
     const uint32_t *q = w.queue[2 * par + qi] + off;
-    uint32_t *hist = wave_hist(&w, g, qi);
+    uint32_t       *hist = wave_hist(&w, g, qi);
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += nthreads)
         w.bin_order[qi][off + atomicAdd(&hist[w.bin_keys[off + j]], 1u)] = q[j];
 }
@@ -419,7 +451,7 @@ static wave_trace_fn wave_pick(const bk_accel_view *a, int mode, int any)
     switch (bk_traversal_index(a->type, mode, any, a->prim)) {
 #define WAVE_PICK(A, S, Q, P) \
     case BK_TRAVERSAL_ID(A, S, Q, P): return wave_trace<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>;
-    BK_TRAVERSALS(WAVE_PICK)
+        BK_TRAVERSALS(WAVE_PICK)
 #undef WAVE_PICK
     default: return NULL;
     }
@@ -428,13 +460,27 @@ static wave_trace_fn wave_pick(const bk_accel_view *a, int mode, int any)
 cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole, uint32_t pairs)
 {
     cudaError_t e;
-#define WAVE_ALLOC(ptr, bytes) if ((e = cudaMalloc((void **)&(ptr), (bytes))) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
+#define WAVE_ALLOC(ptr, bytes)                                       \
+    if ((e = cudaMalloc((void **)&(ptr), (bytes))) != cudaSuccess) { \
+        bk_cuda_wave_free(w);                                        \
+        return e;                                                    \
+    }
     if (slots > w->cap) {
-        cudaFree(w->hot); cudaFree(w->pair); cudaFree(w->rays); cudaFree(w->hits); cudaFree(w->aux);
+        cudaFree(w->hot);
+        cudaFree(w->pair);
+        cudaFree(w->rays);
+        cudaFree(w->hits);
+        cudaFree(w->aux);
         for (int k = 0; k < 4; ++k) cudaFree(w->queue[k]);
-        cudaFree(w->bin_keys); cudaFree(w->bin_order[0]); cudaFree(w->bin_order[1]);
+        cudaFree(w->bin_keys);
+        cudaFree(w->bin_order[0]);
+        cudaFree(w->bin_order[1]);
         w->bin_keys = w->bin_order[0] = w->bin_order[1] = NULL;
-        w->hot = NULL; w->pair = NULL; w->rays = NULL; w->hits = NULL; w->aux = NULL;
+        w->hot = NULL;
+        w->pair = NULL;
+        w->rays = NULL;
+        w->hits = NULL;
+        w->aux = NULL;
         for (int k = 0; k < 4; ++k) w->queue[k] = NULL;
         w->cap = 0;
         WAVE_ALLOC(w->hot, sizeof(float4) * 6 * (size_t)slots);
@@ -447,13 +493,17 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
     }
     if (whole > w->whole_cap) {
         cudaFree(w->paths);
-        w->paths = NULL; w->whole_cap = 0;
+        w->paths = NULL;
+        w->whole_cap = 0;
         WAVE_ALLOC(w->paths, sizeof(bk_bake_path) * (size_t)whole);
         w->whole_cap = whole;
     }
     if (pairs > w->res_cap) {
-        cudaFree(w->res); cudaFree(w->res_sq);
-        w->res = NULL; w->res_sq = NULL; w->res_cap = 0;
+        cudaFree(w->res);
+        cudaFree(w->res_sq);
+        w->res = NULL;
+        w->res_sq = NULL;
+        w->res_cap = 0;
         WAVE_ALLOC(w->res, sizeof(bk_f4) * (size_t)pairs);
         WAVE_ALLOC(w->res_sq, sizeof(float) * (size_t)pairs);
         w->res_cap = pairs;
@@ -461,10 +511,16 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
     if (!w->count) {
         WAVE_ALLOC(w->count, sizeof(uint32_t) * 17);
         w->next = w->count + 16;
-        if ((e = cudaMallocHost((void **)&w->h_count, sizeof(uint32_t) * 16)) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
+        if ((e = cudaMallocHost((void **)&w->h_count, sizeof(uint32_t) * 16)) != cudaSuccess) {
+            bk_cuda_wave_free(w);
+            return e;
+        }
         for (int g = 0; g < 2; ++g)
             if ((e = cudaStreamCreateWithFlags(&w->stream[g], cudaStreamNonBlocking)) != cudaSuccess ||
-                (e = cudaEventCreateWithFlags(&w->ev[g], cudaEventDisableTiming)) != cudaSuccess) { bk_cuda_wave_free(w); return e; }
+                (e = cudaEventCreateWithFlags(&w->ev[g], cudaEventDisableTiming)) != cudaSuccess) {
+                bk_cuda_wave_free(w);
+                return e;
+            }
     }
 #undef WAVE_ALLOC
     return cudaSuccess;
@@ -472,14 +528,23 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
 
 void bk_cuda_wave_free(bk_cuda_wave *w)
 {
-    cudaFree(w->paths); cudaFree(w->hot); cudaFree(w->pair); cudaFree(w->rays); cudaFree(w->hits); cudaFree(w->aux);
+    cudaFree(w->paths);
+    cudaFree(w->hot);
+    cudaFree(w->pair);
+    cudaFree(w->rays);
+    cudaFree(w->hits);
+    cudaFree(w->aux);
     for (int k = 0; k < 4; ++k) cudaFree(w->queue[k]);
-    cudaFree(w->bin_keys); cudaFree(w->bin_order[0]); cudaFree(w->bin_order[1]); cudaFree(w->bin_hist);
+    cudaFree(w->bin_keys);
+    cudaFree(w->bin_order[0]);
+    cudaFree(w->bin_order[1]);
+    cudaFree(w->bin_hist);
     for (int g = 0; g < 2; ++g) {
         if (w->stream[g]) cudaStreamDestroy(w->stream[g]);
         if (w->ev[g]) cudaEventDestroy(w->ev[g]);
     }
-    cudaFree(w->res); cudaFree(w->res_sq);
+    cudaFree(w->res);
+    cudaFree(w->res_sq);
     cudaFree(w->count);
     cudaFreeHost(w->h_count);
     memset(w, 0, sizeof *w);
@@ -509,54 +574,64 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
  * counter of the next pair. A group's trace kernels run one after the other and spill to the
  * group's own spill region. */
 static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned blocks, size_t smem, const bk_bake_view *v,
-                            const bk_bake_params *p, const wave_job *J, int stack_size, uint32_t *spill, unsigned long long *stats,
-                            int bin)
+                            const bk_bake_params *p, const wave_job *J, int stack_size, uint32_t *spill,
+                            unsigned long long *stats, int bin)
 {
-    const bk_vec3 scale = bk_ray_order_scale(v->accel.lo, v->accel.hi);
-    const int batch = 8;        /* waves launched between two looks at the queues */
-    const size_t spill_group = (size_t)blocks * BK_CUDA_BLOCK * BK_STACK_ENTRIES * BK_STACK_WIDTH;
+    const bk_vec3  scale = bk_ray_order_scale(v->accel.lo, v->accel.hi);
+    const int      batch = 8; /* waves launched between two looks at the queues */
+    const size_t   spill_group = (size_t)blocks * BK_CUDA_BLOCK * BK_STACK_ENTRIES * BK_STACK_WIDTH;
     const uint32_t first = J->slots, half = J->slots / 2, off[2] = { 0, half }, n0[2] = { half, J->slots - half };
-    cudaError_t e;
+    cudaError_t    e;
     if ((e = cudaMemsetAsync(w->count, 0, sizeof(uint32_t) * 16, w->stream[0])) != cudaSuccess ||
         (e = cudaMemcpyAsync(w->next, &first, sizeof first, cudaMemcpyHostToDevice, w->stream[0])) != cudaSuccess ||
-        (e = cudaEventRecord(w->ev[0], w->stream[0])) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[1], w->ev[0], 0)) != cudaSuccess)
+        (e = cudaEventRecord(w->ev[0], w->stream[0])) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(w->stream[1], w->ev[0], 0)) != cudaSuccess)
         return e;
-    for (int g = 0; g < 2; ++g) wave_step<<<blocks, BK_CUDA_BLOCK, 0, w->stream[g]>>>(*w, *v, *p, *J, 1, 0, g, off[g], n0[g]);
+    for (int g = 0; g < 2; ++g)
+        wave_step<<<blocks, BK_CUDA_BLOCK, 0, w->stream[g]>>>(*w, *v, *p, *J, 1, 0, g, off[g], n0[g]);
     for (int par = 0;;) {
         for (int k = 0; k < batch; ++k) {
             for (int g = 0; g < 2; ++g) {
                 cudaStream_t st = w->stream[g];
                 for (int q = 0; q < 2; ++q) {
                     if (bin) {
-                        if ((e = cudaMemsetAsync(w->bin_hist + (size_t)(2 * g + q) * WAVE_BINS, 0, sizeof(uint32_t) * WAVE_BINS, st)) != cudaSuccess)
+                        if ((e = cudaMemsetAsync(w->bin_hist + (size_t)(2 * g + q) * WAVE_BINS, 0,
+                                                 sizeof(uint32_t) * WAVE_BINS, st)) != cudaSuccess)
                             return e;
                         wave_bin_count<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, par, g, q, off[g], v->accel.lo, scale);
                         wave_bin_scan<<<1, 1024, 0, st>>>(*w, g, q);
                         wave_bin_scatter<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, par, g, q, off[g]);
                     }
-                    tr[q]<<<blocks, BK_CUDA_BLOCK, smem, st>>>(*w, v->accel, par, g, off[g], stack_size, spill ? spill + g * spill_group : NULL, stats,
-                                                               bin);
+                    tr[q]<<<blocks, BK_CUDA_BLOCK, smem, st>>>(*w, v->accel, par, g, off[g], stack_size,
+                                                               spill ? spill + g * spill_group : NULL, stats, bin);
                 }
                 /* the next wave's queue lengths and fetch counters */
-                if ((e = cudaMemsetAsync(w->count + 8 * g + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess ||
-                    (e = cudaMemsetAsync(w->count + 8 * g + 4 + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) != cudaSuccess)
+                if ((e = cudaMemsetAsync(w->count + 8 * g + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) !=
+                        cudaSuccess ||
+                    (e = cudaMemsetAsync(w->count + 8 * g + 4 + 2 * (par ^ 1), 0, sizeof(uint32_t) * 2, st)) !=
+                        cudaSuccess)
                     return e;
                 wave_step<<<blocks, BK_CUDA_BLOCK, 0, st>>>(*w, *v, *p, *J, 0, par ^ 1, g, off[g], n0[g]);
             }
             par ^= 1;
         }
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        if ((e = cudaEventRecord(w->ev[1], w->stream[1])) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[1], 0)) != cudaSuccess ||
-            (e = cudaMemcpyAsync(w->h_count, w->count, sizeof(uint32_t) * 16, cudaMemcpyDeviceToHost, w->stream[0])) != cudaSuccess ||
+        if ((e = cudaEventRecord(w->ev[1], w->stream[1])) != cudaSuccess ||
+            (e = cudaStreamWaitEvent(w->stream[0], w->ev[1], 0)) != cudaSuccess ||
+            (e = cudaMemcpyAsync(w->h_count, w->count, sizeof(uint32_t) * 16, cudaMemcpyDeviceToHost, w->stream[0])) !=
+                cudaSuccess ||
             (e = cudaStreamSynchronize(w->stream[0])) != cudaSuccess)
             return e;
-        if (!w->h_count[2 * par] && !w->h_count[2 * par + 1] && !w->h_count[8 + 2 * par] && !w->h_count[8 + 2 * par + 1]) return cudaSuccess;
+        if (!w->h_count[2 * par] && !w->h_count[2 * par + 1] && !w->h_count[8 + 2 * par] &&
+            !w->h_count[8 + 2 * par + 1])
+            return cudaSuccess;
     }
 }
 
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
-                              const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
-                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats, int bin)
+                              const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
+                              int bin)
 {
     wave_trace_fn tr[2] = { wave_pick(&v->accel, stack_mode, 1), wave_pick(&v->accel, stack_mode, 0) };
     if (bin && !w->bin_keys) {
@@ -565,16 +640,21 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
             (e = cudaMalloc((void **)&w->bin_order[0], sizeof(uint32_t) * (size_t)w->cap)) != cudaSuccess ||
             (e = cudaMalloc((void **)&w->bin_order[1], sizeof(uint32_t) * (size_t)w->cap)) != cudaSuccess)
             return e;
-        if (!w->bin_hist && (e = cudaMalloc((void **)&w->bin_hist, sizeof(uint32_t) * 4 * WAVE_BINS)) != cudaSuccess) return e;
+        if (!w->bin_hist && (e = cudaMalloc((void **)&w->bin_hist, sizeof(uint32_t) * 4 * WAVE_BINS)) != cudaSuccess)
+            return e;
     }
     if (!tr[0] || !tr[1]) return cudaErrorInvalidDeviceFunction;
     const uint32_t nt = end - begin;
     if (nt > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
-    wave_job J = { tx, pos, out, sq, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
+    wave_job    J = { tx, pos, out, sq, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
     cudaError_t e;
     /* the groups' streams start after what the default stream has queued, and it waits for them */
-    if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess || (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess) return e;
-    if (p->sample_begin == 0 && (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats, bin)) != cudaSuccess) return e;
+    if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess ||
+        (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess)
+        return e;
+    if (p->sample_begin == 0 &&
+        (e = wave_run(w, tr, blocks, smem, v, p, &J, stack_size, spill, stats, bin)) != cudaSuccess)
+        return e;
     /* the samples, as many at a time as the results have room for */
     const uint32_t run = (uint32_t)(w->res_cap / nt);
     for (uint32_t s0 = p->sample_begin; s0 < p->sample_end; s0 += run) {

@@ -5,9 +5,9 @@
  * until none are left (Aila & Laine 2009), and tallies traversal statistics in registers.
  * --counters picks how both counters reach global memory: one atomic per thread, one per warp
  * (ballot + popc: the leader adds the warp's count and broadcasts the base), or one per block
- * (the block fetches blockDim rays at a time; statistics meet in a shared-memory tally). The stack strategy picks where bk_stack points: a per-thread local array
- * (global), or shared memory with stride blockDim.x so a warp's pushes fall in 32 different
- * banks (short, spill), the latter spilling to an interleaved per-thread region of a global buffer.
+ * (the block fetches blockDim rays at a time; statistics meet in a shared-memory tally). The stack strategy picks where
+ * bk_stack points: a per-thread local array (global), or shared memory with stride blockDim.x so a warp's pushes fall
+ * in 32 different banks (short, spill), the latter spilling to an interleaved per-thread region of a global buffer.
  * Each (accel, stack, query, counters) combination is its own template instance, so the shared
  * traversal is specialised at compile time.
  */
@@ -33,53 +33,59 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-#define CUDA_TRY(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
-    snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-    return -1; } } while (0)
+#define CUDA_TRY(expr)                                                                                       \
+    do {                                                                                                     \
+        cudaError_t e_ = (expr);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, \
+                     __LINE__);                                                                              \
+            return -1;                                                                                       \
+        }                                                                                                    \
+    } while (0)
 
 
 typedef struct cuda_ctx {
-    int            device;        /* the CUDA device; every entry point makes it the thread's own */
-    int            sm_count;
-    int            max_warps_per_sm;
-    char           device_name[256];
-    bk_accel_view  view;          /* device pointers */
-    void          *d_nodes, *d_tris, *d_refs;
+    int           device; /* the CUDA device; every entry point makes it the thread's own */
+    int           sm_count;
+    int           max_warps_per_sm;
+    char          device_name[256];
+    bk_accel_view view; /* device pointers */
+    void         *d_nodes, *d_tris, *d_refs;
     /* the compressed wide BVH of a BVH of triangles (bk_backend_cw_layout), made and traced when
        the options ask for it (cuda_view); cw_view.type is BK_ACCEL_CWBVH once there is one */
-    bk_accel_view  cw_view;
-    void          *d_cw_nodes, *d_cw_recs;
-    bk_accel_view  host_bin;      /* the uploaded BVH's host view (backend.h: alive until the next
-                                     upload), or type KD-tree: nothing to collapse */
-    int            cw_tried;
-    void          *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_inst;
-    bk_ray        *d_rays;
-    bk_hit        *d_hits;
-    uint64_t       ray_cap;
-    uint32_t      *d_spill;
-    size_t         spill_words;
+    bk_accel_view cw_view;
+    void         *d_cw_nodes, *d_cw_recs;
+    bk_accel_view host_bin; /* the uploaded BVH's host view (backend.h: alive until the next
+                               upload), or type KD-tree: nothing to collapse */
+    int                 cw_tried;
+    void               *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_inst;
+    bk_ray             *d_rays;
+    bk_hit             *d_hits;
+    uint64_t            ray_cap;
+    uint32_t           *d_spill;
+    size_t              spill_words;
     unsigned long long *d_stats;
-    cudaEvent_t    ev0, ev1, ev_sorted;
+    cudaEvent_t         ev0, ev1, ev_sorted;
     /* --ray-order sorted: the rays' keys and indices, sorted by the project's radix sort */
-    bk_gpu_ops       *prim;
-    uint32_t      *d_order_keys, *d_order;
-    uint64_t       order_cap;
-    int            key_blocks;    /* ray_key_kernel's blocks per SM */
+    bk_gpu_ops *prim;
+    uint32_t   *d_order_keys, *d_order;
+    uint64_t    order_cap;
+    int         key_blocks; /* ray_key_kernel's blocks per SM */
     /* bake */
-    bk_bake_view   bake;          /* device pointers */
-    void          *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
-    bk_texel      *d_texels;      /* the last bake's texels, kept after bake_end for the denoiser
-                                     until the next bake or the end (backend.h: keeps_texels) */
-    float         *d_pos;         /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
-    bk_f4         *d_out;
-    float         *d_sq;          /* sums of squared sample luminances */
-    uint32_t       texel_count;
-    double         bake_seconds;
+    bk_bake_view bake; /* device pointers */
+    void        *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
+    bk_texel    *d_texels; /* the last bake's texels, kept after bake_end for the denoiser
+                              until the next bake or the end (backend.h: keeps_texels) */
+    float   *d_pos;        /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
+    bk_f4   *d_out;
+    float   *d_sq; /* sums of squared sample luminances */
+    uint32_t texel_count;
+    double   bake_seconds;
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
-    bk_warp_rec   *d_rec, *h_rec;
-    size_t         rec_cap;
-    bk_cuda_wave   wave;          /* the wavefront bake's buffers (--kernel wavefront) */
-    uint64_t       mem_peak;      /* most device memory seen in use (total - free), bytes */
+    bk_warp_rec *d_rec, *h_rec;
+    size_t       rec_cap;
+    bk_cuda_wave wave;     /* the wavefront bake's buffers (--kernel wavefront) */
+    uint64_t     mem_peak; /* most device memory seen in use (total - free), bytes */
 } cuda_ctx;
 
 /* Samples the device's memory in use after an allocation: its high-water mark is what
@@ -87,7 +93,8 @@ typedef struct cuda_ctx {
 static void note_memory(cuda_ctx *c)
 {
     size_t f = 0, t = 0;
-    if (cudaMemGetInfo(&f, &t) == cudaSuccess && t >= f && (uint64_t)(t - f) > c->mem_peak) c->mem_peak = (uint64_t)(t - f);
+    if (cudaMemGetInfo(&f, &t) == cudaSuccess && t >= f && (uint64_t)(t - f) > c->mem_peak)
+        c->mem_peak = (uint64_t)(t - f);
 }
 
 /* The context of be, with its device made the calling thread's current one: the entry points
@@ -95,7 +102,7 @@ static void note_memory(cuda_ctx *c)
 static cuda_ctx *ctx_of(bk_backend *be)
 {
     cuda_ctx *c = (cuda_ctx *)be->ctx;
-    int cur = -1;
+    int       cur = -1;
     if (c && (cudaGetDevice(&cur) != cudaSuccess || cur != c->device)) cudaSetDevice(c->device);
     return c;
 }
@@ -109,21 +116,21 @@ static cuda_ctx *ctx_of(bk_backend *be)
  * binary BVH's short-stack any-hit kernel is held to 64 as well (it took 72: 7 blocks); its
  * closest-hit kernel gained nothing from it (71 -> 64 registers, sponza 1843 -> 1823 Mrays/s). */
 #ifndef BK_VOX_MIN_BLOCKS
-#  define BK_VOX_MIN_BLOCKS 8
+#define BK_VOX_MIN_BLOCKS 8
 #endif
 #define TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM) \
     ((PRIM) == BK_PRIM_VOX ? BK_VOX_MIN_BLOCKS : ((ACCEL) == BK_ACCEL_BVH && (MODE) == BK_STACK_SHORT && (ANY)) ? 8 : 0)
 template <int ACCEL, int MODE, int ANY, int PRIM, int CNT>
-__global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM)) trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays,
-                                                      bk_hit *__restrict__ hits, uint64_t n, int stack_size,
-                                                      uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats,
-                                                      const uint32_t *__restrict__ order)
+__global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM))
+    trace_kernel(bk_accel_view v, const bk_ray *__restrict__ rays, bk_hit *__restrict__ hits, uint64_t n,
+                 int stack_size, uint32_t *spill, unsigned long long *stats, uint32_t *ray_stats,
+                 const uint32_t *__restrict__ order)
 {
-    extern __shared__ uint32_t smem[];
+    extern __shared__ uint32_t    smem[];
     __shared__ unsigned long long block_base;
     __shared__ unsigned long long tally[STAT_COUNT];
-    uint32_t local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
-    const uint32_t nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t                      local[BK_STACK_LOCAL_WORDS(ACCEL, MODE)];
+    const uint32_t                nthreads = gridDim.x * blockDim.x, gtid = blockIdx.x * blockDim.x + threadIdx.x;
     bk_stack s = bk_stack_thread(MODE, local, smem + threadIdx.x, blockDim.x, stack_size, spill + gtid, (int)nthreads);
     uint32_t nodes = 0, tris = 0, restarts = 0, spills = 0;
     if (CNT == BK_COUNTERS_BLOCK && threadIdx.x < STAT_COUNT) tally[threadIdx.x] = 0;
@@ -135,20 +142,20 @@ __global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM
     const unsigned lane = threadIdx.x & 31u;
     for (;;) {
         uint64_t i;
-        if (CNT == BK_COUNTERS_BLOCK) {            /* one atomic per block and round */
+        if (CNT == BK_COUNTERS_BLOCK) { /* one atomic per block and round */
             __syncthreads();
             if (threadIdx.x == 0) block_base = atomicAdd(&stats[STAT_WORK], (unsigned long long)blockDim.x);
             __syncthreads();
             if (block_base >= n) break;
             i = block_base + threadIdx.x;
-        } else if (CNT == BK_COUNTERS_WARP) {      /* one atomic per warp: the leader adds the count */
-            unsigned mask = __ballot_sync(0xffffffffu, 1);
+        } else if (CNT == BK_COUNTERS_WARP) { /* one atomic per warp: the leader adds the count */
+            unsigned           mask = __ballot_sync(0xffffffffu, 1);
             unsigned long long base = 0;
             if (lane == 0) base = atomicAdd(&stats[STAT_WORK], (unsigned long long)__popc(mask));
             base = __shfl_sync(0xffffffffu, base, 0);
             if (base >= n) break;
             i = base + __popc(mask & ((1u << lane) - 1u));
-        } else {                                   /* one atomic per thread */
+        } else { /* one atomic per thread */
             i = atomicAdd(&stats[STAT_WORK], 1ull);
             if (!__any_sync(0xffffffffu, i < n)) break;
         }
@@ -159,10 +166,13 @@ __global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM
              * the i-th ray of the order (one 32-byte sector either way). */
             if (order) i = order[i];
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-            bk_hit h = bk_trace_one(&v, rays + i, ACCEL, MODE, ANY, PRIM, &s, &st);
+            bk_hit         h = bk_trace_one(&v, rays + i, ACCEL, MODE, ANY, PRIM, &s, &st);
             *(uint2 *)(hits + i) = make_uint2(__float_as_uint(h.t), h.tri);
             if (ray_stats) ray_stats[i] = bk_ray_stat_word(&st);
-            nodes += st.nodes; tris += st.tris; restarts += st.restarts; spills += st.spills;
+            nodes += st.nodes;
+            tris += st.tris;
+            restarts += st.restarts;
+            spills += st.spills;
         }
         __syncwarp();
     }
@@ -187,8 +197,9 @@ typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int
                           uint32_t *, const uint32_t *);
 
 /* --ray-order sorted: each ray's key (bk_ray_order_key) and its index, for the sort. */
-__global__ void __launch_bounds__(BLOCK) ray_key_kernel(const bk_ray *__restrict__ rays, uint64_t n, bk_vec3 lo, bk_vec3 scale,
-                                                       uint32_t *__restrict__ keys, uint32_t *__restrict__ idx)
+__global__ void __launch_bounds__(BLOCK)
+    ray_key_kernel(const bk_ray *__restrict__ rays, uint64_t n, bk_vec3 lo, bk_vec3 scale, uint32_t *__restrict__ keys,
+                   uint32_t *__restrict__ idx)
 {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const bk_ray r = rays[i];
@@ -199,12 +210,12 @@ __global__ void __launch_bounds__(BLOCK) ray_key_kernel(const bk_ray *__restrict
 
 /* The kernel of one traversal for counter mode cnt (BK_COUNTER_MODES in backend.h); NULL for an
  * unknown mode. */
-template <int ACCEL, int MODE, int ANY, int PRIM>
-static kernel_fn pick_counters(int cnt)
+template <int ACCEL, int MODE, int ANY, int PRIM> static kernel_fn pick_counters(int cnt)
 {
     switch (cnt) {
-#define PICK_CNT(N, S, D) case BK_COUNTERS_##N: return trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_##N>;
-    BK_COUNTER_MODES(PICK_CNT)
+#define PICK_CNT(N, S, D) \
+    case BK_COUNTERS_##N: return trace_kernel<ACCEL, MODE, ANY, PRIM, BK_COUNTERS_##N>;
+        BK_COUNTER_MODES(PICK_CNT)
 #undef PICK_CNT
     default: return NULL;
     }
@@ -215,7 +226,7 @@ static kernel_fn pick_kernel(const bk_accel_view *v, const bk_trace_opts *o)
     switch (bk_traversal_index(v->type, o->stack_mode, o->any_hit, v->prim)) {
 #define PICK(A, S, Q, P) \
     case BK_TRAVERSAL_ID(A, S, Q, P): return pick_counters<BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P>(o->counters);
-    BK_TRAVERSALS(PICK)
+        BK_TRAVERSALS(PICK)
 #undef PICK
     default: return NULL;
     }
@@ -239,7 +250,8 @@ static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size
         return 0;
     }
     if (!bk_cuda_bake_has(o->stack_mode, o->reg_cap)) {
-        snprintf(why, why_size, "no bake kernel with a cap of %d registers (compiled caps:%s)", o->reg_cap, reg_cap_names);
+        snprintf(why, why_size, "no bake kernel with a cap of %d registers (compiled caps:%s)", o->reg_cap,
+                 reg_cap_names);
         return 0;
     }
     return 1;
@@ -247,14 +259,20 @@ static int cuda_supports(bk_backend *be, const bk_trace_opts *o, char *why, size
 
 static void release_scene(cuda_ctx *c)
 {
-    cudaFree(c->d_nodes); cudaFree(c->d_tris); cudaFree(c->d_refs);
+    cudaFree(c->d_nodes);
+    cudaFree(c->d_tris);
+    cudaFree(c->d_refs);
     c->d_nodes = c->d_tris = c->d_refs = NULL;
-    cudaFree(c->d_cw_nodes); cudaFree(c->d_cw_recs);
+    cudaFree(c->d_cw_nodes);
+    cudaFree(c->d_cw_recs);
     c->d_cw_nodes = c->d_cw_recs = NULL;
     memset(&c->cw_view, 0, sizeof c->cw_view);
     c->host_bin.type = BK_ACCEL_KDTREE;
     c->cw_tried = 0;
-    cudaFree(c->d_vox_models); cudaFree(c->d_vox_bricks); cudaFree(c->d_vox_colours); cudaFree(c->d_vox_inst);
+    cudaFree(c->d_vox_models);
+    cudaFree(c->d_vox_bricks);
+    cudaFree(c->d_vox_colours);
+    cudaFree(c->d_vox_inst);
     c->d_vox_models = c->d_vox_bricks = c->d_vox_colours = c->d_vox_inst = NULL;
 }
 
@@ -263,7 +281,8 @@ static int ensure_spill(cuda_ctx *c, size_t words, char *err, size_t err_size)
 {
     if (words <= c->spill_words) return 0;
     cudaFree(c->d_spill);
-    c->d_spill = NULL; c->spill_words = 0;
+    c->d_spill = NULL;
+    c->spill_words = 0;
     CUDA_TRY(cudaMalloc((void **)&c->d_spill, words * sizeof(uint32_t)));
     c->spill_words = words;
     note_memory(c);
@@ -272,7 +291,10 @@ static int ensure_spill(cuda_ctx *c, size_t words, char *err, size_t err_size)
 
 static int copy_up(void **dst, const void *src, size_t bytes, char *err, size_t err_size)
 {
-    if (!bytes) { *dst = NULL; return 0; }
+    if (!bytes) {
+        *dst = NULL;
+        return 0;
+    }
     CUDA_TRY(cudaMalloc(dst, bytes));
     CUDA_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
     return 0;
@@ -285,22 +307,27 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
     c->view = *scene;
     if (copy_up(&c->d_tris, scene->tris, sizeof(bk_f4) * 3 * (size_t)scene->tri_count, err, err_size)) return -1;
     c->view.tris = (const bk_f4 *)c->d_tris;
-    if (copy_up(&c->d_vox_models, scene->vox_models, sizeof(bk_vox_model_rec) * (size_t)scene->vox_model_count, err, err_size) ||
-        copy_up(&c->d_vox_bricks, scene->vox_bricks, sizeof(bk_vox_brick) * (size_t)scene->vox_brick_count, err, err_size) ||
+    if (copy_up(&c->d_vox_models, scene->vox_models, sizeof(bk_vox_model_rec) * (size_t)scene->vox_model_count, err,
+                err_size) ||
+        copy_up(&c->d_vox_bricks, scene->vox_bricks, sizeof(bk_vox_brick) * (size_t)scene->vox_brick_count, err,
+                err_size) ||
         copy_up(&c->d_vox_colours, scene->vox_colours, (size_t)scene->vox_colour_count, err, err_size) ||
-        copy_up(&c->d_vox_inst, scene->vox_inst, 2 * sizeof(uint32_t) * (size_t)scene->vox_instance_count, err, err_size))
+        copy_up(&c->d_vox_inst, scene->vox_inst, 2 * sizeof(uint32_t) * (size_t)scene->vox_instance_count, err,
+                err_size))
         return -1;
     c->view.vox_models = (const bk_vox_model_rec *)c->d_vox_models;
     c->view.vox_bricks = (const bk_vox_brick *)c->d_vox_bricks;
     c->view.vox_colours = (const uint8_t *)c->d_vox_colours;
     c->view.vox_inst = (const uint32_t *)c->d_vox_inst;
     if (scene->type == BK_ACCEL_BVH) {
-        if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size)) return -1;
+        if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size))
+            return -1;
         c->view.bvh_nodes = (const bk_bvh_node *)c->d_nodes;
-        c->host_bin = *scene;      /* collapsed into the compressed layout when first asked for */
+        c->host_bin = *scene; /* collapsed into the compressed layout when first asked for */
     } else {
         if (copy_up(&c->d_nodes, scene->kd_nodes, sizeof(bk_kd_node) * (size_t)scene->kd_node_count, err, err_size) ||
-            copy_up(&c->d_refs, scene->kd_refs, sizeof(uint32_t) * (size_t)scene->kd_ref_count, err, err_size)) return -1;
+            copy_up(&c->d_refs, scene->kd_refs, sizeof(uint32_t) * (size_t)scene->kd_ref_count, err, err_size))
+            return -1;
         c->view.kd_nodes = (const bk_kd_node *)c->d_nodes;
         c->view.kd_refs = (const uint32_t *)c->d_refs;
     }
@@ -321,11 +348,12 @@ static const bk_accel_view *cuda_view(cuda_ctx *c, const bk_trace_opts *o, char 
     if (o->bvh_width != 8) return &c->view;
     if (!c->cw_tried) {
         c->cw_tried = 1;
-        bk_accel_view hv;
+        bk_accel_view    hv;
         struct bk_cwbvh *cw = c->host_bin.type == BK_ACCEL_BVH ? bk_backend_cw_layout(&c->host_bin, &hv) : NULL;
         if (cw) {
-            int bad = copy_up(&c->d_cw_nodes, hv.cw_nodes, sizeof(bk_cw_node) * (size_t)hv.cw_node_count, err, err_size) ||
-                      copy_up(&c->d_cw_recs, hv.tris, sizeof(bk_f4) * 3 * (size_t)hv.tri_count, err, err_size);
+            int bad =
+                copy_up(&c->d_cw_nodes, hv.cw_nodes, sizeof(bk_cw_node) * (size_t)hv.cw_node_count, err, err_size) ||
+                copy_up(&c->d_cw_recs, hv.tris, sizeof(bk_f4) * 3 * (size_t)hv.tri_count, err, err_size);
             bk_backend_cw_free(cw);
             if (bad) return NULL;
             note_memory(c);
@@ -354,8 +382,10 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
         fresh = 1;
     }
     if (n > c->order_cap) {
-        cudaFree(c->d_order_keys); cudaFree(c->d_order);
-        c->d_order_keys = c->d_order = NULL; c->order_cap = 0;
+        cudaFree(c->d_order_keys);
+        cudaFree(c->d_order);
+        c->d_order_keys = c->d_order = NULL;
+        c->order_cap = 0;
         CUDA_TRY(cudaMalloc((void **)&c->d_order_keys, n * sizeof(uint32_t)));
         CUDA_TRY(cudaMalloc((void **)&c->d_order, n * sizeof(uint32_t)));
         if (bk_gpu_ops_sort_reserve_u32(c->prim, n, err, err_size)) return -1;
@@ -366,8 +396,8 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
         bk_vec3 zero = bk_v3(0.0f, 0.0f, 0.0f);
         ray_key_kernel<<<1, BLOCK>>>(c->d_rays, 2, zero, zero, c->d_order_keys, c->d_order);
         CUDA_TRY(cudaGetLastError());
-        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2, BK_RAY_ORDER_KEY_BITS,
-                                   err, err_size))
+        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2,
+                                      BK_RAY_ORDER_KEY_BITS, err, err_size))
             return -1;
     }
     return 0;
@@ -380,12 +410,21 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     memset(totals, 0, sizeof *totals);
     totals->rays = n;
     if (!cuda_supports(be, o, err, err_size)) return -1;
-    if (o->reg_cap) { snprintf(err, err_size, "register caps apply to the bake kernel only, not to trace"); return -1; }
-    if (!c->d_tris) { snprintf(err, err_size, "cuda trace before upload"); return -1; }
+    if (o->reg_cap) {
+        snprintf(err, err_size, "register caps apply to the bake kernel only, not to trace");
+        return -1;
+    }
+    if (!c->d_tris) {
+        snprintf(err, err_size, "cuda trace before upload");
+        return -1;
+    }
     if (n == 0) return 0;
     if (n > c->ray_cap) {
-        cudaFree(c->d_rays); cudaFree(c->d_hits);
-        c->d_rays = NULL; c->d_hits = NULL; c->ray_cap = 0;
+        cudaFree(c->d_rays);
+        cudaFree(c->d_hits);
+        c->d_rays = NULL;
+        c->d_hits = NULL;
+        c->ray_cap = 0;
         CUDA_TRY(cudaMalloc((void **)&c->d_rays, n * sizeof(bk_ray)));
         CUDA_TRY(cudaMalloc((void **)&c->d_hits, n * sizeof(bk_hit)));
         c->ray_cap = n;
@@ -394,13 +433,19 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     const bk_accel_view *view = cuda_view(c, o, err, err_size);
     if (!view) return -1;
     kernel_fn k = pick_kernel(view, o);
-    if (!k) { snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type"); return -1; }
-    int width = bk_stack_width(view->type, o->stack_mode);
+    if (!k) {
+        snprintf(err, err_size, "no trace kernel for this accel, stack and primitive type");
+        return -1;
+    }
+    int    width = bk_stack_width(view->type, o->stack_mode);
     size_t smem = bk_stack_shared_bytes(o->stack_mode, o->stack_size, width, BLOCK);
     if (smem > 48 * 1024) CUDA_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     int per_sm = 0;
     CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, BLOCK, smem));
-    if (per_sm < 1) { snprintf(err, err_size, "the trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+    if (per_sm < 1) {
+        snprintf(err, err_size, "the trace kernel does not fit on the GPU with --stack-size %d", o->stack_size);
+        return -1;
+    }
     uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
     uint64_t need = (n + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
@@ -409,35 +454,38 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         return -1;
     double t0 = now_seconds();
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
-    CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit)));      /* poison: unwritten hits show */
+    CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit))); /* poison: unwritten hits show */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     /* (the sort takes fewer than 2^30 pairs; a larger batch is traced as it comes) */
     const int sorted = o->ray_order != BK_RAY_ORDER_INPUT && n < (1ull << 30);
     if (sorted && order_reserve(c, n, err, err_size)) return -1;
     uint32_t *d_ray_stats = NULL;
-    if (o->ray_stats) { CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t))); note_memory(c); }
+    if (o->ray_stats) {
+        CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
+        note_memory(c);
+    }
     double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
     if (sorted) {
         uint64_t kblocks = (uint64_t)c->key_blocks * (uint64_t)c->sm_count;
         if (kblocks > need) kblocks = need;
-        ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi),
-                                                     c->d_order_keys, c->d_order);
+        ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(
+            c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi), c->d_order_keys, c->d_order);
         CUDA_TRY(cudaGetLastError());
         if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, n,
-                                   BK_RAY_ORDER_KEY_BITS, err, err_size))
+                                      BK_RAY_ORDER_KEY_BITS, err, err_size))
             return -1;
     }
     CUDA_TRY(cudaEventRecord(c->ev_sorted));
-    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats, d_ray_stats,
-                                         sorted ? c->d_order : NULL);
+    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats,
+                                         d_ray_stats, sorted ? c->d_order : NULL);
     CUDA_TRY(cudaGetLastError());
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0, sort_ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
     CUDA_TRY(cudaEventElapsedTime(&sort_ms, c->ev0, c->ev_sorted));
-    double t2 = now_seconds();
+    double             t2 = now_seconds();
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
@@ -451,8 +499,10 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     totals->sort_seconds = sorted ? sort_ms * 1e-3 : 0.0;
     totals->sorted = sorted;
     totals->upload_seconds = (t1 - t0) + (t3 - t2);
-    totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
-    totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
+    totals->nodes = st[STAT_NODES];
+    totals->tris = st[STAT_TRIS];
+    totals->restarts = st[STAT_RESTARTS];
+    totals->spills = st[STAT_SPILLS];
     return 0;
 }
 
@@ -461,20 +511,30 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
 /* The bake's buffers but its texels, which the denoiser may use after bake_end (cuda_denoise). */
 static void release_bake_data(cuda_ctx *c)
 {
-    cudaFree(c->d_btris); cudaFree(c->d_mats); cudaFree(c->d_emit_tris); cudaFree(c->d_emit_cdf); cudaFree(c->d_points);
-    cudaFree(c->d_out); cudaFree(c->d_sq); cudaFree(c->d_pos);
+    cudaFree(c->d_btris);
+    cudaFree(c->d_mats);
+    cudaFree(c->d_emit_tris);
+    cudaFree(c->d_emit_cdf);
+    cudaFree(c->d_points);
+    cudaFree(c->d_out);
+    cudaFree(c->d_sq);
+    cudaFree(c->d_pos);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
-    c->d_out = NULL; c->d_sq = NULL; c->d_pos = NULL;
+    c->d_out = NULL;
+    c->d_sq = NULL;
+    c->d_pos = NULL;
 }
 
 static void release_bake(cuda_ctx *c)
 {
     release_bake_data(c);
     cudaFree(c->d_texels);
-    c->d_texels = NULL; c->texel_count = 0;
+    c->d_texels = NULL;
+    c->texel_count = 0;
 }
 
-static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
+static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
+                           size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
     release_bake(c);
@@ -489,7 +549,7 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     if (texels) {
         if (copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size)) return -1;
     } else if (n) {
-        CUDA_TRY(cudaMalloc((void **)&c->d_texels, sizeof(bk_texel) * (size_t)n));   /* filled by cuda_bake_texels */
+        CUDA_TRY(cudaMalloc((void **)&c->d_texels, sizeof(bk_texel) * (size_t)n)); /* filled by cuda_bake_texels */
     }
     c->bake.tris = (const bk_f4 *)c->d_btris;
     c->bake.materials = (const bk_f4 *)c->d_mats;
@@ -497,11 +557,11 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     c->bake.emit_cdf = (const float *)c->d_emit_cdf;
     c->bake.points = (const bk_f4 *)c->d_points;
     CUDA_TRY(cudaMalloc((void **)&c->d_out, sizeof(bk_f4) * (n ? n : 1)));
-    CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1)));      /* the sums start at zero */
+    CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1))); /* the sums start at zero */
     CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_sq, 0, sizeof(float) * (n ? n : 1)));
     CUDA_TRY(cudaMalloc((void **)&c->d_pos, sizeof(float) * 3 * (n ? n : 1)));
-    note_memory(c);            /* the bake's largest moment: scene, shading data, texels, sums */
+    note_memory(c); /* the bake's largest moment: scene, shading data, texels, sums */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
     c->texel_count = n;
     c->bake_seconds = 0;
@@ -522,22 +582,25 @@ static size_t bake_smem(const cuda_ctx *c, const bk_trace_opts *o)
 static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *err, size_t err_size)
 {
     const unsigned wpb = BLOCK / 32;
-    size_t warps = (size_t)blocks * wpb;
+    size_t         warps = (size_t)blocks * wpb;
     CUDA_TRY(cudaMemcpy(c->h_rec, c->d_rec, warps * sizeof(bk_warp_rec), cudaMemcpyDeviceToHost));
     unsigned long long lo = ~0ull, hi = 0;
-    double warp_ns = 0, block_ns = 0;
-    unsigned char seen[4096];
+    double             warp_ns = 0, block_ns = 0;
+    unsigned char      seen[4096];
     memset(seen, 0, sizeof seen);
     uint32_t sms = 0;
     for (unsigned b = 0; b < blocks; ++b) {
         unsigned long long blo = ~0ull, bhi = 0;
         for (unsigned w = 0; w < wpb; ++w) {
             const bk_warp_rec *r = &c->h_rec[(size_t)b * wpb + w];
-            if (r->end < r->start || r->end == 0) continue;      /* not written: cannot happen, but never trust it */
+            if (r->end < r->start || r->end == 0) continue; /* not written: cannot happen, but never trust it */
             warp_ns += (double)(r->end - r->start);
             if (r->start < blo) blo = r->start;
             if (r->end > bhi) bhi = r->end;
-            if (r->smid < sizeof seen && !seen[r->smid]) { seen[r->smid] = 1; sms++; }
+            if (r->smid < sizeof seen && !seen[r->smid]) {
+                seen[r->smid] = 1;
+                sms++;
+            }
         }
         if (bhi > blo) block_ns += (double)(bhi - blo) * wpb;
         if (blo < lo) lo = blo;
@@ -552,15 +615,20 @@ static int add_occupancy(cuda_ctx *c, unsigned blocks, bk_occupancy *occ, char *
     return 0;
 }
 
-static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err, size_t err_size)
+static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
+                            size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
-    if (!c->d_out) { snprintf(err, err_size, "bake_texels without bake_begin"); return -1; }
+    if (!c->d_out) {
+        snprintf(err, err_size, "bake_texels without bake_begin");
+        return -1;
+    }
     if (first > c->texel_count || count > c->texel_count - first) {
         snprintf(err, err_size, "texels %u..%u out of %u", first, first + count, c->texel_count);
         return -1;
     }
-    if (count) CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
+    if (count)
+        CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
     return 0;
 }
 
@@ -568,7 +636,7 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
  * 2 bounces, on an H100 with 4, 8, 16 and 32 of them: 960, 1047, 1131 and 1194 Mrays/s (each
  * slot costs about 170 B of device memory). WAVE_WHOLE: the unocclude pass's (164 B each), which
  * traces 8 rays per texel of a launch's first sample only. */
-#define WAVE_RAYS_PER_THREAD 32
+#define WAVE_RAYS_PER_THREAD  32
 #define WAVE_WHOLE_PER_THREAD 4
 /* Results (20 B each) of texel samples kept at once: a launch's samples beyond it run in turns. */
 #define WAVE_PAIRS (8u << 20)
@@ -578,13 +646,22 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
 {
     cuda_ctx *c = ctx_of(be);
     if (!cuda_supports(be, o, err, err_size)) return -1;
-    if (!c->d_out) { snprintf(err, err_size, "bake_run without bake_begin"); return -1; }   /* texels stay after bake_end */
-    if (end > c->texel_count || begin > end) { snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
+    if (!c->d_out) {
+        snprintf(err, err_size, "bake_run without bake_begin");
+        return -1;
+    } /* texels stay after bake_end */
+    if (end > c->texel_count || begin > end) {
+        snprintf(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
+        return -1;
+    }
     if (begin == end) return 0;
     size_t smem = bake_smem(c, o);
-    int per_sm = 0;
+    int    per_sm = 0;
     CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
-    if (per_sm < 1) { snprintf(err, err_size, "the bake kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+    if (per_sm < 1) {
+        snprintf(err, err_size, "the bake kernel does not fit on the GPU with --stack-size %d", o->stack_size);
+        return -1;
+    }
     uint64_t blocks = (uint64_t)per_sm * (uint64_t)c->sm_count, need = ((uint64_t)(end - begin) + BLOCK - 1) / BLOCK;
     if (blocks > need) blocks = need;
     size_t nthreads = (size_t)blocks * BLOCK;
@@ -595,10 +672,15 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
     if (o->occupancy) {
         size_t warps = nthreads / 32;
         if (warps > c->rec_cap) {
-            cudaFree(c->d_rec); free(c->h_rec);
-            c->d_rec = NULL; c->rec_cap = 0;
+            cudaFree(c->d_rec);
+            free(c->h_rec);
+            c->d_rec = NULL;
+            c->rec_cap = 0;
             c->h_rec = (bk_warp_rec *)malloc(warps * sizeof(bk_warp_rec));
-            if (!c->h_rec) { snprintf(err, err_size, "out of memory for %zu warp records", warps); return -1; }
+            if (!c->h_rec) {
+                snprintf(err, err_size, "out of memory for %zu warp records", warps);
+                return -1;
+            }
             CUDA_TRY(cudaMalloc((void **)&c->d_rec, warps * sizeof(bk_warp_rec)));
             c->rec_cap = warps;
             note_memory(c);
@@ -607,7 +689,7 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         rec = c->d_rec;
     }
     CUDA_TRY(cudaEventRecord(c->ev0));
-    bk_bake_view bv = c->bake;
+    bk_bake_view         bv = c->bake;
     const bk_accel_view *view = cuda_view(c, o, err, err_size);
     if (!view) return -1;
     bv.accel = *view;
@@ -615,7 +697,11 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         /* as many trace blocks as fit at once (the two groups' trace kernels run side by side,
            each with a spill region of its own) */
         CUDA_TRY(bk_cuda_wave_occupancy(view, o->stack_mode, smem, &per_sm));
-        if (per_sm < 1) { snprintf(err, err_size, "the wavefront trace kernel does not fit on the GPU with --stack-size %d", o->stack_size); return -1; }
+        if (per_sm < 1) {
+            snprintf(err, err_size, "the wavefront trace kernel does not fit on the GPU with --stack-size %d",
+                     o->stack_size);
+            return -1;
+        }
         blocks = (uint64_t)per_sm * (uint64_t)c->sm_count;
         if (bk_stack_spills(o->stack_mode) &&
             ensure_spill(c, 2 * (size_t)blocks * BLOCK * BK_STACK_ENTRIES * (size_t)BK_STACK_WIDTH, err, err_size))
@@ -628,18 +714,20 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
            1279-1303 sized per launch, where one earlier run took 22 launches instead of 12) */
         uint64_t pairs = (uint64_t)c->texel_count * 64;
         if (pairs > WAVE_PAIRS) pairs = WAVE_PAIRS;
-        if (pairs < end - begin) pairs = end - begin;          /* one sample at a time at least */
+        if (pairs < end - begin) pairs = end - begin; /* one sample at a time at least */
         const uint64_t threads = (uint64_t)blocks * BLOCK, want = threads * WAVE_RAYS_PER_THREAD;
         const uint64_t slots = want < pairs ? want : pairs, whole_want = threads * WAVE_WHOLE_PER_THREAD;
         const uint64_t whole = whole_want < c->texel_count ? whole_want : (c->texel_count ? c->texel_count : 1);
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
-        CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos, begin, end,
-                                   o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, o->ray_order == BK_RAY_ORDER_SORTED));
-        rec = NULL;             /* occupancy is measured for the megakernel only */
+        CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos,
+                                   begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats,
+                                   o->ray_order == BK_RAY_ORDER_SORTED));
+        rec = NULL; /* occupancy is measured for the megakernel only */
     } else {
-        CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels, c->d_pos,
-                                     begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats, rec));
+        CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels,
+                                     c->d_pos, begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats,
+                                     rec));
     }
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
@@ -658,7 +746,7 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     cudaFuncAttributes fa;
     CUDA_TRY(bk_cuda_bake_attributes(o->stack_mode, o->reg_cap, &fa));
     size_t smem = bake_smem(c, o);
-    int per_sm = 0;
+    int    per_sm = 0;
     CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
     out->registers = fa.numRegs;
     out->local_bytes = (uint32_t)fa.localSizeBytes;
@@ -673,11 +761,18 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return 0;
 }
 
-static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
+static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err,
+                           size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
-    if (!c->d_out) { snprintf(err, err_size, "bake_fetch without bake_begin"); return -1; }
-    if (end > c->texel_count || begin > end) { snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count); return -1; }
+    if (!c->d_out) {
+        snprintf(err, err_size, "bake_fetch without bake_begin");
+        return -1;
+    }
+    if (end > c->texel_count || begin > end) {
+        snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
+        return -1;
+    }
     if (begin == end) return 0;
     CUDA_TRY(cudaMemcpy(out, c->d_out + begin, sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
     if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq + begin, sizeof(float) * (end - begin), cudaMemcpyDeviceToHost));
@@ -692,8 +787,10 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
     if (out && cuda_bake_fetch(be, 0, c->texel_count, out, sq, err, err_size)) return -1;
     CUDA_TRY(cudaMemcpy(st, c->d_stats, sizeof st, cudaMemcpyDeviceToHost));
     totals->seconds = c->bake_seconds;
-    totals->nodes = st[STAT_NODES]; totals->tris = st[STAT_TRIS];
-    totals->restarts = st[STAT_RESTARTS]; totals->spills = st[STAT_SPILLS];
+    totals->nodes = st[STAT_NODES];
+    totals->tris = st[STAT_TRIS];
+    totals->restarts = st[STAT_RESTARTS];
+    totals->spills = st[STAT_SPILLS];
     totals->rays = st[STAT_RAYS];
     release_bake_data(c);
     return 0;
@@ -702,7 +799,11 @@ static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals 
 /* Charts every stride-th word (bk_texel_ref.tri holding charts) into the device array d, through
  * a host slice of 1M charts (4 MB) at a time, gathered on the pool (on one thread the gather of
  * sponza 4096^2's 15M charts took about 30 ms of the GPU machine's slow cores). */
-struct charts_gather { uint32_t *h; const uint32_t *chart; uint32_t stride, first; };
+struct charts_gather {
+    uint32_t       *h;
+    const uint32_t *chart;
+    uint32_t        stride, first;
+};
 
 static void charts_gather_fn(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -715,12 +816,12 @@ static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride
 {
     if (stride == 1) return cudaMemcpy(d, chart, sizeof(uint32_t) * (size_t)n, cudaMemcpyHostToDevice);
     const uint32_t slice = n < (1u << 20) ? n : (1u << 20);
-    uint32_t *h = (uint32_t *)malloc(sizeof(uint32_t) * (slice ? slice : 1));
+    uint32_t      *h = (uint32_t *)malloc(sizeof(uint32_t) * (slice ? slice : 1));
     if (!h) return cudaErrorMemoryAllocation;
     cudaError_t e = cudaSuccess;
     for (uint32_t b = 0; b < n && e == cudaSuccess; b += slice) {
         const uint32_t m = n - b < slice ? n - b : slice;
-        charts_gather g = { h, chart, stride, b };
+        charts_gather  g = { h, chart, stride, b };
         bk_parallel_for(m, 65536, charts_gather_fn, &g);
         e = cudaMemcpy(d + b, h, sizeof(uint32_t) * (size_t)m, cudaMemcpyHostToDevice);
     }
@@ -729,28 +830,29 @@ static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride
 }
 
 static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                        char *err, size_t err_size)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                        double *seconds, char *err, size_t err_size)
 {
-    cuda_ctx *c = ctx_of(be);
+    cuda_ctx    *c = ctx_of(be);
     const size_t px = (size_t)p->w * (size_t)p->h;
     *seconds = 0.0;
     if (passes <= 0 || n == 0) return 0;
     /* tx NULL: the texels of the last bake, on the device already (cuda_bake_end keeps them) */
     const int kept = !tx;
     if (kept && (!c->d_texels || first > c->texel_count || n > c->texel_count - first)) {
-        snprintf(err, err_size, "denoiser: texels %u..%u of a bake of %u kept", first, first + n, c->d_texels ? c->texel_count : 0);
+        snprintf(err, err_size, "denoiser: texels %u..%u of a bake of %u kept", first, first + n,
+                 c->d_texels ? c->texel_count : 0);
         return -1;
     }
     /* one allocation: the page's four layouts, then the texels (unless kept), their charts and colours */
     const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = kept ? 0 : sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
     const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
-    char *d = NULL;
+    char        *d = NULL;
     CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
     note_memory(c);
-    bk_texel *d_tx = kept ? c->d_texels + first : (bk_texel *)(d + page_b);
-    uint32_t *d_chart = (uint32_t *)(d + ch_o);
-    bk_f4 *d_col = (bk_f4 *)(d + col_o);
+    bk_texel   *d_tx = kept ? c->d_texels + first : (bk_texel *)(d + page_b);
+    uint32_t   *d_chart = (uint32_t *)(d + ch_o);
+    bk_f4      *d_col = (bk_f4 *)(d + col_o);
     cudaError_t e = kept ? cudaSuccess : cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = charts_up(d_chart, chart, chart_stride, n);
     if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
@@ -762,7 +864,10 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
     if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, c->ev0, c->ev1);
     if (e == cudaSuccess) e = cudaMemcpy(col, d_col, col_b, cudaMemcpyDeviceToHost);
     cudaFree(d);
-    if (e != cudaSuccess) { snprintf(err, err_size, "CUDA: denoiser: %s", cudaGetErrorString(e)); return -1; }
+    if (e != cudaSuccess) {
+        snprintf(err, err_size, "CUDA: denoiser: %s", cudaGetErrorString(e));
+        return -1;
+    }
     *seconds = ms * 1e-3;
     return 0;
 }
@@ -773,11 +878,18 @@ static void cuda_free(bk_backend *be)
     if (c) {
         release_scene(c);
         release_bake(c);
-        cudaFree(c->d_rays); cudaFree(c->d_hits); cudaFree(c->d_spill); cudaFree(c->d_stats);
-        cudaFree(c->d_rec); free(c->h_rec);
+        cudaFree(c->d_rays);
+        cudaFree(c->d_hits);
+        cudaFree(c->d_spill);
+        cudaFree(c->d_stats);
+        cudaFree(c->d_rec);
+        free(c->h_rec);
         bk_cuda_wave_free(&c->wave);
-        cudaEventDestroy(c->ev0); cudaEventDestroy(c->ev1); cudaEventDestroy(c->ev_sorted);
-        cudaFree(c->d_order_keys); cudaFree(c->d_order);
+        cudaEventDestroy(c->ev0);
+        cudaEventDestroy(c->ev1);
+        cudaEventDestroy(c->ev_sorted);
+        cudaFree(c->d_order_keys);
+        cudaFree(c->d_order);
         bk_gpu_ops_free(c->prim);
         free(c);
     }
@@ -799,8 +911,8 @@ static void cuda_caps(bk_backend *be, bk_backend_caps *out)
     out->devices = 1;
     out->gpu_primitives = 1;
     out->launch_budgets = 1.0;
-    out->first_block = 65536;     /* what a GPU runs at once, when kernel_info() cannot say */
-    out->keeps_texels = 1;        /* d_texels, until the next bake */
+    out->first_block = 65536; /* what a GPU runs at once, when kernel_info() cannot say */
+    out->keeps_texels = 1;    /* d_texels, until the next bake */
 }
 
 static uint64_t cuda_memory_peak(bk_backend *be) { return ((cuda_ctx *)be->ctx)->mem_peak; }
@@ -813,38 +925,38 @@ static void *cuda_host_alloc(bk_backend *be, size_t bytes)
 {
     (void)ctx_of(be);
     const size_t n = bytes ? bytes : 1;
-    void *p = malloc(n);
+    void        *p = malloc(n);
     if (p && cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess)
-        (void)cudaGetLastError();               /* not sticky: clear it for the launches' checks */
+        (void)cudaGetLastError(); /* not sticky: clear it for the launches' checks */
     return p;
 }
 
 static void cuda_host_free(bk_backend *be, void *p)
 {
     (void)ctx_of(be);
-    if (p && cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();   /* it was never locked */
+    if (p && cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError(); /* it was never locked */
     free(p);
 }
 
 static const struct bk_backend_i cuda_iface = {
-    .name        = cuda_name,
-    .supports    = cuda_supports,
-    .upload      = cuda_upload,
-    .trace       = cuda_trace,
-    .bake_begin  = cuda_bake_begin,
-    .bake_run    = cuda_bake_run,
-    .bake_fetch  = cuda_bake_fetch,
-    .bake_end    = cuda_bake_end,
-    .memory      = cuda_memory,
+    .name = cuda_name,
+    .supports = cuda_supports,
+    .upload = cuda_upload,
+    .trace = cuda_trace,
+    .bake_begin = cuda_bake_begin,
+    .bake_run = cuda_bake_run,
+    .bake_fetch = cuda_bake_fetch,
+    .bake_end = cuda_bake_end,
+    .memory = cuda_memory,
     .memory_peak = cuda_memory_peak,
     .kernel_info = cuda_kernel_info,
-    .denoise     = cuda_denoise,
-    .free        = cuda_free,
-    .caps        = cuda_caps,
-    .member      = NULL,                /* one device */
+    .denoise = cuda_denoise,
+    .free = cuda_free,
+    .caps = cuda_caps,
+    .member = NULL, /* one device */
     .bake_texels = cuda_bake_texels,
-    .host_alloc  = cuda_host_alloc,
-    .host_free   = cuda_host_free,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
 };
 
 extern "C" int bk_cuda_device_count(void)
@@ -860,7 +972,7 @@ extern "C" void bk_cuda_device_release(int device)
 
 extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size)
 {
-    int count = 0;
+    int         count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         snprintf(msg, msg_size, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
@@ -875,9 +987,14 @@ extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t
         snprintf(msg, msg_size, "cannot use CUDA device %d", device);
         return NULL;
     }
-    cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof(cuda_ctx));
+    cuda_ctx   *c = (cuda_ctx *)calloc(1, sizeof(cuda_ctx));
     bk_backend *be = (bk_backend *)calloc(1, sizeof(bk_backend));
-    if (!c || !be) { free(c); free(be); snprintf(msg, msg_size, "out of memory"); return NULL; }
+    if (!c || !be) {
+        free(c);
+        free(be);
+        snprintf(msg, msg_size, "out of memory");
+        return NULL;
+    }
     c->device = device;
     c->sm_count = p.multiProcessorCount;
     c->max_warps_per_sm = p.maxThreadsPerMultiProcessor / p.warpSize;
@@ -885,15 +1002,20 @@ extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
         cudaEventCreate(&c->ev_sorted) != cudaSuccess) {
-        snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name, cudaGetErrorString(cudaGetLastError()));
-        free(c); free(be);
+        snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name,
+                 cudaGetErrorString(cudaGetLastError()));
+        free(c);
+        free(be);
         return NULL;
     }
     be->i = &cuda_iface;
     be->ctx = c;
-    note_memory(c);            /* the context and the counters */
+    note_memory(c); /* the context and the counters */
     snprintf(msg, msg_size, "%s, %d SMs", p.name, p.multiProcessorCount);
     return be;
 }
 
-extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size) { return bk_backend_cuda_init_device(0, msg, msg_size); }
+extern "C" bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size)
+{
+    return bk_backend_cuda_init_device(0, msg, msg_size);
+}

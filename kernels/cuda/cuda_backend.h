@@ -14,7 +14,7 @@ bk_backend *bk_backend_cuda_init(char *msg, size_t msg_size);
 bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t msg_size);
 int         bk_cuda_device_count(void);
 /* Destroys the device's primary context (cudaDeviceReset): nothing of it may be used after. */
-void        bk_cuda_device_release(int device);
+void bk_cuda_device_release(int device);
 
 #ifdef __cplusplus
 }

@@ -36,9 +36,9 @@ static __device__ __forceinline__ void bk_warp_flush_stats(unsigned long long *s
 /* One warp of a bake launch, when achieved occupancy is measured (bk_occupancy in backend.h):
  * globaltimer (ns, one clock for all SMs, unlike clock64) at the warp's start and end, and its SM. */
 typedef struct bk_warp_rec {
-    unsigned long long start, end;   /* 16 B */
-    unsigned smid, pad;              /*  8 B */
-} bk_warp_rec;                       /* 24 B */
+    unsigned long long start, end; /* 16 B */
+    unsigned           smid, pad;  /*  8 B */
+} bk_warp_rec;                     /* 24 B */
 
 /* Bake kernels exist for each stack strategy and each register cap of BK_REG_CAPS (backend.h);
  * the functions below return cudaErrorInvalidDeviceFunction for any other pair. */
@@ -50,9 +50,9 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
  * where the launch of sample 0 leaves each texel's unoccluded position for the later ones (tx is
  * only read); rec: NULL, or one record per warp of the grid. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
-                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin,
-                                uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
-                                bk_warp_rec *rec);
+                                const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
+                                uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
+                                unsigned long long *stats, bk_warp_rec *rec);
 
 /* The wavefront bake's buffers (kernels/cuda/bake.cu): per path slot its state, its pair (texel x
  * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
@@ -60,29 +60,29 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * counters; then the next pair to start (device memory; the counters also in pinned host
  * memory); per pair its result (the sums of one sample). */
 typedef struct bk_cuda_wave {
-    bk_bake_path *paths;        /* the unocclude pass's paths, whole */
-    float4       *hot;          /* a sample path's state between waves: 6 per slot (bake.cu) */
+    bk_bake_path *paths; /* the unocclude pass's paths, whole */
+    float4       *hot;   /* a sample path's state between waves: 6 per slot (bake.cu) */
     uint32_t     *pair;
     bk_ray       *rays;
     bk_hit       *hits;
-    uint32_t     *aux;          /* bk_trace_stats.aux of each hit */
-    uint32_t     *queue[4];     /* [2 parity + (0 occlusion, 1 closest hit)], each group's part
-                                   starting at its first slot */
-    uint32_t     *count;        /* per group (8 words): 4 lengths, as queue, and 4 fetch counters
-                                   of the trace kernels; then next */
-    uint32_t     *next;
-    uint32_t     *h_count;
-    uint32_t      cap;          /* path slots (hot, pair, rays, hits, aux, queues) */
-    uint32_t      whole_cap;    /* path slots of the unocclude pass (paths) */
-    bk_f4        *res;          /* per pair: rgb and the back-face count */
-    float        *res_sq;       /* per pair: the squared luminance */
-    uint64_t      res_cap;      /* pairs */
-    cudaStream_t  stream[2];    /* the two groups of slots wave on streams of their own */
+    uint32_t     *aux;      /* bk_trace_stats.aux of each hit */
+    uint32_t     *queue[4]; /* [2 parity + (0 occlusion, 1 closest hit)], each group's part
+                               starting at its first slot */
+    uint32_t *count;        /* per group (8 words): 4 lengths, as queue, and 4 fetch counters
+                               of the trace kernels; then next */
+    uint32_t    *next;
+    uint32_t    *h_count;
+    uint32_t     cap;       /* path slots (hot, pair, rays, hits, aux, queues) */
+    uint32_t     whole_cap; /* path slots of the unocclude pass (paths) */
+    bk_f4       *res;       /* per pair: rgb and the back-face count */
+    float       *res_sq;    /* per pair: the squared luminance */
+    uint64_t     res_cap;   /* pairs */
+    cudaStream_t stream[2]; /* the two groups of slots wave on streams of their own */
     /* --bin-rays: each wave's rays binned before they are traced (bake.cu: wave_bin_*) */
-    uint32_t     *bin_keys;     /* per slot: its ray's bin */
-    uint32_t     *bin_order[2]; /* per query (0 occlusion, 1 closest hit): paths in bin order */
-    uint32_t     *bin_hist;     /* per group and query: WAVE_BINS counts, then offsets */
-    cudaEvent_t   ev[2];
+    uint32_t   *bin_keys;     /* per slot: its ray's bin */
+    uint32_t   *bin_order[2]; /* per query (0 occlusion, 1 closest hit): paths in bin order */
+    uint32_t   *bin_hist;     /* per group and query: WAVE_BINS counts, then offsets */
+    cudaEvent_t ev[2];
 } bk_cuda_wave;
 
 /* Room for `slots` sample paths, `whole` unocclude paths and `pairs` results (what is there
@@ -97,8 +97,9 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
 /* bin: trace each wave's rays of a query in the order of their bins (direction octant, then the
  * origin's cell of 16^3 over the scene box) rather than as their paths asked for them. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
-                              const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end, int stack_size,
-                              uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats, int bin);
+                              const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
+                              int bin);
 
 /* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,
  * denoise()): scattered into d_page (4 x w x h bk_f4 of scratch), filtered, and gathered back

@@ -8,9 +8,9 @@
 #include "backend.h"
 #include "cuda_internal.cuh"
 
-__global__ void __launch_bounds__(256) denoise_kernel(bk_denoise_params p, const bk_f4 *__restrict__ in,
-                                                      const bk_f4 *__restrict__ pos, const bk_f4 *__restrict__ nrm,
-                                                      bk_f4 *__restrict__ out, int step)
+__global__ void __launch_bounds__(256)
+    denoise_kernel(bk_denoise_params p, const bk_f4 *__restrict__ in, const bk_f4 *__restrict__ pos,
+                   const bk_f4 *__restrict__ nrm, bk_f4 *__restrict__ out, int step)
 {
     const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
     if (x >= p.w || y >= p.h) return;
@@ -37,7 +37,7 @@ cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_tex
                             bk_f4 *d_col, uint32_t n, uint64_t base, bk_f4 *d_page)
 {
     const size_t px = (size_t)p->w * (size_t)p->h;
-    bk_f4 *a = d_page, *b = d_page + px, *pos = d_page + 2 * px, *nrm = d_page + 3 * px;
+    bk_f4       *a = d_page, *b = d_page + px, *pos = d_page + 2 * px, *nrm = d_page + 3 * px;
     /* every chart BK_DN_NONE (all bits set), then the texels into place. The colours start at
      * zero too: a pixel without a chart passes its own colour through each pass (bk_denoise_pass),
      * which no texel reads, but compute-sanitizer's initcheck counted every such load (141k on
@@ -50,7 +50,9 @@ cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_tex
     dim3 block(32, 8), grid((unsigned)((p->w + 31) / 32), (unsigned)((p->h + 7) / 8));
     for (int k = 0; k < passes; ++k) {
         denoise_kernel<<<grid, block>>>(*p, a, pos, nrm, b, 1 << k);
-        bk_f4 *t = a; a = b; b = t;
+        bk_f4 *t = a;
+        a = b;
+        b = t;
     }
     if (n) denoise_gather<<<tg, tb>>>(d_tx, d_chart, a, n, base, d_col);
     return cudaGetLastError();

@@ -36,24 +36,28 @@
 #include <math.h>
 #include <type_traits>
 
-#define FAIL(...) do { snprintf(err, err_size, __VA_ARGS__); return -1; } while (0)
+#define FAIL(...)                             \
+    do {                                      \
+        snprintf(err, err_size, __VA_ARGS__); \
+        return -1;                            \
+    } while (0)
 
 /* RADIX, RADIX_BITS, LOOKBACK_WINDOW, the status word and CUDA_TRY: gpu_ops_sort.cuh */
 enum { RED_THREADS = 256, HIST_THREADS = 256, MAX_PASSES = 8 };
 
 struct bk_gpu_ops {
-    int      device;
-    int      sm_count;
-    int      smem_optin;             /* bytes of shared memory a block may ask for */
-    char     name[256];
-    int      variant[BK_GPU_OP_COUNT];
-    void    *d_partials;             /* reduce: one 8-byte partial per block */
-    int      partials_cap;
-    unsigned *d_ticket;              /* reduce: blocks finished; the last one resets it */
-    void    *d_tmp_keys, *d_tmp_vals;/* sort: the other half of the ping-pong */
-    size_t   tmp_keys_bytes, tmp_vals_bytes;
-    uint32_t *d_sort;                /* sort: [tile counters 8 | digit counts 8 x 256 | status 2 x tiles x 256] */
-    size_t   sort_words;
+    int       device;
+    int       sm_count;
+    int       smem_optin; /* bytes of shared memory a block may ask for */
+    char      name[256];
+    int       variant[BK_GPU_OP_COUNT];
+    void     *d_partials; /* reduce: one 8-byte partial per block */
+    int       partials_cap;
+    unsigned *d_ticket;                /* reduce: blocks finished; the last one resets it */
+    void     *d_tmp_keys, *d_tmp_vals; /* sort: the other half of the ping-pong */
+    size_t    tmp_keys_bytes, tmp_vals_bytes;
+    uint32_t *d_sort; /* sort: [tile counters 8 | digit counts 8 x 256 | status 2 x tiles x 256] */
+    size_t    sort_words;
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -62,20 +66,20 @@ struct bk_gpu_ops {
 enum { OP_SUM = 0, OP_MIN = 1, OP_MAX = 2 };
 
 template <typename T> __device__ __forceinline__ T from_bits(uint32_t u);
-template <> __device__ __forceinline__ float    from_bits<float>(uint32_t u)    { return __uint_as_float(u); }
-template <> __device__ __forceinline__ uint32_t from_bits<uint32_t>(uint32_t u) { return u; }
-template <> __device__ __forceinline__ int32_t  from_bits<int32_t>(uint32_t u)  { return (int32_t)u; }
+template <> __device__ __forceinline__ float       from_bits<float>(uint32_t u) { return __uint_as_float(u); }
+template <> __device__ __forceinline__ uint32_t    from_bits<uint32_t>(uint32_t u) { return u; }
+template <> __device__ __forceinline__ int32_t     from_bits<int32_t>(uint32_t u) { return (int32_t)u; }
 
 template <typename A, int OP> __device__ __forceinline__ A red_identity();
-template <> __device__ __forceinline__ double   red_identity<double, OP_SUM>()   { return 0.0; }
-template <> __device__ __forceinline__ uint64_t red_identity<uint64_t, OP_SUM>() { return 0; }
-template <> __device__ __forceinline__ int64_t  red_identity<int64_t, OP_SUM>()  { return 0; }
-template <> __device__ __forceinline__ float    red_identity<float, OP_MIN>()    { return __int_as_float(0x7f800000); }
-template <> __device__ __forceinline__ float    red_identity<float, OP_MAX>()    { return __int_as_float((int)0xff800000u); }
+template <> __device__ __forceinline__ double              red_identity<double, OP_SUM>() { return 0.0; }
+template <> __device__ __forceinline__ uint64_t            red_identity<uint64_t, OP_SUM>() { return 0; }
+template <> __device__ __forceinline__ int64_t             red_identity<int64_t, OP_SUM>() { return 0; }
+template <> __device__ __forceinline__ float red_identity<float, OP_MIN>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ float red_identity<float, OP_MAX>() { return __int_as_float((int)0xff800000u); }
 template <> __device__ __forceinline__ uint32_t red_identity<uint32_t, OP_MIN>() { return 0xFFFFFFFFu; }
 template <> __device__ __forceinline__ uint32_t red_identity<uint32_t, OP_MAX>() { return 0u; }
-template <> __device__ __forceinline__ int32_t  red_identity<int32_t, OP_MIN>()  { return 0x7FFFFFFF; }
-template <> __device__ __forceinline__ int32_t  red_identity<int32_t, OP_MAX>()  { return (int32_t)0x80000000u; }
+template <> __device__ __forceinline__ int32_t  red_identity<int32_t, OP_MIN>() { return 0x7FFFFFFF; }
+template <> __device__ __forceinline__ int32_t  red_identity<int32_t, OP_MAX>() { return (int32_t)0x80000000u; }
 
 template <int OP, typename A> __device__ __forceinline__ A red_op(A a, A b)
 {
@@ -88,14 +92,14 @@ template <> __device__ __forceinline__ float red_op<OP_MAX, float>(float a, floa
 
 /* Fold U loaded vectors into the accumulator type. A float sum adds the 4U values pairwise in
  * float (error ~log2(4U) eps of their magnitude) and crosses to double once. */
-template <typename T, typename A, int OP, int U>
-__device__ __forceinline__ A red_chunk(const uint4 (&v)[U])
+template <typename T, typename A, int OP, int U> __device__ __forceinline__ A red_chunk(const uint4 (&v)[U])
 {
     if constexpr (OP == OP_SUM && sizeof(A) == 8 && sizeof(T) == 4 && std::is_same<T, float>::value) {
         float s[U];
 #pragma unroll
         for (int u = 0; u < U; ++u)
-            s[u] = (__uint_as_float(v[u].x) + __uint_as_float(v[u].y)) + (__uint_as_float(v[u].z) + __uint_as_float(v[u].w));
+            s[u] = (__uint_as_float(v[u].x) + __uint_as_float(v[u].y)) +
+                   (__uint_as_float(v[u].z) + __uint_as_float(v[u].w));
 #pragma unroll
         for (int w = 1; w < U; w *= 2)
 #pragma unroll
@@ -136,10 +140,10 @@ template <int OP, typename A> __device__ __forceinline__ A block_reduce(A v, A *
 }
 
 template <typename T, typename A, typename O, int OP, int UNROLL>
-__global__ void __launch_bounds__(RED_THREADS) reduce_kernel(const T *__restrict__ in, uint64_t n, A *partials,
-                                                             unsigned *ticket, O *out)
+__global__ void __launch_bounds__(RED_THREADS)
+    reduce_kernel(const T *__restrict__ in, uint64_t n, A *partials, unsigned *ticket, O *out)
 {
-    __shared__ A s_warp[32];
+    __shared__ A   s_warp[32];
     __shared__ int s_last;
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -147,9 +151,9 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_kernel(const T *__restrict
     uint64_t head = ((16u - ((uintptr_t)in & 15u)) & 15u) >> 2;
     if (head > n) head = n;
     const uint64_t nvec = (n - head) >> 2;
-    const uint4 *vin = (const uint4 *)(in + head);
-    A acc = red_identity<A, OP>();
-    uint64_t i = gtid;
+    const uint4   *vin = (const uint4 *)(in + head);
+    A              acc = red_identity<A, OP>();
+    uint64_t       i = gtid;
     for (; i + (UNROLL - 1) * stride < nvec; i += UNROLL * stride) {
         uint4 v[UNROLL];
 #pragma unroll
@@ -183,8 +187,7 @@ __global__ void __launch_bounds__(RED_THREADS) reduce_kernel(const T *__restrict
 }
 
 /* Resident blocks per SM of one kernel, asked once. */
-template <typename K>
-static int blocks_per_sm(K kernel, int threads, size_t smem)
+template <typename K> static int blocks_per_sm(K kernel, int threads, size_t smem)
 {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, threads, smem) != cudaSuccess || b < 1) b = 1;
@@ -194,7 +197,7 @@ static int blocks_per_sm(K kernel, int threads, size_t smem)
 template <typename T, typename A, typename O, int OP, int UNROLL>
 static int reduce_launch(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size)
 {
-    auto k = reduce_kernel<T, A, O, OP, UNROLL>;
+    auto       k = reduce_kernel<T, A, O, OP, UNROLL>;
     static int per_sm = 0;
     if (!per_sm) per_sm = blocks_per_sm(k, RED_THREADS, 0);
     uint64_t nvec = n / 4;
@@ -215,15 +218,17 @@ static int reduce_dispatch(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, c
     if (!p || !d_out || (n && !d_in)) FAIL("reduce: NULL context or pointer");
     if (((uintptr_t)d_in & 3u) != 0) FAIL("reduce: input not aligned to 4 bytes");
     switch (p->variant[BK_GPU_OP_REDUCE]) {
-    case 1:  return reduce_launch<T, A, O, OP, 2>(p, d_in, n, d_out, err, err_size);
-    case 3:  return reduce_launch<T, A, O, OP, 8>(p, d_in, n, d_out, err, err_size);
+    case 1: return reduce_launch<T, A, O, OP, 2>(p, d_in, n, d_out, err, err_size);
+    case 3: return reduce_launch<T, A, O, OP, 8>(p, d_in, n, d_out, err, err_size);
     default: return reduce_launch<T, A, O, OP, 4>(p, d_in, n, d_out, err, err_size);
     }
 }
 
-#define BK_REDUCE(NAME, T, A, O, OP) \
-extern "C" int NAME(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size) \
-{ return reduce_dispatch<T, A, O, OP>(p, d_in, n, d_out, err, err_size); }
+#define BK_REDUCE(NAME, T, A, O, OP)                                                                    \
+    extern "C" int NAME(bk_gpu_ops *p, const T *d_in, uint64_t n, O *d_out, char *err, size_t err_size) \
+    {                                                                                                   \
+        return reduce_dispatch<T, A, O, OP>(p, d_in, n, d_out, err, err_size);                          \
+    }
 
 BK_REDUCE(bk_gpu_ops_reduce_sum_f32, float, double, float, OP_SUM)
 BK_REDUCE(bk_gpu_ops_reduce_min_f32, float, float, float, OP_MIN)
@@ -241,26 +246,33 @@ BK_REDUCE(bk_gpu_ops_reduce_max_i32, int32_t, int32_t, int32_t, OP_MAX)
 enum { HIST_UNROLL = 4 };
 
 /* Calls f(key) for every key, 16-byte loads with HIST_UNROLL in flight; grid-stride. */
-template <typename F>
-__device__ __forceinline__ void for_each_key(const uint32_t *__restrict__ keys, uint64_t n, F f)
+template <typename F> __device__ __forceinline__ void for_each_key(const uint32_t *__restrict__ keys, uint64_t n, F f)
 {
     const uint64_t gtid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    uint64_t head = ((16u - ((uintptr_t)keys & 15u)) & 15u) >> 2;
+    uint64_t       head = ((16u - ((uintptr_t)keys & 15u)) & 15u) >> 2;
     if (head > n) head = n;
     const uint64_t nvec = (n - head) >> 2;
-    const uint4 *v = (const uint4 *)(keys + head);
-    uint64_t i = gtid;
+    const uint4   *v = (const uint4 *)(keys + head);
+    uint64_t       i = gtid;
     for (; i + (HIST_UNROLL - 1) * stride < nvec; i += HIST_UNROLL * stride) {
         uint4 q[HIST_UNROLL];
 #pragma unroll
         for (int u = 0; u < HIST_UNROLL; ++u) q[u] = __ldg(v + i + u * stride);
 #pragma unroll
-        for (int u = 0; u < HIST_UNROLL; ++u) { f(q[u].x); f(q[u].y); f(q[u].z); f(q[u].w); }
+        for (int u = 0; u < HIST_UNROLL; ++u) {
+            f(q[u].x);
+            f(q[u].y);
+            f(q[u].z);
+            f(q[u].w);
+        }
     }
     for (; i < nvec; i += stride) {
         uint4 q = __ldg(v + i);
-        f(q.x); f(q.y); f(q.z); f(q.w);
+        f(q.x);
+        f(q.y);
+        f(q.z);
+        f(q.w);
     }
     const uint64_t tail0 = head + 4 * nvec;
     if (gtid < head) f(keys[gtid]);
@@ -268,14 +280,16 @@ __device__ __forceinline__ void for_each_key(const uint32_t *__restrict__ keys, 
 }
 
 /* copies tallies of bins counters each; warp w uses copy w % copies. */
-__global__ void __launch_bounds__(HIST_THREADS) hist_shared_kernel(const uint32_t *__restrict__ keys, uint64_t n,
-                                                                   uint32_t bins, uint32_t copies, uint32_t *counts)
+__global__ void __launch_bounds__(HIST_THREADS)
+    hist_shared_kernel(const uint32_t *__restrict__ keys, uint64_t n, uint32_t bins, uint32_t copies, uint32_t *counts)
 {
     extern __shared__ uint32_t sh[];
     for (uint32_t j = threadIdx.x; j < copies * bins; j += blockDim.x) sh[j] = 0;
     __syncthreads();
     uint32_t *h = sh + ((threadIdx.x >> 5) % copies) * bins;
-    for_each_key(keys, n, [&](uint32_t k) { if (k < bins) atomicAdd(h + k, 1u); });
+    for_each_key(keys, n, [&](uint32_t k) {
+        if (k < bins) atomicAdd(h + k, 1u);
+    });
     __syncthreads();
     for (uint32_t b = threadIdx.x; b < bins; b += blockDim.x) {
         uint32_t s = 0;
@@ -284,10 +298,12 @@ __global__ void __launch_bounds__(HIST_THREADS) hist_shared_kernel(const uint32_
     }
 }
 
-__global__ void __launch_bounds__(HIST_THREADS) hist_global_kernel(const uint32_t *__restrict__ keys, uint64_t n,
-                                                                   uint32_t bins, uint32_t *counts)
+__global__ void __launch_bounds__(HIST_THREADS)
+    hist_global_kernel(const uint32_t *__restrict__ keys, uint64_t n, uint32_t bins, uint32_t *counts)
 {
-    for_each_key(keys, n, [&](uint32_t k) { if (k < bins) atomicAdd(counts + k, 1u); });
+    for_each_key(keys, n, [&](uint32_t k) {
+        if (k < bins) atomicAdd(counts + k, 1u);
+    });
 }
 
 extern "C" uint32_t bk_gpu_ops_histogram_shared_max_bins(const bk_gpu_ops *p)
@@ -296,25 +312,26 @@ extern "C" uint32_t bk_gpu_ops_histogram_shared_max_bins(const bk_gpu_ops *p)
 }
 
 extern "C" int bk_gpu_ops_histogram_u32(bk_gpu_ops *p, const uint32_t *d_keys, uint64_t n, uint32_t bins,
-                                     uint32_t *d_counts, char *err, size_t err_size)
+                                        uint32_t *d_counts, char *err, size_t err_size)
 {
     if (!p || (bins && !d_counts) || (n && !d_keys)) FAIL("histogram: NULL context or pointer");
     if (((uintptr_t)d_keys & 3u) != 0) FAIL("histogram: keys not aligned to 4 bytes");
     if (!bins) return 0;
     CUDA_TRY(cudaMemsetAsync(d_counts, 0, sizeof(uint32_t) * bins));
     if (!n) return 0;
-    const int v = p->variant[BK_GPU_OP_HISTOGRAM];
+    const int      v = p->variant[BK_GPU_OP_HISTOGRAM];
     const uint64_t nvec = n / 4 + 1;
-    uint64_t need = (nvec + (uint64_t)HIST_THREADS * HIST_UNROLL - 1) / ((uint64_t)HIST_THREADS * HIST_UNROLL);
+    uint64_t       need = (nvec + (uint64_t)HIST_THREADS * HIST_UNROLL - 1) / ((uint64_t)HIST_THREADS * HIST_UNROLL);
     if ((uint64_t)bins * 4 <= (uint64_t)p->smem_optin && v != 3) {
         /* One tally per warp while 8 of them fit in 32 KB (bins <= 1024), fewer above, at least one. */
         const uint32_t warps = HIST_THREADS / 32;
-        uint32_t copies = v == 1 ? 1 : (uint32_t)((32u * 1024u) / (bins * 4u));
+        uint32_t       copies = v == 1 ? 1 : (uint32_t)((32u * 1024u) / (bins * 4u));
         if (copies > warps) copies = warps;
         if (copies < 1) copies = 1;
         size_t smem = (size_t)copies * bins * 4;
-        if (smem > 48 * 1024) CUDA_TRY(cudaFuncSetAttribute(hist_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        int per_sm = blocks_per_sm(hist_shared_kernel, HIST_THREADS, smem);
+        if (smem > 48 * 1024)
+            CUDA_TRY(cudaFuncSetAttribute(hist_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        int      per_sm = blocks_per_sm(hist_shared_kernel, HIST_THREADS, smem);
         uint64_t blocks = (uint64_t)per_sm * p->sm_count;
         if (blocks > need) blocks = need;
         hist_shared_kernel<<<(unsigned)blocks, HIST_THREADS, smem>>>(d_keys, n, bins, copies, d_counts);
@@ -336,12 +353,12 @@ extern "C" int bk_gpu_ops_histogram_u32(bk_gpu_ops *p, const uint32_t *d_keys, u
 /* Digit counts of every pass in one read of the keys (16-byte loads, two in flight per thread);
  * one global atomic per digit and block. */
 template <typename K>
-__global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ keys, uint32_t n, int end_bit,
-                                                        uint32_t *counts)
+__global__ void __launch_bounds__(256)
+    sort_hist_kernel(const K *__restrict__ keys, uint32_t n, int end_bit, uint32_t *counts)
 {
-    constexpr int PER = 16 / sizeof(K);                 /* keys in one 16-byte load */
+    constexpr int       PER = 16 / sizeof(K); /* keys in one 16-byte load */
     __shared__ uint32_t sh[MAX_PASSES][RADIX];
-    const int passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
+    const int           passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
     for (int j = threadIdx.x; j < MAX_PASSES * RADIX; j += blockDim.x) (&sh[0][0])[j] = 0;
     __syncthreads();
     auto count = [&](K k) {
@@ -354,20 +371,23 @@ __global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ ke
         }
     };
     const uint32_t gtid = blockIdx.x * blockDim.x + threadIdx.x, stride = gridDim.x * blockDim.x;
-    uint32_t head = (uint32_t)(((16u - ((uintptr_t)keys & 15u)) & 15u) / sizeof(K));
+    uint32_t       head = (uint32_t)(((16u - ((uintptr_t)keys & 15u)) & 15u) / sizeof(K));
     if (head > n) head = n;
     const uint32_t nvec = (n - head) / PER;
-    const uint4 *v = (const uint4 *)(keys + head);
-    uint32_t i = gtid;
+    const uint4   *v = (const uint4 *)(keys + head);
+    uint32_t       i = gtid;
     for (; i + stride < nvec; i += 2 * stride) {
         const uint4 a = __ldg(v + i), b = __ldg(v + i + stride);
-        const K *ka = (const K *)&a, *kb = (const K *)&b;
+        const K    *ka = (const K *)&a, *kb = (const K *)&b;
 #pragma unroll
-        for (int e = 0; e < PER; ++e) { count(ka[e]); count(kb[e]); }
+        for (int e = 0; e < PER; ++e) {
+            count(ka[e]);
+            count(kb[e]);
+        }
     }
     for (; i < nvec; i += stride) {
         const uint4 a = __ldg(v + i);
-        const K *ka = (const K *)&a;
+        const K    *ka = (const K *)&a;
 #pragma unroll
         for (int e = 0; e < PER; ++e) count(ka[e]);
     }
@@ -385,10 +405,10 @@ __global__ void __launch_bounds__(256) sort_hist_kernel(const K *__restrict__ ke
 __global__ void __launch_bounds__(RADIX) sort_scan_kernel(uint32_t *counts)
 {
     __shared__ uint32_t s_warp[RADIX / 32];
-    uint32_t *c = counts + blockIdx.x * RADIX;
-    const uint32_t v = c[threadIdx.x];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    uint32_t x = v;
+    uint32_t           *c = counts + blockIdx.x * RADIX;
+    const uint32_t      v = c[threadIdx.x];
+    const int           lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t            x = v;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
         uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
@@ -420,12 +440,12 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
     static_assert(WARPS * RADIX * 4 <= TILE * (int)sizeof(K), "digit counters fit in the key space");
     static_assert(TILE % 4 == 0, "values are staged in 16-byte pieces");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    K *s_keys = (K *)smem_raw;                                           /* [TILE], sorted keys */
-    uint32_t *s_counts = (uint32_t *)smem_raw;                          /* [WARPS][RADIX], before */
-    uint32_t *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K)); /* [TILE] staged, then sorted */
+    K                                            *s_keys = (K *)smem_raw;           /* [TILE], sorted keys */
+    uint32_t                                     *s_counts = (uint32_t *)smem_raw;  /* [WARPS][RADIX], before */
+    uint32_t           *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K)); /* [TILE] staged, then sorted */
     __shared__ uint32_t s_tile, s_base[RADIX], s_warp_sum[RADIX / 32];
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int      tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t mask = (1u << a.bits) - 1u;
 
     if (tid == 0) s_tile = atomicAdd(a.tile_counter, 1u);
@@ -434,7 +454,7 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
     const uint32_t tile = s_tile;
     if (tid < RADIX) a.status_next[(size_t)tile * RADIX + tid] = 0;
     const uint32_t tile_base = tile * TILE;
-    const bool full = a.n - tile_base >= (uint32_t)TILE;
+    const bool     full = a.n - tile_base >= (uint32_t)TILE;
 
     /* Values: staged in input order. */
     const uint32_t *vsrc = a.vals_in + tile_base;
@@ -449,8 +469,8 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
      * lane l at + j * 32 + l, so the warp's rank order is input order); past the end the largest
      * key, whose digit is the largest and which ranks after every real key as it comes last. */
     const uint32_t in_warp = warp * 32 * IPT + lane;
-    const K *kp = (const K *)a.keys_in + tile_base + in_warp;
-    K key[IPT];
+    const K       *kp = (const K *)a.keys_in + tile_base + in_warp;
+    K              key[IPT];
     if (full) {
 #pragma unroll
         for (int j = 0; j < IPT; ++j) key[j] = kp[j * 32];
@@ -484,7 +504,7 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
 
     /* Rank: lanes with equal digits find each other by 8 ballots; the lowest bumps the warp's
      * counter, which already holds the tile position of the warp's next key of that digit. */
-    uint32_t rank[IPT];
+    uint32_t       rank[IPT];
     const uint32_t lt = (1u << lane) - 1u;
 #pragma unroll
     for (int j = 0; j < IPT; ++j) {
@@ -522,7 +542,7 @@ __global__ void __launch_bounds__(THREADS, MINB) onesweep2_kernel(bk_sort_pass_a
     for (int j = 0; j < IPT; ++j) {
         const uint32_t i = tid + j * THREADS;
         if (full || i < valid) {
-            const K k = s_keys[i];
+            const K        k = s_keys[i];
             const uint32_t dst = s_base[bk_digit_of(k, a.shift, mask)] + i;
             keys_out[dst] = k;
             a.vals_out[dst] = s_vals[i];
@@ -536,8 +556,9 @@ template <typename K, int THREADS, int IPT, int MINB = 0>
 static int onesweep_launch(const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     constexpr int minb = MINB ? MINB : (THREADS >= 384 ? 2 : 3);
-    static int ready = 0;
-    return bk_sort_pass_launch<K, THREADS, IPT>(onesweep2_kernel<K, THREADS, IPT, minb>, &ready, a, tiles, err, err_size);
+    static int    ready = 0;
+    return bk_sort_pass_launch<K, THREADS, IPT>(onesweep2_kernel<K, THREADS, IPT, minb>, &ready, a, tiles, err,
+                                                err_size);
 }
 
 static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_size)
@@ -556,54 +577,54 @@ static int ensure(void **d, size_t *have, size_t want, char *err, size_t err_siz
  * H100 (tools/gpu_ops_notes.md): larger tiles amortise each tile's fixed latency (barriers, look-back,
  * the first loads) and 2 blocks of 512 threads per SM keep enough loads in flight. Keep the three
  * tables in step. */
-static const int sort32_shape[][4] = { { 512, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 16, 2, 0 }, { 384, 23, 2, 0 },
-                                       { 512, 20, 2, 0 }, { 512, 23, 2, 0 }, { 384, 28, 2, 0 }, { 384, 32, 2, 0 },
-                                       { 768, 12, 2, 2 } };
-static const int sort64_shape[][4] = { { 512, 13, 2, 0 }, { 384, 12, 1, 0 }, { 384, 12, 2, 0 }, { 384, 15, 2, 0 },
-                                       { 512, 12, 2, 0 }, { 384, 17, 2, 0 }, { 512, 13, 2, 0 }, { 448, 15, 2, 0 },
-                                       { 384, 18, 2, 0 } };
+static const int sort32_shape[][4] = { { 512, 23, 2, 0 }, { 384, 16, 1, 0 }, { 384, 16, 2, 0 },
+                                       { 384, 23, 2, 0 }, { 512, 20, 2, 0 }, { 512, 23, 2, 0 },
+                                       { 384, 28, 2, 0 }, { 384, 32, 2, 0 }, { 768, 12, 2, 2 } };
+static const int sort64_shape[][4] = { { 512, 13, 2, 0 }, { 384, 12, 1, 0 }, { 384, 12, 2, 0 },
+                                       { 384, 15, 2, 0 }, { 512, 12, 2, 0 }, { 384, 17, 2, 0 },
+                                       { 512, 13, 2, 0 }, { 448, 15, 2, 0 }, { 384, 18, 2, 0 } };
 
 template <typename K>
 static int sort_pass(int variant, const bk_sort_pass_args &a, uint32_t tiles, char *err, size_t err_size)
 {
     if constexpr (sizeof(K) == 4) {
         switch (variant) {
-        case 1:  return bk_gpu_ops_sort_v1_pass_u32(a, tiles, err, err_size);
-        case 2:  return onesweep_launch<K, 384, 16>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 23>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 512, 20>(a, tiles, err, err_size);
-        case 6:  return onesweep_launch<K, 384, 28>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 384, 32>(a, tiles, err, err_size);
-        case 8:  return onesweep_launch<K, 768, 12, 2>(a, tiles, err, err_size);
+        case 1: return bk_gpu_ops_sort_v1_pass_u32(a, tiles, err, err_size);
+        case 2: return onesweep_launch<K, 384, 16>(a, tiles, err, err_size);
+        case 3: return onesweep_launch<K, 384, 23>(a, tiles, err, err_size);
+        case 4: return onesweep_launch<K, 512, 20>(a, tiles, err, err_size);
+        case 6: return onesweep_launch<K, 384, 28>(a, tiles, err, err_size);
+        case 7: return onesweep_launch<K, 384, 32>(a, tiles, err, err_size);
+        case 8: return onesweep_launch<K, 768, 12, 2>(a, tiles, err, err_size);
         default: return onesweep_launch<K, 512, 23>(a, tiles, err, err_size);
         }
     } else {
         switch (variant) {
-        case 1:  return bk_gpu_ops_sort_v1_pass_u64(a, tiles, err, err_size);
-        case 2:  return onesweep_launch<K, 384, 12>(a, tiles, err, err_size);
-        case 3:  return onesweep_launch<K, 384, 15>(a, tiles, err, err_size);
-        case 4:  return onesweep_launch<K, 512, 12>(a, tiles, err, err_size);
-        case 5:  return onesweep_launch<K, 384, 17>(a, tiles, err, err_size);
-        case 7:  return onesweep_launch<K, 448, 15>(a, tiles, err, err_size);
-        case 8:  return onesweep_launch<K, 384, 18>(a, tiles, err, err_size);
+        case 1: return bk_gpu_ops_sort_v1_pass_u64(a, tiles, err, err_size);
+        case 2: return onesweep_launch<K, 384, 12>(a, tiles, err, err_size);
+        case 3: return onesweep_launch<K, 384, 15>(a, tiles, err, err_size);
+        case 4: return onesweep_launch<K, 512, 12>(a, tiles, err, err_size);
+        case 5: return onesweep_launch<K, 384, 17>(a, tiles, err, err_size);
+        case 7: return onesweep_launch<K, 448, 15>(a, tiles, err, err_size);
+        case 8: return onesweep_launch<K, 384, 18>(a, tiles, err, err_size);
         default: return onesweep_launch<K, 512, 13>(a, tiles, err, err_size);
         }
     }
 }
 
 /* The tiles of a sort of n keys of type K, and room for its ping-pong and status words. */
-template <typename K>
-static int sort_room(bk_gpu_ops *p, uint64_t n, uint32_t *tiles_out, char *err, size_t err_size)
+template <typename K> static int sort_room(bk_gpu_ops *p, uint64_t n, uint32_t *tiles_out, char *err, size_t err_size)
 {
-    const int op = sizeof(K) == 4 ? BK_GPU_OP_SORT32 : BK_GPU_OP_SORT64;
-    const int *shape = sizeof(K) == 4 ? sort32_shape[p->variant[op]] : sort64_shape[p->variant[op]];
+    const int      op = sizeof(K) == 4 ? BK_GPU_OP_SORT32 : BK_GPU_OP_SORT64;
+    const int     *shape = sizeof(K) == 4 ? sort32_shape[p->variant[op]] : sort64_shape[p->variant[op]];
     const uint32_t tile = (uint32_t)(shape[0] * shape[1]);
     const uint32_t tiles = (uint32_t)((n + tile - 1) / tile);
     if (ensure(&p->d_tmp_keys, &p->tmp_keys_bytes, n * sizeof(K), err, err_size) ||
-        ensure(&p->d_tmp_vals, &p->tmp_vals_bytes, n * 4, err, err_size)) return -1;
+        ensure(&p->d_tmp_vals, &p->tmp_vals_bytes, n * 4, err, err_size))
+        return -1;
     const size_t head_words = MAX_PASSES + MAX_PASSES * RADIX;
     const size_t status_words = (size_t)tiles * RADIX;
-    size_t have = p->sort_words * 4;
+    size_t       have = p->sort_words * 4;
     if (ensure((void **)&p->d_sort, &have, (head_words + 2 * status_words) * 4, err, err_size)) return -1;
     p->sort_words = have / 4;
     *tiles_out = tiles;
@@ -628,24 +649,25 @@ static int sort_pairs(bk_gpu_ops *p, const K *d_keys_in, K *d_keys_out, const ui
     if (n == 0) return 0;
     if (!d_keys_in || !d_keys_out || !d_vals_in || !d_vals_out) FAIL("sort: NULL pointer");
     if (n == 1) {
-        if (d_keys_out != d_keys_in) CUDA_TRY(cudaMemcpyAsync(d_keys_out, d_keys_in, sizeof(K), cudaMemcpyDeviceToDevice));
+        if (d_keys_out != d_keys_in)
+            CUDA_TRY(cudaMemcpyAsync(d_keys_out, d_keys_in, sizeof(K), cudaMemcpyDeviceToDevice));
         if (d_vals_out != d_vals_in) CUDA_TRY(cudaMemcpyAsync(d_vals_out, d_vals_in, 4, cudaMemcpyDeviceToDevice));
         return 0;
     }
     const int op = sizeof(K) == 4 ? BK_GPU_OP_SORT32 : BK_GPU_OP_SORT64;
     const int variant = p->variant[op];
     const int passes = (end_bit + RADIX_BITS - 1) / RADIX_BITS;
-    uint32_t tiles;
+    uint32_t  tiles;
     if (sort_room<K>(p, n, &tiles, err, err_size)) return -1;
     const size_t head_words = MAX_PASSES + MAX_PASSES * RADIX;
     const size_t status_words = (size_t)tiles * RADIX;
-    uint32_t *counters = p->d_sort, *digits = p->d_sort + MAX_PASSES;
-    uint32_t *status[2] = { p->d_sort + head_words, p->d_sort + head_words + status_words };
+    uint32_t    *counters = p->d_sort, *digits = p->d_sort + MAX_PASSES;
+    uint32_t    *status[2] = { p->d_sort + head_words, p->d_sort + head_words + status_words };
     /* Tile counters, digit counts and the first status array are contiguous: one memset. Each
      * pass clears the next pass's status rows itself. */
     CUDA_TRY(cudaMemsetAsync(p->d_sort, 0, (head_words + status_words) * 4));
 
-    int per_sm = blocks_per_sm(sort_hist_kernel<K>, 256, 0);
+    int      per_sm = blocks_per_sm(sort_hist_kernel<K>, 256, 0);
     uint64_t hblocks = (uint64_t)per_sm * p->sm_count, hneed = (n + 255) / 256;
     if (hblocks > hneed) hblocks = hneed;
     sort_hist_kernel<K><<<(unsigned)hblocks, 256>>>(d_keys_in, (uint32_t)n, end_bit, digits);
@@ -656,11 +678,11 @@ static int sort_pairs(bk_gpu_ops *p, const K *d_keys_in, K *d_keys_out, const ui
     /* The last pass must land in the output. Without aliasing, count back from it; when input
      * and output are the same arrays, the first pass must not write there, and an odd number of
      * passes ends in scratch and is copied back. */
-    const int alias = d_keys_in == d_keys_out || d_vals_in == d_vals_out;
-    const void *src_k = d_keys_in;
+    const int       alias = d_keys_in == d_keys_out || d_vals_in == d_vals_out;
+    const void     *src_k = d_keys_in;
     const uint32_t *src_v = d_vals_in;
     for (int pass = 0; pass < passes; ++pass) {
-        const int to_out = alias ? (pass & 1) : ((passes - 1 - pass) & 1) == 0;
+        const int         to_out = alias ? (pass & 1) : ((passes - 1 - pass) & 1) == 0;
         bk_sort_pass_args a;
         a.keys_in = src_k;
         a.vals_in = src_v;
@@ -686,15 +708,15 @@ static int sort_pairs(bk_gpu_ops *p, const K *d_keys_in, K *d_keys_out, const ui
 }
 
 extern "C" int bk_gpu_ops_sort_pairs_u32(bk_gpu_ops *p, const uint32_t *d_keys_in, uint32_t *d_keys_out,
-                                      const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
-                                      char *err, size_t err_size)
+                                         const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
+                                         char *err, size_t err_size)
 {
     return sort_pairs<uint32_t>(p, d_keys_in, d_keys_out, d_vals_in, d_vals_out, n, end_bit, err, err_size);
 }
 
 extern "C" int bk_gpu_ops_sort_pairs_u64(bk_gpu_ops *p, const uint64_t *d_keys_in, uint64_t *d_keys_out,
-                                      const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
-                                      char *err, size_t err_size)
+                                         const uint32_t *d_vals_in, uint32_t *d_vals_out, uint64_t n, int end_bit,
+                                         char *err, size_t err_size)
 {
     return sort_pairs<uint64_t>(p, (const uint64_t *)d_keys_in, (uint64_t *)d_keys_out, d_vals_in, d_vals_out, n,
                                 end_bit, err, err_size);
@@ -706,10 +728,10 @@ extern "C" int bk_gpu_ops_sort_pairs_u64(bk_gpu_ops *p, const uint64_t *d_keys_i
 static const char *const variant_names[BK_GPU_OP_COUNT][9] = {
     { "default (unroll 4)", "unroll 2", "unroll 4", "unroll 8" },
     { "default (per-warp tallies)", "one shared tally per block", "per-warp shared tallies", "global atomics" },
-    { "default (v2 512x23)", "v1 384x16", "v2 384x16", "v2 384x23", "v2 512x20", "v2 512x23", "v2 384x28",
-      "v2 384x32", "v2 768x12" },
-    { "default (v2 512x13)", "v1 384x12", "v2 384x12", "v2 384x15", "v2 512x12", "v2 384x17", "v2 512x13",
-      "v2 448x15", "v2 384x18" },
+    { "default (v2 512x23)", "v1 384x16", "v2 384x16", "v2 384x23", "v2 512x20", "v2 512x23", "v2 384x28", "v2 384x32",
+      "v2 768x12" },
+    { "default (v2 512x13)", "v1 384x12", "v2 384x12", "v2 384x15", "v2 512x12", "v2 384x17", "v2 512x13", "v2 448x15",
+      "v2 384x18" },
 };
 
 extern "C" int bk_gpu_ops_variant_count(int op)
@@ -737,19 +759,23 @@ extern "C" bk_gpu_ops *bk_gpu_ops_init(char *err, size_t err_size) { return bk_g
 
 extern "C" bk_gpu_ops *bk_gpu_ops_init_device(int device, char *err, size_t err_size)
 {
-    int count = 0;
+    int         count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         snprintf(err, err_size, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
         return NULL;
     }
     cudaDeviceProp prop;
-    if (device < 0 || device >= count || cudaGetDeviceProperties(&prop, device) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    if (device < 0 || device >= count || cudaGetDeviceProperties(&prop, device) != cudaSuccess ||
+        cudaSetDevice(device) != cudaSuccess) {
         snprintf(err, err_size, "cannot use CUDA device %d", device);
         return NULL;
     }
     bk_gpu_ops *p = (bk_gpu_ops *)calloc(1, sizeof(bk_gpu_ops));
-    if (!p) { snprintf(err, err_size, "out of memory"); return NULL; }
+    if (!p) {
+        snprintf(err, err_size, "out of memory");
+        return NULL;
+    }
     p->device = device;
     p->sm_count = prop.multiProcessorCount;
     p->smem_optin = (int)prop.sharedMemPerBlockOptin;
@@ -758,7 +784,8 @@ extern "C" bk_gpu_ops *bk_gpu_ops_init_device(int device, char *err, size_t err_
     if (cudaMalloc(&p->d_partials, (size_t)p->partials_cap * 8) != cudaSuccess ||
         cudaMalloc((void **)&p->d_ticket, sizeof(unsigned)) != cudaSuccess ||
         cudaMemset(p->d_ticket, 0, sizeof(unsigned)) != cudaSuccess) {
-        snprintf(err, err_size, "CUDA device %d (%s) is not usable: %s", device, prop.name, cudaGetErrorString(cudaGetLastError()));
+        snprintf(err, err_size, "CUDA device %d (%s) is not usable: %s", device, prop.name,
+                 cudaGetErrorString(cudaGetLastError()));
         bk_gpu_ops_free(p);
         return NULL;
     }
@@ -785,7 +812,7 @@ extern "C" void bk_gpu_ops_free(bk_gpu_ops *p)
 
 extern "C" void *bk_gpu_ops_dev_alloc(size_t bytes, char *err, size_t err_size)
 {
-    void *d = NULL;
+    void       *d = NULL;
     cudaError_t e = cudaMalloc(&d, bytes ? bytes : 16);
     if (e != cudaSuccess) {
         snprintf(err, err_size, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));

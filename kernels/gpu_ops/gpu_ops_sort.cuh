@@ -13,14 +13,22 @@
 #include <stdio.h>
 
 /* In a function with `char *err, size_t err_size`: fail with the CUDA error, expression and place. */
-#define CUDA_TRY(expr) do { cudaError_t e_ = (expr); if (e_ != cudaSuccess) { \
-    snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, __LINE__); \
-    return -1; } } while (0)
+#define CUDA_TRY(expr)                                                                                       \
+    do {                                                                                                     \
+        cudaError_t e_ = (expr);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            snprintf(err, err_size, "CUDA error in %s: %s (%s:%d)", #expr, cudaGetErrorString(e_), __FILE__, \
+                     __LINE__);                                                                              \
+            return -1;                                                                                       \
+        }                                                                                                    \
+    } while (0)
 
 #ifndef NDEBUG
-#  define DEBUG_SYNC() CUDA_TRY(cudaDeviceSynchronize())
+#define DEBUG_SYNC() CUDA_TRY(cudaDeviceSynchronize())
 #else
-#  define DEBUG_SYNC() do { } while (0)
+#define DEBUG_SYNC() \
+    do {             \
+    } while (0)
 #endif
 
 enum { RADIX = 256, RADIX_BITS = 8, LOOKBACK_WINDOW = 16 };
@@ -36,7 +44,7 @@ template <typename K> __device__ __forceinline__ uint32_t bk_digit_of(K key, int
 }
 
 __device__ __forceinline__ uint32_t bk_load_volatile(const uint32_t *p) { return *(const volatile uint32_t *)p; }
-__device__ __forceinline__ void bk_store_volatile(uint32_t *p, uint32_t v) { *(volatile uint32_t *)p = v; }
+__device__ __forceinline__ void     bk_store_volatile(uint32_t *p, uint32_t v) { *(volatile uint32_t *)p = v; }
 
 struct bk_sort_pass_args {
     const void     *keys_in;
@@ -45,11 +53,11 @@ struct bk_sort_pass_args {
     uint32_t       *vals_out;
     uint32_t        n;
     int             shift, bits;
-    const uint32_t *offsets;       /* [RADIX] exclusive scan of this pass's digit counts */
-    uint32_t       *status;        /* [tiles][RADIX] this pass; zero on entry */
-    uint32_t       *status_next;   /* [tiles][RADIX] the next pass's; each tile clears its row */
-    uint32_t       *tile_counter;  /* zero on entry */
-    int             vals_aligned;  /* vals_in on a 16-byte boundary: values are staged with cp.async */
+    const uint32_t *offsets;      /* [RADIX] exclusive scan of this pass's digit counts */
+    uint32_t       *status;       /* [tiles][RADIX] this pass; zero on entry */
+    uint32_t       *status_next;  /* [tiles][RADIX] the next pass's; each tile clears its row */
+    uint32_t       *tile_counter; /* zero on entry */
+    int             vals_aligned; /* vals_in on a 16-byte boundary: values are staged with cp.async */
 };
 
 /* A key's rank among the keys of one step of its warp, plus the warp's counter of its digit d:
@@ -64,8 +72,11 @@ __device__ __forceinline__ uint32_t bk_warp_match_rank(uint32_t d, uint32_t *wc,
         peers &= bit ? bal : ~bal;
     }
     const int leader = __ffs(peers) - 1;
-    uint32_t before = 0;
-    if (lane == leader) { before = wc[d]; wc[d] = before + __popc(peers); }
+    uint32_t  before = 0;
+    if (lane == leader) {
+        before = wc[d];
+        wc[d] = before + __popc(peers);
+    }
     return __shfl_sync(0xffffffffu, before, leader) + __popc(peers & lt);
 }
 
@@ -99,7 +110,7 @@ __device__ __forceinline__ uint32_t bk_warp_inclusive_sum(uint32_t x, int lane)
 __device__ __forceinline__ uint32_t bk_lookback_prefix(const uint32_t *status, uint32_t tile, int digit)
 {
     uint32_t prefix = 0;
-    int j = (int)tile - 1;
+    int      j = (int)tile - 1;
     uint32_t spins = 0;
     for (;;) {
         uint32_t st[LOOKBACK_WINDOW];
@@ -117,7 +128,7 @@ __device__ __forceinline__ uint32_t bk_lookback_prefix(const uint32_t *status, u
         }
         if (done) break;
         j -= used;
-        if (++spins > (1u << 22)) break;   /* never seen; a wrong result beats a hung GPU */
+        if (++spins > (1u << 22)) break; /* never seen; a wrong result beats a hung GPU */
     }
     return prefix;
 }
@@ -126,7 +137,7 @@ __device__ __forceinline__ uint32_t bk_lookback_prefix(const uint32_t *status, u
  * dynamic shared memory of one tile of keys and values on its first launch (*ready). */
 template <typename K, int THREADS, int IPT>
 static int bk_sort_pass_launch(void (*k)(bk_sort_pass_args), int *ready, const bk_sort_pass_args &a, uint32_t tiles,
-                            char *err, size_t err_size)
+                               char *err, size_t err_size)
 {
     const size_t smem = (size_t)THREADS * IPT * (sizeof(K) + 4);
     if (!*ready) {

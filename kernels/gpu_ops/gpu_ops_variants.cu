@@ -21,9 +21,9 @@ __global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kern
     static_assert(WARPS * RADIX * 4 <= TILE * (int)sizeof(K), "digit counters fit in the key space");
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* [keys: TILE x K, aliased earlier by the per-warp digit counters] [vals: TILE x 4] */
-    K *s_keys = (K *)smem_raw;
-    uint32_t *s_counts = (uint32_t *)smem_raw;                          /* [WARPS][RADIX] */
-    uint32_t *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K));
+    K                  *s_keys = (K *)smem_raw;
+    uint32_t           *s_counts = (uint32_t *)smem_raw; /* [WARPS][RADIX] */
+    uint32_t           *s_vals = (uint32_t *)(smem_raw + (size_t)TILE * sizeof(K));
     __shared__ uint32_t s_tile, s_local_start[RADIX], s_base[RADIX], s_warp_sum[RADIX / 32];
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -49,8 +49,8 @@ __global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kern
     }
 
     /* Rank within the warp (bk_warp_match_rank). */
-    uint32_t rank[IPT];
-    uint32_t *wc = s_counts + warp * RADIX;
+    uint32_t       rank[IPT];
+    uint32_t      *wc = s_counts + warp * RADIX;
     const uint32_t lt = (1u << lane) - 1u;
 #pragma unroll
     for (int j = 0; j < IPT; ++j) {
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(THREADS, THREADS >= 384 ? 2 : 3) onesweep_kern
 #pragma unroll
     for (int j = 0; j < IPT; ++j) {
         const uint32_t i = tid + j * THREADS;
-        const K k = s_keys[i];
+        const K        k = s_keys[i];
         if (i < valid) keys_out[s_base[bk_digit_of(k, a.shift, mask)] + i] = k;
     }
 #pragma unroll

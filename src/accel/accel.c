@@ -12,16 +12,25 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     memset(&v, 0, sizeof v);
     v.type = a->type;
     v.depth = a->info.depth;
-    v.bvh_nodes = a->bvh_nodes;   v.bvh_node_count = a->bvh_node_count;
-    v.kd_nodes = a->kd_nodes;     v.kd_node_count = a->kd_node_count;
-    v.kd_refs = a->kd_refs;       v.kd_ref_count = a->kd_ref_count;
-    v.tris = a->tris;             v.tri_count = a->tri_count;
-    v.lo = a->lo; v.hi = a->hi;
+    v.bvh_nodes = a->bvh_nodes;
+    v.bvh_node_count = a->bvh_node_count;
+    v.kd_nodes = a->kd_nodes;
+    v.kd_node_count = a->kd_node_count;
+    v.kd_refs = a->kd_refs;
+    v.kd_ref_count = a->kd_ref_count;
+    v.tris = a->tris;
+    v.tri_count = a->tri_count;
+    v.lo = a->lo;
+    v.hi = a->hi;
     v.prim = a->vox.instance_count ? BK_PRIM_VOX : BK_PRIM_TRI;
-    v.vox_models = a->vox.models;         v.vox_model_count = a->vox.model_count;
-    v.vox_bricks = a->vox.bricks;         v.vox_brick_count = a->vox.brick_count;
-    v.vox_colours = a->vox.colours;       v.vox_colour_count = a->vox.colour_count;
-    v.vox_inst = a->vox.inst;             v.vox_instance_count = a->vox.instance_count;
+    v.vox_models = a->vox.models;
+    v.vox_model_count = a->vox.model_count;
+    v.vox_bricks = a->vox.bricks;
+    v.vox_brick_count = a->vox.brick_count;
+    v.vox_colours = a->vox.colours;
+    v.vox_colour_count = a->vox.colour_count;
+    v.vox_inst = a->vox.inst;
+    v.vox_instance_count = a->vox.instance_count;
     return v;
 }
 

@@ -13,48 +13,55 @@
 #include "geom.h"
 
 typedef struct bk_build_opts {
-    int   max_leaf;       /* BVH: at most this many triangles per leaf unless the depth limit forces more */
-    int   max_depth;      /* levels of inner nodes, at most BK_MAX_DEPTH */
-    float cost_node;      /* SAH cost of visiting an inner node, relative to one triangle test */
-    float kd_empty_bonus; /* KD-tree: SAH discount for splits with an empty side (0..1) */
+    int   max_leaf;            /* BVH: at most this many triangles per leaf unless the depth limit forces more */
+    int   max_depth;           /* levels of inner nodes, at most BK_MAX_DEPTH */
+    float cost_node;           /* SAH cost of visiting an inner node, relative to one triangle test */
+    float kd_empty_bonus;      /* KD-tree: SAH discount for splits with an empty side (0..1) */
     int   kd_max_refs_per_tri; /* KD-tree: stop splitting when references exceed this many per triangle */
-    int   kd_sweep;       /* KD-tree: 1 = the plain split searches (sorted sweep in small nodes, one plane at
-                             a time in binned ones), the reference the default is tested against (same
-                             tree, slower); 0 = default */
+    int   kd_sweep;            /* KD-tree: 1 = the plain split searches (sorted sweep in small nodes, one plane at
+                                  a time in binned ones), the reference the default is tested against (same
+                                  tree, slower); 0 = default */
 } bk_build_opts;
 
 /* The stages of a build, in order, as bk_build_info.stage_seconds counts them (a profile for
  * `baker build`; a stage a builder does not have stays 0): primitive records and bounds; the top
  * levels (split on the pool's chunks); the subtree tasks; joining their nodes into one depth-first
  * array (BVH: renumbering, KD-tree: splicing); the traversal layout and leaf records (BVH). */
-enum bk_build_stage { BK_BUILD_PREP, BK_BUILD_TOP, BK_BUILD_SUBTREES, BK_BUILD_JOIN, BK_BUILD_FLATTEN, BK_BUILD_STAGES };
-extern const char *const bk_build_stage_names[BK_BUILD_STAGES];   /* accel.c */
+enum bk_build_stage {
+    BK_BUILD_PREP,
+    BK_BUILD_TOP,
+    BK_BUILD_SUBTREES,
+    BK_BUILD_JOIN,
+    BK_BUILD_FLATTEN,
+    BK_BUILD_STAGES
+};
+extern const char *const bk_build_stage_names[BK_BUILD_STAGES]; /* accel.c */
 
 typedef struct bk_build_info {
     double   seconds;
-    double   stage_seconds[BK_BUILD_STAGES];   /* of it, per stage (bk_build_stage_names) */
-    double   sah_cost;     /* expected cost of a random ray, in triangle tests, for the tree as built */
-    uint32_t nodes;        /* inner nodes (BVH: layout nodes) or all nodes (KD-tree) */
+    double   stage_seconds[BK_BUILD_STAGES]; /* of it, per stage (bk_build_stage_names) */
+    double   sah_cost; /* expected cost of a random ray, in triangle tests, for the tree as built */
+    uint32_t nodes;    /* inner nodes (BVH: layout nodes) or all nodes (KD-tree) */
     uint32_t leaves;
-    uint32_t depth;        /* levels of inner nodes on the longest path */
-    uint32_t refs;         /* triangle references in leaves */
-    uint32_t max_leaf;     /* largest leaf */
-    size_t   bytes;        /* memory of the traversal layout */
+    uint32_t depth;    /* levels of inner nodes on the longest path */
+    uint32_t refs;     /* triangle references in leaves */
+    uint32_t max_leaf; /* largest leaf */
+    size_t   bytes;    /* memory of the traversal layout */
 } bk_build_info;
 
 typedef struct bk_accel {
-    int            type;          /* enum bk_accel_type */
-    bk_bvh_node   *bvh_nodes;
-    uint32_t       bvh_node_count;
-    bk_kd_node    *kd_nodes;
-    uint32_t       kd_node_count;
-    uint32_t      *kd_refs;
-    uint32_t       kd_ref_count;
-    bk_f4         *tris;          /* 3 per leaf record (triangles, voxel instances), see bk_accel.h */
-    uint32_t       tri_count;     /* leaf records */
-    bk_vox_pack    vox;           /* bricks of the voxel models (empty without voxels) */
-    bk_vec3        lo, hi;
-    bk_build_info  info;
+    int           type; /* enum bk_accel_type */
+    bk_bvh_node  *bvh_nodes;
+    uint32_t      bvh_node_count;
+    bk_kd_node   *kd_nodes;
+    uint32_t      kd_node_count;
+    uint32_t     *kd_refs;
+    uint32_t      kd_ref_count;
+    bk_f4        *tris;      /* 3 per leaf record (triangles, voxel instances), see bk_accel.h */
+    uint32_t      tri_count; /* leaf records */
+    bk_vox_pack   vox;       /* bricks of the voxel models (empty without voxels) */
+    bk_vec3       lo, hi;
+    bk_build_info info;
 } bk_accel;
 
 /* Defaults; here, so the builders need nothing from accel.c (arrows point down). */
@@ -70,7 +77,7 @@ static inline bk_build_opts bk_build_opts_default(void)
     return o;
 }
 bk_accel_view bk_accel_get_view(const bk_accel *a);
-void bk_accel_free(bk_accel *a);
-const char *bk_accel_type_name(int type);
+void          bk_accel_free(bk_accel *a);
+const char   *bk_accel_type_name(int type);
 
 #endif

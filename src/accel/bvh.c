@@ -39,23 +39,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NBINS     32      /* at most 32: bins.used is one bit per bin */
-#define BIN_GRAIN 16384   /* primitives per chunk of a parallel pass */
-#define SUB_MIN   4096    /* SUB_MAX = max(SUB_MIN, n / SUB_DIV): subtrees this small are tasks */
+#define NBINS     32    /* at most 32: bins.used is one bit per bin */
+#define BIN_GRAIN 16384 /* primitives per chunk of a parallel pass */
+#define SUB_MIN   4096  /* SUB_MAX = max(SUB_MIN, n / SUB_DIV): subtrees this small are tasks */
 #define SUB_DIV   128
 
-typedef struct box { float lo[3], hi[3]; } box;
+typedef struct box {
+    float lo[3], hi[3];
+} box;
 
 /* A primitive during the build, 32 B: two per cache line. */
 typedef struct pref {
     box      b;
-    uint32_t id;          /* bk_geom primitive: triangles, then voxel segments */
+    uint32_t id; /* bk_geom primitive: triangles, then voxel segments */
     uint32_t pad;
 } pref;
 
 typedef struct bnode {
     box      b;
-    int32_t  left;        /* child build nodes (right = left + 1); -1 for a leaf */
+    int32_t  left; /* child build nodes (right = left + 1); -1 for a leaf */
     uint32_t first, count;
     uint32_t depth;
 } bnode;
@@ -63,24 +65,29 @@ typedef struct bnode {
 /* A node waiting to be split, with what the pass that made it learnt about its primitives. */
 typedef struct pend {
     uint32_t ni;
-    uint32_t vox;         /* holds a voxel segment */
-    float    clo[3], chi[3];   /* centroid bounds */
+    uint32_t vox;            /* holds a voxel segment */
+    float    clo[3], chi[3]; /* centroid bounds */
 } pend;
 
 /* A bin's box, 32 B: four lanes each so a prim's box grows it with one minps and one maxps (lane 3
  * holds whatever the primitive record has there and is never read). */
-typedef struct bbox { float lo[4], hi[4]; } bbox;
+typedef struct bbox {
+    float lo[4], hi[4];
+} bbox;
 
 typedef struct bins {
     bbox     b[3][NBINS];
     uint32_t n[3][NBINS];
-    uint32_t used[3];     /* bit b: bin b is not empty */
+    uint32_t used[3]; /* bit b: bin b is not empty */
 } bins;
 
 static box box_empty(void)
 {
     box b;
-    for (int k = 0; k < 3; ++k) { b.lo[k] = FLT_MAX; b.hi[k] = -FLT_MAX; }
+    for (int k = 0; k < 3; ++k) {
+        b.lo[k] = FLT_MAX;
+        b.hi[k] = -FLT_MAX;
+    }
     return b;
 }
 /* Stores unconditionally, which compiles to minss / maxss (a conditional store is a branch per
@@ -101,7 +108,10 @@ static float box_area(const box *b)
 static bbox bbox_empty(void)
 {
     bbox b;
-    for (int k = 0; k < 4; ++k) { b.lo[k] = FLT_MAX; b.hi[k] = -FLT_MAX; }
+    for (int k = 0; k < 4; ++k) {
+        b.lo[k] = FLT_MAX;
+        b.hi[k] = -FLT_MAX;
+    }
     return b;
 }
 /* box_grow's comparisons lane by lane: MINPS(a, b) is a < b ? a : b, MAXPS(a, b) a > b ? a : b */
@@ -129,7 +139,10 @@ static float centroid(const pref *r, int k) { return 0.5f * (r->b.lo[k] + r->b.h
 static void pend_reset(pend *p)
 {
     p->vox = 0;
-    for (int k = 0; k < 3; ++k) { p->clo[k] = FLT_MAX; p->chi[k] = -FLT_MAX; }
+    for (int k = 0; k < 3; ++k) {
+        p->clo[k] = FLT_MAX;
+        p->chi[k] = -FLT_MAX;
+    }
 }
 static void pend_add(pend *p, const pref *r, uint32_t tri_count)
 {
@@ -155,7 +168,7 @@ static void pend_merge(pend *p, const pend *o)
 static int bin_of(float c, float lo, double scale)
 {
     double f = ((double)c - (double)lo) * scale;
-    f = f > 0.0 ? f : 0.0;                        /* also NaN */
+    f = f > 0.0 ? f : 0.0; /* also NaN */
     f = f < (double)(NBINS - 1) ? f : (double)(NBINS - 1);
     return (int)f;
 }
@@ -163,7 +176,10 @@ static int bin_of(float c, float lo, double scale)
 static void bins_clear(bins *B)
 {
     for (int k = 0; k < 3; ++k)
-        for (int b = 0; b < NBINS; ++b) { B->b[k][b] = bbox_empty(); B->n[k][b] = 0; }
+        for (int b = 0; b < NBINS; ++b) {
+            B->b[k][b] = bbox_empty();
+            B->n[k][b] = 0;
+        }
     B->used[0] = B->used[1] = B->used[2] = 0;
 }
 /* All three axes in one loop: each axis' bins are a read-modify-write chain, and three
@@ -171,21 +187,31 @@ static void bins_clear(bins *B)
  * and is never swept. */
 static void bins_add(bins *B, const pref *p, size_t begin, size_t end, const float clo[3], const double scale[3])
 {
-    const float l0 = clo[0], l1 = clo[1], l2 = clo[2];
+    const float  l0 = clo[0], l1 = clo[1], l2 = clo[2];
     const double s0 = scale[0], s1 = scale[1], s2 = scale[2];
     for (size_t i = begin; i < end; ++i) {
         const pref *r = &p[i];
-        int b0 = bin_of(centroid(r, 0), l0, s0), b1 = bin_of(centroid(r, 1), l1, s1), b2 = bin_of(centroid(r, 2), l2, s2);
+        int         b0 = bin_of(centroid(r, 0), l0, s0), b1 = bin_of(centroid(r, 1), l1, s1),
+            b2 = bin_of(centroid(r, 2), l2, s2);
         /* lo[0..2] then hi[0]; hi[0..2] then id: lane 3 is never read */
-        B->n[0][b0]++; bbox_grow4(&B->b[0][b0], r->b.lo, r->b.hi); B->used[0] |= 1u << b0;
-        B->n[1][b1]++; bbox_grow4(&B->b[1][b1], r->b.lo, r->b.hi); B->used[1] |= 1u << b1;
-        B->n[2][b2]++; bbox_grow4(&B->b[2][b2], r->b.lo, r->b.hi); B->used[2] |= 1u << b2;
+        B->n[0][b0]++;
+        bbox_grow4(&B->b[0][b0], r->b.lo, r->b.hi);
+        B->used[0] |= 1u << b0;
+        B->n[1][b1]++;
+        bbox_grow4(&B->b[1][b1], r->b.lo, r->b.hi);
+        B->used[1] |= 1u << b1;
+        B->n[2][b2]++;
+        bbox_grow4(&B->b[2][b2], r->b.lo, r->b.hi);
+        B->used[2] |= 1u << b2;
     }
 }
 static void bins_merge(bins *B, const bins *o)
 {
     for (int k = 0; k < 3; ++k)
-        for (int b = 0; b < NBINS; ++b) { B->n[k][b] += o->n[k][b]; bbox_grow4(&B->b[k][b], o->b[k][b].lo, o->b[k][b].hi); }
+        for (int b = 0; b < NBINS; ++b) {
+            B->n[k][b] += o->n[k][b];
+            bbox_grow4(&B->b[k][b], o->b[k][b].lo, o->b[k][b].hi);
+        }
     for (int k = 0; k < 3; ++k) B->used[k] |= o->used[k];
 }
 
@@ -196,30 +222,30 @@ typedef struct bin_job {
     size_t        first;
     const float  *clo;
     const double *scale;
-    bins         *part;   /* one per chunk */
+    bins         *part; /* one per chunk */
 } bin_job;
 
 static void bin_chunk(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     bin_job *J = (bin_job *)ctx;
-    bins *B = &J->part[b / BIN_GRAIN];
+    bins    *B = &J->part[b / BIN_GRAIN];
     bins_clear(B);
     bins_add(B, J->p, J->first + b, J->first + e, J->clo, J->scale);
 }
 
 typedef struct builder {
     const bk_build_opts *o;
-    pref     *p;
-    uint32_t  tri_count;     /* ids from here on are voxel segments */
-    bnode    *nodes;
-    uint32_t  node_count;
-    bins     *scr;           /* empty bins, for one node at a time */
-    bins     *part;          /* chunk bins for the parallel top levels (NULL: bin serially) */
-    size_t    part_cap;
-    pref     *tmp;           /* the top levels' partitions: n records, and per chunk its counts */
-    uint32_t *part_n;        /* and children's centroid bounds (NULL: partition in place) */
-    pend     *part_lr;
+    pref                *p;
+    uint32_t             tri_count; /* ids from here on are voxel segments */
+    bnode               *nodes;
+    uint32_t             node_count;
+    bins                *scr;  /* empty bins, for one node at a time */
+    bins                *part; /* chunk bins for the parallel top levels (NULL: bin serially) */
+    size_t               part_cap;
+    pref                *tmp;    /* the top levels' partitions: n records, and per chunk its counts */
+    uint32_t            *part_n; /* and children's centroid bounds (NULL: partition in place) */
+    pend                *part_lr;
 } builder;
 
 /* The top levels' partition, on the pool: each chunk counts and bounds its two sides (phase 0),
@@ -227,26 +253,30 @@ typedef struct builder {
  * before it end (phase 1: a stable partition, into tmp), and tmp is copied back (phase 2). The
  * children are the same sets as those of the in-place partition below, in another order. */
 typedef struct part_job {
-    pref *p, *tmp;
-    size_t first, count;
-    int k, best_bin, phase;
-    float lo;
-    double sc;
-    uint32_t tri_count, nleft;
-    uint32_t *n;          /* per chunk: left records; in phase 1, where its left ones start */
-    pend *lr;             /* per chunk: the left and right sides' bounds */
+    pref     *p, *tmp;
+    size_t    first, count;
+    int       k, best_bin, phase;
+    float     lo;
+    double    sc;
+    uint32_t  tri_count, nleft;
+    uint32_t *n;  /* per chunk: left records; in phase 1, where its left ones start */
+    pend     *lr; /* per chunk: the left and right sides' bounds */
 } part_job;
 
 static void part_chunk(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     part_job *J = (part_job *)ctx;
-    size_t c = b / BIN_GRAIN;
-    pref *src = J->p + J->first;
-    if (J->phase == 2) { memcpy(src + b, J->tmp + J->first + b, sizeof(pref) * (e - b)); return; }
+    size_t    c = b / BIN_GRAIN;
+    pref     *src = J->p + J->first;
+    if (J->phase == 2) {
+        memcpy(src + b, J->tmp + J->first + b, sizeof(pref) * (e - b));
+        return;
+    }
     if (J->phase == 0) {
         uint32_t nl = 0;
-        pend_reset(&J->lr[2 * c]); pend_reset(&J->lr[2 * c + 1]);
+        pend_reset(&J->lr[2 * c]);
+        pend_reset(&J->lr[2 * c + 1]);
         for (size_t i = b; i < e; ++i) {
             int left = bin_of(centroid(&src[i], J->k), J->lo, J->sc) <= J->best_bin;
             nl += (uint32_t)left;
@@ -274,16 +304,20 @@ typedef struct bin_split {
  * several chunks) into B->scr, with scale[k] = NBINS / extent of the centroid bounds clo..chi. */
 static void node_bins(builder *B, uint32_t first, uint32_t count, const float *clo, const float *chi, double scale[3])
 {
-    bins *bn = B->scr;    /* empty on entry, emptied again before the partition */
+    bins *bn = B->scr; /* empty on entry, emptied again before the partition */
     for (int k = 0; k < 3; ++k) {
-        double ext = (double)chi[k] - (double)clo[k];    /* finite even for -FLT_MAX .. FLT_MAX */
+        double ext = (double)chi[k] - (double)clo[k]; /* finite even for -FLT_MAX .. FLT_MAX */
         scale[k] = ext > 0.0 ? (double)NBINS * (1.0 - 1e-6) / ext : 0.0;
     }
     if (B->part && count > BIN_GRAIN) {
         size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
         BK_CHECK(chunks <= B->part_cap);
         bin_job J;
-        J.p = B->p; J.first = first; J.clo = clo; J.scale = scale; J.part = B->part;
+        J.p = B->p;
+        J.first = first;
+        J.clo = clo;
+        J.scale = scale;
+        J.part = B->part;
         bk_parallel_for(count, BIN_GRAIN, bin_chunk, &J);
         for (size_t c = 0; c < chunks; ++c) bins_merge(bn, &B->part[c]);
     } else {
@@ -294,9 +328,11 @@ static void node_bins(builder *B, uint32_t first, uint32_t count, const float *c
 /* The SAH sweep over B->scr's bins for a node of box nb, then the bins emptied again. */
 static bin_split bins_sweep(builder *B, const box *nb, const double scale[3])
 {
-    bins *bn = B->scr;
+    bins     *bn = B->scr;
     bin_split r;
-    r.axis = -1; r.bin = 0; r.cost = FLT_MAX;
+    r.axis = -1;
+    r.bin = 0;
+    r.cost = FLT_MAX;
     /* The sweep visits only the non-empty bins: a plane after an empty bin has the cost of the
      * plane before it, which the strict comparison already saw first, so the result is that of
      * the sweep over all bins, for a fraction of the work in the many small nodes. */
@@ -310,29 +346,40 @@ static bin_split bins_sweep(builder *B, const box *nb, const double scale[3])
     for (int k = 0; k < 3; ++k) {
         if (scale[k] == 0.0) continue;
         const int m = nne[k];
-        float right_cost[NBINS];
-        box acc = box_empty();
-        uint32_t cnt = 0;
+        float     right_cost[NBINS];
+        box       acc = box_empty();
+        uint32_t  cnt = 0;
         for (int j = m - 1; j > 0; --j) {
-            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]);
+            cnt += bn->n[k][ne[k][j]];
             right_cost[j] = box_area(&acc) * (float)cnt;
         }
-        acc = box_empty(); cnt = 0;
+        acc = box_empty();
+        cnt = 0;
         for (int j = 0; j < m - 1; ++j) {
-            box_grow_bb(&acc, &bn->b[k][ne[k][j]]); cnt += bn->n[k][ne[k][j]];
+            box_grow_bb(&acc, &bn->b[k][ne[k][j]]);
+            cnt += bn->n[k][ne[k][j]];
             float cost = B->o->cost_node + (box_area(&acc) * (float)cnt + right_cost[j + 1]) / parent_area;
-            if (cost < r.cost) { r.cost = cost; r.axis = k; r.bin = ne[k][j]; }
+            if (cost < r.cost) {
+                r.cost = cost;
+                r.axis = k;
+                r.bin = ne[k][j];
+            }
         }
     }
     /* the children's boxes, should the split be taken: the unions of the bins on either side */
-    r.side[0] = box_empty(); r.side[1] = box_empty();
+    r.side[0] = box_empty();
+    r.side[1] = box_empty();
     if (r.axis >= 0)
         for (int j = 0; j < nne[r.axis]; ++j) {
             int b = ne[r.axis][j];
             box_grow_bb(&r.side[b > r.bin], &bn->b[r.axis][b]);
         }
     for (int k = 0; k < 3; ++k)
-        for (int j = 0; j < nne[k]; ++j) { bn->b[k][ne[k][j]] = bbox_empty(); bn->n[k][ne[k][j]] = 0; }
+        for (int j = 0; j < nne[k]; ++j) {
+            bn->b[k][ne[k][j]] = bbox_empty();
+            bn->n[k][ne[k][j]] = 0;
+        }
     bn->used[0] = bn->used[1] = bn->used[2] = 0;
     return r;
 }
@@ -342,13 +389,23 @@ static bin_split bins_sweep(builder *B, const box *nb, const double scale[3])
 static uint32_t partition_par(builder *B, uint32_t first, uint32_t count, int k, int best_bin, float lo, double sc,
                               pend *L, pend *R)
 {
-    size_t chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
+    size_t   chunks = ((size_t)count - 1) / BIN_GRAIN + 1;
     part_job J;
-    J.p = B->p; J.tmp = B->tmp; J.first = first; J.count = count; J.k = k; J.best_bin = best_bin; J.lo = lo; J.sc = sc;
-    J.tri_count = B->tri_count; J.n = B->part_n; J.lr = B->part_lr; J.nleft = 0;
+    J.p = B->p;
+    J.tmp = B->tmp;
+    J.first = first;
+    J.count = count;
+    J.k = k;
+    J.best_bin = best_bin;
+    J.lo = lo;
+    J.sc = sc;
+    J.tri_count = B->tri_count;
+    J.n = B->part_n;
+    J.lr = B->part_lr;
+    J.nleft = 0;
     J.phase = 0;
     bk_parallel_for(count, BIN_GRAIN, part_chunk, &J);
-    for (size_t c = 0; c < chunks; ++c) {  /* counts to starts; bounds merged in chunk order */
+    for (size_t c = 0; c < chunks; ++c) { /* counts to starts; bounds merged in chunk order */
         uint32_t nl = J.n[c];
         J.n[c] = J.nleft;
         J.nleft += nl;
@@ -367,14 +424,16 @@ static uint32_t partition_par(builder *B, uint32_t first, uint32_t count, int k,
 static uint32_t partition_seq(builder *B, uint32_t first, uint32_t count, int k, int best_bin, float lo, double sc,
                               pend *L, pend *R)
 {
-    pref *p = B->p;
+    pref    *p = B->p;
     uint32_t i = first, j = first + count;
     while (i < j) {
         if (bin_of(centroid(&p[i], k), lo, sc) <= best_bin) {
             pend_add(L, &p[i], B->tri_count);
             ++i;
         } else {
-            pref t = p[i]; p[i] = p[--j]; p[j] = t;
+            pref t = p[i];
+            p[i] = p[--j];
+            p[j] = t;
             pend_add(R, &p[j], B->tri_count);
         }
     }
@@ -389,7 +448,7 @@ static void make_children(builder *B, uint32_t ni, uint32_t first, uint32_t coun
 {
     uint32_t l = B->node_count;
     B->node_count += 2;
-    bnode *n = &B->nodes[ni];     /* nodes never reallocate (2N - 1 reserved), but keep it obvious */
+    bnode *n = &B->nodes[ni]; /* nodes never reallocate (2N - 1 reserved), but keep it obvious */
     n->left = (int32_t)l;
     for (int c = 0; c < 2; ++c) {
         bnode *ch = &B->nodes[l + c];
@@ -417,14 +476,14 @@ static void make_children(builder *B, uint32_t ni, uint32_t first, uint32_t coun
 static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
 {
     const uint32_t ni = pn->ni;
-    const bnode *n = &B->nodes[ni];
-    uint32_t first = n->first, count = n->count;
+    const bnode   *n = &B->nodes[ni];
+    uint32_t       first = n->first, count = n->count;
     if (count <= 1 || (int)n->depth >= B->o->max_depth) return 0;
 
     /* A leaf with a voxel segment holds only it: a segment's walk costs a dozen triangle tests,
      * and a warp's lanes wait for the longest (H100, world54k: 1.54 -> 1.71 Grays/s closest hit
      * with 8^3 segments) */
-    uint32_t max_leaf = pn->vox ? 1u : (uint32_t)B->o->max_leaf;
+    uint32_t     max_leaf = pn->vox ? 1u : (uint32_t)B->o->max_leaf;
     const float *clo = pn->clo, *chi = pn->chi;
 
     double scale[3];
@@ -432,9 +491,10 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
     const bin_split bs = bins_sweep(B, &n->b, scale);
 
     uint32_t mid;
-    int from_bins = 0;
-    pend *L = &ch_out[0], *R = &ch_out[1];
-    pend_reset(L); pend_reset(R);
+    int      from_bins = 0;
+    pend    *L = &ch_out[0], *R = &ch_out[1];
+    pend_reset(L);
+    pend_reset(R);
     if (bs.axis < 0) {
         /* All centroids coincide: only an object-median split can bound the leaf size. */
         if (count <= max_leaf && !force) return 0;
@@ -443,9 +503,12 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
         if (bs.cost >= (float)count && count <= max_leaf && !force) return 0;
         const int k = bs.axis;
         if (B->tmp && count > BIN_GRAIN) mid = partition_par(B, first, count, k, bs.bin, clo[k], scale[k], L, R);
-        else                             mid = partition_seq(B, first, count, k, bs.bin, clo[k], scale[k], L, R);
+        else mid = partition_seq(B, first, count, k, bs.bin, clo[k], scale[k], L, R);
         from_bins = 1;
-        if (mid == first || mid == first + count) { mid = first + count / 2; from_bins = 0; }
+        if (mid == first || mid == first + count) {
+            mid = first + count / 2;
+            from_bins = 0;
+        }
     }
     make_children(B, ni, first, count, mid, from_bins, bs.side, ch_out);
     return 1;
@@ -454,22 +517,22 @@ static int split_node(builder *B, const pend *pn, int force, pend ch_out[2])
 /* ---- top levels and subtree tasks ---------------------------------------------------------- */
 
 typedef struct sub {
-    pend     root;        /* root.ni: the subtree's root in the top numbering */
-    uint32_t at;          /* top nodes made before this task was cut off */
-    uint32_t order;       /* position in cut-off order */
-    size_t   off;         /* its private nodes: B.sub_nodes[off, off + 2 count) */
-    uint32_t count;       /* its node count after the build (root included) */
-    uint32_t base;        /* final index of its node 1 */
+    pend     root;  /* root.ni: the subtree's root in the top numbering */
+    uint32_t at;    /* top nodes made before this task was cut off */
+    uint32_t order; /* position in cut-off order */
+    size_t   off;   /* its private nodes: B.sub_nodes[off, off + 2 count) */
+    uint32_t count; /* its node count after the build (root included) */
+    uint32_t base;  /* final index of its node 1 */
 } sub;
 
 typedef struct build_ctx {
     const bk_build_opts *o;
-    pref     *p;
-    uint32_t  tri_count;
-    bnode    *top;        /* the top nodes */
-    bnode    *sub_nodes;
-    sub      *subs;
-    uint32_t *sorted;     /* task order: largest first */
+    pref                *p;
+    uint32_t             tri_count;
+    bnode               *top; /* the top nodes */
+    bnode               *sub_nodes;
+    sub                 *subs;
+    uint32_t            *sorted; /* task order: largest first */
 } build_ctx;
 
 /* Depth-first build of the subtree under B->nodes[root.ni]; subtrees of at most sub_max
@@ -477,13 +540,15 @@ typedef struct build_ctx {
 static void build_dfs(builder *B, const pend *root, int force_root, uint32_t sub_max, sub *subs, uint32_t *sub_count)
 {
     pend stack[BK_MAX_DEPTH + 4];
-    int sp = 0;
+    int  sp = 0;
     stack[sp++] = *root;
     while (sp) {
         pend pn = stack[--sp];
         if (subs && pn.ni != root->ni && B->nodes[pn.ni].count <= sub_max) {
             sub *s = &subs[(*sub_count)++];
-            s->root = pn; s->at = B->node_count; s->order = *sub_count - 1;
+            s->root = pn;
+            s->at = B->node_count;
+            s->order = *sub_count - 1;
             continue;
         }
         pend ch[2];
@@ -500,12 +565,15 @@ static void sub_task(void *ctx, size_t b, size_t e, int worker)
     (void)worker;
     build_ctx *C = (build_ctx *)ctx;
     for (size_t i = b; i < e; ++i) {
-        sub *s = &C->subs[C->sorted[i]];
+        sub    *s = &C->subs[C->sorted[i]];
         builder B;
         memset(&B, 0, sizeof B);
         bins scr;
         bins_clear(&scr);
-        B.o = C->o; B.p = C->p; B.tri_count = C->tri_count; B.scr = &scr;
+        B.o = C->o;
+        B.p = C->p;
+        B.tri_count = C->tri_count;
+        B.scr = &scr;
         B.nodes = C->sub_nodes + s->off;
         B.nodes[0] = C->top[s->root.ni];
         B.node_count = 1;
@@ -517,7 +585,12 @@ static void sub_task(void *ctx, size_t b, size_t e, int worker)
 }
 
 /* The tasks' nodes to their places in the final numbering (each task's to its own run). */
-typedef struct renum_job { const sub *subs; const bnode *sub_nodes; const uint32_t *map; bnode *nodes; } renum_job;
+typedef struct renum_job {
+    const sub      *subs;
+    const bnode    *sub_nodes;
+    const uint32_t *map;
+    bnode          *nodes;
+} renum_job;
 
 static void renum_task(void *ctx, size_t b, size_t e, int worker)
 {
@@ -534,7 +607,9 @@ static void renum_task(void *ctx, size_t b, size_t e, int worker)
 }
 
 /* Tasks largest first, so one big subtree does not finish alone at the end; ties in cut-off order. */
-typedef struct sub_key { uint32_t count, order; } sub_key;
+typedef struct sub_key {
+    uint32_t count, order;
+} sub_key;
 static int cmp_sub_key(const void *a, const void *b)
 {
     const sub_key *x = (const sub_key *)a, *y = (const sub_key *)b;
@@ -546,17 +621,17 @@ static int cmp_sub_key(const void *a, const void *b)
 
 typedef struct prep_job {
     const bk_geom *g;
-    pref     *p;
-    box      *part_box;
-    pend     *part_pend;
+    pref          *p;
+    box           *part_box;
+    pend          *part_pend;
 } prep_job;
 
 static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     prep_job *J = (prep_job *)ctx;
-    box bb = box_empty();
-    pend pp;
+    box       bb = box_empty();
+    pend      pp;
     pend_reset(&pp);
     for (size_t t = b; t < e; ++t) {
         pref *r = &J->p[t];
@@ -575,9 +650,19 @@ static void prep_chunk(void *ctx, size_t b, size_t e, int worker)
 static void set_child(bk_bvh_node *ln, int c, const box *b, int32_t ref)
 {
     bk_f4 *xy = c == 0 ? &ln->xy0 : &ln->xy1;
-    xy->x = b->lo[0]; xy->y = b->hi[0]; xy->z = b->lo[1]; xy->w = b->hi[1];
-    if (c == 0) { ln->z01.x = b->lo[2]; ln->z01.y = b->hi[2]; ln->refs.x = bk_bits_float((uint32_t)ref); }
-    else        { ln->z01.z = b->lo[2]; ln->z01.w = b->hi[2]; ln->refs.y = bk_bits_float((uint32_t)ref); }
+    xy->x = b->lo[0];
+    xy->y = b->hi[0];
+    xy->z = b->lo[1];
+    xy->w = b->hi[1];
+    if (c == 0) {
+        ln->z01.x = b->lo[2];
+        ln->z01.y = b->hi[2];
+        ln->refs.x = bk_bits_float((uint32_t)ref);
+    } else {
+        ln->z01.z = b->lo[2];
+        ln->z01.w = b->hi[2];
+        ln->refs.y = bk_bits_float((uint32_t)ref);
+    }
 }
 
 /* The build nodes are numbered as a serial depth-first build numbers them: the k-th node split
@@ -591,16 +676,16 @@ static void set_child(bk_bvh_node *ln, int c, const box *b, int32_t ref)
 #define FLAT_GRAIN 16384
 
 typedef struct flat_part {
-    uint64_t tris;        /* records in the chunk's leaves; after pass 0, where the first goes */
+    uint64_t tris; /* records in the chunk's leaves; after pass 0, where the first goes */
     uint32_t leaves, max_leaf, depth;
-    double   sah;         /* the chunk's terms, summed in node order */
+    double   sah; /* the chunk's terms, summed in node order */
 } flat_part;
 
 typedef struct flat_job {
     const bk_geom *g;
     const bnode   *nodes;
     const pref    *p;
-    flat_part     *part;      /* one per chunk */
+    flat_part     *part; /* one per chunk */
     bk_bvh_node   *ln;
     bk_f4         *tris;
     double         root_area;
@@ -621,8 +706,8 @@ static void flat_chunk(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     const flat_job *J = (const flat_job *)ctx;
-    const bnode *nodes = J->nodes;
-    flat_part *P = &J->part[b / FLAT_GRAIN];
+    const bnode    *nodes = J->nodes;
+    flat_part      *P = &J->part[b / FLAT_GRAIN];
     if (J->pass == 0) {
         flat_part q;
         memset(&q, 0, sizeof q);
@@ -653,7 +738,7 @@ static void flat_chunk(void *ctx, size_t b, size_t e, int worker)
         bk_bvh_node *dst = &J->ln[(l - 1) / 2];
         for (int c = 0; c < 2; ++c) {
             const bnode *ch = &nodes[l + c];
-            int32_t ref;
+            int32_t      ref;
             if (ch->left >= 0) {
                 ref = (ch->left - 1) / 2;
             } else {
@@ -663,7 +748,8 @@ static void flat_chunk(void *ctx, size_t b, size_t e, int worker)
             }
             set_child(dst, c, &ch->b, ref);
         }
-        dst->refs.z = 0.0f; dst->refs.w = 0.0f;
+        dst->refs.z = 0.0f;
+        dst->refs.w = 0.0f;
     }
 }
 
@@ -673,16 +759,16 @@ typedef struct bvh_build {
     const bk_scene *s;
     bk_build_opts   o;
     bk_geom         g;
-    uint32_t        n;            /* primitives: triangles, then voxel segments */
-    size_t          n1, chunks;   /* max(n, 1) and its chunks of BIN_GRAIN */
-    uint32_t        sub_max;      /* subtrees this small are tasks */
+    uint32_t        n;          /* primitives: triangles, then voxel segments */
+    size_t          n1, chunks; /* max(n, 1) and its chunks of BIN_GRAIN */
+    uint32_t        sub_max;    /* subtrees this small are tasks */
     pref           *p;
     box            *part_box;
     pend           *part_pend;
     bins           *part;
     box             root;
-    pend            rp;           /* the root's pend record */
-    bnode          *top;          /* the top nodes, top_count of them */
+    pend            rp;  /* the root's pend record */
+    bnode          *top; /* the top nodes, top_count of them */
     uint32_t        top_count;
     sub            *subs;
     uint32_t        nsub;
@@ -690,10 +776,10 @@ typedef struct bvh_build {
     uint32_t       *sorted;
     sub_key        *keys;
     uint32_t       *map;
-    bnode          *nodes;        /* all build nodes, in the serial depth-first numbering */
+    bnode          *nodes; /* all build nodes, in the serial depth-first numbering */
     uint32_t        node_count;
     flat_part      *fpart;
-    bk_bvh_node    *ln;           /* the layout: layout_count nodes, and n leaf records in tris */
+    bk_bvh_node    *ln; /* the layout: layout_count nodes, and n leaf records in tris */
     bk_f4          *tris;
     uint32_t        layout_count, leaves, max_leaf, depth;
     double          sah;
@@ -707,9 +793,10 @@ static int bvh_prep(bvh_build *S)
     if (S->o.max_leaf < 1) S->o.max_leaf = 1;
 
     const size_t n1 = n ? n : 1, chunks = (n1 - 1) / BIN_GRAIN + 1;
-    S->n1 = n1; S->chunks = chunks;
+    S->n1 = n1;
+    S->chunks = chunks;
     uint32_t sub_max = n / SUB_DIV > SUB_MIN ? n / SUB_DIV : SUB_MIN;
-    if (sub_max < BIN_GRAIN) {    /* see the top of the file: same tree for any value up to BIN_GRAIN */
+    if (sub_max < BIN_GRAIN) { /* see the top of the file: same tree for any value up to BIN_GRAIN */
         const uint32_t want = n / (4u * (uint32_t)bk_pool_threads());
         if (want > sub_max) sub_max = want < BIN_GRAIN ? want : BIN_GRAIN;
     }
@@ -723,15 +810,26 @@ static int bvh_prep(bvh_build *S)
     if (!S->p || !S->part_box || !S->part_pend || !S->part || !S->top || !S->subs) return -1;
 
     prep_job PJ;
-    PJ.g = &S->g; PJ.p = S->p; PJ.part_box = S->part_box; PJ.part_pend = S->part_pend;
+    PJ.g = &S->g;
+    PJ.p = S->p;
+    PJ.part_box = S->part_box;
+    PJ.part_pend = S->part_pend;
     bk_parallel_for(n, BIN_GRAIN, prep_chunk, &PJ);
-    box root = box_empty();
+    box  root = box_empty();
     pend rp;
     pend_reset(&rp);
-    for (size_t c = 0; n && c < chunks; ++c) { box_grow(&root, &S->part_box[c]); pend_merge(&rp, &S->part_pend[c]); }
+    for (size_t c = 0; n && c < chunks; ++c) {
+        box_grow(&root, &S->part_box[c]);
+        pend_merge(&rp, &S->part_pend[c]);
+    }
     rp.ni = 0;
-    S->top[0].b = root; S->top[0].left = -1; S->top[0].first = 0; S->top[0].count = n; S->top[0].depth = 0;
-    S->root = root; S->rp = rp;
+    S->top[0].b = root;
+    S->top[0].left = -1;
+    S->top[0].first = 0;
+    S->top[0].count = n;
+    S->top[0].depth = 0;
+    S->root = root;
+    S->rp = rp;
     return 0;
 }
 
@@ -740,21 +838,33 @@ static int bvh_top(bvh_build *S)
 {
     builder T;
     memset(&T, 0, sizeof T);
-    T.o = &S->o; T.p = S->p; T.tri_count = S->s->tri_count; T.nodes = S->top; T.node_count = 1;
-    T.part = S->part; T.part_cap = S->chunks;
+    T.o = &S->o;
+    T.p = S->p;
+    T.tri_count = S->s->tri_count;
+    T.nodes = S->top;
+    T.node_count = 1;
+    T.part = S->part;
+    T.part_cap = S->chunks;
     /* the parallel partition only where a node has several chunks (never for the small scenes) */
     if (S->n > BIN_GRAIN) {
         T.tmp = malloc(sizeof(pref) * S->n1);
         T.part_n = malloc(sizeof(uint32_t) * S->chunks);
         T.part_lr = malloc(sizeof(pend) * 2 * S->chunks);
-        if (!T.tmp || !T.part_n || !T.part_lr) { free(T.tmp); free(T.part_n); free(T.part_lr); return -1; }
+        if (!T.tmp || !T.part_n || !T.part_lr) {
+            free(T.tmp);
+            free(T.part_n);
+            free(T.part_lr);
+            return -1;
+        }
     }
     bins scr;
     bins_clear(&scr);
     T.scr = &scr;
     S->nsub = 0;
     build_dfs(&T, &S->rp, 1, S->sub_max, S->subs, &S->nsub);
-    free(T.tmp); free(T.part_n); free(T.part_lr);
+    free(T.tmp);
+    free(T.part_n);
+    free(T.part_lr);
     S->top_count = T.node_count;
     return 0;
 }
@@ -763,20 +873,31 @@ static int bvh_top(bvh_build *S)
 static int bvh_subtrees(bvh_build *S)
 {
     const uint32_t nsub = S->nsub;
-    sub *subs = S->subs;
-    const bnode *top = S->top;
-    size_t sub_total = 0;
-    for (uint32_t i = 0; i < nsub; ++i) { subs[i].off = sub_total; sub_total += 2 * (size_t)top[subs[i].root.ni].count; }
+    sub           *subs = S->subs;
+    const bnode   *top = S->top;
+    size_t         sub_total = 0;
+    for (uint32_t i = 0; i < nsub; ++i) {
+        subs[i].off = sub_total;
+        sub_total += 2 * (size_t)top[subs[i].root.ni].count;
+    }
     S->sub_nodes = malloc(sizeof(bnode) * (sub_total ? sub_total : 1));
     S->sorted = malloc(sizeof(uint32_t) * (nsub ? nsub : 1));
     S->keys = malloc(sizeof(sub_key) * (nsub ? nsub : 1));
     if (!S->sub_nodes || !S->sorted || !S->keys) return -1;
     sub_key *keys = S->keys;
-    for (uint32_t i = 0; i < nsub; ++i) { keys[i].count = top[subs[i].root.ni].count; keys[i].order = i; }
+    for (uint32_t i = 0; i < nsub; ++i) {
+        keys[i].count = top[subs[i].root.ni].count;
+        keys[i].order = i;
+    }
     qsort(keys, nsub, sizeof *keys, cmp_sub_key);
     for (uint32_t i = 0; i < nsub; ++i) S->sorted[i] = keys[i].order;
     build_ctx C;
-    C.o = &S->o; C.p = S->p; C.tri_count = S->s->tri_count; C.top = S->top; C.sub_nodes = S->sub_nodes; C.subs = subs;
+    C.o = &S->o;
+    C.p = S->p;
+    C.tri_count = S->s->tri_count;
+    C.top = S->top;
+    C.sub_nodes = S->sub_nodes;
+    C.subs = subs;
     C.sorted = S->sorted;
     bk_parallel_for(nsub, 1, sub_task, &C);
     return 0;
@@ -787,16 +908,22 @@ static int bvh_subtrees(bvh_build *S)
 static int bvh_join(bvh_build *S)
 {
     const uint32_t nsub = S->nsub, top_count = S->top_count;
-    sub *subs = S->subs;
+    sub           *subs = S->subs;
     S->map = malloc(sizeof(uint32_t) * top_count);
     if (!S->map) return -1;
     uint32_t *map = S->map;
-    uint32_t acc = 0, si = 0;
+    uint32_t  acc = 0, si = 0;
     for (uint32_t i = 0; i < top_count; ++i) {
-        for (; si < nsub && subs[si].at <= i; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
+        for (; si < nsub && subs[si].at <= i; ++si) {
+            subs[si].base = subs[si].at + acc;
+            acc += subs[si].count - 1;
+        }
         map[i] = i + acc;
     }
-    for (; si < nsub; ++si) { subs[si].base = subs[si].at + acc; acc += subs[si].count - 1; }
+    for (; si < nsub; ++si) {
+        subs[si].base = subs[si].at + acc;
+        acc += subs[si].count - 1;
+    }
     const uint32_t node_count = top_count + acc;
     S->node_count = node_count;
     S->nodes = malloc(sizeof(bnode) * node_count);
@@ -808,9 +935,12 @@ static int bvh_join(bvh_build *S)
     }
     renum_job RN = { subs, S->sub_nodes, map, S->nodes };
     bk_parallel_for(nsub, 1, renum_task, &RN);
-    free(S->sub_nodes); S->sub_nodes = NULL;
-    free(S->top); S->top = NULL;
-    free(S->map); S->map = NULL;
+    free(S->sub_nodes);
+    S->sub_nodes = NULL;
+    free(S->top);
+    S->top = NULL;
+    free(S->map);
+    S->map = NULL;
     return 0;
 }
 
@@ -819,30 +949,39 @@ static int bvh_join(bvh_build *S)
 static int bvh_flatten(bvh_build *S)
 {
     const uint32_t node_count = S->node_count;
-    const bnode *nodes = S->nodes;
+    const bnode   *nodes = S->nodes;
     const uint32_t inner = (node_count - 1) / 2, layout_count = inner ? inner : 1;
-    const size_t fchunks = ((size_t)node_count - 1) / FLAT_GRAIN + 1;
+    const size_t   fchunks = ((size_t)node_count - 1) / FLAT_GRAIN + 1;
     S->fpart = malloc(sizeof(flat_part) * fchunks);
     /* 64-byte aligned: one node is exactly one cache line */
     S->ln = aligned_alloc(64, sizeof(bk_bvh_node) * layout_count);
     S->tris = aligned_alloc(64, (sizeof(bk_f4) * 3 * S->n1 + 63) / 64 * 64);
     if (!S->fpart || !S->ln || !S->tris) return -1;
-    flat_part *fpart = S->fpart;
+    flat_part   *fpart = S->fpart;
     bk_bvh_node *ln = S->ln;
-    flat_job FJ;
-    FJ.g = &S->g; FJ.nodes = nodes; FJ.p = S->p; FJ.part = fpart; FJ.ln = ln; FJ.tris = S->tris;
+    flat_job     FJ;
+    FJ.g = &S->g;
+    FJ.nodes = nodes;
+    FJ.p = S->p;
+    FJ.part = fpart;
+    FJ.ln = ln;
+    FJ.tris = S->tris;
     FJ.root_area = box_area(&S->root) > 0 ? box_area(&S->root) : 1.0;
     FJ.cost_node = S->o.cost_node;
     uint64_t tri_next = 0;
     uint32_t leaves = 0, max_leaf = 0, depth = 0;
-    double sah = 0.0;
+    double   sah = 0.0;
     if (!inner) {
-        leaves = 1; max_leaf = nodes[0].count; depth = 1; tri_next = nodes[0].count;
+        leaves = 1;
+        max_leaf = nodes[0].count;
+        depth = 1;
+        tri_next = nodes[0].count;
         sah = box_area(&nodes[0].b) / FJ.root_area * nodes[0].count;
         leaf_records(&FJ, &nodes[0], 0);
         set_child(&ln[0], 0, &S->root, ~0);
         set_child(&ln[0], 1, &S->root, ~0);
-        ln[0].refs.z = 0.0f; ln[0].refs.w = 0.0f;
+        ln[0].refs.z = 0.0f;
+        ln[0].refs.w = 0.0f;
     } else {
         FJ.pass = 0;
         bk_parallel_for(node_count, FLAT_GRAIN, flat_chunk, &FJ);
@@ -859,19 +998,42 @@ static int bvh_flatten(bvh_build *S)
         bk_parallel_for(node_count, FLAT_GRAIN, flat_chunk, &FJ);
     }
     BK_CHECK(tri_next == S->n && leaves == node_count - inner);
-    S->layout_count = layout_count; S->leaves = leaves; S->max_leaf = max_leaf; S->depth = depth; S->sah = sah;
+    S->layout_count = layout_count;
+    S->leaves = leaves;
+    S->max_leaf = max_leaf;
+    S->depth = depth;
+    S->sah = sah;
     return 0;
 }
 
 /* Everything but the layout (ln, tris), which goes to the accel. */
 static void bvh_build_free(bvh_build *S)
 {
-    free(S->fpart); free(S->nodes);
-    free(S->p); free(S->part_box); free(S->part_pend); free(S->part); free(S->top); free(S->subs); free(S->sub_nodes);
-    free(S->sorted); free(S->keys); free(S->map);
+    free(S->fpart);
+    free(S->nodes);
+    free(S->p);
+    free(S->part_box);
+    free(S->part_pend);
+    free(S->part);
+    free(S->top);
+    free(S->subs);
+    free(S->sub_nodes);
+    free(S->sorted);
+    free(S->keys);
+    free(S->map);
     bk_geom_free(&S->g);
-    S->fpart = NULL; S->nodes = NULL; S->p = NULL; S->part_box = NULL; S->part_pend = NULL; S->part = NULL;
-    S->top = NULL; S->subs = NULL; S->sub_nodes = NULL; S->sorted = NULL; S->keys = NULL; S->map = NULL;
+    S->fpart = NULL;
+    S->nodes = NULL;
+    S->p = NULL;
+    S->part_box = NULL;
+    S->part_pend = NULL;
+    S->part = NULL;
+    S->top = NULL;
+    S->subs = NULL;
+    S->sub_nodes = NULL;
+    S->sorted = NULL;
+    S->keys = NULL;
+    S->map = NULL;
 }
 
 /* The layout and the report into out, with the voxel models' bricks. 0, or -1 with err. */
@@ -879,7 +1041,11 @@ static int bvh_output(bvh_build *S, bk_accel *out, char *err, size_t err_size)
 {
     const uint32_t n = S->n, next = S->layout_count;
     out->type = BK_ACCEL_BVH;
-    if (bk_vox_pack_build(S->s, &out->vox, err, err_size)) { free(S->ln); free(S->tris); return -1; }
+    if (bk_vox_pack_build(S->s, &out->vox, err, err_size)) {
+        free(S->ln);
+        free(S->tris);
+        return -1;
+    }
     out->bvh_nodes = S->ln;
     out->bvh_node_count = next;
     out->tris = S->tris;
@@ -907,7 +1073,12 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     S.n = S.g.count;
     S.o = *opts;
     double st[BK_BUILD_STAGES] = { 0 }, ts = t0;
-#define STAGE_END(k) do { double now_ = bk_time_now(); st[k] = now_ - ts; ts = now_; } while (0)
+#define STAGE_END(k)                 \
+    do {                             \
+        double now_ = bk_time_now(); \
+        st[k] = now_ - ts;           \
+        ts = now_;                   \
+    } while (0)
     if (bvh_prep(&S)) goto oom;
     STAGE_END(BK_BUILD_PREP);
     if (bvh_top(&S)) goto oom;
@@ -926,7 +1097,8 @@ int bk_bvh_build(const bk_scene *s, const bk_build_opts *opts, bk_accel *out, ch
     return 0;
 
 oom:
-    free(S.ln); free(S.tris);
+    free(S.ln);
+    free(S.tris);
     bvh_build_free(&S);
     return bk_fail(err, err_size, "out of memory building the BVH (%u primitives)", S.n);
 }

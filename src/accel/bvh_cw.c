@@ -16,7 +16,7 @@
  * 1: 868 / 498, 3: (not printed) / 498, 6: 804 / 454 (an earlier version of the node test, same
  * run). */
 #ifndef BK_CW_MERGE
-#  define BK_CW_MERGE 3
+#define BK_CW_MERGE 3
 #endif
 
 typedef bk_bvh_child cchild;
@@ -28,8 +28,8 @@ typedef struct cw_build {
     bk_f4               *recs;
     uint32_t             rec_count;
     uint32_t             depth;
-    uint32_t            *size;       /* per binary inner node: records under it */
-    uint32_t            *scratch;    /* the records of the leaf being copied */
+    uint32_t            *size;    /* per binary inner node: records under it */
+    uint32_t            *scratch; /* the records of the leaf being copied */
 } cw_build;
 
 static int is_leaf(const cw_build *B, const cchild *c) { return bk_bvh_child_is_leaf(c, B->size, BK_CW_MERGE); }
@@ -53,13 +53,20 @@ static int copy_records(cw_build *B, int32_t ref)
 static void assign_slots(const cchild *c, int k, int slot_of[8])
 {
     float cx = 0, cy = 0, cz = 0;
-    for (int i = 0; i < k; ++i) { cx += c[i].lo[0] + c[i].hi[0]; cy += c[i].lo[1] + c[i].hi[1]; cz += c[i].lo[2] + c[i].hi[2]; }
-    cx /= (float)k; cy /= (float)k; cz /= (float)k;
+    for (int i = 0; i < k; ++i) {
+        cx += c[i].lo[0] + c[i].hi[0];
+        cy += c[i].lo[1] + c[i].hi[1];
+        cz += c[i].lo[2] + c[i].hi[2];
+    }
+    cx /= (float)k;
+    cy /= (float)k;
+    cz /= (float)k;
     float cost[8][8];
     for (int i = 0; i < k; ++i)
         for (int s = 0; s < 8; ++s) {
             float dx = (s & 1) ? -1.0f : 1.0f, dy = (s & 2) ? -1.0f : 1.0f, dz = (s & 4) ? -1.0f : 1.0f;
-            cost[i][s] = dx * (c[i].lo[0] + c[i].hi[0] - cx) + dy * (c[i].lo[1] + c[i].hi[1] - cy) + dz * (c[i].lo[2] + c[i].hi[2] - cz);
+            cost[i][s] = dx * (c[i].lo[0] + c[i].hi[0] - cx) + dy * (c[i].lo[1] + c[i].hi[1] - cy) +
+                         dz * (c[i].lo[2] + c[i].hi[2] - cz);
         }
     int used = 0;
     for (int i = 0; i < k; ++i) slot_of[i] = -1;
@@ -68,7 +75,10 @@ static void assign_slots(const cchild *c, int k, int slot_of[8])
         for (int i = 0; i < k; ++i) {
             if (slot_of[i] >= 0) continue;
             for (int s = 0; s < 8; ++s)
-                if (!(used >> s & 1) && (bi < 0 || cost[i][s] < cost[bi][bs])) { bi = i; bs = s; }
+                if (!(used >> s & 1) && (bi < 0 || cost[i][s] < cost[bi][bs])) {
+                    bi = i;
+                    bs = s;
+                }
         }
         slot_of[bi] = bs;
         used |= 1 << bs;
@@ -79,10 +89,10 @@ static void assign_slots(const cchild *c, int k, int slot_of[8])
 static int grid_exponent(float lo, float hi)
 {
     double ext = (double)hi - (double)lo;
-    int e = -126;
+    int    e = -126;
     if (ext > 0) {
         int x;
-        (void)frexp(ext / 255.0, &x);        /* ext / 255 < 2^x */
+        (void)frexp(ext / 255.0, &x); /* ext / 255 < 2^x */
         e = x < -126 ? -126 : x;
         while (e > -126 && (double)lo + 255.0 * ldexp(1.0, e - 1) >= (double)hi) --e;
         while ((double)lo + 255.0 * ldexp(1.0, e) < (double)hi) ++e;
@@ -95,7 +105,7 @@ static int collapse_node(cw_build *B, uint32_t w, int32_t n, uint32_t level)
     if (level >= BK_CW_MAX_DEPTH) return -1;
     if (level + 1 > B->depth) B->depth = level + 1;
     cchild c[8];
-    int k = bk_bvh_wide_children(B->bin, B->size, BK_CW_MERGE, n, 8, c);
+    int    k = bk_bvh_wide_children(B->bin, B->size, BK_CW_MERGE, n, 8, c);
     if (k < 0) return -1;
     int slot_of[8], child_at[8];
     assign_slots(c, k, slot_of);
@@ -125,10 +135,13 @@ static int collapse_node(cw_build *B, uint32_t w, int32_t n, uint32_t level)
         int i = child_at[s];
         if (i < 0) {
             o->meta[s] = BK_CW_EMPTY;
-            for (int a = 0; a < 3; ++a) { o->qlo[a][s] = 0xFF; o->qhi[a][s] = 0; }
+            for (int a = 0; a < 3; ++a) {
+                o->qlo[a][s] = 0xFF;
+                o->qhi[a][s] = 0;
+            }
             continue;
         }
-        for (int a = 0; a < 3; ++a) {     /* outwards: the grid box contains the child's */
+        for (int a = 0; a < 3; ++a) { /* outwards: the grid box contains the child's */
             double ql = floor(((double)c[i].lo[a] - (double)lo[a]) / step[a]);
             double qh = ceil(((double)c[i].hi[a] - (double)lo[a]) / step[a]);
             if (ql < 0) ql = 0;
@@ -173,18 +186,24 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
     B.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
     B.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
     if (!B.nodes || !B.recs || !B.size || !B.scratch) {
-        free(B.nodes); free(B.recs); free(B.size); free(B.scratch);
+        free(B.nodes);
+        free(B.recs);
+        free(B.size);
+        free(B.scratch);
         memset(out, 0, sizeof *out);
         return bk_fail(err, err_size, "compressed BVH: out of memory");
     }
     B.count = 1;
-    int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) || B.rec_count != bin->tri_count;
+    int bad = bk_bvh_subtree_sizes(bin, 0, 0, B.size) > bin->tri_count || collapse_node(&B, 0, 0, 0) ||
+              B.rec_count != bin->tri_count;
     free(B.size);
     free(B.scratch);
     if (bad) {
-        free(B.nodes); free(B.recs);
+        free(B.nodes);
+        free(B.recs);
         memset(out, 0, sizeof *out);
-        return bk_fail(err, err_size, "compressed BVH: the binary tree is too deep or its leaves too long for the layout");
+        return bk_fail(err, err_size,
+                       "compressed BVH: the binary tree is too deep or its leaves too long for the layout");
     }
     out->nodes = B.nodes;
     out->node_count = B.count;
@@ -196,7 +215,8 @@ int bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t er
 
 void bk_cwbvh_free(bk_cwbvh *cw)
 {
-    free(cw->nodes); free(cw->recs);
+    free(cw->nodes);
+    free(cw->recs);
     memset(cw, 0, sizeof *cw);
 }
 

@@ -20,11 +20,11 @@
 #include <stddef.h>
 
 typedef struct bk_cwbvh {
-    bk_cw_node *nodes;           /* root is node 0 */
+    bk_cw_node *nodes; /* root is node 0 */
     uint32_t    node_count;
-    bk_f4      *recs;            /* 3 per record, in leaf order (the binary layout's records) */
+    bk_f4      *recs; /* 3 per record, in leaf order (the binary layout's records) */
     uint32_t    rec_count;
-    uint32_t    depth;           /* levels of nodes on the longest path */
+    uint32_t    depth; /* levels of nodes on the longest path */
 } bk_cwbvh;
 
 /* Collapses binary BVH bin (type BK_ACCEL_BVH, prim BK_PRIM_TRI). Deterministic. 0, or -1 with a

@@ -18,7 +18,7 @@
  *   dragon_vrip_res2:  0: 1.21 / 1.63   4: 1.53 / 1.92   8: 1.70 / 2.12   16: 1.57 / 2.06
  *   sponza:            0: 3.81 / 6.46   4: 3.82 / 6.54   8: 3.81 / 6.32   16: 3.64 / 6.49 */
 #ifndef BK_WBVH_MERGE
-#  define BK_WBVH_MERGE 8
+#define BK_WBVH_MERGE 8
 #endif
 
 typedef bk_bvh_child wchild;
@@ -30,8 +30,8 @@ typedef struct collapse {
     uint32_t             depth;
     bk_wbvh_tri4        *tri4;
     uint32_t             tri4_count, tri4_cap;
-    uint32_t            *size;       /* per binary inner node: records under it */
-    uint32_t            *scratch;    /* the records of the leaf being emitted */
+    uint32_t            *size;    /* per binary inner node: records under it */
+    uint32_t            *scratch; /* the records of the leaf being emitted */
     uint32_t             scratch_count;
 } collapse;
 
@@ -45,8 +45,18 @@ static float child_area(const wchild *c)
 static void binary_children(const bk_accel_view *bin, int32_t n, wchild *c0, wchild *c1)
 {
     const bk_bvh_node *b = bin->bvh_nodes + n;
-    c0->lo[0] = b->xy0.x; c0->hi[0] = b->xy0.y; c0->lo[1] = b->xy0.z; c0->hi[1] = b->xy0.w; c0->lo[2] = b->z01.x; c0->hi[2] = b->z01.y;
-    c1->lo[0] = b->xy1.x; c1->hi[0] = b->xy1.y; c1->lo[1] = b->xy1.z; c1->hi[1] = b->xy1.w; c1->lo[2] = b->z01.z; c1->hi[2] = b->z01.w;
+    c0->lo[0] = b->xy0.x;
+    c0->hi[0] = b->xy0.y;
+    c0->lo[1] = b->xy0.z;
+    c0->hi[1] = b->xy0.w;
+    c0->lo[2] = b->z01.x;
+    c0->hi[2] = b->z01.y;
+    c1->lo[0] = b->xy1.x;
+    c1->hi[0] = b->xy1.y;
+    c1->lo[1] = b->xy1.z;
+    c1->hi[1] = b->xy1.w;
+    c1->lo[2] = b->z01.z;
+    c1->hi[2] = b->z01.w;
     c0->ref = (int32_t)bk_float_bits(b->refs.x);
     c1->ref = (int32_t)bk_float_bits(b->refs.y);
 }
@@ -64,9 +74,9 @@ uint32_t bk_bvh_subtree_sizes(const bk_accel_view *bin, int32_t ref, uint32_t le
     }
     if ((uint32_t)ref >= bin->bvh_node_count) return 0xFFFFFFFFu;
     const bk_bvh_node *b = bin->bvh_nodes + ref;
-    uint32_t a = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.x), level + 1, size);
-    uint32_t c = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.y), level + 1, size);
-    uint32_t n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
+    uint32_t           a = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.x), level + 1, size);
+    uint32_t           c = bk_bvh_subtree_sizes(bin, (int32_t)bk_float_bits(b->refs.y), level + 1, size);
+    uint32_t           n = a > 0xFFFFFFFFu - c ? 0xFFFFFFFFu : a + c;
     size[ref] = n;
     return n;
 }
@@ -81,11 +91,14 @@ int bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_
 {
     int k = 2;
     binary_children(bin, n, &c[0], &c[1]);
-    while (k < width) {       /* pull up the inner child of largest area (first on equal areas) */
-        int pick = -1;
+    while (k < width) { /* pull up the inner child of largest area (first on equal areas) */
+        int   pick = -1;
         float best = -1.0f;
         for (int i = 0; i < k; ++i)
-            if (!bk_bvh_child_is_leaf(&c[i], size, merge) && child_area(&c[i]) > best) { best = child_area(&c[i]); pick = i; }
+            if (!bk_bvh_child_is_leaf(&c[i], size, merge) && child_area(&c[i]) > best) {
+                best = child_area(&c[i]);
+                pick = i;
+            }
         if (pick < 0) break;
         int32_t r = c[pick].ref;
         if ((uint32_t)r >= bin->bvh_node_count) return -1;
@@ -125,15 +138,17 @@ static int32_t emit_blocks(collapse *C, int32_t ref)
         memset(b, 0, sizeof *b);
         int k = 0;
         for (; k < 4 && i + (uint32_t)k < n; ++k) {
-            uint32_t r = C->scratch[i + (uint32_t)k];
+            uint32_t     r = C->scratch[i + (uint32_t)k];
             const bk_f4 *q = C->bin->tris + 3 * (size_t)r;
             for (int v = 0; v < 3; ++v) {
-                b->v[3 * v + 0][k] = q[v].x; b->v[3 * v + 1][k] = q[v].y; b->v[3 * v + 2][k] = q[v].z;
+                b->v[3 * v + 0][k] = q[v].x;
+                b->v[3 * v + 1][k] = q[v].y;
+                b->v[3 * v + 2][k] = q[v].z;
             }
             b->rec[k] = r;
             b->id[k] = bk_float_bits(q[0].w) & BK_TRI_ID;
         }
-        for (int j = k; j < 4; ++j) {           /* unused lanes: copies of the last triangle */
+        for (int j = k; j < 4; ++j) { /* unused lanes: copies of the last triangle */
             for (int c = 0; c < 9; ++c) b->v[c][j] = b->v[c][k - 1];
             b->rec[j] = b->rec[k - 1] | BK_WBVH_LANE_UNUSED;
             b->id[j] = b->id[k - 1];
@@ -155,7 +170,7 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
     if (level > BK_MAX_DEPTH) return -1;
     if (level + 1 > C->depth) C->depth = level + 1;
     wchild c[BK_WBVH_WIDTH];
-    int k = bk_bvh_wide_children(C->bin, C->size, BK_WBVH_MERGE, n, BK_WBVH_WIDTH, c);
+    int    k = bk_bvh_wide_children(C->bin, C->size, BK_WBVH_MERGE, n, BK_WBVH_WIDTH, c);
     if (k < 0) return -1;
     uint32_t first = C->count;
     for (int i = 0; i < k; ++i)
@@ -172,9 +187,12 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
         o->hi_x[i] = o->hi_y[i] = o->hi_z[i] = -BK_INF;
         o->child[i] = BK_REF_NONE;
         if (i >= k) continue;
-        o->lo_x[i] = c[i].lo[0]; o->hi_x[i] = c[i].hi[0];
-        o->lo_y[i] = c[i].lo[1]; o->hi_y[i] = c[i].hi[1];
-        o->lo_z[i] = c[i].lo[2]; o->hi_z[i] = c[i].hi[2];
+        o->lo_x[i] = c[i].lo[0];
+        o->hi_x[i] = c[i].hi[0];
+        o->lo_y[i] = c[i].lo[1];
+        o->hi_y[i] = c[i].hi[1];
+        o->lo_z[i] = c[i].lo[2];
+        o->hi_z[i] = c[i].hi[2];
         if (!is_leaf(C, &c[i])) o->child[i] = (int32_t)next++;
         else if (!(o->child[i] = emit_blocks(C, c[i].ref))) return -1;
     }
@@ -204,7 +222,10 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     C.size = malloc(sizeof(uint32_t) * bin->bvh_node_count);
     C.scratch = malloc(sizeof(uint32_t) * bin->tri_count);
     if (!C.nodes || !C.tri4 || !C.size || !C.scratch) {
-        free(C.nodes); free(C.tri4); free(C.size); free(C.scratch);
+        free(C.nodes);
+        free(C.tri4);
+        free(C.size);
+        free(C.scratch);
         return bk_fail(err, err_size, "wide BVH: out of memory");
     }
     C.count = 1;
@@ -212,8 +233,10 @@ int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_
     free(C.size);
     free(C.scratch);
     if (bad) {
-        free(C.nodes); free(C.tri4);
-        return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes", bin->bvh_node_count);
+        free(C.nodes);
+        free(C.tri4);
+        return bk_fail(err, err_size, "wide BVH: the binary layout is not a depth-first tree of %u nodes",
+                       bin->bvh_node_count);
     }
     out->nodes = C.nodes;
     out->node_count = C.count;

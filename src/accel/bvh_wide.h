@@ -28,7 +28,7 @@
 
 /* Children per node: 4 or 8 (a compile-time choice; 8 measured faster, see trace_wide.c). */
 #ifndef BK_WBVH_WIDTH
-#  define BK_WBVH_WIDTH 8
+#define BK_WBVH_WIDTH 8
 #endif
 #define BK_WBVH_PAD (BK_WBVH_WIDTH == 8 ? 7 : 3)
 
@@ -40,15 +40,15 @@
  * Byte offsets for W = 8 (W = 4: halve them):
  *   0 lo_x, 32 hi_x, 64 lo_y, 96 hi_y, 128 lo_z, 160 hi_z, 192 child, 224 count, 228 pad. */
 typedef struct bk_wbvh_node {
-    float    lo_x[BK_WBVH_WIDTH], hi_x[BK_WBVH_WIDTH];   /* children's boxes, x        8W B */
-    float    lo_y[BK_WBVH_WIDTH], hi_y[BK_WBVH_WIDTH];   /*                   y        8W B */
-    float    lo_z[BK_WBVH_WIDTH], hi_z[BK_WBVH_WIDTH];   /*                   z        8W B */
-    int32_t  child[BK_WBVH_WIDTH];  /* >= 0 a wide node, < 0 a leaf whose first block is ~ref
-                                       in tri4 (runs to the block marked BK_WBVH_BLOCK_LAST);
-                                       BK_REF_NONE for an unused slot                    4W B */
-    uint32_t count;                 /* slots used: 2..W, always the first ones           4 B */
-    uint32_t pad[BK_WBVH_PAD];      /*                                       (28 or 12) B */
-} bk_wbvh_node;                     /*                                  32W B */
+    float   lo_x[BK_WBVH_WIDTH], hi_x[BK_WBVH_WIDTH]; /* children's boxes, x        8W B */
+    float   lo_y[BK_WBVH_WIDTH], hi_y[BK_WBVH_WIDTH]; /*                   y        8W B */
+    float   lo_z[BK_WBVH_WIDTH], hi_z[BK_WBVH_WIDTH]; /*                   z        8W B */
+    int32_t child[BK_WBVH_WIDTH];                     /* >= 0 a wide node, < 0 a leaf whose first block is ~ref
+                                                         in tri4 (runs to the block marked BK_WBVH_BLOCK_LAST);
+                                                         BK_REF_NONE for an unused slot                    4W B */
+    uint32_t count;                                   /* slots used: 2..W, always the first ones           4 B */
+    uint32_t pad[BK_WBVH_PAD];                        /*                                       (28 or 12) B */
+} bk_wbvh_node;                                       /*                                  32W B */
 BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
 
 /* Leaf triangles, 4 to a block, 192 bytes (three cache lines): the vertices as structure of arrays,
@@ -59,25 +59,25 @@ BK_STATIC_ASSERT(sizeof(bk_wbvh_node) == 32 * BK_WBVH_WIDTH, "wide node size");
  * leaf's end repeat its last triangle and are marked unused. Ids and vertices are here so that a
  * ray never reads the binary layout's records (any hit: its id; closest hit: its id and the
  * precise t, from the block it last tested). */
-#define BK_WBVH_LANE_UNUSED 0x80000000u   /* in rec[k]: lane k holds no triangle */
-#define BK_WBVH_BLOCK_LAST  0x40000000u   /* in rec[0]: the leaf's last block */
-#define BK_WBVH_REC         0x3FFFFFFFu   /* in rec[k]: the record (so at most 2^30 records) */
+#define BK_WBVH_LANE_UNUSED 0x80000000u /* in rec[k]: lane k holds no triangle */
+#define BK_WBVH_BLOCK_LAST  0x40000000u /* in rec[0]: the leaf's last block */
+#define BK_WBVH_REC         0x3FFFFFFFu /* in rec[k]: the record (so at most 2^30 records) */
 typedef struct bk_wbvh_tri4 {
-    float    v[9][4];            /* v0.x v0.y v0.z v1.x v1.y v1.z v2.x v2.y v2.z, 4 lanes each  144 B */
-    uint32_t rec[4];             /* each lane's record in the binary layout, with the flags
-                                    above                                                    16 B */
-    uint32_t id[4];              /* each lane's triangle number (the HITS id)                 16 B */
-    uint32_t pad[4];             /*                                                          16 B */
-} bk_wbvh_tri4;                  /*                                                         192 B */
+    float    v[9][4]; /* v0.x v0.y v0.z v1.x v1.y v1.z v2.x v2.y v2.z, 4 lanes each  144 B */
+    uint32_t rec[4];  /* each lane's record in the binary layout, with the flags
+                         above                                                    16 B */
+    uint32_t id[4];   /* each lane's triangle number (the HITS id)                 16 B */
+    uint32_t pad[4];  /*                                                          16 B */
+} bk_wbvh_tri4;       /*                                                         192 B */
 
 /* The wide BVH: owns its nodes and leaf blocks. */
 typedef struct bk_wbvh {
-    bk_wbvh_node *nodes;         /* root is node 0 */
+    bk_wbvh_node *nodes; /* root is node 0 */
     uint32_t      node_count;
-    bk_wbvh_tri4 *tri4;          /* leaf blocks */
+    bk_wbvh_tri4 *tri4; /* leaf blocks */
     uint32_t      tri4_count;
-    uint32_t      depth;         /* levels of wide nodes on the longest path */
-    bk_accel_view bin;           /* the binary layout it was collapsed from (not owned) */
+    uint32_t      depth; /* levels of wide nodes on the longest path */
+    bk_accel_view bin;   /* the binary layout it was collapsed from (not owned) */
 } bk_wbvh;
 
 /* Which traversal code runs: the best the CPU has, or the scalar one (tests and comparisons). */
@@ -90,7 +90,7 @@ int  bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err
 void bk_wbvh_free(bk_wbvh *w);
 
 /* The ISA that BK_WBVH_ISA_AUTO resolves to on this CPU (__builtin_cpu_supports). */
-int  bk_wbvh_isa_best(void);
+int         bk_wbvh_isa_best(void);
 const char *bk_wbvh_isa_name(int isa);
 
 /* Traces rays[begin, end) into hits; closest (any_hit 0) or any hit. Counters as the binary
@@ -102,24 +102,27 @@ void bk_wbvh_trace(const bk_wbvh *w, const bk_ray *rays, bk_hit *hits, uint64_t 
 /* One ray (the bake's loop), with st's counters as bk_trace_dispatch's but rays; isa resolved
  * (bk_wbvh_isa_resolve: what the CPU has, at most the one asked for). */
 bk_hit bk_wbvh_trace_one(const bk_wbvh *w, const bk_ray *ray, int any_hit, int isa, bk_trace_stats *st);
-int  bk_wbvh_isa_resolve(int isa);
+int    bk_wbvh_isa_resolve(int isa);
 
 /* The collapse's steps, shared with the compressed layout (src/accel/bvh_cw.c). A child of a wide node:
  * a binary child ref and its box. */
-typedef struct bk_bvh_child { int32_t ref; float lo[3], hi[3]; } bk_bvh_child;
+typedef struct bk_bvh_child {
+    int32_t ref;
+    float   lo[3], hi[3];
+} bk_bvh_child;
 /* Records under binary ref; size[] gets them for every inner node below (0xFFFFFFFF on a malformed
  * tree). */
 uint32_t bk_bvh_subtree_sizes(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *size);
 /* Appends the records under binary ref (a leaf's run, or every leaf of a subtree, depth first) to
  * out[*count ...] (room for bin->tri_count in all). 0, or -1 on a malformed tree. */
-int  bk_bvh_gather_records(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *out, uint32_t *count);
+int bk_bvh_gather_records(const bk_accel_view *bin, int32_t ref, uint32_t level, uint32_t *out, uint32_t *count);
 /* A child the collapse keeps as a leaf: a binary leaf, or a subtree of at most merge records. */
-int  bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t merge);
+int bk_bvh_child_is_leaf(const bk_bvh_child *c, const uint32_t *size, uint32_t merge);
 /* The children of a wide node made from binary inner node n: its two children, then, while fewer
  * than width, the inner child of largest surface area (first on equal areas) replaced by its two.
  * The count, or -1 on a ref out of range. */
-int  bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_t merge, int32_t n, int width,
-                          bk_bvh_child *c);
+int bk_bvh_wide_children(const bk_accel_view *bin, const uint32_t *size, uint32_t merge, int32_t n, int width,
+                         bk_bvh_child *c);
 
 
 #endif

@@ -15,7 +15,11 @@ static uint32_t model_bricks(const uint32_t size[3])
 void bk_geom_free(bk_geom *g)
 {
     if (!g) return;
-    free(g->brick_base); free(g->msegs); free(g->mseg_first); free(g->prim_inst); free(g->prim_mseg);
+    free(g->brick_base);
+    free(g->msegs);
+    free(g->mseg_first);
+    free(g->prim_inst);
+    free(g->prim_mseg);
     memset(g, 0, sizeof *g);
 }
 
@@ -23,12 +27,15 @@ void bk_geom_free(bk_geom *g)
 static int model_segments(const bk_vox_model *vm, bk_vox_mseg **out, uint32_t *count)
 {
     const uint32_t S = BK_VOX_SEG;
-    uint32_t nx = (vm->size[0] + S - 1) / S, ny = (vm->size[1] + S - 1) / S, nz = (vm->size[2] + S - 1) / S;
-    size_t blocks = (size_t)nx * ny * nz;
-    bk_vox_mseg *b = malloc(sizeof *b * (blocks ? blocks : 1));
+    uint32_t       nx = (vm->size[0] + S - 1) / S, ny = (vm->size[1] + S - 1) / S, nz = (vm->size[2] + S - 1) / S;
+    size_t         blocks = (size_t)nx * ny * nz;
+    bk_vox_mseg   *b = malloc(sizeof *b * (blocks ? blocks : 1));
     if (!b) return -1;
     for (size_t i = 0; i < blocks; ++i)
-        for (int k = 0; k < 3; ++k) { b[i].lo[k] = 0xFFFF; b[i].hi[k] = 0; }
+        for (int k = 0; k < 3; ++k) {
+            b[i].lo[k] = 0xFFFF;
+            b[i].hi[k] = 0;
+        }
     for (uint32_t v = 0; v < vm->voxel_count; ++v) {
         const uint8_t *q = vm->xyzi + 4 * (size_t)v;
         if (q[0] >= vm->size[0] || q[1] >= vm->size[1] || q[2] >= vm->size[2] || q[3] == 0) continue;
@@ -50,7 +57,8 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
 {
     memset(g, 0, sizeof *g);
     g->s = s;
-    if (s->tri_count && (!s->positions || !s->tri_v)) return bk_fail(err, err_size, "scene has triangles but no vertex data");
+    if (s->tri_count && (!s->positions || !s->tri_v))
+        return bk_fail(err, err_size, "scene has triangles but no vertex data");
     if (s->vox_model_count >= (1u << 25))
         return bk_fail(err, err_size, "%u voxel models: at most 2^25", s->vox_model_count);
     if (s->tri_count >= BK_PRIM_VOX_BIT || s->vox_instance_count >= BK_PRIM_VOX_BIT)
@@ -64,30 +72,41 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
     for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
         uint32_t m = s->vox_instances[j].model;
         if (m >= s->vox_model_count)
-            return bk_fail(err, err_size, "voxel instance %u uses model %u, but the scene has %u models", j, m, s->vox_model_count);
+            return bk_fail(err, err_size, "voxel instance %u uses model %u, but the scene has %u models", j, m,
+                           s->vox_model_count);
         /* The leaf records carry the boxes and translations as floats and the walk turns them
          * back into cell integers (kernels/bk_voxel.h): each cell and the bricks around it must be
          * integers a float holds exactly. (The .vox reader's limit keeps its scenes well inside.) */
         const bk_vox_instance *in = &s->vox_instances[j];
-        int64_t reach = 0;
-        int axis = 0;
+        int64_t                reach = 0;
+        int                    axis = 0;
         for (int k = 0; k < 3; ++k) {
             int64_t t = in->t[k] < 0 ? -(int64_t)in->t[k] : in->t[k];
-            if (t > reach) { reach = t; axis = k; }
+            if (t > reach) {
+                reach = t;
+                axis = k;
+            }
         }
         if (reach <= BK_VOX_MAX_WORLD) {
             bk_vox_instance box = *in;
             bk_vox_instance_place(&box, s->vox_models[m].size);
             for (int k = 0; k < 3; ++k) {
                 int64_t lo = -(int64_t)box.lo[k] + 4, hi = (int64_t)box.hi[k] + 4;
-                if (lo > reach) { reach = lo; axis = k; }
-                if (hi > reach) { reach = hi; axis = k; }
+                if (lo > reach) {
+                    reach = lo;
+                    axis = k;
+                }
+                if (hi > reach) {
+                    reach = hi;
+                    axis = k;
+                }
             }
         }
         if (reach > BK_VOX_MAX_WORLD)
-            return bk_fail(err, err_size, "voxel instance %u reaches %lld along %c (its box and a brick around it): voxels "
-                           "must stay within +-%d (2^24), where floats hold integers exactly", j, (long long)reach, "xyz"[axis],
-                           BK_VOX_MAX_WORLD);
+            return bk_fail(err, err_size,
+                           "voxel instance %u reaches %lld along %c (its box and a brick around it): voxels "
+                           "must stay within +-%d (2^24), where floats hold integers exactly",
+                           j, (long long)reach, "xyz"[axis], BK_VOX_MAX_WORLD);
         faces += 6ull * s->vox_models[m].voxel_count;
     }
     if (faces >= 0xFFFFFFFFull)
@@ -99,22 +118,25 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
         g->mseg_first = malloc(sizeof(uint32_t) * ((size_t)s->vox_model_count + 1));
         if (!g->brick_base || !g->mseg_first) goto oom;
         uint32_t next = 0, segs = 0;
-        size_t cap = 0;
+        size_t   cap = 0;
         for (uint32_t m = 0; m < s->vox_model_count; ++m) {
             g->brick_base[m] = next;
             next += model_bricks(s->vox_models[m].size);
             bk_vox_mseg *ms;
-            uint32_t n;
+            uint32_t     n;
             if (model_segments(&s->vox_models[m], &ms, &n)) goto oom;
             if (segs + n > cap) {
                 size_t nc = cap ? 2 * cap : 1024;
                 while (nc < (size_t)segs + n) nc *= 2;
                 bk_vox_mseg *grown = realloc(g->msegs, sizeof *grown * nc);
-                if (!grown) { free(ms); goto oom; }
+                if (!grown) {
+                    free(ms);
+                    goto oom;
+                }
                 g->msegs = grown;
                 cap = nc;
             }
-            if (n) memcpy(g->msegs + segs, ms, sizeof *ms * n);   /* (a model without voxels: msegs may be NULL) */
+            if (n) memcpy(g->msegs + segs, ms, sizeof *ms * n); /* (a model without voxels: msegs may be NULL) */
             free(ms);
             g->mseg_first[m] = segs;
             segs += n;
@@ -126,14 +148,19 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
             prims += g->mseg_first[m + 1] - g->mseg_first[m];
         }
         if (count + prims >= 0x7FFFFFFEull)
-            return bk_geom_free(g), bk_fail(err, err_size, "%llu primitives: at most 2^31 - 3", (unsigned long long)(count + prims));
+            return bk_geom_free(g),
+                   bk_fail(err, err_size, "%llu primitives: at most 2^31 - 3", (unsigned long long)(count + prims));
         g->prim_inst = malloc(sizeof(uint32_t) * (prims ? prims : 1));
         g->prim_mseg = malloc(sizeof(uint32_t) * (prims ? prims : 1));
         if (!g->prim_inst || !g->prim_mseg) goto oom;
         uint64_t p = 0;
         for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
             uint32_t m = s->vox_instances[j].model;
-            for (uint32_t k = g->mseg_first[m]; k < g->mseg_first[m + 1]; ++k) { g->prim_inst[p] = j; g->prim_mseg[p] = k; ++p; }
+            for (uint32_t k = g->mseg_first[m]; k < g->mseg_first[m + 1]; ++k) {
+                g->prim_inst[p] = j;
+                g->prim_mseg[p] = k;
+                ++p;
+            }
         }
         count += prims;
     }
@@ -146,16 +173,17 @@ oom:
 }
 
 /* Segment primitive i's world box (integer corners) and its instance's translation T. */
-static void seg_box(const bk_geom *g, uint32_t i, int32_t lo[3], int32_t hi[3], int32_t T[3], const bk_vox_instance **inst)
+static void seg_box(const bk_geom *g, uint32_t i, int32_t lo[3], int32_t hi[3], int32_t T[3],
+                    const bk_vox_instance **inst)
 {
-    const bk_scene *s = g->s;
-    uint32_t p = i - s->tri_count;
+    const bk_scene        *s = g->s;
+    uint32_t               p = i - s->tri_count;
     const bk_vox_instance *in = &s->vox_instances[g->prim_inst[p]];
-    const bk_vox_mseg *ms = &g->msegs[g->prim_mseg[p]];
+    const bk_vox_mseg     *ms = &g->msegs[g->prim_mseg[p]];
     bk_vox_instance_offset(in, s->vox_models[in->model].size, T);
     for (int r = 0; r < 3; ++r) {
         /* world = M p + T: row r has one entry, +-1 at column c */
-        int c = in->m[3 * r] ? 0 : (in->m[3 * r + 1] ? 1 : 2), sg = in->m[3 * r + c];
+        int     c = in->m[3 * r] ? 0 : (in->m[3 * r + 1] ? 1 : 2), sg = in->m[3 * r + c];
         int32_t a = T[r] + sg * (int32_t)ms->lo[c], b = T[r] + sg * (int32_t)ms->hi[c];
         lo[r] = a < b ? a : b;
         hi[r] = a < b ? b : a;
@@ -167,17 +195,26 @@ void bk_geom_box(const bk_geom *g, uint32_t i, float lo[3], float hi[3])
 {
     const bk_scene *s = g->s;
     if (i < s->tri_count) {
-        for (int k = 0; k < 3; ++k) { lo[k] = BK_INF; hi[k] = -BK_INF; }
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = BK_INF;
+            hi[k] = -BK_INF;
+        }
         for (int v = 0; v < 3; ++v) {
             const float *p = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)i + v];
-            for (int k = 0; k < 3; ++k) { lo[k] = bk_minf(lo[k], p[k]); hi[k] = bk_maxf(hi[k], p[k]); }
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = bk_minf(lo[k], p[k]);
+                hi[k] = bk_maxf(hi[k], p[k]);
+            }
         }
         return;
     }
-    int32_t l[3], h[3], T[3];
+    int32_t                l[3], h[3], T[3];
     const bk_vox_instance *in;
     seg_box(g, i, l, h, T, &in);
-    for (int k = 0; k < 3; ++k) { lo[k] = (float)l[k]; hi[k] = (float)h[k]; }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = (float)l[k];
+        hi[k] = (float)h[k];
+    }
 }
 
 void bk_geom_record(const bk_geom *g, uint32_t i, bk_f4 rec[3])
@@ -186,28 +223,40 @@ void bk_geom_record(const bk_geom *g, uint32_t i, bk_f4 rec[3])
     if (i < s->tri_count) {
         for (int v = 0; v < 3; ++v) {
             const float *p = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)i + v];
-            rec[v].x = p[0]; rec[v].y = p[1]; rec[v].z = p[2]; rec[v].w = 0.0f;
+            rec[v].x = p[0];
+            rec[v].y = p[1];
+            rec[v].z = p[2];
+            rec[v].w = 0.0f;
         }
         rec[0].w = bk_bits_float(i);
         return;
     }
-    int32_t l[3], h[3], T[3];
+    int32_t                l[3], h[3], T[3];
     const bk_vox_instance *in;
     seg_box(g, i, l, h, T, &in);
     const uint32_t *sz = s->vox_models[in->model].size;
-    uint32_t nbx = (sz[0] + 3) / 4, nby = (sz[1] + 3) / 4;
-    rec[0].x = (float)l[0]; rec[0].y = (float)l[1]; rec[0].z = (float)l[2];
+    uint32_t        nbx = (sz[0] + 3) / 4, nby = (sz[1] + 3) / 4;
+    rec[0].x = (float)l[0];
+    rec[0].y = (float)l[1];
+    rec[0].z = (float)l[2];
     rec[0].w = bk_bits_float(BK_PRIM_VOX_BIT | g->prim_inst[i - s->tri_count]);
-    rec[1].x = (float)h[0]; rec[1].y = (float)h[1]; rec[1].z = (float)h[2];
+    rec[1].x = (float)h[0];
+    rec[1].y = (float)h[1];
+    rec[1].z = (float)h[2];
     rec[1].w = bk_bits_float(g->brick_base[in->model]);
-    rec[2].x = (float)T[0]; rec[2].y = (float)T[1]; rec[2].z = (float)T[2];
+    rec[2].x = (float)T[0];
+    rec[2].y = (float)T[1];
+    rec[2].z = (float)T[2];
     rec[2].w = bk_bits_float((uint32_t)bk_vox_rot_byte(in->m) | nbx << 7 | nby << 14);
 }
 
 void bk_vox_pack_free(bk_vox_pack *p)
 {
     if (!p) return;
-    free(p->models); free(p->bricks); free(p->colours); free(p->inst);
+    free(p->models);
+    free(p->bricks);
+    free(p->colours);
+    free(p->inst);
     memset(p, 0, sizeof *p);
 }
 
@@ -227,16 +276,16 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
     out->bricks = calloc(bricks ? bricks : 1, sizeof *out->bricks);
     out->colours = calloc(voxels ? voxels : 1, 1);
     out->inst = calloc(2 * (size_t)(s->vox_instance_count ? s->vox_instance_count : 1), sizeof *out->inst);
-    uint8_t *dense = NULL;      /* one model's palette index per cell, 0 = empty */
-    size_t dense_cap = 0;
+    uint8_t *dense = NULL; /* one model's palette index per cell, 0 = empty */
+    size_t   dense_cap = 0;
     if (!out->models || !out->bricks || !out->colours || !out->inst) goto oom;
     out->model_count = s->vox_model_count;
     uint32_t brick_next = 0, colour_next = 0;
     for (uint32_t m = 0; m < s->vox_model_count; ++m) {
         const bk_vox_model *vm = &s->vox_models[m];
-        const uint32_t sx = vm->size[0], sy = vm->size[1], sz = vm->size[2];
-        const uint32_t nbx = (sx + 3) / 4, nby = (sy + 3) / 4, nbz = (sz + 3) / 4;
-        size_t cells = (size_t)nbx * nby * nbz * 64;
+        const uint32_t      sx = vm->size[0], sy = vm->size[1], sz = vm->size[2];
+        const uint32_t      nbx = (sx + 3) / 4, nby = (sy + 3) / 4, nbz = (sz + 3) / 4;
+        size_t              cells = (size_t)nbx * nby * nbz * 64;
         if (cells > dense_cap) {
             free(dense);
             dense = malloc(cells);
@@ -247,19 +296,21 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
         /* cells in brick order: brick (bx, by, bz), then bit x + 4 y + 16 z inside it */
         for (uint32_t v = 0; v < vm->voxel_count; ++v) {
             const uint8_t *q = vm->xyzi + 4 * (size_t)v;
-            if (q[0] >= sx || q[1] >= sy || q[2] >= sz || q[3] == 0) continue;   /* the reader refuses these */
+            if (q[0] >= sx || q[1] >= sy || q[2] >= sz || q[3] == 0) continue; /* the reader refuses these */
             size_t b = q[0] / 4 + nbx * (q[1] / 4 + (size_t)nby * (q[2] / 4));
             dense[b * 64 + (q[0] & 3) + 4 * (q[1] & 3) + 16 * (q[2] & 3)] = q[3];
         }
         bk_vox_model_rec *r = &out->models[m];
-        r->sx = sx; r->sy = sy; r->sz = sz;
-        r->brick_base = brick_next;     /* = bk_geom.brick_base[m] */
+        r->sx = sx;
+        r->sy = sy;
+        r->sz = sz;
+        r->brick_base = brick_next; /* = bk_geom.brick_base[m] */
         r->colour_base = colour_next;
         r->material_base = vm->material_base;
         uint32_t rank = 0;
         for (size_t b = 0; b < cells / 64; ++b) {
             bk_vox_brick *br = &out->bricks[brick_next + b];
-            uint64_t mask = 0;
+            uint64_t      mask = 0;
             br->rank = rank;
             for (int bit = 0; bit < 64; ++bit) {
                 uint8_t c = dense[b * 64 + bit];
@@ -267,7 +318,8 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
                 mask |= (uint64_t)1 << bit;
                 out->colours[colour_next + rank++] = c;
             }
-            br->mask_lo = (uint32_t)mask; br->mask_hi = (uint32_t)(mask >> 32);
+            br->mask_lo = (uint32_t)mask;
+            br->mask_hi = (uint32_t)(mask >> 32);
         }
         r->voxel_count = rank;
         brick_next += (uint32_t)(cells / 64);

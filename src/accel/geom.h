@@ -22,7 +22,7 @@ typedef struct bk_vox_pack {
     uint32_t          brick_count;
     uint8_t          *colours;
     uint32_t          colour_count;
-    uint32_t         *inst;          /* per instance: its first face's HITS id, its model (bk_voxel.h) */
+    uint32_t         *inst; /* per instance: its first face's HITS id, its model (bk_voxel.h) */
     uint32_t          instance_count;
 } bk_vox_pack;
 
@@ -31,18 +31,20 @@ typedef struct bk_vox_pack {
  * that holds voxels, with a box tight around them: a voxel world's instances overlap (props stand
  * in terrain chunks' boxes) and are mostly empty, so segments give the top level the culling the
  * surface's triangles would have, and bound each walk (kernels/bk_voxel.h) to a small block. */
-#define BK_VOX_SEG 8      /* H100, world54k, BVH closest hit: 8^3 1.71 Grays/s, 16^3 1.64 */
+#define BK_VOX_SEG 8 /* H100, world54k, BVH closest hit: 8^3 1.71 Grays/s, 16^3 1.64 */
 
-typedef struct bk_vox_mseg { uint16_t lo[3], hi[3]; } bk_vox_mseg;   /* model cells [lo, hi) */
+typedef struct bk_vox_mseg {
+    uint16_t lo[3], hi[3];
+} bk_vox_mseg; /* model cells [lo, hi) */
 
 typedef struct bk_geom {
     const bk_scene *s;
-    uint32_t        count;          /* primitives: tri_count + segments */
-    uint32_t       *brick_base;     /* per model: its first brick */
-    bk_vox_mseg    *msegs;          /* every model's segments, model by model */
-    uint32_t       *mseg_first;     /* per model: its first segment; [model_count] = total */
-    uint32_t       *prim_inst;      /* per segment primitive: its instance */
-    uint32_t       *prim_mseg;      /* per segment primitive: its model segment */
+    uint32_t        count;      /* primitives: tri_count + segments */
+    uint32_t       *brick_base; /* per model: its first brick */
+    bk_vox_mseg    *msegs;      /* every model's segments, model by model */
+    uint32_t       *mseg_first; /* per model: its first segment; [model_count] = total */
+    uint32_t       *prim_inst;  /* per segment primitive: its instance */
+    uint32_t       *prim_mseg;  /* per segment primitive: its model segment */
 } bk_geom;
 
 /* Checks what the builders rely on (vertex and model indices in range, counts within the limits
@@ -53,12 +55,12 @@ void bk_geom_free(bk_geom *g);
 void bk_geom_box(const bk_geom *g, uint32_t i, float lo[3], float hi[3]);
 void bk_geom_record(const bk_geom *g, uint32_t i, bk_f4 rec[3]);
 /* Bricks of every model (duplicate voxels: the last one in the file wins). 0, or -1 with err. */
-int  bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size);
-void bk_vox_pack_free(bk_vox_pack *p);
+int                  bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size);
+void                 bk_vox_pack_free(bk_vox_pack *p);
 static inline size_t bk_vox_pack_bytes(const bk_vox_pack *p)
 {
-    return sizeof(bk_vox_model_rec) * (size_t)p->model_count + sizeof(bk_vox_brick) * (size_t)p->brick_count
-         + (size_t)p->colour_count + 2 * sizeof(uint32_t) * (size_t)p->instance_count;
+    return sizeof(bk_vox_model_rec) * (size_t)p->model_count + sizeof(bk_vox_brick) * (size_t)p->brick_count +
+           (size_t)p->colour_count + 2 * sizeof(uint32_t) * (size_t)p->instance_count;
 }
 
 #endif /* BK_GEOM_H */

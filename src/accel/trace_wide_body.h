@@ -11,48 +11,49 @@
  */
 #define W BK_WBVH_WIDTH
 #if WIDE_SIMD == 2 && BK_WBVH_WIDTH == 8
-#  define VL 8
-#  define V __m256
-#  define VSET1 _mm256_set1_ps
-#  define VLOAD _mm256_load_ps
-#  define VSTORE _mm256_store_ps
-#  define VSUB _mm256_sub_ps
-#  define VMUL _mm256_mul_ps
-#  define VMIN _mm256_min_ps
-#  define VMAX _mm256_max_ps
-#  define VOR _mm256_or_ps
-#  define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
-#  define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
-#  define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
-#  define VMASK _mm256_movemask_ps
-#  define VLOADI(p) _mm256_load_si256((const __m256i *)(p))
-#  define VCASTI _mm256_castsi256_ps
+#define VL        8
+#define V         __m256
+#define VSET1     _mm256_set1_ps
+#define VLOAD     _mm256_load_ps
+#define VSTORE    _mm256_store_ps
+#define VSUB      _mm256_sub_ps
+#define VMUL      _mm256_mul_ps
+#define VMIN      _mm256_min_ps
+#define VMAX      _mm256_max_ps
+#define VOR       _mm256_or_ps
+#define VLE(a, b) _mm256_cmp_ps(a, b, _CMP_LE_OQ)
+#define VLT(a, b) _mm256_cmp_ps(a, b, _CMP_LT_OQ)
+#define VEQ(a, b) _mm256_cmp_ps(a, b, _CMP_EQ_OQ)
+#define VMASK     _mm256_movemask_ps
+#define VLOADI(p) _mm256_load_si256((const __m256i *)(p))
+#define VCASTI    _mm256_castsi256_ps
 #elif WIDE_SIMD
-#  define VL 4
-#  define V __m128
-#  define VSET1 _mm_set1_ps
-#  define VLOAD _mm_load_ps
-#  define VSTORE _mm_store_ps
-#  define VSUB _mm_sub_ps
-#  define VMUL _mm_mul_ps
-#  define VMIN _mm_min_ps
-#  define VMAX _mm_max_ps
-#  define VOR _mm_or_ps
-#  define VLE(a, b) _mm_cmple_ps(a, b)
-#  define VLT(a, b) _mm_cmplt_ps(a, b)
-#  define VEQ(a, b) _mm_cmpeq_ps(a, b)
-#  define VMASK _mm_movemask_ps
-#  define VLOADI(p) _mm_load_si128((const __m128i *)(p))
-#  define VCASTI _mm_castsi128_ps
+#define VL        4
+#define V         __m128
+#define VSET1     _mm_set1_ps
+#define VLOAD     _mm_load_ps
+#define VSTORE    _mm_store_ps
+#define VSUB      _mm_sub_ps
+#define VMUL      _mm_mul_ps
+#define VMIN      _mm_min_ps
+#define VMAX      _mm_max_ps
+#define VOR       _mm_or_ps
+#define VLE(a, b) _mm_cmple_ps(a, b)
+#define VLT(a, b) _mm_cmplt_ps(a, b)
+#define VEQ(a, b) _mm_cmpeq_ps(a, b)
+#define VMASK     _mm_movemask_ps
+#define VLOADI(p) _mm_load_si128((const __m128i *)(p))
+#define VCASTI    _mm_castsi128_ps
 #endif
 /* Long: the hot per-ray loop; always_inline helpers for its child ordering changed the generated code
  * (trace_wide.c.o), and a quiet machine to show the speed unchanged was not at hand. */
 WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk_wbvh *w, const bk_ray *ray,
-                                                                         const int any_hit, bk_trace_stats *st)
+                                                                        const int any_hit, bk_trace_stats *st)
 {
     const bk_accel_view *a = &w->bin;
-    bk_hit h;
-    h.t = BK_INF; h.tri = BK_NO_HIT;
+    bk_hit               h;
+    h.t = BK_INF;
+    h.tri = BK_NO_HIT;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return h;
 #if WIDE_SIMD
@@ -66,25 +67,25 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     const int nx = r.inv.x >= 0.0f ? 0 : W, ny = r.inv.y >= 0.0f ? 2 * W : 3 * W, nz = r.inv.z >= 0.0f ? 4 * W : 5 * W;
     const int fx = nx ^ W, fy = ny ^ W, fz = nz ^ W;
 #endif
-    float best = r.tmax;
+    float               best = r.tmax;
     const bk_wbvh_tri4 *hblk = 0;
-    int found = 0, hlane = 0;
+    int                 found = 0, hlane = 0;
 #if WIDE_SIMD
     const wide_tri_pre tp = wide_tri_prepare(&r);
 #endif
     int32_t stk_ref[WIDE_STACK];
-    float stk_t[WIDE_STACK];
-    int top = 0;
+    float   stk_t[WIDE_STACK];
+    int     top = 0;
     int32_t ref = 0;
     for (;;) {
         while (ref >= 0) {
             const bk_wbvh_node *n = w->nodes + ref;
             st->nodes++;
             _Alignas(32) float tn[W];
-            int mask;
+            int                mask;
 #if WIDE_SIMD
             const float *f = (const float *)n;
-            const V vbest = VSET1(bk_cull_far(best));
+            const V      vbest = VSET1(bk_cull_far(best));
             mask = 0;
             for (int b = 0; b < W; b += VL) {
                 V tnx = VMUL(VSUB(VLOAD(f + nx + b), ox), ix);
@@ -104,13 +105,20 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
 #else
             mask = 0;
             for (int i = 0; i < (int)n->count; ++i)
-                mask |= bk_slab(&r, n->lo_x[i], n->hi_x[i], n->lo_y[i], n->hi_y[i], n->lo_z[i], n->hi_z[i], r.tmin, bk_cull_far(best),
-                                &tn[i]) << i;
+                mask |= bk_slab(&r, n->lo_x[i], n->hi_x[i], n->lo_y[i], n->hi_y[i], n->lo_z[i], n->hi_z[i], r.tmin,
+                                bk_cull_far(best), &tn[i])
+                        << i;
 #endif
-            if (!mask) { ref = BK_REF_NONE; break; }
+            if (!mask) {
+                ref = BK_REF_NONE;
+                break;
+            }
             int c0 = __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
-            if (!mask) { ref = n->child[c0]; continue; }
+            if (!mask) {
+                ref = n->child[c0];
+                continue;
+            }
             int c1 = __builtin_ctz((unsigned)mask);
             mask &= mask - 1;
             if (any_hit) {
@@ -130,17 +138,18 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                 for (int b = 0; b < W; b += VL) leafbits |= VMASK(VCASTI(VLOADI(n->child + b))) << b;
                 int lm = mask & leafbits, inner = mask & ~leafbits, m2 = __builtin_popcount((unsigned)inner);
                 while (inner) {
-                    int i = __builtin_ctz((unsigned)inner);
-                    int before = 0;
+                    int     i = __builtin_ctz((unsigned)inner);
+                    int     before = 0;
                     const V ti = VSET1(tn[i]);
                     for (int b = 0; b < W; b += VL) {
                         V tb = VLOAD(tn + b);
                         before |= (VMASK(VLT(tb, ti)) | (VMASK(VEQ(tb, ti)) & ((1 << i) - 1) >> b)) << b;
                     }
-                    int k = top + __builtin_popcount((unsigned)(before & mask & ~leafbits));
+                    int     k = top + __builtin_popcount((unsigned)(before & mask & ~leafbits));
                     int32_t c = n->child[i];
                     wide_prefetch(w, c);
-                    stk_ref[k] = c; stk_t[k] = -BK_INF;
+                    stk_ref[k] = c;
+                    stk_t[k] = -BK_INF;
                     inner &= inner - 1;
                 }
                 top += m2;
@@ -150,93 +159,125 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                     int i = __builtin_ctz((unsigned)mask);
                     mask &= mask - 1;
                     int32_t c = n->child[i];
-                    if (c < 0) { lm |= 1 << i; continue; }
+                    if (c < 0) {
+                        lm |= 1 << i;
+                        continue;
+                    }
                     int j = m2++;
-                    while (j > 0 && tn[i] < tn[ii[j - 1]]) { ii[j] = ii[j - 1]; --j; }
+                    while (j > 0 && tn[i] < tn[ii[j - 1]]) {
+                        ii[j] = ii[j - 1];
+                        --j;
+                    }
                     ii[j] = i;
                 }
                 for (int j = 0; j < m2; ++j) {
                     int32_t c = n->child[ii[j]];
                     wide_prefetch(w, c);
-                    stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+                    stk_ref[top] = c;
+                    stk_t[top] = -BK_INF;
+                    ++top;
                 }
 #endif
                 while (lm) {
                     int32_t c = n->child[__builtin_ctz((unsigned)lm)];
                     lm &= lm - 1;
                     wide_prefetch(w, c);
-                    stk_ref[top] = c; stk_t[top] = -BK_INF; ++top;
+                    stk_ref[top] = c;
+                    stk_t[top] = -BK_INF;
+                    ++top;
                 }
                 ref = stk_ref[--top];
                 continue;
             }
-            if (!mask) {                  /* two: enter the nearer, push the farther */
-                int swap = tn[c1] < tn[c0];
-                int cn = swap ? c1 : c0, cf = swap ? c0 : c1;
+            if (!mask) { /* two: enter the nearer, push the farther */
+                int     swap = tn[c1] < tn[c0];
+                int     cn = swap ? c1 : c0, cf = swap ? c0 : c1;
                 int32_t far_ref = n->child[cf];
                 wide_prefetch(w, far_ref);
-                stk_ref[top] = far_ref; stk_t[top] = tn[cf]; ++top;
+                stk_ref[top] = far_ref;
+                stk_t[top] = tn[cf];
+                ++top;
                 ref = n->child[cn];
                 continue;
             }
             /* three or more: sort by entry distance (slot order on equal ones), push all but the
              * nearest, farthest first */
 #if WIDE_SIMD
-            {   /* without branches: a child's rank is the number of hit children nearer than it */
+            { /* without branches: a child's rank is the number of hit children nearer than it */
                 int all = mask | 1 << c0 | 1 << c1, m = __builtin_popcount((unsigned)all), rest = all;
                 while (rest) {
                     int i = __builtin_ctz((unsigned)rest);
                     rest &= rest - 1;
-                    int before = 0;
+                    int     before = 0;
                     const V ti = VSET1(tn[i]);
                     for (int b = 0; b < W; b += VL) {
                         V tb = VLOAD(tn + b);
                         before |= (VMASK(VLT(tb, ti)) | (VMASK(VEQ(tb, ti)) & ((1 << i) - 1) >> b)) << b;
                     }
-                    int rank = __builtin_popcount((unsigned)(before & all));
+                    int     rank = __builtin_popcount((unsigned)(before & all));
                     int32_t c = n->child[i];
-                    if (rank == 0) { ref = c; continue; }
+                    if (rank == 0) {
+                        ref = c;
+                        continue;
+                    }
                     int k = top + m - 1 - rank;
                     wide_prefetch(w, c);
-                    stk_ref[k] = c; stk_t[k] = tn[i];
+                    stk_ref[k] = c;
+                    stk_t[k] = tn[i];
                 }
                 top += m - 1;
                 continue;
             }
 #endif
             int idx[W], m = 2;
-            idx[0] = c0; idx[1] = c1;
-            while (mask) { idx[m++] = __builtin_ctz((unsigned)mask); mask &= mask - 1; }
+            idx[0] = c0;
+            idx[1] = c1;
+            while (mask) {
+                idx[m++] = __builtin_ctz((unsigned)mask);
+                mask &= mask - 1;
+            }
             for (int i = 1; i < m; ++i) {
                 int v = idx[i], j = i;
-                while (j > 0 && tn[v] < tn[idx[j - 1]]) { idx[j] = idx[j - 1]; --j; }
+                while (j > 0 && tn[v] < tn[idx[j - 1]]) {
+                    idx[j] = idx[j - 1];
+                    --j;
+                }
                 idx[j] = v;
             }
             for (int i = m - 1; i > 0; --i) {
                 int32_t c = n->child[idx[i]];
                 wide_prefetch(w, c);
-                stk_ref[top] = c; stk_t[top] = tn[idx[i]]; ++top;
+                stk_ref[top] = c;
+                stk_t[top] = tn[idx[i]];
+                ++top;
             }
             ref = n->child[idx[0]];
         }
         if (top > (int)st->depth) st->depth = (uint32_t)top;
-        if (ref != BK_REF_NONE) {         /* a leaf: blocks ~ref .. the one marked last */
+        if (ref != BK_REF_NONE) { /* a leaf: blocks ~ref .. the one marked last */
             for (uint32_t bi = (uint32_t)~ref;; ++bi) {
                 const bk_wbvh_tri4 *blk = w->tri4 + bi;
-                float tl[4];
+                float               tl[4];
 #if WIDE_SIMD
                 int hm = wide_tri4_sse41(&r, &tp, blk, a->tris, best, tl, st);
 #else
                 int hm = wide_tri4_scalar(&r, blk, a->tris, best, tl, st);
 #endif
-                while (hm) {                  /* in record order, as the binary traversal tests them */
+                while (hm) { /* in record order, as the binary traversal tests them */
                     int l = __builtin_ctz((unsigned)hm);
                     hm &= hm - 1;
                     float t = tl[l];
-                    if (any_hit) { h.t = t; h.tri = blk->id[l]; return h; }
+                    if (any_hit) {
+                        h.t = t;
+                        h.tri = blk->id[l];
+                        return h;
+                    }
                     if (t > best) continue;
                     if (!found || bk_hit_better(t, blk->id[l], best, hblk->id[hlane])) {
-                        best = t; hblk = blk; hlane = l; found = 1;
+                        best = t;
+                        hblk = blk;
+                        hlane = l;
+                        found = 1;
                     }
                 }
                 if (blk->rec[0] & BK_WBVH_BLOCK_LAST) break;
@@ -246,7 +287,7 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
         for (;;) {
             if (!top) goto done;
             --top;
-            float t = stk_t[top];
+            float       t = stk_t[top];
             const float far = bk_cull_far(best);
             if (t <= far * 1.0000004f || t <= far) break;
         }
@@ -254,30 +295,31 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
     }
 done:
     st->aux = 0;
-    if (found) {                      /* bk_hit_refine's precise t, from the block's copy of the vertices */
+    if (found) { /* bk_hit_refine's precise t, from the block's copy of the vertices */
         const float *v = &hblk->v[0][0];
         h.tri = hblk->id[hlane];
-        h.t = bk_tri_refine_t(ray, bk_v3(v[0 + hlane], v[4 + hlane], v[8 + hlane]), bk_v3(v[12 + hlane], v[16 + hlane], v[20 + hlane]),
+        h.t = bk_tri_refine_t(ray, bk_v3(v[0 + hlane], v[4 + hlane], v[8 + hlane]),
+                              bk_v3(v[12 + hlane], v[16 + hlane], v[20 + hlane]),
                               bk_v3(v[24 + hlane], v[28 + hlane], v[32 + hlane]), best);
     }
     return h;
 }
 #undef W
 #if WIDE_SIMD
-#  undef VL
-#  undef V
-#  undef VSET1
-#  undef VLOAD
-#  undef VSTORE
-#  undef VSUB
-#  undef VMUL
-#  undef VMIN
-#  undef VMAX
-#  undef VOR
-#  undef VLE
-#  undef VLT
-#  undef VEQ
-#  undef VMASK
-#  undef VLOADI
-#  undef VCASTI
+#undef VL
+#undef V
+#undef VSET1
+#undef VLOAD
+#undef VSTORE
+#undef VSUB
+#undef VMUL
+#undef VMIN
+#undef VMAX
+#undef VOR
+#undef VLE
+#undef VLT
+#undef VEQ
+#undef VMASK
+#undef VLOADI
+#undef VCASTI
 #endif

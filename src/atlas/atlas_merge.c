@@ -21,21 +21,29 @@
  * strips line up end to end. A merge is kept when the shared edge has the same length in both
  * layouts, nothing overlaps, and the union's rectangle grown by the padding costs less than the
  * two apart. Smallest charts first; each keeps merging while that pays. */
-typedef struct hull_set { bk_hpt **p; int *n; } hull_set;
+typedef struct hull_set {
+    bk_hpt **p;
+    int     *n;
+} hull_set;
 
 /* The convex hull of a chart's corners (linked list from head) into hs slot ci. */
-static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head, uint32_t count, hull_set *hs, uint32_t ci,
-                         bk_hpt **tmp, size_t *tmp_cap)
+static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head, uint32_t count, hull_set *hs,
+                         uint32_t ci, bk_hpt **tmp, size_t *tmp_cap)
 {
     size_t np = 3 * (size_t)count;
     if (np > *tmp_cap) {
         bk_hpt *p = realloc(*tmp, sizeof(bk_hpt) * np);
         if (!p) return -1;
-        *tmp = p; *tmp_cap = np;
+        *tmp = p;
+        *tmp_cap = np;
     }
     size_t k = 0;
     for (uint32_t x = head; x != BK_NONE; x = next[x])
-        for (int j = 0; j < 3; ++j) { (*tmp)[k].x = C->loc[6 * (size_t)x + 2 * j]; (*tmp)[k].y = C->loc[6 * (size_t)x + 2 * j + 1]; k++; }
+        for (int j = 0; j < 3; ++j) {
+            (*tmp)[k].x = C->loc[6 * (size_t)x + 2 * j];
+            (*tmp)[k].y = C->loc[6 * (size_t)x + 2 * j + 1];
+            k++;
+        }
     bk_hpt *h = realloc(hs->p[ci], sizeof(bk_hpt) * (2 * k + 1));
     if (!h) return -1;
     hs->p[ci] = h;
@@ -46,21 +54,26 @@ static int hull_of_chart(const charting *C, const uint32_t *next, uint32_t head,
 typedef struct hull_ctx {
     const charting *C;
     const uint32_t *next, *head;
-    hull_set *hs;
-    bk_hpt **tmp;
-    size_t *cap;
-    _Atomic int err;
+    hull_set       *hs;
+    bk_hpt        **tmp;
+    size_t         *cap;
+    _Atomic int     err;
 } hull_ctx;
 
 static void hull_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     hull_ctx *h = ctx;
     for (size_t ci = begin; ci < end; ++ci)
-        if (hull_of_chart(h->C, h->next, h->head[ci], h->C->charts[ci].count, h->hs, (uint32_t)ci, &h->tmp[worker], &h->cap[worker]))
+        if (hull_of_chart(h->C, h->next, h->head[ci], h->C->charts[ci].count, h->hs, (uint32_t)ci, &h->tmp[worker],
+                          &h->cap[worker]))
             h->err = 1;
 }
 
-typedef struct merge_cand { double gain; uint32_t b, t, u; double cs, sn, max, may, mbx, mby; } merge_cand;
+typedef struct merge_cand {
+    double   gain;
+    uint32_t b, t, u;
+    double   cs, sn, max, may, mbx, mby;
+} merge_cand;
 static int cand_cmp(const void *pa, const void *pb)
 {
     const merge_cand *a = pa, *b = pb;
@@ -71,30 +84,35 @@ static int cand_cmp(const void *pa, const void *pb)
 
 /* What a merge reads, and one thread's scratch for looking at one chart's merges. */
 typedef struct merge_state {
-    const bk_scene *s;
-    const uint32_t *weld;
+    const bk_scene  *s;
+    const uint32_t  *weld;
     const adjacency *A;
-    const charting *C;
-    double pad_w;
-    const uint32_t *head, *next;
-    const uint8_t *dead;
-    const hull_set *hs;
+    const charting  *C;
+    double           pad_w;
+    const uint32_t  *head, *next;
+    const uint8_t   *dead;
+    const hull_set  *hs;
 } merge_state;
 
 typedef struct merge_scratch {
-    uint32_t *stamp, visit;  /* per chart: the look that met it last */
-    merge_cand *cand;        /* charts + 1 */
-    bk_hpt *hp;
-    size_t hp_cap;
-    double *tl;              /* the union's corners: 6 per triangle */
-    uint32_t *ids, cap;      /* its triangles; room for cap */
+    uint32_t       *stamp, visit; /* per chart: the look that met it last */
+    merge_cand     *cand;         /* charts + 1 */
+    bk_hpt         *hp;
+    size_t          hp_cap;
+    double         *tl;       /* the union's corners: 6 per triangle */
+    uint32_t       *ids, cap; /* its triangles; room for cap */
     overlap_scratch ovs;
-    uint32_t *seen, nseen, seen_cap;  /* the charts the look met (when seen_cap is not 0) */
+    uint32_t       *seen, nseen, seen_cap; /* the charts the look met (when seen_cap is not 0) */
 } merge_scratch;
 
 static void merge_scratch_free(merge_scratch *S)
 {
-    free(S->stamp); free(S->cand); free(S->hp); free(S->tl); free(S->ids); free(S->seen);
+    free(S->stamp);
+    free(S->cand);
+    free(S->hp);
+    free(S->tl);
+    free(S->ids);
+    free(S->seen);
     bk_atlas_overlap_scratch_free(&S->ovs);
     memset(S, 0, sizeof *S);
 }
@@ -104,10 +122,10 @@ static void merge_scratch_free(merge_scratch *S)
 static uint32_t merge_union(const merge_state *M, uint32_t ci, const merge_cand *m, merge_scratch *S)
 {
     const charting *C = M->C;
-    uint32_t need = C->charts[ci].count + C->charts[m->b].count;
+    uint32_t        need = C->charts[ci].count + C->charts[m->b].count;
     if (need > S->cap) {
         uint32_t cap = 2 * need;
-        double *tl = realloc(S->tl, sizeof(double) * 6 * cap);
+        double  *tl = realloc(S->tl, sizeof(double) * 6 * cap);
         if (tl) S->tl = tl;
         uint32_t *ids = realloc(S->ids, sizeof(uint32_t) * cap);
         if (ids) S->ids = ids;
@@ -115,7 +133,7 @@ static uint32_t merge_union(const merge_state *M, uint32_t ci, const merge_cand 
         S->cap = cap;
     }
     uint32_t cnt = 0;
-    double *tl = S->tl;
+    double  *tl = S->tl;
     for (uint32_t x = M->head[ci]; x != BK_NONE; x = M->next[x]) {
         memcpy(tl + 6 * (size_t)cnt, C->loc + 6 * (size_t)x, 6 * sizeof(double));
         S->ids[cnt++] = x;
@@ -136,30 +154,32 @@ static uint32_t merge_union(const merge_state *M, uint32_t ci, const merge_cand 
  * from the two convex hulls alone, and the best of up to 8 whose union has no overlap. 1 with it
  * in *out (its union in S->tl, S->ids: *m_tris triangles), 0 none, -1 out of memory. It reads the
  * charts ci and those it meets (S->seen) only. */
-static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge_cand *out, uint32_t *m_tris, uint64_t *work)
+static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge_cand *out, uint32_t *m_tris,
+                      uint64_t *work)
 {
-    const bk_scene *s = M->s;
-    const uint32_t *weld = M->weld;
+    const bk_scene  *s = M->s;
+    const uint32_t  *weld = M->weld;
     const adjacency *A = M->A;
-    const charting *C = M->C;
-    const hull_set *hs = M->hs;
-    double pad_w = M->pad_w;
-    const chart *c = &C->charts[ci];
-    double cost_c = (c->w + pad_w) * (c->h + pad_w);
-    merge_cand *cand = S->cand;
-    uint32_t nc = 0, visit = ++S->visit;
+    const charting  *C = M->C;
+    const hull_set  *hs = M->hs;
+    double           pad_w = M->pad_w;
+    const chart     *c = &C->charts[ci];
+    double           cost_c = (c->w + pad_w) * (c->h + pad_w);
+    merge_cand      *cand = S->cand;
+    uint32_t         nc = 0, visit = ++S->visit;
     S->nseen = 0;
     for (uint32_t t = M->head[ci]; t != BK_NONE; t = M->next[t])
         for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
             uint32_t u = A->adj[p], b = C->tri_chart[u];
             if (b == ci || S->stamp[b] == visit) continue;
-            if (S->stamp[b] != visit + 1) {  /* met for the first time in this look */
+            if (S->stamp[b] != visit + 1) { /* met for the first time in this look */
                 S->stamp[b] = visit + 1;
                 if (S->seen_cap) {
                     if (S->nseen == S->seen_cap) {
                         uint32_t cap = 2 * S->seen_cap, *q = realloc(S->seen, sizeof(uint32_t) * cap);
                         if (!q) return -1;
-                        S->seen = q; S->seen_cap = cap;
+                        S->seen = q;
+                        S->seen_cap = cap;
                     }
                     S->seen[S->nseen++] = b;
                 }
@@ -170,26 +190,38 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
             for (int x = 0; x < 3 && kt < 0; ++x)
                 for (int y = 0; y < 3; ++y)
                     if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
-                        weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+                        weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) {
+                        kt = x;
+                        ku = y;
+                        break;
+                    }
             if (kt < 0) continue;
             const double *Lt = C->loc + 6 * (size_t)t, *Lu = C->loc + 6 * (size_t)u;
-            double pax = Lt[2 * kt], pay = Lt[2 * kt + 1], qax = Lt[2 * ((kt + 1) % 3)], qay = Lt[2 * ((kt + 1) % 3) + 1];
-            double pbx = Lu[2 * ((ku + 1) % 3)], pby = Lu[2 * ((ku + 1) % 3) + 1], qbx = Lu[2 * ku], qby = Lu[2 * ku + 1];
+            double        pax = Lt[2 * kt], pay = Lt[2 * kt + 1], qax = Lt[2 * ((kt + 1) % 3)],
+                   qay = Lt[2 * ((kt + 1) % 3) + 1];
+            double pbx = Lu[2 * ((ku + 1) % 3)], pby = Lu[2 * ((ku + 1) % 3) + 1], qbx = Lu[2 * ku],
+                   qby = Lu[2 * ku + 1];
             double la = hypot(qax - pax, qay - pay), lb = hypot(qbx - pbx, qby - pby);
-            if (!(la > 0) || fabs(la - lb) > 1e-6 * la) continue;  /* try another edge of b */
+            if (!(la > 0) || fabs(la - lb) > 1e-6 * la) continue; /* try another edge of b */
             S->stamp[b] = visit;
             merge_cand *m = &cand[nc];
-            double ang = atan2(qay - pay, qax - pax) - atan2(qby - pby, qbx - pbx);
-            m->cs = cos(ang); m->sn = sin(ang);
-            m->max = 0.5 * (pax + qax); m->may = 0.5 * (pay + qay);
-            m->mbx = 0.5 * (pbx + qbx); m->mby = 0.5 * (pby + qby);
-            m->b = b; m->t = t; m->u = u;
+            double      ang = atan2(qay - pay, qax - pax) - atan2(qby - pby, qbx - pbx);
+            m->cs = cos(ang);
+            m->sn = sin(ang);
+            m->max = 0.5 * (pax + qax);
+            m->may = 0.5 * (pay + qay);
+            m->mbx = 0.5 * (pbx + qbx);
+            m->mby = 0.5 * (pby + qby);
+            m->b = b;
+            m->t = t;
+            m->u = u;
             int na = hs->n[ci], nb = hs->n[b];
-            if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) {  /* points, then 2 (na + nb) hull slots */
-                size_t cap = 3 * (size_t)(na + nb) + 64;
+            if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) { /* points, then 2 (na + nb) hull slots */
+                size_t  cap = 3 * (size_t)(na + nb) + 64;
                 bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
                 if (!q) return -1;
-                S->hp = q; S->hp_cap = cap;
+                S->hp = q;
+                S->hp_cap = cap;
             }
             bk_hpt *hp = S->hp;
             memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
@@ -198,25 +230,29 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
                 hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
                 hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
             }
-            int hn = bk_atlas_convex_hull(hp, na + nb, hp + na + nb);
+            int    hn = bk_atlas_convex_hull(hp, na + nb, hp + na + nb);
             double w, h, rcs, rsn;
             bk_atlas_rect_from_hull(hp + na + nb, hn, &rcs, &rsn, &w, &h);
             const chart *cb = &C->charts[b];
             m->gain = cost_c + (cb->w + pad_w) * (cb->h + pad_w) - (w + pad_w) * (h + pad_w);
             if (m->gain > 0.02 * cost_c) nc++;
         }
-    S->visit++;  /* visit + 1 marked charts met */
+    S->visit++; /* visit + 1 marked charts met */
     if (!nc) return 0;
     qsort(cand, nc, sizeof(merge_cand), cand_cmp);
     /* the best merge whose union has no overlap */
     for (uint32_t k = 0; k < nc && k < 8; ++k) {
         const merge_cand *m = &cand[k];
-        uint32_t cnt = merge_union(M, ci, m, S);
+        uint32_t          cnt = merge_union(M, ci, m, S);
         if (!cnt) return -1;
         int ov = bk_atlas_sets_overlap(S->tl, c->count, S->tl + 6 * (size_t)c->count, cnt - c->count,
                                        1e-8 * (c->w + c->h + C->charts[m->b].w + C->charts[m->b].h), &S->ovs, work);
         if (ov < 0) return -1;
-        if (!ov) { *out = *m; *m_tris = cnt; return 1; }
+        if (!ov) {
+            *out = *m;
+            *m_tris = cnt;
+            return 1;
+        }
     }
     return 0;
 }
@@ -225,7 +261,7 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
  * tail[ci], cnt[ci] and prev (the merge, tidy, absorb and join passes keep charts so while they
  * move triangles between them). */
 void bk_atlas_chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next,
-                       uint32_t *prev)
+                         uint32_t *prev)
 {
     const chart *c = &C->charts[ci];
     head[ci] = c->count ? C->chart_tris[c->first] : BK_NONE;
@@ -246,17 +282,17 @@ void bk_atlas_chart_link(const charting *C, uint32_t ci, uint32_t *head, uint32_
 
 typedef struct merge_spec {
     const merge_state *M;
-    merge_scratch *S;        /* per worker */
-    merge_cand *best;        /* per chart */
-    int8_t *res;             /* per chart: merge_eval's return */
-    uint64_t *work;          /* per chart: its overlap work */
-    uint32_t **seen, *nseen; /* per chart: the charts it met */
+    merge_scratch     *S;            /* per worker */
+    merge_cand        *best;         /* per chart */
+    int8_t            *res;          /* per chart: merge_eval's return */
+    uint64_t          *work;         /* per chart: its overlap work */
+    uint32_t         **seen, *nseen; /* per chart: the charts it met */
 } merge_spec;
 
 static void merge_spec_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     const merge_spec *x = ctx;
-    merge_scratch *S = &x->S[worker];
+    merge_scratch    *S = &x->S[worker];
     for (size_t ci = begin; ci < end; ++ci) {
         uint32_t m_tris = 0;
         x->work[ci] = 0;
@@ -279,18 +315,19 @@ typedef struct merge_lists {
 /* Makes merge m of chart ci, whose union merge_eval or merge_union left in S (m_tris corners in
  * S->tl of the triangles S->ids): the union's hull from the two hulls, its rectangle, applied to
  * every corner; chart m->b's triangles join ci's list. 0, or -1 out of memory. */
-static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_lists *L, uint32_t ci, const merge_cand *m,
-                       uint32_t m_tris)
+static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_lists *L, uint32_t ci,
+                       const merge_cand *m, uint32_t m_tris)
 {
-    chart *c = &C->charts[ci];
+    chart   *c = &C->charts[ci];
     uint32_t b = m->b;
     /* the union's hull from the two hulls, its rectangle, applied to every corner */
     int na = hs->n[ci], nb = hs->n[b];
     if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) {
-        size_t cap = 3 * (size_t)(na + nb) + 64;
+        size_t  cap = 3 * (size_t)(na + nb) + 64;
         bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
         if (!q) return -1;
-        S->hp = q; S->hp_cap = cap;
+        S->hp = q;
+        S->hp_cap = cap;
     }
     bk_hpt *hp = S->hp;
     memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
@@ -305,7 +342,7 @@ static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_
     hs->n[ci] = bk_atlas_convex_hull(hp, na + nb, nh);
     double rcs, rsn, rw, rh;
     bk_atlas_rect_from_hull(nh, hs->n[ci], &rcs, &rsn, &rw, &rh);
-    double *tl = S->tl;
+    double   *tl = S->tl;
     uint32_t *ids = S->ids;
     bk_atlas_apply_rect(tl, L->iota, m_tris, nh, hs->n[ci], rcs, rsn, &c->w, &c->h);
     for (uint32_t i = 0; i < m_tris; ++i) memcpy(C->loc + 6 * (size_t)ids[i], tl + 6 * (size_t)i, 6 * sizeof(double));
@@ -319,22 +356,27 @@ static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_
 }
 
 int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
-                        uint64_t *work)
+                          uint64_t *work)
 {
-    uint32_t T = s->tri_count, n = C->count;
-    int threads = bk_pool_threads();
+    uint32_t  T = s->tri_count, n = C->count;
+    int       threads = bk_pool_threads();
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1));
     uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint32_t *iota = malloc(sizeof(uint32_t) * ((size_t)T + 1));
-    uint8_t *dead = calloc((size_t)n + 1, 1), *touched = calloc((size_t)n + 1, 1);
-    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    hull_set hs = { calloc((size_t)n + 1, sizeof(bk_hpt *)), calloc((size_t)n + 1, sizeof(int)) };
+    uint8_t  *dead = calloc((size_t)n + 1, 1), *touched = calloc((size_t)n + 1, 1);
+    key_idx  *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    hull_set  hs = { calloc((size_t)n + 1, sizeof(bk_hpt *)), calloc((size_t)n + 1, sizeof(int)) };
     merge_scratch *S = calloc((size_t)threads, sizeof(merge_scratch));
-    merge_spec sp = { NULL, S, malloc(sizeof(merge_cand) * ((size_t)n + 1)), malloc((size_t)n + 1), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
-                      calloc((size_t)n + 1, sizeof(uint32_t *)), malloc(sizeof(uint32_t) * ((size_t)n + 1)) };
-    int rc = -1;
-    if (!next || !head || !tail || !iota || !dead || !touched || !order || !hs.p || !hs.n || !S || !sp.best || !sp.res || !sp.work ||
-        !sp.seen || !sp.nseen)
+    merge_spec     sp = { NULL,
+                          S,
+                          malloc(sizeof(merge_cand) * ((size_t)n + 1)),
+                          malloc((size_t)n + 1),
+                          malloc(sizeof(uint64_t) * ((size_t)n + 1)),
+                          calloc((size_t)n + 1, sizeof(uint32_t *)),
+                          malloc(sizeof(uint32_t) * ((size_t)n + 1)) };
+    int            rc = -1;
+    if (!next || !head || !tail || !iota || !dead || !touched || !order || !hs.p || !hs.n || !S || !sp.best ||
+        !sp.res || !sp.work || !sp.seen || !sp.nseen)
         goto done;
     for (int w = 0; w < threads; ++w) {
         S[w].stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
@@ -348,7 +390,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
         bk_atlas_chart_link(C, ci, head, tail, NULL, next, NULL);
-        double cost = (c->w + pad_w) * (c->h + pad_w);
+        double   cost = (c->w + pad_w) * (c->h + pad_w);
         uint64_t bits;
         memcpy(&bits, &cost, 8);
         order[ci].key = bits;
@@ -356,11 +398,18 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     }
     {
         /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
-        hull_ctx hc = { C, next, head, &hs, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
-        if (!hc.tmp || !hc.cap) { free(hc.tmp); free(hc.cap); goto done; }
+        hull_ctx hc = {
+            C, next, head, &hs, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0
+        };
+        if (!hc.tmp || !hc.cap) {
+            free(hc.tmp);
+            free(hc.cap);
+            goto done;
+        }
         bk_parallel_for(n, 16, hull_fn, &hc);
         for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
-        free(hc.tmp); free(hc.cap);
+        free(hc.tmp);
+        free(hc.cap);
         if (hc.err) goto done;
     }
     merge_state M = { s, weld, A, C, pad_w, head, next, dead, &hs };
@@ -371,14 +420,14 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
      * sibenik's merges 0.042 -> 0.054 s on 2 threads) */
     if (threads >= MERGE_SPEC_THREADS) bk_parallel_for(n, 4, merge_spec_fn, &sp);
     else memset(sp.res, 0xFF, n);
-    S[0].seen_cap = 0;  /* the serial loop's looks: no list */
+    S[0].seen_cap = 0; /* the serial loop's looks: no list */
     bk_key_idx_sort(order, n);
     for (uint32_t oi = 0; oi < n; ++oi) {
         uint32_t ci = order[oi].idx;
         for (int round = 0; round < 16 && !dead[ci]; ++round) {
             merge_cand mc;
-            uint32_t m_tris = 0;
-            int r = -2;
+            uint32_t   m_tris = 0;
+            int        r = -2;
             if (round == 0 && sp.res[ci] >= 0 && !touched[ci]) {
                 r = sp.res[ci];
                 for (uint32_t k = 0; k < sp.nseen[ci] && r != -2; ++k)
@@ -387,7 +436,11 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
             if (r != -2) {
                 /* the speculative look stands: its work, and its union made again */
                 *work += sp.work[ci];
-                if (r == 1) { mc = sp.best[ci]; m_tris = merge_union(&M, ci, &mc, &S[0]); if (!m_tris) goto done; }
+                if (r == 1) {
+                    mc = sp.best[ci];
+                    m_tris = merge_union(&M, ci, &mc, &S[0]);
+                    if (!m_tris) goto done;
+                }
             } else r = merge_eval(&M, ci, &S[0], &mc, &m_tris, work);
             if (r < 0) goto done;
             if (r == 0) break;
@@ -405,11 +458,25 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     }
     rc = 0;
 done:
-    if (hs.p) for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
-    if (sp.seen) for (uint32_t ci = 0; ci < n; ++ci) free(sp.seen[ci]);
+    if (hs.p)
+        for (uint32_t ci = 0; ci < n; ++ci) free(hs.p[ci]);
+    if (sp.seen)
+        for (uint32_t ci = 0; ci < n; ++ci) free(sp.seen[ci]);
     for (int w = 0; S && w < threads; ++w) merge_scratch_free(&S[w]);
-    free(hs.p); free(hs.n); free(S);
-    free(sp.best); free(sp.res); free(sp.work); free(sp.seen); free(sp.nseen);
-    free(next); free(head); free(tail); free(iota); free(dead); free(touched); free(order);
+    free(hs.p);
+    free(hs.n);
+    free(S);
+    free(sp.best);
+    free(sp.res);
+    free(sp.work);
+    free(sp.seen);
+    free(sp.nseen);
+    free(next);
+    free(head);
+    free(tail);
+    free(iota);
+    free(dead);
+    free(touched);
+    free(order);
     return rc;
 }

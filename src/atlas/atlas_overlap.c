@@ -46,13 +46,13 @@ static int tri2_has_interior(const double *t, double tol)
 int bk_atlas_tri2_overlap(const double *a, const double *b, double tol)
 {
     const double *tr[2] = { a, b };
-    if (!tri2_has_interior(a, tol) || !tri2_has_interior(b, tol)) return 0;  /* no interior to overlap */
+    if (!tri2_has_interior(a, tol) || !tri2_has_interior(b, tol)) return 0; /* no interior to overlap */
     for (int w = 0; w < 2; ++w)
         for (int k = 0; k < 3; ++k) {
             const double *t = tr[w];
-            int k1 = (k + 1) % 3;
-            double ax = -(t[2 * k1 + 1] - t[2 * k + 1]), ay = t[2 * k1] - t[2 * k];
-            double len = sqrt(ax * ax + ay * ay);
+            int           k1 = (k + 1) % 3;
+            double        ax = -(t[2 * k1 + 1] - t[2 * k + 1]), ay = t[2 * k1] - t[2 * k];
+            double        len = sqrt(ax * ax + ay * ay);
             if (len == 0) continue;
             double amin = DBL_MAX, amax = -DBL_MAX, bmin = DBL_MAX, bmax = -DBL_MAX;
             for (int i = 0; i < 3; ++i) {
@@ -71,12 +71,15 @@ int bk_atlas_tri2_overlap(const double *a, const double *b, double tol)
 static int pair_push(pair_list *L, uint32_t i, uint32_t j)
 {
     if (L->n == L->cap) {
-        size_t c = L->cap ? 2 * L->cap : 64;
+        size_t    c = L->cap ? 2 * L->cap : 64;
         uint32_t *p = realloc(L->p, sizeof(uint32_t) * 2 * c);
         if (!p) return -1;
-        L->p = p; L->cap = c;
+        L->p = p;
+        L->cap = c;
     }
-    L->p[2 * L->n] = i; L->p[2 * L->n + 1] = j; L->n++;
+    L->p[2 * L->n] = i;
+    L->p[2 * L->n + 1] = j;
+    L->n++;
     return 0;
 }
 
@@ -99,22 +102,33 @@ static int u64_sort_unique(uint64_t *a, size_t *n)
     if (m < 64) qsort(a, m, sizeof *a, u64_cmp);
     else {
         uint64_t all_or = 0, all_and = ~0ull;
-        for (size_t i = 0; i < m; ++i) { all_or |= a[i]; all_and &= a[i]; }
-        const uint64_t vary = all_or ^ all_and;
+        for (size_t i = 0; i < m; ++i) {
+            all_or |= a[i];
+            all_and &= a[i];
+        }
+        const uint64_t   vary = all_or ^ all_and;
         static const int widths[3] = { 8, 11, 16 };
-        int w = 16;
-        double best = -1;
+        int              w = 16;
+        double           best = -1;
         for (int k = 0; k < 3; ++k) {
             int passes = 0;
-            for (int shift = 0; shift < 64; shift += widths[k]) passes += ((vary >> shift) & ((1ull << widths[k]) - 1)) != 0;
+            for (int shift = 0; shift < 64; shift += widths[k])
+                passes += ((vary >> shift) & ((1ull << widths[k]) - 1)) != 0;
             double cost = passes * (2.0 * (double)m + 2.0 * (double)(1 << widths[k]));
-            if (best < 0 || cost < best) { best = cost; w = widths[k]; }
+            if (best < 0 || cost < best) {
+                best = cost;
+                w = widths[k];
+            }
         }
         const uint64_t mask = (1ull << w) - 1;
-        const size_t nb = (size_t)1 << w;
-        uint64_t *tmp = malloc(sizeof *tmp * m);
-        size_t *cnt = malloc(sizeof(size_t) * (nb + 1));
-        if (!tmp || !cnt) { free(tmp); free(cnt); return -1; }
+        const size_t   nb = (size_t)1 << w;
+        uint64_t      *tmp = malloc(sizeof *tmp * m);
+        size_t        *cnt = malloc(sizeof(size_t) * (nb + 1));
+        if (!tmp || !cnt) {
+            free(tmp);
+            free(cnt);
+            return -1;
+        }
         uint64_t *src = a, *dst = tmp;
         for (int shift = 0; shift < 64; shift += w) {
             if (((vary >> shift) & mask) == 0) continue;
@@ -122,7 +136,9 @@ static int u64_sort_unique(uint64_t *a, size_t *n)
             for (size_t i = 0; i < m; ++i) cnt[((src[i] >> shift) & mask) + 1]++;
             for (size_t d = 0; d < nb; ++d) cnt[d + 1] += cnt[d];
             for (size_t i = 0; i < m; ++i) dst[cnt[(src[i] >> shift) & mask]++] = src[i];
-            uint64_t *x = src; src = dst; dst = x;
+            uint64_t *x = src;
+            src = dst;
+            dst = x;
         }
         if (src != a) memcpy(a, src, sizeof *a * m);
         free(tmp);
@@ -136,20 +152,20 @@ static int u64_sort_unique(uint64_t *a, size_t *n)
 }
 
 typedef struct ov_search {
-    const double  *xy;       /* 6 per triangle: the corners */
-    const uint8_t *group;    /* NULL: every pair; else only pairs from different groups */
+    const double  *xy;    /* 6 per triangle: the corners */
+    const uint8_t *group; /* NULL: every pair; else only pairs from different groups */
     uint32_t       n;
     double         tol;
-    uint64_t       work;     /* grid cells filled, corners counted, pairs and wedges looked at */
-    double        *bb;       /* 4 per triangle: xmin, ymin, xmax, ymax */
-    double        *dir;      /* 3 per triangle: longest edge as (cos 2a, sin 2a) * length, length */
-    uint8_t       *live;     /* 1: finite, with an interior; the others overlap nothing */
-    uint32_t      *vid;      /* 3 per triangle: the first corner (3 t + k) at the same point */
-    uint32_t      *cnt;      /* 3 n counters by vid, kept at zero between uses */
-    uint64_t      *cand;     /* candidate pairs, (i << 32) | j with i < j */
+    uint64_t       work; /* grid cells filled, corners counted, pairs and wedges looked at */
+    double        *bb;   /* 4 per triangle: xmin, ymin, xmax, ymax */
+    double        *dir;  /* 3 per triangle: longest edge as (cos 2a, sin 2a) * length, length */
+    uint8_t       *live; /* 1: finite, with an interior; the others overlap nothing */
+    uint32_t      *vid;  /* 3 per triangle: the first corner (3 t + k) at the same point */
+    uint32_t      *cnt;  /* 3 n counters by vid, kept at zero between uses */
+    uint64_t      *cand; /* candidate pairs, (i << 32) | j with i < j */
     size_t         ncand, ccap;
-    int            first_only;  /* 1: test candidates at once and stop at the first overlap */
-    int            found;       /* first_only: an overlapping pair was found */
+    int            first_only; /* 1: test candidates at once and stop at the first overlap */
+    int            found;      /* first_only: an overlapping pair was found */
 } ov_search;
 
 /* A candidate pair. Nonzero stops the search: out of memory, or (first_only) an overlap found. */
@@ -157,15 +173,17 @@ static int ov_push(ov_search *S, uint32_t i, uint32_t j)
 {
     if (S->first_only) {
         S->work++;
-        if (!bk_atlas_tri2_overlap(S->xy + 6 * (size_t)(i < j ? i : j), S->xy + 6 * (size_t)(i < j ? j : i), S->tol)) return 0;
+        if (!bk_atlas_tri2_overlap(S->xy + 6 * (size_t)(i < j ? i : j), S->xy + 6 * (size_t)(i < j ? j : i), S->tol))
+            return 0;
         S->found = 1;
         return 1;
     }
     if (S->ncand == S->ccap) {
-        size_t c = S->ccap ? 2 * S->ccap : 256;
+        size_t    c = S->ccap ? 2 * S->ccap : 256;
         uint64_t *p = realloc(S->cand, sizeof(uint64_t) * c);
         if (!p) return -1;
-        S->cand = p; S->ccap = c;
+        S->cand = p;
+        S->ccap = c;
     }
     S->cand[S->ncand++] = i < j ? (uint64_t)i << 32 | j : (uint64_t)j << 32 | i;
     return 0;
@@ -185,7 +203,13 @@ static int ov_consider(ov_search *S, uint32_t i, uint32_t j)
     return ov_push(S, i, j);
 }
 
-static uint64_t dkey(double d) { uint64_t b; if (d == 0) d = 0; memcpy(&b, &d, 8); return b; }
+static uint64_t dkey(double d)
+{
+    uint64_t b;
+    if (d == 0) d = 0;
+    memcpy(&b, &d, 8);
+    return b;
+}
 
 /* vid: corners with equal coordinates (-0 == +0) get the index of the first of them. */
 static int ov_corner_ids(ov_search *S)
@@ -198,11 +222,20 @@ static int ov_corner_ids(ov_search *S)
     for (size_t c = 0; c < nc; ++c) {
         uint64_t kx = dkey(S->xy[2 * c]), ky = dkey(S->xy[2 * c + 1]);
         uint64_t h = kx * 0x9E3779B97F4A7C15ull ^ (ky + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
-        h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
+        h ^= h >> 31;
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
         for (size_t s = h & (cap - 1);; s = (s + 1) & (cap - 1)) {
             uint32_t w = table[s];
-            if (w == BK_NONE) { table[s] = (uint32_t)c; S->vid[c] = (uint32_t)c; break; }
-            if (dkey(S->xy[2 * (size_t)w]) == kx && dkey(S->xy[2 * (size_t)w + 1]) == ky) { S->vid[c] = w; break; }
+            if (w == BK_NONE) {
+                table[s] = (uint32_t)c;
+                S->vid[c] = (uint32_t)c;
+                break;
+            }
+            if (dkey(S->xy[2 * (size_t)w]) == kx && dkey(S->xy[2 * (size_t)w + 1]) == ky) {
+                S->vid[c] = w;
+                break;
+            }
         }
     }
     free(table);
@@ -213,7 +246,10 @@ static int ov_corner_ids(ov_search *S)
 
 /* The wedge of a triangle at one corner: the directions of its two edges there as pseudo-angles
  * (below), from s counter-clockwise to e (less than a half turn apart). */
-typedef struct ov_arc { double s, e; uint32_t t; } ov_arc;
+typedef struct ov_arc {
+    double   s, e;
+    uint32_t t;
+} ov_arc;
 
 /* A direction as a number in [0, 4) that grows with its angle (a quarter turn per unit, the
  * "diamond angle"): cheaper than atan2, the same for the same vector, and a half turn is 2. */
@@ -228,7 +264,11 @@ static double diamond_angle(double x, double y)
  * rejects anyway. */
 #define OV_ARC_EPS 1e-12
 
-static double ccw_from(double a, double b) { double d = b - a; return d < 0 ? d + 4.0 : d; }
+static double ccw_from(double a, double b)
+{
+    double d = b - a;
+    return d < 0 ? d + 4.0 : d;
+}
 
 /* May the two wedges' interiors meet? Wedges with a ray in common (the same edge, or collinear
  * ones) only touch there: each is less than pi wide. */
@@ -249,34 +289,34 @@ static int arc_cmp(const void *pa, const void *pb)
 
 static int ov_wedges(ov_search *S)
 {
-    size_t nc = 3 * (size_t)S->n;
+    size_t    nc = 3 * (size_t)S->n;
     uint32_t *start = calloc(nc + 2, sizeof(uint32_t)), *corner = malloc(sizeof(uint32_t) * (nc + 1));
-    ov_arc *arc = malloc(sizeof(ov_arc) * (nc + 1));
-    int rc = -1;
+    ov_arc   *arc = malloc(sizeof(ov_arc) * (nc + 1));
+    int       rc = -1;
     if (!start || !corner || !arc) goto out;
     for (size_t c = 0; c < nc; ++c)
         if (S->live[c / 3]) start[S->vid[c] + 1]++;
     for (size_t v = 0; v < nc; ++v) start[v + 1] += start[v];
     for (size_t c = 0; c < nc; ++c)
         if (S->live[c / 3]) corner[start[S->vid[c]]++] = (uint32_t)c;
-    for (size_t v = nc; v > 0; --v) start[v] = start[v - 1];  /* the fill advanced each start */
+    for (size_t v = nc; v > 0; --v) start[v] = start[v - 1]; /* the fill advanced each start */
     start[0] = 0;
     for (size_t v = 0; v < nc; ++v) {
         uint32_t k = start[v + 1] - start[v];
         if (k < 2) continue;
         S->work += k;
-        if (S->group) {  /* only pairs across the groups count: most corners have none */
-            uint8_t g0 = S->group[corner[start[v]] / 3];
+        if (S->group) { /* only pairs across the groups count: most corners have none */
+            uint8_t  g0 = S->group[corner[start[v]] / 3];
             uint32_t i = 1;
             while (i < k && S->group[corner[start[v] + i] / 3] == g0) i++;
             if (i == k) continue;
         }
         for (uint32_t i = 0; i < k; ++i) {
-            uint32_t c = corner[start[v] + i], t = c / 3, kk = c % 3;
+            uint32_t      c = corner[start[v] + i], t = c / 3, kk = c % 3;
             const double *P = S->xy + 6 * (size_t)t;
             const double *o = P + 2 * kk, *p = P + 2 * ((kk + 1) % 3), *q = P + 2 * ((kk + 2) % 3);
-            double ar = (P[2] - P[0]) * (P[5] - P[1]) - (P[3] - P[1]) * (P[4] - P[0]);
-            double sp = diamond_angle(p[0] - o[0], p[1] - o[1]), sq = diamond_angle(q[0] - o[0], q[1] - o[1]);
+            double        ar = (P[2] - P[0]) * (P[5] - P[1]) - (P[3] - P[1]) * (P[4] - P[0]);
+            double        sp = diamond_angle(p[0] - o[0], p[1] - o[1]), sq = diamond_angle(q[0] - o[0], q[1] - o[1]);
             /* counter-clockwise corners (o, p, q): the interior runs from o->p round to o->q */
             arc[i].s = ar > 0 ? sp : sq;
             arc[i].e = ar > 0 ? sq : sp;
@@ -308,7 +348,9 @@ static int ov_wedges(ov_search *S)
     }
     rc = 0;
 out:
-    free(start); free(corner); free(arc);
+    free(start);
+    free(corner);
+    free(arc);
     return rc;
 }
 
@@ -321,19 +363,23 @@ static int slab_span(const double *t, double y0, double y1, double *xa, double *
     double a = DBL_MAX, b = -DBL_MAX;
     for (int k = 0; k < 3; ++k) {
         double px = t[2 * k], py = t[2 * k + 1], qx = t[2 * ((k + 1) % 3)], qy = t[2 * ((k + 1) % 3) + 1];
-        if (py >= y0 && py <= y1) { a = bk_dmin(a, px); b = bk_dmax(b, px); }
+        if (py >= y0 && py <= y1) {
+            a = bk_dmin(a, px);
+            b = bk_dmax(b, px);
+        }
         if (py == qy) continue;
         for (int s = 0; s < 2; ++s) {
             double Y = s ? y1 : y0;
             if ((Y > py) == (Y > qy)) continue;
             double x = px + (Y - py) * (qx - px) / (qy - py);
-            x = bk_dmax(bk_dmin(x, bk_dmax(px, qx)), bk_dmin(px, qx));  /* rounding never leaves the edge */
+            x = bk_dmax(bk_dmin(x, bk_dmax(px, qx)), bk_dmin(px, qx)); /* rounding never leaves the edge */
             a = bk_dmin(a, x);
             b = bk_dmax(b, x);
         }
     }
     if (!(a <= b)) return 0;
-    *xa = a; *xb = b;
+    *xa = a;
+    *xb = b;
     return 1;
 }
 
@@ -347,9 +393,9 @@ static int grid_cell(double x, double lo, double scale, int g)
 }
 
 typedef struct ov_grid {
-    double  lo[2], sx, sy, eps;
-    int     gx, gy;
-    size_t *cstart;          /* gx * gy + 1 */
+    double    lo[2], sx, sy, eps;
+    int       gx, gy;
+    size_t   *cstart; /* gx * gy + 1 */
     uint32_t *items;
 } ov_grid;
 
@@ -361,7 +407,7 @@ static size_t ov_grid_tri(const ov_search *S, ov_grid *G, uint32_t t, int pass)
     int r0 = grid_cell(b[1] - G->eps, G->lo[1], G->sy, G->gy), r1 = grid_cell(b[3] + G->eps, G->lo[1], G->sy, G->gy);
     int bc0 = grid_cell(b[0] - G->eps, G->lo[0], G->sx, G->gx), bc1 = grid_cell(b[2] + G->eps, G->lo[0], G->sx, G->gx);
     /* a box of a few cells: all of them (spans would save nothing) */
-    int few = (r1 - r0 + 1) * (bc1 - bc0 + 1) <= 4;
+    int    few = (r1 - r0 + 1) * (bc1 - bc0 + 1) <= 4;
     size_t n = 0;
     for (int r = r0; r <= r1; ++r) {
         int c0 = bc0, c1 = bc1;
@@ -381,7 +427,10 @@ static size_t ov_grid_tri(const ov_search *S, ov_grid *G, uint32_t t, int pass)
     return n;
 }
 
-typedef struct ov_sw { double s, e; uint32_t t; } ov_sw;  /* a triangle's extent on the sweep axis */
+typedef struct ov_sw {
+    double   s, e;
+    uint32_t t;
+} ov_sw; /* a triangle's extent on the sweep axis */
 
 static int sw_cmp(const void *pa, const void *pb)
 {
@@ -398,21 +447,30 @@ static void ov_axis(const ov_search *S, const uint32_t *L, uint32_t k, double *a
     double c2 = 0, s2 = 0, len = 0, wx = 0, wy = 0;
     for (uint32_t i = 0; i < k; ++i) {
         const double *d = S->dir + 3 * (size_t)L[i], *b = S->bb + 4 * (size_t)L[i];
-        c2 += d[0]; s2 += d[1]; len += d[2];
-        wx += b[2] - b[0]; wy += b[3] - b[1];
+        c2 += d[0];
+        s2 += d[1];
+        len += d[2];
+        wx += b[2] - b[0];
+        wy += b[3] - b[1];
     }
     if (sqrt(c2 * c2 + s2 * s2) > 0.5 * len) {
         double a = 0.5 * atan2(s2, c2);
-        *ax = -sin(a); *ay = cos(a);
-    } else if (wx <= wy) { *ax = 1; *ay = 0; }
-    else { *ax = 0; *ay = 1; }
+        *ax = -sin(a);
+        *ay = cos(a);
+    } else if (wx <= wy) {
+        *ax = 1;
+        *ay = 0;
+    } else {
+        *ax = 0;
+        *ay = 1;
+    }
 }
 
 static void ov_project(const ov_search *S, const uint32_t *L, uint32_t k, double ax, double ay, double eps, ov_sw *out)
 {
     for (uint32_t i = 0; i < k; ++i) {
         const double *T = S->xy + 6 * (size_t)L[i];
-        double p0 = ax * T[0] + ay * T[1], p1 = ax * T[2] + ay * T[3], p2 = ax * T[4] + ay * T[5];
+        double        p0 = ax * T[0] + ay * T[1], p1 = ax * T[2] + ay * T[3], p2 = ax * T[4] + ay * T[5];
         out[i].s = bk_dmin(p0, bk_dmin(p1, p2)) - eps;
         out[i].e = bk_dmax(p0, bk_dmax(p1, p2)) + eps;
         out[i].t = L[i];
@@ -459,7 +517,7 @@ static int ov_cross(ov_search *S, const uint32_t *H, uint32_t nh, const uint32_t
     return 0;
 }
 
-#define OV_SMALL 16  /* cells up to this many triangles test all their pairs */
+#define OV_SMALL 16 /* cells up to this many triangles test all their pairs */
 
 /* The pairs of one cell's triangles L[0..k) (L is overwritten). While one corner is shared by at
  * least a quarter of them, those are split off and paired only with the rest. */
@@ -470,7 +528,10 @@ static int ov_cell(ov_search *S, uint32_t *L, uint32_t k, double eps, uint32_t *
         for (uint32_t i = 0; i < k; ++i)
             for (int c = 0; c < 3; ++c) {
                 uint32_t v = S->vid[3 * (size_t)L[i] + c];
-                if (++S->cnt[v] > best) { best = S->cnt[v]; hub = v; }
+                if (++S->cnt[v] > best) {
+                    best = S->cnt[v];
+                    hub = v;
+                }
             }
         for (uint32_t i = 0; i < k; ++i)
             for (int c = 0; c < 3; ++c) S->cnt[S->vid[3 * (size_t)L[i] + c]] = 0;
@@ -499,11 +560,14 @@ static int ov_cell(ov_search *S, uint32_t *L, uint32_t k, double eps, uint32_t *
 static int ov_grid_pairs(ov_search *S)
 {
     uint32_t n = S->n, nl = 0;
-    double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX }, per = 0, area = 0;
+    double   lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX }, per = 0, area = 0;
     for (uint32_t i = 0; i < n; ++i) {
         if (!S->live[i]) continue;
         const double *b = S->bb + 4 * (size_t)i, *t = S->xy + 6 * (size_t)i;
-        for (int k = 0; k < 2; ++k) { lo[k] = bk_dmin(lo[k], b[k]); hi[k] = bk_dmax(hi[k], b[2 + k]); }
+        for (int k = 0; k < 2; ++k) {
+            lo[k] = bk_dmin(lo[k], b[k]);
+            hi[k] = bk_dmax(hi[k], b[2 + k]);
+        }
         per += (b[2] - b[0]) + (b[3] - b[1]);
         area += 0.5 * fabs((t[2] - t[0]) * (t[5] - t[1]) - (t[3] - t[1]) * (t[4] - t[0]));
         nl++;
@@ -516,7 +580,8 @@ static int ov_grid_pairs(ov_search *S)
     double cell = bk_dmax(sqrt(bk_dmax(ex * ey, 1e-300) / nl), bk_dmax(per / (4.0 * nl), sqrt(area / (2.0 * nl))));
     if (!(cell > 0) || !isfinite(cell)) cell = bk_dmax(ex, ey) + 1.0;
     ov_grid G;
-    G.lo[0] = lo[0]; G.lo[1] = lo[1];
+    G.lo[0] = lo[0];
+    G.lo[1] = lo[1];
     G.gx = (int)bk_dmin(bk_dmax(ceil(ex / cell), 1.0), 2048.0);
     G.gy = (int)bk_dmin(bk_dmax(ceil(ey / cell), 1.0), 2048.0);
     G.sx = G.gx / bk_dmax(ex, 1e-300);
@@ -527,8 +592,8 @@ static int ov_grid_pairs(ov_search *S)
     G.cstart = calloc(NG + 1, sizeof(size_t));
     G.items = NULL;
     uint32_t *L = NULL, *H = NULL, *R = NULL;
-    ov_sw *sw1 = NULL, *sw2 = NULL;
-    int rc = -1;
+    ov_sw    *sw1 = NULL, *sw2 = NULL;
+    int       rc = -1;
     if (!G.cstart) goto out;
     size_t total = 0;
     for (uint32_t i = 0; i < n; ++i)
@@ -557,13 +622,24 @@ static int ov_grid_pairs(ov_search *S)
     }
     rc = 0;
 out:
-    free(G.cstart); free(G.items); free(L); free(H); free(R); free(sw1); free(sw2);
+    free(G.cstart);
+    free(G.items);
+    free(L);
+    free(H);
+    free(R);
+    free(sw1);
+    free(sw2);
     return rc;
 }
 
 static void ov_free(ov_search *S)
 {
-    free(S->bb); free(S->dir); free(S->live); free(S->vid); free(S->cnt); free(S->cand);
+    free(S->bb);
+    free(S->dir);
+    free(S->live);
+    free(S->vid);
+    free(S->cnt);
+    free(S->cand);
     memset(S, 0, sizeof *S);
 }
 
@@ -574,7 +650,11 @@ static void ov_free(ov_search *S)
 static int ov_run(ov_search *S, const double *xy, uint32_t n, const uint8_t *group, double tol, int first_only)
 {
     memset(S, 0, sizeof *S);
-    S->xy = xy; S->n = n; S->group = group; S->tol = tol; S->first_only = first_only;
+    S->xy = xy;
+    S->n = n;
+    S->group = group;
+    S->tol = tol;
+    S->first_only = first_only;
     S->bb = malloc(sizeof(double) * 4 * (size_t)n + 1);
     S->dir = malloc(sizeof(double) * 3 * (size_t)n + 1);
     S->live = malloc((size_t)n + 1);
@@ -583,7 +663,7 @@ static int ov_run(ov_search *S, const double *xy, uint32_t n, const uint8_t *gro
     if (!S->bb || !S->dir || !S->live || !S->vid || !S->cnt) return -1;
     for (uint32_t i = 0; i < n; ++i) {
         const double *t = xy + 6 * (size_t)i;
-        int fin = 1;
+        int           fin = 1;
         for (int k = 0; k < 6; ++k) fin &= isfinite(t[k]) != 0;
         S->live[i] = (uint8_t)(fin && tri2_has_interior(t, tol));
         bk_box_of_tri(t, S->bb + 4 * (size_t)i);
@@ -613,10 +693,11 @@ int bk_atlas_find_overlaps(const double *xy, uint32_t n, double tol, pair_list *
         *work += (uint64_t)n * (n - 1) / 2;
         for (uint32_t i = 0; i < n; ++i)
             for (uint32_t j = i + 1; j < n; ++j)
-                if (bk_atlas_tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) return -1;
+                if (bk_atlas_tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j))
+                    return -1;
         return 0;
     }
-    if (n <= 64) {  /* below the search's own setup cost; boxes first, as the search does */
+    if (n <= 64) { /* below the search's own setup cost; boxes first, as the search does */
         *work += (uint64_t)n * (n - 1) / 2;
         for (uint32_t i = 0; i < n; ++i) {
             double bi[4], bj[4];
@@ -624,13 +705,14 @@ int bk_atlas_find_overlaps(const double *xy, uint32_t n, double tol, pair_list *
             for (uint32_t j = i + 1; j < n; ++j) {
                 bk_box_of_tri(xy + 6 * (size_t)j, bj);
                 if (bi[0] > bj[2] || bj[0] > bi[2] || bi[1] > bj[3] || bj[1] > bi[3]) continue;
-                if (bk_atlas_tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) return -1;
+                if (bk_atlas_tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j))
+                    return -1;
             }
         }
         return 0;
     }
     ov_search S;
-    int rc = ov_run(&S, xy, n, NULL, tol, 0);
+    int       rc = ov_run(&S, xy, n, NULL, tol, 0);
     for (size_t c = 0; c < S.ncand && !rc; ++c) {
         uint32_t i = (uint32_t)(S.cand[c] >> 32), j = (uint32_t)S.cand[c];
         if (bk_atlas_tri2_overlap(xy + 6 * (size_t)i, xy + 6 * (size_t)j, tol) && pair_push(out, i, j)) rc = -1;
@@ -646,10 +728,10 @@ int bk_atlas_find_overlaps(const double *xy, uint32_t n, double tol, pair_list *
  * pairing with a's; 1 yes, 0 no, -1 out of memory. */
 
 int bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint32_t nb, double tol, overlap_scratch *o,
-                        uint64_t *work)
+                          uint64_t *work)
 {
     if ((size_t)na + nb > o->cap) {
-        size_t cap = 2 * ((size_t)na + nb);
+        size_t    cap = 2 * ((size_t)na + nb);
         uint32_t *sel = realloc(o->sel, sizeof(uint32_t) * cap);
         if (!sel) return -1;
         o->sel = sel;
@@ -668,20 +750,26 @@ int bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint3
         o->cap = cap;
     }
     /* boxes of b's triangles and of all of b */
-    double bb[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX }, t[4];
+    double  bb[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX }, t[4];
     double *boxb = o->box;
     for (uint32_t j = 0; j < nb; ++j) {
         double *q = boxb + 4 * (size_t)j;
         bk_box_of_tri(xb + 6 * (size_t)j, q);
-        bb[0] = bk_dmin(bb[0], q[0]); bb[1] = bk_dmin(bb[1], q[1]); bb[2] = bk_dmax(bb[2], q[2]); bb[3] = bk_dmax(bb[3], q[3]);
+        bb[0] = bk_dmin(bb[0], q[0]);
+        bb[1] = bk_dmin(bb[1], q[1]);
+        bb[2] = bk_dmax(bb[2], q[2]);
+        bb[3] = bk_dmax(bb[3], q[3]);
     }
     uint32_t ns = 0, nbs = 0;
-    double ba[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX };
+    double   ba[4] = { DBL_MAX, DBL_MAX, -DBL_MAX, -DBL_MAX };
     for (uint32_t i = 0; i < na; ++i) {
         bk_box_of_tri(xa + 6 * (size_t)i, t);
         if (t[0] <= bb[2] && t[2] >= bb[0] && t[1] <= bb[3] && t[3] >= bb[1]) {
             o->sel[ns++] = i;
-            ba[0] = bk_dmin(ba[0], t[0]); ba[1] = bk_dmin(ba[1], t[1]); ba[2] = bk_dmax(ba[2], t[2]); ba[3] = bk_dmax(ba[3], t[3]);
+            ba[0] = bk_dmin(ba[0], t[0]);
+            ba[1] = bk_dmin(ba[1], t[1]);
+            ba[2] = bk_dmax(ba[2], t[2]);
+            ba[3] = bk_dmax(ba[3], t[3]);
         }
     }
     if (!ns) return 0;
@@ -696,7 +784,7 @@ int bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint3
             const double *ta = xa + 6 * (size_t)o->sel[i];
             bk_box_of_tri(ta, t);
             for (uint32_t jj = 0; jj < nbs; ++jj) {
-                uint32_t j = o->selb[jj];
+                uint32_t      j = o->selb[jj];
                 const double *q = boxb + 4 * (size_t)j;
                 if (t[0] > q[2] || q[0] > t[2] || t[1] > q[3] || q[1] > t[3]) continue;
                 if (bk_atlas_tri2_overlap(ta, xb + 6 * (size_t)j, tol)) return 1;
@@ -713,7 +801,7 @@ int bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint3
         o->grp[ns + j] = 1;
     }
     ov_search S;
-    int rc = ov_run(&S, o->xy, ns + nbs, o->grp, tol, 1) ? -1 : S.found;
+    int       rc = ov_run(&S, o->xy, ns + nbs, o->grp, tol, 1) ? -1 : S.found;
     *work += S.work;
     ov_free(&S);
     return rc;
@@ -721,6 +809,10 @@ int bk_atlas_sets_overlap(const double *xa, uint32_t na, const double *xb, uint3
 
 void bk_atlas_overlap_scratch_free(overlap_scratch *o)
 {
-    free(o->sel); free(o->selb); free(o->box); free(o->xy); free(o->grp);
+    free(o->sel);
+    free(o->selb);
+    free(o->box);
+    free(o->xy);
+    free(o->grp);
     memset(o, 0, sizeof *o);
 }

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SSE2__)
-#  include <emmintrin.h>
+#include <emmintrin.h>
 #endif
 
 /* ---------------------------------------------------------------------------------------------
@@ -36,14 +36,19 @@ int bk_atlas_packer_init(packer *P, uint32_t n)
     P->nodes = malloc(sizeof(sky_node) * (size_t)P->cap);
     P->order = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     P->keys = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    P->keys2 = malloc(sizeof(key_idx) * ((size_t)n + 1));  /* sort scratch: without it the sort */
-    P->cnt = malloc(sizeof(size_t) * BK_SORT_COUNTS);       /* allocates its own */
+    P->keys2 = malloc(sizeof(key_idx) * ((size_t)n + 1)); /* sort scratch: without it the sort */
+    P->cnt = malloc(sizeof(size_t) * BK_SORT_COUNTS);     /* allocates its own */
     return P->nodes && P->order && P->keys ? 0 : -1;
 }
 
 void bk_atlas_packer_free(packer *P)
 {
-    free(P->nodes); free(P->order); free(P->keys); free(P->keys2); free(P->cnt); free(P->waste);
+    free(P->nodes);
+    free(P->order);
+    free(P->keys);
+    free(P->keys2);
+    free(P->cnt);
+    free(P->waste);
     memset(P, 0, sizeof *P);
 }
 
@@ -52,13 +57,17 @@ static void waste_add(packer *P, int x, int y, int w, int h)
 {
     if (w < P->min_side || h < P->min_side) return;
     if (P->nwaste == P->wcap) {
-        int cap = P->wcap ? 2 * P->wcap : 256;
+        int         cap = P->wcap ? 2 * P->wcap : 256;
         waste_rect *r = realloc(P->waste, sizeof(waste_rect) * (size_t)cap);
-        if (!r) return;  /* losing a waste rectangle only loses space */
-        P->waste = r; P->wcap = cap;
+        if (!r) return; /* losing a waste rectangle only loses space */
+        P->waste = r;
+        P->wcap = cap;
     }
     waste_rect *r = &P->waste[P->nwaste++];
-    r->x = x; r->y = y; r->w = w; r->h = h;
+    r->x = x;
+    r->y = y;
+    r->w = w;
+    r->h = h;
 }
 
 /* Lowest top over the nodes a rectangle of width w starting at node i would rest on; -1 if it
@@ -86,8 +95,11 @@ static void sky_place(packer *P, int i, int x, int y, int w, int h)
             int wx0 = P->nodes[j].x, wx1 = nend < end ? nend : end;
             waste_add(P, wx0, P->nodes[j].y, wx1 - wx0, y - P->nodes[j].y);
         }
-        if (nend <= end) { j++; continue; }
-        P->nodes[j].w = nend - end;  /* partly covered: keep the right part */
+        if (nend <= end) {
+            j++;
+            continue;
+        }
+        P->nodes[j].w = nend - end; /* partly covered: keep the right part */
         P->nodes[j].x = end;
         break;
     }
@@ -100,7 +112,9 @@ static void sky_place(packer *P, int i, int x, int y, int w, int h)
         memmove(P->nodes + i + 1, P->nodes + j, sizeof(sky_node) * (size_t)(P->count - j));
         P->count -= removed - 1;
     }
-    P->nodes[i].x = x; P->nodes[i].y = y + h; P->nodes[i].w = w;
+    P->nodes[i].x = x;
+    P->nodes[i].y = y + h;
+    P->nodes[i].w = w;
     /* merge equal heights with the neighbours */
     if (i + 1 < P->count && P->nodes[i + 1].y == P->nodes[i].y) {
         P->nodes[i].w += P->nodes[i + 1].w;
@@ -123,7 +137,11 @@ static void waste_try(const packer *P, int wi, int w, int h, int *best_fit, int 
         int rw = rot ? h : w, rh = rot ? w : h;
         if (rw > f->w || rh > f->h) continue;
         int fit = f->w - rw < f->h - rh ? f->w - rw : f->h - rh;
-        if (fit < *best_fit) { *best_fit = fit; *best_wi = wi; *best_rot = rot; }
+        if (fit < *best_fit) {
+            *best_fit = fit;
+            *best_wi = wi;
+            *best_rot = rot;
+        }
     }
 }
 
@@ -138,8 +156,8 @@ static inline __m128i waste_fit4(__m128i fw, __m128i fh, __m128i w, __m128i h)
 }
 #endif
 
-int bk_atlas_waste_check;
-_Atomic uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong;   /* (bk_atlas_pack_pages runs two packings at once) */
+int              bk_atlas_waste_check;
+_Atomic uint64_t bk_atlas_waste_checked, bk_atlas_waste_wrong; /* (bk_atlas_pack_pages runs two packings at once) */
 
 /* The waste rectangle an item of w x h fits most tightly (best short side fit; of equal fits the
  * first in the waste map's order, unturned before turned), or -1 with *rot untouched. The scan
@@ -152,12 +170,12 @@ static int waste_best(const packer *P, int w, int h, int *rot)
 #if defined(__SSE2__)
     const __m128i vw = _mm_set1_epi32(w), vh = _mm_set1_epi32(h);
     for (; wi + 4 <= P->nwaste; wi += 4) {
-        const __m128i *q = (const __m128i *)(P->waste + wi);   /* x y w h, four times */
-        __m128i a = _mm_unpackhi_epi32(_mm_loadu_si128(q), _mm_loadu_si128(q + 1));      /* w0 w1 h0 h1 */
-        __m128i b = _mm_unpackhi_epi32(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3));  /* w2 w3 h2 h3 */
-        __m128i fw = _mm_unpacklo_epi64(a, b), fh = _mm_unpackhi_epi64(a, b);
-        __m128i f0 = waste_fit4(fw, fh, vw, vh), f1 = waste_fit4(fw, fh, vh, vw);
-        __m128i lt = _mm_cmplt_epi32(f1, f0), m = _mm_or_si128(_mm_and_si128(lt, f1), _mm_andnot_si128(lt, f0));
+        const __m128i *q = (const __m128i *)(P->waste + wi);                                   /* x y w h, four times */
+        __m128i        a = _mm_unpackhi_epi32(_mm_loadu_si128(q), _mm_loadu_si128(q + 1));     /* w0 w1 h0 h1 */
+        __m128i        b = _mm_unpackhi_epi32(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3)); /* w2 w3 h2 h3 */
+        __m128i        fw = _mm_unpacklo_epi64(a, b), fh = _mm_unpackhi_epi64(a, b);
+        __m128i        f0 = waste_fit4(fw, fh, vw, vh), f1 = waste_fit4(fw, fh, vh, vw);
+        __m128i        lt = _mm_cmplt_epi32(f1, f0), m = _mm_or_si128(_mm_and_si128(lt, f1), _mm_andnot_si128(lt, f0));
         if (!_mm_movemask_epi8(_mm_cmplt_epi32(m, _mm_set1_epi32(best_fit)))) continue;
         for (int k = wi; k < wi + 4; ++k) waste_try(P, k, w, h, &best_fit, &best_wi, &best_rot);
     }
@@ -180,22 +198,28 @@ static int waste_best(const packer *P, int w, int h, int *rot)
  * onto the skyline where its top ends lowest (bottom-left). Where the items fit in a shorter bin,
  * they are placed there as here (a top beyond the shorter bin is taken only where no position
  * ends lower). */
-static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res, uint32_t n, int bin_w, int bin_h, int *top)
+static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res, uint32_t n, int bin_w, int bin_h,
+                      int *top)
 {
     *top = 0;
     P->count = 1;
-    P->nodes[0].x = 0; P->nodes[0].y = 0; P->nodes[0].w = bin_w;
+    P->nodes[0].x = 0;
+    P->nodes[0].y = 0;
+    P->nodes[0].w = bin_w;
     P->nwaste = 0;
     P->min_side = INT32_MAX;
     for (uint32_t k = 0; k < n; ++k) {
         const pk_item *q = &it[list ? list[k] : k];
-        int m = q->w < q->h ? q->w : q->h;
+        int            m = q->w < q->h ? q->w : q->h;
         if (m < P->min_side) P->min_side = m;
     }
     for (uint32_t k = 0; k < n; ++k) {
         const uint32_t pos = P->order[k];
-        pk_item *r = &it[list ? list[pos] : pos];
-        if (res) { res[pos] = *r; r = &res[pos]; }
+        pk_item       *r = &it[list ? list[pos] : pos];
+        if (res) {
+            res[pos] = *r;
+            r = &res[pos];
+        }
         /* (items lie in their own order, not the packing's: a voxel world's 3.7 M quads span 74 MB,
          * a cache miss each that the scans cannot hide; its packings 1.28 -> 1.18 s here) */
         if (k + 16 < n) __builtin_prefetch(&it[list ? list[P->order[k + 16]] : P->order[k + 16]]);
@@ -205,7 +229,9 @@ static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res
             waste_rect f = P->waste[best_wi];
             P->waste[best_wi] = P->waste[--P->nwaste];
             int w = best_wrot ? r->h : r->w, h = best_wrot ? r->w : r->h;
-            r->x = f.x; r->y = f.y; r->rot = best_wrot;
+            r->x = f.x;
+            r->y = f.y;
+            r->rot = best_wrot;
             /* split the rest along the longer leftover side */
             if (f.w - w > f.h - h) {
                 waste_add(P, f.x + w, f.y, f.w - w, f.h);
@@ -226,14 +252,20 @@ static int pack_items(packer *P, pk_item *it, const uint32_t *list, pk_item *res
                 int top = y + h;
                 if (top > bin_h) continue;
                 if (top < best_top || (top == best_top && P->nodes[i].x < best_x)) {
-                    best_top = top; best_i = i; best_rot = rot; best_y = y; best_x = P->nodes[i].x;
+                    best_top = top;
+                    best_i = i;
+                    best_rot = rot;
+                    best_y = y;
+                    best_x = P->nodes[i].x;
                 }
             }
         }
         if (best_i < 0) return 0;
         if (best_top > *top) *top = best_top;
-        r->x = best_x; r->y = best_y; r->rot = best_rot;
-        if (P->count + 2 > P->cap) return 0;  /* cannot happen: each placement adds at most one node */
+        r->x = best_x;
+        r->y = best_y;
+        r->rot = best_rot;
+        if (P->count + 2 > P->cap) return 0; /* cannot happen: each placement adds at most one node */
         sky_place(P, best_i, best_x, best_y, best_rot ? r->h : r->w, best_rot ? r->w : r->h);
     }
     return 1;
@@ -268,16 +300,17 @@ void bk_atlas_items_at_scale(const charting *C, uint32_t n_mesh, const bk_atlas_
  * bin_h tall; *top gets the rows they take. Order: tallest first, where height is the shorter
  * side, then the longer side (sorting by area or by the longer side first packed no better on the
  * corpus). */
-static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size, int bin_h, int *top,
-                        pk_item *res)
+static int pack_list_in(packer *P, pk_item *it, const uint32_t *list, uint32_t n, int pad, int size, int bin_h,
+                        int *top, pk_item *res)
 {
     *top = 0;
     for (uint32_t k = 0; k < n; ++k) {
         uint32_t i = list ? list[k] : k;
-        uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h), hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
+        uint64_t lo = (uint64_t)(it[i].w < it[i].h ? it[i].w : it[i].h),
+                 hi = (uint64_t)(it[i].w < it[i].h ? it[i].h : it[i].w);
         if (hi > (uint64_t)(size + pad)) return 0;
-        P->keys[k].key = ~(lo << 32 | hi);  /* largest first */
-        P->keys[k].idx = k;                 /* the place in the list: ties keep the list's order */
+        P->keys[k].key = ~(lo << 32 | hi); /* largest first */
+        P->keys[k].idx = k;                /* the place in the list: ties keep the list's order */
     }
     /* stable (sort.h), so ties keep the list's order, as qsort's tie-break by place does when
      * the sort's scratch cannot be had */
@@ -297,7 +330,8 @@ int bk_atlas_pack_list(packer *P, pk_item *it, const uint32_t *list, uint32_t n,
 }
 
 /* Packs every chart at scale s into one size x size atlas. */
-int bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size, pk_item *it)
+int bk_atlas_pack_at(packer *P, const charting *C, uint32_t n_mesh, const bk_atlas_opts *o, double s, int pad, int size,
+                     pk_item *it)
 {
     bk_atlas_items_at_scale(C, n_mesh, o, s, pad, it);
     return bk_atlas_pack_list(P, it, NULL, n_mesh + o->rect_count, pad, size);
@@ -317,7 +351,7 @@ static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uin
                                double area)
 {
     uint32_t m = 0;
-    double a = 0;
+    double   a = 0;
     while (m < left) {
         double ga = items_area(it, seq + run[g + m], run[g + m + 1] - run[g + m]);
         if (m > 0 && a + ga > area) break;
@@ -331,7 +365,7 @@ static uint32_t groups_in_area(const pk_item *it, const uint32_t *seq, const uin
  * packer into its own placements, so that two trials run side by side. */
 typedef struct page_trial {
     packer  *P;
-    pk_item *res;        /* n placements, by place in the page's list */
+    pk_item *res; /* n placements, by place in the page's list */
     uint32_t m, n;
     int      packed, top;
 } page_trial;
@@ -361,7 +395,10 @@ static int trial_reserve(page_trial *t, uint32_t n, uint32_t *cap, int own_packe
     if (own_packer) bk_atlas_packer_free(t->P);
     free(t->res);
     t->res = malloc(sizeof(pk_item) * ((size_t)n + 1));
-    if (!t->res || (own_packer && bk_atlas_packer_init(t->P, n))) { *cap = 0; return -1; }
+    if (!t->res || (own_packer && bk_atlas_packer_init(t->P, n))) {
+        *cap = 0;
+        return -1;
+    }
     *cap = n;
     return 0;
 }
@@ -386,23 +423,23 @@ static int trial_reserve(page_trial *t, uint32_t n, uint32_t *cap, int own_packe
  * (0.91 s), with pages 99.1-99.6 % full (99.3-99.6 % with the first search). best[i] gets item
  * i's placement, page[i] its page. Returns the number of pages, 0 when one group alone does not
  * fit a page (*bad = its group), or when memory runs out (*bad = nrun). */
-uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
-                           uint32_t nrun, int size, int pad, uint32_t *bad)
+uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq,
+                             const uint32_t *run, uint32_t nrun, int size, int pad, uint32_t *bad)
 {
-    uint32_t g = 0, pages = 0, cap[2] = { 0, 0 };
-    const int side = size + pad;
+    uint32_t     g = 0, pages = 0, cap[2] = { 0, 0 };
+    const int    side = size + pad;
     const double area_cap = (double)side * side;
-    packer P2;
+    packer       P2;
     memset(&P2, 0, sizeof P2);
     page_trial t[2];
     memset(t, 0, sizeof t);
-    t[0].P = P;              /* (P holds every item already: its arrays are big enough) */
+    t[0].P = P; /* (P holds every item already: its arrays are big enough) */
     t[1].P = &P2;
-    double fill = 0;         /* the last page's share of its area taken; 0 before the first */
+    double   fill = 0; /* the last page's share of its area taken; 0 before the first */
     uint32_t rc = 0;
     while (g < nrun) {
         const uint32_t left = nrun - g, *list = seq + run[g];
-        uint32_t ok = 0, fail = left + 1, c[2], nc = 2;
+        uint32_t       ok = 0, fail = left + 1, c[2], nc = 2;
         if (fill > 0) {
             c[0] = groups_in_area(it, seq, run, g, left, 0.998 * fill * area_cap);
             c[1] = c[0] + (c[0] / 64 > 1 ? c[0] / 64 : 1);
@@ -416,11 +453,14 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
             for (uint32_t k = 0; k < nc; ++k) {
                 t[k].m = c[k];
                 t[k].n = run[g + c[k]] - run[g];
-                if (trial_reserve(&t[k], t[k].n, &cap[k], k == 1)) { *bad = nrun; goto done; }
+                if (trial_reserve(&t[k], t[k].n, &cap[k], k == 1)) {
+                    *bad = nrun;
+                    goto done;
+                }
             }
             bk_parallel_for(nc, 1, trials_fn, &J);
             /* the results in order of count: the most that fits, the fewest above it that do not */
-            int near = -1;   /* the packing whose density guides the next guess */
+            int near = -1; /* the packing whose density guides the next guess */
             for (uint32_t k = 0; k < nc; ++k) {
                 const page_trial *q = &t[k];
                 if (q->packed && q->top <= side) {
@@ -440,7 +480,8 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
             uint32_t e = 0;
             if (near >= 0) {
                 const page_trial *q = &t[near];
-                e = groups_in_area(it, seq, run, g, left, items_area(it, list, q->n) * side / q->top * (ok ? 0.998 : 0.99));
+                e = groups_in_area(it, seq, run, g, left,
+                                   items_area(it, list, q->n) * side / q->top * (ok ? 0.998 : 0.99));
             }
             nc = 2;
             if (fail <= left && fail - ok <= 2 * tol) {
@@ -460,7 +501,10 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
                 if (c[0] <= ok) c[0] = ok + 1;
             }
         }
-        if (ok == 0) { *bad = g; goto done; }
+        if (ok == 0) {
+            *bad = g;
+            goto done;
+        }
         const uint32_t nok = run[g + ok] - run[g];
         for (uint32_t k = 0; k < nok; ++k) page[list[k]] = pages;
         fill = items_area(it, list, nok) / area_cap;
@@ -470,6 +514,7 @@ uint32_t bk_atlas_pack_pages(packer *P, pk_item *it, pk_item *best, uint32_t *pa
     rc = pages;
 done:
     bk_atlas_packer_free(&P2);
-    free(t[0].res); free(t[1].res);
+    free(t[0].res);
+    free(t[1].res);
     return rc;
 }

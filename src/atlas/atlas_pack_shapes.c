@@ -50,8 +50,8 @@
  * in an order that spreads them over the mask (neighbouring rows rule out the same x), after the
  * one that ended the last search row; an intersection is the same in any order. */
 
-#define SHAPE_EPS 1e-3
-#define SHAPE_REACH (BK_ATLAS_REACH - 0.5)  /* beyond the texel's own half side */
+#define SHAPE_EPS            1e-3
+#define SHAPE_REACH          (BK_ATLAS_REACH - 0.5) /* beyond the texel's own half side */
 #define SHAPE_AREA_ORDER_MAX 16
 /* Masks of at least 1/1024 of the atlas (32 x 32 texels in 1024^2) are also tried turned half
  * round (both of their quarter turns): measured at 960, 1024 and 1088 texels against two turns
@@ -59,7 +59,7 @@
  * for every chart: 75.2, 85.9, 75.3, at 20 % more CPU time on sibenik and dragon (the smaller
  * charts' searches). A fraction of the atlas, not a texel count, so that a 4096^2 atlas turns
  * the same charts (all of 1024 texels or more there: sponza 0.90 -> 1.12 s one-thread CPU). */
-#define SHAPE_ROTS 4
+#define SHAPE_ROTS               4
 #define SHAPE_HALF_TURN_FRACTION 1024
 /* Charts searched ahead at once (spec_resolve). The atlas is the same whatever the window; the
  * shapes stage on 16 simulated threads (atlas_bench --threads 1 --sim 16), sponza 4096^2 /
@@ -68,13 +68,13 @@
 #define SHAPE_AHEAD 32
 
 typedef struct shape {
-    int w, h, wpr;          /* mask size in texels, 64-bit words per row */
-    int band0, band1, band_run;  /* mask rows band0 .. band1 all have a run of band_run set bits */
-    int last_row;           /* last row with a bit set */
-    int *run;               /* h: longest run of set bits in each row */
-    int *run_at;            /* h: where that run starts */
-    int *order;             /* h: the rows in the order the search intersects them */
-    uint64_t *bits;         /* h * wpr words */
+    int       w, h, wpr;              /* mask size in texels, 64-bit words per row */
+    int       band0, band1, band_run; /* mask rows band0 .. band1 all have a run of band_run set bits */
+    int       last_row;               /* last row with a bit set */
+    int      *run;                    /* h: longest run of set bits in each row */
+    int      *run_at;                 /* h: where that run starts */
+    int      *order;                  /* h: the rows in the order the search intersects them */
+    uint64_t *bits;                   /* h * wpr words */
 } shape;
 
 /* First set (want 1) or clear (want 0) bit of row at or after x, or end when none before end. */
@@ -83,7 +83,10 @@ static int bits_next(const uint64_t *row, int x, int end, int want)
     while (x < end) {
         uint64_t w = want ? row[x >> 6] : ~row[x >> 6];
         w &= ~0ull << (x & 63);
-        if (w) { int b = (x & ~63) + __builtin_ctzll(w); return b < end ? b : end; }
+        if (w) {
+            int b = (x & ~63) + __builtin_ctzll(w);
+            return b < end ? b : end;
+        }
         x = (x & ~63) + 64;
     }
     return end;
@@ -96,7 +99,10 @@ static int bits_longest(const uint64_t *row, int n, int want, int *at)
     int best = 0;
     for (int x = bits_next(row, 0, n, want); x < n;) {
         int e = bits_next(row, x, n, !want);
-        if (e - x > best) { best = e - x; if (at) *at = x; }
+        if (e - x > best) {
+            best = e - x;
+            if (at) *at = x;
+        }
         x = bits_next(row, e, n, want);
     }
     return best;
@@ -107,8 +113,8 @@ static int bits_longest(const uint64_t *row, int n, int want, int *at)
 static void shape_corner(const charting *C, uint32_t ci, uint32_t t, int k, double s, int rot, double *px, double *py)
 {
     const chart *c = &C->charts[ci];
-    double lx = C->loc[6 * (size_t)t + 2 * k] * s, ly = C->loc[6 * (size_t)t + 2 * k + 1] * s;
-    bk_atlas_shape_place(c->w * s, c->h * s, 0, 0, lx, ly, rot, px, py);  /* rot 0, 1: the mask size is not needed */
+    double       lx = C->loc[6 * (size_t)t + 2 * k] * s, ly = C->loc[6 * (size_t)t + 2 * k + 1] * s;
+    bk_atlas_shape_place(c->w * s, c->h * s, 0, 0, lx, ly, rot, px, py); /* rot 0, 1: the mask size is not needed */
 }
 
 static void bits_set(uint64_t *row, int x) { row[x >> 6] |= 1ull << (x & 63); }
@@ -116,9 +122,12 @@ static void bits_set(uint64_t *row, int x) { row[x >> 6] |= 1ull << (x & 63); }
 /* Sets bits x0 .. x1 (inclusive) of row. */
 static void bits_set_range(uint64_t *row, int x0, int x1)
 {
-    int a = x0 >> 6, b = x1 >> 6;
+    int      a = x0 >> 6, b = x1 >> 6;
     uint64_t ma = ~0ull << (x0 & 63), mb = ~0ull >> (63 - (x1 & 63));
-    if (a == b) { row[a] |= ma & mb; return; }
+    if (a == b) {
+        row[a] |= ma & mb;
+        return;
+    }
     row[a] |= ma;
     for (int k = a + 1; k < b; ++k) row[k] = ~0ull;
     row[b] |= mb;
@@ -128,12 +137,12 @@ static void bits_set_range(uint64_t *row, int x0, int x1)
  * when it is larger than any atlas. */
 static int shape_size(const charting *C, uint32_t ci, double s, int rot, shape *sh)
 {
-    const double m = BK_ATLAS_SHAPE_MARGIN;  /* the chart's distance from its mask's edges, in texels */
+    const double m = BK_ATLAS_SHAPE_MARGIN; /* the chart's distance from its mask's edges, in texels */
     if (ci >= C->count) {
         sh->w = sh->h = 1;
     } else {
         const chart *c = &C->charts[ci];
-        double W = (rot & 1 ? c->h : c->w) * s, H = (rot & 1 ? c->w : c->h) * s;
+        double       W = (rot & 1 ? c->h : c->w) * s, H = (rot & 1 ? c->w : c->h) * s;
         if (!(W < BK_ATLAS_MAX_SIZE && H < BK_ATLAS_MAX_SIZE)) return -2;
         /* the chart from m to m + W: the texels its footprint reaches, to floor(m + W + reach) */
         sh->w = (int)floor(m + W + SHAPE_REACH + SHAPE_EPS) + 1;
@@ -155,26 +164,30 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
         /* a chart of long slivers (a fan, a strip) would cost its triangles times their rows:
          * its whole rectangle instead, when that is far less work than the triangles' rows */
         const chart *c = &C->charts[ci];
-        double rows = 0, rows_max = 4.0 * sh->w * sh->h + 4096;
+        double       rows = 0, rows_max = 4.0 * sh->w * sh->h + 4096;
         for (uint32_t i = 0; i < c->count && rows <= rows_max; ++i) {
             const double *L = C->loc + 6 * (size_t)C->chart_tris[c->first + i];
-            int k = rot & 1 ? 0 : 1;  /* the mask's rows run along the chart's x when turned */
+            int           k = rot & 1 ? 0 : 1; /* the mask's rows run along the chart's x when turned */
             rows += (bk_dmax(L[k], bk_dmax(L[k + 2], L[k + 4])) - bk_dmin(L[k], bk_dmin(L[k + 2], L[k + 4]))) * s + 2;
         }
         whole = rows > rows_max;
     }
-    if (whole) for (int y = 0; y < sh->h; ++y) bits_set_range(sh->bits + (size_t)y * sh->wpr, 0, sh->w - 1);
+    if (whole)
+        for (int y = 0; y < sh->h; ++y) bits_set_range(sh->bits + (size_t)y * sh->wpr, 0, sh->w - 1);
     else {
         const chart *c = &C->charts[ci];
         for (uint32_t i = 0; i < c->count; ++i) {
             uint32_t t = C->chart_tris[c->first + i];
-            double p[3][2], lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
+            double   p[3][2], lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
             for (int k = 0; k < 3; ++k) {
                 shape_corner(C, ci, t, k, s, rot, &p[k][0], &p[k][1]);
-                for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], p[k][d]); hi[d] = bk_dmax(hi[d], p[k][d]); }
+                for (int d = 0; d < 2; ++d) {
+                    lo[d] = bk_dmin(lo[d], p[k][d]);
+                    hi[d] = bk_dmax(hi[d], p[k][d]);
+                }
             }
-            const double g = SHAPE_REACH + SHAPE_EPS;  /* texel (x, y) reaches [x - g, x + 1 + g] x [y - g, y + 1 + g] */
-            int y0 = (int)ceil(lo[1] - 1 - g), y1 = (int)floor(hi[1] + g);
+            const double g = SHAPE_REACH + SHAPE_EPS; /* texel (x, y) reaches [x - g, x + 1 + g] x [y - g, y + 1 + g] */
+            int          y0 = (int)ceil(lo[1] - 1 - g), y1 = (int)floor(hi[1] + g);
             if (y0 < 0) y0 = 0;
             if (y1 >= sh->h) y1 = sh->h - 1;
             /* row by row: the triangle's x extent within the row's slab (widened by the reach
@@ -183,14 +196,18 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
                 double ya = y - g, yb = y + 1 + g, xa = DBL_MAX, xb = -DBL_MAX;
                 for (int k = 0; k < 3; ++k) {
                     const double *P = p[k], *Q = p[(k + 1) % 3];
-                    if (P[1] >= ya && P[1] <= yb) { xa = bk_dmin(xa, P[0]); xb = bk_dmax(xb, P[0]); }
+                    if (P[1] >= ya && P[1] <= yb) {
+                        xa = bk_dmin(xa, P[0]);
+                        xb = bk_dmax(xb, P[0]);
+                    }
                     if (P[1] == Q[1]) continue;
                     for (int e = 0; e < 2; ++e) {
                         double Y = e ? yb : ya;
                         if ((Y > P[1]) == (Y > Q[1])) continue;
                         double X = P[0] + (Y - P[1]) * (Q[0] - P[0]) / (Q[1] - P[1]);
                         X = bk_dmax(bk_dmin(X, bk_dmax(P[0], Q[0])), bk_dmin(P[0], Q[0]));
-                        xa = bk_dmin(xa, X); xb = bk_dmax(xb, X);
+                        xa = bk_dmin(xa, X);
+                        xb = bk_dmax(xb, X);
                     }
                 }
                 if (!(xa <= xb)) continue;
@@ -216,10 +233,10 @@ static uint64_t rev64(uint64_t v)
 static void shape_mirror(const shape *src, shape *sh)
 {
     int h = sh->h;
-    int n = sh->wpr, sft = 64 * n - sh->w;  /* the reversed words hold the row sft bits up */
+    int n = sh->wpr, sft = 64 * n - sh->w; /* the reversed words hold the row sft bits up */
     for (int y = 0; y < sh->h; ++y) {
         const uint64_t *a = src->bits + (size_t)(src->h - 1 - y) * src->wpr;
-        uint64_t *b = sh->bits + (size_t)y * sh->wpr;
+        uint64_t       *b = sh->bits + (size_t)y * sh->wpr;
         for (int k = 0; k < n; ++k) {
             uint64_t lo = rev64(a[n - 1 - k]), hi = k + 1 < n ? rev64(a[n - 2 - k]) : 0;
             b[k] = sft ? lo >> sft | hi << (64 - sft) : lo;
@@ -249,7 +266,12 @@ static void shape_finish(shape *sh)
         if (sh->run[y] > max_run) max_run = sh->run[y];
         if (sh->run[y]) sh->last_row = y;
     }
-    if (max_run == 0) { bits_set(sh->bits, 0); sh->run[0] = 1; sh->run_at[0] = 0; max_run = 1; }
+    if (max_run == 0) {
+        bits_set(sh->bits, 0);
+        sh->run[0] = 1;
+        sh->run_at[0] = 0;
+        max_run = 1;
+    }
     sh->band0 = sh->band1 = 0;
     sh->band_run = 1;
     long best = -1;
@@ -257,10 +279,18 @@ static void shape_finish(shape *sh)
         int L = (max_run * q + 3) / 4;
         if (L < 1) L = 1;
         for (int y = 0; y < sh->h;) {
-            if (sh->run[y] < L) { y++; continue; }
+            if (sh->run[y] < L) {
+                y++;
+                continue;
+            }
             int e = y;
             while (e + 1 < sh->h && sh->run[e + 1] >= L) e++;
-            if ((long)(e - y + 1) * L > best) { best = (long)(e - y + 1) * L; sh->band0 = y; sh->band1 = e; sh->band_run = L; }
+            if ((long)(e - y + 1) * L > best) {
+                best = (long)(e - y + 1) * L;
+                sh->band0 = y;
+                sh->band1 = e;
+                sh->band_run = L;
+            }
             y = e + 1;
         }
     }
@@ -285,11 +315,11 @@ static void shape_order(shape *sh)
  * their own slots, so they are the same whatever the thread count. */
 typedef struct shape_set {
     const charting *C;
-    const double *fill;
-    double s;
-    shape *sh;           /* SHAPE_ROTS per item: unrotated, turned 90, 180, 270 degrees (w == 0: not made) */
-    uint64_t *bits;
-    int *runs;
+    const double   *fill;
+    double          s;
+    shape          *sh; /* SHAPE_ROTS per item: unrotated, turned 90, 180, 270 degrees (w == 0: not made) */
+    uint64_t       *bits;
+    int            *runs;
 } shape_set;
 
 static void shape_set_fn(void *ctx, size_t begin, size_t end, int worker)
@@ -306,21 +336,21 @@ static void shape_set_fn(void *ctx, size_t begin, size_t end, int worker)
 }
 
 typedef struct shape_bin {
-    int N, H, wpr;          /* width and height in texels, words per row (one spare word) */
-    uint64_t *taken;        /* H rows */
-    int *free_run;          /* longest run of free texels per row */
-    int **runs;             /* per row: its free runs as (start, end) pairs, in order; full when untouched */
-    int *nrun, *rcap;       /* per row: runs, capacity in pairs (0: points at full) */
-    int full[2];            /* the one run of an empty row: (0, N) */
-    int *rtmp;              /* scratch: N / 2 + 1 pairs per thread */
-    int P;                  /* leaves of the segment trees, a power of two >= H */
-    int *smin, *smax;       /* min and max of free_run over row ranges, leaves at P + y */
-    int lowest;             /* one past the lowest row taken by a chart (not its padding) */
-    int *xa, *xb;           /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
-    int threads, tasks;     /* the pool's threads; row ranges per wave of a wide search */
-    int *hit_x, *hit_y;     /* tasks each: the wave's answers */
-    uint64_t *hz;           /* scratch: a mask's rows widened by the padding, and one bin row's dilation */
-    size_t hz_cap;          /* words in hz */
+    int       N, H, wpr;      /* width and height in texels, words per row (one spare word) */
+    uint64_t *taken;          /* H rows */
+    int      *free_run;       /* longest run of free texels per row */
+    int     **runs;           /* per row: its free runs as (start, end) pairs, in order; full when untouched */
+    int      *nrun, *rcap;    /* per row: runs, capacity in pairs (0: points at full) */
+    int       full[2];        /* the one run of an empty row: (0, N) */
+    int      *rtmp;           /* scratch: N / 2 + 1 pairs per thread */
+    int       P;              /* leaves of the segment trees, a power of two >= H */
+    int      *smin, *smax;    /* min and max of free_run over row ranges, leaves at P + y */
+    int       lowest;         /* one past the lowest row taken by a chart (not its padding) */
+    int      *xa, *xb;        /* scratch: 2 (N + 2) each per thread, intervals of candidate x */
+    int       threads, tasks; /* the pool's threads; row ranges per wave of a wide search */
+    int      *hit_x, *hit_y;  /* tasks each: the wave's answers */
+    uint64_t *hz;             /* scratch: a mask's rows widened by the padding, and one bin row's dilation */
+    size_t    hz_cap;         /* words in hz */
 } shape_bin;
 
 static void seg_set(shape_bin *B, int y, int v)
@@ -331,12 +361,14 @@ static void seg_set(shape_bin *B, int y, int v)
         int a = B->smin[2 * i] < B->smin[2 * i + 1] ? B->smin[2 * i] : B->smin[2 * i + 1];
         int b = B->smax[2 * i] > B->smax[2 * i + 1] ? B->smax[2 * i] : B->smax[2 * i + 1];
         if (B->smin[i] == a && B->smax[i] == b) break;
-        B->smin[i] = a; B->smax[i] = b;
+        B->smin[i] = a;
+        B->smax[i] = b;
     }
 }
 
 /* The first row in [lo, hi] whose free_run is below L (want_below) or at least L; -1 if none. */
-static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int nlo, int nhi, int lo, int hi, int L, int want_below)
+static int seg_find(const int *seg_min, const int *seg_max, int P, int node, int nlo, int nhi, int lo, int hi, int L,
+                    int want_below)
 {
     if (nhi < lo || nlo > hi) return -1;
     if (want_below ? seg_min[node] >= L : seg_max[node] < L) return -1;
@@ -356,13 +388,19 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y, int *ki
         int r = i < 0 ? *kill : sh->order[i];
         if (i >= 0 && r == *kill) continue;
         const uint64_t *m = sh->bits + (size_t)r * sh->wpr, *a = B->taken + (size_t)(y + r) * B->wpr + base;
-        uint64_t carry = 0;
+        uint64_t        carry = 0;
         for (int k = 0; k < sh->wpr; ++k) {
             uint64_t w = m[k];
-            if (a[k] & (w << sft | carry)) { *kill = r; return 0; }
+            if (a[k] & (w << sft | carry)) {
+                *kill = r;
+                return 0;
+            }
             carry = sft ? w >> (64 - sft) : 0;
         }
-        if (carry && (a[sh->wpr] & carry)) { *kill = r; return 0; }
+        if (carry && (a[sh->wpr] & carry)) {
+            *kill = r;
+            return 0;
+        }
     }
     return 1;
 }
@@ -370,18 +408,24 @@ static int shape_fits(const shape_bin *B, const shape *sh, int x, int y, int *ki
 /* First position in scan order among rows ya .. yb (from x_start on row y_start) where sh fits;
  * 0 if none. xa, xb: scratch of 2 (N + 2) ints each. Each row is decided on its own (the jumps
  * only pass rows that cannot fit), so a range's answer is the same however the rows are cut. */
-static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s, int *xb_s,
-                           int *ox, int *oy)
+static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int x_start, int ya, int yb, int *xa_s,
+                           int *xb_s, int *ox, int *oy)
 {
     int N = B->N, kill = sh->band0, fkill = sh->band0;
     for (int y = ya; y <= yb;) {
         /* the band's rows must all have a free run of band_run: jump past the first that has not */
         int q = -1;
-        if (sh->band1 - sh->band0 < 32) {  /* short bands: the rows themselves, the last failing one */
+        if (sh->band1 - sh->band0 < 32) { /* short bands: the rows themselves, the last failing one */
             for (int r = y + sh->band1; r >= y + sh->band0; --r)
-                if (B->free_run[r] < sh->band_run) { q = r; break; }
+                if (B->free_run[r] < sh->band_run) {
+                    q = r;
+                    break;
+                }
         } else q = seg_find(B->smin, B->smax, B->P, 1, 0, B->P - 1, y + sh->band0, y + sh->band1, sh->band_run, 1);
-        if (q >= 0) { y = q - sh->band0 + 1; continue; }
+        if (q >= 0) {
+            y = q - sh->band0 + 1;
+            continue;
+        }
         /* every mask row needs a free run as long as its own beside it; 32 rows at a time
          * without a branch (vectorized: a quarter of the search's time went here one by one) */
         int skip = 0;
@@ -389,17 +433,24 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
             const int n = sh->h - r0 < 32 ? sh->h - r0 : 32, *fr = B->free_run + y + r0, *rn = sh->run + r0;
             for (int r = 0; r < n; ++r) skip |= fr[r] < rn[r];
         }
-        if (skip) { y++; continue; }
+        if (skip) {
+            y++;
+            continue;
+        }
         int *xa = xa_s, *xb = xb_s, *na = xa_s + N + 2, *nb = xb_s + N + 2, nx = 1;
-        xa[0] = y == y_start ? x_start : 0; xb[0] = N - sh->w;
-        if (xa[0] > xb[0]) { y++; continue; }
+        xa[0] = y == y_start ? x_start : 0;
+        xb[0] = N - sh->w;
+        if (xa[0] > xb[0]) {
+            y++;
+            continue;
+        }
         /* the mask row that emptied the last row's intervals first: the obstacle that stopped
          * it mostly stops the next (the intersection is the same in any order) */
         for (int i = -1; i < sh->h && nx; ++i) {
             int r = i < 0 ? kill : sh->order[i], L = sh->run[r], s = sh->run_at[r];
             if (L == 0 || (i >= 0 && r == kill)) continue;
             const int *run = B->runs[y + r];
-            int nr = B->nrun[y + r], nn = 0, j = 0;
+            int        nr = B->nrun[y + r], nn = 0, j = 0;
             /* within each interval's reach only: the free runs [a, e) of L or more, clipped to
              * the reach, leave x in [a - s, e - s - L]. Intervals come in order, so a run that
              * ends before one's reach ends before the next's. */
@@ -408,17 +459,28 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
                 while (j < nr && run[2 * j + 1] <= lo) j++;
                 for (int q = j; q < nr && run[2 * q] < hi; ++q) {
                     int a = run[2 * q] > lo ? run[2 * q] : lo, e = run[2 * q + 1] < hi ? run[2 * q + 1] : hi;
-                    if (e - a >= L) { na[nn] = a - s; nb[nn] = e - s - L; nn++; }
+                    if (e - a >= L) {
+                        na[nn] = a - s;
+                        nb[nn] = e - s - L;
+                        nn++;
+                    }
                 }
             }
             int *t1 = xa, *t2 = xb;
-            xa = na; xb = nb; na = t1; nb = t2;
+            xa = na;
+            xb = nb;
+            na = t1;
+            nb = t2;
             nx = nn;
             if (!nx) kill = r;
         }
         for (int k = 0; k < nx; ++k)
             for (int x = xa[k]; x <= xb[k]; ++x)
-                if (shape_fits(B, sh, x, y, &fkill)) { *ox = x; *oy = y; return 1; }
+                if (shape_fits(B, sh, x, y, &fkill)) {
+                    *ox = x;
+                    *oy = y;
+                    return 1;
+                }
         y++;
     }
     return 0;
@@ -435,24 +497,26 @@ static int shape_find_rows(const shape_bin *B, const shape *sh, int y_start, int
  * 2048). */
 #define FIND_ROWS_SERIAL_1024 512
 #define FIND_ROWS_SERIAL_MIN  64
-#define FIND_ROWS_TASK   16
+#define FIND_ROWS_TASK        16
 
 typedef struct find_ctx {
     const shape_bin *B;
-    const shape *sh;
-    int y_start, x_start, ya, yb;
-    int *hit_x, *hit_y;   /* per task: the first fit in its rows, hit_y < 0 when none */
+    const shape     *sh;
+    int              y_start, x_start, ya, yb;
+    int             *hit_x, *hit_y; /* per task: the first fit in its rows, hit_y < 0 when none */
 } find_ctx;
 
 static void find_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     find_ctx *f = ctx;
-    int *xa = f->B->xa + (size_t)worker * 2 * ((size_t)f->B->N + 2), *xb = f->B->xb + (size_t)worker * 2 * ((size_t)f->B->N + 2);
+    int      *xa = f->B->xa + (size_t)worker * 2 * ((size_t)f->B->N + 2),
+        *xb = f->B->xb + (size_t)worker * 2 * ((size_t)f->B->N + 2);
     for (size_t c = begin; c < end; ++c) {
         int ya = f->ya + (int)c * FIND_ROWS_TASK, yb = ya + FIND_ROWS_TASK - 1;
         if (yb > f->yb) yb = f->yb;
         f->hit_y[c] = -1;
-        if (ya <= yb && shape_find_rows(f->B, f->sh, f->y_start, f->x_start, ya, yb, xa, xb, &f->hit_x[c], &f->hit_y[c]) == 0)
+        if (ya <= yb &&
+            shape_find_rows(f->B, f->sh, f->y_start, f->x_start, ya, yb, xa, xb, &f->hit_x[c], &f->hit_y[c]) == 0)
             f->hit_y[c] = -1;
     }
 }
@@ -477,23 +541,35 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
     int N = B->N, ymax;
     if (!find_ymax(B, sh, y_limit, &ymax)) return 0;
     double q = 1024.0 / N;
-    int serial = (int)(FIND_ROWS_SERIAL_1024 * q * q);
+    int    serial = (int)(FIND_ROWS_SERIAL_1024 * q * q);
     if (serial > FIND_ROWS_SERIAL_1024) serial = FIND_ROWS_SERIAL_1024;
     if (serial < FIND_ROWS_SERIAL_MIN) serial = FIND_ROWS_SERIAL_MIN;
     int yb = y_start + serial - 1;
     if (B->threads <= 1 || yb >= ymax) yb = ymax;
     if (shape_find_rows(B, sh, y_start, x_start, y_start, yb, B->xa, B->xb, ox, oy)) return 1;
     find_ctx f;
-    f.B = B; f.sh = sh; f.y_start = y_start; f.x_start = x_start; f.hit_x = B->hit_x; f.hit_y = B->hit_y;
+    f.B = B;
+    f.sh = sh;
+    f.y_start = y_start;
+    f.x_start = x_start;
+    f.hit_x = B->hit_x;
+    f.hit_y = B->hit_y;
     /* waves of threads ranges, doubling to B->tasks: most searches that go on end soon */
     for (int ya = yb + 1, wave = B->threads; ya <= ymax; wave = 2 * wave < B->tasks ? 2 * wave : B->tasks) {
         int tasks = wave, rows = tasks * FIND_ROWS_TASK;
-        if (rows > ymax - ya + 1) { rows = ymax - ya + 1; tasks = (rows + FIND_ROWS_TASK - 1) / FIND_ROWS_TASK; }
+        if (rows > ymax - ya + 1) {
+            rows = ymax - ya + 1;
+            tasks = (rows + FIND_ROWS_TASK - 1) / FIND_ROWS_TASK;
+        }
         f.ya = ya;
         f.yb = ya + rows - 1;
         bk_parallel_for((size_t)tasks, 1, find_fn, &f);
         for (int c = 0; c < tasks; ++c)
-            if (f.hit_y[c] >= 0) { *ox = f.hit_x[c]; *oy = f.hit_y[c]; return 1; }
+            if (f.hit_y[c] >= 0) {
+                *ox = f.hit_x[c];
+                *oy = f.hit_y[c];
+                return 1;
+            }
         ya += rows;
     }
     return 0;
@@ -516,19 +592,26 @@ static int shape_find(const shape_bin *B, const shape *sh, int y_start, int x_st
  * wide over row ranges of one chart at a time, a call of the pool per range: sponza 4096^2's
  * shapes stage took 0.29 s on the GPU machine's 16 threads against 0.82 s on one.) */
 typedef struct spec_res {
-    int y0, x0;       /* where it started (scan order: rows from y0, the first one from x0) */
-    int found, x, y;  /* the first fit from there, in rows up to ymax */
+    int y0, x0;      /* where it started (scan order: rows from y0, the first one from x0) */
+    int found, x, y; /* the first fit from there, in rows up to ymax */
     int ymax;
-    int valid;        /* 0: not searched ahead */
+    int valid; /* 0: not searched ahead */
 } spec_res;
 
 /* sh's first fit from (x_start, y_start) with y < y_limit, on one thread (xa, xb: its scratch):
  * what shape_find answers, and the last row it could have looked at. */
-static void spec_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *xa, int *xb, spec_res *o)
+static void spec_find(const shape_bin *B, const shape *sh, int y_start, int x_start, int y_limit, int *xa, int *xb,
+                      spec_res *o)
 {
-    o->y0 = y_start; o->x0 = x_start; o->found = 0; o->valid = 1;
+    o->y0 = y_start;
+    o->x0 = x_start;
+    o->found = 0;
+    o->valid = 1;
     int ymax;
-    if (!find_ymax(B, sh, y_limit, &ymax)) { o->ymax = B->H; return; }   /* never fits: nothing to look at anywhere */
+    if (!find_ymax(B, sh, y_limit, &ymax)) {
+        o->ymax = B->H;
+        return;
+    } /* never fits: nothing to look at anywhere */
     o->ymax = ymax;
     if (y_start <= ymax) o->found = shape_find_rows(B, sh, y_start, x_start, y_start, ymax, xa, xb, &o->x, &o->y);
 }
@@ -538,32 +621,39 @@ static int scan_ge(int ya, int xa, int yb, int xb) { return ya > yb || (ya == yb
 
 /* shape_find(B, sh, y_start, x_start, y_limit, ox, oy) now, knowing the search ahead s (NULL or
  * not valid: none). */
-static int spec_resolve_fast(const shape_bin *B, const shape *sh, const spec_res *s, int y_start, int x_start, int y_limit, int *ox,
-                             int *oy)
+static int spec_resolve_fast(const shape_bin *B, const shape *sh, const spec_res *s, int y_start, int x_start,
+                             int y_limit, int *ox, int *oy)
 {
     int sy = y_start, sx = x_start;
     if (s && s->valid && scan_ge(y_start, x_start, s->y0, s->x0)) {
         if (s->found && scan_ge(s->y, s->x, y_start, x_start)) {
-            if (s->y >= y_limit) return 0;              /* every fit from here is at or after it */
+            if (s->y >= y_limit) return 0; /* every fit from here is at or after it */
             int kill = sh->band0;
-            if (shape_fits(B, sh, s->x, s->y, &kill)) { *ox = s->x; *oy = s->y; return 1; }
-            sy = s->y; sx = s->x + 1;                   /* taken since: on from just after it */
+            if (shape_fits(B, sh, s->x, s->y, &kill)) {
+                *ox = s->x;
+                *oy = s->y;
+                return 1;
+            }
+            sy = s->y;
+            sx = s->x + 1; /* taken since: on from just after it */
         } else if (!s->found && s->ymax + 1 > y_start) {
-            sy = s->ymax + 1; sx = 0;
+            sy = s->ymax + 1;
+            sx = 0;
         }
     }
     return shape_find(B, sh, sy, sx, y_limit, ox, oy);
 }
 
-int bk_atlas_ahead_check;
+int              bk_atlas_ahead_check;
 _Atomic uint64_t bk_atlas_ahead_checked, bk_atlas_ahead_wrong;
 
 /* The same with two searches ahead (either NULL or not valid: none), the one from the later start
  * where the search now does not start before it. */
-static int spec_resolve(const shape_bin *B, const shape *sh, const spec_res *s, const spec_res *s2, int y_start, int x_start,
-                        int y_limit, int *ox, int *oy)
+static int spec_resolve(const shape_bin *B, const shape *sh, const spec_res *s, const spec_res *s2, int y_start,
+                        int x_start, int y_limit, int *ox, int *oy)
 {
-    if (s2 && s2->valid && scan_ge(y_start, x_start, s2->y0, s2->x0) && !(s && s->valid && scan_ge(s->y0, s->x0, s2->y0, s2->x0)))
+    if (s2 && s2->valid && scan_ge(y_start, x_start, s2->y0, s2->x0) &&
+        !(s && s->valid && scan_ge(s->y0, s->x0, s2->y0, s2->x0)))
         s = s2;
     int found = spec_resolve_fast(B, sh, s, y_start, x_start, y_limit, ox, oy);
     if (bk_atlas_ahead_check) {
@@ -574,13 +664,21 @@ static int spec_resolve(const shape_bin *B, const shape *sh, const spec_res *s, 
     return found;
 }
 
-typedef struct spec_task { const shape *sh; int y0, x0, lim; spec_res *out; } spec_task;
-typedef struct spec_ctx { const shape_bin *B; const spec_task *task; } spec_ctx;
+typedef struct spec_task {
+    const shape *sh;
+    int          y0, x0, lim;
+    spec_res    *out;
+} spec_task;
+typedef struct spec_ctx {
+    const shape_bin *B;
+    const spec_task *task;
+} spec_ctx;
 
 static void spec_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     const spec_ctx *c = ctx;
-    int *xa = c->B->xa + (size_t)worker * 2 * ((size_t)c->B->N + 2), *xb = c->B->xb + (size_t)worker * 2 * ((size_t)c->B->N + 2);
+    int            *xa = c->B->xa + (size_t)worker * 2 * ((size_t)c->B->N + 2),
+        *xb = c->B->xb + (size_t)worker * 2 * ((size_t)c->B->N + 2);
     for (size_t i = begin; i < end; ++i) {
         const spec_task *t = &c->task[i];
         spec_find(c->B, t->sh, t->y0, t->x0, t->lim, xa, xb, t->out);
@@ -595,7 +693,7 @@ static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbi
     for (int k = 0; k < nw; ++k) {
         uint64_t w = src[k];
         if (!w) continue;
-        int p = pos + 64 * k;  /* where bit 0 of this word lands */
+        int p = pos + 64 * k; /* where bit 0 of this word lands */
         if (p >= 0) {
             int j = p >> 6, sft = p & 63;
             if (j < dst_words) dst[j] |= w << sft;
@@ -609,25 +707,26 @@ static void row_or_at(uint64_t *dst, int dst_words, const uint64_t *src, int nbi
 /* A take (shape_take): mask sh at (x, y) dilated by pad; hz holds its rows widened by pad each
  * side (dwpr words each, dw bits); the bin's runs change only in columns [cx0, cx1). */
 typedef struct take_ctx {
-    shape_bin *B;
+    shape_bin   *B;
     const shape *sh;
-    uint64_t *hz;           /* sh->h rows of dwpr words */
-    uint64_t *d;            /* per worker: dwpr words */
-    int dw, dwpr, x, y, pad, cx0, cx1;
-    atomic_int err;
+    uint64_t    *hz; /* sh->h rows of dwpr words */
+    uint64_t    *d;  /* per worker: dwpr words */
+    int          dw, dwpr, x, y, pad, cx0, cx1;
+    atomic_int   err;
 } take_ctx;
 
 /* Mask rows [begin, end) widened by pad each side into hz. */
 static void take_widen_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    take_ctx *t = ctx;
+    take_ctx    *t = ctx;
     const shape *sh = t->sh;
-    uint64_t *hz = t->hz;
+    uint64_t    *hz = t->hz;
     for (size_t rr = begin; rr < end; ++rr) {
         memset(hz + rr * t->dwpr, 0, sizeof(uint64_t) * (size_t)t->dwpr);
         if (sh->run[rr])
-            for (int j = 0; j <= 2 * t->pad; ++j) row_or_at(hz + rr * t->dwpr, t->dwpr, sh->bits + rr * sh->wpr, sh->w, j);
+            for (int j = 0; j <= 2 * t->pad; ++j)
+                row_or_at(hz + rr * t->dwpr, t->dwpr, sh->bits + rr * sh->wpr, sh->w, j);
     }
 }
 
@@ -636,12 +735,12 @@ static void take_widen_fn(void *ctx, size_t begin, size_t end, int worker)
  * own, so rows may go side by side. */
 static void take_rows_fn(void *ctx, size_t begin, size_t end, int worker)
 {
-    take_ctx *t = ctx;
-    shape_bin *B = t->B;
+    take_ctx    *t = ctx;
+    shape_bin   *B = t->B;
     const shape *sh = t->sh;
-    const int pad = t->pad, dwpr = t->dwpr, cx0 = t->cx0, cx1 = t->cx1;
-    uint64_t *d = t->d + (size_t)worker * dwpr;
-    int *rtmp = B->rtmp + (size_t)worker * ((size_t)B->N + 2);
+    const int    pad = t->pad, dwpr = t->dwpr, cx0 = t->cx0, cx1 = t->cx1;
+    uint64_t    *d = t->d + (size_t)worker * dwpr;
+    int         *rtmp = B->rtmp + (size_t)worker * ((size_t)B->N + 2);
     for (size_t k = begin; k < end; ++k) {
         int r = (int)k - pad, ay = t->y + r;
         if (ay < 0 || ay >= B->H) continue;
@@ -661,7 +760,7 @@ static void take_rows_fn(void *ctx, size_t begin, size_t end, int worker)
         /* the row's free runs again, and the longest: only runs that meet [cx0, cx1) changed,
          * into runs within their own extent (taking only splits and shortens runs) */
         const int *run = B->runs[ay];
-        int nr = B->nrun[ay], j0 = 0, n = 0, longest = 0;
+        int        nr = B->nrun[ay], j0 = 0, n = 0, longest = 0;
         while (j0 < nr && run[2 * j0 + 1] <= cx0) j0++;
         int j1 = j0;
         while (j1 < nr && run[2 * j1] < cx1) j1++;
@@ -671,7 +770,9 @@ static void take_rows_fn(void *ctx, size_t begin, size_t end, int worker)
         int lo = run[2 * j0] < cx0 ? run[2 * j0] : cx0, hi = run[2 * j1 - 1] > cx1 ? run[2 * j1 - 1] : cx1;
         for (int xx = bits_next(a, lo, hi, 0); xx < hi;) {
             int e = bits_next(a, xx, hi, 1);
-            rtmp[2 * n] = xx; rtmp[2 * n + 1] = e; n++;
+            rtmp[2 * n] = xx;
+            rtmp[2 * n + 1] = e;
+            n++;
             xx = bits_next(a, e, hi, 0);
         }
         memcpy(rtmp + 2 * n, run + 2 * j1, sizeof(int) * 2 * (size_t)(nr - j1));
@@ -680,9 +781,13 @@ static void take_rows_fn(void *ctx, size_t begin, size_t end, int worker)
             if (rtmp[2 * q + 1] - rtmp[2 * q] > longest) longest = rtmp[2 * q + 1] - rtmp[2 * q];
         if (n > B->rcap[ay]) {
             int cap = n > 4 ? n : 4, *q = malloc(sizeof(int) * 2 * (size_t)cap);
-            if (!q) { atomic_store(&t->err, 1); return; }
+            if (!q) {
+                atomic_store(&t->err, 1);
+                return;
+            }
             if (B->rcap[ay]) free(B->runs[ay]);
-            B->runs[ay] = q; B->rcap[ay] = cap;
+            B->runs[ay] = q;
+            B->rcap[ay] = cap;
         }
         if (n) memcpy(B->runs[ay], rtmp, sizeof(int) * 2 * (size_t)n);
         B->nrun[ay] = n;
@@ -705,11 +810,19 @@ static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
     if (need > B->hz_cap) {
         uint64_t *q = realloc(B->hz, sizeof(uint64_t) * need);
         if (!q) return -1;
-        B->hz = q; B->hz_cap = need;
+        B->hz = q;
+        B->hz_cap = need;
     }
     take_ctx t;
-    t.B = B; t.sh = sh; t.hz = B->hz; t.d = B->hz + (size_t)sh->h * dwpr;
-    t.dw = dw; t.dwpr = dwpr; t.x = x; t.y = y; t.pad = pad;
+    t.B = B;
+    t.sh = sh;
+    t.hz = B->hz;
+    t.d = B->hz + (size_t)sh->h * dwpr;
+    t.dw = dw;
+    t.dwpr = dwpr;
+    t.x = x;
+    t.y = y;
+    t.pad = pad;
     t.cx0 = x - pad < 0 ? 0 : x - pad;
     t.cx1 = x - pad + dw < B->N ? x - pad + dw : B->N;
     atomic_init(&t.err, 0);
@@ -730,26 +843,38 @@ static int shape_take(shape_bin *B, const shape *sh, int x, int y, int pad)
 }
 
 /* Per turn: the last chart placed, where it landed, and whether that turn was the one taken. */
-typedef struct shape_last { int ci, x, y, valid; } shape_last;
+typedef struct shape_last {
+    int ci, x, y, valid;
+} shape_last;
 
 /* The turns chart ci tries, and the step between them (squares: no quarter turns). */
-static int nr_of(const charting *C, uint32_t ci, const shape *sh) { return ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2; }
-static int step_of(const charting *C, uint32_t ci) { return ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1; }
+static int nr_of(const charting *C, uint32_t ci, const shape *sh)
+{
+    return ci >= C->count ? 1 : sh[2].w ? SHAPE_ROTS : 2;
+}
+static int step_of(const charting *C, uint32_t ci)
+{
+    return ci < C->count && C->charts[ci].w == C->charts[ci].h ? 2 : 1;
+}
 
 /* Where each turn of a chart (sh: its turns) starts its search (y0, x0), and its size class.
  * With last NULL, where its size class alone starts it (the searches ahead: never later than the
  * start with the same-mask rule, which only moves it on). */
-static void shape_hints(const shape_set *S, const shape *sh, int nrot, const shape_last *last, const int *class_y, int *y0, int *x0,
-                        int *cls_out)
+static void shape_hints(const shape_set *S, const shape *sh, int nrot, const shape_last *last, const int *class_y,
+                        int *y0, int *x0, int *cls_out)
 {
-    for (int r = 0; r < SHAPE_ROTS; ++r) { y0[r] = 0; x0[r] = 0; }
+    for (int r = 0; r < SHAPE_ROTS; ++r) {
+        y0[r] = 0;
+        x0[r] = 0;
+    }
     /* the same mask as the last chart's (repeated geometry: columns, arches, steps) fails
      * wherever it failed then, and the bin has only filled since: search on from there */
     for (int r = 0; last && r < nrot; ++r) {
         const shape *ls = last[r].valid ? &S->sh[SHAPE_ROTS * (size_t)last[r].ci + (size_t)r] : NULL;
         if (ls && ls->w == sh[r].w && ls->h == sh[r].h &&
             !memcmp(ls->bits, sh[r].bits, sizeof(uint64_t) * (size_t)sh[r].wpr * sh[r].h)) {
-            y0[r] = last[r].y; x0[r] = last[r].x;
+            y0[r] = last[r].y;
+            x0[r] = last[r].x;
         }
     }
     /* Charts of one size class (bounding area within a factor 2) start their search some
@@ -769,7 +894,10 @@ static void shape_hints(const shape_set *S, const shape *sh, int nrot, const sha
     if (cls > 63) cls = 63;
     for (int r = 0; r < nrot; ++r) {
         int hint = class_y[cls] - 4 * sh[r].h - 256;
-        if (hint > y0[r]) { y0[r] = hint; x0[r] = 0; }
+        if (hint > y0[r]) {
+            y0[r] = hint;
+            x0[r] = 0;
+        }
     }
     *cls_out = cls;
 }
@@ -781,20 +909,25 @@ static void shape_hints(const shape_set *S, const shape *sh, int nrot, const sha
 static int shape_masks(shape_set *S, uint32_t n_mesh, int N, uint8_t *too_big)
 {
     const charting *C = S->C;
-    const double *fill = S->fill, s = S->s;
-    size_t nbits = 0, nruns = 0;
+    const double   *fill = S->fill, s = S->s;
+    size_t          nbits = 0, nruns = 0;
     for (uint32_t ci = 0; ci < n_mesh; ++ci) {
         int nrot = ci < C->count ? SHAPE_ROTS : 1;
         for (int r = 0; r < nrot; ++r) {
             shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci + (size_t)r];
             /* the half turns (copies of the first two) only for masks large enough to try them */
             if (r >= 2 && !((double)sh[-r].w * sh[-r].h * SHAPE_HALF_TURN_FRACTION >= (double)N * N)) break;
-            if ((r & 1) && C->charts[ci].w == C->charts[ci].h) continue;  /* squares: no quarter turns */
-            if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) { too_big[ci] = 1; sh->w = 0; break; }
+            if ((r & 1) && C->charts[ci].w == C->charts[ci].h) continue; /* squares: no quarter turns */
+            if (shape_size(C, ci, fill && ci < C->count ? s * fill[ci] : s, r, sh)) {
+                too_big[ci] = 1;
+                sh->w = 0;
+                break;
+            }
             nbits += (size_t)sh->wpr * sh->h;
             nruns += 3 * (size_t)sh->h;
         }
-        if (too_big[ci]) for (int r = 0; r < SHAPE_ROTS; ++r) S->sh[SHAPE_ROTS * (size_t)ci + (size_t)r].w = 0;
+        if (too_big[ci])
+            for (int r = 0; r < SHAPE_ROTS; ++r) S->sh[SHAPE_ROTS * (size_t)ci + (size_t)r].w = 0;
     }
     S->bits = calloc(nbits ? nbits : 1, sizeof(uint64_t));
     S->runs = malloc(sizeof(int) * (nruns ? nruns : 1));
@@ -829,7 +962,7 @@ static void shape_order_charts(const charting *C, uint32_t n_mesh, double s, con
         if (n_mesh > SHAPE_AREA_ORDER_MAX) {
             order[i].key = ~((uint64_t)llround(h * 256.0) << 32 | (uint64_t)llround(w * 256.0));
         } else {
-            double a = i < C->count ? (w + 1) * (h + 1) : 1.0;
+            double   a = i < C->count ? (w + 1) * (h + 1) : 1.0;
             uint64_t bits;
             memcpy(&bits, &a, 8);
             order[i].key = ~bits;
@@ -848,9 +981,9 @@ static void spec_window(const shape_bin *B, const shape_set *S, const key_idx *o
     /* 1: each chart's first turn from where its class starts now (spec) */
     uint32_t nt = 0;
     for (uint32_t k = k0; k < k1; ++k) {
-        uint32_t ci = order[k].idx;
+        uint32_t     ci = order[k].idx;
         const shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci];
-        spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+        spec_res    *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
         for (int r = 0; r < 2 * SHAPE_ROTS; ++r) sr[r].valid = 0;
         if (too_big[ci]) continue;
         int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
@@ -867,9 +1000,9 @@ static void spec_window(const shape_bin *B, const shape_set *S, const key_idx *o
     memcpy(pred, class_y, sizeof pred);
     nt = 0;
     for (uint32_t k = k0; k < k1; ++k) {
-        uint32_t ci = order[k].idx;
+        uint32_t     ci = order[k].idx;
         const shape *sh = &S->sh[SHAPE_ROTS * (size_t)ci];
-        spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
+        spec_res    *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
         if (too_big[ci]) continue;
         int nrot = nr_of(C, ci, sh), step = step_of(C, ci);
         int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
@@ -889,7 +1022,7 @@ static void spec_window(const shape_bin *B, const shape_set *S, const key_idx *o
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
                          int *used_rows)
 {
-    int rc = -1;
+    int       rc = -1;
     shape_bin B;
     memset(&B, 0, sizeof B);
     B.N = N;
@@ -903,7 +1036,8 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.rcap = calloc((size_t)B.H, sizeof(int));
     B.threads = bk_pool_threads();
     B.rtmp = malloc(sizeof(int) * ((size_t)N + 2) * (size_t)B.threads);
-    B.full[0] = 0; B.full[1] = N;
+    B.full[0] = 0;
+    B.full[1] = N;
     B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
     B.tasks = 4 * B.threads;
@@ -911,24 +1045,27 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
     B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
     B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
-    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
+    key_idx  *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
     shape_set S = { C, fill, s, NULL, NULL, NULL };
     S.sh = calloc(SHAPE_ROTS * ((size_t)n_mesh + 1), sizeof(shape));
-    uint8_t *too_big = calloc((size_t)n_mesh + 1, 1);
-    spec_res *spec = malloc(sizeof(spec_res) * 2 * SHAPE_ROTS * SHAPE_AHEAD);
+    uint8_t   *too_big = calloc((size_t)n_mesh + 1, 1);
+    spec_res  *spec = malloc(sizeof(spec_res) * 2 * SHAPE_ROTS * SHAPE_AHEAD);
     spec_task *stask = malloc(sizeof(spec_task) * SHAPE_ROTS * SHAPE_AHEAD);
     shape_last last[SHAPE_ROTS];
-    int class_y[64];  /* per size class: the row where its last chart landed */
+    int        class_y[64]; /* per size class: the row where its last chart landed */
     for (int c = 0; c < 64; ++c) class_y[c] = 0;
     memset(last, 0, sizeof last);
-    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb || !B.hit_x || !B.hit_y || !order || !S.sh || !too_big || !spec || !stask) goto out;
+    if (!B.taken || !B.free_run || !B.runs || !B.nrun || !B.rcap || !B.rtmp || !B.smin || !B.smax || !B.xa || !B.xb ||
+        !B.hit_x || !B.hit_y || !order || !S.sh || !too_big || !spec || !stask)
+        goto out;
     /* the masks: sizes and slots here, contents on the pool */
     if (shape_masks(&S, n_mesh, N, too_big)) goto out;
     for (int y = 0; y < B.H; ++y) {
         uint64_t *row = B.taken + (size_t)y * B.wpr;
-        for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63);  /* past the edge */
+        for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63); /* past the edge */
         B.free_run[y] = N;
-        B.runs[y] = B.full; B.nrun[y] = 1;
+        B.runs[y] = B.full;
+        B.nrun[y] = 1;
     }
     for (int i = 0; i < B.P; ++i) { B.smin[B.P + i] = B.smax[B.P + i] = i < B.H ? N : 0; }
     for (int i = B.P - 1; i >= 1; --i) {
@@ -944,15 +1081,15 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         /* then one by one, in order, each at the first fit from its start in the bin as the
          * charts before it left it */
         for (uint32_t k = k0; k < k1; ++k) {
-            uint32_t ci = order[k].idx;
-            const shape *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
+            uint32_t        ci = order[k].idx;
+            const shape    *sh = &S.sh[SHAPE_ROTS * (size_t)ci];
             const spec_res *sr = &spec[2 * SHAPE_ROTS * (size_t)(k - k0)];
-            int nrot = nr_of(C, ci, sh);
-            int x = 0, y = 0, rot = 0, found = 0;
+            int             nrot = nr_of(C, ci, sh);
+            int             x = 0, y = 0, rot = 0, found = 0;
             /* a square rectangle is not turned a quarter (as the rectangles never were): the demo
              * scene's walls searched twice for nothing */
             int step = step_of(C, ci);
-            if (too_big[ci]) goto out;  /* larger than any atlas: does not fit (rc 0) */
+            if (too_big[ci]) goto out; /* larger than any atlas: does not fit (rc 0) */
             int y0[SHAPE_ROTS], x0[SHAPE_ROTS], cls;
             shape_hints(&S, sh, nrot, last, class_y, y0, x0, &cls);
             found = spec_resolve(&B, &sh[0], &sr[0], &sr[SHAPE_ROTS], y0[0], x0[0], B.H, &x, &y);
@@ -961,21 +1098,37 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
                 /* another turn only where its bottom ends higher: upright strips would fill the
                  * bin's height with their length */
                 int lim = found ? y + sh[rot].h - sh[r].h : B.H;
-                if (lim > 0 && spec_resolve(&B, &sh[r], NULL, &sr[SHAPE_ROTS + r], y0[r], x0[r], lim, &x1, &y1)) { x = x1; y = y1; rot = r; found = 1; }
+                if (lim > 0 && spec_resolve(&B, &sh[r], NULL, &sr[SHAPE_ROTS + r], y0[r], x0[r], lim, &x1, &y1)) {
+                    x = x1;
+                    y = y1;
+                    rot = r;
+                    found = 1;
+                }
             }
             /* remember each rotation's mask and where its search ended */
             for (int r = 0; r < nrot; ++r) {
-                last[r].ci = (int)ci; last[r].valid = 1;
+                last[r].ci = (int)ci;
+                last[r].valid = 1;
                 /* a rotation not taken searched to its own first fit (or to the other's row) */
-                last[r].y = found ? y : 0; last[r].x = found && r == rot ? x : 0;
+                last[r].y = found ? y : 0;
+                last[r].x = found && r == rot ? x : 0;
                 if (r != rot) last[r].valid = 0;
             }
             for (int r = nrot; r < SHAPE_ROTS; ++r) last[r].valid = 0;
-            if (!found) { B.lowest = B.H + 1; goto out; }
+            if (!found) {
+                B.lowest = B.H + 1;
+                goto out;
+            }
             class_y[cls] = y;
-            if (shape_take(&B, &sh[rot], x, y, pad - 2)) { rc = -1; goto out; }
-            it[ci].x = x; it[ci].y = y; it[ci].rot = rot;
-            it[ci].w = sh[rot].w; it[ci].h = sh[rot].h;
+            if (shape_take(&B, &sh[rot], x, y, pad - 2)) {
+                rc = -1;
+                goto out;
+            }
+            it[ci].x = x;
+            it[ci].y = y;
+            it[ci].rot = rot;
+            it[ci].w = sh[rot].w;
+            it[ci].h = sh[rot].h;
         }
     }
     rc = 1;
@@ -984,8 +1137,25 @@ out:
     if (B.rcap)
         for (int y = 0; y < B.H; ++y)
             if (B.rcap[y]) free(B.runs[y]);
-    free(B.runs); free(B.nrun); free(B.rcap); free(B.rtmp);
-    free(B.taken); free(B.free_run); free(B.smin); free(B.smax); free(B.xa); free(B.xb); free(B.hit_x); free(B.hit_y); free(B.hz); free(order);
-    free(S.sh); free(S.bits); free(S.runs); free(too_big); free(spec); free(stask);
+    free(B.runs);
+    free(B.nrun);
+    free(B.rcap);
+    free(B.rtmp);
+    free(B.taken);
+    free(B.free_run);
+    free(B.smin);
+    free(B.smax);
+    free(B.xa);
+    free(B.xb);
+    free(B.hit_x);
+    free(B.hit_y);
+    free(B.hz);
+    free(order);
+    free(S.sh);
+    free(S.bits);
+    free(S.runs);
+    free(too_big);
+    free(spec);
+    free(stask);
     return rc;
 }

@@ -29,9 +29,16 @@
 static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1, double *s2)
 {
     double p0[3], p1[3], p2[3], e1[3], e2[3], c[3];
-    bk_atlas_pos_of(s, t, 0, p0); bk_atlas_pos_of(s, t, 1, p1); bk_atlas_pos_of(s, t, 2, p2);
-    for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
-    c[0] = e1[1] * e2[2] - e1[2] * e2[1]; c[1] = e1[2] * e2[0] - e1[0] * e2[2]; c[2] = e1[0] * e2[1] - e1[1] * e2[0];
+    bk_atlas_pos_of(s, t, 0, p0);
+    bk_atlas_pos_of(s, t, 1, p1);
+    bk_atlas_pos_of(s, t, 2, p2);
+    for (int k = 0; k < 3; ++k) {
+        e1[k] = p1[k] - p0[k];
+        e2[k] = p2[k] - p0[k];
+    }
+    c[0] = e1[1] * e2[2] - e1[2] * e2[1];
+    c[1] = e1[2] * e2[0] - e1[0] * e2[2];
+    c[2] = e1[0] * e2[1] - e1[1] * e2[0];
     double l1 = sqrt(bk_dot3d(e1, e1)), dd = sqrt(bk_dot3d(c, c));
     if (!(l1 > 0) || !(dd > 0)) return -1;
     double x2 = bk_dot3d(e2, e1) / l1, y2 = dd / l1;
@@ -49,21 +56,30 @@ static int tri_map_sv(const bk_scene *s, uint32_t t, const double *L, double *s1
 
 /* The edge each neighbour shares, found once for every pass (on the pool): ek[p] for adj[p] of t
  * is 3 kt + ku (corners kt -> kt+1 of t are ku+1 -> ku of the neighbour), 0xFF for none. */
-typedef struct tidy_edge_ctx { const bk_scene *s; const uint32_t *weld; const adjacency *A; uint8_t *ek; } tidy_edge_ctx;
+typedef struct tidy_edge_ctx {
+    const bk_scene  *s;
+    const uint32_t  *weld;
+    const adjacency *A;
+    uint8_t         *ek;
+} tidy_edge_ctx;
 
 static void tidy_edge_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const tidy_edge_ctx *c = ctx;
-    const uint32_t *weld = c->weld, *tv = c->s->tri_v;
+    const uint32_t      *weld = c->weld, *tv = c->s->tri_v;
     for (size_t t = begin; t < end; ++t)
         for (uint32_t p = c->A->start[t]; p < c->A->start[t + 1]; ++p) {
             uint32_t u = c->A->adj[p];
-            int kt = -1, ku = -1;
+            int      kt = -1, ku = -1;
             for (int x = 0; x < 3 && kt < 0; ++x)
                 for (int y = 0; y < 3; ++y)
                     if (weld[tv[3 * t + x]] == weld[tv[3 * (size_t)u + (y + 1) % 3]] &&
-                        weld[tv[3 * t + (x + 1) % 3]] == weld[tv[3 * (size_t)u + y]]) { kt = x; ku = y; break; }
+                        weld[tv[3 * t + (x + 1) % 3]] == weld[tv[3 * (size_t)u + y]]) {
+                        kt = x;
+                        ku = y;
+                        break;
+                    }
             c->ek[p] = kt < 0 ? 0xFF : (uint8_t)(3 * kt + ku);
         }
 }
@@ -76,7 +92,9 @@ static void tidy_edge_fn(void *ctx, size_t begin, size_t end, int worker)
  * over by their chart. A triangle's box [x0, x1] covers the cells c(x0) .. c(x1), c monotone
  * (clamped to the grid), so a box meeting it covers one of them: the test sees exactly the
  * triangles whose boxes meet the moved one's, which are all that bk_atlas_sets_overlap tests. */
-typedef struct u32_list { uint32_t *v, n, cap; } u32_list;
+typedef struct u32_list {
+    uint32_t *v, n, cap;
+} u32_list;
 
 static int u32_push(u32_list *l, uint32_t x)
 {
@@ -91,23 +109,23 @@ static int u32_push(u32_list *l, uint32_t x)
 }
 
 typedef struct tidy_grid {
-    double lo[2], inv;       /* cell of (x, y): floor((x - lo) * inv), clamped to the grid */
-    int gw, gh;              /* 0: not built */
-    int active;              /* read by the tests (from the chart's first test with TIDY_GRID_MIN
-                                triangles on; built before, at the start with threads to
-                                spare, for a chart that had them then) */
-    uint32_t *start, *item;  /* cells' triangles: item[start[c] .. start[c + 1]) */
-    u32_list late;
+    double lo[2], inv;      /* cell of (x, y): floor((x - lo) * inv), clamped to the grid */
+    int    gw, gh;          /* 0: not built */
+    int    active;          /* read by the tests (from the chart's first test with TIDY_GRID_MIN
+                               triangles on; built before, at the start with threads to
+                               spare, for a chart that had them then) */
+    uint32_t *start, *item; /* cells' triangles: item[start[c] .. start[c + 1]) */
+    u32_list  late;
 } tidy_grid;
 
-#define TIDY_GRID_MIN   48   /* charts of fewer triangles are read whole */
-#define TIDY_GRID_SPAN  64   /* a triangle over more cells goes to late */
+#define TIDY_GRID_MIN  48 /* charts of fewer triangles are read whole */
+#define TIDY_GRID_SPAN 64 /* a triangle over more cells goes to late */
 
 static int tidy_cell(const tidy_grid *G, double v, int axis)
 {
     double c = floor((v - G->lo[axis]) * G->inv);
-    int n = axis ? G->gh : G->gw;
-    return c >= n - 1 ? n - 1 : c > 0 ? (int)c : 0;  /* NaN: 0 */
+    int    n = axis ? G->gh : G->gw;
+    return c >= n - 1 ? n - 1 : c > 0 ? (int)c : 0; /* NaN: 0 */
 }
 
 /* Chart b's grid from its list (head, next) of m triangles. */
@@ -116,18 +134,24 @@ static int tidy_grid_build(tidy_grid *G, const double *loc, uint32_t head, const
     double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX }, b[4];
     for (uint32_t x = head; x != BK_NONE; x = next[x]) {
         bk_box_of_tri(loc + 6 * (size_t)x, b);
-        lo[0] = bk_dmin(lo[0], b[0]); lo[1] = bk_dmin(lo[1], b[1]); hi[0] = bk_dmax(hi[0], b[2]); hi[1] = bk_dmax(hi[1], b[3]);
+        lo[0] = bk_dmin(lo[0], b[0]);
+        lo[1] = bk_dmin(lo[1], b[1]);
+        hi[0] = bk_dmax(hi[0], b[2]);
+        hi[1] = bk_dmax(hi[1], b[3]);
     }
     double ex = hi[0] - lo[0], ey = hi[1] - lo[1], cs = sqrt(ex * ey / m);
     if (!(cs > 0)) cs = bk_dmax(ex, ey) > 0 ? bk_dmax(ex, ey) / m : 1.0;
-    G->lo[0] = lo[0]; G->lo[1] = lo[1]; G->inv = 1.0 / cs;
+    G->lo[0] = lo[0];
+    G->lo[1] = lo[1];
+    G->inv = 1.0 / cs;
     G->gw = (int)bk_dmin(ex / cs + 1, 2.0 * m + 1);
     G->gh = (int)bk_dmin(ey / cs + 1, 2.0 * m + 1);
     if (G->gw < 1) G->gw = 1;
     if (G->gh < 1) G->gh = 1;
-    while ((size_t)G->gw * G->gh > 4 * (size_t)m + 16) {  /* a degenerate spread: coarser cells */
+    while ((size_t)G->gw * G->gh > 4 * (size_t)m + 16) { /* a degenerate spread: coarser cells */
         G->inv *= 0.5;
-        G->gw = (G->gw + 1) / 2; G->gh = (G->gh + 1) / 2;
+        G->gw = (G->gw + 1) / 2;
+        G->gh = (G->gh + 1) / 2;
     }
     size_t cells = (size_t)G->gw * G->gh, total = 0;
     G->start = calloc(cells + 1, sizeof(uint32_t));
@@ -135,7 +159,8 @@ static int tidy_grid_build(tidy_grid *G, const double *loc, uint32_t head, const
     for (int pass = 0; pass < 2; ++pass) {
         for (uint32_t x = head; x != BK_NONE; x = next[x]) {
             bk_box_of_tri(loc + 6 * (size_t)x, b);
-            int cx0 = tidy_cell(G, b[0], 0), cx1 = tidy_cell(G, b[2], 0), cy0 = tidy_cell(G, b[1], 1), cy1 = tidy_cell(G, b[3], 1);
+            int cx0 = tidy_cell(G, b[0], 0), cx1 = tidy_cell(G, b[2], 0), cy0 = tidy_cell(G, b[1], 1),
+                cy1 = tidy_cell(G, b[3], 1);
             if ((cx1 - cx0 + 1) * (cy1 - cy0 + 1) > TIDY_GRID_SPAN) {
                 if (pass == 1 && u32_push(&G->late, x)) return -1;
                 continue;
@@ -153,7 +178,7 @@ static int tidy_grid_build(tidy_grid *G, const double *loc, uint32_t head, const
             G->item = malloc(sizeof(uint32_t) * (total ? total : 1));
             if (!G->item) return -1;
         } else {
-            for (size_t c = cells; c > 0; --c) G->start[c] = G->start[c - 1];  /* back to the cells' starts */
+            for (size_t c = cells; c > 0; --c) G->start[c] = G->start[c - 1]; /* back to the cells' starts */
             G->start[0] = 0;
         }
     }
@@ -162,14 +187,16 @@ static int tidy_grid_build(tidy_grid *G, const double *loc, uint32_t head, const
 
 static void tidy_grid_free(tidy_grid *G)
 {
-    free(G->start); free(G->item); free(G->late.v);
+    free(G->start);
+    free(G->item);
+    free(G->late.v);
     memset(G, 0, sizeof *G);
 }
 
 /* Triangle x's corners to out when it is still chart b's, not seen in query q, and its box meets
  * box[]: 1, else 0. */
-static uint32_t tidy_take(const double *loc, const uint32_t *tri_chart, uint32_t b, const double *box, uint32_t *seen, uint32_t q,
-                          uint32_t x, double *out)
+static uint32_t tidy_take(const double *loc, const uint32_t *tri_chart, uint32_t b, const double *box, uint32_t *seen,
+                          uint32_t q, uint32_t x, double *out)
 {
     double tb[4];
     if (seen[x] == q || tri_chart[x] != b) return 0;
@@ -182,30 +209,39 @@ static uint32_t tidy_take(const double *loc, const uint32_t *tri_chart, uint32_t
 
 /* Chart b's triangles whose boxes meet box[] (corners into xb, each once: seen stamps them with
  * q); returns how many. */
-static uint32_t tidy_near(const tidy_grid *G, const double *loc, const uint32_t *tri_chart, uint32_t b, const double *box,
-                          uint32_t *seen, uint32_t q, double *xb)
+static uint32_t tidy_near(const tidy_grid *G, const double *loc, const uint32_t *tri_chart, uint32_t b,
+                          const double *box, uint32_t *seen, uint32_t q, double *xb)
 {
     uint32_t m = 0;
-    int cx0 = tidy_cell(G, box[0], 0), cx1 = tidy_cell(G, box[2], 0), cy0 = tidy_cell(G, box[1], 1), cy1 = tidy_cell(G, box[3], 1);
+    int      cx0 = tidy_cell(G, box[0], 0), cx1 = tidy_cell(G, box[2], 0), cy0 = tidy_cell(G, box[1], 1),
+        cy1 = tidy_cell(G, box[3], 1);
     for (int cy = cy0; cy <= cy1; ++cy)
         for (int cx = cx0; cx <= cx1; ++cx) {
             size_t c = (size_t)cy * G->gw + cx;
             for (uint32_t i = G->start[c]; i < G->start[c + 1]; ++i)
                 m += tidy_take(loc, tri_chart, b, box, seen, q, G->item[i], xb + 6 * (size_t)m);
         }
-    for (uint32_t i = 0; i < G->late.n; ++i) m += tidy_take(loc, tri_chart, b, box, seen, q, G->late.v[i], xb + 6 * (size_t)m);
+    for (uint32_t i = 0; i < G->late.n; ++i)
+        m += tidy_take(loc, tri_chart, b, box, seen, q, G->late.v[i], xb + 6 * (size_t)m);
     return m;
 }
 
 /* The changed charts' rectangles fitted again, side by side (each writes only its own corners). */
-typedef struct tidy_fit_ctx { charting *C; const uint8_t *changed; bk_hpt **pts; size_t *cap; int err; } tidy_fit_ctx;
+typedef struct tidy_fit_ctx {
+    charting      *C;
+    const uint8_t *changed;
+    bk_hpt       **pts;
+    size_t        *cap;
+    int            err;
+} tidy_fit_ctx;
 
 static void tidy_fit_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     tidy_fit_ctx *f = ctx;
-    chart *ch = f->C->charts;
+    chart        *ch = f->C->charts;
     for (size_t ci = begin; ci < end; ++ci)
-        if (f->changed[ci] && bk_atlas_fit_rect(f->C->loc, f->C->chart_tris + ch[ci].first, ch[ci].count, &ch[ci].w, &ch[ci].h, &f->pts[worker], &f->cap[worker]))
+        if (f->changed[ci] && bk_atlas_fit_rect(f->C->loc, f->C->chart_tris + ch[ci].first, ch[ci].count, &ch[ci].w,
+                                                &ch[ci].h, &f->pts[worker], &f->cap[worker]))
             f->err = 1;
 }
 
@@ -220,7 +256,11 @@ static int lay_edge(double *L, int *have, const double *Lu, int kt, int ku, doub
         double x = Lu[2 * uk[e]], y = Lu[2 * uk[e] + 1];
         if (*have & (1 << tk[e])) {
             if (fabs(L[2 * tk[e]] - x) > tol || fabs(L[2 * tk[e] + 1] - y) > tol) ok = 0;
-        } else { L[2 * tk[e]] = x; L[2 * tk[e] + 1] = y; *have |= 1 << tk[e]; }
+        } else {
+            L[2 * tk[e]] = x;
+            L[2 * tk[e] + 1] = y;
+            *have |= 1 << tk[e];
+        }
     }
     return ok;
 }
@@ -229,8 +269,9 @@ static int lay_edge(double *L, int *have, const double *Lu, int kt, int ku, doub
  * (linked through head[] and next[]) contiguous in C->chart_tris again, in chart order; changed[]
  * (when given) moves with its chart. The charts left, or BK_NONE out of memory. */
 typedef struct compact_ctx {
-    charting *C;
-    const uint32_t *live_of, *first, *cnt, *head, *next;  /* per old chart: its new index (BK_NONE: dropped), its first place */
+    charting       *C;
+    const uint32_t *live_of, *first, *cnt, *head,
+        *next; /* per old chart: its new index (BK_NONE: dropped), its first place */
     uint32_t *ids;
 } compact_ctx;
 
@@ -241,7 +282,10 @@ static void compact_fn(void *ctx, size_t begin, size_t end, int worker)
     for (size_t ci = begin; ci < end; ++ci) {
         uint32_t live = x->live_of[ci], w = x->first[ci];
         if (live == BK_NONE) continue;
-        for (uint32_t t = x->head[ci]; t != BK_NONE; t = x->next[t]) { x->ids[w++] = t; x->C->tri_chart[t] = live; }
+        for (uint32_t t = x->head[ci]; t != BK_NONE; t = x->next[t]) {
+            x->ids[w++] = t;
+            x->C->tri_chart[t] = live;
+        }
         BK_CHECK(w - x->first[ci] == x->cnt[ci]);
     }
 }
@@ -251,12 +295,17 @@ static void compact_fn(void *ctx, size_t begin, size_t end, int worker)
  * (when given) moves with its chart. The lists are walked on the pool, each chart's into its own
  * places. The charts left, or BK_NONE out of memory. */
 uint32_t bk_atlas_compact_charts(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
-                               const uint32_t *next, uint8_t *changed)
+                                 const uint32_t *next, uint8_t *changed)
 {
-    uint32_t live = 0, w = 0;
+    uint32_t  live = 0, w = 0;
     uint32_t *ids = malloc(sizeof(uint32_t) * ((size_t)T + 1));
     uint32_t *live_of = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *first = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    if (!ids || !live_of || !first) { free(ids); free(live_of); free(first); return BK_NONE; }
+    if (!ids || !live_of || !first) {
+        free(ids);
+        free(live_of);
+        free(first);
+        return BK_NONE;
+    }
     for (uint32_t ci = 0; ci < n; ++ci) {
         live_of[ci] = cnt[ci] ? live++ : BK_NONE;
         first[ci] = w;
@@ -273,7 +322,9 @@ uint32_t bk_atlas_compact_charts(charting *C, uint32_t n, uint32_t T, const uint
         if (changed) changed[live_of[ci]] = changed[ci];
     }
     memcpy(C->chart_tris, ids, sizeof(uint32_t) * w);
-    free(ids); free(live_of); free(first);
+    free(ids);
+    free(live_of);
+    free(first);
     C->count = live;
     return live;
 }
@@ -290,37 +341,39 @@ static void tidy_mark(uint64_t *cur, uint64_t *nxt, uint32_t t, uint32_t x)
  * triangles of when it was built and those that joined since (late), so the tests see the same
  * triangles whenever it was built; grids built as the tests came took a third of tidying. */
 typedef struct tidy_init_ctx {
-    charting *C;
-    uint32_t *head, *cnt, *next, *prev;
+    charting  *C;
+    uint32_t  *head, *cnt, *next, *prev;
     tidy_grid *grid;
-    int eager;               /* grids too (threads to spare; one thread builds them as the tests come) */
-    int err;
+    int        eager; /* grids too (threads to spare; one thread builds them as the tests come) */
+    int        err;
 } tidy_init_ctx;
 
 static void tidy_init_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    tidy_init_ctx *x = ctx;
+    tidy_init_ctx  *x = ctx;
     const charting *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
         bk_atlas_chart_link(C, (uint32_t)ci, x->head, NULL, x->cnt, x->next, x->prev);
-        if (x->eager && c->count >= TIDY_GRID_MIN && tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count)) x->err = 1;
+        if (x->eager && c->count >= TIDY_GRID_MIN &&
+            tidy_grid_build(&x->grid[ci], C->loc, x->head[ci], x->next, c->count))
+            x->err = 1;
     }
 }
 
 /* What a triangle's test reads before the overlap search, and the bits of the pass's triangles
  * that fail it. */
 typedef struct tidy_cand_ctx {
-    const bk_scene *s;
+    const bk_scene  *s;
     const adjacency *A;
-    const uint8_t *ek;
-    const charting *C;
-    const float *tri_scale;
-    double cmin, max_stretch;
-    const uint64_t *cur;
-    uint64_t *skip;
-    size_t words;
+    const uint8_t   *ek;
+    const charting  *C;
+    const float     *tri_scale;
+    double           cmin, max_stretch;
+    const uint64_t  *cur;
+    uint64_t        *skip;
+    size_t           words;
 } tidy_cand_ctx;
 
 /* Triangle t's move, short of the overlap search: 1 with the chart b it would join, its corners L
@@ -330,41 +383,47 @@ typedef struct tidy_cand_ctx {
 static int tidy_candidate(const tidy_cand_ctx *x, uint32_t t, uint32_t *out_b, double *L, double *out_tol)
 {
     const adjacency *A = x->A;
-    const charting *C = x->C;
-    uint32_t a = C->tri_chart[t];
+    const charting  *C = x->C;
+    uint32_t         a = C->tri_chart[t];
     if (a == BK_NONE || A->start[t + 1] - A->start[t] < 2) return 0;
     /* the neighbours' charts and the edge each shares (corners kt -> kt+1 of t are
      * corners ku+1 -> ku of u) */
     uint32_t nb_chart[8], nb_tri[8];
-    int nb_kt[8], nb_ku[8], nn = 0;
+    int      nb_kt[8], nb_ku[8], nn = 0;
     for (uint32_t p = A->start[t]; p < A->start[t + 1] && nn < 8; ++p) {
         uint32_t u = A->adj[p];
         if (x->ek[p] == 0xFF) continue;
         int kt = x->ek[p] / 3, ku = x->ek[p] % 3;
-        nb_chart[nn] = C->tri_chart[u]; nb_tri[nn] = u; nb_kt[nn] = kt; nb_ku[nn] = ku; nn++;
+        nb_chart[nn] = C->tri_chart[u];
+        nb_tri[nn] = u;
+        nb_kt[nn] = kt;
+        nb_ku[nn] = ku;
+        nn++;
     }
     int own = 0;
     for (int i = 0; i < nn; ++i) own += nb_chart[i] == a;
-    if (own > 1) return 0;  /* not a leaf of its chart */
+    if (own > 1) return 0; /* not a leaf of its chart */
     for (int i = 0; i < nn; ++i) {
         uint32_t b = nb_chart[i];
         if (b == a || b == BK_NONE) continue;
         int edges = 0;
-        for (int j = 0; j < nn; ++j) if (nb_chart[j] == b) edges |= 1 << nb_kt[j];
+        for (int j = 0; j < nn; ++j)
+            if (nb_chart[j] == b) edges |= 1 << nb_kt[j];
         if (__builtin_popcount((unsigned)edges) < 2) continue;
         /* t's corners from b's layout: every shared corner must agree */
         double tol = 1e-9 * (C->charts[b].w + C->charts[b].h);
-        int have = 0, ok = 1;
+        int    have = 0, ok = 1;
         for (int j = 0; j < nn && ok; ++j) {
             if (nb_chart[j] != b) continue;
             const double *Lu = C->loc + 6 * (size_t)nb_tri[j];
-            int kt = nb_kt[j], ku = nb_ku[j];
+            int           kt = nb_kt[j], ku = nb_ku[j];
             if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
         }
         if (!ok || have != 7) return 0;
         double s1, s2, f = x->tri_scale ? x->tri_scale[t] : 1.0;
         if (tri_map_sv(x->s, t, L, &s1, &s2)) return 0;
-        s1 /= f; s2 /= f;
+        s1 /= f;
+        s2 /= f;
         if (C->charts[b].smooth) {
             double r = s1 * s2;
             if (!(r <= x->max_stretch && r >= 1.0 / x->max_stretch && s1 <= 2.0 * s2)) return 0;
@@ -388,7 +447,7 @@ static void tidy_skip_fn(void *ctx, size_t begin, size_t end, int worker)
         while (m) {
             uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(m);
             uint32_t b;
-            double L[6], tol;
+            double   L[6], tol;
             if (!tidy_candidate(x, t, &b, L, &tol)) sk |= 1ull << (t & 63);
             m &= m - 1;
         }
@@ -396,26 +455,27 @@ static void tidy_skip_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
-int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                         double max_stretch, charting *C, uint64_t *work)
+int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale,
+                         double cone_deg, double max_stretch, charting *C, uint64_t *work)
 {
-    uint32_t T = s->tri_count, n = C->count;
-    uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *prev = malloc(sizeof(uint32_t) * ((size_t)T + 1));
-    uint32_t *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint8_t *changed = calloc((size_t)n + 1, 1);
+    uint32_t   T = s->tri_count, n = C->count;
+    uint32_t  *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *prev = malloc(sizeof(uint32_t) * ((size_t)T + 1));
+    uint32_t  *head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint8_t   *changed = calloc((size_t)n + 1, 1);
     tidy_grid *grid = calloc((size_t)n + 1, sizeof(tidy_grid));
-    uint32_t *seen = calloc((size_t)T + 1, sizeof(uint32_t)), query = 0;
-    size_t words = ((size_t)T + 63) / 64;
-    uint64_t *cur = malloc(sizeof(uint64_t) * (words + 1)), *nxt = calloc(words + 1, sizeof(uint64_t));
-    uint64_t *skip = malloc(sizeof(uint64_t) * (words + 1));
-    u32_list *ovl = calloc((size_t)n + 1, sizeof(u32_list));
-    double *xb = NULL;
-    size_t xb_cap = 0;
+    uint32_t  *seen = calloc((size_t)T + 1, sizeof(uint32_t)), query = 0;
+    size_t     words = ((size_t)T + 63) / 64;
+    uint64_t  *cur = malloc(sizeof(uint64_t) * (words + 1)), *nxt = calloc(words + 1, sizeof(uint64_t));
+    uint64_t  *skip = malloc(sizeof(uint64_t) * (words + 1));
+    u32_list  *ovl = calloc((size_t)n + 1, sizeof(u32_list));
+    double    *xb = NULL;
+    size_t     xb_cap = 0;
     overlap_scratch ovs = { 0 };
-    int rc = -1;
-    const double cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
-    uint8_t *ek = malloc((size_t)A->start[T] + 1);
-    if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl) goto done;
+    int             rc = -1;
+    const double    cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
+    uint8_t        *ek = malloc((size_t)A->start[T] + 1);
+    if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl)
+        goto done;
     tidy_edge_ctx ec = { s, weld, A, ek };
     bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
     tidy_init_ctx ic = { C, head, cnt, next, prev, grid, bk_pool_threads() > 1, 0 };
@@ -438,77 +498,96 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
         bk_parallel_for(words, 256, tidy_skip_fn, &tc);
         for (size_t w = 0; w < words; ++w)
             while (cur[w]) {
-            uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(cur[w]);
-            cur[w] &= cur[w] - 1;
-            if (skip[w] >> (t & 63) & 1) continue;  /* not a candidate, as tidy_skip_fn found */
-            uint32_t a = C->tri_chart[t], b;
-            double L[6], tol;
-            if (!tidy_candidate(&tc, t, &b, L, &tol)) continue;
-            /* overlaps with b's triangles */
-            if (6 * (size_t)cnt[b] > xb_cap) {
-                size_t cap = 12 * (size_t)cnt[b] + 64;
-                double *q = realloc(xb, sizeof(double) * cap);
-                if (!q) goto done;
-                xb = q; xb_cap = cap;
-            }
-            uint32_t m = 0;
-            if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
-                if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) goto done;
-                grid[b].active = 1;
-            }
-            if (grid[b].active) {
-                double lb[4];
-                bk_box_of_tri(L, lb);
-                m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++query, xb);
-            }
-            if (!grid[b].active || m > 4096)  /* (beyond 4096 the test's order matters: the whole list) */
-                for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x]) memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
-            int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
-            if (ov < 0 || (ov && u32_push(&ovl[b], t))) goto done;
-            if (ov) continue;
-            /* move: out of a's list, onto the end of b's */
-            if (prev[t] != BK_NONE) next[prev[t]] = next[t]; else head[a] = next[t];
-            if (next[t] != BK_NONE) prev[next[t]] = prev[t];
-            cnt[a]--;
-            next[t] = head[b]; prev[t] = BK_NONE;
-            if (head[b] != BK_NONE) prev[head[b]] = t;
-            head[b] = t;
-            cnt[b]++;
-            memcpy(C->loc + 6 * (size_t)t, L, sizeof L);
-            C->tri_chart[t] = b;
-            if (grid[b].gw && u32_push(&grid[b].late, t)) goto done;
-            changed[a] = changed[b] = 1;
-            moved++;
-            tidy_mark(cur, nxt, t, t);
-            for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
-                tidy_mark(cur, nxt, t, A->adj[p]);
-                skip[A->adj[p] >> 6] &= ~(1ull << (A->adj[p] & 63));  /* its test reads t */
-            }
-            for (uint32_t i = 0; i < ovl[a].n; ++i) tidy_mark(cur, nxt, t, ovl[a].v[i]);
-            ovl[a].n = 0;
+                uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(cur[w]);
+                cur[w] &= cur[w] - 1;
+                if (skip[w] >> (t & 63) & 1) continue; /* not a candidate, as tidy_skip_fn found */
+                uint32_t a = C->tri_chart[t], b;
+                double   L[6], tol;
+                if (!tidy_candidate(&tc, t, &b, L, &tol)) continue;
+                /* overlaps with b's triangles */
+                if (6 * (size_t)cnt[b] > xb_cap) {
+                    size_t  cap = 12 * (size_t)cnt[b] + 64;
+                    double *q = realloc(xb, sizeof(double) * cap);
+                    if (!q) goto done;
+                    xb = q;
+                    xb_cap = cap;
+                }
+                uint32_t m = 0;
+                if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
+                    if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) goto done;
+                    grid[b].active = 1;
+                }
+                if (grid[b].active) {
+                    double lb[4];
+                    bk_box_of_tri(L, lb);
+                    m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++query, xb);
+                }
+                if (!grid[b].active || m > 4096) /* (beyond 4096 the test's order matters: the whole list) */
+                    for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x])
+                        memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+                int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
+                if (ov < 0 || (ov && u32_push(&ovl[b], t))) goto done;
+                if (ov) continue;
+                /* move: out of a's list, onto the end of b's */
+                if (prev[t] != BK_NONE) next[prev[t]] = next[t];
+                else head[a] = next[t];
+                if (next[t] != BK_NONE) prev[next[t]] = prev[t];
+                cnt[a]--;
+                next[t] = head[b];
+                prev[t] = BK_NONE;
+                if (head[b] != BK_NONE) prev[head[b]] = t;
+                head[b] = t;
+                cnt[b]++;
+                memcpy(C->loc + 6 * (size_t)t, L, sizeof L);
+                C->tri_chart[t] = b;
+                if (grid[b].gw && u32_push(&grid[b].late, t)) goto done;
+                changed[a] = changed[b] = 1;
+                moved++;
+                tidy_mark(cur, nxt, t, t);
+                for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
+                    tidy_mark(cur, nxt, t, A->adj[p]);
+                    skip[A->adj[p] >> 6] &= ~(1ull << (A->adj[p] & 63)); /* its test reads t */
+                }
+                for (uint32_t i = 0; i < ovl[a].n; ++i) tidy_mark(cur, nxt, t, ovl[a].v[i]);
+                ovl[a].n = 0;
             }
         if (!moved) break;
-        uint64_t *sw = cur; cur = nxt; nxt = sw;
+        uint64_t *sw = cur;
+        cur = nxt;
+        nxt = sw;
         memset(nxt, 0, sizeof(uint64_t) * words);
     }
     /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
     {
         uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, changed);
         if (live == BK_NONE) goto done;
-        int threads = bk_pool_threads();
-        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0 };
+        int          threads = bk_pool_threads();
+        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(bk_hpt *)),
+                            calloc((size_t)threads, sizeof(size_t)), 0 };
         if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
         for (int w = 0; fc.pts && w < threads; ++w) free(fc.pts[w]);
         int bad = !fc.pts || !fc.cap || fc.err;
-        free(fc.pts); free(fc.cap);
+        free(fc.pts);
+        free(fc.cap);
         if (bad) goto done;
     }
     rc = 0;
 done:
     for (uint32_t ci = 0; grid && ci < n; ++ci) tidy_grid_free(&grid[ci]);
     for (uint32_t ci = 0; ovl && ci < n; ++ci) free(ovl[ci].v);
-    free(grid); free(seen); free(cur); free(nxt); free(skip); free(ovl);
-    free(next); free(prev); free(head); free(cnt); free(changed); free(xb); free(ek);
+    free(grid);
+    free(seen);
+    free(cur);
+    free(nxt);
+    free(skip);
+    free(ovl);
+    free(next);
+    free(prev);
+    free(head);
+    free(cnt);
+    free(changed);
+    free(xb);
+    free(ek);
     bk_atlas_overlap_scratch_free(&ovs);
     return rc;
 }
@@ -547,7 +626,11 @@ int bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, ui
     for (int x = 0; x < 3; ++x)
         for (int y = 0; y < 3; ++y)
             if (weld[s->tri_v[3 * (size_t)t + x]] == weld[s->tri_v[3 * (size_t)u + (y + 1) % 3]] &&
-                weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) { *kt = x; *ku = y; return 0; }
+                weld[s->tri_v[3 * (size_t)t + (x + 1) % 3]] == weld[s->tri_v[3 * (size_t)u + y]]) {
+                *kt = x;
+                *ku = y;
+                return 0;
+            }
     return -1;
 }
 
@@ -557,20 +640,32 @@ int bk_atlas_shared_edge(const bk_scene *s, const uint32_t *weld, uint32_t t, ui
 static void lay_on_edge(const bk_scene *s, uint32_t t, int i, int j, int k, double *L)
 {
     double pi[3], pj[3], pk[3], e[3], d[3];
-    bk_atlas_pos_of(s, t, i, pi); bk_atlas_pos_of(s, t, j, pj); bk_atlas_pos_of(s, t, k, pk);
-    for (int q = 0; q < 3; ++q) { e[q] = pj[q] - pi[q]; d[q] = pk[q] - pi[q]; }
+    bk_atlas_pos_of(s, t, i, pi);
+    bk_atlas_pos_of(s, t, j, pj);
+    bk_atlas_pos_of(s, t, k, pk);
+    for (int q = 0; q < 3; ++q) {
+        e[q] = pj[q] - pi[q];
+        d[q] = pk[q] - pi[q];
+    }
     double lw2 = bk_dot3d(e, e), along = bk_dot3d(d, e) / lw2;
     double perp2 = bk_dot3d(d, d) - along * along * lw2, perp = sqrt(bk_dmax(perp2, 0)) / sqrt(lw2);
     double ex = L[2 * j] - L[2 * i], ey = L[2 * j + 1] - L[2 * i + 1];
     /* in layout units: along and perp are fractions of the edge (scale la / lw built in) */
     double x1 = L[2 * i] + along * ex - perp * ey, y1 = L[2 * i + 1] + along * ey + perp * ex;
     double x2 = L[2 * i] + along * ex + perp * ey, y2 = L[2 * i + 1] + along * ey - perp * ex;
-    L[2 * k] = x1; L[2 * k + 1] = y1;
+    L[2 * k] = x1;
+    L[2 * k + 1] = y1;
     double a1 = (L[2] - L[0]) * (L[5] - L[1]) - (L[3] - L[1]) * (L[4] - L[0]);
-    if (!(a1 > 0)) { L[2 * k] = x2; L[2 * k + 1] = y2; }
+    if (!(a1 > 0)) {
+        L[2 * k] = x2;
+        L[2 * k + 1] = y2;
+    }
 }
 
-typedef struct absorb_nb { double len; uint32_t b; } absorb_nb;
+typedef struct absorb_nb {
+    double   len;
+    uint32_t b;
+} absorb_nb;
 static int absorb_nb_cmp(const void *pa, const void *pb)
 {
     const absorb_nb *a = pa, *b = pb;
@@ -582,17 +677,17 @@ static int absorb_nb_cmp(const void *pa, const void *pb)
  * with threads to spare, each chart's hull. */
 typedef struct absorb_init_ctx {
     const charting *C;
-    uint32_t *head, *tail, *cnt, *next, *slot;
-    bk_hpt **hull_p;
-    int *hull_n;
-    atomic_int err;
+    uint32_t       *head, *tail, *cnt, *next, *slot;
+    bk_hpt        **hull_p;
+    int            *hull_n;
+    atomic_int      err;
 } absorb_init_ctx;
 
 static void absorb_init_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     absorb_init_ctx *x = ctx;
-    const charting *C = x->C;
+    const charting  *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         const chart *c = &C->charts[ci];
         bk_atlas_chart_link(C, (uint32_t)ci, x->head, x->tail, x->cnt, x->next, NULL);
@@ -604,17 +699,27 @@ static void absorb_hull_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     absorb_init_ctx *x = ctx;
-    const charting *C = x->C;
+    const charting  *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         size_t nb3 = 0, np = 3 * (size_t)x->cnt[ci];
         if (!np) continue;
         bk_hpt *hp = malloc(sizeof(bk_hpt) * 3 * np);
-        if (!hp) { x->err = 1; continue; }
+        if (!hp) {
+            x->err = 1;
+            continue;
+        }
         for (uint32_t t = x->head[ci]; t != BK_NONE; t = x->next[t])
-            for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)t + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)t + 2 * k2 + 1]; nb3++; }
+            for (int k2 = 0; k2 < 3; ++k2) {
+                hp[nb3].x = C->loc[6 * (size_t)t + 2 * k2];
+                hp[nb3].y = C->loc[6 * (size_t)t + 2 * k2 + 1];
+                nb3++;
+            }
         int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
         if (!(x->hull_p[ci] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) x->err = 1;
-        else { memcpy(x->hull_p[ci], hp + nb3, sizeof(bk_hpt) * (size_t)bn); x->hull_n[ci] = bn; }
+        else {
+            memcpy(x->hull_p[ci], hp + nb3, sizeof(bk_hpt) * (size_t)bn);
+            x->hull_n[ci] = bn;
+        }
         free(hp);
     }
 }
@@ -644,20 +749,21 @@ typedef struct absorb_state {
  * first. Returns how many, or -1 out of memory. */
 static int absorb_neighbours(absorb_state *S, uint32_t a)
 {
-    const bk_scene *s = S->s;
+    const bk_scene  *s = S->s;
     const adjacency *A = S->A;
-    const charting *C = S->C;
-    const uint32_t *head = S->head, *next = S->next;
-    uint32_t *stamp = S->stamp;
-    double *len = S->len;
-    uint32_t nn = 0;
+    const charting  *C = S->C;
+    const uint32_t  *head = S->head, *next = S->next;
+    uint32_t        *stamp = S->stamp;
+    double          *len = S->len;
+    uint32_t         nn = 0;
     for (uint32_t t = head[a]; t != BK_NONE; t = next[t])
         for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
             uint32_t u = A->adj[p], b = C->tri_chart[u];
-            int kt, ku;
+            int      kt, ku;
             if (b == a || b == BK_NONE || bk_atlas_shared_edge(s, S->weld, t, u, &kt, &ku)) continue;
             double p0[3], p1[3], e[3];
-            bk_atlas_pos_of(s, t, kt, p0); bk_atlas_pos_of(s, t, (kt + 1) % 3, p1);
+            bk_atlas_pos_of(s, t, kt, p0);
+            bk_atlas_pos_of(s, t, (kt + 1) % 3, p1);
             for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
             if (stamp[b] != a) {
                 stamp[b] = a;
@@ -683,31 +789,35 @@ static int absorb_neighbours(absorb_state *S, uint32_t a)
  * within b's rules, *qt_out the triangles in S->queue in the order laid; else 0. */
 static int absorb_lay(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, double tol, uint32_t *qt_out)
 {
-    const bk_scene *s = S->s;
-    const uint32_t *weld = S->weld;
+    const bk_scene  *s = S->s;
+    const uint32_t  *weld = S->weld;
     const adjacency *A = S->A;
-    const charting *C = S->C;
-    const chart *cb = &C->charts[b];
-    const uint32_t *ids = S->ids;
-    uint32_t *slot = S->slot, *queue = S->queue;
-    double *xa = S->xa;
-    const float *tri_scale = S->tri_scale;
-    double max_stretch = S->max_stretch, cmin = S->cmin;
+    const charting  *C = S->C;
+    const chart     *cb = &C->charts[b];
+    const uint32_t  *ids = S->ids;
+    uint32_t        *slot = S->slot, *queue = S->queue;
+    double          *xa = S->xa;
+    const float     *tri_scale = S->tri_scale;
+    double           max_stretch = S->max_stretch, cmin = S->cmin;
     /* slot[t]: t's place in xa once laid (BK_NONE before); breadth-first from b */
     uint32_t qh = 0, qt = 0, placed = 0;
-    int ok = 1;
+    int      ok = 1;
     for (uint32_t i = 0; i < na; ++i) slot[ids[i]] = BK_NONE;
     for (uint32_t i = 0; i < na; ++i) {
         uint32_t t = ids[i];
         for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p)
-            if (C->tri_chart[A->adj[p]] == b) { slot[t] = BK_NONE - 1; queue[qt++] = t; break; }  /* queued */
+            if (C->tri_chart[A->adj[p]] == b) {
+                slot[t] = BK_NONE - 1;
+                queue[qt++] = t;
+                break;
+            } /* queued */
     }
     while (qh < qt && ok) {
         uint32_t t = queue[qh++];
-        double L[6];
-        int have = 0, edge_i = -1;
+        double   L[6];
+        int      have = 0, edge_i = -1;
         for (uint32_t p = A->start[t]; p < A->start[t + 1] && ok; ++p) {
-            uint32_t u = A->adj[p];
+            uint32_t      u = A->adj[p];
             const double *Lu;
             if (C->tri_chart[u] == b) Lu = C->loc + 6 * (size_t)u;
             else if (C->tri_chart[u] == a && slot[u] < BK_NONE - 1) Lu = xa + 6 * (size_t)slot[u];
@@ -717,20 +827,36 @@ static int absorb_lay(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, doub
             if (!lay_edge(L, &have, Lu, kt, ku, tol)) ok = 0;
             if (edge_i < 0) edge_i = kt;
         }
-        if (!ok || edge_i < 0) { ok = 0; break; }
+        if (!ok || edge_i < 0) {
+            ok = 0;
+            break;
+        }
         if (have != 7) lay_on_edge(s, t, edge_i, (edge_i + 1) % 3, (edge_i + 2) % 3, L);
         double s1, s2, f = tri_scale ? tri_scale[t] : 1.0;
-        if (tri_map_sv(s, t, L, &s1, &s2)) { ok = 0; break; }
-        s1 /= f; s2 /= f;
+        if (tri_map_sv(s, t, L, &s1, &s2)) {
+            ok = 0;
+            break;
+        }
+        s1 /= f;
+        s2 /= f;
         if (cb->smooth) {
             double r = s1 * s2;
-            if (!(r <= max_stretch && r >= 1.0 / max_stretch && s1 <= 2.0 * s2)) { ok = 0; break; }
-        } else if (!(s1 <= 1.0 + 1e-6 && s2 >= cmin && s1 * s2 >= cmin)) { ok = 0; break; }
+            if (!(r <= max_stretch && r >= 1.0 / max_stretch && s1 <= 2.0 * s2)) {
+                ok = 0;
+                break;
+            }
+        } else if (!(s1 <= 1.0 + 1e-6 && s2 >= cmin && s1 * s2 >= cmin)) {
+            ok = 0;
+            break;
+        }
         memcpy(xa + 6 * (size_t)placed, L, sizeof L);
         slot[t] = placed++;
         for (uint32_t p = A->start[t]; p < A->start[t + 1]; ++p) {
             uint32_t u = A->adj[p];
-            if (C->tri_chart[u] == a && slot[u] == BK_NONE) { slot[u] = BK_NONE - 1; queue[qt++] = u; }
+            if (C->tri_chart[u] == a && slot[u] == BK_NONE) {
+                slot[u] = BK_NONE - 1;
+                queue[qt++] = u;
+            }
         }
     }
     *qt_out = qt;
@@ -745,12 +871,12 @@ static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, do
                         double *rcs_out, double *rsn_out)
 {
     const charting *C = S->C;
-    const chart *cb = &C->charts[b];
+    const chart    *cb = &C->charts[b];
     const uint32_t *head = S->head, *next = S->next, *cnt = S->cnt;
-    bk_hpt **hull_p = S->hull_p;
-    int *hull_n = S->hull_n;
-    const double *xa = S->xa;
-    double pad_w = S->pad_w;
+    bk_hpt        **hull_p = S->hull_p;
+    int            *hull_n = S->hull_n;
+    const double   *xa = S->xa;
+    double          pad_w = S->pad_w;
     /* overlaps: among the moved triangles, and with b's */
     S->pairs.n = 0;
     if (bk_atlas_find_overlaps(xa, na, tol * 10, &S->pairs, S->work)) return -1;
@@ -768,7 +894,11 @@ static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, do
     if (!hull_p[b]) {
         size_t nb3 = 0;
         for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
-            for (int k2 = 0; k2 < 3; ++k2) { hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2]; hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1]; nb3++; }
+            for (int k2 = 0; k2 < 3; ++k2) {
+                hp[nb3].x = C->loc[6 * (size_t)x + 2 * k2];
+                hp[nb3].y = C->loc[6 * (size_t)x + 2 * k2 + 1];
+                nb3++;
+            }
         int bn = bk_atlas_convex_hull(hp, (int)nb3, hp + nb3);
         if (!(hull_p[b] = malloc(sizeof(bk_hpt) * ((size_t)bn + 1)))) return -1;
         memcpy(hull_p[b], hp + nb3, sizeof(bk_hpt) * (size_t)bn);
@@ -778,8 +908,11 @@ static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, do
     np = hb + 3 * (size_t)na;
     memcpy(hp, hull_p[b], sizeof(bk_hpt) * hb);
     for (uint32_t i = 0; i < na; ++i)
-        for (int k2 = 0; k2 < 3; ++k2) { hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2]; hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1]; }
-    int hn = bk_atlas_convex_hull(hp, (int)np, hp + np);
+        for (int k2 = 0; k2 < 3; ++k2) {
+            hp[hb + 3 * i + k2].x = xa[6 * (size_t)i + 2 * k2];
+            hp[hb + 3 * i + k2].y = xa[6 * (size_t)i + 2 * k2 + 1];
+        }
+    int    hn = bk_atlas_convex_hull(hp, (int)np, hp + np);
     double rcs, rsn, rw, rh;
     bk_atlas_rect_from_hull(hp + np, hn, &rcs, &rsn, &rw, &rh);
     const chart *ca = &C->charts[a];
@@ -792,7 +925,8 @@ static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, do
         S->xb = q;
     }
     uint32_t m = 0;
-    for (uint32_t x = head[b]; x != BK_NONE; x = next[x]) memcpy(S->xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+    for (uint32_t x = head[b]; x != BK_NONE; x = next[x])
+        memcpy(S->xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
     int ov = bk_atlas_sets_overlap(xa, na, S->xb, m, tol * 10, &S->ovs, S->work);
     if (ov < 0) return -1;
     if (ov) return 0;
@@ -808,12 +942,12 @@ static int absorb_union(absorb_state *S, uint32_t a, uint32_t b, uint32_t na, do
  * memory. */
 static int absorb_move(absorb_state *S, uint32_t a, uint32_t b, uint32_t qt, size_t np, int hn, double rcs, double rsn)
 {
-    charting *C = S->C;
-    uint32_t *next = S->next, *tail = S->tail, *head = S->head, *cnt = S->cnt;
+    charting       *C = S->C;
+    uint32_t       *next = S->next, *tail = S->tail, *head = S->head, *cnt = S->cnt;
     const uint32_t *queue = S->queue, *slot = S->slot;
-    const double *xa = S->xa;
-    bk_hpt *hp = S->hp, **hull_p = S->hull_p;
-    int *hull_n = S->hull_n;
+    const double   *xa = S->xa;
+    bk_hpt         *hp = S->hp, **hull_p = S->hull_p;
+    int            *hull_n = S->hull_n;
     /* move: a's triangles (in the order laid) onto the end of b's list */
     for (uint32_t i = 0; i < qt; ++i) {
         uint32_t t = queue[i];
@@ -847,25 +981,35 @@ static int absorb_move(absorb_state *S, uint32_t a, uint32_t b, uint32_t qt, siz
     return 0;
 }
 
-int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale, double cone_deg,
-                           double max_stretch, double max_cost, double pad_w, double smooth_min_tri, charting *C, uint64_t *work)
+int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale,
+                           double cone_deg, double max_stretch, double max_cost, double pad_w, double smooth_min_tri,
+                           charting *C, uint64_t *work)
 {
-    uint32_t T = s->tri_count, n = C->count;
+    uint32_t     T = s->tri_count, n = C->count;
     absorb_state S;
     memset(&S, 0, sizeof S);
-    S.s = s; S.weld = weld; S.A = A; S.tri_scale = tri_scale; S.max_stretch = max_stretch; S.pad_w = pad_w;
-    S.C = C; S.work = work;
-    uint32_t *next = S.next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *tail = S.tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint32_t *head = S.head = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = S.cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-    uint32_t *slot = S.slot = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *stamp = S.stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    S.s = s;
+    S.weld = weld;
+    S.A = A;
+    S.tri_scale = tri_scale;
+    S.max_stretch = max_stretch;
+    S.pad_w = pad_w;
+    S.C = C;
+    S.work = work;
+    uint32_t *next = S.next = malloc(sizeof(uint32_t) * ((size_t)T + 1)),
+             *tail = S.tail = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *head = S.head = malloc(sizeof(uint32_t) * ((size_t)n + 1)),
+             *cnt = S.cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint32_t *slot = S.slot = malloc(sizeof(uint32_t) * ((size_t)T + 1)),
+             *stamp = S.stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
     S.len = malloc(sizeof(double) * ((size_t)n + 1));
     bk_hpt **hull_p = S.hull_p = calloc((size_t)n + 1, sizeof(bk_hpt *));
-    int *hull_n = S.hull_n = calloc((size_t)n + 1, sizeof(int));
-    int rc = -1;
+    int     *hull_n = S.hull_n = calloc((size_t)n + 1, sizeof(int));
+    int      rc = -1;
     S.cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
     if (!next || !tail || !head || !cnt || !slot || !stamp || !order || !S.len || !hull_p || !hull_n) goto done;
-    uint32_t nsmall = 0;
+    uint32_t        nsmall = 0;
     absorb_init_ctx ic = { C, head, tail, cnt, next, slot, NULL, NULL, 0 };
     bk_parallel_for(n, 16, absorb_init_fn, &ic);
     for (uint32_t ci = 0; ci < n; ++ci) {
@@ -875,7 +1019,8 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         if (!(cost <= max_cost * pad_w * pad_w)) continue;
         if (c->smooth) {
             double area = 0;
-            for (uint32_t i = 0; i < c->count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c->first + i]);
+            for (uint32_t i = 0; i < c->count; ++i)
+                area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c->first + i]);
             if (!(smooth_min_tri > 0 && area >= smooth_min_tri * pad_w * pad_w * c->count)) continue;
         }
         uint64_t bits;
@@ -888,7 +1033,8 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         /* every chart's hull now, side by side: the loop below makes a neighbour's hull at its
          * first use from its corners then, which are these unless it took a chart before (and
          * then it has its hull already); one thread makes only those it uses */
-        ic.hull_p = hull_p; ic.hull_n = hull_n;
+        ic.hull_p = hull_p;
+        ic.hull_n = hull_n;
         bk_parallel_for(n, 4, absorb_hull_fn, &ic);
         if (ic.err) goto done;
     }
@@ -899,11 +1045,12 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         /* a's neighbouring charts by the length of the edges they share */
         int nn = absorb_neighbours(&S, a);
         if (nn < 0) goto done;
-        if (!nn) continue;  /* alone (a separate piece of the mesh) */
+        if (!nn) continue; /* alone (a separate piece of the mesh) */
         if ((size_t)cnt[a] > S.cap_a) {
             S.cap_a = 2 * (size_t)cnt[a] + 16;
-            double *q = realloc(S.xa, sizeof(double) * 6 * S.cap_a);
-            uint32_t *qi = realloc(S.ids, sizeof(uint32_t) * S.cap_a), *qq = realloc(S.queue, sizeof(uint32_t) * S.cap_a);
+            double   *q = realloc(S.xa, sizeof(double) * 6 * S.cap_a);
+            uint32_t *qi = realloc(S.ids, sizeof(uint32_t) * S.cap_a),
+                     *qq = realloc(S.queue, sizeof(uint32_t) * S.cap_a);
             if (q) S.xa = q;
             if (qi) S.ids = qi;
             if (qq) S.queue = qq;
@@ -912,14 +1059,14 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
         uint32_t na = 0;
         for (uint32_t t = head[a]; t != BK_NONE; t = next[t]) S.ids[na++] = t;
         for (uint32_t k = 0; k < (uint32_t)nn && k < 4; ++k) {
-            uint32_t b = S.nbs[k].b, qt;
+            uint32_t     b = S.nbs[k].b, qt;
             const chart *cb = &C->charts[b];
-            double tol = 1e-9 * (cb->w + cb->h);
+            double       tol = 1e-9 * (cb->w + cb->h);
             if (!absorb_lay(&S, a, b, na, tol, &qt)) continue;
             size_t np;
-            int hn;
+            int    hn;
             double rcs, rsn;
-            int r = absorb_union(&S, a, b, na, tol, &np, &hn, &rcs, &rsn);
+            int    r = absorb_union(&S, a, b, na, tol, &np, &hn, &rcs, &rsn);
             if (r < 0) goto done;
             if (!r) continue;
             if (absorb_move(&S, a, b, qt, np, hn, rcs, rsn)) goto done;
@@ -931,10 +1078,25 @@ int bk_atlas_charts_absorb(const bk_scene *s, const uint32_t *weld, const adjace
     if (bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
 done:
-    free(next); free(tail); free(head); free(cnt); free(slot); free(stamp); free(order); free(S.nbs);
-    free(S.ids); free(S.queue); free(S.xa); free(S.xb); free(S.len); free(S.pairs.p); free(S.hp); free(S.bt);
+    free(next);
+    free(tail);
+    free(head);
+    free(cnt);
+    free(slot);
+    free(stamp);
+    free(order);
+    free(S.nbs);
+    free(S.ids);
+    free(S.queue);
+    free(S.xa);
+    free(S.xb);
+    free(S.len);
+    free(S.pairs.p);
+    free(S.hp);
+    free(S.bt);
     for (uint32_t ci = 0; hull_p && ci < n; ++ci) free(hull_p[ci]);
-    free(hull_p); free(hull_n);
+    free(hull_p);
+    free(hull_n);
     bk_atlas_overlap_scratch_free(&S.ovs);
     return rc;
 }

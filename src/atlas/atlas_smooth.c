@@ -43,8 +43,13 @@ static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
  * over every u, then every v: the same bits as the scalar code with u's and v's in two blocks,
  * with one load per vertex instead of two and three read-modify-writes per triangle in A^T r
  * instead of six. */
-typedef double lscm_v2 __attribute__((vector_size(16)));
-static inline lscm_v2 v2_load(const double *p) { lscm_v2 r; memcpy(&r, p, sizeof r); return r; }
+typedef double        lscm_v2 __attribute__((vector_size(16)));
+static inline lscm_v2 v2_load(const double *p)
+{
+    lscm_v2 r;
+    memcpy(&r, p, sizeof r);
+    return r;
+}
 static inline void v2_store(double *p, lscm_v2 a) { memcpy(p, &a, sizeof a); }
 /* lanes moved by element (GCC's __builtin_shuffle is not in clang, which builds the sanitizer and
  * fuzz targets; both make the same shuffles of these) */
@@ -52,7 +57,10 @@ static inline lscm_v2 v2_lo(lscm_v2 a) { return (lscm_v2){ a[0], a[0] }; }
 static inline lscm_v2 v2_hi(lscm_v2 a) { return (lscm_v2){ a[1], a[1] }; }
 static inline lscm_v2 v2_swap(lscm_v2 a) { return (lscm_v2){ a[1], a[0] }; }
 
-typedef struct lscm_tri { double g[6], w; uint32_t v[3]; } lscm_tri;  /* g: (gx, gy) per corner; 72 B */
+typedef struct lscm_tri {
+    double   g[6], w;
+    uint32_t v[3];
+} lscm_tri; /* g: (gx, gy) per corner; 72 B */
 
 /* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_j, v_j) of n vertices.
  * Returns the sum of their squares, added in order (CGLS's |A D p|^2: summed here, the sum's chain
@@ -61,13 +69,13 @@ typedef struct lscm_tri { double g[6], w; uint32_t v[3]; } lscm_tri;  /* g: (gx,
 static double lscm_apply(const lscm_tri *L, uint32_t nt, const double *x, double *r)
 {
     const lscm_v2 flip = { -1.0, 1.0 };
-    double ss = 0;
+    double        ss = 0;
     for (uint32_t i = 0; i < nt; ++i) {
         const lscm_tri *q = &L[i];
-        lscm_v2 ab = { 0.0, 0.0 };
+        lscm_v2         ab = { 0.0, 0.0 };
         for (int j = 0; j < 3; ++j) {
             lscm_v2 z = v2_load(x + 2 * (size_t)q->v[j]), g = v2_load(q->g + 2 * j);
-            ab += v2_lo(z) * g + v2_hi(z) * (v2_swap(g) * flip);  /* (u gx + v (-gy), u gy + v gx) */
+            ab += v2_lo(z) * g + v2_hi(z) * (v2_swap(g) * flip); /* (u gx + v (-gy), u gy + v gx) */
         }
         ab *= (lscm_v2){ q->w, q->w };
         v2_store(r + 2 * (size_t)i, ab);
@@ -79,13 +87,14 @@ static double lscm_apply(const lscm_tri *L, uint32_t nt, const double *x, double
 
 /* r -= alpha dq (dq NULL: r as it is), then y = A^T r: per corner, with (a, b) = w r,
  * y_u += gx a + gy b, y_v += -gy a + gx b */
-static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, double *r, const double *dq, double alpha, double *y)
+static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, double *r, const double *dq, double alpha,
+                         double *y)
 {
     const lscm_v2 conj = { 1.0, -1.0 };
     memset(y, 0, sizeof(double) * 2 * n);
     for (uint32_t i = 0; i < nt; ++i) {
         const lscm_tri *q = &L[i];
-        lscm_v2 ri = v2_load(r + 2 * (size_t)i);
+        lscm_v2         ri = v2_load(r + 2 * (size_t)i);
         if (dq) {
             ri -= (lscm_v2){ alpha, alpha } * v2_load(dq + 2 * (size_t)i);
             v2_store(r + 2 * (size_t)i, ri);
@@ -94,7 +103,7 @@ static void lscm_apply_t(const lscm_tri *L, uint32_t nt, uint32_t n, double *r, 
         for (int j = 0; j < 3; ++j) {
             lscm_v2 g = v2_load(q->g + 2 * j);
             double *yj = y + 2 * (size_t)q->v[j];
-            v2_store(yj, v2_load(yj) + (a * (g * conj) + b * v2_swap(g)));  /* (a gx + b gy, a (-gy) + b gx) */
+            v2_store(yj, v2_load(yj) + (a * (g * conj) + b * v2_swap(g))); /* (a gx + b gy, a (-gy) + b gx) */
         }
     }
 }
@@ -110,7 +119,7 @@ static double lscm_sumsq(const double *s, uint32_t n)
 
 typedef struct lscm_ws {
     lscm_tri *tri;
-    double   *x, *r, *s, *p, *q, *d;  /* unknowns and CGLS vectors */
+    double   *x, *r, *s, *p, *q, *d; /* unknowns and CGLS vectors */
     uint8_t  *pin;
     size_t    tcap, vcap;
 } lscm_ws;
@@ -118,9 +127,9 @@ typedef struct lscm_ws {
 static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
 {
     if (nt > W->tcap) {
-        size_t c = 2 * (size_t)nt;
+        size_t    c = 2 * (size_t)nt;
         lscm_tri *a = realloc(W->tri, sizeof(lscm_tri) * c);
-        double *r = realloc(W->r, sizeof(double) * 2 * c), *q = a && r ? realloc(W->q, sizeof(double) * 2 * c) : NULL;
+        double   *r = realloc(W->r, sizeof(double) * 2 * c), *q = a && r ? realloc(W->q, sizeof(double) * 2 * c) : NULL;
         if (a) W->tri = a;
         if (r) W->r = r;
         if (q) W->q = q;
@@ -128,7 +137,7 @@ static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
         W->tcap = c;
     }
     if (n > W->vcap) {
-        size_t c = 2 * (size_t)n;
+        size_t   c = 2 * (size_t)n;
         double **v[5] = { &W->x, &W->s, &W->p, &W->d, NULL };
         for (int k = 0; v[k]; ++k) {
             double *z = realloc(*v[k], sizeof(double) * 2 * c);
@@ -145,7 +154,14 @@ static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
 
 static void lscm_free(lscm_ws *W)
 {
-    free(W->tri); free(W->x); free(W->r); free(W->s); free(W->p); free(W->q); free(W->d); free(W->pin);
+    free(W->tri);
+    free(W->x);
+    free(W->r);
+    free(W->s);
+    free(W->p);
+    free(W->q);
+    free(W->d);
+    free(W->pin);
     memset(W, 0, sizeof *W);
 }
 
@@ -154,13 +170,13 @@ static void lscm_free(lscm_ws *W)
 static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
 {
     uint32_t m = 2 * n;
-    double *x = W->x, *r = W->r, *s = W->s, *p = W->p, *q = W->q, *d = W->d;
+    double  *x = W->x, *r = W->r, *s = W->s, *p = W->p, *q = W->q, *d = W->d;
     /* column norms: sum over triangles of the squared coefficients */
     memset(d, 0, sizeof(double) * m);
     for (uint32_t i = 0; i < nt; ++i)
         for (int j = 0; j < 3; ++j) {
             const lscm_tri *t = &W->tri[i];
-            double c = t->w * t->w * (t->g[2 * j] * t->g[2 * j] + t->g[2 * j + 1] * t->g[2 * j + 1]);
+            double          c = t->w * t->w * (t->g[2 * j] * t->g[2 * j] + t->g[2 * j + 1] * t->g[2 * j + 1]);
             d[2 * (size_t)t->v[j]] += c;
             d[2 * (size_t)t->v[j] + 1] += c;
         }
@@ -169,10 +185,13 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
     lscm_apply(W->tri, nt, x, r);
     for (uint32_t i = 0; i < 2 * nt; ++i) r[i] = -r[i];
     lscm_apply_t(W->tri, nt, n, r, NULL, 0.0, s);
-    for (uint32_t k = 0; k < m; ++k) { s[k] *= d[k]; p[k] = s[k]; }
+    for (uint32_t k = 0; k < m; ++k) {
+        s[k] *= d[k];
+        p[k] = s[k];
+    }
     double gamma = lscm_sumsq(s, n);
     double g0 = gamma;
-    int it = 0;
+    int    it = 0;
     /* The textbook loop's passes fused where one's values feed the next in the same order (the
      * same arithmetic, so the same bits): s = D p is made with p, r -= alpha q with A^T r. */
     for (uint32_t k = 0; k < m; ++k) s[k] = d[k] * p[k];
@@ -188,7 +207,10 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
         }
         double gn = lscm_sumsq(s, n);
         double beta = gn / gamma;
-        for (uint32_t k = 0; k < m; ++k) { p[k] = s[k] + beta * p[k]; s[k] = d[k] * p[k]; }
+        for (uint32_t k = 0; k < m; ++k) {
+            p[k] = s[k] + beta * p[k];
+            s[k] = d[k] * p[k];
+        }
         gamma = gn;
     }
     return it;
@@ -202,63 +224,64 @@ static int lscm_solve(lscm_ws *W, uint32_t nt, uint32_t n, int max_iter)
  * have taken, so the batch's later charts are let go and the seeds after it start a new batch.
  * The charts are thus exactly those of one chart at a time, whatever the thread count. */
 
-typedef struct sm_ws {       /* one worker's scratch */
+typedef struct sm_ws { /* one worker's scratch */
     lscm_ws   W;
     uint32_t *hkey, *hval;   /* the chart being grown: triangle -> its place in the growth (open */
     uint32_t *hused, nused;  /* addressing, hmask + 1 slots; hused lists the slots taken) */
-    uint32_t  hmask, hshift;  /* hmask + 1 == 1 << (32 - hshift) */
+    uint32_t  hmask, hshift; /* hmask + 1 == 1 << (32 - hshift) */
     uint32_t *uf, *cid;      /* 3 max_tris */
     uint8_t  *evict;         /* max_tris, zero between uses */
     double   *xy;
     size_t    xy_cap;
-    bk_hpt      *pts;
+    bk_hpt   *pts;
     size_t    pts_cap;
     pair_list pairs;
 } sm_ws;
 
-typedef struct sm_try {      /* one chart grown from a seed */
-    uint32_t seed, limit;
-    uint32_t k;              /* its place in the batch: the charts before it grow first */
-    int      stale;          /* its growth read a triangle whose owner changed (sm_stale_fn) */
+typedef struct sm_try { /* one chart grown from a seed */
+    uint32_t  seed, limit;
+    uint32_t  k;             /* its place in the batch: the charts before it grow first */
+    int       stale;         /* its growth read a triangle whose owner changed (sm_stale_fn) */
     uint32_t *tris, nt;      /* grown triangles (max_tris); after sm_check_chain the first nt of nt0 */
-    uint32_t nt0, levels;    /* sm_check_chain: the first growth's size, the sizes it checked */
-    int      skip;           /* its seed is in an earlier chart of its batch */
+    uint32_t  nt0, levels;   /* sm_check_chain: the first growth's size, the sizes it checked */
+    int       skip;          /* its seed is in an earlier chart of its batch */
     uint32_t *keep, nkeep;   /* places in tris of those kept (max_tris), when ok */
     uint32_t *front, nfront; /* neighbours its growth read and did not take (4 max_tris, repeats
                                 possible); nfront BK_NONE: more (read every neighbour) */
-    double   *loc;           /* 6 per place in tris: the chart's corners (C->loc's layout by place) */
+    double  *loc;            /* 6 per place in tris: the chart's corners (C->loc's layout by place) */
     double   avg[3];         /* mean normal */
     double   w, h;
     int      curved, ok, err;
     uint64_t work;
-    uint32_t limit0;         /* the growth's limit (sm_check_chain may lower limit) */
+    uint32_t limit0; /* the growth's limit (sm_check_chain may lower limit) */
 } sm_try;
 
-#define SM_OWN_K_BITS 8  /* a batch's place (K <= 256) under a snapshot id of 24 bits */
+#define SM_OWN_K_BITS 8 /* a batch's place (K <= 256) under a snapshot id of 24 bits */
 #define SM_OWN_K_MASK ((1u << SM_OWN_K_BITS) - 1)
 #define SM_OWN_ID_MAX ((1u << (32 - SM_OWN_K_BITS)) - 1)
-#define SM_LEVELS 24  /* speculation (sm_spec_plan): levels planned after the first, at most (2000
-                       * triangles halve to 4 in 9) */
+#define SM_LEVELS                                                                   \
+    24 /* speculation (sm_spec_plan): levels planned after the first, at most (2000 \
+        * triangles halve to 4 in 9) */
 
 typedef struct sm_ctx {
-    const bk_scene *s;
-    const tri_geom *g;
-    const adjacency *A;
-    const uint32_t *weld;
+    const bk_scene             *s;
+    const tri_geom             *g;
+    const adjacency            *A;
+    const uint32_t             *weld;
     const bk_atlas_smooth_opts *so;
-    charting *C;             /* tri_chart read only while a batch grows */
-    const uint8_t *tried;
-    _Atomic uint32_t *own[3]; /* per triangle, snapshots of who owns it in the batch's growths
-                                (sm_claim_fn): id << SM_OWN_K_BITS | the chart's place, where id
-                                is the snapshot's (other ids: owned by none) */
-    int      oslot, oslot_prev; /* the snapshot growths read: own[oslot], id snap (a fresh id: none */
-    uint32_t snap, snap_prev;   /* owned); sm_stale_fn: the one they were made over, oslot_prev */
-    const uint32_t *regrow;  /* sm_grow_fn: the tries to grow again (NULL: all) */
-    const uint32_t *iota;    /* 0, 1, ... max_tris: places as triangle lists for bk_atlas_fit_rect */
-    sm_ws *ws;
-    sm_try *tries;
-    sm_try **task;           /* the batch's checks: a try's chain, or one level of it */
-    const key_idx *order;    /* the order they start in: task[order[i].idx] */
+    charting                   *C; /* tri_chart read only while a batch grows */
+    const uint8_t              *tried;
+    _Atomic uint32_t           *own[3]; /* per triangle, snapshots of who owns it in the batch's growths
+                                          (sm_claim_fn): id << SM_OWN_K_BITS | the chart's place, where id
+                                          is the snapshot's (other ids: owned by none) */
+    int             oslot, oslot_prev;  /* the snapshot growths read: own[oslot], id snap (a fresh id: none */
+    uint32_t        snap, snap_prev;    /* owned); sm_stale_fn: the one they were made over, oslot_prev */
+    const uint32_t *regrow;             /* sm_grow_fn: the tries to grow again (NULL: all) */
+    const uint32_t *iota;               /* 0, 1, ... max_tris: places as triangle lists for bk_atlas_fit_rect */
+    sm_ws          *ws;
+    sm_try         *tries;
+    sm_try        **task;    /* the batch's checks: a try's chain, or one level of it */
+    const key_idx  *order;   /* the order they start in: task[order[i].idx] */
     const uint32_t *slot;    /* per task: BK_NONE the whole chain (sm_check_chain), else the level's
                                 state in lstate: try * (SM_LEVELS + 1) + level */
     _Atomic uint8_t *lstate; /* a level: 0 not checked, 1 failed, 2 kept or out of memory */
@@ -266,7 +289,8 @@ typedef struct sm_ctx {
 
 static uint32_t hm_slot(const sm_ws *w, uint32_t key)
 {
-    uint32_t h = (key * 2654435761u) >> w->hshift;  /* the product's high bits: ids far apart by a power of 2 still spread */
+    uint32_t h =
+        (key * 2654435761u) >> w->hshift; /* the product's high bits: ids far apart by a power of 2 still spread */
     while (w->hkey[h] != BK_NONE && w->hkey[h] != key) h = (h + 1) & w->hmask;
     return h;
 }
@@ -292,7 +316,8 @@ static void hm_clear(sm_ws *w)
 static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
 {
     int curved = 0;
-    for (uint32_t i = 0; i < t->nt && !curved; ++i) curved = bk_dot3d(bk_atlas_tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
+    for (uint32_t i = 0; i < t->nt && !curved; ++i)
+        curved = bk_dot3d(bk_atlas_tri_n(x->g, t->tris[i]), t->avg) < cos_flat;
     t->curved = curved;
 }
 
@@ -301,29 +326,33 @@ static void sm_curved(const sm_ctx *x, sm_try *t, double cos_flat)
  * (cleared by the caller). */
 static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
 {
-    const uint32_t *tri_chart = x->C->tri_chart;
-    const uint8_t *tried = x->tried;
-    const tri_geom *g = x->g;
-    const adjacency *A = x->A;
+    const uint32_t         *tri_chart = x->C->tri_chart;
+    const uint8_t          *tried = x->tried;
+    const tri_geom         *g = x->g;
+    const adjacency        *A = x->A;
     const _Atomic uint32_t *own = x->own[x->oslot];
-    const uint32_t lo = x->snap << SM_OWN_K_BITS, hi = lo | t->k;  /* owned by a chart before t: [lo, hi) */
-    double cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0), cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
-    double cos_flat = cos(x->so->flat_deg * BK_ATLAS_PI / 180.0);
-    uint32_t seed = t->seed, limit = t->limit, qh = 0, qt = 0, *queue = t->tris;
+    const uint32_t          lo = x->snap << SM_OWN_K_BITS, hi = lo | t->k; /* owned by a chart before t: [lo, hi) */
+    double                  cos_cone = cos(x->so->cone_deg * BK_ATLAS_PI / 180.0),
+           cos_crease = cos(x->so->crease_deg * BK_ATLAS_PI / 180.0);
+    double        cos_flat = cos(x->so->flat_deg * BK_ATLAS_PI / 180.0);
+    uint32_t      seed = t->seed, limit = t->limit, qh = 0, qt = 0, *queue = t->tris;
     const double *ns = bk_atlas_tri_n(g, seed);
-    double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
-    avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    double        sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
+    avg[0] = ns[0];
+    avg[1] = ns[1];
+    avg[2] = ns[2];
     hm_put(ws, seed, qt);
     queue[qt++] = seed;
     t->nfront = 0;
     while (qh < qt && qt < limit) {
-        uint32_t tt = queue[qh++];
+        uint32_t      tt = queue[qh++];
         const double *nt = bk_atlas_tri_n(g, tt);
         for (uint32_t p = A->start[tt]; p < A->start[tt + 1] && qt < limit; ++p) {
             uint32_t u = A->adj[p];
             if (hm_get(ws, u) != BK_NONE) continue;
             const double *nu = bk_atlas_tri_n(g, u);
-            if (tri_chart[u] != BK_NONE || tried[u] || (atomic_load_explicit(&own[u], memory_order_relaxed) - lo < hi - lo) || bk_dot3d(nu, nt) < cos_crease ||
+            if (tri_chart[u] != BK_NONE || tried[u] ||
+                (atomic_load_explicit(&own[u], memory_order_relaxed) - lo < hi - lo) || bk_dot3d(nu, nt) < cos_crease ||
                 bk_dot3d(nu, avg) < cos_cone) {
                 if (t->nfront < 4 * (x->so->max_tris + 1)) t->front[t->nfront++] = u;
                 else t->nfront = BK_NONE;
@@ -333,7 +362,8 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
             queue[qt++] = u;
             for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
             double l = sqrt(bk_dot3d(sum, sum));
-            if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+            if (l > 0)
+                for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
         }
     }
     t->nt = qt;
@@ -346,16 +376,19 @@ static void sm_grow(const sm_ctx *x, sm_ws *ws, sm_try *t)
 static void sm_shrink(const sm_ctx *x, sm_try *t, uint32_t limit)
 {
     const tri_geom *g = x->g;
-    uint32_t seed = t->tris[0];
-    const double *ns = bk_atlas_tri_n(g, seed);
-    double sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
-    avg[0] = ns[0]; avg[1] = ns[1]; avg[2] = ns[2];
+    uint32_t        seed = t->tris[0];
+    const double   *ns = bk_atlas_tri_n(g, seed);
+    double          sum[3] = { ns[0] * g->area[seed], ns[1] * g->area[seed], ns[2] * g->area[seed] }, *avg = t->avg;
+    avg[0] = ns[0];
+    avg[1] = ns[1];
+    avg[2] = ns[2];
     for (uint32_t i = 1; i < limit; ++i) {
-        uint32_t u = t->tris[i];
+        uint32_t      u = t->tris[i];
         const double *nu = bk_atlas_tri_n(g, u);
         for (int k = 0; k < 3; ++k) sum[k] += nu[k] * g->area[u];
         double l = sqrt(bk_dot3d(sum, sum));
-        if (l > 0) for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
+        if (l > 0)
+            for (int k = 0; k < 3; ++k) avg[k] = sum[k] / l;
     }
     t->limit = limit;
     t->nt = limit;
@@ -388,11 +421,11 @@ static void sm_project(const bk_scene *s, const double *n, const uint32_t *tris,
  * over. Returns the number of vertices. */
 static uint32_t sm_vertices(const sm_ctx *x, const sm_try *t, sm_ws *ws)
 {
-    const bk_scene *s = x->s;
+    const bk_scene  *s = x->s;
     const adjacency *A = x->A;
-    const uint32_t *queue = t->tris;
-    uint32_t nt = t->nt, *uf = ws->uf, *cid = ws->cid;
-    uint32_t n = 0;
+    const uint32_t  *queue = t->tris;
+    uint32_t         nt = t->nt, *uf = ws->uf, *cid = ws->cid;
+    uint32_t         n = 0;
     for (uint32_t c = 0; c < 3 * nt; ++c) uf[c] = c;
     for (uint32_t i = 0; i < nt; ++i) {
         uint32_t tt = queue[i];
@@ -400,7 +433,7 @@ static uint32_t sm_vertices(const sm_ctx *x, const sm_try *t, sm_ws *ws)
             uint32_t u = A->adj[p];
             if (u < tt) continue;
             uint32_t j = hm_get(ws, u);
-            if (j == BK_NONE || j >= nt) continue;  /* not grown, or past the prefix sm_shrink kept */
+            if (j == BK_NONE || j >= nt) continue; /* not grown, or past the prefix sm_shrink kept */
             for (int k = 0; k < 3; ++k)
                 for (int m = 0; m < 3; ++m)
                     if (x->weld[s->tri_v[3 * (size_t)tt + k]] == x->weld[s->tri_v[3 * (size_t)u + m]]) {
@@ -414,7 +447,7 @@ static uint32_t sm_vertices(const sm_ctx *x, const sm_try *t, sm_ws *ws)
     for (uint32_t c = 0; c < 3 * nt; ++c) {
         uint32_t a = c;
         while (uf[a] != a) a = uf[a];
-        cid[c] = a == c ? n++ : cid[a];  /* roots are the smallest corner: seen first */
+        cid[c] = a == c ? n++ : cid[a]; /* roots are the smallest corner: seen first */
     }
     return n;
 }
@@ -425,14 +458,14 @@ static uint32_t sm_vertices(const sm_ctx *x, const sm_try *t, sm_ws *ws)
  * 1 when nothing flips and few enough stretch, else 0. */
 static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t *nstretch_out)
 {
-    const bk_scene *s = x->s;
-    const tri_geom *g = x->g;
+    const bk_scene             *s = x->s;
+    const tri_geom             *g = x->g;
     const bk_atlas_smooth_opts *so = x->so;
-    const uint32_t *queue = t->tris;
-    uint32_t nt = t->nt, *cid = ws->cid, nstretch = 0;
-    double *loc = t->loc;
-    lscm_ws *W = &ws->W;
-    int ok;
+    const uint32_t             *queue = t->tris;
+    uint32_t                    nt = t->nt, *cid = ws->cid, nstretch = 0;
+    double                     *loc = t->loc;
+    lscm_ws                    *W = &ws->W;
+    int                         ok;
     /* start from the projection; pin the two vertices farthest apart along its x */
     uint32_t vlo = 0, vhi = 0;
     for (uint32_t i = 0; i < nt; ++i)
@@ -449,11 +482,16 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
     W->pin[2 * (size_t)vlo] = W->pin[2 * (size_t)vlo + 1] = W->pin[2 * (size_t)vhi] = W->pin[2 * (size_t)vhi + 1] = 1;
     double area3 = 0;
     for (uint32_t i = 0; i < nt; ++i) {
-        uint32_t tt = queue[i];
+        uint32_t  tt = queue[i];
         lscm_tri *q = &W->tri[i];
-        double p0[3], p1[3], p2[3], e1[3], e2[3];
-        bk_atlas_pos_of(s, tt, 0, p0); bk_atlas_pos_of(s, tt, 1, p1); bk_atlas_pos_of(s, tt, 2, p2);
-        for (int k = 0; k < 3; ++k) { e1[k] = p1[k] - p0[k]; e2[k] = p2[k] - p0[k]; }
+        double    p0[3], p1[3], p2[3], e1[3], e2[3];
+        bk_atlas_pos_of(s, tt, 0, p0);
+        bk_atlas_pos_of(s, tt, 1, p1);
+        bk_atlas_pos_of(s, tt, 2, p2);
+        for (int k = 0; k < 3; ++k) {
+            e1[k] = p1[k] - p0[k];
+            e2[k] = p2[k] - p0[k];
+        }
         /* the triangle in its own plane: p0 = (0, 0), p1 on the x axis, counter-clockwise */
         double l1 = sqrt(bk_dot3d(e1, e1)), x2 = bk_dot3d(e2, e1) / l1, dd = 2 * g->area[tt];
         double y2 = dd / l1;
@@ -471,7 +509,7 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
     t->work += (uint64_t)iters * nt;
     /* corners, orientation, area ratios */
     double areauv = 0;
-    int flips = 0;
+    int    flips = 0;
     for (uint32_t i = 0; i < nt; ++i) {
         double *L = loc + 6 * (size_t)i;
         for (int k = 0; k < 3; ++k) {
@@ -492,7 +530,10 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
             double *L = loc + 6 * (size_t)i;
             for (int k = 0; k < 6; ++k) L[k] *= sc;
             double ratio = bk_tri2_area(L) / g->area[queue[i]];
-            if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) { ws->evict[i] = 1; nstretch++; }
+            if (!(ratio <= so->max_stretch && ratio >= 1.0 / so->max_stretch)) {
+                ws->evict[i] = 1;
+                nstretch++;
+            }
         }
         ok = (double)nstretch <= so->max_evict * nt;
         if (!ok) memset(ws->evict, 0, nt);
@@ -508,11 +549,11 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
  * grown smaller), -1 out of memory. */
 static int sm_keep(sm_try *t, sm_ws *ws, uint32_t nstretch)
 {
-    uint32_t nt = t->nt;
+    uint32_t      nt = t->nt;
     const double *loc = t->loc;
-    int ok;
+    int           ok;
     if (6 * (size_t)nt > ws->xy_cap) {
-        size_t cap = 12 * (size_t)nt;
+        size_t  cap = 12 * (size_t)nt;
         double *p = realloc(ws->xy, sizeof(double) * cap);
         if (!p) return -1;
         ws->xy = p;
@@ -522,7 +563,10 @@ static int sm_keep(sm_try *t, sm_ws *ws, uint32_t nstretch)
     for (uint32_t i = 0; i < nt; ++i) {
         memcpy(xy + 6 * (size_t)i, loc + 6 * (size_t)i, 6 * sizeof(double));
         for (int k = 0; k < 3; ++k)
-            for (int d = 0; d < 2; ++d) { lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]); hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]); }
+            for (int d = 0; d < 2; ++d) {
+                lo[d] = bk_dmin(lo[d], xy[6 * i + 2 * k + d]);
+                hi[d] = bk_dmax(hi[d], xy[6 * i + 2 * k + d]);
+            }
     }
     ws->pairs.n = 0;
     if (bk_atlas_find_overlaps(xy, nt, 1e-9 * (hi[0] - lo[0] + hi[1] - lo[1]), &ws->pairs, &t->work)) return -1;
@@ -548,13 +592,13 @@ static int sm_keep(sm_try *t, sm_ws *ws, uint32_t nstretch)
  * of ws's map placed before nt; it writes nothing shared, so charts of one batch run side by side. */
 static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
 {
-    const bk_scene *s = x->s;
+    const bk_scene             *s = x->s;
     const bk_atlas_smooth_opts *so = x->so;
-    uint32_t *queue = t->tris, nt = t->nt;
-    double *loc = t->loc;
-    lscm_ws *W = &ws->W;
-    int curved = t->curved;
-    uint32_t nstretch = 0;  /* triangles ws->evict holds for their stretch */
+    uint32_t                   *queue = t->tris, nt = t->nt;
+    double                     *loc = t->loc;
+    lscm_ws                    *W = &ws->W;
+    int                         curved = t->curved;
+    uint32_t                    nstretch = 0; /* triangles ws->evict holds for their stretch */
     t->work = 0;
     t->err = 0;
     /* a flat region larger than the cap is the planar charts' (they grow it whole) */
@@ -564,17 +608,29 @@ static void sm_check(const sm_ctx *x, sm_try *t, sm_ws *ws)
     /* the start (and the map of a flat chart), turned to its rectangle: the pins below go to the
      * ends of its long side */
     sm_project(s, t->avg, queue, nt, loc);
-    if (bk_atlas_fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (bk_atlas_fit_rect(loc, x->iota, nt, &t->w, &t->h, &ws->pts, &ws->pts_cap)) {
+        t->err = 1;
+        return;
+    }
     uint32_t n = sm_vertices(x, t, ws);
-    if (lscm_reserve(W, nt, n)) { t->err = 1; return; }
+    if (lscm_reserve(W, nt, n)) {
+        t->err = 1;
+        return;
+    }
     if (curved) ok = sm_unfold(x, t, ws, n, &nstretch);
     /* planar: the projection, checked for overlaps here */
     t->nkeep = 0;
     if (ok) {
         ok = sm_keep(t, ws, nstretch);
-        if (ok < 0) { t->err = 1; return; }
+        if (ok < 0) {
+            t->err = 1;
+            return;
+        }
     }
-    if (ok && bk_atlas_fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) { t->err = 1; return; }
+    if (ok && bk_atlas_fit_rect(loc, t->keep, t->nkeep, &t->w, &t->h, &ws->pts, &ws->pts_cap)) {
+        t->err = 1;
+        return;
+    }
     t->ok = ok;
 }
 
@@ -603,7 +659,7 @@ static void sm_check_chain(const sm_ctx *x, sm_try *t, sm_ws *ws)
 static void sm_grow_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     sm_ctx *x = ctx;
-    sm_ws *ws = &x->ws[worker];
+    sm_ws  *ws = &x->ws[worker];
     for (size_t i = begin; i < end; ++i) {
         sm_grow(x, ws, &x->tries[x->regrow ? x->regrow[i] : i]);
         hm_clear(ws);
@@ -614,9 +670,9 @@ static void sm_grow_fn(void *ctx, size_t begin, size_t end, int worker)
 static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     sm_ctx *x = ctx;
-    sm_ws *ws = &x->ws[worker];
+    sm_ws  *ws = &x->ws[worker];
     for (size_t i = begin; i < end; ++i) {
-        sm_try *t = x->task[x->order[i].idx];
+        sm_try        *t = x->task[x->order[i].idx];
         const uint32_t slot = x->slot[x->order[i].idx], first = slot == BK_NONE ? 0 : slot - slot % (SM_LEVELS + 1);
         /* a later level is not checked once an earlier one was kept: the chain ends there */
         int needed = 1;
@@ -625,7 +681,10 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
         /* the growth's places (a level's check skips those past its prefix) */
         for (uint32_t j = 0; j < t->nt0; ++j) hm_put(ws, t->tris[j], j);
         if (slot == BK_NONE) sm_check_chain(x, t, ws);
-        else { sm_check(x, t, ws); t->levels = 1; }
+        else {
+            sm_check(x, t, ws);
+            t->levels = 1;
+        }
         hm_clear(ws);
         if (slot != BK_NONE) atomic_store(&x->lstate[slot], (uint8_t)(t->ok || t->err ? 2 : 1));
     }
@@ -642,12 +701,13 @@ static void sm_check_fn(void *ctx, size_t begin, size_t end, int worker)
  * have ended with: the first level that was kept (or failed for want of memory), else the last,
  * with the work of the levels the chain would have checked. Sponza's batches of 32 on 16 threads,
  * simulated from one-thread times: 0.27 -> 0.18 s. */
-#define SM_SPEC_THREADS 8     /* fewer threads: every check counts, no level checked for nothing */
-#define SM_SPEC_MIN_TRIS 256  /* smaller charts' chains are short */
+#define SM_SPEC_THREADS  8   /* fewer threads: every check counts, no level checked for nothing */
+#define SM_SPEC_MIN_TRIS 256 /* smaller charts' chains are short */
 
-static uint32_t sm_spec_plan(const sm_ctx *x, sm_try *t, sm_try *lv, uint32_t max_levels, uint32_t *arena_u, double *arena_d)
+static uint32_t sm_spec_plan(const sm_ctx *x, sm_try *t, sm_try *lv, uint32_t max_levels, uint32_t *arena_u,
+                             double *arena_d)
 {
-    uint32_t n = 0, used = 0;
+    uint32_t      n = 0, used = 0;
     const sm_try *prev = t;
     for (;;) {
         uint32_t limit = (prev->nt < prev->limit ? prev->nt : prev->limit) / 2;
@@ -665,17 +725,24 @@ static uint32_t sm_spec_plan(const sm_ctx *x, sm_try *t, sm_try *lv, uint32_t ma
 
 static void sm_spec_take(sm_try *t, const sm_try *lv, uint32_t n, _Atomic uint8_t *lstate)
 {
-    uint64_t work = t->work;
-    uint32_t levels = 1;
+    uint64_t      work = t->work;
+    uint32_t      levels = 1;
     const sm_try *end = t;
     for (uint32_t k = 0; k < n && !end->ok && !end->err; ++k) {
-        BK_CHECK(atomic_load(&lstate[k + 1]) != 0);  /* every level the chain needs was checked */
-        end = &lv[k]; work += end->work; levels++;
+        BK_CHECK(atomic_load(&lstate[k + 1]) != 0); /* every level the chain needs was checked */
+        end = &lv[k];
+        work += end->work;
+        levels++;
     }
     if (end != t) {
-        t->nt = end->nt; t->limit = end->limit; t->curved = end->curved;
+        t->nt = end->nt;
+        t->limit = end->limit;
+        t->curved = end->curved;
         memcpy(t->avg, end->avg, sizeof t->avg);
-        t->w = end->w; t->h = end->h; t->ok = end->ok; t->err = end->err;
+        t->w = end->w;
+        t->h = end->h;
+        t->ok = end->ok;
+        t->err = end->err;
         t->nkeep = end->nkeep;
         memcpy(t->keep, end->keep, sizeof(uint32_t) * end->nkeep);
         memcpy(t->loc, end->loc, sizeof(double) * 6 * end->nt);
@@ -692,21 +759,22 @@ static void sm_spec_take(sm_try *t, const sm_try *lv, uint32_t n, _Atomic uint8_
  * simulated threads checked a third of its charts twice. */
 typedef struct sm_plan_ctx {
     const sm_ctx *x;
-    uint32_t *nlv;
-    sm_try *lv;              /* NULL: no speculation */
-    uint32_t *arena_u;
-    double *arena_d;
-    uint32_t M;
-    const sm_try *memo;      /* the checked tries the last batch let go */
-    uint32_t nmemo;
-    uint32_t *hit;           /* per try: its memo, or BK_NONE */
+    uint32_t     *nlv;
+    sm_try       *lv; /* NULL: no speculation */
+    uint32_t     *arena_u;
+    double       *arena_d;
+    uint32_t      M;
+    const sm_try *memo; /* the checked tries the last batch let go */
+    uint32_t      nmemo;
+    uint32_t     *hit; /* per try: its memo, or BK_NONE */
 } sm_plan_ctx;
 
 static uint32_t sm_memo_find(const sm_plan_ctx *p, const sm_try *t)
 {
     for (uint32_t j = 0; j < p->nmemo; ++j) {
         const sm_try *m = &p->memo[j];
-        if (m->seed == t->seed && m->nt0 == t->nt && m->limit0 == t->limit && !memcmp(m->tris, t->tris, sizeof(uint32_t) * t->nt))
+        if (m->seed == t->seed && m->nt0 == t->nt && m->limit0 == t->limit &&
+            !memcmp(m->tris, t->tris, sizeof(uint32_t) * t->nt))
             return j;
     }
     return BK_NONE;
@@ -715,7 +783,7 @@ static uint32_t sm_memo_find(const sm_plan_ctx *p, const sm_try *t)
 static void sm_plan_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    const sm_plan_ctx *p = ctx;
+    const sm_plan_ctx          *p = ctx;
     const bk_atlas_smooth_opts *so = p->x->so;
     for (size_t k = begin; k < end; ++k) {
         sm_try *t = &p->x->tries[k];
@@ -725,7 +793,7 @@ static void sm_plan_fn(void *ctx, size_t begin, size_t end, int worker)
         t->nt0 = t->nt;
         t->limit0 = t->limit;
         if ((p->hit[k] = sm_memo_find(p, t)) != BK_NONE) continue;
-        int ok0 = t->nt >= so->min_tris && (t->curved || t->nt < t->limit);  /* as sm_check decides */
+        int ok0 = t->nt >= so->min_tris && (t->curved || t->nt < t->limit); /* as sm_check decides */
         if (p->lv && ok0 && t->curved && t->nt >= SM_SPEC_MIN_TRIS)
             p->nlv[k] = sm_spec_plan(p->x, t, p->lv + (size_t)SM_LEVELS * k, SM_LEVELS, p->arena_u + (size_t)p->M * k,
                                      p->arena_d + 6 * (size_t)p->M * k);
@@ -737,15 +805,24 @@ static void sm_plan_fn(void *ctx, size_t begin, size_t end, int worker)
 static void sm_try_copy(sm_try *dst, const sm_try *src, int with_tris)
 {
     sm_try d = *src;
-    d.tris = dst->tris; d.keep = dst->keep; d.loc = dst->loc;
-    d.front = dst->front; d.nfront = dst->nfront; d.skip = dst->skip;
+    d.tris = dst->tris;
+    d.keep = dst->keep;
+    d.loc = dst->loc;
+    d.front = dst->front;
+    d.nfront = dst->nfront;
+    d.skip = dst->skip;
     if (with_tris) memcpy(d.tris, src->tris, sizeof(uint32_t) * src->nt0);
     memcpy(d.keep, src->keep, sizeof(uint32_t) * src->nkeep);
     memcpy(d.loc, src->loc, sizeof(double) * 6 * src->nt);
     *dst = d;
 }
 
-typedef struct sm_memo_ctx { sm_try *tries, *memo; const uint32_t *hit; uint32_t first; double *loc; } sm_memo_ctx;
+typedef struct sm_memo_ctx {
+    sm_try         *tries, *memo;
+    const uint32_t *hit;
+    uint32_t        first;
+    double         *loc;
+} sm_memo_ctx;
 
 /* A try's memo result taken (when it has one), then a kept chart's corners into C->loc, taken or
  * not: the batch's growths are disjoint, and a triangle of a chart let go gets its corners again
@@ -758,7 +835,8 @@ static void sm_corners_fn(void *ctx, size_t begin, size_t end, int worker)
         if (c->hit[k] != BK_NONE) sm_try_copy(&c->tries[k], &c->memo[c->hit[k]], 0);
         const sm_try *t = &c->tries[k];
         if (!t->skip && t->ok)
-            for (uint32_t j = 0; j < t->nt; ++j) memcpy(c->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
+            for (uint32_t j = 0; j < t->nt; ++j)
+                memcpy(c->loc + 6 * (size_t)t->tris[j], t->loc + 6 * (size_t)j, 6 * sizeof(double));
     }
 }
 
@@ -769,7 +847,10 @@ static void sm_save_fn(void *ctx, size_t begin, size_t end, int worker)
     const sm_memo_ctx *c = ctx;
     for (size_t j = begin; j < end; ++j) {
         const sm_try *t = &c->tries[c->first + j];
-        if (t->skip || t->err) { c->memo[j].seed = BK_NONE; continue; }
+        if (t->skip || t->err) {
+            c->memo[j].seed = BK_NONE;
+            continue;
+        }
         sm_try_copy(&c->memo[j], t, 1);
     }
 }
@@ -831,9 +912,9 @@ static int sm_owned(const _Atomic uint32_t *own, uint32_t snap, uint32_t u, uint
 
 static int sm_stale(const sm_ctx *x, const sm_try *t)
 {
-    const adjacency *A = x->A;
+    const adjacency        *A = x->A;
     const _Atomic uint32_t *oa = x->own[x->oslot_prev], *ob = x->own[x->oslot];
-    const uint32_t a = x->snap_prev, b = x->snap, k = t->k;
+    const uint32_t          a = x->snap_prev, b = x->snap, k = t->k;
 #define SM_DIFF(u) (sm_owned(oa, a, (u), k) != sm_owned(ob, b, (u), k))
     for (uint32_t i = 0; i < t->nt; ++i)
         if (SM_DIFF(t->tris[i])) return 1;
@@ -866,17 +947,18 @@ static void sm_stale_fn(void *ctx, size_t begin, size_t end, int worker)
 static void sm_claim_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    sm_ctx *x = ctx;
+    sm_ctx           *x = ctx;
     _Atomic uint32_t *own = x->own[x->oslot];
-    const uint32_t lo = x->snap << SM_OWN_K_BITS;
+    const uint32_t    lo = x->snap << SM_OWN_K_BITS;
     for (size_t k = begin; k < end; ++k) {
         const sm_try *t = &x->tries[k];
         if (t->skip) continue;
         const uint32_t v = lo | (uint32_t)k;
         for (uint32_t i = 0; i < t->nt; ++i) {
             _Atomic uint32_t *o = &own[t->tris[i]];
-            uint32_t cur = atomic_load_explicit(o, memory_order_relaxed);
-            while (cur - lo > v - lo && !atomic_compare_exchange_weak_explicit(o, &cur, v, memory_order_relaxed, memory_order_relaxed)) {}
+            uint32_t          cur = atomic_load_explicit(o, memory_order_relaxed);
+            while (cur - lo > v - lo &&
+                   !atomic_compare_exchange_weak_explicit(o, &cur, v, memory_order_relaxed, memory_order_relaxed)) {}
         }
     }
 }
@@ -888,7 +970,7 @@ static int sm_skips(sm_ctx *x, uint32_t nb)
     int changed = 0;
     for (uint32_t k = 0; k < nb; ++k) {
         sm_try *t = &x->tries[k];
-        int skip = sm_owned(x->own[x->oslot], x->snap, t->seed, k);
+        int     skip = sm_owned(x->own[x->oslot], x->snap, t->seed, k);
         if (skip == t->skip) continue;
         changed = 1;
         if (!skip) t->stale = 1;
@@ -899,7 +981,11 @@ static int sm_skips(sm_ctx *x, uint32_t nb)
 
 /* Needles (height under 1/1000 of the longest edge) have normals of float noise: the planar
  * charts take them, as whole fans and strips (tried set for them). */
-typedef struct needle_ctx { const bk_scene *s; const tri_geom *g; uint8_t *tried; } needle_ctx;
+typedef struct needle_ctx {
+    const bk_scene *s;
+    const tri_geom *g;
+    uint8_t        *tried;
+} needle_ctx;
 
 static void needle_fn(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -940,14 +1026,22 @@ static void sm_ws_free(sm_ws *ws, int threads)
 {
     for (int w = 0; ws && w < threads; ++w) {
         lscm_free(&ws[w].W);
-        free(ws[w].uf); free(ws[w].cid); free(ws[w].evict); free(ws[w].hkey); free(ws[w].hval); free(ws[w].hused); free(ws[w].xy); free(ws[w].pts); free(ws[w].pairs.p);
+        free(ws[w].uf);
+        free(ws[w].cid);
+        free(ws[w].evict);
+        free(ws[w].hkey);
+        free(ws[w].hval);
+        free(ws[w].hused);
+        free(ws[w].xy);
+        free(ws[w].pts);
+        free(ws[w].pairs.p);
     }
 }
 
 /* A batch: the next free seeds from seeds[si] on, up to K, as tries at the full limit; at[k] gets
  * try k's seed index and *sj_out the seed index the scan stopped at. Returns the tries made. */
-static uint32_t sm_batch_seeds(const sm_ctx *x, const uint32_t *seeds, uint32_t nseeds, uint32_t si, uint32_t K, uint32_t *at,
-                               uint32_t *sj_out)
+static uint32_t sm_batch_seeds(const sm_ctx *x, const uint32_t *seeds, uint32_t nseeds, uint32_t si, uint32_t K,
+                               uint32_t *at, uint32_t *sj_out)
 {
     uint32_t nb = 0, sj = si;
     for (; sj < nseeds && nb < K; ++sj) {
@@ -1004,7 +1098,10 @@ static void sm_grow_batch(sm_ctx *x, uint32_t nb, uint32_t K, uint32_t T, uint32
         bk_parallel_for(nb, 4, sm_stale_fn, x);
         uint32_t nre = 0;
         for (uint32_t k = 0; k < nb; ++k)
-            if (!x->tries[k].skip && x->tries[k].stale) { regrow[nre++] = k; x->tries[k].stale = 0; }
+            if (!x->tries[k].skip && x->tries[k].stale) {
+                regrow[nre++] = k;
+                x->tries[k].stale = 0;
+            }
         if (!nre) break;
         x->regrow = regrow;
         bk_parallel_for(nre, 1, sm_grow_fn, x);
@@ -1016,8 +1113,8 @@ static void sm_grow_batch(sm_ctx *x, uint32_t nb, uint32_t K, uint32_t T, uint32
  * run side by side, and each try's levels taken. */
 static void sm_check_batch(sm_ctx *x, sm_plan_ctx *pc, uint32_t nb, key_idx *ok_keys, uint32_t *slot)
 {
-    sm_try *tries = x->tries, **task = x->task, *lv = pc->lv;
-    const uint32_t *nlv = pc->nlv, *hit = pc->hit;
+    sm_try          *tries = x->tries, **task = x->task, *lv = pc->lv;
+    const uint32_t  *nlv = pc->nlv, *hit = pc->hit;
     _Atomic uint8_t *lstate = x->lstate;
     /* the checks, largest first (their cost grows with the triangles), so that the batch's
      * longest does not start last: dragon_vrip's batches of 32 on 16 threads, simulated from
@@ -1049,37 +1146,40 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
 {
     uint32_t T = s->tri_count;
     bk_atlas_charting_alloc(C, T);
-    int threads = bk_pool_threads();
+    int      threads = bk_pool_threads();
     uint32_t K = threads > 1 ? (uint32_t)(2 * threads) : 1, M = so->max_tris + 1, H = 16, hshift = 28;
     if (K > 256) K = 256;
-    while (H < 4 * M) { H <<= 1; hshift--; }
-    uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
-    _Atomic uint32_t *own = calloc(3 * ((size_t)T + 1), sizeof(_Atomic uint32_t));  /* id 0: never a snapshot's */
-    uint32_t *regrow = malloc(sizeof(uint32_t) * K), snap_id = 0;
-    uint8_t *tried = calloc((size_t)T + 1, 1);
-    key_idx *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
-    sm_ws *ws = calloc((size_t)threads, sizeof(sm_ws));
-    sm_try *tries = calloc(K, sizeof(sm_try));
-    uint32_t *tbuf = malloc(sizeof(uint32_t) * 6 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
-    double *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
+    while (H < 4 * M) {
+        H <<= 1;
+        hshift--;
+    }
+    uint32_t         *seeds = malloc(sizeof(uint32_t) * (size_t)T + 1);
+    _Atomic uint32_t *own = calloc(3 * ((size_t)T + 1), sizeof(_Atomic uint32_t)); /* id 0: never a snapshot's */
+    uint32_t         *regrow = malloc(sizeof(uint32_t) * K), snap_id = 0;
+    uint8_t          *tried = calloc((size_t)T + 1, 1);
+    key_idx          *kt = malloc(sizeof(key_idx) * (size_t)T + 1);
+    sm_ws            *ws = calloc((size_t)threads, sizeof(sm_ws));
+    sm_try           *tries = calloc(K, sizeof(sm_try));
+    uint32_t         *tbuf = malloc(sizeof(uint32_t) * 6 * (size_t)M * K), *iota = malloc(sizeof(uint32_t) * M);
+    double           *lbuf = malloc(sizeof(double) * 6 * (size_t)M * K);
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
-    uint8_t *freed = calloc((size_t)T + 1, 1);
+    uint8_t  *freed = calloc((size_t)T + 1, 1);
     /* speculation's levels: per try up to SM_LEVELS and an arena (sm_spec_plan) */
     const int spec = threads >= SM_SPEC_THREADS;
-    uint32_t ntask_cap = K * (spec ? SM_LEVELS + 1 : 1);
-    sm_try **task = malloc(sizeof(sm_try *) * ntask_cap), *lv = spec ? malloc(sizeof(sm_try) * K * SM_LEVELS) : NULL;
+    uint32_t  ntask_cap = K * (spec ? SM_LEVELS + 1 : 1);
+    sm_try  **task = malloc(sizeof(sm_try *) * ntask_cap), *lv = spec ? malloc(sizeof(sm_try) * K * SM_LEVELS) : NULL;
     uint32_t *nlv = calloc(K, sizeof(uint32_t)), *arena_u = spec ? malloc(sizeof(uint32_t) * (size_t)M * K) : NULL;
-    double *arena_d = spec ? malloc(sizeof(double) * 6 * (size_t)M * K) : NULL;
+    double   *arena_d = spec ? malloc(sizeof(double) * 6 * (size_t)M * K) : NULL;
     uint32_t *slot = malloc(sizeof(uint32_t) * ntask_cap);
     _Atomic uint8_t *lstate = spec ? malloc(sizeof(_Atomic uint8_t) * K * (SM_LEVELS + 1)) : NULL;
-    key_idx *ok_keys = malloc(sizeof(key_idx) * ntask_cap);
-    sm_try *memo = calloc(K, sizeof(sm_try));
+    key_idx         *ok_keys = malloc(sizeof(key_idx) * ntask_cap);
+    sm_try          *memo = calloc(K, sizeof(sm_try));
     uint32_t *mbuf_u = malloc(sizeof(uint32_t) * 2 * (size_t)M * K), *hit = malloc(sizeof(uint32_t) * K), nmemo = 0;
-    double *mbuf_d = malloc(sizeof(double) * 6 * (size_t)M * K);
-    int rc = -1;
-    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !own || !regrow || !tried || !kt || !ws || !tries || !tbuf || !iota || !lbuf ||
-        !spos || !freed_list || !freed || !task || !nlv || !slot || !ok_keys || (spec && (!lv || !arena_u || !arena_d || !lstate)) ||
-        !memo || !mbuf_u || !hit || !mbuf_d)
+    double   *mbuf_d = malloc(sizeof(double) * 6 * (size_t)M * K);
+    int       rc = -1;
+    if (!C->tri_chart || !C->chart_tris || !C->loc || !seeds || !own || !regrow || !tried || !kt || !ws || !tries ||
+        !tbuf || !iota || !lbuf || !spos || !freed_list || !freed || !task || !nlv || !slot || !ok_keys ||
+        (spec && (!lv || !arena_u || !arena_d || !lstate)) || !memo || !mbuf_u || !hit || !mbuf_d)
         goto done;
     if (sm_ws_init(ws, threads, M, H, hshift)) goto done;
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
@@ -1101,15 +1201,16 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     bk_parallel_for(T, 16384, needle_fn, &nc);
     bk_atlas_sort_by_area_desc(seeds, nseeds, g->area, kt);
     for (uint32_t i = 0; i < nseeds; ++i) spos[seeds[i]] = i;
-    sm_ctx x = { s, g, A, weld, so, C, tried, { own, own + (size_t)T + 1, own + 2 * ((size_t)T + 1) }, 0, 0, 0, 0, NULL,
-                 iota, ws, tries, task, ok_keys, slot, lstate };
+    sm_ctx x = { s,    g,       A,    weld,  so,   C,    tried, { own, own + (size_t)T + 1, own + 2 * ((size_t)T + 1) },
+                 0,    0,       0,    0,     NULL, iota, ws,    tries,
+                 task, ok_keys, slot, lstate };
     if (so->max_tris < so->min_tris) nseeds = 0;
     for (uint32_t si = 0; si < nseeds;) {
         /* a batch: the next free seeds, each grown at the full limit as one at a time would grow
          * it if every earlier chart of the batch is kept whole (side by side over the triangles
          * free now; again, in order, where that growth met an earlier chart's), then checked side
          * by side, then taken in seed order */
-        uint32_t sj, *at = (uint32_t *)kt;  /* kt's room: seed index of each try */
+        uint32_t sj, *at = (uint32_t *)kt; /* kt's room: seed index of each try */
         uint32_t nb = sm_batch_seeds(&x, seeds, nseeds, si, K, at, &sj);
         if (!nb) break;
         sm_grow_batch(&x, nb, K, T, regrow, &snap_id);
@@ -1147,7 +1248,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
                 if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
             }
         }
-        if (min_freed < si) si = min_freed;  /* a freed seed after the batch's last chart */
+        if (min_freed < si) si = min_freed; /* a freed seed after the batch's last chart */
         for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
         /* the charts let go, checked, for the next batch */
         mc.first = kc;
@@ -1157,10 +1258,31 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     rc = 0;
 done:
     sm_ws_free(ws, threads);
-    free(ws); free(tries); free(tbuf); free(iota); free(lbuf); free(spos); free(freed_list); free(freed);
-    free(seeds); free((void *)own); free(regrow); free(tried); free(kt);
-    free(task); free(lv); free(nlv); free(arena_u); free(arena_d); free(slot); free((void *)lstate); free(ok_keys);
-    free(memo); free(mbuf_u); free(hit); free(mbuf_d);
+    free(ws);
+    free(tries);
+    free(tbuf);
+    free(iota);
+    free(lbuf);
+    free(spos);
+    free(freed_list);
+    free(freed);
+    free(seeds);
+    free((void *)own);
+    free(regrow);
+    free(tried);
+    free(kt);
+    free(task);
+    free(lv);
+    free(nlv);
+    free(arena_u);
+    free(arena_d);
+    free(slot);
+    free((void *)lstate);
+    free(ok_keys);
+    free(memo);
+    free(mbuf_u);
+    free(hit);
+    free(mbuf_d);
     return rc;
 }
 
@@ -1187,29 +1309,29 @@ done:
  * stale, those of the next JOIN_SPEC_WINDOW candidates per thread that are stale too are made
  * again side by side on the charts as they are then (half the first looks went stale on
  * sponza). */
-#define JOIN_TRIES 3
+#define JOIN_TRIES        3
 #define JOIN_SPEC_THREADS 4
 #define JOIN_SPEC_WINDOW  2
 
-typedef struct join_ws {     /* one look's scratch */
-    sm_ws    ws;
-    sm_try   t;              /* the union of the last neighbour tried */
-    uint32_t looks;          /* looks made with this scratch */
-    uint32_t *stamp;         /* per chart: the look that last measured its seam with the candidate */
-    double   *len;           /* per chart: that seam's world length (-1: tried) */
+typedef struct join_ws { /* one look's scratch */
+    sm_ws     ws;
+    sm_try    t;     /* the union of the last neighbour tried */
+    uint32_t  looks; /* looks made with this scratch */
+    uint32_t *stamp; /* per chart: the look that last measured its seam with the candidate */
+    double   *len;   /* per chart: that seam's world length (-1: tried) */
 } join_ws;
 
 typedef struct join_state {
-    const bk_scene *s;
-    const tri_geom *g;
+    const bk_scene  *s;
+    const tri_geom  *g;
     const adjacency *A;
-    const uint32_t *weld;
-    const float *tri_scale;
-    const charting *C;
-    const uint32_t *head, *next, *cnt;  /* the charts' triangle lists and counts */
-    uint32_t max_tris;
-    double pad_w;
-    sm_ctx x;
+    const uint32_t  *weld;
+    const float     *tri_scale;
+    const charting  *C;
+    const uint32_t  *head, *next, *cnt; /* the charts' triangle lists and counts */
+    uint32_t         max_tris;
+    double           pad_w;
+    sm_ctx           x;
 } join_state;
 
 static int join_ws_init(join_ws *W, uint32_t n, uint32_t M, uint32_t H, uint32_t hshift)
@@ -1228,8 +1350,8 @@ static int join_ws_init(join_ws *W, uint32_t n, uint32_t M, uint32_t H, uint32_t
     W->t.loc = malloc(sizeof(double) * 6 * (size_t)M);
     W->stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     W->len = malloc(sizeof(double) * ((size_t)n + 1));
-    if (!W->ws.uf || !W->ws.cid || !W->ws.evict || !W->ws.hkey || !W->ws.hval || !W->ws.hused || !W->t.tris || !W->t.keep || !W->t.loc ||
-        !W->stamp || !W->len)
+    if (!W->ws.uf || !W->ws.cid || !W->ws.evict || !W->ws.hkey || !W->ws.hval || !W->ws.hused || !W->t.tris ||
+        !W->t.keep || !W->t.loc || !W->stamp || !W->len)
         return -1;
     memset(W->ws.hkey, 0xFF, sizeof(uint32_t) * H);
     for (uint32_t ci = 0; ci < n; ++ci) W->stamp[ci] = BK_NONE;
@@ -1240,32 +1362,50 @@ static void join_ws_free(join_ws *W)
 {
     sm_ws *ws = &W->ws;
     lscm_free(&ws->W);
-    free(ws->uf); free(ws->cid); free(ws->evict); free(ws->hkey); free(ws->hval); free(ws->hused); free(ws->xy); free(ws->pts); free(ws->pairs.p);
-    free(W->t.tris); free(W->t.keep); free(W->t.loc); free(W->stamp); free(W->len);
+    free(ws->uf);
+    free(ws->cid);
+    free(ws->evict);
+    free(ws->hkey);
+    free(ws->hval);
+    free(ws->hused);
+    free(ws->xy);
+    free(ws->pts);
+    free(ws->pairs.p);
+    free(W->t.tris);
+    free(W->t.keep);
+    free(W->t.loc);
+    free(W->stamp);
+    free(W->len);
 }
 
 /* Chart a's look: the neighbour b it joins (*out_b, BK_NONE: none), with the union's layout in
  * W->t (a's triangles, then b's, in list order); 0, or -1 out of memory. */
 static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_b, uint64_t *work)
 {
-    const uint32_t look = W->looks++;  /* stamps start at BK_NONE */
+    const uint32_t   look = W->looks++; /* stamps start at BK_NONE */
     const adjacency *A = J->A;
-    const charting *C = J->C;
-    const uint32_t *head = J->head, *next = J->next, *cnt = J->cnt;
-    uint32_t *stamp = W->stamp;
-    double *len = W->len;
-    sm_try *t = &W->t;
+    const charting  *C = J->C;
+    const uint32_t  *head = J->head, *next = J->next, *cnt = J->cnt;
+    uint32_t        *stamp = W->stamp;
+    double          *len = W->len;
+    sm_try          *t = &W->t;
     *out_b = BK_NONE;
     /* the seam (world length) shared with each neighbour small enough */
     for (uint32_t v = head[a]; v != BK_NONE; v = next[v])
         for (uint32_t p = A->start[v]; p < A->start[v + 1]; ++p) {
             uint32_t u = A->adj[p], c = C->tri_chart[u];
-            int kv, ku;
-            if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > J->max_tris || bk_atlas_shared_edge(J->s, J->weld, v, u, &kv, &ku)) continue;
+            int      kv, ku;
+            if (c == a || c == BK_NONE || !cnt[c] || cnt[a] + cnt[c] > J->max_tris ||
+                bk_atlas_shared_edge(J->s, J->weld, v, u, &kv, &ku))
+                continue;
             double p0[3], p1[3], e[3];
-            bk_atlas_pos_of(J->s, v, kv, p0); bk_atlas_pos_of(J->s, v, (kv + 1) % 3, p1);
+            bk_atlas_pos_of(J->s, v, kv, p0);
+            bk_atlas_pos_of(J->s, v, (kv + 1) % 3, p1);
             for (int q = 0; q < 3; ++q) e[q] = p1[q] - p0[q];
-            if (stamp[c] != look) { stamp[c] = look; len[c] = 0; }
+            if (stamp[c] != look) {
+                stamp[c] = look;
+                len[c] = 0;
+            }
             len[c] += sqrt(bk_dot3d(e, e));
         }
     /* the neighbours by their seam, longest first (JOIN_TRIES of them), until one joins;
@@ -1282,7 +1422,7 @@ static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_
         len[b] = -1;
         /* the union, a's triangles then b's, with its area-weighted mean normal to start from */
         uint32_t nt = 0;
-        double sum[3] = { 0, 0, 0 };
+        double   sum[3] = { 0, 0, 0 };
         for (int side = 0; side < 2; ++side)
             for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u]) {
                 hm_put(&W->ws, u, nt);
@@ -1304,9 +1444,10 @@ static int join_eval(const join_state *J, uint32_t a, join_ws *W, uint32_t *out_
         if (!t->ok || t->nkeep != nt) continue;
         /* per-object density (--object-scale): the layout grows by the charts' factor (one
          * factor: adjacency never crosses two) */
-        double f = J->tri_scale ? J->tri_scale[t->tris[0]] : 1.0, pad_w = J->pad_w;
+        double       f = J->tri_scale ? J->tri_scale[t->tris[0]] : 1.0, pad_w = J->pad_w;
         const chart *ca = &C->charts[a], *cb = &C->charts[b];
-        double gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) - (f * t->w + pad_w) * (f * t->h + pad_w);
+        double       gain = (ca->w + pad_w) * (ca->h + pad_w) + (cb->w + pad_w) * (cb->h + pad_w) -
+                      (f * t->w + pad_w) * (f * t->h + pad_w);
         if (!(gain > 0)) continue;
         *out_b = b;
         return 0;
@@ -1329,26 +1470,27 @@ static int join_stands(const join_state *J, const uint32_t *changed, uint32_t a,
 
 typedef struct join_spec {
     const join_state *J;
-    join_ws *W;              /* per worker */
-    const key_idx *order;    /* the candidates */
-    uint32_t first;          /* the looks made are of candidates first + chunk range */
-    uint32_t now;            /* joins so far: the looks' time */
-    uint32_t *time;          /* per candidate: the joins made before its look */
-    const uint32_t *changed; /* per chart: the joins made when it last changed */
-    int8_t *res;             /* per candidate: join_eval's return */
-    uint32_t *b;             /* per candidate: the neighbour it joins, or BK_NONE */
-    uint64_t *work;          /* per candidate: its overlap work */
-    double *wh;              /* per candidate: the union's rectangle (2) and mean normal (3) */
-    double **loc;            /* per candidate that joins: the union's layout, 6 per triangle */
+    join_ws          *W;       /* per worker */
+    const key_idx    *order;   /* the candidates */
+    uint32_t          first;   /* the looks made are of candidates first + chunk range */
+    uint32_t          now;     /* joins so far: the looks' time */
+    uint32_t         *time;    /* per candidate: the joins made before its look */
+    const uint32_t   *changed; /* per chart: the joins made when it last changed */
+    int8_t           *res;     /* per candidate: join_eval's return */
+    uint32_t         *b;       /* per candidate: the neighbour it joins, or BK_NONE */
+    uint64_t         *work;    /* per candidate: its overlap work */
+    double           *wh;      /* per candidate: the union's rectangle (2) and mean normal (3) */
+    double          **loc;     /* per candidate that joins: the union's layout, 6 per triangle */
 } join_spec;
 
 static void join_spec_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     const join_spec *x = ctx;
-    join_ws *W = &x->W[worker];
+    join_ws         *W = &x->W[worker];
     for (size_t k = begin; k < end; ++k) {
         size_t oi = x->first + k;
-        if (x->res[oi] >= 0 && join_stands(x->J, x->changed, x->order[oi].idx, x->time[oi])) continue;  /* still stands */
+        if (x->res[oi] >= 0 && join_stands(x->J, x->changed, x->order[oi].idx, x->time[oi]))
+            continue; /* still stands */
         x->work[oi] = 0;
         free(x->loc[oi]);
         x->loc[oi] = NULL;
@@ -1359,30 +1501,46 @@ static void join_spec_fn(void *ctx, size_t begin, size_t end, int worker)
         x->wh[5 * oi] = t->w;
         x->wh[5 * oi + 1] = t->h;
         for (int q = 0; q < 3; ++q) x->wh[5 * oi + 2 + q] = t->avg[q];
-        if ((x->loc[oi] = malloc(sizeof(double) * 6 * (size_t)t->nt))) memcpy(x->loc[oi], t->loc, sizeof(double) * 6 * (size_t)t->nt);
-        else x->res[oi] = -1;   /* looked at again in the loop */
+        if ((x->loc[oi] = malloc(sizeof(double) * 6 * (size_t)t->nt)))
+            memcpy(x->loc[oi], t->loc, sizeof(double) * 6 * (size_t)t->nt);
+        else x->res[oi] = -1; /* looked at again in the loop */
     }
 }
 
-int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld, const float *tri_scale,
-                         const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring, double pad_w, charting *C,
-                         uint64_t *work)
+int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
+                         const float *tri_scale, const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring,
+                         double pad_w, charting *C, uint64_t *work)
 {
     uint32_t T = s->tri_count, n = C->count, M = max_tris + 1, H = 16, hshift = 28;
-    while (H < 4 * M) { H <<= 1; hshift--; }
-    int threads = bk_pool_threads();
+    while (H < 4 * M) {
+        H <<= 1;
+        hshift--;
+    }
+    int       threads = bk_pool_threads();
     uint32_t *next = malloc(sizeof(uint32_t) * ((size_t)T + 1)), *head = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint32_t *tail = malloc(sizeof(uint32_t) * ((size_t)n + 1)), *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint32_t *iota = malloc(sizeof(uint32_t) * M);
-    uint32_t *changed = calloc((size_t)n + 1, sizeof(uint32_t)), now = 0;  /* per chart: the joins made when it last changed */
-    key_idx *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
-    join_ws *W = calloc((size_t)threads, sizeof(join_ws));
-    join_spec sp = { NULL, W, order, 0, 0, malloc(sizeof(uint32_t) * ((size_t)n + 1)), changed, malloc((size_t)n + 1),
-                     malloc(sizeof(uint32_t) * ((size_t)n + 1)), malloc(sizeof(uint64_t) * ((size_t)n + 1)),
-                     malloc(sizeof(double) * 5 * ((size_t)n + 1)), calloc((size_t)n + 1, sizeof(double *)) };
-    uint32_t nsm = 0;
-    int rc = -1;
-    if (!next || !head || !tail || !cnt || !iota || !changed || !order || !W || !sp.time || !sp.res || !sp.b || !sp.work || !sp.wh || !sp.loc) goto done;
+    uint32_t *changed = calloc((size_t)n + 1, sizeof(uint32_t)),
+             now = 0; /* per chart: the joins made when it last changed */
+    key_idx  *order = malloc(sizeof(key_idx) * ((size_t)n + 1));
+    join_ws  *W = calloc((size_t)threads, sizeof(join_ws));
+    join_spec sp = { NULL,
+                     W,
+                     order,
+                     0,
+                     0,
+                     malloc(sizeof(uint32_t) * ((size_t)n + 1)),
+                     changed,
+                     malloc((size_t)n + 1),
+                     malloc(sizeof(uint32_t) * ((size_t)n + 1)),
+                     malloc(sizeof(uint64_t) * ((size_t)n + 1)),
+                     malloc(sizeof(double) * 5 * ((size_t)n + 1)),
+                     calloc((size_t)n + 1, sizeof(double *)) };
+    uint32_t  nsm = 0;
+    int       rc = -1;
+    if (!next || !head || !tail || !cnt || !iota || !changed || !order || !W || !sp.time || !sp.res || !sp.b ||
+        !sp.work || !sp.wh || !sp.loc)
+        goto done;
     for (int w = 0; w < threads; ++w)
         if (join_ws_init(&W[w], n, M, H, hshift)) goto done;
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
@@ -1390,17 +1548,23 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
         const chart *c = &C->charts[ci];
         bk_atlas_chart_link(C, ci, head, tail, cnt, next, NULL);
         if (!c->smooth || c->count >= max_tris) continue;
-        if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue;   /* little ring to save */
+        if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue; /* little ring to save */
         order[nsm].key = c->count;
         order[nsm].idx = ci;
         nsm++;
     }
     bk_key_idx_sort(order, nsm);
     join_state J = { s, g, A, weld, tri_scale, C, head, next, cnt, max_tris, pad_w, { 0 } };
-    J.x.s = s; J.x.g = g; J.x.A = A; J.x.weld = weld; J.x.so = so; J.x.C = C; J.x.iota = iota;
+    J.x.s = s;
+    J.x.g = g;
+    J.x.A = A;
+    J.x.weld = weld;
+    J.x.so = so;
+    J.x.C = C;
+    J.x.iota = iota;
     sp.J = &J;
     const int spec = threads >= JOIN_SPEC_THREADS;
-    memset(sp.res, 0xFF, nsm);   /* no look yet */
+    memset(sp.res, 0xFF, nsm); /* no look yet */
     if (spec) bk_parallel_for(nsm, 2, join_spec_fn, &sp);
     for (uint32_t oi = 0; oi < nsm; ++oi) {
         uint32_t a = order[oi].idx, b = BK_NONE;
@@ -1410,12 +1574,13 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
         if (!stands && spec) {
             sp.first = oi;
             sp.now = now;
-            uint32_t m = nsm - oi < JOIN_SPEC_WINDOW * (uint32_t)threads ? nsm - oi : JOIN_SPEC_WINDOW * (uint32_t)threads;
+            uint32_t m =
+                nsm - oi < JOIN_SPEC_WINDOW * (uint32_t)threads ? nsm - oi : JOIN_SPEC_WINDOW * (uint32_t)threads;
             bk_parallel_for(m, 1, join_spec_fn, &sp);
             stands = sp.res[oi] >= 0;
         }
         const double *uloc, *wh;
-        double wh_loop[5];
+        double        wh_loop[5];
         if (stands) {
             *work += sp.work[oi];
             b = sp.b[oi];
@@ -1425,13 +1590,14 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
             if (join_eval(&J, a, &W[0], &b, work)) goto done;
             const sm_try *t = &W[0].t;
             uloc = t->loc;
-            wh_loop[0] = t->w; wh_loop[1] = t->h;
+            wh_loop[0] = t->w;
+            wh_loop[1] = t->h;
             for (int q = 0; q < 3; ++q) wh_loop[2 + q] = t->avg[q];
             wh = wh_loop;
         }
         if (b == BK_NONE) continue;
         /* a takes b: the union's layout, a's triangles then b's */
-        double f = tri_scale ? tri_scale[head[a]] : 1.0;
+        double   f = tri_scale ? tri_scale[head[a]] : 1.0;
         uint32_t i = 0;
         for (int side = 0; side < 2; ++side)
             for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u], ++i)
@@ -1452,8 +1618,21 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     rc = 0;
 done:
     for (int w = 0; W && w < threads; ++w) join_ws_free(&W[w]);
-    if (sp.loc) for (uint32_t oi = 0; oi < nsm; ++oi) free(sp.loc[oi]);
-    free(W); free(sp.time); free(sp.res); free(sp.b); free(sp.work); free(sp.wh); free(sp.loc);
-    free(next); free(head); free(tail); free(cnt); free(iota); free(changed); free(order);
+    if (sp.loc)
+        for (uint32_t oi = 0; oi < nsm; ++oi) free(sp.loc[oi]);
+    free(W);
+    free(sp.time);
+    free(sp.res);
+    free(sp.b);
+    free(sp.work);
+    free(sp.wh);
+    free(sp.loc);
+    free(next);
+    free(head);
+    free(tail);
+    free(cnt);
+    free(iota);
+    free(changed);
+    free(order);
     return rc;
 }

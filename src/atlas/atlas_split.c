@@ -27,10 +27,10 @@ static double box_area(const double *b) { return (b[2] - b[0]) * (b[3] - b[1]); 
  * triangles (a neighbour of another chart, split or not, is never ci), so charts run side by side. */
 typedef struct split_ctx {
     const adjacency *A;
-    const charting *C;
-    double pad_w;
-    uint32_t *queue, *part, *nparts;
-    key_idx *kt;
+    const charting  *C;
+    double           pad_w;
+    uint32_t        *queue, *part, *nparts;
+    key_idx         *kt;
 } split_ctx;
 
 static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
@@ -38,7 +38,7 @@ static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
     (void)worker;
     const split_ctx *x = ctx;
     const adjacency *A = x->A;
-    const charting *C = x->C;
+    const charting  *C = x->C;
     for (size_t ci = begin; ci < end; ++ci) {
         chart c = C->charts[ci];
         x->nparts[ci] = 0;
@@ -47,19 +47,20 @@ static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
         for (uint32_t i = 0; i < c.count; ++i) area += bk_tri2_area(C->loc + 6 * (size_t)C->chart_tris[c.first + i]);
         if (area >= FILL_MIN * c.w * c.h) continue;
         uint32_t *part = x->part, *queue = x->queue + c.first;
-        key_idx *kt = x->kt + c.first;
+        key_idx  *kt = x->kt + c.first;
         /* seeds by decreasing projected area */
         for (uint32_t i = 0; i < c.count; ++i) {
             uint32_t t = C->chart_tris[c.first + i];
-            double a = bk_tri2_area(C->loc + 6 * (size_t)t);
+            double   a = bk_tri2_area(C->loc + 6 * (size_t)t);
             uint64_t bits;
             memcpy(&bits, &a, 8);
-            kt[i].key = ~bits; kt[i].idx = t;
+            kt[i].key = ~bits;
+            kt[i].idx = t;
             part[t] = BK_NONE;
         }
         bk_key_idx_sort(kt, c.count);
         uint32_t nparts = 0, w = 0;
-        double cost = 0;
+        double   cost = 0;
         for (uint32_t si = 0; si < c.count; ++si) {
             uint32_t seed = kt[si].idx;
             if (part[seed] != BK_NONE) continue;
@@ -75,8 +76,10 @@ static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
                     if (C->tri_chart[u] != ci || part[u] != BK_NONE) continue;
                     double bu[4], nb[4], au = bk_tri2_area(C->loc + 6 * (size_t)u);
                     bk_box_of_tri(C->loc + 6 * (size_t)u, bu);
-                    nb[0] = fmin(box[0], bu[0]); nb[1] = fmin(box[1], bu[1]);
-                    nb[2] = fmax(box[2], bu[2]); nb[3] = fmax(box[3], bu[3]);
+                    nb[0] = fmin(box[0], bu[0]);
+                    nb[1] = fmin(box[1], bu[1]);
+                    nb[2] = fmax(box[2], bu[2]);
+                    nb[3] = fmax(box[3], bu[3]);
                     double ba = box_area(box), nba = box_area(nb);
                     if (!(nba <= ba * 1.000001) && (pa + au) < FILL_MIN * nba) continue;
                     memcpy(box, nb, sizeof box);
@@ -95,12 +98,12 @@ static void split_parts_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
-int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue, key_idx *kt,
-                        uint32_t *part)
+int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, double pad_w, uint32_t *queue,
+                          key_idx *kt, uint32_t *part)
 {
-    bk_hpt *pts = NULL;
-    size_t pts_cap = 0;
-    uint32_t n0 = C->count;
+    bk_hpt   *pts = NULL;
+    size_t    pts_cap = 0;
+    uint32_t  n0 = C->count;
     uint32_t *np = malloc(sizeof(uint32_t) * ((size_t)n0 + 1));
     if (!np) return -1;
     split_ctx x = { A, C, pad_w, queue, part, np, kt };
@@ -109,7 +112,7 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
     for (uint32_t ci = 0; ci < n0; ++ci) {
         uint32_t nparts = np[ci];
         if (!nparts) continue;
-        chart c = C->charts[ci];
+        chart           c = C->charts[ci];
         const uint32_t *q = queue + c.first;
         /* q[0 .. count) holds the triangles part by part: they become the new lists */
         memcpy(C->chart_tris + c.first, q, sizeof(uint32_t) * c.count);
@@ -124,13 +127,22 @@ int bk_atlas_charts_split(const bk_scene *s, const adjacency *A, charting *C, do
             if (pi == 0) C->charts[ci] = nc;
             else {
                 idx = C->count;
-                if (bk_atlas_chart_push(C, nc)) { free(pts); free(np); return -1; }
+                if (bk_atlas_chart_push(C, nc)) {
+                    free(pts);
+                    free(np);
+                    return -1;
+                }
                 for (uint32_t i = start; i < end; ++i) C->tri_chart[q[i]] = idx;
             }
             /* a smooth chart's parts keep its unfolding; a planar chart's are projected again
              * along its axis (the same projection), both turned to their own rectangles */
-            if (nc.smooth ? bk_atlas_fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w, &C->charts[idx].h, &pts, &pts_cap)
-                          : bk_atlas_chart_project(s, C, idx, &pts, &pts_cap)) { free(pts); free(np); return -1; }
+            if (nc.smooth ? bk_atlas_fit_rect(C->loc, C->chart_tris + nc.first, nc.count, &C->charts[idx].w,
+                                              &C->charts[idx].h, &pts, &pts_cap)
+                          : bk_atlas_chart_project(s, C, idx, &pts, &pts_cap)) {
+                free(pts);
+                free(np);
+                return -1;
+            }
             start = end;
         }
     }

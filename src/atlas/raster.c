@@ -24,19 +24,19 @@
 #include <string.h>
 
 typedef struct rtri {
-    double p[3][2];   /* corners in texel units */
-    double a[3], b[3], c[3];  /* edge functions, positive inside */
-    int    flat;      /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
-    int    centre;    /* 1: a rectangular chart's triangle: a texel is its own when its centre is
-                         inside (its corners sit on texel corners: no conservative ring) */
-    int    point;     /* 1: all corners in one spot */
-    double half;      /* half the side of the square tested around a texel centre: 0.5 the texel
-                         itself, 1 the centres a bilinear lookup at a point of the triangle reads */
-    int    x0, y0, x1, y1;  /* texel bounding box, clamped to the atlas */
-    int    spans;     /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
-    double inv_a[3];  /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
-    double rad[3];    /* the edge's texel half-extent with rtri_touches' slack */
-    double slack[3];  /* texels of slack on the edge's bound in x */
+    double p[3][2];          /* corners in texel units */
+    double a[3], b[3], c[3]; /* edge functions, positive inside */
+    int    flat;             /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
+    int    centre;           /* 1: a rectangular chart's triangle: a texel is its own when its centre is
+                                inside (its corners sit on texel corners: no conservative ring) */
+    int    point;            /* 1: all corners in one spot */
+    double half;             /* half the side of the square tested around a texel centre: 0.5 the texel
+                                itself, 1 the centres a bilinear lookup at a point of the triangle reads */
+    int    x0, y0, x1, y1;   /* texel bounding box, clamped to the atlas */
+    int    spans;            /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
+    double inv_a[3];         /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
+    double rad[3];           /* the edge's texel half-extent with rtri_touches' slack */
+    double slack[3];         /* texels of slack on the edge's bound in x */
 } rtri;
 
 /* Row-span constants (see rtri_row_span), for the loops over a triangle's texels only and only
@@ -52,17 +52,20 @@ static void rtri_spans_setup(rtri *r)
         double a = r->a[i];
         r->rad[i] = r->half * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
         r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
-        r->slack[i] = a != 0 ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) / fabs(a)
-                             : 0.0;
+        r->slack[i] =
+            a != 0
+                ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) /
+                            fabs(a)
+                : 0.0;
     }
 }
 
 static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
 {
     const float *uv = at->uv + 6 * (size_t)t;
-    double W = at->width, H = at->height;
+    double       W = at->width, H = at->height;
     /* pages are stacked vertically (atlas.h): page p's rows are p * height .. */
-    int page = at->tri_page ? (int)at->tri_page[t] : 0, ylo = page * at->height, yhi = ylo + at->height - 1;
+    int    page = at->tri_page ? (int)at->tri_page[t] : 0, ylo = page * at->height, yhi = ylo + at->height - 1;
     double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
     r->centre = t >= at->rect_first_tri && half == 0.5;
     r->half = half;
@@ -74,19 +77,22 @@ static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
             if (r->p[k][d] > hi[d]) hi[d] = r->p[k][d];
         }
     }
-    if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0;  /* NaN */
+    if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0; /* NaN */
     /* texel x's square [x + 0.5 - half, x + 0.5 + half] meets [lo, hi], touching included on
      * both sides as rtri_touches takes it (floor(lo + 0.5 - half) left out the texel whose square
      * ends exactly at lo: a reach texel the packer keeps for its chart, which the dilation then
      * filled from both sides) */
-    r->x0 = (int)ceil(lo[0] - 0.5 - half); r->x1 = (int)floor(hi[0] - 0.5 + half);
-    r->y0 = (int)ceil(lo[1] - 0.5 - half); r->y1 = (int)floor(hi[1] - 0.5 + half);
+    r->x0 = (int)ceil(lo[0] - 0.5 - half);
+    r->x1 = (int)floor(hi[0] - 0.5 + half);
+    r->y0 = (int)ceil(lo[1] - 0.5 - half);
+    r->y1 = (int)floor(hi[1] - 0.5 + half);
     if (r->x0 < 0) r->x0 = 0;
     if (r->y0 < ylo) r->y0 = ylo;
     if (r->x1 >= at->width) r->x1 = at->width - 1;
     if (r->y1 > yhi) r->y1 = yhi;
     if (r->x0 > r->x1 || r->y0 > r->y1) return 0;
-    double a2 = (r->p[1][0] - r->p[0][0]) * (r->p[2][1] - r->p[0][1]) - (r->p[1][1] - r->p[0][1]) * (r->p[2][0] - r->p[0][0]);
+    double a2 =
+        (r->p[1][0] - r->p[0][0]) * (r->p[2][1] - r->p[0][1]) - (r->p[1][1] - r->p[0][1]) * (r->p[2][0] - r->p[0][0]);
     double ext = (hi[0] - lo[0]) + (hi[1] - lo[1]);
     r->flat = !(fabs(a2) > 1e-12 * ext * ext) || !(fabs(a2) > 1e-18);
     r->point = 0;
@@ -99,12 +105,15 @@ static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
             r->c[i] = -(r->a[i] * P[0] + r->b[i] * P[1]);
         }
     } else {
-        int best = 0;
+        int    best = 0;
         double bl = -1;
         for (int i = 0; i < 3; ++i) {
             const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
-            double l = (Q[0] - P[0]) * (Q[0] - P[0]) + (Q[1] - P[1]) * (Q[1] - P[1]);
-            if (l > bl) { bl = l; best = i; }
+            double        l = (Q[0] - P[0]) * (Q[0] - P[0]) + (Q[1] - P[1]) * (Q[1] - P[1]);
+            if (l > bl) {
+                bl = l;
+                best = i;
+            }
         }
         const double *P = r->p[best], *Q = r->p[(best + 1) % 3];
         r->a[0] = -(Q[1] - P[1]);
@@ -150,7 +159,11 @@ static int rtri_touches(const rtri *r, int x, int y)
 static int rtri_row_span(const rtri *r, int y, int *xa, int *xb)
 {
     double lo = r->x0, hi = r->x1, cy = y + 0.5;
-    if (!r->spans) { *xa = r->x0; *xb = r->x1; return 1; }
+    if (!r->spans) {
+        *xa = r->x0;
+        *xb = r->x1;
+        return 1;
+    }
     for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
         if (r->inv_a[i] == 0) continue;
         double k = r->b[i] * cy + r->c[i];
@@ -174,7 +187,7 @@ static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
 {
     if (!r->flat) {
         double e[3];
-        int inside = 1;
+        int    inside = 1;
         for (int i = 0; i < 3; ++i) {
             e[i] = r->a[i] * qx + r->b[i] * qy + r->c[i];
             if (e[i] < 0) inside = 0;
@@ -182,21 +195,25 @@ static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
         if (inside) {
             /* edge i runs from corner i to i+1: its function is the weight of the opposite corner */
             double sum = e[0] + e[1] + e[2];
-            w[2] = e[0] / sum; w[0] = e[1] / sum; w[1] = e[2] / sum;
+            w[2] = e[0] / sum;
+            w[0] = e[1] / sum;
+            w[1] = e[2] / sum;
             return 0.0;
         }
     }
     double best = DBL_MAX;
     for (int i = 0; i < 3; ++i) {
         const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
-        double dx = Q[0] - P[0], dy = Q[1] - P[1], l = dx * dx + dy * dy;
-        double s = l > 0 ? ((qx - P[0]) * dx + (qy - P[1]) * dy) / l : 0.0;
+        double        dx = Q[0] - P[0], dy = Q[1] - P[1], l = dx * dx + dy * dy;
+        double        s = l > 0 ? ((qx - P[0]) * dx + (qy - P[1]) * dy) / l : 0.0;
         if (s < 0) s = 0;
         if (s > 1) s = 1;
         double px = P[0] + s * dx - qx, py = P[1] + s * dy - qy, d = px * px + py * py;
         if (d < best) {
             best = d;
-            w[i] = 1.0 - s; w[(i + 1) % 3] = s; w[(i + 2) % 3] = 0.0;
+            w[i] = 1.0 - s;
+            w[(i + 1) % 3] = s;
+            w[(i + 2) % 3] = 0.0;
         }
     }
     return best;
@@ -210,28 +227,38 @@ static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
 #define BAND_ROWS 16
 
 typedef struct raster_bands {
-    uint32_t  nb;        /* bands: ceil(rows / BAND_ROWS) */
-    uint32_t *start;     /* nb + 1: band b's triangles are tris[start[b] .. start[b + 1]) */
-    uint32_t *tris;      /* ascending within a band */
-    int      *y01;       /* 2 per triangle: rows y0, y1 (y0 > y1: no texels) */
-    double    half;      /* the squares tested around texel centres (rtri.half) */
+    uint32_t  nb;    /* bands: ceil(rows / BAND_ROWS) */
+    uint32_t *start; /* nb + 1: band b's triangles are tris[start[b] .. start[b + 1]) */
+    uint32_t *tris;  /* ascending within a band */
+    int      *y01;   /* 2 per triangle: rows y0, y1 (y0 > y1: no texels) */
+    double    half;  /* the squares tested around texel centres (rtri.half) */
 } raster_bands;
 
 static void bands_rows_fn(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     const bk_atlas *a = ((const void **)ctx)[0];
-    raster_bands *B = ((void **)ctx)[1];
-    int *y01 = B->y01;
+    raster_bands   *B = ((void **)ctx)[1];
+    int            *y01 = B->y01;
     for (size_t t = b; t < e; ++t) {
         rtri r;
-        if (a->tri_chart[t] == BK_NONE || !rtri_setup_half(a, (uint32_t)t, B->half, &r)) { y01[2 * t] = 1; y01[2 * t + 1] = 0; continue; }
+        if (a->tri_chart[t] == BK_NONE || !rtri_setup_half(a, (uint32_t)t, B->half, &r)) {
+            y01[2 * t] = 1;
+            y01[2 * t + 1] = 0;
+            continue;
+        }
         y01[2 * t] = r.y0;
         y01[2 * t + 1] = r.y1;
     }
 }
 
-static void bands_free(raster_bands *B) { free(B->start); free(B->tris); free(B->y01); memset(B, 0, sizeof *B); }
+static void bands_free(raster_bands *B)
+{
+    free(B->start);
+    free(B->tris);
+    free(B->y01);
+    memset(B, 0, sizeof *B);
+}
 
 /* 0, or -1 out of memory. */
 static int bands_build_half(const bk_atlas *a, double half, raster_bands *B)
@@ -242,7 +269,10 @@ static int bands_build_half(const bk_atlas *a, double half, raster_bands *B)
     B->nb = (uint32_t)((rows + BAND_ROWS - 1) / BAND_ROWS);
     B->start = calloc((size_t)B->nb + 1, sizeof(uint32_t));
     B->y01 = malloc(sizeof(int) * 2 * (T ? T : 1));
-    if (!B->start || !B->y01) { bands_free(B); return -1; }
+    if (!B->start || !B->y01) {
+        bands_free(B);
+        return -1;
+    }
     const void *ctx[2] = { a, B };
     bk_parallel_for(T, 4096, bands_rows_fn, (void *)ctx);
     size_t total = 0;
@@ -252,10 +282,16 @@ static int bands_build_half(const bk_atlas *a, double half, raster_bands *B)
         for (int b = y0 / BAND_ROWS; b <= y1 / BAND_ROWS; ++b) B->start[b + 1]++;
         total += (size_t)(y1 / BAND_ROWS - y0 / BAND_ROWS + 1);
     }
-    if (total > UINT32_MAX || !(B->tris = malloc(sizeof(uint32_t) * (total ? total : 1)))) { bands_free(B); return -1; }
+    if (total > UINT32_MAX || !(B->tris = malloc(sizeof(uint32_t) * (total ? total : 1)))) {
+        bands_free(B);
+        return -1;
+    }
     for (uint32_t b = 0; b < B->nb; ++b) B->start[b + 1] += B->start[b];
     uint32_t *cur = malloc(sizeof(uint32_t) * ((size_t)B->nb + 1));
-    if (!cur) { bands_free(B); return -1; }
+    if (!cur) {
+        bands_free(B);
+        return -1;
+    }
     memcpy(cur, B->start, sizeof(uint32_t) * B->nb);
     for (size_t t = 0; t < T; ++t) {
         int y0 = B->y01[2 * t], y1 = B->y01[2 * t + 1];
@@ -270,18 +306,18 @@ static int bands_build(const bk_atlas *a, raster_bands *B) { return bands_build_
 
 /* Calls VISIT(t, x, y) for every texel of band b that triangle t touches, triangles in
  * ascending order (r is the triangle's setup). */
-#define BAND_FOR_TEXELS(a, B, b, r, t, x, y, VISIT)                                              \
-    for (uint32_t bi_ = (B)->start[b]; bi_ < (B)->start[(b) + 1]; ++bi_) {                       \
-        uint32_t t = (B)->tris[bi_];                                                             \
-        if (!rtri_setup_half(a, t, (B)->half, &r)) continue;                                     \
-        rtri_spans_setup(&r);                                                                    \
-        int ylo_ = (int)(b) * BAND_ROWS, yhi_ = ylo_ + BAND_ROWS - 1;                            \
-        if (r.y0 > ylo_) ylo_ = r.y0;                                                            \
-        if (r.y1 < yhi_) yhi_ = r.y1;                                                            \
-        for (int y = ylo_, xa_, xb_; y <= yhi_; ++y)                                             \
-            if (rtri_row_span(&r, y, &xa_, &xb_))                                                \
-                for (int x = xa_; x <= xb_; ++x)                                                 \
-                    if (rtri_touches(&r, x, y)) { VISIT; }                                       \
+#define BAND_FOR_TEXELS(a, B, b, r, t, x, y, VISIT)                        \
+    for (uint32_t bi_ = (B)->start[b]; bi_ < (B)->start[(b) + 1]; ++bi_) { \
+        uint32_t t = (B)->tris[bi_];                                       \
+        if (!rtri_setup_half(a, t, (B)->half, &r)) continue;               \
+        rtri_spans_setup(&r);                                              \
+        int ylo_ = (int)(b)*BAND_ROWS, yhi_ = ylo_ + BAND_ROWS - 1;        \
+        if (r.y0 > ylo_) ylo_ = r.y0;                                      \
+        if (r.y1 < yhi_) yhi_ = r.y1;                                      \
+        for (int y = ylo_, xa_, xb_; y <= yhi_; ++y)                       \
+            if (rtri_row_span(&r, y, &xa_, &xb_))                          \
+                for (int x = xa_; x <= xb_; ++x)                           \
+                    if (rtri_touches(&r, x, y)) { VISIT; }                 \
     }
 
 static size_t band_lo(const bk_atlas *a, size_t b) { return b * BAND_ROWS * (size_t)a->width; }
@@ -291,16 +327,22 @@ static size_t band_hi(const bk_atlas *a, size_t b)
     return e < N ? e : N;
 }
 
-typedef struct cov_ctx { const bk_atlas *a; const raster_bands *B; uint8_t *mask; uint32_t *ids; uint64_t *count; } cov_ctx;
+typedef struct cov_ctx {
+    const bk_atlas     *a;
+    const raster_bands *B;
+    uint8_t            *mask;
+    uint32_t           *ids;
+    uint64_t           *count;
+} cov_ctx;
 
 static void coverage_fn(void *ctx, size_t b0, size_t b1, int worker)
 {
     (void)worker;
-    cov_ctx *c = ctx;
+    cov_ctx        *c = ctx;
     const bk_atlas *a = c->a;
     for (size_t b = b0; b < b1; ++b) {
         size_t lo = band_lo(a, b), hi = band_hi(a, b);
-        rtri r;
+        rtri   r;
         if (c->mask) {
             memset(c->mask + lo, 0, hi - lo);
             BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, c->mask[(size_t)y * a->width + x] = 1)
@@ -333,9 +375,9 @@ static void coverage_serial(const bk_atlas *a, double half, uint8_t *mask, uint3
 
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
 {
-    size_t N = BK_ATLAS_PIXELS(a);
+    size_t       N = BK_ATLAS_PIXELS(a);
     raster_bands B;
-    uint64_t *count = NULL;
+    uint64_t    *count = NULL;
     if (bands_build(a, &B) == 0 && (count = calloc(B.nb ? B.nb : 1, sizeof(uint64_t)))) {
         cov_ctx c = { a, &B, mask, NULL, count };
         bk_parallel_for(B.nb, 1, coverage_fn, &c);
@@ -358,7 +400,7 @@ uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask)
  * reach holds its own texels and no other chart's, so the reach alone labels those too. */
 static void chart_ids(const bk_atlas *a, double half, uint32_t *ids)
 {
-    size_t N = BK_ATLAS_PIXELS(a);
+    size_t       N = BK_ATLAS_PIXELS(a);
     raster_bands B;
     if (bands_build_half(a, half, &B) == 0) {
         cov_ctx c = { a, &B, NULL, ids, NULL };
@@ -375,7 +417,7 @@ void bk_atlas_reach_ids(const bk_atlas *a, uint32_t *ids) { chart_ids(a, BK_ATLA
 
 void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 {
-    size_t N = BK_ATLAS_PIXELS(a);
+    size_t    N = BK_ATLAS_PIXELS(a);
     uint32_t *ids = malloc(sizeof(uint32_t) * (N ? N : 1));
     memset(rgb, 0, sizeof(float) * 3 * N);
     if (!ids) return;
@@ -383,7 +425,11 @@ void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
     for (size_t i = 0; i < N; ++i) {
         if (ids[i] == BK_NONE) continue;
         uint32_t h = ids[i] * 0x9E3779B1u;
-        h ^= h >> 15; h *= 0x2C1B3C6Du; h ^= h >> 12; h *= 0x297A2D39u; h ^= h >> 15;
+        h ^= h >> 15;
+        h *= 0x2C1B3C6Du;
+        h ^= h >> 12;
+        h *= 0x297A2D39u;
+        h ^= h >> 15;
         for (int k = 0; k < 3; ++k) rgb[3 * i + k] = 0.15f + 0.85f * (float)((h >> (8 * k)) & 0xFF) / 255.0f;
     }
     free(ids);
@@ -392,19 +438,24 @@ void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 /* The texel of pixel i, owned by triangle t (r: its setup). */
 static void texel_make(const bk_scene *s, const bk_atlas *a, const rtri *r, uint32_t t, size_t i, bk_texel *o)
 {
-    int x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
+    int    x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
     double w[3];
     rtri_nearest(r, x + 0.5, y + 0.5, w);
     double P[3][3];
     for (int c = 0; c < 3; ++c) {
         const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
-        P[c][0] = f[0]; P[c][1] = f[1]; P[c][2] = f[2];
+        P[c][0] = f[0];
+        P[c][1] = f[1];
+        P[c][2] = f[2];
     }
     o->px = (float)(w[0] * P[0][0] + w[1] * P[1][0] + w[2] * P[2][0]);
     o->py = (float)(w[0] * P[0][1] + w[1] * P[1][1] + w[2] * P[2][1]);
     o->pz = (float)(w[0] * P[0][2] + w[1] * P[1][2] + w[2] * P[2][2]);
     double e1[3], e2[3], g[3], nrm[3];
-    for (int d = 0; d < 3; ++d) { e1[d] = P[1][d] - P[0][d]; e2[d] = P[2][d] - P[0][d]; }
+    for (int d = 0; d < 3; ++d) {
+        e1[d] = P[1][d] - P[0][d];
+        e2[d] = P[2][d] - P[0][d];
+    }
     g[0] = e1[1] * e2[2] - e1[2] * e2[1];
     g[1] = e1[2] * e2[0] - e1[0] * e2[2];
     g[2] = e1[0] * e2[1] - e1[1] * e2[0];
@@ -421,45 +472,58 @@ static void texel_make(const bk_scene *s, const bk_atlas *a, const rtri *r, uint
         }
         l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
     }
-    if (!(l > 1e-12)) {  /* no vn, or vn that cancel out: the geometric normal */
+    if (!(l > 1e-12)) { /* no vn, or vn that cancel out: the geometric normal */
         for (int d = 0; d < 3; ++d) nrm[d] = g[d];
         l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
     }
-    if (!(l > 0)) { nrm[0] = 0; nrm[1] = 0; nrm[2] = 1; l = 1; }
-    o->nx = (float)(nrm[0] / l); o->ny = (float)(nrm[1] / l); o->nz = (float)(nrm[2] / l);
+    if (!(l > 0)) {
+        nrm[0] = 0;
+        nrm[1] = 0;
+        nrm[2] = 1;
+        l = 1;
+    }
+    o->nx = (float)(nrm[0] / l);
+    o->ny = (float)(nrm[1] / l);
+    o->nz = (float)(nrm[2] / l);
     o->tri = t;
     o->pixel = (uint32_t)i;
 }
 
 typedef struct rast_ctx {
-    const bk_scene *s;
-    const bk_atlas *a;
+    const bk_scene     *s;
+    const bk_atlas     *a;
     const raster_bands *B;
-    float *best_d;
-    uint32_t *best_t;
-    uint32_t *first;     /* nb + 1: texels before each band (pass 2) */
-    bk_texel *tx;        /* pass 2 makes the texels, */
-    bk_texel_ref *refs;  /*   or only their refs */
-    uint8_t *cov;
+    float              *best_d;
+    uint32_t           *best_t;
+    uint32_t           *first; /* nb + 1: texels before each band (pass 2) */
+    bk_texel           *tx;    /* pass 2 makes the texels, */
+    bk_texel_ref       *refs;  /*   or only their refs */
+    uint8_t            *cov;
 } rast_ctx;
 
 /* Pass 1: the owner of each texel of the band, and the band's texel count in first[b + 1]. */
 static void rast_owner_fn(void *ctx, size_t b0, size_t b1, int worker)
 {
     (void)worker;
-    rast_ctx *c = ctx;
+    rast_ctx       *c = ctx;
     const bk_atlas *a = c->a;
     for (size_t b = b0; b < b1; ++b) {
-        size_t lo = band_lo(a, b), hi = band_hi(a, b);
-        float *best_d = c->best_d;
+        size_t    lo = band_lo(a, b), hi = band_hi(a, b);
+        float    *best_d = c->best_d;
         uint32_t *best_t = c->best_t;
-        for (size_t i = lo; i < hi; ++i) { best_d[i] = FLT_MAX; best_t[i] = BK_NONE; }
+        for (size_t i = lo; i < hi; ++i) {
+            best_d[i] = FLT_MAX;
+            best_t[i] = BK_NONE;
+        }
         rtri r;
         BAND_FOR_TEXELS(a, c->B, b, r, t, x, y, {
             double w[3];
-            float d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
+            float  d = (float)rtri_nearest(&r, x + 0.5, y + 0.5, w);
             size_t i = (size_t)y * a->width + x;
-            if (d < best_d[i]) { best_d[i] = d; best_t[i] = t; }
+            if (d < best_d[i]) {
+                best_d[i] = d;
+                best_t[i] = t;
+            }
         })
         uint32_t n = 0;
         for (size_t i = lo; i < hi; ++i) n += best_t[i] != BK_NONE;
@@ -471,18 +535,26 @@ static void rast_owner_fn(void *ctx, size_t b0, size_t b1, int worker)
 static void rast_emit_fn(void *ctx, size_t b0, size_t b1, int worker)
 {
     (void)worker;
-    rast_ctx *c = ctx;
+    rast_ctx       *c = ctx;
     const bk_atlas *a = c->a;
     for (size_t b = b0; b < b1; ++b) {
-        size_t lo = band_lo(a, b), hi = band_hi(a, b);
+        size_t   lo = band_lo(a, b), hi = band_hi(a, b);
         uint32_t k = c->first[b], last_t = BK_NONE;
-        rtri r;
+        rtri     r;
         for (size_t i = lo; i < hi; ++i) {
             uint32_t t = c->best_t[i];
             if (c->cov) c->cov[i] = t != BK_NONE;
             if (t == BK_NONE) continue;
-            if (c->refs) { c->refs[k].pixel = (uint32_t)i; c->refs[k].tri = t; k++; continue; }
-            if (t != last_t) { rtri_setup(a, t, &r); last_t = t; }   /* a row's texels mostly share a triangle */
+            if (c->refs) {
+                c->refs[k].pixel = (uint32_t)i;
+                c->refs[k].tri = t;
+                k++;
+                continue;
+            }
+            if (t != last_t) {
+                rtri_setup(a, t, &r);
+                last_t = t;
+            } /* a row's texels mostly share a triangle */
             texel_make(c->s, a, &r, t, i, &c->tx[k++]);
         }
     }
@@ -498,14 +570,17 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
     if (coverage) *coverage = NULL;
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
-    size_t N = BK_ATLAS_PIXELS(a);
+    size_t       N = BK_ATLAS_PIXELS(a);
     raster_bands B;
-    float *best_d = bk_malloc_large(sizeof(float) * (N ? N : 1));
-    uint32_t *best_t = bk_malloc_large(sizeof(uint32_t) * (N ? N : 1));
-    int bands_bad = bands_build(a, &B);
-    uint32_t *first = bands_bad ? NULL : calloc((size_t)B.nb + 1, sizeof(uint32_t));
+    float       *best_d = bk_malloc_large(sizeof(float) * (N ? N : 1));
+    uint32_t    *best_t = bk_malloc_large(sizeof(uint32_t) * (N ? N : 1));
+    int          bands_bad = bands_build(a, &B);
+    uint32_t    *first = bands_bad ? NULL : calloc((size_t)B.nb + 1, sizeof(uint32_t));
     if (!best_d || !best_t || !first) {
-        free(best_d); free(best_t); free(first); bands_free(&B);
+        free(best_d);
+        free(best_t);
+        free(first);
+        bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory", a->width, a->height);
     }
     rast_ctx c = { s, a, &B, best_d, best_t, first, NULL, NULL, NULL };
@@ -515,11 +590,16 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
     /* the distances served pass 1 only: given back before the texels are made */
     free(best_d);
     c.best_d = best_d = NULL;
-    bk_texel *tx = texels ? bk_malloc_large(sizeof(bk_texel) * (n ? n : 1)) : NULL;
+    bk_texel     *tx = texels ? bk_malloc_large(sizeof(bk_texel) * (n ? n : 1)) : NULL;
     bk_texel_ref *rf = texels ? NULL : bk_malloc_large(sizeof(bk_texel_ref) * (n ? n : 1));
-    uint8_t *cov = coverage ? bk_malloc_large(N ? N : 1) : NULL;
+    uint8_t      *cov = coverage ? bk_malloc_large(N ? N : 1) : NULL;
     if ((!tx && !rf) || (coverage && !cov)) {
-        free(best_t); free(first); free(tx); free(rf); free(cov); bands_free(&B);
+        free(best_t);
+        free(first);
+        free(tx);
+        free(rf);
+        free(cov);
+        bands_free(&B);
         return bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
     }
     c.tx = tx;
@@ -536,8 +616,8 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
     return 0;
 }
 
-int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
-                       uint8_t **coverage, char *err, size_t err_size)
+int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count, uint8_t **coverage,
+                       char *err, size_t err_size)
 {
     return rasterize(s, a, texels, NULL, count, coverage, err, err_size);
 }
@@ -550,21 +630,24 @@ int bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref *
 
 /* bk_texels_make on the pool: fixed chunks, each texel written once. */
 typedef struct make_job {
-    const bk_scene *s;
-    const bk_atlas *a;
+    const bk_scene     *s;
+    const bk_atlas     *a;
     const bk_texel_ref *refs;
-    bk_texel *out;
+    bk_texel           *out;
 } make_job;
 
 static void make_fn(void *ctx, size_t b, size_t e, int worker)
 {
     (void)worker;
     const make_job *j = ctx;
-    uint32_t last_t = BK_NONE;
-    rtri r;
+    uint32_t        last_t = BK_NONE;
+    rtri            r;
     for (size_t i = b; i < e; ++i) {
         const uint32_t t = j->refs[i].tri;
-        if (t != last_t) { rtri_setup(j->a, t, &r); last_t = t; }
+        if (t != last_t) {
+            rtri_setup(j->a, t, &r);
+            last_t = t;
+        }
         texel_make(j->s, j->a, &r, t, j->refs[i].pixel, &j->out[i]);
     }
 }
@@ -572,7 +655,10 @@ static void make_fn(void *ctx, size_t b, size_t e, int worker)
 void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out)
 {
     make_job j;
-    j.s = s; j.a = a; j.refs = refs; j.out = out;
+    j.s = s;
+    j.a = a;
+    j.refs = refs;
+    j.out = out;
     bk_parallel_for(n, 4096, make_fn, &j);
 }
 
@@ -585,9 +671,10 @@ bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n)
      * going up, each is read before anything is written over it. Every access is a uint32_t, the
      * type of both fields, so the compiler sees that the two views alias. */
     _Static_assert(sizeof(bk_texel) % sizeof(uint32_t) == 0 && sizeof(bk_texel_ref) == 2 * sizeof(uint32_t), "layouts");
-    uint32_t *w = (uint32_t *)(void *)tx;
+    uint32_t    *w = (uint32_t *)(void *)tx;
     const size_t stride = sizeof(bk_texel) / sizeof(uint32_t);
-    const size_t at_pixel = offsetof(bk_texel, pixel) / sizeof(uint32_t), at_tri = offsetof(bk_texel, tri) / sizeof(uint32_t);
+    const size_t at_pixel = offsetof(bk_texel, pixel) / sizeof(uint32_t),
+                 at_tri = offsetof(bk_texel, tri) / sizeof(uint32_t);
     for (size_t i = 0; i < n; ++i) {
         const uint32_t pixel = w[stride * i + at_pixel], tri = w[stride * i + at_tri];
         w[2 * i + offsetof(bk_texel_ref, pixel) / sizeof(uint32_t)] = pixel;

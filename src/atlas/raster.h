@@ -26,14 +26,14 @@
  * covering its centre wins, else the nearest one, and the position is the nearest point of that
  * triangle to the texel centre. *coverage (may be NULL to skip) is width * height bytes, 1 where
  * a texel was made. Both arrays are malloc'ed; free them. Returns 0 or -1 with err. */
-int  bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count,
-                        uint8_t **coverage, char *err, size_t err_size);
+int bk_atlas_rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, uint32_t *count, uint8_t **coverage,
+                       char *err, size_t err_size);
 
 /* The same texels as their refs only (pixel and triangle, 8 B each instead of 32), for a backend
  * that keeps its own copy of the texels (caps().keeps_texels): bk_texels_make makes the whole
  * texels from them a slice at a time, as the bake uploads them (bk_bake_run_opts.make_texels). */
-int  bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref **refs, uint32_t *count,
-                             uint8_t **coverage, char *err, size_t err_size);
+int bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref **refs, uint32_t *count,
+                            uint8_t **coverage, char *err, size_t err_size);
 /* out[i] = the texel bk_atlas_rasterize makes for refs[i] (the same bits), for i in [0, n); on
  * the host thread pool (pool.h). */
 void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out);
@@ -48,8 +48,8 @@ bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n);
  * returns the number of covered texels. Degenerate triangles (tri_chart BK_NONE) are skipped. */
 uint64_t bk_atlas_coverage(const bk_atlas *a, uint8_t *mask);
 
-/* Conservative chart ids (width * height * page_count): ids[pixel] = chart of a triangle touching that texel, BK_NONE where
- * none (tests check the padding with it). */
+/* Conservative chart ids (width * height * page_count): ids[pixel] = chart of a triangle touching that texel, BK_NONE
+ * where none (tests check the padding with it). */
 void bk_atlas_chart_ids(const bk_atlas *a, uint32_t *ids);
 
 /* Every texel a bilinear lookup at a point of a triangle reads (its centre at most one texel from

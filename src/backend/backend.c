@@ -24,7 +24,10 @@ bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view)
     if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI) return NULL;
     bk_cwbvh *cw = malloc(sizeof *cw);
     if (!cw) return NULL;
-    if (bk_cwbvh_build(bin, cw, NULL, 0)) { free(cw); return NULL; }
+    if (bk_cwbvh_build(bin, cw, NULL, 0)) {
+        free(cw);
+        return NULL;
+    }
     *view = bk_cwbvh_view(cw, bin);
     return cw;
 }
@@ -70,7 +73,10 @@ static const char *join_names(char *buf, size_t size, const char *const *names, 
     buf[0] = 0;
     for (int i = 0; i < n; ++i) {
         int w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep, names[i]);
-        if (w < 0 || (size_t)w >= size - at) { buf[at] = 0; break; }      /* whole names only */
+        if (w < 0 || (size_t)w >= size - at) {
+            buf[at] = 0;
+            break;
+        } /* whole names only */
         at += (size_t)w;
     }
     return buf;
@@ -88,12 +94,14 @@ const char *bk_counters_names(char *buf, size_t size, const char *sep, const cha
 
 int bk_stack_mode_parse(const char *s)
 {
-    for (int i = 0; i < BK_STACK_MODE_COUNT; ++i) if (!strcmp(s, stack_names[i])) return i;
+    for (int i = 0; i < BK_STACK_MODE_COUNT; ++i)
+        if (!strcmp(s, stack_names[i])) return i;
     return -1;
 }
 
 int bk_counters_parse(const char *s)
 {
-    for (int i = 0; i < BK_COUNTERS_COUNT; ++i) if (!strcmp(s, counter_names[i])) return i;
+    for (int i = 0; i < BK_COUNTERS_COUNT; ++i)
+        if (!strcmp(s, counter_names[i])) return i;
     return -1;
 }

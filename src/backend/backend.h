@@ -20,40 +20,40 @@ extern "C" {
 
 /* How the CUDA trace kernel aggregates its counters' atomics (--counters), one row each:
  * X(NAME, "name", "what it is"); the enum, the names and the kernels expand it. */
-#define BK_COUNTER_MODES(X)                                                \
-    X(THREAD, "thread", "one atomic per thread")                          \
-    X(WARP,   "warp",   "one atomic per warp: the leader adds the count") \
-    X(BLOCK,  "block",  "one atomic per block, summed in shared memory")
+#define BK_COUNTER_MODES(X)                                           \
+    X(THREAD, "thread", "one atomic per thread")                      \
+    X(WARP, "warp", "one atomic per warp: the leader adds the count") \
+    X(BLOCK, "block", "one atomic per block, summed in shared memory")
 #define BK_COUNTERS_ENUM_(N, S, D) BK_COUNTERS_##N,
 enum bk_counters { BK_COUNTER_MODES(BK_COUNTERS_ENUM_) BK_COUNTERS_COUNT };
 #undef BK_COUNTERS_ENUM_
 
 typedef struct bk_trace_opts {
-    int any_hit;      /* 0: closest hit; 1: any hit (occlusion) */
-    int stack_mode;   /* enum bk_stack_mode */
-    int stack_size;   /* short / spill: entries in the fast part (1..BK_STACK_ENTRIES) */
-    int counters;     /* enum bk_counters: how the CUDA kernel aggregates its atomics */
-    int threads;      /* cpu: worker threads, 0 = all cores */
-    uint32_t *ray_stats;  /* trace: NULL, or n words out: (deepest stack << 24) | nodes visited,
-                             each saturated, per ray (host memory) */
-    int reg_cap;          /* bake kernel: registers per thread, 0 = the default launch bounds; one
-                             of BK_REG_CAPS (cuda); the CPU backend supports only 0 */
-    struct bk_occupancy *occupancy;  /* bake: NULL (the normal bake), or sums each launch adds to,
-                                        from per-warp SM ids and timestamps (benchmarks only) */
-    int bvh_width;        /* BVH layout traced: 0 = the backend's fastest (cpu: the 8-wide BVH of
-                             src/accel/bvh_wide.h for triangles with the global stack; cuda: the binary
-                             one, see kernels/cuda/cuda_backend.cu), 2 = the binary one (--accel bvh2), 8 = the
-                             compressed 8-wide BVH of src/accel/bvh_cw.h on either backend (--accel
-                             cwbvh); all return the same hits */
-    int wavefront;        /* bake: 0 = one kernel walks whole paths (megakernel), 1 = paths in
-                             buffers, traced in waves (cuda, kernels/cuda/bake.cu); the cpu bakes one
-                             texel at a time either way, with the same result */
-    int cpu_isa;          /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
-                             1 = scalar: tests and comparisons) */
-    int ray_order;        /* trace: enum bk_ray_order. Sorted: the rays are traced in the order
-                             of bk_ray_order_key (kernels/bk_ray.h), each hit still lands at its
-                             ray's index; the sort counts in the trace time. Closest hits are the
-                             same in either order; an any hit may name another triangle. */
+    int       any_hit;              /* 0: closest hit; 1: any hit (occlusion) */
+    int       stack_mode;           /* enum bk_stack_mode */
+    int       stack_size;           /* short / spill: entries in the fast part (1..BK_STACK_ENTRIES) */
+    int       counters;             /* enum bk_counters: how the CUDA kernel aggregates its atomics */
+    int       threads;              /* cpu: worker threads, 0 = all cores */
+    uint32_t *ray_stats;            /* trace: NULL, or n words out: (deepest stack << 24) | nodes visited,
+                                       each saturated, per ray (host memory) */
+    int reg_cap;                    /* bake kernel: registers per thread, 0 = the default launch bounds; one
+                                       of BK_REG_CAPS (cuda); the CPU backend supports only 0 */
+    struct bk_occupancy *occupancy; /* bake: NULL (the normal bake), or sums each launch adds to,
+                                       from per-warp SM ids and timestamps (benchmarks only) */
+    int bvh_width;                  /* BVH layout traced: 0 = the backend's fastest (cpu: the 8-wide BVH of
+                                       src/accel/bvh_wide.h for triangles with the global stack; cuda: the binary
+                                       one, see kernels/cuda/cuda_backend.cu), 2 = the binary one (--accel bvh2), 8 = the
+                                       compressed 8-wide BVH of src/accel/bvh_cw.h on either backend (--accel
+                                       cwbvh); all return the same hits */
+    int wavefront;                  /* bake: 0 = one kernel walks whole paths (megakernel), 1 = paths in
+                                       buffers, traced in waves (cuda, kernels/cuda/bake.cu); the cpu bakes one
+                                       texel at a time either way, with the same result */
+    int cpu_isa;                    /* cpu, wide BVH: enum bk_wbvh_isa (0 = the best the CPU has,
+                                       1 = scalar: tests and comparisons) */
+    int ray_order;                  /* trace: enum bk_ray_order. Sorted: the rays are traced in the order
+                                       of bk_ray_order_key (kernels/bk_ray.h), each hit still lands at its
+                                       ray's index; the sort counts in the trace time. Closest hits are the
+                                       same in either order; an any hit may name another triangle. */
 } bk_trace_opts;
 
 /* auto: the backend's faster order (cuda sorted, cpu input: there the sort costs about what the
@@ -70,17 +70,17 @@ enum bk_ray_order { BK_RAY_ORDER_AUTO = 0, BK_RAY_ORDER_INPUT = 1, BK_RAY_ORDER_
 /* What a GPU backend's bake kernel is, for the options given (CUDA: cudaFuncGetAttributes and the
  * occupancy calculator). Per-thread and per-block figures, not totals. */
 typedef struct bk_kernel_info {
-    int      registers;          /* per thread (numRegs) */
-    uint32_t local_bytes;        /* per thread: local memory (localSizeBytes): register spills,
-                                    the call stack and the global strategy's stack array */
-    uint32_t shared_static;      /* per block: __shared__ variables (sharedSizeBytes) */
-    uint32_t shared_dynamic;     /* per block: the short/spill stack, stack_size x width x block x 4 */
-    int      max_threads;        /* per block the kernel can be launched with (maxThreadsPerBlock) */
-    int      block;              /* threads per block the backend launches */
-    int      blocks_per_sm;      /* resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor) */
-    int      max_warps_per_sm;   /* the device's maxThreadsPerMultiProcessor / 32 */
+    int      registers;        /* per thread (numRegs) */
+    uint32_t local_bytes;      /* per thread: local memory (localSizeBytes): register spills,
+                                  the call stack and the global strategy's stack array */
+    uint32_t shared_static;    /* per block: __shared__ variables (sharedSizeBytes) */
+    uint32_t shared_dynamic;   /* per block: the short/spill stack, stack_size x width x block x 4 */
+    int      max_threads;      /* per block the kernel can be launched with (maxThreadsPerBlock) */
+    int      block;            /* threads per block the backend launches */
+    int      blocks_per_sm;    /* resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor) */
+    int      max_warps_per_sm; /* the device's maxThreadsPerMultiProcessor / 32 */
     int      sm_count;
-    double   occupancy;          /* theoretical: blocks_per_sm x block / 32 / max_warps_per_sm */
+    double   occupancy; /* theoretical: blocks_per_sm x block / 32 / max_warps_per_sm */
 } bk_kernel_info;
 
 /* Achieved occupancy of bake launches (bk_trace_opts.occupancy). Each warp of each launch records
@@ -94,23 +94,23 @@ typedef struct bk_kernel_info {
 typedef struct bk_occupancy {
     double   warp_ns, block_ns, capacity_ns;
     uint32_t launches;
-    uint32_t sms_used;           /* most distinct SMs one launch ran on */
+    uint32_t sms_used; /* most distinct SMs one launch ran on */
 } bk_occupancy;
 
 typedef struct bk_trace_totals {
-    uint64_t rays, nodes, tris, restarts, spills;   /* rays: traced (bake: all rays of all paths) */
-    double   seconds;          /* the trace alone (cuda: kernel time from events) */
-    double   upload_seconds;   /* cuda: rays to the device and hits back */
-    double   sort_seconds;     /* rays traced sorted (bk_trace_opts.ray_order): the keys and
-                                  their sort (part of seconds) */
-    int      sorted;           /* 1: the rays were traced sorted */
+    uint64_t rays, nodes, tris, restarts, spills; /* rays: traced (bake: all rays of all paths) */
+    double   seconds;                             /* the trace alone (cuda: kernel time from events) */
+    double   upload_seconds;                      /* cuda: rays to the device and hits back */
+    double   sort_seconds;                        /* rays traced sorted (bk_trace_opts.ray_order): the keys and
+                                                     their sort (part of seconds) */
+    int sorted;                                   /* 1: the rays were traced sorted */
 } bk_trace_totals;
 
 /* What a backend is, so that callers never test its name (CONVENTIONS: Backends). */
 typedef struct bk_backend_caps {
-    int      devices;           /* devices it bakes on (the CPU: 1, all its cores) */
-    int      gpu_primitives;    /* 1: statistics and ray binning run through bk_gpu_ops (gpu_ops.h) on
-                                   the same kind of device; 0: on the host */
+    int devices;        /* devices it bakes on (the CPU: 1, all its cores) */
+    int gpu_primitives; /* 1: statistics and ray binning run through bk_gpu_ops (gpu_ops.h) on
+                           the same kind of device; 0: on the host */
     /* The bake's launch policy (bk_bake_texels): a launch lasts about launch_budgets times
      * --max-launch-ms (a GPU: 1, its watchdog's budget; the CPU has none: 5, only pacing the
      * progress bar), and the first block holds first_block texels unless kernel_info() says how
@@ -120,22 +120,22 @@ typedef struct bk_backend_caps {
     /* 1: bake_begin copies the texels into memory of its own (a GPU's) and keeps that copy
      * after bake_end for denoise() (tx NULL): the caller's texels may go once every device has
      * begun (bk_bake_run_opts.texels_kept). 0: it reads the caller's texels in place (the CPU). */
-    int      keeps_texels;
+    int keeps_texels;
     /* the device's number (CUDA's) for a backend of one GPU, for bk_backend_free_last; -1 for
        the host and for a group (its members say theirs) */
-    int      device;
+    int device;
 } bk_backend_caps;
 
 typedef struct bk_backend bk_backend;
 struct bk_backend_i {
-    const char *(*name)    (bk_backend *be);
+    const char *(*name)(bk_backend *be);
     /* 1 when the options can run; else 0 and a reason in why */
-    int         (*supports)(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size);
+    int (*supports)(bk_backend *be, const bk_trace_opts *o, char *why, size_t why_size);
     /* scene's host arrays stay the caller's and must live until the next upload or free: the CPU
      * traces them in place, and a GPU may collapse them into another layout on first use */
-    int         (*upload)  (bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
-    int         (*trace)   (bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n,
-                            const bk_trace_opts *o, bk_trace_totals *totals, char *err, size_t err_size);
+    int (*upload)(bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size);
+    int (*trace)(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t n, const bk_trace_opts *o,
+                 bk_trace_totals *totals, char *err, size_t err_size);
     /* The bake: begin uploads the shading data and the texels (after upload() of the accel) and
      * zeroes the per-texel sums; the texels stay the caller's and must live until end (a host
      * backend reads them in place, without a copy); run adds samples [p->sample_begin,
@@ -145,24 +145,22 @@ struct bk_backend_i {
      * squared luminances; end releases the bake, after fetching every texel's sums into out and
      * sq as fetch would, unless out is NULL (the caller fetched them in slices: a slice at a time
      * needs no host copy of all the sums). */
-    int         (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n,
-                              char *err, size_t err_size);
-    int         (*bake_run)  (bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p,
-                              const bk_trace_opts *o, char *err, size_t err_size);
-    int         (*bake_fetch)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err,
-                              size_t err_size);
-    int         (*bake_end)  (bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err,
-                              size_t err_size);
+    int (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
+                      size_t err_size);
+    int (*bake_run)(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,
+                    char *err, size_t err_size);
+    int (*bake_fetch)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size);
+    int (*bake_end)(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size);
     /* Memory of its own the backend works in (a GPU's): free and total bytes now; both 0 when it
      * works in host memory. What a bake needs there is bk_bake_estimate()'s device figure. */
-    void        (*memory)  (bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
+    void (*memory)(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes);
     /* The most memory of its own the backend has seen in use since it was made, in bytes (CUDA:
      * the device's total - free, sampled after each of the backend's allocations: its context,
      * its buffers, and whatever else holds the device); 0 when it works in host memory. */
-    uint64_t    (*memory_peak)(bk_backend *be);
+    uint64_t (*memory_peak)(bk_backend *be);
     /* Facts about the bake kernel the options select (registers, local and shared memory,
      * theoretical occupancy). 0, or -1 with the reason in err: the CPU backend has no kernel. */
-    int         (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
+    int (*kernel_info)(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size);
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
      * in the page), their charts (texel i's is chart[i * chart_stride]: 1 for an array of charts,
      * 2 for the tri fields of bk_texel_refs that hold charts; BK_DN_NONE: left out) and colours
@@ -170,37 +168,37 @@ struct bk_backend_i {
      * gets the time of the filtering itself (a GPU's: its kernels). tx NULL: the page's texels
      * are texels [first, first + n) of the last bake, whose copy the backend kept
      * (caps().keeps_texels; else an error); otherwise first is not used. */
-    int         (*denoise) (bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                            const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
-                            double *seconds, char *err, size_t err_size);
-    void        (*free)    (bk_backend *be);
-    void        (*caps)    (bk_backend *be, bk_backend_caps *out);
+    int (*denoise)(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
+                   const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
+                   char *err, size_t err_size);
+    void (*free)(bk_backend *be);
+    void (*caps)(bk_backend *be, bk_backend_caps *out);
     /* A backend over several devices (bk_backend_group; caps().devices > 1): its k-th member, a
      * backend of one device, for k in [0, devices). NULL in a one-device backend. The bake driver
      * (bk_bake_texels) runs each member's bake on a thread of its own; the group's own bake_*
      * functions only refuse. */
-    bk_backend *(*member)  (bk_backend *be, int k);
+    bk_backend *(*member)(bk_backend *be, int k);
     /* A backend that keeps its own copy of the texels (caps().keeps_texels) may begin a bake with
      * texels NULL: its copy is then filled by these calls, texels [first, first + count) each,
      * before the first bake_run, so that the host never holds every texel at once (the bake
      * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
-    int         (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
-                               size_t err_size);
+    int (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
+                       size_t err_size);
     /* Host memory the backend's transfers read and write fastest (CUDA: page-locked, usable by
      * every device of the process), for the bake's slices of texels and sums; NULL hooks: plain
      * malloc and free (a host backend's memory is all alike). host_alloc returns NULL when out of
      * memory. */
-    void       *(*host_alloc)(bk_backend *be, size_t bytes);
-    void        (*host_free) (bk_backend *be, void *p);
+    void *(*host_alloc)(bk_backend *be, size_t bytes);
+    void (*host_free)(bk_backend *be, void *p);
 };
 struct bk_backend {
     const struct bk_backend_i *i;
-    void *ctx;
+    void                      *ctx;
 };
 
 bk_trace_opts bk_trace_opts_default(void);
 /* Making a backend by name ("cpu", "cuda", "auto") is the registry's (src/registry/registry.h). */
-void        bk_backend_free(bk_backend *be);
+void bk_backend_free(bk_backend *be);
 
 /* A backend over members[0 .. n) (n >= 2, backends of one device each), which it owns from then on
  * (also on failure): upload goes to every member in parallel, trace, kernel_info and denoise run
@@ -214,7 +212,7 @@ bk_backend *bk_backend_cpu_init(void);
  * it (bk_trace_opts.bvh_width): NULL when bin has none (a KD-tree, voxels, a tree too deep for the
  * layout, out of memory: the backend traces bin). *view gets its view, host pointers. */
 struct bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view);
-void        bk_backend_cw_free(struct bk_cwbvh *cw);
+void             bk_backend_cw_free(struct bk_cwbvh *cw);
 
 /* The names of BK_STACK_MODES and BK_COUNTER_MODES ("?" for a value out of range), the value of a
  * name (-1 when unknown), and a line saying what each is (for help text; "" out of range). */

@@ -29,27 +29,27 @@ static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hi
 #define CHUNK 1024
 
 typedef struct cpu_ctx {
-    bk_accel_view   view;
-    bk_wbvh         wide;          /* collapsed from view at upload (nodes NULL when not a BVH of
-                                      triangles) */
-    struct bk_cwbvh *cw;          /* bvh_width 8: collapsed from view on first use */
-    bk_accel_view   cw_view;
-    int             cw_tried;
+    bk_accel_view view;
+    bk_wbvh       wide;  /* collapsed from view at upload (nodes NULL when not a BVH of
+                            triangles) */
+    struct bk_cwbvh *cw; /* bvh_width 8: collapsed from view on first use */
+    bk_accel_view    cw_view;
+    int              cw_tried;
     /* bake */
     bk_bake_view    bake;
-    const bk_texel *texels;        /* the caller's (backend.h), read in place */
-    float          *pos;           /* 3 per texel: the position sample 0 moved the texel to (out of
-                                      nearby geometry), for the later samples; 12 B where a copy
-                                      of the texels took 32 */
+    const bk_texel *texels; /* the caller's (backend.h), read in place */
+    float          *pos;    /* 3 per texel: the position sample 0 moved the texel to (out of
+                               nearby geometry), for the later samples; 12 B where a copy
+                               of the texels took 32 */
     uint32_t        texel_count;
     bk_f4          *out;
-    float          *sq;            /* sums of squared sample luminances */
+    float          *sq; /* sums of squared sample luminances */
     bk_trace_totals bake_totals;
 } cpu_ctx;
 
 typedef struct cpu_job {
     const bk_accel_view *view;
-    const bk_wbvh       *wide;     /* trace through the wide BVH, or NULL */
+    const bk_wbvh       *wide; /* trace through the wide BVH, or NULL */
     const bk_ray        *rays;
     bk_hit              *hits;
     uint64_t             n;
@@ -60,7 +60,7 @@ typedef struct cpu_job {
 /* A worker thread of either job (trace or bake) and its counter sums. */
 typedef struct cpu_worker {
     void           *job;
-    bk_trace_totals totals;        /* nodes, tris, restarts, spills, rays */
+    bk_trace_totals totals; /* nodes, tris, restarts, spills, rays */
     pthread_t       thread;
 } cpu_worker;
 
@@ -71,15 +71,18 @@ static int run_workers(int nt, void *job, void *(*fn)(void *), bk_trace_totals *
     cpu_worker *w = calloc((size_t)nt, sizeof *w);
     if (!w) return -1;
     double t0 = bk_time_now();
-    int started = 1;
+    int    started = 1;
     for (int i = 0; i < nt; ++i) w[i].job = job;
     for (int i = 1; i < nt && pthread_create(&w[i].thread, NULL, fn, &w[i]) == 0; ++i) started = i + 1;
     fn(&w[0]);
     for (int i = 1; i < started; ++i) pthread_join(w[i].thread, NULL);
     sum->seconds += bk_time_now() - t0;
     for (int i = 0; i < started; ++i) {
-        sum->nodes += w[i].totals.nodes; sum->tris += w[i].totals.tris; sum->restarts += w[i].totals.restarts;
-        sum->spills += w[i].totals.spills; sum->rays += w[i].totals.rays;
+        sum->nodes += w[i].totals.nodes;
+        sum->tris += w[i].totals.tris;
+        sum->restarts += w[i].totals.restarts;
+        sum->spills += w[i].totals.spills;
+        sum->rays += w[i].totals.rays;
     }
     free(w);
     return 0;
@@ -89,18 +92,20 @@ static int run_workers(int nt, void *job, void *(*fn)(void *), bk_trace_totals *
  * always-inlined traversal is specialised for constants, as the CUDA templates are. */
 typedef void (*cpu_loop_fn)(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end, uint64_t acc[4]);
 
-#define CPU_LOOP(A, S, Q, P)                                                                              \
-    static void cpu_loop_##A##_##S##_##Q##_##P(const cpu_job *j, const bk_stack *s, uint64_t begin,        \
-                                               uint64_t end, uint64_t acc[4])                             \
-    {                                                                                                     \
-        bk_stack stk = *s;                                                                                \
-        for (uint64_t i = begin; i < end; ++i) {                                                          \
-            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };                                                     \
-            j->hits[i] = bk_trace_one(j->view, &j->rays[i], BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P,   \
-                                      &stk, &st);                                                         \
-            if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                              \
-            acc[0] += st.nodes; acc[1] += st.tris; acc[2] += st.restarts; acc[3] += st.spills;           \
-        }                                                                                                 \
+#define CPU_LOOP(A, S, Q, P)                                                                                        \
+    static void cpu_loop_##A##_##S##_##Q##_##P(const cpu_job *j, const bk_stack *s, uint64_t begin, uint64_t end,   \
+                                               uint64_t acc[4])                                                     \
+    {                                                                                                               \
+        bk_stack stk = *s;                                                                                          \
+        for (uint64_t i = begin; i < end; ++i) {                                                                    \
+            bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };                                                            \
+            j->hits[i] = bk_trace_one(j->view, &j->rays[i], BK_ACCEL_##A, BK_STACK_##S, Q, BK_PRIM_##P, &stk, &st); \
+            if (j->o->ray_stats) j->o->ray_stats[i] = bk_ray_stat_word(&st);                                        \
+            acc[0] += st.nodes;                                                                                     \
+            acc[1] += st.tris;                                                                                      \
+            acc[2] += st.restarts;                                                                                  \
+            acc[3] += st.spills;                                                                                    \
+        }                                                                                                           \
     }
 BK_TRAVERSALS(CPU_LOOP)
 #undef CPU_LOOP
@@ -127,19 +132,24 @@ static bk_stack cpu_stack(const bk_trace_opts *o, uint32_t *fast, uint32_t *spil
 static void *cpu_worker_run(void *arg)
 {
     cpu_worker *w = arg;
-    cpu_job *j = w->job;
-    uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
-    bk_stack s = cpu_stack(j->o, fast, spill);
+    cpu_job    *j = w->job;
+    uint32_t    fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    bk_stack    s = cpu_stack(j->o, fast, spill);
     cpu_loop_fn loop = cpu_loop_pick(j->view->type, j->o->stack_mode, j->o->any_hit != 0, j->view->prim);
-    uint64_t acc[4] = { 0, 0, 0, 0 };
+    uint64_t    acc[4] = { 0, 0, 0, 0 };
     for (;;) {
         uint64_t begin = atomic_fetch_add(&j->next, CHUNK);
         if (begin >= j->n) break;
         uint64_t end = begin + CHUNK < j->n ? begin + CHUNK : j->n;
-        if (j->wide) bk_wbvh_trace(j->wide, j->rays, j->hits, begin, end, j->o->any_hit != 0, j->o->cpu_isa, j->o->ray_stats, acc);
+        if (j->wide)
+            bk_wbvh_trace(j->wide, j->rays, j->hits, begin, end, j->o->any_hit != 0, j->o->cpu_isa, j->o->ray_stats,
+                          acc);
         else loop(j, &s, begin, end, acc);
     }
-    w->totals.nodes = acc[0]; w->totals.tris = acc[1]; w->totals.restarts = acc[2]; w->totals.spills = acc[3];
+    w->totals.nodes = acc[0];
+    w->totals.tris = acc[1];
+    w->totals.restarts = acc[2];
+    w->totals.spills = acc[3];
     return NULL;
 }
 
@@ -178,7 +188,10 @@ static int cpu_supports(bk_backend *be, const bk_trace_opts *o, char *why, size_
     }
     /* A register cap is a property of a compiled GPU kernel; the CPU says so rather than
      * running the same loop again under a name that would mean nothing. */
-    if (o->reg_cap != 0) { bk_fail(why, why_size, "register caps apply to GPU kernels only (cpu backend)"); return 0; }
+    if (o->reg_cap != 0) {
+        bk_fail(why, why_size, "register caps apply to GPU kernels only (cpu backend)");
+        return 0;
+    }
     return 1;
 }
 
@@ -206,43 +219,65 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     memset(totals, 0, sizeof *totals);
     /* --ray-order sorted: the rays gathered in key order, traced, their hits (and statistics)
      * scattered back; sorting and moving count in the trace time */
-    const int sorted = o->ray_order == BK_RAY_ORDER_SORTED && n > 1 && n < (1ull << 32);
+    const int     sorted = o->ray_order == BK_RAY_ORDER_SORTED && n > 1 && n < (1ull << 32);
     bk_trace_opts os = *o;
-    bk_ray *sr = NULL;
-    bk_hit *sh = NULL;
-    uint32_t *keys = NULL, *idx = NULL, *sst = NULL;
-    double t0 = bk_time_now();
+    bk_ray       *sr = NULL;
+    bk_hit       *sh = NULL;
+    uint32_t     *keys = NULL, *idx = NULL, *sst = NULL;
+    double        t0 = bk_time_now();
     if (sorted) {
-        sr = malloc(n * sizeof *sr); sh = malloc(n * sizeof *sh);
-        keys = malloc(n * sizeof *keys); idx = malloc(n * sizeof *idx);
+        sr = malloc(n * sizeof *sr);
+        sh = malloc(n * sizeof *sh);
+        keys = malloc(n * sizeof *keys);
+        idx = malloc(n * sizeof *idx);
         sst = o->ray_stats ? malloc(n * sizeof *sst) : NULL;
         if (!sr || !sh || !keys || !idx || (o->ray_stats && !sst)) {
-            free(sr); free(sh); free(keys); free(idx); free(sst);
+            free(sr);
+            free(sh);
+            free(keys);
+            free(idx);
+            free(sst);
             return bk_fail(err, err_size, "out of memory");
         }
         const bk_vec3 scale = bk_ray_order_scale(c->view.lo, c->view.hi);
-        for (uint64_t i = 0; i < n; ++i) { keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale); idx[i] = (uint32_t)i; }
+        for (uint64_t i = 0; i < n; ++i) {
+            keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale);
+            idx[i] = (uint32_t)i;
+        }
         if (bk_gpu_ops_cpu_sort_pairs_u32(keys, idx, n, BK_RAY_ORDER_KEY_BITS)) {
-            free(sr); free(sh); free(keys); free(idx); free(sst);
+            free(sr);
+            free(sh);
+            free(keys);
+            free(idx);
+            free(sst);
             return bk_fail(err, err_size, "out of memory");
         }
         for (uint64_t i = 0; i < n; ++i) sr[i] = rays[idx[i]];
         os.ray_stats = sst;
     }
-    double t1 = bk_time_now();
+    double  t1 = bk_time_now();
     cpu_job job;
-    job.view = cpu_view(c, o); job.rays = sorted ? sr : rays; job.hits = sorted ? sh : hits; job.n = n; job.o = &os;
+    job.view = cpu_view(c, o);
+    job.rays = sorted ? sr : rays;
+    job.hits = sorted ? sh : hits;
+    job.n = n;
+    job.o = &os;
     job.wide = cpu_use_wide(c, o) && o->stack_mode == BK_STACK_GLOBAL ? &c->wide : NULL;
     atomic_init(&job.next, 0);
     int rc = run_workers(nt, &job, cpu_worker_run, totals);
     if (sorted) {
         double t2 = bk_time_now();
         for (uint64_t i = 0; i < n; ++i) hits[idx[i]] = sh[i];
-        if (sst) for (uint64_t i = 0; i < n; ++i) o->ray_stats[idx[i]] = sst[i];
+        if (sst)
+            for (uint64_t i = 0; i < n; ++i) o->ray_stats[idx[i]] = sst[i];
         totals->sort_seconds = t1 - t0;
         totals->sorted = 1;
         totals->seconds += (t1 - t0) + (bk_time_now() - t2);
-        free(sr); free(sh); free(keys); free(idx); free(sst);
+        free(sr);
+        free(sh);
+        free(keys);
+        free(idx);
+        free(sst);
     }
     if (rc) return bk_fail(err, err_size, "out of memory");
     totals->rays = n;
@@ -251,7 +286,7 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
 
 /* The wide BVH and ISA of this thread's bake, or NULL (bake_worker_run sets them). */
 static _Thread_local const bk_wbvh *bake_wide;
-static _Thread_local int bake_isa;
+static _Thread_local int            bake_isa;
 
 static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hit, bk_stack *s, bk_trace_stats *st)
 {
@@ -264,7 +299,7 @@ static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hi
 
 typedef struct bake_job {
     cpu_ctx              *c;
-    bk_bake_view          bake;    /* the bake's view, walking the layout the options ask for */
+    bk_bake_view          bake; /* the bake's view, walking the layout the options ask for */
     uint32_t              end;
     const bk_bake_params *p;
     const bk_trace_opts  *o;
@@ -274,9 +309,9 @@ typedef struct bake_job {
 static void *bake_worker_run(void *arg)
 {
     cpu_worker *w = arg;
-    bake_job *j = w->job;
-    uint32_t fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
-    bk_stack s = cpu_stack(j->o, fast, spill);
+    bake_job   *j = w->job;
+    uint32_t    fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    bk_stack    s = cpu_stack(j->o, fast, spill);
     bake_wide = cpu_use_wide(j->c, j->o) ? &j->c->wide : NULL;
     bake_isa = bk_wbvh_isa_resolve(j->o->cpu_isa);
     for (;;) {
@@ -285,19 +320,31 @@ static void *bake_worker_run(void *arg)
         uint64_t end = begin + 16 < j->end ? begin + 16 : j->end;
         for (uint64_t i = begin; i < end; ++i) {
             bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
-            bk_texel t = j->c->texels[i];
-            float *pos = j->c->pos + 3 * i;
-            if (j->p->sample_begin > 0) { t.px = pos[0]; t.py = pos[1]; t.pz = pos[2]; }
+            bk_texel       t = j->c->texels[i];
+            float         *pos = j->c->pos + 3 * i;
+            if (j->p->sample_begin > 0) {
+                t.px = pos[0];
+                t.py = pos[1];
+                t.pz = pos[2];
+            }
             j->c->out[i] = bk_bake_texel(&j->bake, j->p, &t, j->c->out[i], &j->c->sq[i], &s, &st);
-            if (j->p->sample_begin == 0) { pos[0] = t.px; pos[1] = t.py; pos[2] = t.pz; }
-            w->totals.nodes += st.nodes; w->totals.tris += st.tris; w->totals.restarts += st.restarts;
-            w->totals.spills += st.spills; w->totals.rays += st.rays;
+            if (j->p->sample_begin == 0) {
+                pos[0] = t.px;
+                pos[1] = t.py;
+                pos[2] = t.pz;
+            }
+            w->totals.nodes += st.nodes;
+            w->totals.tris += st.tris;
+            w->totals.restarts += st.restarts;
+            w->totals.spills += st.spills;
+            w->totals.rays += st.rays;
         }
     }
     return NULL;
 }
 
-static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err, size_t err_size)
+static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
+                          size_t err_size)
 {
     cpu_ctx *c = be->ctx;
     free(c->out);
@@ -305,10 +352,10 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     c->bake = *v;
     c->bake.accel = c->view;
     free(c->pos);
-    c->texels = texels;         /* the caller's, alive until bake_end (backend.h): no copy */
+    c->texels = texels; /* the caller's, alive until bake_end (backend.h): no copy */
     c->pos = malloc(sizeof(float) * 3 * (n ? n : 1));
     c->texel_count = n;
-    c->out = calloc(n ? n : 1, sizeof(bk_f4));          /* the sums start at zero */
+    c->out = calloc(n ? n : 1, sizeof(bk_f4)); /* the sums start at zero */
     c->sq = calloc(n ? n : 1, sizeof(float));
     memset(&c->bake_totals, 0, sizeof c->bake_totals);
     if (!c->out || !c->sq || !c->pos) return bk_fail(err, err_size, "out of memory for %u texels", n);
@@ -320,25 +367,31 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
 {
     cpu_ctx *c = be->ctx;
     if (!cpu_supports(be, o, err, err_size)) return -1;
-    if (end > c->texel_count || begin > end) return bk_fail(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
-    int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
+    if (end > c->texel_count || begin > end)
+        return bk_fail(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
+    int      nt = o->threads > 0 ? o->threads : bk_cpu_threads();
     bake_job job;
     memset(&job, 0, sizeof job);
-    job.c = c; job.end = end; job.p = p; job.o = o;
+    job.c = c;
+    job.end = end;
+    job.p = p;
+    job.o = o;
     job.bake = c->bake;
     job.bake.accel = *cpu_view(c, o);
     atomic_init(&job.next, begin);
     int rc = run_workers(nt, &job, bake_worker_run, &c->bake_totals);
-    bake_wide = NULL;                   /* the calling thread was worker 0 */
+    bake_wide = NULL; /* the calling thread was worker 0 */
     if (rc) return bk_fail(err, err_size, "out of memory");
     return 0;
 }
 
-static int cpu_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err, size_t err_size)
+static int cpu_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err,
+                          size_t err_size)
 {
     cpu_ctx *c = be->ctx;
     if (!c->out) return bk_fail(err, err_size, "bake_fetch without bake_begin");
-    if (end > c->texel_count || begin > end) return bk_fail(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
+    if (end > c->texel_count || begin > end)
+        return bk_fail(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
     memcpy(out, c->out + begin, sizeof(bk_f4) * (end - begin));
     if (sq) memcpy(sq, c->sq + begin, sizeof(float) * (end - begin));
     return 0;
@@ -372,7 +425,11 @@ static void cpu_free(bk_backend *be)
 }
 
 static void cpu_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_bytes) { *free_bytes = *total_bytes = 0; }
-static uint64_t cpu_memory_peak(bk_backend *be) { (void)be; return 0; }   /* host memory: see bk_peak_rss */
+static uint64_t cpu_memory_peak(bk_backend *be)
+{
+    (void)be;
+    return 0;
+} /* host memory: see bk_peak_rss */
 
 static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_info *out, char *err, size_t err_size)
 {
@@ -381,16 +438,18 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
 }
 
 static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                       char *err, size_t err_size)
+                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                       double *seconds, char *err, size_t err_size)
 {
-    (void)be; (void)first;
+    (void)be;
+    (void)first;
     *seconds = 0.0;
     if (!tx && n) return bk_fail(err, err_size, "the cpu backend keeps no texels: the denoiser needs them (backend.h)");
-    double t0 = bk_time_now();
+    double    t0 = bk_time_now();
     uint32_t *own = NULL;
-    if (chart_stride != 1) {                    /* charts in refs: an array of their own */
-        if (!(own = malloc(sizeof(uint32_t) * (n ? n : 1)))) return bk_fail(err, err_size, "out of memory for %u charts", n);
+    if (chart_stride != 1) { /* charts in refs: an array of their own */
+        if (!(own = malloc(sizeof(uint32_t) * (n ? n : 1))))
+            return bk_fail(err, err_size, "out of memory for %u charts", n);
         for (uint32_t i = 0; i < n; ++i) own[i] = chart[(size_t)i * chart_stride];
         chart = own;
     }
@@ -407,36 +466,40 @@ static void cpu_caps(bk_backend *be, bk_backend_caps *out)
     out->gpu_primitives = 0;
     out->launch_budgets = 5.0;
     out->first_block = 1024;
-    out->keeps_texels = 0;      /* it reads the caller's texels in place */
+    out->keeps_texels = 0; /* it reads the caller's texels in place */
     out->device = -1;
 }
 
 static const struct bk_backend_i cpu_iface = {
-    .name        = cpu_name,
-    .supports    = cpu_supports,
-    .upload      = cpu_upload,
-    .trace       = cpu_trace,
-    .bake_begin  = cpu_bake_begin,
-    .bake_run    = cpu_bake_run,
-    .bake_fetch  = cpu_bake_fetch,
-    .bake_end    = cpu_bake_end,
-    .memory      = cpu_memory,
+    .name = cpu_name,
+    .supports = cpu_supports,
+    .upload = cpu_upload,
+    .trace = cpu_trace,
+    .bake_begin = cpu_bake_begin,
+    .bake_run = cpu_bake_run,
+    .bake_fetch = cpu_bake_fetch,
+    .bake_end = cpu_bake_end,
+    .memory = cpu_memory,
     .memory_peak = cpu_memory_peak,
     .kernel_info = cpu_kernel_info,
-    .denoise     = cpu_denoise,
-    .free        = cpu_free,
-    .caps        = cpu_caps,
-    .member      = NULL,                /* one device */
-    .bake_texels = NULL,                /* it reads the caller's texels in place */
-    .host_alloc  = NULL,                /* host memory: malloc's */
-    .host_free   = NULL,
+    .denoise = cpu_denoise,
+    .free = cpu_free,
+    .caps = cpu_caps,
+    .member = NULL,      /* one device */
+    .bake_texels = NULL, /* it reads the caller's texels in place */
+    .host_alloc = NULL,  /* host memory: malloc's */
+    .host_free = NULL,
 };
 
 bk_backend *bk_backend_cpu_init(void)
 {
     bk_backend *be = calloc(1, sizeof *be);
-    cpu_ctx *c = calloc(1, sizeof *c);
-    if (!be || !c) { free(be); free(c); return NULL; }
+    cpu_ctx    *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return NULL;
+    }
     be->i = &cpu_iface;
     be->ctx = c;
     return be;

@@ -48,11 +48,12 @@ static void *upload_run(void *arg)
 
 static int group_upload(bk_backend *be, const bk_accel_view *v, char *err, size_t err_size)
 {
-    group_ctx *g = G(be);
+    group_ctx  *g = G(be);
     upload_job *j = calloc((size_t)g->n, sizeof *j);
     if (!j) return bk_fail(err, err_size, "out of memory");
     for (int k = 0; k < g->n; ++k) {
-        j[k].be = g->m[k]; j[k].v = v;
+        j[k].be = g->m[k];
+        j[k].v = v;
         j[k].started = k > 0 && pthread_create(&j[k].th, NULL, upload_run, &j[k]) == 0;
         if (k > 0 && !j[k].started) upload_run(&j[k]);
     }
@@ -77,32 +78,50 @@ static int group_refuse(char *err, size_t err_size)
 {
     return bk_fail(err, err_size, "a backend over several devices bakes through its members (bk_bake_texels)");
 }
-static int group_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *t, uint32_t n, char *err, size_t err_size)
+static int group_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *t, uint32_t n, char *err,
+                            size_t err_size)
 {
-    (void)be; (void)v; (void)t; (void)n;
+    (void)be;
+    (void)v;
+    (void)t;
+    (void)n;
     return group_refuse(err, err_size);
 }
-static int group_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o, char *err,
-                          size_t err_size)
+static int group_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o,
+                          char *err, size_t err_size)
 {
-    (void)be; (void)b; (void)e; (void)p; (void)o;
+    (void)be;
+    (void)b;
+    (void)e;
+    (void)p;
+    (void)o;
     return group_refuse(err, err_size);
 }
 static int group_bake_fetch(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, float *sq, char *err, size_t err_size)
 {
-    (void)be; (void)b; (void)e; (void)out; (void)sq;
+    (void)be;
+    (void)b;
+    (void)e;
+    (void)out;
+    (void)sq;
     return group_refuse(err, err_size);
 }
 static int group_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
-    (void)be; (void)out; (void)sq;
+    (void)be;
+    (void)out;
+    (void)sq;
     memset(totals, 0, sizeof *totals);
     return group_refuse(err, err_size);
 }
 
-static int group_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err, size_t err_size)
+static int group_bake_texels(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *t, char *err,
+                             size_t err_size)
 {
-    (void)be; (void)first; (void)count; (void)t;
+    (void)be;
+    (void)first;
+    (void)count;
+    (void)t;
     return group_refuse(err, err_size);
 }
 
@@ -114,7 +133,10 @@ static void group_memory(bk_backend *be, uint64_t *free_bytes, uint64_t *total_b
     for (int k = 0; k < g->n; ++k) {
         uint64_t f = 0, t = 0;
         g->m[k]->i->memory(g->m[k], &f, &t);
-        if (k == 0 || f < *free_bytes) { *free_bytes = f; *total_bytes = t; }
+        if (k == 0 || f < *free_bytes) {
+            *free_bytes = f;
+            *total_bytes = t;
+        }
     }
 }
 
@@ -135,8 +157,8 @@ static int group_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_i
 }
 
 static int group_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                         const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                         char *err, size_t err_size)
+                         const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                         double *seconds, char *err, size_t err_size)
 {
     /* every member began the last bake with all the texels: the first one's copy serves */
     bk_backend *m = G(be)->m[0];
@@ -164,38 +186,41 @@ static void group_caps(bk_backend *be, bk_backend_caps *out)
 static bk_backend *group_member(bk_backend *be, int k) { return k >= 0 && k < G(be)->n ? G(be)->m[k] : NULL; }
 
 static const struct bk_backend_i group_iface = {
-    .name        = group_name,
-    .supports    = group_supports,
-    .upload      = group_upload,
-    .trace       = group_trace,
-    .bake_begin  = group_bake_begin,
-    .bake_run    = group_bake_run,
-    .bake_fetch  = group_bake_fetch,
-    .bake_end    = group_bake_end,
-    .memory      = group_memory,
+    .name = group_name,
+    .supports = group_supports,
+    .upload = group_upload,
+    .trace = group_trace,
+    .bake_begin = group_bake_begin,
+    .bake_run = group_bake_run,
+    .bake_fetch = group_bake_fetch,
+    .bake_end = group_bake_end,
+    .memory = group_memory,
     .memory_peak = group_memory_peak,
     .kernel_info = group_kernel_info,
-    .denoise     = group_denoise,
-    .free        = group_free,
-    .caps        = group_caps,
-    .member      = group_member,
+    .denoise = group_denoise,
+    .free = group_free,
+    .caps = group_caps,
+    .member = group_member,
     .bake_texels = group_bake_texels,
-    .host_alloc  = NULL,                /* host memory: the bake asks the first member */
-    .host_free   = NULL,
+    .host_alloc = NULL, /* host memory: the bake asks the first member */
+    .host_free = NULL,
 };
 
 bk_backend *bk_backend_group(bk_backend **members, int n)
 {
-    bk_backend *be = calloc(1, sizeof *be);
-    group_ctx *g = calloc(1, sizeof *g);
+    bk_backend  *be = calloc(1, sizeof *be);
+    group_ctx   *g = calloc(1, sizeof *g);
     bk_backend **m = malloc(sizeof(bk_backend *) * (size_t)(n > 0 ? n : 1));
     if (!be || !g || !m || n < 1) {
         for (int k = 0; k < n; ++k) bk_backend_free(members[k]);
-        free(be); free(g); free(m);
+        free(be);
+        free(g);
+        free(m);
         return NULL;
     }
     memcpy(m, members, sizeof(bk_backend *) * (size_t)n);
-    g->n = n; g->m = m;
+    g->n = n;
+    g->m = m;
     be->i = &group_iface;
     be->ctx = g;
     return be;

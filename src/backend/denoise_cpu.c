@@ -11,14 +11,14 @@
 
 typedef struct dn_job {
     const bk_denoise_params *p;
-    const bk_f4 *in, *pos, *nrm;
-    bk_f4 *out;
-    int step;
+    const bk_f4             *in, *pos, *nrm;
+    bk_f4                   *out;
+    int                      step;
 } dn_job;
 
 static void dn_rows(void *ctx, size_t y0, size_t y1, int worker)
 {
-    const dn_job *j = ctx;
+    const dn_job            *j = ctx;
     const bk_denoise_params *p = j->p;
     for (int y = (int)y0; y < (int)y1; ++y) {
         for (int x = 0; x < p->w; ++x) {
@@ -33,14 +33,21 @@ int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, cons
 {
     if (passes <= 0) return 0;
     const size_t n = (size_t)p->w * (size_t)p->h;
-    bk_f4 *tmp = malloc(sizeof(bk_f4) * (n ? n : 1));
+    bk_f4       *tmp = malloc(sizeof(bk_f4) * (n ? n : 1));
     if (!tmp) return bk_fail(err, err_size, "out of memory for the denoiser (%zu texels)", n);
     bk_f4 *a = col, *b = tmp;
     for (int k = 0; k < passes; ++k) {
         dn_job j;
-        j.p = p; j.in = a; j.out = b; j.pos = pos; j.nrm = nrm; j.step = 1 << k;
-        bk_parallel_for((size_t)p->h, 4, dn_rows, &j);       /* each pixel written once: any order */
-        bk_f4 *t = a; a = b; b = t;
+        j.p = p;
+        j.in = a;
+        j.out = b;
+        j.pos = pos;
+        j.nrm = nrm;
+        j.step = 1 << k;
+        bk_parallel_for((size_t)p->h, 4, dn_rows, &j); /* each pixel written once: any order */
+        bk_f4 *t = a;
+        a = b;
+        b = t;
     }
     if (a != col) memcpy(col, a, sizeof(bk_f4) * n);
     free(tmp);
@@ -50,9 +57,9 @@ int bk_denoise_page_cpu(const bk_denoise_params *p, int passes, bk_f4 *col, cons
 typedef struct dn_texels_job {
     const bk_texel *tx;
     const uint32_t *chart;
-    bk_f4 *col, *pcol, *ppos, *pnrm;
-    uint64_t base;
-    int gather;
+    bk_f4          *col, *pcol, *ppos, *pnrm;
+    uint64_t        base;
+    int             gather;
 } dn_texels_job;
 
 static void dn_texels_run(void *ctx, size_t b, size_t e, int worker)
@@ -70,7 +77,7 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
     const size_t page_px = (size_t)p->w * (size_t)p->h;
     bk_f4 *pcol = calloc(page_px ? page_px : 1, sizeof(bk_f4)), *ppos = calloc(page_px ? page_px : 1, sizeof(bk_f4));
     bk_f4 *pnrm = malloc(sizeof(bk_f4) * (page_px ? page_px : 1));
-    int rc = 0;
+    int    rc = 0;
     if (!pcol || !ppos || !pnrm) {
         rc = bk_fail(err, err_size, "out of memory for the denoiser (%zu texels)", page_px);
     } else {
@@ -91,6 +98,8 @@ int bk_denoise_texels_cpu(const bk_denoise_params *p, int passes, const bk_texel
         j.gather = 1;
         if (rc == 0) bk_parallel_for(n, 16384, dn_texels_run, &j);
     }
-    free(pcol); free(ppos); free(pnrm);
+    free(pcol);
+    free(ppos);
+    free(pnrm);
     return rc;
 }

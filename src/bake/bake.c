@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out,
-                       char *err, size_t err_size)
+int bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out, char *err,
+                       size_t err_size)
 {
     return bk_bake_data_build_hit(s, s->tri_count, points, point_count, out, err, err_size);
 }
@@ -34,32 +34,49 @@ int bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *po
     }
     out->material_count = nm;
     for (uint32_t m = 0; m < nm; ++m) {
-        const float *kd = m < s->material_count ? s->materials[m].kd : NULL, *ke = m < s->material_count ? s->materials[m].ke : NULL;
+        const float *kd = m < s->material_count ? s->materials[m].kd : NULL,
+                    *ke = m < s->material_count ? s->materials[m].ke : NULL;
         bk_f4 *d = &out->materials[2 * m];
-        d[0].x = kd ? kd[0] : 0.8f; d[0].y = kd ? kd[1] : 0.8f; d[0].z = kd ? kd[2] : 0.8f; d[0].w = 0;
-        d[1].x = ke ? ke[0] : 0.0f; d[1].y = ke ? ke[1] : 0.0f; d[1].z = ke ? ke[2] : 0.0f; d[1].w = 0;
+        d[0].x = kd ? kd[0] : 0.8f;
+        d[0].y = kd ? kd[1] : 0.8f;
+        d[0].z = kd ? kd[2] : 0.8f;
+        d[0].w = 0;
+        d[1].x = ke ? ke[0] : 0.0f;
+        d[1].y = ke ? ke[1] : 0.0f;
+        d[1].z = ke ? ke[2] : 0.0f;
+        d[1].w = 0;
     }
-    double total = 0.0;
-    uint32_t ne = 0, kept = 0;       /* triangles stored: [0, hit_tris), then the emitters */
+    double   total = 0.0;
+    uint32_t ne = 0, kept = 0; /* triangles stored: [0, hit_tris), then the emitters */
     for (uint32_t t = 0; t < n; ++t) {
-        uint32_t m = s->tri_material && s->tri_material[t] != BK_NONE && s->tri_material[t] < s->material_count
-                   ? s->tri_material[t] : nm - 1;
+        uint32_t     m = s->tri_material && s->tri_material[t] != BK_NONE && s->tri_material[t] < s->material_count
+                             ? s->tri_material[t]
+                             : nm - 1;
         const bk_f4 *ke = &out->materials[2 * m + 1];
-        float lum = ke->x + ke->y + ke->z;
+        float        lum = ke->x + ke->y + ke->z;
         if (t >= hit_tris && !(lum > 0)) continue;
         float p[3][3];
         for (int v = 0; v < 3; ++v) {
             const float *q = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
-            p[v][0] = q[0]; p[v][1] = q[1]; p[v][2] = q[2];
+            p[v][0] = q[0];
+            p[v][1] = q[1];
+            p[v][2] = q[2];
             bk_f4 *d = &out->tris[3 * (size_t)kept + v];
-            d->x = q[0]; d->y = q[1]; d->z = q[2]; d->w = 0;
+            d->x = q[0];
+            d->y = q[1];
+            d->z = q[2];
+            d->w = 0;
         }
         out->tris[3 * (size_t)kept].w = bk_bits_float(m);
         uint32_t slot = kept++;
         if (lum > 0) {
             double e1[3], e2[3];
-            for (int k = 0; k < 3; ++k) { e1[k] = p[1][k] - p[0][k]; e2[k] = p[2][k] - p[0][k]; }
-            double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2], cz = e1[0] * e2[1] - e1[1] * e2[0];
+            for (int k = 0; k < 3; ++k) {
+                e1[k] = p[1][k] - p[0][k];
+                e2[k] = p[2][k] - p[0][k];
+            }
+            double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2],
+                   cz = e1[0] * e2[1] - e1[1] * e2[0];
             double area = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
             if (area > 0) {
                 total += area * lum;
@@ -76,8 +93,14 @@ int bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *po
     out->emit_total = (float)total;
     for (uint32_t i = 0; i < point_count; ++i) {
         bk_f4 *d = &out->points[2 * i];
-        d[0].x = points[6 * i]; d[0].y = points[6 * i + 1]; d[0].z = points[6 * i + 2]; d[0].w = 0;
-        d[1].x = points[6 * i + 3]; d[1].y = points[6 * i + 4]; d[1].z = points[6 * i + 5]; d[1].w = 0;
+        d[0].x = points[6 * i];
+        d[0].y = points[6 * i + 1];
+        d[0].z = points[6 * i + 2];
+        d[0].w = 0;
+        d[1].x = points[6 * i + 3];
+        d[1].y = points[6 * i + 4];
+        d[1].z = points[6 * i + 5];
+        d[1].w = 0;
     }
     out->point_count = point_count;
     return 0;
@@ -85,7 +108,11 @@ int bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *po
 
 void bk_bake_data_free(bk_bake_data *d)
 {
-    free(d->tris); free(d->materials); free(d->emit_tris); free(d->emit_cdf); free(d->points);
+    free(d->tris);
+    free(d->materials);
+    free(d->emit_tris);
+    free(d->emit_cdf);
+    free(d->points);
     memset(d, 0, sizeof *d);
 }
 
@@ -94,10 +121,16 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
     bk_bake_view v;
     memset(&v, 0, sizeof v);
     v.accel = bk_accel_get_view(a);
-    v.tris = d->tris; v.tri_count = d->tri_count;
-    v.materials = d->materials; v.material_count = d->material_count;
-    v.emit_tris = d->emit_tris; v.emit_cdf = d->emit_cdf; v.emit_count = d->emit_count; v.emit_total = d->emit_total;
-    v.points = d->points; v.point_count = d->point_count;
+    v.tris = d->tris;
+    v.tri_count = d->tri_count;
+    v.materials = d->materials;
+    v.material_count = d->material_count;
+    v.emit_tris = d->emit_tris;
+    v.emit_cdf = d->emit_cdf;
+    v.emit_count = d->emit_count;
+    v.emit_total = d->emit_total;
+    v.points = d->points;
+    v.point_count = d->point_count;
     return v;
 }
 
@@ -131,7 +164,7 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     const uint64_t tex = on_device ? (uint64_t)sizeof(bk_texel_ref) : (uint64_t)sizeof(bk_texel);
     const uint64_t sums = (uint64_t)sizeof(bk_f4) + sizeof(float);
     const uint64_t ref = (uint64_t)sizeof(bk_texel_ref);
-    uint64_t h = max_u64(8 * P, 5 * P + tex * T);                                              /* raster */
+    uint64_t       h = max_u64(8 * P, 5 * P + tex * T);                                        /* raster */
     h = max_u64(h, P + tex * T + max_u64(12 * P, 16 * T) + (on_device ? 0 : (sums + 12) * T)); /* bake */
     h = max_u64(h, P + tex * T + 16 * T + (on_device ? 0 : 4 * T));                            /* denoise */
     h = max_u64(h, max_u64(ref * T + 17 * P, 21 * P));                                         /* fill */
@@ -160,7 +193,7 @@ static void progress_line(double frac, double elapsed, double *next_frac, double
 
 static void progress_draw(double frac, double elapsed, int done)
 {
-    int width = 30, fill = (int)(frac * width + 0.5);
+    int  width = 30, fill = (int)(frac * width + 0.5);
     char bar[64];
     for (int i = 0; i < width; ++i) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
     bar[width] = 0;
@@ -172,8 +205,18 @@ static void progress_draw(double frac, double elapsed, int done)
 
 /* Zeroing two buffers on background threads (each thread one slice of each). */
 #define ZERO_THREADS 8
-typedef struct zero_slice { char *a; size_t na; char *b; size_t nb; pthread_t th; int started; } zero_slice;
-typedef struct zero_job { zero_slice s[ZERO_THREADS]; int n; } zero_job;
+typedef struct zero_slice {
+    char     *a;
+    size_t    na;
+    char     *b;
+    size_t    nb;
+    pthread_t th;
+    int       started;
+} zero_slice;
+typedef struct zero_job {
+    zero_slice s[ZERO_THREADS];
+    int        n;
+} zero_job;
 
 static void *zero_run(void *arg)
 {
@@ -187,21 +230,27 @@ static void zero_start(zero_job *j, void *a, size_t na, void *b, size_t nb)
 {
     int cpus = bk_cpu_threads();
     j->n = cpus < 2 ? 1 : (cpus > ZERO_THREADS ? ZERO_THREADS : cpus);
-    if (!na && !nb) j->n = 0;                     /* nothing to zero */
+    if (!na && !nb) j->n = 0; /* nothing to zero */
     for (int i = 0; i < j->n; ++i) {
         zero_slice *z = &j->s[i];
-        size_t a0 = na * (size_t)i / (size_t)j->n, a1 = na * (size_t)(i + 1) / (size_t)j->n;
-        size_t b0 = nb * (size_t)i / (size_t)j->n, b1 = nb * (size_t)(i + 1) / (size_t)j->n;
-        z->a = a ? (char *)a + a0 : NULL; z->na = a1 - a0; z->b = b ? (char *)b + b0 : NULL; z->nb = b1 - b0;
+        size_t      a0 = na * (size_t)i / (size_t)j->n, a1 = na * (size_t)(i + 1) / (size_t)j->n;
+        size_t      b0 = nb * (size_t)i / (size_t)j->n, b1 = nb * (size_t)(i + 1) / (size_t)j->n;
+        z->a = a ? (char *)a + a0 : NULL;
+        z->na = a1 - a0;
+        z->b = b ? (char *)b + b0 : NULL;
+        z->nb = b1 - b0;
         z->started = j->n > 1 && pthread_create(&z->th, NULL, zero_run, z) == 0;
-        if (!z->started) zero_run(z);             /* one core, or no thread: do it here */
+        if (!z->started) zero_run(z); /* one core, or no thread: do it here */
     }
 }
 
 static void zero_join(zero_job *j)
 {
     for (int i = 0; i < j->n; ++i)
-        if (j->s[i].started) { pthread_join(j->s[i].th, NULL); j->s[i].started = 0; }
+        if (j->s[i].started) {
+            pthread_join(j->s[i].th, NULL);
+            j->s[i].started = 0;
+        }
 }
 
 uint32_t bk_bake_granule(uint32_t n, uint32_t ranks)
@@ -221,43 +270,46 @@ uint32_t bk_bake_share_count(uint32_t n, uint32_t rank, uint32_t ranks, uint32_t
 
 /* A bake on one or several devices (bk_bake_texels). The devices share the hand-out of blocks
  * and the progress; each has its own block size and launch pacing. */
-typedef struct bake_range { uint32_t begin, end; int dev; } bake_range;
+typedef struct bake_range {
+    uint32_t begin, end;
+    int      dev;
+} bake_range;
 
 typedef struct bake_share {
     const bk_bake_view     *v;
     const bk_texel         *texels;
     uint32_t                n;
     const bk_bake_run_opts *o;
-    uint32_t                rank, ranks, G;   /* this process's share (bake.h): granules of G */
-    pthread_mutex_t         lock;        /* everything below */
-    uint32_t                next;        /* the first texel not yet handed out */
-    uint32_t                stop;        /* the end of the granule it is in (n: no split) */
-    bake_range             *ranges;      /* blocks handed out, in texel order */
+    uint32_t                rank, ranks, G; /* this process's share (bake.h): granules of G */
+    pthread_mutex_t         lock;           /* everything below */
+    uint32_t                next;           /* the first texel not yet handed out */
+    uint32_t                stop;           /* the end of the granule it is in (n: no split) */
+    bake_range             *ranges;         /* blocks handed out, in texel order */
     uint32_t                nranges, cap;
-    int                     failed;      /* a device failed: the others stop at their next block */
+    int                     failed; /* a device failed: the others stop at their next block */
     double                  done, work, t0, next_frac, next_time;
     int                     show, lines;
     /* the caller's texels given back once every device holds its own copy (bk_bake_run_opts:
      * texels_kept); then the zeroing starts */
-    int                     nd, begun, keeps;
-    int                     made;             /* the driver began every device and made its texels */
-    const bk_texel_ref     *refs;             /* what the hook returned: pixels are read here */
-    struct zero_job        *zj;
-    void                   *img, *var_img;
-    size_t                  img_bytes, var_bytes;
+    int                 nd, begun, keeps;
+    int                 made; /* the driver began every device and made its texels */
+    const bk_texel_ref *refs; /* what the hook returned: pixels are read here */
+    struct zero_job    *zj;
+    void               *img, *var_img;
+    size_t              img_bytes, var_bytes;
 } bake_share;
 
 typedef struct bake_dev {
-    bake_share     *S;
-    bk_backend     *be;
-    int             k;
-    int             begun;               /* bake_begin succeeded: bake_end is owed */
-    int             rc;
-    char            err[1024];
-    uint32_t        launches;
-    double          longest_ms;
-    pthread_t       th;
-    int             started;
+    bake_share *S;
+    bk_backend *be;
+    int         k;
+    int         begun; /* bake_begin succeeded: bake_end is owed */
+    int         rc;
+    char        err[1024];
+    uint32_t    launches;
+    double      longest_ms;
+    pthread_t   th;
+    int         started;
 } bake_dev;
 
 /* The next block of at most `want` texels for device k: 0 and [*b, *e), or -1 when none is left
@@ -269,7 +321,7 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
     /* this process's share: at the end of a granule, the next granule of its own */
     if (S->ranks > 1 && S->next >= S->stop && S->next < S->n && !S->failed) {
         const bk_bake_run_opts *o = S->o;
-        uint64_t g;
+        uint64_t                g;
         if (o->next_granule) {
             g = o->next_granule(o->granule_ctx);
         } else {
@@ -281,17 +333,24 @@ static int take_block(bake_share *S, int k, uint32_t want, uint32_t *b, uint32_t
     }
     if (!S->failed && S->next < S->n) {
         if (S->nranges == S->cap) {
-            uint32_t cap = S->cap ? 2 * S->cap : 64;
+            uint32_t    cap = S->cap ? 2 * S->cap : 64;
             bake_range *r = realloc(S->ranges, sizeof *r * cap);
-            if (!r) { S->failed = 1; pthread_mutex_unlock(&S->lock); return -1; }
-            S->ranges = r; S->cap = cap;
+            if (!r) {
+                S->failed = 1;
+                pthread_mutex_unlock(&S->lock);
+                return -1;
+            }
+            S->ranges = r;
+            S->cap = cap;
         }
         /* blocks stop at the end of a granule */
         *b = S->next;
         *e = S->stop - S->next > want ? S->next + want : S->stop;
         S->next = *e;
         bake_range *r = &S->ranges[S->nranges++];
-        r->begin = *b; r->end = *e; r->dev = k;
+        r->begin = *b;
+        r->end = *e;
+        r->dev = k;
         rc = 0;
     }
     pthread_mutex_unlock(&S->lock);
@@ -318,11 +377,11 @@ static void add_progress(bake_share *S, double work)
  * has no watchdog; its launches (5 budgets, 0.25 s by default) only pace the progress bar. */
 static void *bake_device(void *arg)
 {
-    bake_dev *d = arg;
-    bake_share *S = d->S;
+    bake_dev               *d = arg;
+    bake_share             *S = d->S;
     const bk_bake_run_opts *o = S->o;
-    bk_backend *be = d->be;
-    if (!S->made) {                      /* else the driver began it (bk_bake_texels) */
+    bk_backend             *be = d->be;
+    if (!S->made) { /* else the driver began it (bk_bake_texels) */
         if (be->i->bake_begin(be, S->v, S->texels, S->n, d->err, sizeof d->err)) goto fail;
         d->begun = 1;
     }
@@ -337,10 +396,10 @@ static void *bake_device(void *arg)
     }
     bk_backend_caps caps;
     be->i->caps(be, &caps);
-    double target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
-    uint32_t spp = o->params.spp, block = caps.first_block ? caps.first_block : 1024;
+    double         target = 0.6 * o->max_launch_ms * 1e-3 * caps.launch_budgets;
+    uint32_t       spp = o->params.spp, block = caps.first_block ? caps.first_block : 1024;
     bk_kernel_info ki;
-    char why[256];
+    char           why[256];
     /* a GPU's first block: what its bake kernel holds at once with these options (a kernel capped
      * at 32 registers holds 4 times the 65536 of the uncapped one on an H100); the CPU has no
      * kernel to ask */
@@ -358,10 +417,10 @@ static void *bake_device(void *arg)
         block = b4 < share ? b4 : share > block ? share : block;
     }
     bk_bake_params p = o->params;
-    uint32_t begin, end;
+    uint32_t       begin, end;
     while (take_block(S, d->k, block, &begin, &end) == 0) {
         uint32_t chunk = 1;
-        double per = 0.0;                          /* seconds per sample for this block */
+        double   per = 0.0; /* seconds per sample for this block */
         for (uint32_t s0 = 0; s0 < spp;) {
             p.sample_begin = s0;
             p.sample_end = spp - s0 > chunk ? s0 + chunk : spp;
@@ -394,31 +453,36 @@ fail:
  * rgb (and variance), or its texel_col; a texel inside geometry (weight at most 0.1 of the
  * samples: mostly back faces) loses its coverage and counts in invalid. */
 typedef struct fetch_job {
-    const bk_f4 *out; const float *sq;
-    const bk_texel_ref *refs; const bk_texel *texels;
-    uint32_t first, spp;
-    float inv;
-    uint8_t *coverage;
-    float *rgb, *variance;
-    bk_f4 *texel_col;
-    atomic_uint invalid;
+    const bk_f4        *out;
+    const float        *sq;
+    const bk_texel_ref *refs;
+    const bk_texel     *texels;
+    uint32_t            first, spp;
+    float               inv;
+    uint8_t            *coverage;
+    float              *rgb, *variance;
+    bk_f4              *texel_col;
+    atomic_uint         invalid;
 } fetch_job;
 
 static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    fetch_job *j = ctx;
-    const float inv = j->inv;
+    fetch_job     *j = ctx;
+    const float    inv = j->inv;
     const uint32_t spp = j->spp;
-    unsigned invalid = 0;
+    unsigned       invalid = 0;
     for (size_t k = begin; k < end; ++k) {
         const uint32_t i = j->first + (uint32_t)k;
-        const bk_f4 s = j->out[k];
-        uint32_t px = j->refs ? j->refs[i].pixel : j->texels[i].pixel;
-        if (!(s.w * inv <= 0.1f)) {               /* mostly back faces: inside geometry */
+        const bk_f4    s = j->out[k];
+        uint32_t       px = j->refs ? j->refs[i].pixel : j->texels[i].pixel;
+        if (!(s.w * inv <= 0.1f)) { /* mostly back faces: inside geometry */
             invalid++;
             if (j->coverage) j->coverage[px] = 0;
-            if (j->texel_col) { bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f }; j->texel_col[i] = z; }
+            if (j->texel_col) {
+                bk_f4 z = { 0.0f, 0.0f, 0.0f, 0.0f };
+                j->texel_col[i] = z;
+            }
             continue;
         }
         float var = 0.0f;
@@ -433,7 +497,9 @@ static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
             j->texel_col[i] = c;
             continue;
         }
-        j->rgb[3 * (size_t)px] = s.x * inv; j->rgb[3 * (size_t)px + 1] = s.y * inv; j->rgb[3 * (size_t)px + 2] = s.z * inv;
+        j->rgb[3 * (size_t)px] = s.x * inv;
+        j->rgb[3 * (size_t)px + 1] = s.y * inv;
+        j->rgb[3 * (size_t)px + 2] = s.z * inv;
         if (j->variance && spp > 1) j->variance[px] = var;
     }
     if (invalid) atomic_fetch_add(&j->invalid, invalid);
@@ -453,18 +519,18 @@ static void slice_free(bk_backend *be, void *p)
 
 /* bk_bake_texels's state, filled phase by phase (bk_bake_texels lists the phases). */
 typedef struct bake_run {
-    bk_backend      *be;
-    bk_backend      *hb;         /* the member whose host memory the slices are in */
-    bk_backend_caps  caps;
-    int              nd;         /* devices, at least 1 */
-    uint32_t         nf;         /* texels per fetched slice */
-    bk_f4           *out;        /* a slice of sums */
-    float           *sq;         /* a slice of squared luminances (variance or texel colours), or NULL */
-    bake_dev        *dv;         /* nd */
-    bake_share       S;
-    zero_job         zj;
-    double           t0;
-    bk_bake_result  *res;
+    bk_backend     *be;
+    bk_backend     *hb; /* the member whose host memory the slices are in */
+    bk_backend_caps caps;
+    int             nd;  /* devices, at least 1 */
+    uint32_t        nf;  /* texels per fetched slice */
+    bk_f4          *out; /* a slice of sums */
+    float          *sq;  /* a slice of squared luminances (variance or texel colours), or NULL */
+    bake_dev       *dv;  /* nd */
+    bake_share      S;
+    zero_job        zj;
+    double          t0;
+    bk_bake_result *res;
 } bake_run;
 
 static void run_free_slices(bake_run *R)
@@ -515,38 +581,53 @@ static int run_share(bake_run *R, const bk_bake_view *v, const bk_texel *texels,
     zero_job *zj = &R->zj;
     zj->n = 0;
     const size_t img_px = (size_t)w * (size_t)h;
-    bake_share *S = &R->S;
+    bake_share  *S = &R->S;
     memset(S, 0, sizeof *S);
     S->zj = zj;
     if (!o->texel_col) {
-        S->img = rgb; S->img_bytes = rgb ? sizeof(float) * 3 * img_px : 0;
-        S->var_img = o->variance; S->var_bytes = o->variance ? sizeof(float) * img_px : 0;
+        S->img = rgb;
+        S->img_bytes = rgb ? sizeof(float) * 3 * img_px : 0;
+        S->var_img = o->variance;
+        S->var_bytes = o->variance ? sizeof(float) * img_px : 0;
     } else if (o->ranks <= 1) {
-        S->img = o->texel_col; S->img_bytes = sizeof(bk_f4) * (size_t)n;
+        S->img = o->texel_col;
+        S->img_bytes = sizeof(bk_f4) * (size_t)n;
     }
     /* a backend that keeps its own texels: the caller's go first (texels_kept), then the zeroing */
     S->keeps = texels && o->texels_kept && R->caps.keeps_texels;
     S->nd = R->nd;
     if (!S->keeps) zero_start(zj, S->img, S->img_bytes, S->var_img, S->var_bytes);
 
-    S->v = v; S->texels = texels; S->n = n; S->o = o;
-    S->ranks = o->ranks > 1 ? o->ranks : 1; S->rank = o->rank; S->G = o->granule ? o->granule : BK_BAKE_GRANULE;
+    S->v = v;
+    S->texels = texels;
+    S->n = n;
+    S->o = o;
+    S->ranks = o->ranks > 1 ? o->ranks : 1;
+    S->rank = o->rank;
+    S->G = o->granule ? o->granule : BK_BAKE_GRANULE;
     if (S->ranks > 1 && S->rank >= S->ranks) return -1;
     pthread_mutex_init(&S->lock, NULL);
-    S->stop = S->ranks > 1 ? 0 : n;                  /* a share: the first granule is taken first */
+    S->stop = S->ranks > 1 ? 0 : n; /* a share: the first granule is taken first */
     /* the progress counts this process's share: as dealt, or (taken as asked for) an even one */
-    S->work = (double)(o->next_granule ? (n + S->ranks - 1) / S->ranks : bk_bake_share_count(n, S->rank, S->ranks, S->G)) *
-              (double)o->params.spp;
+    S->work =
+        (double)(o->next_granule ? (n + S->ranks - 1) / S->ranks : bk_bake_share_count(n, S->rank, S->ranks, S->G)) *
+        (double)o->params.spp;
     S->t0 = R->t0;
     S->show = o->progress && isatty(2);
     S->lines = o->progress && !S->show;
-    S->next_frac = 0.1; S->next_time = 10.0;
+    S->next_frac = 0.1;
+    S->next_time = 10.0;
     /* one thread per device; the first runs here */
     bake_dev *dv = R->dv;
     for (int k = 0; k < R->nd; ++k) {
-        dv[k].S = S; dv[k].k = k;
+        dv[k].S = S;
+        dv[k].k = k;
         dv[k].be = bk_backend_member(R->be, k);
-        if (!dv[k].be) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k); S->failed = 1; }
+        if (!dv[k].be) {
+            dv[k].rc = -1;
+            snprintf(dv[k].err, sizeof dv[k].err, "the backend has no device %d", k);
+            S->failed = 1;
+        }
     }
     return 0;
 }
@@ -555,11 +636,11 @@ static int run_share(bake_run *R, const bk_bake_view *v, const bk_texel *texels,
  * once for all of them (bk_bake_run_opts.make_texels). */
 static void run_make_texels(bake_run *R)
 {
-    bake_share *S = &R->S;
-    bake_dev *dv = R->dv;
+    bake_share             *S = &R->S;
+    bake_dev               *dv = R->dv;
     const bk_bake_run_opts *o = S->o;
-    const uint32_t n = S->n;
-    const int nd = R->nd;
+    const uint32_t          n = S->n;
+    const int               nd = R->nd;
     S->made = 1;
     S->refs = o->texel_refs;
     int ok = o->make_texels && o->texel_refs && R->caps.keeps_texels;
@@ -570,17 +651,27 @@ static void run_make_texels(bake_run *R)
         S->failed = 1;
     }
     for (int k = 0; k < nd && !S->failed; ++k) {
-        if (dv[k].be->i->bake_begin(dv[k].be, S->v, NULL, n, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S->failed = 1; }
-        else dv[k].begun = 1;
+        if (dv[k].be->i->bake_begin(dv[k].be, S->v, NULL, n, dv[k].err, sizeof dv[k].err)) {
+            dv[k].rc = -1;
+            S->failed = 1;
+        } else dv[k].begun = 1;
     }
     const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
-    bk_texel *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
-    if (!S->failed && nm && !made) { dv[0].rc = -1; snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm); S->failed = 1; }
+    bk_texel      *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
+    if (!S->failed && nm && !made) {
+        dv[0].rc = -1;
+        snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm);
+        S->failed = 1;
+    }
     for (uint32_t first = 0; first < n && !S->failed; first += nm) {
         const uint32_t count = n - first < nm ? n - first : nm;
         o->make_texels(o->make_texels_ctx, first, count, made);
         for (int k = 0; k < nd; ++k)
-            if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) { dv[k].rc = -1; S->failed = 1; break; }
+            if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) {
+                dv[k].rc = -1;
+                S->failed = 1;
+                break;
+            }
     }
     slice_free(R->hb, made);
 }
@@ -588,14 +679,18 @@ static void run_make_texels(bake_run *R)
 /* The bake itself: one thread per device beyond the first, which runs here. 0 or -1 with err. */
 static int run_devices(bake_run *R, char *err, size_t err_size)
 {
-    bake_share *S = &R->S;
-    bake_dev *dv = R->dv;
-    const int nd = R->nd;
+    bake_share     *S = &R->S;
+    bake_dev       *dv = R->dv;
+    const int       nd = R->nd;
     bk_bake_result *res = R->res;
     for (int k = 1; k < nd; ++k) {
         if (!dv[k].be) continue;
         dv[k].started = pthread_create(&dv[k].th, NULL, bake_device, &dv[k]) == 0;
-        if (!dv[k].started) { dv[k].rc = -1; snprintf(dv[k].err, sizeof dv[k].err, "no thread for device %d", k); S->failed = 1; }
+        if (!dv[k].started) {
+            dv[k].rc = -1;
+            snprintf(dv[k].err, sizeof dv[k].err, "no thread for device %d", k);
+            S->failed = 1;
+        }
     }
     if (dv[0].be) bake_device(&dv[0]);
     for (int k = 1; k < nd; ++k)
@@ -605,7 +700,9 @@ static int run_devices(bake_run *R, char *err, size_t err_size)
     if (S->lines && !S->failed) fprintf(stderr, "bake 100%%  %.1f s\n", bk_time_now() - R->t0);
     int rc = 0;
     for (int k = 0; k < nd && !rc; ++k)
-        if (dv[k].rc) rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, dv[k].err) : bk_fail(err, err_size, "%s", dv[k].err);
+        if (dv[k].rc)
+            rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, dv[k].err)
+                        : bk_fail(err, err_size, "%s", dv[k].err);
     if (!rc && S->failed) rc = bk_fail(err, err_size, "out of memory for the bake's blocks");
     for (int k = 0; k < nd; ++k) {
         res->launches += dv[k].launches;
@@ -619,13 +716,20 @@ static int run_devices(bake_run *R, char *err, size_t err_size)
  * fetched after a failure); returns the new one. */
 static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *err, size_t err_size)
 {
-    bake_share *S = &R->S;
+    bake_share             *S = &R->S;
     const bk_bake_run_opts *o = S->o;
-    const uint32_t nf = R->nf;
-    fetch_job fj;
-    fj.out = R->out; fj.sq = R->sq; fj.refs = S->refs; fj.texels = S->texels; fj.spp = o->params.spp;
+    const uint32_t          nf = R->nf;
+    fetch_job               fj;
+    fj.out = R->out;
+    fj.sq = R->sq;
+    fj.refs = S->refs;
+    fj.texels = S->texels;
+    fj.spp = o->params.spp;
     fj.inv = fj.spp ? 1.0f / (float)fj.spp : 0.0f;
-    fj.coverage = coverage; fj.rgb = rgb; fj.variance = o->variance; fj.texel_col = o->texel_col;
+    fj.coverage = coverage;
+    fj.rgb = rgb;
+    fj.variance = o->variance;
+    fj.texel_col = o->texel_col;
     atomic_init(&fj.invalid, 0);
     for (uint32_t r = 0; r < S->nranges && !rc; ++r) {
         bk_backend *m = R->dv[S->ranges[r].dev].be;
@@ -644,9 +748,9 @@ static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *e
  * Returns rc, or the first failure of a bake_end when rc is 0. */
 static int run_end(bake_run *R, int rc, char *err, size_t err_size)
 {
-    bake_share *S = &R->S;
-    bake_dev *dv = R->dv;
-    const int nd = R->nd;
+    bake_share     *S = &R->S;
+    bake_dev       *dv = R->dv;
+    const int       nd = R->nd;
     bk_bake_result *res = R->res;
     res->devices = nd;
     for (uint32_t r = 0; r < S->nranges; ++r)
@@ -657,23 +761,29 @@ static int run_end(bake_run *R, int rc, char *err, size_t err_size)
     for (int k = 0; k < nd; ++k) {
         if (!dv[k].begun) continue;
         bk_trace_totals t;
-        char e2[512];
+        char            e2[512];
         if (dv[k].be->i->bake_end(dv[k].be, NULL, NULL, &t, e2, sizeof e2)) {
             if (!rc) rc = nd > 1 ? bk_fail(err, err_size, "device %d: %s", k, e2) : bk_fail(err, err_size, "%s", e2);
             continue;
         }
-        res->totals.rays += t.rays; res->totals.nodes += t.nodes; res->totals.tris += t.tris;
-        res->totals.restarts += t.restarts; res->totals.spills += t.spills;
+        res->totals.rays += t.rays;
+        res->totals.nodes += t.nodes;
+        res->totals.tris += t.tris;
+        res->totals.restarts += t.restarts;
+        res->totals.spills += t.spills;
         res->totals.upload_seconds += t.upload_seconds;
         if (t.seconds > res->totals.seconds) res->totals.seconds = t.seconds;
-        if (k < BK_BAKE_MAX_DEVICES) { res->dev[k].rays = t.rays; res->dev[k].busy_seconds = t.seconds; }
+        if (k < BK_BAKE_MAX_DEVICES) {
+            res->dev[k].rays = t.rays;
+            res->dev[k].busy_seconds = t.seconds;
+        }
     }
     return rc;
 }
 
 int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
-                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
-                   char *err, size_t err_size)
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res, char *err,
+                   size_t err_size)
 {
     memset(res, 0, sizeof *res);
     bake_run R;
@@ -683,13 +793,14 @@ int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels
     R.t0 = bk_time_now();
     if (run_alloc(&R, n, o, err, err_size)) return -1;
     if (run_share(&R, v, texels, n, w, h, o, rgb)) {
-        zero_join(&R.zj); run_free_slices(&R);
+        zero_join(&R.zj);
+        run_free_slices(&R);
         return bk_fail(err, err_size, "rank %u of %u", R.S.rank, R.S.ranks);
     }
     const double t_made = bk_time_now();
     if (!texels && !R.S.failed) run_make_texels(&R);
     res->texels_seconds = bk_time_now() - t_made;
-    int rc = run_devices(&R, err, err_size);
+    int          rc = run_devices(&R, err, err_size);
     const double t_fetch = bk_time_now();
     rc = run_fetch(&R, rc, rgb, coverage, err, err_size);
     res->fetch_seconds = bk_time_now() - t_fetch;

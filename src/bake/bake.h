@@ -13,15 +13,15 @@
 #include "scene.h"
 
 typedef struct bk_bake_data {
-    bk_f4    *tris;         /* 3 per triangle, file order (see bk_bake_data_build_hit); v0.w = material index */
-    uint32_t  tri_count;    /* the shading triangles (a voxel scene's: its surface's, not the accel's) */
-    bk_f4    *materials;    /* 2 per material (kd, ke); the last one is the default material */
+    bk_f4    *tris;      /* 3 per triangle, file order (see bk_bake_data_build_hit); v0.w = material index */
+    uint32_t  tri_count; /* the shading triangles (a voxel scene's: its surface's, not the accel's) */
+    bk_f4    *materials; /* 2 per material (kd, ke); the last one is the default material */
     uint32_t  material_count;
     uint32_t *emit_tris;
     float    *emit_cdf;
     uint32_t  emit_count;
     float     emit_total;
-    bk_f4    *points;       /* 2 per point light */
+    bk_f4    *points; /* 2 per point light */
     uint32_t  point_count;
 } bk_bake_data;
 
@@ -32,24 +32,24 @@ typedef struct bk_bake_data {
  * millions of quads. */
 int  bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *points, uint32_t point_count,
                             bk_bake_data *out, char *err, size_t err_size);
-int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out,
-                        char *err, size_t err_size);
+int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out, char *err,
+                        size_t err_size);
 void bk_bake_data_free(bk_bake_data *d);
 bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a);
 
 typedef struct bk_bake_run_opts {
     bk_bake_params params;
     bk_trace_opts  trace;
-    double         max_launch_ms;   /* GPU: longest single launch */
-    int            progress;        /* progress on stderr: a bar on a terminal, else a line every
-                                       10 % or 10 s */
-    float         *variance;        /* NULL, or w * h floats that get each baked pixel's variance
-                                       of its mean luminance (the sample variance / spp; 0 where
-                                       nothing was baked): what the denoiser weighs by */
-    bk_f4         *texel_col;       /* NULL, or n float4s that get each texel's mean rgb and, in w,
-                                       the variance of its mean luminance (as variance; all 0 for a
-                                       texel inside geometry) instead of the image: rgb and
-                                       variance are then not written (rgb may be NULL) */
+    double         max_launch_ms; /* GPU: longest single launch */
+    int            progress;      /* progress on stderr: a bar on a terminal, else a line every
+                                     10 % or 10 s */
+    float *variance;              /* NULL, or w * h floats that get each baked pixel's variance
+                                     of its mean luminance (the sample variance / spp; 0 where
+                                     nothing was baked): what the denoiser weighs by */
+    bk_f4 *texel_col;             /* NULL, or n float4s that get each texel's mean rgb and, in w,
+                                     the variance of its mean luminance (as variance; all 0 for a
+                                     texel inside geometry) instead of the image: rgb and
+                                     variance are then not written (rgb may be NULL) */
     /* A share of the bake (several processes of an mpirun job, world.h): the texels are cut into
      * granules of `granule` texels (0: BK_BAKE_GRANULE), and only this process's granules are
      * baked; the other texels are left alone (their texel_col and coverage untouched, their
@@ -61,9 +61,9 @@ typedef struct bk_bake_run_opts {
      *     the numbers for the gather), so a faster process takes more of them.
      * A texel's result never depends on the split (random numbers are keyed on texel and
      * sample, and a block of texels never crosses a granule). */
-    uint32_t       rank, ranks, granule;
-    uint64_t     (*next_granule)(void *ctx);
-    void          *granule_ctx;
+    uint32_t rank, ranks, granule;
+    uint64_t (*next_granule)(void *ctx);
+    void *granule_ctx;
     /* NULL, or called once (with texels_kept_ctx) when the backend keeps its own copy of the
      * texels (caps().keeps_texels) and every device has begun the bake, from the thread of the
      * last one to begin: the caller may then give the texels' memory back, keeping their refs
@@ -71,16 +71,16 @@ typedef struct bk_bake_run_opts {
      * which the driver reads the pixels from then on; or NULL, and the texels stay. The image
      * and its variance are zeroed only after it (not beside all the texels). */
     const bk_texel_ref *(*texels_kept)(void *ctx);
-    void          *texels_kept_ctx;
+    void *texels_kept_ctx;
     /* For bk_bake_texels with texels NULL, on a backend that keeps its own copy of the texels
      * (caps().keeps_texels) only: the texels are made a slice at a time (BK_BAKE_MAKE of them),
      * make_texels(make_texels_ctx, first, count, out) writing texels [first, first + count) into
      * out, and handed to every device (bake_texels), so the host never holds them all (32 B
      * each); texel_refs (n) gives their pixels. make_slice: texels per slice (0: BK_BAKE_MAKE). */
-    void         (*make_texels)(void *ctx, uint32_t first, uint32_t count, bk_texel *out);
-    void          *make_texels_ctx;
+    void (*make_texels)(void *ctx, uint32_t first, uint32_t count, bk_texel *out);
+    void               *make_texels_ctx;
     const bk_texel_ref *texel_refs;
-    uint32_t       make_slice;
+    uint32_t            make_slice;
 } bk_bake_run_opts;
 
 /* Texels made at once when the bake makes them (bk_bake_run_opts.make_texels): 8 MB. */
@@ -89,10 +89,10 @@ typedef struct bk_bake_run_opts {
 /* One device's share of a bake on several (--devices; bk_bake_result.dev). */
 #define BK_BAKE_MAX_DEVICES 64
 typedef struct bk_bake_device {
-    uint64_t texels;                /* texels it baked (every sample of each) */
+    uint64_t texels; /* texels it baked (every sample of each) */
     uint64_t rays;
-    uint32_t blocks;                /* blocks of texels it took */
-    double   busy_seconds;          /* its time in bake launches (a GPU's: kernel time) */
+    uint32_t blocks;       /* blocks of texels it took */
+    double   busy_seconds; /* its time in bake launches (a GPU's: kernel time) */
 } bk_bake_device;
 
 /* The largest granule (bk_bake_granule): what the capped CUDA bake kernel holds at once on an
@@ -113,18 +113,18 @@ static inline int bk_bake_share_has(uint32_t i, uint32_t rank, uint32_t ranks, u
 uint32_t bk_bake_share_count(uint32_t n, uint32_t rank, uint32_t ranks, uint32_t granule);
 
 typedef struct bk_bake_result {
-    bk_trace_totals totals;         /* rays, nodes...: the sums over the devices; seconds = time
-                                       in bake launches, on the busiest device */
-    int             devices;        /* the backend's devices (caps().devices), the first
-                                       BK_BAKE_MAX_DEVICES of them in dev */
-    bk_bake_device  dev[BK_BAKE_MAX_DEVICES];
-    double          wall_seconds;   /* the whole bake phase */
-    double          texels_seconds; /* of it: texels made from their refs and handed to the
-                                       devices before the launches (make_texels) */
-    double          fetch_seconds;  /* of it: the sums fetched and turned into colours */
-    uint32_t        launches;
-    double          longest_launch_ms;
-    uint32_t        invalid;        /* texels inside geometry, left to dilation */
+    bk_trace_totals totals; /* rays, nodes...: the sums over the devices; seconds = time
+                               in bake launches, on the busiest device */
+    int devices;            /* the backend's devices (caps().devices), the first
+                               BK_BAKE_MAX_DEVICES of them in dev */
+    bk_bake_device dev[BK_BAKE_MAX_DEVICES];
+    double         wall_seconds;   /* the whole bake phase */
+    double         texels_seconds; /* of it: texels made from their refs and handed to the
+                                      devices before the launches (make_texels) */
+    double   fetch_seconds;        /* of it: the sums fetched and turned into colours */
+    uint32_t launches;
+    double   longest_launch_ms;
+    uint32_t invalid; /* texels inside geometry, left to dilation */
 } bk_bake_result;
 
 /* Memory the rest of a bake needs once the atlas is known (pixels in the image, texels covered),
@@ -136,13 +136,12 @@ typedef struct bk_bake_result {
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
 
 /* Bakes n texels (sorted by pixel; NULL: made here, see bk_bake_run_opts.make_texels) into rgb
- * (3 floats per pixel of a w x h image, which it zeroes first); coverage (w * h) loses the texels found inside geometry. The accel must already
- * be uploaded to be. A backend over several devices (caps().devices > 1) bakes on all of them at
- * once, a thread each, every device taking the next block of texels as it finishes one (so a
- * slower device takes fewer); a block's samples all run on one device, and the result is the
- * same bytes as on one. */
+ * (3 floats per pixel of a w x h image, which it zeroes first); coverage (w * h) loses the texels found inside
+ * geometry. The accel must already be uploaded to be. A backend over several devices (caps().devices > 1) bakes on all
+ * of them at once, a thread each, every device taking the next block of texels as it finishes one (so a slower device
+ * takes fewer); a block's samples all run on one device, and the result is the same bytes as on one. */
 int bk_bake_texels(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, int w, int h,
-                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res,
-                   char *err, size_t err_size);
+                   const bk_bake_run_opts *o, float *rgb, uint8_t *coverage, bk_bake_result *res, char *err,
+                   size_t err_size);
 
 #endif

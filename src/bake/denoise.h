@@ -17,35 +17,35 @@
 
 #include "backend.h"
 #include "bk_denoise.h"
-#include "denoise_cpu.h"   /* for backend_cpu.c, until it includes denoise_cpu.h itself */
+#include "denoise_cpu.h" /* for backend_cpu.c, until it includes denoise_cpu.h itself */
 
 typedef struct bk_denoise_opts {
-    int   passes;      /* a-trous passes (steps 1, 2, 4, ...); 0 turns the filter off */
-    float sigma_l, sigma_n, sigma_x;   /* see bk_denoise_params */
+    int   passes;                    /* a-trous passes (steps 1, 2, 4, ...); 0 turns the filter off */
+    float sigma_l, sigma_n, sigma_x; /* see bk_denoise_params */
 } bk_denoise_opts;
 
 void bk_denoise_opts_default(bk_denoise_opts *o);
 
 typedef struct bk_denoise_result {
-    double   seconds;        /* the whole denoise: guides, filter (incl. transfers), chart sums */
-    double   filter_seconds; /* the passes alone (GPU: kernel time) */
-    double   prep_seconds;   /* the texels' colours and charts, and the charts' sums */
-    double   backend_seconds;/* the backend's calls: the filter with its transfers */
-    double   finish_seconds; /* the charts scaled back to their sums, written into the map */
-    uint64_t texels;         /* texels filtered */
-    uint32_t charts;         /* charts scaled back to their sums */
+    double   seconds;         /* the whole denoise: guides, filter (incl. transfers), chart sums */
+    double   filter_seconds;  /* the passes alone (GPU: kernel time) */
+    double   prep_seconds;    /* the texels' colours and charts, and the charts' sums */
+    double   backend_seconds; /* the backend's calls: the filter with its transfers */
+    double   finish_seconds;  /* the charts scaled back to their sums, written into the map */
+    uint64_t texels;          /* texels filtered */
+    uint32_t charts;          /* charts scaled back to their sums */
 } bk_denoise_result;
 
 /* What the denoiser reads of a bake besides the colours: its texels, their charts, the pages. */
 typedef struct bk_denoise_view {
-    const uint8_t  *coverage;     /* per pixel: texels baked where it is BK_COVER_TEXEL */
-    const bk_texel *texels;       /* n texels; texels[i].pixel numbers pixels over all pages (NULL:
-                                     bk_denoise_texel_colours with refs) */
+    const uint8_t  *coverage; /* per pixel: texels baked where it is BK_COVER_TEXEL */
+    const bk_texel *texels;   /* n texels; texels[i].pixel numbers pixels over all pages (NULL:
+                                 bk_denoise_texel_colours with refs) */
     uint32_t        n;
-    const uint32_t *tri_chart;    /* each of the tri_count triangles' chart (BK_NONE: none) */
+    const uint32_t *tri_chart; /* each of the tri_count triangles' chart (BK_NONE: none) */
     uint32_t        tri_count;
-    int             w, h, pages;  /* pages of w x h (the texels' pixel numbers say which page) */
-    float           texel_world;  /* a texel's size in world units (bk_denoise_params) */
+    int             w, h, pages; /* pages of w x h (the texels' pixel numbers say which page) */
+    float           texel_world; /* a texel's size in world units (bk_denoise_params) */
 } bk_denoise_view;
 
 /* Denoises the baked texels' colours in place: col[i] holds texel i's mean rgb and, in w, the

@@ -29,11 +29,11 @@
 #include <stdint.h>
 
 typedef struct bk_fill_stats {
-    uint64_t filled;        /* hidden texels given the nearest valid texel of their own chart */
-    uint32_t charts;        /* charts that had hidden texels and valid ones */
-    uint32_t empty_charts;  /* charts without a single valid texel (a box's face lying on the floor) */
-    uint64_t empty_texels;  /* their texels, filled flat (see bk_fill_hidden) */
-    uint64_t unfilled;      /* texels left BK_COVER_NONE: only on a page with no valid texel at all */
+    uint64_t filled;       /* hidden texels given the nearest valid texel of their own chart */
+    uint32_t charts;       /* charts that had hidden texels and valid ones */
+    uint32_t empty_charts; /* charts without a single valid texel (a box's face lying on the floor) */
+    uint64_t empty_texels; /* their texels, filled flat (see bk_fill_hidden) */
+    uint64_t unfilled;     /* texels left BK_COVER_NONE: only on a page with no valid texel at all */
     double   seconds;
 } bk_fill_stats;
 
@@ -45,8 +45,8 @@ typedef struct bk_fill_stats {
  * of the nearest valid texel of the image whatever its chart (it has no light of its own; one
  * colour keeps its mip levels clean). Pixels without a chart and valid texels are never written.
  * st (may be NULL) is set, not accumulated. Returns 0, or -1 with err when out of memory. */
-int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, int h, bk_fill_stats *st,
-                   char *err, size_t err_size);
+int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, int h, bk_fill_stats *st, char *err,
+                   size_t err_size);
 
 /* The same for an atlas of `pages` pages of w x h stacked vertically (atlas.h): the chart of a
  * pixel is tri_chart[tx.tri] of the texel the rasterizer made there (so exactly the baked texels

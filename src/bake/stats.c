@@ -5,15 +5,17 @@
 #include <stdlib.h>
 
 /* Uploads n 32-bit values, runs fn on the GPU, downloads out_bytes of result. */
-typedef int (*gpu_fn)(bk_gpu_ops *p, const void *d_in, uint64_t n, uint32_t arg, void *d_out, char *err, size_t err_size);
+typedef int (*gpu_fn)(bk_gpu_ops *p, const void *d_in, uint64_t n, uint32_t arg, void *d_out, char *err,
+                      size_t err_size);
 
 static int gpu_run(bk_gpu_ops *p, const void *in, uint64_t n, uint32_t arg, gpu_fn fn, void *out, size_t out_bytes,
                    char *err, size_t err_size)
 {
     if (bk_gpu_ops_use(p, err, err_size)) return -1;
-    void *d_in = bk_gpu_ops_dev_alloc(n ? n * 4 : 4, err, err_size), *d_out = bk_gpu_ops_dev_alloc(out_bytes, err, err_size);
-    int rc = !d_in || !d_out || bk_gpu_ops_to_dev(d_in, in, n * 4, err, err_size) || fn(p, d_in, n, arg, d_out, err, err_size) ||
-             bk_gpu_ops_to_host(out, d_out, out_bytes, err, err_size);
+    void *d_in = bk_gpu_ops_dev_alloc(n ? n * 4 : 4, err, err_size),
+         *d_out = bk_gpu_ops_dev_alloc(out_bytes, err, err_size);
+    int rc = !d_in || !d_out || bk_gpu_ops_to_dev(d_in, in, n * 4, err, err_size) ||
+             fn(p, d_in, n, arg, d_out, err, err_size) || bk_gpu_ops_to_host(out, d_out, out_bytes, err, err_size);
     bk_gpu_ops_dev_free(d_in);
     bk_gpu_ops_dev_free(d_out);
     return rc ? -1 : 0;
@@ -36,30 +38,42 @@ static int sumf_fn(bk_gpu_ops *p, const void *d_in, uint64_t n, uint32_t arg, vo
     return bk_gpu_ops_reduce_sum_f32(p, d_in, n, d_out, err, err_size);
 }
 
-int bk_stats_histogram(bk_gpu_ops *gpu, const uint32_t *keys, uint64_t n, uint32_t bins, uint32_t *counts,
-                       char *err, size_t err_size)
+int bk_stats_histogram(bk_gpu_ops *gpu, const uint32_t *keys, uint64_t n, uint32_t bins, uint32_t *counts, char *err,
+                       size_t err_size)
 {
-    if (!gpu) { bk_gpu_ops_cpu_histogram_u32(keys, n, bins, counts); return 0; }
+    if (!gpu) {
+        bk_gpu_ops_cpu_histogram_u32(keys, n, bins, counts);
+        return 0;
+    }
     return gpu_run(gpu, keys, n, bins, hist_fn, counts, sizeof(uint32_t) * bins, err, err_size);
 }
 
 int bk_stats_sum_u32(bk_gpu_ops *gpu, const uint32_t *a, uint64_t n, uint64_t *sum, char *err, size_t err_size)
 {
-    if (!gpu) { *sum = bk_gpu_ops_cpu_sum_u32(a, n); return 0; }
+    if (!gpu) {
+        *sum = bk_gpu_ops_cpu_sum_u32(a, n);
+        return 0;
+    }
     return gpu_run(gpu, a, n, 0, sum_fn, sum, sizeof *sum, err, err_size);
 }
 
 int bk_stats_max_u32(bk_gpu_ops *gpu, const uint32_t *a, uint64_t n, uint32_t *max, char *err, size_t err_size)
 {
-    if (!gpu) { *max = bk_gpu_ops_cpu_max_u32(a, n); return 0; }
+    if (!gpu) {
+        *max = bk_gpu_ops_cpu_max_u32(a, n);
+        return 0;
+    }
     return gpu_run(gpu, a, n, 0, max_fn, max, sizeof *max, err, err_size);
 }
 
 int bk_stats_sum_f32(bk_gpu_ops *gpu, const float *a, uint64_t n, double *sum, char *err, size_t err_size)
 {
-    if (!gpu) { *sum = bk_gpu_ops_cpu_sum_f32(a, n); return 0; }
+    if (!gpu) {
+        *sum = bk_gpu_ops_cpu_sum_f32(a, n);
+        return 0;
+    }
     float f = 0;
-    int rc = gpu_run(gpu, a, n, 0, sumf_fn, &f, sizeof f, err, err_size);
+    int   rc = gpu_run(gpu, a, n, 0, sumf_fn, &f, sizeof f, err, err_size);
     *sum = f;
     return rc;
 }
@@ -77,16 +91,19 @@ int bk_stats_sort_pairs_u64(bk_gpu_ops *gpu, uint64_t *keys, uint32_t *vals, uin
     if (bk_gpu_ops_use(gpu, err, err_size)) return -1;
     uint64_t *d_k = bk_gpu_ops_dev_alloc(n ? n * 8 : 8, err, err_size);
     uint32_t *d_v = bk_gpu_ops_dev_alloc(n ? n * 4 : 4, err, err_size);
-    int rc = !d_k || !d_v || bk_gpu_ops_to_dev(d_k, keys, n * 8, err, err_size) || bk_gpu_ops_to_dev(d_v, vals, n * 4, err, err_size);
+    int       rc = !d_k || !d_v || bk_gpu_ops_to_dev(d_k, keys, n * 8, err, err_size) ||
+             bk_gpu_ops_to_dev(d_v, vals, n * 4, err, err_size);
     if (!rc) {
         uint64_t probe;
         t0 = bk_time_now();
         rc = bk_gpu_ops_sort_pairs_u64(gpu, d_k, d_k, d_v, d_v, n, end_bit, err, err_size) ||
-             bk_gpu_ops_to_host(&probe, d_k, 8, err, err_size);                 /* waits for the sort */
+             bk_gpu_ops_to_host(&probe, d_k, 8, err, err_size); /* waits for the sort */
         *seconds = bk_time_now() - t0;
     }
-    if (!rc) rc = bk_gpu_ops_to_host(keys, d_k, n * 8, err, err_size) || bk_gpu_ops_to_host(vals, d_v, n * 4, err, err_size);
-    bk_gpu_ops_dev_free(d_k); bk_gpu_ops_dev_free(d_v);
+    if (!rc)
+        rc = bk_gpu_ops_to_host(keys, d_k, n * 8, err, err_size) || bk_gpu_ops_to_host(vals, d_v, n * 4, err, err_size);
+    bk_gpu_ops_dev_free(d_k);
+    bk_gpu_ops_dev_free(d_v);
     return rc ? -1 : 0;
 }
 

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include "gpu_ops.h"
 
-int bk_stats_histogram(bk_gpu_ops *gpu, const uint32_t *keys, uint64_t n, uint32_t bins, uint32_t *counts,
-                       char *err, size_t err_size);
+int bk_stats_histogram(bk_gpu_ops *gpu, const uint32_t *keys, uint64_t n, uint32_t bins, uint32_t *counts, char *err,
+                       size_t err_size);
 int bk_stats_sum_u32(bk_gpu_ops *gpu, const uint32_t *a, uint64_t n, uint64_t *sum, char *err, size_t err_size);
 int bk_stats_max_u32(bk_gpu_ops *gpu, const uint32_t *a, uint64_t n, uint32_t *max, char *err, size_t err_size);
 int bk_stats_sum_f32(bk_gpu_ops *gpu, const float *a, uint64_t n, double *sum, char *err, size_t err_size);

@@ -1,5 +1,5 @@
 /* outputs.c - the output policy every command uses (see outputs.h). */
-#define _XOPEN_SOURCE 700   /* realpath, sigaction */
+#define _XOPEN_SOURCE 700 /* realpath, sigaction */
 #include "outputs.h"
 #include "util.h"
 
@@ -20,18 +20,18 @@
  * file (unlink is async-signal-safe). Entries are reused through a free list under a mutex that
  * the handler never takes. */
 typedef struct tmp_entry {
-    struct tmp_entry *_Atomic next;   /* every entry ever made, newest first */
-    struct tmp_entry *free_next;      /* the free list (under tmp_lock) */
-    atomic_int        live;           /* name is a file of this process's, to remove */
-    char              name[4240];
+    struct tmp_entry *_Atomic next;      /* every entry ever made, newest first */
+    struct tmp_entry         *free_next; /* the free list (under tmp_lock) */
+    atomic_int                live;      /* name is a file of this process's, to remove */
+    char                      name[4240];
 } tmp_entry;
 
 static tmp_entry *_Atomic tmp_all;
-static tmp_entry *tmp_free;
-static pthread_mutex_t tmp_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int committing;        /* renames under way: a signal waits for them (pending_sig) */
-static atomic_int pending_sig;
-static const int handled_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ };
+static tmp_entry         *tmp_free;
+static pthread_mutex_t    tmp_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int         committing; /* renames under way: a signal waits for them (pending_sig) */
+static atomic_int         pending_sig;
+static const int          handled_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ };
 
 /* The file `name` (just created by this process) is removed should a signal end the run. NULL
  * when no entry could be made: the file is then only removed by the run itself. */
@@ -76,7 +76,7 @@ static void die_of(int sig)
 {
     tmp_remove_all();
     signal(sig, SIG_DFL);
-    raise(sig);                     /* blocked while a handler for it runs: taken when it returns */
+    raise(sig); /* blocked while a handler for it runs: taken when it returns */
 }
 
 static void on_signal(int sig)
@@ -116,18 +116,22 @@ static const char *write_reason(int e) { return e ? strerror(e) : "an earlier wr
 
 static const char *kind_of(mode_t m)
 {
-    return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
 }
 
 /* Fills f->target (and exists, dev, ino, mode) from f->path. */
 static int resolve(bk_outfile *f, char *err, size_t err_size)
 {
     const char *path = f->path, *what = f->what;
-    size_t len = strlen(path);
+    size_t      len = strlen(path);
     if (!len) return bk_fail(err, err_size, "%s: empty file name", what);
     if (path[len - 1] == '/') return bk_fail(err, err_size, "%s %s: names a folder, not a file", what, path);
-    char real[PATH_MAX];
+    char        real[PATH_MAX];
     struct stat st;
     if (realpath(path, real)) {
         if (stat(real, &st) != 0) return bk_fail(err, err_size, "%s %s: %s", what, path, strerror(errno));
@@ -144,14 +148,16 @@ static int resolve(bk_outfile *f, char *err, size_t err_size)
     }
     if (errno != ENOENT) return bk_fail(err, err_size, "%s %s: %s", what, path, strerror(errno));
     if (lstat(path, &st) == 0)
-        return bk_fail(err, err_size, "%s %s: is a symbolic link to a missing file: refusing to write through it", what, path);
+        return bk_fail(err, err_size, "%s %s: is a symbolic link to a missing file: refusing to write through it", what,
+                       path);
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    char dir[PATH_MAX], rdir[PATH_MAX];
+    char        dir[PATH_MAX], rdir[PATH_MAX];
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if (slash == path) snprintf(dir, sizeof dir, "/");
     else if ((size_t)(slash - path) >= sizeof dir) return bk_fail(err, err_size, "%s %s: path too long", what, path);
     else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    if (!strcmp(base, ".") || !strcmp(base, "..")) return bk_fail(err, err_size, "%s %s: names a folder, not a file", what, path);
+    if (!strcmp(base, ".") || !strcmp(base, ".."))
+        return bk_fail(err, err_size, "%s %s: names a folder, not a file", what, path);
     if (!realpath(dir, rdir) || stat(rdir, &st) != 0)
         return bk_fail(err, err_size, "%s %s: cannot write into folder %s: %s", what, path, dir,
                        errno == ENOENT ? "it does not exist" : strerror(errno));
@@ -159,7 +165,7 @@ static int resolve(bk_outfile *f, char *err, size_t err_size)
     int n = snprintf(f->target, sizeof f->target, "%s/%s", strcmp(rdir, "/") ? rdir : "", base);
     if (n < 0 || (size_t)n >= sizeof f->target) return bk_fail(err, err_size, "%s %s: path too long", what, path);
     f->exists = 0;
-    f->mode = 0666;                     /* less the umask */
+    f->mode = 0666; /* less the umask */
     return 0;
 }
 
@@ -176,9 +182,9 @@ static void tmp_drop(bk_outfile *f, int remove)
 static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
 {
     static unsigned counter;
-    const char *slash = strrchr(f->target, '/');
-    int dir_len = (int)(slash - f->target) + 1;
-    const char *base = slash + 1;
+    const char     *slash = strrchr(f->target, '/');
+    int             dir_len = (int)(slash - f->target) + 1;
+    const char     *base = slash + 1;
     for (int tries = 0; tries < 100; ++tries) {
         /* names stay under NAME_MAX: long names are shortened in the temporary one */
         snprintf(f->tmp, sizeof f->tmp, "%.*s.%.200s.tmp-%ld-%u", dir_len, f->target, base, (long)getpid(), counter++);
@@ -191,8 +197,10 @@ static int make_tmp(bk_outfile *f, int keep, char *err, size_t err_size)
             tmp_unregister(&f->reg);
             if (e == EEXIST) continue;
             f->tmp[0] = 0;
-            return bk_fail(err, err_size, "%s %s: cannot create a file in %.*s (outputs are written beside their target, "
-                           "then renamed): %s", f->what, f->path, dir_len > 1 ? dir_len - 1 : 1, f->target, strerror(e));
+            return bk_fail(err, err_size,
+                           "%s %s: cannot create a file in %.*s (outputs are written beside their target, "
+                           "then renamed): %s",
+                           f->what, f->path, dir_len > 1 ? dir_len - 1 : 1, f->target, strerror(e));
         }
         if (f->exists) (void)fchmod(fd, f->mode);
         if (!keep) {
@@ -232,22 +240,23 @@ static int clash_in(const bk_outfile *f, const char *in_what, const char *in_pat
 
 int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size)
 {
-    char real[PATH_MAX];
+    char        real[PATH_MAX];
     struct stat st;
-    if (!realpath(path, real) || stat(real, &st) != 0) return 0;   /* the reader will say what is wrong */
+    if (!realpath(path, real) || stat(real, &st) != 0) return 0; /* the reader will say what is wrong */
     for (int i = 0; i < o->n_in; ++i)
         if (o->in[i].dev == st.st_dev && o->in[i].ino == st.st_ino) return 0;
     for (int i = 0; i < o->n_out; ++i)
         if (out_is_in(&o->out[i], real, st.st_dev, st.st_ino)) return clash_in(&o->out[i], what, path, err, err_size);
     if (o->n_in == o->cap_in) {
-        int cap = o->cap_in ? 2 * o->cap_in : 16;
+        int        cap = o->cap_in ? 2 * o->cap_in : 16;
         bk_infile *p = cap > 0 ? realloc(o->in, sizeof(bk_infile) * (size_t)cap) : NULL;
         if (!p) return bk_fail(err, err_size, "%s %s: out of memory for the list of inputs", what, path);
         o->in = p;
         o->cap_in = cap;
     }
     bk_infile *in = &o->in[o->n_in];
-    if (!(in->real = strdup(real))) return bk_fail(err, err_size, "%s %s: out of memory for the list of inputs", what, path);
+    if (!(in->real = strdup(real)))
+        return bk_fail(err, err_size, "%s %s: out of memory for the list of inputs", what, path);
     in->what = what;
     in->dev = st.st_dev;
     in->ino = st.st_ino;
@@ -259,7 +268,7 @@ int bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned f
 {
     if (o->n_out == BK_OUTPUTS_MAX) return bk_fail(err, err_size, "%s: too many outputs", what);
     if (o->n_out == o->cap_out) {
-        int cap = o->cap_out ? 2 * o->cap_out : 8;
+        int         cap = o->cap_out ? 2 * o->cap_out : 8;
         bk_outfile *p = realloc(o->out, sizeof(bk_outfile) * (size_t)cap);
         if (!p) return bk_fail(err, err_size, "%s: out of memory", what);
         o->out = p;
@@ -282,10 +291,12 @@ int bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned f
     }
     if (resolve(f, err, err_size)) return -1;
     for (int i = 0; i < o->n_in; ++i)
-        if (out_is_in(f, o->in[i].real, o->in[i].dev, o->in[i].ino)) return clash_in(f, o->in[i].what, o->in[i].real, err, err_size);
+        if (out_is_in(f, o->in[i].real, o->in[i].dev, o->in[i].ino))
+            return clash_in(f, o->in[i].what, o->in[i].real, err, err_size);
     for (int i = 0; i < o->n_out; ++i) {
         const bk_outfile *g = &o->out[i];
-        if (!g->to_stdout && (!strcmp(g->target, f->target) || (f->exists && g->exists && f->dev == g->dev && f->ino == g->ino))) {
+        if (!g->to_stdout &&
+            (!strcmp(g->target, f->target) || (f->exists && g->exists && f->dev == g->dev && f->ino == g->ino))) {
             bk_fail(err, err_size, "%s %s and %s %s name the same file", g->what, g->path, what, path);
             return BK_OUT_CLASH;
         }
@@ -299,7 +310,10 @@ FILE *bk_outputs_open(bk_outputs *o, int i, char *err, size_t err_size)
     bk_outfile *f = &o->out[i];
     if (f->to_stdout) return stdout;
     if (f->f) return f->f;
-    if (f->done) { bk_fail(err, err_size, "%s %s: written twice", f->what, f->path); return NULL; }
+    if (f->done) {
+        bk_fail(err, err_size, "%s %s: written twice", f->what, f->path);
+        return NULL;
+    }
     return make_tmp(f, 1, err, err_size) ? NULL : f->f;
 }
 
@@ -318,7 +332,10 @@ int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size)
     errno = 0;
     if (fflush(f->f) != 0) bad = 1;
     int e = errno ? errno : EIO;
-    if (fclose(f->f) != 0) { if (!bad) e = errno; bad = 1; }
+    if (fclose(f->f) != 0) {
+        if (!bad) e = errno;
+        bad = 1;
+    }
     f->f = NULL;
     if (bad) {
         tmp_drop(f, 1);
@@ -344,11 +361,17 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
         return bk_fail(err, err_size, "write to standard output failed: %s: no file was written", write_reason(e));
     }
     /* Backups first: a hard link keeps each existing target's data should a later rename fail. */
-    typedef char bak_name[4232];   /* a tmp name + ".bak" */
-    bak_name *bak = malloc(sizeof(bak_name) * (size_t)(o->n_out + 1));
-    int *had = malloc(sizeof(int) * (size_t)(o->n_out + 1));
-    void **bak_reg = calloc((size_t)(o->n_out + 1), sizeof(void *));
-    if (!bak || !had || !bak_reg) { free(bak); free(had); free(bak_reg); bk_outputs_free(o); return bk_fail(err, err_size, "out of memory"); }
+    typedef char bak_name[4232]; /* a tmp name + ".bak" */
+    bak_name    *bak = malloc(sizeof(bak_name) * (size_t)(o->n_out + 1));
+    int         *had = malloc(sizeof(int) * (size_t)(o->n_out + 1));
+    void       **bak_reg = calloc((size_t)(o->n_out + 1), sizeof(void *));
+    if (!bak || !had || !bak_reg) {
+        free(bak);
+        free(had);
+        free(bak_reg);
+        bk_outputs_free(o);
+        return bk_fail(err, err_size, "out of memory");
+    }
     /* from here a signal waits until the renames are undone, or all made (on_signal) */
     atomic_fetch_add(&committing, 1);
     for (int i = 0; i < o->n_out; ++i) {
@@ -360,7 +383,7 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
         had[i] = lstat(f->target, &st) == 0;
         if (!had[i]) continue;
         snprintf(bak[i], sizeof bak[i], "%s.bak", f->tmp);
-        if (link(f->target, bak[i]) != 0) bak[i][0] = 0;   /* no hard links here: rename without a net */
+        if (link(f->target, bak[i]) != 0) bak[i][0] = 0; /* no hard links here: rename without a net */
         else bak_reg[i] = tmp_register(bak[i]);
     }
     int rc = 0;
@@ -370,13 +393,16 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
         /* a signal before the last rename undoes the others: a run it ends has written nothing */
         const int sig = atomic_load(&pending_sig);
         if (sig || rename(f->tmp, f->target) != 0) {
-            rc = sig ? bk_fail(err, err_size, "%s %s: not renamed into place: the run was interrupted by signal %d", f->what, f->path, sig)
+            rc = sig ? bk_fail(err, err_size, "%s %s: not renamed into place: the run was interrupted by signal %d",
+                               f->what, f->path, sig)
                      : bk_fail(err, err_size, "%s %s: cannot rename into place: %s", f->what, f->path, strerror(errno));
-            for (int j = 0; j < i; ++j) {             /* undo the renames already made */
+            for (int j = 0; j < i; ++j) { /* undo the renames already made */
                 bk_outfile *g = &o->out[j];
                 if (g->to_stdout || !g->done) continue;
-                if (bak[j][0] && rename(bak[j], g->target) == 0) { tmp_unregister(&bak_reg[j]); bak[j][0] = 0; }
-                else if (!had[j]) unlink(g->target);
+                if (bak[j][0] && rename(bak[j], g->target) == 0) {
+                    tmp_unregister(&bak_reg[j]);
+                    bak[j][0] = 0;
+                } else if (!had[j]) unlink(g->target);
             }
             break;
         }
@@ -386,7 +412,9 @@ int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size)
         if (bak[i][0]) unlink(bak[i]);
         tmp_unregister(&bak_reg[i]);
     }
-    free(bak); free(had); free(bak_reg);
+    free(bak);
+    free(had);
+    free(bak_reg);
     bk_outputs_free(o);
     /* a signal that came during the renames ends the run now, as it would have then */
     if (atomic_fetch_sub(&committing, 1) == 1) {
@@ -400,7 +428,10 @@ void bk_outputs_free(bk_outputs *o)
 {
     for (int i = 0; i < o->n_out; ++i) {
         bk_outfile *f = &o->out[i];
-        if (f->f) { fclose(f->f); f->f = NULL; }
+        if (f->f) {
+            fclose(f->f);
+            f->f = NULL;
+        }
         tmp_drop(f, 1);
     }
     free(o->out);
@@ -427,7 +458,10 @@ int bk_outfile_commit(bk_outfile *f, char *err, size_t err_size)
     bk_outputs o;
     bk_outputs_init(&o);
     o.out = malloc(sizeof(bk_outfile));
-    if (!o.out) { bk_outfile_abort(f); return bk_fail(err, err_size, "%s: out of memory", f->path); }
+    if (!o.out) {
+        bk_outfile_abort(f);
+        return bk_fail(err, err_size, "%s: out of memory", f->path);
+    }
     o.out[0] = *f;
     o.n_out = o.cap_out = 1;
     memset(f, 0, sizeof *f);
@@ -436,6 +470,9 @@ int bk_outfile_commit(bk_outfile *f, char *err, size_t err_size)
 
 void bk_outfile_abort(bk_outfile *f)
 {
-    if (f->f) { fclose(f->f); f->f = NULL; }
+    if (f->f) {
+        fclose(f->f);
+        f->f = NULL;
+    }
     tmp_drop(f, 1);
 }

@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define BK_OUTPUTS_MAX 65536   /* outputs of one run (a lightmap of many pages is one per page) */
+#define BK_OUTPUTS_MAX 65536 /* outputs of one run (a lightmap of many pages is one per page) */
 
 /* bk_outputs_add and bk_outputs_input return BK_OUT_CLASH when a path names a file that is also
  * an input or another output (a usage error: exit 2), -1 for other problems (exit 1). */
@@ -46,55 +46,55 @@
 #define BK_OUT_ALLOW_STDOUT 1u
 
 typedef struct bk_outfile {
-    const char *what;          /* the option that named it ("-o", "--stats"), for messages */
-    const char *path;          /* as the user gave it */
-    char        target[4096];  /* the file the rename replaces */
-    char        tmp[4224];     /* the temporary file while it is written */
-    int         to_stdout;     /* "-" */
-    int         exists;        /* target existed when the run began */
-    dev_t       dev;           /* ... and its identity */
+    const char *what;         /* the option that named it ("-o", "--stats"), for messages */
+    const char *path;         /* as the user gave it */
+    char        target[4096]; /* the file the rename replaces */
+    char        tmp[4224];    /* the temporary file while it is written */
+    int         to_stdout;    /* "-" */
+    int         exists;       /* target existed when the run began */
+    dev_t       dev;          /* ... and its identity */
     ino_t       ino;
-    mode_t      mode;          /* permissions a new file gets (an existing target keeps its own) */
-    FILE       *f;             /* open while written */
-    int         done;          /* written completely, waiting for the commit */
-    void       *reg;           /* tmp's entry in the signal handlers' list of temporary files */
+    mode_t      mode; /* permissions a new file gets (an existing target keeps its own) */
+    FILE       *f;    /* open while written */
+    int         done; /* written completely, waiting for the commit */
+    void       *reg;  /* tmp's entry in the signal handlers' list of temporary files */
 } bk_outfile;
 
 /* A file the run reads: no output may be it. */
 typedef struct bk_infile {
-    const char *what;          /* what it is ("a scene", "an MTL file of the scene"), for messages */
-    char       *real;          /* its resolved path */
+    const char *what; /* what it is ("a scene", "an MTL file of the scene"), for messages */
+    char       *real; /* its resolved path */
     dev_t       dev;
     ino_t       ino;
 } bk_infile;
 
 typedef struct bk_outputs {
-    bk_outfile *out;           /* n_out of them, grown as outputs are added */
-    int        n_out, cap_out;
-    bk_infile  *in;            /* n_in of them, every input of the run, however many */
-    int        n_in, cap_in;
+    bk_outfile *out; /* n_out of them, grown as outputs are added */
+    int         n_out, cap_out;
+    bk_infile  *in; /* n_in of them, every input of the run, however many */
+    int         n_in, cap_in;
 } bk_outputs;
 
-void  bk_outputs_init(bk_outputs *o);
+void bk_outputs_init(bk_outputs *o);
 /* Registers an input; paths that do not exist are ignored (the reader reports them). Checks it
  * against the outputs registered so far (every output added later is checked against it). */
-int   bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size);
+int bk_outputs_input(bk_outputs *o, const char *what, const char *path, char *err, size_t err_size);
 /* Registers an output (see the file comment); returns its index, or BK_OUT_CLASH / -1. */
-int   bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size);
+int bk_outputs_add(bk_outputs *o, const char *what, const char *path, unsigned flags, char *err, size_t err_size);
 /* The stream to write output i to (its temporary file, or stdout). */
 FILE *bk_outputs_open(bk_outputs *o, int i, char *err, size_t err_size);
 /* Closes output i's stream, checking every write; 0 or -1 (its temporary file is then removed). */
-int   bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size);
+int bk_outputs_close(bk_outputs *o, int i, char *err, size_t err_size);
 /* Closes what is still open and flushes standard output, checking both, then renames every
  * written output into place, all or nothing. */
-int   bk_outputs_commit(bk_outputs *o, char *err, size_t err_size);
+int bk_outputs_commit(bk_outputs *o, char *err, size_t err_size);
 /* Removes every temporary file not committed and frees the lists (may be called again). */
-void  bk_outputs_free(bk_outputs *o);
+void bk_outputs_free(bk_outputs *o);
 
 /* A single output, for writers called on their own (tests, tools): the same checks and the
  * temporary file + rename, without inputs to compare with. */
-int   bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size);
-int   bk_outfile_commit(bk_outfile *f, char *err, size_t err_size);
-void  bk_outfile_abort(bk_outfile *f);
+int  bk_outfile_open(bk_outfile *f, const char *path, char *err, size_t err_size);
+int  bk_outfile_commit(bk_outfile *f, char *err, size_t err_size);
+void bk_outfile_abort(bk_outfile *f);
 
 #endif /* BK_OUTPUTS_H */

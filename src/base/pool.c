@@ -32,14 +32,14 @@
 #include <stdint.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
-#  include <immintrin.h>
-#  define cpu_relax() _mm_pause()
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
 #else
-#  define cpu_relax() ((void)0)
+#define cpu_relax() ((void)0)
 #endif
 
 #define POOL_MAX 256
-#define IDX_BITS 40                       /* chunk index; the tag is the 24 bits above it */
+#define IDX_BITS 40 /* chunk index; the tag is the 24 bits above it */
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
 /* Pauses a worker waits for the next job before it sleeps, and a caller for its job's last
  * chunks: about 0.5 ms (a pause takes 20-25 ns on the GPU machine's Xeon and on the AMD EPYC
@@ -49,43 +49,49 @@
  * job picked up under the lock and 4,000 pauses, 96 us picked up without it and 4,000 pauses,
  * 6 us with 20,000; 64 chunks of 10 us: 224 -> 54 us (ideal 40). With more threads than cores
  * the spinning takes cores from the threads with work: then 4,000, as before. */
-#define SPIN          20000
-#define SPIN_CROWDED  4000
+#define SPIN         20000
+#define SPIN_CROWDED 4000
 
 /* A pool: the one of the process (main_), or a team's (bk_parallel_teams). */
 typedef struct pool pool;
 /* a worker's pool and its id in it */
-typedef struct worker_arg { pool *p; int id; } worker_arg;
+typedef struct worker_arg {
+    pool *p;
+    int   id;
+} worker_arg;
 struct pool {
     pthread_mutex_t lock;
     pthread_cond_t  wake, idle;
     pthread_t       th[POOL_MAX];
-    worker_arg      arg[POOL_MAX];  /* the workers' start arguments */
-    int             want;        /* threads asked for (0: bk_cpu_threads) */
-    int             started;     /* workers running (callers not counted) */
+    worker_arg      arg[POOL_MAX]; /* the workers' start arguments */
+    int             want;          /* threads asked for (0: bk_cpu_threads) */
+    int             started;       /* workers running (callers not counted) */
     atomic_int      quit;
-    int             busy;        /* a job is open */
-    atomic_uint     gen;         /* bumped for every job, once its fields are written */
-    int             sleepers;    /* workers asleep on wake (under the lock) */
-    int             spin;        /* SPIN or SPIN_CROWDED, set when workers start */
-    atomic_int      caller_asleep;  /* the caller sleeps on idle */
+    int             busy;          /* a job is open */
+    atomic_uint     gen;           /* bumped for every job, once its fields are written */
+    int             sleepers;      /* workers asleep on wake (under the lock) */
+    int             spin;          /* SPIN or SPIN_CROWDED, set when workers start */
+    atomic_int      caller_asleep; /* the caller sleeps on idle */
     /* the job: written by the caller before it bumps gen, read by workers without the lock */
-    _Atomic(bk_pool_fn) fn;
-    _Atomic(void *) ctx;
-    atomic_size_t   n, grain, chunks;
-    atomic_uint_fast64_t next;   /* tag << IDX_BITS | the next chunk */
-    atomic_size_t   done;        /* chunks finished */
+    _Atomic(bk_pool_fn)  fn;
+    _Atomic(void *)      ctx;
+    atomic_size_t        n, grain, chunks;
+    atomic_uint_fast64_t next; /* tag << IDX_BITS | the next chunk */
+    atomic_size_t        done; /* chunks finished */
 };
 
-#define POOL_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER }
+#define POOL_INIT                                                                                             \
+    {                                                                                                         \
+        .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER \
+    }
 #define TEAMS_MAX 16
-static pool main_ = POOL_INIT;
-static pool team_[TEAMS_MAX];     /* their locks made once (teams_once) */
-static pthread_once_t teams_once_ = PTHREAD_ONCE_INIT;
-static _Thread_local pool *cur_;   /* the pool of this thread's calls: its team's, or main_ (NULL) */
-static pool *here(void) { return cur_ ? cur_ : &main_; }
+static pool                main_ = POOL_INIT;
+static pool                team_[TEAMS_MAX]; /* their locks made once (teams_once) */
+static pthread_once_t      teams_once_ = PTHREAD_ONCE_INIT;
+static _Thread_local pool *cur_; /* the pool of this thread's calls: its team's, or main_ (NULL) */
+static pool               *here(void) { return cur_ ? cur_ : &main_; }
 
-static int sim_p_;  /* bk_pool_sim */
+static int sim_p_; /* bk_pool_sim */
 
 static int threads_of(const pool *P)
 {
@@ -95,7 +101,7 @@ static int threads_of(const pool *P)
 
 int bk_pool_threads(void)
 {
-    if (sim_p_ && main_.want == 1 && !cur_) return sim_p_;  /* callers size batches and scratch for those threads */
+    if (sim_p_ && main_.want == 1 && !cur_) return sim_p_; /* callers size batches and scratch for those threads */
     return threads_of(here());
 }
 
@@ -103,13 +109,14 @@ static uint64_t tag_of(unsigned gen) { return (uint64_t)(gen & 0xffffffu) << IDX
 
 /* Takes chunks of the job tagged tag until none is left (or the job is over); returns how many
  * this thread ran. */
-static size_t run_chunks(pool *P, bk_pool_fn fn, void *ctx, size_t n, size_t grain, size_t chunks, int worker, uint64_t tag)
+static size_t run_chunks(pool *P, bk_pool_fn fn, void *ctx, size_t n, size_t grain, size_t chunks, int worker,
+                         uint64_t tag)
 {
-    size_t ran = 0;
+    size_t        ran = 0;
     uint_fast64_t v = atomic_load(&P->next);
     for (;;) {
         if ((v & ~IDX_MASK) != tag || (v & IDX_MASK) >= chunks) return ran;
-        if (!atomic_compare_exchange_weak(&P->next, &v, v + 1)) continue;    /* v reloaded */
+        if (!atomic_compare_exchange_weak(&P->next, &v, v + 1)) continue; /* v reloaded */
         size_t b = (size_t)(v & IDX_MASK) * grain, e = b + grain < n ? b + grain : n;
         fn(ctx, b, e, worker);
         ran++;
@@ -141,11 +148,11 @@ static unsigned spin_gen(pool *P, unsigned old, int spin)
 
 static void *worker_main(void *arg)
 {
-    pool *P = ((worker_arg *)arg)->p;
+    pool     *P = ((worker_arg *)arg)->p;
     const int id = ((worker_arg *)arg)->id;
-    const int spin = P->spin;  /* set before this thread was made */
-    unsigned seen = 0;
-    cur_ = P;                  /* a call from one of its chunks nests in this pool */
+    const int spin = P->spin; /* set before this thread was made */
+    unsigned  seen = 0;
+    cur_ = P; /* a call from one of its chunks nests in this pool */
     for (;;) {
         unsigned g = spin_gen(P, seen, spin);
         if (g == seen && !atomic_load(&P->quit)) {
@@ -160,8 +167,9 @@ static void *worker_main(void *arg)
         seen = g;
         /* the fields of job g, or of a later one (then the tag check runs nothing) */
         bk_pool_fn fn = atomic_load_explicit(&P->fn, memory_order_relaxed);
-        void *ctx = atomic_load_explicit(&P->ctx, memory_order_relaxed);
-        size_t n = atomic_load_explicit(&P->n, memory_order_relaxed), grain = atomic_load_explicit(&P->grain, memory_order_relaxed);
+        void      *ctx = atomic_load_explicit(&P->ctx, memory_order_relaxed);
+        size_t     n = atomic_load_explicit(&P->n, memory_order_relaxed),
+               grain = atomic_load_explicit(&P->grain, memory_order_relaxed);
         size_t chunks = atomic_load_explicit(&P->chunks, memory_order_relaxed);
         if (fn) add_done(P, run_chunks(P, fn, ctx, n, grain, chunks, id, tag_of(seen)), chunks);
     }
@@ -219,10 +227,14 @@ void bk_pool_shutdown(void)
 
 /* bk_pool_sim: the threads simulated, and the time they would have saved so far */
 #define SIM_MAX 256
-static double sim_saved_;
+static double            sim_saved_;
 static _Thread_local int sim_depth_;
 
-void bk_pool_sim(int p) { sim_p_ = p >= 2 ? (p < SIM_MAX ? p : SIM_MAX) : 0; sim_saved_ = 0; }
+void bk_pool_sim(int p)
+{
+    sim_p_ = p >= 2 ? (p < SIM_MAX ? p : SIM_MAX) : 0;
+    sim_saved_ = 0;
+}
 double bk_pool_sim_saved(void) { return sim_saved_; }
 
 /* One thread runs the chunks in order, timing each; the simulated threads take them in the same
@@ -235,7 +247,7 @@ static void sim_run(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
         double t0 = bk_time_now();
         fn(ctx, b, b + grain < n ? b + grain : n, 0);
         double d = bk_time_now() - t0;
-        int w = 0;
+        int    w = 0;
         for (int i = 1; i < sim_p_; ++i)
             if (free_at[i] < free_at[w]) w = i;
         free_at[w] += d;
@@ -252,10 +264,11 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
     const size_t chunks = (n - 1) / grain + 1;
     if (sim_p_ && main_.want == 1 && !cur_) {
         if (sim_depth_ == 0) sim_run(n, grain, fn, ctx);
-        else for (size_t b = 0; b < n; b += grain) fn(ctx, b, b + grain < n ? b + grain : n, 0);
+        else
+            for (size_t b = 0; b < n; b += grain) fn(ctx, b, b + grain < n ? b + grain : n, 0);
         return;
     }
-    pool *P = here();
+    pool     *P = here();
     const int nt = threads_of(P);
     pthread_mutex_lock(&P->lock);
     if (P->busy || nt == 1 || chunks == 1 || (uint64_t)chunks > IDX_MASK) {
@@ -285,7 +298,7 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
     const unsigned gen = atomic_load(&P->gen) + 1;
     atomic_store(&P->done, 0);
     atomic_store(&P->next, tag_of(gen));
-    atomic_store(&P->gen, gen);   /* publishes the fields above */
+    atomic_store(&P->gen, gen); /* publishes the fields above */
     if (P->sleepers) pthread_cond_broadcast(&P->wake);
     pthread_mutex_unlock(&P->lock);
 
@@ -308,7 +321,11 @@ void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx)
 
 /* bk_parallel_teams: each team one chunk of a job on the caller's pool; its leader (the thread
  * that takes the chunk) makes the team's pool its own for the team's calls */
-typedef struct teams_job { bk_team_fn fn; void *ctx; int k; } teams_job;
+typedef struct teams_job {
+    bk_team_fn fn;
+    void      *ctx;
+    int        k;
+} teams_job;
 
 static void team_run(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -325,9 +342,9 @@ static void team_run(void *ctx, size_t begin, size_t end, int worker)
 void bk_parallel_teams(int k, bk_team_fn fn, void *ctx)
 {
     if (k <= 0) return;
-    pool *P = here();
+    pool     *P = here();
     const int nt = bk_pool_threads();
-    int busy;
+    int       busy;
     pthread_mutex_lock(&P->lock);
     busy = P->busy;
     pthread_mutex_unlock(&P->lock);

@@ -27,7 +27,7 @@ extern "C" {
 typedef void (*bk_pool_fn)(void *ctx, size_t begin, size_t end, int worker);
 
 /* Threads a parallel_for may use, the caller's included (>= 1). */
-int  bk_pool_threads(void);
+int bk_pool_threads(void);
 /* n >= 1: that many; 0: bk_cpu_threads() (BK_THREADS or all cores). Stops the current workers. */
 void bk_pool_set_threads(int n);
 void bk_parallel_for(size_t n, size_t grain, bk_pool_fn fn, void *ctx);

@@ -32,8 +32,8 @@ static inline uint64_t key_at(const unsigned char *rec, const bk_sort_spec *sp)
 static inline void copy_item(unsigned char *d, const unsigned char *s, size_t size)
 {
     switch (size) {
-    case 4:  memcpy(d, s, 4); break;
-    case 8:  memcpy(d, s, 8); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
     case 16: memcpy(d, s, 16); break;
     default: memcpy(d, s, size); break;
     }
@@ -45,7 +45,7 @@ typedef struct pass_io {
     const unsigned char *src, *vsrc;
     unsigned char       *dst, *vdst;
     int                  shift;
-    uint64_t             mask;   /* the digit's bits, after the shift */
+    uint64_t             mask; /* the digit's bits, after the shift */
 } pass_io;
 
 static inline size_t digit_of(const pass_io *io, size_t i)
@@ -80,8 +80,8 @@ static void serial_pass(const pass_io *io, size_t n, size_t *cnt)
 
 typedef struct par_pass {
     const pass_io *io;
-    size_t         n, slices, slice;  /* slices of slice records (the last shorter) */
-    size_t        *cnt;               /* slices x R counts, then starting places */
+    size_t         n, slices, slice; /* slices of slice records (the last shorter) */
+    size_t        *cnt;              /* slices x R counts, then starting places */
     size_t         R;
 } par_pass;
 
@@ -123,12 +123,12 @@ static void parallel_pass(const pass_io *io, size_t n, size_t slices, size_t *cn
 /* Few records: insertion, moving a record only past larger keys (stable). */
 static void insertion_sort(unsigned char *a, size_t n, const bk_sort_spec *sp, uint64_t kmask)
 {
-    unsigned char rec[256], val[256];
+    unsigned char  rec[256], val[256];
     unsigned char *v = sp->vals;
-    size_t size = sp->size, vsize = sp->val_size;
+    size_t         size = sp->size, vsize = sp->val_size;
     for (size_t i = 1; i < n; ++i) {
         uint64_t k = key_at(a + i * size, sp) & kmask;
-        size_t j = i;
+        size_t   j = i;
         while (j > 0 && (key_at(a + (j - 1) * size, sp) & kmask) > k) j--;
         if (j == i) continue;
         memcpy(rec, a + i * size, size);
@@ -146,7 +146,7 @@ int bk_sort_radix(void *recs, size_t n, const bk_sort_spec *sp)
 {
     int key_bits = 8 * sp->key_bytes;
     if ((sp->key_bytes != 4 && sp->key_bytes != 8) || sp->end_bit < 0 || sp->end_bit > key_bits) return -1;
-    int end_bit = sp->end_bit ? sp->end_bit : key_bits;
+    int      end_bit = sp->end_bit ? sp->end_bit : key_bits;
     uint64_t kmask = end_bit == 64 ? ~0ull : (1ull << end_bit) - 1;
     if (n < 2) return 0;
     unsigned char *a = recs;
@@ -157,18 +157,19 @@ int bk_sort_radix(void *recs, size_t n, const bk_sort_spec *sp)
     uint64_t kor = 0, kand = ~0ull;
     for (size_t i = 0; i < n; ++i) {
         uint64_t k = key_at(a + i * sp->size, sp);
-        kor |= k; kand &= k;
+        kor |= k;
+        kand &= k;
     }
     uint64_t diff = (kor ^ kand) & kmask;
     if (!diff) return 0;
-    int bits = n >= BK_SORT_WIDE_MIN ? 16 : 8;
-    int threads = sp->parallel && n >= BK_SORT_PAR_MIN ? bk_pool_threads() : 1;
-    size_t slices = threads > 1 ? (size_t)threads : 1;
-    size_t ncnt = slices > 1 ? slices * ((size_t)1 << bits) : ((size_t)1 << bits) + 1;
+    int            bits = n >= BK_SORT_WIDE_MIN ? 16 : 8;
+    int            threads = sp->parallel && n >= BK_SORT_PAR_MIN ? bk_pool_threads() : 1;
+    size_t         slices = threads > 1 ? (size_t)threads : 1;
+    size_t         ncnt = slices > 1 ? slices * ((size_t)1 << bits) : ((size_t)1 << bits) + 1;
     unsigned char *tmp = sp->tmp ? sp->tmp : malloc(sp->size * n);
     unsigned char *vtmp = sp->vals ? malloc(sp->val_size * n) : NULL;
-    size_t *cnt = sp->counts && slices == 1 ? sp->counts : malloc(sizeof(size_t) * ncnt);
-    int rc = -1;
+    size_t        *cnt = sp->counts && slices == 1 ? sp->counts : malloc(sizeof(size_t) * ncnt);
+    int            rc = -1;
     if (!tmp || (sp->vals && !vtmp) || !cnt) goto done;
     pass_io io = { sp, a, sp->vals, tmp, vtmp, 0, 0 };
     for (int shift = 0; shift < end_bit; shift += bits) {
@@ -179,8 +180,10 @@ int bk_sort_radix(void *recs, size_t n, const bk_sort_spec *sp)
         if (slices > 1) parallel_pass(&io, n, slices, cnt);
         else serial_pass(&io, n, cnt);
         const unsigned char *s = io.src, *vs = io.vsrc;
-        io.src = io.dst; io.vsrc = io.vdst;
-        io.dst = (unsigned char *)s; io.vdst = (unsigned char *)vs;
+        io.src = io.dst;
+        io.vsrc = io.vdst;
+        io.dst = (unsigned char *)s;
+        io.vdst = (unsigned char *)vs;
     }
     if (io.src != a) {
         memcpy(a, io.src, sp->size * n);

@@ -24,20 +24,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BK_SORT_COUNTS   65537     /* entries of bk_sort_spec.counts: a 16-bit digit's, plus one */
-#define BK_SORT_WIDE_MIN 65536     /* records from which digits are 16 bits wide */
-#define BK_SORT_PAR_MIN  131072    /* records from which a parallel sort uses the pool */
+#define BK_SORT_COUNTS   65537  /* entries of bk_sort_spec.counts: a 16-bit digit's, plus one */
+#define BK_SORT_WIDE_MIN 65536  /* records from which digits are 16 bits wide */
+#define BK_SORT_PAR_MIN  131072 /* records from which a parallel sort uses the pool */
 
 typedef struct bk_sort_spec {
-    size_t  size;       /* bytes of one record */
-    size_t  key_off;    /* the key's byte offset in a record */
-    int     key_bytes;  /* 4: the key is a uint32_t, 8: a uint64_t */
-    int     end_bit;    /* sort on the key's bits [0, end_bit) only; 0: all of them */
-    void   *vals;       /* NULL, or n values of val_size bytes moved with the records */
+    size_t  size;      /* bytes of one record */
+    size_t  key_off;   /* the key's byte offset in a record */
+    int     key_bytes; /* 4: the key is a uint32_t, 8: a uint64_t */
+    int     end_bit;   /* sort on the key's bits [0, end_bit) only; 0: all of them */
+    void   *vals;      /* NULL, or n values of val_size bytes moved with the records */
     size_t  val_size;
-    int     parallel;   /* 1: large sorts on the pool (callers not already inside a pool job) */
-    void   *tmp;        /* NULL, or scratch for n records (for callers that sort often) */
-    size_t *counts;     /* NULL, or BK_SORT_COUNTS entries of scratch (serial sorts only) */
+    int     parallel; /* 1: large sorts on the pool (callers not already inside a pool job) */
+    void   *tmp;      /* NULL, or scratch for n records (for callers that sort often) */
+    size_t *counts;   /* NULL, or BK_SORT_COUNTS entries of scratch (serial sorts only) */
 } bk_sort_spec;
 
 /* A spec for records of size bytes with a key of key_bytes at key_off: all bits, no values,
@@ -45,8 +45,15 @@ typedef struct bk_sort_spec {
 static inline bk_sort_spec bk_sort_spec_of(size_t size, size_t key_off, int key_bytes)
 {
     bk_sort_spec sp;
-    sp.size = size; sp.key_off = key_off; sp.key_bytes = key_bytes; sp.end_bit = 0;
-    sp.vals = NULL; sp.val_size = 0; sp.parallel = 0; sp.tmp = NULL; sp.counts = NULL;
+    sp.size = size;
+    sp.key_off = key_off;
+    sp.key_bytes = key_bytes;
+    sp.end_bit = 0;
+    sp.vals = NULL;
+    sp.val_size = 0;
+    sp.parallel = 0;
+    sp.tmp = NULL;
+    sp.counts = NULL;
     return sp;
 }
 

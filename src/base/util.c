@@ -1,5 +1,5 @@
 /* util.c - small host helpers (see util.h). */
-#define _DEFAULT_SOURCE  /* madvise's MADV_HUGEPAGE */
+#define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
 #include "util.h"
 #include <sys/stat.h>
 
@@ -42,7 +42,7 @@ void bk_escape_controls(char *buf, size_t cap)
     if (!src) return;
     memcpy(src, buf, n + 1);
     static const char hex[] = "0123456789abcdef";
-    size_t w = 0;
+    size_t            w = 0;
     for (size_t i = 0; i < n; ++i) {
         const unsigned char c = (unsigned char)src[i];
         if (!is_control(c)) {
@@ -50,7 +50,10 @@ void bk_escape_controls(char *buf, size_t cap)
             buf[w++] = (char)c;
         } else {
             if (w + 4 >= cap) break;
-            buf[w++] = '\\'; buf[w++] = 'x'; buf[w++] = hex[c >> 4]; buf[w++] = hex[c & 15];
+            buf[w++] = '\\';
+            buf[w++] = 'x';
+            buf[w++] = hex[c >> 4];
+            buf[w++] = hex[c & 15];
         }
     }
     buf[w] = 0;
@@ -88,7 +91,7 @@ void *bk_malloc_large(size_t bytes)
     const uintptr_t huge = (uintptr_t)2 << 20;
     if (p && bytes >= 4 * huge) {
         uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
-        if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);  /* a hint: failure changes nothing */
+        if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE); /* a hint: failure changes nothing */
     }
 #endif
     return p;
@@ -109,17 +112,20 @@ void bk_host_memory(uint64_t *total, uint64_t *available)
     *available = 0;
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return;
-    char line[256];
+    char               line[256];
     unsigned long long kb;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) { *available = (uint64_t)kb * 1024u; break; }
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            *available = (uint64_t)kb * 1024u;
+            break;
+        }
     fclose(f);
 }
 
 uint64_t bk_current_rss(void)
 {
     unsigned long long size, resident;
-    FILE *f = fopen("/proc/self/statm", "r");
+    FILE              *f = fopen("/proc/self/statm", "r");
     if (!f) return 0;
     int ok = fscanf(f, "%llu %llu", &size, &resident) == 2;
     fclose(f);
@@ -136,11 +142,18 @@ uint64_t bk_peak_rss(void)
 int bk_fd_regular(int fd, const char *path, uint64_t *size, char *err, size_t err_size)
 {
     struct stat st;
-    if (fstat(fd, &st) != 0) { int e = errno; close(fd); return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e)); }
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return bk_fail(err, err_size, "%s: cannot stat: %s", path, strerror(e));
+    }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return bk_fail(err, err_size, "%s: is %s, not a regular file", path, S_ISDIR(st.st_mode) ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a file");
+        return bk_fail(err, err_size, "%s: is %s, not a regular file", path,
+                       S_ISDIR(st.st_mode)                          ? "a directory"
+                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                    : "not a file");
     }
     *size = (uint64_t)st.st_size;
     return 0;

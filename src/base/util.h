@@ -11,7 +11,13 @@
 double bk_time_now(void);
 
 /* An always-on invariant check for host code: prints the expression and aborts. */
-#define BK_CHECK(x) do { if (!(x)) { fprintf(stderr, "%s:%d: internal error: %s\n", __FILE__, __LINE__, #x); abort(); } } while (0)
+#define BK_CHECK(x)                                                                 \
+    do {                                                                            \
+        if (!(x)) {                                                                 \
+            fprintf(stderr, "%s:%d: internal error: %s\n", __FILE__, __LINE__, #x); \
+            abort();                                                                \
+        }                                                                           \
+    } while (0)
 
 /* snprintf into an error buffer that may be NULL; returns -1 so callers can `return bk_fail(...)`.
  * Control bytes in the message (an ESC in a file name, say) are written \xNN (bk_escape_controls),

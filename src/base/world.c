@@ -1,6 +1,6 @@
 /* world.c - see world.h. The only file that includes mpi.h; built with BK_HAVE_MPI=1 when CMake
  * found MPI (BK_MPI), else every function is the one-process answer. */
-#define _GNU_SOURCE             /* sched_getaffinity, CPU_COUNT */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "world.h"
 #include "util.h"
 
@@ -20,19 +20,19 @@
 #endif
 
 static struct {
-    int  inited;               /* bk_world_init ran */
-    int  mpi;                  /* ... and joined a job (MPI_Init was called) */
-    int  rank, size, local_rank, local_size;
-    char host[256];
-    cpu_set_t host_cpus;       /* the cores the job's ranks on this host may run on, together */
-    int  host_cpus_known;
-    uint64_t counter;          /* bk_world_counter_next without a job */
+    int       inited; /* bk_world_init ran */
+    int       mpi;    /* ... and joined a job (MPI_Init was called) */
+    int       rank, size, local_rank, local_size;
+    char      host[256];
+    cpu_set_t host_cpus; /* the cores the job's ranks on this host may run on, together */
+    int       host_cpus_known;
+    uint64_t  counter; /* bk_world_counter_next without a job */
 #if BK_HAVE_MPI
-    MPI_Comm comm;             /* a duplicate of MPI_COMM_WORLD: our tags never meet anyone else's */
-    MPI_Win  win;              /* the job's counter (bk_world_counter_next), in rank 0's window */
+    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD: our tags never meet anyone else's */
+    MPI_Win  win;  /* the job's counter (bk_world_counter_next), in rank 0's window */
     int      win_open;
 #endif
-} W;                           /* zero until bk_world_init: rank 0 of a world of one */
+} W; /* zero until bk_world_init: rank 0 of a world of one */
 
 int bk_world_built(void) { return BK_HAVE_MPI; }
 
@@ -51,7 +51,10 @@ int bk_world_init(char *err, size_t err_size)
 {
     if (W.inited) return 0;
     W.inited = 1;
-    W.rank = 0; W.size = 1; W.local_rank = 0; W.local_size = 1;
+    W.rank = 0;
+    W.size = 1;
+    W.local_rank = 0;
+    W.local_size = 1;
     if (gethostname(W.host, sizeof W.host) != 0) snprintf(W.host, sizeof W.host, "?");
     W.host[sizeof W.host - 1] = 0;
 #if BK_HAVE_MPI
@@ -63,7 +66,8 @@ int bk_world_init(char *err, size_t err_size)
         return bk_fail(err, err_size, "MPI_Init failed (started by mpirun, but it could not join the job)");
     if (provided < MPI_THREAD_SERIALIZED) {
         MPI_Finalize();
-        return bk_fail(err, err_size, "this MPI library does not allow calls from several threads (MPI_THREAD_SERIALIZED)");
+        return bk_fail(err, err_size,
+                       "this MPI library does not allow calls from several threads (MPI_THREAD_SERIALIZED)");
     }
     W.mpi = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &W.comm);
@@ -81,22 +85,24 @@ int bk_world_init(char *err, size_t err_size)
     W.host_cpus_known = CPU_COUNT(&W.host_cpus) > 0;
     MPI_Comm_free(&local);
     char name[MPI_MAX_PROCESSOR_NAME];
-    int len = 0;
-    if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0) snprintf(W.host, sizeof W.host, "%.*s", len, name);
+    int  len = 0;
+    if (MPI_Get_processor_name(name, &len) == MPI_SUCCESS && len > 0)
+        snprintf(W.host, sizeof W.host, "%.*s", len, name);
     if (W.size > 1) {
         /* the job's counter: made here, where every rank passes, so that the bake's protocol
          * (bake_job in cmd_bake.c) has no collective call before its first agreement */
         uint64_t *base = NULL;
-        if (MPI_Win_allocate(W.rank == 0 ? (MPI_Aint)sizeof(uint64_t) : 0, (int)sizeof(uint64_t), MPI_INFO_NULL, W.comm, &base,
-                             &W.win) != MPI_SUCCESS)
+        if (MPI_Win_allocate(W.rank == 0 ? (MPI_Aint)sizeof(uint64_t) : 0, (int)sizeof(uint64_t), MPI_INFO_NULL, W.comm,
+                             &base, &W.win) != MPI_SUCCESS)
             return bk_fail(err, err_size, "MPI_Win_allocate failed (the job's counter)");
         if (W.rank == 0) *base = 0;
-        MPI_Barrier(W.comm);                        /* nobody adds before it is 0 */
+        MPI_Barrier(W.comm); /* nobody adds before it is 0 */
         MPI_Win_lock_all(MPI_MODE_NOCHECK, W.win);
         W.win_open = 1;
     }
 #else
-    (void)err; (void)err_size;
+    (void)err;
+    (void)err_size;
     /* every process of the job would bake the whole map and write the same files */
     if (launched_by_mpi())
         fprintf(stderr, "baker: started by mpirun, but built without MPI (libopenmpi-dev): each process bakes alone\n");
@@ -121,18 +127,18 @@ void bk_world_finalize(void)
     W.inited = 0;
 }
 
-int bk_world_rank(void) { return W.rank; }
-int bk_world_size(void) { return W.size > 0 ? W.size : 1; }
-int bk_world_local_rank(void) { return W.local_rank; }
-int bk_world_local_size(void) { return W.local_size > 0 ? W.local_size : 1; }
+int         bk_world_rank(void) { return W.rank; }
+int         bk_world_size(void) { return W.size > 0 ? W.size : 1; }
+int         bk_world_local_rank(void) { return W.local_rank; }
+int         bk_world_local_size(void) { return W.local_size > 0 ? W.local_size : 1; }
 const char *bk_world_host(void) { return W.host[0] ? W.host : "?"; }
 
 int bk_world_cpu_threads(int shared)
 {
     /* BK_THREADS is the user's own choice, per process; a world of one keeps every core */
     if (W.size <= 1 || getenv("BK_THREADS")) return bk_cpu_threads();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = online > 0 ? (int)(online / (shared && W.local_size > 0 ? W.local_size : 1)) : 1;
+    long      online = sysconf(_SC_NPROCESSORS_ONLN);
+    int       t = online > 0 ? (int)(online / (shared && W.local_size > 0 ? W.local_size : 1)) : 1;
     cpu_set_t set;
     CPU_ZERO(&set);
     /* mpirun binds each of 2 ranks to one core by default (OpenMPI: --bind-to core for np <= 2):
@@ -175,17 +181,18 @@ int bk_world_agree(int ok, const char *msg, char *out, size_t out_size, int *fai
     if (out && out_size) out[0] = 0;
 #if BK_HAVE_MPI
     if (W.mpi && W.size > 1) {
-        int v[2] = { ok ? INT_MAX : W.rank, ok ? 0 : 1 }, r[2];     /* the lowest failed rank; how many */
+        int         v[2] = { ok ? INT_MAX : W.rank, ok ? 0 : 1 }, r[2]; /* the lowest failed rank; how many */
         MPI_Request rq;
         MPI_Iallreduce(&v[0], &r[0], 1, MPI_INT, MPI_MIN, W.comm, &rq);
         wait_quietly(&rq);
         if (r[0] == INT_MAX) return 0;
         MPI_Iallreduce(&v[1], &r[1], 1, MPI_INT, MPI_SUM, W.comm, &rq);
         wait_quietly(&rq);
-        int first = r[0];
+        int  first = r[0];
         char buf[1536];
         if (W.rank == first) {
-            int n = snprintf(buf, sizeof buf, "rank %d of %d (%s): %s", W.rank, W.size, bk_world_host(), msg && msg[0] ? msg : "failed");
+            int n = snprintf(buf, sizeof buf, "rank %d of %d (%s): %s", W.rank, W.size, bk_world_host(),
+                             msg && msg[0] ? msg : "failed");
             if (r[1] > 1 && n > 0 && (size_t)n < sizeof buf)
                 snprintf(buf + n, sizeof buf - (size_t)n, " (%d ranks failed; the lowest is named)", r[1]);
         }
@@ -208,7 +215,8 @@ void bk_world_sum_u64(uint64_t *v, int n)
 #if BK_HAVE_MPI
     if (W.mpi && W.size > 1 && n > 0) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_UINT64_T, MPI_SUM, W.comm);
 #else
-    (void)v; (void)n;
+    (void)v;
+    (void)n;
 #endif
 }
 
@@ -217,7 +225,8 @@ void bk_world_max_f64(double *v, int n)
 #if BK_HAVE_MPI
     if (W.mpi && W.size > 1 && n > 0) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, W.comm);
 #else
-    (void)v; (void)n;
+    (void)v;
+    (void)n;
 #endif
 }
 
@@ -245,7 +254,7 @@ uint64_t bk_world_counter_next(void)
 #if BK_HAVE_MPI
     if (W.win_open) {
         const uint64_t one = 1;
-        uint64_t old = 0;
+        uint64_t       old = 0;
         MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, 0, 0, MPI_SUM, W.win);
         MPI_Win_flush(0, W.win);
         return old;
@@ -274,7 +283,7 @@ int bk_world_gather(const void *data, uint64_t bytes, bk_world_recv_fn fn, void 
         return 0;
     }
     char *buf = malloc((size_t)piece_max);
-    if (!buf) {             /* 64 MiB: a machine this short of memory stops the job */
+    if (!buf) { /* 64 MiB: a machine this short of memory stops the job */
         fprintf(stderr, "baker: rank 0: out of memory for the gather's 64 MiB buffer\n");
         MPI_Abort(W.comm, 1);
         return -1;

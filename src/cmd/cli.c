@@ -15,11 +15,20 @@ static int set_accel(void *dst, const char *opt, const char *v)
 {
     bk_cli_trace *t = dst;
     (void)opt;
-    if (!strcmp(v, "bvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 0; }
-    else if (!strcmp(v, "bvh2")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 2; }
-    else if (!strcmp(v, "cwbvh")) { t->accel = BK_ACCEL_BVH; t->opts.bvh_width = 8; }
-    else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
-    else { fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v); return -1; }
+    if (!strcmp(v, "bvh")) {
+        t->accel = BK_ACCEL_BVH;
+        t->opts.bvh_width = 0;
+    } else if (!strcmp(v, "bvh2")) {
+        t->accel = BK_ACCEL_BVH;
+        t->opts.bvh_width = 2;
+    } else if (!strcmp(v, "cwbvh")) {
+        t->accel = BK_ACCEL_BVH;
+        t->opts.bvh_width = 8;
+    } else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
+    else {
+        fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -30,7 +39,8 @@ static int set_stack(void *dst, const char *opt, const char *v)
     int m = bk_stack_mode_parse(v);
     if (m < 0) {
         char names[256];
-        fprintf(stderr, "baker: --stack: expected %s, got '%s'\n", bk_stack_mode_names(names, sizeof names, ", ", " or "), v);
+        fprintf(stderr, "baker: --stack: expected %s, got '%s'\n",
+                bk_stack_mode_names(names, sizeof names, ", ", " or "), v);
         return -1;
     }
     t->opts.stack_mode = m;
@@ -40,7 +50,7 @@ static int set_stack(void *dst, const char *opt, const char *v)
 static int set_stack_size(void *dst, const char *opt, const char *v)
 {
     bk_cli_trace *t = dst;
-    uint64_t u;
+    uint64_t      u;
     if (bk_cli_u64(opt, v, 1, BK_STACK_ENTRIES, &u)) return -1;
     t->opts.stack_size = (int)u;
     return 0;
@@ -53,7 +63,8 @@ static int set_counters(void *dst, const char *opt, const char *v)
     int c = bk_counters_parse(v);
     if (c < 0) {
         char names[256];
-        fprintf(stderr, "baker: --counters: expected %s, got '%s'\n", bk_counters_names(names, sizeof names, ", ", " or "), v);
+        fprintf(stderr, "baker: --counters: expected %s, got '%s'\n",
+                bk_counters_names(names, sizeof names, ", ", " or "), v);
         return -1;
     }
     t->opts.counters = c;
@@ -66,7 +77,8 @@ static int set_backend(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!bk_backend_known(v)) {
         char names[256];
-        fprintf(stderr, "baker: --backend: expected %s, got '%s'\n", bk_backend_names(names, sizeof names, ", ", " or "), v);
+        fprintf(stderr, "baker: --backend: expected %s, got '%s'\n",
+                bk_backend_names(names, sizeof names, ", ", " or "), v);
         return -1;
     }
     t->backend = v;
@@ -76,7 +88,7 @@ static int set_backend(void *dst, const char *opt, const char *v)
 static int set_threads(void *dst, const char *opt, const char *v)
 {
     bk_cli_trace *t = dst;
-    uint64_t u;
+    uint64_t      u;
     if (bk_cli_u64(opt, v, 1, 1024, &u)) return -1;
     t->opts.threads = (int)u;
     return 0;
@@ -89,7 +101,10 @@ static int set_ray_order(void *dst, const char *opt, const char *v)
     if (!strcmp(v, "auto")) t->opts.ray_order = BK_RAY_ORDER_AUTO;
     else if (!strcmp(v, "sorted")) t->opts.ray_order = BK_RAY_ORDER_SORTED;
     else if (!strcmp(v, "input")) t->opts.ray_order = BK_RAY_ORDER_INPUT;
-    else { fprintf(stderr, "baker: --ray-order: expected auto, sorted or input, got '%s'\n", v); return -1; }
+    else {
+        fprintf(stderr, "baker: --ray-order: expected auto, sorted or input, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -140,14 +155,14 @@ static void add(char *buf, size_t size, size_t *at, const char *fmt, ...)
 static const char *stack_help(void)
 {
     static char buf[2048];
-    int w = 0;
+    int         w = 0;
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m) {
         int l = (int)strlen(bk_stack_mode_name(m));
         if (l > w) w = l;
     }
     size_t at = 0;
-    add(buf, sizeof buf, &at, "where the traversal stack lives (default %s):",
-        bk_stack_mode_name(bk_trace_opts_default().stack_mode));
+    add(buf, sizeof buf, &at,
+        "where the traversal stack lives (default %s):", bk_stack_mode_name(bk_trace_opts_default().stack_mode));
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m) {
         add(buf, sizeof buf, &at, "\n  %-*s  ", w, bk_stack_mode_name(m));
         for (const char *p = bk_stack_mode_about(m); *p; ++p) {
@@ -223,13 +238,19 @@ void bk_cli_table_help(FILE *f, const bk_cli_opt *tab) { bk_cli_table_help_col(f
 void bk_cli_table_help_col(FILE *f, const bk_cli_opt *tab, int col)
 {
     for (const bk_cli_opt *o = tab; !table_end(o); ++o) {
-        if (o->sub) { bk_cli_table_help_col(f, o->sub, col); continue; }
-        if (!o->name) { fputs(o->help, f); continue; }
+        if (o->sub) {
+            bk_cli_table_help_col(f, o->sub, col);
+            continue;
+        }
+        if (!o->name) {
+            fputs(o->help, f);
+            continue;
+        }
         const char *help = o->help_of ? o->help_of() : o->help;
         const char *arg = o->arg_of ? o->arg_of() : o->arg;
-        if (!help) continue;         /* parsed, not shown */
+        if (!help) continue; /* parsed, not shown */
         char left[256];
-        int n = snprintf(left, sizeof left, "  %s%s%s", o->name, arg ? " " : "", arg ? arg : "");
+        int  n = snprintf(left, sizeof left, "  %s%s%s", o->name, arg ? " " : "", arg ? arg : "");
         if (n < col) fprintf(f, "%-*s", col, left);
         else fprintf(f, "%s\n%*s", left, col, "");
         for (const char *p = help; *p; ++p) {
@@ -261,9 +282,9 @@ int bk_cli_value(int argc, char **argv, int *i, const char **val)
 const char *bk_cli_unknown(const char *opt, const char *help, char *buf, size_t n)
 {
     if (access(opt, F_OK) == 0)
-        snprintf(buf, n, "unknown option '%s' (see %s); to name the file %s, write ./%s or put -- before it", opt, help, opt, opt);
-    else
-        snprintf(buf, n, "unknown option '%s' (see %s)", opt, help);
+        snprintf(buf, n, "unknown option '%s' (see %s); to name the file %s, write ./%s or put -- before it", opt, help,
+                 opt, opt);
+    else snprintf(buf, n, "unknown option '%s' (see %s)", opt, help);
     bk_escape_controls(buf, n);
     return buf;
 }
@@ -275,7 +296,8 @@ int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uin
     unsigned long long v = strtoull(val, &end, 10);
     if (errno || !end || *end || val[0] == '-' || val[0] == 0) {
         /* accept 4M / 64k shorthands */
-        if (!errno && end && end != val && (end[0] == 'k' || end[0] == 'K' || end[0] == 'M' || end[0] == 'G') && !end[1]) {
+        if (!errno && end && end != val && (end[0] == 'k' || end[0] == 'K' || end[0] == 'M' || end[0] == 'G') &&
+            !end[1]) {
             v *= end[0] == 'G' ? 1000000000ull : end[0] == 'M' ? 1000000ull : 1000ull;
         } else {
             fprintf(stderr, "baker: %s: expected a whole number, got '%s'\n", opt, val);
@@ -283,8 +305,8 @@ int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uin
         }
     }
     if (v < min || v > max) {
-        fprintf(stderr, "baker: %s: %llu is out of range (%llu..%llu)\n", opt, v,
-                (unsigned long long)min, (unsigned long long)max);
+        fprintf(stderr, "baker: %s: %llu is out of range (%llu..%llu)\n", opt, v, (unsigned long long)min,
+                (unsigned long long)max);
         return -1;
     }
     *out = v;

@@ -45,12 +45,12 @@
  * (world.h) when several processes bake together. In such a job only rank 0 prints: another
  * rank's error reaches it through bk_world_agree and is printed once, naming the rank. */
 static char bake_last_error[1024];
-static int  bake_error_quiet;           /* a rank other than 0 of a job */
-static int  bake_end_fast;              /* bk_cmd_bake_end_fast */
+static int  bake_error_quiet; /* a rank other than 0 of a job */
+static int  bake_end_fast;    /* bk_cmd_bake_end_fast */
 
 void bk_cmd_bake_end_fast(int on) { bake_end_fast = on; }
 
-static int  bake_last;                  /* bk_cmd_bake_last */
+static int bake_last; /* bk_cmd_bake_last */
 
 void bk_cmd_bake_last(int on) { bake_last = on; }
 
@@ -83,7 +83,11 @@ static double lap(double *t)
 }
 
 /* The image from the texels' colours: each texel writes its own pixel. */
-typedef struct image_job { const bk_texel_ref *refs; const bk_f4 *col; float *rgb; } image_job;
+typedef struct image_job {
+    const bk_texel_ref *refs;
+    const bk_f4        *col;
+    float              *rgb;
+} image_job;
 
 static void image_fn(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -91,58 +95,60 @@ static void image_fn(void *ctx, size_t begin, size_t end, int worker)
     const image_job *j = ctx;
     for (size_t i = begin; i < end; ++i) {
         size_t px = j->refs[i].pixel;
-        j->rgb[3 * px] = j->col[i].x; j->rgb[3 * px + 1] = j->col[i].y; j->rgb[3 * px + 2] = j->col[i].z;
+        j->rgb[3 * px] = j->col[i].x;
+        j->rgb[3 * px + 1] = j->col[i].y;
+        j->rgb[3 * px + 2] = j->col[i].z;
     }
 }
 
 /* Everything one bake holds from its start to its end, handed from phase to phase. */
 typedef struct bake_state {
-    int              argc;
-    char           **argv;
+    int                     argc;
+    char                  **argv;
     bk_cmd_bake_job        *job;
-    int              rc;             /* the exit status when a phase stops the bake */
+    int                     rc; /* the exit status when a phase stops the bake */
     bk_cmd_bake_cli         c;
-    FILE            *say;            /* the summary's stream: stderr with --stats - */
-    bk_outputs       io;
-    int              out_idx[3], mtl_idx, *page_idx;
-    char           **page_names, *mtl_path, *page0;
-    char             err[1024], msg[512];
-    double           t_start, t0;    /* the command's start; the running phase's */
-    double           ph[PH_COUNT], wr[WR_COUNT], bake_prep;
-    bk_scene         s, one;
-    bk_voxmesh       vm;
-    const bk_scene  *surf;           /* the scene's triangles, then the voxel quads' (voxmesh.h) */
-    int              has_vox;
-    bk_atlas_rect   *rects;
-    bk_accel         a;
-    bk_accel_view    av;             /* the upload's view of a: held until the backend is done */
-    bk_atlas         at;
-    bk_bake_data     bd;
-    bk_texel        *tx;
-    bk_texel_ref    *refs;           /* the texels' pixel and triangle, once the whole texels are gone */
-    int              refs_hold_charts; /* their tri fields hold charts (bk_denoise_texel_colours) */
-    uint8_t         *cov;
-    float           *rgb, *tri_scale;
-    bk_f4           *tcol;
-    bk_denoise_result dres;
-    uint32_t         ntx;
-    size_t           page_px, npx;   /* pixels of a page, of all pages */
-    int              img_h;          /* pages are stacked vertically into one image (atlas.h) */
-    int              filter;         /* the texels' colours go through the denoiser */
-    bk_gpu_ops         *gpu;
-    bk_cmd_bake_release       rel;
-    double           mean_lum, sort_seconds;
-    uint64_t         mem[MEM_COUNT];
-    char             backend_name[64];
-    bk_backend      *be;
-    bk_cmd_bake_start         bs;
-    int              bs_begun;
-    int              lend_core;      /* the host phases left the backend's start a core */
-    bk_bake_view     bv;
-    bk_bake_run_opts ro;
-    bk_cmd_bake_kept_texels      kt;
-    bk_cmd_bake_made_texels      mt;
-    bk_bake_result   res;
+    FILE                   *say; /* the summary's stream: stderr with --stats - */
+    bk_outputs              io;
+    int                     out_idx[3], mtl_idx, *page_idx;
+    char                  **page_names, *mtl_path, *page0;
+    char                    err[1024], msg[512];
+    double                  t_start, t0; /* the command's start; the running phase's */
+    double                  ph[PH_COUNT], wr[WR_COUNT], bake_prep;
+    bk_scene                s, one;
+    bk_voxmesh              vm;
+    const bk_scene         *surf; /* the scene's triangles, then the voxel quads' (voxmesh.h) */
+    int                     has_vox;
+    bk_atlas_rect          *rects;
+    bk_accel                a;
+    bk_accel_view           av; /* the upload's view of a: held until the backend is done */
+    bk_atlas                at;
+    bk_bake_data            bd;
+    bk_texel               *tx;
+    bk_texel_ref           *refs;             /* the texels' pixel and triangle, once the whole texels are gone */
+    int                     refs_hold_charts; /* their tri fields hold charts (bk_denoise_texel_colours) */
+    uint8_t                *cov;
+    float                  *rgb, *tri_scale;
+    bk_f4                  *tcol;
+    bk_denoise_result       dres;
+    uint32_t                ntx;
+    size_t                  page_px, npx; /* pixels of a page, of all pages */
+    int                     img_h;        /* pages are stacked vertically into one image (atlas.h) */
+    int                     filter;       /* the texels' colours go through the denoiser */
+    bk_gpu_ops             *gpu;
+    bk_cmd_bake_release     rel;
+    double                  mean_lum, sort_seconds;
+    uint64_t                mem[MEM_COUNT];
+    char                    backend_name[64];
+    bk_backend             *be;
+    bk_cmd_bake_start       bs;
+    int                     bs_begun;
+    int                     lend_core; /* the host phases left the backend's start a core */
+    bk_bake_view            bv;
+    bk_bake_run_opts        ro;
+    bk_cmd_bake_kept_texels kt;
+    bk_cmd_bake_made_texels mt;
+    bk_bake_result          res;
 } bake_state;
 
 /* Stops the bake with exit status 2 for a clash of names, else 1, after printing msg. */
@@ -159,11 +165,11 @@ static int bake_stop(bake_state *st, int clash, const char *msg)
 static int startup_options(bake_state *st)
 {
     const char *stats_path = NULL;
-    char **args = malloc(sizeof(char *) * (size_t)(st->argc + 1));
-    int nargs = 0;
+    char      **args = malloc(sizeof(char *) * (size_t)(st->argc + 1));
+    int         nargs = 0;
     if (!args) return 1;
     for (int i = 0; i < st->argc; ++i) {
-        if (!strcmp(st->argv[i], "--")) {            /* SCENEs only from here (parse) */
+        if (!strcmp(st->argv[i], "--")) { /* SCENEs only from here (parse) */
             while (i < st->argc) args[nargs++] = st->argv[i++];
             break;
         }
@@ -187,7 +193,10 @@ static int startup_options(bake_state *st)
     }
     int pr = bk_cmd_bake_parse(&st->c, nargs, args);
     free(args);
-    if (pr) { st->rc = 2; return 1; }
+    if (pr) {
+        st->rc = 2;
+        return 1;
+    }
     st->c.stats = stats_path;
     return 0;
 }
@@ -201,7 +210,10 @@ static int phase_startup(bake_state *st)
     if (startup_options(st)) return 1;
     /* a job (world.h): every rank bakes its share of the texels; rank 0 alone writes and speaks */
     c->writer = job->rank == 0;
-    if (!c->writer) { c->quiet = 1; c->stats = NULL; }
+    if (!c->writer) {
+        c->quiet = 1;
+        c->stats = NULL;
+    }
     if (job->size > 1 && c->t.opts.threads == 0) {
         /* the ranks of a host share its cores (or the cores mpirun bound each to): no more
          * threads than that, in the bake and in the host phases */
@@ -216,7 +228,10 @@ static int phase_startup(bake_state *st)
     st->out_idx[0] = st->out_idx[1] = st->out_idx[2] = -1;
     st->mtl_idx = -1;
     st->page0 = c->pages_auto ? bk_cmd_bake_page_name(c->out, 0) : NULL;
-    if (c->pages_auto && !st->page0) { bk_cmd_bake_error("out of memory\n"); return 1; }
+    if (c->pages_auto && !st->page0) {
+        bk_cmd_bake_error("out of memory\n");
+        return 1;
+    }
     st->rc = bk_cmd_bake_plan_files(c, &st->io, st->out_idx, st->page0);
     if (st->rc) return 1;
     st->rc = 1;
@@ -247,7 +262,7 @@ static int phase_startup(bake_state *st)
 static int load_voxels(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
-    char *err = st->err;
+    char            *err = st->err;
     if (c->atlas.uv_from_file) {
         bk_cmd_bake_error(
             "%s: --uv file: voxels get their charts from their quads; bake the --mesh-out OBJ for file UVs\n",
@@ -275,16 +290,22 @@ static int load_voxels(bake_state *st)
 static int phase_load(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
-    char *err = st->err;
+    char            *err = st->err;
     for (int k = 0; k < c->nscenes; ++k) {
         bk_scene *dst = k == 0 ? &st->s : &st->one;
-        if (bk_scene_load(c->scenes[k], dst, err, sizeof st->err)) { bk_cmd_bake_error("%s\n", err); return 1; }
+        if (bk_scene_load(c->scenes[k], dst, err, sizeof st->err)) {
+            bk_cmd_bake_error("%s\n", err);
+            return 1;
+        }
         int r = bk_outputs_scene_inputs(&st->io, dst, err, sizeof st->err);
         if (r) return bake_stop(st, r == BK_OUT_CLASH, err);
         if (k == 0) continue;
         r = bk_scene_append(&st->s, &st->one, err, sizeof st->err);
         bk_scene_free(&st->one);
-        if (r) { bk_cmd_bake_error("%s: %s\n", c->scenes[k], err); return 1; }
+        if (r) {
+            bk_cmd_bake_error("%s: %s\n", c->scenes[k], err);
+            return 1;
+        }
     }
     /* The surface the atlas, the texels, the bake data and --mesh-out use: the scene's own
      * triangles, then two per merged quad of visible voxel faces (voxmesh.h). */
@@ -313,7 +334,7 @@ static int phase_load(bake_state *st)
 static int phase_build(bake_state *st)
 {
     st->t0 = bk_time_now();
-    bk_build_opts bo = bk_build_opts_default();
+    bk_build_opts   bo = bk_build_opts_default();
     const bk_scene *trace_scene = &st->s;
     if (bk_accel_build(trace_scene, st->c.t.accel, &bo, &st->a, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s: %s\n", st->c.scene, st->err);
@@ -341,7 +362,7 @@ static int phase_upload(bake_state *st)
 static int object_scales(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
-    const bk_scene *s = &st->s;
+    const bk_scene  *s = &st->s;
     if (!(st->tri_scale = malloc(sizeof(float) * ((size_t)st->surf->tri_count + 1)))) {
         bk_cmd_bake_error("out of memory\n");
         return 1;
@@ -372,7 +393,10 @@ static int name_pages(bake_state *st)
     const int n = st->at.page_count;
     st->page_names = calloc((size_t)n, sizeof(char *));
     st->page_idx = malloc(sizeof(int) * (size_t)n);
-    if (!st->page_names || !st->page_idx) { bk_cmd_bake_error("out of memory\n"); return 1; }
+    if (!st->page_names || !st->page_idx) {
+        bk_cmd_bake_error("out of memory\n");
+        return 1;
+    }
     st->page_names[0] = st->page0;
     st->page0 = NULL;
     st->page_idx[0] = st->out_idx[0];
@@ -391,7 +415,10 @@ static int await_backend(bake_state *st)
     const double tw = bk_time_now();
     st->be = bk_cmd_bake_start_finish(&st->bs, &st->ph[PH_STARTUP], &st->ph[PH_UPLOAD]);
     if (st->lend_core) bk_pool_set_threads(0);
-    if (!st->be || !st->bs.ok) { bk_cmd_bake_error("%s\n", st->bs.msg); return 1; }
+    if (!st->be || !st->bs.ok) {
+        bk_cmd_bake_error("%s\n", st->bs.msg);
+        return 1;
+    }
     if (st->bs.note[0] && !st->c.quiet) fprintf(stderr, "baker: %s\n", st->bs.note);
     snprintf(st->backend_name, sizeof st->backend_name, "%s", st->be->i->name(st->be));
     st->t0 += bk_time_now() - tw;
@@ -430,8 +457,8 @@ static int phase_atlas(bake_state *st)
 static int bake_lighting(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
-    const bk_accel *a = &st->a;
-    const bk_scene *surf = st->surf;
+    const bk_accel  *a = &st->a;
+    const bk_scene  *surf = st->surf;
     float diag = sqrtf((a->hi.x - a->lo.x) * (a->hi.x - a->lo.x) + (a->hi.y - a->lo.y) * (a->hi.y - a->lo.y) +
                        (a->hi.z - a->lo.z) * (a->hi.z - a->lo.z));
     if (bk_bake_data_build_hit(surf, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points, c->point_count,
@@ -442,8 +469,11 @@ static int bake_lighting(bake_state *st)
     int has_sun = c->p.sun_color[0] > 0 || c->p.sun_color[1] > 0 || c->p.sun_color[2] > 0;
     if (c->p.mode == BK_BAKE_LIGHT && !has_sun && !c->sky_given && !st->bd.point_count && !st->bd.emit_count) {
         c->p.sky[0] = c->p.sky[1] = c->p.sky[2] = 1.0f;
-        if (!c->quiet) fprintf(stderr, "baker: %s has no emissive materials and no --sun, --point or --sky was given: "
-                                       "lighting it with a white sky (--sky 1,1,1)\n", c->scene);
+        if (!c->quiet)
+            fprintf(stderr,
+                    "baker: %s has no emissive materials and no --sun, --point or --sky was given: "
+                    "lighting it with a white sky (--sky 1,1,1)\n",
+                    c->scene);
     }
     if (!c->ao_given) c->p.ao_distance = 0.1f * diag;
     c->p.eps = 1e-4f * diag;
@@ -469,10 +499,13 @@ static int bake_lighting(bake_state *st)
 /* The bake's launch options: parameters, trace options, progress, and the register cap. */
 static void bake_launch_opts(bake_state *st)
 {
-    bk_cmd_bake_cli *c = &st->c;
+    bk_cmd_bake_cli  *c = &st->c;
     bk_bake_run_opts *ro = &st->ro;
     memset(ro, 0, sizeof *ro);
-    ro->params = c->p; ro->trace = c->t.opts; ro->max_launch_ms = c->max_launch_ms; ro->progress = !c->quiet;
+    ro->params = c->p;
+    ro->trace = c->t.opts;
+    ro->max_launch_ms = c->max_launch_ms;
+    ro->progress = !c->quiet;
     /* (For --kernel megakernel; the wavefront's kernels keep their registers, kernels/cuda/bake.cu.)
      * The bake kernel capped at 32 registers (4x the resident warps, some spills) where the backend
      * has it and the scene is triangles only: on an H100, global stack, it bakes sponza, sibenik and
@@ -496,20 +529,29 @@ static void bake_launch_opts(bake_state *st)
 static int bake_targets(bake_state *st)
 {
     bk_cmd_bake_job *job = st->job;
-    const bk_atlas *at = &st->at;
-    const uint32_t ntx = st->ntx;
+    const bk_atlas  *at = &st->at;
+    const uint32_t   ntx = st->ntx;
     if (job->size > 1) {
         job->granule = bk_bake_granule(ntx, (uint32_t)job->size);
         job->granules = (uint32_t)(((uint64_t)ntx + job->granule - 1) / job->granule);
         job->taken = malloc(sizeof(uint32_t) * (job->granules ? job->granules : 1));
-        if (!job->taken) { bk_cmd_bake_error("out of memory for the list of %u granules\n", job->granules); return 1; }
-        st->ro.rank = (uint32_t)job->rank; st->ro.ranks = (uint32_t)job->size; st->ro.granule = job->granule;
-        st->ro.next_granule = bk_cmd_bake_job_next_granule; st->ro.granule_ctx = job;
+        if (!job->taken) {
+            bk_cmd_bake_error("out of memory for the list of %u granules\n", job->granules);
+            return 1;
+        }
+        st->ro.rank = (uint32_t)job->rank;
+        st->ro.ranks = (uint32_t)job->size;
+        st->ro.granule = job->granule;
+        st->ro.next_granule = bk_cmd_bake_job_next_granule;
+        st->ro.granule_ctx = job;
     }
     /* a job's ranks bake into texel colours too: what rank 0 gathers (bk_cmd_bake_job_share) */
     if (st->filter || job->size > 1) {
         st->tcol = malloc(sizeof(bk_f4) * (ntx ? ntx : 1));
-        if (!st->tcol) { bk_cmd_bake_error("out of memory for the colours of %u texels\n", ntx); return 1; }
+        if (!st->tcol) {
+            bk_cmd_bake_error("out of memory for the colours of %u texels\n", ntx);
+            return 1;
+        }
         st->ro.texel_col = st->tcol;
     } else {
         st->rgb = malloc(sizeof(float) * 3 * st->npx);
@@ -555,9 +597,14 @@ static int phase_bake(bake_state *st)
     /* a backend with its own copy of the texels (a GPU) lets the host keep only their refs from
      * the moment every device has begun (texels_kept); the CPU reads them in place, through the
      * denoiser's passes too, and they are compacted after those */
-    st->kt.tx = &st->tx; st->kt.refs = &st->refs; st->kt.n = st->ntx;
-    st->ro.texels_kept = bk_cmd_bake_texels_kept; st->ro.texels_kept_ctx = &st->kt;
-    st->mt.s = st->surf; st->mt.a = &st->at; st->mt.refs = st->refs;
+    st->kt.tx = &st->tx;
+    st->kt.refs = &st->refs;
+    st->kt.n = st->ntx;
+    st->ro.texels_kept = bk_cmd_bake_texels_kept;
+    st->ro.texels_kept_ctx = &st->kt;
+    st->mt.s = st->surf;
+    st->mt.a = &st->at;
+    st->mt.refs = st->refs;
     if (!st->tx) {
         st->ro.make_texels = bk_cmd_bake_make_texels;
         st->ro.make_texels_ctx = &st->mt;
@@ -571,7 +618,7 @@ static int phase_bake(bake_state *st)
     }
     if (job->size > 1) {
         if (bk_cmd_bake_job_share(job, c, key, st->tx, st->refs, st->ntx, st->cov, st->tcol, &st->res)) return 1;
-        if (job->rank != 0) {           /* its share is with rank 0: wait for its word, and stop */
+        if (job->rank != 0) { /* its share is with rank 0: wait for its word, and stop */
             st->rc = bk_cmd_bake_job_agree(job, 1, 1) ? 1 : 0;
             return 1;
         }
@@ -598,9 +645,9 @@ static int image_from_colours(bake_state *st)
     }
     enum { SLICE = 1 << 20 };
     for (uint32_t end = st->ntx; end > 0;) {
-        uint32_t begin = end > SLICE ? end - SLICE : 0;
+        uint32_t  begin = end > SLICE ? end - SLICE : 0;
         image_job ij = { st->refs + begin, st->tcol + begin, st->rgb };
-        bk_parallel_for(end - begin, 16384, image_fn, &ij);   /* each texel its own pixel */
+        bk_parallel_for(end - begin, 16384, image_fn, &ij); /* each texel its own pixel */
         end = begin;
         bk_f4 *shrunk = end ? realloc(st->tcol, sizeof(bk_f4) * end) : NULL;
         if (shrunk) st->tcol = shrunk;
@@ -618,9 +665,15 @@ static int phase_denoise(bake_state *st)
     if (st->tcol) {
         /* the whole texels (the CPU's passes read them), or their refs (the backend kept them),
          * which come back holding charts instead of triangles */
-        const bk_denoise_view dv = { .coverage = st->cov, .texels = st->refs ? NULL : st->tx, .n = st->ntx,
-                                     .tri_chart = at->tri_chart, .tri_count = at->tri_count, .w = at->width,
-                                     .h = at->height, .pages = at->page_count, .texel_world = st->c.p.texel_world };
+        const bk_denoise_view dv = { .coverage = st->cov,
+                                     .texels = st->refs ? NULL : st->tx,
+                                     .n = st->ntx,
+                                     .tri_chart = at->tri_chart,
+                                     .tri_count = at->tri_count,
+                                     .w = at->width,
+                                     .h = at->height,
+                                     .pages = at->page_count,
+                                     .texel_world = st->c.p.texel_world };
         if (st->filter &&
             bk_denoise_texel_colours(st->be, st->tcol, st->refs, &dv, &st->c.dn, &st->dres, st->err, sizeof st->err)) {
             bk_cmd_bake_error("%s\n", st->err);
@@ -640,8 +693,11 @@ static int phase_denoise(bake_state *st)
 static int dilate_pages(bake_state *st)
 {
     const bk_atlas *at = &st->at;
-    uint32_t *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
-    if (at->close_charts && !reach) { bk_cmd_bake_error("out of memory\n"); return 1; }
+    uint32_t       *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
+    if (at->close_charts && !reach) {
+        bk_cmd_bake_error("out of memory\n");
+        return 1;
+    }
     if (reach) bk_atlas_reach_ids(at, reach);
     for (int p = 0; p < at->page_count; ++p)
         bk_image_dilate_charts(st->rgb + 3 * st->page_px * (size_t)p, st->cov + st->page_px * (size_t)p,
@@ -655,10 +711,10 @@ static int dilate_pages(bake_state *st)
 static int write_images(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
-    char *err = st->err;
-    FILE *f;
+    char                  *err = st->err;
+    FILE                  *f;
     for (int p = 0; p < st->at.page_count; ++p) {
-        int oi = c->pages_auto ? st->page_idx[p] : st->out_idx[0];
+        int         oi = c->pages_auto ? st->page_idx[p] : st->out_idx[0];
         const char *name = c->pages_auto ? st->page_names[p] : c->out;
         if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
             bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height,
@@ -675,9 +731,9 @@ static int write_images(bake_state *st)
 static int write_mesh(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
-    char *err = st->err;
-    const size_t es = sizeof st->err;
-    FILE *f, *mf = NULL;
+    char                  *err = st->err;
+    const size_t           es = sizeof st->err;
+    FILE                  *f, *mf = NULL;
     if (!(f = bk_outputs_open(&st->io, st->out_idx[1], err, es)) ||
         (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
         (bk_gltf_path(c->mesh_out) ? bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es)
@@ -696,12 +752,15 @@ static int write_mesh(bake_state *st)
 static int phase_write(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
-    const bk_atlas *at = &st->at;
+    const bk_atlas  *at = &st->at;
     st->t0 = bk_time_now();
     double wt = st->t0;
     if (c->exposure_auto || c->stats) {
         float e = bk_cmd_bake_auto_exposure(st->gpu, st->rgb, st->cov, st->npx, &st->mean_lum, st->err, sizeof st->err);
-        if (e < 0) { bk_cmd_bake_error("%s\n", st->err); return 1; }
+        if (e < 0) {
+            bk_cmd_bake_error("%s\n", st->err);
+            return 1;
+        }
         if (c->exposure_auto) c->exposure = e;
     }
     /* texels found inside geometry take the nearest valid texel of their own chart (fill.h);
@@ -712,7 +771,8 @@ static int phase_write(bake_state *st)
      * while the host fills, dilates and writes (bk_cmd_bake_last) */
     st->mem[MEM_PEAK_DEVICE] = st->be->i->memory_peak(st->be);
     if (bake_last) {
-        st->rel.gpu = st->gpu; st->rel.be = st->be;
+        st->rel.gpu = st->gpu;
+        st->rel.be = st->be;
         st->rel.running = pthread_create(&st->rel.th, NULL, bk_cmd_bake_release_run, &st->rel) == 0;
         if (st->rel.running) st->gpu = NULL, st->be = NULL;
     }
@@ -737,18 +797,24 @@ static int phase_write(bake_state *st)
 static int phase_free(bake_state *st)
 {
     st->t0 = bk_time_now();
-    if (!bake_end_fast) {       /* else the process end takes the host memory (see bk_cmd_bake_end_fast) */
-        free(st->rgb); st->rgb = NULL;
-        free(st->tx); st->tx = NULL;
-        free(st->refs); st->refs = NULL;
-        free(st->cov); st->cov = NULL;
+    if (!bake_end_fast) { /* else the process end takes the host memory (see bk_cmd_bake_end_fast) */
+        free(st->rgb);
+        st->rgb = NULL;
+        free(st->tx);
+        st->tx = NULL;
+        free(st->refs);
+        st->refs = NULL;
+        free(st->cov);
+        st->cov = NULL;
         bk_bake_data_free(&st->bd);
         bk_accel_free(&st->a);
         memset(&st->a, 0, sizeof st->a);
     }
-    bk_gpu_ops_free(st->gpu); st->gpu = NULL;
-    bk_backend_free(st->be); st->be = NULL;
-    bk_cmd_bake_release_finish(&st->rel);    /* what the devices' teardown did not hide behind the write */
+    bk_gpu_ops_free(st->gpu);
+    st->gpu = NULL;
+    bk_backend_free(st->be);
+    st->be = NULL;
+    bk_cmd_bake_release_finish(&st->rel); /* what the devices' teardown did not hide behind the write */
     st->ph[PH_FREE] = bk_time_now() - st->t0;
     st->mem[MEM_PEAK_HOST] = bk_peak_rss();
     return 0;
@@ -757,14 +823,14 @@ static int phase_free(bake_state *st)
 /* The summary of a bake, unless --quiet. */
 static void print_summary(const bake_state *st)
 {
-    const bk_cmd_bake_cli *c = &st->c;
-    const bk_cmd_bake_job *job = st->job;
-    const bk_atlas *at = &st->at;
-    const bk_voxmesh *vm = &st->vm;
-    const bk_bake_result *res = &st->res;
+    const bk_cmd_bake_cli   *c = &st->c;
+    const bk_cmd_bake_job   *job = st->job;
+    const bk_atlas          *at = &st->at;
+    const bk_voxmesh        *vm = &st->vm;
+    const bk_bake_result    *res = &st->res;
     const bk_denoise_result *dres = &st->dres;
-    const uint64_t *mem = st->mem;
-    FILE *say = st->say;
+    const uint64_t          *mem = st->mem;
+    FILE                    *say = st->say;
     double mrays = res->totals.seconds > 0 ? (double)res->totals.rays / res->totals.seconds / 1e6 : 0.0;
     if (at->page_count > 1 || c->pages_auto)
         fprintf(say,
@@ -811,9 +877,10 @@ static void print_summary(const bake_state *st)
     if (c->exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c->exposure);
     if (c->bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", st->sort_seconds);
     if (job->size > 1)
-        fprintf(say, "  job: %d ranks, granules of %u texels taken as asked for; rank 0 waited %.3f s for the others, "
-                     "then gathered %.1f MB in %.3f s\n", job->size, job->granule, job->wait_seconds,
-                (double)job->gather_bytes / 1e6, job->gather_seconds);
+        fprintf(say,
+                "  job: %d ranks, granules of %u texels taken as asked for; rank 0 waited %.3f s for the others, "
+                "then gathered %.1f MB in %.3f s\n",
+                job->size, job->granule, job->wait_seconds, (double)job->gather_bytes / 1e6, job->gather_seconds);
 }
 
 /* After the phases: the stats, the summary, the job's last agreement and the commit of every
@@ -823,7 +890,10 @@ static int bake_report(bake_state *st)
     const bk_cmd_bake_cli *c = &st->c;
     if (c->stats) {
         FILE *f = bk_outputs_open(&st->io, st->out_idx[2], st->err, sizeof st->err);
-        if (!f) { bk_cmd_bake_error("%s\n", st->err); return 1; }
+        if (!f) {
+            bk_cmd_bake_error("%s\n", st->err);
+            return 1;
+        }
         bk_cmd_bake_write_stats(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
                                 st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job,
                                 st->wr, st->bake_prep);
@@ -834,7 +904,10 @@ static int bake_report(bake_state *st)
     if (st->job->size > 1 && bk_cmd_bake_job_agree(st->job, 1, 1)) return 1;
     /* the outputs replace their targets only once everything, standard output included, is
      * written (bk_outputs_commit checks the summary and --stats - first) */
-    if (bk_outputs_commit(&st->io, st->err, sizeof st->err)) { bk_cmd_bake_error("%s\n", st->err); return 1; }
+    if (bk_outputs_commit(&st->io, st->err, sizeof st->err)) {
+        bk_cmd_bake_error("%s\n", st->err);
+        return 1;
+    }
     if (c->pages_auto) bk_cmd_bake_note_stale_pages(c, st->at.page_count);
     return 0;
 }
@@ -844,7 +917,7 @@ static int bake_report(bake_state *st)
 static int bake_end(bake_state *st, int rc)
 {
     bk_cmd_bake_cli *c = &st->c;
-    if (st->bs.running) {           /* an error while the backend's thread was still at work */
+    if (st->bs.running) { /* an error while the backend's thread was still at work */
         bk_cmd_bake_start_finish(&st->bs, NULL, NULL);
         if (!st->be) st->be = st->bs.be;
     }
@@ -854,13 +927,15 @@ static int bake_end(bake_state *st, int rc)
         pthread_cond_destroy(&st->bs.cv);
     }
     bk_outputs_free(&st->io);       /* what was not committed: temporary files only */
-    if (rc == 0 && bake_end_fast) {   /* the process ends: its memory goes with it */
+    if (rc == 0 && bake_end_fast) { /* the process ends: its memory goes with it */
         bk_gpu_ops_free(st->gpu);
         bk_backend_free(st->be);
         return rc;
     }
     for (int k = 0; k < c->noscale; ++k) free((char *)c->oscale_pat[k]);
-    free(c->oscale_pat); free(c->oscale_f); free(st->tri_scale);
+    free(c->oscale_pat);
+    free(c->oscale_f);
+    free(st->tri_scale);
     free(st->rgb);
     free(st->tcol);
     free(st->tx);
@@ -869,7 +944,10 @@ static int bake_end(bake_state *st, int rc)
     free(c->points);
     free(c->scenes);
     free(c->devices);
-    free(st->rects); free(st->mtl_path); free(st->page_idx); free(st->page0);
+    free(st->rects);
+    free(st->mtl_path);
+    free(st->page_idx);
+    free(st->page0);
     for (int p = 0; st->page_names && p < st->at.page_count; ++p) free(st->page_names[p]);
     free(st->page_names);
     bk_gpu_ops_free(st->gpu);
@@ -893,7 +971,9 @@ static int bake_run(int argc, char **argv, bk_cmd_bake_job *job)
     bake_state st;
     memset(&st, 0, sizeof st);
     st.t_start = bk_time_now();
-    st.argc = argc; st.argv = argv; st.job = job;
+    st.argc = argc;
+    st.argv = argv;
+    st.job = job;
     for (int k = 0; k < PH_COUNT; ++k)
         if (phase_run[k](&st)) return bake_end(&st, st.rc);
     return bake_end(&st, bake_report(&st));

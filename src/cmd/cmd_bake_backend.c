@@ -22,11 +22,16 @@ static void *be_start_run(void *arg)
     }
     bk_backend *be = b->devices ? bk_backend_init_devices(b->name, b->devices, b->ndevices, b->note, sizeof b->note)
                                 : bk_backend_init_devices(b->name, all, m, b->note, sizeof b->note);
-    int ok = be != NULL;
-    if (!be) { snprintf(b->msg, sizeof b->msg, "%s", b->note); b->note[0] = 0; }
-    else ok = be->i->supports(be, b->opts, b->msg, sizeof b->msg);
+    int         ok = be != NULL;
+    if (!be) {
+        snprintf(b->msg, sizeof b->msg, "%s", b->note);
+        b->note[0] = 0;
+    } else ok = be->i->supports(be, b->opts, b->msg, sizeof b->msg);
     pthread_mutex_lock(&b->lock);
-    b->be = be; b->ok = ok; b->started = 1; b->t_started = bk_time_now();
+    b->be = be;
+    b->ok = ok;
+    b->started = 1;
+    b->t_started = bk_time_now();
     pthread_cond_broadcast(&b->cv);
     while (ok && !b->view && !b->stop) pthread_cond_wait(&b->cv, &b->lock);
     const bk_accel_view *v = b->stop ? NULL : b->view;
@@ -39,18 +44,22 @@ void bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *
                              int local_size, const bk_trace_opts *opts)
 {
     memset(b, 0, sizeof *b);
-    b->name = name; b->opts = opts; b->devices = devices; b->ndevices = ndevices;
-    b->local_rank = local_rank; b->local_size = local_size;
+    b->name = name;
+    b->opts = opts;
+    b->devices = devices;
+    b->ndevices = ndevices;
+    b->local_rank = local_rank;
+    b->local_size = local_size;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cv, NULL);
     b->running = pthread_create(&b->th, NULL, be_start_run, b) == 0;
-    if (!b->running) b->stop = 1, be_start_run(b);   /* no thread: the start here and now */
+    if (!b->running) b->stop = 1, be_start_run(b); /* no thread: the start here and now */
 }
 
 /* Hands the accel over for upload; 0, or -1 when the start is known to have failed. */
 int bk_cmd_bake_start_give(bk_cmd_bake_start *b, const bk_accel_view *v)
 {
-    if (!b->running) {                    /* started here: upload here */
+    if (!b->running) { /* started here: upload here */
         if (b->ok) b->ok = b->be->i->upload(b->be, v, b->msg, sizeof b->msg) == 0;
         return b->ok ? 0 : -1;
     }
@@ -77,7 +86,7 @@ bk_backend *bk_cmd_bake_start_finish(bk_cmd_bake_start *b, double *start_wait, d
         b->running = 0;
     }
     const double t1 = bk_time_now();
-    double s = b->t_started > t0 ? b->t_started - t0 : 0.0;
+    double       s = b->t_started > t0 ? b->t_started - t0 : 0.0;
     if (s > t1 - t0) s = t1 - t0;
     if (start_wait) *start_wait += s;
     if (upload_wait) *upload_wait += (t1 - t0) - s;

@@ -25,31 +25,31 @@
 
 /* Every error of the bake goes through here (cmd_bake.c): one line on stderr, kept for the job's
  * agreement (world.h) when several processes bake together; bk_cmd_bake_error_text is the last. */
-void bk_cmd_bake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void        bk_cmd_bake_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *bk_cmd_bake_error_text(void);
 
 typedef struct bk_cmd_bake_cli {
-    const char  **scenes;        /* nscenes SCENE arguments, baked together */
-    int           nscenes;
-    const char   *scene;         /* names the scene(s) in messages: the path, or "A + B ..." */
-    char          scene_label[1024];
-    const char   *out, *mesh_out, *stats;
-    int           texels_per_voxel, pages_auto;
-    int           writer;        /* this process writes the outputs: a lone one, or rank 0 of a job */
-    bk_cli_trace  t;
-    bk_atlas_opts atlas;
-    bk_bake_params p;
-    float         exposure, max_launch_ms, max_memory_gb;
-    int           quiet, sky_given, ao_given, exposure_auto, bin_rays;
-    int           denoise;       /* -1: by --mode (on for light), 0 off, 1 on */
+    const char    **scenes; /* nscenes SCENE arguments, baked together */
+    int             nscenes;
+    const char     *scene; /* names the scene(s) in messages: the path, or "A + B ..." */
+    char            scene_label[1024];
+    const char     *out, *mesh_out, *stats;
+    int             texels_per_voxel, pages_auto;
+    int             writer; /* this process writes the outputs: a lone one, or rank 0 of a job */
+    bk_cli_trace    t;
+    bk_atlas_opts   atlas;
+    bk_bake_params  p;
+    float           exposure, max_launch_ms, max_memory_gb;
+    int             quiet, sky_given, ao_given, exposure_auto, bin_rays;
+    int             denoise; /* -1: by --mode (on for light), 0 off, 1 on */
     bk_denoise_opts dn;
-    float        *points;
-    uint32_t      point_count;
-    const char  **oscale_pat;    /* --object-scale PATTERN=F, in the order given */
-    float        *oscale_f;
-    int           noscale;
-    int          *devices;       /* --devices LIST, ndevices of them; NULL: all */
-    int           ndevices;
+    float          *points;
+    uint32_t        point_count;
+    const char    **oscale_pat; /* --object-scale PATTERN=F, in the order given */
+    float          *oscale_f;
+    int             noscale;
+    int            *devices; /* --devices LIST, ndevices of them; NULL: all */
+    int             ndevices;
 } bk_cmd_bake_cli;
 
 
@@ -58,16 +58,16 @@ typedef struct bk_cmd_bake_cli {
  * gather; at the end, once rank 0 has written), unless one fails, when every rank stops. A rank
  * that fails anywhere else makes the agreement it was heading for as a failure (bk_cmd_bake). */
 typedef struct bk_cmd_bake_job {
-    int      rank, size;     /* size 1: a lone process */
-    int      stopped;        /* no agreement is left to make: one failed, or the last one passed */
-    uint32_t granule;        /* texels per granule of the split (bake.h) */
-    uint32_t granules;       /* granules of the texels in all */
-    uint32_t *taken;         /* the granules this rank took (bk_cmd_bake_job_next_granule), in that order */
-    uint32_t ntaken;
-    uint64_t gather_bytes;   /* what rank 0 received */
-    double   wait_seconds;   /* in the agreement after the bake: for the slowest rank */
-    double   gather_seconds; /* the check, the counters' sums and the gather */
-    int      own_threads;    /* the threads are the job's choice (no --threads) */
+    int       rank, size; /* size 1: a lone process */
+    int       stopped;    /* no agreement is left to make: one failed, or the last one passed */
+    uint32_t  granule;    /* texels per granule of the split (bake.h) */
+    uint32_t  granules;   /* granules of the texels in all */
+    uint32_t *taken;      /* the granules this rank took (bk_cmd_bake_job_next_granule), in that order */
+    uint32_t  ntaken;
+    uint64_t  gather_bytes;   /* what rank 0 received */
+    double    wait_seconds;   /* in the agreement after the bake: for the slowest rank */
+    double    gather_seconds; /* the check, the counters' sums and the gather */
+    int       own_threads;    /* the threads are the job's choice (no --threads) */
 } bk_cmd_bake_job;
 
 
@@ -78,8 +78,10 @@ typedef struct bk_cmd_bake_job {
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
  * before the stats are written, or the wait for the backend's release on its thread that the
  * write did not hide (bk_cmd_bake_release). */
-#define BAKE_PHASES(X) X(PH_STARTUP, startup) X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) \
-                       X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
+#define BAKE_PHASES(X)                                                                           \
+    X(PH_STARTUP, startup)                                                                       \
+    X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) \
+        X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
 #define WRITE_STEPS(X) \
@@ -109,10 +111,10 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv);
  * it hands the accel over, if the start is done by then, and else at bk_cmd_bake_start_finish, before it
  * first touches the backend. */
 typedef struct bk_cmd_bake_start {
-    const char          *name;
-    const int           *devices;   /* --devices, ndevices of them; NULL: all the backend has, or
-                                       in a job, this rank's share of the host's (local_rank of
-                                       local_size ranks on the host) */
+    const char *name;
+    const int  *devices; /* --devices, ndevices of them; NULL: all the backend has, or
+                            in a job, this rank's share of the host's (local_rank of
+                            local_size ranks on the host) */
     int                  ndevices, local_rank, local_size;
     const bk_trace_opts *opts;
     pthread_mutex_t      lock;
@@ -122,8 +124,8 @@ typedef struct bk_cmd_bake_start {
     int                  started;   /* init and supports() are done (ok says how) */
     double               t_started; /* when */
     bk_backend          *be;
-    int                  ok;        /* 0: msg says why */
-    int                  running;   /* the thread is to be joined */
+    int                  ok;      /* 0: msg says why */
+    int                  running; /* the thread is to be joined */
     pthread_t            th;
     char                 note[512]; /* e.g. "auto" falling back to the CPU */
     char                 msg[1024];
@@ -131,29 +133,38 @@ typedef struct bk_cmd_bake_start {
 
 void bk_cmd_bake_start_begin(bk_cmd_bake_start *b, const char *name, const int *devices, int ndevices, int local_rank,
                              int local_size, const bk_trace_opts *opts);
-int         bk_cmd_bake_start_give(bk_cmd_bake_start *b, const bk_accel_view *v);
+int  bk_cmd_bake_start_give(bk_cmd_bake_start *b, const bk_accel_view *v);
 bk_backend *bk_cmd_bake_start_finish(bk_cmd_bake_start *b, double *start_wait, double *upload_wait);
 /* The GPU let go on a thread of its own once the bake no longer needs it (bk_backend_free_last):
  * its teardown runs beside the write instead of in the process's exit. */
-typedef struct bk_cmd_bake_release { bk_gpu_ops *gpu; bk_backend *be; pthread_t th; int running; } bk_cmd_bake_release;
-void *bk_cmd_bake_release_run(void *arg);       /* a pthread start routine */
+typedef struct bk_cmd_bake_release {
+    bk_gpu_ops *gpu;
+    bk_backend *be;
+    pthread_t   th;
+    int         running;
+} bk_cmd_bake_release;
+void *bk_cmd_bake_release_run(void *arg); /* a pthread start routine */
 void  bk_cmd_bake_release_finish(bk_cmd_bake_release *r);
 
 /* cmd_bake_texels.c */
-int   bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
-                             size_t err_size);
+int   bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds,
+                             char *err, size_t err_size);
 float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                                 char *err, size_t err_size);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
 typedef struct bk_cmd_bake_made_texels {
-    const bk_scene *s;
-    const bk_atlas *a;
+    const bk_scene     *s;
+    const bk_atlas     *a;
     const bk_texel_ref *refs;
 } bk_cmd_bake_made_texels;
 void bk_cmd_bake_make_texels(void *ctx, uint32_t first, uint32_t count, bk_texel *out);
 /* bk_bake_run_opts.texels_kept: the backend has its own copy of the texels, so the host keeps
  * only their refs (8 B each of 32) through the fetch, the denoiser, the image and the fill. */
-typedef struct bk_cmd_bake_kept_texels { bk_texel **tx; bk_texel_ref **refs; uint32_t n; } bk_cmd_bake_kept_texels;
+typedef struct bk_cmd_bake_kept_texels {
+    bk_texel     **tx;
+    bk_texel_ref **refs;
+    uint32_t       n;
+} bk_cmd_bake_kept_texels;
 const bk_texel_ref *bk_cmd_bake_texels_kept(void *ctx);
 
 /* cmd_bake_job.c */
@@ -168,13 +179,13 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
 int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3], const char *page0);
 char *bk_cmd_bake_page_name(const char *out, int k);
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
-int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
-                           char **page_names, char *err, size_t err_size);
-void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
-                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
-                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
-                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
-                             const double wr[WR_COUNT], double bake_prep);
+int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
+                             char **page_names, char *err, size_t err_size);
+void  bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
+                              const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
+                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
+                              const double wr[WR_COUNT], double bake_prep);
 
 /* cmd_bake_mem.c */
 int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT]);

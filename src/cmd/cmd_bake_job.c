@@ -13,7 +13,7 @@
 int bk_cmd_bake_job_agree(bk_cmd_bake_job *job, int ok, int last)
 {
     char msg[1600];
-    int who = -1;
+    int  who = -1;
     if (bk_world_agree(ok, bk_cmd_bake_error_text(), msg, sizeof msg, &who) == 0) {
         if (last) job->stopped = 1;
         return 0;
@@ -35,7 +35,7 @@ static inline uint32_t pixel_of(const bk_texel *tx, const bk_texel_ref *refs, si
 uint64_t bk_cmd_bake_job_next_granule(void *ctx)
 {
     bk_cmd_bake_job *job = ctx;
-    const uint64_t g = bk_world_counter_next();
+    const uint64_t   g = bk_world_counter_next();
     if (g < job->granules) job->taken[job->ntaken++] = (uint32_t)g;
     return g;
 }
@@ -46,20 +46,26 @@ static uint32_t granule_texels(uint32_t g, uint32_t G, uint32_t n) { return (uin
 /* What rank 0 unpacks (job_unpack): first every rank's list of granules, then the other ranks'
  * texel colours, granule after granule in the order of their lists. */
 typedef struct job_recv {
-    bk_f4          *tcol;
-    uint8_t        *cov;
-    const bk_texel *tx;              /* the texels, or (tx NULL) their refs */
+    bk_f4              *tcol;
+    uint8_t            *cov;
+    const bk_texel     *tx; /* the texels, or (tx NULL) their refs */
     const bk_texel_ref *refs;
-    uint32_t        n, granule, granules;
-    uint32_t      **lists;           /* per rank: its granules, counts[rank] of them */
-    uint32_t       *counts;
-    uint8_t        *seen;            /* per granule: some rank's list named it */
+    uint32_t            n, granule, granules;
+    uint32_t          **lists; /* per rank: its granules, counts[rank] of them */
+    uint32_t           *counts;
+    uint8_t            *seen; /* per granule: some rank's list named it */
 } job_recv;
 
 /* A gather's pieces, dropped (after a failure on rank 0). */
 static int job_ignore(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
 {
-    (void)ctx; (void)rank; (void)offset; (void)data; (void)bytes; (void)err; (void)err_size;
+    (void)ctx;
+    (void)rank;
+    (void)offset;
+    (void)data;
+    (void)bytes;
+    (void)err;
+    (void)err_size;
     return 0;
 }
 
@@ -93,10 +99,10 @@ static int job_unpack_list(void *ctx, int rank, uint64_t offset, const void *dat
 static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, size_t bytes, char *err, size_t err_size)
 {
     job_recv *j = ctx;
-    if (rank == 0) return 0;                         /* rank 0's share is in place */
+    if (rank == 0) return 0; /* rank 0's share is in place */
     if (offset % sizeof(bk_f4) || bytes % sizeof(bk_f4))
         return bk_fail(err, err_size, "rank %d sent a piece of %zu bytes", rank, bytes);
-    const uint64_t k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4), G = j->granule;
+    const uint64_t       k0 = offset / sizeof(bk_f4), m = bytes / sizeof(bk_f4), G = j->granule;
     const unsigned char *p = data;
     /* the granule that colour k0 falls in: every granule but the job's last holds G texels */
     uint64_t at = 0;
@@ -110,9 +116,12 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
             return bk_fail(err, err_size, "rank %d sent more than the texels of its %u granules", rank,
                            j->counts[rank]);
         const uint64_t t = (uint64_t)j->lists[rank][gi] * G + (k - at);
-        bk_f4 c;
+        bk_f4          c;
         memcpy(&c, p + (k - k0) * sizeof(bk_f4), sizeof c);
-        if (c.w < 0) { c.x = c.y = c.z = c.w = 0.0f; j->cov[pixel_of(j->tx, j->refs, t)] = 0; }
+        if (c.w < 0) {
+            c.x = c.y = c.z = c.w = 0.0f;
+            j->cov[pixel_of(j->tx, j->refs, t)] = 0;
+        }
         j->tcol[t] = c;
     }
     return 0;
@@ -127,18 +136,18 @@ static int job_unpack(void *ctx, int rank, uint64_t offset, const void *data, si
 uint64_t bk_cmd_bake_job_key(const bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, const bk_texel *tx,
                              const bk_cmd_bake_made_texels *mt, uint32_t ntx, int img_h)
 {
-    const uint32_t G = job->granule;
-    uint64_t key = 1469598103934665603ull;
-    const uint64_t facts[3] = { ntx, (uint64_t)img_h, G };
+    const uint32_t       G = job->granule;
+    uint64_t             key = 1469598103934665603ull;
+    const uint64_t       facts[3] = { ntx, (uint64_t)img_h, G };
     const unsigned char *b = (const unsigned char *)facts;
     for (size_t k = 0; k < sizeof facts; ++k) key = (key ^ b[k]) * 1099511628211ull;
     b = (const unsigned char *)&c->p;
     for (size_t k = 0; k < sizeof c->p; ++k) key = (key ^ b[k]) * 1099511628211ull;
     for (uint32_t k = 0; ntx && k < 64; ++k) {
         const uint32_t i = (uint32_t)((uint64_t)ntx * k / 64);
-        bk_texel t;
+        bk_texel       t;
         if (tx) t = tx[i];
-        else bk_cmd_bake_make_texels((void *)mt, i, 1, &t);       /* only their refs are held: the same bits */
+        else bk_cmd_bake_make_texels((void *)mt, i, 1, &t); /* only their refs are held: the same bits */
         b = (const unsigned char *)&t;
         for (size_t q = 0; q < sizeof t; ++q) key = (key ^ b[q]) * 1099511628211ull;
     }
@@ -152,14 +161,17 @@ uint64_t bk_cmd_bake_job_key(const bk_cmd_bake_job *job, const bk_cmd_bake_cli *
 int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64_t key, const bk_texel *tx,
                           const bk_texel_ref *refs, uint32_t ntx, uint8_t *cov, bk_f4 *tcol, bk_bake_result *res)
 {
-    const double t0 = bk_time_now();
+    const double   t0 = bk_time_now();
     const uint32_t ranks = (uint32_t)job->size, rank = (uint32_t)job->rank, G = job->granule;
-    uint32_t mine = 0;                               /* the texels of the granules this rank took */
+    uint32_t       mine = 0; /* the texels of the granules this rank took */
     for (uint32_t i = 0; i < job->ntaken; ++i) mine += granule_texels(job->taken[i], G, ntx);
-    const uint32_t own = rank ? mine : 0;            /* what it sends (rank 0's stay in place) */
-    bk_f4 *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
+    const uint32_t own = rank ? mine : 0; /* what it sends (rank 0's stay in place) */
+    bk_f4         *send = own ? malloc(sizeof(bk_f4) * own) : NULL;
     if (own && !send) bk_cmd_bake_error("out of memory for the colours of %u texels to send to rank 0", own);
-    if (bk_cmd_bake_job_agree(job, !own || send, 0)) { free(send); return -1; }
+    if (bk_cmd_bake_job_agree(job, !own || send, 0)) {
+        free(send);
+        return -1;
+    }
     const double t1 = bk_time_now();
     job->wait_seconds = t1 - t0;
     int other = -1;
@@ -177,8 +189,13 @@ int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64
     uint64_t u[7] = { res->totals.rays,   res->totals.nodes, res->totals.tris, res->totals.restarts,
                       res->totals.spills, res->launches,     res->invalid };
     bk_world_sum_u64(u, 7);
-    res->totals.rays = u[0]; res->totals.nodes = u[1]; res->totals.tris = u[2]; res->totals.restarts = u[3];
-    res->totals.spills = u[4]; res->launches = (uint32_t)u[5]; res->invalid = (uint32_t)u[6];
+    res->totals.rays = u[0];
+    res->totals.nodes = u[1];
+    res->totals.tris = u[2];
+    res->totals.restarts = u[3];
+    res->totals.spills = u[4];
+    res->launches = (uint32_t)u[5];
+    res->invalid = (uint32_t)u[6];
     double d[4] = { res->totals.seconds, res->totals.upload_seconds, res->longest_launch_ms, res->wall_seconds };
     bk_world_max_f64(d, 4);
     res->totals.seconds = d[0];
@@ -197,7 +214,13 @@ int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64
     BK_CHECK(k == own);
     job_recv jr;
     memset(&jr, 0, sizeof jr);
-    jr.tcol = tcol; jr.cov = cov; jr.tx = tx; jr.refs = refs; jr.n = ntx; jr.granule = G; jr.granules = job->granules;
+    jr.tcol = tcol;
+    jr.cov = cov;
+    jr.tx = tx;
+    jr.refs = refs;
+    jr.n = ntx;
+    jr.granule = G;
+    jr.granules = job->granules;
     char err[1024];
     err[0] = 0;
     int rc = 0;
@@ -219,8 +242,13 @@ int bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, uint64
         rc = -1;
     free(send);
     for (uint32_t r = 0; jr.lists && r < ranks; ++r) free(jr.lists[r]);
-    free(jr.lists); free(jr.counts); free(jr.seen);
-    if (rc) { bk_cmd_bake_error("%s", err); return -1; }
+    free(jr.lists);
+    free(jr.counts);
+    free(jr.seen);
+    if (rc) {
+        bk_cmd_bake_error("%s", err);
+        return -1;
+    }
     if (rank == 0) job->gather_bytes = sizeof(bk_f4) * (uint64_t)(ntx - mine);
     job->gather_seconds = bk_time_now() - t1;
     return 0;

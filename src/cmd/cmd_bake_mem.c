@@ -20,18 +20,19 @@ int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_
      * holds them whole (32 B each beside 5 B per pixel), as on the CPU */
     const uint64_t whole = 5 * (uint64_t)BK_ATLAS_PIXELS(at) + sizeof(bk_texel) * at->covered;
     if (c->bin_rays && dtotal > 0 && whole > est[0]) est[0] = whole;
-    uint64_t base = bk_current_rss();     /* the scene and trees, already held (and already not available) */
-    int host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
+    uint64_t base = bk_current_rss(); /* the scene and trees, already held (and already not available) */
+    int      host_bad = avail > 0 && est[0] > avail, dev_bad = dtotal > 0 && est[1] > dfree;
     if (host_bad || dev_bad) {
         bk_cmd_bake_error("a %dx%d atlas (%llu texels) needs about %.1f GB of %s memory, %.1f GB "
-                        "%s: bake a smaller atlas (--size, --texels-per-unit)%s\n",
-                at->width, at->height, (unsigned long long)at->covered, bk_cmd_bake_gb(host_bad ? est[0] : est[1]),
-                host_bad ? "host" : "GPU", bk_cmd_bake_gb(host_bad ? avail : dfree),
-                host_bad ? (c->max_memory_gb > 0 ? "allowed by --max-memory" : "available") : "free",
-                dev_bad && !host_bad ? " or use --backend cpu" : "");
+                          "%s: bake a smaller atlas (--size, --texels-per-unit)%s\n",
+                          at->width, at->height, (unsigned long long)at->covered,
+                          bk_cmd_bake_gb(host_bad ? est[0] : est[1]), host_bad ? "host" : "GPU",
+                          bk_cmd_bake_gb(host_bad ? avail : dfree),
+                          host_bad ? (c->max_memory_gb > 0 ? "allowed by --max-memory" : "available") : "free",
+                          dev_bad && !host_bad ? " or use --backend cpu" : "");
         return -1;
     }
-    est[0] += base;                       /* reported as the whole process's expected peak */
+    est[0] += base; /* reported as the whole process's expected peak */
     if (!c->quiet && est[0] - base > avail / 2)
         fprintf(stderr, "baker: this bake needs about %.1f GB of host memory (%.1f GB available)\n",
                 bk_cmd_bake_gb(est[0] - base), bk_cmd_bake_gb(avail));

@@ -37,10 +37,13 @@ static int parse_devices(const char *v, int **out, int *n)
     int cap = 1;
     for (const char *q = v; *q; ++q) cap += *q == ',';
     int *d = malloc(sizeof(int) * (size_t)cap), k = 0;
-    if (!d) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    if (!d) {
+        bk_cmd_bake_error("out of memory\n");
+        return -1;
+    }
     for (const char *q = v;;) {
         char *end;
-        long x = strtol(q, &end, 10);
+        long  x = strtol(q, &end, 10);
         if (end == q || x < 0 || x >= BK_BAKE_MAX_DEVICES || (*end && *end != ',')) {
             bk_cmd_bake_error("--devices: expected all or a comma list of device numbers (0,1,...), got '%s'\n", v);
             free(d);
@@ -50,7 +53,8 @@ static int parse_devices(const char *v, int **out, int *n)
         if (!*end) break;
         q = end + 1;
     }
-    *out = d; *n = k;
+    *out = d;
+    *n = k;
     return 0;
 }
 
@@ -58,8 +62,20 @@ static int parse_devices(const char *v, int **out, int *n)
  * value (NULL for a flag). */
 #define CLI(dst) bk_cmd_bake_cli *c = dst
 
-static int set_out(void *dst, const char *opt, const char *v)      { CLI(dst); (void)opt; c->out = v; return 0; }
-static int set_mesh_out(void *dst, const char *opt, const char *v) { CLI(dst); (void)opt; c->mesh_out = v; return 0; }
+static int set_out(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    c->out = v;
+    return 0;
+}
+static int set_mesh_out(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    c->mesh_out = v;
+    return 0;
+}
 static int set_quiet(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
@@ -72,9 +88,15 @@ static int set_quiet(void *dst, const char *opt, const char *v)
 static int set_exposure(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (!strcmp(v, "auto")) { c->exposure_auto = 1; return 0; }
+    if (!strcmp(v, "auto")) {
+        c->exposure_auto = 1;
+        return 0;
+    }
     if (parse_floats(opt, v, 1, &c->exposure)) return -1;
-    if (!(c->exposure >= 0)) { bk_cmd_bake_error("--exposure must be >= 0\n"); return -1; }
+    if (!(c->exposure >= 0)) {
+        bk_cmd_bake_error("--exposure must be >= 0\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -91,7 +113,10 @@ static int set_texels_per_unit(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     if (parse_floats(opt, v, 1, &c->atlas.texels_per_unit)) return -1;
-    if (!(c->atlas.texels_per_unit > 0)) { bk_cmd_bake_error("--texels-per-unit must be positive\n"); return -1; }
+    if (!(c->atlas.texels_per_unit > 0)) {
+        bk_cmd_bake_error("--texels-per-unit must be positive\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -99,7 +124,7 @@ static int set_object_scale(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     const char *eq = strrchr(v, '=');
-    float f = 0;
+    float       f = 0;
     if (!eq || eq == v || parse_floats(opt, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
         bk_cmd_bake_error("--object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
         return -1;
@@ -107,9 +132,12 @@ static int set_object_scale(void *dst, const char *opt, const char *v)
     const char **np = realloc(c->oscale_pat, sizeof(char *) * (size_t)(c->noscale + 1));
     if (np) c->oscale_pat = np;
     float *nf = np ? realloc(c->oscale_f, sizeof(float) * (size_t)(c->noscale + 1)) : NULL;
-    char *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
+    char  *pat = nf ? malloc((size_t)(eq - v) + 1) : NULL;
     if (nf) c->oscale_f = nf;
-    if (!pat) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    if (!pat) {
+        bk_cmd_bake_error("out of memory\n");
+        return -1;
+    }
     memcpy(pat, v, (size_t)(eq - v));
     pat[eq - v] = 0;
     c->oscale_pat[c->noscale] = pat;
@@ -132,7 +160,10 @@ static int set_uv(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "auto")) c->atlas.uv_from_file = 0;
     else if (!strcmp(v, "file")) c->atlas.uv_from_file = 1;
-    else { bk_cmd_bake_error("--uv: expected auto or file, got '%s'\n", v); return -1; }
+    else {
+        bk_cmd_bake_error("--uv: expected auto or file, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -152,7 +183,10 @@ static int set_pages(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "auto")) c->pages_auto = 1;
     else if (!strcmp(v, "1")) c->pages_auto = 0;
-    else { bk_cmd_bake_error("--pages: expected 1 or auto, got '%s'\n", v); return -1; }
+    else {
+        bk_cmd_bake_error("--pages: expected 1 or auto, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -162,7 +196,10 @@ static int set_mode(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "light")) c->p.mode = BK_BAKE_LIGHT;
     else if (!strcmp(v, "ao")) c->p.mode = BK_BAKE_AO;
-    else { bk_cmd_bake_error("--mode: expected light or ao, got '%s'\n", v); return -1; }
+    else {
+        bk_cmd_bake_error("--mode: expected light or ao, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -194,7 +231,10 @@ static int set_sun(void *dst, const char *opt, const char *v)
         bk_cmd_bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
         return -1;
     }
-    for (int k = 0; k < 3; ++k) { c->p.sun_dir[k] = f[k] / l; c->p.sun_color[k] = f[3 + k]; }
+    for (int k = 0; k < 3; ++k) {
+        c->p.sun_dir[k] = f[k] / l;
+        c->p.sun_color[k] = f[3 + k];
+    }
     c->p.sun_cos = cosf(f[6] * 3.14159265f / 180.0f);
     return 0;
 }
@@ -205,7 +245,10 @@ static int set_point(void *dst, const char *opt, const char *v)
     float f[6];
     if (parse_floats(opt, v, 6, f)) return -1;
     float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
-    if (!np) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    if (!np) {
+        bk_cmd_bake_error("out of memory\n");
+        return -1;
+    }
     c->points = np;
     memcpy(c->points + 6 * c->point_count++, f, sizeof f);
     return 0;
@@ -223,7 +266,10 @@ static int set_ao_distance(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     if (parse_floats(opt, v, 1, &c->p.ao_distance)) return -1;
-    if (!(c->p.ao_distance > 0)) { bk_cmd_bake_error("--ao-distance must be positive\n"); return -1; }
+    if (!(c->p.ao_distance > 0)) {
+        bk_cmd_bake_error("--ao-distance must be positive\n");
+        return -1;
+    }
     c->ao_given = 1;
     return 0;
 }
@@ -243,7 +289,10 @@ static int set_denoise(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "on")) c->denoise = 1;
     else if (!strcmp(v, "off")) c->denoise = 0;
-    else { bk_cmd_bake_error("--denoise: expected on or off, got '%s'\n", v); return -1; }
+    else {
+        bk_cmd_bake_error("--denoise: expected on or off, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -269,7 +318,9 @@ static int set_denoise_sigma(void *dst, const char *opt, const char *v)
         bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n");
         return -1;
     }
-    c->dn.sigma_l = f[0]; c->dn.sigma_n = f[1]; c->dn.sigma_x = f[2];
+    c->dn.sigma_l = f[0];
+    c->dn.sigma_n = f[1];
+    c->dn.sigma_x = f[2];
     return 0;
 }
 
@@ -279,7 +330,10 @@ static int set_kernel(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "megakernel")) c->t.opts.wavefront = 0;
     else if (!strcmp(v, "wavefront")) c->t.opts.wavefront = 1;
-    else { bk_cmd_bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v); return -1; }
+    else {
+        bk_cmd_bake_error("--kernel: expected megakernel or wavefront, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -287,9 +341,16 @@ static int set_bin_rays(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     (void)opt;
-    if (!strcmp(v, "on")) { c->bin_rays = 1; c->t.opts.ray_order = BK_RAY_ORDER_SORTED; }
-    else if (!strcmp(v, "off")) { c->bin_rays = 0; c->t.opts.ray_order = BK_RAY_ORDER_AUTO; }
-    else { bk_cmd_bake_error("--bin-rays: expected on or off, got '%s'\n", v); return -1; }
+    if (!strcmp(v, "on")) {
+        c->bin_rays = 1;
+        c->t.opts.ray_order = BK_RAY_ORDER_SORTED;
+    } else if (!strcmp(v, "off")) {
+        c->bin_rays = 0;
+        c->t.opts.ray_order = BK_RAY_ORDER_AUTO;
+    } else {
+        bk_cmd_bake_error("--bin-rays: expected on or off, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -297,7 +358,10 @@ static int set_max_launch_ms(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     if (parse_floats(opt, v, 1, &c->max_launch_ms)) return -1;
-    if (!(c->max_launch_ms > 0)) { bk_cmd_bake_error("--max-launch-ms must be positive\n"); return -1; }
+    if (!(c->max_launch_ms > 0)) {
+        bk_cmd_bake_error("--max-launch-ms must be positive\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -306,7 +370,8 @@ static int set_devices(void *dst, const char *opt, const char *v)
     CLI(dst);
     (void)opt;
     free(c->devices);
-    c->devices = NULL; c->ndevices = 0;
+    c->devices = NULL;
+    c->ndevices = 0;
     if (strcmp(v, "all") && parse_devices(v, &c->devices, &c->ndevices)) return -1;
     return 0;
 }
@@ -315,13 +380,19 @@ static int set_max_memory(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     if (parse_floats(opt, v, 1, &c->max_memory_gb)) return -1;
-    if (!(c->max_memory_gb > 0)) { bk_cmd_bake_error("--max-memory must be a positive number of GB\n"); return -1; }
+    if (!(c->max_memory_gb > 0)) {
+        bk_cmd_bake_error("--max-memory must be a positive number of GB\n");
+        return -1;
+    }
     return 0;
 }
 #undef CLI
 
 /* A line of help text, printed as it is. */
-#define TEXT(s) { .help = s }
+#define TEXT(s)   \
+    {             \
+        .help = s \
+    }
 
 /* The bake's options in the order --help lists them; the tracing options (cli.h) sit in the
  * engine section. --stats is taken out before the parse (bk_cmd_bake's startup): its row is help. */
@@ -502,10 +573,15 @@ static void bake_defaults(bk_cmd_bake_cli *c)
 {
     c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
-    c->t.opts.wavefront = 1;   /* measured faster on the H100: see --kernel */
+    c->t.opts.wavefront = 1; /* measured faster on the H100: see --kernel */
     bk_atlas_opts_default(&c->atlas);
-    c->p.mode = BK_BAKE_LIGHT; c->p.spp = 64; c->p.bounces = 2; c->p.seed = 1; c->p.sun_cos = 1.0f;
-    c->exposure = 1.0f; c->max_launch_ms = 50.0f;
+    c->p.mode = BK_BAKE_LIGHT;
+    c->p.spp = 64;
+    c->p.bounces = 2;
+    c->p.seed = 1;
+    c->p.sun_cos = 1.0f;
+    c->exposure = 1.0f;
+    c->max_launch_ms = 50.0f;
     c->denoise = -1;
     bk_denoise_opts_default(&c->dn);
 }
@@ -513,7 +589,10 @@ static void bake_defaults(bk_cmd_bake_cli *c)
 /* What the options say together, once all are read: a SCENE and an output, of known kinds. */
 static int bake_check(bk_cmd_bake_cli *c)
 {
-    if (!c->nscenes) { bk_cmd_bake_error("no SCENE given\n"); return -1; }
+    if (!c->nscenes) {
+        bk_cmd_bake_error("no SCENE given\n");
+        return -1;
+    }
     /* messages name the scene, or the scenes joined by " + " */
     size_t len = 0;
     c->scene_label[0] = 0;
@@ -526,7 +605,10 @@ static int bake_check(bk_cmd_bake_cli *c)
         len += (size_t)n;
     }
     c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;
-    if (!c->out) { bk_cmd_bake_error("no output given: add -o lightmap.png (or .hdr)\n"); return -1; }
+    if (!c->out) {
+        bk_cmd_bake_error("no output given: add -o lightmap.png (or .hdr)\n");
+        return -1;
+    }
     char terr[1024];
     if (bk_image_type_check("-o", c->out, terr, sizeof terr)) {
         bk_cmd_bake_error("%s\n", terr);
@@ -549,9 +631,12 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
 {
     memset(c, 0, sizeof *c);
     c->scenes = malloc(sizeof(char *) * (size_t)(argc + 1));
-    if (!c->scenes) { bk_cmd_bake_error("out of memory\n"); return -1; }
+    if (!c->scenes) {
+        bk_cmd_bake_error("out of memory\n");
+        return -1;
+    }
     bake_defaults(c);
-    int operands = 0;           /* after --: every argument is a SCENE */
+    int operands = 0; /* after --: every argument is a SCENE */
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         if (operands || !strcmp(a, "--")) {
@@ -561,7 +646,10 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
         int r = bk_cli_table_option(bake_opts, c, argc, argv, &i);
         if (r < 0) return -1;
         if (r > 0) {
-            if (!strcmp(a, "--any-hit")) { bk_cmd_bake_error("--any-hit is an option of baker trace\n"); return -1; }
+            if (!strcmp(a, "--any-hit")) {
+                bk_cmd_bake_error("--any-hit is an option of baker trace\n");
+                return -1;
+            }
             continue;
         }
         if (a[0] == '-') {

@@ -28,12 +28,15 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 {
     fputs("  \"pages\": { \"count\": ", f);
     fprintf(f, "%d, \"files\": [", at->page_count);
-    for (int p = 0; page_names && p < at->page_count; ++p) { if (p) fputs(", ", f); json_str(f, page_names[p]); }
+    for (int p = 0; page_names && p < at->page_count; ++p) {
+        if (p) fputs(", ", f);
+        json_str(f, page_names[p]);
+    }
     if (!page_names) json_str(f, out);
     fputs("],\n    \"materials\": [", f);
     uint32_t T0 = vm ? vm->first_quad_tri : at->tri_count, nm = s->material_count + 1;
     /* a bit set of pages per material (the default material last) */
-    size_t words = ((size_t)at->page_count + 63) / 64;
+    size_t    words = ((size_t)at->page_count + 63) / 64;
     uint64_t *bits = calloc((size_t)nm * words, sizeof(uint64_t));
     if (bits) {
         for (uint32_t t = 0; t < T0; ++t) {
@@ -52,7 +55,10 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
             fputs(", \"pages\": [", f);
             int fp = 1;
             for (int p = 0; p < at->page_count; ++p)
-                if (bits[(size_t)m * words + p / 64] >> (p % 64) & 1) { fprintf(f, fp ? "%d" : ", %d", p); fp = 0; }
+                if (bits[(size_t)m * words + p / 64] >> (p % 64) & 1) {
+                    fprintf(f, fp ? "%d" : ", %d", p);
+                    fp = 0;
+                }
             fputs("] }", f);
         }
         free(bits);
@@ -82,7 +88,10 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
     fputs("{\n  \"scene\": ", f);
     json_str(f, c->scene);
     fputs(",\n  \"scenes\": [", f);
-    for (int k = 0; k < c->nscenes; ++k) { if (k) fputs(", ", f); json_str(f, c->scenes[k]); }
+    for (int k = 0; k < c->nscenes; ++k) {
+        if (k) fputs(", ", f);
+        json_str(f, c->scenes[k]);
+    }
     fputs("],\n  \"output\": ", f);
     json_str(f, c->out);
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
@@ -132,8 +141,9 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
                 k ? ", " : "", k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks,
                 (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
     fputs("] },\n", f);
-    fprintf(f, "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
-               "\"gather_seconds\": %.6f },\n",
+    fprintf(f,
+            "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
+            "\"gather_seconds\": %.6f },\n",
             job->size, job->size > 1 ? job->granule : texels, job->wait_seconds, (unsigned long long)job->gather_bytes,
             job->gather_seconds);
     fprintf(f,
@@ -169,7 +179,7 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
 int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3], const char *page0)
 {
     char err[1024];
-    int r = 0;
+    int  r = 0;
     /* a scene named twice would be baked as two coincident copies, each at half the density */
     for (int k = 1; k < c->nscenes; ++k)
         for (int j = 0; j < k; ++j)
@@ -200,7 +210,7 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3],
 char *bk_cmd_bake_page_name(const char *out, int k)
 {
     size_t n = strlen(out), cut = n >= 4 ? n - 4 : n;
-    char *p = malloc(cut + 16 + (n - cut));
+    char  *p = malloc(cut + 16 + (n - cut));
     if (p) snprintf(p, cut + 16 + (n - cut), "%.*s-%d%s", (int)cut, out, k, out + cut);
     return p;
 }
@@ -212,7 +222,7 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages)
     int last = pages;
     for (;; ++last) {
         char *p = bk_cmd_bake_page_name(c->out, last);
-        int there = p && access(p, F_OK) == 0;
+        int   there = p && access(p, F_OK) == 0;
         free(p);
         if (!there) break;
     }
@@ -230,7 +240,9 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages)
         bk_escape_controls(m, sizeof m);
         if (!c->quiet) fprintf(stderr, "baker: %s\n", m);
     }
-    free(first); free(final); free(mine);
+    free(first);
+    free(final);
+    free(mine);
 }
 
 /* --mesh-out FILE.gltf|.glb: the surface (a voxel scene's quads included) with the lightmap

@@ -13,19 +13,24 @@
 /* Reorders texels by the key of their rays: the octant of the normal (the hemisphere their
  * directions fill), then a 30-bit Morton code of the position in the scene box (Aila & Laine's
  * octant-then-origin order). Texels keep their pixel, so the map is the same either way. */
-int bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds, char *err,
-                           size_t err_size)
+int bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds,
+                           char *err, size_t err_size)
 {
     uint64_t *keys = malloc(sizeof(uint64_t) * (n ? n : 1));
     uint32_t *vals = malloc(sizeof(uint32_t) * (n ? n : 1));
     bk_texel *tmp = malloc(sizeof(bk_texel) * (n ? n : 1));
-    if (!keys || !vals || !tmp) { free(keys); free(vals); free(tmp); return bk_fail(err, err_size, "out of memory"); }
+    if (!keys || !vals || !tmp) {
+        free(keys);
+        free(vals);
+        free(tmp);
+        return bk_fail(err, err_size, "out of memory");
+    }
     float ext[3] = { a->hi.x - a->lo.x, a->hi.y - a->lo.y, a->hi.z - a->lo.z };
     for (uint32_t i = 0; i < n; ++i) {
-        float p[3] = { tx[i].px - a->lo.x, tx[i].py - a->lo.y, tx[i].pz - a->lo.z };
+        float    p[3] = { tx[i].px - a->lo.x, tx[i].py - a->lo.y, tx[i].pz - a->lo.z };
         uint64_t m = 0;
         for (int k = 0; k < 3; ++k) {
-            float f = ext[k] > 0 ? p[k] / ext[k] : 0.0f;
+            float    f = ext[k] > 0 ? p[k] / ext[k] : 0.0f;
             uint32_t q = f <= 0 ? 0 : f >= 1 ? 1023 : (uint32_t)(f * 1023.0f);
             m |= (uint64_t)bk_morton_spread10(q) << (2 - k);
         }
@@ -38,7 +43,9 @@ int bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_a
         for (uint32_t i = 0; i < n; ++i) tmp[i] = tx[vals[i]];
         memcpy(tx, tmp, sizeof(bk_texel) * n);
     }
-    free(keys); free(vals); free(tmp);
+    free(keys);
+    free(vals);
+    free(tmp);
     return rc;
 }
 
@@ -52,13 +59,13 @@ typedef struct exposure_job {
     const uint8_t *cov;
     uint32_t      *keys;
     float         *lum;
-    size_t        *base;     /* per chunk: its texels, then where they start */
+    size_t        *base; /* per chunk: its texels, then where they start */
 } exposure_job;
 
 static void exposure_count(void *ctx, size_t begin, size_t end, int worker)
 {
     exposure_job *j = ctx;
-    size_t n = 0;
+    size_t        n = 0;
     for (size_t i = begin; i < end; ++i) n += !j->cov || j->cov[i] == 1;
     j->base[begin / EXPOSURE_GRAIN] = n;
 }
@@ -66,28 +73,28 @@ static void exposure_count(void *ctx, size_t begin, size_t end, int worker)
 static void exposure_keys(void *ctx, size_t begin, size_t end, int worker)
 {
     exposure_job *j = ctx;
-    size_t m = j->base[begin / EXPOSURE_GRAIN];
+    size_t        m = j->base[begin / EXPOSURE_GRAIN];
     for (size_t i = begin; i < end; ++i) {
         if (j->cov && j->cov[i] != 1) continue;
         const float *c = j->rgb + 3 * i;
-        float l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
-        int b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
+        float        l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
+        int          b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
         j->keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
         j->lum[m++] = l;
     }
 }
 
 float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
-                           char *err, size_t err_size)
+                                char *err, size_t err_size)
 {
     /* in slices of 4M pixels (at most 32 MB of keys and luminances, not 8 B per pixel of the
      * map), each on the pool in texel order; the histogram's counts add up exactly, the mean's
      * sums in double */
-    enum { SLICE = 1 << 22 };                        /* a multiple of EXPOSURE_GRAIN */
+    enum { SLICE = 1 << 22 }; /* a multiple of EXPOSURE_GRAIN */
     const size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE, max_chunks = (cap - 1) / EXPOSURE_GRAIN + 1;
-    uint32_t *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
-    float *lum = malloc(sizeof(float) * cap);
-    size_t *base = malloc(sizeof(size_t) * max_chunks);
+    uint32_t    *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
+    float       *lum = malloc(sizeof(float) * cap);
+    size_t      *base = malloc(sizeof(size_t) * max_chunks);
     if (!keys || !lum || !base) {
         free(keys);
         free(lum);
@@ -97,30 +104,42 @@ float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t
     }
     memset(counts, 0, sizeof counts);
     uint64_t total = 0;
-    double sum = 0;
+    double   sum = 0;
     for (size_t s0 = 0; s0 < npx; s0 += SLICE) {
         const size_t n = npx - s0 < SLICE ? npx - s0 : SLICE, chunks = (n - 1) / EXPOSURE_GRAIN + 1;
         exposure_job j;
-        j.rgb = rgb + 3 * s0; j.cov = cov ? cov + s0 : NULL; j.keys = keys; j.lum = lum; j.base = base;
+        j.rgb = rgb + 3 * s0;
+        j.cov = cov ? cov + s0 : NULL;
+        j.keys = keys;
+        j.lum = lum;
+        j.base = base;
         bk_parallel_for(n, EXPOSURE_GRAIN, exposure_count, &j);
         size_t m = 0;
-        for (size_t k = 0; k < chunks; ++k) { size_t c = base[k]; base[k] = m; m += c; }
+        for (size_t k = 0; k < chunks; ++k) {
+            size_t c = base[k];
+            base[k] = m;
+            m += c;
+        }
         bk_parallel_for(n, EXPOSURE_GRAIN, exposure_keys, &j);
         double sl = 0;
         if (bk_stats_histogram(gpu, keys, m, 512, part, err, err_size) ||
             bk_stats_sum_f32(gpu, lum, m, &sl, err, err_size)) {
-            free(keys); free(lum); free(base);
+            free(keys);
+            free(lum);
+            free(base);
             return -1.0f;
         }
         for (int k = 0; k < 512; ++k) counts[k] += part[k];
         sum += sl;
         total += m;
     }
-    free(keys); free(lum); free(base);
+    free(keys);
+    free(lum);
+    free(base);
     *mean_lum = total ? sum / (double)total : 0.0;
     uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
-    if (b == 0) return 1.0f;                       /* a black map: nothing to expose */
-    float white = exp2f((float)b / 8.0f - 20.0f);  /* the bin's upper edge */
+    if (b == 0) return 1.0f;                      /* a black map: nothing to expose */
+    float white = exp2f((float)b / 8.0f - 20.0f); /* the bin's upper edge */
     return 1.0f / white;
 }
 

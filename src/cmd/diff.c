@@ -45,14 +45,16 @@ static double srgb_enc(double c)
 static int is_covered(const float *a, const float *b, const uint8_t *mask, size_t i)
 {
     if (mask) return mask[i] != 0;
-    return a[3 * i] != 0 || a[3 * i + 1] != 0 || a[3 * i + 2] != 0 || b[3 * i] != 0 || b[3 * i + 1] != 0 || b[3 * i + 2] != 0;
+    return a[3 * i] != 0 || a[3 * i + 1] != 0 || a[3 * i + 2] != 0 || b[3 * i] != 0 || b[3 * i + 1] != 0 ||
+           b[3 * i + 2] != 0;
 }
 
-void bk_diff_compute(const float *a, const float *b, const uint8_t *mask, int w, int h, float exposure, bk_diff_stats *out)
+void bk_diff_compute(const float *a, const float *b, const uint8_t *mask, int w, int h, float exposure,
+                     bk_diff_stats *out)
 {
     memset(out, 0, sizeof *out);
-    size_t n = (size_t)w * h;
-    double e = exposure, se = 0, se_srgb = 0, sa[3] = { 0, 0, 0 }, sb[3] = { 0, 0, 0 }, mx = 0;
+    size_t   n = (size_t)w * h;
+    double   e = exposure, se = 0, se_srgb = 0, sa[3] = { 0, 0, 0 }, sb[3] = { 0, 0, 0 }, mx = 0;
     uint64_t cov = 0;
     for (size_t i = 0; i < n; ++i) {
         if (!is_covered(a, b, mask, i)) continue;
@@ -139,13 +141,23 @@ static void print_pct(const char *name, double v)
 
 /* The command's arguments. */
 typedef struct diff_cli {
-    const char *pa, *pb, *out, *pm;    /* A, B, -o and --mask */
+    const char *pa, *pb, *out, *pm; /* A, B, -o and --mask */
     float       exposure;
     int         json;
 } diff_cli;
 
-static int set_out(void *dst, const char *opt, const char *v)  { (void)opt; ((diff_cli *)dst)->out = v; return 0; }
-static int set_mask(void *dst, const char *opt, const char *v) { (void)opt; ((diff_cli *)dst)->pm = v; return 0; }
+static int set_out(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((diff_cli *)dst)->out = v;
+    return 0;
+}
+static int set_mask(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((diff_cli *)dst)->pm = v;
+    return 0;
+}
 static int set_json(void *dst, const char *opt, const char *v)
 {
     (void)opt;
@@ -157,7 +169,7 @@ static int set_json(void *dst, const char *opt, const char *v)
 static int set_exposure(void *dst, const char *opt, const char *v)
 {
     diff_cli *c = dst;
-    char *end = NULL;
+    char     *end = NULL;
     (void)opt;
     c->exposure = strtof(v, &end);
     if (!end || *end || end == v || !(c->exposure > 0) || !isfinite(c->exposure)) {
@@ -206,11 +218,17 @@ static int diff_parse(diff_cli *c, int argc, char **argv)
     c->exposure = 1.0f;
     for (int i = 0; i < argc; ++i) {
         char msg[1024];
-        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (!operands && !strcmp(argv[i], "--")) {
+            operands = 1;
+            continue;
+        }
         if (operands || (argv[i][0] != '-' || !argv[i][1])) {
             if (!c->pa) c->pa = argv[i];
             else if (!c->pb) c->pb = argv[i];
-            else { fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]); return 2; }
+            else {
+                fprintf(stderr, "baker diff: unexpected argument '%s'\n", argv[i]);
+                return 2;
+            }
             continue;
         }
         int r = bk_cli_table_option(diff_opts, c, argc, argv, &i);
@@ -242,8 +260,8 @@ static void print_json(const diff_cli *c, int w, int h, const bk_diff_stats *st,
     printf(",\n  \"b\": ");
     json_str(stdout, c->pb);
     printf(",\n  \"width\": %d,\n  \"height\": %d,\n  \"exposure\": %.9g,\n  \"texels\": %llu,\n  \"covered\": %llu,\n"
-           "  \"covered_rule\": \"%s\",\n  \"rmse\": ", w, h, (double)c->exposure, (unsigned long long)st->texels,
-           (unsigned long long)st->covered, rule);
+           "  \"covered_rule\": \"%s\",\n  \"rmse\": ",
+           w, h, (double)c->exposure, (unsigned long long)st->texels, (unsigned long long)st->covered, rule);
     json_num(stdout, st->rmse);
     printf(",\n  \"psnr_linear\": ");
     json_num(stdout, st->psnr_linear);
@@ -251,9 +269,9 @@ static void print_json(const diff_cli *c, int w, int h, const bk_diff_stats *st,
     json_num(stdout, st->rmse_srgb);
     printf(",\n  \"psnr_srgb\": ");
     json_num(stdout, st->psnr_srgb);
-    const char *names[4] = { "r", "g", "b", "luminance" };
+    const char   *names[4] = { "r", "g", "b", "luminance" };
     const double *arr[3] = { st->mean_a, st->mean_b, st->bias };
-    const char *arr_names[3] = { "mean_a", "mean_b", "bias" };
+    const char   *arr_names[3] = { "mean_a", "mean_b", "bias" };
     for (int t = 0; t < 3; ++t) {
         printf(",\n  \"%s\": {", arr_names[t]);
         for (int k = 0; k < 4; ++k) {
@@ -299,13 +317,13 @@ static void print_text(const diff_cli *c, int w, int h, const bk_diff_stats *st,
 int bk_cmd_diff(int argc, char **argv)
 {
     diff_cli c;
-    int pr = diff_parse(&c, argc, argv);
+    int      pr = diff_parse(&c, argc, argv);
     if (pr >= 0) return pr;
     const char *pa = c.pa, *pb = c.pb, *out = c.out, *pm = c.pm;
     const float exposure = c.exposure;
 
     /* the files, before any work (outputs.h) */
-    char err[1024];
+    char       err[1024];
     bk_outputs io;
     bk_outputs_init(&io);
     int oi = -1, r = bk_outputs_input(&io, "A", pa, err, sizeof err);
@@ -318,9 +336,9 @@ int bk_cmd_diff(int argc, char **argv)
         return r == BK_OUT_CLASH ? 2 : 1;
     }
 
-    float *a = NULL, *b = NULL, *m = NULL, *d = NULL;
+    float   *a = NULL, *b = NULL, *m = NULL, *d = NULL;
     uint8_t *mask = NULL;
-    int wa = 0, ha = 0, wb = 0, hb = 0, wm = 0, hm = 0, rc = 1;
+    int      wa = 0, ha = 0, wb = 0, hb = 0, wm = 0, hm = 0, rc = 1;
     if (bk_image_read(pa, &a, &wa, &ha, err, sizeof err) || bk_image_read(pb, &b, &wb, &hb, err, sizeof err) ||
         (pm && bk_image_read(pm, &m, &wm, &hm, err, sizeof err))) {
         fprintf(stderr, "baker diff: %s\n", err);
@@ -333,10 +351,14 @@ int bk_cmd_diff(int argc, char **argv)
     size_t n = (size_t)wa * ha;
     if (pm) {
         if (wm != wa || hm != ha) {
-            fprintf(stderr, "baker diff: --mask %s is %dx%d but %s and %s are %dx%d: the sizes must match\n", pm, wm, hm, pa, pb, wa, ha);
+            fprintf(stderr, "baker diff: --mask %s is %dx%d but %s and %s are %dx%d: the sizes must match\n", pm, wm,
+                    hm, pa, pb, wa, ha);
             goto done;
         }
-        if (!(mask = calloc(n, 1))) { fprintf(stderr, "baker diff: out of memory\n"); goto done; }
+        if (!(mask = calloc(n, 1))) {
+            fprintf(stderr, "baker diff: out of memory\n");
+            goto done;
+        }
         for (size_t i = 0; i < n; ++i) mask[i] = m[3 * i] != 0 || m[3 * i + 1] != 0 || m[3 * i + 2] != 0;
     }
     bk_diff_stats st;
@@ -348,10 +370,14 @@ int bk_cmd_diff(int argc, char **argv)
     }
     if (out) {
         FILE *f;
-        if (!(d = malloc(sizeof(float) * 3 * n))) { fprintf(stderr, "baker diff: out of memory\n"); goto done; }
+        if (!(d = malloc(sizeof(float) * 3 * n))) {
+            fprintf(stderr, "baker diff: out of memory\n");
+            goto done;
+        }
         bk_diff_image(a, b, mask, wa, ha, exposure, d);
-        float scale = st.max_abs > 0 ? (float)(1.0 / st.max_abs) : 1.0f;   /* .png only: white = the largest */
-        if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_image_write_file(f, out, d, wa, ha, scale, err, sizeof err) ||
+        float scale = st.max_abs > 0 ? (float)(1.0 / st.max_abs) : 1.0f; /* .png only: white = the largest */
+        if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) ||
+            bk_image_write_file(f, out, d, wa, ha, scale, err, sizeof err) ||
             bk_outputs_close(&io, oi, err, sizeof err)) {
             fprintf(stderr, "baker diff: %s\n", err);
             goto done;
@@ -361,10 +387,17 @@ int bk_cmd_diff(int argc, char **argv)
     if (c.json) print_json(&c, wa, ha, &st, rule);
     else print_text(&c, wa, ha, &st, rule);
     /* the image replaces -o only once the report is out too (the commit checks standard output) */
-    if (bk_outputs_commit(&io, err, sizeof err)) { fprintf(stderr, "baker diff: %s\n", err); goto done; }
+    if (bk_outputs_commit(&io, err, sizeof err)) {
+        fprintf(stderr, "baker diff: %s\n", err);
+        goto done;
+    }
     rc = 0;
 done:
     bk_outputs_free(&io);
-    free(a); free(b); free(m); free(mask); free(d);
+    free(a);
+    free(b);
+    free(m);
+    free(mask);
+    free(d);
     return rc;
 }

@@ -30,14 +30,14 @@
 /* Built with AddressSanitizer (gcc says so with a macro, clang through __has_feature): its leak
  * check runs at exit, so everything is freed first there. */
 #if defined(__SANITIZE_ADDRESS__)
-#  define BK_LEAK_CHECKED 1
+#define BK_LEAK_CHECKED 1
 #elif defined(__has_feature)
-#  if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
-#    define BK_LEAK_CHECKED 1
-#  endif
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define BK_LEAK_CHECKED 1
+#endif
 #endif
 #ifndef BK_LEAK_CHECKED
-#  define BK_LEAK_CHECKED 0
+#define BK_LEAK_CHECKED 0
 #endif
 
 static const char usage[] =
@@ -80,11 +80,10 @@ static const char trace_usage[] =
     "nearest hit (or, with --any-hit, any hit) of each to HITS. Prints load, build and trace\n"
     "times separately, and Mrays/s for the trace alone.\n"
     "\n"
-    "options:\n";   /* then trace_opts */
+    "options:\n"; /* then trace_opts */
 
-static const char rays_usage[] =
-    "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
-    "\n";   /* then rays_opts */
+static const char rays_usage[] = "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
+                                 "\n"; /* then rays_opts */
 
 static const char build_usage[] =
     "usage: baker build SCENE [--accel bvh|kdtree]\n"
@@ -96,7 +95,7 @@ static const char build_usage[] =
 
 static int load_scene(const char *path, bk_scene *s, double *seconds)
 {
-    char err[1024];
+    char   err[1024];
     double t0 = bk_time_now();
     if (bk_scene_load(path, s, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
@@ -112,7 +111,8 @@ static void print_load(const bk_scene *s, double seconds)
     printf("load            %8.3f s  %u triangles, %u vertices", seconds, s->tri_count, s->vertex_count);
     if (s->vox_instance_count) {
         uint64_t placed = 0;
-        for (uint32_t i = 0; i < s->vox_instance_count; ++i) placed += s->vox_models[s->vox_instances[i].model].voxel_count;
+        for (uint32_t i = 0; i < s->vox_instance_count; ++i)
+            placed += s->vox_models[s->vox_instances[i].model].voxel_count;
         printf(", %u voxel instances of %u models (%llu voxels placed)", s->vox_instance_count, s->vox_model_count,
                (unsigned long long)placed);
     }
@@ -121,7 +121,8 @@ static void print_load(const bk_scene *s, double seconds)
 
 /* The files a command reads (the scene, a RAYS file) and the one it writes, checked before any
  * work (outputs.h). Returns 0, or the exit status after printing why. */
-static int plan_files(bk_outputs *io, const char *scene, const char *rays, const char *out_opt, const char *out, int *out_idx)
+static int plan_files(bk_outputs *io, const char *scene, const char *rays, const char *out_opt, const char *out,
+                      int *out_idx)
 {
     char err[1024];
     bk_outputs_init(io);
@@ -139,7 +140,7 @@ static int plan_files(bk_outputs *io, const char *scene, const char *rays, const
 static int check_mtls(bk_outputs *io, const bk_scene *s)
 {
     char err[1024];
-    int r = bk_outputs_scene_inputs(io, s, err, sizeof err);
+    int  r = bk_outputs_scene_inputs(io, s, err, sizeof err);
     if (r) fprintf(stderr, "baker: %s\n", err);
     return r == BK_OUT_CLASH ? 2 : r ? 1 : 0;
 }
@@ -148,8 +149,8 @@ static void print_build(const bk_accel *a)
 {
     const bk_build_info *b = &a->info;
     printf("build   %-7s %8.3f s  %u nodes, %u leaves, depth %u, %u refs (max leaf %u), SAH cost %.2f, %.1f MB\n",
-           bk_accel_type_name(a->type), b->seconds, b->nodes, b->leaves, b->depth, b->refs, b->max_leaf,
-           b->sah_cost, (double)b->bytes / 1e6);
+           bk_accel_type_name(a->type), b->seconds, b->nodes, b->leaves, b->depth, b->refs, b->max_leaf, b->sah_cost,
+           (double)b->bytes / 1e6);
     printf("        stages ");
     for (int i = 0; i < BK_BUILD_STAGES; ++i) printf(" %s %.3f", bk_build_stage_names[i], b->stage_seconds[i]);
     printf("\n");
@@ -161,7 +162,10 @@ static int set_build_accel(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "bvh")) *accel = BK_ACCEL_BVH;
     else if (!strcmp(v, "kdtree")) *accel = BK_ACCEL_KDTREE;
-    else { fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v); return -1; }
+    else {
+        fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v);
+        return -1;
+    }
     return 0;
 }
 
@@ -175,12 +179,18 @@ static const bk_cli_opt build_opts[] = {
 static int cmd_build(int argc, char **argv)
 {
     const char *scene_path = NULL;
-    int accel = -1, operands = 0;
+    int         accel = -1, operands = 0;
     for (int i = 0; i < argc; ++i) {
         char m[1024];
-        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (!operands && !strcmp(argv[i], "--")) {
+            operands = 1;
+            continue;
+        }
         if (operands) {
-            if (scene_path) { fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]); return 2; }
+            if (scene_path) {
+                fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]);
+                return 2;
+            }
             scene_path = argv[i];
             continue;
         }
@@ -188,25 +198,31 @@ static int cmd_build(int argc, char **argv)
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            bk_cli_table_help(stdout, build_opts); return 0;
+            bk_cli_table_help(stdout, build_opts);
+            return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "baker build: %s\n", bk_cli_unknown(argv[i], "baker help build", m, sizeof m)); return 2;
+            fprintf(stderr, "baker build: %s\n", bk_cli_unknown(argv[i], "baker help build", m, sizeof m));
+            return 2;
         } else if (!scene_path) {
             scene_path = argv[i];
         } else {
-            fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]); return 2;
+            fprintf(stderr, "baker build: unexpected argument '%s'\n", argv[i]);
+            return 2;
         }
     }
-    if (!scene_path) { fprintf(stderr, "baker build: no SCENE given\n"); return 2; }
+    if (!scene_path) {
+        fprintf(stderr, "baker build: no SCENE given\n");
+        return 2;
+    }
     bk_scene s;
-    double tl;
+    double   tl;
     if (load_scene(scene_path, &s, &tl)) return 1;
     print_load(&s, tl);
     bk_build_opts bo = bk_build_opts_default();
     for (int t = 0; t < 2; ++t) {
         if (accel >= 0 && accel != t) continue;
         bk_accel a;
-        char err[512];
+        char     err[512];
         if (bk_accel_build(&s, t, &bo, &a, err, sizeof err)) {
             fprintf(stderr, "baker: %s: %s\n", scene_path, err);
             bk_scene_free(&s);
@@ -221,11 +237,16 @@ static int cmd_build(int argc, char **argv)
 
 /* `baker rays`'s arguments. */
 typedef struct rays_cli {
-    const char *scene, *out, *kind;     /* kind: the option that names the ray set, as written */
+    const char *scene, *out, *kind; /* kind: the option that names the ray set, as written */
     uint64_t    n, seed;
 } rays_cli;
 
-static int set_rays_out(void *dst, const char *opt, const char *v) { (void)opt; ((rays_cli *)dst)->out = v; return 0; }
+static int set_rays_out(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((rays_cli *)dst)->out = v;
+    return 0;
+}
 
 static int set_rays_kind(void *dst, const char *opt, const char *v)
 {
@@ -275,11 +296,17 @@ static int rays_parse(rays_cli *c, int argc, char **argv)
     memset(c, 0, sizeof *c);
     c->seed = 1;
     for (int i = 0; i < argc; ++i) {
-        char m[1024];
+        char        m[1024];
         const char *a = argv[i];
-        if (!operands && !strcmp(a, "--")) { operands = 1; continue; }
+        if (!operands && !strcmp(a, "--")) {
+            operands = 1;
+            continue;
+        }
         if (operands) {
-            if (c->scene) { fprintf(stderr, "baker rays: unexpected argument '%s'\n", a); return 2; }
+            if (c->scene) {
+                fprintf(stderr, "baker rays: unexpected argument '%s'\n", a);
+                return 2;
+            }
             c->scene = a;
             continue;
         }
@@ -291,12 +318,17 @@ static int rays_parse(rays_cli *c, int argc, char **argv)
         int r = bk_cli_table_option(rays_opts, c, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { rays_help(stdout); return 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            rays_help(stdout);
+            return 0;
         } else if (a[0] == '-') {
             fprintf(stderr, "baker rays: %s\n", bk_cli_unknown(a, "baker help rays", m, sizeof m));
             return 2;
         } else if (!c->scene) c->scene = a;
-        else { fprintf(stderr, "baker rays: unexpected argument '%s'\n", a); return 2; }
+        else {
+            fprintf(stderr, "baker rays: unexpected argument '%s'\n", a);
+            return 2;
+        }
     }
     if (!c->scene || !c->out || !c->kind) {
         fprintf(stderr, "baker rays: need SCENE, -o RAYS and one of --diffuse/--primary/--random N\n");
@@ -309,33 +341,42 @@ static int rays_parse(rays_cli *c, int argc, char **argv)
 static int cmd_rays(int argc, char **argv)
 {
     rays_cli c;
-    int pr = rays_parse(&c, argc, argv);
+    int      pr = rays_parse(&c, argc, argv);
     if (pr >= 0) return pr;
-    const char *scene_path = c.scene, *out = c.out, *kind = c.kind;
+    const char    *scene_path = c.scene, *out = c.out, *kind = c.kind;
     const uint64_t n = c.n, seed = c.seed;
-    bk_outputs io;
-    int oi, prc = plan_files(&io, scene_path, NULL, "-o", out, &oi);
+    bk_outputs     io;
+    int            oi, prc = plan_files(&io, scene_path, NULL, "-o", out, &oi);
     if (prc) return prc;
     bk_scene s;
-    double tl;
-    if (load_scene(scene_path, &s, &tl)) { bk_outputs_free(&io); return 1; }
-    if ((prc = check_mtls(&io, &s))) { bk_scene_free(&s); bk_outputs_free(&io); return prc; }
+    double   tl;
+    if (load_scene(scene_path, &s, &tl)) {
+        bk_outputs_free(&io);
+        return 1;
+    }
+    if ((prc = check_mtls(&io, &s))) {
+        bk_scene_free(&s);
+        bk_outputs_free(&io);
+        return prc;
+    }
     bk_ray *rays = NULL;
-    char err[512];
-    FILE *f;
+    char    err[512];
+    FILE   *f;
     /* A voxel scene's rays come from its surface (the quads of its visible faces), diffuse ones
      * outwards only (a ray that starts inside a voxel hits it at once). */
     bk_voxmesh vm;
     memset(&vm, 0, sizeof vm);
-    int vox = s.vox_instance_count > 0, rc = vox ? bk_voxmesh_build(&s, &vm, err, sizeof err) : 0;
+    int             vox = s.vox_instance_count > 0, rc = vox ? bk_voxmesh_build(&s, &vm, err, sizeof err) : 0;
     const bk_scene *src = vox ? &vm.scene : &s;
     if (!rc)
-        rc = !strcmp(kind, "--diffuse") ? (vox ? bk_rays_diffuse_front : bk_rays_diffuse)(src, n, (uint32_t)seed, &rays, err, sizeof err)
-           : !strcmp(kind, "--primary") ? bk_rays_primary(src, n, (uint32_t)seed, &rays, err, sizeof err)
-           : bk_rays_random(src, n, (uint32_t)seed, &rays, err, sizeof err);
+        rc = !strcmp(kind, "--diffuse")
+                 ? (vox ? bk_rays_diffuse_front : bk_rays_diffuse)(src, n, (uint32_t)seed, &rays, err, sizeof err)
+             : !strcmp(kind, "--primary") ? bk_rays_primary(src, n, (uint32_t)seed, &rays, err, sizeof err)
+                                          : bk_rays_random(src, n, (uint32_t)seed, &rays, err, sizeof err);
     bk_voxmesh_free(&vm);
-    if (!rc) rc = !(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_rays_write_file(f, out, rays, n, err, sizeof err) ||
-                  bk_outputs_commit(&io, err, sizeof err);
+    if (!rc)
+        rc = !(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_rays_write_file(f, out, rays, n, err, sizeof err) ||
+             bk_outputs_commit(&io, err, sizeof err);
     if (rc) fprintf(stderr, "baker: %s\n", err);
     else printf("wrote %llu %s rays to %s\n", (unsigned long long)n, kind + 2, out);
     bk_outputs_free(&io);
@@ -347,35 +388,50 @@ static int cmd_rays(int argc, char **argv)
 /* --stats: histograms of nodes visited and of stack depth per ray, with the primitives (on the
  * GPU for the cuda backend). The depth histogram says which short-stack size would hold most
  * rays without a restart. */
-static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n, int stack_mode, char *err, size_t err_size)
+static int print_ray_stats(bk_backend *be, const uint32_t *ray_stats, uint64_t n, int stack_mode, char *err,
+                           size_t err_size)
 {
     enum { NB = 512, DB = 256 };
-    uint32_t *nodes = malloc(sizeof(uint32_t) * (n ? n : 1)), *depth = malloc(sizeof(uint32_t) * (n ? n : 1));
-    uint32_t hn[NB], hd[DB], maxn = 0;
-    uint64_t sum = 0;
-    char msg[256];
+    uint32_t       *nodes = malloc(sizeof(uint32_t) * (n ? n : 1)), *depth = malloc(sizeof(uint32_t) * (n ? n : 1));
+    uint32_t        hn[NB], hd[DB], maxn = 0;
+    uint64_t        sum = 0;
+    char            msg[256];
     bk_backend_caps caps;
     be->i->caps(be, &caps);
     bk_gpu_ops *gpu = caps.gpu_primitives ? bk_gpu_ops_init(msg, sizeof msg) : NULL;
-    int rc = 0;
-    if (!nodes || !depth) { rc = bk_fail(err, err_size, "out of memory"); goto out; }
+    int         rc = 0;
+    if (!nodes || !depth) {
+        rc = bk_fail(err, err_size, "out of memory");
+        goto out;
+    }
     for (uint64_t i = 0; i < n; ++i) {
         uint32_t nv = ray_stats[i] & 0xFFFFFFu;
         nodes[i] = nv;
         depth[i] = ray_stats[i] >> 24;
     }
-    if (bk_stats_sum_u32(gpu, nodes, n, &sum, err, err_size) || bk_stats_max_u32(gpu, nodes, n, &maxn, err, err_size)) { rc = -1; goto out; }
+    if (bk_stats_sum_u32(gpu, nodes, n, &sum, err, err_size) || bk_stats_max_u32(gpu, nodes, n, &maxn, err, err_size)) {
+        rc = -1;
+        goto out;
+    }
     for (uint64_t i = 0; i < n; ++i) nodes[i] = nodes[i] < NB - 1 ? nodes[i] : NB - 1;
-    if (bk_stats_histogram(gpu, nodes, n, NB, hn, err, err_size) || bk_stats_histogram(gpu, depth, n, DB, hd, err, err_size)) { rc = -1; goto out; }
+    if (bk_stats_histogram(gpu, nodes, n, NB, hn, err, err_size) ||
+        bk_stats_histogram(gpu, depth, n, DB, hd, err, err_size)) {
+        rc = -1;
+        goto out;
+    }
     printf("per ray (%s): nodes mean %.1f, median %u, p90 %u, p99 %u, max %u\n", gpu ? "GPU primitives" : "CPU twins",
-           n ? (double)sum / (double)n : 0.0, bk_stats_percentile_bin(hn, NB, 0.5), bk_stats_percentile_bin(hn, NB, 0.9),
-           bk_stats_percentile_bin(hn, NB, 0.99), maxn);
-    printf("stack depth%s: median %u, p90 %u, p99 %u, p99.9 %u, max %u: a short stack of %u entries holds 99.9%% of rays "
-           "without a restart\n", stack_mode == BK_STACK_SHORT ? " (capped by the short stack)" : "",
-           bk_stats_percentile_bin(hd, DB, 0.5), bk_stats_percentile_bin(hd, DB, 0.9), bk_stats_percentile_bin(hd, DB, 0.99),
-           bk_stats_percentile_bin(hd, DB, 0.999), bk_stats_percentile_bin(hd, DB, 1.0), bk_stats_percentile_bin(hd, DB, 0.999));
+           n ? (double)sum / (double)n : 0.0, bk_stats_percentile_bin(hn, NB, 0.5),
+           bk_stats_percentile_bin(hn, NB, 0.9), bk_stats_percentile_bin(hn, NB, 0.99), maxn);
+    printf(
+        "stack depth%s: median %u, p90 %u, p99 %u, p99.9 %u, max %u: a short stack of %u entries holds 99.9%% of rays "
+        "without a restart\n",
+        stack_mode == BK_STACK_SHORT ? " (capped by the short stack)" : "", bk_stats_percentile_bin(hd, DB, 0.5),
+        bk_stats_percentile_bin(hd, DB, 0.9), bk_stats_percentile_bin(hd, DB, 0.99),
+        bk_stats_percentile_bin(hd, DB, 0.999), bk_stats_percentile_bin(hd, DB, 1.0),
+        bk_stats_percentile_bin(hd, DB, 0.999));
 out:
-    free(nodes); free(depth);
+    free(nodes);
+    free(depth);
     bk_gpu_ops_free(gpu);
     return rc;
 }
@@ -386,8 +442,18 @@ typedef struct trace_cli {
     bk_cli_trace t;
 } trace_cli;
 
-static int set_rays(void *dst, const char *opt, const char *v) { (void)opt; ((trace_cli *)dst)->rays = v; return 0; }
-static int set_hits(void *dst, const char *opt, const char *v) { (void)opt; ((trace_cli *)dst)->hits = v; return 0; }
+static int set_rays(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((trace_cli *)dst)->rays = v;
+    return 0;
+}
+static int set_hits(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    ((trace_cli *)dst)->hits = v;
+    return 0;
+}
 
 /* `baker trace`'s option table, from which its help and its parser are made. */
 static const bk_cli_opt trace_file_opts[] = {
@@ -413,19 +479,32 @@ static int trace_parse(trace_cli *c, int argc, char **argv)
     int operands = 0;
     for (int i = 0; i < argc; ++i) {
         char m[1024];
-        if (!operands && !strcmp(argv[i], "--")) { operands = 1; continue; }
+        if (!operands && !strcmp(argv[i], "--")) {
+            operands = 1;
+            continue;
+        }
         if (operands) {
-            if (c->scene) { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
+            if (c->scene) {
+                fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]);
+                return 2;
+            }
             c->scene = argv[i];
             continue;
         }
         int r = bk_cli_table_option(trace_opts, c, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { bk_cli_table_help(stdout, trace_opts); return 0; }
-        else if (argv[i][0] == '-') { fprintf(stderr, "baker trace: %s\n", bk_cli_unknown(argv[i], "baker help trace", m, sizeof m)); return 2; }
-        else if (!c->scene) c->scene = argv[i];
-        else { fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]); return 2; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            bk_cli_table_help(stdout, trace_opts);
+            return 0;
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "baker trace: %s\n", bk_cli_unknown(argv[i], "baker help trace", m, sizeof m));
+            return 2;
+        } else if (!c->scene) c->scene = argv[i];
+        else {
+            fprintf(stderr, "baker trace: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
     }
     if (!c->scene || !c->rays || !c->hits) {
         fprintf(stderr, "baker trace: need SCENE, --rays RAYS and --hits HITS\n%s", trace_usage);
@@ -439,7 +518,7 @@ static int trace_parse(trace_cli *c, int argc, char **argv)
 static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a, const bk_hit *hits, uint64_t n,
                         const bk_trace_totals *tot, const uint32_t *ray_stats)
 {
-    char err[1024];
+    char     err[1024];
     uint64_t hit_count = 0;
     for (uint64_t i = 0; i < n; ++i) hit_count += hits[i].tri != BK_NO_HIT;
     printf("trace   %-7s %8.3f s  %llu rays, %.1f%% hit, %.2f Mrays/s (%s backend, %s stack",
@@ -466,17 +545,21 @@ static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a
 static int cmd_trace(int argc, char **argv)
 {
     trace_cli c;
-    int pr = trace_parse(&c, argc, argv);
+    int       pr = trace_parse(&c, argc, argv);
     if (pr >= 0) return pr;
-    const char *scene_path = c.scene, *rays_path = c.rays, *hits_path = c.hits;
+    const char  *scene_path = c.scene, *rays_path = c.rays, *hits_path = c.hits;
     bk_cli_trace t = c.t;
-    bk_outputs io;
-    int oi, prc = plan_files(&io, scene_path, rays_path, "--hits", hits_path, &oi);
+    bk_outputs   io;
+    int          oi, prc = plan_files(&io, scene_path, rays_path, "--hits", hits_path, &oi);
     if (prc) return prc;
-    char err[1024], msg[512];
-    FILE *f;
+    char        err[1024], msg[512];
+    FILE       *f;
     bk_backend *be = bk_backend_init(t.backend, msg, sizeof msg);
-    if (!be) { fprintf(stderr, "baker: %s\n", msg); bk_outputs_free(&io); return 1; }
+    if (!be) {
+        fprintf(stderr, "baker: %s\n", msg);
+        bk_outputs_free(&io);
+        return 1;
+    }
     if (msg[0]) fprintf(stderr, "baker: %s\n", msg);
     if (!be->i->supports(be, &t.opts, err, sizeof err)) {
         fprintf(stderr, "baker: the %s backend cannot trace with these options: %s\n", be->i->name(be), err);
@@ -484,7 +567,7 @@ static int cmd_trace(int argc, char **argv)
         bk_outputs_free(&io);
         return 1;
     }
-    bk_ray *rays = NULL;
+    bk_ray  *rays = NULL;
     uint64_t n = 0;
     if (bk_rays_read(rays_path, &rays, &n, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
@@ -493,31 +576,39 @@ static int cmd_trace(int argc, char **argv)
         return 1;
     }
     bk_scene s;
-    double tl;
+    double   tl;
     if (load_scene(scene_path, &s, &tl) || (prc = check_mtls(&io, &s))) {
-        bk_scene_free(&s); free(rays); bk_backend_free(be); bk_outputs_free(&io);
+        bk_scene_free(&s);
+        free(rays);
+        bk_backend_free(be);
+        bk_outputs_free(&io);
         return prc ? prc : 1;
     }
     print_load(&s, tl);
     bk_build_opts bo = bk_build_opts_default();
-    bk_accel a;
-    int rc = 1;
-    bk_hit *hits = malloc((n ? n : 1) * sizeof *hits);
-    uint32_t *ray_stats = t.stats ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
+    bk_accel      a;
+    int           rc = 1;
+    bk_hit       *hits = malloc((n ? n : 1) * sizeof *hits);
+    uint32_t     *ray_stats = t.stats ? malloc((n ? n : 1) * sizeof(uint32_t)) : NULL;
     t.opts.ray_stats = ray_stats;
     bk_trace_totals tot;
-    if (!hits) { fprintf(stderr, "baker: out of memory for %llu hits\n", (unsigned long long)n); goto done_scene; }
-    if (bk_accel_build(&s, t.accel, &bo, &a, err, sizeof err)) { fprintf(stderr, "baker: %s: %s\n", scene_path, err); goto done_scene; }
+    if (!hits) {
+        fprintf(stderr, "baker: out of memory for %llu hits\n", (unsigned long long)n);
+        goto done_scene;
+    }
+    if (bk_accel_build(&s, t.accel, &bo, &a, err, sizeof err)) {
+        fprintf(stderr, "baker: %s: %s\n", scene_path, err);
+        goto done_scene;
+    }
     print_build(&a);
     bk_accel_view view = bk_accel_get_view(&a);
-    if (be->i->upload(be, &view, err, sizeof err) ||
-        be->i->trace(be, rays, hits, n, &t.opts, &tot, err, sizeof err)) {
+    if (be->i->upload(be, &view, err, sizeof err) || be->i->trace(be, rays, hits, n, &t.opts, &tot, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done_accel;
     }
     print_trace(be, &t, &a, hits, n, &tot, ray_stats);
-    if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_hits_write_file(f, hits_path, hits, n, err, sizeof err) ||
-        bk_outputs_commit(&io, err, sizeof err)) {
+    if (!(f = bk_outputs_open(&io, oi, err, sizeof err)) ||
+        bk_hits_write_file(f, hits_path, hits, n, err, sizeof err) || bk_outputs_commit(&io, err, sizeof err)) {
         fprintf(stderr, "baker: %s\n", err);
         goto done_accel;
     }
@@ -541,16 +632,20 @@ static int run(int argc, char **argv);
 int main(int argc, char **argv)
 {
     char err[512];
-    if (bk_world_init(err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); return 1; }
+    if (bk_world_init(err, sizeof err)) {
+        fprintf(stderr, "baker: %s\n", err);
+        return 1;
+    }
     int rc;
 #if !BK_LEAK_CHECKED
     bk_cmd_bake_end_fast(1);
 #endif
     bk_cmd_bake_last(1);
     const char *cmd = argc > 1 ? argv[1] : "";
-    int bake = argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
-                                                      strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "help") &&
-                                                      (cmd[0] != '-' || !strcmp(cmd, "--"))));
+    int         bake =
+        argc > 1 && (!strcmp(cmd, "bake") ||
+                     (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") && strcmp(cmd, "bench") &&
+                      strcmp(cmd, "diff") && strcmp(cmd, "help") && (cmd[0] != '-' || !strcmp(cmd, "--"))));
     if (bk_world_size() > 1 && !bake) {
         if (bk_world_rank() == 0)
             fprintf(stderr, "baker: under mpirun (%d processes) only the bake runs: 'baker %s' runs as one process\n",
@@ -567,13 +662,32 @@ static int run(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
-            if (!strcmp(argv[2], "trace")) { bk_cli_table_help(stdout, trace_opts); return 0; }
-            if (!strcmp(argv[2], "rays")) { rays_help(stdout); return 0; }
-            if (!strcmp(argv[2], "bench")) { fputs(bk_bench_usage, stdout); return 0; }
-            if (!strcmp(argv[2], "bake")) { bk_cmd_bake_help(stdout); return 0; }
-            if (!strcmp(argv[2], "build")) { bk_cli_table_help(stdout, build_opts); return 0; }
-            if (!strcmp(argv[2], "diff")) { bk_diff_help(stdout); return 0; }
-            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n", argv[2]);
+            if (!strcmp(argv[2], "trace")) {
+                bk_cli_table_help(stdout, trace_opts);
+                return 0;
+            }
+            if (!strcmp(argv[2], "rays")) {
+                rays_help(stdout);
+                return 0;
+            }
+            if (!strcmp(argv[2], "bench")) {
+                fputs(bk_bench_usage, stdout);
+                return 0;
+            }
+            if (!strcmp(argv[2], "bake")) {
+                bk_cmd_bake_help(stdout);
+                return 0;
+            }
+            if (!strcmp(argv[2], "build")) {
+                bk_cli_table_help(stdout, build_opts);
+                return 0;
+            }
+            if (!strcmp(argv[2], "diff")) {
+                bk_diff_help(stdout);
+                return 0;
+            }
+            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n",
+                    argv[2]);
             return 2;
         }
         fputs(usage, argc < 2 ? stderr : stdout);
@@ -581,14 +695,16 @@ static int run(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
-    if (!strcmp(cmd, "rays"))  return cmd_rays(argc - 2, argv + 2);
+    if (!strcmp(cmd, "rays")) return cmd_rays(argc - 2, argv + 2);
     if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
     if (!strcmp(cmd, "bench")) return bk_bench_main(argc - 2, argv + 2);
     if (!strcmp(cmd, "bake")) return bk_cmd_bake(argc - 2, argv + 2);
     if (!strcmp(cmd, "diff")) return bk_cmd_diff(argc - 2, argv + 2);
     if (cmd[0] != '-' && !strchr(cmd, '.') && access(cmd, F_OK) != 0) {
-        fprintf(stderr, "baker: '%s' is neither a command (trace, rays, build, bench, diff) nor a scene file; "
-                        "baker --help lists both\n", cmd);
+        fprintf(stderr,
+                "baker: '%s' is neither a command (trace, rays, build, bench, diff) nor a scene file; "
+                "baker --help lists both\n",
+                cmd);
         return 2;
     }
     return bk_cmd_bake(argc - 1, argv + 1);

@@ -11,7 +11,8 @@
 int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
-    if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz")) return bk_scene_load_obj(path, out, err, err_size);
+    if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz"))
+        return bk_scene_load_obj(path, out, err, err_size);
     if (bk_path_has_ext(path, ".vox")) return bk_scene_load_vox(path, out, err, err_size);
     return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz, .vox)", path);
 }

@@ -13,20 +13,20 @@
 
 /* Picks the reader by file name (.obj, .obj.gz, .vox). Returns 0, or a negative status with one
  * line in err naming the file; out is then empty (safe to free). */
-int  bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
+int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size);
 
 /* Loads an OBJ (and the MTL files it names) or a gzip-compressed OBJ (name ends in .gz) (obj.c).
  * Returns 0, or a negative status with one line in err: "path:line: reason". The OBJ and its MTL
  * files must be regular files within the limits of scene.h; Kd and Ke must be finite (Kd outside
  * [0, 1], Ke below 0 or above BK_KE_MAX are clamped with a warning). */
-int  bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
+int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size);
 /* In an MTL texture statement (map_Kd, bump, ...), given the text after the keyword: where the
  * file name starts, past the options of the MTL spec (-s u v w, -bm b, -clamp on, ...). The name
  * is the rest of the line, trailing blanks excepted (--mesh-out rewrites it; obj.c reads map_Kd). */
 const char *bk_mtl_map_file(const char *args);
 
 /* Loads a MagicaVoxel .vox file (vox.c). Errors: one line "path: byte N: reason". */
-int  bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_size);
+int bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_size);
 /* MagicaVoxel's palette for files without an RGBA chunk, indexed by colour index (entry 0 unused),
  * each colour stored as in the file: 0xAABBGGRR (vox.c). */
 extern const uint32_t bk_vox_default_palette[256];

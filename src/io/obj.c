@@ -23,7 +23,7 @@
  * References: Wavefront OBJ and MTL specs (Advanced Visualizer manual, appendices B1/B2);
  *   W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
  */
-#define _DEFAULT_SOURCE 1   /* MAP_ANONYMOUS (POSIX only from 2024) */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS (POSIX only from 2024) */
 #include "loader.h"
 #include "scene.h"
 #include "util.h"
@@ -44,16 +44,16 @@
 #include <libdeflate.h>
 #endif
 
-#define PAD 64                     /* zero bytes after every text buffer: parsers may look ahead */
-#define MAX_ELEMS 0xFFFFFFFEu      /* largest count we store: indices are uint32 and BK_NONE is taken */
+#define PAD          64          /* zero bytes after every text buffer: parsers may look ahead */
+#define MAX_ELEMS    0xFFFFFFFEu /* largest count we store: indices are uint32 and BK_NONE is taken */
 #define MAX_WARNINGS 10
 
 #if defined(__GNUC__)
-#  define LIKELY(x)   __builtin_expect(!!(x), 1)
-#  define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x)   __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#  define LIKELY(x)   (x)
-#  define UNLIKELY(x) (x)
+#define LIKELY(x)   (x)
+#define UNLIKELY(x) (x)
 #endif
 
 /* ---- file reading ---------------------------------------------------------------------------- */
@@ -62,7 +62,7 @@
 typedef struct text {
     char  *buf;
     size_t len;
-    size_t map_len;                /* bytes mapped, 0 when buf is malloc'd */
+    size_t map_len; /* bytes mapped, 0 when buf is malloc'd */
 } text;
 
 static void text_free(text *t)
@@ -72,14 +72,15 @@ static void text_free(text *t)
     memset(t, 0, sizeof *t);
 }
 
-#define READ_MISSING (-2)           /* read_text: the file does not exist */
+#define READ_MISSING (-2) /* read_text: the file does not exist */
 
 /* Reads a stream to its end into t (plus PAD zero bytes), starting from a guessed capacity and
  * doubling it: the size is only a guess (compressed files, files that grow). rd returns the bytes
  * read, 0 at the end, or < 0 with the reason in why. More than limit bytes is an error. */
 typedef long (*chunk_reader)(void *src, char *dst, size_t want, char *why, size_t why_size);
 
-static int read_all(const char *path, size_t cap, uint64_t limit, chunk_reader rd, void *src, text *t, char *err, size_t err_size)
+static int read_all(const char *path, size_t cap, uint64_t limit, chunk_reader rd, void *src, text *t, char *err,
+                    size_t err_size)
 {
     size_t n = 0;
     if ((uint64_t)cap > limit + 1) cap = (size_t)limit + 1;
@@ -88,19 +89,28 @@ static int read_all(const char *path, size_t cap, uint64_t limit, chunk_reader r
         if (b && n == cap) {
             if ((uint64_t)n > limit) {
                 free(b);
-                return bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)",
-                               path, (double)limit / 1e6);
+                return bk_fail(err, err_size,
+                               "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path,
+                               (double)limit / 1e6);
             }
             size_t c = (uint64_t)cap * 2 > limit + 1 ? (size_t)limit + 1 : cap * 2;
-            char *nb = realloc(b, c + PAD);
-            if (!nb) { free(b); b = NULL; }
-            else { b = nb; cap = c; }
+            char  *nb = realloc(b, c + PAD);
+            if (!nb) {
+                free(b);
+                b = NULL;
+            } else {
+                b = nb;
+                cap = c;
+            }
         }
         if (!b) return bk_fail(err, err_size, "%s: out of memory reading the file", path);
-        char why[160] = "";
+        char   why[160] = "";
         size_t want = cap - n < (1u << 30) ? cap - n : (1u << 30);
-        long got = rd(src, b + n, want, why, sizeof why);
-        if (got < 0) { free(b); return bk_fail(err, err_size, "%s: %s", path, why); }
+        long   got = rd(src, b + n, want, why, sizeof why);
+        if (got < 0) {
+            free(b);
+            return bk_fail(err, err_size, "%s: %s", path, why);
+        }
         if (got == 0) break;
         n += (size_t)got;
     }
@@ -114,8 +124,8 @@ static int read_all(const char *path, size_t cap, uint64_t limit, chunk_reader r
  * of the data is checked here: a truncated .gz is an error, not a shorter scene. */
 static long gz_chunk(void *src, char *dst, size_t want, char *why, size_t why_size)
 {
-    int got = gzread((gzFile)src, dst, (unsigned)want);
-    int code = Z_OK;
+    int         got = gzread((gzFile)src, dst, (unsigned)want);
+    int         code = Z_OK;
     const char *msg = got <= 0 ? gzerror((gzFile)src, &code) : NULL;
     if (got < 0) snprintf(why, why_size, "gzip read error: %s", code == Z_ERRNO ? strerror(errno) : msg);
     else if (got == 0 && code == Z_BUF_ERROR) {
@@ -144,9 +154,12 @@ static int map_file(int fd, size_t size, text *t)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t total = (size + page - 1) / page * page + page;
-    void *base = mmap(NULL, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void  *base = mmap(NULL, total, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) return -1;
-    if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != base) { munmap(base, total); return -1; }
+    if (mmap(base, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) != base) {
+        munmap(base, total);
+        return -1;
+    }
     posix_madvise(base, size, POSIX_MADV_SEQUENTIAL);
     t->buf = base;
     t->len = size;
@@ -162,39 +175,56 @@ static int map_file(int fd, size_t size, text *t)
  * errors say what is wrong: a truncated stream, not gzip data); -1 with err set. */
 static int gz_read_fast(const char *path, int fd, uint64_t st_size, uint64_t limit, text *t, char *err, size_t err_size)
 {
-    if (st_size < 18 || st_size > limit) return 1;  /* not one whole member, or zlib's limit message */
+    if (st_size < 18 || st_size > limit) return 1; /* not one whole member, or zlib's limit message */
     text in;
     memset(&in, 0, sizeof in);
     if (read_all(path, (size_t)st_size + 1, limit, fd_chunk, &fd, &in, err, err_size)) return -1;
     struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    const unsigned char *p = (const unsigned char *)in.buf;
-    uint32_t isize = (uint32_t)p[in.len - 4] | (uint32_t)p[in.len - 3] << 8 | (uint32_t)p[in.len - 2] << 16 | (uint32_t)p[in.len - 1] << 24;
+    const unsigned char            *p = (const unsigned char *)in.buf;
+    uint32_t isize = (uint32_t)p[in.len - 4] | (uint32_t)p[in.len - 3] << 8 | (uint32_t)p[in.len - 2] << 16 |
+                     (uint32_t)p[in.len - 1] << 24;
     /* (a trailer claiming far more than text compresses to is not taken at its word) */
     uint64_t guess = (uint64_t)isize + 1 < 16 * st_size + (1u << 20) ? (uint64_t)isize + 1 : 16 * st_size + (1u << 20);
-    size_t cap = guess <= limit + 1 ? (size_t)guess : (size_t)limit + 1, n = 0, used = 0;
-    char *out = malloc(cap + PAD);
-    int rc = d && out ? 0 : -1;
+    size_t   cap = guess <= limit + 1 ? (size_t)guess : (size_t)limit + 1, n = 0, used = 0;
+    char    *out = malloc(cap + PAD);
+    int      rc = d && out ? 0 : -1;
     while (rc == 0 && used < in.len) {
-        size_t in_n = 0, out_n = 0;
-        enum libdeflate_result r = libdeflate_gzip_decompress_ex(d, in.buf + used, in.len - used, out + n, cap - n, &in_n, &out_n);
-        if (r == LIBDEFLATE_SUCCESS) { used += in_n; n += out_n; continue; }
-        if (r != LIBDEFLATE_INSUFFICIENT_SPACE) { rc = 1; break; }
+        size_t                 in_n = 0, out_n = 0;
+        enum libdeflate_result r =
+            libdeflate_gzip_decompress_ex(d, in.buf + used, in.len - used, out + n, cap - n, &in_n, &out_n);
+        if (r == LIBDEFLATE_SUCCESS) {
+            used += in_n;
+            n += out_n;
+            continue;
+        }
+        if (r != LIBDEFLATE_INSUFFICIENT_SPACE) {
+            rc = 1;
+            break;
+        }
         if ((uint64_t)cap > limit) {
-            rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path, (double)limit / 1e6);
+            rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)",
+                         path, (double)limit / 1e6);
             break;
         }
         size_t c = (uint64_t)cap * 2 > limit + 1 ? (size_t)limit + 1 : cap * 2;
-        char *q = realloc(out, c + PAD);
-        if (!q) { rc = -1; break; }
+        char  *q = realloc(out, c + PAD);
+        if (!q) {
+            rc = -1;
+            break;
+        }
         out = q;
         cap = c;
     }
     if (rc == 0 && (uint64_t)n > limit)
-        rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path, (double)limit / 1e6);
+        rc = bk_fail(err, err_size, "%s: more than %.0f MB of text: larger than baker reads (docs/formats.md)", path,
+                     (double)limit / 1e6);
     if (rc < 0 && !err[0]) bk_fail(err, err_size, "%s: out of memory reading the file", path);
     if (d) libdeflate_free_decompressor(d);
     text_free(&in);
-    if (rc != 0) { free(out); return rc; }
+    if (rc != 0) {
+        free(out);
+        return rc;
+    }
     memset(out + n, 0, PAD);
     t->buf = out;
     t->len = n;
@@ -221,7 +251,10 @@ static int read_text(const char *path, uint64_t limit, text *t, char *err, size_
 #if BK_HAVE_LIBDEFLATE
         err[0] = 0;
         rc = gz_read_fast(path, fd, st_size, limit, t, err, err_size);
-        if (rc <= 0) { close(fd); return rc; }
+        if (rc <= 0) {
+            close(fd);
+            return rc;
+        }
         if (lseek(fd, 0, SEEK_SET) != 0) {
             int e = errno;
             close(fd);
@@ -229,7 +262,10 @@ static int read_text(const char *path, uint64_t limit, text *t, char *err, size_
         }
 #endif
         gzFile gz = gzdopen(fd, "rb");
-        if (!gz) { close(fd); return bk_fail(err, err_size, "%s: cannot open: gzdopen failed", path); }
+        if (!gz) {
+            close(fd);
+            return bk_fail(err, err_size, "%s: cannot open: gzdopen failed", path);
+        }
         gzbuffer(gz, 1u << 18);
         size_t cap = st_size > 0 && (uint64_t)st_size < limit / 5 ? (size_t)st_size * 5 : (1u << 20);
         rc = read_all(path, cap, limit, gz_chunk, gz, t, err, err_size);
@@ -256,13 +292,19 @@ static int check_text(const char *path, text *t, const char **start, char *err, 
 {
     const unsigned char *b = (const unsigned char *)t->buf;
     *start = t->buf;
-    if (t->len >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) { *start += 3; return 0; }
+    if (t->len >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) {
+        *start += 3;
+        return 0;
+    }
     if (t->len >= 2 && ((b[0] == 0xFF && b[1] == 0xFE) || (b[0] == 0xFE && b[1] == 0xFF)))
-        return bk_fail(err, err_size, "%s: is UTF-16 text: baker reads OBJ and MTL as ASCII or UTF-8; save it as UTF-8", path);
+        return bk_fail(err, err_size, "%s: is UTF-16 text: baker reads OBJ and MTL as ASCII or UTF-8; save it as UTF-8",
+                       path);
     size_t look = t->len < 256 ? t->len : 256;
     if (memchr(b, 0, look))
-        return bk_fail(err, err_size, "%s: holds NUL bytes near its start: a binary file (or UTF-16 without a byte-order "
-                       "mark), not OBJ/MTL text", path);
+        return bk_fail(err, err_size,
+                       "%s: holds NUL bytes near its start: a binary file (or UTF-16 without a byte-order "
+                       "mark), not OBJ/MTL text",
+                       path);
     return 0;
 }
 
@@ -271,7 +313,7 @@ static int check_text(const char *path, text *t, const char **start, char *err, 
 /* Blank: separates tokens inside a line ('\r' too, so CRLF files need nothing special). */
 static inline int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
 /* End of a statement: newline, comment, or the terminating zero (a NUL inside a file ends the line). */
-static inline int is_eol(char c)   { return c == '\n' || c == '#' || c == '\0'; }
+static inline int is_eol(char c) { return c == '\n' || c == '#' || c == '\0'; }
 static inline int is_digit(char c) { return (unsigned)(c - '0') < 10u; }
 
 /* Skips blanks and '\' line continuations. */
@@ -295,10 +337,9 @@ static inline const char *next_line(const char *p, const char *end)
     return q ? q + 1 : end;
 }
 
-static const double pow10_d[23] = {
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
-static const float pow10_f[11] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
+static const double pow10_d[23] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+static const float  pow10_f[11] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
 
 static inline int is_num_end(char c) { return is_blank(c) || is_eol(c) || c == '\\'; }
 
@@ -311,23 +352,33 @@ static inline int is_num_end(char c) { return is_blank(c) || is_eol(c) || c == '
 static const char *parse_float(const char *p, float *out)
 {
     const char *s = p;
-    int neg = 0;
-    if (*p == '-') { neg = 1; p++; }
-    else if (*p == '+') p++;
+    int         neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    } else if (*p == '+') p++;
     uint64_t m = 0;
-    int nd = 0, e10 = 0, any = 0, exact = 1;
+    int      nd = 0, e10 = 0, any = 0, exact = 1;
     while (is_digit(*p)) {
         any = 1;
-        if (nd < 19) { m = m * 10 + (uint64_t)(*p - '0'); nd += (m != 0); }
-        else { e10++; if (*p != '0') exact = 0; }
+        if (nd < 19) {
+            m = m * 10 + (uint64_t)(*p - '0');
+            nd += (m != 0);
+        } else {
+            e10++;
+            if (*p != '0') exact = 0;
+        }
         p++;
     }
     if (*p == '.') {
         p++;
         while (is_digit(*p)) {
             any = 1;
-            if (nd < 19) { m = m * 10 + (uint64_t)(*p - '0'); nd += (m != 0); e10--; }
-            else if (*p != '0') exact = 0;
+            if (nd < 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                nd += (m != 0);
+                e10--;
+            } else if (*p != '0') exact = 0;
             p++;
         }
     }
@@ -335,14 +386,22 @@ static const char *parse_float(const char *p, float *out)
     if (*p == 'e' || *p == 'E') {
         p++;
         int eneg = 0, ev = 0;
-        if (*p == '-') { eneg = 1; p++; }
-        else if (*p == '+') p++;
+        if (*p == '-') {
+            eneg = 1;
+            p++;
+        } else if (*p == '+') p++;
         if (!is_digit(*p)) goto slow;
-        while (is_digit(*p)) { if (ev < 100000) ev = ev * 10 + (*p - '0'); p++; }
+        while (is_digit(*p)) {
+            if (ev < 100000) ev = ev * 10 + (*p - '0');
+            p++;
+        }
         e10 += eneg ? -ev : ev;
     }
     if (UNLIKELY(!is_num_end(*p))) goto slow;
-    if (m == 0) { *out = neg ? -0.0f : 0.0f; return p; }
+    if (m == 0) {
+        *out = neg ? -0.0f : 0.0f;
+        return p;
+    }
     if (LIKELY(exact)) {
         if (m <= (1u << 24) && e10 >= -10 && e10 <= 10) {
             float f = (float)m;
@@ -363,22 +422,23 @@ static const char *parse_float(const char *p, float *out)
             }
         }
     }
-slow:
-    {
-        char *q;
-        float f = strtof(s, &q);         /* correctly rounded to float directly, no double rounding */
-        if (q == s || !is_num_end(*q)) return NULL;
-        *out = f;
-        return q;
-    }
+slow : {
+    char *q;
+    float f = strtof(s, &q); /* correctly rounded to float directly, no double rounding */
+    if (q == s || !is_num_end(*q)) return NULL;
+    *out = f;
+    return q;
+}
 }
 
 /* Parses an optionally signed integer; |value| saturates at 2^40 (anything that large is out of range). */
 static inline const char *parse_int(const char *p, int64_t *out)
 {
     int neg = 0;
-    if (*p == '-') { neg = 1; p++; }
-    else if (*p == '+') p++;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    } else if (*p == '+') p++;
     if (!is_digit(*p)) return NULL;
     int64_t v = 0;
     while (is_digit(*p)) {
@@ -409,7 +469,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 
 static uint32_t hash_name(const char *s)
 {
-    uint32_t h = 2166136261u;       /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a */
     for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
@@ -417,8 +477,8 @@ static uint32_t hash_name(const char *s)
 /* Open-addressing index over names stored at base + i * stride (bk_material and used_name both start
  * with char name[128]), so usemtl lookups stay O(1) with thousands of materials. */
 typedef struct name_index {
-    uint32_t *slot;                 /* item index, BK_NONE when empty */
-    size_t    cap;                  /* power of two, kept at least twice the item count */
+    uint32_t *slot; /* item index, BK_NONE when empty */
+    size_t    cap;  /* power of two, kept at least twice the item count */
 } name_index;
 
 static uint32_t index_find(const name_index *ix, const char *base, size_t stride, const char *name, uint32_t h)
@@ -442,28 +502,34 @@ static int index_add(name_index *ix, const char *base, size_t stride, uint32_t i
         free(ix->slot);
         ix->slot = slot;
         ix->cap = cap;
-        for (uint32_t k = 0; k < item; k++) if (index_add(ix, base, stride, k) != 0) return -1;
+        for (uint32_t k = 0; k < item; k++)
+            if (index_add(ix, base, stride, k) != 0) return -1;
     }
     const char *name = base + item * stride;
     for (size_t i = hash_name(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
         uint32_t k = ix->slot[i];
-        if (k == BK_NONE) { ix->slot[i] = item; return 0; }
+        if (k == BK_NONE) {
+            ix->slot[i] = item;
+            return 0;
+        }
         if (strcmp(base + k * stride, name) == 0) return 0;
     }
 }
 
 /* ---- loader state ----------------------------------------------------------------------------- */
 
-typedef struct used_name {          /* a name given to usemtl, resolved after the whole file is read */
-    char        name[128];          /* first member: see name_index */
-    const char *first_use;          /* where it first appears (for the warning's line number) */
+typedef struct used_name { /* a name given to usemtl, resolved after the whole file is read */
+    char        name[128]; /* first member: see name_index */
+    const char *first_use; /* where it first appears (for the warning's line number) */
 } used_name;
 
-typedef struct mat_run { uint32_t first_tri, name_id; } mat_run;   /* name_id BK_NONE: default */
+typedef struct mat_run {
+    uint32_t first_tri, name_id;
+} mat_run; /* name_id BK_NONE: default */
 
 typedef struct loader {
-    const char *path;               /* the OBJ file, as given */
-    const char *buf, *end;          /* its text; *end == 0 */
+    const char *path;      /* the OBJ file, as given */
+    const char *buf, *end; /* its text; *end == 0 */
     char       *err;
     size_t      err_size;
     int         warnings;
@@ -471,18 +537,18 @@ typedef struct loader {
     size_t      pos_cap, tc_cap, nrm_cap, tri_cap, mat_cap;
     used_name  *names;
     size_t      name_count, name_cap;
-    name_index  name_ix;            /* over names */
+    name_index  name_ix; /* over names */
     mat_run    *runs;
     size_t      run_count, run_cap;
-    int         mtllibs;            /* mtllib lines seen */
-    uint32_t   *obj_start;          /* per o/g line: the triangles counted before it */
+    int         mtllibs;   /* mtllib lines seen */
+    uint32_t   *obj_start; /* per o/g line: the triangles counted before it */
     size_t      obj_cap;
 } loader;
 
 
 static int line_of(const char *buf, const char *at)
 {
-    int line = 1;
+    int         line = 1;
     const char *p = buf;
     while (p < at) {
         const char *q = memchr(p, '\n', (size_t)(at - p));
@@ -510,7 +576,7 @@ static int fail_in(loader *L, const char *file, const char *buf, const char *at,
 {
     if (L->err && L->err_size) {
         char msg[1024];
-        int n = snprintf(msg, sizeof msg, "%s:%d: ", file, line_of(buf, at));
+        int  n = snprintf(msg, sizeof msg, "%s:%d: ", file, line_of(buf, at));
         if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
         printable(msg, L->err, L->err_size);
     }
@@ -549,8 +615,8 @@ static void warn(loader *L, const char *file, const char *buf, const char *at, c
         if (L->warnings == MAX_WARNINGS + 1) fprintf(stderr, "%s: warning: further warnings not shown\n", L->path);
         return;
     }
-    char msg[1024], out[4096];
-    int n = snprintf(msg, sizeof msg, "%s:%d: warning: ", file, line_of(buf, at));
+    char    msg[1024], out[4096];
+    int     n = snprintf(msg, sizeof msg, "%s:%d: warning: ", file, line_of(buf, at));
     va_list ap;
     va_start(ap, fmt);
     if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
@@ -578,11 +644,11 @@ static size_t rest_of_line(const char *p, const char *end, char *dst, size_t dst
 /* Kd r [g b] or Ke r [g b]. Returns -1 (an error) for a non-finite number: Ke inf made every texel
  * inf - inf = NaN, a black map. Values out of range are clamped with a warning: Kd to [0, 1] (a
  * surface cannot reflect more than it receives), Ke to [0, BK_KE_MAX]. */
-static int mtl_color(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p,
-                     const char *key, float rgb[3])
+static int mtl_color(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p, const char *key,
+                     float rgb[3])
 {
     float v[3];
-    int n = 0;
+    int   n = 0;
     p = skip_blank(p);
     while (n < 3 && !is_eol(*p)) {
         const char *q = parse_float(p, &v[n]);
@@ -594,45 +660,53 @@ static int mtl_color(loader *L, const char *mpath, const char *mbuf, const char 
     }
     /* 1 number means grey; "Kd spectral file" and "Kd xyz x y z" are valid MTL we do not support. */
     if (!(n == 3 || (n == 1 && is_eol(*p)))) {
-        warn(L, mpath, mbuf, at, "%s: expected 1 or 3 numbers (spectral and xyz forms are not supported); "
-             "kept %g %g %g", key, rgb[0], rgb[1], rgb[2]);
+        warn(L, mpath, mbuf, at,
+             "%s: expected 1 or 3 numbers (spectral and xyz forms are not supported); "
+             "kept %g %g %g",
+             key, rgb[0], rgb[1], rgb[2]);
         return 0;
     }
     if (n == 1) v[1] = v[2] = v[0];
     float hi = key[1] == 'd' ? 1.0f : BK_KE_MAX, c[3];
-    int clamped = 0;
+    int   clamped = 0;
     for (int k = 0; k < 3; ++k) {
         c[k] = v[k] < 0.0f ? 0.0f : v[k] > hi ? hi : v[k];
         clamped |= c[k] != v[k];
     }
     if (clamped)
-        warn(L, mpath, mbuf, at, "%s %g %g %g: outside [0, %g], clamped to %g %g %g", key, v[0], v[1], v[2], hi, c[0], c[1], c[2]);
-    rgb[0] = c[0]; rgb[1] = c[1]; rgb[2] = c[2];
+        warn(L, mpath, mbuf, at, "%s %g %g %g: outside [0, %g], clamped to %g %g %g", key, v[0], v[1], v[2], hi, c[0],
+             c[1], c[2]);
+    rgb[0] = c[0];
+    rgb[1] = c[1];
+    rgb[2] = c[2];
     return 0;
 }
 
 /* map_Kd [options] file: skips the options of the MTL spec, keeps the rest of the line as the path. */
 static const char *skip_map_options(const char *p)
 {
-    static const char *const one[] = { "-blendu", "-blendv", "-boost", "-cc", "-clamp", "-texres",
-                                       "-bm", "-imfchan", "-type" };
+    static const char *const one[] = { "-blendu", "-blendv", "-boost",   "-cc",  "-clamp",
+                                       "-texres", "-bm",     "-imfchan", "-type" };
     for (;;) {
         p = skip_blank(p);
         if (*p != '-') return p;
         const char *e = p;
         while (*e && !is_blank(*e) && *e != '\n') e++;
         size_t n = (size_t)(e - p);
-        int args = 0, numeric = 0;
+        int    args = 0, numeric = 0;
         for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
             if (strlen(one[i]) == n && memcmp(p, one[i], n) == 0) args = 1;
         if (n == 3 && memcmp(p, "-mm", 3) == 0) args = 2;
-        if (n == 2 && (p[1] == 'o' || p[1] == 's' || p[1] == 't')) { args = 3; numeric = 1; }
-        if (!args) return p;    /* not an option we know: treat it as the start of the file name */
+        if (n == 2 && (p[1] == 'o' || p[1] == 's' || p[1] == 't')) {
+            args = 3;
+            numeric = 1;
+        }
+        if (!args) return p; /* not an option we know: treat it as the start of the file name */
         p = e;
         for (int i = 0; i < args; i++) {
             const char *q = skip_blank(p);
             if (numeric) {
-                float f;
+                float       f;
                 const char *r = parse_float(q, &f);
                 if (!r) break;
                 p = r;
@@ -654,15 +728,18 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
 {
     text mt;
     char e[512];
-    int r = read_text(mpath, BK_MTL_MAX_BYTES, &mt, e, sizeof e);
+    int  r = read_text(mpath, BK_MTL_MAX_BYTES, &mt, e, sizeof e);
     if (r == READ_MISSING) {
         warn(L, L->path, L->buf, obj_at, "mtllib: %s; default material used", e);
         return 0;
     }
     if (r != 0) return fail_at(L, obj_at, "mtllib: %s", e);
-    bk_scene *s = L->s;
+    bk_scene   *s = L->s;
     const char *mbuf, *p, *end = mt.buf + mt.len;
-    if (check_text(mpath, &mt, &mbuf, e, sizeof e)) { text_free(&mt); return fail_at(L, obj_at, "mtllib: %s", e); }
+    if (check_text(mpath, &mt, &mbuf, e, sizeof e)) {
+        text_free(&mt);
+        return fail_at(L, obj_at, "mtllib: %s", e);
+    }
     p = mbuf;
     bk_material *cur = NULL;
     while (p < end) {
@@ -672,7 +749,8 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
         while (*p && !is_blank(*p) && *p != '\n') p++;
         size_t kn = (size_t)(p - k);
         if (kn == 6 && memcmp(k, "newmtl", 6) == 0) {
-            if (s->material_count >= MAX_ELEMS || grow((void **)&s->materials, &L->mat_cap, (size_t)s->material_count + 1, sizeof(bk_material)) != 0) {
+            if (s->material_count >= MAX_ELEMS ||
+                grow((void **)&s->materials, &L->mat_cap, (size_t)s->material_count + 1, sizeof(bk_material)) != 0) {
                 text_free(&mt);
                 return bk_fail(L->err, L->err_size, "%s: out of memory reading materials", mpath);
             }
@@ -717,7 +795,11 @@ static int add_mtl(loader *L, const char *name, const char *full, const char *at
     m += s->mtl_count;
     m->name = strdup(name);
     m->path = strdup(full);
-    if (!m->name || !m->path) { free(m->name); free(m->path); return fail_at(L, at, "out of memory"); }
+    if (!m->name || !m->path) {
+        free(m->name);
+        free(m->path);
+        return fail_at(L, at, "out of memory");
+    }
     s->mtl_count++;
     return load_mtl(L, full, at);
 }
@@ -732,8 +814,8 @@ static int load_mtllib(loader *L, const char *p, const char *at)
         return 0;
     }
     const char *slash = strrchr(L->path, '/');
-    int dir_len = slash ? (int)(slash - L->path + 1) : 0;
-    char full[4096];
+    int         dir_len = slash ? (int)(slash - L->path + 1) : 0;
+    char        full[4096];
     if (strchr(rest, ' ') || strchr(rest, '\t')) {
         snprintf(full, sizeof full, "%.*s%s", rest[0] == '/' ? 0 : dir_len, L->path, rest);
         if (access(full, F_OK) == 0) return add_mtl(L, rest, full, at);
@@ -746,13 +828,15 @@ static int load_mtllib(loader *L, const char *p, const char *at)
         while (*save && !is_blank(*save)) save++;
         if (*save) *save++ = '\0';
         snprintf(full, sizeof full, "%.*s%s", name[0] == '/' ? 0 : dir_len, L->path, name);
-        if (access(full, F_OK) != 0 && strchr(full, '\\')) {   /* exporters on Windows */
+        if (access(full, F_OK) != 0 && strchr(full, '\\')) { /* exporters on Windows */
             char alt[4096];
             snprintf(alt, sizeof alt, "%s", full);
-            for (char *c = alt; *c; c++) if (*c == '\\') *c = '/';
+            for (char *c = alt; *c; c++)
+                if (*c == '\\') *c = '/';
             if (access(alt, F_OK) == 0) {
                 snprintf(full, sizeof full, "%s", alt);
-                for (char *c = name; *c; c++) if (*c == '\\') *c = '/';
+                for (char *c = name; *c; c++)
+                    if (*c == '\\') *c = '/';
             }
         }
         if (add_mtl(L, name, full, at) != 0) return -1;
@@ -762,7 +846,7 @@ static int load_mtllib(loader *L, const char *p, const char *at)
 
 static int use_material(loader *L, const char *p, const char *at)
 {
-    char name[128];
+    char   name[128];
     size_t n = rest_of_line(p, L->end, name, sizeof name);
     if (n >= sizeof name)
         warn(L, L->path, L->buf, at, "material name longer than %zu bytes, truncated", sizeof name - 1);
@@ -770,19 +854,25 @@ static int use_material(loader *L, const char *p, const char *at)
     if (name[0]) {
         id = index_find(&L->name_ix, (const char *)L->names, sizeof(used_name), name, hash_name(name));
         if (id == BK_NONE) {
-            if (L->name_count >= MAX_ELEMS || grow((void **)&L->names, &L->name_cap, L->name_count + 1, sizeof(used_name)) != 0)
+            if (L->name_count >= MAX_ELEMS ||
+                grow((void **)&L->names, &L->name_cap, L->name_count + 1, sizeof(used_name)) != 0)
                 return fail_at(L, at, "out of memory");
             used_name *u = &L->names[L->name_count];
             memcpy(u->name, name, sizeof name);
             u->first_use = at;
             id = (uint32_t)L->name_count++;
             /* names may have moved: the index holds item numbers, not pointers */
-            if (index_add(&L->name_ix, (const char *)L->names, sizeof(used_name), id) != 0) return fail_at(L, at, "out of memory");
+            if (index_add(&L->name_ix, (const char *)L->names, sizeof(used_name), id) != 0)
+                return fail_at(L, at, "out of memory");
         }
     }
     uint32_t t = L->s->tri_count;
-    if (L->run_count && L->runs[L->run_count - 1].first_tri == t) { L->runs[L->run_count - 1].name_id = id; return 0; }
-    if (grow((void **)&L->runs, &L->run_cap, L->run_count + 1, sizeof(mat_run)) != 0) return fail_at(L, at, "out of memory");
+    if (L->run_count && L->runs[L->run_count - 1].first_tri == t) {
+        L->runs[L->run_count - 1].name_id = id;
+        return 0;
+    }
+    if (grow((void **)&L->runs, &L->run_cap, L->run_count + 1, sizeof(mat_run)) != 0)
+        return fail_at(L, at, "out of memory");
     L->runs[L->run_count].first_tri = t;
     L->runs[L->run_count].name_id = id;
     L->run_count++;
@@ -796,7 +886,10 @@ static const char *parse_v(loader *L, const char *p, const char *at)
 {
     bk_scene *s = L->s;
     if (UNLIKELY(s->vertex_count >= L->pos_cap)) {
-        if (s->vertex_count >= MAX_ELEMS) { fail_at(L, at, "too many vertices"); return NULL; }
+        if (s->vertex_count >= MAX_ELEMS) {
+            fail_at(L, at, "too many vertices");
+            return NULL;
+        }
         if (grow((void **)&s->positions, &L->pos_cap, (size_t)s->vertex_count + 1, 3 * sizeof(float)) != 0) {
             fail_at(L, at, "out of memory (%u vertices)", s->vertex_count);
             return NULL;
@@ -805,10 +898,19 @@ static const char *parse_v(loader *L, const char *p, const char *at)
     float *v = s->positions + 3 * (size_t)s->vertex_count;
     for (int i = 0; i < 3; i++) {
         p = skip_blank(p);
-        if (UNLIKELY(is_eol(*p))) { fail_at(L, at, "v: expected 3 coordinates, found %d", i); return NULL; }
+        if (UNLIKELY(is_eol(*p))) {
+            fail_at(L, at, "v: expected 3 coordinates, found %d", i);
+            return NULL;
+        }
         const char *q = parse_float(p, &v[i]);
-        if (UNLIKELY(!q)) { fail_at(L, p, "v: bad number '%.*s'", (int)strcspn(p, " \t\r\n#"), p); return NULL; }
-        if (UNLIKELY(!isfinite(v[i]))) { fail_at(L, p, "v: coordinate '%.*s' is not a finite float", (int)strcspn(p, " \t\r\n#"), p); return NULL; }
+        if (UNLIKELY(!q)) {
+            fail_at(L, p, "v: bad number '%.*s'", (int)strcspn(p, " \t\r\n#"), p);
+            return NULL;
+        }
+        if (UNLIKELY(!isfinite(v[i]))) {
+            fail_at(L, p, "v: coordinate '%.*s' is not a finite float", (int)strcspn(p, " \t\r\n#"), p);
+            return NULL;
+        }
         p = q;
     }
     s->vertex_count++;
@@ -820,14 +922,17 @@ static const char *parse_v(loader *L, const char *p, const char *at)
 /* vt u [v [w]] (v defaults to 0) and vn x y z. */
 static const char *parse_vt_vn(loader *L, const char *p, const char *at, int normal)
 {
-    bk_scene *s = L->s;
-    uint32_t *count = normal ? &s->normal_count : &s->texcoord_count;
-    float **arr = normal ? &s->normals : &s->texcoords;
-    size_t *cap = normal ? &L->nrm_cap : &L->tc_cap;
-    int dim = normal ? 3 : 2, need = normal ? 3 : 1;
+    bk_scene   *s = L->s;
+    uint32_t   *count = normal ? &s->normal_count : &s->texcoord_count;
+    float     **arr = normal ? &s->normals : &s->texcoords;
+    size_t     *cap = normal ? &L->nrm_cap : &L->tc_cap;
+    int         dim = normal ? 3 : 2, need = normal ? 3 : 1;
     const char *key = normal ? "vn" : "vt";
     if (UNLIKELY(*count >= *cap)) {
-        if (*count >= MAX_ELEMS) { fail_at(L, at, "too many %s", key); return NULL; }
+        if (*count >= MAX_ELEMS) {
+            fail_at(L, at, "too many %s", key);
+            return NULL;
+        }
         if (grow((void **)arr, cap, (size_t)*count + 1, (size_t)dim * sizeof(float)) != 0) {
             fail_at(L, at, "out of memory");
             return NULL;
@@ -843,8 +948,14 @@ static const char *parse_vt_vn(loader *L, const char *p, const char *at, int nor
             return NULL;
         }
         const char *q = parse_float(p, &v[i]);
-        if (!q) { fail_at(L, p, "%s: bad number '%.*s'", key, (int)strcspn(p, " \t\r\n#"), p); return NULL; }
-        if (!isfinite(v[i])) { fail_at(L, p, "%s: '%.*s' is not a finite float", key, (int)(q - p), p); return NULL; }
+        if (!q) {
+            fail_at(L, p, "%s: bad number '%.*s'", key, (int)strcspn(p, " \t\r\n#"), p);
+            return NULL;
+        }
+        if (!isfinite(v[i])) {
+            fail_at(L, p, "%s: '%.*s' is not a finite float", key, (int)(q - p), p);
+            return NULL;
+        }
         p = q;
     }
     (*count)++;
@@ -853,15 +964,23 @@ static const char *parse_vt_vn(loader *L, const char *p, const char *at, int nor
     return next_line(p, L->end);
 }
 
-typedef struct corner { uint32_t v, vt, vn; } corner;
+typedef struct corner {
+    uint32_t v, vt, vn;
+} corner;
 
 /* OBJ index i (1-based, or negative: relative to the end) of count elements; tok..tok_end is the
  * index as written, quoted when it is out of range (parse_int saturates huge values). */
 static int resolve(loader *L, const char *at, int64_t i, const char *tok, const char *tok_end, uint32_t count,
                    const char *what, uint32_t *out)
 {
-    if (LIKELY(i > 0 && i <= (int64_t)count)) { *out = (uint32_t)(i - 1); return 0; }
-    if (i < 0 && -i <= (int64_t)count) { *out = (uint32_t)((int64_t)count + i); return 0; }
+    if (LIKELY(i > 0 && i <= (int64_t)count)) {
+        *out = (uint32_t)(i - 1);
+        return 0;
+    }
+    if (i < 0 && -i <= (int64_t)count) {
+        *out = (uint32_t)((int64_t)count + i);
+        return 0;
+    }
     if (i == 0) return fail_at(L, at, "%s index 0 (OBJ indices start at 1)", what);
     int len = (int)(tok_end - tok);
     return fail_at(L, at, "%s index %.*s%s out of range (%u defined so far)", what, len > 40 ? 40 : len, tok,
@@ -880,12 +999,18 @@ static int start_attr(loader *L, uint32_t **arr)
 static int grow_tris(loader *L)
 {
     bk_scene *s = L->s;
-    size_t need = (size_t)s->tri_count + 1, cap = L->tri_cap;
+    size_t    need = (size_t)s->tri_count + 1, cap = L->tri_cap;
     if (s->tri_count >= MAX_ELEMS) return -1;
     if (grow((void **)&s->tri_v, &cap, need, 3 * sizeof(uint32_t)) != 0) return -1;
-    if (s->tri_vt) { size_t c = L->tri_cap; if (grow((void **)&s->tri_vt, &c, need, 3 * sizeof(uint32_t)) != 0) return -1; }
-    if (s->tri_vn) { size_t c = L->tri_cap; if (grow((void **)&s->tri_vn, &c, need, 3 * sizeof(uint32_t)) != 0) return -1; }
-    L->tri_cap = cap;    /* all arrays now hold at least cap (grow() computes the same size for each) */
+    if (s->tri_vt) {
+        size_t c = L->tri_cap;
+        if (grow((void **)&s->tri_vt, &c, need, 3 * sizeof(uint32_t)) != 0) return -1;
+    }
+    if (s->tri_vn) {
+        size_t c = L->tri_cap;
+        if (grow((void **)&s->tri_vn, &c, need, 3 * sizeof(uint32_t)) != 0) return -1;
+    }
+    L->tri_cap = cap; /* all arrays now hold at least cap (grow() computes the same size for each) */
     return 0;
 }
 
@@ -893,15 +1018,18 @@ static int grow_tris(loader *L)
 static const char *parse_f(loader *L, const char *p, const char *at)
 {
     bk_scene *s = L->s;
-    corner first = { 0, 0, 0 }, prev = { 0, 0, 0 }, c = { 0, 0, 0 };
-    int n = 0, has_vt = 0, has_vn = 0;
+    corner    first = { 0, 0, 0 }, prev = { 0, 0, 0 }, c = { 0, 0, 0 };
+    int       n = 0, has_vt = 0, has_vn = 0;
     for (;;) {
         p = skip_blank(p);
         if (is_eol(*p)) break;
         const char *ref = p;
-        int64_t i;
+        int64_t     i;
         p = parse_int(p, &i);
-        if (UNLIKELY(!p)) { fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+        if (UNLIKELY(!p)) {
+            fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref);
+            return NULL;
+        }
         if (UNLIKELY(resolve(L, at, i, ref, p, s->vertex_count, "vertex", &c.v) != 0)) return NULL;
         c.vt = c.vn = BK_NONE;
         if (*p == '/') {
@@ -909,7 +1037,10 @@ static const char *parse_f(loader *L, const char *p, const char *at)
             if (*p != '/' && !is_num_end(*p)) {
                 const char *tok = p;
                 p = parse_int(p, &i);
-                if (!p) { fail_at(L, ref, "f: bad texcoord index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+                if (!p) {
+                    fail_at(L, ref, "f: bad texcoord index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref);
+                    return NULL;
+                }
                 if (resolve(L, at, i, tok, p, s->texcoord_count, "texcoord", &c.vt) != 0) return NULL;
                 has_vt = 1;
             }
@@ -918,30 +1049,56 @@ static const char *parse_f(loader *L, const char *p, const char *at)
                 if (!is_num_end(*p)) {
                     const char *tok = p;
                     p = parse_int(p, &i);
-                    if (!p) { fail_at(L, ref, "f: bad normal index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+                    if (!p) {
+                        fail_at(L, ref, "f: bad normal index in '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref);
+                        return NULL;
+                    }
                     if (resolve(L, at, i, tok, p, s->normal_count, "normal", &c.vn) != 0) return NULL;
                     has_vn = 1;
                 }
             }
         }
-        if (UNLIKELY(!is_num_end(*p))) { fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref); return NULL; }
+        if (UNLIKELY(!is_num_end(*p))) {
+            fail_at(L, ref, "f: bad vertex reference '%.*s'", (int)strcspn(ref, " \t\r\n#"), ref);
+            return NULL;
+        }
         if (n == 0) first = c;
         else if (n >= 2) {
             if (UNLIKELY(s->tri_count >= L->tri_cap) && grow_tris(L) != 0) {
-                fail_at(L, at, s->tri_count >= MAX_ELEMS ? "too many triangles" : "out of memory (%u triangles)", s->tri_count);
+                fail_at(L, at, s->tri_count >= MAX_ELEMS ? "too many triangles" : "out of memory (%u triangles)",
+                        s->tri_count);
                 return NULL;
             }
-            if (UNLIKELY(has_vt && !s->tri_vt) && start_attr(L, &s->tri_vt) != 0) { fail_at(L, at, "out of memory"); return NULL; }
-            if (UNLIKELY(has_vn && !s->tri_vn) && start_attr(L, &s->tri_vn) != 0) { fail_at(L, at, "out of memory"); return NULL; }
+            if (UNLIKELY(has_vt && !s->tri_vt) && start_attr(L, &s->tri_vt) != 0) {
+                fail_at(L, at, "out of memory");
+                return NULL;
+            }
+            if (UNLIKELY(has_vn && !s->tri_vn) && start_attr(L, &s->tri_vn) != 0) {
+                fail_at(L, at, "out of memory");
+                return NULL;
+            }
             size_t t = 3 * (size_t)s->tri_count++;
-            s->tri_v[t] = first.v; s->tri_v[t + 1] = prev.v; s->tri_v[t + 2] = c.v;
-            if (s->tri_vt) { s->tri_vt[t] = first.vt; s->tri_vt[t + 1] = prev.vt; s->tri_vt[t + 2] = c.vt; }
-            if (s->tri_vn) { s->tri_vn[t] = first.vn; s->tri_vn[t + 1] = prev.vn; s->tri_vn[t + 2] = c.vn; }
+            s->tri_v[t] = first.v;
+            s->tri_v[t + 1] = prev.v;
+            s->tri_v[t + 2] = c.v;
+            if (s->tri_vt) {
+                s->tri_vt[t] = first.vt;
+                s->tri_vt[t + 1] = prev.vt;
+                s->tri_vt[t + 2] = c.vt;
+            }
+            if (s->tri_vn) {
+                s->tri_vn[t] = first.vn;
+                s->tri_vn[t + 1] = prev.vn;
+                s->tri_vn[t + 2] = c.vn;
+            }
         }
         prev = c;
         n++;
     }
-    if (UNLIKELY(n < 3)) { fail_at(L, at, "face with %d %s (at least 3 needed)", n, n == 1 ? "vertex" : "vertices"); return NULL; }
+    if (UNLIKELY(n < 3)) {
+        fail_at(L, at, "face with %d %s (at least 3 needed)", n, n == 1 ? "vertex" : "vertices");
+        return NULL;
+    }
     if (LIKELY(*p == '\n')) return p + 1;
     return next_line(p, L->end);
 }
@@ -995,17 +1152,25 @@ static int parse_obj(loader *L)
     while (p < end) {
         while (*p == ' ' || *p == '\t') p++;
         const char *at = p;
-        char c = *p;
-        int follow = c != '#';      /* follow '\' continuations of the skipped line */
+        char        c = *p;
+        int         follow = c != '#'; /* follow '\' continuations of the skipped line */
         if (c == 'v') {
-            if (is_num_end(p[1])) { p = parse_v(L, p + 1, at); if (!p) return -1; continue; }
+            if (is_num_end(p[1])) {
+                p = parse_v(L, p + 1, at);
+                if (!p) return -1;
+                continue;
+            }
             if ((p[1] == 't' || p[1] == 'n') && is_num_end(p[2])) {
                 p = parse_vt_vn(L, p + 2, at, p[1] == 'n');
                 if (!p) return -1;
                 continue;
             }
         } else if (c == 'f') {
-            if (is_num_end(p[1])) { p = parse_f(L, p + 1, at); if (!p) return -1; continue; }
+            if (is_num_end(p[1])) {
+                p = parse_f(L, p + 1, at);
+                if (!p) return -1;
+                continue;
+            }
         } else if (c == 'u') {
             if (strncmp(p, "usemtl", 6) == 0 && (is_blank(p[6]) || is_eol(p[6]))) {
                 if (use_material(L, p + 6, at) != 0) return -1;
@@ -1039,25 +1204,34 @@ static int finish_materials(loader *L)
     bk_scene *s = L->s;
     uint32_t *map = NULL;
     if (L->name_count) {
-        name_index mx = { NULL, 0 };
+        name_index  mx = { NULL, 0 };
         const char *mbase = (const char *)s->materials;
         map = malloc(L->name_count * sizeof(uint32_t));
         int bad = !map;
-        for (uint32_t m = 0; m < s->material_count && !bad; m++) bad = index_add(&mx, mbase, sizeof(bk_material), m) != 0;
-        if (bad) { free(map); free(mx.slot); return bk_fail(L->err, L->err_size, "%s: out of memory", L->path); }
+        for (uint32_t m = 0; m < s->material_count && !bad; m++)
+            bad = index_add(&mx, mbase, sizeof(bk_material), m) != 0;
+        if (bad) {
+            free(map);
+            free(mx.slot);
+            return bk_fail(L->err, L->err_size, "%s: out of memory", L->path);
+        }
         for (size_t i = 0; i < L->name_count; i++) {
             map[i] = index_find(&mx, mbase, sizeof(bk_material), L->names[i].name, hash_name(L->names[i].name));
             if (map[i] == BK_NONE) {
                 char why[64];
                 if (L->mtllibs) snprintf(why, sizeof why, "not in the mtllib files (%u materials)", s->material_count);
                 else snprintf(why, sizeof why, "the file names no mtllib");
-                warn(L, L->path, L->buf, L->names[i].first_use, "usemtl %s: %s; default material used", L->names[i].name, why);
+                warn(L, L->path, L->buf, L->names[i].first_use, "usemtl %s: %s; default material used",
+                     L->names[i].name, why);
             }
         }
         free(mx.slot);
     }
     s->tri_material = malloc((size_t)s->tri_count * sizeof(uint32_t));
-    if (!s->tri_material) { free(map); return bk_fail(L->err, L->err_size, "%s: out of memory", L->path); }
+    if (!s->tri_material) {
+        free(map);
+        return bk_fail(L->err, L->err_size, "%s: out of memory", L->path);
+    }
     uint32_t t = 0, cur = BK_NONE;
     for (size_t r = 0; r <= L->run_count; r++) {
         uint32_t stop = r < L->run_count ? L->runs[r].first_tri : s->tri_count;
@@ -1082,7 +1256,10 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
     text txt;
     if (read_text(path, BK_SCENE_MAX_BYTES, &txt, err, err_size) != 0) return -1;
     const char *start;
-    if (check_text(path, &txt, &start, err, err_size)) { text_free(&txt); return -1; }
+    if (check_text(path, &txt, &start, err, err_size)) {
+        text_free(&txt);
+        return -1;
+    }
 
     loader L;
     memset(&L, 0, sizeof L);
@@ -1095,8 +1272,9 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
 
     int rc = parse_obj(&L);
     if (rc == 0 && out->tri_count == 0)
-        rc = bk_fail(err, err_size, "%s: no faces (%u vertices, no f lines with 3 or more vertices): a scene needs triangles",
-                     path, out->vertex_count);
+        rc = bk_fail(err, err_size,
+                     "%s: no faces (%u vertices, no f lines with 3 or more vertices): a scene needs triangles", path,
+                     out->vertex_count);
     if (rc == 0) rc = finish_materials(&L);
     if (rc == 0) rc = finish_objects(&L);
     if (rc == 0) {

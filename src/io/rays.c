@@ -18,22 +18,27 @@ _Static_assert(sizeof(bk_hit) == 8, "HITS record is float32 + u32");
 #error "the RAYS/HITS readers assume a little-endian host"
 #endif
 
-static int read_records(const char *path, const char *magic, size_t rec, void **out, uint64_t *n,
-                        char *err, size_t err_size)
+static int read_records(const char *path, const char *magic, size_t rec, void **out, uint64_t *n, char *err,
+                        size_t err_size)
 {
-    *out = NULL; *n = 0;
+    *out = NULL;
+    *n = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return bk_fail(err, err_size, "%s: not a regular file (a device, FIFO or folder): a %.8s file is read from a file",
-                       path, magic);
+        return bk_fail(err, err_size,
+                       "%s: not a regular file (a device, FIFO or folder): a %.8s file is read from a file", path,
+                       magic);
     }
     FILE *f = fdopen(fd, "rb");
-    if (!f) { close(fd); return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno)); }
+    if (!f) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    }
     unsigned char head[16];
-    size_t got = fread(head, 1, 16, f);
+    size_t        got = fread(head, 1, 16, f);
     if (got < 8 ? memcmp(head, magic, got) != 0 || got == 0 : memcmp(head, magic, 8) != 0) {
         fclose(f);
         return bk_fail(err, err_size, "%s: not a %.8s file (it does not start with '%.8s')", path, magic, magic);
@@ -47,8 +52,9 @@ static int read_records(const char *path, const char *magic, size_t rec, void **
     uint64_t size = (uint64_t)st.st_size;
     if ((size - 16) / rec != count || (size - 16) % rec != 0) {
         fclose(f);
-        return bk_fail(err, err_size, "%s: header says %llu records but the file holds %llu bytes of records (%zu bytes each)",
-                       path, (unsigned long long)count, (unsigned long long)(size - 16), rec);
+        return bk_fail(err, err_size,
+                       "%s: header says %llu records but the file holds %llu bytes of records (%zu bytes each)", path,
+                       (unsigned long long)count, (unsigned long long)(size - 16), rec);
     }
     if (count > BK_RAYS_MAX) {
         fclose(f);
@@ -56,13 +62,18 @@ static int read_records(const char *path, const char *magic, size_t rec, void **
                        (unsigned long long)count, (unsigned long long)BK_RAYS_MAX);
     }
     void *buf = malloc(count ? count * rec : 1);
-    if (!buf) { fclose(f); return bk_fail(err, err_size, "%s: out of memory for %llu records", path, (unsigned long long)count); }
+    if (!buf) {
+        fclose(f);
+        return bk_fail(err, err_size, "%s: out of memory for %llu records", path, (unsigned long long)count);
+    }
     if (count && fread(buf, rec, count, f) != count) {
-        free(buf); fclose(f);
+        free(buf);
+        fclose(f);
         return bk_fail(err, err_size, "%s: short read", path);
     }
     fclose(f);
-    *out = buf; *n = count;
+    *out = buf;
+    *n = count;
     return 0;
 }
 
@@ -74,12 +85,15 @@ static int write_records(FILE *f, const char *path, const char *magic, const voi
     return 0;
 }
 
-static int write_records_path(const char *path, const char *magic, const void *data, size_t rec, uint64_t n,
-                              char *err, size_t err_size)
+static int write_records_path(const char *path, const char *magic, const void *data, size_t rec, uint64_t n, char *err,
+                              size_t err_size)
 {
     bk_outfile o;
     if (bk_outfile_open(&o, path, err, err_size)) return -1;
-    if (write_records(o.f, path, magic, data, rec, n, err, err_size)) { bk_outfile_abort(&o); return -1; }
+    if (write_records(o.f, path, magic, data, rec, n, err, err_size)) {
+        bk_outfile_abort(&o);
+        return -1;
+    }
     return bk_outfile_commit(&o, err, err_size);
 }
 
@@ -110,11 +124,17 @@ int bk_hits_write_file(FILE *f, const char *path, const bk_hit *hits, uint64_t n
 
 void bk_scene_bounds(const bk_scene *s, float lo[3], float hi[3])
 {
-    for (int k = 0; k < 3; ++k) { lo[k] = INFINITY; hi[k] = -INFINITY; }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = INFINITY;
+        hi[k] = -INFINITY;
+    }
     for (uint32_t t = 0; t < s->tri_count; ++t)
         for (int v = 0; v < 3; ++v) {
             const float *p = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
-            for (int k = 0; k < 3; ++k) { lo[k] = fminf(lo[k], p[k]); hi[k] = fmaxf(hi[k], p[k]); }
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = fminf(lo[k], p[k]);
+                hi[k] = fmaxf(hi[k], p[k]);
+            }
         }
 }
 
@@ -142,8 +162,14 @@ static void basis(bk_vec3 n, bk_vec3 *b1, bk_vec3 *b2)
 static bk_ray make_ray(bk_vec3 o, bk_vec3 d, float tmin, float tmax)
 {
     bk_ray r;
-    r.ox = o.x; r.oy = o.y; r.oz = o.z; r.tmin = tmin;
-    r.dx = d.x; r.dy = d.y; r.dz = d.z; r.tmax = tmax;
+    r.ox = o.x;
+    r.oy = o.y;
+    r.oz = o.z;
+    r.tmin = tmin;
+    r.dx = d.x;
+    r.dy = d.y;
+    r.dz = d.z;
+    r.tmax = tmax;
     return r;
 }
 
@@ -154,7 +180,8 @@ static int alloc_rays(uint64_t n, bk_ray **out, char *err, size_t err_size)
     return 0;
 }
 
-static int rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, int front_only, bk_ray **out, char *err, size_t err_size)
+static int rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, int front_only, bk_ray **out, char *err,
+                        size_t err_size)
 {
     if (s->tri_count == 0) return bk_fail(err, err_size, "scene has no triangles");
     double *cdf = malloc(sizeof(double) * s->tri_count);
@@ -165,25 +192,36 @@ static int rays_diffuse(const bk_scene *s, uint64_t n, uint32_t seed, int front_
         total += 0.5 * sqrt((double)bk_dot3(c, c));
         cdf[t] = total;
     }
-    if (!(total > 0.0)) { free(cdf); return bk_fail(err, err_size, "scene has no triangle with positive area"); }
-    if (alloc_rays(n, out, err, err_size)) { free(cdf); return -1; }
+    if (!(total > 0.0)) {
+        free(cdf);
+        return bk_fail(err, err_size, "scene has no triangle with positive area");
+    }
+    if (alloc_rays(n, out, err, err_size)) {
+        free(cdf);
+        return -1;
+    }
     float lo[3], hi[3];
     bk_scene_bounds(s, lo, hi);
-    float diag = sqrtf((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    float diag = sqrtf((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (hi[2] - lo[2]) * (hi[2] - lo[2]));
     float eps = 1e-4f * diag;
     for (uint64_t i = 0; i < n; ++i) {
         uint32_t key = (uint32_t)i, hi32 = (uint32_t)(i >> 32);
-        double x = (double)bk_rng_u32(seed, key, hi32, 0) * (1.0 / 4294967296.0) * total;
-        uint32_t a = 0, b = s->tri_count - 1;     /* first t with cdf[t] > x */
-        while (a < b) { uint32_t m = a + (b - a) / 2; if (cdf[m] > x) b = m; else a = m + 1; }
+        double   x = (double)bk_rng_u32(seed, key, hi32, 0) * (1.0 / 4294967296.0) * total;
+        uint32_t a = 0, b = s->tri_count - 1; /* first t with cdf[t] > x */
+        while (a < b) {
+            uint32_t m = a + (b - a) / 2;
+            if (cdf[m] > x) b = m;
+            else a = m + 1;
+        }
         bk_vec3 p0 = tri_pos(s, a, 0), p1 = tri_pos(s, a, 1), p2 = tri_pos(s, a, 2);
-        float su = sqrtf(bk_rng_f(seed, key, hi32, 1)), v = bk_rng_f(seed, key, hi32, 2);
-        float w0 = 1.0f - su, w1 = su * (1.0f - v), w2 = su * v;
+        float   su = sqrtf(bk_rng_f(seed, key, hi32, 1)), v = bk_rng_f(seed, key, hi32, 2);
+        float   w0 = 1.0f - su, w1 = su * (1.0f - v), w2 = su * v;
         bk_vec3 p = bk_add3(bk_add3(bk_mul3(p0, w0), bk_mul3(p1, w1)), bk_mul3(p2, w2));
         bk_vec3 nrm = normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
         if (!front_only && bk_rng_f(seed, key, hi32, 3) < 0.5f) nrm = bk_mul3(nrm, -1.0f);
-        float r1 = bk_rng_f(seed, key, hi32, 4), r2 = bk_rng_f(seed, key, hi32, 5);
-        float rad = sqrtf(r1), phi = 6.28318530718f * r2;
+        float   r1 = bk_rng_f(seed, key, hi32, 4), r2 = bk_rng_f(seed, key, hi32, 5);
+        float   rad = sqrtf(r1), phi = 6.28318530718f * r2;
         bk_vec3 b1, b2;
         basis(nrm, &b1, &b2);
         bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, rad * cosf(phi)), bk_mul3(b2, rad * sinf(phi))),
@@ -210,17 +248,17 @@ int bk_rays_primary(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, 
     if (alloc_rays(n, out, err, err_size)) return -1;
     float lo[3], hi[3];
     bk_scene_bounds(s, lo, hi);
-    bk_vec3 eye = bk_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]));
-    bk_vec3 fwd = hi[0] - lo[0] >= hi[2] - lo[2] ? bk_v3(1, 0, 0) : bk_v3(0, 0, 1);
-    bk_vec3 up = bk_v3(0, 1, 0), right = bk_cross3(fwd, up);
+    bk_vec3  eye = bk_v3(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]));
+    bk_vec3  fwd = hi[0] - lo[0] >= hi[2] - lo[2] ? bk_v3(1, 0, 0) : bk_v3(0, 0, 1);
+    bk_vec3  up = bk_v3(0, 1, 0), right = bk_cross3(fwd, up);
     uint64_t side = (uint64_t)ceil(sqrt((double)n));
     if (side == 0) side = 1;
     float h = tanf(0.5f * 60.0f * 3.14159265f / 180.0f);
     for (uint64_t i = 0; i < n; ++i) {
         uint32_t key = (uint32_t)i, hi32 = (uint32_t)(i >> 32);
-        float px = ((float)(i % side) + bk_rng_f(seed, key, hi32, 0)) / (float)side * 2.0f - 1.0f;
-        float py = ((float)(i / side) + bk_rng_f(seed, key, hi32, 1)) / (float)side * 2.0f - 1.0f;
-        bk_vec3 d = bk_add3(fwd, bk_add3(bk_mul3(right, px * h), bk_mul3(up, -py * h)));
+        float    px = ((float)(i % side) + bk_rng_f(seed, key, hi32, 0)) / (float)side * 2.0f - 1.0f;
+        float    py = ((float)(i / side) + bk_rng_f(seed, key, hi32, 1)) / (float)side * 2.0f - 1.0f;
+        bk_vec3  d = bk_add3(fwd, bk_add3(bk_mul3(right, px * h), bk_mul3(up, -py * h)));
         (*out)[i] = make_ray(eye, normalize3(d), 0.0f, INFINITY);
     }
     return 0;
@@ -233,22 +271,23 @@ int bk_rays_random(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, c
     bk_scene_bounds(s, lo, hi);
     for (uint64_t i = 0; i < n; ++i) {
         uint32_t key = (uint32_t)i;
-        float o[3];
+        float    o[3];
         for (int k = 0; k < 3; ++k) {
             float ext = hi[k] - lo[k];
             o[k] = lo[k] - 0.2f * ext + 1.4f * ext * bk_rng_f(seed, key, 1, (uint32_t)k);
         }
-        float z = 1.0f - 2.0f * bk_rng_f(seed, key, 1, 3), phi = 6.28318530718f * bk_rng_f(seed, key, 1, 4);
-        float r = sqrtf(fmaxf(0.0f, 1.0f - z * z));
+        float   z = 1.0f - 2.0f * bk_rng_f(seed, key, 1, 3), phi = 6.28318530718f * bk_rng_f(seed, key, 1, 4);
+        float   r = sqrtf(fmaxf(0.0f, 1.0f - z * z));
         bk_vec3 d = bk_v3(r * cosf(phi), r * sinf(phi), z);
         if (i % 7 == 3) {
-            int axis = (int)(bk_rng_u32(seed, key, 1, 5) % 3);
+            int   axis = (int)(bk_rng_u32(seed, key, 1, 5) % 3);
             float sg = bk_rng_f(seed, key, 1, 6) < 0.5f ? -1.0f : 1.0f;
             d = bk_v3(axis == 0 ? sg : 0.0f, axis == 1 ? sg : 0.0f, axis == 2 ? sg : 0.0f);
         }
         float tmax = INFINITY;
         if (i % 11 == 5) {
-            float diag = sqrtf((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+            float diag = sqrtf((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                               (hi[2] - lo[2]) * (hi[2] - lo[2]));
             tmax = diag * bk_rng_f(seed, key, 1, 7);
         }
         (*out)[i] = make_ray(bk_v3(o[0], o[1], o[2]), d, 0.0f, tmax);

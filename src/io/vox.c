@@ -65,38 +65,35 @@
 #define MAX_DEPTH BK_VOX_MAX_DEPTH
 
 const uint32_t bk_vox_default_palette[256] = {
-    0x00000000, 0xffffffff, 0xffccffff, 0xff99ffff, 0xff66ffff, 0xff33ffff, 0xff00ffff, 0xffffccff,
-    0xffccccff, 0xff99ccff, 0xff66ccff, 0xff33ccff, 0xff00ccff, 0xffff99ff, 0xffcc99ff, 0xff9999ff,
-    0xff6699ff, 0xff3399ff, 0xff0099ff, 0xffff66ff, 0xffcc66ff, 0xff9966ff, 0xff6666ff, 0xff3366ff,
-    0xff0066ff, 0xffff33ff, 0xffcc33ff, 0xff9933ff, 0xff6633ff, 0xff3333ff, 0xff0033ff, 0xffff00ff,
-    0xffcc00ff, 0xff9900ff, 0xff6600ff, 0xff3300ff, 0xff0000ff, 0xffffffcc, 0xffccffcc, 0xff99ffcc,
-    0xff66ffcc, 0xff33ffcc, 0xff00ffcc, 0xffffcccc, 0xffcccccc, 0xff99cccc, 0xff66cccc, 0xff33cccc,
-    0xff00cccc, 0xffff99cc, 0xffcc99cc, 0xff9999cc, 0xff6699cc, 0xff3399cc, 0xff0099cc, 0xffff66cc,
-    0xffcc66cc, 0xff9966cc, 0xff6666cc, 0xff3366cc, 0xff0066cc, 0xffff33cc, 0xffcc33cc, 0xff9933cc,
-    0xff6633cc, 0xff3333cc, 0xff0033cc, 0xffff00cc, 0xffcc00cc, 0xff9900cc, 0xff6600cc, 0xff3300cc,
-    0xff0000cc, 0xffffff99, 0xffccff99, 0xff99ff99, 0xff66ff99, 0xff33ff99, 0xff00ff99, 0xffffcc99,
-    0xffcccc99, 0xff99cc99, 0xff66cc99, 0xff33cc99, 0xff00cc99, 0xffff9999, 0xffcc9999, 0xff999999,
-    0xff669999, 0xff339999, 0xff009999, 0xffff6699, 0xffcc6699, 0xff996699, 0xff666699, 0xff336699,
-    0xff006699, 0xffff3399, 0xffcc3399, 0xff993399, 0xff663399, 0xff333399, 0xff003399, 0xffff0099,
-    0xffcc0099, 0xff990099, 0xff660099, 0xff330099, 0xff000099, 0xffffff66, 0xffccff66, 0xff99ff66,
-    0xff66ff66, 0xff33ff66, 0xff00ff66, 0xffffcc66, 0xffcccc66, 0xff99cc66, 0xff66cc66, 0xff33cc66,
-    0xff00cc66, 0xffff9966, 0xffcc9966, 0xff999966, 0xff669966, 0xff339966, 0xff009966, 0xffff6666,
-    0xffcc6666, 0xff996666, 0xff666666, 0xff336666, 0xff006666, 0xffff3366, 0xffcc3366, 0xff993366,
-    0xff663366, 0xff333366, 0xff003366, 0xffff0066, 0xffcc0066, 0xff990066, 0xff660066, 0xff330066,
-    0xff000066, 0xffffff33, 0xffccff33, 0xff99ff33, 0xff66ff33, 0xff33ff33, 0xff00ff33, 0xffffcc33,
-    0xffcccc33, 0xff99cc33, 0xff66cc33, 0xff33cc33, 0xff00cc33, 0xffff9933, 0xffcc9933, 0xff999933,
-    0xff669933, 0xff339933, 0xff009933, 0xffff6633, 0xffcc6633, 0xff996633, 0xff666633, 0xff336633,
-    0xff006633, 0xffff3333, 0xffcc3333, 0xff993333, 0xff663333, 0xff333333, 0xff003333, 0xffff0033,
-    0xffcc0033, 0xff990033, 0xff660033, 0xff330033, 0xff000033, 0xffffff00, 0xffccff00, 0xff99ff00,
-    0xff66ff00, 0xff33ff00, 0xff00ff00, 0xffffcc00, 0xffcccc00, 0xff99cc00, 0xff66cc00, 0xff33cc00,
-    0xff00cc00, 0xffff9900, 0xffcc9900, 0xff999900, 0xff669900, 0xff339900, 0xff009900, 0xffff6600,
-    0xffcc6600, 0xff996600, 0xff666600, 0xff336600, 0xff006600, 0xffff3300, 0xffcc3300, 0xff993300,
-    0xff663300, 0xff333300, 0xff003300, 0xffff0000, 0xffcc0000, 0xff990000, 0xff660000, 0xff330000,
-    0xff0000ee, 0xff0000dd, 0xff0000bb, 0xff0000aa, 0xff000088, 0xff000077, 0xff000055, 0xff000044,
-    0xff000022, 0xff000011, 0xff00ee00, 0xff00dd00, 0xff00bb00, 0xff00aa00, 0xff008800, 0xff007700,
-    0xff005500, 0xff004400, 0xff002200, 0xff001100, 0xffee0000, 0xffdd0000, 0xffbb0000, 0xffaa0000,
-    0xff880000, 0xff770000, 0xff550000, 0xff440000, 0xff220000, 0xff110000, 0xffeeeeee, 0xffdddddd,
-    0xffbbbbbb, 0xffaaaaaa, 0xff888888, 0xff777777, 0xff555555, 0xff444444, 0xff222222, 0xff111111,
+    0x00000000, 0xffffffff, 0xffccffff, 0xff99ffff, 0xff66ffff, 0xff33ffff, 0xff00ffff, 0xffffccff, 0xffccccff,
+    0xff99ccff, 0xff66ccff, 0xff33ccff, 0xff00ccff, 0xffff99ff, 0xffcc99ff, 0xff9999ff, 0xff6699ff, 0xff3399ff,
+    0xff0099ff, 0xffff66ff, 0xffcc66ff, 0xff9966ff, 0xff6666ff, 0xff3366ff, 0xff0066ff, 0xffff33ff, 0xffcc33ff,
+    0xff9933ff, 0xff6633ff, 0xff3333ff, 0xff0033ff, 0xffff00ff, 0xffcc00ff, 0xff9900ff, 0xff6600ff, 0xff3300ff,
+    0xff0000ff, 0xffffffcc, 0xffccffcc, 0xff99ffcc, 0xff66ffcc, 0xff33ffcc, 0xff00ffcc, 0xffffcccc, 0xffcccccc,
+    0xff99cccc, 0xff66cccc, 0xff33cccc, 0xff00cccc, 0xffff99cc, 0xffcc99cc, 0xff9999cc, 0xff6699cc, 0xff3399cc,
+    0xff0099cc, 0xffff66cc, 0xffcc66cc, 0xff9966cc, 0xff6666cc, 0xff3366cc, 0xff0066cc, 0xffff33cc, 0xffcc33cc,
+    0xff9933cc, 0xff6633cc, 0xff3333cc, 0xff0033cc, 0xffff00cc, 0xffcc00cc, 0xff9900cc, 0xff6600cc, 0xff3300cc,
+    0xff0000cc, 0xffffff99, 0xffccff99, 0xff99ff99, 0xff66ff99, 0xff33ff99, 0xff00ff99, 0xffffcc99, 0xffcccc99,
+    0xff99cc99, 0xff66cc99, 0xff33cc99, 0xff00cc99, 0xffff9999, 0xffcc9999, 0xff999999, 0xff669999, 0xff339999,
+    0xff009999, 0xffff6699, 0xffcc6699, 0xff996699, 0xff666699, 0xff336699, 0xff006699, 0xffff3399, 0xffcc3399,
+    0xff993399, 0xff663399, 0xff333399, 0xff003399, 0xffff0099, 0xffcc0099, 0xff990099, 0xff660099, 0xff330099,
+    0xff000099, 0xffffff66, 0xffccff66, 0xff99ff66, 0xff66ff66, 0xff33ff66, 0xff00ff66, 0xffffcc66, 0xffcccc66,
+    0xff99cc66, 0xff66cc66, 0xff33cc66, 0xff00cc66, 0xffff9966, 0xffcc9966, 0xff999966, 0xff669966, 0xff339966,
+    0xff009966, 0xffff6666, 0xffcc6666, 0xff996666, 0xff666666, 0xff336666, 0xff006666, 0xffff3366, 0xffcc3366,
+    0xff993366, 0xff663366, 0xff333366, 0xff003366, 0xffff0066, 0xffcc0066, 0xff990066, 0xff660066, 0xff330066,
+    0xff000066, 0xffffff33, 0xffccff33, 0xff99ff33, 0xff66ff33, 0xff33ff33, 0xff00ff33, 0xffffcc33, 0xffcccc33,
+    0xff99cc33, 0xff66cc33, 0xff33cc33, 0xff00cc33, 0xffff9933, 0xffcc9933, 0xff999933, 0xff669933, 0xff339933,
+    0xff009933, 0xffff6633, 0xffcc6633, 0xff996633, 0xff666633, 0xff336633, 0xff006633, 0xffff3333, 0xffcc3333,
+    0xff993333, 0xff663333, 0xff333333, 0xff003333, 0xffff0033, 0xffcc0033, 0xff990033, 0xff660033, 0xff330033,
+    0xff000033, 0xffffff00, 0xffccff00, 0xff99ff00, 0xff66ff00, 0xff33ff00, 0xff00ff00, 0xffffcc00, 0xffcccc00,
+    0xff99cc00, 0xff66cc00, 0xff33cc00, 0xff00cc00, 0xffff9900, 0xffcc9900, 0xff999900, 0xff669900, 0xff339900,
+    0xff009900, 0xffff6600, 0xffcc6600, 0xff996600, 0xff666600, 0xff336600, 0xff006600, 0xffff3300, 0xffcc3300,
+    0xff993300, 0xff663300, 0xff333300, 0xff003300, 0xffff0000, 0xffcc0000, 0xff990000, 0xff660000, 0xff330000,
+    0xff0000ee, 0xff0000dd, 0xff0000bb, 0xff0000aa, 0xff000088, 0xff000077, 0xff000055, 0xff000044, 0xff000022,
+    0xff000011, 0xff00ee00, 0xff00dd00, 0xff00bb00, 0xff00aa00, 0xff008800, 0xff007700, 0xff005500, 0xff004400,
+    0xff002200, 0xff001100, 0xffee0000, 0xffdd0000, 0xffbb0000, 0xffaa0000, 0xff880000, 0xff770000, 0xff550000,
+    0xff440000, 0xff220000, 0xff110000, 0xffeeeeee, 0xffdddddd, 0xffbbbbbb, 0xffaaaaaa, 0xff888888, 0xff777777,
+    0xff555555, 0xff444444, 0xff222222, 0xff111111,
 };
 
 /* ---- reading context, errors, byte spans ------------------------------------------------------ */
@@ -105,26 +102,32 @@ enum { NODE_TRN, NODE_GRP, NODE_SHP };
 
 typedef struct vox_node {
     int32_t  id;
-    uint8_t  kind;            /* NODE_* */
-    uint8_t  hidden;          /* "_hidden" "1" (nTRN, nGRP) */
-    uint8_t  visited;         /* reached by the walk (loops) */
-    uint8_t  parents;         /* references from nTRN/nGRP children, saturating */
-    int8_t   m[9];            /* nTRN frame 0 rotation */
-    int32_t  t[3];            /* nTRN frame 0 translation */
-    int32_t  layer;           /* nTRN layer id */
-    int32_t  child;           /* nTRN child id; nGRP first index into ctx.kids; nSHP model id */
-    uint32_t kid_count;       /* nGRP children */
-    size_t   off;             /* chunk offset, for messages */
-    size_t   field;           /* offset of the child / model id field, for messages */
+    uint8_t  kind;      /* NODE_* */
+    uint8_t  hidden;    /* "_hidden" "1" (nTRN, nGRP) */
+    uint8_t  visited;   /* reached by the walk (loops) */
+    uint8_t  parents;   /* references from nTRN/nGRP children, saturating */
+    int8_t   m[9];      /* nTRN frame 0 rotation */
+    int32_t  t[3];      /* nTRN frame 0 translation */
+    int32_t  layer;     /* nTRN layer id */
+    int32_t  child;     /* nTRN child id; nGRP first index into ctx.kids; nSHP model id */
+    uint32_t kid_count; /* nGRP children */
+    size_t   off;       /* chunk offset, for messages */
+    size_t   field;     /* offset of the child / model id field, for messages */
 } vox_node;
 
 typedef struct vox_matl {
-    uint8_t emit;             /* _type _emit */
-    float   amount, flux;     /* _emit, _flux */
+    uint8_t emit;         /* _type _emit */
+    float   amount, flux; /* _emit, _flux */
 } vox_matl;
 
-typedef struct vox_ref { int32_t id; size_t off; } vox_ref;        /* a child id and where it is written */
-typedef struct vox_layer { int32_t id; uint8_t hidden; } vox_layer;
+typedef struct vox_ref {
+    int32_t id;
+    size_t  off;
+} vox_ref; /* a child id and where it is written */
+typedef struct vox_layer {
+    int32_t id;
+    uint8_t hidden;
+} vox_layer;
 
 /* id -> index, open addressing; slots hold index + 1 (0 = empty). */
 typedef struct idmap {
@@ -137,28 +140,30 @@ typedef struct vox_ctx {
     const char    *path;
     char          *err;
     size_t         err_size;
-    const uint8_t *b;                 /* the file */
+    const uint8_t *b; /* the file */
     size_t         len;
     bk_scene      *out;
     uint32_t       model_cap;
     vox_node      *nodes;
     uint32_t       node_count, node_cap;
-    vox_ref       *kids;              /* nGRP children */
+    vox_ref       *kids; /* nGRP children */
     uint32_t       kid_count, kid_cap;
-    vox_layer     *layers;            /* LAYR chunks */
+    vox_layer     *layers; /* LAYR chunks */
     uint32_t       layer_count, layer_cap;
     idmap          node_map, layer_map;
     uint32_t       inst_cap;
-    const uint8_t *rgba;              /* the RGBA chunk's content, NULL for the default palette */
+    const uint8_t *rgba; /* the RGBA chunk's content, NULL for the default palette */
     vox_matl       matl[256];
 } vox_ctx;
 
-typedef struct span { size_t pos, end; } span;   /* a window of the file: [pos, end) */
+typedef struct span {
+    size_t pos, end;
+} span; /* a window of the file: [pos, end) */
 
 static int fail_at(vox_ctx *c, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(vox_ctx *c, size_t off, const char *fmt, ...)
 {
-    char why[320];
+    char    why[320];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -167,7 +172,10 @@ static int fail_at(vox_ctx *c, size_t off, const char *fmt, ...)
     return -1;
 }
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 /* A chunk id for a message: printable bytes as they are, others as \xNN. */
 static const char *id_text(const uint8_t *id, char out[20])
@@ -194,7 +202,7 @@ static int rd_i32(vox_ctx *c, span *s, int32_t *v, const char *what)
 /* A count of elements of at least `each` bytes that must fit in what is left of the span. */
 static int rd_count(vox_ctx *c, span *s, uint32_t *n, size_t each, const char *what)
 {
-    size_t at = s->pos;
+    size_t  at = s->pos;
     int32_t v = 0;
     if (rd_i32(c, s, &v, what)) return -1;
     if (v < 0) return fail_at(c, at, "%s %d is negative", what, v);
@@ -207,9 +215,9 @@ static int rd_count(vox_ctx *c, span *s, uint32_t *n, size_t each, const char *w
 /* DICT: the keys wanted are looked for; the last value of a repeated key wins. */
 typedef struct kv {
     const char    *key;
-    const uint8_t *val;       /* NULL when absent */
+    const uint8_t *val; /* NULL when absent */
     uint32_t       len;
-    size_t         off;       /* offset of the value's length field */
+    size_t         off; /* offset of the value's length field */
 } kv;
 
 static int rd_dict(vox_ctx *c, span *s, kv *want, int nwant, const char *what)
@@ -326,14 +334,19 @@ static uint32_t id_hash(int32_t id)
 static int idmap_init(idmap *m, uint32_t n)
 {
     uint32_t cap = 16;
-    while (cap < 2u * n + 2u) cap *= 2;      /* n < 2^30: bounded by the file size */
+    while (cap < 2u * n + 2u) cap *= 2; /* n < 2^30: bounded by the file size */
     m->key = malloc((size_t)cap * sizeof *m->key);
     m->val = calloc(cap, sizeof *m->val);
     m->mask = cap - 1;
     return m->key && m->val ? 0 : -1;
 }
 
-static void idmap_free(idmap *m) { free(m->key); free(m->val); memset(m, 0, sizeof *m); }
+static void idmap_free(idmap *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
 
 /* Index of id, or BK_NONE. */
 static uint32_t idmap_find(const idmap *m, int32_t id)
@@ -349,7 +362,11 @@ static uint32_t idmap_find(const idmap *m, int32_t id)
 static uint32_t idmap_add(idmap *m, int32_t id, uint32_t index)
 {
     for (uint32_t h = id_hash(id) & m->mask;; h = (h + 1) & m->mask) {
-        if (!m->val[h]) { m->key[h] = id; m->val[h] = index + 1; return BK_NONE; }
+        if (!m->val[h]) {
+            m->key[h] = id;
+            m->val[h] = index + 1;
+            return BK_NONE;
+        }
         if (m->key[h] == id) return m->val[h] - 1;
     }
 }
@@ -362,7 +379,7 @@ static int read_size(vox_ctx *c, span *s, size_t off, uint32_t size[3])
 {
     static const char *axis[3] = { "SIZE x", "SIZE y", "SIZE z" };
     for (int a = 0; a < 3; ++a) {
-        size_t at = s->pos;
+        size_t  at = s->pos;
         int32_t v = 0;
         if (rd_i32(c, s, &v, axis[a])) return -1;
         if (v < 1 || v > BK_VOX_MAX_SIZE)
@@ -387,8 +404,8 @@ static int read_xyzi(vox_ctx *c, span *s, size_t off, const uint32_t size[3])
             return fail_at(c, s->pos + 4 * (size_t)i, "voxel %u at (%u %u %u) is outside its %ux%ux%u model", i, q[0],
                            q[1], q[2], size[0], size[1], size[2]);
         if (q[3] == 0)
-            return fail_at(c, s->pos + 4 * (size_t)i, "voxel %u at (%u %u %u) has colour index 0 (empty in MagicaVoxel)",
-                           i, q[0], q[1], q[2]);
+            return fail_at(c, s->pos + 4 * (size_t)i,
+                           "voxel %u at (%u %u %u) has colour index 0 (empty in MagicaVoxel)", i, q[0], q[1], q[2]);
     }
     if (grow((void **)&o->vox_models, o->vox_model_count, &c->model_cap, sizeof *o->vox_models)) return oom(c, off);
     bk_vox_model *m = &o->vox_models[o->vox_model_count];
@@ -404,7 +421,7 @@ static int read_xyzi(vox_ctx *c, span *s, size_t off, const uint32_t size[3])
 
 static int read_matl(vox_ctx *c, span *s)
 {
-    size_t at = s->pos;
+    size_t  at = s->pos;
     int32_t id;
     if (rd_i32(c, s, &id, "MATL id")) return -1;
     if (id < 0 || id > 255) return fail_at(c, at, "MATL id %d outside 0..255", id);
@@ -436,8 +453,14 @@ static vox_node *new_node(vox_ctx *c, span *s, size_t off, int kind, kv *attr, i
     int32_t id;
     if (rd_i32(c, s, &id, "node id")) return NULL;
     if (rd_dict(c, s, attr, nattr, "node attribute count")) return NULL;
-    if (c->node_count >= BK_VOX_MAX_INSTANCES * 4u) { fail_at(c, off, "more than %u scene graph nodes", BK_VOX_MAX_INSTANCES * 4u); return NULL; }
-    if (grow((void **)&c->nodes, c->node_count, &c->node_cap, sizeof *c->nodes)) { oom(c, off); return NULL; }
+    if (c->node_count >= BK_VOX_MAX_INSTANCES * 4u) {
+        fail_at(c, off, "more than %u scene graph nodes", BK_VOX_MAX_INSTANCES * 4u);
+        return NULL;
+    }
+    if (grow((void **)&c->nodes, c->node_count, &c->node_cap, sizeof *c->nodes)) {
+        oom(c, off);
+        return NULL;
+    }
     vox_node *n = &c->nodes[c->node_count++];
     memset(n, 0, sizeof *n);
     n->id = id;
@@ -449,7 +472,7 @@ static vox_node *new_node(vox_ctx *c, span *s, size_t off, int kind, kv *attr, i
 
 static int read_ntrn(vox_ctx *c, span *s, size_t off)
 {
-    kv attr[1] = { { "_hidden", NULL, 0, 0 } };
+    kv        attr[1] = { { "_hidden", NULL, 0, 0 } };
     vox_node *n = new_node(c, s, off, NODE_TRN, attr, 1);
     if (!n) return -1;
     n->hidden = (uint8_t)kv_is_one(&attr[0]);
@@ -485,7 +508,7 @@ static int read_ntrn(vox_ctx *c, span *s, size_t off)
 
 static int read_ngrp(vox_ctx *c, span *s, size_t off)
 {
-    kv attr[1] = { { "_hidden", NULL, 0, 0 } };
+    kv        attr[1] = { { "_hidden", NULL, 0, 0 } };
     vox_node *n = new_node(c, s, off, NODE_GRP, attr, 1);
     if (!n) return -1;
     n->hidden = (uint8_t)kv_is_one(&attr[0]);
@@ -496,25 +519,25 @@ static int read_ngrp(vox_ctx *c, span *s, size_t off)
     for (uint32_t i = 0; i < k; ++i) {
         if (grow((void **)&c->kids, c->kid_count, &c->kid_cap, sizeof *c->kids)) return oom(c, off);
         c->kids[c->kid_count].off = s->pos;
-        rd_i32(c, s, &c->kids[c->kid_count++].id, "nGRP child id");   /* fits: counted above */
+        rd_i32(c, s, &c->kids[c->kid_count++].id, "nGRP child id"); /* fits: counted above */
     }
     return 0;
 }
 
 static int read_nshp(vox_ctx *c, span *s, size_t off)
 {
-    kv attr[1] = { { "_hidden", NULL, 0, 0 } };
+    kv        attr[1] = { { "_hidden", NULL, 0, 0 } };
     vox_node *n = new_node(c, s, off, NODE_SHP, attr, 1);
     if (!n) return -1;
     uint32_t k;
-    size_t at = s->pos;
+    size_t   at = s->pos;
     if (rd_count(c, s, &k, 8, "nSHP model count")) return -1;
     if (k == 0) return fail_at(c, at, "nSHP node %d has no model", n->id);
     int chosen = 0;
     for (uint32_t i = 0; i < k; ++i) {
-        size_t mo = s->pos;
+        size_t  mo = s->pos;
         int32_t model;
-        kv f[1] = { { "_f", NULL, 0, 0 } };
+        kv      f[1] = { { "_f", NULL, 0, 0 } };
         if (rd_i32(c, s, &model, "nSHP model id") || rd_dict(c, s, f, 1, "nSHP model dictionary size")) return -1;
         int zero;
         if (is_frame0(c, &f[0], &zero)) return -1;
@@ -538,23 +561,25 @@ static int read_chunks(vox_ctx *c)
     if (version != 150 && version != 200)
         return fail_at(c, 4, "MagicaVoxel version %u: baker reads versions 150 and 200", version);
     if (c->len - 8 < 12) return fail_at(c, 8, "the MAIN chunk header is cut short");
-    if (memcmp(c->b + 8, "MAIN", 4) != 0) return fail_at(c, 8, "first chunk is '%s', expected MAIN", id_text(c->b + 8, idt));
+    if (memcmp(c->b + 8, "MAIN", 4) != 0)
+        return fail_at(c, 8, "first chunk is '%s', expected MAIN", id_text(c->b + 8, idt));
     uint64_t mn = le32(c->b + 12), mm = le32(c->b + 16);
     if (mn + mm > c->len - 20)
         return fail_at(c, 8, "MAIN chunk of %llu + %llu bytes runs past the end of the file (%zu bytes)",
                        (unsigned long long)mn, (unsigned long long)mm, c->len);
-    span top = { 20 + (size_t)mn, 20 + (size_t)(mn + mm) };
+    span     top = { 20 + (size_t)mn, 20 + (size_t)(mn + mm) };
     uint32_t size[3];
-    size_t size_off = 0;
-    int have_size = 0;
+    size_t   size_off = 0;
+    int      have_size = 0;
     while (top.pos < top.end) {
         size_t off = top.pos;
-        if (top.end - off < 12) return fail_at(c, off, "chunk header cut short (%zu of 12 bytes left in MAIN)", top.end - off);
+        if (top.end - off < 12)
+            return fail_at(c, off, "chunk header cut short (%zu of 12 bytes left in MAIN)", top.end - off);
         const uint8_t *id = c->b + off;
-        uint64_t n = le32(id + 4), m = le32(id + 8);
+        uint64_t       n = le32(id + 4), m = le32(id + 8);
         if (n + m > top.end - off - 12)
-            return fail_at(c, off, "chunk '%s' of %llu + %llu bytes runs past the end of MAIN (%zu bytes left)", id_text(id, idt),
-                           (unsigned long long)n, (unsigned long long)m, top.end - off - 12);
+            return fail_at(c, off, "chunk '%s' of %llu + %llu bytes runs past the end of MAIN (%zu bytes left)",
+                           id_text(id, idt), (unsigned long long)n, (unsigned long long)m, top.end - off - 12);
         span s = { off + 12, off + 12 + (size_t)n };
         top.pos = s.end + (size_t)m;
         if (have_size && memcmp(id, "XYZI", 4) != 0)
@@ -596,7 +621,8 @@ static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const 
     bk_scene *o = c->out;
     if (o->vox_instance_count >= BK_VOX_MAX_INSTANCES)
         return fail_at(c, n->off, "more than %u instances", (unsigned)BK_VOX_MAX_INSTANCES);
-    if (grow((void **)&o->vox_instances, o->vox_instance_count, &c->inst_cap, sizeof *o->vox_instances)) return oom(c, n->off);
+    if (grow((void **)&o->vox_instances, o->vox_instance_count, &c->inst_cap, sizeof *o->vox_instances))
+        return oom(c, n->off);
     bk_vox_instance *in = &o->vox_instances[o->vox_instance_count++];
     memset(in, 0, sizeof *in);
     in->model = (uint32_t)n->child;
@@ -615,18 +641,20 @@ static int walk_graph(vox_ctx *c)
     for (uint32_t i = 0; i < c->node_count; ++i) {
         uint32_t prev = idmap_add(&c->node_map, c->nodes[i].id, i);
         if (prev != BK_NONE)
-            return fail_at(c, c->nodes[i].off, "node id %d defined twice (first at byte %zu)", c->nodes[i].id, c->nodes[prev].off);
+            return fail_at(c, c->nodes[i].off, "node id %d defined twice (first at byte %zu)", c->nodes[i].id,
+                           c->nodes[prev].off);
     }
-    for (uint32_t i = 0; i < c->layer_count; ++i) idmap_add(&c->layer_map, c->layers[i].id, i);   /* the first wins */
+    for (uint32_t i = 0; i < c->layer_count; ++i) idmap_add(&c->layer_map, c->layers[i].id, i); /* the first wins */
     /* children: ids -> indices, in place; parents counted */
     for (uint32_t i = 0; i < c->node_count; ++i) {
         vox_node *n = &c->nodes[i];
-        uint32_t k = n->kind == NODE_TRN ? 1 : n->kind == NODE_GRP ? n->kid_count : 0;
+        uint32_t  k = n->kind == NODE_TRN ? 1 : n->kind == NODE_GRP ? n->kid_count : 0;
         if (n->kind == NODE_SHP && ((uint32_t)n->child >= o->vox_model_count || n->child < 0))
-            return fail_at(c, n->field, "nSHP node %d uses model %d, but the file has %u models", n->id, n->child, o->vox_model_count);
+            return fail_at(c, n->field, "nSHP node %d uses model %d, but the file has %u models", n->id, n->child,
+                           o->vox_model_count);
         for (uint32_t j = 0; j < k; ++j) {
             int32_t *ref = n->kind == NODE_TRN ? &n->child : &c->kids[n->child + j].id;
-            size_t at = n->kind == NODE_TRN ? n->field : c->kids[n->child + j].off;
+            size_t   at = n->kind == NODE_TRN ? n->field : c->kids[n->child + j].off;
             uint32_t x = idmap_find(&c->node_map, *ref);
             if (x == BK_NONE) return fail_at(c, at, "node %d names child node %d, which does not exist", n->id, *ref);
             vox_node *ch = &c->nodes[x];
@@ -639,8 +667,8 @@ static int walk_graph(vox_ctx *c)
     uint32_t root = idmap_find(&c->node_map, 0);
     if (root == BK_NONE) return fail_at(c, c->nodes[0].off, "scene graph without a root (no node 0)");
     walk_item *stack = NULL;
-    uint32_t sp = 0, scap = 0;
-    int rc = 0;
+    uint32_t   sp = 0, scap = 0;
+    int        rc = 0;
     if (grow((void **)&stack, 0, &scap, sizeof *stack)) return oom(c, 8);
     memset(&stack[0], 0, sizeof stack[0]);
     stack[0].node = root;
@@ -650,11 +678,20 @@ static int walk_graph(vox_ctx *c)
         walk_item it = stack[--sp];
         vox_node *n = &c->nodes[it.node];
         if (n->kind != NODE_SHP) {
-            if (n->visited) { rc = fail_at(c, n->off, "the scene graph loops through node %d", n->id); break; }
+            if (n->visited) {
+                rc = fail_at(c, n->off, "the scene graph loops through node %d", n->id);
+                break;
+            }
             n->visited = 1;
         }
-        if (it.depth >= MAX_DEPTH) { rc = fail_at(c, n->off, "scene graph deeper than %d nodes", MAX_DEPTH); break; }
-        if (n->kind == NODE_SHP) { rc = add_instance(c, n, it.m, it.t); continue; }
+        if (it.depth >= MAX_DEPTH) {
+            rc = fail_at(c, n->off, "scene graph deeper than %d nodes", MAX_DEPTH);
+            break;
+        }
+        if (n->kind == NODE_SHP) {
+            rc = add_instance(c, n, it.m, it.t);
+            continue;
+        }
         if (n->hidden) continue;
         if (n->kind == NODE_TRN) {
             uint32_t l = idmap_find(&c->layer_map, n->layer);
@@ -671,19 +708,26 @@ static int walk_graph(vox_ctx *c)
                     t += (int64_t)it.m[3 * r + k] * n->t[k];
                 }
                 if (t < -BK_VOX_MAX_COORD || t > BK_VOX_MAX_COORD) {
-                    rc = fail_at(c, n->off, "node %d: composed translation %lld beyond +-%d (2^%d, the limit of voxel positions)",
+                    rc = fail_at(c, n->off,
+                                 "node %d: composed translation %lld beyond +-%d (2^%d, the limit of voxel positions)",
                                  n->id, (long long)t, BK_VOX_MAX_COORD, BK_VOX_MAX_COORD_LOG2);
                     break;
                 }
                 ch.t[r] = (int32_t)t;
             }
             if (rc) break;
-            if (grow((void **)&stack, sp, &scap, sizeof *stack)) { rc = oom(c, n->off); break; }
+            if (grow((void **)&stack, sp, &scap, sizeof *stack)) {
+                rc = oom(c, n->off);
+                break;
+            }
             stack[sp++] = ch;
         } else {
             /* children pushed last first, so instances come out in file order */
             for (uint32_t j = n->kid_count; j-- > 0;) {
-                if (grow((void **)&stack, sp, &scap, sizeof *stack)) { rc = oom(c, n->off); break; }
+                if (grow((void **)&stack, sp, &scap, sizeof *stack)) {
+                    rc = oom(c, n->off);
+                    break;
+                }
                 walk_item ch = it;
                 ch.node = (uint32_t)c->kids[n->child + j].id;
                 ch.depth = it.depth + 1;
@@ -705,12 +749,12 @@ static float srgb_to_linear(uint8_t v)
 
 static int make_materials(vox_ctx *c)
 {
-    bk_scene *o = c->out;
+    bk_scene    *o = c->out;
     bk_material *mt = realloc(o->materials, ((size_t)o->material_count + 256) * sizeof *mt);
     if (!mt) return oom(c, 8);
     o->materials = mt;
     uint32_t base = o->material_count;
-    int clamped = 0;
+    int      clamped = 0;
     for (int k = 0; k < 256; ++k) {
         bk_material *m = &mt[base + k];
         memset(m, 0, sizeof *m);
@@ -718,20 +762,24 @@ static int make_materials(vox_ctx *c)
         if (k == 0) continue;
         uint8_t rgb[3];
         if (c->rgba) memcpy(rgb, c->rgba + 4 * (k - 1), 3);
-        else for (int i = 0; i < 3; ++i) rgb[i] = (uint8_t)(bk_vox_default_palette[k] >> (8 * i));
+        else
+            for (int i = 0; i < 3; ++i) rgb[i] = (uint8_t)(bk_vox_default_palette[k] >> (8 * i));
         const vox_matl *e = &c->matl[k];
-        double scale = e->emit && e->amount > 0 ? e->amount * exp2(e->flux) : 0.0;
+        double          scale = e->emit && e->amount > 0 ? e->amount * exp2(e->flux) : 0.0;
         for (int i = 0; i < 3; ++i) {
             m->kd[i] = srgb_to_linear(rgb[i]);
             /* a black channel emits nothing, whatever _flux says (not 0 * inf = NaN: _flux 1e20) */
             double ke = m->kd[i] > 0.0f ? m->kd[i] * scale : 0.0;
-            if (ke > BK_KE_MAX) { ke = BK_KE_MAX; clamped++; }
+            if (ke > BK_KE_MAX) {
+                ke = BK_KE_MAX;
+                clamped++;
+            }
             m->ke[i] = (float)ke;
         }
     }
     if (clamped)
-        fprintf(stderr, "%s: warning: %d emission value(s) above %g clamped (ke = kd * _emit * 2^_flux)\n", c->path, clamped,
-                (double)BK_KE_MAX);
+        fprintf(stderr, "%s: warning: %d emission value(s) above %g clamped (ke = kd * _emit * 2^_flux)\n", c->path,
+                clamped, (double)BK_KE_MAX);
     for (uint32_t i = 0; i < o->vox_model_count; ++i) o->vox_models[i].material_base = base;
     o->material_count = base + 256;
     return 0;
@@ -750,16 +798,24 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, char *err, si
     if (bk_fd_regular(fd, path, &st_size, err, err_size)) return -1;
     if (st_size > BK_VOX_MAX_BYTES) {
         close(fd);
-        return bk_fail(err, err_size, "%s: %.0f MB: larger than the %.0f MB baker reads in a .vox (docs/formats.md)", path,
-                       (double)st_size / 1e6, (double)BK_VOX_MAX_BYTES / 1e6);
+        return bk_fail(err, err_size, "%s: %.0f MB: larger than the %.0f MB baker reads in a .vox (docs/formats.md)",
+                       path, (double)st_size / 1e6, (double)BK_VOX_MAX_BYTES / 1e6);
     }
-    size_t cap = (size_t)st_size, n = 0;
+    size_t   cap = (size_t)st_size, n = 0;
     uint8_t *b = malloc(cap ? cap : 1);
-    if (!b) { close(fd); return bk_fail(err, err_size, "%s: out of memory reading %zu bytes", path, cap); }
-    while (n < cap) {   /* a file that shrinks meanwhile is read as it is; one that grows, to its old size */
+    if (!b) {
+        close(fd);
+        return bk_fail(err, err_size, "%s: out of memory reading %zu bytes", path, cap);
+    }
+    while (n < cap) { /* a file that shrinks meanwhile is read as it is; one that grows, to its old size */
         ssize_t r = read(fd, b + n, cap - n < (1u << 30) ? cap - n : (1u << 30));
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) { int e = errno; free(b); close(fd); return bk_fail(err, err_size, "%s: read error: %s", path, strerror(e)); }
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return bk_fail(err, err_size, "%s: read error: %s", path, strerror(e));
+        }
         if (r == 0) break;
         n += (size_t)r;
     }
@@ -785,12 +841,15 @@ int bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_siz
     if (!rc && c.node_count) rc = walk_graph(&c);
     else if (!rc) {
         /* legacy: every model once, at the identity */
-        static const int8_t id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+        static const int8_t  id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
         static const int32_t zero[3] = { 0, 0, 0 };
-        vox_node n;
+        vox_node             n;
         memset(&n, 0, sizeof n);
         n.off = 8;
-        for (uint32_t i = 0; i < out->vox_model_count && !rc; ++i) { n.child = (int32_t)i; rc = add_instance(&c, &n, id, zero); }
+        for (uint32_t i = 0; i < out->vox_model_count && !rc; ++i) {
+            n.child = (int32_t)i;
+            rc = add_instance(&c, &n, id, zero);
+        }
     }
     if (!rc && out->vox_instance_count == 0) rc = fail_at(&c, 8, "no visible instance (every shape is hidden)");
     if (!rc) rc = make_materials(&c);
@@ -800,6 +859,9 @@ int bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_siz
     free(c.layers);
     idmap_free(&c.node_map);
     idmap_free(&c.layer_map);
-    if (rc) { bk_scene_free(out); return -1; }
+    if (rc) {
+        bk_scene_free(out);
+        return -1;
+    }
     return 0;
 }

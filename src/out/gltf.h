@@ -49,21 +49,21 @@
 typedef struct bk_gltf_opts {
     const char *const *lightmaps; /* the lightmap file of each atlas page as the run names it
                                      (page_count of them), NULL for none */
-    float       exposure;         /* the PNG's --exposure, recorded in the extras */
+    float exposure;               /* the PNG's --exposure, recorded in the extras */
 } bk_gltf_opts;
 
 void bk_gltf_opts_default(bk_gltf_opts *o);
 
 /* 1 when path names a glTF output (.gltf or .glb, any case). */
-int  bk_gltf_path(const char *path);
+int bk_gltf_path(const char *path);
 
 /* Writes s (with the lightmap UVs of a, built for s) as glTF into f, which will become path:
  * binary (GLB) when path ends in .glb, else JSON with an embedded buffer. Image URIs are made
  * relative to path's folder, which must exist. Returns 0 or -1 with one line in err. */
-int  bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
-                        char *err, size_t err_size);
+int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
+                       char *err, size_t err_size);
 /* The same with its own temporary file + rename (outputs.h), for tests and tools. */
-int  bk_gltf_write(const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
-                   char *err, size_t err_size);
+int bk_gltf_write(const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o, char *err,
+                  size_t err_size);
 
 #endif /* BK_GLTF_H */

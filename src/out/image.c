@@ -1,16 +1,14 @@
 /* image.c - dilation, PNG / HDR / EXR writing and reading (see image.h).
  *
  * PNG encoder: our own (RGB8, deflate on the pool through zlib, see write_png). Decoders: stb_image
- * (Sean Barrett, public domain) from Debian's libstb-dev, compiled here once, static. OpenEXR: Debian's tinyexr (libtinyexr-dev,
- * a C++ library whose header declares a C API in extern "C", so C calls it directly), when the
- * build found it (BK_HAVE_EXR); it encodes to memory and decodes from memory, so the EXR writer
- * goes through bk_outfile's stream like the others. The Radiance RGBE encoder is our own:
- * stb_image_write truncates the mantissas, which darkens every channel by half a step on average
- * (up to 1.5 % for a channel 1/3 of the pixel's largest) in decoders that read byte * 2^(e-136)
- * (stb_image, and most others); ours rounds to nearest, so those decoders see no bias.
- * Writers write into bk_outfile's temporary file, so a failed write never leaves a half-written
- * image. Reference: G. Ward, "Real Pixels", Graphics Gems II (1991); the Radiance file format
- * (header, -Y H +X W, new-style run-length scanlines).
+ * (Sean Barrett, public domain) from Debian's libstb-dev, compiled here once, static. OpenEXR: Debian's tinyexr
+ * (libtinyexr-dev, a C++ library whose header declares a C API in extern "C", so C calls it directly), when the build
+ * found it (BK_HAVE_EXR); it encodes to memory and decodes from memory, so the EXR writer goes through bk_outfile's
+ * stream like the others. The Radiance RGBE encoder is our own: stb_image_write truncates the mantissas, which darkens
+ * every channel by half a step on average (up to 1.5 % for a channel 1/3 of the pixel's largest) in decoders that read
+ * byte * 2^(e-136) (stb_image, and most others); ours rounds to nearest, so those decoders see no bias. Writers write
+ * into bk_outfile's temporary file, so a failed write never leaves a half-written image. Reference: G. Ward, "Real
+ * Pixels", Graphics Gems II (1991); the Radiance file format (header, -Y H +X W, new-style run-length scanlines).
  */
 #include "image.h"
 #include "outputs.h"
@@ -25,14 +23,14 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #if BK_HAVE_LIBDEFLATE
-#  include <libdeflate.h>
+#include <libdeflate.h>
 #endif
 
 #if defined(__GNUC__)
-#  pragma GCC diagnostic push
-#  pragma GCC diagnostic ignored "-Wsign-compare"
-#  pragma GCC diagnostic ignored "-Wunused-function"
-#  pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #endif
 /* static, so a test that compiles its own stb_image links without clashes */
 #define STB_IMAGE_STATIC
@@ -45,14 +43,14 @@
  * definition warns, so give it one (unused). */
 static void stbi_set_unpremultiply_on_load_thread(int flag) { (void)flag; }
 #if defined(__GNUC__)
-#  pragma GCC diagnostic pop
+#pragma GCC diagnostic pop
 #endif
 #if BK_HAVE_EXR
-#  include <tinyexr.h>
+#include <tinyexr.h>
 #endif
 
 #define EXR_MISSING "built without EXR support: install libtinyexr-dev and rebuild"
-#define TYPE_LIST "the name must end in .png (8-bit sRGB), .hdr (Radiance, linear) or .exr (OpenEXR half-float, linear)"
+#define TYPE_LIST   "the name must end in .png (8-bit sRGB), .hdr (Radiance, linear) or .exr (OpenEXR half-float, linear)"
 
 bk_image_type bk_image_type_of(const char *path)
 {
@@ -68,12 +66,12 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
 {
     const char *sep = what && what[0] ? " " : "";
     switch (bk_image_type_of(path)) {
-    case BK_IMAGE_TYPE_PNG: case BK_IMAGE_TYPE_HDR: return 0;
+    case BK_IMAGE_TYPE_PNG:
+    case BK_IMAGE_TYPE_HDR: return 0;
     case BK_IMAGE_TYPE_EXR:
         if (bk_image_exr_supported()) return 0;
         return bk_fail(err, err_size, "%s%s%s: " EXR_MISSING, what ? what : "", sep, path);
-    default:
-        return bk_fail(err, err_size, "%s%s%s: unsupported image type: " TYPE_LIST, what ? what : "", sep, path);
+    default: return bk_fail(err, err_size, "%s%s%s: unsupported image type: " TYPE_LIST, what ? what : "", sep, path);
     }
 }
 
@@ -87,31 +85,32 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
 #define DILATE_NEW  3
 #define DILATE_ROWS 8
 typedef struct dilate_job {
-    float      *rgb;
-    uint8_t    *cov;
-    const uint32_t *ids;        /* NULL, or per texel the chart whose colours it takes (BK_NONE: any) */
-    int         w, h, parity;   /* parity: the bands 2k + parity */
-    atomic_int  filled;
+    float          *rgb;
+    uint8_t        *cov;
+    const uint32_t *ids;          /* NULL, or per texel the chart whose colours it takes (BK_NONE: any) */
+    int             w, h, parity; /* parity: the bands 2k + parity */
+    atomic_int      filled;
 } dilate_job;
 
 static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
 {
     dilate_job *j = ctx;
-    const int w = j->w, h = j->h;
-    float *rgb = j->rgb;
-    uint8_t *cov = j->cov;
-    int filled = 0;
+    const int   w = j->w, h = j->h;
+    float      *rgb = j->rgb;
+    uint8_t    *cov = j->cov;
+    int         filled = 0;
     for (size_t band = begin; band < end; ++band) {
         int y0 = (int)(2 * band + (size_t)j->parity) * DILATE_ROWS, y1 = y0 + DILATE_ROWS < h ? y0 + DILATE_ROWS : h;
         for (int y = y0; y < y1; ++y) {
             uint8_t *row = cov + (size_t)y * w;
             for (int x = 0; x < w; ++x) {
-                const uint8_t *next = memchr(row + x, BK_COVER_NONE, (size_t)(w - x));   /* most rows are mostly covered */
+                const uint8_t *next =
+                    memchr(row + x, BK_COVER_NONE, (size_t)(w - x)); /* most rows are mostly covered */
                 if (!next) break;
                 x = (int)(next - row);
-                size_t i = (size_t)y * w + x;
-                float sum[3] = { 0, 0, 0 };
-                int n = 0;
+                size_t         i = (size_t)y * w + x;
+                float          sum[3] = { 0, 0, 0 };
+                int            n = 0;
                 const uint32_t own = j->ids ? j->ids[i] : BK_DILATE_ANY;
                 for (int dy = -1; dy <= 1; ++dy) {
                     int yy = y + dy;
@@ -122,7 +121,9 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
                         size_t k = (size_t)yy * w + xx;
                         if (cov[k] != BK_COVER_TEXEL && cov[k] != BK_COVER_DILATED) continue;
                         if (own != BK_DILATE_ANY && j->ids[k] != own) continue;
-                        sum[0] += rgb[3 * k]; sum[1] += rgb[3 * k + 1]; sum[2] += rgb[3 * k + 2];
+                        sum[0] += rgb[3 * k];
+                        sum[1] += rgb[3 * k + 1];
+                        sum[2] += rgb[3 * k + 2];
                         n++;
                     }
                 }
@@ -139,8 +140,8 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
 static void dilate_commit(void *ctx, size_t begin, size_t end, int worker)
 {
     dilate_job *j = ctx;
-    uint8_t *cov = j->cov;
-    for (size_t i = begin; i < end; ++i)   /* branch-free, so it vectorizes */
+    uint8_t    *cov = j->cov;
+    for (size_t i = begin; i < end; ++i) /* branch-free, so it vectorizes */
         cov[i] = (uint8_t)(cov[i] == DILATE_NEW ? BK_COVER_DILATED : cov[i]);
 }
 
@@ -153,7 +154,11 @@ void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, 
 {
     if (w <= 0 || h <= 0) return;
     dilate_job j;
-    j.rgb = rgb; j.cov = coverage; j.ids = ids; j.w = w; j.h = h;
+    j.rgb = rgb;
+    j.cov = coverage;
+    j.ids = ids;
+    j.w = w;
+    j.h = h;
     const size_t bands = ((size_t)h + DILATE_ROWS - 1) / DILATE_ROWS;
     for (int it = 0; it < iterations; ++it) {
         atomic_init(&j.filled, 0);
@@ -169,7 +174,7 @@ void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, 
 uint8_t bk_image_srgb8(float linear)
 {
     double c = linear;
-    if (!(c > 0)) c = 0;  /* negatives and NaN */
+    if (!(c > 0)) c = 0; /* negatives and NaN */
     if (c > 1) c = 1;
     double e = c <= 0.0031308 ? 12.92 * c : 1.055 * pow(c, 1.0 / 2.4) - 0.055;
     return (uint8_t)(e * 255.0 + 0.5);
@@ -180,12 +185,13 @@ void bk_image_srgb8_thresholds(float t[256])
     t[0] = -INFINITY;
     for (int k = 1; k < 256; ++k) {
         /* bit patterns of non-negative floats order as the floats: code(lo) < k <= code(hi) */
-        uint32_t lo = 0, hi = 0x3f800000u;                  /* 0.0f, 1.0f */
+        uint32_t lo = 0, hi = 0x3f800000u; /* 0.0f, 1.0f */
         while (hi - lo > 1) {
             uint32_t mid = lo + (hi - lo) / 2;
-            float x;
+            float    x;
             memcpy(&x, &mid, sizeof x);
-            if (bk_image_srgb8(x) >= k) hi = mid; else lo = mid;
+            if (bk_image_srgb8(x) >= k) hi = mid;
+            else lo = mid;
         }
         memcpy(&t[k], &hi, sizeof hi);
     }
@@ -217,49 +223,67 @@ void bk_image_srgb8_thresholds(float t[256])
 #define PNG_LEVEL     3
 #if BK_HAVE_LIBDEFLATE
 static uint32_t png_adler32(uint32_t a, const uint8_t *p, size_t n) { return libdeflate_adler32(a, p, n); }
-static uint32_t png_crc32(uint32_t c, const uint8_t *p, size_t n)   { return libdeflate_crc32(c, p, n); }
+static uint32_t png_crc32(uint32_t c, const uint8_t *p, size_t n) { return libdeflate_crc32(c, p, n); }
 #else
 static uint32_t png_adler32(uint32_t a, const uint8_t *p, size_t n)
 {
-    for (size_t k = 0; k < n; k += 1u << 30) a = (uint32_t)adler32(a, p + k, (uInt)(n - k < (1u << 30) ? n - k : 1u << 30));
+    for (size_t k = 0; k < n; k += 1u << 30)
+        a = (uint32_t)adler32(a, p + k, (uInt)(n - k < (1u << 30) ? n - k : 1u << 30));
     return a;
 }
 static uint32_t png_crc32(uint32_t c, const uint8_t *p, size_t n)
 {
-    for (size_t k = 0; k < n; k += 1u << 30) c = (uint32_t)crc32(c, p + k, (uInt)(n - k < (1u << 30) ? n - k : 1u << 30));
+    for (size_t k = 0; k < n; k += 1u << 30)
+        c = (uint32_t)crc32(c, p + k, (uInt)(n - k < (1u << 30) ? n - k : 1u << 30));
     return c;
 }
 #endif
 
-static void put_be32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v; }
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
 
 /* One band's IDAT chunk: out[0..8) length and "IDAT", then the deflate bytes (len of them), then
  * room for the 4-byte CRC (and, in the last band, the 4-byte Adler-32 before it). */
-typedef struct png_band { uint8_t *out; size_t len; uint32_t adler, crc; size_t raw; } png_band;
+typedef struct png_band {
+    uint8_t *out;
+    size_t   len;
+    uint32_t adler, crc;
+    size_t   raw;
+} png_band;
 typedef struct png_job {
-    const float *rgb; float exposure; int w, h, level;
-    float srgb[256];     /* bk_image_srgb8_thresholds: the rows' sRGB bytes without a pow each */
-    size_t bands;
-    png_band *band;
-    atomic_int failed;
+    const float *rgb;
+    float        exposure;
+    int          w, h, level;
+    float        srgb[256]; /* bk_image_srgb8_thresholds: the rows' sRGB bytes without a pow each */
+    size_t       bands;
+    png_band    *band;
+    atomic_int   failed;
 } png_job;
 
 static void png_bands(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
-    png_job *j = ctx;
+    png_job     *j = ctx;
     const size_t stride = (size_t)j->w * 3 + 1;
     for (size_t b = begin; b < end; ++b) {
-        png_band *pb = &j->band[b];
-        const int y0 = (int)(b * PNG_BAND_ROWS), y1 = y0 + PNG_BAND_ROWS < j->h ? y0 + PNG_BAND_ROWS : j->h;
+        png_band    *pb = &j->band[b];
+        const int    y0 = (int)(b * PNG_BAND_ROWS), y1 = y0 + PNG_BAND_ROWS < j->h ? y0 + PNG_BAND_ROWS : j->h;
         const size_t raw = stride * (size_t)(y1 - y0);
-        const int last = b + 1 == j->bands;
-        uint8_t *f = malloc(raw);
-        if (!f) { atomic_store(&j->failed, 1); continue; }
+        const int    last = b + 1 == j->bands;
+        uint8_t     *f = malloc(raw);
+        if (!f) {
+            atomic_store(&j->failed, 1);
+            continue;
+        }
         for (int y = y0; y < y1; ++y) {
-            uint8_t *row = f + stride * (size_t)(y - y0);
+            uint8_t     *row = f + stride * (size_t)(y - y0);
             const float *src = j->rgb + (size_t)y * j->w * 3;
-            row[0] = 1;                                   /* Sub */
+            row[0] = 1; /* Sub */
             uint8_t prev[3] = { 0, 0, 0 };
             for (size_t i = 0; i < (size_t)j->w * 3; i += 3)
                 for (int c = 0; c < 3; ++c) {
@@ -272,30 +296,45 @@ static void png_bands(void *ctx, size_t begin, size_t end, int worker)
         pb->adler = png_adler32(1, f, raw);
         z_stream z;
         memset(&z, 0, sizeof z);
-        if (deflateInit2(&z, j->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) { free(f); atomic_store(&j->failed, 1); continue; }
-        size_t cap = deflateBound(&z, (uLong)raw) + 16;   /* + the sync flush's empty block */
+        if (deflateInit2(&z, j->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            free(f);
+            atomic_store(&j->failed, 1);
+            continue;
+        }
+        size_t cap = deflateBound(&z, (uLong)raw) + 16; /* + the sync flush's empty block */
         pb->out = malloc(8 + cap + 8);
         int rc = Z_BUF_ERROR;
         if (pb->out) {
-            z.next_in = f; z.avail_in = (uInt)raw;
-            z.next_out = pb->out + 8; z.avail_out = (uInt)cap;
+            z.next_in = f;
+            z.avail_in = (uInt)raw;
+            z.next_out = pb->out + 8;
+            z.avail_out = (uInt)cap;
             rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
         }
         const int ok = pb->out && (last ? rc == Z_STREAM_END : rc == Z_OK && z.avail_out > 0) && z.avail_in == 0;
         pb->len = cap - z.avail_out;
         deflateEnd(&z);
         free(f);
-        if (!ok) { atomic_store(&j->failed, 1); continue; }
+        if (!ok) {
+            atomic_store(&j->failed, 1);
+            continue;
+        }
         memcpy(pb->out + 4, "IDAT", 4);
-        pb->crc = png_crc32(0, pb->out + 4, 4 + pb->len);   /* the last band's goes on over the Adler-32 */
+        pb->crc = png_crc32(0, pb->out + 4, 4 + pb->len); /* the last band's goes on over the Adler-32 */
     }
 }
 
-static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
+static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err,
+                     size_t err_size)
 {
-    if ((size_t)w * 3 + 1 > 0x7fffffffu / PNG_BAND_ROWS) return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path, w);
+    if ((size_t)w * 3 + 1 > 0x7fffffffu / PNG_BAND_ROWS)
+        return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path, w);
     png_job j;
-    j.rgb = rgb; j.exposure = exposure; j.w = w; j.h = h; j.level = PNG_LEVEL;
+    j.rgb = rgb;
+    j.exposure = exposure;
+    j.w = w;
+    j.h = h;
+    j.level = PNG_LEVEL;
     bk_image_srgb8_thresholds(j.srgb);
     j.bands = ((size_t)h + PNG_BAND_ROWS - 1) / PNG_BAND_ROWS;
     j.band = calloc(j.bands, sizeof *j.band);
@@ -303,25 +342,40 @@ static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, 
     if (!j.band) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
     bk_parallel_for(j.bands, 1, png_bands, &j);
     int rc = 0;
-    if (atomic_load(&j.failed)) rc = bk_fail(err, err_size, "%s: PNG encoder failed (%dx%d): out of memory?", path, w, h);
+    if (atomic_load(&j.failed))
+        rc = bk_fail(err, err_size, "%s: PNG encoder failed (%dx%d): out of memory?", path, w, h);
     if (!rc) {
         /* zlib header: CM 8, 32 KB window; FLEVEL 1 ("fast"), FCHECK makes it a multiple of 31 */
         static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-        uint8_t ihdr[25], zhdr[2] = { 0x78, 0x5e }, iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
-        put_be32(ihdr, 13); memcpy(ihdr + 4, "IHDR", 4);
-        put_be32(ihdr + 8, (uint32_t)w); put_be32(ihdr + 12, (uint32_t)h);
-        ihdr[16] = 8; ihdr[17] = 2; ihdr[18] = ihdr[19] = ihdr[20] = 0;   /* 8-bit RGB, deflate, adaptive filters, no interlace */
+        uint8_t              ihdr[25], zhdr[2] = { 0x78, 0x5e },
+                          iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+        put_be32(ihdr, 13);
+        memcpy(ihdr + 4, "IHDR", 4);
+        put_be32(ihdr + 8, (uint32_t)w);
+        put_be32(ihdr + 12, (uint32_t)h);
+        ihdr[16] = 8;
+        ihdr[17] = 2;
+        ihdr[18] = ihdr[19] = ihdr[20] = 0; /* 8-bit RGB, deflate, adaptive filters, no interlace */
         put_be32(ihdr + 21, png_crc32(0, ihdr + 4, 17));
-        int bad = fwrite(sig, 1, 8, f) != 8 || fwrite(ihdr, 1, 25, f) != 25;
+        int      bad = fwrite(sig, 1, 8, f) != 8 || fwrite(ihdr, 1, 25, f) != 25;
         uint32_t adler = 1;
         for (size_t b = 0; b < j.bands && !bad; ++b) {
             png_band *pb = &j.band[b];
             adler = b ? (uint32_t)adler32_combine(adler, pb->adler, (z_off_t)pb->raw) : pb->adler;
-            size_t n = pb->len, crc = pb->crc;
+            size_t  n = pb->len, crc = pb->crc;
             uint8_t tail[8];
-            size_t nt = 0;
-            if (b == 0) { n += 2; crc = png_crc32(png_crc32(0, (const uint8_t *)"IDAT", 4), zhdr, 2); crc = png_crc32((uint32_t)crc, pb->out + 8, pb->len); }
-            if (b + 1 == j.bands) { put_be32(tail, adler); crc = png_crc32((uint32_t)crc, tail, 4); nt = 4; n += 4; }
+            size_t  nt = 0;
+            if (b == 0) {
+                n += 2;
+                crc = png_crc32(png_crc32(0, (const uint8_t *)"IDAT", 4), zhdr, 2);
+                crc = png_crc32((uint32_t)crc, pb->out + 8, pb->len);
+            }
+            if (b + 1 == j.bands) {
+                put_be32(tail, adler);
+                crc = png_crc32((uint32_t)crc, tail, 4);
+                nt = 4;
+                n += 4;
+            }
             put_be32(tail + nt, (uint32_t)crc);
             put_be32(pb->out, (uint32_t)n);
             bad = fwrite(pb->out, 1, 8, f) != 8 || (b == 0 && fwrite(zhdr, 1, 2, f) != 2) ||
@@ -340,21 +394,28 @@ void bk_image_rgbe(const float rgb[3], uint8_t out[4])
     double c[3];
     for (int k = 0; k < 3; ++k) {
         double v = rgb[k];
-        c[k] = v > 0 ? (isfinite(v) ? v : 3.0e38) : 0.0;   /* RGBE has no negatives; NaN -> 0, inf -> large */
+        c[k] = v > 0 ? (isfinite(v) ? v : 3.0e38) : 0.0; /* RGBE has no negatives; NaN -> 0, inf -> large */
     }
     double m = fmax(c[0], fmax(c[1], c[2]));
-    if (!(m >= 1e-38)) { out[0] = out[1] = out[2] = out[3] = 0; return; }
+    if (!(m >= 1e-38)) {
+        out[0] = out[1] = out[2] = out[3] = 0;
+        return;
+    }
     int e;
-    frexp(m, &e);                       /* m = f 2^e, f in [0.5, 1): mantissa m 256 / 2^e in [128, 256) */
-    if (e < -127) e = -127;             /* exponent byte 1: tinier values round towards 0 */
+    frexp(m, &e);           /* m = f 2^e, f in [0.5, 1): mantissa m 256 / 2^e in [128, 256) */
+    if (e < -127) e = -127; /* exponent byte 1: tinier values round towards 0 */
     for (;;) {
-        if (e > 127) {                  /* beyond RGBE's range (~1.7e38): saturate */
-            out[0] = out[1] = out[2] = 255; out[3] = 255;
+        if (e > 127) { /* beyond RGBE's range (~1.7e38): saturate */
+            out[0] = out[1] = out[2] = 255;
+            out[3] = 255;
             return;
         }
         double scale = ldexp(1.0, 8 - e);
         /* round to nearest; the largest channel may round up to 256: one exponent more */
-        if (floor(m * scale + 0.5) >= 256.0) { e++; continue; }
+        if (floor(m * scale + 0.5) >= 256.0) {
+            e++;
+            continue;
+        }
         for (int k = 0; k < 3; ++k) out[k] = (uint8_t)floor(c[k] * scale + 0.5);
         out[3] = (uint8_t)(e + 128);
         return;
@@ -367,7 +428,7 @@ void bk_image_rgbe(const float rgb[3], uint8_t out[4])
 static size_t rle_plane(uint8_t *out, const uint8_t *px, int w, int k)
 {
     size_t o = 0;
-    int x = 0;
+    int    x = 0;
     while (x < w) {
         int run = 1;
         while (x + run < w && run < 127 && px[4 * (x + run) + k] == px[4 * x + k]) run++;
@@ -378,7 +439,7 @@ static size_t rle_plane(uint8_t *out, const uint8_t *px, int w, int k)
             continue;
         }
         size_t head = o++;
-        int n = 0;
+        int    n = 0;
         while (x < w && n < 128) {
             int r = 1;
             while (x + r < w && r < 3 && px[4 * (x + r) + k] == px[4 * x + k]) r++;
@@ -405,13 +466,19 @@ typedef struct hdr_job {
 static void hdr_rows(void *ctx, size_t begin, size_t end, int worker)
 {
     const hdr_job *j = ctx;
-    const int w = j->w;
+    const int      w = j->w;
     for (size_t r = begin; r < end; ++r) {
-        uint8_t *px = j->slots + r * j->slot, *out = px + (size_t)w * 4;
+        uint8_t     *px = j->slots + r * j->slot, *out = px + (size_t)w * 4;
         const float *src = j->rgb + 3 * (size_t)(j->y0 + (int)r) * w;
         for (int x = 0; x < w; ++x) bk_image_rgbe(src + 3 * (size_t)x, px + 4 * (size_t)x);
-        if (!j->rle) { j->len[r] = 0; continue; }  /* flat: the pixels themselves */
-        out[0] = 2; out[1] = 2; out[2] = (uint8_t)(w >> 8); out[3] = (uint8_t)(w & 255);
+        if (!j->rle) {
+            j->len[r] = 0;
+            continue;
+        } /* flat: the pixels themselves */
+        out[0] = 2;
+        out[1] = 2;
+        out[2] = (uint8_t)(w >> 8);
+        out[3] = (uint8_t)(w & 255);
         size_t n = 4;
         for (int k = 0; k < 4; ++k) n += rle_plane(out + n, px, w, k);
         j->len[r] = n;
@@ -421,23 +488,31 @@ static void hdr_rows(void *ctx, size_t begin, size_t end, int worker)
 static int write_hdr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
 {
     hdr_job j;
-    j.rgb = rgb; j.w = w;
-    j.rle = w >= 8 && w < 32768;     /* the format's limits for run-length scanlines */
+    j.rgb = rgb;
+    j.w = w;
+    j.rle = w >= 8 && w < 32768; /* the format's limits for run-length scanlines */
     j.slot = (size_t)w * 4 + (j.rle ? 4 + 4 * ((size_t)w + (size_t)w / 128 + 1) : 0);
     int band = h < HDR_BAND ? h : HDR_BAND;
     j.slots = malloc(j.slot * (size_t)band);
     j.len = malloc(sizeof(size_t) * (size_t)band);
-    if (!j.slots || !j.len) { free(j.slots); free(j.len); return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h); }
-    fprintf(f, "#?RADIANCE\n# written by baker: RGBE rounded to nearest (decode byte * 2^(e-136))\n"
-               "FORMAT=32-bit_rle_rgbe\n\n-Y %d +X %d\n", h, w);
+    if (!j.slots || !j.len) {
+        free(j.slots);
+        free(j.len);
+        return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
+    }
+    fprintf(f,
+            "#?RADIANCE\n# written by baker: RGBE rounded to nearest (decode byte * 2^(e-136))\n"
+            "FORMAT=32-bit_rle_rgbe\n\n-Y %d +X %d\n",
+            h, w);
     int bad = ferror(f) != 0, e = 0;
     for (j.y0 = 0; j.y0 < h && !bad; j.y0 += band) {
         int rows = h - j.y0 < band ? h - j.y0 : band;
         bk_parallel_for((size_t)rows, 4, hdr_rows, &j);
         for (int r = 0; r < rows && !bad; ++r) {
             const uint8_t *px = j.slots + (size_t)r * j.slot;
-            bad = j.rle ? fwrite(px + (size_t)w * 4, 1, j.len[r], f) != j.len[r] : fwrite(px, 4, (size_t)w, f) != (size_t)w;
-            if (bad) e = errno;           /* the reason, before anything else can change errno */
+            bad = j.rle ? fwrite(px + (size_t)w * 4, 1, j.len[r], f) != j.len[r]
+                        : fwrite(px, 4, (size_t)w, f) != (size_t)w;
+            if (bad) e = errno; /* the reason, before anything else can change errno */
         }
     }
     free(j.slots);
@@ -451,11 +526,14 @@ static int write_hdr(FILE *f, const char *path, const float *rgb, int w, int h, 
  * rounding mode). Our own rather than tinyexr's float conversion, which rounds ties upwards. */
 static uint16_t half_bits(double v)
 {
-    if (v < ldexp(1.0, -14)) return (uint16_t)nearbyint(v * 16777216.0);   /* subnormal; 1024 is the smallest normal */
+    if (v < ldexp(1.0, -14)) return (uint16_t)nearbyint(v * 16777216.0); /* subnormal; 1024 is the smallest normal */
     int e;
-    frexp(v, &e);                              /* v = m 2^e, m in [0.5, 1): exponent e - 1, biased e + 14 */
-    double sig = nearbyint(ldexp(v, 11 - e));  /* 11 significant bits: 1024..2048 */
-    if (sig >= 2048.0) { sig = 1024.0; e++; }
+    frexp(v, &e);                             /* v = m 2^e, m in [0.5, 1): exponent e - 1, biased e + 14 */
+    double sig = nearbyint(ldexp(v, 11 - e)); /* 11 significant bits: 1024..2048 */
+    if (sig >= 2048.0) {
+        sig = 1024.0;
+        e++;
+    }
     return (uint16_t)(((e + 14) << 10) | ((int)sig - 1024));
 }
 
@@ -464,21 +542,21 @@ static uint16_t half_bits(double v)
  * channels sorted by name: B, G, R. */
 static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
 {
-    size_t n = (size_t)w * h;
+    size_t    n = (size_t)w * h;
     uint16_t *plane = malloc(sizeof(uint16_t) * n * 3);
     if (!plane) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
     for (size_t i = 0; i < n; ++i)
         for (int k = 0; k < 3; ++k) {
             float v = rgb[3 * i + k];
-            v = v > 0 ? v : 0.0f;                 /* negatives and NaN */
+            v = v > 0 ? v : 0.0f; /* negatives and NaN */
             plane[(size_t)(2 - k) * n + i] = half_bits(v < 65504.0f ? v : 65504.0f);
         }
     EXRHeader hd;
-    EXRImage im;
+    EXRImage  im;
     InitEXRHeader(&hd);
     InitEXRImage(&im);
     EXRChannelInfo ch[3];
-    int types[3] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
+    int            types[3] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
     unsigned char *planes[3];
     memset(ch, 0, sizeof ch);
     for (int c = 0; c < 3; ++c) {
@@ -496,8 +574,8 @@ static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, 
     im.width = w;
     im.height = h;
     unsigned char *mem = NULL;
-    const char *msg = NULL;
-    size_t size = SaveEXRImageToMemory(&im, &hd, &mem, &msg);
+    const char    *msg = NULL;
+    size_t         size = SaveEXRImageToMemory(&im, &hd, &mem, &msg);
     free(plane);
     if (!size) {
         bk_fail(err, err_size, "%s: EXR encoder failed (%dx%d): %s", path, w, h, msg ? msg : "no reason given");
@@ -506,12 +584,13 @@ static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, 
         return -1;
     }
     size_t put = fwrite(mem, 1, size, f);
-    free(mem);                                    /* tinyexr malloc()s the encoded file */
+    free(mem); /* tinyexr malloc()s the encoded file */
     return put != size || ferror(f) ? bk_fail_write(err, err_size, path) : 0;
 }
 #endif
 
-int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
+int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err,
+                        size_t err_size)
 {
     if (bk_image_type_check(NULL, path, err, err_size)) return -1;
     int hdr = bk_image_type_of(path) == BK_IMAGE_TYPE_HDR;
@@ -539,7 +618,7 @@ static const char *one_line(const char *msg, char *line, size_t size)
     size_t n = 0;
     for (const char *c = msg ? msg : "no reason given"; *c && n + 1 < size; ++c) {
         unsigned char u = (unsigned char)*c;
-        char ch = u < 0x20 ? ' ' : u >= 0x7f ? '?' : (char)u;
+        char          ch = u < 0x20 ? ' ' : u >= 0x7f ? '?' : (char)u;
         if (ch == ' ' && (n == 0 || line[n - 1] == ' ')) continue;
         line[n++] = ch;
     }
@@ -549,14 +628,15 @@ static const char *one_line(const char *msg, char *line, size_t size)
 }
 
 /* w x h within the limits: sides 1..BK_IMAGE_MAX_SIDE, at most max_pixels in all. */
-static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, uint64_t max_pixels, char *err, size_t err_size)
+static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, uint64_t max_pixels, char *err,
+                      size_t err_size)
 {
     if (w < 1 || h < 1 || w > BK_IMAGE_MAX_SIDE || h > BK_IMAGE_MAX_SIDE)
-        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: sides must be 1..%d", path, kind, (long long)w, (long long)h,
-                       BK_IMAGE_MAX_SIDE);
+        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: sides must be 1..%d", path, kind, (long long)w,
+                       (long long)h, BK_IMAGE_MAX_SIDE);
     if ((uint64_t)w * (uint64_t)h > max_pixels)
-        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: more than the %llu pixels allowed here", path, kind,
-                       (long long)w, (long long)h, (unsigned long long)max_pixels);
+        return bk_fail(err, err_size, "%s: the %s image is %lldx%lld: more than the %llu pixels allowed here", path,
+                       kind, (long long)w, (long long)h, (unsigned long long)max_pixels);
     return 0;
 }
 
@@ -567,20 +647,22 @@ static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, 
  * such a file is refused: no encoder writes one. Leaves f at its start. */
 static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, size_t err_size)
 {
-    uint64_t pos = 8;                                /* the signature; stb checks its bytes */
-    int rc = 0, idat = 0;
-    while (pos + 8 <= size) {                       /* a chunk header: length, type */
+    uint64_t pos = 8; /* the signature; stb checks its bytes */
+    int      rc = 0, idat = 0;
+    while (pos + 8 <= size) { /* a chunk header: length, type */
         uint8_t head[8];
         if (fseek(f, (long)pos, SEEK_SET) != 0 || fread(head, 1, 8, f) != 8) break;
         uint64_t len = (uint64_t)head[0] << 24 | (uint64_t)head[1] << 16 | (uint64_t)head[2] << 8 | head[3];
         if (len > 0x7fffffffu || pos + 12 + len > size) {
-            rc = bk_fail(err, err_size, "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
+            rc = bk_fail(err, err_size,
+                         "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
                          (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
             break;
         }
         if (!memcmp(head + 4, "IDAT", 4)) {
             if (!idat && len == 0) {
-                rc = bk_fail(err, err_size, "%s: PNG's first IDAT chunk (byte %llu) is empty: not read", path, (unsigned long long)pos);
+                rc = bk_fail(err, err_size, "%s: PNG's first IDAT chunk (byte %llu) is empty: not read", path,
+                             (unsigned long long)pos);
                 break;
             }
             idat = 1;
@@ -614,32 +696,48 @@ static int hdr_runs_ok(FILE *f, const char *path, uint64_t size, int w, int h, c
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf) return bk_fail(err, err_size, "%s: out of memory for %llu bytes", path, (unsigned long long)size);
     int rc = 0;
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) { rc = bk_fail(err, err_size, "%s: read failed", path); goto done; }
+    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        rc = bk_fail(err, err_size, "%s: read failed", path);
+        goto done;
+    }
     /* the header as stb_image reads it: lines up to '\n'; the signature line, then lines up to an
      * empty one (stb takes a line whose first byte is NUL as empty too), then the resolution */
     const uint8_t *p = buf, *end = buf + size;
-    int empty = 0;
+    int            empty = 0;
     p = hdr_line(p, end, &empty);
-    do p = hdr_line(p, end, &empty); while (!empty && p < end);
+    do p = hdr_line(p, end, &empty);
+    while (!empty && p < end);
     p = hdr_line(p, end, &empty);
-    if (p >= end) goto done;                                /* stb says what is wrong */
+    if (p >= end) goto done; /* stb says what is wrong */
     for (int y = 0; y < h; ++y) {
         if (end - p < 4 || p[0] != 2 || p[1] != 2 || (p[2] & 0x80) || (p[2] << 8 | p[3]) != w) break;
         p += 4;
         for (int k = 0; k < 4; ++k)
             for (int x = 0; x < w;) {
-                if (p >= end) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                if (p >= end) {
+                    rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
+                    goto done;
+                }
                 int n = *p++;
                 if (n > 128) {
                     n -= 128;
-                    if (p >= end) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                    if (p >= end) {
+                        rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
+                        goto done;
+                    }
                     p++;
                 } else {
-                    if (n == 0) { rc = bk_fail(err, err_size, "%s: HDR scanline %d has a run of length 0", path, y); goto done; }
-                    if (end - p < n) { rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y); goto done; }
+                    if (n == 0) {
+                        rc = bk_fail(err, err_size, "%s: HDR scanline %d has a run of length 0", path, y);
+                        goto done;
+                    }
+                    if (end - p < n) {
+                        rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
+                        goto done;
+                    }
                     p += n;
                 }
-                if (n > w - x) goto done;                   /* stb refuses it */
+                if (n > w - x) goto done; /* stb refuses it */
                 x += n;
             }
     }
@@ -659,12 +757,14 @@ static int exr_fail(const char *path, const char *what, const char *msg, char *e
 }
 
 /* A single-part scanline EXR from memory: R, G, B (or Y as grey), half or float, all finite >= 0. */
-static int read_exr(const char *path, const unsigned char *buf, size_t size, uint64_t max_pixels, float **rgb, int *w, int *h,
-                    char *err, size_t err_size)
+static int read_exr(const char *path, const unsigned char *buf, size_t size, uint64_t max_pixels, float **rgb, int *w,
+                    int *h, char *err, size_t err_size)
 {
     EXRVersion ver;
-    if (ParseEXRVersionFromMemory(&ver, buf, size) != TINYEXR_SUCCESS) return bk_fail(err, err_size, "%s: not an OpenEXR file", path);
-    if (ver.multipart || ver.non_image) return bk_fail(err, err_size, "%s: a multi-part or deep EXR: only single-part scanline images are read", path);
+    if (ParseEXRVersionFromMemory(&ver, buf, size) != TINYEXR_SUCCESS)
+        return bk_fail(err, err_size, "%s: not an OpenEXR file", path);
+    if (ver.multipart || ver.non_image)
+        return bk_fail(err, err_size, "%s: a multi-part or deep EXR: only single-part scanline images are read", path);
     if (ver.tiled) return bk_fail(err, err_size, "%s: a tiled EXR: only scanline images are read", path);
     EXRHeader hd;
     InitEXRHeader(&hd);
@@ -673,16 +773,20 @@ static int read_exr(const char *path, const unsigned char *buf, size_t size, uin
         FreeEXRHeader(&hd);
         return exr_fail(path, "cannot read the EXR header", msg, err, err_size);
     }
-    int rc = -1, chan[3] = { -1, -1, -1 }, grey = -1;
-    float *out = NULL;
+    int      rc = -1, chan[3] = { -1, -1, -1 }, grey = -1;
+    float   *out = NULL;
     EXRImage im;
     InitEXRImage(&im);
     int64_t iw = (int64_t)hd.data_window.max_x - hd.data_window.min_x + 1;
     int64_t ih = (int64_t)hd.data_window.max_y - hd.data_window.min_y + 1;
-    if (hd.tiled) { bk_fail(err, err_size, "%s: a tiled EXR: only scanline images are read", path); goto done; }
+    if (hd.tiled) {
+        bk_fail(err, err_size, "%s: a tiled EXR: only scanline images are read", path);
+        goto done;
+    }
     if (check_dims(path, "EXR", iw, ih, max_pixels, err, err_size)) goto done;
     if (hd.num_channels < 1 || hd.num_channels > BK_IMAGE_EXR_MAX_CHANNELS) {
-        bk_fail(err, err_size, "%s: %d channels: an EXR lightmap has 1..%d", path, hd.num_channels, BK_IMAGE_EXR_MAX_CHANNELS);
+        bk_fail(err, err_size, "%s: %d channels: an EXR lightmap has 1..%d", path, hd.num_channels,
+                BK_IMAGE_EXR_MAX_CHANNELS);
         goto done;
     }
     for (int c = 0; c < hd.num_channels; ++c) {
@@ -705,7 +809,8 @@ static int read_exr(const char *path, const unsigned char *buf, size_t size, uin
             goto done;
         }
         if (ci->x_sampling != 1 || ci->y_sampling != 1) {
-            bk_fail(err, err_size, "%s: EXR channel %s is subsampled (%dx%d): not read", path, ci->name, ci->x_sampling, ci->y_sampling);
+            bk_fail(err, err_size, "%s: EXR channel %s is subsampled (%dx%d): not read", path, ci->name, ci->x_sampling,
+                    ci->y_sampling);
             goto done;
         }
     }
@@ -719,20 +824,23 @@ static int read_exr(const char *path, const unsigned char *buf, size_t size, uin
         goto done;
     }
     if ((int64_t)im.width != iw || (int64_t)im.height != ih || !im.images || im.num_channels != hd.num_channels) {
-        bk_fail(err, err_size, "%s: the EXR decoder returned a %dx%d image for a %lldx%lld data window", path, im.width, im.height,
-                (long long)iw, (long long)ih);
+        bk_fail(err, err_size, "%s: the EXR decoder returned a %dx%d image for a %lldx%lld data window", path, im.width,
+                im.height, (long long)iw, (long long)ih);
         goto done;
     }
     size_t n = (size_t)iw * (size_t)ih;
     out = malloc(sizeof(float) * n * 3);
-    if (!out) { bk_fail(err, err_size, "%s: out of memory for a %lldx%lld image", path, (long long)iw, (long long)ih); goto done; }
+    if (!out) {
+        bk_fail(err, err_size, "%s: out of memory for a %lldx%lld image", path, (long long)iw, (long long)ih);
+        goto done;
+    }
     for (int k = 0; k < 3; ++k) {
         const float *src = (const float *)im.images[chan[k]];
         for (size_t i = 0; i < n; ++i) {
             float v = src[i];
             if (!(isfinite(v) && v >= 0)) {
-                bk_fail(err, err_size, "%s: EXR pixel (%zu, %zu) channel %s is %g: a lightmap holds finite values >= 0", path,
-                        i % (size_t)iw, i / (size_t)iw, hd.channels[chan[k]].name, (double)v);
+                bk_fail(err, err_size, "%s: EXR pixel (%zu, %zu) channel %s is %g: a lightmap holds finite values >= 0",
+                        path, i % (size_t)iw, i / (size_t)iw, hd.channels[chan[k]].name, (double)v);
                 goto done;
             }
             out[3 * i + k] = v;
@@ -762,55 +870,82 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
     *w = *h = 0;
     if (bk_image_type_check(NULL, path, err, err_size)) return -1;
     bk_image_type type = bk_image_type_of(path);
-    struct stat st;
+    struct stat   st;
     if (stat(path, &st) != 0) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) return bk_fail(err, err_size, "%s: not a regular file", path);
     if ((uint64_t)st.st_size > BK_IMAGE_MAX_FILE)
-        return bk_fail(err, err_size, "%s: %llu bytes: image files are read up to %llu bytes", path, (unsigned long long)st.st_size,
-                       (unsigned long long)BK_IMAGE_MAX_FILE);
+        return bk_fail(err, err_size, "%s: %llu bytes: image files are read up to %llu bytes", path,
+                       (unsigned long long)st.st_size, (unsigned long long)BK_IMAGE_MAX_FILE);
     FILE *f = fopen(path, "rb");
     if (!f) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
-    int x, y, comp;
+    int    x, y, comp;
     float *out = NULL;
-    char line[256];
+    char   line[256];
     if (type == BK_IMAGE_TYPE_EXR) {
 #if BK_HAVE_EXR
-        size_t size = (size_t)st.st_size;
+        size_t         size = (size_t)st.st_size;
         unsigned char *buf = malloc(size ? size : 1);
-        if (!buf) { fclose(f); return bk_fail(err, err_size, "%s: out of memory for %zu bytes", path, size); }
+        if (!buf) {
+            fclose(f);
+            return bk_fail(err, err_size, "%s: out of memory for %zu bytes", path, size);
+        }
         size_t got = fread(buf, 1, size, f);
-        int bad = ferror(f);
+        int    bad = ferror(f);
         fclose(f);
-        if (bad || got != size) { free(buf); return bk_fail(err, err_size, "%s: read failed", path); }
+        if (bad || got != size) {
+            free(buf);
+            return bk_fail(err, err_size, "%s: read failed", path);
+        }
         int rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size);
         free(buf);
         return rc;
 #endif
     }
-    if (type == BK_IMAGE_TYPE_PNG && png_chunks_fit(f, path, (uint64_t)st.st_size, err, err_size)) { fclose(f); return -1; }
+    if (type == BK_IMAGE_TYPE_PNG && png_chunks_fit(f, path, (uint64_t)st.st_size, err, err_size)) {
+        fclose(f);
+        return -1;
+    }
     if (!stbi_info_from_file(f, &x, &y, &comp)) {
         fclose(f);
-        return bk_fail(err, err_size, "%s: not a %s image: %s", path, type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
+        return bk_fail(err, err_size, "%s: not a %s image: %s", path,
+                       type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
                        one_line(stbi_failure_reason(), line, sizeof line));
     }
     const char *kind = type == BK_IMAGE_TYPE_HDR ? "HDR" : "PNG";
-    if (check_dims(path, kind, x, y, max_pixels, err, err_size)) { fclose(f); return -1; }
+    if (check_dims(path, kind, x, y, max_pixels, err, err_size)) {
+        fclose(f);
+        return -1;
+    }
     if (type == BK_IMAGE_TYPE_HDR) {
-        if (!stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: not a Radiance HDR file", path); }
-        if (hdr_runs_ok(f, path, (uint64_t)st.st_size, x, y, err, err_size)) { fclose(f); return -1; }
+        if (!stbi_is_hdr_from_file(f)) {
+            fclose(f);
+            return bk_fail(err, err_size, "%s: not a Radiance HDR file", path);
+        }
+        if (hdr_runs_ok(f, path, (uint64_t)st.st_size, x, y, err, err_size)) {
+            fclose(f);
+            return -1;
+        }
         out = stbi_loadf_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!out) return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
+        if (!out)
+            return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path,
+                           one_line(stbi_failure_reason(), line, sizeof line));
     } else {
-        if (stbi_is_hdr_from_file(f)) { fclose(f); return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path); }
+        if (stbi_is_hdr_from_file(f)) {
+            fclose(f);
+            return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path);
+        }
         stbi_uc *b = stbi_load_from_file(f, &x, &y, &comp, 3);
         fclose(f);
-        if (!b) return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path, one_line(stbi_failure_reason(), line, sizeof line));
+        if (!b)
+            return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path,
+                           one_line(stbi_failure_reason(), line, sizeof line));
         float lut[256];
         for (int i = 0; i < 256; ++i) lut[i] = bk_image_srgb_to_linear((float)i / 255.0f);
         size_t n = (size_t)x * y * 3;
         out = malloc(sizeof(float) * n);
-        if (out) for (size_t i = 0; i < n; ++i) out[i] = lut[b[i]];
+        if (out)
+            for (size_t i = 0; i < n; ++i) out[i] = lut[b[i]];
         stbi_image_free(b);
         if (!out) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, x, y);
     }
@@ -823,9 +958,12 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
 
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {
-    if (bk_image_type_check(NULL, path, err, err_size)) return -1;   /* before any file is made */
+    if (bk_image_type_check(NULL, path, err, err_size)) return -1; /* before any file is made */
     bk_outfile of;
     if (bk_outfile_open(&of, path, err, err_size) != 0) return -1;
-    if (bk_image_write_file(of.f, path, rgb, w, h, exposure, err, err_size)) { bk_outfile_abort(&of); return -1; }
+    if (bk_image_write_file(of.f, path, rgb, w, h, exposure, err, err_size)) {
+        bk_outfile_abort(&of);
+        return -1;
+    }
     return bk_outfile_commit(&of, err, err_size);
 }

@@ -20,9 +20,9 @@
 #include <stdio.h>
 
 /* coverage values after dilation */
-#define BK_COVER_NONE    0  /* no value yet */
-#define BK_COVER_TEXEL   1  /* baked texel (what bk_atlas_rasterize marks) */
-#define BK_COVER_DILATED 2  /* filled by bk_image_dilate */
+#define BK_COVER_NONE    0 /* no value yet */
+#define BK_COVER_TEXEL   1 /* baked texel (what bk_atlas_rasterize marks) */
+#define BK_COVER_DILATED 2 /* filled by bk_image_dilate */
 
 /* Fills uncovered texels from their covered 8-neighbours: each of `iterations` rounds gives every
  * empty texel that has covered neighbours (covered before the round began) their average and marks
@@ -34,15 +34,15 @@ void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations
  * neighbours of that chart, one with BK_DILATE_ANY all of them. Charts packed one texel apart
  * keep their bilinear lookups their own that way: the texel between them belongs to the one
  * that reads it. */
-#define BK_DILATE_ANY 0xFFFFFFFFu  /* BK_NONE */
+#define BK_DILATE_ANY 0xFFFFFFFFu /* BK_NONE */
 void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int iterations);
 
 /* Image types, by the path's extension (case-insensitive). */
 typedef enum bk_image_type {
-    BK_IMAGE_TYPE_NONE = 0,   /* none of the below */
-    BK_IMAGE_TYPE_PNG,        /* .png: 8-bit sRGB */
-    BK_IMAGE_TYPE_HDR,        /* .hdr: Radiance RGBE, linear */
-    BK_IMAGE_TYPE_EXR         /* .exr: OpenEXR RGB half-float, linear (needs BK_HAVE_EXR) */
+    BK_IMAGE_TYPE_NONE = 0, /* none of the below */
+    BK_IMAGE_TYPE_PNG,      /* .png: 8-bit sRGB */
+    BK_IMAGE_TYPE_HDR,      /* .hdr: Radiance RGBE, linear */
+    BK_IMAGE_TYPE_EXR       /* .exr: OpenEXR RGB half-float, linear (needs BK_HAVE_EXR) */
 } bk_image_type;
 
 bk_image_type bk_image_type_of(const char *path);
@@ -56,9 +56,9 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
 /* What bk_image_read accepts: sides of at most BK_IMAGE_MAX_SIDE (the largest atlas page) and
  * files of at most BK_IMAGE_MAX_FILE bytes (checked before anything is decoded); an EXR may have
  * at most BK_IMAGE_EXR_MAX_CHANNELS channels (tinyexr decodes all of them). */
-#define BK_IMAGE_MAX_SIDE          16384
-#define BK_IMAGE_MAX_FILE          ((uint64_t)4 << 30)
-#define BK_IMAGE_EXR_MAX_CHANNELS  16
+#define BK_IMAGE_MAX_SIDE         16384
+#define BK_IMAGE_MAX_FILE         ((uint64_t)4 << 30)
+#define BK_IMAGE_EXR_MAX_CHANNELS 16
 
 /* Writes rgb (w * h * 3 linear floats, row 0 at the top) by the path's extension:
  *   .png  8-bit sRGB of rgb * exposure, clamped to [0, 1] (the exact sRGB transfer curve);
@@ -74,8 +74,8 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size);
 /* The same into an open stream (an output of bk_outputs); path gives the type and names the file
  * in messages. */
-int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure,
-                        char *err, size_t err_size);
+int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err,
+                        size_t err_size);
 
 /* One pixel as Radiance RGBE, mantissas rounded to nearest: with e the frexp exponent of the
  * largest channel m (m = f 2^e, f in [0.5, 1)), byte = floor(c 2^(8-e) + 0.5); when m rounds to
@@ -109,7 +109,7 @@ uint8_t bk_image_srgb8(float linear);
  * or below x; a branch-free binary search of 8 steps finds it (NaN: 0). t from
  * bk_image_srgb8_thresholds (t[0] unused), which bisects bk_image_srgb8 itself. tests/unit_image.c
  * compares the two on every 97th float of [0, 1], around every threshold and on odd values. */
-void bk_image_srgb8_thresholds(float t[256]);
+void                  bk_image_srgb8_thresholds(float t[256]);
 static inline uint8_t bk_image_srgb8_fast(const float t[256], float x)
 {
     unsigned i = 0;

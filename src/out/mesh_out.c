@@ -6,7 +6,7 @@
  * ones; a game that needs both takes positions and texture UVs from the source and the second UV
  * set from here. vt are deduplicated by exact value, v counts upwards (vt.v = 1 - atlas v).
  */
-#define _XOPEN_SOURCE 700   /* realpath, strtok_r, getline */
+#define _XOPEN_SOURCE 700 /* realpath, strtok_r, getline */
 #include "atlas.h"
 #include "loader.h"
 #include "bk_common.h"
@@ -45,7 +45,7 @@ static int mtl_base_dir(const bk_scene_mtl *m, char *buf, size_t n)
  * the output as written). */
 static int mtl_in_dir(const bk_scene_mtl *m, const struct stat *out_st)
 {
-    char src_dir[4096];
+    char        src_dir[4096];
     struct stat a;
     return out_st && mtl_base_dir(m, src_dir, sizeof src_dir) && stat(src_dir, &a) == 0 && a.st_dev == out_st->st_dev &&
            a.st_ino == out_st->st_ino;
@@ -56,7 +56,7 @@ int bk_mesh_obj_copies_mtl(const bk_scene *s, const char *obj_path)
     char out_dir[4096];
     dir_of(obj_path, out_dir, sizeof out_dir);
     struct stat b;
-    int have_out = stat(out_dir, &b) == 0;
+    int         have_out = stat(out_dir, &b) == 0;
     for (uint32_t i = 0; i < s->mtl_count; ++i)
         if (!mtl_in_dir(&s->mtls[i], have_out ? &b : NULL)) return 1;
     return 0;
@@ -65,7 +65,7 @@ int bk_mesh_obj_copies_mtl(const bk_scene *s, const char *obj_path)
 char *bk_mesh_mtl_name(const char *obj)
 {
     size_t n = strlen(obj), cut = bk_path_has_ext(obj, ".obj") ? n - 4 : n;
-    char *p = malloc(cut + 5);
+    char  *p = malloc(cut + 5);
     if (p) snprintf(p, cut + 5, "%.*s.mtl", (int)cut, obj);
     return p;
 }
@@ -78,15 +78,18 @@ int bk_mesh_mtl_check(const char *mtl_path, const char *obj_path, char *err, siz
     /* absent, or not a regular file (a FIFO would block here; the output policy refuses it) */
     if (stat(mtl_path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     FILE *f = fopen(mtl_path, "rb");
-    if (!f) return 0;                  /* unreadable: the output policy will say */
-    char head[64] = { 0 };
+    if (!f) return 0; /* unreadable: the output policy will say */
+    char   head[64] = { 0 };
     size_t k = fread(head, 1, sizeof head - 1, f);
     fclose(f);
     head[k] = 0;
     if (!strncmp(head, BK_MTL_SIGNATURE, strlen(BK_MTL_SIGNATURE))) return 0;
-    return bk_fail(err, err_size, "--mesh-out %s: its materials go to %s beside it, which exists and was not written by baker "
-                   "(its first line is not \"" BK_MTL_SIGNATURE "\"): refusing to replace it; move it away or choose another "
-                   "--mesh-out name", obj_path, mtl_path);
+    return bk_fail(err, err_size,
+                   "--mesh-out %s: its materials go to %s beside it, which exists and was not written by baker "
+                   "(its first line is not \"" BK_MTL_SIGNATURE
+                   "\"): refusing to replace it; move it away or choose another "
+                   "--mesh-out name",
+                   obj_path, mtl_path);
 }
 
 /* Lexically normalised absolute path: "." and ".." components resolved, slashes single. */
@@ -101,11 +104,17 @@ static void normalise(const char *in, char *out, size_t n)
         if (!strcmp(c, ".")) continue;
         if (!strcmp(c, "..")) {
             char *sl = strrchr(out, '/');
-            if (sl) { *sl = 0; len = (size_t)(sl - out); }
+            if (sl) {
+                *sl = 0;
+                len = (size_t)(sl - out);
+            }
             continue;
         }
         int w = snprintf(out + len, n - len, "/%s", c);
-        if (w < 0 || (size_t)w >= n - len) { out[len] = 0; return; }
+        if (w < 0 || (size_t)w >= n - len) {
+            out[len] = 0;
+            return;
+        }
         len += (size_t)w;
     }
     if (!len) snprintf(out, n, "/");
@@ -119,10 +128,15 @@ static void relative_to(const char *from, const char *to, char *out, size_t n)
     /* the longest common prefix ending at a component boundary */
     while (from[i] && to[i] && from[i] == to[i]) {
         i++;
-        if (from[i] == '/' || from[i] == 0) { if (to[i] == '/' || to[i] == 0) common = i; }
+        if (from[i] == '/' || from[i] == 0) {
+            if (to[i] == '/' || to[i] == 0) common = i;
+        }
     }
     if (!strcmp(from, "/")) common = 0;
-    if (common == 0) { snprintf(out, n, "%s", to); return; }   /* only the root shared: absolute is clearer */
+    if (common == 0) {
+        snprintf(out, n, "%s", to);
+        return;
+    } /* only the root shared: absolute is clearer */
     size_t len = 0;
     out[0] = 0;
     for (const char *p = from + common; *p; ++p)
@@ -149,37 +163,44 @@ static int copy_mtl(FILE *f, const bk_scene_mtl *m, const char *out_real, char *
 {
     char mtl_dir[4096], mtl_real[PATH_MAX];
     dir_of(m->path, mtl_dir, sizeof mtl_dir);
-    int have_dir = realpath(mtl_dir, mtl_real) != NULL;
+    int   have_dir = realpath(mtl_dir, mtl_real) != NULL;
     FILE *in = fopen(m->path, "rb");
-    if (!in) {   /* the loader warned already; say so in the copy too */
+    if (!in) { /* the loader warned already; say so in the copy too */
         fprintf(f, "# %s: cannot be read (%s): its materials are missing\n", m->path, strerror(errno));
         return 0;
     }
     fprintf(f, "\n# copied from %s%s%s, texture paths rewritten for this folder\n", have_dir ? mtl_real : m->path,
             have_dir ? "/" : "", have_dir ? (strrchr(m->path, '/') ? strrchr(m->path, '/') + 1 : m->path) : "");
-    char *line = NULL;
-    size_t cap = 0;
+    char   *line = NULL;
+    size_t  cap = 0;
     ssize_t got;
     while ((got = getline(&line, &cap, in)) >= 0) {
         size_t len = (size_t)got;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (strlen(line) != len) len = strlen(line);         /* a NUL inside the line ends it */
+        if (strlen(line) != len) len = strlen(line); /* a NUL inside the line ends it */
         const char *k = line;
         while (*k == ' ' || *k == '\t') k++;
         const char *ke = k;
         while (*ke && *ke != ' ' && *ke != '\t') ke++;
-        if (!have_dir || !is_map_keyword(k, (size_t)(ke - k))) { fprintf(f, "%s\n", line); continue; }
+        if (!have_dir || !is_map_keyword(k, (size_t)(ke - k))) {
+            fprintf(f, "%s\n", line);
+            continue;
+        }
         const char *name = bk_mtl_map_file(ke);
-        size_t nl = strlen(name);
+        size_t      nl = strlen(name);
         while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\t')) nl--;
-        if (!nl || name[0] == '/') { fprintf(f, "%s\n", line); continue; }
+        if (!nl || name[0] == '/') {
+            fprintf(f, "%s\n", line);
+            continue;
+        }
         char tex[4096], abs_path[8192], norm[8192], rel[8192];
         snprintf(tex, sizeof tex, "%.*s", (int)nl, name);
         snprintf(abs_path, sizeof abs_path, "%s/%s", mtl_real, tex);
         if (strchr(tex, '\\') && access(abs_path, F_OK) != 0) {
             char alt[8192];
             snprintf(alt, sizeof alt, "%s", abs_path);
-            for (char *c = alt + strlen(mtl_real); *c; ++c) if (*c == '\\') *c = '/';
+            for (char *c = alt + strlen(mtl_real); *c; ++c)
+                if (*c == '\\') *c = '/';
             if (access(alt, F_OK) == 0) snprintf(abs_path, sizeof abs_path, "%s", alt);
         }
         normalise(abs_path, norm, sizeof norm);
@@ -205,28 +226,33 @@ static int write_mtllib(FILE *f, const bk_scene *s, const char *out_path, FILE *
     char out_dir[4096], out_real[PATH_MAX];
     dir_of(out_path, out_dir, sizeof out_dir);
     struct stat b;
-    int have_out = stat(out_dir, &b) == 0 && realpath(out_dir, out_real) != NULL, copied = 0;
+    int         have_out = stat(out_dir, &b) == 0 && realpath(out_dir, out_real) != NULL, copied = 0;
     for (uint32_t i = 0; i < s->mtl_count; ++i) {
         const bk_scene_mtl *m = &s->mtls[i];
-        char real[PATH_MAX], cwd[4096];
+        char                real[PATH_MAX], cwd[4096];
         if (mtl_in_dir(m, have_out ? &b : NULL)) fprintf(f, "mtllib %s\n", m->name);
         else if (mtl_f && have_out) {
             if (copy_mtl(mtl_f, m, out_real, err, err_size)) return -1;
             copied++;
         } else if (m->path[0] == '/') fprintf(f, "mtllib %s\n", m->path);
         else if (realpath(m->path, real)) fprintf(f, "mtllib %s\n", real);
-        else if (getcwd(cwd, sizeof cwd)) fprintf(f, "mtllib %s/%s\n", cwd, m->path);   /* a missing MTL stays named */
+        else if (getcwd(cwd, sizeof cwd)) fprintf(f, "mtllib %s/%s\n", cwd, m->path); /* a missing MTL stays named */
     }
     return copied;
 }
 
-typedef struct vt_map { uint64_t *keys; uint32_t *vals; size_t cap; uint32_t count; } vt_map;
+typedef struct vt_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t    cap;
+    uint32_t  count;
+} vt_map;
 
 static uint32_t vt_index(vt_map *m, float u, float v, float *out_uv)
 {
     uint64_t key = (uint64_t)bk_float_bits(u) << 32 | bk_float_bits(v);
     uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    size_t i = (size_t)(h >> 20) & (m->cap - 1);
+    size_t   i = (size_t)(h >> 20) & (m->cap - 1);
     for (;;) {
         if (m->vals[i] == BK_NONE) {
             m->keys[i] = key;
@@ -246,22 +272,27 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
                      FILE *mtl_f, const char *mtl_path, char *err, size_t err_size)
 {
     if (a->tri_count != s->tri_count)
-        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count, s->tri_count);
+        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count,
+                       s->tri_count);
     if ((mtl_f != NULL) != (mtl_path != NULL)) return bk_fail(err, err_size, "%s: an MTL stream needs its path", path);
-    if (vm && (vm->first_quad_tri + 2 * (uint64_t)vm->quad_count != s->tri_count || (vm->quad_count && (!mtl_f || !mtl_path))))
+    if (vm && (vm->first_quad_tri + 2 * (uint64_t)vm->quad_count != s->tri_count ||
+               (vm->quad_count && (!mtl_f || !mtl_path))))
         return bk_fail(err, err_size, "%s: the voxel surface does not match the scene", path);
     uint32_t T = s->tri_count, T0 = vm ? vm->first_quad_tri : T;
-    size_t corners = 3 * (size_t)T;
-    vt_map m;
+    size_t   corners = 3 * (size_t)T;
+    vt_map   m;
     m.cap = 16;
     while (m.cap < 2 * corners) m.cap <<= 1;
     m.keys = malloc(sizeof(uint64_t) * m.cap);
     m.vals = malloc(sizeof(uint32_t) * m.cap);
     m.count = 0;
     uint32_t *corner_vt = malloc(sizeof(uint32_t) * corners + 1);
-    float *uvs = malloc(sizeof(float) * 2 * corners + 1);
+    float    *uvs = malloc(sizeof(float) * 2 * corners + 1);
     if (!m.keys || !m.vals || !corner_vt || !uvs) {
-        free(m.keys); free(m.vals); free(corner_vt); free(uvs);
+        free(m.keys);
+        free(m.vals);
+        free(corner_vt);
+        free(uvs);
         return bk_fail(err, err_size, "%s: out of memory", path);
     }
     memset(m.vals, 0xFF, sizeof(uint32_t) * m.cap);
@@ -271,23 +302,33 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
     }
     int pages = a->page_count > 1 && a->tri_page;
 
-    fprintf(f, "# written by baker: the scene with its lightmap UVs as vt (atlas %dx%d, %u charts)\n",
-            a->width, a->height, a->chart_count);
+    fprintf(f, "# written by baker: the scene with its lightmap UVs as vt (atlas %dx%d, %u charts)\n", a->width,
+            a->height, a->chart_count);
     if (pages)
-        fprintf(f, "# %d lightmap pages: vt are within a face's page; each face is in group page_K (K from 0) of its page\n",
-                a->page_count);
+        fprintf(
+            f,
+            "# %d lightmap pages: vt are within a face's page; each face is in group page_K (K from 0) of its page\n",
+            a->page_count);
     if (vm && vm->quad_count)
-        fprintf(f, "# voxels: %u merged quads of visible faces in world units (voxels), group vox_instance_I per instance\n",
-                vm->quad_count);
+        fprintf(
+            f,
+            "# voxels: %u merged quads of visible faces in world units (voxels), group vox_instance_I per instance\n",
+            vm->quad_count);
     if (mtl_f) {
         const char *ob = strrchr(path, '/');
         fprintf(mtl_f, BK_MTL_SIGNATURE " for %s: the materials of its mtllib line\n", ob ? ob + 1 : path);
     }
     int copied = mtllib ? write_mtllib(f, s, path, mtl_f, err, err_size) : 0;
-    if (copied < 0) { free(m.keys); free(m.vals); free(corner_vt); free(uvs); return -1; }
+    if (copied < 0) {
+        free(m.keys);
+        free(m.vals);
+        free(corner_vt);
+        free(uvs);
+        return -1;
+    }
     if (mtl_f && (copied || (vm && vm->quad_count))) {
         const char *base = strrchr(mtl_path, '/');
-        fprintf(f, "mtllib %s\n", base ? base + 1 : mtl_path);   /* written beside the OBJ */
+        fprintf(f, "mtllib %s\n", base ? base + 1 : mtl_path); /* written beside the OBJ */
     }
     for (uint32_t v = 0; v < s->vertex_count; ++v) {
         const float *p = s->positions + 3 * (size_t)v;
@@ -302,14 +343,19 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         }
     uint32_t cur_mat = BK_NONE, cur_page = BK_NONE;
     for (uint32_t t = 0; t < T0; ++t) {
-        if (pages && a->tri_page[t] != cur_page) { cur_page = a->tri_page[t]; fprintf(f, "g page_%u\n", cur_page); }
+        if (pages && a->tri_page[t] != cur_page) {
+            cur_page = a->tri_page[t];
+            fprintf(f, "g page_%u\n", cur_page);
+        }
         if (s->tri_material && s->materials) {
             uint32_t mt = s->tri_material[t];
-            if (mt != cur_mat && mt != BK_NONE && mt < s->material_count) fprintf(f, "usemtl %s\n", s->materials[mt].name);
+            if (mt != cur_mat && mt != BK_NONE && mt < s->material_count)
+                fprintf(f, "usemtl %s\n", s->materials[mt].name);
             cur_mat = mt;
         }
         int vn = have_vn;
-        for (int k = 0; k < 3 && vn; ++k) vn = s->tri_vn[3 * (size_t)t + k] != BK_NONE && s->tri_vn[3 * (size_t)t + k] < s->normal_count;
+        for (int k = 0; k < 3 && vn; ++k)
+            vn = s->tri_vn[3 * (size_t)t + k] != BK_NONE && s->tri_vn[3 * (size_t)t + k] < s->normal_count;
         fputc('f', f);
         for (int k = 0; k < 3; ++k) {
             size_t c = 3 * (size_t)t + k;
@@ -324,19 +370,26 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
     cur_mat = BK_NONE;
     for (uint32_t q = 0; vm && q < vm->quad_count; ++q) {
         const bk_vox_quad *Q = &vm->quads[q];
-        size_t t = (size_t)T0 + 2 * (size_t)q;
-        uint32_t pg = pages ? a->tri_page[t] : 0;
+        size_t             t = (size_t)T0 + 2 * (size_t)q;
+        uint32_t           pg = pages ? a->tri_page[t] : 0;
         if (Q->instance != cur_inst || (pages && pg != cur_page)) {
-            cur_inst = Q->instance; cur_page = pg;
+            cur_inst = Q->instance;
+            cur_page = pg;
             if (pages) fprintf(f, "g vox_instance_%u page_%u\n", cur_inst, pg);
             else fprintf(f, "g vox_instance_%u\n", cur_inst);
         }
-        if (Q->material != cur_mat) { cur_mat = Q->material; fprintf(f, "usemtl vox_%u\n", cur_mat); }
+        if (Q->material != cur_mat) {
+            cur_mat = Q->material;
+            fprintf(f, "usemtl vox_%u\n", cur_mat);
+        }
         size_t c[4] = { 3 * t, 3 * t + 1, 3 * t + 2, 3 * t + 5 };
-        fprintf(f, "f %u/%u %u/%u %u/%u %u/%u\n", s->tri_v[c[0]] + 1, corner_vt[c[0]] + 1, s->tri_v[c[1]] + 1, corner_vt[c[1]] + 1,
-                s->tri_v[c[2]] + 1, corner_vt[c[2]] + 1, s->tri_v[c[3]] + 1, corner_vt[c[3]] + 1);
+        fprintf(f, "f %u/%u %u/%u %u/%u %u/%u\n", s->tri_v[c[0]] + 1, corner_vt[c[0]] + 1, s->tri_v[c[1]] + 1,
+                corner_vt[c[1]] + 1, s->tri_v[c[2]] + 1, corner_vt[c[2]] + 1, s->tri_v[c[3]] + 1, corner_vt[c[3]] + 1);
     }
-    free(m.keys); free(m.vals); free(corner_vt); free(uvs);
+    free(m.keys);
+    free(m.vals);
+    free(corner_vt);
+    free(uvs);
     if (vm && vm->quad_count) {
         /* the quads' materials: palette colours (linear, as the bake used them) */
         uint8_t *used = calloc((size_t)s->material_count + 1, 1);
@@ -347,7 +400,8 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         for (uint32_t i = 0; i < s->material_count; ++i) {
             if (!used[i]) continue;
             const bk_material *mt = &s->materials[i];
-            fprintf(mtl_f, "newmtl vox_%u\nKd %.9g %.9g %.9g\n", i, (double)mt->kd[0], (double)mt->kd[1], (double)mt->kd[2]);
+            fprintf(mtl_f, "newmtl vox_%u\nKd %.9g %.9g %.9g\n", i, (double)mt->kd[0], (double)mt->kd[1],
+                    (double)mt->kd[2]);
             if (mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0)
                 fprintf(mtl_f, "Ke %.9g %.9g %.9g\n", (double)mt->ke[0], (double)mt->ke[1], (double)mt->ke[2]);
         }
@@ -368,17 +422,20 @@ int bk_mesh_write_obj_vox(FILE *f, const char *path, const bk_scene *s, const bk
     return write_obj(f, path, s, vm, a, 1, mtl_f, mtl_path, err, err_size);
 }
 
-int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path,
-                      char *err, size_t err_size)
+int bk_mesh_write_obj(const char *path, const bk_scene *s, const bk_atlas *a, const char *scene_path, char *err,
+                      size_t err_size)
 {
     bk_outputs o;
     bk_outputs_init(&o);
     char *mtl = scene_path && bk_mesh_obj_copies_mtl(s, path) ? bk_mesh_mtl_name(path) : NULL;
-    int oi, mi = -1, rc = -1;
+    int   oi, mi = -1, rc = -1;
     FILE *f, *mf = NULL;
     if (scene_path && bk_mesh_obj_copies_mtl(s, path) && !mtl) return bk_fail(err, err_size, "%s: out of memory", path);
-    if (bk_outputs_scene_inputs(&o, s, err, err_size) || (oi = bk_outputs_add(&o, "output", path, 0, err, err_size)) < 0) goto out;
-    if (mtl && (bk_mesh_mtl_check(mtl, path, err, err_size) || (mi = bk_outputs_add(&o, "output (its MTL)", mtl, 0, err, err_size)) < 0))
+    if (bk_outputs_scene_inputs(&o, s, err, err_size) ||
+        (oi = bk_outputs_add(&o, "output", path, 0, err, err_size)) < 0)
+        goto out;
+    if (mtl && (bk_mesh_mtl_check(mtl, path, err, err_size) ||
+                (mi = bk_outputs_add(&o, "output (its MTL)", mtl, 0, err, err_size)) < 0))
         goto out;
     if (!(f = bk_outputs_open(&o, oi, err, err_size)) || (mtl && !(mf = bk_outputs_open(&o, mi, err, err_size))) ||
         write_obj(f, path, s, NULL, a, scene_path != NULL, mf, mtl, err, err_size))

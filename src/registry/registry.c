@@ -29,10 +29,14 @@ static bk_backend *cuda_init_device(int device, char *msg, size_t msg_size)
 {
     return bk_backend_cuda_init_device(device, msg, msg_size);
 }
-static void        cuda_release(int device) { bk_cuda_device_release(device); }
+static void cuda_release(int device) { bk_cuda_device_release(device); }
 #else
-static const char cuda_missing[] = "baker was built without CUDA (nvcc was not found at configure time)";
-static bk_backend *cuda_init(char *msg, size_t msg_size) { bk_fail(msg, msg_size, "%s", cuda_missing); return NULL; }
+static const char  cuda_missing[] = "baker was built without CUDA (nvcc was not found at configure time)";
+static bk_backend *cuda_init(char *msg, size_t msg_size)
+{
+    bk_fail(msg, msg_size, "%s", cuda_missing);
+    return NULL;
+}
 static int         cuda_device_count(void) { return 0; }
 static bk_backend *cuda_init_device(int device, char *msg, size_t msg_size)
 {
@@ -47,24 +51,24 @@ static bk_backend *cuda_init_device(int device, char *msg, size_t msg_size)
 
 static const bk_backend_reg rows[] = {
     {
-        .name          = "cpu",
-        .device_word   = "CPU",
+        .name = "cpu",
+        .device_word = "CPU",
         .starts_device = 0,
-        .device_count  = cpu_device_count,
-        .init          = cpu_init,
-        .init_device   = NULL,
-        .one_device    = "the CPU backend has one device, 0 (all its cores)",
-        .release       = NULL,
+        .device_count = cpu_device_count,
+        .init = cpu_init,
+        .init_device = NULL,
+        .one_device = "the CPU backend has one device, 0 (all its cores)",
+        .release = NULL,
     },
     {
-        .name          = "cuda",
-        .device_word   = "CUDA",
+        .name = "cuda",
+        .device_word = "CUDA",
         .starts_device = 1,
-        .device_count  = cuda_device_count,
-        .init          = cuda_init,
-        .init_device   = cuda_init_device,
-        .one_device    = NULL,
-        .release       = cuda_release,
+        .device_count = cuda_device_count,
+        .init = cuda_init,
+        .init_device = cuda_init_device,
+        .one_device = NULL,
+        .release = cuda_release,
     },
 };
 enum { ROWS = (int)(sizeof rows / sizeof rows[0]) };
@@ -96,8 +100,11 @@ const char *bk_backend_names(char *buf, size_t size, const char *sep, const char
     buf[0] = 0;
     for (int i = 0; i <= ROWS; ++i) {
         const char *word = i < ROWS ? rows[i].name : AUTO_NAME;
-        int w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == ROWS ? last : sep, word);
-        if (w < 0 || (size_t)w >= size - at) { buf[at] = 0; break; }      /* whole names only */
+        int         w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == ROWS ? last : sep, word);
+        if (w < 0 || (size_t)w >= size - at) {
+            buf[at] = 0;
+            break;
+        } /* whole names only */
         at += (size_t)w;
     }
     return buf;
@@ -150,7 +157,7 @@ bk_backend *bk_backend_init(const char *name, char *msg, size_t msg_size)
     }
     const bk_backend_reg *r = &rows[i];
     if (!r->starts_device) return r->init(msg, msg_size);
-    char why[256] = "";
+    char        why[256] = "";
     bk_backend *be = r->init(why, sizeof why);
     if (!be) bk_fail(msg, msg_size, "--backend %s: %s", r->name, why);
     return be;
@@ -160,7 +167,7 @@ int bk_backend_starts_device(const char *name)
 {
     int i = reg_lookup(name);
     if (i >= 0 && i < ROWS) return rows[i].starts_device;
-    return 1;       /* "auto" (and a name not known): it may */
+    return 1; /* "auto" (and a name not known): it may */
 }
 
 int bk_backend_device_count(const char *name)
@@ -175,7 +182,10 @@ static bk_backend *init_members(const bk_backend_reg *r, int is_auto, const int 
                                 size_t msg_size)
 {
     bk_backend **m = calloc((size_t)n, sizeof *m);
-    if (!m) { bk_fail(msg, msg_size, "out of memory"); return NULL; }
+    if (!m) {
+        bk_fail(msg, msg_size, "out of memory");
+        return NULL;
+    }
     char why[256] = "";
     for (int k = 0; k < n; ++k) {
         if (!(m[k] = r->init_device(devices[k], why, sizeof why))) {
@@ -197,7 +207,7 @@ bk_backend *bk_backend_init_devices(const char *name, const int *devices, int n,
     if (msg && msg_size) msg[0] = 0;
     if (n <= 1 && (n < 1 || devices[0] == 0)) return bk_backend_init(name, msg, msg_size);
     int i = reg_lookup(name);
-    if (i < 0) return bk_backend_init(name, msg, msg_size);     /* says it is unknown */
+    if (i < 0) return bk_backend_init(name, msg, msg_size); /* says it is unknown */
     const bk_backend_reg *r = i == ROWS ? auto_devices_row() : &rows[i];
     if (r->init_device && r->device_count() > 0) return init_members(r, i == ROWS, devices, n, msg, msg_size);
     if (r->init_device) bk_fail(msg, msg_size, "--backend %s: no usable %s device", r->name, r->device_word);
@@ -209,19 +219,22 @@ void bk_backend_free_last(bk_backend *be)
 {
     if (!be) return;
     enum { MAX_DEV = 256 };
-    int dev[MAX_DEV], n = 0;
+    int                   dev[MAX_DEV], n = 0;
     const bk_backend_reg *row[MAX_DEV];
-    bk_backend_caps caps;
+    bk_backend_caps       caps;
     be->i->caps(be, &caps);
     for (int k = 0; k < caps.devices && n < MAX_DEV; ++k) {
-        bk_backend *m = bk_backend_member(be, k);
+        bk_backend     *m = bk_backend_member(be, k);
         bk_backend_caps mc;
         if (!m) continue;
         m->i->caps(m, &mc);
         const bk_backend_reg *r = bk_backend_reg_find(m->i->name(m));
-        int dup = mc.device < 0 || !r || !r->release;
-        for (int j = 0; j < n && !dup; ++j) dup = dev[j] == mc.device && row[j] == r;   /* a device named twice: once */
-        if (!dup) { row[n] = r; dev[n++] = mc.device; }
+        int                   dup = mc.device < 0 || !r || !r->release;
+        for (int j = 0; j < n && !dup; ++j) dup = dev[j] == mc.device && row[j] == r; /* a device named twice: once */
+        if (!dup) {
+            row[n] = r;
+            dev[n++] = mc.device;
+        }
     }
     bk_backend_free(be);
     for (int j = 0; j < n; ++j) row[j]->release(dev[j]);

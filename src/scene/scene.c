@@ -7,7 +7,7 @@
  * models and instances of src follow those of dst, so the triangles of the first file keep their
  * numbers and the others follow in argument order.
  */
-#define _XOPEN_SOURCE 700   /* realpath */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "outputs.h"
 #include "scene.h"
 #include "util.h"
@@ -40,7 +40,7 @@ static char *dup_str(const char *s)
 {
     if (!s) return NULL;
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char  *d = malloc(n);
     if (d) memcpy(d, s, n);
     return d;
 }
@@ -54,17 +54,19 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
     if (v >= BK_NONE || t >= BK_NONE / 3 || m >= BK_NONE || vm > BK_VOX_MAX_MODELS || vi > BK_VOX_MAX_INSTANCES ||
         (uint64_t)dst->texcoord_count + src->texcoord_count >= BK_NONE ||
         (uint64_t)dst->normal_count + src->normal_count >= BK_NONE)
-        return bk_fail(err, err_size, "the scenes together are too large (%llu triangles, %llu vertices, %llu voxel instances)",
+        return bk_fail(err, err_size,
+                       "the scenes together are too large (%llu triangles, %llu vertices, %llu voxel instances)",
                        (unsigned long long)t, (unsigned long long)v, (unsigned long long)vi);
     size_t T0 = dst->tri_count, T = src->tri_count;
-    int has_vt = dst->tri_vt || src->tri_vt, has_vn = dst->tri_vn || src->tri_vn, has_mat = dst->tri_material || src->tri_material;
+    int    has_vt = dst->tri_vt || src->tri_vt, has_vn = dst->tri_vn || src->tri_vn,
+        has_mat = dst->tri_material || src->tri_material;
     /* per-triangle arrays one side lacks are made (BK_NONE) before concatenating */
-    uint32_t **arr[3] = { &dst->tri_vt, &dst->tri_vn, &dst->tri_material };
+    uint32_t      **arr[3] = { &dst->tri_vt, &dst->tri_vn, &dst->tri_material };
     const uint32_t *sarr[3] = { src->tri_vt, src->tri_vn, src->tri_material };
-    int want[3] = { has_vt, has_vn, has_mat }, per[3] = { 3, 3, 1 };
+    int             want[3] = { has_vt, has_vn, has_mat }, per[3] = { 3, 3, 1 };
     for (int k = 0; k < 3; ++k) {
         if (!want[k]) continue;
-        size_t n = per[k] * (T0 + T);
+        size_t    n = per[k] * (T0 + T);
         uint32_t *a = realloc(*arr[k], sizeof(uint32_t) * (n ? n : 1));
         if (!a) return bk_fail(err, err_size, "out of memory");
         if (!*arr[k]) memset(a, 0xFF, sizeof(uint32_t) * per[k] * T0);
@@ -73,17 +75,22 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
         *arr[k] = a;
     }
     if (cat((void **)&dst->tri_v, 3 * T0, src->tri_v, 3 * T, sizeof(uint32_t)) ||
-        cat((void **)&dst->positions, 3 * (size_t)dst->vertex_count, src->positions, 3 * (size_t)src->vertex_count, sizeof(float)) ||
-        cat((void **)&dst->texcoords, 2 * (size_t)dst->texcoord_count, src->texcoords, 2 * (size_t)src->texcoord_count, sizeof(float)) ||
-        cat((void **)&dst->normals, 3 * (size_t)dst->normal_count, src->normals, 3 * (size_t)src->normal_count, sizeof(float)) ||
+        cat((void **)&dst->positions, 3 * (size_t)dst->vertex_count, src->positions, 3 * (size_t)src->vertex_count,
+            sizeof(float)) ||
+        cat((void **)&dst->texcoords, 2 * (size_t)dst->texcoord_count, src->texcoords, 2 * (size_t)src->texcoord_count,
+            sizeof(float)) ||
+        cat((void **)&dst->normals, 3 * (size_t)dst->normal_count, src->normals, 3 * (size_t)src->normal_count,
+            sizeof(float)) ||
         cat((void **)&dst->materials, dst->material_count, src->materials, src->material_count, sizeof(bk_material)) ||
-        cat((void **)&dst->vox_instances, dst->vox_instance_count, src->vox_instances, src->vox_instance_count, sizeof(bk_vox_instance)))
+        cat((void **)&dst->vox_instances, dst->vox_instance_count, src->vox_instances, src->vox_instance_count,
+            sizeof(bk_vox_instance)))
         return bk_fail(err, err_size, "out of memory");
     shift(dst->tri_v, 3 * T0, 3 * T, dst->vertex_count);
     if (src->tri_vt) shift(dst->tri_vt, 3 * T0, 3 * T, dst->texcoord_count);
     if (src->tri_vn) shift(dst->tri_vn, 3 * T0, 3 * T, dst->normal_count);
     if (src->tri_material) shift(dst->tri_material, T0, T, dst->material_count);
-    for (uint32_t i = 0; i < src->vox_instance_count; ++i) dst->vox_instances[dst->vox_instance_count + i].model += dst->vox_model_count;
+    for (uint32_t i = 0; i < src->vox_instance_count; ++i)
+        dst->vox_instances[dst->vox_instance_count + i].model += dst->vox_model_count;
     if (src->mtl_count) {
         bk_scene_mtl *mt = realloc(dst->mtls, sizeof(bk_scene_mtl) * (dst->mtl_count + src->mtl_count));
         if (!mt) return bk_fail(err, err_size, "out of memory");
@@ -93,14 +100,16 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
             d->name = dup_str(src->mtls[i].name);
             d->path = dup_str(src->mtls[i].path);
             if ((src->mtls[i].name && !d->name) || (src->mtls[i].path && !d->path)) {
-                free(d->name); free(d->path);
+                free(d->name);
+                free(d->path);
                 return bk_fail(err, err_size, "out of memory");
             }
             dst->mtl_count++;
         }
     }
     if (src->vox_model_count) {
-        bk_vox_model *vm2 = realloc(dst->vox_models, sizeof(bk_vox_model) * (dst->vox_model_count + src->vox_model_count));
+        bk_vox_model *vm2 =
+            realloc(dst->vox_models, sizeof(bk_vox_model) * (dst->vox_model_count + src->vox_model_count));
         if (!vm2) return bk_fail(err, err_size, "out of memory");
         dst->vox_models = vm2;
         for (uint32_t i = 0; i < src->vox_model_count; ++i) {
@@ -118,14 +127,16 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
         if (!a) return bk_fail(err, err_size, "out of memory");
         if (!dst->tri_object) memset(a, 0xFF, sizeof(uint32_t) * T0);
         for (size_t i = 0; i < T; ++i)
-            a[T0 + i] = src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
+            a[T0 + i] =
+                src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
         dst->tri_object = a;
         if (src->object_count) {
             char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
             if (!n) return bk_fail(err, err_size, "out of memory");
             dst->object_names = n;
             for (uint32_t i = 0; i < src->object_count; ++i) {
-                if (!(n[dst->object_count] = dup_str(src->object_names[i]))) return bk_fail(err, err_size, "out of memory");
+                if (!(n[dst->object_count] = dup_str(src->object_names[i])))
+                    return bk_fail(err, err_size, "out of memory");
                 dst->object_count++;
             }
         }
@@ -143,7 +154,8 @@ int bk_scene_find_map(const bk_scene *s, const char *map, char *out)
 {
     char name[512], cand[PATH_MAX + 600];
     snprintf(name, sizeof name, "%s", map);
-    for (char *p = name; *p; ++p) if (*p == '\\') *p = '/';
+    for (char *p = name; *p; ++p)
+        if (*p == '\\') *p = '/';
     if (name[0] == '/') return realpath(name, out) && access(out, R_OK) == 0 ? 0 : -1;
     for (uint32_t i = 0; i < s->mtl_count; ++i) {
         const char *path = s->mtls[i].path ? s->mtls[i].path : "", *slash = strrchr(path, '/');
@@ -183,7 +195,10 @@ void bk_scene_free(bk_scene *s)
     for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
     free(s->object_names);
     free(s->materials);
-    for (uint32_t i = 0; i < s->mtl_count; ++i) { free(s->mtls[i].name); free(s->mtls[i].path); }
+    for (uint32_t i = 0; i < s->mtl_count; ++i) {
+        free(s->mtls[i].name);
+        free(s->mtls[i].path);
+    }
     free(s->mtls);
     for (uint32_t i = 0; i < s->vox_model_count; ++i) free(s->vox_models[i].xyzi);
     free(s->vox_models);

@@ -12,46 +12,46 @@
 #include "outputs.h"
 #include "vox.h"
 
-#define BK_NONE 0xFFFFFFFFu  /* absent index (no vt, no vn, no material) */
+#define BK_NONE 0xFFFFFFFFu /* absent index (no vt, no vn, no material) */
 
 typedef struct bk_material {
     char  name[128];
-    float kd[3];          /* diffuse albedo (MTL Kd), default 0.8 grey */
-    float ke[3];          /* emitted radiance (MTL Ke), default 0 */
-    char  map_kd[512];    /* diffuse texture path as written in the MTL, "" when none */
+    float kd[3];       /* diffuse albedo (MTL Kd), default 0.8 grey */
+    float ke[3];       /* emitted radiance (MTL Ke), default 0 */
+    char  map_kd[512]; /* diffuse texture path as written in the MTL, "" when none */
 } bk_material;
 
 /* Input limits (docs/formats.md): larger files are refused with a message, not read. */
-#define BK_SCENE_MAX_BYTES (4ull << 30)   /* OBJ text, after gunzip */
-#define BK_MTL_MAX_BYTES   (64ull << 20)  /* one MTL file */
-#define BK_KE_MAX          1.0e6f         /* MTL Ke (emitted radiance) above this is clamped, with a warning */
+#define BK_SCENE_MAX_BYTES (4ull << 30)  /* OBJ text, after gunzip */
+#define BK_MTL_MAX_BYTES   (64ull << 20) /* one MTL file */
+#define BK_KE_MAX          1.0e6f        /* MTL Ke (emitted radiance) above this is clamped, with a warning */
 
 /* An MTL file the OBJ names (mtllib), whether or not it could be read. */
 typedef struct bk_scene_mtl {
-    char *name;           /* as written after mtllib, relative to the OBJ's folder unless absolute */
-    char *path;           /* the file the loader opened (the OBJ's folder joined to name) */
+    char *name; /* as written after mtllib, relative to the OBJ's folder unless absolute */
+    char *path; /* the file the loader opened (the OBJ's folder joined to name) */
 } bk_scene_mtl;
 
 typedef struct bk_scene {
-    uint32_t     vertex_count;
-    float       *positions;     /* 3 floats per vertex */
-    uint32_t     texcoord_count;
-    float       *texcoords;     /* 2 floats per vt */
-    uint32_t     normal_count;
-    float       *normals;       /* 3 floats per vn */
-    uint32_t     tri_count;
-    uint32_t    *tri_v;         /* 3 position indices per triangle, 0-based */
-    uint32_t    *tri_vt;        /* 3 vt indices per triangle, BK_NONE where the face has none */
-    uint32_t    *tri_vn;        /* 3 vn indices per triangle, BK_NONE where the face has none */
-    uint32_t    *tri_material;  /* material per triangle, BK_NONE for the default material */
-    uint32_t    *tri_object;    /* per triangle: its o / g line in object_names, BK_NONE before the
-                                   first; NULL when the file has none */
-    uint32_t     object_count;
-    char       **object_names;  /* the names of the OBJ's o and g lines, one per line */
-    uint32_t     material_count;
-    bk_material *materials;
-    uint32_t     mtl_count;
-    bk_scene_mtl *mtls;         /* each MTL file once, in the order the OBJ names them */
+    uint32_t  vertex_count;
+    float    *positions; /* 3 floats per vertex */
+    uint32_t  texcoord_count;
+    float    *texcoords; /* 2 floats per vt */
+    uint32_t  normal_count;
+    float    *normals; /* 3 floats per vn */
+    uint32_t  tri_count;
+    uint32_t *tri_v;        /* 3 position indices per triangle, 0-based */
+    uint32_t *tri_vt;       /* 3 vt indices per triangle, BK_NONE where the face has none */
+    uint32_t *tri_vn;       /* 3 vn indices per triangle, BK_NONE where the face has none */
+    uint32_t *tri_material; /* material per triangle, BK_NONE for the default material */
+    uint32_t *tri_object;   /* per triangle: its o / g line in object_names, BK_NONE before the
+                               first; NULL when the file has none */
+    uint32_t      object_count;
+    char        **object_names; /* the names of the OBJ's o and g lines, one per line */
+    uint32_t      material_count;
+    bk_material  *materials;
+    uint32_t      mtl_count;
+    bk_scene_mtl *mtls; /* each MTL file once, in the order the OBJ names them */
     /* Voxels (vox.h), none in an OBJ scene. A .vox file adds 256 materials, one per palette
      * colour index (0 unused): kd the sRGB palette colour made linear, ke from MATL _emit. */
     uint32_t         vox_model_count;
@@ -63,7 +63,7 @@ typedef struct bk_scene {
 /* The files a loaded scene read besides itself, as inputs of the output policy (outputs.h; they
  * are known only once the OBJ is read): its MTL files and the textures its materials name (map_Kd,
  * bk_scene_find_map). 0, or the status of bk_outputs_input. */
-int  bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size);
+int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size);
 
 /* Frees every array of s (a loaded, appended or zeroed scene) and zeroes it. */
 void bk_scene_free(bk_scene *s);
@@ -71,12 +71,12 @@ void bk_scene_free(bk_scene *s);
  * and voxel models re-indexed past dst's), MTL names, voxel models and instances. dst may be an
  * empty (zeroed) scene. Returns 0, or -1 with err (out of memory, too large together); dst is
  * then still safe to free. */
-int  bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size);
+int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size);
 
 /* The file a material's map_Kd names, resolved into out (PATH_MAX bytes): relative to the folder
  * of one of the scene's MTL files (the material does not record which; the first folder holding
  * a readable file wins), or absolute. Backslashes, as Windows exporters write them, are folder
  * separators. 0, or -1 when no such file is found. */
-int  bk_scene_find_map(const bk_scene *s, const char *map, char *out);
+int bk_scene_find_map(const bk_scene *s, const char *map, char *out);
 
 #endif /* BK_SCENE_H */

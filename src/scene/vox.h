@@ -30,32 +30,32 @@
  * have, |t| + a model side + a brick, is at most 2^24 (BK_VOX_MAX_WORLD, which bk_geom_init
  * checks for any scene). 2^23 leaves that room: past 2^24 the walk read bricks out of bounds. */
 #define BK_VOX_MAX_COORD_LOG2 23
-#define BK_VOX_MAX_COORD     (1 << BK_VOX_MAX_COORD_LOG2)
-#define BK_VOX_MAX_WORLD     (1 << 24)    /* |x| of a voxel's world cells and bricks: floats hold it */
-#define BK_VOX_MAX_DEPTH     1024         /* nodes on a path from the scene graph's root */
+#define BK_VOX_MAX_COORD      (1 << BK_VOX_MAX_COORD_LOG2)
+#define BK_VOX_MAX_WORLD      (1 << 24) /* |x| of a voxel's world cells and bricks: floats hold it */
+#define BK_VOX_MAX_DEPTH      1024      /* nodes on a path from the scene graph's root */
 
 _Static_assert(BK_VOX_MAX_COORD + BK_VOX_MAX_SIZE + 4 <= BK_VOX_MAX_WORLD,
                "a model placed at the translation limit must stay where floats hold its cells exactly");
 
 typedef struct bk_vox_model {
-    uint32_t size[3];        /* x y z, each 1..BK_VOX_MAX_SIZE */
+    uint32_t size[3]; /* x y z, each 1..BK_VOX_MAX_SIZE */
     uint32_t voxel_count;
-    uint8_t *xyzi;           /* 4 bytes per voxel: x, y, z (< size), colour index 1..255 */
-    uint32_t material_base;  /* the voxel of colour index k has scene material material_base + k */
+    uint8_t *xyzi;          /* 4 bytes per voxel: x, y, z (< size), colour index 1..255 */
+    uint32_t material_base; /* the voxel of colour index k has scene material material_base + k */
 } bk_vox_model;
 
 typedef struct bk_vox_instance {
-    uint32_t model;          /* index into bk_scene.vox_models; a model may be placed many times */
-    uint8_t  rot;            /* the composed rotation as a MagicaVoxel _r byte */
-    int8_t   m[9];           /* the same rotation as a row-major matrix of -1 / 0 / 1 */
-    int32_t  t[3];           /* translation (see the top of the file) */
-    int32_t  lo[3], hi[3];   /* world box of the model's cells: integer corners, lo < hi */
+    uint32_t model;        /* index into bk_scene.vox_models; a model may be placed many times */
+    uint8_t  rot;          /* the composed rotation as a MagicaVoxel _r byte */
+    int8_t   m[9];         /* the same rotation as a row-major matrix of -1 / 0 / 1 */
+    int32_t  t[3];         /* translation (see the top of the file) */
+    int32_t  lo[3], hi[3]; /* world box of the model's cells: integer corners, lo < hi */
 } bk_vox_instance;
 
 /* The MagicaVoxel rotation byte: bits 0-1 the column of the non-zero entry of row 0, bits 2-3
  * that of row 1 (row 2 takes the column left over), bits 4, 5, 6 the signs of rows 0, 1, 2
  * (1 = -1). Returns 0 for a byte that is not a permutation (two rows in one column). */
-int  bk_vox_rot_matrix(uint8_t rot, int8_t m[9]);
+int     bk_vox_rot_matrix(uint8_t rot, int8_t m[9]);
 uint8_t bk_vox_rot_byte(const int8_t m[9]);
 /* world = M (p - floor(size / 2)) + t: the instance's box and the translation T with
  * world = M p + T. */

@@ -23,7 +23,10 @@ uint8_t bk_vox_rot_byte(const int8_t m[9])
     int col[3] = { 0, 0, 0 }, neg[3] = { 0, 0, 0 };
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 3; ++c)
-            if (m[3 * r + c]) { col[r] = c; neg[r] = m[3 * r + c] < 0; }
+            if (m[3 * r + c]) {
+                col[r] = c;
+                neg[r] = m[3 * r + c] < 0;
+            }
     return (uint8_t)(col[0] | col[1] << 2 | neg[0] << 4 | neg[1] << 5 | neg[2] << 6);
 }
 
@@ -49,4 +52,3 @@ void bk_vox_instance_place(bk_vox_instance *in, const uint32_t size[3])
         in->hi[r] = a < b ? b : a;
     }
 }
-

@@ -33,36 +33,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CELL_SHIFT 4   /* the instance hash's cells: 16 voxels a side */
+#define CELL_SHIFT 4 /* the instance hash's cells: 16 voxels a side */
 
-typedef struct vm_face { uint8_t u, v, c, pad; } vm_face;
-typedef struct vm_quad { uint8_t u, v, c, pad; uint16_t w, h; } vm_quad;
+typedef struct vm_face {
+    uint8_t u, v, c, pad;
+} vm_face;
+typedef struct vm_quad {
+    uint8_t  u, v, c, pad;
+    uint16_t w, h;
+} vm_quad;
 
 typedef struct vm_model {
-    uint64_t *occ;           /* 1 bit per cell, index x + sx (y + sy z) */
-    uint32_t  base[7];       /* slices of model direction md: base[md] .. base[md + 1] */
-    uint32_t *face_at;       /* base[6] + 1 offsets into faces, per (direction, slice) */
-    uint32_t *quad_at;       /* the same into quads */
+    uint64_t *occ;     /* 1 bit per cell, index x + sx (y + sy z) */
+    uint32_t  base[7]; /* slices of model direction md: base[md] .. base[md + 1] */
+    uint32_t *face_at; /* base[6] + 1 offsets into faces, per (direction, slice) */
+    uint32_t *quad_at; /* the same into quads */
     vm_face  *faces;
     vm_quad  *quads;
 } vm_model;
 
 typedef struct vm_xf {
-    int     col[3], sgn[3];  /* world row r = sgn[r] * model axis col[r] */
-    int32_t T[3];            /* world point = M p + T */
-    int     det;             /* +1 or -1 */
-    int32_t lo[3], hi[3];    /* world cell box */
+    int     col[3], sgn[3]; /* world row r = sgn[r] * model axis col[r] */
+    int32_t T[3];           /* world point = M p + T */
+    int     det;            /* +1 or -1 */
+    int32_t lo[3], hi[3];   /* world cell box */
 } vm_xf;
 
 typedef struct vm_hash {
-    int32_t  *keys;          /* 3 per slot */
-    uint32_t *start;         /* per slot: first list entry; BK_NONE = empty slot */
-    uint32_t *count;
-    uint32_t *list;          /* instance ids, per cell in instance order */
-    uint32_t *bits_at;       /* per slot listing >= 2 instances: its occupancy bitmap; else BK_NONE */
-    _Atomic uint64_t *bits;  /* bitmaps: the union of the listed instances' voxels, 4096 bits
-                                (64 words) per cell, bit x + 16 (y + 16 z) of the cell's corner */
-    size_t    cap;
+    int32_t          *keys;  /* 3 per slot */
+    uint32_t         *start; /* per slot: first list entry; BK_NONE = empty slot */
+    uint32_t         *count;
+    uint32_t         *list;    /* instance ids, per cell in instance order */
+    uint32_t         *bits_at; /* per slot listing >= 2 instances: its occupancy bitmap; else BK_NONE */
+    _Atomic uint64_t *bits;    /* bitmaps: the union of the listed instances' voxels, 4096 bits
+                                  (64 words) per cell, bit x + 16 (y + 16 z) of the cell's corner */
+    size_t cap;
 } vm_hash;
 
 typedef struct vm_ctx {
@@ -70,36 +75,39 @@ typedef struct vm_ctx {
     vm_model       *models;
     vm_xf          *xf;
     vm_hash         H;
-    const uint8_t  *used;    /* per model: placed at least once */
-    atomic_uint     next;    /* the next chunk of work (models, then instances) */
-    atomic_int      failed;  /* out of memory in some worker */
-    uint32_t       *chunk_worker, *chunk_count;  /* per instance chunk: who made its quads, how many */
-    size_t         *chunk_first;                 /* ... and where they start in that worker's list */
+    const uint8_t  *used;                       /* per model: placed at least once */
+    atomic_uint     next;                       /* the next chunk of work (models, then instances) */
+    atomic_int      failed;                     /* out of memory in some worker */
+    uint32_t       *chunk_worker, *chunk_count; /* per instance chunk: who made its quads, how many */
+    size_t         *chunk_first;                /* ... and where they start in that worker's list */
 } vm_ctx;
 
 /* One worker's scratch and output; workers take chunks from vm_ctx.next. */
 typedef struct vm_work {
-    vm_ctx         *C;
-    int             id;
-    bk_vox_quad    *quads;   /* quads of the chunks this worker made, chunk after chunk */
-    size_t          nq, qcap;
-    uint8_t        *mask;    /* 256 x 256 greedy mask, all zero between uses */
-    vm_quad        *scratch; /* quads of one re-merged slice */
-    uint32_t       *ctab;    /* an instance box's hash cells: bitmap index or BK_NONE */
-    uint8_t        *hid;     /* per face of one slice: hidden by another instance */
-    uint8_t        *grid;    /* a model's dense colour grid */
-    size_t          grid_cap;
-    uint64_t        hidden;
-    uint64_t        steps;   /* bk_voxmesh.hide_steps of the instances this worker made */
-    pthread_t       thread;
+    vm_ctx      *C;
+    int          id;
+    bk_vox_quad *quads; /* quads of the chunks this worker made, chunk after chunk */
+    size_t       nq, qcap;
+    uint8_t     *mask;    /* 256 x 256 greedy mask, all zero between uses */
+    vm_quad     *scratch; /* quads of one re-merged slice */
+    uint32_t    *ctab;    /* an instance box's hash cells: bitmap index or BK_NONE */
+    uint8_t     *hid;     /* per face of one slice: hidden by another instance */
+    uint8_t     *grid;    /* a model's dense colour grid */
+    size_t       grid_cap;
+    uint64_t     hidden;
+    uint64_t     steps; /* bk_voxmesh.hide_steps of the instances this worker made */
+    pthread_t    thread;
 } vm_work;
 
-#define INST_CHUNK 64   /* instances per chunk: fine enough to balance, coarse enough to be cheap */
-#define BOX_CELLS  (BK_VOX_MAX_SIZE / 16 + 2)   /* hash cells along a model box grown by 1 */
+#define INST_CHUNK 64 /* instances per chunk: fine enough to balance, coarse enough to be cheap */
+#define BOX_CELLS  (BK_VOX_MAX_SIZE / 16 + 2) /* hash cells along a model box grown by 1 */
 
 /* ---- models ------------------------------------------------------------------------------- */
 
-static size_t cell_index(const uint32_t *sz, int x, int y, int z) { return (size_t)x + sz[0] * ((size_t)y + sz[1] * (size_t)z); }
+static size_t cell_index(const uint32_t *sz, int x, int y, int z)
+{
+    return (size_t)x + sz[0] * ((size_t)y + sz[1] * (size_t)z);
+}
 
 /* Greedy merge of mask rows [v0, v1] (nu wide): emits rectangles of one colour in scan order and
  * leaves the mask zero. Returns the number written to out. */
@@ -116,13 +124,18 @@ static uint32_t greedy(uint8_t *mask, int nu, int v0, int v1, vm_quad *out)
             int h = 1;
             for (; v + h <= v1; ++h) {
                 const uint8_t *r2 = mask + (size_t)(v + h) * nu + u;
-                int k = 0;
+                int            k = 0;
                 while (k < w && r2[k] == c) ++k;
                 if (k < w) break;
             }
             for (int j = 0; j < h; ++j) memset(mask + (size_t)(v + j) * nu + u, 0, (size_t)w);
             vm_quad *q = &out[n++];
-            q->u = (uint8_t)u; q->v = (uint8_t)v; q->c = c; q->pad = 0; q->w = (uint16_t)w; q->h = (uint16_t)h;
+            q->u = (uint8_t)u;
+            q->v = (uint8_t)v;
+            q->c = c;
+            q->pad = 0;
+            q->w = (uint16_t)w;
+            q->h = (uint16_t)h;
             u += w - 1;
         }
     }
@@ -131,31 +144,37 @@ static uint32_t greedy(uint8_t *mask, int nu, int v0, int v1, vm_quad *out)
 
 static int model_build(vm_work *W, uint32_t mi)
 {
-    vm_ctx *C = W->C;
-    uint8_t **grid = &W->grid;
-    size_t *grid_cap = &W->grid_cap;
+    vm_ctx             *C = W->C;
+    uint8_t           **grid = &W->grid;
+    size_t             *grid_cap = &W->grid_cap;
     const bk_vox_model *m = &C->s->vox_models[mi];
-    vm_model *M = &C->models[mi];
-    const uint32_t *sz = m->size;
-    size_t vol = (size_t)sz[0] * sz[1] * sz[2];
+    vm_model           *M = &C->models[mi];
+    const uint32_t     *sz = m->size;
+    size_t              vol = (size_t)sz[0] * sz[1] * sz[2];
     if (vol > *grid_cap) {
         free(*grid);
         *grid = malloc(vol);
-        if (!*grid) { *grid_cap = 0; return -1; }
+        if (!*grid) {
+            *grid_cap = 0;
+            return -1;
+        }
         *grid_cap = vol;
     }
     uint8_t *g = *grid;
     memset(g, 0, vol);
     M->occ = calloc((vol + 63) / 64, sizeof(uint64_t));
-    uint32_t *cells = malloc(sizeof(uint32_t) * (m->voxel_count + 1));   /* each filled cell once */
-    if (!M->occ || !cells) { free(cells); return -1; }
+    uint32_t *cells = malloc(sizeof(uint32_t) * (m->voxel_count + 1)); /* each filled cell once */
+    if (!M->occ || !cells) {
+        free(cells);
+        return -1;
+    }
     uint32_t nc = 0;
     for (uint32_t i = 0; i < m->voxel_count; ++i) {
         const uint8_t *p = m->xyzi + 4 * (size_t)i;
         if (p[0] >= sz[0] || p[1] >= sz[1] || p[2] >= sz[2] || !p[3]) continue;
         size_t k = cell_index(sz, p[0], p[1], p[2]);
         if (!g[k]) cells[nc++] = (uint32_t)k;
-        g[k] = p[3];   /* a cell listed twice takes its last colour */
+        g[k] = p[3]; /* a cell listed twice takes its last colour */
         M->occ[k >> 6] |= 1ull << (k & 63);
     }
     M->base[0] = 0;
@@ -163,30 +182,46 @@ static int model_build(vm_work *W, uint32_t mi)
     uint32_t ns = M->base[6];
     M->face_at = calloc(ns + 1, sizeof(uint32_t));
     M->quad_at = malloc(sizeof(uint32_t) * (ns + 1));
-    if (!M->face_at || !M->quad_at) { free(cells); return -1; }
+    if (!M->face_at || !M->quad_at) {
+        free(cells);
+        return -1;
+    }
     /* faces by (direction, slice): count, then fill; O(voxels), not O(volume). Within a slice the
      * faces are in cell order, which the greedy mask does not depend on. */
     const size_t stride[3] = { 1, sz[0], (size_t)sz[0] * sz[1] };
-    size_t nf = 0;
+    size_t       nf = 0;
     for (int pass = 0; pass < 2; ++pass) {
         for (uint32_t i = 0; i < nc; ++i) {
             size_t k = cells[i];
-            int p[3] = { (int)(k % sz[0]), (int)(k / sz[0] % sz[1]), (int)(k / stride[2]) };
+            int    p[3] = { (int)(k % sz[0]), (int)(k / sz[0] % sz[1]), (int)(k / stride[2]) };
             for (int md = 0; md < 6; ++md) {
                 int a = md >> 1, sg = md & 1 ? -1 : 1, n = p[a] + sg;
                 if (n >= 0 && n < (int)sz[a] && g[sg > 0 ? k + stride[a] : k - stride[a]]) continue;
                 uint32_t *slot = &M->face_at[M->base[md] + (uint32_t)p[a]];
-                if (!pass) { ++*slot; continue; }
+                if (!pass) {
+                    ++*slot;
+                    continue;
+                }
                 vm_face *f = &M->faces[(*slot)++];
-                f->u = (uint8_t)p[(a + 1) % 3]; f->v = (uint8_t)p[(a + 2) % 3]; f->c = g[k]; f->pad = 0;
+                f->u = (uint8_t)p[(a + 1) % 3];
+                f->v = (uint8_t)p[(a + 2) % 3];
+                f->c = g[k];
+                f->pad = 0;
             }
         }
         if (!pass) {
             /* counts -> starts */
-            for (uint32_t j = 0; j < ns; ++j) { uint32_t c = M->face_at[j]; M->face_at[j] = (uint32_t)nf; nf += c; }
+            for (uint32_t j = 0; j < ns; ++j) {
+                uint32_t c = M->face_at[j];
+                M->face_at[j] = (uint32_t)nf;
+                nf += c;
+            }
             M->faces = malloc(sizeof(vm_face) * (nf ? nf : 1));
             M->quads = malloc(sizeof(vm_quad) * (nf ? nf : 1));
-            if (!M->faces || !M->quads) { free(cells); return -1; }
+            if (!M->faces || !M->quads) {
+                free(cells);
+                return -1;
+            }
         }
     }
     free(cells);
@@ -216,7 +251,14 @@ static int model_build(vm_work *W, uint32_t mi)
     return 0;
 }
 
-static void model_free(vm_model *M) { free(M->occ); free(M->face_at); free(M->quad_at); free(M->faces); free(M->quads); }
+static void model_free(vm_model *M)
+{
+    free(M->occ);
+    free(M->face_at);
+    free(M->quad_at);
+    free(M->faces);
+    free(M->quads);
+}
 
 /* ---- instances ---------------------------------------------------------------------------- */
 
@@ -226,9 +268,13 @@ static void xf_init(const bk_scene *s, const bk_vox_instance *in, vm_xf *X)
     bk_vox_instance_offset(in, sz, X->T);
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 3; ++c)
-            if (in->m[3 * r + c]) { X->col[r] = c; X->sgn[r] = in->m[3 * r + c] > 0 ? 1 : -1; }
+            if (in->m[3 * r + c]) {
+                X->col[r] = c;
+                X->sgn[r] = in->m[3 * r + c] > 0 ? 1 : -1;
+            }
     /* det of a signed permutation: the product of the signs times the permutation's parity */
-    int even = (X->col[0] == 0 && X->col[1] == 1) || (X->col[0] == 1 && X->col[1] == 2) || (X->col[0] == 2 && X->col[1] == 0);
+    int even =
+        (X->col[0] == 0 && X->col[1] == 1) || (X->col[0] == 1 && X->col[1] == 2) || (X->col[0] == 2 && X->col[1] == 0);
     X->det = (even ? 1 : -1) * X->sgn[0] * X->sgn[1] * X->sgn[2];
     for (int r = 0; r < 3; ++r) {
         int32_t a = X->T[r], b = X->T[r] + X->sgn[r] * (int32_t)sz[X->col[r]];
@@ -246,7 +292,7 @@ static int inst_has(const vm_ctx *C, uint32_t j, const int32_t *w)
     int p[3];
     for (int r = 0; r < 3; ++r) p[X->col[r]] = X->sgn[r] > 0 ? w[r] - X->T[r] : X->T[r] - w[r] - 1;
     const bk_vox_model *m = &C->s->vox_models[C->s->vox_instances[j].model];
-    size_t k = cell_index(m->size, p[0], p[1], p[2]);
+    size_t              k = cell_index(m->size, p[0], p[1], p[2]);
     return (int)(C->models[C->s->vox_instances[j].model].occ[k >> 6] >> (k & 63) & 1);
 }
 
@@ -269,10 +315,11 @@ static size_t hash_slot(const vm_hash *H, int32_t x, int32_t y, int32_t z)
 static int hash_build(vm_ctx *C)
 {
     uint32_t n = C->s->vox_instance_count;
-    size_t total = 0;
+    size_t   total = 0;
     for (uint32_t i = 0; i < n; ++i) {
         size_t k = 1;
-        for (int r = 0; r < 3; ++r) k *= (size_t)(((C->xf[i].hi[r] - 1) >> CELL_SHIFT) - (C->xf[i].lo[r] >> CELL_SHIFT) + 1);
+        for (int r = 0; r < 3; ++r)
+            k *= (size_t)(((C->xf[i].hi[r] - 1) >> CELL_SHIFT) - (C->xf[i].lo[r] >> CELL_SHIFT) + 1);
         total += k;
     }
     vm_hash *H = &C->H;
@@ -292,7 +339,12 @@ static int hash_build(vm_ctx *C)
                     for (int32_t x = X->lo[0] >> CELL_SHIFT; x <= (X->hi[0] - 1) >> CELL_SHIFT; ++x) {
                         size_t sl = hash_slot(H, x, y, z);
                         if (!pass) {
-                            if (H->start[sl] == BK_NONE) { H->start[sl] = 0; H->keys[3 * sl] = x; H->keys[3 * sl + 1] = y; H->keys[3 * sl + 2] = z; }
+                            if (H->start[sl] == BK_NONE) {
+                                H->start[sl] = 0;
+                                H->keys[3 * sl] = x;
+                                H->keys[3 * sl + 1] = y;
+                                H->keys[3 * sl + 2] = z;
+                            }
                             H->count[sl]++;
                         } else {
                             H->list[H->start[sl] + H->count[sl]++] = i;
@@ -302,14 +354,19 @@ static int hash_build(vm_ctx *C)
         if (!pass) {
             uint32_t off = 0;
             for (size_t sl = 0; sl < H->cap; ++sl)
-                if (H->start[sl] != BK_NONE) { H->start[sl] = off; off += H->count[sl]; H->count[sl] = 0; }
+                if (H->start[sl] != BK_NONE) {
+                    H->start[sl] = off;
+                    off += H->count[sl];
+                    H->count[sl] = 0;
+                }
         }
     }
     /* a bitmap per cell that two or more instances share, numbered in slot order */
     H->bits_at = malloc(sizeof(uint32_t) * H->cap);
     if (!H->bits_at) return -1;
     size_t nb = 0;
-    for (size_t sl = 0; sl < H->cap; ++sl) H->bits_at[sl] = H->start[sl] != BK_NONE && H->count[sl] >= 2 ? (uint32_t)nb++ : BK_NONE;
+    for (size_t sl = 0; sl < H->cap; ++sl)
+        H->bits_at[sl] = H->start[sl] != BK_NONE && H->count[sl] >= 2 ? (uint32_t)nb++ : BK_NONE;
     H->bits = calloc(64 * nb + 1, sizeof(uint64_t));
     return H->bits ? 0 : -1;
 }
@@ -328,11 +385,11 @@ static void box_cells(const vm_xf *X, int grow, int32_t c0[3], int n[3])
 /* Sets instance j's voxels in the bitmaps of the shared cells it is listed in. */
 static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
 {
-    const vm_hash *H = &C->H;
-    const vm_xf *X = &C->xf[j];
+    const vm_hash      *H = &C->H;
+    const vm_xf        *X = &C->xf[j];
     const bk_vox_model *m = &C->s->vox_models[C->s->vox_instances[j].model];
-    int32_t c0[3];
-    int n[3], any = 0;
+    int32_t             c0[3];
+    int                 n[3], any = 0;
     box_cells(X, 0, c0, n);
     for (int z = 0; z < n[2]; ++z)
         for (int y = 0; y < n[1]; ++y)
@@ -355,10 +412,11 @@ static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
         }
         uint32_t b = W->ctab[k[0] + n[0] * (k[1] + n[1] * k[2])];
         if (b == BK_NONE) continue;
-        uint32_t bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
+        uint32_t          bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
         _Atomic uint64_t *word = &H->bits[64 * (size_t)b + (bit >> 6)];
-        uint64_t mask = 1ull << (bit & 63);
-        if (!(atomic_load_explicit(word, memory_order_relaxed) & mask)) atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
+        uint64_t          mask = 1ull << (bit & 63);
+        if (!(atomic_load_explicit(word, memory_order_relaxed) & mask))
+            atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
         W->steps++;
     }
 }
@@ -370,7 +428,7 @@ static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
 static int world_filled(const vm_ctx *C, vm_work *W, uint32_t self, const int32_t *w)
 {
     const vm_hash *H = &C->H;
-    size_t sl = hash_slot(H, w[0] >> CELL_SHIFT, w[1] >> CELL_SHIFT, w[2] >> CELL_SHIFT);
+    size_t         sl = hash_slot(H, w[0] >> CELL_SHIFT, w[1] >> CELL_SHIFT, w[2] >> CELL_SHIFT);
     W->steps++;
     if (H->start[sl] == BK_NONE) return 0;
     uint32_t b = H->bits_at[sl];
@@ -388,42 +446,57 @@ static int world_filled(const vm_ctx *C, vm_work *W, uint32_t self, const int32_
 static void foreign_layers(const vm_ctx *C, vm_work *W, uint32_t i, int32_t c0[3], uint64_t layers[3])
 {
     const vm_hash *H = &C->H;
-    const vm_xf *X = &C->xf[i];
-    int n[3];
-    int32_t b0[3], b1[3];   /* the box's own (ungrown) cells */
+    const vm_xf   *X = &C->xf[i];
+    int            n[3];
+    int32_t        b0[3], b1[3]; /* the box's own (ungrown) cells */
     box_cells(X, 1, c0, n);
-    for (int r = 0; r < 3; ++r) { b0[r] = X->lo[r] >> CELL_SHIFT; b1[r] = (X->hi[r] - 1) >> CELL_SHIFT; layers[r] = 0; }
+    for (int r = 0; r < 3; ++r) {
+        b0[r] = X->lo[r] >> CELL_SHIFT;
+        b1[r] = (X->hi[r] - 1) >> CELL_SHIFT;
+        layers[r] = 0;
+    }
     for (int z = 0; z < n[2]; ++z)
         for (int y = 0; y < n[1]; ++y)
             for (int x = 0; x < n[0]; ++x) {
                 int32_t c[3] = { c0[0] + x, c0[1] + y, c0[2] + z };
-                size_t sl = hash_slot(H, c[0], c[1], c[2]);
+                size_t  sl = hash_slot(H, c[0], c[1], c[2]);
                 W->steps++;
                 if (H->start[sl] == BK_NONE || (H->count[sl] == 1 && H->list[H->start[sl]] == i)) continue;
                 for (int A = 0; A < 3; ++A) {
                     int B = (A + 1) % 3, D = (A + 2) % 3;
-                    if (c[B] >= b0[B] && c[B] <= b1[B] && c[D] >= b0[D] && c[D] <= b1[D]) layers[A] |= 1ull << (c[A] - c0[A]);
+                    if (c[B] >= b0[B] && c[B] <= b1[B] && c[D] >= b0[D] && c[D] <= b1[D])
+                        layers[A] |= 1ull << (c[A] - c0[A]);
                 }
             }
 }
 
-static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd, uint32_t mbase)
+static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t s, const vm_quad *q, int wd,
+                     uint32_t mbase)
 {
     if (W->nq == W->qcap) {
-        size_t cap = W->qcap ? 2 * W->qcap : 4096;
+        size_t       cap = W->qcap ? 2 * W->qcap : 4096;
         bk_vox_quad *p = realloc(W->quads, sizeof(bk_vox_quad) * cap);
         if (!p) return -1;
-        W->quads = p; W->qcap = cap;
+        W->quads = p;
+        W->qcap = cap;
     }
     int a = md >> 1, u = (a + 1) % 3, v = (a + 2) % 3, out = !(md & 1);
     int P[3], eu[3] = { 0, 0, 0 }, ev[3] = { 0, 0, 0 };
-    P[a] = (int)s + out; P[u] = q->u; P[v] = q->v;
-    eu[u] = 1; ev[v] = 1;
-    int len1 = q->w, len2 = q->h;
+    P[a] = (int)s + out;
+    P[u] = q->u;
+    P[v] = q->v;
+    eu[u] = 1;
+    ev[v] = 1;
+    int        len1 = q->w, len2 = q->h;
     const int *e1 = eu, *e2 = ev;
     /* (u, v, a) is right-handed: u then v turns counter-clockwise seen from +a. Seen from -a, or
      * through a mirror, the order reverses; both: it does not. */
-    if ((!out) != (X->det < 0)) { e1 = ev; e2 = eu; len1 = q->h; len2 = q->w; }
+    if ((!out) != (X->det < 0)) {
+        e1 = ev;
+        e2 = eu;
+        len1 = q->h;
+        len2 = q->w;
+    }
     bk_vox_quad *o = &W->quads[W->nq++];
     for (int r = 0; r < 3; ++r) {
         int c = X->col[r];
@@ -433,7 +506,8 @@ static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t
     }
     o->dir = (uint8_t)wd;
     o->colour = q->c;
-    o->w = (uint16_t)len1; o->h = (uint16_t)len2;
+    o->w = (uint16_t)len1;
+    o->h = (uint16_t)len2;
     o->instance = inst;
     o->material = mbase + q->c;
     return 0;
@@ -442,11 +516,11 @@ static int quad_push(vm_work *W, uint32_t inst, const vm_xf *X, int md, uint32_t
 static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
 {
     const bk_vox_instance *in = &C->s->vox_instances[i];
-    const bk_vox_model *m = &C->s->vox_models[in->model];
-    const vm_model *M = &C->models[in->model];
-    const vm_xf *X = &C->xf[i];
-    int32_t c0[3];
-    uint64_t layers[3];
+    const bk_vox_model    *m = &C->s->vox_models[in->model];
+    const vm_model        *M = &C->models[in->model];
+    const vm_xf           *X = &C->xf[i];
+    int32_t                c0[3];
+    uint64_t               layers[3];
     foreign_layers(C, W, i, c0, layers);
     for (int wd = 0; wd < 6; ++wd) {
         int A = wd >> 1, ws = wd & 1 ? -1 : 1;
@@ -456,13 +530,15 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
             uint32_t k = M->base[md] + s, f0 = M->face_at[k], f1 = M->face_at[k + 1];
             if (f0 == f1) continue;
             /* the world layer of cells just outside this slice, along A */
-            int32_t L = X->sgn[A] > 0 ? X->T[A] + (int32_t)s + ms : X->T[A] - ((int32_t)s + ms) - 1;
+            int32_t  L = X->sgn[A] > 0 ? X->T[A] + (int32_t)s + ms : X->T[A] - ((int32_t)s + ms) - 1;
             uint32_t nh = 0;
             if (layers[A] >> ((L >> CELL_SHIFT) - c0[A]) & 1) {
                 for (uint32_t f = f0; f < f1; ++f) {
                     const vm_face *F = &M->faces[f];
-                    int p[3];
-                    p[a] = (int)s + ms; p[u] = F->u; p[v] = F->v;
+                    int            p[3];
+                    p[a] = (int)s + ms;
+                    p[u] = F->u;
+                    p[v] = F->v;
                     int32_t w[3];
                     for (int r = 0; r < 3; ++r) {
                         int c = X->col[r];
@@ -499,23 +575,34 @@ static int instance_mesh(const vm_ctx *C, vm_work *W, uint32_t i)
 
 /* Quads [begin, end) as triangles: four vertices and two triangles each, from vertex v0 and
  * triangle t0 on (on the pool: every quad writes its own slots). */
-typedef struct quads_job { bk_voxmesh *out; uint32_t v0, t0; } quads_job;
+typedef struct quads_job {
+    bk_voxmesh *out;
+    uint32_t    v0, t0;
+} quads_job;
 
 static void quads_to_tris(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
     const quads_job *J = ctx;
-    bk_scene *s = &J->out->scene;
+    bk_scene        *s = &J->out->scene;
     for (size_t q = begin; q < end; ++q) {
         const bk_vox_quad *Q = &J->out->quads[q];
-        float *p = s->positions + 3 * ((size_t)J->v0 + 4 * q);
+        float             *p = s->positions + 3 * ((size_t)J->v0 + 4 * q);
         for (int r = 0; r < 3; ++r) {
             int32_t o = Q->o[r], a = Q->du[r] * Q->w, b = Q->dv[r] * Q->h;
-            p[r] = (float)o; p[3 + r] = (float)(o + a); p[6 + r] = (float)(o + a + b); p[9 + r] = (float)(o + b);
+            p[r] = (float)o;
+            p[3 + r] = (float)(o + a);
+            p[6 + r] = (float)(o + a + b);
+            p[9 + r] = (float)(o + b);
         }
-        uint32_t b = J->v0 + 4 * (uint32_t)q, t = J->t0 + 2 * (uint32_t)q;
+        uint32_t  b = J->v0 + 4 * (uint32_t)q, t = J->t0 + 2 * (uint32_t)q;
         uint32_t *f = s->tri_v + 3 * (size_t)t;
-        f[0] = b; f[1] = b + 1; f[2] = b + 2; f[3] = b; f[4] = b + 2; f[5] = b + 3;
+        f[0] = b;
+        f[1] = b + 1;
+        f[2] = b + 2;
+        f[3] = b;
+        f[4] = b + 2;
+        f[5] = b + 3;
         s->tri_material[t] = s->tri_material[t + 1] = Q->material;
         if (s->tri_vt) memset(s->tri_vt + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
         if (s->tri_vn) memset(s->tri_vn + 3 * (size_t)t, 0xFF, sizeof(uint32_t) * 6);
@@ -523,7 +610,13 @@ static void quads_to_tris(void *ctx, size_t begin, size_t end, int worker)
 }
 
 /* The chunks' quads into their places in instance order (on the pool), and their faces. */
-typedef struct gather_job { const vm_ctx *C; const vm_work *W; bk_vox_quad *dst; const size_t *at; uint64_t *faces; } gather_job;
+typedef struct gather_job {
+    const vm_ctx  *C;
+    const vm_work *W;
+    bk_vox_quad   *dst;
+    const size_t  *at;
+    uint64_t      *faces;
+} gather_job;
 
 static void gather_chunks(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -531,8 +624,8 @@ static void gather_chunks(void *ctx, size_t begin, size_t end, int worker)
     const gather_job *J = ctx;
     for (size_t c = begin; c < end; ++c) {
         const bk_vox_quad *src = J->W[J->C->chunk_worker[c]].quads + J->C->chunk_first[c];
-        uint32_t n = J->C->chunk_count[c];
-        uint64_t f = 0;
+        uint32_t           n = J->C->chunk_count[c];
+        uint64_t           f = 0;
         memcpy(J->dst + J->at[c], src, sizeof(bk_vox_quad) * n);
         for (uint32_t q = 0; q < n; ++q) f += (uint64_t)src[q].w * src[q].h;
         J->faces[c] = f;
@@ -541,12 +634,15 @@ static void gather_chunks(void *ctx, size_t begin, size_t end, int worker)
 
 static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t err_size)
 {
-    bk_scene tris = *src;   /* the triangles alone: voxels are not copied */
-    tris.vox_model_count = 0; tris.vox_models = NULL;
-    tris.vox_instance_count = 0; tris.vox_instances = NULL;
+    bk_scene tris = *src; /* the triangles alone: voxels are not copied */
+    tris.vox_model_count = 0;
+    tris.vox_models = NULL;
+    tris.vox_instance_count = 0;
+    tris.vox_instances = NULL;
     if (bk_scene_append(&out->scene, &tris, err, err_size)) return -1;
     bk_scene *s = &out->scene;
-    uint64_t T = (uint64_t)s->tri_count + 2 * (uint64_t)out->quad_count, V = (uint64_t)s->vertex_count + 4 * (uint64_t)out->quad_count;
+    uint64_t  T = (uint64_t)s->tri_count + 2 * (uint64_t)out->quad_count,
+             V = (uint64_t)s->vertex_count + 4 * (uint64_t)out->quad_count;
     if (T >= BK_NONE / 3 || V >= BK_NONE)
         return bk_fail(err, err_size, "voxel surface: %u quads make too many triangles", out->quad_count);
     float *pos = realloc(s->positions, sizeof(float) * 3 * (size_t)V + 1);
@@ -554,12 +650,16 @@ static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t er
     uint32_t *tv = realloc(s->tri_v, sizeof(uint32_t) * 3 * (size_t)T + 1);
     if (tv) s->tri_v = tv;
     uint32_t *tm = realloc(s->tri_material, sizeof(uint32_t) * (size_t)T + 1);
-    if (tm) { if (!s->tri_material) memset(tm, 0xFF, sizeof(uint32_t) * s->tri_count); s->tri_material = tm; }
+    if (tm) {
+        if (!s->tri_material) memset(tm, 0xFF, sizeof(uint32_t) * s->tri_count);
+        s->tri_material = tm;
+    }
     uint32_t *tvt = s->tri_vt ? realloc(s->tri_vt, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
     if (tvt) s->tri_vt = tvt;
     uint32_t *tvn = s->tri_vn ? realloc(s->tri_vn, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
     if (tvn) s->tri_vn = tvn;
-    if (!pos || !tv || !tm || (s->tri_vt && !tvt) || (s->tri_vn && !tvn)) return bk_fail(err, err_size, "voxel surface: out of memory");
+    if (!pos || !tv || !tm || (s->tri_vt && !tvt) || (s->tri_vn && !tvn))
+        return bk_fail(err, err_size, "voxel surface: out of memory");
     quads_job J = { out, s->vertex_count, s->tri_count };
     bk_parallel_for(out->quad_count, 16384, quads_to_tris, &J);
     s->vertex_count = (uint32_t)V;
@@ -571,7 +671,7 @@ static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t er
 static void *work_models(void *arg)
 {
     vm_work *W = arg;
-    vm_ctx *C = W->C;
+    vm_ctx  *C = W->C;
     uint32_t n = C->s->vox_model_count;
     for (;;) {
         uint32_t mi = atomic_fetch_add(&C->next, 1u);
@@ -584,15 +684,18 @@ static void *work_models(void *arg)
 static void *work_instances(void *arg)
 {
     vm_work *W = arg;
-    vm_ctx *C = W->C;
+    vm_ctx  *C = W->C;
     uint32_t n = C->s->vox_instance_count, chunks = (n + INST_CHUNK - 1) / INST_CHUNK;
     for (;;) {
         uint32_t c = atomic_fetch_add(&C->next, 1u);
         if (c >= chunks || atomic_load(&C->failed)) break;
-        size_t before = W->nq;
+        size_t   before = W->nq;
         uint32_t end = (c + 1) * INST_CHUNK < n ? (c + 1) * INST_CHUNK : n;
         for (uint32_t i = c * INST_CHUNK; i < end; ++i)
-            if (instance_mesh(C, W, i)) { atomic_store(&C->failed, 1); break; }
+            if (instance_mesh(C, W, i)) {
+                atomic_store(&C->failed, 1);
+                break;
+            }
         C->chunk_worker[c] = (uint32_t)W->id;
         C->chunk_first[c] = before;
         C->chunk_count[c] = (uint32_t)(W->nq - before);
@@ -603,7 +706,7 @@ static void *work_instances(void *arg)
 static void *work_raster(void *arg)
 {
     vm_work *W = arg;
-    vm_ctx *C = W->C;
+    vm_ctx  *C = W->C;
     uint32_t n = C->s->vox_instance_count, chunks = (n + INST_CHUNK - 1) / INST_CHUNK;
     for (;;) {
         uint32_t c = atomic_fetch_add(&C->next, 1u);
@@ -636,12 +739,15 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     atomic_init(&C.failed, 0);
     uint8_t *used = NULL;
     vm_work *W = NULL;
-    int rc = -1, nt = 0;
+    int      rc = -1, nt = 0;
     uint32_t NI = s->vox_instance_count, NM = s->vox_model_count, chunks = (NI + INST_CHUNK - 1) / INST_CHUNK;
     for (uint32_t i = 0; i < NI; ++i) {
         const bk_vox_instance *in = &s->vox_instances[i];
-        int8_t chk[9];
-        if (in->model >= NM) { bk_fail(err, err_size, "voxel instance %u: model %u of %u", i, in->model, NM); goto done; }
+        int8_t                 chk[9];
+        if (in->model >= NM) {
+            bk_fail(err, err_size, "voxel instance %u: model %u of %u", i, in->model, NM);
+            goto done;
+        }
         if (!bk_vox_rot_matrix(bk_vox_rot_byte(in->m), chk) || memcmp(chk, in->m, 9)) {
             bk_fail(err, err_size, "voxel instance %u: rotation is not a signed permutation", i);
             goto done;
@@ -650,7 +756,8 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     for (uint32_t mi = 0; mi < NM; ++mi)
         for (int r = 0; r < 3; ++r)
             if (s->vox_models[mi].size[r] < 1 || s->vox_models[mi].size[r] > BK_VOX_MAX_SIZE) {
-                bk_fail(err, err_size, "voxel model %u: size %u out of 1..%d", mi, s->vox_models[mi].size[r], BK_VOX_MAX_SIZE);
+                bk_fail(err, err_size, "voxel model %u: size %u out of 1..%d", mi, s->vox_models[mi].size[r],
+                        BK_VOX_MAX_SIZE);
                 goto done;
             }
     /* threads: never more than there are chunks of work (a lone prop runs on the caller's thread) */
@@ -677,34 +784,57 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         w->hid = malloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
         w->mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
         w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
-        if (!w->ctab || !w->hid || !w->mask || !w->scratch) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+        if (!w->ctab || !w->hid || !w->mask || !w->scratch) {
+            bk_fail(err, err_size, "voxel surface: out of memory");
+            goto done;
+        }
     }
     /* models placed at least once */
     for (uint32_t i = 0; i < NI; ++i) used[s->vox_instances[i].model] = 1;
     C.used = used;
     run_workers(W, nt, work_models);
-    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
-    for (int k = 0; k < nt; ++k) { free(W[k].grid); W[k].grid = NULL; W[k].grid_cap = 0; }
+    if (atomic_load(&C.failed)) {
+        bk_fail(err, err_size, "voxel surface: out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nt; ++k) {
+        free(W[k].grid);
+        W[k].grid = NULL;
+        W[k].grid_cap = 0;
+    }
     for (uint32_t i = 0; i < NI; ++i) {
         xf_init(s, &s->vox_instances[i], &C.xf[i]);
         out->voxel_count += s->vox_models[s->vox_instances[i].model].voxel_count;
     }
-    if (NI && hash_build(&C)) { bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI); goto done; }
+    if (NI && hash_build(&C)) {
+        bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI);
+        goto done;
+    }
     atomic_store(&C.next, 0u);
     if (NI) run_workers(W, nt, work_raster);
     atomic_store(&C.next, 0u);
     run_workers(W, nt, work_instances);
-    if (atomic_load(&C.failed)) { bk_fail(err, err_size, "voxel surface: out of memory"); goto done; }
+    if (atomic_load(&C.failed)) {
+        bk_fail(err, err_size, "voxel surface: out of memory");
+        goto done;
+    }
     /* the quads in instance order: chunk after chunk, from whichever worker made each */
     size_t total = 0;
     for (uint32_t c = 0; c < chunks; ++c) total += C.chunk_count[c];
-    for (int k = 0; k < nt; ++k) { out->hidden_faces += W[k].hidden; out->hide_steps += W[k].steps; }
-    if (total >= BK_NONE / 2) { bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total); goto done; }
+    for (int k = 0; k < nt; ++k) {
+        out->hidden_faces += W[k].hidden;
+        out->hide_steps += W[k].steps;
+    }
+    if (total >= BK_NONE / 2) {
+        bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total);
+        goto done;
+    }
     out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
-    size_t *at = malloc(sizeof(size_t) * (chunks + 1));
+    size_t   *at = malloc(sizeof(size_t) * (chunks + 1));
     uint64_t *faces = malloc(sizeof(uint64_t) * (chunks + 1));
     if (!out->quads || !at || !faces) {
-        free(at); free(faces);
+        free(at);
+        free(faces);
         bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total);
         goto done;
     }
@@ -713,19 +843,38 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
     gather_job G = { &C, W, out->quads, at, faces };
     bk_parallel_for(chunks, 16, gather_chunks, &G);
     for (uint32_t c = 0; c < chunks; ++c) out->face_count += faces[c];
-    free(at); free(faces);
+    free(at);
+    free(faces);
     out->quad_count = (uint32_t)total;
-    for (int k = 0; k < nt; ++k) { free(W[k].quads); W[k].quads = NULL; }
+    for (int k = 0; k < nt; ++k) {
+        free(W[k].quads);
+        W[k].quads = NULL;
+    }
     if (make_scene(s, out, err, err_size)) goto done;
     rc = 0;
 done:
     for (uint32_t mi = 0; C.models && mi < NM; ++mi) model_free(&C.models[mi]);
     for (int k = 0; W && k < nt; ++k) {
-        free(W[k].quads); free(W[k].mask); free(W[k].scratch); free(W[k].ctab); free(W[k].hid); free(W[k].grid);
+        free(W[k].quads);
+        free(W[k].mask);
+        free(W[k].scratch);
+        free(W[k].ctab);
+        free(W[k].hid);
+        free(W[k].grid);
     }
-    free(W); free(used);
-    free(C.models); free(C.xf); free(C.chunk_worker); free(C.chunk_count); free(C.chunk_first);
-    free(C.H.keys); free(C.H.start); free(C.H.count); free(C.H.list); free(C.H.bits_at); free((void *)C.H.bits);
+    free(W);
+    free(used);
+    free(C.models);
+    free(C.xf);
+    free(C.chunk_worker);
+    free(C.chunk_count);
+    free(C.chunk_first);
+    free(C.H.keys);
+    free(C.H.start);
+    free(C.H.count);
+    free(C.H.list);
+    free(C.H.bits_at);
+    free((void *)C.H.bits);
     if (rc) bk_voxmesh_free(out);
     out->seconds = bk_time_now() - t0;
     return rc;

@@ -40,28 +40,28 @@
 #include <stdint.h>
 
 typedef struct bk_vox_quad {
-    int32_t  o[3];          /* corner c0, world units (voxels)                          12 B */
-    int8_t   du[3], dv[3];  /* unit world vectors of the edges c0 -> c1 and c0 -> c3     6 B */
-    uint8_t  dir;           /* outward normal: 0 +x, 1 -x, 2 +y, 3 -y, 4 +z, 5 -z        1 B */
-    uint8_t  colour;        /* palette index 1..255                                      1 B */
-    uint16_t w, h;          /* faces along du and along dv                               4 B */
-    uint32_t instance;      /* index into the source scene's vox_instances               4 B */
-    uint32_t material;      /* scene material: model.material_base + colour              4 B */
-} bk_vox_quad;              /*                                                          32 B */
+    int32_t  o[3];         /* corner c0, world units (voxels)                          12 B */
+    int8_t   du[3], dv[3]; /* unit world vectors of the edges c0 -> c1 and c0 -> c3     6 B */
+    uint8_t  dir;          /* outward normal: 0 +x, 1 -x, 2 +y, 3 -y, 4 +z, 5 -z        1 B */
+    uint8_t  colour;       /* palette index 1..255                                      1 B */
+    uint16_t w, h;         /* faces along du and along dv                               4 B */
+    uint32_t instance;     /* index into the source scene's vox_instances               4 B */
+    uint32_t material;     /* scene material: model.material_base + colour              4 B */
+} bk_vox_quad;             /*                                                          32 B */
 
 typedef struct bk_voxmesh {
     bk_scene     scene;          /* the source's triangles, then 2 per quad; no voxels */
     uint32_t     first_quad_tri; /* the source's triangle count */
     uint32_t     quad_count;
     bk_vox_quad *quads;
-    uint64_t     face_count;     /* visible voxel faces: the sum of w * h */
-    uint64_t     hidden_faces;   /* faces visible in their own model but hidden by another
-                                    instance's voxel */
-    uint64_t     voxel_count;    /* instanced voxels (each instance counts its model's voxels) */
-    uint64_t     hide_steps;     /* work of finding hidden faces: hash cells visited, instances
-                                    compared, occupancy bits set and looked up (the thread count
-                                    does not change it; tests bound it) */
-    double       seconds;        /* time bk_voxmesh_build took */
+    uint64_t     face_count;   /* visible voxel faces: the sum of w * h */
+    uint64_t     hidden_faces; /* faces visible in their own model but hidden by another
+                                  instance's voxel */
+    uint64_t voxel_count;      /* instanced voxels (each instance counts its model's voxels) */
+    uint64_t hide_steps;       /* work of finding hidden faces: hash cells visited, instances
+                                  compared, occupancy bits set and looked up (the thread count
+                                  does not change it; tests bound it) */
+    double seconds;            /* time bk_voxmesh_build took */
 } bk_voxmesh;
 
 /* Builds the surface of s's voxels (s may have none: then the copy of its triangles alone).

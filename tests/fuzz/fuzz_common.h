@@ -15,8 +15,15 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#define BK_FUZZ_CHECK(x, ...) do { if (!(x)) { fprintf(stderr, "fuzz check failed: %s: ", #x); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define BK_FUZZ_CHECK(x, ...)                               \
+    do {                                                    \
+        if (!(x)) {                                         \
+            fprintf(stderr, "fuzz check failed: %s: ", #x); \
+            fprintf(stderr, __VA_ARGS__);                   \
+            fputc('\n', stderr);                            \
+            abort();                                        \
+        }                                                   \
+    } while (0)
 
 static char bk_fuzz_dir[512];
 
@@ -26,7 +33,7 @@ static inline void bk_fuzz_cleanup(void)
     DIR *d = opendir(bk_fuzz_dir);
     if (d) {
         struct dirent *e;
-        char p[1024];
+        char           p[1024];
         while ((e = readdir(d)) != NULL) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
             snprintf(p, sizeof p, "%s/%s", bk_fuzz_dir, e->d_name);
@@ -43,7 +50,10 @@ static inline const char *bk_fuzz_path(const char *name, char *buf, size_t n)
     if (!bk_fuzz_dir[0]) {
         const char *tmp = getenv("TMPDIR");
         snprintf(bk_fuzz_dir, sizeof bk_fuzz_dir, "%s/bk-fuzz-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-        if (!mkdtemp(bk_fuzz_dir)) { perror("mkdtemp"); abort(); }
+        if (!mkdtemp(bk_fuzz_dir)) {
+            perror("mkdtemp");
+            abort();
+        }
         atexit(bk_fuzz_cleanup);
     }
     snprintf(buf, n, "%s/%s", bk_fuzz_dir, name);
@@ -53,7 +63,10 @@ static inline const char *bk_fuzz_path(const char *name, char *buf, size_t n)
 static inline void bk_fuzz_write(const char *path, const void *data, size_t n)
 {
     FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) { perror(path); abort(); }
+    if (!f || (n && fwrite(data, 1, n, f) != n) || fclose(f) != 0) {
+        perror(path);
+        abort();
+    }
 }
 
 /* First occurrence of the separator sep in data[0, n), or NULL. */

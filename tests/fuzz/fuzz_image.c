@@ -19,9 +19,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[3][600];
+    static char        path[3][600];
     static const char *names[3] = { "in.png", "in.hdr", "in.exr" };
-    int t;
+    int                t;
     if (size >= 4 && !memcmp(data, "\x89PNG", 4)) t = 0;
     else if (size >= 2 && !memcmp(data, "#?", 2)) t = 1;
     else if (size >= 4 && !memcmp(data, "v/1\x01", 4)) t = 2;
@@ -29,10 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!path[t][0]) bk_fuzz_path(names[t], path[t], sizeof path[t]);
     bk_fuzz_write(path[t], data, size);
 
-    float *rgb = (float *)&t;      /* must be overwritten either way */
-    int w = -1, h = -1;
-    char err[1024];
-    err[0] = 'x'; err[1] = 0;
+    float *rgb = (float *)&t; /* must be overwritten either way */
+    int    w = -1, h = -1;
+    char   err[1024];
+    err[0] = 'x';
+    err[1] = 0;
     int rc = bk_image_read_max(path[t], FUZZ_IMAGE_MAX_PIXELS, &rgb, &w, &h, err, sizeof err);
     if (rc == 0) {
         BK_FUZZ_CHECK(rgb != NULL, "success without pixels");

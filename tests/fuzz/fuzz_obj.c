@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bk_fuzz_path("in.obj", obj, sizeof obj);
     bk_fuzz_path("in.obj.gz", gz, sizeof gz);
     bk_fuzz_path("in.mtl", mtl, sizeof mtl);
-    unlink(mtl);                        /* no stale MTL from an earlier input */
+    unlink(mtl); /* no stale MTL from an earlier input */
     const char *path = obj;
     if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
         bk_fuzz_write(gz, data, size);
@@ -56,9 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         const uint8_t *sep = bk_fuzz_find(data, size, MTL_SEP);
         if (sep) {
-            size_t head = (size_t)(sep - data), sl = strlen(MTL_SEP);
+            size_t            head = (size_t)(sep - data), sl = strlen(MTL_SEP);
             static const char line[] = "mtllib in.mtl\n";
-            uint8_t *buf = malloc(sizeof line - 1 + head + 1);
+            uint8_t          *buf = malloc(sizeof line - 1 + head + 1);
             if (!buf) return 0;
             memcpy(buf, line, sizeof line - 1);
             memcpy(buf + sizeof line - 1, data, head);
@@ -70,8 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     bk_scene s;
-    char err[1024];
-    err[0] = 'x'; err[1] = 0;
+    char     err[1024];
+    err[0] = 'x';
+    err[1] = 0;
     int rc = bk_scene_load(path, &s, err, sizeof err);
     if (rc == 0) {
         check_scene(&s);

@@ -22,7 +22,8 @@ static void check_reader(const char *path, const uint8_t *data, size_t size, con
     memcpy(&count, data + 8, 8);
     BK_FUZZ_CHECK(n == count && 16 + n * rec == size, "%s: %llu records from a %zu-byte file saying %llu", magic,
                   (unsigned long long)n, size, (unsigned long long)count);
-    BK_FUZZ_CHECK(arr != NULL && (n == 0 || !memcmp(arr, data + 16, n * rec)), "%s: records differ from the file", magic);
+    BK_FUZZ_CHECK(arr != NULL && (n == 0 || !memcmp(arr, data + 16, n * rec)), "%s: records differ from the file",
+                  magic);
     (void)path;
 }
 
@@ -34,14 +35,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bk_fuzz_write(in, data, size);
     char err[1024];
 
-    bk_ray *rays = (bk_ray *)1;    /* poison: the reader must set it */
+    bk_ray  *rays = (bk_ray *)1; /* poison: the reader must set it */
     uint64_t n = 7;
     err[0] = 0;
     int rc = bk_rays_read(in, &rays, &n, err, sizeof err);
     check_reader(in, data, size, "RAYS0001", sizeof(bk_ray), rc, rays, n, err);
     if (rc == 0) {
         BK_FUZZ_CHECK(bk_rays_write(out, rays, n, err, sizeof err) == 0, "write: %s", err);
-        bk_ray *back = NULL; uint64_t m = 0;
+        bk_ray  *back = NULL;
+        uint64_t m = 0;
         BK_FUZZ_CHECK(bk_rays_read(out, &back, &m, err, sizeof err) == 0, "read back: %s", err);
         BK_FUZZ_CHECK(m == n && (n == 0 || !memcmp(back, rays, n * sizeof(bk_ray))), "round trip changed the rays");
         free(back);
@@ -55,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_reader(in, data, size, "HITS0001", sizeof(bk_hit), rc, hits, n, err);
     if (rc == 0) {
         BK_FUZZ_CHECK(bk_hits_write(out, hits, n, err, sizeof err) == 0, "write: %s", err);
-        bk_hit *back = NULL; uint64_t m = 0;
+        bk_hit  *back = NULL;
+        uint64_t m = 0;
         BK_FUZZ_CHECK(bk_hits_read(out, &back, &m, err, sizeof err) == 0, "read back: %s", err);
         BK_FUZZ_CHECK(m == n && (n == 0 || !memcmp(back, hits, n * sizeof(bk_hit))), "round trip changed the hits");
         free(back);

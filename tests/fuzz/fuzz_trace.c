@@ -15,9 +15,9 @@
  * the traversal takes as parallel set to zero), recomputed in double, meets the triangle's plane
  * at t_d in [tmin, tmax], |t - t_d| <= 1e-5 |t_d|, at a point inside the triangle's box (slack
  * 1e-12 of the coordinates), and a slab test in double finds the ray inside that box for some t
- * in [tmin, tmax]: there the traversal's conservative box tests must let the triangle be tested. Otherwise the hit is rounding noise: a ray starting
- * within rounding of a large triangle's plane, or coordinates so small that t underflows to 0,
- * can make the float test report a hit the box tests rightly reject. Then:
+ * in [tmin, tmax]: there the traversal's conservative box tests must let the triangle be tested. Otherwise the hit is
+ * rounding noise: a ray starting within rounding of a large triangle's plane, or coordinates so small that t underflows
+ * to 0, can make the float test report a hit the box tests rightly reject. Then:
  *   - a hit returned must be the triangle's own float hit (same t, recomputed), within [tmin, tmax];
  *   - a miss is wrong when any exact hit exists;
  *   - closest hit: not nearer than brute force's nearest, and not farther than the nearest exact
@@ -45,8 +45,8 @@
 #include <float.h>
 #include <math.h>
 
-#define RAYS_SEP  "\n#@RAYS@\n"
-#define MAX_TRIS  3000
+#define RAYS_SEP       "\n#@RAYS@\n"
+#define MAX_TRIS       3000
 #define MAX_INPUT_RAYS 64
 
 /* Every stack strategy (a sized one at each of stack_sizes) on every layout of each accel
@@ -56,12 +56,16 @@
 static const int stack_sizes[] = { 1, 2, 8 };
 
 /* How often the oracle's allowances apply, printed at exit. */
-static struct { uint64_t scenes, rays, exact, noise, far; } stats;
+static struct {
+    uint64_t scenes, rays, exact, noise, far;
+} stats;
 static void print_stats(void)
 {
-    fprintf(stderr, "fuzz_trace: %llu scenes traced, %llu rays: %llu with an exact hit, %llu with noise hits, "
-            "%llu far (KD misses allowed)\n", (unsigned long long)stats.scenes, (unsigned long long)stats.rays,
-            (unsigned long long)stats.exact, (unsigned long long)stats.noise, (unsigned long long)stats.far);
+    fprintf(stderr,
+            "fuzz_trace: %llu scenes traced, %llu rays: %llu with an exact hit, %llu with noise hits, "
+            "%llu far (KD misses allowed)\n",
+            (unsigned long long)stats.scenes, (unsigned long long)stats.rays, (unsigned long long)stats.exact,
+            (unsigned long long)stats.noise, (unsigned long long)stats.far);
 }
 
 static uint32_t fnv1a(const uint8_t *p, size_t n)
@@ -75,9 +79,19 @@ static bk_build_opts pick_opts(uint32_t h)
 {
     bk_build_opts o = bk_build_opts_default();
     switch (h % 4) {
-    case 1: o.max_leaf = 1; o.cost_node = 0.0f; o.kd_empty_bonus = 1.0f; break;
-    case 2: o.max_depth = 3; o.max_leaf = 2; break;
-    case 3: o.kd_max_refs_per_tri = 1; o.max_leaf = 16; break;
+    case 1:
+        o.max_leaf = 1;
+        o.cost_node = 0.0f;
+        o.kd_empty_bonus = 1.0f;
+        break;
+    case 2:
+        o.max_depth = 3;
+        o.max_leaf = 2;
+        break;
+    case 3:
+        o.kd_max_refs_per_tri = 1;
+        o.max_leaf = 16;
+        break;
     default: break;
     }
     return o;
@@ -85,9 +99,9 @@ static bk_build_opts pick_opts(uint32_t h)
 
 /* What brute force knows about one ray. */
 typedef struct truth {
-    bk_hit nearest;          /* nearest float hit of any kind */
-    bk_hit exact;            /* nearest exact hit (see the top of the file) */
-    uint32_t noise;          /* float hits that are rounding noise */
+    bk_hit   nearest; /* nearest float hit of any kind */
+    bk_hit   exact;   /* nearest exact hit (see the top of the file) */
+    uint32_t noise;   /* float hits that are rounding noise */
 } truth;
 
 /* The ray's direction as the traversal sees it: components it takes as parallel are zero
@@ -95,15 +109,23 @@ typedef struct truth {
 static void ray_dir(const bk_ray *r, double d[3])
 {
     bk_ray_pre p = bk_ray_prepare(r);
-    d[0] = p.d.x; d[1] = p.d.y; d[2] = p.d.z;
+    d[0] = p.d.x;
+    d[1] = p.d.y;
+    d[2] = p.d.z;
 }
 
 static int hit_is_exact(const bk_ray *r, const float *p0, const float *p1, const float *p2, float t)
 {
     double o[3] = { r->ox, r->oy, r->oz }, d[3], a[3], b[3], n[3], q[3];
     ray_dir(r, d);
-    for (int k = 0; k < 3; ++k) { a[k] = (double)p1[k] - p0[k]; b[k] = (double)p2[k] - p0[k]; q[k] = (double)p0[k] - o[k]; }
-    n[0] = a[1] * b[2] - a[2] * b[1]; n[1] = a[2] * b[0] - a[0] * b[2]; n[2] = a[0] * b[1] - a[1] * b[0];
+    for (int k = 0; k < 3; ++k) {
+        a[k] = (double)p1[k] - p0[k];
+        b[k] = (double)p2[k] - p0[k];
+        q[k] = (double)p0[k] - o[k];
+    }
+    n[0] = a[1] * b[2] - a[2] * b[1];
+    n[1] = a[2] * b[0] - a[0] * b[2];
+    n[2] = a[0] * b[1] - a[1] * b[0];
     double den = n[0] * d[0] + n[1] * d[1] + n[2] * d[2];
     if (!(den != 0.0)) return 0;
     double td = (n[0] * q[0] + n[1] * q[1] + n[2] * q[2]) / den;
@@ -130,22 +152,34 @@ static int hit_is_exact(const bk_ray *r, const float *p0, const float *p1, const
     return t0 <= t1 + 1e-12 * fmax(fabs(t0), fabs(t1));
 }
 
-static const float *tri_pos(const bk_scene *s, uint32_t t, int v) { return s->positions + 3 * (size_t)s->tri_v[3 * t + v]; }
+static const float *tri_pos(const bk_scene *s, uint32_t t, int v)
+{
+    return s->positions + 3 * (size_t)s->tri_v[3 * t + v];
+}
 
 static truth brute(const bk_scene *s, const bk_ray *ray)
 {
     truth tr;
-    tr.nearest.t = tr.exact.t = BK_INF; tr.nearest.tri = tr.exact.tri = BK_NO_HIT; tr.noise = 0;
+    tr.nearest.t = tr.exact.t = BK_INF;
+    tr.nearest.tri = tr.exact.tri = BK_NO_HIT;
+    tr.noise = 0;
     bk_ray_pre r = bk_ray_prepare(ray);
     if (!r.valid) return tr;
     for (uint32_t t = 0; t < s->tri_count; ++t) {
         const float *p0 = tri_pos(s, t, 0), *p1 = tri_pos(s, t, 1), *p2 = tri_pos(s, t, 2);
-        float tt;
-        if (!bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), r.tmax, &tt))
+        float        tt;
+        if (!bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]),
+                              r.tmax, &tt))
             continue;
-        if (tt < tr.nearest.t || tr.nearest.tri == BK_NO_HIT) { tr.nearest.t = tt; tr.nearest.tri = t; }
+        if (tt < tr.nearest.t || tr.nearest.tri == BK_NO_HIT) {
+            tr.nearest.t = tt;
+            tr.nearest.tri = t;
+        }
         if (hit_is_exact(ray, p0, p1, p2, tt)) {
-            if (tt < tr.exact.t || tr.exact.tri == BK_NO_HIT) { tr.exact.t = tt; tr.exact.tri = t; }
+            if (tt < tr.exact.t || tr.exact.tri == BK_NO_HIT) {
+                tr.exact.t = tt;
+                tr.exact.tri = t;
+            }
         } else {
             tr.noise++;
         }
@@ -166,7 +200,7 @@ static int ray_is_far(const bk_scene *s, const bk_ray *r)
         t0 = fmax(t0, fmin(a, b));
         t1 = fmin(t1, fmax(a, b));
     }
-    if (!(t0 <= t1)) return 0;              /* misses the box (or NaN): no exact hit to miss */
+    if (!(t0 <= t1)) return 0; /* misses the box (or NaN): no exact hit to miss */
     double T = fmax(fabs(t0), fabs(t1));
     for (int k = 0; k < 3; ++k) {
         double m = fmax(fmax(fabs((double)lo[k]), fabs((double)hi[k])), 0x1p20 * (double)FLT_MIN);
@@ -175,7 +209,11 @@ static int ray_is_far(const bk_scene *s, const bk_ray *r)
     return 0;
 }
 
-static int near_rel(float a, float b) { float d = fabsf(a - b), m = fmaxf(fabsf(a), fabsf(b)); return d <= 1e-4f * m || d == 0.0f; }
+static int near_rel(float a, float b)
+{
+    float d = fabsf(a - b), m = fmaxf(fabsf(a), fabsf(b));
+    return d <= 1e-4f * m || d == 0.0f;
+}
 
 /* NULL when got is acceptable for this ray, else what is wrong. */
 static const char *judge(const bk_scene *s, const bk_ray *ray, const truth *tr, bk_hit got, int any_hit, int far_kd)
@@ -186,12 +224,15 @@ static const char *judge(const bk_scene *s, const bk_ray *ray, const truth *tr, 
     }
     if (got.tri >= s->tri_count) return "triangle index out of range";
     if (!(got.t >= ray->tmin && got.t <= ray->tmax)) return "t outside [tmin, tmax]";
-    bk_ray_pre r = bk_ray_prepare(ray);
+    bk_ray_pre   r = bk_ray_prepare(ray);
     const float *p0 = tri_pos(s, got.tri, 0), *p1 = tri_pos(s, got.tri, 1), *p2 = tri_pos(s, got.tri, 2);
-    float tt;
-    if (!r.valid || !bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]), r.tmax, &tt)
-        || bk_float_bits(any_hit ? tt : bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]),
-                                                        bk_v3(p2[0], p2[1], p2[2]), tt)) != bk_float_bits(got.t))
+    float        tt;
+    if (!r.valid ||
+        !bk_tri_intersect(&r, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]), bk_v3(p2[0], p2[1], p2[2]),
+                          r.tmax, &tt) ||
+        bk_float_bits(any_hit ? tt
+                              : bk_tri_refine_t(ray, bk_v3(p0[0], p0[1], p0[2]), bk_v3(p1[0], p1[1], p1[2]),
+                                                bk_v3(p2[0], p2[1], p2[2]), tt)) != bk_float_bits(got.t))
         return "the hit is not that triangle's own hit";
     if (any_hit) return NULL;
     /* which hit is nearest is decided on the float test's t (tt); a closest hit's t is then
@@ -204,8 +245,10 @@ static const char *judge(const bk_scene *s, const bk_ray *ray, const truth *tr, 
 
 static void report(const char *what, const char *why, const bk_ray *r, const truth *tr, bk_hit got)
 {
-    fprintf(stderr, "%s: %s\n  ray o (%a %a %a) d (%a %a %a) t [%a %a]\n"
-            "  brute force: nearest (t %.9g tri %d), nearest exact (t %.9g tri %d), %u noise hits; traversal (t %.9g tri %d)\n",
+    fprintf(stderr,
+            "%s: %s\n  ray o (%a %a %a) d (%a %a %a) t [%a %a]\n"
+            "  brute force: nearest (t %.9g tri %d), nearest exact (t %.9g tri %d), %u noise hits; traversal (t %.9g "
+            "tri %d)\n",
             what, why, r->ox, r->oy, r->oz, r->dx, r->dy, r->dz, r->tmin, r->tmax, tr->nearest.t, (int)tr->nearest.tri,
             tr->exact.t, (int)tr->exact.tri, tr->noise, got.t, (int)got.tri);
     abort();
@@ -216,13 +259,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char obj[600];
     bk_fuzz_path("in.obj", obj, sizeof obj);
     const uint8_t *sep = bk_fuzz_find(data, size, RAYS_SEP);
-    size_t head = sep ? (size_t)(sep - data) : size;
+    size_t         head = sep ? (size_t)(sep - data) : size;
     bk_fuzz_write(obj, data, head);
 
     bk_scene s;
-    char err[1024];
+    char     err[1024];
     if (bk_scene_load(obj, &s, err, sizeof err) != 0) return 0;
-    if (s.tri_count > MAX_TRIS) { bk_scene_free(&s); return 0; }
+    if (s.tri_count > MAX_TRIS) {
+        bk_scene_free(&s);
+        return 0;
+    }
     if (stats.scenes++ == 0) atexit(print_stats);
     uint32_t h = fnv1a(data, head);
 
@@ -234,43 +280,67 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (nin > MAX_INPUT_RAYS) nin = MAX_INPUT_RAYS;
     }
     enum { NRAND = 96, NDIFF = 48, NDEG = 32, NAIM = 64 };
-    size_t cap = nin + NRAND + NDIFF + NDEG + NAIM, n = 0;
+    size_t  cap = nin + NRAND + NDIFF + NDEG + NAIM, n = 0;
     bk_ray *rays = malloc(sizeof(bk_ray) * cap);
-    if (!rays) { bk_scene_free(&s); return 0; }
+    if (!rays) {
+        bk_scene_free(&s);
+        return 0;
+    }
     if (nin) memcpy(rays, sep + strlen(RAYS_SEP), nin * sizeof(bk_ray));
     n = nin;
     bk_ray *gen = NULL;
-    if (bk_rays_random(&s, NRAND, h, &gen, err, sizeof err) == 0) { memcpy(rays + n, gen, sizeof(bk_ray) * NRAND); n += NRAND; }
-    free(gen); gen = NULL;
-    if (bk_rays_diffuse(&s, NDIFF, h + 1, &gen, err, sizeof err) == 0) { memcpy(rays + n, gen, sizeof(bk_ray) * NDIFF); n += NDIFF; }
+    if (bk_rays_random(&s, NRAND, h, &gen, err, sizeof err) == 0) {
+        memcpy(rays + n, gen, sizeof(bk_ray) * NRAND);
+        n += NRAND;
+    }
+    free(gen);
+    gen = NULL;
+    if (bk_rays_diffuse(&s, NDIFF, h + 1, &gen, err, sizeof err) == 0) {
+        memcpy(rays + n, gen, sizeof(bk_ray) * NDIFF);
+        n += NDIFF;
+    }
     free(gen);
     gen = bk_test_rays_degenerate(&s, NDEG, h + 2);
-    memcpy(rays + n, gen, sizeof(bk_ray) * NDEG); n += NDEG;
+    memcpy(rays + n, gen, sizeof(bk_ray) * NDEG);
+    n += NDEG;
     free(gen);
     {
         float lo[3], hi[3];
         bk_scene_bounds(&s, lo, hi);
         for (uint32_t i = 0; i < NAIM; ++i) {
             uint32_t t = bk_rng_u32(h, i, 3, 0) % s.tri_count;
-            float c[3], o[3];
+            float    c[3], o[3];
             for (int k = 0; k < 3; ++k) {
-                c[k] = (s.positions[3 * (size_t)s.tri_v[3 * t] + k] + s.positions[3 * (size_t)s.tri_v[3 * t + 1] + k]
-                        + s.positions[3 * (size_t)s.tri_v[3 * t + 2] + k]) / 3.0f;
+                c[k] = (s.positions[3 * (size_t)s.tri_v[3 * t] + k] + s.positions[3 * (size_t)s.tri_v[3 * t + 1] + k] +
+                        s.positions[3 * (size_t)s.tri_v[3 * t + 2] + k]) /
+                       3.0f;
                 float ext = hi[k] - lo[k];
                 o[k] = lo[k] - 0.5f * ext + 2.0f * ext * bk_rng_f(h, i, 3, 1 + (uint32_t)k);
             }
             bk_ray r;
-            r.ox = o[0]; r.oy = o[1]; r.oz = o[2];
-            r.dx = c[0] - o[0]; r.dy = c[1] - o[1]; r.dz = c[2] - o[2];
-            r.tmin = 0.0f; r.tmax = i % 5 == 4 ? 1.0f : BK_INF;   /* some end exactly at the centroid */
+            r.ox = o[0];
+            r.oy = o[1];
+            r.oz = o[2];
+            r.dx = c[0] - o[0];
+            r.dy = c[1] - o[1];
+            r.dz = c[2] - o[2];
+            r.tmin = 0.0f;
+            r.tmax = i % 5 == 4 ? 1.0f : BK_INF; /* some end exactly at the centroid */
             rays[n++] = r;
         }
     }
 
-    truth *ref = malloc(sizeof(truth) * n);
-    bk_hit *got = malloc(sizeof(bk_hit) * n);
+    truth   *ref = malloc(sizeof(truth) * n);
+    bk_hit  *got = malloc(sizeof(bk_hit) * n);
     uint8_t *far = malloc(n);
-    if (!ref || !got || !far) { free(ref); free(got); free(far); free(rays); bk_scene_free(&s); return 0; }
+    if (!ref || !got || !far) {
+        free(ref);
+        free(got);
+        free(far);
+        free(rays);
+        bk_scene_free(&s);
+        return 0;
+    }
     for (size_t i = 0; i < n; ++i) {
         ref[i] = brute(&s, &rays[i]);
         far[i] = (uint8_t)ray_is_far(&s, &rays[i]);
@@ -281,19 +351,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     bk_build_opts bo = pick_opts(h);
-    bk_backend *be = bk_backend_cpu_init();
+    bk_backend   *be = bk_backend_cpu_init();
     BK_FUZZ_CHECK(be != NULL, "no CPU backend");
-    bk_test_stack st[BK_TEST_STACKS_MAX];
-    const int nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
+    bk_test_stack  st[BK_TEST_STACKS_MAX];
+    const int      nst = bk_test_stacks(stack_sizes, (int)(sizeof stack_sizes / sizeof stack_sizes[0]), st);
     bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
-    const int nlay = bk_test_layouts(lay);
+    const int      nlay = bk_test_layouts(lay);
     for (int b = 0; b < nlay; ++b) {
-        int built = 0;      /* each accel built once, for all of its layouts */
+        int built = 0; /* each accel built once, for all of its layouts */
         for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
         if (built) continue;
         const int accel = lay[b].build;
-        bk_accel a;
-        int rc = bk_accel_build(&s, accel, &bo, &a, err, sizeof err);
+        bk_accel  a;
+        int       rc = bk_accel_build(&s, accel, &bo, &a, err, sizeof err);
         BK_FUZZ_CHECK(rc == 0, "%s build failed on a loaded scene: %s", bk_accel_type_name(accel), err);
         bk_accel_view view = bk_accel_get_view(&a);
         BK_FUZZ_CHECK(be->i->upload(be, &view, err, sizeof err) == 0, "upload: %s", err);
@@ -315,8 +385,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         char what[200];
                         snprintf(what, sizeof what, "%s%s %s/%d %s, options %u, ray %zu of %zu (%zu from the input)",
                                  bk_accel_type_name(accel), o.bvh_width == 8 ? " (compressed)" : "",
-                                 bk_stack_mode_name(o.stack_mode), o.stack_size,
-                                 any ? "any" : "closest", h % 4, i, n, nin);
+                                 bk_stack_mode_name(o.stack_mode), o.stack_size, any ? "any" : "closest", h % 4, i, n,
+                                 nin);
                         report(what, why, &rays[i], &ref[i], got[i]);
                     }
                 }
@@ -324,7 +394,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bk_accel_free(&a);
     }
     bk_backend_free(be);
-    free(ref); free(got); free(far); free(rays);
+    free(ref);
+    free(got);
+    free(far);
+    free(rays);
     bk_scene_free(&s);
     return 0;
 }

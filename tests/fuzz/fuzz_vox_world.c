@@ -5,14 +5,14 @@
  * parsed from memory; when it parses, its scene graph is walked. A failure returns a message and
  * the file structure is freed either way; a crash, leak or hang is the finding.
  */
-#define main vox_world_main     /* (vox_world.c defines _POSIX_C_SOURCE before its includes) */
+#define main vox_world_main /* (vox_world.c defines _POSIX_C_SOURCE before its includes) */
 #include "../../tools/vox_world.c"
 #undef main
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    vox_file f;
-    size_t at;
+    vox_file    f;
+    size_t      at;
     const char *e = vox_parse(data, size, &f, &at);
     if (!e) {
         world_stats s;

@@ -8,7 +8,7 @@
  * wall time no phase accounts for: exec and dynamic loading, writing the stats, exit (a CUDA
  * context's teardown). With --reps N the row is the run of least wall time.
  */
-#define _DEFAULT_SOURCE             /* wait4, mkdtemp */
+#define _DEFAULT_SOURCE /* wait4, mkdtemp */
 #include "bench.h"
 #include "bench_common.h"
 #include "cli.h"
@@ -37,7 +37,9 @@ static const char *const scene_alias[][2] = {
 };
 
 /* The phases as cmd_bake.c writes them under "seconds", in its order. */
-static const char *const phases[] = { "startup", "load", "build", "upload", "atlas", "bake", "denoise", "write", "free" };
+static const char *const phases[] = {
+    "startup", "load", "build", "upload", "atlas", "bake", "denoise", "write", "free"
+};
 #define NPH ((int)(sizeof phases / sizeof phases[0]))
 
 typedef struct bench_run {
@@ -57,7 +59,7 @@ static int json_field(const char *text, const char *obj, const char *key, double
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *k = strstr(o, pat);
     if (!k || !end || k > end) return -1;
-    char *e;
+    char  *e;
     double v = strtod(k + strlen(pat), &e);
     if (e == k + strlen(pat)) return -1;
     *out = v;
@@ -69,10 +71,19 @@ static char *slurp(const char *path)
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap + 1);
+    char  *buf = malloc(cap + 1);
     while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap) { char *nb = realloc(buf, 2 * cap + 1); if (!nb) { free(buf); buf = NULL; break; } buf = nb; cap *= 2; }
+        if (n == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
     }
     fclose(f);
     if (buf) buf[n] = 0;
@@ -98,8 +109,11 @@ static int run_child(const char *prog, const char *dir, char *const *args, bench
     fflush(stdout);
     fflush(stderr);
     double t0 = bk_time_now();
-    pid_t pid = fork();
-    if (pid < 0) { fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno)); return -1; }
+    pid_t  pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno));
+        return -1;
+    }
     if (pid == 0) {
         FILE *e = freopen(errf, "w", stderr);
         FILE *o = freopen("/dev/null", "w", stdout);
@@ -108,21 +122,24 @@ static int run_child(const char *prog, const char *dir, char *const *args, bench
         fprintf(stderr, "baker bench bake: cannot run %s: %s\n", prog, strerror(errno));
         _exit(127);
     }
-    int st = 0;
+    int           st = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
     pid_t w;
     while ((w = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {}
     r->wall = bk_time_now() - t0;
-    int ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    char *text = ok ? slurp(stats) : NULL;
+    int    ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    char  *text = ok ? slurp(stats) : NULL;
     double v;
     if (text) {
         /* an earlier build (--baker) may lack some phases: they count as 0 and fall into the
          * rest; load and bake every build has */
         for (int k = 0; k < NPH; ++k) {
             if (json_field(text, "seconds", phases[k], &v)) {
-                if (!strcmp(phases[k], "load") || !strcmp(phases[k], "bake")) { ok = 0; break; }
+                if (!strcmp(phases[k], "load") || !strcmp(phases[k], "bake")) {
+                    ok = 0;
+                    break;
+                }
                 v = 0.0;
             }
             r->ph[k] = v;
@@ -130,13 +147,16 @@ static int run_child(const char *prog, const char *dir, char *const *args, bench
         r->peak_device = json_field(text, "memory", "peak_device_bytes", &v) ? 0 : (uint64_t)v;
         r->texels = json_field(text, "memory", "atlas_texels", &v) ? 0 : (uint64_t)v;
         uint64_t js = json_field(text, "memory", "peak_host_bytes", &v) ? 0 : (uint64_t)v;
-        r->peak_host = (uint64_t)ru.ru_maxrss * 1024u;       /* the whole child, exit included */
+        r->peak_host = (uint64_t)ru.ru_maxrss * 1024u; /* the whole child, exit included */
         if (js > r->peak_host) r->peak_host = js;
     }
     if (!ok || !text) {
         char *e = slurp(errf);
-        fprintf(stderr, "baker bench bake: the bake %s (%s); its messages:\n%s", !ok && text ? "wrote no phases in its stats" :
-                WIFEXITED(st) ? "failed" : "was killed", WIFEXITED(st) ? "exit status" : "signal", e ? e : "(none)\n");
+        fprintf(stderr, "baker bench bake: the bake %s (%s); its messages:\n%s",
+                !ok && text     ? "wrote no phases in its stats"
+                : WIFEXITED(st) ? "failed"
+                                : "was killed",
+                WIFEXITED(st) ? "exit status" : "signal", e ? e : "(none)\n");
         if (WIFEXITED(st)) fprintf(stderr, "  exit status %d\n", WEXITSTATUS(st));
         else if (WIFSIGNALED(st)) fprintf(stderr, "  signal %d\n", WTERMSIG(st));
         free(e);
@@ -161,8 +181,8 @@ static void print_row(const char *scene, int size, const bench_run *r)
 {
     printf("%-16s %6d", scene, size);
     for (int k = 0; k < NPH; ++k) printf(" %8.3f", r->ph[k]);
-    printf(" %8.3f %8.3f %9.1f %9.1f %8.1f\n", r->rest, r->wall, (double)r->peak_host / 1e6, (double)r->peak_device / 1e6,
-           r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
+    printf(" %8.3f %8.3f %9.1f %9.1f %8.1f\n", r->rest, r->wall, (double)r->peak_host / 1e6,
+           (double)r->peak_device / 1e6, r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
     fflush(stdout);
 }
 
@@ -170,11 +190,15 @@ static void csv_row(FILE *f, const char *scene, const char *path, int size, cons
                     const bench_run *r)
 {
     fprintf(f, "%s,\"", scene);
-    for (const char *p = path; *p; ++p) { if (*p == '"') fputc('"', f); fputc(*p, f); }
+    for (const char *p = path; *p; ++p) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
     fprintf(f, "\",%d,%s,%d,%d", size, backend, spp, bounces);
     for (int k = 0; k < NPH; ++k) fprintf(f, ",%.6f", r->ph[k]);
-    fprintf(f, ",%.6f,%.6f,%.3f,%.3f,%llu,%.2f\n", r->rest, r->wall, (double)r->peak_host / 1e6, (double)r->peak_device / 1e6,
-            (unsigned long long)r->texels, r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
+    fprintf(f, ",%.6f,%.6f,%.3f,%.3f,%llu,%.2f\n", r->rest, r->wall, (double)r->peak_host / 1e6,
+            (double)r->peak_device / 1e6, (unsigned long long)r->texels,
+            r->texels ? (double)r->peak_host / (double)r->texels : 0.0);
 }
 
 /* --sizes LIST into size_list (at most 64): 0, or the exit status after printing why. */
@@ -184,11 +208,17 @@ static int parse_sizes(const char *sizes, int *size_list, int *nsizes)
     if (!dup) return 1;
     for (char *p = strtok_r(dup, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
         uint64_t u;
-        if (*nsizes == 64 || bk_cli_u64("--sizes", p, 4, 65536, &u)) { free(dup); return 2; }
+        if (*nsizes == 64 || bk_cli_u64("--sizes", p, 4, 65536, &u)) {
+            free(dup);
+            return 2;
+        }
         size_list[(*nsizes)++] = (int)u;
     }
     free(dup);
-    if (!*nsizes) { fprintf(stderr, "baker bench bake: --sizes: no size given\n"); return 2; }
+    if (!*nsizes) {
+        fprintf(stderr, "baker bench bake: --sizes: no size given\n");
+        return 2;
+    }
     return 0;
 }
 
@@ -200,14 +230,17 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
     const char *dir =
         getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
     char *list = strdup(scenes), *save = NULL;
-    int rc = 0;
+    int   rc = 0;
     if (!list) return -1;
     for (char *p = strtok_r(list, ",", &save); p && *nsc < 64; p = strtok_r(NULL, ",", &save)) {
         const char *rel = NULL;
         for (size_t k = 0; k < sizeof scene_alias / sizeof scene_alias[0]; ++k)
             if (!strcmp(p, scene_alias[k][0])) rel = scene_alias[k][1];
         size_t n = strlen(dir) + strlen(p) + 64;
-        if (!(paths[*nsc] = malloc(n))) { rc = 1; break; }
+        if (!(paths[*nsc] = malloc(n))) {
+            rc = 1;
+            break;
+        }
         if (rel && access(p, F_OK) != 0) snprintf(paths[*nsc], n, "%s/%s", dir, rel);
         else snprintf(paths[*nsc], n, "%s", p);
         if (access(paths[*nsc], R_OK) != 0) {
@@ -236,8 +269,13 @@ static int best_of(const char *prog, const char *dir, char **args, uint64_t reps
     for (uint64_t rep = 0; rep < reps; ++rep) {
         memset(&r, 0, sizeof r);
         int failed = run_child(prog, dir, args, &r);
-        unlink(files[0]); unlink(files[1]); unlink(files[2]);
-        if (failed) { *rc = 1; break; }
+        unlink(files[0]);
+        unlink(files[1]);
+        unlink(files[2]);
+        if (failed) {
+            *rc = 1;
+            break;
+        }
         if (!have || r.wall < best->wall) *best = r;
         have = 1;
     }
@@ -247,22 +285,37 @@ static int best_of(const char *prog, const char *dir, char **args, uint64_t reps
 int bk_bench_bake(int argc, char **argv)
 {
     const char *scenes = "sponza,dragon_vrip", *sizes = "1024,4096", *backend = "auto", *csv = NULL, *v;
-    const char *prog = "/proc/self/exe";     /* --baker: the program timed */
-    uint64_t spp = 64, bounces = 2, reps = 1;
-    int nextra = 0;
-    char **extra = NULL;
+    const char *prog = "/proc/self/exe"; /* --baker: the program timed */
+    uint64_t    spp = 64, bounces = 2, reps = 1;
+    int         nextra = 0;
+    char      **extra = NULL;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
-        if (!strcmp(a, "--")) { extra = argv + i + 1; nextra = argc - i - 1; break; }
-        if (!strcmp(a, "--scenes")) { if (bk_cli_value(argc, argv, &i, &scenes)) return 2; }
-        else if (!strcmp(a, "--sizes")) { if (bk_cli_value(argc, argv, &i, &sizes)) return 2; }
-        else if (!strcmp(a, "--backend")) { if (bk_cli_value(argc, argv, &i, &backend)) return 2; }
-        else if (!strcmp(a, "--csv")) { if (bk_cli_value(argc, argv, &i, &csv)) return 2; }
-        else if (!strcmp(a, "--baker")) { if (bk_cli_value(argc, argv, &i, &prog)) return 2; }
-        else if (!strcmp(a, "--spp")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &spp)) return 2; }
-        else if (!strcmp(a, "--bounces")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &bounces)) return 2; }
-        else if (!strcmp(a, "--reps")) { if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &reps)) return 2; }
-        else { fprintf(stderr, "baker bench bake: unknown argument '%s'\n%s", a, bk_bench_usage); return 2; }
+        if (!strcmp(a, "--")) {
+            extra = argv + i + 1;
+            nextra = argc - i - 1;
+            break;
+        }
+        if (!strcmp(a, "--scenes")) {
+            if (bk_cli_value(argc, argv, &i, &scenes)) return 2;
+        } else if (!strcmp(a, "--sizes")) {
+            if (bk_cli_value(argc, argv, &i, &sizes)) return 2;
+        } else if (!strcmp(a, "--backend")) {
+            if (bk_cli_value(argc, argv, &i, &backend)) return 2;
+        } else if (!strcmp(a, "--csv")) {
+            if (bk_cli_value(argc, argv, &i, &csv)) return 2;
+        } else if (!strcmp(a, "--baker")) {
+            if (bk_cli_value(argc, argv, &i, &prog)) return 2;
+        } else if (!strcmp(a, "--spp")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &spp)) return 2;
+        } else if (!strcmp(a, "--bounces")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &bounces)) return 2;
+        } else if (!strcmp(a, "--reps")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &reps)) return 2;
+        } else {
+            fprintf(stderr, "baker bench bake: unknown argument '%s'\n%s", a, bk_bench_usage);
+            return 2;
+        }
     }
     /* the sizes, checked before any work */
     int size_list[64], nsizes = 0;
@@ -270,16 +323,19 @@ int bk_bench_bake(int argc, char **argv)
     if (rc) return rc;
     /* the scenes: paths, or the short names above */
     char *paths[64];
-    int nsc = 0;
+    int   nsc = 0;
     rc = find_scenes(scenes, paths, &nsc);
     if (rc < 0) return 1;
     bk_outputs io;
     bk_outputs_init(&io);
     char err[1024], tmpl[4096];
-    int out_csv = -1;
+    int  out_csv = -1;
     if (!rc && csv) {
         for (int k = 0; k < nsc && !rc; ++k)
-            if (bk_outputs_input(&io, "a scene", paths[k], err, sizeof err)) { fprintf(stderr, "baker: %s\n", err); rc = 2; }
+            if (bk_outputs_input(&io, "a scene", paths[k], err, sizeof err)) {
+                fprintf(stderr, "baker: %s\n", err);
+                rc = 2;
+            }
         if (!rc && (out_csv = bk_outputs_add(&io, "--csv", csv, 0, err, sizeof err)) < 0) {
             fprintf(stderr, "baker: %s\n", err);
             rc = out_csv == BK_OUT_CLASH ? 2 : 1;
@@ -287,7 +343,10 @@ int bk_bench_bake(int argc, char **argv)
     }
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(tmpl, sizeof tmpl, "%s/baker-bench-XXXXXX", tmpdir);
-    if (!rc && !mkdtemp(tmpl)) { fprintf(stderr, "baker bench bake: cannot make a folder %s: %s\n", tmpl, strerror(errno)); rc = 1; }
+    if (!rc && !mkdtemp(tmpl)) {
+        fprintf(stderr, "baker bench bake: cannot make a folder %s: %s\n", tmpl, strerror(errno));
+        rc = 1;
+    }
     if (rc) {
         for (int k = 0; k < nsc; ++k) free(paths[k]);
         bk_outputs_free(&io);
@@ -302,32 +361,50 @@ int bk_bench_bake(int argc, char **argv)
     snprintf(s_spp, sizeof s_spp, "%llu", (unsigned long long)spp);
     snprintf(s_bounces, sizeof s_bounces, "%llu", (unsigned long long)bounces);
     char **args = malloc(sizeof(char *) * (size_t)(32 + nextra));
-    FILE *cf = NULL;
-    if (!args) { rc = 1; goto done; }
+    FILE  *cf = NULL;
+    if (!args) {
+        rc = 1;
+        goto done;
+    }
     int na = 0;
-    args[na++] = "baker"; args[na++] = "bake";
+    args[na++] = "baker";
+    args[na++] = "bake";
     int scene_at = na;
     args[na++] = NULL;
-    args[na++] = "-o"; args[na++] = out;
-    args[na++] = "--size"; args[na++] = s_size;
-    args[na++] = "--spp"; args[na++] = s_spp;
-    args[na++] = "--bounces"; args[na++] = s_bounces;
-    args[na++] = "--sun"; args[na++] = BENCH_SUN;
-    args[na++] = "--sky"; args[na++] = BENCH_SKY;
-    args[na++] = "--backend"; args[na++] = (char *)backend;
-    args[na++] = "--stats"; args[na++] = stats;
+    args[na++] = "-o";
+    args[na++] = out;
+    args[na++] = "--size";
+    args[na++] = s_size;
+    args[na++] = "--spp";
+    args[na++] = s_spp;
+    args[na++] = "--bounces";
+    args[na++] = s_bounces;
+    args[na++] = "--sun";
+    args[na++] = BENCH_SUN;
+    args[na++] = "--sky";
+    args[na++] = BENCH_SKY;
+    args[na++] = "--backend";
+    args[na++] = (char *)backend;
+    args[na++] = "--stats";
+    args[na++] = stats;
     args[na++] = "--quiet";
     for (int k = 0; k < nextra; ++k) args[na++] = extra[k];
     args[na] = NULL;
 
     if (out_csv >= 0) {
-        if (!(cf = bk_outputs_open(&io, out_csv, err, sizeof err))) { fprintf(stderr, "baker: %s\n", err); rc = 1; goto done; }
+        if (!(cf = bk_outputs_open(&io, out_csv, err, sizeof err))) {
+            fprintf(stderr, "baker: %s\n", err);
+            rc = 1;
+            goto done;
+        }
         fputs("scene,path,size,backend,spp,bounces", cf);
         for (int k = 0; k < NPH; ++k) fprintf(cf, ",%s", phases[k]);
         fputs(",rest,wall,peak_host_mb,peak_device_mb,atlas_texels,host_bytes_per_texel\n", cf);
     }
-    printf("bench bake: %s backend, %llu spp, %llu bounces, sun %s, sky %s, best wall of %llu; seconds, then peak memory\n",
-           backend, (unsigned long long)spp, (unsigned long long)bounces, BENCH_SUN, BENCH_SKY, (unsigned long long)reps);
+    printf("bench bake: %s backend, %llu spp, %llu bounces, sun %s, sky %s, best wall of %llu; seconds, then peak "
+           "memory\n",
+           backend, (unsigned long long)spp, (unsigned long long)bounces, BENCH_SUN, BENCH_SKY,
+           (unsigned long long)reps);
     print_header();
     for (int k = 0; k < nsc; ++k) {
         char label[256];
@@ -335,7 +412,7 @@ int bk_bench_bake(int argc, char **argv)
         args[scene_at] = paths[k];
         for (int z = 0; z < nsizes; ++z) {
             snprintf(s_size, sizeof s_size, "%d", size_list[z]);
-            bench_run best;
+            bench_run         best;
             const char *const files[3] = { out, stats, errf };
             if (!best_of(prog, tmpl, args, reps, files, &best, &rc)) continue;
             print_row(label, size_list[z], &best);

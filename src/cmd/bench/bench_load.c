@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define ASSIMP_DRAGON_S 1.32           /* assimp, full dragon, same machine */
+#define ASSIMP_DRAGON_S 1.32 /* assimp, full dragon, same machine */
 #define DRAGON_TRIS     871414u
 #define MAX_RUNS        64
 
@@ -31,13 +31,23 @@ static int cmp_double(const void *a, const void *b)
 static int gunzip_to(const char *src, const char *dst)
 {
     gzFile in = gzopen(src, "rb");
-    if (!in) { fprintf(stderr, "bench load: %s: cannot open\n", src); return -1; }
+    if (!in) {
+        fprintf(stderr, "bench load: %s: cannot open\n", src);
+        return -1;
+    }
     FILE *out = fopen(dst, "wb");
-    if (!out) { gzclose(in); fprintf(stderr, "bench load: %s: cannot create\n", dst); return -1; }
+    if (!out) {
+        gzclose(in);
+        fprintf(stderr, "bench load: %s: cannot create\n", dst);
+        return -1;
+    }
     static char chunk[1 << 16];
-    int n, rc = 0;
+    int         n, rc = 0;
     while ((n = gzread(in, chunk, sizeof chunk)) > 0)
-        if (fwrite(chunk, 1, (size_t)n, out) != (size_t)n) { rc = -1; break; }
+        if (fwrite(chunk, 1, (size_t)n, out) != (size_t)n) {
+            rc = -1;
+            break;
+        }
     if (n < 0) rc = -1;
     gzclose(in);
     if (fclose(out) != 0) rc = -1;
@@ -48,26 +58,30 @@ static int gunzip_to(const char *src, const char *dst)
 static int bench_file(const char *path, int runs)
 {
     struct stat st;
-    double mb = stat(path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
-    double t[MAX_RUNS];
-    uint32_t tris = 0;
+    double      mb = stat(path, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
+    double      t[MAX_RUNS];
+    uint32_t    tris = 0;
     for (int r = 0; r < runs; r++) {
         bk_scene s;
-        char err[1024];
-        double t0 = bk_time_now();
-        int rc = bk_scene_load(path, &s, err, sizeof err);
+        char     err[1024];
+        double   t0 = bk_time_now();
+        int      rc = bk_scene_load(path, &s, err, sizeof err);
         t[r] = bk_time_now() - t0;
-        if (rc != 0) { fprintf(stderr, "bench load: %s\n", err); return 1; }
+        if (rc != 0) {
+            fprintf(stderr, "bench load: %s\n", err);
+            return 1;
+        }
         tris = s.tri_count;
         bk_scene_free(&s);
     }
     qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-    double med = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+    double      med = runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     printf("%-28s %8.1f %10u %9.4f %9.4f %8.0f", name, mb, tris, med, t[0], med > 0 ? mb / med : 0.0);
     size_t n = strlen(path);
-    int gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
-    if (tris == DRAGON_TRIS && !gz) printf("   %5.1fx faster than assimp (%.2f s)", ASSIMP_DRAGON_S / med, ASSIMP_DRAGON_S);
+    int    gz = n > 3 && strcmp(path + n - 3, ".gz") == 0;
+    if (tris == DRAGON_TRIS && !gz)
+        printf("   %5.1fx faster than assimp (%.2f s)", ASSIMP_DRAGON_S / med, ASSIMP_DRAGON_S);
     printf("\n");
     return 0;
 }
@@ -78,7 +92,10 @@ int bk_bench_load(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
             runs = atoi(argv[++i]);
-            if (runs < 1 || runs > MAX_RUNS) { fprintf(stderr, "bench load: --runs must be 1..%d\n", MAX_RUNS); return 2; }
+            if (runs < 1 || runs > MAX_RUNS) {
+                fprintf(stderr, "bench load: --runs must be 1..%d\n", MAX_RUNS);
+                return 2;
+            }
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "usage: baker bench load [--runs N] [FILE...]\n");
             return 2;
@@ -90,7 +107,10 @@ int bk_bench_load(int argc, char **argv)
     int rc = 0;
     if (nfiles) {
         for (int i = 0; i < argc; i++) {
-            if (!strcmp(argv[i], "--runs")) { i++; continue; }
+            if (!strcmp(argv[i], "--runs")) {
+                i++;
+                continue;
+            }
             rc |= bench_file(argv[i], runs);
         }
         return rc;
