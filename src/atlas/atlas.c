@@ -174,13 +174,10 @@ static void finish_stats(bk_atlas *a)
     a->area_utilisation = (float)(uva / a->page_count);
 }
 
-static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_geom *g, const uint32_t *weld,
-                           bk_atlas *a, char *err, size_t err_size)
+/* --uv file: each triangle's vt, which must lie in [0,1]^2, into a->uv */
+static int file_uv_read(const bk_scene *s, bk_atlas *a, const char *name, char *err, size_t err_size)
 {
-    uint32_t    T = s->tri_count;
-    const char *name = scene_name(o);
-    if (!s->tri_vt || !s->texcoords)
-        return bk_fail(err, err_size, "%s: --uv file: the file has no texture coordinates (vt); use --uv auto", name);
+    uint32_t T = s->tri_count;
     for (uint32_t t = 0; t < T; ++t)
         for (int k = 0; k < 3; ++k) {
             uint32_t vi = s->tri_vt[3 * (size_t)t + k];
@@ -197,6 +194,13 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
             a->uv[6 * (size_t)t + 2 * k] = fminf(fmaxf(u, 0.0f), 1.0f);
             a->uv[6 * (size_t)t + 2 * k + 1] = 1.0f - fminf(fmaxf(v, 0.0f), 1.0f); /* OBJ v points up */
         }
+    return 0;
+}
+
+static int file_uv_area(const bk_scene *s, const tri_geom *g, const bk_atlas *a, const char *name, char *err,
+                        size_t err_size)
+{
+    uint32_t T = s->tri_count;
     /* every surface needs texels of its own: no vt collapsed to a point or a line */
     for (uint32_t t = 0; t < T; ++t) {
         if (g->degen[t]) continue;
@@ -211,6 +215,14 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
                            "or line), so it would get no texels; use --uv auto",
                            name, t);
     }
+    return 0;
+}
+
+/* the atlas size: --size, or from --texels-per-unit and the vt's area */
+static int file_uv_size(const bk_scene *s, const bk_atlas_opts *o, const tri_geom *g, bk_atlas *a, const char *name,
+                        char *err, size_t err_size)
+{
+    uint32_t T = s->tri_count;
     /* size */
     double wa = 0, ua = 0;
     for (uint32_t t = 0; t < T; ++t) {
@@ -232,6 +244,14 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
     }
     a->width = a->height = N;
     a->texels_per_unit = wa > 0 ? (float)(N * sqrt(ua / wa)) : 0.0f;
+    return 0;
+}
+
+static int file_uv_overlaps(const bk_scene *s, const tri_geom *g, bk_atlas *a, const char *name, char *err,
+                            size_t err_size)
+{
+    uint32_t T = s->tri_count;
+    int      N = a->width;
     /* overlaps: interiors of two triangles that share more than an edge or a vertex */
     double   *xy = malloc(sizeof(double) * 6 * (size_t)T + 1);
     uint32_t *ids = malloc(sizeof(uint32_t) * (size_t)T + 1);
@@ -264,7 +284,13 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
     free(xy);
     free(ids);
     free(pairs.p);
-    if (rc) return rc;
+    return rc;
+}
+
+static int file_uv_charts(const bk_scene *s, const tri_geom *g, const uint32_t *weld, bk_atlas *a, const char *name,
+                          char *err, size_t err_size)
+{
+    uint32_t T = s->tri_count;
     /* charts for reporting: triangles joined by edges with the same UVs on both sides */
     adjacency A;
     if (bk_atlas_adjacency_build(s, weld, g->degen, &A)) {
@@ -307,6 +333,20 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
     bk_atlas_adjacency_free(&A);
     a->chart_count = charts;
     return 0;
+}
+
+static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_geom *g, const uint32_t *weld,
+                           bk_atlas *a, char *err, size_t err_size)
+{
+    const char *name = scene_name(o);
+    int         rc;
+    if (!s->tri_vt || !s->texcoords)
+        return bk_fail(err, err_size, "%s: --uv file: the file has no texture coordinates (vt); use --uv auto", name);
+    if ((rc = file_uv_read(s, a, name, err, err_size))) return rc;
+    if ((rc = file_uv_area(s, g, a, name, err, err_size))) return rc;
+    if ((rc = file_uv_size(s, o, g, a, name, err, err_size))) return rc;
+    if ((rc = file_uv_overlaps(s, g, a, name, err, err_size))) return rc;
+    return file_uv_charts(s, g, weld, a, name, err, err_size);
 }
 
 /* Rectangles [begin, end) (voxel quads: 3.7 M in the 54k-object world) as two triangles each,
