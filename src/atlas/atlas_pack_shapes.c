@@ -1019,32 +1019,75 @@ static void spec_window(const shape_bin *B, const shape_set *S, const key_idx *o
     bk_parallel_for(nt, 1, spec_fn, &sc);
 }
 
+/* the bin's rows, free-run tree and scratch, allocated (a NULL is looked at by the caller) */
+static void shape_bin_alloc(shape_bin *B, int N)
+{
+    memset(B, 0, sizeof *B);
+    B->N = N;
+    B->H = 2 * N;
+    B->wpr = (N + 63) / 64 + 1;
+    for (B->P = 1; B->P < B->H; B->P <<= 1) {}
+    B->taken = calloc((size_t)B->wpr * B->H, sizeof(uint64_t));
+    B->free_run = malloc(sizeof(int) * (size_t)B->H);
+    B->runs = malloc(sizeof(int *) * (size_t)B->H);
+    B->nrun = malloc(sizeof(int) * (size_t)B->H);
+    B->rcap = calloc((size_t)B->H, sizeof(int));
+    B->threads = bk_pool_threads();
+    B->rtmp = malloc(sizeof(int) * ((size_t)N + 2) * (size_t)B->threads);
+    B->full[0] = 0;
+    B->full[1] = N;
+    B->smin = malloc(sizeof(int) * 2 * (size_t)B->P);
+    B->smax = malloc(sizeof(int) * 2 * (size_t)B->P);
+    B->tasks = 4 * B->threads;
+    B->xa = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B->threads);
+    B->xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B->threads);
+    B->hit_x = malloc(sizeof(int) * (size_t)B->tasks);
+    B->hit_y = malloc(sizeof(int) * (size_t)B->tasks);
+}
+
+/* every row empty: its run the whole width, the columns past the edge taken */
+static void shape_bin_rows(shape_bin *B, int N)
+{
+    for (int y = 0; y < B->H; ++y) {
+        uint64_t *row = B->taken + (size_t)y * B->wpr;
+        for (int xb = N; xb < 64 * B->wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63); /* past the edge */
+        B->free_run[y] = N;
+        B->runs[y] = B->full;
+        B->nrun[y] = 1;
+    }
+    for (int i = 0; i < B->P; ++i) { B->smin[B->P + i] = B->smax[B->P + i] = i < B->H ? N : 0; }
+    for (int i = B->P - 1; i >= 1; --i) {
+        B->smin[i] = B->smin[2 * i] < B->smin[2 * i + 1] ? B->smin[2 * i] : B->smin[2 * i + 1];
+        B->smax[i] = B->smax[2 * i] > B->smax[2 * i + 1] ? B->smax[2 * i] : B->smax[2 * i + 1];
+    }
+}
+
+static void shape_bin_free(shape_bin *B)
+{
+    if (B->rcap)
+        for (int y = 0; y < B->H; ++y)
+            if (B->rcap[y]) free(B->runs[y]);
+    free(B->runs);
+    free(B->nrun);
+    free(B->rcap);
+    free(B->rtmp);
+    free(B->taken);
+    free(B->free_run);
+    free(B->smin);
+    free(B->smax);
+    free(B->xa);
+    free(B->xb);
+    free(B->hit_x);
+    free(B->hit_y);
+    free(B->hz);
+}
+
 int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const double *fill, int N, int pad, pk_item *it,
                          int *used_rows)
 {
     int       rc = -1;
     shape_bin B;
-    memset(&B, 0, sizeof B);
-    B.N = N;
-    B.H = 2 * N;
-    B.wpr = (N + 63) / 64 + 1;
-    for (B.P = 1; B.P < B.H; B.P <<= 1) {}
-    B.taken = calloc((size_t)B.wpr * B.H, sizeof(uint64_t));
-    B.free_run = malloc(sizeof(int) * (size_t)B.H);
-    B.runs = malloc(sizeof(int *) * (size_t)B.H);
-    B.nrun = malloc(sizeof(int) * (size_t)B.H);
-    B.rcap = calloc((size_t)B.H, sizeof(int));
-    B.threads = bk_pool_threads();
-    B.rtmp = malloc(sizeof(int) * ((size_t)N + 2) * (size_t)B.threads);
-    B.full[0] = 0;
-    B.full[1] = N;
-    B.smin = malloc(sizeof(int) * 2 * (size_t)B.P);
-    B.smax = malloc(sizeof(int) * 2 * (size_t)B.P);
-    B.tasks = 4 * B.threads;
-    B.xa = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
-    B.xb = malloc(sizeof(int) * 2 * ((size_t)N + 2) * (size_t)B.threads);
-    B.hit_x = malloc(sizeof(int) * (size_t)B.tasks);
-    B.hit_y = malloc(sizeof(int) * (size_t)B.tasks);
+    shape_bin_alloc(&B, N);
     key_idx  *order = malloc(sizeof(key_idx) * ((size_t)n_mesh + 1));
     shape_set S = { C, fill, s, NULL, NULL, NULL };
     S.sh = calloc(SHAPE_ROTS * ((size_t)n_mesh + 1), sizeof(shape));
@@ -1060,18 +1103,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
         goto out;
     /* the masks: sizes and slots here, contents on the pool */
     if (shape_masks(&S, n_mesh, N, too_big)) goto out;
-    for (int y = 0; y < B.H; ++y) {
-        uint64_t *row = B.taken + (size_t)y * B.wpr;
-        for (int xb = N; xb < 64 * B.wpr; ++xb) row[xb >> 6] |= 1ull << (xb & 63); /* past the edge */
-        B.free_run[y] = N;
-        B.runs[y] = B.full;
-        B.nrun[y] = 1;
-    }
-    for (int i = 0; i < B.P; ++i) { B.smin[B.P + i] = B.smax[B.P + i] = i < B.H ? N : 0; }
-    for (int i = B.P - 1; i >= 1; --i) {
-        B.smin[i] = B.smin[2 * i] < B.smin[2 * i + 1] ? B.smin[2 * i] : B.smin[2 * i + 1];
-        B.smax[i] = B.smax[2 * i] > B.smax[2 * i + 1] ? B.smax[2 * i] : B.smax[2 * i + 1];
-    }
+    shape_bin_rows(&B, N);
     shape_order_charts(C, n_mesh, s, fill, order);
     rc = 0;
     /* windows of SHAPE_AHEAD charts searched ahead (spec_resolve) */
@@ -1134,22 +1166,7 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     rc = 1;
 out:
     if (used_rows) *used_rows = B.lowest;
-    if (B.rcap)
-        for (int y = 0; y < B.H; ++y)
-            if (B.rcap[y]) free(B.runs[y]);
-    free(B.runs);
-    free(B.nrun);
-    free(B.rcap);
-    free(B.rtmp);
-    free(B.taken);
-    free(B.free_run);
-    free(B.smin);
-    free(B.smax);
-    free(B.xa);
-    free(B.xb);
-    free(B.hit_x);
-    free(B.hit_y);
-    free(B.hz);
+    shape_bin_free(&B);
     free(order);
     free(S.sh);
     free(S.bits);
