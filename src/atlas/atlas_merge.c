@@ -355,6 +355,51 @@ static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_
     return 0;
 }
 
+/* each worker's scratch: stamps, candidates and a list of the charts a look saw */
+static int merge_scratch_init(merge_scratch *S, int threads, uint32_t n)
+{
+    for (int w = 0; w < threads; ++w) {
+        S[w].stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+        S[w].cand = malloc(sizeof(merge_cand) * ((size_t)n + 1));
+        S[w].seen_cap = 16;
+        S[w].seen = malloc(sizeof(uint32_t) * S[w].seen_cap);
+        if (!S[w].stamp || !S[w].cand || !S[w].seen) return -1;
+        for (uint32_t ci = 0; ci < n; ++ci) S[w].stamp[ci] = BK_NONE;
+    }
+    return 0;
+}
+
+static int merge_hulls(const charting *C, uint32_t n, const uint32_t *next, const uint32_t *head, hull_set *hs,
+                       int threads)
+{
+    /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
+    hull_ctx hc = {
+        C, next, head, hs, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0
+    };
+    if (!hc.tmp || !hc.cap) {
+        free(hc.tmp);
+        free(hc.cap);
+        return -1;
+    }
+    bk_parallel_for(n, 16, hull_fn, &hc);
+    for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
+    free(hc.tmp);
+    free(hc.cap);
+    if (hc.err) return -1;
+    return 0;
+}
+
+static int merge_compact(charting *C, uint32_t n, uint32_t T, const uint8_t *dead, uint32_t *head, uint32_t *next)
+{
+    uint32_t *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    if (!cnt) return -1;
+    for (uint32_t ci = 0; ci < n; ++ci) cnt[ci] = dead[ci] ? 0 : C->charts[ci].count;
+    uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL);
+    free(cnt);
+    if (live == BK_NONE) return -1;
+    return 0;
+}
+
 int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacency *A, charting *C, double pad_w,
                           uint64_t *work)
 {
@@ -378,14 +423,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     if (!next || !head || !tail || !iota || !dead || !touched || !order || !hs.p || !hs.n || !S || !sp.best ||
         !sp.res || !sp.work || !sp.seen || !sp.nseen)
         goto done;
-    for (int w = 0; w < threads; ++w) {
-        S[w].stamp = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-        S[w].cand = malloc(sizeof(merge_cand) * ((size_t)n + 1));
-        S[w].seen_cap = 16;
-        S[w].seen = malloc(sizeof(uint32_t) * S[w].seen_cap);
-        if (!S[w].stamp || !S[w].cand || !S[w].seen) goto done;
-        for (uint32_t ci = 0; ci < n; ++ci) S[w].stamp[ci] = BK_NONE;
-    }
+    if (merge_scratch_init(S, threads, n)) goto done;
     for (uint32_t t = 0; t < T; ++t) iota[t] = t;
     for (uint32_t ci = 0; ci < n; ++ci) {
         const chart *c = &C->charts[ci];
@@ -396,22 +434,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
         order[ci].key = bits;
         order[ci].idx = ci;
     }
-    {
-        /* every chart's hull, side by side (scratch per worker; a chart writes its own slot) */
-        hull_ctx hc = {
-            C, next, head, &hs, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)), 0
-        };
-        if (!hc.tmp || !hc.cap) {
-            free(hc.tmp);
-            free(hc.cap);
-            goto done;
-        }
-        bk_parallel_for(n, 16, hull_fn, &hc);
-        for (int w = 0; w < threads; ++w) free(hc.tmp[w]);
-        free(hc.tmp);
-        free(hc.cap);
-        if (hc.err) goto done;
-    }
+    if (merge_hulls(C, n, next, head, &hs, threads)) goto done;
     merge_state M = { s, weld, A, C, pad_w, head, next, dead, &hs };
     merge_lists L = { head, tail, next, iota, dead, touched };
     sp.M = &M;
@@ -448,14 +471,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
         }
     }
     /* compact: live charts, their triangles contiguous again */
-    {
-        uint32_t *cnt = malloc(sizeof(uint32_t) * ((size_t)n + 1));
-        if (!cnt) goto done;
-        for (uint32_t ci = 0; ci < n; ++ci) cnt[ci] = dead[ci] ? 0 : C->charts[ci].count;
-        uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL);
-        free(cnt);
-        if (live == BK_NONE) goto done;
-    }
+    if (merge_compact(C, n, T, dead, head, next)) goto done;
     rc = 0;
 done:
     if (hs.p)
