@@ -455,6 +455,54 @@ static void tidy_skip_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* the corners of b's triangles that a move of L onto b is tested against, into *xb (grown as
+ * needed): those near L in b's grid, or all of them; their count in *m_out, -1 out of memory */
+static int tidy_gather(const charting *C, const uint32_t *head, const uint32_t *next, const uint32_t *cnt,
+                       tidy_grid *grid, uint32_t b, const double *L, uint32_t *seen, uint32_t *query, double **xb,
+                       size_t *xb_cap, uint32_t *m_out)
+{
+    /* overlaps with b's triangles */
+    if (6 * (size_t)cnt[b] > *xb_cap) {
+        size_t  cap = 12 * (size_t)cnt[b] + 64;
+        double *q = realloc(*xb, sizeof(double) * cap);
+        if (!q) return -1;
+        *xb = q;
+        *xb_cap = cap;
+    }
+    uint32_t m = 0;
+    if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
+        if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) return -1;
+        grid[b].active = 1;
+    }
+    if (grid[b].active) {
+        double lb[4];
+        bk_box_of_tri(L, lb);
+        m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++*query, *xb);
+    }
+    if (!grid[b].active || m > 4096) /* (beyond 4096 the test's order matters: the whole list) */
+        for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x])
+            memcpy(*xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+    *m_out = m;
+    return 0;
+}
+
+static int tidy_compact(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
+                        const uint32_t *next, uint8_t *changed)
+{
+    uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, changed);
+    if (live == BK_NONE) return -1;
+    int          threads = bk_pool_threads();
+    tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(bk_hpt *)), calloc((size_t)threads, sizeof(size_t)),
+                        0 };
+    if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
+    for (int w = 0; fc.pts && w < threads; ++w) free(fc.pts[w]);
+    int bad = !fc.pts || !fc.cap || fc.err;
+    free(fc.pts);
+    free(fc.cap);
+    if (bad) return -1;
+    return 0;
+}
+
 int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale,
                          double cone_deg, double max_stretch, charting *C, uint64_t *work)
 {
@@ -504,27 +552,8 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                 uint32_t a = C->tri_chart[t], b;
                 double   L[6], tol;
                 if (!tidy_candidate(&tc, t, &b, L, &tol)) continue;
-                /* overlaps with b's triangles */
-                if (6 * (size_t)cnt[b] > xb_cap) {
-                    size_t  cap = 12 * (size_t)cnt[b] + 64;
-                    double *q = realloc(xb, sizeof(double) * cap);
-                    if (!q) goto done;
-                    xb = q;
-                    xb_cap = cap;
-                }
-                uint32_t m = 0;
-                if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
-                    if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) goto done;
-                    grid[b].active = 1;
-                }
-                if (grid[b].active) {
-                    double lb[4];
-                    bk_box_of_tri(L, lb);
-                    m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++query, xb);
-                }
-                if (!grid[b].active || m > 4096) /* (beyond 4096 the test's order matters: the whole list) */
-                    for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x])
-                        memcpy(xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
+                uint32_t m;
+                if (tidy_gather(C, head, next, cnt, grid, b, L, seen, &query, &xb, &xb_cap, &m)) goto done;
                 int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
                 if (ov < 0 || (ov && u32_push(&ovl[b], t))) goto done;
                 if (ov) continue;
@@ -558,19 +587,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
         memset(nxt, 0, sizeof(uint64_t) * words);
     }
     /* compact: charts with triangles left, their lists contiguous again, rectangles refitted */
-    {
-        uint32_t live = bk_atlas_compact_charts(C, n, T, cnt, head, next, changed);
-        if (live == BK_NONE) goto done;
-        int          threads = bk_pool_threads();
-        tidy_fit_ctx fc = { C, changed, calloc((size_t)threads, sizeof(bk_hpt *)),
-                            calloc((size_t)threads, sizeof(size_t)), 0 };
-        if (fc.pts && fc.cap) bk_parallel_for(live, 4, tidy_fit_fn, &fc);
-        for (int w = 0; fc.pts && w < threads; ++w) free(fc.pts[w]);
-        int bad = !fc.pts || !fc.cap || fc.err;
-        free(fc.pts);
-        free(fc.cap);
-        if (bad) goto done;
-    }
+    if (tidy_compact(C, n, T, cnt, head, next, changed)) goto done;
     rc = 0;
 done:
     for (uint32_t ci = 0; grid && ci < n; ++ci) tidy_grid_free(&grid[ci]);
