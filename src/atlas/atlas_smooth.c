@@ -1141,6 +1141,62 @@ static void sm_check_batch(sm_ctx *x, sm_plan_ctx *pc, uint32_t nb, key_idx *ok_
         if (nlv[k]) sm_spec_take(&tries[k], lv + (size_t)SM_LEVELS * k, nlv[k], lstate + k * (SM_LEVELS + 1));
 }
 
+/* each try's and memo's lists, in their slices of the shared buffers */
+static void sm_bind_tries(sm_try *tries, sm_try *memo, uint32_t *tbuf, double *lbuf, uint32_t *mbuf_u, double *mbuf_d,
+                          uint32_t M, uint32_t K)
+{
+    for (uint32_t k = 0; k < K; ++k) {
+        tries[k].tris = tbuf + 6 * (size_t)M * k;
+        tries[k].keep = tries[k].tris + M;
+        tries[k].front = tries[k].keep + M;
+        tries[k].loc = lbuf + 6 * (size_t)M * k;
+        memo[k].tris = mbuf_u + 2 * (size_t)M * k;
+        memo[k].keep = memo[k].tris + M;
+        memo[k].loc = mbuf_d + 6 * (size_t)M * k;
+    }
+}
+
+/* the batch's checked tries taken in seed order, up to the first that an earlier one's freed
+ * triangles may change (*kc: it, or nb; *si: where the next batch starts); -1 on error */
+static int sm_take_batch(sm_ctx *x, const adjacency *A, const charting *C, sm_try *tries, uint32_t nb,
+                         const uint32_t *at, const uint32_t *spos, uint8_t *tried, uint8_t *freed, uint32_t *freed_list,
+                         uint32_t *ntris, uint64_t *work, uint32_t *si, uint32_t *kc_out)
+{
+    uint32_t nfreed = 0, min_freed = UINT32_MAX, kc = nb;
+    for (uint32_t k = 0; k < nb; ++k) {
+        sm_try *t = &tries[k];
+        if (t->skip) continue;
+        if (t->err) return -1;
+        if (min_freed < at[k] || (nfreed && sm_touches(A, t, freed))) {
+            kc = k;
+            /* a chart grown beside triangles an earlier one freed, or after a freed seed:
+             * it and the batch's later charts are let go; the next batch starts at it (the
+             * seeds before it that the batch skipped were taken before the batch) or at the
+             * freed seed */
+            *si = at[k] < min_freed ? at[k] : min_freed;
+            break;
+        }
+        int r = sm_take(x, t, tried, ntris, work);
+        if (r < 0) return -1;
+        if (r == 1) continue;
+        /* it freed triangles (evictions, or grown again smaller, which sm_check_chain did: the
+         * prefix of its first growth, so the later charts do not change it). A later chart of
+         * the batch stands only when it never met one (never grew beside one, and its seed
+         * comes before every freed seed) */
+        for (uint32_t i = 0; i < t->nt0; ++i) {
+            uint32_t u = t->tris[i];
+            if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
+            freed[u] = 1;
+            freed_list[nfreed++] = u;
+            if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
+        }
+    }
+    if (min_freed < *si) *si = min_freed; /* a freed seed after the batch's last chart */
+    for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
+    *kc_out = kc;
+    return 0;
+}
+
 int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                            const bk_atlas_smooth_opts *so, charting *C, uint64_t *work)
 {
@@ -1183,15 +1239,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         goto done;
     if (sm_ws_init(ws, threads, M, H, hshift)) goto done;
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
-    for (uint32_t k = 0; k < K; ++k) {
-        tries[k].tris = tbuf + 6 * (size_t)M * k;
-        tries[k].keep = tries[k].tris + M;
-        tries[k].front = tries[k].keep + M;
-        tries[k].loc = lbuf + 6 * (size_t)M * k;
-        memo[k].tris = mbuf_u + 2 * (size_t)M * k;
-        memo[k].keep = memo[k].tris + M;
-        memo[k].loc = mbuf_d + 6 * (size_t)M * k;
-    }
+    sm_bind_tries(tries, memo, tbuf, lbuf, mbuf_u, mbuf_d, M, K);
     uint32_t nseeds = 0, ntris = 0;
     for (uint32_t t = 0; t < T; ++t) {
         C->tri_chart[t] = BK_NONE;
@@ -1219,37 +1267,8 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
         sm_memo_ctx mc = { tries, memo, hit, 0, C->loc };
         bk_parallel_for(nb, 1, sm_corners_fn, &mc);
         si = sj;
-        uint32_t nfreed = 0, min_freed = UINT32_MAX, kc = nb;
-        for (uint32_t k = 0; k < nb; ++k) {
-            sm_try *t = &tries[k];
-            if (t->skip) continue;
-            if (t->err) goto done;
-            if (min_freed < at[k] || (nfreed && sm_touches(A, t, freed))) {
-                kc = k;
-                /* a chart grown beside triangles an earlier one freed, or after a freed seed:
-                 * it and the batch's later charts are let go; the next batch starts at it (the
-                 * seeds before it that the batch skipped were taken before the batch) or at the
-                 * freed seed */
-                si = at[k] < min_freed ? at[k] : min_freed;
-                break;
-            }
-            int r = sm_take(&x, t, tried, &ntris, work);
-            if (r < 0) goto done;
-            if (r == 1) continue;
-            /* it freed triangles (evictions, or grown again smaller, which sm_check_chain did: the
-             * prefix of its first growth, so the later charts do not change it). A later chart of
-             * the batch stands only when it never met one (never grew beside one, and its seed
-             * comes before every freed seed) */
-            for (uint32_t i = 0; i < t->nt0; ++i) {
-                uint32_t u = t->tris[i];
-                if (C->tri_chart[u] != BK_NONE || tried[u] || freed[u]) continue;
-                freed[u] = 1;
-                freed_list[nfreed++] = u;
-                if (spos[u] > at[k] && spos[u] < min_freed) min_freed = spos[u];
-            }
-        }
-        if (min_freed < si) si = min_freed; /* a freed seed after the batch's last chart */
-        for (uint32_t i = 0; i < nfreed; ++i) freed[freed_list[i]] = 0;
+        uint32_t kc;
+        if (sm_take_batch(&x, A, C, tries, nb, at, spos, tried, freed, freed_list, &ntris, work, &si, &kc)) goto done;
         /* the charts let go, checked, for the next batch */
         mc.first = kc;
         nmemo = nb - kc;
@@ -1507,6 +1526,48 @@ static void join_spec_fn(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* each chart's triangle list, and the smooth charts worth joining (their ring is large enough)
+ * into order; their count */
+static uint32_t join_link_order(charting *C, uint32_t n, uint32_t max_tris, double min_ring, double pad_w,
+                                uint32_t *head, uint32_t *tail, uint32_t *cnt, uint32_t *next, key_idx *order)
+{
+    uint32_t nsm = 0;
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        const chart *c = &C->charts[ci];
+        bk_atlas_chart_link(C, ci, head, tail, cnt, next, NULL);
+        if (!c->smooth || c->count >= max_tris) continue;
+        if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue; /* little ring to save */
+        order[nsm].key = c->count;
+        order[nsm].idx = ci;
+        nsm++;
+    }
+    return nsm;
+}
+
+/* the join made: b's triangles onto a's list at the union's layout uloc, rectangle and normal wh */
+static void join_take(charting *C, const float *tri_scale, uint32_t *head, uint32_t *next, uint32_t *tail,
+                      uint32_t *cnt, uint32_t *changed, uint32_t *now, uint32_t a, uint32_t b, const double *uloc,
+                      const double *wh)
+{
+    /* a takes b: the union's layout, a's triangles then b's */
+    double   f = tri_scale ? tri_scale[head[a]] : 1.0;
+    uint32_t i = 0;
+    for (int side = 0; side < 2; ++side)
+        for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u], ++i)
+            for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)u + q] = f * uloc[6 * (size_t)i + q];
+    for (uint32_t u = head[b]; u != BK_NONE; u = next[u]) C->tri_chart[u] = a;
+    next[tail[a]] = head[b];
+    tail[a] = tail[b];
+    cnt[a] += cnt[b];
+    cnt[b] = 0;
+    head[b] = BK_NONE;
+    chart *ca = &C->charts[a];
+    ca->w = f * wh[0];
+    ca->h = f * wh[1];
+    for (int q = 0; q < 3; ++q) ca->n[q] = wh[2 + q];
+    changed[a] = changed[b] = ++*now;
+}
+
 int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *A, const uint32_t *weld,
                          const float *tri_scale, const bk_atlas_smooth_opts *so, uint32_t max_tris, double min_ring,
                          double pad_w, charting *C, uint64_t *work)
@@ -1544,15 +1605,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     for (int w = 0; w < threads; ++w)
         if (join_ws_init(&W[w], n, M, H, hshift)) goto done;
     for (uint32_t i = 0; i < M; ++i) iota[i] = i;
-    for (uint32_t ci = 0; ci < n; ++ci) {
-        const chart *c = &C->charts[ci];
-        bk_atlas_chart_link(C, ci, head, tail, cnt, next, NULL);
-        if (!c->smooth || c->count >= max_tris) continue;
-        if (c->w * c->h > (1.0 - min_ring) * (c->w + pad_w) * (c->h + pad_w)) continue; /* little ring to save */
-        order[nsm].key = c->count;
-        order[nsm].idx = ci;
-        nsm++;
-    }
+    nsm = join_link_order(C, n, max_tris, min_ring, pad_w, head, tail, cnt, next, order);
     bk_key_idx_sort(order, nsm);
     join_state J = { s, g, A, weld, tri_scale, C, head, next, cnt, max_tris, pad_w, { 0 } };
     J.x.s = s;
@@ -1596,23 +1649,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
             wh = wh_loop;
         }
         if (b == BK_NONE) continue;
-        /* a takes b: the union's layout, a's triangles then b's */
-        double   f = tri_scale ? tri_scale[head[a]] : 1.0;
-        uint32_t i = 0;
-        for (int side = 0; side < 2; ++side)
-            for (uint32_t u = head[side ? b : a]; u != BK_NONE; u = next[u], ++i)
-                for (int q = 0; q < 6; ++q) C->loc[6 * (size_t)u + q] = f * uloc[6 * (size_t)i + q];
-        for (uint32_t u = head[b]; u != BK_NONE; u = next[u]) C->tri_chart[u] = a;
-        next[tail[a]] = head[b];
-        tail[a] = tail[b];
-        cnt[a] += cnt[b];
-        cnt[b] = 0;
-        head[b] = BK_NONE;
-        chart *ca = &C->charts[a];
-        ca->w = f * wh[0];
-        ca->h = f * wh[1];
-        for (int q = 0; q < 3; ++q) ca->n[q] = wh[2 + q];
-        changed[a] = changed[b] = ++now;
+        join_take(C, tri_scale, head, next, tail, cnt, changed, &now, a, b, uloc, wh);
     }
     if (bk_atlas_compact_charts(C, n, T, cnt, head, next, NULL) == BK_NONE) goto done;
     rc = 0;
