@@ -282,41 +282,100 @@ static int best_of(const char *prog, const char *dir, char **args, uint64_t reps
     return have;
 }
 
-int bk_bench_bake(int argc, char **argv)
+/* The child's arguments into args: bake SCENE -o OUT --size S_SIZE ... --quiet, then the extra
+ * ones; *scene_at: where SCENE goes. */
+static void child_args(char **args, int *scene_at, char *out, char *s_size, char *s_spp, char *s_bounces,
+                       const char *backend, char *stats, char **extra, int nextra)
 {
-    const char *scenes = "sponza,dragon_vrip", *sizes = "1024,4096", *backend = "auto", *csv = NULL, *v;
-    const char *prog = "/proc/self/exe"; /* --baker: the program timed */
-    uint64_t    spp = 64, bounces = 2, reps = 1;
-    int         nextra = 0;
-    char      **extra = NULL;
+    int na = 0;
+    args[na++] = "baker";
+    args[na++] = "bake";
+    *scene_at = na;
+    args[na++] = NULL;
+    args[na++] = "-o";
+    args[na++] = out;
+    args[na++] = "--size";
+    args[na++] = s_size;
+    args[na++] = "--spp";
+    args[na++] = s_spp;
+    args[na++] = "--bounces";
+    args[na++] = s_bounces;
+    args[na++] = "--sun";
+    args[na++] = BENCH_SUN;
+    args[na++] = "--sky";
+    args[na++] = BENCH_SKY;
+    args[na++] = "--backend";
+    args[na++] = (char *)backend;
+    args[na++] = "--stats";
+    args[na++] = stats;
+    args[na++] = "--quiet";
+    for (int k = 0; k < nextra; ++k) args[na++] = extra[k];
+    args[na] = NULL;
+}
+
+/* The options of bench bake. */
+typedef struct bake_cli {
+    const char *scenes, *sizes, *backend, *csv;
+    const char *prog; /* --baker: the program timed */
+    uint64_t    spp, bounces, reps;
+    int         nextra;
+    char      **extra;
+} bake_cli;
+
+/* The arguments into *c (its defaults set first): 0, or the exit status after printing why. */
+static int parse_args(int argc, char **argv, bake_cli *c)
+{
+    const char *v;
+    c->scenes = "sponza,dragon_vrip";
+    c->sizes = "1024,4096";
+    c->backend = "auto";
+    c->csv = NULL;
+    c->prog = "/proc/self/exe";
+    c->spp = 64;
+    c->bounces = 2;
+    c->reps = 1;
+    c->nextra = 0;
+    c->extra = NULL;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
-            extra = argv + i + 1;
-            nextra = argc - i - 1;
+            c->extra = argv + i + 1;
+            c->nextra = argc - i - 1;
             break;
         }
         if (!strcmp(a, "--scenes")) {
-            if (bk_cli_value(argc, argv, &i, &scenes)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->scenes)) return 2;
         } else if (!strcmp(a, "--sizes")) {
-            if (bk_cli_value(argc, argv, &i, &sizes)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->sizes)) return 2;
         } else if (!strcmp(a, "--backend")) {
-            if (bk_cli_value(argc, argv, &i, &backend)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->backend)) return 2;
         } else if (!strcmp(a, "--csv")) {
-            if (bk_cli_value(argc, argv, &i, &csv)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->csv)) return 2;
         } else if (!strcmp(a, "--baker")) {
-            if (bk_cli_value(argc, argv, &i, &prog)) return 2;
+            if (bk_cli_value(argc, argv, &i, &c->prog)) return 2;
         } else if (!strcmp(a, "--spp")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &spp)) return 2;
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 1u << 20, &c->spp)) return 2;
         } else if (!strcmp(a, "--bounces")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &bounces)) return 2;
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &c->bounces)) return 2;
         } else if (!strcmp(a, "--reps")) {
-            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &reps)) return 2;
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &c->reps)) return 2;
         } else {
             fprintf(stderr, "baker bench bake: unknown argument '%s'\n%s", a, bk_bench_usage);
             return 2;
         }
     }
+    return 0;
+}
+
+int bk_bench_bake(int argc, char **argv)
+{
+    bake_cli cli;
+    if (parse_args(argc, argv, &cli)) return 2;
+    const char *scenes = cli.scenes, *sizes = cli.sizes, *backend = cli.backend, *csv = cli.csv;
+    const char *prog = cli.prog;
+    uint64_t    spp = cli.spp, bounces = cli.bounces, reps = cli.reps;
+    int         nextra = cli.nextra;
+    char      **extra = cli.extra;
     /* the sizes, checked before any work */
     int size_list[64], nsizes = 0;
     int rc = parse_sizes(sizes, size_list, &nsizes);
@@ -366,30 +425,8 @@ int bk_bench_bake(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    int na = 0;
-    args[na++] = "baker";
-    args[na++] = "bake";
-    int scene_at = na;
-    args[na++] = NULL;
-    args[na++] = "-o";
-    args[na++] = out;
-    args[na++] = "--size";
-    args[na++] = s_size;
-    args[na++] = "--spp";
-    args[na++] = s_spp;
-    args[na++] = "--bounces";
-    args[na++] = s_bounces;
-    args[na++] = "--sun";
-    args[na++] = BENCH_SUN;
-    args[na++] = "--sky";
-    args[na++] = BENCH_SKY;
-    args[na++] = "--backend";
-    args[na++] = (char *)backend;
-    args[na++] = "--stats";
-    args[na++] = stats;
-    args[na++] = "--quiet";
-    for (int k = 0; k < nextra; ++k) args[na++] = extra[k];
-    args[na] = NULL;
+    int scene_at;
+    child_args(args, &scene_at, out, s_size, s_spp, s_bounces, backend, stats, extra, nextra);
 
     if (out_csv >= 0) {
         if (!(cf = bk_outputs_open(&io, out_csv, err, sizeof err))) {
