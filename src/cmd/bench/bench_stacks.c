@@ -508,6 +508,46 @@ static int parse(stacks_cli *c, int argc, char **argv)
     return 0;
 }
 
+/* Every variant (accel x stack strategy x register cap) of one prepared scene, each row into
+ * rows[*nrows] and printed: rc as given, or 1 after printing why one failed. */
+static int run_variants(bk_backend *be, const prepared *ps, const stacks_cli *c, const char *name, stacks_row *rows,
+                        int *nrows, float *ref, float *rgb, int rc, char *err, size_t err_size)
+{
+    for (int a = 0; a < ACCELS && !rc; ++a) {
+        bk_accel_view av = bk_accel_get_view(&ps->accel[a]);
+        if (be->i->upload(be, &av, err, err_size)) {
+            fprintf(stderr, "baker: %s\n", err);
+            rc = 1;
+            break;
+        }
+        for (int s = 0; s < STACKS && !rc; ++s)
+            for (int k = 0; k < CAPS && !rc; ++k) {
+                stacks_row *r = &rows[*nrows];
+                snprintf(r->scene, sizeof r->scene, "%s", name);
+                r->accel = a;
+                r->stack = s;
+                r->stack_size = c->stack_size;
+                r->cap = reg_caps[k];
+                bk_trace_opts o = bk_trace_opts_default();
+                o.stack_mode = s;
+                o.stack_size = c->stack_size;
+                o.reg_cap = reg_caps[k];
+                o.threads = c->threads;
+                /* the first variant of each accel (global, no cap) is the reference */
+                int is_ref = s == 0 && k == 0;
+                if (measure(be, ps, a, &o, c->reps, is_ref ? NULL : ref, ref, rgb, r, err, err_size)) {
+                    fprintf(stderr, "baker: %s: %s %s: %s\n", name, bk_accel_type_name(a), bk_stack_mode_name(s), err);
+                    rc = 1;
+                    break;
+                }
+                print_row(r);
+                fflush(stdout);
+                (*nrows)++;
+            }
+    }
+    return rc;
+}
+
 int bk_bench_stacks(int argc, char **argv)
 {
     stacks_cli c;
@@ -576,39 +616,7 @@ int bk_bench_stacks(int argc, char **argv)
             printf("\n%s: %u triangles, %dx%d atlas, %u texels, prepared in %.2f s\n", name, ps.scene.tri_count,
                    ps.atlas.width, ps.atlas.height, ps.texel_count, bk_time_now() - t0);
         if (!rc) print_header();
-        for (int a = 0; a < ACCELS && !rc; ++a) {
-            bk_accel_view av = bk_accel_get_view(&ps.accel[a]);
-            if (be->i->upload(be, &av, err, sizeof err)) {
-                fprintf(stderr, "baker: %s\n", err);
-                rc = 1;
-                break;
-            }
-            for (int s = 0; s < STACKS && !rc; ++s)
-                for (int k = 0; k < CAPS && !rc; ++k) {
-                    stacks_row *r = &rows[nrows];
-                    snprintf(r->scene, sizeof r->scene, "%s", name);
-                    r->accel = a;
-                    r->stack = s;
-                    r->stack_size = c.stack_size;
-                    r->cap = reg_caps[k];
-                    bk_trace_opts o = bk_trace_opts_default();
-                    o.stack_mode = s;
-                    o.stack_size = c.stack_size;
-                    o.reg_cap = reg_caps[k];
-                    o.threads = c.threads;
-                    /* the first variant of each accel (global, no cap) is the reference */
-                    int is_ref = s == 0 && k == 0;
-                    if (measure(be, &ps, a, &o, c.reps, is_ref ? NULL : ref, ref, rgb, r, err, sizeof err)) {
-                        fprintf(stderr, "baker: %s: %s %s: %s\n", name, bk_accel_type_name(a), bk_stack_mode_name(s),
-                                err);
-                        rc = 1;
-                        break;
-                    }
-                    print_row(r);
-                    fflush(stdout);
-                    nrows++;
-                }
-        }
+        rc = run_variants(be, &ps, &c, name, rows, &nrows, ref, rgb, rc, err, sizeof err);
         free(rgb);
         free(ref);
         prepared_free(&ps);
