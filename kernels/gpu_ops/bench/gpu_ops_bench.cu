@@ -456,40 +456,9 @@ static void bench_variants(bk_gpu_ops *p, bufs &b, timer &t, int lg, const char 
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
-static const char usage[] =
-    "usage: baker bench primitives [--min-log2 16] [--max-log2 28] [--reps 7] [--variants] [--no-counters]\n"
-    "                              [--only TEXT]   (rows whose op name contains TEXT; 'counter' for that table)\n";
-
-extern "C" int bk_bench_primitives(int argc, char **argv)
+/* The buffers for inputs of up to N items, and CUB's temporary storage for the largest call. */
+static void alloc_bufs(bufs &b, const uint64_t N)
 {
-    int         lo = 16, hi = 28, reps = 7, variants = 0, counters = 1;
-    const char *only = "";
-    for (int i = 0; i < argc; ++i) {
-        if (!strcmp(argv[i], "--min-log2") && i + 1 < argc) lo = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) hi = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--variants")) variants = 1;
-        else if (!strcmp(argv[i], "--no-counters")) counters = 0;
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else {
-            fprintf(stderr, "baker bench primitives: unknown option %s\n%s", argv[i], usage);
-            return 2;
-        }
-    }
-    if (lo < 1 || hi > 29 || lo > hi || reps < 1) {
-        fprintf(stderr, "baker bench primitives: need 1 <= --min-log2 <= --max-log2 <= 29 and --reps >= 1\n");
-        return 2;
-    }
-    bk_gpu_ops *p = bk_gpu_ops_init(err, sizeof err);
-    if (!p) {
-        fprintf(stderr, "baker bench primitives: %s\n", err);
-        return 1;
-    }
-    cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
-
-    const uint64_t N = 1ull << hi;
-    bufs           b;
     memset(&b, 0, sizeof b);
     b.in = dalloc(N * 8);
     b.vals = dalloc(N * 4);
@@ -528,27 +497,11 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
         b.cub_tmp_bytes = need;
         b.cub_tmp = dalloc(need);
     }
-    timer t;
-    t.reps = reps;
-    t.flush_bytes = 256ull << 20;
-    t.flush = dalloc(t.flush_bytes);
-    CK(cudaEventCreate(&t.a));
-    CK(cudaEventCreate(&t.b));
+}
 
-    /* The ceiling: a device-to-device copy of up to 1 GiB, counting bytes read and written. */
-    {
-        const size_t bytes = std::min<size_t>(N * 8, 1ull << 30);
-        const double ms = time_ms(t, [&] { CK(cudaMemcpyAsync(b.k1, b.in, bytes, cudaMemcpyDeviceToDevice)); });
-        copy_gbs = 2.0 * bytes / (ms * 1e6);
-    }
-    printf(
-        "baker bench primitives: %s, %d SMs, %.0f MB L2; median of %d runs after 2 warm-ups, L2 flushed before each\n",
-        prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6, reps);
-    printf("device-to-device copy: %.1f GB/s (cudaMemcpy of %.0f MiB, bytes read + written)\n", copy_gbs,
-           std::min<size_t>(N * 8, 1ull << 30) / 1048576.0);
-    printf(
-        "GB/s: input read once + output written once, over the time; x_cub = cub_ms / ours_ms (above 1: faster)\n\n");
-    print_header();
+/* The tables of each op against CUB, 2^lo to 2^hi items; the rows whose name contains only. */
+static void bench_tables(bk_gpu_ops *p, bufs &b, timer &t, int lo, int hi, const char *only)
+{
     if (strstr("reduce_sum_f32", only))
         for (int lg = lo; lg <= hi; ++lg) bench_reduce<float, float, R_SUM>(p, b, t, "reduce_sum_f32", lg, 1 + lg);
     if (strstr("reduce_min_f32", only))
@@ -574,17 +527,11 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
         for (int lg = lo; lg <= hi; ++lg) bench_sort<uint64_t>(p, b, t, "sort_pairs_u64", lg, 64, 10 + lg);
     if (strstr("sort_pairs_u32_30bit", only))
         for (int lg = lo; lg <= hi; ++lg) bench_sort<uint32_t>(p, b, t, "sort_pairs_u32_30bit", lg, 30, 11 + lg);
+}
 
-    if (counters && (!*only || strstr("counter", only))) {
-        printf("\ncounter aggregation: a persistent grid claims items from one global counter and counts keys with\n"
-               "(key & 7) == 0 into a second; 'global atomics' counts both counters' atomics\n");
-        printf("%-8s %5s %10s %10s %14s %11s %4s\n", "mode", "log2n", "ms", "Gitems/s", "global atomics", "per item",
-               "ok");
-        for (int lg = lo; lg <= hi; lg += 4) bench_counters(p, b, t, lg, prop.multiProcessorCount);
-        if ((hi - lo) % 4) bench_counters(p, b, t, hi, prop.multiProcessorCount);
-    }
-    if (variants) bench_variants(p, b, t, hi, only);
-
+/* Everything alloc_bufs and the timer made. */
+static void free_bufs(bufs &b, timer &t)
+{
     cudaFree(b.in);
     cudaFree(b.vals);
     cudaFree(b.k1);
@@ -598,6 +545,76 @@ extern "C" int bk_bench_primitives(int argc, char **argv)
     cudaFree(d_bad);
     cudaEventDestroy(t.a);
     cudaEventDestroy(t.b);
+}
+
+static const char usage[] =
+    "usage: baker bench primitives [--min-log2 16] [--max-log2 28] [--reps 7] [--variants] [--no-counters]\n"
+    "                              [--only TEXT]   (rows whose op name contains TEXT; 'counter' for that table)\n";
+
+extern "C" int bk_bench_primitives(int argc, char **argv)
+{
+    int         lo = 16, hi = 28, reps = 7, variants = 0, counters = 1;
+    const char *only = "";
+    for (int i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--min-log2") && i + 1 < argc) lo = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) hi = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--variants")) variants = 1;
+        else if (!strcmp(argv[i], "--no-counters")) counters = 0;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else {
+            fprintf(stderr, "baker bench primitives: unknown option %s\n%s", argv[i], usage);
+            return 2;
+        }
+    }
+    if (lo < 1 || hi > 29 || lo > hi || reps < 1) {
+        fprintf(stderr, "baker bench primitives: need 1 <= --min-log2 <= --max-log2 <= 29 and --reps >= 1\n");
+        return 2;
+    }
+    bk_gpu_ops *p = bk_gpu_ops_init(err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "baker bench primitives: %s\n", err);
+        return 1;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+
+    const uint64_t N = 1ull << hi;
+    bufs           b;
+    alloc_bufs(b, N);
+    timer t;
+    t.reps = reps;
+    t.flush_bytes = 256ull << 20;
+    t.flush = dalloc(t.flush_bytes);
+    CK(cudaEventCreate(&t.a));
+    CK(cudaEventCreate(&t.b));
+
+    /* The ceiling: a device-to-device copy of up to 1 GiB, counting bytes read and written. */
+    {
+        const size_t bytes = std::min<size_t>(N * 8, 1ull << 30);
+        const double ms = time_ms(t, [&] { CK(cudaMemcpyAsync(b.k1, b.in, bytes, cudaMemcpyDeviceToDevice)); });
+        copy_gbs = 2.0 * bytes / (ms * 1e6);
+    }
+    printf(
+        "baker bench primitives: %s, %d SMs, %.0f MB L2; median of %d runs after 2 warm-ups, L2 flushed before each\n",
+        prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6, reps);
+    printf("device-to-device copy: %.1f GB/s (cudaMemcpy of %.0f MiB, bytes read + written)\n", copy_gbs,
+           std::min<size_t>(N * 8, 1ull << 30) / 1048576.0);
+    printf(
+        "GB/s: input read once + output written once, over the time; x_cub = cub_ms / ours_ms (above 1: faster)\n\n");
+    print_header();
+    bench_tables(p, b, t, lo, hi, only);
+    if (counters && (!*only || strstr("counter", only))) {
+        printf("\ncounter aggregation: a persistent grid claims items from one global counter and counts keys with\n"
+               "(key & 7) == 0 into a second; 'global atomics' counts both counters' atomics\n");
+        printf("%-8s %5s %10s %10s %14s %11s %4s\n", "mode", "log2n", "ms", "Gitems/s", "global atomics", "per item",
+               "ok");
+        for (int lg = lo; lg <= hi; lg += 4) bench_counters(p, b, t, lg, prop.multiProcessorCount);
+        if ((hi - lo) % 4) bench_counters(p, b, t, hi, prop.multiProcessorCount);
+    }
+    if (variants) bench_variants(p, b, t, hi, only);
+
+    free_bufs(b, t);
     bk_gpu_ops_free(p);
     return 0;
 }
