@@ -727,30 +727,36 @@ static int run_workers(vm_work *W, int nt, void *(*fn)(void *))
     return started;
 }
 
-int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size)
+/* The state bk_voxmesh_build's steps share. */
+typedef struct vm_build {
+    const bk_scene *s;
+    bk_voxmesh     *out;
+    char           *err;
+    size_t          err_size;
+    vm_ctx          C;
+    uint8_t        *used;
+    vm_work        *W;
+    int             nt;
+    uint32_t        NI, NM, chunks;
+} vm_build;
+
+/* Every instance names a model and a signed-permutation rotation; every model size is in range. */
+static int build_check(vm_build *B)
 {
-    double t0 = bk_time_now();
-    memset(out, 0, sizeof *out);
-    out->first_quad_tri = s->tri_count;
-    vm_ctx C;
-    memset(&C, 0, sizeof C);
-    C.s = s;
-    atomic_init(&C.next, 0u);
-    atomic_init(&C.failed, 0);
-    uint8_t *used = NULL;
-    vm_work *W = NULL;
-    int      rc = -1, nt = 0;
-    uint32_t NI = s->vox_instance_count, NM = s->vox_model_count, chunks = (NI + INST_CHUNK - 1) / INST_CHUNK;
+    const bk_scene *s = B->s;
+    char           *err = B->err;
+    size_t          err_size = B->err_size;
+    uint32_t        NI = B->NI, NM = B->NM;
     for (uint32_t i = 0; i < NI; ++i) {
         const bk_vox_instance *in = &s->vox_instances[i];
         int8_t                 chk[9];
         if (in->model >= NM) {
             bk_fail(err, err_size, "voxel instance %u: model %u of %u", i, in->model, NM);
-            goto done;
+            return -1;
         }
         if (!bk_vox_rot_matrix(bk_vox_rot_byte(in->m), chk) || memcmp(chk, in->m, 9)) {
             bk_fail(err, err_size, "voxel instance %u: rotation is not a signed permutation", i);
-            goto done;
+            return -1;
         }
     }
     for (uint32_t mi = 0; mi < NM; ++mi)
@@ -758,27 +764,39 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
             if (s->vox_models[mi].size[r] < 1 || s->vox_models[mi].size[r] > BK_VOX_MAX_SIZE) {
                 bk_fail(err, err_size, "voxel model %u: size %u out of 1..%d", mi, s->vox_models[mi].size[r],
                         BK_VOX_MAX_SIZE);
-                goto done;
+                return -1;
             }
+    return 0;
+}
+
+/* The worker count, the per-model, per-instance and per-chunk arrays, and each worker's scratch. */
+static int build_alloc(vm_build *B)
+{
+    vm_ctx  *C = &B->C;
+    uint32_t NI = B->NI, NM = B->NM, chunks = B->chunks;
+    char    *err = B->err;
+    size_t   err_size = B->err_size;
+    int      nt;
     /* threads: never more than there are chunks of work (a lone prop runs on the caller's thread) */
     nt = bk_cpu_threads();
     if (nt < 1) nt = 1;
     if ((uint32_t)nt > chunks) nt = chunks ? (int)chunks : 1;
     if (nt > 64) nt = 64;
-    C.models = calloc(NM ? NM : 1, sizeof(vm_model));
-    C.xf = malloc(sizeof(vm_xf) * (NI ? NI : 1));
-    C.chunk_worker = malloc(sizeof(uint32_t) * (chunks + 1));
-    C.chunk_count = calloc(chunks + 1, sizeof(uint32_t));
-    C.chunk_first = malloc(sizeof(size_t) * (chunks + 1));
-    used = calloc(NM ? NM : 1, 1);
-    W = calloc((size_t)nt, sizeof(vm_work));
-    if (!C.models || !C.xf || !C.chunk_worker || !C.chunk_count || !C.chunk_first || !used || !W) {
+    B->nt = nt;
+    C->models = calloc(NM ? NM : 1, sizeof(vm_model));
+    C->xf = malloc(sizeof(vm_xf) * (NI ? NI : 1));
+    C->chunk_worker = malloc(sizeof(uint32_t) * (chunks + 1));
+    C->chunk_count = calloc(chunks + 1, sizeof(uint32_t));
+    C->chunk_first = malloc(sizeof(size_t) * (chunks + 1));
+    B->used = calloc(NM ? NM : 1, 1);
+    B->W = calloc((size_t)nt, sizeof(vm_work));
+    if (!C->models || !C->xf || !C->chunk_worker || !C->chunk_count || !C->chunk_first || !B->used || !B->W) {
         bk_fail(err, err_size, "voxel surface: out of memory");
-        goto done;
+        return -1;
     }
     for (int k = 0; k < nt; ++k) {
-        vm_work *w = &W[k];
-        w->C = &C;
+        vm_work *w = &B->W[k];
+        w->C = C;
         w->id = k;
         w->ctab = malloc(sizeof(uint32_t) * BOX_CELLS * BOX_CELLS * BOX_CELLS);
         w->hid = malloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
@@ -786,16 +804,31 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
         if (!w->ctab || !w->hid || !w->mask || !w->scratch) {
             bk_fail(err, err_size, "voxel surface: out of memory");
-            goto done;
+            return -1;
         }
     }
+    return 0;
+}
+
+/* Steps 1 to 3 on the workers: the models, the instance transforms and hash, the shared-cell
+ * bitmaps, then each instance's quads. */
+static int build_passes(vm_build *B)
+{
+    const bk_scene *s = B->s;
+    bk_voxmesh     *out = B->out;
+    vm_ctx         *C = &B->C;
+    vm_work        *W = B->W;
+    int             nt = B->nt;
+    uint32_t        NI = B->NI;
+    char           *err = B->err;
+    size_t          err_size = B->err_size;
     /* models placed at least once */
-    for (uint32_t i = 0; i < NI; ++i) used[s->vox_instances[i].model] = 1;
-    C.used = used;
+    for (uint32_t i = 0; i < NI; ++i) B->used[s->vox_instances[i].model] = 1;
+    C->used = B->used;
     run_workers(W, nt, work_models);
-    if (atomic_load(&C.failed)) {
+    if (atomic_load(&C->failed)) {
         bk_fail(err, err_size, "voxel surface: out of memory");
-        goto done;
+        return -1;
     }
     for (int k = 0; k < nt; ++k) {
         free(W[k].grid);
@@ -803,31 +836,43 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         W[k].grid_cap = 0;
     }
     for (uint32_t i = 0; i < NI; ++i) {
-        xf_init(s, &s->vox_instances[i], &C.xf[i]);
+        xf_init(s, &s->vox_instances[i], &C->xf[i]);
         out->voxel_count += s->vox_models[s->vox_instances[i].model].voxel_count;
     }
-    if (NI && hash_build(&C)) {
+    if (NI && hash_build(C)) {
         bk_fail(err, err_size, "voxel surface: out of memory (%u instances)", NI);
-        goto done;
+        return -1;
     }
-    atomic_store(&C.next, 0u);
+    atomic_store(&C->next, 0u);
     if (NI) run_workers(W, nt, work_raster);
-    atomic_store(&C.next, 0u);
+    atomic_store(&C->next, 0u);
     run_workers(W, nt, work_instances);
-    if (atomic_load(&C.failed)) {
+    if (atomic_load(&C->failed)) {
         bk_fail(err, err_size, "voxel surface: out of memory");
-        goto done;
+        return -1;
     }
-    /* the quads in instance order: chunk after chunk, from whichever worker made each */
-    size_t total = 0;
-    for (uint32_t c = 0; c < chunks; ++c) total += C.chunk_count[c];
+    return 0;
+}
+
+/* The quads in instance order: chunk after chunk, from whichever worker made each. */
+static int build_gather(vm_build *B)
+{
+    bk_voxmesh *out = B->out;
+    vm_ctx     *C = &B->C;
+    vm_work    *W = B->W;
+    int         nt = B->nt;
+    uint32_t    chunks = B->chunks;
+    char       *err = B->err;
+    size_t      err_size = B->err_size;
+    size_t      total = 0;
+    for (uint32_t c = 0; c < chunks; ++c) total += C->chunk_count[c];
     for (int k = 0; k < nt; ++k) {
         out->hidden_faces += W[k].hidden;
         out->hide_steps += W[k].steps;
     }
     if (total >= BK_NONE / 2) {
         bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total);
-        goto done;
+        return -1;
     }
     out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
     size_t   *at = malloc(sizeof(size_t) * (chunks + 1));
@@ -836,11 +881,11 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         free(at);
         free(faces);
         bk_fail(err, err_size, "voxel surface: out of memory for %zu quads", total);
-        goto done;
+        return -1;
     }
     at[0] = 0;
-    for (uint32_t c = 0; c < chunks; ++c) at[c + 1] = at[c] + C.chunk_count[c];
-    gather_job G = { &C, W, out->quads, at, faces };
+    for (uint32_t c = 0; c < chunks; ++c) at[c + 1] = at[c] + C->chunk_count[c];
+    gather_job G = { C, W, out->quads, at, faces };
     bk_parallel_for(chunks, 16, gather_chunks, &G);
     for (uint32_t c = 0; c < chunks; ++c) out->face_count += faces[c];
     free(at);
@@ -850,11 +895,15 @@ int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_s
         free(W[k].quads);
         W[k].quads = NULL;
     }
-    if (make_scene(s, out, err, err_size)) goto done;
-    rc = 0;
-done:
-    for (uint32_t mi = 0; C.models && mi < NM; ++mi) model_free(&C.models[mi]);
-    for (int k = 0; W && k < nt; ++k) {
+    return 0;
+}
+
+static void build_free(vm_build *B)
+{
+    vm_ctx  *C = &B->C;
+    vm_work *W = B->W;
+    for (uint32_t mi = 0; C->models && mi < B->NM; ++mi) model_free(&C->models[mi]);
+    for (int k = 0; W && k < B->nt; ++k) {
         free(W[k].quads);
         free(W[k].mask);
         free(W[k].scratch);
@@ -863,18 +912,42 @@ done:
         free(W[k].grid);
     }
     free(W);
-    free(used);
-    free(C.models);
-    free(C.xf);
-    free(C.chunk_worker);
-    free(C.chunk_count);
-    free(C.chunk_first);
-    free(C.H.keys);
-    free(C.H.start);
-    free(C.H.count);
-    free(C.H.list);
-    free(C.H.bits_at);
-    free((void *)C.H.bits);
+    free(B->used);
+    free(C->models);
+    free(C->xf);
+    free(C->chunk_worker);
+    free(C->chunk_count);
+    free(C->chunk_first);
+    free(C->H.keys);
+    free(C->H.start);
+    free(C->H.count);
+    free(C->H.list);
+    free(C->H.bits_at);
+    free((void *)C->H.bits);
+}
+
+int bk_voxmesh_build(const bk_scene *s, bk_voxmesh *out, char *err, size_t err_size)
+{
+    double t0 = bk_time_now();
+    memset(out, 0, sizeof *out);
+    out->first_quad_tri = s->tri_count;
+    vm_build B;
+    memset(&B, 0, sizeof B);
+    B.s = s;
+    B.out = out;
+    B.err = err;
+    B.err_size = err_size;
+    B.C.s = s;
+    atomic_init(&B.C.next, 0u);
+    atomic_init(&B.C.failed, 0);
+    int rc = -1;
+    B.NI = s->vox_instance_count;
+    B.NM = s->vox_model_count;
+    B.chunks = (B.NI + INST_CHUNK - 1) / INST_CHUNK;
+    if (!build_check(&B) && !build_alloc(&B) && !build_passes(&B) && !build_gather(&B) &&
+        !make_scene(s, out, err, err_size))
+        rc = 0;
+    build_free(&B);
     if (rc) bk_voxmesh_free(out);
     out->seconds = bk_time_now() - t0;
     return rc;
