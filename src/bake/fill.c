@@ -138,8 +138,9 @@ typedef struct seed_job {
     seed_scratch   *per_worker;
 } seed_job;
 
-#define SEED_COLS 256 /* columns per chunk: each sweeps every row, so wide enough to read whole cache lines in order \
-                       */
+#define SEED_COLS                                                                                      \
+    256 /* columns per chunk: each sweeps every row, so wide enough to read whole cache lines in order \
+         */
 #define SEED_ROWS 16
 static void seed_cols_chunk(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -336,6 +337,136 @@ static void fill_charts(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* First scan: the number of charts that appear (top) and of hidden texels. */
+static int fill_count(fill_job *j, size_t N, uint32_t *top_out, uint64_t *hidden_out, char *err, size_t err_size)
+{
+    size_t chunks = N ? (N - 1) / FILL_GRAIN + 1 : 0;
+    j->chunk_top = malloc(sizeof(uint32_t) * (chunks ? chunks : 1));
+    j->chunk_hidden = malloc(sizeof(uint64_t) * (chunks ? chunks : 1));
+    if (!j->chunk_top || !j->chunk_hidden) {
+        free(j->chunk_top);
+        free(j->chunk_hidden);
+        return bk_fail(err, err_size, "fill: out of memory");
+    }
+    bk_parallel_for(N, FILL_GRAIN, fill_scan, j);
+    uint32_t top = 0; /* charts 0 .. top - 1 appear */
+    uint64_t hidden = 0;
+    for (size_t k = 0; k < chunks; ++k) {
+        if (j->chunk_top[k] > top) top = j->chunk_top[k];
+        hidden += j->chunk_hidden[k];
+    }
+    free(j->chunk_top);
+    free(j->chunk_hidden);
+    *top_out = top;
+    *hidden_out = hidden;
+    return 0;
+}
+
+/* Each chart's box and whether it has hidden and valid texels; the charts to fill (todo). */
+static uint32_t fill_plan(fill_job *j, uint32_t top, chart_box *box, uint32_t *todo, int *any_empty_out)
+{
+    int w = j->w, h = j->h;
+    for (uint32_t c = 0; c < top; ++c) {
+        atomic_init(&box[c].x0, w);
+        atomic_init(&box[c].y0, h);
+        atomic_init(&box[c].x1, -1);
+        atomic_init(&box[c].y1, -1);
+        atomic_init(&box[c].valid, 0);
+        atomic_init(&box[c].hidden, 0);
+    }
+    j->box = box;
+    bk_parallel_for((size_t)h, FILL_ROWS, fill_boxes, j);
+    /* the charts to fill, one chunk each (the pool's shared counter balances their sizes) */
+    uint32_t ntodo = 0;
+    int      any_empty = 0;
+    for (uint32_t c = 0; c < top; ++c) {
+        if (!atomic_load(&box[c].hidden)) continue;
+        if (!atomic_load(&box[c].valid)) {
+            any_empty = 1;
+            continue;
+        }
+        todo[ntodo++] = c;
+    }
+    *any_empty_out = any_empty;
+    return ntodo;
+}
+
+/* Charts with valid texels: each hidden texel takes the colour of the nearest valid one. */
+static void fill_valid(fill_job *j, uint32_t ntodo)
+{
+    int nt = bk_pool_threads();
+    j->per_worker = calloc((size_t)nt, sizeof(fill_scratch));
+    if (j->per_worker) bk_parallel_for(ntodo, 1, fill_charts, j);
+    else atomic_store(&j->oom, 1);
+    for (int t = 0; j->per_worker && t < nt; ++t) {
+        free(j->per_worker[t].near);
+        scratch_free(&j->per_worker[t].seed);
+    }
+    free(j->per_worker);
+}
+
+/* charts without light of their own: one colour, the mean of the valid texels nearest to
+ * their texels; seeds are the valid texels only (never a texel filled above), so this
+ * does not depend on the order of the charts either. On failure frees j->box. */
+static int fill_empty(fill_job *j, uint32_t top, size_t N, bk_fill_stats *st, char *err, size_t err_size)
+{
+    float          *rgb = j->rgb;
+    uint8_t        *coverage = j->cov;
+    const uint32_t *chart = j->chart;
+    int             w = j->w, h = j->h;
+    chart_box      *box = j->box;
+    bk_fill_stats   s = *st;
+    uint32_t       *near = malloc(sizeof(uint32_t) * (N ? N : 1));
+    double         *sum = calloc((size_t)top * 3, sizeof(double));
+    uint8_t        *need = malloc((size_t)h); /* rows that hold texels of such charts */
+    if (need) {
+        j->row_need = need;
+        bk_parallel_for((size_t)h, FILL_ROWS, fill_need, j);
+    }
+    if (!near || !sum || !need || nearest_seed_image(coverage, chart, w, h, need, near)) {
+        free(box);
+        free(near);
+        free(sum);
+        free(need);
+        return bk_fail(err, err_size, "fill: out of memory for a %dx%d image", w, h);
+    }
+    /* (only the rows that hold such texels: the others hold none of the pixels read or
+     * written here, and the sums keep their order) */
+    for (int y = 0; y < h; ++y) {
+        if (!need[y]) continue;
+        for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
+            uint32_t c = chart[i];
+            if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
+                !atomic_load_explicit(&box[c].hidden, memory_order_relaxed) || near[i] == BK_NONE)
+                continue;
+            for (int k = 0; k < 3; ++k) sum[3 * (size_t)c + k] += rgb[3 * (size_t)near[i] + k];
+        }
+    }
+    for (int y = 0; y < h; ++y) {
+        if (!need[y]) continue;
+        for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
+            uint32_t c = chart[i];
+            if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
+                coverage[i] != BK_COVER_NONE)
+                continue;
+            if (near[i] == BK_NONE) {
+                s.unfilled++;
+                continue;
+            } /* no valid texel anywhere */
+            double n = (double)atomic_load_explicit(&box[c].hidden, memory_order_relaxed);
+            for (int k = 0; k < 3; ++k) rgb[3 * i + k] = (float)(sum[3 * (size_t)c + k] / n);
+            coverage[i] = BK_COVER_DILATED;
+            s.empty_texels++;
+        }
+    }
+    for (uint32_t c = 0; c < top; ++c) s.empty_charts += atomic_load(&box[c].hidden) && !atomic_load(&box[c].valid);
+    free(sum);
+    free(near);
+    free(need);
+    *st = s;
+    return 0;
+}
+
 int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, int h, bk_fill_stats *st, char *err,
                    size_t err_size)
 {
@@ -351,23 +482,9 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
     j.w = w;
     j.h = h;
     atomic_init(&j.oom, 0);
-    size_t chunks = N ? (N - 1) / FILL_GRAIN + 1 : 0;
-    j.chunk_top = malloc(sizeof(uint32_t) * (chunks ? chunks : 1));
-    j.chunk_hidden = malloc(sizeof(uint64_t) * (chunks ? chunks : 1));
-    if (!j.chunk_top || !j.chunk_hidden) {
-        free(j.chunk_top);
-        free(j.chunk_hidden);
-        return bk_fail(err, err_size, "fill: out of memory");
-    }
-    bk_parallel_for(N, FILL_GRAIN, fill_scan, &j);
-    uint32_t top = 0; /* charts 0 .. top - 1 appear */
+    uint32_t top = 0;
     uint64_t hidden = 0;
-    for (size_t k = 0; k < chunks; ++k) {
-        if (j.chunk_top[k] > top) top = j.chunk_top[k];
-        hidden += j.chunk_hidden[k];
-    }
-    free(j.chunk_top);
-    free(j.chunk_hidden);
+    if (fill_count(&j, N, &top, &hidden, err, err_size)) return -1;
     if (!hidden) {
         s.seconds = bk_time_now() - t0;
         if (st) *st = s;
@@ -382,38 +499,11 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
         free(filled);
         return bk_fail(err, err_size, "fill: out of memory for %u charts", top);
     }
-    for (uint32_t c = 0; c < top; ++c) {
-        atomic_init(&box[c].x0, w);
-        atomic_init(&box[c].y0, h);
-        atomic_init(&box[c].x1, -1);
-        atomic_init(&box[c].y1, -1);
-        atomic_init(&box[c].valid, 0);
-        atomic_init(&box[c].hidden, 0);
-    }
-    j.box = box;
-    bk_parallel_for((size_t)h, FILL_ROWS, fill_boxes, &j);
-    /* the charts to fill, one chunk each (the pool's shared counter balances their sizes) */
-    uint32_t ntodo = 0;
-    int      any_empty = 0;
-    for (uint32_t c = 0; c < top; ++c) {
-        if (!atomic_load(&box[c].hidden)) continue;
-        if (!atomic_load(&box[c].valid)) {
-            any_empty = 1;
-            continue;
-        }
-        todo[ntodo++] = c;
-    }
+    int      any_empty;
+    uint32_t ntodo = fill_plan(&j, top, box, todo, &any_empty);
     j.todo = todo;
     j.filled = filled;
-    int nt = bk_pool_threads();
-    j.per_worker = calloc((size_t)nt, sizeof(fill_scratch));
-    if (j.per_worker) bk_parallel_for(ntodo, 1, fill_charts, &j);
-    else atomic_store(&j.oom, 1);
-    for (int t = 0; j.per_worker && t < nt; ++t) {
-        free(j.per_worker[t].near);
-        scratch_free(&j.per_worker[t].seed);
-    }
-    free(j.per_worker);
+    fill_valid(&j, ntodo);
     if (atomic_load(&j.oom)) {
         free(box);
         free(todo);
@@ -424,58 +514,7 @@ int bk_fill_hidden(float *rgb, uint8_t *coverage, const uint32_t *chart, int w, 
     s.charts = ntodo;
     free(todo);
     free(filled);
-    if (any_empty) {
-        /* charts without light of their own: one colour, the mean of the valid texels nearest to
-         * their texels; seeds are the valid texels only (never a texel filled above), so this
-         * does not depend on the order of the charts either */
-        uint32_t *near = malloc(sizeof(uint32_t) * (N ? N : 1));
-        double   *sum = calloc((size_t)top * 3, sizeof(double));
-        uint8_t  *need = malloc((size_t)h); /* rows that hold texels of such charts */
-        if (need) {
-            j.row_need = need;
-            bk_parallel_for((size_t)h, FILL_ROWS, fill_need, &j);
-        }
-        if (!near || !sum || !need || nearest_seed_image(coverage, chart, w, h, need, near)) {
-            free(box);
-            free(near);
-            free(sum);
-            free(need);
-            return bk_fail(err, err_size, "fill: out of memory for a %dx%d image", w, h);
-        }
-        /* (only the rows that hold such texels: the others hold none of the pixels read or
-         * written here, and the sums keep their order) */
-        for (int y = 0; y < h; ++y) {
-            if (!need[y]) continue;
-            for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
-                uint32_t c = chart[i];
-                if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
-                    !atomic_load_explicit(&box[c].hidden, memory_order_relaxed) || near[i] == BK_NONE)
-                    continue;
-                for (int k = 0; k < 3; ++k) sum[3 * (size_t)c + k] += rgb[3 * (size_t)near[i] + k];
-            }
-        }
-        for (int y = 0; y < h; ++y) {
-            if (!need[y]) continue;
-            for (size_t i = (size_t)y * w, e = i + (size_t)w; i < e; ++i) {
-                uint32_t c = chart[i];
-                if (c == BK_NONE || atomic_load_explicit(&box[c].valid, memory_order_relaxed) ||
-                    coverage[i] != BK_COVER_NONE)
-                    continue;
-                if (near[i] == BK_NONE) {
-                    s.unfilled++;
-                    continue;
-                } /* no valid texel anywhere */
-                double n = (double)atomic_load_explicit(&box[c].hidden, memory_order_relaxed);
-                for (int k = 0; k < 3; ++k) rgb[3 * i + k] = (float)(sum[3 * (size_t)c + k] / n);
-                coverage[i] = BK_COVER_DILATED;
-                s.empty_texels++;
-            }
-        }
-        for (uint32_t c = 0; c < top; ++c) s.empty_charts += atomic_load(&box[c].hidden) && !atomic_load(&box[c].valid);
-        free(sum);
-        free(near);
-        free(need);
-    }
+    if (any_empty && fill_empty(&j, top, N, &s, err, err_size)) return -1;
     free(box);
     s.seconds = bk_time_now() - t0;
     if (st) *st = s;
