@@ -266,21 +266,11 @@ static uint32_t vt_index(vt_map *m, float u, float v, float *out_uv)
     }
 }
 
-/* The writer behind the entry points; vm may be NULL (no voxels); mtl_f and mtl_path may be NULL
- * (no MTL beside the OBJ: MTL files of other folders are then named by absolute path). */
-static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a, int mtllib,
-                     FILE *mtl_f, const char *mtl_path, char *err, size_t err_size)
+/* One vt per distinct corner UV (v flipped, -0 written as 0): m, corner_vt and uvs, or -1 with err. */
+static int obj_vt_build(const bk_atlas *a, size_t corners, vt_map *mp, uint32_t **corner_vt_out, float **uvs_out,
+                        const char *path, char *err, size_t err_size)
 {
-    if (a->tri_count != s->tri_count)
-        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count,
-                       s->tri_count);
-    if ((mtl_f != NULL) != (mtl_path != NULL)) return bk_fail(err, err_size, "%s: an MTL stream needs its path", path);
-    if (vm && (vm->first_quad_tri + 2 * (uint64_t)vm->quad_count != s->tri_count ||
-               (vm->quad_count && (!mtl_f || !mtl_path))))
-        return bk_fail(err, err_size, "%s: the voxel surface does not match the scene", path);
-    uint32_t T = s->tri_count, T0 = vm ? vm->first_quad_tri : T;
-    size_t   corners = 3 * (size_t)T;
-    vt_map   m;
+    vt_map m;
     m.cap = 16;
     while (m.cap < 2 * corners) m.cap <<= 1;
     m.keys = malloc(sizeof(uint64_t) * m.cap);
@@ -300,8 +290,16 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         float u = a->uv[2 * c], v = 1.0f - a->uv[2 * c + 1];
         corner_vt[c] = vt_index(&m, u == 0.0f ? 0.0f : u, v == 0.0f ? 0.0f : v, uvs);
     }
-    int pages = a->page_count > 1 && a->tri_page;
+    *mp = m;
+    *corner_vt_out = corner_vt;
+    *uvs_out = uvs;
+    return 0;
+}
 
+/* The head comments, the MTL file's head and the mtllib lines; -1 with err. */
+static int obj_write_head(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a,
+                          int mtllib, FILE *mtl_f, const char *mtl_path, int pages, char *err, size_t err_size)
+{
     fprintf(f, "# written by baker: the scene with its lightmap UVs as vt (atlas %dx%d, %u charts)\n", a->width,
             a->height, a->chart_count);
     if (pages)
@@ -319,28 +317,35 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         fprintf(mtl_f, BK_MTL_SIGNATURE " for %s: the materials of its mtllib line\n", ob ? ob + 1 : path);
     }
     int copied = mtllib ? write_mtllib(f, s, path, mtl_f, err, err_size) : 0;
-    if (copied < 0) {
-        free(m.keys);
-        free(m.vals);
-        free(corner_vt);
-        free(uvs);
-        return -1;
-    }
+    if (copied < 0) return -1;
     if (mtl_f && (copied || (vm && vm->quad_count))) {
         const char *base = strrchr(mtl_path, '/');
         fprintf(f, "mtllib %s\n", base ? base + 1 : mtl_path); /* written beside the OBJ */
     }
+    return 0;
+}
+
+/* v, vt and vn lines; returns whether the scene has normals to name. */
+static int obj_write_verts(FILE *f, const bk_scene *s, const vt_map *m, const float *uvs)
+{
     for (uint32_t v = 0; v < s->vertex_count; ++v) {
         const float *p = s->positions + 3 * (size_t)v;
         fprintf(f, "v %.9g %.9g %.9g\n", (double)p[0], (double)p[1], (double)p[2]);
     }
-    for (uint32_t i = 0; i < m.count; ++i) fprintf(f, "vt %.9g %.9g\n", (double)uvs[2 * i], (double)uvs[2 * i + 1]);
+    for (uint32_t i = 0; i < m->count; ++i) fprintf(f, "vt %.9g %.9g\n", (double)uvs[2 * i], (double)uvs[2 * i + 1]);
     int have_vn = s->tri_vn && s->normals && s->normal_count;
     if (have_vn)
         for (uint32_t i = 0; i < s->normal_count; ++i) {
             const float *n = s->normals + 3 * (size_t)i;
             fprintf(f, "vn %.9g %.9g %.9g\n", (double)n[0], (double)n[1], (double)n[2]);
         }
+    return have_vn;
+}
+
+/* The scene's own triangles 0 .. T0 - 1; returns the page of the last group written. */
+static uint32_t obj_write_tris(FILE *f, const bk_scene *s, const bk_atlas *a, const uint32_t *corner_vt, uint32_t T0,
+                               int pages, int have_vn)
+{
     uint32_t cur_mat = BK_NONE, cur_page = BK_NONE;
     for (uint32_t t = 0; t < T0; ++t) {
         if (pages && a->tri_page[t] != cur_page) {
@@ -364,10 +369,16 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         }
         fputc('\n', f);
     }
-    /* quads: one 4-corner face each, c0 c1 c2 c3, which a loader fans into the same two
-     * triangles (c0 c1 c2) (c0 c2 c3), so a --uv file bake numbers them alike */
+    return cur_page;
+}
+
+/* quads: one 4-corner face each, c0 c1 c2 c3, which a loader fans into the same two
+ * triangles (c0 c1 c2) (c0 c2 c3), so a --uv file bake numbers them alike */
+static void obj_write_quads(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a,
+                            const uint32_t *corner_vt, uint32_t T0, int pages, uint32_t cur_page)
+{
     uint32_t cur_inst = BK_NONE;
-    cur_mat = BK_NONE;
+    uint32_t cur_mat = BK_NONE;
     for (uint32_t q = 0; vm && q < vm->quad_count; ++q) {
         const bk_vox_quad *Q = &vm->quads[q];
         size_t             t = (size_t)T0 + 2 * (size_t)q;
@@ -386,27 +397,64 @@ static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxm
         fprintf(f, "f %u/%u %u/%u %u/%u %u/%u\n", s->tri_v[c[0]] + 1, corner_vt[c[0]] + 1, s->tri_v[c[1]] + 1,
                 corner_vt[c[1]] + 1, s->tri_v[c[2]] + 1, corner_vt[c[2]] + 1, s->tri_v[c[3]] + 1, corner_vt[c[3]] + 1);
     }
+}
+
+/* the quads' materials: palette colours (linear, as the bake used them) */
+static int obj_write_vox_mtl(FILE *mtl_f, const bk_scene *s, const bk_voxmesh *vm, const char *path,
+                             const char *mtl_path, char *err, size_t err_size)
+{
+    uint8_t *used = calloc((size_t)s->material_count + 1, 1);
+    if (!used) return bk_fail(err, err_size, "%s: out of memory", mtl_path);
+    for (uint32_t q = 0; q < vm->quad_count; ++q)
+        if (vm->quads[q].material < s->material_count) used[vm->quads[q].material] = 1;
+    fprintf(mtl_f, "\n# the voxel palette colours of %s (Kd linear albedo, Ke emitted radiance)\n", path);
+    for (uint32_t i = 0; i < s->material_count; ++i) {
+        if (!used[i]) continue;
+        const bk_material *mt = &s->materials[i];
+        fprintf(mtl_f, "newmtl vox_%u\nKd %.9g %.9g %.9g\n", i, (double)mt->kd[0], (double)mt->kd[1],
+                (double)mt->kd[2]);
+        if (mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0)
+            fprintf(mtl_f, "Ke %.9g %.9g %.9g\n", (double)mt->ke[0], (double)mt->ke[1], (double)mt->ke[2]);
+    }
+    free(used);
+    return 0;
+}
+
+/* The writer behind the entry points; vm may be NULL (no voxels); mtl_f and mtl_path may be NULL
+ * (no MTL beside the OBJ: MTL files of other folders are then named by absolute path). */
+static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a, int mtllib,
+                     FILE *mtl_f, const char *mtl_path, char *err, size_t err_size)
+{
+    if (a->tri_count != s->tri_count)
+        return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count,
+                       s->tri_count);
+    if ((mtl_f != NULL) != (mtl_path != NULL)) return bk_fail(err, err_size, "%s: an MTL stream needs its path", path);
+    if (vm && (vm->first_quad_tri + 2 * (uint64_t)vm->quad_count != s->tri_count ||
+               (vm->quad_count && (!mtl_f || !mtl_path))))
+        return bk_fail(err, err_size, "%s: the voxel surface does not match the scene", path);
+    uint32_t  T = s->tri_count, T0 = vm ? vm->first_quad_tri : T;
+    size_t    corners = 3 * (size_t)T;
+    vt_map    m = { 0 };
+    uint32_t *corner_vt = NULL;
+    float    *uvs = NULL;
+    if (obj_vt_build(a, corners, &m, &corner_vt, &uvs, path, err, err_size)) return -1;
+    int pages = a->page_count > 1 && a->tri_page;
+
+    if (obj_write_head(f, path, s, vm, a, mtllib, mtl_f, mtl_path, pages, err, err_size)) {
+        free(m.keys);
+        free(m.vals);
+        free(corner_vt);
+        free(uvs);
+        return -1;
+    }
+    int      have_vn = obj_write_verts(f, s, &m, uvs);
+    uint32_t cur_page = obj_write_tris(f, s, a, corner_vt, T0, pages, have_vn);
+    obj_write_quads(f, s, vm, a, corner_vt, T0, pages, cur_page);
     free(m.keys);
     free(m.vals);
     free(corner_vt);
     free(uvs);
-    if (vm && vm->quad_count) {
-        /* the quads' materials: palette colours (linear, as the bake used them) */
-        uint8_t *used = calloc((size_t)s->material_count + 1, 1);
-        if (!used) return bk_fail(err, err_size, "%s: out of memory", mtl_path);
-        for (uint32_t q = 0; q < vm->quad_count; ++q)
-            if (vm->quads[q].material < s->material_count) used[vm->quads[q].material] = 1;
-        fprintf(mtl_f, "\n# the voxel palette colours of %s (Kd linear albedo, Ke emitted radiance)\n", path);
-        for (uint32_t i = 0; i < s->material_count; ++i) {
-            if (!used[i]) continue;
-            const bk_material *mt = &s->materials[i];
-            fprintf(mtl_f, "newmtl vox_%u\nKd %.9g %.9g %.9g\n", i, (double)mt->kd[0], (double)mt->kd[1],
-                    (double)mt->kd[2]);
-            if (mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0)
-                fprintf(mtl_f, "Ke %.9g %.9g %.9g\n", (double)mt->ke[0], (double)mt->ke[1], (double)mt->ke[2]);
-        }
-        free(used);
-    }
+    if (vm && vm->quad_count) return obj_write_vox_mtl(mtl_f, s, vm, path, mtl_path, err, err_size);
     return 0;
 }
 
