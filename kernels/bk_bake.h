@@ -317,6 +317,7 @@ BK_HD int bk_bake_path_shadow(bk_bake_path *ps, bk_vec3 o, bk_vec3 d, float tmax
 
 /* The next ray the texel needs into *r (*any_hit: an occlusion query); 0 when its samples are
  * done. Steps that need no ray (a light behind the surface, the end of a path) are taken here. */
+/* Long: one switch over the path steps, shared with the CUDA bake kernels, whose locals must stay in registers. */
 BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps, bk_ray *r, int *any_hit)
 {
     const float inv_pi = 0.318309886f;
