@@ -658,53 +658,74 @@ int main(int argc, char **argv)
     return rc;
 }
 
+static void trace_help(FILE *f) { bk_cli_table_help(f, trace_opts); }
+static void build_help(FILE *f) { bk_cli_table_help(f, build_opts); }
+static void bench_help(FILE *f) { fputs(bk_bench_usage, f); }
+
+/* baker's commands, in the order the messages name them: the word, what runs it and its help
+ * (baker help WORD). The default one also runs when the first argument is a scene. */
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *f);
+    int is_default;
+} command;
+static const command commands[] = {
+    { .name = "bake", .run = bk_cmd_bake, .help = bk_cmd_bake_help, .is_default = 1 },
+    { .name = "trace", .run = cmd_trace, .help = trace_help },
+    { .name = "rays", .run = cmd_rays, .help = rays_help },
+    { .name = "build", .run = cmd_build, .help = build_help },
+    { .name = "bench", .run = bk_bench_main, .help = bench_help },
+    { .name = "diff", .run = bk_cmd_diff, .help = bk_diff_help },
+};
+#define COMMAND_COUNT (int)(sizeof commands / sizeof commands[0])
+
+static const command *command_find(const char *name)
+{
+    for (int k = 0; k < COMMAND_COUNT; ++k)
+        if (!strcmp(name, commands[k].name)) return &commands[k];
+    return NULL;
+}
+
+/* The commands' names into buf, between sep and with last before the last; the default one left
+ * out unless with_default. */
+static const char *command_names(char *buf, size_t size, const char *sep, const char *last, int with_default)
+{
+    int n = 0, count = 0;
+    for (int k = 0; k < COMMAND_COUNT; ++k) count += with_default || !commands[k].is_default;
+    buf[0] = 0;
+    for (int k = 0; k < COMMAND_COUNT; ++k) {
+        if (!with_default && commands[k].is_default) continue;
+        size_t at = strlen(buf);
+        snprintf(buf + at, size - at, "%s%s", n == 0 ? "" : n == count - 1 ? last : sep, commands[k].name);
+        ++n;
+    }
+    return buf;
+}
+
 static int run(int argc, char **argv)
 {
+    char names[256];
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         if (argc >= 3 && !strcmp(argv[1], "help")) {
-            if (!strcmp(argv[2], "trace")) {
-                bk_cli_table_help(stdout, trace_opts);
+            const command *c = command_find(argv[2]);
+            if (c) {
+                c->help(stdout);
                 return 0;
             }
-            if (!strcmp(argv[2], "rays")) {
-                rays_help(stdout);
-                return 0;
-            }
-            if (!strcmp(argv[2], "bench")) {
-                fputs(bk_bench_usage, stdout);
-                return 0;
-            }
-            if (!strcmp(argv[2], "bake")) {
-                bk_cmd_bake_help(stdout);
-                return 0;
-            }
-            if (!strcmp(argv[2], "build")) {
-                bk_cli_table_help(stdout, build_opts);
-                return 0;
-            }
-            if (!strcmp(argv[2], "diff")) {
-                bk_diff_help(stdout);
-                return 0;
-            }
-            fprintf(stderr, "baker: no help for '%s': commands are bake, trace, rays, build, bench and diff\n",
-                    argv[2]);
+            fprintf(stderr, "baker: no help for '%s': commands are %s\n", argv[2],
+                    command_names(names, sizeof names, ", ", " and ", 1));
             return 2;
         }
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "trace")) return cmd_trace(argc - 2, argv + 2);
-    if (!strcmp(cmd, "rays")) return cmd_rays(argc - 2, argv + 2);
-    if (!strcmp(cmd, "build")) return cmd_build(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bench")) return bk_bench_main(argc - 2, argv + 2);
-    if (!strcmp(cmd, "bake")) return bk_cmd_bake(argc - 2, argv + 2);
-    if (!strcmp(cmd, "diff")) return bk_cmd_diff(argc - 2, argv + 2);
+    const char    *cmd = argv[1];
+    const command *c = command_find(cmd);
+    if (c) return c->run(argc - 2, argv + 2);
     if (cmd[0] != '-' && !strchr(cmd, '.') && access(cmd, F_OK) != 0) {
-        fprintf(stderr,
-                "baker: '%s' is neither a command (trace, rays, build, bench, diff) nor a scene file; "
-                "baker --help lists both\n",
-                cmd);
+        fprintf(stderr, "baker: '%s' is neither a command (%s) nor a scene file; baker --help lists both\n", cmd,
+                command_names(names, sizeof names, ", ", ", ", 0));
         return 2;
     }
     return bk_cmd_bake(argc - 1, argv + 1);
