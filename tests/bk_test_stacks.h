@@ -72,4 +72,13 @@ static inline int bk_test_layouts(bk_test_layout *out)
     return n;
 }
 
+/* 1 when lay[b] is the first layout of its accel: a test builds each accel once, for all its
+ * layouts. */
+static inline int bk_test_layout_first(const bk_test_layout *lay, int b)
+{
+    for (int j = 0; j < b; ++j)
+        if (lay[j].build == lay[b].build) return 0;
+    return 1;
+}
+
 #endif

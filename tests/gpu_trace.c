@@ -36,9 +36,7 @@ static void compare_backends(const char *name, bk_backend *gpu, bk_backend *cpu,
     bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
     const int      nlay = bk_test_layouts(lay);
     for (int b = 0; b < nlay; ++b) {
-        int built = 0; /* each accel built once, for all of its layouts */
-        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
-        if (built) continue;
+        if (!bk_test_layout_first(lay, b)) continue; /* each accel built once, for all of its layouts */
         const int     accel = lay[b].build;
         bk_accel      a;
         bk_build_opts bo = bk_build_opts_default();

@@ -358,9 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bk_test_layout lay[BK_TEST_LAYOUTS_MAX];
     const int      nlay = bk_test_layouts(lay);
     for (int b = 0; b < nlay; ++b) {
-        int built = 0; /* each accel built once, for all of its layouts */
-        for (int j = 0; j < b; ++j) built |= lay[j].build == lay[b].build;
-        if (built) continue;
+        if (!bk_test_layout_first(lay, b)) continue; /* each accel built once, for all of its layouts */
         const int accel = lay[b].build;
         bk_accel  a;
         int       rc = bk_accel_build(&s, accel, &bo, &a, err, sizeof err);
