@@ -3,6 +3,7 @@
  * and counter modes are exactly the strings --stack and --counters take, and the registry makes
  * and refuses backends with the messages the factory has always given. */
 #include "bk_test.h"
+#include "accel.h"
 #include "backend.h"
 #include "registry.h"
 
@@ -30,6 +31,24 @@ static void check_traversals(void)
         }
     BK_EXPECT(bk_traversal_index(BK_ACCEL_BVH, BK_STACK_MODE_COUNT, 0, BK_PRIM_TRI) < 0);
     BK_EXPECT(bk_traversal_get(-1).accel == -1 && bk_traversal_get(BK_TRAVERSAL_COUNT).stack_mode == -1);
+}
+
+/* The --accel words (BK_ACCEL_WORDS): what the parsers take and print, and the bench's labels. */
+static void check_accel_words(void)
+{
+    char buf[128];
+    int  type = -1, layout = -1;
+    BK_EXPECT(!strcmp(bk_accel_words(buf, sizeof buf, "|", "|", 0), "bvh|bvh2|cwbvh|kdtree"));
+    BK_EXPECT(!strcmp(bk_accel_words(buf, sizeof buf, ", ", " or ", 1), "bvh or kdtree"));
+    BK_EXPECT(bk_accel_word_parse("cwbvh", 0, &type, &layout) == 0 && type == BK_ACCEL_BVH && layout == 8);
+    BK_EXPECT(bk_accel_word_parse("kd", 0, &type, &layout) == 0 && type == BK_ACCEL_KDTREE && layout == 0);
+    BK_EXPECT(bk_accel_word_parse("kd", 1, &type, &layout) < 0);   /* an alias is no type name */
+    BK_EXPECT(bk_accel_word_parse("bvh2", 1, &type, &layout) < 0); /* a layout is no type */
+    BK_EXPECT(bk_accel_word_parse("octree", 0, &type, &layout) < 0);
+    BK_EXPECT(!strcmp(bk_accel_type_name(BK_ACCEL_KDTREE), "kdtree") &&
+              !strcmp(bk_accel_type_name(BK_ACCEL_BVH), "bvh"));
+    BK_EXPECT(!strcmp(bk_accel_layout_name(BK_ACCEL_BVH, 2), "bvh2") &&
+              !strcmp(bk_accel_layout_name(BK_ACCEL_BVH, 4), "?"));
 }
 
 static void check_names(void)
@@ -112,6 +131,7 @@ int main(void)
 {
     check_traversals();
     check_names();
+    check_accel_words();
     check_registry();
     BK_TEST_DONE();
 }

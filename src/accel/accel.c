@@ -1,6 +1,7 @@
 /* accel.c - what callers of both builders share: the stage names, the view handed to traversals, freeing. */
 #include "accel.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,48 @@ void bk_accel_free(bk_accel *a)
     memset(a, 0, sizeof *a);
 }
 
-const char *bk_accel_type_name(int type)
+typedef struct accel_word {
+    const char *word;
+    int         type, layout, shown;
+} accel_word;
+#define ACCEL_WORD_(W, T, L, S) { W, T, L, S },
+static const accel_word accel_words[] = { BK_ACCEL_WORDS(ACCEL_WORD_) };
+#undef ACCEL_WORD_
+#define ACCEL_WORD_COUNT (int)(sizeof accel_words / sizeof accel_words[0])
+
+const char *bk_accel_layout_name(int type, int layout)
 {
-    return type == BK_ACCEL_BVH ? "bvh" : type == BK_ACCEL_KDTREE ? "kdtree" : "?";
+    for (int k = 0; k < ACCEL_WORD_COUNT; ++k)
+        if (accel_words[k].shown && accel_words[k].type == type && accel_words[k].layout == layout)
+            return accel_words[k].word;
+    return "?";
+}
+
+const char *bk_accel_type_name(int type) { return bk_accel_layout_name(type, 0); }
+
+int bk_accel_word_parse(const char *word, int types_only, int *type, int *layout)
+{
+    for (int k = 0; k < ACCEL_WORD_COUNT; ++k) {
+        if (types_only && (accel_words[k].layout || !accel_words[k].shown)) continue;
+        if (strcmp(word, accel_words[k].word)) continue;
+        *type = accel_words[k].type;
+        *layout = accel_words[k].layout;
+        return 0;
+    }
+    return -1;
+}
+
+const char *bk_accel_words(char *buf, size_t size, const char *sep, const char *last, int types_only)
+{
+    int count = 0, n = 0;
+    for (int k = 0; k < ACCEL_WORD_COUNT; ++k) count += accel_words[k].shown && (!types_only || !accel_words[k].layout);
+    if (!size) return buf;
+    buf[0] = 0;
+    for (int k = 0; k < ACCEL_WORD_COUNT; ++k) {
+        if (!accel_words[k].shown || (types_only && accel_words[k].layout)) continue;
+        size_t at = strlen(buf);
+        snprintf(buf + at, size - at, "%s%s", n == 0 ? "" : n == count - 1 ? last : sep, accel_words[k].word);
+        ++n;
+    }
+    return buf;
 }

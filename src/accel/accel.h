@@ -80,4 +80,24 @@ bk_accel_view bk_accel_get_view(const bk_accel *a);
 void          bk_accel_free(bk_accel *a);
 const char   *bk_accel_type_name(int type);
 
+/* The words of --accel, one row each: X(word, accel type, layout, shown). layout is the BVH layout
+ * traced (bk_trace_opts.bvh_width: 0 the backend's fastest, 2 binary, 8 compressed 8-wide); the
+ * row of a type with layout 0 names the type (bk_accel_type_name, `baker build --accel`); a word
+ * not shown is an alias the parser takes. The parsers, their help and errors, and the bench's
+ * labels are made from this list. */
+#define BK_ACCEL_WORDS(X)              \
+    X("bvh", BK_ACCEL_BVH, 0, 1)       \
+    X("bvh2", BK_ACCEL_BVH, 2, 1)      \
+    X("cwbvh", BK_ACCEL_BVH, 8, 1)     \
+    X("kdtree", BK_ACCEL_KDTREE, 0, 1) \
+    X("kd", BK_ACCEL_KDTREE, 0, 0)
+/* word -> its type and layout: 0, or -1 when no row has it; types_only: only the shown rows of
+ * layout 0 (the type names) */
+int bk_accel_word_parse(const char *word, int types_only, int *type, int *layout);
+/* The shown words into buf (types_only: of layout 0), between sep with last before the last one:
+ * ("|", "|") gives "bvh|bvh2|cwbvh|kdtree". Returns buf. */
+const char *bk_accel_words(char *buf, size_t size, const char *sep, const char *last, int types_only);
+/* The word of a type traced in a layout ("?" when no row has them). */
+const char *bk_accel_layout_name(int type, int layout);
+
 #endif

@@ -15,20 +15,15 @@ static int set_accel(void *dst, const char *opt, const char *v)
 {
     bk_cli_trace *t = dst;
     (void)opt;
-    if (!strcmp(v, "bvh")) {
-        t->accel = BK_ACCEL_BVH;
-        t->opts.bvh_width = 0;
-    } else if (!strcmp(v, "bvh2")) {
-        t->accel = BK_ACCEL_BVH;
-        t->opts.bvh_width = 2;
-    } else if (!strcmp(v, "cwbvh")) {
-        t->accel = BK_ACCEL_BVH;
-        t->opts.bvh_width = 8;
-    } else if (!strcmp(v, "kdtree") || !strcmp(v, "kd")) t->accel = BK_ACCEL_KDTREE;
-    else {
-        fprintf(stderr, "baker: --accel: expected bvh, bvh2, cwbvh or kdtree, got '%s'\n", v);
+    int type, layout;
+    if (bk_accel_word_parse(v, 0, &type, &layout)) {
+        char words[256];
+        fprintf(stderr, "baker: --accel: expected %s, got '%s'\n", bk_accel_words(words, sizeof words, ", ", " or ", 0),
+                v);
         return -1;
     }
+    t->accel = type;
+    if (type == BK_ACCEL_BVH) t->opts.bvh_width = layout;
     return 0;
 }
 
@@ -125,6 +120,11 @@ static int set_stats(void *dst, const char *opt, const char *v)
 
 /* The choices of --stack, --counters and --backend, and --stack's help, from their lists
  * (BK_STACK_MODES, BK_COUNTER_MODES, the backend registry). */
+static const char *accel_arg(void)
+{
+    static char buf[256];
+    return bk_accel_words(buf, sizeof buf, "|", "|", 0);
+}
 static const char *stack_arg(void)
 {
     static char buf[256];
@@ -175,7 +175,7 @@ static const char *stack_help(void)
 
 const bk_cli_opt bk_cli_trace_opts[] = {
     { .name = "--accel",
-      .arg = "bvh|bvh2|cwbvh|kdtree",
+      .arg_of = accel_arg,
       .set = set_accel,
       .help = "acceleration structure (default bvh: each backend traces its\n"
               "fastest layout of the BVH, the cpu an 8-wide BVH with SIMD, the\n"

@@ -158,21 +158,25 @@ static void print_build(const bk_accel *a)
 
 static int set_build_accel(void *dst, const char *opt, const char *v)
 {
-    int *accel = dst;
+    int *accel = dst, layout;
     (void)opt;
-    if (!strcmp(v, "bvh")) *accel = BK_ACCEL_BVH;
-    else if (!strcmp(v, "kdtree")) *accel = BK_ACCEL_KDTREE;
-    else {
-        fprintf(stderr, "baker: --accel: expected bvh or kdtree, got '%s'\n", v);
+    if (bk_accel_word_parse(v, 1, accel, &layout)) {
+        char words[128];
+        fprintf(stderr, "baker: --accel: expected %s, got '%s'\n", bk_accel_words(words, sizeof words, ", ", " or ", 1),
+                v);
         return -1;
     }
     return 0;
 }
-
+static const char *build_accel_arg(void)
+{
+    static char buf[128];
+    return bk_accel_words(buf, sizeof buf, "|", "|", 1);
+}
 /* `baker build`'s option table (its one option is told in the usage line). */
 static const bk_cli_opt build_opts[] = {
     { .help = build_usage },
-    { .name = "--accel", .arg = "bvh|kdtree", .set = set_build_accel },
+    { .name = "--accel", .arg_of = build_accel_arg, .set = set_build_accel },
     { 0 },
 };
 

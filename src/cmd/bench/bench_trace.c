@@ -75,13 +75,10 @@ static int bench_rows(const char *label, const bk_accel *a, int bvh_width, bk_ba
             }
             mrays[stack][any] = dn / med[0] / 1e6;
             printf("  %-6s %-6s %-6s %-7s %9.1f %8.1f %8.1f %9.4f %9.4f %9llu %9.1f %8.1f\n", label,
-                   a->type != BK_ACCEL_BVH ? bk_accel_type_name(a->type)
-                   : bvh_width == 2        ? "bvh2"
-                   : bvh_width == 8        ? "cwbvh"
-                                           : "bvh",
-                   bk_stack_mode_name(stack), any ? "any" : "closest", dn / med[0] / 1e6, (double)tot.nodes / dn,
-                   (double)tot.tris / dn, (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad,
-                   dn / med[1] / 1e6, (double)tot_s.nodes / dn);
+                   bk_accel_layout_name(a->type, a->type == BK_ACCEL_BVH ? bvh_width : 0), bk_stack_mode_name(stack),
+                   any ? "any" : "closest", dn / med[0] / 1e6, (double)tot.nodes / dn, (double)tot.tris / dn,
+                   (double)tot.restarts / dn, (double)tot.spills / dn, (unsigned long long)bad, dn / med[1] / 1e6,
+                   (double)tot_s.nodes / dn);
             fflush(stdout);
         }
     }
