@@ -150,6 +150,29 @@ static uint32_t merge_union(const merge_state *M, uint32_t ci, const merge_cand 
     return cnt;
 }
 
+/* Chart ci's hull points and chart m->b's turned into ci's plane by merge m, into S->hp, which
+ * grows to 3 (na + nb) points: the points, then room for their hull. 0, or -1 out of memory. */
+static int merge_hull_points(const hull_set *hs, merge_scratch *S, uint32_t ci, const merge_cand *m)
+{
+    uint32_t b = m->b;
+    int      na = hs->n[ci], nb = hs->n[b];
+    if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) { /* points, then 2 (na + nb) hull slots */
+        size_t  cap = 3 * (size_t)(na + nb) + 64;
+        bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
+        if (!q) return -1;
+        S->hp = q;
+        S->hp_cap = cap;
+    }
+    bk_hpt *hp = S->hp;
+    memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
+    for (int j = 0; j < nb; ++j) {
+        double dx = hs->p[b][j].x - m->mbx, dy = hs->p[b][j].y - m->mby;
+        hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
+        hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
+    }
+    return 0;
+}
+
 /* Chart ci's best merge now: its neighbouring charts, each with one shared edge, the gain of each
  * from the two convex hulls alone, and the best of up to 8 whose union has no overlap. 1 with it
  * in *out (its union in S->tl, S->ids: *m_tris triangles), 0 none, -1 out of memory. It reads the
@@ -215,23 +238,11 @@ static int merge_eval(const merge_state *M, uint32_t ci, merge_scratch *S, merge
             m->b = b;
             m->t = t;
             m->u = u;
-            int na = hs->n[ci], nb = hs->n[b];
-            if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) { /* points, then 2 (na + nb) hull slots */
-                size_t  cap = 3 * (size_t)(na + nb) + 64;
-                bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
-                if (!q) return -1;
-                S->hp = q;
-                S->hp_cap = cap;
-            }
+            const int na = hs->n[ci], nb = hs->n[b];
+            if (merge_hull_points(hs, S, ci, m)) return -1;
             bk_hpt *hp = S->hp;
-            memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
-            for (int j = 0; j < nb; ++j) {
-                double dx = hs->p[b][j].x - m->mbx, dy = hs->p[b][j].y - m->mby;
-                hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
-                hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
-            }
-            int    hn = bk_atlas_convex_hull(hp, na + nb, hp + na + nb);
-            double w, h, rcs, rsn;
+            int     hn = bk_atlas_convex_hull(hp, na + nb, hp + na + nb);
+            double  w, h, rcs, rsn;
             bk_atlas_rect_from_hull(hp + na + nb, hn, &rcs, &rsn, &w, &h);
             const chart *cb = &C->charts[b];
             m->gain = cost_c + (cb->w + pad_w) * (cb->h + pad_w) - (w + pad_w) * (h + pad_w);
@@ -321,21 +332,9 @@ static int merge_apply(charting *C, hull_set *hs, merge_scratch *S, const merge_
     chart   *c = &C->charts[ci];
     uint32_t b = m->b;
     /* the union's hull from the two hulls, its rectangle, applied to every corner */
-    int na = hs->n[ci], nb = hs->n[b];
-    if ((size_t)(3 * (na + nb)) + 1 > S->hp_cap) {
-        size_t  cap = 3 * (size_t)(na + nb) + 64;
-        bk_hpt *q = realloc(S->hp, sizeof(bk_hpt) * cap);
-        if (!q) return -1;
-        S->hp = q;
-        S->hp_cap = cap;
-    }
+    const int na = hs->n[ci], nb = hs->n[b];
+    if (merge_hull_points(hs, S, ci, m)) return -1;
     bk_hpt *hp = S->hp;
-    memcpy(hp, hs->p[ci], sizeof(bk_hpt) * (size_t)na);
-    for (int j = 0; j < nb; ++j) {
-        double dx = hs->p[b][j].x - m->mbx, dy = hs->p[b][j].y - m->mby;
-        hp[na + j].x = m->max + m->cs * dx - m->sn * dy;
-        hp[na + j].y = m->may + m->sn * dx + m->cs * dy;
-    }
     bk_hpt *nh = realloc(hs->p[ci], sizeof(bk_hpt) * (size_t)(2 * (na + nb) + 1));
     if (!nh) return -1;
     hs->p[ci] = nh;
