@@ -1,5 +1,6 @@
 /* accel.c - what callers of both builders share: the stage names, the view handed to traversals, freeing. */
 #include "accel.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,15 +80,9 @@ int bk_accel_word_parse(const char *word, int types_only, int *type, int *layout
 
 const char *bk_accel_words(char *buf, size_t size, const char *sep, const char *last, int types_only)
 {
-    int count = 0, n = 0;
-    for (int k = 0; k < ACCEL_WORD_COUNT; ++k) count += accel_words[k].shown && (!types_only || !accel_words[k].layout);
-    if (!size) return buf;
-    buf[0] = 0;
-    for (int k = 0; k < ACCEL_WORD_COUNT; ++k) {
-        if (!accel_words[k].shown || (types_only && accel_words[k].layout)) continue;
-        size_t at = strlen(buf);
-        snprintf(buf + at, size - at, "%s%s", n == 0 ? "" : n == count - 1 ? last : sep, accel_words[k].word);
-        ++n;
-    }
-    return buf;
+    const char *words[ACCEL_WORD_COUNT];
+    int         n = 0;
+    for (int k = 0; k < ACCEL_WORD_COUNT; ++k)
+        if (accel_words[k].shown && (!types_only || !accel_words[k].layout)) words[n++] = accel_words[k].word;
+    return bk_join_words(buf, size, words, n, sep, last);
 }

@@ -64,32 +64,14 @@ const char *bk_stack_mode_about(int mode) { return mode >= 0 && mode < BK_STACK_
 const char *bk_counters_name(int c) { return c >= 0 && c < BK_COUNTERS_COUNT ? counter_names[c] : "?"; }
 const char *bk_counters_about(int c) { return c >= 0 && c < BK_COUNTERS_COUNT ? counter_about[c] : ""; }
 
-/* names[0 .. n) into buf, joined as bk_stack_mode_names says */
-static const char *join_names(char *buf, size_t size, const char *const *names, int n, const char *sep,
-                              const char *last)
-{
-    size_t at = 0;
-    if (!size) return buf;
-    buf[0] = 0;
-    for (int i = 0; i < n; ++i) {
-        int w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep, names[i]);
-        if (w < 0 || (size_t)w >= size - at) {
-            buf[at] = 0;
-            break;
-        } /* whole names only */
-        at += (size_t)w;
-    }
-    return buf;
-}
-
 const char *bk_stack_mode_names(char *buf, size_t size, const char *sep, const char *last)
 {
-    return join_names(buf, size, stack_names, BK_STACK_MODE_COUNT, sep, last);
+    return bk_join_words(buf, size, stack_names, BK_STACK_MODE_COUNT, sep, last);
 }
 
 const char *bk_counters_names(char *buf, size_t size, const char *sep, const char *last)
 {
-    return join_names(buf, size, counter_names, BK_COUNTERS_COUNT, sep, last);
+    return bk_join_words(buf, size, counter_names, BK_COUNTERS_COUNT, sep, last);
 }
 
 int bk_stack_mode_parse(const char *s)

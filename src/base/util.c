@@ -158,3 +158,19 @@ int bk_fd_regular(int fd, const char *path, uint64_t *size, char *err, size_t er
     *size = (uint64_t)st.st_size;
     return 0;
 }
+
+const char *bk_join_words(char *buf, size_t size, const char *const *words, int n, const char *sep, const char *last)
+{
+    size_t at = 0;
+    if (!size) return buf;
+    buf[0] = 0;
+    for (int i = 0; i < n; ++i) {
+        int w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == n - 1 ? last : sep, words[i]);
+        if (w < 0 || (size_t)w >= size - at) { /* whole words only */
+            buf[at] = 0;
+            break;
+        }
+        at += (size_t)w;
+    }
+    return buf;
+}

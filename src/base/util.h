@@ -19,6 +19,9 @@ double bk_time_now(void);
         }                                                                           \
     } while (0)
 
+/* words[0 .. n) into buf, between sep and with last before the last one: (", ", " or ") gives
+ * "a, b or c", ("|", "|") "a|b|c"; whole words only when buf is too small. Returns buf. */
+const char *bk_join_words(char *buf, size_t size, const char *const *words, int n, const char *sep, const char *last);
 /* snprintf into an error buffer that may be NULL; returns -1 so callers can `return bk_fail(...)`.
  * Control bytes in the message (an ESC in a file name, say) are written \xNN (bk_escape_controls),
  * so a message never drives the terminal it is printed on. */

@@ -695,16 +695,11 @@ static const command *command_find(const char *name)
  * out unless with_default. */
 static const char *command_names(char *buf, size_t size, const char *sep, const char *last, int with_default)
 {
-    int n = 0, count = 0;
-    for (int k = 0; k < COMMAND_COUNT; ++k) count += with_default || !commands[k].is_default;
-    buf[0] = 0;
-    for (int k = 0; k < COMMAND_COUNT; ++k) {
-        if (!with_default && commands[k].is_default) continue;
-        size_t at = strlen(buf);
-        snprintf(buf + at, size - at, "%s%s", n == 0 ? "" : n == count - 1 ? last : sep, commands[k].name);
-        ++n;
-    }
-    return buf;
+    const char *words[COMMAND_COUNT];
+    int         n = 0;
+    for (int k = 0; k < COMMAND_COUNT; ++k)
+        if (with_default || !commands[k].is_default) words[n++] = commands[k].name;
+    return bk_join_words(buf, size, words, n, sep, last);
 }
 
 static int run(int argc, char **argv)

@@ -95,19 +95,10 @@ int bk_backend_known(const char *name) { return reg_lookup(name) >= 0; }
 
 const char *bk_backend_names(char *buf, size_t size, const char *sep, const char *last)
 {
-    size_t at = 0;
-    if (!size) return buf;
-    buf[0] = 0;
-    for (int i = 0; i <= ROWS; ++i) {
-        const char *word = i < ROWS ? rows[i].name : AUTO_NAME;
-        int         w = snprintf(buf + at, size - at, "%s%s", i == 0 ? "" : i == ROWS ? last : sep, word);
-        if (w < 0 || (size_t)w >= size - at) {
-            buf[at] = 0;
-            break;
-        } /* whole names only */
-        at += (size_t)w;
-    }
-    return buf;
+    const char *words[ROWS + 1];
+    for (int i = 0; i < ROWS; ++i) words[i] = rows[i].name;
+    words[ROWS] = AUTO_NAME;
+    return bk_join_words(buf, size, words, ROWS + 1, sep, last);
 }
 
 /* "auto"'s fallback: the first row that does not start a device */
