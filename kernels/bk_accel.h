@@ -9,6 +9,7 @@
 #define BK_ACCEL_H
 
 #include "bk_common.h"
+#include "bk_material.h"
 
 /* BK_ACCEL_CWBVH is not built on its own: a backend collapses a binary BVH into it (src/accel/bvh_cw.c)
  * and traces it in place of the binary layout (bk_trace_opts.bvh_width). */
@@ -143,6 +144,11 @@ typedef struct bk_accel_view {
      * records, in its leaf order; bvh_nodes stays the binary layout it came from */
     const bk_cw_node *cw_nodes;
     uint32_t          cw_node_count;
+    /* alpha-tested triangles (bk_material.h): 2 per record, named by a record's v1.w; NULL when
+     * every triangle is opaque. tex: the texture pool they and the bake read. */
+    const bk_f4 *alpha;
+    uint32_t     alpha_count;
+    bk_tex_view  tex;
 } bk_accel_view;
 
 BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)

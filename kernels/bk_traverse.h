@@ -310,6 +310,22 @@ BK_HD int bk_hit_better(float t, uint32_t id, float best_t, uint32_t best_id)
     return t < best_t || (t == best_t && id < best_id);
 }
 
+/* The cut-out filter at a hit at t on triangle id (corners v0 v1 v2) whose record's v1.w is w1, not 0:
+ * whether the surface stands there (bk_alpha_stands). Never inlined: only alpha-tested triangles'
+ * hits call it, and the traversals keep their registers. Every leaf test of every layout calls it
+ * (bk_leaf_test, the compressed BVH's leaves, the CPU's wide BVH). */
+BK_HDN int bk_alpha_keep(const bk_accel_view *a, const bk_ray_pre *r, uint32_t w1, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2,
+                         float t, uint32_t id)
+{
+    const bk_vec3 y =
+        bk_v3(bk_add(r->o.x, bk_mul(r->d.x, t)), bk_add(r->o.y, bk_mul(r->d.y, t)), bk_add(r->o.z, bk_mul(r->d.z, t)));
+    float b1, b2;
+    bk_tri_bary(v0, v1, v2, y, &b1, &b2);
+    const bk_f4 a0 = bk_load4(a->alpha + 2 * (size_t)(w1 - 1)), a1 = bk_load4(a->alpha + 2 * (size_t)(w1 - 1) + 1);
+    const float coin = (bk_float_bits(a1.w) >> 28) == BK_ALPHA_BLEND ? bk_alpha_hash(r->o, r->d, id) : 0.0f;
+    return bk_alpha_stands(&a->tex, a0, a1, b1, b2, coin);
+}
+
 /* Leaf record rec against the ray for hits in [tmin, tmax]: a triangle, or with prim BK_PRIM_VOX a
  * voxel instance when its id says so, walked only where the ray is in [cell_lo, cell_hi] (a
  * KD-tree leaf's cell, slightly widened; the BVH passes the whole ray). *id gets the record's id
@@ -329,8 +345,10 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
         *aux = vh.aux;
         return 1;
     }
-    bk_vec3 v1 = bk_tri_vertex(a, rec, 1, 0), v2 = bk_tri_vertex(a, rec, 2, 0);
+    uint32_t w1;
+    bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
     if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
+    if (w1 && !bk_alpha_keep(a, r, w1, bk_f4_xyz(v0), v1, v2, *t, *id & BK_TRI_ID)) return 0;
     *hit_id = *id & BK_TRI_ID;
     *aux = 0;
     return 1;
@@ -794,11 +812,12 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             for (uint32_t rec = rec_base + bk_byte8(meta_lo, meta_hi, (int)(lp ^ oct));; ++rec) {
                 st->tris++;
                 bk_f4    v0 = bk_load4(a->tris + 3 * rec);
-                uint32_t id = bk_float_bits(v0.w);
+                uint32_t id = bk_float_bits(v0.w), w1;
                 float    t;
-                if (bk_tri_intersect(&r, bk_f4_xyz(v0), bk_tri_vertex(a, rec, 1, 0), bk_tri_vertex(a, rec, 2, 0), best,
-                                     &t) &&
-                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri)) {
+                bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
+                if (bk_tri_intersect(&r, bk_f4_xyz(v0), v1, v2, best, &t) &&
+                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri) &&
+                    (!w1 || bk_alpha_keep(a, &r, w1, bk_f4_xyz(v0), v1, v2, t, id & BK_TRI_ID))) {
                     best = t;
                     h.t = t;
                     h.tri = id & BK_TRI_ID;

@@ -393,9 +393,9 @@ static void test_materials(void)
             const bk_material *m = s.materials;
             BK_EXPECT(m[0].kd[0] == 1 && m[0].kd[1] == 0 && m[0].kd[2] == 0);
             BK_EXPECT(m[0].ke[0] == 0.5f && m[0].ke[1] == 0.5f && m[0].ke[2] == 0.5f); /* 1 number: grey */
-            BK_EXPECT(m[0].map_kd[0] == '\0');
+            BK_EXPECT(m[0].map_kd.path[0] == '\0');
             BK_EXPECT(m[1].ke[0] == 10 && m[1].ke[1] == 9 && m[1].ke[2] == 8);
-            BK_EXPECTF(strcmp(m[1].map_kd, "tex/a b.png") == 0, "map_Kd '%s'", m[1].map_kd);
+            BK_EXPECTF(strcmp(m[1].map_kd.path, "tex/a b.png") == 0, "map_Kd '%s'", m[1].map_kd.path);
             BK_EXPECT(m[2].kd[0] == 0.8f && m[2].ke[0] == 0); /* defaults kept */
         }
         bk_scene_free(&s);
@@ -648,9 +648,9 @@ static void test_corpus_details(void)
         int skin = mat_index(&s, "Skin"), eyes = mat_index(&s, "Augentex");
         BK_EXPECT(s.material_count == 5 && skin >= 0 && eyes >= 0);
         if (skin >= 0)
-            BK_EXPECTF(strcmp(s.materials[skin].map_kd, ".\\wal67ar_small.jpg") == 0, "'%s'", s.materials[skin].map_kd);
+            BK_EXPECTF(strcmp(s.materials[skin].map_kd.path, ".\\wal67ar_small.jpg") == 0, "'%s'", s.materials[skin].map_kd.path);
         if (eyes >= 0)
-            BK_EXPECT(strcmp(s.materials[eyes].map_kd, ".\\engineflare1.jpg") == 0); /* last line, no newline */
+            BK_EXPECT(strcmp(s.materials[eyes].map_kd.path, ".\\engineflare1.jpg") == 0); /* last line, no newline */
         if (skin >= 0) BK_EXPECT(s.materials[skin].kd[0] == 0.827451f);
         BK_EXPECT(s.texcoord_count > 0 && s.normal_count > 0 && s.tri_vt[0] != BK_NONE && s.tri_vn[0] != BK_NONE);
         bk_scene_free(&s);

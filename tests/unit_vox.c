@@ -330,7 +330,7 @@ static void expect_palette(const char *what, const bk_scene *s, const uint32_t p
         const bk_material *m = &s->materials[base + k];
         char               name[16];
         snprintf(name, sizeof name, "vox_%d", k);
-        bad += strcmp(m->name, name) != 0 || m->map_kd[0] != 0;
+        bad += strcmp(m->name, name) != 0 || m->map_kd.path[0] != 0;
         for (int i = 0; i < 3; ++i) bad += fabsf(m->kd[i] - lin((uint8_t)(c >> (8 * i)))) > 1e-6f || m->ke[i] != 0;
     }
     BK_EXPECTF(bad == 0, "%s: %d palette materials differ", what, bad);

@@ -33,6 +33,9 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     v.vox_colour_count = a->vox.colour_count;
     v.vox_inst = a->vox.inst;
     v.vox_instance_count = a->vox.instance_count;
+    v.alpha = a->alpha;
+    v.alpha_count = a->alpha_count;
+    v.tex = a->tex;
     return v;
 }
 
@@ -85,4 +88,17 @@ const char *bk_accel_words(char *buf, size_t size, const char *sep, const char *
     for (int k = 0; k < ACCEL_WORD_COUNT; ++k)
         if (accel_words[k].shown && (!types_only || !accel_words[k].layout)) words[n++] = accel_words[k].word;
     return bk_join_words(buf, size, words, n, sep, last);
+}
+
+void bk_accel_set_surface(bk_accel *a, const bk_tex_pool *p)
+{
+    a->alpha = p && p->alpha_count ? p->alpha : NULL;
+    a->alpha_count = a->alpha ? p->alpha_count : 0;
+    a->tex = bk_tex_pool_view(p);
+    for (uint32_t r = 0; r < a->tri_count; ++r) {
+        uint32_t id = bk_float_bits(a->tris[3 * (size_t)r].w) & BK_TRI_ID;
+        if (a->vox.instance_count && (id & BK_PRIM_VOX_BIT)) continue; /* a voxel record's v1.w is its own */
+        uint32_t w = a->alpha && id < p->tri_count ? p->tri_alpha[id] : 0;
+        a->tris[3 * (size_t)r + 1].w = bk_bits_float(w);
+    }
 }

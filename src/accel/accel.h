@@ -11,6 +11,7 @@
 #include "scene.h"
 #include "bk_accel.h"
 #include "geom.h"
+#include "material.h"
 
 typedef struct bk_build_opts {
     int   max_leaf;            /* BVH: at most this many triangles per leaf unless the depth limit forces more */
@@ -62,6 +63,10 @@ typedef struct bk_accel {
     bk_vox_pack   vox;       /* bricks of the voxel models (empty without voxels) */
     bk_vec3       lo, hi;
     bk_build_info info;
+    /* the surface (bk_accel_set_surface): the pool's, not owned */
+    const bk_f4 *alpha;
+    uint32_t     alpha_count;
+    bk_tex_view  tex;
 } bk_accel;
 
 /* Defaults; here, so the builders need nothing from accel.c (arrows point down). */
@@ -77,8 +82,13 @@ static inline bk_build_opts bk_build_opts_default(void)
     return o;
 }
 bk_accel_view bk_accel_get_view(const bk_accel *a);
-void          bk_accel_free(bk_accel *a);
-const char   *bk_accel_type_name(int type);
+/* Gives a built accel the scene's surface: each triangle record's v1.w names its alpha record
+ * (bk_material.h; 0 for an opaque one) and the view carries the pool's alpha records and texture
+ * view. p (NULL: all opaque, no textures) must outlive every view of a. Call before a backend's
+ * upload; a KD-tree's records and a BVH's alike. */
+void        bk_accel_set_surface(bk_accel *a, const bk_tex_pool *p);
+void        bk_accel_free(bk_accel *a);
+const char *bk_accel_type_name(int type);
 
 /* The words of --accel, one row each: X(word, accel type, layout, shown). layout is the BVH layout
  * traced (bk_trace_opts.bvh_width: 0 the backend's fastest, 2 binary, 8 compressed 8-wide); the

@@ -755,8 +755,7 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
                 return bk_fail(L->err, L->err_size, "%s: out of memory reading materials", mpath);
             }
             cur = &s->materials[s->material_count++];
-            memset(cur, 0, sizeof *cur);
-            cur->kd[0] = cur->kd[1] = cur->kd[2] = 0.8f;
+            bk_material_init(cur);
             size_t n = rest_of_line(p, end, cur->name, sizeof cur->name);
             if (n >= sizeof cur->name)
                 warn(L, mpath, mbuf, line, "material name longer than %zu bytes, truncated", sizeof cur->name - 1);
@@ -769,10 +768,11 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
         } else if (kn == 6 && memcmp(k, "map_Kd", 6) == 0) {
             if (!cur) warn(L, mpath, mbuf, line, "map_Kd before any newmtl, ignored");
             else {
-                size_t n = rest_of_line(skip_map_options(p), end, cur->map_kd, sizeof cur->map_kd);
-                if (n >= sizeof cur->map_kd) {
-                    warn(L, mpath, mbuf, line, "map_Kd path longer than %zu bytes, ignored", sizeof cur->map_kd - 1);
-                    cur->map_kd[0] = '\0';
+                size_t n = rest_of_line(skip_map_options(p), end, cur->map_kd.path, sizeof cur->map_kd.path);
+                if (n >= sizeof cur->map_kd.path) {
+                    warn(L, mpath, mbuf, line, "map_Kd path longer than %zu bytes, ignored",
+                         sizeof cur->map_kd.path - 1);
+                    cur->map_kd.path[0] = '\0';
                 }
             }
         }

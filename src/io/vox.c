@@ -757,9 +757,12 @@ static int make_materials(vox_ctx *c)
     int      clamped = 0;
     for (int k = 0; k < 256; ++k) {
         bk_material *m = &mt[base + k];
-        memset(m, 0, sizeof *m);
+        bk_material_init(m);
         snprintf(m->name, sizeof m->name, "vox_%d", k);
-        if (k == 0) continue;
+        if (k == 0) {
+            m->kd[0] = m->kd[1] = m->kd[2] = 0.0f; /* unused: no voxel has index 0 */
+            continue;
+        }
         uint8_t rgb[3];
         if (c->rgba) memcpy(rgb, c->rgba + 4 * (k - 1), 3);
         else

@@ -378,7 +378,7 @@ static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages,
     }
     if (lm_tex >= 0) fprintf(j, ",\"occlusionTexture\":{\"index\":%d,\"texCoord\":1}", lm_tex);
     fputs(",\"doubleSided\":true", j);
-    int lost_map = m->map_kd[0] && map_tex < 0;
+    int lost_map = m->map_kd.path[0] && map_tex < 0;
     if (lm_uri || lost_map) {
         fputs(",\"extras\":{", j);
         if (lm_uri) {
@@ -391,7 +391,7 @@ static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages,
         /* a texture glTF cannot reference (not PNG or JPEG, or not found), named for the record */
         if (lost_map) {
             fputs(lm_uri ? ",\"baker_map_Kd\":" : "\"baker_map_Kd\":", j);
-            json_str(j, m->map_kd);
+            json_str(j, m->map_kd.path);
         }
         fputs("}", j);
     }
@@ -519,7 +519,7 @@ static int job_images(gltf_job *J)
     J->tex_base = J->lm_png ? (int)pages : 0;
     for (uint32_t m = 0; m < s->material_count; ++m) {
         J->map_tex[m] = -1;
-        const char *mk = s->materials[m].map_kd;
+        const char *mk = s->materials[m].map_kd.path;
         int         used = 0;
         for (uint32_t p = 0; p < pages && !used; ++p) used = J->prim_of[(size_t)m * pages + p] != BK_NONE;
         if (!used || !mk[0]) continue;

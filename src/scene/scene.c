@@ -45,6 +45,40 @@ static char *dup_str(const char *s)
     return d;
 }
 
+/* src's images after dst's, and src's materials (already appended after dst's) re-indexed to them. */
+static int append_images(bk_scene *dst, const bk_scene *src)
+{
+    if (src->image_count) {
+        bk_image *im = realloc(dst->images, sizeof(bk_image) * ((size_t)dst->image_count + src->image_count));
+        if (!im) return -1;
+        dst->images = im;
+        for (uint32_t i = 0; i < src->image_count; ++i) {
+            const bk_image *e = &src->images[i];
+            bk_image       *d = &im[dst->image_count];
+            size_t          n = 4 * (size_t)e->w * e->h;
+            *d = *e;
+            d->path = dup_str(e->path);
+            d->rgba8 = e->rgba8 ? malloc(n) : NULL;
+            d->rgbaf = e->rgbaf ? malloc(n * sizeof(float)) : NULL;
+            if ((e->path && !d->path) || (e->rgba8 && !d->rgba8) || (e->rgbaf && !d->rgbaf)) {
+                free(d->path);
+                free(d->rgba8);
+                free(d->rgbaf);
+                return -1;
+            }
+            if (e->rgba8) memcpy(d->rgba8, e->rgba8, n);
+            if (e->rgbaf) memcpy(d->rgbaf, e->rgbaf, n * sizeof(float));
+            dst->image_count++;
+        }
+        for (size_t m = dst->material_count; m < dst->material_count + (size_t)src->material_count; ++m) {
+            bk_tex_ref *r[3] = { &dst->materials[m].map_kd, &dst->materials[m].map_ke, &dst->materials[m].map_d };
+            for (int k = 0; k < 3; ++k)
+                if (r[k]->image != BK_NONE) r[k]->image += dst->image_count - src->image_count;
+        }
+    }
+    return 0;
+}
+
 int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size)
 {
     uint64_t v = (uint64_t)dst->vertex_count + src->vertex_count, t = (uint64_t)dst->tri_count + src->tri_count;
@@ -107,6 +141,7 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
             dst->mtl_count++;
         }
     }
+    if (append_images(dst, src)) return bk_fail(err, err_size, "out of memory");
     if (src->vox_model_count) {
         bk_vox_model *vm2 =
             realloc(dst->vox_models, sizeof(bk_vox_model) * (dst->vox_model_count + src->vox_model_count));
@@ -174,11 +209,37 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
     }
     char real[PATH_MAX];
     for (uint32_t m = 0; m < s->material_count; ++m) {
-        if (!s->materials[m].map_kd[0] || bk_scene_find_map(s, s->materials[m].map_kd, real)) continue;
-        int r = bk_outputs_input(o, "a texture of the scene", real, err, err_size);
+        const bk_tex_ref *maps[3] = { &s->materials[m].map_kd, &s->materials[m].map_ke, &s->materials[m].map_d };
+        for (int k = 0; k < 3; ++k) {
+            if (!maps[k]->path[0] || bk_scene_find_map(s, maps[k]->path, real)) continue;
+            int r = bk_outputs_input(o, "a texture of the scene", real, err, err_size);
+            if (r) return r;
+        }
+    }
+    for (uint32_t i = 0; i < s->image_count; ++i) {
+        if (!s->images[i].path) continue;
+        int r = bk_outputs_input(o, "a texture of the scene", s->images[i].path, err, err_size);
         if (r) return r;
     }
     return 0;
+}
+
+void bk_tex_ref_init(bk_tex_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    r->image = BK_NONE;
+    r->scale[0] = r->scale[1] = 1.0f;
+}
+
+void bk_material_init(bk_material *m)
+{
+    memset(m, 0, sizeof *m);
+    m->kd[0] = m->kd[1] = m->kd[2] = 0.8f;
+    m->alpha = 1.0f;
+    m->alpha_cutoff = 0.5f;
+    bk_tex_ref_init(&m->map_kd);
+    bk_tex_ref_init(&m->map_ke);
+    bk_tex_ref_init(&m->map_d);
 }
 
 void bk_scene_free(bk_scene *s)
@@ -195,6 +256,12 @@ void bk_scene_free(bk_scene *s)
     for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
     free(s->object_names);
     free(s->materials);
+    for (uint32_t i = 0; i < s->image_count; ++i) {
+        free(s->images[i].path);
+        free(s->images[i].rgba8);
+        free(s->images[i].rgbaf);
+    }
+    free(s->images);
     for (uint32_t i = 0; i < s->mtl_count; ++i) {
         free(s->mtls[i].name);
         free(s->mtls[i].path);

@@ -14,12 +14,53 @@
 
 #define BK_NONE 0xFFFFFFFFu /* absent index (no vt, no vn, no material) */
 
+/* One use of an image by a material (a map line of an MTL, a glTF textureInfo). */
+typedef struct bk_tex_ref {
+    uint32_t image;     /* index in bk_scene.images; BK_NONE: no texture (no map, or its file could
+                           not be read: the factor alone is used) */
+    float    scale[2];  /* uv' = uv * scale + offset (MTL -s, -o; default 1 and 0) */
+    float    offset[2]; /*   */
+    uint8_t  clamp;     /* MTL -clamp on: clamp to the edge; else repeat (glTF's default too) */
+    uint8_t  channel;   /* scalar maps (map_d): BK_TEX_CHANNEL_* */
+    uint8_t  uv_set;    /* texture coordinate set (OBJ has one: 0; glTF texCoord) */
+    uint32_t line;      /* the MTL line that named it, for messages (0: none) */
+    char     path[512]; /* the file as written (relative to the MTL's folder, bk_scene_find_map) */
+} bk_tex_ref;
+
+/* bk_tex_ref.channel: which channel of the image a scalar map reads. */
+enum bk_tex_channel {
+    BK_TEX_CHANNEL_AUTO = 0, /* alpha when the image has one, else red (= grey) */
+    BK_TEX_CHANNEL_ALPHA = 1,
+    BK_TEX_CHANNEL_RED = 2 /* MTL -imfchan r, or l / m on a grey image */
+};
+
+/* A material as the light transport reads it (docs/materials.md has the rules per format):
+ * albedo = kd x map_kd (rgb), emission = ke x map_ke, opacity = alpha x map_d (or the alpha of
+ * map_kd where the format says so), all linear. */
 typedef struct bk_material {
-    char  name[128];
-    float kd[3];       /* diffuse albedo (MTL Kd), default 0.8 grey */
-    float ke[3];       /* emitted radiance (MTL Ke), default 0 */
-    char  map_kd[512]; /* diffuse texture path as written in the MTL, "" when none */
+    char    name[128];
+    float   kd[3];        /* diffuse albedo factor (MTL Kd, glTF baseColorFactor), default 0.8 grey */
+    float   ke[3];        /* emitted radiance factor (MTL Ke, glTF emissiveFactor x strength), default 0 */
+    float   alpha;        /* opacity factor (MTL d or 1 - Tr, glTF baseColorFactor.a), default 1 */
+    float   alpha_cutoff; /* BK_ALPHA_MASK: a surface stands where opacity >= this (default 0.5) */
+    uint8_t alpha_mode;   /* enum bk_alpha_mode (kernels/bk_material.h) */
+    uint8_t double_sided; /* lit from both sides, never a back face (glTF doubleSided) */
+    uint8_t kd_by_map;    /* map_kd replaces kd where it loads (an MTL Blender wrote: Blender writes
+                             its unlinked Base Color default as Kd and shows the texture alone) */
+    bk_tex_ref map_kd;    /* albedo texture (sRGB) */
+    bk_tex_ref map_ke;    /* emission texture (sRGB, HDR images linear) */
+    bk_tex_ref map_d;     /* opacity texture (linear) */
 } bk_material;
+
+/* A decoded image (src/io/texture.c): every texture of a scene once, by resolved file. */
+typedef struct bk_image {
+    char    *path;     /* the file read */
+    uint32_t w, h;     /* size in texels, each at most BK_IMAGE_TEX_MAX_SIDE */
+    uint8_t  channels; /* in the file: 1 grey, 2 grey + alpha, 3 rgb, 4 rgba */
+    uint8_t *rgba8;    /* w * h * 4 bytes, rows top to bottom; NULL for an HDR image */
+    float   *rgbaf;    /* w * h * 4 floats, linear (Radiance .hdr); NULL for an 8-bit image */
+} bk_image;
+#define BK_IMAGE_TEX_MAX_SIDE 16384u
 
 /* Input limits (docs/formats.md): larger files are refused with a message, not read. */
 #define BK_SCENE_MAX_BYTES (4ull << 30)  /* OBJ text, after gunzip */
@@ -52,6 +93,8 @@ typedef struct bk_scene {
     bk_material  *materials;
     uint32_t      mtl_count;
     bk_scene_mtl *mtls; /* each MTL file once, in the order the OBJ names them */
+    uint32_t      image_count;
+    bk_image     *images; /* the textures the materials name (bk_tex_ref.image), decoded */
     /* Voxels (vox.h), none in an OBJ scene. A .vox file adds 256 materials, one per palette
      * colour index (0 unused): kd the sRGB palette colour made linear, ke from MATL _emit. */
     uint32_t         vox_model_count;
@@ -64,6 +107,11 @@ typedef struct bk_scene {
  * are known only once the OBJ is read): its MTL files and the textures its materials name (map_Kd,
  * bk_scene_find_map). 0, or the status of bk_outputs_input. */
 int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t err_size);
+
+/* A material with the defaults of every format (kd 0.8 grey, no emission, opaque, alpha 1, cutoff
+ * 0.5, no maps), and a texture reference to no image (scale 1, offset 0, repeat). */
+void bk_material_init(bk_material *m);
+void bk_tex_ref_init(bk_tex_ref *r);
 
 /* Frees every array of s (a loaded, appended or zeroed scene) and zeroes it. */
 void bk_scene_free(bk_scene *s);

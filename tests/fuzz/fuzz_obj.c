@@ -38,7 +38,7 @@ static void check_scene(const bk_scene *s)
     for (uint32_t m = 0; m < s->material_count; ++m) {
         const bk_material *mt = &s->materials[m];
         BK_FUZZ_CHECK(memchr(mt->name, 0, sizeof mt->name) != NULL, "material %u name not terminated", m);
-        BK_FUZZ_CHECK(memchr(mt->map_kd, 0, sizeof mt->map_kd) != NULL, "material %u map_kd not terminated", m);
+        BK_FUZZ_CHECK(memchr(mt->map_kd.path, 0, sizeof mt->map_kd.path) != NULL, "material %u map_kd not terminated", m);
     }
 }
 

@@ -139,7 +139,7 @@ static void check_scene(const bk_scene *s)
     }
     for (uint32_t k = 0; k < s->material_count; ++k) {
         const bk_material *mt = &s->materials[k];
-        BK_FUZZ_CHECK(memchr(mt->name, 0, sizeof mt->name) != NULL && mt->map_kd[0] == 0, "material %u name", k);
+        BK_FUZZ_CHECK(memchr(mt->name, 0, sizeof mt->name) != NULL && mt->map_kd.path[0] == 0, "material %u name", k);
         for (int i = 0; i < 3; ++i) {
             BK_FUZZ_CHECK(isfinite(mt->kd[i]) && mt->kd[i] >= 0 && mt->kd[i] <= 1, "material %u kd %g", k, mt->kd[i]);
             BK_FUZZ_CHECK(isfinite(mt->ke[i]) && mt->ke[i] >= 0 && mt->ke[i] <= BK_KE_MAX, "material %u ke %g", k,
