@@ -24,6 +24,7 @@
 
 #include <math.h>
 #include "bk_common.h"
+#include "bk_material.h"
 #include "bk_rng.h"
 #include "bk_traverse.h"
 
@@ -118,7 +119,101 @@ typedef struct bk_bake_view {
     float           emit_total; /* sum over emitters of area * (ke.r + ke.g + ke.b) */
     const bk_f4    *points;     /* 2 per point light: position, intensity (rgb) */
     uint32_t        point_count;
+    /* textures (the pool is accel.tex): */
+    const bk_f4 *tri_uv;       /* 2 per triangle: its corners' texture coordinates (u0 v0 u1 v1) (u2 v2 . .);
+                                  NULL when no material has a map */
+    const uint32_t *emit_sub;  /* per emitter: 0 (the whole triangle) or 1 + its sub-triangle; NULL: all 0 */
+    const uint32_t *emit_grid; /* per triangle with an emission map: its first emit_lum | n << BK_EMIT_GRID_SHIFT */
+    const float    *emit_lum;  /* per sub-triangle: the mean emitted rgb sum over it (its sampling density) */
+    uint32_t        emit_lum_count;
 } bk_bake_view;
+
+/* ---- emitters with an emission map --------------------------------------------------------
+ * Such a triangle is cut into an n x n grid of sub-triangles in barycentric space (2 n^2 slots:
+ * cell (i, j) has an upright and an inverted half; the inverted halves of the diagonal cells do not
+ * exist and have power 0). Each slot's mean emitted power over it (src/bake/bake.c) is its weight
+ * in the emitter CDF, so light sampling never picks a slot where the map is black, and a hit reads
+ * its slot's density back for the balance heuristic. n grows with the map's texels under the
+ * triangle, up to BK_EMIT_GRID_MAX. */
+#define BK_EMIT_GRID_SHIFT 24
+#define BK_EMIT_GRID_MAX   16u
+
+/* Slot k of an n-grid: its corners' (b1, b2) as c[0..5]; c[0] = -1 for a slot that does not exist. */
+BK_HD void bk_emit_sub_corners(uint32_t n, uint32_t k, float c[6])
+{
+    const uint32_t cell = k >> 1, i = cell % n, j = cell / n;
+    const float    s = 1.0f / (float)n, x = (float)i * s, y = (float)j * s;
+    if (!(k & 1u)) {
+        c[0] = i + j <= n - 1 ? x : -1.0f, c[1] = y;
+        c[2] = x + s, c[3] = y;
+        c[4] = x, c[5] = y + s;
+    } else {
+        c[0] = i + j + 2 <= n ? x + s : -1.0f, c[1] = y + s;
+        c[2] = x, c[3] = y + s;
+        c[4] = x + s, c[5] = y;
+    }
+}
+
+/* The point (b1, b2) of slot corners c for the triangle sample (su = sqrt(u1), sv = u2). */
+BK_HD void bk_emit_sub_point(const float c[6], float su, float sv, float *b1, float *b2)
+{
+    const float w0 = 1.0f - su, w1 = su * (1.0f - sv), w2 = su * sv;
+    *b1 = c[0] * w0 + c[2] * w1 + c[4] * w2;
+    *b2 = c[1] * w0 + c[3] * w1 + c[5] * w2;
+}
+
+/* The slot of an n-grid that barycentrics (b1, b2) fall in. */
+BK_HD uint32_t bk_emit_sub_slot(uint32_t n, float b1, float b2)
+{
+    const float fx = bk_maxf(b1, 0.0f) * (float)n, fy = bk_maxf(b2, 0.0f) * (float)n;
+    uint32_t    i = fx >= (float)n ? n - 1 : (uint32_t)fx, j = fy >= (float)n ? n - 1 : (uint32_t)fy;
+    if (i + j > n - 1) i = n - 1 - j;
+    uint32_t down = (fx - (float)i) + (fy - (float)j) > 1.0f && i + j + 2 <= n;
+    return 2 * (j * n + i) + down;
+}
+
+/* The texture coordinates of bake triangle t at barycentrics (b1, b2). */
+BK_HD void bk_bake_tri_uv(const bk_bake_view *v, uint32_t t, float b1, float b2, float *u, float *w)
+{
+    bk_uv_at(bk_load4(v->tri_uv + 2 * (size_t)t), bk_load4(v->tri_uv + 2 * (size_t)t + 1), b1, b2, u, w);
+}
+
+/* Material m's emission at barycentrics (b1, b2) of triangle t (rgb), and in *lum the density light
+ * sampling gave that point, over emit_total (the rgb sum of ke for a plain emitter; the slot's for
+ * one with a map). */
+BK_HD bk_vec3 bk_bake_emission(const bk_bake_view *v, uint32_t m, uint32_t t, float b1, float b2, float *lum)
+{
+    const bk_f4    kem = bk_load4(v->materials + 2 * m + 1);
+    const uint32_t tex = bk_float_bits(kem.w);
+    bk_vec3        ke = bk_f4_xyz(kem);
+    *lum = ke.x + ke.y + ke.z;
+    if (tex == BK_TEX_NONE || !v->tri_uv) return ke;
+    float u, w;
+    bk_bake_tri_uv(v, t, b1, b2, &u, &w);
+    const bk_f4    c = bk_tex_sample(&v->accel.tex, tex, u, w);
+    const uint32_t g = v->emit_grid ? v->emit_grid[t] : 0u, n = g >> BK_EMIT_GRID_SHIFT;
+    *lum = n ? v->emit_lum[(g & ((1u << BK_EMIT_GRID_SHIFT) - 1u)) + bk_emit_sub_slot(n, b1, b2)] : 0.0f;
+    return bk_v3(ke.x * c.x, ke.y * c.y, ke.z * c.z);
+}
+
+/* Material m's albedo at barycentrics (b1, b2) of triangle t. */
+BK_HD bk_vec3 bk_bake_albedo(const bk_bake_view *v, uint32_t m, uint32_t t, float b1, float b2)
+{
+    const bk_f4    kdm = bk_load4(v->materials + 2 * m);
+    const uint32_t tex = bk_float_bits(kdm.w);
+    if (tex == BK_TEX_NONE || !v->tri_uv) return bk_f4_xyz(kdm);
+    float u, w;
+    bk_bake_tri_uv(v, t, b1, b2, &u, &w);
+    const bk_f4 c = bk_tex_sample(&v->accel.tex, tex, u, w);
+    return bk_v3(kdm.x * c.x, kdm.y * c.y, kdm.z * c.z);
+}
+
+/* Whether material m has a map the bake reads at a hit (albedo or emission). */
+BK_HD int bk_bake_mat_mapped(const bk_bake_view *v, uint32_t m)
+{
+    return v->tri_uv && (bk_float_bits(bk_load4(v->materials + 2 * m).w) != BK_TEX_NONE ||
+                         bk_float_bits(bk_load4(v->materials + 2 * m + 1).w) != BK_TEX_NONE);
+}
 
 /* The bake traces from several places; one function that is never inlined keeps a single copy
  * of each specialised traversal in the code of the file that bakes (src/backend/backend_cpu.c,
@@ -406,25 +501,33 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
                     if (v->emit_cdf[m] > u) hi = m;
                     else lo = m + 1;
                 }
-                uint32_t t = v->emit_tris[lo], mat;
-                bk_vec3  p0, p1, p2;
+                uint32_t t = v->emit_tris[lo], mat, sub = v->emit_sub ? v->emit_sub[lo] : 0u;
+                bk_vec3  p0, p1, p2, y, ke;
                 bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
-                float   su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
-                float   sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1);
-                bk_vec3 y =
-                    bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
+                float su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
+                float sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1), lum;
+                if (!sub) { /* a uniform point of the triangle */
+                    y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
+                    ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
+                    lum = ke.x + ke.y + ke.z;
+                } else { /* a uniform point of the sub-triangle picked (emission map) */
+                    float c[6], b1, b2;
+                    bk_emit_sub_corners(v->emit_grid[t] >> BK_EMIT_GRID_SHIFT, sub - 1u, c);
+                    bk_emit_sub_point(c, su, sv, &b1, &b2);
+                    y = bk_add3(p0, bk_add3(bk_mul3(bk_sub3(p1, p0), b1), bk_mul3(bk_sub3(p2, p0), b2)));
+                    ke = bk_bake_emission(v, mat, t, b1, b2, &lum);
+                }
                 bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
                 float   area2 = sqrtf(bk_dot3(cr, cr)); /* twice the area */
                 bk_vec3 w = bk_sub3(y, o);
                 float   d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
                 float   cos_y = -bk_dot3(cr, w); /* front side only; scaled below */
-                if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f) {
-                    bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-                    float   dist = sqrtf(d2), cos_x = c / dist;
+                if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f && ke.x + ke.y + ke.z > 0.0f) {
+                    float dist = sqrtf(d2), cos_x = c / dist;
                     cos_y /= area2 * dist;
                     /* solid-angle densities of this direction under light sampling and under the
                      * cosine sampling of the path: the balance heuristic weighs the two */
-                    float pdf_light = (ke.x + ke.y + ke.z) / v->emit_total * d2 / cos_y;
+                    float pdf_light = lum / v->emit_total * d2 / cos_y;
                     float pdf_bsdf = cos_x * inv_pi;
                     float g = cos_x * inv_pi / (pdf_light + pdf_bsdf); /* (cos/pi / pdf_light) * w_light */
                     return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(ke, g), BK_STEP_BOUNCE, r, any_hit);
@@ -494,12 +597,22 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             bk_bake_path_end_sample(ps);
             return;
         }
-        bk_vec3 ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-        float   ke_sum = ke.x + ke.y + ke.z;
+        const bk_vec3 y = bk_add3(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), bk_mul3(d, h.t));
+        float         b1 = 0.0f, b2 = 0.0f, lum;
+        const int     mapped = !(aux & BK_VOX_AUX) && bk_bake_mat_mapped(v, mat);
+        if (mapped) {
+            bk_vec3 p0, p1, p2;
+            bk_bake_tri(v, h.tri, &p0, &p1, &p2, 0);
+            bk_tri_bary(p0, p1, p2, y, &b1, &b2);
+        }
+        bk_vec3 ke =
+            mapped ? bk_bake_emission(v, mat, h.tri, b1, b2, &lum) : bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
+        float ke_sum = ke.x + ke.y + ke.z;
+        if (!mapped) lum = ke_sum;
         if (ke_sum > 0.0f && v->emit_total > 0.0f) {
             /* an emitter found by the path: its share of the balance heuristic */
             float pdf_bsdf = bk_dot3(ps->nrm, d) * 0.318309886f;
-            float pdf_light = ke_sum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
+            float pdf_light = lum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
             float wb = pdf_bsdf / (pdf_bsdf + pdf_light);
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ke.x * wb, ps->thr.y * ke.y * wb, ps->thr.z * ke.z * wb));
         }
@@ -507,13 +620,13 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             bk_bake_path_end_sample(ps);
             return;
         }
-        bk_vec3 kd = bk_f4_xyz(bk_load4(v->materials + 2 * mat));
+        bk_vec3 kd = mapped ? bk_bake_albedo(v, mat, h.tri, b1, b2) : bk_f4_xyz(bk_load4(v->materials + 2 * mat));
         ps->thr = bk_v3(ps->thr.x * kd.x, ps->thr.y * kd.y, ps->thr.z * kd.z);
         if (ps->thr.x <= 0.0f && ps->thr.y <= 0.0f && ps->thr.z <= 0.0f) {
             bk_bake_path_end_sample(ps);
             return;
         }
-        ps->pos = bk_add3(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), bk_mul3(d, h.t));
+        ps->pos = y;
         ps->nrm = ng;
         ps->b++;
         ps->step = BK_STEP_SUN;

@@ -30,6 +30,9 @@ enum bk_alpha_mode {
     BK_ALPHA_BLEND = 2   /* stochastic: a hit counts with probability alpha (bk_alpha_hash) */
 };
 
+/* No texture record (a material record's w without a map): BK_NONE's value. */
+#define BK_TEX_NONE 0xFFFFFFFFu
+
 /* Texture record flags (bk_tex_rec.flags). */
 enum bk_tex_flag {
     BK_TEX_FLOAT = 1u,    /* texels in the float pool (HDR images), else RGBA8 */
@@ -55,7 +58,8 @@ typedef struct bk_tex_view {
     uint32_t          rec_count;
     const uint32_t   *texels8; /* RGBA8 texels, r in the low byte, rows top to bottom */
     const bk_f4      *texelsf; /* RGBA float texels (linear) */
-    const float      *srgb;    /* 256 entries: an sRGB byte's linear value (bk_tex_pool builds it) */
+    uint64_t          texel8_count, texelf_count;
+    const float      *srgb; /* 256 entries: an sRGB byte's linear value (bk_tex_pool builds it) */
 } bk_tex_view;
 
 /* One texel of record t at integer coordinates (already wrapped), linear RGBA. */

@@ -59,6 +59,9 @@ typedef struct cuda_ctx {
                                upload), or type KD-tree: nothing to collapse */
     int                 cw_tried;
     void               *d_vox_models, *d_vox_bricks, *d_vox_colours, *d_vox_inst;
+    void               *d_alpha, *d_tex_recs, *d_texels8, *d_texelsf, *d_srgb; /* the scene's surface */
+    uint64_t            tex_bytes;
+    double              tex_seconds; /* their upload */
     bk_ray             *d_rays;
     bk_hit             *d_hits;
     uint64_t            ray_cap;
@@ -74,6 +77,7 @@ typedef struct cuda_ctx {
     /* bake */
     bk_bake_view bake; /* device pointers */
     void        *d_btris, *d_mats, *d_emit_tris, *d_emit_cdf, *d_points;
+    void        *d_tri_uv, *d_emit_sub, *d_emit_grid, *d_emit_lum;
     bk_texel    *d_texels; /* the last bake's texels, kept after bake_end for the denoiser
                               until the next bake or the end (backend.h: keeps_texels) */
     float   *d_pos;        /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
@@ -274,6 +278,14 @@ static void release_scene(cuda_ctx *c)
     cudaFree(c->d_vox_colours);
     cudaFree(c->d_vox_inst);
     c->d_vox_models = c->d_vox_bricks = c->d_vox_colours = c->d_vox_inst = NULL;
+    cudaFree(c->d_alpha);
+    cudaFree(c->d_tex_recs);
+    cudaFree(c->d_texels8);
+    cudaFree(c->d_texelsf);
+    cudaFree(c->d_srgb);
+    c->d_alpha = c->d_tex_recs = c->d_texels8 = c->d_texelsf = c->d_srgb = NULL;
+    c->tex_bytes = 0;
+    c->tex_seconds = 0;
 }
 
 /* The spill region: one interleaved slot array per resident thread, grown on demand. */
@@ -300,6 +312,42 @@ static int copy_up(void **dst, const void *src, size_t bytes, char *err, size_t 
     return 0;
 }
 
+/* The scene's cut-out records and texture pool (bk_material.h): once per scene, read by the
+ * traversal (alpha-tested leaves) and the bake (albedo and emission maps) alike. Our own bilinear
+ * fetch on plain device memory, not texture objects: the hardware filter's 8-bit weights would
+ * make a GPU texel differ from the CPU's. */
+static int upload_surface(cuda_ctx *c, const bk_accel_view *scene, char *err, size_t err_size)
+{
+    const bk_tex_view *t = &scene->tex;
+    const double       t0 = now_seconds();
+    const uint64_t     need = sizeof(bk_f4) * 2 * (uint64_t)scene->alpha_count +
+                          sizeof(bk_tex_rec) * (uint64_t)t->rec_count + 4 * t->texel8_count +
+                          sizeof(bk_f4) * t->texelf_count;
+    size_t dfree = 0, dtotal = 0;
+    if (need && cudaMemGetInfo(&dfree, &dtotal) == cudaSuccess && need > dfree) {
+        snprintf(err, err_size,
+                 "the scene's textures need %.2f GB of GPU memory, %.2f GB are free: use smaller textures or "
+                 "--backend cpu",
+                 need / 1e9, dfree / 1e9);
+        return -1;
+    }
+    if (copy_up(&c->d_alpha, scene->alpha, sizeof(bk_f4) * 2 * (size_t)scene->alpha_count, err, err_size) ||
+        copy_up(&c->d_tex_recs, t->recs, sizeof(bk_tex_rec) * (size_t)t->rec_count, err, err_size) ||
+        copy_up(&c->d_texels8, t->texels8, sizeof(uint32_t) * (size_t)t->texel8_count, err, err_size) ||
+        copy_up(&c->d_texelsf, t->texelsf, sizeof(bk_f4) * (size_t)t->texelf_count, err, err_size) ||
+        copy_up(&c->d_srgb, t->srgb, t->rec_count ? sizeof(float) * 256 : 0, err, err_size))
+        return -1;
+    CUDA_TRY(cudaDeviceSynchronize());
+    c->tex_seconds = now_seconds() - t0;
+    c->tex_bytes = need;
+    c->view.alpha = (const bk_f4 *)c->d_alpha;
+    c->view.tex.recs = (const bk_tex_rec *)c->d_tex_recs;
+    c->view.tex.texels8 = (const uint32_t *)c->d_texels8;
+    c->view.tex.texelsf = (const bk_f4 *)c->d_texelsf;
+    c->view.tex.srgb = (const float *)c->d_srgb;
+    return 0;
+}
+
 static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
@@ -319,6 +367,7 @@ static int cuda_upload(bk_backend *be, const bk_accel_view *scene, char *err, si
     c->view.vox_bricks = (const bk_vox_brick *)c->d_vox_bricks;
     c->view.vox_colours = (const uint8_t *)c->d_vox_colours;
     c->view.vox_inst = (const uint32_t *)c->d_vox_inst;
+    if (upload_surface(c, scene, err, err_size)) return -1;
     if (scene->type == BK_ACCEL_BVH) {
         if (copy_up(&c->d_nodes, scene->bvh_nodes, sizeof(bk_bvh_node) * (size_t)scene->bvh_node_count, err, err_size))
             return -1;
@@ -520,6 +569,11 @@ static void release_bake_data(cuda_ctx *c)
     cudaFree(c->d_sq);
     cudaFree(c->d_pos);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
+    cudaFree(c->d_tri_uv);
+    cudaFree(c->d_emit_sub);
+    cudaFree(c->d_emit_grid);
+    cudaFree(c->d_emit_lum);
+    c->d_tri_uv = c->d_emit_sub = c->d_emit_grid = c->d_emit_lum = NULL;
     c->d_out = NULL;
     c->d_sq = NULL;
     c->d_pos = NULL;
@@ -544,7 +598,14 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
         copy_up(&c->d_mats, v->materials, sizeof(bk_f4) * 2 * (size_t)v->material_count, err, err_size) ||
         copy_up(&c->d_emit_tris, v->emit_tris, sizeof(uint32_t) * (size_t)v->emit_count, err, err_size) ||
         copy_up(&c->d_emit_cdf, v->emit_cdf, sizeof(float) * (size_t)v->emit_count, err, err_size) ||
-        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size))
+        copy_up(&c->d_points, v->points, sizeof(bk_f4) * 2 * (size_t)v->point_count, err, err_size) ||
+        copy_up(&c->d_tri_uv, v->tri_uv, v->tri_uv ? sizeof(bk_f4) * 2 * (size_t)v->tri_count : 0, err, err_size) ||
+        copy_up(&c->d_emit_sub, v->emit_sub, v->emit_sub ? sizeof(uint32_t) * (size_t)v->emit_count : 0, err,
+                err_size) ||
+        copy_up(&c->d_emit_grid, v->emit_grid, v->emit_grid ? sizeof(uint32_t) * (size_t)v->tri_count : 0, err,
+                err_size) ||
+        copy_up(&c->d_emit_lum, v->emit_lum, v->emit_lum ? sizeof(float) * (size_t)v->emit_lum_count : 0, err,
+                err_size))
         return -1;
     if (texels) {
         if (copy_up((void **)&c->d_texels, texels, sizeof(bk_texel) * (size_t)n, err, err_size)) return -1;
@@ -556,6 +617,10 @@ static int cuda_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     c->bake.emit_tris = (const uint32_t *)c->d_emit_tris;
     c->bake.emit_cdf = (const float *)c->d_emit_cdf;
     c->bake.points = (const bk_f4 *)c->d_points;
+    c->bake.tri_uv = (const bk_f4 *)c->d_tri_uv;
+    c->bake.emit_sub = (const uint32_t *)c->d_emit_sub;
+    c->bake.emit_grid = (const uint32_t *)c->d_emit_grid;
+    c->bake.emit_lum = (const float *)c->d_emit_lum;
     CUDA_TRY(cudaMalloc((void **)&c->d_out, sizeof(bk_f4) * (n ? n : 1)));
     CUDA_TRY(cudaMemset(c->d_out, 0, sizeof(bk_f4) * (n ? n : 1))); /* the sums start at zero */
     CUDA_TRY(cudaMalloc((void **)&c->d_sq, sizeof(float) * (n ? n : 1)));

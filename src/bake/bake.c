@@ -15,82 +15,200 @@
 int bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out, char *err,
                        size_t err_size)
 {
-    return bk_bake_data_build_hit(s, s->tri_count, points, point_count, out, err, err_size);
+    return bk_bake_data_build_hit(s, NULL, s->tri_count, points, point_count, out, err, err_size);
 }
 
-int bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *points, uint32_t point_count,
-                           bk_bake_data *out, char *err, size_t err_size)
+static uint32_t data_material(const bk_scene *s, uint32_t t, uint32_t nm)
 {
-    memset(out, 0, sizeof *out);
-    uint32_t n = s->tri_count, nm = s->material_count + 1;
-    out->tris = malloc(sizeof(bk_f4) * 3 * (size_t)(n ? n : 1));
-    out->materials = malloc(sizeof(bk_f4) * 2 * nm);
-    out->emit_tris = malloc(sizeof(uint32_t) * (n ? n : 1));
-    out->emit_cdf = malloc(sizeof(float) * (n ? n : 1));
-    out->points = malloc(sizeof(bk_f4) * 2 * (point_count ? point_count : 1));
-    if (!out->tris || !out->materials || !out->emit_tris || !out->emit_cdf || !out->points) {
-        bk_bake_data_free(out);
-        return bk_fail(err, err_size, "out of memory for the shading data");
+    return s->tri_material && s->tri_material[t] != BK_NONE && s->tri_material[t] < s->material_count
+               ? s->tri_material[t]
+               : nm - 1;
+}
+
+/* The material records: kd (w: its albedo map's texture record, bits, or BK_NONE), ke (w: its
+ * emission map's); the last one is the default material. */
+static void data_materials(const bk_scene *s, const bk_tex_pool *pool, bk_bake_data *out)
+{
+    for (uint32_t m = 0; m < out->material_count; ++m) {
+        const bk_material *mt = m < s->material_count ? &s->materials[m] : NULL;
+        uint32_t           kd_tex = mt ? bk_tex_pool_map(pool, m, BK_MAT_MAP_KD) : BK_NONE;
+        uint32_t           ke_tex = mt ? bk_tex_pool_map(pool, m, BK_MAT_MAP_KE) : BK_NONE;
+        int                by_map = mt && mt->kd_by_map && kd_tex != BK_NONE;
+        bk_f4             *d = &out->materials[2 * m];
+        d[0].x = by_map ? 1.0f : mt ? mt->kd[0] : 0.8f;
+        d[0].y = by_map ? 1.0f : mt ? mt->kd[1] : 0.8f;
+        d[0].z = by_map ? 1.0f : mt ? mt->kd[2] : 0.8f;
+        d[0].w = bk_bits_float(kd_tex);
+        d[1].x = mt ? mt->ke[0] : 0.0f;
+        d[1].y = mt ? mt->ke[1] : 0.0f;
+        d[1].z = mt ? mt->ke[2] : 0.0f;
+        d[1].w = bk_bits_float(ke_tex);
     }
-    out->material_count = nm;
-    for (uint32_t m = 0; m < nm; ++m) {
-        const float *kd = m < s->material_count ? s->materials[m].kd : NULL,
-                    *ke = m < s->material_count ? s->materials[m].ke : NULL;
-        bk_f4 *d = &out->materials[2 * m];
-        d[0].x = kd ? kd[0] : 0.8f;
-        d[0].y = kd ? kd[1] : 0.8f;
-        d[0].z = kd ? kd[2] : 0.8f;
-        d[0].w = 0;
-        d[1].x = ke ? ke[0] : 0.0f;
-        d[1].y = ke ? ke[1] : 0.0f;
-        d[1].z = ke ? ke[2] : 0.0f;
-        d[1].w = 0;
+}
+
+/* Grows an array of item size sz to hold n items. */
+static int grow_to(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+typedef struct emit_build {
+    double   total;
+    uint32_t ne;
+    size_t   cap, lum_cap; /* entries the emitter arrays hold; floats emit_lum holds */
+    int      with_sub;     /* the scene has emission maps: emit_sub is kept */
+    float   *cdf;
+    uint32_t lum_count;
+} emit_build;
+
+static int emit_add(bk_bake_data *out, emit_build *e, uint32_t slot, uint32_t sub, double power)
+{
+    if (e->ne == e->cap) {
+        size_t    c = e->cap ? 2 * e->cap : 1024;
+        uint32_t *t = realloc(out->emit_tris, c * sizeof *t);
+        if (t) out->emit_tris = t;
+        float *f = realloc(e->cdf, c * sizeof *f);
+        if (f) e->cdf = f;
+        uint32_t *u = e->with_sub ? realloc(out->emit_sub, c * sizeof *u) : NULL;
+        if (u) out->emit_sub = u;
+        if (!t || !f || (e->with_sub && !u)) return -1;
+        e->cap = c;
     }
-    double   total = 0.0;
-    uint32_t ne = 0, kept = 0; /* triangles stored: [0, hit_tris), then the emitters */
-    for (uint32_t t = 0; t < n; ++t) {
-        uint32_t     m = s->tri_material && s->tri_material[t] != BK_NONE && s->tri_material[t] < s->material_count
-                             ? s->tri_material[t]
-                             : nm - 1;
-        const bk_f4 *ke = &out->materials[2 * m + 1];
+    e->total += power;
+    out->emit_tris[e->ne] = slot;
+    if (e->with_sub) out->emit_sub[e->ne] = sub;
+    e->cdf[e->ne++] = (float)e->total;
+    return 0;
+}
+
+/* The emitters of one triangle with an emission map: its sub-triangles (bk_bake.h, BK_EMIT_GRID),
+ * each with the mean emitted power of the map over it (16 points), so light sampling never picks
+ * one where the map is black; uniform emitters stay one entry each. */
+static int emit_textured(bk_bake_data *out, emit_build *e, const bk_tex_view *tv, uint32_t slot, const bk_f4 *ke,
+                         const float uv[6], double area)
+{
+    const bk_tex_rec *r = &tv->recs[bk_float_bits(ke->w)];
+    double            du1 = (uv[2] - uv[0]) * r->su * r->w, dv1 = (uv[3] - uv[1]) * r->sv * r->h;
+    double            du2 = (uv[4] - uv[0]) * r->su * r->w, dv2 = (uv[5] - uv[1]) * r->sv * r->h;
+    double            texels = 0.5 * fabs(du1 * dv2 - du2 * dv1);
+    uint32_t          n = (uint32_t)ceil(sqrt(texels / 4.0));
+    n = n < 1 ? 1 : n > BK_EMIT_GRID_MAX ? BK_EMIT_GRID_MAX : n;
+    if (grow_to((void **)&out->emit_lum, &e->lum_cap, (size_t)e->lum_count + 2 * n * n, sizeof(float))) return -1;
+    out->emit_grid[slot] = e->lum_count | n << BK_EMIT_GRID_SHIFT;
+    const bk_f4 uv01 = { uv[0], uv[1], uv[2], uv[3] }, uv2 = { uv[4], uv[5], 0, 0 };
+    for (uint32_t k = 0; k < 2 * n * n; ++k) {
+        float c[6], sum = 0.0f;
+        bk_emit_sub_corners(n, k, c);
+        if (c[0] < 0.0f) {
+            out->emit_lum[e->lum_count + k] = 0.0f;
+            continue;
+        }
+        for (int q = 0; q < 16; ++q) { /* a 4 x 4 grid of points in the sub-triangle */
+            float su = sqrtf(((float)(q / 4) + 0.5f) / 4.0f), sv = ((float)(q % 4) + 0.5f) / 4.0f, b1, b2, u, v;
+            bk_emit_sub_point(c, su, sv, &b1, &b2);
+            bk_uv_at(uv01, uv2, b1, b2, &u, &v);
+            bk_f4 t = bk_tex_sample(tv, bk_float_bits(ke->w), u, v);
+            sum += ke->x * t.x + ke->y * t.y + ke->z * t.z;
+        }
+        float lum = sum / 16.0f;
+        out->emit_lum[e->lum_count + k] = lum;
+        if (lum > 0.0f && emit_add(out, e, slot, k + 1, area / ((double)n * n) * lum)) return -1;
+    }
+    e->lum_count += 2 * n * n;
+    return 0;
+}
+
+static void tri_texcoords(const bk_scene *s, uint32_t t, float uv[6])
+{
+    for (int v = 0; v < 3; ++v) {
+        uint32_t i = s->tri_vt ? s->tri_vt[3 * (size_t)t + v] : BK_NONE;
+        uv[2 * v] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i] : 0.0f;
+        uv[2 * v + 1] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i + 1] : 0.0f;
+    }
+}
+
+/* The shading triangles and the emitters. */
+static int data_tris(const bk_scene *s, const bk_tex_pool *pool, uint32_t hit_tris, bk_bake_data *out)
+{
+    const bk_tex_view tv = bk_tex_pool_view(pool);
+    emit_build        e;
+    memset(&e, 0, sizeof e);
+    e.with_sub = out->emit_grid != NULL;
+    uint32_t n = s->tri_count, nm = out->material_count, kept = 0; /* stored: [0, hit_tris), then the emitters */
+    int      rc = 0;
+    for (uint32_t t = 0; t < n && !rc; ++t) {
+        uint32_t     m = data_material(s, t, nm);
+        const bk_f4 *kd = &out->materials[2 * m], *ke = &out->materials[2 * m + 1];
         float        lum = ke->x + ke->y + ke->z;
         if (t >= hit_tris && !(lum > 0)) continue;
-        float p[3][3];
+        float p[3][3], uv[6] = { 0 };
         for (int v = 0; v < 3; ++v) {
             const float *q = s->positions + 3 * (size_t)s->tri_v[3 * t + v];
-            p[v][0] = q[0];
-            p[v][1] = q[1];
-            p[v][2] = q[2];
-            bk_f4 *d = &out->tris[3 * (size_t)kept + v];
-            d->x = q[0];
-            d->y = q[1];
-            d->z = q[2];
+            bk_f4       *d = &out->tris[3 * (size_t)kept + v];
+            d->x = p[v][0] = q[0];
+            d->y = p[v][1] = q[1];
+            d->z = p[v][2] = q[2];
             d->w = 0;
         }
         out->tris[3 * (size_t)kept].w = bk_bits_float(m);
         uint32_t slot = kept++;
-        if (lum > 0) {
-            double e1[3], e2[3];
-            for (int k = 0; k < 3; ++k) {
-                e1[k] = p[1][k] - p[0][k];
-                e2[k] = p[2][k] - p[0][k];
-            }
-            double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2],
-                   cz = e1[0] * e2[1] - e1[1] * e2[0];
-            double area = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
-            if (area > 0) {
-                total += area * lum;
-                out->emit_tris[ne] = slot;
-                out->emit_cdf[ne] = (float)total;
-                ne++;
-            }
+        int      textured = bk_float_bits(kd->w) != BK_NONE || bk_float_bits(ke->w) != BK_NONE;
+        if (textured) tri_texcoords(s, t, uv);
+        if (textured && out->tri_uv) {
+            bk_f4 *d = &out->tri_uv[2 * (size_t)slot];
+            d[0].x = uv[0], d[0].y = uv[1], d[0].z = uv[2], d[0].w = uv[3];
+            d[1].x = uv[4], d[1].y = uv[5], d[1].z = 0.0f, d[1].w = 0.0f;
         }
+        if (!(lum > 0)) continue;
+        double e1[3], e2[3];
+        for (int k = 0; k < 3; ++k) {
+            e1[k] = p[1][k] - p[0][k];
+            e2[k] = p[2][k] - p[0][k];
+        }
+        double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2],
+               cz = e1[0] * e2[1] - e1[1] * e2[0];
+        double area = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+        if (!(area > 0)) continue;
+        if (bk_float_bits(ke->w) != BK_NONE && out->emit_grid) rc = emit_textured(out, &e, &tv, slot, ke, uv, area);
+        else rc = emit_add(out, &e, slot, 0, area * lum);
     }
     out->tri_count = kept;
-    for (uint32_t i = 0; i < ne; ++i) out->emit_cdf[i] = (float)(out->emit_cdf[i] / total);
-    if (ne) out->emit_cdf[ne - 1] = 1.0f;
-    out->emit_count = ne;
-    out->emit_total = (float)total;
+    for (uint32_t i = 0; i < e.ne; ++i) e.cdf[i] = (float)(e.cdf[i] / e.total);
+    if (e.ne) e.cdf[e.ne - 1] = 1.0f;
+    out->emit_cdf = e.cdf;
+    out->emit_count = e.ne;
+    out->emit_total = (float)e.total;
+    out->emit_lum_count = e.lum_count;
+    return rc;
+}
+
+int bk_bake_data_build_hit(const bk_scene *s, const bk_tex_pool *pool, uint32_t hit_tris, const float *points,
+                           uint32_t point_count, bk_bake_data *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t n = s->tri_count, nm = s->material_count + 1;
+    int      tex = pool && pool->rec_count, emit_tex = 0;
+    out->tris = malloc(sizeof(bk_f4) * 3 * (size_t)(n ? n : 1));
+    out->materials = malloc(sizeof(bk_f4) * 2 * nm);
+    out->points = malloc(sizeof(bk_f4) * 2 * (point_count ? point_count : 1));
+    out->material_count = nm;
+    if (out->materials) data_materials(s, pool, out);
+    for (uint32_t m = 0; out->materials && m < nm; ++m)
+        emit_tex |= bk_float_bits(out->materials[2 * m + 1].w) != BK_NONE;
+    if (tex) out->tri_uv = calloc((size_t)(n ? n : 1), 2 * sizeof(bk_f4));
+    if (emit_tex) out->emit_grid = calloc((size_t)(n ? n : 1), sizeof(uint32_t));
+    if (!out->tris || !out->materials || !out->points || (tex && !out->tri_uv) || (emit_tex && !out->emit_grid) ||
+        data_tris(s, pool, hit_tris, out)) {
+        bk_bake_data_free(out);
+        return bk_fail(err, err_size, "out of memory for the shading data");
+    }
     for (uint32_t i = 0; i < point_count; ++i) {
         bk_f4 *d = &out->points[2 * i];
         d[0].x = points[6 * i];
@@ -112,6 +230,10 @@ void bk_bake_data_free(bk_bake_data *d)
     free(d->materials);
     free(d->emit_tris);
     free(d->emit_cdf);
+    free(d->emit_sub);
+    free(d->emit_grid);
+    free(d->emit_lum);
+    free(d->tri_uv);
     free(d->points);
     memset(d, 0, sizeof *d);
 }
@@ -129,6 +251,11 @@ bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a)
     v.emit_cdf = d->emit_cdf;
     v.emit_count = d->emit_count;
     v.emit_total = d->emit_total;
+    v.emit_sub = d->emit_sub;
+    v.emit_grid = d->emit_grid;
+    v.emit_lum = d->emit_lum;
+    v.emit_lum_count = d->emit_lum_count;
+    v.tri_uv = d->tri_uv;
     v.points = d->points;
     v.point_count = d->point_count;
     return v;

@@ -10,6 +10,7 @@
 #include "accel.h"
 #include "backend.h"
 #include "bk_bake.h"
+#include "material.h"
 #include "scene.h"
 
 typedef struct bk_bake_data {
@@ -21,17 +22,23 @@ typedef struct bk_bake_data {
     float    *emit_cdf;
     uint32_t  emit_count;
     float     emit_total;
-    bk_f4    *points; /* 2 per point light */
+    uint32_t *emit_sub;       /* per emitter: 0, or 1 + its sub-triangle (NULL: no emission map) */
+    uint32_t *emit_grid;      /* per triangle: its sub-triangles' first emit_lum | n << BK_EMIT_GRID_SHIFT */
+    float    *emit_lum;       /* per sub-triangle: mean emitted rgb sum */
+    uint32_t  emit_lum_count; /*   */
+    bk_f4    *tri_uv;         /* 2 per triangle: texture coordinates (NULL: no maps) */
+    bk_f4    *points;         /* 2 per point light */
     uint32_t  point_count;
 } bk_bake_data;
 
-/* points: 6 floats per light (x y z, r g b intensity). */
+/* points: 6 floats per light (x y z, r g b intensity). pool: the scene's texture pool
+ * (material.h; NULL for none), the one the accel's view carries (bk_accel_set_surface). */
 /* The same when only triangles [0, hit_tris) can be hit (a voxel scene's surface: its own
  * triangles come first, its quads are traced as voxels): the others are kept only when they emit,
  * and emit_tris names them by their place in tris. The GPU then holds a few emitters instead of
  * millions of quads. */
-int  bk_bake_data_build_hit(const bk_scene *s, uint32_t hit_tris, const float *points, uint32_t point_count,
-                            bk_bake_data *out, char *err, size_t err_size);
+int  bk_bake_data_build_hit(const bk_scene *s, const bk_tex_pool *pool, uint32_t hit_tris, const float *points,
+                            uint32_t point_count, bk_bake_data *out, char *err, size_t err_size);
 int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_count, bk_bake_data *out, char *err,
                         size_t err_size);
 void bk_bake_data_free(bk_bake_data *d);

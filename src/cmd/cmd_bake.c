@@ -124,6 +124,9 @@ typedef struct bake_state {
     bk_accel_view           av; /* the upload's view of a: held until the backend is done */
     bk_atlas                at;
     bk_bake_data            bd;
+    bk_tex_pool             pool;        /* the scene's textures and cut-outs (material.h) */
+    uint32_t                cut;         /* texels cut away (bk_cmd_bake_cut_texels) */
+    double                  tex_seconds; /* the pool's making */
     bk_texel               *tx;
     bk_texel_ref           *refs;             /* the texels' pixel and triangle, once the whole texels are gone */
     int                     refs_hold_charts; /* their tri fields hold charts (bk_denoise_texel_colours) */
@@ -336,10 +339,14 @@ static int phase_build(bake_state *st)
     st->t0 = bk_time_now();
     bk_build_opts   bo = bk_build_opts_default();
     const bk_scene *trace_scene = &st->s;
-    if (bk_accel_build(trace_scene, st->c.t.accel, &bo, &st->a, st->err, sizeof st->err)) {
+    double          tt = 0;
+    if (bk_accel_build(trace_scene, st->c.t.accel, &bo, &st->a, st->err, sizeof st->err) ||
+        ((tt = bk_time_now()), bk_tex_pool_build(trace_scene, &st->pool, st->err, sizeof st->err))) {
         bk_cmd_bake_error("%s: %s\n", st->c.scene, st->err);
         return 1;
     }
+    st->tex_seconds = bk_time_now() - tt;
+    bk_accel_set_surface(&st->a, &st->pool);
     st->ph[PH_BUILD] = bk_time_now() - st->t0;
     return 0;
 }
@@ -445,7 +452,9 @@ static int phase_atlas(bake_state *st)
     st->be->i->caps(st->be, &caps0);
     const int make_later = caps0.keeps_texels && !c->bin_rays;
     if (make_later ? bk_atlas_rasterize_refs(st->surf, &st->at, &st->refs, &st->ntx, &st->cov, st->err, sizeof st->err)
-                   : bk_atlas_rasterize(st->surf, &st->at, &st->tx, &st->ntx, &st->cov, st->err, sizeof st->err)) {
+                   : bk_atlas_rasterize(st->surf, &st->at, &st->tx, &st->ntx, &st->cov, st->err, sizeof st->err) ||
+                         (st->cut = bk_cmd_bake_cut_texels(&st->pool, st->surf, &st->at, st->tx, st->refs, &st->ntx,
+                                                           st->cov, st->err, sizeof st->err)) == BK_NONE) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -461,8 +470,8 @@ static int bake_lighting(bake_state *st)
     const bk_scene  *surf = st->surf;
     float diag = sqrtf((a->hi.x - a->lo.x) * (a->hi.x - a->lo.x) + (a->hi.y - a->lo.y) * (a->hi.y - a->lo.y) +
                        (a->hi.z - a->lo.z) * (a->hi.z - a->lo.z));
-    if (bk_bake_data_build_hit(surf, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points, c->point_count,
-                               &st->bd, st->err, sizeof st->err)) {
+    if (bk_bake_data_build_hit(surf, &st->pool, st->has_vox ? st->vm.first_quad_tri : surf->tri_count, c->points,
+                               c->point_count, &st->bd, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
@@ -809,6 +818,7 @@ static int phase_free(bake_state *st)
         bk_bake_data_free(&st->bd);
         bk_accel_free(&st->a);
         memset(&st->a, 0, sizeof st->a);
+        bk_tex_pool_free(&st->pool);
     }
     bk_gpu_ops_free(st->gpu);
     st->gpu = NULL;
@@ -896,7 +906,7 @@ static int bake_report(bake_state *st)
         }
         bk_cmd_bake_write_stats(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
                                 st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job,
-                                st->wr, st->bake_prep);
+                                st->wr, st->bake_prep, &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
     }
     if (!c->quiet) print_summary(st);
     /* every rank has done its share: the others, waiting since the gather, may end; should one
@@ -954,6 +964,7 @@ static int bake_end(bake_state *st, int rc)
     bk_bake_data_free(&st->bd);
     bk_atlas_free(&st->at);
     bk_accel_free(&st->a);
+    bk_tex_pool_free(&st->pool);
     bk_voxmesh_free(&st->vm);
     bk_scene_free(&st->one);
     bk_scene_free(&st->s);

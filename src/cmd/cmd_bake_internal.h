@@ -15,6 +15,7 @@
 #include "bake.h"
 #include "cli.h"
 #include "denoise.h"
+#include "material.h"
 #include "outputs.h"
 #include "gpu_ops.h"
 #include "voxmesh.h"
@@ -78,10 +79,11 @@ typedef struct bk_cmd_bake_job {
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
  * before the stats are written, or the wait for the backend's release on its thread that the
  * write did not hide (bk_cmd_bake_release). */
-#define BAKE_PHASES(X)                                                                           \
-    X(PH_STARTUP, startup)                                                                       \
-    X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) \
-        X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
+#define BAKE_PHASES(X)                                                                                 \
+    X(PH_STARTUP, startup)                                                                             \
+    X(PH_LOAD, load)                                                                                   \
+    X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) \
+        X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
 #define WRITE_STEPS(X) \
@@ -147,10 +149,16 @@ void *bk_cmd_bake_release_run(void *arg); /* a pthread start routine */
 void  bk_cmd_bake_release_finish(bk_cmd_bake_release *r);
 
 /* cmd_bake_texels.c */
-int   bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds,
-                             char *err, size_t err_size);
-float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
+/* The texels of alpha-tested triangles where the surface is cut away leave the bake: removed
+ * from tx (or refs, whichever is not NULL; *n shrinks, the order stays) and marked BK_COVER_CUT
+ * in cov, so neither the bake, the denoiser, the dilation nor the fill reaches them. Returns how
+ * many, or BK_NONE with err (out of memory). */
+uint32_t bk_cmd_bake_cut_texels(const bk_tex_pool *pool, const bk_scene *s, const bk_atlas *a, bk_texel *tx,
+                                bk_texel_ref *refs, uint32_t *n, uint8_t *cov, char *err, size_t err_size);
+int      bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const bk_accel *a, double *sort_seconds,
                                 char *err, size_t err_size);
+float    bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
+                                   char *err, size_t err_size);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
 typedef struct bk_cmd_bake_made_texels {
     const bk_scene     *s;
@@ -181,11 +189,17 @@ char *bk_cmd_bake_page_name(const char *out, int k);
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
 int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
                              char **page_names, char *err, size_t err_size);
-void  bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
-                              const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
-                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
-                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
-                              const double wr[WR_COUNT], double bake_prep);
+/* What --stats says of the scene's textures and cut-outs. */
+typedef struct bk_cmd_bake_tex {
+    const bk_tex_pool *pool;
+    uint32_t           cut;           /* texels cut away */
+    double             build_seconds; /* the pool made from the decoded images */
+} bk_cmd_bake_tex;
+void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
+                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
+                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
+                             const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex);
 
 /* cmd_bake_mem.c */
 int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT]);

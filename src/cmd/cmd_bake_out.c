@@ -82,7 +82,7 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
                              const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
-                             const double wr[WR_COUNT], double bake_prep)
+                             const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -167,6 +167,14 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
         "  \"gpu_kernel\": \"%s\",\n",
         c->exposure, mean_lum, c->bin_rays ? "true" : "false", sort_seconds,
         c->t.opts.wavefront ? "wavefront" : "megakernel");
+    const bk_tex_pool *tp = tex->pool;
+    fprintf(f,
+            "  \"textures\": { \"images\": %u, \"records\": %u, \"texel_bytes\": %llu, \"device_bytes\": %llu, "
+            "\"alpha_triangles\": %u, \"textured_triangles\": %u, \"cut_texels\": %u, \"build_seconds\": %.6f },\n",
+            s->image_count, tp->rec_count,
+            (unsigned long long)(4ull * tp->texel8_count + sizeof(bk_f4) * (uint64_t)tp->texelf_count),
+            (unsigned long long)bk_tex_pool_bytes(tp), tp->alpha_count, tp->textured_tris, tex->cut,
+            tex->build_seconds);
     fprintf(f, "  \"traversal\": { \"nodes\": %llu, \"triangles\": %llu, \"restarts\": %llu, \"spills\": %llu }\n}\n",
             (unsigned long long)r->totals.nodes, (unsigned long long)r->totals.tris,
             (unsigned long long)r->totals.restarts, (unsigned long long)r->totals.spills);

@@ -1,6 +1,8 @@
 /* cmd_bake_texels.c - the bake's texels: their ray order (--bin-rays), their refs once the
  * backend holds them, and the exposure (--exposure auto) from their colours. */
 #include "cmd_bake_internal.h"
+#include "image.h"
+#include "material.h"
 #include "raster.h"
 #include "pool.h"
 #include "stats.h"
@@ -156,4 +158,58 @@ const bk_texel_ref *bk_cmd_bake_texels_kept(void *ctx)
     bk_cmd_bake_kept_texels *k = ctx;
     *k->refs = bk_texels_compact(k->tx, k->n);
     return *k->refs;
+}
+
+/* Whether texel t (of a triangle with a cut-out) lies where its surface stands. */
+static int texel_stands(const bk_tex_pool *pool, const bk_scene *s, const bk_texel *t)
+{
+    bk_vec3 p[3];
+    for (int v = 0; v < 3; ++v) {
+        const float *q = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t->tri + v];
+        p[v] = bk_v3(q[0], q[1], q[2]);
+    }
+    float b1, b2;
+    bk_tri_bary(p[0], p[1], p[2], bk_v3(t->px, t->py, t->pz), &b1, &b2);
+    return bk_tex_pool_texel_stands(pool, t->tri, b1, b2);
+}
+
+uint32_t bk_cmd_bake_cut_texels(const bk_tex_pool *pool, const bk_scene *s, const bk_atlas *a, bk_texel *tx,
+                                bk_texel_ref *refs, uint32_t *n, uint8_t *cov, char *err, size_t err_size)
+{
+    if (!pool->tri_alpha) return 0;
+    uint32_t m = 0; /* texels of alpha-tested triangles: made whole, a slice at a time, when only refs exist */
+    for (uint32_t i = 0; i < *n; ++i) {
+        uint32_t tri = tx ? tx[i].tri : refs[i].tri;
+        m += tri < pool->tri_count && pool->tri_alpha[tri];
+    }
+    if (!m) return 0;
+    bk_texel_ref *sel = refs ? malloc(sizeof *sel * m) : NULL;
+    bk_texel     *made = refs ? malloc(sizeof *made * m) : NULL;
+    if (refs && (!sel || !made)) {
+        free(sel);
+        free(made);
+        bk_fail(err, err_size, "out of memory for the cut-out texels");
+        return BK_NONE;
+    }
+    if (refs) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < *n; ++i)
+            if (refs[i].tri < pool->tri_count && pool->tri_alpha[refs[i].tri]) sel[k++] = refs[i];
+        bk_texels_make(s, a, sel, m, made);
+    }
+    uint32_t w = 0, k = 0, cut = 0;
+    for (uint32_t i = 0; i < *n; ++i) {
+        uint32_t tri = tx ? tx[i].tri : refs[i].tri;
+        if (tri < pool->tri_count && pool->tri_alpha[tri] && !texel_stands(pool, s, tx ? &tx[i] : &made[k++])) {
+            cov[tx ? tx[i].pixel : refs[i].pixel] = BK_COVER_CUT;
+            cut++;
+            continue;
+        }
+        if (tx) tx[w++] = tx[i];
+        else refs[w++] = refs[i];
+    }
+    *n = w;
+    free(sel);
+    free(made);
+    return cut;
 }

@@ -23,6 +23,8 @@
 #define BK_COVER_NONE    0 /* no value yet */
 #define BK_COVER_TEXEL   1 /* baked texel (what bk_atlas_rasterize marks) */
 #define BK_COVER_DILATED 2 /* filled by bk_image_dilate */
+#define BK_COVER_CUT     4 /* where an alpha-tested surface is cut away: never baked, filled or
+                              read (3 is the dilation's own mark) */
 
 /* Fills uncovered texels from their covered 8-neighbours: each of `iterations` rounds gives every
  * empty texel that has covered neighbours (covered before the round began) their average and marks

@@ -184,6 +184,8 @@ bk_tex_view bk_tex_pool_view(const bk_tex_pool *p)
     v.rec_count = p->rec_count;
     v.texels8 = p->texels8;
     v.texelsf = p->texelsf;
+    v.texel8_count = p->texel8_count;
+    v.texelf_count = p->texelf_count;
     v.srgb = p->srgb;
     return v;
 }

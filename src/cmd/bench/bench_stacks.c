@@ -126,7 +126,7 @@ static int prepare_scene(const char *path, const stacks_cli *c, prepared *out, c
     uint32_t first_quad = vm.first_quad_tri, quad_end = vm.scene.tri_count;
     int      rc = bk_atlas_build(surf, &ao, &out->atlas, err, err_size) ||
              bk_atlas_rasterize(surf, &out->atlas, &out->texels, &out->texel_count, NULL, err, err_size) ||
-             bk_bake_data_build_hit(surf, vox ? first_quad : surf->tri_count, NULL, 0, &out->data, err, err_size);
+             bk_bake_data_build_hit(surf, NULL, vox ? first_quad : surf->tri_count, NULL, 0, &out->data, err, err_size);
     free(rects);
     bk_voxmesh_free(&vm);
     if (rc) return -1;
