@@ -6,9 +6,7 @@
 #include "bk_test.h"
 #include "bk_test_image.h"
 
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_PNG
-#include <stb/stb_image.h>
+#include "bk_test_stb_image.h"
 
 static float *load(const char *path, int *w, int *h)
 {

@@ -24,8 +24,10 @@
  *   W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
  */
 #define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS (POSIX only from 2024) */
+#include "bk_material.h"
 #include "loader.h"
 #include "scene.h"
+#include "texture.h"
 #include "util.h"
 
 #include <errno.h>
@@ -543,6 +545,8 @@ typedef struct loader {
     int         mtllibs;   /* mtllib lines seen */
     uint32_t   *obj_start; /* per o/g line: the triangles counted before it */
     size_t      obj_cap;
+    uint32_t   *mat_mtl; /* per material: the index in s->mtls of the MTL that defines it */
+    size_t      mat_mtl_cap;
 } loader;
 
 
@@ -604,25 +608,41 @@ static int fail_mtl(loader *L, const char *file, const char *buf, const char *at
     return -1;
 }
 
-/* One warning line on stderr, "file:line: warning: ...", the line counted in buf up to at. At most
- * MAX_WARNINGS per load, counted before anything is formatted (a line count scans the file). */
-static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+/* One warning line on stderr, "file:line: warning: ...". At most MAX_WARNINGS per load, counted
+ * before anything is formatted (a line count scans the file): line < 0 counts the lines in buf up
+ * to at, only then. */
+static void warn_in(loader *L, const char *file, int line, const char *buf, const char *at, const char *fmt, va_list ap)
 {
     L->warnings++;
     if (L->warnings > MAX_WARNINGS) {
         if (L->warnings == MAX_WARNINGS + 1) fprintf(stderr, "%s: warning: further warnings not shown\n", L->path);
         return;
     }
-    char    msg[1024], out[4096];
-    int     n = snprintf(msg, sizeof msg, "%s:%d: warning: ", file, line_of(buf, at));
-    va_list ap;
-    va_start(ap, fmt);
+    char msg[1024], out[4096];
+    int  n = snprintf(msg, sizeof msg, "%s:%d: warning: ", file, line < 0 ? line_of(buf, at) : line);
     if (n >= 0 && (size_t)n < sizeof msg) vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-    va_end(ap);
     printable(msg, out, sizeof out);
     fprintf(stderr, "%s\n", out);
+}
+
+static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void warn(loader *L, const char *file, const char *buf, const char *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    warn_in(L, file, -1, buf, at, fmt, ap);
+    va_end(ap);
+}
+
+static void warn_line(loader *L, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void warn_line(loader *L, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    warn_in(L, file, line, NULL, NULL, fmt, ap);
+    va_end(ap);
 }
 
 /* Copies the rest of a line (blanks trimmed at both ends) into dst; returns its full length. */
@@ -682,25 +702,40 @@ static int mtl_color(loader *L, const char *mpath, const char *mbuf, const char 
     return 0;
 }
 
+/* The options of the MTL spec's texture statements, and how many arguments each takes: numbers
+ * (-o, -s, -t: 1 to 3; -bm, -boost, -texres: 1; -mm: 2) or words (-clamp, -blendu, -blendv, -cc:
+ * on|off; -imfchan: r|g|b|m|l|z; -type: a word). 0: not an option. */
+static int map_option(const char *p, size_t n, int *numeric)
+{
+    static const struct {
+        const char *name;
+        int         args, numeric;
+    } opts[] = { { "-o", 3, 1 },      { "-s", 3, 1 },      { "-t", 3, 1 },  { "-bm", 1, 1 },
+                 { "-boost", 1, 1 },  { "-texres", 1, 1 }, { "-mm", 2, 1 }, { "-clamp", 1, 0 },
+                 { "-blendu", 1, 0 }, { "-blendv", 1, 0 }, { "-cc", 1, 0 }, { "-imfchan", 1, 0 },
+                 { "-type", 1, 0 } };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (strlen(opts[i].name) == n && memcmp(p, opts[i].name, n) == 0) {
+            *numeric = opts[i].numeric;
+            return opts[i].args;
+        }
+    return 0;
+}
+
+static const char *word_end(const char *p)
+{
+    while (*p && !is_blank(*p) && *p != '\n') p++;
+    return p;
+}
+
 /* map_Kd [options] file: skips the options of the MTL spec, keeps the rest of the line as the path. */
 static const char *skip_map_options(const char *p)
 {
-    static const char *const one[] = { "-blendu", "-blendv", "-boost",   "-cc",  "-clamp",
-                                       "-texres", "-bm",     "-imfchan", "-type" };
     for (;;) {
         p = skip_blank(p);
         if (*p != '-') return p;
-        const char *e = p;
-        while (*e && !is_blank(*e) && *e != '\n') e++;
-        size_t n = (size_t)(e - p);
-        int    args = 0, numeric = 0;
-        for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
-            if (strlen(one[i]) == n && memcmp(p, one[i], n) == 0) args = 1;
-        if (n == 3 && memcmp(p, "-mm", 3) == 0) args = 2;
-        if (n == 2 && (p[1] == 'o' || p[1] == 's' || p[1] == 't')) {
-            args = 3;
-            numeric = 1;
-        }
+        const char *e = word_end(p);
+        int         numeric = 0, args = map_option(p, (size_t)(e - p), &numeric);
         if (!args) return p; /* not an option we know: treat it as the start of the file name */
         p = e;
         for (int i = 0; i < args; i++) {
@@ -712,8 +747,7 @@ static const char *skip_map_options(const char *p)
                 p = r;
             } else {
                 if (is_eol(*q)) break;
-                while (*q && !is_blank(*q) && *q != '\n') q++;
-                p = q;
+                p = word_end(q);
             }
         }
     }
@@ -721,9 +755,112 @@ static const char *skip_map_options(const char *p)
 
 const char *bk_mtl_map_file(const char *args) { return skip_map_options(args); }
 
+/* -imfchan for a scalar map (map_d): r and l (luminance: the red channel of a grey image) read red,
+ * m (matte) reads alpha; g, b and z are not supported (a warning; the default channel stands). */
+static int map_channel(char c, uint8_t *ch)
+{
+    if (c == 'r' || c == 'l') *ch = BK_TEX_CHANNEL_RED;
+    else if (c == 'm') *ch = BK_TEX_CHANNEL_ALPHA;
+    else return -1;
+    return 0;
+}
+
+/* map_Kd, map_Ke, map_d [options] file into ref: -o and -s (u [v [w]]: v defaults to u, w is
+ * ignored: OBJ textures are 2D), -clamp on|off, -imfchan (map_channel); every other option of the
+ * spec is skipped with its arguments. The path is the rest of the line (names with spaces exist).
+ * An option without its arguments, or an empty path, is a warning and leaves ref without a file. */
+static void parse_map(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p, const char *end,
+                      const char *key, uint32_t line, bk_tex_ref *ref)
+{
+    bk_tex_ref_init(ref);
+    ref->line = line;
+    for (;;) {
+        p = skip_blank(p);
+        if (*p != '-') break;
+        const char *e = word_end(p);
+        size_t      n = (size_t)(e - p);
+        int         numeric = 0, args = map_option(p, n, &numeric);
+        if (!args) break; /* the file name starts with '-' */
+        const char *opt = p;
+        p = e;
+        if (numeric) {
+            float v[3];
+            int   got = 0;
+            while (got < args) {
+                const char *r = parse_float(skip_blank(p), &v[got]);
+                if (!r || !isfinite(v[got])) break;
+                p = r;
+                got++;
+            }
+            if (!got) {
+                warn(L, mpath, mbuf, at, "%s %.*s: expected a finite number; map ignored", key, (int)n, opt);
+                return;
+            }
+            float *dst = n == 2 && opt[1] == 'o' ? ref->offset : n == 2 && opt[1] == 's' ? ref->scale : NULL;
+            if (dst) {
+                dst[0] = v[0];
+                dst[1] = got > 1 ? v[1] : v[0];
+            }
+        } else {
+            const char *q = skip_blank(p);
+            if (is_eol(*q)) {
+                warn(L, mpath, mbuf, at, "%s %.*s: expected a value; map ignored", key, (int)n, opt);
+                return;
+            }
+            const char *qe = word_end(q);
+            size_t      qn = (size_t)(qe - q);
+            p = qe;
+            if (n == 6 && memcmp(opt, "-clamp", 6) == 0) {
+                if (qn == 2 && memcmp(q, "on", 2) == 0) ref->clamp = 1;
+                else if (qn == 3 && memcmp(q, "off", 3) == 0) ref->clamp = 0;
+                else warn(L, mpath, mbuf, at, "%s -clamp %.*s: expected on or off; off used", key, (int)qn, q);
+            } else if (n == 8 && memcmp(opt, "-imfchan", 8) == 0) {
+                if (qn != 1 || map_channel(q[0], &ref->channel))
+                    warn(L, mpath, mbuf, at, "%s -imfchan %.*s: baker reads r, l (as r) and m; %s used", key, (int)qn,
+                         q, "the alpha channel if the image has one, else red,");
+            }
+        }
+    }
+    size_t len = rest_of_line(p, end, ref->path, sizeof ref->path);
+    if (len >= sizeof ref->path) {
+        warn(L, mpath, mbuf, at, "%s path longer than %zu bytes, ignored", key, sizeof ref->path - 1);
+        ref->path[0] = '\0';
+    } else if (!len) warn(L, mpath, mbuf, at, "%s: no file name, ignored", key);
+}
+
+/* The newlines in [from, to). */
+static uint32_t count_lines(const char *from, const char *to)
+{
+    uint32_t n = 0;
+    for (const char *q; from < to && (q = memchr(from, '\n', (size_t)(to - from))) != NULL; from = q + 1) n++;
+    return n;
+}
+
+/* d a (opacity) or Tr t (transparency, 1 - d), a number in [0, 1]: "d -halo a" reads a; other
+ * forms are a warning. Out of range is clamped with a warning. Returns 1 when *alpha was set. */
+static int parse_opacity(loader *L, const char *mpath, const char *mbuf, const char *at, const char *p, int tr,
+                         float *alpha)
+{
+    const char *key = tr ? "Tr" : "d";
+    p = skip_blank(p);
+    if (!tr && strncmp(p, "-halo", 5) == 0 && is_blank(p[5])) p = skip_blank(p + 5);
+    float       v;
+    const char *q = parse_float(p, &v);
+    if (!q || !isfinite(v) || !is_eol(*skip_blank(q))) {
+        warn(L, mpath, mbuf, at, "%s: expected one finite number; ignored", key);
+        return 0;
+    }
+    float c = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    if (c != v) warn(L, mpath, mbuf, at, "%s %g: outside [0, 1], clamped to %g", key, v, c);
+    *alpha = tr ? 1.0f - c : c;
+    return 1;
+}
+
 /* Parses one MTL file into s->materials. A missing file or a line we cannot use is a warning (the
  * default material stands in); an MTL that is not a regular text file within BK_MTL_MAX_BYTES, or
- * a colour that is not finite, is an error. */
+ * a colour that is not finite, is an error. An MTL whose first line starts with "# Blender" (both
+ * of Blender's exporters write one) gets kd_by_map on its textured materials (docs/materials.md). */
+/* Long: one loop over the MTL's statements, one branch per keyword */
 static int load_mtl(loader *L, const char *mpath, const char *obj_at)
 {
     text mt;
@@ -741,7 +878,11 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
         return fail_at(L, obj_at, "mtllib: %s", e);
     }
     p = mbuf;
+    int          blender = strncmp(mbuf, "# Blender", 9) == 0;
+    uint32_t     first = s->material_count, mtl = s->mtl_count - 1, line_no = 1;
     bk_material *cur = NULL;
+    uint8_t      has_d = 0;      /* cur has a d line: d wins over Tr, whichever comes first */
+    const char  *counted = mbuf; /* line_no is the line of counted (lines counted as maps need them) */
     while (p < end) {
         const char *line = p;
         p = skip_blank(p);
@@ -750,12 +891,15 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
         size_t kn = (size_t)(p - k);
         if (kn == 6 && memcmp(k, "newmtl", 6) == 0) {
             if (s->material_count >= MAX_ELEMS ||
-                grow((void **)&s->materials, &L->mat_cap, (size_t)s->material_count + 1, sizeof(bk_material)) != 0) {
+                grow((void **)&s->materials, &L->mat_cap, (size_t)s->material_count + 1, sizeof(bk_material)) != 0 ||
+                grow((void **)&L->mat_mtl, &L->mat_mtl_cap, (size_t)s->material_count + 1, sizeof(uint32_t)) != 0) {
                 text_free(&mt);
                 return bk_fail(L->err, L->err_size, "%s: out of memory reading materials", mpath);
             }
+            L->mat_mtl[s->material_count] = mtl;
             cur = &s->materials[s->material_count++];
             bk_material_init(cur);
+            has_d = 0;
             size_t n = rest_of_line(p, end, cur->name, sizeof cur->name);
             if (n >= sizeof cur->name)
                 warn(L, mpath, mbuf, line, "material name longer than %zu bytes, truncated", sizeof cur->name - 1);
@@ -765,19 +909,27 @@ static int load_mtl(loader *L, const char *mpath, const char *obj_at)
                 text_free(&mt);
                 return -1;
             }
-        } else if (kn == 6 && memcmp(k, "map_Kd", 6) == 0) {
-            if (!cur) warn(L, mpath, mbuf, line, "map_Kd before any newmtl, ignored");
-            else {
-                size_t n = rest_of_line(skip_map_options(p), end, cur->map_kd.path, sizeof cur->map_kd.path);
-                if (n >= sizeof cur->map_kd.path) {
-                    warn(L, mpath, mbuf, line, "map_Kd path longer than %zu bytes, ignored",
-                         sizeof cur->map_kd.path - 1);
-                    cur->map_kd.path[0] = '\0';
-                }
-            }
+        } else if ((kn == 1 && k[0] == 'd') || (kn == 2 && memcmp(k, "Tr", 2) == 0)) {
+            int tr = kn == 2;
+            if (!cur) warn(L, mpath, mbuf, line, "%.*s before any newmtl, ignored", (int)kn, k);
+            else if (!(tr && has_d) && parse_opacity(L, mpath, mbuf, line, p, tr, &cur->alpha)) has_d |= !tr;
+        } else if ((kn == 6 && (memcmp(k, "map_Kd", 6) == 0 || memcmp(k, "map_Ke", 6) == 0)) ||
+                   (kn == 5 && memcmp(k, "map_d", 5) == 0)) {
+            char key[8];
+            snprintf(key, sizeof key, "%.*s", (int)kn, k);
+            line_no += count_lines(counted, line);
+            counted = line;
+            if (!cur) warn(L, mpath, mbuf, line, "%s before any newmtl, ignored", key);
+            else
+                parse_map(L, mpath, mbuf, line, p, end, key, line_no,
+                          kn == 5       ? &cur->map_d
+                          : k[5] == 'd' ? &cur->map_kd
+                                        : &cur->map_ke);
         }
         p = next_line(p, end);
     }
+    for (uint32_t m = first; m < s->material_count; ++m)
+        if (blender && s->materials[m].map_kd.path[0]) s->materials[m].kd_by_map = 1;
     text_free(&mt);
     return 0;
 }
@@ -1249,6 +1401,39 @@ static void *shrink(void *p, size_t bytes)
     return q ? q : p;
 }
 
+/* bk_scene_load_textures' reports as the MTL's own lines: "room.mtl:12: warning: map_Kd 'wood.png':
+ * no such file; Kd used", or the load's error when the textures take too much memory. */
+static int texture_report(void *ctx, uint32_t material, int map, int what, const char *why)
+{
+    loader                  *L = ctx;
+    const bk_material       *m = &L->s->materials[material];
+    const bk_tex_ref        *r = map == 0 ? &m->map_kd : map == 1 ? &m->map_ke : &m->map_d;
+    static const char *const key[3] = { "map_Kd", "map_Ke", "map_d" }, *factor[3] = { "Kd", "Ke", "d" };
+    uint32_t                 mi = L->mat_mtl ? L->mat_mtl[material] : BK_NONE;
+    const char              *file = mi < L->s->mtl_count ? L->s->mtls[mi].path : L->path;
+    if (what == BK_TEXTURE_FATAL) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s:%u: %s '%s': %s", file, r->line, key[map], r->path, why);
+        printable(msg, L->err, L->err_size);
+        return -1;
+    }
+    if (what == BK_TEXTURE_NOTE) warn_line(L, file, (int)r->line, "%s '%s': %s", key[map], r->path, why);
+    else warn_line(L, file, (int)r->line, "%s '%s': %s; %s used", key[map], r->path, why, factor[map]);
+    return 0;
+}
+
+/* MTL has no alpha mode: a map_d that loaded cuts out (MASK at alpha_cutoff 0.5), a d below 1
+ * alone blends, anything else is opaque (docs/materials.md). */
+static void set_alpha_modes(bk_scene *s)
+{
+    for (uint32_t m = 0; m < s->material_count; ++m) {
+        bk_material *mt = &s->materials[m];
+        mt->alpha_mode = mt->map_d.image != BK_NONE ? BK_ALPHA_MASK
+                         : mt->alpha < 1.0f         ? BK_ALPHA_BLEND
+                                                    : BK_ALPHA_OPAQUE;
+    }
+}
+
 int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
@@ -1277,6 +1462,8 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
                      out->vertex_count);
     if (rc == 0) rc = finish_materials(&L);
     if (rc == 0) rc = finish_objects(&L);
+    if (rc == 0) rc = bk_scene_load_textures(out, 0, texture_report, &L, err, err_size);
+    if (rc == 0) set_alpha_modes(out);
     if (rc == 0) {
         size_t t3 = 3 * (size_t)out->tri_count * sizeof(uint32_t);
         if (!out->tri_vt && (out->tri_vt = malloc(t3)) != NULL) memset(out->tri_vt, 0xFF, t3);
@@ -1287,6 +1474,7 @@ int bk_scene_load_obj(const char *path, bk_scene *out, char *err, size_t err_siz
     free(L.name_ix.slot);
     free(L.runs);
     free(L.obj_start);
+    free(L.mat_mtl);
     text_free(&txt);
     if (rc != 0) {
         bk_scene_free(out);

@@ -11,11 +11,13 @@
  * Pixels", Graphics Gems II (1991); the Radiance file format (header, -Y H +X W, new-style run-length scanlines).
  */
 #include "image.h"
+#include "texture.h"
 #include "outputs.h"
 #include "pool.h"
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -26,25 +28,9 @@
 #include <libdeflate.h>
 #endif
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-/* static, so a test that compiles its own stb_image links without clashes */
-#define STB_IMAGE_STATIC
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_NO_GIF
-#define STBI_ONLY_PNG
-#define STBI_ONLY_HDR
+/* stb_image is compiled once, in the io stage (src/io/stb_image_impl.c); its hazards are checked
+ * there too (texture.h) */
 #include <stb/stb_image.h>
-/* libstb-dev 0.0~git20220908 declares this but never defines it: a static declaration without a
- * definition warns, so give it one (unused). */
-static void stbi_set_unpremultiply_on_load_thread(int flag) { (void)flag; }
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 #if BK_HAVE_EXR
 #include <tinyexr.h>
 #endif
@@ -640,113 +626,6 @@ static int check_dims(const char *path, const char *kind, int64_t w, int64_t h, 
     return 0;
 }
 
-/* stb_image trusts a PNG chunk's length and allocates for it before reading (a 100-byte file
- * claiming a 1 GB IDAT asks for 1 GB: found by fuzz_image), so the chunks are walked first:
- * each one's length must fit in what is left of the file. And an empty first IDAT chunk makes
- * stb add an offset to its still-NULL data pointer, undefined behaviour (found by fuzz_image), so
- * such a file is refused: no encoder writes one. Leaves f at its start. */
-static int png_chunks_fit(FILE *f, const char *path, uint64_t size, char *err, size_t err_size)
-{
-    uint64_t pos = 8; /* the signature; stb checks its bytes */
-    int      rc = 0, idat = 0;
-    while (pos + 8 <= size) { /* a chunk header: length, type */
-        uint8_t head[8];
-        if (fseek(f, (long)pos, SEEK_SET) != 0 || fread(head, 1, 8, f) != 8) break;
-        uint64_t len = (uint64_t)head[0] << 24 | (uint64_t)head[1] << 16 | (uint64_t)head[2] << 8 | head[3];
-        if (len > 0x7fffffffu || pos + 12 + len > size) {
-            rc = bk_fail(err, err_size,
-                         "%s: PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file", path,
-                         (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
-            break;
-        }
-        if (!memcmp(head + 4, "IDAT", 4)) {
-            if (!idat && len == 0) {
-                rc = bk_fail(err, err_size, "%s: PNG's first IDAT chunk (byte %llu) is empty: not read", path,
-                             (unsigned long long)pos);
-                break;
-            }
-            idat = 1;
-        }
-        if (!memcmp(head + 4, "IEND", 4)) break;
-        pos += 12 + len;
-    }
-    rewind(f);
-    return rc;
-}
-
-/* stb_image's run-length HDR decoder loops for ever on a run of length 0, which is also what it
- * reads past the end of the file (found by fuzz_image on a truncated scanline), so the runs are
- * walked first as stb will read them: after the header's empty line and the resolution line,
- * each new-style scanline (2, 2, width) has for each of its 4 planes runs (128 + n, byte) and
- * dumps (n, n bytes) that must be non-empty and inside the file. A scanline stb does not take as
- * run-length encoded (or a width outside 8..32767) ends the walk: stb then reads flat pixels,
- * which always ends. Leaves f at its start. */
-/* One header line as stb_image's hdr_gettoken reads it: the pointer past its '\n'; *empty when
- * stb's token is empty (the line starts with '\n' or NUL, or the file has ended). */
-static const uint8_t *hdr_line(const uint8_t *p, const uint8_t *end, int *empty)
-{
-    *empty = p >= end || *p == '\n' || *p == 0;
-    while (p < end && *p != '\n') ++p;
-    return p < end ? p + 1 : end;
-}
-
-static int hdr_runs_ok(FILE *f, const char *path, uint64_t size, int w, int h, char *err, size_t err_size)
-{
-    if (w < 8 || w >= 32768) return 0;
-    uint8_t *buf = malloc(size ? (size_t)size : 1);
-    if (!buf) return bk_fail(err, err_size, "%s: out of memory for %llu bytes", path, (unsigned long long)size);
-    int rc = 0;
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-        rc = bk_fail(err, err_size, "%s: read failed", path);
-        goto done;
-    }
-    /* the header as stb_image reads it: lines up to '\n'; the signature line, then lines up to an
-     * empty one (stb takes a line whose first byte is NUL as empty too), then the resolution */
-    const uint8_t *p = buf, *end = buf + size;
-    int            empty = 0;
-    p = hdr_line(p, end, &empty);
-    do p = hdr_line(p, end, &empty);
-    while (!empty && p < end);
-    p = hdr_line(p, end, &empty);
-    if (p >= end) goto done; /* stb says what is wrong */
-    for (int y = 0; y < h; ++y) {
-        if (end - p < 4 || p[0] != 2 || p[1] != 2 || (p[2] & 0x80) || (p[2] << 8 | p[3]) != w) break;
-        p += 4;
-        for (int k = 0; k < 4; ++k)
-            for (int x = 0; x < w;) {
-                if (p >= end) {
-                    rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
-                    goto done;
-                }
-                int n = *p++;
-                if (n > 128) {
-                    n -= 128;
-                    if (p >= end) {
-                        rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
-                        goto done;
-                    }
-                    p++;
-                } else {
-                    if (n == 0) {
-                        rc = bk_fail(err, err_size, "%s: HDR scanline %d has a run of length 0", path, y);
-                        goto done;
-                    }
-                    if (end - p < n) {
-                        rc = bk_fail(err, err_size, "%s: HDR scanline %d ends past the end of the file", path, y);
-                        goto done;
-                    }
-                    p += n;
-                }
-                if (n > w - x) goto done; /* stb refuses it */
-                x += n;
-            }
-    }
-done:
-    free(buf);
-    rewind(f);
-    return rc;
-}
-
 #if BK_HAVE_EXR
 static int exr_fail(const char *path, const char *what, const char *msg, char *err, size_t err_size)
 {
@@ -859,6 +738,57 @@ done:
 }
 #endif
 
+/* A PNG or Radiance HDR file's bytes through stb_image, after the checks of texture.h. */
+static int read_stb(const char *path, bk_image_type type, const unsigned char *buf, size_t size, uint64_t max_pixels,
+                    float **rgb, int *w, int *h, char *err, size_t err_size)
+{
+    int    x, y, comp;
+    float *out = NULL;
+    char   line[256];
+    if (type == BK_IMAGE_TYPE_EXR) return 0;
+    if (size > INT_MAX)
+        return bk_fail(err, err_size, "%s: %zu bytes: PNG and HDR files are read up to %d bytes", path, size, INT_MAX);
+    if (type == BK_IMAGE_TYPE_PNG && bk_stb_png_check(buf, size, line, sizeof line))
+        return bk_fail(err, err_size, "%s: %s", path, line);
+    if (!stbi_info_from_memory(buf, (int)size, &x, &y, &comp))
+        return bk_fail(err, err_size, "%s: not a %s image: %s", path,
+                       type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
+                       one_line(stbi_failure_reason(), line, sizeof line));
+    const char *kind = type == BK_IMAGE_TYPE_HDR ? "HDR" : "PNG";
+    if (check_dims(path, kind, x, y, max_pixels, err, err_size)) return -1;
+    if (type == BK_IMAGE_TYPE_HDR) {
+        if (!stbi_is_hdr_from_memory(buf, (int)size))
+            return bk_fail(err, err_size, "%s: not a Radiance HDR file", path);
+        if (bk_stb_hdr_check(buf, size, x, y, line, sizeof line)) return bk_fail(err, err_size, "%s: %s", path, line);
+        out = stbi_loadf_from_memory(buf, (int)size, &x, &y, &comp, 3);
+        if (!out)
+            return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path,
+                           one_line(stbi_failure_reason(), line, sizeof line));
+    } else {
+        if (stbi_is_hdr_from_memory(buf, (int)size))
+            return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path);
+        if (size < 8 || memcmp(buf, "\x89PNG", 4))
+            return bk_fail(err, err_size, "%s: not a PNG image: no PNG signature", path);
+        stbi_uc *b = stbi_load_from_memory(buf, (int)size, &x, &y, &comp, 3);
+        if (!b)
+            return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path,
+                           one_line(stbi_failure_reason(), line, sizeof line));
+        float lut[256];
+        for (int i = 0; i < 256; ++i) lut[i] = bk_image_srgb_to_linear((float)i / 255.0f);
+        size_t n = (size_t)x * y * 3;
+        out = malloc(sizeof(float) * n);
+        if (out)
+            for (size_t i = 0; i < n; ++i) out[i] = lut[b[i]];
+        stbi_image_free(b);
+        if (!out) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, x, y);
+    }
+    /* stb's float buffer is malloc'ed (no STBI_MALLOC override): free() frees it */
+    *rgb = out;
+    *w = x;
+    *h = y;
+    return 0;
+}
+
 int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size)
 {
     return bk_image_read_max(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, rgb, w, h, err, err_size);
@@ -878,83 +808,27 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
                        (unsigned long long)st.st_size, (unsigned long long)BK_IMAGE_MAX_FILE);
     FILE *f = fopen(path, "rb");
     if (!f) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
-    int    x, y, comp;
-    float *out = NULL;
-    char   line[256];
-    if (type == BK_IMAGE_TYPE_EXR) {
-#if BK_HAVE_EXR
-        size_t         size = (size_t)st.st_size;
-        unsigned char *buf = malloc(size ? size : 1);
-        if (!buf) {
-            fclose(f);
-            return bk_fail(err, err_size, "%s: out of memory for %zu bytes", path, size);
-        }
-        size_t got = fread(buf, 1, size, f);
-        int    bad = ferror(f);
+    size_t         size = (size_t)st.st_size;
+    unsigned char *buf = malloc(size ? size : 1);
+    if (!buf) {
         fclose(f);
-        if (bad || got != size) {
-            free(buf);
-            return bk_fail(err, err_size, "%s: read failed", path);
-        }
-        int rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size);
+        return bk_fail(err, err_size, "%s: out of memory for %zu bytes", path, size);
+    }
+    size_t got = fread(buf, 1, size, f);
+    int    bad = ferror(f);
+    fclose(f);
+    if (bad || got != size) {
         free(buf);
-        return rc;
+        return bk_fail(err, err_size, "%s: read failed", path);
+    }
+    int rc = read_stb(path, type, buf, size, max_pixels, rgb, w, h, err, err_size);
+#if BK_HAVE_EXR
+    if (type == BK_IMAGE_TYPE_EXR) rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size);
 #endif
-    }
-    if (type == BK_IMAGE_TYPE_PNG && png_chunks_fit(f, path, (uint64_t)st.st_size, err, err_size)) {
-        fclose(f);
-        return -1;
-    }
-    if (!stbi_info_from_file(f, &x, &y, &comp)) {
-        fclose(f);
-        return bk_fail(err, err_size, "%s: not a %s image: %s", path,
-                       type == BK_IMAGE_TYPE_HDR ? "Radiance HDR" : "PNG",
-                       one_line(stbi_failure_reason(), line, sizeof line));
-    }
-    const char *kind = type == BK_IMAGE_TYPE_HDR ? "HDR" : "PNG";
-    if (check_dims(path, kind, x, y, max_pixels, err, err_size)) {
-        fclose(f);
-        return -1;
-    }
-    if (type == BK_IMAGE_TYPE_HDR) {
-        if (!stbi_is_hdr_from_file(f)) {
-            fclose(f);
-            return bk_fail(err, err_size, "%s: not a Radiance HDR file", path);
-        }
-        if (hdr_runs_ok(f, path, (uint64_t)st.st_size, x, y, err, err_size)) {
-            fclose(f);
-            return -1;
-        }
-        out = stbi_loadf_from_file(f, &x, &y, &comp, 3);
-        fclose(f);
-        if (!out)
-            return bk_fail(err, err_size, "%s: cannot read the HDR image: %s", path,
-                           one_line(stbi_failure_reason(), line, sizeof line));
-    } else {
-        if (stbi_is_hdr_from_file(f)) {
-            fclose(f);
-            return bk_fail(err, err_size, "%s: a Radiance HDR file named .png", path);
-        }
-        stbi_uc *b = stbi_load_from_file(f, &x, &y, &comp, 3);
-        fclose(f);
-        if (!b)
-            return bk_fail(err, err_size, "%s: cannot read the PNG image: %s", path,
-                           one_line(stbi_failure_reason(), line, sizeof line));
-        float lut[256];
-        for (int i = 0; i < 256; ++i) lut[i] = bk_image_srgb_to_linear((float)i / 255.0f);
-        size_t n = (size_t)x * y * 3;
-        out = malloc(sizeof(float) * n);
-        if (out)
-            for (size_t i = 0; i < n; ++i) out[i] = lut[b[i]];
-        stbi_image_free(b);
-        if (!out) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, x, y);
-    }
-    /* stb's float buffer is malloc'ed (no STBI_MALLOC override): free() frees it */
-    *rgb = out;
-    *w = x;
-    *h = y;
-    return 0;
+    free(buf);
+    return rc;
 }
+
 
 int bk_image_write(const char *path, const float *rgb, int w, int h, float exposure, char *err, size_t err_size)
 {

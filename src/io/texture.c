@@ -1,0 +1,340 @@
+/* texture.c - the images a scene's materials name: files -> bk_scene.images (texture.h).
+ *
+ * Pipeline: io stage; obj.c calls bk_scene_load_textures once an OBJ and its MTL files are read,
+ * then src/scene/material.c makes the texture pool from s->images. Every map is resolved like
+ * bk_outputs_scene_inputs resolves it (bk_scene_find_map), so the files read are the files the
+ * output policy protects; each distinct file is decoded once. Decoding: stb_image (Sean Barrett,
+ * public domain; Debian's libstb-dev, compiled once in stb_image_impl.c). stb_image allocates what
+ * a header claims before it reads the data, so sizes are checked first against what a file of that
+ * size can hold: deflate expands at most 1032:1 (RFC 1951's longest match per 2 bits), a JPEG
+ * needs at least one bit per 8 x 8 block (its first DC scan), a GIF's 12-bit LZW codes stand for
+ * at most 4096 pixels, the run-length codings of TGA, PSD and HDR at most 128 pixels per 2 bytes.
+ */
+#include "texture.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <stb/stb_image.h>
+
+#define HDR_MAX 1e6f /* HDR texels are clamped to [0, HDR_MAX]: a texture is not a light source */
+
+static int say(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say(char *why, size_t why_size, const char *fmt, ...)
+{
+    if (why && why_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_size, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* stb_image's reason as one printable line ("XXXX PNG chunk not known" quotes the file's bytes). */
+static const char *stb_reason(char *line, size_t size)
+{
+    const char *msg = stbi_failure_reason();
+    size_t      n = 0;
+    for (const char *c = msg ? msg : "no reason given"; *c && n + 1 < size; ++c) {
+        unsigned char u = (unsigned char)*c;
+        line[n++] = u < 0x20 || u >= 0x7f ? '?' : (char)u;
+    }
+    line[n] = 0;
+    return line;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int bk_stb_png_check(const uint8_t *buf, size_t size, char *why, size_t why_size)
+{
+    uint64_t pos = 8; /* the signature; stb checks its bytes */
+    int      idat = 0;
+    while (pos + 8 <= size) { /* a chunk header: length, type */
+        const uint8_t *head = buf + pos;
+        uint64_t       len = be32(head);
+        if (len > 0x7fffffffu || pos + 12 + len > size)
+            return say(why, why_size, "PNG chunk at byte %llu claims %llu bytes, past the end of the %llu-byte file",
+                       (unsigned long long)pos, (unsigned long long)len, (unsigned long long)size);
+        if (!memcmp(head + 4, "IDAT", 4)) {
+            if (!idat && len == 0)
+                return say(why, why_size, "PNG's first IDAT chunk (byte %llu) is empty: not read",
+                           (unsigned long long)pos);
+            idat = 1;
+        }
+        if (!memcmp(head + 4, "IEND", 4)) break;
+        pos += 12 + len;
+    }
+    return 0;
+}
+
+/* One header line as stb_image's hdr_gettoken reads it: the pointer past its '\n'; *empty when
+ * stb's token is empty (the line starts with '\n' or NUL, or the file has ended). */
+static const uint8_t *hdr_line(const uint8_t *p, const uint8_t *end, int *empty)
+{
+    *empty = p >= end || *p == '\n' || *p == 0;
+    while (p < end && *p != '\n') ++p;
+    return p < end ? p + 1 : end;
+}
+
+/* The runs are walked as stb will read them: after the header's empty line and the resolution
+ * line, each new-style scanline (2, 2, width) has for each of its 4 planes runs (128 + n, byte)
+ * and dumps (n, n bytes) that must be non-empty and inside the file. A scanline stb does not take
+ * as run-length encoded (or a width outside 8..32767) ends the walk: stb then reads flat pixels,
+ * which always ends. */
+int bk_stb_hdr_check(const uint8_t *buf, size_t size, int w, int h, char *why, size_t why_size)
+{
+    if (w < 8 || w >= 32768) return 0;
+    const uint8_t *p = buf, *end = buf + size;
+    int            empty = 0;
+    p = hdr_line(p, end, &empty);
+    do p = hdr_line(p, end, &empty);
+    while (!empty && p < end);
+    p = hdr_line(p, end, &empty);
+    if (p >= end) return 0; /* stb says what is wrong */
+    for (int y = 0; y < h; ++y) {
+        if (end - p < 4 || p[0] != 2 || p[1] != 2 || (p[2] & 0x80) || (p[2] << 8 | p[3]) != w) return 0;
+        p += 4;
+        for (int k = 0; k < 4; ++k)
+            for (int x = 0; x < w;) {
+                if (p >= end) return say(why, why_size, "HDR scanline %d ends past the end of the file", y);
+                int n = *p++;
+                if (n > 128) {
+                    n -= 128;
+                    if (p >= end) return say(why, why_size, "HDR scanline %d ends past the end of the file", y);
+                    p++;
+                } else {
+                    if (n == 0) return say(why, why_size, "HDR scanline %d has a run of length 0", y);
+                    if (end - p < n) return say(why, why_size, "HDR scanline %d ends past the end of the file", y);
+                    p += n;
+                }
+                if (n > w - x) return 0; /* stb refuses it */
+                x += n;
+            }
+    }
+    return 0;
+}
+
+/* The most texels a file of its size can describe (see the file's head), by its signature. */
+static uint64_t texels_possible(const uint8_t *b, size_t size)
+{
+    uint64_t slack = 1u << 16;
+    if (size >= 26 && !memcmp(b, "\x89PNG", 4)) {
+        static const uint8_t chans[7] = { 1, 0, 3, 1, 2, 0, 4 };
+        unsigned             bits = b[24] * (b[25] < 7 ? chans[b[25]] : 4u);
+        if (!bits) bits = 1;
+        return (1032ull * size * 8) / bits + slack;
+    }
+    if (size >= 2 && b[0] == 0xFF && b[1] == 0xD8) return 1024ull * size + slack;
+    if (size >= 4 && !memcmp(b, "GIF8", 4)) return 4096ull * size + slack;
+    return 256ull * size + slack;
+}
+
+/* The file's bytes (at most BK_TEX_MAX_FILE) into a malloc'd buffer. */
+static int read_file(const char *path, uint8_t **out, size_t *size, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return say(why, why_size, "%s", errno == ENOENT ? "no such file" : strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return say(why, why_size, "not a regular file");
+    }
+    if ((uint64_t)st.st_size > BK_TEX_MAX_FILE) {
+        close(fd);
+        return say(why, why_size, "%llu bytes: image files are read up to %u MB", (unsigned long long)st.st_size,
+                   BK_TEX_MAX_FILE >> 20);
+    }
+    size_t   n = (size_t)st.st_size, got = 0;
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b) {
+        close(fd);
+        return say(why, why_size, "out of memory for %zu bytes", n);
+    }
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != n) {
+        free(b);
+        return say(why, why_size, "read failed");
+    }
+    *out = b;
+    *size = n;
+    return 0;
+}
+
+/* Non-finite or negative HDR values would poison every sum they enter: clamped, with a note. */
+static int clamp_hdr(float *px, size_t n, char *why, size_t why_size)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        float v = px[i];
+        if (!(v >= 0.0f && v <= HDR_MAX)) {
+            px[i] = v > HDR_MAX ? HDR_MAX : 0.0f; /* NaN and negatives to 0 */
+            bad++;
+        }
+    }
+    if (!bad) return 0;
+    snprintf(why, why_size, "%zu HDR values non-finite, negative or above %g, clamped to [0, %g]", bad, (double)HDR_MAX,
+             (double)HDR_MAX);
+    return 1;
+}
+
+int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why, size_t why_size)
+{
+    memset(im, 0, sizeof *im);
+    uint8_t *buf = NULL;
+    size_t   size = 0;
+    char     line[160];
+    if (read_file(path, &buf, &size, why, why_size)) return -1;
+    int rc = -1, w = 0, h = 0, comp = 0, x = 0, y = 0, c = 0;
+    if (size >= 8 && !memcmp(buf, "\x89PNG", 4) && bk_stb_png_check(buf, size, why, why_size)) goto done;
+    if (!size || !stbi_info_from_memory(buf, (int)size, &w, &h, &comp)) {
+        say(why, why_size, "not an image (stb_image: %s)", size ? stb_reason(line, sizeof line) : "empty file");
+        goto done;
+    }
+    if (w < 1 || h < 1 || (uint32_t)w > BK_IMAGE_TEX_MAX_SIDE || (uint32_t)h > BK_IMAGE_TEX_MAX_SIDE) {
+        say(why, why_size, "the image is %dx%d: sides must be 1..%u", w, h, BK_IMAGE_TEX_MAX_SIDE);
+        goto done;
+    }
+    uint64_t texels = (uint64_t)w * (uint64_t)h;
+    if (texels > texels_possible(buf, size)) {
+        say(why, why_size, "the header says %dx%d, more than a %zu-byte file can hold (truncated or corrupt)", w, h,
+            size);
+        goto done;
+    }
+    int      hdr = stbi_is_hdr_from_memory(buf, (int)size);
+    uint64_t bytes = texels * (hdr ? 16u : 4u);
+    if (bytes > budget) {
+        say(why, why_size, "%dx%d (%.0f MB decoded) takes the scene's textures past %.0f MB (docs/materials.md)", w, h,
+            (double)bytes / (1 << 20), (double)BK_TEX_MAX_BYTES / (1 << 20));
+        rc = -2;
+        goto done;
+    }
+    if (hdr) {
+        if (bk_stb_hdr_check(buf, size, w, h, why, why_size)) goto done;
+        im->rgbaf = stbi_loadf_from_memory(buf, (int)size, &x, &y, &c, 4);
+    } else im->rgba8 = stbi_load_from_memory(buf, (int)size, &x, &y, &c, 4);
+    if (!im->rgbaf && !im->rgba8) {
+        say(why, why_size, "not an image (stb_image: %s)", stb_reason(line, sizeof line));
+        goto done;
+    }
+    if (x != w || y != h) {
+        say(why, why_size, "stb_image decoded %dx%d from a %dx%d header", x, y, w, h);
+        goto done;
+    }
+    im->path = strdup(path);
+    if (!im->path) {
+        say(why, why_size, "out of memory");
+        goto done;
+    }
+    im->w = (uint32_t)w;
+    im->h = (uint32_t)h;
+    im->channels = (uint8_t)(comp >= 1 && comp <= 4 ? comp : 4);
+    rc = hdr ? clamp_hdr(im->rgbaf, 4 * (size_t)texels, why, why_size) : 0;
+done:
+    free(buf);
+    if (rc < 0) { /* stb's buffers are malloc'ed (no STBI_MALLOC override): free() frees them */
+        free(im->rgba8);
+        free(im->rgbaf);
+        free(im->path);
+        memset(im, 0, sizeof *im);
+    }
+    return rc;
+}
+
+typedef struct lost_file {
+    char *path;
+    char  why[512];
+} lost_file;
+
+static uint64_t image_bytes(const bk_image *im) { return (uint64_t)im->w * im->h * (im->rgbaf ? 16u : 4u); }
+
+/* Long: one loop over the maps: resolve, find the decoded or lost file, else decode */
+int bk_scene_load_textures(bk_scene *s, uint32_t first_material, bk_texture_report_fn report, void *ctx, char *err,
+                           size_t err_size)
+{
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < s->image_count; ++i) used += image_bytes(&s->images[i]);
+    lost_file *lost = NULL;
+    size_t     lost_count = 0;
+    int        rc = 0;
+    char       real[PATH_MAX], why[512];
+    for (uint32_t m = first_material; m < s->material_count && rc == 0; ++m) {
+        bk_tex_ref *maps[3] = { &s->materials[m].map_kd, &s->materials[m].map_ke, &s->materials[m].map_d };
+        for (int k = 0; k < 3 && rc == 0; ++k) {
+            bk_tex_ref *ref = maps[k];
+            ref->image = BK_NONE;
+            if (!ref->path[0]) continue;
+            if (bk_scene_find_map(s, ref->path, real)) {
+                rc = report(ctx, m, k, BK_TEXTURE_LOST, "no such file");
+                continue;
+            }
+            uint32_t found = BK_NONE;
+            for (uint32_t i = 0; i < s->image_count && found == BK_NONE; ++i)
+                if (s->images[i].path && !strcmp(s->images[i].path, real)) found = i;
+            if (found != BK_NONE) {
+                ref->image = found;
+                continue;
+            }
+            size_t l = 0;
+            while (l < lost_count && strcmp(lost[l].path, real)) l++;
+            if (l < lost_count) {
+                rc = report(ctx, m, k, BK_TEXTURE_LOST, lost[l].why);
+                continue;
+            }
+            bk_image *grown = realloc(s->images, sizeof(bk_image) * ((size_t)s->image_count + 1));
+            if (!grown) {
+                rc = bk_fail(err, err_size, "out of memory for the scene's textures");
+                break;
+            }
+            s->images = grown;
+            bk_image im;
+            int      r = bk_texture_decode(real, BK_TEX_MAX_BYTES - used, &im, why, sizeof why);
+            if (r == -2) {
+                rc = report(ctx, m, k, BK_TEXTURE_FATAL, why);
+                if (rc >= 0) rc = -1;
+                break;
+            }
+            if (r < 0) {
+                lost_file *g = realloc(lost, sizeof *lost * (lost_count + 1));
+                char      *p = strdup(real);
+                if (!g || !p) {
+                    free(p);
+                    if (g) lost = g;
+                    rc = bk_fail(err, err_size, "out of memory");
+                    break;
+                }
+                lost = g;
+                lost[lost_count].path = p;
+                snprintf(lost[lost_count].why, sizeof lost[lost_count].why, "%s", why);
+                lost_count++;
+                rc = report(ctx, m, k, BK_TEXTURE_LOST, why);
+                continue;
+            }
+            if (r == 1) rc = report(ctx, m, k, BK_TEXTURE_NOTE, why);
+            used += image_bytes(&im);
+            ref->image = s->image_count;
+            s->images[s->image_count++] = im;
+        }
+    }
+    for (size_t l = 0; l < lost_count; ++l) free(lost[l].path);
+    free(lost);
+    return rc < 0 ? rc : 0;
+}
