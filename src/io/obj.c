@@ -17,7 +17,9 @@
  *   o and g lines name the triangles after them (tri_object, for --object-scale)
  *   warnings (one line on stderr, loading goes on): mtllib file missing, usemtl name that no MTL
  *     defines (those triangles get BK_NONE = default material), MTL lines that cannot be parsed,
- *     Kd outside [0, 1] or Ke outside [0, BK_KE_MAX] (clamped).
+ *     Kd outside [0, 1], Ke outside [0, BK_KE_MAX] or d / Tr outside [0, 1] (clamped), a map
+ *     option without its arguments, a map file that cannot be read (texture.c; its factor used).
+ *   materials: Kd Ke d Tr map_Kd map_Ke map_d with -o -s -clamp -imfchan (docs/materials.md).
  *   accepted: a UTF-8 byte-order mark.
  *   ignored: o g s l p vp cstype ... comments and unknown keywords; extra numbers (v x y z w, colours).
  * References: Wavefront OBJ and MTL specs (Advanced Visualizer manual, appendices B1/B2);

@@ -205,6 +205,13 @@ int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why
     if (read_file(path, &buf, &size, why, why_size)) return -1;
     int rc = -1, w = 0, h = 0, comp = 0, x = 0, y = 0, c = 0;
     if (size >= 8 && !memcmp(buf, "\x89PNG", 4) && bk_stb_png_check(buf, size, why, why_size)) goto done;
+    /* stb_image refuses a PNG over 2^30 bytes decoded, then tries other formats: "unknown image type" */
+    if (size >= 24 && !memcmp(buf, "\x89PNG", 4) && !memcmp(buf + 12, "IHDR", 4) &&
+        (be32(buf + 16) > BK_IMAGE_TEX_MAX_SIDE || be32(buf + 20) > BK_IMAGE_TEX_MAX_SIDE)) {
+        say(why, why_size, "the image is %ux%u: sides must be 1..%u", be32(buf + 16), be32(buf + 20),
+            BK_IMAGE_TEX_MAX_SIDE);
+        goto done;
+    }
     if (!size || !stbi_info_from_memory(buf, (int)size, &w, &h, &comp)) {
         say(why, why_size, "not an image (stb_image: %s)", size ? stb_reason(line, sizeof line) : "empty file");
         goto done;

@@ -1,0 +1,406 @@
+/* unit_texture.c - the MTL maps (src/io/obj.c) and the images they name (src/io/texture.c), on
+ * files written here: images made with stb_image_write (Debian's libstb-dev) or, for what it
+ * cannot write (16-bit, paletted PNG), bytes made once with Python's zlib and kept below.
+ *
+ * Checked (rules: docs/materials.md):
+ *   map_Kd / map_Ke / map_d options -o -s -clamp -imfchan (others skipped), paths with spaces, the
+ *     MTL line in ref.line; d and Tr into alpha; the alpha modes; Blender's kd_by_map rule.
+ *   images: grey, grey + alpha, RGB, RGBA, 16-bit and paletted PNG, JPEG, BMP, TGA, Radiance HDR
+ *     (values out of [0, 1e6] clamped with a note) decode to the texels expected; each file once.
+ *   refused with one warning naming the MTL file and line, the factor used, the load going on: a
+ *     missing file, a truncated PNG, a 65535 x 65535 header and a 16000 x 16000 one in small
+ *     files (before stb allocates: the message says why), a text file named .png, an empty file,
+ *     a folder; and more than a budget of texels (bk_texture_decode's -2).
+ *   the corpus's spider.obj (map_Kd .\name.jpg) gets its JPEG textures.
+ */
+#include "bk_material.h"
+#include "bk_test.h"
+#include "loader.h"
+#include "scene.h"
+#include "texture.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* a 2x1 16-bit RGB PNG: (ffff 8000 0000) (1234 5678 9abc) */
+static const unsigned char png16[78] = {
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x10, 0x02, 0x00, 0x00, 0x00, 0x2b, 0xd0, 0x34,
+    0x9e, 0x00, 0x00, 0x00, 0x15, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xf8, 0xff, 0xbf, 0x81,
+    0x81, 0x81, 0x41, 0xc8, 0x24, 0xac, 0x62, 0xd6, 0x1e, 0x00, 0x22, 0x16, 0x04, 0xe9, 0xfe, 0x9c,
+    0xb2, 0xb6, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+};
+/* a 2x2 paletted PNG (8-bit indices 0 1 / 2 3 into red green blue white; tRNS: red has alpha 0x40) */
+static const unsigned char png_pal[108] = {
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
+    0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x08, 0x03, 0x00, 0x00, 0x00, 0x45, 0x68, 0xfd, 0x16, 0x00, 0x00, 0x00,
+    0x0c, 0x50, 0x4c, 0x54, 0x45, 0xff, 0x00, 0x00, 0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xfb,
+    0x00, 0x60, 0xf6, 0x00, 0x00, 0x00, 0x01, 0x74, 0x52, 0x4e, 0x53, 0x40, 0x36, 0x3a, 0x99, 0xf6, 0x00, 0x00,
+    0x00, 0x0e, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x60, 0x60, 0x64, 0x60, 0x62, 0x06, 0x00, 0x00, 0x11,
+    0x00, 0x07, 0x83, 0xca, 0x64, 0x64, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+};
+
+static char tmpdir[256], warnings[16384];
+
+static const char *at(const char *name)
+{
+    static char buf[8][512];
+    static int  k;
+    char       *p = buf[k++ & 7];
+    snprintf(p, sizeof buf[0], "%s/%s", tmpdir, name);
+    return p;
+}
+
+static void write_bytes(const char *name, const void *data, size_t n)
+{
+    FILE *f = fopen(at(name), "wb");
+    if (!f) {
+        perror(name);
+        exit(1);
+    }
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+static void write_str(const char *name, const char *text) { write_bytes(name, text, strlen(text)); }
+
+/* Loads t.obj (one triangle, mtllib t.mtl) with t.mtl = mtl; the loader's stderr into warnings.
+ * Returns the loader's status. */
+static int load(const char *mtl, bk_scene *s, char *err, size_t err_size)
+{
+    write_str("t.mtl", mtl);
+    write_str("t.obj", "mtllib t.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nf 1/1 2/2 3/3\n");
+    fflush(stderr);
+    int saved = dup(2), fd = open(at("stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    int rc = bk_scene_load(at("t.obj"), s, err, err_size);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE  *f = fopen(at("stderr.txt"), "rb");
+    size_t n = f ? fread(warnings, 1, sizeof warnings - 1, f) : 0;
+    warnings[n] = 0;
+    if (f) fclose(f);
+    if (warnings[0]) fprintf(stderr, "(expected) %s", warnings);
+    return rc;
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; ++text) n += *text == '\n';
+    return n;
+}
+
+static const bk_material *find(const bk_scene *s, const char *name)
+{
+    for (uint32_t m = 0; m < s->material_count; ++m)
+        if (!strcmp(s->materials[m].name, name)) return &s->materials[m];
+    BK_EXPECTF(0, "no material %s", name);
+    static bk_material none;
+    bk_material_init(&none);
+    return &none;
+}
+
+static const bk_image *image_of(const bk_scene *s, const bk_tex_ref *r)
+{
+    return r->image < s->image_count ? &s->images[r->image] : NULL;
+}
+
+/* texel (x, y) of an 8-bit image equals rgba within tol */
+static int texel_is(const bk_image *im, uint32_t x, uint32_t y, int r, int g, int b, int a, int tol)
+{
+    if (!im || !im->rgba8 || x >= im->w || y >= im->h) return 0;
+    const uint8_t *p = im->rgba8 + 4 * ((size_t)y * im->w + x);
+    int            want[4] = { r, g, b, a };
+    for (int k = 0; k < 4; ++k)
+        if (abs(p[k] - want[k]) > tol) return 0;
+    return 1;
+}
+
+static void test_options(void)
+{
+    bk_scene s;
+    char     err[512];
+    /* lines:            1            2      3 */
+    int rc = load("newmtl opts\nKd 1 1 1\nmap_Kd -o 0.25 0.5 -s 2 -clamp on -bm 0.3 -mm 0 1 -blendu off -texres 512 "
+                  "-boost 2 -cc on -t 0 0 0 -type sphere my tex.png\n"
+                  "map_Ke -s 1 2 3 -clamp off glow.png\n"     /* 4 */
+                  "map_d -imfchan m cut.png\n"                /* 5 */
+                  "newmtl chans\nmap_d -imfchan r a.png\n"    /* 6, 7 */
+                  "newmtl lum\nmap_d -imfchan l a.png\n"      /* 8, 9 */
+                  "newmtl green\nmap_d -imfchan g  a.png  \n" /* 10, 11 */
+                  "newmtl bad\nmap_Kd -s\nmap_Ke -clamp\n",   /* 12..14 */
+                  &s, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s", err);
+    const bk_material *m = find(&s, "opts");
+    BK_EXPECTF(!strcmp(m->map_kd.path, "my tex.png"), "map_Kd path '%s'", m->map_kd.path);
+    BK_EXPECT(m->map_kd.offset[0] == 0.25f && m->map_kd.offset[1] == 0.5f);
+    BK_EXPECT(m->map_kd.scale[0] == 2.0f && m->map_kd.scale[1] == 2.0f);
+    BK_EXPECT(m->map_kd.clamp == 1 && m->map_kd.line == 3 && m->map_kd.image == BK_NONE);
+    BK_EXPECTF(!strcmp(m->map_ke.path, "glow.png") && m->map_ke.scale[0] == 1.0f && m->map_ke.scale[1] == 2.0f &&
+                   m->map_ke.clamp == 0 && m->map_ke.line == 4,
+               "map_Ke '%s' line %u", m->map_ke.path, m->map_ke.line);
+    BK_EXPECT(!strcmp(m->map_d.path, "cut.png") && m->map_d.channel == BK_TEX_CHANNEL_ALPHA && m->map_d.line == 5);
+    BK_EXPECT(find(&s, "chans")->map_d.channel == BK_TEX_CHANNEL_RED);
+    BK_EXPECT(find(&s, "lum")->map_d.channel == BK_TEX_CHANNEL_RED);
+    m = find(&s, "green");
+    BK_EXPECTF(m->map_d.channel == BK_TEX_CHANNEL_AUTO && !strcmp(m->map_d.path, "a.png"), "'%s'", m->map_d.path);
+    BK_EXPECT(strstr(warnings, "t.mtl:11: warning: map_d -imfchan g"));
+    m = find(&s, "bad");
+    BK_EXPECT(!m->map_kd.path[0] && !m->map_ke.path[0]);
+    BK_EXPECT(strstr(warnings, "t.mtl:13: warning: map_Kd -s: expected a finite number"));
+    BK_EXPECT(strstr(warnings, "t.mtl:14: warning: map_Ke -clamp: expected a value"));
+    /* every map file is missing: one warning each, at its own line */
+    BK_EXPECT(strstr(warnings, "t.mtl:3: warning: map_Kd 'my tex.png': no such file; Kd used"));
+    BK_EXPECT(strstr(warnings, "t.mtl:4: warning: map_Ke 'glow.png': no such file; Ke used"));
+    BK_EXPECT(strstr(warnings, "t.mtl:5: warning: map_d 'cut.png': no such file; d used"));
+    bk_scene_free(&s);
+}
+
+static void test_opacity(void)
+{
+    bk_scene s;
+    char     err[512];
+    uint8_t  px[4] = { 255, 255, 255, 128 };
+    BK_EXPECT(stbi_write_png(at("cut.png"), 1, 1, 4, px, 4));
+    int rc = load("newmtl d\nd 0.25\nnewmtl tr\nTr 0.25\nnewmtl both\nd 0.5\nTr 0.9\nnewmtl tr_first\nTr 0.9\nd 0.5\n"
+                  "newmtl halo\nd -halo 0.75\nnewmtl plain\nKd 0.5 0.5 0.5\nnewmtl masked\nd 0.5\nmap_d cut.png\n"
+                  "newmtl lost\nd 1\nmap_d nosuch.png\nnewmtl clamp\nd 1.5\n",
+                  &s, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s", err);
+    const bk_material *m = find(&s, "d");
+    BK_EXPECT(m->alpha == 0.25f && m->alpha_mode == BK_ALPHA_BLEND);
+    m = find(&s, "tr");
+    BK_EXPECT(m->alpha == 0.75f && m->alpha_mode == BK_ALPHA_BLEND);
+    BK_EXPECT(find(&s, "both")->alpha == 0.5f && find(&s, "tr_first")->alpha == 0.5f);
+    BK_EXPECT(find(&s, "halo")->alpha == 0.75f);
+    m = find(&s, "plain");
+    BK_EXPECT(m->alpha == 1.0f && m->alpha_mode == BK_ALPHA_OPAQUE);
+    m = find(&s, "masked");
+    BK_EXPECT(m->alpha == 0.5f && m->alpha_mode == BK_ALPHA_MASK && m->alpha_cutoff == 0.5f && image_of(&s, &m->map_d));
+    m = find(&s, "lost"); /* a map_d that did not load cuts nothing out */
+    BK_EXPECT(m->alpha_mode == BK_ALPHA_OPAQUE && m->map_d.image == BK_NONE);
+    m = find(&s, "clamp");
+    BK_EXPECT(m->alpha == 1.0f && strstr(warnings, "d 1.5: outside [0, 1], clamped to 1"));
+    bk_scene_free(&s);
+}
+
+static void test_blender(void)
+{
+    bk_scene s;
+    char     err[512];
+    uint8_t  px[3] = { 10, 20, 30 };
+    BK_EXPECT(stbi_write_png(at("wood.png"), 1, 1, 3, px, 3));
+    const char *body = "newmtl tex\nKd 0.8 0.8 0.8\nmap_Kd wood.png\nnewmtl plain\nKd 0.8 0.8 0.8\n";
+    char        mtl[512];
+    snprintf(mtl, sizeof mtl, "# Blender 4.1.0 MTL File: 'room.blend'\n# www.blender.org\n%s", body);
+    BK_EXPECTF(load(mtl, &s, err, sizeof err) == 0, "%s", err);
+    BK_EXPECT(find(&s, "tex")->kd_by_map == 1 && find(&s, "plain")->kd_by_map == 0);
+    BK_EXPECT(texel_is(image_of(&s, &find(&s, "tex")->map_kd), 0, 0, 10, 20, 30, 255, 0));
+    bk_scene_free(&s);
+    snprintf(mtl, sizeof mtl, "# Blender MTL File: 'old.blend'\n%s", body); /* the 2.7x exporter */
+    BK_EXPECTF(load(mtl, &s, err, sizeof err) == 0, "%s", err);
+    BK_EXPECT(find(&s, "tex")->kd_by_map == 1);
+    bk_scene_free(&s);
+    snprintf(mtl, sizeof mtl, "# made by hand, not # Blender\n%s", body);
+    BK_EXPECTF(load(mtl, &s, err, sizeof err) == 0, "%s", err);
+    BK_EXPECT(find(&s, "tex")->kd_by_map == 0);
+    bk_scene_free(&s);
+}
+
+static void stbw_file(void *ctx, void *data, int size) { fwrite(data, 1, (size_t)size, (FILE *)ctx); }
+
+static void test_images(void)
+{
+    uint8_t grey[2] = { 0, 200 }, ga[4] = { 50, 60, 70, 80 }, rgba[8] = { 1, 2, 3, 4, 250, 251, 252, 253 };
+    BK_EXPECT(stbi_write_png(at("grey.png"), 2, 1, 1, grey, 2));
+    BK_EXPECT(stbi_write_png(at("ga.png"), 2, 1, 2, ga, 4));
+    BK_EXPECT(stbi_write_png(at("rgba.png"), 2, 1, 4, rgba, 8));
+    BK_EXPECT(stbi_write_bmp(at("rgb.bmp"), 2, 1, 4, rgba));
+    BK_EXPECT(stbi_write_tga(at("rgba.tga"), 2, 1, 4, rgba));
+    uint8_t jpg[16 * 16 * 3];
+    for (int i = 0; i < 16 * 16; ++i) {
+        jpg[3 * i] = 200;
+        jpg[3 * i + 1] = 100;
+        jpg[3 * i + 2] = 50;
+    }
+    BK_EXPECT(stbi_write_jpg(at("flat.jpg"), 16, 16, 3, jpg, 100));
+    write_bytes("16.png", png16, sizeof png16);
+    write_bytes("pal.png", png_pal, sizeof png_pal);
+    /* a flat (width < 8: not run-length) Radiance file: 1.0 0.5 0.25, then a texel of 2^119 */
+    static const char    hdr_head[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 1 +X 2\n";
+    static const uint8_t hdr_px[8] = { 128, 64, 32, 129, 200, 200, 200, 255 };
+    FILE                *f = fopen(at("sky.hdr"), "wb");
+    if (f) {
+        fwrite(hdr_head, 1, strlen(hdr_head), f);
+        fwrite(hdr_px, 1, 8, f);
+        fclose(f);
+    }
+    /* an RLE one from stb_image_write (width 8) */
+    float hdr8[8 * 3];
+    for (int i = 0; i < 24; ++i) hdr8[i] = 0.5f * (float)(i % 3);
+    f = fopen(at("rle.hdr"), "wb");
+    if (f) {
+        stbi_write_hdr_to_func(stbw_file, f, 8, 1, 3, hdr8);
+        fclose(f);
+    }
+    bk_scene s;
+    char     err[512];
+    int      rc = load("newmtl grey\nmap_Kd grey.png\nnewmtl ga\nmap_Kd ga.png\nnewmtl rgba\nmap_Kd rgba.png\n"
+                            "newmtl bmp\nmap_Kd rgb.bmp\nnewmtl tga\nmap_Kd rgba.tga\nnewmtl jpg\nmap_Kd flat.jpg\n"
+                            "newmtl 16\nmap_Kd 16.png\nnewmtl pal\nmap_Kd pal.png\nnewmtl hdr\nmap_Ke sky.hdr\n"
+                            "newmtl rle\nmap_Ke rle.hdr\nnewmtl again\nmap_Kd ./grey.png\nmap_d grey.png\n",
+                       &s, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s", err);
+    const bk_image *im = image_of(&s, &find(&s, "grey")->map_kd);
+    BK_EXPECT(im && im->channels == 1 && im->w == 2 && im->h == 1);
+    BK_EXPECT(texel_is(im, 0, 0, 0, 0, 0, 255, 0) && texel_is(im, 1, 0, 200, 200, 200, 255, 0));
+    im = image_of(&s, &find(&s, "ga")->map_kd);
+    BK_EXPECT(im && im->channels == 2 && texel_is(im, 0, 0, 50, 50, 50, 60, 0) &&
+              texel_is(im, 1, 0, 70, 70, 70, 80, 0));
+    im = image_of(&s, &find(&s, "rgba")->map_kd);
+    BK_EXPECT(im && im->channels == 4 && texel_is(im, 0, 0, 1, 2, 3, 4, 0) &&
+              texel_is(im, 1, 0, 250, 251, 252, 253, 0));
+    im = image_of(&s, &find(&s, "bmp")->map_kd);
+    BK_EXPECT(im && texel_is(im, 0, 0, 1, 2, 3, 4, 0) && texel_is(im, 1, 0, 250, 251, 252, 253, 0));
+    im = image_of(&s, &find(&s, "tga")->map_kd);
+    BK_EXPECT(im && im->channels == 4 && texel_is(im, 1, 0, 250, 251, 252, 253, 0));
+    im = image_of(&s, &find(&s, "jpg")->map_kd);
+    BK_EXPECT(im && im->channels == 3 && im->w == 16 && texel_is(im, 7, 7, 200, 100, 50, 255, 3));
+    im = image_of(&s, &find(&s, "16")->map_kd);
+    BK_EXPECT(im && im->channels == 3 && texel_is(im, 0, 0, 0xff, 0x80, 0, 255, 0) &&
+              texel_is(im, 1, 0, 0x12, 0x56, 0x9a, 255, 0));
+    im = image_of(&s, &find(&s, "pal")->map_kd);
+    BK_EXPECTF(im && im->channels == 4, "paletted: %d channels", im ? im->channels : -1);
+    BK_EXPECT(texel_is(im, 0, 0, 255, 0, 0, 0x40, 0) && texel_is(im, 1, 0, 0, 255, 0, 255, 0) &&
+              texel_is(im, 0, 1, 0, 0, 255, 255, 0) && texel_is(im, 1, 1, 255, 255, 255, 255, 0));
+    im = image_of(&s, &find(&s, "hdr")->map_ke);
+    BK_EXPECT(im && im->rgbaf && !im->rgba8 && im->w == 2);
+    if (im && im->rgbaf) {
+        const float *p = im->rgbaf;
+        BK_EXPECTF(p[0] == 1.0f && p[1] == 0.5f && p[2] == 0.25f && p[3] == 1.0f, "%g %g %g %g", p[0], p[1], p[2],
+                   p[3]);
+        BK_EXPECTF(p[4] == 1e6f && p[5] == 1e6f && p[6] == 1e6f, "%g: not clamped", p[4]);
+    }
+    BK_EXPECT(strstr(warnings, "t.mtl:18: warning: map_Ke 'sky.hdr': 3 HDR values") && strstr(warnings, "clamped"));
+    im = image_of(&s, &find(&s, "rle")->map_ke);
+    BK_EXPECT(im && im->rgbaf && im->w == 8 && fabsf(im->rgbaf[4 * 5 + 2] - 1.0f) < 1e-6f);
+    /* each file once: ./grey.png and grey.png are one image, read once */
+    const bk_material *m = find(&s, "again");
+    BK_EXPECT(m->map_kd.image == find(&s, "grey")->map_kd.image && m->map_d.image == m->map_kd.image);
+    BK_EXPECTF(s.image_count == 10, "%u images", s.image_count);
+    BK_EXPECTF(count_lines(warnings) == 1, "warnings:\n%s", warnings);
+    bk_scene_free(&s);
+}
+
+/* Each file that cannot be read: one warning at its line naming the file, no image, Kd used. */
+static void test_refused(void)
+{
+    uint8_t rgb[64 * 64 * 3];
+    for (size_t i = 0; i < sizeof rgb; ++i) rgb[i] = (uint8_t)(i * 7);
+    BK_EXPECT(stbi_write_png(at("full.png"), 64, 64, 3, rgb, 64 * 3));
+    size_t n = 0;
+    char  *png = bk_test_slurp(at("full.png"), &n);
+    BK_EXPECT(png && n > 100);
+    if (png) write_bytes("cut.png", png, n / 2);
+    free(png);
+    /* IHDR 65535 x 65535 (and 16000 x 16000, within the sides) in a 100-byte file */
+    uint8_t big[100];
+    memset(big, 0, sizeof big);
+    memcpy(big, png16, 33); /* signature + IHDR of a valid file; sides patched */
+    uint8_t *wh = big + 16;
+    wh[0] = wh[4] = 0;
+    wh[1] = wh[5] = 0;
+    wh[2] = wh[6] = 0xff;
+    wh[3] = wh[7] = 0xff;
+    write_bytes("huge.png", big, sizeof big);
+    wh[2] = wh[6] = 16000 >> 8;
+    wh[3] = wh[7] = 16000 & 0xff;
+    write_bytes("large.png", big, sizeof big);
+    write_str("text.png", "this is not a PNG\n");
+    write_bytes("empty.png", "", 0);
+    mkdir(at("folder.png"), 0700);
+    bk_scene s;
+    char     err[512];
+    int      rc = load("newmtl a\nKd 0.5 0.5 0.5\nmap_Kd cut.png\n"                /* 3 */
+                       "newmtl b\nmap_Kd huge.png\nnewmtl c\nmap_Kd large.png\n"   /* 5, 7 */
+                       "newmtl d\nmap_Kd text.png\nnewmtl e\nmap_Kd empty.png\n"   /* 9, 11 */
+                       "newmtl f\nmap_Kd folder.png\nnewmtl g\nmap_Kd text.png\n", /* 13, 15 */
+                       &s, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s", err);
+    for (uint32_t m = 0; m < s.material_count; ++m) BK_EXPECT(s.materials[m].map_kd.image == BK_NONE);
+    BK_EXPECT(s.image_count == 0);
+    BK_EXPECT(find(&s, "a")->kd[0] == 0.5f);
+    BK_EXPECTF(count_lines(warnings) == 7, "warnings:\n%s", warnings);
+    BK_EXPECT(strstr(warnings, "t.mtl:3: warning: map_Kd 'cut.png': PNG chunk") && strstr(warnings, "; Kd used"));
+    BK_EXPECT(strstr(warnings, "t.mtl:5: warning: map_Kd 'huge.png': the image is 65535x65535: sides must be"));
+    BK_EXPECT(strstr(warnings, "t.mtl:7: warning: map_Kd 'large.png': the header says 16000x16000, more than a "
+                               "100-byte file can hold"));
+    BK_EXPECT(strstr(warnings, "t.mtl:9: warning: map_Kd 'text.png': not an image (stb_image: "));
+    BK_EXPECT(strstr(warnings, "t.mtl:11: warning: map_Kd 'empty.png': not an image"));
+    BK_EXPECT(strstr(warnings, "t.mtl:13: warning: map_Kd 'folder.png': not a regular file"));
+    BK_EXPECT(strstr(warnings, "t.mtl:15: warning: map_Kd 'text.png': not an image")); /* read once, told twice */
+    bk_scene_free(&s);
+    /* a budget of texels: refused before decoding (-2) */
+    bk_image im;
+    char     why[256];
+    BK_EXPECT(bk_texture_decode(at("full.png"), 64 * 64 * 4, &im, why, sizeof why) == 0 && im.w == 64);
+    free(im.rgba8);
+    free(im.path);
+    BK_EXPECT(bk_texture_decode(at("full.png"), 64 * 64 * 4 - 1, &im, why, sizeof why) == -2 && !im.rgba8);
+    BK_EXPECTF(strstr(why, "past"), "%s", why);
+}
+
+static void test_corpus(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/obj-tests-assimp/spider.obj", bk_test_scenes_dir());
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "corpus not found: spider.obj skipped\n");
+        return;
+    }
+    bk_scene s;
+    char     err[512];
+    BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
+    const bk_material *m = find(&s, "HLeibTex"); /* map_Kd .\SpiderTex.jpg */
+    const bk_image    *im = image_of(&s, &m->map_kd);
+    BK_EXPECTF(im && im->rgba8 && im->w > 0 && strstr(im->path, "SpiderTex.jpg"), "SpiderTex.jpg not loaded");
+    BK_EXPECTF(s.image_count >= 4, "%u images", s.image_count);
+    bk_scene_free(&s);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_texture_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_options();
+    test_opacity();
+    test_blender();
+    test_images();
+    test_refused();
+    test_corpus();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", tmpdir);
+    BK_TEST_DONE();
+}
