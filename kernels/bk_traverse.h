@@ -310,19 +310,25 @@ BK_HD int bk_hit_better(float t, uint32_t id, float best_t, uint32_t best_id)
     return t < best_t || (t == best_t && id < best_id);
 }
 
-/* The cut-out filter at a hit at t on triangle id (corners v0 v1 v2) whose record's v1.w is w1, not 0:
- * whether the surface stands there (bk_alpha_stands). Never inlined: only alpha-tested triangles'
- * hits call it, and the traversals keep their registers. Every leaf test of every layout calls it
- * (bk_leaf_test, the compressed BVH's leaves, the CPU's wide BVH). */
-BK_HDN int bk_alpha_keep(const bk_accel_view *a, const bk_ray_pre *r, uint32_t w1, bk_vec3 v0, bk_vec3 v1, bk_vec3 v2,
-                         float t, uint32_t id)
+/* The cut-out filter at a hit at t of ray on leaf record rec (a triangle whose v1.w names an alpha
+ * record): whether the surface stands there (bk_alpha_stands). Never inlined, and it takes only
+ * what the traversal holds anyway (the ray in memory, the record's number, t): it reloads the
+ * corners and the ray, so no traversal keeps them alive for a test it rarely makes (passing the
+ * corners and the set-up ray cost the GPU's BVH 7 % and its KD-tree 13 % of the rays per second,
+ * sponza, H200). Every leaf test of every layout calls it (bk_leaf_test, the compressed BVH's
+ * leaves, the CPU's wide BVH). */
+BK_HDN int bk_alpha_keep(const bk_accel_view *a, const bk_ray *ray, uint32_t rec, float t)
 {
-    const bk_vec3 y =
-        bk_v3(bk_add(r->o.x, bk_mul(r->d.x, t)), bk_add(r->o.y, bk_mul(r->d.y, t)), bk_add(r->o.z, bk_mul(r->d.z, t)));
-    float b1, b2;
-    bk_tri_bary(v0, v1, v2, y, &b1, &b2);
-    const bk_f4 a0 = bk_load4(a->alpha + 2 * (size_t)(w1 - 1)), a1 = bk_load4(a->alpha + 2 * (size_t)(w1 - 1) + 1);
-    const float coin = (bk_float_bits(a1.w) >> 28) == BK_ALPHA_BLEND ? bk_alpha_hash(r->o, r->d, id) : 0.0f;
+    const bk_f4   q0 = bk_load4(a->tris + 3 * (size_t)rec), q1 = bk_load4(a->tris + 3 * (size_t)rec + 1);
+    const bk_f4   q2 = bk_load4(a->tris + 3 * (size_t)rec + 2);
+    const bk_vec3 o = bk_v3(ray->ox, ray->oy, ray->oz), d = bk_v3(ray->dx, ray->dy, ray->dz);
+    const bk_vec3 y = bk_v3(bk_add(o.x, bk_mul(d.x, t)), bk_add(o.y, bk_mul(d.y, t)), bk_add(o.z, bk_mul(d.z, t)));
+    float         b1, b2;
+    bk_tri_bary(bk_f4_xyz(q0), bk_f4_xyz(q1), bk_f4_xyz(q2), y, &b1, &b2);
+    const uint32_t k = bk_float_bits(q1.w) - 1u;
+    const bk_f4    a0 = bk_load4(a->alpha + 2 * (size_t)k), a1 = bk_load4(a->alpha + 2 * (size_t)k + 1);
+    const float    coin =
+        (bk_float_bits(a1.w) >> 28) == BK_ALPHA_BLEND ? bk_alpha_hash(o, d, bk_float_bits(q0.w) & BK_TRI_ID) : 0.0f;
     return bk_alpha_stands(&a->tex, a0, a1, b1, b2, coin);
 }
 
@@ -330,8 +336,9 @@ BK_HDN int bk_alpha_keep(const bk_accel_view *a, const bk_ray_pre *r, uint32_t w
  * voxel instance when its id says so, walked only where the ray is in [cell_lo, cell_hi] (a
  * KD-tree leaf's cell, slightly widened; the BVH passes the whole ray). *id gets the record's id
  * word (with BK_TRI_LAST), *t, *hit_id (the HITS id) and *aux (bk_trace_stats.aux) the hit. */
-BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t rec, int prim, int any_hit, float tmax,
-                        float *t, uint32_t *id, uint32_t *hit_id, uint32_t *aux, float cell_lo, float cell_hi)
+BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray *ray, const bk_ray_pre *r, uint32_t rec, int prim,
+                        int any_hit, float tmax, float *t, uint32_t *id, uint32_t *hit_id, uint32_t *aux, float cell_lo,
+                        float cell_hi)
 {
     bk_f4 v0 = bk_load4(a->tris + 3 * rec);
     *id = bk_float_bits(v0.w);
@@ -348,7 +355,7 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray_pre *r, uint32_t re
     uint32_t w1;
     bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
     if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
-    if (w1 && !bk_alpha_keep(a, r, w1, bk_f4_xyz(v0), v1, v2, *t, *id & BK_TRI_ID)) return 0;
+    if (w1 && !bk_alpha_keep(a, ray, rec, *t)) return 0;
     *hit_id = *id & BK_TRI_ID;
     *aux = 0;
     return 1;
@@ -562,7 +569,7 @@ BK_HDI bk_hit bk_bvh_trace(const bk_accel_view *a, const bk_ray *ray, int any_hi
             uint32_t id, hid, aux;
             float    t;
             st->tris++;
-            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, -BK_INF, BK_INF) &&
+            if (bk_leaf_test(a, ray, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, -BK_INF, BK_INF) &&
                 bk_hit_better(t, hid, best, h.tri)) {
                 best = t;
                 h.t = t;
@@ -816,8 +823,7 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 float    t;
                 bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
                 if (bk_tri_intersect(&r, bk_f4_xyz(v0), v1, v2, best, &t) &&
-                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri) &&
-                    (!w1 || bk_alpha_keep(a, &r, w1, bk_f4_xyz(v0), v1, v2, t, id & BK_TRI_ID))) {
+                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri) && (!w1 || bk_alpha_keep(a, ray, rec, t))) {
                     best = t;
                     h.t = t;
                     h.tri = id & BK_TRI_ID;
@@ -921,7 +927,7 @@ BK_HDI bk_hit bk_kd_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
             /* an instance's voxels only inside this leaf's cell: the leaves after it reference
              * the instance too where it reaches them; the cell widened by 2^-20, as the builder's
              * margin, so a face on a split plane is not lost between two leaves */
-            if (bk_leaf_test(a, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, tmin - bk_absf(tmin) * 0x1p-20f,
+            if (bk_leaf_test(a, ray, &r, rec, prim, any_hit, best, &t, &id, &hid, &aux, tmin - bk_absf(tmin) * 0x1p-20f,
                              tmax + bk_absf(tmax) * 0x1p-20f) &&
                 bk_hit_better(t, hid, best, h.tri)) {
                 best = t;

@@ -268,11 +268,8 @@ WIDE_ATTR static inline __attribute__((always_inline)) bk_hit WIDE_NAME(const bk
                     hm &= hm - 1;
                     float t = tl[l];
                     if (a->alpha) { /* the cut-out filter of every leaf test (bk_alpha_keep) */
-                        const bk_f4   *q = a->tris + 3 * (size_t)(blk->rec[l] & BK_WBVH_REC);
-                        const uint32_t w1 = bk_float_bits(q[1].w);
-                        if (w1 &&
-                            !bk_alpha_keep(a, &r, w1, bk_f4_xyz(q[0]), bk_f4_xyz(q[1]), bk_f4_xyz(q[2]), t, blk->id[l]))
-                            continue;
+                        const uint32_t rec = blk->rec[l] & BK_WBVH_REC;
+                        if (bk_float_bits(a->tris[3 * (size_t)rec + 1].w) && !bk_alpha_keep(a, ray, rec, t)) continue;
                     }
                     if (any_hit) {
                         h.t = t;
