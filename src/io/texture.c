@@ -127,6 +127,58 @@ int bk_stb_hdr_check(const uint8_t *buf, size_t size, int w, int h, char *why, s
     return 0;
 }
 
+/* stb_image 2.27 (Debian's) builds a Huffman table from a DHT segment's 16 counts without checking
+ * that they add up to at most 256, the table's size: a larger sum writes past it (found by
+ * fuzz_texture; stb_image 2.28 refuses it). The markers are walked as stb reads them: segments
+ * with their lengths, and after a scan header (SOS) the entropy-coded data up to the first 0xFF
+ * followed by neither 0 (a stuffed byte) nor a restart marker; other bytes between segments are
+ * skipped, as stb skips them. stb consumes exactly a segment's length or fails, and takes the
+ * first marker after the data it decoded or fails on it, so every DHT it builds is one this walk
+ * sees. */
+int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_size)
+{
+    size_t pos = 2; /* SOI */
+    while (pos + 4 <= size) {
+        if (buf[pos] != 0xFF) { /* padding between segments: stb skips it byte by byte too */
+            pos++;
+            continue;
+        }
+        while (pos + 1 < size && buf[pos + 1] == 0xFF) pos++;
+        if (pos + 4 > size) return 0;
+        uint8_t m = buf[pos + 1];
+        if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+            pos += 2;
+            continue;
+        }
+        if (m == 0xD9) return 0; /* EOI */
+        size_t len = (size_t)buf[pos + 2] << 8 | buf[pos + 3], end = pos + 2 + len;
+        if (len < 2) return 0;
+        if (m == 0xC4) /* as stb reads it: while bytes of the length are left, bytes past the file 0 */
+            for (long left = (long)len - 2, t = (long)pos + 4; left > 0;) {
+                unsigned n = 0;
+                for (long i = t + 1; i <= t + 16; ++i) n += (size_t)i < size ? buf[i] : 0u;
+                if (n > 256)
+                    return say(why, why_size, "JPEG Huffman table at byte %ld holds %u codes: at most 256", t, n);
+                left -= 17 + (long)n;
+                t += 17 + (long)n;
+            }
+        if (end > size) return 0;
+        pos = end;
+        if (m == 0xDA) /* the scan's data: to the next marker */
+            for (; pos + 1 < size; ++pos) {
+                if (buf[pos] != 0xFF) continue;
+                size_t q = pos + 1;
+                while (q < size && buf[q] == 0xFF) q++;
+                if (q < size && buf[q] != 0 && !(buf[q] >= 0xD0 && buf[q] <= 0xD7)) {
+                    pos = q - 1;
+                    break;
+                }
+                pos = q;
+            }
+    }
+    return 0;
+}
+
 /* The most texels a file of its size can describe (see the file's head), by its signature. */
 static uint64_t texels_possible(const uint8_t *b, size_t size)
 {
@@ -205,6 +257,7 @@ int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why
     if (read_file(path, &buf, &size, why, why_size)) return -1;
     int rc = -1, w = 0, h = 0, comp = 0, x = 0, y = 0, c = 0;
     if (size >= 8 && !memcmp(buf, "\x89PNG", 4) && bk_stb_png_check(buf, size, why, why_size)) goto done;
+    if (size >= 2 && buf[0] == 0xFF && buf[1] == 0xD8 && bk_stb_jpeg_check(buf, size, why, why_size)) goto done;
     /* stb_image refuses a PNG over 2^30 bytes decoded, then tries other formats: "unknown image type" */
     if (size >= 24 && !memcmp(buf, "\x89PNG", 4) && !memcmp(buf + 12, "IHDR", 4) &&
         (be32(buf + 16) > BK_IMAGE_TEX_MAX_SIDE || be32(buf + 20) > BK_IMAGE_TEX_MAX_SIDE)) {

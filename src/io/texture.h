@@ -3,8 +3,8 @@
  * Pipeline: io stage, after a reader has filled the materials (obj.c calls bk_scene_load_textures
  * once the OBJ and its MTL files are read). Decoding is stb_image's (Debian's libstb-dev), the only
  * copy of it in the program (stb_image_impl.c); what stb_image would do wrong with a hostile file
- * is checked first, on the file's bytes (bk_stb_png_check, bk_stb_hdr_check; src/out/image.c reads
- * lightmaps through the same checks). Rules per format: docs/materials.md.
+ * is checked first, on the file's bytes (bk_stb_png_check, bk_stb_hdr_check, bk_stb_jpeg_check;
+ * src/out/image.c reads lightmaps through the first two). Rules per format: docs/materials.md.
  *
  * Usage:
  *   bk_image im;
@@ -54,5 +54,9 @@ int bk_stb_png_check(const uint8_t *buf, size_t size, char *why, size_t why_size
 /* stb_image's run-length HDR decoder loops for ever on a run of length 0 or one cut short by the
  * end of the file: 0 when the scanlines of a w x h image end inside the file, else -1 and why. */
 int bk_stb_hdr_check(const uint8_t *buf, size_t size, int w, int h, char *why, size_t why_size);
+
+/* stb_image 2.27 overruns a JPEG Huffman table whose counts add up to more than 256: 0 when every
+ * DHT segment stb would read is within that, else -1 and why. */
+int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_size);
 
 #endif /* BK_TEXTURE_H */
