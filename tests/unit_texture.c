@@ -12,8 +12,10 @@
  *     missing file, a truncated PNG, a 65535 x 65535 header and a 16000 x 16000 one in small
  *     files (before stb allocates: the message says why), a text file named .png, an empty file,
  *     a folder, a JPEG Huffman table stb would overrun; more than a budget of texels (-2).
- *   the corpus's spider.obj (map_Kd .\name.jpg) gets its JPEG textures.
+ *   the corpus's spider.obj (map_Kd .\name.jpg) gets its JPEG textures; each of the corpus's 22
+ *     image files (glTF samples' textures among them) decodes or is refused with one line.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "bk_material.h"
 #include "bk_test.h"
 #include "loader.h"
@@ -22,6 +24,8 @@
 #include "texture.h"
 
 #include <fcntl.h>
+#include <ftw.h>
+#include <strings.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -432,6 +436,43 @@ static void test_outputs(void)
     bk_scene_free(&s);
 }
 
+static int corpus_images, corpus_loaded;
+
+static int decode_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    static const char *const ext[] = { ".png", ".jpg", ".jpeg", ".tga", ".bmp", ".gif", ".hdr" };
+    int                      is_image = 0;
+    for (size_t k = 0; k < sizeof ext / sizeof ext[0]; ++k) {
+        size_t n = strlen(path), e = strlen(ext[k]);
+        is_image |= n > e && !strcasecmp(path + n - e, ext[k]);
+    }
+    if (type != FTW_F || !is_image) return 0;
+    bk_image im;
+    char     why[512] = "";
+    int      rc = bk_texture_decode(path, BK_TEX_MAX_BYTES, &im, why, sizeof why);
+    corpus_images++;
+    if (rc >= 0) {
+        corpus_loaded++;
+        BK_EXPECTF(im.w >= 1 && im.h >= 1 && (im.rgba8 || im.rgbaf) && im.channels >= 1 && im.channels <= 4, "%s",
+                   path);
+        free(im.rgba8);
+        free(im.rgbaf);
+        free(im.path);
+    } else BK_EXPECTF(rc == -1 && why[0] && !strchr(why, '\n'), "%s: %d '%s'", path, rc, why);
+    if (rc < 0) fprintf(stderr, "(refused, as it may be) %s: %s\n", path, why);
+    return 0;
+}
+
+/* Every image of the corpus (the glTF samples' and the OBJ tests' textures, hostile ones among
+ * them) decodes, or is refused with one line. */
+static void test_corpus_images(void)
+{
+    nftw(bk_test_scenes_dir(), decode_one, 16, FTW_PHYS);
+    fprintf(stderr, "corpus: %d images, %d decoded\n", corpus_images, corpus_loaded);
+}
+
 static void test_corpus(void)
 {
     char path[1024];
@@ -464,6 +505,7 @@ int main(void)
     test_refused();
     test_outputs();
     test_corpus();
+    test_corpus_images();
     char        cmd[1024];
     const char *seeds = getenv("BK_TEXTURE_SEEDS"); /* tests/fuzz/run.sh: the images as fuzz seeds */
     if (seeds && seeds[0]) {
