@@ -2,7 +2,7 @@
  * with texture coordinates and PNG textures, for the bake's texture paths (issue 35).
  *
  *   courtyard [-o DIR]      (default scenes/courtyard; writes DIR/courtyard.obj, courtyard.mtl,
- *                            floor_checker.png, cloth.png, fence_alpha.png, sign_emit.png)
+ *                            floor_checker.png, cloth.png, lattice_alpha.png, sign_emit.png)
  *
  * Sits beside the baker, not in its pipeline: baker reads what it writes (src/io/obj.c). Standalone
  * C11, no bkcore; PNGs through Debian's stb_image_write.h (libstb-dev), the sign's letters through
@@ -12,9 +12,11 @@
  * faces alike): a 10 m x 10 m floor of 1 m cells with a checkered map_Kd; four 4 m walls facing
  * inwards, seen only from the front; on the west wall a red and gold cloth (map_Kd, for colour
  * bleeding onto the sunlit floor), on the shaded east wall an emissive sign (map_Ke: bright letters
- * on black, Ke 4); a free-standing fence of slats (map_d alpha 0 / 1: a striped shadow), two faces
- * 2 cm apart, back to back; two stone columns whose floor cells are left out (no texel lies under
- * them). The MTL is not Blender-marked, so albedo = Kd x map_Kd (Kd 1 1 1 under textures).
+ * on black, Ke 4); a lattice roof of slats at the walls' height (map_d alpha 0 / 1: a striped
+ * shadow on the floor), facing down, so that no texel sees its back (a free-standing cut-out seen
+ * from both sides would show back faces through its holes, which bring no light and make floor
+ * texels look inside geometry); two stone columns whose floor cells are left out (no texel lies
+ * under them). The MTL is not Blender-marked, so albedo = Kd x map_Kd (Kd 1 1 1 under textures).
  *
  * Recommended bake (also in scenes/courtyard/README.md):
  *   baker scenes/courtyard/courtyard.obj -o courtyard.png --size 512 --spp 256
@@ -141,10 +143,10 @@ static cy_cell east_cell(int i, int j, int nu, int nv)
     }
     return stone_cell(i, j, nu, nv);
 }
-static cy_cell fence_cell(int i, int j, int nu, int nv)
+static cy_cell lattice_cell(int i, int j, int nu, int nv)
 {
     (void)i, (void)j;
-    cy_cell c = { "fence", 0, 0, nu, nv };
+    cy_cell c = { "lattice", 0, 0, nu, nv };
     return c;
 }
 
@@ -163,9 +165,9 @@ static int write_obj(const char *path)
     grid(&w, "wall_south", v3(5, 0, 5), nX, Y, 10, 4, 1, 1, stone_cell);
     grid(&w, "wall_west", v3(-5, 0, 5), nZ, Y, 10, 4, 1, 1, west_cell);
     grid(&w, "wall_east", v3(5, 0, -5), Z, Y, 10, 4, 1, 1, east_cell);
-    /* the fence: x = 1, z from -3 to 1, y from 0.05 to 2.05; front faces +x (the sun), back -x */
-    grid(&w, "fence_front", v3(1.01, 0.05, 1), nZ, Y, 4, 2, 1, 1, fence_cell);
-    grid(&w, "fence_back", v3(0.99, 0.05, -3), Z, Y, 4, 2, 1, 1, fence_cell);
+    /* the lattice: a roof of slats over x 0..3, z -1..2 at the walls' height, its front facing
+     * down: nothing stands above it, so no texel ever sees its back */
+    grid(&w, "lattice", v3(0, 4, -1), X, Z, 3, 3, 1, 1, lattice_cell);
     /* the columns: 1 m x 1 m x 2.5 m, four sides facing out and a top */
     const double cx[2] = { -4, 3 }, cz[2] = { -4, 3 };
     for (int k = 0; k < 2; ++k) {
@@ -196,7 +198,7 @@ static int write_mtl(const char *path)
                "newmtl stone\nKd 0.62 0.58 0.52\nKe 0 0 0\n\n"
                "newmtl cloth\nKd 1 1 1\nKe 0 0 0\nmap_Kd cloth.png\n\n"
                "newmtl sign\nKd 0.05 0.05 0.05\nKe 4 4 4\nmap_Ke sign_emit.png\n\n"
-               "newmtl fence\nKd 0.45 0.3 0.18\nKe 0 0 0\nmap_d fence_alpha.png\n");
+               "newmtl lattice\nKd 0.45 0.3 0.18\nKe 0 0 0\nmap_d lattice_alpha.png\n");
     return fclose(f);
 }
 
@@ -240,19 +242,19 @@ static int write_cloth(const char *path)
     return stbi_write_png(path, W, H, 3, img, W * 3) ? 0 : -1;
 }
 
-/* Slats and two rails: alpha 255 where wood, 0 in the gaps; rgb = alpha, so a reader that takes
- * the grey value of map_d sees the same cut-out as one that takes alpha. 256 x 128 (4 m x 2 m). */
-static int write_fence(const char *path)
+/* Slats and two cross beams: alpha 255 where wood, 0 in the gaps; rgb = alpha, so a reader that
+ * takes the grey value of map_d sees the same cut-out as one that takes alpha. 192 x 192 (3 m). */
+static int write_lattice(const char *path)
 {
-    enum { W = 256, H = 128 };
-    static unsigned char img[W * H * 4];
-    for (int y = 0; y < H; ++y)
+    enum { W = 192 };
+    static unsigned char img[W * W * 4];
+    for (int y = 0; y < W; ++y)
         for (int x = 0; x < W; ++x) {
-            int      slat = (x % 16) < 10, rail = (y >= 24 && y < 34) || (y >= 92 && y < 102);
-            unsigned a = (slat || rail) ? 255u : 0u;
+            int      slat = (x % 16) < 9, beam = (y >= 40 && y < 50) || (y >= 142 && y < 152);
+            unsigned a = (slat || beam) ? 255u : 0u;
             px(img, W, x, y, 4, a, a, a, a);
         }
-    return stbi_write_png(path, W, H, 4, img, W * 4) ? 0 : -1;
+    return stbi_write_png(path, W, W, 4, img, W * 4) ? 0 : -1;
 }
 
 /* "BAKER" in orange and a cyan frame on black, 512 x 128 (the 4 m x 1 m sign). stb_easy_font
@@ -311,7 +313,7 @@ int main(int argc, char **argv)
     CY_FILE("courtyard.mtl", write_mtl(path));
     CY_FILE("floor_checker.png", write_checker(path));
     CY_FILE("cloth.png", write_cloth(path));
-    CY_FILE("fence_alpha.png", write_fence(path));
+    CY_FILE("lattice_alpha.png", write_lattice(path));
     CY_FILE("sign_emit.png", write_sign(path));
 #undef CY_FILE
     if (!rc) printf("courtyard: wrote %s (%d triangles, 4 textures)\n", dir, tris);
