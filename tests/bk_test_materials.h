@@ -7,6 +7,7 @@
 
 #include "bk_test.h"
 #include "bk_test_run.h"
+#include "bk_test_stb_image.h"
 #include "bake.h"
 #include "loader.h"
 #include "material.h"
@@ -23,9 +24,6 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #endif
-#define STB_IMAGE_STATIC
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
