@@ -110,7 +110,7 @@ typedef struct bake_state {
     bk_cmd_bake_cli         c;
     FILE                   *say; /* the summary's stream: stderr with --stats - */
     bk_outputs              io;
-    int                     out_idx[3], mtl_idx, *page_idx;
+    int                     out_idx[4], mtl_idx, *page_idx;
     char                  **page_names, *mtl_path, *page0;
     char                    err[1024], msg[512];
     double                  t_start, t0; /* the command's start; the running phase's */
@@ -228,7 +228,7 @@ static int phase_startup(bake_state *st)
     st->say = c->stats && !strcmp(c->stats, "-") ? stderr : stdout;
 
     bk_outputs_init(&st->io);
-    st->out_idx[0] = st->out_idx[1] = st->out_idx[2] = -1;
+    st->out_idx[0] = st->out_idx[1] = st->out_idx[2] = st->out_idx[3] = -1;
     st->mtl_idx = -1;
     st->page0 = c->pages_auto ? bk_cmd_bake_page_name(c->out, 0) : NULL;
     if (c->pages_auto && !st->page0) {
@@ -294,32 +294,25 @@ static int phase_load(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
     char            *err = st->err;
-    for (int k = 0; k < c->nscenes; ++k) {
-        bk_scene *dst = k == 0 ? &st->s : &st->one;
-        if (bk_scene_load(c->scenes[k], dst, err, sizeof st->err)) {
-            bk_cmd_bake_error("%s\n", err);
-            return 1;
-        }
-        int r = bk_outputs_scene_inputs(&st->io, dst, err, sizeof st->err);
-        if (r) return bake_stop(st, r == BK_OUT_CLASH, err);
-        if (k == 0) continue;
-        r = bk_scene_append(&st->s, &st->one, err, sizeof st->err);
-        bk_scene_free(&st->one);
-        if (r) {
-            bk_cmd_bake_error("%s: %s\n", c->scenes[k], err);
-            return 1;
-        }
+    int              r = bk_cmd_bake_load_scenes(c, &st->io, &st->s, &st->one);
+    if (r) {
+        st->rc = r;
+        return 1;
     }
     /* The surface the atlas, the texels, the bake data and --mesh-out use: the scene's own
      * triangles, then two per merged quad of visible voxel faces (voxmesh.h). */
     st->surf = &st->s;
     st->has_vox = st->s.vox_instance_count > 0;
+    if (st->has_vox && c->preview) {
+        bk_cmd_bake_error("%s: --preview does not show voxels yet: bake without it, or an OBJ scene\n", c->scene);
+        return 1;
+    }
     if (st->has_vox && load_voxels(st)) return 1;
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
     if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) &&
         (st->has_vox || bk_mesh_obj_copies_mtl(&st->s, c->mesh_out))) {
-        int r = -1;
+        r = -1;
         if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_out)) ||
             (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_out, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
             (r = st->mtl_idx = bk_outputs_add(&st->io, "--mesh-out (its MTL)", st->mtl_path, 0, err, sizeof st->err)) <
@@ -362,34 +355,6 @@ static int phase_upload(bake_state *st)
         bk_cmd_bake_error("%s\n", st->bs.msg);
         return 1;
     }
-    return 0;
-}
-
-/* --object-scale: each triangle gets the factor of the last pattern matching its o/g name. */
-static int object_scales(bake_state *st)
-{
-    bk_cmd_bake_cli *c = &st->c;
-    const bk_scene  *s = &st->s;
-    if (!(st->tri_scale = malloc(sizeof(float) * ((size_t)st->surf->tri_count + 1)))) {
-        bk_cmd_bake_error("out of memory\n");
-        return 1;
-    }
-    for (uint32_t t = 0; t < st->surf->tri_count; ++t) st->tri_scale[t] = 1.0f;
-    for (int k = 0; k < c->noscale; ++k) {
-        uint32_t hits = 0;
-        for (uint32_t ob = 0; ob < s->object_count; ++ob) {
-            if (fnmatch(c->oscale_pat[k], s->object_names[ob], 0) != 0) continue;
-            hits++;
-            for (uint32_t t = 0; t < s->tri_count; ++t)
-                if (s->tri_object[t] == ob) st->tri_scale[t] = c->oscale_f[k];
-        }
-        if (!hits) {
-            bk_cmd_bake_error("%s: --object-scale %s=%g: the pattern matches none of the scene's %u o/g names\n",
-                              c->scene, c->oscale_pat[k], (double)c->oscale_f[k], s->object_count);
-            return 1;
-        }
-    }
-    c->atlas.tri_scale = st->tri_scale;
     return 0;
 }
 
@@ -437,11 +402,7 @@ static int phase_atlas(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
     st->t0 = bk_time_now();
-    if (c->noscale && object_scales(st)) return 1;
-    if (bk_atlas_build(st->surf, &c->atlas, &st->at, st->err, sizeof st->err)) {
-        bk_cmd_bake_error("%s\n", st->err);
-        return 1;
-    }
+    if (bk_cmd_bake_make_atlas(c, &st->s, st->surf, &st->tri_scale, &st->at)) return 1;
     if (c->pages_auto && c->writer && name_pages(st)) return 1;
     if (await_backend(st)) return 1;
     if (bk_cmd_bake_check_memory(c, st->be, &st->at, st->mem)) return 1;
@@ -756,6 +717,32 @@ static int write_mesh(bake_state *st)
     return 0;
 }
 
+/* --preview: the scene through view's camera with the lightmap as -o holds it: a PNG's values
+ * are the exposed ones, clamped to 1 (what `baker view` reads back from it, but for the 8-bit
+ * rounding); an HDR's or EXR's the bake's own. */
+static int write_preview(bake_state *st)
+{
+    const bk_cmd_bake_cli *c = &st->c;
+    const int              png = bk_image_type_of(c->out) == BK_IMAGE_TYPE_PNG;
+    float                 *lm = st->rgb;
+    if (png) {
+        if (!(lm = malloc(sizeof(float) * 3 * (st->npx ? st->npx : 1)))) {
+            bk_cmd_bake_error("out of memory for the preview's lightmap\n");
+            return 1;
+        }
+        for (size_t i = 0; i < 3 * st->npx; ++i) {
+            float v = st->rgb[i] * c->exposure;
+            lm[i] = v > 1.0f ? 1.0f : v > 0.0f ? v : 0.0f;
+        }
+    }
+    bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count };
+    bk_view_result   r;
+    int              rc =
+        bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[3], c->preview, &r);
+    if (png) free(lm);
+    return rc;
+}
+
 /* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
  * (WRITE_STEPS, each timed). */
 static int phase_write(bake_state *st)
@@ -779,7 +766,7 @@ static int phase_write(bake_state *st)
     /* the devices' last use: when the process ends with this bake, they go now, on a thread,
      * while the host fills, dilates and writes (bk_cmd_bake_last) */
     st->mem[MEM_PEAK_DEVICE] = st->be->i->memory_peak(st->be);
-    if (bake_last) {
+    if (bake_last && !c->preview) { /* else the preview traces on the backend, after the images */
         st->rel.gpu = st->gpu;
         st->rel.be = st->be;
         st->rel.running = pthread_create(&st->rel.th, NULL, bk_cmd_bake_release_run, &st->rel) == 0;
@@ -797,6 +784,8 @@ static int phase_write(bake_state *st)
     st->wr[WR_IMAGES] = lap(&wt);
     if (c->mesh_out && write_mesh(st)) return 1;
     st->wr[WR_MESH] = lap(&wt);
+    if (c->preview && write_preview(st)) return 1;
+    st->wr[WR_PREVIEW] = lap(&wt);
     st->ph[PH_WRITE] = bk_time_now() - st->t0;
     return 0;
 }

@@ -18,6 +18,7 @@
 #include "material.h"
 #include "outputs.h"
 #include "gpu_ops.h"
+#include "view.h"
 #include "voxmesh.h"
 
 #include <pthread.h>
@@ -35,6 +36,8 @@ typedef struct bk_cmd_bake_cli {
     const char     *scene; /* names the scene(s) in messages: the path, or "A + B ..." */
     char            scene_label[1024];
     const char     *out, *mesh_out, *stats;
+    const char     *preview; /* --preview FILE: the baked scene seen by view's camera (view.h) */
+    bk_view_opts    view;    /* its camera, size and mode (bk_cmd_view_opts, cmd_view.h) */
     int             texels_per_voxel, pages_auto;
     int             writer; /* this process writes the outputs: a lone one, or rank 0 of a job */
     bk_cli_trace    t;
@@ -85,9 +88,11 @@ typedef struct bk_cmd_bake_job {
     X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) \
         X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
- * fill of texels inside geometry, the dilation of the padding, the images' encoding and the mesh. */
-#define WRITE_STEPS(X) \
-    X(WR_EXPOSURE, exposure) X(WR_FILL, fill) X(WR_DILATE, dilate) X(WR_IMAGES, images) X(WR_MESH, mesh)
+ * fill of texels inside geometry, the dilation of the padding, the images' encoding, the mesh and
+ * the --preview image (its render and encoding). */
+#define WRITE_STEPS(X)       \
+    X(WR_EXPOSURE, exposure) \
+    X(WR_FILL, fill) X(WR_DILATE, dilate) X(WR_IMAGES, images) X(WR_MESH, mesh) X(WR_PREVIEW, preview)
 /* each list as an enum, and the names the stats print (cmd_bake.c) */
 #define STEP_ENUM(E, n) E,
 enum bk_cmd_bake_phase { BAKE_PHASES(STEP_ENUM) PH_COUNT };
@@ -105,6 +110,26 @@ static inline double bk_cmd_bake_gb(uint64_t bytes) { return (double)bytes / 1e9
 
 /* cmd_bake_opts.c: the options into c; 0, or -1 after printing why. */
 int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv);
+/* The defaults of every option, before the parse. */
+void bk_cmd_bake_defaults(bk_cmd_bake_cli *c);
+/* The atlas's options (--size, --texels-per-unit, --object-scale, --padding, --uv,
+ * --texels-per-voxel, --pages), rows setting a bk_cmd_bake_cli: `baker view` takes them too, so
+ * that it rebuilds the bake's atlas. */
+extern const bk_cli_opt bk_cmd_bake_atlas_opts[];
+/* After the parse: a SCENE was given, its label for messages (c->scene), and the atlas options
+ * that go together; 0, or -1 after printing why. */
+int bk_cmd_bake_check_scenes(bk_cmd_bake_cli *c);
+
+/* cmd_bake_scene.c: what the bake and `baker view` share of the way to the atlas. */
+/* Every SCENE of c loaded and appended into s (one a scratch scene), the files each read
+ * registered with io as inputs. 0, or the exit status (2: an input clashes with an output; 1)
+ * after printing why. */
+int bk_cmd_bake_load_scenes(const bk_cmd_bake_cli *c, bk_outputs *io, bk_scene *s, bk_scene *one);
+/* The atlas of surf (s's triangles, then any voxel quads: --object-scale names s's objects):
+ * --object-scale into *tri_scale (malloc'ed, the caller frees it), then bk_atlas_build with
+ * c->atlas. 0, or 1 after printing why. */
+int bk_cmd_bake_make_atlas(bk_cmd_bake_cli *c, const bk_scene *s, const bk_scene *surf, float **tri_scale,
+                           bk_atlas *at);
 
 /* cmd_bake_backend.c */
 /* The backend's start on a thread of its own, while the main thread loads, builds and makes the
@@ -184,7 +209,8 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
                                const bk_texel_ref *refs, uint32_t ntx, uint8_t *cov, bk_f4 *tcol, bk_bake_result *res);
 
 /* cmd_bake_out.c */
-int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3], const char *page0);
+/* idx: the outputs -o (its first page), --mesh-out, --stats, --preview; -1 where not asked for */
+int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[4], const char *page0);
 char *bk_cmd_bake_page_name(const char *out, int k);
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
 int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
@@ -200,6 +226,12 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
                              const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex);
+
+/* cmd_view.c: the scene s (its accel on be) seen through view's camera, with the lightmap lm
+ * (linear, atlas at's layout), written to output idx of io as `path`. 0, or 1 after printing. */
+int bk_cmd_view_write(bk_backend *be, const bk_trace_opts *t, const bk_scene *s, const bk_atlas *at,
+                      const bk_view_lightmap *lm, const bk_view_opts *view, bk_outputs *io, int idx, const char *path,
+                      bk_view_result *r);
 
 /* cmd_bake_mem.c */
 int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT]);

@@ -2,6 +2,7 @@
  * text, setter) from which both `baker help bake` and the parser are made. */
 #include "cmd_bake_internal.h"
 #include "cmd_bake.h"
+#include "cmd_view.h"
 #include "gltf.h"
 #include "image.h"
 #include "util.h"
@@ -74,6 +75,13 @@ static int set_mesh_out(void *dst, const char *opt, const char *v)
     CLI(dst);
     (void)opt;
     c->mesh_out = v;
+    return 0;
+}
+static int set_preview(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    c->preview = v;
     return 0;
 }
 static int set_quiet(void *dst, const char *opt, const char *v)
@@ -394,6 +402,47 @@ static int set_max_memory(void *dst, const char *opt, const char *v)
         .help = s \
     }
 
+/* The atlas's options: the bake's, and `baker view`'s, which rebuilds the bake's atlas. */
+const bk_cli_opt bk_cmd_bake_atlas_opts[] = {
+    { .name = "--size", .arg = "N", .set = set_size, .help = "atlas side in texels (default 1024)" },
+    { .name = "--texels-per-unit",
+      .arg = "T",
+      .set = set_texels_per_unit,
+      .help = "texel density instead of --size; the atlas grows to fit" },
+    { .name = "--object-scale",
+      .arg = "PATTERN=F",
+      .set = set_object_scale,
+      .help = "texel density of the OBJ objects (o / g names, a shell glob:\n"
+              "'statue*=2') times F along each axis (F^2 texels per area),\n"
+              "like Unity's scale in lightmap; repeatable, the last match wins" },
+    { .name = "--padding",
+      .arg = "P",
+      .set = set_padding,
+      .help = "the texels bilinear lookups in two charts read stay P - 2 apart\n"
+              "(default 2: never one texel for both; raise it for mipmaps)" },
+    { .name = "--uv",
+      .arg = "auto|file",
+      .set = set_uv,
+      .help = "make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
+              "and must not overlap; not for voxels)" },
+    { .name = "--texels-per-voxel",
+      .arg = "N",
+      .set = set_texels_per_voxel,
+      .help = "voxels: N x N texels per voxel face (default 2, at most 64); each\n"
+              "merged quad of visible faces is one chart. World units are voxels,\n"
+              "so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
+              "--pages auto: N when not given, the voxels' density), else at the\n"
+              "largest scale that fits the page beside the voxel charts" },
+    { .name = "--pages",
+      .arg = "1|auto",
+      .set = set_pages,
+      .help = "one atlas page (default; too many charts: an error saying how many\n"
+              "pages are needed), or as many pages of --size as needed, written\n"
+              "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
+              "needs fixed chart sizes: voxels, or --texels-per-unit)" },
+    { 0 },
+};
+
 /* The bake's options in the order --help lists them; the tracing options (cli.h) sit in the
  * engine section. --stats is taken out before the parse (bk_cmd_bake's startup): its row is help. */
 static const bk_cli_opt bake_opts[] = {
@@ -440,43 +489,15 @@ static const bk_cli_opt bake_opts[] = {
       .help = "write timings, rays, atlas and memory figures as JSON (- for\n"
               "standard output; the summary then goes to stderr)" },
     { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no progress bar, no summary" },
+    { .name = "--preview",
+      .arg = "FILE.png",
+      .set = set_preview,
+      .help = "also write the baked scene seen from a camera, albedo x lightmap\n"
+              "as `baker view` shows it (the lightmap as -o writes it: a .png's\n"
+              "exposed and clamped values); not for voxels yet" },
+    { .sub = bk_cmd_view_opts, .sub_offset = offsetof(bk_cmd_bake_cli, view) },
     TEXT("atlas:\n"),
-    { .name = "--size", .arg = "N", .set = set_size, .help = "atlas side in texels (default 1024)" },
-    { .name = "--texels-per-unit",
-      .arg = "T",
-      .set = set_texels_per_unit,
-      .help = "texel density instead of --size; the atlas grows to fit" },
-    { .name = "--object-scale",
-      .arg = "PATTERN=F",
-      .set = set_object_scale,
-      .help = "texel density of the OBJ objects (o / g names, a shell glob:\n"
-              "'statue*=2') times F along each axis (F^2 texels per area),\n"
-              "like Unity's scale in lightmap; repeatable, the last match wins" },
-    { .name = "--padding",
-      .arg = "P",
-      .set = set_padding,
-      .help = "the texels bilinear lookups in two charts read stay P - 2 apart\n"
-              "(default 2: never one texel for both; raise it for mipmaps)" },
-    { .name = "--uv",
-      .arg = "auto|file",
-      .set = set_uv,
-      .help = "make charts (default), or use the OBJ's own vt (must be in [0,1]\n"
-              "and must not overlap; not for voxels)" },
-    { .name = "--texels-per-voxel",
-      .arg = "N",
-      .set = set_texels_per_voxel,
-      .help = "voxels: N x N texels per voxel face (default 2, at most 64); each\n"
-              "merged quad of visible faces is one chart. World units are voxels,\n"
-              "so an OBJ baked with a .vox is charted at --texels-per-unit (with\n"
-              "--pages auto: N when not given, the voxels' density), else at the\n"
-              "largest scale that fits the page beside the voxel charts" },
-    { .name = "--pages",
-      .arg = "1|auto",
-      .set = set_pages,
-      .help = "one atlas page (default; too many charts: an error saying how many\n"
-              "pages are needed), or as many pages of --size as needed, written\n"
-              "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
-              "needs fixed chart sizes: voxels, or --texels-per-unit)" },
+    { .sub = bk_cmd_bake_atlas_opts },
     TEXT("lighting:\n"),
     { .name = "--mode", .arg = "light|ao", .set = set_mode, .help = "full lighting (default) or ambient occlusion" },
     { .name = "--spp", .arg = "N", .set = set_spp, .help = "samples per texel (default 64)" },
@@ -569,8 +590,9 @@ static const bk_cli_opt bake_opts[] = {
 void bk_cmd_bake_help(FILE *f) { bk_cli_table_help(f, bake_opts); }
 
 /* The defaults, before the options. */
-static void bake_defaults(bk_cmd_bake_cli *c)
+void bk_cmd_bake_defaults(bk_cmd_bake_cli *c)
 {
+    bk_view_opts_default(&c->view);
     c->texels_per_voxel = 2;
     bk_cli_trace_default(&c->t);
     c->t.opts.wavefront = 1; /* measured faster on the H100: see --kernel */
@@ -586,8 +608,7 @@ static void bake_defaults(bk_cmd_bake_cli *c)
     bk_denoise_opts_default(&c->dn);
 }
 
-/* What the options say together, once all are read: a SCENE and an output, of known kinds. */
-static int bake_check(bk_cmd_bake_cli *c)
+int bk_cmd_bake_check_scenes(bk_cmd_bake_cli *c)
 {
     if (!c->nscenes) {
         bk_cmd_bake_error("no SCENE given\n");
@@ -605,12 +626,26 @@ static int bake_check(bk_cmd_bake_cli *c)
         len += (size_t)n;
     }
     c->scene = c->nscenes == 1 ? c->scenes[0] : c->scene_label;
+    if (c->pages_auto && c->atlas.uv_from_file) {
+        bk_cmd_bake_error("--pages auto: --uv file bakes the file's own UVs, which are one page\n");
+        return -1;
+    }
+    c->atlas.scene_path = c->scene;
+    c->atlas.pages_auto = c->pages_auto;
+    return 0;
+}
+
+/* What the options say together, once all are read: a SCENE and an output, of known kinds. */
+static int bake_check(bk_cmd_bake_cli *c)
+{
+    if (bk_cmd_bake_check_scenes(c)) return -1;
     if (!c->out) {
         bk_cmd_bake_error("no output given: add -o lightmap.png (or .hdr)\n");
         return -1;
     }
     char terr[1024];
-    if (bk_image_type_check("-o", c->out, terr, sizeof terr)) {
+    if (bk_image_type_check("-o", c->out, terr, sizeof terr) ||
+        (c->preview && bk_image_type_check("--preview", c->preview, terr, sizeof terr))) {
         bk_cmd_bake_error("%s\n", terr);
         return -1;
     }
@@ -618,12 +653,6 @@ static int bake_check(bk_cmd_bake_cli *c)
         bk_cmd_bake_error("--mesh-out %s: the mesh is written as a .obj, .gltf or .glb file\n", c->mesh_out);
         return -1;
     }
-    if (c->pages_auto && c->atlas.uv_from_file) {
-        bk_cmd_bake_error("--pages auto: --uv file bakes the file's own UVs, which are one page\n");
-        return -1;
-    }
-    c->atlas.scene_path = c->scene;
-    c->atlas.pages_auto = c->pages_auto;
     return 0;
 }
 
@@ -635,7 +664,7 @@ int bk_cmd_bake_parse(bk_cmd_bake_cli *c, int argc, char **argv)
         bk_cmd_bake_error("out of memory\n");
         return -1;
     }
-    bake_defaults(c);
+    bk_cmd_bake_defaults(c);
     int operands = 0; /* after --: every argument is a SCENE */
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];

@@ -184,7 +184,7 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
  * exit status after printing why: 2 when two names clash, 1 when an output cannot be written.
  * With --pages auto -o itself names no file: page 0 (NAME-0.png, there is always one) is
  * checked here, the other pages once the atlas is packed, before the bake. */
-int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3], const char *page0)
+int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[4], const char *page0)
 {
     char err[1024];
     int  r = 0;
@@ -208,6 +208,9 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[3],
         r = 0;
     if (!r && c->stats &&
         (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0)
+        r = 0;
+    if (!r && c->writer && c->preview &&
+        (r = idx[3] = bk_outputs_add(io, "--preview", c->preview, 0, err, sizeof err)) >= 0)
         r = 0;
     if (!r) return 0;
     bk_cmd_bake_error("%s\n", err);

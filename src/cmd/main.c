@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cmd_bake.h"
 #include "diff.h"
+#include "cmd_view.h"
 #include "outputs.h"
 #include "rays.h"
 #include "loader.h"
@@ -58,6 +59,8 @@ static const char usage[] =
     "                                                        the whole bake command, phase by phase\n"
     "  baker diff A B [-o DIFF.png] [--mask M.png] [--json]  compare two lightmaps: RMSE, PSNR\n"
     "                                                        (linear, sRGB), bias, difference image\n"
+    "  baker view SCENE --lightmap LM -o VIEW.png [options]  the baked scene seen from a camera,\n"
+    "                                                        albedo x lightmap (baker help view)\n"
     "  baker help COMMAND                                    options of one command\n"
     "\n"
     "SCENE is a Wavefront OBJ (with its MTL files), a gzip-compressed .obj.gz or a MagicaVoxel\n"
@@ -647,9 +650,9 @@ int main(int argc, char **argv)
     bk_cmd_bake_last(1);
     const char *cmd = argc > 1 ? argv[1] : "";
     int         bake =
-        argc > 1 && (!strcmp(cmd, "bake") ||
-                     (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") && strcmp(cmd, "bench") &&
-                      strcmp(cmd, "diff") && strcmp(cmd, "help") && (cmd[0] != '-' || !strcmp(cmd, "--"))));
+        argc > 1 && (!strcmp(cmd, "bake") || (strcmp(cmd, "trace") && strcmp(cmd, "rays") && strcmp(cmd, "build") &&
+                                              strcmp(cmd, "bench") && strcmp(cmd, "diff") && strcmp(cmd, "view") &&
+                                              strcmp(cmd, "help") && (cmd[0] != '-' || !strcmp(cmd, "--"))));
     if (bk_world_size() > 1 && !bake) {
         if (bk_world_rank() == 0)
             fprintf(stderr, "baker: under mpirun (%d processes) only the bake runs: 'baker %s' runs as one process\n",
@@ -681,6 +684,7 @@ static const command commands[] = {
     { .name = "build", .run = cmd_build, .help = build_help },
     { .name = "bench", .run = bk_bench_main, .help = bench_help },
     { .name = "diff", .run = bk_cmd_diff, .help = bk_diff_help },
+    { .name = "view", .run = bk_cmd_view, .help = bk_cmd_view_help },
 };
 #define COMMAND_COUNT (int)(sizeof commands / sizeof commands[0])
 
