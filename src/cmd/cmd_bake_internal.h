@@ -7,6 +7,7 @@
  *   cmd_bake_job.c      a job of several processes: the agreements, the split and the gather
  *   cmd_bake_out.c      the files: their plan, page names, the glTF and the stats JSON
  *   cmd_bake_mem.c      the memory estimate against what the machine has
+ *   cmd_bake_scene.c    the scenes and the atlas, the way `baker view` (cmd_view.c) takes too
  */
 #ifndef BK_CMD_BAKE_INTERNAL_H
 #define BK_CMD_BAKE_INTERNAL_H
