@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHOW_NAME_(N, S, D) S,
+#define SHOW_NAME_(N, S, D)  S,
+#define SHOW_ABOUT_(N, S, D) D,
 static const char *const show_names[BK_VIEW_SHOW_COUNT] = { BK_VIEW_SHOWS(SHOW_NAME_) };
+static const char *const show_about[BK_VIEW_SHOW_COUNT] = { BK_VIEW_SHOWS(SHOW_ABOUT_) };
 #undef SHOW_NAME_
+#undef SHOW_ABOUT_
 
 void bk_view_opts_default(bk_view_opts *o)
 {
@@ -29,6 +32,8 @@ void bk_view_opts_default(bk_view_opts *o)
 }
 
 const char *bk_view_show_name(int show) { return show >= 0 && show < BK_VIEW_SHOW_COUNT ? show_names[show] : "?"; }
+
+const char *bk_view_show_about(int show) { return show >= 0 && show < BK_VIEW_SHOW_COUNT ? show_about[show] : ""; }
 
 int bk_view_show_parse(const char *s)
 {

@@ -75,6 +75,8 @@ void bk_view_opts_default(bk_view_opts *o);
 const char *bk_view_show_name(int show);
 int         bk_view_show_parse(const char *s);
 const char *bk_view_show_names(char *buf, size_t size, const char *sep);
+/* A line saying what a show mode is, for help text ("" out of range). */
+const char *bk_view_show_about(int show);
 /* The default camera (see the file comment) for the box [lo, hi]: eye and target. */
 void bk_view_default_camera(const float lo[3], const float hi[3], float eye[3], float target[3]);
 

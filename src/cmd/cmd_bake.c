@@ -152,6 +152,7 @@ typedef struct bake_state {
     bk_cmd_bake_kept_texels kt;
     bk_cmd_bake_made_texels mt;
     bk_bake_result          res;
+    bk_view_result          view; /* --preview */
 } bake_state;
 
 /* Stops the bake with exit status 2 for a clash of names, else 1, after printing msg. */
@@ -736,9 +737,8 @@ static int write_preview(bake_state *st)
         }
     }
     bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count };
-    bk_view_result   r;
-    int              rc =
-        bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[3], c->preview, &r);
+    int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[3], c->preview,
+                               &st->view);
     if (png) free(lm);
     return rc;
 }
@@ -874,6 +874,14 @@ static void print_summary(const bake_state *st)
                 bk_cmd_bake_gb(mem[MEM_PEAK_DEVICE]), bk_cmd_bake_gb(mem[MEM_EST_DEVICE]));
     fputc('\n', say);
     if (c->exposure_auto) fprintf(say, "  exposure %.4g (99th percentile of luminance to white)\n", c->exposure);
+    if (c->preview) {
+        const bk_view_result *v = &st->view;
+        fprintf(say, "  preview %s: %dx%d, %s, %.1f%% of pixels on a surface, camera %g,%g,%g,%g,%g,%g,%g, %.3f s\n",
+                c->preview, c->view.width, c->view.height, bk_view_show_name(c->view.show),
+                v->rays ? 100.0 * (double)v->hits / (double)v->rays : 0.0, (double)v->eye[0], (double)v->eye[1],
+                (double)v->eye[2], (double)v->target[0], (double)v->target[1], (double)v->target[2],
+                (double)c->view.fov_deg, v->seconds);
+    }
     if (c->bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", st->sort_seconds);
     if (job->size > 1)
         fprintf(say,

@@ -94,6 +94,24 @@ static int set_background(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+/* --show's choices and help, from BK_VIEW_SHOWS (view.h). */
+static const char *show_arg(void)
+{
+    static char buf[128];
+    return bk_view_show_names(buf, sizeof buf, "|");
+}
+static const char *show_help(void)
+{
+    static char buf[1024];
+    size_t      len = (size_t)snprintf(buf, sizeof buf, "what the surfaces show (default %s):", bk_view_show_name(0));
+    for (int k = 0; k < BK_VIEW_SHOW_COUNT && len < sizeof buf; ++k) {
+        int n = snprintf(buf + len, sizeof buf - len, "\n  %-9s%s", bk_view_show_name(k), bk_view_show_about(k));
+        if (n < 0) break;
+        len += (size_t)n;
+    }
+    return buf;
+}
+
 const bk_cli_opt bk_cmd_view_opts[] = {
     { .name = "--camera",
       .arg = "EX,EY,EZ,TX,TY,TZ,FOV",
@@ -106,11 +124,7 @@ const bk_cli_opt bk_cmd_view_opts[] = {
       .arg = "W,H",
       .set = set_resolution,
       .help = "the image's size in pixels (default 960,540)" },
-    { .name = "--show",
-      .arg = "lit|lightmap|albedo",
-      .set = set_show,
-      .help = "albedo x lightmap (default), the lightmap alone (a white\n"
-              "surface), or the albedo alone (Kd x its map_Kd texture)" },
+    { .name = "--show", .arg_of = show_arg, .set = set_show, .help_of = show_help },
     { .name = "--background",
       .arg = "R,G,B",
       .set = set_background,
@@ -234,6 +248,10 @@ static int view_parse(view_cli *c, int argc, char **argv)
             return 1;
         }
         c->b.scenes[c->b.nscenes++] = a;
+    }
+    if (c->b.t.opts.any_hit) {
+        bk_cmd_bake_error("--any-hit is an option of baker trace: a view needs the closest hits\n");
+        return 1;
     }
     if (bk_cmd_bake_check_scenes(&c->b)) return 1;
     char terr[1024];
