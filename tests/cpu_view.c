@@ -206,6 +206,40 @@ static int byte_at(const float *rgb, int w, int x, int y, int k)
     return bk_image_srgb8(rgb[3 * ((size_t)y * w + x) + k]);
 }
 
+/* `baker SCENE -o LM --preview PREV ATLAS` and `baker view SCENE --lightmap LM -o VIEW ATLAS` give
+ * the same image but for the PNG's rounding (--pages auto: LM names pages LM-0.png ...). */
+static void preview_is_view(const char *dir, const char *scene, const char *lm, const char *prev, const char *view,
+                            const char *atlas)
+{
+    char args[4096], err[8192];
+    snprintf(args, sizeof args, "'%s' -o '%s' %s --spp 4 --backend cpu --preview '%s' --resolution 320,180 -q", scene,
+             lm, atlas, prev);
+    int rc = bk_test_run_baker(dir, err, sizeof err, args);
+    BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
+    snprintf(args, sizeof args, "view '%s' %s --lightmap '%s' -o '%s' --resolution 320,180 --backend cpu -q", scene,
+             atlas, lm, view);
+    rc = bk_test_run_baker(dir, err, sizeof err, args);
+    BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
+    float *a = NULL, *b = NULL;
+    int    wa = 0, ha = 0, wb = 0, hb = 0;
+    BK_EXPECT(bk_image_read(prev, &a, &wa, &ha, err, sizeof err) == 0);
+    BK_EXPECT(bk_image_read(view, &b, &wb, &hb, err, sizeof err) == 0);
+    if (a && b && wa == 320 && ha == 180 && wb == wa && hb == ha) {
+        int worst = 0, lit = 0;
+        for (int i = 0; i < 3 * 320 * 180; ++i) {
+            int d = abs(bk_image_srgb8(a[i]) - bk_image_srgb8(b[i]));
+            worst = d > worst ? d : worst;
+            lit += a[i] > 0;
+        }
+        BK_EXPECTF(worst <= 3, "%s: --preview and baker view differ by %d in a byte", atlas, worst);
+        BK_EXPECTF(lit > 3 * 320 * 180 / 4, "%s: the preview is dark: %d lit channels", atlas, lit);
+    } else {
+        BK_EXPECTF(0, "%s: preview %dx%d, view %dx%d", atlas, wa, ha, wb, hb);
+    }
+    free(a);
+    free(b);
+}
+
 static void command_checks(void)
 {
     char dir[] = "/tmp/bk_cpu_view_XXXXXX", err[8192], args[4096], p[4][600];
@@ -250,34 +284,14 @@ static void command_checks(void)
     free(before);
     free(after);
 
-    /* the bake's --preview is `baker view` of what it wrote, but for the PNG's rounding */
-    snprintf(args, sizeof args, "'%s' -o '%s' --size 64 --spp 4 --backend cpu --preview '%s' --resolution 320,180 -q",
-             scene, p[2], p[3]);
-    rc = bk_test_run_baker(dir, err, sizeof err, args);
-    BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
-    snprintf(args, sizeof args, "view '%s' --size 64 --lightmap '%s' -o '%s' --resolution 320,180 --backend cpu -q",
-             scene, p[2], p[1]);
-    rc = bk_test_run_baker(dir, err, sizeof err, args);
-    BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
-    float *a = NULL, *b = NULL;
-    int    wa = 0, ha = 0, wb = 0, hb = 0;
-    BK_EXPECT(bk_image_read(p[3], &a, &wa, &ha, err, sizeof err) == 0);
-    BK_EXPECT(bk_image_read(p[1], &b, &wb, &hb, err, sizeof err) == 0);
-    if (a && b && wa == 320 && ha == 180 && wb == wa && hb == ha) {
-        int worst = 0, lit = 0;
-        for (int i = 0; i < 3 * 320 * 180; ++i) {
-            int d = abs(bk_image_srgb8(a[i]) - bk_image_srgb8(b[i]));
-            worst = d > worst ? d : worst;
-            lit += a[i] > 0;
-        }
-        BK_EXPECTF(worst <= 3, "--preview and baker view differ by %d in a byte", worst);
-        BK_EXPECTF(lit > 3 * 320 * 180 / 4, "the preview is dark: %d lit channels", lit);
-    } else {
-        BK_EXPECTF(0, "preview %dx%d, view %dx%d", wa, ha, wb, hb);
-    }
-    free(a);
-    free(b);
+    /* the bake's --preview is `baker view` of what it wrote, on one page and on several */
+    preview_is_view(dir, scene, p[2], p[3], p[1], "--size 64");
+    preview_is_view(dir, scene, p[2], p[3], p[1], "--size 256 --texels-per-unit 100 --pages auto");
     for (int k = 0; k < 4; ++k) remove(p[k]);
+    for (int k = 0; k < 64; ++k) { /* the pages of --pages auto */
+        snprintf(args, sizeof args, "%s/baked-%d.png", dir, k);
+        remove(args);
+    }
     snprintf(args, sizeof args, "%s/stderr.txt", dir);
     remove(args);
     rmdir(dir);
