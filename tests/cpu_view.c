@@ -5,10 +5,12 @@
  *     the PNGs' rounding); --show lightmap is L, --show albedo the Kd colours;
  *   - a texture multiplies Kd (replaces it with kd_by_map), at the triangle's own vt;
  *   - a miss is the background; the default camera sees the box;
- *   - the bake's --preview is `baker view` of the lightmap it wrote (within 8-bit rounding);
+ *   - the bake's --preview is `baker view` of the lightmap it wrote (within 8-bit rounding),
+ *     on one page and on several; every --accel gives the same file;
  *   - -o naming the lightmap is refused and the lightmap left as it was. */
 #include "bk_test.h"
 #include "bk_test_run.h"
+#include "accel.h"
 #include "accel_build.h"
 #include "atlas.h"
 #include "image.h"
@@ -206,6 +208,39 @@ static int byte_at(const float *rgb, int w, int x, int y, int k)
     return bk_image_srgb8(rgb[3 * ((size_t)y * w + x) + k]);
 }
 
+/* The two files' bytes: 1 when equal. */
+static int same_file(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int   same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        if (ca != cb) same = 0;
+        if (ca == EOF || cb == EOF) break;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return same;
+}
+
+/* Every --accel word traces the view into the same file (the hit point is found again from the
+ * hit triangle, so only the triangle matters): what tests/gpu_view.c asks of the two backends. */
+static void accels_agree(const char *dir, const char *scene, const char *lm, const char *a, const char *b)
+{
+#define ACCEL_WORD(w, type, layout, shown) shown ? w : NULL,
+    static const char *const words[] = { BK_ACCEL_WORDS(ACCEL_WORD) };
+#undef ACCEL_WORD
+    char args[4096], err[8192];
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; ++k) {
+        if (!words[k]) continue;
+        snprintf(args, sizeof args, "view '%s' --size 64 --lightmap '%s' -o '%s' --accel %s --backend cpu -q", scene,
+                 lm, k ? b : a, words[k]);
+        int rc = bk_test_run_baker(dir, err, sizeof err, args);
+        BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
+        if (k) BK_EXPECTF(same_file(a, b), "--accel %s and %s give different views", words[0], words[k]);
+    }
+}
+
 /* `baker SCENE -o LM --preview PREV ATLAS` and `baker view SCENE --lightmap LM -o VIEW ATLAS` give
  * the same image but for the PNG's rounding (--pages auto: LM names pages LM-0.png ...). */
 static void preview_is_view(const char *dir, const char *scene, const char *lm, const char *prev, const char *view,
@@ -286,6 +321,7 @@ static void command_checks(void)
 
     /* the bake's --preview is `baker view` of what it wrote, on one page and on several */
     preview_is_view(dir, scene, p[2], p[3], p[1], "--size 64");
+    accels_agree(dir, scene, p[2], p[1], p[3]); /* on the lightmap that wrote, --size 64 */
     preview_is_view(dir, scene, p[2], p[3], p[1], "--size 256 --texels-per-unit 100 --pages auto");
     for (int k = 0; k < 4; ++k) remove(p[k]);
     for (int k = 0; k < 64; ++k) { /* the pages of --pages auto */

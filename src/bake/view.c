@@ -185,6 +185,22 @@ static bk_vec3 albedo_at(const view_job *j, uint32_t t, float b1, float b2)
     return mt->kd_by_map ? tex : bk_v3(kd.x * tex.x, kd.y * tex.y, kd.z * tex.z);
 }
 
+/* Where ray r meets the plane of triangle p0 p1 p2 (the hit's t where that fails). The point is
+ * found again here from the triangle, not from the backend's t, whose last bits may differ
+ * between backends (the CUDA trace kernel contracts multiply-adds; the triangle is the same), so
+ * that both give the same image. */
+static bk_vec3 hit_point(const bk_ray *r, bk_vec3 p0, bk_vec3 p1, bk_vec3 p2, float t_hit)
+{
+    const double e1[3] = { (double)p1.x - p0.x, (double)p1.y - p0.y, (double)p1.z - p0.z };
+    const double e2[3] = { (double)p2.x - p0.x, (double)p2.y - p0.y, (double)p2.z - p0.z };
+    const double n[3] = { e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0] };
+    const double w[3] = { (double)p0.x - r->ox, (double)p0.y - r->oy, (double)p0.z - r->oz };
+    const double den = n[0] * r->dx + n[1] * r->dy + n[2] * r->dz;
+    double       t = den != 0 ? (n[0] * w[0] + n[1] * w[1] + n[2] * w[2]) / den : (double)t_hit;
+    if (!(t >= 0 && t < 1e30)) t = (double)t_hit;
+    return bk_v3((float)(r->ox + t * r->dx), (float)(r->oy + t * r->dy), (float)(r->oz + t * r->dz));
+}
+
 static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
 {
     (void)worker;
@@ -200,10 +216,10 @@ static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
             px[2] = j->o->background[2];
             continue;
         }
-        const bk_ray *r = &j->rays[i];
-        bk_vec3       y = bk_add3(bk_v3(r->ox, r->oy, r->oz), bk_mul3(bk_v3(r->dx, r->dy, r->dz), h->t));
+        const bk_vec3 p0 = vertex(j->s, t, 0), p1 = vertex(j->s, t, 1), p2 = vertex(j->s, t, 2);
+        bk_vec3       y = hit_point(&j->rays[i], p0, p1, p2, h->t);
         float         b1, b2;
-        bk_tri_bary(vertex(j->s, t, 0), vertex(j->s, t, 1), vertex(j->s, t, 2), y, &b1, &b2);
+        bk_tri_bary(p0, p1, p2, y, &b1, &b2);
         bk_vec3 c = bk_v3(1, 1, 1);
         if (show != BK_VIEW_LIGHTMAP) c = albedo_at(j, t, b1, b2);
         if (show != BK_VIEW_ALBEDO) {
