@@ -140,13 +140,16 @@ int bk_cmd_view_write(bk_backend *be, const bk_trace_opts *t, const bk_scene *s,
     float *img = malloc(sizeof(float) * 3 * (size_t)view->width * (size_t)view->height);
     FILE  *f = NULL;
     int    rc = 1;
-    if (!img) bk_fail(err, sizeof err, "out of memory for a %dx%d view", view->width, view->height);
-    else if (!bk_view_render(be, t, s, at, lm, view, img, r, err, sizeof err) &&
-             (f = bk_outputs_open(io, idx, err, sizeof err)) &&
-             !bk_image_write_file(f, path, img, view->width, view->height, 1.0f, err, sizeof err) &&
-             !bk_outputs_close(io, idx, err, sizeof err))
+    /* the render's errors do not name the file; the writer's do */
+    if (!img || bk_view_render(be, t, s, at, lm, view, img, r, err, sizeof err)) {
+        bk_cmd_bake_error("%s: %s\n", path, img ? err : "out of memory for the view");
+    } else if (!(f = bk_outputs_open(io, idx, err, sizeof err)) ||
+               bk_image_write_file(f, path, img, view->width, view->height, 1.0f, err, sizeof err) ||
+               bk_outputs_close(io, idx, err, sizeof err)) {
+        bk_cmd_bake_error("%s\n", err);
+    } else {
         rc = 0;
-    if (rc) bk_cmd_bake_error("%s: %s\n", path, err);
+    }
     free(img);
     return rc;
 }
