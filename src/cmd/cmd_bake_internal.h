@@ -83,11 +83,10 @@ typedef struct bk_cmd_bake_job {
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
  * before the stats are written, or the wait for the backend's release on its thread that the
  * write did not hide (bk_cmd_bake_release). */
-#define BAKE_PHASES(X)                                                                                 \
-    X(PH_STARTUP, startup)                                                                             \
-    X(PH_LOAD, load)                                                                                   \
-    X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) \
-        X(PH_WRITE, write) X(PH_FREE, free)
+#define BAKE_PHASES(X)                                                                           \
+    X(PH_STARTUP, startup)                                                                       \
+    X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) \
+        X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding, the mesh and
  * the --preview image (its render and encoding). */
