@@ -31,13 +31,18 @@ static inline int golden_exists(const char *golden_name)
     return f != NULL;
 }
 
-/* Bakes scenes/`scene` with `args` and compares with assets/`golden_name`. */
-static inline void golden(const char *scene, const char *args, const char *golden_name)
+/* Bakes scenes/`scene` with `args` and compares with assets/`golden_name`: the lightmap, or with
+ * preview the --preview image of the bake. */
+static inline void golden_run(const char *scene, const char *args, const char *golden_name, int preview)
 {
-    char out[256], cmd[2048], ref_path[1024];
+    char out[256], lm[256], cmd[4096], ref_path[1024];
     snprintf(out, sizeof out, "/tmp/bk_golden_%d.png", (int)getpid());
+    snprintf(lm, sizeof lm, "/tmp/bk_golden_lm_%d.png", (int)getpid());
     /* the same commands as tools/update_golden.sh */
-    snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' %s --quiet", BK_BAKER, BK_SOURCE_DIR, scene, out, args);
+    if (preview)
+        snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' --preview '%s' %s --quiet", BK_BAKER, BK_SOURCE_DIR,
+                 scene, lm, out, args);
+    else snprintf(cmd, sizeof cmd, "'%s' '%s/scenes/%s' -o '%s' %s --quiet", BK_BAKER, BK_SOURCE_DIR, scene, out, args);
     snprintf(ref_path, sizeof ref_path, "%s/assets/%s", BK_SOURCE_DIR, golden_name);
     BK_EXPECTF(system(cmd) == 0, "%s failed", cmd);
     int    w, h, rw, rh;
@@ -45,19 +50,25 @@ static inline void golden(const char *scene, const char *args, const char *golde
     BK_EXPECTF(got, "cannot read the baked %s", out);
     BK_EXPECTF(ref, "cannot read %s (tools/update_golden.sh makes it)", ref_path);
     if (got && ref) {
-        BK_EXPECTF(w == rw && h == rh, "%s: size %dx%d, reference %dx%d", scene, w, h, rw, rh);
+        BK_EXPECTF(w == rw && h == rh, "%s: size %dx%d, reference %dx%d", golden_name, w, h, rw, rh);
         if (w == rw && h == rh) {
             bk_image_diff d = bk_image_compare(ref, got, (uint64_t)w * h, NULL, 3.0);
-            printf("golden %s: RMSE %.3f, max %.0f, %llu of %llu texels off by > 3\n", scene, d.rmse, d.max_abs,
+            printf("golden %s: RMSE %.3f, max %.0f, %llu of %llu pixels off by > 3\n", golden_name, d.rmse, d.max_abs,
                    (unsigned long long)d.differ, (unsigned long long)d.count);
-            BK_EXPECTF(d.rmse <= 1.0, "%s: RMSE %.3f against the golden image", scene, d.rmse);
-            BK_EXPECTF(d.differ * 200 <= d.count, "%s: %llu texels differ by more than 3", scene,
+            BK_EXPECTF(d.rmse <= 1.0, "%s: RMSE %.3f against the golden image", golden_name, d.rmse);
+            BK_EXPECTF(d.differ * 200 <= d.count, "%s: %llu pixels differ by more than 3", golden_name,
                        (unsigned long long)d.differ);
         }
     }
     free(got);
     free(ref);
     remove(out);
+    remove(lm);
+}
+
+static inline void golden(const char *scene, const char *args, const char *golden_name)
+{
+    golden_run(scene, args, golden_name, 0);
 }
 
 #endif /* BK_TEST_GOLDEN_H */
