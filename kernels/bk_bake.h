@@ -16,8 +16,10 @@
  * Random numbers depend on (seed, texel pixel, sample, dimension) only, and the arithmetic is
  * the same on both sides (the CUDA bake is compiled without FMA contraction, and sin/cos are our
  * own), so a GPU bake matches the CPU bake texel for texel but for rare ties.
- * Rays that hit the back of a surface bring no light: a texel whose first rays mostly see back
- * faces is inside geometry, and the host marks it invalid so dilation covers it.
+ * Rays that hit the back of a surface bring no light, unless the triangle is double-sided (its
+ * material says so, or it has a coincident twin of opposite winding: BK_BTRI_DOUBLE_SIDED), whose
+ * back is a front: a texel whose first rays mostly see back faces is inside geometry, and the
+ * host marks it invalid so dilation covers it.
  */
 #ifndef BK_BAKE_H
 #define BK_BAKE_H
@@ -106,10 +108,14 @@ BK_HD float bk_bake_rng(const bk_bake_params *p, uint32_t texel, uint32_t sample
     return bk_rng_f(p->seed, texel, sample, dim);
 }
 
+/* Bits of a shading triangle's v1.w (bk_bake_view.tris): lit from both sides, its back never
+ * met as a back face (a double-sided material, or a coincident twin: src/bake/sides.h). */
+#define BK_BTRI_DOUBLE_SIDED 1u
+
 /* Shading data, file-ordered triangles (device pointers on the GPU). */
 typedef struct bk_bake_view {
     bk_accel_view   accel;
-    const bk_f4    *tris;      /* 3 per triangle: v0 (w: material index bits), v1, v2 */
+    const bk_f4    *tris;      /* 3 per triangle: v0 (w: material index bits), v1 (w: BK_BTRI_* bits), v2 */
     uint32_t        tri_count; /* shading triangles (a voxel scene's surface: not accel.tri_count) */
     const bk_f4    *materials; /* 2 per material: kd, ke (rgb in x y z) */
     uint32_t        material_count;
@@ -315,6 +321,21 @@ BK_HD void bk_bake_hit_surface(const bk_bake_view *v, uint32_t id, uint32_t aux,
     bk_vec3 p0, p1, p2;
     bk_bake_tri(v, id, &p0, &p1, &p2, mat);
     *ng = bk_normalize3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)));
+}
+
+/* Triangle t's BK_BTRI_* bits. */
+BK_HD uint32_t bk_bake_tri_flags(const bk_bake_view *v, uint32_t t)
+{
+    return bk_float_bits(bk_load4(v->tris + 3 * t + 1).w);
+}
+
+/* As bk_bake_hit_surface, for a ray along d: a double-sided triangle's normal turns to face the
+ * ray, so its back is lit like its front and no test counts it as a back face. */
+BK_HD void bk_bake_hit_facing(const bk_bake_view *v, uint32_t id, uint32_t aux, bk_vec3 d, bk_vec3 *ng, uint32_t *mat)
+{
+    bk_bake_hit_surface(v, id, aux, ng, mat);
+    if (!(aux & BK_VOX_AUX) && (bk_bake_tri_flags(v, id) & BK_BTRI_DOUBLE_SIDED) && bk_dot3(*ng, d) > 0.0f)
+        *ng = bk_mul3(*ng, -1.0f);
 }
 
 /* The bake of one texel as a state machine (bk_bake_path): bk_bake_path_next() says which ray
@@ -560,7 +581,7 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         if (h.tri != BK_NO_HIT && h.t < ps->best) {
             bk_vec3  ng;
             uint32_t mat;
-            bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
+            bk_bake_hit_facing(v, h.tri, aux, ps->pend, &ng, &mat);
             if (bk_dot3(ng, ps->pend) > 0.0f) {
                 ps->best = h.t;
                 ps->best_d = ps->pend;
@@ -590,7 +611,7 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         }
         bk_vec3  ng;
         uint32_t mat;
-        bk_bake_hit_surface(v, h.tri, aux, &ng, &mat);
+        bk_bake_hit_facing(v, h.tri, aux, d, &ng, &mat);
         float cos_y = -bk_dot3(ng, d);
         if (cos_y < 0.0f) { /* the back of a surface: no light */
             if (ps->b == 0) ps->acc.w += 1.0f;

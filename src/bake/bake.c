@@ -2,6 +2,7 @@
  * progress bar, and the texels-inside-geometry rule. */
 #include "bake.h"
 #include "pool.h"
+#include "sides.h"
 #include "util.h"
 
 #include <math.h>
@@ -208,6 +209,10 @@ int bk_bake_data_build_hit(const bk_scene *s, const bk_tex_pool *pool, uint32_t 
         data_tris(s, pool, hit_tris, out)) {
         bk_bake_data_free(out);
         return bk_fail(err, err_size, "out of memory for the shading data");
+    }
+    if (bk_bake_tri_sides(s, hit_tris < n ? hit_tris : n, out->tris, NULL) < 0) { /* v1.w: BK_BTRI_* (sides.h) */
+        bk_bake_data_free(out);
+        return bk_fail(err, err_size, "out of memory for the triangles' sides");
     }
     for (uint32_t i = 0; i < point_count; ++i) {
         bk_f4 *d = &out->points[2 * i];
