@@ -74,8 +74,13 @@ int bk_bake_tri_sides(const bk_scene *s, uint32_t n, bk_f4 *tris, uint32_t *coun
 {
     size_t cap = 16;
     while (cap < (size_t)n + n / 2) cap *= 2;
-    side_slot *tab = malloc(sizeof(side_slot) * cap);
-    if (!tab) return -1;
+    side_slot *tab = cap <= BK_NONE ? malloc(sizeof(side_slot) * cap) : NULL;
+    uint32_t  *slot = malloc(sizeof(uint32_t) * (n ? n : 1)); /* each triangle's, BK_NONE: no twin possible */
+    if (!tab || !slot) {
+        free(tab);
+        free(slot);
+        return -1;
+    }
     for (size_t i = 0; i < cap; ++i) {
         tab[i].head = BK_NONE;
         tab[i].parities = 0;
@@ -83,18 +88,22 @@ int bk_bake_tri_sides(const bk_scene *s, uint32_t n, bk_f4 *tris, uint32_t *coun
     uint32_t key[9];
     for (uint32_t t = 0; t < n; ++t) {
         int par = tri_key(s, t, key);
-        if (par >= 0) slot_of(s, tab, cap - 1, t, key)->parities |= (uint8_t)(1u << par);
+        slot[t] = BK_NONE;
+        if (par < 0) continue;
+        side_slot *e = slot_of(s, tab, cap - 1, t, key);
+        e->parities |= (uint8_t)(1u << par);
+        slot[t] = (uint32_t)(e - tab);
     }
     uint32_t ds = 0;
     for (uint32_t t = 0; t < n; ++t) {
         uint32_t m = s->tri_material ? s->tri_material[t] : BK_NONE, f = 0;
         if (m != BK_NONE && m < s->material_count && s->materials[m].double_sided) f |= BK_BTRI_DOUBLE_SIDED;
-        int par = tri_key(s, t, key);
-        if (par >= 0 && slot_of(s, tab, cap - 1, t, key)->parities == 3u) f |= BK_BTRI_DOUBLE_SIDED;
+        if (slot[t] != BK_NONE && tab[slot[t]].parities == 3u) f |= BK_BTRI_DOUBLE_SIDED;
         tris[3 * (size_t)t + 1].w = bk_bits_float(f);
         ds += f != 0;
     }
     free(tab);
+    free(slot);
     if (count) *count = ds;
     return 0;
 }
