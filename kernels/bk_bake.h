@@ -18,8 +18,10 @@
  * own), so a GPU bake matches the CPU bake texel for texel but for rare ties.
  * Rays that hit the back of a surface bring no light, unless the triangle is double-sided (its
  * material says so, or it has a coincident twin of opposite winding: BK_BTRI_DOUBLE_SIDED), whose
- * back is a front: a texel whose first rays mostly see back faces is inside geometry, and the
- * host marks it invalid so dilation covers it.
+ * back is a front. Whether a texel lies inside geometry is decided once, by rays of its own that
+ * depend on the texel's pixel only, never on the seed or the sample count (the inside step,
+ * BK_INSIDE_RAYS): the host marks it invalid when more than --inside-share of them meet back
+ * faces (bk_bake_inside_limit), and the fill covers it.
  */
 #ifndef BK_BAKE_H
 #define BK_BAKE_H
@@ -60,11 +62,13 @@ typedef struct bk_bake_params {
     float    sun_dir[3];     /* unit vector towards the sun */
     float    sun_color[3];   /* irradiance on a surface facing the sun; 0 = no sun */
     float    sun_cos;        /* cosine of the sun's angular radius */
+    float    inside_share;   /* inside: more than this share of the inside rays meet backs (0: BK_INSIDE_SHARE) */
     uint32_t sample_begin;   /* this launch bakes samples [sample_begin, sample_end) of each */
     uint32_t sample_end;     /*   texel, added to the sums of the earlier ones               */
     uint32_t open_tri_begin; /* texels of triangles [open_tri_begin, open_tri_end) lie on open */
     uint32_t open_tri_end;   /*   faces (visible voxel faces): never inside geometry, so they */
-                             /*   skip the unocclude step (8 of the 13 rays of a 1-spp texel) */
+                             /*   skip the unocclude and inside steps (16 to 24 rays; one   */
+                             /*   sample of two bounces traces 5)                           */
 } bk_bake_params;
 
 /* The random-dimension layout of one sample (the last argument of bk_rng_f). Path vertex b (the
@@ -111,6 +115,26 @@ BK_HD float bk_bake_rng(const bk_bake_params *p, uint32_t texel, uint32_t sample
 /* Bits of a shading triangle's v1.w (bk_bake_view.tris): lit from both sides, its back never
  * met as a back face (a double-sided material, or a coincident twin: src/bake/sides.h). */
 #define BK_BTRI_DOUBLE_SIDED 1u
+
+/* The inside step: closest-hit rays per texel, a 4 x 4 stratified cosine pattern over the
+ * normal's hemisphere (bk_bake_inside_dir), and the fixed seed of its per-texel rotation: the
+ * decision must not move with --seed or --spp. */
+#define BK_INSIDE_RAYS 16u
+#define BK_INSIDE_SEED 0x1D5EC7u
+
+/* The default of bk_bake_params.inside_share (--inside-share): an open wall beside a texel meets
+ * at most half of its inside rays however near it stands (bk_bake_inside_dir), a closed box over
+ * it all of them; only a texel that sees backs in more than half its directions (under a box,
+ * or under the back of an open roof) is taken for inside. */
+#define BK_INSIDE_SHARE 0.5f
+
+/* The most inside rays that may meet back faces in a texel outside geometry: more, and it is
+ * inside (the host's rule; the inside step stops once either answer is certain). */
+BK_HD uint32_t bk_bake_inside_limit(const bk_bake_params *p)
+{
+    const float s = p->inside_share > 0.0f ? p->inside_share : BK_INSIDE_SHARE;
+    return s >= 1.0f ? BK_INSIDE_RAYS : (uint32_t)(s * (float)BK_INSIDE_RAYS);
+}
 
 /* Shading data, file-ordered triangles (device pointers on the GPU). */
 typedef struct bk_bake_view {
@@ -338,6 +362,20 @@ BK_HD void bk_bake_hit_facing(const bk_bake_view *v, uint32_t id, uint32_t aux, 
         *ng = bk_mul3(*ng, -1.0f);
 }
 
+/* Direction k of the inside step for the texel at pixel `texel` with normal n: row k / 4 of a
+ * cosine-weighted pattern (u1 jittered in its quarter), four azimuths a quarter turn apart,
+ * turned by an offset of the row's own. Any plane through n therefore leaves exactly two of a
+ * row's four on each side: an open wall beside the texel, however near and large, meets at most
+ * half of the rays (BK_INSIDE_RAYS / 2). Keyed on BK_INSIDE_SEED, not the bake's seed, and
+ * drawn outside the samples' dimensions (BK_DIM_USES): it is no sample. */
+BK_HD bk_vec3 bk_bake_inside_dir(bk_vec3 n, uint32_t texel, uint32_t k)
+{
+    const uint32_t row = k >> 2, col = k & 3u;
+    float          u1 = ((float)row + bk_rng_f(BK_INSIDE_SEED, texel, k, 0)) * 0.25f;
+    float          u2 = ((float)col + bk_rng_f(BK_INSIDE_SEED, texel, row, 1)) * 0.25f;
+    return bk_cosine_dir(n, u1, u2);
+}
+
 /* The bake of one texel as a state machine (bk_bake_path): bk_bake_path_next() says which ray
  * the texel needs next (or that its samples are done), the caller traces it, and
  * bk_bake_path_hit() takes the result. Every ray of a texel (the unocclude step's 8 closest-hit
@@ -350,17 +388,23 @@ BK_HD void bk_bake_hit_facing(const bk_bake_view *v, uint32_t id, uint32_t aux, 
  * Per texel: the first launch (sample 0) of a light bake moves the position out of nearby
  * geometry (the unocclude step: 8 directions in the tangent plane, tilted slightly off the
  * surface, up to one texel away; if one meets the back of a surface, the texel centre lies inside
- * or under it, so the position moves to just past the nearest such hit). Then each sample is a
- * path: at every vertex next-event estimation (sun, points, one emitter picked by power, combined
- * with the path's own hits by the balance heuristic), then a cosine-weighted bounce ray. */
+ * or under it, so the position moves to just past the nearest such hit), then counts into acc.w
+ * how many of BK_INSIDE_RAYS rays from there meet a back face (the inside step: the host calls
+ * the texel inside geometry when more than bk_bake_inside_limit do; the rays stop once the count
+ * is past it, or can no longer get there, so an open texel traces about half of them). Then each
+ * sample is a path: at every vertex next-event estimation (sun, points, one emitter picked by
+ * power, combined with the path's own hits by the balance heuristic), then a cosine-weighted
+ * bounce ray. */
 enum bk_bake_step {
     BK_STEP_UNOCC,  /* next: unocclude ray k, or done with them */
+    BK_STEP_INSIDE, /* next: inside ray k, or done with them */
     BK_STEP_SAMPLE, /* next: start sample smp (or the texel is done) */
     BK_STEP_SUN,    /* next: the sun at the path vertex (direct light starts at 0) */
     BK_STEP_POINT,  /* next: point light k */
     BK_STEP_EMIT,   /* next: one emissive-triangle sample */
     BK_STEP_BOUNCE, /* next: the bounce ray */
     BK_RAY_UNOCC,   /* in flight: unocclude ray k (closest hit, direction in pend) */
+    BK_RAY_INSIDE,  /* in flight: inside ray k (closest hit, direction in pend) */
     BK_RAY_AO,      /* in flight: the AO ray (any hit) */
     BK_RAY_SHADOW,  /* in flight: a shadow ray; unoccluded, pend adds to direct; then step `after` */
     BK_RAY_BOUNCE   /* in flight: the bounce ray (closest hit, direction in pend) */
@@ -378,7 +422,7 @@ typedef struct bk_bake_path {
     bk_vec3  best_d;       /*   and the direction it was met in */
     uint32_t texel, tri;   /* the texel's pixel (random numbers) and triangle */
     uint32_t smp, smp_end; /* the sample, and the end of the texel's run of samples */
-    uint32_t b, k;         /* path vertex, unocclude ray or point light */
+    uint32_t b, k;         /* path vertex, unocclude or inside ray, or point light */
     uint32_t step, after;  /* enum bk_bake_step; after a shadow ray: the step that follows */
 } bk_bake_path;
 
@@ -452,8 +496,21 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
                 return 1;
             }
             if (ps->best < BK_INF) ps->x = bk_add3(ps->x, bk_mul3(ps->best_d, ps->best + 2.0f * p->eps));
+            ps->k = 0;
+            ps->step = BK_STEP_INSIDE;
+            break;
+        case BK_STEP_INSIDE: {
+            const uint32_t lim = bk_bake_inside_limit(p), back = (uint32_t)ps->acc.w;
+            if (back <= lim && back + (BK_INSIDE_RAYS - ps->k) > lim) { /* the answer is not yet certain */
+                ps->pend = bk_bake_inside_dir(ps->n, ps->texel, ps->k);
+                *r = bk_make_ray(bk_add3(ps->x, bk_mul3(ps->n, p->eps)), ps->pend, 0.0f, BK_INF);
+                *any_hit = 0;
+                ps->step = BK_RAY_INSIDE;
+                return 1;
+            }
             ps->step = BK_STEP_SAMPLE;
             break;
+        }
         case BK_STEP_SAMPLE:
             if (ps->smp >= ps->smp_end) return 0;
             if (p->mode == BK_BAKE_AO) {
@@ -588,6 +645,16 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             } /* the back of a surface */
         }
         return;
+    case BK_RAY_INSIDE:
+        ps->k++;
+        ps->step = BK_STEP_INSIDE;
+        if (h.tri != BK_NO_HIT) {
+            bk_vec3  ng;
+            uint32_t mat;
+            bk_bake_hit_facing(v, h.tri, aux, ps->pend, &ng, &mat);
+            if (bk_dot3(ng, ps->pend) > 0.0f) ps->acc.w += 1.0f; /* the back of a surface */
+        }
+        return;
     case BK_RAY_AO: {
         float open = h.tri == BK_NO_HIT ? 1.0f : 0.0f;
         ps->acc.x += open;
@@ -614,7 +681,6 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         bk_bake_hit_facing(v, h.tri, aux, d, &ng, &mat);
         float cos_y = -bk_dot3(ng, d);
         if (cos_y < 0.0f) { /* the back of a surface: no light */
-            if (ps->b == 0) ps->acc.w += 1.0f;
             bk_bake_path_end_sample(ps);
             return;
         }
@@ -658,11 +724,12 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
 }
 
 /* Bakes samples [p->sample_begin, p->sample_end) of one texel and adds them to acc, the sums of
- * the texel's earlier samples (rgb; w counts first rays that met a back face), and the squares of
- * the samples' luminances (bk_luminance) to *sq, from which the host gets the sample variance. The launch with
- * sample 0 moves the texel out of nearby geometry and writes the position back into *tx. Adding sample by
- * sample in order makes a bake split over several launches equal to one made in a single pass.
- * The host divides by spp at the end and treats a back-face share > 0.1 as inside geometry. */
+ * the texel's earlier samples (rgb; w: how many of the inside step's rays met a back face, set
+ * by the launch with sample 0), and the squares of the samples' luminances (bk_luminance) to *sq, from which the host
+ * gets the sample variance. The launch with sample 0 moves the texel out of nearby geometry and writes the position
+ * back into *tx. Adding sample by sample in order makes a bake split over several launches equal to one made in a
+ * single pass. The host divides by spp at the end and calls the texel inside geometry when w exceeds
+ * bk_bake_inside_limit. */
 BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, float *sq,
                           bk_stack *s, bk_trace_stats *st)
 {

@@ -160,15 +160,17 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
  * The same steps as the kernel above (bk_bake_path), with the paths' state in buffers instead of
  * registers. Per wave, a step kernel (each path that traced takes its hit and says which ray it
  * needs next) and one trace kernel per query over the rays of its own queue: occlusion rays
- * (towards the sun, points, emitters) and closest-hit rays (bounces, the unocclude step) are
- * traced apart, each by a traversal specialised for its query, so a warp never mixes them.
+ * (towards the sun, points, emitters) and closest-hit rays (bounces, the unocclude and inside
+ * steps) are traced apart, each by a traversal specialised for its query, so a warp never mixes
+ * them.
  *
  * A path is one sample of one texel (a "pair"), so a launch has (texels x samples) of them, many
  * more than texels: a wave holds up to cap paths, and a path that ends takes the next pair
  * (consecutive pairs are samples of one texel: their rays start at one point). Each pair's
  * result is kept apart and a last kernel adds them to the texel's sums in sample order, as the
  * CPU adds them, so the texels are the CPU's bit for bit. Before the samples, a launch that
- * starts at sample 0 runs the unocclude step the same way with one path per texel.
+ * starts at sample 0 runs the unocclude and inside steps the same way with one path per texel
+ * (the inside step's back-face count goes into the texel's sums there, w).
  * The rays are traced in the order their paths asked for them: sorting each wave's closest-hit
  * rays by direction octant first (a counting sort, one more kernel per wave) baked sponza,
  * sibenik and dragon_vrip_res2 at 1186-1199, 1101 and 834 Mrays/s against 1280-1288, 1187 and
@@ -269,7 +271,7 @@ static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const
         ps->step = BK_STEP_SAMPLE;
     } else {
         bk_bake_params p0 = *p;
-        p0.sample_end = p0.sample_begin; /* the unocclude step only */
+        p0.sample_end = p0.sample_begin; /* the unocclude and inside steps only */
         bk_bake_path_begin(&p0, &t, J->out[i], J->sq[i], ps);
     }
 }

@@ -700,7 +700,7 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
 /* The wavefront bake's path slots per thread of its trace kernels' grid: sponza 1024^2, 64 spp,
  * 2 bounces, on an H100 with 4, 8, 16 and 32 of them: 960, 1047, 1131 and 1194 Mrays/s (each
  * slot costs about 170 B of device memory). WAVE_WHOLE: the unocclude pass's (164 B each), which
- * traces 8 rays per texel of a launch's first sample only. */
+ * traces 8 + BK_INSIDE_RAYS rays per texel of a launch's first sample only. */
 #define WAVE_RAYS_PER_THREAD  32
 #define WAVE_WHOLE_PER_THREAD 4
 /* Results (20 B each) of texel samples kept at once: a launch's samples beyond it run in turns. */

@@ -141,10 +141,10 @@ struct bk_backend_i {
      * backend reads them in place, without a copy); run adds samples [p->sample_begin,
      * p->sample_end) of texels [begin, end) and returns when done (one bounded GPU launch); fetch
      * copies the sums of texels [begin, end) into out[0 .. end - begin): rgb and, in w, the count
-     * of first rays that met a back face; and into sq (unless NULL) the sums of the samples'
-     * squared luminances; end releases the bake, after fetching every texel's sums into out and
-     * sq as fetch would, unless out is NULL (the caller fetched them in slices: a slice at a time
-     * needs no host copy of all the sums). */
+     * of the inside step's rays that met a back face (kernels/bk_bake.h); and into sq (unless
+     * NULL) the sums of the samples' squared luminances; end releases the bake, after fetching
+     * every texel's sums into out and sq as fetch would, unless out is NULL (the caller fetched
+     * them in slices: a slice at a time needs no host copy of all the sums). */
     int (*bake_begin)(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
                       size_t err_size);
     int (*bake_run)(bk_backend *be, uint32_t begin, uint32_t end, const bk_bake_params *p, const bk_trace_opts *o,

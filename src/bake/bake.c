@@ -582,8 +582,8 @@ fail:
 }
 
 /* A fetched slice of sums (texels first.., out[i - first]) into colours: the texel's own pixel of
- * rgb (and variance), or its texel_col; a texel inside geometry (weight at most 0.1 of the
- * samples: mostly back faces) loses its coverage and counts in invalid. */
+ * rgb (and variance), or its texel_col; a texel inside geometry (more than `inside` of its
+ * inside rays met back faces: bk_bake_inside_limit) loses its coverage and counts in invalid. */
 typedef struct fetch_job {
     const bk_f4        *out;
     const float        *sq;
@@ -591,6 +591,7 @@ typedef struct fetch_job {
     const bk_texel     *texels;
     uint32_t            first, spp;
     float               inv;
+    float               inside; /* back-face hits above which a texel is inside geometry */
     uint8_t            *coverage;
     float              *rgb, *variance;
     bk_f4              *texel_col;
@@ -608,7 +609,7 @@ static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
         const uint32_t i = j->first + (uint32_t)k;
         const bk_f4    s = j->out[k];
         uint32_t       px = j->refs ? j->refs[i].pixel : j->texels[i].pixel;
-        if (!(s.w * inv <= 0.1f)) { /* mostly back faces: inside geometry */
+        if (!(s.w <= j->inside)) { /* its inside rays mostly met back faces: inside geometry */
             invalid++;
             if (j->coverage) j->coverage[px] = 0;
             if (j->texel_col) {
@@ -858,6 +859,7 @@ static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *e
     fj.texels = S->texels;
     fj.spp = o->params.spp;
     fj.inv = fj.spp ? 1.0f / (float)fj.spp : 0.0f;
+    fj.inside = (float)bk_bake_inside_limit(&o->params);
     fj.coverage = coverage;
     fj.rgb = rgb;
     fj.variance = o->variance;

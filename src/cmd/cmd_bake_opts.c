@@ -282,6 +282,17 @@ static int set_ao_distance(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+static int set_inside_share(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (parse_floats(opt, v, 1, &c->p.inside_share)) return -1;
+    if (!(c->p.inside_share > 0.0f && c->p.inside_share <= 1.0f)) {
+        bk_cmd_bake_error("--inside-share must be in (0, 1], got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int set_seed(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
@@ -524,6 +535,13 @@ static const bk_cli_opt bake_opts[] = {
       .set = set_ao_distance,
       .help = "AO: occluders beyond D do not count (default: 10% of the scene size)" },
     { .name = "--seed", .arg = "S", .set = set_seed, .help = "random seed (default 1): same seed, same map" },
+    { .name = "--inside-share",
+      .arg = "F",
+      .set = set_inside_share,
+      .help = "a texel is inside geometry (filled from its chart's nearest valid\n"
+              "texel) when more than F of 16 fixed rays from it meet back faces\n"
+              "(default 0.5: an open wall beside it never does, a box over it\n"
+              "always); the same at any --spp and --seed (docs/baking.md)" },
     { .name = "--denoise",
       .arg = "on|off",
       .set = set_denoise,
@@ -604,6 +622,7 @@ void bk_cmd_bake_defaults(bk_cmd_bake_cli *c)
     c->p.sun_cos = 1.0f;
     c->exposure = 1.0f;
     c->max_launch_ms = 50.0f;
+    c->p.inside_share = BK_INSIDE_SHARE;
     c->denoise = -1;
     bk_denoise_opts_default(&c->dn);
 }
