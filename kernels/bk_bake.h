@@ -115,6 +115,10 @@ BK_HD float bk_bake_rng(const bk_bake_params *p, uint32_t texel, uint32_t sample
 /* Bits of a shading triangle's v1.w (bk_bake_view.tris): lit from both sides, its back never
  * met as a back face (a double-sided material, or a coincident twin: src/bake/sides.h). */
 #define BK_BTRI_DOUBLE_SIDED 1u
+/* It has a coincident twin of opposite winding: the pair is one surface, which emits from the side
+ * of each twin's front, so a hit on either side meets an emitting front (the tie of equal t picks
+ * either twin). */
+#define BK_BTRI_TWIN 2u
 
 /* The inside step: closest-hit rays per texel, a 4 x 4 stratified cosine pattern over the
  * normal's hemisphere (bk_bake_inside_dir), and the fixed seed of its per-texel rotation: the
@@ -374,6 +378,18 @@ BK_HD bk_vec3 bk_bake_inside_dir(bk_vec3 n, uint32_t texel, uint32_t k)
     float          u1 = ((float)row + bk_rng_f(BK_INSIDE_SEED, texel, k, 0)) * 0.25f;
     float          u2 = ((float)col + bk_rng_f(BK_INSIDE_SEED, texel, row, 1)) * 0.25f;
     return bk_cosine_dir(n, u1, u2);
+}
+
+/* Whether a ray along d met the front of what it hit (the side its winding faces; a voxel face
+ * always; a twinned triangle either side, its twin's front being the other): the side an emitter
+ * emits from, which is the side light sampling samples; a double-sided material's back does not
+ * emit. */
+BK_HD int bk_bake_hit_front(const bk_bake_view *v, uint32_t id, uint32_t aux, bk_vec3 d)
+{
+    if ((aux & BK_VOX_AUX) || (bk_bake_tri_flags(v, id) & BK_BTRI_TWIN)) return 1;
+    bk_vec3 p0, p1, p2;
+    bk_bake_tri(v, id, &p0, &p1, &p2, 0);
+    return bk_dot3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)), d) < 0.0f;
 }
 
 /* The bake of one texel as a state machine (bk_bake_path): bk_bake_path_next() says which ray
@@ -696,8 +712,9 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             mapped ? bk_bake_emission(v, mat, h.tri, b1, b2, &lum) : bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
         float ke_sum = ke.x + ke.y + ke.z;
         if (!mapped) lum = ke_sum;
-        if (ke_sum > 0.0f && v->emit_total > 0.0f) {
-            /* an emitter found by the path: its share of the balance heuristic */
+        if (ke_sum > 0.0f && v->emit_total > 0.0f && bk_bake_hit_front(v, h.tri, aux, d)) {
+            /* an emitter found by the path (from its front, the side light sampling samples, also
+             * for a double-sided one): its share of the balance heuristic */
             float pdf_bsdf = bk_dot3(ps->nrm, d) * 0.318309886f;
             float pdf_light = lum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
             float wb = pdf_bsdf / (pdf_bsdf + pdf_light);

@@ -98,7 +98,7 @@ int bk_bake_tri_sides(const bk_scene *s, uint32_t n, bk_f4 *tris, uint32_t *coun
     for (uint32_t t = 0; t < n; ++t) {
         uint32_t m = s->tri_material ? s->tri_material[t] : BK_NONE, f = 0;
         if (m != BK_NONE && m < s->material_count && s->materials[m].double_sided) f |= BK_BTRI_DOUBLE_SIDED;
-        if (slot[t] != BK_NONE && tab[slot[t]].parities == 3u) f |= BK_BTRI_DOUBLE_SIDED;
+        if (slot[t] != BK_NONE && tab[slot[t]].parities == 3u) f |= BK_BTRI_DOUBLE_SIDED | BK_BTRI_TWIN;
         tris[3 * (size_t)t + 1].w = bk_bits_float(f);
         ds += f != 0;
     }
