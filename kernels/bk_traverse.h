@@ -83,10 +83,10 @@ BK_HD int bk_stack_spills(int mode) { return BK_STACK_SPILLS_OF(mode); }
  * index (enum bk_traversal, bk_traversal_index below), bk_trace_dispatch, the CPU backend's loops
  * and the CUDA trace kernels all expand this one list, so a new strategy or primitive type is one
  * edit. */
-#define BK_LIST_PRIMS(X, A, S, Q) X(A, S, Q, TRI) X(A, S, Q, VOX)
+#define BK_LIST_PRIMS(X, A, S, Q) X(A, S, Q, TRI) X(A, S, Q, CUT) X(A, S, Q, VOX)
 #define BK_LIST_QUERIES(X, A, S)  BK_LIST_PRIMS(X, A, S, 0) BK_LIST_PRIMS(X, A, S, 1)
 /* the compressed wide BVH holds triangles only (voxel scenes trace the binary layout) */
-#define BK_LIST_QUERIES_TRI(X, A, S) X(A, S, 0, TRI) X(A, S, 1, TRI)
+#define BK_LIST_QUERIES_TRI(X, A, S) X(A, S, 0, TRI) X(A, S, 0, CUT) X(A, S, 1, TRI) X(A, S, 1, CUT)
 /* one row of BK_STACK_MODES_U with U = (X, A): that strategy's queries */
 #define BK_LIST_X_(X, A)              X
 #define BK_LIST_A_(X, A)              A
@@ -355,7 +355,7 @@ BK_HDI int bk_leaf_test(const bk_accel_view *a, const bk_ray *ray, const bk_ray_
     uint32_t w1;
     bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
     if (!bk_tri_intersect(r, bk_f4_xyz(v0), v1, v2, tmax, t)) return 0;
-    if (w1 && !bk_alpha_keep(a, ray, rec, *t)) return 0;
+    if (prim != BK_PRIM_TRI && w1 && !bk_alpha_keep(a, ray, rec, *t)) return 0; /* none in an opaque scene */
     *hit_id = *id & BK_TRI_ID;
     *aux = 0;
     return 1;
@@ -732,7 +732,8 @@ BK_HDI uint32_t bk_cw_children(const bk_ray_pre *r, const bk_cw_node *nd, uint32
  * last (after Vaidyanathan, Woop & Benthin 2019, "Wide BVH Traversal with a Short Stack"): when the
  * stack ran dry after dropping entries, the walk restarts at the root, follows the trail down to the
  * deepest level with children left, and goes on after the one it had visited there. */
-BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, bk_stack *stack, bk_trace_stats *st)
+BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit, int prim, bk_stack *stack,
+                          bk_trace_stats *st)
 {
     bk_stack local = *stack, *s = &local; /* see bk_bvh_trace */
     bk_hit   h;
@@ -823,7 +824,8 @@ BK_HDI bk_hit bk_cw_trace(const bk_accel_view *a, const bk_ray *ray, int any_hit
                 float    t;
                 bk_vec3  v1 = bk_tri_vertex(a, rec, 1, &w1), v2 = bk_tri_vertex(a, rec, 2, 0);
                 if (bk_tri_intersect(&r, bk_f4_xyz(v0), v1, v2, best, &t) &&
-                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri) && (!w1 || bk_alpha_keep(a, ray, rec, t))) {
+                    bk_hit_better(t, id & BK_TRI_ID, best, h.tri) &&
+                    (prim == BK_PRIM_TRI || !w1 || bk_alpha_keep(a, ray, rec, t))) {
                     best = t;
                     h.t = t;
                     h.tri = id & BK_TRI_ID;
@@ -976,7 +978,7 @@ BK_HDI bk_hit bk_trace_one(const bk_accel_view *a, const bk_ray *ray, int accel,
     bk_stack t = *s;
     t.mode = mode;
     return accel == BK_ACCEL_BVH     ? bk_bvh_trace(a, ray, any_hit, prim, &t, st)
-           : accel == BK_ACCEL_CWBVH ? bk_cw_trace(a, ray, any_hit, &t, st)
+           : accel == BK_ACCEL_CWBVH ? bk_cw_trace(a, ray, any_hit, prim, &t, st)
                                      : bk_kd_trace(a, ray, any_hit, prim, &t, st);
 }
 

@@ -24,7 +24,7 @@ bk_accel_view bk_accel_get_view(const bk_accel *a)
     v.tri_count = a->tri_count;
     v.lo = a->lo;
     v.hi = a->hi;
-    v.prim = a->vox.instance_count ? BK_PRIM_VOX : BK_PRIM_TRI;
+    v.prim = a->vox.instance_count ? BK_PRIM_VOX : a->alpha ? BK_PRIM_CUT : BK_PRIM_TRI;
     v.vox_models = a->vox.models;
     v.vox_model_count = a->vox.model_count;
     v.vox_bricks = a->vox.bricks;

@@ -27,7 +27,7 @@ typedef struct bk_cwbvh {
     uint32_t    depth; /* levels of nodes on the longest path */
 } bk_cwbvh;
 
-/* Collapses binary BVH bin (type BK_ACCEL_BVH, prim BK_PRIM_TRI). Deterministic. 0, or -1 with a
+/* Collapses binary BVH bin (type BK_ACCEL_BVH, prim not BK_PRIM_VOX). Deterministic. 0, or -1 with a
  * message: out of memory, a tree deeper than BK_CW_MAX_DEPTH compressed levels or with leaves too
  * long for a node's record offsets (a degenerate scene: the caller traces the binary layout). */
 int  bk_cwbvh_build(const bk_accel_view *bin, bk_cwbvh *out, char *err, size_t err_size);

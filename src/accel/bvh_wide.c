@@ -206,7 +206,7 @@ static int collapse_node(collapse *C, uint32_t w, int32_t n, uint32_t level)
 int bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_size)
 {
     memset(out, 0, sizeof *out);
-    if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI || !bin->bvh_node_count || !bin->tri_count)
+    if (bin->type != BK_ACCEL_BVH || bin->prim == BK_PRIM_VOX || !bin->bvh_node_count || !bin->tri_count)
         return bk_fail(err, err_size, "wide BVH: needs a binary BVH of triangles");
     if (bin->tri_count > BK_WBVH_REC) return bk_fail(err, err_size, "wide BVH: more than 2^30 triangles");
     collapse C;

@@ -83,7 +83,7 @@ typedef struct bk_wbvh {
 /* Which traversal code runs: the best the CPU has, or the scalar one (tests and comparisons). */
 enum bk_wbvh_isa { BK_WBVH_ISA_AUTO = 0, BK_WBVH_ISA_SCALAR = 1, BK_WBVH_ISA_SSE41 = 2, BK_WBVH_ISA_AVX2 = 3 };
 
-/* Collapses a binary BVH of triangles (view->type BK_ACCEL_BVH, prim BK_PRIM_TRI). Deterministic
+/* Collapses a binary BVH of triangles (view->type BK_ACCEL_BVH, prim not BK_PRIM_VOX). Deterministic
  * (single-threaded, a few ms for 1M triangles). 0, or -1 with a message (out of memory, a view it
  * cannot take). */
 int  bk_wbvh_build(const bk_accel_view *bin, bk_wbvh *out, char *err, size_t err_size);

@@ -21,7 +21,7 @@ bk_trace_opts bk_trace_opts_default(void)
 
 bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view)
 {
-    if (bin->type != BK_ACCEL_BVH || bin->prim != BK_PRIM_TRI) return NULL;
+    if (bin->type != BK_ACCEL_BVH || bin->prim == BK_PRIM_VOX) return NULL;
     bk_cwbvh *cw = malloc(sizeof *cw);
     if (!cw) return NULL;
     if (bk_cwbvh_build(bin, cw, NULL, 0)) {

@@ -205,7 +205,7 @@ static int cpu_upload(bk_backend *be, const bk_accel_view *scene, char *err, siz
     c->cw_tried = 0;
     /* A BVH the collapse does not take (more than 2^30 triangles, out of memory) is traced in its
      * binary layout: the same hits, slower. */
-    if (scene->type == BK_ACCEL_BVH && scene->prim == BK_PRIM_TRI && scene->bvh_node_count)
+    if (scene->type == BK_ACCEL_BVH && scene->prim != BK_PRIM_VOX && scene->bvh_node_count)
         (void)bk_wbvh_build(scene, &c->wide, NULL, 0);
     return 0;
 }

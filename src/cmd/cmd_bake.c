@@ -413,10 +413,11 @@ static int phase_atlas(bake_state *st)
     bk_backend_caps caps0;
     st->be->i->caps(st->be, &caps0);
     const int make_later = caps0.keeps_texels && !c->bin_rays;
-    if (make_later ? bk_atlas_rasterize_refs(st->surf, &st->at, &st->refs, &st->ntx, &st->cov, st->err, sizeof st->err)
-                   : bk_atlas_rasterize(st->surf, &st->at, &st->tx, &st->ntx, &st->cov, st->err, sizeof st->err) ||
-                         (st->cut = bk_cmd_bake_cut_texels(&st->pool, st->surf, &st->at, st->tx, st->refs, &st->ntx,
-                                                           st->cov, st->err, sizeof st->err)) == BK_NONE) {
+    int       rc = make_later
+                       ? bk_atlas_rasterize_refs(st->surf, &st->at, &st->refs, &st->ntx, &st->cov, st->err, sizeof st->err)
+                       : bk_atlas_rasterize(st->surf, &st->at, &st->tx, &st->ntx, &st->cov, st->err, sizeof st->err);
+    if (rc || (st->cut = bk_cmd_bake_cut_texels(&st->pool, st->surf, &st->at, st->tx, st->refs, &st->ntx, st->cov,
+                                                st->err, sizeof st->err)) == BK_NONE) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
