@@ -12,7 +12,7 @@ int main(void)
     /* the same options as tools/update_golden.sh's line for it */
     golden_run("courtyard/courtyard.obj",
                "--backend cpu --size 256 --spp 16 --seed 1 --sun 0.6,0.75,0.28,2.2,2.05,1.8,0.5 --sky 0.25,0.3,0.4 "
-               "--resolution 480,270",
+               "--resolution 480,270 --camera 3,7,4.5,-1,0,-1,65",
                "view_courtyard_golden.png", 1);
     BK_TEST_DONE();
 }

@@ -36,9 +36,9 @@
 #include <stdint.h>
 
 /* What the surfaces show (--show). */
-#define BK_VIEW_SHOWS(X)                                              \
-    X(LIT, "lit", "albedo x lightmap, as an engine shows the bake")   \
-    X(LIGHTMAP, "lightmap", "the lightmap alone, on a white surface") \
+#define BK_VIEW_SHOWS(X)                                                       \
+    X(LIT, "lit", "albedo x lightmap + emission, as an engine shows the bake") \
+    X(LIGHTMAP, "lightmap", "the lightmap alone, on a white surface")          \
     X(ALBEDO, "albedo", "the material's colour alone (kd x its texture)")
 #define BK_VIEW_SHOW_ENUM_(N, S, D) BK_VIEW_##N,
 enum bk_view_show { BK_VIEW_SHOWS(BK_VIEW_SHOW_ENUM_) BK_VIEW_SHOW_COUNT };

@@ -282,6 +282,7 @@ typedef struct view_state {
     bk_scene    s, one;
     bk_backend *be;
     bk_accel    a;
+    bk_tex_pool pool; /* the cut-outs the camera rays see through (material.h) */
     int         have_accel, have_atlas;
     bk_atlas    at;
     float      *tri_scale, *lm;
@@ -335,6 +336,11 @@ static int view_scene(view_state *st)
         return 1;
     }
     st->have_accel = 1;
+    if (bk_tex_pool_build(&st->s, &st->pool, st->err, sizeof st->err)) {
+        bk_cmd_bake_error("%s: %s\n", c->b.scene, st->err);
+        return 1;
+    }
+    bk_accel_set_surface(&st->a, &st->pool);
     bk_accel_view av = bk_accel_get_view(&st->a);
     if (st->be->i->upload(st->be, &av, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
@@ -405,6 +411,7 @@ static int view_end(view_state *st, int rc)
     free(st->lm);
     if (st->have_atlas) bk_atlas_free(&st->at);
     if (st->have_accel) bk_accel_free(&st->a);
+    bk_tex_pool_free(&st->pool);
     bk_backend_free(st->be);
     bk_scene_free(&st->one);
     bk_scene_free(&st->s);
