@@ -100,4 +100,15 @@ static inline char *bk_test_slurp(const char *path, size_t *n)
     return buf;
 }
 
+/* Whether two files hold the same bytes (0 when either cannot be read). */
+static inline int bk_test_same_file(const char *a, const char *b)
+{
+    size_t na = 0, nb = 0;
+    char  *x = bk_test_slurp(a, &na), *y = bk_test_slurp(b, &nb);
+    int    same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
 #endif

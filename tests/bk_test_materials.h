@@ -18,19 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
+#include "bk_test_stb_write.h"
 
 static char dir[256]; /* the folder the scenes are written in */
 
@@ -77,29 +65,13 @@ static int bake(const char *scene, const char *out, const char *args)
     return rc;
 }
 
-static unsigned char *slurp(const char *name, size_t *n)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long k = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)k + 1);
-    *n = fread(b, 1, (size_t)k, f);
-    fclose(f);
-    return b;
-}
-
+/* Whether dir/a and dir/b hold the same bytes. */
 static int same_file(const char *a, const char *b)
 {
-    size_t         na = 0, nb = 0;
-    unsigned char *x = slurp(a, &na), *y = slurp(b, &nb);
-    int            same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b);
+    return bk_test_same_file(pa, pb);
 }
 
 static float *hdr(const char *name, int *w, int *h)

@@ -211,20 +211,6 @@ static int byte_at(const float *rgb, int w, int x, int y, int k)
     return bk_image_srgb8(rgb[3 * ((size_t)y * w + x) + k]);
 }
 
-/* The two files' bytes: 1 when equal. */
-static int same_file(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int   same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb) same = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
 
 /* Every --accel word traces the view into the same file (the hit point is found again from the
  * hit triangle, so only the triangle matters): what tests/gpu_view.c asks of the two backends. */
@@ -240,7 +226,7 @@ static void accels_agree(const char *dir, const char *scene, const char *lm, con
                  lm, k ? b : a, words[k]);
         int rc = bk_test_run_baker(dir, err, sizeof err, args);
         BK_EXPECTF(rc == 0, "baker %s: %d: %s", args, rc, err);
-        if (k) BK_EXPECTF(same_file(a, b), "--accel %s and %s give different views", words[0], words[k]);
+        if (k) BK_EXPECTF(bk_test_same_file(a, b), "--accel %s and %s give different views", words[0], words[k]);
     }
 }
 

@@ -10,20 +10,6 @@
 
 #include <sys/stat.h>
 
-/* The two files' bytes: 1 when they are equal. */
-static int same_file(const char *a, const char *b)
-{
-    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int   same = fa && fb;
-    while (same) {
-        int ca = fgetc(fa), cb = fgetc(fb);
-        if (ca != cb) same = 0;
-        if (ca == EOF || cb == EOF) break;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return same;
-}
 
 /* `baker view ARGS -o X --backend B` for cpu and cuda: the same file. */
 static void both(const char *dir, const char *args)
@@ -37,7 +23,7 @@ static void both(const char *dir, const char *args)
     snprintf(cmd, sizeof cmd, "view %s -o '%s' --backend cuda -q", args, b);
     rc = bk_test_run_baker(dir, err, sizeof err, cmd);
     BK_EXPECTF(rc == 0, "baker %s: %d: %s", cmd, rc, err);
-    BK_EXPECTF(same_file(a, b), "baker view %s: --backend cpu and cuda differ (%s, %s kept)", args, a, b);
+    BK_EXPECTF(bk_test_same_file(a, b), "baker view %s: --backend cpu and cuda differ (%s, %s kept)", args, a, b);
     printf("view %s: cpu and cuda the same file\n", args);
 }
 

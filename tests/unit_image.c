@@ -28,20 +28,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#endif
-#include <stb/stb_image.h> /* the copy in bkcore (src/io/stb_image_impl.c) */
+#include "bk_test_stb_image.h"
 /* the old .hdr encoder (truncating), to compare with */
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "bk_test_stb_write.h"
 
 static char tmpdir[256];
 

@@ -648,7 +648,8 @@ static void test_corpus_details(void)
         int skin = mat_index(&s, "Skin"), eyes = mat_index(&s, "Augentex");
         BK_EXPECT(s.material_count == 5 && skin >= 0 && eyes >= 0);
         if (skin >= 0)
-            BK_EXPECTF(strcmp(s.materials[skin].map_kd.path, ".\\wal67ar_small.jpg") == 0, "'%s'", s.materials[skin].map_kd.path);
+            BK_EXPECTF(strcmp(s.materials[skin].map_kd.path, ".\\wal67ar_small.jpg") == 0, "'%s'",
+                       s.materials[skin].map_kd.path);
         if (eyes >= 0)
             BK_EXPECT(strcmp(s.materials[eyes].map_kd.path, ".\\engineflare1.jpg") == 0); /* last line, no newline */
         if (skin >= 0) BK_EXPECT(s.materials[skin].kd[0] == 0.827451f);

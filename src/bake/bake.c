@@ -126,15 +126,6 @@ static int emit_textured(bk_bake_data *out, emit_build *e, const bk_tex_view *tv
     return 0;
 }
 
-static void tri_texcoords(const bk_scene *s, uint32_t t, float uv[6])
-{
-    for (int v = 0; v < 3; ++v) {
-        uint32_t i = s->tri_vt ? s->tri_vt[3 * (size_t)t + v] : BK_NONE;
-        uv[2 * v] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i] : 0.0f;
-        uv[2 * v + 1] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i + 1] : 0.0f;
-    }
-}
-
 /* The shading triangles and the emitters. */
 static int data_tris(const bk_scene *s, const bk_tex_pool *pool, uint32_t hit_tris, bk_bake_data *out)
 {
@@ -161,7 +152,7 @@ static int data_tris(const bk_scene *s, const bk_tex_pool *pool, uint32_t hit_tr
         out->tris[3 * (size_t)kept].w = bk_bits_float(m);
         uint32_t slot = kept++;
         int      textured = bk_float_bits(kd->w) != BK_NONE || bk_float_bits(ke->w) != BK_NONE;
-        if (textured) tri_texcoords(s, t, uv);
+        if (textured) bk_scene_tri_uv(s, t, uv);
         if (textured && out->tri_uv) {
             bk_f4 *d = &out->tri_uv[2 * (size_t)slot];
             d[0].x = uv[0], d[0].y = uv[1], d[0].z = uv[2], d[0].w = uv[3];

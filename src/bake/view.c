@@ -167,11 +167,7 @@ static bk_vec3 map_at(const view_job *j, uint32_t t, uint32_t m, int k, float b1
     *has = rec != BK_NONE;
     if (rec == BK_NONE) return bk_v3(1, 1, 1);
     float uv[6];
-    for (int c = 0; c < 3; ++c) {
-        uint32_t i = s->tri_vt ? s->tri_vt[3 * (size_t)t + c] : BK_NONE;
-        uv[2 * c] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i] : 0.0f;
-        uv[2 * c + 1] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i + 1] : 0.0f;
-    }
+    bk_scene_tri_uv(s, t, uv);
     bk_f4 uv01, uv2;
     uv01.x = uv[0], uv01.y = uv[1], uv01.z = uv[2], uv01.w = uv[3];
     uv2.x = uv[4], uv2.y = uv[5], uv2.z = 0, uv2.w = 0;

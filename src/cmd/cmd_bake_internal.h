@@ -83,10 +83,11 @@ typedef struct bk_cmd_bake_job {
  * the tree's upload that the atlas did not hide; free = the big buffers and the backend released
  * before the stats are written, or the wait for the backend's release on its thread that the
  * write did not hide (bk_cmd_bake_release). */
-#define BAKE_PHASES(X)                                                                           \
-    X(PH_STARTUP, startup)                                                                       \
-    X(PH_LOAD, load) X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) \
-        X(PH_DENOISE, denoise) X(PH_WRITE, write) X(PH_FREE, free)
+#define BAKE_PHASES(X)                                                                                 \
+    X(PH_STARTUP, startup)                                                                             \
+    X(PH_LOAD, load)                                                                                   \
+    X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) \
+        X(PH_WRITE, write) X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding, the mesh and
  * the --preview image (its render and encoding). */
@@ -215,6 +216,9 @@ char *bk_cmd_bake_page_name(const char *out, int k);
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
 int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
                              char **page_names, char *err, size_t err_size);
+/* n comma-separated finite floats of option opt's value val into out: 0, or -1 after a message. */
+int bk_cmd_bake_parse_floats(const char *opt, const char *val, int n, float *out);
+
 /* What --stats says of the scene's textures and cut-outs. */
 typedef struct bk_cmd_bake_tex {
     const bk_tex_pool *pool;

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parses n comma-separated floats of option opt into out. */
-static int parse_floats(const char *opt, const char *val, int n, float *out)
+int bk_cmd_bake_parse_floats(const char *opt, const char *val, int n, float *out)
 {
     const char *p = val;
     for (int i = 0; i < n; ++i) {
@@ -100,7 +99,7 @@ static int set_exposure(void *dst, const char *opt, const char *v)
         c->exposure_auto = 1;
         return 0;
     }
-    if (parse_floats(opt, v, 1, &c->exposure)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->exposure)) return -1;
     if (!(c->exposure >= 0)) {
         bk_cmd_bake_error("--exposure must be >= 0\n");
         return -1;
@@ -120,7 +119,7 @@ static int set_size(void *dst, const char *opt, const char *v)
 static int set_texels_per_unit(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 1, &c->atlas.texels_per_unit)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->atlas.texels_per_unit)) return -1;
     if (!(c->atlas.texels_per_unit > 0)) {
         bk_cmd_bake_error("--texels-per-unit must be positive\n");
         return -1;
@@ -133,7 +132,7 @@ static int set_object_scale(void *dst, const char *opt, const char *v)
     CLI(dst);
     const char *eq = strrchr(v, '=');
     float       f = 0;
-    if (!eq || eq == v || parse_floats(opt, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
+    if (!eq || eq == v || bk_cmd_bake_parse_floats(opt, eq + 1, 1, &f) || !(f > 0 && f <= 1000)) {
         bk_cmd_bake_error("--object-scale %s: expected PATTERN=F with F in (0, 1000], e.g. 'statue*=2'\n", v);
         return -1;
     }
@@ -233,7 +232,7 @@ static int set_sun(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     float f[7];
-    if (parse_floats(opt, v, 7, f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 7, f)) return -1;
     float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
     if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
         bk_cmd_bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
@@ -251,7 +250,7 @@ static int set_point(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     float f[6];
-    if (parse_floats(opt, v, 6, f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 6, f)) return -1;
     float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
     if (!np) {
         bk_cmd_bake_error("out of memory\n");
@@ -265,7 +264,7 @@ static int set_point(void *dst, const char *opt, const char *v)
 static int set_sky(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 3, c->p.sky)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 3, c->p.sky)) return -1;
     c->sky_given = 1;
     return 0;
 }
@@ -273,7 +272,7 @@ static int set_sky(void *dst, const char *opt, const char *v)
 static int set_ao_distance(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 1, &c->p.ao_distance)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->p.ao_distance)) return -1;
     if (!(c->p.ao_distance > 0)) {
         bk_cmd_bake_error("--ao-distance must be positive\n");
         return -1;
@@ -285,7 +284,7 @@ static int set_ao_distance(void *dst, const char *opt, const char *v)
 static int set_inside_share(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 1, &c->p.inside_share)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->p.inside_share)) return -1;
     if (!(c->p.inside_share > 0.0f && c->p.inside_share <= 1.0f)) {
         bk_cmd_bake_error("--inside-share must be in (0, 1], got '%s'\n", v);
         return -1;
@@ -319,7 +318,7 @@ static int set_denoise_passes(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     float f;
-    if (parse_floats(opt, v, 1, &f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &f)) return -1;
     if (!(f >= 0 && f <= 10 && f == (float)(int)f)) {
         bk_cmd_bake_error("--denoise-passes must be an integer in 0..10\n");
         return -1;
@@ -332,7 +331,7 @@ static int set_denoise_sigma(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     float f[3];
-    if (parse_floats(opt, v, 3, f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 3, f)) return -1;
     if (!(f[0] > 0 && f[1] >= 0 && f[2] > 0)) {
         bk_cmd_bake_error("--denoise-sigma: L and X must be positive, N >= 0\n");
         return -1;
@@ -376,7 +375,7 @@ static int set_bin_rays(void *dst, const char *opt, const char *v)
 static int set_max_launch_ms(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 1, &c->max_launch_ms)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->max_launch_ms)) return -1;
     if (!(c->max_launch_ms > 0)) {
         bk_cmd_bake_error("--max-launch-ms must be positive\n");
         return -1;
@@ -398,7 +397,7 @@ static int set_devices(void *dst, const char *opt, const char *v)
 static int set_max_memory(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    if (parse_floats(opt, v, 1, &c->max_memory_gb)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->max_memory_gb)) return -1;
     if (!(c->max_memory_gb > 0)) {
         bk_cmd_bake_error("--max-memory must be a positive number of GB\n");
         return -1;

@@ -21,30 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* n comma-separated finite floats of option opt into out. */
-static int view_floats(const char *opt, const char *val, int n, float *out)
-{
-    const char *p = val;
-    for (int i = 0; i < n; ++i) {
-        char *end;
-        errno = 0;
-        double d = strtod(p, &end);
-        if (end == p || errno || !isfinite(d) || (i + 1 < n ? *end != ',' : *end != 0)) {
-            bk_cmd_bake_error("%s: expected %d comma-separated numbers, got '%s'\n", opt, n, val);
-            return -1;
-        }
-        out[i] = (float)d;
-        p = end + 1;
-    }
-    return 0;
-}
-
 /* The setters of bk_cmd_view_opts: dst is a bk_view_opts. */
 static int set_camera(void *dst, const char *opt, const char *v)
 {
     bk_view_opts *o = dst;
     float         f[7];
-    if (view_floats(opt, v, 7, f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 7, f)) return -1;
     if (!(f[6] > 0 && f[6] < 180) || (f[0] == f[3] && f[1] == f[4] && f[2] == f[5])) {
         bk_cmd_bake_error("--camera: the eye and the target must differ and FOV be in (0, 180) degrees\n");
         return -1;
@@ -60,7 +42,7 @@ static int set_resolution(void *dst, const char *opt, const char *v)
 {
     bk_view_opts *o = dst;
     float         f[2];
-    if (view_floats(opt, v, 2, f)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 2, f)) return -1;
     if (!(f[0] >= 1 && f[1] >= 1 && f[0] <= BK_VIEW_MAX_SIDE && f[1] <= BK_VIEW_MAX_SIDE && f[0] == (int)f[0] &&
           f[1] == (int)f[1])) {
         bk_cmd_bake_error("--resolution: expected W,H in pixels, 1..%d each, got '%s'\n", BK_VIEW_MAX_SIDE, v);
@@ -86,7 +68,7 @@ static int set_show(void *dst, const char *opt, const char *v)
 static int set_background(void *dst, const char *opt, const char *v)
 {
     bk_view_opts *o = dst;
-    if (view_floats(opt, v, 3, o->background)) return -1;
+    if (bk_cmd_bake_parse_floats(opt, v, 3, o->background)) return -1;
     if (!(o->background[0] >= 0 && o->background[1] >= 0 && o->background[2] >= 0)) {
         bk_cmd_bake_error("--background: colours must be >= 0\n");
         return -1;

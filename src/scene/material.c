@@ -100,15 +100,6 @@ static int build_recs(const bk_scene *s, bk_tex_pool *p, const size_t *offset, c
     return 0;
 }
 
-static void tri_uv(const bk_scene *s, uint32_t t, float uv[6])
-{
-    for (int v = 0; v < 3; ++v) {
-        uint32_t i = s->tri_vt ? s->tri_vt[3 * (size_t)t + v] : BK_NONE;
-        uv[2 * v] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i] : 0.0f;
-        uv[2 * v + 1] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i + 1] : 0.0f;
-    }
-}
-
 static int build_alpha(const bk_scene *s, bk_tex_pool *p, char *err, size_t err_size)
 {
     uint32_t n = 0;
@@ -129,7 +120,7 @@ static int build_alpha(const bk_scene *s, bk_tex_pool *p, char *err, size_t err_
         if (m == BK_NONE || s->materials[m].alpha_mode == BK_ALPHA_OPAQUE) continue;
         const bk_material *mt = &s->materials[m];
         float              uv[6];
-        tri_uv(s, t, uv);
+        bk_scene_tri_uv(s, t, uv);
         uint32_t ref = p->mat_tex[BK_MAT_MAPS * m + BK_MAT_MAP_D];
         float    param =
             mt->alpha_mode == BK_ALPHA_MASK ? (mt->alpha > 0.0f ? mt->alpha_cutoff / mt->alpha : INFINITY) : mt->alpha;

@@ -224,6 +224,15 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
     return 0;
 }
 
+void bk_scene_tri_uv(const bk_scene *s, uint32_t t, float uv[6])
+{
+    for (int v = 0; v < 3; ++v) {
+        uint32_t i = s->tri_vt ? s->tri_vt[3 * (size_t)t + v] : BK_NONE;
+        uv[2 * v] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i] : 0.0f;
+        uv[2 * v + 1] = i < s->texcoord_count ? s->texcoords[2 * (size_t)i + 1] : 0.0f;
+    }
+}
+
 void bk_tex_ref_init(bk_tex_ref *r)
 {
     memset(r, 0, sizeof *r);

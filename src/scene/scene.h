@@ -111,6 +111,8 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
 /* A material with the defaults of every format (kd 0.8 grey, no emission, opaque, alpha 1, cutoff
  * 0.5, no maps), and a texture reference to no image (scale 1, offset 0, repeat). */
 void bk_material_init(bk_material *m);
+/* Triangle t's corners' texture coordinates (u0 v0 u1 v1 u2 v2; 0 where a corner has no vt). */
+void bk_scene_tri_uv(const bk_scene *s, uint32_t t, float uv[6]);
 void bk_tex_ref_init(bk_tex_ref *r);
 
 /* Frees every array of s (a loaded, appended or zeroed scene) and zeroes it. */
