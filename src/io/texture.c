@@ -135,9 +135,33 @@ int bk_stb_hdr_check(const uint8_t *buf, size_t size, int w, int h, char *why, s
  * skipped, as stb skips them. stb consumes exactly a segment's length or fails, and takes the
  * first marker after the data it decoded or fails on it, so every DHT it builds is one this walk
  * sees. */
+/* A scan's Huffman tables must have been defined by then: stb_image 2.27 mallocs its decoder state
+ * without clearing it and decodes with whatever a missing table holds, indexing past its symbols
+ * (found by fuzz_texture; 2.28 checks the index). Which tables a scan decodes with: a baseline
+ * scan its components' DC and AC tables; a progressive one DC (first DC scan), none (DC
+ * refinement) or AC (Ss > 0). */
+static int jpeg_scan_tables(const uint8_t *buf, size_t size, size_t pos, int progressive, const uint8_t defined[2][4],
+                            char *why, size_t why_size)
+{
+#define JPEG_BYTE(i) ((size_t)(i) < size ? buf[(size_t)(i)] : 0u)
+    unsigned ns = JPEG_BYTE(pos + 4), ss = JPEG_BYTE(pos + 5 + 2 * ns), ah = JPEG_BYTE(pos + 7 + 2 * ns) >> 4;
+    int      dc = !progressive || (ss == 0 && ah == 0), ac = !progressive || ss > 0;
+    for (unsigned c = 0; c < ns && c < 4; ++c) {
+        unsigned sel = JPEG_BYTE(pos + 6 + 2 * c), td = sel >> 4, ta = sel & 15;
+        if (td > 3 || ta > 3) return 0; /* stb refuses it */
+        if ((dc && !defined[0][td]) || (ac && !defined[1][ta]))
+            return say(why, why_size, "JPEG scan at byte %zu decodes with a %s Huffman table no DHT defined", pos,
+                       dc && !defined[0][td] ? "DC" : "AC");
+    }
+    return 0;
+#undef JPEG_BYTE
+}
+
 int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_size)
 {
-    size_t pos = 2; /* SOI */
+    size_t  pos = 2; /* SOI */
+    uint8_t defined[2][4] = { { 0 } };
+    int     progressive = 0;
     while (pos + 4 <= size) {
         if (buf[pos] != 0xFF) { /* padding between segments: stb skips it byte by byte too */
             pos++;
@@ -159,9 +183,13 @@ int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_siz
                 for (long i = t + 1; i <= t + 16; ++i) n += (size_t)i < size ? buf[i] : 0u;
                 if (n > 256)
                     return say(why, why_size, "JPEG Huffman table at byte %ld holds %u codes: at most 256", t, n);
+                unsigned q = (size_t)t < size ? buf[t] : 0u;
+                if ((q >> 4) <= 1 && (q & 15) <= 3) defined[q >> 4][q & 15] = 1;
                 left -= 17 + (long)n;
                 t += 17 + (long)n;
             }
+        if (m == 0xC2) progressive = 1;
+        if (m == 0xDA && jpeg_scan_tables(buf, size, pos, progressive, defined, why, why_size)) return -1;
         if (end > size) return 0;
         pos = end;
         if (m == 0xDA) /* the scan's data: to the next marker */

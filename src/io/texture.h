@@ -55,8 +55,9 @@ int bk_stb_png_check(const uint8_t *buf, size_t size, char *why, size_t why_size
  * end of the file: 0 when the scanlines of a w x h image end inside the file, else -1 and why. */
 int bk_stb_hdr_check(const uint8_t *buf, size_t size, int w, int h, char *why, size_t why_size);
 
-/* stb_image 2.27 overruns a JPEG Huffman table whose counts add up to more than 256: 0 when every
- * DHT segment stb would read is within that, else -1 and why. */
+/* stb_image 2.27 overruns a JPEG Huffman table whose counts add up to more than 256, and decodes a
+ * scan with tables never defined: 0 when every DHT segment stb would read is within that and
+ * every scan's tables are defined before it, else -1 and why. */
 int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_size);
 
 #endif /* BK_TEXTURE_H */
