@@ -157,11 +157,22 @@ static int jpeg_scan_tables(const uint8_t *buf, size_t size, size_t pos, int pro
 #undef JPEG_BYTE
 }
 
+/* Where a JPEG's data starts past its SOI marker, 0 when it is not one: stb_image skips 0xFF fill
+ * bytes before a marker, the first one too. */
+static size_t jpeg_start(const uint8_t *buf, size_t size)
+{
+    size_t p = 0;
+    if (!size || buf[0] != 0xFF) return 0;
+    while (p + 1 < size && buf[p + 1] == 0xFF) p++;
+    return p + 1 < size && buf[p + 1] == 0xD8 ? p + 2 : 0;
+}
+
 int bk_stb_jpeg_check(const uint8_t *buf, size_t size, char *why, size_t why_size)
 {
-    size_t  pos = 2; /* SOI */
+    size_t  pos = jpeg_start(buf, size);
     uint8_t defined[2][4] = { { 0 } };
     int     progressive = 0;
+    if (!pos) return 0;
     while (pos + 4 <= size) {
         if (buf[pos] != 0xFF) { /* padding between segments: stb skips it byte by byte too */
             pos++;
@@ -217,7 +228,7 @@ static uint64_t texels_possible(const uint8_t *b, size_t size)
         if (!bits) bits = 1;
         return (1032ull * size * 8) / bits + slack;
     }
-    if (size >= 2 && b[0] == 0xFF && b[1] == 0xD8) return 1024ull * size + slack;
+    if (jpeg_start(b, size)) return 1024ull * size + slack;
     if (size >= 4 && !memcmp(b, "GIF8", 4)) return 4096ull * size + slack;
     return 256ull * size + slack;
 }
@@ -285,7 +296,7 @@ int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why
     if (read_file(path, &buf, &size, why, why_size)) return -1;
     int rc = -1, w = 0, h = 0, comp = 0, x = 0, y = 0, c = 0;
     if (size >= 8 && !memcmp(buf, "\x89PNG", 4) && bk_stb_png_check(buf, size, why, why_size)) goto done;
-    if (size >= 2 && buf[0] == 0xFF && buf[1] == 0xD8 && bk_stb_jpeg_check(buf, size, why, why_size)) goto done;
+    if (bk_stb_jpeg_check(buf, size, why, why_size)) goto done;
     /* stb_image refuses a PNG over 2^30 bytes decoded, then tries other formats: "unknown image type" */
     if (size >= 24 && !memcmp(buf, "\x89PNG", 4) && !memcmp(buf + 12, "IHDR", 4) &&
         (be32(buf + 16) > BK_IMAGE_TEX_MAX_SIDE || be32(buf + 20) > BK_IMAGE_TEX_MAX_SIDE)) {
