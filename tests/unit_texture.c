@@ -11,7 +11,8 @@
  *   refused with one warning naming the MTL file and line, the factor used, the load going on: a
  *     missing file, a truncated PNG, a 65535 x 65535 header and a 16000 x 16000 one in small
  *     files (before stb allocates: the message says why), a text file named .png, an empty file,
- *     a folder, a JPEG Huffman table stb would overrun; more than a budget of texels (-2).
+ *     a folder, a FIFO (never opened), a JPEG Huffman table stb would overrun; more than a
+ *     budget of texels (-2).
  *   the corpus's spider.obj (map_Kd .\name.jpg) gets its JPEG textures; each of the corpus's 22
  *     image files (glTF samples' textures among them) decodes or is refused with one line.
  */
@@ -364,18 +365,20 @@ static void test_refused(void)
     write_str("text.png", "this is not a PNG\n");
     write_bytes("empty.png", "", 0);
     mkdir(at("folder.png"), 0700);
+    BK_EXPECT(mkfifo(at("fifo.png"), 0600) == 0); /* opening it would wait for a writer for ever */
     bk_scene s;
     char     err[512];
-    int      rc = load("newmtl a\nKd 0.5 0.5 0.5\nmap_Kd cut.png\n"                /* 3 */
-                       "newmtl b\nmap_Kd huge.png\nnewmtl c\nmap_Kd large.png\n"   /* 5, 7 */
-                       "newmtl d\nmap_Kd text.png\nnewmtl e\nmap_Kd empty.png\n"   /* 9, 11 */
-                       "newmtl f\nmap_Kd folder.png\nnewmtl g\nmap_Kd text.png\n", /* 13, 15 */
+    int      rc = load("newmtl a\nKd 0.5 0.5 0.5\nmap_Kd cut.png\n"               /* 3 */
+                       "newmtl b\nmap_Kd huge.png\nnewmtl c\nmap_Kd large.png\n"  /* 5, 7 */
+                       "newmtl d\nmap_Kd text.png\nnewmtl e\nmap_Kd empty.png\n"  /* 9, 11 */
+                       "newmtl f\nmap_Kd folder.png\nnewmtl g\nmap_Kd text.png\n" /* 13, 15 */
+                       "newmtl h\nmap_Kd fifo.png\n",                             /* 17 */
                        &s, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s", err);
     for (uint32_t m = 0; m < s.material_count; ++m) BK_EXPECT(s.materials[m].map_kd.image == BK_NONE);
     BK_EXPECT(s.image_count == 0);
     BK_EXPECT(find(&s, "a")->kd[0] == 0.5f);
-    BK_EXPECTF(count_lines(warnings) == 7, "warnings:\n%s", warnings);
+    BK_EXPECTF(count_lines(warnings) == 8, "warnings:\n%s", warnings);
     BK_EXPECT(strstr(warnings, "t.mtl:3: warning: map_Kd 'cut.png': PNG chunk") && strstr(warnings, "; Kd used"));
     BK_EXPECT(strstr(warnings, "t.mtl:5: warning: map_Kd 'huge.png': the image is 65535x65535: sides must be"));
     BK_EXPECT(strstr(warnings, "t.mtl:7: warning: map_Kd 'large.png': the header says 16000x16000, more than a "
@@ -383,6 +386,7 @@ static void test_refused(void)
     BK_EXPECT(strstr(warnings, "t.mtl:9: warning: map_Kd 'text.png': not an image (stb_image: "));
     BK_EXPECT(strstr(warnings, "t.mtl:11: warning: map_Kd 'empty.png': not an image"));
     BK_EXPECT(strstr(warnings, "t.mtl:13: warning: map_Kd 'folder.png': not a regular file"));
+    BK_EXPECT(strstr(warnings, "t.mtl:17: warning: map_Kd 'fifo.png': not a regular file"));
     BK_EXPECT(strstr(warnings, "t.mtl:15: warning: map_Kd 'text.png': not an image")); /* read once, told twice */
     bk_scene_free(&s);
     /* a DHT of more than 256 codes: stb_image 2.27 writes past its table (fuzz_texture found it) */

@@ -236,9 +236,11 @@ static uint64_t texels_possible(const uint8_t *b, size_t size)
 /* The file's bytes (at most BK_TEX_MAX_FILE) into a malloc'd buffer. */
 static int read_file(const char *path, uint8_t **out, size_t *size, char *why, size_t why_size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st; /* a FIFO's open would wait for a writer: only regular files are opened */
+    if (stat(path, &st) != 0) return say(why, why_size, "%s", errno == ENOENT ? "no such file" : strerror(errno));
+    if (!S_ISREG(st.st_mode)) return say(why, why_size, "not a regular file");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return say(why, why_size, "%s", errno == ENOENT ? "no such file" : strerror(errno));
-    struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return say(why, why_size, "not a regular file");
