@@ -3,7 +3,8 @@
  * diff`, and tests link this copy too (tests/bk_test_stb_image.h includes the header only).
  *
  * Pipeline: io stage, below out. Formats: PNG, JPEG, TGA, BMP, PSD, GIF, Radiance HDR; PIC and PNM
- * are left out (no texture pipeline writes them, and every decoder is attack surface).
+ * are left out (no texture pipeline writes them, and every decoder is attack surface). Compiled
+ * with -fwrapv (CMakeLists.txt): its arithmetic overflows on hostile files.
  */
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
