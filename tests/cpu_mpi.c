@@ -37,16 +37,6 @@ static int run(const char *cmd, char *err, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t na = 0, nb = 0;
-    char  *x = bk_test_slurp(a, &na), *y = bk_test_slurp(b, &nb);
-    int    same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* "rays": N of a --stats file (0 when absent). */
 static unsigned long long stats_rays(const char *path)
 {
@@ -74,7 +64,7 @@ static void same_as_one(int ranks, const char *scene, const char *ext, const cha
              ranks, BK_BAKER, BK_SOURCE_DIR, scene, many, s2, args);
     rc = run(cmd, err, sizeof err);
     BK_EXPECTF(rc == 0, "%d ranks: %s: exit %d: %s", ranks, cmd, rc, err);
-    BK_EXPECTF(same_file(one, many), "%s %s: %d ranks wrote another file than one process", scene, args, ranks);
+    BK_EXPECTF(bk_test_same_file(one, many), "%s %s: %d ranks wrote another file than one process", scene, args, ranks);
     unsigned long long r1 = stats_rays(s1), r2 = stats_rays(s2);
     BK_EXPECTF(r1 > 0 && r1 == r2, "%s %s: rays %llu in one process, %llu summed over %d ranks", scene, args, r1, r2,
                ranks);
@@ -108,7 +98,7 @@ static void pages_same_as_one(void)
         snprintf(fa, sizeof fa, "%s/%s", a, files[k]);
         snprintf(fb, sizeof fb, "%s/%s", b, files[k]);
         BK_EXPECTF(access(fa, R_OK) == 0, "one process wrote no %s", fa);
-        BK_EXPECTF(same_file(fa, fb), "--pages auto --mesh-out: %s differs between 2 ranks and one process", files[k]);
+        BK_EXPECTF(bk_test_same_file(fa, fb), "--pages auto --mesh-out: %s differs between 2 ranks and one process", files[k]);
     }
     BK_EXPECTF(bk_test_count_files(a) == 3 && bk_test_count_files(b) == 3, "%d and %d files, expected 3 each",
                bk_test_count_files(a), bk_test_count_files(b));
