@@ -1,6 +1,7 @@
 /* util.c - small host helpers (see util.h). */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
 #include "util.h"
+#include <math.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -173,4 +174,10 @@ const char *bk_join_words(char *buf, size_t size, const char *const *words, int 
         at += (size_t)w;
     }
     return buf;
+}
+
+float bk_srgb8_to_linear(uint8_t v)
+{
+    double c = v / 255.0;
+    return (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
 }

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The linear value of an 8-bit sRGB-encoded byte (IEC 61966-2-1), computed in double: the .vox
+ * palette and the texture pool's decoding table. */
+float bk_srgb8_to_linear(uint8_t v);
+
 /* Monotonic wall clock in seconds. */
 double bk_time_now(void);
 

@@ -741,11 +741,6 @@ static int walk_graph(vox_ctx *c)
 
 /* ---- materials -------------------------------------------------------------------------------- */
 
-static float srgb_to_linear(uint8_t v)
-{
-    double c = v / 255.0;
-    return (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
-}
 
 static int make_materials(vox_ctx *c)
 {
@@ -770,7 +765,7 @@ static int make_materials(vox_ctx *c)
         const vox_matl *e = &c->matl[k];
         double          scale = e->emit && e->amount > 0 ? e->amount * exp2(e->flux) : 0.0;
         for (int i = 0; i < 3; ++i) {
-            m->kd[i] = srgb_to_linear(rgb[i]);
+            m->kd[i] = bk_srgb8_to_linear(rgb[i]);
             /* a black channel emits nothing, whatever _flux says (not 0 * inf = NaN: _flux 1e20) */
             double ke = m->kd[i] > 0.0f ? m->kd[i] * scale : 0.0;
             if (ke > BK_KE_MAX) {

@@ -141,10 +141,7 @@ static int build_alpha(const bk_scene *s, bk_tex_pool *p, char *err, size_t err_
 int bk_tex_pool_build(const bk_scene *s, bk_tex_pool *p, char *err, size_t err_size)
 {
     memset(p, 0, sizeof *p);
-    for (int i = 0; i < 256; ++i) {
-        double c = i / 255.0;
-        p->srgb[i] = (float)(c <= 0.04045 ? c / 12.92 : pow((c + 0.055) / 1.055, 2.4));
-    }
+    for (int i = 0; i < 256; ++i) p->srgb[i] = bk_srgb8_to_linear((uint8_t)i);
     size_t *offset = malloc(sizeof(size_t) * (s->image_count ? s->image_count : 1));
     if (!offset) return bk_fail(err, err_size, "out of memory for the scene's textures");
     int rc = build_images(s, p, offset, err, err_size);
