@@ -1,5 +1,5 @@
-/* cmd_bake_texels.c - the bake's texels: their ray order (--bin-rays), their refs once the
- * backend holds them, and the exposure (--exposure auto) from their colours. */
+/* cmd_bake_texels.c - the bake's texels: those a cut-out removes, their ray order (--bin-rays),
+ * their refs once the backend holds them, and the exposure (--exposure auto) from their colours. */
 #include "cmd_bake_internal.h"
 #include "image.h"
 #include "material.h"
@@ -177,7 +177,7 @@ uint32_t bk_cmd_bake_cut_texels(const bk_tex_pool *pool, const bk_scene *s, cons
                                 bk_texel_ref *refs, uint32_t *n, uint8_t *cov, char *err, size_t err_size)
 {
     if (!pool->tri_alpha) return 0;
-    uint32_t m = 0; /* texels of alpha-tested triangles: made whole, a slice at a time, when only refs exist */
+    uint32_t m = 0; /* texels of alpha-tested triangles: made whole from their refs when only refs exist */
     for (uint32_t i = 0; i < *n; ++i) {
         uint32_t tri = tx ? tx[i].tri : refs[i].tri;
         m += tri < pool->tri_count && pool->tri_alpha[tri];
