@@ -170,6 +170,7 @@ static void voxel_room(bk_scene *s, float alb, float le)
     s->vox_instance_count = 1;
     s->vox_instances = calloc(1, sizeof(bk_vox_instance));
     bk_vox_instance *in = &s->vox_instances[0];
+    in->object = BK_NONE;
     bk_vox_rot_matrix(bk_vox_rot_byte((const int8_t[9]){ 1, 0, 0, 0, 1, 0, 0, 0, 1 }), in->m);
     for (int k = 0; k < 3; ++k) in->t[k] = 4; /* world = p - floor(8 / 2) + 4 = p */
     bk_vox_instance_place(in, m->size);

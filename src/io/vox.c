@@ -625,6 +625,7 @@ static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const 
         return oom(c, n->off);
     bk_vox_instance *in = &o->vox_instances[o->vox_instance_count++];
     memset(in, 0, sizeof *in);
+    in->object = BK_NONE;
     in->model = (uint32_t)n->child;
     memcpy(in->m, m, 9);
     in->rot = bk_vox_rot_byte(m);

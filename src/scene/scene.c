@@ -87,7 +87,8 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
     uint64_t vi = (uint64_t)dst->vox_instance_count + src->vox_instance_count;
     if (v >= BK_NONE || t >= BK_NONE / 3 || m >= BK_NONE || vm > BK_VOX_MAX_MODELS || vi > BK_VOX_MAX_INSTANCES ||
         (uint64_t)dst->texcoord_count + src->texcoord_count >= BK_NONE ||
-        (uint64_t)dst->normal_count + src->normal_count >= BK_NONE)
+        (uint64_t)dst->normal_count + src->normal_count >= BK_NONE ||
+        (uint64_t)dst->lm_texcoord_count + src->lm_texcoord_count >= BK_NONE)
         return bk_fail(err, err_size,
                        "the scenes together are too large (%llu triangles, %llu vertices, %llu voxel instances)",
                        (unsigned long long)t, (unsigned long long)v, (unsigned long long)vi);
@@ -165,17 +166,36 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
             a[T0 + i] =
                 src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
         dst->tri_object = a;
-        if (src->object_count) {
-            char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
-            if (!n) return bk_fail(err, err_size, "out of memory");
-            dst->object_names = n;
-            for (uint32_t i = 0; i < src->object_count; ++i) {
-                if (!(n[dst->object_count] = dup_str(src->object_names[i])))
-                    return bk_fail(err, err_size, "out of memory");
-                dst->object_count++;
-            }
+    }
+    for (uint32_t i = 0; i < src->vox_instance_count; ++i) {
+        bk_vox_instance *in = &dst->vox_instances[dst->vox_instance_count + i];
+        in->object = in->object < src->object_count ? in->object + dst->object_count : BK_NONE;
+    }
+    if (src->object_count) {
+        char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
+        if (!n) return bk_fail(err, err_size, "out of memory");
+        dst->object_names = n;
+        for (uint32_t i = 0; i < src->object_count; ++i) {
+            if (!(n[dst->object_count] = dup_str(src->object_names[i]))) return bk_fail(err, err_size, "out of memory");
+            dst->object_count++;
         }
     }
+    if (src->tri_lmvt || dst->tri_lmvt) {
+        uint32_t *a = realloc(dst->tri_lmvt, sizeof(uint32_t) * 3 * (T0 + T) + 1);
+        if (!a) return bk_fail(err, err_size, "out of memory");
+        if (!dst->tri_lmvt) memset(a, 0xFF, sizeof(uint32_t) * 3 * T0);
+        if (src->tri_lmvt) memcpy(a + 3 * T0, src->tri_lmvt, sizeof(uint32_t) * 3 * T);
+        else memset(a + 3 * T0, 0xFF, sizeof(uint32_t) * 3 * T);
+        dst->tri_lmvt = a;
+        if (src->tri_lmvt) shift(dst->tri_lmvt, 3 * T0, 3 * T, dst->lm_texcoord_count);
+        if (cat((void **)&dst->lm_texcoords, 2 * (size_t)dst->lm_texcoord_count, src->lm_texcoords,
+                2 * (size_t)src->lm_texcoord_count, sizeof(float)))
+            return bk_fail(err, err_size, "out of memory");
+        dst->lm_texcoord_count += src->lm_texcoord_count;
+    }
+    if (cat((void **)&dst->cameras, dst->camera_count, src->cameras, src->camera_count, sizeof(bk_scene_camera)))
+        return bk_fail(err, err_size, "out of memory");
+    dst->camera_count += src->camera_count;
     dst->vertex_count += src->vertex_count;
     dst->texcoord_count += src->texcoord_count;
     dst->normal_count += src->normal_count;
@@ -262,6 +282,9 @@ void bk_scene_free(bk_scene *s)
     free(s->tri_vn);
     free(s->tri_material);
     free(s->tri_object);
+    free(s->tri_lmvt);
+    free(s->lm_texcoords);
+    free(s->cameras);
     for (uint32_t i = 0; i < s->object_count; ++i) free(s->object_names[i]);
     free(s->object_names);
     free(s->materials);

@@ -73,6 +73,16 @@ typedef struct bk_scene_mtl {
     char *path; /* the file the loader opened (the OBJ's folder joined to name) */
 } bk_scene_mtl;
 
+/* A camera the file defines (glTF cameras, placed by their nodes), for `baker view`. Scene
+ * frame (Y up, docs/formats.md); dir and up are unit vectors, up orthogonal to dir. */
+typedef struct bk_scene_camera {
+    char  name[64];
+    float pos[3], dir[3], up[3];
+    float yfov;   /* vertical field of view in radians; 0: orthographic (ymag) */
+    float ymag;   /* orthographic half height in scene units; 0 for a perspective camera */
+    float aspect; /* width / height the file asks for; 0 where it says none */
+} bk_scene_camera;
+
 typedef struct bk_scene {
     uint32_t  vertex_count;
     float    *positions; /* 3 floats per vertex */
@@ -85,16 +95,25 @@ typedef struct bk_scene {
     uint32_t *tri_vt;       /* 3 vt indices per triangle, BK_NONE where the face has none */
     uint32_t *tri_vn;       /* 3 vn indices per triangle, BK_NONE where the face has none */
     uint32_t *tri_material; /* material per triangle, BK_NONE for the default material */
-    uint32_t *tri_object;   /* per triangle: its o / g line in object_names, BK_NONE before the
-                               first; NULL when the file has none */
+    /* The file's own lightmap UVs where it has a set apart from its texture UVs (glTF
+     * TEXCOORD_1), stored like texcoords (v up from the image's bottom, as OBJ's vt); --uv file
+     * reads them, else tri_vt. NULL, 0 when the file has none. */
+    uint32_t  lm_texcoord_count;
+    float    *lm_texcoords; /* 2 floats per entry */
+    uint32_t *tri_lmvt;     /* 3 lm_texcoords indices per triangle, BK_NONE where a corner has none */
+    uint32_t *tri_object;   /* per triangle: its object in object_names (OBJ: its o / g line; glTF:
+                               its node), BK_NONE for none; NULL when the file has none */
     uint32_t      object_count;
-    char        **object_names; /* the names of the OBJ's o and g lines, one per line */
+    char        **object_names; /* OBJ: the names of its o and g lines, one per line; glTF: one per
+                                   node with a mesh; .vox: one per named instance (bk_vox_instance.object) */
     uint32_t      material_count;
     bk_material  *materials;
     uint32_t      mtl_count;
     bk_scene_mtl *mtls; /* each MTL file once, in the order the OBJ names them */
     uint32_t      image_count;
     bk_image     *images; /* the textures the materials name (bk_tex_ref.image), decoded */
+    uint32_t         camera_count;
+    bk_scene_camera *cameras; /* in file order */
     /* Voxels (vox.h), none in an OBJ scene. A .vox file adds 256 materials, one per palette
      * colour index (0 unused): kd the sRGB palette colour made linear, ke from MATL _emit. */
     uint32_t         vox_model_count;

@@ -50,6 +50,8 @@ typedef struct bk_vox_instance {
     int8_t   m[9];         /* the same rotation as a row-major matrix of -1 / 0 / 1 */
     int32_t  t[3];         /* translation (see the top of the file) */
     int32_t  lo[3], hi[3]; /* world box of the model's cells: integer corners, lo < hi */
+    uint32_t object;       /* its name in bk_scene.object_names (MagicaVoxel's _name of its shape's
+                              nTRN), BK_NONE when it has none */
 } bk_vox_instance;
 
 /* The MagicaVoxel rotation byte: bits 0-1 the column of the non-zero entry of row 0, bits 2-3
