@@ -79,6 +79,52 @@ static int append_images(bk_scene *dst, const bk_scene *src)
     return 0;
 }
 
+/* Objects: src's triangle objects and voxel instance names re-indexed past dst's names, then
+ * src's names (appended before src's instances are counted into dst). 0 or -1 (out of memory). */
+static int append_objects(bk_scene *dst, const bk_scene *src, size_t T0, size_t T)
+{
+    if (src->tri_object || dst->tri_object) {
+        uint32_t *a = realloc(dst->tri_object, sizeof(uint32_t) * (T0 + T + 1));
+        if (!a) return -1;
+        if (!dst->tri_object) memset(a, 0xFF, sizeof(uint32_t) * T0);
+        for (size_t i = 0; i < T; ++i)
+            a[T0 + i] =
+                src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
+        dst->tri_object = a;
+    }
+    for (uint32_t i = 0; i < src->vox_instance_count; ++i) {
+        bk_vox_instance *in = &dst->vox_instances[dst->vox_instance_count + i];
+        in->object = in->object < src->object_count ? in->object + dst->object_count : BK_NONE;
+    }
+    if (!src->object_count) return 0;
+    char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
+    if (!n) return -1;
+    dst->object_names = n;
+    for (uint32_t i = 0; i < src->object_count; ++i) {
+        if (!(n[dst->object_count] = dup_str(src->object_names[i]))) return -1;
+        dst->object_count++;
+    }
+    return 0;
+}
+
+/* The files' own lightmap UV sets (tri_lmvt), BK_NONE for the triangles of a scene without one. */
+static int append_lightmap_uvs(bk_scene *dst, const bk_scene *src, size_t T0, size_t T)
+{
+    if (!src->tri_lmvt && !dst->tri_lmvt) return 0;
+    uint32_t *a = realloc(dst->tri_lmvt, sizeof(uint32_t) * 3 * (T0 + T) + 1);
+    if (!a) return -1;
+    if (!dst->tri_lmvt) memset(a, 0xFF, sizeof(uint32_t) * 3 * T0);
+    if (src->tri_lmvt) memcpy(a + 3 * T0, src->tri_lmvt, sizeof(uint32_t) * 3 * T);
+    else memset(a + 3 * T0, 0xFF, sizeof(uint32_t) * 3 * T);
+    dst->tri_lmvt = a;
+    if (src->tri_lmvt) shift(dst->tri_lmvt, 3 * T0, 3 * T, dst->lm_texcoord_count);
+    if (cat((void **)&dst->lm_texcoords, 2 * (size_t)dst->lm_texcoord_count, src->lm_texcoords,
+            2 * (size_t)src->lm_texcoord_count, sizeof(float)))
+        return -1;
+    dst->lm_texcoord_count += src->lm_texcoord_count;
+    return 0;
+}
+
 int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_size)
 {
     uint64_t v = (uint64_t)dst->vertex_count + src->vertex_count, t = (uint64_t)dst->tri_count + src->tri_count;
@@ -158,42 +204,8 @@ int bk_scene_append(bk_scene *dst, const bk_scene *src, char *err, size_t err_si
             dst->vox_model_count++;
         }
     }
-    if (src->tri_object || dst->tri_object) {
-        uint32_t *a = realloc(dst->tri_object, sizeof(uint32_t) * (T0 + T + 1));
-        if (!a) return bk_fail(err, err_size, "out of memory");
-        if (!dst->tri_object) memset(a, 0xFF, sizeof(uint32_t) * T0);
-        for (size_t i = 0; i < T; ++i)
-            a[T0 + i] =
-                src->tri_object && src->tri_object[i] != BK_NONE ? src->tri_object[i] + dst->object_count : BK_NONE;
-        dst->tri_object = a;
-    }
-    for (uint32_t i = 0; i < src->vox_instance_count; ++i) {
-        bk_vox_instance *in = &dst->vox_instances[dst->vox_instance_count + i];
-        in->object = in->object < src->object_count ? in->object + dst->object_count : BK_NONE;
-    }
-    if (src->object_count) {
-        char **n = realloc(dst->object_names, sizeof(char *) * (dst->object_count + src->object_count));
-        if (!n) return bk_fail(err, err_size, "out of memory");
-        dst->object_names = n;
-        for (uint32_t i = 0; i < src->object_count; ++i) {
-            if (!(n[dst->object_count] = dup_str(src->object_names[i]))) return bk_fail(err, err_size, "out of memory");
-            dst->object_count++;
-        }
-    }
-    if (src->tri_lmvt || dst->tri_lmvt) {
-        uint32_t *a = realloc(dst->tri_lmvt, sizeof(uint32_t) * 3 * (T0 + T) + 1);
-        if (!a) return bk_fail(err, err_size, "out of memory");
-        if (!dst->tri_lmvt) memset(a, 0xFF, sizeof(uint32_t) * 3 * T0);
-        if (src->tri_lmvt) memcpy(a + 3 * T0, src->tri_lmvt, sizeof(uint32_t) * 3 * T);
-        else memset(a + 3 * T0, 0xFF, sizeof(uint32_t) * 3 * T);
-        dst->tri_lmvt = a;
-        if (src->tri_lmvt) shift(dst->tri_lmvt, 3 * T0, 3 * T, dst->lm_texcoord_count);
-        if (cat((void **)&dst->lm_texcoords, 2 * (size_t)dst->lm_texcoord_count, src->lm_texcoords,
-                2 * (size_t)src->lm_texcoord_count, sizeof(float)))
-            return bk_fail(err, err_size, "out of memory");
-        dst->lm_texcoord_count += src->lm_texcoord_count;
-    }
-    if (cat((void **)&dst->cameras, dst->camera_count, src->cameras, src->camera_count, sizeof(bk_scene_camera)))
+    if (append_objects(dst, src, T0, T) || append_lightmap_uvs(dst, src, T0, T) ||
+        cat((void **)&dst->cameras, dst->camera_count, src->cameras, src->camera_count, sizeof(bk_scene_camera)))
         return bk_fail(err, err_size, "out of memory");
     dst->camera_count += src->camera_count;
     dst->vertex_count += src->vertex_count;
