@@ -9,7 +9,10 @@
  * UVs' float rounding) agree to 1e-3 relative; the mean over the map within 0.1 %. The second
  * map has more texels (--uv file rasterizes conservatively: a ring around each quad, which the
  * first bake fills by dilation); they are not compared. The materials read back equal the ones
- * baked (Kd, Ke), and the quads come back as the same triangles in the same order.
+ * baked (Kd, Ke), and the quads come back as the same triangles in the same order. Each
+ * instance is an object of the OBJ, named as the scene names it (vox_instance_I where it has no
+ * name), and the MTL's vox_M materials name the lightmap by map_Ka, by its path from the OBJ's
+ * folder.
  */
 #include "accel_build.h"
 #include "atlas.h"
@@ -72,8 +75,14 @@ static void make_scene(bk_scene *s)
             }
         }
     bk_test_add_instance(s, bk_test_add_model(s, 5, 2, 4, w, n), MX, 1, 2, 3);
+    /* the wall has a name (MagicaVoxel's _name), the others none */
+    s->object_count = 1;
+    s->object_names = malloc(sizeof(char *));
+    s->object_names[0] = malloc(16);
+    snprintf(s->object_names[0], 16, "wall piece");
     uint8_t e[4] = { 0, 0, 0, 3 };
     bk_test_add_instance(s, bk_test_add_model(s, 1, 1, 1, e, 1), ID, -3, 3, 5);
+    for (uint32_t i = 0; i < s->vox_instance_count; ++i) s->vox_instances[i].object = i == 1 ? 0 : BK_NONE;
 }
 
 /* Atlas, texels and a CPU bake of s at size x size; rgb and cov are returned (malloc'ed). */
@@ -164,9 +173,31 @@ int main(void)
     snprintf(mtl, sizeof mtl, "%s/vox.mtl", dir);
     FILE *f = fopen(obj, "w"), *mf = fopen(mtl, "w");
     BK_EXPECT(f && mf);
-    BK_EXPECTF(bk_mesh_write_obj_vox(f, obj, &vm.scene, &vm, &at1, mf, mtl, err, sizeof err) == 0, "%s", err);
+    char lm[300];
+    snprintf(lm, sizeof lm, "%s/lm.png", dir);
+    const char      *lms[1] = { lm };
+    bk_mesh_obj_opts mo;
+    memset(&mo, 0, sizeof mo);
+    mo.lightmap = lms;
+    mo.vox_instances = s.vox_instances;
+    mo.vox_instance_count = s.vox_instance_count;
+    BK_EXPECTF(bk_mesh_write_obj_vox(f, obj, &vm.scene, &vm, &at1, mf, mtl, &mo, err, sizeof err) == 0, "%s", err);
     fclose(f);
     fclose(mf);
+    {
+        FILE *rf = fopen(obj, "rb"), *rm = fopen(mtl, "rb");
+        char  text[1 << 16], mtext[1 << 14];
+        size_t k = rf ? fread(text, 1, sizeof text - 1, rf) : 0, km = rm ? fread(mtext, 1, sizeof mtext - 1, rm) : 0;
+        text[k] = 0;
+        mtext[km] = 0;
+        if (rf) fclose(rf);
+        if (rm) fclose(rm);
+        BK_EXPECTF(strstr(text, "\no vox_instance_0\ng vox_instance_0\n") && strstr(text, "\no wall piece\ng vox_instance_1\n") &&
+                       strstr(text, "\no vox_instance_2\n") && !strstr(text, dir),
+                   "%s", strstr(text, "\no ") ? strstr(text, "\no ") : text);
+        BK_EXPECTF(strstr(mtext, "newmtl vox_1\nKd ") && strstr(mtext, "\nmap_Ka lm.png\n") && !strstr(mtext, dir),
+                   "%s", mtext);
+    }
 
     bk_scene s2;
     if (bk_scene_load_obj(obj, &s2, err, sizeof err)) {

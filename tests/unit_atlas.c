@@ -650,7 +650,7 @@ static void test_uv_file(const char *tmpdir)
     if (build("box for mesh-out", &s, 64, 0, 2, &auto_a) == 0) {
         char path[600];
         snprintf(path, sizeof path, "%s/box_lightmap.obj", tmpdir);
-        BK_EXPECTF(bk_mesh_write_obj(path, &s, &auto_a, NULL, err, sizeof err) == 0, "mesh-out: %s", err);
+        BK_EXPECTF(bk_mesh_write_obj(path, &s, &auto_a, NULL, NULL, err, sizeof err) == 0, "mesh-out: %s", err);
         bk_scene back;
         if (bk_scene_load_obj(path, &back, err, sizeof err) == 0) {
             BK_EXPECT(back.tri_count == s.tri_count);
@@ -670,7 +670,7 @@ static void test_uv_file(const char *tmpdir)
         remove(path);
         /* an unwritable path leaves nothing */
         snprintf(path, sizeof path, "%s/no/such/dir/mesh.obj", tmpdir);
-        BK_EXPECT(bk_mesh_write_obj(path, &s, &auto_a, NULL, err, sizeof err) != 0);
+        BK_EXPECT(bk_mesh_write_obj(path, &s, &auto_a, NULL, NULL, err, sizeof err) != 0);
         BK_EXPECTF(strstr(err, path) != NULL, "message: %s", err);
         bk_atlas_free(&auto_a);
     }

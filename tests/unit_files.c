@@ -92,7 +92,7 @@ int main(void)
                    strstr(errbuf, "mesh.obj"),
                "late failure: %s", errbuf);
     BK_EXPECT(same("map.png", map) && same("mesh.obj", mesh) && same("s.json", json));
-    BK_EXPECT(only(" cornell.obj cornell.mtl r.rays map.png mesh.obj s.json "));
+    BK_EXPECT(only(" cornell.obj cornell.mtl r.rays map.png mesh.obj mesh.mtl s.json "));
     /* a successful run replaces them all, and a symbolic link output keeps its link */
     snprintf(cmd, sizeof cmd, "cd '%s' && ln -s map.png link.png", dir);
     BK_EXPECT(system(cmd) == 0);
@@ -170,7 +170,8 @@ int main(void)
     BK_EXPECT(help.data && strstr(help.data, "docs/formats.md") && !strstr(help.data, "../shared"));
     snprintf(cmd, sizeof cmd, "%s/docs/formats.md", BK_SOURCE_DIR);
     BK_EXPECT(access(cmd, R_OK) == 0);
-    /* --mesh-out copies the MTL files the scene names, not an mtllib found inside a long comment */
+    /* --mesh-out copies the MTL files the scene names into its own MTL, not an mtllib found inside
+     * a long comment */
     {
         size_t n = 6000;
         char  *obj = malloc(n + 400);
@@ -181,28 +182,36 @@ int main(void)
         write_text("long.obj", obj);
         free(obj);
         BK_EXPECT(RUN("long.obj -o long.png --mesh-out long_lm.obj " BAKE) == 0);
-        snap lm = take("long_lm.obj");
-        BK_EXPECTF(lm.data && strstr(lm.data, "mtllib cornell.mtl") && !strstr(lm.data, "evil"), "%.300s",
+        snap lm = take("long_lm.obj"), lmm = take("long_lm.mtl");
+        BK_EXPECTF(lm.data && strstr(lm.data, "\nmtllib long_lm.mtl\n") && !strstr(lm.data, "evil"), "%.300s",
                    lm.data ? lm.data : "");
+        BK_EXPECTF(lmm.data && strstr(lmm.data, "scene's cornell.mtl") && strstr(lmm.data, "newmtl white") &&
+                       !strstr(lmm.data, "evil"),
+                   "%.300s", lmm.data ? lmm.data : "");
         free(lm.data);
+        free(lmm.data);
     }
 
     BK_EXPECT(same("cornell.obj", scene) && same("cornell.mtl", mtl) && same("r.rays", rays));
-    /* --mesh-out into another folder (issue 9): the OBJ names its MTL by a relative path only;
-     * the scene's MTL is copied beside it as m.mtl, every texture path rewritten so it still
-     * finds the file (options kept, Windows backslashes resolved, absolute paths kept); the copy
-     * never replaces a user's own m.mtl; beside the scene, the MTL is named as is and no copy made */
+    /* --mesh-out into another folder (issue 9, issue 36): the OBJ names its MTL by a relative path
+     * only; the scene's MTL is copied beside it as m.mtl with every texture statement commented
+     * out (the vt are the lightmap's) and map_Ka naming the lightmap; no line names a folder of
+     * this machine or climbs with ../: a texture below the output's folder keeps its path from
+     * there (Windows backslashes resolved), one elsewhere is named by its file name after a note
+     * to copy it; the copy never replaces a user's own m.mtl; beside the scene, too, the MTL is
+     * a copy (the scene's own has map_Kd for the texture UVs) */
     {
         char sh[2048];
         snprintf(sh, sizeof sh,
-                 "cd '%s' && mkdir -p sc/tex out && cp cornell.obj sc/room.obj && printf 'x' > sc/tex/wall.png && "
-                 "printf 'x' > sc/tex/bump.png",
+                 "cd '%s' && mkdir -p sc/tex out/tex && cp cornell.obj sc/room.obj && printf 'x' > sc/tex/wall.png && "
+                 "printf 'x' > sc/tex/bump.png && printf 'x' > out/tex/in.png",
                  dir);
         BK_EXPECT(system(sh) == 0);
         char mtl_text[4096];
         snprintf(mtl_text, sizeof mtl_text,
                  "%s\nnewmtl extra\nKd 0.5 0.5 0.5\nmap_Kd -s 1 1 1 -clamp on tex/wall.png\n"
-                 "  bump -bm 0.5 tex\\bump.png\r\nmap_Ks %s/abs.png\nmap_Ka tex/missing dir/a b.png  \n",
+                 "  bump -bm 0.5 tex\\bump.png\r\nmap_Ks %s/abs.png\nmap_Ka tex/missing dir/a b.png  \n"
+                 "map_d ../out/tex\\in.png\n",
                  mtl.data ? mtl.data : "", dir);
         write_text("sc/cornell.mtl", mtl_text);
         snap sc_mtl = take("sc/cornell.mtl");
@@ -214,17 +223,18 @@ int main(void)
         BK_EXPECTF(mm.data && !strncmp(mm.data, "# written by baker", 18) && strstr(mm.data, "newmtl extra") &&
                        strstr(mm.data, "newmtl white"),
                    "%.300s", mm.data ? mm.data : "");
-        BK_EXPECTF(mm.data && strstr(mm.data, "\nmap_Kd -s 1 1 1 -clamp on ../sc/tex/wall.png\n") &&
-                       strstr(mm.data, "\n  bump -bm 0.5 ../sc/tex/bump.png\n") && strstr(mm.data, "/abs.png\n") &&
-                       strstr(mm.data, "\nmap_Ka ../sc/tex/missing dir/a b.png\n"),
+        BK_EXPECTF(mm.data && strstr(mm.data, "\n# (wall.png is not in this folder: copy it here") &&
+                       strstr(mm.data, "\n# map_Kd -s 1 1 1 -clamp on wall.png\n") &&
+                       strstr(mm.data, "\n#   bump -bm 0.5 bump.png\n") && strstr(mm.data, "\n# map_Ks abs.png\n") &&
+                       strstr(mm.data, "\n# map_Ka a b.png\n") && strstr(mm.data, "\n# map_d tex/in.png\n") &&
+                       !strstr(mm.data, "(tex/in.png is not") && !strstr(mm.data, "\nmap_Kd") &&
+                       !strstr(mm.data, "\nmap_d") && !strstr(mm.data, "\n  bump"),
                    "%s", mm.data ? mm.data : "");
-        /* they resolve from the output's folder */
-        BK_EXPECT(exists("out/../sc/tex/wall.png") && exists("out/../sc/tex/bump.png"));
-        {
-            char ks[600];
-            snprintf(ks, sizeof ks, "\nmap_Ks %s/abs.png\n", dir);
-            BK_EXPECTF(mm.data && strstr(mm.data, ks), "absolute map_Ks not kept: %s", mm.data ? mm.data : "");
-        }
+        /* the lightmap named, what the vt are said; no folder of this machine, no way up */
+        BK_EXPECTF(mm.data && strstr(mm.data, "newmtl extra\nmap_Ka m.png\n") && strstr(mm.data, "newmtl white\nmap_Ka m.png\n") &&
+                       strstr(mm.data, "vt are the lightmap UVs") && !strstr(mm.data, dir) && !strstr(mm.data, "../") &&
+                       mo.data && !strstr(mo.data, dir) && !strstr(mo.data, "../") && strstr(mo.data, "#   m.png\n"),
+                   "%s", mm.data ? mm.data : "");
         BK_EXPECT(same("sc/cornell.mtl", sc_mtl));
         /* the OBJ and its MTL load back with their materials (the baker's own loader) */
         BK_EXPECTF(RUN("out/m.obj --uv file -o out/again.png " BAKE) == 0 && !strstr(errbuf, "default material"), "%s",
@@ -245,11 +255,21 @@ int main(void)
         BK_EXPECTF(RUN("sc/two.obj -o out/v.png --mesh-out out/v.obj " BAKE) == 2 && strstr(errbuf, "v.mtl"), "%s",
                    errbuf);
         BK_EXPECT(same("out/v.mtl", vm) && !exists("out/v.obj") && !exists("out/v.png"));
-        /* beside the scene: named as is, no copy */
+        /* beside the scene: a copy too, whose map_Kd reads no atlas */
         BK_EXPECTF(RUN("sc/room.obj -o sc/s.png --mesh-out sc/s.obj " BAKE) == 0, "%s", errbuf);
-        snap so = take("sc/s.obj");
-        BK_EXPECTF(so.data && strstr(so.data, "\nmtllib cornell.mtl\n") && !exists("sc/s.mtl"), "%.300s",
-                   so.data ? so.data : "");
+        snap so = take("sc/s.obj"), sm = take("sc/s.mtl");
+        BK_EXPECTF(so.data && strstr(so.data, "\nmtllib s.mtl\n") && !strstr(so.data, "cornell.mtl") && sm.data &&
+                       strstr(sm.data, "\n# map_Kd -s 1 1 1 -clamp on tex/wall.png\n") &&
+                       strstr(sm.data, "\n# (in.png is not in this folder") && strstr(sm.data, "map_Ka s.png\n"),
+                   "%.300s", so.data ? so.data : "");
+        /* a lightmap in another folder: named by its file name, with the note */
+        BK_EXPECTF(RUN("sc/room.obj -o s2.png --mesh-out sc/s2.obj " BAKE) == 0, "%s", errbuf);
+        snap s2 = take("sc/s2.mtl");
+        BK_EXPECTF(s2.data && strstr(s2.data, "#   s2.png (copy it beside this file)\n") && strstr(s2.data, "map_Ka s2.png\n") &&
+                       !strstr(s2.data, dir),
+                   "%s", s2.data ? s2.data : "");
+        free(s2.data);
+        free(sm.data);
         free(sc_mtl.data);
         free(mo.data);
         free(mm.data);

@@ -310,9 +310,9 @@ static int phase_load(bake_state *st)
     }
     if (st->has_vox && load_voxels(st)) return 1;
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
-     * of other folders (so the OBJ names no absolute path); never replacing a user's own file */
+     * (their texture statements commented out, the lightmap named); never replacing a user's own file */
     if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) &&
-        (st->has_vox || bk_mesh_obj_copies_mtl(&st->s, c->mesh_out))) {
+        (st->has_vox || bk_mesh_obj_writes_mtl(&st->s, NULL))) {
         r = -1;
         if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_out)) ||
             (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_out, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
@@ -699,18 +699,24 @@ static int write_images(bake_state *st)
     return 0;
 }
 
-/* --mesh-out: the OBJ (with its MTL file) or the glTF, to its temporary file. */
+/* --mesh-out: the OBJ (with its MTL file, which names the lightmap page by page) or the glTF,
+ * to its temporary file. */
 static int write_mesh(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
     char                  *err = st->err;
     const size_t           es = sizeof st->err;
     FILE                  *f, *mf = NULL;
+    bk_mesh_obj_opts       mo;
+    memset(&mo, 0, sizeof mo);
+    mo.lightmap = c->pages_auto ? (const char *const *)st->page_names : &c->out;
+    mo.vox_instances = st->s.vox_instances;
+    mo.vox_instance_count = st->s.vox_instance_count;
     if (!(f = bk_outputs_open(&st->io, st->out_idx[1], err, es)) ||
         (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
         (bk_gltf_path(c->mesh_out) ? bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es)
                                    : bk_mesh_write_obj_vox(f, c->mesh_out, st->surf, st->has_vox ? &st->vm : NULL,
-                                                           &st->at, mf, st->mtl_path, err, es)) ||
+                                                           &st->at, mf, st->mtl_path, &mo, err, es)) ||
         bk_outputs_close(&st->io, st->out_idx[1], err, es) ||
         (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
         bk_cmd_bake_error("%s\n", err);
