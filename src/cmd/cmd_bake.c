@@ -110,8 +110,12 @@ typedef struct bake_state {
     bk_cmd_bake_cli         c;
     FILE                   *say; /* the summary's stream: stderr with --stats - */
     bk_outputs              io;
-    int                     out_idx[4], mtl_idx, *page_idx;
-    char                  **page_names, *mtl_path, *page0;
+    int                     out_idx[OUT_COUNT], mtl_idx, *page_idx; /* page_idx: -o outs[0]'s pages */
+    char                  **page_names, *mtl_path;                  /* page_names: the same pages' names */
+    int                     lm_idx[BK_CMD_BAKE_MAX_OUTS];           /* each -o's first page */
+    char                   *lm_page0[BK_CMD_BAKE_MAX_OUTS];         /* --pages auto: each -o's NAME-0 */
+    char                  **x_names[BK_CMD_BAKE_MAX_OUTS];          /* --pages auto: outs[k]'s pages, k >= 1 */
+    int                    *x_idx[BK_CMD_BAKE_MAX_OUTS];
     char                    err[1024], msg[512];
     double                  t_start, t0; /* the command's start; the running phase's */
     double                  ph[PH_COUNT], wr[WR_COUNT], bake_prep;
@@ -229,14 +233,15 @@ static int phase_startup(bake_state *st)
     st->say = c->stats && !strcmp(c->stats, "-") ? stderr : stdout;
 
     bk_outputs_init(&st->io);
-    st->out_idx[0] = st->out_idx[1] = st->out_idx[2] = st->out_idx[3] = -1;
+    for (int k = 0; k < OUT_COUNT; ++k) st->out_idx[k] = -1;
+    for (int k = 0; k < BK_CMD_BAKE_MAX_OUTS; ++k) st->lm_idx[k] = -1;
     st->mtl_idx = -1;
-    st->page0 = c->pages_auto ? bk_cmd_bake_page_name(c->out, 0) : NULL;
-    if (c->pages_auto && !st->page0) {
-        bk_cmd_bake_error("out of memory\n");
-        return 1;
-    }
-    st->rc = bk_cmd_bake_plan_files(c, &st->io, st->out_idx, st->page0);
+    for (int k = 0; c->pages_auto && k < c->nouts; ++k)
+        if (!(st->lm_page0[k] = bk_cmd_bake_page_name(c->outs[k], 0))) {
+            bk_cmd_bake_error("out of memory\n");
+            return 1;
+        }
+    st->rc = bk_cmd_bake_plan_files(c, &st->io, st->out_idx, st->lm_idx, c->pages_auto ? st->lm_page0 : NULL);
     if (st->rc) return 1;
     st->rc = 1;
 
@@ -311,11 +316,10 @@ static int phase_load(bake_state *st)
     if (st->has_vox && load_voxels(st)) return 1;
     /* FILE.mtl beside the --mesh-out OBJ: the voxel palette, and copies of the scene's MTL files
      * (their texture statements commented out, the lightmap named); never replacing a user's own file */
-    if (c->writer && c->mesh_out && !bk_gltf_path(c->mesh_out) &&
-        (st->has_vox || bk_mesh_obj_writes_mtl(&st->s, NULL))) {
+    if (c->writer && c->mesh_obj && (st->has_vox || bk_mesh_obj_writes_mtl(&st->s, NULL))) {
         r = -1;
-        if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_out)) ||
-            (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_out, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
+        if (!(st->mtl_path = bk_mesh_mtl_name(c->mesh_obj)) ||
+            (r = bk_mesh_mtl_check(st->mtl_path, c->mesh_obj, err, sizeof st->err) ? BK_OUT_CLASH : 0) ||
             (r = st->mtl_idx = bk_outputs_add(&st->io, "--mesh-out (its MTL)", st->mtl_path, 0, err, sizeof st->err)) <
                 0)
             return bake_stop(st, r == BK_OUT_CLASH, st->mtl_path ? err : "out of memory");
@@ -359,25 +363,29 @@ static int phase_upload(bake_state *st)
     return 0;
 }
 
-/* --pages auto: the pages are known now: name them, with the same checks as every output,
- * before the bake. */
+/* --pages auto: the pages are known now: name them, each -o's, with the same checks as every
+ * output, before the bake. */
 static int name_pages(bake_state *st)
 {
     const int n = st->at.page_count;
-    st->page_names = calloc((size_t)n, sizeof(char *));
-    st->page_idx = malloc(sizeof(int) * (size_t)n);
-    if (!st->page_names || !st->page_idx) {
-        bk_cmd_bake_error("out of memory\n");
-        return 1;
-    }
-    st->page_names[0] = st->page0;
-    st->page0 = NULL;
-    st->page_idx[0] = st->out_idx[0];
-    for (int p = 1; p < n; ++p) {
-        int r = -1;
-        if (!(st->page_names[p] = bk_cmd_bake_page_name(st->c.out, p)) ||
-            (r = st->page_idx[p] = bk_outputs_add(&st->io, "-o", st->page_names[p], 0, st->err, sizeof st->err)) < 0)
-            return bake_stop(st, r == BK_OUT_CLASH, st->page_names[p] ? st->err : "out of memory");
+    for (int k = 0; k < st->c.nouts; ++k) {
+        char **names = calloc((size_t)n, sizeof(char *));
+        int   *idx = malloc(sizeof(int) * (size_t)n);
+        if (k) st->x_names[k] = names, st->x_idx[k] = idx;
+        else st->page_names = names, st->page_idx = idx;
+        if (!names || !idx) {
+            bk_cmd_bake_error("out of memory\n");
+            return 1;
+        }
+        names[0] = st->lm_page0[k];
+        st->lm_page0[k] = NULL;
+        idx[0] = st->lm_idx[k];
+        for (int p = 1; p < n; ++p) {
+            int r = -1;
+            if (!(names[p] = bk_cmd_bake_page_name(st->c.outs[k], p)) ||
+                (r = idx[p] = bk_outputs_add(&st->io, "-o", names[p], 0, st->err, sizeof st->err)) < 0)
+                return bake_stop(st, r == BK_OUT_CLASH, names[p] ? st->err : "out of memory");
+        }
     }
     return 0;
 }
@@ -679,48 +687,61 @@ static int dilate_pages(bake_state *st)
     return 0;
 }
 
-/* Each page's image to its temporary file (they replace their targets together at the end). */
+/* Each -o's pages, each to its temporary file (they replace their targets together at the end). */
 static int write_images(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
     char                  *err = st->err;
     FILE                  *f;
-    for (int p = 0; p < st->at.page_count; ++p) {
-        int         oi = c->pages_auto ? st->page_idx[p] : st->out_idx[0];
-        const char *name = c->pages_auto ? st->page_names[p] : c->out;
-        if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
-            bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height,
-                                c->exposure, err, sizeof st->err) ||
-            bk_outputs_close(&st->io, oi, err, sizeof st->err)) {
-            bk_cmd_bake_error("%s\n", err);
-            return 1;
+    for (int k = 0; k < c->nouts; ++k)
+        for (int p = 0; p < st->at.page_count; ++p) {
+            int         oi = !c->pages_auto ? st->lm_idx[k] : k ? st->x_idx[k][p] : st->page_idx[p];
+            const char *name = !c->pages_auto ? c->outs[k] : k ? st->x_names[k][p] : st->page_names[p];
+            if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
+                bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height,
+                                    c->exposure, err, sizeof st->err) ||
+                bk_outputs_close(&st->io, oi, err, sizeof st->err)) {
+                bk_cmd_bake_error("%s\n", err);
+                return 1;
+            }
         }
-    }
     return 0;
 }
 
-/* --mesh-out: the OBJ (with its MTL file, which names the lightmap page by page) or the glTF,
- * to its temporary file. */
+/* --mesh-out: the OBJ (with its MTL file) and the glTF, each to its temporary file. The OBJ's MTL
+ * names the lightmap -o outs[0] (the PNG when there is one) page by page, the other -o in a comment. */
 static int write_mesh(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
     char                  *err = st->err;
     const size_t           es = sizeof st->err;
     FILE                  *f, *mf = NULL;
-    bk_mesh_obj_opts       mo;
-    memset(&mo, 0, sizeof mo);
-    mo.lightmap = c->pages_auto ? (const char *const *)st->page_names : &c->out;
-    mo.vox_instances = st->s.vox_instances;
-    mo.vox_instance_count = st->s.vox_instance_count;
-    if (!(f = bk_outputs_open(&st->io, st->out_idx[1], err, es)) ||
-        (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
-        (bk_gltf_path(c->mesh_out) ? bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es)
-                                   : bk_mesh_write_obj_vox(f, c->mesh_out, st->surf, st->has_vox ? &st->vm : NULL,
-                                                           &st->at, mf, st->mtl_path, &mo, err, es)) ||
-        bk_outputs_close(&st->io, st->out_idx[1], err, es) ||
-        (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
-        bk_cmd_bake_error("%s\n", err);
-        return 1;
+    if (c->mesh_obj) {
+        const char      *also[BK_CMD_BAKE_MAX_OUTS];
+        bk_mesh_obj_opts mo;
+        memset(&mo, 0, sizeof mo);
+        mo.lightmap = c->pages_auto ? (const char *const *)st->page_names : &c->out;
+        for (int k = 1; k < c->nouts; ++k) also[mo.also_count++] = c->pages_auto ? st->x_names[k][0] : c->outs[k];
+        mo.also = also;
+        mo.vox_instances = st->s.vox_instances;
+        mo.vox_instance_count = st->s.vox_instance_count;
+        if (!(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_OBJ], err, es)) ||
+            (st->mtl_idx >= 0 && !(mf = bk_outputs_open(&st->io, st->mtl_idx, err, es))) ||
+            bk_mesh_write_obj_vox(f, c->mesh_obj, st->surf, st->has_vox ? &st->vm : NULL, &st->at, mf, st->mtl_path,
+                                  &mo, err, es) ||
+            bk_outputs_close(&st->io, st->out_idx[OUT_MESH_OBJ], err, es) ||
+            (st->mtl_idx >= 0 && bk_outputs_close(&st->io, st->mtl_idx, err, es))) {
+            bk_cmd_bake_error("%s\n", err);
+            return 1;
+        }
+    }
+    if (c->mesh_gltf) {
+        if (!(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) ||
+            bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es) ||
+            bk_outputs_close(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) {
+            bk_cmd_bake_error("%s\n", err);
+            return 1;
+        }
     }
     return 0;
 }
@@ -744,7 +765,7 @@ static int write_preview(bake_state *st)
         }
     }
     bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count };
-    int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[3], c->preview,
+    int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[OUT_PREVIEW], c->preview,
                                &st->view);
     if (png) free(lm);
     return rc;
@@ -889,6 +910,22 @@ static void print_summary(const bake_state *st)
                 (double)v->eye[2], (double)v->target[0], (double)v->target[1], (double)v->target[2],
                 (double)c->view.fov_deg, v->seconds);
     }
+    /* every file the run writes: each -o's pages (a first .. last run beyond two), then the
+     * others in the order they were planned (the mesh, its MTL, the preview, the stats) */
+    fputs("  wrote", say);
+    int n = 0;
+    for (int k = 0; k < c->nouts; ++k) {
+        const int np = c->pages_auto ? at->page_count : 1;
+        char    **names = !c->pages_auto ? NULL : k ? st->x_names[k] : st->page_names;
+        if (!names) fprintf(say, "%s %s", n++ ? "," : "", c->outs[k]);
+        else if (np <= 2)
+            for (int p = 0; p < np; ++p) fprintf(say, "%s %s", n++ ? "," : "", names[p]);
+        else fprintf(say, "%s %s .. %s (%d pages)", n++ ? "," : "", names[0], names[np - 1], np);
+    }
+    for (int i = 0; i < st->io.n_out; ++i)
+        if (!st->io.out[i].to_stdout && strcmp(st->io.out[i].what, "-o"))
+            fprintf(say, "%s %s", n++ ? "," : "", st->io.out[i].path);
+    fputc('\n', say);
     if (c->bin_rays) fprintf(say, "  ray binning: texels sorted in %.4f s\n", st->sort_seconds);
     if (job->size > 1)
         fprintf(say,
@@ -903,12 +940,12 @@ static int bake_report(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
     if (c->stats) {
-        FILE *f = bk_outputs_open(&st->io, st->out_idx[2], st->err, sizeof st->err);
+        FILE *f = bk_outputs_open(&st->io, st->out_idx[OUT_STATS], st->err, sizeof st->err);
         if (!f) {
             bk_cmd_bake_error("%s\n", st->err);
             return 1;
         }
-        bk_cmd_bake_write_stats(f, c, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
+        bk_cmd_bake_write_stats(f, c, &st->io, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
                                 st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job,
                                 st->wr, st->bake_prep, &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
     }
@@ -922,7 +959,7 @@ static int bake_report(bake_state *st)
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
-    if (c->pages_auto) bk_cmd_bake_note_stale_pages(c, st->at.page_count);
+    for (int k = 0; c->pages_auto && k < c->nouts; ++k) bk_cmd_bake_note_stale_pages(c, c->outs[k], st->at.page_count);
     return 0;
 }
 
@@ -961,9 +998,14 @@ static int bake_end(bake_state *st, int rc)
     free(st->rects);
     free(st->mtl_path);
     free(st->page_idx);
-    free(st->page0);
     for (int p = 0; st->page_names && p < st->at.page_count; ++p) free(st->page_names[p]);
     free(st->page_names);
+    for (int k = 0; k < BK_CMD_BAKE_MAX_OUTS; ++k) {
+        free(st->lm_page0[k]);
+        for (int p = 0; st->x_names[k] && p < st->at.page_count; ++p) free(st->x_names[k][p]);
+        free(st->x_names[k]);
+        free(st->x_idx[k]);
+    }
     bk_gpu_ops_free(st->gpu);
     bk_bake_data_free(&st->bd);
     bk_atlas_free(&st->at);

@@ -36,7 +36,16 @@ typedef struct bk_cmd_bake_cli {
     int             nscenes;
     const char     *scene; /* names the scene(s) in messages: the path, or "A + B ..." */
     char            scene_label[1024];
-    const char     *out, *mesh_out, *stats;
+    /* -o: every lightmap file, one of each image type (.png, .hdr, .exr), the PNG first when
+     * there is one; out is outs[0], the one the glTF, --preview and the messages name */
+#define BK_CMD_BAKE_MAX_OUTS 3
+    const char *outs[BK_CMD_BAKE_MAX_OUTS];
+    int         nouts;
+    const char *out;
+    /* --mesh-out: at most one OBJ (mesh_obj) and one glTF (mesh_gltf: .gltf or .glb); mesh_out
+     * is the glTF's when there is one (bk_cmd_bake_write_gltf writes it), else the OBJ's */
+    const char *mesh_obj, *mesh_gltf, *mesh_out;
+    const char *stats;
     const char     *preview; /* --preview FILE: the baked scene seen by view's camera (view.h) */
     bk_view_opts    view;    /* its camera, size and mode (bk_cmd_view_opts, cmd_view.h) */
     int             texels_per_voxel, pages_auto;
@@ -210,10 +219,16 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
                                const bk_texel_ref *refs, uint32_t ntx, uint8_t *cov, bk_f4 *tcol, bk_bake_result *res);
 
 /* cmd_bake_out.c */
-/* idx: the outputs -o (its first page), --mesh-out, --stats, --preview; -1 where not asked for */
-int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[4], const char *page0);
+/* The bake's outputs as bk_cmd_bake_plan_files registers them: their indices in the bk_outputs,
+ * -1 where not asked for. */
+enum bk_cmd_bake_out { OUT_LIGHTMAP, OUT_MESH_OBJ, OUT_STATS, OUT_PREVIEW, OUT_MESH_GLTF, OUT_COUNT };
+/* idx[OUT_LIGHTMAP] is -o outs[0]'s (its first page); lm_idx[k] each -o outs[k]'s (its first
+ * page: page0[k] with --pages auto, NULL otherwise), lm_idx[0] == idx[OUT_LIGHTMAP]. */
+int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT_COUNT], int *lm_idx,
+                             char *const *page0);
 char *bk_cmd_bake_page_name(const char *out, int k);
-void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages);
+/* for -o out: the pages NAME-K of an earlier bake beyond this one's */
+void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages);
 int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
                              char **page_names, char *err, size_t err_size);
 /* n comma-separated finite floats of option opt's value val into out: 0, or -1 after a message. */
@@ -225,8 +240,10 @@ typedef struct bk_cmd_bake_tex {
     uint32_t           cut;           /* texels cut away */
     double             build_seconds; /* the pool made from the decoded images */
 } bk_cmd_bake_tex;
-void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
-                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+/* io: every file of the run, listed as "outputs" */
+void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
+                             const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
+                             const bk_bake_result *r,
                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
                              const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex);

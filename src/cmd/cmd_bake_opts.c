@@ -62,18 +62,36 @@ static int parse_devices(const char *v, int **out, int *n)
  * value (NULL for a flag). */
 #define CLI(dst) bk_cmd_bake_cli *c = dst
 
+/* -o, repeatable: one lightmap of each image type (bake_check sorts and checks them) */
 static int set_out(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    (void)opt;
-    c->out = v;
+    if (c->nouts == BK_CMD_BAKE_MAX_OUTS) {
+        bk_cmd_bake_error("%s %s: at most %d lightmaps, one of each type (.png, .hdr, .exr)\n", opt, v,
+                          BK_CMD_BAKE_MAX_OUTS);
+        return -1;
+    }
+    c->outs[c->nouts++] = v;
     return 0;
 }
+/* --mesh-out, repeatable: one OBJ and one glTF at most */
 static int set_mesh_out(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    (void)opt;
-    c->mesh_out = v;
+    const int   gltf = bk_gltf_path(v) != 0;
+    const char *had = gltf ? c->mesh_gltf : c->mesh_obj;
+    if (!gltf && !bk_path_has_ext(v, ".obj")) {
+        bk_cmd_bake_error("%s %s: the mesh is written as a .obj, .gltf or .glb file\n", opt, v);
+        return -1;
+    }
+    if (had) {
+        bk_cmd_bake_error("%s %s and %s %s: one mesh of each kind (an .obj and a .gltf or .glb) at most\n", opt, had,
+                          opt, v);
+        return -1;
+    }
+    if (gltf) c->mesh_gltf = v;
+    else c->mesh_obj = v;
+    c->mesh_out = c->mesh_gltf ? c->mesh_gltf : c->mesh_obj;
     return 0;
 }
 static int set_preview(void *dst, const char *opt, const char *v)
@@ -474,7 +492,9 @@ static const bk_cli_opt bake_opts[] = {
       .arg = "FILE",
       .set = set_out,
       .help = ".png (8-bit sRGB), .hdr (Radiance RGBE, linear, rounded) or .exr\n"
-              "(OpenEXR RGB half-float, linear; builds with libtinyexr-dev only)" },
+              "(OpenEXR RGB half-float, linear; builds with libtinyexr-dev only);\n"
+              "repeatable, one of each type: -o lm.png -o lm.exr writes both\n"
+              "from one bake (with --pages auto each as NAME-K.ext)" },
     { .name = "--exposure",
       .arg = "E|auto",
       .set = set_exposure,
@@ -483,14 +503,18 @@ static const bk_cli_opt bake_opts[] = {
     { .name = "--mesh-out",
       .arg = "FILE.obj",
       .set = set_mesh_out,
-      .help = "also write the mesh with its lightmap UVs (as vt); with voxels,\n"
-              "their merged quads too and FILE.mtl (materials vox_M, M the\n"
-              "scene material: the palette index for a lone .vox). mtllib\n"
-              "paths are relative: MTL files of another folder are copied into\n"
-              "FILE.mtl, texture paths rewritten; an existing FILE.mtl that\n"
-              "baker did not write is never replaced (the run is refused)" },
-    TEXT("  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (one file; .gltf embeds its buffer): the file's\n"
-         "                           own UVs as TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
+      .help = "also write the mesh with its lightmap UVs (as vt), its objects\n"
+              "(o), and FILE.mtl beside it: the scene's MTL files copied with\n"
+              "their texture statements commented out (they would read the\n"
+              "lightmap UVs), map_Ka naming the lightmap; with voxels, their\n"
+              "merged quads too (materials vox_M, M the scene material: the\n"
+              "palette index for a lone .vox). Files are named by paths below\n"
+              "FILE's folder, or by their name with a note to copy them there;\n"
+              "an existing FILE.mtl that baker did not write is never replaced\n"
+              "(the run is refused). Repeatable: one .obj and one glTF" },
+    TEXT("  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (.glb is one file with its images embedded;\n"
+         "                           .gltf writes its images beside it): the file's own UVs as\n"
+         "                           TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
          "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
          "                           occlusionTexture (texCoord 1), its emissiveTexture (x Kd, where it\n"
          "                           does not emit: the lit look) and extras.baker_lightmap; voxels too\n"),
@@ -657,20 +681,37 @@ int bk_cmd_bake_check_scenes(bk_cmd_bake_cli *c)
 static int bake_check(bk_cmd_bake_cli *c)
 {
     if (bk_cmd_bake_check_scenes(c)) return -1;
-    if (!c->out) {
-        bk_cmd_bake_error("no output given: add -o lightmap.png (or .hdr)\n");
+    if (!c->nouts) {
+        bk_cmd_bake_error("no output given: add -o lightmap.png (or .hdr, .exr)\n");
         return -1;
     }
     char terr[1024];
-    if (bk_image_type_check("-o", c->out, terr, sizeof terr) ||
-        (c->preview && bk_image_type_check("--preview", c->preview, terr, sizeof terr))) {
+    for (int k = 0; k < c->nouts; ++k)
+        if (bk_image_type_check("-o", c->outs[k], terr, sizeof terr)) {
+            bk_cmd_bake_error("%s\n", terr);
+            return -1;
+        }
+    if (c->preview && bk_image_type_check("--preview", c->preview, terr, sizeof terr)) {
         bk_cmd_bake_error("%s\n", terr);
         return -1;
     }
-    if (c->mesh_out && !bk_path_has_ext(c->mesh_out, ".obj") && !bk_gltf_path(c->mesh_out)) {
-        bk_cmd_bake_error("--mesh-out %s: the mesh is written as a .obj, .gltf or .glb file\n", c->mesh_out);
-        return -1;
-    }
+    /* one bake, its lightmap in several types: each type once (two PNGs would be the same bytes) */
+    for (int k = 1; k < c->nouts; ++k)
+        for (int j = 0; j < k; ++j)
+            if (bk_image_type_of(c->outs[j]) == bk_image_type_of(c->outs[k])) {
+                bk_cmd_bake_error("-o %s and -o %s: %s; name one lightmap of each type (.png, .hdr, .exr)\n",
+                                  c->outs[j], c->outs[k],
+                                  strcmp(c->outs[j], c->outs[k]) ? "two lightmaps of one type" : "the same file twice");
+                return -1;
+            }
+    /* the PNG first: the glTF, --preview and the messages name it */
+    for (int k = 1; k < c->nouts; ++k)
+        if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) {
+            const char *png = c->outs[k];
+            memmove(c->outs + 1, c->outs, sizeof(char *) * (size_t)k);
+            c->outs[0] = png;
+        }
+    c->out = c->outs[0];
     return 0;
 }
 

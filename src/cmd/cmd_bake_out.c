@@ -78,8 +78,9 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
     fputs("] },\n", f);
 }
 
-void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *s, const bk_voxmesh *vm,
-                             const bk_atlas *at, char **page_names, uint32_t texels, const bk_bake_result *r,
+void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
+                             const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
+                             const bk_bake_result *r,
                              const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
                              const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
                              const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex)
@@ -94,6 +95,14 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
     }
     fputs("],\n  \"output\": ", f);
     json_str(f, c->out);
+    /* every file the run writes (each page, the mesh's MTL, this file): standard output is none */
+    fputs(",\n  \"outputs\": [", f);
+    for (int k = 0, n = 0; k < io->n_out; ++k) {
+        if (io->out[k].to_stdout) continue;
+        if (n++) fputs(", ", f);
+        json_str(f, io->out[k].path);
+    }
+    fputs("]", f);
     fprintf(f, ",\n  \"backend\": \"%s\",\n", backend);
     fprintf(
         f,
@@ -182,9 +191,10 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *
 
 /* Every file the bake reads and writes, checked before any work (outputs.h). Returns 0, or the
  * exit status after printing why: 2 when two names clash, 1 when an output cannot be written.
- * With --pages auto -o itself names no file: page 0 (NAME-0.png, there is always one) is
- * checked here, the other pages once the atlas is packed, before the bake. */
-int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[4], const char *page0)
+ * With --pages auto -o itself names no file: page 0 (NAME-0.png, there is always one) of each -o
+ * is checked here, the other pages once the atlas is packed, before the bake. */
+int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT_COUNT], int *lm_idx,
+                           char *const *page0)
 {
     char err[1024];
     int  r = 0;
@@ -201,16 +211,22 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[4],
     for (int k = 0; k < c->nscenes && !r; ++k) r = bk_outputs_input(io, "a scene", c->scenes[k], err, sizeof err);
     /* another rank of a job writes nothing: it neither checks nor probes the outputs (their folder
      * may exist only where rank 0 runs) */
-    if (!r && c->writer && (r = idx[0] = bk_outputs_add(io, "-o", page0 ? page0 : c->out, 0, err, sizeof err)) >= 0)
+    for (int k = 0; !r && c->writer && k < c->nouts; ++k)
+        if ((r = lm_idx[k] = bk_outputs_add(io, "-o", page0 && page0[k] ? page0[k] : c->outs[k], 0, err, sizeof err)) >=
+            0)
+            r = 0;
+    if (c->writer && c->nouts) idx[OUT_LIGHTMAP] = lm_idx[0];
+    if (!r && c->writer && c->mesh_obj &&
+        (r = idx[OUT_MESH_OBJ] = bk_outputs_add(io, "--mesh-out", c->mesh_obj, 0, err, sizeof err)) >= 0)
         r = 0;
-    if (!r && c->writer && c->mesh_out &&
-        (r = idx[1] = bk_outputs_add(io, "--mesh-out", c->mesh_out, 0, err, sizeof err)) >= 0)
+    if (!r && c->writer && c->mesh_gltf &&
+        (r = idx[OUT_MESH_GLTF] = bk_outputs_add(io, "--mesh-out", c->mesh_gltf, 0, err, sizeof err)) >= 0)
         r = 0;
     if (!r && c->stats &&
-        (r = idx[2] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0)
+        (r = idx[OUT_STATS] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0)
         r = 0;
     if (!r && c->writer && c->preview &&
-        (r = idx[3] = bk_outputs_add(io, "--preview", c->preview, 0, err, sizeof err)) >= 0)
+        (r = idx[OUT_PREVIEW] = bk_outputs_add(io, "--preview", c->preview, 0, err, sizeof err)) >= 0)
         r = 0;
     if (!r) return 0;
     bk_cmd_bake_error("%s\n", err);
@@ -228,18 +244,18 @@ char *bk_cmd_bake_page_name(const char *out, int k)
 
 /* --pages auto: pages NAME-K.png of an earlier bake with more pages stay (they are no output of
  * this run, so they are not removed); say which files are this bake's. */
-void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, int pages)
+void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages)
 {
     int last = pages;
     for (;; ++last) {
-        char *p = bk_cmd_bake_page_name(c->out, last);
+        char *p = bk_cmd_bake_page_name(out, last);
         int   there = p && access(p, F_OK) == 0;
         free(p);
         if (!there) break;
     }
     if (last == pages) return;
-    char *first = bk_cmd_bake_page_name(c->out, pages), *final = bk_cmd_bake_page_name(c->out, last - 1),
-         *mine = bk_cmd_bake_page_name(c->out, pages - 1);
+    char *first = bk_cmd_bake_page_name(out, pages), *final = bk_cmd_bake_page_name(out, last - 1),
+         *mine = bk_cmd_bake_page_name(out, pages - 1);
     char m[4096];
     if (first && final && mine) {
         if (last - 1 > pages)
