@@ -1,5 +1,6 @@
 /* cpu_bake_outputs.c - the bake's outputs (issue 36): several -o of one bake, several --mesh-out,
- * what is refused, the lists of files written ("wrote" and --stats "outputs"), the OBJ's objects.
+ * what is refused, the lists of files written ("wrote" and --stats "outputs"), the OBJ's objects,
+ * and the hints after a bake (a PNG that clips, a page mostly empty).
  *
  * Runs the baker program on copies of the demo scene (scenes/cornell.obj) and on scenes written
  * here, in a fresh temporary folder; the CPU backend, tiny atlases.
@@ -8,7 +9,10 @@
  *   - `--mesh-out m.obj --mesh-out m.glb` writes both; two of one kind, two -o of one type or one
  *     file twice are refused before any work (exit 2), leaving no file;
  *   - the summary's "wrote" line and --stats "outputs" list every file;
- *   - the --mesh-out OBJ keeps the scene's o / g names as o lines, its usemtl said again in each.
+ *   - the --mesh-out OBJ keeps the scene's o / g names as o lines, its usemtl said again in each;
+ *   - hints on stderr, not with --quiet: more than 1 % of the baked texels over 1 at the exposure in
+ *     the PNG (--exposure 8) names --exposure auto; none for an .hdr or at --exposure 0.05; a page
+ *     used under 10 % names a smaller --size, which then bakes on one page without the hint.
  */
 #define _XOPEN_SOURCE 700 /* S_IFMT */
 #include "bk_test.h"
@@ -133,6 +137,31 @@ int main(void)
                "%s", pm.data ? pm.data : "");
     free(po.data);
     free(pm.data);
+
+    /* 5. hints: a PNG that clips */
+    BK_EXPECTF(RUN("cornell.obj -o h.png --exposure 8 " BAKE) == 0 && strstr(errbuf, "hint: ") &&
+                   strstr(errbuf, "clip in the 8-bit PNG") && strstr(errbuf, "--exposure auto"),
+               "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o h.png --exposure 8 --quiet " BAKE) == 0 && !strstr(errbuf, "hint"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o h.hdr --exposure 8 " BAKE) == 0 && !strstr(errbuf, "clip"), "%s", errbuf);
+    BK_EXPECTF(RUN("cornell.obj -o h.png --exposure 0.05 " BAKE) == 0 && !strstr(errbuf, "clip"), "%s", errbuf);
+    /* ... a page mostly empty: the size named bakes it on one page, without the hint */
+    write_squares("sq2.obj", 2);
+    BK_EXPECTF(RUN("sq2.obj -o u.png --pages auto --texels-per-unit 4 --backend cpu --size 512 --spp 1 --bounces 0") ==
+                       0 &&
+                   strstr(errbuf, "hint: the atlas uses ") && strstr(errbuf, " --size "),
+               "%s", errbuf);
+    const char *sz = strstr(errbuf, " --size ");
+    int         size = sz ? atoi(sz + 8) : 0;
+    BK_EXPECTF(size >= 16 && size < 512, "--size %d", size);
+    BK_EXPECTF(RUN("sq2.obj -o u.png --pages auto --texels-per-unit 4 --backend cpu --size %d --spp 1 --bounces 0 "
+                   "--stats u.json",
+                   size) == 0 &&
+                   !strstr(errbuf, "hint: the atlas"),
+               "%s", errbuf);
+    snap uj = take("u.json");
+    BK_EXPECTF(uj.data && strstr(uj.data, "\"pages\": { \"count\": 1,"), "%.300s", uj.data ? uj.data : "");
+    free(uj.data);
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", dir);

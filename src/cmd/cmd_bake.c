@@ -116,6 +116,8 @@ typedef struct bake_state {
     char                   *lm_page0[BK_CMD_BAKE_MAX_OUTS];         /* --pages auto: each -o's NAME-0 */
     char                  **x_names[BK_CMD_BAKE_MAX_OUTS];          /* --pages auto: outs[k]'s pages, k >= 1 */
     int                    *x_idx[BK_CMD_BAKE_MAX_OUTS];
+    double                  clip_share; /* covered texels with a channel over 1 after the exposure (PNG) */
+    float                   clip_fit;   /* the exposure that maps their brightest channel's 99th percentile to 1 */
     char                    err[1024], msg[512];
     double                  t_start, t0; /* the command's start; the running phase's */
     double                  ph[PH_COUNT], wr[WR_COUNT], bake_prep;
@@ -771,6 +773,37 @@ static int write_preview(bake_state *st)
     return rc;
 }
 
+/* For the hint after a PNG bake: the 8-bit PNG clips where exposure x value > 1 in a channel
+ * (image.c encodes min(1, E v)). st->clip_share: the share of the baked texels that clip;
+ * st->clip_fit: the exposure that maps their brightest channel's 99th percentile to 1 (from a
+ * histogram of 1/16-octave bins, the percentile's bin's upper edge: a little under). */
+static void clip_stats(bake_state *st)
+{
+    enum { BINS = 1024, PER_OCTAVE = 16, LOW = 32 }; /* 2^-32 .. 2^32 */
+    uint64_t   *hist = calloc(BINS, sizeof(uint64_t)), n = 0, over = 0;
+    const float e = st->c.exposure;
+    st->clip_share = 0;
+    st->clip_fit = 0;
+    if (!hist) return;
+    for (size_t i = 0; i < st->npx; ++i) {
+        if (st->cov[i] != BK_COVER_TEXEL) continue;
+        const float *c = st->rgb + 3 * i;
+        const float  m = fmaxf(c[0], fmaxf(c[1], c[2]));
+        n++;
+        over += c[0] * e > 1.0f || c[1] * e > 1.0f || c[2] * e > 1.0f;
+        int b = m > 0 && isfinite(m) ? (int)floorf((log2f(m) + LOW) * PER_OCTAVE) : 0;
+        hist[b < 0 ? 0 : b >= BINS ? BINS - 1 : b]++;
+    }
+    if (n) {
+        uint64_t want = (uint64_t)ceil(0.99 * (double)n), sum = 0;
+        int      b = 0;
+        while (b < BINS - 1 && (sum += hist[b]) < want) b++;
+        st->clip_share = (double)over / (double)n;
+        st->clip_fit = (float)exp2((double)LOW - (double)(b + 1) / PER_OCTAVE);
+    }
+    free(hist);
+}
+
 /* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
  * (WRITE_STEPS, each timed). */
 static int phase_write(bake_state *st)
@@ -800,6 +833,9 @@ static int phase_write(bake_state *st)
         st->rel.running = pthread_create(&st->rel.th, NULL, bk_cmd_bake_release_run, &st->rel) == 0;
         if (st->rel.running) st->gpu = NULL, st->be = NULL;
     }
+    /* before the fill and the dilation: only baked texels count */
+    for (int k = 0; !c->quiet && k < c->nouts; ++k)
+        if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) clip_stats(st);
     if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
                             at->width, at->height, at->page_count, NULL, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
@@ -934,6 +970,60 @@ static void print_summary(const bake_state *st)
                 job->size, job->granule, job->wait_seconds, (double)job->gather_bytes / 1e6, job->gather_seconds);
 }
 
+/* The side of the smallest power-of-two page (at least 16) with room for twice the texels
+ * baked and for the largest chart (its UV extent in texels, and the padding on both sides);
+ * 0 when that is no smaller than the page. Only where charts keep their size at any --size
+ * (--texels-per-unit, or voxels alone): else charts are scaled to fill the page. */
+static int smaller_size(const bake_state *st, int *largest)
+{
+    const bk_cmd_bake_cli *c = &st->c;
+    const bk_atlas        *at = &st->at;
+    if (at->page_count != 1 || c->atlas.uv_from_file || !at->tri_chart || !at->chart_count ||
+        !(c->atlas.texels_per_unit > 0 || (st->has_vox && st->vm.first_quad_tri == 0)))
+        return 0;
+    float *box = malloc(sizeof(float) * 4 * at->chart_count);
+    if (!box) return 0;
+    for (uint32_t k = 0; k < at->chart_count; ++k) box[4 * k] = box[4 * k + 1] = 2, box[4 * k + 2] = box[4 * k + 3] = -1;
+    for (uint32_t t = 0; t < at->tri_count; ++t) {
+        uint32_t ch = at->tri_chart[t];
+        if (ch >= at->chart_count) continue;
+        for (int v = 0; v < 3; ++v) {
+            float u = at->uv[6 * (size_t)t + 2 * v], w = at->uv[6 * (size_t)t + 2 * v + 1];
+            box[4 * ch] = fminf(box[4 * ch], u), box[4 * ch + 1] = fminf(box[4 * ch + 1], w);
+            box[4 * ch + 2] = fmaxf(box[4 * ch + 2], u), box[4 * ch + 3] = fmaxf(box[4 * ch + 3], w);
+        }
+    }
+    double side = 0;
+    for (uint32_t k = 0; k < at->chart_count; ++k)
+        if (box[4 * k + 2] >= box[4 * k])
+            side = fmax(side, fmax((box[4 * k + 2] - box[4 * k]) * at->width, (box[4 * k + 3] - box[4 * k + 1]) * at->height));
+    free(box);
+    *largest = (int)ceil(side);
+    int s = 16;
+    while (s < at->width && ((double)s * s < 2.0 * (double)at->covered || s < side + 2.0 * c->atlas.padding + 2)) s *= 2;
+    return s < at->width ? s : 0;
+}
+
+/* Hints on stderr after a bake (not with --quiet): a PNG that clips, a page mostly empty. */
+static void print_hints(const bake_state *st)
+{
+    const bk_cmd_bake_cli *c = &st->c;
+    const bk_atlas        *at = &st->at;
+    if (st->clip_share > 0.01) {
+        fprintf(stderr, "baker: hint: %.1f%% of the baked texels clip in the 8-bit PNG (a channel over 1 at exposure %.4g): ",
+                100.0 * st->clip_share, c->exposure);
+        if (c->exposure_auto) fprintf(stderr, "--exposure %.3g would keep 99%% of them below 1", st->clip_fit);
+        else fprintf(stderr, "try --exposure auto (or --exposure %.3g, which keeps 99%% of them below 1)", st->clip_fit);
+        fputs(", or an .hdr / .exr output\n", stderr);
+    }
+    int largest = 0, smaller = at->utilisation < 0.10f ? smaller_size(st, &largest) : 0;
+    if (smaller)
+        fprintf(stderr,
+                "baker: hint: the atlas uses %.1f%% of its %dx%d texels: --size %d has room for twice the %llu texels "
+                "baked and for the largest chart (%d texels across)\n",
+                100.0 * at->utilisation, at->width, at->height, smaller, (unsigned long long)at->covered, largest);
+}
+
 /* After the phases: the stats, the summary, the job's last agreement and the commit of every
  * output. Returns the exit status. */
 static int bake_report(bake_state *st)
@@ -950,6 +1040,7 @@ static int bake_report(bake_state *st)
                                 st->wr, st->bake_prep, &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
     }
     if (!c->quiet) print_summary(st);
+    if (!c->quiet) print_hints(st);
     /* every rank has done its share: the others, waiting since the gather, may end; should one
      * of them have failed, nothing is committed */
     if (st->job->size > 1 && bk_cmd_bake_job_agree(st->job, 1, 1)) return 1;
