@@ -63,17 +63,20 @@ int main(void)
     }
 
     /* 1. one bake, two types (three with tinyexr), two meshes; the same bytes as one -o each */
-    BK_EXPECT(RUN("cornell.obj -o one.png " BAKE " --quiet") == 0 && RUN("cornell.obj -o one.hdr " BAKE " --quiet") == 0);
-    BK_EXPECTF(RUN("cornell.obj -o lm.hdr -o lm.png --mesh-out m.obj --mesh-out m.glb --stats s.json " BAKE) == 0,
-               "%s", errbuf);
+    BK_EXPECT(RUN("cornell.obj -o one.png " BAKE " --quiet") == 0 &&
+              RUN("cornell.obj -o one.hdr " BAKE " --quiet") == 0);
+    BK_EXPECTF(RUN("cornell.obj -o lm.hdr -o lm.png --mesh-out m.obj --mesh-out m.glb --stats s.json " BAKE) == 0, "%s",
+               errbuf);
     snap one_png = take("one.png"), one_hdr = take("one.hdr");
     BK_EXPECT(one_png.size > 0 && same("lm.png", one_png) && one_hdr.size > 0 && same("lm.hdr", one_hdr));
     BK_EXPECT(exists("m.obj") && exists("m.mtl") && exists("m.glb"));
     wrote_line(line, sizeof line);
     BK_EXPECTF(!strcmp(line, "  wrote lm.png, lm.hdr, m.obj, m.glb, s.json, m.mtl"), "'%s'", line);
     snap js = take("s.json"), mtl = take("m.mtl");
-    BK_EXPECTF(js.data && strstr(js.data, "\"outputs\": [\"lm.png\", \"lm.hdr\", \"m.obj\", \"m.glb\", \"s.json\", "
-                                          "\"m.mtl\"]") && strstr(js.data, "\"output\": \"lm.png\""),
+    BK_EXPECTF(js.data &&
+                   strstr(js.data, "\"outputs\": [\"lm.png\", \"lm.hdr\", \"m.obj\", \"m.glb\", \"s.json\", "
+                                   "\"m.mtl\"]") &&
+                   strstr(js.data, "\"output\": \"lm.png\""),
                "%.400s", js.data ? js.data : "");
     BK_EXPECTF(mtl.data && strstr(mtl.data, "\nmap_Ka lm.png\n") && strstr(mtl.data, "the same light as lm.hdr"), "%s",
                mtl.data ? mtl.data : "");
@@ -105,10 +108,10 @@ int main(void)
 
     /* 3. --pages auto: each -o its pages */
     write_squares("sq.obj", 6);
-    BK_EXPECTF(RUN("sq.obj -o p.png -o p.hdr --pages auto --texels-per-unit 20 --mesh-out p.obj --stats p.json " BAKE) ==
-                   0,
-               "%s", errbuf);
-    snap pj = take("p.json");
+    BK_EXPECTF(
+        RUN("sq.obj -o p.png -o p.hdr --pages auto --texels-per-unit 20 --mesh-out p.obj --stats p.json " BAKE) == 0,
+        "%s", errbuf);
+    snap        pj = take("p.json");
     const char *pc = pj.data ? strstr(pj.data, "\"pages\": { \"count\": ") : NULL;
     int         pages = pc ? atoi(pc + strlen("\"pages\": { \"count\": ")) : 0;
     BK_EXPECTF(pages >= 3, "%d pages", pages);
@@ -120,8 +123,9 @@ int main(void)
     }
     BK_EXPECT(!exists("p.png") && !exists("p.hdr"));
     char want[256];
-    snprintf(want, sizeof want, "  wrote p-0.png .. p-%d.png (%d pages), p-0.hdr .. p-%d.hdr (%d pages), p.obj, p.json, p.mtl",
-             pages - 1, pages, pages - 1, pages);
+    snprintf(want, sizeof want,
+             "  wrote p-0.png .. p-%d.png (%d pages), p-0.hdr .. p-%d.hdr (%d pages), p.obj, p.json, p.mtl", pages - 1,
+             pages, pages - 1, pages);
     wrote_line(line, sizeof line);
     BK_EXPECTF(!strcmp(line, want), "'%s'", line);
     free(pj.data);

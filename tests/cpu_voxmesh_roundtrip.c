@@ -185,15 +185,16 @@ int main(void)
     fclose(f);
     fclose(mf);
     {
-        FILE *rf = fopen(obj, "rb"), *rm = fopen(mtl, "rb");
-        char  text[1 << 16], mtext[1 << 14];
+        FILE  *rf = fopen(obj, "rb"), *rm = fopen(mtl, "rb");
+        char   text[1 << 16], mtext[1 << 14];
         size_t k = rf ? fread(text, 1, sizeof text - 1, rf) : 0, km = rm ? fread(mtext, 1, sizeof mtext - 1, rm) : 0;
         text[k] = 0;
         mtext[km] = 0;
         if (rf) fclose(rf);
         if (rm) fclose(rm);
-        BK_EXPECTF(strstr(text, "\no vox_instance_0\ng vox_instance_0\n") && strstr(text, "\no wall piece\ng vox_instance_1\n") &&
-                       strstr(text, "\no vox_instance_2\n") && !strstr(text, dir),
+        BK_EXPECTF(strstr(text, "\no vox_instance_0\ng vox_instance_0\n") &&
+                       strstr(text, "\no wall piece\ng vox_instance_1\n") && strstr(text, "\no vox_instance_2\n") &&
+                       !strstr(text, dir),
                    "%s", strstr(text, "\no ") ? strstr(text, "\no ") : text);
         BK_EXPECTF(strstr(mtext, "newmtl vox_1\nKd ") && strstr(mtext, "\nmap_Ka lm.png\n") && !strstr(mtext, dir),
                    "%s", mtext);

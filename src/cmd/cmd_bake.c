@@ -767,8 +767,8 @@ static int write_preview(bake_state *st)
         }
     }
     bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count };
-    int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[OUT_PREVIEW], c->preview,
-                               &st->view);
+    int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[OUT_PREVIEW],
+                               c->preview, &st->view);
     if (png) free(lm);
     return rc;
 }
@@ -983,7 +983,10 @@ static int smaller_size(const bake_state *st, int *largest)
         return 0;
     float *box = malloc(sizeof(float) * 4 * at->chart_count);
     if (!box) return 0;
-    for (uint32_t k = 0; k < at->chart_count; ++k) box[4 * k] = box[4 * k + 1] = 2, box[4 * k + 2] = box[4 * k + 3] = -1;
+    for (uint32_t k = 0; k < at->chart_count; ++k) { /* empty boxes: lo 2, hi -1 */
+        box[4 * k] = box[4 * k + 1] = 2;
+        box[4 * k + 2] = box[4 * k + 3] = -1;
+    }
     for (uint32_t t = 0; t < at->tri_count; ++t) {
         uint32_t ch = at->tri_chart[t];
         if (ch >= at->chart_count) continue;
@@ -996,11 +999,13 @@ static int smaller_size(const bake_state *st, int *largest)
     double side = 0;
     for (uint32_t k = 0; k < at->chart_count; ++k)
         if (box[4 * k + 2] >= box[4 * k])
-            side = fmax(side, fmax((box[4 * k + 2] - box[4 * k]) * at->width, (box[4 * k + 3] - box[4 * k + 1]) * at->height));
+            side = fmax(
+                side, fmax((box[4 * k + 2] - box[4 * k]) * at->width, (box[4 * k + 3] - box[4 * k + 1]) * at->height));
     free(box);
     *largest = (int)ceil(side);
     int s = 16;
-    while (s < at->width && ((double)s * s < 2.0 * (double)at->covered || s < side + 2.0 * c->atlas.padding + 2)) s *= 2;
+    while (s < at->width && ((double)s * s < 2.0 * (double)at->covered || s < side + 2.0 * c->atlas.padding + 2))
+        s *= 2;
     return s < at->width ? s : 0;
 }
 
@@ -1010,10 +1015,12 @@ static void print_hints(const bake_state *st)
     const bk_cmd_bake_cli *c = &st->c;
     const bk_atlas        *at = &st->at;
     if (st->clip_share > 0.01) {
-        fprintf(stderr, "baker: hint: %.1f%% of the baked texels clip in the 8-bit PNG (a channel over 1 at exposure %.4g): ",
+        fprintf(stderr,
+                "baker: hint: %.1f%% of the baked texels clip in the 8-bit PNG (a channel over 1 at exposure %.4g): ",
                 100.0 * st->clip_share, c->exposure);
         if (c->exposure_auto) fprintf(stderr, "--exposure %.3g would keep 99%% of them below 1", st->clip_fit);
-        else fprintf(stderr, "try --exposure auto (or --exposure %.3g, which keeps 99%% of them below 1)", st->clip_fit);
+        else
+            fprintf(stderr, "try --exposure auto (or --exposure %.3g, which keeps 99%% of them below 1)", st->clip_fit);
         fputs(", or an .hdr / .exr output\n", stderr);
     }
     int largest = 0, smaller = at->utilisation < 0.10f ? smaller_size(st, &largest) : 0;
@@ -1035,9 +1042,10 @@ static int bake_report(bake_state *st)
             bk_cmd_bake_error("%s\n", st->err);
             return 1;
         }
-        bk_cmd_bake_write_stats(f, c, &st->io, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx, &st->res,
-                                st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres, st->job,
-                                st->wr, st->bake_prep, &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
+        bk_cmd_bake_write_stats(f, c, &st->io, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx,
+                                &st->res, st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres,
+                                st->job, st->wr, st->bake_prep,
+                                &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
     }
     if (!c->quiet) print_summary(st);
     if (!c->quiet) print_hints(st);

@@ -44,8 +44,8 @@ typedef struct bk_cmd_bake_cli {
     const char *out;
     /* --mesh-out: at most one OBJ (mesh_obj) and one glTF (mesh_gltf: .gltf or .glb); mesh_out
      * is the glTF's when there is one (bk_cmd_bake_write_gltf writes it), else the OBJ's */
-    const char *mesh_obj, *mesh_gltf, *mesh_out;
-    const char *stats;
+    const char     *mesh_obj, *mesh_gltf, *mesh_out;
+    const char     *stats;
     const char     *preview; /* --preview FILE: the baked scene seen by view's camera (view.h) */
     bk_view_opts    view;    /* its camera, size and mode (bk_cmd_view_opts, cmd_view.h) */
     int             texels_per_voxel, pages_auto;
@@ -243,10 +243,10 @@ typedef struct bk_cmd_bake_tex {
 /* io: every file of the run, listed as "outputs" */
 void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
                              const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
-                             const bk_bake_result *r,
-                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
-                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
-                             const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex);
+                             const bk_bake_result *r, const double ph[PH_COUNT], const char *backend, double mean_lum,
+                             double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
+                             const bk_cmd_bake_job *job, const double wr[WR_COUNT], double bake_prep,
+                             const bk_cmd_bake_tex *tex);
 
 /* cmd_view.c: the scene s (its accel on be) seen through view's camera, with the lightmap lm
  * (linear, atlas at's layout), written to output idx of io as `path`. 0, or 1 after printing. */

@@ -522,7 +522,7 @@ static const bk_cli_opt bake_opts[] = {
       .arg = "FILE.json",
       .help = "write timings, rays, atlas and memory figures as JSON (- for\n"
               "standard output; the summary then goes to stderr)" },
-    { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no progress bar, no summary" },
+    { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no progress bar, no summary, no hints" },
     { .name = "--preview",
       .arg = "FILE.png",
       .set = set_preview,

@@ -80,10 +80,10 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
 
 void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
                              const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
-                             const bk_bake_result *r,
-                             const double ph[PH_COUNT], const char *backend, double mean_lum, double sort_seconds,
-                             const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn, const bk_cmd_bake_job *job,
-                             const double wr[WR_COUNT], double bake_prep, const bk_cmd_bake_tex *tex)
+                             const bk_bake_result *r, const double ph[PH_COUNT], const char *backend, double mean_lum,
+                             double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
+                             const bk_cmd_bake_job *job, const double wr[WR_COUNT], double bake_prep,
+                             const bk_cmd_bake_tex *tex)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);

@@ -249,8 +249,7 @@ static int copy_mtl(FILE *f, const bk_scene_mtl *m, const mtl_ctx *x, char *err,
             const char *b = strrchr(tex, '/');
             snprintf(shown, sizeof shown, "%s", b ? b + 1 : tex);
         }
-        if (!here)
-            fprintf(f, "# (%s is not in this folder: copy it here for the statement below)\n", shown);
+        if (!here) fprintf(f, "# (%s is not in this folder: copy it here for the statement below)\n", shown);
         fprintf(f, "# %.*s%s\n", (int)(name - line), line, shown);
     }
     free(line);
@@ -328,7 +327,7 @@ static int material_pages(mtl_ctx *x, const bk_scene *s, const bk_voxmesh *vm, c
         int      quad = t >= T0;
         uint32_t m = quad ? vm->quads[(t - T0) / 2].material : s->tri_material ? s->tri_material[t] : BK_NONE;
         if (m >= s->material_count) continue;
-        uint32_t  pg = a->tri_page ? a->tri_page[t] : 0, *slot = quad ? &x->quad_page[m] : &x->tri_page[m];
+        uint32_t pg = a->tri_page ? a->tri_page[t] : 0, *slot = quad ? &x->quad_page[m] : &x->tri_page[m];
         if (*slot == BK_NONE) *slot = pg;
         else if (*slot != pg) *slot = PAGE_SEVERAL;
     }
@@ -372,7 +371,8 @@ static void say_lightmap(FILE *f, const mtl_ctx *x, const bk_mesh_obj_opts *o, c
     }
     fputs(a->page_count > 1 ? "; the lightmap pages (faces in group page_K read page K):\n" : "; the lightmap:\n", f);
     for (int p = 0; p < x->page_count; ++p) {
-        if (a->page_count > 1) fprintf(f, "#   page %d: %s%s\n", p, x->page_name[p], x->page_here[p] ? "" : " (copy it beside this file)");
+        if (a->page_count > 1)
+            fprintf(f, "#   page %d: %s%s\n", p, x->page_name[p], x->page_here[p] ? "" : " (copy it beside this file)");
         else fprintf(f, "#   %s%s\n", x->page_name[0], x->page_here[0] ? "" : " (copy it beside this file)");
     }
     for (int k = 0; k < o->also_count; ++k) {
@@ -541,8 +541,8 @@ static int obj_write_vox_mtl(FILE *mtl_f, const bk_scene *s, const bk_voxmesh *v
 
 /* The writer behind the entry points; vm may be NULL (no voxels); mtl_f and mtl_path may be NULL
  * (no MTL beside the OBJ: then no mtllib line). */
-static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a,
-                     FILE *mtl_f, const char *mtl_path, const bk_mesh_obj_opts *o, char *err, size_t err_size)
+static int write_obj(FILE *f, const char *path, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *a, FILE *mtl_f,
+                     const char *mtl_path, const bk_mesh_obj_opts *o, char *err, size_t err_size)
 {
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "%s: atlas built for %u triangles, scene has %u", path, a->tri_count,
