@@ -722,9 +722,29 @@ static void test_pages(void)
     }
     check_texels("pages", &vm, &at, 2);
     bk_atlas_free(&at);
-    /* an instance larger than a page */
-    BK_EXPECT(atlas_for(&vm, 2, 8, 1, &at, err, sizeof err) != 0);
-    BK_EXPECTF(strstr(err, "voxel instance 0 do not fit one 8x8 page") != NULL, "message: %s", err);
+    /* instances larger than a page: refused on one page (naming --pages auto); with --pages auto
+     * each spreads over consecutive pages, quads in order, every texel where it belongs */
+    BK_EXPECT(atlas_for(&vm, 2, 16, 0, &at, err, sizeof err) != 0);
+    BK_EXPECTF(strstr(err, "voxel instance 0 do not fit one 16x16 page") != NULL && strstr(err, "use --pages auto"),
+               "message: %s", err);
+    if (atlas_for(&vm, 2, 16, 1, &at, err, sizeof err) == 0) {
+        uint32_t spread = 0, p0 = at.tri_page[vm.first_quad_tri];
+        for (uint32_t q = 1; q < vm.quad_count; ++q) {
+            uint32_t t = vm.first_quad_tri + 2 * q, tp = t - 2;
+            BK_EXPECT(at.tri_page[t] >= at.tri_page[tp] && at.tri_page[t + 1] == at.tri_page[t]);
+            if (vm.quads[q].instance != vm.quads[q - 1].instance) p0 = at.tri_page[t];
+            else if (at.tri_page[t] != p0 && (q + 1 == vm.quad_count || vm.quads[q + 1].instance != vm.quads[q].instance))
+                spread++;
+        }
+        BK_EXPECTF(spread == 40 && at.page_count > (int)need, "%u of 40 instances over several pages, %d pages", spread,
+                   at.page_count);
+        check_texels("pages spread", &vm, &at, 2);
+        bk_atlas_free(&at);
+    } else BK_EXPECTF(0, "pages auto at 16x16: %s", err);
+    /* a quad larger than a page */
+    BK_EXPECT(atlas_for(&vm, 2, 4, 1, &at, err, sizeof err) != 0);
+    BK_EXPECTF(strstr(err, "a quad of voxel instance 0 (") && strstr(err, "does not fit one 4x4 page"), "message: %s",
+               err);
     bk_voxmesh_free(&vm);
     bk_scene_free(&s);
 }

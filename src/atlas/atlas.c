@@ -818,8 +818,22 @@ static int stage_tidy(atlas_build *b)
     return bad ? oom(b) : 0;
 }
 
+/* Splits group g of run (nrun groups) into one group per item; run has room for one entry per item
+ * and the end. */
+static void split_group(uint32_t *run, uint32_t *nrun, uint32_t g)
+{
+    uint32_t k = run[g + 1] - run[g];
+    if (k < 2) return;
+    memmove(&run[g + k], &run[g + 1], sizeof(uint32_t) * (*nrun - g)); /* run[g + 1 .. nrun], the end too */
+    for (uint32_t j = 1; j < k; ++j) run[g + j] = run[g] + j;
+    *nrun += k - 1;
+}
+
 /* Fixed chart sizes on pages of --size: one when they fit it, else (--pages auto) as many as
- * they need, groups kept whole. */
+ * they need, groups kept whole. With --pages auto a voxel instance's group that does not fit one
+ * page (a model larger than a page) is spread instead: each of its quads becomes a group of its
+ * own, in order, so the instance takes consecutive pages. Groups larger than a page are split
+ * before packing; one that is smaller but does not pack alone on a page, when packing says so. */
 static int pack_fixed_pages(atlas_build *b)
 {
     const bk_atlas_opts *o = b->o;
@@ -835,16 +849,51 @@ static int pack_fixed_pages(atlas_build *b)
     b->run = malloc(sizeof(uint32_t) * (n_items + 1));
     b->gtmp = malloc(sizeof(key_idx) * (R ? R : 1));
     if (!b->seq || !b->run || !b->gtmp) return oom(b);
-    uint32_t nrun = item_groups(n_mesh, o, b->gtmp, b->seq, b->run);
-    uint32_t pages =
-        bk_atlas_pack_pages(&b->P, b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N, b->pad, &bad_group);
+    uint32_t nrun = item_groups(n_mesh, o, b->gtmp, b->seq, b->run), pages;
+    if (o->pages_auto) {
+        /* every rectangle group larger than a page split at once, in place from the end (an entry
+         * only moves up): pass 0 counts the entries the splits add, pass 1 writes them */
+        const double page_area = (double)(N + b->pad) * (N + b->pad);
+        uint32_t    *run = b->run, more = 0;
+        for (int pass = 0; pass < 2; ++pass) {
+            uint32_t end = run[nrun], add = more; /* add: entries the groups before g add */
+            if (pass == 1) run[nrun + more] = end;
+            for (uint32_t g = nrun; g-- > 0;) {
+                uint32_t lo = run[g];
+                double   area = 0;
+                for (uint32_t i = lo; i < end; ++i) area += (double)b->items[b->seq[i]].w * b->items[b->seq[i]].h;
+                uint32_t parts = b->seq[lo] >= n_mesh && area > page_area ? end - lo : 1;
+                if (pass == 0) more += parts - 1;
+                else {
+                    add -= parts - 1;
+                    for (uint32_t j = 0; j < parts; ++j) run[g + add + j] = lo + j;
+                }
+                end = lo;
+            }
+        }
+        nrun += more;
+    }
+    for (;;) {
+        pages = bk_atlas_pack_pages(&b->P, b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N, b->pad,
+                                    &bad_group);
+        if (pages || bad_group == nrun || !o->pages_auto) break;
+        if (b->seq[b->run[bad_group]] < n_mesh || b->run[bad_group + 1] - b->run[bad_group] < 2) break;
+        split_group(b->run, &nrun, bad_group);
+    }
     if (!pages && bad_group == nrun) return oom(b);
     if (!pages) {
         uint32_t first = b->seq[b->run[bad_group]];
+        if (first >= n_mesh && o->pages_auto) {
+            const bk_atlas_rect *r = &o->rects[first - n_mesh];
+            return bk_fail(b->err, b->err_size,
+                           "%s: a quad of voxel instance %u (%ux%u texels) does not fit one %dx%d page at %s; use a "
+                           "larger --size or fewer --texels-per-voxel",
+                           name, r->group, r->w, r->h, N, N, b->dens);
+        }
         if (first >= n_mesh)
             return bk_fail(b->err, b->err_size,
-                           "%s: the charts of voxel instance %u do not fit one %dx%d page at %s; use a larger "
-                           "--size or fewer --texels-per-voxel",
+                           "%s: the charts of voxel instance %u do not fit one %dx%d page at %s; use --pages auto, "
+                           "a larger --size or fewer --texels-per-voxel",
                            name, o->rects[first - n_mesh].group, N, N, b->dens);
         return bk_fail(b->err, b->err_size,
                        "%s: chart %u does not fit one %dx%d page at %s; use a larger --size or a smaller "

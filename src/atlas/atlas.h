@@ -85,11 +85,13 @@ typedef struct bk_atlas_opts {
     int                         pages_auto;           /* 0 (default): one atlas page. 1 (--pages auto): as many
                                                          pages of size x size as the charts need, when every chart's
                                                          size is fixed (texels_per_unit > 0, or rectangles only);
-                                                         charts of one group stay on one page */
+                                                         charts of one group stay on one page when they fit one,
+                                                         else take consecutive pages */
 } bk_atlas_opts;
 
 /* A rectangular chart: w x h texels; charts of one group are kept on one page (group = voxel
- * instance). Mesh charts each form a group of their own, before the rectangles' groups. */
+ * instance) when they fit one; with pages_auto a group larger than a page is spread over
+ * consecutive pages. Mesh charts each form a group of their own, before the rectangles' groups. */
 typedef struct bk_atlas_rect {
     uint32_t w, h;
     uint32_t group;
@@ -158,7 +160,7 @@ int  bk_atlas_build(const bk_scene *s, const bk_atlas_opts *o, bk_atlas *out, ch
 void bk_atlas_free(bk_atlas *a);
 
 /* The voxel surface's quads as the atlas's rectangular charts at texels_per_voxel texels per
- * voxel edge (one group per instance, so an instance stays on one page; atlas_voxels.c): sets o's
+ * voxel edge (one group per instance, so an instance stays on one page when it fits one; atlas_voxels.c): sets o's
  * rect fields and returns the array they point to (malloc'ed; free it after the atlas is built),
  * NULL when out of memory. */
 bk_atlas_rect *bk_voxmesh_rects(const bk_voxmesh *m, int texels_per_voxel, bk_atlas_opts *o);

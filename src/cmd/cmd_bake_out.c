@@ -22,7 +22,8 @@ static void json_str(FILE *f, const char *v)
 }
 
 /* "pages": which page each object lies on: per material of the scene's own triangles (the pages
- * its triangles use) and per voxel instance (one page each). */
+ * its triangles use) and per voxel instance (its first page; "pages": [first, last] when it
+ * spreads over several). */
 static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, const bk_atlas *at, char **page_names,
                              const char *out)
 {
@@ -67,12 +68,17 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
     /* quads are in instance order: one entry per instance that has quads */
     for (uint32_t q = 0, n = 0; vm && q < vm->quad_count; ++q) {
         if (q && vm->quads[q].instance == vm->quads[q - 1].instance) continue;
-        uint32_t t = vm->first_quad_tri + 2 * q;
-        fprintf(f, "%s{ \"instance\": %u, \"page\": %u }",
+        uint32_t t = vm->first_quad_tri + 2 * q, p0 = at->tri_page ? at->tri_page[t] : 0, e = q + 1;
+        fprintf(f, "%s{ \"instance\": %u, \"page\": %u",
                 n == 0  ? "\n      "
                 : n % 4 ? ", "
                         : ",\n      ",
-                vm->quads[q].instance, at->tri_page ? at->tri_page[t] : 0);
+                vm->quads[q].instance, p0);
+        /* an instance larger than a page (--pages auto) takes consecutive pages: all of them */
+        while (e < vm->quad_count && vm->quads[e].instance == vm->quads[q].instance) ++e;
+        uint32_t pl = at->tri_page ? at->tri_page[vm->first_quad_tri + 2 * (e - 1)] : 0;
+        if (pl != p0) fprintf(f, ", \"pages\": [%u, %u]", p0, pl);
+        fputs(" }", f);
         n++;
     }
     fputs("] },\n", f);
