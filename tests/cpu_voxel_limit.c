@@ -199,8 +199,9 @@ int main(void)
         int      rc = bk_scene_load(path, &s, err, sizeof err);
         BK_EXPECTF(rc == 0, "%s: %s", p->name, err);
         if (rc) continue;
+        /* the file's t in the world's Y-up frame: (x, z, -y) */
         BK_EXPECT(s.vox_instance_count == 1 && s.vox_instances[0].t[0] == at * p->sx &&
-                  s.vox_instances[0].t[2] == at * p->sz);
+                  s.vox_instances[0].t[1] == at * p->sz && s.vox_instances[0].t[2] == -at * p->sy);
         trace_all(p->name, &s);
         bk_scene_free(&s);
         bake(p->name, path, k);

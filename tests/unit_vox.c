@@ -19,6 +19,7 @@
 #include "scene.h"
 #include "util.h"
 #include "bk_test.h"
+#include "bk_test_vox_write.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,156 +32,6 @@ static char tmpdir[512];
 static int  keep_files;
 static char made[256][700];
 static int  made_count;
-
-/* ---- a small .vox writer ---------------------------------------------------------------------- */
-
-typedef struct wbuf {
-    uint8_t *p;
-    size_t   n, cap;
-} wbuf;
-
-static void w_bytes(wbuf *b, const void *d, size_t n)
-{
-    if (n == 0) return;
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 256;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p) {
-            perror("realloc");
-            exit(1);
-        }
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
-static void w_i32(wbuf *b, int32_t v)
-{
-    uint8_t q[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)((uint32_t)v >> 24) };
-    w_bytes(b, q, 4);
-}
-static void w_str(wbuf *b, const char *s, size_t n)
-{
-    w_i32(b, (int32_t)n);
-    w_bytes(b, s, n);
-}
-
-/* A DICT from "key=value;key=value" ("" = empty dictionary). */
-static void w_dict(wbuf *b, const char *spec)
-{
-    int n = 0;
-    for (const char *p = spec; *p; ++p) n += *p == '=';
-    w_i32(b, n);
-    const char *p = spec;
-    while (*p) {
-        const char *eq = strchr(p, '='), *end = strchr(p, ';');
-        if (!end) end = p + strlen(p);
-        w_str(b, p, (size_t)(eq - p));
-        w_str(b, eq + 1, (size_t)(end - eq - 1));
-        p = *end ? end + 1 : end;
-    }
-}
-
-static wbuf K; /* the children of MAIN being written */
-static wbuf F; /* the last file written */
-
-/* Chunks: each returns its offset in the file (MAIN's children start at byte 20). */
-static size_t chunk_begin(const char *id)
-{
-    size_t at = K.n;
-    w_bytes(&K, id, 4);
-    w_i32(&K, 0);
-    w_i32(&K, 0);
-    return at;
-}
-static size_t chunk_end(size_t at)
-{
-    uint32_t n = (uint32_t)(K.n - at - 12);
-    for (int i = 0; i < 4; ++i) K.p[at + 4 + i] = (uint8_t)(n >> (8 * i));
-    return 20 + at;
-}
-static size_t c_size(int x, int y, int z)
-{
-    size_t a = chunk_begin("SIZE");
-    w_i32(&K, x);
-    w_i32(&K, y);
-    w_i32(&K, z);
-    return chunk_end(a);
-}
-static size_t c_xyzi(int n, const uint8_t *v)
-{
-    size_t a = chunk_begin("XYZI");
-    w_i32(&K, n);
-    w_bytes(&K, v, 4 * (size_t)n);
-    return chunk_end(a);
-}
-static size_t c_model(int x, int y, int z, int n, const uint8_t *v)
-{
-    size_t a = c_size(x, y, z);
-    c_xyzi(n, v);
-    return a;
-}
-static size_t c_rgba(const uint32_t pal[256])
-{
-    size_t a = chunk_begin("RGBA");
-    for (int i = 0; i < 256; ++i) w_i32(&K, (int32_t)pal[i]);
-    return chunk_end(a);
-}
-static size_t c_trn(int id, const char *attr, int child, int layer, int nframes, const char *const *frames)
-{
-    size_t a = chunk_begin("nTRN");
-    w_i32(&K, id);
-    w_dict(&K, attr);
-    w_i32(&K, child);
-    w_i32(&K, -1);
-    w_i32(&K, layer);
-    w_i32(&K, nframes);
-    for (int f = 0; f < nframes; ++f) w_dict(&K, frames[f]);
-    return chunk_end(a);
-}
-static size_t trn(int id, int child, const char *frame) { return c_trn(id, "", child, -1, 1, &frame); }
-static size_t c_grp(int id, const char *attr, int n, const int *kids)
-{
-    size_t a = chunk_begin("nGRP");
-    w_i32(&K, id);
-    w_dict(&K, attr);
-    w_i32(&K, n);
-    for (int i = 0; i < n; ++i) w_i32(&K, kids[i]);
-    return chunk_end(a);
-}
-static size_t c_shp(int id, int n, const int *models, const char *const *dicts)
-{
-    size_t a = chunk_begin("nSHP");
-    w_i32(&K, id);
-    w_dict(&K, "");
-    w_i32(&K, n);
-    for (int i = 0; i < n; ++i) {
-        w_i32(&K, models[i]);
-        w_dict(&K, dicts ? dicts[i] : "");
-    }
-    return chunk_end(a);
-}
-static size_t shp(int id, int model) { return c_shp(id, 1, &model, NULL); }
-static size_t c_layr(int id, const char *attr)
-{
-    size_t a = chunk_begin("LAYR");
-    w_i32(&K, id);
-    w_dict(&K, attr);
-    w_i32(&K, -1);
-    return chunk_end(a);
-}
-static size_t c_matl(int id, const char *spec)
-{
-    size_t a = chunk_begin("MATL");
-    w_i32(&K, id);
-    w_dict(&K, spec);
-    return chunk_end(a);
-}
-static size_t c_raw(const char *id, int n)
-{
-    size_t a = chunk_begin(id);
-    for (int i = 0; i < n; ++i) w_bytes(&K, "\x5a", 1);
-    return chunk_end(a);
-}
 
 static const char *write_bytes(const char *name, const void *d, size_t n)
 {
@@ -197,14 +48,7 @@ static const char *write_bytes(const char *name, const void *d, size_t n)
 /* "VOX " version MAIN{K} into F, written as name; K is emptied for the next file. */
 static const char *vox_write(const char *name, int version)
 {
-    F.n = 0;
-    w_bytes(&F, "VOX ", 4);
-    w_i32(&F, version);
-    w_bytes(&F, "MAIN", 4);
-    w_i32(&F, 0);
-    w_i32(&F, (int32_t)K.n);
-    w_bytes(&F, K.p, K.n);
-    K.n = 0;
+    vox_bytes(version);
     return write_bytes(name, F.p, F.n);
 }
 
@@ -278,6 +122,13 @@ static void mat_mul(const int8_t a[9], const int8_t b[9], int8_t out[9])
 static void mat_vec(const int8_t m[9], const int32_t v[3], int32_t out[3])
 {
     for (int r = 0; r < 3; ++r) out[r] = m[3 * r] * v[0] + m[3 * r + 1] * v[1] + m[3 * r + 2] * v[2];
+}
+/* MagicaVoxel's Z-up frame to the world's Y-up one, by hand: (x, y, z) -> (x, z, -y) (vox.h) */
+static const int8_t yup[9] = { 1, 0, 0, 0, 0, 1, 0, -1, 0 };
+static void to_world(const int8_t m[9], const int32_t t[3], int8_t wm[9], int32_t wt[3])
+{
+    mat_mul(yup, m, wm);
+    mat_vec(yup, t, wt);
 }
 static int det3(const int8_t m[9])
 {
@@ -429,8 +280,15 @@ static void test_rotations(void)
             const bk_vox_instance *in = &s.vox_instances[n];
             char                   what[32];
             snprintf(what, sizeof what, "rotation %d", b);
-            BK_EXPECTF(in->rot == b && in->model == 0, "%s: rot %d", what, in->rot);
-            BK_EXPECTF(in->t[0] == 7 * n - 100 && in->t[1] == -3 + n && in->t[2] == 11 - 2 * n, "%s: t", what);
+            /* the file's (R, t), seen in the world's Y-up frame */
+            int8_t  fm[9], wm[9];
+            int32_t ft[3] = { 7 * n - 100, -3 + n, 11 - 2 * n }, wt[3];
+            bk_vox_rot_matrix((uint8_t)b, fm);
+            to_world(fm, ft, wm, wt);
+            BK_EXPECTF(memcmp(in->m, wm, 9) == 0 && in->rot == bk_vox_rot_byte(wm) && in->model == 0, "%s: rot %d",
+                       what, in->rot);
+            BK_EXPECTF(det3(in->m) == det3(fm), "%s: the Y-up turn changed the determinant", what);
+            BK_EXPECTF(memcmp(in->t, wt, sizeof wt) == 0 && in->t[1] == 11 - 2 * n && in->t[2] == 3 - n, "%s: t", what);
             expect_box(in, s.vox_models[0].size, what);
             /* a voxel cell lands inside the box */
             int32_t T[3], p[3] = { 2, 3, 4 }, w[3];
@@ -475,9 +333,12 @@ static void test_nested(void)
     BK_EXPECT(s.vox_instance_count == 1);
     if (s.vox_instance_count == 1) {
         const bk_vox_instance *in = &s.vox_instances[0];
-        BK_EXPECT(memcmp(in->m, abc, 9) == 0 && in->rot == bk_vox_rot_byte(abc));
-        BK_EXPECTF(memcmp(in->t, y, sizeof y) == 0, "t (%d %d %d), by hand (%d %d %d)", in->t[0], in->t[1], in->t[2],
-                   y[0], y[1], y[2]);
+        int8_t                 wm[9];
+        int32_t                wt[3];
+        to_world(abc, y, wm, wt);
+        BK_EXPECT(memcmp(in->m, wm, 9) == 0 && in->rot == bk_vox_rot_byte(wm));
+        BK_EXPECTF(memcmp(in->t, wt, sizeof wt) == 0, "t (%d %d %d), by hand (%d %d %d)", in->t[0], in->t[1], in->t[2],
+                   wt[0], wt[1], wt[2]);
         expect_box(in, s.vox_models[0].size, "nested");
     }
     bk_scene_free(&s);
@@ -520,9 +381,10 @@ static void test_hidden_frames_shared(void)
     BK_EXPECT(s.vox_model_count == 4);
     if (s.vox_instance_count == 4) {
         BK_EXPECT(s.vox_instances[0].model == 1 && s.vox_instances[1].model == 2);
-        BK_EXPECT(s.vox_instances[2].model == 0 && s.vox_instances[2].t[0] == 1 && s.vox_instances[2].t[1] == 2 &&
-                  s.vox_instances[2].t[2] == 3);
-        BK_EXPECT(s.vox_instances[3].model == 1 && s.vox_instances[3].t[2] == -5);
+        /* _t 1 2 3 in the world's Y-up frame: (1, 3, -2) */
+        BK_EXPECT(s.vox_instances[2].model == 0 && s.vox_instances[2].t[0] == 1 && s.vox_instances[2].t[1] == 3 &&
+                  s.vox_instances[2].t[2] == -2);
+        BK_EXPECT(s.vox_instances[3].model == 1 && s.vox_instances[3].t[1] == -5 && s.vox_instances[3].t[2] == 0);
     }
     bk_scene_free(&s);
 
@@ -550,16 +412,19 @@ static void test_legacy(void)
     c_raw("NOTE", 9);
     bk_scene s;
     if (!load_ok(vox_write("legacy.vox", 150), &s)) return;
-    static const int8_t id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+    /* at the identity of the file's frame: the Y-up turn alone */
     BK_EXPECT(s.vox_model_count == 2 && s.vox_instance_count == 2);
     for (uint32_t i = 0; i < s.vox_instance_count; ++i) {
         const bk_vox_instance *in = &s.vox_instances[i];
-        BK_EXPECT(in->model == i && memcmp(in->m, id, 9) == 0 && in->rot == bk_vox_rot_byte(id) && in->rot == 4);
+        BK_EXPECT(in->model == i && memcmp(in->m, yup, 9) == 0 && in->rot == bk_vox_rot_byte(yup));
         BK_EXPECT(in->t[0] == 0 && in->t[1] == 0 && in->t[2] == 0);
         expect_box(in, s.vox_models[i].size, "legacy");
     }
-    BK_EXPECT(s.vox_instances[0].lo[0] == -2 && s.vox_instances[0].hi[0] == 3 && s.vox_instances[0].lo[2] == -1 &&
-              s.vox_instances[0].hi[2] == 1);
+    /* the 5x3x2 model: x -2..3, its z -1..1 up the world's y, its y -1..2 along the world's -z */
+    const bk_vox_instance *in0 = &s.vox_instances[0];
+    BK_EXPECTF(in0->lo[0] == -2 && in0->hi[0] == 3 && in0->lo[1] == -1 && in0->hi[1] == 1 && in0->lo[2] == -2 &&
+                   in0->hi[2] == 1,
+               "box (%d %d %d)-(%d %d %d)", in0->lo[0], in0->lo[1], in0->lo[2], in0->hi[0], in0->hi[1], in0->hi[2]);
     BK_EXPECT(s.vox_models[0].voxel_count == 2 && memcmp(s.vox_models[0].xyzi, v, 8) == 0);
     bk_scene_free(&s);
 }
@@ -586,6 +451,21 @@ static void test_emission(void)
     }
     BK_EXPECT(m[2].ke[0] == 2.0f && m[2].ke[2] == 0.0f);
     bk_scene_free(&s);
+
+    /* MATL ids 1..256 as MagicaVoxel writes them: 256 is slot 0 (no voxel's, left black), the
+     * others their own slot; ogt_vox reads them alike (id & 0xFF) */
+    for (int em = 0; em < 2; ++em) {
+        c_model(1, 1, 1, 1, one_voxel);
+        c_rgba(pal);
+        c_matl_all(em ? 255 : 256, "2");
+        if (!load_ok(vox_write("matl256.vox", 200), &s)) continue;
+        m = s.materials;
+        BK_EXPECT(s.material_count == 256 && m[0].kd[0] == 0 && m[0].ke[0] == 0 && m[0].ke[1] == 0);
+        for (int k = 1; k < 256; ++k)
+            BK_EXPECTF(m[k].ke[0] == (em && k == 255 ? 2.0f * m[k].kd[0] : 0.0f), "matl256 %d: slot %d ke %g", em, k,
+                       m[k].ke[0]);
+        bk_scene_free(&s);
+    }
 }
 
 static void test_errors(void)
@@ -643,7 +523,13 @@ static void test_errors(void)
     load_fails(vox_write("rgba.vox", 150), (long)at, "RGBA chunk of 1020 bytes");
     c_model(1, 1, 1, 1, one_voxel);
     at = c_matl(300, "_type=_emit");
-    load_fails(vox_write("matlid.vox", 200), (long)at + 12, "MATL id 300");
+    load_fails(vox_write("matlid.vox", 200), (long)at + 12, "MATL id 300 outside 0..256");
+    c_model(1, 1, 1, 1, one_voxel);
+    at = c_matl(257, "_type=_diffuse");
+    load_fails(vox_write("matl257.vox", 200), (long)at + 12, "MATL id 257 outside 0..256");
+    c_model(1, 1, 1, 1, one_voxel);
+    at = c_matl(-1, "_type=_diffuse");
+    load_fails(vox_write("matlneg.vox", 200), (long)at + 12, "MATL id -1 outside 0..256");
     c_model(1, 1, 1, 1, one_voxel);
     at = c_matl(7, "_type=_emit;_emit=nan");
     load_fails(vox_write("nan.vox", 200), (long)at + 12 + 4 + 4 + 4 + 5 + 4 + 5 + 4 + 5,
@@ -922,9 +808,12 @@ static void test_coord_limit(void)
             int         rc = bk_scene_load(path, &s, err, sizeof err);
             BK_EXPECTF(rc == 0, "%s: %s", spec, err);
             if (rc) continue;
+            /* the file's axis a in the world: x stays, y goes to -z, z to y */
             const bk_vox_instance *in = &s.vox_instances[0];
-            BK_EXPECTF(in->t[a] == t[a] && in->lo[a] == t[a] - 2 && in->hi[a] == t[a] + 2, "%s: t %d box %d..%d", spec,
-                       in->t[a], in->lo[a], in->hi[a]);
+            const int              w = a == 0 ? 0 : a == 1 ? 2 : 1;
+            const long long        wt = a == 1 ? -t[a] : t[a];
+            BK_EXPECTF(in->t[w] == wt && in->lo[w] == wt - 2 && in->hi[w] == wt + 2, "%s: t %d box %d..%d", spec,
+                       in->t[w], in->lo[w], in->hi[w]);
             bk_scene_free(&s);
         }
     /* composed exactly to the limit through a mirroring parent: x = -(-(L - 1)) + 1 */
@@ -938,7 +827,8 @@ static void test_coord_limit(void)
         int      rc = bk_scene_load(vox_write("tmirror.vox", 200), &s, err, sizeof err);
         BK_EXPECTF(rc == 0, "%s", err);
         if (rc == 0) {
-            BK_EXPECTF(s.vox_instances[0].t[0] == L && s.vox_instances[0].t[1] == 5 && s.vox_instances[0].t[2] == -7 &&
+            /* (L, 5, -7) in the file's frame, (L, -7, -5) in the world's */
+            BK_EXPECTF(s.vox_instances[0].t[0] == L && s.vox_instances[0].t[1] == -7 && s.vox_instances[0].t[2] == -5 &&
                            s.vox_instances[0].m[0] == -1,
                        "t %d %d %d", s.vox_instances[0].t[0], s.vox_instances[0].t[1], s.vox_instances[0].t[2]);
             bk_scene_free(&s);

@@ -21,10 +21,12 @@
  *     never used by a voxel; its material is black.
  *   emission: a MATL chunk for index k with "_type" "_emit" gives ke = kd * _emit * 2^_flux
  *     (_emit absent = 0, _flux absent = 0; _emit below 0 counts as 0). Other material types and
- *     keys are ignored. A ke channel above BK_KE_MAX is clamped with one warning on stderr.
+ *     keys are ignored. MagicaVoxel writes MATL ids 1..256, 256 standing for slot 0 (read as 0,
+ *     which no voxel uses); 0 is read as itself. A ke channel above BK_KE_MAX is clamped with one warning on stderr.
  *   scene graph (nTRN nGRP nSHP, either version): the walk starts at node 0. Transforms compose
  *     down the tree: R = R_parent R_child, t = R_parent t_child + t_parent; a shape placed with
- *     (R, t) becomes one instance with world = R (p - floor(size / 2)) + t (vox.h). Each node uses
+ *     (R, t) becomes one instance with world = Y R (p - floor(size / 2)) + Y t, Y = BK_VOX_YUP
+ *     taking MagicaVoxel's Z-up frame to the world's Y-up one (vox.h). Each node uses
  *     its frame 0: the frame (nTRN) or model (nSHP) whose "_f" is 0 or absent, else the first.
  *     "_r" is a MagicaVoxel rotation byte (a signed permutation, mirrors included); "_t" is three
  *     integers. An nTRN with "_hidden" "1", or whose layer id names a LAYR with "_hidden" "1", and
@@ -32,12 +34,12 @@
  *     LAYR is visible. A shape node may be the child of several nodes (MagicaVoxel writes that for
  *     copies); a transform or group node may have one parent only. A model placed several times
  *     is stored once.
- *   legacy files (no nTRN/nGRP/nSHP): one instance per model, at the identity with t = 0.
+ *   legacy files (no nTRN/nGRP/nSHP): one instance per model, at R = identity (M = Y) with t = 0.
  *   errors (negative status, the scene left empty, one line "path: byte N: reason" where N is the
  *     offset of the offending chunk or field): not "VOX " (e.g. a SLAB6 .vox), another version,
  *     first chunk not MAIN, a chunk or field running past its parent or the file, a size of 0 or
  *     over 256, XYZI without SIZE or SIZE without XYZI, a voxel outside its model or of colour
- *     index 0, an RGBA chunk under 1024 bytes, a MATL id outside 0..255, a number that does not
+ *     index 0, an RGBA chunk under 1024 bytes, a MATL id outside 0..256, a number that does not
  *     parse or is not finite, an invalid "_r" byte, a node id defined twice, a child or root node
  *     or model id that does not exist, a transform or group node with two parents, a loop, a
  *     graph deeper than MAX_DEPTH, a translation (an nTRN's own, or composed down the graph, in
@@ -424,7 +426,9 @@ static int read_matl(vox_ctx *c, span *s)
     size_t  at = s->pos;
     int32_t id;
     if (rd_i32(c, s, &id, "MATL id")) return -1;
-    if (id < 0 || id > 255) return fail_at(c, at, "MATL id %d outside 0..255", id);
+    /* MagicaVoxel writes ids 1..256, 256 for palette slot 0 (which no voxel uses; ogt_vox reads id & 0xFF) */
+    if (id < 0 || id > 256) return fail_at(c, at, "MATL id %d outside 0..256", id);
+    id &= 0xFF;
     kv k[3] = { { "_type", NULL, 0, 0 }, { "_emit", NULL, 0, 0 }, { "_flux", NULL, 0, 0 } };
     if (rd_dict(c, s, k, 3, "MATL dictionary size")) return -1;
     vox_matl *m = &c->matl[id];
@@ -627,9 +631,19 @@ static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const 
     memset(in, 0, sizeof *in);
     in->object = BK_NONE;
     in->model = (uint32_t)n->child;
-    memcpy(in->m, m, 9);
-    in->rot = bk_vox_rot_byte(m);
-    memcpy(in->t, t, sizeof in->t);
+    /* the file's Z-up frame to the world's Y-up one (vox.h): M = Y m, t = Y t_file */
+    static const int8_t Y[9] = BK_VOX_YUP;
+    for (int r = 0; r < 3; ++r) {
+        int32_t tr = 0;
+        for (int k = 0; k < 3; ++k) {
+            int v = 0;
+            for (int j = 0; j < 3; ++j) v += Y[3 * r + j] * m[3 * j + k];
+            in->m[3 * r + k] = (int8_t)v;
+            tr += Y[3 * r + k] * t[k]; /* |t| <= 2^23: Y only permutes and negates */
+        }
+        in->t[r] = tr;
+    }
+    in->rot = bk_vox_rot_byte(in->m);
     bk_vox_instance_place(in, o->vox_models[in->model].size);
     return 0;
 }

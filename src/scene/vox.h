@@ -7,10 +7,18 @@
  *
  * Coordinates. A model's voxel (x, y, z) is the unit cell [x, x+1] x [y, y+1] x [z, z+1] of model
  * space (z up, as MagicaVoxel). An instance places it in the world with a signed permutation M
- * (MagicaVoxel's _r byte, composed through the scene graph) and an integer translation t:
+ * and an integer translation t:
  *     world = M (p - floor(size / 2)) + t
  * for a point p of model space, so a voxel cell maps to a unit cell of the world with integer
  * corners. World units are voxels.
+ *
+ * Up axis. The world (the scene frame every reader, the tracer and every output share) is Y-up, as
+ * glTF and Blender's OBJ export. MagicaVoxel is Z-up and right-handed (x right, y away from the
+ * viewer in its front view, z up: x cross y = z, the same frame as Blender's), so the reader maps
+ * MagicaVoxel (x, y, z) to the world's (x, z, -y), the proper rotation BK_VOX_YUP (det +1, no
+ * mirror): M = BK_VOX_YUP R and t = BK_VOX_YUP t_file, where R and t_file are MagicaVoxel's _r and
+ * _t composed through the scene graph (in the file's frame). Blender's glTF import turns Y-up back
+ * into Z-up with (x, y, z) -> (x, -z, y), which gives MagicaVoxel's own coordinates again.
  *
  * The functions below are the scene stage's (vox_instance.c); the reader is declared in loader.h.
  */
@@ -37,6 +45,9 @@
 _Static_assert(BK_VOX_MAX_COORD + BK_VOX_MAX_SIZE + 4 <= BK_VOX_MAX_WORLD,
                "a model placed at the translation limit must stay where floats hold its cells exactly");
 
+/* MagicaVoxel's frame to the world's, row-major: world (x, z, -y) for MagicaVoxel (x, y, z). */
+#define BK_VOX_YUP { 1, 0, 0, 0, 0, 1, 0, -1, 0 }
+
 typedef struct bk_vox_model {
     uint32_t size[3]; /* x y z, each 1..BK_VOX_MAX_SIZE */
     uint32_t voxel_count;
@@ -46,9 +57,10 @@ typedef struct bk_vox_model {
 
 typedef struct bk_vox_instance {
     uint32_t model;        /* index into bk_scene.vox_models; a model may be placed many times */
-    uint8_t  rot;          /* the composed rotation as a MagicaVoxel _r byte */
-    int8_t   m[9];         /* the same rotation as a row-major matrix of -1 / 0 / 1 */
-    int32_t  t[3];         /* translation (see the top of the file) */
+    uint8_t  rot;          /* m written as a MagicaVoxel _r byte (bk_vox_rot_byte) */
+    int8_t   m[9];         /* model -> world rotation, row-major, -1 / 0 / 1: BK_VOX_YUP times the
+                              file's composed _r (see the top of the file) */
+    int32_t  t[3];         /* translation in the world: BK_VOX_YUP times the file's composed _t */
     int32_t  lo[3], hi[3]; /* world box of the model's cells: integer corners, lo < hi */
     uint32_t object;       /* its name in bk_scene.object_names (MagicaVoxel's _name of its shape's
                               nTRN), BK_NONE when it has none */
