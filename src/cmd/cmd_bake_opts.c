@@ -466,7 +466,8 @@ const bk_cli_opt bk_cmd_bake_atlas_opts[] = {
       .set = set_pages,
       .help = "one atlas page (default; too many charts: an error saying how many\n"
               "pages are needed), or as many pages of --size as needed, written\n"
-              "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page;\n"
+              "as NAME-0.png, NAME-1.png ... (a voxel instance stays on one page\n"
+              "when it fits one, else takes consecutive pages;\n"
               "needs fixed chart sizes: voxels, or --texels-per-unit)" },
     { 0 },
 };
