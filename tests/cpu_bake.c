@@ -346,8 +346,9 @@ static void check_determinism(void)
     BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
     bk_voxmesh vm;
     BK_EXPECTF(bk_voxmesh_build(&s, &vm, err, sizeof err) == 0, "%s", err);
+    /* the floor is MagicaVoxel's z = 0, x and y in 0..32: in the Y-up scene frame y = 0, z in -32..0 */
     for (uint32_t i = 0; i < N; ++i)
-        tx[i] = texel(32.0f * bk_rng_f(9, i, 0, 0), 32.0f * bk_rng_f(9, i, 0, 1), 0.0f, 0, 0, 1, i);
+        tx[i] = texel(32.0f * bk_rng_f(9, i, 0, 0), 0.0f, -32.0f * bk_rng_f(9, i, 0, 1), 0, 1, 0, i);
     o = opts(8, 2, BK_BAKE_LIGHT);
     o.params.eps = 1e-3f;
     o.params.texel_world = 0.5f;

@@ -4,10 +4,11 @@
  * with the message naming --pages auto and baked on several with it (OBJ groups page_K, --stats
  * pages [first, last]); a 3x5x9 block baked to .glb stands upright (POSITION's extent along Y is
  * the model's z size: the scene frame is Y-up).
- * Corpus .vox files (skipped without them): chr_knight upright the same way; every .vox of
- * vox/ and vox-mmmm/ bakes (slab6_vox_test.vox refused); a .vox bake with --mesh-out (OBJ + MTL) and --stats, that OBJ baked again with --uv file, an
- * OBJ and a .vox baked together (the OBJ's MTL, from another folder, copied into the MTL), output clashes with the
- * second scene and with an input MTL (refused before any work, files untouched), the refusal that counts pages, and
+ * Corpus .vox files (skipped without them): chr_knight upright the same way; every .vox of vox/
+ * and vox-mmmm/ bakes (slab6_vox_test.vox refused); a .vox bake with --mesh-out (OBJ + MTL) and
+ * --stats, that OBJ baked again with --uv file, an OBJ and a .vox baked together (the OBJ's MTL,
+ * from another folder, copied into the MTL), output clashes with the second scene and with an
+ * input MTL (refused before any work, files untouched), the refusal that counts pages, and
  * --pages auto writing NAME-K.png with the pages in --stats and --mesh-out. */
 #include "loader.h"
 #include "scene.h"
@@ -123,8 +124,7 @@ static void expect_upright(const char *path)
                "%s: glTF extent %g x %g x %g, want %g x %g x %g (Y up = the model's z)", path, (double)(hi[0] - lo[0]),
                (double)(hi[1] - lo[1]), (double)(hi[2] - lo[2]), (double)want[0], (double)want[1], (double)want[2]);
     printf("upright: %s: voxels %d x %d x %d (x y z), glTF extent %g x %g x %g (y = MagicaVoxel z %d)\n", path, size[0],
-           size[1], size[2], (double)(hi[0] - lo[0]),
-           (double)(hi[1] - lo[1]), (double)(hi[2] - lo[2]), size[2]);
+           size[1], size[2], (double)(hi[0] - lo[0]), (double)(hi[1] - lo[1]), (double)(hi[2] - lo[2]), size[2]);
     bk_test_gltf_free(&g);
 }
 
@@ -145,7 +145,8 @@ static void test_written(void)
                 q[0] = (uint8_t)x, q[1] = (uint8_t)y, q[2] = 0, q[3] = (uint8_t)(1 + (x / 8 + y / 8) % 200);
             }
     uint32_t pal[256];
-    for (int i = 0; i < 256; ++i) pal[i] = 0xff000000u | (uint32_t)(i * 37 & 255) << 16 | (uint32_t)(i * 91 & 255) << 8 | 0x80;
+    for (int i = 0; i < 256; ++i)
+        pal[i] = 0xff000000u | (uint32_t)(i * 37 & 255) << 16 | (uint32_t)(i * 91 & 255) << 8 | 0x80;
     c_model(SIDE, SIDE, 1, n, v);
     free(v);
     c_rgba(pal);
@@ -167,8 +168,8 @@ static void test_written(void)
              big, T, T, T);
     BK_EXPECTF(run(err, sizeof err, args) == 0, "%s", err);
     snprintf(p1, sizeof p1, "%s/b.json", T);
-    char    *js = slurp(p1);
-    unsigned pages = 0, first = 9, last = 0;
+    char       *js = slurp(p1);
+    unsigned    pages = 0, first = 9, last = 0;
     const char *m = js ? strstr(js, "\"pages\": { \"count\": ") : NULL;
     BK_EXPECTF(m && sscanf(m, "\"pages\": { \"count\": %u", &pages) == 1 && pages > 1, "%s: %u pages", p1, pages);
     m = js ? strstr(js, "{ \"instance\": 0, \"page\": ") : NULL;

@@ -125,7 +125,7 @@ static void mat_vec(const int8_t m[9], const int32_t v[3], int32_t out[3])
 }
 /* MagicaVoxel's Z-up frame to the world's Y-up one, by hand: (x, y, z) -> (x, z, -y) (vox.h) */
 static const int8_t yup[9] = { 1, 0, 0, 0, 0, 1, 0, -1, 0 };
-static void to_world(const int8_t m[9], const int32_t t[3], int8_t wm[9], int32_t wt[3])
+static void         to_world(const int8_t m[9], const int32_t t[3], int8_t wm[9], int32_t wt[3])
 {
     mat_mul(yup, m, wm);
     mat_vec(yup, t, wt);

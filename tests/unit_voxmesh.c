@@ -733,7 +733,8 @@ static void test_pages(void)
             uint32_t t = vm.first_quad_tri + 2 * q, tp = t - 2;
             BK_EXPECT(at.tri_page[t] >= at.tri_page[tp] && at.tri_page[t + 1] == at.tri_page[t]);
             if (vm.quads[q].instance != vm.quads[q - 1].instance) p0 = at.tri_page[t];
-            else if (at.tri_page[t] != p0 && (q + 1 == vm.quad_count || vm.quads[q + 1].instance != vm.quads[q].instance))
+            else if (at.tri_page[t] != p0 &&
+                     (q + 1 == vm.quad_count || vm.quads[q + 1].instance != vm.quads[q].instance))
                 spread++;
         }
         BK_EXPECTF(spread == 40 && at.page_count > (int)need, "%u of 40 instances over several pages, %d pages", spread,

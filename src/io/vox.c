@@ -22,7 +22,8 @@
  *   emission: a MATL chunk for index k with "_type" "_emit" gives ke = kd * _emit * 2^_flux
  *     (_emit absent = 0, _flux absent = 0; _emit below 0 counts as 0). Other material types and
  *     keys are ignored. MagicaVoxel writes MATL ids 1..256, 256 standing for slot 0 (read as 0,
- *     which no voxel uses); 0 is read as itself. A ke channel above BK_KE_MAX is clamped with one warning on stderr.
+ *     which no voxel uses); 0 is read as itself. A ke channel above BK_KE_MAX is clamped with one
+ *     warning on stderr.
  *   scene graph (nTRN nGRP nSHP, either version): the walk starts at node 0. Transforms compose
  *     down the tree: R = R_parent R_child, t = R_parent t_child + t_parent; a shape placed with
  *     (R, t) becomes one instance with world = Y R (p - floor(size / 2)) + Y t, Y = BK_VOX_YUP

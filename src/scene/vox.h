@@ -13,12 +13,14 @@
  * corners. World units are voxels.
  *
  * Up axis. The world (the scene frame every reader, the tracer and every output share) is Y-up, as
- * glTF and Blender's OBJ export. MagicaVoxel is Z-up and right-handed (x right, y away from the
- * viewer in its front view, z up: x cross y = z, the same frame as Blender's), so the reader maps
- * MagicaVoxel (x, y, z) to the world's (x, z, -y), the proper rotation BK_VOX_YUP (det +1, no
- * mirror): M = BK_VOX_YUP R and t = BK_VOX_YUP t_file, where R and t_file are MagicaVoxel's _r and
- * _t composed through the scene graph (in the file's frame). Blender's glTF import turns Y-up back
- * into Z-up with (x, y, z) -> (x, -z, y), which gives MagicaVoxel's own coordinates again.
+ * glTF and Blender's OBJ export. MagicaVoxel is Z-up (its format text: "size z: gravity
+ * direction") and right-handed, x cross y = z: the frame of Blender, whose .vox importers take the
+ * file's coordinates as they are (the format text itself says nothing of handedness). So the
+ * reader maps MagicaVoxel (x, y, z) to the world's (x, z, -y), the proper rotation BK_VOX_YUP
+ * (det +1: a turn about x, no mirror, so a model keeps its handedness): M = BK_VOX_YUP R and
+ * t = BK_VOX_YUP t_file, where R and t_file are MagicaVoxel's _r and _t composed through the
+ * scene graph (in the file's frame). Blender's glTF import turns Y-up back into Z-up with
+ * (x, y, z) -> (x, -z, y), which gives MagicaVoxel's own coordinates again.
  *
  * The functions below are the scene stage's (vox_instance.c); the reader is declared in loader.h.
  */
@@ -46,7 +48,10 @@ _Static_assert(BK_VOX_MAX_COORD + BK_VOX_MAX_SIZE + 4 <= BK_VOX_MAX_WORLD,
                "a model placed at the translation limit must stay where floats hold its cells exactly");
 
 /* MagicaVoxel's frame to the world's, row-major: world (x, z, -y) for MagicaVoxel (x, y, z). */
-#define BK_VOX_YUP { 1, 0, 0, 0, 0, 1, 0, -1, 0 }
+#define BK_VOX_YUP                 \
+    {                              \
+        1, 0, 0, 0, 0, 1, 0, -1, 0 \
+    }
 
 typedef struct bk_vox_model {
     uint32_t size[3]; /* x y z, each 1..BK_VOX_MAX_SIZE */
