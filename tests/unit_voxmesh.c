@@ -748,6 +748,30 @@ static void test_pages(void)
                err);
     bk_voxmesh_free(&vm);
     bk_scene_free(&s);
+
+    /* an instance smaller than a page that still does not pack on one: a 5x5x1 plate at 2 texels is
+     * two 12x12 padded blocks and four 12x4 (480 texels) against a 22x22 bin (484), where two
+     * 12x12 blocks never fit side by side: split when the packing fails, over 2 pages */
+    memset(&s, 0, sizeof s);
+    uint8_t plate[4 * 25];
+    for (int i = 0; i < 25; ++i)
+        plate[4 * i] = (uint8_t)(i % 5), plate[4 * i + 1] = (uint8_t)(i / 5), plate[4 * i + 2] = 0,
+                  plate[4 * i + 3] = 1;
+    static const int8_t id[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+    bk_test_add_instance(&s, bk_test_add_model(&s, 5, 5, 1, plate, 25), id, 0, 0, 0);
+    vm = build("plate", &s);
+    BK_EXPECT(vm.quad_count == 6);
+    BK_EXPECT(atlas_for(&vm, 2, 20, 0, &at, err, sizeof err) != 0 &&
+              strstr(err, "voxel instance 0 do not fit one 20x20 page"));
+    if (atlas_for(&vm, 2, 20, 1, &at, err, sizeof err) == 0) {
+        BK_EXPECTF(at.page_count == 2 && at.tri_page[vm.first_quad_tri] == 0 &&
+                       at.tri_page[vm.first_quad_tri + 2 * (vm.quad_count - 1)] == 1,
+                   "plate: %d pages", at.page_count);
+        check_texels("plate", &vm, &at, 2);
+        bk_atlas_free(&at);
+    } else BK_EXPECTF(0, "plate, pages auto: %s", err);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
 }
 
 
