@@ -3,10 +3,13 @@
  * container (magic, version, total length, chunk types, 4-byte padding), the JSON, buffers and
  * buffer views inside them, accessors inside their views and aligned, POSITION's min/max present
  * and equal to the data, unit normals, indices inside the vertex range, TEXCOORD_n consecutive,
- * every index reference (material, texture, image, sampler, bufferView) in range.
+ * every index reference (node, mesh, material, texture, image, sampler, bufferView) in range;
+ * and baker's own rules: one mesh per node, each primitive with accessors of its own whose
+ * vertices it all uses and holds once (no two equal), and no image URI that leaves the file's
+ * folder (no "..", no absolute path; a .glb has none at all).
  *
  *     bk_test_gltf g;
- *     if (bk_test_gltf_load(path, &g) == 0) { ... g.json, g.pos, g.uv1 ... }
+ *     if (bk_test_gltf_load(path, &g) == 0) { ... g.json, g.prims[i].pos, .uv1, .idx ... }
  *     bk_test_gltf_free(&g);
  * Failures are counted with BK_EXPECT (bk_test.h); load returns -1 when nothing further can be read.
  */
@@ -22,15 +25,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One primitive as read back. */
+typedef struct bk_test_prim {
+    size_t          node, mesh, index; /* its node, mesh, and place in the mesh's primitives */
+    int             material;
+    uint32_t        nv; /* its vertices */
+    const float    *pos, *nrm, *uv0, *uv1;
+    const uint32_t *idx;
+    size_t          n_idx;
+} bk_test_prim;
+
 typedef struct bk_test_gltf {
-    bk_json     *json;
-    uint8_t     *file; /* the whole file */
-    size_t       file_size;
-    uint8_t     *bin; /* buffer 0 (inside file for GLB, decoded for a data: URI) */
-    size_t       bin_size;
-    int          glb;
-    uint32_t     nv; /* vertices of the shared attribute accessors */
-    const float *pos, *nrm, *uv0, *uv1;
+    bk_json      *json;
+    uint8_t      *file; /* the whole file */
+    size_t        file_size;
+    uint8_t      *bin; /* buffer 0 (inside file for GLB, decoded for a data: URI) */
+    size_t        bin_size;
+    int           glb;
+    bk_test_prim *prims; /* every primitive of every node's mesh, node by node */
+    size_t        n_prims;
 } bk_test_gltf;
 
 static inline void bk_test_gltf_free(bk_test_gltf *g)
@@ -38,6 +51,7 @@ static inline void bk_test_gltf_free(bk_test_gltf *g)
     bk_json_free(g->json);
     if (!g->glb) free(g->bin);
     free(g->file);
+    free(g->prims);
     memset(g, 0, sizeof *g);
 }
 
@@ -192,82 +206,145 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
                    "bufferView %zu: offset %g length %g in a buffer of %g", i, off, len, blen);
         if (!(off + len <= blen)) return -1;
     }
-    /* meshes: every primitive's attributes are the same shared accessors in this writer */
-    const bk_json *meshes = bk_json_get(g->json, "meshes");
-    BK_EXPECT(bk_test_count(meshes) == 1);
-    const bk_json *prims = bk_json_get(bk_json_at(meshes, 0), "primitives");
-    BK_EXPECT(bk_test_count(prims) >= 1);
-    const bk_json *at0 = bk_json_get(bk_json_at(prims, 0), "attributes");
-    const char    *names[4] = { "POSITION", "NORMAL", "TEXCOORD_0", "TEXCOORD_1" };
-    const float  **dst[4] = { &g->pos, &g->nrm, &g->uv0, &g->uv1 };
-    int            want_comps[4] = { 3, 3, 2, 2 };
-    for (int k = 0; k < 4; ++k) {
-        double a = bk_json_num(at0, names[k], -1);
-        BK_EXPECTF(a >= 0, "attribute %s missing", names[k]);
-        if (a < 0) return -1;
-        size_t         cnt = 0;
-        const uint8_t *d = bk_test_acc_data(g, (size_t)a, &cnt);
-        const bk_json *acc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)a);
-        int            comps;
-        BK_EXPECTF(bk_json_num(acc, "componentType", 0) == 5126 && bk_test_acc_size(acc, &comps) &&
-                       comps == want_comps[k],
-                   "%s: not float VEC%d", names[k], want_comps[k]);
-        if (!d) return -1;
-        if (k == 0) g->nv = (uint32_t)cnt;
-        BK_EXPECTF(cnt == g->nv, "%s has %zu elements, POSITION %u", names[k], cnt, g->nv);
-        *dst[k] = (const float *)d;
+    /* nodes: each with a mesh of its own; the scene lists them all */
+    const bk_json *nodes = bk_json_get(g->json, "nodes"), *meshes = bk_json_get(g->json, "meshes");
+    size_t         n_nodes = bk_test_count(nodes), n_meshes = bk_test_count(meshes);
+    BK_EXPECTF(n_nodes >= 1 && n_nodes == n_meshes, "%zu nodes, %zu meshes", n_nodes, n_meshes);
+    BK_EXPECT(bk_test_count(bk_json_get(bk_json_at(bk_json_get(g->json, "scenes"), 0), "nodes")) == n_nodes);
+    size_t total = 0;
+    for (size_t n = 0; n < n_nodes; ++n) {
+        BK_EXPECTF(bk_json_num(&nodes->items[n], "mesh", -1) == (double)n, "node %zu: mesh %g", n,
+                   bk_json_num(&nodes->items[n], "mesh", -1));
+        BK_EXPECTF(bk_json_str(&nodes->items[n], "name"), "node %zu has no name", n);
+        total += bk_test_count(bk_json_get(bk_json_at(meshes, n), "primitives"));
     }
-    /* POSITION: min and max required, equal to the data's */
-    const bk_json *pacc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)bk_json_num(at0, "POSITION", 0));
-    const bk_json *mn = bk_json_get(pacc, "min"), *mx = bk_json_get(pacc, "max");
-    BK_EXPECTF(bk_test_count(mn) == 3 && bk_test_count(mx) == 3, "POSITION needs min and max of 3 numbers");
-    for (int d = 0; d < 3 && bk_test_count(mn) == 3 && bk_test_count(mx) == 3; ++d) {
-        float lo = INFINITY, hi = -INFINITY;
-        for (uint32_t v = 0; v < g->nv; ++v) {
-            float x = g->pos[3 * v + d];
-            if (x < lo) lo = x;
-            if (x > hi) hi = x;
-        }
-        BK_EXPECTF((float)mn->items[d].num == lo && (float)mx->items[d].num == hi,
-                   "POSITION bounds[%d] %g..%g, data %g..%g", d, mn->items[d].num, mx->items[d].num, (double)lo,
-                   (double)hi);
-    }
-    for (uint32_t v = 0; v < g->nv; ++v) {
-        const float *n = g->nrm + 3 * (size_t)v;
-        double       l = sqrt((double)n[0] * n[0] + (double)n[1] * n[1] + (double)n[2] * n[2]);
-        if (fabs(l - 1.0) > 5e-4) {
-            BK_EXPECTF(0, "normal %u has length %g", v, l);
-            break;
-        }
-    }
+    g->prims = calloc(total ? total : 1, sizeof(bk_test_prim));
+    if (!g->prims) return -1;
     size_t n_mat = bk_test_count(bk_json_get(g->json, "materials")),
            n_tex = bk_test_count(bk_json_get(g->json, "textures"));
     size_t n_img = bk_test_count(bk_json_get(g->json, "images")),
            n_smp = bk_test_count(bk_json_get(g->json, "samplers"));
-    for (size_t i = 0; i < bk_test_count(prims); ++i) {
-        const bk_json *p = bk_json_at(prims, i), *at = bk_json_get(p, "attributes");
-        for (int k = 0; k < 4; ++k) BK_EXPECT(bk_json_num(at, names[k], -1) == bk_json_num(at0, names[k], -2));
-        BK_EXPECTF(at && at->n == 4, "primitive %zu: %zu attributes", i, at ? at->n : 0);
-        BK_EXPECT(bk_json_num(p, "mode", 4) == 4);
-        double m = bk_json_num(p, "material", -1);
-        BK_EXPECTF(m >= 0 && m < n_mat, "primitive %zu: material %g of %zu", i, m, n_mat);
-        size_t         cnt = 0;
-        const uint8_t *d = bk_test_acc_data(g, (size_t)bk_json_num(p, "indices", 1e9), &cnt);
-        const bk_json *iacc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)bk_json_num(p, "indices", 1e9));
-        BK_EXPECT(bk_json_num(iacc, "componentType", 0) == 5125 && bk_json_str(iacc, "type") &&
-                  !strcmp(bk_json_str(iacc, "type"), "SCALAR"));
-        BK_EXPECTF(cnt % 3 == 0, "primitive %zu: %zu indices", i, cnt);
-        for (size_t k = 0; d && k < cnt; ++k)
-            if (bk_test_rd32(d + 4 * k) >= g->nv) {
-                BK_EXPECTF(0, "primitive %zu: index %u of %u vertices", i, bk_test_rd32(d + 4 * k), g->nv);
-                break;
+    size_t n_acc = bk_test_count(bk_json_get(g->json, "accessors"));
+    int   *acc_user = malloc(sizeof(int) * (n_acc ? n_acc : 1));
+    for (size_t k = 0; acc_user && k < n_acc; ++k) acc_user[k] = -1;
+    const char *names[4] = { "POSITION", "NORMAL", "TEXCOORD_0", "TEXCOORD_1" };
+    int         want_comps[4] = { 3, 3, 2, 2 };
+    for (size_t n = 0; n < n_meshes && n < n_nodes; ++n) {
+        const bk_json *prims = bk_json_get(bk_json_at(meshes, n), "primitives");
+        BK_EXPECTF(bk_test_count(prims) >= 1, "mesh %zu has no primitives", n);
+        for (size_t i = 0; i < bk_test_count(prims); ++i) {
+            bk_test_prim  *q = &g->prims[g->n_prims++];
+            const bk_json *p = bk_json_at(prims, i), *at = bk_json_get(p, "attributes");
+            q->node = q->mesh = n;
+            q->index = i;
+            BK_EXPECTF(at && at->n == 4, "mesh %zu primitive %zu: %zu attributes", n, i, at ? at->n : 0);
+            BK_EXPECT(bk_json_num(p, "mode", 4) == 4);
+            double m = bk_json_num(p, "material", -1);
+            BK_EXPECTF(m >= 0 && m < n_mat, "mesh %zu primitive %zu: material %g of %zu", n, i, m, n_mat);
+            q->material = (int)m;
+            const float **dst[4] = { &q->pos, &q->nrm, &q->uv0, &q->uv1 };
+            for (int k = 0; k < 5; ++k) { /* accessors of its own */
+                double a = k < 4 ? bk_json_num(at, names[k], -1) : bk_json_num(p, "indices", -1);
+                if (acc_user && a >= 0 && a < n_acc) {
+                    BK_EXPECTF(acc_user[(size_t)a] < 0, "accessor %g used by two primitives", a);
+                    acc_user[(size_t)a] = (int)(g->n_prims - 1);
+                }
             }
-        BK_EXPECTF(
-            bk_json_get(bk_json_get(g->json, "bufferViews")->items + (size_t)bk_json_num(iacc, "bufferView", 0),
-                        "target") &&
-                bk_json_num(&bk_json_get(g->json, "bufferViews")->items[(size_t)bk_json_num(iacc, "bufferView", 0)],
-                            "target", 0) == 34963,
-            "index view target");
+            for (int k = 0; k < 4; ++k) {
+                double a = bk_json_num(at, names[k], -1);
+                BK_EXPECTF(a >= 0, "attribute %s missing", names[k]);
+                if (a < 0) continue;
+                size_t         cnt = 0;
+                const uint8_t *d = bk_test_acc_data(g, (size_t)a, &cnt);
+                const bk_json *acc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)a);
+                int            comps;
+                BK_EXPECTF(bk_json_num(acc, "componentType", 0) == 5126 && bk_test_acc_size(acc, &comps) &&
+                               comps == want_comps[k],
+                           "%s: not float VEC%d", names[k], want_comps[k]);
+                if (!d) continue;
+                if (k == 0) q->nv = (uint32_t)cnt;
+                BK_EXPECTF(cnt == q->nv, "%s has %zu elements, POSITION %u", names[k], cnt, q->nv);
+                *dst[k] = (const float *)d;
+            }
+            if (!q->pos || !q->nrm || !q->uv0 || !q->uv1) continue;
+            /* POSITION: min and max required, equal to the data's */
+            const bk_json *pacc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)bk_json_num(at, "POSITION", 0));
+            const bk_json *mn = bk_json_get(pacc, "min"), *mx = bk_json_get(pacc, "max");
+            BK_EXPECTF(bk_test_count(mn) == 3 && bk_test_count(mx) == 3, "POSITION needs min and max of 3 numbers");
+            for (int d = 0; d < 3 && bk_test_count(mn) == 3 && bk_test_count(mx) == 3; ++d) {
+                float lo = INFINITY, hi = -INFINITY;
+                for (uint32_t v = 0; v < q->nv; ++v) {
+                    float x = q->pos[3 * v + d];
+                    if (x < lo) lo = x;
+                    if (x > hi) hi = x;
+                }
+                BK_EXPECTF((float)mn->items[d].num == lo && (float)mx->items[d].num == hi,
+                           "POSITION bounds[%d] %g..%g, data %g..%g", d, mn->items[d].num, mx->items[d].num,
+                           (double)lo, (double)hi);
+            }
+            for (uint32_t v = 0; v < q->nv; ++v) {
+                const float *nn = q->nrm + 3 * (size_t)v;
+                double       l = sqrt((double)nn[0] * nn[0] + (double)nn[1] * nn[1] + (double)nn[2] * nn[2]);
+                if (fabs(l - 1.0) > 5e-4) {
+                    BK_EXPECTF(0, "normal %u has length %g", v, l);
+                    break;
+                }
+            }
+            size_t         cnt = 0;
+            const uint8_t *d = bk_test_acc_data(g, (size_t)bk_json_num(p, "indices", 1e9), &cnt);
+            const bk_json *iacc = bk_json_at(bk_json_get(g->json, "accessors"), (size_t)bk_json_num(p, "indices", 1e9));
+            BK_EXPECT(bk_json_num(iacc, "componentType", 0) == 5125 && bk_json_str(iacc, "type") &&
+                      !strcmp(bk_json_str(iacc, "type"), "SCALAR"));
+            BK_EXPECTF(cnt % 3 == 0, "primitive %zu: %zu indices", i, cnt);
+            q->idx = (const uint32_t *)d;
+            q->n_idx = d ? cnt : 0;
+            /* every vertex used, each held once: the primitive's own, deduplicated */
+            uint8_t *used = calloc(q->nv + 1, 1);
+            for (size_t k = 0; d && used && k < cnt; ++k) {
+                uint32_t x = bk_test_rd32(d + 4 * k);
+                if (x >= q->nv) {
+                    BK_EXPECTF(0, "primitive %zu: index %u of %u vertices", i, x, q->nv);
+                    break;
+                }
+                used[x] = 1;
+            }
+            for (uint32_t v = 0; used && v < q->nv; ++v)
+                if (!used[v]) {
+                    BK_EXPECTF(0, "mesh %zu primitive %zu: vertex %u is not used", n, i, v);
+                    break;
+                }
+            free(used);
+            for (uint32_t v = 1; v < q->nv && q->nv < 4096; ++v)
+                for (uint32_t w = 0; w < v; ++w)
+                    if (!memcmp(q->pos + 3 * v, q->pos + 3 * w, 12) && !memcmp(q->nrm + 3 * v, q->nrm + 3 * w, 12) &&
+                        !memcmp(q->uv0 + 2 * v, q->uv0 + 2 * w, 8) && !memcmp(q->uv1 + 2 * v, q->uv1 + 2 * w, 8)) {
+                        BK_EXPECTF(0, "mesh %zu primitive %zu: vertices %u and %u are equal", n, i, w, v);
+                        v = q->nv;
+                        break;
+                    }
+            BK_EXPECTF(
+                bk_json_get(bk_json_get(g->json, "bufferViews")->items + (size_t)bk_json_num(iacc, "bufferView", 0),
+                            "target") &&
+                    bk_json_num(&bk_json_get(g->json, "bufferViews")->items[(size_t)bk_json_num(iacc, "bufferView", 0)],
+                                "target", 0) == 34963,
+                "index view target");
+        }
+    }
+    free(acc_user);
+    /* images: in the buffer (a bufferView and a mimeType), or a relative URI inside the folder */
+    for (size_t i = 0; i < n_img; ++i) {
+        const bk_json *im = bk_json_at(bk_json_get(g->json, "images"), i);
+        const char    *u = bk_json_str(im, "uri");
+        if (g->glb) BK_EXPECTF(!u, "GLB image %zu has a uri", i);
+        if (u) {
+            BK_EXPECTF(!strstr(u, "..") && u[0] != '/' && !strstr(u, "://") && !strchr(u, '\\'),
+                       "image %zu: uri %s leaves the folder", i, u);
+        } else {
+            const char *mt = bk_json_str(im, "mimeType");
+            BK_EXPECTF(bk_json_num(im, "bufferView", -1) >= 0 && mt &&
+                           (!strcmp(mt, "image/png") || !strcmp(mt, "image/jpeg")),
+                       "image %zu: neither a uri nor a bufferView with a PNG or JPEG mimeType", i);
+        }
     }
     for (size_t i = 0; i < n_tex; ++i) {
         const bk_json *t = bk_json_at(bk_json_get(g->json, "textures"), i);
@@ -297,12 +374,21 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
     return 0;
 }
 
-/* The indices of primitive i (count in *n), or NULL. */
-static inline const uint32_t *bk_test_gltf_indices(const bk_test_gltf *g, size_t i, size_t *n)
+/* The bytes of image i when it lies in the buffer (count in *n), else NULL. */
+static inline const uint8_t *bk_test_gltf_image(const bk_test_gltf *g, size_t i, size_t *n)
 {
-    const bk_json *p = bk_json_at(bk_json_get(bk_json_at(bk_json_get(g->json, "meshes"), 0), "primitives"), i);
-    if (!p) return NULL;
-    return (const uint32_t *)bk_test_acc_data(g, (size_t)bk_json_num(p, "indices", 1e9), n);
+    const bk_json *im = bk_json_at(bk_json_get(g->json, "images"), i);
+    double         bv = bk_json_num(im, "bufferView", -1);
+    const bk_json *v = bk_json_at(bk_json_get(g->json, "bufferViews"), (size_t)bv);
+    if (!im || bv < 0 || !v) return NULL;
+    *n = (size_t)bk_json_num(v, "byteLength", 0);
+    return g->bin + (size_t)bk_json_num(v, "byteOffset", 0);
+}
+
+/* The node's name of primitive i. */
+static inline const char *bk_test_gltf_node_name(const bk_test_gltf *g, size_t node)
+{
+    return bk_json_str(bk_json_at(bk_json_get(g->json, "nodes"), node), "name");
 }
 
 #endif

@@ -3,8 +3,8 @@
  * With tinyexr (BK_HAVE_EXR, from CMake): the bake writes a 32x32 .exr that bk_image_read reads
  * back, within half-float precision of the same bake written as .hdr (baker diff --json: PSNR and
  * bias; .hdr's RGBE step is the coarser one); `--mesh-out x.glb` with an .exr lightmap names it
- * in the extras only (uri relative to the mesh, the asset's lightmap_encoding says OpenEXR), no
- * occlusion or emissive texture and no image, as for .hdr; `baker diff` reads .exr and writes an
+ * in the extras only (by file name in the asset's extras: a uri would leave the mesh's folder; the
+ * asset's lightmap_encoding says OpenEXR), no occlusion texture, one image: the lit page; `baker diff` reads .exr and writes an
  * .exr difference image; --pages is not needed for these.
  * Without tinyexr: `-o x.exr` is refused before any work with "built without EXR support:
  * install libtinyexr-dev and rebuild", exit status non-zero, an existing x.exr left as it was and
@@ -102,12 +102,17 @@ static void test_with(void)
         BK_EXPECT(bk_test_count(mats) > 0);
         for (size_t i = 0; i < bk_test_count(mats); ++i) {
             const bk_json *m = &mats->items[i];
-            const char    *u = bk_json_str(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "uri");
-            BK_EXPECTF(u && !strcmp(u, "../lm.exr"), "material %zu names the lightmap %s", i, u ? u : "nowhere");
-            BK_EXPECTF(!bk_json_get(m, "occlusionTexture") && !bk_json_get(m, "emissiveTexture"),
-                       "material %zu has the EXR as a texture", i);
+            const bk_json *ex = bk_json_get(bk_json_get(m, "extras"), "baker_lightmap");
+            /* ../lm.exr would name a folder out of the glTF's: the asset's extras give the file */
+            BK_EXPECTF(ex && !bk_json_str(ex, "uri") && !bk_json_get(ex, "image"), "material %zu: baker_lightmap", i);
+            BK_EXPECTF(!bk_json_get(m, "occlusionTexture"), "material %zu has an occlusionTexture", i);
         }
-        BK_EXPECTF(bk_test_count(bk_json_get(g.json, "images")) == 0, "an .exr is no glTF image");
+        /* the one image: the lit page (albedo x light), which every glTF gets */
+        BK_EXPECTF(bk_test_count(bk_json_get(g.json, "images")) == 1, "%zu images: an .exr is no glTF image",
+                   bk_test_count(bk_json_get(g.json, "images")));
+        const bk_json *l0 = bk_json_at(
+            bk_json_get(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), "lightmaps"), 0);
+        BK_EXPECTF(bk_json_str(l0, "file") && !strcmp(bk_json_str(l0, "file"), "lm.exr"), "the EXR is not named");
         const char *enc =
             bk_json_str(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), "lightmap_encoding");
         BK_EXPECTF(enc && strstr(enc, "OpenEXR"), "lightmap_encoding %s", enc ? enc : "missing");

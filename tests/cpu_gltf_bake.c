@@ -29,13 +29,8 @@ static int exists(const char *path)
 
 static size_t triangles(const bk_test_gltf *g)
 {
-    const bk_json *prims = bk_json_get(bk_json_at(bk_json_get(g->json, "meshes"), 0), "primitives");
-    size_t         total = 0;
-    for (size_t i = 0; i < bk_test_count(prims); ++i) {
-        size_t n = 0;
-        bk_test_gltf_indices(g, i, &n);
-        total += n;
-    }
+    size_t total = 0;
+    for (size_t i = 0; i < g->n_prims; ++i) total += g->prims[i].n_idx;
     return total / 3;
 }
 
@@ -43,6 +38,31 @@ static const char *lightmap_uri(const bk_test_gltf *g, size_t material)
 {
     const bk_json *m = bk_json_at(bk_json_get(g->json, "materials"), material);
     return bk_json_str(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "uri");
+}
+
+/* The lightmap image material 0 names holds the bytes of the PNG file the bake wrote. */
+static int lightmap_embedded(const bk_test_gltf *g, const char *png)
+{
+    const bk_json *m = bk_json_at(bk_json_get(g->json, "materials"), 0);
+    double         i = bk_json_num(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "image", -1);
+    size_t         n = 0;
+    const uint8_t *d = i >= 0 ? bk_test_gltf_image(g, (size_t)i, &n) : NULL;
+    FILE          *f = fopen(png, "rb");
+    uint8_t       *want = malloc(n + 1);
+    size_t         wn = f && want ? fread(want, 1, n + 1, f) : 0;
+    if (f) fclose(f);
+    int same = d && wn == n && !memcmp(d, want, n);
+    free(want);
+    return same;
+}
+
+/* Whether a node of that name exists. */
+static int has_node(const bk_test_gltf *g, const char *name)
+{
+    const bk_json *nodes = bk_json_get(g->json, "nodes");
+    for (size_t n = 0; n < bk_test_count(nodes); ++n)
+        if (bk_test_gltf_node_name(g, n) && !strcmp(bk_test_gltf_node_name(g, n), name)) return 1;
+    return 0;
 }
 
 int main(void)
@@ -72,20 +92,27 @@ int main(void)
             BK_EXPECTF(bk_test_count(bk_json_get(g.json, "materials")) == 8, "%zu materials",
                        bk_test_count(bk_json_get(g.json, "materials")));
             const char *u = lightmap_uri(&g, 0);
-            BK_EXPECTF(u && !strcmp(u, "../lm.png"), "lightmap named %s", u ? u : "nowhere");
-            /* the light: Ke (17, 12, 4) */
+            BK_EXPECTF(!u, "lightmap named %s: a path out of the glTF's folder", u);
+            snprintf(p, sizeof p, "%s/lm.png", tmpdir);
+            BK_EXPECTF(lightmap_embedded(&g, p), "the lightmap in the file is not lm.png");
+            /* one node per o group of the Cornell box (floor, ceiling, ... light) */
+            BK_EXPECTF(bk_test_count(bk_json_get(g.json, "nodes")) > 1 && has_node(&g, "light"), "%zu nodes",
+                       bk_test_count(bk_json_get(g.json, "nodes")));
+            /* the light: Ke (17, 12, 4), recorded; its lit page shows it */
             const bk_json *mats = bk_json_get(g.json, "materials");
             int            lamp = 0;
             for (size_t i = 0; i < bk_test_count(mats); ++i) {
-                const bk_json *es =
-                    bk_json_get(bk_json_get(&mats->items[i], "extensions"), "KHR_materials_emissive_strength");
-                if (es) lamp += bk_json_num(es, "emissiveStrength", 0) == 17;
+                const bk_json *em = bk_json_get(bk_json_get(&mats->items[i], "extras"), "baker_emission");
+                if (bk_test_count(em) == 3) lamp += em->items[0].num == 17;
             }
-            BK_EXPECTF(lamp == 1, "%d materials with emissive strength 17", lamp);
-            for (uint32_t v = 0; v < g.nv; ++v)
-                if (!(g.uv1[2 * v] >= 0 && g.uv1[2 * v] <= 1 && g.uv1[2 * v + 1] >= 0 && g.uv1[2 * v + 1] <= 1)) {
-                    BK_EXPECTF(0, "TEXCOORD_1 of vertex %u outside [0,1]", v);
-                    break;
+            BK_EXPECTF(lamp == 1, "%d materials with emission 17", lamp);
+            for (size_t i = 0; i < g.n_prims; ++i)
+                for (uint32_t v = 0; v < g.prims[i].nv; ++v) {
+                    const float *uv1 = g.prims[i].uv1;
+                    if (!(uv1[2 * v] >= 0 && uv1[2 * v] <= 1 && uv1[2 * v + 1] >= 0 && uv1[2 * v + 1] <= 1)) {
+                        BK_EXPECTF(0, "TEXCOORD_1 of vertex %u outside [0,1]", v);
+                        break;
+                    }
                 }
         }
         bk_test_gltf_free(&g);
@@ -103,6 +130,9 @@ int main(void)
         BK_EXPECTF(triangles(&g) > 100 && triangles(&g) % 2 == 0, "%zu triangles", triangles(&g));
         const char *u = lightmap_uri(&g, 0);
         BK_EXPECTF(u && !strcmp(u, "k.png"), "lightmap named %s", u ? u : "nowhere");
+        snprintf(p, sizeof p, "%s/k.png", tmpdir);
+        BK_EXPECTF(lightmap_embedded(&g, p), "the lightmap in the file is not k.png");
+        BK_EXPECTF(has_node(&g, "vox_instance_0"), "no node for the knight's voxel instance");
     }
     bk_test_gltf_free(&g);
 

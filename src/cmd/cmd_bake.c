@@ -738,9 +738,17 @@ static int write_mesh(bake_state *st)
         }
     }
     if (c->mesh_gltf) {
-        if (!(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) ||
-            bk_cmd_bake_write_gltf(f, c, st->surf, &st->at, st->page_names, err, es) ||
-            bk_outputs_close(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) {
+        /* the glTF embeds the main lightmap's pages as written: their temporary files until the commit */
+        const char **files = malloc(sizeof(char *) * (size_t)st->at.page_count);
+        if (!files) return bake_stop(st, 0, "out of memory");
+        for (int p = 0; p < st->at.page_count; ++p)
+            files[p] = st->io.out[c->pages_auto ? st->page_idx[p] : st->out_idx[OUT_LIGHTMAP]].tmp;
+        int rc = !(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) ||
+                 bk_cmd_bake_write_gltf(f, c, &st->s, st->surf, st->has_vox ? &st->vm : NULL, &st->at,
+                                        st->page_names, files, st->rgb, &st->pool, err, es) ||
+                 bk_outputs_close(&st->io, st->out_idx[OUT_MESH_GLTF], err, es);
+        free(files);
+        if (rc) {
             bk_cmd_bake_error("%s\n", err);
             return 1;
         }

@@ -229,8 +229,9 @@ int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[O
 char *bk_cmd_bake_page_name(const char *out, int k);
 /* for -o out: the pages NAME-K of an earlier bake beyond this one's */
 void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages);
-int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
-                             char **page_names, char *err, size_t err_size);
+int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
+                             const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
+                             const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size);
 /* n comma-separated finite floats of option opt's value val into out: 0, or -1 after a message. */
 int bk_cmd_bake_parse_floats(const char *opt, const char *val, int n, float *out);
 

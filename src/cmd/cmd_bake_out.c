@@ -279,14 +279,28 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int
 }
 
 /* --mesh-out FILE.gltf|.glb: the surface (a voxel scene's quads included) with the lightmap
- * pages it is baked into (gltf.h). */
-int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *surf, const bk_atlas *at,
-                           char **page_names, char *err, size_t err_size)
+ * pages it is baked into and the lit pages made from rgb (gltf.h). files: where each page's
+ * bytes are now (the temporary files of the run), NULL for the names. */
+int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
+                           const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
+                           const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size)
 {
     bk_gltf_opts go;
     bk_gltf_opts_default(&go);
     const char *one[1] = { c->out };
     go.lightmaps = page_names ? (const char *const *)page_names : one;
+    go.lightmap_files = files;
+    go.rgb = rgb;
+    go.pool = pool;
+    go.vm = vm;
+    go.src = src;
     go.exposure = c->exposure;
-    return bk_gltf_write_file(f, c->mesh_out, surf, at, &go, err, err_size);
+    /* the scene's file name without its folder and extension names what has no object */
+    char        name[256];
+    const char *sc = c->nscenes > 0 ? c->scenes[0] : c->scene, *b = strrchr(sc, '/') ? strrchr(sc, '/') + 1 : sc;
+    snprintf(name, sizeof name, "%s", b);
+    char *dot = strrchr(name, '.');
+    if (dot && dot != name) *dot = 0;
+    go.name = name;
+    return bk_gltf_write_file(f, c->mesh_gltf, surf, at, &go, err, err_size);
 }

@@ -1,18 +1,37 @@
 /* gltf.c - the glTF 2.0 writer behind --mesh-out FILE.gltf | FILE.glb (gltf.h says what the
  * asset holds and why).
  *
- * Pipeline: bk_scene + bk_atlas -> vertices deduplicated over (position, normal, uv0, uv1) ->
- * one binary buffer [positions | normals | uv0 | uv1 | indices of every primitive] -> JSON
- * (built in memory: a GLB states its chunk lengths first) -> GLB container or .gltf with the
- * buffer as a base64 data: URI.
+ * Pipeline: bk_scene + bk_atlas -> nodes (objects) and primitives (node, material, page) ->
+ * each primitive's vertices deduplicated over (position, normal, uv0, uv1) -> images (lit pages
+ * from lit.c, lightmap and texture files' bytes) -> one binary buffer [positions | normals | uv0
+ * | uv1 | indices | images] -> JSON (built in memory: a GLB states its chunk lengths first) ->
+ * GLB container or .gltf with the buffer as a base64 data: URI.
  * Spec: https://registry.khronos.org/glTF/specs/2.0/glTF-2.0.html (GLB: section 4.4; accessor
  * bounds: 3.6.2.5; TEXCOORD_n numbering: 3.7.2.1; KHR_materials_emissive_strength).
  */
 #define _XOPEN_SOURCE 700 /* realpath, open_memstream */
 #include "bk_common.h"
 #include "gltf.h"
+#include "image.h"
+#include "lit.h"
 #include "outputs.h"
 #include "util.h"
+
+/* stb_image_write (Debian's libstb-dev) for scene textures that are no PNG or JPEG file: a static
+ * copy, its own warnings not ours */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+#endif
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb/stb_image_write.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 #include <limits.h>
 #include <math.h>
@@ -29,6 +48,7 @@
 #define GL_ARRAY_BUFFER  34962
 #define GL_ELEMENT_ARRAY 34963
 #define GL_LINEAR        9729
+#define GL_LINEAR_MIPMAP_LINEAR 9987
 #define GL_CLAMP_TO_EDGE 33071
 
 void bk_gltf_opts_default(bk_gltf_opts *o)
@@ -258,30 +278,37 @@ static void flat_normal(const bk_scene *s, uint32_t t, float *n)
 /* ---- the writer ---------------------------------------------------------------------------- */
 
 typedef struct prim {
+    uint32_t node;     /* its node (one mesh each) */
     uint32_t material; /* scene material, or material_count for the default one */
     uint32_t page;
-    uint32_t tris;
-    size_t   first; /* first index in the index section */
+    uint32_t gmat;   /* its glTF material: one per (material, page) */
+    uint32_t tris;   /* triangles, listed from first in tri_order */
+    size_t   first;  /* first triangle in tri_order; then, for its indices, 3 x that */
+    uint32_t vfirst; /* its vertices in the vertex sections */
+    uint32_t vcount;
+    float    pmin[3], pmax[3]; /* POSITION bounds */
 } prim;
+
+typedef struct node {
+    uint32_t key;     /* object index, object_count + voxel instance, or BK_NONE (no object) */
+    uint32_t first;   /* first primitive (primitives are grouped by node) */
+    uint32_t count;   /* primitives */
+} node;
+
+/* An image of the asset, its bytes in the buffer. */
+typedef struct image {
+    uint8_t    *data;
+    size_t      size, offset; /* offset in the buffer */
+    const char *mime;
+    char        name[96];
+} image;
 
 /* The section offsets of the buffer, in bytes (each a multiple of 4). */
 typedef struct layout {
-    size_t pos, nrm, uv0, uv1, idx, total;
+    size_t pos, nrm, uv0, uv1, idx, img, total;
 } layout;
 
-static layout buffer_layout(uint32_t nv, size_t indices)
-{
-    layout l;
-    l.pos = 0;
-    l.nrm = l.pos + 12 * (size_t)nv;
-    l.uv0 = l.nrm + 12 * (size_t)nv;
-    l.uv1 = l.uv0 + 8 * (size_t)nv;
-    l.idx = l.uv1 + 8 * (size_t)nv;
-    l.total = l.idx + 4 * indices;
-    return l;
-}
-
-/* The writer's state, filled phase by phase (bk_gltf_write_file lists the phases). */
+/* The writer's state, filled phase by phase (job_run lists the phases). */
 typedef struct gltf_job {
     /* the call */
     const char         *path;
@@ -295,23 +322,28 @@ typedef struct gltf_job {
     uint32_t            M;                       /* scene materials + the default one */
     size_t              corners;                 /* 3 per triangle */
     char                out_dir[PATH_MAX + 256]; /* the output's resolved folder, URIs are relative to it */
-    /* primitives and vertices */
-    vtx_map   vm;
-    uint32_t *prim_of; /* (material_count + 1) * pages -> primitive or BK_NONE */
+    /* nodes, primitives, vertices */
+    node     *nodes;
+    uint32_t  node_count;
     prim     *prims;
     uint32_t  prim_count;
-    uint32_t *tri_prim;         /* primitive of each triangle, while the indices are made */
-    uint32_t *idx;              /* 3 per triangle, grouped by primitive */
-    float     pmin[3], pmax[3]; /* POSITION bounds */
+    uint32_t *tri_order; /* triangles grouped by primitive, file order within one */
+    uint32_t *gmat_of;   /* M * pages -> glTF material or BK_NONE */
+    uint32_t *gmat_prim; /* per glTF material: a primitive that uses it (its material and page) */
+    uint32_t  gmat_count;
+    float    *vtx; /* VTX_FLOATS per vertex, every primitive's own after the last's */
+    uint32_t  nv;
+    uint32_t *idx; /* 3 per triangle, grouped by primitive, local to its primitive */
+    /* images: the lit pages, the lightmap pages (PNG), then each scene texture once */
+    image   *img;
+    int      n_img;
+    int      lit_base, lm_base, map_base; /* their first image (= texture); -1: none */
+    int      lm_png;                      /* the lightmaps are PNGs: images, not only named */
+    int     *map_img;                     /* per scene image: its glTF image, or -1 */
+    char   (*lm_uri)[PATH_MAX * 3];       /* per page: relative URI, "" when it would leave the folder */
     /* the binary buffer */
     layout   L;
     uint8_t *bin;
-    /* images: the lightmap pages, then each map_Kd file once */
-    int lm_png;                    /* the lightmaps are PNGs: textures, not only named */
-    char (*lm_uri)[PATH_MAX * 3];  /* per page, NULL without lightmaps */
-    char (*map_uri)[PATH_MAX * 3]; /* n_map of them */
-    int *map_tex;                  /* per scene material: its texture, or -1 */
-    int  n_map, tex_base;
     /* the JSON, written into memory */
     FILE  *jf;
     char  *json;
@@ -321,47 +353,510 @@ typedef struct gltf_job {
 static void job_free(gltf_job *j)
 {
     if (j->jf) fclose(j->jf);
-    free(j->vm.v);
-    free(j->vm.slot);
-    free(j->prim_of);
+    free(j->nodes);
     free(j->prims);
-    free(j->tri_prim);
+    free(j->tri_order);
+    free(j->gmat_of);
+    free(j->gmat_prim);
+    free(j->vtx);
     free(j->idx);
-    free(j->bin);
+    for (int i = 0; j->img && i < j->n_img; ++i) free(j->img[i].data);
+    free(j->img);
+    free(j->map_img);
     free(j->lm_uri);
-    free(j->map_tex);
-    free(j->map_uri);
+    free(j->bin);
     free(j->json);
 }
 
 static int job_oom(gltf_job *J) { return bk_fail(J->err, J->err_size, "%s: out of memory", J->path); }
 
-static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages, int lm_tex, const char *lm_uri,
-                           int map_tex)
+/* The object of triangle t: an index of object_names, object_count + a voxel instance, or BK_NONE. */
+static uint32_t tri_key(const gltf_job *J, uint32_t t)
 {
-    bk_material def;
+    const bk_scene   *s = J->s;
+    const bk_voxmesh *vm = J->o ? J->o->vm : NULL;
+    if (vm && t >= vm->first_quad_tri) {
+        uint32_t q = (t - vm->first_quad_tri) / 2;
+        return q < vm->quad_count ? s->object_count + vm->quads[q].instance : BK_NONE;
+    }
+    uint32_t k = s->tri_object ? s->tri_object[t] : BK_NONE;
+    return k < s->object_count ? k : BK_NONE;
+}
+
+/* A node's name: its object's, its voxel instance's object's or vox_instance_I, or the scene's. */
+static void node_name(const gltf_job *J, uint32_t key, char *out, size_t n)
+{
+    const bk_scene *s = J->s;
+    const bk_scene *src = J->o && J->o->src ? J->o->src : s;
+    if (key == BK_NONE) snprintf(out, n, "%s", J->o && J->o->name && J->o->name[0] ? J->o->name : "scene");
+    else if (key < s->object_count) snprintf(out, n, "%s", s->object_names[key]);
+    else {
+        uint32_t i = key - s->object_count;
+        uint32_t ob = i < src->vox_instance_count ? src->vox_instances[i].object : BK_NONE;
+        if (ob < src->object_count) snprintf(out, n, "%s", src->object_names[ob]);
+        else snprintf(out, n, "vox_instance_%u", i);
+    }
+}
+
+/* A small open-addressing map from 64-bit keys to indices. */
+typedef struct key_map {
+    uint64_t *key;
+    uint32_t *val;
+    size_t    cap;
+} key_map;
+
+static int key_map_init(key_map *m, size_t n)
+{
+    m->cap = 16;
+    while (m->cap < 2 * n) m->cap <<= 1;
+    m->key = malloc(sizeof(uint64_t) * m->cap);
+    m->val = malloc(sizeof(uint32_t) * m->cap);
+    if (!m->key || !m->val) return -1;
+    memset(m->val, 0xFF, sizeof(uint32_t) * m->cap);
+    return 0;
+}
+
+static void key_map_free(key_map *m)
+{
+    free(m->key);
+    free(m->val);
+}
+
+/* The slot of k: val[slot] is BK_NONE when k is new. */
+static size_t key_map_slot(const key_map *m, uint64_t k)
+{
+    uint64_t h = k * 0x9E3779B97F4A7C15ull;
+    size_t   i = (size_t)(h ^ h >> 31) & (m->cap - 1);
+    while (m->val[i] != BK_NONE && m->key[i] != k) i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+/* The value of k, or v (the count of keys so far, the next index) stored for it when k is new;
+ * *added says which. BK_NONE when out of memory. */
+static uint32_t key_map_get(key_map *m, uint64_t k, uint32_t v, int *added)
+{
+    size_t i = key_map_slot(m, k);
+    *added = m->val[i] == BK_NONE;
+    if (!*added) return m->val[i];
+    if (2 * ((size_t)v + 1) > m->cap) { /* grow: rehash into twice the size */
+        key_map g;
+        if (key_map_init(&g, m->cap)) {
+            key_map_free(&g);
+            return BK_NONE;
+        }
+        for (size_t j = 0; j < m->cap; ++j)
+            if (m->val[j] != BK_NONE) {
+                size_t gs = key_map_slot(&g, m->key[j]);
+                g.key[gs] = m->key[j];
+                g.val[gs] = m->val[j];
+            }
+        key_map_free(m);
+        *m = g;
+        i = key_map_slot(m, k);
+    }
+    m->key[i] = k;
+    return m->val[i] = v;
+}
+
+/* Nodes (one per object, in order of first appearance) and their primitives, one per (material,
+ * page) of the node's triangles, grouped by node; the triangles in primitive order. */
+static int job_primitives(gltf_job *J)
+{
+    const bk_scene *s = J->s;
+    uint32_t        T = s->tri_count, pages = J->pages, M = J->M;
+    uint32_t       *tri_prim = malloc(sizeof(uint32_t) * T);
+    prim           *first = malloc(sizeof(prim) * T); /* primitives in order of first appearance */
+    uint32_t       *node_of_prim = malloc(sizeof(uint32_t) * T);
+    J->nodes = malloc(sizeof(node) * T);
+    J->gmat_of = malloc(sizeof(uint32_t) * (size_t)M * pages);
+    J->gmat_prim = malloc(sizeof(uint32_t) * T);
+    J->tri_order = malloc(sizeof(uint32_t) * T);
+    key_map nm, pm;
+    memset(&nm, 0, sizeof nm);
+    memset(&pm, 0, sizeof pm);
+    int rc = 0;
+    if (!tri_prim || !first || !node_of_prim || !J->nodes || !J->gmat_of || !J->gmat_prim || !J->tri_order ||
+        key_map_init(&nm, 64) || key_map_init(&pm, T < 4096 ? T : 4096))
+        rc = job_oom(J);
+    if (!rc) memset(J->gmat_of, 0xFF, sizeof(uint32_t) * (size_t)M * pages);
+    uint32_t np = 0;
+    for (uint32_t t = 0; !rc && t < T; ++t) {
+        uint32_t m = s->tri_material && s->tri_material[t] < s->material_count ? s->tri_material[t] : s->material_count;
+        uint32_t pg = pages > 1 ? J->a->tri_page[t] : 0;
+        if (pg >= pages) {
+            rc = bk_fail(J->err, J->err_size, "%s: triangle %u on page %u of %u", J->path, t, pg, pages);
+            break;
+        }
+        uint32_t key = tri_key(J, t);
+        int      added;
+        uint32_t nd = key_map_get(&nm, key, J->node_count, &added);
+        if (nd == BK_NONE) {
+            rc = job_oom(J);
+            break;
+        }
+        if (added) {
+            J->nodes[nd].key = key;
+            J->nodes[nd].first = J->nodes[nd].count = 0;
+            J->node_count++;
+        }
+        uint32_t pi = key_map_get(&pm, ((uint64_t)nd * M + m) * pages + pg, np, &added);
+        if (pi == BK_NONE) {
+            rc = job_oom(J);
+            break;
+        }
+        if (added) {
+            memset(&first[np], 0, sizeof(prim));
+            first[np].node = nd;
+            first[np].material = m;
+            first[np].page = pg;
+            size_t gk = (size_t)m * pages + pg;
+            if (J->gmat_of[gk] == BK_NONE) {
+                J->gmat_prim[J->gmat_count] = np;
+                J->gmat_of[gk] = J->gmat_count++;
+            }
+            first[np].gmat = J->gmat_of[gk];
+            np++;
+        }
+        tri_prim[t] = pi;
+        first[tri_prim[t]].tris++;
+    }
+    if (!rc) {
+        /* primitives grouped by node (stable): rank = node's first + order within the node */
+        J->prims = malloc(sizeof(prim) * (np ? np : 1));
+        if (!J->prims) rc = job_oom(J);
+    }
+    if (!rc) {
+        for (uint32_t i = 0; i < np; ++i) J->nodes[first[i].node].count++;
+        uint32_t at = 0;
+        for (uint32_t n = 0; n < J->node_count; ++n) {
+            J->nodes[n].first = at;
+            at += J->nodes[n].count;
+            J->nodes[n].count = 0;
+        }
+        for (uint32_t i = 0; i < np; ++i) {
+            node *n = &J->nodes[first[i].node];
+            node_of_prim[i] = n->first + n->count++;
+            J->prims[node_of_prim[i]] = first[i];
+        }
+        for (uint32_t g = 0; g < J->gmat_count; ++g) J->gmat_prim[g] = node_of_prim[J->gmat_prim[g]];
+        J->prim_count = np;
+        size_t acc = 0;
+        for (uint32_t i = 0; i < np; ++i) {
+            J->prims[i].first = acc;
+            acc += J->prims[i].tris;
+            J->prims[i].tris = 0;
+        }
+        for (uint32_t t = 0; t < T; ++t) {
+            prim *p = &J->prims[node_of_prim[tri_prim[t]]];
+            J->tri_order[p->first + p->tris++] = t;
+        }
+    }
+    key_map_free(&nm);
+    key_map_free(&pm);
+    free(tri_prim);
+    free(first);
+    free(node_of_prim);
+    return rc;
+}
+
+/* Each primitive's own vertices, deduplicated over their attributes within it, its indices
+ * (local to it) and POSITION bounds. */
+static int job_vertices(gltf_job *J)
+{
+    const bk_scene *s = J->s;
+    size_t          most = 0;
+    for (uint32_t i = 0; i < J->prim_count; ++i)
+        if (J->prims[i].tris > most) most = J->prims[i].tris;
+    vtx_map vm;
+    vm.cap = 16;
+    while (vm.cap < 6 * most) vm.cap <<= 1;
+    vm.slot = malloc(sizeof(uint32_t) * vm.cap);
+    J->vtx = malloc(sizeof(float) * VTX_FLOATS * (J->corners ? J->corners : 1));
+    J->idx = malloc(sizeof(uint32_t) * (J->corners ? J->corners : 1));
+    if (!vm.slot || !J->vtx || !J->idx) {
+        free(vm.slot);
+        return job_oom(J);
+    }
+    uint32_t nv = 0;
+    for (uint32_t i = 0; i < J->prim_count; ++i) {
+        prim *p = &J->prims[i];
+        /* a table of its own size: clearing the largest one for every small primitive would cost
+         * primitives x the largest */
+        size_t cap = 16;
+        while (cap < 6 * (size_t)p->tris) cap <<= 1;
+        vm.cap = cap;
+        memset(vm.slot, 0xFF, sizeof(uint32_t) * cap);
+        vm.v = J->vtx + (size_t)VTX_FLOATS * nv;
+        vm.count = 0;
+        for (int d = 0; d < 3; ++d) {
+            p->pmin[d] = INFINITY;
+            p->pmax[d] = -INFINITY;
+        }
+        for (uint32_t k = 0; k < p->tris; ++k) {
+            uint32_t t = J->tri_order[p->first + k];
+            float    flat[3], key[VTX_FLOATS];
+            flat_normal(s, t, flat);
+            for (int c = 0; c < 3; ++c) {
+                corner_key(s, J->a, t, c, flat, key);
+                for (int d = 0; d < 3; ++d) {
+                    if (key[d] < p->pmin[d]) p->pmin[d] = key[d];
+                    if (key[d] > p->pmax[d]) p->pmax[d] = key[d];
+                }
+                J->idx[3 * (p->first + k) + c] = vtx_add(&vm, key);
+            }
+        }
+        p->vfirst = nv;
+        p->vcount = vm.count;
+        nv += vm.count;
+    }
+    J->nv = nv;
+    free(vm.slot);
+    return 0;
+}
+
+/* ---- images -------------------------------------------------------------------------------- */
+
+/* The bytes of a file, NULL when it cannot be read. */
+static uint8_t *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint8_t *d = NULL;
+    long     sz = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (sz > 0 && sz < (1l << 31) && fseek(f, 0, SEEK_SET) == 0 && (d = malloc((size_t)sz)) &&
+        fread(d, 1, (size_t)sz, f) != (size_t)sz) {
+        free(d);
+        d = NULL;
+    }
+    fclose(f);
+    *n = d ? (size_t)sz : 0;
+    return d;
+}
+
+static const char *image_mime(const uint8_t *d, size_t n)
+{
+    static const uint8_t png[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    if (n >= 8 && !memcmp(d, png, 8)) return "image/png";
+    if (n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF) return "image/jpeg";
+    return NULL;
+}
+
+static void png_sink(void *ctx, void *data, int size) { fwrite(data, 1, (size_t)size, (FILE *)ctx); }
+
+/* A decoded 8-bit texture as PNG bytes (stb_image_write: RGBA kept). */
+static uint8_t *encode_rgba8(const bk_image *im, size_t *n)
+{
+    char  *buf = NULL;
+    size_t len = 0;
+    FILE  *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    int ok = stbi_write_png_to_func(png_sink, f, (int)im->w, (int)im->h, 4, im->rgba8, (int)im->w * 4);
+    if (fclose(f) != 0 || !ok) {
+        free(buf);
+        return NULL;
+    }
+    *n = len;
+    return (uint8_t *)buf;
+}
+
+/* linear RGB pages (w x h x 3 floats) as the PNG writer makes lightmaps (image.h). */
+static uint8_t *encode_page(const gltf_job *J, const float *rgb, float exposure, size_t *n)
+{
+    char  *buf = NULL;
+    size_t len = 0;
+    FILE  *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    int rc = bk_image_write_file(f, "lit.png", rgb, J->a->width, J->a->height, exposure, NULL, 0); /* PNG by its name */
+    if (fclose(f) != 0 || rc) {
+        free(buf);
+        return NULL;
+    }
+    *n = len;
+    return (uint8_t *)buf;
+}
+
+static image *add_image(gltf_job *J, uint8_t *data, size_t size, const char *mime, const char *name)
+{
+    image *im = &J->img[J->n_img++];
+    im->data = data;
+    im->size = size;
+    im->mime = mime;
+    snprintf(im->name, sizeof im->name, "%.95s", name);
+    return im;
+}
+
+/* The images, each a texture: the lit pages (when the bake's RGB is given), the lightmap pages
+ * (PNG: the file's bytes), then every scene texture a material's map_Kd uses (the file's bytes
+ * when it is a PNG or JPEG, else the decoded texels as PNG). All go into the buffer. */
+static int job_images(gltf_job *J)
+{
+    const bk_scene     *s = J->s;
+    const bk_gltf_opts *o = J->o;
+    uint32_t            pages = J->pages;
+    size_t              page_px = (size_t)J->a->width * J->a->height;
+    J->lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
+    J->img = calloc(2 * (size_t)pages + s->image_count + 1, sizeof(image));
+    J->map_img = malloc(sizeof(int) * (s->image_count + 1));
+    J->lm_uri = o && o->lightmaps ? calloc(pages, sizeof *J->lm_uri) : NULL;
+    if (!J->img || !J->map_img || (o && o->lightmaps && !J->lm_uri)) return job_oom(J);
+    J->lit_base = J->lm_base = -1;
+    if (o && o->rgb) {
+        size_t npx = BK_ATLAS_PIXELS(J->a);
+        float *lit = malloc(sizeof(float) * 3 * (npx ? npx : 1));
+        if (!lit) return job_oom(J);
+        if (bk_lit_pages(s, J->a, o->rgb, o->pool, lit, J->err, J->err_size)) {
+            free(lit);
+            return -1;
+        }
+        J->lit_base = J->n_img;
+        for (uint32_t p = 0; p < pages; ++p) {
+            size_t   n = 0;
+            uint8_t *d = encode_page(J, lit + 3 * page_px * p, o->exposure, &n);
+            char     nm[64];
+            if (!d) {
+                free(lit);
+                return bk_fail(J->err, J->err_size, "%s: cannot encode lit page %u as PNG", J->path, p);
+            }
+            snprintf(nm, sizeof nm, "baker_lit_page_%u", p);
+            add_image(J, d, n, "image/png", nm);
+        }
+        free(lit);
+    }
+    for (uint32_t p = 0; o && o->lightmaps && p < pages; ++p) {
+        char real[PATH_MAX + 256], rel[PATH_MAX * 2];
+        if (resolve_new(o->lightmaps[p], real, sizeof real))
+            return bk_fail(J->err, J->err_size, "%s: cannot resolve the lightmap's path %s", J->path, o->lightmaps[p]);
+        relative_path(J->out_dir, real, rel, sizeof rel);
+        /* a URI that leaves the glTF's folder would name the baking machine's folders */
+        if (strncmp(rel, "../", 3)) uri_encode(rel, J->lm_uri[p], sizeof J->lm_uri[p]);
+        if (!J->lm_png) continue;
+        const char *from = o->lightmap_files ? o->lightmap_files[p] : o->lightmaps[p];
+        size_t      n = 0;
+        uint8_t    *d = read_all(from, &n);
+        const char *mime = d ? image_mime(d, n) : NULL;
+        if (!mime || strcmp(mime, "image/png")) {
+            free(d);
+            return bk_fail(J->err, J->err_size, "%s: cannot read the lightmap page %s", J->path, from);
+        }
+        char nm[64];
+        snprintf(nm, sizeof nm, "baker_lightmap_page_%u", p);
+        if (J->lm_base < 0) J->lm_base = J->n_img;
+        add_image(J, d, n, "image/png", nm);
+    }
+    J->map_base = J->n_img;
+    for (uint32_t i = 0; i < s->image_count; ++i) J->map_img[i] = -1;
+    for (uint32_t g = 0; g < J->gmat_count; ++g) {
+        uint32_t m = J->prims[J->gmat_prim[g]].material;
+        if (m >= s->material_count) continue;
+        const bk_material *mt = &s->materials[m];
+        uint32_t           ii = mt->map_kd.image;
+        if (ii >= s->image_count) {
+            if (mt->map_kd.path[0])
+                fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s did not load, left out\n", J->path,
+                        mt->name, mt->map_kd.path);
+            continue;
+        }
+        if (J->map_img[ii] >= 0) continue;
+        const bk_image *im = &s->images[ii];
+        size_t          n = 0;
+        uint8_t        *d = im->path ? read_all(im->path, &n) : NULL;
+        const char     *mime = d ? image_mime(d, n) : NULL;
+        if (!mime) { /* not a PNG or JPEG file (TGA, BMP, an image inside a .glb...): its texels */
+            free(d);
+            d = im->rgba8 ? encode_rgba8(im, &n) : NULL;
+            mime = "image/png";
+        }
+        if (!d) {
+            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s is not an 8-bit image, left out\n", J->path,
+                    mt->name, mt->map_kd.path);
+            continue;
+        }
+        const char *base = im->path ? base_of(im->path) : mt->map_kd.path;
+        J->map_img[ii] = J->n_img;
+        add_image(J, d, n, mime, base);
+    }
+    return 0;
+}
+
+/* The binary buffer: the four vertex sections, the indices, then the images. */
+static int job_buffer(gltf_job *J)
+{
+    uint32_t nv = J->nv;
+    layout   L;
+    L.pos = 0;
+    L.nrm = L.pos + 12 * (size_t)nv;
+    L.uv0 = L.nrm + 12 * (size_t)nv;
+    L.uv1 = L.uv0 + 8 * (size_t)nv;
+    L.idx = L.uv1 + 8 * (size_t)nv;
+    L.img = L.idx + 4 * J->corners;
+    size_t at = L.img;
+    for (int i = 0; i < J->n_img; ++i) {
+        J->img[i].offset = at;
+        at += (J->img[i].size + 3) & ~(size_t)3;
+    }
+    L.total = at;
+    J->L = L;
+    if (J->glb && L.total > 0xFFFFFFFFull - (64u << 20))
+        return bk_fail(J->err, J->err_size, "%s: %zu bytes of geometry and images do not fit a GLB file (4 GiB)",
+                       J->path, L.total);
+    if (!(J->bin = calloc(L.total ? L.total : 1, 1))) return job_oom(J);
+    for (uint32_t v = 0; v < nv; ++v) {
+        const float *x = J->vtx + (size_t)VTX_FLOATS * v;
+        memcpy(J->bin + L.pos + 12 * (size_t)v, x, 12);
+        memcpy(J->bin + L.nrm + 12 * (size_t)v, x + 3, 12);
+        memcpy(J->bin + L.uv0 + 8 * (size_t)v, x + 6, 8);
+        memcpy(J->bin + L.uv1 + 8 * (size_t)v, x + 8, 8);
+    }
+    memcpy(J->bin + L.idx, J->idx, 4 * J->corners); /* little-endian hosts only (x86-64, aarch64) */
+    for (int i = 0; i < J->n_img; ++i) memcpy(J->bin + J->img[i].offset, J->img[i].data, J->img[i].size);
+    return 0;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static double lm_scale(const gltf_job *J)
+{
+    return J->lm_png && J->o->exposure > 0 ? 1.0 / (double)J->o->exposure : 1.0;
+}
+
+static void write_material(gltf_job *J, uint32_t g)
+{
+    FILE           *j = J->jf;
+    const bk_scene *s = J->s;
+    const prim     *p = &J->prims[J->gmat_prim[g]];
+    bk_material     def;
     memset(&def, 0, sizeof def);
     snprintf(def.name, sizeof def.name, "default");
     def.kd[0] = def.kd[1] = def.kd[2] = 0.8f; /* the loader's default material */
+    def.map_kd.image = BK_NONE;
     const bk_material *m = p->material < s->material_count ? &s->materials[p->material] : &def;
-    char               name[200];
-    if (pages > 1) snprintf(name, sizeof name, "%s (page %u)", m->name[0] ? m->name : "material", p->page);
+    int   map = m->map_kd.image < s->image_count ? J->map_img[m->map_kd.image] : -1;
+    int   lit = J->lit_base >= 0 ? J->lit_base + (int)p->page : -1;
+    char  name[200];
+    if (J->pages > 1) snprintf(name, sizeof name, "%s (page %u)", m->name[0] ? m->name : "material", p->page);
     else snprintf(name, sizeof name, "%s", m->name[0] ? m->name : "material");
     fputs("{\"name\":", j);
     json_str(j, name);
     float base[4];
-    for (int k = 0; k < 3; ++k) base[k] = m->kd[k] < 0.0f ? 0.0f : m->kd[k] > 1.0f ? 1.0f : m->kd[k];
+    for (int k = 0; k < 3; ++k) {
+        float v = map >= 0 && m->kd_by_map ? 1.0f : m->kd[k];
+        base[k] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+    }
     base[3] = 1.0f;
     fputs(",\"pbrMetallicRoughness\":{\"baseColorFactor\":", j);
     json_floats(j, base, 4);
-    if (map_tex >= 0) fprintf(j, ",\"baseColorTexture\":{\"index\":%d,\"texCoord\":0}", map_tex);
+    if (map >= 0) fprintf(j, ",\"baseColorTexture\":{\"index\":%d,\"texCoord\":0}", map);
     fputs(",\"metallicFactor\":0,\"roughnessFactor\":1}", j);
     float ke[3], top = 0.0f;
     for (int k = 0; k < 3; ++k) {
         ke[k] = m->ke[k] > 0.0f ? m->ke[k] : 0.0f;
         if (ke[k] > top) top = ke[k];
     }
-    if (top > 0.0f) {
+    if (lit >= 0)
+        /* the baked look (albedo x light + emission, exposed, sRGB) as the light the surface sends
+         * out: every viewer shows it with no lights of its own, and factor 1 needs no Mix node */
+        fprintf(j, ",\"emissiveFactor\":[1,1,1],\"emissiveTexture\":{\"index\":%d,\"texCoord\":1}", lit);
+    else if (top > 0.0f) {
         if (top > 1.0f)
             for (int k = 0; k < 3; ++k) ke[k] = ke[k] >= top ? 1.0f : ke[k] / top;
         fputs(",\"emissiveFactor\":", j);
@@ -369,200 +864,57 @@ static void write_material(FILE *j, const bk_scene *s, const prim *p, int pages,
         if (top > 1.0f)
             fprintf(j, ",\"extensions\":{\"KHR_materials_emissive_strength\":{\"emissiveStrength\":%.9g}}",
                     (double)top);
-    } else if (lm_tex >= 0) {
-        /* the baked look: Kd x the lightmap (sRGB, as glTF's emissive textures are) is the light
-         * the surface sends out, so a viewer shows the lit scene with no lights of its own */
-        fputs(",\"emissiveFactor\":", j);
-        json_floats(j, base, 3);
-        fprintf(j, ",\"emissiveTexture\":{\"index\":%d,\"texCoord\":1}", lm_tex);
     }
-    if (lm_tex >= 0) fprintf(j, ",\"occlusionTexture\":{\"index\":%d,\"texCoord\":1}", lm_tex);
-    fputs(",\"doubleSided\":true", j);
-    int lost_map = m->map_kd.path[0] && map_tex < 0;
-    if (lm_uri || lost_map) {
-        fputs(",\"extras\":{", j);
-        if (lm_uri) {
-            fputs("\"baker_lightmap\":{", j);
-            if (lm_tex >= 0) fprintf(j, "\"texture\":%d,", lm_tex);
-            fprintf(j, "\"texCoord\":1,\"page\":%u,\"uri\":", p->page);
-            json_str(j, lm_uri);
-            fputs("}", j);
+    fputs(",\"doubleSided\":true,\"extras\":{", j);
+    int comma = 0;
+    if (J->lm_uri) {
+        fprintf(j, "\"baker_lightmap\":{\"texCoord\":1,\"page\":%u,\"scale\":%.9g", p->page, lm_scale(J));
+        if (J->lm_base >= 0) fprintf(j, ",\"image\":%d,\"texture\":%d", J->lm_base + (int)p->page,
+                                     J->lm_base + (int)p->page);
+        if (J->lm_uri[p->page][0]) {
+            fputs(",\"uri\":", j);
+            json_str(j, J->lm_uri[p->page]);
         }
-        /* a texture glTF cannot reference (not PNG or JPEG, or not found), named for the record */
-        if (lost_map) {
-            fputs(lm_uri ? ",\"baker_map_Kd\":" : "\"baker_map_Kd\":", j);
-            json_str(j, m->map_kd.path);
-        }
-        fputs("}", j);
+        fputc('}', j);
+        comma = 1;
     }
-    fputs("}", j);
+    if (lit >= 0) {
+        fprintf(j, "%s\"baker_lit\":{\"texture\":%d,\"texCoord\":1}", comma ? "," : "", lit);
+        comma = 1;
+    }
+    if (top > 0.0f) {
+        fprintf(j, "%s\"baker_emission\":", comma ? "," : "");
+        float e[3] = { m->ke[0], m->ke[1], m->ke[2] };
+        json_floats(j, e, 3);
+        comma = 1;
+    }
+    if (m->map_kd.path[0] && map < 0) { /* a texture glTF cannot hold, named for the record */
+        fprintf(j, "%s\"baker_map_Kd\":", comma ? "," : "");
+        json_str(j, m->map_kd.path);
+    }
+    fputs("}}", j);
 }
 
-/* Primitives: one per (material, page), in order of first appearance; the arrays every later
- * phase fills. */
-static int job_primitives(gltf_job *J)
-{
-    const bk_scene *s = J->s;
-    uint32_t        T = s->tri_count, pages = J->pages, M = J->M;
-    J->prim_of = malloc(sizeof(uint32_t) * (size_t)M * pages);
-    J->prims = malloc(sizeof(prim) * ((size_t)M * pages < T ? (size_t)M * pages : T));
-    J->idx = malloc(sizeof(uint32_t) * J->corners);
-    J->vm.cap = 16;
-    while (J->vm.cap < 2 * J->corners) J->vm.cap <<= 1;
-    J->vm.slot = malloc(sizeof(uint32_t) * J->vm.cap);
-    J->vm.v = malloc(sizeof(float) * VTX_FLOATS * J->corners);
-    if (!J->prim_of || !J->prims || !J->idx || !J->vm.slot || !J->vm.v) return job_oom(J);
-    memset(J->prim_of, 0xFF, sizeof(uint32_t) * (size_t)M * pages);
-    memset(J->vm.slot, 0xFF, sizeof(uint32_t) * J->vm.cap);
-    uint32_t *tri_prim = J->tri_prim = malloc(sizeof(uint32_t) * T);
-    if (!tri_prim) return job_oom(J);
-    for (uint32_t t = 0; t < T; ++t) {
-        uint32_t m = s->tri_material && s->tri_material[t] < s->material_count ? s->tri_material[t] : s->material_count;
-        uint32_t pg = pages > 1 ? J->a->tri_page[t] : 0;
-        if (pg >= pages) return bk_fail(J->err, J->err_size, "%s: triangle %u on page %u of %u", J->path, t, pg, pages);
-        size_t key = (size_t)m * pages + pg;
-        if (J->prim_of[key] == BK_NONE) {
-            prim *p = &J->prims[J->prim_count];
-            p->material = m;
-            p->page = pg;
-            p->tris = 0;
-            p->first = 0;
-            J->prim_of[key] = J->prim_count++;
-        }
-        tri_prim[t] = J->prim_of[key];
-        J->prims[tri_prim[t]].tris++;
-    }
-    size_t at = 0;
-    for (uint32_t i = 0; i < J->prim_count; ++i) {
-        J->prims[i].first = at;
-        at += 3 * (size_t)J->prims[i].tris;
-    }
-    return 0;
-}
-
-/* Vertices deduplicated over their attributes, the indices of each primitive, POSITION bounds. */
-static int job_vertices(gltf_job *J)
-{
-    const bk_scene *s = J->s;
-    uint32_t        T = s->tri_count, *tri_prim = J->tri_prim;
-    size_t         *fill = calloc(J->prim_count, sizeof(size_t));
-    if (!fill) return job_oom(J);
-    float *pmin = J->pmin, *pmax = J->pmax;
-    for (int d = 0; d < 3; ++d) {
-        pmin[d] = INFINITY;
-        pmax[d] = -INFINITY;
-    }
-    for (uint32_t t = 0; t < T; ++t) {
-        float flat[3], key[VTX_FLOATS];
-        flat_normal(s, t, flat);
-        prim *p = &J->prims[tri_prim[t]];
-        for (int k = 0; k < 3; ++k) {
-            corner_key(s, J->a, t, k, flat, key);
-            for (int d = 0; d < 3; ++d) {
-                if (key[d] < pmin[d]) pmin[d] = key[d];
-                if (key[d] > pmax[d]) pmax[d] = key[d];
-            }
-            J->idx[p->first + fill[tri_prim[t]]++] = vtx_add(&J->vm, key);
-        }
-    }
-    free(fill);
-    free(J->tri_prim);
-    J->tri_prim = NULL;
-    return 0;
-}
-
-/* The binary buffer: the four vertex sections, then the indices. */
-static int job_buffer(gltf_job *J)
-{
-    uint32_t nv = J->vm.count;
-    layout   L = J->L = buffer_layout(nv, J->corners);
-    if (J->glb && L.total > 0xFFFFFFFFull - (64u << 20))
-        return bk_fail(J->err, J->err_size, "%s: %zu bytes of geometry do not fit a GLB file (4 GiB)", J->path,
-                       L.total);
-    if (!(J->bin = malloc(L.total))) return job_oom(J);
-    for (uint32_t v = 0; v < nv; ++v) {
-        const float *x = J->vm.v + (size_t)VTX_FLOATS * v;
-        memcpy(J->bin + L.pos + 12 * (size_t)v, x, 12);
-        memcpy(J->bin + L.nrm + 12 * (size_t)v, x + 3, 12);
-        memcpy(J->bin + L.uv0 + 8 * (size_t)v, x + 6, 8);
-        memcpy(J->bin + L.uv1 + 8 * (size_t)v, x + 8, 8);
-    }
-    memcpy(J->bin + L.idx, J->idx, 4 * J->corners); /* little-endian hosts only (x86-64, aarch64) */
-    return 0;
-}
-
-/* Images: the lightmap pages (PNG: a texture; HDR and EXR: named only), then each map_Kd file
- * once, as URIs relative to the output's folder. A map_Kd glTF cannot reference is a warning. */
-static int job_images(gltf_job *J)
-{
-    const bk_scene     *s = J->s;
-    const bk_gltf_opts *o = J->o;
-    uint32_t            pages = J->pages;
-    J->lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
-    if (o && o->lightmaps) {
-        J->lm_uri = malloc(sizeof *J->lm_uri * pages);
-        int ok = J->lm_uri != NULL;
-        for (uint32_t p = 0; ok && p < pages; ++p) {
-            char real[PATH_MAX + 256], rel[PATH_MAX * 2];
-            if (resolve_new(o->lightmaps[p], real, sizeof real)) {
-                ok = 0;
-                break;
-            }
-            relative_path(J->out_dir, real, rel, sizeof rel);
-            uri_encode(rel, J->lm_uri[p], sizeof J->lm_uri[p]);
-        }
-        if (!ok) return bk_fail(J->err, J->err_size, "%s: cannot resolve the lightmap's path", J->path);
-    }
-    J->map_tex = malloc(sizeof(int) * J->M);
-    J->map_uri = malloc(sizeof *J->map_uri * J->M);
-    if (!J->map_tex || !J->map_uri) return job_oom(J);
-    J->tex_base = J->lm_png ? (int)pages : 0;
-    for (uint32_t m = 0; m < s->material_count; ++m) {
-        J->map_tex[m] = -1;
-        const char *mk = s->materials[m].map_kd.path;
-        int         used = 0;
-        for (uint32_t p = 0; p < pages && !used; ++p) used = J->prim_of[(size_t)m * pages + p] != BK_NONE;
-        if (!used || !mk[0]) continue;
-        char real[PATH_MAX], rel[PATH_MAX * 2], uri[PATH_MAX * 3];
-        if (!(bk_path_has_ext(mk, ".png") || bk_path_has_ext(mk, ".jpg") || bk_path_has_ext(mk, ".jpeg"))) {
-            fprintf(stderr,
-                    "baker: warning: %s: material %s: map_Kd %s is not a PNG or JPEG (glTF's image types), left out\n",
-                    J->path, s->materials[m].name, mk);
-            continue;
-        }
-        if (bk_scene_find_map(s, mk, real)) {
-            fprintf(stderr, "baker: warning: %s: material %s: map_Kd %s not found beside the MTL files, left out\n",
-                    J->path, s->materials[m].name, mk);
-            continue;
-        }
-        relative_path(J->out_dir, real, rel, sizeof rel);
-        uri_encode(rel, uri, sizeof uri);
-        int k = 0;
-        while (k < J->n_map && strcmp(J->map_uri[k], uri)) ++k;
-        if (k == J->n_map) snprintf(J->map_uri[J->n_map++], sizeof J->map_uri[0], "%s", uri);
-        J->map_tex[m] = J->tex_base + k;
-    }
-    return 0;
-}
-
-/* JSON: the asset with baker's notes on the lightmap, the extensions used, the scene and its node. */
+/* JSON: the asset with baker's notes on the lightmap, the extensions used, the scene, its nodes. */
 static void json_asset(gltf_job *J)
 {
     FILE               *j = J->jf;
     const bk_scene     *s = J->s;
     const bk_gltf_opts *o = J->o;
     int                 emissive_strength = 0;
-    for (uint32_t i = 0; i < J->prim_count; ++i) {
-        uint32_t m = J->prims[i].material;
+    for (uint32_t g = 0; J->lit_base < 0 && g < J->gmat_count; ++g) {
+        uint32_t m = J->prims[J->gmat_prim[g]].material;
         if (m < s->material_count)
             for (int k = 0; k < 3; ++k) emissive_strength |= s->materials[m].ke[k] > 1.0f;
     }
-
     fputs("{\"asset\":{\"version\":\"2.0\",\"generator\":\"baker\",\"extras\":{\"baker\":{", j);
-    fputs("\"lightmap\":\"each material's extras.baker_lightmap (also its occlusionTexture, and emissiveTexture = Kd x "
-          "lightmap on surfaces that do not emit): sampled with TEXCOORD_1, "
-          "a texel holds the incoming diffuse light divided by pi (the radiance of a white Lambertian surface); "
-          "multiply by the base colour\",",
+    fputs("\"lit\":\"each material's emissiveTexture (extras.baker_lit, TEXCOORD_1) is the baked look: albedo x "
+          "light + emission, with the exposure, sRGB; shown by any viewer with no lights\",",
+          j);
+    fputs("\"lightmap\":\"each material's extras.baker_lightmap: sampled with TEXCOORD_1, a texel decoded to "
+          "linear and multiplied by scale holds the incoming diffuse light divided by pi (the radiance of a white "
+          "Lambertian surface); multiply by the base colour. An engine's lightmap slot wants it times pi "
+          "(docs/engines.md)\",",
           j);
     fputs("\"texcoord_0\":\"the source file's own vt with v flipped; (0, 0) where a face has none\"", j);
     if (o && o->lightmaps) {
@@ -572,100 +924,111 @@ static void json_asset(gltf_job *J)
                                                            : "linear RGBE (Radiance .hdr)",
                 (double)o->exposure);
         for (uint32_t p = 0; p < J->pages; ++p) {
-            if (p) fputc(',', j);
-            json_str(j, J->lm_uri[p]);
+            fprintf(j, "%s{\"page\":%u,\"scale\":%.9g,\"file\":", p ? "," : "", p, lm_scale(J));
+            json_str(j, base_of(o->lightmaps[p]));
+            if (J->lm_base >= 0) fprintf(j, ",\"image\":%d,\"texture\":%d", J->lm_base + (int)p, J->lm_base + (int)p);
+            if (J->lm_uri[p][0]) {
+                fputs(",\"uri\":", j);
+                json_str(j, J->lm_uri[p]);
+            }
+            fputc('}', j);
         }
         fputc(']', j);
     }
     fputs("}}},", j);
     if (emissive_strength) fputs("\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],", j);
-    fputs("\"scene\":0,\"scenes\":[{\"name\":\"baker\",\"nodes\":[0]}],\"nodes\":[{\"name\":\"baker\",\"mesh\":0}],",
-          j);
+    fputs("\"scene\":0,\"scenes\":[{\"name\":", j);
+    json_str(j, o && o->name && o->name[0] ? o->name : "baker");
+    fputs(",\"nodes\":[", j);
+    for (uint32_t n = 0; n < J->node_count; ++n) fprintf(j, "%s%u", n ? "," : "", n);
+    fputs("]}],\"nodes\":[", j);
+    for (uint32_t n = 0; n < J->node_count; ++n) {
+        char nm[512];
+        node_name(J, J->nodes[n].key, nm, sizeof nm);
+        fputs(n ? ",{\"name\":" : "{\"name\":", j);
+        json_str(j, nm);
+        fprintf(j, ",\"mesh\":%u}", n);
+    }
+    fputs("],", j);
 }
 
-/* JSON: the mesh's primitives, their materials, then the images, textures and the sampler. */
-static void json_mesh(gltf_job *J)
+/* JSON: each node's mesh and its primitives, the materials, images, textures and samplers. */
+static void json_meshes(gltf_job *J)
 {
-    FILE           *j = J->jf;
-    const bk_scene *s = J->s;
-    uint32_t        pages = J->pages;
-    int             lm_png = J->lm_png;
-    /* accessors: 0 POSITION, 1 NORMAL, 2 TEXCOORD_0, 3 TEXCOORD_1, 4 + i indices of primitive i */
-    fputs("\"meshes\":[{\"name\":\"baker\",\"primitives\":[", j);
-    for (uint32_t i = 0; i < J->prim_count; ++i)
-        fprintf(j,
-                "%s{\"attributes\":{\"POSITION\":0,\"NORMAL\":1,\"TEXCOORD_0\":2,\"TEXCOORD_1\":3},\"indices\":%u,"
-                "\"material\":%u,\"mode\":4}",
-                i ? "," : "", 4 + i, i);
-    fputs("]}],\"materials\":[", j);
-    for (uint32_t i = 0; i < J->prim_count; ++i) {
-        const prim *p = &J->prims[i];
-        if (i) fputc(',', j);
-        write_material(j, s, p, (int)pages, lm_png ? (int)p->page : -1, J->lm_uri ? J->lm_uri[p->page] : NULL,
-                       p->material < s->material_count ? J->map_tex[p->material] : -1);
+    FILE *j = J->jf;
+    /* accessors: 5 per primitive i: 5i POSITION, +1 NORMAL, +2 TEXCOORD_0, +3 TEXCOORD_1, +4 indices */
+    fputs("\"meshes\":[", j);
+    for (uint32_t n = 0; n < J->node_count; ++n) {
+        char nm[512];
+        node_name(J, J->nodes[n].key, nm, sizeof nm);
+        fputs(n ? ",{\"name\":" : "{\"name\":", j);
+        json_str(j, nm);
+        fputs(",\"primitives\":[", j);
+        for (uint32_t k = 0; k < J->nodes[n].count; ++k) {
+            uint32_t i = J->nodes[n].first + k, a = 5 * i;
+            fprintf(j,
+                    "%s{\"attributes\":{\"POSITION\":%u,\"NORMAL\":%u,\"TEXCOORD_0\":%u,\"TEXCOORD_1\":%u},"
+                    "\"indices\":%u,\"material\":%u,\"mode\":4}",
+                    k ? "," : "", a, a + 1, a + 2, a + 3, a + 4, J->prims[i].gmat);
+        }
+        fputs("]}", j);
+    }
+    fputs("],\"materials\":[", j);
+    for (uint32_t g = 0; g < J->gmat_count; ++g) {
+        if (g) fputc(',', j);
+        write_material(J, g);
     }
     fputc(']', j);
-    int n_img = (lm_png ? (int)pages : 0) + J->n_map;
-    if (n_img) {
-        fputs(",\"images\":[", j);
-        for (int i = 0; i < n_img; ++i) {
-            if (i) fputc(',', j);
-            if (lm_png && i < (int)pages) {
-                char nm[64];
-                snprintf(nm, sizeof nm, "baker_lightmap_page_%d", i);
-                fputs("{\"name\":", j);
-                json_str(j, nm);
-                fputs(",\"uri\":", j);
-                json_str(j, J->lm_uri[i]);
-            } else {
-                fputs("{\"uri\":", j);
-                json_str(j, J->map_uri[i - J->tex_base]);
-            }
-            fputc('}', j);
-        }
-        fputs("],\"textures\":[", j);
-        for (int i = 0; i < n_img; ++i)
-            fprintf(j, "%s{\"source\":%d%s}", i ? "," : "", i, lm_png && i < (int)pages ? ",\"sampler\":0" : "");
-        fputc(']', j);
-        if (lm_png)
-            fprintf(j, ",\"samplers\":[{\"magFilter\":%d,\"minFilter\":%d,\"wrapS\":%d,\"wrapT\":%d}]", GL_LINEAR,
-                    GL_LINEAR, GL_CLAMP_TO_EDGE, GL_CLAMP_TO_EDGE);
+    if (!J->n_img) return;
+    fputs(",\"images\":[", j);
+    for (int i = 0; i < J->n_img; ++i) {
+        fputs(i ? ",{\"name\":" : "{\"name\":", j);
+        json_str(j, J->img[i].name);
+        fprintf(j, ",\"mimeType\":\"%s\",\"bufferView\":%d}", J->img[i].mime, 5 + i);
     }
+    /* sampler 0: the baked pages (clamp, linear); 1: scene textures (repeat, glTF's default) */
+    fputs("],\"textures\":[", j);
+    for (int i = 0; i < J->n_img; ++i)
+        fprintf(j, "%s{\"source\":%d,\"sampler\":%d}", i ? "," : "", i, i < J->map_base ? 0 : 1);
+    fprintf(j,
+            "],\"samplers\":[{\"magFilter\":%d,\"minFilter\":%d,\"wrapS\":%d,\"wrapT\":%d},{\"magFilter\":%d,"
+            "\"minFilter\":%d}]",
+            GL_LINEAR, GL_LINEAR, GL_CLAMP_TO_EDGE, GL_CLAMP_TO_EDGE, GL_LINEAR, GL_LINEAR_MIPMAP_LINEAR);
 }
 
 /* JSON: accessors, buffer views and the buffer (inline as base64 in a .gltf), closing the text. */
 static void json_buffers(gltf_job *J)
 {
-    FILE    *j = J->jf;
-    uint32_t nv = J->vm.count;
-    layout   L = J->L;
-    fprintf(j,
-            ",\"accessors\":[{\"bufferView\":0,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\",\"min\":", GL_FLOAT,
-            nv);
-    json_floats(j, J->pmin, 3);
-    fputs(",\"max\":", j);
-    json_floats(j, J->pmax, 3);
-    fprintf(j, "},{\"bufferView\":1,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\"}", GL_FLOAT, nv);
-    fprintf(j, ",{\"bufferView\":2,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", GL_FLOAT, nv);
-    fprintf(j, ",{\"bufferView\":3,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", GL_FLOAT, nv);
+    FILE  *j = J->jf;
+    layout L = J->L;
+    fputs(",\"accessors\":[", j);
     for (uint32_t i = 0; i < J->prim_count; ++i) {
-        /* index bounds are optional; the validator checks them against the data when present */
-        uint32_t lo = BK_NONE, hi = 0;
-        for (size_t k = 0; k < 3 * (size_t)J->prims[i].tris; ++k) {
-            uint32_t x = J->idx[J->prims[i].first + k];
-            if (x < lo) lo = x;
-            if (x > hi) hi = x;
-        }
+        const prim *p = &J->prims[i];
+        size_t      v = p->vfirst;
         fprintf(j,
-                ",{\"bufferView\":4,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%zu,\"type\":\"SCALAR\",\"min\":["
-                "%u],\"max\":[%u]}",
-                4 * J->prims[i].first, GL_UNSIGNED_INT, 3 * (size_t)J->prims[i].tris, lo, hi);
+                "%s{\"bufferView\":0,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\",\"min\":",
+                i ? "," : "", 12 * v, GL_FLOAT, p->vcount);
+        json_floats(j, p->pmin, 3);
+        fputs(",\"max\":", j);
+        json_floats(j, p->pmax, 3);
+        fprintf(j, "},{\"bufferView\":1,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\"}",
+                12 * v, GL_FLOAT, p->vcount);
+        fprintf(j, ",{\"bufferView\":2,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}",
+                8 * v, GL_FLOAT, p->vcount);
+        fprintf(j, ",{\"bufferView\":3,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}",
+                8 * v, GL_FLOAT, p->vcount);
+        fprintf(j,
+                ",{\"bufferView\":4,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%zu,\"type\":\"SCALAR\","
+                "\"min\":[0],\"max\":[%u]}",
+                12 * p->first, GL_UNSIGNED_INT, 3 * (size_t)p->tris, p->vcount - 1);
     }
     fputs("],\"bufferViews\":[", j);
-    size_t off[5] = { L.pos, L.nrm, L.uv0, L.uv1, L.idx }, end[5] = { L.nrm, L.uv0, L.uv1, L.idx, L.total };
+    size_t off[5] = { L.pos, L.nrm, L.uv0, L.uv1, L.idx }, end[5] = { L.nrm, L.uv0, L.uv1, L.idx, L.img };
     for (int v = 0; v < 5; ++v)
         fprintf(j, "%s{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%zu,\"target\":%d}", v ? "," : "", off[v],
                 end[v] - off[v], v < 4 ? GL_ARRAY_BUFFER : GL_ELEMENT_ARRAY);
+    for (int i = 0; i < J->n_img; ++i)
+        fprintf(j, ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%zu}", J->img[i].offset, J->img[i].size);
     fprintf(j, "],\"buffers\":[{\"byteLength\":%zu", L.total);
     if (!J->glb) {
         fputs(",\"uri\":\"data:application/octet-stream;base64,", j);
@@ -708,11 +1071,10 @@ static int job_container(gltf_job *J, FILE *f)
 /* The phases in order: each returns 0 or fails with err set; the state is freed once at the end. */
 static int job_run(gltf_job *J, FILE *f)
 {
-    if (job_primitives(J) || job_vertices(J) || job_buffer(J)) return -1;
+    if (job_primitives(J) || job_vertices(J) || job_images(J) || job_buffer(J)) return -1;
     if (!(J->jf = open_memstream(&J->json, &J->json_size))) return job_oom(J);
-    if (job_images(J)) return -1;
     json_asset(J);
-    json_mesh(J);
+    json_meshes(J);
     json_buffers(J);
     int rc = fclose(J->jf);
     J->jf = NULL;

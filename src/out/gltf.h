@@ -1,13 +1,17 @@
-/* gltf.h - --mesh-out FILE.gltf | FILE.glb: the baked scene as glTF 2.0, lightmap attached.
+/* gltf.h - --mesh-out FILE.gltf | FILE.glb: the baked scene as glTF 2.0, lit, in one file.
  *
- * Pipeline: bk_scene (or a voxel surface's triangle scene, voxmesh.h) + bk_atlas + the lightmap
- * file names -> one glTF asset, written like every output (outputs.h: temporary file, rename).
- * Spec: https://registry.khronos.org/glTF/specs/2.0/glTF-2.0.html
+ * Pipeline: bk_scene (or a voxel surface's triangle scene, voxmesh.h) + bk_atlas + the bake's
+ * linear pages + the lightmap files -> one glTF asset, written like every output (outputs.h:
+ * temporary file, rename). Spec: https://registry.khronos.org/glTF/specs/2.0/glTF-2.0.html
+ * What engines do with it and the recipes to use the lightmap as one: docs/engines.md.
  *
  * What the asset holds:
- *   - one node, one mesh, one primitive per (material, lightmap page); all primitives share one
- *     set of vertex accessors (vertices deduplicated by their attributes) and have their own
- *     uint32 index accessor. Triangles keep their file order within a primitive.
+ *   - one node per object, each with its own mesh: an OBJ's o / g group, a glTF input's node,
+ *     a voxel instance (named by its object, else vox_instance_I); triangles of no object go to
+ *     one node named after the scene (opts.name). Nodes in order of first appearance.
+ *   - per node, one primitive per (material, lightmap page), each with its own vertex accessors
+ *     (its corners deduplicated by their attributes within it) and uint32 indices; triangles
+ *     keep their file order within a primitive.
  *   - POSITION (with min/max), NORMAL (the file's vn where a triangle has all three, else its
  *     flat normal; always unit length), TEXCOORD_0 = the file's own vt with v flipped (glTF
  *     counts v down from the top of the image, OBJ up from the bottom), (0, 0) where a face has
@@ -15,41 +19,54 @@
  *     TEXCOORD_1 if TEXCOORD_0 exists. TEXCOORD_1 = the lightmap UVs as the atlas holds them (u
  *     along image columns, v down image rows from the PNG's first row: glTF's own convention,
  *     so no flip).
- *   - materials: pbrMetallicRoughness with baseColorFactor = Kd, metallic 0, roughness 1 (a
- *     diffuse surface, as the bake assumed), baseColorTexture (TEXCOORD_0) when the MTL has a
- *     map_Kd that is a PNG or JPEG found from one of the scene's MTL folders, emissiveFactor = Ke
- *     (divided by its largest component when that is above 1, which then becomes
- *     KHR_materials_emissive_strength's emissiveStrength), doubleSided (OBJ has no culling).
- *   - the lightmap: glTF has no lightmap slot. Each page's PNG is an image + texture (clamp to
- *     edge, linear filtering), attached to the material as occlusionTexture with texCoord 1 (the
- *     one standard slot that multiplies the lighting and takes a second UV set: Blender, three.js
- *     and Godot import it with its UV set), as emissiveTexture (texCoord 1) with emissiveFactor
- *     = Kd on materials that do not emit (albedo x lightmap: the baked look in any viewer;
- *     Blender wires it to Emission), and named in the material's extras as
- *     "baker_lightmap" { texture, texCoord, page, uri } so an engine can wire it as the lightmap
- *     it is. The asset's extras.baker says what a texel holds. An .hdr or .exr lightmap is not a
- *     glTF image type: it is named in the extras only (uri), no texture.
- * Image URIs are relative to the glTF file's folder (percent-encoded). A .gltf embeds its buffer
- * as a base64 data: URI, so it is one file like a .glb; a .glb holds the JSON and BIN chunks.
+ *   - materials, one per (material, page): pbrMetallicRoughness with baseColorFactor = Kd (1
+ *     where map_Kd replaces Kd), metallic 0, roughness 1, baseColorTexture (TEXCOORD_0) where
+ *     the map_Kd loaded, doubleSided (OBJ has no culling).
+ *   - the baked look: glTF has no lightmap slot, and the engines' occlusion slots multiply only
+ *     their own ambient light. So each page gets a *lit* image (lit.h: albedo x light + emission,
+ *     the bake's exposure, sRGB), the material's emissiveTexture on TEXCOORD_1 with
+ *     emissiveFactor [1,1,1]: Blender wires it straight to Emission, three.js honours texCoord,
+ *     and every viewer shows the lit scene with no lights of its own. No occlusionTexture.
+ *   - the raw lightmap: each PNG page is an image + texture (clamp, linear) no material slot
+ *     uses, named in the material's extras "baker_lightmap" {texCoord 1, page, scale, image,
+ *     texture} and in the asset's extras.baker.lightmaps: decoded linear x scale (1/exposure) is
+ *     a texel (light / pi), for an engine's lightmap slot (docs/engines.md). An .hdr or .exr page
+ *     is no glTF image type: named by "file", and "uri" when it lies in the glTF's folder.
+ *     extras.baker_lit names the lit texture, baker_emission the material's Ke.
+ * Self-contained: every image (lit pages, lightmap pages as their files' bytes, each map_Kd as
+ * its PNG or JPEG file's bytes, or its decoded texels as PNG) is a bufferView of the one buffer,
+ * with its mimeType, in a .glb and in a .gltf alike (whose buffer is a base64 data: URI). So the
+ * file names no path of the baking machine, and copying it alone loses nothing.
  *
  * Usage:
  *     const char *pages[1] = { "lm.png" };
- *     bk_gltf_opts go; bk_gltf_opts_default(&go); go.lightmaps = pages; go.exposure = 1.0f;
+ *     bk_gltf_opts go; bk_gltf_opts_default(&go);
+ *     go.lightmaps = pages; go.rgb = linear_pages; go.exposure = 1.0f; go.name = "scene";
  *     if (bk_gltf_write("scene.glb", &scene, &atlas, &go, err, sizeof err)) puts(err);
  */
 #ifndef BK_GLTF_H
 #define BK_GLTF_H
 
 #include "atlas.h"
+#include "material.h"
 #include "scene.h"
+#include "voxmesh.h"
 
 #include <stddef.h>
 #include <stdio.h>
 
 typedef struct bk_gltf_opts {
-    const char *const *lightmaps; /* the lightmap file of each atlas page as the run names it
-                                     (page_count of them), NULL for none */
-    float exposure;               /* the PNG's --exposure, recorded in the extras */
+    const char *const *lightmaps;      /* the lightmap file of each atlas page as the run names it
+                                          (page_count of them), NULL for none */
+    const char *const *lightmap_files; /* where each PNG page's bytes are now (the run's temporary
+                                          files, outputs.h), NULL: the names above */
+    const float       *rgb;            /* the bake's linear RGB pages (BK_ATLAS_PIXELS x 3, after fill
+                                          and dilation): makes the lit pages; NULL for none */
+    float              exposure;       /* the PNG's --exposure: the lit pages' too, in the extras */
+    const bk_tex_pool *pool;           /* the scene's textures for the lit pages; NULL: built here */
+    const bk_voxmesh  *vm;             /* s is vm->scene: its quads name their voxel instances */
+    const bk_scene    *src;            /* the scene vm was made from (its vox_instances), or NULL */
+    const char        *name;           /* the node of triangles without an object, and the scene */
 } bk_gltf_opts;
 
 void bk_gltf_opts_default(bk_gltf_opts *o);
@@ -58,8 +75,9 @@ void bk_gltf_opts_default(bk_gltf_opts *o);
 int bk_gltf_path(const char *path);
 
 /* Writes s (with the lightmap UVs of a, built for s) as glTF into f, which will become path:
- * binary (GLB) when path ends in .glb, else JSON with an embedded buffer. Image URIs are made
- * relative to path's folder, which must exist. Returns 0 or -1 with one line in err. */
+ * binary (GLB) when path ends in .glb, else JSON with an embedded buffer. path's folder must
+ * exist (a URI of an .hdr / .exr page is relative to it). The PNG pages must be readable
+ * (o->lightmap_files or o->lightmaps). Returns 0 or -1 with one line in err. */
 int bk_gltf_write_file(FILE *f, const char *path, const bk_scene *s, const bk_atlas *a, const bk_gltf_opts *o,
                        char *err, size_t err_size);
 /* The same with its own temporary file + rename (outputs.h), for tests and tools. */
