@@ -11,6 +11,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath, open_memstream */
 #include "bk_common.h"
+#include "bk_material.h"
 #include "gltf.h"
 #include "image.h"
 #include "lit.h"
@@ -340,6 +341,7 @@ typedef struct gltf_job {
     int      lit_base, lm_base, map_base; /* their first image (= texture); -1: none */
     int      lm_png;                      /* the lightmaps are PNGs: images, not only named */
     int     *map_img;                     /* per scene image: its glTF image, or -1 */
+    int     *cut_img;                     /* per scene material: its colour + map_d alpha image, or -1 */
     char   (*lm_uri)[PATH_MAX * 3];       /* per page: relative URI, "" when it would leave the folder */
     /* the binary buffer */
     layout   L;
@@ -363,6 +365,7 @@ static void job_free(gltf_job *j)
     for (int i = 0; j->img && i < j->n_img; ++i) free(j->img[i].data);
     free(j->img);
     free(j->map_img);
+    free(j->cut_img);
     free(j->lm_uri);
     free(j->bin);
     free(j->json);
@@ -685,6 +688,43 @@ static image *add_image(gltf_job *J, uint8_t *data, size_t size, const char *mim
     return im;
 }
 
+/* A base colour texture with the cut-outs of material m: Kd x map_Kd's colour (resampled to
+ * map_d's size when they differ; Kd alone without map_Kd) and map_d's opacity as alpha, as PNG
+ * bytes; its factor is then 1 (no Mix node in Blender's import). glTF takes opacity only from the base colour's alpha. NULL when map_d
+ * is not an 8-bit image that loaded. */
+static uint8_t *cutout_png(const bk_scene *s, const bk_material *mt, size_t *n)
+{
+    if (mt->map_d.image >= s->image_count) return NULL;
+    const bk_image *d = &s->images[mt->map_d.image];
+    const bk_image *c = mt->map_kd.image < s->image_count ? &s->images[mt->map_kd.image] : NULL;
+    if (!d->rgba8 || (c && !c->rgba8)) return NULL;
+    bk_image out;
+    memset(&out, 0, sizeof out);
+    out.w = d->w;
+    out.h = d->h;
+    if (!(out.rgba8 = malloc(4 * (size_t)d->w * d->h))) return NULL;
+    int from_alpha = mt->map_d.channel == BK_TEX_CHANNEL_ALPHA ||
+                     (mt->map_d.channel == BK_TEX_CHANNEL_AUTO && (d->channels == 2 || d->channels == 4));
+    for (uint32_t y = 0; y < d->h; ++y)
+        for (uint32_t x = 0; x < d->w; ++x) {
+            uint8_t       *o = out.rgba8 + 4 * ((size_t)y * d->w + x);
+            const uint8_t *a = d->rgba8 + 4 * ((size_t)y * d->w + x);
+            for (int ch = 0; ch < 3; ++ch) {
+                float v = mt->kd[ch];
+                if (c) {
+                    uint32_t cx = (uint32_t)((uint64_t)x * c->w / d->w), cy = (uint32_t)((uint64_t)y * c->h / d->h);
+                    float    t = bk_image_srgb_to_linear(c->rgba8[4 * ((size_t)cy * c->w + cx) + ch] / 255.0f);
+                    v = mt->kd_by_map ? t : v * t;
+                }
+                o[ch] = bk_image_srgb8(v);
+            }
+            o[3] = from_alpha ? a[3] : a[0];
+        }
+    uint8_t *png = encode_rgba8(&out, n);
+    free(out.rgba8);
+    return png;
+}
+
 /* The images, each a texture: the lit pages (when the bake's RGB is given), the lightmap pages
  * (PNG: the file's bytes), then every scene texture a material's map_Kd uses (the file's bytes
  * when it is a PNG or JPEG, else the decoded texels as PNG). All go into the buffer. */
@@ -695,10 +735,12 @@ static int job_images(gltf_job *J)
     uint32_t            pages = J->pages;
     size_t              page_px = (size_t)J->a->width * J->a->height;
     J->lm_png = o && o->lightmaps && bk_path_has_ext(o->lightmaps[0], ".png");
-    J->img = calloc(2 * (size_t)pages + s->image_count + 1, sizeof(image));
+    J->img = calloc(2 * (size_t)pages + s->image_count + s->material_count + 1, sizeof(image));
     J->map_img = malloc(sizeof(int) * (s->image_count + 1));
+    J->cut_img = malloc(sizeof(int) * (s->material_count + 1));
     J->lm_uri = o && o->lightmaps ? calloc(pages, sizeof *J->lm_uri) : NULL;
-    if (!J->img || !J->map_img || (o && o->lightmaps && !J->lm_uri)) return job_oom(J);
+    if (!J->img || !J->map_img || !J->cut_img || (o && o->lightmaps && !J->lm_uri)) return job_oom(J);
+    for (uint32_t m = 0; m < s->material_count; ++m) J->cut_img[m] = -1;
     J->lit_base = J->lm_base = -1;
     if (o && o->rgb) {
         size_t npx = BK_ATLAS_PIXELS(J->a);
@@ -775,6 +817,17 @@ static int job_images(gltf_job *J)
         J->map_img[ii] = J->n_img;
         add_image(J, d, n, mime, base);
     }
+    for (uint32_t g = 0; g < J->gmat_count; ++g) {
+        uint32_t m = J->prims[J->gmat_prim[g]].material;
+        if (m >= s->material_count || s->materials[m].alpha_mode == BK_ALPHA_OPAQUE || J->cut_img[m] >= 0) continue;
+        size_t   n = 0;
+        uint8_t *d = cutout_png(s, &s->materials[m], &n);
+        char     nm[160];
+        if (!d) continue;
+        snprintf(nm, sizeof nm, "baker_cutout_%.128s", s->materials[m].name);
+        J->cut_img[m] = J->n_img;
+        add_image(J, d, n, "image/png", nm);
+    }
     return 0;
 }
 
@@ -831,6 +884,7 @@ static void write_material(gltf_job *J, uint32_t g)
     def.map_kd.image = BK_NONE;
     const bk_material *m = p->material < s->material_count ? &s->materials[p->material] : &def;
     int   map = m->map_kd.image < s->image_count ? J->map_img[m->map_kd.image] : -1;
+    int   cut = p->material < s->material_count ? J->cut_img[p->material] : -1;
     int   lit = J->lit_base >= 0 ? J->lit_base + (int)p->page : -1;
     char  name[200];
     if (J->pages > 1) snprintf(name, sizeof name, "%s (page %u)", m->name[0] ? m->name : "material", p->page);
@@ -842,10 +896,12 @@ static void write_material(gltf_job *J, uint32_t g)
         float v = map >= 0 && m->kd_by_map ? 1.0f : m->kd[k];
         base[k] = v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
     }
-    base[3] = 1.0f;
+    if (cut >= 0)
+        for (int k = 0; k < 3; ++k) base[k] = 1.0f; /* Kd is in the cut-out texture */
+    base[3] = m->alpha_mode == BK_ALPHA_OPAQUE ? 1.0f : m->alpha < 0.0f ? 0.0f : m->alpha > 1.0f ? 1.0f : m->alpha;
     fputs(",\"pbrMetallicRoughness\":{\"baseColorFactor\":", j);
     json_floats(j, base, 4);
-    if (map >= 0) fprintf(j, ",\"baseColorTexture\":{\"index\":%d,\"texCoord\":0}", map);
+    if (cut >= 0 || map >= 0) fprintf(j, ",\"baseColorTexture\":{\"index\":%d,\"texCoord\":0}", cut >= 0 ? cut : map);
     fputs(",\"metallicFactor\":0,\"roughnessFactor\":1}", j);
     float ke[3], top = 0.0f;
     for (int k = 0; k < 3; ++k) {
@@ -865,6 +921,10 @@ static void write_material(gltf_job *J, uint32_t g)
             fprintf(j, ",\"extensions\":{\"KHR_materials_emissive_strength\":{\"emissiveStrength\":%.9g}}",
                     (double)top);
     }
+    /* cut-outs: glTF's MASK is baker's; baker's BLEND (a stochastic cut) is closest to glTF's blend */
+    if (m->alpha_mode == BK_ALPHA_MASK)
+        fprintf(j, ",\"alphaMode\":\"MASK\",\"alphaCutoff\":%.9g", (double)m->alpha_cutoff);
+    else if (m->alpha_mode == BK_ALPHA_BLEND) fputs(",\"alphaMode\":\"BLEND\"", j);
     fputs(",\"doubleSided\":true,\"extras\":{", j);
     int comma = 0;
     if (J->lm_uri) {
