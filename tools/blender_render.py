@@ -1,6 +1,8 @@
 # blender_render.py - renders a glTF written by `baker ... --mesh-out FILE.glb` in Blender, to see
-# the baked lightmap applied (baker writes it as each non-emitting material's emissiveTexture on
-# TEXCOORD_1 with emissiveFactor = Kd, which Blender's importer wires to the Emission input).
+# the bake applied (baker writes each page's lit image, albedo x light, as the materials'
+# emissiveTexture on TEXCOORD_1 with emissiveFactor 1, which Blender's importer wires straight to
+# the Emission input). A quick look from a fixed camera; tools/blender_gltf_check.py renders from
+# a `baker view` camera, emission only, and compares with baker's own image.
 #
 # Run headless (Debian: apt-get install blender python3-numpy; tested with Blender 3.4):
 #     blender -b --factory-startup --python tools/blender_render.py -- c.glb render.png
