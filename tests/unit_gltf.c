@@ -8,7 +8,8 @@
  * factor 1, no occlusionTexture, extras.baker_lightmap); every image inside the file and
  * decodable, the lightmap pages byte for byte; the lit page of the white material equal to the
  * lightmap (within one level) and of the red one to Kd x the lightmap; pages as separate
- * materials; an .hdr lightmap named by file only; a refused write that leaves nothing behind. */
+ * materials; an .hdr lightmap named by file only; a cut-out as alphaMode with its alpha in the base
+ * colour texture; a refused write that leaves nothing behind. */
 #include "bk_test.h"
 #include "bk_test_gltf.h"
 #include "bk_test_stb_image.h"
@@ -303,6 +304,57 @@ static float *lightmap_rgb(int w, int pages)
     return rgb;
 }
 
+/* A cut-out (map_d): its material gets alphaMode MASK and a base colour texture of Kd with the
+ * map's alpha, factor 1 (glTF takes opacity from the base colour's alpha only). */
+static void test_cutout(const char *dir)
+{
+    char p[1200], err[1024];
+    put(dir, "c.obj", "mtllib c.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
+                      "usemtl cut\nf 1/1 2/2 3/3 4/4\n");
+    put(dir, "c.mtl", "newmtl cut\nKd 0.5 0.25 1\nmap_d cut.png\n");
+    const uint8_t px[4 * 2 * 4] = { 9, 9, 9, 255, 9, 9, 9, 0, 9, 9, 9, 255, 9, 9, 9, 0,
+                                    9, 9, 9, 0,   9, 9, 9, 255, 9, 9, 9, 0, 9, 9, 9, 200 };
+    snprintf(p, sizeof p, "%s/cut.png", dir);
+    if (!stbi_write_png(p, 4, 2, 4, px, 16)) return;
+    bk_scene s;
+    snprintf(p, sizeof p, "%s/c.obj", dir);
+    BK_EXPECTF(bk_scene_load_obj(p, &s, err, sizeof err) == 0, "%s", err);
+    bk_atlas_opts o;
+    bk_atlas_opts_default(&o);
+    o.size = 32;
+    bk_atlas a;
+    BK_EXPECTF(bk_atlas_build(&s, &o, &a, err, sizeof err) == 0, "%s", err);
+    bk_gltf_opts go;
+    bk_gltf_opts_default(&go);
+    snprintf(p, sizeof p, "%s/c.glb", dir);
+    BK_EXPECTF(bk_gltf_write(p, &s, &a, &go, err, sizeof err) == 0, "%s", err);
+    bk_test_gltf g;
+    if (bk_test_gltf_load(p, &g) == 0) {
+        const bk_json *m = bk_json_at(bk_json_get(g.json, "materials"), 0), *pbr = bk_json_get(m, "pbrMetallicRoughness");
+        const bk_json *bc = bk_json_get(pbr, "baseColorFactor");
+        BK_EXPECTF(bk_json_str(m, "alphaMode") && !strcmp(bk_json_str(m, "alphaMode"), "MASK") &&
+                       bk_json_num(m, "alphaCutoff", -1) == 0.5,
+                   "cut: alphaMode MASK, cutoff 0.5");
+        BK_EXPECTF(bk_test_count(bc) == 4 && bc->items[0].num == 1 && bc->items[1].num == 1 && bc->items[2].num == 1,
+                   "cut: Kd belongs in the texture, factor 1");
+        size_t         n = 0;
+        double         ti = bk_json_num(bk_json_get(pbr, "baseColorTexture"), "index", -1);
+        double         ii = bk_json_num(bk_json_at(bk_json_get(g.json, "textures"), (size_t)ti), "source", -1);
+        const uint8_t *d = ii >= 0 ? bk_test_gltf_image(&g, (size_t)ii, &n) : NULL;
+        int            w = 0, h = 0, c;
+        uint8_t       *t = d ? stbi_load_from_memory(d, (int)n, &w, &h, &c, 4) : NULL;
+        BK_EXPECTF(t && w == 4 && h == 2, "cut: its base colour texture does not decode");
+        for (int i = 0; t && i < 8; ++i)
+            BK_EXPECTF(t[4 * i + 3] == px[4 * i + 3] && t[4 * i] == bk_image_srgb8(0.5f) &&
+                           t[4 * i + 1] == bk_image_srgb8(0.25f) && t[4 * i + 2] == 255,
+                       "cut: texel %d is %u %u %u %u", i, t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]);
+        stbi_image_free(t);
+    }
+    bk_test_gltf_free(&g);
+    bk_atlas_free(&a);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/bk_gltf_XXXXXX", sub[1100], out[1100], p[1200], err[1024];
@@ -420,6 +472,7 @@ int main(void)
     BK_EXPECT(access(p, F_OK) != 0);
     BK_EXPECT(bk_gltf_path("x.GLB") && bk_gltf_path("a/b.gltf") && !bk_gltf_path("x.obj") && !bk_gltf_path("glb"));
 
+    test_cutout(sub);
     free(rgb);
     bk_atlas_free(&a);
     bk_scene_free(&s);
