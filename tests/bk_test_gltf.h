@@ -279,8 +279,8 @@ static inline int bk_test_gltf_load(const char *path, bk_test_gltf *g)
                     if (x > hi) hi = x;
                 }
                 BK_EXPECTF((float)mn->items[d].num == lo && (float)mx->items[d].num == hi,
-                           "POSITION bounds[%d] %g..%g, data %g..%g", d, mn->items[d].num, mx->items[d].num,
-                           (double)lo, (double)hi);
+                           "POSITION bounds[%d] %g..%g, data %g..%g", d, mn->items[d].num, mx->items[d].num, (double)lo,
+                           (double)hi);
             }
             for (uint32_t v = 0; v < q->nv; ++v) {
                 const float *nn = q->nrm + 3 * (size_t)v;

@@ -3,9 +3,9 @@
  * With tinyexr (BK_HAVE_EXR, from CMake): the bake writes a 32x32 .exr that bk_image_read reads
  * back, within half-float precision of the same bake written as .hdr (baker diff --json: PSNR and
  * bias; .hdr's RGBE step is the coarser one); `--mesh-out x.glb` with an .exr lightmap names it
- * in the extras only (by file name in the asset's extras: a uri would leave the mesh's folder; the
- * asset's lightmap_encoding says OpenEXR), no occlusion texture, one image: the lit page; `baker diff` reads .exr and writes an
- * .exr difference image; --pages is not needed for these.
+ * in the extras only (by file name in the asset's extras: a uri would leave the mesh's folder;
+ * the asset's lightmap_encoding says OpenEXR), no occlusion texture, one image: the lit page;
+ * `baker diff` reads .exr and writes an .exr difference image; --pages is not needed for these.
  * Without tinyexr: `-o x.exr` is refused before any work with "built without EXR support:
  * install libtinyexr-dev and rebuild", exit status non-zero, an existing x.exr left as it was and
  * no other file made; `baker diff a.exr b.exr` says the same. The other half is skipped (said).

@@ -43,8 +43,8 @@ static void put(const char *dir, const char *name, const char *text)
 static const char *obj_text = "mtllib m.mtl\n"
                               "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nv 0 0 1\nv 1 0 1\n"
                               "vt 0 0\nvt 1 0\nvt 1 1\nvt 0.25 0.75\n"
-                              "vn 0 0 2\n"                              /* not unit: the writer normalises it */
-                              "f 4 5 6\n" /* before any usemtl and o: the default material, the scene's node */
+                              "vn 0 0 2\n" /* not unit: the writer normalises it */
+                              "f 4 5 6\n"  /* before any usemtl and o: the default material, the scene's node */
                               "o first\n"
                               "usemtl red\nf 1/1/1 2/2/1 3/3/1 4/4/1\n" /* vt and vn: a quad, two triangles */
                               "usemtl lamp\nf 1 2 6 5\n"                /* neither: flat normals, TEXCOORD_0 zeros */
@@ -171,9 +171,9 @@ static void check_materials(const bk_test_gltf *g, int pages, int atlas_side)
 {
     const bk_json *mats = bk_json_get(g->json, "materials");
     const char    *want[6] = { "default", "red", "lamp", "tex", "tga", "white" };
-    float kd[6][3] = { { 0.8f, 0.8f, 0.8f }, { 0.8f, 0.1f, 0.1f }, { 0.5f, 0.5f, 0.5f }, { 1, 1, 1 }, { 0.3f, 0.3f, 0.3f },
-                       { 1, 1, 1 } };
-    size_t used = 0;
+    float          kd[6][3] = { { 0.8f, 0.8f, 0.8f }, { 0.8f, 0.1f, 0.1f }, { 0.5f, 0.5f, 0.5f },
+                                { 1, 1, 1 },          { 0.3f, 0.3f, 0.3f }, { 1, 1, 1 } };
+    size_t         used = 0;
     for (int p = 0; p < pages; ++p)
         for (int k = 0; k < 6; ++k) {
             char name[64];
@@ -205,7 +205,7 @@ static void check_materials(const bk_test_gltf *g, int pages, int atlas_side)
                            bk_json_num(ex, "scale", -1) == 1 && bk_json_num(ex, "texture", -1) >= 0 &&
                            !bk_json_str(ex, "uri"), /* ../lm.png would leave the folder */
                        "%s: extras.baker_lightmap", name);
-            int w = 0, h = 0;
+            int      w = 0, h = 0;
             uint8_t *lit = decode_image(g, bk_json_num(et, "index", -1), &w, &h);
             BK_EXPECTF(lit && w == atlas_side && h == atlas_side, "%s: lit page %dx%d does not decode", name, w, h);
             stbi_image_free(lit);
@@ -234,7 +234,7 @@ static void check_materials(const bk_test_gltf *g, int pages, int atlas_side)
  * one's Kd x it. */
 static void check_lit(const bk_test_gltf *g, const bk_scene *s, const bk_atlas *a, const char *lm_path)
 {
-    int mw = find_material(g, "white");
+    int            mw = find_material(g, "white");
     const bk_json *m = bk_json_at(bk_json_get(g->json, "materials"), (size_t)mw);
     double         lmi = bk_json_num(bk_json_get(bk_json_get(m, "extras"), "baker_lightmap"), "image", -1);
     size_t         n = 0;
@@ -262,8 +262,9 @@ static void check_lit(const bk_test_gltf *g, const bk_scene *s, const bk_atlas *
                 double px = (x + 0.5) / w, py = (y + 0.5) / h, in = 1;
                 for (int k = 0; k < 3; ++k) {
                     const float *p0 = uv + 2 * k, *p1 = uv + 2 * ((k + 1) % 3), *p2 = uv + 2 * ((k + 2) % 3);
-                    double ex = p1[0] - p0[0], ey = p1[1] - p0[1], len = hypot(ex * w, ey * h);
-                    double side = ex * (py - p0[1]) - ey * (px - p0[0]), ref = ex * (p2[1] - p0[1]) - ey * (p2[0] - p0[0]);
+                    double       ex = p1[0] - p0[0], ey = p1[1] - p0[1], len = hypot(ex * w, ey * h);
+                    double       side = ex * (py - p0[1]) - ey * (px - p0[0]),
+                           ref = ex * (p2[1] - p0[1]) - ey * (p2[0] - p0[0]);
                     if (!(len > 0) || side * ref <= 0 || fabs(side) * w * h / len < 0.5) in = 0;
                 }
                 if (!in) continue;
@@ -273,7 +274,7 @@ static void check_lit(const bk_test_gltf *g, const bk_scene *s, const bk_atlas *
                     double l = bk_image_srgb_to_linear(lm[i + c] / 255.0f);
                     int    e = white ? lm[i + c] : bk_image_srgb8((float)(l * s->materials[mt].kd[c]));
                     /* red: Kd x the unrounded light, so up to the rounding of one sRGB level of it */
-                    int    tol = white ? 1 : 2;
+                    int tol = white ? 1 : 2;
                     bad |= abs(lit[i + c] - e) > tol;
                 }
                 off[red] += bad;
@@ -309,11 +310,12 @@ static float *lightmap_rgb(int w, int pages)
 static void test_cutout(const char *dir)
 {
     char p[1200], err[1024];
-    put(dir, "c.obj", "mtllib c.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
-                      "usemtl cut\nf 1/1 2/2 3/3 4/4\n");
+    put(dir, "c.obj",
+        "mtllib c.mtl\nv 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
+        "usemtl cut\nf 1/1 2/2 3/3 4/4\n");
     put(dir, "c.mtl", "newmtl cut\nKd 0.5 0.25 1\nmap_d cut.png\n");
-    const uint8_t px[4 * 2 * 4] = { 9, 9, 9, 255, 9, 9, 9, 0, 9, 9, 9, 255, 9, 9, 9, 0,
-                                    9, 9, 9, 0,   9, 9, 9, 255, 9, 9, 9, 0, 9, 9, 9, 200 };
+    const uint8_t px[4 * 2 * 4] = { 9, 9, 9, 255, 9, 9, 9, 0,   9, 9, 9, 255, 9, 9, 9, 0,
+                                    9, 9, 9, 0,   9, 9, 9, 255, 9, 9, 9, 0,   9, 9, 9, 200 };
     snprintf(p, sizeof p, "%s/cut.png", dir);
     if (!stbi_write_png(p, 4, 2, 4, px, 16)) return;
     bk_scene s;
@@ -330,7 +332,8 @@ static void test_cutout(const char *dir)
     BK_EXPECTF(bk_gltf_write(p, &s, &a, &go, err, sizeof err) == 0, "%s", err);
     bk_test_gltf g;
     if (bk_test_gltf_load(p, &g) == 0) {
-        const bk_json *m = bk_json_at(bk_json_get(g.json, "materials"), 0), *pbr = bk_json_get(m, "pbrMetallicRoughness");
+        const bk_json *m = bk_json_at(bk_json_get(g.json, "materials"), 0),
+                      *pbr = bk_json_get(m, "pbrMetallicRoughness");
         const bk_json *bc = bk_json_get(pbr, "baseColorFactor");
         BK_EXPECTF(bk_json_str(m, "alphaMode") && !strcmp(bk_json_str(m, "alphaMode"), "MASK") &&
                        bk_json_num(m, "alphaCutoff", -1) == 0.5,
@@ -368,8 +371,8 @@ int main(void)
     mkdir(out, 0755);
     put(sub, "s.obj", obj_text);
     put(sub, "m.mtl", mtl_text);
-    const uint8_t texels[4 * 2 * 4] = { 255, 0, 0, 255, 0, 255, 0, 255, 0, 0, 255, 255, 255, 255, 255, 128,
-                                        10, 20, 30, 255, 40, 50, 60, 255, 70, 80, 90, 255, 0, 0, 0, 0 };
+    const uint8_t texels[4 * 2 * 4] = { 255, 0,  0,  255, 0,  255, 0,  255, 0,  0,  255, 255, 255, 255, 255, 128,
+                                        10,  20, 30, 255, 40, 50,  60, 255, 70, 80, 90,  255, 0,   0,   0,   0 };
     snprintf(p, sizeof p, "%s/tex a.png", sub);
     if (!stbi_write_png(p, 4, 2, 4, texels, 16)) return 1;
     put(sub, "wood.tga", "x"); /* does not decode: its factor alone, named in the extras */
@@ -454,7 +457,8 @@ int main(void)
             const bk_json *m0 = bk_json_at(bk_json_get(g.json, "materials"), 0);
             const char    *u = bk_json_str(bk_json_get(bk_json_get(m0, "extras"), "baker_lightmap"), "uri");
             BK_EXPECTF(beside ? u && !strcmp(u, "lm.hdr") : !u, "hdr lightmap named %s", u ? u : "nowhere");
-            const bk_json *l0 = bk_json_at(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), 0);
+            const bk_json *l0 =
+                bk_json_at(bk_json_get(bk_json_get(bk_json_get(g.json, "asset"), "extras"), "baker"), 0);
             (void)l0;
             BK_EXPECTF(bk_test_count(bk_json_get(g.json, "images")) == 2, "the lit page and the PNG map, not %zu",
                        bk_test_count(bk_json_get(g.json, "images")));

@@ -41,16 +41,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GLB_MAGIC        0x46546C67u /* "glTF" little-endian */
-#define GLB_CHUNK_JSON   0x4E4F534Au /* "JSON" */
-#define GLB_CHUNK_BIN    0x004E4942u /* "BIN\0" */
-#define GL_FLOAT         5126
-#define GL_UNSIGNED_INT  5125
-#define GL_ARRAY_BUFFER  34962
-#define GL_ELEMENT_ARRAY 34963
-#define GL_LINEAR        9729
+#define GLB_MAGIC               0x46546C67u /* "glTF" little-endian */
+#define GLB_CHUNK_JSON          0x4E4F534Au /* "JSON" */
+#define GLB_CHUNK_BIN           0x004E4942u /* "BIN\0" */
+#define GL_FLOAT                5126
+#define GL_UNSIGNED_INT         5125
+#define GL_ARRAY_BUFFER         34962
+#define GL_ELEMENT_ARRAY        34963
+#define GL_LINEAR               9729
 #define GL_LINEAR_MIPMAP_LINEAR 9987
-#define GL_CLAMP_TO_EDGE 33071
+#define GL_CLAMP_TO_EDGE        33071
 
 void bk_gltf_opts_default(bk_gltf_opts *o)
 {
@@ -291,9 +291,9 @@ typedef struct prim {
 } prim;
 
 typedef struct node {
-    uint32_t key;     /* object index, object_count + voxel instance, or BK_NONE (no object) */
-    uint32_t first;   /* first primitive (primitives are grouped by node) */
-    uint32_t count;   /* primitives */
+    uint32_t key;   /* object index, object_count + voxel instance, or BK_NONE (no object) */
+    uint32_t first; /* first primitive (primitives are grouped by node) */
+    uint32_t count; /* primitives */
 } node;
 
 /* An image of the asset, its bytes in the buffer. */
@@ -336,13 +336,13 @@ typedef struct gltf_job {
     uint32_t  nv;
     uint32_t *idx; /* 3 per triangle, grouped by primitive, local to its primitive */
     /* images: the lit pages, the lightmap pages (PNG), then each scene texture once */
-    image   *img;
-    int      n_img;
-    int      lit_base, lm_base, map_base; /* their first image (= texture); -1: none */
-    int      lm_png;                      /* the lightmaps are PNGs: images, not only named */
-    int     *map_img;                     /* per scene image: its glTF image, or -1 */
-    int     *cut_img;                     /* per scene material: its colour + map_d alpha image, or -1 */
-    char   (*lm_uri)[PATH_MAX * 3];       /* per page: relative URI, "" when it would leave the folder */
+    image *img;
+    int    n_img;
+    int    lit_base, lm_base, map_base; /* their first image (= texture); -1: none */
+    int    lm_png;                      /* the lightmaps are PNGs: images, not only named */
+    int   *map_img;                     /* per scene image: its glTF image, or -1 */
+    int   *cut_img;                     /* per scene material: its colour + map_d alpha image, or -1 */
+    char (*lm_uri)[PATH_MAX * 3];       /* per page: relative URI, "" when it would leave the folder */
     /* the binary buffer */
     layout   L;
     uint8_t *bin;
@@ -690,8 +690,8 @@ static image *add_image(gltf_job *J, uint8_t *data, size_t size, const char *mim
 
 /* A base colour texture with the cut-outs of material m: Kd x map_Kd's colour (resampled to
  * map_d's size when they differ; Kd alone without map_Kd) and map_d's opacity as alpha, as PNG
- * bytes; its factor is then 1 (no Mix node in Blender's import). glTF takes opacity only from the base colour's alpha. NULL when map_d
- * is not an 8-bit image that loaded. */
+ * bytes; its factor is then 1 (no Mix node in Blender's import). glTF takes opacity only from the base colour's alpha.
+ * NULL when map_d is not an 8-bit image that loaded. */
 static uint8_t *cutout_png(const bk_scene *s, const bk_material *mt, size_t *n)
 {
     if (mt->map_d.image >= s->image_count) return NULL;
@@ -883,10 +883,10 @@ static void write_material(gltf_job *J, uint32_t g)
     def.kd[0] = def.kd[1] = def.kd[2] = 0.8f; /* the loader's default material */
     def.map_kd.image = BK_NONE;
     const bk_material *m = p->material < s->material_count ? &s->materials[p->material] : &def;
-    int   map = m->map_kd.image < s->image_count ? J->map_img[m->map_kd.image] : -1;
-    int   cut = p->material < s->material_count ? J->cut_img[p->material] : -1;
-    int   lit = J->lit_base >= 0 ? J->lit_base + (int)p->page : -1;
-    char  name[200];
+    int                map = m->map_kd.image < s->image_count ? J->map_img[m->map_kd.image] : -1;
+    int                cut = p->material < s->material_count ? J->cut_img[p->material] : -1;
+    int                lit = J->lit_base >= 0 ? J->lit_base + (int)p->page : -1;
+    char               name[200];
     if (J->pages > 1) snprintf(name, sizeof name, "%s (page %u)", m->name[0] ? m->name : "material", p->page);
     else snprintf(name, sizeof name, "%s", m->name[0] ? m->name : "material");
     fputs("{\"name\":", j);
@@ -929,8 +929,8 @@ static void write_material(gltf_job *J, uint32_t g)
     int comma = 0;
     if (J->lm_uri) {
         fprintf(j, "\"baker_lightmap\":{\"texCoord\":1,\"page\":%u,\"scale\":%.9g", p->page, lm_scale(J));
-        if (J->lm_base >= 0) fprintf(j, ",\"image\":%d,\"texture\":%d", J->lm_base + (int)p->page,
-                                     J->lm_base + (int)p->page);
+        if (J->lm_base >= 0)
+            fprintf(j, ",\"image\":%d,\"texture\":%d", J->lm_base + (int)p->page, J->lm_base + (int)p->page);
         if (J->lm_uri[p->page][0]) {
             fputs(",\"uri\":", j);
             json_str(j, J->lm_uri[p->page]);
@@ -1073,10 +1073,10 @@ static void json_buffers(gltf_job *J)
         json_floats(j, p->pmax, 3);
         fprintf(j, "},{\"bufferView\":1,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC3\"}",
                 12 * v, GL_FLOAT, p->vcount);
-        fprintf(j, ",{\"bufferView\":2,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}",
-                8 * v, GL_FLOAT, p->vcount);
-        fprintf(j, ",{\"bufferView\":3,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}",
-                8 * v, GL_FLOAT, p->vcount);
+        fprintf(j, ",{\"bufferView\":2,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", 8 * v,
+                GL_FLOAT, p->vcount);
+        fprintf(j, ",{\"bufferView\":3,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%u,\"type\":\"VEC2\"}", 8 * v,
+                GL_FLOAT, p->vcount);
         fprintf(j,
                 ",{\"bufferView\":4,\"byteOffset\":%zu,\"componentType\":%d,\"count\":%zu,\"type\":\"SCALAR\","
                 "\"min\":[0],\"max\":[%u]}",

@@ -60,7 +60,7 @@ typedef struct bk_gltf_opts {
                                           (page_count of them), NULL for none */
     const char *const *lightmap_files; /* where each PNG page's bytes are now (the run's temporary
                                           files, outputs.h), NULL: the names above */
-    const float       *rgb;            /* the bake's linear RGB pages (BK_ATLAS_PIXELS x 3, after fill
+    const float *rgb;                  /* the bake's linear RGB pages (BK_ATLAS_PIXELS x 3, after fill
                                           and dilation): makes the lit pages; NULL for none */
     float              exposure;       /* the PNG's --exposure: the lit pages' too, in the extras */
     const bk_tex_pool *pool;           /* the scene's textures for the lit pages; NULL: built here */

@@ -16,8 +16,8 @@
 #define LIT_REACH  0.75f /* texels this far outside a triangle still take it (edge texels) */
 #define LIT_DILATE 32    /* rounds of dilation: past the padding of any atlas (the lightmap's is padding + 14) */
 
-static void tex_at(const bk_scene *s, const bk_tex_pool *pool, const bk_tex_view *tv, uint32_t t, uint32_t m,
-                   int k, float b1, float b2, float c[3], int *has)
+static void tex_at(const bk_scene *s, const bk_tex_pool *pool, const bk_tex_view *tv, uint32_t t, uint32_t m, int k,
+                   float b1, float b2, float c[3], int *has)
 {
     uint32_t rec = bk_tex_pool_map(pool, m, k);
     *has = rec != BK_NONE;
@@ -100,8 +100,8 @@ static void raster_tri(const bk_scene *s, const bk_atlas *a, const bk_tex_pool *
         }
 }
 
-int bk_lit_pages(const bk_scene *s, const bk_atlas *a, const float *rgb, const bk_tex_pool *pool, float *out,
-                 char *err, size_t err_size)
+int bk_lit_pages(const bk_scene *s, const bk_atlas *a, const float *rgb, const bk_tex_pool *pool, float *out, char *err,
+                 size_t err_size)
 {
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "lit pages: atlas built for %u triangles, scene has %u", a->tri_count,

@@ -28,8 +28,8 @@
 
 /* rgb and out: BK_ATLAS_PIXELS(a) * 3 floats, pages stacked (atlas.h). pool: s's texture pool
  * (bk_tex_pool_build), NULL to build one here. Returns 0, or -1 with one line in err. */
-int bk_lit_pages(const bk_scene *s, const bk_atlas *a, const float *rgb, const bk_tex_pool *pool, float *out,
-                 char *err, size_t err_size);
+int bk_lit_pages(const bk_scene *s, const bk_atlas *a, const float *rgb, const bk_tex_pool *pool, float *out, char *err,
+                 size_t err_size);
 
 /* The albedo (kd x map_kd, or map_kd alone for kd_by_map) and emission (ke x map_ke) of
  * triangle t at corner weights (b1, b2) of corners 1 and 2, linear. */
