@@ -114,13 +114,15 @@ static void expect_upright(const char *path)
     bk_test_gltf g;
     if (bk_test_gltf_load(glb, &g) != 0) return;
     float lo[3] = { 1e30f, 1e30f, 1e30f }, hi[3] = { -1e30f, -1e30f, -1e30f };
-    for (uint32_t v = 0; g.pos && v < g.nv; ++v)
-        for (int a = 0; a < 3; ++a) {
-            lo[a] = fminf(lo[a], g.pos[3 * v + a]);
-            hi[a] = fmaxf(hi[a], g.pos[3 * v + a]);
-        }
+    uint32_t nv = 0;
+    for (size_t i = 0; i < g.n_prims; ++i)
+        for (uint32_t v = 0; g.prims[i].pos && v < g.prims[i].nv; ++v, ++nv)
+            for (int a = 0; a < 3; ++a) {
+                lo[a] = fminf(lo[a], g.prims[i].pos[3 * v + a]);
+                hi[a] = fmaxf(hi[a], g.prims[i].pos[3 * v + a]);
+            }
     const float want[3] = { (float)size[0], (float)size[2], (float)size[1] };
-    BK_EXPECTF(g.nv > 0 && hi[0] - lo[0] == want[0] && hi[1] - lo[1] == want[1] && hi[2] - lo[2] == want[2],
+    BK_EXPECTF(nv > 0 && hi[0] - lo[0] == want[0] && hi[1] - lo[1] == want[1] && hi[2] - lo[2] == want[2],
                "%s: glTF extent %g x %g x %g, want %g x %g x %g (Y up = the model's z)", path, (double)(hi[0] - lo[0]),
                (double)(hi[1] - lo[1]), (double)(hi[2] - lo[2]), (double)want[0], (double)want[1], (double)want[2]);
     printf("upright: %s: voxels %d x %d x %d (x y z), glTF extent %g x %g x %g (y = MagicaVoxel z %d)\n", path, size[0],
