@@ -661,6 +661,32 @@ static void test_model_limit(void)
 }
 
 /* A generated world: 54,000 placements of 200 models, each its own nTRN + nSHP. */
+/* An instance is named by the nTRN right above its shape ("_name"), control bytes made '_';
+ * a shape under an unnamed nTRN has none, whatever its ancestors are called. */
+static void test_names(void)
+{
+    const int kids[2] = { 2, 4 };
+    c_model(2, 2, 2, 1, one_voxel);
+    c_trn(0, "_name=world", 1, -1, 1, (const char *const[]){ "" });
+    c_grp(1, "", 2, kids);
+    c_trn(2, "_name=lamp\tpost", 3, -1, 1, (const char *const[]){ "_t=4 0 0" });
+    shp(3, 0);
+    trn(4, 3, "_t=-4 0 0");
+    bk_scene s;
+    if (!load_ok(vox_write("names.vox", 200), &s)) return;
+    BK_EXPECT(s.vox_instance_count == 2 && s.object_count == 1);
+    uint32_t named = 0;
+    for (uint32_t i = 0; i < s.vox_instance_count; ++i) {
+        const bk_vox_instance *in = &s.vox_instances[i];
+        if (in->object == BK_NONE) continue;
+        named++;
+        BK_EXPECTF(in->object < s.object_count && !strcmp(s.object_names[in->object], "lamp_post"),
+                   "instance %u named \"%s\"", i, in->object < s.object_count ? s.object_names[in->object] : "?");
+    }
+    BK_EXPECT(named == 1);
+    bk_scene_free(&s);
+}
+
 static void test_speed(void)
 {
     enum { MODELS = 200, PLACED = 54000 };
@@ -881,6 +907,7 @@ int main(void)
     test_palette();
     test_rotations();
     test_nested();
+    test_names();
     test_hidden_frames_shared();
     test_legacy();
     test_emission();

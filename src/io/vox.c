@@ -116,6 +116,8 @@ typedef struct vox_node {
     uint32_t kid_count; /* nGRP children */
     size_t   off;       /* chunk offset, for messages */
     size_t   field;     /* offset of the child / model id field, for messages */
+    size_t   name_off;  /* nTRN "_name": its bytes in the file (name_len 0: none) */
+    uint32_t name_len;
 } vox_node;
 
 typedef struct vox_matl {
@@ -477,10 +479,14 @@ static vox_node *new_node(vox_ctx *c, span *s, size_t off, int kind, kv *attr, i
 
 static int read_ntrn(vox_ctx *c, span *s, size_t off)
 {
-    kv        attr[1] = { { "_hidden", NULL, 0, 0 } };
-    vox_node *n = new_node(c, s, off, NODE_TRN, attr, 1);
+    kv        attr[2] = { { "_hidden", NULL, 0, 0 }, { "_name", NULL, 0, 0 } };
+    vox_node *n = new_node(c, s, off, NODE_TRN, attr, 2);
     if (!n) return -1;
     n->hidden = (uint8_t)kv_is_one(&attr[0]);
+    if (attr[1].val && attr[1].len) {
+        n->name_off = (size_t)(attr[1].val - c->b);
+        n->name_len = attr[1].len;
+    }
     int32_t reserved;
     n->field = s->pos;
     if (rd_i32(c, s, &n->child, "nTRN child id") || rd_i32(c, s, &reserved, "nTRN reserved id") ||
@@ -617,11 +623,38 @@ static int read_chunks(vox_ctx *c)
 
 typedef struct walk_item {
     uint32_t node, depth;
+    uint32_t named; /* the nTRN right above it when that has a "_name", else BK_NONE */
     int8_t   m[9];
     int32_t  t[3];
 } walk_item;
 
-static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const int32_t t[3])
+/* The instance's name (its nTRN's "_name", node named), as object_names entry: control and
+ * non-ASCII bytes become '_' so every output can carry it; at most 127 bytes. */
+static int name_instance(vox_ctx *c, bk_vox_instance *in, uint32_t named)
+{
+    bk_scene *o = c->out;
+    if (named == BK_NONE) return 0;
+    const vox_node *t = &c->nodes[named];
+    uint32_t        len = t->name_len < 127 ? t->name_len : 127;
+    char           *name = malloc(len + 1);
+    char          **names = realloc(o->object_names, sizeof(char *) * ((size_t)o->object_count + 1));
+    if (!name || !names) {
+        free(name);
+        if (names) o->object_names = names;
+        return oom(c, t->off);
+    }
+    o->object_names = names;
+    for (uint32_t i = 0; i < len; ++i) {
+        uint8_t ch = c->b[t->name_off + i];
+        name[i] = ch < 0x20 || ch >= 0x7F ? '_' : (char)ch;
+    }
+    name[len] = 0;
+    in->object = o->object_count;
+    names[o->object_count++] = name;
+    return 0;
+}
+
+static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const int32_t t[3], uint32_t named)
 {
     bk_scene *o = c->out;
     if (o->vox_instance_count >= BK_VOX_MAX_INSTANCES)
@@ -646,7 +679,7 @@ static int add_instance(vox_ctx *c, const vox_node *n, const int8_t m[9], const 
     }
     in->rot = bk_vox_rot_byte(in->m);
     bk_vox_instance_place(in, o->vox_models[in->model].size);
-    return 0;
+    return name_instance(c, in, named);
 }
 
 /* Resolves every reference to a node index, checks parents, then walks from node 0. */
@@ -688,6 +721,7 @@ static int walk_graph(vox_ctx *c)
     if (grow((void **)&stack, 0, &scap, sizeof *stack)) return oom(c, 8);
     memset(&stack[0], 0, sizeof stack[0]);
     stack[0].node = root;
+    stack[0].named = BK_NONE;
     stack[0].m[0] = stack[0].m[4] = stack[0].m[8] = 1;
     sp = 1;
     while (sp && !rc) {
@@ -705,7 +739,7 @@ static int walk_graph(vox_ctx *c)
             break;
         }
         if (n->kind == NODE_SHP) {
-            rc = add_instance(c, n, it.m, it.t);
+            rc = add_instance(c, n, it.m, it.t, it.named);
             continue;
         }
         if (n->hidden) continue;
@@ -715,6 +749,7 @@ static int walk_graph(vox_ctx *c)
             walk_item ch;
             ch.node = (uint32_t)n->child;
             ch.depth = it.depth + 1;
+            ch.named = n->name_len ? it.node : BK_NONE;
             for (int r = 0; r < 3; ++r) {
                 int64_t t = it.t[r];
                 for (int k = 0; k < 3; ++k) {
@@ -747,6 +782,7 @@ static int walk_graph(vox_ctx *c)
                 walk_item ch = it;
                 ch.node = (uint32_t)c->kids[n->child + j].id;
                 ch.depth = it.depth + 1;
+                ch.named = BK_NONE;
                 stack[sp++] = ch;
             }
         }
@@ -862,7 +898,7 @@ int bk_scene_load_vox(const char *path, bk_scene *out, char *err, size_t err_siz
         n.off = 8;
         for (uint32_t i = 0; i < out->vox_model_count && !rc; ++i) {
             n.child = (int32_t)i;
-            rc = add_instance(&c, &n, id, zero);
+            rc = add_instance(&c, &n, id, zero, BK_NONE);
         }
     }
     if (!rc && out->vox_instance_count == 0) rc = fail_at(&c, 8, "no visible instance (every shape is hidden)");
