@@ -513,12 +513,12 @@ static const bk_cli_opt bake_opts[] = {
               "FILE's folder, or by their name with a note to copy them there;\n"
               "an existing FILE.mtl that baker did not write is never replaced\n"
               "(the run is refused). Repeatable: one .obj and one glTF" },
-    TEXT("  --mesh-out FILE.gltf|.glb  or as glTF 2.0 (.glb is one file with its images embedded;\n"
-         "                           .gltf writes its images beside it): the file's own UVs as\n"
-         "                           TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials\n"
-         "                           (Kd, Ke, map_Kd) and the lightmap PNG as each material's\n"
-         "                           occlusionTexture (texCoord 1), its emissiveTexture (x Kd, where it\n"
-         "                           does not emit: the lit look) and extras.baker_lightmap; voxels too\n"),
+    TEXT("  --mesh-out FILE.gltf|.glb  or as glTF 2.0, one file with every image inside (.gltf\n"
+         "                           embeds its buffer): a node per object, the file's own UVs as\n"
+         "                           TEXCOORD_0, the lightmap UVs as TEXCOORD_1, materials (Kd, map_Kd,\n"
+         "                           cut-outs), each page's lit image (albedo x light) as the\n"
+         "                           emissiveTexture (texCoord 1), the lightmap PNG named in\n"
+         "                           extras.baker_lightmap (docs/engines.md); voxels too\n"),
     { .name = "--stats",
       .arg = "FILE.json",
       .help = "write timings, rays, atlas and memory figures as JSON (- for\n"
