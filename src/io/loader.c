@@ -1,4 +1,4 @@
-/* loader.c - the one scene loader: picks the reader (obj.c, vox.c) by the file name.
+/* loader.c - the one scene loader: picks the reader (obj.c, vox.c, gltf_read.c) by the file name.
  *
  * Pipeline: io stage, above the readers; its callers (the commands, benches, tests) see one entry
  * point, and a new format is one line here plus its reader.
@@ -14,5 +14,7 @@ int bk_scene_load(const char *path, bk_scene *out, char *err, size_t err_size)
     if (bk_path_has_ext(path, ".obj") || bk_path_has_ext(path, ".obj.gz"))
         return bk_scene_load_obj(path, out, err, err_size);
     if (bk_path_has_ext(path, ".vox")) return bk_scene_load_vox(path, out, err, err_size);
-    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz, .vox)", path);
+    if (bk_path_has_ext(path, ".gltf") || bk_path_has_ext(path, ".glb"))
+        return bk_scene_load_gltf(path, out, err, err_size);
+    return bk_fail(err, err_size, "%s: unknown scene format (supported: .obj, .obj.gz, .vox, .gltf, .glb)", path);
 }

@@ -289,13 +289,13 @@ static int clamp_hdr(float *px, size_t n, char *why, size_t why_size)
     return 1;
 }
 
-int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why, size_t why_size)
+/* buf's image into im (path: the name it keeps); buf is the caller's. */
+static int decode_buf(const uint8_t *buf, size_t size, const char *path, uint64_t budget, bk_image *im, char *why,
+                      size_t why_size)
 {
-    memset(im, 0, sizeof *im);
-    uint8_t *buf = NULL;
-    size_t   size = 0;
-    char     line[160];
-    if (read_file(path, &buf, &size, why, why_size)) return -1;
+    char line[160];
+    if ((uint64_t)size > BK_TEX_MAX_FILE)
+        return say(why, why_size, "%zu bytes: images are read up to %u MB", size, BK_TEX_MAX_FILE >> 20);
     int rc = -1, w = 0, h = 0, comp = 0, x = 0, y = 0, c = 0;
     if (size >= 8 && !memcmp(buf, "\x89PNG", 4) && bk_stb_png_check(buf, size, why, why_size)) goto done;
     if (bk_stb_jpeg_check(buf, size, why, why_size)) goto done;
@@ -350,7 +350,6 @@ int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why
     im->channels = (uint8_t)(comp >= 1 && comp <= 4 ? comp : 4);
     rc = hdr ? clamp_hdr(im->rgbaf, 4 * (size_t)texels, why, why_size) : 0;
 done:
-    free(buf);
     if (rc < 0) { /* stb's buffers are malloc'ed (no STBI_MALLOC override): free() frees them */
         free(im->rgba8);
         free(im->rgbaf);
@@ -358,6 +357,24 @@ done:
         memset(im, 0, sizeof *im);
     }
     return rc;
+}
+
+int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why, size_t why_size)
+{
+    memset(im, 0, sizeof *im);
+    uint8_t *buf = NULL;
+    size_t   size = 0;
+    if (read_file(path, &buf, &size, why, why_size)) return -1;
+    int rc = decode_buf(buf, size, path, budget, im, why, why_size);
+    free(buf);
+    return rc;
+}
+
+int bk_texture_decode_mem(const uint8_t *buf, size_t size, const char *name, uint64_t budget, bk_image *im, char *why,
+                          size_t why_size)
+{
+    memset(im, 0, sizeof *im);
+    return decode_buf(buf, size, name, budget, im, why, why_size);
 }
 
 typedef struct lost_file {

@@ -30,6 +30,11 @@
  * -2 when the image would take more than budget bytes; im is then zeroed. */
 int bk_texture_decode(const char *path, uint64_t budget, bk_image *im, char *why, size_t why_size);
 
+/* bk_texture_decode for an image in memory (a glTF bufferView or data: URI): the same checks and
+ * results; name (e.g. "scene.glb:images[2]") is copied into im->path. buf stays the caller's. */
+int bk_texture_decode_mem(const uint8_t *buf, size_t size, const char *name, uint64_t budget, bk_image *im, char *why,
+                          size_t why_size);
+
 /* What bk_scene_load_textures tells its caller about one map (map: 0 map_kd, 1 map_ke, 2 map_d). */
 enum bk_texture_report {
     BK_TEXTURE_LOST = 0,  /* its file could not be read: no image, the factor alone is used */

@@ -249,7 +249,7 @@ int bk_outputs_scene_inputs(bk_outputs *o, const bk_scene *s, char *err, size_t 
         }
     }
     for (uint32_t i = 0; i < s->image_count; ++i) {
-        if (!s->images[i].path) continue;
+        if (!s->images[i].path || s->images[i].embedded) continue;
         int r = bk_outputs_input(o, "a texture of the scene", s->images[i].path, err, err_size);
         if (r) return r;
     }

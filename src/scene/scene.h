@@ -54,9 +54,11 @@ typedef struct bk_material {
 
 /* A decoded image (src/io/texture.c): every texture of a scene once, by resolved file. */
 typedef struct bk_image {
-    char    *path;     /* the file read */
+    char    *path;     /* the file read; for an image inside a scene file (embedded) a name that is
+                          no file, "scene.glb:images[2]" */
     uint32_t w, h;     /* size in texels, each at most BK_IMAGE_TEX_MAX_SIDE */
     uint8_t  channels; /* in the file: 1 grey, 2 grey + alpha, 3 rgb, 4 rgba */
+    uint8_t  embedded; /* 1: decoded from the scene file's own bytes (path names no input file) */
     uint8_t *rgba8;    /* w * h * 4 bytes, rows top to bottom; NULL for an HDR image */
     float   *rgbaf;    /* w * h * 4 floats, linear (Radiance .hdr); NULL for an 8-bit image */
 } bk_image;
