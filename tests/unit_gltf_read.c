@@ -109,13 +109,13 @@ static void corpus_walk(const char *root, const char *dir)
     char           names[256][256];
     int            n = 0;
     while ((e = readdir(d)) != NULL && n < 256)
-        if (e->d_name[0] != '.') snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+        if (e->d_name[0] != '.') snprintf(names[n++], sizeof names[0], "%.255s", e->d_name);
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; ++i) {
         char        p[1400];
         struct stat st;
-        snprintf(p, sizeof p, "%.1000s/%s", dir, names[i]);
+        snprintf(p, sizeof p, "%.1000s/%.299s", dir, names[i]);
         if (stat(p, &st)) continue;
         if (S_ISDIR(st.st_mode)) corpus_walk(root, p);
         else {
@@ -174,8 +174,24 @@ static char *doc(const void *bytes, size_t n, const char *fmt, ...)
     return out;
 }
 
+/* With BK_GLTF_SEEDS set (tests/fuzz/run.sh), each document is also written there as a seed. */
+static void seed(const void *d, size_t n, const char *ext)
+{
+    static int  k;
+    const char *dir = getenv("BK_GLTF_SEEDS");
+    char        p[600];
+    if (!dir || !dir[0]) return;
+    snprintf(p, sizeof p, "%.500s/unit-%02d.%s", dir, k++, ext);
+    FILE *f = fopen(p, "wb");
+    if (f) {
+        fwrite(d, 1, n, f);
+        fclose(f);
+    }
+}
+
 static int load_str(const char *json, bk_scene *s)
 {
+    seed(json, strlen(json), "gltf");
     return bk_scene_load_gltf_mem(json, strlen(json), "t.gltf", s, err, sizeof err);
 }
 
@@ -480,6 +496,7 @@ static void test_files(void)
     uint8_t g[4096];
     size_t  n = glb(g, json, quad, sizeof quad);
     put("s.glb", g, n);
+    seed(g, n, "glb");
     snprintf(path, sizeof path, "%s/s.glb", tmp);
     BK_EXPECTF(bk_scene_load(path, &s, err, sizeof err) == 0, "%s", err);
     BK_EXPECT(s.tri_count == 2);

@@ -174,17 +174,22 @@ static void finish_stats(bk_atlas *a)
     a->area_utilisation = (float)(uva / a->page_count);
 }
 
-/* --uv file: each triangle's vt, which must lie in [0,1]^2, into a->uv */
+/* --uv file: each triangle's lightmap UVs (a glTF TEXCOORD_1, tri_lmvt) where all three corners
+ * have them, else its vt; they must lie in [0,1]^2; into a->uv */
 static int file_uv_read(const bk_scene *s, bk_atlas *a, const char *name, char *err, size_t err_size)
 {
     uint32_t T = s->tri_count;
-    for (uint32_t t = 0; t < T; ++t)
+    for (uint32_t t = 0; t < T; ++t) {
+        const uint32_t *lm = s->tri_lmvt && s->lm_texcoords ? s->tri_lmvt + 3 * (size_t)t : NULL;
+        int             use_lm = lm && lm[0] < s->lm_texcoord_count && lm[1] < s->lm_texcoord_count &&
+                     lm[2] < s->lm_texcoord_count;
+        const float    *tc = use_lm ? s->lm_texcoords : s->texcoords;
         for (int k = 0; k < 3; ++k) {
-            uint32_t vi = s->tri_vt[3 * (size_t)t + k];
-            if (vi == BK_NONE || vi >= s->texcoord_count)
+            uint32_t vi = use_lm ? lm[k] : s->tri_vt ? s->tri_vt[3 * (size_t)t + k] : BK_NONE;
+            if (!use_lm && (vi == BK_NONE || vi >= s->texcoord_count))
                 return bk_fail(err, err_size, "%s: --uv file: triangle %u (corner %d) has no vt; use --uv auto", name,
                                t, k);
-            float       u = s->texcoords[2 * (size_t)vi], v = s->texcoords[2 * (size_t)vi + 1];
+            float       u = tc[2 * (size_t)vi], v = tc[2 * (size_t)vi + 1];
             const float e = 1e-6f;
             if (!(u >= -e && u <= 1 + e && v >= -e && v <= 1 + e))
                 return bk_fail(err, err_size,
@@ -194,6 +199,7 @@ static int file_uv_read(const bk_scene *s, bk_atlas *a, const char *name, char *
             a->uv[6 * (size_t)t + 2 * k] = fminf(fmaxf(u, 0.0f), 1.0f);
             a->uv[6 * (size_t)t + 2 * k + 1] = 1.0f - fminf(fmaxf(v, 0.0f), 1.0f); /* OBJ v points up */
         }
+    }
     return 0;
 }
 
@@ -340,7 +346,7 @@ static int build_from_file(const bk_scene *s, const bk_atlas_opts *o, const tri_
 {
     const char *name = scene_name(o);
     int         rc;
-    if (!s->tri_vt || !s->texcoords)
+    if ((!s->tri_vt || !s->texcoords) && (!s->tri_lmvt || !s->lm_texcoords))
         return bk_fail(err, err_size, "%s: --uv file: the file has no texture coordinates (vt); use --uv auto", name);
     if ((rc = file_uv_read(s, a, name, err, err_size))) return rc;
     if ((rc = file_uv_area(s, g, a, name, err, err_size))) return rc;

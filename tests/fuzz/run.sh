@@ -18,7 +18,7 @@ secs=${1:-60}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${2:-$repo/build-fuzz}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
-for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image fuzz_texture baker; do
+for t in fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image fuzz_texture fuzz_gltf baker; do
   [ -x "$build/$t" ] || { echo "run.sh: $build/$t missing: configure with -DBK_FUZZ=ON and build first" >&2; exit 2; }
 done
 
@@ -31,7 +31,7 @@ fi
 work=$build/fuzz
 seeds=$work/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox,fuzz_vox_world,fuzz_image,fuzz_texture}
+mkdir -p "$seeds"/{fuzz_obj,fuzz_rays,fuzz_trace,fuzz_vox,fuzz_vox_world,fuzz_image,fuzz_texture,fuzz_gltf}
 
 # ---- seeds ------------------------------------------------------------------------------------
 # Small OBJ files (the loader's tests, the Cornell boxes); an OBJ with its MTL becomes one input
@@ -115,6 +115,20 @@ if [ -x "$build/unit_texture" ]; then
   BK_TEXTURE_SEEDS="$seeds/fuzz_texture" "$build/unit_texture" >/dev/null 2>&1 || true
 fi
 
+# glTF: the assimp corpus's small .gltf and .glb files (fuzz_gltf reads no other file, so a .gltf
+# whose buffers are external files only exercises the JSON side), and the documents
+# tests/unit_gltf_read.c writes (data: URIs: every accessor kind, every refusal).
+if [ -d "$scenes/gltf-assimp" ]; then
+  find "$scenes/gltf-assimp" \( -name '*.gltf' -o -name '*.glb' \) -size -64k | sort | while IFS= read -r f; do
+    d=$(basename "$(dirname "$f")")
+    cp "$f" "$seeds/fuzz_gltf/$d-$(basename "$f")"
+    chmod u+w "$seeds/fuzz_gltf/$d-$(basename "$f")"
+  done
+fi
+if [ -x "$build/unit_gltf_read" ]; then
+  BK_GLTF_SEEDS="$seeds/fuzz_gltf" "$build/unit_gltf_read" >/dev/null 2>&1 || true
+fi
+
 # ---- fuzzing ----------------------------------------------------------------------------------
 # -max_len: the OBJ loader gets room for a few thousand lines; ray files 128 records; the trace
 #   target small scenes (it brute-forces every ray against every triangle); .vox files up to the
@@ -123,12 +137,12 @@ fi
 #   line of a million face indices); a single allocation over 1 GB or a process over 2 GB is
 #   reported as out-of-memory.
 # -timeout: seconds for one input (sanitized code); slower means something is quadratic or stuck.
-declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072 [fuzz_vox_world]=131072 [fuzz_image]=32768 [fuzz_texture]=32768)
-declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict [fuzz_vox_world]=vox.dict [fuzz_image]=image.dict [fuzz_texture]=texture.dict)
+declare -A maxlen=([fuzz_obj]=65536 [fuzz_rays]=4112 [fuzz_trace]=16384 [fuzz_vox]=131072 [fuzz_vox_world]=131072 [fuzz_image]=32768 [fuzz_texture]=32768 [fuzz_gltf]=65536)
+declare -A dict=([fuzz_obj]=obj.dict [fuzz_rays]=rays.dict [fuzz_trace]=obj.dict [fuzz_vox]=vox.dict [fuzz_vox_world]=vox.dict [fuzz_image]=image.dict [fuzz_texture]=texture.dict [fuzz_gltf]=gltf.dict)
 status=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image fuzz_texture}; do
+for t in ${BK_FUZZ_TARGETS:-fuzz_obj fuzz_rays fuzz_trace fuzz_vox fuzz_vox_world fuzz_image fuzz_texture fuzz_gltf}; do
   corpus=$work/corpus/$t
   art=$work/artifacts/$t
   mkdir -p "$corpus" "$art"
