@@ -101,7 +101,8 @@ const bk_cli_opt bk_cmd_view_opts[] = {
       .help = "the camera: eye, the point it looks at, vertical field of view in\n"
               "degrees (y up). Default: from a corner of the scene's box above\n"
               "eye height, eye = centre + (0.9, 0.6, 1.1) x the box's size,\n"
-              "looking at the centre, 50 degrees (the summary prints it)" },
+              "looking at the centre, 50 degrees (the summary prints it); a scene\n"
+              "with cameras (glTF) is seen from its first perspective camera" },
     { .name = "--resolution",
       .arg = "W,H",
       .set = set_resolution,
@@ -288,6 +289,28 @@ static int view_plan(view_state *st)
     return r == BK_OUT_CLASH ? 2 : 1;
 }
 
+/* Without --camera, the scene's first perspective camera (a glTF camera placed by its node): eye
+ * at its position, looking along its direction, its vertical field of view. The view keeps y up
+ * (the camera's own up is not used) and has no orthographic projection: such cameras are passed
+ * over. Returns its index + 1, or 0 when none was taken. */
+static int view_scene_camera(bk_view_opts *v, const bk_scene *s)
+{
+    if (v->camera_given) return 0;
+    for (uint32_t i = 0; i < s->camera_count; ++i) {
+        const bk_scene_camera *k = &s->cameras[i];
+        float                  deg = k->yfov * (float)(180.0 / 3.14159265358979323846);
+        if (!(k->yfov > 0) || !(deg < 180.0f)) continue;
+        for (int j = 0; j < 3; ++j) {
+            v->eye[j] = k->pos[j];
+            v->target[j] = k->pos[j] + k->dir[j];
+        }
+        v->fov_deg = deg;
+        v->camera_given = 1;
+        return (int)i + 1;
+    }
+    return 0;
+}
+
 /* The scene, its accel on the backend, the bake's atlas. 0, or the exit status. */
 static int view_scene(view_state *st)
 {
@@ -300,6 +323,10 @@ static int view_scene(view_state *st)
         bk_cmd_bake_error("%s: baker view does not show voxels yet (only triangle scenes)\n", c->b.scene);
         return 1;
     }
+    int cam = view_scene_camera(&c->b.view, &st->s);
+    if (cam && !c->b.quiet)
+        fprintf(stderr, "baker: view from the scene's camera '%s' (--camera overrides it)\n",
+                st->s.cameras[cam - 1].name);
     st->t_load = bk_time_now() - t;
     if (!(st->be = bk_backend_init(c->b.t.backend, msg, sizeof msg))) {
         bk_cmd_bake_error("%s\n", msg);
