@@ -23,6 +23,7 @@
  *     used), one that takes the textures past BK_TEX_MAX_BYTES an error.
  *   cameras: one per node with a camera, placed by it (it looks down its -Z, up +Y).
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "bk_material.h"
 #include "gltf_read_internal.h"
 #include "texture.h"
@@ -109,7 +110,18 @@ static int image_get(gl_ctx *c, uint32_t i, const char *where, uint32_t *out)
     } else if (uri && !strncmp(uri, "data:", 5)) {
         uint8_t *d = NULL;
         uint64_t len = 0;
-        if (gl_uri_read(c, uri, w, BK_TEX_MAX_FILE, &d, &len)) return -1;
+        char    *save = c->err, e2[1024];
+        size_t   save_n = c->err_size, nl = strlen(c->name);
+        c->err = e2;
+        c->err_size = sizeof e2;
+        int ur = gl_uri_read(c, uri, w, BK_TEX_MAX_FILE, &d, &len);
+        c->err = save;
+        c->err_size = save_n;
+        if (ur) { /* "NAME: images[i]: reason": the warning names them itself */
+            const char *why2 = strncmp(e2, c->name, nl) || strncmp(e2 + nl, ": ", 2) ? e2 : e2 + nl + 2;
+            gl_warn(c, GL_W_IMAGE, NULL, "%s; the material's factor is used", why2);
+            return 0;
+        }
         rc = bk_texture_decode_mem(d, (size_t)len, name, budget, &im, why, sizeof why);
         im.embedded = 1;
         free(d);
@@ -182,10 +194,12 @@ static int texture_ref(gl_ctx *c, const cJSON *info, const char *where, bk_tex_r
         if (ws == 33648 || wt == 33648) gl_warn(c, GL_W_MIRROR, sw, "MIRRORED_REPEAT is read as REPEAT");
     }
     if (r == 0) {
-        const char *uri = NULL;
-        if (gl_str(c, c->images.it[src], "uri", "images", &uri)) return -1;
-        if (uri && strncmp(uri, "data:", 5)) snprintf(ref->path, sizeof ref->path, "%s", uri);
-        return image_get(c, src, where, &ref->image);
+        if (image_get(c, src, where, &ref->image)) return -1;
+        /* a file's image keeps its absolute path, as an MTL map's resolves (mesh writers name it) */
+        char real[PATH_MAX];
+        if (ref->image != BK_NONE && !c->s->images[ref->image].embedded &&
+            realpath(c->s->images[ref->image].path, real) && strlen(real) < sizeof ref->path)
+            snprintf(ref->path, sizeof ref->path, "%s", real);
     }
     return 0;
 }
