@@ -29,6 +29,7 @@
 #include "texture.h"
 #include "util.h"
 
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@
 #if BK_HAVE_GLTF
 
 #define IMG_FAILED (BK_NONE - 1u)
+
+/* A double as a float, out-of-range values made +-FLT_MAX (a plain cast of them is undefined). */
+static float to_f(double d) { return d > FLT_MAX ? FLT_MAX : d < -FLT_MAX ? -FLT_MAX : (float)d; }
 
 typedef struct gl_builder {
     size_t   cap_v, cap_t, cap_n, cap_lm, cap_obj, cap_cam;
@@ -176,10 +180,10 @@ static int texture_ref(gl_ctx *c, const cJSON *info, const char *where, bk_tex_r
             return -1;
         if (rot != 0.0) gl_warn(c, GL_W_ROTATION, ww, "rotation is not supported: ignored (offset and scale are read)");
         set = tset;
-        ref->scale[0] = (float)sc[0];
-        ref->scale[1] = (float)sc[1];
-        ref->offset[0] = (float)off[0];
-        ref->offset[1] = (float)(1.0 - sc[1] - off[1]); /* the scene's v is 1 - glTF's */
+        ref->scale[0] = to_f(sc[0]);
+        ref->scale[1] = to_f(sc[1]);
+        ref->offset[0] = to_f(off[0]);
+        ref->offset[1] = to_f(1.0 - sc[1] - off[1]); /* the scene's v is 1 - glTF's */
     }
     if (set != 0) gl_warn(c, GL_W_TEXCOORD1, where, "texCoord %llu: textures are read with TEXCOORD_0", (unsigned long long)set);
     ref->uv_set = 0;
@@ -235,7 +239,7 @@ static int read_material(gl_ctx *c, uint32_t i, bk_material *m)
         m->ke[k] = e < 0 ? 0.0f : e > BK_KE_MAX ? BK_KE_MAX : (float)e;
     }
     m->alpha = clamp01(base[3]);
-    m->alpha_cutoff = (float)cutoff;
+    m->alpha_cutoff = to_f(cutoff);
     m->double_sided = (uint8_t)ds;
     m->alpha_mode = BK_ALPHA_OPAQUE;
     if (mode) {
@@ -433,8 +437,10 @@ static int prim_emit(gl_ctx *c, gl_builder *b, const gl_prim *p, int mode, const
         if (ident) memcpy(o, q, 3 * sizeof(float));
         else
             for (int k = 0; k < 3; ++k) {
-                o[k] = (float)(m[k] * q[0] + m[4 + k] * q[1] + m[8 + k] * q[2] + m[12 + k]);
-                if (!isfinite(o[k])) return gl_fail(c, w, "vertex %u is not finite after its node's transform", i);
+                double x = m[k] * q[0] + m[4 + k] * q[1] + m[8 + k] * q[2] + m[12 + k];
+                if (!(fabs(x) <= FLT_MAX))
+                    return gl_fail(c, w, "vertex %u is not finite after its node's transform", i);
+                o[k] = (float)x;
             }
     }
     s->vertex_count += p->vcount;
@@ -455,9 +461,9 @@ static int prim_emit(gl_ctx *c, gl_builder *b, const gl_prim *p, int mode, const
                 double y = sg * (cf[3] * q[0] + cf[4] * q[1] + cf[5] * q[2]);
                 double z = sg * (cf[6] * q[0] + cf[7] * q[1] + cf[8] * q[2]);
                 double l = sqrt(x * x + y * y + z * z);
-                o[0] = (float)(x / l);
-                o[1] = (float)(y / l);
-                o[2] = (float)(z / l);
+                o[0] = to_f(x / l);
+                o[1] = to_f(y / l);
+                o[2] = to_f(z / l);
             }
             if (!isfinite(o[0]) || !isfinite(o[1]) || !isfinite(o[2]) || (o[0] == 0 && o[1] == 0 && o[2] == 0)) {
                 gl_warn(c, GL_W_NORMALS, w, "normal %u is zero or not finite: the primitive's normals are dropped", i);
@@ -605,15 +611,15 @@ static int camera_emit(gl_ctx *c, gl_builder *b, uint32_t ci, uint32_t ni, const
     for (int j = 0; j < 3; ++j) u[j] -= du * d[j];
     normalize3(u);
     for (int j = 0; j < 3; ++j) {
-        k.pos[j] = (float)m[12 + j];
-        k.dir[j] = (float)d[j];
-        k.up[j] = (float)u[j];
+        k.pos[j] = to_f(m[12 + j]);
+        k.dir[j] = to_f(d[j]);
+        k.up[j] = to_f(u[j]);
     }
     for (int j = 0; j < 3; ++j)
         if (!isfinite(k.pos[j]) || !isfinite(k.dir[j]) || !isfinite(k.up[j])) return gl_fail(c, nw, "the camera's placement is not finite");
     k.yfov = (float)yfov;
-    k.ymag = (float)fabs(ymag);
-    k.aspect = aspect > 0 ? (float)aspect : 0.0f;
+    k.ymag = to_f(fabs(ymag));
+    k.aspect = aspect > 0 ? to_f(aspect) : 0.0f;
     if (grow(c, b, (void **)&c->s->cameras, &b->cap_cam, (size_t)c->s->camera_count + 1, sizeof k)) return -1;
     c->s->cameras[c->s->camera_count++] = k;
     return 0;
