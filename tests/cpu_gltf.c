@@ -55,11 +55,13 @@ static void b64(const uint8_t *d, size_t n, char *out)
     out[o] = 0;
 }
 
-/* One primitive per quad (its 4 vertices, indices 0 2 1... as the OBJ's faces 0 1 2, 0 2 3). */
-static void write_gltf(const char *name, const char *png_name)
+/* One primitive per quad (its 4 vertices; indices 0 1 2, 0 2 3 as the OBJ's faces). lm: the
+ * file's lightmap set case, with the UVs in TEXCOORD_1, TEXCOORD_0 one point (0.9, 0.9) and an
+ * untextured floor. Accessors per quad q: 4q positions, 4q+1 normals, 4q+2 UVs, 4q+3 the point. */
+static void write_gltf(const char *name, const char *png_name, int lm)
 {
     enum { NV = 12 };
-    uint8_t buf[NV * 12 * 2 + NV * 8 + 3 * 6 * 2];
+    uint8_t buf[NV * 12 * 2 + NV * 8 * 2 + 12];
     size_t  o = 0;
     memcpy(buf + o, P, sizeof P), o += sizeof P;
     for (int i = 0; i < NV; ++i) memcpy(buf + o, N[i / 4], 12), o += 12;
@@ -69,35 +71,45 @@ static void write_gltf(const char *name, const char *png_name)
     }
     static const uint16_t idx[6] = { 0, 1, 2, 0, 2, 3 };
     memcpy(buf + o, idx, sizeof idx), o += sizeof idx;
-    char uri[1024], j[8192];
+    for (int i = 0; i < NV; ++i) {
+        float pt[2] = { 0.9f, 0.9f };
+        memcpy(buf + o, pt, 8), o += 8;
+    }
+    char uri[2048], j[12288];
     b64(buf, o, uri);
     size_t n = (size_t)snprintf(j, sizeof j,
                                 "{\"asset\":{\"version\":\"2.0\"},\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],"
                                 "\"buffers\":[{\"byteLength\":%zu,\"uri\":\"data:application/octet-stream;base64,%s\"}],"
                                 "\"bufferViews\":[{\"buffer\":0,\"byteLength\":%d},{\"buffer\":0,\"byteOffset\":%d,"
                                 "\"byteLength\":%d},{\"buffer\":0,\"byteOffset\":%d,\"byteLength\":%d},{\"buffer\":0,"
-                                "\"byteOffset\":%d,\"byteLength\":12}],\"accessors\":[",
-                                o, uri, NV * 12, NV * 12, NV * 12, NV * 24, NV * 8, NV * 32);
+                                "\"byteOffset\":%d,\"byteLength\":12},{\"buffer\":0,\"byteOffset\":%d,\"byteLength\":%d}],"
+                                "\"accessors\":[",
+                                o, uri, NV * 12, NV * 12, NV * 12, NV * 24, NV * 8, NV * 32, NV * 32 + 12, NV * 8);
     for (int q = 0; q < 3; ++q)
         n += (size_t)snprintf(j + n, sizeof j - n,
                               "{\"bufferView\":0,\"byteOffset\":%d,\"componentType\":5126,\"count\":4,\"type\":\"VEC3\"},"
                               "{\"bufferView\":1,\"byteOffset\":%d,\"componentType\":5126,\"count\":4,\"type\":\"VEC3\"},"
-                              "{\"bufferView\":2,\"byteOffset\":%d,\"componentType\":5126,\"count\":4,\"type\":\"VEC2\"},",
-                              48 * q, 48 * q, 32 * q);
+                              "{\"bufferView\":2,\"byteOffset\":%d,\"componentType\":5126,\"count\":4,\"type\":\"VEC2\"},"
+                              "{\"bufferView\":4,\"byteOffset\":%d,\"componentType\":5126,\"count\":4,\"type\":\"VEC2\"},",
+                              48 * q, 48 * q, 32 * q, 32 * q);
     n += (size_t)snprintf(j + n, sizeof j - n,
                           "{\"bufferView\":3,\"componentType\":5123,\"count\":6,\"type\":\"SCALAR\"}],"
-                          "\"images\":[{\"uri\":\"%s\"}],\"textures\":[{\"source\":0}],\"materials\":["
-                          "{\"pbrMetallicRoughness\":{\"baseColorTexture\":{\"index\":0}}},"
+                          "\"images\":[{\"uri\":\"%s\"}],\"textures\":[{\"source\":0}],\"materials\":[%s"
                           "{\"pbrMetallicRoughness\":{\"baseColorFactor\":[0.5,0.5,0.5,1]}},"
                           "{\"pbrMetallicRoughness\":{\"baseColorFactor\":[0.5,0.5,0.5,1]},\"emissiveFactor\":[1,1,1],"
                           "\"extensions\":{\"KHR_materials_emissive_strength\":{\"emissiveStrength\":4}}}],"
                           "\"meshes\":[{\"primitives\":[",
-                          png_name);
-    for (int q = 0; q < 3; ++q)
+                          png_name,
+                          lm ? "{\"pbrMetallicRoughness\":{\"baseColorFactor\":[0.75,0.75,0.75,1]}},"
+                             : "{\"pbrMetallicRoughness\":{\"baseColorTexture\":{\"index\":0}}},");
+    for (int q = 0; q < 3; ++q) {
+        char attrs[160];
+        if (lm) snprintf(attrs, sizeof attrs, "\"TEXCOORD_0\":%d,\"TEXCOORD_1\":%d", 4 * q + 3, 4 * q + 2);
+        else snprintf(attrs, sizeof attrs, "\"TEXCOORD_0\":%d", 4 * q + 2);
         n += (size_t)snprintf(j + n, sizeof j - n,
-                              "%s{\"attributes\":{\"POSITION\":%d,\"NORMAL\":%d,\"TEXCOORD_0\":%d},\"indices\":9,"
-                              "\"material\":%d}",
-                              q ? "," : "", 3 * q, 3 * q + 1, 3 * q + 2, q);
+                              "%s{\"attributes\":{\"POSITION\":%d,\"NORMAL\":%d,%s},\"indices\":12,\"material\":%d}",
+                              q ? "," : "", 4 * q, 4 * q + 1, attrs, q);
+    }
     snprintf(j + n, sizeof j - n, "]}],\"nodes\":[{\"mesh\":0,\"name\":\"room\"}],\"scenes\":[{\"nodes\":[0]}]}");
     put(name, j);
 }
@@ -121,8 +133,9 @@ int main(void)
     put("room.mtl", "newmtl floor\nKd 1 1 1\nmap_Kd checker.png\n\nnewmtl grey\nKd 0.5 0.5 0.5\n\n"
                     "newmtl light\nKd 0.5 0.5 0.5\nKe 4 4 4\n");
     write_obj("room.obj", "room.mtl");
-    write_gltf("room.gltf", "checker.png");
-    write_gltf("flat.gltf", "flat.png");
+    write_gltf("room.gltf", "checker.png", 0);
+    write_gltf("flat.gltf", "flat.png", 0);
+    write_gltf("lm.gltf", "flat.png", 1);
     const char *args = "--size 64 --spp 8 --bounces 2 --seed 3";
     bake("room.obj", "obj.png", args);
     bake("room.gltf", "gltf.png", args);
@@ -133,6 +146,14 @@ int main(void)
     bake("room.obj", "obj_uv.png", fargs);
     bake("room.gltf", "gltf_uv.png", fargs);
     BK_EXPECTF(same_file("obj_uv.png", "gltf_uv.png"), "the glTF room bakes another lightmap than the OBJ room (--uv file)");
+    /* --uv file reads TEXCOORD_1 where the file has it: an untextured room whose TEXCOORD_0 is
+     * one point and whose TEXCOORD_1 holds the UVs bakes as the OBJ with those UVs as vt */
+    put("grey.mtl", "newmtl floor\nKd 0.75 0.75 0.75\n\nnewmtl grey\nKd 0.5 0.5 0.5\n\n"
+                    "newmtl light\nKd 0.5 0.5 0.5\nKe 4 4 4\n");
+    write_obj("grey.obj", "grey.mtl");
+    bake("grey.obj", "grey_uv.png", fargs);
+    bake("lm.gltf", "lm_uv.png", fargs);
+    BK_EXPECTF(same_file("grey_uv.png", "lm_uv.png"), "--uv file did not bake the glTF's TEXCOORD_1 as the OBJ's vt");
     /* the two formats in one bake: as the OBJ twice */
     char a[4096], msg[8192];
     snprintf(a, sizeof a, "'%s/room.obj' '%s/room.gltf' -o '%s/mix.png' --backend cpu --quiet %s", dir, dir, dir, args);
