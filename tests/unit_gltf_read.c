@@ -433,6 +433,56 @@ static void test_refusals(void)
     expect_fail("glTF 1", "{\"asset\":{\"version\":\"1.0\"}}", "only glTF 2.x");
 }
 
+
+/* A chain of nodes deeper than the limit, an absurd count, TEXCOORD_1, a camera, no scenes. */
+static void test_more(void)
+{
+    char *nodes = malloc(300 * 24 + 64), *j;
+    size_t n = 0;
+    for (int i = 0; i < 300; ++i) n += (size_t)sprintf(nodes + n, i < 299 ? "{\"children\":[%d]}," : "{\"mesh\":0}", i + 1);
+    char *body = malloc(300 * 24 + 1024);
+    sprintf(body,
+            "\"bufferViews\":[{\"buffer\":0,\"byteLength\":48}],"
+            "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":4,\"type\":\"VEC3\"}],"
+            "\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0}}]}],\"nodes\":[%s],\"scenes\":[{\"nodes\":[0]}]",
+            nodes);
+    j = doc(quad, sizeof quad, "%s", body);
+    expect_fail("depth", j, "the node hierarchy is deeper than 256");
+    free(j);
+    free(body);
+    free(nodes);
+    j = doc(quad, sizeof quad,
+            "\"bufferViews\":[{\"buffer\":0,\"byteLength\":48,\"byteStride\":252}],"
+            "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":4294967294,\"type\":\"VEC3\"}],"
+            "\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0}}]}],"
+            "\"nodes\":[{\"mesh\":0}],\"scenes\":[{\"nodes\":[0]}]");
+    expect_fail("count x stride", j, "reads past the end of bufferView 0 (byteOffset 0 + 4294967294 x stride 252");
+    free(j);
+    /* TEXCOORD_1 into lm_texcoords (v flipped); a camera 2 up, turned to look down -y */
+    float b[15] = { 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0.25f, 0, 1 };
+    j = doc(b, sizeof b,
+            "\"bufferViews\":[{\"buffer\":0,\"byteLength\":36},{\"buffer\":0,\"byteOffset\":36,\"byteLength\":24}],"
+            "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\"},"
+            "{\"bufferView\":1,\"componentType\":5126,\"count\":3,\"type\":\"VEC2\"}],"
+            "\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0,\"TEXCOORD_1\":1}}]}],"
+            "\"cameras\":[{\"type\":\"perspective\",\"name\":\"top\",\"perspective\":{\"yfov\":0.5,\"znear\":0.1}}],"
+            "\"nodes\":[{\"mesh\":0},{\"camera\":0,\"translation\":[0,2,0],\"rotation\":[-0.70710678,0,0,0.70710678]}]");
+    bk_scene s;
+    BK_EXPECTF(load_str(j, &s) == 0, "%s", err); /* no scenes: both root nodes */
+    BK_EXPECT(s.tri_count == 1 && s.tri_lmvt && s.lm_texcoord_count == 3 && s.tri_vt[0] == BK_NONE);
+    if (s.tri_lmvt && s.lm_texcoord_count == 3)
+        BK_EXPECTF(s.lm_texcoords[2 * s.tri_lmvt[1] + 1] == 0.75f, "lm v %g", s.lm_texcoords[2 * s.tri_lmvt[1] + 1]);
+    BK_EXPECT(s.camera_count == 1);
+    if (s.camera_count == 1) {
+        const bk_scene_camera *c = &s.cameras[0];
+        BK_EXPECT(!strcmp(c->name, "top") && c->yfov == 0.5f && c->pos[1] == 2.0f);
+        BK_EXPECTF(fabsf(c->dir[1] + 1.0f) < 1e-6f && fabsf(c->up[2] + 1.0f) < 1e-6f, "dir %g %g %g up %g %g %g", c->dir[0],
+                   c->dir[1], c->dir[2], c->up[0], c->up[1], c->up[2]);
+    }
+    bk_scene_free(&s);
+    free(j);
+}
+
 /* ---- files: GLB, external URIs ----------------------------------------------------------------- */
 
 static char tmp[256];
@@ -530,6 +580,7 @@ int main(void)
     test_transforms();
     test_material();
     test_refusals();
+    test_more();
     test_files();
     BK_TEST_DONE();
 }
