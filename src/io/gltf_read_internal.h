@@ -10,6 +10,7 @@
  */
 #ifndef BK_GLTF_READ_INTERNAL_H
 #define BK_GLTF_READ_INTERNAL_H
+#if BK_HAVE_GLTF /* without cJSON the reader is a stub (gltf_read.c) and this header is empty */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -121,4 +122,5 @@ int gl_acc_uints(gl_ctx *c, const gl_acc *a, const char *where, uint32_t **out);
 /* The document -> c->s (gltf_read_scene.c). */
 int gl_build_scene(gl_ctx *c);
 
+#endif /* BK_HAVE_GLTF */
 #endif /* BK_GLTF_READ_INTERNAL_H */
