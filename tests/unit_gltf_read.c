@@ -5,13 +5,17 @@
  *    with one line that names the file; files made to fail must fail.
  * 2. Synthetic documents, written here (data: URIs, a GLB, files in a temporary folder): strips
  *    and fans, quantized positions, sparse accessors, a mirroring node (winding), TRS composed
- *    with a parent, texture transform, and the refusals: a cycle, a node with two parents, a
+ *    with a parent, materials with an embedded image and a texture transform, TEXCOORD_1, a
+ *    camera, a file without scenes, a percent-encoded external buffer, and the refusals: a cycle,
+ *    a node with two parents, a hierarchy deeper than 256, a count x stride past its view, a
  *    truncated GLB, a buffer shorter than its view, an index out of range, a required unknown or
- *    Draco extension, absolute and http URIs, non-finite positions.
+ *    Draco extension, absolute and http URIs, another file from the _mem entry, non-finite
+ *    positions, bad JSON, glTF 1.0. An embedded image is no input of the output policy.
  * Skips (77) when built without cJSON.
  */
 #include "bk_test.h"
 #include "loader.h"
+#include "outputs.h"
 #include "scene.h"
 
 #include <math.h>
@@ -312,6 +316,8 @@ static void test_transforms(void)
     free(j);
 }
 
+static char *material_doc; /* test_material's document, for test_files */
+
 static void test_material(void)
 {
     /* a 2 x 1 RGBA PNG would need an encoder: a 1 x 1 24-bit BMP in a bufferView instead */
@@ -337,6 +343,7 @@ static void test_material(void)
                   "\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0,\"TEXCOORD_0\":1},\"material\":0}]}],"
                   "\"nodes\":[{\"mesh\":0}],\"scenes\":[{\"nodes\":[0]}]");
     bk_scene s;
+    material_doc = j;
     BK_EXPECTF(load_str(j, &s) == 0, "%s", err);
     if (s.material_count == 1 && s.tri_count == 1) {
         const bk_material *m = &s.materials[0];
@@ -357,7 +364,6 @@ static void test_material(void)
                   s.texcoords[2 * s.tri_vt[0] + 1] == 1.0f);
     } else BK_EXPECT(0);
     bk_scene_free(&s);
-    free(j);
 }
 
 static void expect_fail(const char *what, const char *json, const char *needle)
@@ -561,6 +567,24 @@ static void test_files(void)
     snprintf(path, sizeof path, "%s/len.glb", tmp);
     BK_EXPECT(bk_scene_load(path, &s, err, sizeof err) < 0 && !strchr(err, '\n'));
     printf("GLB chunk past its length: %s\n", err);
+    /* an embedded image is named FILE:images[N], which is no input file even where a file of
+     * that name exists: an output of that name is no clash (bk_outputs_scene_inputs) */
+    {
+        char name[512], img[600];
+        snprintf(name, sizeof name, "%s/e.gltf", tmp);
+        snprintf(img, sizeof img, "%s:images[0]", name);
+        put("e.gltf:images[0]", "x", 1);
+        bk_scene e;
+        BK_EXPECTF(bk_scene_load_gltf_mem(material_doc, strlen(material_doc), name, &e, err, sizeof err) == 0, "%s", err);
+        BK_EXPECT(e.image_count == 1 && e.images[0].embedded && !strcmp(e.images[0].path, img));
+        bk_outputs o;
+        bk_outputs_init(&o);
+        BK_EXPECT(bk_outputs_add(&o, "-o", img, 0, err, sizeof err) >= 0);
+        BK_EXPECTF(bk_outputs_scene_inputs(&o, &e, err, sizeof err) == 0, "an embedded image was taken for a file: %s", err);
+        bk_outputs_free(&o);
+        bk_scene_free(&e);
+        unlink(img);
+    }
     const char *names[] = { "a b.bin", "ext.gltf", "abs.gltf", "s.glb", "cut.glb", "len.glb" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
         snprintf(path, sizeof path, "%s/%s", tmp, names[i]);
@@ -582,5 +606,6 @@ int main(void)
     test_refusals();
     test_more();
     test_files();
+    free(material_doc);
     BK_TEST_DONE();
 }
