@@ -725,19 +725,8 @@ static void test_speed(void)
     double      t0 = bk_time_now();
     int         ok = load_ok(path, &s);
     double      dt = bk_time_now() - t0;
-#if defined(__SANITIZE_ADDRESS__)
-    const double limit = 2.0;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    const double limit = 2.0;
-#else
-    const double limit = 0.25;
-#endif
-#else
-    const double limit = 0.25;
-#endif
+    /* the time is printed, not asserted: a loaded CI machine is no benchmark (CONVENTIONS.md) */
     printf("world of %d instances, %d models, %.1f MB: loaded in %.3f s\n", PLACED, MODELS, F.n / 1e6, dt);
-    BK_EXPECTF(dt < limit, "loading took %.3f s (limit %.2f s)", dt, limit);
     if (ok) {
         BK_EXPECT(s.vox_instance_count == PLACED && s.vox_model_count == MODELS);
         BK_EXPECT(s.vox_instances[PLACED - 1].model == (PLACED - 1) % MODELS);
