@@ -48,7 +48,7 @@ for f in "${objs[@]}"; do
   name=$(printf '%02d-%s' "$i" "$(basename "$f" .obj)")
   cp "$f" "$seeds/fuzz_obj/$name.obj"
   chmod u+w "$seeds/fuzz_obj/$name.obj"
-  mtl=$(sed -n 's/^mtllib[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$f" | head -n 1)
+  mtl=$(sed -n 's/^mtllib[[:space:]]\{1,\}\([^[:space:]]*\).*/\1/p' "$f" | awk 'NR == 1')
   if [ -n "$mtl" ] && [ -f "$(dirname "$f")/$mtl" ]; then
     { cat "$f"; printf '\n#@MTL@\n'; cat "$(dirname "$f")/$mtl"; } > "$seeds/fuzz_obj/$name-mtl.obj"
   fi
@@ -72,7 +72,7 @@ done
 # .vox files: the corpus's (the small ones: larger inputs are cut to -max_len anyway, a few of the
 # vox-mmmm props) and the files tests/unit_vox.c writes (every chunk kind, every refusal).
 if [ -d "$scenes" ]; then
-  { find "$scenes/vox" -name '*.vox' -size -160k 2>/dev/null; find "$scenes/vox-mmmm" -name '*.vox' -size -24k 2>/dev/null | sort | head -n 12; } |
+  { find "$scenes/vox" -name '*.vox' -size -160k 2>/dev/null; find "$scenes/vox-mmmm" -name '*.vox' -size -24k 2>/dev/null | sort | awk 'NR <= 12'; } |
     while IFS= read -r f; do cp "$f" "$seeds/fuzz_vox/"; chmod u+w "$seeds/fuzz_vox/$(basename "$f")"; done
 fi
 if [ -x "$build/unit_vox" ]; then
@@ -108,7 +108,7 @@ done
 # flat and run-length HDR, and the refused ones).
 cp "$seeds"/fuzz_image/*.png "$seeds"/fuzz_image/*.hdr "$seeds/fuzz_texture/" 2>/dev/null || true
 if [ -d "$scenes" ]; then
-  for ext in jpg png tga bmp gif; do find "$scenes" -name "*.$ext" -size -24k 2>/dev/null | sort | head -n 4; done |
+  for ext in jpg png tga bmp gif; do find "$scenes" -name "*.$ext" -size -24k 2>/dev/null | sort | awk 'NR <= 4'; done |
     while IFS= read -r f; do cp "$f" "$seeds/fuzz_texture/"; chmod u+w "$seeds/fuzz_texture/$(basename "$f")"; done
 fi
 if [ -x "$build/unit_texture" ]; then
