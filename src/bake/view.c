@@ -158,54 +158,6 @@ static bk_vec3 lightmap_at(const bk_view_lightmap *lm, int page, float u, float 
     return c;
 }
 
-/* Material map k (enum bk_mat_map) of triangle t's material m at barycentrics (b1, b2): its texel
- * (linear rgb), or *has 0 where the material has no such map that loaded. */
-static bk_vec3 map_at(const view_job *j, uint32_t t, uint32_t m, int k, float b1, float b2, int *has)
-{
-    const bk_scene *s = j->s;
-    uint32_t        rec = bk_tex_pool_map(j->pool, m, k);
-    *has = rec != BK_NONE;
-    if (rec == BK_NONE) return bk_v3(1, 1, 1);
-    float uv[6];
-    bk_scene_tri_uv(s, t, uv);
-    bk_f4 uv01, uv2;
-    uv01.x = uv[0], uv01.y = uv[1], uv01.z = uv[2], uv01.w = uv[3];
-    uv2.x = uv[4], uv2.y = uv[5], uv2.z = 0, uv2.w = 0;
-    float u, v;
-    bk_uv_at(uv01, uv2, b1, b2, &u, &v);
-    bk_f4 c = bk_tex_sample(&j->tv, rec, u, v);
-    return bk_v3(c.x, c.y, c.z);
-}
-
-/* The albedo of triangle t at barycentrics (b1, b2): kd, times (or, kd_by_map, replaced by) its
- * map_kd texture where one loaded. */
-static bk_vec3 albedo_at(const view_job *j, uint32_t t, float b1, float b2)
-{
-    const bk_scene *s = j->s;
-    uint32_t        m = s->tri_material ? s->tri_material[t] : BK_NONE;
-    if (m >= s->material_count) return bk_v3(0.8f, 0.8f, 0.8f); /* the default material (scene.h) */
-    const bk_material *mt = &s->materials[m];
-    bk_vec3            kd = bk_v3(mt->kd[0], mt->kd[1], mt->kd[2]);
-    int                has;
-    bk_vec3            tex = map_at(j, t, m, BK_MAT_MAP_KD, b1, b2, &has);
-    if (!has) return kd;
-    return mt->kd_by_map ? tex : bk_v3(kd.x * tex.x, kd.y * tex.y, kd.z * tex.z);
-}
-
-/* What triangle t emits at barycentrics (b1, b2): ke times its map_ke texture where one loaded, as
- * an engine adds a material's emission to its lit colour. */
-static bk_vec3 emission_at(const view_job *j, uint32_t t, float b1, float b2)
-{
-    const bk_scene *s = j->s;
-    uint32_t        m = s->tri_material ? s->tri_material[t] : BK_NONE;
-    if (m >= s->material_count) return bk_v3(0, 0, 0);
-    const bk_material *mt = &s->materials[m];
-    if (!(mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0)) return bk_v3(0, 0, 0);
-    int     has;
-    bk_vec3 tex = map_at(j, t, m, BK_MAT_MAP_KE, b1, b2, &has);
-    return bk_v3(mt->ke[0] * tex.x, mt->ke[1] * tex.y, mt->ke[2] * tex.z);
-}
-
 /* Where ray r meets the plane of triangle p0 p1 p2 (the hit's t where that fails). The point is
  * found again here from the triangle, not from the backend's t, whose last bits may differ
  * between backends (the CUDA trace kernel contracts multiply-adds; the triangle is the same), so
@@ -241,8 +193,10 @@ static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
         bk_vec3       y = hit_point(&j->rays[i], p0, p1, p2, h->t);
         float         b1, b2;
         bk_tri_bary(p0, p1, p2, y, &b1, &b2);
+        float alb[3], em[3];
+        bk_tex_pool_surface(j->pool, &j->tv, j->s, t, b1, b2, alb, em);
         bk_vec3 c = bk_v3(1, 1, 1);
-        if (show != BK_VIEW_LIGHTMAP) c = albedo_at(j, t, b1, b2);
+        if (show != BK_VIEW_LIGHTMAP) c = bk_v3(alb[0], alb[1], alb[2]);
         if (show != BK_VIEW_ALBEDO) {
             const float *uv = j->at->uv + 6 * (size_t)t;
             const float  b0 = 1.0f - b1 - b2;
@@ -251,7 +205,7 @@ static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
             bk_vec3      l = lightmap_at(j->lm, page, u, v);
             c = bk_v3(c.x * l.x, c.y * l.y, c.z * l.z);
         }
-        if (show == BK_VIEW_LIT) c = bk_add3(c, emission_at(j, t, b1, b2));
+        if (show == BK_VIEW_LIT) c = bk_add3(c, bk_v3(em[0], em[1], em[2]));
         px[0] = c.x;
         px[1] = c.y;
         px[2] = c.z;

@@ -16,53 +16,15 @@
 #define LIT_REACH  0.75f /* texels this far outside a triangle still take it (edge texels) */
 #define LIT_DILATE 32    /* rounds of dilation: past the padding of any atlas (the lightmap's is padding + 14) */
 
-static void tex_at(const bk_scene *s, const bk_tex_pool *pool, const bk_tex_view *tv, uint32_t t, uint32_t m, int k,
-                   float b1, float b2, float c[3], int *has)
-{
-    uint32_t rec = bk_tex_pool_map(pool, m, k);
-    *has = rec != BK_NONE;
-    c[0] = c[1] = c[2] = 1.0f;
-    if (rec == BK_NONE) return;
-    float uv[6];
-    bk_scene_tri_uv(s, t, uv);
-    bk_f4 uv01, uv2;
-    uv01.x = uv[0], uv01.y = uv[1], uv01.z = uv[2], uv01.w = uv[3];
-    uv2.x = uv[4], uv2.y = uv[5], uv2.z = 0, uv2.w = 0;
-    float u, v;
-    bk_uv_at(uv01, uv2, b1, b2, &u, &v);
-    bk_f4 x = bk_tex_sample(tv, rec, u, v);
-    c[0] = x.x, c[1] = x.y, c[2] = x.z;
-}
-
-void bk_lit_surface(const bk_scene *s, const bk_tex_pool *pool, uint32_t t, float b1, float b2, float albedo[3],
-                    float emission[3])
-{
-    uint32_t m = s->tri_material ? s->tri_material[t] : BK_NONE;
-    emission[0] = emission[1] = emission[2] = 0.0f;
-    if (m >= s->material_count) { /* the default material (scene.h) */
-        albedo[0] = albedo[1] = albedo[2] = 0.8f;
-        return;
-    }
-    const bk_material *mt = &s->materials[m];
-    bk_tex_view        tv = bk_tex_pool_view(pool);
-    float              c[3];
-    int                has;
-    tex_at(s, pool, &tv, t, m, BK_MAT_MAP_KD, b1, b2, c, &has);
-    for (int k = 0; k < 3; ++k) albedo[k] = has && mt->kd_by_map ? c[k] : mt->kd[k] * c[k];
-    if (mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0) {
-        tex_at(s, pool, &tv, t, m, BK_MAT_MAP_KE, b1, b2, c, &has);
-        for (int k = 0; k < 3; ++k) emission[k] = mt->ke[k] * c[k];
-    }
-}
-
 /* Triangle t into its page: every texel it is the nearest triangle to so far. */
 static void raster_tri(const bk_scene *s, const bk_atlas *a, const bk_tex_pool *pool, uint32_t t, const float *rgb,
                        float *out, float *best, uint8_t *cov)
 {
-    const int    w = a->width, h = a->height;
-    const size_t page = a->tri_page && a->page_count > 1 ? a->tri_page[t] : 0;
-    const float *uv = a->uv + 6 * (size_t)t;
-    double       X[3], Y[3];
+    const bk_tex_view tv = bk_tex_pool_view(pool);
+    const int         w = a->width, h = a->height;
+    const size_t      page = a->tri_page && a->page_count > 1 ? a->tri_page[t] : 0;
+    const float      *uv = a->uv + 6 * (size_t)t;
+    double            X[3], Y[3];
     for (int k = 0; k < 3; ++k) {
         X[k] = (double)uv[2 * k] * w;
         Y[k] = (double)uv[2 * k + 1] * h;
@@ -94,7 +56,7 @@ static void raster_tri(const bk_scene *s, const bk_atlas *a, const bk_tex_pool *
             double sum = 0;
             for (int k = 0; k < 3; ++k) sum += b[k] = b[k] > 0 ? b[k] : 0;
             float alb[3], em[3];
-            bk_lit_surface(s, pool, t, (float)(b[1] / sum), (float)(b[2] / sum), alb, em);
+            bk_tex_pool_surface(pool, &tv, s, t, (float)(b[1] / sum), (float)(b[2] / sum), alb, em);
             for (int k = 0; k < 3; ++k) out[3 * i + k] = alb[k] * rgb[3 * i + k] + em[k];
             cov[i] = BK_COVER_TEXEL;
         }

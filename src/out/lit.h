@@ -31,9 +31,4 @@
 int bk_lit_pages(const bk_scene *s, const bk_atlas *a, const float *rgb, const bk_tex_pool *pool, float *out, char *err,
                  size_t err_size);
 
-/* The albedo (kd x map_kd, or map_kd alone for kd_by_map) and emission (ke x map_ke) of
- * triangle t at corner weights (b1, b2) of corners 1 and 2, linear. */
-void bk_lit_surface(const bk_scene *s, const bk_tex_pool *pool, uint32_t t, float b1, float b2, float albedo[3],
-                    float emission[3]);
-
 #endif /* BK_LIT_H */

@@ -196,3 +196,43 @@ int bk_tex_pool_texel_stands(const bk_tex_pool *p, uint32_t t, float b1, float b
     const bk_f4      *a = &p->alpha[2 * (size_t)(p->tri_alpha[t] - 1)];
     return bk_alpha_stands(&tv, a[0], a[1], b1, b2, -1.0f);
 }
+
+/* Map k of material m on triangle t at (b1, b2): its texel's rgb, or 1 1 1 and *has 0 where the
+ * material has no such map that loaded. */
+static void map_texel(const bk_tex_pool *p, const bk_tex_view *tv, const bk_scene *s, uint32_t t, uint32_t m, int k,
+                      float b1, float b2, float c[3], int *has)
+{
+    uint32_t rec = bk_tex_pool_map(p, m, k);
+    *has = rec != BK_NONE;
+    c[0] = c[1] = c[2] = 1.0f;
+    if (rec == BK_NONE) return;
+    float uv[6];
+    bk_scene_tri_uv(s, t, uv);
+    bk_f4 uv01, uv2;
+    uv01.x = uv[0], uv01.y = uv[1], uv01.z = uv[2], uv01.w = uv[3];
+    uv2.x = uv[4], uv2.y = uv[5], uv2.z = 0, uv2.w = 0;
+    float u, v;
+    bk_uv_at(uv01, uv2, b1, b2, &u, &v);
+    bk_f4 x = bk_tex_sample(tv, rec, u, v);
+    c[0] = x.x, c[1] = x.y, c[2] = x.z;
+}
+
+void bk_tex_pool_surface(const bk_tex_pool *p, const bk_tex_view *tv, const bk_scene *s, uint32_t t, float b1, float b2,
+                         float albedo[3], float emission[3])
+{
+    uint32_t m = s->tri_material ? s->tri_material[t] : BK_NONE;
+    emission[0] = emission[1] = emission[2] = 0.0f;
+    if (m >= s->material_count) { /* the default material (scene.h) */
+        albedo[0] = albedo[1] = albedo[2] = 0.8f;
+        return;
+    }
+    const bk_material *mt = &s->materials[m];
+    float              c[3];
+    int                has;
+    map_texel(p, tv, s, t, m, BK_MAT_MAP_KD, b1, b2, c, &has);
+    for (int k = 0; k < 3; ++k) albedo[k] = has && mt->kd_by_map ? c[k] : mt->kd[k] * c[k];
+    if (mt->ke[0] > 0 || mt->ke[1] > 0 || mt->ke[2] > 0) {
+        map_texel(p, tv, s, t, m, BK_MAT_MAP_KE, b1, b2, c, &has);
+        for (int k = 0; k < 3; ++k) emission[k] = mt->ke[k] * c[k];
+    }
+}

@@ -50,6 +50,11 @@ void bk_tex_pool_free(bk_tex_pool *p);
 bk_tex_view bk_tex_pool_view(const bk_tex_pool *p);
 /* The texture record of material m's map k (enum bk_mat_map), BK_NONE when it has none. */
 uint32_t bk_tex_pool_map(const bk_tex_pool *p, uint32_t m, int k);
+/* The albedo (kd x map_kd, or map_kd alone for kd_by_map; 0.8 grey for the default material) and
+ * emission (ke x map_ke) of triangle t of s at corner weights (b1, b2) of corners 1 and 2, linear,
+ * as the bake's rules have them (docs/materials.md); tv = bk_tex_pool_view(p). */
+void bk_tex_pool_surface(const bk_tex_pool *p, const bk_tex_view *tv, const bk_scene *s, uint32_t t, float b1, float b2,
+                         float albedo[3], float emission[3]);
 /* Bytes of texels and records: what a device holds for the pool. */
 uint64_t bk_tex_pool_bytes(const bk_tex_pool *p);
 /* Whether the surface of triangle t stands at barycentrics (b1, b2) for a texel (bk_alpha_stands
