@@ -2,6 +2,7 @@
 #ifndef BK_TEST_H
 #define BK_TEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,22 @@ static inline int bk_test_same_file(const char *a, const char *b)
     free(x);
     free(y);
     return same;
+}
+
+/* n bytes of d as base64 (RFC 4648, padded) into out, which holds 4 * ((n + 2) / 3) + 1 chars:
+ * for the data: URIs of the glTF tests. */
+static inline void bk_test_b64_encode(const uint8_t *d, size_t n, char *out)
+{
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t            o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+        out[o++] = al[v >> 18 & 63];
+        out[o++] = al[v >> 12 & 63];
+        out[o++] = i + 1 < n ? al[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? al[v & 63] : '=';
+    }
+    out[o] = 0;
 }
 
 #endif

@@ -41,20 +41,6 @@ static void write_obj(const char *name, const char *mtl)
     put(name, b);
 }
 
-static void b64(const uint8_t *d, size_t n, char *out)
-{
-    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t            o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
-        out[o++] = al[v >> 18 & 63];
-        out[o++] = al[v >> 12 & 63];
-        out[o++] = i + 1 < n ? al[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? al[v & 63] : '=';
-    }
-    out[o] = 0;
-}
-
 /* One primitive per quad (its 4 vertices; indices 0 1 2, 0 2 3 as the OBJ's faces). lm: the
  * file's lightmap set case, with the UVs in TEXCOORD_1, TEXCOORD_0 one point (0.9, 0.9) and an
  * untextured floor. Accessors per quad q: 4q positions, 4q+1 normals, 4q+2 UVs, 4q+3 the point. */
@@ -76,7 +62,7 @@ static void write_gltf(const char *name, const char *png_name, int lm)
         memcpy(buf + o, pt, 8), o += 8;
     }
     char uri[2048], j[12288];
-    b64(buf, o, uri);
+    bk_test_b64_encode(buf, o, uri);
     size_t n = (size_t)snprintf(j, sizeof j,
                                 "{\"asset\":{\"version\":\"2.0\"},\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],"
                                 "\"buffers\":[{\"byteLength\":%zu,\"uri\":\"data:application/octet-stream;base64,%s\"}],"

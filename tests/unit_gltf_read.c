@@ -146,26 +146,12 @@ static void test_corpus(void)
 
 /* ---- synthetic documents --------------------------------------------------------------------- */
 
-static void b64(const uint8_t *d, size_t n, char *out)
-{
-    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t            o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
-        out[o++] = al[v >> 18 & 63];
-        out[o++] = al[v >> 12 & 63];
-        out[o++] = i + 1 < n ? al[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? al[v & 63] : '=';
-    }
-    out[o] = 0;
-}
-
 /* A document whose buffer 0 is bytes (a data: URI of them); body: the rest, after "buffers". */
 static char *doc(const void *bytes, size_t n, const char *fmt, ...)
 {
     char   *uri = malloc(4 * n / 3 + 8), *body = malloc(16384), *out = malloc(4 * n / 3 + 16384 + 256);
     va_list ap;
-    b64(bytes, n, uri);
+    bk_test_b64_encode(bytes, n, uri);
     va_start(ap, fmt);
     vsnprintf(body, 16384, fmt, ap);
     va_end(ap);
