@@ -22,6 +22,7 @@
 #include "bake.h"
 #include "bench.h"
 #include "bench_common.h"
+#include "bench_plot.h"
 #include "voxmesh.h"
 #include "cli.h"
 #include "outputs.h"
@@ -30,6 +31,7 @@
 #include "scene.h"
 #include "util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +52,10 @@ typedef struct stacks_cli {
     float        texels_per_voxel; /* atlas density (voxel scenes; world units are voxels) */
     uint32_t     spp, bounces;
     int          reps, stack_size, threads;
-    const char  *backend, *csv, *svg;
+    const char  *backend, *csv;
+    const char  *plots[4]; /* --svg and --plot: SVG or PNG by the name */
+    int          plot_count;
+    const char  *from_csv; /* re-plot this CSV instead of baking */
 } stacks_cli;
 
 /* A scene ready to bake: everything prepare_scene makes. */
@@ -320,21 +325,6 @@ static void write_csv(FILE *f, const stacks_row *rows, int n, const char *backen
     }
 }
 
-/* Text for SVG: the five XML specials escaped. */
-static void xml_str(FILE *f, const char *s)
-{
-    for (; *s; ++s) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
 /* 1, 2 or 5 times a power of ten, at least x. */
 static double nice_ceil(double x)
 {
@@ -343,112 +333,309 @@ static double nice_ceil(double x)
     return x <= p ? p : x <= 2 * p ? 2 * p : x <= 5 * p ? 5 * p : 10 * p;
 }
 
-/* Grouped bars: one panel per scene (its own Mrays/s axis, as scenes differ by orders of
- * magnitude), a group per accel, a bar per stack x cap: colour = stack, hatching = capped. */
-static void write_svg(FILE *f, const stacks_row *rows, int n, const char *backend, const stacks_cli *c)
+/* What the plot's subtitle says: the settings of the run (reps 0: unknown, from a CSV). */
+typedef struct plot_meta {
+    char     backend[32];
+    uint32_t spp, bounces;
+    int      reps, stack_size;
+} plot_meta;
+
+/* The series of a plot: the stack strategies and register caps that occur in the rows, in the
+ * order of BK_STACK_MODES and of increasing cap (none first); present[s][k] when a row has both. */
+typedef struct plot_series {
+    int stacks[STACKS], nstacks;
+    int caps[16], ncaps;
+    int present[STACKS][16];
+} plot_series;
+
+static void find_series(const stacks_row *rows, int n, plot_series *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    int has[STACKS] = { 0 };
+    for (int i = 0; i < n; ++i) {
+        has[rows[i].stack] = 1;
+        int k = 0;
+        while (k < ps->ncaps && ps->caps[k] != rows[i].cap) k++;
+        if (k == ps->ncaps && k < 16) ps->caps[ps->ncaps++] = rows[i].cap;
+    }
+    for (int a = 1; a < ps->ncaps; ++a) /* insertion sort: a handful */
+        for (int b = a; b > 0 && ps->caps[b - 1] > ps->caps[b]; --b) {
+            int t = ps->caps[b];
+            ps->caps[b] = ps->caps[b - 1];
+            ps->caps[b - 1] = t;
+        }
+    for (int s = 0; s < STACKS; ++s)
+        if (has[s]) ps->stacks[ps->nstacks++] = s;
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < ps->ncaps; ++k)
+            if (ps->caps[k] == rows[i].cap) ps->present[rows[i].stack][k] = 1;
+}
+
+static int slot_of(const plot_series *ps, int stack, int cap)
+{
+    int s = 0, k = 0;
+    while (s < ps->nstacks && ps->stacks[s] != stack) s++;
+    while (k < ps->ncaps && ps->caps[k] != cap) k++;
+    return s * ps->ncaps + k;
+}
+
+/* a capped series' hatching: none for the uncapped one, then one direction per cap */
+static bk_plot_hatch_style cap_hatch(int k)
+{
+    return k == 0 ? BK_PLOT_HATCH_NONE : (bk_plot_hatch_style)(1 + (k - 1) % 4);
+}
+
+/* the colour of hatch lines over a bar: the bar's colour at half brightness */
+static uint32_t darker(uint32_t c)
+{
+    return (((c >> 16 & 0xff) / 2) << 16) | (((c >> 8 & 0xff) / 2) << 8) | ((c & 0xff) / 2);
+}
+
+static double row_mrays(const stacks_row *r) { return r->bake_s > 0 ? (double)r->rays / r->bake_s / 1e6 : 0.0; }
+
+/* Long: the whole chart's layout in one place (title, wrapped legend, one panel per scene with
+ * its axes, groups and bars), each part a few lines that share the running coordinates.
+ * Grouped bars: one panel per scene (its own Mrays/s axis, as scenes differ by orders of
+ * magnitude), a group per accel, a bar per stack x cap: colour = stack, hatching = cap. The
+ * canvas is as wide as its title and bars need (at least 900) and the legend wraps into rows
+ * within it, so nothing runs off. */
+static void draw_chart(bk_plot *pl, const stacks_row *rows, int n, const plot_meta *m)
 {
     /* a stack strategy's colour: its place in the palette (Tableau 10), so a new one needs none */
-    static const char *const palette[] = { "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
-                                           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac" };
+    static const uint32_t palette[] = { 0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2,
+                                        0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac };
     enum { PALETTE = (int)(sizeof palette / sizeof palette[0]) };
-    const char *colour[STACKS];
-    for (int s = 0; s < STACKS; ++s) colour[s] = palette[s % PALETTE];
-    const int W = 900, top = 96, panel_h = 280, ml = 80, mr = 20, plot_h = 200;
-    int       scenes = 0;
-    for (int i = 0; i < n; ++i)
-        if (i == 0 || strcmp(rows[i].scene, rows[i - 1].scene)) scenes++;
-    int H = top + (scenes ? scenes : 1) * panel_h + 10;
-    fprintf(f,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n",
-            W, H, W, H);
-    fputs("<defs><pattern id=\"hatch\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\">"
-          "<path d=\"M0,6 L6,0\" stroke=\"#000\" stroke-opacity=\"0.45\" stroke-width=\"1.2\"/></pattern></defs>\n",
-          f);
-    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
-    fprintf(f,
-            "<text x=\"%d\" y=\"22\" font-size=\"16\" font-weight=\"bold\">baker bench stacks: Mrays/s during the bake "
-            "(higher is better)</text>\n",
-            ml);
-    fprintf(f,
-            "<text x=\"%d\" y=\"40\" fill=\"#555\">%s backend, %u spp, %u bounce(s), best of %d; short/spill stack: "
-            "%d entries in shared memory</text>\n",
-            ml, backend, c->spp, c->bounces, c->reps, c->stack_size);
-    /* legend */
-    int lx = ml;
-    for (int s = 0; s < STACKS; ++s)
-        for (int k = 0; k < CAPS; ++k) {
+    plot_series ps;
+    find_series(rows, n, &ps);
+    const int panel_h = 280, ml = 80, mr = 20, plot_h = 200, min_bar = 30, swatch = 14;
+    int       slots = ps.nstacks * ps.ncaps > 0 ? ps.nstacks * ps.ncaps : 1;
+    char      title[] = "baker bench stacks: Mrays/s during the bake (higher is better)", sub[256], reps[32] = "";
+    if (m->reps > 0) snprintf(reps, sizeof reps, ", best of %d", m->reps);
+    snprintf(sub, sizeof sub, "%s backend, %u spp, %u bounce(s)%s; short/spill stack: %d entries in shared memory",
+             m->backend, m->spp, m->bounces, reps, m->stack_size);
+    int W = 900, need = ml + ACCELS * (60 + slots * min_bar) + mr;
+    if (need > W) W = need;
+    need = ml + bk_plot_text_width(16, BK_PLOT_BOLD, title) + mr;
+    if (need > W) W = need;
+    need = ml + bk_plot_text_width(12, 0, sub) + mr;
+    if (need > W) W = need;
+    for (int i = 0; i < n; ++i) {
+        need = ml + bk_plot_text_width(14, BK_PLOT_BOLD, rows[i].scene) + mr;
+        if (need > W) W = need;
+    }
+    bk_plot_text(pl, ml, 22, 16, BK_PLOT_BOLD, 0, title);
+    bk_plot_text(pl, ml, 40, 12, 0, 0x555555, sub);
+    /* legend: every series that occurs, wrapped into rows of 20 pixels */
+    int lx = ml, ly = 54;
+    for (int si = 0; si < ps.nstacks; ++si)
+        for (int k = 0; k < ps.ncaps; ++k) {
+            int s = ps.stacks[si];
+            if (!ps.present[s][k]) continue;
             char cp[16], label[64];
-            snprintf(label, sizeof label, "%s, cap %s", bk_stack_mode_name(s), cap_name(reg_caps[k], cp, sizeof cp));
-            fprintf(f, "<rect x=\"%d\" y=\"54\" width=\"14\" height=\"14\" fill=\"%s\"/>", lx, colour[s]);
-            if (reg_caps[k])
-                fprintf(f, "<rect x=\"%d\" y=\"54\" width=\"14\" height=\"14\" fill=\"url(#hatch)\"/>", lx);
-            fprintf(f, "<text x=\"%d\" y=\"66\">%s</text>\n", lx + 18, label);
-            lx += 130;
+            snprintf(label, sizeof label, "%s, cap %s", bk_stack_mode_name(s), cap_name(ps.caps[k], cp, sizeof cp));
+            int w = swatch + 4 + bk_plot_text_width(12, 0, label);
+            if (lx > ml && lx + w > W - mr) {
+                lx = ml;
+                ly += 20;
+            }
+            uint32_t c = palette[s % PALETTE];
+            bk_plot_rect(pl, lx, ly, swatch, swatch, c, NULL);
+            bk_plot_hatch(pl, lx, ly, swatch, swatch, darker(c), cap_hatch(k));
+            bk_plot_text(pl, lx + swatch + 4, ly + 12, 12, 0, 0, label);
+            lx += w + 18;
         }
-    int panel = 0;
+    int top = ly + 26, panel = 0;
     for (int i0 = 0; i0 < n;) {
         int i1 = i0;
         while (i1 < n && !strcmp(rows[i1].scene, rows[i0].scene)) i1++;
         int    y0 = top + panel * panel_h, base = y0 + 30 + plot_h;
         double vmax = 0;
         for (int i = i0; i < i1; ++i)
-            if (rows[i].ran && rows[i].bake_s > 0) {
-                double m = (double)rows[i].rays / rows[i].bake_s / 1e6;
-                if (m > vmax) vmax = m;
-            }
+            if (rows[i].ran && row_mrays(&rows[i]) > vmax) vmax = row_mrays(&rows[i]);
         double ymax = nice_ceil(vmax * 1.1);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"14\" font-weight=\"bold\">", ml, y0 + 18);
-        xml_str(f, rows[i0].scene);
-        fputs("</text>\n", f);
+        bk_plot_text(pl, ml, y0 + 18, 14, BK_PLOT_BOLD, 0, rows[i0].scene);
         for (int t = 0; t <= 5; ++t) { /* y axis: grid lines and labels */
-            int y = base - t * plot_h / 5;
-            fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>", ml, y, W - mr, y);
-            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>\n", ml - 6, y + 4, ymax * t / 5);
+            int  y = base - t * plot_h / 5;
+            char v[32];
+            snprintf(v, sizeof v, "%g", ymax * t / 5);
+            bk_plot_line(pl, ml, y, W - mr, y, 0xdddddd);
+            bk_plot_text(pl, ml - 6, y + 4, 12, BK_PLOT_END, 0, v);
         }
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\"/>", ml, base, W - mr, base);
-        fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\"/>\n", ml, base, ml, base - plot_h);
-        fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">Mrays/s</text>\n", ml - 50,
-                base - plot_h / 2);
-        const int group_w = (W - ml - mr) / ACCELS, bar_w = (group_w - 60) / (STACKS * CAPS);
+        bk_plot_line(pl, ml, base, W - mr, base, 0);
+        bk_plot_line(pl, ml, base, ml, base - plot_h, 0);
+        bk_plot_text(pl, ml - 50, base - plot_h / 2, 12, BK_PLOT_MIDDLE | BK_PLOT_UP, 0, "Mrays/s");
+        const int group_w = (W - ml - mr) / ACCELS, bar_w = (group_w - 60) / slots;
         for (int a = 0; a < ACCELS; ++a) {
             int gx = ml + a * group_w + 30;
-            fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n",
-                    gx + bar_w * STACKS * CAPS / 2, base + 18, bk_accel_type_name(a));
+            bk_plot_text(pl, gx + bar_w * slots / 2, base + 18, 12, BK_PLOT_MIDDLE | BK_PLOT_BOLD, 0,
+                         bk_accel_type_name(a));
             for (int i = i0; i < i1; ++i) {
                 const stacks_row *r = &rows[i];
                 if (r->accel != a) continue;
-                int k = 0;
-                while (k < CAPS && reg_caps[k] != r->cap) k++;
-                int x = gx + (r->stack * CAPS + k) * bar_w;
+                int slot = slot_of(&ps, r->stack, r->cap), x = gx + slot * bar_w;
                 if (!r->ran || !(r->bake_s > 0)) {
-                    fprintf(
-                        f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#888\" font-size=\"10\">n/a</text>\n",
-                        x + bar_w / 2, base - 4);
+                    bk_plot_text(pl, x + bar_w / 2, base - 4, 10, BK_PLOT_MIDDLE, 0x888888, "n/a");
                     continue;
                 }
-                double m = (double)r->rays / r->bake_s / 1e6;
-                int    h = (int)(m / ymax * plot_h + 0.5);
-                fprintf(f,
-                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s, %s, cap %d: "
-                        "%.1f Mrays/s, %.4f s</title></rect>",
-                        x + 2, base - h, bar_w - 4, h, colour[r->stack], bk_accel_type_name(a),
-                        bk_stack_mode_name(r->stack), r->cap, m, r->bake_s);
-                if (r->cap)
-                    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"url(#hatch)\"/>", x + 2,
-                            base - h, bar_w - 4, h);
-                fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"10\">%.0f</text>\n",
-                        x + bar_w / 2, base - h - 3, m);
+                double   mr_s = row_mrays(r);
+                int      h = (int)(mr_s / ymax * plot_h + 0.5);
+                char     tip[160], v[32], cp[16];
+                uint32_t c = palette[r->stack % PALETTE];
+                snprintf(tip, sizeof tip, "%s, %s, cap %s: %.1f Mrays/s, %.4f s", bk_accel_type_name(a),
+                         bk_stack_mode_name(r->stack), cap_name(r->cap, cp, sizeof cp), mr_s, r->bake_s);
+                bk_plot_rect(pl, x + 2, base - h, bar_w - 4, h, c, tip);
+                bk_plot_hatch(pl, x + 2, base - h, bar_w - 4, h, darker(c), cap_hatch(slot % ps.ncaps));
+                snprintf(v, sizeof v, "%.0f", mr_s);
+                bk_plot_text(pl, x + bar_w / 2, base - h - 3, 10, BK_PLOT_MIDDLE, 0, v);
             }
         }
-        fprintf(f,
-                "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">accel (bars: stack strategy x register "
-                "cap)</text>\n",
-                ml + (W - ml - mr) / 2, base + 36);
+        bk_plot_text(pl, ml + (W - ml - mr) / 2, base + 36, 12, BK_PLOT_MIDDLE, 0x555555,
+                     "accel (bars: stack strategy x register cap)");
         panel++;
         i0 = i1;
     }
-    fputs("</svg>\n", f);
+    bk_plot_size(pl, W, top + (panel ? panel : 1) * panel_h + 10);
+}
+
+/* The chart of the rows into an output of io (SVG or PNG by its name): 0, or -1 with err. */
+static int write_plot(bk_outputs *io, int out, const char *path, const stacks_row *rows, int n, const plot_meta *m,
+                      char *err, size_t err_size)
+{
+    bk_plot *pl = bk_plot_new();
+    if (!pl) return bk_fail(err, err_size, "out of memory");
+    draw_chart(pl, rows, n, m);
+    FILE *f = bk_outputs_open(io, out, err, err_size);
+    int   rc = !f || bk_plot_write(pl, f, path, err, err_size) ? -1 : 0;
+    bk_plot_free(pl);
+    if (f && bk_outputs_close(io, out, err, err_size) && !rc) rc = -1;
+    return rc;
+}
+
+/* ---- re-plotting a CSV ------------------------------------------------------------------------ */
+
+/* Splits one CSV line in place (quotes honoured, "" inside them): the number of fields. */
+static int split_csv(char *line, char **field, int max)
+{
+    int   n = 0;
+    char *p = line;
+    while (n < max) {
+        if (*p == '"') {
+            char *w = ++p;
+            field[n++] = w;
+            while (*p && !(*p == '"' && p[1] != '"')) {
+                if (*p == '"') ++p;
+                *w++ = *p++;
+            }
+            if (*p == '"') ++p;
+            *w = 0;
+            if (*p != ',') break;
+            ++p;
+            continue;
+        }
+        field[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    return n;
+}
+
+/* Rows of a CSV that `--csv` wrote (read by its header's names) into *rows_out and *m. 0, or -1
+ * with one line in err naming the file and line. */
+static int read_csv(const char *path, stacks_row **rows_out, int *nrows, plot_meta *m, char *err, size_t err_size)
+{
+    *rows_out = NULL;
+    *nrows = 0;
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen(path, "rb");
+    if (!f) return bk_fail(err, err_size, "%s: %s", path, strerror(errno));
+    enum { C_SCENE, C_BACKEND, C_ACCEL, C_STACK, C_SIZE, C_CAP, C_STATUS, C_SPP, C_BOUNCES, C_RAYS, C_BAKE, C_N };
+    static const char *const need[C_N] = { "scene",  "backend", "accel",   "stack", "stack_size", "reg_cap",
+                                           "status", "spp",     "bounces", "rays",  "bake_s" };
+    int                      col[C_N], nhead = 0, line_no = 0, cap = 0, rc = 0;
+    char                     line[4096], *fld[64];
+    stacks_row              *rows = NULL;
+    while (!rc && fgets(line, sizeof line, f)) {
+        line_no++;
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n') {
+            rc = bk_fail(err, err_size, "%s:%d: a line of more than %d bytes", path, line_no, (int)sizeof line - 2);
+            break;
+        }
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (!len) continue;
+        int nf = split_csv(line, fld, 64);
+        if (!nhead) {
+            nhead = nf;
+            for (int k = 0; k < C_N && !rc; ++k) {
+                col[k] = -1;
+                for (int j = 0; j < nf; ++j)
+                    if (!strcmp(fld[j], need[k])) col[k] = j;
+                if (col[k] < 0)
+                    rc = bk_fail(err, err_size, "%s:%d: no column '%s' (not a CSV of baker bench stacks --csv)", path,
+                                 line_no, need[k]);
+            }
+            continue;
+        }
+        if (nf != nhead) {
+            rc = bk_fail(err, err_size, "%s:%d: %d fields, the header has %d", path, line_no, nf, nhead);
+            break;
+        }
+        if (*nrows == cap) {
+            cap = cap ? 2 * cap : 64;
+            stacks_row *nr = realloc(rows, (size_t)cap * sizeof *nr);
+            if (!nr) {
+                rc = bk_fail(err, err_size, "out of memory");
+                break;
+            }
+            rows = nr;
+        }
+        stacks_row *r = &rows[*nrows];
+        memset(r, 0, sizeof *r);
+        snprintf(r->scene, sizeof r->scene, "%s", fld[col[C_SCENE]]);
+        r->accel = r->stack = -1;
+        for (int a = 0; a < ACCELS; ++a)
+            if (!strcmp(fld[col[C_ACCEL]], bk_accel_type_name(a))) r->accel = a;
+        for (int s = 0; s < STACKS; ++s)
+            if (!strcmp(fld[col[C_STACK]], bk_stack_mode_name(s))) r->stack = s;
+        char *e1, *e2;
+        long  cap_v = strtol(fld[col[C_CAP]], &e1, 10), size_v = strtol(fld[col[C_SIZE]], &e2, 10);
+        if (r->accel < 0 || r->stack < 0 || *e1 || *e2 || e1 == fld[col[C_CAP]] || cap_v < 0 || cap_v > 1024) {
+            rc = bk_fail(err, err_size, "%s:%d: unknown accel, stack or register cap '%s', '%s', '%s'", path, line_no,
+                         fld[col[C_ACCEL]], fld[col[C_STACK]], fld[col[C_CAP]]);
+            break;
+        }
+        r->cap = (int)cap_v;
+        r->stack_size = (int)size_v;
+        r->ran = !strcmp(fld[col[C_STATUS]], "ok");
+        if (r->ran) {
+            r->rays = strtoull(fld[col[C_RAYS]], &e1, 10);
+            r->bake_s = strtod(fld[col[C_BAKE]], &e2);
+            if (*e1 || *e2 || !(r->bake_s >= 0)) {
+                rc = bk_fail(err, err_size, "%s:%d: rays '%s' or bake_s '%s' is not a number", path, line_no,
+                             fld[col[C_RAYS]], fld[col[C_BAKE]]);
+                break;
+            }
+        } else snprintf(r->why, sizeof r->why, "%s", fld[col[C_STATUS]]);
+        if (!*nrows) {
+            snprintf(m->backend, sizeof m->backend, "%s", fld[col[C_BACKEND]]);
+            m->spp = (uint32_t)strtoul(fld[col[C_SPP]], NULL, 10);
+            m->bounces = (uint32_t)strtoul(fld[col[C_BOUNCES]], NULL, 10);
+        }
+        if (r->stack_size > m->stack_size) m->stack_size = r->stack_size;
+        (*nrows)++;
+    }
+    if (!rc && ferror(f)) rc = bk_fail(err, err_size, "%s: %s", path, strerror(errno));
+    if (!rc && !*nrows) rc = bk_fail(err, err_size, "%s: no rows", path);
+    fclose(f);
+    if (rc) {
+        free(rows);
+        *nrows = 0;
+        return -1;
+    }
+    *rows_out = rows;
+    return 0;
 }
 
 /* ---- the command ------------------------------------------------------------------------------ */
@@ -496,8 +683,20 @@ static int parse(stacks_cli *c, int argc, char **argv)
             if (bk_cli_value(argc, argv, &i, &c->backend)) return -1;
         } else if (!strcmp(a, "--csv")) {
             if (bk_cli_value(argc, argv, &i, &c->csv)) return -1;
-        } else if (!strcmp(a, "--svg")) {
-            if (bk_cli_value(argc, argv, &i, &c->svg)) return -1;
+        } else if (!strcmp(a, "--svg") || !strcmp(a, "--plot")) {
+            const char *f;
+            if (bk_cli_value(argc, argv, &i, &f)) return -1;
+            if (c->plot_count == 4) {
+                fprintf(stderr, "baker bench stacks: at most 4 plots (--svg, --plot)\n");
+                return -1;
+            }
+            if (!strcmp(a, "--plot") && !bk_plot_type_ok(f)) {
+                fprintf(stderr, "baker bench stacks: --plot %s: the name must end in .svg or .png\n", f);
+                return -1;
+            }
+            c->plots[c->plot_count++] = f;
+        } else if (!strcmp(a, "--from-csv")) {
+            if (bk_cli_value(argc, argv, &i, &c->from_csv)) return -1;
         } else if (a[0] == '-') {
             fprintf(stderr, "baker bench stacks: unknown option '%s'\n%s", a, bk_bench_usage);
             return -1;
@@ -505,7 +704,40 @@ static int parse(stacks_cli *c, int argc, char **argv)
             c->scenes[c->scene_count++] = a;
         }
     }
+    if (c->from_csv && (c->scene_count || c->csv || !c->plot_count)) {
+        fprintf(stderr,
+                "baker bench stacks: --from-csv FILE takes no scenes and no --csv, and wants --plot or --svg\n");
+        return -1;
+    }
     return 0;
+}
+
+/* `--from-csv FILE`: the plots of a CSV written earlier, nothing baked. */
+static int replot(const stacks_cli *c)
+{
+    char       err[1024];
+    bk_outputs io;
+    bk_outputs_init(&io);
+    int out[4], rc = bk_outputs_input(&io, "--from-csv", c->from_csv, err, sizeof err);
+    for (int k = 0; k < c->plot_count && !rc; ++k)
+        if ((out[k] = bk_outputs_add(&io, "--plot", c->plots[k], 0, err, sizeof err)) < 0) rc = out[k];
+    if (rc) {
+        fprintf(stderr, "baker: %s\n", err);
+        bk_outputs_free(&io);
+        return rc == BK_OUT_CLASH ? 2 : 1;
+    }
+    stacks_row *rows = NULL;
+    int         nrows = 0;
+    plot_meta   m;
+    if (read_csv(c->from_csv, &rows, &nrows, &m, err, sizeof err)) rc = 1;
+    for (int k = 0; k < c->plot_count && !rc; ++k)
+        if (write_plot(&io, out[k], c->plots[k], rows, nrows, &m, err, sizeof err)) rc = 1;
+    if (!rc && bk_outputs_commit(&io, err, sizeof err)) rc = 1;
+    if (rc) fprintf(stderr, "baker: %s\n", err);
+    else printf("bench stacks: %d rows of %s plotted\n", nrows, c->from_csv);
+    free(rows);
+    bk_outputs_free(&io);
+    return rc;
 }
 
 /* Every variant (accel x stack strategy x register cap) of one prepared scene, each row into
@@ -555,6 +787,11 @@ int bk_bench_stacks(int argc, char **argv)
         free(c.scenes);
         return 2;
     }
+    if (c.from_csv) {
+        int rc = replot(&c);
+        free(c.scenes);
+        return rc;
+    }
     char defaults[4096];
     if (!c.scene_count) {
         const char *dir = getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes";
@@ -566,10 +803,11 @@ int bk_bench_stacks(int argc, char **argv)
     char       err[1024], msg[512];
     bk_outputs io;
     bk_outputs_init(&io);
-    int out_csv = -1, out_svg = -1, rc = 0;
+    int out_csv = -1, out_plot[4], rc = 0;
     for (int i = 0; i < c.scene_count && !rc; ++i) rc = bk_outputs_input(&io, "a scene", c.scenes[i], err, sizeof err);
     if (!rc && c.csv && (out_csv = bk_outputs_add(&io, "--csv", c.csv, 0, err, sizeof err)) < 0) rc = out_csv;
-    if (!rc && c.svg && (out_svg = bk_outputs_add(&io, "--svg", c.svg, 0, err, sizeof err)) < 0) rc = out_svg;
+    for (int k = 0; k < c.plot_count && !rc; ++k)
+        if ((out_plot[k] = bk_outputs_add(&io, "--plot", c.plots[k], 0, err, sizeof err)) < 0) rc = out_plot[k];
     if (rc) {
         fprintf(stderr, "baker: %s\n", err);
         bk_outputs_free(&io);
@@ -628,10 +866,15 @@ int bk_bench_stacks(int argc, char **argv)
     if (out_csv >= 0 && (!(f = bk_outputs_open(&io, out_csv, err, sizeof err)) ||
                          (write_csv(f, rows, nrows, bname, &c), bk_outputs_close(&io, out_csv, err, sizeof err))))
         rc = 1;
-    if (!rc && out_svg >= 0 &&
-        (!(f = bk_outputs_open(&io, out_svg, err, sizeof err)) ||
-         (write_svg(f, rows, nrows, bname, &c), bk_outputs_close(&io, out_svg, err, sizeof err))))
-        rc = 1;
+    plot_meta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.backend, sizeof m.backend, "%s", bname);
+    m.spp = c.spp;
+    m.bounces = c.bounces;
+    m.reps = c.reps;
+    m.stack_size = c.stack_size;
+    for (int k = 0; k < c.plot_count && !rc; ++k)
+        if (write_plot(&io, out_plot[k], c.plots[k], rows, nrows, &m, err, sizeof err)) rc = 1;
     if (!rc && bk_outputs_commit(&io, err, sizeof err)) rc = 1;
     if (rc) fprintf(stderr, "baker: %s\n", err);
     else if (failed) rc = 1;
