@@ -6,6 +6,10 @@
  *   temporary folder of the child's outputs is gone (TMPDIR is a fresh folder);
  * - the stats JSON: every phase under "seconds" with their "total", memory.peak_host_bytes > 0,
  *   peak_device_bytes 0 on the CPU, atlas_texels = size^2, bytes per texel = peak / texels.
+ * - the voxel world (scene "world"): with tools/vox_world beside the baker its row is there with
+ *   the same checks (a small world: --world-objects, --world-size), and TMPDIR is empty again
+ *   (the generated world removed too); a copy of the baker alone in a folder skips the world
+ *   with a note, exits 0 and writes only the CSV's header.
  */
 #define _DEFAULT_SOURCE
 #include "bk_test.h"
@@ -44,7 +48,7 @@ static const char *const phases[] = {
 };
 #define NPH (int)(sizeof phases / sizeof phases[0])
 
-static void check_csv(const char *path)
+static void check_csv(const char *path, const char *scene, int size)
 {
     size_t len;
     char  *text = bk_test_slurp(path, &len);
@@ -81,9 +85,9 @@ static void check_csv(const char *path)
     BK_EXPECTF(wall + 1e-6 >= sum, "wall %g < the sum of the phases %g", wall, sum);
     BK_EXPECTF(fabs(atof(f[cr]) - (wall - sum)) < 1e-4, "rest %s, wall - phases %g", f[cr], wall - sum);
     BK_EXPECTF(atof(f[ch]) > 0, "peak host memory %s MB", f[ch]);
-    BK_EXPECTF(atoi(f[cs]) == 128, "size %s", f[cs]);
+    BK_EXPECTF(atoi(f[cs]) == size, "size %s, expected %d", f[cs], size);
     BK_EXPECTF(atof(f[cb]) > 0, "bytes per texel %s", f[cb]);
-    BK_EXPECTF(!strcmp(f[0], "cornell"), "scene %s", f[0]);
+    BK_EXPECTF(!strcmp(f[0], scene), "scene %s, expected %s", f[0], scene);
     free(text);
 }
 
@@ -120,6 +124,39 @@ static void check_stats(const char *path)
     free(text);
 }
 
+/* The world's row, where vox_world is built beside the baker; then its skip, where it is not. */
+static void check_world(const char *dir, const char *tmp, const char *csv)
+{
+    char gen[4096], args[4096], buf[8192];
+    snprintf(gen, sizeof gen, "%s", BK_BAKER);
+    char *slash = strrchr(gen, '/');
+    snprintf(slash ? slash + 1 : gen, sizeof gen - (size_t)(slash ? slash + 1 - gen : 0), "vox_world");
+    if (access(gen, X_OK) == 0) {
+        snprintf(args, sizeof args,
+                 "bench bake --scenes world --world-objects 200 --world-size 256 --backend cpu --csv '%s'", csv);
+        int st = bk_test_run_baker(dir, buf, sizeof buf, args);
+        BK_EXPECTF(st == 0, "baker %s: exit %d: %s", args, st, buf);
+        check_csv(csv, "world200", 256);
+        BK_EXPECTF(bk_test_count_files(tmp) == 0, "%d files left in TMPDIR after the world", bk_test_count_files(tmp));
+    } else printf("note: no %s (target vox_world not built): the world's row is not checked\n", gen);
+    /* a baker with no vox_world beside it */
+    char cmd[8192], out[4096];
+    snprintf(cmd, sizeof cmd, "mkdir '%s/alone' && cp '%s' '%s/alone/baker'", dir, BK_BAKER, dir);
+    BK_EXPECTF(system(cmd) == 0, "%s failed", cmd);
+    snprintf(out, sizeof out, "%s/alone.txt", dir);
+    snprintf(cmd, sizeof cmd, "'%s/alone/baker' bench bake --scenes world --backend cpu --csv '%s' > '%s' 2>&1", dir,
+             csv, out);
+    BK_EXPECTF(system(cmd) == 0, "%s failed", cmd);
+    size_t len;
+    char  *said = bk_test_slurp(out, &len), *text = bk_test_slurp(csv, &len);
+    BK_EXPECTF(said && strstr(said, "world54k") && strstr(said, "skipped"), "no note of the skipped world: %s",
+               said ? said : "(nothing)");
+    BK_EXPECTF(text && strchr(text, '\n') && strchr(text, '\n')[1] == 0, "the CSV has rows: %s", text ? text : "");
+    free(said);
+    free(text);
+    BK_EXPECTF(bk_test_count_files(tmp) == 0, "%d files left in TMPDIR after the skip", bk_test_count_files(tmp));
+}
+
 int main(void)
 {
     char dir[] = "/tmp/bk_bench_bake_XXXXXX", tmp[256], csv[256], json[256], args[4096], buf[8192];
@@ -135,8 +172,9 @@ int main(void)
     setenv("TMPDIR", tmp, 1);
     int st = bk_test_run_baker(dir, buf, sizeof buf, args);
     BK_EXPECTF(st == 0, "baker %s: exit %d: %s", args, st, buf);
-    check_csv(csv);
+    check_csv(csv, "cornell", 128);
     BK_EXPECTF(bk_test_count_files(tmp) == 0, "%d files left in TMPDIR", bk_test_count_files(tmp));
+    check_world(dir, tmp, csv);
     unsetenv("TMPDIR");
 
     snprintf(args, sizeof args, "'%s/scenes/cornell.obj' -o '%s/c.png' --size 128 --spp 4 --backend cpu --stats '%s'",

@@ -7,6 +7,12 @@
  * memory; wait4's rusage gives its peak host memory (ru_maxrss of the whole child). "rest" is the
  * wall time no phase accounts for: exec and dynamic loading, writing the stats, exit (a CUDA
  * context's teardown). With --reps N the row is the run of least wall time.
+ *
+ * The scene "world" (in the default set) is the voxel world of docs/voxels.md: tools/vox_world,
+ * found beside the baker binary, writes it into the temporary folder once per run (not timed),
+ * and it is baked with that page's world command (4096^2 pages as needed, 1 texel per voxel,
+ * 1 spp, 1 bounce, its sun and sky) whatever --sizes, --spp and --bounces say. Without the
+ * generator its row is skipped with a note.
  */
 #define _DEFAULT_SOURCE /* wait4, mkdtemp */
 #include "bench.h"
@@ -15,6 +21,7 @@
 #include "outputs.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,12 @@
 /* the issue 10 settings: sun + sky, 64 spp, 2 bounces */
 #define BENCH_SUN "0.3,1,0.2,3,2.9,2.7,0.5"
 #define BENCH_SKY "0.4,0.5,0.7"
+/* the voxel world's bake (docs/voxels.md, "Voxel worlds") */
+#define WORLD_SUN     "0.3,1,-0.2,3,2.9,2.7,0.5"
+#define WORLD_SIZE    4096
+#define WORLD_SCENE   "world" /* the name in --scenes */
+#define WORLD_FILE    "world.vox"
+#define WORLD_OBJECTS 54000 /* vox_world's default */
 
 /* Short names for the shared scenes, relative to $BK_SCENES_DIR or ../shared/scenes. */
 static const char *const scene_alias[][2] = {
@@ -234,6 +247,14 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
     if (!list) return -1;
     for (char *p = strtok_r(list, ",", &save); p && *nsc < 64; p = strtok_r(NULL, ",", &save)) {
         const char *rel = NULL;
+        if (!strcmp(p, WORLD_SCENE) && access(p, F_OK) != 0) { /* generated later */
+            if (!(paths[*nsc] = strdup(WORLD_SCENE))) {
+                rc = 1;
+                break;
+            }
+            (*nsc)++;
+            continue;
+        }
         for (size_t k = 0; k < sizeof scene_alias / sizeof scene_alias[0]; ++k)
             if (!strcmp(p, scene_alias[k][0])) rel = scene_alias[k][1];
         size_t n = strlen(dir) + strlen(p) + 64;
@@ -245,8 +266,8 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
         else snprintf(paths[*nsc], n, "%s", p);
         if (access(paths[*nsc], R_OK) != 0) {
             fprintf(stderr,
-                    "baker bench bake: %s: %s (a path, or one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
-                    "$BK_SCENES_DIR or ../shared/scenes)\n",
+                    "baker bench bake: %s: %s (a path, one of sponza, sibenik, dragon_vrip, dragon_vrip_res2 under "
+                    "$BK_SCENES_DIR or ../shared/scenes, or world)\n",
                     paths[*nsc], strerror(errno));
             free(paths[*nsc]);
             rc = 2;
@@ -258,10 +279,25 @@ static int find_scenes(const char *scenes, char **paths, int *nsc)
     return rc;
 }
 
+/* Removes every file of dir but keep (a name in it, or NULL): a run's outputs, whatever pages
+ * it wrote. */
+static void clean_dir(const char *dir, const char *keep)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char           path[4400];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (keep && !strcmp(e->d_name, keep))) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
 /* The run of least wall time of reps runs of the child (its files removed after each) into
  * *best: 1, or 0 when none succeeded; a failed run stops the reps and sets *rc to 1. */
-static int best_of(const char *prog, const char *dir, char **args, uint64_t reps, const char *const files[3],
-                   bench_run *best, int *rc)
+static int best_of(const char *prog, const char *dir, char **args, uint64_t reps, bench_run *best, int *rc)
 {
     bench_run r;
     memset(best, 0, sizeof *best);
@@ -269,9 +305,7 @@ static int best_of(const char *prog, const char *dir, char **args, uint64_t reps
     for (uint64_t rep = 0; rep < reps; ++rep) {
         memset(&r, 0, sizeof r);
         int failed = run_child(prog, dir, args, &r);
-        unlink(files[0]);
-        unlink(files[1]);
-        unlink(files[2]);
+        clean_dir(dir, WORLD_FILE);
         if (failed) {
             *rc = 1;
             break;
@@ -285,7 +319,7 @@ static int best_of(const char *prog, const char *dir, char **args, uint64_t reps
 /* The child's arguments into args: bake SCENE -o OUT --size S_SIZE ... --quiet, then the extra
  * ones; *scene_at: where SCENE goes. */
 static void child_args(char **args, int *scene_at, char *out, char *s_size, char *s_spp, char *s_bounces,
-                       const char *backend, char *stats, char **extra, int nextra)
+                       const char *backend, char *stats, int world, char **extra, int nextra)
 {
     int na = 0;
     args[na++] = "baker";
@@ -301,7 +335,7 @@ static void child_args(char **args, int *scene_at, char *out, char *s_size, char
     args[na++] = "--bounces";
     args[na++] = s_bounces;
     args[na++] = "--sun";
-    args[na++] = BENCH_SUN;
+    args[na++] = world ? WORLD_SUN : BENCH_SUN;
     args[na++] = "--sky";
     args[na++] = BENCH_SKY;
     args[na++] = "--backend";
@@ -309,8 +343,68 @@ static void child_args(char **args, int *scene_at, char *out, char *s_size, char
     args[na++] = "--stats";
     args[na++] = stats;
     args[na++] = "--quiet";
+    if (world) {
+        args[na++] = "--texels-per-voxel";
+        args[na++] = "1";
+        args[na++] = "--pages";
+        args[na++] = "auto";
+    }
     for (int k = 0; k < nextra; ++k) args[na++] = extra[k];
     args[na] = NULL;
+}
+
+/* tools/vox_world beside the running baker into gen (its size): 1, or 0 when there is none. */
+static int find_generator(char *gen, size_t size)
+{
+    char    self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    snprintf(gen, size, "vox_world");
+    if (n <= 0) return 0;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash) return 0;
+    *slash = 0;
+    snprintf(gen, size, "%s/vox_world", self);
+    return access(gen, X_OK) == 0;
+}
+
+/* Runs the generator: `GEN --objects N -o DIR/world.vox`, its messages into DIR. 0, or -1 after
+ * printing why (its messages shown). */
+static int make_world(const char *gen, const char *dir, uint64_t objects, char *world, size_t size)
+{
+    char msgs[4400], nobj[32];
+    snprintf(world, size, "%s/%s", dir, WORLD_FILE);
+    snprintf(msgs, sizeof msgs, "%s/vox_world.txt", dir);
+    snprintf(nobj, sizeof nobj, "%llu", (unsigned long long)objects);
+    char *const args[] = { (char *)gen, "--objects", nobj, "-o", world, NULL };
+    fflush(stdout);
+    fflush(stderr);
+    double t0 = bk_time_now();
+    pid_t  pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        FILE *e = freopen(msgs, "w", stderr), *o = e ? freopen(msgs, "a", stdout) : NULL;
+        if (!o) _exit(127);
+        execv(gen, args);
+        fprintf(stderr, "cannot run %s: %s\n", gen, strerror(errno));
+        _exit(127);
+    }
+    int   st = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
+    int ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(world, R_OK) == 0;
+    if (!ok) {
+        char *m = slurp(msgs);
+        fprintf(stderr, "baker bench bake: %s --objects %s failed; its messages:\n%s", gen, nobj, m ? m : "(none)\n");
+        free(m);
+    } else
+        printf("%s: %llu objects written by %s in %.2f s (not timed)\n", WORLD_SCENE, (unsigned long long)objects, gen,
+               bk_time_now() - t0);
+    unlink(msgs);
+    return ok ? 0 : -1;
 }
 
 /* The options of bench bake. */
@@ -318,6 +412,8 @@ typedef struct bake_cli {
     const char *scenes, *sizes, *backend, *csv;
     const char *prog; /* --baker: the program timed */
     uint64_t    spp, bounces, reps;
+    uint64_t    world_objects; /* --world-objects: vox_world --objects */
+    uint64_t    world_size;    /* --world-size: the world's page side */
     int         nextra;
     char      **extra;
 } bake_cli;
@@ -326,7 +422,9 @@ typedef struct bake_cli {
 static int parse_args(int argc, char **argv, bake_cli *c)
 {
     const char *v;
-    c->scenes = "sponza,dragon_vrip";
+    c->scenes = "sponza,dragon_vrip," WORLD_SCENE;
+    c->world_objects = WORLD_OBJECTS;
+    c->world_size = WORLD_SIZE;
     c->sizes = "1024,4096";
     c->backend = "auto";
     c->csv = NULL;
@@ -359,12 +457,60 @@ static int parse_args(int argc, char **argv, bake_cli *c)
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 0, 64, &c->bounces)) return 2;
         } else if (!strcmp(a, "--reps")) {
             if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 100, &c->reps)) return 2;
+        } else if (!strcmp(a, "--world-objects")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 1, 10000000, &c->world_objects)) return 2;
+        } else if (!strcmp(a, "--world-size")) {
+            if (bk_cli_value(argc, argv, &i, &v) || bk_cli_u64(a, v, 64, 16384, &c->world_size)) return 2;
         } else {
             fprintf(stderr, "baker bench bake: unknown argument '%s'\n%s", a, bk_bench_usage);
             return 2;
         }
     }
     return 0;
+}
+
+/* The voxel world's row: the world generated on the first call (*made: 1 made, -1 not), then
+ * baked as docs/voxels.md does; skipped with a note when vox_world is not beside the baker. */
+static void world_bench(const bake_cli *c, const char *prog, const char *dir, char *out, char *stats, FILE *cf,
+                        int *made, int *rc)
+{
+    char gen[4200], world[4400], label[64];
+    if (c->world_objects == WORLD_OBJECTS) snprintf(label, sizeof label, "%s54k", WORLD_SCENE);
+    else snprintf(label, sizeof label, "%s%llu", WORLD_SCENE, (unsigned long long)c->world_objects);
+    if (!find_generator(gen, sizeof gen)) {
+        printf("%-16s skipped: no vox_world beside this baker (%s; build its target vox_world)\n", label, gen);
+        *made = -1;
+        return;
+    }
+    snprintf(world, sizeof world, "%s/%s", dir, WORLD_FILE);
+    if (*made == 0) {
+        *made = make_world(gen, dir, c->world_objects, world, sizeof world) ? -1 : 1;
+        if (*made < 0) *rc = 1;
+        else
+            printf(
+                "%s: baked as in docs/voxels.md: %llu^2 pages as needed, 1 texel per voxel, 1 spp, 1 bounce, sun %s, "
+                "sky %s\n",
+                label, (unsigned long long)c->world_size, WORLD_SUN, BENCH_SKY);
+    }
+    if (*made < 0) return;
+    char **args = malloc(sizeof(char *) * (size_t)(32 + c->nextra));
+    if (!args) {
+        *rc = 1;
+        return;
+    }
+    char s_size[16], s_one[] = "1";
+    int  scene_at;
+    snprintf(s_size, sizeof s_size, "%llu", (unsigned long long)c->world_size);
+    child_args(args, &scene_at, out, s_size, s_one, s_one, c->backend, stats, 1, c->extra, c->nextra);
+    args[scene_at] = world;
+    bench_run best;
+    if (best_of(prog, dir, args, c->reps, &best, rc)) {
+        print_row(label, (int)c->world_size, &best);
+        char what[64];
+        snprintf(what, sizeof what, "vox_world --objects %llu", (unsigned long long)c->world_objects);
+        if (cf) csv_row(cf, label, what, (int)c->world_size, c->backend, 1, 1, &best);
+    }
+    free(args);
 }
 
 int bk_bench_bake(int argc, char **argv)
@@ -391,7 +537,7 @@ int bk_bench_bake(int argc, char **argv)
     int  out_csv = -1;
     if (!rc && csv) {
         for (int k = 0; k < nsc && !rc; ++k)
-            if (bk_outputs_input(&io, "a scene", paths[k], err, sizeof err)) {
+            if (strcmp(paths[k], WORLD_SCENE) && bk_outputs_input(&io, "a scene", paths[k], err, sizeof err)) {
                 fprintf(stderr, "baker: %s\n", err);
                 rc = 2;
             }
@@ -426,7 +572,7 @@ int bk_bench_bake(int argc, char **argv)
         goto done;
     }
     int scene_at;
-    child_args(args, &scene_at, out, s_size, s_spp, s_bounces, backend, stats, extra, nextra);
+    child_args(args, &scene_at, out, s_size, s_spp, s_bounces, backend, stats, 0, extra, nextra);
 
     if (out_csv >= 0) {
         if (!(cf = bk_outputs_open(&io, out_csv, err, sizeof err))) {
@@ -443,15 +589,19 @@ int bk_bench_bake(int argc, char **argv)
            backend, (unsigned long long)spp, (unsigned long long)bounces, BENCH_SUN, BENCH_SKY,
            (unsigned long long)reps);
     print_header();
+    int world_made = 0; /* 1: generated, -1: no generator or it failed */
     for (int k = 0; k < nsc; ++k) {
         char label[256];
         scene_label(paths[k], label, sizeof label);
+        if (!strcmp(paths[k], WORLD_SCENE)) {
+            world_bench(&cli, prog, tmpl, out, stats, cf, &world_made, &rc);
+            continue;
+        }
         args[scene_at] = paths[k];
         for (int z = 0; z < nsizes; ++z) {
             snprintf(s_size, sizeof s_size, "%d", size_list[z]);
-            bench_run         best;
-            const char *const files[3] = { out, stats, errf };
-            if (!best_of(prog, tmpl, args, reps, files, &best, &rc)) continue;
+            bench_run best;
+            if (!best_of(prog, tmpl, args, reps, &best, &rc)) continue;
             print_row(label, size_list[z], &best);
             if (cf) csv_row(cf, label, paths[k], size_list[z], backend, (int)spp, (int)bounces, &best);
         }
@@ -461,6 +611,7 @@ int bk_bench_bake(int argc, char **argv)
         rc = 1;
     }
 done:
+    clean_dir(tmpl, NULL);
     if (rmdir(tmpl) != 0) fprintf(stderr, "baker bench bake: %s left behind: %s\n", tmpl, strerror(errno));
     free(args);
     for (int k = 0; k < nsc; ++k) free(paths[k]);
