@@ -485,7 +485,7 @@ static void draw_chart(bk_plot *pl, const stacks_row *rows, int n, const plot_me
                          bk_stack_mode_name(r->stack), cap_name(r->cap, cp, sizeof cp), mr_s, r->bake_s);
                 bk_plot_rect(pl, x + 2, base - h, bar_w - 4, h, c, tip);
                 bk_plot_hatch(pl, x + 2, base - h, bar_w - 4, h, darker(c), cap_hatch(slot % ps.ncaps));
-                snprintf(v, sizeof v, "%.0f", mr_s);
+                snprintf(v, sizeof v, mr_s >= 100 ? "%.0f" : "%.3g", mr_s); /* a CPU's 0.962, not 1 */
                 bk_plot_text(pl, x + bar_w / 2, base - h - 3, 10, BK_PLOT_MIDDLE, 0, v);
             }
         }
