@@ -29,13 +29,15 @@
 /* ---- the keeping backend: the CPU backend baking from a copy of the texels of its own ------- */
 
 typedef struct keep_ctx {
-    bk_backend *cpu;
-    bk_texel   *copy; /* the last bake's texels, kept until the next bake or free */
-    uint32_t    n;
-    int         begins;
-    uint64_t    made;                           /* texels handed over by bake_texels */
-    int         slices, slice_frees, bad_frees; /* host_alloc / host_free calls; frees of
-                                                   pointers host_alloc did not give */
+    bk_backend  *cpu;
+    bk_texel    *copy; /* the last bake's texels, kept until the next bake or free */
+    uint32_t     n;
+    int          begins;
+    uint64_t     made;                           /* texels handed over by bake_texels */
+    uint64_t     from_refs;                      /* texels made here from refs (bake_refs) */
+    const bk_f4 *tris;                           /* the bake's shading triangles (bake_begin's view) */
+    int          slices, slice_frees, bad_frees; /* host_alloc / host_free calls; frees of
+                                                    pointers host_alloc did not give */
 } keep_ctx;
 
 #define K(be) ((keep_ctx *)(be)->ctx)
@@ -68,6 +70,7 @@ static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     if (texels) memcpy(k->copy, texels, sizeof(bk_texel) * n);
     else memset(k->copy, 0xEE, sizeof(bk_texel) * n); /* garbage until bake_texels fills it */
     k->n = n;
+    k->tris = v->tris;
     k->begins++;
     return k->cpu->i->bake_begin(k->cpu, v, k->copy, n, err, es);
 }
@@ -78,6 +81,17 @@ static int keep_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
         return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
     memcpy(k->copy + first, t, sizeof(bk_texel) * count);
     k->made += count;
+    return 0;
+}
+/* What the CUDA backend does on its device (kernels/cuda/texels.cu): bk_texel_make per ref. */
+static int keep_bake_refs(bk_backend *be, const bk_texel_src *src, uint32_t first, uint32_t count,
+                          const bk_texel_ref *r, char *err, size_t es)
+{
+    keep_ctx *k = K(be);
+    if (!k->copy || first > k->n || count > k->n - first)
+        return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
+    for (uint32_t i = 0; i < count; ++i) bk_texel_make(src, k->tris, r[i].pixel, r[i].tri, &k->copy[first + i]);
+    k->from_refs += count;
     return 0;
 }
 static int keep_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o,
@@ -155,9 +169,10 @@ static void keep_host_free(bk_backend *be, void *q)
     free(p);
 }
 static const struct bk_backend_i keep_iface = {
-    keep_name,       keep_supports, keep_upload, keep_trace,       keep_bake_begin,  keep_bake_run,
-    keep_bake_fetch, keep_bake_end, keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
-    keep_free,       keep_caps,     NULL,        keep_bake_texels, keep_host_alloc,  keep_host_free
+    keep_name,        keep_supports,   keep_upload,     keep_trace,    keep_bake_begin,
+    keep_bake_run,    keep_bake_fetch, keep_bake_end,   keep_memory,   keep_memory_peak,
+    keep_kernel_info, keep_denoise,    keep_free,       keep_caps,     NULL,
+    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free
 };
 
 static bk_backend *keep_init(void)
@@ -217,7 +232,8 @@ static void make(void *ctx, uint32_t first, uint32_t count, bk_texel *out)
 }
 
 /* made: only the refs are rasterized, and the bake makes the texels a slice at a time (slices
- * of 5000 texels, so several); else the whole texels, with the hook offered. */
+ * of 5000 texels, so several); 2: the devices make them from the refs (texel_src, bake_refs);
+ * else the whole texels, with the hook offered. */
 static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, const bk_atlas *at, const bk_accel *a,
                      const bk_bake_data *d, const bk_bake_run_opts *o0, outcome *out)
 {
@@ -245,11 +261,17 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
     hc.calls = 0;
     o.texels_kept = hook;
     o.texels_kept_ctx = &hc;
+    bk_texel_src src;
+    float       *tri_n = NULL;
     if (made) {
         o.make_texels = make;
         o.make_texels_ctx = &mc;
         o.texel_refs = refs;
         o.make_slice = 5000;
+    }
+    if (made == 2) {
+        BK_EXPECT(bk_texel_src_make(s, at, &src, &tri_n) == 0);
+        o.texel_src = &src;
     }
     out->rgb = calloc(3 * npx, sizeof(float));
     if (colours) {
@@ -264,7 +286,11 @@ static void pipeline(bk_backend *be, int made, int colours, const bk_scene *s, c
     out->hook_calls = hc.calls;
     bk_backend_caps caps;
     be->i->caps(be, &caps);
-    if (made)
+    free(tri_n);
+    if (made == 2)
+        BK_EXPECTF(hc.calls == 0 && mc.calls == 0, "made on the device: hook called %d times, %d slices made", hc.calls,
+                   mc.calls);
+    else if (made)
         BK_EXPECTF(hc.calls == 0 && mc.calls == (int)((n + 4999) / 5000),
                    "made: hook called %d times, %d slices made for %u texels", hc.calls, mc.calls, n);
     else if (caps.keeps_texels)
@@ -421,7 +447,7 @@ int main(void)
         BK_EXPECTF(ref.invalid > 0, "no texel inside geometry: the fill would not be tested");
         if (colours) BK_EXPECTF(ref.dn_texels > 0, "the denoiser filtered nothing");
         bk_backend_free(cpu);
-        for (int run = 0; run < 4; ++run) {
+        for (int run = 0; run < 6; ++run) {
             const int   members = 1 + run % 2, made = run / 2;
             bk_backend *be = keep_init();
             if (members == 2) {
@@ -447,12 +473,15 @@ int main(void)
             for (int k = 0; k < members; ++k) {
                 bk_backend *m = bk_backend_member(be, k);
                 BK_EXPECTF(K(m)->begins == 1, "member %d began %d times", k, K(m)->begins);
-                BK_EXPECTF(K(m)->made == (made ? K(m)->n : 0),
+                BK_EXPECTF(K(m)->made == (made == 1 ? K(m)->n : 0),
                            "member %d: %llu texels handed over by bake_texels, of %u", k,
                            (unsigned long long)K(m)->made, K(m)->n);
+                BK_EXPECTF(K(m)->from_refs == (made == 2 ? K(m)->n : 0),
+                           "member %d: %llu texels made from refs (bake_refs), of %u", k,
+                           (unsigned long long)K(m)->from_refs, K(m)->n);
                 /* the driver's slices (sums, and the made texels) come from the first device's hooks,
                  * and all go back there */
-                BK_EXPECTF(k == 0 ? K(m)->slices >= 1 + colours + made : K(m)->slices == 0,
+                BK_EXPECTF(k == 0 ? K(m)->slices >= 1 + colours + (made == 1) : K(m)->slices == 0,
                            "member %d: %d slices from its host_alloc", k, K(m)->slices);
                 BK_EXPECTF(K(m)->slice_frees == K(m)->slices && K(m)->bad_frees == 0,
                            "member %d: %d slices, %d given back, %d foreign", k, K(m)->slices, K(m)->slice_frees,

@@ -28,6 +28,30 @@ static void bake_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const 
     bk_bake_data_free(&d);
 }
 
+/* The same bake with only the texels' refs given: the GPU makes the texels itself (bake_refs). */
+static void bake_refs_on(bk_backend *be, const bk_scene *s, const bk_accel *a, const bk_atlas *at,
+                         const bk_texel_ref *refs, uint32_t n, const bk_bake_run_opts *o0, float *rgb,
+                         bk_bake_result *r)
+{
+    char         err[512];
+    bk_bake_data d;
+    BK_EXPECTF(bk_bake_data_build(s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
+    bk_accel_view av = bk_accel_get_view(a);
+    BK_EXPECTF(be->i->upload(be, &av, err, sizeof err) == 0, "%s", err);
+    bk_bake_view     v = bk_bake_data_view(&d, a);
+    bk_texel_src     src;
+    float           *tri_n = NULL;
+    bk_bake_run_opts o = *o0;
+    BK_EXPECT(bk_texel_src_make(s, at, &src, &tri_n) == 0);
+    o.texel_refs = refs;
+    o.texel_src = &src;
+    o.make_texels = NULL; /* never called: the device makes them */
+    BK_EXPECTF(bk_bake_texels(be, &v, NULL, n, at->width, at->height, &o, rgb, NULL, r, err, sizeof err) == 0, "%s",
+               err);
+    free(tri_n);
+    bk_bake_data_free(&d);
+}
+
 static void compare(const char *path, int size, uint32_t spp, int accel, int stack, bk_backend *gpu)
 {
     char     err[512];
@@ -98,6 +122,21 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     og.variance = vgot;
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
+    /* texels made on the GPU from their refs: the same bake bit for bit */
+    {
+        bk_texel_ref *refs = NULL;
+        uint32_t      nr = 0;
+        char          rerr[256];
+        BK_EXPECTF(bk_atlas_rasterize_refs(surf, &at, &refs, &nr, NULL, rerr, sizeof rerr) == 0 && nr == n, "%s", rerr);
+        bk_bake_result rr;
+        memset(wave, 0xFF, sizeof(float) * 3 * np); /* poison */
+        bake_refs_on(gpu, surf, &a, &at, refs, nr, &o, wave, &rr);
+        size_t same = 0;
+        for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
+        printf("  texels made on the GPU from refs: %zu of %zu values equal\n", same, 3 * np);
+        BK_EXPECTF(same == 3 * np, "%s: the bake from refs differs in %zu values", path, 3 * np - same);
+        free(refs);
+    }
     /* the wavefront bake: the megakernel's texels exactly (each sample's sums added in order),
      * with each wave's rays traced as they come and binned (--bin-rays) */
     for (int binned = 0; binned < 2; ++binned) {

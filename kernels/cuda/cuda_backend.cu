@@ -80,11 +80,18 @@ typedef struct cuda_ctx {
     void        *d_tri_uv, *d_emit_sub, *d_emit_grid, *d_emit_lum;
     bk_texel    *d_texels; /* the last bake's texels, kept after bake_end for the denoiser
                               until the next bake or the end (backend.h: keeps_texels) */
-    float   *d_pos;        /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
-    bk_f4   *d_out;
-    float   *d_sq; /* sums of squared sample luminances */
-    uint32_t texel_count;
-    double   bake_seconds;
+    /* texels made here from their refs (bake_refs): the atlas's arrays, uploaded at the first call of
+       a bake (tsrc: device pointers; tsrc_ready), and a slice of refs */
+    bk_texel_src  tsrc;
+    int           tsrc_ready;
+    void         *d_tsrc_uv, *d_tsrc_page, *d_tsrc_n;
+    bk_texel_ref *d_trefs;
+    uint32_t      refs_cap;
+    float        *d_pos; /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
+    bk_f4        *d_out;
+    float        *d_sq; /* sums of squared sample luminances */
+    uint32_t      texel_count;
+    double        bake_seconds;
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
     bk_warp_rec *d_rec, *h_rec;
     size_t       rec_cap;
@@ -574,6 +581,14 @@ static void release_bake_data(cuda_ctx *c)
     cudaFree(c->d_emit_grid);
     cudaFree(c->d_emit_lum);
     c->d_tri_uv = c->d_emit_sub = c->d_emit_grid = c->d_emit_lum = NULL;
+    cudaFree(c->d_tsrc_uv);
+    cudaFree(c->d_tsrc_page);
+    cudaFree(c->d_tsrc_n);
+    cudaFree(c->d_trefs);
+    c->d_tsrc_uv = c->d_tsrc_page = c->d_tsrc_n = NULL;
+    c->d_trefs = NULL;
+    c->refs_cap = 0;
+    c->tsrc_ready = 0;
     c->d_out = NULL;
     c->d_sq = NULL;
     c->d_pos = NULL;
@@ -694,6 +709,52 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
     }
     if (count)
         CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
+    return 0;
+}
+
+/* Texels [first, first + count) made here from their refs (backend.h, bake_refs): src's arrays go
+ * up at the first call of a bake, then each call's refs, 8 B a texel instead of 32. */
+static int cuda_bake_refs(bk_backend *be, const bk_texel_src *src, uint32_t first, uint32_t count,
+                          const bk_texel_ref *refs, char *err, size_t err_size)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!c->d_out) {
+        snprintf(err, err_size, "bake_refs without bake_begin");
+        return -1;
+    }
+    if (first > c->texel_count || count > c->texel_count - first) {
+        snprintf(err, err_size, "texels %u..%u out of %u", first, first + count, c->texel_count);
+        return -1;
+    }
+    if (src->tri_count != c->bake.tri_count || src->width <= 0 || src->height <= 0) {
+        snprintf(err, err_size, "texel refs over %u triangles of %dx%d pages, the bake has %u triangles",
+                 src->tri_count, src->width, src->height, c->bake.tri_count);
+        return -1;
+    }
+    if (!c->tsrc_ready) {
+        const size_t nt = src->tri_count;
+        if (copy_up(&c->d_tsrc_uv, src->uv, sizeof(float) * 6 * nt, err, err_size) ||
+            copy_up(&c->d_tsrc_page, src->tri_page, src->tri_page ? sizeof(uint32_t) * nt : 0, err, err_size) ||
+            copy_up(&c->d_tsrc_n, src->tri_n, src->tri_n ? sizeof(float) * 9 * nt : 0, err, err_size))
+            return -1;
+        c->tsrc = *src;
+        c->tsrc.uv = (const float *)c->d_tsrc_uv;
+        c->tsrc.tri_page = (const uint32_t *)c->d_tsrc_page;
+        c->tsrc.tri_n = (const float *)c->d_tsrc_n;
+        c->tsrc_ready = 1;
+    }
+    if (!count) return 0;
+    if (count > c->refs_cap) {
+        cudaFree(c->d_trefs);
+        c->d_trefs = NULL;
+        c->refs_cap = 0;
+        CUDA_TRY(cudaMalloc((void **)&c->d_trefs, sizeof(bk_texel_ref) * (size_t)count));
+        c->refs_cap = count;
+        note_memory(c);
+    }
+    CUDA_TRY(cudaMemcpy(c->d_trefs, refs, sizeof(bk_texel_ref) * (size_t)count, cudaMemcpyHostToDevice));
+    CUDA_TRY(bk_cuda_make_texels(&c->tsrc, (const bk_f4 *)c->d_btris, c->d_trefs, count, c->d_texels + first));
+    CUDA_TRY(cudaDeviceSynchronize()); /* the next slice's refs go where this one's are read */
     return 0;
 }
 
@@ -1020,6 +1081,7 @@ static const struct bk_backend_i cuda_iface = {
     .caps = cuda_caps,
     .member = NULL, /* one device */
     .bake_texels = cuda_bake_texels,
+    .bake_refs = cuda_bake_refs,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
 };

@@ -107,4 +107,9 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
 cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_texel *d_tx, const uint32_t *d_chart,
                             bk_f4 *d_col, uint32_t n, uint64_t base, bk_f4 *d_page);
 
+/* Texels [0, n) of d_out made from the refs d_refs (bk_texel_make), d_src's arrays and the shading
+ * triangles d_tris all on the device. Asynchronous on the default stream. */
+cudaError_t bk_cuda_make_texels(const bk_texel_src *d_src, const bk_f4 *d_tris, const bk_texel_ref *d_refs, uint32_t n,
+                                bk_texel *d_out);
+
 #endif

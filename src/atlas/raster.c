@@ -15,6 +15,7 @@
  * point of that triangle to the centre, so it always lies on the surface.
  */
 #include "raster.h"
+#include "bk_texel.h"
 #include "pool.h"
 #include "util.h"
 
@@ -24,19 +25,16 @@
 #include <string.h>
 
 typedef struct rtri {
-    double p[3][2];          /* corners in texel units */
-    double a[3], b[3], c[3]; /* edge functions, positive inside */
-    int    flat;             /* 1: zero area in UV, tested as the segment a[0], b[0], c[0] of length > 0 */
-    int    centre;           /* 1: a rectangular chart's triangle: a texel is its own when its centre is
-                                inside (its corners sit on texel corners: no conservative ring) */
-    int    point;            /* 1: all corners in one spot */
-    double half;             /* half the side of the square tested around a texel centre: 0.5 the texel
-                                itself, 1 the centres a bilinear lookup at a point of the triangle reads */
-    int    x0, y0, x1, y1;   /* texel bounding box, clamped to the atlas */
-    int    spans;            /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
-    double inv_a[3];         /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
-    double rad[3];           /* the edge's texel half-extent with rtri_touches' slack */
-    double slack[3];         /* texels of slack on the edge's bound in x */
+    bk_uvtri u;            /* corners in texel units, edge functions, flat and point (bk_texel.h) */
+    int      centre;       /* 1: a rectangular chart's triangle: a texel is its own when its centre is
+                              inside (its corners sit on texel corners: no conservative ring) */
+    double half;           /* half the side of the square tested around a texel centre: 0.5 the texel
+                              itself, 1 the centres a bilinear lookup at a point of the triangle reads */
+    int    x0, y0, x1, y1; /* texel bounding box, clamped to the atlas */
+    int    spans;          /* row spans set up (rtri_spans_setup); 0: rows cover the whole box */
+    double inv_a[3];       /* row spans (rtri_row_span): 1 / a, 0 for an edge that restricts nothing */
+    double rad[3];         /* the edge's texel half-extent with rtri_touches' slack */
+    double slack[3];       /* texels of slack on the edge's bound in x */
 } rtri;
 
 /* Row-span constants (see rtri_row_span), for the loops over a triangle's texels only and only
@@ -46,15 +44,16 @@ typedef struct rtri {
  * whole box. */
 static void rtri_spans_setup(rtri *r)
 {
-    r->spans = !r->point && r->x1 - r->x0 > 3;
+    r->spans = !r->u.point && r->x1 - r->x0 > 3;
     if (!r->spans) return;
-    for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
-        double a = r->a[i];
-        r->rad[i] = r->half * (fabs(a) + fabs(r->b[i])) * (1.0 + 1e-9);
+    for (int i = 0; i < (r->u.flat ? 1 : 3); ++i) {
+        double a = r->u.a[i];
+        r->rad[i] = r->half * (fabs(a) + fabs(r->u.b[i])) * (1.0 + 1e-9);
         r->inv_a[i] = a != 0 ? 1.0 / a : 0.0;
         r->slack[i] =
             a != 0
-                ? 1.0 + 1e-10 * (fabs(a) * (r->x1 + 1.0) + fabs(r->b[i]) * (r->y1 + 1.0) + fabs(r->c[i]) + r->rad[i]) /
+                ? 1.0 + 1e-10 *
+                            (fabs(a) * (r->x1 + 1.0) + fabs(r->u.b[i]) * (r->y1 + 1.0) + fabs(r->u.c[i]) + r->rad[i]) /
                             fabs(a)
                 : 0.0;
     }
@@ -69,14 +68,12 @@ static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
     double lo[2] = { DBL_MAX, DBL_MAX }, hi[2] = { -DBL_MAX, -DBL_MAX };
     r->centre = t >= at->rect_first_tri && half == 0.5;
     r->half = half;
-    for (int k = 0; k < 3; ++k) {
-        r->p[k][0] = uv[2 * k] * W;
-        r->p[k][1] = uv[2 * k + 1] * H + ylo;
+    bk_uvtri_corners(uv, W, H, ylo, r->u.p);
+    for (int k = 0; k < 3; ++k)
         for (int d = 0; d < 2; ++d) {
-            if (r->p[k][d] < lo[d]) lo[d] = r->p[k][d];
-            if (r->p[k][d] > hi[d]) hi[d] = r->p[k][d];
+            if (r->u.p[k][d] < lo[d]) lo[d] = r->u.p[k][d];
+            if (r->u.p[k][d] > hi[d]) hi[d] = r->u.p[k][d];
         }
-    }
     if (!(lo[0] <= hi[0] && lo[1] <= hi[1])) return 0; /* NaN */
     /* texel x's square [x + 0.5 - half, x + 0.5 + half] meets [lo, hi], touching included on
      * both sides as rtri_touches takes it (floor(lo + 0.5 - half) left out the texel whose square
@@ -91,36 +88,7 @@ static int rtri_setup_half(const bk_atlas *at, uint32_t t, double half, rtri *r)
     if (r->x1 >= at->width) r->x1 = at->width - 1;
     if (r->y1 > yhi) r->y1 = yhi;
     if (r->x0 > r->x1 || r->y0 > r->y1) return 0;
-    double a2 =
-        (r->p[1][0] - r->p[0][0]) * (r->p[2][1] - r->p[0][1]) - (r->p[1][1] - r->p[0][1]) * (r->p[2][0] - r->p[0][0]);
-    double ext = (hi[0] - lo[0]) + (hi[1] - lo[1]);
-    r->flat = !(fabs(a2) > 1e-12 * ext * ext) || !(fabs(a2) > 1e-18);
-    r->point = 0;
-    if (!r->flat) {
-        double sgn = a2 > 0 ? 1.0 : -1.0;
-        for (int i = 0; i < 3; ++i) {
-            const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
-            r->a[i] = -(Q[1] - P[1]) * sgn;
-            r->b[i] = (Q[0] - P[0]) * sgn;
-            r->c[i] = -(r->a[i] * P[0] + r->b[i] * P[1]);
-        }
-    } else {
-        int    best = 0;
-        double bl = -1;
-        for (int i = 0; i < 3; ++i) {
-            const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
-            double        l = (Q[0] - P[0]) * (Q[0] - P[0]) + (Q[1] - P[1]) * (Q[1] - P[1]);
-            if (l > bl) {
-                bl = l;
-                best = i;
-            }
-        }
-        const double *P = r->p[best], *Q = r->p[(best + 1) % 3];
-        r->a[0] = -(Q[1] - P[1]);
-        r->b[0] = Q[0] - P[0];
-        r->c[0] = -(r->a[0] * P[0] + r->b[0] * P[1]);
-        r->point = !(bl > 0);
-    }
+    bk_uvtri_edges(&r->u);
     return 1;
 }
 
@@ -130,22 +98,22 @@ static int rtri_setup(const bk_atlas *at, uint32_t t, rtri *r) { return rtri_set
 static int rtri_touches(const rtri *r, int x, int y)
 {
     double cx = x + 0.5, cy = y + 0.5;
-    if (r->point) return 1;
-    if (r->centre && !r->flat) {
+    if (r->u.point) return 1;
+    if (r->centre && !r->u.flat) {
         /* the centre inside, with a margin for the UVs' float rounding: centres lie half a texel
          * from the rectangle's edges, and on its diagonal either triangle may take them */
         for (int i = 0; i < 3; ++i) {
-            double e = r->a[i] * cx + r->b[i] * cy + r->c[i];
-            if (e < -1e-4 * (fabs(r->a[i]) + fabs(r->b[i]))) return 0;
+            double e = r->u.a[i] * cx + r->u.b[i] * cy + r->u.c[i];
+            if (e < -1e-4 * (fabs(r->u.a[i]) + fabs(r->u.b[i]))) return 0;
         }
         return 1;
     }
-    if (r->flat) {
-        double e = r->a[0] * cx + r->b[0] * cy + r->c[0], rad = r->half * (fabs(r->a[0]) + fabs(r->b[0]));
+    if (r->u.flat) {
+        double e = r->u.a[0] * cx + r->u.b[0] * cy + r->u.c[0], rad = r->half * (fabs(r->u.a[0]) + fabs(r->u.b[0]));
         return fabs(e) <= rad * (1.0 + 1e-9);
     }
     for (int i = 0; i < 3; ++i) {
-        double e = r->a[i] * cx + r->b[i] * cy + r->c[i], rad = r->half * (fabs(r->a[i]) + fabs(r->b[i]));
+        double e = r->u.a[i] * cx + r->u.b[i] * cy + r->u.c[i], rad = r->half * (fabs(r->u.a[i]) + fabs(r->u.b[i]));
         if (e + rad * (1.0 + 1e-9) < 0) return 0;
     }
     return 1;
@@ -164,15 +132,15 @@ static int rtri_row_span(const rtri *r, int y, int *xa, int *xb)
         *xb = r->x1;
         return 1;
     }
-    for (int i = 0; i < (r->flat ? 1 : 3); ++i) {
+    for (int i = 0; i < (r->u.flat ? 1 : 3); ++i) {
         if (r->inv_a[i] == 0) continue;
-        double k = r->b[i] * cy + r->c[i];
+        double k = r->u.b[i] * cy + r->u.c[i];
         double x_in = -(k + r->rad[i]) * r->inv_a[i] - 0.5;
-        if (r->a[i] > 0) lo = fmax(lo, floor(x_in - r->slack[i]));
+        if (r->u.a[i] > 0) lo = fmax(lo, floor(x_in - r->slack[i]));
         else hi = fmin(hi, ceil(x_in + r->slack[i]));
-        if (r->flat) {
+        if (r->u.flat) {
             double x_out = -(k - r->rad[i]) * r->inv_a[i] - 0.5;
-            if (r->a[i] > 0) hi = fmin(hi, ceil(x_out + r->slack[i]));
+            if (r->u.a[i] > 0) hi = fmin(hi, ceil(x_out + r->slack[i]));
             else lo = fmax(lo, floor(x_out - r->slack[i]));
         }
     }
@@ -185,38 +153,7 @@ static int rtri_row_span(const rtri *r, int y, int *xa, int *xb)
 /* Nearest point of the triangle to q: barycentric weights w[3]; returns the squared distance. */
 static double rtri_nearest(const rtri *r, double qx, double qy, double w[3])
 {
-    if (!r->flat) {
-        double e[3];
-        int    inside = 1;
-        for (int i = 0; i < 3; ++i) {
-            e[i] = r->a[i] * qx + r->b[i] * qy + r->c[i];
-            if (e[i] < 0) inside = 0;
-        }
-        if (inside) {
-            /* edge i runs from corner i to i+1: its function is the weight of the opposite corner */
-            double sum = e[0] + e[1] + e[2];
-            w[2] = e[0] / sum;
-            w[0] = e[1] / sum;
-            w[1] = e[2] / sum;
-            return 0.0;
-        }
-    }
-    double best = DBL_MAX;
-    for (int i = 0; i < 3; ++i) {
-        const double *P = r->p[i], *Q = r->p[(i + 1) % 3];
-        double        dx = Q[0] - P[0], dy = Q[1] - P[1], l = dx * dx + dy * dy;
-        double        s = l > 0 ? ((qx - P[0]) * dx + (qy - P[1]) * dy) / l : 0.0;
-        if (s < 0) s = 0;
-        if (s > 1) s = 1;
-        double px = P[0] + s * dx - qx, py = P[1] + s * dy - qy, d = px * px + py * py;
-        if (d < best) {
-            best = d;
-            w[i] = 1.0 - s;
-            w[(i + 1) % 3] = s;
-            w[(i + 2) % 3] = 0.0;
-        }
-    }
-    return best;
+    return bk_uvtri_nearest(&r->u, qx, qy, w);
 }
 
 /* ---- row bands: the passes below run one band of BAND_ROWS rows per task ------------------
@@ -438,55 +375,18 @@ void bk_atlas_debug_rgb(const bk_atlas *a, float *rgb)
 /* The texel of pixel i, owned by triangle t (r: its setup). */
 static void texel_make(const bk_scene *s, const bk_atlas *a, const rtri *r, uint32_t t, size_t i, bk_texel *o)
 {
-    int    x = (int)(i % (size_t)a->width), y = (int)(i / (size_t)a->width);
     double w[3];
-    rtri_nearest(r, x + 0.5, y + 0.5, w);
-    double P[3][3];
+    rtri_nearest(r, (double)(i % (size_t)a->width) + 0.5, (double)(i / (size_t)a->width) + 0.5, w);
+    const float *P[3], *N[3] = { NULL, NULL, NULL };
+    int          have_vn = s->tri_vn != NULL && s->normals != NULL;
     for (int c = 0; c < 3; ++c) {
-        const float *f = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
-        P[c][0] = f[0];
-        P[c][1] = f[1];
-        P[c][2] = f[2];
-    }
-    o->px = (float)(w[0] * P[0][0] + w[1] * P[1][0] + w[2] * P[2][0]);
-    o->py = (float)(w[0] * P[0][1] + w[1] * P[1][1] + w[2] * P[2][1]);
-    o->pz = (float)(w[0] * P[0][2] + w[1] * P[1][2] + w[2] * P[2][2]);
-    double e1[3], e2[3], g[3], nrm[3];
-    for (int d = 0; d < 3; ++d) {
-        e1[d] = P[1][d] - P[0][d];
-        e2[d] = P[2][d] - P[0][d];
-    }
-    g[0] = e1[1] * e2[2] - e1[2] * e2[1];
-    g[1] = e1[2] * e2[0] - e1[0] * e2[2];
-    g[2] = e1[0] * e2[1] - e1[1] * e2[0];
-    int have_vn = s->tri_vn != NULL && s->normals != NULL;
-    for (int c = 0; c < 3 && have_vn; ++c) {
-        uint32_t vn = s->tri_vn[3 * (size_t)t + c];
+        P[c] = s->positions + 3 * (size_t)s->tri_v[3 * (size_t)t + c];
+        uint32_t vn = have_vn ? s->tri_vn[3 * (size_t)t + c] : BK_NONE;
         if (vn == BK_NONE || vn >= s->normal_count) have_vn = 0;
+        else N[c] = s->normals + 3 * (size_t)vn;
     }
-    double l = 0;
-    if (have_vn) {
-        for (int d = 0; d < 3; ++d) {
-            nrm[d] = 0;
-            for (int c = 0; c < 3; ++c) nrm[d] += w[c] * s->normals[3 * (size_t)s->tri_vn[3 * (size_t)t + c] + d];
-        }
-        l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-    }
-    if (!(l > 1e-12)) { /* no vn, or vn that cancel out: the geometric normal */
-        for (int d = 0; d < 3; ++d) nrm[d] = g[d];
-        l = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
-    }
-    if (!(l > 0)) {
-        nrm[0] = 0;
-        nrm[1] = 0;
-        nrm[2] = 1;
-        l = 1;
-    }
-    o->nx = (float)(nrm[0] / l);
-    o->ny = (float)(nrm[1] / l);
-    o->nz = (float)(nrm[2] / l);
-    o->tri = t;
-    o->pixel = (uint32_t)i;
+    if (!have_vn) N[0] = N[1] = N[2] = NULL;
+    bk_texel_fill(P[0], P[1], P[2], N[0], N[1], N[2], w, t, (uint32_t)i, o);
 }
 
 typedef struct rast_ctx {
@@ -682,4 +582,42 @@ bk_texel_ref *bk_texels_compact(bk_texel **texels, uint32_t n)
     }
     void *shrunk = realloc(w, sizeof(bk_texel_ref) * (n ? n : 1));
     return (bk_texel_ref *)(shrunk ? shrunk : (void *)w);
+}
+
+/* bk_texel_src_make's normals on the pool. */
+static void tri_n_fn(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    const bk_scene *s = ((const void **)ctx)[0];
+    float          *n = ((void **)ctx)[1];
+    for (size_t t = b; t < e; ++t) {
+        float *o = n + 9 * t;
+        int    ok = 1;
+        for (int c = 0; c < 3 && ok; ++c) {
+            uint32_t vn = s->tri_vn[3 * t + c];
+            ok = vn != BK_NONE && vn < s->normal_count;
+        }
+        for (int c = 0; c < 3 && ok; ++c)
+            for (int d = 0; d < 3; ++d) o[3 * c + d] = s->normals[3 * (size_t)s->tri_vn[3 * t + c] + d];
+        if (!ok) o[0] = NAN; /* texel_make's rule: the geometric normal */
+    }
+}
+
+int bk_texel_src_make(const bk_scene *s, const bk_atlas *a, bk_texel_src *src, float **tri_n)
+{
+    memset(src, 0, sizeof *src);
+    *tri_n = NULL;
+    src->uv = a->uv;
+    src->tri_page = a->tri_page;
+    src->tri_count = s->tri_count;
+    src->width = a->width;
+    src->height = a->height;
+    if (!s->tri_vn || !s->normals || !s->tri_count) return 0;
+    float *n = malloc(sizeof(float) * 9 * (size_t)s->tri_count);
+    if (!n) return -1;
+    const void *ctx[2] = { s, n };
+    bk_parallel_for(s->tri_count, 4096, tri_n_fn, (void *)ctx);
+    src->tri_n = n;
+    *tri_n = n;
+    return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "atlas.h"
 #include "bk_bake.h"
+#include "bk_texel.h"
 #include "scene.h"
 
 #include <stddef.h>
@@ -37,6 +38,12 @@ int bk_atlas_rasterize_refs(const bk_scene *s, const bk_atlas *a, bk_texel_ref *
 /* out[i] = the texel bk_atlas_rasterize makes for refs[i] (the same bits), for i in [0, n); on
  * the host thread pool (pool.h). */
 void bk_texels_make(const bk_scene *s, const bk_atlas *a, const bk_texel_ref *refs, uint32_t n, bk_texel *out);
+
+/* What a backend needs to make the texels of refs itself (backend.h: bake_refs): the atlas's UVs
+ * and pages (pointed to, not copied) and each triangle's vertex normals (*tri_n: malloc'ed, NULL
+ * when the scene has none; free it after the bake). Their texels are bk_texels_make's. Returns 0,
+ * or -1 when out of memory. */
+int bk_texel_src_make(const bk_scene *s, const bk_atlas *a, bk_texel_src *src, float **tri_n);
 
 /* The texels turned, in their own memory, into their refs (pixel and triangle: 8 of their 32 B),
  * in the same order, the rest of the block given back (realloc); *texels is freed and NULL

@@ -13,6 +13,7 @@
 #include "bk_traverse.h"
 #include "bk_bake.h"
 #include "bk_denoise.h"
+#include "bk_texel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -184,6 +185,13 @@ struct bk_backend_i {
      * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
     int (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
                        size_t err_size);
+    /* Instead of bake_texels: the backend makes texels [first, first + count) itself from their
+     * refs (pixel and triangle), with src's atlas UVs, pages and normals and the bake's shading
+     * triangles (bk_texel_make, kernels/bk_texel.h: the same bits as bk_texels_make), so the host
+     * neither makes them nor hands over 32 B each. src (host arrays) is the same for every call of
+     * one bake and is read at the first. NULL where the backend cannot. */
+    int (*bake_refs)(bk_backend *be, const bk_texel_src *src, uint32_t first, uint32_t count, const bk_texel_ref *refs,
+                     char *err, size_t err_size);
     /* Host memory the backend's transfers read and write fastest (CUDA: page-locked, usable by
      * every device of the process), for the bake's slices of texels and sums; NULL hooks: plain
      * malloc and free (a host backend's memory is all alike). host_alloc returns NULL when out of

@@ -487,6 +487,7 @@ static const struct bk_backend_i cpu_iface = {
     .caps = cpu_caps,
     .member = NULL,      /* one device */
     .bake_texels = NULL, /* it reads the caller's texels in place */
+    .bake_refs = NULL,   /* nor makes any */
     .host_alloc = NULL,  /* host memory: malloc's */
     .host_free = NULL,
 };

@@ -202,6 +202,7 @@ static const struct bk_backend_i group_iface = {
     .caps = group_caps,
     .member = group_member,
     .bake_texels = group_bake_texels,
+    .bake_refs = NULL, /* its members make them (bk_bake_texels) */
     .host_alloc = NULL, /* host memory: the bake asks the first member */
     .host_free = NULL,
 };

@@ -757,7 +757,8 @@ static int run_share(bake_run *R, const bk_bake_view *v, const bk_texel *texels,
 }
 
 /* No texels given: every device begins here, then gets them a slice at a time, each slice made
- * once for all of them (bk_bake_run_opts.make_texels). */
+ * once for all of them (bk_bake_run_opts.make_texels), or only their refs when every device makes
+ * the texels itself (texel_src, bake_refs). */
 static void run_make_texels(bake_run *R)
 {
     bake_share             *S = &R->S;
@@ -767,8 +768,12 @@ static void run_make_texels(bake_run *R)
     const int               nd = R->nd;
     S->made = 1;
     S->refs = o->texel_refs;
-    int ok = o->make_texels && o->texel_refs && R->caps.keeps_texels;
-    for (int k = 0; k < nd && ok; ++k) ok = dv[k].be->i->bake_texels != NULL;
+    int on_device = o->texel_src != NULL, ok = o->make_texels != NULL;
+    for (int k = 0; k < nd; ++k) {
+        on_device = on_device && dv[k].be->i->bake_refs != NULL;
+        ok = ok && dv[k].be->i->bake_texels != NULL;
+    }
+    ok = (ok || on_device) && o->texel_refs && R->caps.keeps_texels;
     if (!ok) {
         dv[0].rc = -1;
         snprintf(dv[0].err, sizeof dv[0].err, "the bake needs the whole texels: the backend reads them in place");
@@ -781,7 +786,21 @@ static void run_make_texels(bake_run *R)
         } else dv[k].begun = 1;
     }
     const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
-    bk_texel      *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
+    if (on_device) { /* the devices make them: the refs go in slices as large as the texels' */
+        const uint32_t nr = 4 * nm;
+        for (uint32_t first = 0; first < n && !S->failed; first += nr) {
+            const uint32_t count = n - first < nr ? n - first : nr;
+            for (int k = 0; k < nd; ++k)
+                if (dv[k].be->i->bake_refs(dv[k].be, o->texel_src, first, count, o->texel_refs + first, dv[k].err,
+                                           sizeof dv[k].err)) {
+                    dv[k].rc = -1;
+                    S->failed = 1;
+                    break;
+                }
+        }
+        return;
+    }
+    bk_texel *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
     if (!S->failed && nm && !made) {
         dv[0].rc = -1;
         snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm);

@@ -88,6 +88,9 @@ typedef struct bk_bake_run_opts {
     void               *make_texels_ctx;
     const bk_texel_ref *texel_refs;
     uint32_t            make_slice;
+    /* With texel_refs: where every device has bake_refs, the devices make the texels themselves
+     * from the refs and this (make_texels is then not called). NULL: the host makes them. */
+    const bk_texel_src *texel_src;
 } bk_bake_run_opts;
 
 /* Texels made at once when the bake makes them (bk_bake_run_opts.make_texels): 8 MB. */

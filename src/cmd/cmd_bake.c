@@ -157,6 +157,8 @@ typedef struct bake_state {
     bk_bake_run_opts        ro;
     bk_cmd_bake_kept_texels kt;
     bk_cmd_bake_made_texels mt;
+    bk_texel_src            tsrc;   /* the texels' source for a device that makes them (bake_refs) */
+    float                  *tsrc_n; /* its normals (bk_texel_src_make) */
     bk_bake_result          res;
     bk_view_result          view; /* --preview */
 } bake_state;
@@ -591,6 +593,14 @@ static int phase_bake(bake_state *st)
         st->ro.make_texels = bk_cmd_bake_make_texels;
         st->ro.make_texels_ctx = &st->mt;
         st->ro.texel_refs = st->refs;
+        /* a device that makes them from their refs gets those (8 B each) and the atlas's UVs */
+        if (st->bv.tri_count == st->surf->tri_count) {
+            if (bk_texel_src_make(st->surf, &st->at, &st->tsrc, &st->tsrc_n)) {
+                bk_cmd_bake_error("out of memory for the texels' normals\n");
+                return 1;
+            }
+            st->ro.texel_src = &st->tsrc;
+        }
     }
     const uint64_t key = job->size > 1 ? bk_cmd_bake_job_key(job, c, st->tx, &st->mt, st->ntx, st->img_h) : 0;
     if (bk_bake_texels(st->be, &st->bv, st->tx, st->ntx, st->at.width, st->img_h, &st->ro, st->rgb, st->cov, &st->res,
@@ -744,8 +754,8 @@ static int write_mesh(bake_state *st)
         for (int p = 0; p < st->at.page_count; ++p)
             files[p] = st->io.out[c->pages_auto ? st->page_idx[p] : st->out_idx[OUT_LIGHTMAP]].tmp;
         int rc = !(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) ||
-                 bk_cmd_bake_write_gltf(f, c, &st->s, st->surf, st->has_vox ? &st->vm : NULL, &st->at,
-                                        st->page_names, files, st->rgb, &st->pool, err, es) ||
+                 bk_cmd_bake_write_gltf(f, c, &st->s, st->surf, st->has_vox ? &st->vm : NULL, &st->at, st->page_names,
+                                        files, st->rgb, &st->pool, err, es) ||
                  bk_outputs_close(&st->io, st->out_idx[OUT_MESH_GLTF], err, es);
         free(files);
         if (rc) {
@@ -1098,6 +1108,7 @@ static int bake_end(bake_state *st, int rc)
     free(st->tcol);
     free(st->tx);
     free(st->refs);
+    free(st->tsrc_n);
     free(st->cov);
     free(c->points);
     free(c->scenes);
