@@ -68,11 +68,17 @@ typedef struct cuda_ctx {
     uint32_t           *d_spill;
     size_t              spill_words;
     unsigned long long *d_stats;
-    cudaEvent_t         ev0, ev1, ev_sorted;
-    /* --ray-order sorted: the rays' keys and indices, sorted by the project's radix sort */
+    cudaEvent_t         ev0, ev1, ev_sorted, ev_traced;
+    /* --ray-order sorted or binned: the rays' keys and indices (d_order_keys, d_order: i), sorted by
+       the project's radix sort into d_sorted_keys, d_sorted (distinct arrays: no copy back after an
+       odd number of passes); with the rays copied into order (bk_trace_opts.order_copy), the rays,
+       their hits and statistics in sorted order */
     bk_gpu_ops *prim;
-    uint32_t   *d_order_keys, *d_order;
+    uint32_t   *d_order_keys, *d_order, *d_sorted_keys, *d_sorted;
     uint64_t    order_cap;
+    bk_ray     *d_rays_sorted;
+    bk_hit     *d_hits_sorted;
+    uint64_t    copy_cap;
     int         key_blocks; /* ray_key_kernel's blocks per SM */
     /* bake */
     bk_bake_view bake; /* device pointers */
@@ -207,15 +213,44 @@ __global__ void __launch_bounds__(BLOCK, TRACE_MIN_BLOCKS(ACCEL, MODE, ANY, PRIM
 typedef void (*kernel_fn)(bk_accel_view, const bk_ray *, bk_hit *, uint64_t, int, uint32_t *, unsigned long long *,
                           uint32_t *, const uint32_t *);
 
-/* --ray-order sorted: each ray's key (bk_ray_order_key) and its index, for the sort. */
+/* --ray-order sorted or binned: each ray's key (the top bits of bk_ray_order_key: the key shifted
+ * right by shift) and its index, for the sort. */
 __global__ void __launch_bounds__(BLOCK)
-    ray_key_kernel(const bk_ray *__restrict__ rays, uint64_t n, bk_vec3 lo, bk_vec3 scale, uint32_t *__restrict__ keys,
-                   uint32_t *__restrict__ idx)
+    ray_key_kernel(const bk_ray *__restrict__ rays, uint64_t n, bk_vec3 lo, bk_vec3 scale, int shift,
+                   uint32_t *__restrict__ keys, uint32_t *__restrict__ idx)
 {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         const bk_ray r = rays[i];
-        keys[i] = bk_ray_order_key(&r, lo, scale);
+        keys[i] = bk_ray_order_key(&r, lo, scale) >> shift;
         idx[i] = (uint32_t)i;
+    }
+}
+
+/* The rays copied into their sorted order (order_copy 2): out[i] = rays[order[i]], two 16-byte
+ * loads and stores per ray (a ray is one 32-byte sector, at a multiple of 32 bytes). */
+__global__ void __launch_bounds__(BLOCK)
+    ray_gather_kernel(const bk_ray *__restrict__ rays, const uint32_t *__restrict__ order, uint64_t n,
+                      bk_ray *__restrict__ out)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const float4 *src = (const float4 *)(rays + order[i]);
+        float4       *dst = (float4 *)(out + i);
+        const float4  a = src[0], b = src[1];
+        dst[0] = a;
+        dst[1] = b;
+    }
+}
+
+/* ... and the hits (and per-ray statistics) of the sorted rays back to their rays' indices. */
+__global__ void __launch_bounds__(BLOCK)
+    hit_scatter_kernel(const bk_hit *__restrict__ sorted_hits, const uint32_t *__restrict__ sorted_stats,
+                       const uint32_t *__restrict__ order, uint64_t n, bk_hit *__restrict__ hits,
+                       uint32_t *__restrict__ ray_stats)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t j = order[i];
+        *(uint2 *)(hits + j) = *(const uint2 *)(sorted_hits + i);
+        if (ray_stats) ray_stats[j] = sorted_stats[i];
     }
 }
 
@@ -427,8 +462,9 @@ static const bk_accel_view *cuda_view(cuda_ctx *c, const bk_trace_opts *o, char 
 
 /* Room for n rays' keys and indices and their sort, and the sort's context (made on first use,
  * with a first sort of two keys: the kernels' modules load at their first launch, which would
- * otherwise be timed). */
-static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
+ * otherwise be timed); with copy, room for the rays and hits in sorted order too (and a first
+ * launch of the copying kernels, with nothing to copy). */
+static int order_reserve(cuda_ctx *c, uint64_t n, int copy, char *err, size_t err_size)
 {
     int fresh = 0;
     if (!c->prim) {
@@ -440,21 +476,85 @@ static int order_reserve(cuda_ctx *c, uint64_t n, char *err, size_t err_size)
     if (n > c->order_cap) {
         cudaFree(c->d_order_keys);
         cudaFree(c->d_order);
-        c->d_order_keys = c->d_order = NULL;
+        cudaFree(c->d_sorted_keys);
+        cudaFree(c->d_sorted);
+        c->d_order_keys = c->d_order = c->d_sorted_keys = c->d_sorted = NULL;
         c->order_cap = 0;
         CUDA_TRY(cudaMalloc((void **)&c->d_order_keys, n * sizeof(uint32_t)));
         CUDA_TRY(cudaMalloc((void **)&c->d_order, n * sizeof(uint32_t)));
+        CUDA_TRY(cudaMalloc((void **)&c->d_sorted_keys, n * sizeof(uint32_t)));
+        CUDA_TRY(cudaMalloc((void **)&c->d_sorted, n * sizeof(uint32_t)));
         if (bk_gpu_ops_sort_reserve_u32(c->prim, n, err, err_size)) return -1;
         c->order_cap = n;
         note_memory(c);
     }
     if (fresh && n >= 2) {
         bk_vec3 zero = bk_v3(0.0f, 0.0f, 0.0f);
-        ray_key_kernel<<<1, BLOCK>>>(c->d_rays, 2, zero, zero, c->d_order_keys, c->d_order);
+        ray_key_kernel<<<1, BLOCK>>>(c->d_rays, 2, zero, zero, 0, c->d_order_keys, c->d_order);
         CUDA_TRY(cudaGetLastError());
-        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, 2,
+        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_sorted_keys, c->d_order, c->d_sorted, 2,
                                       BK_RAY_ORDER_KEY_BITS, err, err_size))
             return -1;
+    }
+    if (copy && n > c->copy_cap) {
+        const int first = c->copy_cap == 0;
+        cudaFree(c->d_rays_sorted);
+        cudaFree(c->d_hits_sorted);
+        c->d_rays_sorted = NULL;
+        c->d_hits_sorted = NULL;
+        c->copy_cap = 0;
+        CUDA_TRY(cudaMalloc((void **)&c->d_rays_sorted, n * sizeof(bk_ray)));
+        CUDA_TRY(cudaMalloc((void **)&c->d_hits_sorted, n * sizeof(bk_hit)));
+        c->copy_cap = n;
+        note_memory(c);
+        if (first) {
+            ray_gather_kernel<<<1, BLOCK>>>(c->d_rays, c->d_sorted, 0, c->d_rays_sorted);
+            CUDA_TRY(cudaGetLastError());
+            hit_scatter_kernel<<<1, BLOCK>>>(c->d_hits_sorted, NULL, c->d_sorted, 0, c->d_hits, NULL);
+            CUDA_TRY(cudaGetLastError());
+        }
+    }
+    return 0;
+}
+
+/* Copy the rays into order (order_copy 2) unless told otherwise: each thread then reads its ray
+ * from where the one before it ended, as in a file sorted beforehand, at the price of a copy of the
+ * rays and a scatter of the hits; 0 = through the indices (1). */
+#ifndef BK_CUDA_ORDER_COPY
+#define BK_CUDA_ORDER_COPY 0
+#endif
+
+/* The order cuda_trace traces n rays in: o->ray_order, or for auto input when they are few or
+ * sampled neighbours mostly share their coarse bin (the file is coherent already: a sort would
+ * cost and save nothing), else binned; the sampling (on the host, which holds the rays) is timed
+ * into *sample_s, its share into totals->coherence. The sort takes fewer than 2^30 pairs: a
+ * larger batch is traced as it comes. */
+static int pick_order(const cuda_ctx *c, const bk_trace_opts *o, const bk_ray *rays, uint64_t n, bk_vec3 scale,
+                      bk_trace_totals *totals, double *sample_s)
+{
+    if (n >= (1ull << 30) || o->ray_order == BK_RAY_ORDER_INPUT) return BK_RAY_ORDER_INPUT;
+    if (o->ray_order != BK_RAY_ORDER_AUTO) return o->ray_order;
+    if (n < BK_RAY_ORDER_AUTO_MIN) return BK_RAY_ORDER_INPUT;
+    const double s0 = now_seconds();
+    totals->coherence = bk_ray_order_coherence(rays, n, c->view.lo, scale);
+    *sample_s = now_seconds() - s0;
+    return totals->coherence < BK_RAY_ORDER_COHERENT ? BK_RAY_ORDER_BINNED : BK_RAY_ORDER_INPUT;
+}
+
+/* The rays' keys (the top bits of bk_ray_order_key) and their sort into c->d_sorted, and with copy
+ * the rays copied into that order, queued on the default stream. */
+static int order_launch(cuda_ctx *c, uint64_t n, bk_vec3 scale, int bits, int copy, unsigned blocks, char *err,
+                        size_t err_size)
+{
+    ray_key_kernel<<<blocks, BLOCK>>>(c->d_rays, n, c->view.lo, scale, BK_RAY_ORDER_KEY_BITS - bits, c->d_order_keys,
+                                      c->d_order);
+    CUDA_TRY(cudaGetLastError());
+    if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_sorted_keys, c->d_order, c->d_sorted, n, bits, err,
+                                  err_size))
+        return -1;
+    if (copy) {
+        ray_gather_kernel<<<blocks, BLOCK>>>(c->d_rays, c->d_sorted, n, c->d_rays_sorted);
+        CUDA_TRY(cudaGetLastError());
     }
     return 0;
 }
@@ -465,6 +565,7 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     cuda_ctx *c = ctx_of(be);
     memset(totals, 0, sizeof *totals);
     totals->rays = n;
+    totals->coherence = -1.0;
     if (!cuda_supports(be, o, err, err_size)) return -1;
     if (o->reg_cap) {
         snprintf(err, err_size, "register caps apply to the bake kernel only, not to trace");
@@ -512,35 +613,46 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
     CUDA_TRY(cudaMemcpy(c->d_rays, rays, n * sizeof(bk_ray), cudaMemcpyHostToDevice));
     CUDA_TRY(cudaMemset(c->d_hits, 0xAB, n * sizeof(bk_hit))); /* poison: unwritten hits show */
     CUDA_TRY(cudaMemset(c->d_stats, 0, STAT_COUNT * sizeof(unsigned long long)));
-    /* (the sort takes fewer than 2^30 pairs; a larger batch is traced as it comes) */
-    const int sorted = o->ray_order != BK_RAY_ORDER_INPUT && n < (1ull << 30);
-    if (sorted && order_reserve(c, n, err, err_size)) return -1;
-    uint32_t *d_ray_stats = NULL;
+    const bk_vec3 order_scale = bk_ray_order_scale(c->view.lo, c->view.hi);
+    double        sample_s = 0.0;
+    const int     order = pick_order(c, o, rays, n, order_scale, totals, &sample_s);
+    const int     sorted = order != BK_RAY_ORDER_INPUT, bits = bk_ray_order_bits(o);
+    const int     copy = sorted && (o->order_copy ? o->order_copy == 2 : BK_CUDA_ORDER_COPY);
+    if (sorted && order_reserve(c, n, copy, err, err_size)) return -1;
+    uint32_t *d_ray_stats = NULL, *d_stats_sorted = NULL;
     if (o->ray_stats) {
         CUDA_TRY(cudaMalloc((void **)&d_ray_stats, n * sizeof(uint32_t)));
+        if (copy) {
+            cudaError_t e = cudaMalloc((void **)&d_stats_sorted, n * sizeof(uint32_t));
+            if (e != cudaSuccess) cudaFree(d_ray_stats);
+            CUDA_TRY(e);
+        }
         note_memory(c);
     }
+    if (copy) CUDA_TRY(cudaMemset(c->d_hits_sorted, 0xAB, n * sizeof(bk_hit))); /* poison these too */
     double t1 = now_seconds();
     CUDA_TRY(cudaEventRecord(c->ev0));
-    if (sorted) {
-        uint64_t kblocks = (uint64_t)c->key_blocks * (uint64_t)c->sm_count;
-        if (kblocks > need) kblocks = need;
-        ray_key_kernel<<<(unsigned)kblocks, BLOCK>>>(
-            c->d_rays, n, c->view.lo, bk_ray_order_scale(c->view.lo, c->view.hi), c->d_order_keys, c->d_order);
-        CUDA_TRY(cudaGetLastError());
-        if (bk_gpu_ops_sort_pairs_u32(c->prim, c->d_order_keys, c->d_order_keys, c->d_order, c->d_order, n,
-                                      BK_RAY_ORDER_KEY_BITS, err, err_size))
-            return -1;
-    }
+    uint64_t kblocks = (uint64_t)(c->key_blocks > 0 ? c->key_blocks : 1) * (uint64_t)c->sm_count;
+    if (kblocks > need) kblocks = need;
+    if (sorted && order_launch(c, n, order_scale, bits, copy, (unsigned)kblocks, err, err_size)) return -1;
     CUDA_TRY(cudaEventRecord(c->ev_sorted));
-    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, c->d_rays, c->d_hits, n, o->stack_size, c->d_spill, c->d_stats,
-                                         d_ray_stats, sorted ? c->d_order : NULL);
+    k<<<(unsigned)blocks, BLOCK, smem>>>(*view, copy ? c->d_rays_sorted : c->d_rays,
+                                         copy ? c->d_hits_sorted : c->d_hits, n, o->stack_size, c->d_spill, c->d_stats,
+                                         copy ? d_stats_sorted : d_ray_stats, sorted && !copy ? c->d_sorted : NULL);
     CUDA_TRY(cudaGetLastError());
+    CUDA_TRY(cudaEventRecord(c->ev_traced));
+    if (copy) {
+        hit_scatter_kernel<<<(unsigned)kblocks, BLOCK>>>(c->d_hits_sorted, d_stats_sorted, c->d_sorted, n, c->d_hits,
+                                                         d_ray_stats);
+        CUDA_TRY(cudaGetLastError());
+    }
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
-    float ms = 0, sort_ms = 0;
+    float ms = 0, sort_ms = 0, back_ms = 0;
     CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
     CUDA_TRY(cudaEventElapsedTime(&sort_ms, c->ev0, c->ev_sorted));
+    CUDA_TRY(cudaEventElapsedTime(&back_ms, c->ev_traced, c->ev1));
+    cudaFree(d_stats_sorted);
     double             t2 = now_seconds();
     unsigned long long st[STAT_COUNT];
     CUDA_TRY(cudaMemcpy(hits, c->d_hits, n * sizeof(bk_hit), cudaMemcpyDeviceToHost));
@@ -551,10 +663,11 @@ static int cuda_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t
         CUDA_TRY(e);
     }
     double t3 = now_seconds();
-    totals->seconds = ms * 1e-3;
-    totals->sort_seconds = sorted ? sort_ms * 1e-3 : 0.0;
+    totals->seconds = ms * 1e-3 + sample_s;
+    totals->sort_seconds = sample_s + (sorted ? (sort_ms + back_ms) * 1e-3 : 0.0);
     totals->sorted = sorted;
-    totals->upload_seconds = (t1 - t0) + (t3 - t2);
+    totals->order_bits = sorted ? bits : 0;
+    totals->upload_seconds = (t1 - t0 - sample_s) + (t3 - t2); /* (the sampling counts in seconds) */
     totals->nodes = st[STAT_NODES];
     totals->tris = st[STAT_TRIS];
     totals->restarts = st[STAT_RESTARTS];
@@ -1014,8 +1127,13 @@ static void cuda_free(bk_backend *be)
         cudaEventDestroy(c->ev0);
         cudaEventDestroy(c->ev1);
         cudaEventDestroy(c->ev_sorted);
+        cudaEventDestroy(c->ev_traced);
         cudaFree(c->d_order_keys);
         cudaFree(c->d_order);
+        cudaFree(c->d_sorted_keys);
+        cudaFree(c->d_sorted);
+        cudaFree(c->d_rays_sorted);
+        cudaFree(c->d_hits_sorted);
         bk_gpu_ops_free(c->prim);
         free(c);
     }
@@ -1128,7 +1246,7 @@ extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t
     snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
-        cudaEventCreate(&c->ev_sorted) != cudaSuccess) {
+        cudaEventCreate(&c->ev_sorted) != cudaSuccess || cudaEventCreate(&c->ev_traced) != cudaSuccess) {
         snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name,
                  cudaGetErrorString(cudaGetLastError()));
         free(c);

@@ -19,6 +19,12 @@ bk_trace_opts bk_trace_opts_default(void)
     return o;
 }
 
+int bk_ray_order_bits(const bk_trace_opts *o)
+{
+    if (o->order_bits >= 1 && o->order_bits <= BK_RAY_ORDER_KEY_BITS) return o->order_bits;
+    return o->ray_order == BK_RAY_ORDER_SORTED ? BK_RAY_ORDER_KEY_BITS : BK_RAY_ORDER_BINNED_BITS;
+}
+
 bk_cwbvh *bk_backend_cw_layout(const bk_accel_view *bin, bk_accel_view *view)
 {
     if (bin->type != BK_ACCEL_BVH || bin->prim == BK_PRIM_VOX) return NULL;

@@ -55,11 +55,20 @@ typedef struct bk_trace_opts {
                                        of bk_ray_order_key (kernels/bk_ray.h), each hit still lands at its
                                        ray's index; the sort counts in the trace time. Closest hits are the
                                        same in either order; an any hit may name another triangle. */
+    int order_bits;                 /* trace, sorted or binned: the key's top bits sorted by (1..24), 0 = the
+                                       order's own (24, BK_RAY_ORDER_BINNED_BITS); benchmarks */
+    int order_copy;                 /* cuda trace, sorted or binned: 0 = the backend's choice, 1 = each thread
+                                       fetches its ray through the sorted indices, 2 = the rays are copied
+                                       into order first and the hits scattered back (both timed) */
 } bk_trace_opts;
 
-/* auto: the backend's faster order (cuda sorted, cpu input: there the sort costs about what the
- * coherence saves) */
-enum bk_ray_order { BK_RAY_ORDER_AUTO = 0, BK_RAY_ORDER_INPUT = 1, BK_RAY_ORDER_SORTED = 2 };
+/* auto: the backend's faster order (cuda: input for few rays or rays already coherent in their
+ * own order, else binned (kernels/bk_ray.h); cpu: input, where the sort costs about what the
+ * coherence saves). binned: sorted by the key's top BK_RAY_ORDER_BINNED_BITS, fewer passes. */
+enum bk_ray_order { BK_RAY_ORDER_AUTO = 0, BK_RAY_ORDER_INPUT = 1, BK_RAY_ORDER_SORTED = 2, BK_RAY_ORDER_BINNED = 3 };
+/* The key bits a sorted trace with o sorts the rays by: o->order_bits when set, else
+ * BK_RAY_ORDER_KEY_BITS for sorted and BK_RAY_ORDER_BINNED_BITS for binned (and auto's sort). */
+int bk_ray_order_bits(const bk_trace_opts *o);
 
 /* The register caps the bake kernel is compiled for: 0 (launch bounds (128, 4): at most 128
  * registers), 32 (launch bounds (128, 16): 65536 registers / (128 x 16) threads = 32 each, the
@@ -104,7 +113,11 @@ typedef struct bk_trace_totals {
     double   upload_seconds;                      /* cuda: rays to the device and hits back */
     double   sort_seconds;                        /* rays traced sorted (bk_trace_opts.ray_order): the keys and
                                                      their sort (part of seconds) */
-    int sorted;                                   /* 1: the rays were traced sorted */
+    int    sorted;                                /* 1: the rays were traced sorted */
+    int    order_bits;                            /* sorted: by the key's top order_bits bits */
+    double coherence; /* --ray-order auto on the cuda backend: bk_ray_order_coherence of the rays,
+                         which chose the order; -1 when no rays were sampled (fewer than
+                         BK_RAY_ORDER_AUTO_MIN, another order, the cpu backend) */
 } bk_trace_totals;
 
 /* What a backend is, so that callers never test its name (CONVENTIONS: Backends). */

@@ -219,7 +219,9 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     memset(totals, 0, sizeof *totals);
     /* --ray-order sorted: the rays gathered in key order, traced, their hits (and statistics)
      * scattered back; sorting and moving count in the trace time */
-    const int     sorted = o->ray_order == BK_RAY_ORDER_SORTED && n > 1 && n < (1ull << 32);
+    const int sorted =
+        (o->ray_order == BK_RAY_ORDER_SORTED || o->ray_order == BK_RAY_ORDER_BINNED) && n > 1 && n < (1ull << 32);
+    const int     bits = bk_ray_order_bits(o);
     bk_trace_opts os = *o;
     bk_ray       *sr = NULL;
     bk_hit       *sh = NULL;
@@ -241,10 +243,10 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
         }
         const bk_vec3 scale = bk_ray_order_scale(c->view.lo, c->view.hi);
         for (uint64_t i = 0; i < n; ++i) {
-            keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale);
+            keys[i] = bk_ray_order_key(&rays[i], c->view.lo, scale) >> (BK_RAY_ORDER_KEY_BITS - bits);
             idx[i] = (uint32_t)i;
         }
-        if (bk_gpu_ops_cpu_sort_pairs_u32(keys, idx, n, BK_RAY_ORDER_KEY_BITS)) {
+        if (bk_gpu_ops_cpu_sort_pairs_u32(keys, idx, n, bits)) {
             free(sr);
             free(sh);
             free(keys);
@@ -272,6 +274,7 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
             for (uint64_t i = 0; i < n; ++i) o->ray_stats[idx[i]] = sst[i];
         totals->sort_seconds = t1 - t0;
         totals->sorted = 1;
+        totals->order_bits = bits;
         totals->seconds += (t1 - t0) + (bk_time_now() - t2);
         free(sr);
         free(sh);
@@ -281,6 +284,7 @@ static int cpu_trace(bk_backend *be, const bk_ray *rays, bk_hit *hits, uint64_t 
     }
     if (rc) return bk_fail(err, err_size, "out of memory");
     totals->rays = n;
+    totals->coherence = -1.0;
     return 0;
 }
 

@@ -95,9 +95,10 @@ static int set_ray_order(void *dst, const char *opt, const char *v)
     (void)opt;
     if (!strcmp(v, "auto")) t->opts.ray_order = BK_RAY_ORDER_AUTO;
     else if (!strcmp(v, "sorted")) t->opts.ray_order = BK_RAY_ORDER_SORTED;
+    else if (!strcmp(v, "binned")) t->opts.ray_order = BK_RAY_ORDER_BINNED;
     else if (!strcmp(v, "input")) t->opts.ray_order = BK_RAY_ORDER_INPUT;
     else {
-        fprintf(stderr, "baker: --ray-order: expected auto, sorted or input, got '%s'\n", v);
+        fprintf(stderr, "baker: --ray-order: expected auto, sorted, binned or input, got '%s'\n", v);
         return -1;
     }
     return 0;
@@ -197,15 +198,18 @@ const bk_cli_opt bk_cli_trace_opts[] = {
       .help = "where to trace (default auto: the GPU when one is usable)" },
     { .name = "--threads", .arg = "N", .set = set_threads, .help = "cpu backend: worker threads (default: all cores)" },
     { .name = "--ray-order",
-      .arg = "auto|sorted|input",
+      .arg = "auto|sorted|binned|input",
       .set = set_ray_order,
       .help = "in what order the rays are traced: sorted by direction octant,\n"
               "then origin along a Morton curve, so that neighbouring threads\n"
               "run alike (the sort counts in the trace time; hits come back in\n"
-              "the file's order), or as they come (input); default auto: sorted\n"
-              "on the cuda backend, input on the cpu, where it pays no more\n"
-              "than it costs. A bake's auto is input; sorted bins each wave's\n"
-              "rays (GPU wavefront; --bin-rays on also sorts the texels)" },
+              "the file's order); binned: by the same key's top 16 bits (a\n"
+              "coarser grid, a cheaper sort); or as they come (input). Default\n"
+              "auto: on the cuda backend input for fewer than 64k rays or rays\n"
+              "already coherent in the file (most sampled neighbours share a\n"
+              "coarse bin), else binned; on the cpu input, where a sort pays\n"
+              "no more than it costs. A bake's auto is input; sorted bins each\n"
+              "wave's rays (GPU wavefront; --bin-rays on also sorts the texels)" },
     { .name = "--any-hit", .set = set_any_hit, .help = "occlusion query: stop at the first hit found" },
     { .name = "--stats",
       .set = set_stats,
@@ -287,6 +291,19 @@ const char *bk_cli_unknown(const char *opt, const char *help, char *buf, size_t 
     else snprintf(buf, n, "unknown option '%s' (see %s)", opt, help);
     bk_escape_controls(buf, n);
     return buf;
+}
+
+int bk_cli_f64(const char *opt, const char *val, double min, double max, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || !end || *end || end == val || !(v >= min && v <= max)) {
+        fprintf(stderr, "baker: %s: expected a number from %g to %g, got '%s'\n", opt, min, max, val);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out)

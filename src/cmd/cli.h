@@ -57,7 +57,8 @@ void                    bk_cli_trace_help(FILE *f);
 
 /* Parse helpers: print "baker: OPTION: ..." and return -1 on a bad value. */
 int bk_cli_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *out);
-int bk_cli_value(int argc, char **argv, int *i, const char **val); /* the value after argv[*i] */
+int bk_cli_f64(const char *opt, const char *val, double min, double max, double *out); /* min <= v <= max */
+int bk_cli_value(int argc, char **argv, int *i, const char **val);                     /* the value after argv[*i] */
 /* The message for an unknown option opt ("unknown option 'opt' (see HELP)"); when a file of that
  * name exists, it also says how to name it as a file: ./opt, or after --. Returns buf. */
 const char *bk_cli_unknown(const char *opt, const char *help, char *buf, size_t n);

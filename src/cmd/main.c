@@ -86,6 +86,7 @@ static const char trace_usage[] =
     "options:\n"; /* then trace_opts */
 
 static const char rays_usage[] = "usage: baker rays SCENE -o RAYS (--diffuse N | --primary N | --random N) [--seed S]\n"
+                                 "                  [--length F] [--sort]\n"
                                  "\n"; /* then rays_opts */
 
 static const char build_usage[] =
@@ -246,7 +247,22 @@ static int cmd_build(int argc, char **argv)
 typedef struct rays_cli {
     const char *scene, *out, *kind; /* kind: the option that names the ray set, as written */
     uint64_t    n, seed;
+    double      length; /* > 0: tmax at most length x the box diagonal */
+    int         sort;   /* write them in the trace's sorted order */
 } rays_cli;
+
+static int set_rays_length(void *dst, const char *opt, const char *v)
+{
+    return bk_cli_f64(opt, v, 1e-9, 1e9, &((rays_cli *)dst)->length);
+}
+
+static int set_rays_sort(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    (void)v;
+    ((rays_cli *)dst)->sort = 1;
+    return 0;
+}
 
 static int set_rays_out(void *dst, const char *opt, const char *v)
 {
@@ -290,6 +306,18 @@ static const bk_cli_opt rays_opts[] = {
       .arg = "S",
       .set = set_rays_seed,
       .help = "random seed (default 1); the same seed gives the same file" },
+    { .name = "--length",
+      .arg = "F",
+      .set = set_rays_length,
+      .help = "rays that end soon: tmax at most F times the scene box's diagonal\n"
+              "(ambient-occlusion style rays, e.g. 0.05)" },
+    { .name = "--sort",
+      .set = set_rays_sort,
+      .help = "write the rays in the order `baker trace --ray-order sorted` traces\n"
+              "them: direction octant, then origin along a Morton curve over the\n"
+              "box of the scene's BVH (stable: equal keys keep their order), so\n"
+              "other tracers can be run on rays sorted as baker sorts them and\n"
+              "baker's --ray-order input on a sorted file" },
     { .help = "N may be written 4M or 64k.\n" },
     { 0 },
 };
@@ -380,12 +408,24 @@ static int cmd_rays(int argc, char **argv)
                  ? (vox ? bk_rays_diffuse_front : bk_rays_diffuse)(src, n, (uint32_t)seed, &rays, err, sizeof err)
              : !strcmp(kind, "--primary") ? bk_rays_primary(src, n, (uint32_t)seed, &rays, err, sizeof err)
                                           : bk_rays_random(src, n, (uint32_t)seed, &rays, err, sizeof err);
+    if (!rc && c.length > 0) bk_rays_limit(rays, n, src, (float)c.length);
     bk_voxmesh_free(&vm);
+    if (!rc && c.sort) { /* the box the trace's key is made over: its accel's (the BVH of the scene as loaded) */
+        bk_accel      a;
+        bk_build_opts bo = bk_build_opts_default();
+        rc = bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err);
+        if (!rc) {
+            rc = bk_rays_sort(rays, n, a.lo, a.hi, BK_RAY_ORDER_KEY_BITS, err, sizeof err);
+            bk_accel_free(&a);
+        }
+    }
     if (!rc)
         rc = !(f = bk_outputs_open(&io, oi, err, sizeof err)) || bk_rays_write_file(f, out, rays, n, err, sizeof err) ||
              bk_outputs_commit(&io, err, sizeof err);
     if (rc) fprintf(stderr, "baker: %s\n", err);
-    else printf("wrote %llu %s rays to %s\n", (unsigned long long)n, kind + 2, out);
+    else
+        printf("wrote %llu %s rays%s%s to %s\n", (unsigned long long)n, kind + 2, c.length > 0 ? ", short" : "",
+               c.sort ? ", sorted" : "", out);
     bk_outputs_free(&io);
     free(rays);
     bk_scene_free(&s);
@@ -533,8 +573,16 @@ static void print_trace(bk_backend *be, const bk_cli_trace *t, const bk_accel *a
            n ? 100.0 * (double)hit_count / (double)n : 0.0, tot->seconds > 0 ? (double)n / tot->seconds / 1e6 : 0.0,
            be->i->name(be), bk_stack_mode_name(t->opts.stack_mode));
     if (bk_stack_sized(t->opts.stack_mode)) printf(" of %d", t->opts.stack_size);
-    printf(", %s, %s order)\n", t->opts.any_hit ? "any hit" : "closest hit", tot->sorted ? "sorted" : "input");
-    if (tot->sorted) printf("  of which sort   %8.4f s  the rays' keys and their sort\n", tot->sort_seconds);
+    if (tot->sorted)
+        printf(", %s, sorted by %d key bits)\n", t->opts.any_hit ? "any hit" : "closest hit", tot->order_bits);
+    else printf(", %s, input order)\n", t->opts.any_hit ? "any hit" : "closest hit");
+    if (tot->coherence >= 0)
+        printf("  order auto: %.1f%% of sampled neighbouring rays share a coarse bin (%s %.0f%%)\n",
+               100.0 * tot->coherence, tot->sorted ? "sorted: below" : "as they come: at least",
+               100.0 * BK_RAY_ORDER_COHERENT);
+    if (tot->sorted || tot->coherence >= 0)
+        printf("  of which sort   %8.4f s  the rays' keys and their sort%s\n", tot->sort_seconds,
+               tot->coherence >= 0 ? ", with the sampling" : "");
     if (tot->upload_seconds > 0)
         printf("transfer        %8.3f s  rays to the device, hits back\n", tot->upload_seconds);
     if (t->stats) {

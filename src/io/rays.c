@@ -3,6 +3,7 @@
 #include "outputs.h"
 #include "util.h"
 #include "bk_rng.h"
+#include "sort.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -302,4 +303,35 @@ int bk_hit_agree(bk_hit a, bk_hit b, int any_hit, float rel)
     if (!ha || any_hit) return 1;
     float d = fabsf(a.t - b.t), m = fmaxf(fabsf(a.t), fabsf(b.t));
     return d <= rel * m || d == 0.0f;
+}
+
+int bk_rays_sort(bk_ray *rays, uint64_t n, bk_vec3 lo, bk_vec3 hi, int bits, char *err, size_t err_size)
+{
+    if (bits < 1 || bits > BK_RAY_ORDER_KEY_BITS)
+        return bk_fail(err, err_size, "ray sort: %d key bits, expected 1..%d", bits, BK_RAY_ORDER_KEY_BITS);
+    if (n < 2) return 0;
+    uint32_t *key = malloc(n * sizeof *key);
+    if (!key) return bk_fail(err, err_size, "ray sort: out of memory for %llu rays", (unsigned long long)n);
+    const bk_vec3 scale = bk_ray_order_scale(lo, hi);
+    for (uint64_t i = 0; i < n; ++i) key[i] = bk_ray_order_key(&rays[i], lo, scale) >> (BK_RAY_ORDER_KEY_BITS - bits);
+    /* the host's stable radix sort, the rays carried beside their keys: the order of the trace's
+     * stable GPU sort of the same keys */
+    bk_sort_spec sp = bk_sort_spec_of(sizeof *key, 0, 4);
+    sp.end_bit = bits;
+    sp.vals = rays;
+    sp.val_size = sizeof *rays;
+    sp.parallel = 1;
+    const int rc = bk_sort_radix(key, (size_t)n, &sp);
+    free(key);
+    return rc ? bk_fail(err, err_size, "ray sort: out of memory for %llu rays", (unsigned long long)n) : 0;
+}
+
+void bk_rays_limit(bk_ray *rays, uint64_t n, const bk_scene *s, float fraction)
+{
+    float lo[3], hi[3];
+    bk_scene_bounds(s, lo, hi);
+    const float dx = hi[0] - lo[0], dy = hi[1] - lo[1], dz = hi[2] - lo[2];
+    const float len = fraction * sqrtf(dx * dx + dy * dy + dz * dz);
+    for (uint64_t i = 0; i < n; ++i)
+        if (!(rays[i].tmax <= len)) rays[i].tmax = len;
 }

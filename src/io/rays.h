@@ -39,6 +39,16 @@ int bk_rays_primary(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, 
  * has a direction along a single axis, every 11th a finite tmax. */
 int bk_rays_random(const bk_scene *s, uint64_t n, uint32_t seed, bk_ray **out, char *err, size_t err_size);
 
+/* Short rays (ambient-occlusion style, rays that end soon): every tmax at most fraction times the
+ * diagonal of s's box (bk_scene_bounds). */
+void bk_rays_limit(bk_ray *rays, uint64_t n, const bk_scene *s, float fraction);
+
+/* The rays in place in the order the trace sorts them by (--ray-order sorted: bits 24; binned:
+ * BK_RAY_ORDER_BINNED_BITS): by the top bits of bk_ray_order_key (kernels/bk_ray.h) over the box
+ * lo..hi (the accel's: bk_accel.lo, hi), stable, so rays with equal keys keep their order, as in
+ * the trace's radix sort. -1 (err) for bits outside 1..24 or without memory. */
+int bk_rays_sort(bk_ray *rays, uint64_t n, bk_vec3 lo, bk_vec3 hi, int bits, char *err, size_t err_size);
+
 /* rays.md: two tracers agree on a ray when both miss, or both hit with relative t difference
  * under rel (ties on shared edges may name different triangles at the same t). In any-hit mode
  * only hit or miss is compared. */
