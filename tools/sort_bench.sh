@@ -13,9 +13,10 @@
 # BAKER when that exists, or $WORLD), then a fast interior: the Cornell box and sibenik with rays
 # at most LENGTH (default 0.05) times the box diagonal long. Environment: RAYS (default 4M), REPS
 # (5), BACKEND (cuda), LENGTH, WORLD, TMP (a scratch folder, default one from mktemp, removed).
+# SCENES_DIR defaults to $BK_SCENES_DIR, else ../shared/scenes beside the repository.
 set -eu
 baker=$(readlink -f "${1:-build-gpu/baker}")
-scenes=$(readlink -f "${2:-$(dirname "$0")/../../shared/scenes}")
+scenes=$(readlink -f "${2:-${BK_SCENES_DIR:-$(dirname "$0")/../../shared/scenes}}")
 rays=${RAYS:-4M}
 reps=${REPS:-5}
 backend=${BACKEND:-cuda}
@@ -28,18 +29,18 @@ fi
 world=${WORLD:-}
 if [ -z "$world" ] && [ -x "$(dirname "$baker")/vox_world" ]; then
   world=$tmp/world54k.vox
-  "$(dirname "$baker")/vox_world" -o "$world" >/dev/null
+  "$(dirname "$baker")/vox_world" -o "$world" >/dev/null || world=
 fi
 list=$scenes/sponza-dabrovic/sponza.obj,$scenes/sibenik/sibenik.obj,$scenes/dragon/dragon_vrip_res2.obj
 [ -n "$world" ] && [ -f "$world" ] && list=$list,$world
 common="--backend $backend --rays $rays --reps $reps --orders"
 
 echo "== bench trace --orders: diffuse rays, tmax infinite"
-"$baker" bench trace $common --scenes "$list"
+"$baker" bench trace $common --scenes "$list" || echo "(bench trace: exit $?)"
 echo
 echo "== bench trace --orders: short rays (at most $length x the box diagonal): a fast interior"
 "$baker" bench trace $common --length "$length" \
-  --scenes "$scenes/cornell-box/CornellBox-Original.obj,$scenes/sibenik/sibenik.obj"
+  --scenes "$scenes/cornell-box/CornellBox-Original.obj,$scenes/sibenik/sibenik.obj" || echo "(bench trace: exit $?)"
 
 # Files: the raygen order and the sorted copy, traced by `baker trace` as OptiX would be given them
 # (each call loads, builds and starts the device again: two scenes only).
@@ -57,7 +58,7 @@ for case in "sponza-dabrovic/sponza.obj:" "sibenik/sibenik.obj:--length $length"
         flag=
         [ "$q" = any ] && flag=--any-hit
         line=$("$baker" trace "$scene" --rays "$tmp/$file.rays" --hits "$tmp/$file.hits" --backend "$backend" \
-          --ray-order "$order" $flag | grep '^trace')
+          --ray-order "$order" $flag | grep '^trace') || line="(baker trace failed)"
         printf '%-22s %-6s %-8s %s\n' "$file" "$order" "$q" "$(echo "$line" |
           sed 's/.*hit, \([0-9.]*\) Mrays\/s.*, \([^,]*\))$/\1 Mrays\/s (\2)/')"
       done
