@@ -112,7 +112,8 @@ typedef struct bk_trace_totals {
     double   seconds;                             /* the trace alone (cuda: kernel time from events) */
     double   upload_seconds;                      /* cuda: rays to the device and hits back */
     double   sort_seconds;                        /* rays traced sorted (bk_trace_opts.ray_order): the keys and
-                                                     their sort (part of seconds) */
+                                                     their sort, the copies of order_copy, and auto's
+                                                     sampling (part of seconds) */
     int    sorted;                                /* 1: the rays were traced sorted */
     int    order_bits;                            /* sorted: by the key's top order_bits bits */
     double coherence; /* --ray-order auto on the cuda backend: bk_ray_order_coherence of the rays,
