@@ -1,6 +1,7 @@
 /* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
  * utilisation and stretch:
- *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste] SCENE...
+ *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste]
+ *                       [--pages-auto] [--texels-per-voxel N] [--refs] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
  * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names).
@@ -11,7 +12,11 @@
  * per chart. The line ends with hashes of the atlas (UVs and charts) and of its raster (texels
  * and coverage). --waste: where the texels that bake nothing are (the padding ring around charts,
  * gaps, rows left below them), the ring by chart size, and the charts' boundary length (which the
- * ring follows). */
+ * ring follows). A .vox scene is charted as a bake charts it: its voxel surface's quads as
+ * rectangles of --texels-per-voxel (default 2) texels a voxel; --pages-auto packs pages of --size
+ * as baker's --pages auto does, and each page's fill (the share of its texels charts cover) is
+ * printed. --refs: "raster" times bk_atlas_rasterize_refs (what a GPU bake calls) instead of
+ * bk_atlas_rasterize. */
 #include "atlas.h"
 #include "image.h"
 #include "pool.h"
@@ -19,6 +24,7 @@
 #include "raster.h"
 #include "scene.h"
 #include "util.h"
+#include "voxmesh.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +128,7 @@ static void waste_report(const bk_atlas *a, int pad)
 
 int main(int argc, char **argv)
 {
-    int         size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0;
+    int         size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0, pages_auto = 0, tpv = 2, refs = 0;
     const char *png = NULL;
     char        err[512];
     for (int i = 1; i < argc; ++i) {
@@ -136,6 +142,18 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--stages")) {
             show_stages = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--pages-auto")) {
+            pages_auto = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--refs")) {
+            refs = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--texels-per-voxel") && i + 1 < argc) {
+            tpv = atoi(argv[++i]);
             continue;
         }
         if (!strcmp(argv[i], "--waste")) {
@@ -164,6 +182,21 @@ int main(int argc, char **argv)
         bk_atlas_opts_default(&o);
         o.size = size;
         o.scene_path = argv[i];
+        o.pages_auto = pages_auto;
+        /* a .vox scene: its voxel surface, the quads as rectangles (as baker's load_voxels) */
+        bk_voxmesh     vm;
+        bk_atlas_rect *rects = NULL;
+        memset(&vm, 0, sizeof vm);
+        if (s.vox_instance_count > 0) {
+            if (bk_voxmesh_build(&s, &vm, err, sizeof err) || !(rects = bk_voxmesh_rects(&vm, tpv, &o))) {
+                fprintf(stderr, "%s: %s\n", argv[i], rects ? err : "out of memory");
+                return 1;
+            }
+            bk_scene_free(&s);
+            s = vm.scene;
+            memset(&vm.scene, 0, sizeof vm.scene);
+            if (pages_auto && vm.first_quad_tri > 0) o.texels_per_unit = (float)tpv;
+        }
         bk_atlas a;
         double   best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES],
                stages_sim[BK_ATLAS_STAGES];
@@ -182,12 +215,14 @@ int main(int argc, char **argv)
                 memcpy(stages_sim, a.stage_seconds_sim, sizeof stages);
             }
             if (tc < best_cpu) best_cpu = tc;
-            bk_texel *tx = NULL;
-            uint32_t  ntx = 0;
-            uint8_t  *cov = NULL;
+            bk_texel     *tx = NULL;
+            bk_texel_ref *rf = NULL;
+            uint32_t      ntx = 0;
+            uint8_t      *cov = NULL;
             t0 = bk_time_now();
             c0 = clock();
-            if (bk_atlas_rasterize(&s, &a, &tx, &ntx, &cov, err, sizeof err) != 0) {
+            if ((refs ? bk_atlas_rasterize_refs(&s, &a, &rf, &ntx, &cov, err, sizeof err)
+                      : bk_atlas_rasterize(&s, &a, &tx, &ntx, &cov, err, sizeof err)) != 0) {
                 fprintf(stderr, "%s\n", err);
                 return 1;
             }
@@ -197,11 +232,32 @@ int main(int argc, char **argv)
             if (tc < best_rcpu) best_rcpu = tc;
             /* FNV-1a of the texels and the coverage: the same raster prints the same hash */
             tx_hash = 1469598103934665603ull;
-            const unsigned char *tb[2] = { (const unsigned char *)tx, cov };
-            size_t               tn[2] = { sizeof(bk_texel) * (size_t)ntx, BK_ATLAS_PIXELS(&a) };
+            const unsigned char *tb[2] = { refs ? (const unsigned char *)rf : (const unsigned char *)tx, cov };
+            size_t tn[2] = { (refs ? sizeof(bk_texel_ref) : sizeof(bk_texel)) * (size_t)ntx, BK_ATLAS_PIXELS(&a) };
             for (int k = 0; k < 2; ++k)
                 for (size_t b = 0; b < tn[k]; ++b) tx_hash = (tx_hash ^ tb[k][b]) * 1099511628211ull;
+            if (r + 1 == reps && a.page_count > 1 && cov) {
+                size_t pp = (size_t)a.width * a.height;
+                printf("  %d pages of %dx%d, fill:", a.page_count, a.width, a.height);
+                for (int p = 0; p < a.page_count; ++p) {
+                    uint64_t nc = 0;
+                    for (size_t k = 0; k < pp; ++k) nc += cov[p * pp + k];
+                    printf(" %.2f %%", 100.0 * nc / pp);
+                }
+                /* the rectangles' blocks with their padding, as the packer fills a page of size + pad */
+                if (o.rect_count && a.tri_page) {
+                    double *pa = calloc((size_t)a.page_count, sizeof(double)), side = a.width + o.padding;
+                    for (uint32_t q = 0; pa && q < o.rect_count; ++q)
+                        pa[a.tri_page[a.rect_first_tri + 2 * (size_t)q]] +=
+                            (double)(o.rects[q].w + o.padding) * (o.rects[q].h + o.padding);
+                    printf("; padded blocks:");
+                    for (int p = 0; pa && p < a.page_count; ++p) printf(" %.2f %%", 100.0 * pa[p] / (side * side));
+                    free(pa);
+                }
+                printf("\n");
+            }
             free(tx);
+            free(rf);
             free(cov);
             if (r + 1 < reps) bk_atlas_free(&a);
         }
@@ -241,6 +297,8 @@ int main(int argc, char **argv)
         }
         bk_atlas_free(&a);
         bk_scene_free(&s);
+        bk_voxmesh_free(&vm);
+        free(rects);
     }
     return 0;
 }
