@@ -5,7 +5,10 @@
  * charts; degenerate triangles) and corpus scenes (sponza, dragon_vrip_res2: each skipped when
  * absent) with the pool at 1, 2 and 16 threads, and compares every result byte for byte with the
  * one-thread result: charts of each triangle, UVs, statistics, the texel list and the coverage.
- * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths).
+ * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths). A voxel scene
+ * (monu1.vox, skipped when absent) as rectangles alone, on one page and on --pages auto pages:
+ * the shelf packer (atlas_shelf.c) with 1, 2 and 16 threads, its pages checked (every quad on a
+ * page, none overlapping another's block).
  */
 #include "atlas.h"
 #include "atlas_internal.h"
@@ -14,6 +17,7 @@
 #include "scene.h"
 #include "bk_test.h"
 #include "raster.h"
+#include "voxmesh.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -25,11 +29,14 @@ typedef struct result {
     uint8_t  *cov;
 } result;
 
+static const bk_atlas_opts *run_opts; /* a voxel scene's (rectangles), else NULL: the defaults */
+
 static int run(const bk_scene *s, int size, int threads, result *r)
 {
     char          err[512];
     bk_atlas_opts o;
     bk_atlas_opts_default(&o);
+    if (run_opts) o = *run_opts;
     o.size = size;
     memset(r, 0, sizeof *r);
     bk_pool_set_threads(threads);
@@ -87,7 +94,7 @@ static void compare(const char *name, int threads, const result *ref, const resu
     BK_EXPECTF(!memcmp(ref->cov, r->cov, BK_ATLAS_PIXELS(a)), "%s, %d threads: coverage differs", name, threads);
 }
 
-static void check_scene(const char *name, const bk_scene *s, int size)
+static void check_scene(const char *name, const bk_scene *s, int size, int shapes)
 {
     static const int threads[] = { 2, 16, 1 };
     result           ref, r;
@@ -108,7 +115,7 @@ static void check_scene(const char *name, const bk_scene *s, int size)
         compare(name, threads[i], &ref, &r);
         result_free(&r);
     }
-    BK_EXPECTF(bk_atlas_ahead_wrong == 0 && bk_atlas_ahead_checked > 0,
+    BK_EXPECTF(bk_atlas_ahead_wrong == 0 && (bk_atlas_ahead_checked > 0 || !shapes),
                "%s: %llu of %llu placements from the shape packer's "
                "search ahead differ from a search from scratch",
                name, (unsigned long long)bk_atlas_ahead_wrong, (unsigned long long)bk_atlas_ahead_checked);
@@ -220,19 +227,91 @@ static bk_scene generated(uint32_t seed)
     return m.s;
 }
 
+/* ---- a voxel scene: rectangles alone ---------------------------------------------------------- */
+
+/* Every quad on a page, inside it, its padded block overlapping no other's (a bitmap per page). */
+static void check_pages(const char *name, const bk_atlas *a, const bk_atlas_opts *o)
+{
+    int      N = a->width, pad = o->padding, side = N + pad;
+    size_t   pp = (size_t)side * side;
+    uint8_t *used = calloc(pp * (size_t)a->page_count, 1);
+    uint32_t bad = 0, first = 0;
+    for (uint32_t q = 0; used && q < o->rect_count; ++q) {
+        const float *u = a->uv + 12 * (size_t)q;
+        int          page = a->tri_page ? (int)a->tri_page[2 * (size_t)q] : 0;
+        double       x0 = 1e30, y0 = 1e30, x1 = -1e30, y1 = -1e30;
+        for (int k = 0; k < 6; ++k) {
+            double x = u[2 * k] * (double)N, y = u[2 * k + 1] * (double)N;
+            x0 = x < x0 ? x : x0, x1 = x > x1 ? x : x1, y0 = y < y0 ? y : y0, y1 = y > y1 ? y : y1;
+        }
+        int bx = (int)floor(x0 + 0.5), by = (int)floor(y0 + 0.5), bw = (int)floor(x1 - x0 + 0.5) + pad,
+            bh = (int)floor(y1 - y0 + 0.5) + pad;
+        int ok = page >= 0 && page < a->page_count && bx >= 0 && by >= 0 && x1 <= N + 1e-3 && y1 <= N + 1e-3 &&
+                 ((uint32_t)(bw - pad) == o->rects[q].w || (uint32_t)(bw - pad) == o->rects[q].h);
+        for (int y = by; ok && y < by + bh && y < side; ++y)
+            for (int x = bx; ok && x < bx + bw && x < side; ++x) {
+                uint8_t *c = &used[(size_t)page * pp + (size_t)y * side + x];
+                if (*c) ok = 0;
+                *c = 1;
+            }
+        if (!ok && !bad++) first = q;
+    }
+    BK_EXPECTF(used && bad == 0, "%s: %u quads off their page or overlapping another's block, the first %u", name, bad,
+               first);
+    free(used);
+}
+
+static void check_vox(const char *path)
+{
+    char       err[512];
+    bk_scene   s;
+    bk_voxmesh vm;
+    if (access(path, R_OK) != 0) {
+        printf("%s: not found, skipped\n", path);
+        return;
+    }
+    if (bk_scene_load(path, &s, err, sizeof err) != 0 || bk_voxmesh_build(&s, &vm, err, sizeof err) != 0) {
+        BK_EXPECTF(0, "%s", err);
+        return;
+    }
+    bk_atlas_opts o;
+    bk_atlas_opts_default(&o);
+    bk_atlas_rect *rects = bk_voxmesh_rects(&vm, 2, &o);
+    static const struct {
+        int size, pages_auto;
+    } cases[] = { { 1024, 0 }, { 256, 1 }, { 200, 1 } }; /* (200: UVs off texel corners: the general raster) */
+    for (size_t i = 0; rects && i < sizeof cases / sizeof cases[0]; ++i) {
+        char name[64];
+        snprintf(name, sizeof name, "monu1.vox%s", cases[i].pages_auto ? ", pages" : "");
+        o.pages_auto = cases[i].pages_auto;
+        run_opts = &o;
+        check_scene(name, &vm.scene, cases[i].size, 0);
+        result r;
+        if (run(&vm.scene, cases[i].size, 2, &r) == 0) {
+            check_pages(name, &r.a, &o);
+            printf("%-28s %4d^2  %d pages\n", name, cases[i].size, r.a.page_count);
+        } else BK_EXPECTF(0, "%s: no atlas", name);
+        result_free(&r);
+        run_opts = NULL;
+    }
+    free(rects);
+    bk_voxmesh_free(&vm);
+    bk_scene_free(&s);
+}
+
 int main(void)
 {
     char     err[512], buf[1024];
     bk_scene s;
     if (bk_scene_load(BK_SOURCE_DIR "/scenes/cornell.obj", &s, err, sizeof err) == 0) {
-        check_scene("demo cornell", &s, 1024);
-        check_scene("demo cornell", &s, 128);
+        check_scene("demo cornell", &s, 1024, 1);
+        check_scene("demo cornell", &s, 128, 1);
         bk_scene_free(&s);
     } else BK_EXPECTF(0, "%s", err);
 
     s = generated(20261123u);
-    check_scene("generated (seed 20261123)", &s, 1024);
-    check_scene("generated (seed 20261123)", &s, 256);
+    check_scene("generated (seed 20261123)", &s, 1024, 1);
+    check_scene("generated (seed 20261123)", &s, 256, 1);
     free(s.positions);
     free(s.tri_v);
 
@@ -254,9 +333,11 @@ int main(void)
             BK_EXPECTF(0, "%s", err);
             continue;
         }
-        check_scene(corpus[i].rel, &s, corpus[i].size);
+        check_scene(corpus[i].rel, &s, corpus[i].size, 1);
         bk_scene_free(&s);
     }
+    snprintf(buf, sizeof buf, "%s/vox/monu1.vox", bk_test_scenes_dir());
+    check_vox(buf);
     bk_pool_shutdown();
     BK_TEST_DONE();
 }

@@ -400,12 +400,15 @@ static uint32_t item_groups(uint32_t n_mesh, const bk_atlas_opts *o, key_idx *tm
         run[nrun++] = i;
         seq[i] = i;
     }
+    int sorted = 1;
     for (uint32_t i = 0; i < o->rect_count; ++i) {
         tmp[i].key = o->rects[i].group;
         tmp[i].idx = i;
+        sorted &= i == 0 || o->rects[i].group >= o->rects[i - 1].group;
     }
-    bk_key_idx_sort(tmp,
-                    o->rect_count); /* (on the pool: qsort took 0.4 s of one thread for the 54k-object world's quads) */
+    /* (on the pool: qsort took 0.4 s of one thread for the 54k-object world's quads; voxel quads
+     * come in instance order, sorted already) */
+    if (!sorted) bk_key_idx_sort(tmp, o->rect_count);
     for (uint32_t k = 0; k < o->rect_count; ++k) {
         if (k == 0 || tmp[k].key != tmp[k - 1].key) run[nrun++] = n_mesh + k;
         seq[n_mesh + k] = n_mesh + tmp[k].idx;
@@ -846,6 +849,17 @@ static int pack_fixed_pages(atlas_build *b)
     const char          *name = b->name;
     int                  N = b->N = o->size;
     uint32_t             n_items = b->n_items, n_mesh = b->n_mesh, R = b->R;
+    /* rectangles alone (voxel quads): by shelves, pages at once (atlas_shelf.c); on one page the
+     * skyline where the shelves do not fit */
+    const int shelf = n_mesh == 0;
+    if (!o->pages_auto && shelf) {
+        int ok = bk_atlas_pack_page_shelf(b->items, n_items, N, b->pad);
+        if (ok < 0) return oom(b);
+        if (ok) {
+            memcpy(b->best_items, b->items, sizeof(pk_item) * n_items);
+            return 0;
+        }
+    }
     if (!o->pages_auto && bk_atlas_pack_list(&b->P, b->items, NULL, n_items, b->pad, N)) {
         memcpy(b->best_items, b->items, sizeof(pk_item) * n_items);
         return 0;
@@ -880,8 +894,10 @@ static int pack_fixed_pages(atlas_build *b)
         nrun += more;
     }
     for (;;) {
-        pages = bk_atlas_pack_pages(&b->P, b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N, b->pad,
-                                    &bad_group);
+        pages = shelf ? bk_atlas_pack_pages_shelf(b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N,
+                                                  b->pad, &bad_group)
+                      : bk_atlas_pack_pages(&b->P, b->items, b->best_items, b->item_page, b->seq, b->run, nrun, N,
+                                            b->pad, &bad_group);
         if (pages || bad_group == nrun || !o->pages_auto) break;
         if (b->seq[b->run[bad_group]] < n_mesh || b->run[bad_group + 1] - b->run[bad_group] < 2) break;
         split_group(b->run, &nrun, bad_group);

@@ -281,6 +281,14 @@ typedef struct packer {
     int         min_side; /* smallest item side: thinner waste is dropped */
 } packer;
 
+/* ---- atlas_shelf.c: rectangles alone, by shelves, pages at once ------------------------------- */
+
+/* As bk_atlas_pack_pages (same arguments and result), for items that are rectangles alone. */
+uint32_t bk_atlas_pack_pages_shelf(pk_item *it, pk_item *best, uint32_t *page, const uint32_t *seq, const uint32_t *run,
+                                   uint32_t nrun, int size, int pad, uint32_t *bad);
+/* it[0 .. n) on one size x size page, placed in place: 1 they fit, 0 not, -1 out of memory. */
+int bk_atlas_pack_page_shelf(pk_item *it, uint32_t n, int size, int pad);
+
 /* A packer for up to n items (0, or -1 out of memory); bk_atlas_packer_free releases it. */
 int  bk_atlas_packer_init(packer *P, uint32_t n);
 void bk_atlas_packer_free(packer *P);
