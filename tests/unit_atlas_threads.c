@@ -8,7 +8,8 @@
  * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths). A voxel scene
  * (monu1.vox, skipped when absent) as rectangles alone, on one page and on --pages auto pages:
  * the shelf packer (atlas_shelf.c) with 1, 2 and 16 threads, its pages checked (every quad on a
- * page, none overlapping another's block).
+ * page, none overlapping another's block), and the quad-by-quad raster against the general pass
+ * (bk_atlas_raster_general), texels, refs and coverage byte for byte.
  */
 #include "atlas.h"
 #include "atlas_internal.h"
@@ -261,6 +262,39 @@ static void check_pages(const char *name, const bk_atlas *a, const bk_atlas_opts
     free(used);
 }
 
+/* The quad-by-quad raster against the general pass: texels, refs and coverage. */
+static void check_raster(const char *name, const bk_scene *s, const bk_atlas *a)
+{
+    char          err[512];
+    bk_texel     *t0 = NULL, *t1 = NULL;
+    bk_texel_ref *r0 = NULL, *r1 = NULL;
+    uint8_t      *c0 = NULL, *c1 = NULL, *c2 = NULL, *c3 = NULL;
+    uint32_t      n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+    bk_atlas_raster_general = 1;
+    int rc = bk_atlas_rasterize(s, a, &t0, &n0, &c0, err, sizeof err) ||
+             bk_atlas_rasterize_refs(s, a, &r0, &n2, &c2, err, sizeof err);
+    bk_atlas_raster_general = 0;
+    rc = rc || bk_atlas_rasterize(s, a, &t1, &n1, &c1, err, sizeof err) ||
+         bk_atlas_rasterize_refs(s, a, &r1, &n3, &c3, err, sizeof err);
+    BK_EXPECTF(rc == 0, "%s: %s", name, err);
+    if (rc == 0) {
+        size_t N = BK_ATLAS_PIXELS(a);
+        BK_EXPECTF(n0 == n1 && n2 == n3 && n0 == n2, "%s: %u texels quad by quad vs %u", name, n1, n0);
+        BK_EXPECTF(n0 == n1 && !memcmp(t0, t1, sizeof(bk_texel) * n0), "%s: texels differ quad by quad", name);
+        BK_EXPECTF(n2 == n3 && !memcmp(r0, r1, sizeof(bk_texel_ref) * n2), "%s: refs differ quad by quad", name);
+        BK_EXPECTF(!memcmp(c0, c1, N) && !memcmp(c2, c3, N), "%s: coverage differs quad by quad", name);
+        printf("%-28s %u texels: the same quad by quad as by the general pass\n", name, n0);
+    }
+    free(t0);
+    free(t1);
+    free(r0);
+    free(r1);
+    free(c0);
+    free(c1);
+    free(c2);
+    free(c3);
+}
+
 static void check_vox(const char *path)
 {
     char       err[512];
@@ -289,6 +323,7 @@ static void check_vox(const char *path)
         result r;
         if (run(&vm.scene, cases[i].size, 2, &r) == 0) {
             check_pages(name, &r.a, &o);
+            check_raster(name, &vm.scene, &r.a);
             printf("%-28s %4d^2  %d pages\n", name, cases[i].size, r.a.page_count);
         } else BK_EXPECTF(0, "%s: no atlas", name);
         result_free(&r);

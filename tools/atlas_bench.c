@@ -1,7 +1,7 @@
 /* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
  * utilisation and stretch:
  *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste]
- *                       [--pages-auto] [--texels-per-voxel N] [--refs] SCENE...
+ *                       [--pages-auto] [--texels-per-voxel N] [--refs] [--raster-general] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
  * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names).
@@ -16,8 +16,10 @@
  * rectangles of --texels-per-voxel (default 2) texels a voxel; --pages-auto packs pages of --size
  * as baker's --pages auto does, and each page's fill (the share of its texels charts cover) is
  * printed. --refs: "raster" times bk_atlas_rasterize_refs (what a GPU bake calls) instead of
- * bk_atlas_rasterize. */
+ * bk_atlas_rasterize; --raster-general: an atlas of rectangles alone rasterized by the general pass
+ * (bk_atlas_raster_general), which must print the same texels hash. */
 #include "atlas.h"
+#include "atlas_internal.h"
 #include "image.h"
 #include "pool.h"
 #include "loader.h"
@@ -146,6 +148,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--pages-auto")) {
             pages_auto = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--raster-general")) {
+            bk_atlas_raster_general = 1;
             continue;
         }
         if (!strcmp(argv[i], "--refs")) {

@@ -281,6 +281,12 @@ typedef struct packer {
     int         min_side; /* smallest item side: thinner waste is dropped */
 } packer;
 
+/* ---- raster.c ------------------------------------------------------------------------------ */
+
+/* 1: an atlas of rectangles alone is rasterized by the general pass too, not quad by quad (for
+ * tests and atlas_bench: the two give the same bits). */
+extern int bk_atlas_raster_general;
+
 /* ---- atlas_shelf.c: rectangles alone, by shelves, pages at once ------------------------------- */
 
 /* As bk_atlas_pack_pages (same arguments and result), for items that are rectangles alone. */

@@ -15,6 +15,7 @@
  * point of that triangle to the centre, so it always lies on the surface.
  */
 #include "raster.h"
+#include "atlas_internal.h"
 #include "bk_texel.h"
 #include "pool.h"
 #include "util.h"
@@ -460,6 +461,215 @@ static void rast_emit_fn(void *ctx, size_t b0, size_t b1, int worker)
     }
 }
 
+/* ---- rectangles alone: each quad's texels made directly -----------------------------------------
+ * An atlas of rectangles alone (voxel quads: rect_first_tri 0, triangles 2 q and 2 q + 1 the
+ * quad q, corners c0 c1 c2 and c0 c2 c3) needs no owner per pixel: the packer keeps every quad's
+ * texels apart from the others' (padding), so a texel is touched by its quad's two triangles
+ * only. Where the corners lie on texel corners (a page side that is a power of two makes the
+ * UVs exact), the general pass's tests are exact too (edge functions of integers at half-integer
+ * centres): by centre, a quad takes exactly the texels of its rectangle, and of two triangles
+ * that both take a centre on the diagonal (distance 0 to both) the first owns it. So a texel is
+ * the first triangle's when its centre lies on c1's side of the diagonal c0 c2 or on it. A
+ * band's quads, sorted by their first column, give its texels in pixel order row by row. Any
+ * other quad sends the whole atlas to the general pass, as bk_atlas_raster_general does (tests
+ * compare the two). */
+
+int bk_atlas_raster_general;
+
+typedef struct rq_ctx {
+    const bk_scene *s;
+    const bk_atlas *a;
+    uint32_t        nq;    /* quads */
+    int            *box;   /* 4 per quad: its texels x0 y0 x1 y1, inclusive (rows in the stacked pages) */
+    uint8_t        *bad;   /* per quad: corners off texel corners (or NaN, or zero area): general pass */
+    uint32_t        nb;    /* bands of BAND_ROWS rows */
+    uint32_t       *start; /* nb + 1 */
+    uint64_t       *quads; /* band by band: first column << 32 | quad, sorted */
+    uint32_t       *first; /* nb + 1: texels before each band */
+    bk_texel       *tx;
+    bk_texel_ref   *refs;
+    uint8_t        *cov;
+} rq_ctx;
+
+/* Quad q's corners c0 c1 c2 c3 in texel units as rtri_setup_half computes them. */
+static void rq_corners(const bk_atlas *a, uint32_t q, double c[4][2])
+{
+    const float *u0 = a->uv + 12 * (size_t)q, *u1 = u0 + 6;
+    double       W = a->width, H = a->height;
+    int          ylo = (a->tri_page ? (int)a->tri_page[2 * (size_t)q] : 0) * a->height;
+    const float *src[4] = { u0, u0 + 2, u0 + 4, u1 + 4 };
+    for (int k = 0; k < 4; ++k) {
+        c[k][0] = src[k][0] * W;
+        c[k][1] = src[k][1] * H + ylo;
+    }
+}
+
+static void rq_box_fn(void *ctx, size_t b, size_t e, int worker)
+{
+    (void)worker;
+    rq_ctx         *c = ctx;
+    const bk_atlas *a = c->a;
+    for (size_t q = b; q < e; ++q) {
+        double p[4][2], lo[2] = { 1e300, 1e300 }, hi[2] = { -1e300, -1e300 };
+        int   *bx = c->box + 4 * q, ok = a->tri_chart[2 * q] != BK_NONE && a->tri_chart[2 * q + 1] != BK_NONE;
+        rq_corners(a, (uint32_t)q, p);
+        const float *u1 = a->uv + 12 * q + 6; /* the second triangle's c0 and c2 are the first's */
+        ok = ok && u1[0] == a->uv[12 * q] && u1[1] == a->uv[12 * q + 1] && u1[2] == a->uv[12 * q + 4] &&
+             u1[3] == a->uv[12 * q + 5] && (!a->tri_page || a->tri_page[2 * q] == a->tri_page[2 * q + 1]);
+        for (int k = 0; k < 4; ++k)
+            for (int d = 0; d < 2; ++d) {
+                ok = ok && p[k][d] == floor(p[k][d]) && fabs(p[k][d]) < 1e9;
+                if (p[k][d] < lo[d]) lo[d] = p[k][d];
+                if (p[k][d] > hi[d]) hi[d] = p[k][d];
+            }
+        /* an axis-aligned rectangle: c0 c1 and c2 c3 along one axis, c1 c2 and c3 c0 the other */
+        ok = ok && lo[0] < hi[0] && lo[1] < hi[1] &&
+             ((p[0][1] == p[1][1] && p[2][1] == p[3][1] && p[1][0] == p[2][0] && p[3][0] == p[0][0]) ||
+              (p[0][0] == p[1][0] && p[2][0] == p[3][0] && p[1][1] == p[2][1] && p[3][1] == p[0][1]));
+        int page = a->tri_page ? (int)a->tri_page[2 * q] : 0;
+        ok = ok && lo[0] >= 0 && hi[0] <= a->width && lo[1] >= (double)page * a->height &&
+             hi[1] <= (double)(page + 1) * a->height;
+        c->bad[q] = !ok;
+        if (!ok) continue;
+        bx[0] = (int)lo[0];
+        bx[1] = (int)lo[1];
+        bx[2] = (int)hi[0] - 1;
+        bx[3] = (int)hi[1] - 1;
+    }
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Pass 1 (emit 0): the band's quads sorted and its texel count in first[b + 1]; pass 2 (emit 1):
+ * its texels from first[b]. */
+static void rq_band(rq_ctx *c, size_t b, int emit)
+{
+    const bk_atlas *a = c->a;
+    uint64_t       *qs = c->quads + c->start[b];
+    const uint32_t  nq = c->start[b + 1] - c->start[b];
+    int             ylo = (int)b * BAND_ROWS, yhi = ylo + BAND_ROWS - 1;
+    uint32_t        k = emit ? c->first[b] : 0;
+    if (!emit) {
+        qsort(qs, nq, sizeof(uint64_t), u64_cmp);
+        for (uint32_t j = 0; j < nq; ++j) {
+            const int *bx = c->box + 4 * (size_t)(uint32_t)qs[j];
+            int        y0 = bx[1] > ylo ? bx[1] : ylo, y1 = bx[3] < yhi ? bx[3] : yhi;
+            k += (uint32_t)((y1 - y0 + 1) * (bx[2] - bx[0] + 1));
+        }
+        c->first[b + 1] = k;
+        return;
+    }
+    if (c->cov) memset(c->cov + band_lo(a, b), 0, band_hi(a, b) - band_lo(a, b));
+    for (int y = ylo; y <= yhi; ++y)
+        for (uint32_t j = 0; j < nq; ++j) {
+            const uint32_t q = (uint32_t)qs[j];
+            const int     *bx = c->box + 4 * (size_t)q;
+            if (y < bx[1] || y > bx[3]) continue;
+            double p[4][2];
+            rq_corners(a, q, p);
+            const double dx = p[2][0] - p[0][0], dy = p[2][1] - p[0][1], cy = y + 0.5 - p[0][1];
+            const double s1 = dx * (p[1][1] - p[0][1]) - dy * (p[1][0] - p[0][0]); /* c1's side, never 0 */
+            rtri         r[2];
+            int          set[2] = { 0, 0 };
+            for (int x = bx[0]; x <= bx[2]; ++x) {
+                double   sd = dx * cy - dy * (x + 0.5 - p[0][0]);
+                int      second = !(sd == 0 || (sd > 0) == (s1 > 0));
+                uint32_t t = 2 * q + (uint32_t)second;
+                size_t   i = (size_t)y * a->width + x;
+                if (c->cov) c->cov[i] = 1;
+                if (c->refs) {
+                    c->refs[k].pixel = (uint32_t)i;
+                    c->refs[k].tri = t;
+                } else {
+                    if (!set[second]) set[second] = rtri_setup(a, t, &r[second]) + 1;
+                    texel_make(c->s, a, &r[second], t, i, &c->tx[k]);
+                }
+                k++;
+            }
+        }
+}
+
+static void rq_count_fn(void *ctx, size_t b0, size_t b1, int worker)
+{
+    (void)worker;
+    for (size_t b = b0; b < b1; ++b) rq_band(ctx, b, 0);
+}
+
+static void rq_emit_fn(void *ctx, size_t b0, size_t b1, int worker)
+{
+    (void)worker;
+    for (size_t b = b0; b < b1; ++b) rq_band(ctx, b, 1);
+}
+
+/* The rectangles-alone path: 1 done (or *err set: -1 returned through *rc), 0 not taken (some
+ * quad it cannot take: the general pass runs). */
+static int rasterize_rects(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk_texel_ref **refs,
+                           uint32_t *count, uint8_t **coverage, char *err, size_t err_size, int *rc)
+{
+    const size_t T = a->tri_count, N = BK_ATLAS_PIXELS(a);
+    if (bk_atlas_raster_general || a->rect_first_tri != 0 || T == 0 || T % 2) return 0;
+    rq_ctx c;
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.a = a;
+    c.nq = (uint32_t)(T / 2);
+    c.nb = (uint32_t)(((size_t)a->height * a->page_count + BAND_ROWS - 1) / BAND_ROWS);
+    c.box = malloc(sizeof(int) * 4 * (size_t)c.nq);
+    c.bad = malloc(c.nq);
+    c.start = calloc((size_t)c.nb + 1, sizeof(uint32_t));
+    c.first = calloc((size_t)c.nb + 1, sizeof(uint32_t));
+    int taken = 0;
+    *rc = 0;
+    if (!c.box || !c.bad || !c.start || !c.first) goto done; /* the general pass says what runs out */
+    bk_parallel_for(c.nq, 16384, rq_box_fn, &c);
+    size_t total = 0;
+    for (uint32_t q = 0; q < c.nq; ++q) {
+        const int *bx = c.box + 4 * (size_t)q;
+        if (c.bad[q]) goto done;
+        for (int b = bx[1] / BAND_ROWS; b <= bx[3] / BAND_ROWS; ++b) c.start[b + 1]++;
+        total += (size_t)(bx[3] / BAND_ROWS - bx[1] / BAND_ROWS + 1);
+    }
+    if (!(c.quads = malloc(sizeof(uint64_t) * (total ? total : 1)))) goto done;
+    for (uint32_t b = 0; b < c.nb; ++b) c.start[b + 1] += c.start[b];
+    memcpy(c.first, c.start, sizeof(uint32_t) * c.nb); /* (first: the fill's cursors for now) */
+    for (uint32_t q = 0; q < c.nq; ++q) {
+        const int *bx = c.box + 4 * (size_t)q;
+        for (int b = bx[1] / BAND_ROWS; b <= bx[3] / BAND_ROWS; ++b)
+            c.quads[c.first[b]++] = (uint64_t)(uint32_t)bx[0] << 32 | q;
+    }
+    memset(c.first, 0, sizeof(uint32_t) * ((size_t)c.nb + 1));
+    taken = 1;
+    bk_parallel_for(c.nb, 1, rq_count_fn, &c);
+    for (uint32_t b = 0; b < c.nb; ++b) c.first[b + 1] += c.first[b];
+    uint32_t n = c.first[c.nb];
+    c.tx = texels ? bk_malloc_large(sizeof(bk_texel) * (n ? n : 1)) : NULL;
+    c.refs = texels ? NULL : bk_malloc_large(sizeof(bk_texel_ref) * (n ? n : 1));
+    c.cov = coverage ? bk_malloc_large(N ? N : 1) : NULL;
+    if ((!c.tx && !c.refs) || (coverage && !c.cov)) {
+        free(c.tx);
+        free(c.refs);
+        free(c.cov);
+        *rc = bk_fail(err, err_size, "atlas %dx%d: out of memory for %u texels", a->width, a->height, n);
+        goto done;
+    }
+    bk_parallel_for(c.nb, 1, rq_emit_fn, &c);
+    if (texels) *texels = c.tx;
+    if (refs) *refs = c.refs;
+    *count = n;
+    if (coverage) *coverage = c.cov;
+done:
+    free(c.box);
+    free(c.bad);
+    free(c.start);
+    free(c.first);
+    free(c.quads);
+    return taken;
+}
+
 /* Both rasterizers: pass 1 (owners), then the texels (texels) or their refs (refs). */
 static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk_texel_ref **refs, uint32_t *count,
                      uint8_t **coverage, char *err, size_t err_size)
@@ -470,6 +680,8 @@ static int rasterize(const bk_scene *s, const bk_atlas *a, bk_texel **texels, bk
     if (coverage) *coverage = NULL;
     if (a->tri_count != s->tri_count)
         return bk_fail(err, err_size, "atlas built for %u triangles, scene has %u", a->tri_count, s->tri_count);
+    int rc_rects;
+    if (rasterize_rects(s, a, texels, refs, count, coverage, err, err_size, &rc_rects)) return rc_rects;
     size_t       N = BK_ATLAS_PIXELS(a);
     raster_bands B;
     float       *best_d = bk_malloc_large(sizeof(float) * (N ? N : 1));
