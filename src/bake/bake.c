@@ -779,12 +779,15 @@ static void run_make_texels(bake_run *R)
         snprintf(dv[0].err, sizeof dv[0].err, "the bake needs the whole texels: the backend reads them in place");
         S->failed = 1;
     }
+    const double tb = bk_time_now();
     for (int k = 0; k < nd && !S->failed; ++k) {
         if (dv[k].be->i->bake_begin(dv[k].be, S->v, NULL, n, dv[k].err, sizeof dv[k].err)) {
             dv[k].rc = -1;
             S->failed = 1;
         } else dv[k].begun = 1;
     }
+    R->res->begin_seconds = bk_time_now() - tb;
+    R->res->texels_made = on_device ? 2 : 1;
     const uint32_t slice = o->make_slice ? o->make_slice : BK_BAKE_MAKE, nm = n < slice ? n : slice;
     if (on_device) { /* the devices make them: the refs go in slices as large as the texels' */
         const uint32_t nr = 4 * nm;

@@ -131,6 +131,10 @@ typedef struct bk_bake_result {
     double         wall_seconds;   /* the whole bake phase */
     double         texels_seconds; /* of it: texels made from their refs and handed to the
                                       devices before the launches (make_texels) */
+    double begin_seconds;          /* of texels_seconds: the devices' bake_begin (the shading data
+                                      uploaded, the sums zeroed) */
+    int texels_made;               /* where the texels were made: 0 given whole, 1 on the host
+                                      from their refs (make_texels), 2 by the devices (bake_refs) */
     double   fetch_seconds;        /* of it: the sums fetched and turned into colours */
     uint32_t launches;
     double   longest_launch_ms;

@@ -145,10 +145,15 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs
     fprintf(f,
             "  \"bake\": { \"spp\": %u, \"bounces\": %u, \"mode\": \"%s\", \"rays\": %llu, \"trace_seconds\": %.6f, "
             "\"mrays_per_s\": %.2f, \"launches\": %u, \"longest_launch_ms\": %.3f, \"inside_geometry\": %u,\n"
-            "    \"prep_seconds\": %.6f, \"texels_seconds\": %.6f, \"fetch_seconds\": %.6f,\n"
+            "    \"prep_seconds\": %.6f, \"texels_seconds\": %.6f, \"begin_seconds\": %.6f, \"texels_made\": \"%s\", "
+            "\"fetch_seconds\": %.6f,\n"
             "    \"devices\": [",
             c->p.spp, c->p.bounces, c->p.mode == BK_BAKE_AO ? "ao" : "light", (unsigned long long)r->totals.rays,
             r->totals.seconds, mrays, r->launches, r->longest_launch_ms, r->invalid, bake_prep, r->texels_seconds,
+            r->begin_seconds,
+            r->texels_made == 2   ? "device"
+            : r->texels_made == 1 ? "host"
+                                  : "given",
             r->fetch_seconds);
     /* each device's share (one entry per device; a bake on one device has one) */
     for (int k = 0; k < r->devices && k < BK_BAKE_MAX_DEVICES; ++k)
