@@ -660,6 +660,89 @@ static void test_srgb8_fast(void)
     BK_EXPECTF(bad == 0, "%zu of %zu floats: the threshold search differs from bk_image_srgb8", bad, n);
 }
 
+/* bk_image_write_files on 3 PNG pages: each file the same bytes as bk_image_write_file gives it
+ * alone, with 1, 2 and 16 threads, and each a valid PNG of its own pixels (check_png_file). */
+static void test_png_pages(void)
+{
+    static const int threads[3] = { 1, 2, 16 };
+    const int        w = 301, h = 200, P = 3;
+    float           *rgb = malloc(sizeof(float) * 3 * (size_t)w * h * P);
+    uint32_t         s = 99u;
+    for (size_t i = 0; i < (size_t)w * h * 3 * P; ++i) {
+        s = s * 1664525u + 1013904223u;
+        rgb[i] = (float)((i / 3) % (size_t)w) / (float)w * 0.7f + (float)((s >> 8) & 0xff) / 255.0f * 0.5f - 0.1f;
+    }
+    char  *one[3];
+    size_t one_n[3];
+    for (int p = 0; p < P; ++p) {
+        BK_EXPECT(png_encode(rgb + 3 * (size_t)w * h * p, w, h, 1.25f, &one[p], &one_n[p]) == 0);
+        check_png_file((const uint8_t *)one[p], one_n[p], rgb + 3 * (size_t)w * h * p, w, h, 1.25f);
+    }
+    for (int t = 0; t < 3; ++t) {
+        bk_pool_set_threads(threads[t]);
+        char        *buf[3], err[256];
+        size_t       n[3];
+        FILE        *f[3];
+        const char  *name[3] = { "a.png", "b.png", "c.png" };
+        const float *page[3];
+        for (int p = 0; p < P; ++p) {
+            f[p] = open_memstream(&buf[p], &n[p]);
+            page[p] = rgb + 3 * (size_t)w * h * p;
+        }
+        int rc = bk_image_write_files(f, name, page, P, w, h, 1.25f, err, sizeof err);
+        BK_EXPECTF(rc == 0, "bk_image_write_files: %s", err);
+        for (int p = 0; p < P; ++p) {
+            fclose(f[p]);
+            BK_EXPECTF(n[p] == one_n[p] && !memcmp(buf[p], one[p], n[p]),
+                       "%d threads: page %d of bk_image_write_files differs from bk_image_write_file's", threads[t], p);
+            free(buf[p]);
+        }
+    }
+    for (int p = 0; p < P; ++p) free(one[p]);
+    free(rgb);
+    bk_pool_set_threads(0);
+}
+
+/* The PNG writer's table (bk_image_srgb8_lut) gives bk_image_srgb8's byte: on every 61st float of
+ * [0, 1], every float either side of each threshold and each bucket edge of the table, and odd
+ * values (negatives, NaN, infinities, subnormals, 1 and above). */
+static void test_srgb8_lut(void)
+{
+    float t[256];
+    bk_image_srgb8_thresholds(t);
+    size_t bad = 0, n = 0;
+    for (uint32_t b = 0; b <= 0x3f800000u; b += 61) {
+        float x;
+        memcpy(&x, &b, sizeof x);
+        bad += bk_image_srgb8_lut(x) != bk_image_srgb8(x);
+        n++;
+    }
+    for (int k = 1; k < 256; ++k) {
+        uint32_t c;
+        memcpy(&c, &t[k], sizeof c);
+        for (uint32_t b = c > 2048 ? c - 2048 : 0; b <= c + 2048; ++b) {
+            float x;
+            memcpy(&x, &b, sizeof x);
+            bad += bk_image_srgb8_lut(x) != bk_image_srgb8(x);
+            n++;
+        }
+    }
+    for (uint32_t e = 0; e <= 0x3f800000u; e += 1u << 15) /* each bucket's first and last floats */
+        for (uint32_t b = e > 2 ? e - 2 : 0; b <= e + 2; ++b) {
+            float x;
+            memcpy(&x, &b, sizeof x);
+            bad += bk_image_srgb8_lut(x) != bk_image_srgb8(x);
+            n++;
+        }
+    static const float odd[] = { -0.0f,      -1e-30f, -1.0f,   -INFINITY, INFINITY,       NAN,        -NAN, 1.0f,
+                                 1.0000001f, 2.0f,    3.4e38f, 1e-45f,    1.1754942e-38f, 0.0031308f, 0.5f };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; ++i) {
+        bad += bk_image_srgb8_lut(odd[i]) != bk_image_srgb8(odd[i]);
+        n++;
+    }
+    BK_EXPECTF(bad == 0, "%zu of %zu floats: the table differs from bk_image_srgb8", bad, n);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_unit_image_%ld", (long)getpid());
@@ -669,6 +752,8 @@ int main(void)
     }
     test_png();
     test_srgb8_fast();
+    test_srgb8_lut();
+    test_png_pages();
     test_png_bands();
     test_hdr();
     test_hdr_rounding();

@@ -699,25 +699,38 @@ static int dilate_pages(bake_state *st)
     return 0;
 }
 
-/* Each -o's pages, each to its temporary file (they replace their targets together at the end). */
+/* Each -o's pages, each to its temporary file (they replace their targets together at the end):
+ * an -o's pages at once (bk_image_write_files: PNG pages encoded side by side on the pool). */
 static int write_images(bake_state *st)
 {
     const bk_cmd_bake_cli *c = &st->c;
     char                  *err = st->err;
-    FILE                  *f;
-    for (int k = 0; k < c->nouts; ++k)
-        for (int p = 0; p < st->at.page_count; ++p) {
-            int         oi = !c->pages_auto ? st->lm_idx[k] : k ? st->x_idx[k][p] : st->page_idx[p];
-            const char *name = !c->pages_auto ? c->outs[k] : k ? st->x_names[k][p] : st->page_names[p];
-            if (!(f = bk_outputs_open(&st->io, oi, err, sizeof st->err)) ||
-                bk_image_write_file(f, name, st->rgb + 3 * st->page_px * (size_t)p, st->at.width, st->at.height,
-                                    c->exposure, err, sizeof st->err) ||
-                bk_outputs_close(&st->io, oi, err, sizeof st->err)) {
-                bk_cmd_bake_error("%s\n", err);
-                return 1;
+    const int              np = st->at.page_count, batch = c->pages_auto ? np : 1;
+    FILE                 **f = malloc(sizeof(FILE *) * (size_t)np);
+    const char           **name = malloc(sizeof(char *) * (size_t)np);
+    const float          **rgb = malloc(sizeof(float *) * (size_t)np);
+    int                    rc = !f || !name || !rgb;
+    if (rc) bk_cmd_bake_error("out of memory\n");
+    for (int k = 0; !rc && k < c->nouts; ++k)
+        for (int p0 = 0; !rc && p0 < np; p0 += batch) {
+            for (int p = p0; !rc && p < p0 + batch; ++p) {
+                int oi = !c->pages_auto ? st->lm_idx[k] : k ? st->x_idx[k][p] : st->page_idx[p];
+                name[p - p0] = !c->pages_auto ? c->outs[k] : k ? st->x_names[k][p] : st->page_names[p];
+                rgb[p - p0] = st->rgb + 3 * st->page_px * (size_t)p;
+                rc = !(f[p - p0] = bk_outputs_open(&st->io, oi, err, sizeof st->err));
             }
+            rc = rc || bk_image_write_files(f, name, rgb, batch, st->at.width, st->at.height, c->exposure, err,
+                                            sizeof st->err);
+            for (int p = p0; !rc && p < p0 + batch; ++p) {
+                int oi = !c->pages_auto ? st->lm_idx[k] : k ? st->x_idx[k][p] : st->page_idx[p];
+                rc = bk_outputs_close(&st->io, oi, err, sizeof st->err);
+            }
+            if (rc) bk_cmd_bake_error("%s\n", err);
         }
-    return 0;
+    free(f);
+    free(name);
+    free(rgb);
+    return rc;
 }
 
 /* --mesh-out: the OBJ (with its MTL file) and the glTF, each to its temporary file. The OBJ's MTL

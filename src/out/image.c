@@ -1,6 +1,6 @@
 /* image.c - dilation, PNG / HDR / EXR writing and reading (see image.h).
  *
- * PNG encoder: our own (RGB8, deflate on the pool through zlib, see write_png). Decoders: stb_image
+ * PNG encoder: our own (RGB8, deflate on the pool through libdeflate or zlib, see write_pngs). Decoders: stb_image
  * (Sean Barrett, public domain) from Debian's libstb-dev, compiled here once, static. OpenEXR: Debian's tinyexr
  * (libtinyexr-dev, a C++ library whose header declares a C API in extern "C", so C calls it directly), when the build
  * found it (BK_HAVE_EXR); it encodes to memory and decodes from memory, so the EXR writer goes through bk_outfile's
@@ -11,6 +11,7 @@
  * Pixels", Graphics Gems II (1991); the Radiance file format (header, -Y H +X W, new-style run-length scanlines).
  */
 #include "image.h"
+#include "deflate_cat.h"
 #include "texture.h"
 #include "outputs.h"
 #include "pool.h"
@@ -185,28 +186,33 @@ void bk_image_srgb8_thresholds(float t[256])
 
 /* PNG: our own writer of 8-bit RGB, so the deflate runs on the pool. The scanlines (filter byte 1
  * + the Sub-filtered row) are cut into bands of PNG_BAND_ROWS rows, a fixed cut so the file never
- * depends on the thread count. Each band, on the pool: sRGB bytes of its rows, Sub filter, the
- * Adler-32 of its filtered bytes, then zlib's deflate as raw deflate (windowBits -15) ending in
- * Z_SYNC_FLUSH (an empty stored block: byte-aligned, not final), the last band in Z_FINISH; then
- * the CRC-32 of its own IDAT chunk. The bands' outputs concatenate into one zlib stream (the
- * 2-byte header goes before band 0, the Adler-32 of all the filtered data, combined from the
- * bands' with adler32_combine, after the last), each band one IDAT chunk. A band starts with an
- * empty window (no dictionary from the band above), which costs little on 64-row bands.
- * libdeflate (faster, but it cannot end a block without ending the stream) is kept for the
- * checksums when the build has it.
+ * depends on the thread count; the bands of all the pages of a call (bk_image_write_files: an
+ * atlas's pages) go on the pool at once. Each band, on the pool: sRGB bytes of its rows (a table,
+ * png_srgb8), Sub filter, the Adler-32 of its filtered bytes, then a raw deflate stream that ends
+ * byte-aligned and not final (the last band's final), then the CRC-32 of its own IDAT chunk. The
+ * bands' outputs concatenate into one zlib stream (the 2-byte header goes before band 0, the
+ * Adler-32 of all the filtered data, combined from the bands' with adler32_combine, after the
+ * last), each band one IDAT chunk: the pigz method. A band starts with an empty window (no
+ * dictionary from the band above), which costs little on 64-row bands.
+ * The deflate: libdeflate at level 2 when the build has it, its stream (which always ends in a
+ * final block) made non-final and byte-aligned by bk_deflate_unfinal (deflate_cat.h: a walk over
+ * its codes, then an empty stored block, what zlib's Z_SYNC_FLUSH writes); else zlib's deflate at
+ * level 3 ending in Z_SYNC_FLUSH (the last band Z_FINISH). Either way the same pixels; the bytes
+ * differ between the two.
  *
- * Level, from sponza lightmaps (baker --backend cpu --spp 4 --bounces 1), bytes and one-core write
- * seconds (bk_image_write_file of the whole image, sRGB conversion included, 2-core machine):
- *   1024^2: before (stb writer, one libdeflate level-2 stream) 679152 B / 0.175 s; zlib level 1
- *   768976 / 0.051, 2 744083 / 0.053, 3 683801 / 0.064, 4 770303 / 0.064, 6 695714 / 0.137.
- *   4096^2: before 8685465 B / 0.75 s; level 2 9735310 (+12 %) / 0.80, 3 8874500 (+2.2 %) / 0.98.
- * Level 3 is the fastest within 10 % of the old size (zlib's 4-6 use the lazy parser: slower, and
- * larger here); one core is slower than libdeflate, but the bands run on every core: 4096^2 on the
- * quiet 2-core machine, old 0.748 s with 1 thread / 0.493 s with 2, ours 0.951 / 0.483 (what stays
- * serial: about 15 ms of fwrite and header, against about 240 ms in the old writer).
- * Reference: PNG (Third Edition), W3C; RFC 1950 (zlib), RFC 1951 (deflate). */
+ * Bytes and one-core seconds of the 64-row bands of one page (page 2 of the 54k-object voxel world,
+ * 4096^2, 50.3 MB filtered; quiet-less 2-core machine, so the seconds are rough), then of a
+ * sponza 512^2 lightmap (--spp 4):
+ *   zlib 3 (the writer before): 17248027 B / 0.80 s; 199316 B. zlib 1: 17738308 / 0.61; 222739.
+ *   libdeflate 1: 17405152 / 0.33 (+ 0.12 s for bk_deflate_unfinal); 234691 (+18 %: its hash
+ *   table misses the matches one row up). libdeflate 2: 17093239 / 0.38 (+ 0.15); 202044.
+ *   libdeflate 6: 16632837 / 0.73.
+ * Level 2 is within 2 % of zlib 3 on both (smaller on the world) at about 0.65 of its time, walk
+ * included; the sRGB table takes the 8-step threshold search (bk_image_srgb8_fast) out of every
+ * channel. Reference: PNG (Third Edition), W3C; RFC 1950 (zlib), RFC 1951 (deflate). */
 #define PNG_BAND_ROWS 64
-#define PNG_LEVEL     3
+#define PNG_LEVEL     3 /* zlib's */
+#define PNG_LD_LEVEL  2 /* libdeflate's */
 #if BK_HAVE_LIBDEFLATE
 static uint32_t png_adler32(uint32_t a, const uint8_t *p, size_t n) { return libdeflate_adler32(a, p, n); }
 static uint32_t png_crc32(uint32_t c, const uint8_t *p, size_t n) { return libdeflate_crc32(c, p, n); }
@@ -233,6 +239,51 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+/* The sRGB byte of a linear value without a search: PNG_LUT_SHIFT drops all but the top 8
+ * mantissa bits of a float in (0, 1), and within such a bucket (its values a factor below 1 +
+ * 2^-8 apart) the sRGB curve rises less than half a step (at most 0.45 of one, where its slope
+ * is steepest, just above 0.0031308), so at most one threshold lies inside it: the byte is the
+ * bucket's first one, or one more. bk_image_srgb8_fast's byte for every value (unit_image checks
+ * it against the thresholds). */
+#define PNG_LUT_SHIFT 15
+#define PNG_LUT       ((0x3f800000u >> PNG_LUT_SHIFT) + 1)
+typedef struct png_srgb {
+    float   t[256]; /* bk_image_srgb8_thresholds */
+    uint8_t first[PNG_LUT];
+} png_srgb;
+
+static void png_srgb_init(png_srgb *s)
+{
+    bk_image_srgb8_thresholds(s->t);
+    for (uint32_t b = 0; b < PNG_LUT; ++b) {
+        uint32_t bits = b << PNG_LUT_SHIFT;
+        float    x;
+        memcpy(&x, &bits, sizeof x);
+        s->first[b] = bk_image_srgb8_fast(s->t, x);
+    }
+}
+
+static inline uint8_t png_srgb8(const png_srgb *s, float x)
+{
+    if (!(x > 0.0f)) return 0; /* negatives, 0 and NaN */
+    if (x >= 1.0f) return 255; /* t[255] <= 1 */
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint8_t c = s->first[bits >> PNG_LUT_SHIFT];
+    return (uint8_t)(c + (c < 255 && s->t[c + 1] <= x));
+}
+
+uint8_t bk_image_srgb8_lut(float x)
+{
+    static png_srgb   s;
+    static atomic_int made;
+    if (!atomic_load(&made)) { /* (tests only: a race would write the same bytes) */
+        png_srgb_init(&s);
+        atomic_store(&made, 1);
+    }
+    return png_srgb8(&s, x);
+}
+
 /* One band's IDAT chunk: out[0..8) length and "IDAT", then the deflate bytes (len of them), then
  * room for the 4-byte CRC (and, in the last band, the 4-byte Adler-32 before it). */
 typedef struct png_band {
@@ -241,137 +292,200 @@ typedef struct png_band {
     uint32_t adler, crc;
     size_t   raw;
 } png_band;
+/* Per thread: the filtered rows of a band, and the compressor (kept for the call). */
+typedef struct png_scratch {
+    uint8_t *rows;
+#if BK_HAVE_LIBDEFLATE
+    struct libdeflate_compressor *ld;
+#endif
+} png_scratch;
 typedef struct png_job {
-    const float *rgb;
-    float        exposure;
-    int          w, h, level;
-    float        srgb[256]; /* bk_image_srgb8_thresholds: the rows' sRGB bytes without a pow each */
-    size_t       bands;
-    png_band    *band;
-    atomic_int   failed;
+    const float *const *rgb; /* per page */
+    float               exposure;
+    int                 w, h;
+    size_t              bands; /* per page */
+    png_band           *band;  /* pages x bands */
+    png_scratch        *per_worker;
+    const png_srgb     *srgb;
+    atomic_int          failed;
 } png_job;
+
+/* raw bytes at f deflated into out (cap bytes): a stream ending byte-aligned and not final, or
+ * (last) the final one. libdeflate when the build has it, its stream made non-final by
+ * bk_deflate_unfinal; zlib (level PNG_LEVEL, Z_SYNC_FLUSH / Z_FINISH) without it or should that
+ * fail. Returns the bytes, 0 on failure. */
+static size_t png_deflate(png_scratch *s, const uint8_t *f, size_t raw, uint8_t *out, size_t cap, int last)
+{
+#if BK_HAVE_LIBDEFLATE
+    if (!s->ld) s->ld = libdeflate_alloc_compressor(PNG_LD_LEVEL);
+    if (s->ld) {
+        size_t n = libdeflate_deflate_compress(s->ld, f, raw, out, cap - 5);
+        if (n && (last || bk_deflate_unfinal(out, &n, cap) == 0)) return n;
+    }
+#else
+    (void)s;
+#endif
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, PNG_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
+    z.next_in = (uint8_t *)f;
+    z.avail_in = (uInt)raw;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int       rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
+    const int ok = (last ? rc == Z_STREAM_END : rc == Z_OK && z.avail_out > 0) && z.avail_in == 0;
+    size_t    n = cap - z.avail_out;
+    deflateEnd(&z);
+    return ok ? n : 0;
+}
+
+static size_t png_cap(size_t raw)
+{
+    /* zlib's deflateBound and libdeflate's, whichever is larger, + the empty stored block */
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    size_t zb = raw + raw / 1000 + 64;
+    if (deflateInit2(&z, PNG_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+        zb = deflateBound(&z, (uLong)raw);
+        deflateEnd(&z);
+    }
+#if BK_HAVE_LIBDEFLATE
+    size_t lb = libdeflate_deflate_compress_bound(NULL, raw);
+    zb = lb > zb ? lb : zb;
+#endif
+    return zb + 16;
+}
 
 static void png_bands(void *ctx, size_t begin, size_t end, int worker)
 {
-    (void)worker;
     png_job     *j = ctx;
     const size_t stride = (size_t)j->w * 3 + 1;
-    for (size_t b = begin; b < end; ++b) {
-        png_band    *pb = &j->band[b];
+    png_scratch *s = &j->per_worker[worker];
+    for (size_t c = begin; c < end; ++c) {
+        const size_t page = c / j->bands, b = c % j->bands;
+        png_band    *pb = &j->band[c];
         const int    y0 = (int)(b * PNG_BAND_ROWS), y1 = y0 + PNG_BAND_ROWS < j->h ? y0 + PNG_BAND_ROWS : j->h;
         const size_t raw = stride * (size_t)(y1 - y0);
         const int    last = b + 1 == j->bands;
-        uint8_t     *f = malloc(raw);
+        if (!s->rows) s->rows = malloc(stride * PNG_BAND_ROWS);
+        uint8_t *f = s->rows;
         if (!f) {
             atomic_store(&j->failed, 1);
             continue;
         }
         for (int y = y0; y < y1; ++y) {
             uint8_t     *row = f + stride * (size_t)(y - y0);
-            const float *src = j->rgb + (size_t)y * j->w * 3;
+            const float *src = j->rgb[page] + (size_t)y * j->w * 3;
             row[0] = 1; /* Sub */
             uint8_t prev[3] = { 0, 0, 0 };
             for (size_t i = 0; i < (size_t)j->w * 3; i += 3)
-                for (int c = 0; c < 3; ++c) {
-                    uint8_t v = bk_image_srgb8_fast(j->srgb, src[i + c] * j->exposure);
-                    row[1 + i + c] = (uint8_t)(v - prev[c]);
-                    prev[c] = v;
+                for (int k = 0; k < 3; ++k) {
+                    uint8_t v = png_srgb8(j->srgb, src[i + k] * j->exposure);
+                    row[1 + i + k] = (uint8_t)(v - prev[k]);
+                    prev[k] = v;
                 }
         }
         pb->raw = raw;
         pb->adler = png_adler32(1, f, raw);
-        z_stream z;
-        memset(&z, 0, sizeof z);
-        if (deflateInit2(&z, j->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-            free(f);
-            atomic_store(&j->failed, 1);
-            continue;
-        }
-        size_t cap = deflateBound(&z, (uLong)raw) + 16; /* + the sync flush's empty block */
+        const size_t cap = png_cap(raw);
         pb->out = malloc(8 + cap + 8);
-        int rc = Z_BUF_ERROR;
-        if (pb->out) {
-            z.next_in = f;
-            z.avail_in = (uInt)raw;
-            z.next_out = pb->out + 8;
-            z.avail_out = (uInt)cap;
-            rc = deflate(&z, last ? Z_FINISH : Z_SYNC_FLUSH);
-        }
-        const int ok = pb->out && (last ? rc == Z_STREAM_END : rc == Z_OK && z.avail_out > 0) && z.avail_in == 0;
-        pb->len = cap - z.avail_out;
-        deflateEnd(&z);
-        free(f);
-        if (!ok) {
+        pb->len = pb->out ? png_deflate(s, f, raw, pb->out + 8, cap, last) : 0;
+        if (!pb->len) {
             atomic_store(&j->failed, 1);
             continue;
         }
+        uint8_t *small = realloc(pb->out, 8 + pb->len + 8); /* the bands of every page are held at once */
+        if (small) pb->out = small;
         memcpy(pb->out + 4, "IDAT", 4);
         pb->crc = png_crc32(0, pb->out + 4, 4 + pb->len); /* the last band's goes on over the Adler-32 */
     }
 }
 
-static int write_png(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err,
-                     size_t err_size)
+/* One page's file from its bands. */
+static int png_put(FILE *f, const char *path, const png_band *band, size_t bands, int w, int h, char *err,
+                   size_t err_size)
+{
+    /* zlib header: CM 8, 32 KB window; FLEVEL 1 ("fast"), FCHECK makes it a multiple of 31 */
+    static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    uint8_t ihdr[25], zhdr[2] = { 0x78, 0x5e }, iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+    put_be32(ihdr, 13);
+    memcpy(ihdr + 4, "IHDR", 4);
+    put_be32(ihdr + 8, (uint32_t)w);
+    put_be32(ihdr + 12, (uint32_t)h);
+    ihdr[16] = 8;
+    ihdr[17] = 2;
+    ihdr[18] = ihdr[19] = ihdr[20] = 0; /* 8-bit RGB, deflate, adaptive filters, no interlace */
+    put_be32(ihdr + 21, png_crc32(0, ihdr + 4, 17));
+    int      bad = fwrite(sig, 1, 8, f) != 8 || fwrite(ihdr, 1, 25, f) != 25;
+    uint32_t adler = 1;
+    for (size_t b = 0; b < bands && !bad; ++b) {
+        const png_band *pb = &band[b];
+        adler = b ? (uint32_t)adler32_combine(adler, pb->adler, (z_off_t)pb->raw) : pb->adler;
+        size_t  n = pb->len, crc = pb->crc;
+        uint8_t tail[8];
+        size_t  nt = 0;
+        if (b == 0) {
+            n += 2;
+            crc = png_crc32(png_crc32(0, (const uint8_t *)"IDAT", 4), zhdr, 2);
+            crc = png_crc32((uint32_t)crc, pb->out + 8, pb->len);
+        }
+        if (b + 1 == bands) {
+            put_be32(tail, adler);
+            crc = png_crc32((uint32_t)crc, tail, 4);
+            nt = 4;
+            n += 4;
+        }
+        put_be32(tail + nt, (uint32_t)crc);
+        uint8_t head[8];
+        put_be32(head, (uint32_t)n);
+        memcpy(head + 4, "IDAT", 4);
+        bad = fwrite(head, 1, 8, f) != 8 || (b == 0 && fwrite(zhdr, 1, 2, f) != 2) ||
+              fwrite(pb->out + 8, 1, pb->len, f) != pb->len || fwrite(tail, 1, nt + 4, f) != nt + 4;
+    }
+    if (!bad) bad = fwrite(iend, 1, 12, f) != 12;
+    return bad || ferror(f) ? bk_fail_write(err, err_size, path) : 0;
+}
+
+/* n PNG pages of w x h, rgb[p] to f[p]: the bands of all of them on the pool at once, then each
+ * file written in turn. */
+static int write_pngs(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
+                      float exposure, char *err, size_t err_size)
 {
     if ((size_t)w * 3 + 1 > 0x7fffffffu / PNG_BAND_ROWS)
-        return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path, w);
-    png_job j;
+        return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path[0], w);
+    png_job   j;
+    png_srgb *srgb = malloc(sizeof *srgb);
+    const int nt = bk_pool_threads();
     j.rgb = rgb;
     j.exposure = exposure;
     j.w = w;
     j.h = h;
-    j.level = PNG_LEVEL;
-    bk_image_srgb8_thresholds(j.srgb);
     j.bands = ((size_t)h + PNG_BAND_ROWS - 1) / PNG_BAND_ROWS;
-    j.band = calloc(j.bands, sizeof *j.band);
+    j.band = calloc(j.bands * (size_t)n, sizeof *j.band);
+    j.per_worker = calloc((size_t)nt, sizeof *j.per_worker);
+    j.srgb = srgb;
     atomic_init(&j.failed, 0);
-    if (!j.band) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
-    bk_parallel_for(j.bands, 1, png_bands, &j);
     int rc = 0;
-    if (atomic_load(&j.failed))
-        rc = bk_fail(err, err_size, "%s: PNG encoder failed (%dx%d): out of memory?", path, w, h);
+    if (!j.band || !srgb || !j.per_worker)
+        rc = bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path[0], w, h);
     if (!rc) {
-        /* zlib header: CM 8, 32 KB window; FLEVEL 1 ("fast"), FCHECK makes it a multiple of 31 */
-        static const uint8_t sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
-        uint8_t              ihdr[25], zhdr[2] = { 0x78, 0x5e },
-                          iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
-        put_be32(ihdr, 13);
-        memcpy(ihdr + 4, "IHDR", 4);
-        put_be32(ihdr + 8, (uint32_t)w);
-        put_be32(ihdr + 12, (uint32_t)h);
-        ihdr[16] = 8;
-        ihdr[17] = 2;
-        ihdr[18] = ihdr[19] = ihdr[20] = 0; /* 8-bit RGB, deflate, adaptive filters, no interlace */
-        put_be32(ihdr + 21, png_crc32(0, ihdr + 4, 17));
-        int      bad = fwrite(sig, 1, 8, f) != 8 || fwrite(ihdr, 1, 25, f) != 25;
-        uint32_t adler = 1;
-        for (size_t b = 0; b < j.bands && !bad; ++b) {
-            png_band *pb = &j.band[b];
-            adler = b ? (uint32_t)adler32_combine(adler, pb->adler, (z_off_t)pb->raw) : pb->adler;
-            size_t  n = pb->len, crc = pb->crc;
-            uint8_t tail[8];
-            size_t  nt = 0;
-            if (b == 0) {
-                n += 2;
-                crc = png_crc32(png_crc32(0, (const uint8_t *)"IDAT", 4), zhdr, 2);
-                crc = png_crc32((uint32_t)crc, pb->out + 8, pb->len);
-            }
-            if (b + 1 == j.bands) {
-                put_be32(tail, adler);
-                crc = png_crc32((uint32_t)crc, tail, 4);
-                nt = 4;
-                n += 4;
-            }
-            put_be32(tail + nt, (uint32_t)crc);
-            put_be32(pb->out, (uint32_t)n);
-            bad = fwrite(pb->out, 1, 8, f) != 8 || (b == 0 && fwrite(zhdr, 1, 2, f) != 2) ||
-                  fwrite(pb->out + 8, 1, pb->len, f) != pb->len || fwrite(tail, 1, nt + 4, f) != nt + 4;
-        }
-        if (!bad) bad = fwrite(iend, 1, 12, f) != 12;
-        if (bad || ferror(f)) rc = bk_fail_write(err, err_size, path);
+        png_srgb_init(srgb);
+        bk_parallel_for(j.bands * (size_t)n, 1, png_bands, &j);
+        if (atomic_load(&j.failed))
+            rc = bk_fail(err, err_size, "%s: PNG encoder failed (%dx%d): out of memory?", path[0], w, h);
     }
-    for (size_t b = 0; b < j.bands; ++b) free(j.band[b].out);
+    for (int p = 0; !rc && p < n; ++p)
+        rc = png_put(f[p], path[p], j.band + j.bands * (size_t)p, j.bands, w, h, err, err_size);
+    for (size_t b = 0; j.band && b < j.bands * (size_t)n; ++b) free(j.band[b].out);
+    for (int t = 0; j.per_worker && t < nt; ++t) {
+        free(j.per_worker[t].rows);
+#if BK_HAVE_LIBDEFLATE
+        libdeflate_free_compressor(j.per_worker[t].ld);
+#endif
+    }
+    free(j.per_worker);
     free(j.band);
+    free(srgb);
     return rc;
 }
 
@@ -587,7 +701,20 @@ int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int 
 #endif
     if (!(exposure >= 0 && isfinite(exposure)))
         return bk_fail(err, err_size, "%s: exposure %g: must be a finite number >= 0", path, (double)exposure);
-    return write_png(f, path, rgb, w, h, exposure, err, err_size);
+    return write_pngs(&f, &path, &rgb, 1, w, h, exposure, err, err_size);
+}
+
+int bk_image_write_files(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
+                         float exposure, char *err, size_t err_size)
+{
+    int png = n > 0;
+    for (int p = 0; p < n; ++p) png &= bk_image_type_of(path[p]) == BK_IMAGE_TYPE_PNG;
+    if (!png || n == 1 || w <= 0 || h <= 0 || !(exposure >= 0 && isfinite(exposure))) {
+        for (int p = 0; p < n; ++p)
+            if (bk_image_write_file(f[p], path[p], rgb[p], w, h, exposure, err, err_size)) return -1;
+        return 0;
+    }
+    return write_pngs(f, path, rgb, n, w, h, exposure, err, err_size);
 }
 
 float bk_image_srgb_to_linear(float s)

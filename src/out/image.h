@@ -3,7 +3,7 @@
  * Pipeline: bake -> linear RGB per texel (3 floats, row-major, row 0 at the top) ->
  * bk_fill_hidden_texels (fill.h: texels inside geometry, from their own chart) ->
  * bk_image_dilate (fill the padding from chart edges so bilinear filtering shows no seams) ->
- * bk_image_write (.png: 8-bit sRGB, our own writer, deflate on the pool through zlib; .hdr:
+ * bk_image_write (.png: 8-bit sRGB, our own writer, deflate on the pool (libdeflate or zlib); .hdr:
  * Radiance RGBE, linear, our own encoder rounding to nearest; .exr: RGB half-float, linear,
  * through Debian's tinyexr, only when built with it: BK_HAVE_EXR). bk_image_read reads all
  * three back (baker diff).
@@ -78,6 +78,13 @@ int bk_image_write(const char *path, const float *rgb, int w, int h, float expos
  * in messages. */
 int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int h, float exposure, char *err,
                         size_t err_size);
+/* n images of w x h, rgb[p] into f[p] (named path[p]; by its extension, as above): the PNG ones
+ * encoded side by side on the pool (their bands all at once), the others one after another. Each
+ * file as bk_image_write_file writes it. Returns 0, or -1 with one line in err naming the file. */
+int bk_image_write_files(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
+                         float exposure, char *err, size_t err_size);
+/* The PNG writer's sRGB byte of x (a table and one threshold): bk_image_srgb8_fast's. For tests. */
+uint8_t bk_image_srgb8_lut(float x);
 
 /* One pixel as Radiance RGBE, mantissas rounded to nearest: with e the frexp exponent of the
  * largest channel m (m = f 2^e, f in [0.5, 1)), byte = floor(c 2^(8-e) + 0.5); when m rounds to
