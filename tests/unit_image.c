@@ -660,6 +660,98 @@ static void test_srgb8_fast(void)
     BK_EXPECTF(bad == 0, "%zu of %zu floats: the threshold search differs from bk_image_srgb8", bad, n);
 }
 
+/* The dilation as a full scan of every texel each round (with ids as bk_image_dilate_charts
+ * takes them): what the windowed rounds must equal. */
+static void ref_dilate_ids(float *rgb, uint8_t *cov, const uint32_t *ids, int w, int h, int iterations)
+{
+    for (int it = 0; it < iterations; ++it) {
+        int filled = 0;
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {
+                size_t i = (size_t)y * w + x;
+                if (cov[i] != BK_COVER_NONE) continue;
+                const uint32_t own = ids ? ids[i] : BK_DILATE_ANY;
+                float          sum[3] = { 0, 0, 0 };
+                int            n = 0;
+                for (int dy = -1; dy <= 1; ++dy)
+                    for (int dx = -1; dx <= 1; ++dx) {
+                        int yy = y + dy, xx = x + dx;
+                        if (yy < 0 || yy >= h || xx < 0 || xx >= w || (dx == 0 && dy == 0)) continue;
+                        size_t k = (size_t)yy * w + xx;
+                        if (cov[k] != BK_COVER_TEXEL && cov[k] != BK_COVER_DILATED) continue;
+                        if (own != BK_DILATE_ANY && ids[k] != own) continue;
+                        for (int c = 0; c < 3; ++c) sum[c] += rgb[3 * k + c];
+                        n++;
+                    }
+                if (!n) continue;
+                for (int c = 0; c < 3; ++c) rgb[3 * i + c] = sum[c] / (float)n;
+                cov[i] = 3;
+                filled++;
+            }
+        if (!filled) break;
+        for (size_t i = 0; i < (size_t)w * h; ++i)
+            if (cov[i] == 3) cov[i] = BK_COVER_DILATED;
+    }
+}
+
+/* bk_image_dilate_pages on 3 pages of odd sizes side by side: scattered small charts (gaps that
+ * close in a round or two), a large empty part (fronts that move for many rounds), a page with
+ * no texel at all, ids on some pixels (two charts one texel apart), cut texels: with 1, 2 and 16
+ * threads the floats and coverage bytes equal ref_dilate_ids on each page alone, for several
+ * round counts (a round cap that stops the fronts half-way included). */
+static void test_dilate_pages(void)
+{
+    static const int sizes[][2] = { { 1, 1 }, { 37, 5 }, { 203, 131 } };
+    static const int threads[3] = { 1, 2, 16 }, rounds[3] = { 1, 3, 40 };
+    uint32_t         s = 4242u;
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; ++z)
+        for (int with_ids = 0; with_ids < 2; ++with_ids)
+            for (int r = 0; r < 3; ++r) {
+                const int    w = sizes[z][0], h = sizes[z][1], P = 3;
+                const size_t px = (size_t)w * h, N = px * P;
+                float       *rgb0 = malloc(sizeof(float) * 3 * N), *rgb = malloc(sizeof(float) * 3 * N),
+                      *ref = malloc(sizeof(float) * 3 * N);
+                uint8_t  *cov0 = malloc(N), *cov = malloc(N), *rcov = malloc(N);
+                uint32_t *ids = with_ids ? malloc(sizeof(uint32_t) * N) : NULL;
+                for (size_t i = 0; i < N; ++i) {
+                    s = s * 1664525u + 1013904223u;
+                    const size_t p = i / px, y = (i % px) / (size_t)w;
+                    /* page 0: charts everywhere; page 1: charts in the top third only; page 2: none */
+                    int on = p == 0 ? (s >> 24) < 90 : p == 1 ? y < (size_t)h / 3 && (s >> 24) < 140 : 0;
+                    cov0[i] = on ? ((s >> 8 & 31) == 0 ? BK_COVER_CUT : BK_COVER_TEXEL) : BK_COVER_NONE;
+                    for (int c = 0; c < 3; ++c)
+                        rgb0[3 * i + c] = on ? (float)((s >> (4 + 5 * c)) & 1023) / 97.0f : 0.0f;
+                    if (ids) ids[i] = (s >> 20 & 3) == 0 ? BK_DILATE_ANY : (uint32_t)((i % (size_t)w) / 9);
+                }
+                memcpy(ref, rgb0, sizeof(float) * 3 * N);
+                memcpy(rcov, cov0, N);
+                for (int p = 0; p < P; ++p)
+                    ref_dilate_ids(ref + 3 * px * p, rcov + px * p, ids ? ids + px * p : NULL, w, h, rounds[r]);
+                for (int t = 0; t < 3; ++t) {
+                    bk_pool_set_threads(threads[t]);
+                    memcpy(rgb, rgb0, sizeof(float) * 3 * N);
+                    memcpy(cov, cov0, N);
+                    bk_image_dilate_pages(rgb, cov, ids, w, h, P, rounds[r]);
+                    size_t bad = 0;
+                    for (size_t i = 0; i < N; ++i)
+                        bad += cov[i] != rcov[i] || memcmp(rgb + 3 * i, ref + 3 * i, sizeof(float) * 3) != 0;
+                    BK_EXPECTF(bad == 0,
+                               "%dx%d x %d pages, ids %d, %d rounds, %d threads: %zu texels differ from "
+                               "the full scan",
+                               w, h, P, with_ids, rounds[r], threads[t], bad);
+                }
+                if (P > 1) { /* and one page through bk_image_dilate_charts */
+                    memcpy(rgb, rgb0, sizeof(float) * 3 * px);
+                    memcpy(cov, cov0, px);
+                    bk_image_dilate_charts(rgb, cov, ids, w, h, rounds[r]);
+                    BK_EXPECTF(!memcmp(cov, rcov, px) && !memcmp(rgb, ref, sizeof(float) * 3 * px),
+                               "%dx%d: bk_image_dilate_charts differs from the full scan", w, h);
+                }
+                free(rgb0), free(rgb), free(ref), free(cov0), free(cov), free(rcov), free(ids);
+            }
+    bk_pool_set_threads(0);
+}
+
 /* bk_image_write_files on 3 PNG pages: each file the same bytes as bk_image_write_file gives it
  * alone, with 1, 2 and 16 threads, and each a valid PNG of its own pixels (check_png_file). */
 static void test_png_pages(void)
@@ -760,6 +852,7 @@ int main(void)
     test_errors();
     test_dilate_small();
     test_dilate_atlas();
+    test_dilate_pages();
     BK_EXPECTF(files_in_tmpdir() == 0, "files left in %s", tmpdir);
     rmdir(tmpdir);
     BK_TEST_DONE();

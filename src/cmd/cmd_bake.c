@@ -691,10 +691,7 @@ static int dilate_pages(bake_state *st)
         return 1;
     }
     if (reach) bk_atlas_reach_ids(at, reach);
-    for (int p = 0; p < at->page_count; ++p)
-        bk_image_dilate_charts(st->rgb + 3 * st->page_px * (size_t)p, st->cov + st->page_px * (size_t)p,
-                               reach ? reach + st->page_px * (size_t)p : NULL, at->width, at->height,
-                               st->c.atlas.padding + 14);
+    bk_image_dilate_pages(st->rgb, st->cov, reach, at->width, at->height, at->page_count, st->c.atlas.padding + 14);
     free(reach);
     return 0;
 }

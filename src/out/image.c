@@ -62,43 +62,67 @@ int bk_image_type_check(const char *what, const char *path, char *err, size_t er
     }
 }
 
-/* Dilation on the pool. A round reads only texels covered before it began (BK_COVER_TEXEL or
- * BK_COVER_DILATED), whose values it never writes, and writes only empty ones, marking them
- * DILATE_NEW, which the round does not count: so each texel's value is a function of the state
- * before the round, whatever order the texels are visited in, and the image does not depend on
- * the thread count. The rows are cut into bands of DILATE_ROWS; a round does the even bands in
- * parallel, then the odd ones, so no band reads a coverage byte (of its neighbours' edge rows)
- * while another thread writes it; then DILATE_NEW becomes BK_COVER_DILATED. */
+/* Dilation on the pool, several pages side by side. A round reads only texels covered before it
+ * began (BK_COVER_TEXEL or BK_COVER_DILATED), whose values it never writes, and writes only empty
+ * ones, marking them DILATE_NEW, which the round does not count: so each texel's value is a
+ * function of the state before the round, whatever order the texels are visited in, and the
+ * image does not depend on the thread count. The rows are cut into bands of DILATE_ROWS; a round
+ * does the even bands of every page in parallel, then the odd ones, so no band reads a coverage
+ * byte (of its neighbours' edge rows) while another thread writes it; then DILATE_NEW becomes
+ * BK_COVER_DILATED.
+ * Only where the last round filled something can this one: a texel none of whose 8 neighbours
+ * changed in the last round was looked at then (or could fill nothing then either) and has the
+ * same neighbours now. So each row keeps the span [lo, hi] of columns it filled in the last round
+ * and a round visits in row y only the columns lo - 1 .. hi + 1 of the spans of rows y - 1 .. y + 1
+ * (the first round: every column): the same texels are filled as by visiting all of them, at the
+ * cost of the fronts, not of the page, once the gaps between charts are closed. */
 #define DILATE_NEW  3
 #define DILATE_ROWS 8
 typedef struct dilate_job {
     float          *rgb;
     uint8_t        *cov;
-    const uint32_t *ids;          /* NULL, or per texel the chart whose colours it takes (BK_NONE: any) */
-    int             w, h, parity; /* parity: the bands 2k + parity */
+    const uint32_t *ids;               /* NULL, or per texel the chart whose colours it takes (BK_NONE: any) */
+    int             w, h, parity;      /* parity: the bands 2k + parity */
+    size_t          page_px, per_page; /* per_page: bands of this parity in a page */
+    int            *lo, *hi;           /* per row of all pages: the last round's span (hi < lo: none) */
+    int            *nlo, *nhi;         /* this round's */
     atomic_int      filled;
 } dilate_job;
 
 static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
 {
+    (void)worker;
     dilate_job *j = ctx;
     const int   w = j->w, h = j->h;
-    float      *rgb = j->rgb;
-    uint8_t    *cov = j->cov;
     int         filled = 0;
-    for (size_t band = begin; band < end; ++band) {
+    for (size_t chunk = begin; chunk < end; ++chunk) {
+        const size_t    page = chunk / j->per_page, band = chunk % j->per_page;
+        float          *rgb = j->rgb + 3 * j->page_px * page;
+        uint8_t        *cov = j->cov + j->page_px * page;
+        const uint32_t *ids = j->ids ? j->ids + j->page_px * page : NULL;
+        const int      *plo = j->lo ? j->lo + (size_t)h * page : NULL, *phi = j->lo ? j->hi + (size_t)h * page : NULL;
+        int            *nlo = j->lo ? j->nlo + (size_t)h * page : NULL, *nhi = j->lo ? j->nhi + (size_t)h * page : NULL;
         int y0 = (int)(2 * band + (size_t)j->parity) * DILATE_ROWS, y1 = y0 + DILATE_ROWS < h ? y0 + DILATE_ROWS : h;
         for (int y = y0; y < y1; ++y) {
+            int lo = j->lo ? w : 0, hi = j->lo ? -1 : w - 1; /* the columns to visit (no spans: all) */
+            for (int yy = y > 0 ? y - 1 : 0; j->lo && yy <= y + 1 && yy < h; ++yy)
+                if (phi[yy] >= plo[yy]) {
+                    lo = plo[yy] - 1 < lo ? plo[yy] - 1 : lo;
+                    hi = phi[yy] + 1 > hi ? phi[yy] + 1 : hi;
+                }
+            lo = lo < 0 ? 0 : lo;
+            hi = hi >= w ? w - 1 : hi;
+            int      flo = w, fhi = -1;
             uint8_t *row = cov + (size_t)y * w;
-            for (int x = 0; x < w; ++x) {
+            for (int x = lo; x <= hi; ++x) {
                 const uint8_t *next =
-                    memchr(row + x, BK_COVER_NONE, (size_t)(w - x)); /* most rows are mostly covered */
+                    memchr(row + x, BK_COVER_NONE, (size_t)(hi + 1 - x)); /* most rows are mostly covered */
                 if (!next) break;
                 x = (int)(next - row);
                 size_t         i = (size_t)y * w + x;
                 float          sum[3] = { 0, 0, 0 };
                 int            n = 0;
-                const uint32_t own = j->ids ? j->ids[i] : BK_DILATE_ANY;
+                const uint32_t own = ids ? ids[i] : BK_DILATE_ANY;
                 for (int dy = -1; dy <= 1; ++dy) {
                     int yy = y + dy;
                     if (yy < 0 || yy >= h) continue;
@@ -107,7 +131,7 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
                         if (xx < 0 || xx >= w || (dx == 0 && dy == 0)) continue;
                         size_t k = (size_t)yy * w + xx;
                         if (cov[k] != BK_COVER_TEXEL && cov[k] != BK_COVER_DILATED) continue;
-                        if (own != BK_DILATE_ANY && j->ids[k] != own) continue;
+                        if (own != BK_DILATE_ANY && ids[k] != own) continue;
                         sum[0] += rgb[3 * k];
                         sum[1] += rgb[3 * k + 1];
                         sum[2] += rgb[3 * k + 2];
@@ -117,45 +141,70 @@ static void dilate_bands(void *ctx, size_t begin, size_t end, int worker)
                 if (!n) continue;
                 for (int c = 0; c < 3; ++c) rgb[3 * i + c] = sum[c] / (float)n;
                 cov[i] = DILATE_NEW;
+                flo = x < flo ? x : flo;
+                fhi = x;
                 filled = 1;
             }
+            if (j->lo) nlo[y] = flo, nhi[y] = fhi;
         }
     }
     if (filled) atomic_store_explicit(&j->filled, 1, memory_order_relaxed);
 }
 
+/* rows [begin, end) of all pages: the round's marks made final, its spans the last round's */
 static void dilate_commit(void *ctx, size_t begin, size_t end, int worker)
 {
+    (void)worker;
     dilate_job *j = ctx;
-    uint8_t    *cov = j->cov;
-    for (size_t i = begin; i < end; ++i) /* branch-free, so it vectorizes */
-        cov[i] = (uint8_t)(cov[i] == DILATE_NEW ? BK_COVER_DILATED : cov[i]);
+    for (size_t r = begin; r < end; ++r) {
+        const size_t page = r / (size_t)j->h, y = r % (size_t)j->h;
+        uint8_t     *row = j->cov + j->page_px * page + y * (size_t)j->w;
+        const int    lo = j->lo ? j->nlo[r] : 0, hi = j->lo ? j->nhi[r] : j->w - 1;
+        for (int x = lo; x <= hi; ++x) /* branch-free, so it vectorizes */
+            row[x] = (uint8_t)(row[x] == DILATE_NEW ? BK_COVER_DILATED : row[x]);
+        if (j->lo) j->lo[r] = lo, j->hi[r] = hi;
+    }
 }
 
 void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations)
 {
-    bk_image_dilate_charts(rgb, coverage, NULL, w, h, iterations);
+    bk_image_dilate_pages(rgb, coverage, NULL, w, h, 1, iterations);
 }
 
 void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int iterations)
 {
-    if (w <= 0 || h <= 0) return;
-    dilate_job j;
+    bk_image_dilate_pages(rgb, coverage, ids, w, h, 1, iterations);
+}
+
+void bk_image_dilate_pages(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int pages, int iterations)
+{
+    if (w <= 0 || h <= 0 || pages <= 0 || iterations <= 0) return;
+    const size_t rows = (size_t)h * (size_t)pages;
+    int         *span = malloc(sizeof(int) * 4 * rows); /* NULL: every column of every row, each round */
+    dilate_job   j;
     j.rgb = rgb;
     j.cov = coverage;
     j.ids = ids;
     j.w = w;
     j.h = h;
+    j.page_px = (size_t)w * (size_t)h;
+    j.lo = span;
+    j.hi = span ? span + rows : NULL;
+    j.nlo = span ? span + 2 * rows : NULL;
+    j.nhi = span ? span + 3 * rows : NULL;
+    for (size_t r = 0; span && r < rows; ++r) j.lo[r] = 0, j.hi[r] = w - 1; /* the first round: every column */
     const size_t bands = ((size_t)h + DILATE_ROWS - 1) / DILATE_ROWS;
     for (int it = 0; it < iterations; ++it) {
         atomic_init(&j.filled, 0);
         for (int parity = 0; parity < 2; ++parity) {
             j.parity = parity;
-            bk_parallel_for((bands + 1 - (size_t)parity) / 2, 4, dilate_bands, &j);
+            j.per_page = (bands + 1 - (size_t)parity) / 2;
+            bk_parallel_for(j.per_page * (size_t)pages, 4, dilate_bands, &j);
         }
         if (!atomic_load(&j.filled)) break;
-        bk_parallel_for((size_t)w * h, (size_t)1 << 18, dilate_commit, &j);
+        bk_parallel_for(rows, 64, dilate_commit, &j);
     }
+    free(span);
 }
 
 uint8_t bk_image_srgb8(float linear)

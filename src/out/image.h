@@ -38,6 +38,10 @@ void bk_image_dilate(float *rgb, uint8_t *coverage, int w, int h, int iterations
  * that reads it. */
 #define BK_DILATE_ANY 0xFFFFFFFFu /* BK_NONE */
 void bk_image_dilate_charts(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int iterations);
+/* The same for `pages` images of w x h one after another (an atlas's pages; ids NULL or for all
+ * of them), the pages' rounds side by side on the pool: each page as bk_image_dilate_charts makes
+ * it on its own. */
+void bk_image_dilate_pages(float *rgb, uint8_t *coverage, const uint32_t *ids, int w, int h, int pages, int iterations);
 
 /* Image types, by the path's extension (case-insensitive). */
 typedef enum bk_image_type {
