@@ -807,29 +807,7 @@ static int write_preview(bake_state *st)
  * histogram of 1/16-octave bins, the percentile's bin's upper edge: a little under). */
 static void clip_stats(bake_state *st)
 {
-    enum { BINS = 1024, PER_OCTAVE = 16, LOW = 32 }; /* 2^-32 .. 2^32 */
-    uint64_t   *hist = calloc(BINS, sizeof(uint64_t)), n = 0, over = 0;
-    const float e = st->c.exposure;
-    st->clip_share = 0;
-    st->clip_fit = 0;
-    if (!hist) return;
-    for (size_t i = 0; i < st->npx; ++i) {
-        if (st->cov[i] != BK_COVER_TEXEL) continue;
-        const float *c = st->rgb + 3 * i;
-        const float  m = fmaxf(c[0], fmaxf(c[1], c[2]));
-        n++;
-        over += c[0] * e > 1.0f || c[1] * e > 1.0f || c[2] * e > 1.0f;
-        int b = m > 0 && isfinite(m) ? (int)floorf((log2f(m) + LOW) * PER_OCTAVE) : 0;
-        hist[b < 0 ? 0 : b >= BINS ? BINS - 1 : b]++;
-    }
-    if (n) {
-        uint64_t want = (uint64_t)ceil(0.99 * (double)n), sum = 0;
-        int      b = 0;
-        while (b < BINS - 1 && (sum += hist[b]) < want) b++;
-        st->clip_share = (double)over / (double)n;
-        st->clip_fit = (float)exp2((double)LOW - (double)(b + 1) / PER_OCTAVE);
-    }
-    free(hist);
+    bk_cmd_bake_clip_stats(st->rgb, st->cov, st->npx, st->c.exposure, &st->clip_share, &st->clip_fit);
 }
 
 /* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
@@ -863,7 +841,10 @@ static int phase_write(bake_state *st)
     }
     /* before the fill and the dilation: only baked texels count */
     for (int k = 0; !c->quiet && k < c->nouts; ++k)
-        if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) clip_stats(st);
+        if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) {
+            clip_stats(st);
+            break; /* (the same for each) */
+        }
     if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
                             at->width, at->height, at->page_count, NULL, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);

@@ -194,6 +194,13 @@ int      bk_cmd_bake_bin_texels(bk_gpu_ops *gpu, bk_texel *tx, uint32_t n, const
                                 char *err, size_t err_size);
 float    bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum,
                                    char *err, size_t err_size);
+/* cmd_bake_write.c: bk_cmd_bake_auto_exposure's result without a GPU, on the pool; the PNG clip
+ * hint (the share of baked texels with a channel over 1 at exposure, and the exposure that keeps
+ * 99 % of them below 1), on the pool. */
+float    bk_cmd_bake_auto_exposure_cpu(const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum, char *err,
+                                       size_t err_size);
+void     bk_cmd_bake_clip_stats(const float *rgb, const uint8_t *cov, size_t npx, float exposure, double *share,
+                                float *fit);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
 typedef struct bk_cmd_bake_made_texels {
     const bk_scene     *s;

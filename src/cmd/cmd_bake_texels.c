@@ -92,6 +92,7 @@ float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t
     /* in slices of 4M pixels (at most 32 MB of keys and luminances, not 8 B per pixel of the
      * map), each on the pool in texel order; the histogram's counts add up exactly, the mean's
      * sums in double */
+    if (!gpu) return bk_cmd_bake_auto_exposure_cpu(rgb, cov, npx, mean_lum, err, err_size); /* on the pool */
     enum { SLICE = 1 << 22 }; /* a multiple of EXPOSURE_GRAIN */
     const size_t cap = npx < SLICE ? (npx ? npx : 1) : SLICE, max_chunks = (cap - 1) / EXPOSURE_GRAIN + 1;
     uint32_t    *keys = malloc(sizeof(uint32_t) * cap), counts[512], part[512];
