@@ -2,7 +2,9 @@
  *
  * The demo scene baked on the CPU with --exposure auto and --stats under BK_THREADS=1, 2 and 16:
  * the chosen exposure and mean luminance (auto_exposure in cmd_bake.c), and the PNG, HDR and (when
- * built with it) EXR files, after the hidden-texel fill and the dilation, are the same bytes.
+ * built with it) EXR files, after the hidden-texel fill and the dilation, are the same bytes. And
+ * the voxel Cornell box on 8 pages (--pages auto, whose pages are dilated and encoded side by
+ * side: bk_image_dilate_pages, bk_image_write_files): every page the same bytes.
  * (unit_write_threads checks the same pieces on a synthetic atlas, in process.)
  */
 #include "bk_test.h"
@@ -76,6 +78,37 @@ int main(void)
             remove(path);
             remove(args);
         }
+    /* the pages side by side */
+    enum { PAGES = 8 };
+    unsigned char *page0[PAGES] = { 0 };
+    size_t         page0_n[PAGES] = { 0 };
+    for (int t = 0; t < 3; ++t) {
+        setenv("BK_THREADS", threads[t], 1);
+        snprintf(args, sizeof args,
+                 "'%s/scenes/cornell.vox' -o '%s/vp.png' --size 128 --texels-per-voxel 2 --pages auto --backend cpu "
+                 "--spp 2 --bounces 1 --quiet",
+                 BK_SOURCE_DIR, dir);
+        int rc = bk_test_run_baker(dir, err, sizeof err, args);
+        BK_EXPECTF(rc == 0, "BK_THREADS=%s pages: exit %d: %s", threads[t], rc, err);
+        for (int p = 0; p < PAGES; ++p) {
+            size_t n;
+            snprintf(path, sizeof path, "%s/vp-%d.png", dir, p);
+            unsigned char *b = (unsigned char *)bk_test_slurp(path, &n);
+            BK_EXPECTF(b && n > 0, "BK_THREADS=%s: no page %d", threads[t], p);
+            if (t == 0) {
+                page0[p] = b;
+                page0_n[p] = n;
+                b = NULL;
+            } else
+                BK_EXPECTF(b && n == page0_n[p] && !memcmp(b, page0[p], n),
+                           "BK_THREADS=%s: page %d differs from 1 thread's", threads[t], p);
+            free(b);
+            remove(path);
+        }
+        snprintf(path, sizeof path, "%s/vp-%d.png", dir, PAGES);
+        BK_EXPECTF(access(path, F_OK) != 0, "more than %d pages", PAGES);
+    }
+    for (int p = 0; p < PAGES; ++p) free(page0[p]);
     unsetenv("BK_THREADS");
     for (int k = 0; k < 3; ++k) free(first[k]);
     snprintf(path, sizeof path, "%s/stderr.txt", dir);
