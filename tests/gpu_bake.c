@@ -33,12 +33,6 @@ static void bake_refs_on(bk_backend *be, const bk_scene *s, const bk_accel *a, c
                          const bk_texel_ref *refs, uint32_t n, const bk_bake_run_opts *o0, float *rgb,
                          bk_bake_result *r)
 {
-    char         err[512];
-    bk_bake_data d;
-    BK_EXPECTF(bk_bake_data_build(s, NULL, 0, &d, err, sizeof err) == 0, "%s", err);
-    bk_accel_view av = bk_accel_get_view(a);
-    BK_EXPECTF(be->i->upload(be, &av, err, sizeof err) == 0, "%s", err);
-    bk_bake_view     v = bk_bake_data_view(&d, a);
     bk_texel_src     src;
     float           *tri_n = NULL;
     bk_bake_run_opts o = *o0;
@@ -46,10 +40,8 @@ static void bake_refs_on(bk_backend *be, const bk_scene *s, const bk_accel *a, c
     o.texel_refs = refs;
     o.texel_src = &src;
     o.make_texels = NULL; /* never called: the device makes them */
-    BK_EXPECTF(bk_bake_texels(be, &v, NULL, n, at->width, at->height, &o, rgb, NULL, r, err, sizeof err) == 0, "%s",
-               err);
+    bake_on(be, s, a, NULL, n, at->width, at->height, &o, rgb, r);
     free(tri_n);
-    bk_bake_data_free(&d);
 }
 
 static void compare(const char *path, int size, uint32_t spp, int accel, int stack, bk_backend *gpu)
