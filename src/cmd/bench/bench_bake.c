@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -368,15 +369,15 @@ static int find_generator(char *gen, size_t size)
     return access(gen, X_OK) == 0;
 }
 
-/* Runs the generator: `GEN --objects N -o DIR/world.vox`, its messages into DIR. 0, or -1 after
+/* Runs the generator: `GEN --objects N --props PROPS -o DIR/world.vox`, its messages into DIR. 0, or -1 after
  * printing why (its messages shown). */
-static int make_world(const char *gen, const char *dir, uint64_t objects, char *world, size_t size)
+static int make_world(const char *gen, const char *props, const char *dir, uint64_t objects, char *world, size_t size)
 {
     char msgs[4400], nobj[32];
     snprintf(world, size, "%s/%s", dir, WORLD_FILE);
     snprintf(msgs, sizeof msgs, "%s/vox_world.txt", dir);
     snprintf(nobj, sizeof nobj, "%llu", (unsigned long long)objects);
-    char *const args[] = { (char *)gen, "--objects", nobj, "-o", world, NULL };
+    char *const args[] = { (char *)gen, "--objects", nobj, "--props", (char *)props, "-o", world, NULL };
     fflush(stdout);
     fflush(stderr);
     double t0 = bk_time_now();
@@ -470,7 +471,8 @@ static int parse_args(int argc, char **argv, bake_cli *c)
 }
 
 /* The voxel world's row: the world generated on the first call (*made: 1 made, -1 not), then
- * baked as docs/voxels.md does; skipped with a note when vox_world is not beside the baker. */
+ * baked as docs/voxels.md does; skipped with a note when vox_world is not beside the baker or
+ * its props (vox-mmmm of the shared scenes) are absent. */
 static void world_bench(const bake_cli *c, const char *prog, const char *dir, char *out, char *stats, FILE *cf,
                         int *made, int *rc)
 {
@@ -482,9 +484,19 @@ static void world_bench(const bake_cli *c, const char *prog, const char *dir, ch
         *made = -1;
         return;
     }
+    /* its props: the shared scenes' vox-mmmm, where the other scenes are looked for */
+    char        props[4200];
+    struct stat pst;
+    snprintf(props, sizeof props, "%s/vox-mmmm",
+             getenv("BK_SCENES_DIR") && *getenv("BK_SCENES_DIR") ? getenv("BK_SCENES_DIR") : "../shared/scenes");
+    if (stat(props, &pst) != 0 || !S_ISDIR(pst.st_mode)) {
+        printf("%-16s skipped: no props folder %s for vox_world (set $BK_SCENES_DIR)\n", label, props);
+        *made = -1;
+        return;
+    }
     snprintf(world, sizeof world, "%s/%s", dir, WORLD_FILE);
     if (*made == 0) {
-        *made = make_world(gen, dir, c->world_objects, world, sizeof world) ? -1 : 1;
+        *made = make_world(gen, props, dir, c->world_objects, world, sizeof world) ? -1 : 1;
         if (*made < 0) *rc = 1;
         else
             printf(
