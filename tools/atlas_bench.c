@@ -1,7 +1,8 @@
 /* atlas_bench.c - times bk_atlas_build and bk_atlas_rasterize on scenes and prints charts,
  * utilisation and stretch:
  *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste]
- *                       [--pages-auto] [--texels-per-voxel N] [--refs] [--raster-general] SCENE...
+ *                       [--pages-auto] [--texels-per-voxel N] [--refs] [--raster-general] [--lscm]
+ *                       [--solver 0|1] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
  * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names).
@@ -17,9 +18,12 @@
  * as baker's --pages auto does, and each page's fill (the share of its texels charts cover) is
  * printed. --refs: "raster" times bk_atlas_rasterize_refs (what a GPU bake calls) instead of
  * bk_atlas_rasterize; --raster-general: an atlas of rectangles alone rasterized by the general pass
- * (bk_atlas_raster_general), which must print the same texels hash. */
+ * (bk_atlas_raster_general), which must print the same texels hash. --lscm: the smooth charts'
+ * conformal solves per build (atlas_lscm.h): their count, iterations, those stopped at the cap,
+ * unknowns and thread CPU time; --solver 1: the direct solve instead of CG. */
 #include "atlas.h"
 #include "atlas_internal.h"
+#include "atlas_lscm.h"
 #include "image.h"
 #include "pool.h"
 #include "loader.h"
@@ -131,6 +135,7 @@ static void waste_report(const bk_atlas *a, int pad)
 int main(int argc, char **argv)
 {
     int         size = 1024, reps = 3, show_stages = 0, show_waste = 0, sim = 0, pages_auto = 0, tpv = 2, refs = 0;
+    int         show_lscm = 0;
     const char *png = NULL;
     char        err[512];
     for (int i = 1; i < argc; ++i) {
@@ -160,6 +165,14 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--texels-per-voxel") && i + 1 < argc) {
             tpv = atoi(argv[++i]);
+            continue;
+        }
+        if (!strcmp(argv[i], "--lscm")) {
+            show_lscm = bk_atlas_lscm_profile = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--solver") && i + 1 < argc) {
+            bk_atlas_lscm_solver = atoi(argv[++i]);
             continue;
         }
         if (!strcmp(argv[i], "--waste")) {
@@ -207,6 +220,7 @@ int main(int argc, char **argv)
         double   best = 1e30, best_cpu = 1e30, best_r = 1e30, best_rcpu = 1e30, stages[BK_ATLAS_STAGES],
                stages_sim[BK_ATLAS_STAGES];
         uint64_t tx_hash = 0;
+        memset(&bk_atlas_lscm_stats, 0, sizeof bk_atlas_lscm_stats);
         for (int r = 0; r < reps; ++r) {
             double  t0 = bk_time_now();
             clock_t c0 = clock();
@@ -290,6 +304,12 @@ int main(int argc, char **argv)
             printf("  on %d threads (simulated): stages %.3f s:", sim, tot);
             for (int k = 0; k < BK_ATLAS_STAGES; ++k) printf(" %s %.3f", bk_atlas_stage_names[k], stages_sim[k]);
             printf("\n");
+        }
+        if (show_lscm) {
+            const bk_atlas_lscm_counts *L = &bk_atlas_lscm_stats;
+            printf("  lscm per build: %.0f solves, %.0f iterations, %.0f at the cap, %.0f vertices, %.3f s cpu\n",
+                   (double)L->solves / reps, (double)L->iters / reps, (double)L->capped / reps, (double)L->verts / reps,
+                   1e-9 * (double)L->ns / reps);
         }
         if (show_waste) waste_report(&a, o.padding);
         if (png) {

@@ -6,6 +6,7 @@
  * rest (atlas_grow.c) -> split (atlas_split.c) -> bk_atlas_charts_join -> merge (atlas_merge.c).
  */
 #include "atlas_internal.h"
+#include "atlas_lscm.h"
 #include "pool.h"
 #include "util.h"
 
@@ -14,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------------
  * Smooth charts: regions without creases unfolded by least-squares conformal maps (Levy, Petitjean,
@@ -32,6 +34,10 @@
  * few stretched ones (max_evict: on a scan, a handful of noisy triangles among thousands made
  * the whole chart halve); else it is grown again, half as large, and at the end its triangles
  * are left to the planar charts. */
+
+int                  bk_atlas_lscm_profile;
+bk_atlas_lscm_counts bk_atlas_lscm_stats;
+int                  bk_atlas_lscm_solver;
 
 static int tried_ev(const uint8_t *ev, uint32_t i) { return ev[i] != 0; }
 
@@ -57,10 +63,7 @@ static inline lscm_v2 v2_lo(lscm_v2 a) { return (lscm_v2){ a[0], a[0] }; }
 static inline lscm_v2 v2_hi(lscm_v2 a) { return (lscm_v2){ a[1], a[1] }; }
 static inline lscm_v2 v2_swap(lscm_v2 a) { return (lscm_v2){ a[1], a[0] }; }
 
-typedef struct lscm_tri {
-    double   g[6], w;
-    uint32_t v[3];
-} lscm_tri; /* g: (gx, gy) per corner; 72 B */
+typedef bk_lscm_tri lscm_tri; /* g: (gx, gy) per corner; 72 B */
 
 /* residuals r = A x for the chart's triangles: 2 per triangle; x = (u_j, v_j) of n vertices.
  * Returns the sum of their squares, added in order (CGLS's |A D p|^2: summed here, the sum's chain
@@ -118,10 +121,11 @@ static double lscm_sumsq(const double *s, uint32_t n)
 }
 
 typedef struct lscm_ws {
-    lscm_tri *tri;
-    double   *x, *r, *s, *p, *q, *d; /* unknowns and CGLS vectors */
-    uint8_t  *pin;
-    size_t    tcap, vcap;
+    lscm_tri       *tri;
+    double         *x, *r, *s, *p, *q, *d; /* unknowns and CGLS vectors */
+    uint8_t        *pin;
+    size_t          tcap, vcap;
+    bk_lscm_direct *direct; /* the direct solver's scratch, or NULL */
 } lscm_ws;
 
 static int lscm_reserve(lscm_ws *W, uint32_t nt, uint32_t n)
@@ -162,6 +166,7 @@ static void lscm_free(lscm_ws *W)
     free(W->q);
     free(W->d);
     free(W->pin);
+    bk_lscm_direct_free(W->direct);
     memset(W, 0, sizeof *W);
 }
 
@@ -505,7 +510,31 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
         q->w = sqrt(g->area[tt]);
         area3 += g->area[tt];
     }
-    int iters = lscm_solve(W, nt, n, so->max_iter);
+    struct timespec c0, c1;
+    if (bk_atlas_lscm_profile) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    int iters = 0;
+    if (bk_atlas_lscm_solver && !W->direct) W->direct = bk_lscm_direct_new();
+    if (bk_atlas_lscm_solver && W->direct) {
+        int rd = bk_lscm_direct_solve(W->direct, W->tri, nt, n, W->pin, W->x);
+        iters = rd ? -1 : 1;
+    }
+    if (iters < 0) { /* singular: the projection again, for the conjugate gradients */
+        for (uint32_t i = 0; i < nt; ++i)
+            for (int k = 0; k < 3; ++k) {
+                uint32_t j = cid[3 * i + k];
+                W->x[2 * (size_t)j] = loc[6 * (size_t)i + 2 * k];
+                W->x[2 * (size_t)j + 1] = loc[6 * (size_t)i + 2 * k + 1];
+            }
+    }
+    if (iters <= 0) iters = lscm_solve(W, nt, n, so->max_iter);
+    if (bk_atlas_lscm_profile) {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        bk_atlas_lscm_stats.solves++;
+        bk_atlas_lscm_stats.iters += (uint64_t)iters;
+        bk_atlas_lscm_stats.capped += iters >= so->max_iter;
+        bk_atlas_lscm_stats.verts += n;
+        bk_atlas_lscm_stats.ns += (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec));
+    }
     t->work += (uint64_t)iters * nt;
     /* corners, orientation, area ratios */
     double areauv = 0;
