@@ -1,8 +1,7 @@
 /* atlas_lscm.c - the least-squares conformal map of a smooth chart solved directly: the normal
  * equations of atlas_smooth.c's least-squares problem, a complex Hermitian positive definite
  * system in the vertices' z = u + i v, factored as L D L^H (up-looking, Davis's LDL) in a nested
- * dissection order made from the chart's starting layout, then solved. And, with BK_HAVE_CHOLMOD,
- * the same system solved by CHOLMOD (SuiteSparse), for atlas_bench's comparison only.
+ * dissection order made from the chart's starting layout, then solved.
  *
  * Each triangle t gives one complex residual r_t = w_t sum_j c_tj z_j (c_tj = gx + i gy of its
  * corner j, atlas_lscm.h), so the energy sum_t |r_t|^2 is z^H M z with M = A^H A,
@@ -16,10 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if BK_HAVE_CHOLMOD
-#include <cholmod.h>
-#endif
 
 
 typedef struct cplx {
@@ -390,80 +385,3 @@ int bk_lscm_direct_solve(bk_lscm_direct *S, const bk_lscm_tri *L, uint32_t nt, u
 }
 
 size_t bk_lscm_direct_fill(const bk_lscm_direct *S) { return S ? S->lcap : 0; }
-
-#if BK_HAVE_CHOLMOD
-/* The same system as 2 m real unknowns (u's and v's interleaved) by CHOLMOD's supernodal or
- * simplicial Cholesky with its default orderings (AMD, METIS when built with it). */
-int bk_lscm_cholmod_solve(bk_lscm_direct *S, const bk_lscm_tri *L, uint32_t nt, uint32_t n, const uint8_t *pin,
-                          double *x)
-{
-    static _Thread_local int            started;
-    static _Thread_local cholmod_common cc;
-    if (!started) {
-        cholmod_start(&cc);
-        cc.print = 0;
-        /* small systems: AMD alone, simplicial (the supernodal BLAS path costs more here) */
-        cc.nmethods = 1;
-        cc.method[0].ordering = CHOLMOD_AMD;
-        cc.postorder = 1;
-        cc.supernodal = CHOLMOD_SIMPLICIAL;
-        started = 1;
-    }
-    if (reserve(S, n, 0)) return -1;
-    uint32_t m = 0;
-    for (uint32_t j = 0; j < n; ++j) S->col[j] = pin[2 * (size_t)j] ? BK_LSCM_PINNED : m++;
-    if (!m) return 0;
-    size_t ne = assemble(S, L, nt, m, x);
-    if (ne == (size_t)-1) return -1;
-    /* real form of the upper triangle: M = R + i I acts on (u, v) as [[R, -I], [I, R]] */
-    cholmod_sparse *A = cholmod_allocate_sparse(2 * m, 2 * m, 4 * ne, 1, 1, 1, CHOLMOD_REAL, &cc);
-    if (!A) return -1;
-    int    *Ap = A->p, *Ai = A->i;
-    double *Ax = A->x;
-    int     q = 0;
-    for (uint32_t j = 0; j < m; ++j)
-        for (int cj = 0; cj < 2; ++cj) { /* column 2 j + cj */
-            Ap[2 * j + cj] = q;
-            for (uint32_t p = S->Ap[j]; p < S->Ap[j + 1]; ++p) {
-                uint32_t i = S->Ai[p];
-                cplx     v = S->Ax[p];
-                for (int ri = 0; ri < 2; ++ri) {
-                    int r = 2 * (int)i + ri;
-                    if (r > 2 * (int)j + cj) continue; /* upper */
-                    double val = ri == cj ? v.re : (ri == 1 ? v.im : -v.im);
-                    Ai[q] = r;
-                    Ax[q++] = val;
-                }
-            }
-        }
-    Ap[2 * m] = q;
-    /* rows within a column need not be sorted for CHOLMOD when sorted = 0 */
-    A->sorted = 0;
-    cholmod_dense *B = cholmod_allocate_dense(2 * m, 1, 2 * m, CHOLMOD_REAL, &cc);
-    double        *bx = B->x;
-    for (uint32_t j = 0; j < m; ++j) {
-        bx[2 * j] = S->b[j].re;
-        bx[2 * j + 1] = S->b[j].im;
-    }
-    cholmod_factor *F = cholmod_analyze(A, &cc);
-    int             rc = 1;
-    if (F && cholmod_factorize(A, F, &cc) && cc.status == CHOLMOD_OK) {
-        cholmod_dense *X = cholmod_solve(CHOLMOD_A, F, B, &cc);
-        if (X) {
-            const double *xx = X->x;
-            for (uint32_t j = 0; j < n; ++j) {
-                uint32_t f = S->col[j];
-                if (f == BK_LSCM_PINNED) continue;
-                x[2 * (size_t)j] = xx[2 * f];
-                x[2 * (size_t)j + 1] = xx[2 * f + 1];
-            }
-            cholmod_free_dense(&X, &cc);
-            rc = 0;
-        }
-    }
-    cholmod_free_factor(&F, &cc);
-    cholmod_free_dense(&B, &cc);
-    cholmod_free_sparse(&A, &cc);
-    return rc;
-}
-#endif

@@ -23,12 +23,8 @@ void                          bk_lscm_direct_free(bk_lscm_direct *S);
  * -1 out of memory. */
 int bk_lscm_direct_solve(bk_lscm_direct *S, const bk_lscm_tri *L, uint32_t nt, uint32_t n, const uint8_t *pin,
                          double *x);
-/* The same by CHOLMOD (only with BK_HAVE_CHOLMOD; for the comparison in atlas_bench). */
-int bk_lscm_cholmod_solve(bk_lscm_direct *S, const bk_lscm_tri *L, uint32_t nt, uint32_t n, const uint8_t *pin,
-                          double *x);
 
-/* Which solver the smooth charts use: 0 the conjugate gradients (CGLS), 1 the direct one, 2
- * CHOLMOD (falls back to 1 without it). */
+/* Which solver the smooth charts use: 0 the conjugate gradients (CGLS), 1 the direct one. */
 extern int bk_atlas_lscm_solver;
 
 /* With bk_atlas_lscm_profile set, every solve adds to these: solves, their iterations, the

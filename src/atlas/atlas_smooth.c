@@ -515,12 +515,7 @@ static int sm_unfold(const sm_ctx *x, sm_try *t, sm_ws *ws, uint32_t n, uint32_t
     int iters = 0;
     if (bk_atlas_lscm_solver && !W->direct) W->direct = bk_lscm_direct_new();
     if (bk_atlas_lscm_solver && W->direct) {
-#if BK_HAVE_CHOLMOD
-        int rd = bk_atlas_lscm_solver == 2 ? bk_lscm_cholmod_solve(W->direct, W->tri, nt, n, W->pin, W->x)
-                                           : bk_lscm_direct_solve(W->direct, W->tri, nt, n, W->pin, W->x);
-#else
         int rd = bk_lscm_direct_solve(W->direct, W->tri, nt, n, W->pin, W->x);
-#endif
         iters = rd ? -1 : 1;
     }
     if (iters < 0) { /* singular: the projection again, for the conjugate gradients */
