@@ -5,7 +5,8 @@
  * charts; degenerate triangles) and corpus scenes (sponza, dragon_vrip_res2: each skipped when
  * absent) with the pool at 1, 2 and 16 threads, and compares every result byte for byte with the
  * one-thread result: charts of each triangle, UVs, statistics, the texel list and the coverage.
- * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths). A voxel scene
+ * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths), and the generated
+ * mesh with the smooth charts solved directly (atlas_lscm.h's solver 1). A voxel scene
  * (monu1.vox, skipped when absent) as rectangles alone, on one page and on --pages auto pages:
  * the shelf packer (atlas_shelf.c) with 1, 2 and 16 threads, its pages checked (every quad on a
  * page, none overlapping another's block), and the quad-by-quad raster against the general pass
@@ -13,6 +14,7 @@
  */
 #include "atlas.h"
 #include "atlas_internal.h"
+#include "atlas_lscm.h"
 #include "pool.h"
 #include "loader.h"
 #include "scene.h"
@@ -349,6 +351,13 @@ int main(void)
     check_scene("generated (seed 20261123)", &s, 256, 1);
     free(s.positions);
     free(s.tri_v);
+    /* the smooth charts by the direct solve (atlas_bench --solver 1) */
+    bk_atlas_lscm_solver = 1;
+    s = generated(20261123u);
+    check_scene("generated, direct LSCM", &s, 1024, 1);
+    free(s.positions);
+    free(s.tri_v);
+    bk_atlas_lscm_solver = 0;
 
     static const struct {
         const char *rel;
