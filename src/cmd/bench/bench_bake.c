@@ -114,35 +114,45 @@ static void scene_label(const char *path, char *out, size_t n)
     if (dot && dot != out) *dot = 0;
 }
 
+/* Runs prog with args, its stderr into errf and its stdout there too (out_too) or nowhere, and
+ * waits: 0 with *st its wait status and *ru its usage, or -1 after saying why fork failed. */
+static int spawn(const char *prog, char *const *args, const char *errf, int out_too, int *st, struct rusage *ru)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        FILE *e = freopen(errf, "w", stderr),
+             *o = e ? freopen(out_too ? errf : "/dev/null", out_too ? "a" : "w", stdout) : NULL;
+        if (!o) _exit(127);
+        execv(prog, args);
+        fprintf(stderr, "baker bench bake: cannot run %s: %s\n", prog, strerror(errno));
+        _exit(127);
+    }
+    *st = 0;
+    memset(ru, 0, sizeof *ru);
+    pid_t w;
+    while ((w = wait4(pid, st, 0, ru)) < 0 && errno == EINTR) {}
+    if (w != pid) *st = -1; /* (not an exit: WIFEXITED is false) */
+    return 0;
+}
+
 /* One bake in a child process; 0, or -1 after saying why (its stderr is shown). */
 static int run_child(const char *prog, const char *dir, char *const *args, bench_run *r)
 {
     char stats[4200], errf[4200];
     snprintf(stats, sizeof stats, "%s/stats.json", dir);
     snprintf(errf, sizeof errf, "%s/stderr.txt", dir);
-    fflush(stdout);
-    fflush(stderr);
-    double t0 = bk_time_now();
-    pid_t  pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        FILE *e = freopen(errf, "w", stderr);
-        FILE *o = freopen("/dev/null", "w", stdout);
-        if (!e || !o) _exit(127);
-        execv(prog, args);
-        fprintf(stderr, "baker bench bake: cannot run %s: %s\n", prog, strerror(errno));
-        _exit(127);
-    }
     int           st = 0;
     struct rusage ru;
-    memset(&ru, 0, sizeof ru);
-    pid_t w;
-    while ((w = wait4(pid, &st, 0, &ru)) < 0 && errno == EINTR) {}
+    double        t0 = bk_time_now();
+    if (spawn(prog, args, errf, 0, &st, &ru)) return -1;
     r->wall = bk_time_now() - t0;
-    int    ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    int    ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     char  *text = ok ? slurp(stats) : NULL;
     double v;
     if (text) {
@@ -377,26 +387,12 @@ static int make_world(const char *gen, const char *props, const char *dir, uint6
     snprintf(world, size, "%s/%s", dir, WORLD_FILE);
     snprintf(msgs, sizeof msgs, "%s/vox_world.txt", dir);
     snprintf(nobj, sizeof nobj, "%llu", (unsigned long long)objects);
-    char *const args[] = { (char *)gen, "--objects", nobj, "--props", (char *)props, "-o", world, NULL };
-    fflush(stdout);
-    fflush(stderr);
-    double t0 = bk_time_now();
-    pid_t  pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "baker bench bake: fork: %s\n", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        FILE *e = freopen(msgs, "w", stderr), *o = e ? freopen(msgs, "a", stdout) : NULL;
-        if (!o) _exit(127);
-        execv(gen, args);
-        fprintf(stderr, "cannot run %s: %s\n", gen, strerror(errno));
-        _exit(127);
-    }
-    int   st = 0;
-    pid_t w;
-    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {}
-    int ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(world, R_OK) == 0;
+    char *const   args[] = { (char *)gen, "--objects", nobj, "--props", (char *)props, "-o", world, NULL };
+    int           st = 0;
+    struct rusage ru;
+    double        t0 = bk_time_now();
+    if (spawn(gen, args, msgs, 1, &st, &ru)) return -1;
+    int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && access(world, R_OK) == 0;
     if (!ok) {
         char *m = slurp(msgs);
         fprintf(stderr, "baker bench bake: %s --objects %s failed; its messages:\n%s", gen, nobj, m ? m : "(none)\n");
