@@ -23,6 +23,7 @@
 #include "voxmesh.h"
 
 #include <pthread.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -32,10 +33,10 @@ void        bk_cmd_bake_error(const char *fmt, ...) __attribute__((format(printf
 const char *bk_cmd_bake_error_text(void);
 
 typedef struct bk_cmd_bake_cli {
-    const char    **scenes; /* nscenes SCENE arguments, baked together */
-    int             nscenes;
-    const char     *scene; /* names the scene(s) in messages: the path, or "A + B ..." */
-    char            scene_label[1024];
+    const char **scenes; /* nscenes SCENE arguments, baked together */
+    int          nscenes;
+    const char  *scene; /* names the scene(s) in messages: the path, or "A + B ..." */
+    char         scene_label[1024];
     /* -o: every lightmap file, one of each image type (.png, .hdr, .exr), the PNG first when
      * there is one; out is outs[0], the one the glTF, --preview and the messages name */
 #define BK_CMD_BAKE_MAX_OUTS 3
@@ -95,8 +96,9 @@ typedef struct bk_cmd_bake_job {
 #define BAKE_PHASES(X)                                                                                 \
     X(PH_STARTUP, startup)                                                                             \
     X(PH_LOAD, load)                                                                                   \
-    X(PH_BUILD, build) X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) \
-        X(PH_WRITE, write) X(PH_FREE, free)
+    X(PH_BUILD, build)                                                                                 \
+    X(PH_UPLOAD, upload) X(PH_ATLAS, atlas) X(PH_BAKE, bake) X(PH_DENOISE, denoise) X(PH_WRITE, write) \
+        X(PH_FREE, free)
 /* The write phase's steps, timed apart for the stats ("write"): the exposure's statistics, the
  * fill of texels inside geometry, the dilation of the padding, the images' encoding, the mesh and
  * the --preview image (its render and encoding). */
@@ -197,10 +199,21 @@ float    bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint
 /* cmd_bake_write.c: bk_cmd_bake_auto_exposure's result without a GPU, on the pool; the PNG clip
  * hint (the share of baked texels with a channel over 1 at exposure, and the exposure that keeps
  * 99 % of them below 1), on the pool. */
-float    bk_cmd_bake_auto_exposure_cpu(const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum, char *err,
-                                       size_t err_size);
-void     bk_cmd_bake_clip_stats(const float *rgb, const uint8_t *cov, size_t npx, float exposure, double *share,
-                                float *fit);
+/* --exposure auto's bin of a colour (1/8 stop, 2^-20 to 2^44; 0 black) and its luminance in *lum,
+ * and the exposure that maps the 99th percentile of such bins' counts[512] to white: the one rule
+ * of the CPU and GPU paths. */
+static inline uint32_t bk_cmd_bake_lum_bin(const float *c, float *lum)
+{
+    float l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
+    int   b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
+    *lum = l;
+    return b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
+}
+float bk_cmd_bake_exposure_of(const uint32_t counts[512]);
+float bk_cmd_bake_auto_exposure_cpu(const float *rgb, const uint8_t *cov, size_t npx, double *mean_lum, char *err,
+                                    size_t err_size);
+void  bk_cmd_bake_clip_stats(const float *rgb, const uint8_t *cov, size_t npx, float exposure, double *share,
+                             float *fit);
 /* bk_bake_run_opts.make_texels: the texels of refs, made as the rasterizer would have. */
 typedef struct bk_cmd_bake_made_texels {
     const bk_scene     *s;
@@ -235,10 +248,10 @@ int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[O
                              char *const *page0);
 char *bk_cmd_bake_page_name(const char *out, int k);
 /* for -o out: the pages NAME-K of an earlier bake beyond this one's */
-void  bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages);
-int   bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
-                             const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
-                             const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size);
+void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages);
+int  bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
+                            const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
+                            const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size);
 /* n comma-separated finite floats of option opt's value val into out: 0, or -1 after a message. */
 int bk_cmd_bake_parse_floats(const char *opt, const char *val, int n, float *out);
 

@@ -78,11 +78,8 @@ static void exposure_keys(void *ctx, size_t begin, size_t end, int worker)
     size_t        m = j->base[begin / EXPOSURE_GRAIN];
     for (size_t i = begin; i < end; ++i) {
         if (j->cov && j->cov[i] != 1) continue;
-        const float *c = j->rgb + 3 * i;
-        float        l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
-        int          b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
-        j->keys[m] = b < 0 ? 0 : b > 511 ? 511 : (uint32_t)b;
-        j->lum[m++] = l;
+        j->keys[m] = bk_cmd_bake_lum_bin(j->rgb + 3 * i, &j->lum[m]);
+        m++;
     }
 }
 
@@ -140,10 +137,7 @@ float bk_cmd_bake_auto_exposure(bk_gpu_ops *gpu, const float *rgb, const uint8_t
     free(lum);
     free(base);
     *mean_lum = total ? sum / (double)total : 0.0;
-    uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
-    if (b == 0) return 1.0f;                      /* a black map: nothing to expose */
-    float white = exp2f((float)b / 8.0f - 20.0f); /* the bin's upper edge */
-    return 1.0f / white;
+    return bk_cmd_bake_exposure_of(counts);
 }
 
 

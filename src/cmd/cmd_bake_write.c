@@ -39,10 +39,8 @@ static void expo_chunk(void *ctx, size_t begin, size_t end, int worker)
     memset(h, 0, sizeof(uint32_t) * EXPO_BINS);
     for (size_t i = begin; i < end; ++i) {
         if (j->cov && j->cov[i] != BK_COVER_TEXEL) continue;
-        const float *c = j->rgb + 3 * i;
-        float        l = 0.2126f * c[0] + 0.7152f * c[1] + 0.0722f * c[2];
-        int          b = l > 0 ? (int)floorf((log2f(l) + 20.0f) * 8.0f) + 1 : 0;
-        h[b < 0 ? 0 : b > 511 ? 511 : b]++;
+        float l;
+        h[bk_cmd_bake_lum_bin(j->rgb + 3 * i, &l)]++;
         s += (double)l;
         n++;
     }
@@ -77,7 +75,12 @@ float bk_cmd_bake_auto_exposure_cpu(const float *rgb, const uint8_t *cov, size_t
     free(j.sum);
     free(j.n);
     *mean_lum = total ? sum / (double)total : 0.0;
-    uint32_t b = bk_stats_percentile_bin(counts, EXPO_BINS, 0.99);
+    return bk_cmd_bake_exposure_of(counts);
+}
+
+float bk_cmd_bake_exposure_of(const uint32_t counts[512])
+{
+    uint32_t b = bk_stats_percentile_bin(counts, 512, 0.99);
     if (b == 0) return 1.0f;                      /* a black map: nothing to expose */
     float white = exp2f((float)b / 8.0f - 20.0f); /* the bin's upper edge */
     return 1.0f / white;
