@@ -7,7 +7,9 @@
  * texels at bake_begin, alone and as a group of two (the hook must then run once, after both
  * began). The same when only the refs are rasterized (bk_atlas_rasterize_refs) and the driver
  * makes the texels a slice at a time (bk_bake_run_opts.make_texels, slices of 5000 texels) and
- * hands them to each device (bake_texels): every texel handed over, the same bits; the texels
+ * hands them to each device (bake_texels, which copies each slice only at its next call, as the
+ * CUDA backend's copies may finish late: a driver that reused a slice too soon, or ran the bake
+ * with a copy still pending, fails here): every texel handed over, the same bits; the texels
  * made from refs are the rasterizer's own, and a backend that reads the texels in place is
  * refused. The driver's slices of sums and made texels come from the first device's host_alloc
  * hook (tagged here) and all go back through its host_free. Also bk_texels_compact itself: refs
@@ -29,15 +31,17 @@
 /* ---- the keeping backend: the CPU backend baking from a copy of the texels of its own ------- */
 
 typedef struct keep_ctx {
-    bk_backend  *cpu;
-    bk_texel    *copy; /* the last bake's texels, kept until the next bake or free */
-    uint32_t     n;
-    int          begins;
-    uint64_t     made;                           /* texels handed over by bake_texels */
-    uint64_t     from_refs;                      /* texels made here from refs (bake_refs) */
-    const bk_f4 *tris;                           /* the bake's shading triangles (bake_begin's view) */
-    int          slices, slice_frees, bad_frees; /* host_alloc / host_free calls; frees of
-                                                    pointers host_alloc did not give */
+    bk_backend     *cpu;
+    bk_texel       *copy; /* the last bake's texels, kept until the next bake or free */
+    uint32_t        n;
+    int             begins;
+    uint64_t        made;      /* texels handed over by bake_texels */
+    uint64_t        from_refs; /* texels made here from refs (bake_refs) */
+    const bk_f4    *tris;      /* the bake's shading triangles (bake_begin's view) */
+    const bk_texel *pend;      /* the last bake_texels call's slice, copied at the next */
+    uint32_t        pend_first, pend_count;
+    int             slices, slice_frees, bad_frees; /* host_alloc / host_free calls; frees of
+                                                       pointers host_alloc did not give */
 } keep_ctx;
 
 #define K(be) ((keep_ctx *)(be)->ctx)
@@ -71,6 +75,7 @@ static int keep_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel
     else memset(k->copy, 0xEE, sizeof(bk_texel) * n); /* garbage until bake_texels fills it */
     k->n = n;
     k->tris = v->tris;
+    k->pend_count = 0;
     k->begins++;
     return k->cpu->i->bake_begin(k->cpu, v, k->copy, n, err, es);
 }
@@ -79,7 +84,12 @@ static int keep_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
     keep_ctx *k = K(be);
     if (!k->copy || first > k->n || count > k->n - first)
         return bk_fail(err, es, "texels %u..%u of %u", first, first + count, k->n);
-    memcpy(k->copy + first, t, sizeof(bk_texel) * count);
+    /* as the CUDA backend may: the copy happens later, here at the next call (backend.h), so a
+     * driver that changed a slice before then would hand over the wrong texels */
+    if (k->pend_count) memcpy(k->copy + k->pend_first, k->pend, sizeof(bk_texel) * k->pend_count);
+    k->pend = t;
+    k->pend_first = first;
+    k->pend_count = count;
     k->made += count;
     return 0;
 }
@@ -97,6 +107,7 @@ static int keep_bake_refs(bk_backend *be, const bk_texel_src *src, uint32_t firs
 static int keep_bake_run(bk_backend *be, uint32_t b, uint32_t e, const bk_bake_params *p, const bk_trace_opts *o,
                          char *err, size_t es)
 {
+    if (K(be)->pend_count) return bk_fail(err, es, "a bake_run with a slice of texels not yet copied");
     return K(be)->cpu->i->bake_run(K(be)->cpu, b, e, p, o, err, es);
 }
 static int keep_bake_fetch(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, float *sq, char *err, size_t es)

@@ -69,6 +69,8 @@ typedef struct cuda_ctx {
     size_t              spill_words;
     unsigned long long *d_stats;
     cudaEvent_t         ev0, ev1, ev_sorted, ev_traced;
+    cudaEvent_t         ev_up; /* the last bake_texels copy, in flight until up_pending is 0 */
+    int                 up_pending;
     /* --ray-order sorted or binned: the rays' keys and indices (d_order_keys, d_order: i), sorted by
        the project's radix sort into d_sorted_keys, d_sorted (distinct arrays: no copy back after an
        odd number of passes); with the rays copied into order (bk_trace_opts.order_copy), the rays,
@@ -709,6 +711,10 @@ static void release_bake_data(cuda_ctx *c)
 
 static void release_bake(cuda_ctx *c)
 {
+    if (c->up_pending) { /* (a copy in flight writes d_texels and reads the caller's slice) */
+        c->up_pending = 0;
+        (void)cudaEventSynchronize(c->ev_up);
+    }
     release_bake_data(c);
     cudaFree(c->d_texels);
     c->d_texels = NULL;
@@ -820,8 +826,18 @@ static int cuda_bake_texels(bk_backend *be, uint32_t first, uint32_t count, cons
         snprintf(err, err_size, "texels %u..%u out of %u", first, first + count, c->texel_count);
         return -1;
     }
-    if (count)
-        CUDA_TRY(cudaMemcpy(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice));
+    /* the copy of the call before is done before this one returns (backend.h): its slice is the
+     * caller's again; this one's goes up while the host makes the next (page-locked: asynchronous) */
+    if (c->up_pending) {
+        c->up_pending = 0;
+        CUDA_TRY(cudaEventSynchronize(c->ev_up));
+    }
+    if (count) {
+        CUDA_TRY(
+            cudaMemcpyAsync(c->d_texels + first, texels, sizeof(bk_texel) * (size_t)count, cudaMemcpyHostToDevice, 0));
+        CUDA_TRY(cudaEventRecord(c->ev_up, 0));
+        c->up_pending = 1;
+    }
     return 0;
 }
 
@@ -1128,6 +1144,7 @@ static void cuda_free(bk_backend *be)
         cudaEventDestroy(c->ev1);
         cudaEventDestroy(c->ev_sorted);
         cudaEventDestroy(c->ev_traced);
+        cudaEventDestroy(c->ev_up);
         cudaFree(c->d_order_keys);
         cudaFree(c->d_order);
         cudaFree(c->d_sorted_keys);
@@ -1246,7 +1263,8 @@ extern "C" bk_backend *bk_backend_cuda_init_device(int device, char *msg, size_t
     snprintf(c->device_name, sizeof c->device_name, "%s", p.name);
     if (cudaMalloc((void **)&c->d_stats, STAT_COUNT * sizeof(unsigned long long)) != cudaSuccess ||
         cudaEventCreate(&c->ev0) != cudaSuccess || cudaEventCreate(&c->ev1) != cudaSuccess ||
-        cudaEventCreate(&c->ev_sorted) != cudaSuccess || cudaEventCreate(&c->ev_traced) != cudaSuccess) {
+        cudaEventCreate(&c->ev_sorted) != cudaSuccess || cudaEventCreate(&c->ev_traced) != cudaSuccess ||
+        cudaEventCreateWithFlags(&c->ev_up, cudaEventDisableTiming) != cudaSuccess) {
         snprintf(msg, msg_size, "CUDA device %d (%s) is not usable: %s", device, p.name,
                  cudaGetErrorString(cudaGetLastError()));
         free(c);

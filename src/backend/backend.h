@@ -196,7 +196,10 @@ struct bk_backend_i {
     /* A backend that keeps its own copy of the texels (caps().keeps_texels) may begin a bake with
      * texels NULL: its copy is then filled by these calls, texels [first, first + count) each,
      * before the first bake_run, so that the host never holds every texel at once (the bake
-     * driver makes them a slice at a time: bk_bake_run_opts.make_texels). NULL elsewhere. */
+     * driver makes them a slice at a time: bk_bake_run_opts.make_texels). A call may return before
+     * its copy is done: the caller keeps that slice of texels as it is until the next call returns,
+     * which waits for it (count 0: only that wait), so two slices in turns let the host make one
+     * while the other goes up. NULL elsewhere. */
     int (*bake_texels)(bk_backend *be, uint32_t first, uint32_t count, const bk_texel *texels, char *err,
                        size_t err_size);
     /* Instead of bake_texels: the backend makes texels [first, first + count) itself from their

@@ -803,23 +803,32 @@ static void run_make_texels(bake_run *R)
         }
         return;
     }
-    bk_texel *made = S->failed || !nm ? NULL : slice_alloc(R->hb, sizeof(bk_texel) * nm);
-    if (!S->failed && nm && !made) {
-        dv[0].rc = -1;
-        snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm);
-        S->failed = 1;
-    }
-    for (uint32_t first = 0; first < n && !S->failed; first += nm) {
+    /* two slices in turns: one is made while the devices copy the other (backend.h, bake_texels) */
+    const int nbuf = n > nm ? 2 : 1;
+    bk_texel *made[2] = { NULL, NULL };
+    for (int b = 0; b < nbuf && !S->failed && nm; ++b)
+        if (!(made[b] = slice_alloc(R->hb, sizeof(bk_texel) * nm))) {
+            dv[0].rc = -1;
+            snprintf(dv[0].err, sizeof dv[0].err, "out of memory for %u texels", nm);
+            S->failed = 1;
+        }
+    int turn = 0;
+    for (uint32_t first = 0; first < n && !S->failed; first += nm, turn ^= nbuf - 1) {
         const uint32_t count = n - first < nm ? n - first : nm;
-        o->make_texels(o->make_texels_ctx, first, count, made);
+        o->make_texels(o->make_texels_ctx, first, count, made[turn]);
         for (int k = 0; k < nd; ++k)
-            if (dv[k].be->i->bake_texels(dv[k].be, first, count, made, dv[k].err, sizeof dv[k].err)) {
+            if (dv[k].be->i->bake_texels(dv[k].be, first, count, made[turn], dv[k].err, sizeof dv[k].err)) {
                 dv[k].rc = -1;
                 S->failed = 1;
                 break;
             }
     }
-    slice_free(R->hb, made);
+    for (int k = 0; k < nd; ++k) /* the last copies done before their slices go */
+        if (dv[k].begun && dv[k].be->i->bake_texels(dv[k].be, n, 0, NULL, dv[k].err, sizeof dv[k].err) && !S->failed) {
+            dv[k].rc = -1;
+            S->failed = 1;
+        }
+    for (int b = 0; b < 2; ++b) slice_free(R->hb, made[b]);
 }
 
 /* The bake itself: one thread per device beyond the first, which runs here. 0 or -1 with err. */
