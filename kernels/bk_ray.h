@@ -81,6 +81,11 @@ BK_HD bk_vec3 bk_ray_order_scale(bk_vec3 lo, bk_vec3 hi)
  * file sorted by the key has nearly all its neighbours in one bin, diffuse rays made in the order
  * raygen makes them a few in a hundred (a bin's share of the rays). */
 #define BK_RAY_ORDER_AUTO_MIN    65536u
+/* ... and so are rays into a scene whose whole tree (nodes and leaf records) is at most this many
+ * bytes: it stays in every SM's L1 cache (256 KB on Hopper, shared with the block's shared memory)
+ * whatever the order, so a sort only costs. The Cornell box's short rays on an H200 (4 M, 0.05 of
+ * the scene's diagonal, raygen's order): 9372 Mrays/s as they come, 7725 binned. */
+#define BK_RAY_ORDER_CACHED_BYTES (64u << 10)
 #define BK_RAY_ORDER_COHERENT    0.5
 #define BK_RAY_ORDER_COARSE_BITS 12
 #define BK_RAY_ORDER_RUNS        8u  /* runs of consecutive rays sampled, evenly spread */
