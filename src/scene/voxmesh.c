@@ -632,6 +632,19 @@ static void gather_chunks(void *ctx, size_t begin, size_t end, int worker)
     }
 }
 
+/* p (old bytes of it kept) grown to `bytes`: the surface's arrays are hundreds of MB, first
+ * touched on the pool (quads_to_tris), so they are asked for as transparent huge pages
+ * (bk_malloc_large): a 2 MB fault instead of 512 small ones, which serialise in the kernel. The old
+ * block is freed once copied; NULL (p kept) when out of memory. */
+static void *grow_large(void *p, size_t old, size_t bytes)
+{
+    void *q = bk_malloc_large(bytes);
+    if (!q) return NULL;
+    if (old) memcpy(q, p, old);
+    free(p);
+    return q;
+}
+
 static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t err_size)
 {
     bk_scene tris = *src; /* the triangles alone: voxels are not copied */
@@ -645,18 +658,22 @@ static int make_scene(const bk_scene *src, bk_voxmesh *out, char *err, size_t er
              V = (uint64_t)s->vertex_count + 4 * (uint64_t)out->quad_count;
     if (T >= BK_NONE / 3 || V >= BK_NONE)
         return bk_fail(err, err_size, "voxel surface: %u quads make too many triangles", out->quad_count);
-    float *pos = realloc(s->positions, sizeof(float) * 3 * (size_t)V + 1);
+    const size_t nv = s->vertex_count, nt = s->tri_count;
+    float       *pos = grow_large(s->positions, sizeof(float) * 3 * nv, sizeof(float) * 3 * (size_t)V + 1);
     if (pos) s->positions = pos;
-    uint32_t *tv = realloc(s->tri_v, sizeof(uint32_t) * 3 * (size_t)T + 1);
+    uint32_t *tv = grow_large(s->tri_v, sizeof(uint32_t) * 3 * nt, sizeof(uint32_t) * 3 * (size_t)T + 1);
     if (tv) s->tri_v = tv;
-    uint32_t *tm = realloc(s->tri_material, sizeof(uint32_t) * (size_t)T + 1);
+    uint32_t *tm =
+        grow_large(s->tri_material, s->tri_material ? sizeof(uint32_t) * nt : 0, sizeof(uint32_t) * (size_t)T + 1);
     if (tm) {
-        if (!s->tri_material) memset(tm, 0xFF, sizeof(uint32_t) * s->tri_count);
+        if (!s->tri_material) memset(tm, 0xFF, sizeof(uint32_t) * nt);
         s->tri_material = tm;
     }
-    uint32_t *tvt = s->tri_vt ? realloc(s->tri_vt, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
+    uint32_t *tvt =
+        s->tri_vt ? grow_large(s->tri_vt, sizeof(uint32_t) * 3 * nt, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
     if (tvt) s->tri_vt = tvt;
-    uint32_t *tvn = s->tri_vn ? realloc(s->tri_vn, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
+    uint32_t *tvn =
+        s->tri_vn ? grow_large(s->tri_vn, sizeof(uint32_t) * 3 * nt, sizeof(uint32_t) * 3 * (size_t)T + 1) : NULL;
     if (tvn) s->tri_vn = tvn;
     if (!pos || !tv || !tm || (s->tri_vt && !tvt) || (s->tri_vn && !tvn))
         return bk_fail(err, err_size, "voxel surface: out of memory");
@@ -874,7 +891,7 @@ static int build_gather(vm_build *B)
         bk_fail(err, err_size, "voxel surface: %zu quads, more than a scene holds", total);
         return -1;
     }
-    out->quads = malloc(sizeof(bk_vox_quad) * (total + 1));
+    out->quads = bk_malloc_large(sizeof(bk_vox_quad) * (total + 1)); /* first touched by gather_chunks */
     size_t   *at = malloc(sizeof(size_t) * (chunks + 1));
     uint64_t *faces = malloc(sizeof(uint64_t) * (chunks + 1));
     if (!out->quads || !at || !faces) {
