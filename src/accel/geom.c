@@ -1,7 +1,10 @@
 /* geom.c - primitives for the builders (geom.h): triangle and voxel instance boxes and records,
  * and the bricks of voxel models. */
 #include "geom.h"
+#include "pool.h"
 #include "util.h"
+
+#include <stdatomic.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +54,56 @@ static int model_segments(const bk_vox_model *vm, bk_vox_mseg **out, uint32_t *c
     *out = b;
     *count = n;
     return 0;
+}
+
+/* The models' segments on the pool (each model's own array, then each copied to its place), and
+ * each instance's primitives (from its first one on): the same arrays as a serial loop makes. */
+typedef struct seg_job {
+    const bk_scene *s;
+    bk_vox_mseg   **ms; /* per model: its segments */
+    uint32_t       *n;  /* ... and their count */
+    bk_geom        *g;
+    const uint32_t *first; /* per instance: its first primitive */
+    atomic_int      failed;
+} seg_job;
+
+static void seg_models(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    seg_job *J = ctx;
+    for (size_t m = begin; m < end; ++m)
+        if (model_segments(&J->s->vox_models[m], &J->ms[m], &J->n[m])) atomic_store(&J->failed, 1);
+}
+
+static void seg_gather(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    seg_job *J = ctx;
+    for (size_t m = begin; m < end; ++m)
+        if (J->n[m]) memcpy(J->g->msegs + J->g->mseg_first[m], J->ms[m], sizeof(bk_vox_mseg) * J->n[m]);
+}
+
+static void seg_prims(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    const seg_job *J = ctx;
+    const bk_geom *g = J->g;
+    for (size_t j = begin; j < end; ++j) {
+        uint32_t m = J->s->vox_instances[j].model, p = J->first[j];
+        for (uint32_t k = g->mseg_first[m]; k < g->mseg_first[m + 1]; ++k, ++p) {
+            g->prim_inst[p] = (uint32_t)j;
+            g->prim_mseg[p] = k;
+        }
+    }
+}
+
+static void seg_job_free(seg_job *J, uint32_t NM)
+{
+    for (uint32_t m = 0; J->ms && m < NM; ++m) free(J->ms[m]);
+    free(J->ms);
+    free(J->n);
+    J->ms = NULL;
+    J->n = NULL;
 }
 
 int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
@@ -114,56 +167,55 @@ int bk_geom_init(bk_geom *g, const bk_scene *s, char *err, size_t err_size)
                        (unsigned long long)faces);
     uint64_t count = s->tri_count;
     if (s->vox_model_count) {
-        g->brick_base = malloc(sizeof(uint32_t) * s->vox_model_count);
-        g->mseg_first = malloc(sizeof(uint32_t) * ((size_t)s->vox_model_count + 1));
-        if (!g->brick_base || !g->mseg_first) goto oom;
-        uint32_t next = 0, segs = 0;
-        size_t   cap = 0;
-        for (uint32_t m = 0; m < s->vox_model_count; ++m) {
+        const uint32_t NM = s->vox_model_count, NI = s->vox_instance_count;
+        g->brick_base = malloc(sizeof(uint32_t) * NM);
+        g->mseg_first = malloc(sizeof(uint32_t) * ((size_t)NM + 1));
+        seg_job J = { s, calloc(NM, sizeof(bk_vox_mseg *)), calloc((size_t)NM + 1, sizeof(uint32_t)), g, NULL, 0 };
+        atomic_init(&J.failed, 0);
+        if (!g->brick_base || !g->mseg_first || !J.ms || !J.n) goto seg_oom;
+        bk_parallel_for(NM, 1, seg_models, &J);
+        if (atomic_load(&J.failed)) goto seg_oom;
+        uint32_t next = 0;
+        uint64_t segs = 0;
+        for (uint32_t m = 0; m < NM; ++m) {
             g->brick_base[m] = next;
             next += model_bricks(s->vox_models[m].size);
-            bk_vox_mseg *ms;
-            uint32_t     n;
-            if (model_segments(&s->vox_models[m], &ms, &n)) goto oom;
-            if (segs + n > cap) {
-                size_t nc = cap ? 2 * cap : 1024;
-                while (nc < (size_t)segs + n) nc *= 2;
-                bk_vox_mseg *grown = realloc(g->msegs, sizeof *grown * nc);
-                if (!grown) {
-                    free(ms);
-                    goto oom;
-                }
-                g->msegs = grown;
-                cap = nc;
-            }
-            if (n) memcpy(g->msegs + segs, ms, sizeof *ms * n); /* (a model without voxels: msegs may be NULL) */
-            free(ms);
-            g->mseg_first[m] = segs;
-            segs += n;
+            g->mseg_first[m] = (uint32_t)segs;
+            segs += J.n[m];
         }
-        g->mseg_first[s->vox_model_count] = segs;
-        uint64_t prims = 0;
-        for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
+        g->mseg_first[NM] = (uint32_t)segs;
+        if (segs >= 0xFFFFFFFFull || !(g->msegs = malloc(sizeof *g->msegs * (segs ? segs : 1)))) goto seg_oom;
+        bk_parallel_for(NM, 16, seg_gather, &J);
+        seg_job_free(&J, NM);
+        uint64_t  prims = 0;
+        uint32_t *first = malloc(sizeof(uint32_t) * ((size_t)NI + 1)); /* per instance: its first primitive */
+        if (!first) goto oom;
+        for (uint32_t j = 0; j < NI; ++j) {
             uint32_t m = s->vox_instances[j].model;
+            first[j] = (uint32_t)(prims < 0xFFFFFFFFull ? prims : 0);
             prims += g->mseg_first[m + 1] - g->mseg_first[m];
         }
-        if (count + prims >= 0x7FFFFFFEull)
+        if (count + prims >= 0x7FFFFFFEull) {
+            free(first);
             return bk_geom_free(g),
                    bk_fail(err, err_size, "%llu primitives: at most 2^31 - 3", (unsigned long long)(count + prims));
+        }
         g->prim_inst = malloc(sizeof(uint32_t) * (prims ? prims : 1));
         g->prim_mseg = malloc(sizeof(uint32_t) * (prims ? prims : 1));
-        if (!g->prim_inst || !g->prim_mseg) goto oom;
-        uint64_t p = 0;
-        for (uint32_t j = 0; j < s->vox_instance_count; ++j) {
-            uint32_t m = s->vox_instances[j].model;
-            for (uint32_t k = g->mseg_first[m]; k < g->mseg_first[m + 1]; ++k) {
-                g->prim_inst[p] = j;
-                g->prim_mseg[p] = k;
-                ++p;
-            }
+        if (!g->prim_inst || !g->prim_mseg) {
+            free(first);
+            goto oom;
         }
+        J.first = first;
+        bk_parallel_for(NI, 1024, seg_prims, &J);
+        free(first);
         count += prims;
+        goto segs_done;
+    seg_oom:
+        seg_job_free(&J, NM);
+        goto oom;
     }
+segs_done:
     if (count == 0) return bk_geom_free(g), bk_fail(err, err_size, "scene has no triangles and no voxels");
     g->count = (uint32_t)count;
     return 0;
@@ -260,38 +312,31 @@ void bk_vox_pack_free(bk_vox_pack *p)
     memset(p, 0, sizeof *p);
 }
 
-int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size)
+/* One model of the pack (on the pool: each model writes its own bricks, and its colours at
+ * the first of its voxels in tmp; the colours are closed up afterwards). */
+typedef struct pack_job {
+    const bk_scene *s;
+    bk_vox_pack    *out;
+    const uint32_t *vbase; /* per model: its first voxel in the scene's voxel order */
+    uint8_t        *tmp;   /* colours, each model's at vbase */
+    uint8_t       **dense; /* per worker: a model's palette index per cell, 0 = empty */
+    size_t          dense_cells;
+    atomic_int      failed;
+} pack_job;
+
+static void pack_models(void *ctx, size_t begin, size_t end, int worker)
 {
-    memset(out, 0, sizeof *out);
-    if (!s->vox_model_count) return 0;
-    uint64_t bricks = 0, voxels = 0;
-    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
-        bricks += model_bricks(s->vox_models[m].size);
-        voxels += s->vox_models[m].voxel_count;
+    pack_job *J = ctx;
+    if (!J->dense[worker] && !(J->dense[worker] = malloc(J->dense_cells))) {
+        atomic_store(&J->failed, 1);
+        return;
     }
-    if (bricks >= 0xFFFFFFFFull || voxels >= 0xFFFFFFFFull)
-        return bk_fail(err, err_size, "voxel models too large: %llu bricks, %llu voxels", (unsigned long long)bricks,
-                       (unsigned long long)voxels);
-    out->models = calloc(s->vox_model_count, sizeof *out->models);
-    out->bricks = calloc(bricks ? bricks : 1, sizeof *out->bricks);
-    out->colours = calloc(voxels ? voxels : 1, 1);
-    out->inst = calloc(2 * (size_t)(s->vox_instance_count ? s->vox_instance_count : 1), sizeof *out->inst);
-    uint8_t *dense = NULL; /* one model's palette index per cell, 0 = empty */
-    size_t   dense_cap = 0;
-    if (!out->models || !out->bricks || !out->colours || !out->inst) goto oom;
-    out->model_count = s->vox_model_count;
-    uint32_t brick_next = 0, colour_next = 0;
-    for (uint32_t m = 0; m < s->vox_model_count; ++m) {
-        const bk_vox_model *vm = &s->vox_models[m];
+    uint8_t *dense = J->dense[worker];
+    for (size_t m = begin; m < end; ++m) {
+        const bk_vox_model *vm = &J->s->vox_models[m];
         const uint32_t      sx = vm->size[0], sy = vm->size[1], sz = vm->size[2];
         const uint32_t      nbx = (sx + 3) / 4, nby = (sy + 3) / 4, nbz = (sz + 3) / 4;
         size_t              cells = (size_t)nbx * nby * nbz * 64;
-        if (cells > dense_cap) {
-            free(dense);
-            dense = malloc(cells);
-            dense_cap = cells;
-            if (!dense) goto oom;
-        }
         memset(dense, 0, cells);
         /* cells in brick order: brick (bx, by, bz), then bit x + 4 y + 16 z inside it */
         for (uint32_t v = 0; v < vm->voxel_count; ++v) {
@@ -300,31 +345,90 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
             size_t b = q[0] / 4 + nbx * (q[1] / 4 + (size_t)nby * (q[2] / 4));
             dense[b * 64 + (q[0] & 3) + 4 * (q[1] & 3) + 16 * (q[2] & 3)] = q[3];
         }
-        bk_vox_model_rec *r = &out->models[m];
-        r->sx = sx;
-        r->sy = sy;
-        r->sz = sz;
-        r->brick_base = brick_next; /* = bk_geom.brick_base[m] */
-        r->colour_base = colour_next;
-        r->material_base = vm->material_base;
-        uint32_t rank = 0;
+        bk_vox_model_rec *r = &J->out->models[m];
+        uint8_t          *colours = J->tmp + J->vbase[m];
+        uint32_t          rank = 0;
         for (size_t b = 0; b < cells / 64; ++b) {
-            bk_vox_brick *br = &out->bricks[brick_next + b];
+            bk_vox_brick *br = &J->out->bricks[r->brick_base + b];
             uint64_t      mask = 0;
             br->rank = rank;
+            br->pad = 0;
             for (int bit = 0; bit < 64; ++bit) {
                 uint8_t c = dense[b * 64 + bit];
                 if (!c) continue;
                 mask |= (uint64_t)1 << bit;
-                out->colours[colour_next + rank++] = c;
+                colours[rank++] = c;
             }
             br->mask_lo = (uint32_t)mask;
             br->mask_hi = (uint32_t)(mask >> 32);
         }
         r->voxel_count = rank;
-        brick_next += (uint32_t)(cells / 64);
-        colour_next += rank;
     }
+}
+
+static void pack_colours(void *ctx, size_t begin, size_t end, int worker)
+{
+    (void)worker;
+    pack_job *J = ctx;
+    for (size_t m = begin; m < end; ++m)
+        memcpy(J->out->colours + J->out->models[m].colour_base, J->tmp + J->vbase[m], J->out->models[m].voxel_count);
+}
+
+int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->vox_model_count) return 0;
+    const uint32_t NM = s->vox_model_count;
+    uint64_t       bricks = 0, voxels = 0;
+    size_t         max_cells = 64;
+    for (uint32_t m = 0; m < NM; ++m) {
+        bricks += model_bricks(s->vox_models[m].size);
+        voxels += s->vox_models[m].voxel_count;
+        if (64 * (size_t)model_bricks(s->vox_models[m].size) > max_cells)
+            max_cells = 64 * (size_t)model_bricks(s->vox_models[m].size);
+    }
+    if (bricks >= 0xFFFFFFFFull || voxels >= 0xFFFFFFFFull)
+        return bk_fail(err, err_size, "voxel models too large: %llu bricks, %llu voxels", (unsigned long long)bricks,
+                       (unsigned long long)voxels);
+    const int nw = bk_pool_threads();
+    pack_job  J;
+    memset(&J, 0, sizeof J);
+    J.s = s;
+    J.out = out;
+    J.dense_cells = max_cells;
+    atomic_init(&J.failed, 0);
+    uint32_t *vbase = malloc(sizeof(uint32_t) * NM);
+    J.vbase = vbase;
+    J.tmp = malloc(voxels ? voxels : 1);
+    J.dense = calloc((size_t)nw, sizeof *J.dense);
+    out->models = calloc(NM, sizeof *out->models);
+    out->bricks = malloc(sizeof *out->bricks * (bricks ? bricks : 1));
+    out->colours = calloc(voxels ? voxels : 1, 1);
+    out->inst = calloc(2 * (size_t)(s->vox_instance_count ? s->vox_instance_count : 1), sizeof *out->inst);
+    int rc = -1;
+    if (!vbase || !J.tmp || !J.dense || !out->models || !out->bricks || !out->colours || !out->inst) goto done;
+    out->model_count = NM;
+    uint32_t brick_next = 0, voxel_next = 0;
+    for (uint32_t m = 0; m < NM; ++m) {
+        const bk_vox_model *vm = &s->vox_models[m];
+        bk_vox_model_rec   *r = &out->models[m];
+        r->sx = vm->size[0];
+        r->sy = vm->size[1];
+        r->sz = vm->size[2];
+        r->brick_base = brick_next; /* = bk_geom.brick_base[m] */
+        r->material_base = vm->material_base;
+        vbase[m] = voxel_next;
+        brick_next += model_bricks(vm->size);
+        voxel_next += vm->voxel_count;
+    }
+    bk_parallel_for(NM, 1, pack_models, &J);
+    if (atomic_load(&J.failed)) goto done;
+    uint32_t colour_next = 0;
+    for (uint32_t m = 0; m < NM; ++m) {
+        out->models[m].colour_base = colour_next;
+        colour_next += out->models[m].voxel_count;
+    }
+    bk_parallel_for(NM, 16, pack_colours, &J);
     out->brick_count = brick_next;
     out->colour_count = colour_next;
     out->instance_count = s->vox_instance_count;
@@ -334,10 +438,15 @@ int bk_vox_pack_build(const bk_scene *s, bk_vox_pack *out, char *err, size_t err
         out->inst[2 * (size_t)j + 1] = s->vox_instances[j].model;
         base += 6ull * out->models[s->vox_instances[j].model].voxel_count;
     }
-    free(dense);
+    rc = 0;
+done:
+    for (int w = 0; J.dense && w < nw; ++w) free(J.dense[w]);
+    free(J.dense);
+    free(J.tmp);
+    free(vbase);
+    if (rc) {
+        bk_vox_pack_free(out);
+        return bk_fail(err, err_size, "out of memory packing %u voxel models", NM);
+    }
     return 0;
-oom:
-    free(dense);
-    bk_vox_pack_free(out);
-    return bk_fail(err, err_size, "out of memory packing %u voxel models", s->vox_model_count);
 }
