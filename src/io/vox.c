@@ -852,7 +852,7 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, char *err, si
                        path, (double)st_size / 1e6, (double)BK_VOX_MAX_BYTES / 1e6);
     }
     size_t   cap = (size_t)st_size, n = 0;
-    uint8_t *b = malloc(cap ? cap : 1);
+    uint8_t *b = bk_malloc_large(cap ? cap : 1); /* tens of MB, written at once by read() */
     if (!b) {
         close(fd);
         return bk_fail(err, err_size, "%s: out of memory reading %zu bytes", path, cap);
