@@ -20,7 +20,8 @@
  *      visible faces.
  * No allocation per voxel or per quad: arrays grow by doubling. Steps 1, 2's bitmaps and 3 run on
  * bk_cpu_threads() workers taking models, then chunks of 64 instances, from a counter (bits are
- * set with an atomic or, so the bitmaps do not depend on who set them); each chunk's
+ * gathered per instance in the worker's own words, then set with one atomic or a word, so the
+ * bitmaps do not depend on who set them); each chunk's
  * quads are put back in instance order (on the thread pool, as the quads' triangles are made), so
  * the result does not depend on the thread count.
  */
@@ -91,6 +92,7 @@ typedef struct vm_work {
     uint8_t     *mask;    /* 256 x 256 greedy mask, all zero between uses */
     vm_quad     *scratch; /* quads of one re-merged slice */
     uint32_t    *ctab;    /* an instance box's hash cells: bitmap index or BK_NONE */
+    uint64_t    *lbits;   /* 64 words per ctab cell: one instance's bits, all zero between uses */
     uint8_t     *hid;     /* per face of one slice: hidden by another instance */
     uint8_t     *grid;    /* a model's dense colour grid */
     size_t       grid_cap;
@@ -400,6 +402,10 @@ static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
                 W->steps++;
             }
     if (!any) return;
+    /* the bits go to the worker's own copy of the box's cells first (plain stores, many cache
+     * misses in flight), then each non-zero word to the shared bitmaps with one atomic or: an
+     * atomic per voxel stalls on each miss and makes the workers fight over the lines */
+    uint64_t       *L = W->lbits;
     const uint32_t *sz = m->size;
     for (uint32_t i = 0; i < m->voxel_count; ++i) {
         const uint8_t *p = m->xyzi + 4 * (size_t)i;
@@ -410,14 +416,23 @@ static void instance_raster(const vm_ctx *C, vm_work *W, uint32_t j)
             w[r] = X->sgn[r] > 0 ? X->T[r] + p[c] : X->T[r] - p[c] - 1;
             k[r] = (w[r] >> CELL_SHIFT) - c0[r];
         }
-        uint32_t b = W->ctab[k[0] + n[0] * (k[1] + n[1] * k[2])];
-        if (b == BK_NONE) continue;
-        uint32_t          bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
-        _Atomic uint64_t *word = &H->bits[64 * (size_t)b + (bit >> 6)];
-        uint64_t          mask = 1ull << (bit & 63);
-        if (!(atomic_load_explicit(word, memory_order_relaxed) & mask))
-            atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
+        size_t ci = (size_t)k[0] + (size_t)n[0] * ((size_t)k[1] + (size_t)n[1] * (size_t)k[2]);
+        if (W->ctab[ci] == BK_NONE) continue;
+        uint32_t bit = (uint32_t)(w[0] & 15) | (uint32_t)(w[1] & 15) << 4 | (uint32_t)(w[2] & 15) << 8;
+        L[64 * ci + (bit >> 6)] |= 1ull << (bit & 63);
         W->steps++;
+    }
+    for (size_t ci = 0; ci < (size_t)n[0] * n[1] * n[2]; ++ci) {
+        uint32_t b = W->ctab[ci];
+        if (b == BK_NONE) continue;
+        for (int k = 0; k < 64; ++k) {
+            uint64_t v = L[64 * ci + k];
+            if (!v) continue;
+            L[64 * ci + k] = 0; /* zero again for the next instance */
+            _Atomic uint64_t *word = &H->bits[64 * (size_t)b + k];
+            if ((atomic_load_explicit(word, memory_order_relaxed) & v) != v)
+                atomic_fetch_or_explicit(word, v, memory_order_relaxed);
+        }
     }
 }
 
@@ -816,10 +831,11 @@ static int build_alloc(vm_build *B)
         w->C = C;
         w->id = k;
         w->ctab = malloc(sizeof(uint32_t) * BOX_CELLS * BOX_CELLS * BOX_CELLS);
+        w->lbits = calloc((size_t)64 * BOX_CELLS * BOX_CELLS * BOX_CELLS, sizeof(uint64_t));
         w->hid = malloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
         w->mask = calloc((size_t)BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE, 1);
         w->scratch = malloc(sizeof(vm_quad) * BK_VOX_MAX_SIZE * BK_VOX_MAX_SIZE);
-        if (!w->ctab || !w->hid || !w->mask || !w->scratch) {
+        if (!w->ctab || !w->lbits || !w->hid || !w->mask || !w->scratch) {
             bk_fail(err, err_size, "voxel surface: out of memory");
             return -1;
         }
@@ -925,6 +941,7 @@ static void build_free(vm_build *B)
         free(W[k].mask);
         free(W[k].scratch);
         free(W[k].ctab);
+        free(W[k].lbits);
         free(W[k].hid);
         free(W[k].grid);
     }
