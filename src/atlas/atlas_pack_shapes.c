@@ -194,6 +194,16 @@ static void shape_fill(const charting *C, uint32_t ci, double s, int rot, shape 
              * and the slack) is exactly the texels of that row it reaches, a slab being convex */
             for (int y = y0; y <= y1; ++y) {
                 double ya = y - g, yb = y + 1 + g, xa = DBL_MAX, xb = -DBL_MAX;
+                if (lo[1] >= ya && hi[1] <= yb) {
+                    /* the whole triangle in the slab (most rows of a triangle under a texel):
+                     * its corners' extent, which the edges' crossings (clamped to their edges)
+                     * never pass */
+                    int x0 = (int)ceil(lo[0] - 1 - g), x1 = (int)floor(hi[0] + g);
+                    if (x0 < 0) x0 = 0;
+                    if (x1 >= sh->w) x1 = sh->w - 1;
+                    if (x0 <= x1) bits_set_range(sh->bits + (size_t)y * sh->wpr, x0, x1);
+                    continue;
+                }
                 for (int k = 0; k < 3; ++k) {
                     const double *P = p[k], *Q = p[(k + 1) % 3];
                     if (P[1] >= ya && P[1] <= yb) {
