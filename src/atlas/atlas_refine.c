@@ -456,12 +456,13 @@ static void tidy_skip_fn(void *ctx, size_t begin, size_t end, int worker)
 }
 
 /* the corners of b's triangles that a move of L onto b is tested against, into *xb (grown as
- * needed): those near L in b's grid, or all of them; their count in *m_out, -1 out of memory */
-static int tidy_gather(const charting *C, const uint32_t *head, const uint32_t *next, const uint32_t *cnt,
-                       tidy_grid *grid, uint32_t b, const double *L, uint32_t *seen, uint32_t *query, double **xb,
-                       size_t *xb_cap, uint32_t *m_out)
+ * needed): those near L in b's grid (when use_grid; built), or all of them; their count in *m_out,
+ * -1 out of memory. Either way the test's answer is the same: it reads only the triangles whose
+ * boxes meet L's. */
+static int tidy_collect(const charting *C, const uint32_t *head, const uint32_t *next, const uint32_t *cnt,
+                        const tidy_grid *grid, int use_grid, uint32_t b, const double *L, uint32_t *seen,
+                        uint32_t *query, double **xb, size_t *xb_cap, uint32_t *m_out)
 {
-    /* overlaps with b's triangles */
     if (6 * (size_t)cnt[b] > *xb_cap) {
         size_t  cap = 12 * (size_t)cnt[b] + 64;
         double *q = realloc(*xb, sizeof(double) * cap);
@@ -470,20 +471,126 @@ static int tidy_gather(const charting *C, const uint32_t *head, const uint32_t *
         *xb_cap = cap;
     }
     uint32_t m = 0;
-    if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
-        if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) return -1;
-        grid[b].active = 1;
-    }
-    if (grid[b].active) {
+    if (use_grid) {
         double lb[4];
         bk_box_of_tri(L, lb);
         m = tidy_near(&grid[b], C->loc, C->tri_chart, b, lb, seen, ++*query, *xb);
     }
-    if (!grid[b].active || m > 4096) /* (beyond 4096 the test's order matters: the whole list) */
+    if (!use_grid || m > 4096) /* (beyond 4096 the test's order matters: the whole list) */
         for (uint32_t x = (m = 0, head[b]); x != BK_NONE; x = next[x])
             memcpy(*xb + 6 * (size_t)m++, C->loc + 6 * (size_t)x, 6 * sizeof(double));
     *m_out = m;
     return 0;
+}
+
+/* tidy_collect from the serial loop: b's grid built and read from b's first test with
+ * TIDY_GRID_MIN triangles on */
+static int tidy_gather(const charting *C, const uint32_t *head, const uint32_t *next, const uint32_t *cnt,
+                       tidy_grid *grid, uint32_t b, const double *L, uint32_t *seen, uint32_t *query, double **xb,
+                       size_t *xb_cap, uint32_t *m_out)
+{
+    if (cnt[b] >= TIDY_GRID_MIN && !grid[b].active) {
+        if (!grid[b].gw && tidy_grid_build(&grid[b], C->loc, head[b], next, cnt[b])) return -1;
+        grid[b].active = 1;
+    }
+    return tidy_collect(C, head, next, cnt, grid, grid[b].active, b, L, seen, query, xb, xb_cap, m_out);
+}
+
+/* Speculation (threads > 1): a pass's candidates' tests (tidy_candidate and the overlap test)
+ * made side by side on the charts as they are when the pass starts, before the serial loop
+ * moves anything. The loop makes tidy_candidate again (cheap) and takes the test's answer when
+ * it gives the same chart b and the same corners L: the overlap test is "does a triangle of b
+ * whose box meets L's overlap L" (bk_atlas_sets_overlap on one triangle, pair by pair), an OR
+ * over b's triangles, and b's triangles change only by moves (a triangle's corners change only
+ * when it moves). So no overlap then means no overlap now unless one of the triangles that
+ * joined b since overlaps (tested alone), and an overlap then stands unless a triangle left b
+ * (then the test is made again). The moves are those of the serial loop. Almost every
+ * candidate moves (dragon_vrip: 11,766 of 11,901 in the first pass), so looks are made once. */
+#define TIDY_SPEC_MIN 64 /* candidates in a pass worth a parallel look */
+
+typedef struct tidy_spec_ws { /* one worker's */
+    uint32_t       *seen, query;
+    double         *xb;
+    size_t          xb_cap;
+    overlap_scratch ovs;
+} tidy_spec_ws;
+
+typedef struct tidy_spec {
+    const tidy_cand_ctx *tc;
+    const uint32_t      *head, *next, *cnt;
+    const tidy_grid     *grid;
+    uint32_t             T;
+    tidy_spec_ws        *ws;
+    const uint32_t      *cand; /* the pass's candidates, ascending */
+    uint32_t            *b;    /* per candidate: the chart it joins (BK_NONE: no candidate) */
+    double              *L;    /* 6 per candidate */
+    int8_t              *ov;   /* per candidate: the overlap test, -1 not made */
+    uint64_t            *work;
+} tidy_spec;
+
+static void tidy_spec_fn(void *ctx, size_t begin, size_t end, int worker)
+{
+    const tidy_spec *x = ctx;
+    tidy_spec_ws    *w = &x->ws[worker];
+    for (size_t i = begin; i < end; ++i) {
+        double   tol, *L = x->L + 6 * i;
+        uint32_t m;
+        x->ov[i] = -1;
+        x->work[i] = 0;
+        if (!tidy_candidate(x->tc, x->cand[i], &x->b[i], L, &tol)) {
+            x->b[i] = BK_NONE;
+            continue;
+        }
+        if (!w->seen && !(w->seen = calloc((size_t)x->T + 1, sizeof(uint32_t)))) continue; /* made in the loop */
+        uint32_t b = x->b[i];
+        if (tidy_collect(x->tc->C, x->head, x->next, x->cnt, x->grid, x->grid[b].gw != 0, b, L, w->seen, &w->query,
+                         &w->xb, &w->xb_cap, &m))
+            continue; /* out of memory: made again in the loop */
+        int ov = bk_atlas_sets_overlap(L, 1, w->xb, m, tol * 10, &w->ovs, &x->work[i]);
+        if (ov >= 0) x->ov[i] = (int8_t)ov;
+    }
+}
+
+/* The loop's overlap test of candidate t (joining b at corners L) from the look at place *at of
+ * the candidates (advanced past t): 0 or 1, or -2 when the look does not serve (made again). The
+ * triangles that joined b in this pass are tested here, those that left it, now elsewhere, are
+ * passed over by their chart. */
+static int tidy_spec_take(const tidy_spec *x, uint32_t ncand, uint32_t *at, uint32_t t, uint32_t b, const double *L,
+                          double tol, const u32_list *joined, const uint8_t *left, double **gx, size_t *gx_cap,
+                          overlap_scratch *ovs, uint64_t *work)
+{
+    while (*at < ncand && x->cand[*at] < t) ++*at;
+    if (*at == ncand || x->cand[*at] != t) return -2;
+    uint32_t i = (*at)++;
+    if (x->ov[i] < 0 || x->b[i] != b || memcmp(x->L + 6 * (size_t)i, L, 6 * sizeof(double))) return -2;
+    if (x->ov[i] == 1) {
+        if (left[b]) return -2;
+        *work += x->work[i];
+        return 1;
+    }
+    const u32_list *J = &joined[b];
+    if (6 * (size_t)J->n > *gx_cap) {
+        size_t  cap = 12 * (size_t)J->n + 64;
+        double *q = realloc(*gx, sizeof(double) * cap);
+        if (!q) return -2;
+        *gx = q;
+        *gx_cap = cap;
+    }
+    const charting *C = x->tc->C;
+    double          lb[4], tb[4];
+    uint32_t        m = 0;
+    bk_box_of_tri(L, lb);
+    for (uint32_t k = 0; k < J->n; ++k) {
+        uint32_t u = J->v[k];
+        if (C->tri_chart[u] != b) continue; /* left again */
+        bk_box_of_tri(C->loc + 6 * (size_t)u, tb);
+        if (!(tb[0] <= lb[2] && tb[2] >= lb[0] && tb[1] <= lb[3] && tb[3] >= lb[1])) continue;
+        memcpy(*gx + 6 * (size_t)m++, C->loc + 6 * (size_t)u, 6 * sizeof(double));
+    }
+    *work += x->work[i];
+    if (!m) return 0;
+    int ov = bk_atlas_sets_overlap(L, 1, *gx, m, tol * 10, ovs, work);
+    return ov < 0 ? -2 : ov;
 }
 
 static int tidy_compact(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt, const uint32_t *head,
@@ -503,6 +610,58 @@ static int tidy_compact(charting *C, uint32_t n, uint32_t T, const uint32_t *cnt
     return 0;
 }
 
+/* A pass's looks (threads > 1): the candidates (cur less skip) listed and looked at side by
+ * side, when there are TIDY_SPEC_MIN of them (*ncand, else 0), and the charts' joins and leaves
+ * forgotten. 0, or -1 out of memory. */
+static int tidy_spec_pass(tidy_spec *sp, uint32_t *cap, const uint64_t *cur, const uint64_t *skip, size_t words,
+                          u32_list *joined, uint8_t *left, uint32_t n, uint32_t *ncand_out)
+{
+    uint32_t ncand = 0;
+    for (size_t w = 0; w < words; ++w) ncand += (uint32_t)__builtin_popcountll(cur[w] & ~skip[w]);
+    if (ncand < TIDY_SPEC_MIN) ncand = 0;
+    if (ncand > *cap) {
+        free((void *)sp->cand);
+        free(sp->b);
+        free(sp->L);
+        free(sp->ov);
+        free(sp->work);
+        *cap = ncand + ncand / 2;
+        sp->cand = malloc(sizeof(uint32_t) * *cap);
+        sp->b = malloc(sizeof(uint32_t) * *cap);
+        sp->L = malloc(sizeof(double) * 6 * *cap);
+        sp->ov = malloc(*cap);
+        sp->work = malloc(sizeof(uint64_t) * *cap);
+        if (!sp->cand || !sp->b || !sp->L || !sp->ov || !sp->work) return -1;
+    }
+    uint32_t *cl = (uint32_t *)sp->cand, k = 0;
+    for (size_t w = 0; ncand && w < words; ++w)
+        for (uint64_t m = cur[w] & ~skip[w]; m; m &= m - 1) cl[k++] = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(m);
+    if (ncand) bk_parallel_for(ncand, 16, tidy_spec_fn, sp);
+    for (uint32_t ci = 0; ci < n; ++ci) {
+        joined[ci].n = 0;
+        left[ci] = 0;
+    }
+    *ncand_out = ncand;
+    return 0;
+}
+
+static void tidy_spec_free(tidy_spec *sp, int threads)
+{
+    for (int w = 0; sp->ws && w < threads; ++w) {
+        free(sp->ws[w].seen);
+        free(sp->ws[w].xb);
+        bk_atlas_overlap_scratch_free(&sp->ws[w].ovs);
+    }
+    free(sp->ws);
+    free((void *)sp->cand);
+    free(sp->b);
+    free(sp->L);
+    free(sp->ov);
+    free(sp->work);
+}
+
+/* Long: one loop of passes over a dozen shared buffers (the charts' lists, the marks, the looks);
+ * its parts are functions already, what is left is their order. */
 int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacency *A, const float *tri_scale,
                          double cone_deg, double max_stretch, charting *C, uint64_t *work)
 {
@@ -522,7 +681,18 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     int             rc = -1;
     const double    cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
     uint8_t        *ek = malloc((size_t)A->start[T] + 1);
-    if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl)
+    const int       threads = bk_pool_threads();
+    /* speculation (tidy_spec_fn): the looks, and per chart the triangles that joined it and
+     * whether one left it in this pass */
+    tidy_spec sp = { 0 };
+    uint32_t  sp_cap = 0;
+    u32_list *joined = threads > 1 ? calloc((size_t)n + 1, sizeof(u32_list)) : NULL;
+    uint8_t  *left = threads > 1 ? calloc((size_t)n + 1, 1) : NULL;
+    double   *gx = NULL;
+    size_t    gx_cap = 0;
+    sp.ws = threads > 1 ? calloc((size_t)threads, sizeof(tidy_spec_ws)) : NULL;
+    if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl ||
+        (threads > 1 && (!joined || !left || !sp.ws)))
         goto done;
     tidy_edge_ctx ec = { s, weld, A, ek };
     bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
@@ -540,10 +710,17 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     for (size_t w = 0; w < words; ++w) cur[w] = ~0ull;
     if (T & 63) cur[words - 1] = (1ull << (T & 63)) - 1;
     tidy_cand_ctx tc = { s, A, ek, C, tri_scale, cmin, max_stretch, NULL, skip, words };
+    sp.tc = &tc;
+    sp.head = head;
+    sp.next = next;
+    sp.cnt = cnt;
+    sp.grid = grid;
+    sp.T = T;
     for (int pass = 0; pass < 8; ++pass) {
-        uint32_t moved = 0;
+        uint32_t moved = 0, ncand = 0, at = 0;
         tc.cur = cur;
         bk_parallel_for(words, 256, tidy_skip_fn, &tc);
+        if (threads > 1 && tidy_spec_pass(&sp, &sp_cap, cur, skip, words, joined, left, n, &ncand)) goto done;
         for (size_t w = 0; w < words; ++w)
             while (cur[w]) {
                 uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(cur[w]);
@@ -553,8 +730,12 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                 double   L[6], tol;
                 if (!tidy_candidate(&tc, t, &b, L, &tol)) continue;
                 uint32_t m;
-                if (tidy_gather(C, head, next, cnt, grid, b, L, seen, &query, &xb, &xb_cap, &m)) goto done;
-                int ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
+                int      ov =
+                    ncand ? tidy_spec_take(&sp, ncand, &at, t, b, L, tol, joined, left, &gx, &gx_cap, &ovs, work) : -2;
+                if (ov == -2) {
+                    if (tidy_gather(C, head, next, cnt, grid, b, L, seen, &query, &xb, &xb_cap, &m)) goto done;
+                    ov = bk_atlas_sets_overlap(L, 1, xb, m, tol * 10, &ovs, work);
+                }
                 if (ov < 0 || (ov && u32_push(&ovl[b], t))) goto done;
                 if (ov) continue;
                 /* move: out of a's list, onto the end of b's */
@@ -570,6 +751,10 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
                 memcpy(C->loc + 6 * (size_t)t, L, sizeof L);
                 C->tri_chart[t] = b;
                 if (grid[b].gw && u32_push(&grid[b].late, t)) goto done;
+                if (joined) {
+                    if (u32_push(&joined[b], t)) goto done;
+                    left[a] = 1;
+                }
                 changed[a] = changed[b] = 1;
                 moved++;
                 tidy_mark(cur, nxt, t, t);
@@ -606,6 +791,11 @@ done:
     free(xb);
     free(ek);
     bk_atlas_overlap_scratch_free(&ovs);
+    for (uint32_t ci = 0; joined && ci < n; ++ci) free(joined[ci].v);
+    free(joined);
+    free(left);
+    free(gx);
+    tidy_spec_free(&sp, threads);
     return rc;
 }
 
