@@ -6,8 +6,9 @@
  * absent) with the pool at 1, 2 and 16 threads, and compares every result byte for byte with the
  * one-thread result: charts of each triangle, UVs, statistics, the texel list and the coverage.
  * Also at 4096^2 for sponza (the packer's and rasterizer's large-page paths), and the generated
- * mesh with the smooth charts solved directly (atlas_lscm.h's solver 1). A voxel scene
- * (monu1.vox, skipped when absent) as rectangles alone, on one page and on --pages auto pages:
+ * mesh with the smooth charts solved directly (atlas_lscm.h's solver 1) and with the chart
+ * passes' speculation off (bk_atlas_spec 0). A voxel scene (monu1.vox, skipped when absent) as
+ * rectangles alone, on one page and on --pages auto pages:
  * the shelf packer (atlas_shelf.c) with 1, 2 and 16 threads, its pages checked (every quad on a
  * page, none overlapping another's block), and the quad-by-quad raster against the general pass
  * (bk_atlas_raster_general), texels, refs and coverage byte for byte.
@@ -358,6 +359,13 @@ int main(void)
     free(s.positions);
     free(s.tri_v);
     bk_atlas_lscm_solver = 0;
+    /* the chart passes' speculation off (atlas_bench --spec 0): the same atlas */
+    bk_atlas_spec = 0;
+    s = generated(20261123u);
+    check_scene("generated, no speculation", &s, 1024, 1);
+    free(s.positions);
+    free(s.tri_v);
+    bk_atlas_spec = 1;
 
     static const struct {
         const char *rel;

@@ -2,7 +2,7 @@
  * utilisation and stretch:
  *     build/atlas_bench [--size N] [--png DIR] [--reps R] [--threads T] [--stages] [--sim P] [--waste]
  *                       [--pages-auto] [--texels-per-voxel N] [--refs] [--raster-general] [--lscm]
- *                       [--solver 0|1] SCENE...
+ *                       [--solver 0|1] [--spec 0|1] SCENE...
  * Best of --reps builds (and rasterizations), wall clock and CPU time of all threads (--threads:
  * the pool's threads, 0 all cores; on a shared machine the CPU time of a one-thread run is what
  * an idle one would take). --stages: the best build's time per stage (bk_atlas_stage_names).
@@ -20,7 +20,8 @@
  * bk_atlas_rasterize; --raster-general: an atlas of rectangles alone rasterized by the general pass
  * (bk_atlas_raster_general), which must print the same texels hash. --lscm: the smooth charts'
  * conformal solves per build (atlas_lscm.h): their count, iterations, those stopped at the cap,
- * unknowns and thread CPU time; --solver 1: the direct solve instead of CG. */
+ * unknowns and thread CPU time; --solver 1: the direct solve instead of CG. --spec 0: the chart
+ * passes' speculation off (bk_atlas_spec: the same atlas, each pass's looks in its serial loop). */
 #include "atlas.h"
 #include "atlas_internal.h"
 #include "atlas_lscm.h"
@@ -173,6 +174,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--solver") && i + 1 < argc) {
             bk_atlas_lscm_solver = atoi(argv[++i]);
+            continue;
+        }
+        if (!strcmp(argv[i], "--spec") && i + 1 < argc) {
+            bk_atlas_spec = atoi(argv[++i]);
             continue;
         }
         if (!strcmp(argv[i], "--waste")) {

@@ -113,6 +113,8 @@
 const char *const bk_atlas_stage_names[BK_ATLAS_STAGES] = { BK_ATLAS_STAGE_LIST(STAGE_NAME) };
 #undef STAGE_NAME
 
+int bk_atlas_spec = 1;
+
 /* the time since *t goes to stage k (and, less what bk_pool_sim's threads would have saved
  * since, to its simulated time) */
 static void stage_done(bk_atlas *a, int k, double *t, double *saved)

@@ -281,6 +281,12 @@ typedef struct packer {
     int         min_side; /* smallest item side: thinner waste is dropped */
 } packer;
 
+/* 0: the chart passes' speculation off (the smooth charts' levels, the joins', merges' and tidy
+ * moves' looks made side by side, the shape packer's searches ahead): each looks in its serial
+ * loop instead. The atlas is the same either way; for atlas_bench --spec 0, to measure what the
+ * speculation costs and saves on a machine (default 1). */
+extern int bk_atlas_spec;
+
 /* ---- raster.c ------------------------------------------------------------------------------ */
 
 /* 1: an atlas of rectangles alone is rasterized by the general pass too, not quad by quad (for

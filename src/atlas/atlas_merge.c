@@ -440,7 +440,7 @@ int bk_atlas_charts_merge(const bk_scene *s, const uint32_t *weld, const adjacen
     /* (fewer than MERGE_SPEC_THREADS: every look made in the loop; speculation also looks at the
      * charts that an earlier merge takes before their turn, which 2 threads do not hide:
      * sibenik's merges 0.042 -> 0.054 s on 2 threads) */
-    if (threads >= MERGE_SPEC_THREADS) bk_parallel_for(n, 4, merge_spec_fn, &sp);
+    if (threads >= MERGE_SPEC_THREADS && bk_atlas_spec) bk_parallel_for(n, 4, merge_spec_fn, &sp);
     else memset(sp.res, 0xFF, n);
     S[0].seen_cap = 0; /* the serial loop's looks: no list */
     bk_key_idx_sort(order, n);

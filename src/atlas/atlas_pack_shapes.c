@@ -1117,8 +1117,9 @@ int bk_atlas_pack_shapes(const charting *C, uint32_t n_mesh, double s, const dou
     shape_order_charts(C, n_mesh, s, fill, order);
     rc = 0;
     /* windows of SHAPE_AHEAD charts searched ahead (spec_resolve) */
-    for (uint32_t k0 = 0; k0 < n_mesh; k0 += SHAPE_AHEAD) {
-        const uint32_t k1 = k0 + SHAPE_AHEAD < n_mesh ? k0 + SHAPE_AHEAD : n_mesh;
+    const uint32_t ahead = bk_atlas_spec ? SHAPE_AHEAD : 1;
+    for (uint32_t k0 = 0; k0 < n_mesh; k0 += ahead) {
+        const uint32_t k1 = k0 + ahead < n_mesh ? k0 + ahead : n_mesh;
         spec_window(&B, &S, order, k0, k1, too_big, spec, stask, class_y);
         /* then one by one, in order, each at the first fit from its start in the bin as the
          * charts before it left it */

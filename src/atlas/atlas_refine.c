@@ -681,18 +681,18 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
     int             rc = -1;
     const double    cmin = cos(cone_deg * BK_ATLAS_PI / 180.0);
     uint8_t        *ek = malloc((size_t)A->start[T] + 1);
-    const int       threads = bk_pool_threads();
+    const int       threads = bk_pool_threads(), spec = threads > 1 && bk_atlas_spec;
     /* speculation (tidy_spec_fn): the looks, and per chart the triangles that joined it and
      * whether one left it in this pass */
     tidy_spec sp = { 0 };
     uint32_t  sp_cap = 0;
-    u32_list *joined = threads > 1 ? calloc((size_t)n + 1, sizeof(u32_list)) : NULL;
-    uint8_t  *left = threads > 1 ? calloc((size_t)n + 1, 1) : NULL;
+    u32_list *joined = spec ? calloc((size_t)n + 1, sizeof(u32_list)) : NULL;
+    uint8_t  *left = spec ? calloc((size_t)n + 1, 1) : NULL;
     double   *gx = NULL;
     size_t    gx_cap = 0;
-    sp.ws = threads > 1 ? calloc((size_t)threads, sizeof(tidy_spec_ws)) : NULL;
+    sp.ws = spec ? calloc((size_t)threads, sizeof(tidy_spec_ws)) : NULL;
     if (!next || !prev || !head || !cnt || !changed || !ek || !grid || !seen || !cur || !nxt || !skip || !ovl ||
-        (threads > 1 && (!joined || !left || !sp.ws)))
+        (spec && (!joined || !left || !sp.ws)))
         goto done;
     tidy_edge_ctx ec = { s, weld, A, ek };
     bk_parallel_for(T, 8192, tidy_edge_fn, &ec);
@@ -720,7 +720,7 @@ int bk_atlas_charts_tidy(const bk_scene *s, const uint32_t *weld, const adjacenc
         uint32_t moved = 0, ncand = 0, at = 0;
         tc.cur = cur;
         bk_parallel_for(words, 256, tidy_skip_fn, &tc);
-        if (threads > 1 && tidy_spec_pass(&sp, &sp_cap, cur, skip, words, joined, left, n, &ncand)) goto done;
+        if (spec && tidy_spec_pass(&sp, &sp_cap, cur, skip, words, joined, left, n, &ncand)) goto done;
         for (size_t w = 0; w < words; ++w)
             while (cur[w]) {
                 uint32_t t = (uint32_t)(64 * w) + (uint32_t)__builtin_ctzll(cur[w]);

@@ -1250,7 +1250,7 @@ int bk_atlas_charts_smooth(const bk_scene *s, const tri_geom *g, const adjacency
     uint32_t *spos = malloc(sizeof(uint32_t) * (size_t)T + 1), *freed_list = malloc(sizeof(uint32_t) * (size_t)M * K);
     uint8_t  *freed = calloc((size_t)T + 1, 1);
     /* speculation's levels: per try up to SM_LEVELS and an arena (sm_spec_plan) */
-    const int spec = threads >= SM_SPEC_THREADS;
+    const int spec = threads >= SM_SPEC_THREADS && bk_atlas_spec;
     uint32_t  ntask_cap = K * (spec ? SM_LEVELS + 1 : 1);
     sm_try  **task = malloc(sizeof(sm_try *) * ntask_cap), *lv = spec ? malloc(sizeof(sm_try) * K * SM_LEVELS) : NULL;
     uint32_t *nlv = calloc(K, sizeof(uint32_t)), *arena_u = spec ? malloc(sizeof(uint32_t) * (size_t)M * K) : NULL;
@@ -1645,7 +1645,7 @@ int bk_atlas_charts_join(const bk_scene *s, const tri_geom *g, const adjacency *
     J.x.C = C;
     J.x.iota = iota;
     sp.J = &J;
-    const int spec = threads >= JOIN_SPEC_THREADS;
+    const int spec = threads >= JOIN_SPEC_THREADS && bk_atlas_spec;
     memset(sp.res, 0xFF, nsm); /* no look yet */
     if (spec) bk_parallel_for(nsm, 2, join_spec_fn, &sp);
     for (uint32_t oi = 0; oi < nsm; ++oi) {
