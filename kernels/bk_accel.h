@@ -154,6 +154,17 @@ typedef struct bk_accel_view {
     bk_tex_view  tex;
 } bk_accel_view;
 
+/* The bytes a trace reads of a view: its nodes, leaf records and voxel data (what --ray-order auto
+ * weighs against BK_RAY_ORDER_CACHED_BYTES, bk_ray.h). */
+BK_HD uint64_t bk_accel_view_bytes(const bk_accel_view *v)
+{
+    return (uint64_t)v->bvh_node_count * sizeof(bk_bvh_node) + (uint64_t)v->cw_node_count * sizeof(bk_cw_node) +
+           (uint64_t)v->kd_node_count * sizeof(bk_kd_node) + (uint64_t)v->kd_ref_count * sizeof(uint32_t) +
+           (uint64_t)v->tri_count * 3 * sizeof(bk_f4) + (uint64_t)v->vox_brick_count * sizeof(bk_vox_brick) +
+           (uint64_t)v->vox_model_count * sizeof(bk_vox_model_rec) + v->vox_colour_count +
+           (uint64_t)v->alpha_count * 2 * sizeof(bk_f4);
+}
+
 BK_HD bk_kd_node bk_kd_make_inner(int axis, float split, uint32_t above)
 {
     bk_kd_node n;

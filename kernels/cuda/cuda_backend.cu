@@ -526,16 +526,6 @@ static int order_reserve(cuda_ctx *c, uint64_t n, int copy, char *err, size_t er
 #define BK_CUDA_ORDER_COPY 0
 #endif
 
-/* The bytes a trace reads of the accel in c: its nodes, leaf records and voxel data. */
-static uint64_t tree_bytes(const bk_accel_view *v)
-{
-    return (uint64_t)v->bvh_node_count * sizeof(bk_bvh_node) + (uint64_t)v->cw_node_count * sizeof(bk_cw_node) +
-           (uint64_t)v->kd_node_count * sizeof(bk_kd_node) + (uint64_t)v->kd_ref_count * sizeof(uint32_t) +
-           (uint64_t)v->tri_count * 3 * sizeof(bk_f4) + (uint64_t)v->vox_brick_count * sizeof(bk_vox_brick) +
-           (uint64_t)v->vox_model_count * sizeof(bk_vox_model_rec) + v->vox_colour_count +
-           (uint64_t)v->alpha_count * 2 * sizeof(bk_f4);
-}
-
 /* The order cuda_trace traces n rays in: o->ray_order, or for auto input when they are few, or
  * the scene's tree fits in an SM's cache (BK_RAY_ORDER_CACHED_BYTES), or sampled neighbours mostly
  * share their coarse bin (the file is coherent already: a sort would cost and save nothing), else
@@ -547,7 +537,7 @@ static int pick_order(const cuda_ctx *c, const bk_trace_opts *o, const bk_ray *r
 {
     if (n >= (1ull << 30) || o->ray_order == BK_RAY_ORDER_INPUT) return BK_RAY_ORDER_INPUT;
     if (o->ray_order != BK_RAY_ORDER_AUTO) return o->ray_order;
-    if (n < BK_RAY_ORDER_AUTO_MIN || tree_bytes(&c->view) <= BK_RAY_ORDER_CACHED_BYTES) return BK_RAY_ORDER_INPUT;
+    if (n < BK_RAY_ORDER_AUTO_MIN || bk_accel_view_bytes(&c->view) <= BK_RAY_ORDER_CACHED_BYTES) return BK_RAY_ORDER_INPUT;
     const double s0 = now_seconds();
     totals->coherence = bk_ray_order_coherence(rays, n, c->view.lo, scale);
     *sample_s = now_seconds() - s0;
