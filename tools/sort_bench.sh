@@ -10,9 +10,10 @@
 #   BACKEND=cpu RAYS=20k REPS=1 tools/sort_bench.sh build/baker   # flags checked on the CPU
 #
 # Scenes: sponza, sibenik, dragon_vrip_res2, the 54k-object voxel world (made by vox_world beside
-# BAKER when that exists, or $WORLD), then a fast interior: the Cornell box and sibenik with rays
-# at most LENGTH (default 0.05) times the box diagonal long. Environment: RAYS (default 4M), REPS
-# (5), BACKEND (cuda), LENGTH, WORLD, TMP (a scratch folder, default one from mktemp, removed).
+# BAKER from SCENES_DIR/vox-mmmm when that exists, or $WORLD), then a fast interior: the Cornell
+# box and sibenik with rays at most LENGTH (default 0.05) times the box diagonal long.
+# Environment: RAYS (default 4M), REPS (5), BACKEND (cuda), LENGTH, WORLD, TMP (a scratch folder,
+# default one from mktemp, removed).
 # SCENES_DIR defaults to $BK_SCENES_DIR, else ../shared/scenes beside the repository.
 set -eu
 baker=$(readlink -f "${1:-build-gpu/baker}")
@@ -29,7 +30,7 @@ fi
 world=${WORLD:-}
 if [ -z "$world" ] && [ -x "$(dirname "$baker")/vox_world" ]; then
   world=$tmp/world54k.vox
-  "$(dirname "$baker")/vox_world" -o "$world" >/dev/null || world=
+  "$(dirname "$baker")/vox_world" --props "$scenes/vox-mmmm" -o "$world" >/dev/null || world=
 fi
 list=$scenes/sponza-dabrovic/sponza.obj,$scenes/sibenik/sibenik.obj,$scenes/dragon/dragon_vrip_res2.obj
 [ -n "$world" ] && [ -f "$world" ] && list=$list,$world
