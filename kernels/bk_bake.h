@@ -50,6 +50,12 @@ typedef struct bk_texel_ref {
 
 enum bk_bake_mode { BK_BAKE_LIGHT = 0, BK_BAKE_AO = 1 };
 
+/* How a light (the sun, a point light) is baked, as engines with mixed lighting ask for it (Unity's
+ * Baked / Baked Indirect, Godot's Static / Dynamic bake modes): all of its light, only what it
+ * brings by bounces (the engine draws its direct light in real time), or none of it. A point light's
+ * mode sits in the w of its position (bk_bake_view.points). */
+enum bk_light_mode { BK_LIGHT_BAKED = 0, BK_LIGHT_INDIRECT = 1, BK_LIGHT_OFF = 2 };
+
 typedef struct bk_bake_params {
     uint32_t mode;    /* enum bk_bake_mode */
     uint32_t spp;     /* samples per texel */
@@ -62,6 +68,7 @@ typedef struct bk_bake_params {
     float    sun_dir[3];     /* unit vector towards the sun */
     float    sun_color[3];   /* irradiance on a surface facing the sun; 0 = no sun */
     float    sun_cos;        /* cosine of the sun's angular radius */
+    uint32_t sun_mode;       /* enum bk_light_mode */
     float    inside_share;   /* inside: more than this share of the inside rays meet backs (0: BK_INSIDE_SHARE) */
     uint32_t sample_begin;   /* this launch bakes samples [sample_begin, sample_end) of each */
     uint32_t sample_end;     /*   texel, added to the sums of the earlier ones               */
@@ -95,6 +102,13 @@ enum bk_dim {
 #undef BK_DIM_ENUM_
 BK_STATIC_ASSERT(BK_DIM_END <= BK_DIM_STRIDE, "the random dimensions of one path vertex outgrow BK_DIM_STRIDE");
 BK_STATIC_ASSERT(BK_DIM_AO_LAST < BK_DIM_STRIDE, "AO's random dimensions outgrow BK_DIM_STRIDE");
+
+/* Whether a light of this mode (enum bk_light_mode) lights path vertex b directly: an indirect
+ * light lights every vertex but the texel's own (b = 0), so its bounces stay in the map. */
+BK_HD int bk_light_lights(uint32_t mode, uint32_t b)
+{
+    return mode == BK_LIGHT_BAKED || (mode == BK_LIGHT_INDIRECT && b > 0);
+}
 
 /* The first random dimension of path vertex b. */
 BK_HD uint32_t bk_dim_vertex(uint32_t b) { return (uint32_t)BK_DIM_STRIDE * b; }
@@ -151,7 +165,7 @@ typedef struct bk_bake_view {
     const float    *emit_cdf;  /* their cumulative power, normalised to end at 1 */
     uint32_t        emit_count;
     float           emit_total; /* sum over emitters of area * (ke.r + ke.g + ke.b) */
-    const bk_f4    *points;     /* 2 per point light: position, intensity (rgb) */
+    const bk_f4    *points;     /* 2 per point light: position (w: its enum bk_light_mode), intensity (rgb) */
     uint32_t        point_count;
     /* textures (the pool is accel.tex): */
     const bk_f4 *tri_uv;       /* 2 per triangle: its corners' texture coordinates (u0 v0 u1 v1) (u2 v2 . .);
@@ -548,7 +562,8 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->direct = bk_v3(0, 0, 0);
             ps->k = 0;
             ps->step = BK_STEP_POINT;
-            if (p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) {
+            if ((p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) &&
+                bk_light_lights(p->sun_mode, ps->b)) {
                 /* a direction uniform in the sun's cone */
                 const uint32_t base = bk_dim_vertex(ps->b);
                 bk_vec3        sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
@@ -578,7 +593,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
                 bk_f4          lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
                 bk_vec3        w = bk_sub3(bk_f4_xyz(lp), o);
                 float          d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
-                if (c <= 0.0f || d2 <= 0.0f) break;
+                if (c <= 0.0f || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, ps->b)) break;
                 float g = c / (d2 * sqrtf(d2)) * inv_pi; /* cos / d^2, cos = c / |w| */
                 return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(bk_f4_xyz(li), g), BK_STEP_POINT, r, any_hit);
             }

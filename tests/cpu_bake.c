@@ -7,6 +7,9 @@
  * - AO: an open plane is fully open (1), the inside of a closed box fully occluded (0).
  * - The furnace again in a room of voxels (a hollow 8^3 model): traced natively, lit by its own
  *   surface's emissive quads.
+ * - Mixed lighting: a sun or point light baked `indirect` leaves out exactly its direct term (the
+ *   full bake minus the bake without bounces, from the same samples; bit for bit in its shadow),
+ *   `off` all of its light.
  * - Determinism: stack strategy, thread count, launch slicing and baking on several devices (a
  *   group of CPU backends) change no texel (mesh and voxels).
  */
@@ -270,6 +273,82 @@ static void check_plane(void)
     bk_scene_free(&s);
 }
 
+/* A plane with two walls standing on it, facing -x, lit by one light (a sun, or a point light) of
+ * each mode: the light reaches the second wall over the first, not the plane between them. */
+static void check_light_modes(void)
+{
+    bk_scene s;
+    bk_test_scene_alloc(&s, 6);
+    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
+    bk_test_set_tri(&s, 0, a, b, c);
+    bk_test_set_tri(&s, 1, a, c, d);
+    float wa[3] = { 1, 0, -3 }, wb[3] = { 1, 0, 3 }, wc[3] = { 1, 3, 3 }, wd[3] = { 1, 3, -3 }; /* facing -x */
+    bk_test_set_tri(&s, 2, wa, wb, wc);
+    bk_test_set_tri(&s, 3, wa, wc, wd);
+    for (int k = 0; k < 4; ++k) {
+        float *q[4] = { wa, wb, wc, wd };
+        q[k][0] = 4;
+    }
+    bk_test_set_tri(&s, 4, wa, wb, wc);
+    bk_test_set_tri(&s, 5, wa, wc, wd);
+    enum { N = 4, SHADOW = 1 };
+    bk_texel tx[N] = { texel(0, 0, 0.5f, 0, 1, 0, 0), texel(2.5f, 0, 0.5f, 0, 1, 0, 1),
+                       texel(0.9999f, 1.5f, 0, -1, 0, 0, 2), texel(-3, 0, 1, 0, 1, 0, 3) };
+    for (int point = 0; point < 2; ++point) {
+        float  pt[6] = { -2, 6, 0, 100, 90, 80 }, full[3 * N], direct[3 * N], ind[3 * N], ind0[3 * N], off[3 * N];
+        float *outs[5] = { full, direct, ind, ind0, off };
+        for (int k = 0; k < 5; ++k) {
+            const uint32_t   mode = k < 2 ? BK_LIGHT_BAKED : k < 4 ? BK_LIGHT_INDIRECT : BK_LIGHT_OFF;
+            bk_bake_run_opts o = opts(64, k == 1 || k == 3 ? 0 : 2, BK_BAKE_LIGHT);
+            if (!point) {
+                o.params.sun_dir[0] = -0.70710678f;
+                o.params.sun_dir[1] = 0.70710678f;
+                o.params.sun_color[0] = 3;
+                o.params.sun_color[1] = 2.9f;
+                o.params.sun_color[2] = 2.7f;
+                o.params.sun_cos = cosf(0.5f * 3.14159265f / 180.0f);
+                o.params.sun_mode = mode;
+            }
+            char          err[256];
+            bk_accel      acc;
+            bk_build_opts bo = bk_build_opts_default();
+            BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &acc, err, sizeof err) == 0, "%s", err);
+            bk_bake_data bd;
+            BK_EXPECTF(bk_bake_data_build(&s, point ? pt : NULL, point ? 1 : 0, &bd, err, sizeof err) == 0, "%s", err);
+            if (point) bk_bake_data_point_mode(&bd, 0, mode);
+            bk_backend   *be = bk_backend_cpu_init();
+            bk_accel_view av = bk_accel_get_view(&acc);
+            BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
+            bk_bake_view   v = bk_bake_data_view(&bd, &acc);
+            uint8_t        cov[N] = { 0 };
+            bk_bake_result r;
+            BK_EXPECTF(bk_bake_texels(be, &v, tx, N, N, 1, &o, outs[k], cov, &r, err, sizeof err) == 0, "%s", err);
+            bk_backend_free(be);
+            bk_bake_data_free(&bd);
+            bk_accel_free(&acc);
+        }
+        const char *what = point ? "point light" : "sun";
+        float       most = 0.0f;
+        for (int i = 0; i < 3 * N; ++i) {
+            BK_EXPECTF(fabsf(full[i] - direct[i] - ind[i]) <= 1e-4f * full[i],
+                       "%s, texel %d: full %.6f - direct %.6f != indirect %.6f", what, i / 3, full[i], direct[i],
+                       ind[i]);
+            BK_EXPECTF(ind0[i] == 0.0f && off[i] == 0.0f, "%s, texel %d: indirect without bounces %g, off %g", what,
+                       i / 3, ind0[i], off[i]);
+            if (ind[i] > most) most = ind[i];
+        }
+        for (int k = 0; k < 3; ++k)
+            BK_EXPECTF(direct[3 * SHADOW + k] == 0.0f && full[3 * SHADOW + k] == ind[3 * SHADOW + k] &&
+                           ind[3 * SHADOW + k] > 0.0f && direct[k] > 0.0f,
+                       "%s: in the wall's shadow direct %g, full %g, indirect %g; in the light direct %g", what,
+                       direct[3 * SHADOW + k], full[3 * SHADOW + k], ind[3 * SHADOW + k], direct[k]);
+        BK_EXPECTF(most > 0.01f * full[0], "%s: no bounced light to test with (%g)", what, most);
+        printf("%s: texel 0 full %.4f = direct %.4f + indirect %.4f; in the shadow %.4f\n", what, full[0], direct[0],
+               ind[0], ind[3 * SHADOW]);
+    }
+    bk_scene_free(&s);
+}
+
 /* Stack strategy and thread count must not change a texel (closest hits do not depend on them). */
 static void check_determinism(void)
 {
@@ -383,6 +462,7 @@ int main(void)
     check_furnace();
     check_voxel_furnace();
     check_plane();
+    check_light_modes();
     check_determinism();
     BK_TEST_DONE();
 }

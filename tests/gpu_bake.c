@@ -2,8 +2,8 @@
  * (and the demo voxel scene, traced natively) within 50 dB PSNR (the same random numbers on both
  * sides, and the same arithmetic: they are equal but for rare traversal ties). The CUDA bake's two
  * kernels (--kernel wavefront, its rays binned or not, and megakernel) must give the same texels
- * bit for bit. The GPU outputs are poisoned before the run and every texel checked. Skips (77)
- * without a usable GPU. */
+ * bit for bit. The GPU outputs are poisoned before the run and every texel checked. One of the
+ * runs bakes its sun `indirect` (bk_light_mode). Skips (77) without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
 #include "accel_build.h"
@@ -44,7 +44,7 @@ static void bake_refs_on(bk_backend *be, const bk_scene *s, const bk_accel *a, c
     free(tri_n);
 }
 
-static void compare(const char *path, int size, uint32_t spp, int accel, int stack, bk_backend *gpu)
+static void compare(const char *path, int size, uint32_t spp, int accel, int stack, uint32_t sun_mode, bk_backend *gpu)
 {
     char     err[512];
     bk_scene s;
@@ -91,6 +91,7 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     o.params.sun_color[1] = 2.8f;
     o.params.sun_color[2] = 2.5f;
     o.params.sun_cos = 0.9999f;
+    o.params.sun_mode = sun_mode;
     if (s.vox_instance_count) {
         o.params.eps = 1e-3f;
         o.params.texel_world = 1.0f;
@@ -193,12 +194,12 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     free(vref);
     free(vgot);
     bk_image_diff d = bk_image_compare(ref, got, np, cov, 1e-3);
-    printf("%s %s/%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of "
+    printf("%s %s/%s%s %dx%d %u spp: cpu %.3f s, cuda %.3f s in %u launches (longest %.1f ms), PSNR %.1f dB, %llu of "
            "%llu texels "
            "differ by > 1e-3\n",
-           path, bk_accel_type_name(accel), bk_stack_mode_name(stack), at.width, at.height, spp, rc.totals.seconds,
-           rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr, (unsigned long long)d.differ,
-           (unsigned long long)d.count);
+           path, bk_accel_type_name(accel), bk_stack_mode_name(stack), sun_mode ? " (sun indirect)" : "", at.width,
+           at.height, spp, rc.totals.seconds, rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr,
+           (unsigned long long)d.differ, (unsigned long long)d.count);
     BK_EXPECTF(d.psnr >= 50.0, "%s: CUDA and CPU bakes differ: PSNR %.1f dB", path, d.psnr);
     BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
     for (size_t i = 0; i < 3 * np; ++i)
@@ -228,13 +229,14 @@ int main(void)
      * the others on the KD-tree, at half the samples */
     snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
-        compare(path, 128, m ? 16 : 32, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, gpu);
+        compare(path, 128, m ? 16 : 32, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, gpu);
+    compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_INDIRECT, gpu); /* mixed lighting */
     /* voxels: native voxel traversal in the bake, emissive voxel quads as lights */
     snprintf(path, sizeof path, "%s/scenes/cornell.vox", BK_SOURCE_DIR);
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
-        compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, gpu);
+        compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, gpu);
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
-    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, gpu);
+    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, BK_LIGHT_BAKED, gpu);
     else fprintf(stderr, "note: %s absent\n", path);
     /* the device let go as a bake's last use of it does (its context destroyed: cmd_bake.c's
      * be_release), then taken again: a fresh context bakes as before */
@@ -246,7 +248,7 @@ int main(void)
     BK_EXPECTF(gpu != NULL, "no CUDA backend after the device was let go: %s", msg);
     if (gpu) {
         snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
-        compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, gpu);
+        compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_BAKED, gpu);
     }
     bk_backend_free(gpu);
     BK_TEST_DONE();

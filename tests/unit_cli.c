@@ -134,6 +134,12 @@ int main(void)
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--spp") && strstr(err, "many"));
     snprintf(args, sizeof args, "'%s' -o '%s/map.png' --sun 0,1,0", scene, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--sun"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --sun 0,1,0,1,1,1,0.5,dimmed", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--sun") && strstr(err, "dimmed"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --point 0,1,0,1,1,1,Baked", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--point") && strstr(err, "Baked"));
+    snprintf(args, sizeof args, "'%s' -o '%s/map.png' --point 0,1,0,1,1,off", scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "--point") && strstr(err, "6 comma"));
     snprintf(args, sizeof args, "'%s' -o '%s/map.png' --mode bright", scene, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 2 && strstr(err, "bright"));
     snprintf(args, sizeof args, "'%s' -o '%s/map.png' --devices 0,,1", scene, tmpdir);
@@ -189,6 +195,17 @@ int main(void)
     BK_EXPECT(run(err, sizeof err, args) == 0);
     snprintf(b2, sizeof b2, "%s/ok3.png", tmpdir);
     BK_EXPECTF(same_file(a2, b2), "--bin-rays on wrote another map");
+    /* lights baked "off" take no random numbers and bring no light: the map without them; an
+     * "indirect" sun brings some */
+    const char *lights[] = { "--sun 0.3,1,0.2,3,2.9,2.7,0.5,off --point 0,1,0,5,5,5,off",
+                             "--sun 0.3,1,0.2,3,2.9,2.7,0.5,indirect" };
+    for (int k = 0; k < 2; ++k) {
+        snprintf(args, sizeof args, "'%s' -o '%s/ok4.png' --backend cpu --size 32 --spp 2 --quiet --threads 1 %s",
+                 scene, tmpdir, lights[k]);
+        BK_EXPECT(run(err, sizeof err, args) == 0);
+        snprintf(b2, sizeof b2, "%s/ok4.png", tmpdir);
+        BK_EXPECTF(same_file(a2, b2) == !k, "%s: %s the map without them", lights[k], k ? "the same as" : "not");
+    }
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);

@@ -220,6 +220,11 @@ int bk_bake_data_build_hit(const bk_scene *s, const bk_tex_pool *pool, uint32_t 
     return 0;
 }
 
+void bk_bake_data_point_mode(bk_bake_data *d, uint32_t i, uint32_t mode)
+{
+    if (i < d->point_count) d->points[2 * i].w = (float)mode; /* read back by bk_bake_path_next */
+}
+
 void bk_bake_data_free(bk_bake_data *d)
 {
     free(d->tris);

@@ -44,6 +44,9 @@ int  bk_bake_data_build(const bk_scene *s, const float *points, uint32_t point_c
 void bk_bake_data_free(bk_bake_data *d);
 bk_bake_view bk_bake_data_view(const bk_bake_data *d, const bk_accel *a);
 
+/* Point light i's mode (enum bk_light_mode; BK_LIGHT_BAKED once built). */
+void bk_bake_data_point_mode(bk_bake_data *d, uint32_t i, uint32_t mode);
+
 typedef struct bk_bake_run_opts {
     bk_bake_params params;
     bk_trace_opts  trace;

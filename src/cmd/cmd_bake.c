@@ -450,6 +450,7 @@ static int bake_lighting(bake_state *st)
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
+    for (uint32_t i = 0; i < c->point_count; ++i) bk_bake_data_point_mode(&st->bd, i, c->point_modes[i]);
     int has_sun = c->p.sun_color[0] > 0 || c->p.sun_color[1] > 0 || c->p.sun_color[2] > 0;
     if (c->p.mode == BK_BAKE_LIGHT && !has_sun && !c->sky_given && !st->bd.point_count && !st->bd.emit_count) {
         c->p.sky[0] = c->p.sky[1] = c->p.sky[2] = 1.0f;
@@ -1102,6 +1103,7 @@ static int bake_end(bake_state *st, int rc)
     free(st->tsrc_n);
     free(st->cov);
     free(c->points);
+    free(c->point_modes);
     free(c->scenes);
     free(c->devices);
     free(st->rects);

@@ -58,7 +58,8 @@ typedef struct bk_cmd_bake_cli {
     int             quiet, sky_given, ao_given, exposure_auto, bin_rays;
     int             denoise; /* -1: by --mode (on for light), 0 off, 1 on */
     bk_denoise_opts dn;
-    float          *points;
+    float          *points;      /* --point: 6 floats each */
+    uint8_t        *point_modes; /* and its mode (enum bk_light_mode) */
     uint32_t        point_count;
     const char    **oscale_pat; /* --object-scale PATTERN=F, in the order given */
     float          *oscale_f;

@@ -246,11 +246,34 @@ static int set_bounces(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+/* A light's value with an optional ",MODE" after its n numbers (enum bk_light_mode): the numbers
+ * into f, the mode into *mode (BK_LIGHT_BAKED when none is given); -1 after saying why. */
+static int parse_light(const char *opt, const char *v, int n, float *f, uint32_t *mode)
+{
+    static const char *const names[] = { "baked", "indirect", "off" };
+    char                     num[256];
+    const char              *comma = strrchr(v, ',');
+    *mode = BK_LIGHT_BAKED;
+    if (!comma || !((comma[1] >= 'a' && comma[1] <= 'z') || (comma[1] >= 'A' && comma[1] <= 'Z')))
+        return bk_cmd_bake_parse_floats(opt, v, n, f);
+    uint32_t k = 0;
+    while (k < 3 && strcmp(comma + 1, names[k])) ++k;
+    if (k == 3 || (size_t)(comma - v) >= sizeof num) {
+        bk_cmd_bake_error("%s %s: the light's mode after its numbers is baked, indirect or off, not '%s'\n", opt, v,
+                          comma + 1);
+        return -1;
+    }
+    memcpy(num, v, (size_t)(comma - v));
+    num[comma - v] = 0;
+    *mode = k;
+    return bk_cmd_bake_parse_floats(opt, num, n, f);
+}
+
 static int set_sun(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
     float f[7];
-    if (bk_cmd_bake_parse_floats(opt, v, 7, f)) return -1;
+    if (parse_light(opt, v, 7, f, &c->p.sun_mode)) return -1;
     float l = sqrtf(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
     if (!(l > 0) || f[3] < 0 || f[4] < 0 || f[5] < 0 || f[6] < 0 || f[6] >= 90) {
         bk_cmd_bake_error("--sun: need a non-zero direction, colours >= 0 and an angle in [0, 90) degrees\n");
@@ -267,14 +290,18 @@ static int set_sun(void *dst, const char *opt, const char *v)
 static int set_point(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
-    float f[6];
-    if (bk_cmd_bake_parse_floats(opt, v, 6, f)) return -1;
-    float *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
-    if (!np) {
+    float    f[6];
+    uint32_t mode;
+    if (parse_light(opt, v, 6, f, &mode)) return -1;
+    float   *np = realloc(c->points, sizeof(float) * 6 * (c->point_count + 1));
+    uint8_t *nm = np ? realloc(c->point_modes, c->point_count + 1) : NULL;
+    if (np) c->points = np;
+    if (!nm) {
         bk_cmd_bake_error("out of memory\n");
         return -1;
     }
-    c->points = np;
+    c->point_modes = nm;
+    c->point_modes[c->point_count] = (uint8_t)mode;
     memcpy(c->points + 6 * c->point_count++, f, sizeof f);
     return 0;
 }
@@ -541,14 +568,20 @@ static const bk_cli_opt bake_opts[] = {
       .set = set_bounces,
       .help = "bounces of indirect light using MTL Kd as albedo (default 2)" },
     { .name = "--sun",
-      .arg = "X,Y,Z,R,G,B,DEG",
+      .arg = "X,Y,Z,R,G,B,DEG[,MODE]",
       .set = set_sun,
       .help = "a sun: direction towards it, irradiance, angular radius in degrees\n"
-              "(soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5" },
+              "(soft shadows), e.g. --sun 0.3,1,0.2,3,2.9,2.7,0.5. MODE, for an\n"
+              "engine that draws the light itself (mixed lighting):\n"
+              "  baked     all of its light in the map (default)\n"
+              "  indirect  only its bounced light: the engine adds the direct\n"
+              "            light and its shadows in real time (Unity's Baked\n"
+              "            Indirect, Godot's Dynamic bake mode)\n"
+              "  off       none of its light" },
     { .name = "--point",
-      .arg = "X,Y,Z,R,G,B",
+      .arg = "X,Y,Z,R,G,B[,MODE]",
       .set = set_point,
-      .help = "a point light of intensity R,G,B (repeatable)" },
+      .help = "a point light of intensity R,G,B (repeatable); MODE as for --sun" },
     { .name = "--sky",
       .arg = "R,G,B",
       .set = set_sky,
