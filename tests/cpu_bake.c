@@ -77,6 +77,7 @@ static bk_bake_run_opts opts(uint32_t spp, uint32_t bounces, int mode)
  * GPUs are with --devices), and what its last bake gave. */
 static int            devices = 1;
 static bk_bake_result last;
+static uint32_t       point_mode = BK_LIGHT_BAKED; /* the mode of bake2's point lights */
 
 /* Bakes n texels on the CPU into out[3 * n] (pixel i = texel i): traced in s, shaded with the
  * triangles of surf (a voxel scene's surface; s itself for a mesh). */
@@ -89,6 +90,7 @@ static void bake2(const bk_scene *s, const bk_scene *surf, const bk_texel *tx, u
     BK_EXPECTF(bk_accel_build(s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);
     bk_bake_data d;
     BK_EXPECTF(bk_bake_data_build(surf, points, npoints, &d, err, sizeof err) == 0, "%s", err);
+    for (uint32_t i = 0; i < npoints; ++i) bk_bake_data_point_mode(&d, i, point_mode);
     bk_backend *be = bk_backend_cpu_init();
     if (devices > 1) {
         bk_backend *m[8] = { be };
@@ -309,23 +311,9 @@ static void check_light_modes(void)
                 o.params.sun_cos = cosf(0.5f * 3.14159265f / 180.0f);
                 o.params.sun_mode = mode;
             }
-            char          err[256];
-            bk_accel      acc;
-            bk_build_opts bo = bk_build_opts_default();
-            BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &acc, err, sizeof err) == 0, "%s", err);
-            bk_bake_data bd;
-            BK_EXPECTF(bk_bake_data_build(&s, point ? pt : NULL, point ? 1 : 0, &bd, err, sizeof err) == 0, "%s", err);
-            if (point) bk_bake_data_point_mode(&bd, 0, mode);
-            bk_backend   *be = bk_backend_cpu_init();
-            bk_accel_view av = bk_accel_get_view(&acc);
-            BK_EXPECT(be->i->upload(be, &av, err, sizeof err) == 0);
-            bk_bake_view   v = bk_bake_data_view(&bd, &acc);
-            uint8_t        cov[N] = { 0 };
-            bk_bake_result r;
-            BK_EXPECTF(bk_bake_texels(be, &v, tx, N, N, 1, &o, outs[k], cov, &r, err, sizeof err) == 0, "%s", err);
-            bk_backend_free(be);
-            bk_bake_data_free(&bd);
-            bk_accel_free(&acc);
+            point_mode = mode;
+            bake(&s, tx, N, &o, point ? pt : NULL, point ? 1 : 0, outs[k], 0);
+            point_mode = BK_LIGHT_BAKED;
         }
         const char *what = point ? "point light" : "sun";
         float       most = 0.0f;
