@@ -10,7 +10,8 @@
  * from a sun (a cone of directions: soft shadows), point lights, emissive triangles (MTL Ke,
  * emitting from their front side, the side their winding faces), a constant sky (reached by
  * rays that escape), and `bounces` of indirect light with MTL Kd as albedo. Next-event
- * estimation handles the sun and points at every path vertex; emitters are reached both by light
+ * estimation handles the sun and points at every path vertex (but the texel's own for a light
+ * baked indirect, at none for one baked off: enum bk_light_mode); emitters are reached both by light
  * sampling and by the path's own rays, combined with the balance heuristic (Veach 1997), which
  * keeps small bright emitters and nearby large ones both low in noise; escaping rays add the sky.
  * Random numbers depend on (seed, texel pixel, sample, dimension) only, and the arithmetic is
