@@ -232,14 +232,20 @@ static void check_voxel_furnace(void)
     bk_scene_free(&s);
 }
 
+/* A scene of n triangles whose first two are a 200 x 200 plane at y = 0 facing up
+ * (counter-clockwise from above). */
+static void ground(bk_scene *s, uint32_t n)
+{
+    bk_test_scene_alloc(s, n);
+    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
+    bk_test_set_tri(s, 0, a, b, c);
+    bk_test_set_tri(s, 1, a, c, d);
+}
+
 static void check_plane(void)
 {
-    /* a 200 x 200 plane at y = 0 facing up (two triangles, counter-clockwise from above) */
     bk_scene s;
-    bk_test_scene_alloc(&s, 2);
-    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
-    bk_test_set_tri(&s, 0, a, b, c);
-    bk_test_set_tri(&s, 1, a, c, d);
+    ground(&s, 2);
     bk_texel tx[4] = { texel(0, 0, 0, 0, 1, 0, 0), texel(3, 0, -2, 0, 1, 0, 1), texel(-10, 0, 5, 0, 1, 0, 2),
                        texel(0.5f, 0, 0.5f, 0, 1, 0, 3) };
     float    out[12];
@@ -280,10 +286,7 @@ static void check_plane(void)
 static void check_light_modes(void)
 {
     bk_scene s;
-    bk_test_scene_alloc(&s, 6);
-    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
-    bk_test_set_tri(&s, 0, a, b, c);
-    bk_test_set_tri(&s, 1, a, c, d);
+    ground(&s, 6);
     float wa[3] = { 1, 0, -3 }, wb[3] = { 1, 0, 3 }, wc[3] = { 1, 3, 3 }, wd[3] = { 1, 3, -3 }; /* facing -x */
     bk_test_set_tri(&s, 2, wa, wb, wc);
     bk_test_set_tri(&s, 3, wa, wc, wd);
