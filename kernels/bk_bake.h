@@ -70,6 +70,7 @@ typedef struct bk_bake_params {
     float    sun_color[3];   /* irradiance on a surface facing the sun; 0 = no sun */
     float    sun_cos;        /* cosine of the sun's angular radius */
     uint32_t sun_mode;       /* enum bk_light_mode */
+    uint32_t directional;    /* 1: each texel's L1 sums too (bk_bake_path.dir: the irradiance vector) */
     float    inside_share;   /* inside: more than this share of the inside rays meet backs (0: BK_INSIDE_SHARE) */
     uint32_t sample_begin;   /* this launch bakes samples [sample_begin, sample_end) of each */
     uint32_t sample_end;     /*   texel, added to the sums of the earlier ones               */
@@ -407,6 +408,93 @@ BK_HD int bk_bake_hit_front(const bk_bake_view *v, uint32_t id, uint32_t aux, bk
     return bk_dot3(bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0)), d) < 0.0f;
 }
 
+/* Next-event estimation at a path vertex b of sample smp of a texel, at o (the vertex moved off its
+ * surface) with normal nrm: each gives the direction of its shadow ray (*d, or *w towards the light,
+ * not normalised, whose ray ends at 0.9999) and the light it brings if unoccluded, or returns 0
+ * when there is none (the light below the horizon, off, or indirect at the texel: bk_light_lights).
+ * The path steps and bk_bake_dir_sample both call them, so the two see the same bits. */
+BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b, bk_vec3 nrm, bk_vec3 *d,
+                            bk_vec3 *light)
+{
+    if (!(p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) ||
+        !bk_light_lights(p->sun_mode, b))
+        return 0;
+    /* a direction uniform in the sun's cone */
+    const uint32_t base = bk_dim_vertex(b);
+    bk_vec3        sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
+    bk_frame(sd, &b1, &b2);
+    float ct = 1.0f - bk_bake_rng(p, texel, smp, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
+    float sp, cp;
+    bk_sincos_2pi(bk_bake_rng(p, texel, smp, base + BK_DIM_SUN + 1), &sp, &cp);
+    float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
+    *d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
+    float c = bk_dot3(nrm, *d);
+    if (!(c > 0.0f)) return 0;
+    *light = bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * 0.318309886f);
+    return 1;
+}
+
+/* Point light i (see bk_bake_sun_light). */
+BK_HD int bk_bake_point_light(const bk_bake_view *v, uint32_t i, uint32_t b, bk_vec3 o, bk_vec3 nrm, bk_vec3 *w,
+                              bk_vec3 *light)
+{
+    bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
+    *w = bk_sub3(bk_f4_xyz(lp), o);
+    float d2 = bk_dot3(*w, *w), c = bk_dot3(nrm, *w);
+    if (c <= 0.0f || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, b)) return 0;
+    float g = c / (d2 * sqrtf(d2)) * 0.318309886f; /* cos / d^2, cos = c / |w| */
+    *light = bk_mul3(bk_f4_xyz(li), g);
+    return 1;
+}
+
+/* One emissive-triangle sample: an emitter picked by power, then a uniform point on it, weighed
+ * by the balance heuristic against the path's own cosine sampling (see bk_bake_sun_light). */
+BK_HD int bk_bake_emit_light(const bk_bake_view *v, const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b,
+                             bk_vec3 o, bk_vec3 nrm, bk_vec3 *w, bk_vec3 *light)
+{
+    if (!v->emit_count) return 0;
+    const float    inv_pi = 0.318309886f;
+    const uint32_t base = bk_dim_vertex(b);
+    float          u = bk_bake_rng(p, texel, smp, base + BK_DIM_EMIT_PICK);
+    uint32_t       lo = 0, hi = v->emit_count - 1;
+    while (lo < hi) {
+        uint32_t m = (lo + hi) / 2;
+        if (v->emit_cdf[m] > u) hi = m;
+        else lo = m + 1;
+    }
+    uint32_t t = v->emit_tris[lo], mat, sub = v->emit_sub ? v->emit_sub[lo] : 0u;
+    bk_vec3  p0, p1, p2, y, ke;
+    bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
+    float su = sqrtf(bk_bake_rng(p, texel, smp, base + BK_DIM_EMIT_POINT));
+    float sv = bk_bake_rng(p, texel, smp, base + BK_DIM_EMIT_POINT + 1), lum;
+    if (!sub) { /* a uniform point of the triangle */
+        y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
+        ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
+        lum = ke.x + ke.y + ke.z;
+    } else { /* a uniform point of the sub-triangle picked (emission map) */
+        float c[6], b1, b2;
+        bk_emit_sub_corners(v->emit_grid[t] >> BK_EMIT_GRID_SHIFT, sub - 1u, c);
+        bk_emit_sub_point(c, su, sv, &b1, &b2);
+        y = bk_add3(p0, bk_add3(bk_mul3(bk_sub3(p1, p0), b1), bk_mul3(bk_sub3(p2, p0), b2)));
+        ke = bk_bake_emission(v, mat, t, b1, b2, &lum);
+    }
+    bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
+    float   area2 = sqrtf(bk_dot3(cr, cr)); /* twice the area */
+    *w = bk_sub3(y, o);
+    float d2 = bk_dot3(*w, *w), c = bk_dot3(nrm, *w);
+    float cos_y = -bk_dot3(cr, *w); /* front side only; scaled below */
+    if (!(c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f && ke.x + ke.y + ke.z > 0.0f)) return 0;
+    float dist = sqrtf(d2), cos_x = c / dist;
+    cos_y /= area2 * dist;
+    /* solid-angle densities of this direction under light sampling and under the cosine sampling
+     * of the path: the balance heuristic weighs the two */
+    float pdf_light = lum / v->emit_total * d2 / cos_y;
+    float pdf_bsdf = cos_x * inv_pi;
+    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf); /* (cos/pi / pdf_light) * w_light */
+    *light = bk_mul3(ke, g);
+    return 1;
+}
+
 /* The bake of one texel as a state machine (bk_bake_path): bk_bake_path_next() says which ray
  * the texel needs next (or that its samples are done), the caller traces it, and
  * bk_bake_path_hit() takes the result. Every ray of a texel (the unocclude step's 8 closest-hit
@@ -449,6 +537,8 @@ typedef struct bk_bake_path {
     bk_vec3  pend;     /* a shadow ray's light if unoccluded; a closest-hit ray's direction */
     bk_f4    acc;      /* the texel's sums (bk_bake_texel) */
     float    sq;
+    bk_f4    dir[3];       /* with p->directional: the texel's L1 sums, bands x, y, z (rgb each; bk_bake_dir_sample) */
+    uint32_t vis;          /* this sample's shadow rays at vertex 0 that reached their light: BK_VIS_* bits */
     float    best;         /* unocclude: the nearest back face so far */
     bk_vec3  best_d;       /*   and the direction it was met in */
     uint32_t texel, tri;   /* the texel's pixel (random numbers) and triangle */
@@ -457,8 +547,92 @@ typedef struct bk_bake_path {
     uint32_t step, after;  /* enum bk_bake_step; after a shadow ray: the step that follows */
 } bk_bake_path;
 
-/* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0). */
-BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, float sq, bk_bake_path *ps)
+/* ---- directional sums (bk_bake_params.directional) -----------------------------------------
+ * Per texel, beside the map M (the mean incoming radiance over cosine-distributed directions, =
+ * E / pi), the bake sums the irradiance vector over pi: b = (1/pi) integral L(w) w dw, in world
+ * space, for r, g and b apart (bands x, y, z: dir[0..2], rgb in each). Each part of a sample's
+ * light, the value c it adds to M and the direction w it came from, adds c w / (w . n): the light
+ * of a shadow ray that reached its light at the texel (vertex 0) along that ray, the rest of the
+ * sample (sky, emitters and the later vertices' light) along the first bounce. So b . n = M for
+ * every sample within rounding: evaluated at the texel's own normal the L1 map is the plain map,
+ * and for light from one direction (a sun) b . n' is the exact diffuse light for any normal n'
+ * the light reaches. b is the L1 band of the spherical harmonics of the incoming radiance up to
+ * a constant (c_1m = 0.488603 pi b_m). Which shadow rays reached their light is kept in
+ * bk_bake_path.vis as the path runs; the rays' directions and light are computed again when the
+ * sample ends (the same functions, the same bits), so a wavefront path carries one word more. */
+#define BK_VIS_SUN    1u
+#define BK_VIS_EMIT   2u
+#define BK_VIS_POINT0 2u  /* point light i: bit BK_VIS_POINT0 + i */
+#define BK_DIR_POINTS 30u /* the most point lights a directional bake takes */
+/* The cap of 1 / cos on the part along the surface of a bounce's light (bk_bake_dir_sample): a
+ * direction's share there is tan(theta), unbounded at the horizon, which cosine sampling draws
+ * rarely but with a variance that grows without limit (about 16 times M's per sample at float
+ * precision); capped at 4 (light within 14 degrees of the horizon) it is 2.8 times, and b . n = M
+ * still holds for every sample. The light of shadow rays needs no cap (it carries its cosine). */
+#define BK_DIR_GRAZING 4.0f
+
+/* The BK_VIS_* bit of a shadow ray that ends in step `after` with point counter k. */
+BK_HD uint32_t bk_vis_bit(uint32_t after, uint32_t k)
+{
+    return after == BK_STEP_BOUNCE ? BK_VIS_EMIT
+           : k == 0                ? BK_VIS_SUN
+           : k <= BK_DIR_POINTS    ? 1u << (BK_VIS_POINT0 + k - 1u)
+                                   : 0u;
+}
+
+/* d[0..2] += light * w / (w . n): light from direction w (not normalised), wn = w . n > 0. */
+BK_HD void bk_dir_add(bk_f4 d[3], bk_vec3 light, bk_vec3 w, float wn)
+{
+    const float a[3] = { w.x / wn, w.y / wn, w.z / wn };
+    for (int k = 0; k < 3; ++k) {
+        d[k].x += light.x * a[k];
+        d[k].y += light.y * a[k];
+        d[k].z += light.z * a[k];
+    }
+}
+
+/* The directional part of the sample that just ended (bk_bake_path_end_sample): its light at the
+ * texel's own vertex by shadow ray, then the rest along its first bounce, into dir. */
+BK_HD void bk_bake_dir_sample(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps)
+{
+    const bk_vec3 n = ps->n, o = bk_add3(ps->x, bk_mul3(n, p->eps));
+    bk_vec3       direct = bk_v3(0, 0, 0), w, light;
+    bk_f4         d[3];
+    for (int k = 0; k < 3; ++k) d[k].x = d[k].y = d[k].z = d[k].w = 0.0f;
+    /* the same order as the steps add them to the vertex's direct light */
+    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, ps->smp, 0, n, &w, &light)) {
+        direct = bk_add3(direct, light);
+        bk_dir_add(d, light, w, bk_dot3(n, w));
+    }
+    for (uint32_t i = 0; i < v->point_count && i < BK_DIR_POINTS; ++i)
+        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, o, n, &w, &light)) {
+            direct = bk_add3(direct, light);
+            bk_dir_add(d, light, w, bk_dot3(n, w));
+        }
+    if ((ps->vis & BK_VIS_EMIT) && bk_bake_emit_light(v, p, ps->texel, ps->smp, 0, o, n, &w, &light)) {
+        direct = bk_add3(direct, light);
+        bk_dir_add(d, light, w, bk_dot3(n, w));
+    }
+    /* L = direct + what came by the first bounce, along w = c n + t (t along the surface): it adds
+     * rest (w / c) = rest (n + t / c), with 1 / c capped at BK_DIR_GRAZING */
+    const bk_vec3 rest = bk_sub3(ps->L, direct);
+    w = bk_cosine_dir(n, bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_BOUNCE),
+                      bk_bake_rng(p, ps->texel, ps->smp, BK_DIM_BOUNCE + 1));
+    const float c = bk_dot3(n, w);
+    bk_dir_add(d, rest,
+               bk_add3(n, bk_mul3(bk_sub3(w, bk_mul3(n, c)), c > 1.0f / BK_DIR_GRAZING ? 1.0f / c : BK_DIR_GRAZING)),
+               1.0f);
+    for (int k = 0; k < 3; ++k) {
+        ps->dir[k].x += d[k].x;
+        ps->dir[k].y += d[k].y;
+        ps->dir[k].z += d[k].z;
+    }
+}
+
+/* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0), and, with
+ * p->directional, dir[0..2] (NULL: zero). */
+BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, float sq, const bk_f4 *dir,
+                              bk_bake_path *ps)
 {
     ps->x = bk_v3(tx->px, tx->py, tx->pz);
     ps->n = bk_v3(tx->nx, tx->ny, tx->nz);
@@ -469,6 +643,11 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
     ps->L = ps->thr = ps->direct = ps->pend = bk_v3(0, 0, 0);
     ps->acc = acc;
     ps->sq = sq;
+    for (int k = 0; k < 3; ++k) {
+        if (dir) ps->dir[k] = dir[k];
+        else ps->dir[k].x = ps->dir[k].y = ps->dir[k].z = ps->dir[k].w = 0.0f;
+    }
+    ps->vis = 0;
     ps->smp = p->sample_begin;
     ps->smp_end = p->sample_end;
     ps->b = 0;
@@ -482,9 +661,10 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
             : BK_STEP_SAMPLE;
 }
 
-/* A sample's end: its radiance into the sums, the next sample next. */
-BK_HD void bk_bake_path_end_sample(bk_bake_path *ps)
+/* A sample's end: its radiance (and directional sums) into the sums, the next sample next. */
+BK_HD void bk_bake_path_end_sample(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps)
 {
+    if (p->directional) bk_bake_dir_sample(v, p, ps);
     ps->acc.x += ps->L.x;
     ps->acc.y += ps->L.y;
     ps->acc.z += ps->L.z;
@@ -511,7 +691,6 @@ BK_HD int bk_bake_path_shadow(bk_bake_path *ps, bk_vec3 o, bk_vec3 d, float tmax
 /* Long: one switch over the path steps, shared with the CUDA bake kernels, whose locals must stay in registers. */
 BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps, bk_ray *r, int *any_hit)
 {
-    const float inv_pi = 0.318309886f;
     for (;;) {
         switch (ps->step) {
         case BK_STEP_UNOCC:
@@ -553,6 +732,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
                 return 1;
             }
             ps->L = bk_v3(0, 0, 0);
+            ps->vis = 0;
             ps->thr = bk_v3(1, 1, 1);
             ps->pos = ps->x;
             ps->nrm = ps->n;
@@ -563,24 +743,10 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->direct = bk_v3(0, 0, 0);
             ps->k = 0;
             ps->step = BK_STEP_POINT;
-            if ((p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) &&
-                bk_light_lights(p->sun_mode, ps->b)) {
-                /* a direction uniform in the sun's cone */
-                const uint32_t base = bk_dim_vertex(ps->b);
-                bk_vec3        sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
-                bk_frame(sd, &b1, &b2);
-                float ct = 1.0f - bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN) * (1.0f - p->sun_cos);
-                float sp, cp;
-                bk_sincos_2pi(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_SUN + 1), &sp, &cp);
-                float   stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
-                bk_vec3 d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
-                float   c = bk_dot3(ps->nrm, d);
-                if (c > 0.0f)
-                    return bk_bake_path_shadow(
-                        ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF,
-                        bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * inv_pi), BK_STEP_POINT, r,
-                        any_hit);
-            }
+            bk_vec3 d, light;
+            if (bk_bake_sun_light(p, ps->texel, ps->smp, ps->b, ps->nrm, &d, &light))
+                return bk_bake_path_shadow(ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF, light,
+                                           BK_STEP_POINT, r, any_hit);
             break;
         }
         case BK_STEP_POINT:
@@ -589,61 +755,20 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
                 break;
             }
             {
-                const uint32_t i = ps->k++;
-                bk_vec3        o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
-                bk_f4          lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
-                bk_vec3        w = bk_sub3(bk_f4_xyz(lp), o);
-                float          d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
-                if (c <= 0.0f || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, ps->b)) break;
-                float g = c / (d2 * sqrtf(d2)) * inv_pi; /* cos / d^2, cos = c / |w| */
-                return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(bk_f4_xyz(li), g), BK_STEP_POINT, r, any_hit);
+                const bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+                bk_vec3       w, light;
+                if (bk_bake_point_light(v, ps->k++, ps->b, o, ps->nrm, &w, &light))
+                    return bk_bake_path_shadow(ps, o, w, 0.9999f, light, BK_STEP_POINT, r, any_hit);
+                break;
             }
-        case BK_STEP_EMIT:
+        case BK_STEP_EMIT: {
             ps->step = BK_STEP_BOUNCE;
-            if (v->emit_count) {
-                /* pick an emitter by power, then a uniform point on it */
-                const uint32_t base = bk_dim_vertex(ps->b);
-                bk_vec3        o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
-                float          u = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_PICK);
-                uint32_t       lo = 0, hi = v->emit_count - 1;
-                while (lo < hi) {
-                    uint32_t m = (lo + hi) / 2;
-                    if (v->emit_cdf[m] > u) hi = m;
-                    else lo = m + 1;
-                }
-                uint32_t t = v->emit_tris[lo], mat, sub = v->emit_sub ? v->emit_sub[lo] : 0u;
-                bk_vec3  p0, p1, p2, y, ke;
-                bk_bake_tri(v, t, &p0, &p1, &p2, &mat);
-                float su = sqrtf(bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT));
-                float sv = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_EMIT_POINT + 1), lum;
-                if (!sub) { /* a uniform point of the triangle */
-                    y = bk_add3(bk_add3(bk_mul3(p0, 1.0f - su), bk_mul3(p1, su * (1.0f - sv))), bk_mul3(p2, su * sv));
-                    ke = bk_f4_xyz(bk_load4(v->materials + 2 * mat + 1));
-                    lum = ke.x + ke.y + ke.z;
-                } else { /* a uniform point of the sub-triangle picked (emission map) */
-                    float c[6], b1, b2;
-                    bk_emit_sub_corners(v->emit_grid[t] >> BK_EMIT_GRID_SHIFT, sub - 1u, c);
-                    bk_emit_sub_point(c, su, sv, &b1, &b2);
-                    y = bk_add3(p0, bk_add3(bk_mul3(bk_sub3(p1, p0), b1), bk_mul3(bk_sub3(p2, p0), b2)));
-                    ke = bk_bake_emission(v, mat, t, b1, b2, &lum);
-                }
-                bk_vec3 cr = bk_cross3(bk_sub3(p1, p0), bk_sub3(p2, p0));
-                float   area2 = sqrtf(bk_dot3(cr, cr)); /* twice the area */
-                bk_vec3 w = bk_sub3(y, o);
-                float   d2 = bk_dot3(w, w), c = bk_dot3(ps->nrm, w);
-                float   cos_y = -bk_dot3(cr, w); /* front side only; scaled below */
-                if (c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f && ke.x + ke.y + ke.z > 0.0f) {
-                    float dist = sqrtf(d2), cos_x = c / dist;
-                    cos_y /= area2 * dist;
-                    /* solid-angle densities of this direction under light sampling and under the
-                     * cosine sampling of the path: the balance heuristic weighs the two */
-                    float pdf_light = lum / v->emit_total * d2 / cos_y;
-                    float pdf_bsdf = cos_x * inv_pi;
-                    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf); /* (cos/pi / pdf_light) * w_light */
-                    return bk_bake_path_shadow(ps, o, w, 0.9999f, bk_mul3(ke, g), BK_STEP_BOUNCE, r, any_hit);
-                }
-            }
+            const bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
+            bk_vec3       w, light;
+            if (bk_bake_emit_light(v, p, ps->texel, ps->smp, ps->b, o, ps->nrm, &w, &light))
+                return bk_bake_path_shadow(ps, o, w, 0.9999f, light, BK_STEP_BOUNCE, r, any_hit);
             break;
+        }
         case BK_STEP_BOUNCE: {
             const uint32_t base = bk_dim_vertex(ps->b);
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ps->direct.x, ps->thr.y * ps->direct.y, ps->thr.z * ps->direct.z));
@@ -698,14 +823,17 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         return;
     }
     case BK_RAY_SHADOW:
-        if (h.tri == BK_NO_HIT) ps->direct = bk_add3(ps->direct, ps->pend);
+        if (h.tri == BK_NO_HIT) {
+            ps->direct = bk_add3(ps->direct, ps->pend);
+            if (ps->b == 0) ps->vis |= bk_vis_bit(ps->after, ps->k);
+        }
         ps->step = ps->after;
         return;
     case BK_RAY_BOUNCE: {
         const bk_vec3 d = ps->pend;
         if (h.tri == BK_NO_HIT) {
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * p->sky[0], ps->thr.y * p->sky[1], ps->thr.z * p->sky[2]));
-            bk_bake_path_end_sample(ps);
+            bk_bake_path_end_sample(v, p, ps);
             return;
         }
         bk_vec3  ng;
@@ -713,7 +841,7 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         bk_bake_hit_facing(v, h.tri, aux, d, &ng, &mat);
         float cos_y = -bk_dot3(ng, d);
         if (cos_y < 0.0f) { /* the back of a surface: no light */
-            bk_bake_path_end_sample(ps);
+            bk_bake_path_end_sample(v, p, ps);
             return;
         }
         const bk_vec3 y = bk_add3(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), bk_mul3(d, h.t));
@@ -737,13 +865,13 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ke.x * wb, ps->thr.y * ke.y * wb, ps->thr.z * ke.z * wb));
         }
         if (ps->b == p->bounces) {
-            bk_bake_path_end_sample(ps);
+            bk_bake_path_end_sample(v, p, ps);
             return;
         }
         bk_vec3 kd = mapped ? bk_bake_albedo(v, mat, h.tri, b1, b2) : bk_f4_xyz(bk_load4(v->materials + 2 * mat));
         ps->thr = bk_v3(ps->thr.x * kd.x, ps->thr.y * kd.y, ps->thr.z * kd.z);
         if (ps->thr.x <= 0.0f && ps->thr.y <= 0.0f && ps->thr.z <= 0.0f) {
-            bk_bake_path_end_sample(ps);
+            bk_bake_path_end_sample(v, p, ps);
             return;
         }
         ps->pos = y;
@@ -762,12 +890,13 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
  * gets the sample variance. The launch with sample 0 moves the texel out of nearby geometry and writes the position
  * back into *tx. Adding sample by sample in order makes a bake split over several launches equal to one made in a
  * single pass. The host divides by spp at the end and calls the texel inside geometry when w exceeds
- * bk_bake_inside_limit. */
+ * bk_bake_inside_limit. With p->directional, dir[0..2] holds the texel's directional sums the same
+ * way (bk_bake_dir_sample; NULL without). */
 BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, float *sq,
-                          bk_stack *s, bk_trace_stats *st)
+                          bk_f4 *dir, bk_stack *s, bk_trace_stats *st)
 {
     bk_bake_path ps;
-    bk_bake_path_begin(p, tx, acc, *sq, &ps);
+    bk_bake_path_begin(p, tx, acc, *sq, dir, &ps);
     bk_ray r;
     int    any_hit;
     while (bk_bake_path_next(v, p, &ps, &r, &any_hit)) {
@@ -778,6 +907,8 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
     tx->py = ps.x.y;
     tx->pz = ps.x.z;
     *sq = ps.sq;
+    if (dir)
+        for (int k = 0; k < 3; ++k) dir[k] = ps.dir[k];
     return ps.acc;
 }
 

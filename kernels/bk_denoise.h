@@ -84,20 +84,27 @@ BK_HD float bk_denoise_prefilter(const bk_denoise_params *p, const bk_f4 *col, c
 
 /* One a-trous pass at `step` for texel (x, y): the weighted mean of its 5 x 5 taps (rgb) and the
  * variance of that mean (w). var_c is the texel's prefiltered variance. Texels without a chart come
- * back unchanged. */
-BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
-                            float var_c, int x, int y, int step)
+ * back unchanged. band (NULL: none): a directional bake's bands, 3 per pixel (bk_bake_dir_sample,
+ * rgb in each), filtered with the same weights into bout[0..2], so their direction stays the
+ * map's. */
+BK_HD bk_f4 bk_denoise_pass_bands(const bk_denoise_params *p, const bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
+                                  float var_c, int x, int y, int step, const bk_f4 *band, bk_f4 *bout)
 {
     const size_t   i = (size_t)y * (size_t)p->w + (size_t)x;
     const bk_f4    c = bk_dn_load(col, i), n = bk_dn_load(nrm, i);
     const uint32_t chart = bk_dn_chart(n);
-    if (chart == BK_DN_NONE) return c;
+    if (chart == BK_DN_NONE) {
+        for (int k = 0; band && k < 3; ++k) bout[k] = bk_dn_load(band, 3 * i + (size_t)k);
+        return c;
+    }
     const bk_f4 xp = bk_dn_load(pos, i);
     const float lum = bk_dn_lum(c);
     const float inv_tw = p->texel_world > 0.0f ? 1.0f / p->texel_world : 0.0f;
     const float plane_k = 0.5f / (p->sigma_x * p->sigma_x);
     const float kern[3] = { 0.375f, 0.25f, 0.0625f };
     float       r = 0.0f, g = 0.0f, b = 0.0f, v = 0.0f, wsum = 0.0f;
+    bk_f4       bs[3];
+    for (int k = 0; k < 3; ++k) bs[k].x = bs[k].y = bs[k].z = bs[k].w = 0.0f;
     for (int dy = -2; dy <= 2; ++dy) {
         const int qy = y + dy * step;
         if (qy < 0 || qy >= p->h) continue;
@@ -124,6 +131,12 @@ BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const 
             b += w * cq.z;
             v += w * w * cq.w;
             wsum += w;
+            for (int k = 0; band && k < 3; ++k) {
+                const bk_f4 bq = bk_dn_load(band, 3 * j + (size_t)k);
+                bs[k].x += w * bq.x;
+                bs[k].y += w * bq.y;
+                bs[k].z += w * bq.z;
+            }
         }
     }
     bk_f4       o;
@@ -132,14 +145,28 @@ BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const 
     o.y = g * inv;
     o.z = b * inv;
     o.w = v * inv * inv;
+    for (int k = 0; band && k < 3; ++k) {
+        bout[k].x = bs[k].x * inv;
+        bout[k].y = bs[k].y * inv;
+        bout[k].z = bs[k].z * inv;
+        bout[k].w = 0.0f;
+    }
     return o;
 }
 
+/* One pass without bands. */
+BK_HD bk_f4 bk_denoise_pass(const bk_denoise_params *p, const bk_f4 *col, const bk_f4 *pos, const bk_f4 *nrm,
+                            float var_c, int x, int y, int step)
+{
+    return bk_denoise_pass_bands(p, col, pos, nrm, var_c, x, y, step, NULL, NULL);
+}
+
 /* Texel i of a page's list into the page's layouts: its colour (rgb, variance), position and
- * normal with its chart; chart BK_DN_NONE leaves it out. base: the pixel number of the page's
- * first texel. The page's nrm must start as BK_DN_NONE charts. */
+ * normal with its chart, and its 3 bands (band NULL: none); chart BK_DN_NONE leaves it out.
+ * base: the pixel number of the page's first texel. The page's nrm must start as BK_DN_NONE
+ * charts. */
 BK_HD void bk_denoise_scatter(const bk_texel *tx, const uint32_t *chart, const bk_f4 *col, uint32_t i, uint64_t base,
-                              bk_f4 *pcol, bk_f4 *ppos, bk_f4 *pnrm)
+                              bk_f4 *pcol, bk_f4 *ppos, bk_f4 *pnrm, const bk_f4 *band, bk_f4 *pband)
 {
     const uint32_t c = chart[i];
     if (c == BK_DN_NONE) return;
@@ -157,6 +184,7 @@ BK_HD void bk_denoise_scatter(const bk_texel *tx, const uint32_t *chart, const b
     pcol[k] = col[i];
     ppos[k] = q;
     pnrm[k] = n;
+    for (int b = 0; band && b < 3; ++b) pband[3 * k + (size_t)b] = band[3 * (size_t)i + (size_t)b];
 }
 
 #endif /* BK_DENOISE_H */

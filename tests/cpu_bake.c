@@ -10,6 +10,8 @@
  * - Mixed lighting: a sun or point light baked `indirect` leaves out exactly its direct term (the
  *   full bake minus the bake without bounces, from the same samples; bit for bit in its shadow),
  *   `off` all of its light.
+ * - Directional sums: the same map bits; b . n = M at every texel; one sun: b points at it; a
+ *   constant sky over an open plane: b along the normal only.
  * - Determinism: stack strategy, thread count, launch slicing and baking on several devices (a
  *   group of CPU backends) change no texel (mesh and voxels).
  */
@@ -281,21 +283,39 @@ static void check_plane(void)
     bk_scene_free(&s);
 }
 
+/* A scene of n triangles: ground's plane and two 6 x 3 walls standing on it at x = 1 and x = 4,
+ * facing -x (triangles 2 to 5). */
+static void walls(bk_scene *s, uint32_t n)
+{
+    ground(s, n);
+    float wa[3] = { 1, 0, -3 }, wb[3] = { 1, 0, 3 }, wc[3] = { 1, 3, 3 }, wd[3] = { 1, 3, -3 }; /* facing -x */
+    bk_test_set_tri(s, 2, wa, wb, wc);
+    bk_test_set_tri(s, 3, wa, wc, wd);
+    for (int k = 0; k < 4; ++k) {
+        float *q[4] = { wa, wb, wc, wd };
+        q[k][0] = 4;
+    }
+    bk_test_set_tri(s, 4, wa, wb, wc);
+    bk_test_set_tri(s, 5, wa, wc, wd);
+}
+
+/* A sun of irradiance (3, 2.9, 2.7), 0.5 degrees in radius, towards unit (x, y, 0). */
+static void sun_at(bk_bake_run_opts *o, float x, float y)
+{
+    o->params.sun_dir[0] = x;
+    o->params.sun_dir[1] = y;
+    o->params.sun_color[0] = 3;
+    o->params.sun_color[1] = 2.9f;
+    o->params.sun_color[2] = 2.7f;
+    o->params.sun_cos = cosf(0.5f * 3.14159265f / 180.0f);
+}
+
 /* A plane with two walls standing on it, facing -x, lit by one light (a sun, or a point light) of
  * each mode: the light reaches the second wall over the first, not the plane between them. */
 static void check_light_modes(void)
 {
     bk_scene s;
-    ground(&s, 6);
-    float wa[3] = { 1, 0, -3 }, wb[3] = { 1, 0, 3 }, wc[3] = { 1, 3, 3 }, wd[3] = { 1, 3, -3 }; /* facing -x */
-    bk_test_set_tri(&s, 2, wa, wb, wc);
-    bk_test_set_tri(&s, 3, wa, wc, wd);
-    for (int k = 0; k < 4; ++k) {
-        float *q[4] = { wa, wb, wc, wd };
-        q[k][0] = 4;
-    }
-    bk_test_set_tri(&s, 4, wa, wb, wc);
-    bk_test_set_tri(&s, 5, wa, wc, wd);
+    walls(&s, 6);
     enum { N = 4, SHADOW = 1 };
     bk_texel tx[N] = { texel(0, 0, 0.5f, 0, 1, 0, 0), texel(2.5f, 0, 0.5f, 0, 1, 0, 1),
                        texel(0.9999f, 1.5f, 0, -1, 0, 0, 2), texel(-3, 0, 1, 0, 1, 0, 3) };
@@ -306,12 +326,7 @@ static void check_light_modes(void)
             const uint32_t   mode = k < 2 ? BK_LIGHT_BAKED : k < 4 ? BK_LIGHT_INDIRECT : BK_LIGHT_OFF;
             bk_bake_run_opts o = opts(64, k == 1 || k == 3 ? 0 : 2, BK_BAKE_LIGHT);
             if (!point) {
-                o.params.sun_dir[0] = -0.70710678f;
-                o.params.sun_dir[1] = 0.70710678f;
-                o.params.sun_color[0] = 3;
-                o.params.sun_color[1] = 2.9f;
-                o.params.sun_color[2] = 2.7f;
-                o.params.sun_cos = cosf(0.5f * 3.14159265f / 180.0f);
+                sun_at(&o, -0.70710678f, 0.70710678f);
                 o.params.sun_mode = mode;
             }
             point_mode = mode;
@@ -337,6 +352,112 @@ static void check_light_modes(void)
         printf("%s: texel 0 full %.4f = direct %.4f + indirect %.4f; in the shadow %.4f\n", what, full[0], direct[0],
                ind[0], ind[3 * SHADOW]);
     }
+    bk_scene_free(&s);
+}
+
+/* b . n of texel i's channel c: b the bands' images of the directional sums (bk_bake_dir_sample),
+ * n[3 * i ..] the texel's normal. */
+static float dir_dot(float *const b[3], const float *n, uint32_t i, int c)
+{
+    return b[0][3 * i + c] * n[3 * i] + b[1][3 * i + c] * n[3 * i + 1] + b[2][3 * i + c] * n[3 * i + 2];
+}
+
+/* --directional's sums: the map is the same bits with them; b . n = M at every texel (a sun, a
+ * point light and an emitter, two bounces); one sun alone: b points at it; a constant sky over
+ * an open plane: no part of b along the plane. */
+static void check_directional(void)
+{
+    bk_scene s;
+    walls(&s, 7);
+    float ea[3] = { -3, 4, 1.5f }, eb[3] = { -3, 4, 2.5f }, ec[3] = { -1, 4, 2.5f }; /* an emitter facing down */
+    bk_test_set_tri(&s, 6, ea, ec, eb);
+    s.material_count = 2;
+    s.materials = calloc(2, sizeof(bk_material));
+    s.tri_material = calloc(7, sizeof(uint32_t));
+    s.tri_material[6] = 1;
+    for (int k = 0; k < 3; ++k) {
+        s.materials[0].kd[k] = 0.7f;
+        s.materials[1].ke[k] = 4.0f + (float)k;
+    }
+    enum { N = 6 };
+    const bk_texel tx[N] = { texel(0, 0, 0.5f, 0, 1, 0, 0),         texel(2.5f, 0, 0.5f, 0, 1, 0, 1),
+                             texel(0.9999f, 1.5f, 0, -1, 0, 0, 2),  texel(-3, 0, 1, 0, 1, 0, 3),
+                             texel(3.9999f, 2.5f, -1, -1, 0, 0, 4), texel(-1.5f, 0, -2, 0, 1, 0, 5) };
+    float          nrm[3 * N], plain[3 * N], map[3 * N], band[3][3 * N], *b[3] = { band[0], band[1], band[2] };
+    for (int i = 0; i < N; ++i) nrm[3 * i] = tx[i].nx, nrm[3 * i + 1] = tx[i].ny, nrm[3 * i + 2] = tx[i].nz;
+    float            pt[6] = { -2, 6, 0, 100, 90, 80 };
+    bk_bake_run_opts o = opts(64, 2, BK_BAKE_LIGHT);
+    sun_at(&o, -0.6f, 0.8f);
+    o.params.sky[2] = 0.2f;
+    bake(&s, tx, N, &o, pt, 1, plain, 0);
+    o.params.directional = 1;
+    for (int k = 0; k < 3; ++k) o.dir[k] = b[k];
+    bake(&s, tx, N, &o, pt, 1, map, 0);
+    BK_EXPECTF(!memcmp(plain, map, sizeof map), "the map changed with --directional (texel 0: %.9g against %.9g)",
+               map[0], plain[0]);
+    for (uint32_t i = 0; i < N; ++i)
+        for (int c = 0; c < 3; ++c)
+            BK_EXPECTF(fabsf(dir_dot(b, nrm, i, c) - map[3 * i + c]) <= 1e-5f * map[3 * i + c] + 1e-7f,
+                       "texel %u channel %d: b . n = %.7g, the map %.7g", i, c, dir_dot(b, nrm, i, c), map[3 * i + c]);
+    /* the sun alone, no bounces: b is the sun's direction times its light over pi */
+    o.params.bounces = 0;
+    o.params.sky[2] = 0.0f;
+    for (int k = 0; k < 3; ++k) s.materials[1].ke[k] = 0.0f;
+    bake(&s, tx, N, &o, NULL, 0, map, 0);
+    for (uint32_t i = 0; i < N; ++i) {
+        if (!(map[3 * i] > 0.0f)) continue; /* in the walls' shadows */
+        float l = sqrtf(b[0][3 * i] * b[0][3 * i] + b[1][3 * i] * b[1][3 * i] + b[2][3 * i] * b[2][3 * i]);
+        float cosd = (b[0][3 * i] * o.params.sun_dir[0] + b[1][3 * i] * o.params.sun_dir[1]) / l;
+        BK_EXPECTF(cosd >= o.params.sun_cos - 1e-6f, "texel %u: b is %.4f degrees off the sun (radius 0.5)", i,
+                   acos(cosd > 1 ? 1 : cosd) * 180 / 3.14159265358979);
+        BK_EXPECTF(fabsf(dir_dot(b, nrm, i, 0) - map[3 * i]) <= 1e-5f * map[3 * i], "texel %u: b . n %.7g, map %.7g", i,
+                   dir_dot(b, nrm, i, 0), map[3 * i]);
+    }
+    BK_EXPECTF(map[0] > 0.0f && map[3] == 0.0f, "the sun: texel 0 %g lit, texel 1 %g in the first wall's shadow",
+               map[0], map[3]);
+    /* the point light alone: b points at it; the emitter alone: b's ray from the texel meets it */
+    memset(o.params.sun_color, 0, sizeof o.params.sun_color);
+    for (int light = 0; light < 2; ++light) {
+        for (int k = 0; k < 3; ++k) s.materials[1].ke[k] = light ? 4.0f + (float)k : 0.0f;
+        bake(&s, tx, N, &o, light ? NULL : pt, light ? 0 : 1, map, 0);
+        const uint32_t on_ground[3] = { 0, 3, 5 };
+        for (int q = 0; q < 3; ++q) {
+            const uint32_t i = on_ground[q];
+            float          d[3] = { b[0][3 * i + 1], b[1][3 * i + 1], b[2][3 * i + 1] }, t = (4.0f - tx[i].py) / d[1];
+            float          w[3] = { pt[0] - tx[i].px, pt[1] - tx[i].py, pt[2] - tx[i].pz };
+            float          dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            float          wl = sqrtf(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+            float          cw = (d[0] * w[0] + d[1] * w[1] + d[2] * w[2]) / (dl * wl);
+            float          x = tx[i].px + t * d[0], z = tx[i].pz + t * d[2];
+            if (!light)
+                BK_EXPECTF(cw > 0.99999f, "texel %u: b is %.4f degrees off the point light", i,
+                           acos(cw > 1 ? 1 : cw) * 180 / 3.14159265358979);
+            else
+                BK_EXPECTF(d[1] > 0 && x >= -3.01f && x <= -0.99f && z >= 1.49f && z <= 2.51f,
+                           "texel %u: b's ray meets y = 4 at (%.3f, %.3f), off the emitter", i, x, z);
+        }
+    }
+    bk_scene_free(&s);
+    /* a constant sky over an open plane: b = (0, L, 0) within noise */
+    ground(&s, 2);
+    bk_texel open[16];
+    for (uint32_t i = 0; i < 16; ++i) open[i] = texel((float)(i % 4) * 7.0f, 0, (float)(i / 4) * 7.0f, 0, 1, 0, i);
+    float ob[3][48], *obp[3] = { ob[0], ob[1], ob[2] }, om[48], tang[2] = { 0, 0 };
+    o = opts(1024, 0, BK_BAKE_LIGHT);
+    o.params.sky[0] = o.params.sky[1] = o.params.sky[2] = 1.0f;
+    o.params.directional = 1;
+    for (int k = 0; k < 3; ++k) o.dir[k] = obp[k];
+    bake(&s, open, 16, &o, NULL, 0, om, 0);
+    for (uint32_t i = 0; i < 16; ++i) {
+        BK_EXPECTF(fabsf(ob[1][3 * i] - 1.0f) <= 1e-5f, "sky: texel %u b.y %.7g, not 1", i, ob[1][3 * i]);
+        tang[0] += ob[0][3 * i] / 16.0f;
+        tang[1] += ob[2][3 * i] / 16.0f;
+    }
+    /* (one sample's part along the plane has a standard deviation of about 2.8, its tangent:
+       the mean of 16 x 1024 samples, 0.022) */
+    BK_EXPECTF(fabsf(tang[0]) < 0.1f && fabsf(tang[1]) < 0.1f, "sky: b along the plane (%.4f, %.4f), not 0", tang[0],
+               tang[1]);
+    printf("directional: sky b along the plane (%.4f, %.4f)\n", tang[0], tang[1]);
     bk_scene_free(&s);
 }
 
@@ -454,6 +575,7 @@ int main(void)
     check_voxel_furnace();
     check_plane();
     check_light_modes();
+    check_directional();
     check_determinism();
     BK_TEST_DONE();
 }

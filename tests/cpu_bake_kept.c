@@ -114,6 +114,10 @@ static int keep_bake_fetch(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, f
 {
     return K(be)->cpu->i->bake_fetch(K(be)->cpu, b, e, out, sq, err, es);
 }
+static int keep_bake_fetch_dir(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, char *err, size_t es)
+{
+    return K(be)->cpu->i->bake_fetch_dir(K(be)->cpu, b, e, out, err, es);
+}
 static int keep_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *t, char *err, size_t es)
 {
     return K(be)->cpu->i->bake_end(K(be)->cpu, out, sq, t, err, es);
@@ -133,8 +137,8 @@ static int keep_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return K(be)->cpu->i->kernel_info(K(be)->cpu, o, out, err, es);
 }
 static int keep_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
-                        double *seconds, char *err, size_t es)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, bk_f4 *band, uint32_t n,
+                        uint64_t base, double *seconds, char *err, size_t es)
 {
     keep_ctx *k = K(be);
     if (!tx) { /* the kept copy, as the CUDA backend does */
@@ -142,7 +146,7 @@ static int keep_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
             return bk_fail(err, es, "texels %u..%u of %u kept", first, first + n, k->n);
         tx = k->copy + first;
     }
-    return k->cpu->i->denoise(k->cpu, p, passes, tx, first, chart, chart_stride, col, n, base, seconds, err, es);
+    return k->cpu->i->denoise(k->cpu, p, passes, tx, first, chart, chart_stride, col, band, n, base, seconds, err, es);
 }
 static void keep_free(bk_backend *be)
 {
@@ -180,10 +184,10 @@ static void keep_host_free(bk_backend *be, void *q)
     free(p);
 }
 static const struct bk_backend_i keep_iface = {
-    keep_name,        keep_supports,   keep_upload,     keep_trace,    keep_bake_begin,
-    keep_bake_run,    keep_bake_fetch, keep_bake_end,   keep_memory,   keep_memory_peak,
-    keep_kernel_info, keep_denoise,    keep_free,       keep_caps,     NULL,
-    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free
+    keep_name,        keep_supports,   keep_upload,     keep_trace,     keep_bake_begin,
+    keep_bake_run,    keep_bake_fetch, keep_bake_end,   keep_memory,    keep_memory_peak,
+    keep_kernel_info, keep_denoise,    keep_free,       keep_caps,      NULL,
+    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free, keep_bake_fetch_dir
 };
 
 static bk_backend *keep_init(void)

@@ -112,7 +112,7 @@ static float inside_count(const bk_bake_view *v, float x, float z, uint32_t pixe
     bk_f4 acc;
     acc.x = acc.y = acc.z = acc.w = 0.0f;
     float sq = 0.0f;
-    return bk_bake_texel(v, &p, &t, acc, &sq, &st, &ts).w;
+    return bk_bake_texel(v, &p, &t, acc, &sq, NULL, &st, &ts).w;
 }
 
 typedef struct ground {

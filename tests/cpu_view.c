@@ -64,7 +64,7 @@ static void render_all(fixture *f, const bk_view_opts *base)
 {
     char             err[512];
     bk_trace_opts    t = bk_trace_opts_default();
-    bk_view_lightmap lm = { f->lm, f->at.width, f->at.height, f->at.page_count };
+    bk_view_lightmap lm = { f->lm, f->at.width, f->at.height, f->at.page_count, { NULL, NULL, NULL } };
     for (int k = 0; k < BK_VIEW_SHOW_COUNT; ++k) {
         bk_view_opts o = *base;
         o.show = k;
@@ -184,7 +184,7 @@ static void library_checks(void)
     bk_view_result r;
     bk_trace_opts  t = bk_trace_opts_default();
     bk_view_opts_default(&d);
-    bk_view_lightmap lm = { f.lm, f.at.width, f.at.height, 1 };
+    bk_view_lightmap lm = { f.lm, f.at.width, f.at.height, 1, { NULL, NULL, NULL } };
     float           *img = malloc(sizeof(float) * 3 * (size_t)d.width * d.height);
     BK_EXPECTF(bk_view_render(f.be, &t, &f.s, &f.at, &lm, &d, img, &r, err, sizeof err) == 0, "%s", err);
     BK_EXPECTF(r.hits > r.rays * 2 / 5, "the default camera sees the box at %llu of %llu pixels",
@@ -192,7 +192,7 @@ static void library_checks(void)
     const float *c = img + 3 * ((size_t)(d.height / 2) * d.width + d.width / 2);
     BK_EXPECT(c[0] > 0 || c[1] > 0 || c[2] > 0);
     /* a lightmap of another size is refused, naming the atlas options */
-    bk_view_lightmap bad = { f.lm, f.at.width / 2, f.at.height, 1 };
+    bk_view_lightmap bad = { f.lm, f.at.width / 2, f.at.height, 1, { NULL, NULL, NULL } };
     BK_EXPECT(bk_view_render(f.be, &t, &f.s, &f.at, &bad, &d, img, &r, err, sizeof err) != 0 && strstr(err, "--size"));
     free(img);
 

@@ -3,7 +3,8 @@
  * sides, and the same arithmetic: they are equal but for rare traversal ties). The CUDA bake's two
  * kernels (--kernel wavefront, its rays binned or not, and megakernel) must give the same texels
  * bit for bit. The GPU outputs are poisoned before the run and every texel checked. One of the
- * runs bakes its sun `indirect` (bk_light_mode). Skips (77) without a usable GPU. */
+ * runs bakes its sun `indirect` (bk_light_mode); three bake the directional bands too, which must
+ * agree the same ways. Skips (77) without a usable GPU. */
 #include "bk_test.h"
 #include "bk_test_image.h"
 #include "accel_build.h"
@@ -44,7 +45,9 @@ static void bake_refs_on(bk_backend *be, const bk_scene *s, const bk_accel *a, c
     free(tri_n);
 }
 
-static void compare(const char *path, int size, uint32_t spp, int accel, int stack, uint32_t sun_mode, bk_backend *gpu)
+/* dir: bake the directional sums too (bk_bake_dir_sample), the same on both sides. */
+static void compare(const char *path, int size, uint32_t spp, int accel, int stack, uint32_t sun_mode, int dir,
+                    bk_backend *gpu)
 {
     char     err[512];
     bk_scene s;
@@ -113,6 +116,15 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
     bk_bake_run_opts oc = o, og = o;
     oc.variance = vref;
     og.variance = vgot;
+    /* the directional bands: cpu, megakernel, wavefront (the GPU's poisoned: NaN) */
+    float *band[3][3] = { { NULL } };
+    o.params.directional = oc.params.directional = og.params.directional = (uint32_t)dir;
+    for (int k = 0; dir && k < 3; ++k)
+        for (int j = 0; j < 3; ++j) {
+            band[j][k] = malloc(sizeof(float) * 3 * np);
+            memset(band[j][k], 0xFF, sizeof(float) * 3 * np);
+        }
+    for (int k = 0; k < 3; ++k) oc.dir[k] = band[0][k], og.dir[k] = band[1][k];
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
     /* texels made on the GPU from their refs: the same bake bit for bit */
@@ -138,9 +150,16 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
         ow.trace.wavefront = 1;
         ow.trace.ray_order = binned ? BK_RAY_ORDER_SORTED : BK_RAY_ORDER_AUTO;
         memset(wave, 0xFF, sizeof(float) * 3 * np); /* poison: NaN where nothing was written */
+        for (int k = 0; dir && k < 3; ++k) memset(band[2][k], 0xFF, sizeof(float) * 3 * np);
+        for (int k = 0; k < 3; ++k) ow.dir[k] = band[2][k];
         bake_on(gpu, surf, &a, tx, n, at.width, at.height, &ow, wave, &rw);
-        size_t same = 0;
+        size_t same = 0, dsame = 0;
         for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
+        for (size_t i = 0; dir && i < 3 * np; ++i)
+            for (int k = 0; k < 3; ++k) dsame += memcmp(&band[1][k][i], &band[2][k][i], sizeof(float)) == 0;
+        BK_EXPECTF(dsame == (dir ? 9 * np : 0),
+                   "%s: the wavefront's directional bands differ from the megakernel's in %zu values", path,
+                   9 * np - dsame);
         printf("  wavefront%s: %.3f s, %zu of %zu values equal to the megakernel's, %llu rays (megakernel %llu)\n",
                binned ? " binned" : "", rw.totals.seconds, same, 3 * np, (unsigned long long)rw.totals.rays,
                (unsigned long long)rg.totals.rays);
@@ -201,6 +220,19 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
            at.height, spp, rc.totals.seconds, rg.totals.seconds, rg.launches, rg.longest_launch_ms, d.psnr,
            (unsigned long long)d.differ, (unsigned long long)d.count);
     BK_EXPECTF(d.psnr >= 50.0, "%s: CUDA and CPU bakes differ: PSNR %.1f dB", path, d.psnr);
+    for (int k = 0; dir && k < 3; ++k) { /* the bands: CUDA = CPU, every covered texel written */
+        bk_image_diff db = bk_image_compare(band[0][k], band[1][k], np, cov, 1e-3);
+        printf("  directional band %c: CUDA against CPU PSNR %.1f dB, %llu of %llu texels differ by > 1e-3\n", "xyz"[k],
+               db.psnr, (unsigned long long)db.differ, (unsigned long long)db.count);
+        BK_EXPECTF(db.psnr >= 50.0, "%s: CUDA and CPU directional band %d differ: PSNR %.1f dB", path, k, db.psnr);
+        for (size_t i = 0; i < np; ++i)
+            if (cov[i] && !(fabsf(band[1][k][3 * i]) < 1e6f)) {
+                BK_EXPECTF(0, "%s: band %d value %g at %zu (unwritten?)", path, k, band[1][k][3 * i], i);
+                break;
+            }
+    }
+    for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 3; ++k) free(band[j][k]);
     BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
     for (size_t i = 0; i < 3 * np; ++i)
         if (!(got[i] >= 0.0f && got[i] < 1e6f)) {
@@ -229,14 +261,15 @@ int main(void)
      * the others on the KD-tree, at half the samples */
     snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
-        compare(path, 128, m ? 16 : 32, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, gpu);
-    compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_INDIRECT, gpu); /* mixed lighting */
+        compare(path, 128, m ? 16 : 32, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, 0, gpu);
+    compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_INDIRECT, 0, gpu); /* mixed lighting */
+    compare(path, 128, 16, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_BAKED, 1, gpu);  /* directional */
     /* voxels: native voxel traversal in the bake, emissive voxel quads as lights */
     snprintf(path, sizeof path, "%s/scenes/cornell.vox", BK_SOURCE_DIR);
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
-        compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, gpu);
+        compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, m == BK_STACK_SHORT, gpu);
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
-    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, BK_LIGHT_BAKED, gpu);
+    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, BK_LIGHT_BAKED, 1, gpu);
     else fprintf(stderr, "note: %s absent\n", path);
     /* the device let go as a bake's last use of it does (its context destroyed: cmd_bake.c's
      * be_release), then taken again: a fresh context bakes as before */
@@ -248,7 +281,7 @@ int main(void)
     BK_EXPECTF(gpu != NULL, "no CUDA backend after the device was let go: %s", msg);
     if (gpu) {
         snprintf(path, sizeof path, "%s/scenes/cornell.obj", BK_SOURCE_DIR);
-        compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_BAKED, gpu);
+        compare(path, 96, 8, BK_ACCEL_BVH, BK_STACK_GLOBAL, BK_LIGHT_BAKED, 0, gpu);
     }
     bk_backend_free(gpu);
     BK_TEST_DONE();

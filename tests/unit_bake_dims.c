@@ -172,7 +172,7 @@ static void check_draws(void)
                     memset(&ts, 0, sizeof ts);
                     g_draw_count = 0;
                     float sq = 0.0f;
-                    acc = bk_bake_texel(&v, &p, &t, acc, &sq, &st, &ts);
+                    acc = bk_bake_texel(&v, &p, &t, acc, &sq, NULL, &st, &ts);
                     failures += check_sample_draws(bounces, ao, texel, smp);
                 }
                 BK_EXPECTF(acc.w == 0.0f, "a texel on the box's wall met back faces");

@@ -206,6 +206,39 @@ int main(void)
         snprintf(b2, sizeof b2, "%s/ok4.png", tmpdir);
         BK_EXPECTF(same_file(a2, b2) == !k, "%s: %s the map without them", lights[k], k ? "the same as" : "not");
     }
+    /* --directional: the map the same bytes; the bands beside the .png, none beside the .hdr (RGBE
+     * has no sign); dominant: one RGBA page (PNG colour type 6); what it refuses, it names */
+    snprintf(
+        args, sizeof args,
+        "'%s' -o '%s/ok5.png' -o '%s/ok5.hdr' --backend cpu --size 32 --spp 2 --quiet --threads 1 --directional sh",
+        scene, tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(b2, sizeof b2, "%s/ok5.png", tmpdir);
+    BK_EXPECTF(same_file(a2, b2), "--directional sh changed the map");
+    for (int k = 0; k < 3; ++k) {
+        snprintf(cmd, sizeof cmd, "%s/ok5_L1%c.png", tmpdir, "xyz"[k]);
+        BK_EXPECTF(file_size(cmd) > 100, "%s not written", cmd);
+        snprintf(cmd, sizeof cmd, "%s/ok5_L1%c.hdr", tmpdir, "xyz"[k]);
+        BK_EXPECTF(!exists(cmd), "%s written", cmd);
+    }
+    snprintf(args, sizeof args, "'%s' -o '%s/ok6.png' --backend cpu --size 32 --spp 2 --quiet --directional dominant",
+             scene, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(cmd, sizeof cmd, "%s/ok6_dir.png", tmpdir);
+    FILE         *pf = fopen(cmd, "rb");
+    unsigned char head[26] = { 0 };
+    BK_EXPECTF(pf && fread(head, 1, 26, pf) == 26 && head[25] == 6, "%s: no RGBA PNG (colour type %d)", cmd, head[25]);
+    if (pf) fclose(pf);
+    const char *refused[][2] = { { "-o '%s/no.png' --directional maybe", "maybe" },
+                                 { "-o '%s/no.png' --directional sh --mode ao", "AO" },
+                                 { "-o '%s/no.hdr' --directional dominant", ".exr" } };
+    for (int k = 0; k < 3; ++k) {
+        char opt[700];
+        snprintf(opt, sizeof opt, refused[k][0], tmpdir);
+        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
+        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--directional") && strstr(err, refused[k][1]),
+                   "%s: %s", opt, err);
+    }
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);

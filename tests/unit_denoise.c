@@ -98,7 +98,7 @@ static int run(page *pg)
     bk_denoise_params p = params();
     bk_denoise_opts   o;
     bk_denoise_opts_default(&o);
-    int rc = bk_denoise_page_cpu(&p, o.passes, pg->col, pg->pos, pg->nrm, err, sizeof err);
+    int rc = bk_denoise_page_cpu(&p, o.passes, pg->col, pg->pos, pg->nrm, NULL, err, sizeof err);
     BK_EXPECTF(rc == 0, "%s", err);
     return rc;
 }
@@ -203,6 +203,37 @@ int main(void)
     BK_EXPECTF(worst < 0.1, "edge blurred: a texel near it is off by %.3f", worst);
     BK_EXPECTF(rmse(&A, 0, W / 2 - 2) < before_l / 2, "edge: noise beside it stays (%.4f -> %.4f)", before_l,
                rmse(&A, 0, W / 2 - 2));
+
+    /* a directional bake's bands go through the passes with the colours' weights: bands made as
+     * multiples of the colours (k + 1, -0.5 (k + 1)) stay those multiples of the filtered colours */
+    {
+        make(&A, step_edge, 0.05f, 6);
+        bk_f4 *band = malloc(3 * sizeof(bk_f4) * W * H);
+        for (int i = 0; i < W * H; ++i)
+            for (int k = 0; k < 3; ++k) {
+                const float m = (float)(k + 1);
+                band[3 * i + k].x = m * A.col[i].x;
+                band[3 * i + k].y = -0.5f * m * A.col[i].y;
+                band[3 * i + k].z = m * A.col[i].z;
+                band[3 * i + k].w = 0.0f;
+            }
+        char              err[256];
+        bk_denoise_params p = params();
+        bk_denoise_opts   o;
+        bk_denoise_opts_default(&o);
+        BK_EXPECTF(bk_denoise_page_cpu(&p, o.passes, A.col, A.pos, A.nrm, band, err, sizeof err) == 0, "%s", err);
+        double worst = 0;
+        for (int i = 0; i < W * H; ++i)
+            for (int k = 0; k < 3; ++k) {
+                const float  m = (float)(k + 1);
+                const double e[3] = { band[3 * i + k].x - m * A.col[i].x, band[3 * i + k].y + 0.5f * m * A.col[i].y,
+                                      band[3 * i + k].z - m * A.col[i].z };
+                for (int c = 0; c < 3; ++c)
+                    if (fabs(e[c]) > worst) worst = fabs(e[c]);
+            }
+        BK_EXPECTF(worst < 1e-5, "the bands were not filtered with the colours' weights: off by %.3g", worst);
+        free(band);
+    }
 
     /* zero variance and identical values: nothing changes */
     make(&A, flat, 0.0f, 3);

@@ -36,8 +36,8 @@ static __device__ __forceinline__ unsigned bk_smid(void)
 /* Starts texel i: as the atlas made it, but for a launch after sample 0, at the unoccluded
  * position sample 0 found (the texels stay as they came: the denoiser reads them). */
 static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const bk_texel *__restrict__ tx,
-                                                  const float *pos, const bk_f4 *out, const float *sq, uint32_t i,
-                                                  bk_bake_path *ps)
+                                                  const float *pos, const bk_f4 *out, const float *sq, const bk_f4 *dir,
+                                                  uint32_t i, bk_bake_path *ps)
 {
     bk_texel t = tx[i];
     if (p->sample_begin > 0) {
@@ -45,7 +45,7 @@ static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const
         t.py = pos[3 * (size_t)i + 1];
         t.pz = pos[3 * (size_t)i + 2];
     }
-    bk_bake_path_begin(p, &t, out[i], sq[i], ps);
+    bk_bake_path_begin(p, &t, out[i], sq[i], p->directional ? dir + 3 * (size_t)i : NULL, ps);
 }
 
 /* rec: NULL for a normal bake. Otherwise lane 0 of each warp writes its SM and start time at once
@@ -55,7 +55,7 @@ template <int MODE, int CAP>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
     bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, float *__restrict__ pos,
                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *__restrict__ out,
-                float *__restrict__ sq, unsigned long long *stats, bk_warp_rec *rec)
+                float *__restrict__ sq, bk_f4 *__restrict__ dir, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
     uint32_t       local[BK_STACK_SIZED_OF(MODE) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH]; /* any accel's entries */
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
      * 785, and the wavefront bake below 1169. */
     uint32_t     i = begin + gtid;
     bk_bake_path ps;
-    if (i < end) bake_start(&p, tx, pos, out, sq, i, &ps);
+    if (i < end) bake_start(&p, tx, pos, out, sq, dir, i, &ps);
     for (;;) {
         const int live = i < end;
         if (!__any_sync(0xffffffffu, live)) break;
@@ -90,6 +90,8 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
                 /* the texel's samples are done: its sums out, its moved position for the later launches */
                 out[i] = ps.acc;
                 sq[i] = ps.sq;
+                if (p.directional)
+                    for (int k = 0; k < 3; ++k) dir[3 * (size_t)i + k] = ps.dir[k];
                 if (p.sample_begin == 0) {
                     pos[3 * (size_t)i] = ps.x.x;
                     pos[3 * (size_t)i + 1] = ps.x.y;
@@ -97,7 +99,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
                 }
                 i += nthreads;
                 if (i >= end) break;
-                bake_start(&p, tx, pos, out, sq, i, &ps);
+                bake_start(&p, tx, pos, out, sq, dir, i, &ps);
             }
         }
         if (have) {
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
 }
 
 typedef void (*bake_fn)(bk_bake_view, bk_bake_params, const bk_texel *, float *, uint32_t, uint32_t, int, uint32_t *,
-                        bk_f4 *, float *, unsigned long long *, bk_warp_rec *);
+                        bk_f4 *, float *, bk_f4 *, unsigned long long *, bk_warp_rec *);
 
 /* The instance for (stack strategy, register cap); NULL for a pair that was not compiled. */
 static bake_fn pick(int mode, int cap)
@@ -148,11 +150,11 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
                                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
-                                unsigned long long *stats, bk_warp_rec *rec)
+                                bk_f4 *dir, unsigned long long *stats, bk_warp_rec *rec)
 {
     bake_fn k = pick(stack_mode, reg_cap);
     if (!k) return cudaErrorInvalidDeviceFunction;
-    k<<<blocks, block, smem>>>(*v, *p, tx, pos, begin, end, stack_size, spill, out, sq, stats, rec);
+    k<<<blocks, block, smem>>>(*v, *p, tx, pos, begin, end, stack_size, spill, out, sq, dir, stats, rec);
     return cudaGetLastError();
 }
 
@@ -211,8 +213,8 @@ static __device__ __forceinline__ void wave_store_hot(float4 *h, const bk_bake_p
     h[2] = make_float4(ps->L.z, ps->thr.x, ps->thr.y, ps->thr.z);
     h[3] = make_float4(ps->direct.x, ps->direct.y, ps->direct.z, ps->pend.x);
     h[4] = make_float4(ps->pend.y, ps->pend.z, __uint_as_float(ps->texel), __uint_as_float(ps->smp));
-    h[5] = make_float4(__uint_as_float(ps->b), __uint_as_float(ps->k), __uint_as_float(ps->step),
-                       __uint_as_float(ps->after));
+    h[5] = make_float4(__uint_as_float(ps->b), __uint_as_float(ps->k), __uint_as_float(ps->step | ps->after << 8),
+                       __uint_as_float(ps->vis));
 }
 
 static __device__ __forceinline__ void wave_load_hot(const float4 *h, bk_bake_path *ps)
@@ -229,12 +231,14 @@ static __device__ __forceinline__ void wave_load_hot(const float4 *h, bk_bake_pa
     ps->smp_end = ps->smp + 1;
     ps->b = __float_as_uint(f.x);
     ps->k = __float_as_uint(f.y);
-    ps->step = __float_as_uint(f.z);
-    ps->after = __float_as_uint(f.w);
+    ps->step = __float_as_uint(f.z) & 0xFFu;
+    ps->after = __float_as_uint(f.z) >> 8;
+    ps->vis = __float_as_uint(f.w);
     ps->x = ps->pos;
     ps->n = ps->nrm; /* not read again: the sample has begun */
     ps->acc.x = ps->acc.y = ps->acc.z = ps->acc.w = 0.0f;
     ps->sq = 0.0f;
+    for (int k = 0; k < 3; ++k) ps->dir[k] = ps->acc;
     ps->best = BK_INF;
     ps->best_d = ps->nrm;
     ps->tri = 0;
@@ -246,6 +250,7 @@ typedef struct wave_job {
     float          *pos;
     bk_f4          *out; /* the texels' sums (unocclude pass) */
     float          *sq;
+    bk_f4          *dir;   /* a directional bake's sums, 3 per texel (bk_bake_dir_sample); NULL without */
     uint32_t        begin; /* first texel */
     uint32_t        ns;    /* samples per texel in this launch; 0: the unocclude pass */
     uint32_t        total; /* pairs (or texels, unocclude pass) */
@@ -265,14 +270,14 @@ static __device__ __forceinline__ void wave_start(const bk_bake_params *p, const
         t.pz = J->pos[3 * (size_t)i + 2];
         bk_f4 zero;
         zero.x = zero.y = zero.z = zero.w = 0.0f;
-        bk_bake_path_begin(p, &t, zero, 0.0f, ps);
+        bk_bake_path_begin(p, &t, zero, 0.0f, NULL, ps);
         ps->smp = p->sample_begin + q % J->ns;
         ps->smp_end = ps->smp + 1;
         ps->step = BK_STEP_SAMPLE;
     } else {
         bk_bake_params p0 = *p;
         p0.sample_end = p0.sample_begin; /* the unocclude and inside steps only */
-        bk_bake_path_begin(&p0, &t, J->out[i], J->sq[i], ps);
+        bk_bake_path_begin(&p0, &t, J->out[i], J->sq[i], NULL, ps);
     }
 }
 
@@ -297,9 +302,15 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
             q = path;
             wave_start(&p, &J, q, &ps);
         } else {
-            if (J.ns) wave_load_hot(w.hot + 6 * (size_t)path, &ps);
-            else ps = w.paths[path];
             q = w.pair[path];
+            if (J.ns) {
+                wave_load_hot(w.hot + 6 * (size_t)path, &ps);
+                if (p.directional) { /* the sample's end reads the texel's own vertex */
+                    const uint32_t i = J.begin + q / J.ns;
+                    ps.x = bk_v3(J.pos[3 * (size_t)i], J.pos[3 * (size_t)i + 1], J.pos[3 * (size_t)i + 2]);
+                    ps.n = bk_v3(J.tx[i].nx, J.tx[i].ny, J.tx[i].nz);
+                }
+            } else ps = w.paths[path];
             bk_bake_path_hit(&v, &p, &ps, w.hits[path], w.aux[path]);
         }
         bk_ray r;
@@ -308,6 +319,8 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
             if (J.ns) {
                 w.res[q] = ps.acc;
                 w.res_sq[q] = ps.sq;
+                if (p.directional)
+                    for (int k = 0; k < 3; ++k) w.res_dir[3 * (size_t)q + k] = ps.dir[k];
             } else {
                 const uint32_t i = J.begin + q;
                 J.out[i] = ps.acc;
@@ -348,6 +361,16 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
         }
         J.out[i] = a;
         J.sq[i] = s2;
+        for (int d = 0; J.dir && d < 3; ++d) { /* the directional sums, in the same order */
+            bk_f4 b = J.dir[3 * (size_t)i + d];
+            for (uint32_t s = 0; s < J.ns; ++s) {
+                const bk_f4 r = w.res_dir[3 * ((size_t)k * J.ns + s) + d];
+                b.x += r.x;
+                b.y += r.y;
+                b.z += r.z;
+            }
+            J.dir[3 * (size_t)i + d] = b;
+        }
     }
 }
 
@@ -503,8 +526,10 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
     if (pairs > w->res_cap) {
         cudaFree(w->res);
         cudaFree(w->res_sq);
+        cudaFree(w->res_dir);
         w->res = NULL;
         w->res_sq = NULL;
+        w->res_dir = NULL;
         w->res_cap = 0;
         WAVE_ALLOC(w->res, sizeof(bk_f4) * (size_t)pairs);
         WAVE_ALLOC(w->res_sq, sizeof(float) * (size_t)pairs);
@@ -547,6 +572,7 @@ void bk_cuda_wave_free(bk_cuda_wave *w)
     }
     cudaFree(w->res);
     cudaFree(w->res_sq);
+    cudaFree(w->res_dir);
     cudaFree(w->count);
     cudaFreeHost(w->h_count);
     memset(w, 0, sizeof *w);
@@ -632,8 +658,8 @@ static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned block
 
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
-                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
-                              int bin)
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *dir,
+                              unsigned long long *stats, int bin)
 {
     wave_trace_fn tr[2] = { wave_pick(&v->accel, stack_mode, 1), wave_pick(&v->accel, stack_mode, 0) };
     if (bin && !w->bin_keys) {
@@ -647,9 +673,12 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
     }
     if (!tr[0] || !tr[1]) return cudaErrorInvalidDeviceFunction;
     const uint32_t nt = end - begin;
-    if (nt > w->res_cap || !w->cap || !w->whole_cap) return cudaErrorInvalidValue;
-    wave_job    J = { tx, pos, out, sq, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
+    if (nt > w->res_cap || !w->cap || !w->whole_cap || (p->directional && !dir)) return cudaErrorInvalidValue;
+    wave_job J = { tx, pos, out, sq, p->directional ? dir : NULL, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
     cudaError_t e;
+    if (p->directional && !w->res_dir &&
+        (e = cudaMalloc((void **)&w->res_dir, 3 * sizeof(bk_f4) * (size_t)w->res_cap)) != cudaSuccess)
+        return e;
     /* the groups' streams start after what the default stream has queued, and it waits for them */
     if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess ||
         (e = cudaStreamWaitEvent(w->stream[0], w->ev[0], 0)) != cudaSuccess)

@@ -97,7 +97,8 @@ typedef struct cuda_ctx {
     uint32_t      refs_cap;
     float        *d_pos; /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
     bk_f4        *d_out;
-    float        *d_sq; /* sums of squared sample luminances */
+    float        *d_sq;  /* sums of squared sample luminances */
+    bk_f4        *d_dir; /* a directional bake's sums, 3 per texel; made at its first bake_run */
     uint32_t      texel_count;
     double        bake_seconds;
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
@@ -537,7 +538,8 @@ static int pick_order(const cuda_ctx *c, const bk_trace_opts *o, const bk_ray *r
 {
     if (n >= (1ull << 30) || o->ray_order == BK_RAY_ORDER_INPUT) return BK_RAY_ORDER_INPUT;
     if (o->ray_order != BK_RAY_ORDER_AUTO) return o->ray_order;
-    if (n < BK_RAY_ORDER_AUTO_MIN || bk_accel_view_bytes(&c->view) <= BK_RAY_ORDER_CACHED_BYTES) return BK_RAY_ORDER_INPUT;
+    if (n < BK_RAY_ORDER_AUTO_MIN || bk_accel_view_bytes(&c->view) <= BK_RAY_ORDER_CACHED_BYTES)
+        return BK_RAY_ORDER_INPUT;
     const double s0 = now_seconds();
     totals->coherence = bk_ray_order_coherence(rays, n, c->view.lo, scale);
     *sample_s = now_seconds() - s0;
@@ -690,6 +692,8 @@ static void release_bake_data(cuda_ctx *c)
     cudaFree(c->d_points);
     cudaFree(c->d_out);
     cudaFree(c->d_sq);
+    cudaFree(c->d_dir);
+    c->d_dir = NULL;
     cudaFree(c->d_pos);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
     cudaFree(c->d_tri_uv);
@@ -911,6 +915,12 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         return -1;
     }
     if (begin == end) return 0;
+    if (p->directional && !c->d_dir) {
+        const size_t bytes = 3 * sizeof(bk_f4) * (c->texel_count ? c->texel_count : 1);
+        CUDA_TRY(cudaMalloc((void **)&c->d_dir, bytes));
+        CUDA_TRY(cudaMemset(c->d_dir, 0, bytes)); /* the sums start at zero */
+        note_memory(c);
+    }
     size_t smem = bake_smem(c, o);
     int    per_sm = 0;
     CUDA_TRY(bk_cuda_bake_occupancy(o->stack_mode, o->reg_cap, BLOCK, smem, &per_sm));
@@ -977,13 +987,13 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
         CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos,
-                                   begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats,
+                                   begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_dir, c->d_stats,
                                    o->ray_order == BK_RAY_ORDER_SORTED));
         rec = NULL; /* occupancy is measured for the megakernel only */
     } else {
         CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels,
-                                     c->d_pos, begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_stats,
-                                     rec));
+                                     c->d_pos, begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_dir,
+                                     c->d_stats, rec));
     }
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
@@ -1017,21 +1027,34 @@ static int cuda_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_in
     return 0;
 }
 
+/* A fetch of texels [begin, end) from sums `have` (NULL: `none` says why): 0 when it may go on. */
+static int fetch_check(const cuda_ctx *c, const void *have, const char *none, uint32_t begin, uint32_t end, char *err,
+                       size_t err_size)
+{
+    if (!have) snprintf(err, err_size, "%s", none);
+    else if (end > c->texel_count || begin > end)
+        snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
+    else return 0;
+    return -1;
+}
+
 static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, float *sq, char *err,
                            size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
-    if (!c->d_out) {
-        snprintf(err, err_size, "bake_fetch without bake_begin");
-        return -1;
-    }
-    if (end > c->texel_count || begin > end) {
-        snprintf(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
-        return -1;
-    }
+    if (fetch_check(c, c->d_out, "bake_fetch without bake_begin", begin, end, err, err_size)) return -1;
     if (begin == end) return 0;
     CUDA_TRY(cudaMemcpy(out, c->d_out + begin, sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
     if (sq) CUDA_TRY(cudaMemcpy(sq, c->d_sq + begin, sizeof(float) * (end - begin), cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int cuda_bake_fetch_dir(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (fetch_check(c, c->d_dir, "bake_fetch_dir without a directional bake_run", begin, end, err, err_size)) return -1;
+    if (begin == end) return 0;
+    CUDA_TRY(cudaMemcpy(out, c->d_dir + 3 * (size_t)begin, 3 * sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
     return 0;
 }
 
@@ -1086,8 +1109,8 @@ static cudaError_t charts_up(uint32_t *d, const uint32_t *chart, uint32_t stride
 }
 
 static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
-                        double *seconds, char *err, size_t err_size)
+                        const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, bk_f4 *band, uint32_t n,
+                        uint64_t base, double *seconds, char *err, size_t err_size)
 {
     cuda_ctx    *c = ctx_of(be);
     const size_t px = (size_t)p->w * (size_t)p->h;
@@ -1100,25 +1123,29 @@ static int cuda_denoise(bk_backend *be, const bk_denoise_params *p, int passes, 
                  c->d_texels ? c->texel_count : 0);
         return -1;
     }
-    /* one allocation: the page's four layouts, then the texels (unless kept), their charts and colours */
-    const size_t page_b = 4 * sizeof(bk_f4) * px, tx_b = kept ? 0 : sizeof(bk_texel) * n, ch_b = sizeof(uint32_t) * n;
-    const size_t ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15, col_b = sizeof(bk_f4) * n;
+    /* one allocation: the page's four layouts (and two of 3 bands), then the texels (unless kept),
+       their charts, colours and bands */
+    const size_t page_b = (band ? 10 : 4) * sizeof(bk_f4) * px, tx_b = kept ? 0 : sizeof(bk_texel) * n;
+    const size_t ch_b = sizeof(uint32_t) * n, ch_o = page_b + tx_b, col_o = (ch_o + ch_b + 15) & ~(size_t)15;
+    const size_t col_b = sizeof(bk_f4) * n, band_b = band ? 3 * col_b : 0;
     char        *d = NULL;
-    CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b));
+    CUDA_TRY(cudaMalloc((void **)&d, col_o + col_b + band_b));
     note_memory(c);
     bk_texel   *d_tx = kept ? c->d_texels + first : (bk_texel *)(d + page_b);
     uint32_t   *d_chart = (uint32_t *)(d + ch_o);
-    bk_f4      *d_col = (bk_f4 *)(d + col_o);
+    bk_f4      *d_col = (bk_f4 *)(d + col_o), *d_band = band ? d_col + n : NULL;
     cudaError_t e = kept ? cudaSuccess : cudaMemcpy(d_tx, tx, tx_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = charts_up(d_chart, chart, chart_stride, n);
     if (e == cudaSuccess) e = cudaMemcpy(d_col, col, col_b, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && band) e = cudaMemcpy(d_band, band, band_b, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev0);
-    if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d_tx, d_chart, d_col, n, base, (bk_f4 *)d);
+    if (e == cudaSuccess) e = bk_cuda_denoise(p, passes, d_tx, d_chart, d_col, d_band, n, base, (bk_f4 *)d);
     if (e == cudaSuccess) e = cudaEventRecord(c->ev1);
     if (e == cudaSuccess) e = cudaEventSynchronize(c->ev1);
     float ms = 0;
     if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, c->ev0, c->ev1);
     if (e == cudaSuccess) e = cudaMemcpy(col, d_col, col_b, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess && band) e = cudaMemcpy(band, d_band, band_b, cudaMemcpyDeviceToHost);
     cudaFree(d);
     if (e != cudaSuccess) {
         snprintf(err, err_size, "CUDA: denoiser: %s", cudaGetErrorString(e));
@@ -1220,6 +1247,7 @@ static const struct bk_backend_i cuda_iface = {
     .bake_refs = cuda_bake_refs,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
+    .bake_fetch_dir = cuda_bake_fetch_dir,
 };
 
 extern "C" int bk_cuda_device_count(void)

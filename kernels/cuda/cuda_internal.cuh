@@ -48,11 +48,12 @@ cudaError_t bk_cuda_bake_attributes(int stack_mode, int reg_cap, cudaFuncAttribu
 cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_t smem, int *per_sm);
 /* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks; pos: 3 floats per texel,
  * where the launch of sample 0 leaves each texel's unoccluded position for the later ones (tx is
- * only read); rec: NULL, or one record per warp of the grid. */
+ * only read); dir: with p->directional, the texels' directional sums (3 per texel); rec: NULL, or
+ * one record per warp of the grid. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
                                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
-                                unsigned long long *stats, bk_warp_rec *rec);
+                                bk_f4 *dir, unsigned long long *stats, bk_warp_rec *rec);
 
 /* The wavefront bake's buffers (kernels/cuda/bake.cu): per path slot its state, its pair (texel x
  * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
@@ -76,6 +77,7 @@ typedef struct bk_cuda_wave {
     uint32_t     whole_cap; /* path slots of the unocclude pass (paths) */
     bk_f4       *res;       /* per pair: rgb and the back-face count */
     float       *res_sq;    /* per pair: the squared luminance */
+    bk_f4       *res_dir;   /* per pair, a directional bake's: its directional sums (3), made at its first use */
     uint64_t     res_cap;   /* pairs */
     cudaStream_t stream[2]; /* the two groups of slots wave on streams of their own */
     /* --bin-rays: each wave's rays binned before they are traced (bake.cu: wave_bin_*) */
@@ -98,14 +100,15 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
  * origin's cell of 16^3 over the scene box) rather than as their paths asked for them. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
-                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, unsigned long long *stats,
-                              int bin);
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *dir,
+                              unsigned long long *stats, int bin);
 
 /* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,
  * denoise()): scattered into d_page (4 x w x h bk_f4 of scratch), filtered, and gathered back
- * into d_col. Asynchronous on the default stream. */
+ * into d_col; d_band (NULL, or 3 per texel: a directional bake's bands) the same ways, with the
+ * colours' weights, through 6 more x w x h bk_f4 of d_page. Asynchronous on the default stream. */
 cudaError_t bk_cuda_denoise(const bk_denoise_params *p, int passes, const bk_texel *d_tx, const uint32_t *d_chart,
-                            bk_f4 *d_col, uint32_t n, uint64_t base, bk_f4 *d_page);
+                            bk_f4 *d_col, bk_f4 *d_band, uint32_t n, uint64_t base, bk_f4 *d_page);
 
 /* Texels [0, n) of d_out made from the refs d_refs (bk_texel_make), d_src's arrays and the shading
  * triangles d_tris all on the device. Asynchronous on the default stream. */

@@ -179,13 +179,14 @@ struct bk_backend_i {
     /* The denoiser's passes over one page, given as its n texels (pixel - base: the texel's place
      * in the page), their charts (texel i's is chart[i * chart_stride]: 1 for an array of charts,
      * 2 for the tri fields of bk_texel_refs that hold charts; BK_DN_NONE: left out) and colours
-     * (rgb, variance), which are replaced by the filtered ones (kernels/bk_denoise.h); *seconds
+     * (rgb, variance), which are replaced by the filtered ones (kernels/bk_denoise.h), as are band's
+     * (NULL, or 3 per texel: a directional bake's bands, filtered with the colours' weights); *seconds
      * gets the time of the filtering itself (a GPU's: its kernels). tx NULL: the page's texels
      * are texels [first, first + n) of the last bake, whose copy the backend kept
      * (caps().keeps_texels; else an error); otherwise first is not used. */
     int (*denoise)(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                   const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base, double *seconds,
-                   char *err, size_t err_size);
+                   const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, bk_f4 *band, uint32_t n, uint64_t base,
+                   double *seconds, char *err, size_t err_size);
     void (*free)(bk_backend *be);
     void (*caps)(bk_backend *be, bk_backend_caps *out);
     /* A backend over several devices (bk_backend_group; caps().devices > 1): its k-th member, a
@@ -215,6 +216,10 @@ struct bk_backend_i {
      * memory. */
     void *(*host_alloc)(bk_backend *be, size_t bytes);
     void (*host_free)(bk_backend *be, void *p);
+    /* A directional bake's (bk_bake_params.directional) sums of texels [begin, end) into out,
+     * 3 per texel (bands x, y, z: rgb in each, kernels/bk_bake.h bk_bake_dir_sample), like
+     * bake_fetch; valid until bake_end. NULL where the backend cannot bake them. */
+    int (*bake_fetch_dir)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -43,7 +43,8 @@ typedef struct cpu_ctx {
                                of the texels took 32 */
     uint32_t        texel_count;
     bk_f4          *out;
-    float          *sq; /* sums of squared sample luminances */
+    float          *sq;  /* sums of squared sample luminances */
+    bk_f4          *dir; /* a directional bake's sums, 3 per texel (bk_bake_dir_sample); NULL before */
     bk_trace_totals bake_totals;
 } cpu_ctx;
 
@@ -331,7 +332,8 @@ static void *bake_worker_run(void *arg)
                 t.py = pos[1];
                 t.pz = pos[2];
             }
-            j->c->out[i] = bk_bake_texel(&j->bake, j->p, &t, j->c->out[i], &j->c->sq[i], &s, &st);
+            j->c->out[i] = bk_bake_texel(&j->bake, j->p, &t, j->c->out[i], &j->c->sq[i],
+                                         j->c->dir ? j->c->dir + 3 * i : NULL, &s, &st);
             if (j->p->sample_begin == 0) {
                 pos[0] = t.px;
                 pos[1] = t.py;
@@ -353,6 +355,8 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     cpu_ctx *c = be->ctx;
     free(c->out);
     free(c->sq);
+    free(c->dir);
+    c->dir = NULL;
     c->bake = *v;
     c->bake.accel = c->view;
     free(c->pos);
@@ -373,6 +377,9 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     if (!cpu_supports(be, o, err, err_size)) return -1;
     if (end > c->texel_count || begin > end)
         return bk_fail(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
+    if (p->directional && !c->dir &&
+        !(c->dir = calloc(3 * (size_t)(c->texel_count ? c->texel_count : 1), sizeof(bk_f4))))
+        return bk_fail(err, err_size, "out of memory for %u texels' directional sums", c->texel_count);
     int      nt = o->threads > 0 ? o->threads : bk_cpu_threads();
     bake_job job;
     memset(&job, 0, sizeof job);
@@ -401,6 +408,16 @@ static int cpu_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *o
     return 0;
 }
 
+static int cpu_bake_fetch_dir(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!c->dir) return bk_fail(err, err_size, "bake_fetch_dir without a directional bake_run");
+    if (end > c->texel_count || begin > end)
+        return bk_fail(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
+    memcpy(out, c->dir + 3 * (size_t)begin, 3 * sizeof(bk_f4) * (end - begin));
+    return 0;
+}
+
 static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cpu_ctx *c = be->ctx;
@@ -409,10 +426,12 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *
     *totals = c->bake_totals;
     free(c->out);
     free(c->sq);
+    free(c->dir);
     free(c->pos);
     c->pos = NULL;
     c->out = NULL;
     c->sq = NULL;
+    c->dir = NULL;
     c->texels = NULL;
     return 0;
 }
@@ -423,6 +442,7 @@ static void cpu_free(bk_backend *be)
     bk_backend_cw_free(((cpu_ctx *)be->ctx)->cw);
     free(((cpu_ctx *)be->ctx)->out);
     free(((cpu_ctx *)be->ctx)->sq);
+    free(((cpu_ctx *)be->ctx)->dir);
     free(((cpu_ctx *)be->ctx)->pos);
     free(be->ctx);
     free(be);
@@ -442,7 +462,7 @@ static int cpu_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_inf
 }
 
 static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
+                       const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, bk_f4 *band, uint32_t n, uint64_t base,
                        double *seconds, char *err, size_t err_size)
 {
     (void)be;
@@ -457,7 +477,7 @@ static int cpu_denoise(bk_backend *be, const bk_denoise_params *p, int passes, c
         for (uint32_t i = 0; i < n; ++i) own[i] = chart[(size_t)i * chart_stride];
         chart = own;
     }
-    int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, n, base, err, err_size);
+    int rc = bk_denoise_texels_cpu(p, passes, tx, chart, col, band, n, base, err, err_size);
     free(own);
     *seconds = bk_time_now() - t0;
     return rc;
@@ -494,6 +514,7 @@ static const struct bk_backend_i cpu_iface = {
     .bake_refs = NULL,   /* nor makes any */
     .host_alloc = NULL,  /* host memory: malloc's */
     .host_free = NULL,
+    .bake_fetch_dir = cpu_bake_fetch_dir,
 };
 
 bk_backend *bk_backend_cpu_init(void)

@@ -157,12 +157,12 @@ static int group_kernel_info(bk_backend *be, const bk_trace_opts *o, bk_kernel_i
 }
 
 static int group_denoise(bk_backend *be, const bk_denoise_params *p, int passes, const bk_texel *tx, uint32_t first,
-                         const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, uint32_t n, uint64_t base,
-                         double *seconds, char *err, size_t err_size)
+                         const uint32_t *chart, uint32_t chart_stride, bk_f4 *col, bk_f4 *band, uint32_t n,
+                         uint64_t base, double *seconds, char *err, size_t err_size)
 {
     /* every member began the last bake with all the texels: the first one's copy serves */
     bk_backend *m = G(be)->m[0];
-    return m->i->denoise(m, p, passes, tx, first, chart, chart_stride, col, n, base, seconds, err, err_size);
+    return m->i->denoise(m, p, passes, tx, first, chart, chart_stride, col, band, n, base, seconds, err, err_size);
 }
 
 static void group_free(bk_backend *be)
@@ -202,7 +202,7 @@ static const struct bk_backend_i group_iface = {
     .caps = group_caps,
     .member = group_member,
     .bake_texels = group_bake_texels,
-    .bake_refs = NULL, /* its members make them (bk_bake_texels) */
+    .bake_refs = NULL,  /* its members make them (bk_bake_texels) */
     .host_alloc = NULL, /* host memory: the bake asks the first member */
     .host_free = NULL,
 };

@@ -307,6 +307,16 @@ void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t 
     *device = on_device ? T * ((uint64_t)sizeof(bk_texel) + sums + 12) + wave : 0;
 }
 
+void bk_bake_estimate_dir(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device)
+{
+    /* host: the bands' images (3 x 12 B per pixel, from the bake to the write), with the texels'
+     * bands for the denoiser (48 B) or the CPU backend's sums (48 B); device: the sums and the
+     * wavefront's per pair results (48 B each, as many pairs as bk_bake_estimate counts) */
+    const uint64_t T = texels, pairs = min_u64(64 * T, 8ull << 20);
+    *host = 36 * pixels + 48 * T + (on_device ? 0 : 48 * T);
+    *device = on_device ? 48 * T + 48 * pairs : 0;
+}
+
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
  * bake has run for a second, and one at the end. */
 static void progress_line(double frac, double elapsed, double *next_frac, double *next_time)
@@ -591,8 +601,29 @@ typedef struct fetch_job {
     uint8_t            *coverage;
     float              *rgb, *variance;
     bk_f4              *texel_col;
+    const bk_f4        *dsum;      /* a directional bake's slice of sums (3 per texel), or NULL */
+    float *const       *dir;       /* where their means go: bk_bake_run_opts.dir */
+    bk_f4              *texel_dir; /*   or texel_dir */
     atomic_uint         invalid;
 } fetch_job;
+
+/* Texel k of the slice's directional means into its pixel of the band images or its texel_dir;
+ * zero for a texel inside geometry. */
+static void fetch_dir(const fetch_job *j, size_t k, uint32_t i, uint32_t px, int inside)
+{
+    for (int a = 0; a < 3; ++a) {
+        const bk_f4 d = j->dsum[3 * k + (size_t)a];
+        const float m = inside ? 0.0f : j->inv;
+        if (j->texel_dir) {
+            bk_f4 c = { d.x * m, d.y * m, d.z * m, 0.0f };
+            j->texel_dir[3 * (size_t)i + (size_t)a] = c;
+        } else if (j->dir[a]) {
+            j->dir[a][3 * (size_t)px] = d.x * m;
+            j->dir[a][3 * (size_t)px + 1] = d.y * m;
+            j->dir[a][3 * (size_t)px + 2] = d.z * m;
+        }
+    }
+}
 
 static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
 {
@@ -605,6 +636,7 @@ static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
         const uint32_t i = j->first + (uint32_t)k;
         const bk_f4    s = j->out[k];
         uint32_t       px = j->refs ? j->refs[i].pixel : j->texels[i].pixel;
+        if (j->dsum) fetch_dir(j, k, i, px, !(s.w <= j->inside));
         if (!(s.w <= j->inside)) { /* its inside rays mostly met back faces: inside geometry */
             invalid++;
             if (j->coverage) j->coverage[px] = 0;
@@ -655,6 +687,7 @@ typedef struct bake_run {
     uint32_t        nf;  /* texels per fetched slice */
     bk_f4          *out; /* a slice of sums */
     float          *sq;  /* a slice of squared luminances (variance or texel colours), or NULL */
+    bk_f4          *dir; /* a slice of directional sums (3 per texel), or NULL */
     bake_dev       *dv;  /* nd */
     bake_share      S;
     zero_job        zj;
@@ -666,6 +699,7 @@ static void run_free_slices(bake_run *R)
 {
     slice_free(R->hb, R->out);
     slice_free(R->hb, R->sq);
+    slice_free(R->hb, R->dir);
     free(R->dv);
 }
 
@@ -690,8 +724,10 @@ static int run_alloc(bake_run *R, uint32_t n, const bk_bake_run_opts *o, char *e
     R->out = slice_alloc(hb, sizeof(bk_f4) * nf);
     const int want_var = o->variance || o->texel_col;
     R->sq = want_var ? slice_alloc(hb, sizeof(float) * nf) : NULL;
+    const int want_dir = o->params.directional && (o->texel_dir || o->dir[0] || o->dir[1] || o->dir[2]);
+    R->dir = want_dir ? slice_alloc(hb, 3 * sizeof(bk_f4) * nf) : NULL;
     R->dv = calloc((size_t)nd, sizeof *R->dv);
-    if (!R->out || (want_var && !R->sq) || !R->dv) {
+    if (!R->out || (want_var && !R->sq) || (want_dir && !R->dir) || !R->dv) {
         run_free_slices(R);
         return bk_fail(err, err_size, "out of memory for %u texels", n);
     }
@@ -891,12 +927,18 @@ static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *e
     fj.rgb = rgb;
     fj.variance = o->variance;
     fj.texel_col = o->texel_col;
+    fj.dsum = R->dir;
+    fj.dir = o->dir;
+    fj.texel_dir = o->texel_col ? o->texel_dir : NULL;
     atomic_init(&fj.invalid, 0);
     for (uint32_t r = 0; r < S->nranges && !rc; ++r) {
         bk_backend *m = R->dv[S->ranges[r].dev].be;
         for (uint32_t b = S->ranges[r].begin; b < S->ranges[r].end && !rc; b += nf) {
             uint32_t e = S->ranges[r].end - b > nf ? b + nf : S->ranges[r].end;
             if ((rc = m->i->bake_fetch(m, b, e, R->out, R->sq, err, err_size))) break;
+            if (R->dir && !m->i->bake_fetch_dir) rc = bk_fail(err, err_size, "this backend bakes no directional maps");
+            if (R->dir && !rc) rc = m->i->bake_fetch_dir(m, b, e, R->dir, err, err_size);
+            if (rc) break;
             fj.first = b;
             bk_parallel_for(e - b, 4096, fetch_fn, &fj);
         }

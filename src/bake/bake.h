@@ -56,10 +56,15 @@ typedef struct bk_bake_run_opts {
     float *variance;              /* NULL, or w * h floats that get each baked pixel's variance
                                      of its mean luminance (the sample variance / spp; 0 where
                                      nothing was baked): what the denoiser weighs by */
-    bk_f4 *texel_col;             /* NULL, or n float4s that get each texel's mean rgb and, in w,
-                                     the variance of its mean luminance (as variance; all 0 for a
-                                     texel inside geometry) instead of the image: rgb and
-                                     variance are then not written (rgb may be NULL) */
+    /* With params.directional: each texel's directional means (bk_bake_dir_sample, bands x, y, z)
+     * into dir[0..2], images of 3 floats per pixel (as rgb; a NULL one is not written), or, with
+     * texel_col, into texel_dir (3 float4s per texel, rgb in each; w 0). Zero inside geometry. */
+    float *dir[3];
+    bk_f4 *texel_dir;
+    bk_f4 *texel_col; /* NULL, or n float4s that get each texel's mean rgb and, in w,
+                         the variance of its mean luminance (as variance; all 0 for a
+                         texel inside geometry) instead of the image: rgb and
+                         variance are then not written (rgb may be NULL) */
     /* A share of the bake (several processes of an mpirun job, world.h): the texels are cut into
      * granules of `granule` texels (0: BK_BAKE_GRANULE), and only this process's granules are
      * baked; the other texels are left alone (their texel_col and coverage untouched, their
@@ -151,6 +156,8 @@ typedef struct bk_bake_result {
  * (on_device: it keeps its own copy of the texels), there (texels and sums). The scene and the
  * trees are already in memory when it is asked, and not counted. */
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
+/* What a directional bake (bk_bake_params.directional) needs on top of it. */
+void bk_bake_estimate_dir(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
 
 /* Bakes n texels (sorted by pixel; NULL: made here, see bk_bake_run_opts.make_texels) into rgb
  * (3 floats per pixel of a w x h image, which it zeroes first); coverage (w * h) loses the texels found inside

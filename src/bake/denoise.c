@@ -53,6 +53,7 @@ typedef struct dn_map_job {
     uint32_t        tri_count;
     const uint8_t  *coverage;
     bk_f4          *col;
+    bk_f4          *band;  /* NULL, or 3 per texel: scaled as the colours are */
     uint32_t       *chart; /* NULL with refs: the charts are in the refs */
     const double   *sums;
     dn_run        **runs;       /* per chunk: its runs */
@@ -139,6 +140,12 @@ static void dn_map_run(void *ctx, size_t b, size_t e, int worker)
             j->col[i].x = sm[3] > 0.0 ? (float)(v.x * (sm[0] / sm[3])) : v.x;
             j->col[i].y = sm[4] > 0.0 ? (float)(v.y * (sm[1] / sm[4])) : v.y;
             j->col[i].z = sm[5] > 0.0 ? (float)(v.z * (sm[2] / sm[5])) : v.z;
+            for (int b = 0; j->band && b < 3; ++b) { /* the bands by the same factors: b . n = M stays */
+                bk_f4 *q = &j->band[3 * i + (size_t)b];
+                q->x = sm[3] > 0.0 ? (float)(q->x * (sm[0] / sm[3])) : q->x;
+                q->y = sm[4] > 0.0 ? (float)(q->y * (sm[1] / sm[4])) : q->y;
+                q->z = sm[5] > 0.0 ? (float)(q->z * (sm[2] / sm[5])) : q->z;
+            }
         }
     }
     if (j->phase <= 1) {
@@ -172,6 +179,12 @@ static int dn_map(dn_map_job *j, int phase, uint32_t n, double *sums)
 
 int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, const bk_denoise_view *v,
                              const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
+{
+    return bk_denoise_texel_bands(be, col, NULL, refs, v, o, res, err, err_size);
+}
+
+int bk_denoise_texel_bands(bk_backend *be, bk_f4 *col, bk_f4 *band, bk_texel_ref *refs, const bk_denoise_view *v,
+                           const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size)
 {
     const uint8_t  *coverage = v->coverage;
     const bk_texel *texels = v->texels;
@@ -207,6 +220,7 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, con
     mj.tri_count = tri_count;
     mj.coverage = coverage;
     mj.col = col;
+    mj.band = band;
     mj.chart = chart;
     mj.sums = sums;
     mj.runs = runs;
@@ -245,11 +259,11 @@ int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, con
         /* without the texels, the backend's own copy of them: texels [first, last) of its bake */
         if (be && be->i->denoise)
             rc = be->i->denoise(be, &p, o->passes, texels ? texels + first : NULL, first,
-                                charts_at + (size_t)first * stride, stride, col + first, last - first, base, &fs, err,
-                                err_size);
+                                charts_at + (size_t)first * stride, stride, col + first,
+                                band ? band + 3 * (size_t)first : NULL, last - first, base, &fs, err, err_size);
         else
-            rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first, last - first, base,
-                                       err, err_size);
+            rc = bk_denoise_texels_cpu(&p, o->passes, texels + first, chart + first, col + first,
+                                       band ? band + 3 * (size_t)first : NULL, last - first, base, err, err_size);
         res->filter_seconds += (be && be->i->denoise) ? fs : bk_time_now() - tf;
         res->backend_seconds += bk_time_now() - tf;
         first = last;

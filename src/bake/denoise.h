@@ -62,6 +62,10 @@ typedef struct bk_denoise_view {
  * tri_chart NULL (on failure the refs are left in no defined state). */
 int bk_denoise_texel_colours(bk_backend *be, bk_f4 *col, bk_texel_ref *refs, const bk_denoise_view *v,
                              const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
+/* The same with a directional bake's bands (band: 3 per texel, bk_bake_run_opts.texel_dir), filtered
+ * with the colours' weights and scaled back with their charts' factors (NULL: none). */
+int bk_denoise_texel_bands(bk_backend *be, bk_f4 *col, bk_f4 *band, bk_texel_ref *refs, const bk_denoise_view *v,
+                           const bk_denoise_opts *o, bk_denoise_result *res, char *err, size_t err_size);
 
 /* Denoises a baked lightmap in place: rgb (3 floats per pixel) and var (variance of the mean
  * luminance per pixel, bk_bake_run_opts.variance) over v's pages; texels baked where v's coverage

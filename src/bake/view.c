@@ -5,6 +5,7 @@
  * commands (src/cmd/cmd_view.c: `baker view`, and `baker --preview`).
  */
 #include "view.h"
+#include "bk_texel.h"
 #include "bk_material.h"
 #include "material.h"
 #include "pool.h"
@@ -138,7 +139,7 @@ static bk_vec3 vertex(const bk_scene *s, uint32_t t, int k)
 }
 
 /* The lightmap at atlas (u, v) of page p: bilinear between texel centres, clamped to the page. */
-static bk_vec3 lightmap_at(const bk_view_lightmap *lm, int page, float u, float v)
+static bk_vec3 lightmap_at(const bk_view_lightmap *lm, const float *img, int page, float u, float v)
 {
     float   fx = u * (float)lm->w - 0.5f, fy = v * (float)lm->h - 0.5f;
     float   x0f = floorf(fx), y0f = floorf(fy);
@@ -151,7 +152,7 @@ static bk_vec3 lightmap_at(const bk_view_lightmap *lm, int page, float u, float 
         for (int a = 0; a < 2; ++a) {
             int          x = xs[a] < 0 ? 0 : xs[a] >= lm->w ? lm->w - 1 : xs[a];
             int          y = ys[b] < 0 ? 0 : ys[b] >= lm->h ? lm->h - 1 : ys[b];
-            const float *px = lm->rgb + 3 * (((size_t)page * (size_t)lm->h + (size_t)y) * (size_t)lm->w + (size_t)x);
+            const float *px = img + 3 * (((size_t)page * (size_t)lm->h + (size_t)y) * (size_t)lm->w + (size_t)x);
             float        wgt = wx[a] * wy[b];
             c = bk_add3(c, bk_mul3(bk_v3(px[0], px[1], px[2]), wgt));
         }
@@ -172,6 +173,16 @@ static bk_vec3 hit_point(const bk_ray *r, bk_vec3 p0, bk_vec3 p1, bk_vec3 p2, fl
     double       t = den != 0 ? (n[0] * w[0] + n[1] * w[1] + n[2] * w[2]) / den : (double)t_hit;
     if (!(t >= 0 && t < 1e30)) t = (double)t_hit;
     return bk_v3((float)(r->ox + t * r->dx), (float)(r->oy + t * r->dy), (float)(r->oz + t * r->dz));
+}
+
+/* The normal at y of a surface of unit normal n under bumps `period` apart: the gradient of the
+ * world's height field sin(k x) sin(k y) sin(k z) / k, along the surface (so curved surfaces get
+ * the same bumps as flat ones), tilts n by up to about 45 degrees. */
+static bk_vec3 bumped(bk_vec3 n, bk_vec3 y, float period)
+{
+    const float   k = 6.28318531f / period, sx = sinf(k * y.x), sy = sinf(k * y.y), sz = sinf(k * y.z);
+    const bk_vec3 g = bk_v3(cosf(k * y.x) * sy * sz, sx * cosf(k * y.y) * sz, sx * sy * cosf(k * y.z));
+    return bk_normalize3(bk_sub3(n, bk_sub3(g, bk_mul3(n, bk_dot3(g, n)))));
 }
 
 static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
@@ -202,7 +213,30 @@ static void shade_fn(void *ctx, size_t begin, size_t end, int worker)
             const float  b0 = 1.0f - b1 - b2;
             const float  u = b0 * uv[0] + b1 * uv[2] + b2 * uv[4], v = b0 * uv[1] + b1 * uv[3] + b2 * uv[5];
             const int    page = j->at->tri_page ? (int)j->at->tri_page[t] : 0;
-            bk_vec3      l = lightmap_at(j->lm, page, u, v);
+            bk_vec3      l = lightmap_at(j->lm, j->lm->rgb, page, u, v);
+            if (j->o->bumps > 0.0f && j->lm->band[0] && j->lm->band[1] && j->lm->band[2]) {
+                /* the directional bands against the bumps' normal: l + dot(b, n' - n) per channel, n
+                 * the texel's normal as the bake made it (the file's vn interpolated) */
+                const float *P[3], *N[3] = { NULL, NULL, NULL };
+                int          have_vn = j->s->tri_vn && j->s->normals;
+                for (int c = 0; c < 3; ++c) {
+                    P[c] = j->s->positions + 3 * (size_t)j->s->tri_v[3 * (size_t)t + c];
+                    const uint32_t vn = have_vn ? j->s->tri_vn[3 * (size_t)t + c] : BK_NONE;
+                    if (vn == BK_NONE || vn >= j->s->normal_count) have_vn = 0;
+                    else N[c] = j->s->normals + 3 * (size_t)vn;
+                }
+                const double wb[3] = { b0, b1, b2 };
+                bk_texel     tn;
+                bk_texel_fill(P[0], P[1], P[2], have_vn ? N[0] : NULL, N[1], N[2], wb, t, 0, &tn);
+                const bk_vec3 n = bk_v3(tn.nx, tn.ny, tn.nz);
+                const bk_vec3 dn = bk_sub3(bumped(n, y, j->o->bumps), n);
+                const bk_vec3 bx = lightmap_at(j->lm, j->lm->band[0], page, u, v);
+                const bk_vec3 by = lightmap_at(j->lm, j->lm->band[1], page, u, v);
+                const bk_vec3 bz = lightmap_at(j->lm, j->lm->band[2], page, u, v);
+                l.x = bk_maxf(0.0f, l.x + bx.x * dn.x + by.x * dn.y + bz.x * dn.z);
+                l.y = bk_maxf(0.0f, l.y + bx.y * dn.x + by.y * dn.y + bz.y * dn.z);
+                l.z = bk_maxf(0.0f, l.z + bx.z * dn.x + by.z * dn.y + bz.z * dn.z);
+            }
             c = bk_v3(c.x * l.x, c.y * l.y, c.z * l.z);
         }
         if (show == BK_VIEW_LIT) c = bk_add3(c, bk_v3(em[0], em[1], em[2]));

@@ -54,12 +54,17 @@ typedef struct bk_view_opts {
     float fov_deg;       /* vertical field of view, degrees, in (0, 180) (default 50) */
     int   show;          /* enum bk_view_show (default BK_VIEW_LIT) */
     float background[3]; /* linear colour of a miss (default 0: black) */
+    float bumps;         /* 0 (default), or a normal map of bumps this far apart (world units) on
+                            every surface: what lm's directional bands, when it has them, respond to */
 } bk_view_opts;
 
 /* A lightmap of `pages` pages of w x h texels stacked vertically (atlas.h), linear RGB. */
 typedef struct bk_view_lightmap {
     const float *rgb; /* w * h * pages * 3 floats, row 0 at the top */
     int          w, h, pages;
+    /* NULL, or --directional sh's bands x, y, z, laid out as rgb: the irradiance vector over pi b
+     * (the bake's units), shaded for a normal n' at a surface of normal n as rgb + dot(b, n' - n) */
+    const float *band[3];
 } bk_view_lightmap;
 
 typedef struct bk_view_result {

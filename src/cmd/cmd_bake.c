@@ -139,6 +139,8 @@ typedef struct bake_state {
     uint8_t                *cov;
     float                  *rgb, *tri_scale;
     bk_f4                  *tcol;
+    bk_cmd_bake_dir         dir;  /* --directional: its bands and files */
+    bk_f4                  *tdir; /*   and the texels' bands when the denoiser filters them (3 each) */
     bk_denoise_result       dres;
     uint32_t                ntx;
     size_t                  page_px, npx; /* pixels of a page, of all pages */
@@ -246,6 +248,11 @@ static int phase_startup(bake_state *st)
             return 1;
         }
     st->rc = bk_cmd_bake_plan_files(c, &st->io, st->out_idx, st->lm_idx, c->pages_auto ? st->lm_page0 : NULL);
+    if (!st->rc && c->directional && job->size > 1) {
+        bk_cmd_bake_error("--directional: not yet in a job of several processes\n");
+        st->rc = 1;
+    }
+    if (!st->rc) st->rc = bk_cmd_bake_dir_plan(c, &st->io, &st->dir);
     if (st->rc) return 1;
     st->rc = 1;
 
@@ -545,6 +552,13 @@ static int bake_targets(bake_state *st)
             return 1;
         }
     }
+    if (bk_cmd_bake_dir_alloc(&st->dir, st->npx)) return 1;
+    for (int b = 0; b < 3; ++b) st->ro.dir[b] = st->dir.band[b];
+    if (st->dir.mode && st->tcol && !(st->ro.texel_dir = st->tdir = malloc(3 * sizeof(bk_f4) * (ntx ? ntx : 1)))) {
+        bk_cmd_bake_error("out of memory for the directional bands of %u texels\n", ntx);
+        return 1;
+    }
+    st->ro.params.directional = st->dir.mode != BK_CMD_DIR_OFF;
     return 0;
 }
 
@@ -667,8 +681,8 @@ static int phase_denoise(bake_state *st)
                                      .h = at->height,
                                      .pages = at->page_count,
                                      .texel_world = st->c.p.texel_world };
-        if (st->filter &&
-            bk_denoise_texel_colours(st->be, st->tcol, st->refs, &dv, &st->c.dn, &st->dres, st->err, sizeof st->err)) {
+        if (st->filter && bk_denoise_texel_bands(st->be, st->tcol, st->tdir, st->refs, &dv, &st->c.dn, &st->dres,
+                                                 st->err, sizeof st->err)) {
             bk_cmd_bake_error("%s\n", st->err);
             return 1;
         }
@@ -677,13 +691,16 @@ static int phase_denoise(bake_state *st)
     /* from here on a texel's pixel and triangle are all that is read: 8 B of its 32 */
     if (!st->refs) st->refs = bk_texels_compact(&st->tx, st->ntx);
     if (st->tcol && image_from_colours(st)) return 1;
+    if (st->tdir) bk_cmd_bake_dir_from_texels(&st->dir, st->refs, st->tdir, st->ntx);
+    free(st->tdir);
+    st->tdir = NULL;
     st->ph[PH_DENOISE] = bk_time_now() - st->t0;
     return 0;
 }
 
 /* Where charts may lie less than two texels apart, each texel that bilinear lookups inside a
  * chart read takes that chart's colours only (bk_atlas_reach_ids); then the padding, page by page. */
-static int dilate_pages(bake_state *st)
+static int dilate_pages(bake_state *st, float *img, uint8_t *cov)
 {
     const bk_atlas *at = &st->at;
     uint32_t       *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
@@ -692,7 +709,7 @@ static int dilate_pages(bake_state *st)
         return 1;
     }
     if (reach) bk_atlas_reach_ids(at, reach);
-    bk_image_dilate_pages(st->rgb, st->cov, reach, at->width, at->height, at->page_count, st->c.atlas.padding + 14);
+    bk_image_dilate_pages(img, cov, reach, at->width, at->height, at->page_count, st->c.atlas.padding + 14);
     free(reach);
     return 0;
 }
@@ -795,7 +812,7 @@ static int write_preview(bake_state *st)
             lm[i] = v > 1.0f ? 1.0f : v > 0.0f ? v : 0.0f;
         }
     }
-    bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count };
+    bk_view_lightmap l = { lm, st->at.width, st->at.height, st->at.page_count, { NULL, NULL, NULL } };
     int rc = bk_cmd_view_write(st->be, &c->t.opts, &st->s, &st->at, &l, &c->view, &st->io, st->out_idx[OUT_PREVIEW],
                                c->preview, &st->view);
     if (png) free(lm);
@@ -813,6 +830,25 @@ static void clip_stats(bake_state *st)
 
 /* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
  * (WRITE_STEPS, each timed). */
+/* --directional: each band filled and dilated as the map is (before the map's fill, which frees
+ * the refs), each from the coverage as the bake left it. */
+static int fill_bands(bake_state *st)
+{
+    const bk_atlas *at = &st->at;
+    uint8_t        *cov = st->dir.mode ? malloc(st->npx ? st->npx : 1) : NULL;
+    if (st->dir.mode && !cov) return bake_stop(st, 0, "out of memory");
+    int rc = 0;
+    for (int b = 0; b < 3 && cov && !rc; ++b) {
+        memcpy(cov, st->cov, st->npx);
+        rc = bk_fill_hidden_texels(st->dir.band[b], cov, st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
+                                   at->width, at->height, at->page_count, NULL, st->err, sizeof st->err);
+        if (rc) bk_cmd_bake_error("%s\n", st->err);
+        else rc = dilate_pages(st, st->dir.band[b], cov);
+    }
+    free(cov);
+    return rc;
+}
+
 static int phase_write(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
@@ -846,15 +882,20 @@ static int phase_write(bake_state *st)
             clip_stats(st);
             break; /* (the same for each) */
         }
+    if (fill_bands(st)) return 1;
     if (bk_fill_hidden_refs(st->rgb, st->cov, &st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
                             at->width, at->height, at->page_count, NULL, st->err, sizeof st->err)) {
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
     st->wr[WR_FILL] = lap(&wt);
-    if (dilate_pages(st)) return 1;
+    if (dilate_pages(st, st->rgb, st->cov)) return 1;
     st->wr[WR_DILATE] = lap(&wt);
     if (write_images(st)) return 1;
+    if (bk_cmd_bake_dir_write(&st->dir, c, &st->io, st->rgb, at->width, st->img_h, st->err, sizeof st->err)) {
+        bk_cmd_bake_error("%s\n", st->err);
+        return 1;
+    }
     st->wr[WR_IMAGES] = lap(&wt);
     if (c->mesh_out && write_mesh(st)) return 1;
     st->wr[WR_MESH] = lap(&wt);
@@ -1098,6 +1139,8 @@ static int bake_end(bake_state *st, int rc)
     free(st->tri_scale);
     free(st->rgb);
     free(st->tcol);
+    free(st->tdir);
+    bk_cmd_bake_dir_free(&st->dir);
     free(st->tx);
     free(st->refs);
     free(st->tsrc_n);

@@ -6,6 +6,7 @@
  *   cmd_bake_texels.c   the texels' ray order, their refs and the exposure
  *   cmd_bake_job.c      a job of several processes: the agreements, the split and the gather
  *   cmd_bake_out.c      the files: their plan, page names, the glTF and the stats JSON
+ *   cmd_bake_dir.c      --directional: the bands' files and encodings
  *   cmd_bake_mem.c      the memory estimate against what the machine has
  *   cmd_bake_scene.c    the scenes and the atlas, the way `baker view` (cmd_view.c) takes too
  */
@@ -56,7 +57,8 @@ typedef struct bk_cmd_bake_cli {
     bk_bake_params  p;
     float           exposure, max_launch_ms, max_memory_gb;
     int             quiet, sky_given, ao_given, exposure_auto, bin_rays;
-    int             denoise; /* -1: by --mode (on for light), 0 off, 1 on */
+    int             denoise;     /* -1: by --mode (on for light), 0 off, 1 on */
+    int             directional; /* --directional: enum bk_cmd_dir */
     bk_denoise_opts dn;
     float          *points;      /* --point: 6 floats each */
     uint8_t        *point_modes; /* and its mode (enum bk_light_mode) */
@@ -275,6 +277,31 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs
 int bk_cmd_view_write(bk_backend *be, const bk_trace_opts *t, const bk_scene *s, const bk_atlas *at,
                       const bk_view_lightmap *lm, const bk_view_opts *view, bk_outputs *io, int idx, const char *path,
                       bk_view_result *r);
+
+/* cmd_bake_dir.c: --directional's files, beside each -o but an .hdr (whose RGBE has no sign). */
+enum bk_cmd_dir { BK_CMD_DIR_OFF = 0, BK_CMD_DIR_SH, BK_CMD_DIR_DOMINANT };
+typedef struct bk_cmd_bake_dir {
+    int    mode;    /* enum bk_cmd_dir */
+    float *band[3]; /* the bands x, y, z: an image each (3 floats per pixel, the bake's layout) */
+    char  *names[BK_CMD_BAKE_MAX_OUTS][3]; /* per -o: its files (sh: 3, dominant: 1) */
+    int    idx[BK_CMD_BAKE_MAX_OUTS][3];   /*   and their outputs; -1: none */
+} bk_cmd_bake_dir;
+/* Files per -o: 3 for sh, 1 for dominant; file b's name beside the lightmap out (malloc'ed). */
+int   bk_cmd_bake_dir_files(const bk_cmd_bake_cli *c);
+char *bk_cmd_bake_dir_name(const bk_cmd_bake_cli *c, const char *out, int b);
+/* The files named and registered as outputs (a writer only); 0, else the exit status after
+ * printing why (2: a clash with an input). */
+int bk_cmd_bake_dir_plan(const bk_cmd_bake_cli *c, bk_outputs *io, bk_cmd_bake_dir *d);
+/* The bands' images (zeroed): 0, or 1 after printing why. */
+int bk_cmd_bake_dir_alloc(bk_cmd_bake_dir *d, size_t npx);
+/* The texels' bands (3 per texel, as the denoiser left them: bk_denoise_texel_bands) into the
+ * bands' images at their pixels (refs). */
+void bk_cmd_bake_dir_from_texels(bk_cmd_bake_dir *d, const bk_texel_ref *refs, const bk_f4 *band, uint32_t n);
+/* Every file, encoded from the bands and the map rgb (w x h, the bake's linear values): 0, or -1
+ * with one line in err. */
+int  bk_cmd_bake_dir_write(const bk_cmd_bake_dir *d, const bk_cmd_bake_cli *c, bk_outputs *io, const float *rgb, int w,
+                           int h, char *err, size_t err_size);
+void bk_cmd_bake_dir_free(bk_cmd_bake_dir *d);
 
 /* cmd_bake_mem.c */
 int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_atlas *at, uint64_t est[MEM_COUNT]);

@@ -16,6 +16,12 @@ int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_
         avail = (uint64_t)(c->max_memory_gb * 1e9);
     be->i->memory(be, &dfree, &dtotal);
     bk_bake_estimate((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &est[0], &est[1]);
+    if (c->directional) {
+        uint64_t h, d;
+        bk_bake_estimate_dir((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, &h, &d);
+        est[0] += h;
+        est[1] += d;
+    }
     /* --bin-rays sorts the whole texels before the bake, also for a device: the rasterizer then
      * holds them whole (32 B each beside 5 B per pixel), as on the CPU */
     const uint64_t whole = 5 * (uint64_t)BK_ATLAS_PIXELS(at) + sizeof(bk_texel) * at->covered;

@@ -228,6 +228,20 @@ static int set_mode(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+static int set_directional(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    if (!strcmp(v, "off")) c->directional = BK_CMD_DIR_OFF;
+    else if (!strcmp(v, "sh")) c->directional = BK_CMD_DIR_SH;
+    else if (!strcmp(v, "dominant")) c->directional = BK_CMD_DIR_DOMINANT;
+    else {
+        bk_cmd_bake_error("--directional: expected off, sh or dominant, got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int set_spp(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
@@ -563,6 +577,17 @@ static const bk_cli_opt bake_opts[] = {
     TEXT("lighting:\n"),
     { .name = "--mode", .arg = "light|ao", .set = set_mode, .help = "full lighting (default) or ambient occlusion" },
     { .name = "--spp", .arg = "N", .set = set_spp, .help = "samples per texel (default 64)" },
+    { .name = "--directional",
+      .arg = "off|sh|dominant",
+      .set = set_directional,
+      .help = "also bake which way the light comes from, for normal maps\n"
+              "(default off); files beside each .png or .exr -o:\n"
+              "  sh        NAME_L1x, NAME_L1y, NAME_L1z: the L1 band of the\n"
+              "            light (the irradiance vector, rgb), shaded as\n"
+              "            dot(L1, normal); the map itself is unchanged\n"
+              "  dominant  NAME_dir: Unity's directional map (direction in rgb,\n"
+              "            rebalancing in alpha)\n"
+              "encodings and shader code: docs/baking.md, Directional maps" },
     { .name = "--bounces",
       .arg = "N",
       .set = set_bounces,
@@ -738,6 +763,19 @@ static int bake_check(bk_cmd_bake_cli *c)
                                   strcmp(c->outs[j], c->outs[k]) ? "two lightmaps of one type" : "the same file twice");
                 return -1;
             }
+    if (c->directional) {
+        const char *why = c->p.mode == BK_BAKE_AO          ? "an AO bake has no light to give a direction"
+                          : c->pages_auto                  ? "not yet with --pages auto"
+                          : c->point_count > BK_DIR_POINTS ? "at most 30 point lights"
+                                                           : NULL;
+        int         any = 0;
+        for (int k = 0; k < c->nouts; ++k) any |= bk_image_type_of(c->outs[k]) != BK_IMAGE_TYPE_HDR;
+        if (!why && !any) why = "the bands are signed: add -o NAME.png or NAME.exr (an .hdr's RGBE has no sign)";
+        if (why) {
+            bk_cmd_bake_error("--directional: %s\n", why);
+            return -1;
+        }
+    }
     /* the PNG first: the glTF, --preview and the messages name it */
     for (int k = 1; k < c->nouts; ++k)
         if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) {

@@ -300,6 +300,14 @@ int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *sr
     go.vm = vm;
     go.src = src;
     go.exposure = c->exposure;
+    /* --directional's files beside the first -o */
+    char *dir[3] = { NULL, NULL, NULL };
+    for (int b = 0; c->directional && b < bk_cmd_bake_dir_files(c); ++b) {
+        dir[b] = bk_cmd_bake_dir_name(c, c->out, b);
+        go.directional_count += dir[b] != NULL;
+    }
+    go.directional = (const char *const *)dir;
+    go.directional_mode = c->directional == BK_CMD_DIR_SH ? "sh" : "dominant";
     /* the scene's file name without its folder and extension names what has no object */
     char        name[256];
     const char *sc = c->nscenes > 0 ? c->scenes[0] : c->scene, *b = strrchr(sc, '/') ? strrchr(sc, '/') + 1 : sc;
@@ -307,5 +315,7 @@ int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *sr
     char *dot = strrchr(name, '.');
     if (dot && dot != name) *dot = 0;
     go.name = name;
-    return bk_gltf_write_file(f, c->mesh_gltf, surf, at, &go, err, err_size);
+    int rc = bk_gltf_write_file(f, c->mesh_gltf, surf, at, &go, err, err_size);
+    for (int b = 0; b < 3; ++b) free(dir[b]);
+    return rc;
 }

@@ -141,6 +141,7 @@ int bk_cmd_view_write(bk_backend *be, const bk_trace_opts *t, const bk_scene *s,
 typedef struct view_cli {
     bk_cmd_bake_cli b; /* SCENEs, -o (b.out), --quiet, the atlas (b.atlas), the tracing (b.t), b.view */
     const char     *lightmap;
+    int             directional; /* --directional sh: the bands beside the lightmap are read */
 } view_cli;
 
 static int set_out(void *dst, const char *opt, const char *v)
@@ -153,6 +154,27 @@ static int set_lightmap(void *dst, const char *opt, const char *v)
 {
     (void)opt;
     ((view_cli *)dst)->lightmap = v;
+    return 0;
+}
+static int set_view_directional(void *dst, const char *opt, const char *v)
+{
+    (void)opt;
+    if (strcmp(v, "sh") && strcmp(v, "off")) {
+        bk_cmd_bake_error("--directional: baker view reads the sh bands (or off), not '%s'\n", v);
+        return -1;
+    }
+    ((view_cli *)dst)->directional = !strcmp(v, "sh");
+    return 0;
+}
+static int set_bumps(void *dst, const char *opt, const char *v)
+{
+    float f;
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &f)) return -1;
+    if (!(f > 0)) {
+        bk_cmd_bake_error("--bumps: the bumps' spacing must be > 0 (world units)\n");
+        return -1;
+    }
+    ((view_cli *)dst)->b.view.bumps = f;
     return 0;
 }
 static int set_quiet(void *dst, const char *opt, const char *v)
@@ -186,6 +208,17 @@ static const bk_cli_opt view_opts[] = {
       .set = set_lightmap,
       .help = "the baked lightmap (not needed with --show albedo)" },
     { .name = "-o", .alias = "--output", .arg = "FILE", .set = set_out, .help = "the image to write" },
+    { .name = "--directional",
+      .arg = "off|sh",
+      .set = set_view_directional,
+      .help = "sh: also read the bake's directional bands beside LM (LM_L1x,\n"
+              "LM_L1y, LM_L1z, the same type), which --bumps shades with" },
+    { .name = "--bumps",
+      .arg = "D",
+      .set = set_bumps,
+      .help = "a normal map of bumps D apart (world units) on every surface:\n"
+              "with --directional sh the light follows it, without it the\n"
+              "map looks as flat as it is" },
     { .sub = bk_cmd_view_opts, .sub_offset = offsetof(view_cli, b.view) },
     { .name = "--quiet", .alias = "-q", .set = set_quiet, .help = "no summary" },
     TEXT("atlas (the bake's: give the options the lightmap was baked with):\n"),
@@ -363,32 +396,27 @@ static int view_scene(view_state *st)
     return 0;
 }
 
-/* The lightmap's pages (NAME-K.ext with --pages auto), stacked as the atlas stacks them. */
-static int view_lightmap(view_state *st, bk_view_lightmap *lm)
+/* An image of the lightmap's pages (NAME-K.ext with --pages auto), stacked as the atlas stacks
+ * them, into dst (3 floats per pixel): 0, or 1 after printing why. */
+static int read_pages(view_state *st, const char *path, int data, float *dst)
 {
     const view_cli *c = &st->c;
     const bk_atlas *at = &st->at;
     const size_t    page = (size_t)at->width * (size_t)at->height;
-    memset(lm, 0, sizeof *lm);
-    if (!c->lightmap) return 0;
-    if (!(st->lm = malloc(sizeof(float) * 3 * page * (size_t)at->page_count))) {
-        bk_cmd_bake_error("out of memory for the lightmap\n");
-        return 1;
-    }
     for (int p = 0; p < at->page_count; ++p) {
-        char  *name = c->b.pages_auto ? bk_cmd_bake_page_name(c->lightmap, p) : (char *)c->lightmap;
+        char  *name = c->b.pages_auto ? bk_cmd_bake_page_name(path, p) : (char *)path;
         float *rgb = NULL;
         int    w = 0, h = 0, rc = 1;
         if (!name) bk_fail(st->err, sizeof st->err, "out of memory");
         else if ((!c->b.pages_auto || !bk_outputs_input(&st->io, "the lightmap", name, st->err, sizeof st->err)) &&
-                 !bk_image_read(name, &rgb, &w, &h, st->err, sizeof st->err)) {
+                 !(data ? bk_image_read_data : bk_image_read)(name, &rgb, &w, &h, st->err, sizeof st->err)) {
             if (w != at->width || h != at->height)
                 bk_fail(st->err, sizeof st->err,
                         "%s is %dx%d but the atlas is %dx%d: give the atlas options of its bake (--size, "
                         "--texels-per-unit, --padding, --uv, --pages, --object-scale)",
                         name, w, h, at->width, at->height);
             else {
-                memcpy(st->lm + 3 * page * (size_t)p, rgb, sizeof(float) * 3 * page);
+                memcpy(dst + 3 * page * (size_t)p, rgb, sizeof(float) * 3 * page);
                 rc = 0;
             }
         }
@@ -399,10 +427,44 @@ static int view_lightmap(view_state *st, bk_view_lightmap *lm)
             return 1;
         }
     }
+    return 0;
+}
+
+/* The lightmap, and with --directional sh its bands: read from an .exr as they are; from a .png
+ * (each channel 0.5 + b / (4 M) as a byte, which the reader took for sRGB) as (4 v - 2) M. */
+static int view_lightmap(view_state *st, bk_view_lightmap *lm)
+{
+    const view_cli *c = &st->c;
+    const bk_atlas *at = &st->at;
+    const size_t    n = 3 * (size_t)at->width * (size_t)at->height * (size_t)at->page_count;
+    memset(lm, 0, sizeof *lm);
+    if (!c->lightmap) return 0;
+    if (!(st->lm = malloc(sizeof(float) * n * (c->directional ? 4 : 1)))) {
+        bk_cmd_bake_error("out of memory for the lightmap\n");
+        return 1;
+    }
+    if (read_pages(st, c->lightmap, 0, st->lm)) return 1;
     lm->rgb = st->lm;
     lm->w = at->width;
     lm->h = at->height;
     lm->pages = at->page_count;
+    const int png = bk_image_type_of(c->lightmap) == BK_IMAGE_TYPE_PNG;
+    for (int b = 0; c->directional && b < 3; ++b) {
+        const size_t len = strlen(c->lightmap), cut = len >= 4 ? len - 4 : len;
+        char         name[4096];
+        float       *band = st->lm + n * (size_t)(b + 1);
+        snprintf(name, sizeof name, "%.*s_L1%c%s", (int)cut, c->lightmap, "xyz"[b], c -> lightmap + cut);
+        if (bk_outputs_input(&st->io, "a directional band", name, st->err, sizeof st->err)) {
+            bk_cmd_bake_error("%s\n", st->err);
+            return 1;
+        }
+        if (read_pages(st, name, 1, band)) return 1;
+        for (size_t i = 0; png && i < n; ++i) {
+            const float x = band[i], v = x <= 0.0031308f ? 12.92f * x : 1.055f * powf(x, 1.0f / 2.4f) - 0.055f;
+            band[i] = (4.0f * v - 2.0f) * st->lm[i];
+        }
+        lm->band[b] = band;
+    }
     return 0;
 }
 

@@ -995,6 +995,19 @@ static void json_asset(gltf_job *J)
         }
         fputc(']', j);
     }
+    if (o && o->directional_count > 0 && o->directional_mode) {
+        const int sh = !strcmp(o->directional_mode, "sh");
+        fprintf(j, ",\"directional\":{\"mode\":\"%s\",\"encoding\":\"%s\",\"files\":[", o->directional_mode,
+                sh ? "L1 bands x, y, z of the light, rgb each: lightmap(n') = lightmap + dot(L1, n' - n) for a normal n' "
+                     "at a surface of normal n (.exr: the bands; .png: 0.5 + L1 / (4 lightmap), as bytes)"
+                   : "Unity's directional map: rgb 0.5 + 0.5 d (d the dominant direction, world space), alpha the "
+                     "rebalancing 0.5 + 0.5 dot(d, n): lightmap(n') = lightmap (0.5 dot(d, n') + 0.5) / alpha");
+        for (int k = 0; k < o->directional_count; ++k) {
+            if (k) fputc(',', j);
+            json_str(j, base_of(o->directional[k]));
+        }
+        fputs("]}", j);
+    }
     fputs("}}},", j);
     if (emissive_strength) fputs("\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],", j);
     fputs("\"scene\":0,\"scenes\":[{\"name\":", j);

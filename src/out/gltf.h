@@ -67,6 +67,11 @@ typedef struct bk_gltf_opts {
     const bk_voxmesh  *vm;             /* s is vm->scene: its quads name their voxel instances */
     const bk_scene    *src;            /* the scene vm was made from (its vox_instances), or NULL */
     const char        *name;           /* the node of triangles without an object, and the scene */
+    /* --directional's files beside the lightmap (file names, NULL for none): named in the asset's
+       extras.baker.directional with what they hold (docs/baking.md, Directional maps) */
+    const char        *directional_mode; /* "sh" or "dominant" */
+    const char *const *directional;      /* directional_count file names */
+    int                directional_count;
 } bk_gltf_opts;
 
 void bk_gltf_opts_default(bk_gltf_opts *o);

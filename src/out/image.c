@@ -367,6 +367,8 @@ typedef struct png_job {
     const float *const *rgb; /* per page */
     float               exposure;
     int                 w, h;
+    int                 ch;    /* channels: 3 (RGB) or 4 (RGBA) */
+    int                 data;  /* 1: bytes of the values themselves (round(255 x), clamped), no sRGB, no exposure */
     size_t              bands; /* per page */
     png_band           *band;  /* pages x bands */
     png_scratch        *per_worker;
@@ -423,7 +425,7 @@ static size_t png_cap(size_t raw)
 static void png_bands(void *ctx, size_t begin, size_t end, int worker)
 {
     png_job     *j = ctx;
-    const size_t stride = (size_t)j->w * 3 + 1;
+    const size_t ch = (size_t)j->ch, stride = (size_t)j->w * ch + 1;
     png_scratch *s = &j->per_worker[worker];
     for (size_t c = begin; c < end; ++c) {
         const size_t page = c / j->bands, b = c % j->bands;
@@ -439,12 +441,16 @@ static void png_bands(void *ctx, size_t begin, size_t end, int worker)
         }
         for (int y = y0; y < y1; ++y) {
             uint8_t     *row = f + stride * (size_t)(y - y0);
-            const float *src = j->rgb[page] + (size_t)y * j->w * 3;
+            const float *src = j->rgb[page] + (size_t)y * j->w * ch;
             row[0] = 1; /* Sub */
-            uint8_t prev[3] = { 0, 0, 0 };
-            for (size_t i = 0; i < (size_t)j->w * 3; i += 3)
-                for (int k = 0; k < 3; ++k) {
-                    uint8_t v = png_srgb8(j->srgb, src[i + k] * j->exposure);
+            uint8_t prev[4] = { 0, 0, 0, 0 };
+            for (size_t i = 0; i < (size_t)j->w * ch; i += ch)
+                for (size_t k = 0; k < ch; ++k) {
+                    const float x = src[i + k];
+                    uint8_t     v = !j->data    ? png_srgb8(j->srgb, x * j->exposure)
+                                    : x >= 1.0f ? 255
+                                    : x > 0.0f  ? (uint8_t)(x * 255.0f + 0.5f)
+                                                : 0;
                     row[1 + i + k] = (uint8_t)(v - prev[k]);
                     prev[k] = v;
                 }
@@ -466,7 +472,7 @@ static void png_bands(void *ctx, size_t begin, size_t end, int worker)
 }
 
 /* One page's file from its bands. */
-static int png_put(FILE *f, const char *path, const png_band *band, size_t bands, int w, int h, char *err,
+static int png_put(FILE *f, const char *path, const png_band *band, size_t bands, int w, int h, int ch, char *err,
                    size_t err_size)
 {
     /* zlib header: CM 8, 32 KB window; FLEVEL 1 ("fast"), FCHECK makes it a multiple of 31 */
@@ -477,8 +483,8 @@ static int png_put(FILE *f, const char *path, const png_band *band, size_t bands
     put_be32(ihdr + 8, (uint32_t)w);
     put_be32(ihdr + 12, (uint32_t)h);
     ihdr[16] = 8;
-    ihdr[17] = 2;
-    ihdr[18] = ihdr[19] = ihdr[20] = 0; /* 8-bit RGB, deflate, adaptive filters, no interlace */
+    ihdr[17] = ch == 4 ? 6 : 2;
+    ihdr[18] = ihdr[19] = ihdr[20] = 0; /* 8-bit RGB (or RGBA), deflate, adaptive filters, no interlace */
     put_be32(ihdr + 21, png_crc32(0, ihdr + 4, 17));
     int      bad = fwrite(sig, 1, 8, f) != 8 || fwrite(ihdr, 1, 25, f) != 25;
     uint32_t adler = 1;
@@ -513,9 +519,9 @@ static int png_put(FILE *f, const char *path, const png_band *band, size_t bands
 /* n PNG pages of w x h, rgb[p] to f[p]: the bands of all of them on the pool at once, then each
  * file written in turn. */
 static int write_pngs(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
-                      float exposure, char *err, size_t err_size)
+                      float exposure, int ch, int data, char *err, size_t err_size)
 {
-    if ((size_t)w * 3 + 1 > 0x7fffffffu / PNG_BAND_ROWS)
+    if ((size_t)w * (size_t)ch + 1 > 0x7fffffffu / PNG_BAND_ROWS)
         return bk_fail(err, err_size, "%s: %d pixels wide: too wide for a PNG", path[0], w);
     png_job   j;
     png_srgb *srgb = malloc(sizeof *srgb);
@@ -524,6 +530,8 @@ static int write_pngs(FILE *const *f, const char *const *path, const float *cons
     j.exposure = exposure;
     j.w = w;
     j.h = h;
+    j.ch = ch;
+    j.data = data;
     j.bands = ((size_t)h + PNG_BAND_ROWS - 1) / PNG_BAND_ROWS;
     j.band = calloc(j.bands * (size_t)n, sizeof *j.band);
     j.per_worker = calloc((size_t)nt, sizeof *j.per_worker);
@@ -539,7 +547,7 @@ static int write_pngs(FILE *const *f, const char *const *path, const float *cons
             rc = bk_fail(err, err_size, "%s: PNG encoder failed (%dx%d): out of memory?", path[0], w, h);
     }
     for (int p = 0; !rc && p < n; ++p)
-        rc = png_put(f[p], path[p], j.band + j.bands * (size_t)p, j.bands, w, h, err, err_size);
+        rc = png_put(f[p], path[p], j.band + j.bands * (size_t)p, j.bands, w, h, ch, err, err_size);
     for (size_t b = 0; j.band && b < j.bands * (size_t)n; ++b) free(j.band[b].out);
     for (int t = 0; j.per_worker && t < nt; ++t) {
         free(j.per_worker[t].rows);
@@ -704,36 +712,39 @@ static uint16_t half_bits(double v)
 /* R, G, B as half floats (pixel_types HALF: tinyexr writes the planes as given); values past
  * 65504 (the largest half) are clamped to it, negatives and NaN are 0. EXR readers expect
  * channels sorted by name: B, G, R. */
-static int write_exr(FILE *f, const char *path, const float *rgb, int w, int h, char *err, size_t err_size)
+static int write_exr(FILE *f, const char *path, const float *rgb, int nc, int sign, int w, int h, char *err,
+                     size_t err_size)
 {
     size_t    n = (size_t)w * h;
-    uint16_t *plane = malloc(sizeof(uint16_t) * n * 3);
+    uint16_t *plane = malloc(sizeof(uint16_t) * n * (size_t)nc);
     if (!plane) return bk_fail(err, err_size, "%s: out of memory for a %dx%d image", path, w, h);
+    /* planes sorted by channel name: (A,) B, G, R */
     for (size_t i = 0; i < n; ++i)
-        for (int k = 0; k < 3; ++k) {
-            float v = rgb[3 * i + k];
-            v = v > 0 ? v : 0.0f; /* negatives and NaN */
-            plane[(size_t)(2 - k) * n + i] = half_bits(v < 65504.0f ? v : 65504.0f);
+        for (int k = 0; k < nc; ++k) {
+            float          v = rgb[(size_t)nc * i + (size_t)k];
+            const uint16_t neg = sign && v < 0.0f ? 0x8000u : 0u; /* a data image keeps its sign */
+            v = neg ? -v : v > 0 ? v : 0.0f;                      /* negatives (light) and NaN */
+            plane[(size_t)(k == 3 ? 0 : nc - 1 - k) * n + i] = (uint16_t)(neg | half_bits(v < 65504.0f ? v : 65504.0f));
         }
     EXRHeader hd;
     EXRImage  im;
     InitEXRHeader(&hd);
     InitEXRImage(&im);
-    EXRChannelInfo ch[3];
-    int            types[3] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
-    unsigned char *planes[3];
+    EXRChannelInfo ch[4];
+    int types[4] = { TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF, TINYEXR_PIXELTYPE_HALF };
+    unsigned char *planes[4];
     memset(ch, 0, sizeof ch);
-    for (int c = 0; c < 3; ++c) {
-        ch[c].name[0] = "BGR"[c];
+    for (int c = 0; c < nc; ++c) {
+        ch[c].name[0] = (nc == 4 ? "ABGR" : "BGR")[c];
         ch[c].x_sampling = ch[c].y_sampling = 1;
         planes[c] = (unsigned char *)(plane + (size_t)c * n);
     }
-    hd.num_channels = 3;
+    hd.num_channels = nc;
     hd.channels = ch;
     hd.pixel_types = types;
     hd.requested_pixel_types = types;
     hd.compression_type = TINYEXR_COMPRESSIONTYPE_ZIP;
-    im.num_channels = 3;
+    im.num_channels = nc;
     im.images = planes;
     im.width = w;
     im.height = h;
@@ -761,11 +772,11 @@ int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int 
     if (w <= 0 || h <= 0) return bk_fail(err, err_size, "%s: empty image (%dx%d)", path, w, h);
     if (hdr) return write_hdr(f, path, rgb, w, h, err, err_size);
 #if BK_HAVE_EXR
-    if (bk_image_type_of(path) == BK_IMAGE_TYPE_EXR) return write_exr(f, path, rgb, w, h, err, err_size);
+    if (bk_image_type_of(path) == BK_IMAGE_TYPE_EXR) return write_exr(f, path, rgb, 3, 0, w, h, err, err_size);
 #endif
     if (!(exposure >= 0 && isfinite(exposure)))
         return bk_fail(err, err_size, "%s: exposure %g: must be a finite number >= 0", path, (double)exposure);
-    return write_pngs(&f, &path, &rgb, 1, w, h, exposure, err, err_size);
+    return write_pngs(&f, &path, &rgb, 1, w, h, exposure, 3, 0, err, err_size);
 }
 
 int bk_image_write_files(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
@@ -778,7 +789,21 @@ int bk_image_write_files(FILE *const *f, const char *const *path, const float *c
             if (bk_image_write_file(f[p], path[p], rgb[p], w, h, exposure, err, err_size)) return -1;
         return 0;
     }
-    return write_pngs(f, path, rgb, n, w, h, exposure, err, err_size);
+    return write_pngs(f, path, rgb, n, w, h, exposure, 3, 0, err, err_size);
+}
+
+int bk_image_write_data(FILE *f, const char *path, const float *px, int ch, int w, int h, char *err, size_t err_size)
+{
+    if (bk_image_type_check(NULL, path, err, err_size)) return -1;
+    if (w <= 0 || h <= 0) return bk_fail(err, err_size, "%s: empty image (%dx%d)", path, w, h);
+    if (ch != 3 && ch != 4) return bk_fail(err, err_size, "%s: %d channels: a data image has 3 or 4", path, ch);
+    if (bk_image_type_of(path) == BK_IMAGE_TYPE_HDR)
+        return bk_fail(err, err_size, "%s: a Radiance HDR holds no signed or RGBA data: write it as .png or .exr",
+                       path);
+#if BK_HAVE_EXR
+    if (bk_image_type_of(path) == BK_IMAGE_TYPE_EXR) return write_exr(f, path, px, ch, 1, w, h, err, err_size);
+#endif
+    return write_pngs(&f, &path, &px, 1, w, h, 1.0f, ch, 1, err, err_size);
 }
 
 float bk_image_srgb_to_linear(float s)
@@ -828,7 +853,7 @@ static int exr_fail(const char *path, const char *what, const char *msg, char *e
 
 /* A single-part scanline EXR from memory: R, G, B (or Y as grey), half or float, all finite >= 0. */
 static int read_exr(const char *path, const unsigned char *buf, size_t size, uint64_t max_pixels, float **rgb, int *w,
-                    int *h, char *err, size_t err_size)
+                    int *h, char *err, size_t err_size, int sign)
 {
     EXRVersion ver;
     if (ParseEXRVersionFromMemory(&ver, buf, size) != TINYEXR_SUCCESS)
@@ -908,7 +933,7 @@ static int read_exr(const char *path, const unsigned char *buf, size_t size, uin
         const float *src = (const float *)im.images[chan[k]];
         for (size_t i = 0; i < n; ++i) {
             float v = src[i];
-            if (!(isfinite(v) && v >= 0)) {
+            if (!(isfinite(v) && (v >= 0 || sign))) {
                 bk_fail(err, err_size, "%s: EXR pixel (%zu, %zu) channel %s is %g: a lightmap holds finite values >= 0",
                         path, i % (size_t)iw, i / (size_t)iw, hd.channels[chan[k]].name, (double)v);
                 goto done;
@@ -985,7 +1010,21 @@ int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size
     return bk_image_read_max(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, rgb, w, h, err, err_size);
 }
 
+static int read_any(const char *path, uint64_t max_pixels, int sign, float **rgb, int *w, int *h, char *err,
+                    size_t err_size);
+
 int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err, size_t err_size)
+{
+    return read_any(path, max_pixels, 0, rgb, w, h, err, err_size);
+}
+
+int bk_image_read_data(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size)
+{
+    return read_any(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, 1, rgb, w, h, err, err_size);
+}
+
+static int read_any(const char *path, uint64_t max_pixels, int sign, float **rgb, int *w, int *h, char *err,
+                    size_t err_size)
 {
     *rgb = NULL;
     *w = *h = 0;
@@ -1014,7 +1053,7 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
     }
     int rc = read_stb(path, type, buf, size, max_pixels, rgb, w, h, err, err_size);
 #if BK_HAVE_EXR
-    if (type == BK_IMAGE_TYPE_EXR) rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size);
+    if (type == BK_IMAGE_TYPE_EXR) rc = read_exr(path, buf, size, max_pixels, rgb, w, h, err, err_size, sign);
 #endif
     free(buf);
     return rc;

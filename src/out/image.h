@@ -23,8 +23,9 @@
 #define BK_COVER_NONE    0 /* no value yet */
 #define BK_COVER_TEXEL   1 /* baked texel (what bk_atlas_rasterize marks) */
 #define BK_COVER_DILATED 2 /* filled by bk_image_dilate */
-#define BK_COVER_CUT     4 /* where an alpha-tested surface is cut away: never baked, filled or
-                              read (3 is the dilation's own mark) */
+#define BK_COVER_CUT                                                       \
+    4 /* where an alpha-tested surface is cut away: never baked, filled or \
+         read (3 is the dilation's own mark) */
 
 /* Fills uncovered texels from their covered 8-neighbours: each of `iterations` rounds gives every
  * empty texel that has covered neighbours (covered before the round began) their average and marks
@@ -87,6 +88,12 @@ int bk_image_write_file(FILE *f, const char *path, const float *rgb, int w, int 
  * file as bk_image_write_file writes it. Returns 0, or -1 with one line in err naming the file. */
 int bk_image_write_files(FILE *const *f, const char *const *path, const float *const *rgb, int n, int w, int h,
                          float exposure, char *err, size_t err_size);
+/* A data image (directional bands, direction maps: numbers, not colours) of ch = 3 or 4 channels
+ * (px: w * h * ch floats), by the path's extension: .png 8-bit RGB or RGBA of round(255 x), x
+ * clamped to [0, 1], no sRGB curve and no exposure (the PNG carries no gamma chunk: readers that
+ * take it for sRGB must be told it is linear data); .exr half floats R, G, B (, A) that keep their
+ * sign (beyond +-65504 clamped; NaN 0); .hdr refused. Returns 0, or -1 with one line in err. */
+int bk_image_write_data(FILE *f, const char *path, const float *px, int ch, int w, int h, char *err, size_t err_size);
 /* The PNG writer's sRGB byte of x (a table and one threshold): bk_image_srgb8_fast's. For tests. */
 uint8_t bk_image_srgb8_lut(float x);
 
@@ -110,6 +117,9 @@ int bk_image_read(const char *path, float **rgb, int *w, int *h, char *err, size
 /* The same with a smaller pixel budget: images of more than max_pixels pixels are refused before
  * decoding (the fuzz target keeps each input's memory small with it). */
 int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err, size_t err_size);
+/* As bk_image_read for a data image (bk_image_write_data's 3 channels): an EXR's negative values
+ * are kept (a PNG's bytes come back as bk_image_read gives them). */
+int bk_image_read_data(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size);
 
 /* The sRGB decoding of s in [0, 1] (the IEC 61966-2-1 curve). */
 float bk_image_srgb_to_linear(float s);
