@@ -583,8 +583,8 @@ static const bk_cli_opt bake_opts[] = {
       .help = "also bake which way the light comes from, for normal maps\n"
               "(default off); files beside each .png or .exr -o:\n"
               "  sh        NAME_L1x, NAME_L1y, NAME_L1z: the L1 band of the\n"
-              "            light (the irradiance vector, rgb), shaded as\n"
-              "            dot(L1, normal); the map itself is unchanged\n"
+              "            light (the irradiance vector, rgb): a normal map's\n"
+              "            n' is lit map + dot(L1, n' - n); the map is unchanged\n"
               "  dominant  NAME_dir: Unity's directional map (direction in rgb,\n"
               "            rebalancing in alpha)\n"
               "encodings and shader code: docs/baking.md, Directional maps" },
