@@ -7,7 +7,8 @@
  *   - a miss is the background; the default camera sees the box;
  *   - the bake's --preview is `baker view` of the lightmap it wrote (within 8-bit rounding),
  *     on one page and on several; every --accel gives the same file;
- *   - -o naming the lightmap is refused and the lightmap left as it was. */
+ *   - -o naming the lightmap is refused and the lightmap left as it was;
+ *   - directional bands under --bumps: zero ones change nothing, others move the pixels. */
 #include "bk_test.h"
 #include "bk_test_run.h"
 #include "accel.h"
@@ -194,6 +195,33 @@ static void library_checks(void)
     /* a lightmap of another size is refused, naming the atlas options */
     bk_view_lightmap bad = { f.lm, f.at.width / 2, f.at.height, 1, { NULL, NULL, NULL } };
     BK_EXPECT(bk_view_render(f.be, &t, &f.s, &f.at, &bad, &d, img, &r, err, sizeof err) != 0 && strstr(err, "--size"));
+    /* --directional sh under --bumps: zero bands show the plain map bit for bit; bands of the
+     * map's size move most pixels on a surface (the bumps' normals), none of them below 0 */
+    {
+        const size_t n3 = 3 * (size_t)f.at.width * f.at.height, np = 3 * (size_t)d.width * d.height;
+        float       *zero = calloc(n3, sizeof(float)), *one = malloc(sizeof(float) * n3);
+        float       *plain = malloc(sizeof(float) * np);
+        for (size_t i = 0; i < n3; ++i) one[i] = f.lm[i];
+        bk_view_opts ob = d;
+        ob.show = BK_VIEW_LIGHTMAP;
+        ob.bumps = 0.1f;
+        BK_EXPECTF(bk_view_render(f.be, &t, &f.s, &f.at, &lm, &ob, plain, &r, err, sizeof err) == 0, "%s", err);
+        bk_view_lightmap lz = lm, l1 = lm;
+        for (int k = 0; k < 3; ++k) lz.band[k] = zero, l1.band[k] = one;
+        BK_EXPECTF(bk_view_render(f.be, &t, &f.s, &f.at, &lz, &ob, img, &r, err, sizeof err) == 0, "%s", err);
+        BK_EXPECTF(!memcmp(img, plain, sizeof(float) * np), "zero directional bands changed the view");
+        BK_EXPECTF(bk_view_render(f.be, &t, &f.s, &f.at, &l1, &ob, img, &r, err, sizeof err) == 0, "%s", err);
+        size_t moved = 0, neg = 0;
+        for (size_t i = 0; i < np; ++i) {
+            moved += fabsf(img[i] - plain[i]) > 0.01f * plain[i];
+            neg += img[i] < 0.0f;
+        }
+        BK_EXPECTF(moved > (size_t)r.hits && neg == 0, "bands under bumps: %zu of %llu pixels' channels moved, %zu < 0",
+                   moved, (unsigned long long)(3 * r.hits), neg);
+        free(zero);
+        free(one);
+        free(plain);
+    }
     free(img);
 
     check_textures(&f, &o);

@@ -176,12 +176,14 @@ static bk_vec3 hit_point(const bk_ray *r, bk_vec3 p0, bk_vec3 p1, bk_vec3 p2, fl
 }
 
 /* The normal at y of a surface of unit normal n under bumps `period` apart: the gradient of the
- * world's height field sin(k x) sin(k y) sin(k z) / k, along the surface (so curved surfaces get
- * the same bumps as flat ones), tilts n by up to about 45 degrees. */
+ * world's height field (sx sy + sy sz + sz sx) / 2k, s_a = sin(k a + phase_a), taken along the
+ * surface (so curved surfaces get the bumps flat ones do, and planes of any axis get them too),
+ * tilts n by up to about 45 degrees. */
 static bk_vec3 bumped(bk_vec3 n, bk_vec3 y, float period)
 {
-    const float   k = 6.28318531f / period, sx = sinf(k * y.x), sy = sinf(k * y.y), sz = sinf(k * y.z);
-    const bk_vec3 g = bk_v3(cosf(k * y.x) * sy * sz, sx * cosf(k * y.y) * sz, sx * sy * cosf(k * y.z));
+    const float   k = 6.28318531f / period, ax = k * y.x + 0.7f, ay = k * y.y + 1.9f, az = k * y.z + 0.3f;
+    const float   sx = sinf(ax), sy = sinf(ay), sz = sinf(az);
+    const bk_vec3 g = bk_mul3(bk_v3(cosf(ax) * (sy + sz), cosf(ay) * (sx + sz), cosf(az) * (sx + sy)), 0.5f);
     return bk_normalize3(bk_sub3(n, bk_sub3(g, bk_mul3(n, bk_dot3(g, n)))));
 }
 
