@@ -1020,7 +1020,13 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
 
 int bk_image_read_data(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size)
 {
-    return read_any(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, 1, rgb, w, h, err, err_size);
+    return bk_image_read_data_max(path, (uint64_t)BK_IMAGE_MAX_SIDE * BK_IMAGE_MAX_SIDE, rgb, w, h, err, err_size);
+}
+
+int bk_image_read_data_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err,
+                           size_t err_size)
+{
+    return read_any(path, max_pixels, 1, rgb, w, h, err, err_size);
 }
 
 static int read_any(const char *path, uint64_t max_pixels, int sign, float **rgb, int *w, int *h, char *err,

@@ -120,6 +120,8 @@ int bk_image_read_max(const char *path, uint64_t max_pixels, float **rgb, int *w
 /* As bk_image_read for a data image (bk_image_write_data's 3 channels): an EXR's negative values
  * are kept (a PNG's bytes come back as bk_image_read gives them). */
 int bk_image_read_data(const char *path, float **rgb, int *w, int *h, char *err, size_t err_size);
+int bk_image_read_data_max(const char *path, uint64_t max_pixels, float **rgb, int *w, int *h, char *err,
+                           size_t err_size);
 
 /* The sRGB decoding of s in [0, 1] (the IEC 61966-2-1 curve). */
 float bk_image_srgb_to_linear(float s);

@@ -8,7 +8,9 @@
  * one input never asks for more than a few tens of MB). On success the image must keep the
  * reader's promises (image.h): sides 1..BK_IMAGE_MAX_SIDE, at most the budget, every value
  * finite and >= 0. A failure must leave a one-line message naming the file, no image and
- * w = h = 0; ASan reports anything left allocated. Any broken promise aborts.
+ * w = h = 0; ASan reports anything left allocated. Any broken promise aborts. The data reader
+ * (bk_image_read_data_max: directional bands, whose EXR values may be negative) reads each input
+ * too, with the same promises but the sign.
  */
 #include "fuzz_common.h"
 #include "image.h"
@@ -48,6 +50,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         BK_FUZZ_CHECK(rgb == NULL && w == 0 && h == 0, "failure left an image behind (%dx%d)", w, h);
         BK_FUZZ_CHECK(err[0] && strcmp(err, "x") != 0 && !strchr(err, '\n') && strstr(err, path[t]),
                       "failure without a one-line message naming the file: '%s'", err);
+    }
+    /* the data reader (directional bands: an EXR's negatives kept): the same promises, but any
+     * finite value, and where the lightmap reader succeeded, it succeeds at the same size */
+    float *d = (float *)&t;
+    int    dw = -1, dh = -1;
+    err[0] = 'x';
+    err[1] = 0;
+    int rd = bk_image_read_data_max(path[t], FUZZ_IMAGE_MAX_PIXELS, &d, &dw, &dh, err, sizeof err);
+    BK_FUZZ_CHECK(rc != 0 || (rd == 0 && dw == w && dh == h), "the data reader refused what the map reader read");
+    if (rd == 0) {
+        BK_FUZZ_CHECK(d != NULL && (uint64_t)dw * (uint64_t)dh <= FUZZ_IMAGE_MAX_PIXELS, "data %dx%d", dw, dh);
+        for (size_t i = 0; i < (size_t)dw * (size_t)dh * 3; ++i)
+            BK_FUZZ_CHECK(isfinite(d[i]), "data value %zu of %dx%d is %g", i, dw, dh, (double)d[i]);
+        free(d);
+    } else {
+        BK_FUZZ_CHECK(rd < 0 && d == NULL && dw == 0 && dh == 0, "data: failure left an image behind");
+        BK_FUZZ_CHECK(err[0] && strcmp(err, "x") != 0 && !strchr(err, '\n') && strstr(err, path[t]),
+                      "data: failure without a one-line message naming the file: '%s'", err);
     }
     return 0;
 }
