@@ -699,19 +699,25 @@ static int phase_denoise(bake_state *st)
 }
 
 /* Where charts may lie less than two texels apart, each texel that bilinear lookups inside a
- * chart read takes that chart's colours only (bk_atlas_reach_ids); then the padding, page by page. */
-static int dilate_pages(bake_state *st, float *img, uint8_t *cov)
+ * chart read takes that chart's colours only (bk_atlas_reach_ids, into *reach: NULL where they
+ * never do); 0, or 1 after printing why. */
+static int reach_ids(bake_state *st, uint32_t **reach)
 {
     const bk_atlas *at = &st->at;
-    uint32_t       *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
-    if (at->close_charts && !reach) {
+    *reach = at->close_charts ? malloc(sizeof(uint32_t) * (st->npx ? st->npx : 1)) : NULL;
+    if (at->close_charts && !*reach) {
         bk_cmd_bake_error("out of memory\n");
         return 1;
     }
-    if (reach) bk_atlas_reach_ids(at, reach);
-    bk_image_dilate_pages(img, cov, reach, at->width, at->height, at->page_count, st->c.atlas.padding + 14);
-    free(reach);
+    if (*reach) bk_atlas_reach_ids(at, *reach);
     return 0;
+}
+
+/* The padding of img, page by page, with those charts' ids (reach_ids). */
+static void dilate_pages(bake_state *st, float *img, uint8_t *cov, const uint32_t *reach)
+{
+    const bk_atlas *at = &st->at;
+    bk_image_dilate_pages(img, cov, reach, at->width, at->height, at->page_count, st->c.atlas.padding + 14);
 }
 
 /* Each -o's pages, each to its temporary file (they replace their targets together at the end):
@@ -828,27 +834,30 @@ static void clip_stats(bake_state *st)
     bk_cmd_bake_clip_stats(st->rgb, st->cov, st->npx, st->c.exposure, &st->clip_share, &st->clip_fit);
 }
 
-/* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
- * (WRITE_STEPS, each timed). */
 /* --directional: each band filled and dilated as the map is (before the map's fill, which frees
  * the refs), each from the coverage as the bake left it. */
 static int fill_bands(bake_state *st)
 {
     const bk_atlas *at = &st->at;
-    uint8_t        *cov = st->dir.mode ? malloc(st->npx ? st->npx : 1) : NULL;
-    if (st->dir.mode && !cov) return bake_stop(st, 0, "out of memory");
-    int rc = 0;
-    for (int b = 0; b < 3 && cov && !rc; ++b) {
+    if (!st->dir.mode) return 0;
+    uint8_t  *cov = malloc(st->npx ? st->npx : 1);
+    uint32_t *reach = NULL;
+    if (!cov) return bake_stop(st, 0, "out of memory");
+    int rc = reach_ids(st, &reach);
+    for (int b = 0; b < 3 && !rc; ++b) {
         memcpy(cov, st->cov, st->npx);
         rc = bk_fill_hidden_texels(st->dir.band[b], cov, st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
                                    at->width, at->height, at->page_count, NULL, st->err, sizeof st->err);
         if (rc) bk_cmd_bake_error("%s\n", st->err);
-        else rc = dilate_pages(st, st->dir.band[b], cov);
+        else dilate_pages(st, st->dir.band[b], cov, reach);
     }
+    free(reach);
     free(cov);
     return rc;
 }
 
+/* write: the exposure, the fill of texels inside geometry, the dilation, the images, the mesh
+ * (WRITE_STEPS, each timed). */
 static int phase_write(bake_state *st)
 {
     bk_cmd_bake_cli *c = &st->c;
@@ -889,7 +898,10 @@ static int phase_write(bake_state *st)
         return 1;
     }
     st->wr[WR_FILL] = lap(&wt);
-    if (dilate_pages(st, st->rgb, st->cov)) return 1;
+    uint32_t *reach;
+    if (reach_ids(st, &reach)) return 1;
+    dilate_pages(st, st->rgb, st->cov, reach);
+    free(reach);
     st->wr[WR_DILATE] = lap(&wt);
     if (write_images(st)) return 1;
     if (bk_cmd_bake_dir_write(&st->dir, c, &st->io, st->rgb, at->width, st->img_h, st->err, sizeof st->err)) {

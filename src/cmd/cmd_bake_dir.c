@@ -32,9 +32,9 @@ static char *band_name(const char *out, const char *suffix)
 
 int bk_cmd_bake_dir_files(const bk_cmd_bake_cli *c) { return c->directional == BK_CMD_DIR_SH ? 3 : 1; }
 
-char *bk_cmd_bake_dir_name(const bk_cmd_bake_cli *c, const char *out, int b)
+char *bk_cmd_bake_dir_name(int mode, const char *out, int b)
 {
-    return band_name(out, c->directional == BK_CMD_DIR_SH ? band_suffix[b] : "_dir");
+    return band_name(out, mode == BK_CMD_DIR_SH ? band_suffix[b] : "_dir");
 }
 
 int bk_cmd_bake_dir_plan(const bk_cmd_bake_cli *c, bk_outputs *io, bk_cmd_bake_dir *d)
@@ -48,7 +48,7 @@ int bk_cmd_bake_dir_plan(const bk_cmd_bake_cli *c, bk_outputs *io, bk_cmd_bake_d
     for (int k = 0; k < c->nouts; ++k) {
         if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_HDR) continue; /* RGBE holds no signed data */
         for (int b = 0; b < bk_cmd_bake_dir_files(c); ++b) {
-            if (!(d->names[k][b] = bk_cmd_bake_dir_name(c, c->outs[k], b))) {
+            if (!(d->names[k][b] = bk_cmd_bake_dir_name(c->directional, c->outs[k], b))) {
                 bk_cmd_bake_error("out of memory\n");
                 return 1;
             }

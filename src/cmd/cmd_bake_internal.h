@@ -286,9 +286,10 @@ typedef struct bk_cmd_bake_dir {
     char  *names[BK_CMD_BAKE_MAX_OUTS][3]; /* per -o: its files (sh: 3, dominant: 1) */
     int    idx[BK_CMD_BAKE_MAX_OUTS][3];   /*   and their outputs; -1: none */
 } bk_cmd_bake_dir;
-/* Files per -o: 3 for sh, 1 for dominant; file b's name beside the lightmap out (malloc'ed). */
+/* Files per -o: 3 for sh, 1 for dominant; file b's name beside the lightmap out for mode (enum
+ * bk_cmd_dir; malloc'ed, NULL when out of memory): what the bake writes and `baker view` reads. */
 int   bk_cmd_bake_dir_files(const bk_cmd_bake_cli *c);
-char *bk_cmd_bake_dir_name(const bk_cmd_bake_cli *c, const char *out, int b);
+char *bk_cmd_bake_dir_name(int mode, const char *out, int b);
 /* The files named and registered as outputs (a writer only); 0, else the exit status after
  * printing why (2: a clash with an input). */
 int bk_cmd_bake_dir_plan(const bk_cmd_bake_cli *c, bk_outputs *io, bk_cmd_bake_dir *d);

@@ -303,7 +303,7 @@ int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *sr
     /* --directional's files beside the first -o */
     char *dir[3] = { NULL, NULL, NULL };
     for (int b = 0; c->directional && b < bk_cmd_bake_dir_files(c); ++b) {
-        dir[b] = bk_cmd_bake_dir_name(c, c->out, b);
+        dir[b] = bk_cmd_bake_dir_name(c->directional, c->out, b);
         go.directional_count += dir[b] != NULL;
     }
     go.directional = (const char *const *)dir;

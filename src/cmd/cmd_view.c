@@ -450,15 +450,13 @@ static int view_lightmap(view_state *st, bk_view_lightmap *lm)
     lm->pages = at->page_count;
     const int png = bk_image_type_of(c->lightmap) == BK_IMAGE_TYPE_PNG;
     for (int b = 0; c->directional && b < 3; ++b) {
-        const size_t len = strlen(c->lightmap), cut = len >= 4 ? len - 4 : len;
-        char         name[4096];
-        float       *band = st->lm + n * (size_t)(b + 1);
-        snprintf(name, sizeof name, "%.*s_L1%c%s", (int)cut, c->lightmap, "xyz"[b], c -> lightmap + cut);
-        if (bk_outputs_input(&st->io, "a directional band", name, st->err, sizeof st->err)) {
-            bk_cmd_bake_error("%s\n", st->err);
-            return 1;
-        }
-        if (read_pages(st, name, 1, band)) return 1;
+        float *band = st->lm + n * (size_t)(b + 1);
+        char  *name = bk_cmd_bake_dir_name(BK_CMD_DIR_SH, c->lightmap, b);
+        int    bad = !name || bk_outputs_input(&st->io, "a directional band", name, st->err, sizeof st->err);
+        if (bad) bk_cmd_bake_error("%s\n", name ? st->err : "out of memory");
+        bad = bad || read_pages(st, name, 1, band);
+        free(name);
+        if (bad) return 1;
         for (size_t i = 0; png && i < n; ++i) {
             const float x = band[i], v = x <= 0.0031308f ? 12.92f * x : 1.055f * powf(x, 1.0f / 2.4f) - 0.055f;
             band[i] = (4.0f * v - 2.0f) * st->lm[i];
