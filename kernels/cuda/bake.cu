@@ -202,10 +202,11 @@ static __device__ __forceinline__ void wave_push(const bk_cuda_wave *w, uint32_t
     }
 }
 
-/* A sample path's state between waves: what its later steps read (96 B as 6 x 16 B). The rest
- * of bk_bake_path is the texel's (its position and normal, read when the sample starts; the
- * unocclude step's nearest hit) or the sample's sums, which start at zero and change only in the
- * step that ends it. The unocclude pass keeps whole paths. */
+/* A sample path's state between waves: what its later steps read (96 B as 6 x 16 B; step and
+ * after share a word, vis has the other). The rest of bk_bake_path is the texel's (its position
+ * and normal, read when the sample starts and, in a directional bake, again from the texel by
+ * wave_step for the sample's end; the unocclude step's nearest hit) or the sample's sums, which
+ * start at zero and change only in the step that ends it. The unocclude pass keeps whole paths. */
 static __device__ __forceinline__ void wave_store_hot(float4 *h, const bk_bake_path *ps)
 {
     h[0] = make_float4(ps->pos.x, ps->pos.y, ps->pos.z, ps->nrm.x);
