@@ -326,6 +326,16 @@ BK_HD bk_vec3 bk_cosine_dir(bk_vec3 n, float u1, float u2)
     return bk_add3(bk_add3(bk_mul3(b1, r * cp), bk_mul3(b2, r * sp)), bk_mul3(n, z));
 }
 
+#define BK_INV_4PI 0.0795774715f /* the density of a direction uniform over the sphere */
+
+/* A direction uniform over the sphere for (u1, u2) in [0, 1)^2. */
+BK_HD bk_vec3 bk_sphere_dir(float u1, float u2)
+{
+    float z = 1.0f - 2.0f * u1, r = sqrtf(bk_maxf(0.0f, 1.0f - z * z)), sp, cp;
+    bk_sincos_2pi(u2, &sp, &cp);
+    return bk_v3(r * cp, r * sp, z);
+}
+
 BK_HD bk_ray bk_make_ray(bk_vec3 o, bk_vec3 d, float tmin, float tmax)
 {
     bk_ray r;
@@ -412,9 +422,11 @@ BK_HD int bk_bake_hit_front(const bk_bake_view *v, uint32_t id, uint32_t aux, bk
  * surface) with normal nrm: each gives the direction of its shadow ray (*d, or *w towards the light,
  * not normalised, whose ray ends at 0.9999) and the light it brings if unoccluded, or returns 0
  * when there is none (the light below the horizon, off, or indirect at the texel: bk_light_lights).
- * The path steps and bk_bake_dir_sample both call them, so the two see the same bits. */
-BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b, bk_vec3 nrm, bk_vec3 *d,
-                            bk_vec3 *light)
+ * At a probe's own vertex (probe: bk_path_at_probe) each brings its irradiance on a surface facing
+ * it, whatever the normal (an emitter's weighed against the probe's uniform directions). The path steps,
+ * bk_bake_dir_sample and bk_bake_probe_sample call them, so they all see the same bits. */
+BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b, bk_vec3 nrm, int probe,
+                            bk_vec3 *d, bk_vec3 *light)
 {
     if (!(p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) ||
         !bk_light_lights(p->sun_mode, b))
@@ -428,21 +440,27 @@ BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t sm
     bk_sincos_2pi(bk_bake_rng(p, texel, smp, base + BK_DIM_SUN + 1), &sp, &cp);
     float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
     *d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
-    float c = bk_dot3(nrm, *d);
+    const bk_vec3 e = bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]);
+    float         c = bk_dot3(nrm, *d);
+    if (probe) { /* a probe's vertex: the irradiance itself (bk_bake_probe_sample) */
+        *light = e;
+        return 1;
+    }
     if (!(c > 0.0f)) return 0;
-    *light = bk_mul3(bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]), c * 0.318309886f);
+    *light = bk_mul3(e, c * 0.318309886f);
     return 1;
 }
 
 /* Point light i (see bk_bake_sun_light). */
-BK_HD int bk_bake_point_light(const bk_bake_view *v, uint32_t i, uint32_t b, bk_vec3 o, bk_vec3 nrm, bk_vec3 *w,
-                              bk_vec3 *light)
+BK_HD int bk_bake_point_light(const bk_bake_view *v, uint32_t i, uint32_t b, bk_vec3 o, bk_vec3 nrm, int probe,
+                              bk_vec3 *w, bk_vec3 *light)
 {
     bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
     *w = bk_sub3(bk_f4_xyz(lp), o);
     float d2 = bk_dot3(*w, *w), c = bk_dot3(nrm, *w);
-    if (c <= 0.0f || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, b)) return 0;
-    float g = c / (d2 * sqrtf(d2)) * 0.318309886f; /* cos / d^2, cos = c / |w| */
+    if ((!probe && c <= 0.0f) || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, b)) return 0;
+    /* cos / d^2 / pi, cos = c / |w|; at a probe's vertex the irradiance 1 / d^2 itself */
+    float g = probe ? 1.0f / d2 : c / (d2 * sqrtf(d2)) * 0.318309886f;
     *light = bk_mul3(bk_f4_xyz(li), g);
     return 1;
 }
@@ -450,7 +468,7 @@ BK_HD int bk_bake_point_light(const bk_bake_view *v, uint32_t i, uint32_t b, bk_
 /* One emissive-triangle sample: an emitter picked by power, then a uniform point on it, weighed
  * by the balance heuristic against the path's own cosine sampling (see bk_bake_sun_light). */
 BK_HD int bk_bake_emit_light(const bk_bake_view *v, const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b,
-                             bk_vec3 o, bk_vec3 nrm, bk_vec3 *w, bk_vec3 *light)
+                             bk_vec3 o, bk_vec3 nrm, int probe, bk_vec3 *w, bk_vec3 *light)
 {
     if (!v->emit_count) return 0;
     const float    inv_pi = 0.318309886f;
@@ -483,14 +501,16 @@ BK_HD int bk_bake_emit_light(const bk_bake_view *v, const bk_bake_params *p, uin
     *w = bk_sub3(y, o);
     float d2 = bk_dot3(*w, *w), c = bk_dot3(nrm, *w);
     float cos_y = -bk_dot3(cr, *w); /* front side only; scaled below */
-    if (!(c > 0.0f && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f && ke.x + ke.y + ke.z > 0.0f)) return 0;
+    if (!((probe || c > 0.0f) && d2 > 0.0f && area2 > 0.0f && cos_y > 0.0f && ke.x + ke.y + ke.z > 0.0f)) return 0;
     float dist = sqrtf(d2), cos_x = c / dist;
     cos_y /= area2 * dist;
     /* solid-angle densities of this direction under light sampling and under the cosine sampling
-     * of the path: the balance heuristic weighs the two */
+     * of the path (a probe's: uniform over the sphere): the balance heuristic weighs the two */
     float pdf_light = lum / v->emit_total * d2 / cos_y;
-    float pdf_bsdf = cos_x * inv_pi;
-    float g = cos_x * inv_pi / (pdf_light + pdf_bsdf); /* (cos/pi / pdf_light) * w_light */
+    float pdf_bsdf = probe ? BK_INV_4PI : cos_x * inv_pi;
+    /* (cos/pi / pdf_light) * w_light; at a probe (1 / pdf_light) * w_light: the irradiance of
+     * bk_bake_probe_sample */
+    float g = (probe ? 1.0f : cos_x * inv_pi) / (pdf_light + pdf_bsdf);
     *light = bk_mul3(ke, g);
     return 1;
 }
@@ -547,6 +567,12 @@ typedef struct bk_bake_path {
     uint32_t step, after;  /* enum bk_bake_step; after a shadow ray: the step that follows */
 } bk_bake_path;
 
+/* bk_texel.tri of a light probe's path (bk_bake_probe): a point in space, not on a surface. */
+#define BK_TRI_PROBE 0xFFFFFFFEu
+
+/* Whether the path is at a probe's own vertex (bk_bake_probe): no surface, no normal. */
+BK_HD int bk_path_at_probe(const bk_bake_path *ps) { return ps->b == 0 && ps->tri == BK_TRI_PROBE; }
+
 /* ---- directional sums (bk_bake_params.directional) -----------------------------------------
  * Per texel, beside the map M (the mean incoming radiance over cosine-distributed directions, =
  * E / pi), the bake sums the irradiance vector over pi: b = (1/pi) integral L(w) w dw, in world
@@ -600,16 +626,16 @@ BK_HD void bk_bake_dir_sample(const bk_bake_view *v, const bk_bake_params *p, bk
     bk_f4         d[3];
     for (int k = 0; k < 3; ++k) d[k].x = d[k].y = d[k].z = d[k].w = 0.0f;
     /* the same order as the steps add them to the vertex's direct light */
-    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, ps->smp, 0, n, &w, &light)) {
+    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, ps->smp, 0, n, 0, &w, &light)) {
         direct = bk_add3(direct, light);
         bk_dir_add(d, light, w, bk_dot3(n, w));
     }
     for (uint32_t i = 0; i < v->point_count && i < BK_DIR_POINTS; ++i)
-        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, o, n, &w, &light)) {
+        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, o, n, 0, &w, &light)) {
             direct = bk_add3(direct, light);
             bk_dir_add(d, light, w, bk_dot3(n, w));
         }
-    if ((ps->vis & BK_VIS_EMIT) && bk_bake_emit_light(v, p, ps->texel, ps->smp, 0, o, n, &w, &light)) {
+    if ((ps->vis & BK_VIS_EMIT) && bk_bake_emit_light(v, p, ps->texel, ps->smp, 0, o, n, 0, &w, &light)) {
         direct = bk_add3(direct, light);
         bk_dir_add(d, light, w, bk_dot3(n, w));
     }
@@ -655,10 +681,10 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
     ps->best = BK_INF;
     ps->best_d = ps->n;
     ps->after = BK_STEP_SAMPLE;
-    ps->step =
-        p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)
-            ? BK_STEP_UNOCC
-            : BK_STEP_SAMPLE;
+    ps->step = p->mode == BK_BAKE_LIGHT && p->sample_begin == 0 && tx->tri != BK_TRI_PROBE &&
+                       !(tx->tri >= p->open_tri_begin && tx->tri < p->open_tri_end)
+                   ? BK_STEP_UNOCC
+                   : BK_STEP_SAMPLE;
 }
 
 /* A sample's end: its radiance (and directional sums) into the sums, the next sample next. */
@@ -744,7 +770,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->k = 0;
             ps->step = BK_STEP_POINT;
             bk_vec3 d, light;
-            if (bk_bake_sun_light(p, ps->texel, ps->smp, ps->b, ps->nrm, &d, &light))
+            if (bk_bake_sun_light(p, ps->texel, ps->smp, ps->b, ps->nrm, bk_path_at_probe(ps), &d, &light))
                 return bk_bake_path_shadow(ps, bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), d, BK_INF, light,
                                            BK_STEP_POINT, r, any_hit);
             break;
@@ -757,7 +783,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             {
                 const bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
                 bk_vec3       w, light;
-                if (bk_bake_point_light(v, ps->k++, ps->b, o, ps->nrm, &w, &light))
+                if (bk_bake_point_light(v, ps->k++, ps->b, o, ps->nrm, bk_path_at_probe(ps), &w, &light))
                     return bk_bake_path_shadow(ps, o, w, 0.9999f, light, BK_STEP_POINT, r, any_hit);
                 break;
             }
@@ -765,15 +791,16 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             ps->step = BK_STEP_BOUNCE;
             const bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
             bk_vec3       w, light;
-            if (bk_bake_emit_light(v, p, ps->texel, ps->smp, ps->b, o, ps->nrm, &w, &light))
+            if (bk_bake_emit_light(v, p, ps->texel, ps->smp, ps->b, o, ps->nrm, bk_path_at_probe(ps), &w, &light))
                 return bk_bake_path_shadow(ps, o, w, 0.9999f, light, BK_STEP_BOUNCE, r, any_hit);
             break;
         }
         case BK_STEP_BOUNCE: {
             const uint32_t base = bk_dim_vertex(ps->b);
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ps->direct.x, ps->thr.y * ps->direct.y, ps->thr.z * ps->direct.z));
-            ps->pend = bk_cosine_dir(ps->nrm, bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE),
-                                     bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE + 1));
+            const float u1 = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE);
+            const float u2 = bk_bake_rng(p, ps->texel, ps->smp, base + BK_DIM_BOUNCE + 1);
+            ps->pend = bk_path_at_probe(ps) ? bk_sphere_dir(u1, u2) : bk_cosine_dir(ps->nrm, u1, u2);
             *r = bk_make_ray(bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps)), ps->pend, 0.0f, BK_INF);
             *any_hit = 0;
             ps->step = BK_RAY_BOUNCE;
@@ -840,7 +867,8 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         uint32_t mat;
         bk_bake_hit_facing(v, h.tri, aux, d, &ng, &mat);
         float cos_y = -bk_dot3(ng, d);
-        if (cos_y < 0.0f) { /* the back of a surface: no light */
+        if (cos_y < 0.0f) {                              /* the back of a surface: no light */
+            if (bk_path_at_probe(ps)) ps->acc.w += 1.0f; /* a probe's validity (bk_bake_probe) */
             bk_bake_path_end_sample(v, p, ps);
             return;
         }
@@ -859,7 +887,7 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
         if (ke_sum > 0.0f && v->emit_total > 0.0f && bk_bake_hit_front(v, h.tri, aux, d)) {
             /* an emitter found by the path (from its front, the side light sampling samples, also
              * for a double-sided one): its share of the balance heuristic */
-            float pdf_bsdf = bk_dot3(ps->nrm, d) * 0.318309886f;
+            float pdf_bsdf = bk_path_at_probe(ps) ? BK_INV_4PI : bk_dot3(ps->nrm, d) * 0.318309886f;
             float pdf_light = lum / v->emit_total * h.t * h.t / bk_maxf(cos_y, 1e-20f);
             float wb = pdf_bsdf / (pdf_bsdf + pdf_light);
             ps->L = bk_add3(ps->L, bk_v3(ps->thr.x * ke.x * wb, ps->thr.y * ke.y * wb, ps->thr.z * ke.z * wb));
@@ -910,6 +938,113 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
     if (dir)
         for (int k = 0; k < 3; ++k) dir[k] = ps.dir[k];
     return ps.acc;
+}
+
+/* ---- light probes (bk_bake_probe) -----------------------------------------------------------
+ * A probe is a point in space: per sample, one ray leaves it in a direction uniform over the
+ * sphere and its path goes on as a texel's does (the same bounces, lights and random numbers per
+ * (key, sample, dimension), the key being BK_PROBE_KEY | probe); the sun, the point lights and an
+ * emitter are met at the probe by shadow rays, as at a texel but with no cosine (bk_bake_sun_light).
+ * Each sample's light goes into the 9 coefficients of the real spherical harmonics up to l = 2
+ * of the incoming radiance, c_lm = integral L(w) Y_lm(w) dw (bk_sh9: the order and the constants
+ * of Ramamoorthi and Hanrahan 2001), rgb each: a shadow ray's irradiance E from direction w adds
+ * E Y(w), the rest of the sample (its ray's radiance L) 4 pi L Y(w). The probe's first rays that
+ * meet the back of a surface are counted: a probe inside geometry or behind a wall sees backs. */
+#define BK_PROBE_KEY   0x80000000u /* over every texel's pixel */
+#define BK_PROBE_CHUNK 64u         /* samples of one probe summed apart, then added in order */
+#define BK_PROBE_SUMS  28          /* per probe or chunk: 9 coefficients x rgb, then the backs */
+
+/* The 9 real SH basis functions at unit d, in the order l = 0; l = 1: m = -1, 0, 1 (y, z, x);
+ * l = 2: m = -2 .. 2 (xy, yz, 3z^2 - 1, xz, x^2 - y^2). */
+BK_HD void bk_sh9(bk_vec3 d, float y[9])
+{
+    y[0] = 0.282095f;
+    y[1] = 0.488603f * d.y;
+    y[2] = 0.488603f * d.z;
+    y[3] = 0.488603f * d.x;
+    y[4] = 1.092548f * d.x * d.y;
+    y[5] = 1.092548f * d.y * d.z;
+    y[6] = 0.315392f * (3.0f * d.z * d.z - 1.0f);
+    y[7] = 1.092548f * d.x * d.z;
+    y[8] = 0.546274f * (d.x * d.x - d.y * d.y);
+}
+
+/* sh[0..27) += light x Y(d) (d unit). */
+BK_HD void bk_sh9_add(float sh[BK_PROBE_SUMS], bk_vec3 light, bk_vec3 d)
+{
+    float y[9];
+    bk_sh9(d, y);
+    for (int k = 0; k < 9; ++k) {
+        sh[3 * k] += light.x * y[k];
+        sh[3 * k + 1] += light.y * y[k];
+        sh[3 * k + 2] += light.z * y[k];
+    }
+}
+
+/* The sample of a probe's path that just ended (ps->smp - 1) into sh. */
+BK_HD void bk_bake_probe_sample(const bk_bake_view *v, const bk_bake_params *p, const bk_bake_path *ps,
+                                float sh[BK_PROBE_SUMS])
+{
+    const uint32_t smp = ps->smp - 1u;
+    bk_vec3        direct = bk_v3(0, 0, 0), w, light;
+    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, smp, 0, ps->n, 1, &w, &light)) {
+        direct = bk_add3(direct, light);
+        bk_sh9_add(sh, light, w);
+    }
+    for (uint32_t i = 0; i < v->point_count && i < BK_DIR_POINTS; ++i)
+        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, ps->x, ps->n, 1, &w, &light)) {
+            direct = bk_add3(direct, light);
+            bk_sh9_add(sh, light, bk_normalize3(w));
+        }
+    if ((ps->vis & BK_VIS_EMIT) && bk_bake_emit_light(v, p, ps->texel, smp, 0, ps->x, ps->n, 1, &w, &light)) {
+        direct = bk_add3(direct, light);
+        bk_sh9_add(sh, light, bk_normalize3(w));
+    }
+    w = bk_sphere_dir(bk_bake_rng(p, ps->texel, smp, BK_DIM_BOUNCE), bk_bake_rng(p, ps->texel, smp, BK_DIM_BOUNCE + 1));
+    bk_sh9_add(sh, bk_mul3(bk_sub3(ps->L, direct), 12.5663706f), w);
+}
+
+/* Samples [smp_begin, smp_end) of probe `probe` at pos into sh (zeroed first): the 27 sums of
+ * bk_bake_probe_sample, then in sh[27] how many of the samples' first rays met the back of a
+ * surface. p->directional must be 0. A probe has at most BK_DIR_POINTS point lights. */
+BK_HD void bk_bake_probe(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 pos, uint32_t probe,
+                         uint32_t smp_begin, uint32_t smp_end, float sh[BK_PROBE_SUMS], bk_stack *s, bk_trace_stats *st)
+{
+    bk_texel tx;
+    tx.px = pos.x, tx.py = pos.y, tx.pz = pos.z;
+    tx.nx = tx.ny = tx.nz = 0.0f; /* rays leave the point itself (o + 0 eps) */
+    tx.tri = BK_TRI_PROBE;
+    tx.pixel = BK_PROBE_KEY | probe;
+    bk_f4 zero;
+    zero.x = zero.y = zero.z = zero.w = 0.0f;
+    for (int k = 0; k < BK_PROBE_SUMS; ++k) sh[k] = 0.0f;
+    bk_bake_path ps;
+    bk_bake_path_begin(p, &tx, zero, 0.0f, NULL, &ps);
+    ps.smp = smp_begin;
+    ps.smp_end = smp_end;
+    uint32_t done = smp_begin;
+    bk_ray   r;
+    int      any_hit;
+    while (bk_bake_path_next(v, p, &ps, &r, &any_hit)) {
+        bk_hit h = bk_bake_trace(&v->accel, &r, any_hit, s, st);
+        bk_bake_path_hit(v, p, &ps, h, st->aux);
+        if (ps.smp != done) { /* a sample ended */
+            bk_bake_probe_sample(v, p, &ps, sh);
+            done = ps.smp;
+        }
+    }
+    sh[BK_PROBE_SUMS - 1] = ps.acc.w;
+}
+
+/* A probe's sums from its chunks' (part: chunks x BK_PROBE_SUMS, in sample order), added in that
+ * order, so that every backend's probe is the same bits. */
+BK_HD void bk_probe_chunks_sum(const float *part, uint32_t chunks, float *out)
+{
+    for (int k = 0; k < BK_PROBE_SUMS; ++k) {
+        float t = 0.0f;
+        for (uint32_t j = 0; j < chunks; ++j) t += part[(size_t)j * BK_PROBE_SUMS + k];
+        out[k] = t;
+    }
 }
 
 #endif

@@ -70,6 +70,34 @@ static inline void bk_test_scene_box(bk_scene *s)
     }
 }
 
+/* A closed box [-1,1]^3 whose 12 triangles face inwards, all of material 0: albedo kd, emitting
+ * ke (the furnace: no path escapes). */
+static inline void bk_test_scene_inward_box(bk_scene *s, float kd, float ke)
+{
+    bk_test_scene_box(s);
+    for (uint32_t t = 0; t < 12; ++t) { /* flip the outward winding */
+        uint32_t tmp = s->tri_v[3 * t + 1];
+        s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2];
+        s->tri_v[3 * t + 2] = tmp;
+    }
+    s->material_count = 1;
+    s->materials = (bk_material *)calloc(1, sizeof(bk_material));
+    for (int k = 0; k < 3; ++k) {
+        s->materials[0].kd[k] = kd;
+        s->materials[0].ke[k] = ke;
+    }
+    s->tri_material = (uint32_t *)calloc(12, sizeof(uint32_t));
+}
+
+/* A scene of n triangles whose first two are the ground plane y = 0 (200 x 200, facing up). */
+static inline void bk_test_scene_ground(bk_scene *s, uint32_t n)
+{
+    bk_test_scene_alloc(s, n);
+    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
+    bk_test_set_tri(s, 0, a, b, c);
+    bk_test_set_tri(s, 1, a, c, d);
+}
+
 /* Closest hit by testing every triangle of the scene with the traversal's own triangle test. */
 static inline bk_hit bk_test_brute(const bk_scene *s, const bk_ray *ray, int any_hit)
 {

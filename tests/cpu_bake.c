@@ -25,24 +25,6 @@
 
 #include <math.h>
 
-/* A closed box [-1,1]^3 whose 12 triangles face inwards, all with material 0. */
-static void inward_box(bk_scene *s, float kd, float ke)
-{
-    bk_test_scene_box(s);
-    for (uint32_t t = 0; t < 12; ++t) { /* flip the outward winding */
-        uint32_t tmp = s->tri_v[3 * t + 1];
-        s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2];
-        s->tri_v[3 * t + 2] = tmp;
-    }
-    s->material_count = 1;
-    s->materials = calloc(1, sizeof(bk_material));
-    for (int k = 0; k < 3; ++k) {
-        s->materials[0].kd[k] = kd;
-        s->materials[0].ke[k] = ke;
-    }
-    s->tri_material = calloc(12, sizeof(uint32_t));
-}
-
 /* Texels at the centres of faces of the box / points of a plane, with the given normal. */
 static bk_texel texel(float x, float y, float z, float nx, float ny, float nz, uint32_t pixel)
 {
@@ -124,7 +106,7 @@ static void check_furnace(void)
 {
     const float le = 0.5f, alb = 0.6f;
     bk_scene    s;
-    inward_box(&s, alb, le);
+    bk_test_scene_inward_box(&s, alb, le);
     bk_texel tx[6] = {
         texel(-1, 0.1f, 0.2f, 1, 0, 0, 0),  texel(1, -0.3f, 0.1f, -1, 0, 0, 1), texel(0.2f, -1, 0.1f, 0, 1, 0, 2),
         texel(-0.1f, 1, 0.3f, 0, -1, 0, 3), texel(0.3f, 0.2f, -1, 0, 0, 1, 4),  texel(0, 0, 1, 0, 0, -1, 5),
@@ -234,20 +216,10 @@ static void check_voxel_furnace(void)
     bk_scene_free(&s);
 }
 
-/* A scene of n triangles whose first two are a 200 x 200 plane at y = 0 facing up
- * (counter-clockwise from above). */
-static void ground(bk_scene *s, uint32_t n)
-{
-    bk_test_scene_alloc(s, n);
-    float a[3] = { -100, 0, -100 }, b[3] = { -100, 0, 100 }, c[3] = { 100, 0, 100 }, d[3] = { 100, 0, -100 };
-    bk_test_set_tri(s, 0, a, b, c);
-    bk_test_set_tri(s, 1, a, c, d);
-}
-
 static void check_plane(void)
 {
     bk_scene s;
-    ground(&s, 2);
+    bk_test_scene_ground(&s, 2);
     bk_texel tx[4] = { texel(0, 0, 0, 0, 1, 0, 0), texel(3, 0, -2, 0, 1, 0, 1), texel(-10, 0, 5, 0, 1, 0, 2),
                        texel(0.5f, 0, 0.5f, 0, 1, 0, 3) };
     float    out[12];
@@ -287,7 +259,7 @@ static void check_plane(void)
  * facing -x (triangles 2 to 5). */
 static void walls(bk_scene *s, uint32_t n)
 {
-    ground(s, n);
+    bk_test_scene_ground(s, n);
     float wa[3] = { 1, 0, -3 }, wb[3] = { 1, 0, 3 }, wc[3] = { 1, 3, 3 }, wd[3] = { 1, 3, -3 }; /* facing -x */
     bk_test_set_tri(s, 2, wa, wb, wc);
     bk_test_set_tri(s, 3, wa, wc, wd);
@@ -439,7 +411,7 @@ static void check_directional(void)
     }
     bk_scene_free(&s);
     /* a constant sky over an open plane: b = (0, L, 0) within noise */
-    ground(&s, 2);
+    bk_test_scene_ground(&s, 2);
     bk_texel open[16];
     for (uint32_t i = 0; i < 16; ++i) open[i] = texel((float)(i % 4) * 7.0f, 0, (float)(i / 4) * 7.0f, 0, 1, 0, i);
     float ob[3][48], *obp[3] = { ob[0], ob[1], ob[2] }, om[48], tang[2] = { 0, 0 };

@@ -187,7 +187,7 @@ static const struct bk_backend_i keep_iface = {
     keep_name,        keep_supports,   keep_upload,     keep_trace,     keep_bake_begin,
     keep_bake_run,    keep_bake_fetch, keep_bake_end,   keep_memory,    keep_memory_peak,
     keep_kernel_info, keep_denoise,    keep_free,       keep_caps,      NULL,
-    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free, keep_bake_fetch_dir
+    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free, keep_bake_fetch_dir, NULL
 };
 
 static bk_backend *keep_init(void)

@@ -67,24 +67,6 @@ static void check_layout(void)
             }
 }
 
-/* A closed box [-1,1]^3 whose walls face inwards, albedo kd, emitting ke: no path escapes. */
-static void inward_box(bk_scene *s, float kd, float ke)
-{
-    bk_test_scene_box(s);
-    for (uint32_t t = 0; t < 12; ++t) {
-        uint32_t tmp = s->tri_v[3 * t + 1];
-        s->tri_v[3 * t + 1] = s->tri_v[3 * t + 2];
-        s->tri_v[3 * t + 2] = tmp;
-    }
-    s->material_count = 1;
-    s->materials = calloc(1, sizeof(bk_material));
-    for (int k = 0; k < 3; ++k) {
-        s->materials[0].kd[k] = kd;
-        s->materials[0].ke[k] = ke;
-    }
-    s->tri_material = calloc(12, sizeof(uint32_t));
-}
-
 /* Checks the draws of one sample of a path with vertices 0..last (AO: ao set). */
 static int check_sample_draws(uint32_t last, int ao, uint32_t texel, uint32_t smp)
 {
@@ -126,7 +108,7 @@ static void check_draws(void)
 {
     char     err[256];
     bk_scene s;
-    inward_box(&s, 0.5f, 0.5f);
+    bk_test_scene_inward_box(&s, 0.5f, 0.5f);
     bk_accel      a;
     bk_build_opts bo = bk_build_opts_default();
     BK_EXPECTF(bk_accel_build(&s, BK_ACCEL_BVH, &bo, &a, err, sizeof err) == 0, "%s", err);

@@ -239,6 +239,29 @@ int main(void)
         BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--directional") && strstr(err, refused[k][1]),
                    "%s: %s", opt, err);
     }
+    /* --probes: the map the same bytes, NAME_probes.json beside it, named in the glTF; what it
+     * refuses, it names */
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/ok7.png' --mesh-out '%s/ok7.gltf' --backend cpu --size 32 --spp 2 --quiet --threads 1 "
+             "--probes 0.7 --probe-spp 16",
+             scene, tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(b2, sizeof b2, "%s/ok7.png", tmpdir);
+    BK_EXPECTF(same_file(a2, b2), "--probes changed the map");
+    snprintf(cmd, sizeof cmd, "%s/ok7_probes.json", tmpdir);
+    BK_EXPECTF(file_size(cmd) > 100, "%s not written", cmd);
+    snprintf(cmd, sizeof cmd, "grep -q '\"probes\":{\"uri\":\"ok7_probes.json\"' '%s/ok7.gltf'", tmpdir);
+    BK_EXPECTF(system(cmd) == 0, "%s/ok7.gltf names no probes", tmpdir);
+    const char *no_probes[][2] = { { "-o '%s/no.png' --probes 0", "spacing" },
+                                   { "-o '%s/no.png' --probes 0.5 --mode ao", "AO" },
+                                   { "-o '%s/no.png' --probes-out '%s/p.json'", "--probes SPACING" } };
+    for (int k = 0; k < 3; ++k) {
+        char opt[1400];
+        snprintf(opt, sizeof opt, no_probes[k][0], tmpdir, tmpdir);
+        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
+        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--probes") && strstr(err, no_probes[k][1]), "%s: %s",
+                   opt, err);
+    }
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);

@@ -158,6 +158,54 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
     return cudaGetLastError();
 }
 
+/* ---- light probes ----------------------------------------------------------------------------
+ * One thread per (probe, chunk of BK_PROBE_CHUNK samples): bk_bake_probe into its part, then one
+ * thread per probe adds its chunks in order (bk_probe_chunks_sum), as the CPU backend does. A
+ * warp's threads are chunks of one or two probes: their rays start at one point. The global stack
+ * (probes are few beside texels: the stack strategies are the texels' concern). */
+__global__ void __launch_bounds__(BK_CUDA_BLOCK)
+    probe_kernel(bk_bake_view v, bk_bake_params p, const float *__restrict__ pos, uint32_t first, uint32_t items,
+                 uint32_t chunks, float *__restrict__ part, unsigned long long *stats)
+{
+    uint32_t       local[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    bk_stack       s = bk_stack_thread(BK_STACK_GLOBAL, local, NULL, 0, 0, NULL, 0);
+    bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
+    if (t < items) {
+        const uint32_t item = first + t, probe = item / chunks, k = item % chunks;
+        const uint32_t e = (k + 1) * BK_PROBE_CHUNK < p.spp ? (k + 1) * BK_PROBE_CHUNK : p.spp;
+        float          sh[BK_PROBE_SUMS];
+        bk_bake_probe(&v, &p, bk_v3(pos[3 * (size_t)probe], pos[3 * (size_t)probe + 1], pos[3 * (size_t)probe + 2]),
+                      probe, k * BK_PROBE_CHUNK, e, sh, &s, &st);
+        for (int c = 0; c < BK_PROBE_SUMS; ++c) part[(size_t)t * BK_PROBE_SUMS + c] = sh[c];
+    }
+    bk_warp_flush_stats(stats, st.nodes, st.tris, st.restarts, st.spills, st.rays);
+}
+
+/* Probes [first, first + n), whose chunks are part's from its start, into sums. */
+__global__ void __launch_bounds__(BK_CUDA_BLOCK)
+    probe_sum(const float *__restrict__ part, uint32_t n, uint32_t chunks, float *__restrict__ sums)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) bk_probe_chunks_sum(part + (size_t)i * chunks * BK_PROBE_SUMS, chunks, sums + (size_t)i * BK_PROBE_SUMS);
+}
+
+cudaError_t bk_cuda_bake_probes(const bk_bake_view *v, const bk_bake_params *p, const float *d_pos, uint32_t n,
+                                float *d_part, uint32_t part_probes, float *d_sums, unsigned long long *stats)
+{
+    const uint32_t chunks = (p->spp + BK_PROBE_CHUNK - 1) / BK_PROBE_CHUNK;
+    for (uint32_t first = 0; first < n; first += part_probes) {
+        const uint32_t np = n - first < part_probes ? n - first : part_probes, items = np * chunks;
+        probe_kernel<<<(items + BK_CUDA_BLOCK - 1) / BK_CUDA_BLOCK, BK_CUDA_BLOCK>>>(*v, *p, d_pos, first * chunks,
+                                                                                     items, chunks, d_part, stats);
+        probe_sum<<<(np + BK_CUDA_BLOCK - 1) / BK_CUDA_BLOCK, BK_CUDA_BLOCK>>>(d_part, np, chunks,
+                                                                               d_sums + (size_t)first * BK_PROBE_SUMS);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
 /* ---- the wavefront bake ---------------------------------------------------------------------
  * The same steps as the kernel above (bk_bake_path), with the paths' state in buffers instead of
  * registers. Per wave, a step kernel (each path that traced takes its hit and says which ray it

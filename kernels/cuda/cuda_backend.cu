@@ -1058,6 +1058,59 @@ static int cuda_bake_fetch_dir(bk_backend *be, uint32_t begin, uint32_t end, bk_
     return 0;
 }
 
+/* Probes whose chunks' sums are held at once (28 floats each per chunk): at 16 chunks, 29 MB. */
+#define PROBES_PER_PASS (1u << 14)
+
+/* The buffers of one bake_probes call, given back on every way out. */
+typedef struct probe_bufs {
+    void *pos, *part, *sums;
+} probe_bufs;
+
+static int probes_run(cuda_ctx *c, probe_bufs *b, const float *pos, uint32_t n, const bk_bake_params *p,
+                      const bk_trace_opts *o, float *sums, char *err, size_t err_size)
+{
+    const uint32_t chunks = (p->spp + BK_PROBE_CHUNK - 1) / BK_PROBE_CHUNK;
+    const uint32_t pass = n < PROBES_PER_PASS ? n : PROBES_PER_PASS;
+    if (copy_up(&b->pos, pos, sizeof(float) * 3 * (size_t)n, err, err_size)) return -1;
+    CUDA_TRY(cudaMalloc(&b->part, sizeof(float) * BK_PROBE_SUMS * (size_t)pass * chunks));
+    CUDA_TRY(cudaMalloc(&b->sums, sizeof(float) * BK_PROBE_SUMS * (size_t)n));
+    note_memory(c);
+    bk_bake_view         bv = c->bake;
+    const bk_accel_view *view = cuda_view(c, o, err, err_size);
+    if (!view) return -1;
+    bv.accel = *view;
+    bk_bake_params q = *p;
+    q.directional = 0;
+    CUDA_TRY(cudaEventRecord(c->ev0));
+    CUDA_TRY(
+        bk_cuda_bake_probes(&bv, &q, (const float *)b->pos, n, (float *)b->part, pass, (float *)b->sums, c->d_stats));
+    CUDA_TRY(cudaEventRecord(c->ev1));
+    CUDA_TRY(cudaEventSynchronize(c->ev1));
+    float ms = 0;
+    CUDA_TRY(cudaEventElapsedTime(&ms, c->ev0, c->ev1));
+    c->bake_seconds += ms * 1e-3;
+    CUDA_TRY(cudaMemcpy(sums, b->sums, sizeof(float) * BK_PROBE_SUMS * (size_t)n, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+static int cuda_bake_probes(bk_backend *be, const float *pos, uint32_t n, const bk_bake_params *p,
+                            const bk_trace_opts *o, float *sums, char *err, size_t err_size)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!cuda_supports(be, o, err, err_size)) return -1;
+    if (!c->d_out) {
+        snprintf(err, err_size, "bake_probes without bake_begin");
+        return -1;
+    }
+    if (!n || !p->spp) return 0;
+    probe_bufs b = { NULL, NULL, NULL };
+    int        rc = probes_run(c, &b, pos, n, p, o, sums, err, err_size);
+    cudaFree(b.pos);
+    cudaFree(b.part);
+    cudaFree(b.sums);
+    return rc;
+}
+
 static int cuda_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *totals, char *err, size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
@@ -1248,6 +1301,7 @@ static const struct bk_backend_i cuda_iface = {
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .bake_fetch_dir = cuda_bake_fetch_dir,
+    .bake_probes = cuda_bake_probes,
 };
 
 extern "C" int bk_cuda_device_count(void)

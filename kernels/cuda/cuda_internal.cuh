@@ -55,6 +55,12 @@ cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, in
                                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
                                 bk_f4 *dir, unsigned long long *stats, bk_warp_rec *rec);
 
+/* Light probes (backend.h, bake_probes) on the device: n probes at d_pos (3 floats each) into
+ * d_sums (BK_PROBE_SUMS each), part_probes probes at a time through d_part (their chunks' sums:
+ * part_probes x chunks x BK_PROBE_SUMS floats). Asynchronous on the default stream. */
+cudaError_t bk_cuda_bake_probes(const bk_bake_view *v, const bk_bake_params *p, const float *d_pos, uint32_t n,
+                                float *d_part, uint32_t part_probes, float *d_sums, unsigned long long *stats);
+
 /* The wavefront bake's buffers (kernels/cuda/bake.cu): per path slot its state, its pair (texel x
  * sample), its ray and the ray's hit; the slots in two groups, each with four queues of its slots
  * (two wave parities x occlusion / closest hit), their lengths and its trace kernels' fetch

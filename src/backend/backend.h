@@ -220,6 +220,13 @@ struct bk_backend_i {
      * 3 per texel (bands x, y, z: rgb in each, kernels/bk_bake.h bk_bake_dir_sample), like
      * bake_fetch; valid until bake_end. NULL where the backend cannot bake them. */
     int (*bake_fetch_dir)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size);
+    /* Light probes (kernels/bk_bake.h, bk_bake_probe), between bake_begin and bake_end (which
+     * counts their rays and time): samples [0, p->spp) of each of the n probes at pos (3 floats
+     * each) into sums, BK_PROBE_SUMS per probe, as chunks of BK_PROBE_CHUNK samples added in order
+     * (bk_probe_chunks_sum), so every backend gives the same bits. p->directional is ignored. NULL
+     * where the backend cannot. */
+    int (*bake_probes)(bk_backend *be, const float *pos, uint32_t n, const bk_bake_params *p, const bk_trace_opts *o,
+                       float *sums, char *err, size_t err_size);
 };
 struct bk_backend {
     const struct bk_backend_i *i;

@@ -349,6 +349,79 @@ static void *bake_worker_run(void *arg)
     return NULL;
 }
 
+typedef struct probe_job {
+    cpu_ctx              *c;
+    bk_bake_view          bake;
+    const float          *pos;
+    uint32_t              n;
+    const bk_bake_params *p;
+    const bk_trace_opts  *o;
+    float                *sums;
+    atomic_uint_fast64_t  next;
+    atomic_int            failed; /* a worker had no memory for its chunks */
+} probe_job;
+
+/* One probe at a time, its chunks in order (bk_bake_probe, bk_probe_chunks_sum). */
+static void *probe_worker_run(void *arg)
+{
+    cpu_worker *w = arg;
+    probe_job  *j = w->job;
+    uint32_t    fast[BK_STACK_ENTRIES * BK_STACK_WIDTH], spill[BK_STACK_ENTRIES * BK_STACK_WIDTH];
+    bk_stack    s = cpu_stack(j->o, fast, spill);
+    bake_wide = cpu_use_wide(j->c, j->o) ? &j->c->wide : NULL;
+    bake_isa = bk_wbvh_isa_resolve(j->o->cpu_isa);
+    const uint32_t chunks = (j->p->spp + BK_PROBE_CHUNK - 1) / BK_PROBE_CHUNK;
+    float         *part = malloc(sizeof(float) * BK_PROBE_SUMS * (chunks ? chunks : 1));
+    if (!part) {
+        atomic_store(&j->failed, 1);
+        return NULL;
+    }
+    for (uint64_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+        bk_trace_stats st = { 0, 0, 0, 0, 0, 0, 0 };
+        const bk_vec3  pos = bk_v3(j->pos[3 * i], j->pos[3 * i + 1], j->pos[3 * i + 2]);
+        for (uint32_t k = 0; k < chunks; ++k) {
+            const uint32_t e = (k + 1) * BK_PROBE_CHUNK < j->p->spp ? (k + 1) * BK_PROBE_CHUNK : j->p->spp;
+            bk_bake_probe(&j->bake, j->p, pos, (uint32_t)i, k * BK_PROBE_CHUNK, e, part + (size_t)k * BK_PROBE_SUMS, &s,
+                          &st);
+        }
+        bk_probe_chunks_sum(part, chunks, j->sums + (size_t)i * BK_PROBE_SUMS);
+        w->totals.nodes += st.nodes;
+        w->totals.tris += st.tris;
+        w->totals.restarts += st.restarts;
+        w->totals.spills += st.spills;
+        w->totals.rays += st.rays;
+    }
+    free(part);
+    return NULL;
+}
+
+static int cpu_bake_probes(bk_backend *be, const float *pos, uint32_t n, const bk_bake_params *p,
+                           const bk_trace_opts *o, float *sums, char *err, size_t err_size)
+{
+    cpu_ctx *c = be->ctx;
+    if (!cpu_supports(be, o, err, err_size)) return -1;
+    if (!c->out) return bk_fail(err, err_size, "bake_probes without bake_begin");
+    bk_bake_params q = *p;
+    q.directional = 0;
+    probe_job job;
+    memset(&job, 0, sizeof job);
+    job.c = c;
+    job.bake = c->bake;
+    job.bake.accel = *cpu_view(c, o);
+    job.pos = pos;
+    job.n = n;
+    job.p = &q;
+    job.o = o;
+    job.sums = sums;
+    atomic_init(&job.next, 0);
+    atomic_init(&job.failed, 0);
+    int nt = o->threads > 0 ? o->threads : bk_cpu_threads();
+    int rc = run_workers(nt, &job, probe_worker_run, &c->bake_totals);
+    bake_wide = NULL;
+    if (rc || atomic_load(&job.failed)) return bk_fail(err, err_size, "out of memory");
+    return 0;
+}
+
 static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel *texels, uint32_t n, char *err,
                           size_t err_size)
 {
@@ -515,6 +588,7 @@ static const struct bk_backend_i cpu_iface = {
     .host_alloc = NULL,  /* host memory: malloc's */
     .host_free = NULL,
     .bake_fetch_dir = cpu_bake_fetch_dir,
+    .bake_probes = cpu_bake_probes,
 };
 
 bk_backend *bk_backend_cpu_init(void)

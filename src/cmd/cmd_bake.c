@@ -28,6 +28,7 @@
 #include "util.h"
 #include "voxmesh.h"
 #include "gltf.h"
+#include "probes.h"
 #include "image.h"
 #include "pool.h"
 #include "util.h"
@@ -162,7 +163,9 @@ typedef struct bake_state {
     bk_texel_src            tsrc;   /* the texels' source for a device that makes them (bake_refs) */
     float                  *tsrc_n; /* its normals (bk_texel_src_make) */
     bk_bake_result          res;
-    bk_view_result          view; /* --preview */
+    bk_view_result          view;       /* --preview */
+    bk_probe_set            probes;     /* --probes */
+    bk_cmd_bake_probes      probe_stat; /*   their figures */
 } bake_state;
 
 /* Stops the bake with exit status 2 for a clash of names, else 1, after printing msg. */
@@ -515,6 +518,29 @@ static void bake_launch_opts(bake_state *st)
     }
 }
 
+/* --probes: the grid over the scene's box, baked with the map's bounces and lights (probes.h). */
+static int bake_probes(bake_state *st)
+{
+    const bk_cmd_bake_cli *c = &st->c;
+    const double           t0 = bk_time_now();
+    const float    lo[3] = { st->a.lo.x, st->a.lo.y, st->a.lo.z }, hi[3] = { st->a.hi.x, st->a.hi.y, st->a.hi.z };
+    bk_bake_params p = st->ro.params;
+    p.spp = c->probe_spp;
+    p.sample_begin = 0;
+    p.sample_end = c->probe_spp;
+    bk_cmd_bake_probes *ps = &st->probe_stat;
+    if (bk_probe_grid(lo, hi, c->probe_spacing, &st->probes, st->err, sizeof st->err) ||
+        bk_bake_probes(st->be, &st->bv, &p, &st->ro.trace, &st->probes, &ps->totals, st->err, sizeof st->err)) {
+        bk_cmd_bake_error("--probes: %s\n", st->err);
+        return 1;
+    }
+    ps->seconds = bk_time_now() - t0;
+    ps->n = st->probes.n;
+    ps->spp = c->probe_spp;
+    for (uint32_t i = 0; i < st->probes.n; ++i) ps->invalid += !st->probes.valid[i];
+    return 0;
+}
+
 /* Where the bake's colours go: this rank's share of a job (granules of the texels, taken from
  * the job's counter as the rank's devices ask for work, bake.h, so a faster rank takes more);
  * texel colours for the denoiser or the gather, else the image itself. */
@@ -587,6 +613,7 @@ static int phase_bake(bake_state *st)
     st->bv = bk_bake_data_view(&st->bd, &st->a);
     st->bake_prep = bk_time_now() - st->t0;
     bake_launch_opts(st);
+    if (c->probe_spacing > 0 && c->writer && bake_probes(st)) return 1;
     const int denoise = c->denoise >= 0 ? c->denoise : c->p.mode == BK_BAKE_LIGHT;
     /* A bake that denoises keeps each texel's colour and variance (16 B per texel) until the
      * denoiser is done and only then makes the image (12 B per pixel): never both at once with
@@ -789,7 +816,7 @@ static int write_mesh(bake_state *st)
             files[p] = st->io.out[c->pages_auto ? st->page_idx[p] : st->out_idx[OUT_LIGHTMAP]].tmp;
         int rc = !(f = bk_outputs_open(&st->io, st->out_idx[OUT_MESH_GLTF], err, es)) ||
                  bk_cmd_bake_write_gltf(f, c, &st->s, st->surf, st->has_vox ? &st->vm : NULL, &st->at, st->page_names,
-                                        files, st->rgb, &st->pool, err, es) ||
+                                        files, st->rgb, &st->pool, st->probes.n, err, es) ||
                  bk_outputs_close(&st->io, st->out_idx[OUT_MESH_GLTF], err, es);
         free(files);
         if (rc) {
@@ -908,6 +935,15 @@ static int phase_write(bake_state *st)
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
+    if (st->out_idx[OUT_PROBES] >= 0) {
+        FILE *f = bk_outputs_open(&st->io, st->out_idx[OUT_PROBES], st->err, sizeof st->err);
+        int   rc = !f || bk_probe_file_write(f, &st->probes);
+        if (f && rc) bk_fail(st->err, sizeof st->err, "%s: a write failed", c->probes_out);
+        if (rc || bk_outputs_close(&st->io, st->out_idx[OUT_PROBES], st->err, sizeof st->err)) {
+            bk_cmd_bake_error("%s\n", st->err);
+            return 1;
+        }
+    }
     st->wr[WR_IMAGES] = lap(&wt);
     if (c->mesh_out && write_mesh(st)) return 1;
     st->wr[WR_MESH] = lap(&wt);
@@ -989,6 +1025,13 @@ static void print_summary(const bake_state *st)
         fprintf(say, "    device %d: %llu texels in %u blocks, %llu rays, busy %.3f s\n", k,
                 (unsigned long long)res->dev[k].texels, res->dev[k].blocks, (unsigned long long)res->dev[k].rays,
                 res->dev[k].busy_seconds);
+    const bk_cmd_bake_probes *pr = &st->probe_stat;
+    if (pr->n)
+        fprintf(say,
+                "  probes: %u (%u x %u x %u, %g apart; %u invalid: inside geometry or behind walls), %u rays each, "
+                "%.3f s (%.3f s of tracing, %llu rays)\n",
+                pr->n, st->probes.grid_dims[0], st->probes.grid_dims[1], st->probes.grid_dims[2], c->probe_spacing,
+                pr->invalid, pr->spp, pr->seconds, pr->totals.seconds, (unsigned long long)pr->totals.rays);
     if (dres->texels)
         fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n",
                 dres->seconds, dres->filter_seconds, st->backend_name, (unsigned long long)dres->texels, dres->charts);
@@ -1108,7 +1151,7 @@ static int bake_report(bake_state *st)
         bk_cmd_bake_write_stats(f, c, &st->io, &st->s, st->has_vox ? &st->vm : NULL, &st->at, st->page_names, st->ntx,
                                 &st->res, st->ph, st->backend_name, st->mean_lum, st->sort_seconds, st->mem, &st->dres,
                                 st->job, st->wr, st->bake_prep,
-                                &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds });
+                                &(bk_cmd_bake_tex){ &st->pool, st->cut, st->tex_seconds }, &st->probe_stat);
     }
     if (!c->quiet) print_summary(st);
     if (!c->quiet) print_hints(st);
@@ -1174,6 +1217,7 @@ static int bake_end(bake_state *st, int rc)
     }
     bk_gpu_ops_free(st->gpu);
     bk_bake_data_free(&st->bd);
+    bk_probe_set_free(&st->probes);
     bk_atlas_free(&st->at);
     bk_accel_free(&st->a);
     bk_tex_pool_free(&st->pool);

@@ -57,8 +57,12 @@ typedef struct bk_cmd_bake_cli {
     bk_bake_params  p;
     float           exposure, max_launch_ms, max_memory_gb;
     int             quiet, sky_given, ao_given, exposure_auto, bin_rays;
-    int             denoise;     /* -1: by --mode (on for light), 0 off, 1 on */
-    int             directional; /* --directional: enum bk_cmd_dir */
+    int             denoise;       /* -1: by --mode (on for light), 0 off, 1 on */
+    int             directional;   /* --directional: enum bk_cmd_dir */
+    float           probe_spacing; /* --probes SPACING (0: none) */
+    uint32_t        probe_spp;     /* --probe-spp */
+    const char     *probes_out;    /* --probes-out, or probes_name: NAME_probes.json beside out */
+    char            probes_name[4096];
     bk_denoise_opts dn;
     float          *points;      /* --point: 6 floats each */
     uint8_t        *point_modes; /* and its mode (enum bk_light_mode) */
@@ -244,7 +248,7 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
 /* cmd_bake_out.c */
 /* The bake's outputs as bk_cmd_bake_plan_files registers them: their indices in the bk_outputs,
  * -1 where not asked for. */
-enum bk_cmd_bake_out { OUT_LIGHTMAP, OUT_MESH_OBJ, OUT_STATS, OUT_PREVIEW, OUT_MESH_GLTF, OUT_COUNT };
+enum bk_cmd_bake_out { OUT_LIGHTMAP, OUT_MESH_OBJ, OUT_STATS, OUT_PREVIEW, OUT_MESH_GLTF, OUT_PROBES, OUT_COUNT };
 /* idx[OUT_LIGHTMAP] is -o outs[0]'s (its first page); lm_idx[k] each -o outs[k]'s (its first
  * page: page0[k] with --pages auto, NULL otherwise), lm_idx[0] == idx[OUT_LIGHTMAP]. */
 int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT_COUNT], int *lm_idx,
@@ -254,7 +258,7 @@ char *bk_cmd_bake_page_name(const char *out, int k);
 void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int pages);
 int  bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
                             const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
-                            const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size);
+                            const float *rgb, const bk_tex_pool *pool, uint32_t probe_count, char *err, size_t err_size);
 /* n comma-separated finite floats of option opt's value val into out: 0, or -1 after a message. */
 int bk_cmd_bake_parse_floats(const char *opt, const char *val, int n, float *out);
 
@@ -264,13 +268,20 @@ typedef struct bk_cmd_bake_tex {
     uint32_t           cut;           /* texels cut away */
     double             build_seconds; /* the pool made from the decoded images */
 } bk_cmd_bake_tex;
+/* --probes, as the stats see them: n probes (0: none), invalid of them, spp rays each; seconds
+ * of the whole step (the grid, the bake, its start and end) and its trace (totals). */
+typedef struct bk_cmd_bake_probes {
+    uint32_t        n, invalid, spp;
+    double          seconds;
+    bk_trace_totals totals;
+} bk_cmd_bake_probes;
 /* io: every file of the run, listed as "outputs" */
 void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
                              const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
                              const bk_bake_result *r, const double ph[PH_COUNT], const char *backend, double mean_lum,
                              double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
                              const bk_cmd_bake_job *job, const double wr[WR_COUNT], double bake_prep,
-                             const bk_cmd_bake_tex *tex);
+                             const bk_cmd_bake_tex *tex, const bk_cmd_bake_probes *probes);
 
 /* cmd_view.c: the scene s (its accel on be) seen through view's camera, with the lightmap lm
  * (linear, atlas at's layout), written to output idx of io as `path`. 0, or 1 after printing. */

@@ -242,6 +242,34 @@ static int set_directional(void *dst, const char *opt, const char *v)
     return 0;
 }
 
+static int set_probes(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    if (bk_cmd_bake_parse_floats(opt, v, 1, &c->probe_spacing)) return -1;
+    if (!(c->probe_spacing > 0.0f) || !isfinite(c->probe_spacing)) {
+        bk_cmd_bake_error("--probes: the spacing must be a distance > 0 in the scene's units, got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_probe_spp(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    uint64_t u;
+    if (bk_cli_u64(opt, v, 1, 1u << 20, &u)) return -1;
+    c->probe_spp = (uint32_t)u;
+    return 0;
+}
+
+static int set_probes_out(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    c->probes_out = v;
+    return 0;
+}
+
 static int set_spp(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
@@ -642,8 +670,24 @@ static const bk_cli_opt bake_opts[] = {
       .set = set_denoise_sigma,
       .help = "luminance (in standard deviations), normal (cosine exponent) and\n"
               "plane (texels) tolerances (default 2,8,1)" },
-    TEXT("  Emissive triangles (MTL Ke) are area lights.\n"
-         "engine:\n"),
+    TEXT("  Emissive triangles (MTL Ke) are area lights.\n"),
+    TEXT("light probes (for what moves through the level):\n"),
+    { .name = "--probes",
+      .arg = "SPACING",
+      .set = set_probes,
+      .help = "also bake light probes on a grid SPACING apart over the scene's\n"
+              "box, with the map's bounces and lights: per probe the L2\n"
+              "spherical harmonics (9 rgb coefficients) of the light reaching it,\n"
+              "and whether it is valid (a probe inside geometry, under a floor\n"
+              "or behind a wall sees back faces and is flagged invalid); one\n"
+              "JSON file, NAME_probes.json beside the first -o (format and\n"
+              "shader code: docs/baking.md, Light probes)" },
+    { .name = "--probe-spp", .arg = "N", .set = set_probe_spp, .help = "rays per probe (default 1024)" },
+    { .name = "--probes-out",
+      .arg = "FILE.json",
+      .set = set_probes_out,
+      .help = "the probes' file instead of NAME_probes.json" },
+    TEXT("engine:\n"),
     { .sub = bk_cli_trace_opts, .sub_offset = offsetof(bk_cmd_bake_cli, t) },
     { .name = "--kernel",
       .arg = "wavefront|megakernel",
@@ -705,6 +749,7 @@ void bk_cmd_bake_defaults(bk_cmd_bake_cli *c)
     c->exposure = 1.0f;
     c->max_launch_ms = 50.0f;
     c->p.inside_share = BK_INSIDE_SHARE;
+    c->probe_spp = 1024;
     c->denoise = -1;
     bk_denoise_opts_default(&c->dn);
 }
@@ -776,6 +821,19 @@ static int bake_check(bk_cmd_bake_cli *c)
             return -1;
         }
     }
+    if (c->probes_out && !c->probe_spacing) {
+        bk_cmd_bake_error("--probes-out %s: no probes to write; add --probes SPACING\n", c->probes_out);
+        return -1;
+    }
+    if (c->probe_spacing > 0) {
+        const char *why = c->p.mode == BK_BAKE_AO          ? "an AO bake has no light for probes"
+                          : c->point_count > BK_DIR_POINTS ? "at most 30 point lights"
+                                                           : NULL;
+        if (why) {
+            bk_cmd_bake_error("--probes: %s\n", why);
+            return -1;
+        }
+    }
     /* the PNG first: the glTF, --preview and the messages name it */
     for (int k = 1; k < c->nouts; ++k)
         if (bk_image_type_of(c->outs[k]) == BK_IMAGE_TYPE_PNG) {
@@ -784,6 +842,15 @@ static int bake_check(bk_cmd_bake_cli *c)
             c->outs[0] = png;
         }
     c->out = c->outs[0];
+    if (c->probe_spacing > 0 && !c->probes_out) {
+        size_t n = strlen(c->out), cut = n >= 4 ? n - 4 : n;
+        if ((size_t)snprintf(c->probes_name, sizeof c->probes_name, "%.*s_probes.json", (int)cut, c->out) >=
+            sizeof c->probes_name) {
+            bk_cmd_bake_error("-o %s: the name is too long for its probes' file\n", c->out);
+            return -1;
+        }
+        c->probes_out = c->probes_name;
+    }
     return 0;
 }
 

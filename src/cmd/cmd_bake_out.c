@@ -84,12 +84,24 @@ static void write_pages_json(FILE *f, const bk_scene *s, const bk_voxmesh *vm, c
     fputs("] },\n", f);
 }
 
+/* --probes: their figures and file */
+static void write_probes_json(FILE *f, const bk_cmd_bake_cli *c, const bk_cmd_bake_probes *probes)
+{
+    fprintf(f,
+            "  \"probes\": { \"count\": %u, \"invalid\": %u, \"spp\": %u, \"seconds\": %.6f, \"rays\": %llu, "
+            "\"trace_seconds\": %.6f, \"file\": ",
+            probes->n, probes->invalid, probes->spp, probes->seconds, (unsigned long long)probes->totals.rays,
+            probes->totals.seconds);
+    json_str(f, c->probes_out);
+    fputs(" },\n", f);
+}
+
 void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
                              const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
                              const bk_bake_result *r, const double ph[PH_COUNT], const char *backend, double mean_lum,
                              double sort_seconds, const uint64_t mem[MEM_COUNT], const bk_denoise_result *dn,
                              const bk_cmd_bake_job *job, const double wr[WR_COUNT], double bake_prep,
-                             const bk_cmd_bake_tex *tex)
+                             const bk_cmd_bake_tex *tex, const bk_cmd_bake_probes *probes)
 {
     double mrays = r->totals.seconds > 0 ? (double)r->totals.rays / r->totals.seconds / 1e6 : 0.0;
     fputs("{\n  \"scene\": ", f);
@@ -161,6 +173,7 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs
                 k ? ", " : "", k, (unsigned long long)r->dev[k].texels, r->dev[k].blocks,
                 (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
     fputs("] },\n", f);
+    if (probes->n) write_probes_json(f, c, probes);
     fprintf(f,
             "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
             "\"gather_seconds\": %.6f },\n",
@@ -236,6 +249,9 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT
     if (!r && c->stats &&
         (r = idx[OUT_STATS] = bk_outputs_add(io, "--stats", c->stats, BK_OUT_ALLOW_STDOUT, err, sizeof err)) >= 0)
         r = 0;
+    if (!r && c->writer && c->probes_out &&
+        (r = idx[OUT_PROBES] = bk_outputs_add(io, "--probes", c->probes_out, 0, err, sizeof err)) >= 0)
+        r = 0;
     if (!r && c->writer && c->preview &&
         (r = idx[OUT_PREVIEW] = bk_outputs_add(io, "--preview", c->preview, 0, err, sizeof err)) >= 0)
         r = 0;
@@ -288,7 +304,7 @@ void bk_cmd_bake_note_stale_pages(const bk_cmd_bake_cli *c, const char *out, int
  * bytes are now (the temporary files of the run), NULL for the names. */
 int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *src, const bk_scene *surf,
                            const bk_voxmesh *vm, const bk_atlas *at, char **page_names, const char *const *files,
-                           const float *rgb, const bk_tex_pool *pool, char *err, size_t err_size)
+                           const float *rgb, const bk_tex_pool *pool, uint32_t probe_count, char *err, size_t err_size)
 {
     bk_gltf_opts go;
     bk_gltf_opts_default(&go);
@@ -300,6 +316,8 @@ int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *sr
     go.vm = vm;
     go.src = src;
     go.exposure = c->exposure;
+    go.probes = probe_count ? c->probes_out : NULL;
+    go.probe_count = probe_count;
     /* --directional's files beside the first -o */
     char *dir[3] = { NULL, NULL, NULL };
     for (int b = 0; c->directional && b < bk_cmd_bake_dir_files(c); ++b) {

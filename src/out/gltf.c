@@ -1008,6 +1008,14 @@ static void json_asset(gltf_job *J)
         }
         fputs("]}", j);
     }
+    if (o && o->probes) {
+        fputs(",\"probes\":{\"uri\":", j);
+        json_str(j, base_of(o->probes));
+        fprintf(j,
+                ",\"count\":%u,\"encoding\":\"JSON: positions, validity and the L2 spherical harmonics of the "
+                "incoming radiance per probe (docs/formats.md, Light probes)\"}",
+                o->probe_count);
+    }
     fputs("}}},", j);
     if (emissive_strength) fputs("\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],", j);
     fputs("\"scene\":0,\"scenes\":[{\"name\":", j);

@@ -72,6 +72,9 @@ typedef struct bk_gltf_opts {
     const char        *directional_mode; /* "sh" or "dominant" */
     const char *const *directional;      /* directional_count file names */
     int                directional_count;
+    /* --probes' file (NULL for none): named in the asset's extras.baker.probes, with its count */
+    const char *probes;
+    uint32_t    probe_count;
 } bk_gltf_opts;
 
 void bk_gltf_opts_default(bk_gltf_opts *o);
