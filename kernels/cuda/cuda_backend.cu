@@ -1079,11 +1079,9 @@ static int probes_run(cuda_ctx *c, probe_bufs *b, const float *pos, uint32_t n, 
     const bk_accel_view *view = cuda_view(c, o, err, err_size);
     if (!view) return -1;
     bv.accel = *view;
-    bk_bake_params q = *p;
-    q.directional = 0;
     CUDA_TRY(cudaEventRecord(c->ev0));
     CUDA_TRY(
-        bk_cuda_bake_probes(&bv, &q, (const float *)b->pos, n, (float *)b->part, pass, (float *)b->sums, c->d_stats));
+        bk_cuda_bake_probes(&bv, p, (const float *)b->pos, n, (float *)b->part, pass, (float *)b->sums, c->d_stats));
     CUDA_TRY(cudaEventRecord(c->ev1));
     CUDA_TRY(cudaEventSynchronize(c->ev1));
     float ms = 0;

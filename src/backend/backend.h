@@ -223,8 +223,8 @@ struct bk_backend_i {
     /* Light probes (kernels/bk_bake.h, bk_bake_probe), between bake_begin and bake_end (which
      * counts their rays and time): samples [0, p->spp) of each of the n probes at pos (3 floats
      * each) into sums, BK_PROBE_SUMS per probe, as chunks of BK_PROBE_CHUNK samples added in order
-     * (bk_probe_chunks_sum), so every backend gives the same bits. p->directional is ignored. NULL
-     * where the backend cannot. */
+     * (bk_probe_chunks_sum), so every backend gives the same bits. p->directional must be 0
+     * (bk_bake_probes sees to it). NULL where the backend cannot. */
     int (*bake_probes)(bk_backend *be, const float *pos, uint32_t n, const bk_bake_params *p, const bk_trace_opts *o,
                        float *sums, char *err, size_t err_size);
 };

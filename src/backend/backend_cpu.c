@@ -302,6 +302,16 @@ static bk_hit cpu_bake_trace(const bk_accel_view *a, const bk_ray *r, int any_hi
     return bk_trace_dispatch(a, r, any_hit, s, st);
 }
 
+/* One texel's or probe's traversal counters into a worker's totals. */
+static void add_stats(bk_trace_totals *t, const bk_trace_stats *st)
+{
+    t->nodes += st->nodes;
+    t->tris += st->tris;
+    t->restarts += st->restarts;
+    t->spills += st->spills;
+    t->rays += st->rays;
+}
+
 typedef struct bake_job {
     cpu_ctx              *c;
     bk_bake_view          bake; /* the bake's view, walking the layout the options ask for */
@@ -339,11 +349,7 @@ static void *bake_worker_run(void *arg)
                 pos[1] = t.py;
                 pos[2] = t.pz;
             }
-            w->totals.nodes += st.nodes;
-            w->totals.tris += st.tris;
-            w->totals.restarts += st.restarts;
-            w->totals.spills += st.spills;
-            w->totals.rays += st.rays;
+            add_stats(&w->totals, &st);
         }
     }
     return NULL;
@@ -385,11 +391,7 @@ static void *probe_worker_run(void *arg)
                           &st);
         }
         bk_probe_chunks_sum(part, chunks, j->sums + (size_t)i * BK_PROBE_SUMS);
-        w->totals.nodes += st.nodes;
-        w->totals.tris += st.tris;
-        w->totals.restarts += st.restarts;
-        w->totals.spills += st.spills;
-        w->totals.rays += st.rays;
+        add_stats(&w->totals, &st);
     }
     free(part);
     return NULL;
@@ -401,8 +403,6 @@ static int cpu_bake_probes(bk_backend *be, const float *pos, uint32_t n, const b
     cpu_ctx *c = be->ctx;
     if (!cpu_supports(be, o, err, err_size)) return -1;
     if (!c->out) return bk_fail(err, err_size, "bake_probes without bake_begin");
-    bk_bake_params q = *p;
-    q.directional = 0;
     probe_job job;
     memset(&job, 0, sizeof job);
     job.c = c;
@@ -410,7 +410,7 @@ static int cpu_bake_probes(bk_backend *be, const float *pos, uint32_t n, const b
     job.bake.accel = *cpu_view(c, o);
     job.pos = pos;
     job.n = n;
-    job.p = &q;
+    job.p = p;
     job.o = o;
     job.sums = sums;
     atomic_init(&job.next, 0);
