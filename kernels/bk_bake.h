@@ -71,6 +71,8 @@ typedef struct bk_bake_params {
     float    sun_cos;        /* cosine of the sun's angular radius */
     uint32_t sun_mode;       /* enum bk_light_mode */
     uint32_t directional;    /* 1: each texel's L1 sums too (bk_bake_path.dir: the irradiance vector) */
+    uint32_t mask_count;     /* --shadowmask: channels (0 to BK_MASK_MAX; bk_bake_path.mask) */
+    uint32_t mask_vis[4];    /*   the BK_VIS_* bit of each channel's light (the sun, point lights) */
     float    inside_share;   /* inside: more than this share of the inside rays meet backs (0: BK_INSIDE_SHARE) */
     uint32_t sample_begin;   /* this launch bakes samples [sample_begin, sample_end) of each */
     uint32_t sample_end;     /*   texel, added to the sums of the earlier ones               */
@@ -110,6 +112,40 @@ BK_STATIC_ASSERT(BK_DIM_AO_LAST < BK_DIM_STRIDE, "AO's random dimensions outgrow
 BK_HD int bk_light_lights(uint32_t mode, uint32_t b)
 {
     return mode == BK_LIGHT_BAKED || (mode == BK_LIGHT_INDIRECT && b > 0);
+}
+
+/* What a light does at path vertex b (the light functions' result, bk_bake_sun_light): nothing;
+ * only its shadow ray, with no light (BK_USE_MASK: the texel's own vertex of a light on the
+ * shadowmask that does not light it, baked indirect); its shadow ray and its light. */
+enum bk_light_use { BK_USE_NONE = 0, BK_USE_MASK = 1, BK_USE_LIGHT = 2 };
+
+/* Which of a sample's shadow rays at the texel's own vertex (b = 0) reached their light: the bits
+ * of bk_bake_path.vis, which the directional sums, the probes and the shadowmask read. */
+#define BK_VIS_SUN    1u
+#define BK_VIS_EMIT   2u
+#define BK_VIS_POINT0 2u  /* point light i: bit BK_VIS_POINT0 + i */
+#define BK_DIR_POINTS 30u /* the most point lights with a bit: a directional bake's, a probe's, the mask's */
+
+/* --shadowmask (bk_bake_params.mask_count, mask_vis): per texel and channel, how many samples' shadow
+ * rays towards the channel's light at the texel's own vertex reached it (bk_bake_path.mask; the host
+ * divides by spp). They are the rays the direct term of a baked light traces, with the same random
+ * numbers, so the map is the same bits with or without the mask. */
+#define BK_MASK_MAX 4u
+
+/* Whether the light of BK_VIS_* bit `bit` is on the shadowmask. */
+BK_HD int bk_bake_masked(const bk_bake_params *p, uint32_t bit)
+{
+    int m = 0;
+    for (uint32_t c = 0; c < p->mask_count && c < BK_MASK_MAX; ++c) m |= p->mask_vis[c] == bit;
+    return m;
+}
+
+/* The use of a light of this mode at vertex b; masked: it is on the shadowmask. */
+BK_HD int bk_light_use(uint32_t mode, uint32_t b, int masked)
+{
+    return bk_light_lights(mode, b)                   ? BK_USE_LIGHT
+           : b == 0 && masked && mode != BK_LIGHT_OFF ? BK_USE_MASK
+                                                      : BK_USE_NONE;
 }
 
 /* The first random dimension of path vertex b. */
@@ -420,17 +456,17 @@ BK_HD int bk_bake_hit_front(const bk_bake_view *v, uint32_t id, uint32_t aux, bk
 
 /* Next-event estimation at a path vertex b of sample smp of a texel, at o (the vertex moved off its
  * surface) with normal nrm: each gives the direction of its shadow ray (*d, or *w towards the light,
- * not normalised, whose ray ends at 0.9999) and the light it brings if unoccluded, or returns 0
- * when there is none (the light below the horizon, off, or indirect at the texel: bk_light_lights).
+ * not normalised, whose ray ends at 0.9999) and the light it brings if unoccluded, and returns its
+ * enum bk_light_use: BK_USE_NONE when there is no ray (the light below the horizon, off, or indirect
+ * at the texel: bk_light_lights), BK_USE_MASK for a ray the shadowmask alone wants (*light 0).
  * At a probe's own vertex (probe: bk_path_at_probe) each brings its irradiance on a surface facing
  * it, whatever the normal (an emitter's weighed against the probe's uniform directions). The path steps,
  * bk_bake_dir_sample and bk_bake_probe_sample call them, so they all see the same bits. */
 BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t smp, uint32_t b, bk_vec3 nrm, int probe,
                             bk_vec3 *d, bk_vec3 *light)
 {
-    if (!(p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) ||
-        !bk_light_lights(p->sun_mode, b))
-        return 0;
+    const int use = bk_light_use(p->sun_mode, b, bk_bake_masked(p, BK_VIS_SUN));
+    if (!(p->sun_color[0] > 0.0f || p->sun_color[1] > 0.0f || p->sun_color[2] > 0.0f) || !use) return BK_USE_NONE;
     /* a direction uniform in the sun's cone */
     const uint32_t base = bk_dim_vertex(b);
     bk_vec3        sd = bk_v3(p->sun_dir[0], p->sun_dir[1], p->sun_dir[2]), b1, b2;
@@ -440,29 +476,30 @@ BK_HD int bk_bake_sun_light(const bk_bake_params *p, uint32_t texel, uint32_t sm
     bk_sincos_2pi(bk_bake_rng(p, texel, smp, base + BK_DIM_SUN + 1), &sp, &cp);
     float stt = sqrtf(bk_maxf(0.0f, 1.0f - ct * ct));
     *d = bk_add3(bk_add3(bk_mul3(b1, stt * cp), bk_mul3(b2, stt * sp)), bk_mul3(sd, ct));
-    const bk_vec3 e = bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]);
+    const bk_vec3 e = use == BK_USE_LIGHT ? bk_v3(p->sun_color[0], p->sun_color[1], p->sun_color[2]) : bk_v3(0, 0, 0);
     float         c = bk_dot3(nrm, *d);
     if (probe) { /* a probe's vertex: the irradiance itself (bk_bake_probe_sample) */
         *light = e;
-        return 1;
+        return use;
     }
-    if (!(c > 0.0f)) return 0;
+    if (!(c > 0.0f)) return BK_USE_NONE;
     *light = bk_mul3(e, c * 0.318309886f);
-    return 1;
+    return use;
 }
 
 /* Point light i (see bk_bake_sun_light). */
-BK_HD int bk_bake_point_light(const bk_bake_view *v, uint32_t i, uint32_t b, bk_vec3 o, bk_vec3 nrm, int probe,
-                              bk_vec3 *w, bk_vec3 *light)
+BK_HD int bk_bake_point_light(const bk_bake_view *v, const bk_bake_params *p, uint32_t i, uint32_t b, bk_vec3 o,
+                              bk_vec3 nrm, int probe, bk_vec3 *w, bk_vec3 *light)
 {
-    bk_f4 lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
+    bk_f4     lp = bk_load4(v->points + 2 * i), li = bk_load4(v->points + 2 * i + 1);
+    const int use = bk_light_use((uint32_t)lp.w, b, i < BK_DIR_POINTS && bk_bake_masked(p, 1u << (BK_VIS_POINT0 + i)));
     *w = bk_sub3(bk_f4_xyz(lp), o);
     float d2 = bk_dot3(*w, *w), c = bk_dot3(nrm, *w);
-    if ((!probe && c <= 0.0f) || d2 <= 0.0f || !bk_light_lights((uint32_t)lp.w, b)) return 0;
+    if ((!probe && c <= 0.0f) || d2 <= 0.0f || !use) return BK_USE_NONE;
     /* cos / d^2 / pi, cos = c / |w|; at a probe's vertex the irradiance 1 / d^2 itself */
-    float g = probe ? 1.0f / d2 : c / (d2 * sqrtf(d2)) * 0.318309886f;
+    float g = use != BK_USE_LIGHT ? 0.0f : probe ? 1.0f / d2 : c / (d2 * sqrtf(d2)) * 0.318309886f;
     *light = bk_mul3(bk_f4_xyz(li), g);
-    return 1;
+    return use;
 }
 
 /* One emissive-triangle sample: an emitter picked by power, then a uniform point on it, weighed
@@ -558,6 +595,7 @@ typedef struct bk_bake_path {
     bk_f4    acc;      /* the texel's sums (bk_bake_texel) */
     float    sq;
     bk_f4    dir[3];       /* with p->directional: the texel's L1 sums, bands x, y, z (rgb each; bk_bake_dir_sample) */
+    bk_f4    mask;         /* with p->mask_count: the texel's shadowmask sums, channels in x y z w (BK_MASK_MAX) */
     uint32_t vis;          /* this sample's shadow rays at vertex 0 that reached their light: BK_VIS_* bits */
     float    best;         /* unocclude: the nearest back face so far */
     bk_vec3  best_d;       /*   and the direction it was met in */
@@ -586,10 +624,6 @@ BK_HD int bk_path_at_probe(const bk_bake_path *ps) { return ps->b == 0 && ps->tr
  * a constant (c_1m = 0.488603 pi b_m). Which shadow rays reached their light is kept in
  * bk_bake_path.vis as the path runs; the rays' directions and light are computed again when the
  * sample ends (the same functions, the same bits), so a wavefront path carries one word more. */
-#define BK_VIS_SUN    1u
-#define BK_VIS_EMIT   2u
-#define BK_VIS_POINT0 2u  /* point light i: bit BK_VIS_POINT0 + i */
-#define BK_DIR_POINTS 30u /* the most point lights a directional bake takes */
 /* The cap of 1 / cos on the part along the surface of a bounce's light (bk_bake_dir_sample): a
  * direction's share there is tan(theta), unbounded at the horizon, which cosine sampling draws
  * rarely but with a variance that grows without limit (about 16 times M's per sample at float
@@ -626,12 +660,13 @@ BK_HD void bk_bake_dir_sample(const bk_bake_view *v, const bk_bake_params *p, bk
     bk_f4         d[3];
     for (int k = 0; k < 3; ++k) d[k].x = d[k].y = d[k].z = d[k].w = 0.0f;
     /* the same order as the steps add them to the vertex's direct light */
-    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, ps->smp, 0, n, 0, &w, &light)) {
+    if ((ps->vis & BK_VIS_SUN) && bk_bake_sun_light(p, ps->texel, ps->smp, 0, n, 0, &w, &light) == BK_USE_LIGHT) {
         direct = bk_add3(direct, light);
         bk_dir_add(d, light, w, bk_dot3(n, w));
     }
     for (uint32_t i = 0; i < v->point_count && i < BK_DIR_POINTS; ++i)
-        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, o, n, 0, &w, &light)) {
+        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) &&
+            bk_bake_point_light(v, p, i, 0, o, n, 0, &w, &light) == BK_USE_LIGHT) {
             direct = bk_add3(direct, light);
             bk_dir_add(d, light, w, bk_dot3(n, w));
         }
@@ -655,9 +690,35 @@ BK_HD void bk_bake_dir_sample(const bk_bake_view *v, const bk_bake_params *p, bk
     }
 }
 
-/* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0), and, with
- * p->directional, dir[0..2] (NULL: zero). */
-BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, float sq, const bk_f4 *dir,
+/* A texel's extra sums beside acc and sq, as backends keep them: bk_bake_ext_count(p) float4s per
+ * texel, with p->directional its three directional sums (bk_bake_path.dir), then with a shadowmask
+ * its channels' (bk_bake_path.mask). */
+BK_HD uint32_t bk_bake_ext_count(const bk_bake_params *p)
+{
+    return (p->directional ? 3u : 0u) + (p->mask_count ? 1u : 0u);
+}
+
+/* A texel's extra sums out of the path into ext (bk_bake_ext_count(p) float4s). */
+BK_HD void bk_bake_path_ext_store(const bk_bake_params *p, const bk_bake_path *ps, bk_f4 *ext)
+{
+    const uint32_t nd = p->directional ? 3u : 0u;
+    for (uint32_t k = 0; k < nd; ++k) ext[k] = ps->dir[k];
+    if (p->mask_count) ext[nd] = ps->mask;
+}
+
+/* The shadowmask's sums += the sample's visibility of each channel's light (its bits vis). */
+BK_HD void bk_mask_add(const bk_bake_params *p, uint32_t vis, bk_f4 *m)
+{
+    const uint32_t n = p->mask_count;
+    m->x += n > 0 && (vis & p->mask_vis[0]) ? 1.0f : 0.0f;
+    m->y += n > 1 && (vis & p->mask_vis[1]) ? 1.0f : 0.0f;
+    m->z += n > 2 && (vis & p->mask_vis[2]) ? 1.0f : 0.0f;
+    m->w += n > 3 && (vis & p->mask_vis[3]) ? 1.0f : 0.0f;
+}
+
+/* Starts a texel whose earlier samples summed to acc and sq (zero before sample 0), and to ext, its
+ * extra sums (bk_bake_ext_count; NULL: zero). */
+BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4 acc, float sq, const bk_f4 *ext,
                               bk_bake_path *ps)
 {
     ps->x = bk_v3(tx->px, tx->py, tx->pz);
@@ -669,10 +730,13 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
     ps->L = ps->thr = ps->direct = ps->pend = bk_v3(0, 0, 0);
     ps->acc = acc;
     ps->sq = sq;
-    for (int k = 0; k < 3; ++k) {
-        if (dir) ps->dir[k] = dir[k];
+    const uint32_t nd = ext && p->directional ? 3u : 0u;
+    for (uint32_t k = 0; k < 3; ++k) {
+        if (k < nd) ps->dir[k] = ext[k];
         else ps->dir[k].x = ps->dir[k].y = ps->dir[k].z = ps->dir[k].w = 0.0f;
     }
+    if (ext && p->mask_count) ps->mask = ext[nd];
+    else ps->mask.x = ps->mask.y = ps->mask.z = ps->mask.w = 0.0f;
     ps->vis = 0;
     ps->smp = p->sample_begin;
     ps->smp_end = p->sample_end;
@@ -691,6 +755,7 @@ BK_HD void bk_bake_path_begin(const bk_bake_params *p, const bk_texel *tx, bk_f4
 BK_HD void bk_bake_path_end_sample(const bk_bake_view *v, const bk_bake_params *p, bk_bake_path *ps)
 {
     if (p->directional) bk_bake_dir_sample(v, p, ps);
+    if (p->mask_count) bk_mask_add(p, ps->vis, &ps->mask);
     ps->acc.x += ps->L.x;
     ps->acc.y += ps->L.y;
     ps->acc.z += ps->L.z;
@@ -783,7 +848,7 @@ BK_HD int bk_bake_path_next(const bk_bake_view *v, const bk_bake_params *p, bk_b
             {
                 const bk_vec3 o = bk_add3(ps->pos, bk_mul3(ps->nrm, p->eps));
                 bk_vec3       w, light;
-                if (bk_bake_point_light(v, ps->k++, ps->b, o, ps->nrm, bk_path_at_probe(ps), &w, &light))
+                if (bk_bake_point_light(v, p, ps->k++, ps->b, o, ps->nrm, bk_path_at_probe(ps), &w, &light))
                     return bk_bake_path_shadow(ps, o, w, 0.9999f, light, BK_STEP_POINT, r, any_hit);
                 break;
             }
@@ -918,13 +983,13 @@ BK_HD void bk_bake_path_hit(const bk_bake_view *v, const bk_bake_params *p, bk_b
  * gets the sample variance. The launch with sample 0 moves the texel out of nearby geometry and writes the position
  * back into *tx. Adding sample by sample in order makes a bake split over several launches equal to one made in a
  * single pass. The host divides by spp at the end and calls the texel inside geometry when w exceeds
- * bk_bake_inside_limit. With p->directional, dir[0..2] holds the texel's directional sums the same
- * way (bk_bake_dir_sample; NULL without). */
+ * bk_bake_inside_limit. ext (NULL when bk_bake_ext_count(p) is 0) holds the texel's extra sums the
+ * same way (bk_bake_path_ext_store: directional, shadowmask). */
 BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_texel *tx, bk_f4 acc, float *sq,
-                          bk_f4 *dir, bk_stack *s, bk_trace_stats *st)
+                          bk_f4 *ext, bk_stack *s, bk_trace_stats *st)
 {
     bk_bake_path ps;
-    bk_bake_path_begin(p, tx, acc, *sq, dir, &ps);
+    bk_bake_path_begin(p, tx, acc, *sq, ext, &ps);
     bk_ray r;
     int    any_hit;
     while (bk_bake_path_next(v, p, &ps, &r, &any_hit)) {
@@ -935,8 +1000,7 @@ BK_HD bk_f4 bk_bake_texel(const bk_bake_view *v, const bk_bake_params *p, bk_tex
     tx->py = ps.x.y;
     tx->pz = ps.x.z;
     *sq = ps.sq;
-    if (dir)
-        for (int k = 0; k < 3; ++k) dir[k] = ps.dir[k];
+    if (ext) bk_bake_path_ext_store(p, &ps, ext);
     return ps.acc;
 }
 
@@ -992,7 +1056,7 @@ BK_HD void bk_bake_probe_sample(const bk_bake_view *v, const bk_bake_params *p, 
         bk_sh9_add(sh, light, w);
     }
     for (uint32_t i = 0; i < v->point_count && i < BK_DIR_POINTS; ++i)
-        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, i, 0, ps->x, ps->n, 1, &w, &light)) {
+        if ((ps->vis & (1u << (BK_VIS_POINT0 + i))) && bk_bake_point_light(v, p, i, 0, ps->x, ps->n, 1, &w, &light)) {
             direct = bk_add3(direct, light);
             bk_sh9_add(sh, light, bk_normalize3(w));
         }
@@ -1006,7 +1070,7 @@ BK_HD void bk_bake_probe_sample(const bk_bake_view *v, const bk_bake_params *p, 
 
 /* Samples [smp_begin, smp_end) of probe `probe` at pos into sh (zeroed first): the 27 sums of
  * bk_bake_probe_sample, then in sh[27] how many of the samples' first rays met the back of a
- * surface. p->directional must be 0. A probe has at most BK_DIR_POINTS point lights. */
+ * surface. p->directional and p->mask_count must be 0. A probe has at most BK_DIR_POINTS point lights. */
 BK_HD void bk_bake_probe(const bk_bake_view *v, const bk_bake_params *p, bk_vec3 pos, uint32_t probe,
                          uint32_t smp_begin, uint32_t smp_end, float sh[BK_PROBE_SUMS], bk_stack *s, bk_trace_stats *st)
 {

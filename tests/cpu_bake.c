@@ -433,6 +433,75 @@ static void check_directional(void)
     bk_scene_free(&s);
 }
 
+/* --shadowmask: a box [-1, 1] x [0, 2] x [-1, 1] standing on the ground, a sun of 3 degrees
+ * and a point light, both baked indirect, over texels on the ground beside it. The mask's channels
+ * are, per texel, the share of the samples whose shadow ray towards each light reaches it, traced
+ * here again by brute force with the direct term's own directions (bk_bake_sun_light); the map
+ * is the same bits with the mask or without. */
+static void check_shadowmask(void)
+{
+    bk_scene s, box;
+    bk_test_scene_ground(&s, 14);
+    bk_test_scene_box(&box);
+    for (uint32_t t = 0; t < 12; ++t) {
+        float p[3][3];
+        for (int v = 0; v < 3; ++v)
+            for (int k = 0; k < 3; ++k) p[v][k] = box.positions[3 * box.tri_v[3 * t + v] + k] + (k == 1 ? 1.0f : 0.0f);
+        bk_test_set_tri(&s, 2 + t, p[0], p[1], p[2]);
+    }
+    bk_scene_free(&box);
+    enum { N = 100, SPP = 64 };
+    bk_texel tx[N];
+    for (uint32_t i = 0; i < N; ++i) tx[i] = texel(1.05f + 0.02f * (float)i, 0, 0.3f, 0, 1, 0, i);
+    float            pt[6] = { 0, 6, 0.2f, 50, 50, 50 }, plain[3 * N], map[3 * N], m0[3 * N];
+    bk_bake_run_opts o = opts(SPP, 2, BK_BAKE_LIGHT);
+    sun_at(&o, -0.4472136f, 0.8944272f);
+    o.params.sun_cos = cosf(3.0f * 3.14159265f / 180.0f);
+    o.params.sun_mode = BK_LIGHT_INDIRECT;
+    o.params.sky[1] = 0.1f;
+    point_mode = BK_LIGHT_INDIRECT;
+    bake(&s, tx, N, &o, pt, 1, plain, 0);
+    o.params.mask_count = 2;
+    o.params.mask_vis[0] = BK_VIS_SUN;
+    o.params.mask_vis[1] = 1u << BK_VIS_POINT0;
+    for (int k = 0; k < 3 * N; ++k) m0[k] = -1.0f; /* poisoned: every channel is written */
+    o.mask[0] = m0;
+    bake(&s, tx, N, &o, pt, 1, map, 0);
+    point_mode = BK_LIGHT_BAKED;
+    BK_EXPECTF(!memcmp(plain, map, sizeof map), "the map changed with --shadowmask (texel 0: %.9g against %.9g)",
+               map[0], plain[0]);
+    uint32_t part = 0, lit[2] = { 0, 0 }, dark[2] = { 0, 0 };
+    for (uint32_t i = 0; i < N; ++i) {
+        const bk_vec3 n = bk_v3(0, 1, 0), x = bk_v3(tx[i].px, tx[i].py + o.params.eps, tx[i].pz);
+        uint32_t      got[2] = { 0, 0 };
+        for (uint32_t smp = 0; smp < SPP; ++smp) {
+            bk_vec3 d, light;
+            if (bk_bake_sun_light(&o.params, i, smp, 0, n, 0, &d, &light) == BK_USE_MASK) {
+                bk_ray r = bk_make_ray(x, d, 0.0f, BK_INF);
+                got[0] += bk_test_brute(&s, &r, 1).tri == BK_NO_HIT;
+            }
+            bk_vec3 w = bk_sub3(bk_v3(pt[0], pt[1], pt[2]), x);
+            bk_ray  r = bk_make_ray(x, w, 0.0f, 0.9999f);
+            got[1] += bk_test_brute(&s, &r, 1).tri == BK_NO_HIT;
+        }
+        for (int c = 0; c < 2; ++c) {
+            const float want = (float)got[c] * (1.0f / (float)SPP), have = m0[3 * i + (uint32_t)c];
+            BK_EXPECTF(have == want, "texel %u (x %.2f), channel %d: the mask %.6f, its shadow rays %.6f", i, tx[i].px,
+                       c, have, want);
+            lit[c] += have == 1.0f;
+            dark[c] += have == 0.0f;
+        }
+        part += m0[3 * i] > 0.0f && m0[3 * i] < 1.0f;
+        BK_EXPECTF(m0[3 * i + 2] == -1.0f, "texel %u: a third channel was written (%g)", i, m0[3 * i + 2]);
+    }
+    BK_EXPECTF(part >= 2 && lit[0] && dark[0] && lit[1] && dark[1],
+               "the scene tests too little: %u texels in the sun's penumbra; sun %u lit %u dark, point %u lit %u dark",
+               part, lit[0], dark[0], lit[1], dark[1]);
+    printf("shadowmask: %u texels in the penumbra; sun %u lit, %u dark; point %u lit, %u dark\n", part, lit[0], dark[0],
+           lit[1], dark[1]);
+    bk_scene_free(&s);
+}
+
 /* Stack strategy and thread count must not change a texel (closest hits do not depend on them). */
 static void check_determinism(void)
 {
@@ -548,6 +617,7 @@ int main(void)
     check_plane();
     check_light_modes();
     check_directional();
+    check_shadowmask();
     check_determinism();
     BK_TEST_DONE();
 }

@@ -114,9 +114,9 @@ static int keep_bake_fetch(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, f
 {
     return K(be)->cpu->i->bake_fetch(K(be)->cpu, b, e, out, sq, err, es);
 }
-static int keep_bake_fetch_dir(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, char *err, size_t es)
+static int keep_bake_fetch_ext(bk_backend *be, uint32_t b, uint32_t e, bk_f4 *out, char *err, size_t es)
 {
-    return K(be)->cpu->i->bake_fetch_dir(K(be)->cpu, b, e, out, err, es);
+    return K(be)->cpu->i->bake_fetch_ext(K(be)->cpu, b, e, out, err, es);
 }
 static int keep_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *t, char *err, size_t es)
 {
@@ -184,10 +184,10 @@ static void keep_host_free(bk_backend *be, void *q)
     free(p);
 }
 static const struct bk_backend_i keep_iface = {
-    keep_name,        keep_supports,   keep_upload,     keep_trace,     keep_bake_begin,
-    keep_bake_run,    keep_bake_fetch, keep_bake_end,   keep_memory,    keep_memory_peak,
-    keep_kernel_info, keep_denoise,    keep_free,       keep_caps,      NULL,
-    keep_bake_texels, keep_bake_refs,  keep_host_alloc, keep_host_free, keep_bake_fetch_dir, NULL
+    keep_name,       keep_supports,       keep_upload, keep_trace,       keep_bake_begin,  keep_bake_run,
+    keep_bake_fetch, keep_bake_end,       keep_memory, keep_memory_peak, keep_kernel_info, keep_denoise,
+    keep_free,       keep_caps,           NULL,        keep_bake_texels, keep_bake_refs,   keep_host_alloc,
+    keep_host_free,  keep_bake_fetch_ext, NULL
 };
 
 static bk_backend *keep_init(void)

@@ -125,6 +125,17 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
             memset(band[j][k], 0xFF, sizeof(float) * 3 * np);
         }
     for (int k = 0; k < 3; ++k) oc.dir[k] = band[0][k], og.dir[k] = band[1][k];
+    /* the sun indirect: its shadowmask too (cpu, megakernel, wavefront; poisoned) */
+    const int mask = sun_mode == BK_LIGHT_INDIRECT;
+    float    *mk[3] = { NULL, NULL, NULL };
+    o.params.mask_count = oc.params.mask_count = og.params.mask_count = (uint32_t)mask;
+    o.params.mask_vis[0] = oc.params.mask_vis[0] = og.params.mask_vis[0] = BK_VIS_SUN;
+    for (int j = 0; mask && j < 3; ++j) {
+        mk[j] = malloc(sizeof(float) * 3 * np);
+        memset(mk[j], 0xFF, sizeof(float) * 3 * np);
+    }
+    oc.mask[0] = mk[0];
+    og.mask[0] = mk[1];
     bake_on(cpu, surf, &a, tx, n, at.width, at.height, &oc, ref, &rc);
     bake_on(gpu, surf, &a, tx, n, at.width, at.height, &og, got, &rg);
     /* texels made on the GPU from their refs: the same bake bit for bit */
@@ -152,11 +163,17 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
         memset(wave, 0xFF, sizeof(float) * 3 * np); /* poison: NaN where nothing was written */
         for (int k = 0; dir && k < 3; ++k) memset(band[2][k], 0xFF, sizeof(float) * 3 * np);
         for (int k = 0; k < 3; ++k) ow.dir[k] = band[2][k];
+        if (mask) memset(mk[2], 0xFF, sizeof(float) * 3 * np);
+        ow.mask[0] = mk[2];
         bake_on(gpu, surf, &a, tx, n, at.width, at.height, &ow, wave, &rw);
         size_t same = 0, dsame = 0;
         for (size_t i = 0; i < 3 * np; ++i) same += memcmp(&got[i], &wave[i], sizeof(float)) == 0;
         for (size_t i = 0; dir && i < 3 * np; ++i)
             for (int k = 0; k < 3; ++k) dsame += memcmp(&band[1][k][i], &band[2][k][i], sizeof(float)) == 0;
+        size_t msame = 0;
+        for (size_t i = 0; mask && i < np; ++i) msame += memcmp(&mk[1][3 * i], &mk[2][3 * i], sizeof(float)) == 0;
+        BK_EXPECTF(msame == (mask ? np : 0),
+                   "%s: the wavefront's shadowmask differs from the megakernel's in %zu texels", path, np - msame);
         BK_EXPECTF(dsame == (dir ? 9 * np : 0),
                    "%s: the wavefront's directional bands differ from the megakernel's in %zu values", path,
                    9 * np - dsame);
@@ -231,6 +248,24 @@ static void compare(const char *path, int size, uint32_t spp, int accel, int sta
                 break;
             }
     }
+    if (mask) { /* the shadowmask: CUDA = CPU, every covered texel written, in [0, 1] */
+        size_t lit = 0, part = 0, bad = 0, differ = 0, covered = 0;
+        for (size_t i = 0; i < np; ++i) {
+            if (!cov[i]) continue;
+            const float g = mk[1][3 * i];
+            covered++;
+            bad += !(g >= 0.0f && g <= 1.0f);
+            lit += g > 0.0f;
+            part += g > 0.0f && g < 1.0f;
+            differ += memcmp(&g, &mk[0][3 * i], sizeof g) != 0;
+        }
+        printf("  shadowmask: %zu of %zu texels see the sun (%zu in part), %zu differ from the CPU's\n", lit, covered,
+               part, differ);
+        BK_EXPECTF(!bad, "%s: %zu texels of the shadowmask unwritten or outside [0, 1]", path, bad);
+        BK_EXPECTF(differ <= covered / 100, "%s: the shadowmask differs from the CPU's in %zu of %zu texels", path,
+                   differ, covered);
+    }
+    for (int j = 0; j < 3; ++j) free(mk[j]);
     for (int j = 0; j < 3; ++j)
         for (int k = 0; k < 3; ++k) free(band[j][k]);
     BK_EXPECTF(rc.invalid == rg.invalid, "%s: texels inside geometry: cpu %u cuda %u", path, rc.invalid, rg.invalid);
@@ -269,7 +304,8 @@ int main(void)
     for (int m = 0; m < BK_STACK_MODE_COUNT; ++m)
         compare(path, 192, m ? 8 : 16, m ? BK_ACCEL_KDTREE : BK_ACCEL_BVH, m, BK_LIGHT_BAKED, m == BK_STACK_SHORT, gpu);
     snprintf(path, sizeof path, "%s/sponza-dabrovic/sponza.obj", bk_test_scenes_dir());
-    if (access(path, R_OK) == 0) compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, BK_LIGHT_BAKED, 1, gpu);
+    if (access(path, R_OK) == 0) /* the sun indirect: its shadowmask beside the directional bands */
+        compare(path, 256, 4, BK_ACCEL_BVH, BK_STACK_SPILL, BK_LIGHT_INDIRECT, 1, gpu);
     else fprintf(stderr, "note: %s absent\n", path);
     /* the device let go as a bake's last use of it does (its context destroyed: cmd_bake.c's
      * be_release), then taken again: a fresh context bakes as before */

@@ -239,6 +239,43 @@ int main(void)
         BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--directional") && strstr(err, refused[k][1]),
                    "%s: %s", opt, err);
     }
+    /* --shadowmask: the map the same bytes as with the sun indirect alone (ok4.png, the last of
+     * the loop above), NAME_shadowmask.png beside it (RGBA), named in the glTF; what it refuses,
+     * it names */
+    snprintf(args, sizeof args,
+             "'%s' -o '%s/ok8.png' --mesh-out '%s/ok8.gltf' --backend cpu --size 32 --spp 2 --quiet --threads 1 "
+             "--sun 0.3,1,0.2,3,2.9,2.7,0.5,indirect --shadowmask",
+             scene, tmpdir, tmpdir);
+    BK_EXPECT(run(err, sizeof err, args) == 0);
+    snprintf(cmd, sizeof cmd, "%s/ok4.png", tmpdir);
+    snprintf(b2, sizeof b2, "%s/ok8.png", tmpdir);
+    BK_EXPECTF(same_file(cmd, b2), "--shadowmask changed the map");
+    snprintf(cmd, sizeof cmd, "%s/ok8_shadowmask.png", tmpdir);
+    pf = fopen(cmd, "rb");
+    memset(head, 0, sizeof head);
+    BK_EXPECTF(pf && fread(head, 1, 26, pf) == 26 && head[25] == 6, "%s: no RGBA PNG (colour type %d)", cmd, head[25]);
+    if (pf) fclose(pf);
+    snprintf(cmd, sizeof cmd,
+             "grep -q '\"shadowmask\":{\"uri\":\"ok8_shadowmask.png\".*\"channel\":\"r\",\"light\":\"sun\"' "
+             "'%s/ok8.gltf'",
+             tmpdir);
+    BK_EXPECTF(system(cmd) == 0, "%s/ok8.gltf does not name the shadowmask and its sun", tmpdir);
+    const char *mrefused[][2] = {
+        { "-o '%s/no.png' --shadowmask", "no light is baked indirect" },
+        { "-o '%s/no.png' --sun 0,1,0,1,1,1,1,indirect --shadowmask --mode ao", "AO" },
+        { "-o '%s/no.png' --sun 0,1,0,1,1,1,1,indirect --point 0,1,0,1,1,1,indirect --point 0,2,0,1,1,1,indirect "
+          "--point 0,3,0,1,1,1,indirect --point 0,4,0,1,1,1,indirect --shadowmask",
+          "at most 4" }
+    };
+    for (int k = 0; k < 3; ++k) {
+        char opt[700];
+        snprintf(opt, sizeof opt, mrefused[k][0], tmpdir);
+        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
+        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--shadowmask") && strstr(err, mrefused[k][1]),
+                   "%s: %s", opt, err);
+    }
+    snprintf(cmd, sizeof cmd, "%s/no_shadowmask.png", tmpdir);
+    BK_EXPECTF(!exists(cmd), "%s written by a refused run", cmd);
     /* --probes: the map the same bytes, NAME_probes.json beside it, named in the glTF; what it
      * refuses, it names */
     snprintf(args, sizeof args,

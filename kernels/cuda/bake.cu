@@ -36,7 +36,7 @@ static __device__ __forceinline__ unsigned bk_smid(void)
 /* Starts texel i: as the atlas made it, but for a launch after sample 0, at the unoccluded
  * position sample 0 found (the texels stay as they came: the denoiser reads them). */
 static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const bk_texel *__restrict__ tx,
-                                                  const float *pos, const bk_f4 *out, const float *sq, const bk_f4 *dir,
+                                                  const float *pos, const bk_f4 *out, const float *sq, const bk_f4 *ext,
                                                   uint32_t i, bk_bake_path *ps)
 {
     bk_texel t = tx[i];
@@ -45,7 +45,8 @@ static __device__ __forceinline__ void bake_start(const bk_bake_params *p, const
         t.py = pos[3 * (size_t)i + 1];
         t.pz = pos[3 * (size_t)i + 2];
     }
-    bk_bake_path_begin(p, &t, out[i], sq[i], p->directional ? dir + 3 * (size_t)i : NULL, ps);
+    const uint32_t ne = bk_bake_ext_count(p);
+    bk_bake_path_begin(p, &t, out[i], sq[i], ne ? ext + ne * (size_t)i : NULL, ps);
 }
 
 /* rec: NULL for a normal bake. Otherwise lane 0 of each warp writes its SM and start time at once
@@ -55,7 +56,7 @@ template <int MODE, int CAP>
 __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
     bake_kernel(bk_bake_view v, bk_bake_params p, const bk_texel *__restrict__ tx, float *__restrict__ pos,
                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *__restrict__ out,
-                float *__restrict__ sq, bk_f4 *__restrict__ dir, unsigned long long *stats, bk_warp_rec *rec)
+                float *__restrict__ sq, bk_f4 *__restrict__ ext, unsigned long long *stats, bk_warp_rec *rec)
 {
     extern __shared__ uint32_t smem[];
     uint32_t       local[BK_STACK_SIZED_OF(MODE) ? 1 : BK_STACK_ENTRIES * BK_STACK_WIDTH]; /* any accel's entries */
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
      * 785, and the wavefront bake below 1169. */
     uint32_t     i = begin + gtid;
     bk_bake_path ps;
-    if (i < end) bake_start(&p, tx, pos, out, sq, dir, i, &ps);
+    if (i < end) bake_start(&p, tx, pos, out, sq, ext, i, &ps);
     for (;;) {
         const int live = i < end;
         if (!__any_sync(0xffffffffu, live)) break;
@@ -90,8 +91,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
                 /* the texel's samples are done: its sums out, its moved position for the later launches */
                 out[i] = ps.acc;
                 sq[i] = ps.sq;
-                if (p.directional)
-                    for (int k = 0; k < 3; ++k) dir[3 * (size_t)i + k] = ps.dir[k];
+                if (bk_bake_ext_count(&p)) bk_bake_path_ext_store(&p, &ps, ext + bk_bake_ext_count(&p) * (size_t)i);
                 if (p.sample_begin == 0) {
                     pos[3 * (size_t)i] = ps.x.x;
                     pos[3 * (size_t)i + 1] = ps.x.y;
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK, BAKE_MIN_BLOCKS(CAP))
                 }
                 i += nthreads;
                 if (i >= end) break;
-                bake_start(&p, tx, pos, out, sq, dir, i, &ps);
+                bake_start(&p, tx, pos, out, sq, ext, i, &ps);
             }
         }
         if (have) {
@@ -150,11 +150,11 @@ cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
                                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
-                                bk_f4 *dir, unsigned long long *stats, bk_warp_rec *rec)
+                                bk_f4 *ext, unsigned long long *stats, bk_warp_rec *rec)
 {
     bake_fn k = pick(stack_mode, reg_cap);
     if (!k) return cudaErrorInvalidDeviceFunction;
-    k<<<blocks, block, smem>>>(*v, *p, tx, pos, begin, end, stack_size, spill, out, sq, dir, stats, rec);
+    k<<<blocks, block, smem>>>(*v, *p, tx, pos, begin, end, stack_size, spill, out, sq, ext, stats, rec);
     return cudaGetLastError();
 }
 
@@ -288,6 +288,7 @@ static __device__ __forceinline__ void wave_load_hot(const float4 *h, bk_bake_pa
     ps->acc.x = ps->acc.y = ps->acc.z = ps->acc.w = 0.0f;
     ps->sq = 0.0f;
     for (int k = 0; k < 3; ++k) ps->dir[k] = ps->acc;
+    ps->mask = ps->acc;
     ps->best = BK_INF;
     ps->best_d = ps->nrm;
     ps->tri = 0;
@@ -299,7 +300,8 @@ typedef struct wave_job {
     float          *pos;
     bk_f4          *out; /* the texels' sums (unocclude pass) */
     float          *sq;
-    bk_f4          *dir;   /* a directional bake's sums, 3 per texel (bk_bake_dir_sample); NULL without */
+    bk_f4          *ext;   /* the texels' extra sums, ne per texel (bk_bake_ext_count); NULL without */
+    uint32_t        ne;    /*   */
     uint32_t        begin; /* first texel */
     uint32_t        ns;    /* samples per texel in this launch; 0: the unocclude pass */
     uint32_t        total; /* pairs (or texels, unocclude pass) */
@@ -370,6 +372,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
                 w.res_sq[q] = ps.sq;
                 if (p.directional)
                     for (int k = 0; k < 3; ++k) w.res_dir[3 * (size_t)q + k] = ps.dir[k];
+                if (p.mask_count) w.res_vis[q] = ps.vis; /* the sample's, for the mask (wave_sum) */
             } else {
                 const uint32_t i = J.begin + q;
                 J.out[i] = ps.acc;
@@ -393,7 +396,7 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_step(bk_cuda_wave w, bk_ba
 }
 
 /* The pairs' results into their texels' sums, in sample order. */
-__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_job J)
+__global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_job J, bk_bake_params p)
 {
     const uint32_t nt = J.total / J.ns;
     for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nt; k += gridDim.x * blockDim.x) {
@@ -410,15 +413,20 @@ __global__ void __launch_bounds__(BK_CUDA_BLOCK) wave_sum(bk_cuda_wave w, wave_j
         }
         J.out[i] = a;
         J.sq[i] = s2;
-        for (int d = 0; J.dir && d < 3; ++d) { /* the directional sums, in the same order */
-            bk_f4 b = J.dir[3 * (size_t)i + d];
+        for (int d = 0; p.directional && d < 3; ++d) { /* the directional sums, in the same order */
+            bk_f4 b = J.ext[J.ne * (size_t)i + d];
             for (uint32_t s = 0; s < J.ns; ++s) {
                 const bk_f4 r = w.res_dir[3 * ((size_t)k * J.ns + s) + d];
                 b.x += r.x;
                 b.y += r.y;
                 b.z += r.z;
             }
-            J.dir[3 * (size_t)i + d] = b;
+            J.ext[J.ne * (size_t)i + d] = b;
+        }
+        if (p.mask_count) { /* the shadowmask's, from the samples' visibility bits, in the same order */
+            bk_f4 m = J.ext[J.ne * (size_t)i + J.ne - 1];
+            for (uint32_t s = 0; s < J.ns; ++s) bk_mask_add(&p, w.res_vis[(size_t)k * J.ns + s], &m);
+            J.ext[J.ne * (size_t)i + J.ne - 1] = m;
         }
     }
 }
@@ -576,9 +584,11 @@ cudaError_t bk_cuda_wave_reserve(bk_cuda_wave *w, uint32_t slots, uint32_t whole
         cudaFree(w->res);
         cudaFree(w->res_sq);
         cudaFree(w->res_dir);
+        cudaFree(w->res_vis);
         w->res = NULL;
         w->res_sq = NULL;
         w->res_dir = NULL;
+        w->res_vis = NULL;
         w->res_cap = 0;
         WAVE_ALLOC(w->res, sizeof(bk_f4) * (size_t)pairs);
         WAVE_ALLOC(w->res_sq, sizeof(float) * (size_t)pairs);
@@ -622,6 +632,7 @@ void bk_cuda_wave_free(bk_cuda_wave *w)
     cudaFree(w->res);
     cudaFree(w->res_sq);
     cudaFree(w->res_dir);
+    cudaFree(w->res_vis);
     cudaFree(w->count);
     cudaFreeHost(w->h_count);
     memset(w, 0, sizeof *w);
@@ -707,7 +718,7 @@ static cudaError_t wave_run(bk_cuda_wave *w, wave_trace_fn tr[2], unsigned block
 
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
-                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *dir,
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *ext,
                               unsigned long long *stats, int bin)
 {
     wave_trace_fn tr[2] = { wave_pick(&v->accel, stack_mode, 1), wave_pick(&v->accel, stack_mode, 0) };
@@ -722,11 +733,15 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
     }
     if (!tr[0] || !tr[1]) return cudaErrorInvalidDeviceFunction;
     const uint32_t nt = end - begin;
-    if (nt > w->res_cap || !w->cap || !w->whole_cap || (p->directional && !dir)) return cudaErrorInvalidValue;
-    wave_job J = { tx, pos, out, sq, p->directional ? dir : NULL, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
+    const uint32_t ne = bk_bake_ext_count(p);
+    if (nt > w->res_cap || !w->cap || !w->whole_cap || (ne && !ext)) return cudaErrorInvalidValue;
+    wave_job    J = { tx, pos, out, sq, ne ? ext : NULL, ne, begin, 0, nt, nt < w->whole_cap ? nt : w->whole_cap };
     cudaError_t e;
     if (p->directional && !w->res_dir &&
         (e = cudaMalloc((void **)&w->res_dir, 3 * sizeof(bk_f4) * (size_t)w->res_cap)) != cudaSuccess)
+        return e;
+    if (p->mask_count && !w->res_vis &&
+        (e = cudaMalloc((void **)&w->res_vis, sizeof(uint32_t) * (size_t)w->res_cap)) != cudaSuccess)
         return e;
     /* the groups' streams start after what the default stream has queued, and it waits for them */
     if ((e = cudaEventRecord(w->ev[0], 0)) != cudaSuccess ||
@@ -745,7 +760,7 @@ cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, 
         J.total = nt * J.ns;
         J.slots = J.total < w->cap ? J.total : w->cap;
         if ((e = wave_run(w, tr, blocks, smem, v, &ps, &J, stack_size, spill, stats, bin)) != cudaSuccess) return e;
-        wave_sum<<<blocks, BK_CUDA_BLOCK, 0, w->stream[0]>>>(*w, J);
+        wave_sum<<<blocks, BK_CUDA_BLOCK, 0, w->stream[0]>>>(*w, J, ps);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
     if ((e = cudaEventRecord(w->ev[0], w->stream[0])) != cudaSuccess) return e;

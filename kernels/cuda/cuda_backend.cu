@@ -98,7 +98,8 @@ typedef struct cuda_ctx {
     float        *d_pos; /* 3 per texel: where sample 0 moved it (out of nearby geometry) */
     bk_f4        *d_out;
     float        *d_sq;  /* sums of squared sample luminances */
-    bk_f4        *d_dir; /* a directional bake's sums, 3 per texel; made at its first bake_run */
+    bk_f4        *d_ext; /* the texels' extra sums, ext_n per texel (bk_bake_ext_count); made at the first bake_run */
+    uint32_t      ext_n;
     uint32_t      texel_count;
     double        bake_seconds;
     /* achieved occupancy (bk_trace_opts.occupancy): one record per warp of a launch */
@@ -692,8 +693,9 @@ static void release_bake_data(cuda_ctx *c)
     cudaFree(c->d_points);
     cudaFree(c->d_out);
     cudaFree(c->d_sq);
-    cudaFree(c->d_dir);
-    c->d_dir = NULL;
+    cudaFree(c->d_ext);
+    c->d_ext = NULL;
+    c->ext_n = 0;
     cudaFree(c->d_pos);
     c->d_btris = c->d_mats = c->d_emit_tris = c->d_emit_cdf = c->d_points = NULL;
     cudaFree(c->d_tri_uv);
@@ -915,10 +917,16 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         return -1;
     }
     if (begin == end) return 0;
-    if (p->directional && !c->d_dir) {
-        const size_t bytes = 3 * sizeof(bk_f4) * (c->texel_count ? c->texel_count : 1);
-        CUDA_TRY(cudaMalloc((void **)&c->d_dir, bytes));
-        CUDA_TRY(cudaMemset(c->d_dir, 0, bytes)); /* the sums start at zero */
+    const uint32_t ne = bk_bake_ext_count(p);
+    if (c->d_ext && ne != c->ext_n) {
+        snprintf(err, err_size, "bake_run with %u extra sums after %u", ne, c->ext_n);
+        return -1;
+    }
+    if (ne && !c->d_ext) {
+        const size_t bytes = ne * sizeof(bk_f4) * (c->texel_count ? c->texel_count : 1);
+        CUDA_TRY(cudaMalloc((void **)&c->d_ext, bytes));
+        CUDA_TRY(cudaMemset(c->d_ext, 0, bytes)); /* the sums start at zero */
+        c->ext_n = ne;
         note_memory(c);
     }
     size_t smem = bake_smem(c, o);
@@ -987,12 +995,12 @@ static int cuda_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_
         CUDA_TRY(bk_cuda_wave_reserve(&c->wave, (uint32_t)(slots ? slots : 1), (uint32_t)whole, (uint32_t)pairs));
         note_memory(c);
         CUDA_TRY(bk_cuda_bake_wave(&c->wave, o->stack_mode, (unsigned)blocks, smem, &bv, p, c->d_texels, c->d_pos,
-                                   begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_dir, c->d_stats,
+                                   begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_ext, c->d_stats,
                                    o->ray_order == BK_RAY_ORDER_SORTED));
         rec = NULL; /* occupancy is measured for the megakernel only */
     } else {
         CUDA_TRY(bk_cuda_bake_launch(o->stack_mode, o->reg_cap, (unsigned)blocks, BLOCK, smem, &bv, p, c->d_texels,
-                                     c->d_pos, begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_dir,
+                                     c->d_pos, begin, end, o->stack_size, c->d_spill, c->d_out, c->d_sq, c->d_ext,
                                      c->d_stats, rec));
     }
     CUDA_TRY(cudaEventRecord(c->ev1));
@@ -1049,12 +1057,14 @@ static int cuda_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *
     return 0;
 }
 
-static int cuda_bake_fetch_dir(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
+static int cuda_bake_fetch_ext(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
 {
     cuda_ctx *c = ctx_of(be);
-    if (fetch_check(c, c->d_dir, "bake_fetch_dir without a directional bake_run", begin, end, err, err_size)) return -1;
+    if (fetch_check(c, c->d_ext, "bake_fetch_ext without a bake_run that has extra sums", begin, end, err, err_size))
+        return -1;
     if (begin == end) return 0;
-    CUDA_TRY(cudaMemcpy(out, c->d_dir + 3 * (size_t)begin, 3 * sizeof(bk_f4) * (end - begin), cudaMemcpyDeviceToHost));
+    CUDA_TRY(cudaMemcpy(out, c->d_ext + c->ext_n * (size_t)begin, c->ext_n * sizeof(bk_f4) * (end - begin),
+                        cudaMemcpyDeviceToHost));
     return 0;
 }
 
@@ -1298,7 +1308,7 @@ static const struct bk_backend_i cuda_iface = {
     .bake_refs = cuda_bake_refs,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
-    .bake_fetch_dir = cuda_bake_fetch_dir,
+    .bake_fetch_ext = cuda_bake_fetch_ext,
     .bake_probes = cuda_bake_probes,
 };
 

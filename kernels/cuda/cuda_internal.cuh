@@ -48,12 +48,12 @@ cudaError_t bk_cuda_bake_attributes(int stack_mode, int reg_cap, cudaFuncAttribu
 cudaError_t bk_cuda_bake_occupancy(int stack_mode, int reg_cap, int block, size_t smem, int *per_sm);
 /* Bakes texels [begin, end) with a grid-stride loop over `blocks` blocks; pos: 3 floats per texel,
  * where the launch of sample 0 leaves each texel's unoccluded position for the later ones (tx is
- * only read); dir: with p->directional, the texels' directional sums (3 per texel); rec: NULL, or
+ * only read); ext: the texels' extra sums (bk_bake_ext_count(p) per texel; directional, shadowmask); rec: NULL, or
  * one record per warp of the grid. */
 cudaError_t bk_cuda_bake_launch(int stack_mode, int reg_cap, unsigned blocks, int block, size_t smem,
                                 const bk_bake_view *v, const bk_bake_params *p, const bk_texel *tx, float *pos,
                                 uint32_t begin, uint32_t end, int stack_size, uint32_t *spill, bk_f4 *out, float *sq,
-                                bk_f4 *dir, unsigned long long *stats, bk_warp_rec *rec);
+                                bk_f4 *ext, unsigned long long *stats, bk_warp_rec *rec);
 
 /* Light probes (backend.h, bake_probes) on the device: n probes at d_pos (3 floats each) into
  * d_sums (BK_PROBE_SUMS each), part_probes probes at a time through d_part (their chunks' sums:
@@ -84,6 +84,7 @@ typedef struct bk_cuda_wave {
     bk_f4       *res;       /* per pair: rgb and the back-face count */
     float       *res_sq;    /* per pair: the squared luminance */
     bk_f4       *res_dir;   /* per pair, a directional bake's: its directional sums (3), made at its first use */
+    uint32_t     *res_vis;   /* per pair, a shadowmask's: the sample's bk_bake_path.vis, made at its first use */
     uint64_t     res_cap;   /* pairs */
     cudaStream_t stream[2]; /* the two groups of slots wave on streams of their own */
     /* --bin-rays: each wave's rays binned before they are traced (bake.cu: wave_bin_*) */
@@ -106,7 +107,7 @@ cudaError_t bk_cuda_wave_occupancy(const bk_accel_view *a, int stack_mode, size_
  * origin's cell of 16^3 over the scene box) rather than as their paths asked for them. */
 cudaError_t bk_cuda_bake_wave(bk_cuda_wave *w, int stack_mode, unsigned blocks, size_t smem, const bk_bake_view *v,
                               const bk_bake_params *p, const bk_texel *tx, float *pos, uint32_t begin, uint32_t end,
-                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *dir,
+                              int stack_size, uint32_t *spill, bk_f4 *out, float *sq, bk_f4 *ext,
                               unsigned long long *stats, int bin);
 
 /* The denoiser over one page given as its n texels, charts and colours on the device (backend.h,

@@ -216,15 +216,16 @@ struct bk_backend_i {
      * memory. */
     void *(*host_alloc)(bk_backend *be, size_t bytes);
     void (*host_free)(bk_backend *be, void *p);
-    /* A directional bake's (bk_bake_params.directional) sums of texels [begin, end) into out,
-     * 3 per texel (bands x, y, z: rgb in each, kernels/bk_bake.h bk_bake_dir_sample), like
-     * bake_fetch; valid until bake_end. NULL where the backend cannot bake them. */
-    int (*bake_fetch_dir)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size);
+    /* The extra sums of texels [begin, end) (kernels/bk_bake.h, bk_bake_ext_count(p) per texel for
+     * the bake_run's params p: a directional bake's three bands, rgb in each, bk_bake_dir_sample;
+     * then a shadowmask's channels, bk_bake_path.mask) into out, like bake_fetch; valid until
+     * bake_end. Every bake_run of one bake has the same count. NULL where the backend cannot bake them. */
+    int (*bake_fetch_ext)(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size);
     /* Light probes (kernels/bk_bake.h, bk_bake_probe), between bake_begin and bake_end (which
      * counts their rays and time): samples [0, p->spp) of each of the n probes at pos (3 floats
      * each) into sums, BK_PROBE_SUMS per probe, as chunks of BK_PROBE_CHUNK samples added in order
-     * (bk_probe_chunks_sum), so every backend gives the same bits. p->directional must be 0
-     * (bk_bake_probes sees to it). NULL where the backend cannot. */
+     * (bk_probe_chunks_sum), so every backend gives the same bits. p->directional and
+     * p->mask_count must be 0 (bk_bake_probes sees to it). NULL where the backend cannot. */
     int (*bake_probes)(bk_backend *be, const float *pos, uint32_t n, const bk_bake_params *p, const bk_trace_opts *o,
                        float *sums, char *err, size_t err_size);
 };

@@ -44,7 +44,8 @@ typedef struct cpu_ctx {
     uint32_t        texel_count;
     bk_f4          *out;
     float          *sq;  /* sums of squared sample luminances */
-    bk_f4          *dir; /* a directional bake's sums, 3 per texel (bk_bake_dir_sample); NULL before */
+    bk_f4          *ext; /* the texels' extra sums, ext_n per texel (bk_bake_ext_count); NULL before */
+    uint32_t        ext_n; /*   */
     bk_trace_totals bake_totals;
 } cpu_ctx;
 
@@ -343,7 +344,7 @@ static void *bake_worker_run(void *arg)
                 t.pz = pos[2];
             }
             j->c->out[i] = bk_bake_texel(&j->bake, j->p, &t, j->c->out[i], &j->c->sq[i],
-                                         j->c->dir ? j->c->dir + 3 * i : NULL, &s, &st);
+                                         j->c->ext ? j->c->ext + j->c->ext_n * i : NULL, &s, &st);
             if (j->p->sample_begin == 0) {
                 pos[0] = t.px;
                 pos[1] = t.py;
@@ -428,8 +429,9 @@ static int cpu_bake_begin(bk_backend *be, const bk_bake_view *v, const bk_texel 
     cpu_ctx *c = be->ctx;
     free(c->out);
     free(c->sq);
-    free(c->dir);
-    c->dir = NULL;
+    free(c->ext);
+    c->ext = NULL;
+    c->ext_n = 0;
     c->bake = *v;
     c->bake.accel = c->view;
     free(c->pos);
@@ -450,9 +452,14 @@ static int cpu_bake_run(bk_backend *be, uint32_t begin, uint32_t end, const bk_b
     if (!cpu_supports(be, o, err, err_size)) return -1;
     if (end > c->texel_count || begin > end)
         return bk_fail(err, err_size, "bake range %u..%u out of %u texels", begin, end, c->texel_count);
-    if (p->directional && !c->dir &&
-        !(c->dir = calloc(3 * (size_t)(c->texel_count ? c->texel_count : 1), sizeof(bk_f4))))
-        return bk_fail(err, err_size, "out of memory for %u texels' directional sums", c->texel_count);
+    const uint32_t ne = bk_bake_ext_count(p);
+    if (c->ext && ne != c->ext_n) return bk_fail(err, err_size, "bake_run with %u extra sums after %u", ne, c->ext_n);
+    if (ne && !c->ext) {
+        if (!(c->ext = calloc(ne * (size_t)(c->texel_count ? c->texel_count : 1), sizeof(bk_f4))))
+            return bk_fail(err, err_size, "out of memory for %u texels' directional and shadowmask sums",
+                           c->texel_count);
+        c->ext_n = ne;
+    }
     int      nt = o->threads > 0 ? o->threads : bk_cpu_threads();
     bake_job job;
     memset(&job, 0, sizeof job);
@@ -481,13 +488,13 @@ static int cpu_bake_fetch(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *o
     return 0;
 }
 
-static int cpu_bake_fetch_dir(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
+static int cpu_bake_fetch_ext(bk_backend *be, uint32_t begin, uint32_t end, bk_f4 *out, char *err, size_t err_size)
 {
     cpu_ctx *c = be->ctx;
-    if (!c->dir) return bk_fail(err, err_size, "bake_fetch_dir without a directional bake_run");
+    if (!c->ext) return bk_fail(err, err_size, "bake_fetch_ext without a bake_run that has extra sums");
     if (end > c->texel_count || begin > end)
         return bk_fail(err, err_size, "fetch range %u..%u out of %u texels", begin, end, c->texel_count);
-    memcpy(out, c->dir + 3 * (size_t)begin, 3 * sizeof(bk_f4) * (end - begin));
+    memcpy(out, c->ext + c->ext_n * (size_t)begin, c->ext_n * sizeof(bk_f4) * (end - begin));
     return 0;
 }
 
@@ -499,12 +506,13 @@ static int cpu_bake_end(bk_backend *be, bk_f4 *out, float *sq, bk_trace_totals *
     *totals = c->bake_totals;
     free(c->out);
     free(c->sq);
-    free(c->dir);
+    free(c->ext);
     free(c->pos);
     c->pos = NULL;
     c->out = NULL;
     c->sq = NULL;
-    c->dir = NULL;
+    c->ext = NULL;
+    c->ext_n = 0;
     c->texels = NULL;
     return 0;
 }
@@ -515,7 +523,7 @@ static void cpu_free(bk_backend *be)
     bk_backend_cw_free(((cpu_ctx *)be->ctx)->cw);
     free(((cpu_ctx *)be->ctx)->out);
     free(((cpu_ctx *)be->ctx)->sq);
-    free(((cpu_ctx *)be->ctx)->dir);
+    free(((cpu_ctx *)be->ctx)->ext);
     free(((cpu_ctx *)be->ctx)->pos);
     free(be->ctx);
     free(be);
@@ -587,7 +595,7 @@ static const struct bk_backend_i cpu_iface = {
     .bake_refs = NULL,   /* nor makes any */
     .host_alloc = NULL,  /* host memory: malloc's */
     .host_free = NULL,
-    .bake_fetch_dir = cpu_bake_fetch_dir,
+    .bake_fetch_ext = cpu_bake_fetch_ext,
     .bake_probes = cpu_bake_probes,
 };
 

@@ -317,6 +317,17 @@ void bk_bake_estimate_dir(uint64_t pixels, uint64_t texels, int on_device, uint6
     *device = on_device ? 48 * T + 48 * pairs : 0;
 }
 
+void bk_bake_estimate_mask(uint64_t pixels, uint64_t texels, int on_device, uint32_t channels, uint64_t *host,
+                           uint64_t *device)
+{
+    /* host: the mask's images (12 B per pixel for every 3 channels, from the bake to the write) and
+     * the CPU backend's sums (16 B per texel); device: the sums and the wavefront's per pair
+     * visibility word (4 B each) */
+    const uint64_t T = texels, pairs = min_u64(64 * T, 8ull << 20), images = (channels + 2) / 3;
+    *host = 12 * images * pixels + (on_device ? 0 : 16 * T);
+    *device = on_device ? 16 * T + 4 * pairs : 0;
+}
+
 /* Where stderr is not a terminal (a log, a CI job), a line every 10 % of the work or 10 s once the
  * bake has run for a second, and one at the end. */
 static void progress_line(double frac, double elapsed, double *next_frac, double *next_time)
@@ -601,9 +612,14 @@ typedef struct fetch_job {
     uint8_t            *coverage;
     float              *rgb, *variance;
     bk_f4              *texel_col;
-    const bk_f4        *dsum;      /* a directional bake's slice of sums (3 per texel), or NULL */
+    const bk_f4        *ext;       /* the slice's extra sums (ne per texel: bk_bake_ext_count), or NULL */
+    uint32_t            ne;        /*   */
+    int                 has_dir;   /* of them the first 3: the directional sums */
     float *const       *dir;       /* where their means go: bk_bake_run_opts.dir */
     bk_f4              *texel_dir; /*   or texel_dir */
+    int                 has_mask;  /* the last: the shadowmask's sums */
+    uint32_t            mask_count;
+    float *const       *mask; /* where its means go: bk_bake_run_opts.mask */
     atomic_uint         invalid;
 } fetch_job;
 
@@ -612,7 +628,7 @@ typedef struct fetch_job {
 static void fetch_dir(const fetch_job *j, size_t k, uint32_t i, uint32_t px, int inside)
 {
     for (int a = 0; a < 3; ++a) {
-        const bk_f4 d = j->dsum[3 * k + (size_t)a];
+        const bk_f4 d = j->ext[j->ne * k + (size_t)a];
         const float m = inside ? 0.0f : j->inv;
         if (j->texel_dir) {
             bk_f4 c = { d.x * m, d.y * m, d.z * m, 0.0f };
@@ -623,6 +639,15 @@ static void fetch_dir(const fetch_job *j, size_t k, uint32_t i, uint32_t px, int
             j->dir[a][3 * (size_t)px + 2] = d.z * m;
         }
     }
+}
+
+/* Texel k of the slice's shadowmask into its pixel of the mask images; zero inside geometry. */
+static void fetch_mask(const fetch_job *j, size_t k, uint32_t px, int inside)
+{
+    const bk_f4 d = j->ext[j->ne * k + j->ne - 1];
+    const float m = inside ? 0.0f : j->inv, v[4] = { d.x * m, d.y * m, d.z * m, d.w * m };
+    for (uint32_t c = 0; c < j->mask_count && c < BK_MASK_MAX; ++c)
+        if (j->mask[c / 3]) j->mask[c / 3][3 * (size_t)px + c % 3] = v[c];
 }
 
 static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
@@ -636,7 +661,8 @@ static void fetch_fn(void *ctx, size_t begin, size_t end, int worker)
         const uint32_t i = j->first + (uint32_t)k;
         const bk_f4    s = j->out[k];
         uint32_t       px = j->refs ? j->refs[i].pixel : j->texels[i].pixel;
-        if (j->dsum) fetch_dir(j, k, i, px, !(s.w <= j->inside));
+        if (j->has_dir) fetch_dir(j, k, i, px, !(s.w <= j->inside));
+        if (j->has_mask) fetch_mask(j, k, px, !(s.w <= j->inside));
         if (!(s.w <= j->inside)) { /* its inside rays mostly met back faces: inside geometry */
             invalid++;
             if (j->coverage) j->coverage[px] = 0;
@@ -687,7 +713,8 @@ typedef struct bake_run {
     uint32_t        nf;  /* texels per fetched slice */
     bk_f4          *out; /* a slice of sums */
     float          *sq;  /* a slice of squared luminances (variance or texel colours), or NULL */
-    bk_f4          *dir; /* a slice of directional sums (3 per texel), or NULL */
+    bk_f4          *ext; /* a slice of extra sums (ne per texel: bk_bake_ext_count), or NULL */
+    uint32_t        ne;
     bake_dev       *dv;  /* nd */
     bake_share      S;
     zero_job        zj;
@@ -699,7 +726,7 @@ static void run_free_slices(bake_run *R)
 {
     slice_free(R->hb, R->out);
     slice_free(R->hb, R->sq);
-    slice_free(R->hb, R->dir);
+    slice_free(R->hb, R->ext);
     free(R->dv);
 }
 
@@ -724,10 +751,11 @@ static int run_alloc(bake_run *R, uint32_t n, const bk_bake_run_opts *o, char *e
     R->out = slice_alloc(hb, sizeof(bk_f4) * nf);
     const int want_var = o->variance || o->texel_col;
     R->sq = want_var ? slice_alloc(hb, sizeof(float) * nf) : NULL;
-    const int want_dir = o->params.directional && (o->texel_dir || o->dir[0] || o->dir[1] || o->dir[2]);
-    R->dir = want_dir ? slice_alloc(hb, 3 * sizeof(bk_f4) * nf) : NULL;
+    /* the extra sums, fetched whenever the bake has them (bk_bake_ext_count) */
+    R->ne = bk_bake_ext_count(&o->params);
+    R->ext = R->ne ? slice_alloc(hb, R->ne * sizeof(bk_f4) * nf) : NULL;
     R->dv = calloc((size_t)nd, sizeof *R->dv);
-    if (!R->out || (want_var && !R->sq) || (want_dir && !R->dir) || !R->dv) {
+    if (!R->out || (want_var && !R->sq) || (R->ne && !R->ext) || !R->dv) {
         run_free_slices(R);
         return bk_fail(err, err_size, "out of memory for %u texels", n);
     }
@@ -927,17 +955,23 @@ static int run_fetch(bake_run *R, int rc, float *rgb, uint8_t *coverage, char *e
     fj.rgb = rgb;
     fj.variance = o->variance;
     fj.texel_col = o->texel_col;
-    fj.dsum = R->dir;
+    fj.ext = R->ext;
+    fj.ne = R->ne;
+    fj.has_dir = R->ext && o->params.directional;
     fj.dir = o->dir;
     fj.texel_dir = o->texel_col ? o->texel_dir : NULL;
+    fj.has_mask = R->ext && o->params.mask_count;
+    fj.mask_count = o->params.mask_count;
+    fj.mask = o->mask;
     atomic_init(&fj.invalid, 0);
     for (uint32_t r = 0; r < S->nranges && !rc; ++r) {
         bk_backend *m = R->dv[S->ranges[r].dev].be;
         for (uint32_t b = S->ranges[r].begin; b < S->ranges[r].end && !rc; b += nf) {
             uint32_t e = S->ranges[r].end - b > nf ? b + nf : S->ranges[r].end;
             if ((rc = m->i->bake_fetch(m, b, e, R->out, R->sq, err, err_size))) break;
-            if (R->dir && !m->i->bake_fetch_dir) rc = bk_fail(err, err_size, "this backend bakes no directional maps");
-            if (R->dir && !rc) rc = m->i->bake_fetch_dir(m, b, e, R->dir, err, err_size);
+            if (R->ext && !m->i->bake_fetch_ext)
+                rc = bk_fail(err, err_size, "this backend bakes no directional maps or shadowmasks");
+            if (R->ext && !rc) rc = m->i->bake_fetch_ext(m, b, e, R->ext, err, err_size);
             if (rc) break;
             fj.first = b;
             bk_parallel_for(e - b, 4096, fetch_fn, &fj);

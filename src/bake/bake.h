@@ -61,6 +61,11 @@ typedef struct bk_bake_run_opts {
      * texel_col, into texel_dir (3 float4s per texel, rgb in each; w 0). Zero inside geometry. */
     float *dir[3];
     bk_f4 *texel_dir;
+    /* With params.mask_count: each texel's shadowmask (bk_bake_path.mask over spp: per channel the
+     * share of its samples' shadow rays that reached the channel's light), channel c into
+     * mask[c / 3] (images of 3 floats per pixel; a NULL one is not written), also in a bake into
+     * texel_col (the mask is not denoised). Zero inside geometry. */
+    float *mask[2];
     bk_f4 *texel_col; /* NULL, or n float4s that get each texel's mean rgb and, in w,
                          the variance of its mean luminance (as variance; all 0 for a
                          texel inside geometry) instead of the image: rgb and
@@ -158,6 +163,9 @@ typedef struct bk_bake_result {
 void bk_bake_estimate(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
 /* What a directional bake (bk_bake_params.directional) needs on top of it. */
 void bk_bake_estimate_dir(uint64_t pixels, uint64_t texels, int on_device, uint64_t *host, uint64_t *device);
+/* What a shadowmask of `channels` channels (bk_bake_params.mask_count) needs on top of it. */
+void bk_bake_estimate_mask(uint64_t pixels, uint64_t texels, int on_device, uint32_t channels, uint64_t *host,
+                           uint64_t *device);
 
 /* Bakes n texels (sorted by pixel; NULL: made here, see bk_bake_run_opts.make_texels) into rgb
  * (3 floats per pixel of a w x h image, which it zeroes first); coverage (w * h) loses the texels found inside

@@ -52,7 +52,7 @@ int bk_bake_probes(bk_backend *be, const bk_bake_view *v, const bk_bake_params *
                                                        : m->i->bake_begin(m, v, NULL, 0, err, err_size);
     if (!rc) {
         bk_bake_params q = *p;
-        q.directional = 0; /* the texels' sums only (backend.h) */
+        q.directional = q.mask_count = 0; /* the texels' sums only (backend.h) */
         rc = m->i->bake_probes(m, s->pos, s->n, &q, o, sums, err, err_size);
         char e2[512];
         if (m->i->bake_end(m, NULL, NULL, totals, e2, sizeof e2) && !rc) rc = bk_fail(err, err_size, "%s", e2);

@@ -142,6 +142,7 @@ typedef struct bake_state {
     bk_f4                  *tcol;
     bk_cmd_bake_dir         dir;  /* --directional: its bands and files */
     bk_f4                  *tdir; /*   and the texels' bands when the denoiser filters them (3 each) */
+    float                  *mask[2]; /* --shadowmask: its channels, 3 per pixel in each (bk_bake_run_opts.mask) */
     bk_denoise_result       dres;
     uint32_t                ntx;
     size_t                  page_px, npx; /* pixels of a page, of all pages */
@@ -251,8 +252,9 @@ static int phase_startup(bake_state *st)
             return 1;
         }
     st->rc = bk_cmd_bake_plan_files(c, &st->io, st->out_idx, st->lm_idx, c->pages_auto ? st->lm_page0 : NULL);
-    if (!st->rc && c->directional && job->size > 1) {
-        bk_cmd_bake_error("--directional: not yet in a job of several processes\n");
+    if (!st->rc && (c->directional || c->shadowmask) && job->size > 1) {
+        bk_cmd_bake_error("%s: not yet in a job of several processes\n",
+                          c->directional ? "--directional" : "--shadowmask");
         st->rc = 1;
     }
     if (!st->rc) st->rc = bk_cmd_bake_dir_plan(c, &st->io, &st->dir);
@@ -585,6 +587,11 @@ static int bake_targets(bake_state *st)
         return 1;
     }
     st->ro.params.directional = st->dir.mode != BK_CMD_DIR_OFF;
+    for (uint32_t m = 0; m < (st->c.p.mask_count + 2) / 3; ++m)
+        if (!(st->ro.mask[m] = st->mask[m] = calloc(3 * st->npx, sizeof(float)))) {
+            bk_cmd_bake_error("out of memory for the shadowmask (%zu pixels)\n", st->npx);
+            return 1;
+        }
     return 0;
 }
 
@@ -861,25 +868,48 @@ static void clip_stats(bake_state *st)
     bk_cmd_bake_clip_stats(st->rgb, st->cov, st->npx, st->c.exposure, &st->clip_share, &st->clip_fit);
 }
 
-/* --directional: each band filled and dilated as the map is (before the map's fill, which frees
- * the refs), each from the coverage as the bake left it. */
+/* --directional's bands and --shadowmask's images: each filled and dilated as the map is (before
+ * the map's fill, which frees the refs), each from the coverage as the bake left it. */
 static int fill_bands(bake_state *st)
 {
     const bk_atlas *at = &st->at;
-    if (!st->dir.mode) return 0;
+    float          *img[5];
+    int             n = 0;
+    for (int b = 0; st->dir.mode && b < 3; ++b) img[n++] = st->dir.band[b];
+    for (int m = 0; m < 2; ++m)
+        if (st->mask[m]) img[n++] = st->mask[m];
+    if (!n) return 0;
     uint8_t  *cov = malloc(st->npx ? st->npx : 1);
     uint32_t *reach = NULL;
     if (!cov) return bake_stop(st, 0, "out of memory");
     int rc = reach_ids(st, &reach);
-    for (int b = 0; b < 3 && !rc; ++b) {
+    for (int b = 0; b < n && !rc; ++b) {
         memcpy(cov, st->cov, st->npx);
-        rc = bk_fill_hidden_texels(st->dir.band[b], cov, st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
+        rc = bk_fill_hidden_texels(img[b], cov, st->refs, st->ntx, st->refs_hold_charts ? NULL : at->tri_chart,
                                    at->width, at->height, at->page_count, NULL, st->err, sizeof st->err);
         if (rc) bk_cmd_bake_error("%s\n", st->err);
-        else dilate_pages(st, st->dir.band[b], cov, reach);
+        else dilate_pages(st, img[b], cov, reach);
     }
     free(reach);
     free(cov);
+    return rc;
+}
+
+/* --shadowmask: its channels as one RGBA PNG (8 bits, linear). Channels past the lights' are 0,
+ * but an unused alpha is 1, so that viewers show the page opaque. */
+static int write_mask(bake_state *st)
+{
+    const size_t   npx = st->npx;
+    const uint32_t nc = st->c.p.mask_count;
+    float         *px = malloc(sizeof(float) * 4 * (npx ? npx : 1));
+    int            rc = px ? 0 : bake_stop(st, 0, "out of memory for the shadowmask's page");
+    for (size_t i = 0; !rc && i < npx; ++i)
+        for (uint32_t c = 0; c < 4; ++c) px[4 * i + c] = c < nc ? st->mask[c / 3][3 * i + c % 3] : c == 3 ? 1.0f : 0.0f;
+    FILE *f = rc ? NULL : bk_outputs_open(&st->io, st->out_idx[OUT_MASK], st->err, sizeof st->err);
+    if (!rc && (!f || bk_image_write_data(f, st->c.mask_out, px, 4, st->at.width, st->img_h, st->err, sizeof st->err) ||
+                bk_outputs_close(&st->io, st->out_idx[OUT_MASK], st->err, sizeof st->err)))
+        rc = bake_stop(st, 0, st->err);
+    free(px);
     return rc;
 }
 
@@ -935,6 +965,7 @@ static int phase_write(bake_state *st)
         bk_cmd_bake_error("%s\n", st->err);
         return 1;
     }
+    if (st->out_idx[OUT_MASK] >= 0 && write_mask(st)) return 1;
     if (st->out_idx[OUT_PROBES] >= 0) {
         FILE *f = bk_outputs_open(&st->io, st->out_idx[OUT_PROBES], st->err, sizeof st->err);
         int   rc = !f || bk_probe_file_write(f, &st->probes);
@@ -1032,6 +1063,11 @@ static void print_summary(const bake_state *st)
                 "%.3f s (%.3f s of tracing, %llu rays)\n",
                 pr->n, st->probes.grid_dims[0], st->probes.grid_dims[1], st->probes.grid_dims[2], c->probe_spacing,
                 pr->invalid, pr->spp, pr->seconds, pr->totals.seconds, (unsigned long long)pr->totals.rays);
+    for (uint32_t k = 0; k < c->p.mask_count; ++k) {
+        if (c->mask_point[k] < 0) fprintf(say, "%s%c the sun", k ? ", " : "  shadowmask: ", "rgba"[k]);
+        else fprintf(say, "%s%c point light %d", k ? ", " : "  shadowmask: ", "rgba"[k], c->mask_point[k]);
+        if (k + 1 == c->p.mask_count) fprintf(say, " (%s)\n", c->mask_out);
+    }
     if (dres->texels)
         fprintf(say, "  denoise %.3f s (passes %.3f s on %s): %llu texels in %u charts, each chart's mean kept\n",
                 dres->seconds, dres->filter_seconds, st->backend_name, (unsigned long long)dres->texels, dres->charts);
@@ -1195,6 +1231,8 @@ static int bake_end(bake_state *st, int rc)
     free(st->rgb);
     free(st->tcol);
     free(st->tdir);
+    free(st->mask[0]);
+    free(st->mask[1]);
     bk_cmd_bake_dir_free(&st->dir);
     free(st->tx);
     free(st->refs);

@@ -63,6 +63,10 @@ typedef struct bk_cmd_bake_cli {
     uint32_t        probe_spp;     /* --probe-spp */
     const char     *probes_out;    /* --probes-out, or probes_name: NAME_probes.json beside out */
     char            probes_name[4096];
+    int             shadowmask;      /* --shadowmask */
+    const char     *mask_out;        /*   its file: NAME_shadowmask.png beside out */
+    char            mask_name[4096]; /*   */
+    int             mask_point[4];   /*   its channels' lights: -1 the sun, else a point light */
     bk_denoise_opts dn;
     float          *points;      /* --point: 6 floats each */
     uint8_t        *point_modes; /* and its mode (enum bk_light_mode) */
@@ -248,7 +252,16 @@ int      bk_cmd_bake_job_share(bk_cmd_bake_job *job, const bk_cmd_bake_cli *c, u
 /* cmd_bake_out.c */
 /* The bake's outputs as bk_cmd_bake_plan_files registers them: their indices in the bk_outputs,
  * -1 where not asked for. */
-enum bk_cmd_bake_out { OUT_LIGHTMAP, OUT_MESH_OBJ, OUT_STATS, OUT_PREVIEW, OUT_MESH_GLTF, OUT_PROBES, OUT_COUNT };
+enum bk_cmd_bake_out {
+    OUT_LIGHTMAP,
+    OUT_MESH_OBJ,
+    OUT_STATS,
+    OUT_PREVIEW,
+    OUT_MESH_GLTF,
+    OUT_PROBES,
+    OUT_MASK,
+    OUT_COUNT
+};
 /* idx[OUT_LIGHTMAP] is -o outs[0]'s (its first page); lm_idx[k] each -o outs[k]'s (its first
  * page: page0[k] with --pages auto, NULL otherwise), lm_idx[0] == idx[OUT_LIGHTMAP]. */
 int   bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT_COUNT], int *lm_idx,

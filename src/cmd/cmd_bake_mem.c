@@ -22,6 +22,12 @@ int bk_cmd_bake_check_memory(const bk_cmd_bake_cli *c, bk_backend *be, const bk_
         est[0] += h;
         est[1] += d;
     }
+    if (c->p.mask_count) {
+        uint64_t h, d;
+        bk_bake_estimate_mask((uint64_t)BK_ATLAS_PIXELS(at), at->covered, dtotal > 0, c->p.mask_count, &h, &d);
+        est[0] += h;
+        est[1] += d;
+    }
     /* --bin-rays sorts the whole texels before the bake, also for a device: the rasterizer then
      * holds them whole (32 B each beside 5 B per pixel), as on the CPU */
     const uint64_t whole = 5 * (uint64_t)BK_ATLAS_PIXELS(at) + sizeof(bk_texel) * at->covered;

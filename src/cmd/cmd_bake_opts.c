@@ -311,6 +311,51 @@ static int parse_light(const char *opt, const char *v, int n, float *f, uint32_t
     return bk_cmd_bake_parse_floats(opt, num, n, f);
 }
 
+static int set_shadowmask(void *dst, const char *opt, const char *v)
+{
+    CLI(dst);
+    (void)opt;
+    (void)v;
+    c->shadowmask = 1;
+    return 0;
+}
+
+/* --shadowmask: its channels, the lights baked indirect (the sun first, then the points in
+ * order), into c->p.mask_count and mask_vis; -1 after saying why there are none or too many. */
+static int plan_shadowmask(bk_cmd_bake_cli *c)
+{
+    uint32_t n = 0, total = 0;
+    int      sun =
+        c->p.sun_mode == BK_LIGHT_INDIRECT && (c->p.sun_color[0] > 0 || c->p.sun_color[1] > 0 || c->p.sun_color[2] > 0);
+    total = (uint32_t)sun;
+    for (uint32_t i = 0; i < c->point_count; ++i) total += c->point_modes[i] == BK_LIGHT_INDIRECT;
+    const char *why = c->p.mode == BK_BAKE_AO ? "an AO bake has no lights"
+                      : c->pages_auto         ? "not yet with --pages auto"
+                      : !total                ? "no light is baked indirect: mark the sun or a point light so, as in "
+                                                "--sun X,Y,Z,R,G,B,DEG,indirect (the engine then draws its direct "
+                                                "light, and the mask says where it is shadowed)"
+                      : total > BK_MASK_MAX   ? "at most 4 lights baked indirect (one per channel of the mask)"
+                                              : NULL;
+    for (uint32_t i = 0; !why && i < c->point_count; ++i)
+        if (c->point_modes[i] == BK_LIGHT_INDIRECT && i >= BK_DIR_POINTS)
+            why = "a point light baked indirect must be one of the first 30";
+    if (why) {
+        bk_cmd_bake_error("--shadowmask: %s\n", why);
+        return -1;
+    }
+    if (sun) {
+        c->mask_point[n] = -1;
+        c->p.mask_vis[n++] = BK_VIS_SUN;
+    }
+    for (uint32_t i = 0; i < c->point_count; ++i)
+        if (c->point_modes[i] == BK_LIGHT_INDIRECT) {
+            c->mask_point[n] = (int)i;
+            c->p.mask_vis[n++] = 1u << (BK_VIS_POINT0 + i);
+        }
+    c->p.mask_count = n;
+    return 0;
+}
+
 static int set_sun(void *dst, const char *opt, const char *v)
 {
     CLI(dst);
@@ -635,6 +680,13 @@ static const bk_cli_opt bake_opts[] = {
       .arg = "X,Y,Z,R,G,B[,MODE]",
       .set = set_point,
       .help = "a point light of intensity R,G,B (repeatable); MODE as for --sun" },
+    { .name = "--shadowmask",
+      .set = set_shadowmask,
+      .help = "also write NAME_shadowmask.png beside the first -o: per texel,\n"
+              "how much of each light baked indirect it sees (soft: the share\n"
+              "of the bake's own shadow rays that reach it), one light per\n"
+              "channel, r the sun, then the indirect --point lights in order,\n"
+              "up to four (Unity's Shadowmask mode; docs/baking.md, Shadowmask)" },
     { .name = "--sky",
       .arg = "R,G,B",
       .set = set_sky,
@@ -821,6 +873,7 @@ static int bake_check(bk_cmd_bake_cli *c)
             return -1;
         }
     }
+    if (c->shadowmask && plan_shadowmask(c)) return -1;
     if (c->probes_out && !c->probe_spacing) {
         bk_cmd_bake_error("--probes-out %s: no probes to write; add --probes SPACING\n", c->probes_out);
         return -1;
@@ -842,6 +895,15 @@ static int bake_check(bk_cmd_bake_cli *c)
             c->outs[0] = png;
         }
     c->out = c->outs[0];
+    if (c->shadowmask) {
+        size_t n = strlen(c->out), cut = n >= 4 ? n - 4 : n;
+        if ((size_t)snprintf(c->mask_name, sizeof c->mask_name, "%.*s_shadowmask.png", (int)cut, c->out) >=
+            sizeof c->mask_name) {
+            bk_cmd_bake_error("-o %s: the name is too long for its shadowmask's file\n", c->out);
+            return -1;
+        }
+        c->mask_out = c->mask_name;
+    }
     if (c->probe_spacing > 0 && !c->probes_out) {
         size_t n = strlen(c->out), cut = n >= 4 ? n - 4 : n;
         if ((size_t)snprintf(c->probes_name, sizeof c->probes_name, "%.*s_probes.json", (int)cut, c->out) >=

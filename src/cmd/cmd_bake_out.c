@@ -96,6 +96,18 @@ static void write_probes_json(FILE *f, const bk_cmd_bake_cli *c, const bk_cmd_ba
     fputs(" },\n", f);
 }
 
+/* --shadowmask: its file and its channels' lights */
+static void write_mask_json(FILE *f, const bk_cmd_bake_cli *c)
+{
+    fputs("  \"shadowmask\": { \"file\": ", f);
+    json_str(f, c->mask_out);
+    fputs(", \"channels\": [", f);
+    for (uint32_t k = 0; k < c->p.mask_count; ++k)
+        if (c->mask_point[k] < 0) fprintf(f, "%s\"sun\"", k ? ", " : "");
+        else fprintf(f, "%s\"point %d\"", k ? ", " : "", c->mask_point[k]);
+    fputs("] },\n", f);
+}
+
 void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs *io, const bk_scene *s,
                              const bk_voxmesh *vm, const bk_atlas *at, char **page_names, uint32_t texels,
                              const bk_bake_result *r, const double ph[PH_COUNT], const char *backend, double mean_lum,
@@ -174,6 +186,7 @@ void bk_cmd_bake_write_stats(FILE *f, const bk_cmd_bake_cli *c, const bk_outputs
                 (unsigned long long)r->dev[k].rays, r->dev[k].busy_seconds);
     fputs("] },\n", f);
     if (probes->n) write_probes_json(f, c, probes);
+    if (c->p.mask_count) write_mask_json(f, c);
     fprintf(f,
             "  \"job\": { \"ranks\": %d, \"granule\": %u, \"wait_seconds\": %.6f, \"gather_bytes\": %llu, "
             "\"gather_seconds\": %.6f },\n",
@@ -252,6 +265,9 @@ int bk_cmd_bake_plan_files(const bk_cmd_bake_cli *c, bk_outputs *io, int idx[OUT
     if (!r && c->writer && c->probes_out &&
         (r = idx[OUT_PROBES] = bk_outputs_add(io, "--probes", c->probes_out, 0, err, sizeof err)) >= 0)
         r = 0;
+    if (!r && c->writer && c->mask_out &&
+        (r = idx[OUT_MASK] = bk_outputs_add(io, "--shadowmask", c->mask_out, 0, err, sizeof err)) >= 0)
+        r = 0;
     if (!r && c->writer && c->preview &&
         (r = idx[OUT_PREVIEW] = bk_outputs_add(io, "--preview", c->preview, 0, err, sizeof err)) >= 0)
         r = 0;
@@ -318,6 +334,12 @@ int bk_cmd_bake_write_gltf(FILE *f, const bk_cmd_bake_cli *c, const bk_scene *sr
     go.exposure = c->exposure;
     go.probes = probe_count ? c->probes_out : NULL;
     go.probe_count = probe_count;
+    go.shadowmask = c->mask_out;
+    go.mask_count = (int)c->p.mask_count;
+    for (uint32_t k = 0; k < c->p.mask_count && k < 4; ++k) {
+        const int i = go.mask_point[k] = c->mask_point[k];
+        for (int a = 0; a < 3; ++a) go.mask_at[k][a] = i < 0 ? c->p.sun_dir[a] : c->points[6 * i + a];
+    }
     /* --directional's files beside the first -o */
     char *dir[3] = { NULL, NULL, NULL };
     for (int b = 0; c->directional && b < bk_cmd_bake_dir_files(c); ++b) {

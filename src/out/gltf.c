@@ -1016,6 +1016,23 @@ static void json_asset(gltf_job *J)
                 "incoming radiance per probe (docs/formats.md, Light probes)\"}",
                 o->probe_count);
     }
+    if (o && o->shadowmask) {
+        fputs(",\"shadowmask\":{\"uri\":", j);
+        json_str(j, base_of(o->shadowmask));
+        fputs(",\"encoding\":\"RGBA8 PNG, linear: per texel and channel the share of the light's shadow rays that "
+              "reach it (1 lit, 0 shadowed), on the lightmap's UVs; the channels' lights below\",\"channels\":[",
+              j);
+        for (int k = 0; k < o->mask_count && k < 4; ++k) {
+            const float *a = o->mask_at[k];
+            if (o->mask_point[k] < 0)
+                fprintf(j, "%s{\"channel\":\"%c\",\"light\":\"sun\",\"direction\":[%.9g,%.9g,%.9g]}", k ? "," : "",
+                        "rgba"[k], (double)a[0], (double)a[1], (double)a[2]);
+            else
+                fprintf(j, "%s{\"channel\":\"%c\",\"light\":\"point\",\"index\":%d,\"position\":[%.9g,%.9g,%.9g]}",
+                        k ? "," : "", "rgba"[k], o -> mask_point[k], (double)a[0], (double)a[1], (double)a[2]);
+        }
+        fputs("]}", j);
+    }
     fputs("}}},", j);
     if (emissive_strength) fputs("\"extensionsUsed\":[\"KHR_materials_emissive_strength\"],", j);
     fputs("\"scene\":0,\"scenes\":[{\"name\":", j);

@@ -75,6 +75,13 @@ typedef struct bk_gltf_opts {
     /* --probes' file (NULL for none): named in the asset's extras.baker.probes, with its count */
     const char *probes;
     uint32_t    probe_count;
+    /* --shadowmask's file (NULL for none): named in extras.baker.shadowmask with its channels'
+       lights, mask_count of them: mask_point -1 the sun (mask_at its direction), else that point
+       light (mask_at its position) */
+    const char *shadowmask;
+    int         mask_count;
+    int         mask_point[4];
+    float       mask_at[4][3];
 } bk_gltf_opts;
 
 void bk_gltf_opts_default(bk_gltf_opts *o);
