@@ -44,6 +44,19 @@ static int leftovers(void)
     return system(cmd) == 0;
 }
 
+/* Each of the n option sets (opts[k][0], with %s for tmpdir, given twice) is refused with exit
+ * status 2 and a message naming `name` and opts[k][1]. */
+static void expect_refused(const char *scene, const char *tmpdir, const char *name, const char *const (*opts)[2], int n)
+{
+    char err[4096], args[4096];
+    for (int k = 0; k < n; ++k) {
+        char opt[1400];
+        snprintf(opt, sizeof opt, opts[k][0], tmpdir, tmpdir);
+        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
+        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, name) && strstr(err, opts[k][1]), "%s: %s", opt, err);
+    }
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/bk_cli_XXXXXX");
@@ -232,13 +245,7 @@ int main(void)
     const char *refused[][2] = { { "-o '%s/no.png' --directional maybe", "maybe" },
                                  { "-o '%s/no.png' --directional sh --mode ao", "AO" },
                                  { "-o '%s/no.hdr' --directional dominant", ".exr" } };
-    for (int k = 0; k < 3; ++k) {
-        char opt[700];
-        snprintf(opt, sizeof opt, refused[k][0], tmpdir);
-        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
-        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--directional") && strstr(err, refused[k][1]),
-                   "%s: %s", opt, err);
-    }
+    expect_refused(scene, tmpdir, "--directional", refused, 3);
     /* --shadowmask: the map the same bytes as with the sun indirect alone (ok4.png, the last of
      * the loop above), NAME_shadowmask.png beside it (RGBA), named in the glTF; what it refuses,
      * it names */
@@ -267,13 +274,7 @@ int main(void)
           "--point 0,3,0,1,1,1,indirect --point 0,4,0,1,1,1,indirect --shadowmask",
           "at most 4" }
     };
-    for (int k = 0; k < 3; ++k) {
-        char opt[700];
-        snprintf(opt, sizeof opt, mrefused[k][0], tmpdir);
-        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
-        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--shadowmask") && strstr(err, mrefused[k][1]),
-                   "%s: %s", opt, err);
-    }
+    expect_refused(scene, tmpdir, "--shadowmask", mrefused, 3);
     snprintf(cmd, sizeof cmd, "%s/no_shadowmask.png", tmpdir);
     BK_EXPECTF(!exists(cmd), "%s written by a refused run", cmd);
     /* --probes: the map the same bytes, NAME_probes.json beside it, named in the glTF; what it
@@ -292,13 +293,7 @@ int main(void)
     const char *no_probes[][2] = { { "-o '%s/no.png' --probes 0", "spacing" },
                                    { "-o '%s/no.png' --probes 0.5 --mode ao", "AO" },
                                    { "-o '%s/no.png' --probes-out '%s/p.json'", "--probes SPACING" } };
-    for (int k = 0; k < 3; ++k) {
-        char opt[1400];
-        snprintf(opt, sizeof opt, no_probes[k][0], tmpdir, tmpdir);
-        snprintf(args, sizeof args, "'%s' %s --backend cpu --size 32 --spp 2 --quiet", scene, opt);
-        BK_EXPECTF(run(err, sizeof err, args) == 2 && strstr(err, "--probes") && strstr(err, no_probes[k][1]), "%s: %s",
-                   opt, err);
-    }
+    expect_refused(scene, tmpdir, "--probes", no_probes, 3);
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (!bk_test_failures && system(cmd) != 0) fprintf(stderr, "note: could not remove %s\n", tmpdir);
