@@ -44,6 +44,16 @@ static int leftovers(void)
     return system(cmd) == 0;
 }
 
+/* The colour type of the PNG at path (6: RGBA), from its IHDR; -1 when it cannot be read. */
+static int png_colour_type(const char *path)
+{
+    FILE         *f = fopen(path, "rb");
+    unsigned char head[26];
+    int           t = f && fread(head, 1, 26, f) == 26 ? head[25] : -1;
+    if (f) fclose(f);
+    return t;
+}
+
 /* Each of the n option sets (opts[k][0], with %s for tmpdir, given twice) is refused with exit
  * status 2 and a message naming `name` and opts[k][1]. */
 static void expect_refused(const char *scene, const char *tmpdir, const char *name, const char *const (*opts)[2], int n)
@@ -238,10 +248,7 @@ int main(void)
              scene, tmpdir);
     BK_EXPECT(run(err, sizeof err, args) == 0);
     snprintf(cmd, sizeof cmd, "%s/ok6_dir.png", tmpdir);
-    FILE         *pf = fopen(cmd, "rb");
-    unsigned char head[26] = { 0 };
-    BK_EXPECTF(pf && fread(head, 1, 26, pf) == 26 && head[25] == 6, "%s: no RGBA PNG (colour type %d)", cmd, head[25]);
-    if (pf) fclose(pf);
+    BK_EXPECTF(png_colour_type(cmd) == 6, "%s: no RGBA PNG (colour type %d)", cmd, png_colour_type(cmd));
     const char *refused[][2] = { { "-o '%s/no.png' --directional maybe", "maybe" },
                                  { "-o '%s/no.png' --directional sh --mode ao", "AO" },
                                  { "-o '%s/no.hdr' --directional dominant", ".exr" } };
@@ -258,10 +265,7 @@ int main(void)
     snprintf(b2, sizeof b2, "%s/ok8.png", tmpdir);
     BK_EXPECTF(same_file(cmd, b2), "--shadowmask changed the map");
     snprintf(cmd, sizeof cmd, "%s/ok8_shadowmask.png", tmpdir);
-    pf = fopen(cmd, "rb");
-    memset(head, 0, sizeof head);
-    BK_EXPECTF(pf && fread(head, 1, 26, pf) == 26 && head[25] == 6, "%s: no RGBA PNG (colour type %d)", cmd, head[25]);
-    if (pf) fclose(pf);
+    BK_EXPECTF(png_colour_type(cmd) == 6, "%s: no RGBA PNG (colour type %d)", cmd, png_colour_type(cmd));
     snprintf(cmd, sizeof cmd,
              "grep -q '\"shadowmask\":{\"uri\":\"ok8_shadowmask.png\".*\"channel\":\"r\",\"light\":\"sun\"' "
              "'%s/ok8.gltf'",
